@@ -1,0 +1,41 @@
+"""geoldp: trajectory collection under local differential privacy.
+
+geoldp implements the TP and ATP mechanisms of Zhang et al., "Trajectory Data Collection with Local
+Differential Privacy" (PVLDB 16(10), 2023) on top of GeoPandas. Importing the package registers the
+``.ldp`` accessor on GeoDataFrames.
+"""
+
+from __future__ import annotations
+
+from importlib.metadata import PackageNotFoundError, version
+
+# Importing the accessor module registers ``GeoDataFrame.ldp`` as a side effect.
+from geoldp import accessor as _accessor  # noqa: F401
+from geoldp._versions import show_versions
+from geoldp.budget import Ledger
+from geoldp.errors import BudgetError, DomainError, GeoLDPError, GeoLDPWarning, PrivacyWarning
+from geoldp.metrics import evaluate
+from geoldp.pointset import PointSet
+from geoldp.trajectory import ATP, TP, PointEM, perturb_trajectories
+
+try:
+    __version__ = version("geoldp")
+except PackageNotFoundError:  # running from a source tree that is not installed
+    __version__ = "0.0.0+unknown"
+
+__all__ = [
+    "ATP",
+    "TP",
+    "BudgetError",
+    "DomainError",
+    "GeoLDPError",
+    "GeoLDPWarning",
+    "Ledger",
+    "PointEM",
+    "PointSet",
+    "PrivacyWarning",
+    "__version__",
+    "evaluate",
+    "perturb_trajectories",
+    "show_versions",
+]

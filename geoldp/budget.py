@@ -1,0 +1,3 @@
+"""Placeholder: replaced by its owner (see CONTRACT)."""
+
+class Ledger: ...

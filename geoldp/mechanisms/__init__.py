@@ -1,0 +1,2 @@
+"""Placeholder: replaced by its owner (see CONTRACT)."""
+
