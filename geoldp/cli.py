@@ -1,0 +1,480 @@
+"""Command-line interface: ``geoldp perturb``, ``geoldp demo``, ``geoldp evaluate``, ``geoldp info``.
+
+Every command has ``--help``. User errors (a missing file, a bad ε, an unknown column, ...) print one
+line ``geoldp: error: ...`` to stderr and return exit status 2 (command-line usage) or 1 (bad input
+data or parameters), without a traceback. Set the environment variable ``GEOLDP_TRACEBACK=1`` to get the
+full traceback instead (for bug reports).
+
+The entry point is :func:`main`, used by the ``geoldp`` console script and by ``python -m geoldp``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import json
+import os
+import sys
+import warnings
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, NoReturn, TextIO
+
+__all__ = ["main", "build_parser"]
+
+PROG = "geoldp"
+
+#: Output formats of ``geoldp perturb``, by file suffix.
+OUTPUT_FORMATS = {
+    ".geojson": "GeoJSON",
+    ".json": "GeoJSON",
+    ".gpkg": "GPKG",
+    ".parquet": "Parquet",
+    ".geoparquet": "Parquet",
+    ".csv": "CSV",
+    ".shp": "ESRI Shapefile",
+    ".fgb": "FlatGeobuf",
+}
+
+SEED_HELP = (
+    "integer seed, for experiments only; omit for deployment (OS CSPRNG). The seed is never written to "
+    "the output or the ledger."
+)
+
+
+class UsageError(Exception):
+    """A command-line usage error (exit status 2)."""
+
+
+class UserError(Exception):
+    """An error in the user's data or parameters (exit status 1)."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """ArgumentParser whose errors are one line, raised as :class:`UsageError` instead of exiting."""
+
+    def error(self, message: str) -> NoReturn:  # noqa: D102 (argparse API)
+        raise UsageError(f"{message} (see '{self.prog} --help')")
+
+
+# ------------------------------------------------------------------------------------------------------
+# helpers
+
+
+def _one_line(message: object) -> str:
+    """Collapse a message to one line."""
+    text = " ".join(str(message).split())
+    return text or "unknown error"
+
+
+def _version() -> str:
+    from geoldp._versions import _geoldp_version
+
+    return _geoldp_version()
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}")
+    return value
+
+
+def _seed(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a non-negative integer, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be a non-negative integer, got {text!r}")
+    return value
+
+
+def _epsilon(text: str) -> float:
+    # Only the syntax is checked here; the range is validated by the library (one grammar everywhere).
+    try:
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a number, got {text!r}") from None
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a positive number, got {text!r}") from None
+    if not (0.0 < value < float("inf")):
+        raise argparse.ArgumentTypeError(f"must be a positive number, got {text!r}")
+    return value
+
+
+def _granularity(text: str) -> str | int:
+    if text.strip().lower() == "auto":
+        return "auto"
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be 'auto' or an integer, got {text!r}") from None
+
+
+def _option(text: str) -> tuple[str, Any]:
+    name, sep, raw = text.partition("=")
+    name = name.strip()
+    if not sep or not name.isidentifier():
+        raise argparse.ArgumentTypeError(f"must look like NAME=VALUE, got {text!r}")
+    try:
+        value = ast.literal_eval(raw.strip())
+    except (ValueError, SyntaxError):
+        value = raw.strip()
+    return name, value
+
+
+def _existing_file(path: str, what: str) -> Path:
+    p = Path(path)
+    if not p.exists():
+        raise UserError(f"{what} file '{path}' does not exist")
+    if p.is_dir() and p.suffix.lower() not in {".parquet", ".gdb"}:
+        raise UserError(f"{what} path '{path}' is a directory, not a file")
+    return p
+
+
+def _output_path(path: str) -> tuple[Path, str]:
+    p = Path(path)
+    fmt = OUTPUT_FORMATS.get(p.suffix.lower())
+    if fmt is None:
+        known = ", ".join(sorted(OUTPUT_FORMATS))
+        raise UserError(f"cannot infer the output format of '{path}'; use one of the suffixes {known}")
+    parent = p.parent if str(p.parent) else Path(".")
+    if not parent.is_dir():
+        raise UserError(f"output directory '{parent}' does not exist")
+    return p, fmt
+
+
+@contextmanager
+def _stage(what: str) -> Iterator[None]:
+    """Turn any exception raised while doing ``what`` (reading or writing a file) into a UserError."""
+    try:
+        yield
+    except (UsageError, UserError):
+        raise
+    except Exception as exc:
+        if os.environ.get("GEOLDP_TRACEBACK"):
+            raise
+        raise UserError(f"{what}: {_one_line(exc)}") from exc
+
+
+@contextmanager
+def _report_warnings(stderr: TextIO) -> Iterator[None]:
+    """Print each distinct warning raised inside the block as one ``geoldp: warning:`` line."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            yield
+        finally:
+            seen: set[str] = set()
+            for w in caught:
+                line = f"{PROG}: warning: {w.category.__name__}: {_one_line(w.message)}"
+                if line not in seen:
+                    seen.add(line)
+                    print(line, file=stderr)
+
+
+def _sidecar_path(path: Path) -> Path:
+    """Path of the JSON ledger written next to an output file."""
+    return path.with_name(path.name + ".ledger.json")
+
+
+def write_frame(gdf: Any, path: str | os.PathLike[str]) -> list[Path]:
+    """Write a (perturbed) GeoDataFrame in the format given by the file suffix, plus its ledger.
+
+    GeoJSON goes through :func:`geoldp.io.to_geojson` (RFC 7946, WGS 84, ledger included). Other formats
+    go through GeoPandas; the ledger in ``gdf.attrs["geoldp"]``, if any, is written to a JSON sidecar
+    ``<path>.ledger.json``.
+
+    Parameters
+    ----------
+    gdf : geopandas.GeoDataFrame
+        The frame to write.
+    path : str or os.PathLike
+        Output path; its suffix selects the format (see ``OUTPUT_FORMATS``).
+
+    Returns
+    -------
+    list of pathlib.Path
+        The files written.
+    """
+    from geoldp import io as gio
+
+    p, fmt = _output_path(os.fspath(path))
+    written = [p]
+    ledger = gdf.attrs.get("geoldp")
+    if fmt == "GeoJSON":
+        before = set(p.parent.iterdir())
+        gio.to_geojson(gdf, p, ledger=True)
+        written += sorted(set(p.parent.iterdir()) - before - {p})
+        return written
+    if fmt == "Parquet":
+        gdf.to_parquet(p)
+    elif fmt == "CSV":
+        frame = gdf.to_wkt() if hasattr(gdf, "to_wkt") else gdf
+        frame.to_csv(p, index=False)
+    else:
+        gdf.to_file(p, driver=fmt)
+    if ledger is not None:
+        side = _sidecar_path(p)
+        side.write_text(json.dumps(ledger, indent=2, sort_keys=True, default=str) + "\n", encoding="utf-8")
+        written.append(side)
+    return written
+
+
+# ------------------------------------------------------------------------------------------------------
+# commands
+
+
+def _cmd_perturb(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
+    trips_path = _existing_file(args.trips, "TRIPS")
+    points_path = _existing_file(args.points, "POINTS")
+    out_path, _ = _output_path(args.output)
+
+    from geoldp import io as gio
+
+    options: dict[str, Any] = dict(args.option or [])
+    if args.granularity is not None:
+        options["granularity"] = args.granularity
+
+    read_kwargs: dict[str, Any] = {}
+    if args.traj_id_col is not None:
+        read_kwargs["traj_id_col"] = args.traj_id_col
+    if args.time_col is not None:
+        read_kwargs["time_col"] = args.time_col
+
+    with _report_warnings(stderr):
+        with _stage(f"cannot read TRIPS '{args.trips}'"):
+            trips = gio.read_trajectories(trips_path, **read_kwargs)
+        with _stage(f"cannot read POINTS '{args.points}'"):
+            points = gio.read_points(points_path)
+        progress = (not args.no_progress) and stderr.isatty()
+        out = trips.ldp.perturb(
+            points,
+            mechanism=args.mechanism,
+            epsilon=args.epsilon,
+            keep_columns=args.keep_columns,
+            snap_max_km=args.snap_max_km,
+            traj_id_col=args.traj_id_col,
+            time_col=args.time_col,
+            progress=progress,
+            rng=args.seed,
+            **options,
+        )
+        with _stage(f"cannot write '{args.output}'"):
+            written = write_frame(out, out_path)
+    print(f"{PROG}: perturbed {len(out)} trajectories with {args.mechanism.upper()} (epsilon={args.epsilon:g}"
+          f"{', seeded' if args.seed is not None else ''})", file=stderr)
+    for path in written:
+        print(path, file=stdout)
+    return 0
+
+
+def _cmd_demo(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
+    from geoldp.demo import run_demo
+
+    with _report_warnings(stderr):
+        run_demo(
+            args.output,
+            n_trips=args.n_trips,
+            n_points=args.n_points,
+            epsilon=args.epsilon,
+            seed=args.seed,
+            plot=not args.no_plot,
+            stream=stdout,
+        )
+    return 0
+
+
+def _cmd_evaluate(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
+    original_path = _existing_file(args.original, "ORIGINAL")
+    perturbed_path = _existing_file(args.perturbed, "PERTURBED")
+    if args.plot is not None:
+        plot_path = Path(args.plot)
+        if plot_path.suffix.lower() not in {".png", ".pdf", ".svg"}:
+            raise UserError(f"--plot must end in .png, .pdf or .svg, got '{args.plot}'")
+        if not plot_path.parent.is_dir():
+            raise UserError(f"output directory '{plot_path.parent}' does not exist")
+
+    import pandas as pd
+
+    from geoldp import io as gio
+    from geoldp import metrics
+
+    with _report_warnings(stderr):
+        with _stage(f"cannot read ORIGINAL '{args.original}'"):
+            original = gio.read_trajectories(original_path)
+        with _stage(f"cannot read PERTURBED '{args.perturbed}'"):
+            perturbed = gio.read_trajectories(perturbed_path)
+        table = metrics.evaluate(original, perturbed)
+        with pd.option_context("display.width", 120, "display.max_columns", 50, "display.max_rows", 200):
+            print(table.to_string(), file=stdout)
+        if args.plot is not None:
+            from geoldp.demo import save_comparison_map
+
+            with _stage(f"cannot write '{args.plot}'"):
+                save_comparison_map(original, {"perturbed": perturbed}, args.plot)
+            print(f"{PROG}: wrote {args.plot}", file=stderr)
+    return 0
+
+
+def _cmd_info(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
+    from geoldp._versions import show_versions
+
+    print(f"{PROG} {_version()}: trajectory collection under local differential privacy (TP, ATP)",
+          file=stdout)
+    show_versions(file=stdout)
+    return 0
+
+
+# ------------------------------------------------------------------------------------------------------
+# parser
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """Build the ``geoldp`` argument parser (used by :func:`main` and by the docs).
+
+    Returns
+    -------
+    argparse.ArgumentParser
+    """
+    parser = _Parser(
+        prog=PROG,
+        description=(
+            "Perturb trajectories under local differential privacy with TP and ATP (Zhang et al., "
+            "PVLDB 2023). One row = one trajectory = one privacy unit."
+        ),
+        epilog="Run 'geoldp COMMAND --help' for the options of a command.",
+    )
+    parser.add_argument("--version", action="version", version=f"{PROG} {_version()}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+
+    p = sub.add_parser(
+        "perturb",
+        help="perturb a file of trajectories",
+        description=(
+            "Perturb every trajectory (row) of TRIPS onto the public points of POINTS and write the result. "
+            "Any format GeoPandas reads (GeoJSON, GeoPackage, Parquet, CSV with a WKT or lon/lat columns, "
+            "...). Only the geometry and the index are written unless --keep-columns is given; kept "
+            "columns are NOT protected. A JSON ledger of the privacy budget is written with the output."
+        ),
+    )
+    p.add_argument("trips", metavar="TRIPS", help="trajectories: LineStrings, or Points with --traj-id-col")
+    p.add_argument("--points", required=True, metavar="POINTS", help="the public point set (Points)")
+    p.add_argument("--mechanism", required=True, type=str.lower, choices=("tp", "atp", "pointem"),
+                   help="the mechanism")
+    p.add_argument("--epsilon", required=True, type=_epsilon, metavar="E",
+                   help="privacy budget per trajectory (row), > 0")
+    p.add_argument("--seed", type=_seed, default=None, metavar="N", help=SEED_HELP)
+    p.add_argument("-o", "--output", required=True, metavar="OUT",
+                   help=f"output file; the suffix selects the format ({', '.join(OUTPUT_FORMATS)})")
+    p.add_argument("--traj-id-col", metavar="C", default=None,
+                   help="for Point input: the column that groups points into trajectories")
+    p.add_argument("--time-col", metavar="C", default=None,
+                   help="for Point input: the column that orders points within a trajectory")
+    p.add_argument("--keep-columns", nargs="+", metavar="C", default=None,
+                   help="copy these columns to the output UNPROTECTED (a PrivacyWarning is printed)")
+    p.add_argument("--snap-max-km", type=_positive_float, metavar="X", default=None,
+                   help="fail if a vertex is farther than X km from every public point")
+    p.add_argument("--granularity", type=_granularity, metavar="G", default=None,
+                   help="direction granularity of TP/ATP: 'auto' (default) or an integer")
+    p.add_argument("--option", action="append", type=_option, metavar="NAME=VALUE", default=None,
+                   help="another mechanism option, e.g. sector_convention='floor' (repeatable)")
+    p.add_argument("--no-progress", action="store_true", help="never show a progress bar")
+    p.set_defaults(func=_cmd_perturb)
+
+    d = sub.add_parser(
+        "demo",
+        help="run TP and ATP on a built-in synthetic city (no download)",
+        description=(
+            "Generate a deterministic synthetic city (public points and trips), perturb the trips with TP "
+            "and ATP, print a utility table, and write GeoJSON files and a PNG map to DIR. The demo is "
+            "seeded (an experiment); deployments omit the seed."
+        ),
+    )
+    d.add_argument("-o", "--output", metavar="DIR", default="geoldp-demo",
+                   help="output directory (created if needed; default: ./geoldp-demo)")
+    d.add_argument("--n-trips", type=_positive_int, default=2000, metavar="N", help="number of trips")
+    d.add_argument("--n-points", type=_positive_int, default=1000, metavar="M",
+                   help="number of public points")
+    d.add_argument("--epsilon", type=_epsilon, default=4.0, metavar="E", help="privacy budget per trip")
+    d.add_argument("--seed", type=_seed, default=0, metavar="N",
+                   help="seed of the city and of the perturbation (demo/experiments only)")
+    d.add_argument("--no-plot", action="store_true", help="do not draw the PNG map")
+    d.set_defaults(func=_cmd_demo)
+
+    e = sub.add_parser(
+        "evaluate",
+        help="compare original and perturbed trajectories",
+        description=(
+            "Print the utility table of geoldp.metrics.evaluate for ORIGINAL and PERTURBED (same rows, "
+            "same order)."
+        ),
+    )
+    e.add_argument("original", metavar="ORIGINAL", help="original trajectories")
+    e.add_argument("perturbed", metavar="PERTURBED", help="perturbed trajectories (same rows)")
+    e.add_argument("--plot", metavar="PNG", default=None, help="also save a map comparing the two")
+    e.set_defaults(func=_cmd_evaluate)
+
+    i = sub.add_parser("info", help="print the geoldp version and dependency versions",
+                       description="Print the geoldp version and the versions of its dependencies.")
+    i.set_defaults(func=_cmd_info)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the ``geoldp`` command line.
+
+    Parameters
+    ----------
+    argv : sequence of str, optional
+        The arguments, without the program name. Defaults to ``sys.argv[1:]``.
+
+    Returns
+    -------
+    int
+        The exit status: 0 on success, 1 for bad input data or parameters, 2 for command-line usage
+        errors.
+    """
+    from geoldp.errors import GeoLDPError
+
+    stdout, stderr = sys.stdout, sys.stderr
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except UsageError as exc:
+        print(f"{PROG}: error: {_one_line(exc)}", file=stderr)
+        return 2
+    except SystemExit as exc:  # --help, --version
+        return exc.code if isinstance(exc.code, int) else 0
+    if args.command is None:
+        parser.print_help(stdout)
+        return 0
+    func: Callable[[argparse.Namespace, TextIO, TextIO], int] = args.func
+    try:
+        return func(args, stdout, stderr)
+    except UsageError as exc:
+        print(f"{PROG}: error: {_one_line(exc)}", file=stderr)
+        return 2
+    except UserError as exc:
+        print(f"{PROG}: error: {_one_line(exc)}", file=stderr)
+        return 1
+    except (GeoLDPError, ValueError, TypeError, KeyError, ImportError) as exc:
+        # Validation errors of the library: the message grammar names the parameter or the row position.
+        if os.environ.get("GEOLDP_TRACEBACK"):
+            raise
+        message = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
+        print(f"{PROG}: error: {_one_line(message)}", file=stderr)
+        return 1
+    except KeyboardInterrupt:
+        print(f"{PROG}: interrupted", file=stderr)
+        return 130

@@ -1,0 +1,312 @@
+"""Tests of the command line (geoldp.cli), called through ``main([...])``."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import geopandas as gpd
+import numpy as np
+import pandas as pd
+import pytest
+import shapely
+
+import geoldp
+from geoldp.cli import main
+from geoldp.datasets import synthetic_city
+
+COMMANDS = ["perturb", "demo", "evaluate", "info"]
+
+
+@pytest.fixture(scope="module")
+def city():
+    return synthetic_city(n_points=60, n_trips=25, max_len=6, seed=3)
+
+
+@pytest.fixture
+def files(tmp_path, city):
+    points, trips = city
+    trips_path = tmp_path / "trips.geojson"
+    points_path = tmp_path / "points.geojson"
+    trips.to_file(trips_path, driver="GeoJSON")
+    points.to_file(points_path, driver="GeoJSON")
+    return trips_path, points_path
+
+
+def _single_error_line(err: str) -> str:
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    assert lines[0].startswith("geoldp: error: ")
+    assert "Traceback" not in err
+    return lines[0]
+
+
+# -- help, version, info ---------------------------------------------------------------------------
+
+
+def test_help_top_level(capsys):
+    assert main(["--help"]) == 0
+    out = capsys.readouterr().out
+    for command in COMMANDS:
+        assert command in out
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_help_every_command(command, capsys):
+    assert main([command, "--help"]) == 0
+    out = capsys.readouterr().out
+    assert f"geoldp {command}" in out
+
+
+def test_perturb_help_says_seed_is_for_experiments(capsys):
+    assert main(["perturb", "--help"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "for experiments only; omit for deployment (OS CSPRNG)" in out
+
+
+def test_version(capsys):
+    assert main(["--version"]) == 0
+    assert capsys.readouterr().out.strip() == f"geoldp {geoldp.__version__}"
+
+
+def test_no_command_prints_help(capsys):
+    assert main([]) == 0
+    assert "usage: geoldp" in capsys.readouterr().out
+
+
+def test_info(capsys):
+    assert main(["info"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith(f"geoldp {geoldp.__version__}")
+    for name in ("numpy", "geopandas", "shapely", "numba", "dask-geopandas"):
+        assert name in out
+
+
+def test_show_versions_prints_and_returns_none(capsys):
+    assert geoldp.show_versions() is None
+    out = capsys.readouterr().out
+    for name in ("geoldp", "python", "platform", "numpy", "pandas", "pyproj", "scikit-learn", "scipy",
+                 "matplotlib", "tqdm", "pyogrio", "pyarrow", "dask"):
+        assert f"\n{name}" in out
+
+
+def test_python_dash_m(tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "geoldp", "--version"], capture_output=True, text=True,
+                          cwd=tmp_path, timeout=120, check=False)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == f"geoldp {geoldp.__version__}"
+
+
+# -- usage errors (exit 2) --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("argv", "match"),
+    [
+        (["frobnicate"], "invalid choice"),
+        (["perturb", "t.geojson", "--mechanism", "tp", "--epsilon", "1", "-o", "o.geojson"], "--points"),
+        (["perturb", "t.geojson", "--points", "p.geojson", "--mechanism", "xx", "--epsilon", "1",
+          "-o", "o.geojson"], "invalid choice"),
+        (["perturb", "t.geojson", "--points", "p.geojson", "--mechanism", "tp", "--epsilon", "abc",
+          "-o", "o.geojson"], "must be a number"),
+        (["perturb", "t.geojson", "--points", "p.geojson", "--mechanism", "tp", "--epsilon", "1",
+          "--seed", "-3", "-o", "o.geojson"], "non-negative integer"),
+        (["perturb", "t.geojson", "--points", "p.geojson", "--mechanism", "tp", "--epsilon", "1",
+          "--snap-max-km", "0", "-o", "o.geojson"], "positive number"),
+        (["demo", "--n-trips", "0"], "positive integer"),
+        (["evaluate", "only-one.geojson"], "PERTURBED"),
+    ],
+)
+def test_usage_errors_exit_2_with_one_line(argv, match, capsys):
+    assert main(argv) == 2
+    line = _single_error_line(capsys.readouterr().err)
+    assert match in line
+
+
+# -- user errors (exit 1) ---------------------------------------------------------------------------
+
+
+def test_missing_trips_file(tmp_path, files, capsys):
+    _, points_path = files
+    code = main(["perturb", str(tmp_path / "nope.geojson"), "--points", str(points_path), "--mechanism",
+                 "tp", "--epsilon", "1", "-o", str(tmp_path / "out.geojson")])
+    assert code == 1
+    line = _single_error_line(capsys.readouterr().err)
+    assert "does not exist" in line
+    assert not (tmp_path / "out.geojson").exists()
+
+
+def test_unknown_output_suffix(tmp_path, files, capsys):
+    trips_path, points_path = files
+    code = main(["perturb", str(trips_path), "--points", str(points_path), "--mechanism", "tp",
+                 "--epsilon", "1", "-o", str(tmp_path / "out.xyz")])
+    assert code == 1
+    assert "output format" in _single_error_line(capsys.readouterr().err)
+
+
+def test_missing_output_directory(tmp_path, files, capsys):
+    trips_path, points_path = files
+    code = main(["perturb", str(trips_path), "--points", str(points_path), "--mechanism", "tp",
+                 "--epsilon", "1", "-o", str(tmp_path / "nodir" / "out.geojson")])
+    assert code == 1
+    assert "does not exist" in _single_error_line(capsys.readouterr().err)
+
+
+def test_unreadable_trips_file(tmp_path, files, capsys):
+    _, points_path = files
+    bad = tmp_path / "bad.geojson"
+    bad.write_text("this is not geojson")
+    code = main(["perturb", str(bad), "--points", str(points_path), "--mechanism", "tp", "--epsilon", "1",
+                 "-o", str(tmp_path / "out.geojson")])
+    assert code == 1
+    assert "cannot read TRIPS" in _single_error_line(capsys.readouterr().err)
+
+
+@pytest.mark.parametrize("epsilon", ["-1", "0", "nan", "inf"])
+def test_bad_epsilon_value(tmp_path, files, epsilon, capsys):
+    trips_path, points_path = files
+    code = main(["perturb", str(trips_path), "--points", str(points_path), "--mechanism", "atp",
+                 "--epsilon", epsilon, "-o", str(tmp_path / "out.geojson")])
+    assert code == 1
+    assert "epsilon" in _single_error_line(capsys.readouterr().err)
+    assert not (tmp_path / "out.geojson").exists()
+
+
+def test_bad_column(tmp_path, files, capsys):
+    trips_path, points_path = files
+    code = main(["perturb", str(trips_path), "--points", str(points_path), "--mechanism", "tp",
+                 "--epsilon", "1", "--keep-columns", "no_such_column", "-o", str(tmp_path / "out.geojson")])
+    assert code == 1
+    assert "no_such_column" in _single_error_line(capsys.readouterr().err)
+
+
+# -- perturb ----------------------------------------------------------------------------------------
+
+
+def _read_back(path):
+    if path.suffix == ".parquet":
+        return gpd.read_parquet(path)
+    if path.suffix == ".csv":
+        df = pd.read_csv(path)
+        return gpd.GeoDataFrame(df, geometry=gpd.GeoSeries.from_wkt(df["geometry"]), crs="EPSG:4326")
+    return gpd.read_file(path)
+
+
+@pytest.mark.parametrize("suffix", [".geojson", ".gpkg", ".parquet", ".csv"])
+def test_perturb_writes_file_and_ledger(tmp_path, files, city, suffix, capsys):
+    trips_path, points_path = files
+    points, trips = city
+    out = tmp_path / f"out{suffix}"
+    code = main(["perturb", str(trips_path), "--points", str(points_path), "--mechanism", "atp",
+                 "--epsilon", "2", "--seed", "7", "-o", str(out)])
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    assert out.exists()
+    assert str(out) in captured.out
+    back = _read_back(out)
+    assert len(back) == len(trips)
+    counts_in = shapely.get_num_coordinates(trips.geometry.values)
+    counts_out = shapely.get_num_coordinates(back.geometry.values)
+    np.testing.assert_array_equal(counts_out, counts_in)
+    # every output vertex is a public point
+    public = {tuple(c) for c in shapely.get_coordinates(points.geometry.values)}
+    assert {tuple(c) for c in shapely.get_coordinates(back.geometry.values)} <= public
+    # the ledger is written next to the output (or inside the GeoJSON), and never holds the seed
+    ledger_files = [p for p in tmp_path.iterdir() if "ledger" in p.name]
+    if suffix != ".geojson":
+        assert [p.name for p in ledger_files] == [f"out{suffix}.ledger.json"]
+    text = "".join(p.read_text() for p in ledger_files) + (out.read_text() if suffix == ".geojson" else "")
+    assert "atp" in text.lower()
+    assert '"seed"' not in text.lower().replace('"seeded"', "")
+
+
+def test_perturb_equals_accessor_with_same_seed(tmp_path, files, city, capsys):
+    trips_path, points_path = files
+    out = tmp_path / "out.parquet"
+    assert main(["perturb", str(trips_path), "--points", str(points_path), "--mechanism", "tp",
+                 "--epsilon", "3", "--seed", "11", "--no-progress", "-o", str(out)]) == 0
+    capsys.readouterr()
+    trips = gpd.read_file(trips_path)
+    points = gpd.read_file(points_path)
+    expected = trips.ldp.perturb(points, mechanism="tp", epsilon=3.0, rng=11)
+    back = gpd.read_parquet(out)
+    assert back.geometry.geom_equals_exact(expected.geometry.reset_index(drop=True), tolerance=0).all()
+
+
+def test_perturb_ledger_sidecar_contents(tmp_path, files, capsys):
+    trips_path, points_path = files
+    out = tmp_path / "out.gpkg"
+    assert main(["perturb", str(trips_path), "--points", str(points_path), "--mechanism", "tp",
+                 "--epsilon", "1.5", "-o", str(out)]) == 0
+    capsys.readouterr()
+    ledger = json.loads((tmp_path / "out.gpkg.ledger.json").read_text())
+    assert json.dumps(ledger)  # JSON-able
+    flat = json.dumps(ledger).lower()
+    assert "tp" in flat
+    assert "1.5" in flat
+
+
+def test_keep_columns_prints_one_warning_line(tmp_path, files, capsys):
+    trips_path, points_path = files
+    out = tmp_path / "out.geojson"
+    code = main(["perturb", str(trips_path), "--points", str(points_path), "--mechanism", "tp",
+                 "--epsilon", "1", "--keep-columns", "trip_id", "-o", str(out)])
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    warnings = [line for line in captured.err.splitlines() if line.startswith("geoldp: warning:")]
+    assert len(warnings) == 1
+    assert "PrivacyWarning" in warnings[0]
+    assert "trip_id" in gpd.read_file(out).columns
+
+
+def test_perturb_point_rows_with_traj_id(tmp_path, city, capsys):
+    points, trips = city
+    rows = []
+    for tid, geom in zip(trips["trip_id"], trips.geometry, strict=True):
+        for k, (x, y) in enumerate(geom.coords):
+            rows.append({"tid": int(tid), "t": k, "lon": x, "lat": y})
+    df = pd.DataFrame(rows).sample(frac=1.0, random_state=0)  # unordered rows
+    pts_frame = gpd.GeoDataFrame(df, geometry=gpd.points_from_xy(df["lon"], df["lat"]), crs="EPSG:4326")
+    trips_path = tmp_path / "fixes.gpkg"
+    pts_frame.to_file(trips_path, driver="GPKG")
+    points_path = tmp_path / "points.gpkg"
+    points.to_file(points_path, driver="GPKG")
+    out = tmp_path / "out.gpkg"
+    code = main(["perturb", str(trips_path), "--points", str(points_path), "--mechanism", "pointem",
+                 "--epsilon", "1", "--traj-id-col", "tid", "--time-col", "t", "-o", str(out)])
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    assert out.exists()
+
+
+def test_perturb_bad_traj_id_col(tmp_path, files, capsys):
+    trips_path, points_path = files
+    code = main(["perturb", str(trips_path), "--points", str(points_path), "--mechanism", "tp",
+                 "--epsilon", "1", "--traj-id-col", "nope", "-o", str(tmp_path / "o.geojson")])
+    assert code == 1
+    assert "nope" in _single_error_line(capsys.readouterr().err)
+
+
+# -- evaluate ---------------------------------------------------------------------------------------
+
+
+def test_evaluate_prints_table_and_plot(tmp_path, files, capsys):
+    trips_path, points_path = files
+    out = tmp_path / "out.geojson"
+    assert main(["perturb", str(trips_path), "--points", str(points_path), "--mechanism", "atp",
+                 "--epsilon", "4", "--seed", "1", "-o", str(out)]) == 0
+    capsys.readouterr()
+    png = tmp_path / "map.png"
+    code = main(["evaluate", str(trips_path), str(out), "--plot", str(png)])
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    assert captured.out.strip()
+    assert png.exists()
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_evaluate_missing_file(tmp_path, files, capsys):
+    trips_path, _ = files
+    assert main(["evaluate", str(trips_path), str(tmp_path / "missing.geojson")]) == 1
+    assert "does not exist" in _single_error_line(capsys.readouterr().err)
