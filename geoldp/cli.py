@@ -191,9 +191,9 @@ def _sidecar_path(path: Path) -> Path:
 def write_frame(gdf: Any, path: str | os.PathLike[str]) -> list[Path]:
     """Write a (perturbed) GeoDataFrame in the format given by the file suffix, plus its ledger.
 
-    GeoJSON goes through :func:`geoldp.io.to_geojson` (RFC 7946, WGS 84, ledger included). Other formats
-    go through GeoPandas; the ledger in ``gdf.attrs["geoldp"]``, if any, is written to a JSON sidecar
-    ``<path>.ledger.json``.
+    GeoJSON goes through :func:`geoldp.io.to_geojson` (RFC 7946, WGS 84, ledger as a top-level ``"geoldp"``
+    member). Other formats go through GeoPandas. For every format, the ledger in ``gdf.attrs["geoldp"]``, if
+    any, is also written to a JSON sidecar ``<path>.ledger.json``.
 
     Parameters
     ----------
@@ -207,23 +207,20 @@ def write_frame(gdf: Any, path: str | os.PathLike[str]) -> list[Path]:
     list of pathlib.Path
         The files written.
     """
-    from geoldp import io as gio
-
     p, fmt = _output_path(os.fspath(path))
-    written = [p]
-    ledger = gdf.attrs.get("geoldp")
     if fmt == "GeoJSON":
-        before = set(p.parent.iterdir())
+        from geoldp import io as gio
+
         gio.to_geojson(gdf, p, ledger=True)
-        written += sorted(set(p.parent.iterdir()) - before - {p})
-        return written
-    if fmt == "Parquet":
+    elif fmt == "Parquet":
         gdf.to_parquet(p)
     elif fmt == "CSV":
         frame = gdf.to_wkt() if hasattr(gdf, "to_wkt") else gdf
         frame.to_csv(p, index=False)
     else:
         gdf.to_file(p, driver=fmt)
+    written = [p]
+    ledger = gdf.attrs.get("geoldp")
     if ledger is not None:
         side = _sidecar_path(p)
         side.write_text(json.dumps(ledger, indent=2, sort_keys=True, default=str) + "\n", encoding="utf-8")

@@ -214,8 +214,8 @@ def test_perturb_writes_file_and_ledger(tmp_path, files, city, suffix, capsys):
     assert {tuple(c) for c in shapely.get_coordinates(back.geometry.values)} <= public
     # the ledger is written next to the output (or inside the GeoJSON), and never holds the seed
     ledger_files = [p for p in tmp_path.iterdir() if "ledger" in p.name]
-    if suffix != ".geojson":
-        assert [p.name for p in ledger_files] == [f"out{suffix}.ledger.json"]
+    assert [p.name for p in ledger_files] == [f"out{suffix}.ledger.json"]
+    assert str(ledger_files[0]) in captured.out
     text = "".join(p.read_text() for p in ledger_files) + (out.read_text() if suffix == ".geojson" else "")
     assert "atp" in text.lower()
     assert '"seed"' not in text.lower().replace('"seeded"', "")
