@@ -85,20 +85,6 @@ def _per_row_mean(values: np.ndarray, offsets: np.ndarray) -> np.ndarray:
     return sums / counts
 
 
-def _ne_prq(original: gpd.GeoDataFrame, perturbed: gpd.GeoDataFrame,
-            deltas_km: Sequence[float]) -> dict[str, float]:
-    """NE (km) and PRQ(δ) of ALGORITHM.md §13.2, computed from the vertex coordinates."""
-    xy0, off0 = _vertex_coords(original)
-    xy1, off1 = _vertex_coords(perturbed)
-    if not np.array_equal(off0, off1):
-        raise ValueError("The original and perturbed frames must have the same rows and vertex counts.")
-    d = _haversine_km(xy0[:, 0], xy0[:, 1], xy1[:, 0], xy1[:, 1])
-    row = {"NE_km": float(np.mean(_per_row_mean(d, off0)))}
-    for delta in deltas_km:
-        row[f"PRQ_{delta:g}km"] = float(np.mean(_per_row_mean((d <= delta).astype(float), off0)))
-    return row
-
-
 def _uniform_expectation(original: gpd.GeoDataFrame, points: gpd.GeoDataFrame,
                          deltas_km: Sequence[float]) -> dict[str, float]:
     """Exact expected NE and PRQ when every point is replaced by a uniform draw from P (ε = 0)."""
@@ -144,15 +130,21 @@ def utility_table(original: gpd.GeoDataFrame, perturbed: Mapping[str, gpd.GeoDat
     Notes
     -----
     NE = (1/|T|) Σ_τ (1/|τ|) Σ_i d(x_i, x̂_i) and PRQ(δ) = (1/|T|) Σ_τ (1/|τ|) Σ_i 1[d(x_i, x̂_i) ≤ δ], with
-    the haversine distance d (R = 6371 km), as in the paper.
+    the haversine distance d (R = 6371 km), as in the paper; computed by
+    :func:`geoldp.metrics.normalized_error` and :func:`geoldp.metrics.preservation_range_query`.
     """
     import pandas as pd
+
+    from geoldp import metrics
 
     rows: dict[str, dict[str, float]] = {}
     if points is not None:
         rows["uniform (eps=0)"] = _uniform_expectation(original, points, deltas_km)
     for label, frame in perturbed.items():
-        rows[label] = _ne_prq(original, frame, deltas_km)
+        row = {"NE_km": metrics.normalized_error(original, frame)}
+        prq = np.atleast_1d(metrics.preservation_range_query(original, frame, list(deltas_km)))
+        row.update({f"PRQ_{delta:g}km": float(v) for delta, v in zip(deltas_km, prq, strict=True)})
+        rows[label] = row
     table = pd.DataFrame.from_dict(rows, orient="index")
     table.index.name = "mechanism"
     return table
@@ -175,9 +167,9 @@ def save_comparison_map(original: gpd.GeoDataFrame, perturbed: Mapping[str, gpd.
     """Draw original and perturbed trajectories side by side and save the figure.
 
     One panel per entry of ``perturbed``; each shows the same ``n`` rows (evenly spaced, deterministic)
-    of the original (blue) and the perturbed frame (red). Uses :func:`geoldp.plotting.plot_trajectories`
-    when it is available, and plain matplotlib otherwise. No global matplotlib state is changed (the
-    figure is rendered with the Agg canvas, not pyplot).
+    of the original and of the perturbed frame, drawn by :func:`geoldp.plotting.plot_trajectories`
+    (row i of both in one colour; original solid, perturbed dashed). No global matplotlib state is
+    changed: the figure is rendered with the Agg canvas, not pyplot.
 
     Parameters
     ----------
@@ -212,7 +204,16 @@ def save_comparison_map(original: gpd.GeoDataFrame, perturbed: Mapping[str, gpd.
     pts = None
     if points is not None:
         pts = points.to_crs("EPSG:4326") if points.crs is not None else points
+    try:
+        from geoldp.plotting import plot_trajectories
+    except ImportError:  # pragma: no cover - geoldp.plotting is part of the package
+        plot_trajectories = None
     for ax, (label, frame) in zip(axes, perturbed.items(), strict=False):
+        if plot_trajectories is not None:
+            plot_trajectories(original, frame, ax=ax, points=points, rows=rows)
+            ax.set_title(f"{label}: {len(rows)} trajectories (solid: original, dashed: perturbed)",
+                         fontsize="medium")
+            continue
         pert = frame.iloc[rows].to_crs("EPSG:4326") if frame.crs is not None else frame.iloc[rows]
         if pts is not None:
             ax.scatter(pts.geometry.x, pts.geometry.y, s=1, color="0.75", zorder=0, label="public points")

@@ -1,0 +1,78 @@
+"""Tests of the built-in demo (geoldp.demo and ``geoldp demo``), at a small size."""
+
+from __future__ import annotations
+
+import io
+import json
+
+import geopandas as gpd
+import numpy as np
+import pytest
+import shapely
+
+from geoldp.cli import main
+from geoldp.datasets import synthetic_city
+from geoldp.demo import run_demo, utility_table
+
+SMALL = ["--n-trips", "40", "--n-points", "120"]
+
+
+def test_demo_command_writes_files_and_prints_table(tmp_path, capsys):
+    out_dir = tmp_path / "demo"
+    assert main(["demo", "-o", str(out_dir), *SMALL]) == 0
+    captured = capsys.readouterr()
+    for label in ("uniform", "TP", "ATP", "NE_km", "PRQ_0.5km", "PRQ_1km", "PRQ_2km"):
+        assert label in captured.out
+    names = {p.name for p in out_dir.iterdir()}
+    assert {"points.geojson", "original.geojson", "tp.geojson", "atp.geojson", "map.png"} <= names
+    assert (out_dir / "map.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    original = gpd.read_file(out_dir / "original.geojson")
+    points = gpd.read_file(out_dir / "points.geojson")
+    assert len(original) == 40
+    assert len(points) == 120
+    public = {tuple(c) for c in shapely.get_coordinates(points.geometry.values)}
+    for name in ("tp", "atp"):
+        frame = gpd.read_file(out_dir / f"{name}.geojson")
+        assert len(frame) == 40
+        np.testing.assert_array_equal(shapely.get_num_coordinates(frame.geometry.values),
+                                      shapely.get_num_coordinates(original.geometry.values))
+        assert {tuple(c) for c in shapely.get_coordinates(frame.geometry.values)} <= public
+        doc = json.loads((out_dir / f"{name}.geojson").read_text())
+        assert doc["geoldp"]["mechanism"] == name
+        assert doc["geoldp"]["rng"] == "seeded"
+
+
+def test_demo_is_deterministic(tmp_path):
+    a = run_demo(tmp_path / "a", n_trips=30, n_points=80, seed=5, plot=False, stream=io.StringIO())
+    b = run_demo(tmp_path / "b", n_trips=30, n_points=80, seed=5, plot=False, stream=io.StringIO())
+    assert a.table.equals(b.table)
+    for name in ("tp", "atp"):
+        assert (tmp_path / "a" / f"{name}.geojson").read_bytes() == (tmp_path / "b" / f"{name}.geojson").read_bytes()
+    assert "map" not in a.files
+
+
+def test_demo_without_output_writes_nothing(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    result = run_demo(None, n_trips=20, n_points=60, stream=io.StringIO())
+    assert result.files == {}
+    assert list(result.table.index) == ["uniform (eps=0)", "TP", "ATP"]
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_utility_table_identity_and_uniform_row():
+    points, trips = synthetic_city(n_points=50, n_trips=15, seed=1)
+    table = utility_table(trips, {"same": trips}, points=points, deltas_km=(0.0, 1.0))
+    assert table.loc["same", "NE_km"] == 0.0
+    assert table.loc["same", "PRQ_0km"] == 1.0
+    row = table.loc["uniform (eps=0)"]
+    assert 0.0 < row["NE_km"]
+    # each original vertex is a public point, so at least 1/|P| of P lies within 0 km of it
+    assert row["PRQ_0km"] == pytest.approx(1.0 / len(points))
+
+
+def test_demo_bad_epsilon_is_one_line_error(tmp_path, capsys):
+    assert main(["demo", "-o", str(tmp_path / "d"), *SMALL, "--epsilon", "-2"]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1
+    assert err[0].startswith("geoldp: error: ")
+    assert "epsilon" in err[0]
