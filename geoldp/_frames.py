@@ -1,0 +1,595 @@
+"""Conversion between GeoDataFrames and the index-sequence engine (private).
+
+This module is the only place where GeoPandas objects meet the array engine:
+
+1. :func:`check_frame` validates the container (a GeoDataFrame with an active geometry column and rows);
+2. :func:`extract` turns its rows into validated WGS 84 ``(lon, lat)`` coordinate arrays, one trajectory
+   per LineString row, or Point rows grouped by ``traj_id_col`` and ordered by ``time_col``;
+3. :func:`snap` maps every vertex to its nearest public point (``PointSet.nearest``, a haversine BallTree),
+   giving the index sequences the engine perturbs;
+4. :func:`build_geometry` maps perturbed index sequences back to geometries made of public points in the
+   input CRS. The public points are transformed once, so every output vertex is bit-identical to a
+   transformed public point.
+
+Error messages name the **row position** (0-based, as in ``gdf.iloc``) and the reason, never coordinates,
+identifiers or timestamps (TESTING.md O8). All validation happens before any random draw.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import shapely
+from pyproj import CRS, Transformer
+
+from geoldp.errors import GeoLDPWarning
+
+__all__ = [
+    "WGS84",
+    "FrameTrajectories",
+    "build_geometry",
+    "check_columns",
+    "check_frame",
+    "extract",
+    "is_wgs84",
+    "public_xy",
+    "resolve_points",
+    "snap",
+]
+
+WGS84 = CRS.from_epsg(4326)
+
+_POINT = 0
+_LINESTRING = 1
+_TYPE_NAMES = {
+    0: "Point",
+    1: "LineString",
+    2: "LinearRing",
+    3: "Polygon",
+    4: "MultiPoint",
+    5: "MultiLineString",
+    6: "MultiPolygon",
+    7: "GeometryCollection",
+}
+_ON_INVALID = ("raise", "null")
+
+
+# --------------------------------------------------------------------------------------------------
+# containers and columns
+# --------------------------------------------------------------------------------------------------
+
+
+def check_frame(obj: Any, *, caller: str, name: str = "trajectories") -> Any:
+    """Check that ``obj`` is a usable GeoDataFrame and return it.
+
+    Raises
+    ------
+    TypeError
+        If ``obj`` is not a GeoDataFrame, or its geometry column does not hold geometries.
+    ValueError
+        If it has no active geometry column, or no rows.
+    """
+    import geopandas as gpd
+
+    if not isinstance(obj, gpd.GeoDataFrame):
+        kind = type(obj).__name__
+        hint = (
+            " Use geopandas.GeoDataFrame(df, geometry=..., crs=...) first."
+            if isinstance(obj, pd.DataFrame | pd.Series | list | tuple | np.ndarray)
+            else ""
+        )
+        raise TypeError(f"The {name!r} parameter of {caller} must be a geopandas.GeoDataFrame. Got {kind}.{hint}")
+    geom_col = obj._geometry_column_name
+    if geom_col is None or geom_col not in obj.columns:
+        raise ValueError(
+            f"The {name} GeoDataFrame passed to {caller} has no active geometry column. "
+            "Use set_geometry() to choose one."
+        )
+    if not isinstance(obj[geom_col].dtype, gpd.array.GeometryDtype):
+        raise TypeError(
+            f"The geometry column {geom_col!r} of the {name} passed to {caller} does not hold geometries. "
+            "Use set_geometry() with a column of shapely geometries."
+        )
+    if len(obj) == 0:
+        raise ValueError(f"The {name} GeoDataFrame passed to {caller} has no rows.")
+    return obj
+
+
+def check_columns(gdf: Any, columns: Any, *, parameter: str, caller: str) -> list[str]:
+    """Check that every column in ``columns`` exists; return them as a list.
+
+    Raises
+    ------
+    ValueError
+        Listing the missing and the available columns (names only).
+    """
+    if columns is None:
+        return []
+    if isinstance(columns, str) or not hasattr(columns, "__iter__"):
+        columns = [columns]
+    columns = list(columns)
+    missing = [c for c in columns if c not in gdf.columns]
+    if missing:
+        available = [str(c) for c in gdf.columns]
+        raise ValueError(
+            f"The {parameter!r} parameter of {caller} names columns that are not in the frame: "
+            f"{[str(c) for c in missing]}. Available columns: {available}."
+        )
+    return columns
+
+
+def is_wgs84(crs: Any) -> bool:
+    """Whether ``crs`` is EPSG:4326 (in either axis order), so no transformation is needed."""
+    crs = CRS.from_user_input(crs)
+    return bool(crs.equals(WGS84, ignore_axis_order=True))
+
+
+def _require_crs(crs: Any, *, what: str, caller: str) -> CRS:
+    if crs is None:
+        raise ValueError(
+            f"The {what} passed to {caller} have no CRS. Use set_crs() to declare it "
+            "(geoldp never assumes EPSG:4326)."
+        )
+    return CRS.from_user_input(crs)
+
+
+# --------------------------------------------------------------------------------------------------
+# rows -> trajectories
+# --------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class FrameTrajectories:
+    """Validated trajectories extracted from a GeoDataFrame (internal).
+
+    Attributes
+    ----------
+    kind : {"LineString", "Point"}
+        Geometry type of the input rows (and of the output rows).
+    lon, lat : ndarray of float64, shape (N,)
+        WGS 84 coordinates of all vertices, trajectory after trajectory.
+    offsets : ndarray of int64, shape (T + 1,)
+        Trajectory ``t`` is ``lon[offsets[t]:offsets[t + 1]]``.
+    vertex_rows : ndarray of int64, shape (N,)
+        Row position each vertex came from (for LineStrings, all vertices of a trajectory share it).
+    traj_rows : ndarray of int64, shape (T,)
+        For LineString input, the row position of each trajectory; for Point input, the row position of
+        the first (earliest) vertex of each trajectory.
+    valid : ndarray of bool, shape (n_rows,)
+        Rows that take part (``False`` only for rows nulled by ``on_invalid="null"``).
+    crs : pyproj.CRS
+        The input CRS.
+    n_zm_rows : int
+        Number of rows whose Z or M values were dropped.
+    """
+
+    kind: str
+    lon: np.ndarray
+    lat: np.ndarray
+    offsets: np.ndarray
+    vertex_rows: np.ndarray
+    traj_rows: np.ndarray
+    valid: np.ndarray
+    crs: CRS
+    n_zm_rows: int
+
+    @property
+    def n_trajectories(self) -> int:
+        """Number of trajectories."""
+        return len(self.offsets) - 1
+
+    @property
+    def lengths(self) -> np.ndarray:
+        """Number of vertices of each trajectory."""
+        return np.diff(self.offsets)
+
+
+def _first(mask: np.ndarray) -> int | None:
+    hits = np.flatnonzero(mask)
+    return int(hits[0]) if hits.size else None
+
+
+def _raise_type_problems(type_ids: np.ndarray, missing: np.ndarray, *, caller: str) -> str:
+    """Check geometry types; return the kind ("Point" or "LineString") or raise TypeError."""
+    present = ~missing
+    for pos in np.flatnonzero(present & (type_ids == 5))[:1]:
+        raise TypeError(
+            f"Row position {pos} of the trajectories passed to {caller} is a MultiLineString. "
+            "geoldp perturbs one trajectory per row: use gdf.explode(index_parts=False) to split it into "
+            "LineString rows first. Each part then becomes a separate release that costs its own epsilon."
+        )
+    bad = present & ~np.isin(type_ids, (_POINT, _LINESTRING))
+    pos = _first(bad)
+    if pos is not None:
+        name = _TYPE_NAMES.get(int(type_ids[pos]), "unknown geometry")
+        extra = (
+            " A LinearRing is not a trajectory: convert it with shapely.LineString(ring.coords)."
+            if type_ids[pos] == 2
+            else ""
+        )
+        raise TypeError(
+            f"Row position {pos} of the trajectories passed to {caller} is a {name}; geoldp accepts "
+            f"LineString rows (one trajectory per row) or Point rows (grouped by traj_id_col).{extra}"
+        )
+    first = _first(present)
+    if first is None:  # every geometry is missing
+        return "LineString"
+    kind_id = int(type_ids[first])
+    pos = _first(present & (type_ids != kind_id))
+    if pos is not None:
+        raise TypeError(
+            f"Mixed geometry types in the trajectories passed to {caller}: row position {first} is a "
+            f"{_TYPE_NAMES[kind_id]} but row position {pos} is a {_TYPE_NAMES[int(type_ids[pos])]}. "
+            "Use one type for all rows (LineStrings, or Points grouped by traj_id_col)."
+        )
+    return _TYPE_NAMES[kind_id]
+
+
+def _row_problem_messages(caller: str) -> dict[str, str]:
+    fix = "Drop or repair it (or pass on_invalid='null' to output None for such rows)."
+    return {
+        "missing": f"Row position {{pos}} of the trajectories passed to {caller} has a missing (None) geometry. {fix}",
+        "empty": f"Row position {{pos}} of the trajectories passed to {caller} has an empty geometry. {fix}",
+        "nan": f"Row position {{pos}} of the trajectories passed to {caller} has a NaN coordinate. {fix}",
+        "inf": f"Row position {{pos}} of the trajectories passed to {caller} has an infinite coordinate. {fix}",
+        "transform": (
+            f"Row position {{pos}} of the trajectories passed to {caller} cannot be transformed to EPSG:4326 "
+            f"(outside the area of its CRS). {fix}"
+        ),
+        "range": (
+            f"Row position {{pos}} of the trajectories passed to {caller} has a coordinate outside lon "
+            f"[-180, 180] / lat [-90, 90] in EPSG:4326 (is the CRS right? x must be the longitude). {fix}"
+        ),
+    }
+
+
+def _time_key(values: pd.Series, *, caller: str, time_col: str) -> np.ndarray:
+    """Ordinal sort key for a time column (ties share a key); raises for NaT/NaN."""
+    isna = np.asarray(values.isna())
+    pos = _first(isna)
+    if pos is not None:
+        raise ValueError(
+            f"Row position {pos} of the trajectories passed to {caller} has a missing time in column "
+            f"{time_col!r} (NaT/NaN). Fill or drop it first."
+        )
+    try:
+        codes, _ = pd.factorize(values, sort=True)
+    except TypeError:
+        raise TypeError(
+            f"The time column {time_col!r} passed to {caller} holds values that cannot be ordered. "
+            "Use datetimes or numbers."
+        ) from None
+    return np.asarray(codes, dtype=np.int64)
+
+
+def extract(
+    gdf: Any,
+    *,
+    traj_id_col: Any = None,
+    time_col: Any = None,
+    on_invalid: str = "raise",
+    caller: str,
+    warn_zm: bool = True,
+) -> FrameTrajectories:
+    """Validate the rows of ``gdf`` and extract WGS 84 trajectories.
+
+    Parameters
+    ----------
+    gdf : GeoDataFrame
+        Already checked by :func:`check_frame`.
+    traj_id_col, time_col : column label, optional
+        For Point rows: group by ``traj_id_col`` (trajectories in order of first appearance), order each
+        group by ``time_col`` with a stable sort (ties keep the input order). Without ``traj_id_col``
+        every Point row is a trajectory of length 1. Ignored for LineString rows except for validation.
+    on_invalid : {"raise", "null"}
+        What to do with a row whose geometry is missing, empty, or has NaN/inf/out-of-range coordinates.
+        ``"null"`` leaves it out (its output is None), which reveals which rows were invalid.
+    caller : str
+        Name used in messages.
+    warn_zm : bool
+        Emit one :class:`GeoLDPWarning` when Z/M values are dropped.
+
+    Returns
+    -------
+    FrameTrajectories
+    """
+    if on_invalid not in _ON_INVALID:
+        raise ValueError(f"Got on_invalid={on_invalid!r}; `on_invalid` must be one of {_ON_INVALID}.")
+    crs = _require_crs(gdf.crs, what="trajectories", caller=caller)
+    cols = [c for c in (traj_id_col, time_col) if c is not None]
+    if cols:
+        missing_cols = [c for c in cols if c not in gdf.columns]
+        if missing_cols:
+            raise ValueError(
+                f"{caller}: column(s) {[str(c) for c in missing_cols]} not found (traj_id_col/time_col). "
+                f"Available columns: {[str(c) for c in gdf.columns]}."
+            )
+    n_rows = len(gdf)
+    geoms = np.asarray(gdf.geometry.values, dtype=object)
+    missing = shapely.is_missing(geoms)
+    type_ids = shapely.get_type_id(geoms)
+    kind = _raise_type_problems(type_ids, missing, caller=caller)
+
+    msgs = _row_problem_messages(caller)
+    problem = np.full(n_rows, "", dtype=object)
+
+    def mark(mask: np.ndarray, what: str) -> None:
+        sel = mask & (problem == "")
+        problem[sel] = what
+
+    mark(missing, "missing")
+    empty = np.zeros(n_rows, dtype=bool)
+    empty[~missing] = shapely.is_empty(geoms[~missing])
+    mark(empty, "empty")
+
+    ok = ~missing & ~empty
+    zm = np.zeros(n_rows, dtype=bool)
+    zm[ok] = shapely.has_z(geoms[ok]) | shapely.has_m(geoms[ok])
+    coords, vrow = shapely.get_coordinates(geoms[ok], include_z=False, return_index=True)
+    rows_ok = np.flatnonzero(ok)
+    vrow = rows_ok[vrow]  # vertex -> row position
+    x = np.ascontiguousarray(coords[:, 0], dtype=np.float64)
+    y = np.ascontiguousarray(coords[:, 1], dtype=np.float64)
+
+    def rows_with(bad_vertex: np.ndarray) -> np.ndarray:
+        m = np.zeros(n_rows, dtype=bool)
+        m[vrow[bad_vertex]] = True
+        return m
+
+    mark(rows_with(np.isnan(x) | np.isnan(y)), "nan")
+    mark(rows_with(np.isinf(x) | np.isinf(y)), "inf")
+    finite = np.isfinite(x) & np.isfinite(y)
+
+    if is_wgs84(crs):
+        lon, lat = x, y
+    else:
+        lon = np.full_like(x, np.nan)
+        lat = np.full_like(y, np.nan)
+        if finite.any():
+            tr = Transformer.from_crs(crs, WGS84, always_xy=True)
+            lon[finite], lat[finite] = tr.transform(x[finite], y[finite], errcheck=False)
+        mark(rows_with(finite & ~(np.isfinite(lon) & np.isfinite(lat))), "transform")
+    with np.errstate(invalid="ignore"):
+        in_range = (lon >= -180.0) & (lon <= 180.0) & (lat >= -90.0) & (lat <= 90.0)
+    mark(rows_with(~in_range), "range")
+
+    # grouping columns, validated on rows that take part
+    bad_rows = problem != ""
+    if on_invalid == "raise":
+        pos = _first(bad_rows)
+        if pos is not None:
+            raise ValueError(msgs[problem[pos]].format(pos=pos))
+    valid = ~bad_rows
+    if warn_zm:
+        n_zm = int((zm & valid).sum())
+        if n_zm:
+            warnings.warn(
+                f"Z/M values of {n_zm} row(s) were dropped: geoldp perturbs 2-D locations only, and the "
+                "output is 2-D.",
+                GeoLDPWarning,
+                stacklevel=4,
+            )
+    n_zm_rows = int((zm & valid).sum())
+
+    keep_v = valid[vrow]
+    lon, lat, vrow = lon[keep_v], lat[keep_v], vrow[keep_v]
+    lon = np.ascontiguousarray(lon, dtype=np.float64)
+    lat = np.ascontiguousarray(lat, dtype=np.float64)
+
+    if kind == "LineString":
+        # vertices are already grouped by row, rows in input order
+        traj_rows = np.flatnonzero(valid)
+        counts = np.bincount(vrow, minlength=n_rows)[traj_rows]
+        offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+        return FrameTrajectories(kind, lon, lat, offsets, vrow.astype(np.int64), traj_rows.astype(np.int64),
+                                 valid, crs, n_zm_rows)
+
+    # Point rows: one vertex per valid row (vrow == valid row positions, in order)
+    rows = vrow.astype(np.int64)
+    if traj_id_col is None:
+        offsets = np.arange(len(rows) + 1, dtype=np.int64)
+        return FrameTrajectories(kind, lon, lat, offsets, rows, rows.copy(), valid, crs, n_zm_rows)
+
+    ids = gdf[traj_id_col].iloc[rows]
+    id_na = np.asarray(ids.isna())
+    pos = _first(id_na)
+    if pos is not None:
+        raise ValueError(
+            f"Row position {int(rows[pos])} of the trajectories passed to {caller} has a missing trajectory "
+            f"id in column {traj_id_col!r}. Fill or drop it first."
+        )
+    try:
+        codes, _ = pd.factorize(ids, sort=False)  # trajectories in order of first appearance
+    except TypeError:
+        raise TypeError(
+            f"The trajectory id column {traj_id_col!r} passed to {caller} holds unhashable values."
+        ) from None
+    codes = np.asarray(codes, dtype=np.int64)
+    if time_col is not None:
+        tkey = _time_key(gdf[time_col].iloc[rows], caller=caller, time_col=time_col)
+        # report NaT by the original row position
+        order = np.lexsort((np.arange(len(rows)), tkey, codes))
+    else:
+        order = np.lexsort((np.arange(len(rows)), codes))
+    counts = np.bincount(codes, minlength=int(codes.max()) + 1 if codes.size else 0)
+    offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+    rows_sorted = rows[order]
+    traj_rows = rows_sorted[offsets[:-1]]
+    return FrameTrajectories(kind, lon[order], lat[order], offsets, rows_sorted, traj_rows, valid, crs,
+                             n_zm_rows)
+
+
+# --------------------------------------------------------------------------------------------------
+# public points
+# --------------------------------------------------------------------------------------------------
+
+
+def resolve_points(points: Any, *, caller: str) -> tuple[Any, Any]:
+    """Return ``(PointSet, source)`` for a PointSet, GeoDataFrame or GeoSeries of Points.
+
+    ``source`` is the original GeoDataFrame/GeoSeries (or None for a PointSet); when its CRS equals the
+    trajectories' CRS its own coordinates are used for the output vertices.
+    """
+    import geopandas as gpd
+
+    from geoldp.pointset import PointSet
+
+    if isinstance(points, PointSet):
+        return points, None
+    if isinstance(points, gpd.GeoDataFrame):
+        if points.crs is None:
+            _require_crs(None, what="public points", caller=caller)
+        return PointSet.from_geodataframe(points), points
+    if isinstance(points, gpd.GeoSeries):
+        if points.crs is None:
+            _require_crs(None, what="public points", caller=caller)
+        return PointSet.from_geoseries(points), points
+    raise TypeError(
+        f"The 'points' parameter of {caller} must be a geoldp.PointSet or a GeoDataFrame/GeoSeries of "
+        f"Points. Got {type(points).__name__}."
+    )
+
+
+def public_xy(ps: Any, crs: CRS, source: Any = None) -> tuple[np.ndarray, np.ndarray]:
+    """Coordinates of the public points in ``crs``, computed once (output vertices are taken from here).
+
+    In EPSG:4326 these are the PointSet's stored coordinates. If the public points were given as a
+    GeoDataFrame/GeoSeries already in ``crs`` (and the PointSet kept all of them in order), their own
+    coordinates are used, so the output vertices are bit-identical to the user's public points.
+    """
+    if is_wgs84(crs):
+        return np.asarray(ps.lon, dtype=np.float64), np.asarray(ps.lat, dtype=np.float64)
+    if source is not None and source.crs is not None and CRS.from_user_input(source.crs).equals(crs):
+        geoms = np.asarray(source.geometry.values if hasattr(source, "geometry") else source.values,
+                           dtype=object)
+        if len(geoms) == len(ps):
+            sx = shapely.get_x(geoms)
+            sy = shapely.get_y(geoms)
+            lon_chk, lat_chk = Transformer.from_crs(crs, WGS84, always_xy=True).transform(sx, sy)
+            if np.array_equal(lon_chk, np.asarray(ps.lon)) and np.array_equal(lat_chk, np.asarray(ps.lat)):
+                return np.asarray(sx, dtype=np.float64), np.asarray(sy, dtype=np.float64)
+    tr = Transformer.from_crs(WGS84, crs, always_xy=True)
+    x, y = tr.transform(np.asarray(ps.lon), np.asarray(ps.lat))
+    return np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)
+
+
+# --------------------------------------------------------------------------------------------------
+# snapping
+# --------------------------------------------------------------------------------------------------
+
+
+def check_snap_max_km(snap_max_km: Any, *, caller: str) -> float | None:
+    """Validate ``snap_max_km`` (None, or a positive finite number)."""
+    if snap_max_km is None:
+        return None
+    if isinstance(snap_max_km, bool) or not isinstance(snap_max_km, int | float | np.integer | np.floating):
+        raise TypeError(
+            f"The 'snap_max_km' parameter of {caller} must be a float in the range (0, inf) or None. "
+            f"Got {type(snap_max_km).__name__} instead."
+        )
+    value = float(snap_max_km)
+    if not (0.0 < value < np.inf):
+        raise ValueError(
+            f"The 'snap_max_km' parameter of {caller} must be a float in the range (0, inf) or None. "
+            f"Got {value!r} instead."
+        )
+    return value
+
+
+def snap(
+    ft: FrameTrajectories,
+    ps: Any,
+    *,
+    snap_max_km: float | None,
+    caller: str,
+    warn: bool = True,
+) -> tuple[list[np.ndarray], np.ndarray]:
+    """Snap every vertex to its nearest public point.
+
+    Returns
+    -------
+    sequences : list of int64 arrays
+        One index sequence per trajectory.
+    dist_m : ndarray of float64
+        Snap distance of every vertex, in metres (local information: never put it in an output).
+
+    Raises
+    ------
+    ValueError
+        If ``snap_max_km`` is set and a vertex is farther than that from every public point (the message
+        names the first row position and the counts).
+
+    Warns
+    -----
+    GeoLDPWarning
+        When vertices lie farther from P than its diameter Δ (counts only). The mechanism stays private for
+        such inputs (ALGORITHM.md §9.3), but their outputs cannot reflect where they were.
+    """
+    if len(ft.lon):
+        idx, dist = ps.nearest(ft.lon, ft.lat)
+        idx = np.asarray(idx, dtype=np.int64).reshape(-1)
+        dist = np.asarray(dist, dtype=np.float64).reshape(-1)
+    else:
+        idx = np.zeros(0, dtype=np.int64)
+        dist = np.zeros(0, dtype=np.float64)
+    if snap_max_km is not None:
+        far = dist > snap_max_km * 1000.0
+        if far.any():
+            rows = np.unique(ft.vertex_rows[far])
+            raise ValueError(
+                f"{int(far.sum())} vertex(es) in {rows.size} row(s) of the trajectories passed to {caller} "
+                f"are farther than snap_max_km={snap_max_km:g} km from the nearest public point (first: row "
+                f"position {int(rows[0])}). Drop those rows, use a denser public point set, or raise "
+                "snap_max_km."
+            )
+    elif warn and dist.size:
+        diameter_m = float(ps.diameter_m)
+        far = dist > diameter_m
+        if far.any():
+            n_rows = np.unique(ft.vertex_rows[far]).size
+            warnings.warn(
+                f"{int(far.sum())} vertex(es) in {n_rows} row(s) are farther from the nearest public point "
+                f"than the diameter of the public point set ({diameter_m / 1000.0:.3g} km). They are snapped "
+                "anyway (the guarantee holds for any input), but the output cannot reflect where they were. "
+                "Pass snap_max_km=... to turn this into an error.",
+                GeoLDPWarning,
+                stacklevel=4,
+            )
+    sequences = [idx[a:b] for a, b in zip(ft.offsets[:-1], ft.offsets[1:], strict=True)]
+    return sequences, dist
+
+
+# --------------------------------------------------------------------------------------------------
+# indices -> geometries
+# --------------------------------------------------------------------------------------------------
+
+
+def build_geometry(
+    ft: FrameTrajectories,
+    outputs: list[np.ndarray],
+    xy: tuple[np.ndarray, np.ndarray],
+    n_rows: int,
+) -> np.ndarray:
+    """Turn perturbed index sequences into a geometry array aligned with the input rows.
+
+    Rows left out by ``on_invalid="null"`` get ``None``.
+    """
+    px, py = xy
+    result = np.full(n_rows, None, dtype=object)
+    if ft.n_trajectories == 0:
+        return result
+    flat = np.concatenate([np.asarray(o, dtype=np.int64).reshape(-1) for o in outputs])
+    if flat.size != len(ft.lon):
+        raise RuntimeError("engine returned sequences of the wrong length")  # pragma: no cover
+    coords = np.column_stack([px[flat], py[flat]])
+    if ft.kind == "LineString":
+        traj_of_vertex = np.repeat(np.arange(ft.n_trajectories), ft.lengths)
+        lines = shapely.linestrings(coords, indices=traj_of_vertex)
+        result[ft.traj_rows] = lines
+    else:
+        result[ft.vertex_rows] = shapely.points(coords)
+    return result

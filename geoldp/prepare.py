@@ -1,0 +1,566 @@
+"""Preparing raw GPS data for trajectory LDP.
+
+User-level ε is shared by **all** points of a trajectory: TP and ATP split it over two copies and, within
+each copy, over every point and every direction. A 2,000-fix GPS trace therefore gets a tiny budget per
+point, and its output is close to uniform noise over the public point set. The helpers here turn raw fixes
+into short, meaningful trajectories *before* perturbation:
+
+- :func:`trajectories_from_points`: Point rows → one LineString per trajectory, split at time gaps;
+- :func:`drop_consecutive_duplicates`: remove vertices that repeat the previous one (optionally after
+  snapping to the public points, so stops do not eat the budget);
+- :func:`resample`: at most ``max_points`` vertices and/or one vertex every ``spacing_m`` metres;
+- :func:`simplify`: Douglas–Peucker with a tolerance in metres, keeping original vertices;
+- :func:`point_budget` / :func:`suggest_max_points`: the budget one position gets, and the longest
+  trajectory that still gets at least :data:`NEAR_UNIFORM_EPSILON` per point.
+
+These helpers only look at each trajectory's own data and public parameters; they are pre-processing that
+the data holder runs before the mechanism (their output is private data, like their input).
+
+Near-uniform warning
+--------------------
+For a position i, let ε_i be the total budget of the exponential mechanisms that release x_i (both copies;
+pivot and non-pivot EMs), read off the mechanism's ledger. An EM with budget ε_i makes any two outputs
+differ in probability by at most a factor e^{ε_i/2}. When ε_i < :data:`NEAR_UNIFORM_EPSILON` (0.2) for
+every position, the nearest public point is at most e^{0.1} ≈ 1.105 times as likely as the farthest one:
+the output is close to uniform noise. :meth:`GeoDataFrame.ldp.perturb` then emits a
+:class:`~geoldp.PrivacyWarning` with the number of affected trajectories and the length to shrink them to
+(:func:`suggest_max_points`); fix it with :func:`resample` (``max_points=...``) or :func:`simplify`, or a
+larger ε.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import shapely
+
+from geoldp import _frames
+from geoldp.errors import GeoLDPWarning, PrivacyWarning
+
+__all__ = [
+    "NEAR_UNIFORM_EPSILON",
+    "drop_consecutive_duplicates",
+    "point_budget",
+    "resample",
+    "simplify",
+    "suggest_max_points",
+    "trajectories_from_points",
+]
+
+#: Per-position EM budget below which the output is called "close to uniform" (see module notes).
+NEAR_UNIFORM_EPSILON = 0.2
+
+_EM_KINDS = ("point_em", "pivot_em")
+
+
+# --------------------------------------------------------------------------------------------------
+# budget per point
+# --------------------------------------------------------------------------------------------------
+
+
+def _as_mechanism(mechanism: Any, epsilon: Any, options: dict[str, Any], caller: str) -> Any:
+    from geoldp.accessor import resolve_mechanism
+
+    return resolve_mechanism(mechanism, epsilon, options, caller=caller)
+
+
+def _budget_of(mech: Any, n: int) -> float:
+    ledger = mech.ledger(int(n))
+    per_pos = np.zeros(int(n) + 1, dtype=np.float64)
+    for entry in ledger:
+        if entry.kind in _EM_KINDS:
+            pos = np.asarray(entry.positions, dtype=np.int64)
+            np.add.at(per_pos, pos, float(entry.epsilon))
+    return float(per_pos[1:].max()) if n >= 1 else 0.0
+
+
+def point_budget(mechanism: Any = "atp", n: int = 1, *, epsilon: float | None = None, **options: Any) -> float:
+    """Largest total EM budget that any single position of a length-``n`` trajectory receives.
+
+    Parameters
+    ----------
+    mechanism : {"atp", "tp", "pointem"} or mechanism object, default "atp"
+    n : int
+        Trajectory length (number of vertices), n ≥ 1.
+    epsilon : float, optional
+        Required with a mechanism name.
+    **options
+        Mechanism options, with a name.
+
+    Returns
+    -------
+    float
+        max over positions i of Σ ε_s over the point/pivot EM stages that release x_i.
+
+    Examples
+    --------
+    >>> from geoldp.prepare import point_budget
+    >>> point_budget("tp", 1, epsilon=2.0) > 0  # doctest: +SKIP
+    True
+    """
+    if isinstance(n, bool) or not isinstance(n, int | np.integer) or n < 1:
+        raise ValueError(f"The 'n' parameter of point_budget must be an int >= 1. Got {n!r} instead.")
+    mech = _as_mechanism(mechanism, epsilon, options, "point_budget")
+    return _budget_of(mech, int(n))
+
+
+def _longest_ok(mech: Any, n_max: int, threshold: float) -> int:
+    """Largest n ≤ n_max whose point budget is ≥ threshold (0 if even n = 1 is below it).
+
+    The point budget is non-increasing in n (ε is divided over more stages), so a binary search works.
+    """
+    if _budget_of(mech, 1) < threshold:
+        return 0
+    lo, hi = 1, int(n_max)
+    if _budget_of(mech, hi) >= threshold:
+        return hi
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if _budget_of(mech, mid) >= threshold:
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
+def suggest_max_points(
+    mechanism: Any = "atp",
+    *,
+    epsilon: float | None = None,
+    threshold: float = NEAR_UNIFORM_EPSILON,
+    limit: int = 100_000,
+    **options: Any,
+) -> int:
+    """Longest trajectory length whose per-position EM budget is still ≥ ``threshold``.
+
+    Returns 0 when even a one-point trajectory is below the threshold (ε itself is too small).
+
+    Examples
+    --------
+    >>> from geoldp.prepare import suggest_max_points
+    >>> suggest_max_points("atp", epsilon=4.0) >= 2  # doctest: +SKIP
+    True
+    """
+    mech = _as_mechanism(mechanism, epsilon, options, "suggest_max_points")
+    return _longest_ok(mech, limit, float(threshold))
+
+
+def _warn_near_uniform(mech: Any, lengths: np.ndarray, *, stacklevel: int = 2) -> None:
+    """Emit one PrivacyWarning (counts only) for trajectories whose point budget is near-uniform."""
+    lengths = np.asarray(lengths, dtype=np.int64)
+    if lengths.size == 0 or not hasattr(mech, "ledger"):
+        return
+    n_max = int(lengths.max())
+    if _budget_of(mech, n_max) >= NEAR_UNIFORM_EPSILON:
+        return
+    n_ok = _longest_ok(mech, n_max, NEAR_UNIFORM_EPSILON)
+    affected = int((lengths > n_ok).sum())
+    if n_ok == 0:
+        advice = "Even a single point gets less than that: use a larger epsilon."
+    else:
+        advice = (
+            f"Shorten them to at most {n_ok} points with geoldp.prepare.resample(gdf, max_points={n_ok}) "
+            "or geoldp.prepare.simplify(), or use a larger epsilon."
+        )
+    warnings.warn(
+        f"{affected} trajectory(ies) get a per-point budget below {NEAR_UNIFORM_EPSILON} "
+        "(the epsilon is shared by all their points), so their output is close to uniform noise over the "
+        f"public points. {advice}",
+        PrivacyWarning,
+        stacklevel=stacklevel + 1,
+    )
+
+
+# --------------------------------------------------------------------------------------------------
+# points -> LineStrings
+# --------------------------------------------------------------------------------------------------
+
+
+def _gap_value(max_gap: Any, times: pd.Series) -> Any:
+    if max_gap is None:
+        return None
+    if pd.api.types.is_datetime64_any_dtype(times) or pd.api.types.is_timedelta64_dtype(times):
+        try:
+            gap = pd.Timedelta(max_gap)
+        except (TypeError, ValueError):
+            raise TypeError(
+                "The 'max_gap' parameter of trajectories_from_points must be a pandas.Timedelta or a string "
+                f"like '30min' for a datetime time column. Got {type(max_gap).__name__} instead."
+            ) from None
+        if pd.isna(gap) or gap <= pd.Timedelta(0):
+            raise ValueError("The 'max_gap' parameter of trajectories_from_points must be positive.")
+        return gap
+    if isinstance(max_gap, bool) or not isinstance(max_gap, int | float | np.integer | np.floating):
+        raise TypeError(
+            "The 'max_gap' parameter of trajectories_from_points must be a number for a numeric time "
+            f"column. Got {type(max_gap).__name__} instead."
+        )
+    if not (0 < float(max_gap) < np.inf):
+        raise ValueError("The 'max_gap' parameter of trajectories_from_points must be in the range (0, inf).")
+    return max_gap
+
+
+def trajectories_from_points(
+    df: Any,
+    traj_id_col: Any,
+    time_col: Any = None,
+    *,
+    max_gap: Any = None,
+    min_points: int = 2,
+) -> Any:
+    """Build one LineString per trajectory from Point rows, splitting at time gaps.
+
+    Parameters
+    ----------
+    df : geopandas.GeoDataFrame
+        Point rows (one GPS fix or check-in per row), with a CRS.
+    traj_id_col : column label
+        Rows with the same id belong to the same trajectory (trajectories keep the order of first
+        appearance).
+    time_col : column label, optional
+        Orders the points of each trajectory (stable sort: equal times keep the input order). Without it,
+        the input order is used.
+    max_gap : Timedelta, str or number, optional
+        Start a new trajectory where consecutive points are more than ``max_gap`` apart in time
+        (``"30min"``, ``pd.Timedelta(...)``, or a number for a numeric time column). Needs ``time_col``.
+    min_points : int, default 2
+        Segments with fewer points are dropped (a LineString needs two vertices), with one
+        :class:`~geoldp.GeoLDPWarning` giving the count.
+
+    Returns
+    -------
+    geopandas.GeoDataFrame
+        Columns ``traj_id_col``, ``"segment"`` (0, 1, ... within each id), ``"n_points"``, and for a time
+        column ``"<time_col>_start"`` / ``"<time_col>_end"``; geometry LineStrings in the input CRS; a
+        fresh RangeIndex. The time and count columns are **not protected** if you keep them when
+        perturbing (they are dropped by default).
+
+    Raises
+    ------
+    TypeError
+        Non-Point geometry (names the row position).
+    ValueError
+        Missing columns; NaN id or NaT time (names the row position); invalid geometry rows.
+
+    Examples
+    --------
+    >>> from geoldp.prepare import trajectories_from_points
+    >>> lines = trajectories_from_points(fixes, "user", "time", max_gap="20min")  # doctest: +SKIP
+    """
+    import geopandas as gpd
+
+    caller = "trajectories_from_points"
+    df = _frames.check_frame(df, caller=caller, name="df")
+    if traj_id_col is None:
+        raise ValueError("trajectories_from_points needs traj_id_col (the column that groups rows).")
+    if max_gap is not None and time_col is None:
+        raise ValueError("The 'max_gap' parameter of trajectories_from_points needs time_col.")
+    if isinstance(min_points, bool) or not isinstance(min_points, int | np.integer) or min_points < 1:
+        raise ValueError(f"The 'min_points' parameter of trajectories_from_points must be an int >= 1. "
+                         f"Got {min_points!r} instead.")
+    ft = _frames.extract(df, traj_id_col=traj_id_col, time_col=time_col, caller=caller)
+    if ft.kind != "Point":
+        raise TypeError(
+            "trajectories_from_points needs Point rows (one fix per row); row position 0 is a LineString."
+        )
+    rows = ft.vertex_rows  # sorted: by trajectory, then time
+    traj_of_vertex = np.repeat(np.arange(ft.n_trajectories), ft.lengths)
+    # new segment where the trajectory changes or the time gap is too large
+    brk = np.zeros(rows.size, dtype=bool)
+    brk[0] = True
+    brk[1:] = traj_of_vertex[1:] != traj_of_vertex[:-1]
+    times = df[time_col].iloc[rows].reset_index(drop=True) if time_col is not None else None
+    gap = _gap_value(max_gap, df[time_col]) if time_col is not None else None
+    if gap is not None and rows.size > 1:
+        diffs = times.diff().to_numpy()[1:]
+        with np.errstate(invalid="ignore"):
+            brk[1:] |= np.asarray(diffs > gap, dtype=bool)
+    seg_id = np.cumsum(brk) - 1
+    n_seg = int(seg_id[-1]) + 1 if seg_id.size else 0
+    counts = np.bincount(seg_id, minlength=n_seg)
+    keep_seg = counts >= min_points
+    n_drop = int((~keep_seg).sum())
+    if n_drop:
+        warnings.warn(
+            f"{n_drop} segment(s) with fewer than {min_points} point(s) were dropped.",
+            GeoLDPWarning,
+            stacklevel=2,
+        )
+    geoms = np.asarray(df.geometry.values, dtype=object)[rows]
+    xy = shapely.get_coordinates(geoms)  # 2-D: Z/M dropped
+    keep_v = keep_seg[seg_id]
+    new_seg = np.unique(seg_id[keep_v], return_inverse=True)[1] if keep_v.any() else np.zeros(0, np.int64)
+    lines = _lines_from(xy[keep_v], new_seg, int(keep_seg.sum()))
+    first_v = np.flatnonzero(brk)[keep_seg]
+    last_v = np.concatenate([np.flatnonzero(brk)[1:] - 1, [rows.size - 1]])[keep_seg]
+    seg_in_traj = _segment_number(traj_of_vertex[first_v])
+    data: dict[Any, Any] = {
+        traj_id_col: df[traj_id_col].iloc[rows[first_v]].to_numpy(),
+        "segment": seg_in_traj,
+        "n_points": counts[keep_seg].astype(np.int64),
+    }
+    if time_col is not None:
+        data[f"{time_col}_start"] = times.iloc[first_v].to_numpy()
+        data[f"{time_col}_end"] = times.iloc[last_v].to_numpy()
+    out = gpd.GeoDataFrame(data, geometry=gpd.GeoSeries(lines, crs=df.crs), crs=df.crs)
+    return out
+
+
+def _segment_number(traj: np.ndarray) -> np.ndarray:
+    """0, 1, 2 ... within each run of equal trajectory numbers."""
+    if traj.size == 0:
+        return np.zeros(0, dtype=np.int64)
+    start = np.r_[True, traj[1:] != traj[:-1]]
+    idx = np.arange(traj.size)
+    first = np.maximum.accumulate(np.where(start, idx, 0))
+    return (idx - first).astype(np.int64)
+
+
+def _lines_from(xy: np.ndarray, seg: np.ndarray, n: int) -> np.ndarray:
+    """LineStrings from flat coordinates; a one-vertex segment repeats its vertex."""
+    if n == 0:
+        return np.zeros(0, dtype=object)
+    counts = np.bincount(seg, minlength=n)
+    single = counts == 1
+    if single.any():
+        dup = single[seg]
+        xy = np.concatenate([xy, xy[dup]])
+        seg = np.concatenate([seg, seg[dup]])
+        order = np.argsort(seg, kind="stable")
+        xy, seg = xy[order], seg[order]
+    return shapely.linestrings(xy, indices=seg)
+
+
+# --------------------------------------------------------------------------------------------------
+# per-LineString helpers
+# --------------------------------------------------------------------------------------------------
+
+
+def _linestring_frame(gdf: Any, caller: str) -> tuple[Any, Any]:
+    gdf = _frames.check_frame(gdf, caller=caller, name="gdf")
+    ft = _frames.extract(gdf, caller=caller, warn_zm=False)
+    if ft.kind != "LineString":
+        raise TypeError(
+            f"{caller} works on LineString rows. Build them from Point rows with "
+            "geoldp.prepare.trajectories_from_points() first."
+        )
+    return gdf, ft
+
+
+def _replace_geometry(gdf: Any, new_geoms: np.ndarray) -> Any:
+    out = gdf.copy(deep=True)
+    out[gdf._geometry_column_name] = gdf.geometry.__class__(new_geoms, index=gdf.index, crs=gdf.crs).values
+    return out
+
+
+def _to_input_crs(ft: Any, lon: np.ndarray, lat: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    if _frames.is_wgs84(ft.crs):
+        return lon, lat
+    from pyproj import Transformer
+
+    tr = Transformer.from_crs(_frames.WGS84, ft.crs, always_xy=True)
+    x, y = tr.transform(lon, lat)
+    return np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)
+
+
+def drop_consecutive_duplicates(gdf: Any, points: Any = None) -> Any:
+    """Remove vertices that repeat the previous vertex of the same LineString.
+
+    Parameters
+    ----------
+    gdf : geopandas.GeoDataFrame
+        LineString rows.
+    points : PointSet, GeoDataFrame or GeoSeries of Points, optional
+        If given, two consecutive vertices count as duplicates when they **snap to the same public point**
+        (so a stop of 50 GPS fixes at one venue becomes one vertex and does not eat the budget); the first
+        vertex of each run is kept, with its original coordinates. Without ``points``, only exactly equal
+        consecutive coordinates are duplicates.
+
+    Returns
+    -------
+    geopandas.GeoDataFrame
+        A copy with the same index, columns and CRS. A row that collapses to a single location keeps two
+        identical vertices (a LineString needs two): a legitimate stationary trajectory.
+
+    Examples
+    --------
+    >>> from geoldp.prepare import drop_consecutive_duplicates
+    >>> shorter = drop_consecutive_duplicates(trips, pois)  # doctest: +SKIP
+    """
+    caller = "drop_consecutive_duplicates"
+    gdf, ft = _linestring_frame(gdf, caller)
+    geoms = np.asarray(gdf.geometry.values, dtype=object)
+    xy = shapely.get_coordinates(geoms)
+    if points is not None:
+        ps, _ = _frames.resolve_points(points, caller=caller)
+        key, _ = ps.nearest(ft.lon, ft.lat)
+        key = np.asarray(key, dtype=np.int64)
+        same = np.r_[False, key[1:] == key[:-1]]
+    else:
+        same = np.r_[False, (xy[1:, 0] == xy[:-1, 0]) & (xy[1:, 1] == xy[:-1, 1])]
+    traj = np.repeat(np.arange(ft.n_trajectories), ft.lengths)
+    same[ft.offsets[:-1]] = False  # first vertex of each row is always kept
+    keep = ~same
+    lines = _lines_from(xy[keep], traj[keep], ft.n_trajectories)
+    return _replace_geometry(gdf, lines)
+
+
+def _cumulative_m(lon: np.ndarray, lat: np.ndarray) -> np.ndarray:
+    from geoldp.geo import haversine_m
+
+    if lon.size < 2:
+        return np.zeros(lon.size)
+    seg = np.asarray(haversine_m(lon[:-1], lat[:-1], lon[1:], lat[1:]), dtype=np.float64)
+    return np.concatenate([[0.0], np.cumsum(seg)])
+
+
+def _interpolate(lon: np.ndarray, lat: np.ndarray, cum: np.ndarray, at: np.ndarray) -> tuple[Any, Any]:
+    # linear in lon/lat between consecutive vertices (segments are short); exact at the vertices
+    return np.interp(at, cum, lon), np.interp(at, cum, lat)
+
+
+def resample(gdf: Any, *, max_points: int | None = None, spacing_m: float | None = None) -> Any:
+    """Resample each LineString to one vertex every ``spacing_m`` metres and/or at most ``max_points``.
+
+    Parameters
+    ----------
+    gdf : geopandas.GeoDataFrame
+        LineString rows, any CRS.
+    max_points : int, optional
+        Rows with more vertices are resampled to exactly ``max_points`` vertices, evenly spaced along the
+        track (haversine length; first and last vertex kept). Rows with fewer are left unchanged.
+    spacing_m : float, optional
+        Resample to one vertex every ``spacing_m`` metres along the track (plus the last vertex); applied
+        before ``max_points``.
+
+    Returns
+    -------
+    geopandas.GeoDataFrame
+        A copy with the same index, columns and CRS. Rows that do not change keep their exact geometry.
+        Interpolation is linear in lon/lat between consecutive vertices (fine for GPS-scale segments; do not
+        use across the antimeridian).
+
+    Examples
+    --------
+    >>> from geoldp.prepare import resample
+    >>> short = resample(trips, max_points=10)  # doctest: +SKIP
+    """
+    caller = "resample"
+    if max_points is None and spacing_m is None:
+        raise ValueError("resample needs max_points or spacing_m (or both).")
+    if max_points is not None and (
+        isinstance(max_points, bool) or not isinstance(max_points, int | np.integer) or max_points < 2
+    ):
+        raise ValueError(f"The 'max_points' parameter of resample must be an int >= 2. Got {max_points!r} instead.")
+    if spacing_m is not None:
+        if isinstance(spacing_m, bool) or not isinstance(spacing_m, int | float | np.integer | np.floating):
+            raise TypeError(
+                f"The 'spacing_m' parameter of resample must be a float in the range (0, inf). "
+                f"Got {type(spacing_m).__name__} instead."
+            )
+        if not (0.0 < float(spacing_m) < np.inf):
+            raise ValueError(
+                f"The 'spacing_m' parameter of resample must be a float in the range (0, inf). Got {spacing_m!r}."
+            )
+    gdf, ft = _linestring_frame(gdf, caller)
+    new = np.asarray(gdf.geometry.values, dtype=object).copy()
+    for t in range(ft.n_trajectories):
+        a, b = ft.offsets[t], ft.offsets[t + 1]
+        lon, lat = ft.lon[a:b], ft.lat[a:b]
+        cum = _cumulative_m(lon, lat)
+        total = cum[-1]
+        at = None
+        if spacing_m is not None and total > 0:
+            at = np.arange(0.0, total, float(spacing_m))
+            at = np.append(at, total) if at[-1] < total else at
+            if at.size < 2:
+                at = np.array([0.0, total])
+        n_now = at.size if at is not None else lon.size
+        if max_points is not None and n_now > max_points:
+            at = np.linspace(0.0, total, int(max_points))
+        if at is None:
+            continue
+        if total > 0:
+            nl, nt = _interpolate(lon, lat, cum, at)
+        else:  # stationary: keep the first vertices
+            nl, nt = lon[: at.size], lat[: at.size]
+        x, y = _to_input_crs(ft, np.asarray(nl), np.asarray(nt))
+        new[ft.traj_rows[t]] = shapely.linestrings(np.column_stack([x, y]))
+    return _replace_geometry(gdf, new)
+
+
+def simplify(gdf: Any, tolerance_m: float, *, max_points: int | None = None) -> Any:
+    """Douglas–Peucker simplification with a tolerance in metres, keeping original vertices.
+
+    Parameters
+    ----------
+    gdf : geopandas.GeoDataFrame
+        LineString rows, any CRS.
+    tolerance_m : float
+        Maximum distance (metres) between the simplified and the original line, measured in a local UTM
+        projection of the frame (``gdf.estimate_utm_crs()``).
+    max_points : int, optional
+        Afterwards, cap rows at ``max_points`` vertices with :func:`resample`.
+
+    Returns
+    -------
+    geopandas.GeoDataFrame
+        A copy with the same index, columns and CRS; every remaining vertex is an original vertex (bit for
+        bit), first and last vertex always kept.
+
+    Examples
+    --------
+    >>> from geoldp.prepare import simplify
+    >>> lean = simplify(trips, 25.0)  # doctest: +SKIP
+    """
+    caller = "simplify"
+    if isinstance(tolerance_m, bool) or not isinstance(tolerance_m, int | float | np.integer | np.floating):
+        raise TypeError(
+            f"The 'tolerance_m' parameter of simplify must be a float in the range [0, inf). "
+            f"Got {type(tolerance_m).__name__} instead."
+        )
+    if not (0.0 <= float(tolerance_m) < np.inf):
+        raise ValueError(f"The 'tolerance_m' parameter of simplify must be in the range [0, inf). Got {tolerance_m!r}.")
+    gdf, ft = _linestring_frame(gdf, caller)
+    from pyproj import Transformer
+
+    import geopandas as gpd
+
+    wgs = gpd.GeoSeries(shapely.points(ft.lon, ft.lat), crs=_frames.WGS84)
+    utm = wgs.estimate_utm_crs()
+    px, py = Transformer.from_crs(_frames.WGS84, utm, always_xy=True).transform(ft.lon, ft.lat)
+    px, py = np.asarray(px), np.asarray(py)
+    orig = shapely.get_coordinates(np.asarray(gdf.geometry.values, dtype=object))
+    new = np.asarray(gdf.geometry.values, dtype=object).copy()
+    for t in range(ft.n_trajectories):
+        a, b = ft.offsets[t], ft.offsets[t + 1]
+        if b - a <= 2:
+            continue
+        line = shapely.linestrings(np.column_stack([px[a:b], py[a:b]]))
+        simp = shapely.get_coordinates(shapely.simplify(line, float(tolerance_m), preserve_topology=False))
+        keep = _match_subsequence(px[a:b], py[a:b], simp)
+        if keep.size == b - a:
+            continue
+        new[ft.traj_rows[t]] = shapely.linestrings(orig[a:b][keep])
+    out = _replace_geometry(gdf, new)
+    if max_points is not None:
+        out = resample(out, max_points=max_points)
+    return out
+
+
+def _match_subsequence(x: np.ndarray, y: np.ndarray, sub: np.ndarray) -> np.ndarray:
+    """Indices of the vertices of ``sub`` (a subsequence of (x, y)); endpoints always included."""
+    keep = [0]
+    j = 1
+    n = x.size
+    for sx, sy in sub[1:-1]:
+        while j < n - 1 and not (x[j] == sx and y[j] == sy):
+            j += 1
+        if j < n - 1:
+            keep.append(j)
+            j += 1
+    keep.append(n - 1)
+    return np.asarray(keep, dtype=np.int64)
