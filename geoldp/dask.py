@@ -1,0 +1,273 @@
+"""Perturb partitioned frames with Dask (``dask_geopandas.GeoDataFrame``).
+
+Install the extra: ``pip install "geoldp[dask]"``. Dask is imported only when :func:`perturb` is called.
+
+Seeded results do not depend on the partitioning: :func:`perturb` draws **one** 256-bit stream key per call
+(from the OS CSPRNG, or from the seeded generator), and every trajectory uses the counter-based stream
+numbered by its **global row position**. The partition lengths are computed first (one pass over the data)
+so that each partition knows the global position of its first row. With the same ``rng``,
+``geoldp.dask.perturb(ddf, ...)`` therefore equals ``ddf.compute().ldp.perturb(...)`` row for row.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+__all__ = ["perturb"]
+
+_CALLER = "geoldp.dask.perturb"
+
+
+def _import_dask_geopandas() -> Any:
+    try:
+        import dask
+        import dask_geopandas
+    except ImportError as exc:
+        raise ImportError(
+            "geoldp.dask needs dask and dask-geopandas. Install them with: pip install \"geoldp[dask]\""
+        ) from exc
+    return dask, dask_geopandas
+
+
+def _partition_stats(part: Any) -> tuple[int, dict[int, int], set[int]]:
+    """Row count, trajectory lengths (length -> count) and geometry type ids of one partition.
+
+    All three are released by the output anyway (row count, vertex counts, geometry type).
+    """
+    import shapely
+
+    geoms = np.asarray(part.geometry.values)
+    counts = shapely.get_num_coordinates(geoms)
+    values, freq = np.unique(counts[counts > 0], return_counts=True)
+    types = {int(t) for t in np.unique(shapely.get_type_id(geoms))}
+    return len(part), {int(v): int(f) for v, f in zip(values, freq, strict=True)}, types
+
+
+def _warn_near_uniform(mech: Any, length_counts: dict[int, int]) -> None:
+    """One PrivacyWarning (counts only) for trajectories whose point budget is near-uniform."""
+    from geoldp import prepare
+    from geoldp.errors import PrivacyWarning
+
+    threshold = prepare.NEAR_UNIFORM_EPSILON
+    affected = sum(c for n, c in length_counts.items() if prepare.point_budget(mech, n) < threshold)
+    if not affected:
+        return
+    n_ok = prepare.suggest_max_points(mech, threshold=threshold, limit=max(length_counts))
+    if n_ok == 0:
+        advice = "Even a single point gets less than that: use a larger epsilon."
+    else:
+        advice = (
+            f"Shorten them to at most {n_ok} points with geoldp.prepare.resample(gdf, max_points={n_ok}) "
+            "or geoldp.prepare.simplify(), or use a larger epsilon."
+        )
+    warnings.warn(
+        f"{affected} trajectory(ies) get a per-point budget below {threshold} (the epsilon is shared by all "
+        f"their points), so their output is close to uniform noise over the public points. {advice}",
+        PrivacyWarning,
+        stacklevel=3,
+    )
+
+
+def _perturb_partition(
+    part: Any,
+    *,
+    ps: Any,
+    ps_source: Any,
+    mech: Any,
+    key: np.ndarray,
+    offsets: tuple[int, ...],
+    columns: list[Any],
+    snap_max_km: float | None,
+    provenance: dict[str, Any],
+    partition_info: dict[str, Any] | None = None,
+) -> Any:
+    import geopandas as gpd
+    import pandas as pd
+
+    from geoldp import _frames
+    from geoldp.trajectory.engine import run_with_key
+
+    number = int(partition_info["number"]) if partition_info else 0
+    offset = int(offsets[number])
+    geom_col = part.geometry.name
+    if len(part) == 0:
+        out = part[columns].copy()
+        out.attrs = {"geoldp": provenance}
+        return out
+    try:
+        ft = _frames.extract(part, caller=_CALLER)
+        seqs, _dist = _frames.snap(ft, ps, snap_max_km=snap_max_km, caller=_CALLER)
+        del _dist  # private: never leaves this function
+    except (TypeError, ValueError) as exc:
+        raise type(exc)(
+            f"In partition {number} (its row positions start at global position {offset}): {exc}"
+        ) from exc
+    xy = _frames.public_xy(ps, ft.crs, ps_source)
+    outputs = list(run_with_key(seqs, ps, mech, key=key, offset=offset))
+    geometry = _frames.build_geometry(ft, outputs, xy, len(part))
+    data = {c: part[c].copy(deep=True) for c in columns if c != geom_col}
+    frame = pd.DataFrame(data, index=part.index.copy())
+    frame[geom_col] = gpd.GeoSeries(geometry, index=part.index.copy(), crs=part.crs).values
+    out = gpd.GeoDataFrame(frame, geometry=geom_col, crs=part.crs)[columns]
+    out.attrs = {"geoldp": provenance}
+    return out
+
+
+def perturb(
+    ddf: Any,
+    points: Any,
+    *,
+    mechanism: Any = "atp",
+    epsilon: float | None = None,
+    keep_columns: Sequence[Any] | None = None,
+    snap_max_km: float | None = None,
+    rng: Any = None,
+    **options: Any,
+) -> Any:
+    """Perturb every trajectory (row) of a Dask GeoDataFrame under ε-LDP.
+
+    The Dask counterpart of ``gdf.ldp.perturb``: the same mechanisms, snapping, column policy and
+    provenance, applied partition by partition with ``map_partitions``.
+
+    Parameters
+    ----------
+    ddf : dask_geopandas.GeoDataFrame
+        One LineString per row (one trajectory per row; Point rows are one-point trajectories), with a CRS.
+        Point rows grouped by a trajectory id are not supported here, because a trajectory could span
+        partitions: build LineStrings first with :func:`geoldp.prepare.trajectories_from_points`.
+    points : PointSet, GeoDataFrame or GeoSeries of Points
+        The public point set P (in memory; it is sent to every partition).
+    mechanism : {"atp", "tp", "pointem"} or mechanism object, default "atp"
+        As in ``gdf.ldp.perturb``.
+    epsilon : float
+        The privacy budget of one trajectory (one row).
+    keep_columns : list of column labels, optional
+        Columns copied unchanged, **not protected** (a :class:`~geoldp.PrivacyWarning` names them).
+    snap_max_km : float, optional
+        Raise ``ValueError`` (at compute time) for a vertex farther than this from every public point.
+    rng : {None, int, array_like[ints], SeedSequence, BitGenerator, Generator}, optional
+        ``None`` (default) uses the operating system's CSPRNG. Anything else seeds NumPy: **for
+        experiments and tests only, not for deployment**.
+    **options
+        Mechanism options (``granularity``, ``split``, ...) when ``mechanism`` is a name.
+
+    Returns
+    -------
+    dask_geopandas.GeoDataFrame
+        Lazy; same partitions, index and CRS as ``ddf``, with the perturbed geometry and ``keep_columns``.
+        Each computed partition (and the computed frame) carries the provenance in ``.attrs["geoldp"]``.
+
+    Raises
+    ------
+    ImportError
+        If dask or dask-geopandas is missing (install ``geoldp[dask]``).
+    TypeError, ValueError
+        For an invalid frame, mechanism, ε, options, ``rng`` or columns: raised here, before anything is
+        computed or drawn. Invalid rows raise at compute time, naming the partition and the row position
+        inside it.
+
+    Notes
+    -----
+    Calling this function computes the partition lengths (one pass over ``ddf``) and draws the stream
+    key; the perturbation itself is lazy. Computing the result twice gives the same output (the key is
+    fixed in the graph), so materialise it once and treat it as one release: every ``perturb`` call on
+    the same data spends ε again.
+
+    Examples
+    --------
+    >>> import dask_geopandas  # doctest: +SKIP
+    >>> import geoldp.dask  # doctest: +SKIP
+    >>> ddf = dask_geopandas.from_geopandas(trips, npartitions=8)  # doctest: +SKIP
+    >>> out = geoldp.dask.perturb(ddf, pois, mechanism="atp", epsilon=4.0).compute()  # doctest: +SKIP
+    """
+    dask, dask_geopandas = _import_dask_geopandas()
+    from geoldp import _frames
+    from geoldp._random import resolve_rng
+    from geoldp.accessor import _provenance, resolve_mechanism
+    from geoldp.errors import PrivacyWarning
+
+    if not isinstance(ddf, dask_geopandas.GeoDataFrame):
+        raise TypeError(
+            f"The 'ddf' parameter of {_CALLER} must be a dask_geopandas.GeoDataFrame. Got "
+            f"{type(ddf).__name__}. For an in-memory frame use gdf.ldp.perturb(...)."
+        )
+    for name in ("traj_id_col", "time_col"):
+        if name in options:
+            raise ValueError(
+                f"{_CALLER} does not group Point rows ({name!r}): a trajectory could span partitions. "
+                "Build one LineString per trajectory first with geoldp.prepare.trajectories_from_points."
+            )
+    meta = ddf._meta
+    geom_col = meta.geometry.name
+    if ddf.crs is None:
+        raise ValueError(
+            f"The trajectories passed to {_CALLER} have no CRS. Use set_crs() to declare it "
+            "(geoldp never assumes EPSG:4326)."
+        )
+    kept = _frames.check_columns(meta, keep_columns, parameter="keep_columns", caller=_CALLER)
+    snap_max_km = _frames.check_snap_max_km(snap_max_km, caller=_CALLER)
+    mech = resolve_mechanism(mechanism, epsilon, options, caller=_CALLER)
+    source = resolve_rng(rng)
+    ps, ps_source = _frames.resolve_points(points, caller=_CALLER)
+
+    extra = [c for c in kept if c != geom_col]
+    if extra:
+        warnings.warn(
+            f"keep_columns releases {[str(c) for c in extra]} unprotected: these columns bypass the "
+            "mechanism and are copied to the output as they are.",
+            PrivacyWarning,
+            stacklevel=2,
+        )
+    columns = [c for c in meta.columns if c in extra or c == geom_col]
+
+    # Pass 1: partition lengths (for the global row offsets) and the distinct trajectory lengths (for
+    # the ledger). Both are released by the output anyway.
+    stats = dask.compute(*[dask.delayed(_partition_stats)(p) for p in ddf.to_delayed()])
+    sizes = np.array([s[0] for s in stats], dtype=np.int64)
+    if int(sizes.sum()) == 0:
+        raise ValueError(f"The trajectories GeoDataFrame passed to {_CALLER} has no rows.")
+    offsets = tuple(int(v) for v in np.concatenate([[0], np.cumsum(sizes)[:-1]]))
+    length_counts: dict[int, int] = {}
+    for _, counts, _ in stats:
+        for n, c in counts.items():
+            length_counts[n] = length_counts.get(n, 0) + c
+    lengths = np.array(sorted(length_counts), dtype=np.int64)
+    type_ids = set().union(*(s[2] for s in stats))
+    kind = "Point" if type_ids == {0} else "LineString"
+    if length_counts:
+        _warn_near_uniform(mech, length_counts)
+
+    provenance = _provenance(
+        mech,
+        policy=str(getattr(source, "policy", "os-csprng")),
+        lengths=lengths,
+        snap_max_km=snap_max_km,
+        snap_warn_km=float(ps.diameter_km),
+        kind=kind,
+        traj_id_col=None,
+        time_col=None,
+        keep_columns=extra,
+        on_invalid="raise",
+    )
+    provenance["partitioned"] = {"backend": "dask", "npartitions": int(ddf.npartitions)}
+
+    key = source.stream_key()  # drawn once, after all validation
+    out_meta = meta[columns].copy()
+    out_meta.attrs = {"geoldp": provenance}
+    return ddf.map_partitions(
+        _perturb_partition,
+        ps=ps,
+        ps_source=ps_source,
+        mech=mech,
+        key=key,
+        offsets=offsets,
+        columns=columns,
+        snap_max_km=snap_max_km,
+        provenance=provenance,
+        meta=out_meta,
+        align_dataframes=False,
+    )
