@@ -1,0 +1,280 @@
+"""Tests of geoldp.metrics against hand-computed examples (points on a meridian: exact distances)."""
+
+from __future__ import annotations
+
+import math
+
+import geopandas as gpd
+import numpy as np
+import pandas as pd
+import pytest
+import shapely
+
+from geoldp import metrics
+from geoldp.metrics import (
+    diameter_error,
+    evaluate,
+    hotspot_preservation,
+    length_error,
+    normalized_error,
+    preservation_range_query,
+    range_query_error,
+)
+
+# One degree of latitude on the sphere R = 6371 km (ALGORITHM §12): along a meridian d = R·Δφ exactly.
+K = 111.194926645
+
+# P_i = (0, i): distances |i - j| * K km.
+P = np.array([[0.0, 0.0], [0.0, 1.0], [0.0, 2.0], [0.0, 3.0]])
+ORIG = [np.array([0, 1]), np.array([2, 2, 2]), np.array([3])]
+PERT = [np.array([1, 1]), np.array([2, 0, 3]), np.array([3])]
+# per-point distances: [K, 0], [0, 2K, K], [0]  -> per-trajectory means K/2, K, 0
+
+
+def as_gdf(trajs, crs="EPSG:4326"):
+    geoms = [shapely.Point(P[t[0]]) if len(t) == 1 else shapely.LineString(P[t]) for t in trajs]
+    return gpd.GeoDataFrame({"traj_id": range(len(trajs))}, geometry=geoms, crs="EPSG:4326").to_crs(crs)
+
+
+def test_normalized_error_hand_example():
+    ne = normalized_error(ORIG, PERT, points=P)
+    assert ne == pytest.approx((K / 2 + K + 0.0) / 3, rel=1e-9)
+
+
+def test_normalized_error_geodataframe_any_crs_matches_index_input():
+    ne = normalized_error(ORIG, PERT, points=P)
+    assert normalized_error(as_gdf(ORIG), as_gdf(PERT)) == pytest.approx(ne, rel=1e-12)
+    # projected CRS: vertices are reprojected back to WGS84 before the haversine
+    assert normalized_error(as_gdf(ORIG, "EPSG:3857"), as_gdf(PERT, "EPSG:32631")) == pytest.approx(ne, rel=1e-9)
+    # mixed: index arrays against a GeoDataFrame
+    assert normalized_error(ORIG, as_gdf(PERT), points=P) == pytest.approx(ne, rel=1e-12)
+
+
+def test_preservation_range_query_hand_example():
+    # traj0 distances [K, 0]; traj1 [0, 2K, K]; traj2 [0]
+    deltas = [0.0, 100.0, 150.0, 250.0]
+    expected = [
+        (1 / 2 + 1 / 3 + 1) / 3,
+        (1 / 2 + 1 / 3 + 1) / 3,
+        (1 + 2 / 3 + 1) / 3,
+        1.0,
+    ]
+    got = preservation_range_query(ORIG, PERT, deltas, points=P)
+    assert isinstance(got, np.ndarray)
+    np.testing.assert_allclose(got, expected, rtol=1e-12)
+    assert preservation_range_query(ORIG, PERT, 150.0, points=P) == pytest.approx(expected[2])
+
+
+def test_identical_inputs_give_perfect_scores():
+    gdf = as_gdf(ORIG, "EPSG:32631")
+    assert normalized_error(gdf, gdf) == 0.0
+    assert preservation_range_query(gdf, gdf, 0.0) == 1.0
+    np.testing.assert_array_equal(preservation_range_query(ORIG, ORIG, [0.0, 1.0], points=P), [1.0, 1.0])
+    table = evaluate(ORIG, ORIG, points=P, k=3)
+    val = dict(zip(table.metric, table.value, strict=False))
+    assert val["NE"] == 0.0
+    assert all(v == 1.0 for m, v in zip(table.metric, table.value, strict=True) if m == "PRQ")
+    assert val["range_query_error"] == 0.0
+    assert val["hotspot_acd"] == 0.0
+    assert val["hotspot_overlap"] == 1.0
+    assert val["length_jsd"] == 0.0
+    assert val["diameter_jsd"] == 0.0
+
+
+def test_row_order_invariance():
+    rng = np.random.default_rng(5)
+    m = 30
+    pts = np.column_stack([rng.uniform(-0.3, 0.3, m), rng.uniform(50.0, 50.4, m)])
+    orig = [rng.integers(0, m, size=rng.integers(1, 6)) for _ in range(40)]
+    pert = [rng.integers(0, m, size=len(t)) for t in orig]
+    perm = rng.permutation(len(orig))
+    orig2 = [orig[i] for i in perm]
+    pert2 = [pert[i] for i in perm]
+    a = evaluate(orig, pert, points=pts, k=5)
+    b = evaluate(orig2, pert2, points=pts, k=5)
+    pd.testing.assert_frame_equal(a, b, check_exact=False, rtol=1e-12)
+    ra = range_query_error(orig, pert, [(0.0, 50.2, 10.0), (0.2, 50.1, 5.0)], points=pts)
+    rb = range_query_error(orig2, pert2, [(0.0, 50.2, 10.0), (0.2, 50.1, 5.0)], points=pts)
+    pd.testing.assert_frame_equal(ra, rb)
+    for fn in (length_error, diameter_error):
+        assert fn(orig, pert, points=pts, method="mae") == pytest.approx(fn(orig2, pert2, points=pts, method="mae"))
+
+
+def test_row_count_mismatch_raises():
+    with pytest.raises(ValueError, match="same number of rows"):
+        normalized_error(ORIG, PERT[:2], points=P)
+
+
+def test_row_length_mismatch_raises_naming_row():
+    with pytest.raises(ValueError, match="row 1 has 3 points in 'original' and 2"):
+        normalized_error(ORIG, [PERT[0], PERT[1][:2], PERT[2]], points=P)
+
+
+def test_index_input_requires_points():
+    with pytest.raises(ValueError, match="'points' parameter of normalized_error is required"):
+        normalized_error(ORIG, PERT)
+
+
+def test_index_out_of_range_raises():
+    with pytest.raises(ValueError, match="Row 2 of 'perturbed' has an index outside"):
+        normalized_error(ORIG, [PERT[0], PERT[1], np.array([4])], points=P)
+
+
+def test_missing_crs_raises():
+    gdf = as_gdf(ORIG).set_crs(None, allow_override=True)
+    with pytest.raises(ValueError, match="set_crs"):
+        normalized_error(gdf, gdf)
+
+
+def test_non_linestring_raises():
+    gdf = gpd.GeoDataFrame(geometry=[shapely.box(0, 0, 1, 1)], crs="EPSG:4326")
+    with pytest.raises(TypeError, match="Row 0 of 'original' is not a LineString"):
+        normalized_error(gdf, gdf)
+
+
+def test_bad_delta_raises():
+    with pytest.raises(ValueError, match="'delta_km' parameter"):
+        preservation_range_query(ORIG, PERT, -1.0, points=P)
+
+
+def test_range_query_error_hand_example():
+    # circle of radius 1 km around P_0: original rows 0 (visits 0) -> c = 1; perturbed row 1 visits 0 -> ĉ = 1
+    # circle around P_3: original rows 2 -> 1... perturbed rows 1, 2 -> 2
+    regions = [(0.0, 0.0, 1.0), (0.0, 3.0, 1.0), (0.0, 1.0, 1.0)]
+    t = range_query_error(ORIG, PERT, regions, points=P, sanity_bound=1.0)
+    assert list(t.columns) == ["region", "true_count", "perturbed_count", "relative_error"]
+    np.testing.assert_array_equal(t.true_count, [1, 1, 1])
+    np.testing.assert_array_equal(t.perturbed_count, [1, 2, 1])
+    np.testing.assert_allclose(t.relative_error, [0.0, 1.0, 0.0])
+    # sanity bound b = 4 > c: |2 - 1| / 4
+    t4 = range_query_error(ORIG, PERT, regions, points=P, sanity_bound=4.0)
+    np.testing.assert_allclose(t4.relative_error, [0.0, 0.25, 0.0])
+    # "auto": max(1, 1 % of 3) = 1
+    pd.testing.assert_frame_equal(range_query_error(ORIG, PERT, regions, points=P), t)
+
+
+def test_range_query_error_polygon_in_projected_crs():
+    orig, pert = as_gdf(ORIG, "EPSG:3857"), as_gdf(PERT, "EPSG:3857")
+    # a box around P_2 = (0, 2°) in Web Mercator metres
+    y2 = gpd.GeoSeries([shapely.Point(0, 2)], crs="EPSG:4326").to_crs("EPSG:3857").y.iloc[0]
+    box = shapely.box(-1000, y2 - 1000, 1000, y2 + 1000)
+    t = range_query_error(orig, pert, [box], sanity_bound=1.0)
+    assert t.true_count.tolist() == [1]
+    assert t.perturbed_count.tolist() == [1]
+
+
+def test_range_query_error_bad_sanity_bound():
+    with pytest.raises(ValueError, match="'sanity_bound' parameter"):
+        range_query_error(ORIG, PERT, [(0.0, 0.0, 1.0)], points=P, sanity_bound=0.0)
+
+
+def test_hotspot_preservation_hand_example():
+    # distinct visits: original c = [1, 1, 1, 1]; perturbed ĉ = [1, 1, 1, 2]
+    orig = [np.array([0, 1, 1]), np.array([2, 3]), np.array([3]), np.array([3, 2])]
+    pert = [np.array([0, 0, 1]), np.array([3, 3]), np.array([3]), np.array([2, 1])]
+    # c = [1, 1, 2, 3]; ĉ = [1, 2, 1, 2]
+    r = hotspot_preservation(orig, pert, k=2, points=P)
+    # top-2 original: 3 (3), 2 (2); top-2 perturbed: 1, 3 (2 each; index order 1, 3)
+    assert r["k"] == 2
+    assert r["acd"] == pytest.approx((abs(2 - 3) + abs(1 - 2)) / 2)
+    assert r["acd_relative"] == pytest.approx((1 / 3 + 1 / 2) / 2)
+    assert r["overlap"] == pytest.approx(0.5)
+    # c[H] = (3, 2), ĉ[H] = (2, 1): concordant pair -> τ = 1
+    assert r["kendall_tau"] == pytest.approx(1.0)
+    r3 = hotspot_preservation(orig, pert, k=3, points=P)
+    # H = (3, 2, 0 or 1 -> 0 by index) : c = (3, 2, 1), ĉ = (2, 1, 1): τ-b with one tie in ĉ
+    from scipy.stats import kendalltau
+
+    assert r3["kendall_tau"] == pytest.approx(kendalltau([3, 2, 1], [2, 1, 1]).statistic)
+
+
+def test_hotspot_preservation_geodataframe_matches_index_input():
+    orig = [np.array([0, 1, 1]), np.array([2, 3]), np.array([3]), np.array([3, 2])]
+    pert = [np.array([0, 0, 1]), np.array([3, 3]), np.array([3]), np.array([2, 1])]
+    pts = gpd.GeoDataFrame(geometry=gpd.points_from_xy(P[:, 0], P[:, 1]), crs="EPSG:4326").to_crs("EPSG:3857")
+    a = hotspot_preservation(orig, pert, k=2, points=P)
+    b = hotspot_preservation(as_gdf(orig, "EPSG:3857"), as_gdf(pert, "EPSG:3857"), k=2, points=pts)
+    assert a == b
+
+
+def test_hotspot_requires_points_and_valid_k():
+    with pytest.raises(ValueError, match="'points' parameter of hotspot_preservation is required"):
+        hotspot_preservation(as_gdf(ORIG), as_gdf(PERT))
+    with pytest.raises(ValueError, match="'k' parameter"):
+        hotspot_preservation(ORIG, PERT, k=5, points=P)
+
+
+def test_length_error_hand_example():
+    # lengths: original [K, 0, 0]; perturbed [0, 2K + 3K, 0]
+    assert length_error(ORIG, PERT, points=P, method="mae") == pytest.approx((K + 5 * K + 0) / 3, rel=1e-9)
+    # JSD with 5 bins over [0, 5K]: p = (2/3 in bin 0, 1/3 in bin 0)... original: 0, 0 in bin 0 and K in bin 1
+    # (K / 5K = 0.2 is the left edge of bin 1); perturbed: 0, 0 in bin 0, 5K in bin 4 (right edge inclusive).
+    p = np.array([2 / 3, 1 / 3, 0, 0, 0])
+    q = np.array([2 / 3, 0, 0, 0, 1 / 3])
+    mid = (p + q) / 2
+    expected = 0.5 * sum(p[i] * math.log2(p[i] / mid[i]) for i in range(5) if p[i] > 0) + 0.5 * sum(
+        q[i] * math.log2(q[i] / mid[i]) for i in range(5) if q[i] > 0
+    )
+    assert length_error(ORIG, PERT, points=P, bins=5) == pytest.approx(expected, rel=1e-12)
+    assert length_error(ORIG, PERT, points=P, bins=5) == pytest.approx(1 / 3)
+
+
+def test_diameter_error_hand_example():
+    orig = [np.array([0, 1, 2, 1]), np.array([3])]
+    pert = [np.array([0, 0, 0, 1]), np.array([3])]
+    # diameters: original [2K, 0], perturbed [K, 0]
+    assert diameter_error(orig, pert, points=P, method="mae") == pytest.approx(K / 2, rel=1e-9)
+    # 2 bins over [0, 2K]: original (1/2, 1/2), perturbed K is the left edge of bin 1: (1/2, 1/2)
+    assert diameter_error(orig, pert, points=P, bins=2) == 0.0
+
+
+def test_diameters_long_trajectory_block_path_matches_brute_force():
+    rng = np.random.default_rng(2)
+    n = 300
+    lon = rng.uniform(116.0, 116.5, n)
+    lat = rng.uniform(39.8, 40.1, n)
+    gdf = gpd.GeoDataFrame(geometry=[shapely.LineString(np.column_stack([lon, lat]))], crs="EPSG:4326")
+    tr = metrics._as_trajectories(gdf, None, name="original", caller="test")
+    brute = max(
+        metrics._haversine_m(lon[i], lat[i], lon[j], lat[j]) for i in range(n) for j in range(i + 1, n)
+    )
+    assert metrics._diameters_km(tr, budget=1000)[0] == pytest.approx(brute / 1000.0, rel=1e-12)
+    assert metrics._diameters_km(tr)[0] == pytest.approx(brute / 1000.0, rel=1e-12)
+
+
+def test_distribution_error_bad_method():
+    with pytest.raises(ValueError, match="`method` of length_error must be one of"):
+        length_error(ORIG, PERT, points=P, method="kl")
+
+
+def test_evaluate_table_shape_and_columns():
+    deltas = (0.5, 1.0, 2.0)
+    t = evaluate(ORIG, PERT, points=P, delta_km=deltas, k=2)
+    assert list(t.columns) == ["metric", "param", "value"]
+    assert t.metric.tolist() == [
+        "NE",
+        "PRQ",
+        "PRQ",
+        "PRQ",
+        "range_query_error",
+        "range_query_error_median",
+        "hotspot_acd",
+        "hotspot_acd_relative",
+        "hotspot_kendall_tau",
+        "hotspot_overlap",
+        "length_jsd",
+        "diameter_jsd",
+    ]
+    np.testing.assert_allclose(t.param[t.metric == "PRQ"], deltas)
+    assert t.value.iloc[0] == pytest.approx(normalized_error(ORIG, PERT, points=P))
+    # without points (geometry input) the hotspot rows are absent; regions=None drops the range rows
+    t2 = evaluate(as_gdf(ORIG), as_gdf(PERT), regions=None)
+    assert not t2.metric.str.startswith("hotspot").any()
+    assert not t2.metric.str.startswith("range").any()
+    assert (t2.metric == "PRQ").sum() == 5
+
+
+def test_evaluate_exported_at_package_root():
+    import geoldp
+
+    assert geoldp.evaluate is metrics.evaluate
