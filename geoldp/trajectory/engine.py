@@ -1,0 +1,350 @@
+"""Engine entry point: perturb sequences of public-point indices with TP, ATP or PointEM.
+
+:func:`perturb_trajectories` is the public contract. It validates everything (points, mechanism, options,
+ε, every trajectory and every derived stage budget) **before the first random draw** (ALGORITHM §9.4, §11),
+resolves ``rng`` once, and runs the sampler:
+
+- ``sampler="fast"`` (default): the numba fast path :func:`geoldp.trajectory._fast.perturb_fast`, driven by
+  a counter-based ChaCha20 stream per trajectory (stream id = global trajectory index) under one key drawn
+  from the source, so seeded output does not depend on chunking. If the fast path is not importable the
+  reference path is driven by the same streams (:class:`geoldp._random.ChaChaRandomSource`).
+- ``sampler="reference"``: the normative pure-Python path of :mod:`._reference`, drawing through the
+  randomness interface of the given source in trajectory order (tests pass enumerating sources).
+"""
+
+from __future__ import annotations
+
+import numbers
+from collections.abc import Iterable, Mapping
+
+import numpy as np
+
+from geoldp._random import ChaChaRandomSource, RandomSource, resolve_rng
+from geoldp.pointset import PointSet
+from geoldp.trajectory import _reference as _ref
+from geoldp.trajectory.atp import ATP
+from geoldp.trajectory.pointem import PointEM
+from geoldp.trajectory.tp import TP
+
+__all__ = ["MECHANISMS", "perturb_trajectories", "resolve_mechanism", "run", "run_with_key",
+           "validate_trajectories"]
+
+#: Case-insensitive registry of mechanism names.
+MECHANISMS: Mapping[str, type] = {"tp": TP, "atp": ATP, "pointem": PointEM}
+_MECH_TYPES = (TP, ATP, PointEM)
+_SAMPLERS = ("fast", "reference")
+
+
+def resolve_mechanism(mechanism, epsilon=None, options: Mapping | None = None, *, caller: str):
+    """Return a mechanism object from a name (plus ``epsilon`` and options) or pass an object through.
+
+    Raises
+    ------
+    ValueError
+        Unknown name (the message lists the valid names); ``epsilon`` conflicting with an object's.
+    TypeError
+        Wrong type, unknown option, or options given together with a mechanism object.
+    """
+    options = dict(options or {})
+    if isinstance(mechanism, _MECH_TYPES):
+        if options:
+            raise TypeError(
+                f"{caller} got options {sorted(options)} together with a mechanism object; set them on the "
+                f"object instead, e.g. {type(mechanism).__name__}(epsilon=..., {sorted(options)[0]}=...)."
+            )
+        if epsilon is not None:
+            from geoldp._validation import check_epsilon
+
+            eps = check_epsilon(epsilon, caller=caller)
+            if eps != mechanism.epsilon:
+                raise ValueError(
+                    f"The 'epsilon' parameter of {caller} ({eps!r}) conflicts with the mechanism object's "
+                    f"epsilon ({mechanism.epsilon!r}); pass only one of them."
+                )
+        return mechanism
+    if not isinstance(mechanism, str):
+        raise TypeError(
+            f"The 'mechanism' parameter of {caller} must be a name in {tuple(MECHANISMS)} or a TP, ATP or "
+            f"PointEM object. Got {type(mechanism).__name__} instead."
+        )
+    cls = MECHANISMS.get(mechanism.lower())
+    if cls is None:
+        raise ValueError(f"Got mechanism={mechanism!r}; `mechanism` must be one of {tuple(MECHANISMS)}.")
+    if epsilon is None:
+        raise TypeError(f"The 'epsilon' parameter of {caller} is required when 'mechanism' is a name.")
+    try:
+        return cls(epsilon=epsilon, **options)
+    except TypeError as exc:
+        if "unexpected keyword argument" in str(exc):
+            import dataclasses
+
+            valid = sorted(f.name for f in dataclasses.fields(cls) if f.init and f.name != "epsilon")
+            bad = sorted(set(options) - set(valid))
+            raise TypeError(
+                f"{caller} got unknown option(s) {bad} for mechanism {cls.name!r}; valid options are {valid}."
+            ) from None
+        raise
+
+
+def validate_trajectories(trajectories, m: int, *, caller: str) -> list[np.ndarray]:
+    """Check a sequence of trajectories (1-D integer arrays of indices into P) and return int64 copies.
+
+    Raises
+    ------
+    TypeError
+        ``trajectories`` is not a sequence, or a trajectory is not an integer array.
+    ValueError
+        A trajectory is empty, not 1-D, or holds an index outside [0, m). Messages name the trajectory's
+        position, never its values.
+    """
+    if isinstance(trajectories, (str, bytes, Mapping)) or not isinstance(trajectories, Iterable):
+        raise TypeError(
+            f"The 'trajectories' parameter of {caller} must be a sequence of 1-D integer arrays. "
+            f"Got {type(trajectories).__name__} instead."
+        )
+    out = []
+    for pos, traj in enumerate(trajectories):
+        if isinstance(traj, (str, bytes)):
+            raise TypeError(f"Trajectory {pos} passed to {caller} must be a 1-D integer array, not a string.")
+        try:
+            arr = np.asarray(traj)
+        except (TypeError, ValueError):
+            raise TypeError(f"Trajectory {pos} passed to {caller} must be a 1-D integer array.") from None
+        if arr.ndim != 1:
+            raise ValueError(
+                f"Trajectory {pos} passed to {caller} must be a 1-D array; it has {arr.ndim} dimensions."
+            )
+        if arr.size == 0:
+            raise ValueError(f"Trajectory {pos} passed to {caller} is empty; every trajectory needs >= 1 point.")
+        if arr.dtype == np.bool_ or not np.issubdtype(arr.dtype, np.integer):
+            if arr.dtype == object and all(
+                isinstance(v, numbers.Integral) and not isinstance(v, bool) for v in arr
+            ):
+                arr = arr.astype(np.int64)
+            else:
+                raise TypeError(
+                    f"Trajectory {pos} passed to {caller} must hold integer indices into the points; "
+                    f"got dtype {arr.dtype}."
+                )
+        if arr.min() < 0 or arr.max() >= m:
+            raise ValueError(
+                f"Trajectory {pos} passed to {caller} has an index out of range; indices must be in [0, {m})."
+            )
+        out.append(arr.astype(np.int64, copy=True))
+    return out
+
+
+def _check_points(points, caller: str) -> PointSet:
+    if not isinstance(points, PointSet):
+        raise TypeError(
+            f"The 'points' parameter of {caller} must be a geoldp.PointSet. Got {type(points).__name__} "
+            "instead; build one with PointSet(lon, lat) or PointSet.from_geodataframe(gdf)."
+        )
+    return points
+
+
+def _check_budgets(mech, lengths, m: int) -> None:
+    for n in sorted(set(lengths)):
+        mech.check_budgets(n, m)
+
+
+def perturb_trajectories(
+    trajectories,
+    points,
+    *,
+    mechanism="atp",
+    epsilon=None,
+    return_ledger: bool = False,
+    return_diagnostics: bool = False,
+    rng=None,
+    **options,
+):
+    """Perturb trajectories of public-point indices under ε-LDP with TP, ATP or PointEM.
+
+    Parameters
+    ----------
+    trajectories : sequence of 1-D integer arrays
+        Each trajectory is a sequence of indices into ``points`` (any length ≥ 1). One trajectory is the
+        unit of privacy: it receives the whole budget ``epsilon``.
+    points : PointSet
+        The public location set P.
+    mechanism : {"atp", "tp", "pointem"} or mechanism object, default "atp"
+        Case-insensitive name, or a :class:`TP`, :class:`ATP` or :class:`PointEM` object (then ``epsilon``
+        may be omitted, and options must not be given).
+    epsilon : float, optional
+        Total budget per trajectory; required with a name.
+    return_ledger : bool, default False
+        Also return the budget ledger of every trajectory.
+    return_diagnostics : bool, default False
+        Also return aggregate diagnostics (fallback counts; for ATP region sizes and calibration branches),
+        recomputed from the released transcripts (post-processing). This runs the pure-Python reference
+        sampler, which is slower and consumes randomness differently from the default fast path.
+    rng : {None, int, array_like[ints], SeedSequence, BitGenerator, Generator}, optional
+        ``None`` (default) uses the operating system's CSPRNG. Anything else seeds NumPy's
+        ``default_rng`` and is **for experiments and tests only**, not for deployment.
+    **options
+        Mechanism options when ``mechanism`` is a name (see :class:`TP` and :class:`ATP`).
+
+    Returns
+    -------
+    outputs : list of ndarray of int64
+        Perturbed trajectories, same lengths, indices into ``points``.
+    ledgers : list of Ledger
+        Only with ``return_ledger=True``; ``ledgers[i]`` is trajectory i's ledger (sum = ``epsilon``).
+    diagnostics : dict
+        Only with ``return_diagnostics=True`` (after the ledgers if both are requested).
+
+    Raises
+    ------
+    TypeError
+        Wrong type of ``points``, ``mechanism``, ``epsilon``, ``rng``, an option, or a non-integer trajectory.
+    ValueError
+        Unknown mechanism name, invalid ε or option, empty or out-of-range trajectory (the message gives
+        its position), or a derived stage budget beyond its primitive's limit (the message names the stage).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from geoldp import PointSet, perturb_trajectories
+    >>> pts = PointSet([0.0, 0.01, 0.02, 0.03], [0.0, 0.01, 0.0, 0.01])
+    >>> out = perturb_trajectories([np.array([0, 1, 2])], pts, mechanism="tp", epsilon=1.0, rng=0)
+    >>> out[0].shape, out[0].dtype
+    ((3,), dtype('int64'))
+    """
+    caller = "perturb_trajectories"
+    points = _check_points(points, caller)
+    mech = resolve_mechanism(mechanism, epsilon, options, caller=caller)
+    trajs = validate_trajectories(trajectories, points.size, caller=caller)
+    _check_budgets(mech, [t.shape[0] for t in trajs], points.size)
+    source = resolve_rng(rng)
+    if return_diagnostics:
+        outputs, diags = _run_reference(trajs, points, mech, source, diagnostics=True)
+    else:
+        outputs = run(trajs, points, mech, rng=source)
+    result: list = [outputs]
+    if return_ledger:
+        cache: dict[int, object] = {}
+        result.append([cache.setdefault(t.shape[0], mech.ledger(t.shape[0])) for t in trajs])
+    if return_diagnostics:
+        result.append(diags)
+    return outputs if len(result) == 1 else tuple(result)
+
+
+def run(trajectories, points, mechanism, *, rng, offset: int = 0, sampler: str = "fast",
+        progress: bool = False) -> list[np.ndarray]:
+    """Internal: perturb already-validated trajectories (list of int64 arrays).
+
+    Parameters
+    ----------
+    rng : RandomSource
+        An already-resolved source. ``sampler="fast"`` draws ONE stream key from it; ``"reference"`` draws
+        every stage through it, in trajectory order.
+    offset : int
+        Global index of the first trajectory (the ChaCha stream id of trajectory i is ``offset + i``).
+    sampler : {"fast", "reference"}
+    progress : bool
+        Show a tqdm progress bar if tqdm is installed.
+    """
+    if sampler not in _SAMPLERS:
+        raise ValueError(f"Got sampler={sampler!r}; `sampler` must be one of {_SAMPLERS}.")
+    if not isinstance(rng, RandomSource):
+        rng = resolve_rng(rng)
+    if sampler == "reference":
+        return _run_reference(trajectories, points, mechanism, rng, progress=progress)[0]
+    return run_with_key(trajectories, points, mechanism, key=rng.stream_key(), offset=offset,
+                        policy=rng.policy, progress=progress)
+
+
+def run_with_key(trajectories, points, mechanism, *, key, offset: int = 0, policy: str = "seeded",
+                 sampler: str = "fast", progress: bool = False) -> list[np.ndarray]:
+    """Internal: perturb with per-trajectory ChaCha20 streams under ``key`` (stream id = offset + i).
+
+    The result depends only on ``key`` and each trajectory's global index, never on chunking.
+    """
+    trajs = [np.asarray(t, dtype=np.int64) for t in trajectories]
+    if not trajs:
+        return []
+    key = np.ascontiguousarray(key, dtype=np.uint32)
+    fast = _fast_impl() if sampler == "fast" else None
+    if fast is not None:
+        lengths = np.array([t.shape[0] for t in trajs], dtype=np.int64)
+        offsets = np.zeros(len(trajs) + 1, dtype=np.int64)
+        np.cumsum(lengths, out=offsets[1:])
+        flat = np.concatenate(trajs)
+        out = np.asarray(fast(flat, offsets, points, mechanism, key, int(offset)), dtype=np.int64)
+        return [out[offsets[i]:offsets[i + 1]].copy() for i in range(len(trajs))]
+    cache: dict[int, _ref._Context] = {}
+    outputs = []
+    for i, traj in enumerate(_progress(trajs, progress)):
+        ctx = _context(cache, mechanism, points, traj.shape[0])
+        source = ChaChaRandomSource(key, offset + i, policy=policy)
+        out, _ = _ref.perturb_one(ctx, points.lam[traj], points.phi[traj], source)
+        outputs.append(out)
+    return outputs
+
+
+def _fast_impl():
+    """H3's ``perturb_fast`` if the fast path is importable, else None (reference fallback)."""
+    try:
+        from geoldp.trajectory._fast import perturb_fast
+    except ImportError:
+        return None
+    return perturb_fast
+
+
+def _progress(items, progress: bool):
+    if not progress:
+        return items
+    try:
+        from tqdm.auto import tqdm
+    except ImportError:
+        return items
+    return tqdm(items, desc="perturbing", unit="traj")
+
+
+def _context(cache: dict, mechanism, points, n: int) -> _ref._Context:
+    ctx = cache.get(n)
+    if ctx is None:
+        ctx = cache[n] = _ref._Context(mechanism, points, n)
+    return ctx
+
+
+def _run_reference(trajs, points, mechanism, source, *, diagnostics: bool = False, progress: bool = False):
+    cache: dict[int, _ref._Context] = {}
+    outputs = []
+    agg = _new_diagnostics() if diagnostics else None
+    for traj in _progress(trajs, progress):
+        ctx = _context(cache, mechanism, points, traj.shape[0])
+        out, runs = _ref.perturb_one(ctx, points.lam[traj], points.phi[traj], source)
+        outputs.append(out)
+        if agg is not None:
+            _add_diagnostics(agg, _ref.diagnostics_of(ctx, runs))
+    return outputs, agg
+
+
+def _new_diagnostics() -> dict:
+    return {"trajectories": 0, "fallback": dict.fromkeys(_ref.FALLBACK_NAMES, 0), "region_sizes": [],
+            "eta_branch": {"weighted": 0, "k_empty": 0, "c_empty": 0}}
+
+
+def _add_diagnostics(agg: dict, d: dict) -> None:
+    agg["trajectories"] += 1
+    for k, v in d["fallback"].items():
+        agg["fallback"][k] += v
+    for copy in d.get("copies", {}).values():
+        agg["region_sizes"].append(copy["region_size"])
+        agg["eta_branch"][copy["eta_branch"]] += 1
+
+
+def _perturb_with_transcript(trajectory, points, mechanism, *, rng):
+    """Private (D6): one trajectory → (output, transcript, ledger, diagnostics). Never public.
+
+    ``transcript`` lists (copy, kind, positions, ε_stage, released output) in stage order (ALGORITHM §5.9).
+    """
+    mech = resolve_mechanism(mechanism, None, None, caller="_perturb_with_transcript")
+    (traj,) = validate_trajectories([trajectory], points.size, caller="_perturb_with_transcript")
+    mech.check_budgets(traj.shape[0], points.size)
+    source = rng if isinstance(rng, RandomSource) else resolve_rng(rng)
+    ctx = _ref._Context(mech, points, traj.shape[0])
+    out, runs = _ref.perturb_one(ctx, points.lam[traj], points.phi[traj], source)
+    return out, _ref.transcript_of(runs), mech.ledger(traj.shape[0]), _ref.diagnostics_of(ctx, runs)
