@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import ast
-import json
 import os
 import sys
 import warnings
@@ -183,11 +182,6 @@ def _report_warnings(stderr: TextIO) -> Iterator[None]:
                     print(line, file=stderr)
 
 
-def _sidecar_path(path: Path) -> Path:
-    """Path of the JSON ledger written next to an output file."""
-    return path.with_name(path.name + ".ledger.json")
-
-
 def write_frame(gdf: Any, path: str | os.PathLike[str]) -> list[Path]:
     """Write a (perturbed) GeoDataFrame in the format given by the file suffix, plus its ledger.
 
@@ -211,7 +205,7 @@ def write_frame(gdf: Any, path: str | os.PathLike[str]) -> list[Path]:
     if fmt == "GeoJSON":
         from geoldp import io as gio
 
-        gio.to_geojson(gdf, p, ledger=True)
+        gio.to_geojson(gdf, p, ledger=True)  # ledger as a top-level "geoldp" member, and a sidecar below
     elif fmt == "Parquet":
         gdf.to_parquet(p)
     elif fmt == "CSV":
@@ -219,11 +213,11 @@ def write_frame(gdf: Any, path: str | os.PathLike[str]) -> list[Path]:
         frame.to_csv(p, index=False)
     else:
         gdf.to_file(p, driver=fmt)
+    from geoldp import io as gio
+
     written = [p]
-    ledger = gdf.attrs.get("geoldp")
-    if ledger is not None:
-        side = _sidecar_path(p)
-        side.write_text(json.dumps(ledger, indent=2, sort_keys=True, default=str) + "\n", encoding="utf-8")
+    side = gio.write_ledger(gdf, p)
+    if side is not None:
         written.append(side)
     return written
 
@@ -243,11 +237,11 @@ def _cmd_perturb(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> in
     if args.granularity is not None:
         options["granularity"] = args.granularity
 
-    read_kwargs: dict[str, Any] = {}
-    if args.traj_id_col is not None:
-        read_kwargs["traj_id_col"] = args.traj_id_col
-    if args.time_col is not None:
-        read_kwargs["time_col"] = args.time_col
+    read_kwargs: dict[str, Any] = {
+        name: getattr(args, name)
+        for name in ("traj_id_col", "time_col", "crs", "wkt_col", "lon_col", "lat_col")
+        if getattr(args, name) is not None
+    }
 
     with _report_warnings(stderr):
         with _stage(f"cannot read TRIPS '{args.trips}'"):
@@ -378,6 +372,12 @@ def build_parser() -> argparse.ArgumentParser:
                    help="for Point input: the column that groups points into trajectories")
     p.add_argument("--time-col", metavar="C", default=None,
                    help="for Point input: the column that orders points within a trajectory")
+    p.add_argument("--crs", metavar="CRS", default=None,
+                   help="CRS of TRIPS coordinates for CSV input (default EPSG:4326), or declared if the file "
+                        "has none")
+    p.add_argument("--wkt-col", metavar="C", default=None, help="CSV input: the WKT geometry column of TRIPS")
+    p.add_argument("--lon-col", metavar="C", default=None, help="CSV input: the longitude (x) column of TRIPS")
+    p.add_argument("--lat-col", metavar="C", default=None, help="CSV input: the latitude (y) column of TRIPS")
     p.add_argument("--keep-columns", nargs="+", metavar="C", default=None,
                    help="copy these columns to the output UNPROTECTED (a PrivacyWarning is printed)")
     p.add_argument("--snap-max-km", type=_positive_float, metavar="X", default=None,
