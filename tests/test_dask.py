@@ -1,0 +1,177 @@
+"""Tests of geoldp.dask: chunk-invariant seeded perturbation of dask_geopandas frames."""
+
+from __future__ import annotations
+
+import builtins
+import warnings
+
+import numpy as np
+import pytest
+import shapely
+
+import geoldp
+from geoldp.datasets import synthetic_city
+
+dask_geopandas = pytest.importorskip("dask_geopandas")
+import geoldp.dask  # noqa: E402
+
+MECHANISMS = ["tp", "atp", "pointem"]
+
+
+@pytest.fixture(scope="module")
+def city():
+    points, trips = synthetic_city(n_points=80, n_trips=37, max_len=7, seed=11)
+    trips["mode"] = np.where(np.arange(len(trips)) % 2 == 0, "walk", "bike")
+    return points, trips
+
+
+def _same_geometry(a, b):
+    assert len(a) == len(b)
+    assert a.index.equals(b.index)
+    return bool(a.geometry.geom_equals_exact(b.geometry, tolerance=0).all())
+
+
+@pytest.mark.parametrize("mechanism", MECHANISMS)
+@pytest.mark.parametrize("npartitions", [1, 4])
+def test_dask_equals_in_memory_accessor(city, mechanism, npartitions):
+    points, trips = city
+    ddf = dask_geopandas.from_geopandas(trips, npartitions=npartitions)
+    out = geoldp.dask.perturb(ddf, points, mechanism=mechanism, epsilon=3.0, rng=2024).compute()
+    expected = trips.ldp.perturb(points, mechanism=mechanism, epsilon=3.0, rng=2024)
+    assert _same_geometry(out, expected)
+    assert out.crs == trips.crs
+    assert list(out.columns) == list(expected.columns)
+
+
+def test_partitioning_does_not_change_the_output(city):
+    points, trips = city
+    outs = [
+        geoldp.dask.perturb(dask_geopandas.from_geopandas(trips, npartitions=k), points, mechanism="atp",
+                            epsilon=2.0, rng=5).compute()
+        for k in (1, 2, 5)
+    ]
+    # uneven, explicit chunk sizes too
+    ddf = dask_geopandas.from_geopandas(trips, chunksize=9)
+    outs.append(geoldp.dask.perturb(ddf, points, mechanism="atp", epsilon=2.0, rng=5).compute())
+    for other in outs[1:]:
+        assert _same_geometry(outs[0], other)
+
+
+def test_outputs_are_public_points_and_lengths_kept(city):
+    points, trips = city
+    ddf = dask_geopandas.from_geopandas(trips, npartitions=3)
+    out = geoldp.dask.perturb(ddf, points, mechanism="tp", epsilon=1.0, rng=0).compute()
+    np.testing.assert_array_equal(shapely.get_num_coordinates(out.geometry.values),
+                                  shapely.get_num_coordinates(trips.geometry.values))
+    public = {tuple(c) for c in shapely.get_coordinates(points.geometry.values)}
+    assert {tuple(c) for c in shapely.get_coordinates(out.geometry.values)} <= public
+
+
+def test_provenance_attrs_without_seed(city):
+    points, trips = city
+    ddf = dask_geopandas.from_geopandas(trips, npartitions=2)
+    out = geoldp.dask.perturb(ddf, points, mechanism="atp", epsilon=4.0, rng=77).compute()
+    prov = out.attrs["geoldp"]
+    assert prov["mechanism"] == "atp"
+    assert prov["epsilon"] == 4.0
+    assert prov["rng"] == "seeded"
+    assert "77" not in repr(prov)
+    expected = trips.ldp.perturb(points, mechanism="atp", epsilon=4.0, rng=77).attrs["geoldp"]
+    assert prov["ledger"] == expected["ledger"]
+
+
+def test_default_rng_is_os_csprng_and_not_repeated(city):
+    points, trips = city
+    ddf = dask_geopandas.from_geopandas(trips, npartitions=2)
+    a = geoldp.dask.perturb(ddf, points, mechanism="tp", epsilon=1.0)
+    b = geoldp.dask.perturb(ddf, points, mechanism="tp", epsilon=1.0)
+    a1, a2, b1 = a.compute(), a.compute(), b.compute()
+    assert a1.attrs["geoldp"]["rng"] == "os-csprng"
+    assert _same_geometry(a1, a2)  # the key is fixed in the graph: one release, computed twice
+    assert not _same_geometry(a1, b1)
+
+
+def test_generator_advances_between_calls(city):
+    points, trips = city
+    ddf = dask_geopandas.from_geopandas(trips, npartitions=2)
+    gen = np.random.default_rng(3)
+    a = geoldp.dask.perturb(ddf, points, mechanism="tp", epsilon=1.0, rng=gen).compute()
+    b = geoldp.dask.perturb(ddf, points, mechanism="tp", epsilon=1.0, rng=gen).compute()
+    assert not _same_geometry(a, b)
+
+
+def test_keep_columns_warns_and_keeps(city):
+    points, trips = city
+    ddf = dask_geopandas.from_geopandas(trips, npartitions=2)
+    with pytest.warns(geoldp.PrivacyWarning, match="mode"):
+        lazy = geoldp.dask.perturb(ddf, points, mechanism="tp", epsilon=1.0, keep_columns=["mode"], rng=1)
+    out = lazy.compute()
+    assert list(out["mode"]) == list(trips["mode"])
+    assert "trip_id" not in out.columns
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "exc", "match"),
+    [
+        ({"epsilon": -1.0}, ValueError, "epsilon"),
+        ({"epsilon": 1.0, "keep_columns": ["nope"]}, ValueError, "nope"),
+        ({"epsilon": 1.0, "mechanism": "xyz"}, ValueError, "mechanism"),
+        ({"epsilon": 1.0, "traj_id_col": "trip_id"}, ValueError, "trajectories_from_points"),
+        ({"epsilon": 1.0, "rng": "seed"}, TypeError, "rng"),
+    ],
+)
+def test_invalid_arguments_raise_before_compute(city, kwargs, exc, match):
+    points, trips = city
+    ddf = dask_geopandas.from_geopandas(trips, npartitions=2)
+    kwargs = {"mechanism": "atp", **kwargs}
+    with pytest.raises(exc, match=match):
+        geoldp.dask.perturb(ddf, points, **kwargs)
+
+
+def test_not_a_dask_frame(city):
+    points, trips = city
+    with pytest.raises(TypeError, match="dask_geopandas.GeoDataFrame"):
+        geoldp.dask.perturb(trips, points, mechanism="atp", epsilon=1.0)
+
+
+def test_missing_crs(city):
+    points, trips = city
+    ddf = dask_geopandas.from_geopandas(trips.set_crs(None, allow_override=True), npartitions=2)
+    with pytest.raises(ValueError, match="set_crs"):
+        geoldp.dask.perturb(ddf, points, mechanism="atp", epsilon=1.0)
+
+
+def test_invalid_row_names_partition(city):
+    points, trips = city
+    bad = trips.copy()
+    bad.loc[bad.index[-1], "geometry"] = None
+    ddf = dask_geopandas.from_geopandas(bad, npartitions=3)
+    lazy = geoldp.dask.perturb(ddf, points, mechanism="tp", epsilon=1.0, rng=0)
+    with pytest.raises(ValueError, match="In partition 2"):
+        lazy.compute()
+
+
+def test_missing_dask_gives_clear_import_error(monkeypatch, city):
+    points, trips = city
+    real_import = builtins.__import__
+
+    def fake_import(name, *args, **kwargs):
+        if name.startswith("dask"):
+            raise ImportError(f"No module named {name!r}")
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", fake_import)
+    with pytest.raises(ImportError, match=r"geoldp\[dask\]"):
+        geoldp.dask.perturb(object(), points, mechanism="atp", epsilon=1.0)
+
+
+def test_importing_geoldp_dask_does_not_import_dask():
+    import subprocess
+    import sys
+
+    code = "import sys, geoldp, geoldp.dask; print(any(m == 'dask' or m.startswith('dask.') for m in sys.modules))"
+    with warnings.catch_warnings():
+        proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                              check=False)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "False"
