@@ -79,6 +79,7 @@ def _perturb_partition(
     ps_source: Any,
     mech: Any,
     key: np.ndarray,
+    policy: str,
     offsets: tuple[int, ...],
     columns: list[Any],
     snap_max_km: float | None,
@@ -107,7 +108,7 @@ def _perturb_partition(
             f"In partition {number} (its row positions start at global position {offset}): {exc}"
         ) from exc
     xy = _frames.public_xy(ps, ft.crs, ps_source)
-    outputs = list(run_with_key(seqs, ps, mech, key=key, offset=offset))
+    outputs = list(run_with_key(seqs, ps, mech, key=key, offset=offset, policy=policy))
     geometry = _frames.build_geometry(ft, outputs, xy, len(part))
     data = {c: part[c].copy(deep=True) for c in columns if c != geom_col}
     frame = pd.DataFrame(data, index=part.index.copy())
@@ -238,6 +239,8 @@ def perturb(
     lengths = np.array(sorted(length_counts), dtype=np.int64)
     type_ids = set().union(*(s[2] for s in stats))
     kind = "Point" if type_ids == {0} else "LineString"
+    for n in sorted(length_counts):
+        mech.check_budgets(n, ps.size)  # every derived stage budget, before anything is drawn
     if length_counts:
         _warn_near_uniform(mech, length_counts)
 
@@ -264,6 +267,7 @@ def perturb(
         ps_source=ps_source,
         mech=mech,
         key=key,
+        policy=str(getattr(source, "policy", "os-csprng")),
         offsets=offsets,
         columns=columns,
         snap_max_km=snap_max_km,
