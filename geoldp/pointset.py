@@ -1,3 +1,456 @@
-"""Placeholder: replaced by its owner (see CONTRACT)."""
+"""The public point set P (ALGORITHM §1, §2.5): immutable locations, exact diameter, nearest queries."""
 
-class PointSet: ...
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+
+from geoldp import _kernels
+from geoldp._kernels import EARTH_RADIUS_M
+from geoldp._validation import check_int_range
+from geoldp.errors import GeoLDPWarning
+from geoldp.geo import to_radians
+
+__all__ = ["DUPLICATE_TOLERANCE_M", "PointSet"]
+
+#: Two public points closer than this (haversine, metres) are duplicates of one location.
+DUPLICATE_TOLERANCE_M = 1e-3
+_BRUTE_FORCE_MAX = 256
+_QUERY_CHUNK = 8192
+
+
+def _readonly(a: np.ndarray) -> np.ndarray:
+    a = np.ascontiguousarray(a)
+    a.flags.writeable = False
+    return a
+
+
+def _coords(values, name: str, caller: str) -> np.ndarray:
+    arr = np.asarray(values)
+    if arr.dtype == object or arr.dtype.kind not in "iuf":
+        raise TypeError(
+            f"The {name!r} parameter of {caller} must be an array of real numbers. Got dtype {arr.dtype} instead."
+        )
+    arr = np.asarray(arr, dtype=np.float64)
+    if arr.ndim != 1:
+        raise ValueError(f"The {name!r} parameter of {caller} must be 1-D. Got shape {arr.shape} instead.")
+    bad = np.flatnonzero(~np.isfinite(arr))
+    if bad.size:
+        raise ValueError(
+            f"The {name!r} parameter of {caller} must contain finite values; position {int(bad[0])} is not "
+            f"({bad.size} non-finite value(s) in total)."
+        )
+    return arr
+
+
+def _latlon_rad(lam: np.ndarray, phi: np.ndarray) -> np.ndarray:
+    """The one place that builds scikit-learn's BallTree input: [lat, lon] in radians."""
+    return np.column_stack([phi, lam])
+
+
+def _unit_vectors(lam: np.ndarray, phi: np.ndarray) -> np.ndarray:
+    cphi = np.cos(phi)
+    return np.column_stack([cphi * np.cos(lam), cphi * np.sin(lam), np.sin(phi)])
+
+
+def _duplicate_mask(lam: np.ndarray, phi: np.ndarray, xyz: np.ndarray) -> np.ndarray:
+    """True for every point that has an *earlier* point within DUPLICATE_TOLERANCE_M (haversine)."""
+    from scipy.spatial import cKDTree
+
+    tree = cKDTree(xyz * EARTH_RADIUS_M)
+    # chord <= arc, so every pair closer than the tolerance is among these candidate pairs
+    pairs = tree.query_pairs(r=DUPLICATE_TOLERANCE_M * (1 + 1e-6), output_type="ndarray")
+    dup = np.zeros(lam.shape[0], dtype=bool)
+    if pairs.size:
+        i = pairs[:, 0].astype(np.int64)
+        j = pairs[:, 1].astype(np.int64)
+        d = np.empty(i.shape[0])
+        _kernels.haversine_rad_many(lam[i], phi[i], lam[j], phi[j], d)
+        close = d < DUPLICATE_TOLERANCE_M
+        later = np.maximum(i[close], j[close])
+        dup[later] = True
+    return dup
+
+
+def _exact_diameter(lam: np.ndarray, phi: np.ndarray, xyz: np.ndarray) -> float:
+    """Exact max pairwise haversine distance, without an m×m matrix.
+
+    1. m ≤ 256: brute force (numba, O(1) memory).
+    2. A lower bound L from farthest-point sweeps (each an actual pair distance).
+    3. Local sets (L < πR/2): centre c = the point nearest the mean direction, r_p = d(c, p); by the triangle
+       inequality only pairs with r_p + r_q ≥ L can be longer than L. Sorting r descending lets a numba double
+       loop stop early; L is raised as longer pairs are found (:func:`_kernels.max_pairwise_sorted`).
+    4. Spread sets (L ≥ πR/2): the farthest point from p is the nearest to the antipode −p, so a k-d tree on
+       the unit vectors returns, for every p, the candidates within chord 2·cos(L/2R) (+ margin) of −p.
+
+    Every candidate pair is evaluated with the haversine kernel, so the result equals the brute-force
+    maximum; the pruning margins (relative 1e−7 and 1 mm, chord 1e−6) cover the rounding of the formula
+    (≤ ~0.2 m near antipodal pairs).
+    """
+    m = lam.shape[0]
+    if m <= _BRUTE_FORCE_MAX:
+        return float(_kernels.max_pairwise_brute(lam, phi))
+    mean = xyz.mean(axis=0)
+    c = int(np.argmax(xyz @ mean))
+    a, _ = _kernels.farthest_from(lam, phi, c)
+    best = 0.0
+    for _ in range(3):
+        b, d = _kernels.farthest_from(lam, phi, a)
+        if d <= best:
+            break
+        best = d
+        a = b
+    if best < 0.5 * math.pi * EARTH_RADIUS_M:
+        r = np.empty(m)
+        _kernels.haversine_from_one(lam[c], phi[c], lam, phi, r)
+        order = np.argsort(-r, kind="stable").astype(np.int64)
+        return float(_kernels.max_pairwise_sorted(lam, phi, order, r, best, 1e-7, 1e-3))
+    from scipy.spatial import cKDTree
+
+    tree = cKDTree(xyz)
+    anti = -xyz
+    _, far = tree.query(anti, k=1)
+    far = np.asarray(far, dtype=np.int64)
+    best = max(best, float(_kernels.max_over_pairs(lam, phi, np.arange(m, dtype=np.int64), far)))
+    half = min(best / (2.0 * EARTH_RADIUS_M), math.pi / 2)
+    radius = max(2.0 * math.cos(half), 0.0) + 1e-6
+    for start in range(0, m, _QUERY_CHUNK):
+        stop = min(m, start + _QUERY_CHUNK)
+        lists = tree.query_ball_point(anti[start:stop], r=radius, return_sorted=False)
+        lens = np.fromiter((len(x) for x in lists), dtype=np.int64, count=stop - start)
+        if lens.sum() == 0:
+            continue
+        left = np.repeat(np.arange(start, stop, dtype=np.int64), lens)
+        right = np.concatenate([np.asarray(x, dtype=np.int64) for x in lists if len(x)])
+        best = max(best, float(_kernels.max_over_pairs(lam, phi, left, right)))
+    return best
+
+
+class PointSet:
+    """The public location set P: immutable, validated, with its exact diameter.
+
+    Parameters
+    ----------
+    lon, lat : array_like
+        Longitudes in [−180, 180] and latitudes in [−90, 90], degrees WGS 84; at least 2 points.
+    deduplicate : bool, default False
+        Public points closer than 1 mm (haversine) describe one location. By default they are kept and a
+        :class:`~geoldp.errors.GeoLDPWarning` reports how many there are (duplicates are harmless for privacy
+        but give one location more EM weight). With ``deduplicate=True`` only the first point of each group
+        is kept, silently.
+
+    Attributes
+    ----------
+    lon, lat : numpy.ndarray
+        Read-only float64 coordinates in degrees (bit-identical to the input, after deduplication).
+    lam, phi : numpy.ndarray
+        Read-only radians (:func:`geoldp.geo.to_radians`).
+    xyz : numpy.ndarray
+        Read-only (m, 3) unit vectors.
+    size : int
+    crs : str
+        Always ``"EPSG:4326"``.
+
+    Raises
+    ------
+    TypeError
+        Non-numeric coordinates.
+    ValueError
+        Fewer than 2 points, non-finite or out-of-range coordinates, mismatched lengths, or fewer than 2
+        distinct locations after deduplication.
+
+    Notes
+    -----
+    ``diameter_m`` is the sensitivity Δ of every exponential mechanism: the exact maximum pairwise haversine
+    distance, computed once (lazily) in O(m log m) time and O(m) memory. ``nearest`` uses a lazily built
+    scikit-learn ``BallTree(metric="haversine")``.
+
+    Examples
+    --------
+    >>> ps = PointSet([0.0, 1.0, 0.0], [0.0, 0.0, 1.0])
+    >>> len(ps), round(ps.diameter_km, 3)
+    (3, 157.249)
+    """
+
+    __slots__ = ("_diameter", "_lam", "_lat", "_lon", "_phi", "_tree", "_xyz", "__weakref__")
+
+    def __init__(self, lon, lat, *, deduplicate: bool = False) -> None:
+        lon = _coords(lon, "lon", "PointSet")
+        lat = _coords(lat, "lat", "PointSet")
+        if lon.shape != lat.shape:
+            raise ValueError(
+                f"The 'lon' and 'lat' parameters of PointSet must have the same length. Got {lon.shape[0]} and "
+                f"{lat.shape[0]}."
+            )
+        if lon.shape[0] < 2:
+            raise ValueError(f"A PointSet needs at least 2 points. Got {lon.shape[0]}.")
+        bad = np.flatnonzero(~((lat >= -90.0) & (lat <= 90.0)))
+        if bad.size:
+            raise ValueError(f"The 'lat' parameter of PointSet must be in [-90, 90]; position {int(bad[0])} is not.")
+        bad = np.flatnonzero(~((lon >= -180.0) & (lon <= 180.0)))
+        if bad.size:
+            raise ValueError(
+                f"The 'lon' parameter of PointSet must be in [-180, 180]; position {int(bad[0])} is not."
+            )
+        if not isinstance(deduplicate, (bool, np.bool_)):
+            raise TypeError(f"The 'deduplicate' parameter of PointSet must be a bool. Got {type(deduplicate).__name__}.")
+        lam, phi = to_radians(lon, lat)
+        xyz = _unit_vectors(lam, phi)
+        dup = _duplicate_mask(lam, phi, xyz)
+        n_dup = int(dup.sum())
+        if n_dup:
+            if deduplicate:
+                keep = ~dup
+                lon, lat, lam, phi, xyz = lon[keep], lat[keep], lam[keep], phi[keep], xyz[keep]
+                if lon.shape[0] < 2:
+                    raise ValueError("A PointSet needs at least 2 distinct locations (1 mm apart) after deduplication.")
+            else:
+                warnings.warn(
+                    f"The public point set has {n_dup} point(s) within 1 mm of an earlier point (duplicate "
+                    "locations). They are kept; pass deduplicate=True to keep only the first of each group.",
+                    GeoLDPWarning,
+                    stacklevel=2,
+                )
+        self._set(lon, lat, lam, phi, xyz, None)
+
+    def _set(self, lon, lat, lam, phi, xyz, diameter) -> None:
+        object.__setattr__(self, "_lon", _readonly(np.array(lon, dtype=np.float64)))
+        object.__setattr__(self, "_lat", _readonly(np.array(lat, dtype=np.float64)))
+        object.__setattr__(self, "_lam", _readonly(np.array(lam, dtype=np.float64)))
+        object.__setattr__(self, "_phi", _readonly(np.array(phi, dtype=np.float64)))
+        object.__setattr__(self, "_xyz", _readonly(np.array(xyz, dtype=np.float64)))
+        object.__setattr__(self, "_diameter", diameter)
+        object.__setattr__(self, "_tree", None)
+
+    def __setattr__(self, name, value):
+        raise AttributeError("PointSet is immutable.")
+
+    def __delattr__(self, name):
+        raise AttributeError("PointSet is immutable.")
+
+    # -- pickling ------------------------------------------------------------------------------------
+    def __getstate__(self):
+        return {"lon": np.array(self._lon), "lat": np.array(self._lat), "diameter": self._diameter}
+
+    def __setstate__(self, state):
+        lon = np.asarray(state["lon"], dtype=np.float64)
+        lat = np.asarray(state["lat"], dtype=np.float64)
+        lam, phi = to_radians(lon, lat)
+        self._set(lon, lat, lam, phi, _unit_vectors(lam, phi), state["diameter"])
+
+    def __reduce__(self):
+        return (_rebuild, (self.__getstate__(),))
+
+    # -- basic attributes ----------------------------------------------------------------------------
+    @property
+    def lon(self) -> np.ndarray:
+        """Longitudes in degrees (read-only)."""
+        return self._lon
+
+    @property
+    def lat(self) -> np.ndarray:
+        """Latitudes in degrees (read-only)."""
+        return self._lat
+
+    @property
+    def lam(self) -> np.ndarray:
+        """Longitudes in radians (read-only)."""
+        return self._lam
+
+    @property
+    def phi(self) -> np.ndarray:
+        """Latitudes in radians (read-only)."""
+        return self._phi
+
+    @property
+    def xyz(self) -> np.ndarray:
+        """Unit vectors, shape (m, 3) (read-only)."""
+        return self._xyz
+
+    @property
+    def size(self) -> int:
+        """Number of points m."""
+        return int(self._lon.shape[0])
+
+    def __len__(self) -> int:
+        return self.size
+
+    @property
+    def crs(self) -> str:
+        """Always ``"EPSG:4326"``."""
+        return "EPSG:4326"
+
+    @property
+    def diameter_m(self) -> float:
+        """Exact maximum pairwise haversine distance in metres (the EM sensitivity Δ), cached."""
+        if self._diameter is None:
+            object.__setattr__(self, "_diameter", _exact_diameter(self._lam, self._phi, self._xyz))
+        return self._diameter
+
+    @property
+    def diameter_km(self) -> float:
+        """``diameter_m / 1000``."""
+        return self.diameter_m / 1000.0
+
+    @property
+    def has_tree(self) -> bool:
+        """Whether the BallTree used by :meth:`nearest` has been built."""
+        return self._tree is not None
+
+    def __eq__(self, other) -> bool:
+        if not isinstance(other, PointSet):
+            return NotImplemented
+        return (
+            self.size == other.size
+            and np.array_equal(self._lon, other._lon)
+            and np.array_equal(self._lat, other._lat)
+        )
+
+    def __hash__(self) -> int:
+        return hash((self._lon.tobytes(), self._lat.tobytes()))
+
+    def __repr__(self) -> str:
+        return f"PointSet(size={self.size})"
+
+    # -- queries -------------------------------------------------------------------------------------
+    def _index(self, index, name: str = "index") -> int:
+        index = check_int_range(index, name, caller="PointSet", minimum=0, maximum=self.size - 1)
+        return index
+
+    def _targets(self, targets) -> np.ndarray:
+        if targets is None:
+            return np.arange(self.size, dtype=np.int64)
+        t = np.asarray(targets)
+        if t.dtype.kind not in "iu":
+            raise TypeError(f"The 'targets' parameter of PointSet must be an integer array. Got dtype {t.dtype}.")
+        t = t.astype(np.int64).reshape(-1)
+        if t.size and (t.min() < 0 or t.max() >= self.size):
+            raise ValueError(f"The 'targets' parameter of PointSet must hold indices in [0, {self.size - 1}].")
+        return t
+
+    def distances_m(self, index, targets=None) -> np.ndarray:
+        """Haversine distances in metres from point ``index`` to ``targets`` (indices; default all points)."""
+        i = self._index(index)
+        t = self._targets(targets)
+        out = np.empty(t.shape[0])
+        _kernels.haversine_from_one(self._lam[i], self._phi[i], self._lam[t], self._phi[t], out)
+        return out
+
+    def bearings(self, index, targets=None) -> np.ndarray:
+        """Initial bearings in radians from point ``index`` to ``targets`` (default all points)."""
+        i = self._index(index)
+        t = self._targets(targets)
+        out = np.empty(t.shape[0])
+        _kernels.bearing_from_one(self._lam[i], self._phi[i], self._lam[t], self._phi[t], out)
+        return out
+
+    def within(self, index, radius_km) -> np.ndarray:
+        """Sorted indices r with ``d(P_index, P_r) <= radius_km·1000`` (haversine kernel; includes ``index``)."""
+        from geoldp._validation import check_real
+
+        radius = check_real(radius_km, "radius_km", caller="PointSet.within")
+        if not radius >= 0.0:
+            raise ValueError(f"The 'radius_km' parameter of PointSet.within must be >= 0. Got {radius_km!r} instead.")
+        d = self.distances_m(index)
+        return np.flatnonzero(d <= radius * 1000.0).astype(np.int64)
+
+    def _get_tree(self):
+        if self._tree is None:
+            from sklearn.neighbors import BallTree
+
+            object.__setattr__(self, "_tree", BallTree(_latlon_rad(self._lam, self._phi), metric="haversine"))
+        return self._tree
+
+    def nearest(self, lon, lat):
+        """Nearest public point to each (lon, lat) (degrees), by a haversine BallTree.
+
+        Parameters
+        ----------
+        lon, lat : array_like
+            Query coordinates in degrees (broadcast together; must be finite, lat in [−90, 90]).
+
+        Returns
+        -------
+        idx : numpy.ndarray of int64
+            Index of the nearest point (scalar 0-d results are returned as numpy scalars).
+        dist_m : numpy.ndarray of float64
+            Haversine distance in metres (computed with the kernel of :mod:`geoldp._kernels`).
+        """
+        lon_a = np.asarray(lon, dtype=np.float64)
+        lat_a = np.asarray(lat, dtype=np.float64)
+        lon_a, lat_a = np.broadcast_arrays(lon_a, lat_a)
+        shape = lon_a.shape
+        lon_f = lon_a.reshape(-1)
+        lat_f = lat_a.reshape(-1)
+        if not (np.all(np.isfinite(lon_f)) and np.all(np.isfinite(lat_f))):
+            raise ValueError("The 'lon' and 'lat' parameters of PointSet.nearest must be finite.")
+        if np.any(np.abs(lat_f) > 90.0):
+            raise ValueError("The 'lat' parameter of PointSet.nearest must be in [-90, 90].")
+        lam, phi = to_radians(lon_f, lat_f)
+        if lam.shape[0] == 0:
+            idx = np.empty(0, dtype=np.int64)
+        else:
+            _, ind = self._get_tree().query(_latlon_rad(lam, phi), k=1)
+            idx = ind[:, 0].astype(np.int64)
+        dist = np.empty(idx.shape[0])
+        _kernels.haversine_rad_many(lam, phi, self._lam[idx], self._phi[idx], dist)
+        idx = idx.reshape(shape)
+        dist = dist.reshape(shape)
+        if idx.ndim == 0:
+            return idx[()], dist[()]
+        return idx, dist
+
+    # -- GeoPandas interop ---------------------------------------------------------------------------
+    @classmethod
+    def from_geoseries(cls, gs, *, deduplicate: bool = False) -> PointSet:
+        """Build from a GeoSeries of Points in any CRS (reprojected to EPSG:4326).
+
+        Raises
+        ------
+        ValueError
+            No CRS (use ``set_crs()``), or missing/empty geometries.
+        TypeError
+            Non-Point geometries.
+        """
+        import geopandas as gpd
+
+        if not isinstance(gs, gpd.GeoSeries):
+            raise TypeError(f"from_geoseries needs a geopandas.GeoSeries. Got {type(gs).__name__}.")
+        if gs.crs is None:
+            raise ValueError("The public point layer has no CRS. Use `set_crs()` to declare it.")
+        missing = np.flatnonzero(np.asarray(gs.isna() | gs.is_empty))
+        if missing.size:
+            raise ValueError(f"Public point at position {int(missing[0])} is missing or empty.")
+        types = np.asarray(gs.geom_type)
+        bad = np.flatnonzero(types != "Point")
+        if bad.size:
+            raise TypeError(
+                f"A PointSet needs Point geometries; position {int(bad[0])} is a {types[bad[0]]}."
+            )
+        if not gs.crs.equals("EPSG:4326"):
+            gs = gs.to_crs("EPSG:4326")
+        return cls(np.asarray(gs.x, dtype=np.float64), np.asarray(gs.y, dtype=np.float64), deduplicate=deduplicate)
+
+    @classmethod
+    def from_geodataframe(cls, gdf, *, deduplicate: bool = False) -> PointSet:
+        """Build from the active geometry of a GeoDataFrame of Points (any CRS)."""
+        import geopandas as gpd
+
+        if not isinstance(gdf, gpd.GeoDataFrame):
+            raise TypeError(f"from_geodataframe needs a geopandas.GeoDataFrame. Got {type(gdf).__name__}.")
+        return cls.from_geoseries(gdf.geometry, deduplicate=deduplicate)
+
+    def to_geoseries(self, crs=None):
+        """The points as a GeoSeries in EPSG:4326, or reprojected to ``crs``."""
+        import geopandas as gpd
+
+        gs = gpd.GeoSeries(gpd.points_from_xy(self._lon, self._lat), crs="EPSG:4326")
+        return gs if crs is None else gs.to_crs(crs)
+
+
+def _rebuild(state) -> PointSet:
+    obj = PointSet.__new__(PointSet)
+    obj.__setstate__(state)
+    return obj

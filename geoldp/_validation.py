@@ -1,0 +1,154 @@
+"""Parameter validation shared by geoldp (STYLE §5).
+
+Every checker returns the coerced value and raises ``TypeError`` for a wrong type or ``ValueError`` for a
+wrong value, with the message grammar "The 'epsilon' parameter of ATP must be a float in the range
+(0, inf). Got nan instead." Checks never mention private data values, only parameter names.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from fractions import Fraction
+
+import numpy as np
+
+__all__ = ["check_epsilon", "check_int_range", "check_option", "check_real"]
+
+
+def _fmt(value) -> str:
+    if isinstance(value, np.generic):
+        return repr(value.item())
+    if isinstance(value, Fraction):
+        return f"Fraction({value.numerator}, {value.denominator})"
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _is_real_number(value) -> bool:
+    if isinstance(value, (bool, np.bool_)):
+        return False
+    return isinstance(value, (numbers.Real, np.integer, np.floating))
+
+
+def check_real(value, name: str, *, caller: str) -> float:
+    """Return ``value`` as a float if it is a real number (not bool, str, complex, Decimal, None).
+
+    Raises
+    ------
+    TypeError
+        If ``value`` is not a real number.
+    ValueError
+        If it cannot be represented as a float (e.g. an int beyond the float range).
+    """
+    if not _is_real_number(value):
+        raise TypeError(
+            f"The {name!r} parameter of {caller} must be a real number (int, float or Fraction). "
+            f"Got {_fmt(value)} of type {type(value).__name__} instead."
+        )
+    try:
+        return float(value)
+    except OverflowError:
+        raise ValueError(
+            f"The {name!r} parameter of {caller} must be a finite float. Got {_fmt(value)} instead."
+        ) from None
+
+
+def check_epsilon(epsilon, *, caller: str, name: str = "epsilon", maximum: float | None = None) -> float:
+    """Validate a privacy budget and return it as a float.
+
+    Parameters
+    ----------
+    epsilon : int, float, numpy scalar or Fraction
+        The budget. ``bool``, ``str``, ``None``, ``complex`` and ``Decimal`` are rejected.
+    caller : str
+        Name of the function or class, used in the message.
+    name : str, default "epsilon"
+        Name of the parameter, used in the message.
+    maximum : float, optional
+        Inclusive upper limit (e.g. 700 for k-RR and SW, ALGORITHM §3.4).
+
+    Returns
+    -------
+    float
+
+    Raises
+    ------
+    TypeError
+        Wrong type.
+    ValueError
+        ``epsilon <= 0``, NaN, infinite, or above ``maximum``.
+
+    Examples
+    --------
+    >>> check_epsilon(1, caller="TP")
+    1.0
+    """
+    value = check_real(epsilon, name, caller=caller)
+    upper = math.inf if maximum is None else float(maximum)
+    if maximum is None:
+        ok = 0.0 < value < math.inf
+        rng = "(0, inf)"
+    else:
+        ok = 0.0 < value <= upper
+        rng = f"(0, {upper:g}]"
+    if not ok:
+        raise ValueError(
+            f"The {name!r} parameter of {caller} must be a float in the range {rng}. Got {_fmt(epsilon)} instead."
+        )
+    return value
+
+
+def check_option(value, name: str, allowed, caller: str, *, case_insensitive: bool = False):
+    """Return ``value`` if it is one of ``allowed``, else raise ``ValueError`` listing the options.
+
+    With ``case_insensitive=True`` a string is matched ignoring case and the canonical spelling from
+    ``allowed`` is returned.
+
+    Examples
+    --------
+    >>> check_option("floor", "sector_convention", ("centred", "floor"), "TP")
+    'floor'
+    """
+    allowed = tuple(allowed)
+    if case_insensitive and isinstance(value, str):
+        for option in allowed:
+            if isinstance(option, str) and option.lower() == value.lower():
+                return option
+    else:
+        for option in allowed:
+            if type(option) is type(value) and option == value:
+                return option
+    raise ValueError(f"Got {name}={_fmt(value)} in {caller}; `{name}` must be one of {allowed!r}.")
+
+
+def check_int_range(value, name: str, *, caller: str, minimum: int | None = None, maximum: int | None = None) -> int:
+    """Validate an integer parameter (Python or numpy int, not bool) in ``[minimum, maximum]``.
+
+    Raises
+    ------
+    TypeError
+        Not an integer (floats such as ``2.0`` are rejected too).
+    ValueError
+        Out of range.
+
+    Examples
+    --------
+    >>> check_int_range(4, "g", caller="TP", minimum=2, maximum=12)
+    4
+    """
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (numbers.Integral, np.integer)):
+        raise TypeError(
+            f"The {name!r} parameter of {caller} must be an int. Got {_fmt(value)} of type "
+            f"{type(value).__name__} instead."
+        )
+    value = int(value)
+    lo_ok = minimum is None or value >= minimum
+    hi_ok = maximum is None or value <= maximum
+    if not (lo_ok and hi_ok):
+        lo = "-inf" if minimum is None else str(minimum)
+        hi = "inf" if maximum is None else str(maximum)
+        raise ValueError(
+            f"The {name!r} parameter of {caller} must be an int in the range [{lo}, {hi}]. Got {value} instead."
+        )
+    return value

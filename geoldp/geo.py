@@ -1,0 +1,141 @@
+"""Geometry on the sphere: the one degree→radian conversion, haversine, bearings and sectors.
+
+These are broadcasting numpy wrappers over the numba kernels of :mod:`geoldp._kernels`, which hold the
+one implementation of each formula (ALGORITHM §2). Coordinates are (lon, lat) in degrees, WGS 84;
+distances are in metres; bearings are radians clockwise from north in [0, 2π).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from geoldp import _kernels
+from geoldp._kernels import EARTH_RADIUS_M
+
+__all__ = ["EARTH_RADIUS_M", "bearing", "haversine_m", "sector_index", "to_radians"]
+
+_DEG2RAD = math.pi / 180.0
+_CONVENTIONS = ("centred", "floor")
+
+
+def to_radians(lon, lat):
+    """Convert (lon, lat) degrees to (λ, φ) radians: the only degree→radian conversion in geoldp.
+
+    Parameters
+    ----------
+    lon, lat : array_like
+        Longitudes and latitudes in degrees.
+
+    Returns
+    -------
+    lam, phi : numpy.ndarray
+        float64 arrays (0-d for scalar input), ``lon·π/180`` and ``lat·π/180``.
+
+    Examples
+    --------
+    >>> lam, phi = to_radians(180.0, -90.0)
+    >>> float(lam), float(phi)
+    (3.141592653589793, -1.5707963267948966)
+    """
+    lam = np.asarray(lon, dtype=np.float64) * _DEG2RAD
+    phi = np.asarray(lat, dtype=np.float64) * _DEG2RAD
+    return lam, phi
+
+
+def _apply4(kernel, a, b, c, d):
+    a, b, c, d = np.broadcast_arrays(
+        np.asarray(a, np.float64), np.asarray(b, np.float64), np.asarray(c, np.float64), np.asarray(d, np.float64)
+    )
+    shape = a.shape
+    flat = [np.ascontiguousarray(x).reshape(-1) for x in (a, b, c, d)]
+    out = np.empty(flat[0].shape[0], dtype=np.float64)
+    kernel(flat[0], flat[1], flat[2], flat[3], out)
+    out = out.reshape(shape)
+    return out[()] if out.ndim == 0 else out
+
+
+def haversine_m(lon1, lat1, lon2, lat2):
+    """Haversine distance in metres between (lon1, lat1) and (lon2, lat2), degrees (ALGORITHM §2.1).
+
+    Broadcasts like a numpy ufunc; ``R = EARTH_RADIUS_M``; symmetric and 0 for identical points.
+
+    Parameters
+    ----------
+    lon1, lat1, lon2, lat2 : array_like
+        Coordinates in degrees.
+
+    Returns
+    -------
+    float or numpy.ndarray
+        Distances in metres.
+
+    Examples
+    --------
+    >>> round(float(haversine_m(0, 0, 0, 1)), 6)
+    111194.926645
+    """
+    lam1, phi1 = to_radians(lon1, lat1)
+    lam2, phi2 = to_radians(lon2, lat2)
+    return _apply4(_kernels.haversine_rad_many, lam1, phi1, lam2, phi2)
+
+
+def bearing(lon1, lat1, lon2, lat2):
+    """Initial great-circle bearing from point 1 to point 2 in radians, clockwise from north, [0, 2π).
+
+    Identical points give 0 (ALGORITHM §2.2). Broadcasts like a numpy ufunc.
+
+    Parameters
+    ----------
+    lon1, lat1, lon2, lat2 : array_like
+        Coordinates in degrees.
+
+    Returns
+    -------
+    float or numpy.ndarray
+        Bearings in radians.
+
+    Examples
+    --------
+    >>> round(float(bearing(0, 0, 1, 0)), 12)
+    1.570796326795
+    """
+    lam1, phi1 = to_radians(lon1, lat1)
+    lam2, phi2 = to_radians(lon2, lat2)
+    return _apply4(_kernels.bearing_rad_many, lam1, phi1, lam2, phi2)
+
+
+def sector_index(theta, g, convention="centred"):
+    """Sector index of bearings ``theta`` for ``g`` sectors (ALGORITHM §2.4).
+
+    Parameters
+    ----------
+    theta : array_like
+        Bearings in radians, in [0, 2π).
+    g : int
+        Number of sectors, ``g >= 2``.
+    convention : {"centred", "floor"}, default "centred"
+        ``"centred"``: sector d = [(2d−1)π/g, (2d+1)π/g) (sector 0 straddles north);
+        ``"floor"``: sector d = [2dπ/g, 2(d+1)π/g) (the authors' code).
+
+    Returns
+    -------
+    int or numpy.ndarray
+        Sector indices (int64) in {0, …, g−1}. Boundaries go to the higher sector (half-open intervals).
+
+    Examples
+    --------
+    >>> int(sector_index(math.pi / 2, 2)), int(sector_index(math.pi / 2, 2, convention="floor"))
+    (1, 0)
+    """
+    from geoldp._validation import check_int_range, check_option
+
+    convention = check_option(convention, "convention", _CONVENTIONS, "sector_index")
+    g = check_int_range(g, "g", caller="sector_index", minimum=2)
+    arr = np.asarray(theta, dtype=np.float64)
+    flat = np.ascontiguousarray(arr).reshape(-1)
+    out = np.empty(flat.shape[0], dtype=np.int64)
+    _kernels.sector_many(flat, g, convention == "centred", out)
+    out = out.reshape(arr.shape)
+    return out[()] if out.ndim == 0 else out
