@@ -12,12 +12,15 @@ from __future__ import annotations
 
 import sys
 import time
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 import numpy as np
+
+from geoldp.errors import PrivacyWarning
 
 if TYPE_CHECKING:
     import geopandas as gpd
@@ -292,11 +295,23 @@ def run_demo(output: str | Path | None = "geoldp-demo", *, n_trips: int = 2000, 
 
     rng = np.random.default_rng(seed)
     t0 = time.perf_counter()
-    perturbed = {
-        "TP": trips.ldp.perturb(points, mechanism="tp", epsilon=epsilon, rng=rng),
-        "ATP": trips.ldp.perturb(points, mechanism="atp", epsilon=epsilon, rng=rng),
-    }
+    with warnings.catch_warnings(record=True) as caught:
+        # Shown below as notes: on this demo data the near-uniform PrivacyWarning is expected (trips of up
+        # to 8 points share one ε); on your data, read it and act on it.
+        warnings.simplefilter("always", PrivacyWarning)
+        perturbed = {
+            "TP": trips.ldp.perturb(points, mechanism="tp", epsilon=epsilon, rng=rng),
+            "ATP": trips.ldp.perturb(points, mechanism="atp", epsilon=epsilon, rng=rng),
+        }
     seconds = time.perf_counter() - t0
+    notes = []
+    for w in caught:
+        if issubclass(w.category, PrivacyWarning):
+            text = " ".join(str(w.message).split())
+            if text not in notes:
+                notes.append(text)
+        else:  # anything else is re-issued unchanged
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
 
     table = utility_table(trips, perturbed, points=points)
     print("", file=out)
@@ -304,6 +319,10 @@ def run_demo(output: str | Path | None = "geoldp-demo", *, n_trips: int = 2000, 
     print("         PRQ_d: share of points within d km of the original, higher is better)", file=out)
     print(table.to_string(float_format=lambda v: f"{v:.3f}"), file=out)
     print("", file=out)
+    for text in notes:
+        print(f"Note (PrivacyWarning): {text}", file=out)
+    if notes:
+        print("", file=out)
 
     files: dict[str, Path] = {}
     if output is not None:

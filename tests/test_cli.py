@@ -221,6 +221,7 @@ def test_perturb_writes_file_and_ledger(tmp_path, files, city, suffix, capsys):
     assert '"seed"' not in text.lower().replace('"seeded"', "")
 
 
+@pytest.mark.filterwarnings("ignore:.*close to uniform noise:geoldp.errors.PrivacyWarning")
 def test_perturb_equals_accessor_with_same_seed(tmp_path, files, city, capsys):
     trips_path, points_path = files
     out = tmp_path / "out.parquet"
@@ -255,8 +256,10 @@ def test_keep_columns_prints_one_warning_line(tmp_path, files, capsys):
     captured = capsys.readouterr()
     assert code == 0, captured.err
     warnings = [line for line in captured.err.splitlines() if line.startswith("geoldp: warning:")]
-    assert len(warnings) == 1
-    assert "PrivacyWarning" in warnings[0]
+    kept = [line for line in warnings if "keep_columns" in line]
+    assert len(kept) == 1
+    assert "PrivacyWarning" in kept[0]
+    assert "trip_id" in kept[0]
     assert "trip_id" in gpd.read_file(out).columns
 
 
