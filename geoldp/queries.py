@@ -27,9 +27,11 @@ import pandas as pd
 import shapely
 from pyproj import CRS, Transformer
 
+from geoldp.geo import EARTH_RADIUS_M, haversine_m, to_radians
+
 __all__ = ["debiased_visit_counts", "range_count", "visit_counts"]
 
-_EARTH_RADIUS_M = 6_371_000.0
+_EARTH_RADIUS_M = EARTH_RADIUS_M
 _WGS84 = CRS.from_epsg(4326)
 
 
@@ -39,23 +41,13 @@ _WGS84 = CRS.from_epsg(4326)
 
 
 def _haversine_m(lon1: Any, lat1: Any, lon2: Any, lat2: Any) -> np.ndarray:
-    """Haversine distance in metres between (lon, lat) degree arrays (broadcasting)."""
-    try:
-        from geoldp.geo import haversine_m
-    except ImportError:  # pragma: no cover - only while the foundation module is missing
-        haversine_m = None
-    if haversine_m is not None:
-        return np.asarray(haversine_m(lon1, lat1, lon2, lat2), dtype=np.float64)
-    lam1, phi1, lam2, phi2 = (np.radians(np.asarray(v, dtype=np.float64)) for v in (lon1, lat1, lon2, lat2))
-    h = np.sin((phi2 - phi1) / 2.0) ** 2 + np.cos(phi1) * np.cos(phi2) * np.sin((lam2 - lam1) / 2.0) ** 2
-    h = np.clip(h, 0.0, 1.0)
-    return 2.0 * _EARTH_RADIUS_M * np.arcsin(np.sqrt(h))
+    """Haversine distance in metres between (lon, lat) degree arrays (broadcasting; geoldp.geo kernel)."""
+    return np.asarray(haversine_m(lon1, lat1, lon2, lat2), dtype=np.float64)
 
 
 def _unit_vectors(lon: np.ndarray, lat: np.ndarray) -> np.ndarray:
     """(k, 3) unit vectors of (lon, lat) degree arrays."""
-    lam = np.radians(lon)
-    phi = np.radians(lat)
+    lam, phi = to_radians(lon, lat)
     cphi = np.cos(phi)
     return np.stack([cphi * np.cos(lam), cphi * np.sin(lam), np.sin(phi)], axis=-1)
 
@@ -122,8 +114,10 @@ class _Points:
             return np.asarray(idx, dtype=np.int64), np.asarray(dist, dtype=np.float64)
         from sklearn.neighbors import BallTree
 
-        tree = BallTree(np.radians(np.column_stack([self.lat, self.lon])), metric="haversine")
-        _, ind = tree.query(np.radians(np.column_stack([lat, lon])), k=1)
+        lam_p, phi_p = to_radians(self.lon, self.lat)
+        lam_q, phi_q = to_radians(lon, lat)
+        tree = BallTree(np.column_stack([phi_p, lam_p]), metric="haversine")  # BallTree wants [lat, lon] rad
+        _, ind = tree.query(np.column_stack([phi_q, lam_q]), k=1)
         idx = ind[:, 0].astype(np.int64)
         return idx, _haversine_m(lon, lat, self.lon[idx], self.lat[idx])
 
@@ -494,13 +488,9 @@ def _per_point_epsilon(epsilon: Any, mechanism: Any, n: int) -> float:
         eps = [float(e.epsilon) for e in ledger if getattr(e, "kind", "point_em") == "point_em"]
         if eps:
             return min(eps)
-    try:
-        from geoldp.budget import exact_share
-    except ImportError:  # pragma: no cover - foundation module missing
-        exact_share = None
-    if exact_share is not None:
-        return float(exact_share(float(epsilon), Fraction(1, n)))
-    return float(epsilon) / n
+    from geoldp.budget import exact_share
+
+    return float(exact_share(float(epsilon), Fraction(1, n)))
 
 
 class _Channel:

@@ -184,3 +184,17 @@ def test_debiased_rejects_other_mechanisms_and_bad_epsilon():
         debiased_visit_counts([[0, 1]], P)
     with pytest.raises(ValueError, match="must be a float in the range"):
         debiased_visit_counts([[0, 1]], P, epsilon=float("nan"))
+
+
+def test_pointset_and_pointem_object_inputs():
+    import geoldp
+
+    P = np.array([[0.0, 0.0], [0.0, 0.01], [0.01, 0.0], [0.01, 0.01]])
+    ps = geoldp.PointSet(P[:, 0], P[:, 1])
+    out = [np.array([0, 1, 2]), np.array([3]), np.array([1, 1])]
+    np.testing.assert_array_equal(visit_counts(out, ps), visit_counts(out, P))
+    mech = geoldp.PointEM(epsilon=4.0)
+    a = debiased_visit_counts(out, ps, mechanism=mech)
+    b = debiased_visit_counts(out, P, epsilon=4.0)
+    np.testing.assert_allclose(a, b, rtol=1e-12)
+    assert range_count(out, (0.0, 0.0, 0.5), points=ps) == 1
