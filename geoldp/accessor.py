@@ -50,46 +50,17 @@ def _version() -> str:
 def resolve_mechanism(mechanism: Any, epsilon: Any, options: dict[str, Any], *, caller: str) -> Any:
     """Return a validated mechanism object for a name (``"tp"``, ``"atp"``, ``"pointem"``) or an object.
 
-    Parameters
-    ----------
-    mechanism : str or mechanism object
-        Case-insensitive name, or a :class:`geoldp.TP` / :class:`geoldp.ATP` / :class:`geoldp.PointEM`.
-    epsilon : float or None
-        Required with a name. With an object it must be None or equal to the object's ε.
-    options : dict
-        Mechanism options for a name; must be empty with an object.
-    caller : str
-        Name used in messages.
+    Delegates to the engine's registry (:func:`geoldp.trajectory.engine.resolve_mechanism`), so names,
+    options and messages are the same everywhere.
 
     Raises
     ------
     TypeError, ValueError
         For an unknown name, a conflicting ε or options, and (from the mechanism) invalid ε or options.
     """
-    from geoldp import trajectory
+    from geoldp.trajectory import engine
 
-    if isinstance(mechanism, str):
-        key = mechanism.strip().lower().replace("-", "").replace("_", "")
-        classes = {"tp": trajectory.TP, "atp": trajectory.ATP, "pointem": trajectory.PointEM}
-        if key not in classes:
-            raise ValueError(f"Got mechanism={mechanism!r}; `mechanism` must be one of {_MECHANISMS}.")
-        return classes[key](epsilon=epsilon, **options)
-    if hasattr(mechanism, "ledger") and hasattr(mechanism, "epsilon"):
-        if epsilon is not None and float(epsilon) != float(mechanism.epsilon):
-            raise ValueError(
-                f"{caller}: epsilon={epsilon!r} conflicts with the mechanism object's epsilon "
-                f"({mechanism.epsilon!r}). Pass epsilon only with a mechanism name."
-            )
-        if options:
-            raise ValueError(
-                f"{caller}: options {sorted(options)} cannot be combined with a mechanism object; set them "
-                "on the object instead."
-            )
-        return mechanism
-    raise TypeError(
-        f"The 'mechanism' parameter of {caller} must be one of {_MECHANISMS} or a mechanism object "
-        f"(geoldp.TP, geoldp.ATP, geoldp.PointEM). Got {type(mechanism).__name__}."
-    )
+    return engine.resolve_mechanism(mechanism, epsilon, options, caller=caller)
 
 
 def _check_bool(value: Any, name: str, caller: str) -> bool:
@@ -354,35 +325,36 @@ def perturb(
 def _run_engine(seqs: list[np.ndarray], ps: Any, mech: Any, source: Any, *, progress: bool) -> list[np.ndarray]:
     from geoldp.trajectory import perturb_trajectories
 
+    tqdm = None
     if progress:
         try:
             from tqdm.auto import tqdm
-        except ImportError:  # tqdm is optional
-            progress = False
-    if not progress:
+        except ImportError:  # tqdm is optional: no bar
+            tqdm = None
+    if tqdm is None:
         return list(perturb_trajectories(seqs, ps, mechanism=mech, rng=source))
     return _run_with_progress(seqs, ps, mech, source, tqdm)
 
 
 def _run_with_progress(seqs: list[np.ndarray], ps: Any, mech: Any, source: Any, tqdm: Any) -> list[np.ndarray]:
-    """Run in chunks with a progress bar; seeded output is identical to one call (chunk invariance)."""
+    """Run in chunks with a progress bar.
+
+    Same validation as :func:`geoldp.perturb_trajectories`, then ONE stream key drawn from the source and
+    per-trajectory streams ``offset + i``: the output is identical to a single call (chunk invariance).
+    """
     from geoldp.trajectory import engine
 
-    run_with_key = getattr(engine, "run_with_key", None)
-    if run_with_key is None:  # pragma: no cover - engine without chunked entry point
-        from geoldp.trajectory import perturb_trajectories
-
-        with tqdm(total=len(seqs), unit="traj", desc="geoldp") as bar:
-            out = list(perturb_trajectories(seqs, ps, mechanism=mech, rng=source))
-            bar.update(len(seqs))
-        return out
+    trajs = engine.validate_trajectories(seqs, ps.size, caller="GeoDataFrame.ldp.perturb")
+    for n in sorted({t.shape[0] for t in trajs}):
+        mech.check_budgets(n, ps.size)
     key = source.stream_key()
+    policy = str(getattr(source, "policy", "seeded"))
     out: list[np.ndarray] = []
-    chunk = max(1, min(10_000, len(seqs) // 50 or 1))
-    with tqdm(total=len(seqs), unit="traj", desc="geoldp") as bar:
-        for start in range(0, len(seqs), chunk):
-            part = seqs[start:start + chunk]
-            out.extend(run_with_key(part, ps, mech, key=key, offset=start))
+    chunk = max(1, min(5_000, -(-len(trajs) // 100)))
+    with tqdm(total=len(trajs), unit="traj", desc="geoldp", leave=False) as bar:
+        for start in range(0, len(trajs), chunk):
+            part = trajs[start:start + chunk]
+            out.extend(engine.run_with_key(part, ps, mech, key=key, offset=start, policy=policy))
             bar.update(len(part))
     return out
 

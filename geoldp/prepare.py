@@ -18,14 +18,17 @@ the data holder runs before the mechanism (their output is private data, like th
 
 Near-uniform warning
 --------------------
-For a position i, let ε_i be the total budget of the exponential mechanisms that release x_i (both copies;
-pivot and non-pivot EMs), read off the mechanism's ledger. An EM with budget ε_i makes any two outputs
-differ in probability by at most a factor e^{ε_i/2}. When ε_i < :data:`NEAR_UNIFORM_EPSILON` (0.2) for
-every position, the nearest public point is at most e^{0.1} ≈ 1.105 times as likely as the farthest one:
-the output is close to uniform noise. :meth:`GeoDataFrame.ldp.perturb` then emits a
-:class:`~geoldp.PrivacyWarning` with the number of affected trajectories and the length to shrink them to
-(:func:`suggest_max_points`); fix it with :func:`resample` (``max_points=...``) or :func:`simplify`, or a
-larger ε.
+ε is the budget of a whole trajectory; a trajectory of n points gets ε/n per point on average
+(:func:`point_budget`, read off the mechanism's ledger). The stages that release one location (the
+point and pivot exponential mechanisms) get only a part of that: for TP and ATP with the default split,
+less than ε/(2n) per copy. An exponential mechanism with budget ε′ makes its most likely output at most
+e^{ε′/2} times as likely as its least likely one, so with ε/n < :data:`NEAR_UNIFORM_EPSILON` (0.1) every
+point is released with ε′ < 0.05 and the nearest public point is at most e^{0.025} ≈ 1.025 times as likely
+as the farthest one: the output is close to uniform noise over the public points.
+:meth:`GeoDataFrame.ldp.perturb` then emits a :class:`~geoldp.PrivacyWarning` with the number of affected
+trajectories and the length to shrink them to (:func:`suggest_max_points`, the largest n with
+ε/n ≥ 0.1). Fix it with :func:`resample` (``max_points=...``), :func:`simplify`,
+:func:`drop_consecutive_duplicates`, or a larger ε.
 """
 
 from __future__ import annotations
@@ -50,10 +53,8 @@ __all__ = [
     "trajectories_from_points",
 ]
 
-#: Per-position EM budget below which the output is called "close to uniform" (see module notes).
-NEAR_UNIFORM_EPSILON = 0.2
-
-_EM_KINDS = ("point_em", "pivot_em")
+#: Budget per point (ε/n) below which the output is called "close to uniform" (see module notes).
+NEAR_UNIFORM_EPSILON = 0.1
 
 
 # --------------------------------------------------------------------------------------------------
@@ -68,17 +69,11 @@ def _as_mechanism(mechanism: Any, epsilon: Any, options: dict[str, Any], caller:
 
 
 def _budget_of(mech: Any, n: int) -> float:
-    ledger = mech.ledger(int(n))
-    per_pos = np.zeros(int(n) + 1, dtype=np.float64)
-    for entry in ledger:
-        if entry.kind in _EM_KINDS:
-            pos = np.asarray(entry.positions, dtype=np.int64)
-            np.add.at(per_pos, pos, float(entry.epsilon))
-    return float(per_pos[1:].max()) if n >= 1 else 0.0
+    return float(mech.ledger(int(n)).total()) / int(n)
 
 
 def point_budget(mechanism: Any = "atp", n: int = 1, *, epsilon: float | None = None, **options: Any) -> float:
-    """Largest total EM budget that any single position of a length-``n`` trajectory receives.
+    """Budget per point of a length-``n`` trajectory: the ledger total divided by n (= ε/n).
 
     Parameters
     ----------
@@ -93,13 +88,12 @@ def point_budget(mechanism: Any = "atp", n: int = 1, *, epsilon: float | None = 
     Returns
     -------
     float
-        max over positions i of Σ ε_s over the point/pivot EM stages that release x_i.
 
     Examples
     --------
     >>> from geoldp.prepare import point_budget
-    >>> point_budget("tp", 1, epsilon=2.0) > 0  # doctest: +SKIP
-    True
+    >>> point_budget("tp", 8, epsilon=4.0)
+    0.5
     """
     if isinstance(n, bool) or not isinstance(n, int | np.integer) or n < 1:
         raise ValueError(f"The 'n' parameter of point_budget must be an int >= 1. Got {n!r} instead.")
@@ -107,23 +101,10 @@ def point_budget(mechanism: Any = "atp", n: int = 1, *, epsilon: float | None = 
     return _budget_of(mech, int(n))
 
 
-def _longest_ok(mech: Any, n_max: int, threshold: float) -> int:
-    """Largest n ≤ n_max whose point budget is ≥ threshold (0 if even n = 1 is below it).
-
-    The point budget is non-increasing in n (ε is divided over more stages), so a binary search works.
-    """
-    if _budget_of(mech, 1) < threshold:
-        return 0
-    lo, hi = 1, int(n_max)
-    if _budget_of(mech, hi) >= threshold:
-        return hi
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if _budget_of(mech, mid) >= threshold:
-            lo = mid
-        else:
-            hi = mid
-    return lo
+def _longest_ok(mech: Any, threshold: float) -> int:
+    """Largest n whose budget per point is ≥ threshold (0 if even n = 1 is below it)."""
+    total = float(mech.ledger(1).total())
+    return int(np.floor(total / threshold * (1 + 1e-12))) if total >= threshold else 0
 
 
 def suggest_max_points(
@@ -131,21 +112,22 @@ def suggest_max_points(
     *,
     epsilon: float | None = None,
     threshold: float = NEAR_UNIFORM_EPSILON,
-    limit: int = 100_000,
     **options: Any,
 ) -> int:
-    """Longest trajectory length whose per-position EM budget is still ≥ ``threshold``.
+    """Longest trajectory length whose budget per point is still ≥ ``threshold`` (default 0.1).
 
     Returns 0 when even a one-point trajectory is below the threshold (ε itself is too small).
 
     Examples
     --------
     >>> from geoldp.prepare import suggest_max_points
-    >>> suggest_max_points("atp", epsilon=4.0) >= 2  # doctest: +SKIP
-    True
+    >>> suggest_max_points("atp", epsilon=4.0)
+    40
     """
     mech = _as_mechanism(mechanism, epsilon, options, "suggest_max_points")
-    return _longest_ok(mech, limit, float(threshold))
+    if not (0.0 < float(threshold) < np.inf):
+        raise ValueError(f"The 'threshold' parameter of suggest_max_points must be > 0. Got {threshold!r}.")
+    return _longest_ok(mech, float(threshold))
 
 
 def _warn_near_uniform(mech: Any, lengths: np.ndarray, *, stacklevel: int = 2) -> None:
@@ -156,7 +138,7 @@ def _warn_near_uniform(mech: Any, lengths: np.ndarray, *, stacklevel: int = 2) -
     n_max = int(lengths.max())
     if _budget_of(mech, n_max) >= NEAR_UNIFORM_EPSILON:
         return
-    n_ok = _longest_ok(mech, n_max, NEAR_UNIFORM_EPSILON)
+    n_ok = _longest_ok(mech, NEAR_UNIFORM_EPSILON)
     affected = int((lengths > n_ok).sum())
     if n_ok == 0:
         advice = "Even a single point gets less than that: use a larger epsilon."
@@ -166,7 +148,7 @@ def _warn_near_uniform(mech: Any, lengths: np.ndarray, *, stacklevel: int = 2) -
             "or geoldp.prepare.simplify(), or use a larger epsilon."
         )
     warnings.warn(
-        f"{affected} trajectory(ies) get a per-point budget below {NEAR_UNIFORM_EPSILON} "
+        f"{affected} trajectory(ies) get a budget per point (epsilon/n) below {NEAR_UNIFORM_EPSILON} "
         "(the epsilon is shared by all their points), so their output is close to uniform noise over the "
         f"public points. {advice}",
         PrivacyWarning,

@@ -1,0 +1,474 @@
+"""GeoPandas layer: the bad-input matrix I1–I31 of TESTING.md §7 (tier F)."""
+
+from __future__ import annotations
+
+import warnings
+
+import geopandas as gpd
+import numpy as np
+import pandas as pd
+import pytest
+import shapely
+from conftest import CITY_LAT, CITY_LON, LINE_COORDS
+from pyproj import Transformer
+
+import geoldp
+from geoldp import GeoLDPWarning, PointSet
+from geoldp import accessor as acc
+
+EPS = 4.0
+
+
+def run(gdf, points, **kw):
+    kw.setdefault("epsilon", EPS)
+    kw.setdefault("rng", 0)
+    return gdf.ldp.perturb(points, **kw)
+
+
+def lines_gdf(coords=None, crs="EPSG:4326", **cols):
+    coords = LINE_COORDS if coords is None else coords
+    with np.errstate(invalid="ignore"):  # shapely flags NaN coordinates; the tests want them
+        geoms = [None if c is None else (c if isinstance(c, shapely.Geometry) else shapely.LineString(c))
+                 for c in coords]
+    return gpd.GeoDataFrame(cols or None, geometry=geoms, crs=crs)
+
+
+def snapshot(gdf):
+    return gdf.copy(deep=True), gdf.crs, dict(gdf.attrs)
+
+
+def assert_unchanged(gdf, snap):
+    before, crs, attrs = snap
+    pd.testing.assert_frame_equal(gdf, before)
+    assert gdf.crs == crs
+    assert gdf.attrs == attrs
+    assert gdf.geometry.name == before.geometry.name
+
+
+# ---------------------------------------------------------------------------------------------- I1–I5
+
+
+def test_I1_accessor_on_plain_dataframe():
+    df = pd.DataFrame({"a": [1, 2]})
+    with pytest.raises(AttributeError, match=r"requires a geopandas\.GeoDataFrame.*GeoDataFrame\(df, geometry="):
+        df.ldp  # noqa: B018
+
+
+@pytest.mark.parametrize("obj", [pd.DataFrame({"a": [1]}), pd.Series([1, 2]), [shapely.Point(0, 0)]])
+def test_I2_non_geodataframe_to_free_function(obj, city_points):
+    with pytest.raises(TypeError, match=r"must be a geopandas\.GeoDataFrame"):
+        acc.perturb(obj, city_points, epsilon=EPS)
+
+
+def test_I3_geometry_column_holding_ints(city_points):
+    gdf = gpd.GeoDataFrame({"a": [1, 2]}, geometry=[shapely.Point(0, 0)] * 2, crs="EPSG:4326")
+    with pytest.warns(UserWarning, match="does not contain geometry"):
+        gdf["geometry"] = [1, 2]
+    with pytest.raises(TypeError, match=r"geometry column 'geometry' .* does not hold geometries"):
+        run(gdf, city_points)
+
+
+def test_I4_no_active_geometry(city_points):
+    gdf = gpd.GeoDataFrame({"a": [1, 2]})
+    with pytest.raises(ValueError, match=r"no active geometry column.*set_geometry\(\)"):
+        run(gdf, city_points)
+
+
+def test_I5_zero_rows(city_points):
+    gdf = lines_gdf().iloc[:0]
+    with pytest.raises(ValueError, match="has no rows"):
+        run(gdf, city_points)
+
+
+# ---------------------------------------------------------------------------------------------- I6–I11
+
+
+def test_I6_none_geometry_raises_with_position(city_points):
+    gdf = lines_gdf([LINE_COORDS[0], None, LINE_COORDS[1]])
+    with pytest.raises(ValueError, match=r"Row position 1 .*missing \(None\) geometry"):
+        run(gdf, city_points)
+
+
+def test_I6_on_invalid_null(city_points):
+    gdf = lines_gdf([LINE_COORDS[0], None, LINE_COORDS[1], shapely.LineString()])
+    out = run(gdf, city_points, on_invalid="null")
+    assert out.geometry.iloc[1] is None and out.geometry.iloc[3] is None
+    assert shapely.get_num_coordinates(out.geometry.iloc[0]) == 3
+    assert shapely.get_num_coordinates(out.geometry.iloc[2]) == 2
+    assert out.attrs["geoldp"]["input"]["on_invalid"] == "null"
+
+
+def test_on_invalid_bad_value(toy_lines, city_points):
+    with pytest.raises(ValueError, match=r"on_invalid='skip'.*one of \('raise', 'null'\)"):
+        run(toy_lines, city_points, on_invalid="skip")
+
+
+def test_I7_empty_linestring(city_points):
+    gdf = lines_gdf([LINE_COORDS[0], LINE_COORDS[1], shapely.LineString()])
+    with pytest.raises(ValueError, match=r"Row position 2 .*empty geometry"):
+        run(gdf, city_points)
+
+
+def test_I7_empty_point(city_points):
+    gdf = gpd.GeoDataFrame(geometry=[shapely.Point(116.32, 39.90), shapely.Point()], crs="EPSG:4326")
+    with pytest.raises(ValueError, match=r"Row position 1 .*empty geometry"):
+        run(gdf, city_points)
+
+
+def test_I8_identical_vertices_accepted(city_points):
+    gdf = lines_gdf([[(116.4589, 39.9372), (116.4589, 39.9372)], [(116.32, 39.901)] * 3])
+    assert not gdf.geometry.is_valid.all()  # shapely calls them invalid; geoldp accepts them
+    out = run(gdf, city_points)
+    assert list(shapely.get_num_coordinates(out.geometry.values)) == [2, 3]
+
+
+def test_I9_nan_coordinate(city_points):
+    gdf = lines_gdf([LINE_COORDS[0], [(116.3, 39.9), (np.nan, 39.91)]])
+    with pytest.raises(ValueError, match=r"Row position 1 .*NaN coordinate"):
+        run(gdf, city_points)
+
+
+@pytest.mark.parametrize("bad", [np.inf, -np.inf])
+def test_I10_inf_coordinate(city_points, bad):
+    gdf = lines_gdf([[(116.3, 39.9), (116.31, bad)], LINE_COORDS[0]])
+    with pytest.raises(ValueError, match=r"Row position 0 .*infinite coordinate"):
+        run(gdf, city_points)
+
+
+@pytest.mark.parametrize("xy", [(116.3, 95.0), (116.3, -90.5), (180.5, 39.9), (-181.0, 39.9)])
+def test_I11_out_of_range_geographic(city_points, xy):
+    gdf = lines_gdf([LINE_COORDS[0], LINE_COORDS[1], [(116.3, 39.9), xy]])
+    with pytest.raises(ValueError, match=r"Row position 2 .*outside lon \[-180, 180\] / lat \[-90, 90\]"):
+        run(gdf, city_points)
+
+
+def test_I11_edge_values_accepted(city_points):
+    gdf = lines_gdf([[(180.0, 90.0), (-180.0, -90.0)], LINE_COORDS[0]])
+    with pytest.warns(GeoLDPWarning, match="farther from the nearest public point than the diameter"):
+        out = run(gdf, city_points)
+    assert len(out) == 2
+
+
+# ---------------------------------------------------------------------------------------------- I12–I15
+
+
+def test_I12_z_and_m_dropped_with_one_warning(city_points):
+    z = shapely.LineString([(116.3213, 39.9031, 5.0), (116.3482, 39.9249, 6.0)])
+    m = shapely.from_wkt("LINESTRING M (116.4031 39.947 1, 116.4335 39.9052 2)")
+    gdf = lines_gdf([z, m, LINE_COORDS[0]])
+    with pytest.warns(GeoLDPWarning, match=r"Z/M values of 2 row\(s\) were dropped") as rec:
+        out = run(gdf, city_points)
+    assert len([w for w in rec if issubclass(w.category, GeoLDPWarning)]) == 1
+    assert not shapely.has_z(out.geometry.values).any()
+    assert not shapely.has_m(out.geometry.values).any()
+
+
+def test_I13_multilinestring(city_points):
+    mls = shapely.MultiLineString([LINE_COORDS[0], LINE_COORDS[1]])
+    gdf = lines_gdf([LINE_COORDS[0], mls])
+    with pytest.raises(TypeError, match=r"Row position 1 .*MultiLineString.*explode\(.*own epsilon"):
+        run(gdf, city_points)
+
+
+@pytest.mark.parametrize(
+    ("geom", "name"),
+    [
+        (shapely.Polygon([(116.3, 39.9), (116.4, 39.9), (116.4, 40.0)]), "Polygon"),
+        (shapely.MultiPoint([(116.3, 39.9), (116.4, 39.9)]), "MultiPoint"),
+        (shapely.GeometryCollection([shapely.Point(116.3, 39.9)]), "GeometryCollection"),
+        (shapely.LinearRing([(116.3, 39.9), (116.4, 39.9), (116.4, 40.0)]), "LinearRing"),
+        (shapely.MultiPolygon([shapely.box(116.3, 39.9, 116.4, 40.0)]), "MultiPolygon"),
+    ],
+)
+def test_I14_other_geometry_types(city_points, geom, name):
+    gdf = lines_gdf([LINE_COORDS[0], geom])
+    with pytest.raises(TypeError, match=rf"Row position 1 .*is a {name}; geoldp accepts LineString"):
+        run(gdf, city_points)
+
+
+def test_I15_mixed_types_name_first_offender(city_points):
+    gdf = lines_gdf([LINE_COORDS[0], LINE_COORDS[1], shapely.Point(116.3, 39.9), shapely.Point(116.4, 39.9)])
+    with pytest.raises(TypeError, match=r"Mixed geometry types.*row position 0 is a LineString but row position 2"):
+        run(gdf, city_points)
+
+
+def test_type_errors_take_precedence_over_value_errors(city_points):
+    gdf = lines_gdf([None, shapely.Polygon([(0, 0), (1, 0), (1, 1)])])
+    with pytest.raises(TypeError, match="Row position 1"):
+        run(gdf, city_points)
+
+
+# ---------------------------------------------------------------------------------------------- I16–I22
+
+
+def test_I16_missing_crs_on_trajectories(city_points):
+    gdf = lines_gdf(crs=None)
+    with pytest.raises(ValueError, match=r"no CRS\. Use set_crs\(\)"):
+        run(gdf, city_points)
+
+
+def test_I16_missing_crs_on_points(toy_lines, city_points_gdf):
+    pts = city_points_gdf.set_crs(None, allow_override=True)
+    with pytest.raises(ValueError, match=r"public points .* no CRS\. Use set_crs\(\)"):
+        run(toy_lines, pts)
+
+
+@pytest.mark.parametrize("crs", ["EPSG:32650", "EPSG:3857", "EPSG:4269"])
+def test_I17_I18_other_crs(toy_lines, city_points, crs):
+    base = run(toy_lines, city_points, rng=11)
+    other = toy_lines.to_crs(crs)
+    out = run(other, city_points, rng=11)
+    assert out.crs == other.crs
+    # same snapped indices, same draws: the output is the 4326 output in the other CRS
+    tr = Transformer.from_crs("EPSG:4326", crs, always_xy=True)
+    px, py = tr.transform(np.asarray(city_points.lon), np.asarray(city_points.lat))
+    got = shapely.get_coordinates(out.geometry.values)
+    want_idx = _indices(base, city_points.lon, city_points.lat)
+    np.testing.assert_array_equal(got[:, 0], np.asarray(px)[want_idx])
+    np.testing.assert_array_equal(got[:, 1], np.asarray(py)[want_idx])
+
+
+def _indices(out, x, y):
+    coords = shapely.get_coordinates(out.geometry.values)
+    lookup = {(float(a), float(b)): i for i, (a, b) in enumerate(zip(x, y, strict=True))}
+    return np.array([lookup[(float(a), float(b))] for a, b in coords])
+
+
+def test_I19_points_in_another_crs(toy_lines, city_points_gdf):
+    trips = toy_lines.to_crs("EPSG:3857")
+    out = run(trips, city_points_gdf)  # points in EPSG:4326
+    tr = Transformer.from_crs("EPSG:4326", "EPSG:3857", always_xy=True)
+    px, py = tr.transform(CITY_LON, CITY_LAT)
+    public = {(float(a).hex(), float(b).hex()) for a, b in zip(px, py, strict=True)}
+    got = shapely.get_coordinates(out.geometry.values)
+    assert {(float(a).hex(), float(b).hex()) for a, b in got} <= public
+    again = run(trips, city_points_gdf)
+    assert out.geometry.equals(again.geometry)  # deterministic
+
+
+def test_I19_points_in_same_projected_crs_keep_their_coordinates(toy_lines, city_points_gdf):
+    trips = toy_lines.to_crs("EPSG:32650")
+    pts = city_points_gdf.to_crs("EPSG:32650")
+    out = run(trips, pts)
+    public = {(float(a).hex(), float(b).hex()) for a, b in shapely.get_coordinates(pts.geometry.values)}
+    got = shapely.get_coordinates(out.geometry.values)
+    assert {(float(a).hex(), float(b).hex()) for a, b in got} <= public
+
+
+def test_I20_axis_order(city_points):
+    ok = gpd.GeoDataFrame(geometry=[shapely.Point(116.35, 39.92)], crs="EPSG:4326")
+    swapped = gpd.GeoDataFrame(geometry=[shapely.Point(39.92, 116.35)], crs="EPSG:4326")
+    seq = ok.ldp.snap(city_points)
+    assert seq[0][0] == int(np.argmin((CITY_LON - 116.35) ** 2 + (CITY_LAT - 39.92) ** 2))
+    with pytest.raises(ValueError, match=r"Row position 0 .*x must be the longitude"):
+        run(swapped, city_points)
+
+
+def test_I21_duplicate_index(toy_lines, city_points):
+    gdf = toy_lines.copy()
+    gdf.index = pd.Index([7, 7, 1, 7], name="trip")
+    out = run(gdf, city_points)
+    assert out.index.equals(gdf.index) and out.index.name == "trip"
+
+
+def test_I22_float32_coordinates(city_points):
+    coords = np.asarray(LINE_COORDS[0], dtype=np.float32)
+    gdf = gpd.GeoDataFrame(geometry=[shapely.linestrings(coords)], crs="EPSG:4326")
+    out = run(gdf, city_points)
+    assert shapely.get_num_coordinates(out.geometry.iloc[0]) == 3
+
+
+# ---------------------------------------------------------------------------------------------- I23–I27
+
+
+def test_I23_missing_group_columns(toy_point_frame, city_points):
+    with pytest.raises(ValueError, match=r"\['trip'\] not found.*Available columns: \['traj_id', 'time'"):
+        run(toy_point_frame, city_points, traj_id_col="trip")
+    with pytest.raises(ValueError, match=r"\['t'\] not found"):
+        run(toy_point_frame, city_points, traj_id_col="traj_id", time_col="t")
+
+
+def test_I24_nan_id_and_nat_time(toy_point_frame, city_points):
+    gdf = toy_point_frame.copy()
+    gdf.loc[3, "traj_id"] = None
+    with pytest.raises(ValueError, match=r"Row position 3 .*missing trajectory id in column 'traj_id'"):
+        run(gdf, city_points, traj_id_col="traj_id")
+    gdf = toy_point_frame.copy()
+    gdf.loc[5, "time"] = pd.NaT
+    with pytest.raises(ValueError, match=r"Row position 5 .*missing time in column 'time'"):
+        run(gdf, city_points, traj_id_col="traj_id", time_col="time")
+
+
+def test_I25_I26_time_order_stable_ties(toy_point_frame, city_points):
+    seqs = toy_point_frame.ldp.snap(city_points, traj_id_col="traj_id", time_col="time")
+    # trajectories in order of first appearance: b, a, c
+    # b: rows 4 (t=0), 0 (t=2), 6 (t=2, after row 0); a: rows 2, 1, 5; c: row 3
+    direct, _ = city_points.nearest(toy_point_frame.geometry.x.to_numpy(), toy_point_frame.geometry.y.to_numpy())
+    assert [list(s) for s in seqs] == [list(direct[[4, 0, 6]]), list(direct[[2, 1, 5]]), list(direct[[3]])]
+    out = run(toy_point_frame, city_points, traj_id_col="traj_id", time_col="time")
+    assert out.index.equals(toy_point_frame.index)  # rows keep the input order; none dropped
+    assert list(out["traj_id"]) == list(toy_point_frame["traj_id"])
+    assert (out.geom_type == "Point").all()
+
+
+def test_point_rows_output_follow_trajectory_positions(toy_point_frame, city_points):
+    out = run(toy_point_frame, city_points, traj_id_col="traj_id", time_col="time", rng=5)
+    seqs = toy_point_frame.ldp.snap(city_points, traj_id_col="traj_id", time_col="time")
+    ref = geoldp.perturb_trajectories(seqs, city_points, mechanism="atp", epsilon=EPS, rng=5)
+    idx = _indices(out, city_points.lon, city_points.lat)
+    rows_in_traj_order = [4, 0, 6, 2, 1, 5, 3]
+    np.testing.assert_array_equal(idx[rows_in_traj_order], np.concatenate(ref))
+
+
+def test_point_rows_without_traj_id_are_one_point_trajectories(toy_point_frame, city_points):
+    seqs = toy_point_frame.ldp.snap(city_points)
+    assert [len(s) for s in seqs] == [1] * len(toy_point_frame)
+    out = run(toy_point_frame, city_points)
+    assert list(out.columns) == ["geometry"]
+    assert (out.geom_type == "Point").all() and out.index.equals(toy_point_frame.index)
+    assert out.attrs["geoldp"]["ledger"]["by_length"].keys() == {"1"}
+
+
+def test_I27_far_points_accepted_with_one_count_warning(city_points):
+    far = [(121.47, 31.23), (121.48, 31.24)]  # Shanghai, > 1000 km from the Beijing points
+    gdf = lines_gdf([LINE_COORDS[0], far, far])
+    with pytest.warns(GeoLDPWarning, match=r"^4 vertex\(es\) in 2 row\(s\) are farther") as rec:
+        out = run(gdf, city_points)
+    assert len(rec) == 1 and "121.4" not in str(rec[0].message)
+    assert len(out) == 3
+
+
+def test_snap_max_km_error_names_row(city_points):
+    gdf = lines_gdf([LINE_COORDS[0], [(116.32, 39.901), (116.9, 39.9)]])
+    with pytest.raises(ValueError, match=r"1 vertex\(es\) in 1 row\(s\).*snap_max_km=1 km.*row position 1"):
+        run(gdf, city_points, snap_max_km=1)
+    out = run(gdf, city_points, snap_max_km=100.0)
+    assert out.attrs["geoldp"]["snap"]["snap_max_km"] == 100.0
+
+
+@pytest.mark.parametrize(("bad", "exc"), [(0, ValueError), (-1.0, ValueError), (np.nan, ValueError),
+                                           ("1", TypeError), (True, TypeError)])
+def test_snap_max_km_validation(toy_lines, city_points, bad, exc):
+    with pytest.raises(exc, match="'snap_max_km' parameter"):
+        run(toy_lines, city_points, snap_max_km=bad)
+
+
+def test_snap_distances_are_local_only(toy_lines, city_points):
+    seqs, dists = toy_lines.ldp.snap(city_points, return_distances=True)
+    assert [len(d) for d in dists] == [3, 2, 4, 2]
+    assert all((d >= 0).all() and (d < 1000).all() for d in dists)
+    out = run(toy_lines, city_points)
+    assert "max_km" not in out.attrs["geoldp"]["snap"]
+
+
+# ---------------------------------------------------------------------------------------------- I28–I31
+
+
+def test_I28_public_set_problems(toy_lines):
+    one = gpd.GeoDataFrame(geometry=[shapely.Point(116.3, 39.9)], crs="EPSG:4326")
+    with pytest.raises(ValueError, match="2"):
+        run(toy_lines, one)
+    nan = gpd.GeoDataFrame(geometry=[shapely.Point(116.3, 39.9), shapely.Point(np.nan, 39.9)], crs="EPSG:4326")
+    with pytest.raises(ValueError, match=r"(?i)finite|nan"):
+        run(toy_lines, nan)
+    lines = gpd.GeoDataFrame(geometry=[shapely.LineString(LINE_COORDS[0])] * 2, crs="EPSG:4326")
+    with pytest.raises(TypeError, match=r"(?i)point"):
+        run(toy_lines, lines)
+    empty = gpd.GeoDataFrame(geometry=[], crs="EPSG:4326")
+    with pytest.raises(ValueError, match="2"):
+        run(toy_lines, empty)
+    with pytest.raises(TypeError, match=r"'points' parameter .* must be a geoldp\.PointSet"):
+        run(toy_lines, [(116.3, 39.9), (116.4, 39.9)])
+
+
+def test_I28_duplicate_public_points_warn(toy_lines):
+    dup = gpd.GeoDataFrame(geometry=gpd.points_from_xy([116.3, 116.3, 116.4], [39.9, 39.9, 39.95]),
+                           crs="EPSG:4326")
+    with pytest.warns(GeoLDPWarning, match=r"(?i)duplicate"):
+        PointSet.from_geodataframe(dup)
+
+
+class _CountingSource:
+    """Wraps a seeded source and counts every draw (validation must precede the first one)."""
+
+    def __init__(self):
+        from geoldp._random import resolve_rng
+
+        self.inner = resolve_rng(0)
+        self.calls = 0
+        self.policy = "seeded"
+
+    def __getattr__(self, name):
+        attr = getattr(self.inner, name)
+        if callable(attr):
+            def wrapped(*a, **k):
+                self.calls += 1
+                return attr(*a, **k)
+            return wrapped
+        return attr
+
+
+@pytest.mark.parametrize(
+    ("kw", "exc", "match"),
+    [
+        ({"epsilon": -1.0}, ValueError, "epsilon"),
+        ({"epsilon": float("nan")}, ValueError, "epsilon"),
+        ({"epsilon": True}, TypeError, "epsilon"),
+        ({"epsilon": "1"}, TypeError, "epsilon"),
+        ({"epsilon": None}, TypeError, "epsilon"),
+        ({"mechanism": "xyz"}, ValueError, r"mechanism='xyz'.*one of \('tp', 'atp', 'pointem'\)"),
+        ({"mechanism": 3}, TypeError, "'mechanism' parameter"),
+        ({"granularity": "north"}, (ValueError, TypeError), "granularity"),
+        ({"keep_columns": ["nope"]}, ValueError, r"'keep_columns' .*\['nope'\]"),
+        ({"progress": "yes"}, TypeError, "'progress' parameter"),
+    ],
+)
+def test_I29_I30_invalid_arguments_before_any_draw(toy_lines, city_points, kw, exc, match):
+    src = _CountingSource()
+    args = {"epsilon": EPS, "rng": src, **kw}
+    with pytest.raises(exc, match=match):
+        toy_lines.ldp.perturb(city_points, **args)
+    assert src.calls == 0
+
+
+@pytest.mark.parametrize("bad_rng", ["seed", 1.5, True, object()])
+def test_I29_invalid_rng(toy_lines, city_points, bad_rng):
+    with pytest.raises(TypeError, match="'rng'"):
+        run(toy_lines, city_points, rng=bad_rng)
+
+
+def test_I29_mechanism_object_conflicts(toy_lines, city_points):
+    mech = geoldp.TP(epsilon=2.0)
+    with pytest.raises(ValueError, match="conflicts with the mechanism object's epsilon"):
+        toy_lines.ldp.perturb(city_points, mechanism=mech, epsilon=3.0)
+    with pytest.raises(TypeError, match=r"options \['split'\] together with a mechanism object"):
+        toy_lines.ldp.perturb(city_points, mechanism=mech, split="grouped")
+
+
+def _bad_frames():
+    yield lines_gdf([LINE_COORDS[0], None])
+    yield lines_gdf([LINE_COORDS[0], shapely.MultiLineString([LINE_COORDS[0]])])
+    yield lines_gdf([[(116.3, 39.9), (116.3, 95.0)]])
+    yield lines_gdf(crs=None)
+
+
+def test_I31_input_unchanged_after_success(toy_lines, toy_point_frame, city_points_gdf):
+    for gdf, kw in [(toy_lines, {}), (toy_lines.to_crs(3857), {"keep_columns": ["user"]}),
+                    (toy_point_frame, {"traj_id_col": "traj_id", "time_col": "time"})]:
+        gdf.attrs["mine"] = {"note": "kept"}
+        snap = snapshot(gdf)
+        pts_snap = snapshot(city_points_gdf)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", geoldp.PrivacyWarning)
+            run(gdf, city_points_gdf, **kw)
+        gdf.ldp.snap(city_points_gdf, **{k: v for k, v in kw.items() if k != "keep_columns"})
+        assert_unchanged(gdf, snap)
+        assert_unchanged(city_points_gdf, pts_snap)
+
+
+def test_I31_input_unchanged_after_failure(city_points):
+    for gdf in _bad_frames():
+        snap = snapshot(gdf)
+        with pytest.raises((TypeError, ValueError), match="(?i)row position|crs"):
+            run(gdf, city_points)
+        assert_unchanged(gdf, snap)
