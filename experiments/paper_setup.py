@@ -71,7 +71,9 @@ def load_dataset(folder: Path) -> tuple[np.ndarray, np.ndarray, list[np.ndarray]
     lon = pts["lon"].to_numpy(np.float64)
     lat = pts["lat"].to_numpy(np.float64)
     # the mapping must reproduce the stored coordinates exactly
-    if not (np.array_equal(lon[idx], df["lon"].to_numpy()) and np.array_equal(lat[idx], df["lat"].to_numpy())):
+    if not (
+        np.array_equal(lon[idx], df["lon"].to_numpy()) and np.array_equal(lat[idx], df["lat"].to_numpy())
+    ):
         raise ValueError(f"{folder.name}: trajectory coordinates differ from their loc_id's point")
     counts = np.bincount(codes)
     trajs = np.split(idx.astype(np.int64), np.cumsum(counts)[:-1])
@@ -85,7 +87,7 @@ def distance_matrix_m(lon: np.ndarray, lat: np.ndarray) -> np.ndarray:
 
 
 def exact_baselines(D: np.ndarray, trajs: list[np.ndarray], epsilons: tuple[float, ...]) -> pd.DataFrame:
-    """Exact expected NE (km) of uniform-over-P and of PointEM (EM over P with ε/n per point), ALGORITHM §13.3.
+    """Exact expected NE (km) of uniform-over-P and of PointEM (EM over P, ε/n per point), ALGORITHM §13.3.
 
     E[NE] = (1/|T|) Σ_τ (1/n_τ) Σ_i Σ_r Pr[r | x_i] d(x_i, P_r).
     """
@@ -93,7 +95,13 @@ def exact_baselines(D: np.ndarray, trajs: list[np.ndarray], epsilons: tuple[floa
     lengths = np.array([t.shape[0] for t in trajs])
     flat = np.concatenate(trajs)
     weight = np.repeat(1.0 / lengths, lengths) / len(trajs)  # NE weight of every point
-    rows = [{"mechanism": "uniform", "epsilon": 0.0, "expected_NE_km": float(weight @ D[flat].mean(axis=1)) / 1000}]
+    rows = [
+        {
+            "mechanism": "uniform",
+            "epsilon": 0.0,
+            "expected_NE_km": float(weight @ D[flat].mean(axis=1)) / 1000,
+        }
+    ]
     n_of_point = np.repeat(lengths, lengths)
     for eps in epsilons:
         total = 0.0
@@ -129,7 +137,9 @@ def perturb(mech: str, trajs: list[np.ndarray], points, eps: float, rng: np.rand
         return engine.run(trajs, points, mech_obj, rng=rng, sampler="reference")
 
 
-def ne_prq(D: np.ndarray, trajs: list[np.ndarray], out: list[np.ndarray], deltas_km) -> tuple[float, np.ndarray]:
+def ne_prq(
+    D: np.ndarray, trajs: list[np.ndarray], out: list[np.ndarray], deltas_km
+) -> tuple[float, np.ndarray]:
     """NE (km) and PRQ(δ) from the precomputed distance matrix (same formulas as geoldp.metrics)."""
     lengths = np.array([t.shape[0] for t in trajs])
     x = np.concatenate(trajs)
@@ -186,7 +196,10 @@ def machine_info() -> dict:
         pass
     try:
         info["git_commit"] = subprocess.run(
-            ["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True
+            ["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"],
+            capture_output=True,
+            text=True,
+            check=True,
         ).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
         pass
@@ -200,17 +213,29 @@ def machine_info() -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--data", type=Path, default=DEFAULT_DATA, help="folder holding chi_atp/, nyc_atp/, cps_atp/")
+    ap.add_argument(
+        "--data", type=Path, default=DEFAULT_DATA, help="folder holding chi_atp/, nyc_atp/, cps_atp/"
+    )
     ap.add_argument("--out", type=Path, default=DEFAULT_OUT, help="output folder (CSV, JSON, PNG)")
     ap.add_argument("--datasets", default=",".join(DATASETS), help="comma-separated data set names")
-    ap.add_argument("--mechanisms", default=",".join(MECHANISMS), help="comma-separated: " + ",".join(MECHANISMS))
-    ap.add_argument("--epsilons", default=",".join(f"{e:g}" for e in EPSILONS), help="comma-separated ε values")
+    ap.add_argument(
+        "--mechanisms", default=",".join(MECHANISMS), help="comma-separated: " + ",".join(MECHANISMS)
+    )
+    ap.add_argument(
+        "--epsilons", default=",".join(f"{e:g}" for e in EPSILONS), help="comma-separated ε values"
+    )
     ap.add_argument("--reps", type=int, default=5, help="repetitions per setting (default 5)")
     ap.add_argument("--quick", action="store_true", help="1 repetition, ε ∈ {1, 4, 10}")
     ap.add_argument("--max-trajectories", type=int, default=None, help="use only the first N trajectories")
-    ap.add_argument("--sampler", choices=("fast", "reference"), default="fast",
-                    help="geoldp engine path (reference = pure Python, for small checks)")
-    ap.add_argument("--seed", type=int, default=20230710, help="base seed (experiments only, never deployment)")
+    ap.add_argument(
+        "--sampler",
+        choices=("fast", "reference"),
+        default="fast",
+        help="geoldp engine path (reference = pure Python, for small checks)",
+    )
+    ap.add_argument(
+        "--seed", type=int, default=20230710, help="base seed (experiments only, never deployment)"
+    )
     ap.add_argument("--no-plots", action="store_true")
     args = ap.parse_args(argv)
 
@@ -246,8 +271,10 @@ def main(argv: list[str] | None = None) -> int:
         D = distance_matrix_m(lon, lat)
         deltas = DELTAS_KM.get(name, DEFAULT_DELTAS_KM)
         lengths = np.array([t.shape[0] for t in trajs])
-        log(f"{name}: |P| = {len(lon)}, {len(trajs)} trajectories, {lengths.sum()} points, "
-            f"mean length {lengths.mean():.2f}, Δ = {D.max() / 1000:.3f} km")
+        log(
+            f"{name}: |P| = {len(lon)}, {len(trajs)} trajectories, {lengths.sum()} points, "
+            f"mean length {lengths.mean():.2f}, Δ = {D.max() / 1000:.3f} km"
+        )
         ex = exact_baselines(D, trajs, epsilons)
         ex.insert(0, "dataset", name)
         exact_tables.append(ex)
@@ -260,26 +287,40 @@ def main(argv: list[str] | None = None) -> int:
                     ne, prq = ne_prq(D, trajs, out, deltas)
                     base = {"dataset": name, "mechanism": mech, "epsilon": eps, "rep": rep}
                     records.append({**base, "metric": "NE", "param": np.nan, "value": ne})
-                    records.extend({**base, "metric": "PRQ", "param": d, "value": float(v)}
-                                   for d, v in zip(deltas, prq, strict=True))
+                    records.extend(
+                        {**base, "metric": "PRQ", "param": d, "value": float(v)}
+                        for d, v in zip(deltas, prq, strict=True)
+                    )
                 dt = time.perf_counter() - t0
-                timings.append({"dataset": name, "mechanism": mech, "epsilon": eps, "seconds": dt, "reps": reps})
-                last = [r["value"] for r in records[-(1 + len(deltas)) * reps:] if r["metric"] == "NE"]
+                timings.append(
+                    {"dataset": name, "mechanism": mech, "epsilon": eps, "seconds": dt, "reps": reps}
+                )
+                last = [r["value"] for r in records[-(1 + len(deltas)) * reps :] if r["metric"] == "NE"]
                 log(f"{name} {mech:8s} ε={eps:<4g} NE={np.mean(last):.4f} km ({reps} reps, {dt:.1f} s)")
     total = time.perf_counter() - t_start
 
     table = pd.DataFrame.from_records(records)
     table.to_csv(args.out / "paper_setup.csv", index=False)
-    summary = (table.groupby(["dataset", "mechanism", "metric", "param", "epsilon"], dropna=False)["value"]
-               .agg(["mean", "std", "count"]).reset_index())
+    summary = (
+        table.groupby(["dataset", "mechanism", "metric", "param", "epsilon"], dropna=False)["value"]
+        .agg(["mean", "std", "count"])
+        .reset_index()
+    )
     summary.to_csv(args.out / "paper_setup_summary.csv", index=False)
     exact = pd.concat(exact_tables, ignore_index=True)
     exact.to_csv(args.out / "exact_baselines.csv", index=False)
     meta = {
-        "command": "python experiments/paper_setup.py " + " ".join(argv if argv is not None else sys.argv[1:]),
-        "datasets": present, "mechanisms": mechanisms, "epsilons": list(epsilons), "reps": reps,
-        "sampler": args.sampler, "max_trajectories": args.max_trajectories,
-        "total_seconds": round(total, 1), "timings": timings, "machine": machine_info(),
+        "command": "python experiments/paper_setup.py "
+        + " ".join(argv if argv is not None else sys.argv[1:]),
+        "datasets": present,
+        "mechanisms": mechanisms,
+        "epsilons": list(epsilons),
+        "reps": reps,
+        "sampler": args.sampler,
+        "max_trajectories": args.max_trajectories,
+        "total_seconds": round(total, 1),
+        "timings": timings,
+        "machine": machine_info(),
     }
     (args.out / "paper_setup_meta.json").write_text(json.dumps(meta, indent=1))
     if not args.no_plots:

@@ -15,7 +15,7 @@ reported in **km**.
 | :func:`normalized_error` | NE = (1/|T|) Σ_τ (1/|τ|) Σ_i d(x_i, x̂_i) | lower |
 | :func:`preservation_range_query` | PRQ(δ) = (1/|T|) Σ_τ (1/|τ|) Σ_i 1[d(x_i, x̂_i) ≤ δ] | higher |
 | :func:`range_query_error` | RE(R) = |ĉ(R) − c(R)| / max(c(R), b) | lower |
-| :func:`hotspot_preservation` | ACD, Kendall τ and overlap of the top-k visited public points | lower / higher / higher |
+| :func:`hotspot_preservation` | ACD, Kendall τ, overlap of the top-k visited points | lower/higher/higher |
 | :func:`length_error` | JSD of the trajectory-length histograms | lower |
 | :func:`diameter_error` | JSD of the trajectory-diameter histograms | lower |
 
@@ -78,7 +78,8 @@ def _pair(
         if diff.size:
             r = int(diff[0])
             raise ValueError(
-                f"{caller}: row {r} has {int(to.lengths[r])} points in 'original' and {int(tp.lengths[r])} in "
+                f"{caller}: row {r} has {int(to.lengths[r])} points in 'original' and "
+                f"{int(tp.lengths[r])} in "
                 "'perturbed'; rows are matched by position and must have the same number of points."
             )
     return to, tp, pts
@@ -103,7 +104,8 @@ def _per_trajectory_mean(values: np.ndarray, tr: _Trajectories) -> np.ndarray:
 def normalized_error(original: Any, perturbed: Any, *, points: Any = None) -> float:
     """Normalised error (NE) in km: the mean over trajectories of the mean point displacement.
 
-    .. math:: NE = \\frac{1}{|T|} \\sum_{\\tau \\in T} \\frac{1}{|\\tau|} \\sum_{i=1}^{|\\tau|} d(x_i, \\hat x_i)
+    .. math:: NE = \\frac{1}{|T|} \\sum_{\\tau \\in T} \\frac{1}{|\\tau|}
+              \\sum_{i=1}^{|\\tau|} d(x_i, \\hat x_i)
 
     with d the haversine distance in km (ALGORITHM §13.2). Lower is better; 0 for identical inputs.
 
@@ -145,7 +147,8 @@ def _check_deltas(delta_km: Any, caller: str) -> tuple[np.ndarray, bool]:
     arr = np.atleast_1d(arr)
     if arr.ndim != 1 or arr.size == 0 or not np.all((arr >= 0) & np.isfinite(arr)):
         raise ValueError(
-            f"The 'delta_km' parameter of {caller} must be a float or a non-empty list of floats in [0, inf). "
+            f"The 'delta_km' parameter of {caller} must be a float or a non-empty list of floats in "
+            "[0, inf). "
             f"Got {delta_km!r} instead."
         )
     return arr, scalar
@@ -200,7 +203,9 @@ def _sanity_bound(sanity_bound: Any, n_traj: int, caller: str) -> float:
     if isinstance(sanity_bound, str) and sanity_bound == "auto":
         return max(1.0, 0.01 * n_traj)
     if isinstance(sanity_bound, bool) or not isinstance(sanity_bound, numbers.Real):
-        raise TypeError(f"The 'sanity_bound' parameter of {caller} must be 'auto' or a float. Got {sanity_bound!r}.")
+        raise TypeError(
+            f"The 'sanity_bound' parameter of {caller} must be 'auto' or a float. Got {sanity_bound!r}."
+        )
     if not (0.0 < float(sanity_bound) < math.inf):
         raise ValueError(
             f"The 'sanity_bound' parameter of {caller} must be 'auto' or a float in the range (0, inf). "
@@ -332,7 +337,9 @@ def hotspot_preservation(
         raise ValueError(f"The 'points' parameter of {caller} is required (the public point set).")
     to, tp, pts = _pair(original, perturbed, points, caller=caller, pointwise=False)
     if isinstance(k, bool) or not isinstance(k, numbers.Integral) or not (1 <= k <= pts.size):
-        raise ValueError(f"The 'k' parameter of {caller} must be an int in the range [1, {pts.size}]. Got {k!r}.")
+        raise ValueError(
+            f"The 'k' parameter of {caller} must be an int in the range [1, {pts.size}]. Got {k!r}."
+        )
     c = _distinct_visits(to, pts, max_km).astype(np.float64)
     chat = _distinct_visits(tp, pts, max_km).astype(np.float64)
     h = _top_k(c, int(k))
@@ -391,7 +398,9 @@ def _diameters_km(tr: _Trajectories, *, budget: int = 4_000_000) -> np.ndarray:
                 lat = tr.lat[tr.offsets[r] : tr.offsets[r + 1]]
                 best = 0.0
                 for i0 in range(0, int(n), blk):
-                    d = _haversine_m(lon[i0 : i0 + blk, None], lat[i0 : i0 + blk, None], lon[None, i0:], lat[None, i0:])
+                    d = _haversine_m(
+                        lon[i0 : i0 + blk, None], lat[i0 : i0 + blk, None], lon[None, i0:], lat[None, i0:]
+                    )
                     best = max(best, float(d.max()))
                 out[r] = best
     return out / 1000.0
@@ -595,4 +604,3 @@ def evaluate(
     rows.append(("length_jsd", math.nan, _jsd(_lengths_km(to), _lengths_km(tp), int(bins))))
     rows.append(("diameter_jsd", math.nan, _jsd(_diameters_km(to), _diameters_km(tp), int(bins))))
     return pd.DataFrame(rows, columns=["metric", "param", "value"])
-

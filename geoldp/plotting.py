@@ -88,8 +88,15 @@ def plot_trajectories(
         for tr, style, marker, label in ((to, "-", "o", "original"), (tp, "--", "x", "perturbed")):
             a, b = tr.offsets[r], tr.offsets[r + 1]
             ax.plot(
-                tr.lon[a:b], tr.lat[a:b], linestyle=style, marker=marker, markersize=4, color=colour,
-                linewidth=1.2, zorder=2, label=label if j == 0 else None,
+                tr.lon[a:b],
+                tr.lat[a:b],
+                linestyle=style,
+                marker=marker,
+                markersize=4,
+                color=colour,
+                linewidth=1.2,
+                zorder=2,
+                label=label if j == 0 else None,
             )
     ax.set_xlabel("longitude (°)")
     ax.set_ylabel("latitude (°)")
@@ -136,7 +143,9 @@ def plot_utility(
     """
     caller = "plot_utility"
     if not isinstance(table, pd.DataFrame):
-        raise TypeError(f"The 'table' parameter of {caller} must be a pandas DataFrame. Got {type(table).__name__}.")
+        raise TypeError(
+            f"The 'table' parameter of {caller} must be a pandas DataFrame. Got {type(table).__name__}."
+        )
     missing = [c for c in ("metric", "value", x, hue) if c not in table.columns]
     if missing:
         raise ValueError(f"The 'table' of {caller} lacks the column(s) {missing}.")
@@ -148,7 +157,8 @@ def plot_utility(
     sub = table[table["metric"] == metric]
     if sub.empty:
         raise ValueError(
-            f"Got metric={metric!r}; the table of {caller} has the metrics {sorted(table['metric'].unique())}."
+            f"Got metric={metric!r}; the table of {caller} has the metrics "
+            f"{sorted(table['metric'].unique())}."
         )
     label_param = ""
     if "param" in sub.columns:
@@ -156,7 +166,9 @@ def plot_utility(
         if param is not None:
             sub = sub[np.isclose(sub["param"].astype(float), float(param))]
             if sub.empty:
-                raise ValueError(f"Got param={param!r}; metric {metric!r} has the params {sorted(params.tolist())}.")
+                raise ValueError(
+                    f"Got param={param!r}; metric {metric!r} has the params {sorted(params.tolist())}."
+                )
             label_param = f" (param = {param:g})"
         elif params.size > 1:
             raise ValueError(
@@ -168,8 +180,14 @@ def plot_utility(
     stats = sub.groupby([hue, x], sort=True)["value"].agg(["mean", "std", "count"]).reset_index()
     for name, grp in stats.groupby(hue, sort=False):
         yerr = grp["std"].where(grp["count"] > 1).fillna(0.0).to_numpy()
-        ax.errorbar(grp[x].to_numpy(float), grp["mean"].to_numpy(float), yerr=yerr, marker="o", capsize=3,
-                    label=str(name))
+        ax.errorbar(
+            grp[x].to_numpy(float),
+            grp["mean"].to_numpy(float),
+            yerr=yerr,
+            marker="o",
+            capsize=3,
+            label=str(name),
+        )
     ax.set_xlabel("ε" if x == "epsilon" else x)
     ax.set_ylabel(metric + label_param)
     ax.legend(fontsize="small")

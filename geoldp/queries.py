@@ -23,7 +23,6 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-
 import shapely
 from pyproj import CRS, Transformer
 
@@ -71,7 +70,9 @@ def _arc_distance_m(
     ok &= fnorm > 1e-15
     p = np.zeros_like(foot)
     p[ok] = foot[ok] / fnorm[ok, None]
-    inside = ok & (np.einsum("ij,ij->i", np.cross(a, p), n) >= 0) & (np.einsum("ij,ij->i", np.cross(p, b), n) >= 0)
+    inside = (
+        ok & (np.einsum("ij,ij->i", np.cross(a, p), n) >= 0) & (np.einsum("ij,ij->i", np.cross(p, b), n) >= 0)
+    )
     d_arc = _EARTH_RADIUS_M * np.arcsin(np.minimum(np.abs(s), 1.0))
     return np.where(inside, np.minimum(d_arc, d_end), d_end)
 
@@ -100,7 +101,9 @@ class _Points:
         best = 0.0
         block = max(1, 2_000_000 // max(self.size, 1))
         for i0 in range(0, self.size, block):
-            d = _haversine_m(self.lon[i0 : i0 + block, None], self.lat[i0 : i0 + block, None], self.lon, self.lat)
+            d = _haversine_m(
+                self.lon[i0 : i0 + block, None], self.lat[i0 : i0 + block, None], self.lon, self.lat
+            )
             best = max(best, float(d.max()))
         return best
 
@@ -143,7 +146,11 @@ def _as_points(points: Any, *, caller: str) -> _Points:
         lon = np.asarray(g.x, dtype=np.float64)
         lat = np.asarray(g.y, dtype=np.float64)
         pointset = None
-    elif hasattr(points, "lon") and hasattr(points, "lat") and not isinstance(points, (np.ndarray, pd.DataFrame)):
+    elif (
+        hasattr(points, "lon")
+        and hasattr(points, "lat")
+        and not isinstance(points, (np.ndarray, pd.DataFrame))
+    ):
         lon = np.asarray(points.lon, dtype=np.float64)
         lat = np.asarray(points.lat, dtype=np.float64)
         pointset = points
@@ -221,11 +228,15 @@ def _as_trajectories(obj: Any, points: _Points | None, *, name: str, caller: str
         obj = obj.geometry
     if isinstance(obj, gpd.GeoSeries):
         if obj.crs is None:
-            raise ValueError(f"The '{name}' trajectories of {caller} have no CRS. Use `set_crs()` to declare it.")
+            raise ValueError(
+                f"The '{name}' trajectories of {caller} have no CRS. Use `set_crs()` to declare it."
+            )
         geoms = np.asarray(obj.values, dtype=object)
         missing = shapely.is_missing(geoms) | shapely.is_empty(geoms)
         if missing.any():
-            raise ValueError(f"Row {int(np.flatnonzero(missing)[0])} of '{name}' is an empty or missing geometry.")
+            raise ValueError(
+                f"Row {int(np.flatnonzero(missing)[0])} of '{name}' is an empty or missing geometry."
+            )
         types = shapely.get_type_id(geoms)
         bad = ~np.isin(types, (0, 1, 4))  # Point, LineString, MultiPoint
         if bad.any():
@@ -248,7 +259,8 @@ def _as_trajectories(obj: Any, points: _Points | None, *, name: str, caller: str
         return _Trajectories(lon, lat, offsets, crs, xy)
     if isinstance(obj, (str, bytes)) or not hasattr(obj, "__len__"):
         raise TypeError(
-            f"The '{name}' parameter of {caller} must be a GeoDataFrame/GeoSeries of LineStrings or a sequence "
+            f"The '{name}' parameter of {caller} must be a GeoDataFrame/GeoSeries of LineStrings or a "
+            "sequence "
             f"of index arrays. Got {type(obj).__name__} instead."
         )
     if points is None:
@@ -257,8 +269,14 @@ def _as_trajectories(obj: Any, points: _Points | None, *, name: str, caller: str
         )
     arrays = [np.asarray(t) for t in obj]
     for i, a in enumerate(arrays):
-        if a.ndim != 1 or a.shape[0] == 0 or not (a.dtype.kind in "iu" or (a.dtype.kind == "f" and np.all(a == np.round(a)))):
-            raise ValueError(f"Row {i} of '{name}' must be a non-empty 1-D array of integer indices into points.")
+        if (
+            a.ndim != 1
+            or a.shape[0] == 0
+            or not (a.dtype.kind in "iu" or (a.dtype.kind == "f" and np.all(a == np.round(a))))
+        ):
+            raise ValueError(
+                f"Row {i} of '{name}' must be a non-empty 1-D array of integer indices into points."
+            )
     lengths = np.fromiter((a.shape[0] for a in arrays), dtype=np.int64, count=len(arrays))
     offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
     flat = np.concatenate(arrays).astype(np.int64) if arrays else np.zeros(0, dtype=np.int64)
@@ -296,7 +314,9 @@ def _is_circle(obj: Any) -> bool:
 def _circle(obj: Any, caller: str) -> _Region:
     lon, lat, r = (float(v) for v in obj)
     if not (math.isfinite(lon) and math.isfinite(lat) and -90.0 <= lat <= 90.0 and -180.0 <= lon <= 180.0):
-        raise ValueError(f"A circle region of {caller} must have a finite centre (lon, lat) in WGS84 degrees.")
+        raise ValueError(
+            f"A circle region of {caller} must have a finite centre (lon, lat) in WGS84 degrees."
+        )
     if not (0.0 <= r < math.inf):
         raise ValueError(f"A circle region of {caller} must have a radius_km in [0, inf). Got {r!r} instead.")
     return _Region("circle", lon=lon, lat=lat, radius_m=r * 1000.0)
@@ -432,8 +452,14 @@ def _visited(tr: _Trajectories, pts: _Points, max_km: float | None) -> tuple[np.
 def _check_max_km(max_km: Any, caller: str) -> float | None:
     if max_km is None:
         return None
-    if isinstance(max_km, bool) or not isinstance(max_km, numbers.Real) or not (0.0 <= float(max_km) < math.inf):
-        raise ValueError(f"The 'max_km' parameter of {caller} must be None or a float in [0, inf). Got {max_km!r}.")
+    if (
+        isinstance(max_km, bool)
+        or not isinstance(max_km, numbers.Real)
+        or not (0.0 <= float(max_km) < math.inf)
+    ):
+        raise ValueError(
+            f"The 'max_km' parameter of {caller} must be None or a float in [0, inf). Got {max_km!r}."
+        )
     return float(max_km)
 
 
@@ -499,7 +525,9 @@ class _Channel:
     ``K[x, r] = exp(-eps * d(P_x, P_r) / (2Δ))``; the pmf is ``M[x, r] = K[x, r] / Z[x]``. K is symmetric.
     """
 
-    def __init__(self, pts: _Points, diameter_m: float, eps: float, dist: np.ndarray | None, block: int) -> None:
+    def __init__(
+        self, pts: _Points, diameter_m: float, eps: float, dist: np.ndarray | None, block: int
+    ) -> None:
         self.pts = pts
         self.c = eps / (2.0 * diameter_m)
         self.block = block
@@ -615,7 +643,8 @@ def debiased_visit_counts(
     if isinstance(mechanism, str):
         if mechanism.lower() != "pointem":
             raise ValueError(
-                f"Got mechanism={mechanism!r}; `mechanism` of {caller} must be 'pointem' (only its channel is "
+                f"Got mechanism={mechanism!r}; `mechanism` of {caller} must be 'pointem' (only its channel "
+                "is "
                 "known in closed form)."
             )
     else:
@@ -626,8 +655,14 @@ def debiased_visit_counts(
             epsilon = mechanism.epsilon
     if epsilon is None:
         raise ValueError(f"The 'epsilon' parameter of {caller} is required.")
-    if isinstance(epsilon, bool) or not isinstance(epsilon, numbers.Real) or not (0.0 < float(epsilon) < math.inf):
-        raise ValueError(f"The 'epsilon' parameter of {caller} must be a float in the range (0, inf). Got {epsilon!r}.")
+    if (
+        isinstance(epsilon, bool)
+        or not isinstance(epsilon, numbers.Real)
+        or not (0.0 < float(epsilon) < math.inf)
+    ):
+        raise ValueError(
+            f"The 'epsilon' parameter of {caller} must be a float in the range (0, inf). Got {epsilon!r}."
+        )
     for nm, val, lo in (("n_iter", n_iter, 1), ("max_dense", max_dense, 0)):
         if isinstance(val, bool) or not isinstance(val, numbers.Integral) or val < lo:
             raise ValueError(f"The '{nm}' parameter of {caller} must be an int >= {lo}. Got {val!r}.")
@@ -642,8 +677,14 @@ def debiased_visit_counts(
         dist = np.empty((m, m))
         step = max(1, 1_000_000 // m)
         for i0 in range(0, m, step):
-            dist[i0 : i0 + step] = _haversine_m(pts.lon[i0 : i0 + step, None], pts.lat[i0 : i0 + step, None], pts.lon, pts.lat)
-        diameter = float(pts.pointset.diameter_m) if pts.pointset is not None and hasattr(pts.pointset, "diameter_m") else float(dist.max())
+            dist[i0 : i0 + step] = _haversine_m(
+                pts.lon[i0 : i0 + step, None], pts.lat[i0 : i0 + step, None], pts.lon, pts.lat
+            )
+        diameter = (
+            float(pts.pointset.diameter_m)
+            if pts.pointset is not None and hasattr(pts.pointset, "diameter_m")
+            else float(dist.max())
+        )
     else:
         diameter = pts.diameter_m()
     if diameter <= 0.0:

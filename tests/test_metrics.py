@@ -45,7 +45,9 @@ def test_normalized_error_geodataframe_any_crs_matches_index_input():
     ne = normalized_error(ORIG, PERT, points=P)
     assert normalized_error(as_gdf(ORIG), as_gdf(PERT)) == pytest.approx(ne, rel=1e-12)
     # projected CRS: vertices are reprojected back to WGS84 before the haversine
-    assert normalized_error(as_gdf(ORIG, "EPSG:3857"), as_gdf(PERT, "EPSG:32631")) == pytest.approx(ne, rel=1e-9)
+    assert normalized_error(as_gdf(ORIG, "EPSG:3857"), as_gdf(PERT, "EPSG:32631")) == pytest.approx(
+        ne, rel=1e-9
+    )
     # mixed: index arrays against a GeoDataFrame
     assert normalized_error(ORIG, as_gdf(PERT), points=P) == pytest.approx(ne, rel=1e-12)
 
@@ -97,7 +99,9 @@ def test_row_order_invariance():
     rb = range_query_error(orig2, pert2, [(0.0, 50.2, 10.0), (0.2, 50.1, 5.0)], points=pts)
     pd.testing.assert_frame_equal(ra, rb)
     for fn in (length_error, diameter_error):
-        assert fn(orig, pert, points=pts, method="mae") == pytest.approx(fn(orig2, pert2, points=pts, method="mae"))
+        assert fn(orig, pert, points=pts, method="mae") == pytest.approx(
+            fn(orig2, pert2, points=pts, method="mae")
+        )
 
 
 def test_row_count_mismatch_raises():

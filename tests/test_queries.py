@@ -17,7 +17,10 @@ R_KM = 6371.0
 def hav_km(lon1, lat1, lon2, lat2):
     """Scalar haversine, written out independently of the library (ALGORITHM §2.1)."""
     p1, p2 = math.radians(lat1), math.radians(lat2)
-    h = math.sin((p2 - p1) / 2) ** 2 + math.cos(p1) * math.cos(p2) * math.sin(math.radians(lon2 - lon1) / 2) ** 2
+    h = (
+        math.sin((p2 - p1) / 2) ** 2
+        + math.cos(p1) * math.cos(p2) * math.sin(math.radians(lon2 - lon1) / 2) ** 2
+    )
     return 2 * R_KM * math.asin(math.sqrt(min(max(h, 0.0), 1.0)))
 
 
@@ -40,7 +43,9 @@ def polygons():
     for _ in range(8):
         c = rng.uniform([-0.2, 51.3], [0.2, 51.7])
         out.append(shapely.Point(c).buffer(float(rng.uniform(0.01, 0.08)), quad_segs=4))
-    out.append(shapely.MultiPolygon([shapely.box(-0.1, 51.4, -0.05, 51.45), shapely.box(0.05, 51.5, 0.1, 51.6)]))
+    out.append(
+        shapely.MultiPolygon([shapely.box(-0.1, 51.4, -0.05, 51.45), shapely.box(0.05, 51.5, 0.1, 51.6)])
+    )
     return out
 
 
@@ -52,9 +57,7 @@ def test_range_count_polygons_vs_brute_force(trips, polygons):
         brute_line = sum(g.intersects(poly) for g in trips.geometry)
         assert range_count(trips, poly) == brute_points
         assert range_count(trips, poly, how="line") == brute_line
-    np.testing.assert_array_equal(
-        range_count(trips, polygons), [range_count(trips, p) for p in polygons]
-    )
+    np.testing.assert_array_equal(range_count(trips, polygons), [range_count(trips, p) for p in polygons])
 
 
 def test_range_count_projected_crs_and_geoseries_regions(trips, polygons):
@@ -64,7 +67,9 @@ def test_range_count_projected_crs_and_geoseries_regions(trips, polygons):
     np.testing.assert_array_equal(range_count(utm, regions), range_count(trips, polygons))
     # a bare polygon is read in the frame's CRS
     poly_utm = regions.to_crs(utm.crs).iloc[0]
-    brute = sum(any(poly_utm.intersects(shapely.Point(c)) for c in shapely.get_coordinates(g)) for g in utm.geometry)
+    brute = sum(
+        any(poly_utm.intersects(shapely.Point(c)) for c in shapely.get_coordinates(g)) for g in utm.geometry
+    )
     assert range_count(utm, poly_utm) == brute
 
 
