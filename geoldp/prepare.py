@@ -72,6 +72,11 @@ def _budget_of(mech: Any, n: int) -> float:
     return float(mech.ledger(int(n)).total()) / int(n)
 
 
+def _below(budget: float, threshold: float) -> bool:
+    # stage budgets are rounded down (ALGORITHM §6.3), so ε/n itself may come out a few ulps low
+    return budget < threshold * (1.0 - 1e-9)
+
+
 def point_budget(mechanism: Any = "atp", n: int = 1, *, epsilon: float | None = None, **options: Any) -> float:
     """Budget per point of a length-``n`` trajectory: the ledger total divided by n (= ε/n).
 
@@ -104,7 +109,12 @@ def point_budget(mechanism: Any = "atp", n: int = 1, *, epsilon: float | None = 
 def _longest_ok(mech: Any, threshold: float) -> int:
     """Largest n whose budget per point is ≥ threshold (0 if even n = 1 is below it)."""
     total = float(mech.ledger(1).total())
-    return int(np.floor(total / threshold * (1 + 1e-12))) if total >= threshold else 0
+    if _below(total, threshold):
+        return 0
+    n = max(1, int(np.floor(total / threshold * (1.0 + 1e-9))))
+    while n > 1 and _below(total / n, threshold):
+        n -= 1
+    return n
 
 
 def suggest_max_points(
@@ -136,7 +146,7 @@ def _warn_near_uniform(mech: Any, lengths: np.ndarray, *, stacklevel: int = 2) -
     if lengths.size == 0 or not hasattr(mech, "ledger"):
         return
     n_max = int(lengths.max())
-    if _budget_of(mech, n_max) >= NEAR_UNIFORM_EPSILON:
+    if not _below(_budget_of(mech, n_max), NEAR_UNIFORM_EPSILON):
         return
     n_ok = _longest_ok(mech, NEAR_UNIFORM_EPSILON)
     affected = int((lengths > n_ok).sum())
@@ -276,9 +286,10 @@ def trajectories_from_points(
     keep_v = keep_seg[seg_id]
     new_seg = np.unique(seg_id[keep_v], return_inverse=True)[1] if keep_v.any() else np.zeros(0, np.int64)
     lines = _lines_from(xy[keep_v], new_seg, int(keep_seg.sum()))
-    first_v = np.flatnonzero(brk)[keep_seg]
-    last_v = np.concatenate([np.flatnonzero(brk)[1:] - 1, [rows.size - 1]])[keep_seg]
-    seg_in_traj = _segment_number(traj_of_vertex[first_v])
+    starts = np.flatnonzero(brk)
+    seg_in_traj = _segment_number(traj_of_vertex[starts])[keep_seg]  # numbered before dropping
+    first_v = starts[keep_seg]
+    last_v = np.concatenate([starts[1:] - 1, [rows.size - 1]])[keep_seg]
     data: dict[Any, Any] = {
         traj_id_col: df[traj_id_col].iloc[rows[first_v]].to_numpy(),
         "segment": seg_in_traj,

@@ -1,0 +1,238 @@
+"""geoldp.prepare: points → LineStrings, duplicate removal, resampling, simplification, budget per point."""
+
+from __future__ import annotations
+
+import warnings
+
+import geopandas as gpd
+import numpy as np
+import pandas as pd
+import pytest
+import shapely
+from conftest import LINE_COORDS
+
+from geoldp import GeoLDPWarning, PrivacyWarning
+from geoldp import prepare as prep
+from geoldp.geo import haversine_m
+
+
+def coords_of(geom):
+    return shapely.get_coordinates(geom)
+
+
+# ---------------------------------------------------------------------------------------------- budget
+
+
+def test_point_budget_is_epsilon_over_n():
+    assert prep.point_budget("tp", 8, epsilon=4.0) == pytest.approx(0.5)
+    assert prep.point_budget("atp", 1, epsilon=2.0) == pytest.approx(2.0)
+    with pytest.raises(ValueError, match=r"'n' parameter of point_budget must be an int >= 1"):
+        prep.point_budget("tp", 0, epsilon=1.0)
+
+
+def test_suggest_max_points():
+    assert prep.suggest_max_points("atp", epsilon=4.0) == 40
+    assert prep.suggest_max_points("tp", epsilon=1.0, threshold=0.25) == 4
+    assert prep.suggest_max_points("tp", epsilon=0.05) == 0
+    with pytest.raises(ValueError, match="'threshold' parameter"):
+        prep.suggest_max_points("tp", epsilon=1.0, threshold=0)
+
+
+def test_near_uniform_warning_counts_only_and_advice(city_points):
+    long = np.column_stack([np.linspace(116.33, 116.44, 12), np.linspace(39.90, 39.96, 12)])
+    gdf = gpd.GeoDataFrame(geometry=[shapely.linestrings(long)] * 3 + [shapely.LineString(LINE_COORDS[0])],
+                           crs="EPSG:4326")
+    with pytest.warns(PrivacyWarning, match=r"^3 trajectory\(ies\).*resample\(gdf, max_points=10\)"):
+        gdf.ldp.perturb(city_points, mechanism="tp", epsilon=1.0, rng=0)
+    one = gpd.GeoDataFrame(geometry=[shapely.Point(116.33, 39.9)], crs="EPSG:4326")
+    with pytest.warns(PrivacyWarning, match="Even a single point gets less than that: use a larger epsilon"):
+        one.ldp.perturb(city_points, mechanism="pointem", epsilon=0.05, rng=0)
+
+
+def test_no_warning_at_the_threshold(city_points):
+    line = np.column_stack([np.linspace(116.33, 116.44, 10), np.linspace(39.90, 39.96, 10)])
+    gdf = gpd.GeoDataFrame(geometry=[shapely.linestrings(line)], crs="EPSG:4326")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        gdf.ldp.perturb(city_points, mechanism="tp", epsilon=1.0, rng=0)  # ε/n = 0.1 exactly
+
+
+# ---------------------------------------------------------------------------------------------- from points
+
+
+def test_trajectories_from_points_groups_sorts_and_splits(toy_point_frame):
+    out = prep.trajectories_from_points(toy_point_frame, "traj_id", "time", min_points=1)
+    assert list(out["traj_id"]) == ["b", "a", "c"]
+    assert list(out["n_points"]) == [3, 3, 1]
+    assert out.crs == toy_point_frame.crs and isinstance(out.index, pd.RangeIndex)
+    g = toy_point_frame.geometry
+    np.testing.assert_array_equal(coords_of(out.geometry.iloc[0]), coords_of(g.iloc[[4, 0, 6]].values))
+    np.testing.assert_array_equal(coords_of(out.geometry.iloc[1]), coords_of(g.iloc[[2, 1, 5]].values))
+    # a one-point segment becomes a stationary LineString (two identical vertices)
+    assert shapely.get_num_coordinates(out.geometry.iloc[2]) == 2
+    assert out["time_start"].iloc[0] == toy_point_frame["time"].iloc[4]
+    assert out["time_end"].iloc[0] == toy_point_frame["time"].iloc[6]
+
+
+def test_trajectories_from_points_max_gap_and_min_points(toy_point_frame):
+    with pytest.warns(GeoLDPWarning, match=r"^2 segment\(s\) with fewer than 2 point\(s\) were dropped"):
+        out = prep.trajectories_from_points(toy_point_frame, "traj_id", "time", max_gap="90s")
+    # b: t=0 | t=2,2 -> segments [1 pt] dropped, [2 pts]; a: t=0,1,2 stays; c: 1 pt dropped
+    assert list(out["traj_id"]) == ["b", "a"]
+    assert list(out["segment"]) == [1, 0]
+    assert list(out["n_points"]) == [2, 3]
+
+
+def test_trajectories_from_points_numeric_time():
+    gdf = gpd.GeoDataFrame({"id": [1] * 5, "t": [0.0, 1.0, 2.0, 10.0, 11.0]},
+                           geometry=gpd.points_from_xy(np.linspace(116.3, 116.4, 5), [39.9] * 5), crs=4326)
+    out = prep.trajectories_from_points(gdf, "id", "t", max_gap=5)
+    assert list(out["n_points"]) == [3, 2] and list(out["segment"]) == [0, 1]
+    with pytest.raises(TypeError, match="'max_gap' parameter .* must be a number"):
+        prep.trajectories_from_points(gdf, "id", "t", max_gap="5min")
+
+
+def test_trajectories_from_points_errors(toy_point_frame, toy_lines):
+    with pytest.raises(ValueError, match="needs time_col"):
+        prep.trajectories_from_points(toy_point_frame, "traj_id", max_gap="1h")
+    with pytest.raises(ValueError, match=r"\['nope'\] not found"):
+        prep.trajectories_from_points(toy_point_frame, "nope", "time")
+    with pytest.raises(TypeError, match="needs Point rows"):
+        prep.trajectories_from_points(toy_lines, "user")
+    with pytest.raises(ValueError, match="'max_gap' parameter .* must be positive"):
+        prep.trajectories_from_points(toy_point_frame, "traj_id", "time", max_gap="-1h")
+    bad = toy_point_frame.copy()
+    bad.loc[2, "time"] = pd.NaT
+    with pytest.raises(ValueError, match=r"Row position 2 .*missing time"):
+        prep.trajectories_from_points(bad, "traj_id", "time")
+
+
+def test_trajectories_from_points_then_perturb(toy_point_frame, city_points):
+    lines = prep.trajectories_from_points(toy_point_frame, "traj_id", "time", min_points=1)
+    out = lines.ldp.perturb(city_points, epsilon=4.0, rng=0)
+    assert list(out.columns) == ["geometry"]  # times/ids dropped by default
+    assert len(out) == 3
+
+
+# ---------------------------------------------------------------------------------------------- duplicates
+
+
+def test_drop_consecutive_duplicates_exact(toy_lines):
+    gdf = toy_lines.copy()
+    gdf.loc[10, "geometry"] = shapely.LineString([(116.32, 39.90), (116.32, 39.90), (116.33, 39.91),
+                                                  (116.32, 39.90)])
+    out = prep.drop_consecutive_duplicates(gdf)
+    assert out.index.equals(gdf.index) and list(out.columns) == list(gdf.columns)
+    assert shapely.get_num_coordinates(out.geometry.values).tolist() == [3, 2, 4, 2]
+    # the stationary row keeps its two identical vertices (a LineString needs two)
+    np.testing.assert_array_equal(coords_of(out.geometry.loc[5]), coords_of(gdf.geometry.loc[5]))
+    assert gdf.geometry.loc[10].equals(shapely.LineString([(116.32, 39.90), (116.32, 39.90), (116.33, 39.91),
+                                                           (116.32, 39.90)]))  # input unchanged
+
+
+def test_drop_consecutive_duplicates_snapped(city_points):
+    # four fixes around one venue, then one at another
+    coords = [(116.3201, 39.9011), (116.3202, 39.9009), (116.3199, 39.9012), (116.4051, 39.9488)]
+    gdf = gpd.GeoDataFrame(geometry=[shapely.LineString(coords)], crs="EPSG:4326")
+    out = prep.drop_consecutive_duplicates(gdf, city_points)
+    np.testing.assert_array_equal(coords_of(out.geometry.iloc[0]), np.asarray(coords)[[0, 3]])
+    same = gpd.GeoDataFrame(geometry=[shapely.LineString(coords[:3])], crs="EPSG:4326")
+    out = prep.drop_consecutive_duplicates(same, city_points)
+    assert shapely.get_num_coordinates(out.geometry.iloc[0]) == 2
+
+
+# ---------------------------------------------------------------------------------------------- resample
+
+
+def _line(n, crs="EPSG:4326"):
+    coords = np.column_stack([np.linspace(116.30, 116.40, n), np.linspace(39.90, 39.95, n)])
+    return gpd.GeoDataFrame({"k": [1]}, geometry=[shapely.linestrings(coords)], crs=crs)
+
+
+def test_resample_max_points():
+    gdf = pd.concat([_line(50), _line(3)], ignore_index=True)
+    out = prep.resample(gdf, max_points=10)
+    assert shapely.get_num_coordinates(out.geometry.values).tolist() == [10, 3]
+    c_in, c_out = coords_of(gdf.geometry.iloc[0]), coords_of(out.geometry.iloc[0])
+    np.testing.assert_array_equal(c_out[[0, -1]], c_in[[0, -1]])
+    assert out.geometry.iloc[1].equals_exact(gdf.geometry.iloc[1], 0)  # short rows untouched
+    assert list(out.columns) == ["k", "geometry"]
+
+
+def test_resample_spacing_m():
+    gdf = _line(5)
+    c = coords_of(gdf.geometry.iloc[0])
+    total = float(np.sum(haversine_m(c[:-1, 0], c[:-1, 1], c[1:, 0], c[1:, 1])))
+    out = prep.resample(gdf, spacing_m=1000.0)
+    n = shapely.get_num_coordinates(out.geometry.iloc[0])
+    assert n == int(np.ceil(total / 1000.0)) + 1
+    o = coords_of(out.geometry.iloc[0])
+    steps = haversine_m(o[:-2, 0], o[:-2, 1], o[1:-1, 0], o[1:-1, 1])
+    np.testing.assert_allclose(steps, 1000.0, rtol=1e-3)
+    out = prep.resample(gdf, spacing_m=1000.0, max_points=4)
+    assert shapely.get_num_coordinates(out.geometry.iloc[0]) == 4
+
+
+def test_resample_keeps_crs():
+    gdf = _line(30).to_crs("EPSG:32650")
+    out = prep.resample(gdf, max_points=5)
+    assert out.crs == gdf.crs
+    np.testing.assert_allclose(coords_of(out.geometry.iloc[0])[[0, -1]], coords_of(gdf.geometry.iloc[0])[[0, -1]],
+                               atol=1e-6)
+
+
+def test_resample_errors(toy_point_frame):
+    with pytest.raises(ValueError, match="needs max_points or spacing_m"):
+        prep.resample(_line(4))
+    with pytest.raises(ValueError, match="'max_points' parameter of resample must be an int >= 2"):
+        prep.resample(_line(4), max_points=1)
+    with pytest.raises(ValueError, match="'spacing_m' parameter of resample"):
+        prep.resample(_line(4), spacing_m=-5)
+    with pytest.raises(TypeError, match="'spacing_m' parameter of resample"):
+        prep.resample(_line(4), spacing_m="5")
+    with pytest.raises(TypeError, match="works on LineString rows.*trajectories_from_points"):
+        prep.resample(toy_point_frame, max_points=3)
+
+
+def test_resample_then_no_near_uniform_warning(city_points):
+    gdf = _line(200)
+    with pytest.warns(PrivacyWarning, match="budget per point"):
+        gdf.ldp.perturb(city_points, mechanism="atp", epsilon=4.0, rng=0)
+    short = prep.resample(gdf, max_points=prep.suggest_max_points("atp", epsilon=4.0))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        short.ldp.perturb(city_points, mechanism="atp", epsilon=4.0, rng=0)
+
+
+# ---------------------------------------------------------------------------------------------- simplify
+
+
+def test_simplify_keeps_original_vertices():
+    # a straight line with a small wiggle and one big detour
+    lon = np.linspace(116.30, 116.40, 11)
+    lat = np.full(11, 39.90)
+    lat[3] += 1e-6  # ~0.1 m wiggle: removed
+    lat[6] += 0.01  # ~1.1 km detour: kept
+    gdf = gpd.GeoDataFrame(geometry=[shapely.linestrings(np.column_stack([lon, lat]))], crs="EPSG:4326")
+    out = prep.simplify(gdf, 50.0)
+    got = coords_of(out.geometry.iloc[0])
+    orig = coords_of(gdf.geometry.iloc[0])
+    assert {tuple(r) for r in got} <= {tuple(r) for r in orig}  # bit-identical original vertices
+    assert len(got) == 5  # endpoints, the detour and its two neighbours
+    np.testing.assert_array_equal(got[[0, -1]], orig[[0, -1]])
+    assert prep.simplify(gdf, 0.0).geometry.iloc[0].equals_exact(gdf.geometry.iloc[0], 0)
+
+
+def test_simplify_stationary_and_max_points():
+    gdf = gpd.GeoDataFrame(geometry=[shapely.LineString([(116.3, 39.9)] * 4), _line(40).geometry.iloc[0]],
+                           crs="EPSG:4326")
+    out = prep.simplify(gdf, 5.0, max_points=3)
+    n = shapely.get_num_coordinates(out.geometry.values)
+    assert n[0] >= 2 and n[1] <= 3
+
+
+def test_simplify_errors():
+    with pytest.raises(ValueError, match="'tolerance_m' parameter of simplify"):
+        prep.simplify(_line(4), -1.0)
+    with pytest.raises(TypeError, match="'tolerance_m' parameter of simplify"):
+        prep.simplify(_line(4), None)
