@@ -178,7 +178,9 @@ def plot_utility(
     if ax is None:
         _, ax = plt.subplots(figsize=(6, 4))
     stats = sub.groupby([hue, x], sort=True)["value"].agg(["mean", "std", "count"]).reset_index()
-    for name, grp in stats.groupby(hue, sort=False):
+    order = list(dict.fromkeys(sub[hue]))  # lines in order of first appearance in the table
+    for name in order:
+        grp = stats[stats[hue] == name]
         yerr = grp["std"].where(grp["count"] > 1).fillna(0.0).to_numpy()
         ax.errorbar(
             grp[x].to_numpy(float),

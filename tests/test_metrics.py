@@ -282,3 +282,57 @@ def test_evaluate_exported_at_package_root():
     import geoldp
 
     assert geoldp.evaluate is metrics.evaluate
+
+
+# ------------------------------------------------------------------------------------------------------
+# experiments/paper_setup.py (the script must skip cleanly without data; loading maps loc_id -> row order)
+# ------------------------------------------------------------------------------------------------------
+
+
+def _paper_setup():
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "experiments" / "paper_setup.py"
+    spec = importlib.util.spec_from_file_location("paper_setup", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_paper_setup_skips_without_data(tmp_path, capsys):
+    assert _paper_setup().main(["--data", str(tmp_path / "absent"), "--out", str(tmp_path / "out")]) == 0
+    assert "not found" in capsys.readouterr().out
+    assert not (tmp_path / "out").exists()
+
+
+def test_paper_setup_small_synthetic_run(tmp_path):
+    mod = _paper_setup()
+    folder = tmp_path / "data" / "cps_atp"
+    folder.mkdir(parents=True)
+    rng = np.random.default_rng(0)
+    m = 12
+    ids = [f"B{i:02d}" for i in range(m)]
+    lon = -123.25 + rng.uniform(0, 0.03, m)
+    lat = 49.25 + rng.uniform(0, 0.02, m)
+    pd.DataFrame({"loc_id": ids, "lon": lon, "lat": lat}).to_csv(folder / "points.csv", index=False)
+    rows = []
+    for t in range(30):
+        for s, j in enumerate(rng.integers(0, m, size=int(rng.integers(2, 5)))):
+            rows.append((str(t), s, lon[j], lat[j], ids[j]))
+    traj = pd.DataFrame(rows, columns=["traj_id", "seq", "lon", "lat", "loc_id"])
+    traj.to_csv(folder / "trajectories.csv.gz", index=False)
+    plon, plat, trajs = mod.load_dataset(folder)
+    np.testing.assert_array_equal(plon, lon)
+    assert [len(t) for t in trajs] == traj.groupby("traj_id", sort=False).size().tolist()
+    np.testing.assert_array_equal(np.concatenate(trajs), [ids.index(x) for x in traj.loc_id])
+    out = tmp_path / "out"
+    args = ["--data", str(tmp_path / "data"), "--out", str(out), "--datasets", "cps_atp,chi_atp"]
+    args += ["--mechanisms", "uniform,pointem", "--epsilons", "1,4", "--reps", "2", "--no-plots"]
+    assert mod.main(args) == 0
+    table = pd.read_csv(out / "paper_setup.csv")
+    # 2 mechanisms x 2 ε x 2 reps x (NE + 5 PRQ)
+    assert len(table) == 2 * 2 * 2 * 6
+    assert set(table.param.dropna()) == {0.1, 0.25, 0.5, 1.0, 2.0}
+    exact = pd.read_csv(out / "exact_baselines.csv")
+    assert exact.mechanism.tolist() == ["uniform", "pointem", "pointem"]
