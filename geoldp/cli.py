@@ -20,6 +20,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, NoReturn, TextIO
 
+import numpy as np
+
 __all__ = ["main", "build_parser"]
 
 PROG = "geoldp"
@@ -209,7 +211,13 @@ def write_frame(gdf: Any, path: str | os.PathLike[str]) -> list[Path]:
     elif fmt == "Parquet":
         gdf.to_parquet(p)
     elif fmt == "CSV":
-        frame = gdf.to_wkt() if hasattr(gdf, "to_wkt") else gdf
+        import pandas as pd
+        import shapely
+
+        # WGS 84 (CSV carries no CRS), full precision: vertices read back bit-identical to the public points
+        wgs = gdf if gdf.crs is None or gdf.crs.equals("EPSG:4326") else gdf.to_crs("EPSG:4326")
+        frame = pd.DataFrame(wgs.drop(columns=wgs.geometry.name))
+        frame["geometry"] = shapely.to_wkt(np.asarray(wgs.geometry.values), rounding_precision=-1)
         frame.to_csv(p, index=False)
     else:
         gdf.to_file(p, driver=fmt)
