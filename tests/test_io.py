@@ -1,0 +1,218 @@
+"""geoldp.io: RFC 7946 GeoJSON with the ledger, GPKG/GeoParquet round trips, readers for the CLI."""
+
+from __future__ import annotations
+
+import json
+
+import geopandas as gpd
+import numpy as np
+import pandas as pd
+import pytest
+import shapely
+
+from geoldp import io as gio
+
+EPS = 4.0
+
+
+@pytest.fixture
+def perturbed(toy_lines, city_points):
+    return toy_lines.ldp.perturb(city_points, epsilon=EPS, rng=0)
+
+
+def assert_same_geometry(a, b, exact=True):
+    ca = shapely.get_coordinates(a.geometry.values)
+    cb = shapely.get_coordinates(b.geometry.values)
+    if exact:
+        np.testing.assert_array_equal(ca, cb)
+    else:
+        np.testing.assert_allclose(ca, cb, rtol=0, atol=1e-9)
+    assert list(a.geom_type) == list(b.geom_type)
+
+
+# ---------------------------------------------------------------------------------------------- GeoJSON
+
+
+def test_geojson_rfc7946_with_ledger_member(tmp_path, perturbed):
+    path = gio.to_geojson(perturbed, tmp_path / "out.geojson")
+    doc = json.loads(path.read_text(encoding="utf-8"))
+    assert doc["type"] == "FeatureCollection"
+    assert "crs" not in doc  # RFC 7946: WGS 84 implied
+    assert doc["geoldp"] == json.loads(json.dumps(perturbed.attrs["geoldp"]))
+    lon, lat = doc["features"][0]["geometry"]["coordinates"][0]
+    assert 116 < lon < 117 and 39 < lat < 41  # lon/lat order
+    back = gpd.read_file(path)  # what QGIS uses (GDAL's GeoJSON driver)
+    assert back.crs.to_epsg() == 4326
+    assert_same_geometry(back, perturbed)
+
+
+def test_geojson_reprojects_to_wgs84(tmp_path, perturbed):
+    utm = perturbed.to_crs("EPSG:32650")
+    utm.attrs = perturbed.attrs
+    path = gio.to_geojson(utm, tmp_path / "utm.geojson")
+    doc = json.loads(path.read_text())
+    assert "crs" not in doc and "geoldp" in doc
+    back = gpd.read_file(path)
+    assert_same_geometry(back, perturbed, exact=False)
+
+
+def test_geojson_sidecar_and_no_ledger(tmp_path, perturbed):
+    path = gio.to_geojson(perturbed, tmp_path / "a.geojson", ledger="sidecar")
+    assert "geoldp" not in json.loads(path.read_text())
+    side = gio.ledger_path(path)
+    assert side.name == "a.geojson.ledger.json"
+    assert json.loads(side.read_text())["mechanism"] == "atp"
+    path = gio.to_geojson(perturbed, tmp_path / "b.geojson", ledger=False)
+    assert "geoldp" not in json.loads(path.read_text())
+    assert not gio.ledger_path(path).exists()
+    with pytest.raises(ValueError, match=r"ledger='yes'.*one of \(True, False, 'sidecar'\)"):
+        gio.to_geojson(perturbed, tmp_path / "c.geojson", ledger="yes")
+
+
+def test_geojson_columns_index_and_times(tmp_path, toy_lines):
+    g = toy_lines.copy()
+    path = gio.to_geojson(g, tmp_path / "t.geojson")
+    doc = json.loads(path.read_text())
+    assert [f["id"] for f in doc["features"]] == ["10", "3", "7", "5"]  # non-default index kept as id
+    assert doc["features"][0]["properties"]["start"].startswith("2001-02-03T04:05:06")
+    back = gpd.read_file(path)
+    assert list(back["user"]) == list(g["user"])
+
+
+def test_geojson_errors(tmp_path, toy_lines):
+    with pytest.raises(TypeError, match="must be a geopandas.GeoDataFrame"):
+        gio.to_geojson(pd.DataFrame({"a": [1]}), tmp_path / "x.geojson")
+    with pytest.raises(ValueError, match=r"no CRS\. Use set_crs\(\)"):
+        gio.to_geojson(toy_lines.set_crs(None, allow_override=True), tmp_path / "x.geojson")
+
+
+def test_geojson_point_output(tmp_path, toy_point_frame, city_points):
+    out = toy_point_frame.ldp.perturb(city_points, epsilon=EPS, rng=0, traj_id_col="traj_id", time_col="time")
+    path = out.ldp.to_geojson(tmp_path / "p.geojson")
+    back = gpd.read_file(path)
+    assert list(back["traj_id"]) == list(out["traj_id"])
+    assert_same_geometry(back, out)
+
+
+# ---------------------------------------------------------------------------------------------- GPKG / Parquet
+
+
+def test_gpkg_round_trip(tmp_path, perturbed):
+    path = tmp_path / "out.gpkg"
+    perturbed.to_file(path, driver="GPKG")
+    side = gio.write_ledger(perturbed, path)
+    back = gpd.read_file(path)
+    assert back.crs == perturbed.crs
+    assert_same_geometry(back, perturbed)
+    assert json.loads(side.read_text()) == json.loads(json.dumps(perturbed.attrs["geoldp"]))
+
+
+def test_gpkg_round_trip_projected(tmp_path, toy_lines, city_points):
+    out = toy_lines.to_crs("EPSG:32650").ldp.perturb(city_points, epsilon=EPS, rng=0)
+    path = tmp_path / "utm.gpkg"
+    out.to_file(path, driver="GPKG")
+    back = gio.read_trajectories(path)
+    assert back.crs.equals(out.crs)
+    assert_same_geometry(back, out)
+
+
+def test_parquet_round_trip(tmp_path, perturbed, toy_lines, city_points):
+    path = tmp_path / "out.parquet"
+    perturbed.to_parquet(path)
+    back = gpd.read_parquet(path)
+    assert back.crs == perturbed.crs
+    assert back.index.equals(perturbed.index)
+    assert_same_geometry(back, perturbed)
+    with pytest.warns(Warning, match="unprotected"):
+        kept = toy_lines.ldp.perturb(city_points, epsilon=EPS, rng=0, keep_columns=["user", "start"])
+    kept.to_parquet(tmp_path / "k.parquet")
+    back = gio.read_trajectories(tmp_path / "k.parquet")
+    pd.testing.assert_frame_equal(pd.DataFrame(back.drop(columns="geometry")),
+                                  pd.DataFrame(kept.drop(columns="geometry")))
+
+
+def test_write_ledger_without_ledger(tmp_path, toy_lines):
+    assert gio.write_ledger(toy_lines, tmp_path / "x.gpkg") is None
+
+
+# ---------------------------------------------------------------------------------------------- readers
+
+
+def test_read_csv_wkt(tmp_path, toy_lines):
+    path = tmp_path / "t.csv"
+    pd.DataFrame({"trip": [1, 2], "geometry": toy_lines.geometry.iloc[:2].to_wkt()}).to_csv(path, index=False)
+    back = gio.read_trajectories(path)
+    assert back.crs.to_epsg() == 4326 and list(back["trip"]) == [1, 2]
+    assert back.geometry.iloc[0].equals(toy_lines.geometry.iloc[0])
+
+
+def test_read_csv_lonlat_points_with_time(tmp_path, toy_point_frame, city_points):
+    df = pd.DataFrame({
+        "traj": toy_point_frame["traj_id"],
+        "ts": toy_point_frame["time"].dt.strftime("%Y-%m-%dT%H:%M:%S"),
+        "Longitude": toy_point_frame.geometry.x,
+        "Latitude": toy_point_frame.geometry.y,
+    })
+    path = tmp_path / "pts.csv"
+    df.to_csv(path, index=False)
+    back = gio.read_trajectories(path, traj_id_col="traj", time_col="ts")
+    assert pd.api.types.is_datetime64_any_dtype(back["ts"])
+    assert "Longitude" not in back.columns and (back.geom_type == "Point").all()
+    a = back.ldp.perturb(city_points, epsilon=EPS, rng=1, traj_id_col="traj", time_col="ts")
+    b = toy_point_frame.ldp.perturb(city_points, epsilon=EPS, rng=1, traj_id_col="traj_id", time_col="time")
+    assert a.geometry.equals(b.geometry)
+
+
+def test_read_csv_explicit_columns_and_crs(tmp_path):
+    df = pd.DataFrame({"e": [447000.0, 448000.0], "n": [4417000.0, 4418000.0]})
+    path = tmp_path / "utm.csv"
+    df.to_csv(path, index=False)
+    back = gio.read_points(path, lon_col="e", lat_col="n", crs="EPSG:32650")
+    assert back.crs.to_epsg() == 32650 and len(back) == 2
+
+
+def test_read_csv_errors(tmp_path):
+    path = tmp_path / "bad.csv"
+    pd.DataFrame({"a": [1], "b": [2]}).to_csv(path, index=False)
+    with pytest.raises(ValueError, match=r"found neither a WKT column .*Available columns: \['a', 'b'\]"):
+        gio.read_trajectories(path)
+    path2 = tmp_path / "wkt.csv"
+    pd.DataFrame({"geometry": ["not wkt"]}).to_csv(path2, index=False)
+    with pytest.raises(ValueError, match="not valid WKT"):
+        gio.read_trajectories(path2)
+    with pytest.raises(FileNotFoundError, match="no such file"):
+        gio.read_trajectories(tmp_path / "missing.csv")
+
+
+def test_read_trajectories_checks_columns(tmp_path, perturbed):
+    path = gio.to_geojson(perturbed, tmp_path / "o.geojson")
+    with pytest.raises(ValueError, match=r"\['traj'\].*Available columns"):
+        gio.read_trajectories(path, traj_id_col="traj")
+
+
+def test_read_plain_parquet_lonlat(tmp_path):
+    path = tmp_path / "plain.parquet"
+    pd.DataFrame({"lon": [116.3, 116.4], "lat": [39.9, 39.95], "id": [1, 1]}).to_parquet(path)
+    back = gio.read_trajectories(path, traj_id_col="id")
+    assert back.crs.to_epsg() == 4326 and (back.geom_type == "Point").all()
+
+
+def test_read_with_crs_override(tmp_path, perturbed):
+    path = gio.to_geojson(perturbed, tmp_path / "o.geojson")
+    back = gio.read_trajectories(path, crs="EPSG:3857")
+    assert back.crs.to_epsg() == 3857
+
+
+def test_read_points(tmp_path, city_points_gdf, toy_lines):
+    p = tmp_path / "pts.gpkg"
+    city_points_gdf.to_file(p, driver="GPKG")
+    back = gio.read_points(p)
+    assert_same_geometry(back, city_points_gdf)
+    lines = tmp_path / "lines.geojson"
+    toy_lines.to_file(lines, driver="GeoJSON")
+    with pytest.raises(TypeError, match="row position 0 is not a Point"):
+        gio.read_points(lines)
+    csv = tmp_path / "p.csv"
+    pd.DataFrame({"x": [116.3, np.nan], "y": [39.9, 39.9]}).to_csv(csv, index=False)
+    with pytest.raises(ValueError, match="row position 1 has a missing geometry"):
+        gio.read_points(csv)
