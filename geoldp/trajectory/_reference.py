@@ -27,6 +27,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+import numba
 import numpy as np
 
 from geoldp import _kernels
@@ -164,6 +165,14 @@ class _Private:
         return self._anchor
 
 
+@numba.njit(cache=True)
+def sectors_to(lam0, phi0, lam, phi, g, centred, out):
+    """``out[b] = sec_g(θ((lam0, phi0) → (lam[b], phi[b])))``: sectors of targets seen from one origin."""
+    for b in range(out.shape[0]):
+        out[b] = _kernels.sector(_kernels.bearing_rad(lam0, phi0, lam[b], phi[b]), g, centred)
+    return out
+
+
 def anchor_location(lam: np.ndarray, phi: np.ndarray, vector: bool) -> tuple[float, float]:
     """Mean location α of one trajectory (radians): arithmetic means (Eq. 8) or the 3-D vector mean (C9).
 
@@ -228,6 +237,8 @@ def _shared(arr: np.ndarray) -> bool:
 def _rows(value, B: int) -> np.ndarray:
     """Broadcast a public value to a leading batch axis of length B (a view, no copy)."""
     arr = np.asarray(value)
+    if B == 1:
+        return arr[None]
     return np.broadcast_to(arr, (B,) + arr.shape)
 
 
@@ -306,13 +317,8 @@ class _CopyRun:
         """True sector δ_{k,j} = sec_g(θ(P_{â_k} → x_j)) per row; origin = the PERTURBED pivot (§5.4)."""
         ctx, priv = self.ctx, self.priv
         origin = self.points[k]
-        out = np.empty(priv.B, dtype=np.int64)
-        lo, po = ctx.lam[origin], ctx.phi[origin]
-        i = j - 1
-        for b in range(priv.B):
-            theta = _kernels.bearing_rad(lo, po, priv.lam[b, i], priv.phi[b, i])
-            out[b] = _kernels.sector(theta, ctx.g, ctx.centred)
-        return out
+        return sectors_to(ctx.lam[origin], ctx.phi[origin], priv.lam[:, j - 1], priv.phi[:, j - 1], ctx.g,
+                          ctx.centred, np.empty(priv.B, dtype=np.int64))
 
     def _point_set(self, k: int, j: int, d_hat: int) -> np.ndarray:
         """GetPointSet(â_k, δ̂_{k,j}, Ω) per row as a (B, m) mask (ALGORITHM §2.5, §5.4)."""
@@ -400,7 +406,7 @@ class _CopyRun:
         if ctx.continuous:
             return Stage(self.copy, "radius_sw", positions, eps_r, np.empty(0), None, public, r,
                          sw_params=(b_half, eps_r))
-        pmf = np.stack([_mech.sw_bucket_masses(float(v), eps_r, ctx.sw_buckets) for v in r])
+        pmf = np.atleast_2d(_mech.sw_bucket_masses(r, eps_r, ctx.sw_buckets))
         return Stage(self.copy, "radius_sw", positions, eps_r, np.arange(ctx.sw_buckets), pmf, public, r,
                      sw_params=(b_half, eps_r))
 
@@ -418,17 +424,20 @@ class _CopyRun:
         branch = np.zeros(self.priv.B, dtype=np.int64)
         empty = ~domain.any(axis=1)
         if empty.any():
-            left, right = sets.get(j - 1), sets.get(j + 1)
-            for b in np.flatnonzero(empty):
-                if ctx.neighbour_fallback and left is not None and left[b].any():
-                    domain[b] = left[b]
-                    branch[b] = 1
-                elif ctx.neighbour_fallback and right is not None and right[b].any():
-                    domain[b] = right[b]
-                    branch[b] = 2
-                else:
-                    domain[b] = self.region[b]
-                    branch[b] = 3
+            todo = empty.copy()
+            if ctx.neighbour_fallback:
+                for code, s in ((1, sets.get(j - 1)), (2, sets.get(j + 1))):
+                    if s is None:
+                        continue
+                    use = todo & s.any(axis=1)
+                    if use.any():
+                        domain[use] = s[use] if s.shape[0] > 1 else s[0]
+                        branch[use] = code
+                        todo &= ~use
+            if todo.any():
+                region = self.region
+                domain[todo] = region[todo] if not _shared(region) else region[0]
+                branch[todo] = 3
         return domain, branch
 
     # -- advancing -------------------------------------------------------------------------------------
@@ -519,10 +528,16 @@ def perturb_one(ctx: _Context, x_lam: np.ndarray, x_phi: np.ndarray, source) -> 
     priv = _Private(ctx, x_lam[None, :], x_phi[None, :])
     runs = new_runs(ctx, priv)
     for run in runs:
-        while not run.done:
-            st = run.stage()
-            run.advance(draw_stage(st, source), st)
+        sample_run(run, source)
     return output_of(ctx, runs), runs
+
+
+def sample_run(run: _CopyRun, source) -> _CopyRun:
+    """Draw every remaining stage of one copy run through ``source`` (the sampler's only loop)."""
+    while not run.done:
+        st = run.stage()
+        run.advance(draw_stage(st, source), st)
+    return run
 
 
 def output_of(ctx: _Context, runs: list[_CopyRun]) -> np.ndarray:

@@ -1,0 +1,129 @@
+"""Helpers for the trajectory tests (H2): small point sets, exact checks (TESTING §2) and chi-square (§3)."""
+
+from __future__ import annotations
+
+import itertools
+import math
+import warnings
+
+import numpy as np
+import scipy.stats
+
+from geoldp import PointSet
+from geoldp.errors import PrivacyWarning
+from geoldp.trajectory import _exact
+
+# 7 asymmetric public points in Chicago (no symmetry, so worst-case ratios are not hidden).
+CITY_LON = np.array([-87.6298, -87.6232, -87.6410, -87.6105, -87.6520, -87.6187, -87.6355])
+CITY_LAT = np.array([41.8781, 41.8827, 41.8702, 41.8950, 41.8885, 41.8650, 41.9012])
+
+TOL_ROWS = 1e-12
+
+
+def city(m: int = 6) -> PointSet:
+    """The first ``m`` city points as a PointSet."""
+    return PointSet(CITY_LON[:m], CITY_LAT[:m])
+
+
+def make(cls, **kwargs):
+    """Construct a mechanism, filtering the documented PrivacyWarning for ε > 10 (asserted elsewhere)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PrivacyWarning)
+        return cls(**kwargs)
+
+
+def all_inputs(m: int, n: int) -> np.ndarray:
+    """Every trajectory of length n over m points, shape (m**n, n)."""
+    return np.array(list(itertools.product(range(m), repeat=n)), dtype=np.int64)
+
+
+def bound(eps: float) -> float:
+    """Claimed ε plus the privacy slack tol(ε) of TESTING §0."""
+    return eps * (1 + 1e-9) + 1e-14
+
+
+def column_log_ratio(probs: np.ndarray) -> float:
+    """max over columns of ln max_x P[x, y] − ln min_x P[x, y] (inf on a support mismatch)."""
+    probs = probs[:, probs.max(axis=0) > 0]  # outputs reachable from some input
+    with np.errstate(divide="ignore"):
+        return float(np.max(np.log(probs.max(axis=0)) - np.log(probs.min(axis=0))))
+
+
+class PublicChecker:
+    """E7: records every stage whose public parameters differ between the private inputs of the batch."""
+
+    def __init__(self) -> None:
+        self.violations: list[tuple] = []
+        self.stages = 0
+
+    def __call__(self, stage, prefix) -> None:
+        self.stages += 1
+        for key, value in stage.public.items():
+            arr = np.asarray(value)
+            if arr.shape[0] > 1 and not np.array_equal(arr, np.broadcast_to(arr[:1], arr.shape)):
+                self.violations.append((stage.copy, stage.kind, stage.positions, key, prefix))
+
+
+def exact_report(mech, points, X, *, run_cls=None, merged=True) -> dict:
+    """Run the exact checks (a)(b)(c) of TESTING §2 and E7 on every copy and on the merged output."""
+    checker = PublicChecker()
+    dists = _exact.full_distributions(mech, points, X, run_cls=run_cls, on_stage=checker)
+    rep = {"rows_ok": True, "support_ok": True, "copy_lr": [], "copy_claim": [], "public": checker.violations}
+    for d in dists:
+        rep["rows_ok"] &= bool(np.all(np.abs(d.probs.sum(axis=1) - 1.0) <= TOL_ROWS))
+        rep["support_ok"] &= bool(np.all(d.probs > 0.0))
+        rep["copy_lr"].append(column_log_ratio(d.probs))
+        rep["copy_claim"].append(d.epsilon_total)
+    rep["total_lr"] = float(sum(rep["copy_lr"]))
+    rep["claim"] = float(mech.ledger(np.asarray(X).shape[1]).total())
+    if merged:
+        _, pm = _exact.merged_distribution(mech, points, dists)
+        rep["merged_rows_ok"] = bool(np.all(np.abs(pm.sum(axis=1) - 1.0) <= TOL_ROWS))
+        rep["merged_support_ok"] = bool(np.all(pm > 0.0))
+        rep["merged_lr"] = column_log_ratio(pm)
+    rep["dists"] = dists
+    return rep
+
+
+def passes(rep: dict) -> bool:
+    """True iff the report satisfies (a)(b)(c) on each copy, the whole transcript, the merge, and E7."""
+    ok = rep["rows_ok"] and rep["support_ok"] and not rep["public"]
+    ok &= all(lr <= bound(c) for lr, c in zip(rep["copy_lr"], rep["copy_claim"], strict=True))
+    ok &= rep["total_lr"] <= bound(rep["claim"])
+    if "merged_lr" in rep:
+        ok &= rep["merged_rows_ok"] and rep["merged_support_ok"] and rep["merged_lr"] <= bound(rep["claim"])
+    return bool(ok)
+
+
+def chi_square(counts: dict, expected_pmf: dict, N: int) -> tuple[float, float, int]:
+    """X² with bins of expected count < 5 pooled (TESTING §3); returns (X², critical value, df).
+
+    An observed output outside the expected support makes X² infinite.
+    """
+    if any(k not in expected_pmf or expected_pmf[k] <= 0 for k in counts):
+        return math.inf, 0.0, 0
+    keys = list(expected_pmf)
+    exp = np.array([expected_pmf[k] * N for k in keys])
+    obs = np.array([counts.get(k, 0) for k in keys], dtype=float)
+    small = exp < 5
+    e = np.concatenate([exp[~small], [exp[small].sum()]]) if small.any() else exp
+    o = np.concatenate([obs[~small], [obs[small].sum()]]) if small.any() else obs
+    keep = e > 0
+    e, o = e[keep], o[keep]
+    x2 = float(np.sum((o - e) ** 2 / e))
+    df = len(e) - 1
+    return x2, float(scipy.stats.chi2.isf(1e-6, df)), df
+
+
+def noncentrality(p_mut: dict, p: dict, N: int) -> float:
+    """λ = N Σ_y (p_mut(y) − p(y))² / p(y); infinite if the mutant puts mass outside p's support."""
+    lam = 0.0
+    for k in set(p_mut) | set(p):
+        pk = p.get(k, 0.0)
+        qk = p_mut.get(k, 0.0)
+        if pk <= 0:
+            if qk > 0:
+                return math.inf
+            continue
+        lam += (qk - pk) ** 2 / pk
+    return N * lam
