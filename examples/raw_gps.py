@@ -11,7 +11,7 @@ shows the pipeline that avoids it:
 3. ``geoldp.prepare.trajectories_from_points`` builds one LineString per trip (split at 10-minute gaps);
 4. ``drop_consecutive_duplicates`` (stops at one public point count once) and ``resample`` shrink every
    trip to the length ``suggest_max_points`` recommends for the chosen ε;
-5. ``gdf.ldp.perturb`` perturbs each trip with ATP, snapping to the public points (``snap_max_km``);
+5. ``gdf.ldp.perturb`` perturbs each trip with ATP, snapping every vertex to its nearest public point;
 6. ``to_geojson`` writes RFC 7946 GeoJSON with the privacy ledger.
 """
 
@@ -57,7 +57,7 @@ def simulate_fixes(trips, *, spacing_m: float = 60.0, noise_m: float = 8.0, seed
 
 def main(n_trips: int, out_dir: Path) -> None:
     out_dir.mkdir(parents=True, exist_ok=True)
-    pois, trips = synthetic_city(n_points=400, n_trips=n_trips, seed=7)
+    pois, trips = synthetic_city(n_points=1000, n_trips=n_trips, seed=7)
 
     # 1. raw fixes as a CSV file, as they would come from a logger
     csv = out_dir / "fixes.csv"
@@ -79,8 +79,10 @@ def main(n_trips: int, out_dir: Path) -> None:
     n_vertices = shapely.get_num_coordinates(lines.geometry.values)
     print(f"after preparation: at most {n_vertices.max()} points per trajectory (limit {max_points})")
 
-    # 5. perturb (the OS CSPRNG would be used without rng=; the seed is for this reproducible example only)
-    out = lines.ldp.perturb(pois, mechanism="atp", epsilon=EPSILON, snap_max_km=0.5, rng=1)
+    # 5. perturb (the OS CSPRNG would be used without rng=; the seed is for this reproducible example only).
+    #    snap_max_km turns "a vertex is far from every public point" (wrong CRS, wrong point set, a fix in
+    #    another city) into an error instead of a silent snap.
+    out = lines.ldp.perturb(pois, mechanism="atp", epsilon=EPSILON, snap_max_km=3.0, rng=1)
     print("released columns:", list(out.columns))
 
     # 6. GeoJSON with the ledger as a top-level "geoldp" member
