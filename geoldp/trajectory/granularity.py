@@ -44,7 +44,7 @@ _LN3 = math.log(3.0)
 _LN9 = math.log(9.0)
 _LN37 = math.log(37.0)
 # Relative tolerance under which two scores count as tied (ties go to the smaller g).
-_TIE_RTOL = 1e-12
+_TIE_RTOL = 1e-15
 
 
 def _krr_keep(g: int, x: float) -> float:

@@ -167,6 +167,7 @@ def build_ledger(epsilon: float, n: int, fractions, split: str, *, anchor: bool)
     entries = []
     for copy in COPIES:
         shares = copy_shares(n, copy, fractions, split)
+        budgets = {kind: exact_share(epsilon, share) for kind, share in shares.items()}
         for kind, positions in stage_plan(n, copy, anchor=anchor):
-            entries.append(LedgerEntry(copy, kind, positions, exact_share(epsilon, shares[kind]), shares[kind]))
+            entries.append(LedgerEntry(copy, kind, positions, budgets[kind], shares[kind]))
     return Ledger(tuple(entries), float(epsilon))
