@@ -571,8 +571,8 @@ def debiased_visit_counts(
     epsilon: Any = None,
     mechanism: Any = "pointem",
     max_km: float | None = 0.001,
-    n_iter: int = 500,
-    tol: float = 1e-7,
+    n_iter: int = 200,
+    tol: float = 1e-6,
     max_dense: int = 3000,
 ) -> np.ndarray:
     """Estimate true visit counts from PointEM output by inverting its public channel (post-processing).
@@ -593,9 +593,10 @@ def debiased_visit_counts(
         marginal channel of TP/ATP per point is not), so other values raise ``ValueError``.
     max_km : float or None, default 0.001
         Snapping tolerance for geometry input (see :func:`visit_counts`).
-    n_iter : int, default 500
-        Maximum number of iterations of the iterative Bayesian update.
-    tol : float, default 1e-7
+    n_iter : int, default 200
+        Maximum number of iterations of the iterative Bayesian update. Each iteration applies the channel
+        twice; more iterations sharpen the estimate but also fit more of the sampling noise.
+    tol : float, default 1e-6
         Stop when the L1 change of the estimate is at most ``tol`` times the number of visits.
     max_dense : int, default 3000
         Up to this |P| the m×m distance matrix is materialised once (8·m² bytes, 72 MB at m = 3000) and the
@@ -623,7 +624,9 @@ def debiased_visit_counts(
     summed over n. The target is the number of *visits* (with multiplicity), which equals the number of
     distinct visiting trajectories when no trajectory visits a point twice.
 
-    Runtime: O(m²) per iteration and length group. Memory: O(m²) up to ``max_dense`` points, O(m) above.
+    Runtime: O(m²) per iteration and length group (about 2 × 4·10⁶ multiply-adds per iteration at
+    m = 2000, so seconds to a minute for a few length groups). Memory: O(m²) up to ``max_dense`` points,
+    O(m · block) above.
 
     References
     ----------

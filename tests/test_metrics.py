@@ -336,3 +336,19 @@ def test_paper_setup_small_synthetic_run(tmp_path):
     assert set(table.param.dropna()) == {0.1, 0.25, 0.5, 1.0, 2.0}
     exact = pd.read_csv(out / "exact_baselines.csv")
     assert exact.mechanism.tolist() == ["uniform", "pointem", "pointem"]
+
+
+def test_kendall_tau_b_matches_scipy_with_ties():
+    from scipy.stats import kendalltau
+
+    rng = np.random.default_rng(9)
+    for _ in range(20):
+        k = int(rng.integers(2, 15))
+        x = rng.integers(0, 5, k).astype(float)
+        y = rng.integers(0, 5, k).astype(float)
+        ref = kendalltau(x, y).statistic
+        got = metrics._kendall_tau_b(x, y)
+        if np.isnan(ref):
+            assert np.isnan(got)
+        else:
+            assert got == pytest.approx(ref, rel=1e-12, abs=1e-15)

@@ -147,27 +147,31 @@ def _sample_pointem(trajs, P, epsilon, rng):
 
 
 def test_debiased_visit_counts_closer_to_truth_than_raw():
-    # Synthetic population with known truth: skewed popularity over 60 points in a 45 km box,
-    # 3000 trajectories of 1-3 distinct points, PointEM at ε = 20 (per-point budgets 20, 10, 6.7).
-    # Exploration runs give mean L1 errors ≈ 9.9k (raw) vs ≈ 6.2k (debiased): the assertion has a wide margin.
+    # Synthetic population with known truth: 8 hotspots among 60 points in a 45 km box, 3000 trajectories
+    # of 1-3 distinct points, PointEM at ε = 30 (per-point budgets 30, 15, 10). Over 6 seeds x 3 populations
+    # in exploration, the debiased L1 error was 0.50-0.67 x the raw one (never worse in a single population),
+    # so the 0.85 threshold on the mean of 3 populations has a wide margin.
     rng = np.random.default_rng(2024)
     m = 60
     P = np.column_stack([rng.uniform(-0.2, 0.2, m), rng.uniform(-0.2, 0.2, m)])
-    w = rng.pareto(1.0, m) + 0.05
+    w = np.zeros(m)
+    w[rng.choice(m, 8, replace=False)] = rng.uniform(1, 3, 8)
+    w += 0.02
     w /= w.sum()
     raw_err, est_err = [], []
     for _ in range(3):
         trajs = [rng.choice(m, size=int(rng.integers(1, 4)), replace=False, p=w) for _ in range(3000)]
         truth = np.bincount(np.concatenate(trajs), minlength=m)
-        out = _sample_pointem(trajs, P, 20.0, rng)
+        out = _sample_pointem(trajs, P, 30.0, rng)
         raw = visit_counts(out, P)  # distinct = visits here: PointEM outputs may repeat within a row
         raw_visits = np.bincount(np.concatenate(out), minlength=m)
-        est = debiased_visit_counts(out, P, epsilon=20.0)
+        est = debiased_visit_counts(out, P, epsilon=30.0)
         assert est.sum() == pytest.approx(raw_visits.sum())
         assert np.all(est >= 0)
         raw_err.append(np.abs(raw_visits - truth).sum())
         est_err.append(np.abs(est - truth).sum())
         assert raw.sum() <= raw_visits.sum()
+        assert est_err[-1] < raw_err[-1]
     assert np.mean(est_err) < 0.85 * np.mean(raw_err)
 
 
