@@ -165,7 +165,7 @@ def _sample_rows(n_rows: int, n: int) -> np.ndarray:
 
 
 def save_comparison_map(original: gpd.GeoDataFrame, perturbed: Mapping[str, gpd.GeoDataFrame],
-                        path: str | Path, *, points: gpd.GeoDataFrame | None = None, n: int = 60,
+                        path: str | Path, *, points: gpd.GeoDataFrame | None = None, n: int = 12,
                         dpi: int = 110) -> Path:
     """Draw original and perturbed trajectories side by side and save the figure.
 
@@ -184,7 +184,7 @@ def save_comparison_map(original: gpd.GeoDataFrame, perturbed: Mapping[str, gpd.
         Output image (PNG, PDF or SVG, by suffix).
     points : geopandas.GeoDataFrame, optional
         Public points, drawn as small grey dots.
-    n : int, default 60
+    n : int, default 12
         Number of trajectories per panel.
     dpi : int, default 110
         Resolution of raster output.

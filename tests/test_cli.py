@@ -313,3 +313,60 @@ def test_evaluate_missing_file(tmp_path, files, capsys):
     trips_path, _ = files
     assert main(["evaluate", str(trips_path), str(tmp_path / "missing.geojson")]) == 1
     assert "does not exist" in _single_error_line(capsys.readouterr().err)
+
+
+# -- mechanism options ------------------------------------------------------------------------------
+
+
+def test_options_reach_the_mechanism(tmp_path, files, capsys):
+    trips_path, points_path = files
+    out = tmp_path / "out.gpkg"
+    code = main(["perturb", str(trips_path), "--points", str(points_path), "--mechanism", "atp",
+                 "--epsilon", "2", "--granularity", "6", "--option", "sector_convention='floor'",
+                 "--option", "tie_break=index", "--seed", "3", "-o", str(out)])
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    ledger = json.loads((tmp_path / "out.gpkg.ledger.json").read_text())
+    assert ledger["granularity"] == 6
+    assert ledger["options"]["sector_convention"] == "floor"
+    assert ledger["options"]["tie_break"] == "index"
+
+
+@pytest.mark.parametrize(
+    ("extra", "match"),
+    [
+        (["--option", "sector_convention=north"], "sector_convention"),
+        (["--option", "no_such_option=1"], "no_such_option"),
+        (["--granularity", "1"], "granularity"),
+    ],
+)
+def test_bad_options_are_one_line_errors(tmp_path, files, extra, match, capsys):
+    trips_path, points_path = files
+    code = main(["perturb", str(trips_path), "--points", str(points_path), "--mechanism", "tp",
+                 "--epsilon", "2", *extra, "-o", str(tmp_path / "out.geojson")])
+    assert code == 1
+    assert match in _single_error_line(capsys.readouterr().err)
+    assert not (tmp_path / "out.geojson").exists()
+
+
+def test_malformed_option_is_usage_error(capsys):
+    assert main(["perturb", "t.geojson", "--points", "p.geojson", "--mechanism", "tp", "--epsilon", "1",
+                 "--option", "novalue", "-o", "o.geojson"]) == 2
+    assert "NAME=VALUE" in _single_error_line(capsys.readouterr().err)
+
+
+def test_csv_input_with_lon_lat_points(tmp_path, city, capsys):
+    points, trips = city
+    trips_csv = tmp_path / "trips.csv"
+    pd.DataFrame({"trip_id": trips["trip_id"],
+                  "wkt": shapely.to_wkt(trips.geometry.values, rounding_precision=-1)}).to_csv(trips_csv,
+                                                                                               index=False)
+    points_csv = tmp_path / "points.csv"
+    pd.DataFrame({"lon": points.geometry.x, "lat": points.geometry.y}).to_csv(points_csv, index=False)
+    out = tmp_path / "out.csv"
+    code = main(["perturb", str(trips_csv), "--points", str(points_csv), "--mechanism", "tp", "--epsilon", "2",
+                 "--wkt-col", "wkt", "-o", str(out)])
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    back = _read_back(out)
+    assert len(back) == len(trips)
