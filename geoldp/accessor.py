@@ -486,7 +486,7 @@ class LDPAccessor:
 
         return io.to_geojson(self._obj, path, ledger=ledger)
 
-    def range_count(self, region: Any, **kwargs: Any) -> Any:
+    def range_count(self, region: Any, *, points: Any = None, how: str = "points") -> Any:
         """Number of trajectories that visit ``region``.
 
         See Also
@@ -495,9 +495,9 @@ class LDPAccessor:
         """
         from geoldp import queries
 
-        return queries.range_count(self._obj, region, **kwargs)
+        return queries.range_count(self._obj, region, points=points, how=how)
 
-    def visit_counts(self, points: Any, **kwargs: Any) -> Any:
+    def visit_counts(self, points: Any, *, max_km: float | None = 0.001) -> Any:
         """Visits per public point.
 
         See Also
@@ -506,10 +506,20 @@ class LDPAccessor:
         """
         from geoldp import queries
 
-        return queries.visit_counts(self._obj, points, **kwargs)
+        return queries.visit_counts(self._obj, points, max_km=max_km)
 
-    def evaluate(self, perturbed: Any, **kwargs: Any) -> Any:
-        """Utility of ``perturbed`` against this (original) frame.
+    def evaluate(
+        self,
+        perturbed: Any,
+        *,
+        points: Any = None,
+        delta_km: Any = (0.5, 1.0, 2.0, 3.0, 4.0),
+        regions: Any = "auto",
+        sanity_bound: Any = "auto",
+        k: int = 10,
+        bins: int = 20,
+    ) -> Any:
+        """Utility table of ``perturbed`` against this (original) frame.
 
         See Also
         --------
@@ -517,4 +527,13 @@ class LDPAccessor:
         """
         from geoldp import metrics
 
-        return metrics.evaluate(self._obj, perturbed, **kwargs)
+        return metrics.evaluate(
+            self._obj,
+            perturbed,
+            points=points,
+            delta_km=delta_km,
+            regions=regions,
+            sanity_bound=sanity_bound,
+            k=k,
+            bins=bins,
+        )

@@ -390,6 +390,22 @@ def test_to_geojson_wrapper(tmp_path, toy_lines, city_points):
     assert doc["geoldp"]["mechanism"] == "atp"
 
 
+@pytest.mark.parametrize(
+    ("method", "module", "name"),
+    [("perturb", "geoldp.accessor", "perturb"), ("snap", "geoldp.accessor", "snap"),
+     ("to_geojson", "geoldp.io", "to_geojson"), ("range_count", "geoldp.queries", "range_count"),
+     ("visit_counts", "geoldp.queries", "visit_counts"), ("evaluate", "geoldp.metrics", "evaluate")],
+)
+def test_every_wrapper_signature_equals_its_target(method, module, name):
+    import importlib
+
+    target = inspect.signature(getattr(importlib.import_module(module), name))
+    wrapper = inspect.signature(getattr(acc.LDPAccessor, method))
+    tp = list(target.parameters.values())[1:]
+    wp = list(wrapper.parameters.values())[1:]
+    assert [(p.name, p.kind, p.default) for p in wp] == [(p.name, p.kind, p.default) for p in tp]
+
+
 def test_query_and_metric_wrappers_delegate(monkeypatch, toy_lines, city_points):
     import geoldp.metrics
     import geoldp.queries
@@ -403,7 +419,16 @@ def test_query_and_metric_wrappers_delegate(monkeypatch, toy_lines, city_points)
     assert toy_lines.ldp.evaluate("pert", points=city_points) == 3
     assert [c[0] for c in calls] == ["rc", "vc", "ev"]
     assert all(c[1] is toy_lines for c in calls)
-    assert calls[2][3] == {"points": city_points}
+    assert calls[2][3]["points"] is city_points
+
+
+def test_query_and_metric_wrappers_run(toy_lines, city_points):
+    out = toy_lines.ldp.perturb(city_points, epsilon=EPS, rng=0)
+    region = (116.39, 39.93, 5.0)
+    assert toy_lines.ldp.range_count(region) == geoldp.queries.range_count(toy_lines, region)
+    np.testing.assert_array_equal(out.ldp.visit_counts(city_points), geoldp.queries.visit_counts(out, city_points))
+    table = toy_lines.ldp.evaluate(out, points=city_points)
+    pd.testing.assert_frame_equal(table, geoldp.evaluate(toy_lines, out, points=city_points))
 
 
 def test_near_uniform_privacy_warning(city_points):
