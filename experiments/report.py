@@ -176,6 +176,20 @@ def main(argv: list[str] | None = None) -> int:
                 cells.append(f"{r['mean'].iloc[0]:.3f} (ref {v:.3f})" if len(r) else f"– (ref {v:.3f})")
             lines.append(f"| {LABEL[ds]} | " + " | ".join(cells) + " |")
         print("\n".join(lines) + "\n")
+    ev_path = args.results / "evaluate.csv"
+    if ev_path.is_file():
+        ev = pd.read_csv(ev_path)
+        for (ds, e), g in ev.groupby(["dataset", "epsilon"], sort=False):
+            print(f"#### geoldp.evaluate, {ds} ({LABEL.get(ds, ds)}), ε = {e:g}, repetition 0\n")
+            mechs = [m for m in ORDER if m in set(g.mechanism)]
+            g = g.assign(name=g.metric + g.param.map(lambda v: "" if pd.isna(v) else f" ({v:g})"))
+            names = list(dict.fromkeys(g.name))
+            print("| metric | " + " | ".join(mechs) + " |")
+            print("|---" * (len(mechs) + 1) + "|")
+            for n in names:
+                vals = [g[(g.name == n) & (g.mechanism == m)].value for m in mechs]
+                print(f"| {n} | " + " | ".join(f"{v.iloc[0]:.4g}" if len(v) else "" for v in vals) + " |")
+            print()
     t = pd.DataFrame(meta["timings"])
     print("#### Run time (seconds, all repetitions)\n")
     piv = t.pivot_table(index=["dataset", "mechanism"], values="seconds", aggfunc="sum").reset_index()
