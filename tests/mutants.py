@@ -133,11 +133,11 @@ class RadiusBudgetTimes2(_ref._CopyRun):
 @contextlib.contextmanager
 def installed(monkeypatch, run_cls):
     """Make the engine's reference sampler use ``run_cls`` (monkeypatches ``_reference.RUN_CLASS``)."""
-    monkeypatch.setitem(_ref.RUN_CLASS, 0, run_cls)
+    monkeypatch.setattr(_ref, "RUN_CLASS", run_cls)
     try:
         yield
     finally:
-        monkeypatch.setitem(_ref.RUN_CLASS, 0, _ref._CopyRun)
+        monkeypatch.setattr(_ref, "RUN_CLASS", _ref._CopyRun)
 
 
 def ledger_without_sw(monkeypatch):

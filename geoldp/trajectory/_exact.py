@@ -105,7 +105,7 @@ def copy_distribution(
     if ctx.is_atp and ctx.continuous:
         raise NotImplementedError("exact enumeration needs bucketed SW output")
     priv = _ref._Private(ctx, lam, phi)
-    cls = run_cls or _ref.RUN_CLASS[0]
+    cls = run_cls or _ref.RUN_CLASS
     root = cls(ctx, priv, copy)
     eps_total = _copy_total(ctx, copy)
     B = X.shape[0]
@@ -205,7 +205,7 @@ def next_stage(mechanism, points, x, prefix, copy: str | None, *, run_cls: type 
     x = np.asarray(x, dtype=np.int64)[None, :]
     lam, phi = _batch(points, x)
     ctx = _ref._Context(mechanism, points, x.shape[1])
-    run = (run_cls or _ref.RUN_CLASS[0])(ctx, _ref._Private(ctx, lam, phi), copy)
+    run = (run_cls or _ref.RUN_CLASS)(ctx, _ref._Private(ctx, lam, phi), copy)
     for y in prefix:
         st = run.stage()
         run.advance(y, st)
@@ -217,6 +217,6 @@ def sample_copy(mechanism, points, x, copy: str | None, source, *, run_cls: type
     x = np.asarray(x, dtype=np.int64)[None, :]
     lam, phi = _batch(points, x)
     ctx = _ref._Context(mechanism, points, x.shape[1])
-    run = (run_cls or _ref.RUN_CLASS[0])(ctx, _ref._Private(ctx, lam, phi), copy)
+    run = (run_cls or _ref.RUN_CLASS)(ctx, _ref._Private(ctx, lam, phi), copy)
     _ref.sample_run(run, source)
     return tuple(e[-1] for e in run.transcript)

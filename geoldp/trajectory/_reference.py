@@ -513,14 +513,14 @@ def draw_stage(stage: Stage, source) -> object:
 
 def new_runs(ctx: _Context, priv: _Private, run_cls=None) -> list[_CopyRun]:
     """The copy runs of one trajectory in transcript order (one run for single-copy mechanisms)."""
-    cls = run_cls or RUN_CLASS[0]
+    cls = run_cls or RUN_CLASS
     if ctx.single:
         return [cls(ctx, priv, None)]
     return [cls(ctx, priv, c) for c in COPIES]
 
 
-#: The stage-machine class used by the engine (a one-element list so tests can swap in a mutant subclass).
-RUN_CLASS: list[type] = [_CopyRun]
+#: The stage-machine class used by the sampler and the enumerator (tests monkeypatch in mutant subclasses).
+RUN_CLASS: type = _CopyRun
 
 
 def perturb_one(ctx: _Context, x_lam: np.ndarray, x_phi: np.ndarray, source) -> tuple[np.ndarray, list]:
