@@ -1,0 +1,1329 @@
+"""The numba fast path of TP, ATP and PointEM: exact sampling, no |P|×|P| memory.
+
+:func:`perturb_fast` runs whole trajectories inside one ``numba.njit`` loop. It releases exactly the same
+distribution as the reference path (:mod:`geoldp.trajectory._reference`) — every stage output, hence the
+final output — and uses the same deterministic helpers (kernels, calibration, granularity, budgets), but it
+never builds a length-|P| probability vector when it can avoid it.
+
+Randomness
+----------
+Trajectory ``i`` (0-based within the call) draws from the ChaCha20 stream ``first_stream + i`` under
+``key`` (:mod:`geoldp._random`). The output of a trajectory therefore depends only on the key, its global
+index and its data: chunking the input differently gives identical output. Within a trajectory the draws
+are consumed in transcript order (ALGORITHM §5.9): copy A then copy B; per copy the anchor EM and radius SW
+(ATP), the pivot EMs in ascending position, then per non-pivot its k-RR(s), left first, and its EM. Each
+primitive consumes a *variable* number of draws (rejection sampling); this order is stable within a minor
+version.
+
+Exact samplers
+--------------
+* **EM over a domain D ⊆ P** (ALGORITHM §3.2). Weights w_p = exp(−ε′·d(x, P_p)/(2Δ)) ≤ 1. A proposal p is
+  drawn uniformly from a public superset U ⊇ D and accepted iff p ∈ D (exact membership test with the same
+  kernels as the reference) and u < w_p. Accepted proposals are distributed ∝ w_p on D. After ``K`` failed
+  proposals the sampler enumerates D ∩ U exactly and draws by inverse CDF over the max-subtracted weights.
+  Both branches have the same conditional distribution, so the mixture is exact, and the enumeration also
+  decides emptiness of D exactly (which drives the fallback chain of §5.5).
+* **Supersets U** come from a uniform grid over the gnomonic projection of P (centred on P's mean
+  direction, used when P fits in a 60° cap). Gnomonic maps great circles to straight lines, so a sector
+  ("initial bearing from o in [θ₁, θ₂)") is the intersection of at most two half-planes and the ATP region
+  (a spherical disc) lies inside a disc of radius sec²ψ·ρ. Per grid row the constraints give one interval
+  of columns, i.e. one contiguous run of the cell-sorted points. Every bound carries a margin (1e−11 on the
+  normalised half-plane forms, which is ~10⁴ times the rounding of the bearing kernel), so U is a true
+  superset of the set the kernels define. Without a grid, U = P.
+* **k-RR** and **SW**: the samplers of ALGORITHM §3.1 / §3.3. Bucketed SW inverts the closed-form CDF of
+  the exact bucket masses by bisection (same distribution as the categorical over the masses).
+* **Merge** (§5.6): the tied minimisers of s(p) = d(p, y_A) + d(p, y_B) all lie within (s* + τ)/2 of the arc
+  midpoint and within angular distance h of the great circle through y_A, y_B with 2 sin²(h/2) ≤ (τ+err)/R
+  (for s* ≤ πR/2). Only grid runs meeting that thin strip are scanned, with an exact evaluation of s(p) for
+  every point that passes a dot-product prefilter; the tie-break is then the reference's. Larger distances
+  or no grid: full scan.
+* **ATP calibration** (§8.4): ΔR, Σ_p d and the per-test-value sums Σ_{d ≤ t_k} d, #{d ≤ t_k}, Σ_{d < t_k} d,
+  #{d < t_k} (k = 0…10) are computed once per distinct perturbed anchor with one O(|P|) pass and cached, so
+  η for any r̂ is O(1). ΔR and every membership decision near a threshold use the exact kernel; the sums
+  use the chord formula (relative error ~1e−14), so η can differ from the reference's sequential sum in
+  the last few bits only. This pass is the dominant cost of ATP at large |P| (docs/performance.md).
+
+Memory is O(|P| + total points): the grid (CSR), a few length-|P| scratch arrays and the calibration cache
+(46 floats per anchor).
+"""
+
+from __future__ import annotations
+
+import math
+import weakref
+
+import numba
+import numpy as np
+
+from geoldp import _kernels
+from geoldp._kernels import EARTH_RADIUS_M, bearing_rad, em_log_weight, haversine_rad, sector
+from geoldp.trajectory import calibration as _cal
+from geoldp.trajectory.merge import TAU_FACTOR
+
+__all__ = ["FastIndex", "last_stats", "perturb_fast"]
+
+# margins (see the module docstring)
+_MG = 1e-11  # half-plane forms (dimensionless, ~ unit-vector components)
+_U_PAD = 1e-12  # gnomonic coordinate padding before flooring to columns
+_MAX_CAP_COS = 0.5  # grid only when every point is within 60° of the centre direction
+_POINTS_PER_CELL = 6.0
+_MAX_PROPOSALS = 48  # rejection proposals before exact enumeration
+_SMALL_DOMAIN = 24  # |U| at or below this: enumerate directly
+
+# statistics slots
+ST_PROPOSALS = 0
+ST_ENUMERATIONS = 1
+ST_EMPTY = 2
+ST_FB_LEFT = 3
+ST_FB_RIGHT = 4
+ST_FB_REGION = 5
+ST_CAL_MISS = 6
+ST_CAL_HIT = 7
+ST_MERGE_FULL = 8
+ST_MERGE_CAND = 9
+ST_MERGE_EXACT = 10
+ST_EM_CALLS = 11
+_N_STATS = 12
+_STAT_NAMES = ("proposals", "enumerations", "empty_domains", "fallback_left", "fallback_right",
+               "fallback_region", "calibration_passes", "calibration_hits", "merge_full_scans",
+               "merge_candidates", "merge_exact_evals", "em_calls")
+
+_LAST_STATS: dict = {}
+
+
+def last_stats() -> dict:
+    """Counters of the last :func:`perturb_fast` call in this process (diagnostics for benchmarks)."""
+    return dict(_LAST_STATS)
+
+
+# ----------------------------------------------------------------------------------------------------
+# Spatial index (public: depends on P only)
+# ----------------------------------------------------------------------------------------------------
+
+
+class FastIndex:
+    """Gnomonic uniform grid over a PointSet (CSR, cell-sorted), built once per PointSet and cached.
+
+    Attributes
+    ----------
+    use_grid : bool
+        False when P does not fit in a 60° cap (then every superset is P and merges scan P).
+    gf : float64[12]
+        [u0, v0, cell_u, cell_v, sec²ψ_max, cos ψ_max, c0(3), unused...]
+    gi : int64[3]
+        [n_cols, n_rows, use_grid]
+    basis : float64[3, 3]
+        Rows c0, e1, e2 (centre direction and tangent basis).
+    cell_start : int64[n_cols·n_rows + 1]
+    order : int64[m]
+        Original index of each cell-sorted position.
+    sxyz : float64[m, 3]
+        Unit vectors in cell-sorted order.
+    """
+
+    def __init__(self, points) -> None:
+        xyz = np.ascontiguousarray(points.xyz, dtype=np.float64)
+        m = xyz.shape[0]
+        mean = xyz.mean(axis=0)
+        norm = float(np.linalg.norm(mean))
+        use_grid = norm > 1e-3
+        gf = np.zeros(12)
+        basis = np.eye(3)
+        if use_grid:
+            c0 = mean / norm
+            cosp = xyz @ c0
+            cmin = float(cosp.min())
+            use_grid = cmin >= _MAX_CAP_COS
+        if use_grid:
+            ref = np.array([0.0, 0.0, 1.0]) if abs(c0[2]) < 0.9 else np.array([1.0, 0.0, 0.0])
+            e1 = np.cross(ref, c0)
+            e1 /= np.linalg.norm(e1)
+            e2 = np.cross(c0, e1)
+            basis = np.vstack([c0, e1, e2])
+            u = (xyz @ e1) / cosp
+            v = (xyz @ e2) / cosp
+            umin, umax = float(u.min()), float(u.max())
+            vmin, vmax = float(v.min()), float(v.max())
+            span_u = max(umax - umin, 1e-12)
+            span_v = max(vmax - vmin, 1e-12)
+            pad_u = 1e-9 * span_u + 1e-12
+            pad_v = 1e-9 * span_v + 1e-12
+            u0, v0 = umin - pad_u, vmin - pad_v
+            span_u += 2 * pad_u
+            span_v += 2 * pad_v
+            n_cells = max(1.0, m / _POINTS_PER_CELL)
+            nu = int(min(4096, max(1, round(math.sqrt(n_cells * span_u / span_v)))))
+            nv = int(min(4096, max(1, round(n_cells / nu))))
+            cu = span_u / nu
+            cv = span_v / nv
+            col = np.clip(np.floor((u - u0) / cu), 0, nu - 1).astype(np.int64)
+            row = np.clip(np.floor((v - v0) / cv), 0, nv - 1).astype(np.int64)
+            cell = row * nu + col
+            gf[:] = [u0, v0, cu, cv, 1.0 / (cmin * cmin), cmin, c0[0], c0[1], c0[2], 0.0, 0.0, 0.0]
+        else:
+            nu = nv = 1
+            cell = np.zeros(m, dtype=np.int64)
+        order = np.argsort(cell, kind="stable").astype(np.int64)
+        counts = np.bincount(cell, minlength=nu * nv)
+        cell_start = np.zeros(nu * nv + 1, dtype=np.int64)
+        np.cumsum(counts, out=cell_start[1:])
+        self.use_grid = bool(use_grid)
+        self.gf = gf
+        self.gi = np.array([nu, nv, int(use_grid)], dtype=np.int64)
+        self.basis = np.ascontiguousarray(basis)
+        self.cell_start = cell_start
+        self.order = order
+        self.sxyz = np.ascontiguousarray(xyz[order])
+        self.xyz = xyz
+        self.lam = np.ascontiguousarray(points.lam, dtype=np.float64)
+        self.phi = np.ascontiguousarray(points.phi, dtype=np.float64)
+        self.m = m
+        self.delta = float(points.diameter_m)
+        self._kdtree = None
+        self.calibration: dict = {}
+
+    def kdtree(self):
+        """scipy cKDTree over the unit vectors (lazy; used for the ATP anchor p_α)."""
+        if self._kdtree is None:
+            from scipy.spatial import cKDTree
+
+            self._kdtree = cKDTree(self.xyz)
+        return self._kdtree
+
+
+_INDEX_CACHE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def get_index(points) -> FastIndex:
+    """The cached :class:`FastIndex` of ``points`` (built on first use)."""
+    try:
+        idx = _INDEX_CACHE.get(points)
+    except TypeError:  # not weak-referenceable: no caching
+        return FastIndex(points)
+    if idx is None:
+        idx = FastIndex(points)
+        _INDEX_CACHE[points] = idx
+    return idx
+
+
+# ----------------------------------------------------------------------------------------------------
+# numba helpers
+# ----------------------------------------------------------------------------------------------------
+
+
+# ChaCha20 stream: the same words as geoldp._random's ``stream_*`` functions (RFC 8439 block function, word
+# 12/13 = block counter, 14/15 = stream id), with the block computed in registers (about 2× faster). The
+# tests check word-for-word equality with geoldp._random.
+
+_M32 = np.uint64(0xFFFFFFFF)
+
+
+@numba.njit(cache=True, inline="always")
+def _qr(a, b, c, d):
+    a = (a + b) & _M32
+    d ^= a
+    d = ((d << np.uint64(16)) | (d >> np.uint64(16))) & _M32
+    c = (c + d) & _M32
+    b ^= c
+    b = ((b << np.uint64(12)) | (b >> np.uint64(20))) & _M32
+    a = (a + b) & _M32
+    d ^= a
+    d = ((d << np.uint64(8)) | (d >> np.uint64(24))) & _M32
+    c = (c + d) & _M32
+    b ^= c
+    b = ((b << np.uint64(7)) | (b >> np.uint64(25))) & _M32
+    return a, b, c, d
+
+
+@numba.njit(cache=True)
+def _chacha_block(key, counter, stream, out):
+    """ChaCha20 block (20 rounds) of (key, counter, stream) into ``out`` (uint32[16])."""
+    j0 = np.uint64(0x61707865)
+    j1 = np.uint64(0x3320646E)
+    j2 = np.uint64(0x79622D32)
+    j3 = np.uint64(0x6B206574)
+    j4 = np.uint64(key[0])
+    j5 = np.uint64(key[1])
+    j6 = np.uint64(key[2])
+    j7 = np.uint64(key[3])
+    j8 = np.uint64(key[4])
+    j9 = np.uint64(key[5])
+    j10 = np.uint64(key[6])
+    j11 = np.uint64(key[7])
+    c = np.uint64(counter)
+    s = np.uint64(stream)
+    j12 = c & _M32
+    j13 = c >> np.uint64(32)
+    j14 = s & _M32
+    j15 = s >> np.uint64(32)
+    x0, x1, x2, x3, x4, x5, x6, x7 = j0, j1, j2, j3, j4, j5, j6, j7
+    x8, x9, x10, x11, x12, x13, x14, x15 = j8, j9, j10, j11, j12, j13, j14, j15
+    for _ in range(10):
+        x0, x4, x8, x12 = _qr(x0, x4, x8, x12)
+        x1, x5, x9, x13 = _qr(x1, x5, x9, x13)
+        x2, x6, x10, x14 = _qr(x2, x6, x10, x14)
+        x3, x7, x11, x15 = _qr(x3, x7, x11, x15)
+        x0, x5, x10, x15 = _qr(x0, x5, x10, x15)
+        x1, x6, x11, x12 = _qr(x1, x6, x11, x12)
+        x2, x7, x8, x13 = _qr(x2, x7, x8, x13)
+        x3, x4, x9, x14 = _qr(x3, x4, x9, x14)
+    out[0] = (x0 + j0) & _M32
+    out[1] = (x1 + j1) & _M32
+    out[2] = (x2 + j2) & _M32
+    out[3] = (x3 + j3) & _M32
+    out[4] = (x4 + j4) & _M32
+    out[5] = (x5 + j5) & _M32
+    out[6] = (x6 + j6) & _M32
+    out[7] = (x7 + j7) & _M32
+    out[8] = (x8 + j8) & _M32
+    out[9] = (x9 + j9) & _M32
+    out[10] = (x10 + j10) & _M32
+    out[11] = (x11 + j11) & _M32
+    out[12] = (x12 + j12) & _M32
+    out[13] = (x13 + j13) & _M32
+    out[14] = (x14 + j14) & _M32
+    out[15] = (x15 + j15) & _M32
+
+
+@numba.njit(cache=True)
+def stream_reset(state, stream):
+    """Position ``state`` (int64[3]: stream, next block, next word) at the start of ``stream``."""
+    state[0] = stream
+    state[1] = 0
+    state[2] = 16
+
+
+@numba.njit(cache=True, inline="always")
+def _next_u32(key, buf, state):
+    if state[2] >= 16:
+        _chacha_block(key, state[1], state[0], buf)
+        state[1] += 1
+        state[2] = 0
+    w = buf[state[2]]
+    state[2] += 1
+    return np.uint64(w)
+
+
+@numba.njit(cache=True)
+def stream_uniform(key, buf, state):
+    """53-bit uniform on the 2⁻⁵³ grid from the next two words (geoldp._random.stream_uniform)."""
+    a = _next_u32(key, buf, state) >> np.uint64(5)
+    b = _next_u32(key, buf, state) >> np.uint64(6)
+    return float(a * np.uint64(67108864) + b) * (1.0 / 9007199254740992.0)
+
+
+@numba.njit(cache=True)
+def stream_integers(key, buf, state, k):
+    """Uniform on {0, …, k−1} by bitmask rejection on 64-bit words (geoldp._random.stream_integers)."""
+    if k <= 1:
+        return 0
+    mm = np.uint64(k - 1)
+    bits = 0
+    while mm > np.uint64(0):
+        bits += 1
+        mm = mm >> np.uint64(1)
+    shift = np.uint64(64 - bits)
+    kk = np.uint64(k)
+    while True:
+        a = _next_u32(key, buf, state)
+        b = _next_u32(key, buf, state)
+        cand = ((a << np.uint64(32)) | b) >> shift
+        if cand < kk:
+            return np.int64(cand)
+
+
+@numba.njit(cache=True)
+def stream_categorical_cdf(key, buf, state, cdf, n):
+    """Inverse CDF over cdf[:n] with the rounding guard (geoldp._random.stream_categorical_cdf)."""
+    u = stream_uniform(key, buf, state)
+    lo = 0
+    hi = n
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if cdf[mid] > u:
+            hi = mid
+        else:
+            lo = mid + 1
+    if lo < n:
+        return lo
+    i = n - 1
+    while i > 0 and not (cdf[i] > cdf[i - 1]):
+        i -= 1
+    return i
+
+
+@numba.njit(cache=True)
+def _np_mean(a, n):
+    """numpy's pairwise sum of a[:n] divided by n (bit-identical to ``np.mean`` of a contiguous array)."""
+    return _pairwise(a, 0, n) / n
+
+
+@numba.njit(cache=True)
+def _pairwise_leaf(a, start, n):
+    """numpy's ``pairwise_sum`` for n <= 128 (8 accumulators, then the tail)."""
+    if n < 8:
+        res = 0.0
+        for i in range(n):
+            res += a[start + i]
+        return res
+    r0 = a[start]
+    r1 = a[start + 1]
+    r2 = a[start + 2]
+    r3 = a[start + 3]
+    r4 = a[start + 4]
+    r5 = a[start + 5]
+    r6 = a[start + 6]
+    r7 = a[start + 7]
+    i = 8
+    stop = n - (n % 8)
+    while i < stop:
+        r0 += a[start + i]
+        r1 += a[start + i + 1]
+        r2 += a[start + i + 2]
+        r3 += a[start + i + 3]
+        r4 += a[start + i + 4]
+        r5 += a[start + i + 5]
+        r6 += a[start + i + 6]
+        r7 += a[start + i + 7]
+        i += 8
+    res = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
+    while i < n:
+        res += a[start + i]
+        i += 1
+    return res
+
+
+@numba.njit(cache=True)
+def _pairwise(a, start, n):
+    """numpy's recursive pairwise summation of a[start:start+n], evaluated with an explicit stack."""
+    if n <= 128:
+        return _pairwise_leaf(a, start, n)
+    st_s = np.empty(128, dtype=np.int64)
+    st_n = np.empty(128, dtype=np.int64)
+    st_k = np.zeros(128, dtype=np.int64)
+    vals = np.empty(128)
+    top = 0
+    nv = 0
+    st_s[0] = start
+    st_n[0] = n
+    st_k[0] = 0
+    while top >= 0:
+        s0 = st_s[top]
+        n0 = st_n[top]
+        if n0 <= 128:
+            vals[nv] = _pairwise_leaf(a, s0, n0)
+            nv += 1
+            top -= 1
+            continue
+        n2 = n0 // 2
+        n2 -= n2 % 8
+        if st_k[top] == 0:
+            st_k[top] = 1
+            top += 1
+            st_s[top] = s0
+            st_n[top] = n2
+            st_k[top] = 0
+        elif st_k[top] == 1:
+            st_k[top] = 2
+            top += 1
+            st_s[top] = s0 + n2
+            st_n[top] = n0 - n2
+            st_k[top] = 0
+        else:
+            right = vals[nv - 1]
+            left = vals[nv - 2]
+            nv -= 2
+            vals[nv] = left + right
+            nv += 1
+            top -= 1
+    return vals[0]
+
+
+@numba.njit(cache=True)
+def _anchor_points(flat, offsets, lam, phi, vector, out_lam, out_phi):
+    """Mean location α of every trajectory (radians), exactly as the reference's ``anchor_location``."""
+    n_traj = offsets.shape[0] - 1
+    bl = np.empty(64)
+    bp = np.empty(64)
+    for t in range(n_traj):
+        s = offsets[t]
+        n = offsets[t + 1] - s
+        if bl.shape[0] < n:
+            bl = np.empty(n)
+            bp = np.empty(n)
+        done = False
+        if vector:
+            bz = np.empty(n)
+            for i in range(n):
+                p = flat[s + i]
+                cphi = math.cos(phi[p])
+                bl[i] = cphi * math.cos(lam[p])
+                bp[i] = cphi * math.sin(lam[p])
+                bz[i] = math.sin(phi[p])
+            x = _np_mean(bl, n)
+            y = _np_mean(bp, n)
+            z = _np_mean(bz, n)
+            if math.sqrt(x * x + y * y + z * z) >= 1e-12:
+                out_lam[t] = math.atan2(y, x)
+                out_phi[t] = math.atan2(z, math.hypot(x, y))
+                done = True
+        if not done:
+            for i in range(n):
+                p = flat[s + i]
+                bl[i] = lam[p]
+                bp[i] = phi[p]
+            out_lam[t] = _np_mean(bl, n)
+            out_phi[t] = _np_mean(bp, n)
+
+
+@numba.njit(cache=True)
+def _nearest_exact(alam, aphi, cand, lam, phi, out):
+    """Among candidate columns ``cand[t, :]`` (−1 = none), the exact-kernel nearest P point, lowest index on ties.
+
+    Returns the number of rows whose candidate list may be incomplete (all k candidates within the tie
+    tolerance of the minimum): those are recomputed by a full scan.
+    """
+    n_traj = cand.shape[0]
+    k = cand.shape[1]
+    for t in range(n_traj):
+        best = np.inf
+        bi = -1
+        for j in range(k):
+            p = cand[t, j]
+            if p < 0:
+                continue
+            d = haversine_rad(alam[t], aphi[t], lam[p], phi[p])
+            if d < best or (d == best and p < bi):
+                best = d
+                bi = p
+        out[t] = bi
+
+
+@numba.njit(cache=True)
+def _nearest_scan(alam, aphi, lam, phi):
+    """Exact ``argmin_p haversine(α, P_p)`` (first minimum) by a full scan: the reference's rule."""
+    best = np.inf
+    bi = 0
+    for p in range(lam.shape[0]):
+        d = haversine_rad(alam, aphi, lam[p], phi[p])
+        if d < best:
+            best = d
+            bi = p
+    return bi
+
+
+@numba.njit(cache=True)
+def _gnomonic(x, y, z, gf, basis):
+    w = x * basis[0, 0] + y * basis[0, 1] + z * basis[0, 2]
+    u = (x * basis[1, 0] + y * basis[1, 1] + z * basis[1, 2]) / w
+    v = (x * basis[2, 0] + y * basis[2, 1] + z * basis[2, 2]) / w
+    return u, v
+
+
+@numba.njit(cache=True)
+def _add_sector_planes(hp, nh, apex, d, g, centred, lam, phi, basis):
+    """Append the (≤ 2) half-planes a·u + b·v + c ≥ 0 bounding sector ``d`` seen from P_apex."""
+    sl = math.sin(lam[apex])
+    cl = math.cos(lam[apex])
+    sp = math.sin(phi[apex])
+    cp = math.cos(phi[apex])
+    # east and north unit vectors at the apex
+    ex, ey, ez = -sl, cl, 0.0
+    nx, ny, nz = -sp * cl, -sp * sl, cp
+    if centred:
+        t1 = (2 * d - 1) * math.pi / g
+        t2 = (2 * d + 1) * math.pi / g
+    else:
+        t1 = 2 * d * math.pi / g
+        t2 = 2 * (d + 1) * math.pi / g
+    for s in range(2):
+        t = t1 if s == 0 else t2
+        sign = 1.0 if s == 0 else -1.0
+        ct = math.cos(t)
+        st = math.sin(t)
+        # c_θ = cos θ·e − sin θ·n ; condition 1: p·c_θ1 ≥ 0 ; condition 2: −p·c_θ2 > 0
+        qx = sign * (ct * ex - st * nx)
+        qy = sign * (ct * ey - st * ny)
+        qz = sign * (ct * ez - st * nz)
+        hp[nh, 0] = qx * basis[1, 0] + qy * basis[1, 1] + qz * basis[1, 2]
+        hp[nh, 1] = qx * basis[2, 0] + qy * basis[2, 1] + qz * basis[2, 2]
+        hp[nh, 2] = qx * basis[0, 0] + qy * basis[0, 1] + qz * basis[0, 2]
+        nh += 1
+    return nh
+
+
+@numba.njit(cache=True)
+def _ranges(gf, gi, cell_start, hp, nh, has_disk, du, dv, dl, lo, hi, cum):
+    """Runs of cell-sorted positions whose cells may meet {half-planes} ∩ {disc}; returns (n_runs, total).
+
+    Half-plane k: hp[k,0]·u + hp[k,1]·v + hp[k,2] ≥ −_MG. Disc: (u−du)² + (v−dv)² ≤ dl².
+    """
+    nu = gi[0]
+    nv = gi[1]
+    u0 = gf[0]
+    v0 = gf[1]
+    cu = gf[2]
+    cv = gf[3]
+    r0 = 0
+    r1 = nv - 1
+    if has_disk:
+        a = (dv - dl - v0) / cv
+        b = (dv + dl - v0) / cv
+        if b < 0.0 or a >= nv:
+            return 0, 0
+        if a > 0.0:
+            r0 = int(a)
+        if b < nv - 1:
+            r1 = int(b)
+    n_runs = 0
+    total = 0
+    for r in range(r0, r1 + 1):
+        va = v0 + r * cv
+        vb = va + cv
+        ulo = -np.inf
+        uhi = np.inf
+        if has_disk:
+            if dv < va:
+                ddv = va - dv
+            elif dv > vb:
+                ddv = dv - vb
+            else:
+                ddv = 0.0
+            if ddv > dl:
+                continue
+            half = math.sqrt(dl * dl - ddv * ddv)
+            ulo = du - half
+            uhi = du + half
+        empty = False
+        for k in range(nh):
+            ca = hp[k, 0]
+            cb = hp[k, 1]
+            cc = hp[k, 2]
+            bv = cb * va
+            if cb * vb > bv:
+                bv = cb * vb
+            rhs = -_MG - cc - bv
+            if ca > 0.0:
+                x = rhs / ca
+                if x > ulo:
+                    ulo = x
+            elif ca < 0.0:
+                x = rhs / ca
+                if x < uhi:
+                    uhi = x
+            elif rhs > 0.0:
+                empty = True
+                break
+        if empty or ulo > uhi:
+            continue
+        x = (ulo - _U_PAD - u0) / cu
+        y = (uhi + _U_PAD - u0) / cu
+        if y < 0.0 or x >= nu:
+            continue
+        c0 = 0
+        if x > 0.0:
+            c0 = int(x)
+        c1 = nu - 1
+        if y < nu - 1:
+            c1 = int(y)
+        a_pos = cell_start[r * nu + c0]
+        b_pos = cell_start[r * nu + c1 + 1]
+        if b_pos > a_pos:
+            lo[n_runs] = a_pos
+            hi[n_runs] = b_pos
+            total += b_pos - a_pos
+            cum[n_runs] = total
+            n_runs += 1
+    return n_runs, total
+
+
+@numba.njit(cache=True)
+def _pos_of(k, n_runs, lo, hi, cum):
+    """Cell-sorted position of the k-th element (0-based) of the runs."""
+    a = 0
+    b = n_runs - 1
+    while a < b:
+        mid = (a + b) // 2
+        if cum[mid] > k:
+            b = mid
+        else:
+            a = mid + 1
+    before = cum[a] - (hi[a] - lo[a])
+    return lo[a] + (k - before)
+
+
+@numba.njit(cache=True)
+def _in_domain(p, lam, phi, has_reg, reg_c, reg_r, ns, s_apex, s_dir, g, centred):
+    """Exact membership in Ω ∩ ⋂_k GetPointSet(apex_k, dir_k): the reference's kernels and argument order."""
+    if has_reg:
+        if not (haversine_rad(lam[reg_c], phi[reg_c], lam[p], phi[p]) <= reg_r):
+            return False
+    for k in range(ns):
+        o = s_apex[k]
+        if sector(bearing_rad(lam[o], phi[o], lam[p], phi[p]), g, centred) != s_dir[k]:
+            return False
+    return True
+
+
+@numba.njit(cache=True)
+def _em(xl, xp, eps, delta, lam, phi, order, full, n_runs, lo, hi, cum, total,
+        has_reg, reg_c, reg_r, ns, s_apex, s_dir, g, centred,
+        key, buf, state, sc_idx, sc_cdf, stats):
+    """Exact EM draw over D = (U ∩ domain); U = all of P if ``full`` else the runs. −1 iff D is empty."""
+    stats[ST_EM_CALLS] += 1
+    if total == 0:
+        return -1
+    if total > _SMALL_DOMAIN:
+        for _ in range(_MAX_PROPOSALS):
+            stats[ST_PROPOSALS] += 1
+            k = stream_integers(key, buf, state, total)
+            if full:
+                p = k
+            else:
+                p = order[_pos_of(k, n_runs, lo, hi, cum)]
+            if not _in_domain(p, lam, phi, has_reg, reg_c, reg_r, ns, s_apex, s_dir, g, centred):
+                continue
+            w = math.exp(em_log_weight(eps, haversine_rad(xl, xp, lam[p], phi[p]), delta))
+            if stream_uniform(key, buf, state) < w:
+                return p
+    # exact enumeration of D (also decides emptiness)
+    stats[ST_ENUMERATIONS] += 1
+    n = 0
+    top = -np.inf
+    if full:
+        for p in range(total):
+            if _in_domain(p, lam, phi, has_reg, reg_c, reg_r, ns, s_apex, s_dir, g, centred):
+                ell = em_log_weight(eps, haversine_rad(xl, xp, lam[p], phi[p]), delta)
+                sc_idx[n] = p
+                sc_cdf[n] = ell
+                if ell > top:
+                    top = ell
+                n += 1
+    else:
+        for r in range(n_runs):
+            for pos in range(lo[r], hi[r]):
+                p = order[pos]
+                if _in_domain(p, lam, phi, has_reg, reg_c, reg_r, ns, s_apex, s_dir, g, centred):
+                    ell = em_log_weight(eps, haversine_rad(xl, xp, lam[p], phi[p]), delta)
+                    sc_idx[n] = p
+                    sc_cdf[n] = ell
+                    if ell > top:
+                        top = ell
+                    n += 1
+    if n == 0:
+        stats[ST_EMPTY] += 1
+        return -1
+    if n == 1:
+        return sc_idx[0]  # |D| = 1: no draw consumed
+    s = 0.0
+    for i in range(n):
+        s += math.exp(sc_cdf[i] - top)
+        sc_cdf[i] = s
+    for i in range(n):
+        sc_cdf[i] = sc_cdf[i] / s
+    j = stream_categorical_cdf(key, buf, state, sc_cdf, n)
+    return sc_idx[j]
+
+
+@numba.njit(cache=True)
+def _krr(x, g, lie, key, buf, state):
+    """k-RR (ALGORITHM §3.1): lie with probability L, then uniform over the g − 1 other values."""
+    if stream_uniform(key, buf, state) < lie:
+        j = stream_integers(key, buf, state, g - 1)
+        if j >= x:
+            j += 1
+        return j
+    return x
+
+
+@numba.njit(cache=True)
+def _sw_cdf(j, v, b, pw, qw, w):
+    """Closed-form cumulative mass of buckets 0…j−1 (ALGORITHM §3.3)."""
+    ov = j * w - v
+    if ov < 0.0:
+        ov = 0.0
+    if ov > 2.0 * b:
+        ov = 2.0 * b
+    return qw * j * w + (pw - qw) * ov
+
+
+@numba.njit(cache=True)
+def _sw_bucket(v, eps, b, buckets, key, buf, state):
+    """Bucketed SW: inverse of the exact bucket-mass CDF (first j with u < F(j+1))."""
+    t = math.exp(-eps)
+    p = 1.0 / (2.0 * b + t)
+    q = t / (2.0 * b + t)
+    w = (1.0 + 2.0 * b) / buckets
+    u = stream_uniform(key, buf, state)
+    a = 0
+    c = buckets  # answer in [a, c)
+    while a < c:
+        mid = (a + c) // 2
+        if _sw_cdf(mid + 1, v, b, p, q, w) > u:
+            c = mid
+        else:
+            a = mid + 1
+    if a >= buckets:
+        a = buckets - 1
+    return a
+
+
+@numba.njit(cache=True)
+def _sw_continuous(v, eps, b, key, buf, state):
+    """Continuous SW (option C8), the reference's sampler."""
+    t = math.exp(-eps)
+    if stream_uniform(key, buf, state) < 2.0 * b / (2.0 * b + t):
+        return v - b + 2.0 * b * stream_uniform(key, buf, state)
+    u = stream_uniform(key, buf, state)
+    if u < v:
+        return u - b
+    return u + b
+
+
+@numba.njit(cache=True)
+def _chord_dist(ax, ay, az, bx, by, bz):
+    """Great-circle distance from the chord of two unit vectors (accurate, not the reference kernel)."""
+    dx = ax - bx
+    dy = ay - by
+    dz = az - bz
+    h = 0.5 * math.sqrt(dx * dx + dy * dy + dz * dz)
+    if h < 0.01:
+        h2 = h * h
+        s = h * (1.0 + h2 * (1.0 / 6.0 + h2 * (3.0 / 40.0 + h2 * (5.0 / 112.0 + h2 * (35.0 / 1152.0)))))
+    else:
+        if h > 1.0:
+            h = 1.0
+        s = math.asin(h)
+    return 2.0 * EARTH_RADIUS_M * s
+
+
+@numba.njit(cache=True)
+def _thresholds(dr, b, input_mapping, t):
+    """The 11 test-value distances D(v_k), the expressions of ``calibration_centre``."""
+    for k in range(11):
+        v = k / 10.0
+        if input_mapping:
+            t[k] = v * dr
+        else:
+            t[k] = (v + b) * dr / (2.0 * b + 1.0)
+
+
+@numba.njit(cache=True)
+def _calibration_pass(a, lam, phi, xyz, b, input_mapping, scratch, cal_f, slot):
+    """One O(m) pass for anchor ``a``: ΔR (exact), Σd, and threshold prefix sums/counts into cal_f[slot, a]."""
+    m = lam.shape[0]
+    ax = xyz[a, 0]
+    ay = xyz[a, 1]
+    az = xyz[a, 2]
+    dmax = 0.0
+    for p in range(m):
+        d = _chord_dist(ax, ay, az, xyz[p, 0], xyz[p, 1], xyz[p, 2])
+        scratch[p] = d
+        if d > dmax:
+            dmax = d
+    tol_max = 1e-6 + 1e-10 * dmax
+    dr = 0.0
+    for p in range(m):
+        if scratch[p] >= dmax - tol_max:
+            d = haversine_rad(lam[a], phi[a], lam[p], phi[p])
+            if d > dr:
+                dr = d
+    t = np.empty(11)
+    _thresholds(dr, b, input_mapping, t)
+    tol = 1e-6 + 1e-10 * dr
+    # bins: hist_le[k] = #{smallest k' with d <= t_k'} ; k = 11 means above every threshold
+    n_le = np.zeros(12)
+    s_le = np.zeros(12)
+    n_lt = np.zeros(12)
+    s_lt = np.zeros(12)
+    total = 0.0
+    scale = 0.0
+    if dr > 0.0:
+        if input_mapping:
+            scale = 10.0 / dr
+        else:
+            scale = 10.0 * (2.0 * b + 1.0) / dr
+    for p in range(m):
+        d = scratch[p]
+        # estimate the bin, then settle it exactly
+        if input_mapping:
+            est = d * scale
+        else:
+            est = d * scale - 10.0 * b
+        k = 0
+        if est > 0.0:
+            k = int(math.ceil(est))
+            if k > 11:
+                k = 11
+        near = False
+        for kk in range(k - 1, k + 2):
+            if 0 <= kk < 11 and abs(d - t[kk]) <= tol:
+                near = True
+        if near:
+            d = haversine_rad(lam[a], phi[a], lam[p], phi[p])
+        total += d
+        while k > 0 and d <= t[k - 1]:
+            k -= 1
+        while k < 11 and not (d <= t[k]):
+            k += 1
+        n_le[k] += 1.0
+        s_le[k] += d
+        k2 = k
+        while k2 > 0 and d < t[k2 - 1]:
+            k2 -= 1
+        while k2 < 11 and not (d < t[k2]):
+            k2 += 1
+        n_lt[k2] += 1.0
+        s_lt[k2] += d
+    cal_f[slot, a, 0] = 1.0
+    cal_f[slot, a, 1] = dr
+    cal_f[slot, a, 2] = total
+    c1 = 0.0
+    c2 = 0.0
+    c3 = 0.0
+    c4 = 0.0
+    for k in range(11):
+        c1 += n_le[k]
+        c2 += s_le[k]
+        c3 += n_lt[k]
+        c4 += s_lt[k]
+        cal_f[slot, a, 3 + k] = c1
+        cal_f[slot, a, 14 + k] = c2
+        cal_f[slot, a, 25 + k] = c3
+        cal_f[slot, a, 36 + k] = c4
+
+
+@numba.njit(cache=True)
+def _eta(cal_f, slot, a, m, r_hat, b, eps_r, input_mapping):
+    """η of ALGORITHM §8.4 from the cached prefix sums (same branches as ``calibration_centre``)."""
+    dr = cal_f[slot, a, 1]
+    total = cal_f[slot, a, 2]
+    k_lo = -1
+    k_hi = -1
+    for k in range(11):
+        v = k / 10.0
+        if v - b <= r_hat and r_hat <= v + b:
+            if k_lo < 0:
+                k_lo = k
+            k_hi = k
+    if k_lo >= 0:
+        n_c = cal_f[slot, a, 3 + k_hi] - cal_f[slot, a, 25 + k_lo]
+        if n_c > 0.0:
+            s_c = cal_f[slot, a, 14 + k_hi] - cal_f[slot, a, 36 + k_lo]
+            low = math.exp(-eps_r)
+            num = s_c + low * (total - s_c)
+            den = n_c + low * (m - n_c)
+            return num / den, dr
+    return total / (m - 1), dr
+
+
+@numba.njit(cache=True)
+def _merge(ya, yb, lam, phi, xyz, sxyz, order, gf, gi, basis, cell_start, tau, balanced,
+           lo, hi, cum, sc_idx, sc_cdf, sc_aux, stats):
+    """Merged output of one position (ALGORITHM §5.6), bit-identical to ``merge_choice``."""
+    if ya == yb:
+        return ya
+    m = lam.shape[0]
+    dab = haversine_rad(lam[ya], phi[ya], lam[yb], phi[yb])
+    err = 1e-9 + 1e-12 * dab + tau
+    use_grid = gi[2] == 1 and dab < 0.45 * math.pi * EARTH_RADIUS_M
+    n = 0
+    if use_grid:
+        ax, ay, az = xyz[ya, 0], xyz[ya, 1], xyz[ya, 2]
+        bx, by, bz = xyz[yb, 0], xyz[yb, 1], xyz[yb, 2]
+        mx, my, mz = ax + bx, ay + by, az + bz
+        mn = math.sqrt(mx * mx + my * my + mz * mz)
+        mx /= mn
+        my /= mn
+        mz /= mn
+        # ball: every tied point is within (s* + τ)/2 of the midpoint, s* <= dab
+        rho = 0.5 * (dab + tau + 2.0 * err) / EARTH_RADIUS_M
+        du, dv = _gnomonic(mx, my, mz, gf, basis)
+        dl = gf[4] * rho * (1.0 + 1e-9) + 1e-12
+        # slab around the great circle: 1 − cos h <= (τ + 2·err)/R
+        nx = ay * bz - az * by
+        ny = az * bx - ax * bz
+        nz = ax * by - ay * bx
+        nn = math.sqrt(nx * nx + ny * ny + nz * nz)
+        hp = np.empty((2, 3))
+        nh = 0
+        slab = -1.0
+        if nn > 1e-9:
+            nx /= nn
+            ny /= nn
+            nz /= nn
+            hmax = 2.0 * math.asin(math.sqrt(0.5 * (tau + 2.0 * err) / EARTH_RADIUS_M))
+            slab = math.sin(hmax) * (1.0 + 1e-6) + 1e-13
+            wide = slab / gf[5]
+            for s in range(2):
+                sg = 1.0 if s == 0 else -1.0
+                hp[nh, 0] = sg * (nx * basis[1, 0] + ny * basis[1, 1] + nz * basis[1, 2])
+                hp[nh, 1] = sg * (nx * basis[2, 0] + ny * basis[2, 1] + nz * basis[2, 2])
+                hp[nh, 2] = sg * (nx * basis[0, 0] + ny * basis[0, 1] + nz * basis[0, 2]) + wide
+                nh += 1
+        n_runs, total = _ranges(gf, gi, cell_start, hp, nh, True, du, dv, dl, lo, hi, cum)
+        stats[ST_MERGE_CAND] += total
+        for r in range(n_runs):
+            for pos in range(lo[r], hi[r]):
+                if slab >= 0.0:
+                    dot = sxyz[pos, 0] * nx + sxyz[pos, 1] * ny + sxyz[pos, 2] * nz
+                    if abs(dot) > slab:
+                        continue
+                p = order[pos]
+                sc_idx[n] = p
+                da = haversine_rad(lam[ya], phi[ya], lam[p], phi[p])
+                db = haversine_rad(lam[yb], phi[yb], lam[p], phi[p])
+                sc_cdf[n] = da + db
+                sc_aux[n] = abs(da - db)
+                n += 1
+    else:
+        stats[ST_MERGE_FULL] += 1
+        for p in range(m):
+            sc_idx[n] = p
+            da = haversine_rad(lam[ya], phi[ya], lam[p], phi[p])
+            db = haversine_rad(lam[yb], phi[yb], lam[p], phi[p])
+            sc_cdf[n] = da + db
+            sc_aux[n] = abs(da - db)
+            n += 1
+    stats[ST_MERGE_EXACT] += n
+    s_min = np.inf
+    for i in range(n):
+        if sc_cdf[i] < s_min:
+            s_min = sc_cdf[i]
+    limit = s_min + tau
+    best = m
+    if not balanced:
+        for i in range(n):
+            if sc_cdf[i] <= limit and sc_idx[i] < best:
+                best = sc_idx[i]
+        return best
+    u_min = np.inf
+    for i in range(n):
+        if sc_cdf[i] <= limit and sc_aux[i] < u_min:
+            u_min = sc_aux[i]
+    u_limit = u_min + tau
+    for i in range(n):
+        if sc_cdf[i] <= limit and sc_aux[i] <= u_limit and sc_idx[i] < best:
+            best = sc_idx[i]
+    return best
+
+
+# ----------------------------------------------------------------------------------------------------
+# the driver
+# ----------------------------------------------------------------------------------------------------
+
+
+@numba.njit(cache=True)
+def _run(flat, offsets, kind, key, first_stream,
+         lam, phi, xyz, sxyz, order, gf, gi, basis, cell_start, delta, tau,
+         g, centred, balanced, nb_fallback,
+         eps_single, eps_piv, eps_np, lie, eps_anc, eps_rad, sw_b, eps_dec,
+         buckets, continuous, input_mapping, anchors, cal_slot, cal_f,
+         out, stats):
+    """Perturb every trajectory; ``kind`` 0 = PointEM, 1 = TP, 2 = ATP."""
+    m = lam.shape[0]
+    use_grid = gi[2] == 1
+    n_rows = gi[1]
+    buf = np.zeros(16, dtype=np.uint32)
+    state = np.zeros(3, dtype=np.int64)
+    sc_idx = np.empty(m, dtype=np.int64)
+    sc_cdf = np.empty(m)
+    sc_aux = np.empty(m)
+    scratch = np.empty(m)
+    # runs for Ω (kept for a whole copy) and for the current domain
+    o_lo = np.empty(n_rows, dtype=np.int64)
+    o_hi = np.empty(n_rows, dtype=np.int64)
+    o_cum = np.empty(n_rows, dtype=np.int64)
+    d_lo = np.empty(n_rows, dtype=np.int64)
+    d_hi = np.empty(n_rows, dtype=np.int64)
+    d_cum = np.empty(n_rows, dtype=np.int64)
+    hp = np.empty((6, 3))
+    s_apex = np.empty(2, dtype=np.int64)
+    s_dir = np.empty(2, dtype=np.int64)
+    max_n = 1
+    for t in range(offsets.shape[0] - 1):
+        if offsets[t + 1] - offsets[t] > max_n:
+            max_n = offsets[t + 1] - offsets[t]
+    yy = np.empty((2, max_n), dtype=np.int64)
+    for t in range(offsets.shape[0] - 1):
+        s0 = offsets[t]
+        n = offsets[t + 1] - s0
+        stream_reset(state, first_stream + t)
+        if kind == 0 or n == 1:
+            eps = eps_single[n]
+            for i in range(n):
+                x = flat[s0 + i]
+                out[s0 + i] = _em(lam[x], phi[x], eps, delta, lam, phi, order, True, 0, d_lo, d_hi, d_cum, m,
+                                  False, 0, 0.0, 0, s_apex, s_dir, g, centred,
+                                  key, buf, state, sc_idx, sc_cdf, stats)
+            continue
+        for c in range(2):
+            has_reg = False
+            reg_c = 0
+            reg_r = 0.0
+            o_runs = 0
+            o_total = m
+            o_full = True
+            if kind == 2:
+                # anchor EM over P from P_{p_α}
+                pa = anchors[t]
+                ahat = _em(lam[pa], phi[pa], eps_anc[n, c], delta, lam, phi, order, True, 0, d_lo, d_hi, d_cum,
+                           m, False, 0, 0.0, 0, s_apex, s_dir, g, centred,
+                           key, buf, state, sc_idx, sc_cdf, stats)
+                slot = cal_slot[n, c]
+                b = sw_b[n, c]
+                if cal_f[slot, ahat, 0] == 0.0:
+                    stats[ST_CAL_MISS] += 1
+                    _calibration_pass(ahat, lam, phi, xyz, b, input_mapping, scratch, cal_f, slot)
+                else:
+                    stats[ST_CAL_HIT] += 1
+                dr = cal_f[slot, ahat, 1]
+                r_max = 0.0
+                for i in range(n):
+                    x = flat[s0 + i]
+                    d = haversine_rad(lam[ahat], phi[ahat], lam[x], phi[x])
+                    if d > r_max:
+                        r_max = d
+                r = _cal.atp_radius_input(r_max, dr)
+                if continuous:
+                    r_hat = _sw_continuous(r, eps_rad[n, c], b, key, buf, state)
+                else:
+                    jb = _sw_bucket(r, eps_rad[n, c], b, buckets, key, buf, state)
+                    r_hat = _cal.sw_bucket_midpoint(jb, b, buckets)
+                r_est = _cal.sw_estimate(r_hat, b, dr)
+                eta, _dr = _eta(cal_f, slot, ahat, m, r_hat, b, eps_rad[n, c], input_mapping)
+                r_tilde = _cal.calibrate(r_est, eta, dr, eps_dec[n, c])
+                has_reg = True
+                reg_c = ahat
+                reg_r = r_tilde
+                if use_grid:
+                    du, dv = _gnomonic(xyz[ahat, 0], xyz[ahat, 1], xyz[ahat, 2], gf, basis)
+                    dl = gf[4] * (r_tilde / EARTH_RADIUS_M) * (1.0 + 1e-9) + 1e-12
+                    o_runs, o_total = _ranges(gf, gi, cell_start, hp, 0, True, du, dv, dl, o_lo, o_hi, o_cum)
+                    o_full = False
+            # pivots (copy A = index 0: even 1-based positions; copy B: odd)
+            for i in range(n):
+                pos1 = i + 1
+                piv = (pos1 % 2 == 0) if c == 0 else (pos1 % 2 == 1)
+                if not piv:
+                    continue
+                x = flat[s0 + i]
+                yy[c, i] = _em(lam[x], phi[x], eps_piv[n, c], delta, lam, phi, order, o_full, o_runs, o_lo, o_hi,
+                               o_cum, o_total, has_reg, reg_c, reg_r, 0, s_apex, s_dir, g, centred,
+                               key, buf, state, sc_idx, sc_cdf, stats)
+            # non-pivots
+            for i in range(n):
+                pos1 = i + 1
+                piv = (pos1 % 2 == 0) if c == 0 else (pos1 % 2 == 1)
+                if piv:
+                    continue
+                x = flat[s0 + i]
+                ns = 0
+                for side in range(2):
+                    k = i - 1 if side == 0 else i + 1
+                    if k < 0 or k >= n:
+                        continue
+                    o = yy[c, k]
+                    true = sector(bearing_rad(lam[o], phi[o], lam[x], phi[x]), g, centred)
+                    dh = _krr(true, g, lie[n, c], key, buf, state)
+                    s_apex[ns] = o
+                    s_dir[ns] = dh
+                    ns += 1
+                eps = eps_np[n, c]
+                y = -1
+                # 1) the intersection
+                y = _em_sectors(lam[x], phi[x], eps, delta, lam, phi, xyz, order, use_grid, gf, gi, basis,
+                                cell_start, hp, ns, s_apex, s_dir, 0, has_reg, reg_c, reg_r, g, centred,
+                                d_lo, d_hi, d_cum, key, buf, state, sc_idx, sc_cdf, stats)
+                if y < 0 and nb_fallback and ns == 2:
+                    # 2) left neighbour's set, 3) right neighbour's set
+                    for side in range(2):
+                        y = _em_sectors(lam[x], phi[x], eps, delta, lam, phi, xyz, order, use_grid, gf, gi,
+                                        basis, cell_start, hp, 1, s_apex, s_dir, side, has_reg, reg_c, reg_r,
+                                        g, centred, d_lo, d_hi, d_cum, key, buf, state, sc_idx, sc_cdf, stats)
+                        if y >= 0:
+                            stats[ST_FB_LEFT + side] += 1
+                            break
+                if y < 0:
+                    # 4) the region Ω (P for TP)
+                    stats[ST_FB_REGION] += 1
+                    y = _em(lam[x], phi[x], eps, delta, lam, phi, order, o_full, o_runs, o_lo, o_hi, o_cum,
+                            o_total, has_reg, reg_c, reg_r, 0, s_apex, s_dir, g, centred,
+                            key, buf, state, sc_idx, sc_cdf, stats)
+                yy[c, i] = y
+        for i in range(n):
+            out[s0 + i] = _merge(yy[0, i], yy[1, i], lam, phi, xyz, sxyz, order, gf, gi, basis, cell_start, tau,
+                                 balanced, d_lo, d_hi, d_cum, sc_idx, sc_cdf, sc_aux, stats)
+
+
+@numba.njit(cache=True)
+def _em_sectors(xl, xp, eps, delta, lam, phi, xyz, order, use_grid, gf, gi, basis, cell_start, hp,
+                ns, s_apex, s_dir, first, has_reg, reg_c, reg_r, g, centred,
+                lo, hi, cum, key, buf, state, sc_idx, sc_cdf, stats):
+    """EM over Ω ∩ the ``ns`` sector sets starting at ``s_apex[first]`` (−1 iff that set is empty)."""
+    m = lam.shape[0]
+    ap = np.empty(2, dtype=np.int64)
+    dd = np.empty(2, dtype=np.int64)
+    for k in range(ns):
+        ap[k] = s_apex[first + k]
+        dd[k] = s_dir[first + k]
+    if not use_grid:
+        return _em(xl, xp, eps, delta, lam, phi, order, True, 0, lo, hi, cum, m, has_reg, reg_c, reg_r,
+                   ns, ap, dd, g, centred, key, buf, state, sc_idx, sc_cdf, stats)
+    nh = 0
+    for k in range(ns):
+        nh = _add_sector_planes(hp, nh, ap[k], dd[k], g, centred, lam, phi, basis)
+    du = 0.0
+    dv = 0.0
+    dl = 0.0
+    if has_reg:
+        du, dv = _gnomonic(xyz[reg_c, 0], xyz[reg_c, 1], xyz[reg_c, 2], gf, basis)
+        dl = gf[4] * (reg_r / EARTH_RADIUS_M) * (1.0 + 1e-9) + 1e-12
+    n_runs, total = _ranges(gf, gi, cell_start, hp, nh, has_reg, du, dv, dl, lo, hi, cum)
+    return _em(xl, xp, eps, delta, lam, phi, order, False, n_runs, lo, hi, cum, total, has_reg, reg_c, reg_r,
+               ns, ap, dd, g, centred, key, buf, state, sc_idx, sc_cdf, stats)
+
+
+# ----------------------------------------------------------------------------------------------------
+# Python entry point
+# ----------------------------------------------------------------------------------------------------
+
+
+def _anchors(flat, offsets, index: FastIndex, vector: bool) -> np.ndarray:
+    """p_α of every trajectory: the exact-kernel nearest P point to the mean location, lowest index on ties."""
+    n_traj = offsets.shape[0] - 1
+    alam = np.empty(n_traj)
+    aphi = np.empty(n_traj)
+    _anchor_points(flat, offsets, index.lam, index.phi, bool(vector), alam, aphi)
+    cphi = np.cos(aphi)
+    q = np.column_stack([cphi * np.cos(alam), cphi * np.sin(alam), np.sin(aphi)])
+    k = min(4, index.m)
+    dist, cand = index.kdtree().query(q, k=k)
+    dist = np.asarray(dist).reshape(n_traj, k)
+    cand = np.asarray(cand, dtype=np.int64).reshape(n_traj, k)
+    out = np.empty(n_traj, dtype=np.int64)
+    _nearest_exact(alam, aphi, cand, index.lam, index.phi, out)
+    # rows whose k-th candidate is (nearly) as close as the first may have more tied points: full scan
+    if k < index.m:
+        unsure = np.flatnonzero(dist[:, -1] <= dist[:, 0] * (1 + 1e-9) + 1e-12)
+        for t in unsure:
+            out[t] = _nearest_scan(alam[t], aphi[t], index.lam, index.phi)
+    return out
+
+
+def _tables(mechanism, lengths, m):
+    """Per-length stage budgets, k-RR lie probabilities and SW half-widths (the reference's helpers)."""
+    from geoldp import mechanisms as _mech
+
+    n_max = int(lengths.max()) if lengths.size else 1
+    shape2 = (n_max + 1, 2)
+    eps_single = np.zeros(n_max + 1)
+    eps_piv = np.zeros(shape2)
+    eps_np = np.zeros(shape2)
+    lie = np.zeros(shape2)
+    eps_anc = np.zeros(shape2)
+    eps_rad = np.zeros(shape2)
+    sw_b = np.zeros(shape2)
+    eps_dec = np.zeros(shape2)
+    name = mechanism.name
+    g = int(mechanism.granularity_value) if name != "pointem" else 2
+    for n in np.unique(lengths):
+        n = int(n)
+        if name == "pointem":
+            eps_single[n] = mechanism.point_budget(n)
+            continue
+        if n == 1:
+            eps_single[n] = float(mechanism.epsilon)
+            continue
+        for c, copy in enumerate(("A", "B")):
+            bud = mechanism.copy_budgets(n, copy)
+            eps_piv[n, c] = bud.point_pivot
+            eps_np[n, c] = bud.point_nonpivot
+            lie[n, c] = _mech.krr_lie_probability(g, bud.direction)
+            if name == "atp":
+                eps_anc[n, c] = bud.anchor
+                eps_rad[n, c] = bud.radius
+                sw_b[n, c] = float(_mech.sw_half_width(bud.radius))
+                eps_dec[n, c] = mechanism.decay_budget(n, copy)
+    return g, eps_single, eps_piv, eps_np, lie, eps_anc, eps_rad, sw_b, eps_dec
+
+
+def perturb_fast(flat_idx, offsets, points, mechanism, key, first_stream) -> np.ndarray:
+    """Perturb trajectories given as flat indices into ``points`` with the numba fast path.
+
+    Parameters
+    ----------
+    flat_idx : int64[:]
+        All trajectories' indices into ``points``, concatenated (already validated by the engine).
+    offsets : int64[:]
+        Trajectory i is ``flat_idx[offsets[i]:offsets[i + 1]]``; every length ≥ 1.
+    points : PointSet
+    mechanism : TP, ATP or PointEM
+        A validated mechanism object (its stage budgets already checked by the engine).
+    key : uint32[8]
+        ChaCha20 key, drawn once per call from the caller's RandomSource.
+    first_stream : int
+        Global index of the first trajectory (stream id of trajectory i is ``first_stream + i``).
+
+    Returns
+    -------
+    int64[:]
+        Perturbed indices, same layout as ``flat_idx``.
+    """
+    flat = np.ascontiguousarray(flat_idx, dtype=np.int64)
+    offsets = np.ascontiguousarray(offsets, dtype=np.int64)
+    key = np.ascontiguousarray(key, dtype=np.uint32)
+    index = get_index(points)
+    m = index.m
+    n_traj = offsets.shape[0] - 1
+    out = np.empty(flat.shape[0], dtype=np.int64)
+    stats = np.zeros(_N_STATS, dtype=np.int64)
+    if n_traj <= 0:
+        return out
+    lengths = np.diff(offsets)
+    name = mechanism.name
+    kind = {"pointem": 0, "tp": 1, "atp": 2}[name]
+    g, eps_single, eps_piv, eps_np, lie, eps_anc, eps_rad, sw_b, eps_dec = _tables(mechanism, lengths, m)
+    if name == "pointem":
+        centred = True
+        balanced = True
+        nb_fallback = True
+    else:
+        centred = mechanism.sector_convention == "centred"
+        balanced = mechanism.tie_break == "balanced"
+        nb_fallback = mechanism.fallback == "neighbours"
+    buckets = 2
+    continuous = False
+    input_mapping = False
+    cal_slot = np.zeros((eps_single.shape[0], 2), dtype=np.int64)
+    cal_f = np.zeros((1, 1, 47))
+    anchors = np.zeros(1, dtype=np.int64)
+    if name == "atp" and np.any(lengths >= 2):
+        buckets = int(mechanism.sw_buckets)
+        continuous = mechanism.sw_output == "continuous"
+        input_mapping = mechanism.distance_mapping == "input"
+        anchors = _anchors(flat, offsets, index, mechanism.anchor_mean == "vector")
+        # one calibration cache per distinct SW half-width b (normally one), kept on the index
+        bs = sorted({float(b) for b in sw_b[lengths[lengths >= 2]].ravel()})
+        arrays = []
+        for j, b in enumerate(bs):
+            ck = (b, input_mapping)
+            arr = index.calibration.get(ck)
+            if arr is None:
+                arr = np.zeros((m, 47))
+                if len(index.calibration) >= 4:
+                    index.calibration.clear()
+                index.calibration[ck] = arr
+            arrays.append(arr)
+            cal_slot[sw_b == b] = j
+        cal_f = arrays[0][None] if len(arrays) == 1 else np.stack(arrays)
+    _run(flat, offsets, kind, key, np.int64(first_stream),
+         index.lam, index.phi, index.xyz, index.sxyz, index.order, index.gf, index.gi, index.basis,
+         index.cell_start, index.delta, TAU_FACTOR * index.delta,
+         g, centred, balanced, nb_fallback,
+         eps_single, eps_piv, eps_np, lie, eps_anc, eps_rad, sw_b, eps_dec,
+         buckets, continuous, input_mapping, anchors, cal_slot, cal_f,
+         out, stats)
+    _LAST_STATS.clear()
+    _LAST_STATS.update({k: int(v) for k, v in zip(_STAT_NAMES, stats)})
+    return out
