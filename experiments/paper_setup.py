@@ -116,8 +116,23 @@ def exact_baselines(D: np.ndarray, trajs: list[np.ndarray], epsilons: tuple[floa
     return pd.DataFrame(rows)
 
 
-def perturb(mech: str, trajs: list[np.ndarray], points, eps: float, rng: np.random.Generator, sampler: str):
-    """One run of one mechanism; returns index arrays."""
+def perturb(
+    mech: str,
+    trajs: list[np.ndarray],
+    points,
+    eps: float,
+    rng: np.random.Generator,
+    sampler: str,
+    options: dict | None = None,
+):
+    """One run of one mechanism; returns index arrays. ``options`` go to TP/ATP only."""
+    if mech in ("tp", "atp") and options:
+        # "atp.sw_output" applies to ATP only; a key without a prefix applies to both
+        options = {
+            k.split(".", 1)[-1]: v for k, v in options.items() if "." not in k or k.split(".", 1)[0] == mech
+        }
+    else:
+        options = None
     m = len(points)
     if mech == "uniform":  # reference: each point uniform over P (not a geoldp mechanism)
         lengths = np.array([t.shape[0] for t in trajs])
@@ -130,10 +145,13 @@ def perturb(mech: str, trajs: list[np.ndarray], points, eps: float, rng: np.rand
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", geoldp.PrivacyWarning)  # ε > 10 never happens here; be explicit
         if sampler == "fast":
-            return geoldp.perturb_trajectories(trajs, points, mechanism=mech, epsilon=eps, rng=rng)
+            return geoldp.perturb_trajectories(
+                trajs, points, mechanism=mech, epsilon=eps, rng=rng, **(options or {})
+            )
         from geoldp.trajectory import engine  # reference (pure-Python) sampler, for small checks only
 
-        mech_obj = {"pointem": geoldp.PointEM, "tp": geoldp.TP, "atp": geoldp.ATP}[mech](epsilon=eps)
+        cls = {"pointem": geoldp.PointEM, "tp": geoldp.TP, "atp": geoldp.ATP}[mech]
+        mech_obj = cls(epsilon=eps, **(options or {}))
         return engine.run(trajs, points, mech_obj, rng=rng, sampler="reference")
 
 
@@ -254,6 +272,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--seed", type=int, default=20230710, help="base seed (experiments only, never deployment)"
     )
+    ap.add_argument(
+        "--option",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="TP/ATP option, e.g. tie_break=index or atp.sw_output=continuous (repeatable; ablations)",
+    )
     ap.add_argument("--no-plots", action="store_true")
     ap.add_argument(
         "--evaluate-epsilon",
@@ -263,6 +288,15 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = ap.parse_args(argv)
 
+    options = {}
+    for kv in args.option:
+        key, sep, value = kv.partition("=")
+        if not sep:
+            ap.error(f"--option must be KEY=VALUE, got {kv!r}")
+        try:
+            options[key.strip()] = json.loads(value)
+        except json.JSONDecodeError:
+            options[key.strip()] = value
     datasets = [s.strip() for s in args.datasets.split(",") if s.strip()]
     mechanisms = [s.strip().lower() for s in args.mechanisms.split(",") if s.strip()]
     bad = sorted(set(mechanisms) - set(MECHANISMS))
@@ -307,7 +341,7 @@ def main(argv: list[str] | None = None) -> int:
                 t0 = time.perf_counter()
                 for rep in range(reps):
                     seq = np.random.SeedSequence([args.seed, di, mi, ei, rep])
-                    out = perturb(mech, trajs, points, eps, np.random.default_rng(seq), args.sampler)
+                    out = perturb(mech, trajs, points, eps, np.random.default_rng(seq), args.sampler, options)
                     ne, prq = ne_prq(D, trajs, out, deltas)
                     if rep == 0 and eps == args.evaluate_epsilon:
                         ev = geoldp.evaluate(trajs, out, points=points, delta_km=deltas)
@@ -351,6 +385,7 @@ def main(argv: list[str] | None = None) -> int:
         "epsilons": list(epsilons),
         "reps": reps,
         "sampler": args.sampler,
+        "options": options,
         "max_trajectories": args.max_trajectories,
         "total_seconds": round(total, 1),
         "timings": timings,
