@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
-from importlib.metadata import PackageNotFoundError, version
+from importlib import metadata
 
 sys.path.insert(0, os.path.abspath(".."))
 
@@ -12,10 +12,10 @@ project = "geoldp"
 author = "the geoldp developers"
 copyright = "2026, the geoldp developers"  # noqa: A001 (Sphinx setting)
 try:
-    release = version("geoldp")
-except PackageNotFoundError:  # building from a source tree that is not installed
+    release = metadata.version("geoldp")
+except metadata.PackageNotFoundError:  # building from a source tree that is not installed
     release = "0.0.0+unknown"
-version_short = ".".join(release.split(".")[:2])
+version = ".".join(release.split(".")[:2])
 
 extensions = [
     "myst_parser",

@@ -132,8 +132,9 @@ def utility_table(original: gpd.GeoDataFrame, perturbed: Mapping[str, gpd.GeoDat
 
     Notes
     -----
-    NE = (1/|T|) Σ_τ (1/|τ|) Σ_i d(x_i, x̂_i) and PRQ(δ) = (1/|T|) Σ_τ (1/|τ|) Σ_i 1[d(x_i, x̂_i) ≤ δ], with
-    the haversine distance d (R = 6371 km), as in the paper; computed by
+    ``NE = (1/#T) Σ_τ (1/#τ) Σ_i d(x_i, x̂_i)`` and ``PRQ(δ) = (1/#T) Σ_τ (1/#τ) Σ_i 1[d(x_i, x̂_i) ≤ δ]``
+    (#T trajectories, #τ points in τ), with the haversine distance d (R = 6371 km), as in the paper; computed
+    by
     :func:`geoldp.metrics.normalized_error` and :func:`geoldp.metrics.preservation_range_query`.
     """
     import pandas as pd
