@@ -79,15 +79,17 @@ def _exact_diameter(lam: np.ndarray, phi: np.ndarray, xyz: np.ndarray) -> float:
 
     1. m ≤ 256: brute force (numba, O(1) memory).
     2. A lower bound L from farthest-point sweeps (each an actual pair distance).
-    3. Local sets (L < πR/2): centre c = the point nearest the mean direction, r_p = d(c, p); by the triangle
-       inequality only pairs with r_p + r_q ≥ L can be longer than L. Sorting r descending lets a numba double
-       loop stop early; L is raised as longer pairs are found (:func:`_kernels.max_pairwise_sorted`).
-    4. Spread sets (L ≥ πR/2): the farthest point from p is the nearest to the antipode −p, so a k-d tree on
-       the unit vectors returns, for every p, the candidates within chord 2·cos(L/2R) (+ margin) of −p.
+    3. L < 0.9·πR (every set that does not wrap around the globe): centre c = the point nearest the mean
+       direction, r_p = d(c, p); by the triangle inequality only pairs with r_p + r_q ≥ L can be longer than L.
+       Sorting r descending lets a numba double loop stop early; L is raised as longer pairs are found
+       (:func:`geoldp._kernels.max_pairwise_sorted`).
+    4. L ≥ 0.9·πR (sets spread around the globe): d(p, q) ≥ L iff q lies within chord 2·cos(L/2R) of the
+       antipode −p, a small ball, so a k-d tree on the unit vectors returns the few candidate pairs.
 
     Every candidate pair is evaluated with the haversine kernel, so the result equals the brute-force
-    maximum; the pruning margins (relative 1e−7 and 1 mm, chord 1e−6) cover the rounding of the formula
-    (≤ ~0.2 m near antipodal pairs).
+    maximum; the pruning margins (relative 1e−7 plus 1 mm; chord 1e−6) cover the rounding of the formula
+    (≤ ~0.2 m near antipodal pairs). Worst case (all points on a circle around c): O(m²) time, still O(m)
+    memory.
     """
     m = lam.shape[0]
     if m <= _BRUTE_FORCE_MAX:
@@ -96,13 +98,13 @@ def _exact_diameter(lam: np.ndarray, phi: np.ndarray, xyz: np.ndarray) -> float:
     c = int(np.argmax(xyz @ mean))
     a, _ = _kernels.farthest_from(lam, phi, c)
     best = 0.0
-    for _ in range(3):
+    for _ in range(4):
         b, d = _kernels.farthest_from(lam, phi, a)
         if d <= best:
             break
         best = d
         a = b
-    if best < 0.5 * math.pi * EARTH_RADIUS_M:
+    if best < 0.9 * math.pi * EARTH_RADIUS_M:
         r = np.empty(m)
         _kernels.haversine_from_one(lam[c], phi[c], lam, phi, r)
         order = np.argsort(-r, kind="stable").astype(np.int64)
@@ -111,9 +113,6 @@ def _exact_diameter(lam: np.ndarray, phi: np.ndarray, xyz: np.ndarray) -> float:
 
     tree = cKDTree(xyz)
     anti = -xyz
-    _, far = tree.query(anti, k=1)
-    far = np.asarray(far, dtype=np.int64)
-    best = max(best, float(_kernels.max_over_pairs(lam, phi, np.arange(m, dtype=np.int64), far)))
     half = min(best / (2.0 * EARTH_RADIUS_M), math.pi / 2)
     radius = max(2.0 * math.cos(half), 0.0) + 1e-6
     for start in range(0, m, _QUERY_CHUNK):
