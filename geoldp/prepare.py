@@ -122,11 +122,13 @@ def suggest_max_points(
     *,
     epsilon: float | None = None,
     threshold: float = NEAR_UNIFORM_EPSILON,
+    limit: int | None = None,
     **options: Any,
 ) -> int:
     """Longest trajectory length whose budget per point is still ≥ ``threshold`` (default 0.1).
 
-    Returns 0 when even a one-point trajectory is below the threshold (ε itself is too small).
+    Returns 0 when even a one-point trajectory is below the threshold (ε itself is too small). With
+    ``limit``, the result is capped at ``limit``.
 
     Examples
     --------
@@ -137,7 +139,8 @@ def suggest_max_points(
     mech = _as_mechanism(mechanism, epsilon, options, "suggest_max_points")
     if not (0.0 < float(threshold) < np.inf):
         raise ValueError(f"The 'threshold' parameter of suggest_max_points must be > 0. Got {threshold!r}.")
-    return _longest_ok(mech, float(threshold))
+    n = _longest_ok(mech, float(threshold))
+    return n if limit is None else min(n, int(limit))
 
 
 def _warn_near_uniform(mech: Any, lengths: np.ndarray, *, stacklevel: int = 2) -> None:

@@ -34,6 +34,7 @@ def test_suggest_max_points():
     assert prep.suggest_max_points("atp", epsilon=4.0) == 40
     assert prep.suggest_max_points("tp", epsilon=1.0, threshold=0.25) == 4
     assert prep.suggest_max_points("tp", epsilon=0.05) == 0
+    assert prep.suggest_max_points("atp", epsilon=4.0, limit=12) == 12
     with pytest.raises(ValueError, match="'threshold' parameter"):
         prep.suggest_max_points("tp", epsilon=1.0, threshold=0)
 
