@@ -297,6 +297,7 @@ def _cmd_demo(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
 def _cmd_evaluate(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     original_path = _existing_file(args.original, "ORIGINAL")
     perturbed_path = _existing_file(args.perturbed, "PERTURBED")
+    points_path = None if args.points is None else _existing_file(args.points, "POINTS")
     if args.plot is not None:
         plot_path = Path(args.plot)
         if plot_path.suffix.lower() not in {".png", ".pdf", ".svg"}:
@@ -314,14 +315,18 @@ def _cmd_evaluate(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> i
             original = gio.read_trajectories(original_path)
         with _stage(f"cannot read PERTURBED '{args.perturbed}'"):
             perturbed = gio.read_trajectories(perturbed_path)
-        table = metrics.evaluate(original, perturbed)
+        points = None
+        if points_path is not None:
+            with _stage(f"cannot read POINTS '{args.points}'"):
+                points = gio.read_points(points_path)
+        table = metrics.evaluate(original, perturbed, points=points)
         with pd.option_context("display.width", 120, "display.max_columns", 50, "display.max_rows", 200):
             print(table.to_string(), file=stdout)
         if args.plot is not None:
             from geoldp.demo import save_comparison_map
 
             with _stage(f"cannot write '{args.plot}'"):
-                save_comparison_map(original, {"perturbed": perturbed}, args.plot)
+                save_comparison_map(original, {"perturbed": perturbed}, args.plot, points=points)
             print(f"{PROG}: wrote {args.plot}", file=stderr)
     return 0
 
@@ -422,11 +427,14 @@ def build_parser() -> argparse.ArgumentParser:
         help="compare original and perturbed trajectories",
         description=(
             "Print the utility table of geoldp.metrics.evaluate for ORIGINAL and PERTURBED (same rows, "
-            "same order)."
+            "same order): NE, PRQ, range-query error, length and diameter JSD, and with --points the "
+            "hotspot metrics."
         ),
     )
     e.add_argument("original", metavar="ORIGINAL", help="original trajectories")
     e.add_argument("perturbed", metavar="PERTURBED", help="perturbed trajectories (same rows)")
+    e.add_argument("--points", metavar="POINTS", default=None,
+                   help="the public points: adds the hotspot rows to the table and the points to the map")
     e.add_argument("--plot", metavar="PNG", default=None, help="also save a map comparing the two")
     e.set_defaults(func=_cmd_evaluate)
 

@@ -301,10 +301,11 @@ def test_evaluate_prints_table_and_plot(tmp_path, files, capsys):
                  "--epsilon", "4", "--seed", "1", "-o", str(out)]) == 0
     capsys.readouterr()
     png = tmp_path / "map.png"
-    code = main(["evaluate", str(trips_path), str(out), "--plot", str(png)])
+    code = main(["evaluate", str(trips_path), str(out), "--points", str(points_path), "--plot", str(png)])
     captured = capsys.readouterr()
     assert code == 0, captured.err
-    assert captured.out.strip()
+    for metric in ("NE", "PRQ", "hotspot"):
+        assert metric in captured.out
     assert png.exists()
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
