@@ -170,18 +170,19 @@ def _stage(what: str) -> Iterator[None]:
 
 @contextmanager
 def _report_warnings(stderr: TextIO) -> Iterator[None]:
-    """Print each distinct warning raised inside the block as one ``geoldp: warning:`` line."""
+    """Print each distinct warning raised inside the block as one ``geoldp: warning:`` line.
+
+    The warnings are printed when the block succeeds; after an error only the error line is printed.
+    """
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        try:
-            yield
-        finally:
-            seen: set[str] = set()
-            for w in caught:
-                line = f"{PROG}: warning: {w.category.__name__}: {_one_line(w.message)}"
-                if line not in seen:
-                    seen.add(line)
-                    print(line, file=stderr)
+        yield
+    seen: set[str] = set()
+    for w in caught:
+        line = f"{PROG}: warning: {w.category.__name__}: {_one_line(w.message)}"
+        if line not in seen:
+            seen.add(line)
+            print(line, file=stderr)
 
 
 def write_frame(gdf: Any, path: str | os.PathLike[str]) -> list[Path]:
@@ -271,7 +272,7 @@ def _cmd_perturb(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> in
         )
         with _stage(f"cannot write '{args.output}'"):
             written = write_frame(out, out_path)
-    print(f"{PROG}: perturbed {len(out)} trajectories with {args.mechanism.upper()} (epsilon={args.epsilon:g}"
+    print(f"{PROG}: perturbed {len(out)} rows with {args.mechanism.upper()} (epsilon={args.epsilon:g} per trajectory"
           f"{', seeded' if args.seed is not None else ''})", file=stderr)
     for path in written:
         print(path, file=stdout)

@@ -371,3 +371,17 @@ def test_csv_input_with_lon_lat_points(tmp_path, city, capsys):
     assert code == 0, captured.err
     back = _read_back(out)
     assert len(back) == len(trips)
+
+
+def test_warnings_before_an_error_are_not_printed(tmp_path, files, capsys):
+    _, points_path = files
+    _, jittered = synthetic_city(n_points=60, n_trips=25, max_len=6, seed=3, jitter_m=50.0)
+    trips_path = tmp_path / "jittered.geojson"
+    jittered.to_file(trips_path, driver="GeoJSON")
+    # epsilon > 10 warns (PrivacyWarning) when the mechanism is built; the snap check then fails
+    code = main(["perturb", str(trips_path), "--points", str(points_path), "--mechanism", "tp",
+                 "--epsilon", "12", "--snap-max-km", "0.000001", "--keep-columns", "trip_id",
+                 "-o", str(tmp_path / "out.geojson")])
+    assert code == 1
+    line = _single_error_line(capsys.readouterr().err)
+    assert "snap_max_km" in line
