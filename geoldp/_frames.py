@@ -82,7 +82,9 @@ def check_frame(obj: Any, *, caller: str, name: str = "trajectories") -> Any:
             if isinstance(obj, pd.DataFrame | pd.Series | list | tuple | np.ndarray)
             else ""
         )
-        raise TypeError(f"The {name!r} parameter of {caller} must be a geopandas.GeoDataFrame. Got {kind}.{hint}")
+        raise TypeError(
+            f"The {name!r} parameter of {caller} must be a geopandas.GeoDataFrame. Got {kind}.{hint}"
+        )
     geom_col = obj._geometry_column_name
     if geom_col is None or geom_col not in obj.columns:
         raise ValueError(
@@ -231,11 +233,12 @@ def _raise_type_problems(type_ids: np.ndarray, missing: np.ndarray, *, caller: s
 
 def _row_problem_messages(caller: str) -> dict[str, str]:
     fix = "Drop or repair it (or pass on_invalid='null' to output None for such rows)."
+    head = f"Row position {{pos}} of the trajectories passed to {caller}"
     return {
-        "missing": f"Row position {{pos}} of the trajectories passed to {caller} has a missing (None) geometry. {fix}",
-        "empty": f"Row position {{pos}} of the trajectories passed to {caller} has an empty geometry. {fix}",
-        "nan": f"Row position {{pos}} of the trajectories passed to {caller} has a NaN coordinate. {fix}",
-        "inf": f"Row position {{pos}} of the trajectories passed to {caller} has an infinite coordinate. {fix}",
+        "missing": f"{head} has a missing (None) geometry. {fix}",
+        "empty": f"{head} has an empty geometry. {fix}",
+        "nan": f"{head} has a NaN coordinate. {fix}",
+        "inf": f"{head} has an infinite coordinate. {fix}",
         "transform": (
             f"Row position {{pos}} of the trajectories passed to {caller} cannot be transformed to EPSG:4326 "
             f"(outside the area of its CRS). {fix}"
@@ -385,8 +388,9 @@ def extract(
         traj_rows = np.flatnonzero(valid)
         counts = np.bincount(vrow, minlength=n_rows)[traj_rows]
         offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
-        return FrameTrajectories(kind, lon, lat, offsets, vrow.astype(np.int64), traj_rows.astype(np.int64),
-                                 valid, crs, n_zm_rows)
+        return FrameTrajectories(
+            kind, lon, lat, offsets, vrow.astype(np.int64), traj_rows.astype(np.int64), valid, crs, n_zm_rows
+        )
 
     # Point rows: one vertex per valid row (vrow == valid row positions, in order)
     rows = vrow.astype(np.int64)
@@ -419,8 +423,9 @@ def extract(
     offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
     rows_sorted = rows[order]
     traj_rows = rows_sorted[offsets[:-1]]
-    return FrameTrajectories(kind, lon[order], lat[order], offsets, rows_sorted, traj_rows, valid, crs,
-                             n_zm_rows)
+    return FrameTrajectories(
+        kind, lon[order], lat[order], offsets, rows_sorted, traj_rows, valid, crs, n_zm_rows
+    )
 
 
 # --------------------------------------------------------------------------------------------------
@@ -464,8 +469,9 @@ def public_xy(ps: Any, crs: CRS, source: Any = None) -> tuple[np.ndarray, np.nda
     if is_wgs84(crs):
         return np.asarray(ps.lon, dtype=np.float64), np.asarray(ps.lat, dtype=np.float64)
     if source is not None and source.crs is not None and CRS.from_user_input(source.crs).equals(crs):
-        geoms = np.asarray(source.geometry.values if hasattr(source, "geometry") else source.values,
-                           dtype=object)
+        geoms = np.asarray(
+            source.geometry.values if hasattr(source, "geometry") else source.values, dtype=object
+        )
         if len(geoms) == len(ps):
             sx = shapely.get_x(geoms)
             sy = shapely.get_y(geoms)

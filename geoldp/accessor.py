@@ -65,7 +65,9 @@ def resolve_mechanism(mechanism: Any, epsilon: Any, options: dict[str, Any], *, 
 
 def _check_bool(value: Any, name: str, caller: str) -> bool:
     if not isinstance(value, bool | np.bool_):
-        raise TypeError(f"The {name!r} parameter of {caller} must be a bool. Got {type(value).__name__} instead.")
+        raise TypeError(
+            f"The {name!r} parameter of {caller} must be a bool. Got {type(value).__name__} instead."
+        )
     return bool(value)
 
 
@@ -292,7 +294,9 @@ def perturb(
 
     source = resolve_rng(rng)
     ps, ps_source = _frames.resolve_points(points, caller=caller)
-    ft = _frames.extract(gdf, traj_id_col=traj_id_col, time_col=time_col, on_invalid=on_invalid, caller=caller)
+    ft = _frames.extract(
+        gdf, traj_id_col=traj_id_col, time_col=time_col, on_invalid=on_invalid, caller=caller
+    )
     seqs, _dist = _frames.snap(ft, ps, snap_max_km=snap_max_km, caller=caller)
     del _dist  # private: never leaves this function
 
@@ -318,11 +322,26 @@ def perturb(
     outputs = _run_engine(seqs, ps, mech, source, progress=progress) if seqs else []
 
     geometry = _frames.build_geometry(ft, outputs, xy, len(gdf))
-    return _assemble(gdf, geometry, released, geom_col, ft, mech, source, snap_max_km, ps,
-                     traj_id_col, time_col, kept, on_invalid)
+    return _assemble(
+        gdf,
+        geometry,
+        released,
+        geom_col,
+        ft,
+        mech,
+        source,
+        snap_max_km,
+        ps,
+        traj_id_col,
+        time_col,
+        kept,
+        on_invalid,
+    )
 
 
-def _run_engine(seqs: list[np.ndarray], ps: Any, mech: Any, source: Any, *, progress: bool) -> list[np.ndarray]:
+def _run_engine(
+    seqs: list[np.ndarray], ps: Any, mech: Any, source: Any, *, progress: bool
+) -> list[np.ndarray]:
     from geoldp.trajectory import perturb_trajectories
 
     tqdm = None
@@ -336,7 +355,9 @@ def _run_engine(seqs: list[np.ndarray], ps: Any, mech: Any, source: Any, *, prog
     return _run_with_progress(seqs, ps, mech, source, tqdm)
 
 
-def _run_with_progress(seqs: list[np.ndarray], ps: Any, mech: Any, source: Any, tqdm: Any) -> list[np.ndarray]:
+def _run_with_progress(
+    seqs: list[np.ndarray], ps: Any, mech: Any, source: Any, tqdm: Any
+) -> list[np.ndarray]:
     """Run in chunks with a progress bar.
 
     Same validation as :func:`geoldp.perturb_trajectories`, then ONE stream key drawn from the source and
@@ -353,14 +374,27 @@ def _run_with_progress(seqs: list[np.ndarray], ps: Any, mech: Any, source: Any, 
     chunk = max(1, min(5_000, -(-len(trajs) // 100)))
     with tqdm(total=len(trajs), unit="traj", desc="geoldp", leave=False) as bar:
         for start in range(0, len(trajs), chunk):
-            part = trajs[start:start + chunk]
+            part = trajs[start : start + chunk]
             out.extend(engine.run_with_key(part, ps, mech, key=key, offset=start, policy=policy))
             bar.update(len(part))
     return out
 
 
-def _assemble(gdf, geometry, released, geom_col, ft, mech, source, snap_max_km, ps, traj_id_col, time_col,
-              kept, on_invalid):
+def _assemble(
+    gdf,
+    geometry,
+    released,
+    geom_col,
+    ft,
+    mech,
+    source,
+    snap_max_km,
+    ps,
+    traj_id_col,
+    time_col,
+    kept,
+    on_invalid,
+):
     import geopandas as gpd
 
     data = {}

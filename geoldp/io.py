@@ -99,7 +99,9 @@ def to_geojson(gdf: Any, path: str | os.PathLike[str], *, ledger: bool | str = T
     import geopandas as gpd
 
     if not isinstance(gdf, gpd.GeoDataFrame):
-        raise TypeError(f"The 'gdf' parameter of {caller} must be a geopandas.GeoDataFrame. Got {type(gdf).__name__}.")
+        raise TypeError(
+            f"The 'gdf' parameter of {caller} must be a geopandas.GeoDataFrame. Got {type(gdf).__name__}."
+        )
     if not (ledger is True or ledger is False or ledger == "sidecar"):
         raise ValueError(f"Got ledger={ledger!r}; `ledger` must be one of (True, False, 'sidecar').")
     if gdf.crs is None:
@@ -132,9 +134,7 @@ def _pick(columns: list[Any], names: tuple[str, ...]) -> Any:
     return None
 
 
-def _from_table(
-    df: pd.DataFrame, *, wkt_col: Any, lon_col: Any, lat_col: Any, crs: Any, source: str
-) -> Any:
+def _from_table(df: pd.DataFrame, *, wkt_col: Any, lon_col: Any, lat_col: Any, crs: Any, source: str) -> Any:
     """A GeoDataFrame from a plain table with a WKT column or lon/lat columns."""
     import geopandas as gpd
     import shapely
@@ -146,8 +146,9 @@ def _from_table(
             lon_col, lat_col = _pick(cols, _LON_NAMES), _pick(cols, _LAT_NAMES)
     if wkt_col is not None:
         if wkt_col not in df.columns:
-            raise ValueError(f"{source}: WKT column {wkt_col!r} not found. Available columns: "
-                             f"{[str(c) for c in cols]}.")
+            raise ValueError(
+                f"{source}: WKT column {wkt_col!r} not found. Available columns: {[str(c) for c in cols]}."
+            )
         values = df[wkt_col]
         try:
             geoms = shapely.from_wkt(values.astype(object).where(values.notna(), None).to_numpy())
@@ -158,7 +159,8 @@ def _from_table(
     if lon_col is None or lat_col is None or lon_col not in df.columns or lat_col not in df.columns:
         raise ValueError(
             f"{source}: found neither a WKT column (one of {list(_WKT_NAMES)}) nor lon/lat columns (one of "
-            f"{list(_LON_NAMES)} and one of {list(_LAT_NAMES)}). Available columns: {[str(c) for c in cols]}. "
+            f"{list(_LON_NAMES)} and one of {list(_LAT_NAMES)}). "
+            f"Available columns: {[str(c) for c in cols]}. "
             "Pass wkt_col= or lon_col=/lat_col=."
         )
     lon = pd.to_numeric(df[lon_col], errors="coerce").to_numpy(dtype=np.float64)
@@ -189,15 +191,27 @@ def _read_any(
     if suffix in _CSV:
         sep = "\t" if suffix == ".tsv" else ","
         df = pd.read_csv(p, sep=sep)
-        return _from_table(df, wkt_col=wkt_col, lon_col=lon_col, lat_col=lat_col, crs=table_crs,
-                           source=f"{caller} '{p.name}'")
+        return _from_table(
+            df,
+            wkt_col=wkt_col,
+            lon_col=lon_col,
+            lat_col=lat_col,
+            crs=table_crs,
+            source=f"{caller} '{p.name}'",
+        )
     if suffix in _PARQUET:
         try:
             gdf = gpd.read_parquet(p)
         except ValueError:  # a plain Parquet table without GeoParquet metadata
             df = pd.read_parquet(p)
-            return _from_table(df, wkt_col=wkt_col, lon_col=lon_col, lat_col=lat_col, crs=table_crs,
-                               source=f"{caller} '{p.name}'")
+            return _from_table(
+                df,
+                wkt_col=wkt_col,
+                lon_col=lon_col,
+                lat_col=lat_col,
+                crs=table_crs,
+                source=f"{caller} '{p.name}'",
+            )
     else:
         kwargs = {} if layer is None else {"layer": layer}
         gdf = gpd.read_file(p, **kwargs)
@@ -265,8 +279,9 @@ def read_trajectories(
     >>> trips = geoldp.io.read_trajectories("trips.csv", traj_id_col="trip", time_col="t")  # doctest: +SKIP
     """
     caller = "read_trajectories"
-    gdf = _read_any(path, layer=layer, crs=crs, wkt_col=wkt_col, lon_col=lon_col, lat_col=lat_col,
-                    caller=caller)
+    gdf = _read_any(
+        path, layer=layer, crs=crs, wkt_col=wkt_col, lon_col=lon_col, lat_col=lat_col, caller=caller
+    )
     cols = [c for c in (traj_id_col, time_col) if c is not None]
     if cols:
         _frames.check_columns(gdf, cols, parameter="traj_id_col/time_col", caller=caller)
@@ -284,7 +299,7 @@ def read_points(
     lon_col: Any = None,
     lat_col: Any = None,
 ) -> Any:
-    """Read a public point set (Point rows) from a file; same formats and options as :func:`read_trajectories`.
+    """Read a public point set (Point rows); same formats and options as :func:`read_trajectories`.
 
     Returns
     -------
@@ -301,8 +316,9 @@ def read_points(
     import shapely
 
     caller = "read_points"
-    gdf = _read_any(path, layer=layer, crs=crs, wkt_col=wkt_col, lon_col=lon_col, lat_col=lat_col,
-                    caller=caller)
+    gdf = _read_any(
+        path, layer=layer, crs=crs, wkt_col=wkt_col, lon_col=lon_col, lat_col=lat_col, caller=caller
+    )
     geoms = np.asarray(gdf.geometry.values, dtype=object)
     missing = shapely.is_missing(geoms)
     pos = np.flatnonzero(missing)

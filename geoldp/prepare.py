@@ -77,12 +77,15 @@ def _below(budget: float, threshold: float) -> bool:
     return budget < threshold * (1.0 - 1e-9)
 
 
-def point_budget(mechanism: Any = "atp", n: int = 1, *, epsilon: float | None = None, **options: Any) -> float:
+def point_budget(
+    mechanism: Any = "atp", n: int = 1, *, epsilon: float | None = None, **options: Any
+) -> float:
     """Budget per point of a length-``n`` trajectory: the ledger total divided by n (= ε/n).
 
     Parameters
     ----------
     mechanism : {"atp", "tp", "pointem"} or mechanism object, default "atp"
+        Mechanism name (with ``epsilon``) or a configured mechanism object.
     n : int
         Trajectory length (number of vertices), n ≥ 1.
     epsilon : float, optional
@@ -254,8 +257,10 @@ def trajectories_from_points(
     if max_gap is not None and time_col is None:
         raise ValueError("The 'max_gap' parameter of trajectories_from_points needs time_col.")
     if isinstance(min_points, bool) or not isinstance(min_points, int | np.integer) or min_points < 1:
-        raise ValueError(f"The 'min_points' parameter of trajectories_from_points must be an int >= 1. "
-                         f"Got {min_points!r} instead.")
+        raise ValueError(
+            f"The 'min_points' parameter of trajectories_from_points must be an int >= 1. "
+            f"Got {min_points!r} instead."
+        )
     ft = _frames.extract(df, traj_id_col=traj_id_col, time_col=time_col, caller=caller)
     if ft.kind != "Point":
         raise TypeError(
@@ -450,7 +455,9 @@ def resample(gdf: Any, *, max_points: int | None = None, spacing_m: float | None
     if max_points is not None and (
         isinstance(max_points, bool) or not isinstance(max_points, int | np.integer) or max_points < 2
     ):
-        raise ValueError(f"The 'max_points' parameter of resample must be an int >= 2. Got {max_points!r} instead.")
+        raise ValueError(
+            f"The 'max_points' parameter of resample must be an int >= 2. Got {max_points!r} instead."
+        )
     if spacing_m is not None:
         if isinstance(spacing_m, bool) or not isinstance(spacing_m, int | float | np.integer | np.floating):
             raise TypeError(
@@ -459,7 +466,8 @@ def resample(gdf: Any, *, max_points: int | None = None, spacing_m: float | None
             )
         if not (0.0 < float(spacing_m) < np.inf):
             raise ValueError(
-                f"The 'spacing_m' parameter of resample must be a float in the range (0, inf). Got {spacing_m!r}."
+                "The 'spacing_m' parameter of resample must be a float in the range (0, inf). "
+                f"Got {spacing_m!r}."
             )
     gdf, ft = _linestring_frame(gdf, caller)
     new = np.asarray(gdf.geometry.values, dtype=object).copy()
@@ -519,11 +527,12 @@ def simplify(gdf: Any, tolerance_m: float, *, max_points: int | None = None) -> 
             f"Got {type(tolerance_m).__name__} instead."
         )
     if not (0.0 <= float(tolerance_m) < np.inf):
-        raise ValueError(f"The 'tolerance_m' parameter of simplify must be in the range [0, inf). Got {tolerance_m!r}.")
+        raise ValueError(
+            f"The 'tolerance_m' parameter of simplify must be in the range [0, inf). Got {tolerance_m!r}."
+        )
     gdf, ft = _linestring_frame(gdf, caller)
-    from pyproj import Transformer
-
     import geopandas as gpd
+    from pyproj import Transformer
 
     wgs = gpd.GeoSeries(shapely.points(ft.lon, ft.lat), crs=_frames.WGS84)
     utm = wgs.estimate_utm_crs()

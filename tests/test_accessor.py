@@ -73,8 +73,17 @@ def test_wrapper_signature_matches_free_function(method, target):
 
 def test_contract_keywords_present():
     params = inspect.signature(acc.LDPAccessor.perturb).parameters
-    for name in ("mechanism", "epsilon", "rng", "keep_columns", "snap_max_km", "traj_id_col", "time_col",
-                 "progress", "options"):
+    for name in (
+        "mechanism",
+        "epsilon",
+        "rng",
+        "keep_columns",
+        "snap_max_km",
+        "traj_id_col",
+        "time_col",
+        "progress",
+        "options",
+    ):
         assert name in params
     assert params["mechanism"].default == "atp"
 
@@ -208,8 +217,21 @@ def test_O5_no_input_coordinates_anywhere(toy_lines, city_points):
     assert not shapely.has_z(out.geometry.values).any()
 
 
-ALLOWED_KEYS = {"mechanism", "epsilon", "unit", "split", "granularity", "sector_convention", "options", "ledger",
-                "snap", "input", "unprotected_columns", "geoldp_version", "rng"}
+ALLOWED_KEYS = {
+    "mechanism",
+    "epsilon",
+    "unit",
+    "split",
+    "granularity",
+    "sector_convention",
+    "options",
+    "ledger",
+    "snap",
+    "input",
+    "unprotected_columns",
+    "geoldp_version",
+    "rng",
+}
 
 
 @pytest.mark.parametrize("rng", [None, 987654321])
@@ -231,7 +253,16 @@ def test_O6_attrs_are_provenance_only(toy_lines, city_points, rng):
                 yield from keys(v)
 
     for key in keys(prov):
-        for forbidden in ("seed", "state", "transcript", "true", "r_max", "diagnostic", "distance", "max_snap"):
+        for forbidden in (
+            "seed",
+            "state",
+            "transcript",
+            "true",
+            "r_max",
+            "diagnostic",
+            "distance",
+            "max_snap",
+        ):
             assert forbidden not in key.replace("distance_mapping", ""), key
     # exactly as used (L6)
     mech = geoldp.ATP(epsilon=EPS)
@@ -266,8 +297,9 @@ def _secret_frame():
     ]
     with np.errstate(invalid="ignore"):
         geoms = [shapely.LineString(c) for c in lines]
-    return gpd.GeoDataFrame({"id": [SECRET_ID, SECRET_ID], "t": [SECRET_TIME, SECRET_TIME]}, geometry=geoms,
-                            crs="EPSG:4326")
+    return gpd.GeoDataFrame(
+        {"id": [SECRET_ID, SECRET_ID], "t": [SECRET_TIME, SECRET_TIME]}, geometry=geoms, crs="EPSG:4326"
+    )
 
 
 SECRETS = ("12.3456789", "12.345", "SECRET-ID", "2001-02-03", "04:05:06", "116.36", "39.9")
@@ -376,7 +408,7 @@ def test_R5_seeded_output_does_not_depend_on_chunking(city_points):
     key = resolve_rng(77).stream_key()
     parts = []
     for start in range(0, len(seqs), 17):
-        parts += engine.run_with_key(seqs[start:start + 17], city_points, mech, key=key, offset=start)
+        parts += engine.run_with_key(seqs[start : start + 17], city_points, mech, key=key, offset=start)
     np.testing.assert_array_equal(out_indices(whole), np.concatenate(parts))
 
 
@@ -392,9 +424,14 @@ def test_to_geojson_wrapper(tmp_path, toy_lines, city_points):
 
 @pytest.mark.parametrize(
     ("method", "module", "name"),
-    [("perturb", "geoldp.accessor", "perturb"), ("snap", "geoldp.accessor", "snap"),
-     ("to_geojson", "geoldp.io", "to_geojson"), ("range_count", "geoldp.queries", "range_count"),
-     ("visit_counts", "geoldp.queries", "visit_counts"), ("evaluate", "geoldp.metrics", "evaluate")],
+    [
+        ("perturb", "geoldp.accessor", "perturb"),
+        ("snap", "geoldp.accessor", "snap"),
+        ("to_geojson", "geoldp.io", "to_geojson"),
+        ("range_count", "geoldp.queries", "range_count"),
+        ("visit_counts", "geoldp.queries", "visit_counts"),
+        ("evaluate", "geoldp.metrics", "evaluate"),
+    ],
 )
 def test_every_wrapper_signature_equals_its_target(method, module, name):
     import importlib
@@ -426,14 +463,17 @@ def test_query_and_metric_wrappers_run(toy_lines, city_points):
     out = toy_lines.ldp.perturb(city_points, epsilon=EPS, rng=0)
     region = (116.39, 39.93, 5.0)
     assert toy_lines.ldp.range_count(region) == geoldp.queries.range_count(toy_lines, region)
-    np.testing.assert_array_equal(out.ldp.visit_counts(city_points), geoldp.queries.visit_counts(out, city_points))
+    np.testing.assert_array_equal(
+        out.ldp.visit_counts(city_points), geoldp.queries.visit_counts(out, city_points)
+    )
     table = toy_lines.ldp.evaluate(out, points=city_points)
     pd.testing.assert_frame_equal(table, geoldp.evaluate(toy_lines, out, points=city_points))
 
 
 def test_near_uniform_privacy_warning(city_points):
     coords = np.column_stack([np.linspace(116.33, 116.44, 60), np.linspace(39.90, 39.96, 60)])
-    gdf = gpd.GeoDataFrame(geometry=[shapely.linestrings(coords), shapely.LineString(coords[:3])],
-                           crs="EPSG:4326")
+    gdf = gpd.GeoDataFrame(
+        geometry=[shapely.linestrings(coords), shapely.LineString(coords[:3])], crs="EPSG:4326"
+    )
     with pytest.warns(PrivacyWarning, match=r"^1 trajectory\(ies\) get a budget per point .*max_points=40"):
         gdf.ldp.perturb(city_points, mechanism="tp", epsilon=EPS, rng=0)

@@ -28,8 +28,10 @@ def run(gdf, points, **kw):
 def lines_gdf(coords=None, crs="EPSG:4326", **cols):
     coords = LINE_COORDS if coords is None else coords
     with np.errstate(invalid="ignore"):  # shapely flags NaN coordinates; the tests want them
-        geoms = [None if c is None else (c if isinstance(c, shapely.Geometry) else shapely.LineString(c))
-                 for c in coords]
+        geoms = [
+            None if c is None else (c if isinstance(c, shapely.Geometry) else shapely.LineString(c))
+            for c in coords
+        ]
     return gpd.GeoDataFrame(cols or None, geometry=geoms, crs=crs)
 
 
@@ -50,7 +52,9 @@ def assert_unchanged(gdf, snap):
 
 def test_I1_accessor_on_plain_dataframe():
     df = pd.DataFrame({"a": [1, 2]})
-    with pytest.raises(AttributeError, match=r"requires a geopandas\.GeoDataFrame.*GeoDataFrame\(df, geometry="):
+    with pytest.raises(
+        AttributeError, match=r"requires a geopandas\.GeoDataFrame.*GeoDataFrame\(df, geometry="
+    ):
         df.ldp  # noqa: B018
 
 
@@ -188,7 +192,9 @@ def test_I14_other_geometry_types(city_points, geom, name):
 
 def test_I15_mixed_types_name_first_offender(city_points):
     gdf = lines_gdf([LINE_COORDS[0], LINE_COORDS[1], shapely.Point(116.3, 39.9), shapely.Point(116.4, 39.9)])
-    with pytest.raises(TypeError, match=r"Mixed geometry types.*row position 0 is a LineString but row position 2"):
+    with pytest.raises(
+        TypeError, match=r"Mixed geometry types.*row position 0 is a LineString but row position 2"
+    ):
         run(gdf, city_points)
 
 
@@ -303,7 +309,9 @@ def test_I25_I26_time_order_stable_ties(toy_point_frame, city_points):
     seqs = toy_point_frame.ldp.snap(city_points, traj_id_col="traj_id", time_col="time")
     # trajectories in order of first appearance: b, a, c
     # b: rows 4 (t=0), 0 (t=2), 6 (t=2, after row 0); a: rows 2, 1, 5; c: row 3
-    direct, _ = city_points.nearest(toy_point_frame.geometry.x.to_numpy(), toy_point_frame.geometry.y.to_numpy())
+    direct, _ = city_points.nearest(
+        toy_point_frame.geometry.x.to_numpy(), toy_point_frame.geometry.y.to_numpy()
+    )
     assert [list(s) for s in seqs] == [list(direct[[4, 0, 6]]), list(direct[[2, 1, 5]]), list(direct[[3]])]
     out = run(toy_point_frame, city_points, traj_id_col="traj_id", time_col="time")
     assert out.index.equals(toy_point_frame.index)  # rows keep the input order; none dropped
@@ -346,8 +354,10 @@ def test_snap_max_km_error_names_row(city_points):
     assert out.attrs["geoldp"]["snap"]["snap_max_km"] == 100.0
 
 
-@pytest.mark.parametrize(("bad", "exc"), [(0, ValueError), (-1.0, ValueError), (np.nan, ValueError),
-                                           ("1", TypeError), (True, TypeError)])
+@pytest.mark.parametrize(
+    ("bad", "exc"),
+    [(0, ValueError), (-1.0, ValueError), (np.nan, ValueError), ("1", TypeError), (True, TypeError)],
+)
 def test_snap_max_km_validation(toy_lines, city_points, bad, exc):
     with pytest.raises(exc, match="'snap_max_km' parameter"):
         run(toy_lines, city_points, snap_max_km=bad)
@@ -368,7 +378,9 @@ def test_I28_public_set_problems(toy_lines):
     one = gpd.GeoDataFrame(geometry=[shapely.Point(116.3, 39.9)], crs="EPSG:4326")
     with pytest.raises(ValueError, match="2"):
         run(toy_lines, one)
-    nan = gpd.GeoDataFrame(geometry=[shapely.Point(116.3, 39.9), shapely.Point(np.nan, 39.9)], crs="EPSG:4326")
+    nan = gpd.GeoDataFrame(
+        geometry=[shapely.Point(116.3, 39.9), shapely.Point(np.nan, 39.9)], crs="EPSG:4326"
+    )
     with pytest.raises(ValueError, match=r"(?i)finite|nan"):
         run(toy_lines, nan)
     lines = gpd.GeoDataFrame(geometry=[shapely.LineString(LINE_COORDS[0])] * 2, crs="EPSG:4326")
@@ -382,8 +394,9 @@ def test_I28_public_set_problems(toy_lines):
 
 
 def test_I28_duplicate_public_points_warn(toy_lines):
-    dup = gpd.GeoDataFrame(geometry=gpd.points_from_xy([116.3, 116.3, 116.4], [39.9, 39.9, 39.95]),
-                           crs="EPSG:4326")
+    dup = gpd.GeoDataFrame(
+        geometry=gpd.points_from_xy([116.3, 116.3, 116.4], [39.9, 39.9, 39.95]), crs="EPSG:4326"
+    )
     with pytest.warns(GeoLDPWarning, match=r"(?i)duplicate"):
         PointSet.from_geodataframe(dup)
 
@@ -401,9 +414,11 @@ class _CountingSource:
     def __getattr__(self, name):
         attr = getattr(self.inner, name)
         if callable(attr):
+
             def wrapped(*a, **k):
                 self.calls += 1
                 return attr(*a, **k)
+
             return wrapped
         return attr
 
@@ -453,8 +468,11 @@ def _bad_frames():
 
 
 def test_I31_input_unchanged_after_success(toy_lines, toy_point_frame, city_points_gdf):
-    for gdf, kw in [(toy_lines, {}), (toy_lines.to_crs(3857), {"keep_columns": ["user"]}),
-                    (toy_point_frame, {"traj_id_col": "traj_id", "time_col": "time"})]:
+    for gdf, kw in [
+        (toy_lines, {}),
+        (toy_lines.to_crs(3857), {"keep_columns": ["user"]}),
+        (toy_point_frame, {"traj_id_col": "traj_id", "time_col": "time"}),
+    ]:
         gdf.attrs["mine"] = {"note": "kept"}
         snap = snapshot(gdf)
         pts_snap = snapshot(city_points_gdf)

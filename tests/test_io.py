@@ -94,7 +94,7 @@ def test_geojson_point_output(tmp_path, toy_point_frame, city_points):
     assert_same_geometry(back, out)
 
 
-# ---------------------------------------------------------------------------------------------- GPKG / Parquet
+# ------------------------------------------------------------------------------------------ GPKG / Parquet
 
 
 def test_gpkg_round_trip(tmp_path, perturbed):
@@ -127,8 +127,9 @@ def test_parquet_round_trip(tmp_path, perturbed, toy_lines, city_points):
         kept = toy_lines.ldp.perturb(city_points, epsilon=EPS, rng=0, keep_columns=["user", "start"])
     kept.to_parquet(tmp_path / "k.parquet")
     back = gio.read_trajectories(tmp_path / "k.parquet")
-    pd.testing.assert_frame_equal(pd.DataFrame(back.drop(columns="geometry")),
-                                  pd.DataFrame(kept.drop(columns="geometry")))
+    pd.testing.assert_frame_equal(
+        pd.DataFrame(back.drop(columns="geometry")), pd.DataFrame(kept.drop(columns="geometry"))
+    )
 
 
 def test_write_ledger_without_ledger(tmp_path, toy_lines):
@@ -147,12 +148,14 @@ def test_read_csv_wkt(tmp_path, toy_lines):
 
 
 def test_read_csv_lonlat_points_with_time(tmp_path, toy_point_frame, city_points):
-    df = pd.DataFrame({
-        "traj": toy_point_frame["traj_id"],
-        "ts": toy_point_frame["time"].dt.strftime("%Y-%m-%dT%H:%M:%S"),
-        "Longitude": toy_point_frame.geometry.x,
-        "Latitude": toy_point_frame.geometry.y,
-    })
+    df = pd.DataFrame(
+        {
+            "traj": toy_point_frame["traj_id"],
+            "ts": toy_point_frame["time"].dt.strftime("%Y-%m-%dT%H:%M:%S"),
+            "Longitude": toy_point_frame.geometry.x,
+            "Latitude": toy_point_frame.geometry.y,
+        }
+    )
     path = tmp_path / "pts.csv"
     df.to_csv(path, index=False)
     back = gio.read_trajectories(path, traj_id_col="traj", time_col="ts")

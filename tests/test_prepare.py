@@ -41,8 +41,9 @@ def test_suggest_max_points():
 
 def test_near_uniform_warning_counts_only_and_advice(city_points):
     long = np.column_stack([np.linspace(116.33, 116.44, 12), np.linspace(39.90, 39.96, 12)])
-    gdf = gpd.GeoDataFrame(geometry=[shapely.linestrings(long)] * 3 + [shapely.LineString(LINE_COORDS[0])],
-                           crs="EPSG:4326")
+    gdf = gpd.GeoDataFrame(
+        geometry=[shapely.linestrings(long)] * 3 + [shapely.LineString(LINE_COORDS[0])], crs="EPSG:4326"
+    )
     with pytest.warns(PrivacyWarning, match=r"^3 trajectory\(ies\).*resample\(gdf, max_points=10\)"):
         gdf.ldp.perturb(city_points, mechanism="tp", epsilon=1.0, rng=0)
     one = gpd.GeoDataFrame(geometry=[shapely.Point(116.33, 39.9)], crs="EPSG:4326")
@@ -85,8 +86,11 @@ def test_trajectories_from_points_max_gap_and_min_points(toy_point_frame):
 
 
 def test_trajectories_from_points_numeric_time():
-    gdf = gpd.GeoDataFrame({"id": [1] * 5, "t": [0.0, 1.0, 2.0, 10.0, 11.0]},
-                           geometry=gpd.points_from_xy(np.linspace(116.3, 116.4, 5), [39.9] * 5), crs=4326)
+    gdf = gpd.GeoDataFrame(
+        {"id": [1] * 5, "t": [0.0, 1.0, 2.0, 10.0, 11.0]},
+        geometry=gpd.points_from_xy(np.linspace(116.3, 116.4, 5), [39.9] * 5),
+        crs=4326,
+    )
     out = prep.trajectories_from_points(gdf, "id", "t", max_gap=5)
     assert list(out["n_points"]) == [3, 2] and list(out["segment"]) == [0, 1]
     with pytest.raises(TypeError, match="'max_gap' parameter .* must be a number"):
@@ -120,15 +124,17 @@ def test_trajectories_from_points_then_perturb(toy_point_frame, city_points):
 
 def test_drop_consecutive_duplicates_exact(toy_lines):
     gdf = toy_lines.copy()
-    gdf.loc[10, "geometry"] = shapely.LineString([(116.32, 39.90), (116.32, 39.90), (116.33, 39.91),
-                                                  (116.32, 39.90)])
+    gdf.loc[10, "geometry"] = shapely.LineString(
+        [(116.32, 39.90), (116.32, 39.90), (116.33, 39.91), (116.32, 39.90)]
+    )
     out = prep.drop_consecutive_duplicates(gdf)
     assert out.index.equals(gdf.index) and list(out.columns) == list(gdf.columns)
     assert shapely.get_num_coordinates(out.geometry.values).tolist() == [3, 2, 4, 2]
     # the stationary row keeps its two identical vertices (a LineString needs two)
     np.testing.assert_array_equal(coords_of(out.geometry.loc[5]), coords_of(gdf.geometry.loc[5]))
-    assert gdf.geometry.loc[10].equals(shapely.LineString([(116.32, 39.90), (116.32, 39.90), (116.33, 39.91),
-                                                           (116.32, 39.90)]))  # input unchanged
+    assert gdf.geometry.loc[10].equals(
+        shapely.LineString([(116.32, 39.90), (116.32, 39.90), (116.33, 39.91), (116.32, 39.90)])
+    )  # input unchanged
 
 
 def test_drop_consecutive_duplicates_snapped(city_points):
@@ -178,8 +184,9 @@ def test_resample_keeps_crs():
     gdf = _line(30).to_crs("EPSG:32650")
     out = prep.resample(gdf, max_points=5)
     assert out.crs == gdf.crs
-    np.testing.assert_allclose(coords_of(out.geometry.iloc[0])[[0, -1]], coords_of(gdf.geometry.iloc[0])[[0, -1]],
-                               atol=1e-6)
+    np.testing.assert_allclose(
+        coords_of(out.geometry.iloc[0])[[0, -1]], coords_of(gdf.geometry.iloc[0])[[0, -1]], atol=1e-6
+    )
 
 
 def test_resample_errors(toy_point_frame):
@@ -225,8 +232,9 @@ def test_simplify_keeps_original_vertices():
 
 
 def test_simplify_stationary_and_max_points():
-    gdf = gpd.GeoDataFrame(geometry=[shapely.LineString([(116.3, 39.9)] * 4), _line(40).geometry.iloc[0]],
-                           crs="EPSG:4326")
+    gdf = gpd.GeoDataFrame(
+        geometry=[shapely.LineString([(116.3, 39.9)] * 4), _line(40).geometry.iloc[0]], crs="EPSG:4326"
+    )
     out = prep.simplify(gdf, 5.0, max_points=3)
     n = shapely.get_num_coordinates(out.geometry.values)
     assert n[0] >= 2 and n[1] <= 3

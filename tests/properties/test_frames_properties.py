@@ -58,8 +58,9 @@ PUBLIC = _public_bytes(P_LON, P_LAT)
 def test_vertex_counts_public_points_index_crs(geoms, labels, mechanism):
     gdf = _frame(geoms, labels)
     out = _perturb(gdf, mechanism=mechanism)
-    np.testing.assert_array_equal(shapely.get_num_coordinates(out.geometry.values),
-                                  shapely.get_num_coordinates(gdf.geometry.values))
+    np.testing.assert_array_equal(
+        shapely.get_num_coordinates(out.geometry.values), shapely.get_num_coordinates(gdf.geometry.values)
+    )
     got = shapely.get_coordinates(out.geometry.values)
     assert _public_bytes(got[:, 0], got[:, 1]) <= PUBLIC
     assert out.index.equals(gdf.index) and out.crs == gdf.crs
@@ -77,7 +78,7 @@ def test_projected_crs_output_is_transformed_public_points(coords):
     x, y = _TO_3857.transform(*np.asarray([c for line in coords for c in line]).T)
     geoms, k = [], 0
     for line in coords:
-        geoms.append(shapely.LineString(np.column_stack([x[k:k + len(line)], y[k:k + len(line)]])))
+        geoms.append(shapely.LineString(np.column_stack([x[k : k + len(line)], y[k : k + len(line)]])))
         k += len(line)
     gdf = _frame(geoms, crs="EPSG:3857")
     out = _perturb(gdf)
@@ -87,11 +88,14 @@ def test_projected_crs_output_is_transformed_public_points(coords):
 
 
 @settings(max_examples=100)
-@given(st.lists(vertices, min_size=1, max_size=8), st.lists(st.sampled_from(["u", "v", "w"]), min_size=8,
-                                                             max_size=8))
+@given(
+    st.lists(vertices, min_size=1, max_size=8),
+    st.lists(st.sampled_from(["u", "v", "w"]), min_size=8, max_size=8),
+)
 def test_point_rows_mirror_input(points, ids):
-    gdf = gpd.GeoDataFrame({"tid": ids[: len(points)]}, geometry=[shapely.Point(p) for p in points],
-                           crs="EPSG:4326")
+    gdf = gpd.GeoDataFrame(
+        {"tid": ids[: len(points)]}, geometry=[shapely.Point(p) for p in points], crs="EPSG:4326"
+    )
     out = _perturb(gdf, traj_id_col="tid")
     assert out.index.equals(gdf.index) and list(out["tid"]) == list(gdf["tid"])
     got = shapely.get_coordinates(out.geometry.values)
