@@ -490,3 +490,22 @@ def test_I31_input_unchanged_after_failure(city_points):
         with pytest.raises((TypeError, ValueError), match="(?i)row position|crs"):
             run(gdf, city_points)
         assert_unchanged(gdf, snap)
+
+
+def test_renamed_geometry_column_and_all_null(city_points):
+    gdf = gpd.GeoDataFrame(
+        {"k": [1, 2], "geom": [shapely.LineString(LINE_COORDS[0]), None]}, geometry="geom", crs="EPSG:4326"
+    )
+    out = run(gdf, city_points, on_invalid="null")
+    assert out.geometry.name == "geom" and list(out.columns) == ["geom"]
+    assert out.geometry.iloc[1] is None
+    nulls = gpd.GeoDataFrame(geometry=[None, None], crs="EPSG:4326")
+    out = run(nulls, city_points, on_invalid="null")
+    assert out.geometry.isna().all() and out.index.equals(nulls.index)
+
+
+def test_multiindex_preserved(toy_lines, city_points):
+    gdf = toy_lines.copy()
+    gdf.index = pd.MultiIndex.from_tuples([("a", 1), ("a", 2), ("b", 1), ("a", 1)], names=["u", "n"])
+    out = run(gdf, city_points)
+    assert out.index.equals(gdf.index) and out.index.names == ["u", "n"]
