@@ -81,8 +81,8 @@ _TWO_M53 = 2.0**-53
 
 
 def _check_k(k) -> int:
-    if isinstance(k, (bool, np.bool_)) or not isinstance(k, (numbers.Integral, np.integer)) or int(k) < 1:
-        raise ValueError(f"integers(k) needs an int k >= 1. Got {k!r} instead.")
+    if isinstance(k, (bool, np.bool_)) or not isinstance(k, (numbers.Integral, np.integer)) or not 1 <= int(k) < 2**63:
+        raise ValueError(f"integers(k) needs an int 1 <= k < 2**63. Got {k!r} instead.")
     return int(k)
 
 
@@ -198,7 +198,7 @@ class OSRandomSource(RandomSource):
             shift = np.uint64(64 - bits)
             todo = np.arange(n)
             while todo.size:
-                cand = (self._words(todo.size) >> shift).astype(np.int64) if bits < 64 else None
+                cand = (self._words(todo.size) >> shift).astype(np.int64)
                 ok = cand < k
                 out[todo[ok]] = cand[ok]
                 todo = todo[~ok]

@@ -1,0 +1,224 @@
+"""PointSet: validation, duplicates, exact diameter (vs brute force), queries, immutability, interop."""
+
+from __future__ import annotations
+
+import math
+import pickle
+import warnings
+
+import geopandas as gpd
+import numpy as np
+import pytest
+import shapely
+
+from geoldp import _kernels
+from geoldp.errors import GeoLDPWarning
+from geoldp.geo import EARTH_RADIUS_M, bearing, haversine_m
+from geoldp.pointset import PointSet
+
+
+def brute_diameter(ps):
+    return float(_kernels.max_pairwise_brute(ps.lam, ps.phi))
+
+
+def test_basic_attributes():
+    ps = PointSet([0.0, 1.0, 0.0], [0.0, 0.0, 1.0])
+    assert len(ps) == ps.size == 3
+    assert ps.crs == "EPSG:4326"
+    assert ps.lon.dtype == np.float64 and ps.xyz.shape == (3, 3)
+    assert np.allclose(np.linalg.norm(ps.xyz, axis=1), 1.0)
+    assert ps.lam[1] == math.pi / 180
+    assert ps.diameter_m == pytest.approx(haversine_m(1, 0, 0, 1), rel=0)
+    assert ps.diameter_km == ps.diameter_m / 1000
+    for arr in (ps.lon, ps.lat, ps.lam, ps.phi, ps.xyz):
+        assert not arr.flags.writeable
+        with pytest.raises(ValueError, match="read-only"):
+            arr[0] = 1.0
+
+
+def test_input_not_aliased():
+    lon = np.array([0.0, 1.0])
+    ps = PointSet(lon, [0.0, 0.0])
+    lon[0] = 5.0
+    assert ps.lon[0] == 0.0
+
+
+def test_immutable():
+    ps = PointSet([0.0, 1.0], [0.0, 0.0])
+    with pytest.raises(AttributeError, match="immutable"):
+        ps.foo = 1
+    with pytest.raises(AttributeError, match="immutable"):
+        ps._lon = None
+
+
+@pytest.mark.parametrize(
+    ("lon", "lat", "exc", "match"),
+    [
+        ([0.0], [0.0], ValueError, "at least 2 points"),
+        ([0.0, 1.0], [0.0], ValueError, "same length"),
+        ([0.0, np.nan], [0.0, 0.0], ValueError, "'lon'.*position 1 is not"),
+        ([0.0, 1.0], [0.0, np.inf], ValueError, "'lat'.*position 1"),
+        ([0.0, 1.0], [0.0, 90.5], ValueError, r"'lat'.*\[-90, 90\]; position 1"),
+        ([0.0, 180.1], [0.0, 0.0], ValueError, r"'lon'.*\[-180, 180\]; position 1"),
+        (["a", "b"], [0.0, 0.0], TypeError, "'lon'.*real numbers"),
+        ([0.0, 1.0], [None, 0.0], TypeError, "'lat'.*real numbers"),
+        ([[0.0, 1.0]], [[0.0, 0.0]], ValueError, "1-D"),
+    ],
+)
+def test_validation(lon, lat, exc, match):
+    with pytest.raises(exc, match=match):
+        PointSet(lon, lat)
+
+
+def test_duplicates_warn_and_dedupe():
+    lon = [0.0, 1.0, 0.0, 180.0, -180.0, 10.0, 20.0]
+    lat = [0.0, 0.0, 0.0, 5.0, 5.0, 90.0, 90.0]
+    with pytest.warns(GeoLDPWarning, match=r"3 point\(s\) within 1 mm"):
+        ps = PointSet(lon, lat)
+    assert ps.size == 7
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        dd = PointSet(lon, lat, deduplicate=True)
+    assert dd.lon.tolist() == [0.0, 1.0, 180.0, 10.0]
+    # 0.5 mm apart is a duplicate, 2 mm is not
+    off = 0.5e-3 / 111_194.93
+    with pytest.warns(GeoLDPWarning, match="1 point"):
+        PointSet([0.0, off, 1.0], [0.0, 0.0, 0.0])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        PointSet([0.0, 4 * off, 1.0], [0.0, 0.0, 0.0])
+    with pytest.raises(ValueError, match="2 distinct locations"):
+        PointSet([0.0, 0.0], [1.0, 1.0], deduplicate=True)
+    with pytest.raises(TypeError, match="deduplicate"):
+        PointSet([0.0, 1.0], [1.0, 1.0], deduplicate="yes")
+
+
+def _random_sets():
+    rng = np.random.default_rng(0)
+    yield "city", rng.uniform(116.2, 116.6, 600), rng.uniform(39.7, 40.1, 600)
+    yield "country", rng.uniform(-5, 10, 700), rng.uniform(40, 52, 700)
+    lon = rng.uniform(-180, 180, 800)
+    yield "globe", lon, np.degrees(np.arcsin(rng.uniform(-1, 1, 800)))
+    yield "antimeridian", (rng.uniform(175, 185, 500) + 180) % 360 - 180, rng.uniform(-5, 5, 500)
+    yield "north pole", rng.uniform(-180, 180, 500), rng.uniform(88, 90, 500)
+    yield "both poles", rng.uniform(-180, 180, 500), np.r_[rng.uniform(88, 90, 250), rng.uniform(-90, -88, 250)]
+    t = np.sort(rng.uniform(0, 1, 400))
+    yield "collinear meridian", np.full(400, 7.0), -60 + 120 * t
+    yield "equator band", rng.uniform(-180, 180, 600), rng.uniform(-0.5, 0.5, 600)
+    a = np.linspace(0, 2 * np.pi, 500, endpoint=False)
+    yield "circle", 0.2 * np.cos(a), 0.2 * np.sin(a)
+    yield "hemisphere", rng.uniform(-180, 180, 600), np.degrees(np.arcsin(rng.uniform(0, 1, 600)))
+    yield "wide box", rng.uniform(-120, 120, 600), rng.uniform(-60, 60, 600)
+    yield "near antipodal", np.r_[0.0, 180.0 - 1e-7, rng.uniform(-1, 1, 400)], np.r_[0.0, 0.0, rng.uniform(-1, 1, 400)]
+
+
+@pytest.mark.parametrize(("name", "lon", "lat"), list(_random_sets()), ids=lambda v: v if isinstance(v, str) else "")
+def test_diameter_equals_brute_force(name, lon, lat):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", GeoLDPWarning)
+        ps = PointSet(lon, lat)
+    assert ps.size > 256  # exercises the pruned path, not the small-set brute force
+    assert ps.diameter_m == brute_diameter(ps)
+
+
+def test_diameter_small_sets():
+    assert PointSet([0.0, 0.0], [0.0, 1.0]).diameter_m == haversine_m(0, 0, 0, 1)
+    assert PointSet([0.0, 180.0], [0.0, 0.0]).diameter_m == pytest.approx(math.pi * EARTH_RADIUS_M, rel=1e-15)
+    rng = np.random.default_rng(3)
+    lon, lat = rng.uniform(-10, 10, 50), rng.uniform(-10, 10, 50)
+    ps = PointSet(lon, lat)
+    d = haversine_m(lon[:, None], lat[:, None], lon[None, :], lat[None, :])
+    assert ps.diameter_m == d.max()
+
+
+def test_diameter_cached_and_pickled():
+    rng = np.random.default_rng(4)
+    ps = PointSet(rng.uniform(0, 1, 300), rng.uniform(0, 1, 300))
+    d = ps.diameter_m
+    assert ps.diameter_m is d or ps.diameter_m == d
+    ps2 = pickle.loads(pickle.dumps(ps))
+    assert ps2 == ps and hash(ps2) == hash(ps)
+    assert ps2.diameter_m == d
+    assert not ps2.lon.flags.writeable
+    assert ps != PointSet(rng.uniform(0, 1, 300), rng.uniform(0, 1, 300))
+    assert ps.__eq__("x") is NotImplemented
+
+
+def test_nearest_matches_brute_force():
+    rng = np.random.default_rng(5)
+    lon = np.r_[rng.uniform(-180, 180, 300), 179.99, -179.99, 0.0]
+    lat = np.r_[rng.uniform(-90, 90, 300), 0.0, 10.0, 90.0]
+    ps = PointSet(lon, lat)
+    assert not ps.has_tree
+    qlon = np.r_[rng.uniform(-180, 180, 500), -180.0, 180.0, 123.0]
+    qlat = np.r_[rng.uniform(-90, 90, 500), 0.0, 10.0, 89.999]
+    idx, dist = ps.nearest(qlon, qlat)
+    assert ps.has_tree
+    assert idx.dtype == np.int64 and dist.dtype == np.float64
+    full = haversine_m(qlon[:, None], qlat[:, None], lon[None, :], lat[None, :])
+    assert np.allclose(dist, full.min(axis=1), rtol=1e-9, atol=1e-6)
+    assert np.array_equal(dist, full[np.arange(qlon.size), idx])
+    assert idx[-3] == 300 and idx[-2] == 301 and idx[-1] == 302
+    i0, d0 = ps.nearest(lon[7], lat[7])
+    assert int(i0) == 7 and float(d0) == 0.0
+    with pytest.raises(ValueError, match="finite"):
+        ps.nearest([np.nan], [0.0])
+
+
+def test_within_distances_bearings():
+    rng = np.random.default_rng(6)
+    lon, lat = rng.uniform(116.2, 116.6, 200), rng.uniform(39.7, 40.1, 200)
+    ps = PointSet(lon, lat)
+    d = ps.distances_m(3)
+    assert np.array_equal(d, haversine_m(lon[3], lat[3], lon, lat))
+    assert d[3] == 0.0
+    w = ps.within(3, 5.0)
+    assert w.dtype == np.int64 and np.all(np.diff(w) > 0)
+    assert np.array_equal(w, np.flatnonzero(d <= 5000.0))
+    assert ps.within(3, 0).tolist() == [3]
+    t = np.array([5, 1, 9])
+    assert np.array_equal(ps.distances_m(3, t), d[t])
+    b = ps.bearings(3, t)
+    assert np.array_equal(b, bearing(lon[3], lat[3], lon[t], lat[t]))
+    assert ps.bearings(3)[3] == 0.0
+    with pytest.raises(ValueError, match="'index' parameter"):
+        ps.distances_m(200)
+    with pytest.raises(TypeError, match="'index' parameter"):
+        ps.distances_m(1.0)
+    with pytest.raises(ValueError, match="'targets'"):
+        ps.bearings(0, [0, 999])
+    with pytest.raises(ValueError, match="radius_km"):
+        ps.within(0, -1.0)
+
+
+def test_geopandas_interop():
+    gs = gpd.GeoSeries(gpd.points_from_xy([116.3, 116.4, 116.5], [39.9, 39.95, 40.0]), crs="EPSG:4326")
+    ps = PointSet.from_geoseries(gs)
+    assert ps.lon.tolist() == [116.3, 116.4, 116.5]
+    proj = gs.to_crs("EPSG:3857")
+    ps2 = PointSet.from_geodataframe(gpd.GeoDataFrame({"a": [1, 2, 3]}, geometry=proj))
+    assert np.allclose(ps2.lon, ps.lon, atol=1e-9) and np.allclose(ps2.lat, ps.lat, atol=1e-9)
+    out = ps.to_geoseries()
+    assert out.crs == "EPSG:4326" and out.x.tolist() == ps.lon.tolist()
+    assert ps.to_geoseries(crs="EPSG:3857").crs == "EPSG:3857"
+    with pytest.raises(ValueError, match=r"no CRS\. Use `set_crs\(\)`"):
+        PointSet.from_geoseries(gpd.GeoSeries(gpd.points_from_xy([0, 1], [0, 1])))
+    lines = gpd.GeoSeries([shapely.Point(0, 0), shapely.LineString([(0, 0), (1, 1)])], crs="EPSG:4326")
+    with pytest.raises(TypeError, match="position 1 is a LineString"):
+        PointSet.from_geoseries(lines)
+    with pytest.raises(ValueError, match="position 1 is missing or empty"):
+        PointSet.from_geoseries(gpd.GeoSeries([shapely.Point(0, 0), None], crs="EPSG:4326"))
+    with pytest.raises(TypeError, match="GeoDataFrame"):
+        PointSet.from_geodataframe(gs)
+
+
+@pytest.mark.slow
+def test_diameter_large_sets_fast():
+    rng = np.random.default_rng(7)
+    for scale in (0.05, 5.0, 60.0, 180.0):
+        m = 100_000
+        ps = PointSet(rng.uniform(-scale, scale, m), rng.uniform(-min(scale, 90) / 2, min(scale, 90) / 2, m),
+                      deduplicate=True)
+        sub = np.sort(rng.choice(ps.size, 2000, replace=False))
+        lower = float(_kernels.max_pairwise_brute(ps.lam[sub], ps.phi[sub]))
+        assert ps.diameter_m >= lower
