@@ -331,7 +331,8 @@ def extract(
 
     ok = ~missing & ~empty
     zm = np.zeros(n_rows, dtype=bool)
-    zm[ok] = shapely.has_z(geoms[ok]) | shapely.has_m(geoms[ok])
+    has_m = getattr(shapely, "has_m", None)  # shapely >= 2.1
+    zm[ok] = shapely.has_z(geoms[ok]) | (has_m(geoms[ok]) if has_m is not None else False)
     coords, vrow = shapely.get_coordinates(geoms[ok], include_z=False, return_index=True)
     rows_ok = np.flatnonzero(ok)
     vrow = rows_ok[vrow]  # vertex -> row position
