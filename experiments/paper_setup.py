@@ -237,6 +237,13 @@ def machine_info() -> dict:
             text=True,
             check=True,
         ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "-C", str(REPO), "status", "--porcelain", "--", "geoldp"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.split("\n")
+        info["uncommitted_library_files"] = [line[3:] for line in dirty if line.strip()]
     except (OSError, subprocess.CalledProcessError):
         pass
     import geoldp
