@@ -84,15 +84,15 @@ def _perturb_partition(
     columns: list[Any],
     snap_max_km: float | None,
     provenance: dict[str, Any],
-    partition_info: dict[str, Any] | None = None,
+    number: int,
 ) -> Any:
+    """Perturb one partition; its first row has global position ``offsets[number]``."""
     import geopandas as gpd
     import pandas as pd
 
     from geoldp import _frames
     from geoldp.trajectory.engine import run_with_key
 
-    number = int(partition_info["number"]) if partition_info else 0
     offset = int(offsets[number])
     geom_col = part.geometry.name
     if len(part) == 0:
@@ -132,7 +132,8 @@ def perturb(
     """Perturb every trajectory (row) of a Dask GeoDataFrame under ε-LDP.
 
     The Dask counterpart of ``gdf.ldp.perturb``: the same mechanisms, snapping, column policy and
-    provenance, applied partition by partition with ``map_partitions``.
+    provenance, applied partition by partition (one task per partition, with that partition's global row
+    offset bound into it).
 
     Parameters
     ----------
@@ -261,17 +262,17 @@ def perturb(
     key = source.stream_key()  # drawn once, after all validation
     out_meta = meta[columns].copy()
     out_meta.attrs = {"geoldp": provenance}
-    return ddf.map_partitions(
-        _perturb_partition,
-        ps=ps,
-        ps_source=ps_source,
-        mech=mech,
-        key=key,
-        policy=str(getattr(source, "policy", "os-csprng")),
-        offsets=offsets,
-        columns=columns,
-        snap_max_km=snap_max_km,
-        provenance=provenance,
-        meta=out_meta,
-        align_dataframes=False,
-    )
+    # Each partition's global offset is bound into its own task, so computing a subset of partitions
+    # (``out.partitions[k]``, ``out.head()``) gives exactly the rows of the full result. (With
+    # map_partitions' ``partition_info``, a selected partition would be renumbered from 0 and reuse the
+    # streams of other trajectories.)
+    task = dask.delayed(_perturb_partition, pure=True)
+    parts = [
+        task(part, ps=ps, ps_source=ps_source, mech=mech, key=key,
+             policy=str(getattr(source, "policy", "os-csprng")), offsets=offsets, columns=columns,
+             snap_max_km=snap_max_km, provenance=provenance, number=k)
+        for k, part in enumerate(ddf.to_delayed())
+    ]
+    import dask.dataframe as dd
+
+    return dd.from_delayed(parts, meta=out_meta, divisions=ddf.divisions, verify_meta=False)

@@ -180,3 +180,21 @@ def test_importing_geoldp_dask_does_not_import_dask():
                               check=False)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "False"
+
+
+def test_subset_of_partitions_gives_the_same_rows(city):
+    # Computing part of the result (one partition, head) must not renumber the trajectories: each row keeps
+    # the stream of its global position, so it equals the same row of the full result.
+    points, trips = city
+    ddf = dask_geopandas.from_geopandas(trips, npartitions=4)
+    lazy = geoldp.dask.perturb(ddf, points, mechanism="atp", epsilon=2.0, rng=8)
+    full = lazy.compute()
+    for k in (1, 3):
+        part = lazy.partitions[k].compute()
+        assert len(part) > 0
+        assert _same_geometry(part, full.loc[part.index])
+    head = lazy.head(3)
+    assert _same_geometry(head, full.iloc[:3])
+    assert lazy.npartitions == ddf.npartitions
+    assert lazy.divisions == ddf.divisions
+    assert lazy.crs == trips.crs
