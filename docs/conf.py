@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import sys
 from importlib import metadata
@@ -10,7 +11,7 @@ sys.path.insert(0, os.path.abspath(".."))
 
 project = "geoldp"
 author = "the geoldp developers"
-copyright = "2026, the geoldp developers"  # noqa: A001 (Sphinx setting)
+copyright = "2026, the geoldp developers"
 try:
     release = metadata.version("geoldp")
 except metadata.PackageNotFoundError:  # building from a source tree that is not installed
@@ -27,12 +28,9 @@ extensions = [
     "sphinx.ext.viewcode",
 ]
 # Optional extensions: used when installed, skipped otherwise so a minimal docs build still works.
-for _optional in ("sphinx_autosummary_accessors", "sphinxarg.ext"):
-    try:
-        __import__(_optional)
-    except ImportError:
-        continue
-    extensions.append(_optional)
+for _optional in ("sphinx_autosummary_accessors", "sphinxarg"):
+    if importlib.util.find_spec(_optional):
+        extensions.append("sphinxarg.ext" if _optional == "sphinxarg" else _optional)
 
 source_suffix = {".md": "markdown", ".rst": "restructuredtext"}
 root_doc = "index"
@@ -55,10 +53,5 @@ intersphinx_mapping = {
     "pyproj": ("https://pyproj4.github.io/pyproj/stable", None),
 }
 
-try:
-    import pydata_sphinx_theme  # noqa: F401
-
-    html_theme = "pydata_sphinx_theme"
-except ImportError:
-    html_theme = "alabaster"
+html_theme = "pydata_sphinx_theme" if importlib.util.find_spec("pydata_sphinx_theme") else "alabaster"
 html_title = f"geoldp {release}"

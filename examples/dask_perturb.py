@@ -16,12 +16,13 @@ import os
 
 import dask_geopandas
 
-import geoldp  # noqa: F401  (registers the .ldp accessor)
+import geoldp
 import geoldp.dask
 from geoldp.datasets import synthetic_city
 
 
 def main(n_trips: int, npartitions: int) -> None:
+    """Perturb ``n_trips`` trips in ``npartitions`` partitions; compare with the in-memory result."""
     pois, trips = synthetic_city(n_points=500, n_trips=n_trips, seed=3)
     ddf = dask_geopandas.from_geopandas(trips, npartitions=npartitions)
 

@@ -21,6 +21,7 @@ from geoldp.datasets import synthetic_city
 
 
 def main(n_trips: int, out_dir: Path) -> None:
+    """Perturb ``n_trips`` synthetic trips with TP and ATP, evaluate, write GeoJSON to ``out_dir``."""
     # 1. A public point set P (venues, intersections, ...) and private trips whose vertices are near P.
     points, trips = synthetic_city(n_points=500, n_trips=n_trips, seed=42)
     print(f"{len(points)} public points, {len(trips)} trips")

@@ -18,6 +18,7 @@ shows the pipeline that avoids it:
 from __future__ import annotations
 
 import argparse
+import itertools
 import os
 import tempfile
 from pathlib import Path
@@ -41,7 +42,7 @@ def simulate_fixes(trips, *, spacing_m: float = 60.0, noise_m: float = 8.0, seed
     start = pd.Timestamp("2026-05-04 08:00:00")
     for trip_id, line in zip(trips["trip_id"], trips.geometry, strict=True):
         xy = np.asarray(line.coords)
-        for a, b in zip(xy[:-1], xy[1:], strict=True):
+        for a, b in itertools.pairwise(xy):
             seg_m = np.hypot((b[0] - a[0]) * deg * np.cos(np.radians(a[1])), (b[1] - a[1]) * deg)
             k = max(1, int(seg_m // spacing_m))
             for t in np.arange(k) / k:
@@ -56,6 +57,7 @@ def simulate_fixes(trips, *, spacing_m: float = 60.0, noise_m: float = 8.0, seed
 
 
 def main(n_trips: int, out_dir: Path) -> None:
+    """Run the pipeline on ``n_trips`` simulated trips and write the files to ``out_dir``."""
     out_dir.mkdir(parents=True, exist_ok=True)
     pois, trips = synthetic_city(n_points=1000, n_trips=n_trips, seed=7)
 

@@ -15,14 +15,16 @@ import ast
 import os
 import sys
 import warnings
-from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, NoReturn, TextIO
+from typing import TYPE_CHECKING, Any, NoReturn, TextIO
 
 import numpy as np
 
-__all__ = ["main", "build_parser"]
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterator, Sequence
+
+__all__ = ["build_parser", "main"]
 
 PROG = "geoldp"
 
@@ -55,7 +57,7 @@ class UserError(Exception):
 class _Parser(argparse.ArgumentParser):
     """ArgumentParser whose errors are one line, raised as :class:`UsageError` instead of exiting."""
 
-    def error(self, message: str) -> NoReturn:  # noqa: D102 (argparse API)
+    def error(self, message: str) -> NoReturn:
         raise UsageError(f"{message} (see '{self.prog} --help')")
 
 
@@ -272,8 +274,12 @@ def _cmd_perturb(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> in
         )
         with _stage(f"cannot write '{args.output}'"):
             written = write_frame(out, out_path)
-    print(f"{PROG}: perturbed {len(out)} rows with {args.mechanism.upper()} (epsilon={args.epsilon:g} per trajectory"
-          f"{', seeded' if args.seed is not None else ''})", file=stderr)
+    seeded = ", seeded" if args.seed is not None else ""
+    print(
+        f"{PROG}: perturbed {len(out)} rows with {args.mechanism.upper()} "
+        f"(epsilon={args.epsilon:g} per trajectory{seeded})",
+        file=stderr,
+    )
     for path in written:
         print(path, file=stdout)
     return 0
@@ -335,8 +341,9 @@ def _cmd_evaluate(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> i
 def _cmd_info(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     from geoldp._versions import show_versions
 
-    print(f"{PROG} {_version()}: trajectory collection under local differential privacy (TP, ATP)",
-          file=stdout)
+    print(
+        f"{PROG} {_version()}: trajectory collection under local differential privacy (TP, ATP)", file=stdout
+    )
     show_versions(file=stdout)
     return 0
 
@@ -375,31 +382,76 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("trips", metavar="TRIPS", help="trajectories: LineStrings, or Points with --traj-id-col")
     p.add_argument("--points", required=True, metavar="POINTS", help="the public point set (Points)")
-    p.add_argument("--mechanism", required=True, type=str.lower, choices=("tp", "atp", "pointem"),
-                   help="the mechanism")
-    p.add_argument("--epsilon", required=True, type=_epsilon, metavar="E",
-                   help="privacy budget per trajectory (row), > 0")
+    p.add_argument(
+        "--mechanism", required=True, type=str.lower, choices=("tp", "atp", "pointem"), help="the mechanism"
+    )
+    p.add_argument(
+        "--epsilon",
+        required=True,
+        type=_epsilon,
+        metavar="E",
+        help="privacy budget per trajectory (row), > 0",
+    )
     p.add_argument("--seed", type=_seed, default=None, metavar="N", help=SEED_HELP)
-    p.add_argument("-o", "--output", required=True, metavar="OUT",
-                   help=f"output file; the suffix selects the format ({', '.join(OUTPUT_FORMATS)})")
-    p.add_argument("--traj-id-col", metavar="C", default=None,
-                   help="for Point input: the column that groups points into trajectories")
-    p.add_argument("--time-col", metavar="C", default=None,
-                   help="for Point input: the column that orders points within a trajectory")
-    p.add_argument("--crs", metavar="CRS", default=None,
-                   help="CRS of TRIPS coordinates for CSV input (default EPSG:4326), or declared if the file "
-                        "has none")
+    p.add_argument(
+        "-o",
+        "--output",
+        required=True,
+        metavar="OUT",
+        help=f"output file; the suffix selects the format ({', '.join(OUTPUT_FORMATS)})",
+    )
+    p.add_argument(
+        "--traj-id-col",
+        metavar="C",
+        default=None,
+        help="for Point input: the column that groups points into trajectories",
+    )
+    p.add_argument(
+        "--time-col",
+        metavar="C",
+        default=None,
+        help="for Point input: the column that orders points within a trajectory",
+    )
+    p.add_argument(
+        "--crs",
+        metavar="CRS",
+        default=None,
+        help="CRS of TRIPS coordinates for CSV input (default EPSG:4326), or declared if the file has none",
+    )
     p.add_argument("--wkt-col", metavar="C", default=None, help="CSV input: the WKT geometry column of TRIPS")
-    p.add_argument("--lon-col", metavar="C", default=None, help="CSV input: the longitude (x) column of TRIPS")
+    p.add_argument(
+        "--lon-col", metavar="C", default=None, help="CSV input: the longitude (x) column of TRIPS"
+    )
     p.add_argument("--lat-col", metavar="C", default=None, help="CSV input: the latitude (y) column of TRIPS")
-    p.add_argument("--keep-columns", nargs="+", metavar="C", default=None,
-                   help="copy these columns to the output UNPROTECTED (a PrivacyWarning is printed)")
-    p.add_argument("--snap-max-km", type=_positive_float, metavar="X", default=None,
-                   help="fail if a vertex is farther than X km from every public point")
-    p.add_argument("--granularity", type=_granularity, metavar="G", default=None,
-                   help="direction granularity of TP/ATP: 'auto' (default) or an integer")
-    p.add_argument("--option", action="append", type=_option, metavar="NAME=VALUE", default=None,
-                   help="another mechanism option, e.g. sector_convention='floor' (repeatable)")
+    p.add_argument(
+        "--keep-columns",
+        nargs="+",
+        metavar="C",
+        default=None,
+        help="copy these columns to the output UNPROTECTED (a PrivacyWarning is printed)",
+    )
+    p.add_argument(
+        "--snap-max-km",
+        type=_positive_float,
+        metavar="X",
+        default=None,
+        help="fail if a vertex is farther than X km from every public point",
+    )
+    p.add_argument(
+        "--granularity",
+        type=_granularity,
+        metavar="G",
+        default=None,
+        help="direction granularity of TP/ATP: 'auto' (default) or an integer",
+    )
+    p.add_argument(
+        "--option",
+        action="append",
+        type=_option,
+        metavar="NAME=VALUE",
+        default=None,
+        help="another mechanism option, e.g. sector_convention='floor' (repeatable)",
+    )
     p.add_argument("--no-progress", action="store_true", help="never show a progress bar")
     p.set_defaults(func=_cmd_perturb)
 
@@ -412,14 +464,25 @@ def build_parser() -> argparse.ArgumentParser:
             "seeded (an experiment); deployments omit the seed."
         ),
     )
-    d.add_argument("-o", "--output", metavar="DIR", default="geoldp-demo",
-                   help="output directory (created if needed; default: ./geoldp-demo)")
+    d.add_argument(
+        "-o",
+        "--output",
+        metavar="DIR",
+        default="geoldp-demo",
+        help="output directory (created if needed; default: ./geoldp-demo)",
+    )
     d.add_argument("--n-trips", type=_positive_int, default=2000, metavar="N", help="number of trips")
-    d.add_argument("--n-points", type=_positive_int, default=1000, metavar="M",
-                   help="number of public points")
+    d.add_argument(
+        "--n-points", type=_positive_int, default=1000, metavar="M", help="number of public points"
+    )
     d.add_argument("--epsilon", type=_epsilon, default=4.0, metavar="E", help="privacy budget per trip")
-    d.add_argument("--seed", type=_seed, default=0, metavar="N",
-                   help="seed of the city and of the perturbation (demo/experiments only)")
+    d.add_argument(
+        "--seed",
+        type=_seed,
+        default=0,
+        metavar="N",
+        help="seed of the city and of the perturbation (demo/experiments only)",
+    )
     d.add_argument("--no-plot", action="store_true", help="do not draw the PNG map")
     d.set_defaults(func=_cmd_demo)
 
@@ -434,13 +497,20 @@ def build_parser() -> argparse.ArgumentParser:
     )
     e.add_argument("original", metavar="ORIGINAL", help="original trajectories")
     e.add_argument("perturbed", metavar="PERTURBED", help="perturbed trajectories (same rows)")
-    e.add_argument("--points", metavar="POINTS", default=None,
-                   help="the public points: adds the hotspot rows to the table and the points to the map")
+    e.add_argument(
+        "--points",
+        metavar="POINTS",
+        default=None,
+        help="the public points: adds the hotspot rows to the table and the points to the map",
+    )
     e.add_argument("--plot", metavar="PNG", default=None, help="also save a map comparing the two")
     e.set_defaults(func=_cmd_evaluate)
 
-    i = sub.add_parser("info", help="print the geoldp version and dependency versions",
-                       description="Print the geoldp version and the versions of its dependencies.")
+    i = sub.add_parser(
+        "info",
+        help="print the geoldp version and dependency versions",
+        description="Print the geoldp version and the versions of its dependencies.",
+    )
     i.set_defaults(func=_cmd_info)
     return parser
 

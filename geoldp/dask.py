@@ -12,10 +12,12 @@ so that each partition knows the global position of its first row. With the same
 from __future__ import annotations
 
 import warnings
-from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
 
 __all__ = ["perturb"]
 
@@ -28,7 +30,7 @@ def _import_dask_geopandas() -> Any:
         import dask_geopandas
     except ImportError as exc:
         raise ImportError(
-            "geoldp.dask needs dask and dask-geopandas. Install them with: pip install \"geoldp[dask]\""
+            'geoldp.dask needs dask and dask-geopandas. Install them with: pip install "geoldp[dask]"'
         ) from exc
     return dask, dask_geopandas
 
@@ -268,9 +270,19 @@ def perturb(
     # streams of other trajectories.)
     task = dask.delayed(_perturb_partition, pure=True)
     parts = [
-        task(part, ps=ps, ps_source=ps_source, mech=mech, key=key,
-             policy=str(getattr(source, "policy", "os-csprng")), offsets=offsets, columns=columns,
-             snap_max_km=snap_max_km, provenance=provenance, number=k)
+        task(
+            part,
+            ps=ps,
+            ps_source=ps_source,
+            mech=mech,
+            key=key,
+            policy=str(getattr(source, "policy", "os-csprng")),
+            offsets=offsets,
+            columns=columns,
+            snap_max_km=snap_max_km,
+            provenance=provenance,
+            number=k,
+        )
         for k, part in enumerate(ddf.to_delayed())
     ]
     import dask.dataframe as dd

@@ -13,7 +13,6 @@ from __future__ import annotations
 import sys
 import time
 import warnings
-from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
@@ -23,10 +22,12 @@ import numpy as np
 from geoldp.errors import PrivacyWarning
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+
     import geopandas as gpd
     import pandas as pd
 
-__all__ = ["DemoResult", "run_demo", "utility_table", "save_comparison_map"]
+__all__ = ["DemoResult", "run_demo", "save_comparison_map", "utility_table"]
 
 #: Radii (km) of the PRQ columns of the demo table.
 DEMO_DELTAS_KM = (0.5, 1.0, 2.0)
@@ -88,8 +89,9 @@ def _per_row_mean(values: np.ndarray, offsets: np.ndarray) -> np.ndarray:
     return sums / counts
 
 
-def _uniform_expectation(original: gpd.GeoDataFrame, points: gpd.GeoDataFrame,
-                         deltas_km: Sequence[float]) -> dict[str, float]:
+def _uniform_expectation(
+    original: gpd.GeoDataFrame, points: gpd.GeoDataFrame, deltas_km: Sequence[float]
+) -> dict[str, float]:
     """Exact expected NE and PRQ when every point is replaced by a uniform draw from P (ε = 0)."""
     xy0, off0 = _vertex_coords(original)
     pxy, _ = _vertex_coords(points)
@@ -97,20 +99,24 @@ def _uniform_expectation(original: gpd.GeoDataFrame, points: gpd.GeoDataFrame,
     prq_v = np.empty((len(deltas_km), len(xy0)))
     chunk = max(1, 2_000_000 // max(1, len(pxy)))
     for start in range(0, len(xy0), chunk):
-        part = xy0[start:start + chunk]
+        part = xy0[start : start + chunk]
         d = _haversine_km(part[:, :1], part[:, 1:2], pxy[None, :, 0], pxy[None, :, 1])
-        ne_v[start:start + chunk] = d.mean(axis=1)
+        ne_v[start : start + chunk] = d.mean(axis=1)
         for k, delta in enumerate(deltas_km):
-            prq_v[k, start:start + chunk] = (d <= delta).mean(axis=1)
+            prq_v[k, start : start + chunk] = (d <= delta).mean(axis=1)
     row = {"NE_km": float(np.mean(_per_row_mean(ne_v, off0)))}
     for k, delta in enumerate(deltas_km):
         row[f"PRQ_{delta:g}km"] = float(np.mean(_per_row_mean(prq_v[k], off0)))
     return row
 
 
-def utility_table(original: gpd.GeoDataFrame, perturbed: Mapping[str, gpd.GeoDataFrame], *,
-                  points: gpd.GeoDataFrame | None = None,
-                  deltas_km: Sequence[float] = DEMO_DELTAS_KM) -> pd.DataFrame:
+def utility_table(
+    original: gpd.GeoDataFrame,
+    perturbed: Mapping[str, gpd.GeoDataFrame],
+    *,
+    points: gpd.GeoDataFrame | None = None,
+    deltas_km: Sequence[float] = DEMO_DELTAS_KM,
+) -> pd.DataFrame:
     """Normalised error and PRQ of each perturbed frame against the original.
 
     Parameters
@@ -165,9 +171,15 @@ def _sample_rows(n_rows: int, n: int) -> np.ndarray:
     return np.unique(np.linspace(0, n_rows - 1, n).round().astype(np.int64))
 
 
-def save_comparison_map(original: gpd.GeoDataFrame, perturbed: Mapping[str, gpd.GeoDataFrame],
-                        path: str | Path, *, points: gpd.GeoDataFrame | None = None, n: int = 12,
-                        dpi: int = 110) -> Path:
+def save_comparison_map(
+    original: gpd.GeoDataFrame,
+    perturbed: Mapping[str, gpd.GeoDataFrame],
+    path: str | Path,
+    *,
+    points: gpd.GeoDataFrame | None = None,
+    n: int = 12,
+    dpi: int = 110,
+) -> Path:
     """Draw original and perturbed trajectories side by side and save the figure.
 
     One panel per entry of ``perturbed``; each shows the same ``n`` rows (evenly spaced, deterministic)
@@ -215,8 +227,9 @@ def save_comparison_map(original: gpd.GeoDataFrame, perturbed: Mapping[str, gpd.
     for ax, (label, frame) in zip(axes, perturbed.items(), strict=False):
         if plot_trajectories is not None:
             plot_trajectories(original, frame, ax=ax, points=points, rows=rows)
-            ax.set_title(f"{label}: {len(rows)} trajectories (solid: original, dashed: perturbed)",
-                         fontsize="medium")
+            ax.set_title(
+                f"{label}: {len(rows)} trajectories (solid: original, dashed: perturbed)", fontsize="medium"
+            )
             continue
         pert = frame.iloc[rows].to_crs("EPSG:4326") if frame.crs is not None else frame.iloc[rows]
         if pts is not None:
@@ -241,8 +254,9 @@ def _draw_lines(ax: Any, gdf: gpd.GeoDataFrame, *, color: str, label: str) -> No
         seg = xy[index == r]
         if len(seg) == 0:
             continue
-        ax.plot(seg[:, 0], seg[:, 1], "-o", color=color, lw=0.8, ms=2, alpha=0.6,
-                label=label if first else None)
+        ax.plot(
+            seg[:, 0], seg[:, 1], "-o", color=color, lw=0.8, ms=2, alpha=0.6, label=label if first else None
+        )
         first = False
 
 
@@ -250,9 +264,16 @@ def _draw_lines(ax: Any, gdf: gpd.GeoDataFrame, *, color: str, label: str) -> No
 # demo
 
 
-def run_demo(output: str | Path | None = "geoldp-demo", *, n_trips: int = 2000, n_points: int = 1000,
-             epsilon: float = 4.0, seed: int = 0, plot: bool = True,
-             stream: TextIO | None = None) -> DemoResult:
+def run_demo(
+    output: str | Path | None = "geoldp-demo",
+    *,
+    n_trips: int = 2000,
+    n_points: int = 1000,
+    epsilon: float = 4.0,
+    seed: int = 0,
+    plot: bool = True,
+    stream: TextIO | None = None,
+) -> DemoResult:
     """Run TP and ATP on a synthetic city, print a utility table and write files.
 
     Parameters
@@ -285,14 +306,16 @@ def run_demo(output: str | Path | None = "geoldp-demo", *, n_trips: int = 2000, 
     >>> list(result.table.index)  # doctest: +SKIP
     ['uniform (eps=0)', 'TP', 'ATP']
     """
-    import geoldp  # noqa: F401  (registers the .ldp accessor)
-    from geoldp.datasets import synthetic_city
+    from geoldp.datasets import synthetic_city  # importing geoldp registers the .ldp accessor
 
     out = sys.stdout if stream is None else stream
     points, trips = synthetic_city(n_points=n_points, n_trips=n_trips, seed=seed)
     n_vertices = int(sum(len(g.coords) for g in trips.geometry))
-    print(f"geoldp demo: synthetic city with {len(points)} public points and {len(trips)} trips "
-          f"({n_vertices} points in total), epsilon = {epsilon:g} per trip, seed = {seed}", file=out)
+    print(
+        f"geoldp demo: synthetic city with {len(points)} public points and {len(trips)} trips "
+        f"({n_vertices} points in total), epsilon = {epsilon:g} per trip, seed = {seed}",
+        file=out,
+    )
 
     rng = np.random.default_rng(seed)
     t0 = time.perf_counter()
@@ -343,6 +366,9 @@ def run_demo(output: str | Path | None = "geoldp-demo", *, n_trips: int = 2000, 
         print("Files written:", file=out)
         for role, path in files.items():
             print(f"  {role:<9} {path}", file=out)
-    print(f"Perturbation time: {seconds:.1f} s for {2 * len(trips)} trajectory releases "
-          "(TP and ATP; includes numba compilation on the first run).", file=out)
+    print(
+        f"Perturbation time: {seconds:.1f} s for {2 * len(trips)} trajectory releases "
+        "(TP and ATP; includes numba compilation on the first run).",
+        file=out,
+    )
     return DemoResult(table=table, files=files, seconds=seconds)

@@ -86,14 +86,33 @@ def test_info(capsys):
 def test_show_versions_prints_and_returns_none(capsys):
     assert geoldp.show_versions() is None
     out = capsys.readouterr().out
-    for name in ("geoldp", "python", "platform", "numpy", "pandas", "pyproj", "scikit-learn", "scipy",
-                 "matplotlib", "tqdm", "pyogrio", "pyarrow", "dask"):
+    for name in (
+        "geoldp",
+        "python",
+        "platform",
+        "numpy",
+        "pandas",
+        "pyproj",
+        "scikit-learn",
+        "scipy",
+        "matplotlib",
+        "tqdm",
+        "pyogrio",
+        "pyarrow",
+        "dask",
+    ):
         assert f"\n{name}" in out
 
 
 def test_python_dash_m(tmp_path):
-    proc = subprocess.run([sys.executable, "-m", "geoldp", "--version"], capture_output=True, text=True,
-                          cwd=tmp_path, timeout=120, check=False)
+    proc = subprocess.run(
+        [sys.executable, "-m", "geoldp", "--version"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=120,
+        check=False,
+    )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == f"geoldp {geoldp.__version__}"
 
@@ -106,14 +125,70 @@ def test_python_dash_m(tmp_path):
     [
         (["frobnicate"], "invalid choice"),
         (["perturb", "t.geojson", "--mechanism", "tp", "--epsilon", "1", "-o", "o.geojson"], "--points"),
-        (["perturb", "t.geojson", "--points", "p.geojson", "--mechanism", "xx", "--epsilon", "1",
-          "-o", "o.geojson"], "invalid choice"),
-        (["perturb", "t.geojson", "--points", "p.geojson", "--mechanism", "tp", "--epsilon", "abc",
-          "-o", "o.geojson"], "must be a number"),
-        (["perturb", "t.geojson", "--points", "p.geojson", "--mechanism", "tp", "--epsilon", "1",
-          "--seed", "-3", "-o", "o.geojson"], "non-negative integer"),
-        (["perturb", "t.geojson", "--points", "p.geojson", "--mechanism", "tp", "--epsilon", "1",
-          "--snap-max-km", "0", "-o", "o.geojson"], "positive number"),
+        (
+            [
+                "perturb",
+                "t.geojson",
+                "--points",
+                "p.geojson",
+                "--mechanism",
+                "xx",
+                "--epsilon",
+                "1",
+                "-o",
+                "o.geojson",
+            ],
+            "invalid choice",
+        ),
+        (
+            [
+                "perturb",
+                "t.geojson",
+                "--points",
+                "p.geojson",
+                "--mechanism",
+                "tp",
+                "--epsilon",
+                "abc",
+                "-o",
+                "o.geojson",
+            ],
+            "must be a number",
+        ),
+        (
+            [
+                "perturb",
+                "t.geojson",
+                "--points",
+                "p.geojson",
+                "--mechanism",
+                "tp",
+                "--epsilon",
+                "1",
+                "--seed",
+                "-3",
+                "-o",
+                "o.geojson",
+            ],
+            "non-negative integer",
+        ),
+        (
+            [
+                "perturb",
+                "t.geojson",
+                "--points",
+                "p.geojson",
+                "--mechanism",
+                "tp",
+                "--epsilon",
+                "1",
+                "--snap-max-km",
+                "0",
+                "-o",
+                "o.geojson",
+            ],
+            "positive number",
+        ),
         (["demo", "--n-trips", "0"], "positive integer"),
         (["evaluate", "only-one.geojson"], "PERTURBED"),
     ],
@@ -129,8 +204,20 @@ def test_usage_errors_exit_2_with_one_line(argv, match, capsys):
 
 def test_missing_trips_file(tmp_path, files, capsys):
     _, points_path = files
-    code = main(["perturb", str(tmp_path / "nope.geojson"), "--points", str(points_path), "--mechanism",
-                 "tp", "--epsilon", "1", "-o", str(tmp_path / "out.geojson")])
+    code = main(
+        [
+            "perturb",
+            str(tmp_path / "nope.geojson"),
+            "--points",
+            str(points_path),
+            "--mechanism",
+            "tp",
+            "--epsilon",
+            "1",
+            "-o",
+            str(tmp_path / "out.geojson"),
+        ]
+    )
     assert code == 1
     line = _single_error_line(capsys.readouterr().err)
     assert "does not exist" in line
@@ -139,16 +226,40 @@ def test_missing_trips_file(tmp_path, files, capsys):
 
 def test_unknown_output_suffix(tmp_path, files, capsys):
     trips_path, points_path = files
-    code = main(["perturb", str(trips_path), "--points", str(points_path), "--mechanism", "tp",
-                 "--epsilon", "1", "-o", str(tmp_path / "out.xyz")])
+    code = main(
+        [
+            "perturb",
+            str(trips_path),
+            "--points",
+            str(points_path),
+            "--mechanism",
+            "tp",
+            "--epsilon",
+            "1",
+            "-o",
+            str(tmp_path / "out.xyz"),
+        ]
+    )
     assert code == 1
     assert "output format" in _single_error_line(capsys.readouterr().err)
 
 
 def test_missing_output_directory(tmp_path, files, capsys):
     trips_path, points_path = files
-    code = main(["perturb", str(trips_path), "--points", str(points_path), "--mechanism", "tp",
-                 "--epsilon", "1", "-o", str(tmp_path / "nodir" / "out.geojson")])
+    code = main(
+        [
+            "perturb",
+            str(trips_path),
+            "--points",
+            str(points_path),
+            "--mechanism",
+            "tp",
+            "--epsilon",
+            "1",
+            "-o",
+            str(tmp_path / "nodir" / "out.geojson"),
+        ]
+    )
     assert code == 1
     assert "does not exist" in _single_error_line(capsys.readouterr().err)
 
@@ -157,8 +268,20 @@ def test_unreadable_trips_file(tmp_path, files, capsys):
     _, points_path = files
     bad = tmp_path / "bad.geojson"
     bad.write_text("this is not geojson")
-    code = main(["perturb", str(bad), "--points", str(points_path), "--mechanism", "tp", "--epsilon", "1",
-                 "-o", str(tmp_path / "out.geojson")])
+    code = main(
+        [
+            "perturb",
+            str(bad),
+            "--points",
+            str(points_path),
+            "--mechanism",
+            "tp",
+            "--epsilon",
+            "1",
+            "-o",
+            str(tmp_path / "out.geojson"),
+        ]
+    )
     assert code == 1
     assert "cannot read TRIPS" in _single_error_line(capsys.readouterr().err)
 
@@ -166,8 +289,20 @@ def test_unreadable_trips_file(tmp_path, files, capsys):
 @pytest.mark.parametrize("epsilon", ["-1", "0", "nan", "inf"])
 def test_bad_epsilon_value(tmp_path, files, epsilon, capsys):
     trips_path, points_path = files
-    code = main(["perturb", str(trips_path), "--points", str(points_path), "--mechanism", "atp",
-                 "--epsilon", epsilon, "-o", str(tmp_path / "out.geojson")])
+    code = main(
+        [
+            "perturb",
+            str(trips_path),
+            "--points",
+            str(points_path),
+            "--mechanism",
+            "atp",
+            "--epsilon",
+            epsilon,
+            "-o",
+            str(tmp_path / "out.geojson"),
+        ]
+    )
     assert code == 1
     assert "epsilon" in _single_error_line(capsys.readouterr().err)
     assert not (tmp_path / "out.geojson").exists()
@@ -175,8 +310,22 @@ def test_bad_epsilon_value(tmp_path, files, epsilon, capsys):
 
 def test_bad_column(tmp_path, files, capsys):
     trips_path, points_path = files
-    code = main(["perturb", str(trips_path), "--points", str(points_path), "--mechanism", "tp",
-                 "--epsilon", "1", "--keep-columns", "no_such_column", "-o", str(tmp_path / "out.geojson")])
+    code = main(
+        [
+            "perturb",
+            str(trips_path),
+            "--points",
+            str(points_path),
+            "--mechanism",
+            "tp",
+            "--epsilon",
+            "1",
+            "--keep-columns",
+            "no_such_column",
+            "-o",
+            str(tmp_path / "out.geojson"),
+        ]
+    )
     assert code == 1
     assert "no_such_column" in _single_error_line(capsys.readouterr().err)
 
@@ -198,8 +347,22 @@ def test_perturb_writes_file_and_ledger(tmp_path, files, city, suffix, capsys):
     trips_path, points_path = files
     points, trips = city
     out = tmp_path / f"out{suffix}"
-    code = main(["perturb", str(trips_path), "--points", str(points_path), "--mechanism", "atp",
-                 "--epsilon", "2", "--seed", "7", "-o", str(out)])
+    code = main(
+        [
+            "perturb",
+            str(trips_path),
+            "--points",
+            str(points_path),
+            "--mechanism",
+            "atp",
+            "--epsilon",
+            "2",
+            "--seed",
+            "7",
+            "-o",
+            str(out),
+        ]
+    )
     captured = capsys.readouterr()
     assert code == 0, captured.err
     assert out.exists()
@@ -225,8 +388,26 @@ def test_perturb_writes_file_and_ledger(tmp_path, files, city, suffix, capsys):
 def test_perturb_equals_accessor_with_same_seed(tmp_path, files, city, capsys):
     trips_path, points_path = files
     out = tmp_path / "out.parquet"
-    assert main(["perturb", str(trips_path), "--points", str(points_path), "--mechanism", "tp",
-                 "--epsilon", "3", "--seed", "11", "--no-progress", "-o", str(out)]) == 0
+    assert (
+        main(
+            [
+                "perturb",
+                str(trips_path),
+                "--points",
+                str(points_path),
+                "--mechanism",
+                "tp",
+                "--epsilon",
+                "3",
+                "--seed",
+                "11",
+                "--no-progress",
+                "-o",
+                str(out),
+            ]
+        )
+        == 0
+    )
     capsys.readouterr()
     trips = gpd.read_file(trips_path)
     points = gpd.read_file(points_path)
@@ -238,8 +419,23 @@ def test_perturb_equals_accessor_with_same_seed(tmp_path, files, city, capsys):
 def test_perturb_ledger_sidecar_contents(tmp_path, files, capsys):
     trips_path, points_path = files
     out = tmp_path / "out.gpkg"
-    assert main(["perturb", str(trips_path), "--points", str(points_path), "--mechanism", "tp",
-                 "--epsilon", "1.5", "-o", str(out)]) == 0
+    assert (
+        main(
+            [
+                "perturb",
+                str(trips_path),
+                "--points",
+                str(points_path),
+                "--mechanism",
+                "tp",
+                "--epsilon",
+                "1.5",
+                "-o",
+                str(out),
+            ]
+        )
+        == 0
+    )
     capsys.readouterr()
     ledger = json.loads((tmp_path / "out.gpkg.ledger.json").read_text())
     assert json.dumps(ledger)  # JSON-able
@@ -251,8 +447,22 @@ def test_perturb_ledger_sidecar_contents(tmp_path, files, capsys):
 def test_keep_columns_prints_one_warning_line(tmp_path, files, capsys):
     trips_path, points_path = files
     out = tmp_path / "out.geojson"
-    code = main(["perturb", str(trips_path), "--points", str(points_path), "--mechanism", "tp",
-                 "--epsilon", "1", "--keep-columns", "trip_id", "-o", str(out)])
+    code = main(
+        [
+            "perturb",
+            str(trips_path),
+            "--points",
+            str(points_path),
+            "--mechanism",
+            "tp",
+            "--epsilon",
+            "1",
+            "--keep-columns",
+            "trip_id",
+            "-o",
+            str(out),
+        ]
+    )
     captured = capsys.readouterr()
     assert code == 0, captured.err
     warnings = [line for line in captured.err.splitlines() if line.startswith("geoldp: warning:")]
@@ -276,8 +486,24 @@ def test_perturb_point_rows_with_traj_id(tmp_path, city, capsys):
     points_path = tmp_path / "points.gpkg"
     points.to_file(points_path, driver="GPKG")
     out = tmp_path / "out.gpkg"
-    code = main(["perturb", str(trips_path), "--points", str(points_path), "--mechanism", "pointem",
-                 "--epsilon", "1", "--traj-id-col", "tid", "--time-col", "t", "-o", str(out)])
+    code = main(
+        [
+            "perturb",
+            str(trips_path),
+            "--points",
+            str(points_path),
+            "--mechanism",
+            "pointem",
+            "--epsilon",
+            "1",
+            "--traj-id-col",
+            "tid",
+            "--time-col",
+            "t",
+            "-o",
+            str(out),
+        ]
+    )
     captured = capsys.readouterr()
     assert code == 0, captured.err
     assert out.exists()
@@ -285,8 +511,22 @@ def test_perturb_point_rows_with_traj_id(tmp_path, city, capsys):
 
 def test_perturb_bad_traj_id_col(tmp_path, files, capsys):
     trips_path, points_path = files
-    code = main(["perturb", str(trips_path), "--points", str(points_path), "--mechanism", "tp",
-                 "--epsilon", "1", "--traj-id-col", "nope", "-o", str(tmp_path / "o.geojson")])
+    code = main(
+        [
+            "perturb",
+            str(trips_path),
+            "--points",
+            str(points_path),
+            "--mechanism",
+            "tp",
+            "--epsilon",
+            "1",
+            "--traj-id-col",
+            "nope",
+            "-o",
+            str(tmp_path / "o.geojson"),
+        ]
+    )
     assert code == 1
     assert "nope" in _single_error_line(capsys.readouterr().err)
 
@@ -297,8 +537,25 @@ def test_perturb_bad_traj_id_col(tmp_path, files, capsys):
 def test_evaluate_prints_table_and_plot(tmp_path, files, capsys):
     trips_path, points_path = files
     out = tmp_path / "out.geojson"
-    assert main(["perturb", str(trips_path), "--points", str(points_path), "--mechanism", "atp",
-                 "--epsilon", "4", "--seed", "1", "-o", str(out)]) == 0
+    assert (
+        main(
+            [
+                "perturb",
+                str(trips_path),
+                "--points",
+                str(points_path),
+                "--mechanism",
+                "atp",
+                "--epsilon",
+                "4",
+                "--seed",
+                "1",
+                "-o",
+                str(out),
+            ]
+        )
+        == 0
+    )
     capsys.readouterr()
     png = tmp_path / "map.png"
     code = main(["evaluate", str(trips_path), str(out), "--points", str(points_path), "--plot", str(png)])
@@ -322,9 +579,28 @@ def test_evaluate_missing_file(tmp_path, files, capsys):
 def test_options_reach_the_mechanism(tmp_path, files, capsys):
     trips_path, points_path = files
     out = tmp_path / "out.gpkg"
-    code = main(["perturb", str(trips_path), "--points", str(points_path), "--mechanism", "atp",
-                 "--epsilon", "2", "--granularity", "6", "--option", "sector_convention='floor'",
-                 "--option", "tie_break=index", "--seed", "3", "-o", str(out)])
+    code = main(
+        [
+            "perturb",
+            str(trips_path),
+            "--points",
+            str(points_path),
+            "--mechanism",
+            "atp",
+            "--epsilon",
+            "2",
+            "--granularity",
+            "6",
+            "--option",
+            "sector_convention='floor'",
+            "--option",
+            "tie_break=index",
+            "--seed",
+            "3",
+            "-o",
+            str(out),
+        ]
+    )
     captured = capsys.readouterr()
     assert code == 0, captured.err
     ledger = json.loads((tmp_path / "out.gpkg.ledger.json").read_text())
@@ -343,30 +619,74 @@ def test_options_reach_the_mechanism(tmp_path, files, capsys):
 )
 def test_bad_options_are_one_line_errors(tmp_path, files, extra, match, capsys):
     trips_path, points_path = files
-    code = main(["perturb", str(trips_path), "--points", str(points_path), "--mechanism", "tp",
-                 "--epsilon", "2", *extra, "-o", str(tmp_path / "out.geojson")])
+    code = main(
+        [
+            "perturb",
+            str(trips_path),
+            "--points",
+            str(points_path),
+            "--mechanism",
+            "tp",
+            "--epsilon",
+            "2",
+            *extra,
+            "-o",
+            str(tmp_path / "out.geojson"),
+        ]
+    )
     assert code == 1
     assert match in _single_error_line(capsys.readouterr().err)
     assert not (tmp_path / "out.geojson").exists()
 
 
 def test_malformed_option_is_usage_error(capsys):
-    assert main(["perturb", "t.geojson", "--points", "p.geojson", "--mechanism", "tp", "--epsilon", "1",
-                 "--option", "novalue", "-o", "o.geojson"]) == 2
+    assert (
+        main(
+            [
+                "perturb",
+                "t.geojson",
+                "--points",
+                "p.geojson",
+                "--mechanism",
+                "tp",
+                "--epsilon",
+                "1",
+                "--option",
+                "novalue",
+                "-o",
+                "o.geojson",
+            ]
+        )
+        == 2
+    )
     assert "NAME=VALUE" in _single_error_line(capsys.readouterr().err)
 
 
 def test_csv_input_with_lon_lat_points(tmp_path, city, capsys):
     points, trips = city
     trips_csv = tmp_path / "trips.csv"
-    pd.DataFrame({"trip_id": trips["trip_id"],
-                  "wkt": shapely.to_wkt(trips.geometry.values, rounding_precision=-1)}).to_csv(trips_csv,
-                                                                                               index=False)
+    pd.DataFrame(
+        {"trip_id": trips["trip_id"], "wkt": shapely.to_wkt(trips.geometry.values, rounding_precision=-1)}
+    ).to_csv(trips_csv, index=False)
     points_csv = tmp_path / "points.csv"
     pd.DataFrame({"lon": points.geometry.x, "lat": points.geometry.y}).to_csv(points_csv, index=False)
     out = tmp_path / "out.csv"
-    code = main(["perturb", str(trips_csv), "--points", str(points_csv), "--mechanism", "tp", "--epsilon", "2",
-                 "--wkt-col", "wkt", "-o", str(out)])
+    code = main(
+        [
+            "perturb",
+            str(trips_csv),
+            "--points",
+            str(points_csv),
+            "--mechanism",
+            "tp",
+            "--epsilon",
+            "2",
+            "--wkt-col",
+            "wkt",
+            "-o",
+            str(out),
+        ]
+    )
     captured = capsys.readouterr()
     assert code == 0, captured.err
     back = _read_back(out)
@@ -379,9 +699,24 @@ def test_warnings_before_an_error_are_not_printed(tmp_path, files, capsys):
     trips_path = tmp_path / "jittered.geojson"
     jittered.to_file(trips_path, driver="GeoJSON")
     # epsilon > 10 warns (PrivacyWarning) when the mechanism is built; the snap check then fails
-    code = main(["perturb", str(trips_path), "--points", str(points_path), "--mechanism", "tp",
-                 "--epsilon", "12", "--snap-max-km", "0.000001", "--keep-columns", "trip_id",
-                 "-o", str(tmp_path / "out.geojson")])
+    code = main(
+        [
+            "perturb",
+            str(trips_path),
+            "--points",
+            str(points_path),
+            "--mechanism",
+            "tp",
+            "--epsilon",
+            "12",
+            "--snap-max-km",
+            "0.000001",
+            "--keep-columns",
+            "trip_id",
+            "-o",
+            str(tmp_path / "out.geojson"),
+        ]
+    )
     assert code == 1
     line = _single_error_line(capsys.readouterr().err)
     assert "snap_max_km" in line

@@ -34,8 +34,10 @@ def test_demo_command_writes_files_and_prints_table(tmp_path, capsys):
     for name in ("tp", "atp"):
         frame = gpd.read_file(out_dir / f"{name}.geojson")
         assert len(frame) == 40
-        np.testing.assert_array_equal(shapely.get_num_coordinates(frame.geometry.values),
-                                      shapely.get_num_coordinates(original.geometry.values))
+        np.testing.assert_array_equal(
+            shapely.get_num_coordinates(frame.geometry.values),
+            shapely.get_num_coordinates(original.geometry.values),
+        )
         assert {tuple(c) for c in shapely.get_coordinates(frame.geometry.values)} <= public
         doc = json.loads((out_dir / f"{name}.geojson").read_text())
         assert doc["geoldp"]["mechanism"] == name
@@ -47,7 +49,9 @@ def test_demo_is_deterministic(tmp_path):
     b = run_demo(tmp_path / "b", n_trips=30, n_points=80, seed=5, plot=False, stream=io.StringIO())
     assert a.table.equals(b.table)
     for name in ("tp", "atp"):
-        assert (tmp_path / "a" / f"{name}.geojson").read_bytes() == (tmp_path / "b" / f"{name}.geojson").read_bytes()
+        assert (tmp_path / "a" / f"{name}.geojson").read_bytes() == (
+            tmp_path / "b" / f"{name}.geojson"
+        ).read_bytes()
     assert "map" not in a.files
 
 

@@ -21,8 +21,15 @@ def test_example_runs(script, tmp_path):
     if script.name.startswith("dask"):
         pytest.importorskip("dask_geopandas")
     env = dict(os.environ, GEOLDP_EXAMPLES_SMALL="1", MPLBACKEND="Agg", TMPDIR=str(tmp_path))
-    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, cwd=tmp_path,
-                          env=env, timeout=300, check=False)
+    proc = subprocess.run(
+        [sys.executable, str(script)],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=env,
+        timeout=300,
+        check=False,
+    )
     assert proc.returncode == 0, f"{script.name} failed:\n{proc.stdout}\n{proc.stderr}"
     assert proc.stdout.strip()
     assert "Traceback" not in proc.stderr
