@@ -509,3 +509,23 @@ def test_multiindex_preserved(toy_lines, city_points):
     gdf.index = pd.MultiIndex.from_tuples([("a", 1), ("a", 2), ("b", 1), ("a", 1)], names=["u", "n"])
     out = run(gdf, city_points)
     assert out.index.equals(gdf.index) and out.index.names == ["u", "n"]
+
+
+@pytest.mark.slow
+def test_I32_scale_one_long_trajectory_many_points():
+    import tracemalloc
+
+    g = np.random.default_rng(32)
+    m, n = 10_000, 100_000
+    pts = PointSet(g.uniform(116.0, 116.8, m), g.uniform(39.6, 40.2, m))
+    coords = np.column_stack([g.uniform(116.0, 116.8, n), g.uniform(39.6, 40.2, n)])
+    gdf = gpd.GeoDataFrame(geometry=[shapely.linestrings(coords)], crs="EPSG:4326")
+    tracemalloc.start()
+    try:
+        with pytest.warns(geoldp.PrivacyWarning, match="budget per point"):
+            out = gdf.ldp.perturb(pts, mechanism="atp", epsilon=4.0, rng=0)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert shapely.get_num_coordinates(out.geometry.iloc[0]) == n
+    assert peak < 1024**3
