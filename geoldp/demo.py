@@ -340,7 +340,8 @@ def run_demo(
     table = utility_table(trips, perturbed, points=points)
     print("", file=out)
     print("Utility (NE: mean distance to the original point, km, lower is better;", file=out)
-    print("         PRQ_d: share of points within d km of the original, higher is better)", file=out)
+    print("         PRQ_d: share of points within d km of the original, higher is better;", file=out)
+    print("         uniform: expected values if every point were replaced by a random public point)", file=out)
     print(table.to_string(float_format=lambda v: f"{v:.3f}"), file=out)
     print("", file=out)
     for text in notes:
