@@ -562,3 +562,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"{PROG}: interrupted", file=stderr)
         return 130
+    except BrokenPipeError:
+        # The reader of stdout went away (``geoldp info | head``): exit quietly, as Unix tools do.
+        try:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, stdout.fileno())
+        except (OSError, ValueError, AttributeError):
+            pass
+        return 141
