@@ -116,6 +116,15 @@ def sector_many(theta, g, centred, out):
 
 
 @numba.njit(cache=True)
+def haversine_cross(lam1, phi1, lam2, phi2, out):
+    """Distances in metres between every point of (lam1, phi1) (rows) and of (lam2, phi2) (columns)."""
+    for i in range(lam1.shape[0]):
+        for j in range(lam2.shape[0]):
+            out[i, j] = haversine_rad(lam1[i], phi1[i], lam2[j], phi2[j])
+    return out
+
+
+@numba.njit(cache=True)
 def haversine_from_one(lam0, phi0, lam, phi, out):
     """Distances in metres from one point to every point of (lam, phi)."""
     for i in range(out.shape[0]):

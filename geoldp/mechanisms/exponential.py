@@ -43,18 +43,20 @@ def check_em_epsilon(epsilon, m: int, *, caller: str, stage: str = "EM", name: s
 
 
 def _distances(x_lam: np.ndarray, x_phi: np.ndarray, points: PointSet, domain: np.ndarray) -> np.ndarray:
-    n, s = x_lam.shape[0], domain.shape[0]
-    a_lam = np.repeat(x_lam, s)
-    a_phi = np.repeat(x_phi, s)
-    b_lam = np.tile(points.lam[domain], n)
-    b_phi = np.tile(points.phi[domain], n)
-    out = np.empty(n * s)
-    _kernels.haversine_rad_many(a_lam, a_phi, b_lam, b_phi, out)
-    return out.reshape(n, s)
+    out = np.empty((x_lam.shape[0], domain.shape[0]))
+    _kernels.haversine_cross(
+        np.ascontiguousarray(x_lam), np.ascontiguousarray(x_phi), points.lam[domain], points.phi[domain], out
+    )
+    return out
 
 
-def em_log_weights(x_lam, x_phi, points: PointSet, domain, epsilon: float) -> np.ndarray:
+def em_log_weights(x_lam, x_phi, points: PointSet, domain, epsilon: float, *, shift: bool = False) -> np.ndarray:
     """Unnormalised EM log-weights ``ℓ_r = −(ε′·d(x, P_r)) / (2Δ)`` for r in ``domain``.
+
+    With ``shift=True`` the max-subtracted form ``ℓ_r − max ℓ = −(ε′·(d_r − min_s d_s)) / (2Δ)`` is returned,
+    evaluated on the distance *differences*: for inputs far from P (|ℓ| ~ 10⁵) this keeps the pmf accurate to
+    ~1e−15 relative, where subtracting two large log-weights would lose ~1e−11. This is the form the
+    primitive's pmf and sampler use.
 
     Parameters
     ----------
@@ -77,13 +79,18 @@ def em_log_weights(x_lam, x_phi, points: PointSet, domain, epsilon: float) -> np
     scalar = x_lam.ndim == 0
     dom = np.arange(points.size, dtype=np.int64) if domain is None else np.asarray(domain, dtype=np.int64)
     d = _distances(x_lam.reshape(-1), x_phi.reshape(-1), points, dom)
+    if shift:
+        d = d - d.min(axis=1, keepdims=True)
     lw = -(epsilon * d) / (2.0 * points.diameter_m)
     return lw[0] if scalar else lw
 
 
 def _log_normalise(lw: np.ndarray) -> np.ndarray:
+    """``ℓ − logsumexp(ℓ)`` as ``ℓ − max − log1p(Σ_{r ≠ argmax} exp(ℓ_r − max))`` (accurate when one weight dominates)."""
     mx = lw.max(axis=-1, keepdims=True)
-    return lw - (mx + np.log(np.exp(lw - mx).sum(axis=-1, keepdims=True)))
+    w = np.exp(lw - mx)
+    np.put_along_axis(w, np.argmax(lw, axis=-1)[..., None], 0.0, axis=-1)
+    return lw - (mx + np.log1p(w.sum(axis=-1, keepdims=True)))
 
 
 def _normalise(lw: np.ndarray) -> np.ndarray:
@@ -138,6 +145,8 @@ class ExponentialMechanism:
             dom = None
         else:
             arr = np.asarray(domain)
+            if arr.size == 0:
+                raise ValueError("The 'domain' parameter of ExponentialMechanism must not be empty.")
             if arr.dtype.kind not in "iu":
                 raise TypeError(
                     f"The 'domain' parameter of ExponentialMechanism must be an integer array. Got dtype {arr.dtype}."
@@ -191,18 +200,19 @@ class ExponentialMechanism:
             )
         return to_radians(lon, lat)
 
-    def log_weights(self, lon, lat) -> np.ndarray:
-        """Unnormalised log-weights over :attr:`support` for locations (lon, lat) in degrees."""
+    def log_weights(self, lon, lat, *, shift: bool = False) -> np.ndarray:
+        """Unnormalised log-weights over :attr:`support` for locations (lon, lat) in degrees (see
+        :func:`em_log_weights`)."""
         lam, phi = self._inputs(lon, lat)
-        return em_log_weights(lam, phi, self.points, self.domain, self.epsilon)
+        return em_log_weights(lam, phi, self.points, self.domain, self.epsilon, shift=shift)
 
     def log_probabilities(self, lon, lat) -> np.ndarray:
         """Exact log-pmf over :attr:`support`: shape (|S|,) for a scalar location, (n, |S|) for arrays."""
-        return _log_normalise(self.log_weights(lon, lat))
+        return _log_normalise(self.log_weights(lon, lat, shift=True))
 
     def probabilities(self, lon, lat) -> np.ndarray:
         """Exact pmf over :attr:`support` (``exp(ℓ − max ℓ)`` normalised), the vector the sampler uses."""
-        return _normalise(self.log_weights(lon, lat))
+        return _normalise(self.log_weights(lon, lat, shift=True))
 
     def perturb(self, lon, lat, *, rng=None) -> np.ndarray:
         """Release one public point index per input location (int64, same shape as the broadcast input)."""
@@ -220,7 +230,7 @@ class ExponentialMechanism:
         rows = max(1, CHUNK_CELLS // support.size)
         for start in range(0, n, rows):
             stop = min(n, start + rows)
-            lw = em_log_weights(lam[start:stop], phi[start:stop], self.points, self.domain, self.epsilon)
+            lw = em_log_weights(lam[start:stop], phi[start:stop], self.points, self.domain, self.epsilon, shift=True)
             j = np.asarray(source.categorical(_normalise(lw)), dtype=np.int64)
             out[start:stop] = support[j]
         return out.reshape(shape)
