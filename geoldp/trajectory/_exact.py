@@ -102,6 +102,7 @@ def copy_distribution(
     n = X.shape[1]
     lam, phi = _batch(points, X)
     ctx = _ref._Context(mechanism, points, n)
+    ctx.record_public = on_stage is not None
     if ctx.is_atp and ctx.continuous:
         raise NotImplementedError("exact enumeration needs bucketed SW output")
     priv = _ref._Private(ctx, lam, phi)

@@ -63,6 +63,9 @@ class _Context:
         self.single = self.name == "pointem" or self.n == 1
         self.is_atp = self.name == "atp" and not self.single
         self.all_mask = np.ones(self.m, dtype=np.bool_)
+        self.point_labels = np.arange(self.m)
+        #: build the full public-parameter dicts of every stage (the exact enumerator's E7 checks)
+        self.record_public = False
         self._sector_cache: dict[int, np.ndarray] = {}
         self._dist_cache: dict[int, np.ndarray] = {}
         if self.single:
@@ -74,6 +77,7 @@ class _Context:
             self.plans = {None: tuple(("point_em", (i,)) for i in range(1, self.n + 1))}
             return
         self.g = int(mechanism.granularity_value)
+        self.sector_labels = np.arange(self.g)
         self.centred = mechanism.sector_convention == "centred"
         self.balanced = mechanism.tie_break == "balanced"
         self.neighbour_fallback = mechanism.fallback == "neighbours"
@@ -354,8 +358,9 @@ class _CopyRun:
             true = self._direction_input(k, j)
             pmf = krr_pmf_rows(true, ctx.g, bud.direction)
             public = {"g": _rows(ctx.g, B), "origin": _rows(self.points[k], B),
-                      "epsilon": _rows(bud.direction, B), "centred": _rows(ctx.centred, B)}
-            return Stage(self.copy, kind, positions, bud.direction, np.arange(ctx.g), pmf, public, true,
+                      "epsilon": _rows(bud.direction, B), "centred": _rows(ctx.centred, B)} \
+                if ctx.record_public else {}
+            return Stage(self.copy, kind, positions, bud.direction, ctx.sector_labels, pmf, public, true,
                          krr_lie=_mech.krr_lie_probability(ctx.g, bud.direction))
         # point_em of a non-pivot
         j = positions[0]
@@ -368,12 +373,14 @@ class _CopyRun:
         B = self.priv.B
         delta = self._em_sensitivity(dist, domain)
         pmf = em_pmf_rows(epsilon, dist, domain, delta)
-        public = {"domain": domain, "delta": delta, "epsilon": _rows(epsilon, B)}
-        if self.region_info:
+        public = {"domain": domain, "delta": delta}
+        if self.ctx.record_public:
+            public["epsilon"] = _rows(epsilon, B)
+        if self.region_info and self.ctx.record_public:
             for key in ("region", "eta", "r_tilde", "delta_r", "branch_eta"):
                 if key in self.region_info:
                     public[key] = self.region_info[key]
-        return Stage(self.copy, kind, positions, epsilon, np.arange(self.ctx.m), pmf, public, private_input)
+        return Stage(self.copy, kind, positions, epsilon, self.ctx.point_labels, pmf, public, private_input)
 
     def _centre_rows(self):
         """(centres, distances (B, m), shared) for the region centre of every row."""
