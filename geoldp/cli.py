@@ -375,8 +375,8 @@ def build_parser() -> argparse.ArgumentParser:
         help="perturb a file of trajectories",
         description=(
             "Perturb every trajectory (row) of TRIPS onto the public points of POINTS and write the result. "
-            "Any format GeoPandas reads (GeoJSON, GeoPackage, Parquet, CSV with a WKT or lon/lat columns, "
-            "...). Only the geometry and the index are written unless --keep-columns is given; kept "
+            "Any format GeoPandas reads (GeoJSON, GeoPackage, Parquet, CSV with a WKT column or lon/lat "
+            "columns, ...). Only the geometry and the index are written unless --keep-columns is given; kept "
             "columns are NOT protected. A JSON ledger of the privacy budget is written with the output."
         ),
     )
