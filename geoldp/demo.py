@@ -10,6 +10,7 @@ seed so that geoldp draws from the operating system's CSPRNG.
 
 from __future__ import annotations
 
+import importlib.util
 import sys
 import time
 import warnings
@@ -290,7 +291,7 @@ def run_demo(
         Seed of the synthetic city and of the perturbation. The demo is an experiment; a deployment
         omits the seed (OS CSPRNG).
     plot : bool, default True
-        Draw the PNG map (needs matplotlib).
+        Draw the PNG map. Without matplotlib the map is skipped with a note.
     stream : file-like, optional
         Where to print the report. Defaults to ``sys.stdout``.
 
@@ -341,7 +342,9 @@ def run_demo(
     print("", file=out)
     print("Utility (NE: mean distance to the original point, km, lower is better;", file=out)
     print("         PRQ_d: share of points within d km of the original, higher is better;", file=out)
-    print("         uniform: expected values if every point were replaced by a random public point)", file=out)
+    print(
+        "         uniform: expected values if every point were replaced by a random public point)", file=out
+    )
     print(table.to_string(float_format=lambda v: f"{v:.3f}"), file=out)
     print("", file=out)
     for text in notes:
@@ -362,11 +365,14 @@ def run_demo(
         for label, frame in perturbed.items():
             files[label.lower()] = folder / f"{label.lower()}.geojson"
             gio.to_geojson(frame, files[label.lower()], ledger=True)
-        if plot:
+        has_matplotlib = importlib.util.find_spec("matplotlib") is not None
+        if plot and has_matplotlib:
             files["map"] = save_comparison_map(trips, perturbed, folder / "map.png", points=points)
         print("Files written:", file=out)
         for role, path in files.items():
             print(f"  {role:<9} {path}", file=out)
+        if plot and not has_matplotlib:
+            print('Map skipped: matplotlib is not installed (pip install "geoldp[plot]").', file=out)
     print(
         f"Perturbation time: {seconds:.1f} s for {2 * len(trips)} trajectory releases "
         "(TP and ATP; includes numba compilation on the first run).",

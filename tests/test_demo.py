@@ -80,3 +80,19 @@ def test_demo_bad_epsilon_is_one_line_error(tmp_path, capsys):
     assert len(err) == 1
     assert err[0].startswith("geoldp: error: ")
     assert "epsilon" in err[0]
+
+
+def test_demo_without_matplotlib_skips_the_map(tmp_path, monkeypatch):
+    import importlib.util
+
+    real_find_spec = importlib.util.find_spec
+
+    def fake_find_spec(name, *args, **kwargs):
+        return None if name == "matplotlib" else real_find_spec(name, *args, **kwargs)
+
+    monkeypatch.setattr(importlib.util, "find_spec", fake_find_spec)
+    stream = io.StringIO()
+    result = run_demo(tmp_path / "d", n_trips=20, n_points=60, stream=stream)
+    assert "map" not in result.files
+    assert "Map skipped" in stream.getvalue()
+    assert (tmp_path / "d" / "atp.geojson").exists()
