@@ -311,6 +311,10 @@ def _cmd_evaluate(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> i
             raise UserError(f"--plot must end in .png, .pdf or .svg, got '{args.plot}'")
         if not plot_path.parent.is_dir():
             raise UserError(f"output directory '{plot_path.parent}' does not exist")
+        import importlib.util
+
+        if importlib.util.find_spec("matplotlib") is None:
+            raise UserError('--plot needs matplotlib; install it with: pip install "geoldp[plot]"')
 
     import pandas as pd
 
