@@ -144,7 +144,31 @@ def prq_table(summary: pd.DataFrame, dataset: str, eps_list=(1.0, 10.0)) -> str:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--results", type=Path, default=REPO / "docs" / "results")
+    ap.add_argument(
+        "--update",
+        type=Path,
+        default=None,
+        help="write the tables into this markdown file between the GENERATED markers instead of stdout",
+    )
     args = ap.parse_args(argv)
+    if args.update is not None:
+        import contextlib
+        import io
+
+        buf = io.StringIO()
+        with contextlib.redirect_stdout(buf):
+            _print_tables(args)
+        text = args.update.read_text(encoding="utf8")
+        begin, end = "<!-- BEGIN GENERATED TABLES -->", "<!-- END GENERATED TABLES -->"
+        head, rest = text.split(begin, 1)
+        _, tail = rest.split(end, 1)
+        args.update.write_text(head + begin + "\n" + buf.getvalue() + end + tail, encoding="utf8")
+        return 0
+    _print_tables(args)
+    return 0
+
+
+def _print_tables(args: argparse.Namespace) -> None:
     table = pd.read_csv(args.results / "paper_setup.csv")
     summary = pd.read_csv(args.results / "paper_setup_summary.csv")
     exact = pd.read_csv(args.results / "exact_baselines.csv")
@@ -197,7 +221,6 @@ def main(argv: list[str] | None = None) -> int:
     for _, r in piv.iterrows():
         print(f"| {r.dataset} | {r.mechanism} | {r.seconds:.1f} |")
     print(f"\nTotal: {meta['total_seconds']:.0f} s.")
-    return 0
 
 
 if __name__ == "__main__":
