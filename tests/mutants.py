@@ -49,8 +49,9 @@ class TrueNeighbourOrigin(_ref._CopyRun):
         priv, ctx = self.priv, self.ctx
         out = np.empty(priv.B, dtype=np.int64)
         for b in range(priv.B):
-            theta = _kernels.bearing_rad(priv.lam[b, k - 1], priv.phi[b, k - 1], priv.lam[b, j - 1],
-                                         priv.phi[b, j - 1])
+            theta = _kernels.bearing_rad(
+                priv.lam[b, k - 1], priv.phi[b, k - 1], priv.lam[b, j - 1], priv.phi[b, j - 1]
+            )
             out[b] = _kernels.sector(theta, ctx.g, ctx.centred)
         return out
 

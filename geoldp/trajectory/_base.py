@@ -14,7 +14,13 @@ from fractions import Fraction
 from geoldp._validation import check_epsilon
 from geoldp.errors import PrivacyWarning
 
-__all__ = ["KRR_SW_MAX_EPSILON", "PRIVACY_WARNING_EPSILON", "check_stage_budget", "em_limit", "warn_large_epsilon"]
+__all__ = [
+    "KRR_SW_MAX_EPSILON",
+    "PRIVACY_WARNING_EPSILON",
+    "check_stage_budget",
+    "em_limit",
+    "warn_large_epsilon",
+]
 
 #: ε above which a composite warns (outside the range the paper evaluates, ALGORITHM §3.4).
 PRIVACY_WARNING_EPSILON = 10.0

@@ -24,8 +24,14 @@ import numpy as np
 from geoldp.trajectory import _reference as _ref
 from geoldp.trajectory.split import COPIES
 
-__all__ = ["CopyDistribution", "copy_distribution", "full_distributions", "merged_distribution", "next_stage",
-           "sample_copy"]
+__all__ = [
+    "CopyDistribution",
+    "copy_distribution",
+    "full_distributions",
+    "merged_distribution",
+    "next_stage",
+    "sample_copy",
+]
 
 
 @dataclass
@@ -153,8 +159,9 @@ def copy_distribution(
                 leaf_points.append([child.points[i] for i in range(1, n + 1)])
             else:
                 stack.append((child, child_prob))
-    return CopyDistribution(copy, transcripts, np.array(leaf_probs).T, np.array(leaf_points, dtype=np.int64),
-                            eps_total, nodes)
+    return CopyDistribution(
+        copy, transcripts, np.array(leaf_probs).T, np.array(leaf_points, dtype=np.int64), eps_total, nodes
+    )
 
 
 def _copy_total(ctx, copy) -> float:

@@ -96,8 +96,9 @@ class _Context:
         cache = self._sector_cache
         out = cache.get(origin)
         if out is None:
-            theta = _kernels.bearing_from_one(self.lam[origin], self.phi[origin], self.lam, self.phi,
-                                              np.empty(self.m))
+            theta = _kernels.bearing_from_one(
+                self.lam[origin], self.phi[origin], self.lam, self.phi, np.empty(self.m)
+            )
             out = _kernels.sector_many(theta, self.g, self.centred, np.empty(self.m, dtype=np.int64))
             if len(cache) >= _ORIGIN_CACHE_MAX:
                 cache.clear()
@@ -109,8 +110,9 @@ class _Context:
         cache = self._dist_cache
         out = cache.get(origin)
         if out is None:
-            out = _kernels.haversine_from_one(self.lam[origin], self.phi[origin], self.lam, self.phi,
-                                              np.empty(self.m))
+            out = _kernels.haversine_from_one(
+                self.lam[origin], self.phi[origin], self.lam, self.phi, np.empty(self.m)
+            )
             if len(cache) >= _ORIGIN_CACHE_MAX:
                 cache.clear()
             cache[origin] = out
@@ -122,7 +124,9 @@ class _Context:
         d_a = np.empty(self.m)
         d_b = np.empty(self.m)
         for i in range(len(y_a)):
-            out[i] = merge_index(int(y_a[i]), int(y_b[i]), self.lam, self.phi, self.tau, self.balanced, d_a, d_b)
+            out[i] = merge_index(
+                int(y_a[i]), int(y_b[i]), self.lam, self.phi, self.tau, self.balanced, d_a, d_b
+            )
         return out
 
 
@@ -321,8 +325,15 @@ class _CopyRun:
         """True sector δ_{k,j} = sec_g(θ(P_{â_k} → x_j)) per row; origin = the PERTURBED pivot (§5.4)."""
         ctx, priv = self.ctx, self.priv
         origin = self.points[k]
-        return sectors_to(ctx.lam[origin], ctx.phi[origin], priv.lam[:, j - 1], priv.phi[:, j - 1], ctx.g,
-                          ctx.centred, np.empty(priv.B, dtype=np.int64))
+        return sectors_to(
+            ctx.lam[origin],
+            ctx.phi[origin],
+            priv.lam[:, j - 1],
+            priv.phi[:, j - 1],
+            ctx.g,
+            ctx.centred,
+            np.empty(priv.B, dtype=np.int64),
+        )
 
     def _point_set(self, k: int, j: int, d_hat: int) -> np.ndarray:
         """GetPointSet(â_k, δ̂_{k,j}, Ω) per row as a (B, m) mask (ALGORITHM §2.5, §5.4)."""
@@ -340,13 +351,15 @@ class _CopyRun:
         ctx, priv, B = self.ctx, self.priv, self.priv.B
         if ctx.single:
             i = positions[0]
-            return self._em_stage(kind, positions, ctx.single_epsilon, priv.dist(i), self.region,
-                                  _rows(i, B))
+            return self._em_stage(kind, positions, ctx.single_epsilon, priv.dist(i), self.region, _rows(i, B))
         bud = self.budgets
         if kind == "anchor_em":
             anchor = priv.anchor()
-            dist = np.stack([ctx.distances_from(int(a)) for a in anchor]) if B > 1 else \
-                ctx.distances_from(int(anchor[0]))[None, :]
+            dist = (
+                np.stack([ctx.distances_from(int(a)) for a in anchor])
+                if B > 1
+                else ctx.distances_from(int(anchor[0]))[None, :]
+            )
             return self._em_stage(kind, positions, bud.anchor, dist, _rows(ctx.all_mask, B), anchor)
         if kind == "radius_sw":
             return self._radius_stage(positions)
@@ -357,11 +370,27 @@ class _CopyRun:
             k, j = positions
             true = self._direction_input(k, j)
             pmf = krr_pmf_rows(true, ctx.g, bud.direction)
-            public = {"g": _rows(ctx.g, B), "origin": _rows(self.points[k], B),
-                      "epsilon": _rows(bud.direction, B), "centred": _rows(ctx.centred, B)} \
-                if ctx.record_public else {}
-            return Stage(self.copy, kind, positions, bud.direction, ctx.sector_labels, pmf, public, true,
-                         krr_lie=_mech.krr_lie_probability(ctx.g, bud.direction))
+            public = (
+                {
+                    "g": _rows(ctx.g, B),
+                    "origin": _rows(self.points[k], B),
+                    "epsilon": _rows(bud.direction, B),
+                    "centred": _rows(ctx.centred, B),
+                }
+                if ctx.record_public
+                else {}
+            )
+            return Stage(
+                self.copy,
+                kind,
+                positions,
+                bud.direction,
+                ctx.sector_labels,
+                pmf,
+                public,
+                true,
+                krr_lie=_mech.krr_lie_probability(ctx.g, bud.direction),
+            )
         # point_em of a non-pivot
         j = positions[0]
         domain, branch = self._domain(j)
@@ -408,14 +437,36 @@ class _CopyRun:
                     r_max = d
             r[b] = _cal.atp_radius_input(r_max, delta_r[b])
         b_half = ctx.sw_b[self.copy]
-        public = {"b": _rows(b_half, B), "buckets": _rows(ctx.sw_buckets, B), "delta_r": delta_r,
-                  "epsilon": _rows(eps_r, B)}
+        public = {
+            "b": _rows(b_half, B),
+            "buckets": _rows(ctx.sw_buckets, B),
+            "delta_r": delta_r,
+            "epsilon": _rows(eps_r, B),
+        }
         if ctx.continuous:
-            return Stage(self.copy, "radius_sw", positions, eps_r, np.empty(0), None, public, r,
-                         sw_params=(b_half, eps_r))
+            return Stage(
+                self.copy,
+                "radius_sw",
+                positions,
+                eps_r,
+                np.empty(0),
+                None,
+                public,
+                r,
+                sw_params=(b_half, eps_r),
+            )
         pmf = np.atleast_2d(_mech.sw_bucket_masses(r, eps_r, ctx.sw_buckets))
-        return Stage(self.copy, "radius_sw", positions, eps_r, np.arange(ctx.sw_buckets), pmf, public, r,
-                     sw_params=(b_half, eps_r))
+        return Stage(
+            self.copy,
+            "radius_sw",
+            positions,
+            eps_r,
+            np.arange(ctx.sw_buckets),
+            pmf,
+            public,
+            r,
+            sw_params=(b_half, eps_r),
+        )
 
     def _domain(self, j: int) -> tuple[np.ndarray, np.ndarray]:
         """Algorithm 1 intersection with the fallback of §5.5 (option C4); per-row branch codes."""
@@ -451,7 +502,6 @@ class _CopyRun:
     def advance(self, y, stage: Stage | None = None) -> None:
         """Record the released output ``y`` of the current stage and update the public state."""
         kind, positions = self.plan[self.s]
-        ctx = self.ctx
         eps = stage.epsilon if stage is not None else None
         if kind in ("pivot_em", "point_em"):
             self.points[positions[0]] = int(y)
@@ -482,15 +532,22 @@ class _CopyRun:
             row = np.ascontiguousarray(dist[b])
             delta_r[b] = row.max()
             r_est = _cal.sw_estimate(r_hat, b_half, delta_r[b])
-            eta[b], branch[b] = _cal.calibration_centre(row, r_hat, b_half, eps_r, delta_r[b], ctx.input_mapping)
+            eta[b], branch[b] = _cal.calibration_centre(
+                row, r_hat, b_half, eps_r, delta_r[b], ctx.input_mapping
+            )
             r_tilde[b] = _cal.calibrate(r_est, eta[b], delta_r[b], ctx.eps_decay[self.copy])
             _cal.region_mask(row, r_tilde[b], region[b])
         if shared:
             eta, branch, r_tilde, delta_r = (_rows(v[0], B) for v in (eta, branch, r_tilde, delta_r))
             region = _rows(region[0], B)
         self.region = region
-        self.region_info = {"region": region, "eta": eta, "r_tilde": r_tilde, "delta_r": delta_r,
-                            "branch_eta": branch}
+        self.region_info = {
+            "region": region,
+            "eta": eta,
+            "r_tilde": r_tilde,
+            "delta_r": delta_r,
+            "branch_eta": branch,
+        }
 
 
 # ------------------------------------------------------------------------------------------------------
@@ -580,4 +637,3 @@ def transcript_of(runs: list[_CopyRun]) -> list[tuple]:
     for run in runs:
         out.extend(run.transcript)
     return out
-

@@ -87,11 +87,21 @@ class ATP(_TwoCopyMechanism):
         set_(self, "fractions", fr)
         set_(self, "sw_buckets", check_int_range(self.sw_buckets, "sw_buckets", caller=caller, minimum=2))
         set_(self, "sw_output", check_option(self.sw_output, "sw_output", ("bucketed", "continuous"), caller))
-        set_(self, "distance_mapping",
-             check_option(self.distance_mapping, "distance_mapping", ("output", "input"), caller))
-        set_(self, "decay_epsilon",
-             check_option(self.decay_epsilon, "decay_epsilon", ("radius", "copy", "total"), caller))
-        set_(self, "anchor_mean", check_option(self.anchor_mean, "anchor_mean", ("arithmetic", "vector"), caller))
+        set_(
+            self,
+            "distance_mapping",
+            check_option(self.distance_mapping, "distance_mapping", ("output", "input"), caller),
+        )
+        set_(
+            self,
+            "decay_epsilon",
+            check_option(self.decay_epsilon, "decay_epsilon", ("radius", "copy", "total"), caller),
+        )
+        set_(
+            self,
+            "anchor_mean",
+            check_option(self.anchor_mean, "anchor_mean", ("arithmetic", "vector"), caller),
+        )
 
     @property
     def budget_fractions(self) -> tuple[Fraction, Fraction, Fraction, Fraction]:
@@ -109,12 +119,14 @@ class ATP(_TwoCopyMechanism):
     def options(self) -> dict:
         """JSON-able description of the mechanism and every option (for provenance)."""
         out = super().options()
-        out.update({
-            "fractions": [fraction_str(f) for f in self.fractions],
-            "sw_buckets": self.sw_buckets,
-            "sw_output": self.sw_output,
-            "distance_mapping": self.distance_mapping,
-            "decay_epsilon": self.decay_epsilon,
-            "anchor_mean": self.anchor_mean,
-        })
+        out.update(
+            {
+                "fractions": [fraction_str(f) for f in self.fractions],
+                "sw_buckets": self.sw_buckets,
+                "sw_output": self.sw_output,
+                "distance_mapping": self.distance_mapping,
+                "decay_epsilon": self.decay_epsilon,
+                "anchor_mean": self.anchor_mean,
+            }
+        )
         return out

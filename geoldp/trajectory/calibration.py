@@ -159,6 +159,7 @@ def region_mask(dist, r_tilde, out):
 
 def region_indices(dist: np.ndarray, r_tilde: float) -> np.ndarray:
     """Ω as sorted int64 indices (Python convenience over :func:`region_mask`)."""
-    mask = region_mask(np.ascontiguousarray(dist, dtype=np.float64), float(r_tilde),
-                       np.empty(dist.shape[0], dtype=np.bool_))
+    mask = region_mask(
+        np.ascontiguousarray(dist, dtype=np.float64), float(r_tilde), np.empty(dist.shape[0], dtype=np.bool_)
+    )
     return np.flatnonzero(mask).astype(np.int64)

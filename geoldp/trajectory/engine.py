@@ -26,8 +26,14 @@ from geoldp.trajectory.atp import ATP
 from geoldp.trajectory.pointem import PointEM
 from geoldp.trajectory.tp import TP
 
-__all__ = ["MECHANISMS", "perturb_trajectories", "resolve_mechanism", "run", "run_with_key",
-           "validate_trajectories"]
+__all__ = [
+    "MECHANISMS",
+    "perturb_trajectories",
+    "resolve_mechanism",
+    "run",
+    "run_with_key",
+    "validate_trajectories",
+]
 
 #: Case-insensitive registry of mechanism names.
 MECHANISMS: Mapping[str, type] = {"tp": TP, "atp": ATP, "pointem": PointEM}
@@ -115,7 +121,9 @@ def validate_trajectories(trajectories, m: int, *, caller: str) -> list[np.ndarr
                 f"Trajectory {pos} passed to {caller} must be a 1-D array; it has {arr.ndim} dimensions."
             )
         if arr.size == 0:
-            raise ValueError(f"Trajectory {pos} passed to {caller} is empty; every trajectory needs >= 1 point.")
+            raise ValueError(
+                f"Trajectory {pos} passed to {caller} is empty; every trajectory needs >= 1 point."
+            )
         if arr.dtype == np.bool_ or not np.issubdtype(arr.dtype, np.integer):
             if arr.dtype == object and all(
                 isinstance(v, numbers.Integral) and not isinstance(v, bool) for v in arr
@@ -230,8 +238,9 @@ def perturb_trajectories(
     return outputs if len(result) == 1 else tuple(result)
 
 
-def run(trajectories, points, mechanism, *, rng, offset: int = 0, sampler: str = "fast",
-        progress: bool = False) -> list[np.ndarray]:
+def run(
+    trajectories, points, mechanism, *, rng, offset: int = 0, sampler: str = "fast", progress: bool = False
+) -> list[np.ndarray]:
     """Internal: perturb already-validated trajectories (list of int64 arrays).
 
     Parameters
@@ -251,12 +260,28 @@ def run(trajectories, points, mechanism, *, rng, offset: int = 0, sampler: str =
         rng = resolve_rng(rng)
     if sampler == "reference":
         return _run_reference(trajectories, points, mechanism, rng, progress=progress)[0]
-    return run_with_key(trajectories, points, mechanism, key=rng.stream_key(), offset=offset,
-                        policy=rng.policy, progress=progress)
+    return run_with_key(
+        trajectories,
+        points,
+        mechanism,
+        key=rng.stream_key(),
+        offset=offset,
+        policy=rng.policy,
+        progress=progress,
+    )
 
 
-def run_with_key(trajectories, points, mechanism, *, key, offset: int = 0, policy: str = "seeded",
-                 sampler: str = "fast", progress: bool = False) -> list[np.ndarray]:
+def run_with_key(
+    trajectories,
+    points,
+    mechanism,
+    *,
+    key,
+    offset: int = 0,
+    policy: str = "seeded",
+    sampler: str = "fast",
+    progress: bool = False,
+) -> list[np.ndarray]:
     """Internal: perturb with per-trajectory ChaCha20 streams under ``key`` (stream id = offset + i).
 
     The result depends only on ``key`` and each trajectory's global index, never on chunking.
@@ -272,7 +297,7 @@ def run_with_key(trajectories, points, mechanism, *, key, offset: int = 0, polic
         np.cumsum(lengths, out=offsets[1:])
         flat = np.concatenate(trajs)
         out = np.asarray(fast(flat, offsets, points, mechanism, key, int(offset)), dtype=np.int64)
-        return [out[offsets[i]:offsets[i + 1]].copy() for i in range(len(trajs))]
+        return [out[offsets[i] : offsets[i + 1]].copy() for i in range(len(trajs))]
     cache: dict[int, _ref._Context] = {}
     outputs = []
     for i, traj in enumerate(_progress(trajs, progress)):
@@ -323,8 +348,12 @@ def _run_reference(trajs, points, mechanism, source, *, diagnostics: bool = Fals
 
 
 def _new_diagnostics() -> dict:
-    return {"trajectories": 0, "fallback": dict.fromkeys(_ref.FALLBACK_NAMES, 0), "region_sizes": [],
-            "eta_branch": {"weighted": 0, "k_empty": 0, "c_empty": 0}}
+    return {
+        "trajectories": 0,
+        "fallback": dict.fromkeys(_ref.FALLBACK_NAMES, 0),
+        "region_sizes": [],
+        "eta_branch": {"weighted": 0, "k_empty": 0, "c_empty": 0},
+    }
 
 
 def _add_diagnostics(agg: dict, d: dict) -> None:

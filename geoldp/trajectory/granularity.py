@@ -168,7 +168,8 @@ def _check_g(g, *, caller: str, name: str) -> int:
     g = int(g)
     if not (G_MIN <= g <= G_MAX):
         raise ValueError(
-            f"The '{name}' parameter of {caller} must be an int in the range [{G_MIN}, {G_MAX}]. Got {g} instead."
+            f"The '{name}' parameter of {caller} must be an int in the range [{G_MIN}, {G_MAX}]. "
+            f"Got {g} instead."
         )
     return g
 

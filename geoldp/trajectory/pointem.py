@@ -57,8 +57,9 @@ class PointEM:
         n = _check_length(n, "PointEM")
         eps = self.point_budget(n)
         share = Fraction(1, n)
-        return Ledger(tuple(LedgerEntry(None, "point_em", (i,), eps, share) for i in range(1, n + 1)),
-                      self.epsilon)
+        return Ledger(
+            tuple(LedgerEntry(None, "point_em", (i,), eps, share) for i in range(1, n + 1)), self.epsilon
+        )
 
     def check_budgets(self, n: int, m: int) -> None:
         """Validate the per-point EM budget against the float-margin limit for |P| = ``m``."""

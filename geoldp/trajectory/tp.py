@@ -52,9 +52,13 @@ class _TwoCopyMechanism:
         else:
             gran = _check_g(gran, caller=caller, name="granularity")
         set_(self, "granularity", gran)
-        set_(self, "granularity_reading",
-             check_option(self.granularity_reading, "granularity_reading", ("C", "A"), caller,
-                          case_insensitive=True))
+        set_(
+            self,
+            "granularity_reading",
+            check_option(
+                self.granularity_reading, "granularity_reading", ("C", "A"), caller, case_insensitive=True
+            ),
+        )
         cands = self.granularity_candidates
         if isinstance(cands, (str, bytes)) or not isinstance(cands, Sequence) or len(cands) == 0:
             raise TypeError(
@@ -78,15 +82,26 @@ class _TwoCopyMechanism:
                 f"Got {self.epsilon_fraction!r} instead."
             )
         set_(self, "epsilon_fraction", frac)
-        set_(self, "sector_convention",
-             check_option(self.sector_convention, "sector_convention", ("centred", "floor"), caller))
+        set_(
+            self,
+            "sector_convention",
+            check_option(self.sector_convention, "sector_convention", ("centred", "floor"), caller),
+        )
         set_(self, "split", check_option(self.split, "split", ("uniform", "grouped"), caller))
         set_(self, "fallback", check_option(self.fallback, "fallback", ("neighbours", "region"), caller))
         set_(self, "tie_break", check_option(self.tie_break, "tie_break", ("balanced", "index"), caller))
         self._validate_extra(caller)
-        set_(self, "_g", choose_granularity(self.epsilon, self.granularity, reading=self.granularity_reading,
-                                            candidates=self.granularity_candidates,
-                                            epsilon_fraction=self.epsilon_fraction))
+        set_(
+            self,
+            "_g",
+            choose_granularity(
+                self.epsilon,
+                self.granularity,
+                reading=self.granularity_reading,
+                candidates=self.granularity_candidates,
+                epsilon_fraction=self.epsilon_fraction,
+            ),
+        )
         warn_large_epsilon(self.epsilon, caller, stacklevel=4)
 
     def _validate_extra(self, caller: str) -> None:

@@ -41,9 +41,11 @@ def test_b_of_half():
 
 @pytest.mark.parametrize(
     ("r_hat", "r_est", "eta", "branch", "r_tilde", "omega"),
-    [(0.25, 1.417354962, 1.896986552, BRANCH_WEIGHTED, 1.571992572, [0, 1]),
-     (0.9, 2.932232061, 2.114843916, BRANCH_WEIGHTED, 2.657581050, [0, 1, 2]),
-     (1.3, 3.864464122, 2.5, BRANCH_C_EMPTY, 3.358157432, [0, 1, 2, 3])],
+    [
+        (0.25, 1.417354962, 1.896986552, BRANCH_WEIGHTED, 1.571992572, [0, 1]),
+        (0.9, 2.932232061, 2.114843916, BRANCH_WEIGHTED, 2.657581050, [0, 1, 2]),
+        (1.3, 3.864464122, 2.5, BRANCH_C_EMPTY, 3.358157432, [0, 1, 2, 3]),
+    ],
 )
 def test_worked_calibration_rows(r_hat, r_est, eta, branch, r_tilde, omega):
     got = _row(r_hat)
@@ -116,8 +118,11 @@ def test_radius_input_clip():
 def _merge(pts, ya, yb, balanced):
     d_a = pts.distances_m(ya)
     d_b = pts.distances_m(yb)
-    return int(merge_choice(ya, yb, np.ascontiguousarray(d_a), np.ascontiguousarray(d_b),
-                            1e-12 * pts.diameter_m, balanced))
+    return int(
+        merge_choice(
+            ya, yb, np.ascontiguousarray(d_a), np.ascontiguousarray(d_b), 1e-12 * pts.diameter_m, balanced
+        )
+    )
 
 
 def test_merge_same_output():

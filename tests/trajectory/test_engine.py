@@ -71,8 +71,9 @@ def test_global_random_state_untouched(pts):
 
 @pytest.mark.parametrize("mechanism", MECHS)
 def test_return_ledger(pts, mechanism):
-    out, ledgers = perturb_trajectories(_trajs(), pts, mechanism=mechanism, epsilon=3.0, rng=0,
-                                        return_ledger=True)
+    out, ledgers = perturb_trajectories(
+        _trajs(), pts, mechanism=mechanism, epsilon=3.0, rng=0, return_ledger=True
+    )
     assert len(out) == len(ledgers) == 4
     for traj, led in zip(_trajs(), ledgers, strict=True):
         assert isinstance(led, Ledger) and led.epsilon == 3.0
@@ -82,14 +83,17 @@ def test_return_ledger(pts, mechanism):
 
 
 def test_return_diagnostics(pts):
-    out, ledgers, diag = perturb_trajectories(_trajs(), pts, mechanism="atp", epsilon=3.0, rng=0,
-                                              return_ledger=True, return_diagnostics=True)
+    out, ledgers, diag = perturb_trajectories(
+        _trajs(), pts, mechanism="atp", epsilon=3.0, rng=0, return_ledger=True, return_diagnostics=True
+    )
     assert diag["trajectories"] == 4
     # every non-pivot EM of the 3 trajectories with n ≥ 2 is counted once: per copy n − |I| non-pivots
     n_nonpivot = sum(len(t) for t in _trajs() if len(t) > 1)
     assert sum(diag["fallback"].values()) == n_nonpivot
     assert len(diag["region_sizes"]) == 2 * 3 and all(1 <= s <= pts.size for s in diag["region_sizes"])
-    out2, diag2 = perturb_trajectories(_trajs(), pts, mechanism="tp", epsilon=3.0, rng=0, return_diagnostics=True)
+    out2, diag2 = perturb_trajectories(
+        _trajs(), pts, mechanism="tp", epsilon=3.0, rng=0, return_diagnostics=True
+    )
     assert diag2["region_sizes"] == []
 
 
@@ -105,14 +109,20 @@ def test_mechanism_objects_and_names(pts):
 
 @pytest.mark.parametrize(
     ("kwargs", "exc", "match"),
-    [({"mechanism": "geo-ind", "epsilon": 1.0}, ValueError, r"must be one of \('tp', 'atp', 'pointem'\)"),
-     ({"mechanism": 3, "epsilon": 1.0}, TypeError, "'mechanism' parameter"),
-     ({"mechanism": "tp"}, TypeError, "'epsilon' parameter of perturb_trajectories is required"),
-     ({"mechanism": "tp", "epsilon": float("nan")}, ValueError, "'epsilon' parameter of TP"),
-     ({"mechanism": "tp", "epsilon": "1"}, TypeError, "'epsilon' parameter of TP"),
-     ({"mechanism": "tp", "epsilon": 1.0, "colour": "red"}, TypeError, r"unknown option\(s\) \['colour'\]"),
-     ({"mechanism": "tp", "epsilon": 1.0, "split": "half"}, ValueError, "split"),
-     ({"mechanism": "tp", "epsilon": 1.0, "rng": "seed"}, TypeError, "rng")],
+    [
+        ({"mechanism": "geo-ind", "epsilon": 1.0}, ValueError, r"must be one of \('tp', 'atp', 'pointem'\)"),
+        ({"mechanism": 3, "epsilon": 1.0}, TypeError, "'mechanism' parameter"),
+        ({"mechanism": "tp"}, TypeError, "'epsilon' parameter of perturb_trajectories is required"),
+        ({"mechanism": "tp", "epsilon": float("nan")}, ValueError, "'epsilon' parameter of TP"),
+        ({"mechanism": "tp", "epsilon": "1"}, TypeError, "'epsilon' parameter of TP"),
+        (
+            {"mechanism": "tp", "epsilon": 1.0, "colour": "red"},
+            TypeError,
+            r"unknown option\(s\) \['colour'\]",
+        ),
+        ({"mechanism": "tp", "epsilon": 1.0, "split": "half"}, ValueError, "split"),
+        ({"mechanism": "tp", "epsilon": 1.0, "rng": "seed"}, TypeError, "rng"),
+    ],
 )
 def test_parameter_errors(pts, kwargs, exc, match):
     with pytest.raises(exc, match=match):
@@ -134,15 +144,22 @@ def test_points_must_be_a_pointset():
 
 @pytest.mark.parametrize(
     ("trajs", "exc", "match"),
-    [(5, TypeError, "'trajectories' parameter"), ("abc", TypeError, "'trajectories' parameter"),
-     ([np.array([0, 1]), np.array([], dtype=np.int64)], ValueError, "Trajectory 1 .* is empty"),
-     ([[0, 1], []], ValueError, "Trajectory 1 .* is empty"),
-     ([np.array([0, 1]), np.array([0.0, 1.0])], TypeError, "Trajectory 1 .* integer"),
-     ([np.array([True, False])], TypeError, "Trajectory 0 .* integer"),
-     ([np.array([[0, 1]])], ValueError, "Trajectory 0 .* 1-D"),
-     ([np.array([0, 1]), np.array([0, 1]), np.array([0, 7])], ValueError, r"Trajectory 2 .* out of range.*\[0, 7\)"),
-     ([np.array([-1])], ValueError, "Trajectory 0 .* out of range"),
-     (["ab"], TypeError, "Trajectory 0")],
+    [
+        (5, TypeError, "'trajectories' parameter"),
+        ("abc", TypeError, "'trajectories' parameter"),
+        ([np.array([0, 1]), np.array([], dtype=np.int64)], ValueError, "Trajectory 1 .* is empty"),
+        ([[0, 1], []], ValueError, "Trajectory 1 .* is empty"),
+        ([np.array([0, 1]), np.array([0.0, 1.0])], TypeError, "Trajectory 1 .* integer"),
+        ([np.array([True, False])], TypeError, "Trajectory 0 .* integer"),
+        ([np.array([[0, 1]])], ValueError, "Trajectory 0 .* 1-D"),
+        (
+            [np.array([0, 1]), np.array([0, 1]), np.array([0, 7])],
+            ValueError,
+            r"Trajectory 2 .* out of range.*\[0, 7\)",
+        ),
+        ([np.array([-1])], ValueError, "Trajectory 0 .* out of range"),
+        (["ab"], TypeError, "Trajectory 0"),
+    ],
 )
 def test_trajectory_errors_name_the_position(pts, trajs, exc, match):
     gen = np.random.default_rng(0)
@@ -159,8 +176,9 @@ def test_out_of_range_message_has_no_values(pts):
 
 
 def test_accepted_trajectory_containers(pts):
-    out = perturb_trajectories([[0, 1, 2], (3,), np.array([4, 5], dtype=np.uint8)], pts, mechanism="tp",
-                               epsilon=1.0, rng=0)
+    out = perturb_trajectories(
+        [[0, 1, 2], (3,), np.array([4, 5], dtype=np.uint8)], pts, mechanism="tp", epsilon=1.0, rng=0
+    )
     assert [len(o) for o in out] == [3, 1, 2]
     rows = perturb_trajectories(np.array([[0, 1], [2, 3]]), pts, mechanism="tp", epsilon=1.0, rng=0)
     assert [len(o) for o in rows] == [2, 2]
@@ -173,8 +191,9 @@ def test_run_with_key_is_chunk_invariant(pts, sampler):
     trajs = [np.array([i % 7, (3 * i) % 7, (5 * i + 1) % 7]) for i in range(12)]
     key = np.arange(8, dtype=np.uint32)
     whole = engine.run_with_key(trajs, pts, mech, key=key, offset=0, sampler=sampler)
-    parts = engine.run_with_key(trajs[:5], pts, mech, key=key, offset=0, sampler=sampler) + \
-        engine.run_with_key(trajs[5:], pts, mech, key=key, offset=5, sampler=sampler)
+    parts = engine.run_with_key(
+        trajs[:5], pts, mech, key=key, offset=0, sampler=sampler
+    ) + engine.run_with_key(trajs[5:], pts, mech, key=key, offset=5, sampler=sampler)
     assert all(np.array_equal(a, b) for a, b in zip(whole, parts, strict=True))
 
 
@@ -203,6 +222,7 @@ def test_length_one_and_two_everywhere(pts):
 
 
 def test_continuous_sw_option_runs(pts):
-    out, diag = perturb_trajectories(_trajs(), pts, mechanism="atp", epsilon=2.0, sw_output="continuous", rng=0,
-                                     return_diagnostics=True)
+    out, diag = perturb_trajectories(
+        _trajs(), pts, mechanism="atp", epsilon=2.0, sw_output="continuous", rng=0, return_diagnostics=True
+    )
     assert [len(o) for o in out] == [1, 2, 3, 8]

@@ -8,11 +8,11 @@ true worst pairwise ratio, so passing it is sufficient.
 
 from __future__ import annotations
 
+import mutants
 import numpy as np
 import pytest
 from trajectory_support import all_inputs, bound, city, exact_report, make, passes
 
-import mutants
 from geoldp.testing import exact_distribution
 from geoldp.trajectory import ATP, TP, PointEM, _exact
 
@@ -85,8 +85,12 @@ def test_e6_atp_length_two_defaults(eps):
 
 @pytest.mark.parametrize(
     "options",
-    [{"distance_mapping": "input"}, {"decay_epsilon": "copy"}, {"decay_epsilon": "total"},
-     {"distance_mapping": "input", "decay_epsilon": "total", "sector_convention": "floor"}],
+    [
+        {"distance_mapping": "input"},
+        {"decay_epsilon": "copy"},
+        {"decay_epsilon": "total"},
+        {"distance_mapping": "input", "decay_epsilon": "total", "sector_convention": "floor"},
+    ],
 )
 def test_e6_atp_length_two_calibration_options(options):
     pts = city(5)
@@ -140,8 +144,9 @@ def test_e5_rejects_copy_a_at_full_epsilon():
 
 def test_e6_e7_reject_region_on_true_anchor():
     """M14: Ω and ΔR centred on p_α make the domains private: support mismatch and E7 flags."""
-    rep = exact_report(make(ATP, epsilon=10.0, sw_buckets=8), city(5), all_inputs(5, 2),
-                       run_cls=mutants.RegionOnTrueAnchor)
+    rep = exact_report(
+        make(ATP, epsilon=10.0, sw_buckets=8), city(5), all_inputs(5, 2), run_cls=mutants.RegionOnTrueAnchor
+    )
     assert not rep["support_ok"] or rep["total_lr"] > bound(rep["claim"])
     assert {v[3] for v in rep["public"]} & {"delta_r", "region", "domain"}
     assert not passes(rep)
@@ -190,5 +195,12 @@ def test_next_stage_interface_walks_a_transcript():
         kinds.append((st.kind, st.positions))
         assert abs(st.pmf[0].sum() - 1.0) <= 1e-12
         prefix.append(int(st.outputs[int(np.argmax(st.pmf[0]))]))
-    assert kinds == [("anchor_em", (1, 2, 3)), ("radius_sw", (1, 2, 3)), ("pivot_em", (1,)), ("pivot_em", (3,)),
-                     ("direction_krr", (1, 2)), ("direction_krr", (3, 2)), ("point_em", (2,))]
+    assert kinds == [
+        ("anchor_em", (1, 2, 3)),
+        ("radius_sw", (1, 2, 3)),
+        ("pivot_em", (1,)),
+        ("pivot_em", (3,)),
+        ("direction_krr", (1, 2)),
+        ("direction_krr", (3, 2)),
+        ("point_em", (2,)),
+    ]

@@ -24,7 +24,9 @@ def test_golden_table(eps, g):
     assert make(ATP, epsilon=eps).granularity_value == g
 
 
-@pytest.mark.parametrize(("x", "lower", "upper"), [(math.log(3), 2, 4), (math.log(9), 4, 6), (math.log(37), 6, 12)])
+@pytest.mark.parametrize(
+    ("x", "lower", "upper"), [(math.log(3), 2, 4), (math.log(9), 4, 6), (math.log(37), 6, 12)]
+)
 def test_switch_points(x, lower, upper):
     eps = x * 8 / 3
     assert make(TP, epsilon=eps - 1e-9).granularity_value == lower
@@ -71,7 +73,9 @@ def test_custom_epsilon_fraction_and_candidates():
     assert make(TP, epsilon=2.5).granularity_value == 2
     assert make(TP, epsilon=2.5, epsilon_fraction=Fraction(1, 2)).granularity_value == 4
     assert make(TP, epsilon=40.0, granularity_candidates=(2, 4)).granularity_value == 4
-    assert choose_granularity(40.0, "auto", candidates=(2, 4, 8, 12)) == granularity_argmax(15.0, (2, 4, 8, 12))
+    assert choose_granularity(40.0, "auto", candidates=(2, 4, 8, 12)) == granularity_argmax(
+        15.0, (2, 4, 8, 12)
+    )
 
 
 def test_lookup_table():
@@ -86,9 +90,15 @@ def test_lookup_table():
 
 @pytest.mark.parametrize(
     ("value", "exc", "match"),
-    [(1, ValueError, r"range \[2, 12\]"), (13, ValueError, r"range \[2, 12\]"), (2.0, TypeError, "must be an int"),
-     (True, TypeError, "must be an int"), ("fast", ValueError, "granularity"), ({2.0: 1}, ValueError, "range"),
-     ({-1.0: 2}, ValueError, "epsilon bounds")],
+    [
+        (1, ValueError, r"range \[2, 12\]"),
+        (13, ValueError, r"range \[2, 12\]"),
+        (2.0, TypeError, "must be an int"),
+        (True, TypeError, "must be an int"),
+        ("fast", ValueError, "granularity"),
+        ({2.0: 1}, ValueError, "range"),
+        ({-1.0: 2}, ValueError, "epsilon bounds"),
+    ],
 )
 def test_invalid_granularity(value, exc, match):
     with pytest.raises(exc, match=match):

@@ -38,8 +38,10 @@ def test_n11_worked_cases():
 
 def _mechs(eps):
     return [
-        make(TP, epsilon=eps), make(TP, epsilon=eps, split="grouped"),
-        make(ATP, epsilon=eps), make(ATP, epsilon=eps, split="grouped"),
+        make(TP, epsilon=eps),
+        make(TP, epsilon=eps, split="grouped"),
+        make(ATP, epsilon=eps),
+        make(ATP, epsilon=eps, split="grouped"),
         make(ATP, epsilon=eps, fractions=(F(1, 8), F(1, 8), F(1, 2), F(1, 4))),
         make(PointEM, epsilon=eps),
     ]
@@ -87,8 +89,13 @@ def test_l3_worked_example():
     for e in tp.ledger(5):
         expected = F(3, 32) if e.kind == "direction_krr" else F(1, 40)  # 0.09375, 0.025
         assert _close_below(e.epsilon, expected)
-    expected = {"anchor_em": F(1, 32), "radius_sw": F(3, 32), "direction_krr": F(9, 128), "pivot_em": F(3, 160),
-                "point_em": F(3, 160)}
+    expected = {
+        "anchor_em": F(1, 32),
+        "radius_sw": F(3, 32),
+        "direction_krr": F(9, 128),
+        "pivot_em": F(3, 160),
+        "point_em": F(3, 160),
+    }
     for e in atp.ledger(5):
         assert _close_below(e.epsilon, expected[e.kind]), e
     for copy in "AB":
@@ -119,7 +126,9 @@ def test_l5_bad_fractions(fractions):
     with pytest.raises(BudgetError, match="non-negative|Fraction"):
         ATP(epsilon=1.0, fractions=fractions)
     with pytest.raises(ValueError, match="fractions"):
-        perturb_trajectories([np.array([0, 1])], city(4), mechanism="atp", epsilon=1.0, fractions=fractions, rng=0)
+        perturb_trajectories(
+            [np.array([0, 1])], city(4), mechanism="atp", epsilon=1.0, fractions=fractions, rng=0
+        )
 
 
 def test_l5_wrong_number_of_fractions():
@@ -129,18 +138,34 @@ def test_l5_wrong_number_of_fractions():
 
 @pytest.mark.parametrize(
     ("mechanism", "eps", "n", "options", "stage"),
-    [("tp", 1000.0, 2, {}, "pivot EM budget of TP"),
-     ("atp", 2000.0, 2, {"fractions": (F(1, 1000), F(9, 10), F(1, 20), F(49, 1000))}, "radius SW budget of ATP"),
-     ("atp", 2000.0, 2, {"fractions": (F(1, 1000), F(1, 1000), F(95, 100), F(48, 1000))},
-      "direction k-RR budget of ATP"),
-     ("atp", 2000.0, 3, {}, "anchor EM budget of ATP"),
-     ("pointem", 200.0, 1, {}, "point EM budget of PointEM"), ("tp", 100.0, 1, {}, "point EM budget of TP")],
+    [
+        ("tp", 1000.0, 2, {}, "pivot EM budget of TP"),
+        (
+            "atp",
+            2000.0,
+            2,
+            {"fractions": (F(1, 1000), F(9, 10), F(1, 20), F(49, 1000))},
+            "radius SW budget of ATP",
+        ),
+        (
+            "atp",
+            2000.0,
+            2,
+            {"fractions": (F(1, 1000), F(1, 1000), F(95, 100), F(48, 1000))},
+            "direction k-RR budget of ATP",
+        ),
+        ("atp", 2000.0, 3, {}, "anchor EM budget of ATP"),
+        ("pointem", 200.0, 1, {}, "point EM budget of PointEM"),
+        ("tp", 100.0, 1, {}, "point EM budget of TP"),
+    ],
 )
 def test_l7_stage_limits_before_any_draw(mechanism, eps, n, options, stage):
     gen = np.random.default_rng(0)
     state = gen.bit_generator.state
     with pytest.warns(PrivacyWarning, match="epsilon"), pytest.raises(ValueError, match=stage):
-        perturb_trajectories([np.arange(n) % 4], city(4), mechanism=mechanism, epsilon=eps, rng=gen, **options)
+        perturb_trajectories(
+            [np.arange(n) % 4], city(4), mechanism=mechanism, epsilon=eps, rng=gen, **options
+        )
     assert gen.bit_generator.state == state  # nothing was drawn
 
 

@@ -3,11 +3,11 @@
 
 from __future__ import annotations
 
+import mutants
 import numpy as np
 import pytest
 from trajectory_support import city, make
 
-import mutants
 from geoldp import PointSet, geo
 from geoldp._random import NumpyRandomSource, RandomSource
 from geoldp.mechanisms import em_log_weights, krr_lie_probability, sw_bucket_masses
@@ -95,8 +95,14 @@ def audit(monkeypatch, mech, pts, traj, seed=0):
 
 
 @pytest.mark.parametrize(
-    "mech", [make(TP, epsilon=4.0), make(TP, epsilon=40.0, split="grouped"), make(ATP, epsilon=4.0, sw_buckets=32),
-             make(ATP, epsilon=1.0), PointEM(epsilon=2.0)],
+    "mech",
+    [
+        make(TP, epsilon=4.0),
+        make(TP, epsilon=40.0, split="grouped"),
+        make(ATP, epsilon=4.0, sw_buckets=32),
+        make(ATP, epsilon=1.0),
+        PointEM(epsilon=2.0),
+    ],
     ids=["tp", "tp-grouped", "atp-M32", "atp", "pointem"],
 )
 @pytest.mark.parametrize("traj", [[0], [1, 4], [0, 5, 2], [6, 1, 3, 2, 0]])
@@ -144,7 +150,9 @@ def test_n15_true_sector_recomputed_from_transcript(monkeypatch, mechanism, conv
     pts = city(7)
     for seed in range(15):
         traj = gen.integers(0, 7, size=int(gen.integers(2, 7)))
-        mech = make(mechanism, epsilon=float(gen.choice([1.0, 4.0, 10.0, 40.0])), sector_convention=convention)
+        mech = make(
+            mechanism, epsilon=float(gen.choice([1.0, 4.0, 10.0, 40.0])), sector_convention=convention
+        )
         assert _true_sector_problems(monkeypatch, mech, pts, traj, seed) == []
 
 
@@ -213,7 +221,14 @@ def test_n12_fallbacks_counted_in_diagnostics():
     from geoldp import perturb_trajectories
 
     pts = PointSet([0.0, 0.0, 1.0, 0.0, -1.0], [0.0, 1.0, 0.0, -1.0, 0.0])
-    _, diag = perturb_trajectories([np.array([1, 0, 3])] * 200, pts, mechanism="tp", epsilon=8.0, granularity=4,
-                                   rng=0, return_diagnostics=True)
+    _, diag = perturb_trajectories(
+        [np.array([1, 0, 3])] * 200,
+        pts,
+        mechanism="tp",
+        epsilon=8.0,
+        granularity=4,
+        rng=0,
+        return_diagnostics=True,
+    )
     assert sum(diag["fallback"].values()) == 600
     assert diag["fallback"]["intersection"] > 0 and diag["fallback"]["left"] + diag["fallback"]["right"] > 0

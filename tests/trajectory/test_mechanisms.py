@@ -19,7 +19,9 @@ CLASSES = [TP, ATP, PointEM]
 
 
 @pytest.mark.parametrize("cls", CLASSES)
-@pytest.mark.parametrize("eps", [5e-324, 1e-300, 1e-12, 1.0, 10.0, np.float32(1), np.int64(2), Fraction(1, 2)])
+@pytest.mark.parametrize(
+    "eps", [5e-324, 1e-300, 1e-12, 1.0, 10.0, np.float32(1), np.int64(2), Fraction(1, 2)]
+)
 def test_valid_epsilon(cls, eps):
     mech = cls(epsilon=eps)
     assert isinstance(mech.epsilon, float) and mech.epsilon == float(eps)
@@ -69,9 +71,14 @@ def test_option_errors_list_choices(option, value):
 
 @pytest.mark.parametrize(
     ("option", "value", "exc"),
-    [("sw_buckets", 1, ValueError), ("sw_buckets", 8.0, TypeError), ("sw_output", "float", ValueError),
-     ("distance_mapping", "both", ValueError), ("decay_epsilon", "anchor", ValueError),
-     ("anchor_mean", "median", ValueError)],
+    [
+        ("sw_buckets", 1, ValueError),
+        ("sw_buckets", 8.0, TypeError),
+        ("sw_output", "float", ValueError),
+        ("distance_mapping", "both", ValueError),
+        ("decay_epsilon", "anchor", ValueError),
+        ("anchor_mean", "median", ValueError),
+    ],
 )
 def test_atp_option_errors(option, value, exc):
     with pytest.raises(exc, match=option):
@@ -79,10 +86,20 @@ def test_atp_option_errors(option, value, exc):
 
 
 def test_every_configurable_option_c1_to_c11():
-    atp = ATP(epsilon=1.0, sector_convention="floor", split="grouped", granularity=6, fallback="region",
-              tie_break="index", distance_mapping="input", decay_epsilon="total", sw_output="continuous",
-              anchor_mean="vector", fractions=(Fraction(1, 8), Fraction(1, 8), Fraction(1, 2), Fraction(1, 4)),
-              sw_buckets=16)
+    atp = ATP(
+        epsilon=1.0,
+        sector_convention="floor",
+        split="grouped",
+        granularity=6,
+        fallback="region",
+        tie_break="index",
+        distance_mapping="input",
+        decay_epsilon="total",
+        sw_output="continuous",
+        anchor_mean="vector",
+        fractions=(Fraction(1, 8), Fraction(1, 8), Fraction(1, 2), Fraction(1, 4)),
+        sw_buckets=16,
+    )
     opts = atp.options()
     assert opts["sector_convention"] == "floor" and opts["split"] == "grouped"
     assert opts["granularity_value"] == 6 and opts["fallback"] == "region" and opts["tie_break"] == "index"

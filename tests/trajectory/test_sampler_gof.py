@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import collections
 
+import mutants
 import numpy as np
 import pytest
 from trajectory_support import chi_square, city, make, noncentrality
 
-import mutants
 from geoldp._random import NumpyRandomSource
 from geoldp.trajectory import ATP, TP, _exact, engine
 
@@ -37,8 +37,10 @@ def _gof(monkeypatch, mech, x, N, seed, mutant_classes):
     p = _exact_pmf(mech, pts, x)
     counts = _sample(mech, pts, x, N, seed)
     x2, crit, df = chi_square(counts, p, N)
-    assert x2 < crit, (f"{mech.name} eps={mech.epsilon} |P|=6 x={x}: X2={x2:.1f} >= critical {crit:.1f} "
-                       f"(df={df}, seed={seed}, N={N})")
+    assert x2 < crit, (
+        f"{mech.name} eps={mech.epsilon} |P|=6 x={x}: X2={x2:.1f} >= critical {crit:.1f} "
+        f"(df={df}, seed={seed}, N={N})"
+    )
     for cls in mutant_classes:
         lam = noncentrality(_exact_pmf(mech, pts, x, cls), p, N)
         assert lam >= 3 * crit, f"power precondition: {cls.__name__} λ={lam:.1f} < 3×{crit:.1f} at N={N}"
@@ -61,10 +63,13 @@ def test_s5_atp_merged_output(monkeypatch):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("seed", [0, 1, 2])
-@pytest.mark.parametrize(("eps", "x", "muts"), [
-    (40.0, (1, 4, 2), ["RelativeSectors", "TrueNeighbourOrigin", "AllStagesEpsTimes125"]),
-    (10.0, (1, 4, 2), ["TrueNeighbourOrigin"]),
-])
+@pytest.mark.parametrize(
+    ("eps", "x", "muts"),
+    [
+        (40.0, (1, 4, 2), ["RelativeSectors", "TrueNeighbourOrigin", "AllStagesEpsTimes125"]),
+        (10.0, (1, 4, 2), ["TrueNeighbourOrigin"]),
+    ],
+)
 def test_s4_tp_slow(monkeypatch, seed, eps, x, muts):
     mech = make(TP, epsilon=eps)
     _gof(monkeypatch, mech, x, 100_000, seed, [getattr(mutants, m) for m in muts])
@@ -72,11 +77,14 @@ def test_s4_tp_slow(monkeypatch, seed, eps, x, muts):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("seed", [0, 1, 2])
-@pytest.mark.parametrize(("eps", "x", "muts"), [
-    (40.0, (1, 4), ["RelativeSectors", "RegionOnTrueAnchor", "RadiusBudgetTimes2"]),
-    (10.0, (1, 4), ["RegionOnTrueAnchor", "RadiusBudgetTimes2"]),
-    (40.0, (1, 4, 2), ["RelativeSectors", "RegionOnTrueAnchor", "RadiusBudgetTimes2"]),
-])
+@pytest.mark.parametrize(
+    ("eps", "x", "muts"),
+    [
+        (40.0, (1, 4), ["RelativeSectors", "RegionOnTrueAnchor", "RadiusBudgetTimes2"]),
+        (10.0, (1, 4), ["RegionOnTrueAnchor", "RadiusBudgetTimes2"]),
+        (40.0, (1, 4, 2), ["RelativeSectors", "RegionOnTrueAnchor", "RadiusBudgetTimes2"]),
+    ],
+)
 def test_s5_atp_slow(monkeypatch, seed, eps, x, muts):
     mech = make(ATP, epsilon=eps, sw_buckets=8)
     _gof(monkeypatch, mech, x, 100_000, seed, [getattr(mutants, m) for m in muts])
