@@ -86,6 +86,27 @@ def _check_k(k) -> int:
     return int(k)
 
 
+@numba.njit(cache=True)
+def _categorical_rows(pmf, u, out):
+    """Row-wise inverse CDF: first i with u[r] < cumsum(pmf[r])[i] (sequential sums, as ``np.cumsum``);
+    if none, the last index with positive mass."""
+    n, k = pmf.shape
+    for r in range(n):
+        acc = 0.0
+        idx = -1
+        for i in range(k):
+            acc += pmf[r, i]
+            if u[r] < acc:
+                idx = i
+                break
+        if idx < 0:
+            idx = k - 1
+            while idx > 0 and not (pmf[r, idx] > 0.0):
+                idx -= 1
+        out[r] = idx
+    return out
+
+
 def _categorical_from_uniform(pmf: np.ndarray, u) -> np.ndarray | int:
     """Inverse CDF with the rounding guard; ``pmf`` 1-D with scalar u, or 2-D with one u per row."""
     pmf = np.asarray(pmf, dtype=np.float64)
@@ -96,15 +117,9 @@ def _categorical_from_uniform(pmf: np.ndarray, u) -> np.ndarray | int:
             pos = np.flatnonzero(pmf > 0)
             i = int(pos[-1]) if pos.size else pmf.shape[0] - 1
         return i
-    c = np.cumsum(pmf, axis=1)
-    u = np.asarray(u, dtype=np.float64)
-    idx = np.count_nonzero(c <= u[:, None], axis=1).astype(np.int64)
-    over = idx >= pmf.shape[1]
-    if np.any(over):
-        pos = pmf[over] > 0
-        last = pmf.shape[1] - 1 - np.argmax(pos[:, ::-1], axis=1)
-        idx[over] = last
-    return idx
+    u = np.ascontiguousarray(u, dtype=np.float64).reshape(-1)
+    out = np.empty(pmf.shape[0], dtype=np.int64)
+    return _categorical_rows(np.ascontiguousarray(pmf), u, out)
 
 
 class RandomSource:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import numba
 import numpy as np
 
 from geoldp._random import resolve_rng
@@ -51,6 +52,20 @@ def sw_densities(epsilon: float) -> tuple[float, float, float]:
     return b, 1.0 / den, t / den
 
 
+@numba.njit(cache=True)
+def _masses_kernel(v, edges, b, w, p, q, out):
+    n, m = out.shape
+    for r in range(n):
+        for j in range(m):
+            hi = min(edges[j + 1] - v[r], b)
+            lo = max(edges[j] - v[r], -b)
+            ov = hi - lo
+            if ov < 0.0:
+                ov = 0.0
+            out[r, j] = w * q + (p - q) * ov
+    return out
+
+
 def sw_bucket_masses(v, epsilon: float, M: int) -> np.ndarray:
     """Exact probability of each of the M public buckets of [−b, 1+b] for inputs v ∈ [0, 1].
 
@@ -72,10 +87,8 @@ def sw_bucket_masses(v, epsilon: float, M: int) -> np.ndarray:
     # −b + M·w (which can fall below 1 + b) never cuts it.
     edges[0] = -np.inf
     edges[-1] = np.inf
-    lo = edges[:-1][None, :] - v_arr.reshape(-1, 1)
-    hi = edges[1:][None, :] - v_arr.reshape(-1, 1)
-    overlap = np.maximum(np.minimum(hi, b) - np.maximum(lo, -b), 0.0)
-    masses = w * q + (p - q) * overlap
+    flat = np.ascontiguousarray(v_arr.reshape(-1))
+    masses = _masses_kernel(flat, edges, b, w, p, q, np.empty((flat.shape[0], M)))
     return masses[0] if v_arr.ndim == 0 else masses.reshape(v_arr.shape + (M,))
 
 
