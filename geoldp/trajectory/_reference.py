@@ -39,7 +39,7 @@ from geoldp.trajectory.split import COPIES, stage_plan
 __all__: list[str] = []
 
 FALLBACK_NAMES = ("intersection", "left", "right", "region")
-_ORIGIN_CACHE_MAX = 256
+_CACHE_BYTES = 16_000_000  # per-context cache of sector / distance rows from public origins
 
 
 # ------------------------------------------------------------------------------------------------------
@@ -67,6 +67,7 @@ class _Context:
         #: build the full public-parameter dicts of every stage (the exact enumerator's E7 checks)
         self.record_public = False
         self._sector_cache: dict[int, np.ndarray] = {}
+        self.cache_rows = max(8, min(4096, _CACHE_BYTES // (8 * self.m)))
         self._dist_cache: dict[int, np.ndarray] = {}
         if self.single:
             if self.name == "pointem":
@@ -100,7 +101,7 @@ class _Context:
                 self.lam[origin], self.phi[origin], self.lam, self.phi, np.empty(self.m)
             )
             out = _kernels.sector_many(theta, self.g, self.centred, np.empty(self.m, dtype=np.int64))
-            if len(cache) >= _ORIGIN_CACHE_MAX:
+            if len(cache) >= self.cache_rows:
                 cache.clear()
             cache[origin] = out
         return out
@@ -113,7 +114,7 @@ class _Context:
             out = _kernels.haversine_from_one(
                 self.lam[origin], self.phi[origin], self.lam, self.phi, np.empty(self.m)
             )
-            if len(cache) >= _ORIGIN_CACHE_MAX:
+            if len(cache) >= self.cache_rows:
                 cache.clear()
             cache[origin] = out
         return out
@@ -264,10 +265,8 @@ def em_pmf_rows(epsilon: float, dist: np.ndarray, domain: np.ndarray, delta: np.
 
 
 def krr_pmf_rows(true_sector: np.ndarray, g: int, epsilon: float) -> np.ndarray:
-    """Exact k-RR pmf per row (ALGORITHM §3.1, stable forms p = 1/(1+(g−1)e^{−ε}), q = e^{−ε}·p)."""
-    t = math.exp(-epsilon)
-    p = 1.0 / (1.0 + (g - 1) * t)
-    q = t / (1.0 + (g - 1) * t)
+    """Exact k-RR pmf per row (ALGORITHM §3.1): p at the true sector, q elsewhere (H1's stable constants)."""
+    p, q, _ = _mech.krr_constants(g, epsilon)
     out = np.full((true_sector.shape[0], g), q)
     out[np.arange(true_sector.shape[0]), true_sector] = p
     return out

@@ -226,3 +226,29 @@ def test_continuous_sw_option_runs(pts):
         _trajs(), pts, mechanism="atp", epsilon=2.0, sw_output="continuous", rng=0, return_diagnostics=True
     )
     assert [len(o) for o in out] == [1, 2, 3, 8]
+
+
+def test_o10_diagnostics_recomputed_from_transcript_alone(pts):
+    """Perturbed anchors, R̃ and region sizes follow from the released transcript by post-processing."""
+    from geoldp.mechanisms import sw_half_width
+    from geoldp.trajectory import calibration as cal
+
+    mech = make(ATP, epsilon=6.0, sw_buckets=64)
+    for seed in range(5):
+        _, transcript, ledger, diag = _perturb_with_transcript(np.array([0, 4, 2, 6]), pts, mech, rng=seed)
+        for copy in "AB":
+            entries = {
+                k: (e, y) for c, k, _, e, y in transcript if c == copy and k in ("anchor_em", "radius_sw")
+            }
+            anchor = entries["anchor_em"][1]
+            eps_r, bucket = entries["radius_sw"]
+            dist = np.ascontiguousarray(pts.distances_m(anchor))
+            b = sw_half_width(eps_r)
+            r_hat = cal.sw_bucket_midpoint(bucket, b, 64)
+            delta_r = float(dist.max())
+            eta, _ = cal.calibration_centre(dist, r_hat, b, eps_r, delta_r, False)
+            r_tilde = cal.calibrate(cal.sw_estimate(r_hat, b, delta_r), eta, delta_r, eps_r)
+            got = diag["copies"][copy]
+            assert got["anchor"] == anchor
+            assert got["r_tilde_m"] == pytest.approx(r_tilde, rel=1e-12)
+            assert got["region_size"] == len(cal.region_indices(dist, r_tilde))

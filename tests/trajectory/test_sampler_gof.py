@@ -62,29 +62,22 @@ def test_s5_atp_merged_output(monkeypatch):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("seed", [0, 1, 2])
-@pytest.mark.parametrize(
-    ("eps", "x", "muts"),
-    [
-        (40.0, (1, 4, 2), ["RelativeSectors", "TrueNeighbourOrigin", "AllStagesEpsTimes125"]),
-        (10.0, (1, 4, 2), ["TrueNeighbourOrigin"]),
-    ],
-)
-def test_s4_tp_slow(monkeypatch, seed, eps, x, muts):
-    mech = make(TP, epsilon=eps)
-    _gof(monkeypatch, mech, x, 100_000, seed, [getattr(mutants, m) for m in muts])
+def test_s4_tp_slow(monkeypatch):
+    muts = [mutants.RelativeSectors, mutants.TrueNeighbourOrigin, mutants.AllStagesEpsTimes125]
+    _gof(monkeypatch, make(TP, epsilon=40.0), (1, 4, 2), 100_000, 0, muts)
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_s5_atp_slow(monkeypatch):
+    muts = [mutants.RelativeSectors, mutants.RegionOnTrueAnchor, mutants.RadiusBudgetTimes2]
+    _gof(monkeypatch, make(ATP, epsilon=40.0, sw_buckets=8), (1, 4), 50_000, 0, muts)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", [1, 2])
 @pytest.mark.parametrize(
-    ("eps", "x", "muts"),
-    [
-        (40.0, (1, 4), ["RelativeSectors", "RegionOnTrueAnchor", "RadiusBudgetTimes2"]),
-        (10.0, (1, 4), ["RegionOnTrueAnchor", "RadiusBudgetTimes2"]),
-        (40.0, (1, 4, 2), ["RelativeSectors", "RegionOnTrueAnchor", "RadiusBudgetTimes2"]),
-    ],
+    ("mechanism", "eps", "x"), [(TP, 10.0, (1, 4, 2)), (ATP, 10.0, (1, 4)), (ATP, 40.0, (1, 4, 2))]
 )
-def test_s5_atp_slow(monkeypatch, seed, eps, x, muts):
-    mech = make(ATP, epsilon=eps, sw_buckets=8)
-    _gof(monkeypatch, mech, x, 100_000, seed, [getattr(mutants, m) for m in muts])
+def test_s4_s5_more_seeds_and_budgets(monkeypatch, seed, mechanism, eps, x):
+    mech = make(mechanism, epsilon=eps) if mechanism is TP else make(mechanism, epsilon=eps, sw_buckets=8)
+    _gof(monkeypatch, mech, x, 50_000, seed, [])
