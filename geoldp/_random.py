@@ -81,7 +81,9 @@ _TWO_M53 = 2.0**-53
 
 
 def _check_k(k) -> int:
-    if isinstance(k, (bool, np.bool_)) or not isinstance(k, (numbers.Integral, np.integer)) or not 1 <= int(k) < 2**63:
+    if isinstance(k, (bool, np.bool_)) or not isinstance(k, (numbers.Integral, np.integer)):
+        raise ValueError(f"integers(k) needs an int 1 <= k < 2**63. Got {k!r} instead.")
+    if not 1 <= int(k) < 2**63:
         raise ValueError(f"integers(k) needs an int 1 <= k < 2**63. Got {k!r} instead.")
     return int(k)
 
@@ -495,4 +497,5 @@ class ChaChaRandomSource(RandomSource):
 
     def stream_key(self) -> np.ndarray:
         """Eight words drawn from this stream."""
-        return np.array([stream_next_u32(self.key, self._buf, self._state) for _ in range(8)], dtype=np.uint32)
+        words = [stream_next_u32(self.key, self._buf, self._state) for _ in range(8)]
+        return np.array(words, dtype=np.uint32)

@@ -94,7 +94,8 @@ def check_epsilon(epsilon, *, caller: str, name: str = "epsilon", maximum: float
         rng = f"(0, {upper:g}]"
     if not ok:
         raise ValueError(
-            f"The {name!r} parameter of {caller} must be a float in the range {rng}. Got {_fmt(epsilon)} instead."
+            f"The {name!r} parameter of {caller} must be a float in the range {rng}. "
+            f"Got {_fmt(epsilon)} instead."
         )
     return value
 
@@ -122,7 +123,9 @@ def check_option(value, name: str, allowed, caller: str, *, case_insensitive: bo
     raise ValueError(f"Got {name}={_fmt(value)} in {caller}; `{name}` must be one of {allowed!r}.")
 
 
-def check_int_range(value, name: str, *, caller: str, minimum: int | None = None, maximum: int | None = None) -> int:
+def check_int_range(
+    value, name: str, *, caller: str, minimum: int | None = None, maximum: int | None = None
+) -> int:
     """Validate an integer parameter (Python or numpy int, not bool) in ``[minimum, maximum]``.
 
     Raises
@@ -149,6 +152,7 @@ def check_int_range(value, name: str, *, caller: str, minimum: int | None = None
         lo = "-inf" if minimum is None else str(minimum)
         hi = "inf" if maximum is None else str(maximum)
         raise ValueError(
-            f"The {name!r} parameter of {caller} must be an int in the range [{lo}, {hi}]. Got {value} instead."
+            f"The {name!r} parameter of {caller} must be an int in the range [{lo}, {hi}]. "
+            f"Got {value} instead."
         )
     return value

@@ -80,7 +80,9 @@ def check_fractions(fracs, caller: str) -> tuple[Fraction, ...]:
     (Fraction(1, 4), Fraction(3, 4))
     """
     if isinstance(fracs, (str, bytes)) or not isinstance(fracs, Iterable):
-        raise BudgetError(f"The 'fractions' parameter of {caller} must be a sequence of fractions.Fraction values.")
+        raise BudgetError(
+            f"The 'fractions' parameter of {caller} must be a sequence of fractions.Fraction values."
+        )
     out = []
     for pos, f in enumerate(fracs):
         if isinstance(f, (bool, np.bool_)) or not isinstance(f, (numbers.Real, np.integer, np.floating)):

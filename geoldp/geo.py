@@ -45,9 +45,7 @@ def to_radians(lon, lat):
 
 
 def _apply4(kernel, a, b, c, d):
-    a, b, c, d = np.broadcast_arrays(
-        np.asarray(a, np.float64), np.asarray(b, np.float64), np.asarray(c, np.float64), np.asarray(d, np.float64)
-    )
+    a, b, c, d = np.broadcast_arrays(*(np.asarray(x, np.float64) for x in (a, b, c, d)))
     shape = a.shape
     flat = [np.ascontiguousarray(x).reshape(-1) for x in (a, b, c, d)]
     out = np.empty(flat[0].shape[0], dtype=np.float64)

@@ -31,7 +31,8 @@ def _coords(values, name: str, caller: str) -> np.ndarray:
     arr = np.asarray(values)
     if arr.dtype == object or arr.dtype.kind not in "iuf":
         raise TypeError(
-            f"The {name!r} parameter of {caller} must be an array of real numbers. Got dtype {arr.dtype} instead."
+            f"The {name!r} parameter of {caller} must be an array of real numbers. "
+            f"Got dtype {arr.dtype} instead."
         )
     arr = np.asarray(arr, dtype=np.float64)
     if arr.ndim != 1:
@@ -80,7 +81,8 @@ def _exact_diameter(lam: np.ndarray, phi: np.ndarray, xyz: np.ndarray) -> float:
     1. m ≤ 256: brute force (numba, O(1) memory).
     2. A lower bound L from farthest-point sweeps (each an actual pair distance).
     3. L < 0.9·πR (every set that does not wrap around the globe): centre c = the point nearest the mean
-       direction, r_p = d(c, p); by the triangle inequality only pairs with r_p + r_q ≥ L can be longer than L.
+       direction, r_p = d(c, p); by the triangle inequality only pairs with r_p + r_q ≥ L can be longer
+       than L.
        Sorting r descending lets a numba double loop stop early; L is raised as longer pairs are found
        (:func:`geoldp._kernels.max_pairwise_sorted`).
     4. L ≥ 0.9·πR (sets spread around the globe): d(p, q) ≥ L iff q lies within chord 2·cos(L/2R) of the
@@ -180,21 +182,26 @@ class PointSet:
         lat = _coords(lat, "lat", "PointSet")
         if lon.shape != lat.shape:
             raise ValueError(
-                f"The 'lon' and 'lat' parameters of PointSet must have the same length. Got {lon.shape[0]} and "
+                "The 'lon' and 'lat' parameters of PointSet must have the same length. "
+                f"Got {lon.shape[0]} and "
                 f"{lat.shape[0]}."
             )
         if lon.shape[0] < 2:
             raise ValueError(f"A PointSet needs at least 2 points. Got {lon.shape[0]}.")
         bad = np.flatnonzero(~((lat >= -90.0) & (lat <= 90.0)))
         if bad.size:
-            raise ValueError(f"The 'lat' parameter of PointSet must be in [-90, 90]; position {int(bad[0])} is not.")
+            raise ValueError(
+                f"The 'lat' parameter of PointSet must be in [-90, 90]; position {int(bad[0])} is not."
+            )
         bad = np.flatnonzero(~((lon >= -180.0) & (lon <= 180.0)))
         if bad.size:
             raise ValueError(
                 f"The 'lon' parameter of PointSet must be in [-180, 180]; position {int(bad[0])} is not."
             )
         if not isinstance(deduplicate, (bool, np.bool_)):
-            raise TypeError(f"The 'deduplicate' parameter of PointSet must be a bool. Got {type(deduplicate).__name__}.")
+            raise TypeError(
+                f"The 'deduplicate' parameter of PointSet must be a bool. Got {type(deduplicate).__name__}."
+            )
         lam, phi = to_radians(lon, lat)
         xyz = _unit_vectors(lam, phi)
         dup = _duplicate_mask(lam, phi, xyz)
@@ -204,7 +211,9 @@ class PointSet:
                 keep = ~dup
                 lon, lat, lam, phi, xyz = lon[keep], lat[keep], lam[keep], phi[keep], xyz[keep]
                 if lon.shape[0] < 2:
-                    raise ValueError("A PointSet needs at least 2 distinct locations (1 mm apart) after deduplication.")
+                    raise ValueError(
+                        "A PointSet needs at least 2 distinct locations (1 mm apart) after deduplication."
+                    )
             else:
                 warnings.warn(
                     f"The public point set has {n_dup} point(s) within 1 mm of an earlier point (duplicate "
@@ -323,10 +332,14 @@ class PointSet:
             return np.arange(self.size, dtype=np.int64)
         t = np.asarray(targets)
         if t.dtype.kind not in "iu":
-            raise TypeError(f"The 'targets' parameter of PointSet must be an integer array. Got dtype {t.dtype}.")
+            raise TypeError(
+                f"The 'targets' parameter of PointSet must be an integer array. Got dtype {t.dtype}."
+            )
         t = t.astype(np.int64).reshape(-1)
         if t.size and (t.min() < 0 or t.max() >= self.size):
-            raise ValueError(f"The 'targets' parameter of PointSet must hold indices in [0, {self.size - 1}].")
+            raise ValueError(
+                f"The 'targets' parameter of PointSet must hold indices in [0, {self.size - 1}]."
+            )
         return t
 
     def distances_m(self, index, targets=None) -> np.ndarray:
@@ -346,12 +359,15 @@ class PointSet:
         return out
 
     def within(self, index, radius_km) -> np.ndarray:
-        """Sorted indices r with ``d(P_index, P_r) <= radius_km·1000`` (haversine kernel; includes ``index``)."""
+        """Sorted indices r with ``d(P_index, P_r) <= radius_km·1000`` (haversine kernel; includes
+        ``index``)."""
         from geoldp._validation import check_real
 
         radius = check_real(radius_km, "radius_km", caller="PointSet.within")
         if not radius >= 0.0:
-            raise ValueError(f"The 'radius_km' parameter of PointSet.within must be >= 0. Got {radius_km!r} instead.")
+            raise ValueError(
+                f"The 'radius_km' parameter of PointSet.within must be >= 0. Got {radius_km!r} instead."
+            )
         d = self.distances_m(index)
         return np.flatnonzero(d <= radius * 1000.0).astype(np.int64)
 
@@ -430,7 +446,9 @@ class PointSet:
             )
         if not gs.crs.equals("EPSG:4326"):
             gs = gs.to_crs("EPSG:4326")
-        return cls(np.asarray(gs.x, dtype=np.float64), np.asarray(gs.y, dtype=np.float64), deduplicate=deduplicate)
+        lon = np.asarray(gs.x, dtype=np.float64)
+        lat = np.asarray(gs.y, dtype=np.float64)
+        return cls(lon, lat, deduplicate=deduplicate)
 
     @classmethod
     def from_geodataframe(cls, gdf, *, deduplicate: bool = False) -> PointSet:

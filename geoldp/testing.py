@@ -184,7 +184,9 @@ def assert_ldp(matrix, epsilon: float, *, check_rows: bool = True) -> float:
     if check_rows:
         dev = np.abs(P.sum(axis=1) - 1.0)
         if np.any(dev > 1e-12):
-            raise AssertionError(f"(a) a probability row sums to 1 ± {float(dev.max()):.3g} (tolerance 1e-12).")
+            raise AssertionError(
+                f"(a) a probability row sums to 1 ± {float(dev.max()):.3g} (tolerance 1e-12)."
+            )
     pos = P > 0
     if np.any(pos.any(axis=0) & ~pos.all(axis=0)):
         raise AssertionError("(b) the supports of the rows differ: infinite privacy loss.")

@@ -15,7 +15,13 @@ from geoldp.mechanisms.exponential import (
     exponential,
 )
 from geoldp.mechanisms.krr import KRR, krr, krr_constants, krr_lie_probability
-from geoldp.mechanisms.square_wave import SquareWave, square_wave, sw_bucket_masses, sw_densities, sw_half_width
+from geoldp.mechanisms.square_wave import (
+    SquareWave,
+    square_wave,
+    sw_bucket_masses,
+    sw_densities,
+    sw_half_width,
+)
 
 __all__ = [
     "KRR",

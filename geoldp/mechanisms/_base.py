@@ -14,5 +14,7 @@ def int_array(x, name: str, caller: str) -> np.ndarray:
     """Coerce ``x`` to an int64 array; ``TypeError`` for non-integer dtypes (bool included)."""
     arr = np.asarray(x)
     if arr.dtype.kind not in "iu":
-        raise TypeError(f"The {name!r} parameter of {caller} must be an integer array. Got dtype {arr.dtype} instead.")
+        raise TypeError(
+            f"The {name!r} parameter of {caller} must be an integer array. Got dtype {arr.dtype} instead."
+        )
     return arr.astype(np.int64)

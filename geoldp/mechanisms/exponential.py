@@ -36,7 +36,8 @@ def check_em_epsilon(epsilon, m: int, *, caller: str, stage: str = "EM", name: s
     limit = em_epsilon_limit(m)
     if not eps < limit:
         raise ValueError(
-            f"The {stage} budget of {caller} ({eps:.6g}) exceeds the float-margin limit {limit:.6g} for a public "
+            f"The {stage} budget of {caller} ({eps:.6g}) exceeds the float-margin limit {limit:.6g} "
+            "for a public "
             f"set of {m} points."
         )
     return eps
@@ -50,7 +51,9 @@ def _distances(x_lam: np.ndarray, x_phi: np.ndarray, points: PointSet, domain: n
     return out
 
 
-def em_log_weights(x_lam, x_phi, points: PointSet, domain, epsilon: float, *, shift: bool = False) -> np.ndarray:
+def em_log_weights(
+    x_lam, x_phi, points: PointSet, domain, epsilon: float, *, shift: bool = False
+) -> np.ndarray:
     """Unnormalised EM log-weights ``ℓ_r = −(ε′·d(x, P_r)) / (2Δ)`` for r in ``domain``.
 
     With ``shift=True`` the max-subtracted form ``ℓ_r − max ℓ = −(ε′·(d_r − min_s d_s)) / (2Δ)`` is returned,
@@ -86,7 +89,10 @@ def em_log_weights(x_lam, x_phi, points: PointSet, domain, epsilon: float, *, sh
 
 
 def _log_normalise(lw: np.ndarray) -> np.ndarray:
-    """``ℓ − logsumexp(ℓ)`` as ``ℓ − max − log1p(Σ_{r ≠ argmax} exp(ℓ_r − max))`` (accurate when one weight dominates)."""
+    """``ℓ − logsumexp(ℓ)`` as ``ℓ − max − log1p(Σ_{r ≠ argmax} exp(ℓ_r − max))``.
+
+    Accurate also when one weight dominates (``log`` of a sum close to 1 would lose precision).
+    """
     mx = lw.max(axis=-1, keepdims=True)
     w = np.exp(lw - mx)
     np.put_along_axis(w, np.argmax(lw, axis=-1)[..., None], 0.0, axis=-1)
@@ -138,7 +144,8 @@ class ExponentialMechanism:
     def __init__(self, *, epsilon, points, domain=None) -> None:
         if not isinstance(points, PointSet):
             raise TypeError(
-                f"The 'points' parameter of ExponentialMechanism must be a PointSet. Got {type(points).__name__}."
+                "The 'points' parameter of ExponentialMechanism must be a PointSet. "
+                f"Got {type(points).__name__}."
             )
         eps = check_em_epsilon(epsilon, points.size, caller="ExponentialMechanism")
         if domain is None:
@@ -149,14 +156,16 @@ class ExponentialMechanism:
                 raise ValueError("The 'domain' parameter of ExponentialMechanism must not be empty.")
             if arr.dtype.kind not in "iu":
                 raise TypeError(
-                    f"The 'domain' parameter of ExponentialMechanism must be an integer array. Got dtype {arr.dtype}."
+                    "The 'domain' parameter of ExponentialMechanism must be an integer array. "
+                    f"Got dtype {arr.dtype}."
                 )
             dom = np.unique(arr.astype(np.int64).reshape(-1))
             if dom.size == 0:
                 raise ValueError("The 'domain' parameter of ExponentialMechanism must not be empty.")
             if dom[0] < 0 or dom[-1] >= points.size:
                 raise ValueError(
-                    f"The 'domain' parameter of ExponentialMechanism must hold indices in [0, {points.size - 1}]."
+                    "The 'domain' parameter of ExponentialMechanism must hold indices in "
+                    f"[0, {points.size - 1}]."
                 )
             dom.flags.writeable = False
         object.__setattr__(self, "epsilon", eps)
@@ -167,7 +176,8 @@ class ExponentialMechanism:
         raise AttributeError("ExponentialMechanism is immutable.")
 
     def __reduce__(self):
-        return (_rebuild_em, (self.epsilon, self.points, None if self.domain is None else np.array(self.domain)))
+        domain = None if self.domain is None else np.array(self.domain)
+        return (_rebuild_em, (self.epsilon, self.points, domain))
 
     def __repr__(self) -> str:
         dom = "None" if self.domain is None else f"<{self.domain.size} indices>"
@@ -230,7 +240,9 @@ class ExponentialMechanism:
         rows = max(1, CHUNK_CELLS // support.size)
         for start in range(0, n, rows):
             stop = min(n, start + rows)
-            lw = em_log_weights(lam[start:stop], phi[start:stop], self.points, self.domain, self.epsilon, shift=True)
+            lw = em_log_weights(
+                lam[start:stop], phi[start:stop], self.points, self.domain, self.epsilon, shift=True
+            )
             j = np.asarray(source.categorical(_normalise(lw)), dtype=np.int64)
             out[start:stop] = support[j]
         return out.reshape(shape)

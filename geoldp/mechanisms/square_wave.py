@@ -45,7 +45,7 @@ def sw_half_width(epsilon: float) -> float:
 
 
 def sw_densities(epsilon: float) -> tuple[float, float, float]:
-    """Return ``(b, p_sw, q_sw)``: half-width, high density 1/(2b + e^{−ε}) and low density e^{−ε}/(2b + e^{−ε})."""
+    """Return ``(b, p_sw, q_sw)``: half-width, high density 1/(2b + e^{−ε}), low density e^{−ε}/(2b + e^{−ε})."""
     b = sw_half_width(epsilon)
     t = math.exp(-epsilon)
     den = 2.0 * b + t
@@ -131,9 +131,12 @@ class SquareWave:
 
     def __init__(self, *, epsilon, buckets=1024, continuous=False) -> None:
         object.__setattr__(self, "epsilon", check_epsilon(epsilon, caller="SquareWave", maximum=EPS_MAX))
-        object.__setattr__(self, "buckets", check_int_range(buckets, "buckets", caller="SquareWave", minimum=2))
+        buckets = check_int_range(buckets, "buckets", caller="SquareWave", minimum=2)
+        object.__setattr__(self, "buckets", buckets)
         if not isinstance(continuous, (bool, np.bool_)):
-            raise TypeError(f"The 'continuous' parameter of SquareWave must be a bool. Got {type(continuous).__name__}.")
+            raise TypeError(
+                f"The 'continuous' parameter of SquareWave must be a bool. Got {type(continuous).__name__}."
+            )
         object.__setattr__(self, "continuous", bool(continuous))
 
     @property
