@@ -560,7 +560,9 @@ def evaluate(
         Trajectories matched by position (same number of rows and of points per row).
     points : PointSet, GeoDataFrame of Points or (m, 2) array, optional
         Public point set; required for index-array input. The hotspot rows are produced only when it is
-        given.
+        given; they count a vertex as a visit of a public point only within 1 m of it (see
+        :func:`geoldp.queries.visit_counts`), so raw GPS originals should be snapped to P first (e.g.
+        ``gdf.ldp.snap(points)``) or compared with :func:`hotspot_preservation` and ``max_km=None``.
     delta_km : float or sequence of float, default (0.5, 1, 2, 3, 4)
         PRQ thresholds in km.
     regions : "auto", None or regions, default "auto"
