@@ -23,6 +23,7 @@ Without ``traj_id_col`` every Point row is a trajectory of length one (one point
 
 from __future__ import annotations
 
+import math
 import warnings
 from collections.abc import Sequence
 from typing import Any
@@ -92,15 +93,45 @@ def _json_safe(value: Any) -> Any:
     return str(value)
 
 
-def _ledger_summary(mech: Any, lengths: np.ndarray) -> dict[str, Any]:
-    """Ledger by kind for each distinct trajectory length (lengths are released by the output anyway)."""
+#: Up to this many distinct trajectory lengths, the provenance lists the ledger of every length.
+LEDGER_LENGTHS_MAX = 16
+
+
+def _by_kind(ledger: Any) -> dict[str, float]:
+    """Budget per stage kind; ``math.fsum`` is the correctly rounded exact sum (as ``Ledger.by_kind``)."""
+    groups: dict[str, list[float]] = {}
+    for entry in ledger:
+        groups.setdefault(str(entry.kind), []).append(float(entry.epsilon))
+    return {k: math.fsum(v) for k, v in groups.items()}
+
+
+def _ledger_summary(mech: Any, lengths: np.ndarray, cache: dict[int, Any]) -> dict[str, Any]:
+    """Ledger by kind per trajectory length (lengths are released by the output anyway).
+
+    With more than :data:`LEDGER_LENGTHS_MAX` distinct lengths only the shortest and the longest are
+    listed (any other one is ``mechanism(**options).ledger(n)``), to keep provenance small and cheap.
+    """
+    distinct = [int(n) for n in np.unique(lengths)]
+    listed = distinct if len(distinct) <= LEDGER_LENGTHS_MAX else [distinct[0], distinct[-1]]
     by_length: dict[str, Any] = {}
     max_total = 0.0
-    for n in np.unique(lengths):
-        led = mech.ledger(int(n))
-        by_length[str(int(n))] = {str(k): float(v) for k, v in led.by_kind().items()}
-        max_total = max(max_total, float(led.total()))
-    return {"unit": "one trajectory", "max_total_epsilon": max_total, "by_length": by_length}
+    for n in listed:
+        led = _cached_ledger(mech, n, cache)
+        kinds = _by_kind(led)
+        by_length[str(n)] = kinds
+        max_total = max(max_total, math.fsum(kinds.values()))
+    return {
+        "unit": "one trajectory",
+        "max_total_epsilon": max_total,
+        "lengths": {"min": distinct[0], "max": distinct[-1], "distinct": len(distinct)},
+        "by_length": by_length,
+    }
+
+
+def _cached_ledger(mech: Any, n: int, cache: dict[int, Any]) -> Any:
+    if n not in cache:
+        cache[n] = mech.ledger(int(n))
+    return cache[n]
 
 
 def _provenance(
@@ -115,6 +146,7 @@ def _provenance(
     time_col: Any,
     keep_columns: list[Any],
     on_invalid: str,
+    ledger_cache: dict[int, Any] | None = None,
 ) -> dict[str, Any]:
     options = _json_safe(mech.options()) if hasattr(mech, "options") else {}
     granularity = getattr(mech, "granularity_value", None)
@@ -126,7 +158,9 @@ def _provenance(
         "granularity": _json_safe(granularity),
         "sector_convention": options.get("sector_convention") if isinstance(options, dict) else None,
         "options": options,
-        "ledger": _ledger_summary(mech, lengths) if lengths.size else {},
+        "ledger": _ledger_summary(mech, lengths, {} if ledger_cache is None else ledger_cache)
+        if lengths.size
+        else {},
         "snap": {
             "method": "nearest public point (haversine)",
             "snap_max_km": snap_max_km,
@@ -302,7 +336,8 @@ def perturb(
 
     from geoldp import prepare
 
-    prepare._warn_near_uniform(mech, ft.lengths, stacklevel=3)
+    ledgers: dict[int, Any] = {}  # per-call cache: ledgers are public functions of (mechanism, n)
+    prepare._warn_near_uniform(mech, ft.lengths, stacklevel=3, cache=ledgers)
 
     geom_col = gdf._geometry_column_name
     released = []
@@ -336,6 +371,7 @@ def perturb(
         time_col,
         kept,
         on_invalid,
+        ledgers,
     )
 
 
@@ -394,6 +430,7 @@ def _assemble(
     time_col,
     kept,
     on_invalid,
+    ledgers,
 ):
     import geopandas as gpd
 
@@ -420,6 +457,7 @@ def _assemble(
             time_col=time_col,
             keep_columns=[c for c in released if not (ft.kind == "Point" and c == traj_id_col)],
             on_invalid=on_invalid,
+            ledger_cache=ledgers,
         )
     }
     return out

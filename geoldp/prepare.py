@@ -33,6 +33,7 @@ trajectories and the length to shrink them to (:func:`suggest_max_points`, the l
 
 from __future__ import annotations
 
+import math
 import warnings
 from typing import Any
 
@@ -68,8 +69,16 @@ def _as_mechanism(mechanism: Any, epsilon: Any, options: dict[str, Any], caller:
     return resolve_mechanism(mechanism, epsilon, options, caller=caller)
 
 
-def _budget_of(mech: Any, n: int) -> float:
-    return float(mech.ledger(int(n)).total()) / int(n)
+def _budget_of(mech: Any, n: int, cache: dict[int, Any] | None = None) -> float:
+    n = int(n)
+    if cache is None:
+        ledger = mech.ledger(n)
+    else:
+        if n not in cache:
+            cache[n] = mech.ledger(n)
+        ledger = cache[n]
+    # math.fsum: the correctly rounded exact sum of the stage budgets (cheap, unlike Fractions)
+    return math.fsum(float(e.epsilon) for e in ledger) / n
 
 
 def _below(budget: float, threshold: float) -> bool:
@@ -111,7 +120,7 @@ def point_budget(
 
 def _longest_ok(mech: Any, threshold: float) -> int:
     """Largest n whose budget per point is ≥ threshold (0 if even n = 1 is below it)."""
-    total = float(mech.ledger(1).total())
+    total = _budget_of(mech, 1)
     if _below(total, threshold):
         return 0
     n = max(1, int(np.floor(total / threshold * (1.0 + 1e-9))))
@@ -146,13 +155,15 @@ def suggest_max_points(
     return n if limit is None else min(n, int(limit))
 
 
-def _warn_near_uniform(mech: Any, lengths: np.ndarray, *, stacklevel: int = 2) -> None:
+def _warn_near_uniform(
+    mech: Any, lengths: np.ndarray, *, stacklevel: int = 2, cache: dict[int, Any] | None = None
+) -> None:
     """Emit one PrivacyWarning (counts only) for trajectories whose point budget is near-uniform."""
     lengths = np.asarray(lengths, dtype=np.int64)
     if lengths.size == 0 or not hasattr(mech, "ledger"):
         return
     n_max = int(lengths.max())
-    if not _below(_budget_of(mech, n_max), NEAR_UNIFORM_EPSILON):
+    if not _below(_budget_of(mech, n_max, cache), NEAR_UNIFORM_EPSILON):
         return
     n_ok = _longest_ok(mech, NEAR_UNIFORM_EPSILON)
     affected = int((lengths > n_ok).sum())

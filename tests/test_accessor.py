@@ -477,3 +477,16 @@ def test_near_uniform_privacy_warning(city_points):
     )
     with pytest.warns(PrivacyWarning, match=r"^1 trajectory\(ies\) get a budget per point .*max_points=40"):
         gdf.ldp.perturb(city_points, mechanism="tp", epsilon=EPS, rng=0)
+
+
+def test_ledger_summary_caps_distinct_lengths(city_points):
+    coords = [
+        np.column_stack([np.linspace(116.33, 116.44, k), np.linspace(39.90, 39.96, k)]) for k in range(2, 22)
+    ]
+    gdf = gpd.GeoDataFrame(geometry=[shapely.linestrings(c) for c in coords], crs="EPSG:4326")
+    out = gdf.ldp.perturb(city_points, mechanism="tp", epsilon=4.0, rng=0)
+    led = out.attrs["geoldp"]["ledger"]
+    assert led["lengths"] == {"min": 2, "max": 21, "distinct": 20}
+    assert set(led["by_length"]) == {"2", "21"}
+    assert led["by_length"]["21"] == pytest.approx(geoldp.TP(epsilon=4.0).ledger(21).by_kind(), rel=0, abs=0)
+    assert led["max_total_epsilon"] <= 4.0
