@@ -22,7 +22,7 @@ import pandas as pd
 
 from geoldp import _frames
 
-__all__ = ["ledger_path", "read_points", "read_trajectories", "to_geojson", "write_ledger"]
+__all__ = ["ledger_path", "read_ledger", "read_points", "read_trajectories", "to_geojson", "write_ledger"]
 
 _CSV = {".csv", ".txt", ".tsv"}
 _PARQUET = {".parquet", ".geoparquet", ".pq"}
@@ -48,6 +48,49 @@ def write_ledger(gdf: Any, path: str | os.PathLike[str]) -> Path | None:
     side = ledger_path(path)
     side.write_text(json.dumps(ledger, indent=2, sort_keys=True, default=str) + "\n", encoding="utf-8")
     return side
+
+
+_TAIL_BYTES = 1 << 20
+
+
+def read_ledger(path: str | os.PathLike[str]) -> dict[str, Any] | None:
+    """Read the provenance/ledger written next to or inside a data file; None if there is none.
+
+    Looks for the sidecar ``<path>.ledger.json`` first, then (GeoJSON) for a top-level ``"geoldp"``
+    member as written by :func:`to_geojson` (found at the end of the file without loading the features).
+
+    Examples
+    --------
+    >>> geoldp.io.read_ledger("perturbed.geojson")["mechanism"]  # doctest: +SKIP
+    'atp'
+    """
+    p = Path(path)
+    side = ledger_path(p)
+    if side.exists():
+        return json.loads(side.read_text(encoding="utf-8"))
+    if p.suffix.lower() not in {".geojson", ".json"} or not p.exists():
+        return None
+    size = p.stat().st_size
+    with p.open("rb") as fh:
+        fh.seek(max(0, size - _TAIL_BYTES))
+        tail = fh.read().decode("utf-8", errors="replace")
+    marker = '"geoldp": '
+    at = tail.rfind(marker)
+    if at >= 0:
+        try:
+            value, _ = json.JSONDecoder().raw_decode(tail[at + len(marker) :])
+        except json.JSONDecodeError:
+            value = None
+        if isinstance(value, dict):
+            return value
+    if size <= _TAIL_BYTES:  # small file: parse it whole (member anywhere)
+        try:
+            doc = json.loads(p.read_text(encoding="utf-8"))
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            return None
+        value = doc.get("geoldp") if isinstance(doc, dict) else None
+        return value if isinstance(value, dict) else None
+    return None
 
 
 def _json_default(value: Any) -> Any:
@@ -190,7 +233,9 @@ def _read_any(
     table_crs = "EPSG:4326" if crs is None else crs
     if suffix in _CSV:
         sep = "\t" if suffix == ".tsv" else ","
-        df = pd.read_csv(p, sep=sep)
+        # exact decimal -> float parsing (pandas >= 3 always does it; older pandas needs the option)
+        extra = {} if int(pd.__version__.split(".")[0]) >= 3 else {"float_precision": "round_trip"}
+        df = pd.read_csv(p, sep=sep, **extra)
         return _from_table(
             df,
             wkt_col=wkt_col,
@@ -273,6 +318,7 @@ def read_trajectories(
     Returns
     -------
     geopandas.GeoDataFrame
+        With ``attrs["geoldp"]`` set when the file carries a geoldp ledger (see :func:`read_ledger`).
 
     Examples
     --------
@@ -287,6 +333,9 @@ def read_trajectories(
         _frames.check_columns(gdf, cols, parameter="traj_id_col/time_col", caller=caller)
     if time_col is not None:
         gdf = _parse_time(gdf, time_col, caller)
+    ledger = read_ledger(path)
+    if ledger is not None:
+        gdf.attrs = {"geoldp": ledger}
     return gdf
 
 

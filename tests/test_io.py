@@ -219,3 +219,34 @@ def test_read_points(tmp_path, city_points_gdf, toy_lines):
     pd.DataFrame({"x": [116.3, np.nan], "y": [39.9, 39.9]}).to_csv(csv, index=False)
     with pytest.raises(ValueError, match="row position 1 has a missing geometry"):
         gio.read_points(csv)
+
+
+def test_ledger_round_trips_through_files(tmp_path, perturbed):
+    want = json.loads(json.dumps(perturbed.attrs["geoldp"]))
+    gj = gio.to_geojson(perturbed, tmp_path / "o.geojson")
+    assert gio.read_ledger(gj) == want
+    assert gio.read_trajectories(gj).attrs["geoldp"] == want
+    gpkg = tmp_path / "o.gpkg"
+    perturbed.to_file(gpkg, driver="GPKG")
+    assert gio.read_ledger(gpkg) is None
+    gio.write_ledger(perturbed, gpkg)
+    assert gio.read_trajectories(gpkg).attrs["geoldp"] == want
+    plain = tmp_path / "plain.geojson"
+    perturbed.to_file(plain, driver="GeoJSON")
+    assert gio.read_ledger(plain) is None and gio.read_trajectories(plain).attrs == {}
+
+
+def test_read_ledger_large_geojson_tail(tmp_path, perturbed, monkeypatch):
+    monkeypatch.setattr(gio, "_TAIL_BYTES", 4096)
+    big = perturbed.iloc[[0] * 200].copy()
+    big.attrs = perturbed.attrs
+    path = gio.to_geojson(big, tmp_path / "big.geojson")
+    assert path.stat().st_size > 4096
+    assert gio.read_ledger(path)["mechanism"] == "atp"
+
+
+def test_csv_floats_round_trip_exactly(tmp_path):
+    lon = np.array([116.12345678901234, 116.3 + 1e-13])
+    pd.DataFrame({"lon": lon, "lat": [39.9, 39.95]}).to_csv(tmp_path / "p.csv", index=False)
+    back = gio.read_points(tmp_path / "p.csv")
+    np.testing.assert_array_equal(back.geometry.x.to_numpy(), lon)
