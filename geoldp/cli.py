@@ -241,6 +241,9 @@ def _cmd_perturb(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> in
     trips_path = _existing_file(args.trips, "TRIPS")
     points_path = _existing_file(args.points, "POINTS")
     out_path, _ = _output_path(args.output)
+    for what, path in (("TRIPS", trips_path), ("POINTS", points_path)):
+        if out_path.resolve() == path.resolve():
+            raise UserError(f"the output '{args.output}' is the {what} file; choose another output path")
 
     from geoldp import io as gio
 

@@ -264,6 +264,28 @@ def test_missing_output_directory(tmp_path, files, capsys):
     assert "does not exist" in _single_error_line(capsys.readouterr().err)
 
 
+def test_refuses_to_overwrite_an_input(files, capsys):
+    trips_path, points_path = files
+    before = trips_path.read_bytes()
+    code = main(
+        [
+            "perturb",
+            str(trips_path),
+            "--points",
+            str(points_path),
+            "--mechanism",
+            "tp",
+            "--epsilon",
+            "1",
+            "-o",
+            str(trips_path),
+        ]
+    )
+    assert code == 1
+    assert "is the TRIPS file" in _single_error_line(capsys.readouterr().err)
+    assert trips_path.read_bytes() == before
+
+
 def test_unreadable_trips_file(tmp_path, files, capsys):
     _, points_path = files
     bad = tmp_path / "bad.geojson"
