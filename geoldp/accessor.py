@@ -266,7 +266,9 @@ def perturb(
     snap_max_km : float, optional
         If set, a vertex farther than this from every public point raises ``ValueError`` naming the row
         position. If not set, vertices farther than the diameter of P trigger one
-        :class:`~geoldp.GeoLDPWarning` with counts only.
+        :class:`~geoldp.GeoLDPWarning` with counts only. The snap distances are computed from the
+        private data, so they never enter the output (``attrs`` records only the settings); inspect them
+        locally with ``gdf.ldp.snap(points, return_distances=True)``.
     traj_id_col, time_col : column label, optional
         Grouping and ordering of Point rows. A Point row without ``traj_id_col`` is a one-point
         trajectory.
