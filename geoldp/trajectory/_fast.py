@@ -64,10 +64,12 @@ __all__ = ["FastIndex", "last_stats", "perturb_fast"]
 
 # margins (see the module docstring)
 _MG = 1e-11  # half-plane forms (dimensionless, ~ unit-vector components)
+_MG_DOT = 1e-12  # region test p·a against cos(R̃/R)
 _U_PAD = 1e-12  # gnomonic coordinate padding before flooring to columns
 _MAX_CAP_COS = 0.5  # grid only when every point is within 60° of the centre direction
-_POINTS_PER_CELL = 6.0
-_MAX_PROPOSALS = 48  # rejection proposals before exact enumeration
+_POINTS_PER_CELL = 3.0
+_MAX_PROPOSALS = 48  # phase-1 proposals (uniform over the superset) before enumerating the domain
+_MAX_PROPOSALS_D = 64  # phase-3 proposals (uniform over the enumerated domain) before the inverse CDF
 _SMALL_DOMAIN = 24  # |U| at or below this: enumerate directly
 
 # statistics slots
@@ -89,6 +91,8 @@ _STAT_NAMES = ("proposals", "enumerations", "empty_domains", "fallback_left", "f
                "merge_candidates", "merge_exact_evals", "em_calls")
 
 _LAST_STATS: dict = {}
+# (phase-1, phase-3) proposal limits; tests set them to force the exact branches.
+_prop = [_MAX_PROPOSALS, _MAX_PROPOSALS_D]
 
 
 def last_stats() -> dict:
@@ -174,6 +178,17 @@ class FastIndex:
         self.cell_start = cell_start
         self.order = order
         self.sxyz = np.ascontiguousarray(xyz[order])
+        # structure-of-arrays copies for the vectorised scans
+        self.ox, self.oy, self.oz = (np.ascontiguousarray(xyz[:, k]) for k in range(3))
+        self.ssx, self.ssy, self.ssz = (np.ascontiguousarray(self.sxyz[:, k]) for k in range(3))
+        # bounding boxes of consecutive chunks of the cell-sorted order (for the farthest-point bound)
+        n_chunks = (m + _CHUNK - 1) // _CHUNK
+        cbox = np.zeros((n_chunks, 7))
+        for c in range(n_chunks):
+            part = self.sxyz[c * _CHUNK:(c + 1) * _CHUNK]
+            cbox[c, 0:3] = part.min(axis=0)
+            cbox[c, 3:6] = part.max(axis=0)
+        self.cbox = cbox
         self.xyz = xyz
         self.lam = np.ascontiguousarray(points.lam, dtype=np.float64)
         self.phi = np.ascontiguousarray(points.phi, dtype=np.float64)
@@ -217,8 +232,13 @@ def get_index(points) -> FastIndex:
 
 _M32 = np.uint64(0xFFFFFFFF)
 
+# Allocation-free numba functions are compiled without NRT reference counting: with it, every call that
+# passes arrays costs atomic increments/decrements, which dominated the run time (~4× slower).
+_jit = numba.njit(cache=True, _nrt=False)
+_jit_inline = numba.njit(cache=True, _nrt=False, inline="always")
 
-@numba.njit(cache=True, inline="always")
+
+@_jit_inline
 def _qr(a, b, c, d):
     a = (a + b) & _M32
     d ^= a
@@ -235,7 +255,7 @@ def _qr(a, b, c, d):
     return a, b, c, d
 
 
-@numba.njit(cache=True)
+@_jit
 def _chacha_block(key, counter, stream, out):
     """ChaCha20 block (20 rounds) of (key, counter, stream) into ``out`` (uint32[16])."""
     j0 = np.uint64(0x61707865)
@@ -285,7 +305,7 @@ def _chacha_block(key, counter, stream, out):
     out[15] = (x15 + j15) & _M32
 
 
-@numba.njit(cache=True)
+@_jit
 def stream_reset(state, stream):
     """Position ``state`` (int64[3]: stream, next block, next word) at the start of ``stream``."""
     state[0] = stream
@@ -293,7 +313,7 @@ def stream_reset(state, stream):
     state[2] = 16
 
 
-@numba.njit(cache=True, inline="always")
+@_jit_inline
 def _next_u32(key, buf, state):
     if state[2] >= 16:
         _chacha_block(key, state[1], state[0], buf)
@@ -304,7 +324,7 @@ def _next_u32(key, buf, state):
     return np.uint64(w)
 
 
-@numba.njit(cache=True)
+@_jit
 def stream_uniform(key, buf, state):
     """53-bit uniform on the 2⁻⁵³ grid from the next two words (geoldp._random.stream_uniform)."""
     a = _next_u32(key, buf, state) >> np.uint64(5)
@@ -312,7 +332,7 @@ def stream_uniform(key, buf, state):
     return float(a * np.uint64(67108864) + b) * (1.0 / 9007199254740992.0)
 
 
-@numba.njit(cache=True)
+@_jit
 def stream_integers(key, buf, state, k):
     """Uniform on {0, …, k−1} by bitmask rejection on 64-bit words (geoldp._random.stream_integers)."""
     if k <= 1:
@@ -332,7 +352,7 @@ def stream_integers(key, buf, state, k):
             return np.int64(cand)
 
 
-@numba.njit(cache=True)
+@_jit
 def stream_categorical_cdf(key, buf, state, cdf, n):
     """Inverse CDF over cdf[:n] with the rounding guard (geoldp._random.stream_categorical_cdf)."""
     u = stream_uniform(key, buf, state)
@@ -476,7 +496,7 @@ def _anchor_points(flat, offsets, lam, phi, vector, out_lam, out_phi):
             out_phi[t] = _np_mean(bp, n)
 
 
-@numba.njit(cache=True)
+@_jit
 def _nearest_exact(alam, aphi, cand, lam, phi, out):
     """Among candidate columns ``cand[t, :]`` (−1 = none), the exact-kernel nearest P point, lowest index on ties.
 
@@ -499,7 +519,7 @@ def _nearest_exact(alam, aphi, cand, lam, phi, out):
         out[t] = bi
 
 
-@numba.njit(cache=True)
+@_jit
 def _nearest_scan(alam, aphi, lam, phi):
     """Exact ``argmin_p haversine(α, P_p)`` (first minimum) by a full scan: the reference's rule."""
     best = np.inf
@@ -512,7 +532,7 @@ def _nearest_scan(alam, aphi, lam, phi):
     return bi
 
 
-@numba.njit(cache=True)
+@_jit
 def _gnomonic(x, y, z, gf, basis):
     w = x * basis[0, 0] + y * basis[0, 1] + z * basis[0, 2]
     u = (x * basis[1, 0] + y * basis[1, 1] + z * basis[1, 2]) / w
@@ -520,14 +540,45 @@ def _gnomonic(x, y, z, gf, basis):
     return u, v
 
 
-@numba.njit(cache=True)
-def _add_sector_planes(hp, nh, apex, d, g, centred, lam, phi, basis):
-    """Append the (≤ 2) half-planes a·u + b·v + c ≥ 0 bounding sector ``d`` seen from P_apex."""
+# Domain description shared by the samplers (filled by the driver; no allocation per stage):
+#   dq   float64[8, 3]  3-D normals q of the sector half-spaces p·q ≥ 0
+#   hp   float64[8, 3]  the same half-spaces as gnomonic forms a·u + b·v + c ≥ 0
+#   dint int64[8]       [n_planes, n_sectors, has_region, region_centre, apex_0, dir_0, apex_1, dir_1]
+#   dflt float64[2]     [R̃, cos(R̃/R)]
+_DI_NQ = 0
+_DI_NS = 1
+_DI_REG = 2
+_DI_RC = 3
+_DI_AP = 4
+
+
+@_jit
+def _dom_reset(dint):
+    dint[_DI_NQ] = 0
+    dint[_DI_NS] = 0
+    dint[_DI_REG] = 0
+
+
+@_jit
+def _dom_region(dint, dflt, centre, radius):
+    dint[_DI_REG] = 1
+    dint[_DI_RC] = centre
+    dflt[0] = radius
+    dflt[1] = math.cos(radius / EARTH_RADIUS_M)
+
+
+@_jit
+def _dom_sector(dq, hp, dint, apex, d, g, centred, lam, phi, basis):
+    """Add GetPointSet(apex, d): exact test (apex, d) and its two bounding half-spaces."""
+    k = dint[_DI_NS]
+    dint[_DI_AP + 2 * k] = apex
+    dint[_DI_AP + 2 * k + 1] = d
+    dint[_DI_NS] = k + 1
     sl = math.sin(lam[apex])
     cl = math.cos(lam[apex])
     sp = math.sin(phi[apex])
     cp = math.cos(phi[apex])
-    # east and north unit vectors at the apex
+    # east and north unit vectors at the apex: bearing(p) = atan2(p·e, p·n) (the kernel's formula)
     ex, ey, ez = -sl, cl, 0.0
     nx, ny, nz = -sp * cl, -sp * sl, cp
     if centred:
@@ -536,23 +587,27 @@ def _add_sector_planes(hp, nh, apex, d, g, centred, lam, phi, basis):
     else:
         t1 = 2 * d * math.pi / g
         t2 = 2 * (d + 1) * math.pi / g
+    nh = dint[_DI_NQ]
     for s in range(2):
         t = t1 if s == 0 else t2
         sign = 1.0 if s == 0 else -1.0
         ct = math.cos(t)
         st = math.sin(t)
-        # c_θ = cos θ·e − sin θ·n ; condition 1: p·c_θ1 ≥ 0 ; condition 2: −p·c_θ2 > 0
+        # c_θ = cos θ·e − sin θ·n ; p·c_θ1 ≥ 0 and −p·c_θ2 > 0 bound the sector [θ1, θ2) (width ≤ π)
         qx = sign * (ct * ex - st * nx)
         qy = sign * (ct * ey - st * ny)
         qz = sign * (ct * ez - st * nz)
+        dq[nh, 0] = qx
+        dq[nh, 1] = qy
+        dq[nh, 2] = qz
         hp[nh, 0] = qx * basis[1, 0] + qy * basis[1, 1] + qz * basis[1, 2]
         hp[nh, 1] = qx * basis[2, 0] + qy * basis[2, 1] + qz * basis[2, 2]
         hp[nh, 2] = qx * basis[0, 0] + qy * basis[0, 1] + qz * basis[0, 2]
         nh += 1
-    return nh
+    dint[_DI_NQ] = nh
 
 
-@numba.njit(cache=True)
+@_jit
 def _ranges(gf, gi, cell_start, hp, nh, has_disk, du, dv, dl, lo, hi, cum):
     """Runs of cell-sorted positions whose cells may meet {half-planes} ∩ {disc}; returns (n_runs, total).
 
@@ -637,7 +692,7 @@ def _ranges(gf, gi, cell_start, hp, nh, has_disk, du, dv, dl, lo, hi, cum):
     return n_runs, total
 
 
-@numba.njit(cache=True)
+@_jit
 def _pos_of(k, n_runs, lo, hi, cum):
     """Cell-sorted position of the k-th element (0-based) of the runs."""
     a = 0
@@ -652,69 +707,100 @@ def _pos_of(k, n_runs, lo, hi, cum):
     return lo[a] + (k - before)
 
 
-@numba.njit(cache=True)
-def _in_domain(p, lam, phi, has_reg, reg_c, reg_r, ns, s_apex, s_dir, g, centred):
-    """Exact membership in Ω ∩ ⋂_k GetPointSet(apex_k, dir_k): the reference's kernels and argument order."""
-    if has_reg:
-        if not (haversine_rad(lam[reg_c], phi[reg_c], lam[p], phi[p]) <= reg_r):
+@_jit
+def _member(p, lam, phi, xyz, dq, dint, dflt, g, centred):
+    """Exact membership of P_p in Ω ∩ ⋂ GetPointSet(apex_k, dir_k) (the reference's kernels and argument
+    order). Dot-product tests with margins decide the clear cases; only points within the margins of a
+    boundary are decided by the kernels."""
+    x = xyz[p, 0]
+    y = xyz[p, 1]
+    z = xyz[p, 2]
+    exact_reg = False
+    if dint[_DI_REG] == 1:
+        c = dint[_DI_RC]
+        dot = x * xyz[c, 0] + y * xyz[c, 1] + z * xyz[c, 2]
+        if dot < dflt[1] - _MG_DOT:
             return False
-    for k in range(ns):
-        o = s_apex[k]
-        if sector(bearing_rad(lam[o], phi[o], lam[p], phi[p]), g, centred) != s_dir[k]:
+        if dot <= dflt[1] + _MG_DOT:
+            exact_reg = True
+    exact_sec = False
+    for k in range(dint[_DI_NQ]):
+        v = x * dq[k, 0] + y * dq[k, 1] + z * dq[k, 2]
+        if v < -_MG:
             return False
+        if v <= _MG:
+            exact_sec = True
+    if exact_reg:
+        c = dint[_DI_RC]
+        if not (haversine_rad(lam[c], phi[c], lam[p], phi[p]) <= dflt[0]):
+            return False
+    if exact_sec:
+        for k in range(dint[_DI_NS]):
+            o = dint[_DI_AP + 2 * k]
+            if sector(bearing_rad(lam[o], phi[o], lam[p], phi[p]), g, centred) != dint[_DI_AP + 2 * k + 1]:
+                return False
     return True
 
 
-@numba.njit(cache=True)
-def _em(xl, xp, eps, delta, lam, phi, order, full, n_runs, lo, hi, cum, total,
-        has_reg, reg_c, reg_r, ns, s_apex, s_dir, g, centred,
-        key, buf, state, sc_idx, sc_cdf, stats):
-    """Exact EM draw over D = (U ∩ domain); U = all of P if ``full`` else the runs. −1 iff D is empty."""
+@_jit
+def _em(xl, xp, eps, delta, lam, phi, xyz, order, full, n_runs, lo, hi, cum, total, dq, dint, dflt, g, centred,
+        key, buf, state, sc_idx, sc_cdf, stats, prop1, prop2):
+    """Exact EM draw over D = (U ∩ domain); U = P if ``full`` else the runs. Returns −1 iff D is empty.
+
+    Phase 1: ``prop1`` proposals uniform over U, accepted iff p ∈ D and u < w_p. Phase 2: enumerate D
+    (membership only). Phase 3: ``prop2`` proposals uniform over D, accepted iff u < w_p. Phase 4: inverse
+    CDF over the max-subtracted weights of D. Every phase draws from w restricted to D, so the mixture is
+    exact.
+    """
     stats[ST_EM_CALLS] += 1
     if total == 0:
         return -1
     if total > _SMALL_DOMAIN:
-        for _ in range(_MAX_PROPOSALS):
+        for _ in range(prop1):
             stats[ST_PROPOSALS] += 1
             k = stream_integers(key, buf, state, total)
             if full:
                 p = k
             else:
                 p = order[_pos_of(k, n_runs, lo, hi, cum)]
-            if not _in_domain(p, lam, phi, has_reg, reg_c, reg_r, ns, s_apex, s_dir, g, centred):
+            if not _member(p, lam, phi, xyz, dq, dint, dflt, g, centred):
                 continue
             w = math.exp(em_log_weight(eps, haversine_rad(xl, xp, lam[p], phi[p]), delta))
             if stream_uniform(key, buf, state) < w:
                 return p
-    # exact enumeration of D (also decides emptiness)
     stats[ST_ENUMERATIONS] += 1
     n = 0
-    top = -np.inf
     if full:
         for p in range(total):
-            if _in_domain(p, lam, phi, has_reg, reg_c, reg_r, ns, s_apex, s_dir, g, centred):
-                ell = em_log_weight(eps, haversine_rad(xl, xp, lam[p], phi[p]), delta)
+            if _member(p, lam, phi, xyz, dq, dint, dflt, g, centred):
                 sc_idx[n] = p
-                sc_cdf[n] = ell
-                if ell > top:
-                    top = ell
                 n += 1
     else:
         for r in range(n_runs):
             for pos in range(lo[r], hi[r]):
                 p = order[pos]
-                if _in_domain(p, lam, phi, has_reg, reg_c, reg_r, ns, s_apex, s_dir, g, centred):
-                    ell = em_log_weight(eps, haversine_rad(xl, xp, lam[p], phi[p]), delta)
+                if _member(p, lam, phi, xyz, dq, dint, dflt, g, centred):
                     sc_idx[n] = p
-                    sc_cdf[n] = ell
-                    if ell > top:
-                        top = ell
                     n += 1
     if n == 0:
         stats[ST_EMPTY] += 1
         return -1
     if n == 1:
         return sc_idx[0]  # |D| = 1: no draw consumed
+    for _ in range(prop2):
+        stats[ST_PROPOSALS] += 1
+        p = sc_idx[stream_integers(key, buf, state, n)]
+        w = math.exp(em_log_weight(eps, haversine_rad(xl, xp, lam[p], phi[p]), delta))
+        if stream_uniform(key, buf, state) < w:
+            return p
+    # the reference pmf: log-weights, max-subtracted, normalised, inverse CDF (in the order of sc_idx)
+    top = -np.inf
+    for i in range(n):
+        p = sc_idx[i]
+        ell = em_log_weight(eps, haversine_rad(xl, xp, lam[p], phi[p]), delta)
+        sc_cdf[i] = ell
+        if ell > top:
+            top = ell
     s = 0.0
     for i in range(n):
         s += math.exp(sc_cdf[i] - top)
@@ -725,7 +811,7 @@ def _em(xl, xp, eps, delta, lam, phi, order, full, n_runs, lo, hi, cum, total,
     return sc_idx[j]
 
 
-@numba.njit(cache=True)
+@_jit
 def _krr(x, g, lie, key, buf, state):
     """k-RR (ALGORITHM §3.1): lie with probability L, then uniform over the g − 1 other values."""
     if stream_uniform(key, buf, state) < lie:
@@ -736,7 +822,7 @@ def _krr(x, g, lie, key, buf, state):
     return x
 
 
-@numba.njit(cache=True)
+@_jit
 def _sw_cdf(j, v, b, pw, qw, w):
     """Closed-form cumulative mass of buckets 0…j−1 (ALGORITHM §3.3)."""
     ov = j * w - v
@@ -747,7 +833,7 @@ def _sw_cdf(j, v, b, pw, qw, w):
     return qw * j * w + (pw - qw) * ov
 
 
-@numba.njit(cache=True)
+@_jit
 def _sw_bucket(v, eps, b, buckets, key, buf, state):
     """Bucketed SW: inverse of the exact bucket-mass CDF (first j with u < F(j+1))."""
     t = math.exp(-eps)
@@ -768,7 +854,7 @@ def _sw_bucket(v, eps, b, buckets, key, buf, state):
     return a
 
 
-@numba.njit(cache=True)
+@_jit
 def _sw_continuous(v, eps, b, key, buf, state):
     """Continuous SW (option C8), the reference's sampler."""
     t = math.exp(-eps)
@@ -780,7 +866,7 @@ def _sw_continuous(v, eps, b, key, buf, state):
     return u + b
 
 
-@numba.njit(cache=True)
+@_jit
 def _chord_dist(ax, ay, az, bx, by, bz):
     """Great-circle distance from the chord of two unit vectors (accurate, not the reference kernel)."""
     dx = ax - bx
@@ -797,7 +883,7 @@ def _chord_dist(ax, ay, az, bx, by, bz):
     return 2.0 * EARTH_RADIUS_M * s
 
 
-@numba.njit(cache=True)
+@_jit
 def _thresholds(dr, b, input_mapping, t):
     """The 11 test-value distances D(v_k), the expressions of ``calibration_centre``."""
     for k in range(11):
@@ -808,92 +894,215 @@ def _thresholds(dr, b, input_mapping, t):
             t[k] = (v + b) * dr / (2.0 * b + 1.0)
 
 
-@numba.njit(cache=True)
-def _calibration_pass(a, lam, phi, xyz, b, input_mapping, scratch, cal_f, slot):
-    """One O(m) pass for anchor ``a``: ΔR (exact), Σd, and threshold prefix sums/counts into cal_f[slot, a]."""
-    m = lam.shape[0]
-    ax = xyz[a, 0]
-    ay = xyz[a, 1]
-    az = xyz[a, 2]
-    dmax = 0.0
-    for p in range(m):
-        d = _chord_dist(ax, ay, az, xyz[p, 0], xyz[p, 1], xyz[p, 2])
-        scratch[p] = d
-        if d > dmax:
-            dmax = d
-    tol_max = 1e-6 + 1e-10 * dmax
+_BLOCK = 512  # points per block of the calibration pass (its distances stay in L1)
+_CHUNK = 128  # points per chunk of the farthest-point bound
+
+
+@numba.njit(cache=True, _nrt=False, fastmath=True)
+def _block_dist(ax, ay, az, ox, oy, oz, start, stop, out):
+    """out[i] = |P_{start+i} − a|/2 (vectorised); returns the maximum."""
+    hmax = 0.0
+    for p in range(start, stop):
+        dx = ox[p] - ax
+        dy = oy[p] - ay
+        dz = oz[p] - az
+        v = 0.5 * math.sqrt(dx * dx + dy * dy + dz * dz)
+        out[p - start] = v
+        hmax = max(hmax, v)
+    return hmax
+
+
+@numba.njit(cache=True, _nrt=False, fastmath=True)
+def _block_asin_small(h, n, scale):
+    """h[:n] ← scale·asin(h) for h ≤ 0.01 (odd series to h⁹; relative error < 1e−19), vectorised."""
+    for p in range(n):
+        v = h[p]
+        v2 = v * v
+        h[p] = scale * v * (1.0 + v2 * (1.0 / 6.0 + v2 * (3.0 / 40.0 + v2 * (5.0 / 112.0 + v2 * (35.0 / 1152.0)))))
+
+
+@numba.njit(cache=True, _nrt=False, fastmath=True)
+def _block_sum_near(d, n, scale, shift, tol_est):
+    """(Σ d[:n], #{d whose test-value coordinate d·scale − shift is within tol_est of an integer})."""
+    total = 0.0
+    near = 0
+    for p in range(n):
+        v = d[p]
+        total += v
+        e = v * scale - shift
+        r = e - math.floor(e + 0.5)
+        near += 1 if abs(r) <= tol_est else 0
+    return total, near
+
+
+@numba.njit(cache=True, _nrt=False, fastmath=True)
+def _block_sum_le(d, n, t):
+    """(#{d[:n] ≤ t}, Σ_{d ≤ t} d), vectorised."""
+    c = 0.0
+    s = 0.0
+    for p in range(n):
+        v = d[p]
+        ok = v <= t
+        c += 1.0 if ok else 0.0
+        s += v if ok else 0.0
+    return c, s
+
+
+@_jit
+def _block_to_dist(buf, n, hmax):
+    scale = 2.0 * EARTH_RADIUS_M
+    if hmax < 0.01:
+        _block_asin_small(buf, n, scale)
+    else:
+        for i in range(n):
+            v = buf[i]
+            if v > 1.0:
+                v = 1.0
+            buf[i] = scale * math.asin(v)
+
+
+@_jit
+def _farthest(a, lam, phi, ox, oy, oz, sx, sy, sz, order, cbox, buf):
+    """ΔR = max_p haversine(P_a, P_p) exactly: chunk bounding boxes bound the chord, the best chunks are
+    scanned with the chord formula and the near-maximal points with the reference kernel."""
+    ax = ox[a]
+    ay = oy[a]
+    az = oz[a]
+    m = ox.shape[0]
+    n_chunks = cbox.shape[0]
+    lb = 0.0
+    for c in range(n_chunks):
+        # min over the box of |p − a|² is a lower bound of every point's chord in the chunk
+        s_min = 0.0
+        s_max = 0.0
+        for k in range(3):
+            q = ax if k == 0 else (ay if k == 1 else az)
+            lo_ = cbox[c, k]
+            hi_ = cbox[c, 3 + k]
+            dl = q - lo_
+            dh = hi_ - q
+            if dl < 0.0:
+                s_min += dl * dl
+            elif dh < 0.0:
+                s_min += dh * dh
+            w = max(abs(dl), abs(dh))
+            s_max += w * w
+        cbox[c, 6] = s_max
+        if s_min > lb:
+            lb = s_min
+    lb = lb * (1.0 - 1e-9) - 1e-18
+    hbest = 0.0
+    for c in range(n_chunks):
+        if cbox[c, 6] < lb:
+            continue
+        start = c * _CHUNK
+        stop = min(m, start + _CHUNK)
+        h = _block_dist(ax, ay, az, sx, sy, sz, start, stop, buf)
+        if h > hbest:
+            hbest = h
+    # every point within the error bound of the best chord: exact kernel
     dr = 0.0
-    for p in range(m):
-        if scratch[p] >= dmax - tol_max:
-            d = haversine_rad(lam[a], phi[a], lam[p], phi[p])
-            if d > dr:
-                dr = d
-    t = np.empty(11)
+    thr = hbest * (1.0 - 1e-9) - 1e-15
+    for c in range(n_chunks):
+        if cbox[c, 6] < lb:
+            continue
+        start = c * _CHUNK
+        stop = min(m, start + _CHUNK)
+        _block_dist(ax, ay, az, sx, sy, sz, start, stop, buf)
+        for i in range(stop - start):
+            if buf[i] >= thr:
+                q = order[start + i]
+                d = haversine_rad(lam[a], phi[a], lam[q], phi[q])
+                if d > dr:
+                    dr = d
+    return dr
+
+
+@_jit
+def _calibration_pass(a, lam, phi, ox, oy, oz, sx, sy, sz, order, cbox, b, input_mapping, tmp, cal_f, slot):
+    """One O(m) pass for anchor ``a``: ΔR (exact), Σd, and threshold prefix sums/counts into cal_f[slot, a].
+
+    Distances come from the chord of the unit vectors (relative error ~1e−14), processed in L1-sized
+    blocks; ΔR and the threshold membership of every point closer to a threshold than the error bound use
+    the reference kernel, so ΔR, |C| and the membership of C are exactly the reference's.
+    """
+    m = lam.shape[0]
+    buf = tmp[64:64 + _BLOCK]
+    dr = _farthest(a, lam, phi, ox, oy, oz, sx, sy, sz, order, cbox, buf)
+    t = tmp[0:11]
     _thresholds(dr, b, input_mapping, t)
     tol = 1e-6 + 1e-10 * dr
-    # bins: hist_le[k] = #{smallest k' with d <= t_k'} ; k = 11 means above every threshold
-    n_le = np.zeros(12)
-    s_le = np.zeros(12)
-    n_lt = np.zeros(12)
-    s_lt = np.zeros(12)
-    total = 0.0
-    scale = 0.0
+    n_le = tmp[11:23]
+    s_le = tmp[23:35]
+    n_lt = tmp[35:47]
+    s_lt = tmp[47:59]
+    for k in range(12):
+        n_le[k] = 0.0
+        s_le[k] = 0.0
+        n_lt[k] = 0.0
+        s_lt[k] = 0.0
+    scale_k = 0.0
+    shift = 0.0
     if dr > 0.0:
         if input_mapping:
-            scale = 10.0 / dr
+            scale_k = 10.0 / dr
         else:
-            scale = 10.0 * (2.0 * b + 1.0) / dr
-    for p in range(m):
-        d = scratch[p]
-        # estimate the bin, then settle it exactly
-        if input_mapping:
-            est = d * scale
-        else:
-            est = d * scale - 10.0 * b
-        k = 0
-        if est > 0.0:
-            k = int(math.ceil(est))
-            if k > 11:
-                k = 11
-        near = False
-        for kk in range(k - 1, k + 2):
-            if 0 <= kk < 11 and abs(d - t[kk]) <= tol:
-                near = True
-        if near:
-            d = haversine_rad(lam[a], phi[a], lam[p], phi[p])
-        total += d
-        while k > 0 and d <= t[k - 1]:
-            k -= 1
-        while k < 11 and not (d <= t[k]):
-            k += 1
-        n_le[k] += 1.0
-        s_le[k] += d
-        k2 = k
-        while k2 > 0 and d < t[k2 - 1]:
-            k2 -= 1
-        while k2 < 11 and not (d < t[k2]):
-            k2 += 1
-        n_lt[k2] += 1.0
-        s_lt[k2] += d
+            scale_k = 10.0 * (2.0 * b + 1.0) / dr
+            shift = 10.0 * b
+    tol_est = 2.0 * tol * scale_k + 1e-12
+    ax = ox[a]
+    ay = oy[a]
+    az = oz[a]
+    total = 0.0
+    for start in range(0, m, _BLOCK):
+        stop = min(m, start + _BLOCK)
+        n = stop - start
+        hmax = _block_dist(ax, ay, az, ox, oy, oz, start, stop, buf)
+        _block_to_dist(buf, n, hmax)
+        tb, n_near = _block_sum_near(buf, n, scale_k, shift, tol_est)
+        total += tb
+        for k in range(11):
+            c, sk = _block_sum_le(buf, n, t[k])
+            n_le[k] += c
+            s_le[k] += sk
+            n_lt[k] += c
+            s_lt[k] += sk
+        if n_near > 0:
+            # settle the near points with the reference kernel: remove their chord-based contribution and
+            # add the kernel-based one (≤ and < differ exactly for a distance equal to a threshold)
+            for i in range(n):
+                d = buf[i]
+                near = False
+                for k in range(11):
+                    if abs(d - t[k]) <= tol:
+                        near = True
+                if not near:
+                    continue
+                de = haversine_rad(lam[a], phi[a], lam[start + i], phi[start + i])
+                total += de - d
+                for k in range(11):
+                    if d <= t[k]:
+                        n_le[k] -= 1.0
+                        s_le[k] -= d
+                        n_lt[k] -= 1.0
+                        s_lt[k] -= d
+                    if de <= t[k]:
+                        n_le[k] += 1.0
+                        s_le[k] += de
+                    if de < t[k]:
+                        n_lt[k] += 1.0
+                        s_lt[k] += de
     cal_f[slot, a, 0] = 1.0
     cal_f[slot, a, 1] = dr
     cal_f[slot, a, 2] = total
-    c1 = 0.0
-    c2 = 0.0
-    c3 = 0.0
-    c4 = 0.0
     for k in range(11):
-        c1 += n_le[k]
-        c2 += s_le[k]
-        c3 += n_lt[k]
-        c4 += s_lt[k]
-        cal_f[slot, a, 3 + k] = c1
-        cal_f[slot, a, 14 + k] = c2
-        cal_f[slot, a, 25 + k] = c3
-        cal_f[slot, a, 36 + k] = c4
+        cal_f[slot, a, 3 + k] = n_le[k]
+        cal_f[slot, a, 14 + k] = s_le[k]
+        cal_f[slot, a, 25 + k] = n_lt[k]
+        cal_f[slot, a, 36 + k] = s_lt[k]
 
 
-@numba.njit(cache=True)
+@_jit
 def _eta(cal_f, slot, a, m, r_hat, b, eps_r, input_mapping):
     """η of ALGORITHM §8.4 from the cached prefix sums (same branches as ``calibration_centre``)."""
     dr = cal_f[slot, a, 1]
@@ -917,9 +1126,19 @@ def _eta(cal_f, slot, a, m, r_hat, b, eps_r, input_mapping):
     return total / (m - 1), dr
 
 
-@numba.njit(cache=True)
-def _merge(ya, yb, lam, phi, xyz, sxyz, order, gf, gi, basis, cell_start, tau, balanced,
-           lo, hi, cum, sc_idx, sc_cdf, sc_aux, stats):
+@numba.njit(cache=True, _nrt=False, fastmath=True)
+def _run_min_abs_dot(sx, sy, sz, a, b, nx, ny, nz):
+    """min |P·n| over cell-sorted positions [a, b) (vectorised prefilter; exactness comes from margins)."""
+    best = np.inf
+    for pos in range(a, b):
+        v = abs(sx[pos] * nx + sy[pos] * ny + sz[pos] * nz)
+        best = min(best, v)
+    return best
+
+
+@_jit
+def _merge(ya, yb, lam, phi, xyz, ssx, ssy, ssz, order, gf, gi, basis, cell_start, tau, balanced,
+           lo, hi, cum, hp, sc_idx, sc_cdf, sc_aux, stats):
     """Merged output of one position (ALGORITHM §5.6), bit-identical to ``merge_choice``."""
     if ya == yb:
         return ya
@@ -945,7 +1164,6 @@ def _merge(ya, yb, lam, phi, xyz, sxyz, order, gf, gi, basis, cell_start, tau, b
         ny = az * bx - ax * bz
         nz = ax * by - ay * bx
         nn = math.sqrt(nx * nx + ny * ny + nz * nz)
-        hp = np.empty((2, 3))
         nh = 0
         slab = -1.0
         if nn > 1e-9:
@@ -964,18 +1182,38 @@ def _merge(ya, yb, lam, phi, xyz, sxyz, order, gf, gi, basis, cell_start, tau, b
         n_runs, total = _ranges(gf, gi, cell_start, hp, nh, True, du, dv, dl, lo, hi, cum)
         stats[ST_MERGE_CAND] += total
         for r in range(n_runs):
+            if slab >= 0.0 and _run_min_abs_dot(ssx, ssy, ssz, lo[r], hi[r], nx, ny, nz) > slab:
+                continue
             for pos in range(lo[r], hi[r]):
                 if slab >= 0.0:
-                    dot = sxyz[pos, 0] * nx + sxyz[pos, 1] * ny + sxyz[pos, 2] * nz
+                    dot = ssx[pos] * nx + ssy[pos] * ny + ssz[pos] * nz
                     if abs(dot) > slab:
                         continue
                 p = order[pos]
+                if p == ya or p == yb:
+                    continue  # added below without kernel calls
+                # cheap chord distances (error ~1e−9 m) rule out points clearly off the arc
+                x = ssx[pos]
+                y = ssy[pos]
+                z = ssz[pos]
+                sc = _chord_dist(ax, ay, az, x, y, z) + _chord_dist(bx, by, bz, x, y, z)
+                if sc > dab + tau + 1e-6 + 1e-12 * dab:
+                    continue
                 sc_idx[n] = p
                 da = haversine_rad(lam[ya], phi[ya], lam[p], phi[p])
                 db = haversine_rad(lam[yb], phi[yb], lam[p], phi[p])
                 sc_cdf[n] = da + db
                 sc_aux[n] = abs(da - db)
                 n += 1
+        # y_A and y_B: d(y, y) = 0 exactly and d is symmetric, so s = d(y_A, y_B) and u = d(y_A, y_B)
+        sc_idx[n] = ya
+        sc_cdf[n] = 0.0 + dab
+        sc_aux[n] = abs(0.0 - dab)
+        n += 1
+        sc_idx[n] = yb
+        sc_cdf[n] = dab + 0.0
+        sc_aux[n] = abs(dab - 0.0)
+        n += 1
     else:
         stats[ST_MERGE_FULL] += 1
         for p in range(m):
@@ -1013,68 +1251,63 @@ def _merge(ya, yb, lam, phi, xyz, sxyz, order, gf, gi, basis, cell_start, tau, b
 # ----------------------------------------------------------------------------------------------------
 
 
-@numba.njit(cache=True)
+@_jit
 def _run(flat, offsets, kind, key, first_stream,
-         lam, phi, xyz, sxyz, order, gf, gi, basis, cell_start, delta, tau,
+         lam, phi, xyz, ox, oy, oz, cbox, ssx, ssy, ssz, order, gf, gi, basis, cell_start, delta, tau,
          g, centred, balanced, nb_fallback,
          eps_single, eps_piv, eps_np, lie, eps_anc, eps_rad, sw_b, eps_dec,
          buckets, continuous, input_mapping, anchors, cal_slot, cal_f,
-         out, stats):
-    """Perturb every trajectory; ``kind`` 0 = PointEM, 1 = TP, 2 = ATP."""
+         out, stats, prop1, prop2, buf, state, iwork, fwork, rows, dq, hp, dint, dflt, yy):
+    """Perturb every trajectory; ``kind`` 0 = PointEM, 1 = TP, 2 = ATP. All work arrays come from Python
+    (this function runs without NRT): iwork int64[3, m], fwork float64[3, m + 64], rows int64[6, n_rows],
+    yy int64[2, max length]."""
     m = lam.shape[0]
     use_grid = gi[2] == 1
-    n_rows = gi[1]
-    buf = np.zeros(16, dtype=np.uint32)
-    state = np.zeros(3, dtype=np.int64)
-    sc_idx = np.empty(m, dtype=np.int64)
-    sc_cdf = np.empty(m)
-    sc_aux = np.empty(m)
-    scratch = np.empty(m)
+    sc_idx = iwork[0]
+    s_apex = iwork[1, 0:2]
+    s_dir = iwork[1, 2:4]
+    sc_cdf = fwork[0]
+    sc_aux = fwork[1]
+    scratch = fwork[2]
+    ftmp = fwork[3]
     # runs for Ω (kept for a whole copy) and for the current domain
-    o_lo = np.empty(n_rows, dtype=np.int64)
-    o_hi = np.empty(n_rows, dtype=np.int64)
-    o_cum = np.empty(n_rows, dtype=np.int64)
-    d_lo = np.empty(n_rows, dtype=np.int64)
-    d_hi = np.empty(n_rows, dtype=np.int64)
-    d_cum = np.empty(n_rows, dtype=np.int64)
-    hp = np.empty((6, 3))
-    s_apex = np.empty(2, dtype=np.int64)
-    s_dir = np.empty(2, dtype=np.int64)
-    max_n = 1
-    for t in range(offsets.shape[0] - 1):
-        if offsets[t + 1] - offsets[t] > max_n:
-            max_n = offsets[t + 1] - offsets[t]
-    yy = np.empty((2, max_n), dtype=np.int64)
+    o_lo = rows[0]
+    o_hi = rows[1]
+    o_cum = rows[2]
+    d_lo = rows[3]
+    d_hi = rows[4]
+    d_cum = rows[5]
     for t in range(offsets.shape[0] - 1):
         s0 = offsets[t]
         n = offsets[t + 1] - s0
         stream_reset(state, first_stream + t)
         if kind == 0 or n == 1:
             eps = eps_single[n]
+            _dom_reset(dint)
             for i in range(n):
                 x = flat[s0 + i]
-                out[s0 + i] = _em(lam[x], phi[x], eps, delta, lam, phi, order, True, 0, d_lo, d_hi, d_cum, m,
-                                  False, 0, 0.0, 0, s_apex, s_dir, g, centred,
-                                  key, buf, state, sc_idx, sc_cdf, stats)
+                out[s0 + i] = _em(lam[x], phi[x], eps, delta, lam, phi, xyz, order, True, 0, d_lo, d_hi, d_cum, m,
+                                  dq, dint, dflt, g, centred, key, buf, state, sc_idx, sc_cdf, stats, prop1, prop2)
             continue
         for c in range(2):
+            _dom_reset(dint)
             has_reg = False
             reg_c = 0
-            reg_r = 0.0
+            r_tilde = 0.0
             o_runs = 0
             o_total = m
             o_full = True
             if kind == 2:
                 # anchor EM over P from P_{p_α}
                 pa = anchors[t]
-                ahat = _em(lam[pa], phi[pa], eps_anc[n, c], delta, lam, phi, order, True, 0, d_lo, d_hi, d_cum,
-                           m, False, 0, 0.0, 0, s_apex, s_dir, g, centred,
-                           key, buf, state, sc_idx, sc_cdf, stats)
+                ahat = _em(lam[pa], phi[pa], eps_anc[n, c], delta, lam, phi, xyz, order, True, 0, d_lo, d_hi,
+                           d_cum, m, dq, dint, dflt, g, centred, key, buf, state, sc_idx, sc_cdf, stats,
+                           prop1, prop2)
                 slot = cal_slot[n, c]
                 b = sw_b[n, c]
                 if cal_f[slot, ahat, 0] == 0.0:
                     stats[ST_CAL_MISS] += 1
-                    _calibration_pass(ahat, lam, phi, xyz, b, input_mapping, scratch, cal_f, slot)
+                    _calibration_pass(ahat, lam, phi, ox, oy, oz, ssx, ssy, ssz, order, cbox, b, input_mapping, ftmp, cal_f, slot)
                 else:
                     stats[ST_CAL_HIT] += 1
                 dr = cal_f[slot, ahat, 1]
@@ -1095,23 +1328,23 @@ def _run(flat, offsets, kind, key, first_stream,
                 r_tilde = _cal.calibrate(r_est, eta, dr, eps_dec[n, c])
                 has_reg = True
                 reg_c = ahat
-                reg_r = r_tilde
+                _dom_region(dint, dflt, ahat, r_tilde)
                 if use_grid:
                     du, dv = _gnomonic(xyz[ahat, 0], xyz[ahat, 1], xyz[ahat, 2], gf, basis)
                     dl = gf[4] * (r_tilde / EARTH_RADIUS_M) * (1.0 + 1e-9) + 1e-12
                     o_runs, o_total = _ranges(gf, gi, cell_start, hp, 0, True, du, dv, dl, o_lo, o_hi, o_cum)
                     o_full = False
-            # pivots (copy A = index 0: even 1-based positions; copy B: odd)
+            # pivots (copy A = index 0: even 1-based positions; copy B: odd), EM over Ω
             for i in range(n):
                 pos1 = i + 1
                 piv = (pos1 % 2 == 0) if c == 0 else (pos1 % 2 == 1)
                 if not piv:
                     continue
                 x = flat[s0 + i]
-                yy[c, i] = _em(lam[x], phi[x], eps_piv[n, c], delta, lam, phi, order, o_full, o_runs, o_lo, o_hi,
-                               o_cum, o_total, has_reg, reg_c, reg_r, 0, s_apex, s_dir, g, centred,
-                               key, buf, state, sc_idx, sc_cdf, stats)
-            # non-pivots
+                yy[c, i] = _em(lam[x], phi[x], eps_piv[n, c], delta, lam, phi, xyz, order, o_full, o_runs, o_lo,
+                               o_hi, o_cum, o_total, dq, dint, dflt, g, centred, key, buf, state, sc_idx, sc_cdf,
+                               stats, prop1, prop2)
+            # non-pivots: k-RR of the direction from each neighbouring perturbed pivot, then EM on the domain
             for i in range(n):
                 pos1 = i + 1
                 piv = (pos1 % 2 == 0) if c == 0 else (pos1 % 2 == 1)
@@ -1125,63 +1358,64 @@ def _run(flat, offsets, kind, key, first_stream,
                         continue
                     o = yy[c, k]
                     true = sector(bearing_rad(lam[o], phi[o], lam[x], phi[x]), g, centred)
-                    dh = _krr(true, g, lie[n, c], key, buf, state)
                     s_apex[ns] = o
-                    s_dir[ns] = dh
+                    s_dir[ns] = _krr(true, g, lie[n, c], key, buf, state)
                     ns += 1
                 eps = eps_np[n, c]
-                y = -1
-                # 1) the intersection
+                # 1) the intersection (Algorithm 1)
                 y = _em_sectors(lam[x], phi[x], eps, delta, lam, phi, xyz, order, use_grid, gf, gi, basis,
-                                cell_start, hp, ns, s_apex, s_dir, 0, has_reg, reg_c, reg_r, g, centred,
-                                d_lo, d_hi, d_cum, key, buf, state, sc_idx, sc_cdf, stats)
+                                cell_start, dq, hp, dint, dflt, ns, s_apex, s_dir, 0, has_reg, reg_c, r_tilde,
+                                g, centred, d_lo, d_hi, d_cum, key, buf, state, sc_idx, sc_cdf, stats,
+                                prop1, prop2)
                 if y < 0 and nb_fallback and ns == 2:
-                    # 2) left neighbour's set, 3) right neighbour's set
+                    # 2) the left neighbour's set, 3) the right neighbour's set
                     for side in range(2):
                         y = _em_sectors(lam[x], phi[x], eps, delta, lam, phi, xyz, order, use_grid, gf, gi,
-                                        basis, cell_start, hp, 1, s_apex, s_dir, side, has_reg, reg_c, reg_r,
-                                        g, centred, d_lo, d_hi, d_cum, key, buf, state, sc_idx, sc_cdf, stats)
+                                        basis, cell_start, dq, hp, dint, dflt, 1, s_apex, s_dir, side, has_reg,
+                                        reg_c, r_tilde, g, centred, d_lo, d_hi, d_cum, key, buf, state,
+                                        sc_idx, sc_cdf, stats, prop1, prop2)
                         if y >= 0:
                             stats[ST_FB_LEFT + side] += 1
                             break
                 if y < 0:
                     # 4) the region Ω (P for TP)
                     stats[ST_FB_REGION] += 1
-                    y = _em(lam[x], phi[x], eps, delta, lam, phi, order, o_full, o_runs, o_lo, o_hi, o_cum,
-                            o_total, has_reg, reg_c, reg_r, 0, s_apex, s_dir, g, centred,
-                            key, buf, state, sc_idx, sc_cdf, stats)
+                    _dom_reset(dint)
+                    if has_reg:
+                        _dom_region(dint, dflt, reg_c, r_tilde)
+                    y = _em(lam[x], phi[x], eps, delta, lam, phi, xyz, order, o_full, o_runs, o_lo, o_hi, o_cum,
+                            o_total, dq, dint, dflt, g, centred, key, buf, state, sc_idx, sc_cdf, stats,
+                            prop1, prop2)
                 yy[c, i] = y
+            _dom_reset(dint)
         for i in range(n):
-            out[s0 + i] = _merge(yy[0, i], yy[1, i], lam, phi, xyz, sxyz, order, gf, gi, basis, cell_start, tau,
-                                 balanced, d_lo, d_hi, d_cum, sc_idx, sc_cdf, sc_aux, stats)
+            out[s0 + i] = _merge(yy[0, i], yy[1, i], lam, phi, xyz, ssx, ssy, ssz, order, gf, gi, basis, cell_start, tau,
+                                 balanced, d_lo, d_hi, d_cum, hp, sc_idx, sc_cdf, sc_aux, stats)
 
 
-@numba.njit(cache=True)
-def _em_sectors(xl, xp, eps, delta, lam, phi, xyz, order, use_grid, gf, gi, basis, cell_start, hp,
+@_jit
+def _em_sectors(xl, xp, eps, delta, lam, phi, xyz, order, use_grid, gf, gi, basis, cell_start, dq, hp, dint, dflt,
                 ns, s_apex, s_dir, first, has_reg, reg_c, reg_r, g, centred,
-                lo, hi, cum, key, buf, state, sc_idx, sc_cdf, stats):
+                lo, hi, cum, key, buf, state, sc_idx, sc_cdf, stats, prop1, prop2):
     """EM over Ω ∩ the ``ns`` sector sets starting at ``s_apex[first]`` (−1 iff that set is empty)."""
     m = lam.shape[0]
-    ap = np.empty(2, dtype=np.int64)
-    dd = np.empty(2, dtype=np.int64)
+    _dom_reset(dint)
+    if has_reg:
+        _dom_region(dint, dflt, reg_c, reg_r)
     for k in range(ns):
-        ap[k] = s_apex[first + k]
-        dd[k] = s_dir[first + k]
+        _dom_sector(dq, hp, dint, s_apex[first + k], s_dir[first + k], g, centred, lam, phi, basis)
     if not use_grid:
-        return _em(xl, xp, eps, delta, lam, phi, order, True, 0, lo, hi, cum, m, has_reg, reg_c, reg_r,
-                   ns, ap, dd, g, centred, key, buf, state, sc_idx, sc_cdf, stats)
-    nh = 0
-    for k in range(ns):
-        nh = _add_sector_planes(hp, nh, ap[k], dd[k], g, centred, lam, phi, basis)
+        return _em(xl, xp, eps, delta, lam, phi, xyz, order, True, 0, lo, hi, cum, m, dq, dint, dflt, g, centred,
+                   key, buf, state, sc_idx, sc_cdf, stats, prop1, prop2)
     du = 0.0
     dv = 0.0
     dl = 0.0
     if has_reg:
         du, dv = _gnomonic(xyz[reg_c, 0], xyz[reg_c, 1], xyz[reg_c, 2], gf, basis)
         dl = gf[4] * (reg_r / EARTH_RADIUS_M) * (1.0 + 1e-9) + 1e-12
-    n_runs, total = _ranges(gf, gi, cell_start, hp, nh, has_reg, du, dv, dl, lo, hi, cum)
-    return _em(xl, xp, eps, delta, lam, phi, order, False, n_runs, lo, hi, cum, total, has_reg, reg_c, reg_r,
-               ns, ap, dd, g, centred, key, buf, state, sc_idx, sc_cdf, stats)
+    n_runs, total = _ranges(gf, gi, cell_start, hp, dint[_DI_NQ], has_reg, du, dv, dl, lo, hi, cum)
+    return _em(xl, xp, eps, delta, lam, phi, xyz, order, False, n_runs, lo, hi, cum, total, dq, dint, dflt, g,
+               centred, key, buf, state, sc_idx, sc_cdf, stats, prop1, prop2)
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -1317,13 +1551,18 @@ def perturb_fast(flat_idx, offsets, points, mechanism, key, first_stream) -> np.
             arrays.append(arr)
             cal_slot[sw_b == b] = j
         cal_f = arrays[0][None] if len(arrays) == 1 else np.stack(arrays)
+    n_rows = int(index.gi[1])
+    work = (np.zeros(16, dtype=np.uint32), np.zeros(3, dtype=np.int64), np.zeros((2, max(m, 4)), dtype=np.int64),
+            np.zeros((4, max(m, 64 + _BLOCK))), np.zeros((6, n_rows), dtype=np.int64), np.zeros((8, 3)), np.zeros((8, 3)),
+            np.zeros(8, dtype=np.int64), np.zeros(2), np.zeros((2, int(lengths.max())), dtype=np.int64))
     _run(flat, offsets, kind, key, np.int64(first_stream),
-         index.lam, index.phi, index.xyz, index.sxyz, index.order, index.gf, index.gi, index.basis,
+         index.lam, index.phi, index.xyz, index.ox, index.oy, index.oz, index.cbox, index.ssx, index.ssy, index.ssz,
+         index.order, index.gf, index.gi, index.basis,
          index.cell_start, index.delta, TAU_FACTOR * index.delta,
          g, centred, balanced, nb_fallback,
          eps_single, eps_piv, eps_np, lie, eps_anc, eps_rad, sw_b, eps_dec,
          buckets, continuous, input_mapping, anchors, cal_slot, cal_f,
-         out, stats)
+         out, stats, int(_prop[0]), int(_prop[1]), *work)
     _LAST_STATS.clear()
     _LAST_STATS.update({k: int(v) for k, v in zip(_STAT_NAMES, stats)})
     return out
