@@ -490,3 +490,12 @@ def test_ledger_summary_caps_distinct_lengths(city_points):
     assert set(led["by_length"]) == {"2", "21"}
     assert led["by_length"]["21"] == pytest.approx(geoldp.TP(epsilon=4.0).ledger(21).by_kind(), rel=0, abs=0)
     assert led["max_total_epsilon"] <= 4.0
+
+
+def test_progress_without_tqdm(monkeypatch, toy_lines, city_points):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "tqdm.auto", None)  # import fails: no bar, same result
+    a = toy_lines.ldp.perturb(city_points, epsilon=EPS, rng=2, progress=True)
+    b = toy_lines.ldp.perturb(city_points, epsilon=EPS, rng=2)
+    assert a.geometry.equals(b.geometry)
