@@ -252,3 +252,13 @@ def test_o10_diagnostics_recomputed_from_transcript_alone(pts):
             assert got["anchor"] == anchor
             assert got["r_tilde_m"] == pytest.approx(r_tilde, rel=1e-12)
             assert got["region_size"] == len(cal.region_indices(dist, r_tilde))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mechanism", MECHS)
+def test_n14_long_trajectory(pts, mechanism):
+    traj = np.arange(100_000) % pts.size
+    out, (led,) = perturb_trajectories(
+        [traj], pts, mechanism=mechanism, epsilon=1.0, rng=0, return_ledger=True
+    )
+    assert out[0].shape == traj.shape and led.total() <= 1
