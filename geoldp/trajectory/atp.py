@@ -45,6 +45,15 @@ class ATP(_TwoCopyMechanism):
         ``granularity``, ``granularity_reading``, ``granularity_candidates``, ``epsilon_fraction``,
         ``sector_convention``, ``split``, ``fallback``, ``tie_break``: see :class:`TP`.
 
+    Raises
+    ------
+    TypeError
+        ``epsilon`` or an option of the wrong type.
+    ValueError
+        ``epsilon`` not finite and > 0, or an invalid option (the message lists the valid choices).
+    BudgetError
+        ``fractions`` negative, not 4 values, or not summing to exactly 1 (a :class:`ValueError`).
+
     Notes
     -----
     Budget per copy (ε_c = ε/2, n ≥ 2): anchor EM ε_c/16, radius SW 3ε_c/16, each of the n − 1 k-RRs

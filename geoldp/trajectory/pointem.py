@@ -23,6 +23,11 @@ class PointEM:
         Total privacy budget of one trajectory (> 0), split equally over its n points (sequential
         composition). ε > 10 emits a :class:`~geoldp.PrivacyWarning`.
 
+    Raises
+    ------
+    TypeError, ValueError
+        ``epsilon`` of the wrong type, or not finite and > 0.
+
     Notes
     -----
     Each point's output has probability ∝ exp(−(ε/n)·d(x_i, p)/(2Δ)) over P, Δ the diameter of P, so each

@@ -212,6 +212,13 @@ class TP(_TwoCopyMechanism):
     tie_break : {"balanced", "index"}, default "balanced"
         Merge tie-break.
 
+    Raises
+    ------
+    TypeError
+        ``epsilon`` or an option of the wrong type.
+    ValueError
+        ``epsilon`` not finite and > 0, or an invalid option (the message lists the valid choices).
+
     Notes
     -----
     Budget (per copy, ε_c = ε/2, n ≥ 2): each point EM ε_c/(4n), each of the n − 1 k-RRs 3ε_c/(4(n−1)).
