@@ -1,0 +1,374 @@
+"""The numba fast path (geoldp.trajectory._fast) against the exact reference (TESTING §3 S4/S5, §8 R5).
+
+* Sampler = spec: chi-square goodness of fit of the fast path's merged output against the exact pmf that
+  ``_exact`` computes from the reference stage machine (tiny domains), critical value chi2.isf(1e−6, df),
+  fixed key; each exact branch of the EM sampler is forced once; a mutant is rejected after a power check.
+* Exact components on a larger city: the merge, ΔR / η / Ω, the sector and region supersets, the anchor
+  rule and the ChaCha20 stream agree with the reference helpers bit for bit (η to 1e−10 relative).
+* Chunk invariance, determinism, output layout.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from trajectory_support import chi_square, city, make, noncentrality
+
+from geoldp import PointSet
+from geoldp import _kernels as K
+from geoldp import _random as R
+from geoldp.datasets import synthetic_city_arrays
+from geoldp.trajectory import ATP, TP, PointEM, _exact
+from geoldp.trajectory import _fast as F
+from geoldp.trajectory import calibration as C
+from geoldp.trajectory.merge import TAU_FACTOR, merge_index
+
+KEY = np.array([0x243F6A88, 0x85A308D3, 0x13198A2E, 0x03707344, 0xA4093822, 0x299F31D0, 0x082EFA98, 0xEC4E6C89],
+               dtype=np.uint32)
+N = 100_000
+
+
+def _layout(trajs):
+    trajs = [np.asarray(t, dtype=np.int64) for t in trajs]
+    offsets = np.zeros(len(trajs) + 1, dtype=np.int64)
+    np.cumsum([len(t) for t in trajs], out=offsets[1:])
+    return np.concatenate(trajs), offsets
+
+
+def _exact_pmf(mech, points, x) -> dict:
+    dists = _exact.full_distributions(mech, points, np.array([x], dtype=np.int64))
+    seqs, pm = _exact.merged_distribution(mech, points, dists)
+    return {tuple(s): float(p) for s, p in zip(seqs.tolist(), pm[0], strict=True) if p > 0}
+
+
+def _sample_counts(mech, points, x, n_draws=N, key=KEY) -> dict:
+    n = len(x)
+    flat = np.tile(np.asarray(x, dtype=np.int64), n_draws)
+    offsets = np.arange(n_draws + 1, dtype=np.int64) * n
+    out = F.perturb_fast(flat, offsets, points, mech, key, 0).reshape(n_draws, n)
+    assert out.min() >= 0 and out.max() < len(points)
+    u, c = np.unique(out, axis=0, return_counts=True)
+    return {tuple(a): int(b) for a, b in zip(u.tolist(), c, strict=True)}
+
+
+def _assert_fits(mech, points, x, **kw):
+    expected = _exact_pmf(mech, points, x)
+    counts = _sample_counts(mech, points, x, **kw)
+    x2, crit, df = chi_square(counts, expected, N)
+    assert x2 < crit, (f"{mech.name} eps={mech.epsilon} x={x}: X2={x2:.1f} >= crit={crit:.1f} (df={df}), "
+                       f"key={KEY.tolist()}")
+
+
+# ------------------------------------------------------------------------------------------------------
+# S4 / S5: the merged output of the fast path against the exact pmf
+# ------------------------------------------------------------------------------------------------------
+
+CONFIGS = [
+    ("tp", {"epsilon": 10.0}, [0, 3, 5]),
+    ("tp", {"epsilon": 40.0, "sector_convention": "floor", "tie_break": "index", "fallback": "region"}, [2, 1, 5]),
+    ("atp", {"epsilon": 10.0, "sw_buckets": 8}, [0, 5]),
+    ("atp", {"epsilon": 40.0, "sw_buckets": 8}, [1, 4]),
+    ("atp", {"epsilon": 40.0, "sw_buckets": 8, "distance_mapping": "input", "anchor_mean": "vector",
+             "decay_epsilon": "copy"}, [2, 5]),
+    ("pointem", {"epsilon": 10.0}, [1, 4, 2]),
+    ("tp", {"epsilon": 4.0}, [3]),
+]
+# n = 3 for ATP: the exact enumeration alone takes ~10 s here
+SLOW_CONFIGS = [
+    ("atp", {"epsilon": 10.0, "sw_buckets": 8}, [0, 3, 5]),
+    ("atp", {"epsilon": 40.0, "sw_buckets": 8, "distance_mapping": "input", "anchor_mean": "vector",
+             "split": "grouped", "decay_epsilon": "copy"}, [2, 1, 5]),
+]
+_CLS = {"tp": TP, "atp": ATP, "pointem": PointEM}
+
+
+@pytest.mark.parametrize(("name", "kwargs", "x"), CONFIGS)
+def test_fast_path_fits_exact_pmf(name, kwargs, x):
+    _assert_fits(make(_CLS[name], **kwargs), city(6), x)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("name", "kwargs", "x"), SLOW_CONFIGS)
+def test_fast_path_fits_exact_pmf_atp_n3(name, kwargs, x):
+    _assert_fits(make(_CLS[name], **kwargs), city(6), x)
+
+
+@pytest.mark.parametrize("prop", [(0, 0), (0, 64), (10**6, 0)], ids=["categorical", "enumerate-reject", "reject"])
+def test_forced_em_branches_fit_exact_pmf(monkeypatch, prop):
+    # (phase-1, phase-3) proposal limits: (0, 0) forces the inverse CDF over the enumerated domain for every
+    # EM, (0, 64) the rejection from the enumerated domain, (10**6, 0) pure rejection from the superset.
+    monkeypatch.setattr(F, "_prop", list(prop))
+    _assert_fits(make(TP, epsilon=10.0), city(6), [0, 3, 5])
+    _assert_fits(make(ATP, epsilon=10.0, sw_buckets=8), city(6), [1, 4])
+
+
+def test_mutant_is_rejected_with_power():
+    # ε×1.25 in every stage (TESTING S4): precondition λ >= 3·critical value, then the sample must fail.
+    P = city(6)
+    x = [0, 3, 5]
+    good = make(TP, epsilon=40.0)
+    bad = make(TP, epsilon=50.0)
+    p_good = _exact_pmf(good, P, x)
+    p_bad = _exact_pmf(bad, P, x)
+    _, crit, _ = chi_square({}, p_good, N)
+    assert noncentrality(p_bad, p_good, N) >= 3 * crit
+    x2, crit, _ = chi_square(_sample_counts(bad, P, x), p_good, N)
+    assert x2 >= crit
+
+
+def test_floor_convention_mutant_is_rejected():
+    # a fast path that used the wrong sector convention
+    P = city(6)
+    x = [0, 3, 5]
+    good = make(TP, epsilon=40.0)
+    bad = make(TP, epsilon=40.0, sector_convention="floor")
+    p_good = _exact_pmf(good, P, x)
+    lam = noncentrality(_exact_pmf(bad, P, x), p_good, N)
+    _, crit, _ = chi_square({}, p_good, N)
+    assert lam >= 3 * crit
+    x2, crit, _ = chi_square(_sample_counts(bad, P, x), p_good, N)
+    assert x2 >= crit
+
+
+# ------------------------------------------------------------------------------------------------------
+# layout, determinism, chunk invariance (R5)
+# ------------------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def town():
+    lon, lat, flat, offsets, _ = synthetic_city_arrays(3000, 400, min_len=2, max_len=9, seed=11)
+    # add trajectories of length 1 (one EM with the whole budget)
+    flat = np.concatenate([flat, [17, 2999, 0]])
+    offsets = np.concatenate([offsets, offsets[-1] + np.arange(1, 4)])
+    return PointSet(lon, lat), flat, offsets
+
+
+@pytest.mark.parametrize("mech", [TP(epsilon=4.0), ATP(epsilon=4.0), PointEM(epsilon=4.0), ATP(epsilon=1.0)],
+                         ids=["tp", "atp", "pointem", "atp-eps1"])
+def test_chunk_invariance_and_layout(town, mech):
+    P, flat, offsets = town
+    whole = F.perturb_fast(flat, offsets, P, mech, KEY, 7)
+    assert whole.dtype == np.int64 and whole.shape == flat.shape
+    assert whole.min() >= 0 and whole.max() < len(P)
+    cuts = [0, 1, 57, 58, 200, len(offsets) - 1]
+    parts = []
+    for a, b in zip(cuts[:-1], cuts[1:], strict=True):
+        sub_off = offsets[a:b + 1] - offsets[a]
+        parts.append(F.perturb_fast(flat[offsets[a]:offsets[b]], sub_off, P, mech, KEY, 7 + a))
+    assert np.array_equal(np.concatenate(parts), whole)
+    again = F.perturb_fast(flat, offsets, P, mech, KEY, 7)
+    assert np.array_equal(again, whole)
+    other = F.perturb_fast(flat, offsets, P, mech, KEY[::-1].copy(), 7)
+    assert not np.array_equal(other, whole)
+
+
+def test_single_point_and_empty_inputs(town):
+    P, _, _ = town
+    flat, offsets = _layout([[5], [6, 7]])
+    out = F.perturb_fast(flat, offsets, P, ATP(epsilon=2.0), KEY, 0)
+    assert out.shape == (3,)
+    empty = F.perturb_fast(np.empty(0, dtype=np.int64), np.zeros(1, dtype=np.int64), P, TP(epsilon=1.0), KEY, 0)
+    assert empty.shape == (0,)
+
+
+# ------------------------------------------------------------------------------------------------------
+# exact components against the reference helpers
+# ------------------------------------------------------------------------------------------------------
+
+
+def test_chacha_stream_matches_random_module():
+    rng = np.random.default_rng(3)
+    for _ in range(20):
+        key = rng.integers(0, 2**32, 8, dtype=np.uint32)
+        stream = int(rng.integers(0, 2**40))
+        b1, s1 = R.stream_state(stream)
+        b2 = np.zeros(16, dtype=np.uint32)
+        s2 = np.zeros(3, dtype=np.int64)
+        F.stream_reset(s2, stream)
+        for i in range(60):
+            if i % 3 == 0:
+                assert R.stream_uniform(key, b1, s1) == F.stream_uniform(key, b2, s2)
+            elif i % 3 == 1:
+                k = int(rng.integers(1, 10**9))
+                assert R.stream_integers(key, b1, s1, k) == F.stream_integers(key, b2, s2, k)
+            else:
+                cdf = np.cumsum(rng.random(9))
+                cdf /= cdf[-1]
+                assert R.stream_categorical_cdf(key, b1, s1, cdf, 9) == F.stream_categorical_cdf(key, b2, s2, cdf, 9)
+
+
+def test_np_mean_replica_is_bit_identical():
+    rng = np.random.default_rng(4)
+    for n in list(range(1, 40)) + [127, 128, 129, 255, 256, 257, 1000, 4099]:
+        a = rng.normal(size=n) * rng.uniform(0.1, 3)
+        assert F._np_mean(a, n) == np.mean(a)
+
+
+def test_anchor_rule_matches_reference(town):
+    P, flat, offsets = town
+    idx = F.get_index(P)
+    for vector in (False, True):
+        got = F._anchors(flat, offsets, idx, vector)
+        d = np.empty(len(P))
+        for t in range(0, len(offsets) - 1, 7):
+            lam_a, phi_a = _reference_anchor_location(P, flat[offsets[t]:offsets[t + 1]], vector)
+            K.haversine_from_one(lam_a, phi_a, P.lam, P.phi, d)
+            assert got[t] == int(np.argmin(d))
+
+
+def _reference_anchor_location(P, traj, vector):
+    from geoldp.trajectory._reference import anchor_location
+
+    return anchor_location(np.ascontiguousarray(P.lam[traj]), np.ascontiguousarray(P.phi[traj]), vector)
+
+
+def test_merge_matches_reference_including_ties():
+    # a city plus points placed exactly on meridians and on the equator-parallel great circle (ties)
+    lon, lat, *_ = synthetic_city_arrays(2000, 0, seed=5)
+    rows = np.linspace(41.80, 41.95, 16)
+    lon = np.concatenate([lon, np.full(16, -87.6), np.full(16, -87.7)])
+    lat = np.concatenate([lat, rows, rows[::-1]])
+    P = PointSet(lon, lat)
+    idx = F.get_index(P)
+    assert idx.use_grid
+    m = len(P)
+    rng = np.random.default_rng(9)
+    pairs = [(int(a), int(b)) for a, b in rng.integers(0, m, (400, 2))]
+    meridian = np.arange(2000, m)
+    pairs += [(int(a), int(b)) for a, b in rng.choice(meridian, (200, 2))]
+    tau = TAU_FACTOR * P.diameter_m
+    work = _merge_work(idx)
+    da = np.empty(m)
+    db = np.empty(m)
+    for balanced in (True, False):
+        for a, b in pairs:
+            ref = merge_index(a, b, P.lam, P.phi, tau, balanced, da, db)
+            got = F._merge(a, b, idx.lam, idx.phi, idx.xyz, idx.ssx, idx.ssy, idx.ssz, idx.order, idx.gf, idx.gi,
+                           idx.basis, idx.cell_start, tau, balanced, *work)
+            assert got == ref, (a, b, balanced)
+
+
+def _merge_work(idx):
+    nr = int(idx.gi[1])
+    return (np.zeros(nr, dtype=np.int64), np.zeros(nr, dtype=np.int64), np.zeros(nr, dtype=np.int64),
+            np.zeros((8, 3)), np.zeros(idx.m, dtype=np.int64), np.zeros(idx.m), np.zeros(idx.m),
+            np.zeros(F._N_STATS, dtype=np.int64))
+
+
+def test_global_point_set_uses_full_scans():
+    rng = np.random.default_rng(2)
+    lon = rng.uniform(-180, 180, 300)
+    lat = np.degrees(np.arcsin(rng.uniform(-1, 1, 300)))
+    P = PointSet(lon, lat)
+    idx = F.get_index(P)
+    assert not idx.use_grid
+    tau = TAU_FACTOR * P.diameter_m
+    work = _merge_work(idx)
+    da = np.empty(len(P))
+    db = np.empty(len(P))
+    for a, b in rng.integers(0, len(P), (50, 2)):
+        ref = merge_index(int(a), int(b), P.lam, P.phi, tau, True, da, db)
+        got = F._merge(int(a), int(b), idx.lam, idx.phi, idx.xyz, idx.ssx, idx.ssy, idx.ssz, idx.order, idx.gf,
+                       idx.gi, idx.basis, idx.cell_start, tau, True, *work)
+        assert got == ref
+    flat, offsets = _layout([rng.integers(0, 300, int(k)) for k in rng.integers(1, 6, 50)])
+    for mech in (TP(epsilon=4.0), ATP(epsilon=4.0)):
+        out = F.perturb_fast(flat, offsets, P, mech, KEY, 0)
+        assert out.min() >= 0 and out.max() < len(P)
+
+
+@pytest.mark.parametrize("input_mapping", [False, True])
+def test_calibration_matches_reference(town, input_mapping):
+    P, _, _ = town
+    idx = F.get_index(P)
+    m = len(P)
+    cal = np.zeros((1, m, 47))
+    tmp = np.zeros(64 + F._BLOCK)
+    rng = np.random.default_rng(1)
+    row = np.empty(m)
+    for b, eps_r in ((0.358155424611167, 0.5), (0.0304, 4.0)):
+        for a in rng.integers(0, m, 25):
+            a = int(a)
+            F._calibration_pass(a, idx.lam, idx.phi, idx.ox, idx.oy, idx.oz, idx.ssx, idx.ssy, idx.ssz, idx.order,
+                                idx.cbox, b, input_mapping, tmp, cal, 0)
+            K.haversine_from_one(idx.lam[a], idx.phi[a], idx.lam, idx.phi, row)
+            dr = row.max()
+            assert cal[0, a, 1] == dr
+            for r_hat in np.linspace(-b, 1 + b, 23):
+                eta_ref, _ = C.calibration_centre(row, r_hat, b, eps_r, dr, input_mapping)
+                eta, _ = F._eta(cal, 0, a, m, r_hat, b, eps_r, input_mapping)
+                assert eta == pytest.approx(eta_ref, rel=1e-10)
+                r_est = C.sw_estimate(r_hat, b, dr)
+                r_ref = C.calibrate(r_est, eta_ref, dr, eps_r)
+                r_fast = C.calibrate(r_est, eta, dr, eps_r)
+                assert np.array_equal(row <= r_ref, row <= r_fast)
+            cal[0, a, 0] = 0.0
+
+
+@pytest.mark.parametrize("g", [2, 4, 6, 12])
+@pytest.mark.parametrize("centred", [True, False])
+def test_domain_supersets_and_membership_are_exact(town, g, centred):
+    P, _, _ = town
+    idx = F.get_index(P)
+    m = len(P)
+    rng = np.random.default_rng(g + 100 * centred)
+    dq = np.zeros((8, 3))
+    hp = np.zeros((8, 3))
+    dint = np.zeros(8, dtype=np.int64)
+    dflt = np.zeros(2)
+    nr = int(idx.gi[1])
+    lo, hi, cum = (np.zeros(nr, dtype=np.int64) for _ in range(3))
+    theta = np.empty(m)
+    dist = np.empty(m)
+    for _ in range(12):
+        F._dom_reset(dint)
+        apexes = [int(a) for a in rng.integers(0, m, int(rng.integers(1, 3)))]
+        truth = np.ones(m, dtype=bool)
+        for apex in apexes:
+            d = int(rng.integers(0, g))
+            F._dom_sector(dq, hp, dint, apex, d, g, centred, idx.lam, idx.phi, idx.basis)
+            K.bearing_from_one(idx.lam[apex], idx.phi[apex], idx.lam, idx.phi, theta)
+            truth &= K.sector_many(theta, g, centred, np.empty(m, dtype=np.int64)) == d
+        has_reg = bool(rng.integers(0, 2))
+        du = dv = dl = 0.0
+        if has_reg:
+            c = int(rng.integers(0, m))
+            K.haversine_from_one(idx.lam[c], idx.phi[c], idx.lam, idx.phi, dist)
+            r = float(np.quantile(dist, rng.uniform(0.05, 0.9)))  # a radius equal to a point's distance
+            F._dom_region(dint, dflt, c, r)
+            truth &= dist <= r
+            du, dv = F._gnomonic(idx.xyz[c, 0], idx.xyz[c, 1], idx.xyz[c, 2], idx.gf, idx.basis)
+            dl = idx.gf[4] * (r / K.EARTH_RADIUS_M) * (1.0 + 1e-9) + 1e-12
+        n_runs, total = F._ranges(idx.gf, idx.gi, idx.cell_start, hp, int(dint[0]), has_reg, du, dv, dl, lo, hi, cum)
+        covered = np.zeros(m, dtype=bool)
+        for k in range(n_runs):
+            covered[idx.order[lo[k]:hi[k]]] = True
+        assert covered.sum() == total
+        assert not np.any(truth & ~covered), "superset misses a member"
+        member = np.array([F._member(p, idx.lam, idx.phi, idx.xyz, dq, dint, dflt, g, centred) for p in range(m)])
+        assert np.array_equal(member, truth)
+
+
+def test_sw_bucket_sampler_matches_masses():
+    from geoldp.mechanisms import sw_bucket_masses, sw_half_width
+
+    eps, M = 0.75, 16
+    b = float(sw_half_width(eps))
+    buf = np.zeros(16, dtype=np.uint32)
+    state = np.zeros(3, dtype=np.int64)
+    for v in (0.0, 0.3, 1.0):
+        F.stream_reset(state, 5)
+        draws = np.array([F._sw_bucket(v, eps, b, M, KEY, buf, state) for _ in range(40_000)])
+        pmf = np.asarray(sw_bucket_masses(v, eps, M), dtype=float)
+        expected = {j: float(p) for j, p in enumerate(pmf)}
+        counts = dict(zip(*np.unique(draws, return_counts=True), strict=True))
+        x2, crit, _ = chi_square({int(k): int(c) for k, c in counts.items()}, expected, 40_000)
+        assert x2 < crit
+        # and the closed-form CDF equals the cumulative masses
+        w = (1 + 2 * b) / M
+        t = math.exp(-eps)
+        cdf = [F._sw_cdf(j + 1, v, b, 1 / (2 * b + t), t / (2 * b + t), w) for j in range(M)]
+        assert np.allclose(cdf, np.cumsum(pmf), atol=1e-12)
