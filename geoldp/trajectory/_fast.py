@@ -901,14 +901,19 @@ _CHUNK = 128  # points per chunk of the farthest-point bound
 @numba.njit(cache=True, _nrt=False, fastmath=True)
 def _block_dist(ax, ay, az, ox, oy, oz, start, stop, out):
     """out[i] = |P_{start+i} − a|/2 (vectorised); returns the maximum."""
+    n = stop - start
+    x = ox[start:stop]
+    y = oy[start:stop]
+    z = oz[start:stop]
+    for i in range(n):
+        dx = x[i] - ax
+        dy = y[i] - ay
+        dz = z[i] - az
+        out[i] = 0.5 * math.sqrt(dx * dx + dy * dy + dz * dz)
     hmax = 0.0
-    for p in range(start, stop):
-        dx = ox[p] - ax
-        dy = oy[p] - ay
-        dz = oz[p] - az
-        v = 0.5 * math.sqrt(dx * dx + dy * dy + dz * dz)
-        out[p - start] = v
-        hmax = max(hmax, v)
+    for i in range(n):
+        if out[i] > hmax:
+            hmax = out[i]
     return hmax
 
 
@@ -931,21 +936,22 @@ def _block_sum_near(d, n, scale, shift, tol_est):
         total += v
         e = v * scale - shift
         r = e - math.floor(e + 0.5)
-        near += 1 if abs(r) <= tol_est else 0
+        if abs(r) <= tol_est:
+            near += 1
     return total, near
 
 
 @numba.njit(cache=True, _nrt=False, fastmath=True)
 def _block_sum_le(d, n, t):
     """(#{d[:n] ≤ t}, Σ_{d ≤ t} d), vectorised."""
-    c = 0.0
+    c = 0
     s = 0.0
     for p in range(n):
         v = d[p]
-        ok = v <= t
-        c += 1.0 if ok else 0.0
-        s += v if ok else 0.0
-    return c, s
+        if v <= t:  # this form vectorises (masked adds); select expressions did not
+            c += 1
+            s += v
+    return float(c), s
 
 
 @_jit
