@@ -1143,7 +1143,7 @@ def _run_min_abs_dot(sx, sy, sz, a, b, nx, ny, nz):
 
 
 @_jit
-def _merge(ya, yb, lam, phi, xyz, ssx, ssy, ssz, order, gf, gi, basis, cell_start, tau, balanced,
+def _merge(ya, yb, lam, phi, xyz, sxyz, order, gf, gi, basis, cell_start, tau, balanced,
            lo, hi, cum, hp, sc_idx, sc_cdf, sc_aux, stats):
     """Merged output of one position (ALGORITHM §5.6), bit-identical to ``merge_choice``."""
     if ya == yb:
@@ -1188,20 +1188,19 @@ def _merge(ya, yb, lam, phi, xyz, ssx, ssy, ssz, order, gf, gi, basis, cell_star
         n_runs, total = _ranges(gf, gi, cell_start, hp, nh, True, du, dv, dl, lo, hi, cum)
         stats[ST_MERGE_CAND] += total
         for r in range(n_runs):
-            if slab >= 0.0 and _run_min_abs_dot(ssx, ssy, ssz, lo[r], hi[r], nx, ny, nz) > slab:
-                continue
             for pos in range(lo[r], hi[r]):
+                # (interleaved xyz: one cache-line stream per run; the runs are short and cold)
                 if slab >= 0.0:
-                    dot = ssx[pos] * nx + ssy[pos] * ny + ssz[pos] * nz
+                    dot = sxyz[pos, 0] * nx + sxyz[pos, 1] * ny + sxyz[pos, 2] * nz
                     if abs(dot) > slab:
                         continue
                 p = order[pos]
                 if p == ya or p == yb:
                     continue  # added below without kernel calls
                 # cheap chord distances (error ~1e−9 m) rule out points clearly off the arc
-                x = ssx[pos]
-                y = ssy[pos]
-                z = ssz[pos]
+                x = sxyz[pos, 0]
+                y = sxyz[pos, 1]
+                z = sxyz[pos, 2]
                 sc = _chord_dist(ax, ay, az, x, y, z) + _chord_dist(bx, by, bz, x, y, z)
                 if sc > dab + tau + 1e-6 + 1e-12 * dab:
                     continue
@@ -1259,7 +1258,7 @@ def _merge(ya, yb, lam, phi, xyz, ssx, ssy, ssz, order, gf, gi, basis, cell_star
 
 @_jit
 def _run(flat, offsets, kind, key, first_stream,
-         lam, phi, xyz, ox, oy, oz, cbox, ssx, ssy, ssz, order, gf, gi, basis, cell_start, delta, tau,
+         lam, phi, xyz, ox, oy, oz, cbox, ssx, ssy, ssz, sxyz, order, gf, gi, basis, cell_start, delta, tau,
          g, centred, balanced, nb_fallback,
          eps_single, eps_piv, eps_np, lie, eps_anc, eps_rad, sw_b, eps_dec,
          buckets, continuous, input_mapping, anchors, cal_slot, cal_f,
@@ -1395,7 +1394,7 @@ def _run(flat, offsets, kind, key, first_stream,
                 yy[c, i] = y
             _dom_reset(dint)
         for i in range(n):
-            out[s0 + i] = _merge(yy[0, i], yy[1, i], lam, phi, xyz, ssx, ssy, ssz, order, gf, gi, basis, cell_start, tau,
+            out[s0 + i] = _merge(yy[0, i], yy[1, i], lam, phi, xyz, sxyz, order, gf, gi, basis, cell_start, tau,
                                  balanced, d_lo, d_hi, d_cum, hp, sc_idx, sc_cdf, sc_aux, stats)
 
 
@@ -1562,8 +1561,8 @@ def perturb_fast(flat_idx, offsets, points, mechanism, key, first_stream) -> np.
             np.zeros((4, max(m, 64 + _BLOCK))), np.zeros((6, n_rows), dtype=np.int64), np.zeros((8, 3)), np.zeros((8, 3)),
             np.zeros(8, dtype=np.int64), np.zeros(2), np.zeros((2, int(lengths.max())), dtype=np.int64))
     _run(flat, offsets, kind, key, np.int64(first_stream),
-         index.lam, index.phi, index.xyz, index.ox, index.oy, index.oz, index.cbox, index.ssx, index.ssy, index.ssz,
-         index.order, index.gf, index.gi, index.basis,
+         index.lam, index.phi, index.xyz, index.ox, index.oy, index.oz, index.cbox, index.ssx, index.ssy,
+         index.ssz, index.sxyz, index.order, index.gf, index.gi, index.basis,
          index.cell_start, index.delta, TAU_FACTOR * index.delta,
          g, centred, balanced, nb_fallback,
          eps_single, eps_piv, eps_np, lie, eps_anc, eps_rad, sw_b, eps_dec,

@@ -246,7 +246,7 @@ def test_merge_matches_reference_including_ties():
     for balanced in (True, False):
         for a, b in pairs:
             ref = merge_index(a, b, P.lam, P.phi, tau, balanced, da, db)
-            got = F._merge(a, b, idx.lam, idx.phi, idx.xyz, idx.ssx, idx.ssy, idx.ssz, idx.order, idx.gf, idx.gi,
+            got = F._merge(a, b, idx.lam, idx.phi, idx.xyz, idx.sxyz, idx.order, idx.gf, idx.gi,
                            idx.basis, idx.cell_start, tau, balanced, *work)
             assert got == ref, (a, b, balanced)
 
@@ -271,7 +271,7 @@ def test_global_point_set_uses_full_scans():
     db = np.empty(len(P))
     for a, b in rng.integers(0, len(P), (50, 2)):
         ref = merge_index(int(a), int(b), P.lam, P.phi, tau, True, da, db)
-        got = F._merge(int(a), int(b), idx.lam, idx.phi, idx.xyz, idx.ssx, idx.ssy, idx.ssz, idx.order, idx.gf,
+        got = F._merge(int(a), int(b), idx.lam, idx.phi, idx.xyz, idx.sxyz, idx.order, idx.gf,
                        idx.gi, idx.basis, idx.cell_start, tau, True, *work)
         assert got == ref
     flat, offsets = _layout([rng.integers(0, 300, int(k)) for k in rng.integers(1, 6, 50)])
