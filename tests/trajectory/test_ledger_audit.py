@@ -6,92 +6,11 @@ from __future__ import annotations
 import mutants
 import numpy as np
 import pytest
-from trajectory_support import city, make
+from trajectory_support import audit, city, make, true_sector_problems
 
-from geoldp import PointSet, geo
-from geoldp._random import NumpyRandomSource, RandomSource
-from geoldp.mechanisms import em_log_weights, krr_lie_probability, sw_bucket_masses
+from geoldp import PointSet
 from geoldp.trajectory import ATP, TP, PointEM
 from geoldp.trajectory import _reference as _ref
-from geoldp.trajectory.engine import _perturb_with_transcript
-
-
-class CountingSource(RandomSource):
-    """Counting proxy around a source: every primitive draw, with the probabilities it was drawn with."""
-
-    policy = "seeded"
-
-    def __init__(self, inner):
-        self.inner = inner
-        self.log = []
-
-    def uniform(self, size=None):
-        self.log.append(("uniform", None))
-        return self.inner.uniform(size)
-
-    def bernoulli(self, p, size=None):
-        self.log.append(("bernoulli", p))
-        return self.inner.bernoulli(p, size)
-
-    def integers(self, k, size=None):
-        self.log.append(("integers", k))
-        return self.inner.integers(k, size)
-
-    def categorical(self, pmf):
-        self.log.append(("categorical", np.array(pmf, copy=True)))
-        return self.inner.categorical(pmf)
-
-    def stream_key(self):  # pragma: no cover
-        return self.inner.stream_key()
-
-
-def audit(monkeypatch, mech, pts, traj, seed=0):
-    """Run one trajectory through a counting proxy; return (problems, stage records, transcript)."""
-    records = []
-    original = _ref.draw_stage
-
-    def recording(stage, source):
-        start = len(source.log)
-        y = original(stage, source)
-        records.append((stage, source.log[start:], y))
-        return y
-
-    monkeypatch.setattr(_ref, "draw_stage", recording)
-    src = CountingSource(NumpyRandomSource(np.random.default_rng(seed)))
-    out, transcript, ledger, _ = _perturb_with_transcript(np.asarray(traj), pts, mech, rng=src)
-    monkeypatch.setattr(_ref, "draw_stage", original)
-    problems = []
-    if sum(len(r[1]) for r in records) != len(src.log):
-        problems.append("draws outside any stage")
-    entries = list(ledger)
-    if len(entries) != len(records):
-        problems.append(f"{len(records)} primitive calls but {len(entries)} ledger entries")
-    x_lam, x_phi = pts.lam[traj], pts.phi[traj]
-    for entry, (stage, draws, _) in zip(entries, records, strict=False):
-        if (entry.copy, entry.kind, entry.positions) != (stage.copy, stage.kind, stage.positions):
-            problems.append(f"stage {stage.kind}{stage.positions} recorded as {entry.kind}{entry.positions}")
-            continue
-        eps = entry.epsilon
-        if stage.kind == "direction_krr":
-            g = stage.outputs.shape[0]
-            if draws[0] != ("bernoulli", krr_lie_probability(g, eps)):
-                problems.append(f"k-RR {stage.positions} drew with a budget other than {eps}")
-        elif stage.kind == "radius_sw":
-            expected = sw_bucket_masses(float(stage.private_input[0]), eps, stage.outputs.shape[0])
-            if not np.allclose(draws[0][1], expected, rtol=1e-12, atol=0):
-                problems.append("SW drew with a budget other than the ledger's")
-        else:
-            domain = np.flatnonzero(np.asarray(stage.public["domain"])[0])
-            if stage.kind == "anchor_em":
-                a = int(stage.private_input[0])
-                lw = em_log_weights(pts.lam[a], pts.phi[a], pts, domain, eps)
-            else:
-                i = stage.positions[0] - 1
-                lw = em_log_weights(x_lam[i], x_phi[i], pts, domain, eps)
-            w = np.exp(lw - lw.max())
-            if not np.allclose(draws[0][1][domain], w / w.sum(), rtol=1e-12, atol=1e-300):
-                problems.append(f"EM {stage.kind}{stage.positions} drew with a budget other than {eps}")
-    return problems, records, transcript
 
 
 @pytest.mark.parametrize(
@@ -125,24 +44,6 @@ def test_l4_catches_budget_mismatch(monkeypatch):
     assert any("budget other than" in p for p in problems)
 
 
-def _true_sector_problems(monkeypatch, mech, pts, traj, seed):
-    problems, records, transcript = audit(monkeypatch, mech, pts, traj, seed)
-    released = {}
-    conv = mech.sector_convention
-    bad = []
-    for stage, _, y in records:
-        if stage.kind in ("pivot_em", "point_em"):
-            released[(stage.copy, stage.positions[0])] = y
-        if stage.kind == "direction_krr":
-            k, j = stage.positions
-            origin = released[(stage.copy, k)]  # the perturbed pivot, from the transcript
-            theta = geo.bearing(pts.lon[origin], pts.lat[origin], pts.lon[traj[j - 1]], pts.lat[traj[j - 1]])
-            expected = int(geo.sector_index(theta, mech.granularity_value, convention=conv))
-            if int(stage.private_input[0]) != expected:
-                bad.append((stage.copy, k, j))
-    return problems + bad
-
-
 @pytest.mark.parametrize("convention", ["centred", "floor"])
 @pytest.mark.parametrize("mechanism", [TP, ATP])
 def test_n15_true_sector_recomputed_from_transcript(monkeypatch, mechanism, convention):
@@ -153,7 +54,7 @@ def test_n15_true_sector_recomputed_from_transcript(monkeypatch, mechanism, conv
         mech = make(
             mechanism, epsilon=float(gen.choice([1.0, 4.0, 10.0, 40.0])), sector_convention=convention
         )
-        assert _true_sector_problems(monkeypatch, mech, pts, traj, seed) == []
+        assert true_sector_problems(monkeypatch, mech, pts, traj, seed) == []
 
 
 def test_n15_catches_krr_input_from_true_neighbour(monkeypatch):
@@ -163,7 +64,7 @@ def test_n15_catches_krr_input_from_true_neighbour(monkeypatch):
     with mutants.installed(monkeypatch, mutants.KrrInputFromTrueNeighbour):
         for seed in range(10):
             traj = np.array([0, 6, 3, 1, 4])
-            found |= bool(_true_sector_problems(monkeypatch, make(TP, epsilon=40.0), pts, traj, seed))
+            found |= bool(true_sector_problems(monkeypatch, make(TP, epsilon=40.0), pts, traj, seed))
     assert found
 
 

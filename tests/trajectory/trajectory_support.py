@@ -9,9 +9,13 @@ import warnings
 import numpy as np
 import scipy.stats
 
-from geoldp import PointSet
+from geoldp import PointSet, geo
+from geoldp._random import NumpyRandomSource, RandomSource
 from geoldp.errors import PrivacyWarning
+from geoldp.mechanisms import em_log_weights, krr_lie_probability, sw_bucket_masses
 from geoldp.trajectory import _exact
+from geoldp.trajectory import _reference as _ref
+from geoldp.trajectory.engine import _perturb_with_transcript
 
 # 7 asymmetric public points in Chicago (no symmetry, so worst-case ratios are not hidden).
 CITY_LON = np.array([-87.6298, -87.6232, -87.6410, -87.6105, -87.6520, -87.6187, -87.6355])
@@ -127,3 +131,100 @@ def noncentrality(p_mut: dict, p: dict, N: int) -> float:
             continue
         lam += (qk - pk) ** 2 / pk
     return N * lam
+
+
+class CountingSource(RandomSource):
+    """Counting proxy around a source: every primitive draw, with the probabilities it was drawn with."""
+
+    policy = "seeded"
+
+    def __init__(self, inner):
+        self.inner = inner
+        self.log = []
+
+    def uniform(self, size=None):
+        self.log.append(("uniform", None))
+        return self.inner.uniform(size)
+
+    def bernoulli(self, p, size=None):
+        self.log.append(("bernoulli", p))
+        return self.inner.bernoulli(p, size)
+
+    def integers(self, k, size=None):
+        self.log.append(("integers", k))
+        return self.inner.integers(k, size)
+
+    def categorical(self, pmf):
+        self.log.append(("categorical", np.array(pmf, copy=True)))
+        return self.inner.categorical(pmf)
+
+    def stream_key(self):  # pragma: no cover
+        return self.inner.stream_key()
+
+
+def audit(monkeypatch, mech, pts, traj, seed=0):
+    """Run one trajectory through a counting proxy; return (problems, stage records, transcript)."""
+    records = []
+    original = _ref.draw_stage
+
+    def recording(stage, source):
+        start = len(source.log)
+        y = original(stage, source)
+        records.append((stage, source.log[start:], y))
+        return y
+
+    monkeypatch.setattr(_ref, "draw_stage", recording)
+    src = CountingSource(NumpyRandomSource(np.random.default_rng(seed)))
+    out, transcript, ledger, _ = _perturb_with_transcript(np.asarray(traj), pts, mech, rng=src)
+    monkeypatch.setattr(_ref, "draw_stage", original)
+    problems = []
+    if sum(len(r[1]) for r in records) != len(src.log):
+        problems.append("draws outside any stage")
+    entries = list(ledger)
+    if len(entries) != len(records):
+        problems.append(f"{len(records)} primitive calls but {len(entries)} ledger entries")
+    x_lam, x_phi = pts.lam[traj], pts.phi[traj]
+    for entry, (stage, draws, _) in zip(entries, records, strict=False):
+        if (entry.copy, entry.kind, entry.positions) != (stage.copy, stage.kind, stage.positions):
+            problems.append(f"stage {stage.kind}{stage.positions} recorded as {entry.kind}{entry.positions}")
+            continue
+        eps = entry.epsilon
+        if stage.kind == "direction_krr":
+            g = stage.outputs.shape[0]
+            if draws[0] != ("bernoulli", krr_lie_probability(g, eps)):
+                problems.append(f"k-RR {stage.positions} drew with a budget other than {eps}")
+        elif stage.kind == "radius_sw":
+            expected = sw_bucket_masses(float(stage.private_input[0]), eps, stage.outputs.shape[0])
+            if not np.allclose(draws[0][1], expected, rtol=1e-12, atol=0):
+                problems.append("SW drew with a budget other than the ledger's")
+        else:
+            domain = np.flatnonzero(np.asarray(stage.public["domain"])[0])
+            if stage.kind == "anchor_em":
+                a = int(stage.private_input[0])
+                lw = em_log_weights(pts.lam[a], pts.phi[a], pts, domain, eps)
+            else:
+                i = stage.positions[0] - 1
+                lw = em_log_weights(x_lam[i], x_phi[i], pts, domain, eps)
+            w = np.exp(lw - lw.max())
+            if not np.allclose(draws[0][1][domain], w / w.sum(), rtol=1e-12, atol=1e-300):
+                problems.append(f"EM {stage.kind}{stage.positions} drew with a budget other than {eps}")
+    return problems, records, transcript
+
+
+def true_sector_problems(monkeypatch, mech, pts, traj, seed):
+    """N15: k-RR inputs that differ from sec_g(θ(P_{â_k} → x_j)) recomputed from the transcript."""
+    problems, records, transcript = audit(monkeypatch, mech, pts, traj, seed)
+    released = {}
+    conv = mech.sector_convention
+    bad = []
+    for stage, _, y in records:
+        if stage.kind in ("pivot_em", "point_em"):
+            released[(stage.copy, stage.positions[0])] = y
+        if stage.kind == "direction_krr":
+            k, j = stage.positions
+            origin = released[(stage.copy, k)]  # the perturbed pivot, from the transcript
+            theta = geo.bearing(pts.lon[origin], pts.lat[origin], pts.lon[traj[j - 1]], pts.lat[traj[j - 1]])
+            expected = int(geo.sector_index(theta, mech.granularity_value, convention=conv))
+            if int(stage.private_input[0]) != expected:
+                bad.append((stage.copy, k, j))
+    return problems + bad
