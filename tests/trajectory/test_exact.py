@@ -49,7 +49,7 @@ def test_e5_tp_length_two_every_option(eps, granularity, convention):
     _assert_pass(exact_report(mech, pts, all_inputs(6, 2)))
 
 
-@pytest.mark.parametrize("eps", [1.0, 4.0])
+@pytest.mark.parametrize("eps", [1.0, 4.0, 10.0, 40.0])
 def test_e5_tp_length_three_defaults(eps):
     pts = city(6)
     _assert_pass(exact_report(make(TP, epsilon=eps), pts, all_inputs(6, 3)))
@@ -95,6 +95,11 @@ def test_e6_atp_length_two_defaults(eps):
 def test_e6_atp_length_two_calibration_options(options):
     pts = city(5)
     _assert_pass(exact_report(make(ATP, epsilon=10.0, sw_buckets=8, **options), pts, all_inputs(5, 2)))
+
+
+def test_e6_atp_length_three_defaults_tier_f():
+    """n = 3 with the defaults at ε = 1; ε = 10 and 40 (≈15 s each) run in the slow tier below."""
+    _assert_pass(exact_report(make(ATP, epsilon=1.0, sw_buckets=8), city(5), all_inputs(5, 3)))
 
 
 @pytest.mark.parametrize("eps", [1.0, 40.0])
