@@ -58,7 +58,8 @@ def _one_size(m: int, n_trips: int, mechanisms, epsilons, warm: bool, seed: int)
             geoldp.perturb_trajectories(trajs[:20], points, mechanism=mech, rng=1)
             cache = _fast.get_index(points).calibration
             cache.clear()
-            runs = [("cold", "api")] + ([("warm", "api")] if warm and name == "atp" else []) + [("warm", "kernel")]
+            runs = [("cold", "api")] + ([("warm", "api")] if warm and name == "atp" else [])
+            runs.append(("warm", "kernel"))
             for label, path in runs:
                 t0 = time.perf_counter()
                 if path == "api":
@@ -86,7 +87,8 @@ def _table(rows: list[dict]) -> str:
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in rows:
         lines.append("| " + " | ".join([
-            f"{r['m']:,}", r["mechanism"].upper() if r["mechanism"] != "pointem" else "PointEM", f"{r['epsilon']:g}",
+            f"{r['m']:,}", r["mechanism"].upper() if r["mechanism"] != "pointem" else "PointEM",
+            f"{r['epsilon']:g}",
             r["path"], r["cache"], f"{r['trips']:,}", f"{r['points']:,}", f"{r['seconds']:.2f}",
             f"{r['points_per_s']:,.0f}", f"{r['rss_mib']:.0f}", f"{r['calibration_passes']:,}",
         ]) + " |")
@@ -96,7 +98,8 @@ def _table(rows: list[dict]) -> str:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=None, help="|P| values (default 1e3 1e4 1e5)")
-    parser.add_argument("--trips", type=int, default=None, help="number of trips (default 20000; --quick 2000)")
+    parser.add_argument("--trips", type=int, default=None,
+                        help="number of trips (default 20000; --quick 2000)")
     parser.add_argument("--mechanisms", nargs="+", default=["tp", "atp", "pointem"])
     parser.add_argument("--epsilons", type=float, nargs="+", default=[1.0, 4.0, 10.0])
     parser.add_argument("--quick", action="store_true", help="|P| = 1e3, 1e4 and 2,000 trips")
@@ -113,7 +116,8 @@ def main(argv=None) -> int:
         return 0
     rows = []
     for m in sizes:
-        cmd = [sys.executable, os.path.abspath(__file__), "--_child", "--sizes", str(m), "--trips", str(trips),
+        cmd = [sys.executable, os.path.abspath(__file__), "--_child", "--sizes", str(m),
+               "--trips", str(trips),
                "--seed", str(args.seed), "--mechanisms", *args.mechanisms,
                "--epsilons", *[str(e) for e in args.epsilons]] + (["--no-warm"] if args.no_warm else [])
         res = subprocess.run(cmd, check=True, stdout=subprocess.PIPE, text=True)

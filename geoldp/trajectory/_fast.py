@@ -55,7 +55,6 @@ import weakref
 import numba
 import numpy as np
 
-from geoldp import _kernels
 from geoldp._kernels import EARTH_RADIUS_M, bearing_rad, em_log_weight, haversine_rad, sector
 from geoldp.trajectory import calibration as _cal
 from geoldp.trajectory.merge import TAU_FACTOR
@@ -498,7 +497,7 @@ def _anchor_points(flat, offsets, lam, phi, vector, out_lam, out_phi):
 
 @_jit
 def _nearest_exact(alam, aphi, cand, lam, phi, out):
-    """Among candidate columns ``cand[t, :]`` (−1 = none), the exact-kernel nearest P point, lowest index on ties.
+    """Among candidates ``cand[t, :]`` (−1 = none), the exact-kernel nearest P point; ties → lowest index.
 
     Returns the number of rows whose candidate list may be incomplete (all k candidates within the tie
     tolerance of the minimum): those are recomputed by a full scan.
@@ -743,8 +742,8 @@ def _member(p, lam, phi, xyz, dq, dint, dflt, g, centred):
 
 
 @_jit
-def _em(xl, xp, eps, delta, lam, phi, xyz, order, full, n_runs, lo, hi, cum, total, dq, dint, dflt, g, centred,
-        key, buf, state, sc_idx, sc_cdf, stats, prop1, prop2):
+def _em(xl, xp, eps, delta, lam, phi, xyz, order, full, n_runs, lo, hi, cum, total, dq, dint, dflt, g,
+        centred, key, buf, state, sc_idx, sc_cdf, stats, prop1, prop2):
     """Exact EM draw over D = (U ∩ domain); U = P if ``full`` else the runs. Returns −1 iff D is empty.
 
     Phase 1: ``prop1`` proposals uniform over U, accepted iff p ∈ D and u < w_p. Phase 2: enumerate D
@@ -923,7 +922,8 @@ def _block_asin_small(h, n, scale):
     for p in range(n):
         v = h[p]
         v2 = v * v
-        h[p] = scale * v * (1.0 + v2 * (1.0 / 6.0 + v2 * (3.0 / 40.0 + v2 * (5.0 / 112.0 + v2 * (35.0 / 1152.0)))))
+        poly = 1.0 / 6.0 + v2 * (3.0 / 40.0 + v2 * (5.0 / 112.0 + v2 * (35.0 / 1152.0)))
+        h[p] = scale * v * (1.0 + v2 * poly)
 
 
 @numba.njit(cache=True, _nrt=False, fastmath=True)
@@ -1132,16 +1132,6 @@ def _eta(cal_f, slot, a, m, r_hat, b, eps_r, input_mapping):
     return total / (m - 1), dr
 
 
-@numba.njit(cache=True, _nrt=False, fastmath=True)
-def _run_min_abs_dot(sx, sy, sz, a, b, nx, ny, nz):
-    """min |P·n| over cell-sorted positions [a, b) (vectorised prefilter; exactness comes from margins)."""
-    best = np.inf
-    for pos in range(a, b):
-        v = abs(sx[pos] * nx + sy[pos] * ny + sz[pos] * nz)
-        best = min(best, v)
-    return best
-
-
 @_jit
 def _merge(ya, yb, lam, phi, xyz, sxyz, order, gf, gi, basis, cell_start, tau, balanced,
            lo, hi, cum, hp, sc_idx, sc_cdf, sc_aux, stats):
@@ -1291,8 +1281,9 @@ def _run(flat, offsets, kind, key, first_stream,
             _dom_reset(dint)
             for i in range(n):
                 x = flat[s0 + i]
-                out[s0 + i] = _em(lam[x], phi[x], eps, delta, lam, phi, xyz, order, True, 0, d_lo, d_hi, d_cum, m,
-                                  dq, dint, dflt, g, centred, key, buf, state, sc_idx, sc_cdf, stats, prop1, prop2)
+                out[s0 + i] = _em(lam[x], phi[x], eps, delta, lam, phi, xyz, order, True, 0, d_lo, d_hi,
+                                  d_cum, m, dq, dint, dflt, g, centred, key, buf, state, sc_idx, sc_cdf,
+                                  stats, prop1, prop2)
             continue
         for c in range(2):
             _dom_reset(dint)
@@ -1312,7 +1303,8 @@ def _run(flat, offsets, kind, key, first_stream,
                 b = sw_b[n, c]
                 if cal_f[slot, ahat, 0] == 0.0:
                     stats[ST_CAL_MISS] += 1
-                    _calibration_pass(ahat, lam, phi, ox, oy, oz, ssx, ssy, ssz, order, cbox, b, input_mapping, ftmp, cal_f, slot)
+                    _calibration_pass(ahat, lam, phi, ox, oy, oz, ssx, ssy, ssz, order, cbox, b,
+                                      input_mapping, ftmp, cal_f, slot)
                 else:
                     stats[ST_CAL_HIT] += 1
                 dr = cal_f[slot, ahat, 1]
@@ -1346,9 +1338,9 @@ def _run(flat, offsets, kind, key, first_stream,
                 if not piv:
                     continue
                 x = flat[s0 + i]
-                yy[c, i] = _em(lam[x], phi[x], eps_piv[n, c], delta, lam, phi, xyz, order, o_full, o_runs, o_lo,
-                               o_hi, o_cum, o_total, dq, dint, dflt, g, centred, key, buf, state, sc_idx, sc_cdf,
-                               stats, prop1, prop2)
+                yy[c, i] = _em(lam[x], phi[x], eps_piv[n, c], delta, lam, phi, xyz, order, o_full, o_runs,
+                               o_lo, o_hi, o_cum, o_total, dq, dint, dflt, g, centred, key, buf, state,
+                               sc_idx, sc_cdf, stats, prop1, prop2)
             # non-pivots: k-RR of the direction from each neighbouring perturbed pivot, then EM on the domain
             for i in range(n):
                 pos1 = i + 1
@@ -1376,9 +1368,9 @@ def _run(flat, offsets, kind, key, first_stream,
                     # 2) the left neighbour's set, 3) the right neighbour's set
                     for side in range(2):
                         y = _em_sectors(lam[x], phi[x], eps, delta, lam, phi, xyz, order, use_grid, gf, gi,
-                                        basis, cell_start, dq, hp, dint, dflt, 1, s_apex, s_dir, side, has_reg,
-                                        reg_c, r_tilde, g, centred, d_lo, d_hi, d_cum, key, buf, state,
-                                        sc_idx, sc_cdf, stats, prop1, prop2)
+                                        basis, cell_start, dq, hp, dint, dflt, 1, s_apex, s_dir, side,
+                                        has_reg, reg_c, r_tilde, g, centred, d_lo, d_hi, d_cum, key, buf,
+                                        state, sc_idx, sc_cdf, stats, prop1, prop2)
                         if y >= 0:
                             stats[ST_FB_LEFT + side] += 1
                             break
@@ -1388,19 +1380,19 @@ def _run(flat, offsets, kind, key, first_stream,
                     _dom_reset(dint)
                     if has_reg:
                         _dom_region(dint, dflt, reg_c, r_tilde)
-                    y = _em(lam[x], phi[x], eps, delta, lam, phi, xyz, order, o_full, o_runs, o_lo, o_hi, o_cum,
-                            o_total, dq, dint, dflt, g, centred, key, buf, state, sc_idx, sc_cdf, stats,
-                            prop1, prop2)
+                    y = _em(lam[x], phi[x], eps, delta, lam, phi, xyz, order, o_full, o_runs, o_lo, o_hi,
+                            o_cum, o_total, dq, dint, dflt, g, centred, key, buf, state, sc_idx, sc_cdf,
+                            stats, prop1, prop2)
                 yy[c, i] = y
             _dom_reset(dint)
         for i in range(n):
-            out[s0 + i] = _merge(yy[0, i], yy[1, i], lam, phi, xyz, sxyz, order, gf, gi, basis, cell_start, tau,
-                                 balanced, d_lo, d_hi, d_cum, hp, sc_idx, sc_cdf, sc_aux, stats)
+            out[s0 + i] = _merge(yy[0, i], yy[1, i], lam, phi, xyz, sxyz, order, gf, gi, basis, cell_start,
+                                 tau, balanced, d_lo, d_hi, d_cum, hp, sc_idx, sc_cdf, sc_aux, stats)
 
 
 @_jit
-def _em_sectors(xl, xp, eps, delta, lam, phi, xyz, order, use_grid, gf, gi, basis, cell_start, dq, hp, dint, dflt,
-                ns, s_apex, s_dir, first, has_reg, reg_c, reg_r, g, centred,
+def _em_sectors(xl, xp, eps, delta, lam, phi, xyz, order, use_grid, gf, gi, basis, cell_start, dq, hp, dint,
+                dflt, ns, s_apex, s_dir, first, has_reg, reg_c, reg_r, g, centred,
                 lo, hi, cum, key, buf, state, sc_idx, sc_cdf, stats, prop1, prop2):
     """EM over Ω ∩ the ``ns`` sector sets starting at ``s_apex[first]`` (−1 iff that set is empty)."""
     m = lam.shape[0]
@@ -1410,8 +1402,8 @@ def _em_sectors(xl, xp, eps, delta, lam, phi, xyz, order, use_grid, gf, gi, basi
     for k in range(ns):
         _dom_sector(dq, hp, dint, s_apex[first + k], s_dir[first + k], g, centred, lam, phi, basis)
     if not use_grid:
-        return _em(xl, xp, eps, delta, lam, phi, xyz, order, True, 0, lo, hi, cum, m, dq, dint, dflt, g, centred,
-                   key, buf, state, sc_idx, sc_cdf, stats, prop1, prop2)
+        return _em(xl, xp, eps, delta, lam, phi, xyz, order, True, 0, lo, hi, cum, m, dq, dint, dflt, g,
+                   centred, key, buf, state, sc_idx, sc_cdf, stats, prop1, prop2)
     du = 0.0
     dv = 0.0
     dl = 0.0
@@ -1429,7 +1421,7 @@ def _em_sectors(xl, xp, eps, delta, lam, phi, xyz, order, use_grid, gf, gi, basi
 
 
 def _anchors(flat, offsets, index: FastIndex, vector: bool) -> np.ndarray:
-    """p_α of every trajectory: the exact-kernel nearest P point to the mean location, lowest index on ties."""
+    """p_α of every trajectory: the exact-kernel nearest P point to the mean location; ties → lowest index."""
     n_traj = offsets.shape[0] - 1
     alam = np.empty(n_traj)
     aphi = np.empty(n_traj)
@@ -1557,9 +1549,11 @@ def perturb_fast(flat_idx, offsets, points, mechanism, key, first_stream) -> np.
             cal_slot[sw_b == b] = j
         cal_f = arrays[0][None] if len(arrays) == 1 else np.stack(arrays)
     n_rows = int(index.gi[1])
-    work = (np.zeros(16, dtype=np.uint32), np.zeros(3, dtype=np.int64), np.zeros((2, max(m, 4)), dtype=np.int64),
-            np.zeros((4, max(m, 64 + _BLOCK))), np.zeros((6, n_rows), dtype=np.int64), np.zeros((8, 3)), np.zeros((8, 3)),
-            np.zeros(8, dtype=np.int64), np.zeros(2), np.zeros((2, int(lengths.max())), dtype=np.int64))
+    work = (np.zeros(16, dtype=np.uint32), np.zeros(3, dtype=np.int64),
+            np.zeros((2, max(m, 4)), dtype=np.int64),
+            np.zeros((4, max(m, 64 + _BLOCK))), np.zeros((6, n_rows), dtype=np.int64), np.zeros((8, 3)),
+            np.zeros((8, 3)), np.zeros(8, dtype=np.int64), np.zeros(2),
+            np.zeros((2, int(lengths.max())), dtype=np.int64))
     _run(flat, offsets, kind, key, np.int64(first_stream),
          index.lam, index.phi, index.xyz, index.ox, index.oy, index.oz, index.cbox, index.ssx, index.ssy,
          index.ssz, index.sxyz, index.order, index.gf, index.gi, index.basis,

@@ -25,8 +25,8 @@ from geoldp.trajectory import _fast as F
 from geoldp.trajectory import calibration as C
 from geoldp.trajectory.merge import TAU_FACTOR, merge_index
 
-KEY = np.array([0x243F6A88, 0x85A308D3, 0x13198A2E, 0x03707344, 0xA4093822, 0x299F31D0, 0x082EFA98, 0xEC4E6C89],
-               dtype=np.uint32)
+KEY = np.array([0x243F6A88, 0x85A308D3, 0x13198A2E, 0x03707344,
+                0xA4093822, 0x299F31D0, 0x082EFA98, 0xEC4E6C89], dtype=np.uint32)
 N = 100_000
 
 
@@ -67,7 +67,8 @@ def _assert_fits(mech, points, x, **kw):
 
 CONFIGS = [
     ("tp", {"epsilon": 10.0}, [0, 3, 5]),
-    ("tp", {"epsilon": 40.0, "sector_convention": "floor", "tie_break": "index", "fallback": "region"}, [2, 1, 5]),
+    ("tp", {"epsilon": 40.0, "sector_convention": "floor", "tie_break": "index", "fallback": "region"},
+     [2, 1, 5]),
     ("atp", {"epsilon": 10.0, "sw_buckets": 8}, [0, 5]),
     ("atp", {"epsilon": 40.0, "sw_buckets": 8}, [1, 4]),
     ("atp", {"epsilon": 40.0, "sw_buckets": 8, "distance_mapping": "input", "anchor_mean": "vector",
@@ -95,7 +96,8 @@ def test_fast_path_fits_exact_pmf_atp_n3(name, kwargs, x):
     _assert_fits(make(_CLS[name], **kwargs), city(6), x)
 
 
-@pytest.mark.parametrize("prop", [(0, 0), (0, 64), (10**6, 0)], ids=["categorical", "enumerate-reject", "reject"])
+@pytest.mark.parametrize("prop", [(0, 0), (0, 64), (10**6, 0)],
+                         ids=["categorical", "enumerate-reject", "reject"])
 def test_forced_em_branches_fit_exact_pmf(monkeypatch, prop):
     # (phase-1, phase-3) proposal limits: (0, 0) forces the inverse CDF over the enumerated domain for every
     # EM, (0, 64) the rejection from the enumerated domain, (10**6, 0) pure rejection from the superset.
@@ -170,7 +172,8 @@ def test_single_point_and_empty_inputs(town):
     flat, offsets = _layout([[5], [6, 7]])
     out = F.perturb_fast(flat, offsets, P, ATP(epsilon=2.0), KEY, 0)
     assert out.shape == (3,)
-    empty = F.perturb_fast(np.empty(0, dtype=np.int64), np.zeros(1, dtype=np.int64), P, TP(epsilon=1.0), KEY, 0)
+    no_traj = (np.empty(0, dtype=np.int64), np.zeros(1, dtype=np.int64))
+    empty = F.perturb_fast(*no_traj, P, TP(epsilon=1.0), KEY, 0)
     assert empty.shape == (0,)
 
 
@@ -197,7 +200,8 @@ def test_chacha_stream_matches_random_module():
             else:
                 cdf = np.cumsum(rng.random(9))
                 cdf /= cdf[-1]
-                assert R.stream_categorical_cdf(key, b1, s1, cdf, 9) == F.stream_categorical_cdf(key, b2, s2, cdf, 9)
+                want = R.stream_categorical_cdf(key, b1, s1, cdf, 9)
+                assert F.stream_categorical_cdf(key, b2, s2, cdf, 9) == want
 
 
 def test_np_mean_replica_is_bit_identical():
@@ -292,8 +296,8 @@ def test_calibration_matches_reference(town, input_mapping):
     for b, eps_r in ((0.358155424611167, 0.5), (0.0304, 4.0)):
         for a in rng.integers(0, m, 25):
             a = int(a)
-            F._calibration_pass(a, idx.lam, idx.phi, idx.ox, idx.oy, idx.oz, idx.ssx, idx.ssy, idx.ssz, idx.order,
-                                idx.cbox, b, input_mapping, tmp, cal, 0)
+            F._calibration_pass(a, idx.lam, idx.phi, idx.ox, idx.oy, idx.oz, idx.ssx, idx.ssy, idx.ssz,
+                                idx.order, idx.cbox, b, input_mapping, tmp, cal, 0)
             K.haversine_from_one(idx.lam[a], idx.phi[a], idx.lam, idx.phi, row)
             dr = row.max()
             assert cal[0, a, 1] == dr
@@ -342,13 +346,15 @@ def test_domain_supersets_and_membership_are_exact(town, g, centred):
             truth &= dist <= r
             du, dv = F._gnomonic(idx.xyz[c, 0], idx.xyz[c, 1], idx.xyz[c, 2], idx.gf, idx.basis)
             dl = idx.gf[4] * (r / K.EARTH_RADIUS_M) * (1.0 + 1e-9) + 1e-12
-        n_runs, total = F._ranges(idx.gf, idx.gi, idx.cell_start, hp, int(dint[0]), has_reg, du, dv, dl, lo, hi, cum)
+        n_runs, total = F._ranges(idx.gf, idx.gi, idx.cell_start, hp, int(dint[0]), has_reg, du, dv, dl,
+                                  lo, hi, cum)
         covered = np.zeros(m, dtype=bool)
         for k in range(n_runs):
             covered[idx.order[lo[k]:hi[k]]] = True
         assert covered.sum() == total
         assert not np.any(truth & ~covered), "superset misses a member"
-        member = np.array([F._member(p, idx.lam, idx.phi, idx.xyz, dq, dint, dflt, g, centred) for p in range(m)])
+        member = np.array([F._member(p, idx.lam, idx.phi, idx.xyz, dq, dint, dflt, g, centred)
+                           for p in range(m)])
         assert np.array_equal(member, truth)
 
 
