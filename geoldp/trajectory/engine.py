@@ -110,6 +110,9 @@ def validate_trajectories(trajectories, m: int, *, caller: str) -> list[np.ndarr
         )
     out = []
     for pos, traj in enumerate(trajectories):
+        if type(traj) is np.ndarray and traj.ndim == 1 and traj.dtype == np.int64 and traj.shape[0] > 0:
+            out.append(traj)  # common case: range-checked below, all at once
+            continue
         if isinstance(traj, (str, bytes)):
             raise TypeError(f"Trajectory {pos} passed to {caller} must be a 1-D integer array, not a string.")
         try:
@@ -128,18 +131,30 @@ def validate_trajectories(trajectories, m: int, *, caller: str) -> list[np.ndarr
             if arr.dtype == object and all(
                 isinstance(v, numbers.Integral) and not isinstance(v, bool) for v in arr
             ):
-                arr = arr.astype(np.int64)
+                arr = np.array([int(v) for v in arr], dtype=object)
             else:
                 raise TypeError(
                     f"Trajectory {pos} passed to {caller} must hold integer indices into the points; "
                     f"got dtype {arr.dtype}."
                 )
         if arr.min() < 0 or arr.max() >= m:
-            raise ValueError(
-                f"Trajectory {pos} passed to {caller} has an index out of range; indices must be in [0, {m})."
-            )
-        out.append(arr.astype(np.int64, copy=True))
-    return out
+            _raise_out_of_range(pos, m, caller)
+        out.append(arr.astype(np.int64))
+    if not out:
+        return []
+    flat = np.concatenate(out)
+    if flat.min() < 0 or flat.max() >= m:
+        for pos, arr in enumerate(out):
+            if arr.min() < 0 or arr.max() >= m:
+                _raise_out_of_range(pos, m, caller)
+    offsets = np.cumsum([a.shape[0] for a in out[:-1]])
+    return np.split(flat, offsets)  # fresh int64 arrays (views of one private copy)
+
+
+def _raise_out_of_range(pos: int, m: int, caller: str):
+    raise ValueError(
+        f"Trajectory {pos} passed to {caller} has an index out of range; indices must be in [0, {m})."
+    )
 
 
 def _check_points(points, caller: str) -> PointSet:
