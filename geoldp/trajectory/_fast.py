@@ -610,7 +610,8 @@ def _dom_sector(dq, hp, dint, apex, d, g, centred, lam, phi, basis):
 def _ranges(gf, gi, cell_start, hp, nh, has_disk, du, dv, dl, lo, hi, cum):
     """Runs of cell-sorted positions whose cells may meet {half-planes} ∩ {disc}; returns (n_runs, total).
 
-    Half-plane k: hp[k,0]·u + hp[k,1]·v + hp[k,2] ≥ −_MG. Disc: (u−du)² + (v−dv)² ≤ dl².
+    Half-plane k < nh (≤ 8): hp[k,0]·u + hp[k,1]·v + hp[k,2] ≥ −_MG. Disc: (u−du)² + (v−dv)² ≤ dl².
+    ``hp`` must have 40 rows (rows 8–39 are polygon scratch).
     """
     nu = gi[0]
     nv = gi[1]
@@ -620,15 +621,76 @@ def _ranges(gf, gi, cell_start, hp, nh, has_disk, du, dv, dl, lo, hi, cum):
     cv = gf[3]
     r0 = 0
     r1 = nv - 1
+    # the rows to visit: v-extent of (grid box ∩ disc box) clipped by the half-planes (a convex polygon,
+    # Sutherland–Hodgman in hp[8:24] / hp[24:40]); an empty polygon means an empty domain
+    ua = u0
+    ub = u0 + nu * cu
+    va = v0
+    vb = v0 + nv * cv
     if has_disk:
-        a = (dv - dl - v0) / cv
-        b = (dv + dl - v0) / cv
-        if b < 0.0 or a >= nv:
+        ua = max(ua, du - dl)
+        ub = min(ub, du + dl)
+        va = max(va, dv - dl)
+        vb = min(vb, dv + dl)
+        if ua > ub or va > vb:
             return 0, 0
-        if a > 0.0:
-            r0 = int(a)
-        if b < nv - 1:
-            r1 = int(b)
+    if nh > 0:
+        npoly = 4
+        hp[8, 0] = ua
+        hp[8, 1] = va
+        hp[9, 0] = ub
+        hp[9, 1] = va
+        hp[10, 0] = ub
+        hp[10, 1] = vb
+        hp[11, 0] = ua
+        hp[11, 1] = vb
+        src = 8
+        dst = 24
+        for k in range(nh):
+            ca = hp[k, 0]
+            cb = hp[k, 1]
+            cc = hp[k, 2] + _MG
+            nout = 0
+            for i in range(npoly):
+                j = i + 1 if i + 1 < npoly else 0
+                pu = hp[src + i, 0]
+                pv = hp[src + i, 1]
+                qu = hp[src + j, 0]
+                qv = hp[src + j, 1]
+                fi = ca * pu + cb * pv + cc
+                fj = ca * qu + cb * qv + cc
+                if fi >= 0.0:
+                    hp[dst + nout, 0] = pu
+                    hp[dst + nout, 1] = pv
+                    nout += 1
+                if (fi >= 0.0) != (fj >= 0.0):
+                    t = fi / (fi - fj)
+                    hp[dst + nout, 0] = pu + (qu - pu) * t
+                    hp[dst + nout, 1] = pv + (qv - pv) * t
+                    nout += 1
+            npoly = nout
+            if npoly == 0:
+                return 0, 0
+            src, dst = dst, src
+        pmin = np.inf
+        pmax = -np.inf
+        for i in range(npoly):
+            v = hp[src + i, 1]
+            pmin = min(pmin, v)
+            pmax = max(pmax, v)
+        pad = 1e-12 * (1.0 + abs(pmin) + abs(pmax))
+        va = max(va, pmin - pad)
+        vb = min(vb, pmax + pad)
+        if va > vb:
+            return 0, 0
+    a = (va - v0) / cv
+    b = (vb - v0) / cv
+    if b < 0.0 or a >= nv:
+        return 0, 0
+    if a > 0.0:
+        r0 = int(a)
+    if b < nv - 1:
+        r1 = int(b)
     n_runs = 0
     total = 0
     for r in range(r0, r1 + 1):
@@ -1552,7 +1614,7 @@ def perturb_fast(flat_idx, offsets, points, mechanism, key, first_stream) -> np.
     work = (np.zeros(16, dtype=np.uint32), np.zeros(3, dtype=np.int64),
             np.zeros((2, max(m, 4)), dtype=np.int64),
             np.zeros((4, max(m, 64 + _BLOCK))), np.zeros((6, n_rows), dtype=np.int64), np.zeros((8, 3)),
-            np.zeros((8, 3)), np.zeros(8, dtype=np.int64), np.zeros(2),
+            np.zeros((40, 3)), np.zeros(8, dtype=np.int64), np.zeros(2),
             np.zeros((2, int(lengths.max())), dtype=np.int64))
     _run(flat, offsets, kind, key, np.int64(first_stream),
          index.lam, index.phi, index.xyz, index.ox, index.oy, index.oz, index.cbox, index.ssx, index.ssy,

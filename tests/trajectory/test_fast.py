@@ -258,7 +258,7 @@ def test_merge_matches_reference_including_ties():
 def _merge_work(idx):
     nr = int(idx.gi[1])
     return (np.zeros(nr, dtype=np.int64), np.zeros(nr, dtype=np.int64), np.zeros(nr, dtype=np.int64),
-            np.zeros((8, 3)), np.zeros(idx.m, dtype=np.int64), np.zeros(idx.m), np.zeros(idx.m),
+            np.zeros((40, 3)), np.zeros(idx.m, dtype=np.int64), np.zeros(idx.m), np.zeros(idx.m),
             np.zeros(F._N_STATS, dtype=np.int64))
 
 
@@ -320,7 +320,7 @@ def test_domain_supersets_and_membership_are_exact(town, g, centred):
     m = len(P)
     rng = np.random.default_rng(g + 100 * centred)
     dq = np.zeros((8, 3))
-    hp = np.zeros((8, 3))
+    hp = np.zeros((40, 3))
     dint = np.zeros(8, dtype=np.int64)
     dflt = np.zeros(2)
     nr = int(idx.gi[1])
