@@ -17,34 +17,48 @@ version.
 
 Exact samplers
 --------------
-* **EM over a domain D ⊆ P** (ALGORITHM §3.2). Weights w_p = exp(−ε′·d(x, P_p)/(2Δ)) ≤ 1. A proposal p is
-  drawn uniformly from a public superset U ⊇ D and accepted iff p ∈ D (exact membership test with the same
-  kernels as the reference) and u < w_p. Accepted proposals are distributed ∝ w_p on D. After ``K`` failed
-  proposals the sampler enumerates D ∩ U exactly and draws by inverse CDF over the max-subtracted weights.
-  Both branches have the same conditional distribution, so the mixture is exact, and the enumeration also
-  decides emptiness of D exactly (which drives the fallback chain of §5.5).
-* **Supersets U** come from a uniform grid over the gnomonic projection of P (centred on P's mean
-  direction, used when P fits in a 60° cap). Gnomonic maps great circles to straight lines, so a sector
-  ("initial bearing from o in [θ₁, θ₂)") is the intersection of at most two half-planes and the ATP region
-  (a spherical disc) lies inside a disc of radius sec²ψ·ρ. Per grid row the constraints give one interval
-  of columns, i.e. one contiguous run of the cell-sorted points. Every bound carries a margin (1e−11 on the
-  normalised half-plane forms, which is ~10⁴ times the rounding of the bearing kernel), so U is a true
-  superset of the set the kernels define. Without a grid, U = P.
-* **k-RR** and **SW**: the samplers of ALGORITHM §3.1 / §3.3. Bucketed SW inverts the closed-form CDF of
-  the exact bucket masses by bisection (same distribution as the categorical over the masses).
-* **Merge** (§5.6): the tied minimisers of s(p) = d(p, y_A) + d(p, y_B) all lie within (s* + τ)/2 of the arc
+* **EM over a domain D ⊆ P** (ALGORITHM §3.2). Weights w_p = exp(−ε′·d(x, P_p)/(2Δ)) ≤ 1 (the reference's
+  log-weight expression and kernel). Phase 1: proposals uniform over a public superset U ⊇ D, accepted iff
+  p ∈ D and u < w_p. After ``_MAX_PROPOSALS`` failures (or when |U| ≤ ``_SMALL_DOMAIN``), phase 2 enumerates
+  D exactly — which also decides emptiness, driving the fallback chain of §5.5 — then phase 3 proposes
+  uniformly over the enumerated D with the same acceptance, and phase 4 (after ``_MAX_PROPOSALS_D``
+  failures) draws by inverse CDF over the max-subtracted weights. Every phase draws from w restricted to D
+  and the switch between phases does not depend on the would-be output, so the mixture is exact. The tests
+  force each phase.
+* **Membership** p ∈ Ω ∩ ⋂_k GetPointSet(o_k, δ̂_k): the bearing of p from o equals atan2(p·e_o, p·n_o) (e, n
+  = east/north unit vectors at o), so a sector [θ₁, θ₂) (width ≤ π) is {p·c_θ₁ ≥ 0} ∩ {p·c_θ₂ < 0} with
+  c_θ = cos θ·e − sin θ·n, and Ω is {p·P_â ≥ cos(R̃/R)}. Dot products decide every point farther than a
+  margin (1e−11, resp. 1e−12) from a boundary — ~10⁴ times the rounding of the kernels — and the reference
+  kernels (``haversine_rad``, ``bearing_rad``, ``sector``, same argument order) decide the rest. Membership
+  is therefore exactly the reference's.
+* **Supersets U** come from a uniform grid over the gnomonic projection of P (centred on P's mean direction,
+  used when P fits in a 60° cap). Gnomonic maps great circles to straight lines, so the sector half-spaces
+  are half-planes and Ω lies in a disc of radius sec²ψ·ρ. The grid box is clipped by the half-planes
+  (an empty polygon proves D empty); per grid row the constraints give one interval of columns, i.e. one
+  contiguous run of cell-sorted points. All bounds carry margins, so U ⊇ D. Without a grid, U = P.
+* **k-RR** and **SW**: the samplers of ALGORITHM §3.1 / §3.3 with the reference's lie probability and b.
+  Bucketed SW inverts the closed-form CDF of the exact bucket masses by bisection (same distribution as the
+  categorical over the masses).
+* **Merge** (§5.6): every tied minimiser of s(p) = d(p, y_A) + d(p, y_B) lies within (s* + τ)/2 of the arc
   midpoint and within angular distance h of the great circle through y_A, y_B with 2 sin²(h/2) ≤ (τ+err)/R
-  (for s* ≤ πR/2). Only grid runs meeting that thin strip are scanned, with an exact evaluation of s(p) for
-  every point that passes a dot-product prefilter; the tie-break is then the reference's. Larger distances
-  or no grid: full scan.
-* **ATP calibration** (§8.4): ΔR, Σ_p d and the per-test-value sums Σ_{d ≤ t_k} d, #{d ≤ t_k}, Σ_{d < t_k} d,
-  #{d < t_k} (k = 0…10) are computed once per distinct perturbed anchor with one O(|P|) pass and cached, so
-  η for any r̂ is O(1). ΔR and every membership decision near a threshold use the exact kernel; the sums
-  use the chord formula (relative error ~1e−14), so η can differ from the reference's sequential sum in
-  the last few bits only. This pass is the dominant cost of ATP at large |P| (docs/performance.md).
+  (for s* ≤ πR/2). Only grid runs meeting that strip are scanned; points passing the dot-product slab test
+  and a chord-distance test are evaluated with the kernel; y_A, y_B enter with s = d(y_A, y_B) (d(y, y) = 0
+  and d is symmetric bitwise). The tie-break is the reference's. Longer arcs or no grid: full scan.
+* **ATP calibration** (§8.4): ΔR (exact: chunk bounding boxes, chord scan, kernel on the near-maximal
+  points), Σ_p d, and for the 11 test values #{d ≤ t_k}, Σ_{d ≤ t_k} d, #{d < t_k}, Σ_{d < t_k} d are
+  computed by one blocked, vectorised O(|P|) pass per distinct perturbed anchor and cached on the index
+  (47 floats per anchor), so η for any r̂ is O(1). Distances closer to a threshold than the error bound are
+  re-evaluated with the kernel, so |C| and the membership of C are exactly the reference's; the sums use
+  the chord formula, so η differs from the reference's sequential kernel sum in the last few digits only
+  (tested ≤ 1e−10 relative; Ω tested identical). This pass dominates ATP at large |P|
+  (docs/performance.md).
 
-Memory is O(|P| + total points): the grid (CSR), a few length-|P| scratch arrays and the calibration cache
-(46 floats per anchor).
+Implementation notes: the numba functions that do not allocate are compiled with ``_nrt=False`` (reference
+counting of array arguments made every call pay atomic operations: ~4× slower), and the ChaCha20 block is
+computed in registers (same words as :mod:`geoldp._random`, tested).
+
+Memory is O(|P| + total points): the grid (CSR, ~15 length-|P| arrays), seven length-|P| work arrays per
+call, and the calibration cache (47 float64 per visited anchor).
 """
 
 from __future__ import annotations
