@@ -378,3 +378,16 @@ def test_sw_bucket_sampler_matches_masses():
         t = math.exp(-eps)
         cdf = [F._sw_cdf(j + 1, v, b, 1 / (2 * b + t), t / (2 * b + t), w) for j in range(M)]
         assert np.allclose(cdf, np.cumsum(pmf), atol=1e-12)
+
+
+def test_duplicate_public_points_fit_exact_pmf():
+    # duplicates are accepted with a warning (issue 2); identical coordinates have bearing 0 and distance 0,
+    # which the dot-product filters must leave to the kernels (sector 0, exact ties in the merge)
+    from trajectory_support import CITY_LAT, CITY_LON
+
+    from geoldp.errors import GeoLDPWarning
+
+    with pytest.warns(GeoLDPWarning, match="duplicate"):
+        P = PointSet(np.r_[CITY_LON[:5], CITY_LON[1]], np.r_[CITY_LAT[:5], CITY_LAT[1]])
+    _assert_fits(make(TP, epsilon=10.0, tie_break="index"), P, [5, 1, 2])
+    _assert_fits(make(ATP, epsilon=40.0, sw_buckets=8), P, [1, 5])
