@@ -148,8 +148,9 @@ def town():
     return PointSet(lon, lat), flat, offsets
 
 
-@pytest.mark.parametrize("mech", [TP(epsilon=4.0), ATP(epsilon=4.0), PointEM(epsilon=4.0), ATP(epsilon=1.0)],
-                         ids=["tp", "atp", "pointem", "atp-eps1"])
+@pytest.mark.parametrize("mech", [TP(epsilon=4.0), ATP(epsilon=4.0), PointEM(epsilon=4.0), ATP(epsilon=1.0),
+                                  ATP(epsilon=4.0, sw_output="continuous")],
+                         ids=["tp", "atp", "pointem", "atp-eps1", "atp-continuous-sw"])
 def test_chunk_invariance_and_layout(town, mech):
     P, flat, offsets = town
     whole = F.perturb_fast(flat, offsets, P, mech, KEY, 7)
