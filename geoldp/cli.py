@@ -390,7 +390,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("trips", metavar="TRIPS", help="trajectories: LineStrings, or Points with --traj-id-col")
     p.add_argument("--points", required=True, metavar="POINTS", help="the public point set (Points)")
     p.add_argument(
-        "--mechanism", required=True, type=str.lower, choices=("tp", "atp", "pointem"), help="the mechanism"
+        "--mechanism",
+        default="atp",
+        type=str.lower,
+        choices=("tp", "atp", "pointem"),
+        help="the mechanism (default: atp)",
     )
     p.add_argument(
         "--epsilon",

@@ -125,6 +125,7 @@ def test_python_dash_m(tmp_path):
     [
         (["frobnicate"], "invalid choice"),
         (["perturb", "t.geojson", "--mechanism", "tp", "--epsilon", "1", "-o", "o.geojson"], "--points"),
+        (["perturb", "t.geojson", "--points", "p.geojson", "-o", "o.geojson"], "--epsilon"),
         (
             [
                 "perturb",
@@ -464,6 +465,19 @@ def test_perturb_ledger_sidecar_contents(tmp_path, files, capsys):
     flat = json.dumps(ledger).lower()
     assert "tp" in flat
     assert "1.5" in flat
+
+
+def test_default_mechanism_is_atp(tmp_path, files, capsys):
+    trips_path, points_path = files
+    out = tmp_path / "out.parquet"
+    assert (
+        main(["perturb", str(trips_path), "--points", str(points_path), "--epsilon", "4", "-o", str(out)])
+        == 0
+    )
+    capsys.readouterr()
+    ledger = json.loads((tmp_path / "out.parquet.ledger.json").read_text())
+    assert ledger["mechanism"] == "atp"
+    assert ledger["rng"] == "os-csprng"
 
 
 def test_keep_columns_prints_one_warning_line(tmp_path, files, capsys):
