@@ -250,13 +250,16 @@ def _row_problem_messages(caller: str) -> dict[str, str]:
     }
 
 
-def _time_key(values: pd.Series, *, caller: str, time_col: str) -> np.ndarray:
-    """Ordinal sort key for a time column (ties share a key); raises for NaT/NaN."""
+def _time_key(values: pd.Series, rows: np.ndarray, *, caller: str, time_col: str) -> np.ndarray:
+    """Ordinal sort key for a time column (ties share a key); raises for NaT/NaN.
+
+    ``rows`` holds the original row positions of ``values``, so the error names the user's row.
+    """
     isna = np.asarray(values.isna())
     pos = _first(isna)
     if pos is not None:
         raise ValueError(
-            f"Row position {pos} of the trajectories passed to {caller} has a missing time in column "
+            f"Row position {int(rows[pos])} of the trajectories passed to {caller} has a missing time in column "
             f"{time_col!r} (NaT/NaN). Fill or drop it first."
         )
     try:
@@ -415,8 +418,7 @@ def extract(
         ) from None
     codes = np.asarray(codes, dtype=np.int64)
     if time_col is not None:
-        tkey = _time_key(gdf[time_col].iloc[rows], caller=caller, time_col=time_col)
-        # report NaT by the original row position
+        tkey = _time_key(gdf[time_col].iloc[rows], rows, caller=caller, time_col=time_col)
         order = np.lexsort((np.arange(len(rows)), tkey, codes))
     else:
         order = np.lexsort((np.arange(len(rows)), codes))

@@ -305,6 +305,15 @@ def test_I24_nan_id_and_nat_time(toy_point_frame, city_points):
         run(gdf, city_points, traj_id_col="traj_id", time_col="time")
 
 
+def test_I24_nat_time_names_the_original_row_when_invalid_rows_are_nulled(toy_point_frame, city_points):
+    # rows 0 and 1 are invalid (None geometry) and skipped; the missing time sits at row position 5
+    gdf = toy_point_frame.copy()
+    gdf.loc[[0, 1], "geometry"] = None
+    gdf.loc[5, "time"] = pd.NaT
+    with pytest.raises(ValueError, match=r"Row position 5 .*missing time in column 'time'"):
+        run(gdf, city_points, traj_id_col="traj_id", time_col="time", on_invalid="null")
+
+
 def test_I25_I26_time_order_stable_ties(toy_point_frame, city_points):
     seqs = toy_point_frame.ldp.snap(city_points, traj_id_col="traj_id", time_col="time")
     # trajectories in order of first appearance: b, a, c
