@@ -172,7 +172,9 @@ def _provenance(
             "time_col": None if time_col is None else str(time_col),
             "on_invalid": on_invalid,
         },
-        "unprotected_columns": [str(c) for c in keep_columns],
+        # released as they are: the Point-input trajectory id and every explicitly kept column
+        "unprotected_columns": ([] if traj_id_col is None or kind != "Point" else [str(traj_id_col)])
+        + [str(c) for c in keep_columns if traj_id_col is None or str(c) != str(traj_id_col)],
         "geoldp_version": _version(),
         "rng": policy,
     }

@@ -217,7 +217,7 @@ def write_frame(gdf: Any, path: str | os.PathLike[str]) -> list[Path]:
         import pandas as pd
         import shapely
 
-        # WGS 84 (CSV carries no CRS), full precision: vertices read back bit-identical to the public points
+        # WGS 84 (CSV carries no CRS) at full precision; exact only when the input was already in EPSG:4326
         wgs = gdf if gdf.crs is None or gdf.crs.equals("EPSG:4326") else gdf.to_crs("EPSG:4326")
         frame = pd.DataFrame(wgs.drop(columns=wgs.geometry.name))
         frame["geometry"] = shapely.to_wkt(np.asarray(wgs.geometry.values), rounding_precision=-1)

@@ -173,6 +173,7 @@ def test_O4_columns_default_and_keep(toy_lines, toy_point_frame, city_points):
     assert list(out.columns) == ["geometry"]
     out = toy_point_frame.ldp.perturb(city_points, epsilon=EPS, rng=0, traj_id_col="traj_id", time_col="time")
     assert list(out.columns) == ["traj_id", "geometry"]
+    assert out.attrs["geoldp"]["unprotected_columns"] == ["traj_id"]  # the id is released as it is
     with pytest.warns(PrivacyWarning, match=r"^keep_columns releases \['user', 'speed'\] unprotected") as rec:
         out = toy_lines.ldp.perturb(city_points, epsilon=EPS, rng=0, keep_columns=["user", "speed"])
     assert SECRET_ID not in str(rec[0].message)
