@@ -42,6 +42,8 @@ def _one_size(m: int, n_trips: int, mechanisms, epsilons, warm: bool, seed: int)
     from geoldp.datasets import synthetic_city_arrays
     from geoldp.trajectory import _fast
 
+    _fast.COLLECT_STATS = True  # the calibration-pass counters below (off by default: private aggregates)
+
     lon, lat, flat, offsets, _ = synthetic_city_arrays(m, n_trips, min_len=2, max_len=8, seed=seed)
     trajs = [flat[offsets[i]:offsets[i + 1]] for i in range(n_trips)]
     n_points = int(flat.shape[0])

@@ -1,6 +1,6 @@
 """The numba fast path of TP, ATP and PointEM: exact sampling, no |P|×|P| memory.
 
-:func:`perturb_fast` runs whole trajectories inside one ``numba.njit`` loop. It releases exactly the same
+:func:`perturb_fast` runs whole trajectories inside one ``numba.njit`` loop. It releases the same
 distribution as the reference path (:mod:`geoldp.trajectory._reference`) — every stage output, hence the
 final output — and uses the same deterministic helpers (kernels, calibration, granularity, budgets), but it
 never builds a length-|P| probability vector when it can avoid it.
@@ -50,7 +50,9 @@ Exact samplers
   (47 floats per anchor), so η for any r̂ is O(1). Distances closer to a threshold than the error bound are
   re-evaluated with the kernel, so |C| and the membership of C are exactly the reference's; the sums use
   the chord formula, so η differs from the reference's sequential kernel sum in the last few digits only
-  (tested ≤ 1e−10 relative; Ω tested identical). This pass dominates ATP at large |P|
+  (tested ≤ 1e−10 relative; Ω tested identical). So Ω could differ from the reference's only if a public
+  point lay within about 1e−8 m of R̃; both are functions of public values, so privacy is unaffected. This
+  pass dominates ATP at large |P|
   (docs/performance.md).
 
 Implementation notes: the numba functions that do not allocate are compiled with ``_nrt=False`` (reference
@@ -103,13 +105,16 @@ _STAT_NAMES = ("proposals", "enumerations", "empty_domains", "fallback_left", "f
                "fallback_region", "calibration_passes", "calibration_hits", "merge_full_scans",
                "merge_candidates", "merge_exact_evals", "em_calls")
 
+# Counters of the last call, kept only when a benchmark opts in: some of them (proposals, fallbacks) are
+# aggregates of the private inputs, so by default nothing is kept after a call.
+COLLECT_STATS = False
 _LAST_STATS: dict = {}
 # (phase-1, phase-3) proposal limits; tests set them to force the exact branches.
 _prop = [_MAX_PROPOSALS, _MAX_PROPOSALS_D]
 
 
 def last_stats() -> dict:
-    """Counters of the last :func:`perturb_fast` call in this process (diagnostics for benchmarks)."""
+    """Counters of the last :func:`perturb_fast` call while ``COLLECT_STATS`` is set (benchmarks only)."""
     return dict(_LAST_STATS)
 
 
@@ -1639,5 +1644,6 @@ def perturb_fast(flat_idx, offsets, points, mechanism, key, first_stream) -> np.
          buckets, continuous, input_mapping, anchors, cal_slot, cal_f,
          out, stats, int(_prop[0]), int(_prop[1]), *work)
     _LAST_STATS.clear()
-    _LAST_STATS.update({k: int(v) for k, v in zip(_STAT_NAMES, stats)})
+    if COLLECT_STATS:
+        _LAST_STATS.update({k: int(v) for k, v in zip(_STAT_NAMES, stats)})
     return out
