@@ -311,26 +311,28 @@ def resolve_rng(rng) -> RandomSource:
 _MASK32 = np.uint64(0xFFFFFFFF)
 
 
-@numba.njit(cache=True, inline="always")
-def _rotl(v, c):
-    return ((v << np.uint32(c)) | (v >> np.uint32(32 - c))) & np.uint32(0xFFFFFFFF)
+@numba.njit(cache=True, _nrt=False, inline="always")
+def _qr(a, b, c, d):
+    a = (a + b) & _MASK32
+    d ^= a
+    d = ((d << np.uint64(16)) | (d >> np.uint64(16))) & _MASK32
+    c = (c + d) & _MASK32
+    b ^= c
+    b = ((b << np.uint64(12)) | (b >> np.uint64(20))) & _MASK32
+    a = (a + b) & _MASK32
+    d ^= a
+    d = ((d << np.uint64(8)) | (d >> np.uint64(24))) & _MASK32
+    c = (c + d) & _MASK32
+    b ^= c
+    b = ((b << np.uint64(7)) | (b >> np.uint64(25))) & _MASK32
+    return a, b, c, d
 
 
-@numba.njit(cache=True, inline="always")
-def _qr(x, a, b, c, d):
-    x[a] = x[a] + x[b]
-    x[d] = _rotl(x[d] ^ x[a], 16)
-    x[c] = x[c] + x[d]
-    x[b] = _rotl(x[b] ^ x[c], 12)
-    x[a] = x[a] + x[b]
-    x[d] = _rotl(x[d] ^ x[a], 8)
-    x[c] = x[c] + x[d]
-    x[b] = _rotl(x[b] ^ x[c], 7)
-
-
-@numba.njit(cache=True)
+@numba.njit(cache=True, _nrt=False)
 def chacha_block(key, counter, stream, out):
     """One ChaCha20 block (20 rounds) into ``out`` (``uint32[16]``); see the module docstring for the layout.
+
+    The state is kept in registers (no allocation), so numba code can call it in its hottest loop.
 
     Parameters
     ----------
@@ -341,32 +343,51 @@ def chacha_block(key, counter, stream, out):
         64-bit stream id / nonce (words 14, 15).
     out : uint32[16]
     """
-    s = np.empty(16, dtype=np.uint32)
-    s[0] = np.uint32(0x61707865)
-    s[1] = np.uint32(0x3320646E)
-    s[2] = np.uint32(0x79622D32)
-    s[3] = np.uint32(0x6B206574)
-    for i in range(8):
-        s[4 + i] = key[i]
+    j0 = np.uint64(0x61707865)
+    j1 = np.uint64(0x3320646E)
+    j2 = np.uint64(0x79622D32)
+    j3 = np.uint64(0x6B206574)
+    j4 = np.uint64(key[0])
+    j5 = np.uint64(key[1])
+    j6 = np.uint64(key[2])
+    j7 = np.uint64(key[3])
+    j8 = np.uint64(key[4])
+    j9 = np.uint64(key[5])
+    j10 = np.uint64(key[6])
+    j11 = np.uint64(key[7])
     c = np.uint64(counter)
-    st = np.uint64(stream)
-    s[12] = np.uint32(c & np.uint64(0xFFFFFFFF))
-    s[13] = np.uint32(c >> np.uint64(32))
-    s[14] = np.uint32(st & np.uint64(0xFFFFFFFF))
-    s[15] = np.uint32(st >> np.uint64(32))
-    x = s.copy()
+    s = np.uint64(stream)
+    j12 = c & _MASK32
+    j13 = c >> np.uint64(32)
+    j14 = s & _MASK32
+    j15 = s >> np.uint64(32)
+    x0, x1, x2, x3, x4, x5, x6, x7 = j0, j1, j2, j3, j4, j5, j6, j7
+    x8, x9, x10, x11, x12, x13, x14, x15 = j8, j9, j10, j11, j12, j13, j14, j15
     for _ in range(10):
-        _qr(x, 0, 4, 8, 12)
-        _qr(x, 1, 5, 9, 13)
-        _qr(x, 2, 6, 10, 14)
-        _qr(x, 3, 7, 11, 15)
-        _qr(x, 0, 5, 10, 15)
-        _qr(x, 1, 6, 11, 12)
-        _qr(x, 2, 7, 8, 13)
-        _qr(x, 3, 4, 9, 14)
-    for i in range(16):
-        out[i] = x[i] + s[i]
-    return out
+        x0, x4, x8, x12 = _qr(x0, x4, x8, x12)
+        x1, x5, x9, x13 = _qr(x1, x5, x9, x13)
+        x2, x6, x10, x14 = _qr(x2, x6, x10, x14)
+        x3, x7, x11, x15 = _qr(x3, x7, x11, x15)
+        x0, x5, x10, x15 = _qr(x0, x5, x10, x15)
+        x1, x6, x11, x12 = _qr(x1, x6, x11, x12)
+        x2, x7, x8, x13 = _qr(x2, x7, x8, x13)
+        x3, x4, x9, x14 = _qr(x3, x4, x9, x14)
+    out[0] = (x0 + j0) & _MASK32
+    out[1] = (x1 + j1) & _MASK32
+    out[2] = (x2 + j2) & _MASK32
+    out[3] = (x3 + j3) & _MASK32
+    out[4] = (x4 + j4) & _MASK32
+    out[5] = (x5 + j5) & _MASK32
+    out[6] = (x6 + j6) & _MASK32
+    out[7] = (x7 + j7) & _MASK32
+    out[8] = (x8 + j8) & _MASK32
+    out[9] = (x9 + j9) & _MASK32
+    out[10] = (x10 + j10) & _MASK32
+    out[11] = (x11 + j11) & _MASK32
+    out[12] = (x12 + j12) & _MASK32
+    out[13] = (x13 + j13) & _MASK32
+    out[14] = (x14 + j14) & _MASK32
+    out[15] = (x15 + j15) & _MASK32
 
 
 @numba.njit(cache=True)

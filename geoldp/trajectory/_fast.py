@@ -71,6 +71,7 @@ import weakref
 import numba
 import numpy as np
 
+from geoldp._random import chacha_block
 from geoldp._kernels import EARTH_RADIUS_M, bearing_rad, em_log_weight, haversine_rad, sector
 from geoldp.trajectory import calibration as _cal
 from geoldp.trajectory.merge import TAU_FACTOR
@@ -248,79 +249,11 @@ def get_index(points) -> FastIndex:
 # 12/13 = block counter, 14/15 = stream id), with the block computed in registers (about 2× faster). The
 # tests check word-for-word equality with geoldp._random.
 
-_M32 = np.uint64(0xFFFFFFFF)
 
 # Allocation-free numba functions are compiled without NRT reference counting: with it, every call that
 # passes arrays costs atomic increments/decrements, which dominated the run time (~4× slower).
 _jit = numba.njit(cache=True, _nrt=False)
 _jit_inline = numba.njit(cache=True, _nrt=False, inline="always")
-
-
-@_jit_inline
-def _qr(a, b, c, d):
-    a = (a + b) & _M32
-    d ^= a
-    d = ((d << np.uint64(16)) | (d >> np.uint64(16))) & _M32
-    c = (c + d) & _M32
-    b ^= c
-    b = ((b << np.uint64(12)) | (b >> np.uint64(20))) & _M32
-    a = (a + b) & _M32
-    d ^= a
-    d = ((d << np.uint64(8)) | (d >> np.uint64(24))) & _M32
-    c = (c + d) & _M32
-    b ^= c
-    b = ((b << np.uint64(7)) | (b >> np.uint64(25))) & _M32
-    return a, b, c, d
-
-
-@_jit
-def _chacha_block(key, counter, stream, out):
-    """ChaCha20 block (20 rounds) of (key, counter, stream) into ``out`` (uint32[16])."""
-    j0 = np.uint64(0x61707865)
-    j1 = np.uint64(0x3320646E)
-    j2 = np.uint64(0x79622D32)
-    j3 = np.uint64(0x6B206574)
-    j4 = np.uint64(key[0])
-    j5 = np.uint64(key[1])
-    j6 = np.uint64(key[2])
-    j7 = np.uint64(key[3])
-    j8 = np.uint64(key[4])
-    j9 = np.uint64(key[5])
-    j10 = np.uint64(key[6])
-    j11 = np.uint64(key[7])
-    c = np.uint64(counter)
-    s = np.uint64(stream)
-    j12 = c & _M32
-    j13 = c >> np.uint64(32)
-    j14 = s & _M32
-    j15 = s >> np.uint64(32)
-    x0, x1, x2, x3, x4, x5, x6, x7 = j0, j1, j2, j3, j4, j5, j6, j7
-    x8, x9, x10, x11, x12, x13, x14, x15 = j8, j9, j10, j11, j12, j13, j14, j15
-    for _ in range(10):
-        x0, x4, x8, x12 = _qr(x0, x4, x8, x12)
-        x1, x5, x9, x13 = _qr(x1, x5, x9, x13)
-        x2, x6, x10, x14 = _qr(x2, x6, x10, x14)
-        x3, x7, x11, x15 = _qr(x3, x7, x11, x15)
-        x0, x5, x10, x15 = _qr(x0, x5, x10, x15)
-        x1, x6, x11, x12 = _qr(x1, x6, x11, x12)
-        x2, x7, x8, x13 = _qr(x2, x7, x8, x13)
-        x3, x4, x9, x14 = _qr(x3, x4, x9, x14)
-    out[0] = (x0 + j0) & _M32
-    out[1] = (x1 + j1) & _M32
-    out[2] = (x2 + j2) & _M32
-    out[3] = (x3 + j3) & _M32
-    out[4] = (x4 + j4) & _M32
-    out[5] = (x5 + j5) & _M32
-    out[6] = (x6 + j6) & _M32
-    out[7] = (x7 + j7) & _M32
-    out[8] = (x8 + j8) & _M32
-    out[9] = (x9 + j9) & _M32
-    out[10] = (x10 + j10) & _M32
-    out[11] = (x11 + j11) & _M32
-    out[12] = (x12 + j12) & _M32
-    out[13] = (x13 + j13) & _M32
-    out[14] = (x14 + j14) & _M32
-    out[15] = (x15 + j15) & _M32
 
 
 @_jit
@@ -334,7 +267,7 @@ def stream_reset(state, stream):
 @_jit_inline
 def _next_u32(key, buf, state):
     if state[2] >= 16:
-        _chacha_block(key, state[1], state[0], buf)
+        chacha_block(key, state[1], state[0], buf)
         state[1] += 1
         state[2] = 0
     w = buf[state[2]]
