@@ -181,6 +181,11 @@ def perturb(
     fixed in the graph), so materialise it once and treat it as one release: every ``perturb`` call on
     the same data spends ε again.
 
+    The lazy result therefore holds secret material: the stream key (with ``rng=None`` too) next to the
+    graph of the private input. Whoever holds both can replay the randomness and undo the protection.
+    Compute it, keep only the computed frame, and never pickle, persist to shared storage or hand out
+    the lazy object or its graph (the computed frame holds neither the key nor the input).
+
     Examples
     --------
     >>> import dask_geopandas  # doctest: +SKIP
