@@ -41,6 +41,7 @@ def test_readme_has_exactly_two_setup_commands():
     cmds = _readme_commands()
     assert len(cmds) == 2 and all("\n" not in c for c in cmds)
     assert cmds[0].endswith("geoldp demo") and "pip install" in cmds[0]
+    assert '".[plot]"' in cmds[0]  # matplotlib is optional; without it the demo writes no map
     assert '".[test]"' in cmds[1] and "pytest" in cmds[1]
 
 
