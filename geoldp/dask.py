@@ -49,31 +49,6 @@ def _partition_stats(part: Any) -> tuple[int, dict[int, int], set[int]]:
     return len(part), {int(v): int(f) for v, f in zip(values, freq, strict=True)}, types
 
 
-def _warn_near_uniform(mech: Any, length_counts: dict[int, int]) -> None:
-    """One PrivacyWarning (counts only) for trajectories whose point budget is near-uniform."""
-    from geoldp import prepare
-    from geoldp.errors import PrivacyWarning
-
-    threshold = prepare.NEAR_UNIFORM_EPSILON
-    affected = sum(c for n, c in length_counts.items() if prepare.point_budget(mech, n) < threshold)
-    if not affected:
-        return
-    n_ok = prepare.suggest_max_points(mech, threshold=threshold, limit=max(length_counts))
-    if n_ok == 0:
-        advice = "Even a single point gets less than that: use a larger epsilon."
-    else:
-        advice = (
-            f"Shorten them to at most {n_ok} points with geoldp.prepare.resample(gdf, max_points={n_ok}) "
-            "or geoldp.prepare.simplify(), or use a larger epsilon."
-        )
-    warnings.warn(
-        f"{affected} trajectory(ies) get a per-point budget below {threshold} (the epsilon is shared by all "
-        f"their points), so their output is close to uniform noise over the public points. {advice}",
-        PrivacyWarning,
-        stacklevel=3,
-    )
-
-
 def _perturb_partition(
     part: Any,
     *,
@@ -195,6 +170,7 @@ def perturb(
     """
     dask, dask_geopandas = _import_dask_geopandas()
     from geoldp import _frames
+    from geoldp import prepare as _prepare
     from geoldp._random import resolve_rng
     from geoldp.accessor import _provenance, resolve_mechanism
     from geoldp.errors import PrivacyWarning
@@ -250,7 +226,9 @@ def perturb(
     for n in sorted(length_counts):
         mech.check_budgets(n, ps.size)  # every derived stage budget, before anything is drawn
     if length_counts:
-        _warn_near_uniform(mech, length_counts)
+        # the same check and message as the in-memory accessor, on the released length distribution
+        lengths_all = np.repeat(lengths, [length_counts[int(n)] for n in lengths])
+        _prepare._warn_near_uniform(mech, lengths_all, stacklevel=2)
 
     provenance = _provenance(
         mech,
