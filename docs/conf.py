@@ -55,3 +55,9 @@ intersphinx_mapping = {
 
 html_theme = "pydata_sphinx_theme" if importlib.util.find_spec("pydata_sphinx_theme") else "alabaster"
 html_title = f"geoldp {release}"
+
+# Docstrings write set sizes as |P|, |S|, ... (the spec's notation); in reStructuredText that syntax is a
+# substitution reference, so define each one to render as itself.
+rst_prolog = "\n".join(
+    rf".. |{name}| replace:: \|{name}\|" for name in ("P", "S", "T", "U", "C", "D", "lat", "τ")
+)

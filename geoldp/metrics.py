@@ -314,11 +314,11 @@ def hotspot_preservation(
     original and ĉ(p) for the perturbed data (:func:`geoldp.queries.visit_counts`). Let H be the k most
     popular points of the original (ties → lower index) and Ĥ those of the perturbed data.
 
-    - ``acd`` (average count difference) = (1/k) Σ_{p∈H} |ĉ(p) − c(p)|   (lower is better);
-    - ``acd_relative`` = (1/k) Σ_{p∈H} |ĉ(p) − c(p)| / max(c(p), 1)   (lower is better);
+    - ``acd`` (average count difference) = (1/k) Σ_{p∈H} abs(ĉ(p) − c(p))   (lower is better);
+    - ``acd_relative`` = (1/k) Σ_{p∈H} abs(ĉ(p) − c(p)) / max(c(p), 1)   (lower is better);
     - ``kendall_tau`` = Kendall's τ-b between (c(p))_{p∈H} and (ĉ(p))_{p∈H}: does the perturbed data rank the
       true hotspots in the same order (1 best, NaN if either vector is constant);
-    - ``overlap`` = |H ∩ Ĥ| / k   (1 best).
+    - ``overlap`` = #(H ∩ Ĥ) / k   (1 best).
 
     Parameters
     ----------
@@ -456,7 +456,7 @@ def length_error(
     - ``method="jsd"`` (default): Jensen-Shannon divergence, base 2 (so in [0, 1], 0 = same histogram),
       between the histograms of L over ``bins`` equal-width bins spanning [0, max L of both inputs]:
       JSD(p, q) = ½ KL(p ‖ m) + ½ KL(q ‖ m), m = (p + q)/2.
-    - ``method="mae"``: mean absolute error per row, (1/|T|) Σ_τ |L(τ̂) − L(τ)| in km.
+    - ``method="mae"``: mean absolute error per row, (1/|T|) Σ_τ abs(L(τ̂) − L(τ)) in km.
 
     Parameters
     ----------

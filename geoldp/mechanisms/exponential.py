@@ -120,7 +120,7 @@ class ExponentialMechanism:
     Notes
     -----
     Pr[r | x] ∝ exp(−ε′·d(x, P_r)/(2Δ)) for r ∈ S, computed in log space with max subtraction. For any x and
-    r, r′: |d(x, P_r) − d(x, P_r′)| ≤ Δ, so every probability lies in [e^{−ε′/2}/|S|, e^{ε′/2}/|S|] and two
+    r, r′: abs(d(x, P_r) − d(x, P_r′)) ≤ Δ, so every probability lies in [e^{−ε′/2}/|S|, e^{ε′/2}/|S|] and two
     inputs' pmfs differ by at most e^{ε′}: ε′-LDP for arbitrary input locations (ALGORITHM §9.3).
     Sampling is ``categorical(pmf)`` (inverse CDF) in ascending index order. If |S| = 1 the single element is
     returned **without consuming randomness**. Runtime O(n·|S|); memory is bounded by chunking.
