@@ -71,7 +71,7 @@ import weakref
 import numba
 import numpy as np
 
-from geoldp._random import chacha_block
+from geoldp._random import stream_categorical_cdf, stream_integers, stream_reset, stream_uniform
 from geoldp._kernels import EARTH_RADIUS_M, bearing_rad, em_log_weight, haversine_rad, sector
 from geoldp.trajectory import calibration as _cal
 from geoldp.trajectory.merge import TAU_FACTOR
@@ -245,82 +245,12 @@ def get_index(points) -> FastIndex:
 # ----------------------------------------------------------------------------------------------------
 
 
-# ChaCha20 stream: the same words as geoldp._random's ``stream_*`` functions (RFC 8439 block function, word
-# 12/13 = block counter, 14/15 = stream id), with the block computed in registers (about 2× faster). The
-# tests check word-for-word equality with geoldp._random.
+# Random draws come from geoldp._random's ChaCha20 ``stream_*`` functions (imported above).
 
 
 # Allocation-free numba functions are compiled without NRT reference counting: with it, every call that
 # passes arrays costs atomic increments/decrements, which dominated the run time (~4× slower).
 _jit = numba.njit(cache=True, _nrt=False)
-_jit_inline = numba.njit(cache=True, _nrt=False, inline="always")
-
-
-@_jit
-def stream_reset(state, stream):
-    """Position ``state`` (int64[3]: stream, next block, next word) at the start of ``stream``."""
-    state[0] = stream
-    state[1] = 0
-    state[2] = 16
-
-
-@_jit_inline
-def _next_u32(key, buf, state):
-    if state[2] >= 16:
-        chacha_block(key, state[1], state[0], buf)
-        state[1] += 1
-        state[2] = 0
-    w = buf[state[2]]
-    state[2] += 1
-    return np.uint64(w)
-
-
-@_jit
-def stream_uniform(key, buf, state):
-    """53-bit uniform on the 2⁻⁵³ grid from the next two words (geoldp._random.stream_uniform)."""
-    a = _next_u32(key, buf, state) >> np.uint64(5)
-    b = _next_u32(key, buf, state) >> np.uint64(6)
-    return float(a * np.uint64(67108864) + b) * (1.0 / 9007199254740992.0)
-
-
-@_jit
-def stream_integers(key, buf, state, k):
-    """Uniform on {0, …, k−1} by bitmask rejection on 64-bit words (geoldp._random.stream_integers)."""
-    if k <= 1:
-        return 0
-    mm = np.uint64(k - 1)
-    bits = 0
-    while mm > np.uint64(0):
-        bits += 1
-        mm = mm >> np.uint64(1)
-    shift = np.uint64(64 - bits)
-    kk = np.uint64(k)
-    while True:
-        a = _next_u32(key, buf, state)
-        b = _next_u32(key, buf, state)
-        cand = ((a << np.uint64(32)) | b) >> shift
-        if cand < kk:
-            return np.int64(cand)
-
-
-@_jit
-def stream_categorical_cdf(key, buf, state, cdf, n):
-    """Inverse CDF over cdf[:n] with the rounding guard (geoldp._random.stream_categorical_cdf)."""
-    u = stream_uniform(key, buf, state)
-    lo = 0
-    hi = n
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if cdf[mid] > u:
-            hi = mid
-        else:
-            lo = mid + 1
-    if lo < n:
-        return lo
-    i = n - 1
-    while i > 0 and not (cdf[i] > cdf[i - 1]):
-        i -= 1
-    return i
 
 
 @numba.njit(cache=True)
