@@ -36,7 +36,6 @@ import time
 
 
 def _one_size(m: int, n_trips: int, mechanisms, epsilons, warm: bool, seed: int) -> list[dict]:
-    import numpy as np
 
     import geoldp
     from geoldp.datasets import synthetic_city_arrays
@@ -45,7 +44,7 @@ def _one_size(m: int, n_trips: int, mechanisms, epsilons, warm: bool, seed: int)
     _fast.COLLECT_STATS = True  # the calibration-pass counters below (off by default: private aggregates)
 
     lon, lat, flat, offsets, _ = synthetic_city_arrays(m, n_trips, min_len=2, max_len=8, seed=seed)
-    trajs = [flat[offsets[i]:offsets[i + 1]] for i in range(n_trips)]
+    trajs = [flat[offsets[i] : offsets[i + 1]] for i in range(n_trips)]
     n_points = int(flat.shape[0])
     from geoldp._random import resolve_rng
 
@@ -70,38 +69,71 @@ def _one_size(m: int, n_trips: int, mechanisms, epsilons, warm: bool, seed: int)
                     _fast.perturb_fast(flat, offsets, points, mech, key, 0)
                 dt = time.perf_counter() - t0
                 stats = _fast.last_stats()
-                rows.append({
-                    "m": m, "mechanism": name, "epsilon": eps, "cache": label if name == "atp" else "-",
-                    "path": path, "trips": n_trips, "points": n_points, "seconds": dt,
-                    "points_per_s": n_points / dt,
-                    "rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-                    "calibration_passes": stats.get("calibration_passes", 0),
-                    "enumerations": stats.get("enumerations", 0),
-                    "merge_candidates_per_point": stats.get("merge_candidates", 0) / n_points,
-                })
+                rows.append(
+                    {
+                        "m": m,
+                        "mechanism": name,
+                        "epsilon": eps,
+                        "cache": label if name == "atp" else "-",
+                        "path": path,
+                        "trips": n_trips,
+                        "points": n_points,
+                        "seconds": dt,
+                        "points_per_s": n_points / dt,
+                        "rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+                        "calibration_passes": stats.get("calibration_passes", 0),
+                        "enumerations": stats.get("enumerations", 0),
+                        "merge_candidates_per_point": stats.get("merge_candidates", 0) / n_points,
+                    }
+                )
                 print(json.dumps(rows[-1]), file=sys.stderr, flush=True)
     return rows
 
 
 def _table(rows: list[dict]) -> str:
-    head = ("|P|", "mech", "ε", "path", "ATP cache", "trips", "points", "s", "points/s", "peak RSS MiB",
-            "calib. passes")
+    head = (
+        "|P|",
+        "mech",
+        "ε",
+        "path",
+        "ATP cache",
+        "trips",
+        "points",
+        "s",
+        "points/s",
+        "peak RSS MiB",
+        "calib. passes",
+    )
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in rows:
-        lines.append("| " + " | ".join([
-            f"{r['m']:,}", r["mechanism"].upper() if r["mechanism"] != "pointem" else "PointEM",
-            f"{r['epsilon']:g}",
-            r["path"], r["cache"], f"{r['trips']:,}", f"{r['points']:,}", f"{r['seconds']:.2f}",
-            f"{r['points_per_s']:,.0f}", f"{r['rss_mib']:.0f}", f"{r['calibration_passes']:,}",
-        ]) + " |")
+        lines.append(
+            "| "
+            + " | ".join(
+                [
+                    f"{r['m']:,}",
+                    r["mechanism"].upper() if r["mechanism"] != "pointem" else "PointEM",
+                    f"{r['epsilon']:g}",
+                    r["path"],
+                    r["cache"],
+                    f"{r['trips']:,}",
+                    f"{r['points']:,}",
+                    f"{r['seconds']:.2f}",
+                    f"{r['points_per_s']:,.0f}",
+                    f"{r['rss_mib']:.0f}",
+                    f"{r['calibration_passes']:,}",
+                ]
+            )
+            + " |"
+        )
     return "\n".join(lines)
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=None, help="|P| values (default 1e3 1e4 1e5)")
-    parser.add_argument("--trips", type=int, default=None,
-                        help="number of trips (default 20000; --quick 2000)")
+    parser.add_argument(
+        "--trips", type=int, default=None, help="number of trips (default 20000; --quick 2000)"
+    )
     parser.add_argument("--mechanisms", nargs="+", default=["tp", "atp", "pointem"])
     parser.add_argument("--epsilons", type=float, nargs="+", default=[1.0, 4.0, 10.0])
     parser.add_argument("--quick", action="store_true", help="|P| = 1e3, 1e4 and 2,000 trips")
@@ -118,10 +150,21 @@ def main(argv=None) -> int:
         return 0
     rows = []
     for m in sizes:
-        cmd = [sys.executable, os.path.abspath(__file__), "--_child", "--sizes", str(m),
-               "--trips", str(trips),
-               "--seed", str(args.seed), "--mechanisms", *args.mechanisms,
-               "--epsilons", *[str(e) for e in args.epsilons]] + (["--no-warm"] if args.no_warm else [])
+        cmd = [
+            sys.executable,
+            os.path.abspath(__file__),
+            "--_child",
+            "--sizes",
+            str(m),
+            "--trips",
+            str(trips),
+            "--seed",
+            str(args.seed),
+            "--mechanisms",
+            *args.mechanisms,
+            "--epsilons",
+            *[str(e) for e in args.epsilons],
+        ] + (["--no-warm"] if args.no_warm else [])
         res = subprocess.run(cmd, check=True, stdout=subprocess.PIPE, text=True)
         rows.extend(json.loads(res.stdout.strip().splitlines()[-1]))
     print(_table(rows))

@@ -259,8 +259,8 @@ def _time_key(values: pd.Series, rows: np.ndarray, *, caller: str, time_col: str
     pos = _first(isna)
     if pos is not None:
         raise ValueError(
-            f"Row position {int(rows[pos])} of the trajectories passed to {caller} has a missing time in column "
-            f"{time_col!r} (NaT/NaN). Fill or drop it first."
+            f"Row position {int(rows[pos])} of the trajectories passed to {caller} has a missing time in "
+            f"column {time_col!r} (NaT/NaN). Fill or drop it first."
         )
     try:
         codes, _ = pd.factorize(values, sort=True)

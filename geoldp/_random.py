@@ -6,9 +6,9 @@ Every random draw in geoldp goes through a :class:`RandomSource`:
 ``uniform(size=None)``  float(s) on the 2⁻⁵³ grid in [0, 1)
 ``bernoulli(p, size)``  ``uniform() < p`` (``p`` a float, or an array broadcast against ``size``)
 ``integers(k, size)``   uniform on {0, …, k−1} without modulo bias (bitmask rejection)
-``categorical(pmf)``    inverse CDF: the first index i with u < cumsum(pmf)[i]; if rounding leaves u ≥ the last
-                        cumulative value, the last index with positive mass. A 2-D ``pmf`` draws once per row
-                        (one ``uniform`` per row, rows in order).
+``categorical(pmf)``    inverse CDF: the first index i with u < cumsum(pmf)[i]; if rounding leaves
+                        u ≥ the last cumulative value, the last index with positive mass.
+                        A 2-D ``pmf`` draws once per row (one ``uniform`` per row, rows in order).
 ``stream_key()``        a fresh 256-bit key, ``uint32[8]``, for the counter-based ChaCha20 streams below
 =====================  ==================================================================================
 

@@ -166,8 +166,8 @@ class PointSet:
     -----
     ``diameter_m`` is the sensitivity Δ of every exponential mechanism: the exact maximum pairwise haversine
     distance (equal to brute force, never an estimate), computed once (lazily, then cached) with O(m) memory;
-    typically O(m log m) time, worst case O(m²) (all points on a circle around their centre). ``nearest`` uses a lazily built
-    scikit-learn ``BallTree(metric="haversine")``.
+    typically O(m log m) time, worst case O(m²) (all points on a circle around their centre).
+    ``nearest`` uses a lazily built scikit-learn ``BallTree(metric="haversine")``.
 
     Examples
     --------

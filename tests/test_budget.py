@@ -22,8 +22,14 @@ def _shares(n):
         return [Fraction(1)]
     half = Fraction(1, 2)
     tp = [half * Fraction(1, 4 * n)] * n + [half * Fraction(3, 4 * (n - 1))] * (n - 1)
-    atp = [half / 16, half * 3 / 16] + [half * Fraction(9, 16 * (n - 1))] * (n - 1) + [half * Fraction(3, 16 * n)] * n
-    custom = [half / 8, half / 8] + [half * Fraction(1, 2 * (n - 1))] * (n - 1) + [half * Fraction(1, 4 * n)] * n
+    atp = (
+        [half / 16, half * 3 / 16]
+        + [half * Fraction(9, 16 * (n - 1))] * (n - 1)
+        + [half * Fraction(3, 16 * n)] * n
+    )
+    custom = (
+        [half / 8, half / 8] + [half * Fraction(1, 2 * (n - 1))] * (n - 1) + [half * Fraction(1, 4 * n)] * n
+    )
     return tp * 2, atp * 2, custom * 2
 
 
@@ -93,7 +99,12 @@ def test_ledger():
     assert led.by_kind() == {"anchor_em": 0.03125, "point_em": 0.5}
     d = led.to_dict()
     assert json.loads(json.dumps(d)) == d
-    assert d["entries"][0] == {"copy": "A", "kind": "anchor_em", "positions": [1, 2], "epsilon": 0.03125,
-                               "share": "1/32"}
+    assert d["entries"][0] == {
+        "copy": "A",
+        "kind": "anchor_em",
+        "positions": [1, 2],
+        "epsilon": 0.03125,
+        "share": "1/32",
+    }
     with pytest.raises(AttributeError, match="cannot assign"):
         led.epsilon = 2.0  # frozen

@@ -112,7 +112,9 @@ def test_sector_boundaries(g):
             if up < 2 * math.pi:
                 assert sector_index(up + 1e-12, g, convention=conv) == expected
             if theta > 0:
-                assert sector_index(math.nextafter(theta, 0) - 1e-12, g, convention=conv) == (expected - 1) % g
+                assert (
+                    sector_index(math.nextafter(theta, 0) - 1e-12, g, convention=conv) == (expected - 1) % g
+                )
     # exactly representable boundaries go to the higher sector
     assert sector_index(math.pi, 2, convention="floor") == 1
     assert sector_index(math.pi / 2, 2) == 1

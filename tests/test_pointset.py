@@ -101,7 +101,11 @@ def _random_sets():
     yield "globe", lon, np.degrees(np.arcsin(rng.uniform(-1, 1, 800)))
     yield "antimeridian", (rng.uniform(175, 185, 500) + 180) % 360 - 180, rng.uniform(-5, 5, 500)
     yield "north pole", rng.uniform(-180, 180, 500), rng.uniform(88, 90, 500)
-    yield "both poles", rng.uniform(-180, 180, 500), np.r_[rng.uniform(88, 90, 250), rng.uniform(-90, -88, 250)]
+    yield (
+        "both poles",
+        rng.uniform(-180, 180, 500),
+        np.r_[rng.uniform(88, 90, 250), rng.uniform(-90, -88, 250)],
+    )
     t = np.sort(rng.uniform(0, 1, 400))
     yield "collinear meridian", np.full(400, 7.0), -60 + 120 * t
     yield "equator band", rng.uniform(-180, 180, 600), rng.uniform(-0.5, 0.5, 600)
@@ -109,10 +113,16 @@ def _random_sets():
     yield "circle", 0.2 * np.cos(a), 0.2 * np.sin(a)
     yield "hemisphere", rng.uniform(-180, 180, 600), np.degrees(np.arcsin(rng.uniform(0, 1, 600)))
     yield "wide box", rng.uniform(-120, 120, 600), rng.uniform(-60, 60, 600)
-    yield "near antipodal", np.r_[0.0, 180.0 - 1e-7, rng.uniform(-1, 1, 400)], np.r_[0.0, 0.0, rng.uniform(-1, 1, 400)]
+    yield (
+        "near antipodal",
+        np.r_[0.0, 180.0 - 1e-7, rng.uniform(-1, 1, 400)],
+        np.r_[0.0, 0.0, rng.uniform(-1, 1, 400)],
+    )
 
 
-@pytest.mark.parametrize(("name", "lon", "lat"), list(_random_sets()), ids=lambda v: v if isinstance(v, str) else "")
+@pytest.mark.parametrize(
+    ("name", "lon", "lat"), list(_random_sets()), ids=lambda v: v if isinstance(v, str) else ""
+)
 def test_diameter_equals_brute_force(name, lon, lat):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", GeoLDPWarning)
@@ -217,8 +227,11 @@ def test_diameter_large_sets_fast():
     rng = np.random.default_rng(7)
     for scale in (0.05, 5.0, 60.0, 180.0):
         m = 100_000
-        ps = PointSet(rng.uniform(-scale, scale, m), rng.uniform(-min(scale, 90) / 2, min(scale, 90) / 2, m),
-                      deduplicate=True)
+        ps = PointSet(
+            rng.uniform(-scale, scale, m),
+            rng.uniform(-min(scale, 90) / 2, min(scale, 90) / 2, m),
+            deduplicate=True,
+        )
         sub = np.sort(rng.choice(ps.size, 2000, replace=False))
         lower = float(_kernels.max_pairwise_brute(ps.lam[sub], ps.phi[sub]))
         assert ps.diameter_m >= lower

@@ -28,8 +28,22 @@ CRIT = scipy.stats.chi2.isf(1e-6, 5)
 
 RFC_KEY = np.arange(32, dtype=np.uint8).view("<u4").astype(np.uint32)
 RFC_BLOCK = [
-    0xE4E7F110, 0x15593BD1, 0x1FDD0F50, 0xC47120A3, 0xC7F4D1C7, 0x0368C033, 0x9AAA2204, 0x4E6CD4C3,
-    0x466482D2, 0x09AA9F07, 0x05D7C214, 0xA2028BD9, 0xD19C12B5, 0xB94E16DE, 0xE883D0CB, 0x4E3C50A2,
+    0xE4E7F110,
+    0x15593BD1,
+    0x1FDD0F50,
+    0xC47120A3,
+    0xC7F4D1C7,
+    0x0368C033,
+    0x9AAA2204,
+    0x4E6CD4C3,
+    0x466482D2,
+    0x09AA9F07,
+    0x05D7C214,
+    0xA2028BD9,
+    0xD19C12B5,
+    0xB94E16DE,
+    0xE883D0CB,
+    0x4E3C50A2,
 ]
 
 
@@ -174,8 +188,15 @@ def test_categorical_distribution():
 def test_resolve_rng_types():
     assert isinstance(resolve_rng(None), OSRandomSource)
     assert resolve_rng(None).policy == "os-csprng"
-    for seed in (0, np.int64(5), [1, 2, 3], np.array([4, 5], dtype=np.uint32), np.random.SeedSequence(3),
-                 np.random.PCG64(1), np.random.default_rng(2)):
+    for seed in (
+        0,
+        np.int64(5),
+        [1, 2, 3],
+        np.array([4, 5], dtype=np.uint32),
+        np.random.SeedSequence(3),
+        np.random.PCG64(1),
+        np.random.default_rng(2),
+    ):
         src = resolve_rng(seed)
         assert isinstance(src, NumpyRandomSource)
         assert src.policy == "seeded"
@@ -214,10 +235,13 @@ def test_r1_os_default_differs():
 def test_r2_seeding():
     x = np.arange(500) % 10
     assert np.array_equal(krr(x, k=10, epsilon=1, rng=3), krr(x, k=10, epsilon=1, rng=3))
-    assert np.array_equal(krr(x, k=10, epsilon=1, rng=np.random.SeedSequence(3)),
-                          krr(x, k=10, epsilon=1, rng=np.random.SeedSequence(3)))
-    assert np.array_equal(krr(x, k=10, epsilon=1, rng=np.random.PCG64(3)),
-                          krr(x, k=10, epsilon=1, rng=np.random.PCG64(3)))
+    assert np.array_equal(
+        krr(x, k=10, epsilon=1, rng=np.random.SeedSequence(3)),
+        krr(x, k=10, epsilon=1, rng=np.random.SeedSequence(3)),
+    )
+    assert np.array_equal(
+        krr(x, k=10, epsilon=1, rng=np.random.PCG64(3)), krr(x, k=10, epsilon=1, rng=np.random.PCG64(3))
+    )
     g = np.random.default_rng(3)
     assert not np.array_equal(krr(x, k=10, epsilon=1, rng=g), krr(x, k=10, epsilon=1, rng=g))
     with pytest.raises(TypeError, match="'rng'"):

@@ -11,8 +11,22 @@ import pytest
 
 from geoldp._validation import check_epsilon, check_int_range, check_option, check_real
 
-VALID = [5e-324, 1e-300, 1e-12, 1e-6, 10, 700, 700 * (1 + 1e-9), 709.8, 710, 1e308, np.float32(1), np.int64(2),
-         Fraction(1, 2), 3]
+VALID = [
+    5e-324,
+    1e-300,
+    1e-12,
+    1e-6,
+    10,
+    700,
+    700 * (1 + 1e-9),
+    709.8,
+    710,
+    1e308,
+    np.float32(1),
+    np.int64(2),
+    Fraction(1, 2),
+    3,
+]
 BAD_VALUE = [math.inf, -math.inf, math.nan, 0, -0.0, -1, 10**400]
 BAD_TYPE = [True, False, np.bool_(True), "1", None, 1j, Decimal("1"), [1.0]]
 
@@ -37,7 +51,10 @@ def test_bad_type(eps):
 
 
 def test_message_grammar():
-    with pytest.raises(ValueError, match=r"^The 'epsilon' parameter of ATP must be a float in the range \(0, inf\)\. Got nan instead\.$"):
+    with pytest.raises(
+        ValueError,
+        match=r"^The 'epsilon' parameter of ATP must be a float in the range \(0, inf\)\. Got nan instead\.$",
+    ):
         check_epsilon(float("nan"), caller="ATP")
     with pytest.raises(ValueError, match=r"Got -1 instead"):
         check_epsilon(-1, caller="ATP")
@@ -60,7 +77,13 @@ def test_check_real():
 def test_check_option():
     assert check_option("floor", "sector_convention", ("centred", "floor"), "TP") == "floor"
     assert check_option("ATP", "mechanism", ("tp", "atp"), "f", case_insensitive=True) == "atp"
-    with pytest.raises(ValueError, match=r"Got sector_convention='north' in TP; `sector_convention` must be one of \('centred', 'floor'\)"):
+    with pytest.raises(
+        ValueError,
+        match=(
+            r"Got sector_convention='north' in TP; "
+            r"`sector_convention` must be one of \('centred', 'floor'\)"
+        ),
+    ):
         check_option("north", "sector_convention", ("centred", "floor"), "TP")
     with pytest.raises(ValueError, match="must be one of"):
         check_option("ATP", "mechanism", ("tp", "atp"), "f")

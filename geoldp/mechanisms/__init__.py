@@ -1,8 +1,9 @@
 """Local-DP primitives on plain numpy arrays: k-RR, the exponential mechanism and Square-Wave.
 
 Each mechanism is an immutable, keyword-only object with ``probabilities``/``log_probabilities`` (the exact
-output distribution) and ``perturb(..., rng=None)``; the functions ``krr``, ``exponential`` and ``square_wave``
-are one-call shortcuts. All randomness goes through :mod:`geoldp._random` (``rng=None`` → OS CSPRNG).
+output distribution) and ``perturb(..., rng=None)``; the functions ``krr``, ``exponential`` and
+``square_wave`` are one-call shortcuts. All randomness goes through :mod:`geoldp._random`
+(``rng=None`` → OS CSPRNG).
 """
 
 from __future__ import annotations

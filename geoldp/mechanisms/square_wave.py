@@ -45,7 +45,7 @@ def sw_half_width(epsilon: float) -> float:
 
 
 def sw_densities(epsilon: float) -> tuple[float, float, float]:
-    """Return ``(b, p_sw, q_sw)``: half-width, high density 1/(2b + e^{−ε}), low density e^{−ε}/(2b + e^{−ε})."""
+    """Return ``(b, p_sw, q_sw)``: half-width, high density 1/(2b + e^{−ε}), low density e^{−ε}·p_sw."""
     b = sw_half_width(epsilon)
     t = math.exp(-epsilon)
     den = 2.0 * b + t
@@ -108,9 +108,9 @@ class SquareWave:
 
     Notes
     -----
-    The output density is p_sw = 1/(2b + e^{−ε}) within b of v and q_sw = e^{−ε}·p_sw elsewhere in [−b, 1 + b];
-    p_sw/q_sw = e^ε, so every bucket mass lies in [w·q_sw, w·p_sw] and the release is ε-LDP. Bucketed
-    sampling is ``categorical(bucket masses)``; the released value is the bucket midpoint
+    The output density is p_sw = 1/(2b + e^{−ε}) within b of v and q_sw = e^{−ε}·p_sw elsewhere in
+    [−b, 1 + b]; p_sw/q_sw = e^ε, so every bucket mass lies in [w·q_sw, w·p_sw] and the release is
+    ε-LDP. Bucketed sampling is ``categorical(bucket masses)``; the released value is the bucket midpoint
     −b + (j + ½)·w. Continuous sampling: ``bernoulli(2b·p_sw)`` then one ``uniform()``.
 
     References

@@ -71,8 +71,8 @@ import weakref
 import numba
 import numpy as np
 
-from geoldp._random import stream_categorical_cdf, stream_integers, stream_reset, stream_uniform
 from geoldp._kernels import EARTH_RADIUS_M, bearing_rad, em_log_weight, haversine_rad, sector
+from geoldp._random import stream_categorical_cdf, stream_integers, stream_reset, stream_uniform
 from geoldp.trajectory import calibration as _cal
 from geoldp.trajectory.merge import TAU_FACTOR
 
@@ -102,9 +102,20 @@ ST_MERGE_CAND = 9
 ST_MERGE_EXACT = 10
 ST_EM_CALLS = 11
 _N_STATS = 12
-_STAT_NAMES = ("proposals", "enumerations", "empty_domains", "fallback_left", "fallback_right",
-               "fallback_region", "calibration_passes", "calibration_hits", "merge_full_scans",
-               "merge_candidates", "merge_exact_evals", "em_calls")
+_STAT_NAMES = (
+    "proposals",
+    "enumerations",
+    "empty_domains",
+    "fallback_left",
+    "fallback_right",
+    "fallback_region",
+    "calibration_passes",
+    "calibration_hits",
+    "merge_full_scans",
+    "merge_candidates",
+    "merge_exact_evals",
+    "em_calls",
+)
 
 # Counters of the last call, kept only when a benchmark opts in: some of them (proposals, fallbacks) are
 # aggregates of the private inputs, so by default nothing is kept after a call.
@@ -204,7 +215,7 @@ class FastIndex:
         n_chunks = (m + _CHUNK - 1) // _CHUNK
         cbox = np.zeros((n_chunks, 7))
         for c in range(n_chunks):
-            part = self.sxyz[c * _CHUNK:(c + 1) * _CHUNK]
+            part = self.sxyz[c * _CHUNK : (c + 1) * _CHUNK]
             cbox[c, 0:3] = part.min(axis=0)
             cbox[c, 3:6] = part.max(axis=0)
         self.cbox = cbox
@@ -686,8 +697,35 @@ def _member(p, lam, phi, xyz, dq, dint, dflt, g, centred):
 
 
 @_jit
-def _em(xl, xp, eps, delta, lam, phi, xyz, order, full, n_runs, lo, hi, cum, total, dq, dint, dflt, g,
-        centred, key, buf, state, sc_idx, sc_cdf, stats, prop1, prop2):
+def _em(
+    xl,
+    xp,
+    eps,
+    delta,
+    lam,
+    phi,
+    xyz,
+    order,
+    full,
+    n_runs,
+    lo,
+    hi,
+    cum,
+    total,
+    dq,
+    dint,
+    dflt,
+    g,
+    centred,
+    key,
+    buf,
+    state,
+    sc_idx,
+    sc_cdf,
+    stats,
+    prop1,
+    prop2,
+):
     """Exact EM draw over D = (U ∩ domain); U = P if ``full`` else the runs. Returns −1 iff D is empty.
 
     Phase 1: ``prop1`` proposals uniform over U, accepted iff p ∈ D and u < w_p. Phase 2: enumerate D
@@ -977,7 +1015,7 @@ def _calibration_pass(a, lam, phi, ox, oy, oz, sx, sy, sz, order, cbox, b, input
     the reference kernel, so ΔR, |C| and the membership of C are exactly the reference's.
     """
     m = lam.shape[0]
-    buf = tmp[64:64 + _BLOCK]
+    buf = tmp[64 : 64 + _BLOCK]
     dr = _farthest(a, lam, phi, ox, oy, oz, sx, sy, sz, order, cbox, buf)
     t = tmp[0:11]
     _thresholds(dr, b, input_mapping, t)
@@ -1077,8 +1115,29 @@ def _eta(cal_f, slot, a, m, r_hat, b, eps_r, input_mapping):
 
 
 @_jit
-def _merge(ya, yb, lam, phi, xyz, sxyz, order, gf, gi, basis, cell_start, tau, balanced,
-           lo, hi, cum, hp, sc_idx, sc_cdf, sc_aux, stats):
+def _merge(
+    ya,
+    yb,
+    lam,
+    phi,
+    xyz,
+    sxyz,
+    order,
+    gf,
+    gi,
+    basis,
+    cell_start,
+    tau,
+    balanced,
+    lo,
+    hi,
+    cum,
+    hp,
+    sc_idx,
+    sc_cdf,
+    sc_aux,
+    stats,
+):
     """Merged output of one position (ALGORITHM §5.6), bit-identical to ``merge_choice``."""
     if ya == yb:
         return ya
@@ -1191,12 +1250,63 @@ def _merge(ya, yb, lam, phi, xyz, sxyz, order, gf, gi, basis, cell_start, tau, b
 
 
 @_jit
-def _run(flat, offsets, kind, key, first_stream,
-         lam, phi, xyz, ox, oy, oz, cbox, ssx, ssy, ssz, sxyz, order, gf, gi, basis, cell_start, delta, tau,
-         g, centred, balanced, nb_fallback,
-         eps_single, eps_piv, eps_np, lie, eps_anc, eps_rad, sw_b, eps_dec,
-         buckets, continuous, input_mapping, anchors, cal_slot, cal_f,
-         out, stats, prop1, prop2, buf, state, iwork, fwork, rows, dq, hp, dint, dflt, yy):
+def _run(
+    flat,
+    offsets,
+    kind,
+    key,
+    first_stream,
+    lam,
+    phi,
+    xyz,
+    ox,
+    oy,
+    oz,
+    cbox,
+    ssx,
+    ssy,
+    ssz,
+    sxyz,
+    order,
+    gf,
+    gi,
+    basis,
+    cell_start,
+    delta,
+    tau,
+    g,
+    centred,
+    balanced,
+    nb_fallback,
+    eps_single,
+    eps_piv,
+    eps_np,
+    lie,
+    eps_anc,
+    eps_rad,
+    sw_b,
+    eps_dec,
+    buckets,
+    continuous,
+    input_mapping,
+    anchors,
+    cal_slot,
+    cal_f,
+    out,
+    stats,
+    prop1,
+    prop2,
+    buf,
+    state,
+    iwork,
+    fwork,
+    rows,
+    dq,
+    hp,
+    dint,
+    dflt,
+    yy,
+):
     """Perturb every trajectory; ``kind`` 0 = PointEM, 1 = TP, 2 = ATP. All work arrays come from Python
     (this function runs without NRT): iwork int64[3, m], fwork float64[3, m + 64], rows int64[6, n_rows],
     yy int64[2, max length]."""
@@ -1207,7 +1317,6 @@ def _run(flat, offsets, kind, key, first_stream,
     s_dir = iwork[1, 2:4]
     sc_cdf = fwork[0]
     sc_aux = fwork[1]
-    scratch = fwork[2]
     ftmp = fwork[3]
     # runs for Ω (kept for a whole copy) and for the current domain
     o_lo = rows[0]
@@ -1225,9 +1334,35 @@ def _run(flat, offsets, kind, key, first_stream,
             _dom_reset(dint)
             for i in range(n):
                 x = flat[s0 + i]
-                out[s0 + i] = _em(lam[x], phi[x], eps, delta, lam, phi, xyz, order, True, 0, d_lo, d_hi,
-                                  d_cum, m, dq, dint, dflt, g, centred, key, buf, state, sc_idx, sc_cdf,
-                                  stats, prop1, prop2)
+                out[s0 + i] = _em(
+                    lam[x],
+                    phi[x],
+                    eps,
+                    delta,
+                    lam,
+                    phi,
+                    xyz,
+                    order,
+                    True,
+                    0,
+                    d_lo,
+                    d_hi,
+                    d_cum,
+                    m,
+                    dq,
+                    dint,
+                    dflt,
+                    g,
+                    centred,
+                    key,
+                    buf,
+                    state,
+                    sc_idx,
+                    sc_cdf,
+                    stats,
+                    prop1,
+                    prop2,
+                )
             continue
         for c in range(2):
             _dom_reset(dint)
@@ -1240,15 +1375,57 @@ def _run(flat, offsets, kind, key, first_stream,
             if kind == 2:
                 # anchor EM over P from P_{p_α}
                 pa = anchors[t]
-                ahat = _em(lam[pa], phi[pa], eps_anc[n, c], delta, lam, phi, xyz, order, True, 0, d_lo, d_hi,
-                           d_cum, m, dq, dint, dflt, g, centred, key, buf, state, sc_idx, sc_cdf, stats,
-                           prop1, prop2)
+                ahat = _em(
+                    lam[pa],
+                    phi[pa],
+                    eps_anc[n, c],
+                    delta,
+                    lam,
+                    phi,
+                    xyz,
+                    order,
+                    True,
+                    0,
+                    d_lo,
+                    d_hi,
+                    d_cum,
+                    m,
+                    dq,
+                    dint,
+                    dflt,
+                    g,
+                    centred,
+                    key,
+                    buf,
+                    state,
+                    sc_idx,
+                    sc_cdf,
+                    stats,
+                    prop1,
+                    prop2,
+                )
                 slot = cal_slot[n, c]
                 b = sw_b[n, c]
                 if cal_f[slot, ahat, 0] == 0.0:
                     stats[ST_CAL_MISS] += 1
-                    _calibration_pass(ahat, lam, phi, ox, oy, oz, ssx, ssy, ssz, order, cbox, b,
-                                      input_mapping, ftmp, cal_f, slot)
+                    _calibration_pass(
+                        ahat,
+                        lam,
+                        phi,
+                        ox,
+                        oy,
+                        oz,
+                        ssx,
+                        ssy,
+                        ssz,
+                        order,
+                        cbox,
+                        b,
+                        input_mapping,
+                        ftmp,
+                        cal_f,
+                        slot,
+                    )
                 else:
                     stats[ST_CAL_HIT] += 1
                 dr = cal_f[slot, ahat, 1]
@@ -1282,9 +1459,35 @@ def _run(flat, offsets, kind, key, first_stream,
                 if not piv:
                     continue
                 x = flat[s0 + i]
-                yy[c, i] = _em(lam[x], phi[x], eps_piv[n, c], delta, lam, phi, xyz, order, o_full, o_runs,
-                               o_lo, o_hi, o_cum, o_total, dq, dint, dflt, g, centred, key, buf, state,
-                               sc_idx, sc_cdf, stats, prop1, prop2)
+                yy[c, i] = _em(
+                    lam[x],
+                    phi[x],
+                    eps_piv[n, c],
+                    delta,
+                    lam,
+                    phi,
+                    xyz,
+                    order,
+                    o_full,
+                    o_runs,
+                    o_lo,
+                    o_hi,
+                    o_cum,
+                    o_total,
+                    dq,
+                    dint,
+                    dflt,
+                    g,
+                    centred,
+                    key,
+                    buf,
+                    state,
+                    sc_idx,
+                    sc_cdf,
+                    stats,
+                    prop1,
+                    prop2,
+                )
             # non-pivots: k-RR of the direction from each neighbouring perturbed pivot, then EM on the domain
             for i in range(n):
                 pos1 = i + 1
@@ -1304,17 +1507,87 @@ def _run(flat, offsets, kind, key, first_stream,
                     ns += 1
                 eps = eps_np[n, c]
                 # 1) the intersection (Algorithm 1)
-                y = _em_sectors(lam[x], phi[x], eps, delta, lam, phi, xyz, order, use_grid, gf, gi, basis,
-                                cell_start, dq, hp, dint, dflt, ns, s_apex, s_dir, 0, has_reg, reg_c, r_tilde,
-                                g, centred, d_lo, d_hi, d_cum, key, buf, state, sc_idx, sc_cdf, stats,
-                                prop1, prop2)
+                y = _em_sectors(
+                    lam[x],
+                    phi[x],
+                    eps,
+                    delta,
+                    lam,
+                    phi,
+                    xyz,
+                    order,
+                    use_grid,
+                    gf,
+                    gi,
+                    basis,
+                    cell_start,
+                    dq,
+                    hp,
+                    dint,
+                    dflt,
+                    ns,
+                    s_apex,
+                    s_dir,
+                    0,
+                    has_reg,
+                    reg_c,
+                    r_tilde,
+                    g,
+                    centred,
+                    d_lo,
+                    d_hi,
+                    d_cum,
+                    key,
+                    buf,
+                    state,
+                    sc_idx,
+                    sc_cdf,
+                    stats,
+                    prop1,
+                    prop2,
+                )
                 if y < 0 and nb_fallback and ns == 2:
                     # 2) the left neighbour's set, 3) the right neighbour's set
                     for side in range(2):
-                        y = _em_sectors(lam[x], phi[x], eps, delta, lam, phi, xyz, order, use_grid, gf, gi,
-                                        basis, cell_start, dq, hp, dint, dflt, 1, s_apex, s_dir, side,
-                                        has_reg, reg_c, r_tilde, g, centred, d_lo, d_hi, d_cum, key, buf,
-                                        state, sc_idx, sc_cdf, stats, prop1, prop2)
+                        y = _em_sectors(
+                            lam[x],
+                            phi[x],
+                            eps,
+                            delta,
+                            lam,
+                            phi,
+                            xyz,
+                            order,
+                            use_grid,
+                            gf,
+                            gi,
+                            basis,
+                            cell_start,
+                            dq,
+                            hp,
+                            dint,
+                            dflt,
+                            1,
+                            s_apex,
+                            s_dir,
+                            side,
+                            has_reg,
+                            reg_c,
+                            r_tilde,
+                            g,
+                            centred,
+                            d_lo,
+                            d_hi,
+                            d_cum,
+                            key,
+                            buf,
+                            state,
+                            sc_idx,
+                            sc_cdf,
+                            stats,
+                            prop1,
+                            prop2,
+                        )
                         if y >= 0:
                             stats[ST_FB_LEFT + side] += 1
                             break
@@ -1324,20 +1597,103 @@ def _run(flat, offsets, kind, key, first_stream,
                     _dom_reset(dint)
                     if has_reg:
                         _dom_region(dint, dflt, reg_c, r_tilde)
-                    y = _em(lam[x], phi[x], eps, delta, lam, phi, xyz, order, o_full, o_runs, o_lo, o_hi,
-                            o_cum, o_total, dq, dint, dflt, g, centred, key, buf, state, sc_idx, sc_cdf,
-                            stats, prop1, prop2)
+                    y = _em(
+                        lam[x],
+                        phi[x],
+                        eps,
+                        delta,
+                        lam,
+                        phi,
+                        xyz,
+                        order,
+                        o_full,
+                        o_runs,
+                        o_lo,
+                        o_hi,
+                        o_cum,
+                        o_total,
+                        dq,
+                        dint,
+                        dflt,
+                        g,
+                        centred,
+                        key,
+                        buf,
+                        state,
+                        sc_idx,
+                        sc_cdf,
+                        stats,
+                        prop1,
+                        prop2,
+                    )
                 yy[c, i] = y
             _dom_reset(dint)
         for i in range(n):
-            out[s0 + i] = _merge(yy[0, i], yy[1, i], lam, phi, xyz, sxyz, order, gf, gi, basis, cell_start,
-                                 tau, balanced, d_lo, d_hi, d_cum, hp, sc_idx, sc_cdf, sc_aux, stats)
+            out[s0 + i] = _merge(
+                yy[0, i],
+                yy[1, i],
+                lam,
+                phi,
+                xyz,
+                sxyz,
+                order,
+                gf,
+                gi,
+                basis,
+                cell_start,
+                tau,
+                balanced,
+                d_lo,
+                d_hi,
+                d_cum,
+                hp,
+                sc_idx,
+                sc_cdf,
+                sc_aux,
+                stats,
+            )
 
 
 @_jit
-def _em_sectors(xl, xp, eps, delta, lam, phi, xyz, order, use_grid, gf, gi, basis, cell_start, dq, hp, dint,
-                dflt, ns, s_apex, s_dir, first, has_reg, reg_c, reg_r, g, centred,
-                lo, hi, cum, key, buf, state, sc_idx, sc_cdf, stats, prop1, prop2):
+def _em_sectors(
+    xl,
+    xp,
+    eps,
+    delta,
+    lam,
+    phi,
+    xyz,
+    order,
+    use_grid,
+    gf,
+    gi,
+    basis,
+    cell_start,
+    dq,
+    hp,
+    dint,
+    dflt,
+    ns,
+    s_apex,
+    s_dir,
+    first,
+    has_reg,
+    reg_c,
+    reg_r,
+    g,
+    centred,
+    lo,
+    hi,
+    cum,
+    key,
+    buf,
+    state,
+    sc_idx,
+    sc_cdf,
+    stats,
+    prop1,
+    prop2,
+):
     """EM over Ω ∩ the ``ns`` sector sets starting at ``s_apex[first]`` (−1 iff that set is empty)."""
     m = lam.shape[0]
     _dom_reset(dint)
@@ -1346,8 +1702,35 @@ def _em_sectors(xl, xp, eps, delta, lam, phi, xyz, order, use_grid, gf, gi, basi
     for k in range(ns):
         _dom_sector(dq, hp, dint, s_apex[first + k], s_dir[first + k], g, centred, lam, phi, basis)
     if not use_grid:
-        return _em(xl, xp, eps, delta, lam, phi, xyz, order, True, 0, lo, hi, cum, m, dq, dint, dflt, g,
-                   centred, key, buf, state, sc_idx, sc_cdf, stats, prop1, prop2)
+        return _em(
+            xl,
+            xp,
+            eps,
+            delta,
+            lam,
+            phi,
+            xyz,
+            order,
+            True,
+            0,
+            lo,
+            hi,
+            cum,
+            m,
+            dq,
+            dint,
+            dflt,
+            g,
+            centred,
+            key,
+            buf,
+            state,
+            sc_idx,
+            sc_cdf,
+            stats,
+            prop1,
+            prop2,
+        )
     du = 0.0
     dv = 0.0
     dl = 0.0
@@ -1355,8 +1738,35 @@ def _em_sectors(xl, xp, eps, delta, lam, phi, xyz, order, use_grid, gf, gi, basi
         du, dv = _gnomonic(xyz[reg_c, 0], xyz[reg_c, 1], xyz[reg_c, 2], gf, basis)
         dl = gf[4] * (reg_r / EARTH_RADIUS_M) * (1.0 + 1e-9) + 1e-12
     n_runs, total = _ranges(gf, gi, cell_start, hp, dint[_DI_NQ], has_reg, du, dv, dl, lo, hi, cum)
-    return _em(xl, xp, eps, delta, lam, phi, xyz, order, False, n_runs, lo, hi, cum, total, dq, dint, dflt, g,
-               centred, key, buf, state, sc_idx, sc_cdf, stats, prop1, prop2)
+    return _em(
+        xl,
+        xp,
+        eps,
+        delta,
+        lam,
+        phi,
+        xyz,
+        order,
+        False,
+        n_runs,
+        lo,
+        hi,
+        cum,
+        total,
+        dq,
+        dint,
+        dflt,
+        g,
+        centred,
+        key,
+        buf,
+        state,
+        sc_idx,
+        sc_cdf,
+        stats,
+        prop1,
+        prop2,
+    )
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -1493,20 +1903,67 @@ def perturb_fast(flat_idx, offsets, points, mechanism, key, first_stream) -> np.
             cal_slot[sw_b == b] = j
         cal_f = arrays[0][None] if len(arrays) == 1 else np.stack(arrays)
     n_rows = int(index.gi[1])
-    work = (np.zeros(16, dtype=np.uint32), np.zeros(3, dtype=np.int64),
-            np.zeros((2, max(m, 4)), dtype=np.int64),
-            np.zeros((4, max(m, 64 + _BLOCK))), np.zeros((6, n_rows), dtype=np.int64), np.zeros((8, 3)),
-            np.zeros((40, 3)), np.zeros(8, dtype=np.int64), np.zeros(2),
-            np.zeros((2, int(lengths.max())), dtype=np.int64))
-    _run(flat, offsets, kind, key, np.int64(first_stream),
-         index.lam, index.phi, index.xyz, index.ox, index.oy, index.oz, index.cbox, index.ssx, index.ssy,
-         index.ssz, index.sxyz, index.order, index.gf, index.gi, index.basis,
-         index.cell_start, index.delta, TAU_FACTOR * index.delta,
-         g, centred, balanced, nb_fallback,
-         eps_single, eps_piv, eps_np, lie, eps_anc, eps_rad, sw_b, eps_dec,
-         buckets, continuous, input_mapping, anchors, cal_slot, cal_f,
-         out, stats, int(_prop[0]), int(_prop[1]), *work)
+    work = (
+        np.zeros(16, dtype=np.uint32),
+        np.zeros(3, dtype=np.int64),
+        np.zeros((2, max(m, 4)), dtype=np.int64),
+        np.zeros((4, max(m, 64 + _BLOCK))),
+        np.zeros((6, n_rows), dtype=np.int64),
+        np.zeros((8, 3)),
+        np.zeros((40, 3)),
+        np.zeros(8, dtype=np.int64),
+        np.zeros(2),
+        np.zeros((2, int(lengths.max())), dtype=np.int64),
+    )
+    _run(
+        flat,
+        offsets,
+        kind,
+        key,
+        np.int64(first_stream),
+        index.lam,
+        index.phi,
+        index.xyz,
+        index.ox,
+        index.oy,
+        index.oz,
+        index.cbox,
+        index.ssx,
+        index.ssy,
+        index.ssz,
+        index.sxyz,
+        index.order,
+        index.gf,
+        index.gi,
+        index.basis,
+        index.cell_start,
+        index.delta,
+        TAU_FACTOR * index.delta,
+        g,
+        centred,
+        balanced,
+        nb_fallback,
+        eps_single,
+        eps_piv,
+        eps_np,
+        lie,
+        eps_anc,
+        eps_rad,
+        sw_b,
+        eps_dec,
+        buckets,
+        continuous,
+        input_mapping,
+        anchors,
+        cal_slot,
+        cal_f,
+        out,
+        stats,
+        int(_prop[0]),
+        int(_prop[1]),
+        *work,
+    )
     _LAST_STATS.clear()
     if COLLECT_STATS:
-        _LAST_STATS.update({k: int(v) for k, v in zip(_STAT_NAMES, stats)})
+        _LAST_STATS.update({k: int(v) for k, v in zip(_STAT_NAMES, stats, strict=True)})
     return out

@@ -58,7 +58,9 @@ def test_common(name, mech, args):
     assert np.allclose(P.sum(axis=-1), 1.0, atol=1e-12)
 
 
-@pytest.mark.parametrize("cls_kwargs", [(KRR, {"k": 3}), (ExponentialMechanism, {"points": PS}), (SquareWave, {})])
+@pytest.mark.parametrize(
+    "cls_kwargs", [(KRR, {"k": 3}), (ExponentialMechanism, {"points": PS}), (SquareWave, {})]
+)
 @pytest.mark.parametrize("eps", [0, -1.0, float("nan"), float("inf")])
 def test_epsilon_value_errors(cls_kwargs, eps):
     cls, kwargs = cls_kwargs
@@ -66,7 +68,9 @@ def test_epsilon_value_errors(cls_kwargs, eps):
         cls(epsilon=eps, **kwargs)
 
 
-@pytest.mark.parametrize("cls_kwargs", [(KRR, {"k": 3}), (ExponentialMechanism, {"points": PS}), (SquareWave, {})])
+@pytest.mark.parametrize(
+    "cls_kwargs", [(KRR, {"k": 3}), (ExponentialMechanism, {"points": PS}), (SquareWave, {})]
+)
 @pytest.mark.parametrize("eps", [True, "1", None, 1j])
 def test_epsilon_type_errors(cls_kwargs, eps):
     cls, kwargs = cls_kwargs

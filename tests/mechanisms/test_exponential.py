@@ -1,8 +1,12 @@
-"""Exponential mechanism: exact checks (E2), float margin (N7), goodness of fit (S2), mutants M3, M5a, M5b, M13."""
+"""Exponential mechanism: exact checks (E2), float margin (N7), goodness of fit (S2), mutants.
+
+Mutants: M3, M5a, M5b, M13.
+"""
 
 from __future__ import annotations
 
 import contextlib
+import importlib
 import math
 import pickle
 
@@ -11,7 +15,6 @@ import numpy as np
 import pytest
 from mech_stats import chi2_gof, counts_of, noncentrality, passes
 
-import importlib
 from geoldp import _kernels
 from geoldp._random import RandomSource
 from geoldp.geo import haversine_m
@@ -28,13 +31,22 @@ def _sets():
     rng = np.random.default_rng(10)
     city = (rng.uniform(116.30, 116.50, 8), rng.uniform(39.85, 40.00, 8))
     # 1 isolated point + a cluster of 7 about 55 km away
-    iso = (np.r_[116.0, 116.65 + rng.uniform(-0.01, 0.01, 7)], np.r_[39.9, 39.9 + rng.uniform(-0.01, 0.01, 7)])
+    iso = (
+        np.r_[116.0, 116.65 + rng.uniform(-0.01, 0.01, 7)],
+        np.r_[39.9, 39.9 + rng.uniform(-0.01, 0.01, 7)],
+    )
     meridian = (np.full(5, 10.0), np.array([40.0, 40.1, 40.25, 40.3, 40.6]))
     antimeridian = (np.array([179.8, 179.95, -179.9, -179.7]), np.array([0.0, 0.1, -0.1, 0.05]))
     polar = (np.array([0.0, 90.0, 180.0, -45.0]), np.full(4, 89.9))
     two = (np.array([2.35, 2.40]), np.array([48.85, 48.80]))
-    return {"city": city, "isolated+cluster": iso, "meridian": meridian, "antimeridian": antimeridian,
-            "polar": polar, "two": two}
+    return {
+        "city": city,
+        "isolated+cluster": iso,
+        "meridian": meridian,
+        "antimeridian": antimeridian,
+        "polar": polar,
+        "two": two,
+    }
 
 
 SETS = {k: PointSet(*v) for k, v in _sets().items()}
@@ -77,7 +89,10 @@ def _mp_reference(mech, lon, lat):
 
 
 def e2_check(mech, lon, lat, n_ref=3):
-    """TESTING E2 criteria (a)(b)(c) on all inputs and (d) on the first ``n_ref`` inputs; raises AssertionError."""
+    """TESTING E2 criteria (a)(b)(c) on all inputs and (d) on the first ``n_ref`` inputs.
+
+    Raises AssertionError.
+    """
     P = mech.probabilities(lon, lat)
     if not np.all(P > 0):
         raise AssertionError("(b) not full support")
@@ -89,7 +104,7 @@ def e2_check(mech, lon, lat, n_ref=3):
     return P, ratio
 
 
-# ---- E2 ------------------------------------------------------------------------------------------------------
+# ---- E2 ----------------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("name", list(SETS))
 def test_e2_exact(name):
     ps = SETS[name]
@@ -119,7 +134,9 @@ def test_e2_sampler_equals_pmf():
         mech = ExponentialMechanism(epsilon=2.0, points=ps, domain=dom)
         P = mech.probabilities(lon, lat)
         for i in range(lon.size):
-            dist = exact_distribution(lambda v, rng, mech=mech: mech.perturb(v[0], v[1], rng=rng).item(), (lon[i], lat[i]))
+            dist = exact_distribution(
+                lambda v, rng, mech=mech: mech.perturb(v[0], v[1], rng=rng).item(), (lon[i], lat[i])
+            )
             row = np.array([dist.get(int(r), 0.0) for r in mech.support])
             assert math.isclose(sum(dist.values()), 1.0, abs_tol=1e-12)
             assert np.allclose(row, P[i], rtol=1e-12, atol=0)
@@ -150,8 +167,12 @@ def mut_score_range(x_lam, x_phi, points, domain, epsilon, **kw):
     return -(epsilon * d) / (2.0 * np.where(rng_ > 0, rng_, 1.0))
 
 
-MUTANTS = {"eps x1.25": mut_eps125, "delta/2": mut_half_delta, "delta in degrees": mut_degrees,
-           "score range": mut_score_range}
+MUTANTS = {
+    "eps x1.25": mut_eps125,
+    "delta/2": mut_half_delta,
+    "delta in degrees": mut_degrees,
+    "score range": mut_score_range,
+}
 
 
 @contextlib.contextmanager
@@ -196,7 +217,9 @@ def test_e2_m13_truth_at_margin_limit_fails():
         mech = cls(epsilon=eps, points=ps)
         rows = []
         for i in range(lon.size):
-            dist = exact_distribution(lambda v, rng, mech=mech: mech.perturb(v[0], v[1], rng=rng).item(), (lon[i], lat[i]))
+            dist = exact_distribution(
+                lambda v, rng, mech=mech: mech.perturb(v[0], v[1], rng=rng).item(), (lon[i], lat[i])
+            )
             rows.append([dist.get(r, 0.0) for r in range(ps.size)])
         return np.array(rows)
 
@@ -205,13 +228,15 @@ def test_e2_m13_truth_at_margin_limit_fails():
         assert_ldp(matrix(TruthAtLargeEps), eps)
 
 
-# ---- N7 ------------------------------------------------------------------------------------------------------
+# ---- N7 ----------------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("m", [2, 262, 10_000, 1_000_000])
 def test_n7_float_margin(m):
     limit = em_epsilon_limit(m)
     assert limit == pytest.approx(2 * (52 * math.log(2) - math.log(10) - 2 * math.log(m)))
     assert check_em_epsilon(limit - 1e-9, m, caller="ATP", stage="point EM") == limit - 1e-9
-    with pytest.raises(ValueError, match=rf"The point EM budget of ATP \(.*\) exceeds the float-margin limit .* {m} points"):
+    with pytest.raises(
+        ValueError, match=rf"The point EM budget of ATP \(.*\) exceeds the float-margin limit .* {m} points"
+    ):
         check_em_epsilon(limit + 1e-9, m, caller="ATP", stage="point EM")
 
 
@@ -232,14 +257,18 @@ def test_n7_accepted_configurations_are_sound(m):
         assert np.allclose(P.sum(axis=1), 1.0, atol=1e-12)
 
 
-# ---- S2 ------------------------------------------------------------------------------------------------------
+# ---- S2 ----------------------------------------------------------------------------------------------------
 N = 100_000
 BOX = PointSet(*(np.random.default_rng(20).uniform([116.30, 39.85], [116.53, 40.03], (8, 2)).T))
 
 
 @pytest.mark.parametrize("eps", [2.0, 4.0])
 def test_s2_goodness_of_fit(monkeypatch, eps):
-    inputs = [(BOX.lon[0], BOX.lat[0]), (BOX.lon[1], BOX.lat[1]), (116.41, 39.93)]  # all mutants have power here
+    inputs = [
+        (BOX.lon[0], BOX.lat[0]),
+        (BOX.lon[1], BOX.lat[1]),
+        (116.41, 39.93),
+    ]  # all mutants have power here
     for x, y in inputs:
         mech = ExponentialMechanism(epsilon=eps, points=BOX)
         p = np.r_[mech.probabilities(x, y), 0.0]
@@ -249,7 +278,9 @@ def test_s2_goodness_of_fit(monkeypatch, eps):
             with mutated(monkeypatch, fn):
                 mutant_pmfs[name] = np.r_[mech.probabilities(x, y), 0.0]
             lam = noncentrality(p, mutant_pmfs[name], N)
-            assert lam >= 3 * crit, f"{name}: power precondition failed at eps={eps}, input={(x, y)}: {lam:.1f}"
+            assert lam >= 3 * crit, (
+                f"{name}: power precondition failed at eps={eps}, input={(x, y)}: {lam:.1f}"
+            )
         for seed in (1, 2, 3):
             draws = mech.perturb(np.full(N, x), np.full(N, y), rng=seed)
             assert passes(counts_of(draws, 8), p), f"EM eps={eps} |S|=8 input={(x, y)} seed={seed}"
@@ -259,7 +290,7 @@ def test_s2_goodness_of_fit(monkeypatch, eps):
                 assert not passes(counts_of(md, 8), p), f"mutant {name} not rejected (eps={eps}, seed={seed})"
 
 
-# ---- API -----------------------------------------------------------------------------------------------------
+# ---- API ---------------------------------------------------------------------------------------------------
 class NoDraws(RandomSource):
     policy = "test"
 

@@ -71,7 +71,10 @@ def scaled(factor):
 
 
 def sampler_matrix(mech):
-    """Exact matrix of the *sampler* by enumeration (rows: x, columns: outputs 0…k, the last = out of domain)."""
+    """Exact matrix of the *sampler* by enumeration.
+
+    Rows: x; columns: outputs 0…k, the last = out of domain.
+    """
     k = mech.k
     out = np.zeros((k, k + 1))
     for x in range(k):
@@ -81,7 +84,7 @@ def sampler_matrix(mech):
     return out
 
 
-# ---- E1 ------------------------------------------------------------------------------------------------------
+# ---- E1 ----------------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("k", KS)
 @pytest.mark.parametrize("eps", EPS)
 def test_e1_matrix(k, eps):
@@ -97,7 +100,9 @@ def test_e1_matrix(k, eps):
     assert abs(mpmath.mpf(p) / p_ref - 1) <= 1e-12
     assert abs(mpmath.mpf(q) / q_ref - 1) <= 1e-12
     assert abs(mpmath.mpf(lie) / ((k - 1) * q_ref) - 1) <= 1e-12
-    assert np.allclose(np.exp(mech.log_probabilities(np.arange(min(k, 5)))), P[: min(k, 5)], rtol=1e-13, atol=0)
+    assert np.allclose(
+        np.exp(mech.log_probabilities(np.arange(min(k, 5)))), P[: min(k, 5)], rtol=1e-13, atol=0
+    )
 
 
 @pytest.mark.parametrize("k", [2, 3, 6, 10])
@@ -135,7 +140,7 @@ def test_e1_m13_truth_at_large_eps_fails():
     assert_ldp(sampler_matrix(KRR(epsilon=700.0, k=3))[:, :3], 700.0)
 
 
-# ---- E1r: realised probabilities of bernoulli(L) on the 2^-53 grid ------------------------------------------
+# ---- E1r: realised probabilities of bernoulli(L) on the 2^-53 grid -----------------------------------------
 @pytest.mark.parametrize("k", KS)
 @pytest.mark.parametrize("eps", EPS)
 def test_e1r_realised(k, eps):
@@ -148,7 +153,7 @@ def test_e1r_realised(k, eps):
     assert ratio <= mpmath.exp(mpmath.mpf(eps)) * (1 + mpmath.mpf("1e-9"))
 
 
-# ---- N6 ------------------------------------------------------------------------------------------------------
+# ---- N6 ----------------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("k", [2, 10, 10**3, 10**6])
 @pytest.mark.parametrize("eps", [1e-12, 1e-3, 1.0, 30.0, 700.0])
 def test_n6_constants(k, eps):
@@ -158,7 +163,7 @@ def test_n6_constants(k, eps):
     assert p >= q
 
 
-# ---- S1 ------------------------------------------------------------------------------------------------------
+# ---- S1 ----------------------------------------------------------------------------------------------------
 N = 100_000
 MUTANTS = {
     "eps x1.25": scaled(1.25),
@@ -189,15 +194,24 @@ def test_s1_goodness_of_fit(eps, x):
         assert passes(counts_of(y, k), p), f"KRR eps={eps} k={k} x={x} seed={seed}"
         for name, cls in MUTANTS.items():
             ym = cls(epsilon=eps, k=k).perturb(np.full(N, x), rng=seed)
-            assert not passes(counts_of(ym, k), p), f"mutant {name} not rejected (eps={eps}, x={x}, seed={seed})"
+            assert not passes(counts_of(ym, k), p), (
+                f"mutant {name} not rejected (eps={eps}, x={x}, seed={seed})"
+            )
 
 
-# ---- API -----------------------------------------------------------------------------------------------------
+# ---- API ---------------------------------------------------------------------------------------------------
 def test_api_and_validation():
     mech = KRR(epsilon=1.0, k=6)
     assert repr(mech) == "KRR(epsilon=1.0, k=6)"
     assert eval(repr(mech)) == mech  # noqa: S307
-    assert mech.probabilities(2).round(6).tolist() == [0.129563, 0.129563, 0.352187, 0.129563, 0.129563, 0.129563]
+    assert mech.probabilities(2).round(6).tolist() == [
+        0.129563,
+        0.129563,
+        0.352187,
+        0.129563,
+        0.129563,
+        0.129563,
+    ]
     assert mech.lie_probability == pytest.approx(0.647813, abs=1e-6)
     y = krr(np.array([[0, 1], [2, 3]]), k=6, epsilon=1.0, rng=0)
     assert y.shape == (2, 2) and y.dtype == np.int64
@@ -210,7 +224,9 @@ def test_api_and_validation():
         mech.perturb([1.0])
     with pytest.raises(TypeError, match="'x' parameter of KRR must be an integer array"):
         mech.perturb([True])
-    with pytest.raises(ValueError, match=r"'epsilon' parameter of KRR must be a float in the range \(0, 700\]"):
+    with pytest.raises(
+        ValueError, match=r"'epsilon' parameter of KRR must be a float in the range \(0, 700\]"
+    ):
         KRR(epsilon=701, k=6)
     with pytest.raises(ValueError, match="'k' parameter of KRR"):
         KRR(epsilon=1, k=1)

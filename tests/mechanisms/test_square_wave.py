@@ -1,4 +1,7 @@
-"""Square-Wave: exact bucketed checks (E3), b (E4, N5), goodness of fit (S3, S6), mutants M3, M11, window 1 − v."""
+"""Square-Wave: exact bucketed checks (E3), b (E4, N5), goodness of fit (S3, S6), mutants.
+
+Mutants: M3, M11, window 1 − v.
+"""
 
 from __future__ import annotations
 
@@ -49,7 +52,7 @@ def mut_mirror(v, epsilon, M):  # window centred at 1 − v
     return ORIG(1.0 - np.asarray(v, dtype=np.float64), epsilon, M)
 
 
-# ---- E3 ------------------------------------------------------------------------------------------------------
+# ---- E3 ----------------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("M", [8, 64, 1024])
 @pytest.mark.parametrize("eps", EPS)
 def test_e3_exact(eps, M):
@@ -102,7 +105,7 @@ def test_bucket_mass_formula_against_mpmath():
                     assert abs(mpmath.mpf(float(got[j])) / ref - 1) <= 1e-12
 
 
-# ---- E4 / N5 -------------------------------------------------------------------------------------------------
+# ---- E4 / N5 -----------------------------------------------------------------------------------------------
 def test_e4_parameters():
     grid = np.logspace(-12, math.log10(700), 200)
     bs = []
@@ -118,8 +121,17 @@ def test_e4_parameters():
     assert np.all(np.diff(bs) < 0)
 
 
-@pytest.mark.parametrize(("eps", "b"), [(0.1, "0.467752"), (0.5, "0.358155"), (1, "0.256083"), (2, "0.129337"),
-                                        (4, "0.030428"), (10, "2.04403e-4")])
+@pytest.mark.parametrize(
+    ("eps", "b"),
+    [
+        (0.1, "0.467752"),
+        (0.5, "0.358155"),
+        (1, "0.256083"),
+        (2, "0.129337"),
+        (4, "0.030428"),
+        (10, "2.04403e-4"),
+    ],
+)
 def test_b_golden(eps, b):
     got = sw_half_width(eps)
     text = f"{got:.5e}".replace("e-04", "e-4") if "e" in b else f"{got:.6f}"
@@ -138,12 +150,19 @@ def test_n5_naive_formula_is_wrong():
 
 def test_e4_m11_naive_b_fails():
     """M11: with the naive b, the E4 reference check fails somewhere on the grid."""
-    bad = [e for e in np.logspace(-12, math.log10(700), 200)
-           if not (math.isfinite(v := naive_b(float(e))) and v > 0 and abs(mpmath.mpf(v) / mp_b(float(e)) - 1) <= 1e-9)]
+    bad = [
+        e
+        for e in np.logspace(-12, math.log10(700), 200)
+        if not (
+            math.isfinite(v := naive_b(float(e)))
+            and v > 0
+            and abs(mpmath.mpf(v) / mp_b(float(e)) - 1) <= 1e-9
+        )
+    ]
     assert bad
 
 
-# ---- S3 ------------------------------------------------------------------------------------------------------
+# ---- S3 ----------------------------------------------------------------------------------------------------
 N = 100_000
 SW_MUTANTS = {"eps x1.25": mut_eps125, "window at 1-v": mut_mirror}
 
@@ -159,7 +178,9 @@ def test_s3_goodness_of_fit(monkeypatch, eps):
             with mutated(monkeypatch, fn):
                 pm = np.r_[sw.probabilities(v), 0.0]
             lam = noncentrality(p, pm, N)
-            assert lam >= 3 * crit, f"{name}: power precondition failed (eps={eps}, v={v}): {lam:.1f} < 3·{crit:.1f}"
+            assert lam >= 3 * crit, (
+                f"{name}: power precondition failed (eps={eps}, v={v}): {lam:.1f} < 3·{crit:.1f}"
+            )
         for seed in (1, 2, 3):
             j = sw.perturb_bucket(np.full(N, v), rng=seed)
             assert passes(counts_of(j, M), p), f"SW eps={eps} M={M} v={v} seed={seed}"
@@ -169,7 +190,7 @@ def test_s3_goodness_of_fit(monkeypatch, eps):
                 assert not passes(counts_of(jm, M), p), f"mutant {name} not rejected (eps={eps}, v={v})"
 
 
-# ---- S6 (continuous option) ----------------------------------------------------------------------------------
+# ---- S6 (continuous option) --------------------------------------------------------------------------------
 @pytest.mark.parametrize("eps", [0.5, 2.0])
 @pytest.mark.parametrize("v", [0.0, 0.3, 1.0])
 def test_s6_continuous_ks(eps, v):
@@ -202,7 +223,7 @@ def test_density_and_cdf():
     assert np.allclose(np.diff(sw16.cdf(edges, 0.3)), sw16.probabilities(0.3), atol=1e-12)
 
 
-# ---- reachable floats (Mironov): documented limitation of the continuous option -------------------------------
+# ---- reachable floats (Mironov): documented limitation of the continuous option ----------------------------
 def _first_k(f, y):
     """Smallest k in [0, 2^53) with f(k) >= y (f monotone non-decreasing, vectorised over y)."""
     lo = np.zeros(y.shape, dtype=np.int64)
@@ -234,7 +255,12 @@ def _reachable(y, v, eps):
 
 @pytest.mark.parametrize(
     "continuous",
-    [False, pytest.param(True, marks=pytest.mark.xfail(strict=True, reason="continuous SW leaks through reachable floats"))],
+    [
+        False,
+        pytest.param(
+            True, marks=pytest.mark.xfail(strict=True, reason="continuous SW leaks through reachable floats")
+        ),
+    ],
 )
 def test_reachable_outputs_do_not_depend_on_input(continuous):
     eps, v, v2 = 1.0, 0.1, 0.1 + 2.0**-40
@@ -243,10 +269,12 @@ def test_reachable_outputs_do_not_depend_on_input(continuous):
     if continuous:
         assert np.all(_reachable(y, v2, eps))
     else:
-        assert set(np.unique(y).tolist()) <= set(sw.midpoints.tolist())  # the same public grid for every input
+        assert set(np.unique(y).tolist()) <= set(
+            sw.midpoints.tolist()
+        )  # the same public grid for every input
 
 
-# ---- API -----------------------------------------------------------------------------------------------------
+# ---- API ---------------------------------------------------------------------------------------------------
 def test_api_and_validation():
     sw = SquareWave(epsilon=1.0, buckets=8)
     assert repr(sw) == "SquareWave(epsilon=1.0, buckets=8, continuous=False)"

@@ -13,7 +13,9 @@ from geoldp.testing import EnumeratingSource, assert_ldp, exact_distribution, ld
 
 def test_max_log_ratio():
     assert max_log_ratio([[0.5, 0.5], [0.25, 0.75]]) == pytest.approx(math.log(2))
-    assert max_log_ratio([[0.5, 0.5, 0.0], [0.25, 0.75, 0.0]]) == pytest.approx(math.log(2))  # all-zero column ignored
+    assert max_log_ratio([[0.5, 0.5, 0.0], [0.25, 0.75, 0.0]]) == pytest.approx(
+        math.log(2)
+    )  # all-zero column ignored
     assert max_log_ratio([[1.0, 0.0], [0.5, 0.5]]) == math.inf
     with pytest.raises(ValueError, match="2-D"):
         max_log_ratio([0.5, 0.5])

@@ -25,8 +25,10 @@ from geoldp.trajectory import _fast as F
 from geoldp.trajectory import calibration as C
 from geoldp.trajectory.merge import TAU_FACTOR, merge_index
 
-KEY = np.array([0x243F6A88, 0x85A308D3, 0x13198A2E, 0x03707344,
-                0xA4093822, 0x299F31D0, 0x082EFA98, 0xEC4E6C89], dtype=np.uint32)
+KEY = np.array(
+    [0x243F6A88, 0x85A308D3, 0x13198A2E, 0x03707344, 0xA4093822, 0x299F31D0, 0x082EFA98, 0xEC4E6C89],
+    dtype=np.uint32,
+)
 N = 100_000
 
 
@@ -57,8 +59,9 @@ def _assert_fits(mech, points, x, **kw):
     expected = _exact_pmf(mech, points, x)
     counts = _sample_counts(mech, points, x, **kw)
     x2, crit, df = chi_square(counts, expected, N)
-    assert x2 < crit, (f"{mech.name} eps={mech.epsilon} x={x}: X2={x2:.1f} >= crit={crit:.1f} (df={df}), "
-                       f"key={KEY.tolist()}")
+    assert x2 < crit, (
+        f"{mech.name} eps={mech.epsilon} x={x}: X2={x2:.1f} >= crit={crit:.1f} (df={df}), key={KEY.tolist()}"
+    )
 
 
 # ------------------------------------------------------------------------------------------------------
@@ -67,20 +70,42 @@ def _assert_fits(mech, points, x, **kw):
 
 CONFIGS = [
     ("tp", {"epsilon": 10.0}, [0, 3, 5]),
-    ("tp", {"epsilon": 40.0, "sector_convention": "floor", "tie_break": "index", "fallback": "region"},
-     [2, 1, 5]),
+    (
+        "tp",
+        {"epsilon": 40.0, "sector_convention": "floor", "tie_break": "index", "fallback": "region"},
+        [2, 1, 5],
+    ),
     ("atp", {"epsilon": 10.0, "sw_buckets": 8}, [0, 5]),
     ("atp", {"epsilon": 40.0, "sw_buckets": 8}, [1, 4]),
-    ("atp", {"epsilon": 40.0, "sw_buckets": 8, "distance_mapping": "input", "anchor_mean": "vector",
-             "decay_epsilon": "copy"}, [2, 5]),
+    (
+        "atp",
+        {
+            "epsilon": 40.0,
+            "sw_buckets": 8,
+            "distance_mapping": "input",
+            "anchor_mean": "vector",
+            "decay_epsilon": "copy",
+        },
+        [2, 5],
+    ),
     ("pointem", {"epsilon": 10.0}, [1, 4, 2]),
     ("tp", {"epsilon": 4.0}, [3]),
 ]
 # n = 3 for ATP: the exact enumeration alone takes ~10 s here
 SLOW_CONFIGS = [
     ("atp", {"epsilon": 10.0, "sw_buckets": 8}, [0, 3, 5]),
-    ("atp", {"epsilon": 40.0, "sw_buckets": 8, "distance_mapping": "input", "anchor_mean": "vector",
-             "split": "grouped", "decay_epsilon": "copy"}, [2, 1, 5]),
+    (
+        "atp",
+        {
+            "epsilon": 40.0,
+            "sw_buckets": 8,
+            "distance_mapping": "input",
+            "anchor_mean": "vector",
+            "split": "grouped",
+            "decay_epsilon": "copy",
+        },
+        [2, 1, 5],
+    ),
 ]
 _CLS = {"tp": TP, "atp": ATP, "pointem": PointEM}
 
@@ -96,8 +121,9 @@ def test_fast_path_fits_exact_pmf_atp_n3(name, kwargs, x):
     _assert_fits(make(_CLS[name], **kwargs), city(6), x)
 
 
-@pytest.mark.parametrize("prop", [(0, 0), (0, 64), (10**6, 0)],
-                         ids=["categorical", "enumerate-reject", "reject"])
+@pytest.mark.parametrize(
+    "prop", [(0, 0), (0, 64), (10**6, 0)], ids=["categorical", "enumerate-reject", "reject"]
+)
 def test_forced_em_branches_fit_exact_pmf(monkeypatch, prop):
     # (phase-1, phase-3) proposal limits: (0, 0) forces the inverse CDF over the enumerated domain for every
     # EM, (0, 64) the rejection from the enumerated domain, (10**6, 0) pure rejection from the superset.
@@ -148,9 +174,17 @@ def town():
     return PointSet(lon, lat), flat, offsets
 
 
-@pytest.mark.parametrize("mech", [TP(epsilon=4.0), ATP(epsilon=4.0), PointEM(epsilon=4.0), ATP(epsilon=1.0),
-                                  ATP(epsilon=4.0, sw_output="continuous")],
-                         ids=["tp", "atp", "pointem", "atp-eps1", "atp-continuous-sw"])
+@pytest.mark.parametrize(
+    "mech",
+    [
+        TP(epsilon=4.0),
+        ATP(epsilon=4.0),
+        PointEM(epsilon=4.0),
+        ATP(epsilon=1.0),
+        ATP(epsilon=4.0, sw_output="continuous"),
+    ],
+    ids=["tp", "atp", "pointem", "atp-eps1", "atp-continuous-sw"],
+)
 def test_chunk_invariance_and_layout(town, mech):
     P, flat, offsets = town
     whole = F.perturb_fast(flat, offsets, P, mech, KEY, 7)
@@ -159,8 +193,8 @@ def test_chunk_invariance_and_layout(town, mech):
     cuts = [0, 1, 57, 58, 200, len(offsets) - 1]
     parts = []
     for a, b in zip(cuts[:-1], cuts[1:], strict=True):
-        sub_off = offsets[a:b + 1] - offsets[a]
-        parts.append(F.perturb_fast(flat[offsets[a]:offsets[b]], sub_off, P, mech, KEY, 7 + a))
+        sub_off = offsets[a : b + 1] - offsets[a]
+        parts.append(F.perturb_fast(flat[offsets[a] : offsets[b]], sub_off, P, mech, KEY, 7 + a))
     assert np.array_equal(np.concatenate(parts), whole)
     again = F.perturb_fast(flat, offsets, P, mech, KEY, 7)
     assert np.array_equal(again, whole)
@@ -219,7 +253,7 @@ def test_anchor_rule_matches_reference(town):
         got = F._anchors(flat, offsets, idx, vector)
         d = np.empty(len(P))
         for t in range(0, len(offsets) - 1, 7):
-            lam_a, phi_a = _reference_anchor_location(P, flat[offsets[t]:offsets[t + 1]], vector)
+            lam_a, phi_a = _reference_anchor_location(P, flat[offsets[t] : offsets[t + 1]], vector)
             K.haversine_from_one(lam_a, phi_a, P.lam, P.phi, d)
             assert got[t] == int(np.argmin(d))
 
@@ -251,16 +285,37 @@ def test_merge_matches_reference_including_ties():
     for balanced in (True, False):
         for a, b in pairs:
             ref = merge_index(a, b, P.lam, P.phi, tau, balanced, da, db)
-            got = F._merge(a, b, idx.lam, idx.phi, idx.xyz, idx.sxyz, idx.order, idx.gf, idx.gi,
-                           idx.basis, idx.cell_start, tau, balanced, *work)
+            got = F._merge(
+                a,
+                b,
+                idx.lam,
+                idx.phi,
+                idx.xyz,
+                idx.sxyz,
+                idx.order,
+                idx.gf,
+                idx.gi,
+                idx.basis,
+                idx.cell_start,
+                tau,
+                balanced,
+                *work,
+            )
             assert got == ref, (a, b, balanced)
 
 
 def _merge_work(idx):
     nr = int(idx.gi[1])
-    return (np.zeros(nr, dtype=np.int64), np.zeros(nr, dtype=np.int64), np.zeros(nr, dtype=np.int64),
-            np.zeros((40, 3)), np.zeros(idx.m, dtype=np.int64), np.zeros(idx.m), np.zeros(idx.m),
-            np.zeros(F._N_STATS, dtype=np.int64))
+    return (
+        np.zeros(nr, dtype=np.int64),
+        np.zeros(nr, dtype=np.int64),
+        np.zeros(nr, dtype=np.int64),
+        np.zeros((40, 3)),
+        np.zeros(idx.m, dtype=np.int64),
+        np.zeros(idx.m),
+        np.zeros(idx.m),
+        np.zeros(F._N_STATS, dtype=np.int64),
+    )
 
 
 def test_global_point_set_uses_full_scans():
@@ -276,8 +331,22 @@ def test_global_point_set_uses_full_scans():
     db = np.empty(len(P))
     for a, b in rng.integers(0, len(P), (50, 2)):
         ref = merge_index(int(a), int(b), P.lam, P.phi, tau, True, da, db)
-        got = F._merge(int(a), int(b), idx.lam, idx.phi, idx.xyz, idx.sxyz, idx.order, idx.gf,
-                       idx.gi, idx.basis, idx.cell_start, tau, True, *work)
+        got = F._merge(
+            int(a),
+            int(b),
+            idx.lam,
+            idx.phi,
+            idx.xyz,
+            idx.sxyz,
+            idx.order,
+            idx.gf,
+            idx.gi,
+            idx.basis,
+            idx.cell_start,
+            tau,
+            True,
+            *work,
+        )
         assert got == ref
     flat, offsets = _layout([rng.integers(0, 300, int(k)) for k in rng.integers(1, 6, 50)])
     for mech in (TP(epsilon=4.0), ATP(epsilon=4.0)):
@@ -297,8 +366,24 @@ def test_calibration_matches_reference(town, input_mapping):
     for b, eps_r in ((0.358155424611167, 0.5), (0.0304, 4.0)):
         for a in rng.integers(0, m, 25):
             a = int(a)
-            F._calibration_pass(a, idx.lam, idx.phi, idx.ox, idx.oy, idx.oz, idx.ssx, idx.ssy, idx.ssz,
-                                idx.order, idx.cbox, b, input_mapping, tmp, cal, 0)
+            F._calibration_pass(
+                a,
+                idx.lam,
+                idx.phi,
+                idx.ox,
+                idx.oy,
+                idx.oz,
+                idx.ssx,
+                idx.ssy,
+                idx.ssz,
+                idx.order,
+                idx.cbox,
+                b,
+                input_mapping,
+                tmp,
+                cal,
+                0,
+            )
             K.haversine_from_one(idx.lam[a], idx.phi[a], idx.lam, idx.phi, row)
             dr = row.max()
             assert cal[0, a, 1] == dr
@@ -347,15 +432,17 @@ def test_domain_supersets_and_membership_are_exact(town, g, centred):
             truth &= dist <= r
             du, dv = F._gnomonic(idx.xyz[c, 0], idx.xyz[c, 1], idx.xyz[c, 2], idx.gf, idx.basis)
             dl = idx.gf[4] * (r / K.EARTH_RADIUS_M) * (1.0 + 1e-9) + 1e-12
-        n_runs, total = F._ranges(idx.gf, idx.gi, idx.cell_start, hp, int(dint[0]), has_reg, du, dv, dl,
-                                  lo, hi, cum)
+        n_runs, total = F._ranges(
+            idx.gf, idx.gi, idx.cell_start, hp, int(dint[0]), has_reg, du, dv, dl, lo, hi, cum
+        )
         covered = np.zeros(m, dtype=bool)
         for k in range(n_runs):
-            covered[idx.order[lo[k]:hi[k]]] = True
+            covered[idx.order[lo[k] : hi[k]]] = True
         assert covered.sum() == total
         assert not np.any(truth & ~covered), "superset misses a member"
-        member = np.array([F._member(p, idx.lam, idx.phi, idx.xyz, dq, dint, dflt, g, centred)
-                           for p in range(m)])
+        member = np.array(
+            [F._member(p, idx.lam, idx.phi, idx.xyz, dq, dint, dflt, g, centred) for p in range(m)]
+        )
         assert np.array_equal(member, truth)
 
 
