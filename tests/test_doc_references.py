@@ -79,9 +79,9 @@ def algorithm_references(text: str) -> list[tuple[int, str]]:
     return out
 
 
-def algorithm_sections(text: str) -> set[str]:
-    """Section numbers of the numbered headings of ``text`` (fenced code blocks skipped)."""
-    sections: set[str] = set()
+def algorithm_headings(text: str) -> list[str]:
+    """Section numbers of the numbered headings of ``text``, in order (fenced code blocks skipped)."""
+    numbers: list[str] = []
     fenced = False
     for line in text.splitlines():
         if line.lstrip().startswith(("```", "~~~", ":::")):
@@ -89,8 +89,13 @@ def algorithm_sections(text: str) -> set[str]:
             continue
         m = None if fenced else _HEADING.match(line)
         if m:
-            sections.add(m.group("num"))
-    return sections
+            numbers.append(m.group("num"))
+    return numbers
+
+
+def algorithm_sections(text: str) -> set[str]:
+    """The set of section numbers of ``text`` (see :func:`algorithm_headings`)."""
+    return set(algorithm_headings(text))
 
 
 def test_rule_on_examples():
@@ -127,3 +132,11 @@ def test_every_reference_has_a_section():
         missing += [f"{path.relative_to(ROOT)}:{line}: §{num}" for line, num in refs if num not in sections]
     assert n_refs > 0, "no § references found: the scan is broken"
     assert not missing, "references without a section in docs/algorithm.md:\n" + "\n".join(missing)
+
+
+def test_section_numbers_are_unique():
+    """A number used twice would make a reference ambiguous."""
+    numbers = algorithm_headings(ALGORITHM_DOC.read_text(encoding="utf-8"))
+    duplicates = sorted({n for n in numbers if numbers.count(n) > 1})
+    assert numbers, "docs/algorithm.md has no numbered headings"
+    assert not duplicates, f"section numbers used twice in docs/algorithm.md: {duplicates}"
