@@ -13,7 +13,15 @@ from fractions import Fraction
 
 import numpy as np
 
-__all__ = ["check_epsilon", "check_int_range", "check_option", "check_real"]
+__all__ = [
+    "check_bool",
+    "check_epsilon",
+    "check_int_range",
+    "check_max_km",
+    "check_option",
+    "check_positive_km",
+    "check_real",
+]
 
 
 def _fmt(value) -> str:
@@ -156,3 +164,80 @@ def check_int_range(
             f"Got {value} instead."
         )
     return value
+
+
+def check_bool(value, name: str, *, caller: str) -> bool:
+    """Return ``value`` as a bool if it is a Python or numpy bool.
+
+    Raises
+    ------
+    TypeError
+        For anything else (``0``/``1`` and strings included).
+
+    Examples
+    --------
+    >>> check_bool(True, "progress", caller="perturb")
+    True
+    """
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(
+            f"The {name!r} parameter of {caller} must be a bool. Got {type(value).__name__} instead."
+        )
+    return bool(value)
+
+
+def check_max_km(max_km, *, caller: str) -> float | None:
+    """Validate a snapping tolerance of the analyses: None, or a float in [0, inf).
+
+    Raises
+    ------
+    ValueError
+        For anything else (the message names ``max_km``).
+
+    Examples
+    --------
+    >>> check_max_km(0.5, caller="visit_counts")
+    0.5
+    """
+    if max_km is None:
+        return None
+    if (
+        isinstance(max_km, (bool, np.bool_))
+        or not isinstance(max_km, (numbers.Real, np.integer, np.floating))
+        or not (0.0 <= float(max_km) < math.inf)
+    ):
+        raise ValueError(
+            f"The 'max_km' parameter of {caller} must be None or a float in [0, inf). Got {_fmt(max_km)}."
+        )
+    return float(max_km)
+
+
+def check_positive_km(value, name: str, *, caller: str) -> float | None:
+    """Validate an optional distance in km: None, or a float in the range (0, inf).
+
+    Raises
+    ------
+    TypeError
+        For a non-number (bool included).
+    ValueError
+        For zero, a negative, NaN or infinite value.
+
+    Examples
+    --------
+    >>> check_positive_km(2, "snap_max_km", caller="perturb")
+    2.0
+    """
+    if value is None:
+        return None
+    if not _is_real_number(value):
+        raise TypeError(
+            f"The {name!r} parameter of {caller} must be a float in the range (0, inf) or None. "
+            f"Got {type(value).__name__} instead."
+        )
+    number = float(value)
+    if not (0.0 < number < math.inf):
+        raise ValueError(
+            f"The {name!r} parameter of {caller} must be a float in the range (0, inf) or None. "
+            f"Got {number!r} instead."
+        )
+    return number

@@ -32,6 +32,7 @@ import numpy as np
 import pandas as pd
 
 from geoldp import _frames
+from geoldp._validation import check_positive_km
 from geoldp.errors import PrivacyWarning
 
 __all__ = ["LDPAccessor", "perturb", "resolve_mechanism", "snap"]
@@ -219,7 +220,7 @@ def snap(
     """
     caller = "GeoDataFrame.ldp.snap"
     gdf = _frames.check_frame(gdf, caller=caller)
-    snap_max_km = _frames.check_snap_max_km(snap_max_km, caller=caller)
+    snap_max_km = check_positive_km(snap_max_km, "snap_max_km", caller=caller)
     return_distances = _check_bool(return_distances, "return_distances", caller)
     ps, _ = _frames.resolve_points(points, caller=caller)
     ft = _frames.extract(gdf, traj_id_col=traj_id_col, time_col=time_col, caller=caller)
@@ -325,7 +326,7 @@ def perturb(
     caller = "GeoDataFrame.ldp.perturb"
     gdf = _frames.check_frame(gdf, caller=caller)
     kept = _frames.check_columns(gdf, keep_columns, parameter="keep_columns", caller=caller)
-    snap_max_km = _frames.check_snap_max_km(snap_max_km, caller=caller)
+    snap_max_km = check_positive_km(snap_max_km, "snap_max_km", caller=caller)
     progress = _check_bool(progress, "progress", caller)
     mech = resolve_mechanism(mechanism, epsilon, options, caller=caller)
     from geoldp._random import resolve_rng

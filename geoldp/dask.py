@@ -172,6 +172,7 @@ def perturb(
     from geoldp import _frames
     from geoldp import prepare as _prepare
     from geoldp._random import resolve_rng
+    from geoldp._validation import check_positive_km
     from geoldp.accessor import _provenance, resolve_mechanism
     from geoldp.errors import PrivacyWarning
 
@@ -194,7 +195,7 @@ def perturb(
             "(geoldp never assumes EPSG:4326)."
         )
     kept = _frames.check_columns(meta, keep_columns, parameter="keep_columns", caller=_CALLER)
-    snap_max_km = _frames.check_snap_max_km(snap_max_km, caller=_CALLER)
+    snap_max_km = check_positive_km(snap_max_km, "snap_max_km", caller=_CALLER)
     mech = resolve_mechanism(mechanism, epsilon, options, caller=_CALLER)
     source = resolve_rng(rng)
     ps, ps_source = _frames.resolve_points(points, caller=_CALLER)
