@@ -16,6 +16,8 @@ import numpy as np
 __all__ = [
     "check_bool",
     "check_epsilon",
+    "check_float_range",
+    "check_int_min",
     "check_int_range",
     "check_max_km",
     "check_option",
@@ -239,5 +241,58 @@ def check_positive_km(value, name: str, *, caller: str) -> float | None:
         raise ValueError(
             f"The {name!r} parameter of {caller} must be a float in the range (0, inf) or None. "
             f"Got {number!r} instead."
+        )
+    return number
+
+
+def check_int_min(value, name: str, *, minimum: int, caller: str) -> int:
+    """Validate an integer parameter (Python or numpy int, not bool) that must be ``>= minimum``.
+
+    Raises
+    ------
+    TypeError
+        Not an integer (floats such as ``2.0`` are rejected too).
+    ValueError
+        Below ``minimum``.
+
+    Examples
+    --------
+    >>> check_int_min(3, "max_points", minimum=2, caller="resample")
+    3
+    """
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (numbers.Integral, np.integer)):
+        raise TypeError(
+            f"The {name!r} parameter of {caller} must be an int >= {minimum}. Got {type(value).__name__} "
+            "instead."
+        )
+    if value < minimum:
+        raise ValueError(
+            f"The {name!r} parameter of {caller} must be an int >= {minimum}. Got {value!r} instead."
+        )
+    return int(value)
+
+
+def check_float_range(value, name: str, *, caller: str, minimum: float = 0.0, closed: bool = False) -> float:
+    """Validate a real number in ``(minimum, inf)`` (or ``[minimum, inf)`` with ``closed=True``).
+
+    Raises
+    ------
+    TypeError
+        For a non-number (bool, str and None included).
+    ValueError
+        Out of range, NaN or infinite (or too large for a float).
+
+    Examples
+    --------
+    >>> check_float_range(5, "spacing_m", caller="resample")
+    5.0
+    """
+    number = check_real(value, name, caller=caller)
+    ok = (number >= minimum if closed else number > minimum) and number < math.inf
+    if not ok:
+        bracket = "[" if closed else "("
+        raise ValueError(
+            f"The {name!r} parameter of {caller} must be a float in the range {bracket}{minimum:g}, inf). "
+            f"Got {_fmt(value)} instead."
         )
     return number
