@@ -50,7 +50,7 @@ def geoldp_version() -> str:
 
 def _collect() -> dict[str, dict[str, str | None]]:
     """Collect the information printed by :func:`show_versions`."""
-    system = {
+    system: dict[str, str | None] = {
         "geoldp": geoldp_version(),
         "python": sys.version.replace("\n", " "),
         "executable": sys.executable,

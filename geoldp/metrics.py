@@ -348,6 +348,7 @@ def hotspot_preservation(
     if points is None:
         raise ValueError(f"The 'points' parameter of {caller} is required (the public point set).")
     to, tp, pts = _pair(original, perturbed, points, caller=caller, pointwise=False)
+    assert pts is not None  # points were required above
     if isinstance(k, bool) or not isinstance(k, numbers.Integral) or not (1 <= k <= pts.size):
         raise ValueError(
             f"The 'k' parameter of {caller} must be an int in the range [1, {pts.size}]. Got {k!r}."

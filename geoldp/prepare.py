@@ -152,7 +152,7 @@ def trajectories_from_points(
     brk = np.zeros(rows.size, dtype=bool)
     brk[0] = True
     brk[1:] = traj_of_vertex[1:] != traj_of_vertex[:-1]
-    times = df[time_col].iloc[rows].reset_index(drop=True) if time_col is not None else None
+    times: Any = df[time_col].iloc[rows].reset_index(drop=True) if time_col is not None else None
     gap = _gap_value(max_gap, df[time_col]) if time_col is not None else None
     if gap is not None and rows.size > 1:
         diffs = times.diff().to_numpy()[1:]
