@@ -324,11 +324,9 @@ def run_with_key(
 
 
 def _fast_impl():
-    """H3's ``perturb_fast`` if the fast path is importable, else None (reference fallback)."""
-    try:
-        from geoldp.trajectory._fast import perturb_fast
-    except ImportError:
-        return None
+    """The compiled fast path (imported on first use; numba is a hard dependency, so it always imports)."""
+    from geoldp.trajectory._fast import perturb_fast
+
     return perturb_fast
 
 
