@@ -246,11 +246,81 @@ class LDPAccessor:
         rng: Any = None,
         **options: Any,
     ) -> Any:
-        """Perturb every trajectory under ε-LDP; return a new GeoDataFrame.
+        """Perturb every trajectory of this frame under ε-LDP (TP, ATP or PointEM); return a new frame.
+
+        Parameters
+        ----------
+        points : PointSet, GeoDataFrame or GeoSeries of Points
+            The public point set P. Every input vertex is snapped to its nearest public point, and every
+            output vertex is a public point (bit-identical to P transformed into the input CRS).
+        mechanism : {"atp", "tp", "pointem"} or mechanism object, default "atp"
+            Case-insensitive name, or a configured :class:`~geoldp.ATP` / :class:`~geoldp.TP` /
+            :class:`~geoldp.PointEM` (then ``epsilon`` and ``options`` must not be given).
+        epsilon : float
+            The privacy budget of **one trajectory** (one row, or one ``traj_id_col`` group).
+        keep_columns : list of column labels, optional
+            Columns copied to the output unchanged. They are **not protected** by the mechanism; a
+            :class:`~geoldp.PrivacyWarning` names them. By default only the geometry (and ``traj_id_col``
+            for Point rows) is returned.
+        snap_max_km : float, optional
+            If set, a vertex farther than this from every public point raises ``ValueError`` naming the row
+            position. If not set, vertices farther than the diameter of P trigger one
+            :class:`~geoldp.GeoLDPWarning` with counts only. Snap distances never enter the output.
+        traj_id_col, time_col : column label, optional
+            Grouping and ordering of Point rows. A Point row without ``traj_id_col`` is a one-point
+            trajectory.
+        progress : bool, default False
+            Show a progress bar (needs ``tqdm``; silently off without it). The output does not change.
+        on_invalid : {"raise", "null"}, default "raise"
+            Rows with a missing/empty geometry or NaN/inf/out-of-range coordinates raise ``ValueError``
+            (naming the row position). ``"null"`` outputs ``None`` for them instead, which reveals which
+            rows were invalid.
+        rng : {None, int, array_like[ints], SeedSequence, BitGenerator, Generator}, optional
+            ``None`` (default) uses the operating system's CSPRNG. Anything else seeds NumPy: **for
+            experiments and tests only, not for deployment**. The seed is never stored in the output.
+        **options
+            Mechanism options (``granularity``, ``split``, ``sw_buckets`` ...) when ``mechanism`` is a name.
+
+        Returns
+        -------
+        geopandas.GeoDataFrame
+            The input's index, row order, CRS and geometry column name, with the perturbed geometry (same
+            geometry type and vertex count per row), plus ``traj_id_col`` for Point input and
+            ``keep_columns``. ``out.attrs["geoldp"]`` holds the provenance (mechanism, ε, options, ledger by
+            kind, snapping settings, geoldp version, RNG policy), never the seed or a private value.
+
+        Raises
+        ------
+        TypeError
+            Wrong geometry type (MultiLineString: use ``explode()``), mechanism, option or ``rng`` type.
+        ValueError
+            Missing CRS, no rows, invalid rows (naming the row position), missing columns, invalid ε or
+            options. All checks run before any random draw.
+
+        Warns
+        -----
+        PrivacyWarning
+            For ``keep_columns``; when the budget per point is so small that the output is close to
+            uniform noise (see :func:`geoldp.prepare.point_budget`).
+        GeoLDPWarning
+            Z/M dropped; vertices farther from P than its diameter.
 
         See Also
         --------
-        geoldp.accessor.perturb : full documentation.
+        geoldp.accessor.perturb : the same as a function of the frame.
+        geoldp.perturb_trajectories : the same mechanisms on index sequences.
+        geoldp.prepare.resample : shrink long GPS traces before perturbing them.
+
+        Examples
+        --------
+        >>> import geopandas as gpd, geoldp
+        >>> from shapely import LineString, box
+        >>> pois = geoldp.PointSet([0.0, 0.01, 0.02, 0.03], [0.0, 0.01, 0.0, 0.01])
+        >>> lines = [LineString([(0, 0), (0.02, 0)]), LineString([(0.01, 0.01), (0.03, 0.01)])]
+        >>> trips = gpd.GeoDataFrame(geometry=lines, crs="EPSG:4326")
+        >>> out = trips.ldp.perturb(pois, mechanism="atp", epsilon=4.0, rng=0)  # rng: for experiments only
+        >>> out.index.equals(trips.index), out.crs == trips.crs, out.attrs["geoldp"]["epsilon"]
+        (True, True, 4.0)
         """
         return perturb(
             self._obj,
@@ -276,11 +346,48 @@ class LDPAccessor:
         snap_max_km: float | None = None,
         return_distances: bool = False,
     ) -> Any:
-        """Index sequences of the trajectories snapped to the public points.
+        """Index sequences of this frame's trajectories snapped to the public points.
+
+        Parameters
+        ----------
+        points : PointSet, GeoDataFrame or GeoSeries of Points
+            The public point set P.
+        traj_id_col, time_col : column label, optional
+            Grouping and ordering of Point rows (as in :meth:`perturb`).
+        snap_max_km : float, optional
+            Raise ``ValueError`` (naming the row position) if a vertex is farther than this from P.
+        return_distances : bool, default False
+            Also return the snap distances (metres) per trajectory. They are computed from the private
+            data: keep them local, never publish them.
+
+        Returns
+        -------
+        list of numpy.ndarray
+            One int64 array of indices into P per trajectory (input row order for LineStrings; order of
+            first appearance of each id for Point rows). With ``return_distances``, a tuple
+            ``(sequences, distances)``.
+
+        Raises
+        ------
+        TypeError
+            Wrong geometry type, ``points`` or ``return_distances`` type.
+        ValueError
+            Missing CRS, no rows, invalid rows or a vertex beyond ``snap_max_km`` (naming the row position).
 
         See Also
         --------
-        geoldp.accessor.snap : full documentation.
+        geoldp.accessor.snap : the same as a function of the frame.
+        geoldp.perturb_trajectories : the array engine that consumes these sequences.
+
+        Examples
+        --------
+        >>> import geopandas as gpd, geoldp
+        >>> from shapely import LineString, box
+        >>> pois = geoldp.PointSet([0.0, 0.01, 0.02, 0.03], [0.0, 0.01, 0.0, 0.01])
+        >>> lines = [LineString([(0, 0), (0.02, 0)]), LineString([(0.01, 0.01), (0.03, 0.01)])]
+        >>> trips = gpd.GeoDataFrame(geometry=lines, crs="EPSG:4326")
+        >>> [seq.tolist() for seq in trips.ldp.snap(pois)]
+        [[0, 2], [1, 3]]
         """
         return snap(
             self._obj,
@@ -292,33 +399,131 @@ class LDPAccessor:
         )
 
     def to_geojson(self, path: Any, *, ledger: bool = True) -> Any:
-        """Write RFC 7946 GeoJSON (WGS 84) with the ledger as a top-level ``"geoldp"`` member.
+        """Write this frame as RFC 7946 GeoJSON (WGS 84) with the ledger as a top-level ``"geoldp"`` member.
+
+        Parameters
+        ----------
+        path : str or os.PathLike
+            Output file (``.geojson`` recommended).
+        ledger : bool or "sidecar", default True
+            ``True``: the provenance ``attrs["geoldp"]`` becomes a top-level ``"geoldp"`` member of the
+            FeatureCollection. ``"sidecar"``: it is written to ``<path>.ledger.json`` instead. ``False``: not
+            written.
+
+        Returns
+        -------
+        pathlib.Path
+            The GeoJSON file written.
+
+        Raises
+        ------
+        ValueError
+            No CRS (use ``set_crs()``), no active geometry column.
 
         See Also
         --------
-        geoldp.io.to_geojson : full documentation.
+        geoldp.io.to_geojson : the same as a function of the frame.
+
+        Examples
+        --------
+        >>> import geopandas as gpd, geoldp
+        >>> from shapely import LineString, box
+        >>> pois = geoldp.PointSet([0.0, 0.01, 0.02, 0.03], [0.0, 0.01, 0.0, 0.01])
+        >>> lines = [LineString([(0, 0), (0.02, 0)]), LineString([(0.01, 0.01), (0.03, 0.01)])]
+        >>> trips = gpd.GeoDataFrame(geometry=lines, crs="EPSG:4326")
+        >>> import pathlib, tempfile
+        >>> out = trips.ldp.perturb(pois, epsilon=4.0, rng=0)
+        >>> path = out.ldp.to_geojson(pathlib.Path(tempfile.mkdtemp()) / "released.geojson")
+        >>> path.name, "geoldp" in path.read_text()
+        ('released.geojson', True)
         """
         from geoldp import io
 
         return io.to_geojson(self._obj, path, ledger=ledger)
 
     def range_count(self, region: Any, *, points: Any = None, how: str = "points") -> Any:
-        """Number of trajectories that visit ``region``.
+        """Number of this frame's trajectories that pass through ``region``.
+
+        Parameters
+        ----------
+        region : Polygon, MultiPolygon, tuple, list or GeoSeries
+            A polygon (in this frame's CRS); a circle ``(lon, lat, radius_km)`` (WGS 84 centre, haversine
+            radius in km); a list of those; or a GeoSeries/GeoDataFrame of polygons with a CRS.
+        points : PointSet or GeoDataFrame, optional
+            Public point set (not needed for geometry input).
+        how : {"points", "line"}, default "points"
+            ``"points"``: a trajectory passes through the region when one of its vertices lies in it
+            (boundary included). ``"line"``: also when a segment between consecutive vertices crosses it.
+
+        Returns
+        -------
+        int or numpy.ndarray of int64
+            The count for a single region; one count per region for a list or GeoSeries of regions.
+
+        Raises
+        ------
+        TypeError
+            A region that is not a polygon or a circle; trajectories that are not LineStrings or Points.
+        ValueError
+            Missing CRS, an empty/missing geometry, an invalid circle or ``how``.
 
         See Also
         --------
-        geoldp.queries.range_count : full documentation.
+        geoldp.queries.range_count : the same as a function.
+
+        Examples
+        --------
+        >>> import geopandas as gpd, geoldp
+        >>> from shapely import LineString, box
+        >>> pois = geoldp.PointSet([0.0, 0.01, 0.02, 0.03], [0.0, 0.01, 0.0, 0.01])
+        >>> lines = [LineString([(0, 0), (0.02, 0)]), LineString([(0.01, 0.01), (0.03, 0.01)])]
+        >>> trips = gpd.GeoDataFrame(geometry=lines, crs="EPSG:4326")
+        >>> trips.ldp.range_count(box(-0.001, -0.001, 0.001, 0.001))
+        1
+        >>> int(trips.ldp.range_count((0.03, 0.01, 0.5)))  # a circle: (lon, lat, radius_km)
+        1
         """
         from geoldp import queries
 
         return queries.range_count(self._obj, region, points=points, how=how)
 
     def visit_counts(self, points: Any, *, max_km: float | None = 0.001) -> Any:
-        """Visits per public point.
+        """Number of distinct trajectories of this frame visiting each public point.
+
+        Parameters
+        ----------
+        points : PointSet, GeoDataFrame/GeoSeries of Points or (m, 2) array of (lon, lat)
+            The public point set P (in its order).
+        max_km : float or None, default 0.001
+            A vertex is assigned to its nearest public point when it lies within ``max_km`` of it (1 m by
+            default: released vertices sit exactly on P), and ignored otherwise. ``None`` snaps every
+            vertex.
+
+        Returns
+        -------
+        numpy.ndarray of int64, shape (m,)
+            ``counts[p]``: the number of trajectories with a vertex at P_p (a repeated visit counts once).
+
+        Raises
+        ------
+        TypeError
+            ``points`` of another type; trajectories that are not LineStrings or Points.
+        ValueError
+            Missing CRS, an empty/missing geometry, an invalid ``max_km``.
 
         See Also
         --------
-        geoldp.queries.visit_counts : full documentation.
+        geoldp.queries.visit_counts : the same as a function.
+
+        Examples
+        --------
+        >>> import geopandas as gpd, geoldp
+        >>> from shapely import LineString, box
+        >>> pois = geoldp.PointSet([0.0, 0.01, 0.02, 0.03], [0.0, 0.01, 0.0, 0.01])
+        >>> lines = [LineString([(0, 0), (0.02, 0)]), LineString([(0.01, 0.01), (0.03, 0.01)])]
+        >>> trips = gpd.GeoDataFrame(geometry=lines, crs="EPSG:4326")
+        >>> trips.ldp.visit_counts(pois).tolist()
+        [1, 1, 1, 1]
         """
         from geoldp import queries
 
@@ -337,9 +542,51 @@ class LDPAccessor:
     ) -> Any:
         """Utility table of ``perturbed`` against this (original) frame.
 
+        Parameters
+        ----------
+        perturbed : GeoDataFrame, GeoSeries or sequence of array_like of int
+            The release, matched to this frame by row position (same rows, same points per row).
+        points : PointSet, GeoDataFrame of Points or (m, 2) array, optional
+            Public point set; the hotspot rows are produced only when it is given.
+        delta_km : float or sequence of float, default (0.5, 1, 2, 3, 4)
+            Thresholds in km of the preservation range query (PRQ).
+        regions : "auto", None or regions, default "auto"
+            Query regions of the range-query error; ``"auto"`` is a deterministic 4×4 grid of circles over
+            the original's bounding box, ``None`` skips those rows.
+        sanity_bound : "auto" or float, default "auto"
+            Lower bound of the range-query error's denominator (see
+            :func:`geoldp.metrics.range_query_error`).
+        k : int, default 10
+            Number of hotspots (capped at the size of P).
+        bins : int, default 20
+            Histogram bins for the length and diameter Jensen-Shannon divergences.
+
+        Returns
+        -------
+        pandas.DataFrame
+            Columns ``metric``, ``param`` and ``value``; one row per metric (and threshold).
+
+        Raises
+        ------
+        TypeError, ValueError
+            Trajectories or parameters of the wrong type or value; a different number of rows or of
+            points per row in ``perturbed``.
+
         See Also
         --------
-        geoldp.metrics.evaluate : full documentation.
+        geoldp.metrics.evaluate : the same as a function, with the list of rows.
+
+        Examples
+        --------
+        >>> import geopandas as gpd, geoldp
+        >>> from shapely import LineString, box
+        >>> pois = geoldp.PointSet([0.0, 0.01, 0.02, 0.03], [0.0, 0.01, 0.0, 0.01])
+        >>> lines = [LineString([(0, 0), (0.02, 0)]), LineString([(0.01, 0.01), (0.03, 0.01)])]
+        >>> trips = gpd.GeoDataFrame(geometry=lines, crs="EPSG:4326")
+        >>> out = trips.ldp.perturb(pois, epsilon=4.0, rng=0)
+        >>> table = trips.ldp.evaluate(out, points=pois)
+        >>> list(table.columns)
+        ['metric', 'param', 'value']
         """
         from geoldp import metrics
 
