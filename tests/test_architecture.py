@@ -216,3 +216,16 @@ def test_the_private_name_check_can_fail(source, expected, tmp_path, monkeypatch
     path.write_text(source, encoding="utf-8")
     monkeypatch.setitem(MODULES, "geoldp.probe", path)
     assert _analyse("geoldp.probe")[1] == expected
+
+
+def test_docs_declare_the_same_layers():
+    import re
+
+    page = (ROOT.parent / "docs" / "architecture.md").read_text(encoding="utf-8")
+    documented = []
+    for line in page.splitlines():
+        if re.match(r"\|\s*\d+\.", line):
+            cell = line.split("|")[2]
+            names = re.findall(r"`([^`]+)`", cell)
+            documented.append({"__init__" if n == "geoldp/__init__.py" else n for n in names})
+    assert documented == [set(layer) for layer in LAYERS]
