@@ -394,8 +394,7 @@ class Request:
         trajectory, ``stacklevel`` the warnings' stack level counted from the caller of this method.
         """
         lengths = np.asarray(lengths, dtype=np.int64)
-        for n in sorted({int(n) for n in lengths}):
-            self.mech.check_budgets(n, self.ps.size)  # every derived stage budget, before any draw
+        engine.check_budgets(self.mech, lengths.tolist(), self.ps.size)  # before any draw
         ledgers: dict[int, Any] = {}
         warn_near_uniform(self.mech, lengths, stacklevel=stacklevel + 1, cache=ledgers)
 
