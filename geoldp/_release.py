@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from fractions import Fraction
 from typing import Any
 
@@ -425,7 +425,8 @@ class Request:
         xy = _frames.public_xy(self.ps, crs, self.ps_source)  # public data only; computed before drawing
         key = self.source.stream_key() if lengths.size else None  # drawn once, after all validation
         order = [c for c in columns if c in released or c == geom_col]
-        return Plan(self, order, geom_col, xy, key, provenance)
+        # the plan (which Dask puts in its task graph) holds the key drawn from the source, never the source
+        return Plan(replace(self, source=None), self.policy, order, geom_col, xy, key, provenance)
 
 
 @dataclass(frozen=True)
@@ -433,6 +434,7 @@ class Plan:
     """A planned release: apply it to a whole frame, in chunks, or to partitions (by global offset)."""
 
     request: Request
+    policy: str
     columns: list[Any]
     geom_col: Any
     xy: tuple[np.ndarray, np.ndarray]
@@ -447,7 +449,7 @@ class Plan:
         tqdm = _tqdm() if progress else None
         if tqdm is None:
             return list(
-                engine.run_with_key(seqs, req.ps, req.mech, key=self.key, offset=offset, policy=req.policy)
+                engine.run_with_key(seqs, req.ps, req.mech, key=self.key, offset=offset, policy=self.policy)
             )
         out: list[np.ndarray] = []
         chunk = max(1, min(_PROGRESS_CHUNK_MAX, -(-len(seqs) // 100)))
@@ -456,7 +458,7 @@ class Plan:
                 part = seqs[start : start + chunk]
                 out.extend(
                     engine.run_with_key(
-                        part, req.ps, req.mech, key=self.key, offset=offset + start, policy=req.policy
+                        part, req.ps, req.mech, key=self.key, offset=offset + start, policy=self.policy
                     )
                 )
                 bar.update(len(part))
