@@ -1,6 +1,7 @@
-"""Conversion between GeoDataFrames and the index-sequence engine (private).
+"""Conversion between GeoPandas objects and index/coordinate arrays (private).
 
-This module is the only place where GeoPandas objects meet the array engine:
+This module is the only place where GeoPandas objects meet the array code. For releases
+(:mod:`geoldp._release`):
 
 1. :func:`check_frame` validates the container (a GeoDataFrame with an active geometry column and rows);
 2. :func:`extract` turns its rows into validated WGS 84 ``(lon, lat)`` coordinate arrays, one trajectory
@@ -11,14 +12,24 @@ This module is the only place where GeoPandas objects meet the array engine:
    input CRS. The public points are transformed once, so every output vertex is bit-identical to a
    transformed public point.
 
+For analyses of (original or released) trajectories (:mod:`geoldp.queries`, :mod:`geoldp.metrics`,
+:mod:`geoldp.plotting`):
+
+5. :func:`as_pointset` normalises a public point set (PointSet, GeoDataFrame/GeoSeries of Points or an
+   ``(m, 2)`` lon/lat array) to a :class:`~geoldp.PointSet`, whose ``nearest`` is the one snapper;
+6. :func:`trajectory_arrays` turns LineStrings (any CRS) or index arrays into :class:`TrajectoryArrays`;
+7. :func:`as_regions` turns polygons and ``(lon, lat, radius_km)`` circles into :class:`Region` objects.
+
 Error messages name the **row position** (0-based, as in ``gdf.iloc``) and the reason, never coordinates,
 identifiers or timestamps (TESTING.md O8). All validation happens before any random draw.
 """
 
 from __future__ import annotations
 
+import math
+import numbers
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -31,6 +42,10 @@ from geoldp.errors import GeoLDPWarning
 __all__ = [
     "WGS84",
     "FrameTrajectories",
+    "Region",
+    "TrajectoryArrays",
+    "as_pointset",
+    "as_regions",
     "build_geometry",
     "check_columns",
     "check_frame",
@@ -39,6 +54,7 @@ __all__ = [
     "public_xy",
     "resolve_points",
     "snap",
+    "trajectory_arrays",
 ]
 
 WGS84 = CRS.from_epsg(4326)
@@ -491,24 +507,6 @@ def public_xy(ps: Any, crs: CRS, source: Any = None) -> tuple[np.ndarray, np.nda
 # --------------------------------------------------------------------------------------------------
 
 
-def check_snap_max_km(snap_max_km: Any, *, caller: str) -> float | None:
-    """Validate ``snap_max_km`` (None, or a positive finite number)."""
-    if snap_max_km is None:
-        return None
-    if isinstance(snap_max_km, bool) or not isinstance(snap_max_km, int | float | np.integer | np.floating):
-        raise TypeError(
-            f"The 'snap_max_km' parameter of {caller} must be a float in the range (0, inf) or None. "
-            f"Got {type(snap_max_km).__name__} instead."
-        )
-    value = float(snap_max_km)
-    if not (0.0 < value < np.inf):
-        raise ValueError(
-            f"The 'snap_max_km' parameter of {caller} must be a float in the range (0, inf) or None. "
-            f"Got {value!r} instead."
-        )
-    return value
-
-
 def snap(
     ft: FrameTrajectories,
     ps: Any,
@@ -602,3 +600,296 @@ def build_geometry(
     else:
         result[ft.vertex_rows] = shapely.points(coords)
     return result
+
+
+# --------------------------------------------------------------------------------------------------
+# analysis inputs: public points, trajectories as arrays, regions
+# --------------------------------------------------------------------------------------------------
+
+
+def as_pointset(points: Any, *, caller: str) -> Any:
+    """Normalise a public point set for an analysis to a :class:`~geoldp.PointSet` (in its order).
+
+    Accepts a PointSet (returned as it is), a GeoDataFrame/GeoSeries of Points with a CRS, or an ``(m, 2)``
+    array of (lon, lat) degrees. Duplicate locations are kept silently: an analysis counts per position of
+    P, and the PointSet's duplicate warning is meant for a point set handed to a mechanism.
+
+    Raises
+    ------
+    ValueError
+        If ``points`` is None, has no CRS, or is not a set of at least two finite locations.
+    TypeError
+        For non-Point geometries or another container.
+    """
+    import geopandas as gpd
+
+    from geoldp.pointset import PointSet
+
+    if isinstance(points, PointSet):
+        return points
+    if points is None:
+        raise ValueError(
+            f"The 'points' parameter of {caller} is required here (a PointSet or a GeoDataFrame of Points)."
+        )
+    if isinstance(points, gpd.GeoDataFrame):
+        points = points.geometry
+    if isinstance(points, gpd.GeoSeries):
+        if points.crs is None:
+            raise ValueError(f"The 'points' of {caller} have no CRS. Use `set_crs()` to declare it.")
+        if len(points) and not bool((points.geom_type == "Point").all()):
+            raise TypeError(f"The 'points' of {caller} must be Point geometries.")
+        g = points if is_wgs84(points.crs) else points.to_crs(WGS84)
+        lon = np.asarray(g.x, dtype=np.float64)
+        lat = np.asarray(g.y, dtype=np.float64)
+    else:
+        arr = np.asarray(points) if not isinstance(points, pd.DataFrame) else points.to_numpy()
+        if arr.dtype == object or arr.dtype.kind not in "iuf" or arr.ndim != 2 or arr.shape[1] != 2:
+            raise TypeError(
+                f"The 'points' parameter of {caller} must be a PointSet, a GeoDataFrame/GeoSeries of Points "
+                f"or an (m, 2) array of (lon, lat). Got {type(points).__name__} instead."
+            )
+        arr = np.asarray(arr, dtype=np.float64)
+        lon, lat = arr[:, 0].copy(), arr[:, 1].copy()
+    if lon.size < 2 or not (np.all(np.isfinite(lon)) and np.all(np.isfinite(lat))):
+        raise ValueError(
+            f"The 'points' of {caller} must be a set of at least two finite locations (lon, lat)."
+        )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", GeoLDPWarning)  # duplicate locations: see above
+        return PointSet(lon, lat)
+
+
+@dataclass(frozen=True)
+class TrajectoryArrays:
+    """Trajectories as flat vertex arrays (internal): WGS 84 degrees grouped by ``offsets``.
+
+    Attributes
+    ----------
+    lon, lat : ndarray of float64, shape (N,)
+        Vertices of all trajectories, trajectory after trajectory.
+    offsets : ndarray of int64, shape (T + 1,)
+        Trajectory ``t`` is ``lon[offsets[t]:offsets[t + 1]]``.
+    crs : pyproj.CRS
+        CRS of ``xy`` (the input's CRS; EPSG:4326 for index input).
+    xy : ndarray of float64, shape (N, 2)
+        The vertices in ``crs``, exactly as given.
+    index : ndarray of int64, shape (N,), optional
+        Flat indices into the public points (index input only).
+    """
+
+    lon: np.ndarray
+    lat: np.ndarray
+    offsets: np.ndarray
+    crs: CRS
+    xy: np.ndarray
+    index: np.ndarray | None = None
+    # per-object memo of reprojected vertices (lives and dies with this object, never module-level)
+    _reprojected: dict[str, np.ndarray] = field(default_factory=dict, compare=False, repr=False)
+
+    @property
+    def n_traj(self) -> int:
+        """Number of trajectories."""
+        return int(self.offsets.shape[0] - 1)
+
+    @property
+    def lengths(self) -> np.ndarray:
+        """Number of vertices of each trajectory."""
+        return np.diff(self.offsets)
+
+    @property
+    def codes(self) -> np.ndarray:
+        """Trajectory position of every vertex."""
+        return np.repeat(np.arange(self.n_traj, dtype=np.int64), self.lengths)
+
+    def xy_in(self, crs: CRS) -> np.ndarray:
+        """Vertex coordinates in ``crs`` (exact input values when ``crs`` is the input's CRS)."""
+        if crs.equals(self.crs):
+            return self.xy
+        key = crs.to_wkt()
+        if key not in self._reprojected:
+            tr = Transformer.from_crs(WGS84, crs, always_xy=True)
+            x, y = tr.transform(self.lon, self.lat)
+            self._reprojected[key] = np.column_stack([x, y])
+        return self._reprojected[key]
+
+    def segment_mask(self) -> np.ndarray:
+        """Boolean mask over flat vertices 0..N-2: True where vertex k and k+1 are in the same trajectory."""
+        same = np.ones(max(self.lon.shape[0] - 1, 0), dtype=bool)
+        ends = self.offsets[1:-1] - 1
+        same[ends[(ends >= 0) & (ends < same.shape[0])]] = False
+        return same
+
+
+def _to_wgs84(x: np.ndarray, y: np.ndarray, crs: CRS) -> tuple[np.ndarray, np.ndarray]:
+    """Coordinates in ``crs`` as WGS 84 (lon, lat) float64 arrays (copies when no transform is needed)."""
+    if is_wgs84(crs):
+        return np.array(x, dtype=np.float64), np.array(y, dtype=np.float64)
+    tr = Transformer.from_crs(crs, WGS84, always_xy=True)
+    lon, lat = tr.transform(x, y)
+    return np.asarray(lon, dtype=np.float64), np.asarray(lat, dtype=np.float64)
+
+
+def trajectory_arrays(obj: Any, points: Any = None, *, name: str, caller: str) -> TrajectoryArrays:
+    """Normalise trajectories for an analysis: GeoDataFrame/GeoSeries of LineStrings, or index arrays.
+
+    Parameters
+    ----------
+    obj : GeoDataFrame, GeoSeries, sequence of array_like of int, or TrajectoryArrays
+        LineStrings in any CRS (a Point or MultiPoint row is a trajectory of its points), or one index
+        array into ``points`` per trajectory.
+    points : PointSet, optional
+        The public points (from :func:`as_pointset`); required for index input.
+    name, caller : str
+        Parameter and function named in messages.
+
+    Raises
+    ------
+    ValueError
+        No CRS, a missing/empty geometry, a non-finite coordinate, or an index outside P (naming the row).
+    TypeError
+        Another geometry type or container.
+    """
+    import geopandas as gpd
+
+    if isinstance(obj, TrajectoryArrays):
+        return obj
+    if isinstance(obj, gpd.GeoDataFrame):
+        obj = obj.geometry
+    if isinstance(obj, gpd.GeoSeries):
+        if obj.crs is None:
+            raise ValueError(
+                f"The '{name}' trajectories of {caller} have no CRS. Use `set_crs()` to declare it."
+            )
+        geoms = np.asarray(obj.values, dtype=object)
+        missing = shapely.is_missing(geoms) | shapely.is_empty(geoms)
+        if missing.any():
+            raise ValueError(
+                f"Row {int(np.flatnonzero(missing)[0])} of '{name}' is an empty or missing geometry."
+            )
+        types = shapely.get_type_id(geoms)
+        bad = ~np.isin(types, (_POINT, _LINESTRING, 4))  # MultiPoint: a trajectory of its points
+        if bad.any():
+            raise TypeError(
+                f"Row {int(np.flatnonzero(bad)[0])} of '{name}' is not a LineString; trajectories must be "
+                "LineStrings (or Points for length-1 trajectories)."
+            )
+        xy, idx = shapely.get_coordinates(geoms, return_index=True)
+        counts = np.bincount(idx, minlength=geoms.shape[0]).astype(np.int64)
+        offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+        if not np.all(np.isfinite(xy)):
+            k = int(np.flatnonzero(~np.all(np.isfinite(xy), axis=1))[0])
+            raise ValueError(f"Row {int(idx[k])} of '{name}' has a non-finite coordinate.")
+        crs = CRS.from_user_input(obj.crs)
+        lon, lat = _to_wgs84(xy[:, 0], xy[:, 1], crs)
+        return TrajectoryArrays(lon, lat, offsets, crs, xy)
+    if isinstance(obj, str | bytes) or not hasattr(obj, "__len__"):
+        raise TypeError(
+            f"The '{name}' parameter of {caller} must be a GeoDataFrame/GeoSeries of LineStrings or a "
+            f"sequence of index arrays. Got {type(obj).__name__} instead."
+        )
+    if points is None:
+        raise ValueError(
+            f"The 'points' parameter of {caller} is required when '{name}' is a sequence of index arrays."
+        )
+    arrays = [np.asarray(t) for t in obj]
+    for i, a in enumerate(arrays):
+        if (
+            a.ndim != 1
+            or a.shape[0] == 0
+            or not (a.dtype.kind in "iu" or (a.dtype.kind == "f" and np.all(a == np.round(a))))
+        ):
+            raise ValueError(
+                f"Row {i} of '{name}' must be a non-empty 1-D array of integer indices into points."
+            )
+    lengths = np.fromiter((a.shape[0] for a in arrays), dtype=np.int64, count=len(arrays))
+    offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+    flat = np.concatenate(arrays).astype(np.int64) if arrays else np.zeros(0, dtype=np.int64)
+    bad_index = (flat < 0) | (flat >= points.size)
+    if bad_index.any():
+        row = int(np.searchsorted(offsets, np.flatnonzero(bad_index)[0], side="right") - 1)
+        raise ValueError(f"Row {row} of '{name}' has an index outside [0, {points.size}).")
+    lon = np.asarray(points.lon, dtype=np.float64)[flat]
+    lat = np.asarray(points.lat, dtype=np.float64)[flat]
+    return TrajectoryArrays(lon, lat, offsets, WGS84, np.column_stack([lon, lat]), flat)
+
+
+@dataclass(frozen=True)
+class Region:
+    """A query region (internal): a prepared polygon with its CRS, or a haversine circle.
+
+    Attributes
+    ----------
+    kind : {"polygon", "circle"}
+    geom : shapely geometry, optional
+        The (prepared) polygon.
+    crs : pyproj.CRS, optional
+        CRS of ``geom``; None means the trajectories' CRS.
+    lon, lat, radius_m : float
+        Centre (WGS 84 degrees) and radius (metres) of a circle.
+    """
+
+    kind: str
+    geom: Any = None
+    crs: CRS | None = None
+    lon: float = 0.0
+    lat: float = 0.0
+    radius_m: float = 0.0
+
+
+def _is_circle(obj: Any) -> bool:
+    return (
+        isinstance(obj, tuple | list | np.ndarray)
+        and len(obj) == 3
+        and all(isinstance(v, numbers.Real) and not isinstance(v, bool) for v in obj)
+    )
+
+
+def _circle(obj: Any, caller: str) -> Region:
+    lon, lat, r = (float(v) for v in obj)
+    if not (math.isfinite(lon) and math.isfinite(lat) and -90.0 <= lat <= 90.0 and -180.0 <= lon <= 180.0):
+        raise ValueError(
+            f"A circle region of {caller} must have a finite centre (lon, lat) in WGS84 degrees."
+        )
+    if not (0.0 <= r < math.inf):
+        raise ValueError(f"A circle region of {caller} must have a radius_km in [0, inf). Got {r!r} instead.")
+    return Region("circle", lon=lon, lat=lat, radius_m=r * 1000.0)
+
+
+def _polygon(geom: Any, crs: CRS | None, caller: str) -> Region:
+    if not isinstance(geom, shapely.Geometry) or shapely.get_type_id(geom) not in (3, 6):
+        raise TypeError(
+            f"A region of {caller} must be a Polygon, a MultiPolygon or a circle (lon, lat, radius_km). "
+            f"Got {type(geom).__name__} instead."
+        )
+    if geom.is_empty:
+        raise ValueError(f"A polygon region of {caller} is empty.")
+    shapely.prepare(geom)
+    return Region("polygon", geom=geom, crs=crs)
+
+
+def as_regions(regions: Any, *, caller: str) -> tuple[list[Region], bool]:
+    """Return the list of regions and whether a single region was given.
+
+    Accepts a Polygon/MultiPolygon (in the trajectories' CRS), a circle ``(lon, lat, radius_km)``, a list
+    of those, or a GeoSeries/GeoDataFrame of polygons with a CRS.
+    """
+    import geopandas as gpd
+
+    if isinstance(regions, gpd.GeoDataFrame):
+        regions = regions.geometry
+    if isinstance(regions, gpd.GeoSeries):
+        if regions.crs is None:
+            raise ValueError(f"The 'regions' of {caller} have no CRS. Use `set_crs()` to declare it.")
+        crs = CRS.from_user_input(regions.crs)
+        return [_polygon(g, crs, caller) for g in regions.values], False
+    if isinstance(regions, shapely.Geometry):
+        return [_polygon(regions, None, caller)], True
+    if _is_circle(regions):
+        return [_circle(regions, caller)], True
+    if isinstance(regions, list | tuple):
+        out = [_circle(r, caller) if _is_circle(r) else _polygon(r, None, caller) for r in regions]
+        return out, False
+    raise TypeError(
+        f"The 'region' parameter of {caller} must be a Polygon, a circle (lon, lat, radius_km), a list of "
+        f"those or a GeoSeries of Polygons. Got {type(regions).__name__} instead."
+    )

@@ -13,7 +13,17 @@ from fractions import Fraction
 
 import numpy as np
 
-__all__ = ["check_epsilon", "check_int_range", "check_option", "check_real"]
+__all__ = [
+    "check_bool",
+    "check_epsilon",
+    "check_float_range",
+    "check_int_min",
+    "check_int_range",
+    "check_max_km",
+    "check_option",
+    "check_positive_km",
+    "check_real",
+]
 
 
 def _fmt(value) -> str:
@@ -156,3 +166,133 @@ def check_int_range(
             f"Got {value} instead."
         )
     return value
+
+
+def check_bool(value, name: str, *, caller: str) -> bool:
+    """Return ``value`` as a bool if it is a Python or numpy bool.
+
+    Raises
+    ------
+    TypeError
+        For anything else (``0``/``1`` and strings included).
+
+    Examples
+    --------
+    >>> check_bool(True, "progress", caller="perturb")
+    True
+    """
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(
+            f"The {name!r} parameter of {caller} must be a bool. Got {type(value).__name__} instead."
+        )
+    return bool(value)
+
+
+def check_max_km(max_km, *, caller: str) -> float | None:
+    """Validate a snapping tolerance of the analyses: None, or a float in [0, inf).
+
+    Raises
+    ------
+    ValueError
+        For anything else (the message names ``max_km``).
+
+    Examples
+    --------
+    >>> check_max_km(0.5, caller="visit_counts")
+    0.5
+    """
+    if max_km is None:
+        return None
+    if (
+        isinstance(max_km, (bool, np.bool_))
+        or not isinstance(max_km, (numbers.Real, np.integer, np.floating))
+        or not (0.0 <= float(max_km) < math.inf)
+    ):
+        raise ValueError(
+            f"The 'max_km' parameter of {caller} must be None or a float in [0, inf). Got {_fmt(max_km)}."
+        )
+    return float(max_km)
+
+
+def check_positive_km(value, name: str, *, caller: str) -> float | None:
+    """Validate an optional distance in km: None, or a float in the range (0, inf).
+
+    Raises
+    ------
+    TypeError
+        For a non-number (bool included).
+    ValueError
+        For zero, a negative, NaN or infinite value.
+
+    Examples
+    --------
+    >>> check_positive_km(2, "snap_max_km", caller="perturb")
+    2.0
+    """
+    if value is None:
+        return None
+    if not _is_real_number(value):
+        raise TypeError(
+            f"The {name!r} parameter of {caller} must be a float in the range (0, inf) or None. "
+            f"Got {type(value).__name__} instead."
+        )
+    number = float(value)
+    if not (0.0 < number < math.inf):
+        raise ValueError(
+            f"The {name!r} parameter of {caller} must be a float in the range (0, inf) or None. "
+            f"Got {number!r} instead."
+        )
+    return number
+
+
+def check_int_min(value, name: str, *, minimum: int, caller: str) -> int:
+    """Validate an integer parameter (Python or numpy int, not bool) that must be ``>= minimum``.
+
+    Raises
+    ------
+    TypeError
+        Not an integer (floats such as ``2.0`` are rejected too).
+    ValueError
+        Below ``minimum``.
+
+    Examples
+    --------
+    >>> check_int_min(3, "max_points", minimum=2, caller="resample")
+    3
+    """
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (numbers.Integral, np.integer)):
+        raise TypeError(
+            f"The {name!r} parameter of {caller} must be an int >= {minimum}. Got {type(value).__name__} "
+            "instead."
+        )
+    if value < minimum:
+        raise ValueError(
+            f"The {name!r} parameter of {caller} must be an int >= {minimum}. Got {value!r} instead."
+        )
+    return int(value)
+
+
+def check_float_range(value, name: str, *, caller: str, minimum: float = 0.0, closed: bool = False) -> float:
+    """Validate a real number in ``(minimum, inf)`` (or ``[minimum, inf)`` with ``closed=True``).
+
+    Raises
+    ------
+    TypeError
+        For a non-number (bool, str and None included).
+    ValueError
+        Out of range, NaN or infinite (or too large for a float).
+
+    Examples
+    --------
+    >>> check_float_range(5, "spacing_m", caller="resample")
+    5.0
+    """
+    number = check_real(value, name, caller=caller)
+    ok = (number >= minimum if closed else number > minimum) and number < math.inf
+    if not ok:
+        bracket = "[" if closed else "("
+        raise ValueError(
+            f"The {name!r} parameter of {caller} must be a float in the range {bracket}{minimum:g}, inf). "
+            f"Got {_fmt(value)} instead."
+        )
+    return number

@@ -40,7 +40,8 @@ def _dist_version(name: str) -> str | None:
         return None
 
 
-def _geoldp_version() -> str:
+def geoldp_version() -> str:
+    """The installed geoldp version (``"0.0.0+unknown"`` in a source tree without metadata)."""
     try:
         return version("geoldp")
     except PackageNotFoundError:
@@ -49,8 +50,8 @@ def _geoldp_version() -> str:
 
 def _collect() -> dict[str, dict[str, str | None]]:
     """Collect the information printed by :func:`show_versions`."""
-    system = {
-        "geoldp": _geoldp_version(),
+    system: dict[str, str | None] = {
+        "geoldp": geoldp_version(),
         "python": sys.version.replace("\n", " "),
         "executable": sys.executable,
         "platform": platform.platform(),

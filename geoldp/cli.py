@@ -72,9 +72,9 @@ def _one_line(message: object) -> str:
 
 
 def _version() -> str:
-    from geoldp._versions import _geoldp_version
+    from geoldp._versions import geoldp_version
 
-    return _geoldp_version()
+    return geoldp_version()
 
 
 def _positive_int(text: str) -> int:

@@ -7,11 +7,13 @@ Seeded results do not depend on the partitioning: :func:`perturb` draws **one** 
 numbered by its **global row position**. The partition lengths are computed first (one pass over the data)
 so that each partition knows the global position of its first row. With the same ``rng``,
 ``geoldp.dask.perturb(ddf, ...)`` therefore equals ``ddf.compute().ldp.perturb(...)`` row for row.
+
+This module is a thin driver of the release pipeline (:mod:`geoldp._release`): it plans the release once
+on the released trajectory lengths and applies the plan to every partition.
 """
 
 from __future__ import annotations
 
-import warnings
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -49,50 +51,18 @@ def _partition_stats(part: Any) -> tuple[int, dict[int, int], set[int]]:
     return len(part), {int(v): int(f) for v, f in zip(values, freq, strict=True)}, types
 
 
-def _perturb_partition(
-    part: Any,
-    *,
-    ps: Any,
-    ps_source: Any,
-    mech: Any,
-    key: np.ndarray,
-    policy: str,
-    offsets: tuple[int, ...],
-    columns: list[Any],
-    snap_max_km: float | None,
-    provenance: dict[str, Any],
-    number: int,
-) -> Any:
-    """Perturb one partition; its first row has global position ``offsets[number]``."""
-    import geopandas as gpd
-    import pandas as pd
-
-    from geoldp import _frames
-    from geoldp.trajectory.engine import run_with_key
-
+def _perturb_partition(part: Any, *, plan: Any, offsets: tuple[int, ...], number: int) -> Any:
+    """Apply the plan to one partition; its first row has global position ``offsets[number]``."""
     offset = int(offsets[number])
-    geom_col = part.geometry.name
     if len(part) == 0:
-        out = part[columns].copy()
-        out.attrs = {"geoldp": provenance}
-        return out
+        return plan.apply(part, None, [], offset=offset)
     try:
-        ft = _frames.extract(part, caller=_CALLER)
-        seqs, _dist = _frames.snap(ft, ps, snap_max_km=snap_max_km, caller=_CALLER)
-        del _dist  # private: never leaves this function
+        ft, seqs = plan.request.snap_frame(part)
     except (TypeError, ValueError) as exc:
         raise type(exc)(
             f"In partition {number} (its row positions start at global position {offset}): {exc}"
         ) from exc
-    xy = _frames.public_xy(ps, ft.crs, ps_source)
-    outputs = list(run_with_key(seqs, ps, mech, key=key, offset=offset, policy=policy))
-    geometry = _frames.build_geometry(ft, outputs, xy, len(part))
-    data = {c: part[c].copy(deep=True) for c in columns if c != geom_col}
-    frame = pd.DataFrame(data, index=part.index.copy())
-    frame[geom_col] = gpd.GeoSeries(geometry, index=part.index.copy(), crs=part.crs).values
-    out = gpd.GeoDataFrame(frame, geometry=geom_col, crs=part.crs)[columns]
-    out.attrs = {"geoldp": provenance}
-    return out
+    return plan.apply(part, ft, seqs, offset=offset)
 
 
 def perturb(
@@ -169,11 +139,7 @@ def perturb(
     >>> out = geoldp.dask.perturb(ddf, pois, mechanism="atp", epsilon=4.0).compute()  # doctest: +SKIP
     """
     dask, dask_geopandas = _import_dask_geopandas()
-    from geoldp import _frames
-    from geoldp import prepare as _prepare
-    from geoldp._random import resolve_rng
-    from geoldp.accessor import _provenance, resolve_mechanism
-    from geoldp.errors import PrivacyWarning
+    from geoldp import _release
 
     if not isinstance(ddf, dask_geopandas.GeoDataFrame):
         raise TypeError(
@@ -187,27 +153,22 @@ def perturb(
                 "Build one LineString per trajectory first with geoldp.prepare.trajectories_from_points."
             )
     meta = ddf._meta
-    geom_col = meta.geometry.name
     if ddf.crs is None:
         raise ValueError(
             f"The trajectories passed to {_CALLER} have no CRS. Use set_crs() to declare it "
             "(geoldp never assumes EPSG:4326)."
         )
-    kept = _frames.check_columns(meta, keep_columns, parameter="keep_columns", caller=_CALLER)
-    snap_max_km = _frames.check_snap_max_km(snap_max_km, caller=_CALLER)
-    mech = resolve_mechanism(mechanism, epsilon, options, caller=_CALLER)
-    source = resolve_rng(rng)
-    ps, ps_source = _frames.resolve_points(points, caller=_CALLER)
-
-    extra = [c for c in kept if c != geom_col]
-    if extra:
-        warnings.warn(
-            f"keep_columns releases {[str(c) for c in extra]} unprotected: these columns bypass the "
-            "mechanism and are copied to the output as they are.",
-            PrivacyWarning,
-            stacklevel=2,
-        )
-    columns = [c for c in meta.columns if c in extra or c == geom_col]
+    req = _release.request(
+        meta,
+        points,
+        mechanism=mechanism,
+        epsilon=epsilon,
+        options=options,
+        keep_columns=keep_columns,
+        snap_max_km=snap_max_km,
+        rng=rng,
+        caller=_CALLER,
+    )
 
     # Pass 1: partition lengths (for the global row offsets) and the distinct trajectory lengths (for
     # the ledger). Both are released by the output anyway.
@@ -222,52 +183,24 @@ def perturb(
             length_counts[n] = length_counts.get(n, 0) + c
     lengths = np.array(sorted(length_counts), dtype=np.int64)
     type_ids = set().union(*(s[2] for s in stats))
-    kind = "Point" if type_ids == {0} else "LineString"
-    for n in sorted(length_counts):
-        mech.check_budgets(n, ps.size)  # every derived stage budget, before anything is drawn
-    if length_counts:
-        # the same check and message as the in-memory accessor, on the released length distribution
-        lengths_all = np.repeat(lengths, [length_counts[int(n)] for n in lengths])
-        _prepare._warn_near_uniform(mech, lengths_all, stacklevel=2)
-
-    provenance = _provenance(
-        mech,
-        policy=str(getattr(source, "policy", "os-csprng")),
-        lengths=lengths,
-        snap_max_km=snap_max_km,
-        snap_warn_km=float(ps.diameter_km),
-        kind=kind,
-        traj_id_col=None,
-        time_col=None,
-        keep_columns=extra,
-        on_invalid="raise",
+    plan = req.plan(
+        columns=list(meta.columns),
+        geom_col=meta.geometry.name,
+        crs=ddf.crs,
+        kind="Point" if type_ids == {0} else "LineString",
+        # the released length of every trajectory (checks and warnings as for an in-memory frame)
+        lengths=np.repeat(lengths, [length_counts[int(n)] for n in lengths]),
+        stacklevel=2,
+        extra_provenance={"partitioned": {"backend": "dask", "npartitions": int(ddf.npartitions)}},
     )
-    provenance["partitioned"] = {"backend": "dask", "npartitions": int(ddf.npartitions)}
-
-    key = source.stream_key()  # drawn once, after all validation
-    out_meta = meta[columns].copy()
-    out_meta.attrs = {"geoldp": provenance}
+    out_meta = meta[plan.columns].copy()
+    out_meta.attrs = {"geoldp": plan.provenance}
     # Each partition's global offset is bound into its own task, so computing a subset of partitions
     # (``out.partitions[k]``, ``out.head()``) gives exactly the rows of the full result. (With
     # map_partitions' ``partition_info``, a selected partition would be renumbered from 0 and reuse the
     # streams of other trajectories.)
     task = dask.delayed(_perturb_partition, pure=True)
-    parts = [
-        task(
-            part,
-            ps=ps,
-            ps_source=ps_source,
-            mech=mech,
-            key=key,
-            policy=str(getattr(source, "policy", "os-csprng")),
-            offsets=offsets,
-            columns=columns,
-            snap_max_km=snap_max_km,
-            provenance=provenance,
-            number=k,
-        )
-        for k, part in enumerate(ddf.to_delayed())
-    ]
+    parts = [task(part, plan=plan, offsets=offsets, number=k) for k, part in enumerate(ddf.to_delayed())]
     import dask.dataframe as dd
 
     return dd.from_delayed(parts, meta=out_meta, divisions=ddf.divisions, verify_meta=False)

@@ -135,5 +135,5 @@ def sector_index(theta, g, convention="centred"):
     flat = np.ascontiguousarray(arr).reshape(-1)
     out = np.empty(flat.shape[0], dtype=np.int64)
     _kernels.sector_many(flat, g, convention == "centred", out)
-    out = out.reshape(arr.shape)
-    return out[()] if out.ndim == 0 else out
+    shaped = out.reshape(arr.shape)
+    return shaped[()] if shaped.ndim == 0 else shaped

@@ -31,18 +31,17 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from geoldp.queries import (
-    _as_points,
-    _as_regions,
-    _as_trajectories,
-    _check_how,
-    _check_max_km,
-    _distinct_visits,
-    _haversine_m,
-    _Points,
-    _range_counts,
-    _Trajectories,
-)
+from geoldp._frames import TrajectoryArrays, as_pointset, as_regions, trajectory_arrays
+from geoldp._validation import check_max_km
+from geoldp.geo import haversine_m
+from geoldp.pointset import PointSet
+from geoldp.queries import check_how, distinct_visits, range_counts
+
+
+def _haversine_m(lon1: Any, lat1: Any, lon2: Any, lat2: Any) -> np.ndarray:
+    """Haversine distance in metres between (lon, lat) degree arrays, as a float64 array."""
+    return np.asarray(haversine_m(lon1, lat1, lon2, lat2), dtype=np.float64)
+
 
 __all__ = [
     "diameter_error",
@@ -62,10 +61,10 @@ __all__ = [
 
 def _pair(
     original: Any, perturbed: Any, points: Any, *, caller: str, pointwise: bool = True
-) -> tuple[_Trajectories, _Trajectories, _Points | None]:
-    pts = _as_points(points, caller=caller) if points is not None else None
-    to = _as_trajectories(original, pts, name="original", caller=caller)
-    tp = _as_trajectories(perturbed, pts, name="perturbed", caller=caller)
+) -> tuple[TrajectoryArrays, TrajectoryArrays, PointSet | None]:
+    pts = as_pointset(points, caller=caller) if points is not None else None
+    to = trajectory_arrays(original, pts, name="original", caller=caller)
+    tp = trajectory_arrays(perturbed, pts, name="perturbed", caller=caller)
     if to.n_traj != tp.n_traj:
         raise ValueError(
             f"{caller}: 'original' has {to.n_traj} trajectories and 'perturbed' has {tp.n_traj}; rows are "
@@ -85,11 +84,11 @@ def _pair(
     return to, tp, pts
 
 
-def _point_distances_m(to: _Trajectories, tp: _Trajectories) -> np.ndarray:
+def _point_distances_m(to: TrajectoryArrays, tp: TrajectoryArrays) -> np.ndarray:
     return _haversine_m(to.lon, to.lat, tp.lon, tp.lat)
 
 
-def _per_trajectory_mean(values: np.ndarray, tr: _Trajectories) -> np.ndarray:
+def _per_trajectory_mean(values: np.ndarray, tr: TrajectoryArrays) -> np.ndarray:
     """Mean of a flat per-vertex array (N,) or (N, k) within each trajectory."""
     sums = np.add.reduceat(values, tr.offsets[:-1], axis=0)
     lengths = tr.lengths.astype(np.float64)
@@ -263,18 +262,18 @@ def range_query_error(
     [[2.0, 1.0, 0.5]]
     """
     caller = "range_query_error"
-    how = _check_how(how, caller)
+    how = check_how(how, caller)
     to, tp, _ = _pair(original, perturbed, points, caller=caller, pointwise=False)
     b = _sanity_bound(sanity_bound, to.n_traj, caller)
-    regs, _ = _as_regions(regions, caller=caller)
+    regs, _ = as_regions(regions, caller=caller)
     if not regs:
         raise ValueError(f"The 'regions' parameter of {caller} must contain at least one region.")
-    c = _range_counts(to, regs, how)
+    c = range_counts(to, regs, how)
     # Bare polygons are in the CRS of 'original'; evaluate them there for both inputs.
     from dataclasses import replace
 
     regs_p = [r if r.kind == "circle" or r.crs is not None else replace(r, crs=to.crs) for r in regs]
-    chat = _range_counts(tp, regs_p, how)
+    chat = range_counts(tp, regs_p, how)
     err = np.abs(chat - c) / np.maximum(c, b)
     return pd.DataFrame(
         {"region": np.arange(len(regs)), "true_count": c, "perturbed_count": chat, "relative_error": err}
@@ -345,16 +344,17 @@ def hotspot_preservation(
     (1.5, 0.5)
     """
     caller = "hotspot_preservation"
-    max_km = _check_max_km(max_km, caller)
+    max_km = check_max_km(max_km, caller=caller)
     if points is None:
         raise ValueError(f"The 'points' parameter of {caller} is required (the public point set).")
     to, tp, pts = _pair(original, perturbed, points, caller=caller, pointwise=False)
+    assert pts is not None  # points were required above
     if isinstance(k, bool) or not isinstance(k, numbers.Integral) or not (1 <= k <= pts.size):
         raise ValueError(
             f"The 'k' parameter of {caller} must be an int in the range [1, {pts.size}]. Got {k!r}."
         )
-    c = _distinct_visits(to, pts, max_km).astype(np.float64)
-    chat = _distinct_visits(tp, pts, max_km).astype(np.float64)
+    c = distinct_visits(to, pts, max_km).astype(np.float64)
+    chat = distinct_visits(tp, pts, max_km).astype(np.float64)
     h = _top_k(c, int(k))
     hhat = _top_k(chat, int(k))
     diff = np.abs(chat[h] - c[h])
@@ -373,7 +373,7 @@ def hotspot_preservation(
 # --------------------------------------------------------------------------------------------------
 
 
-def _lengths_km(tr: _Trajectories) -> np.ndarray:
+def _lengths_km(tr: TrajectoryArrays) -> np.ndarray:
     """Polyline length of every trajectory (sum of haversine segment lengths), km."""
     if tr.lon.shape[0] < 2:
         return np.zeros(tr.n_traj)
@@ -383,7 +383,7 @@ def _lengths_km(tr: _Trajectories) -> np.ndarray:
     return np.bincount(seg_traj, weights=seg, minlength=tr.n_traj) / 1000.0
 
 
-def _diameters_km(tr: _Trajectories, *, budget: int = 4_000_000) -> np.ndarray:
+def _diameters_km(tr: TrajectoryArrays, *, budget: int = 4_000_000) -> np.ndarray:
     """Largest pairwise haversine distance within every trajectory, km (exact, O(n²) per trajectory)."""
     out = np.zeros(tr.n_traj)
     lengths = tr.lengths
@@ -530,7 +530,7 @@ def diameter_error(
 # --------------------------------------------------------------------------------------------------
 
 
-def _auto_regions(to: _Trajectories, grid: int = 4) -> list[tuple[float, float, float]]:
+def _auto_regions(to: TrajectoryArrays, grid: int = 4) -> list[tuple[float, float, float]]:
     """A deterministic grid x grid set of circles over the bounding box of the original vertices."""
     lon0, lon1 = float(to.lon.min()), float(to.lon.max())
     lat0, lat1 = float(to.lat.min()), float(to.lat.max())

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from geoldp.queries import _as_points, _as_trajectories
+from geoldp._frames import as_pointset, trajectory_arrays
 
 __all__ = ["plot_trajectories", "plot_utility"]
 
@@ -62,9 +62,9 @@ def plot_trajectories(
     caller = "plot_trajectories"
     if isinstance(n, bool) or not isinstance(n, numbers.Integral) or n < 1:
         raise ValueError(f"The 'n' parameter of {caller} must be an int >= 1. Got {n!r} instead.")
-    pts = _as_points(points, caller=caller) if points is not None else None
-    to = _as_trajectories(original, pts, name="original", caller=caller)
-    tp = _as_trajectories(perturbed, pts, name="perturbed", caller=caller)
+    pts = as_pointset(points, caller=caller) if points is not None else None
+    to = trajectory_arrays(original, pts, name="original", caller=caller)
+    tp = trajectory_arrays(perturbed, pts, name="perturbed", caller=caller)
     if to.n_traj != tp.n_traj:
         raise ValueError(
             f"{caller}: 'original' has {to.n_traj} rows and 'perturbed' has {tp.n_traj}; rows are matched by "

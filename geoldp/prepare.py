@@ -11,7 +11,8 @@ into short, meaningful trajectories *before* perturbation:
 - :func:`resample`: at most ``max_points`` vertices and/or one vertex every ``spacing_m`` metres;
 - :func:`simplify`: Douglas–Peucker with a tolerance in metres, keeping original vertices;
 - :func:`point_budget` / :func:`suggest_max_points`: the budget one position gets, and the longest
-  trajectory that still gets at least :data:`NEAR_UNIFORM_EPSILON` per point.
+  trajectory that still gets at least :data:`NEAR_UNIFORM_EPSILON` per point (they live with the release
+  pipeline, which emits the near-uniform warning, and are re-exported here).
 
 These helpers only look at each trajectory's own data and public parameters; they are pre-processing that
 the data holder runs before the mechanism (their output is private data, like their input).
@@ -33,7 +34,6 @@ trajectories and the length to shrink them to (:func:`suggest_max_points`, the l
 
 from __future__ import annotations
 
-import math
 import warnings
 from typing import Any
 
@@ -42,7 +42,9 @@ import pandas as pd
 import shapely
 
 from geoldp import _frames
-from geoldp.errors import GeoLDPWarning, PrivacyWarning
+from geoldp._release import NEAR_UNIFORM_EPSILON, point_budget, suggest_max_points
+from geoldp._validation import check_float_range, check_int_min
+from geoldp.errors import GeoLDPWarning
 
 __all__ = [
     "NEAR_UNIFORM_EPSILON",
@@ -53,135 +55,6 @@ __all__ = [
     "suggest_max_points",
     "trajectories_from_points",
 ]
-
-#: Budget per point (ε/n) below which the output is called "close to uniform" (see module notes).
-NEAR_UNIFORM_EPSILON = 0.1
-
-
-# --------------------------------------------------------------------------------------------------
-# budget per point
-# --------------------------------------------------------------------------------------------------
-
-
-def _as_mechanism(mechanism: Any, epsilon: Any, options: dict[str, Any], caller: str) -> Any:
-    from geoldp.accessor import resolve_mechanism
-
-    return resolve_mechanism(mechanism, epsilon, options, caller=caller)
-
-
-def _budget_of(mech: Any, n: int, cache: dict[int, Any] | None = None) -> float:
-    n = int(n)
-    if cache is None:
-        ledger = mech.ledger(n)
-    else:
-        if n not in cache:
-            cache[n] = mech.ledger(n)
-        ledger = cache[n]
-    # math.fsum: the correctly rounded exact sum of the stage budgets (cheap, unlike Fractions)
-    return math.fsum(float(e.epsilon) for e in ledger) / n
-
-
-def _below(budget: float, threshold: float) -> bool:
-    # stage budgets are rounded down (ALGORITHM §6.3), so ε/n itself may come out a few ulps low
-    return budget < threshold * (1.0 - 1e-9)
-
-
-def point_budget(
-    mechanism: Any = "atp", n: int = 1, *, epsilon: float | None = None, **options: Any
-) -> float:
-    """Budget per point of a length-``n`` trajectory: the ledger total divided by n (= ε/n).
-
-    Parameters
-    ----------
-    mechanism : {"atp", "tp", "pointem"} or mechanism object, default "atp"
-        Mechanism name (with ``epsilon``) or a configured mechanism object.
-    n : int
-        Trajectory length (number of vertices), n ≥ 1.
-    epsilon : float, optional
-        Required with a mechanism name.
-    **options
-        Mechanism options, with a name.
-
-    Returns
-    -------
-    float
-
-    Examples
-    --------
-    >>> from geoldp.prepare import point_budget
-    >>> point_budget("tp", 8, epsilon=4.0)
-    0.5
-    """
-    if isinstance(n, bool) or not isinstance(n, int | np.integer) or n < 1:
-        raise ValueError(f"The 'n' parameter of point_budget must be an int >= 1. Got {n!r} instead.")
-    mech = _as_mechanism(mechanism, epsilon, options, "point_budget")
-    return _budget_of(mech, int(n))
-
-
-def _longest_ok(mech: Any, threshold: float) -> int:
-    """Largest n whose budget per point is ≥ threshold (0 if even n = 1 is below it)."""
-    total = _budget_of(mech, 1)
-    if _below(total, threshold):
-        return 0
-    n = max(1, int(np.floor(total / threshold * (1.0 + 1e-9))))
-    while n > 1 and _below(total / n, threshold):
-        n -= 1
-    return n
-
-
-def suggest_max_points(
-    mechanism: Any = "atp",
-    *,
-    epsilon: float | None = None,
-    threshold: float = NEAR_UNIFORM_EPSILON,
-    limit: int | None = None,
-    **options: Any,
-) -> int:
-    """Longest trajectory length whose budget per point is still ≥ ``threshold`` (default 0.1).
-
-    Returns 0 when even a one-point trajectory is below the threshold (ε itself is too small). With
-    ``limit``, the result is capped at ``limit``.
-
-    Examples
-    --------
-    >>> from geoldp.prepare import suggest_max_points
-    >>> suggest_max_points("atp", epsilon=4.0)
-    40
-    """
-    mech = _as_mechanism(mechanism, epsilon, options, "suggest_max_points")
-    if not (0.0 < float(threshold) < np.inf):
-        raise ValueError(f"The 'threshold' parameter of suggest_max_points must be > 0. Got {threshold!r}.")
-    n = _longest_ok(mech, float(threshold))
-    return n if limit is None else min(n, int(limit))
-
-
-def _warn_near_uniform(
-    mech: Any, lengths: np.ndarray, *, stacklevel: int = 2, cache: dict[int, Any] | None = None
-) -> None:
-    """Emit one PrivacyWarning (counts only) for trajectories whose point budget is near-uniform."""
-    lengths = np.asarray(lengths, dtype=np.int64)
-    if lengths.size == 0 or not hasattr(mech, "ledger"):
-        return
-    n_max = int(lengths.max())
-    if not _below(_budget_of(mech, n_max, cache), NEAR_UNIFORM_EPSILON):
-        return
-    n_ok = _longest_ok(mech, NEAR_UNIFORM_EPSILON)
-    affected = int((lengths > n_ok).sum())
-    if n_ok == 0:
-        advice = "Even a single point gets less than that: use a larger epsilon."
-    else:
-        advice = (
-            f"Shorten them to at most {n_ok} points with geoldp.prepare.resample(gdf, max_points={n_ok}) "
-            "or geoldp.prepare.simplify(), or use a larger epsilon."
-        )
-    warnings.warn(
-        f"{affected} trajectory(ies) get a budget per point (epsilon/n) below {NEAR_UNIFORM_EPSILON} "
-        "(the epsilon is shared by all their points), so their output is close to uniform noise over the "
-        f"public points. {advice}",
-        PrivacyWarning,
-        stacklevel=stacklevel + 1,
-    )
-
 
 # --------------------------------------------------------------------------------------------------
 # points -> LineStrings
@@ -267,11 +140,7 @@ def trajectories_from_points(
         raise ValueError("trajectories_from_points needs traj_id_col (the column that groups rows).")
     if max_gap is not None and time_col is None:
         raise ValueError("The 'max_gap' parameter of trajectories_from_points needs time_col.")
-    if isinstance(min_points, bool) or not isinstance(min_points, int | np.integer) or min_points < 1:
-        raise ValueError(
-            f"The 'min_points' parameter of trajectories_from_points must be an int >= 1. "
-            f"Got {min_points!r} instead."
-        )
+    min_points = check_int_min(min_points, "min_points", minimum=1, caller=caller)
     ft = _frames.extract(df, traj_id_col=traj_id_col, time_col=time_col, caller=caller)
     if ft.kind != "Point":
         raise TypeError(
@@ -283,7 +152,7 @@ def trajectories_from_points(
     brk = np.zeros(rows.size, dtype=bool)
     brk[0] = True
     brk[1:] = traj_of_vertex[1:] != traj_of_vertex[:-1]
-    times = df[time_col].iloc[rows].reset_index(drop=True) if time_col is not None else None
+    times: Any = df[time_col].iloc[rows].reset_index(drop=True) if time_col is not None else None
     gap = _gap_value(max_gap, df[time_col]) if time_col is not None else None
     if gap is not None and rows.size > 1:
         diffs = times.diff().to_numpy()[1:]
@@ -463,23 +332,10 @@ def resample(gdf: Any, *, max_points: int | None = None, spacing_m: float | None
     caller = "resample"
     if max_points is None and spacing_m is None:
         raise ValueError("resample needs max_points or spacing_m (or both).")
-    if max_points is not None and (
-        isinstance(max_points, bool) or not isinstance(max_points, int | np.integer) or max_points < 2
-    ):
-        raise ValueError(
-            f"The 'max_points' parameter of resample must be an int >= 2. Got {max_points!r} instead."
-        )
+    if max_points is not None:
+        max_points = check_int_min(max_points, "max_points", minimum=2, caller="resample")
     if spacing_m is not None:
-        if isinstance(spacing_m, bool) or not isinstance(spacing_m, int | float | np.integer | np.floating):
-            raise TypeError(
-                f"The 'spacing_m' parameter of resample must be a float in the range (0, inf). "
-                f"Got {type(spacing_m).__name__} instead."
-            )
-        if not (0.0 < float(spacing_m) < np.inf):
-            raise ValueError(
-                "The 'spacing_m' parameter of resample must be a float in the range (0, inf). "
-                f"Got {spacing_m!r}."
-            )
+        spacing_m = check_float_range(spacing_m, "spacing_m", caller=caller)
     gdf, ft = _linestring_frame(gdf, caller)
     new = np.asarray(gdf.geometry.values, dtype=object).copy()
     for t in range(ft.n_trajectories):
@@ -532,15 +388,7 @@ def simplify(gdf: Any, tolerance_m: float, *, max_points: int | None = None) -> 
     >>> lean = simplify(trips, 25.0)  # doctest: +SKIP
     """
     caller = "simplify"
-    if isinstance(tolerance_m, bool) or not isinstance(tolerance_m, int | float | np.integer | np.floating):
-        raise TypeError(
-            f"The 'tolerance_m' parameter of simplify must be a float in the range [0, inf). "
-            f"Got {type(tolerance_m).__name__} instead."
-        )
-    if not (0.0 <= float(tolerance_m) < np.inf):
-        raise ValueError(
-            f"The 'tolerance_m' parameter of simplify must be in the range [0, inf). Got {tolerance_m!r}."
-        )
+    tolerance_m = check_float_range(tolerance_m, "tolerance_m", caller="simplify", closed=True)
     gdf, ft = _linestring_frame(gdf, caller)
     import geopandas as gpd
     from pyproj import Transformer

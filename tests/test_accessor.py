@@ -500,3 +500,21 @@ def test_progress_without_tqdm(monkeypatch, toy_lines, city_points):
     a = toy_lines.ldp.perturb(city_points, epsilon=EPS, rng=2, progress=True)
     b = toy_lines.ldp.perturb(city_points, epsilon=EPS, rng=2)
     assert a.geometry.equals(b.geometry)
+
+
+@pytest.mark.parametrize("name", ["perturb", "snap", "to_geojson", "range_count", "visit_counts", "evaluate"])
+def test_accessor_methods_have_full_numpydoc_docstrings(name):
+    # what Shift-Tab / help() show in a notebook: every section, and every parameter of the signature
+    method = getattr(acc.LDPAccessor, name)
+    doc = inspect.getdoc(method)
+    for section in ("Parameters", "Returns", "Raises", "Examples"):
+        assert f"\n{section}\n{'-' * len(section)}\n" in doc, (name, section)
+    documented = set()
+    for line in doc.split("\nParameters\n")[1].split("\nReturns\n")[0].splitlines():
+        if " : " in line and not line.startswith(" "):
+            documented.update(p.strip() for p in line.split(" : ")[0].split(","))
+        elif line.startswith("**"):
+            documented.add(line.strip())
+    params = inspect.signature(method).parameters.values()
+    expected = {("**" + p.name) if p.kind is p.VAR_KEYWORD else p.name for p in params if p.name != "self"}
+    assert documented == expected, name

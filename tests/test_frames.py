@@ -538,3 +538,42 @@ def test_I32_scale_one_long_trajectory_many_points():
         tracemalloc.stop()
     assert shapely.get_num_coordinates(out.geometry.iloc[0]) == n
     assert peak < 1024**3
+
+
+# --- the analysis side of the boundary: public points, trajectories as arrays ----------------------
+
+
+def test_as_pointset_is_the_one_normalisation_of_public_points():
+    from geoldp import _frames
+
+    ps = PointSet([0.0, 0.01, 0.02], [0.0, 0.0, 0.01])
+    assert _frames.as_pointset(ps, caller="t") is ps
+    arr = np.array([[0.0, 0.0], [0.0, 0.0], [0.01, 0.0]])  # a duplicate: analyses count per position
+    got = _frames.as_pointset(arr, caller="t")
+    assert isinstance(got, PointSet) and len(got) == 3
+    gs = gpd.GeoSeries(gpd.points_from_xy(arr[:, 0], arr[:, 1]), crs="EPSG:4326").to_crs(3857)
+    np.testing.assert_allclose(_frames.as_pointset(gs, caller="t").lon, arr[:, 0], atol=1e-9)
+    with pytest.raises(ValueError, match="set_crs"):
+        _frames.as_pointset(gs.set_crs(None, allow_override=True), caller="t")
+    with pytest.raises(ValueError, match="at least two finite"):
+        _frames.as_pointset(arr[:1], caller="t")
+    with pytest.raises(TypeError, match="'points' parameter of t"):
+        _frames.as_pointset("P", caller="t")
+
+
+def test_trajectory_arrays_from_geometries_and_indices_agree():
+    from geoldp import _frames
+
+    ps = PointSet([0.0, 0.01, 0.02], [0.0, 0.0, 0.01])
+    lines = gpd.GeoSeries(
+        [shapely.LineString([(0.0, 0.0), (0.01, 0.0)]), shapely.LineString([(0.02, 0.01), (0.0, 0.0)])],
+        crs="EPSG:4326",
+    )
+    a = _frames.trajectory_arrays(lines, name="gdf", caller="t")
+    b = _frames.trajectory_arrays([[0, 1], [2, 0]], ps, name="gdf", caller="t")
+    np.testing.assert_array_equal(a.offsets, b.offsets)
+    np.testing.assert_allclose(a.lon, b.lon)
+    np.testing.assert_allclose(a.lat, b.lat)
+    assert a.index is None and b.index.tolist() == [0, 1, 2, 0]
+    with pytest.raises(ValueError, match=r"Row 1 of 'gdf' has an index outside \[0, 3\)"):
+        _frames.trajectory_arrays([[0], [3]], ps, name="gdf", caller="t")

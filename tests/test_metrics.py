@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 import shapely
 
-from geoldp import metrics
+from geoldp import _frames, metrics
 from geoldp.metrics import (
     diameter_error,
     evaluate,
@@ -238,7 +238,7 @@ def test_diameters_long_trajectory_block_path_matches_brute_force():
     lon = rng.uniform(116.0, 116.5, n)
     lat = rng.uniform(39.8, 40.1, n)
     gdf = gpd.GeoDataFrame(geometry=[shapely.LineString(np.column_stack([lon, lat]))], crs="EPSG:4326")
-    tr = metrics._as_trajectories(gdf, None, name="original", caller="test")
+    tr = _frames.trajectory_arrays(gdf, None, name="original", caller="test")
     brute = max(
         metrics._haversine_m(lon[i], lat[i], lon[j], lat[j]) for i in range(n) for j in range(i + 1, n)
     )

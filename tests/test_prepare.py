@@ -245,3 +245,33 @@ def test_simplify_errors():
         prep.simplify(_line(4), -1.0)
     with pytest.raises(TypeError, match="'tolerance_m' parameter of simplify"):
         prep.simplify(_line(4), None)
+
+
+@pytest.mark.parametrize(
+    ("call", "name"),
+    [
+        (lambda: prep.point_budget("tp", 2.0, epsilon=1.0), "'n' parameter of point_budget"),
+        (lambda: prep.suggest_max_points("tp", epsilon=1.0, threshold="0.1"), "'threshold' parameter"),
+        (lambda: prep.suggest_max_points("tp", epsilon=1.0, limit=2.5), "'limit' parameter"),
+        (lambda: prep.resample(_line(4), max_points="3"), "'max_points' parameter of resample"),
+        (lambda: prep.simplify(_line(4), None), "'tolerance_m' parameter of simplify"),
+    ],
+)
+def test_wrong_types_raise_type_error_naming_the_parameter(call, name):
+    # a type error is a TypeError (not ValueError, not a raw float()/int() message)
+    with pytest.raises(TypeError, match=name):
+        call()
+
+
+def test_min_points_type_error(toy_point_frame):
+    with pytest.raises(TypeError, match="'min_points' parameter of trajectories_from_points"):
+        prep.trajectories_from_points(toy_point_frame, "traj_id", min_points=2.0)
+
+
+def test_budget_helpers_live_with_the_release_pipeline():
+    from geoldp import _release
+
+    # one implementation, re-exported under its public path
+    assert prep.point_budget is _release.point_budget
+    assert prep.suggest_max_points is _release.suggest_max_points
+    assert prep.NEAR_UNIFORM_EPSILON == _release.NEAR_UNIFORM_EPSILON

@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 import shapely
 
-from geoldp.queries import _haversine_m, debiased_visit_counts, range_count, visit_counts
+from geoldp.geo import haversine_m as _haversine_m
+from geoldp.queries import debiased_visit_counts, range_count, visit_counts
 
 R_KM = 6371.0
 

@@ -38,10 +38,8 @@ _STAGE_NAMES = {
 
 def em_limit(m: int) -> float:
     """Float-margin limit of an EM stage budget for |P| = m (ALGORITHM §3.2): ε′ must be below it."""
-    try:
-        from geoldp.mechanisms import em_epsilon_limit
-    except ImportError:  # pragma: no cover - foundation not importable
-        return 2.0 * (52.0 * math.log(2.0) - math.log(10.0) - 2.0 * math.log(m))
+    from geoldp.mechanisms import em_epsilon_limit
+
     return float(em_epsilon_limit(m))
 
 

@@ -28,6 +28,7 @@ from geoldp.trajectory.tp import TP
 
 __all__ = [
     "MECHANISMS",
+    "check_budgets",
     "perturb_trajectories",
     "resolve_mechanism",
     "run",
@@ -166,7 +167,8 @@ def _check_points(points, caller: str) -> PointSet:
     return points
 
 
-def _check_budgets(mech, lengths, m: int) -> None:
+def check_budgets(mech, lengths, m: int) -> None:
+    """Check every derived stage budget of ``mech`` for each distinct trajectory length (before any draw)."""
     for n in sorted(set(lengths)):
         mech.check_budgets(n, m)
 
@@ -238,7 +240,7 @@ def perturb_trajectories(
     points = _check_points(points, caller)
     mech = resolve_mechanism(mechanism, epsilon, options, caller=caller)
     trajs = validate_trajectories(trajectories, points.size, caller=caller)
-    _check_budgets(mech, [t.shape[0] for t in trajs], points.size)
+    check_budgets(mech, [t.shape[0] for t in trajs], points.size)
     source = resolve_rng(rng)
     if return_diagnostics:
         outputs, diags = _run_reference(trajs, points, mech, source, diagnostics=True)
@@ -324,11 +326,9 @@ def run_with_key(
 
 
 def _fast_impl():
-    """H3's ``perturb_fast`` if the fast path is importable, else None (reference fallback)."""
-    try:
-        from geoldp.trajectory._fast import perturb_fast
-    except ImportError:
-        return None
+    """The compiled fast path (imported on first use; numba is a hard dependency, so it always imports)."""
+    from geoldp.trajectory._fast import perturb_fast
+
     return perturb_fast
 
 

@@ -1,0 +1,520 @@
+"""The release pipeline (private): plan a release once, apply it to a frame, to chunks or to partitions.
+
+Every frame-level release (``gdf.ldp.perturb``, :func:`geoldp.dask.perturb`) runs the same steps:
+
+1. :func:`request` validates the public parameters (columns, ``snap_max_km``, mechanism, ε, options,
+   ``rng``, public points) before anything reads a row;
+2. :meth:`Request.snap_frame` validates the rows and snaps them to the public points
+   (:mod:`geoldp._frames`);
+3. :meth:`Request.plan` checks every derived stage budget for the released trajectory lengths, emits the
+   warnings (budget per point, unprotected columns), writes the provenance, computes the output vertices
+   (public points in the frame's CRS) and draws **one** stream key;
+4. :meth:`Plan.apply` perturbs one frame, or one partition whose first trajectory has global position
+   ``offset`` (trajectory ``i`` uses the ChaCha20 stream ``offset + i``, so the output does not depend on
+   chunking or partitioning), and assembles the output frame.
+
+The drivers in :mod:`geoldp.accessor` and :mod:`geoldp.dask` only call these steps.
+
+Budget per point
+----------------
+ε is the budget of a whole trajectory; a trajectory of n points gets ε/n per point on average
+(:func:`point_budget`, read off the mechanism's ledger). The stages that release one location get only a
+part of that: for TP and ATP with the default split, less than ε/(2n) per copy. An exponential mechanism
+with budget ε′ makes its most likely output at most e^{ε′/2} times as likely as its least likely one, so
+with ε/n < :data:`NEAR_UNIFORM_EPSILON` (0.1) the nearest public point is at most e^{0.025} ≈ 1.025 times
+as likely as the farthest one: the output is close to uniform noise over the public points. A release then
+emits one :class:`~geoldp.PrivacyWarning` with the number of affected trajectories and the length to shrink
+them to (:func:`suggest_max_points`). :mod:`geoldp.prepare` re-exports the public functions.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from dataclasses import dataclass, replace
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from geoldp import _frames
+from geoldp._random import resolve_rng
+from geoldp._validation import check_int_min, check_positive_km, check_real
+from geoldp._versions import geoldp_version
+from geoldp.errors import PrivacyWarning
+from geoldp.trajectory import engine
+
+__all__ = [
+    "LEDGER_LENGTHS_MAX",
+    "NEAR_UNIFORM_EPSILON",
+    "Plan",
+    "Request",
+    "point_budget",
+    "request",
+    "resolve_mechanism",
+    "suggest_max_points",
+    "warn_near_uniform",
+]
+
+#: Budget per point (ε/n) below which the output is called "close to uniform" (see module notes).
+NEAR_UNIFORM_EPSILON = 0.1
+
+#: Up to this many distinct trajectory lengths, the provenance lists the ledger of every length.
+LEDGER_LENGTHS_MAX = 16
+
+#: Trajectories per engine call when a progress bar is shown.
+_PROGRESS_CHUNK_MAX = 5_000
+
+
+def resolve_mechanism(mechanism: Any, epsilon: Any, options: dict[str, Any], *, caller: str) -> Any:
+    """Return a validated mechanism object for a name (``"tp"``, ``"atp"``, ``"pointem"``) or an object.
+
+    Delegates to the engine's registry (:func:`geoldp.trajectory.engine.resolve_mechanism`), so names,
+    options and messages are the same everywhere.
+
+    Raises
+    ------
+    TypeError, ValueError
+        For an unknown name, a conflicting ε or options, and (from the mechanism) invalid ε or options.
+    """
+    return engine.resolve_mechanism(mechanism, epsilon, options, caller=caller)
+
+
+# --------------------------------------------------------------------------------------------------
+# budget per point (public through geoldp.prepare)
+# --------------------------------------------------------------------------------------------------
+
+
+def _budget_of(mech: Any, n: int, cache: dict[int, Any] | None = None) -> float:
+    n = int(n)
+    ledger = _cached_ledger(mech, n, {} if cache is None else cache)
+    # math.fsum: the correctly rounded exact sum of the stage budgets (cheap, unlike Fractions)
+    return math.fsum(float(e.epsilon) for e in ledger) / n
+
+
+def _below(budget: float, threshold: float) -> bool:
+    # stage budgets are rounded down (docs/algorithm.md), so ε/n itself may come out a few ulps low
+    return budget < threshold * (1.0 - 1e-9)
+
+
+def _longest_ok(mech: Any, threshold: float) -> int:
+    """Largest n whose budget per point is ≥ threshold (0 if even n = 1 is below it)."""
+    total = _budget_of(mech, 1)
+    if _below(total, threshold):
+        return 0
+    n = max(1, int(np.floor(total / threshold * (1.0 + 1e-9))))
+    while n > 1 and _below(total / n, threshold):
+        n -= 1
+    return n
+
+
+def point_budget(
+    mechanism: Any = "atp", n: int = 1, *, epsilon: float | None = None, **options: Any
+) -> float:
+    """Budget per point of a length-``n`` trajectory: the ledger total divided by n (= ε/n).
+
+    Parameters
+    ----------
+    mechanism : {"atp", "tp", "pointem"} or mechanism object, default "atp"
+        Mechanism name (with ``epsilon``) or a configured mechanism object.
+    n : int
+        Trajectory length (number of vertices), n ≥ 1.
+    epsilon : float, optional
+        Required with a mechanism name.
+    **options
+        Mechanism options, with a name.
+
+    Returns
+    -------
+    float
+
+    Raises
+    ------
+    TypeError
+        ``n`` is not an int; a wrong mechanism or option type.
+    ValueError
+        ``n < 1``; an invalid ε or option.
+
+    Examples
+    --------
+    >>> from geoldp.prepare import point_budget
+    >>> point_budget("tp", 8, epsilon=4.0)
+    0.5
+    """
+    n = check_int_min(n, "n", minimum=1, caller="point_budget")
+    mech = resolve_mechanism(mechanism, epsilon, options, caller="point_budget")
+    return _budget_of(mech, n)
+
+
+def suggest_max_points(
+    mechanism: Any = "atp",
+    *,
+    epsilon: float | None = None,
+    threshold: float = NEAR_UNIFORM_EPSILON,
+    limit: int | None = None,
+    **options: Any,
+) -> int:
+    """Longest trajectory length whose budget per point is still ≥ ``threshold`` (default 0.1).
+
+    Returns 0 when even a one-point trajectory is below the threshold (ε itself is too small). With
+    ``limit``, the result is capped at ``limit``.
+
+    Parameters
+    ----------
+    mechanism : {"atp", "tp", "pointem"} or mechanism object, default "atp"
+        Mechanism name (with ``epsilon``) or a configured mechanism object.
+    epsilon : float, optional
+        Required with a mechanism name.
+    threshold : float, default 0.1
+        The smallest acceptable budget per point, > 0.
+    limit : int, optional
+        Upper cap on the result (≥ 0).
+    **options
+        Mechanism options, with a name.
+
+    Returns
+    -------
+    int
+
+    Raises
+    ------
+    TypeError
+        ``threshold`` is not a real number or ``limit`` not an int.
+    ValueError
+        ``threshold <= 0`` or infinite, ``limit < 0``; an invalid ε or option.
+
+    Examples
+    --------
+    >>> from geoldp.prepare import suggest_max_points
+    >>> suggest_max_points("atp", epsilon=4.0)
+    40
+    """
+    caller = "suggest_max_points"
+    mech = resolve_mechanism(mechanism, epsilon, options, caller=caller)
+    threshold = check_real(threshold, "threshold", caller=caller)
+    if not (0.0 < threshold < np.inf):
+        raise ValueError(f"The 'threshold' parameter of {caller} must be > 0. Got {threshold!r}.")
+    if limit is not None:
+        limit = check_int_min(limit, "limit", minimum=0, caller=caller)
+    n = _longest_ok(mech, threshold)
+    return n if limit is None else min(n, limit)
+
+
+def warn_near_uniform(
+    mech: Any, lengths: np.ndarray, *, stacklevel: int = 2, cache: dict[int, Any] | None = None
+) -> None:
+    """Emit one PrivacyWarning (counts only) for trajectories whose point budget is near-uniform.
+
+    ``lengths`` are the released trajectory lengths; ``stacklevel`` counts from the caller of this function.
+    """
+    lengths = np.asarray(lengths, dtype=np.int64)
+    if lengths.size == 0 or not hasattr(mech, "ledger"):
+        return
+    n_max = int(lengths.max())
+    if not _below(_budget_of(mech, n_max, cache), NEAR_UNIFORM_EPSILON):
+        return
+    n_ok = _longest_ok(mech, NEAR_UNIFORM_EPSILON)
+    affected = int((lengths > n_ok).sum())
+    if n_ok == 0:
+        advice = "Even a single point gets less than that: use a larger epsilon."
+    else:
+        advice = (
+            f"Shorten them to at most {n_ok} points with geoldp.prepare.resample(gdf, max_points={n_ok}) "
+            "or geoldp.prepare.simplify(), or use a larger epsilon."
+        )
+    warnings.warn(
+        f"{affected} trajectory(ies) get a budget per point (epsilon/n) below {NEAR_UNIFORM_EPSILON} "
+        "(the epsilon is shared by all their points), so their output is close to uniform noise over the "
+        f"public points. {advice}",
+        PrivacyWarning,
+        stacklevel=stacklevel + 1,
+    )
+
+
+# --------------------------------------------------------------------------------------------------
+# provenance
+# --------------------------------------------------------------------------------------------------
+
+
+def _json_safe(value: Any) -> Any:
+    """Convert numpy scalars, Fractions, tuples ... into plain JSON types."""
+    if isinstance(value, dict):
+        return {str(k): _json_safe(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_json_safe(v) for v in value]
+    if isinstance(value, bool | np.bool_):
+        return bool(value)
+    if isinstance(value, np.integer):
+        return int(value)
+    if isinstance(value, np.floating):
+        return float(value)
+    if isinstance(value, Fraction):
+        return str(value)
+    if value is None or isinstance(value, str | int | float):
+        return value
+    return str(value)
+
+
+def _by_kind(ledger: Any) -> dict[str, float]:
+    """Budget per stage kind; ``math.fsum`` is the correctly rounded exact sum (as ``Ledger.by_kind``)."""
+    groups: dict[str, list[float]] = {}
+    for entry in ledger:
+        groups.setdefault(str(entry.kind), []).append(float(entry.epsilon))
+    return {k: math.fsum(v) for k, v in groups.items()}
+
+
+def _cached_ledger(mech: Any, n: int, cache: dict[int, Any]) -> Any:
+    # a per-call cache: ledgers are public functions of (mechanism, n)
+    if n not in cache:
+        cache[n] = mech.ledger(int(n))
+    return cache[n]
+
+
+def _ledger_summary(mech: Any, lengths: np.ndarray, cache: dict[int, Any]) -> dict[str, Any]:
+    """Ledger by kind per trajectory length (lengths are released by the output anyway).
+
+    With more than :data:`LEDGER_LENGTHS_MAX` distinct lengths only the shortest and the longest are
+    listed (any other one is ``mechanism(**options).ledger(n)``), to keep provenance small and cheap.
+    """
+    distinct = [int(n) for n in np.unique(lengths)]
+    listed = distinct if len(distinct) <= LEDGER_LENGTHS_MAX else [distinct[0], distinct[-1]]
+    by_length: dict[str, Any] = {}
+    max_total = 0.0
+    for n in listed:
+        kinds = _by_kind(_cached_ledger(mech, n, cache))
+        by_length[str(n)] = kinds
+        max_total = max(max_total, math.fsum(kinds.values()))
+    return {
+        "unit": "one trajectory",
+        "max_total_epsilon": max_total,
+        "lengths": {"min": distinct[0], "max": distinct[-1], "distinct": len(distinct)},
+        "by_length": by_length,
+    }
+
+
+def _provenance(
+    mech: Any,
+    *,
+    policy: str,
+    lengths: np.ndarray,
+    snap_max_km: float | None,
+    snap_warn_km: float,
+    kind: str,
+    traj_id_col: Any,
+    time_col: Any,
+    keep_columns: list[Any],
+    on_invalid: str,
+    ledger_cache: dict[int, Any],
+) -> dict[str, Any]:
+    """The release's ``attrs["geoldp"]``: public settings only, never the seed or a private value."""
+    options = _json_safe(mech.options()) if hasattr(mech, "options") else {}
+    granularity = getattr(mech, "granularity_value", None)
+    prov = {
+        "mechanism": str(getattr(mech, "name", type(mech).__name__.lower())),
+        "epsilon": float(mech.epsilon),
+        "unit": "one row = one trajectory" if kind == "LineString" else "one trajectory (Point rows grouped)",
+        "split": options.get("split") if isinstance(options, dict) else None,
+        "granularity": _json_safe(granularity),
+        "sector_convention": options.get("sector_convention") if isinstance(options, dict) else None,
+        "options": options,
+        "ledger": _ledger_summary(mech, lengths, ledger_cache) if lengths.size else {},
+        "snap": {
+            "method": "nearest public point (haversine)",
+            "snap_max_km": snap_max_km,
+            "warn_beyond_km": snap_warn_km,
+        },
+        "input": {
+            "geometry": kind,
+            "traj_id_col": None if traj_id_col is None else str(traj_id_col),
+            "time_col": None if time_col is None else str(time_col),
+            "on_invalid": on_invalid,
+        },
+        # released as they are: the Point-input trajectory id and every explicitly kept column
+        "unprotected_columns": ([] if traj_id_col is None or kind != "Point" else [str(traj_id_col)])
+        + [str(c) for c in keep_columns if traj_id_col is None or str(c) != str(traj_id_col)],
+        "geoldp_version": geoldp_version(),
+        "rng": policy,
+    }
+    return _json_safe(prov)
+
+
+# --------------------------------------------------------------------------------------------------
+# the pipeline
+# --------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Request:
+    """Validated public parameters of one release (no private data)."""
+
+    caller: str
+    mech: Any
+    source: Any
+    ps: Any
+    ps_source: Any
+    kept: list[Any]
+    snap_max_km: float | None
+    traj_id_col: Any
+    time_col: Any
+    on_invalid: str
+
+    @property
+    def policy(self) -> str:
+        """RNG policy recorded in the provenance: ``"os-csprng"`` or ``"seeded"``."""
+        return str(getattr(self.source, "policy", "os-csprng"))
+
+    def snap_frame(self, frame: Any) -> tuple[Any, list[np.ndarray]]:
+        """Validate the rows of ``frame`` and snap them: ``(FrameTrajectories, index sequences)``."""
+        ft = _frames.extract(
+            frame,
+            traj_id_col=self.traj_id_col,
+            time_col=self.time_col,
+            on_invalid=self.on_invalid,
+            caller=self.caller,
+        )
+        seqs, dist = _frames.snap(ft, self.ps, snap_max_km=self.snap_max_km, caller=self.caller)
+        del dist  # private: never leaves this function
+        return ft, seqs
+
+    def plan(
+        self,
+        *,
+        columns: Any,
+        geom_col: Any,
+        crs: Any,
+        kind: str,
+        lengths: np.ndarray,
+        stacklevel: int,
+        extra_provenance: dict[str, Any] | None = None,
+    ) -> Plan:
+        """Check budgets, warn, write the provenance, compute the output vertices, draw the stream key.
+
+        ``columns`` are the input's columns (in order), ``lengths`` the released length of every
+        trajectory, ``stacklevel`` the warnings' stack level counted from the caller of this method.
+        """
+        lengths = np.asarray(lengths, dtype=np.int64)
+        engine.check_budgets(self.mech, lengths.tolist(), self.ps.size)  # before any draw
+        ledgers: dict[int, Any] = {}
+        warn_near_uniform(self.mech, lengths, stacklevel=stacklevel + 1, cache=ledgers)
+
+        released = [self.traj_id_col] if kind == "Point" and self.traj_id_col is not None else []
+        extra = [c for c in self.kept if c != geom_col and c not in released]
+        if extra:
+            warnings.warn(
+                f"keep_columns releases {[str(c) for c in extra]} unprotected: these columns bypass the "
+                "mechanism and are copied to the output as they are.",
+                PrivacyWarning,
+                stacklevel=stacklevel + 1,
+            )
+        released += extra
+        provenance = _provenance(
+            self.mech,
+            policy=self.policy,
+            lengths=lengths,
+            snap_max_km=self.snap_max_km,
+            snap_warn_km=float(self.ps.diameter_km),
+            kind=kind,
+            traj_id_col=self.traj_id_col,
+            time_col=self.time_col,
+            keep_columns=extra,
+            on_invalid=self.on_invalid,
+            ledger_cache=ledgers,
+        )
+        provenance.update(extra_provenance or {})
+        xy = _frames.public_xy(self.ps, crs, self.ps_source)  # public data only; computed before drawing
+        key = self.source.stream_key() if lengths.size else None  # drawn once, after all validation
+        order = [c for c in columns if c in released or c == geom_col]
+        # the plan (which Dask puts in its task graph) holds the key drawn from the source, never the source
+        return Plan(replace(self, source=None), self.policy, order, geom_col, xy, key, provenance)
+
+
+@dataclass(frozen=True)
+class Plan:
+    """A planned release: apply it to a whole frame, in chunks, or to partitions (by global offset)."""
+
+    request: Request
+    policy: str
+    columns: list[Any]
+    geom_col: Any
+    xy: tuple[np.ndarray, np.ndarray]
+    key: np.ndarray | None
+    provenance: dict[str, Any]
+
+    def perturb(self, seqs: list[np.ndarray], *, offset: int = 0, progress: bool = False) -> list[np.ndarray]:
+        """Perturb index sequences; trajectory ``i`` uses stream ``offset + i`` (chunk invariant)."""
+        if not seqs:
+            return []
+        req = self.request
+        tqdm = _tqdm() if progress else None
+        if tqdm is None:
+            return list(
+                engine.run_with_key(seqs, req.ps, req.mech, key=self.key, offset=offset, policy=self.policy)
+            )
+        out: list[np.ndarray] = []
+        chunk = max(1, min(_PROGRESS_CHUNK_MAX, -(-len(seqs) // 100)))
+        with tqdm(total=len(seqs), unit="traj", desc="geoldp", leave=False) as bar:
+            for start in range(0, len(seqs), chunk):
+                part = seqs[start : start + chunk]
+                out.extend(
+                    engine.run_with_key(
+                        part, req.ps, req.mech, key=self.key, offset=offset + start, policy=self.policy
+                    )
+                )
+                bar.update(len(part))
+        return out
+
+    def apply(
+        self, frame: Any, ft: Any, seqs: list[np.ndarray], *, offset: int = 0, progress: bool = False
+    ) -> Any:
+        """Perturb the snapped rows of ``frame`` and assemble the output frame (with the provenance)."""
+        import geopandas as gpd
+
+        if len(frame) == 0:  # an empty partition
+            out = frame[self.columns].copy()
+            out.attrs = {"geoldp": self.provenance}
+            return out
+        outputs = self.perturb(seqs, offset=offset, progress=progress)
+        geometry = _frames.build_geometry(ft, outputs, self.xy, len(frame))
+        data = {c: frame[c].copy(deep=True) for c in self.columns if c != self.geom_col}
+        out_frame = pd.DataFrame(data, index=frame.index.copy())
+        out_frame[self.geom_col] = gpd.GeoSeries(geometry, index=frame.index.copy(), crs=frame.crs).values
+        # column order: kept columns in input order, geometry where it was in the input
+        out = gpd.GeoDataFrame(out_frame, geometry=self.geom_col, crs=frame.crs)[self.columns]
+        out.attrs = {"geoldp": self.provenance}
+        return out
+
+
+def _tqdm() -> Any:
+    try:
+        from tqdm.auto import tqdm
+    except ImportError:  # tqdm is optional: no bar
+        return None
+    return tqdm
+
+
+def request(
+    frame: Any,
+    points: Any,
+    *,
+    mechanism: Any,
+    epsilon: Any,
+    options: dict[str, Any],
+    keep_columns: Any,
+    snap_max_km: Any,
+    rng: Any,
+    caller: str,
+    traj_id_col: Any = None,
+    time_col: Any = None,
+    on_invalid: str = "raise",
+) -> Request:
+    """Validate the public parameters of a release (``frame`` is only asked for its column names).
+
+    ``rng`` is normalised here, once, at the public entry point.
+    """
+    kept = _frames.check_columns(frame, keep_columns, parameter="keep_columns", caller=caller)
+    snap_max_km = check_positive_km(snap_max_km, "snap_max_km", caller=caller)
+    mech = resolve_mechanism(mechanism, epsilon, options, caller=caller)
+    source = resolve_rng(rng)
+    ps, ps_source = _frames.resolve_points(points, caller=caller)
+    return Request(caller, mech, source, ps, ps_source, kept, snap_max_km, traj_id_col, time_col, on_invalid)
