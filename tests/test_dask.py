@@ -202,3 +202,36 @@ def test_subset_of_partitions_gives_the_same_rows(city):
     assert lazy.npartitions == ddf.npartitions
     assert lazy.divisions == ddf.divisions
     assert lazy.crs == trips.crs
+
+
+def test_task_graph_holds_the_key_not_the_random_source(city):
+    # the plan bound into every partition task carries the stream key drawn once, never the source
+    from geoldp._random import RandomSource
+
+    points, trips = city
+    ddf = dask_geopandas.from_geopandas(trips, npartitions=3)
+    out = geoldp.dask.perturb(ddf, points, mechanism="tp", epsilon=2.0, rng=5)
+
+    def walk(obj, seen):
+        if id(obj) in seen:
+            return
+        seen.add(id(obj))
+        assert not isinstance(obj, RandomSource)
+        if isinstance(obj, dict):
+            values = list(obj.values())
+        elif isinstance(obj, list | tuple | set):
+            values = list(obj)
+        elif hasattr(obj, "__dataclass_fields__"):
+            values = [getattr(obj, f) for f in obj.__dataclass_fields__]
+        else:
+            values = [getattr(obj, a) for a in ("args", "kwargs", "value") if hasattr(obj, a)]
+        for v in values:
+            walk(v, seen)
+
+    plans = []
+    graph = dict(out.__dask_graph__())
+    for task in graph.values():
+        walk(task, set())
+        plans += [v for v in getattr(task, "kwargs", {}).values() if hasattr(v, "key")]
+    assert plans, "no plan found in the graph: the walk above checked nothing"
+    assert all(p.request.source is None and p.key is not None for p in plans)
