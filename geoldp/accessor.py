@@ -243,6 +243,8 @@ def perturb(
     progress: bool = False,
     on_invalid: str = "raise",
     rng: Any = None,
+    accountant: Any = None,
+    user_col: Any = None,
     **options: Any,
 ) -> Any:
     """Perturb every trajectory of a GeoDataFrame under ε-LDP (TP, ATP or PointEM).
@@ -283,6 +285,13 @@ def perturb(
     rng : {None, int, array_like[ints], SeedSequence, BitGenerator, Generator}, optional
         ``None`` (default) uses the operating system's CSPRNG. Anything else seeds NumPy: **for
         experiments and tests only, not for deployment**. The seed is never stored in the output.
+    accountant : geoldp.BudgetAccountant, optional
+        Charge every trajectory ``epsilon`` to its user (k trajectories of one user cost k·ε), after
+        refusing, before any random draw, a release that would take a user past the accountant's total
+        (:class:`~geoldp.BudgetError`). Needs ``user_col``.
+    user_col : column label, optional
+        The column holding each row's user id (int or str), for ``accountant``. It is not released
+        unless listed in ``keep_columns``.
     **options
         Mechanism options (``granularity``, ``split``, ``sw_buckets`` ...) when ``mechanism`` is a name.
 
@@ -324,6 +333,10 @@ def perturb(
     """
     caller = "GeoDataFrame.ldp.perturb"
     gdf = _frames.check_frame(gdf, caller=caller)
+    from geoldp import accounting
+    from geoldp import points as public_points
+
+    public_points.warn_if_area_from(gdf, points, stacklevel=3)
     kept = _frames.check_columns(gdf, keep_columns, parameter="keep_columns", caller=caller)
     snap_max_km = _frames.check_snap_max_km(snap_max_km, caller=caller)
     progress = _check_bool(progress, "progress", caller)
@@ -357,11 +370,15 @@ def perturb(
         )
     released += extra
 
+    # refuses before any random draw; the charge is committed once the release exists
+    charge = accounting.charge_release(
+        accountant, gdf, user_col, mech.epsilon, traj_id_col=traj_id_col if ft.kind == "Point" else None
+    )
     xy = _frames.public_xy(ps, ft.crs, ps_source)  # public data only; computed before drawing
     outputs = _run_engine(seqs, ps, mech, source, progress=progress) if seqs else []
 
     geometry = _frames.build_geometry(ft, outputs, xy, len(gdf))
-    return _assemble(
+    out = _assemble(
         gdf,
         geometry,
         released,
@@ -377,6 +394,10 @@ def perturb(
         on_invalid,
         ledgers,
     )
+    out.attrs["geoldp"] = accounting.finish_release(
+        out.attrs["geoldp"], points_provenance=public_points.provenance_of(points), charge=charge
+    )
+    return out
 
 
 def _run_engine(
@@ -504,6 +525,8 @@ class LDPAccessor:
         progress: bool = False,
         on_invalid: str = "raise",
         rng: Any = None,
+        accountant: Any = None,
+        user_col: Any = None,
         **options: Any,
     ) -> Any:
         """Perturb every trajectory under ε-LDP; return a new GeoDataFrame.
@@ -524,6 +547,8 @@ class LDPAccessor:
             progress=progress,
             on_invalid=on_invalid,
             rng=rng,
+            accountant=accountant,
+            user_col=user_col,
             **options,
         )
 

@@ -232,6 +232,9 @@ ALLOWED_KEYS = {
     "unprotected_columns",
     "geoldp_version",
     "rng",
+    "release_id",  # random (uuid4), so that pandas never merges the ledgers of different releases
+    "points",  # the public point set's provenance (geoldp.points)
+    "accounting",  # BudgetAccountant settings, when one is used
 }
 
 
