@@ -8,8 +8,9 @@
 Times are not protected
 -----------------------
 geoldp perturbs locations only; the timestamps of a trajectory are not part of the release. By default
-the way back uses **placeholder times** (vertex ``k`` at ``1970-01-01 00:00:00 UTC + k`` seconds), which
-carry no information: speeds and durations computed from them are meaningless. Re-attaching the original
+the way back uses **placeholder times** (vertex ``k`` at ``1970-01-01 00:00:00 + k`` seconds; trackintel's
+``started_at``/``finished_at`` both at 1970-01-01 UTC), which carry no information: speeds and durations
+computed from them are meaningless. Re-attaching the original
 times needs the explicit ``times=`` argument and raises a :class:`~geoldp.PrivacyWarning`: the times are
 then released as they are, outside the ε-LDP guarantee (they can re-identify a trajectory on their own).
 
@@ -19,7 +20,8 @@ Both libraries are optional extras (``pip install 'geoldp[movingpandas]'`` / ``'
 from __future__ import annotations
 
 import warnings
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
@@ -30,7 +32,7 @@ from geoldp.errors import GeoLDPWarning, PrivacyWarning
 __all__ = ["PLACEHOLDER_START", "from_movingpandas", "from_trackintel", "to_movingpandas", "to_trackintel"]
 
 #: The time of the first vertex when no ``times`` are given (then one second per vertex).
-PLACEHOLDER_START = pd.Timestamp("1970-01-01", tz="UTC")
+PLACEHOLDER_START = pd.Timestamp("1970-01-01")  # naive, as movingpandas keeps times; UTC for trackintel
 
 _TIMES_WARNING = (
     "times= re-attaches the original timestamps to the released trajectories: they are NOT protected by "
@@ -57,6 +59,15 @@ def _trackintel() -> Any:
     except ImportError:  # optional extra
         raise ImportError("This needs trackintel: pip install 'geoldp[trackintel]'.") from None
     return trackintel
+
+
+@contextmanager
+def _quiet_deprecations() -> Iterator[None]:
+    """movingpandas calls pandas APIs that pandas 3 deprecates; those warnings are not the user's to fix."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        warnings.simplefilter("ignore", FutureWarning)
+        yield
 
 
 def _check_released(released: Any, caller: str) -> Any:
@@ -221,8 +232,10 @@ def to_movingpandas(released: Any, *, times: Any = None, obj_id_col: Any = None)
             {"geometry": gpd.points_from_xy(xy[:, 0], xy[:, 1])}, index=t.rename("t"), crs=released.crs
         )
         obj = None if obj_id_col is None else released[obj_id_col].iloc[pos]
-        trajs.append(mpd.Trajectory(df, label, obj_id=obj))
-    return mpd.TrajectoryCollection(trajs)
+        with _quiet_deprecations():
+            trajs.append(mpd.Trajectory(df, label, obj_id=obj))
+    with _quiet_deprecations():
+        return mpd.TrajectoryCollection(trajs)
 
 
 # ------------------------------------------------------------------------------------------------------
@@ -318,7 +331,7 @@ def to_trackintel(released: Any, *, times: Any = None, user_col: Any = "user_id"
     released = _check_released(released, caller)
     n = len(released)
     if times is None:
-        started = pd.Series(PLACEHOLDER_START, index=released.index)
+        started = pd.Series(PLACEHOLDER_START.tz_localize("UTC"), index=released.index)
         finished = started.copy()
     else:
         if not isinstance(times, pd.DataFrame) or not {"started_at", "finished_at"} <= set(times.columns):
