@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 import warnings
 
@@ -299,3 +300,95 @@ def test_road_nodes_errors(tmp_path):
         OSM_WAYS = saved
     with pytest.raises(ValueError, match="at least 2"):
         gp.road_nodes(path)
+
+
+# ------------------------------------------------------------------------------------------------------
+# the command line: geoldp perturb --grid SPACING --area MINX,MINY,MAXX,MAXY
+
+CHICAGO = "-87.76,41.79,-87.50,41.97"  # a public box around the synthetic city (chosen without its data)
+
+
+@pytest.fixture
+def trips_file(tmp_path):
+    from geoldp.datasets import synthetic_city
+
+    _, trips = synthetic_city(n_points=60, n_trips=12, max_len=5, seed=3)
+    path = tmp_path / "trips.geojson"
+    trips.to_file(path, driver="GeoJSON")
+    return path, trips
+
+
+def test_cli_grid_builds_the_public_grid(tmp_path, trips_file, capsys):
+    from geoldp.cli import main
+
+    path, trips = trips_file
+    out = tmp_path / "out.geojson"
+    code = main(
+        [
+            "perturb",
+            str(path),
+            f"--area={CHICAGO}",
+            "--grid",
+            "2000",
+            "--epsilon",
+            "4",
+            "--seed",
+            "1",
+            "-o",
+            str(out),
+        ]
+    )
+    assert code == 0, capsys.readouterr().err
+    released = geoldp.io.read_trajectories(out)
+    grid_pts = gp.grid(tuple(float(v) for v in CHICAGO.split(",")), 2000)
+    grid_xy = {
+        (round(x, 9), round(y, 9)) for x, y in zip(grid_pts.geometry.x, grid_pts.geometry.y, strict=True)
+    }
+    for line in released.geometry:
+        assert {(round(x, 9), round(y, 9)) for x, y in line.coords} <= grid_xy
+    ledger = json.loads((tmp_path / "out.geojson.ledger.json").read_text())
+    assert ledger["points"]["provenance"] == grid_pts.attrs["geoldp_points"]
+    assert len(released) == len(trips)
+
+
+def test_cli_grid_over_the_trips_bounds_warns(tmp_path, trips_file, capsys):
+    from geoldp.cli import main
+
+    path, trips = trips_file
+    bounds = ",".join(repr(float(v)) for v in trips.total_bounds)
+    code = main(
+        [
+            "perturb",
+            str(path),
+            f"--area={bounds}",
+            "--grid",
+            "2000",
+            "--epsilon",
+            "4",
+            "-o",
+            str(tmp_path / "o.geojson"),
+        ]
+    )
+    err = capsys.readouterr().err
+    assert code == 0 and "PrivacyWarning" in err and "bounds of the trajectories" in err
+
+
+@pytest.mark.parametrize(
+    ("extra", "match"),
+    [
+        (["--grid", "2000"], "--grid needs --area"),
+        ([f"--area={CHICAGO}"], "either --points"),
+        ([], "either --points"),
+        (["--grid", "2000", "--area=1,2,3"], "four numbers"),
+        (["--grid", "-5", f"--area={CHICAGO}"], "positive"),
+        (["--grid", "1", f"--area={CHICAGO}"], "MAX_POINTS"),
+    ],
+)
+def test_cli_grid_usage_errors(tmp_path, trips_file, capsys, extra, match):
+    from geoldp.cli import main
+
+    path, _ = trips_file
+    code = main(["perturb", str(path), *extra, "--epsilon", "4", "-o", str(tmp_path / "o.geojson")])
+    err = capsys.readouterr().err
+    assert code in (1, 2) and match in err and "Traceback" not in err
+    assert len(err.strip().splitlines()) == 1
