@@ -265,8 +265,8 @@ def _public_points(args: argparse.Namespace) -> tuple[Path | None, Any]:
 
 
 def _cmd_perturb(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
+    points_path, grid_points = _public_points(args)  # usage errors first, as argparse's own
     trips_path = _existing_file(args.trips, "TRIPS")
-    points_path, grid_points = _public_points(args)
     out_path, _ = _output_path(args.output)
     for what, path in (("TRIPS", trips_path), ("POINTS", points_path)):
         if path is not None and out_path.resolve() == path.resolve():
