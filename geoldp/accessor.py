@@ -302,8 +302,9 @@ def perturb(
         name, holding the perturbed geometry (same geometry type and vertex count per row), plus
         ``traj_id_col`` for Point input and ``keep_columns``. ``out.attrs["geoldp"]`` holds the
         provenance (mechanism, ε, split, granularity, options, ledger by kind, snapping settings,
-        geoldp version, RNG policy ``"os-csprng"`` or ``"seeded"``), never the seed and never a value
-        computed from the private data.
+        geoldp version, RNG policy ``"os-csprng"`` or ``"seeded"``, a unique ``release_id``, the public
+        points' provenance from :mod:`geoldp.points`, the accountant settings), never the seed and never
+        a value computed from the private data.
 
     Raises
     ------
@@ -312,12 +313,15 @@ def perturb(
     ValueError
         Missing CRS, no rows, invalid rows (message names the row position), missing columns, invalid
         ε or options. All checks run before any random draw.
+    BudgetError
+        With ``accountant``: the release would take some user past the total (nothing drawn or charged).
 
     Warns
     -----
     PrivacyWarning
         For ``keep_columns``; when the budget per point is so small that the output is close to uniform
-        noise (see :func:`geoldp.prepare.point_budget`).
+        noise (see :func:`geoldp.prepare.point_budget`); when ``points`` were built by
+        :mod:`geoldp.points` over an area with exactly the bounds of ``gdf`` (a private area).
     GeoLDPWarning
         Z/M dropped; vertices farther from P than its diameter.
 

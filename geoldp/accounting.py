@@ -401,6 +401,18 @@ def charge_release(
     return PendingCharge(accountant, costs, user_col, float(epsilon))
 
 
+def _user_stacklevel() -> int:
+    """The ``stacklevel`` that points a warning at the first frame outside geoldp, pandas and geopandas."""
+    frame, level = sys._getframe(1), 1
+    while frame is not None and str(frame.f_globals.get("__name__", "")).split(".")[0] in (
+        "geoldp",
+        "pandas",
+        "geopandas",
+    ):
+        frame, level = frame.f_back, level + 1
+    return level
+
+
 def _called_from_pandas_finalize() -> bool:
     """Whether this comparison runs inside pandas' ``__finalize__`` (concat / merge / join of attrs)."""
     frame = sys._getframe(2)
@@ -439,7 +451,7 @@ class ReleaseLedger(dict):
                 "result, since no single ledger describes it. A user whose trajectories are in several "
                 "releases has spent the sum of their epsilons; track that with geoldp.BudgetAccountant.",
                 GeoLDPWarning,
-                stacklevel=4,
+                stacklevel=_user_stacklevel(),
             )
         return equal
 

@@ -215,9 +215,13 @@ def test_each_release_has_a_unique_id(toy_lines, city_points):
 def test_concat_of_different_releases_drops_the_ledger_with_a_warning(toy_lines, city_points):
     a = toy_lines.ldp.perturb(city_points, epsilon=4.0, rng=1)
     b = toy_lines.ldp.perturb(city_points, epsilon=4.0, rng=2)
-    with pytest.warns(geoldp.GeoLDPWarning, match="drops the ledger"):
+    with pytest.warns(geoldp.GeoLDPWarning, match="drops the ledger") as rec:
         both = pd.concat([a, b])
     assert "geoldp" not in both.attrs and len(both) == 2 * len(a)
+    assert rec[0].filename == __file__  # points at the user's line, not at pandas'
+    c = toy_lines.ldp.perturb(city_points, epsilon=4.0, rng=3)
+    with pytest.warns(geoldp.GeoLDPWarning, match="drops the ledger"):
+        assert "geoldp" not in pd.concat([a, a.iloc[:1], c]).attrs  # one foreign part is enough
 
 
 def test_join_and_merge_of_different_releases_drop_the_ledger_with_a_warning(toy_lines, city_points):
@@ -241,6 +245,10 @@ def test_parts_of_one_release_keep_its_ledger(toy_lines, city_points):
         extra = a.join(a.geometry.rename("copy").to_frame())
     assert again.attrs["geoldp"] == a.attrs["geoldp"]  # post-processing of one release: still correct
     assert extra.attrs["geoldp"] == a.attrs["geoldp"]
+    assert isinstance(again.attrs["geoldp"], geoldp.accounting.ReleaseLedger)  # a later concat still warns
+    b = toy_lines.ldp.perturb(city_points, epsilon=4.0, rng=2)
+    with pytest.warns(geoldp.GeoLDPWarning, match="drops the ledger"):
+        assert "geoldp" not in pd.concat([again, b]).attrs
 
 
 def test_join_with_a_frame_without_ledger_drops_it(toy_lines, city_points):
