@@ -399,7 +399,10 @@ def perturb(
         ledgers,
     )
     out.attrs["geoldp"] = accounting.finish_release(
-        out.attrs["geoldp"], points_provenance=public_points.provenance_of(points), charge=charge
+        out.attrs["geoldp"],
+        released=out,
+        points_provenance=public_points.provenance_of(points),
+        charge=charge,
     )
     return out
 

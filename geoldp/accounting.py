@@ -16,8 +16,9 @@ of 1.0 only if the exact binary sum does.
 
 Ledgers of combined frames
 --------------------------
-Each release gets a unique ``release_id`` in its ledger. pandas keeps ``attrs`` through ``pd.concat``,
-``merge`` and ``join`` only when every input has non-empty, equal ``attrs``; so
+Each release gets a unique ``release_id`` in its ledger (a random UUID; for seeded experiment runs a digest
+of the release itself, so that they stay reproducible byte for byte). pandas keeps ``attrs`` through
+``pd.concat``, ``merge`` and ``join`` only when every input has non-empty, equal ``attrs``; so
 
 * parts of **one** release put back together (``pd.concat([r.iloc[:5], r.iloc[5:]])``, ``r.join(r[[c]])``)
   keep its ledger, which is still correct (post-processing costs no budget);
@@ -30,6 +31,7 @@ Each release gets a unique ``release_id`` in its ledger. pandas keeps ``attrs`` 
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import numbers
@@ -227,7 +229,10 @@ class BudgetAccountant:
             raise ValueError(f"Not a saved BudgetAccountant: the 'format' member must be {FORMAT!r}.")
         if data.get("version") != _VERSION:
             raise ValueError(f"Unsupported BudgetAccountant version; this geoldp reads version {_VERSION}.")
-        acc = cls(data.get("total_epsilon"))
+        try:
+            acc = cls(data.get("total_epsilon"))
+        except TypeError:
+            raise ValueError("A saved BudgetAccountant needs a numeric 'total_epsilon' > 0.") from None
         entries = data.get("spent")
         if not isinstance(entries, list):
             raise ValueError("A saved BudgetAccountant needs a 'spent' list of [user, spent] pairs.")
@@ -460,9 +465,23 @@ class ReleaseLedger(dict):
         return equal if equal is NotImplemented else not equal
 
 
+def _content_id(released: Any, provenance: Mapping[str, Any]) -> str:
+    """A digest of the release itself (geometry, index, ledger): public values only, never the seed."""
+    import pandas as pd
+    import shapely
+
+    h = hashlib.sha256()
+    h.update(json.dumps(provenance, sort_keys=True, default=str).encode())
+    h.update(pd.util.hash_pandas_object(released.index, index=False).to_numpy().tobytes())
+    for wkb in shapely.to_wkb(np.asarray(released.geometry.values)):
+        h.update(b"\x00" if wkb is None else wkb)
+    return h.hexdigest()[:32]
+
+
 def finish_release(
     provenance: Mapping[str, Any],
     *,
+    released: Any = None,
     points_provenance: str | None = None,
     charge: PendingCharge | None = None,
 ) -> ReleaseLedger:
@@ -472,6 +491,10 @@ def finish_release(
     ----------
     provenance : mapping
         The ledger built by the release (JSON-able, public values only).
+    released : geopandas.GeoDataFrame, optional
+        The release. For a seeded release (``provenance["rng"] == "seeded"``, experiments only) the id is
+        a digest of the release itself, so that a seeded run is reproducible byte for byte; otherwise
+        (and always with the OS CSPRNG) it is a random UUID.
     points_provenance : str, optional
         :func:`geoldp.points.provenance_of` of the public points.
     charge : PendingCharge, optional
@@ -482,8 +505,11 @@ def finish_release(
     ReleaseLedger
     """
     out = ReleaseLedger(provenance)
-    out["release_id"] = uuid.uuid4().hex  # os.urandom: never derived from the seed or the data
     out["points"] = {"provenance": points_provenance}
+    if released is not None and out.get("rng") == "seeded":
+        out["release_id"] = _content_id(released, out)  # equal only for identical releases
+    else:
+        out["release_id"] = uuid.uuid4().hex  # os.urandom: never derived from the seed or the data
     if charge is not None:
         charge.commit()
         out["accounting"] = charge.ledger()

@@ -203,13 +203,26 @@ def test_accountant_arguments_are_checked(trips, city_points):
 
 
 def test_each_release_has_a_unique_id(toy_lines, city_points):
-    a = toy_lines.ldp.perturb(city_points, epsilon=4.0, rng=1)
-    b = toy_lines.ldp.perturb(city_points, epsilon=4.0, rng=1)
-    assert a.geometry.equals(b.geometry)  # same seed: same release content ...
-    assert a.attrs["geoldp"]["release_id"] != b.attrs["geoldp"]["release_id"]  # ... but two releases
+    a = toy_lines.ldp.perturb(city_points, epsilon=4.0)
+    b = toy_lines.ldp.perturb(city_points, epsilon=4.0)
+    assert a.attrs["geoldp"]["release_id"] != b.attrs["geoldp"]["release_id"]  # random UUIDs
     # comparing outside pandas is an ordinary dict comparison, without a warning
     assert (a.attrs["geoldp"] == b.attrs["geoldp"]) is False
     assert a.attrs["geoldp"] != b.attrs["geoldp"]
+
+
+def test_seeded_release_id_is_a_digest_of_the_release(toy_lines, city_points):
+    a = toy_lines.ldp.perturb(city_points, epsilon=4.0, rng=1)
+    b = toy_lines.ldp.perturb(city_points, epsilon=4.0, rng=1)
+    assert a.geometry.equals(b.geometry)  # same seed: the very same release ...
+    assert a.attrs["geoldp"] == b.attrs["geoldp"]  # ... and the same ledger: reproducible experiments
+    seeds = range(1, 9)
+    outs = [toy_lines.ldp.perturb(city_points, epsilon=4.0, rng=s) for s in seeds]
+    distinct_geoms = {tuple(o.geometry.to_wkb()) for o in outs}
+    distinct_ids = {o.attrs["geoldp"]["release_id"] for o in outs}
+    assert len(distinct_ids) == len(distinct_geoms) > 1  # an id per distinct release
+    other_eps = toy_lines.ldp.perturb(city_points, epsilon=3.0, rng=1)
+    assert other_eps.attrs["geoldp"]["release_id"] != a.attrs["geoldp"]["release_id"]
 
 
 def test_concat_of_different_releases_drops_the_ledger_with_a_warning(toy_lines, city_points):
