@@ -195,3 +195,20 @@ def test_to_trackintel_errors_and_degenerate_lines(triplegs, city_points):
     assert len(back) == 3 and n_bad >= 1
     with pytest.raises(ValueError, match="user_id"):
         geoldp.from_trackintel(gpd.GeoDataFrame(geometry=released.geometry))
+
+
+@pytest.mark.parametrize(
+    ("module", "call"),
+    [
+        ("movingpandas", lambda: geoldp.from_movingpandas(None)),
+        ("movingpandas", lambda: geoldp.to_movingpandas(None)),
+        ("trackintel", lambda: geoldp.from_trackintel(None)),
+        ("trackintel", lambda: geoldp.to_trackintel(None)),
+    ],
+)
+def test_missing_optional_dependency_says_what_to_install(monkeypatch, module, call):
+    import sys
+
+    monkeypatch.setitem(sys.modules, module, None)  # makes `import module` raise ImportError
+    with pytest.raises(ImportError, match=rf"geoldp\[{module}\]"):
+        call()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 import warnings
 
 import geopandas as gpd
@@ -392,3 +393,26 @@ def test_cli_grid_usage_errors(tmp_path, trips_file, capsys, extra, match):
     err = capsys.readouterr().err
     assert code in (1, 2) and match in err and "Traceback" not in err
     assert len(err.strip().splitlines()) == 1
+
+
+def test_road_nodes_from_a_pbf_extract(tmp_path):
+    osmium = pytest.importorskip("osmium")
+    path = tmp_path / "tiny.osm.pbf"
+    with osmium.SimpleWriter(str(path)) as writer:
+        for nid, (lon, lat) in OSM_NODES.items():
+            writer.add_node(osmium.osm.mutable.Node(id=nid, location=(lon, lat), version=1))
+        for wid, refs, tags in OSM_WAYS:
+            writer.add_way(osmium.osm.mutable.Way(id=wid, nodes=refs, tags=tags, version=1))
+    pts = gp.road_nodes(path)
+    assert list(pts["osm_id"]) == [2, 5]
+    assert pts.attrs["geoldp_points"] == "road_nodes(kind=intersections, file=tiny.osm.pbf)"
+
+
+@pytest.mark.parametrize(
+    ("module", "call"), [("h3", lambda p: gp.h3_cells(BBOX, 8)), ("osmium", gp.road_nodes)]
+)
+def test_missing_optional_dependency_says_what_to_install(tmp_path, monkeypatch, module, call):
+    path = _write_osm(tmp_path / "tiny.osm")
+    monkeypatch.setitem(sys.modules, module, None)  # makes `import module` raise ImportError
+    with pytest.raises(ImportError, match=r"geoldp\[points\]"):
+        call(path)
