@@ -232,7 +232,7 @@ ALLOWED_KEYS = {
     "unprotected_columns",
     "geoldp_version",
     "rng",
-    "release_id",  # random (uuid4), so that pandas never merges the ledgers of different releases
+    "release_id",  # uuid4 (a digest of the release when seeded): pandas never merges different releases
     "points",  # the public point set's provenance (geoldp.points)
     "accounting",  # BudgetAccountant settings, when one is used
 }
