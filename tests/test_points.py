@@ -87,6 +87,22 @@ def test_grid_over_a_polygon_stays_inside_it():
     assert pts_gdf.geometry.equals(pts.geometry)
 
 
+def test_grid_respects_holes_and_multipolygons():
+    outer = shapely.box(*BBOX)
+    hole = shapely.box(116.33, 39.91, 116.37, 39.94)
+    holed = gp.grid(gpd.GeoSeries([outer.difference(hole)], crs="EPSG:4326"), 400)
+    assert not shapely.contains_xy(hole, holed.geometry.x, holed.geometry.y).any()
+    full = gp.grid(BBOX, 400)
+    share = hole.area / outer.area  # in degrees: fine for the share of a small box
+    assert len(holed) / len(full) == pytest.approx(1 - share, abs=0.05)
+    parts = gpd.GeoSeries(
+        [shapely.box(116.30, 39.90, 116.32, 39.92), shapely.box(116.37, 39.93, 116.40, 39.95)], crs=4326
+    )
+    multi = gp.grid(parts, 400)
+    inside = shapely.contains_xy(parts.union_all().buffer(1e-9), multi.geometry.x, multi.geometry.y)
+    assert inside.all() and len(multi) > 2
+
+
 def test_grid_provenance_has_no_coordinates():
     prov = gp.grid(BBOX, 500).attrs["geoldp_points"]
     assert prov == "grid(kind=square, spacing_m=500, area=bbox, crs=EPSG:4326)"
