@@ -11,9 +11,12 @@ from importlib.metadata import PackageNotFoundError, version
 
 # Importing the accessor module registers ``GeoDataFrame.ldp`` as a side effect.
 from geoldp import accessor as _accessor  # noqa: F401
+from geoldp import points
 from geoldp._versions import show_versions
+from geoldp.accounting import BudgetAccountant
 from geoldp.budget import Ledger
 from geoldp.errors import BudgetError, DomainError, GeoLDPError, GeoLDPWarning, PrivacyWarning
+from geoldp.interop import from_movingpandas, from_trackintel, to_movingpandas, to_trackintel
 from geoldp.metrics import evaluate
 from geoldp.pointset import PointSet
 from geoldp.trajectory import ATP, TP, PointEM, perturb_trajectories
@@ -26,6 +29,7 @@ except PackageNotFoundError:  # running from a source tree that is not installed
 __all__ = [
     "ATP",
     "TP",
+    "BudgetAccountant",
     "BudgetError",
     "DomainError",
     "GeoLDPError",
@@ -36,6 +40,11 @@ __all__ = [
     "PrivacyWarning",
     "__version__",
     "evaluate",
+    "from_movingpandas",
+    "from_trackintel",
     "perturb_trajectories",
+    "points",
     "show_versions",
+    "to_movingpandas",
+    "to_trackintel",
 ]

@@ -30,7 +30,8 @@ from typing import Any
 
 import pandas as pd
 
-from geoldp import _frames, _release
+from geoldp import _frames, _release, accounting
+from geoldp import points as public_points
 from geoldp._release import resolve_mechanism
 from geoldp._validation import check_bool, check_positive_km
 
@@ -99,6 +100,8 @@ def perturb(
     progress: bool = False,
     on_invalid: str = "raise",
     rng: Any = None,
+    accountant: Any = None,
+    user_col: Any = None,
     **options: Any,
 ) -> Any:
     """Perturb every trajectory of a GeoDataFrame under ε-LDP (TP, ATP or PointEM).
@@ -139,6 +142,13 @@ def perturb(
     rng : {None, int, array_like[ints], SeedSequence, BitGenerator, Generator}, optional
         ``None`` (default) uses the operating system's CSPRNG. Anything else seeds NumPy: **for
         experiments and tests only, not for deployment**. The seed is never stored in the output.
+    accountant : geoldp.BudgetAccountant, optional
+        Charge every trajectory ``epsilon`` to its user (k trajectories of one user cost k·ε), after
+        refusing, before any random draw, a release that would take a user past the accountant's total
+        (:class:`~geoldp.BudgetError`). Needs ``user_col``.
+    user_col : column label, optional
+        The column holding each row's user id (int or str), for ``accountant``. It is not released
+        unless listed in ``keep_columns``.
     **options
         Mechanism options (``granularity``, ``split``, ``sw_buckets`` ...) when ``mechanism`` is a name.
 
@@ -149,8 +159,9 @@ def perturb(
         name, holding the perturbed geometry (same geometry type and vertex count per row), plus
         ``traj_id_col`` for Point input and ``keep_columns``. ``out.attrs["geoldp"]`` holds the
         provenance (mechanism, ε, split, granularity, options, ledger by kind, snapping settings,
-        geoldp version, RNG policy ``"os-csprng"`` or ``"seeded"``), never the seed and never a value
-        computed from the private data.
+        geoldp version, RNG policy ``"os-csprng"`` or ``"seeded"``, a unique ``release_id``, the public
+        points' provenance from :mod:`geoldp.points`, the accountant settings), never the seed and never
+        a value computed from the private data.
 
     Raises
     ------
@@ -159,12 +170,15 @@ def perturb(
     ValueError
         Missing CRS, no rows, invalid rows (message names the row position), missing columns, invalid
         ε or options. All checks run before any random draw.
+    BudgetError
+        With ``accountant``: the release would take some user past the total (nothing drawn or charged).
 
     Warns
     -----
     PrivacyWarning
         For ``keep_columns``; when the budget per point is so small that the output is close to uniform
-        noise (see :func:`geoldp.prepare.point_budget`).
+        noise (see :func:`geoldp.prepare.point_budget`); when ``points`` were built by
+        :mod:`geoldp.points` over an area with exactly the bounds of ``gdf`` (a private area).
     GeoLDPWarning
         Z/M dropped; vertices farther from P than its diameter.
 
@@ -180,6 +194,7 @@ def perturb(
     """
     caller = "GeoDataFrame.ldp.perturb"
     gdf = _frames.check_frame(gdf, caller=caller)
+    public_points.warn_if_area_from(gdf, points, stacklevel=3)
     progress = check_bool(progress, "progress", caller=caller)
     req = _release.request(
         gdf,
@@ -196,6 +211,10 @@ def perturb(
         on_invalid=on_invalid,
     )
     ft, seqs = req.snap_frame(gdf)
+    # refuse before any random draw (plan() draws the stream key); commit once the release exists
+    charge = accounting.charge_release(
+        accountant, gdf, user_col, req.mech.epsilon, traj_id_col=traj_id_col if ft.kind == "Point" else None
+    )
     plan = req.plan(
         columns=list(gdf.columns),
         geom_col=gdf._geometry_column_name,
@@ -204,7 +223,14 @@ def perturb(
         lengths=ft.lengths,
         stacklevel=3,
     )
-    return plan.apply(gdf, ft, seqs, progress=progress)
+    out = plan.apply(gdf, ft, seqs, progress=progress)
+    out.attrs["geoldp"] = accounting.finish_release(
+        out.attrs["geoldp"],
+        released=out,
+        points_provenance=public_points.provenance_of(points),
+        charge=charge,
+    )
+    return out
 
 
 @pd.api.extensions.register_dataframe_accessor("ldp")
@@ -244,6 +270,8 @@ class LDPAccessor:
         progress: bool = False,
         on_invalid: str = "raise",
         rng: Any = None,
+        accountant: Any = None,
+        user_col: Any = None,
         **options: Any,
     ) -> Any:
         """Perturb every trajectory of this frame under ε-LDP (TP, ATP or PointEM); return a new frame.
@@ -278,6 +306,13 @@ class LDPAccessor:
         rng : {None, int, array_like[ints], SeedSequence, BitGenerator, Generator}, optional
             ``None`` (default) uses the operating system's CSPRNG. Anything else seeds NumPy: **for
             experiments and tests only, not for deployment**. The seed is never stored in the output.
+        accountant : geoldp.BudgetAccountant, optional
+            Charge every trajectory ``epsilon`` to its user (k trajectories of one user cost k·ε), after
+            refusing, before any random draw, a release that would take a user past the accountant's total
+            (:class:`~geoldp.BudgetError`). Needs ``user_col``.
+        user_col : column label, optional
+            The column holding each row's user id (int or str), for ``accountant``. It is not released
+            unless listed in ``keep_columns``.
         **options
             Mechanism options (``granularity``, ``split``, ``sw_buckets`` ...) when ``mechanism`` is a name.
 
@@ -296,12 +331,16 @@ class LDPAccessor:
         ValueError
             Missing CRS, no rows, invalid rows (naming the row position), missing columns, invalid ε or
             options. All checks run before any random draw.
+        BudgetError
+            With ``accountant``: the release would take some user past the total (nothing drawn or
+            charged).
 
         Warns
         -----
         PrivacyWarning
             For ``keep_columns``; when the budget per point is so small that the output is close to
-            uniform noise (see :func:`geoldp.prepare.point_budget`).
+            uniform noise (see :func:`geoldp.prepare.point_budget`); when ``points`` were built by
+            :mod:`geoldp.points` over an area with exactly the bounds of the frame (a private area).
         GeoLDPWarning
             Z/M dropped; vertices farther from P than its diameter.
 
@@ -334,6 +373,8 @@ class LDPAccessor:
             progress=progress,
             on_invalid=on_invalid,
             rng=rng,
+            accountant=accountant,
+            user_col=user_col,
             **options,
         )
 

@@ -237,12 +237,39 @@ def write_frame(gdf: Any, path: str | os.PathLike[str]) -> list[Path]:
 # commands
 
 
+def _bbox(text: str) -> tuple[float, float, float, float]:
+    parts = text.split(",")
+    try:
+        values = tuple(float(p) for p in parts)
+    except ValueError:
+        values = ()
+    if len(values) != 4:
+        raise argparse.ArgumentTypeError(f"must be four numbers MINX,MINY,MAXX,MAXY, got {text!r}")
+    return values  # type: ignore[return-value]
+
+
+def _public_points(args: argparse.Namespace) -> tuple[Path | None, Any]:
+    """``(POINTS path, None)`` for --points, ``(None, grid frame)`` for --grid/--area (geoldp.points.grid)."""
+    if (args.points is None) == (args.grid is None):
+        raise UsageError("give either --points POINTS or --grid SPACING --area MINX,MINY,MAXX,MAXY")
+    if args.grid is None:
+        if args.area is not None:
+            raise UsageError("--area goes with --grid SPACING (a public grid); drop it or use --grid")
+        return _existing_file(args.points, "POINTS"), None
+    if args.area is None:
+        raise UsageError("--grid needs --area MINX,MINY,MAXX,MAXY (a public bounding box, lon/lat)")
+    from geoldp import points as public_points
+
+    with _stage("cannot build the --grid points"):
+        return None, public_points.grid(args.area, args.grid)
+
+
 def _cmd_perturb(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
+    points_path, grid_points = _public_points(args)  # usage errors first, as argparse's own
     trips_path = _existing_file(args.trips, "TRIPS")
-    points_path = _existing_file(args.points, "POINTS")
     out_path, _ = _output_path(args.output)
     for what, path in (("TRIPS", trips_path), ("POINTS", points_path)):
-        if out_path.resolve() == path.resolve():
+        if path is not None and out_path.resolve() == path.resolve():
             raise UserError(f"the output '{args.output}' is the {what} file; choose another output path")
 
     from geoldp import io as gio
@@ -260,8 +287,10 @@ def _cmd_perturb(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> in
     with _report_warnings(stderr):
         with _stage(f"cannot read TRIPS '{args.trips}'"):
             trips = gio.read_trajectories(trips_path, **read_kwargs)
-        with _stage(f"cannot read POINTS '{args.points}'"):
-            points = gio.read_points(points_path)
+        points = grid_points
+        if points_path is not None:
+            with _stage(f"cannot read POINTS '{args.points}'"):
+                points = gio.read_points(points_path)
         progress = (not args.no_progress) and stderr.isatty()
         out = trips.ldp.perturb(
             points,
@@ -388,7 +417,22 @@ def build_parser() -> argparse.ArgumentParser:
         ),
     )
     p.add_argument("trips", metavar="TRIPS", help="trajectories: LineStrings, or Points with --traj-id-col")
-    p.add_argument("--points", required=True, metavar="POINTS", help="the public point set (Points)")
+    p.add_argument("--points", metavar="POINTS", default=None, help="the public point set (Points)")
+    p.add_argument(
+        "--grid",
+        type=_positive_float,
+        metavar="SPACING",
+        default=None,
+        help="instead of --points: a public square grid, SPACING metres apart, over --area",
+    )
+    p.add_argument(
+        "--area",
+        type=_bbox,
+        metavar="MINX,MINY,MAXX,MAXY",
+        default=None,
+        help="with --grid: a PUBLIC bounding box in lon/lat degrees, never the bounds of TRIPS (write "
+        "--area=-122.52,37.70,-122.35,37.83 when it starts with a minus sign)",
+    )
     p.add_argument(
         "--mechanism",
         default="atp",

@@ -232,6 +232,9 @@ ALLOWED_KEYS = {
     "unprotected_columns",
     "geoldp_version",
     "rng",
+    "release_id",  # uuid4 (a digest of the release when seeded): pandas never merges different releases
+    "points",  # the public point set's provenance (geoldp.points)
+    "accounting",  # BudgetAccountant settings, when one is used
 }
 
 

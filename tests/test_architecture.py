@@ -20,13 +20,13 @@ ROOT = Path(__file__).resolve().parents[1] / PACKAGE
 LAYERS: list[tuple[str, ...]] = [
     ("errors", "_versions", "_validation", "_kernels", "_random"),  # foundations
     ("geo",),  # sphere geometry
-    ("budget", "pointset"),  # budgets and ledgers; the public point set P
+    ("budget", "pointset", "accounting", "points"),  # budgets, ledgers, accounting; public point sets
     ("mechanisms",),  # the ε-LDP primitives
     ("trajectory",),  # TP, ATP, PointEM and the array engine
     ("_frames",),  # the one GeoPandas <-> arrays boundary
     ("queries", "_release"),  # analyses; the release pipeline
     ("metrics", "prepare"),  # utility metrics; GPS preparation
-    ("accessor", "dask", "io", "plotting", "testing"),  # drivers and I/O
+    ("accessor", "dask", "io", "plotting", "testing", "interop"),  # drivers, I/O and interop
     ("datasets", "demo", "cli", "__main__", "__init__"),  # applications and the package itself
 ]
 

@@ -1,0 +1,496 @@
+"""Public point sets built from public inputs: grids, H3 cells, road intersections, thinning.
+
+Every builder returns a :class:`geopandas.GeoDataFrame` of Points that is accepted everywhere a point set
+is (``gdf.ldp.perturb(points, ...)``, :class:`geoldp.PointSet.from_geodataframe`, the CLI), and records
+where it came from in ``points.attrs["geoldp_points"]`` (a short string such as
+``"grid(kind=square, spacing_m=500, area=bbox, crs=EPSG:4326)"``). A release perturbed onto such a point
+set carries that string in its ledger (``released.attrs["geoldp"]["points"]``). The string never holds
+coordinates, so the ledger does not publish the area.
+
+.. warning::
+
+   **The point set is public only if its inputs are.** An area taken from the trajectories being released
+   (``trips.total_bounds``, their convex hull, a buffer around them), or points computed from them
+   (their vertices, cluster centres, the cells they visit), are *private*: they leak the data outside the
+   mechanism and void the ε-LDP guarantee. Use a public area: a city boundary, an administrative polygon,
+   a fixed bounding box chosen before looking at the data. When the area handed to a builder has exactly
+   the bounds of a frame later perturbed with the points, ``perturb`` raises a
+   :class:`~geoldp.PrivacyWarning` (:func:`warn_if_area_from`).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import warnings
+from typing import Any
+
+import numpy as np
+
+from geoldp._validation import check_int_range, check_real
+from geoldp.errors import PrivacyWarning
+
+__all__ = [
+    "MAX_POINTS",
+    "PROVENANCE_KEY",
+    "grid",
+    "h3_cells",
+    "provenance_of",
+    "road_nodes",
+    "thin",
+    "warn_if_area_from",
+]
+
+#: ``attrs`` key of a point set's provenance string.
+PROVENANCE_KEY = "geoldp_points"
+#: ``attrs`` key of the bounds and CRS of the area a point set was built over (for the area guard).
+AREA_KEY = "geoldp_points_area"
+#: Largest point set a builder returns; a finer grid raises ``ValueError`` (choose a larger spacing).
+MAX_POINTS = 2_000_000
+_KINDS = ("square", "hex")
+_ROAD_KINDS = ("intersections", "all")
+# relative tolerance (of the area's extent) under which an area "equals" a frame's bounds
+_BOUNDS_RTOL = 1e-9
+
+
+# ------------------------------------------------------------------------------------------------------
+# areas
+
+
+def _area(area: Any, crs: Any, *, caller: str) -> tuple[Any, Any, str]:
+    """``(polygon, CRS, "bbox" | "polygon")`` for a bbox tuple or a polygon GeoSeries/GeoDataFrame."""
+    import geopandas as gpd
+    import shapely
+    from pyproj import CRS
+
+    if isinstance(area, gpd.GeoDataFrame | gpd.GeoSeries):
+        if area.crs is None:
+            raise ValueError(
+                f"The 'area' parameter of {caller} has no CRS. Declare it with area.set_crs(...)."
+            )
+        if crs is not None and not CRS.from_user_input(crs).equals(area.crs):
+            raise ValueError(
+                f"The 'crs' parameter of {caller} differs from the CRS of 'area'. Omit 'crs' for a "
+                "GeoSeries/GeoDataFrame area (its own CRS is used), or reproject the area with to_crs()."
+            )
+        geoms = np.asarray(area.geometry.values if isinstance(area, gpd.GeoDataFrame) else area.values)
+        if len(geoms) == 0:
+            raise ValueError(f"The 'area' parameter of {caller} has no rows.")
+        bad = np.flatnonzero(shapely.is_missing(geoms) | shapely.is_empty(geoms))
+        if bad.size:
+            raise ValueError(
+                f"The 'area' parameter of {caller}: row position {int(bad[0])} is missing or empty."
+            )
+        types = shapely.get_type_id(geoms)
+        bad = np.flatnonzero(~np.isin(types, (3, 6)))  # Polygon, MultiPolygon
+        if bad.size:
+            raise TypeError(
+                f"The 'area' parameter of {caller} must hold Polygons or MultiPolygons; row position "
+                f"{int(bad[0])} is a {geoms[bad[0]].geom_type}. Buffer or polygonize it first."
+            )
+        return shapely.union_all(geoms), CRS.from_user_input(area.crs), "polygon"
+    if isinstance(area, str | bytes) or not hasattr(area, "__len__"):
+        raise TypeError(
+            f"The 'area' parameter of {caller} must be a bounding box (minx, miny, maxx, maxy) or a "
+            f"GeoSeries/GeoDataFrame of polygons. Got {type(area).__name__}."
+        )
+    if len(area) != 4:
+        raise ValueError(
+            f"The 'area' parameter of {caller} must be a bounding box of 4 numbers (minx, miny, maxx, maxy). "
+            f"Got {len(area)} values."
+        )
+    names = ("minx", "miny", "maxx", "maxy")
+    minx, miny, maxx, maxy = (
+        check_real(v, f"area[{i}] ({n})", caller=caller)
+        for i, (v, n) in enumerate(zip(area, names, strict=True))
+    )
+    if not all(math.isfinite(v) for v in (minx, miny, maxx, maxy)):
+        raise ValueError(f"The 'area' parameter of {caller} must hold finite numbers.")
+    if not (minx < maxx and miny < maxy):
+        raise ValueError(
+            f"The 'area' parameter of {caller} must be ordered (minx, miny, maxx, maxy) with minx < maxx and "
+            "miny < maxy."
+        )
+    try:
+        out_crs = CRS.from_user_input("EPSG:4326" if crs is None else crs)
+    except Exception:  # pyproj's CRSError
+        raise ValueError(
+            f"The 'crs' parameter of {caller} is not a CRS pyproj understands; pass e.g. 'EPSG:4326'."
+        ) from None
+    if out_crs.is_geographic and not (-180 <= minx and maxx <= 180 and -90 <= miny and maxy <= 90):
+        raise ValueError(
+            f"The 'area' parameter of {caller} is outside the longitude/latitude range of its geographic "
+            "CRS. Pass crs=... if the bounding box is in a projected CRS."
+        )
+    return shapely.box(minx, miny, maxx, maxy), out_crs, "bbox"
+
+
+def _crs_name(crs: Any) -> str:
+    epsg = crs.to_epsg()
+    return f"EPSG:{epsg}" if epsg is not None else str(crs.name)
+
+
+def _local_metric_crs(polygon: Any, crs: Any) -> Any:
+    """An azimuthal equidistant projection centred on the area: metres, true distances from the centre."""
+    import shapely
+    from pyproj import CRS, Transformer
+
+    c = polygon.centroid if not polygon.is_empty else shapely.Point(0, 0)
+    lon, lat = Transformer.from_crs(crs, "EPSG:4326", always_xy=True).transform(c.x, c.y)
+    return CRS.from_proj4(f"+proj=aeqd +lat_0={lat:.10f} +lon_0={lon:.10f} +datum=WGS84 +units=m +no_defs")
+
+
+def _to_crs(geom: Any, src: Any, dst: Any) -> Any:
+    import shapely
+    from pyproj import Transformer
+
+    tr = Transformer.from_crs(src, dst, always_xy=True)
+    return shapely.transform(geom, lambda xy: np.column_stack(tr.transform(xy[:, 0], xy[:, 1])))
+
+
+def _points_frame(x: np.ndarray, y: np.ndarray, crs: Any, provenance: str, bounds, extra=None) -> Any:
+    import geopandas as gpd
+
+    data = {} if extra is None else dict(extra)
+    gdf = gpd.GeoDataFrame(data, geometry=gpd.points_from_xy(x, y), crs=crs)
+    gdf.attrs[PROVENANCE_KEY] = provenance
+    if bounds is not None:
+        epsg = crs.to_epsg()
+        srs = f"EPSG:{epsg}" if epsg is not None else crs.to_wkt()
+        gdf.attrs[AREA_KEY] = {"bounds": [float(b) for b in bounds], "crs": srs}
+    return gdf
+
+
+def _check_count(n: int, caller: str, what: str) -> None:
+    if n > MAX_POINTS:
+        raise ValueError(
+            f"{caller} would build {n} points, more than MAX_POINTS = {MAX_POINTS}; use a larger {what}."
+        )
+    if n < 2:
+        raise ValueError(
+            f"{caller} built {n} point(s); a public point set needs at least 2. Use a smaller {what} or a "
+            "larger area."
+        )
+
+
+# ------------------------------------------------------------------------------------------------------
+# builders
+
+
+def grid(area: Any, spacing_m: float, *, kind: str = "square", crs: Any = None) -> Any:
+    """A regular grid of public points over a public area, with a metric spacing in any CRS.
+
+    The lattice is laid out in an azimuthal equidistant projection centred on the area (metres), centred
+    in the area's extent, and clipped to the area; the points are returned in the area's CRS.
+
+    Parameters
+    ----------
+    area : tuple of 4 floats, geopandas.GeoSeries or geopandas.GeoDataFrame
+        A bounding box ``(minx, miny, maxx, maxy)`` in ``crs``, or Polygon/MultiPolygon rows (their
+        union is used) in their own CRS. **It must be public**: never the bounds, hull or buffer of the
+        trajectories you are about to release (see the module notes).
+    spacing_m : float
+        Distance between neighbouring points, metres (> 0).
+    kind : {"square", "hex"}, default "square"
+        A square lattice, or a hexagonal (triangular) lattice: rows ``spacing_m·√3/2`` apart, every
+        other row shifted by ``spacing_m/2``, so all six neighbours are ``spacing_m`` away.
+    crs : CRS-like, optional
+        The CRS of a bounding-box ``area`` (default EPSG:4326, lon/lat). For a GeoSeries/GeoDataFrame
+        the area's own CRS is used (``crs`` must be omitted or equal).
+
+    Returns
+    -------
+    geopandas.GeoDataFrame
+        One Point per grid node inside the area, in the area's CRS, ordered row by row (south to north,
+        west to east in the local projection). ``attrs["geoldp_points"]`` holds the provenance.
+
+    Raises
+    ------
+    TypeError, ValueError
+        A malformed area or spacing, a missing CRS, fewer than 2 or more than :data:`MAX_POINTS` points.
+
+    Examples
+    --------
+    >>> pts = grid((116.30, 39.90, 116.32, 39.92), 500)  # doctest: +SKIP
+    >>> pts.attrs["geoldp_points"]  # doctest: +SKIP
+    'grid(kind=square, spacing_m=500, area=bbox, crs=EPSG:4326)'
+    """
+    import shapely
+
+    caller = "geoldp.points.grid"
+    spacing = check_real(spacing_m, "spacing_m", caller=caller)
+    if not (0.0 < spacing < math.inf):
+        raise ValueError(f"The 'spacing_m' parameter of {caller} must be a positive finite number of metres.")
+    if not isinstance(kind, str) or kind.lower() not in _KINDS:
+        raise ValueError(f"The 'kind' parameter of {caller} must be one of {_KINDS!r}.")
+    kind = kind.lower()
+    polygon, area_crs, what = _area(area, crs, caller=caller)
+    metric = _local_metric_crs(polygon, area_crs)
+    # densify before projecting so that the edges of a lon/lat box follow their true (curved) shape
+    step = 0.01 if area_crs.is_geographic else max(spacing / 4.0, 1e-9)
+    local = _to_crs(shapely.segmentize(polygon, step), area_crs, metric)
+    minx, miny, maxx, maxy = local.bounds
+    dy = spacing if kind == "square" else spacing * math.sqrt(3.0) / 2.0
+    nx = int(math.floor((maxx - minx) / spacing)) + 1
+    ny = int(math.floor((maxy - miny) / dy)) + 1
+    _check_count(nx * ny, caller, "spacing_m")
+    x0 = minx + ((maxx - minx) - (nx - 1) * spacing) / 2.0  # centre the lattice in the extent
+    y0 = miny + ((maxy - miny) - (ny - 1) * dy) / 2.0
+    jj, ii = np.meshgrid(np.arange(ny), np.arange(nx), indexing="ij")
+    xs = x0 + ii.ravel() * spacing
+    if kind == "hex":
+        xs = xs + (jj.ravel() % 2) * (spacing / 2.0)
+    ys = y0 + jj.ravel() * dy
+    shapely.prepare(local)
+    inside = shapely.intersects_xy(local, xs, ys)
+    xs, ys = xs[inside], ys[inside]
+    _check_count(int(xs.size), caller, "spacing_m")
+    from pyproj import Transformer
+
+    x, y = Transformer.from_crs(metric, area_crs, always_xy=True).transform(xs, ys)
+    prov = f"grid(kind={kind}, spacing_m={spacing:g}, area={what}, crs={_crs_name(area_crs)})"
+    return _points_frame(np.asarray(x), np.asarray(y), area_crs, prov, polygon.bounds)
+
+
+def h3_cells(area: Any, resolution: int, *, crs: Any = None) -> Any:
+    """The centres of the H3 cells of one resolution whose centres lie in a public area.
+
+    Needs the optional dependency ``h3`` (``pip install geoldp[points]``).
+
+    Parameters
+    ----------
+    area : tuple of 4 floats, geopandas.GeoSeries or geopandas.GeoDataFrame
+        As for :func:`grid`; **public** (never derived from the trajectories being released).
+    resolution : int
+        H3 resolution, 0 (coarsest) to 15. Resolution 9 cells are about 170 m across, resolution 8 about
+        460 m.
+    crs : CRS-like, optional
+        The CRS of a bounding-box ``area`` (default EPSG:4326).
+
+    Returns
+    -------
+    geopandas.GeoDataFrame
+        One Point per cell (its centre) in the area's CRS, with the cell id in column ``"h3"``, ordered by
+        cell id. ``attrs["geoldp_points"]`` holds the provenance.
+
+    Raises
+    ------
+    ImportError
+        ``h3`` is not installed.
+    TypeError, ValueError
+        As for :func:`grid`; a resolution outside 0..15.
+
+    Examples
+    --------
+    >>> pts = h3_cells((116.30, 39.90, 116.32, 39.92), 9)  # doctest: +SKIP
+    """
+    caller = "geoldp.points.h3_cells"
+    resolution = check_int_range(resolution, "resolution", caller=caller, minimum=0, maximum=15)
+    try:
+        import h3
+    except ImportError:  # optional extra
+        raise ImportError(f"{caller} needs the 'h3' package: pip install 'geoldp[points]'.") from None
+    polygon, area_crs, what = _area(area, crs, caller=caller)
+    lonlat = polygon if area_crs.equals("EPSG:4326") else _to_crs(polygon, area_crs, "EPSG:4326")
+    cells = sorted(h3.geo_to_cells(lonlat, resolution))
+    _check_count(len(cells), caller, "resolution (smaller number)")
+    lat, lon = (
+        np.asarray(v, dtype=np.float64) for v in zip(*(h3.cell_to_latlng(c) for c in cells), strict=True)
+    )
+    if not area_crs.equals("EPSG:4326"):
+        from pyproj import Transformer
+
+        lon, lat = Transformer.from_crs("EPSG:4326", area_crs, always_xy=True).transform(lon, lat)
+    prov = f"h3_cells(resolution={resolution}, area={what}, crs={_crs_name(area_crs)})"
+    return _points_frame(np.asarray(lon), np.asarray(lat), area_crs, prov, polygon.bounds, {"h3": cells})
+
+
+def road_nodes(path: str | os.PathLike[str], *, kind: str = "intersections") -> Any:
+    """Road nodes of a local OpenStreetMap extract (.osm XML or .pbf) as public points.
+
+    Needs the optional dependency ``osmium`` (pyosmium; ``pip install geoldp[points]``). Only ways with a
+    ``highway`` tag count as roads. Nothing is downloaded: pass a file you have (e.g. a Geofabrik extract
+    of your city; an extract is public data).
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The extract (``.osm``, ``.osm.pbf``, ``.pbf``, ... any format libosmium reads).
+    kind : {"intersections", "all"}, default "intersections"
+        ``"intersections"``: nodes shared by at least two road ways (junctions). ``"all"``: every node of
+        every road way.
+
+    Returns
+    -------
+    geopandas.GeoDataFrame
+        One Point per node in EPSG:4326, with the OSM node id in column ``"osm_id"``, ordered by id.
+        ``attrs["geoldp_points"]`` holds the provenance (kind and file name, not its directory).
+
+    Raises
+    ------
+    ImportError
+        ``osmium`` is not installed.
+    FileNotFoundError
+        ``path`` does not exist.
+    ValueError
+        Unknown ``kind``; fewer than 2 nodes found.
+
+    Examples
+    --------
+    >>> pts = road_nodes("beijing.osm.pbf")  # doctest: +SKIP
+    """
+    caller = "geoldp.points.road_nodes"
+    if not isinstance(kind, str) or kind.lower() not in _ROAD_KINDS:
+        raise ValueError(f"The 'kind' parameter of {caller} must be one of {_ROAD_KINDS!r}.")
+    kind = kind.lower()
+    if not isinstance(path, str | os.PathLike):
+        raise TypeError(f"The 'path' parameter of {caller} must be a file path. Got {type(path).__name__}.")
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"The OpenStreetMap extract given as 'path' to {caller} does not exist.")
+    try:
+        import osmium
+    except ImportError:  # optional extra
+        raise ImportError(f"{caller} needs the 'osmium' package: pip install 'geoldp[points]'.") from None
+    ways: dict[int, int] = {}  # node id -> number of road ways using it
+    where: dict[int, tuple[float, float]] = {}
+    fp = osmium.FileProcessor(os.fspath(path), osmium.osm.NODE | osmium.osm.WAY).with_locations()
+    for obj in fp:
+        if not obj.is_way() or "highway" not in obj.tags:
+            continue
+        seen = set()
+        for ref in obj.nodes:
+            if ref.ref in seen or not ref.location.valid():
+                continue
+            seen.add(ref.ref)
+            ways[ref.ref] = ways.get(ref.ref, 0) + 1
+            where[ref.ref] = (ref.location.lon, ref.location.lat)
+    ids = sorted(n for n, k in ways.items() if kind == "all" or k >= 2)
+    _check_count(len(ids), caller, "extract (or kind='all')")
+    from pyproj import CRS
+
+    lon = np.fromiter((where[i][0] for i in ids), dtype=np.float64, count=len(ids))
+    lat = np.fromiter((where[i][1] for i in ids), dtype=np.float64, count=len(ids))
+    prov = f"road_nodes(kind={kind}, file={os.path.basename(os.fspath(path))})"
+    ids_arr = np.asarray(ids, dtype=np.int64)
+    return _points_frame(lon, lat, CRS.from_epsg(4326), prov, None, {"osm_id": ids_arr})
+
+
+def thin(points: Any, n: int, *, rng: Any = None) -> Any:
+    """A uniformly random subset of ``n`` public points, in their original order.
+
+    Thinning a public point set is post-processing of public data: it does not touch the privacy budget.
+    Use it to reach a target size (the EM cost grows with the number of points).
+
+    Parameters
+    ----------
+    points : geopandas.GeoDataFrame or geopandas.GeoSeries
+        The public points (e.g. from :func:`grid` or :func:`road_nodes`).
+    n : int
+        Target size, 2 ≤ n. If ``n >= len(points)`` a copy of all points is returned.
+    rng : {None, int, SeedSequence, BitGenerator, Generator}, optional
+        ``None`` uses the operating system's CSPRNG; a seed makes the subset reproducible.
+
+    Returns
+    -------
+    geopandas.GeoDataFrame or geopandas.GeoSeries
+        The selected rows (index, columns and CRS kept), with ``attrs["geoldp_points"]`` extended by
+        ``"; thin(n=...)"``.
+
+    Examples
+    --------
+    >>> small = thin(grid((116.30, 39.90, 116.40, 39.95), 100), 500, rng=1)  # doctest: +SKIP
+    """
+    import geopandas as gpd
+
+    from geoldp._random import resolve_rng
+
+    caller = "geoldp.points.thin"
+    if not isinstance(points, gpd.GeoDataFrame | gpd.GeoSeries):
+        raise TypeError(
+            f"The 'points' parameter of {caller} must be a GeoDataFrame or GeoSeries of Points. "
+            f"Got {type(points).__name__}."
+        )
+    n = check_int_range(n, "n", caller=caller, minimum=2)
+    source = resolve_rng(rng)
+    m = len(points)
+    if n >= m:
+        out = points.copy()
+    else:
+        # the n smallest of m uniform keys: a uniformly random n-subset (ties are broken by position)
+        keys = np.asarray(source.uniform(size=m), dtype=np.float64)
+        keep = np.sort(np.argsort(keys, kind="stable")[:n])
+        out = points.iloc[keep].copy()
+    out.attrs = dict(points.attrs)
+    base = points.attrs.get(PROVENANCE_KEY, "user points")
+    out.attrs[PROVENANCE_KEY] = f"{base}; thin(n={n})"
+    return out
+
+
+# ------------------------------------------------------------------------------------------------------
+# hooks used by the release (perturb)
+
+
+def provenance_of(points: Any) -> str | None:
+    """The provenance string of a point set built here, or ``None`` (a PointSet or a hand-made frame).
+
+    Examples
+    --------
+    >>> provenance_of(None) is None
+    True
+    """
+    attrs = getattr(points, "attrs", None)
+    if not isinstance(attrs, dict):
+        return None
+    value = attrs.get(PROVENANCE_KEY)
+    return value if isinstance(value, str) else None
+
+
+def warn_if_area_from(frame: Any, points: Any, *, stacklevel: int = 2) -> bool:
+    """Warn (PrivacyWarning) when ``points`` were built over an area with exactly the bounds of ``frame``.
+
+    Such an area was almost certainly computed from the trajectories being released
+    (``frame.total_bounds``, their envelope or convex hull), which makes the point set private. The
+    bounds of ``frame`` are computed here, compared, and discarded; the message holds no coordinates.
+
+    Parameters
+    ----------
+    frame : geopandas.GeoDataFrame
+        The (private) frame about to be perturbed.
+    points : any
+        The public points; only frames from this module carry an area record, others are ignored.
+    stacklevel : int, default 2
+        Passed to :func:`warnings.warn`.
+
+    Returns
+    -------
+    bool
+        Whether a warning was raised.
+    """
+    attrs = getattr(points, "attrs", None)
+    record = attrs.get(AREA_KEY) if isinstance(attrs, dict) else None
+    if not isinstance(record, dict) or getattr(frame, "crs", None) is None or len(frame) == 0:
+        return False
+    from pyproj import CRS
+
+    area = np.asarray(record["bounds"], dtype=np.float64)
+    crs = CRS.from_user_input(record["crs"])
+    geo = frame.geometry
+    if not CRS.from_user_input(frame.crs).equals(crs):
+        geo = geo.to_crs(crs)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # all-empty frames give NaN bounds
+        bounds = np.asarray(geo.total_bounds, dtype=np.float64)
+    del geo
+    span = max(area[2] - area[0], area[3] - area[1])
+    same = bool(np.all(np.isfinite(bounds)) and np.all(np.abs(bounds - area) <= _BOUNDS_RTOL * span))
+    del bounds
+    if same:
+        warnings.warn(
+            "The public points were built over an area with exactly the bounds of the trajectories being "
+            "perturbed. An area (or point set) computed from the data being released is private and voids "
+            "the LDP guarantee: build the points over a public area chosen without the data (a city "
+            "boundary, a fixed bounding box).",
+            PrivacyWarning,
+            stacklevel=stacklevel + 1,
+        )
+    return same
