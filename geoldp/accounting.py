@@ -164,7 +164,7 @@ class BudgetAccountant:
                 raise ValueError(
                     f"BudgetAccountant costs must be finite and >= 0; user number {pos} has {f!r}."
                 )
-            out[u] = out.get(u, Fraction(0)) + Fraction(eps)
+            out[u] = out.get(u, Fraction(0)) + Fraction(f)
         return out
 
     def check(self, costs: Mapping[Any, Any]) -> None:
@@ -230,8 +230,8 @@ class BudgetAccountant:
         if data.get("version") != _VERSION:
             raise ValueError(f"Unsupported BudgetAccountant version; this geoldp reads version {_VERSION}.")
         try:
-            acc = cls(data.get("total_epsilon"))
-        except TypeError:
+            acc = cls(data["total_epsilon"])
+        except (KeyError, TypeError):
             raise ValueError("A saved BudgetAccountant needs a numeric 'total_epsilon' > 0.") from None
         entries = data.get("spent")
         if not isinstance(entries, list):
@@ -408,7 +408,8 @@ def charge_release(
 
 def _user_stacklevel() -> int:
     """The ``stacklevel`` that points a warning at the first frame outside geoldp, pandas and geopandas."""
-    frame, level = sys._getframe(1), 1
+    frame: Any = sys._getframe(1)
+    level = 1
     while frame is not None and str(frame.f_globals.get("__name__", "")).split(".")[0] in (
         "geoldp",
         "pandas",
@@ -420,7 +421,7 @@ def _user_stacklevel() -> int:
 
 def _called_from_pandas_finalize() -> bool:
     """Whether this comparison runs inside pandas' ``__finalize__`` (concat / merge / join of attrs)."""
-    frame = sys._getframe(2)
+    frame: Any = sys._getframe(2)
     for _ in range(4):
         if frame is None:
             return False
@@ -441,7 +442,7 @@ class ReleaseLedger(dict):
     """
 
     __slots__ = ()
-    __hash__ = None  # type: ignore[assignment]  # a dict
+    __hash__ = None  # a dict
 
     def __eq__(self, other: object) -> bool:
         equal = dict.__eq__(self, other)

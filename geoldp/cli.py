@@ -245,7 +245,7 @@ def _bbox(text: str) -> tuple[float, float, float, float]:
         values = ()
     if len(values) != 4:
         raise argparse.ArgumentTypeError(f"must be four numbers MINX,MINY,MAXX,MAXY, got {text!r}")
-    return values  # type: ignore[return-value]
+    return values
 
 
 def _public_points(args: argparse.Namespace) -> tuple[Path | None, Any]:

@@ -200,7 +200,7 @@ def to_movingpandas(released: Any, *, times: Any = None, obj_id_col: Any = None)
     released = _check_released(released, caller)
     if obj_id_col is not None and obj_id_col not in released.columns:
         raise ValueError(f"The 'obj_id_col' parameter of {caller} names a column that is not in 'released'.")
-    lookup = None
+    lookup: Mapping[Any, Any] | None = None
     if times is not None:
         if isinstance(times, mpd.TrajectoryCollection):
             lookup = {t.id: t.df.index for t in times.trajectories}

@@ -354,6 +354,7 @@ def road_nodes(path: str | os.PathLike[str], *, kind: str = "intersections") -> 
     ways: dict[int, int] = {}  # node id -> number of road ways using it
     where: dict[int, tuple[float, float]] = {}
     fp = osmium.FileProcessor(os.fspath(path), osmium.osm.NODE | osmium.osm.WAY).with_locations()
+    obj: Any
     for obj in fp:
         if not obj.is_way() or "highway" not in obj.tags:
             continue
