@@ -551,8 +551,10 @@ class LDPAccessor:
             return_distances=return_distances,
         )
 
-    def to_geojson(self, path: Any, *, ledger: bool = True) -> Any:
+    def to_geojson(self, path: Any, *, ledger: bool = True, overwrite: bool = False) -> Any:
         """Write RFC 7946 GeoJSON (WGS 84) with the ledger as a top-level ``"geoldp"`` member.
+
+        Atomic; an existing file is an error unless ``overwrite=True``.
 
         See Also
         --------
@@ -560,7 +562,7 @@ class LDPAccessor:
         """
         from geoldp import io
 
-        return io.to_geojson(self._obj, path, ledger=ledger)
+        return io.to_geojson(self._obj, path, ledger=ledger, overwrite=overwrite)
 
     def range_count(self, region: Any, *, points: Any = None, how: str = "points") -> Any:
         """Number of trajectories that visit ``region``.
