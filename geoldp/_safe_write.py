@@ -32,9 +32,9 @@ __all__ = ["AtomicFile", "atomic_file", "check_output", "fsync_dir", "temp_name"
 TEMP_TAG = ".geoldp-tmp-"
 
 
-def temp_name(path: Path) -> Path:
-    """A fresh hidden temporary name next to ``path``."""
-    return path.with_name(f".{path.name}{TEMP_TAG}{secrets.token_hex(6)}")
+def temp_name(path: Path, suffix: str = "") -> Path:
+    """A fresh hidden temporary name next to ``path`` (ending in ``suffix``, for drivers that care)."""
+    return path.with_name(f".{path.name}{TEMP_TAG}{secrets.token_hex(6)}{suffix}")
 
 
 def fsync_dir(directory: Path) -> None:

@@ -33,6 +33,7 @@ GDAL's own messages (which can) are withheld.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import io as _stdio
 import json
@@ -334,7 +335,17 @@ def _parquet_bytes(gdf: Any) -> bytes:
 _SHP_PARTS = (".shp", ".shx", ".dbf", ".prj", ".cpg")
 
 
-def _write_shapefile(gdf: Any, p: Path, *, overwrite: bool) -> tuple[int, str]:
+def _gdal_write_error(p: Path) -> OSError:
+    """An OSError for a failed GDAL write: ENOSPC when the file system is (nearly) full."""
+    try:
+        full = shutil.disk_usage(p.parent if str(p.parent) else ".").free < (1 << 20)
+    except OSError:
+        full = False
+    code = errno.ENOSPC if full else errno.EIO
+    return OSError(code, f"GDAL could not write '{p}'")
+
+
+def _write_shapefile(gdf: Any, p: Path) -> tuple[int, str]:
     """Write a Shapefile's parts in a temporary directory, then rename each into place (.shp last)."""
     _safe_write.remove_stale_temps(p)
     tmp = _safe_write.temp_name(p)
@@ -378,7 +389,7 @@ def _add_gpkg_layer(gdf: Any, p: Path, layer: str) -> tuple[int, str]:
             "never replaced inside a file), or write a new file."
         )
     _safe_write.remove_stale_temps(p)
-    tmp = _safe_write.temp_name(p)
+    tmp = _safe_write.temp_name(p, ".gpkg")
     try:
         shutil.copyfile(p, tmp)
         gdf.to_file(tmp, driver="GPKG", layer=layer, mode="a", engine="pyogrio")
@@ -482,10 +493,16 @@ def write_file(
         if data is not None:
             af = _safe_write.write_bytes(p, data, overwrite=overwrite)
             size, digest = af.size, af.sha256.hexdigest()
-        elif fmt == "ESRI Shapefile":
-            size, digest = _write_shapefile(gdf, p, overwrite=overwrite)
         else:
-            size, digest = _add_gpkg_layer(gdf, p, str(layer))
+            try:
+                if fmt == "ESRI Shapefile":
+                    size, digest = _write_shapefile(gdf, p)
+                else:
+                    size, digest = _add_gpkg_layer(gdf, p, str(layer))
+            except (ValueError, TypeError, OSError):
+                raise
+            except Exception:  # GDAL failed writing to disk: its message can quote values
+                raise _gdal_write_error(p) from None
     except OSError as exc:
         if not exc.errno:
             raise
