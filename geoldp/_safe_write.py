@@ -27,7 +27,16 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import IO
 
-__all__ = ["AtomicFile", "atomic_file", "check_output", "fsync_dir", "temp_name"]
+__all__ = [
+    "AtomicFile",
+    "atomic_file",
+    "check_output",
+    "fsync_dir",
+    "publish",
+    "remove_stale_temps",
+    "temp_name",
+    "write_bytes",
+]
 
 TEMP_TAG = ".geoldp-tmp-"
 
@@ -225,6 +234,32 @@ def write_bytes(path: str | os.PathLike[str], data: bytes, *, overwrite: bool) -
     with atomic_file(path, overwrite=overwrite) as af:
         af.write(data)
     return af
+
+
+def publish(tmp: Path, path: Path, *, overwrite: bool) -> None:
+    """Give a complete temporary file ``tmp`` (same directory) the name ``path``: fsync, rename, fsync dir.
+
+    Without ``overwrite`` the rename is a ``link`` that fails if ``path`` exists; ``tmp`` is then removed.
+    """
+    fd = os.open(tmp, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    try:
+        if overwrite:
+            os.replace(tmp, path)
+        else:
+            os.link(tmp, path, follow_symlinks=False)
+    except FileExistsError:
+        raise ValueError(
+            f"The output file '{path}' appeared while it was being written; it was left untouched. "
+            "Pass overwrite=True (CLI: --overwrite) to replace it."
+        ) from None
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+    fsync_dir(path.parent if str(path.parent) else Path("."))
 
 
 def remove_stale_temps(path: Path) -> None:

@@ -313,6 +313,13 @@ def _cmd_evaluate(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> i
             raise UserError(f"--plot must end in .png, .pdf or .svg, got '{args.plot}'")
         if not plot_path.parent.is_dir():
             raise UserError(f"output directory '{plot_path.parent}' does not exist")
+        from geoldp import _safe_write
+
+        inputs = [p for p in (original_path, perturbed_path, points_path) if p is not None]
+        try:
+            _safe_write.check_output(plot_path, overwrite=args.overwrite, inputs=inputs, what="--plot")
+        except ValueError as exc:
+            raise UserError(str(exc).replace("overwrite=True (CLI: --overwrite)", "--overwrite")) from None
         import importlib.util
 
         if importlib.util.find_spec("matplotlib") is None:
@@ -336,10 +343,18 @@ def _cmd_evaluate(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> i
         with pd.option_context("display.width", 120, "display.max_columns", 50, "display.max_rows", 200):
             print(table.to_string(), file=stdout)
         if args.plot is not None:
+            from geoldp import _safe_write
             from geoldp.demo import save_comparison_map
 
-            with _stage(f"cannot write '{args.plot}'"):
-                save_comparison_map(original, {"perturbed": perturbed}, args.plot, points=points)
+            # drawn under a temporary name in the same directory, then renamed: never a partial image
+            tmp = _safe_write.temp_name(plot_path, plot_path.suffix)
+            try:
+                with _stage(f"cannot write '{args.plot}'"):
+                    save_comparison_map(original, {"perturbed": perturbed}, tmp, points=points)
+                    _safe_write.publish(tmp, plot_path, overwrite=args.overwrite)
+            finally:
+                if tmp.exists():
+                    tmp.unlink()
             print(f"{PROG}: wrote {args.plot}", file=stderr)
     return 0
 
@@ -519,6 +534,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="the public points: adds the hotspot rows to the table and the points to the map",
     )
     e.add_argument("--plot", metavar="PNG", default=None, help="also save a map comparing the two")
+    e.add_argument("--overwrite", action="store_true", help="replace an existing --plot file")
     e.set_defaults(func=_cmd_evaluate)
 
     i = sub.add_parser(

@@ -754,6 +754,20 @@ def _read_any(
         raise TypeError(
             f"The 'allow_vsi' parameter of {caller} must be a bool. Got {type(allow_vsi).__name__}."
         )
+    if layer is not None and (isinstance(layer, bool) or not isinstance(layer, str | int)):
+        raise TypeError(
+            f"The 'layer' parameter of {caller} must be a layer name or index. Got {type(layer).__name__}."
+        )
+    if crs is not None:
+        import pyproj
+
+        try:
+            crs = pyproj.CRS.from_user_input(crs)
+        except (pyproj.exceptions.CRSError, TypeError, ValueError):
+            raise ValueError(
+                f"The 'crs' parameter of {caller} is not a CRS pyproj understands. Got {crs!r}; pass e.g. "
+                "'EPSG:4326'."
+            ) from None
     det = _formats.detect(path, caller, allow_vsi=allow_vsi)
     table_crs = "EPSG:4326" if crs is None else crs
     raw: bytes | None = None

@@ -568,3 +568,22 @@ def test_demo_onto_an_existing_file_is_one_line(tmp_path, capsys):
     err = capsys.readouterr().err
     assert len(err.strip().splitlines()) == 1 and "not a directory" in err
     assert target.read_text() == "keep me"
+
+
+def test_bad_read_arguments_are_type_or_value_errors(tmp_path):
+    path = tmp_path / "p.csv"
+    pd.DataFrame({"lon": [116.3, 116.4], "lat": [39.9, 39.95]}).to_csv(path, index=False)
+    for crs in ("nonsense", 12345678):
+        with pytest.raises(ValueError, match="'crs' parameter of read_points is not a CRS"):
+            gio.read_points(path, crs=crs)
+    with pytest.raises(TypeError, match="'layer' parameter"):
+        gio.read_points(path, layer=1.5)
+    for bad in (123, None):
+        with pytest.raises(TypeError, match="must be a str or os.PathLike"):
+            gio.read_trajectories(bad)
+    with pytest.raises(TypeError, match="'ledger' parameter"):
+        gio.read_trajectories(path, ledger=3)
+    with pytest.raises(TypeError, match="'allow_vsi' parameter"):
+        gio.read_trajectories(path, allow_vsi="yes")
+    with pytest.raises(ValueError, match="not a readable CSV"):
+        gio.read_trajectories(path, dtype={"lon": "int8"})

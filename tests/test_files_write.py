@@ -350,3 +350,23 @@ def test_python_m_geoldp_overwrite_flag_in_help():
         env={**os.environ, "PYTHONPATH": os.getcwd()},
     ).stdout
     assert "--overwrite" in out
+
+
+def test_cli_evaluate_plot_is_not_overwritten_silently(tmp_path, files, capsys):
+    pytest.importorskip("matplotlib")
+    trips, points = files
+    out = tmp_path / "o.geojson"
+    assert _perturb(trips, points, out) == 0
+    plot = tmp_path / "map.png"
+    plot.write_bytes(b"old image")
+    capsys.readouterr()
+    assert main(["evaluate", str(trips), str(out), "--plot", str(plot)]) == 1
+    assert "--overwrite" in _one_line(capsys.readouterr().err)
+    assert plot.read_bytes() == b"old image"
+    assert main(["evaluate", str(trips), str(out), "--plot", str(plot), "--overwrite"]) == 0
+    assert plot.read_bytes().startswith(b"\x89PNG") and _no_temps(tmp_path)
+    link = tmp_path / "trips.png"
+    link.symlink_to(trips)
+    capsys.readouterr()
+    assert main(["evaluate", str(trips), str(out), "--plot", str(link), "--overwrite"]) == 1
+    assert "symbolic link" in _one_line(capsys.readouterr().err)
