@@ -31,6 +31,7 @@ __all__ = [
     "check_geojson_crs",
     "detect",
     "no_network",
+    "pyogrio_module",
     "read_regular",
 ]
 
@@ -307,10 +308,23 @@ def check_geojson_crs(data: bytes, name: str, caller: str) -> None:
             stack.extend((c, where) for c in obj)
 
 
+def pyogrio_module(caller: str) -> Any:
+    """The pyogrio module, or an ImportError saying how to install it."""
+    try:
+        import pyogrio
+    except ImportError:
+        raise ImportError(
+            f"{caller}: reading and writing GeoJSON, GeoPackage, FlatGeobuf, Shapefile and GPX needs "
+            "pyogrio; "
+            'install it with: pip install "geoldp[io]"'
+        ) from None
+    return pyogrio
+
+
 @contextlib.contextmanager
 def no_network() -> Iterator[None]:
     """Set GDAL's HTTP options so that nothing is fetched, for the duration of the block."""
-    import pyogrio
+    pyogrio = pyogrio_module("geoldp")
 
     old = {name: pyogrio.get_gdal_config_option(name) for name in _NO_NETWORK_OPTIONS}
     pyogrio.set_gdal_config_options(_NO_NETWORK_OPTIONS)

@@ -159,41 +159,41 @@ class AtomicFile:
         self.file.flush()
         os.fsync(self._fd)
         self.file.close()
-        dfd = os.open(self._dir, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
-        at = {"src_dir_fd": dfd, "dst_dir_fd": dfd}
-        name = self.path.name
         try:
             if self._named is None:
-                # linkat(AT_SYMLINK_FOLLOW) on /proc/self/fd/N gives the unnamed inode a name
-                source = f"/proc/self/fd/{self._fd}"
-                if not self.overwrite:  # link(2) never replaces: an existing file is an error, no race
-                    os.link(source, name, follow_symlinks=True, **at)
-                else:
-                    staged = temp_name(self.path).name
-                    os.link(source, staged, follow_symlinks=True, **at)
-                    try:
-                        os.replace(staged, name, **at)
-                    except BaseException:
-                        with contextlib.suppress(OSError):
-                            os.unlink(staged, dir_fd=dfd)
-                        raise
-            elif not self.overwrite:
-                os.link(self._named.name, name, follow_symlinks=False, **at)
-                os.unlink(self._named.name, dir_fd=dfd)
+                self._link_unnamed()
             else:
-                os.replace(self._named.name, name, **at)
-            self._named = None
-            with contextlib.suppress(OSError):
-                os.fsync(dfd)  # the new name is on disk
+                _rename(self._named, self.path, overwrite=self.overwrite)
+                self._named = None
         except FileExistsError:
             raise ValueError(
                 f"The output file '{self.path}' appeared while it was being written; it was left untouched. "
                 "Pass overwrite=True (CLI: --overwrite) to replace it."
             ) from None
         finally:
-            os.close(dfd)
             os.close(self._fd)
             self._fd = -1
+        fsync_dir(self._dir)
+
+    def _link_unnamed(self) -> None:
+        # linkat(AT_SYMLINK_FOLLOW) on /proc/self/fd/N gives the unnamed O_TMPFILE inode a name (Linux)
+        dfd = os.open(self._dir, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+        at = {"src_dir_fd": dfd, "dst_dir_fd": dfd}
+        source = f"/proc/self/fd/{self._fd}"
+        try:
+            if not self.overwrite:  # link(2) never replaces: an existing file is an error, no race
+                os.link(source, self.path.name, follow_symlinks=True, **at)
+                return
+            staged = temp_name(self.path).name
+            os.link(source, staged, follow_symlinks=True, **at)
+            try:
+                os.replace(staged, self.path.name, **at)
+            except BaseException:
+                with contextlib.suppress(OSError):
+                    os.unlink(staged, dir_fd=dfd)
+                raise
+        finally:
+            os.close(dfd)
 
     def abort(self) -> None:
         """Discard the temporary file."""
@@ -236,6 +236,23 @@ def write_bytes(path: str | os.PathLike[str], data: bytes, *, overwrite: bool) -
     return af
 
 
+def _rename(tmp: Path, path: Path, *, overwrite: bool) -> None:
+    """Rename ``tmp`` to ``path``; without ``overwrite`` never replace an existing ``path``."""
+    if overwrite:
+        os.replace(tmp, path)
+        return
+    try:
+        os.link(tmp, path, follow_symlinks=False)  # fails if path exists: no window for a race
+    except FileExistsError:
+        raise
+    except OSError:  # a file system without hard links: check, then rename
+        if os.path.lexists(path):
+            raise FileExistsError(errno.EEXIST, "exists", str(path)) from None
+        os.replace(tmp, path)
+        return
+    os.unlink(tmp)
+
+
 def publish(tmp: Path, path: Path, *, overwrite: bool) -> None:
     """Give a complete temporary file ``tmp`` (same directory) the name ``path``: fsync, rename, fsync dir.
 
@@ -247,10 +264,7 @@ def publish(tmp: Path, path: Path, *, overwrite: bool) -> None:
     finally:
         os.close(fd)
     try:
-        if overwrite:
-            os.replace(tmp, path)
-        else:
-            os.link(tmp, path, follow_symlinks=False)
+        _rename(tmp, path, overwrite=overwrite)
     except FileExistsError:
         raise ValueError(
             f"The output file '{path}' appeared while it was being written; it was left untouched. "

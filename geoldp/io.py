@@ -321,6 +321,7 @@ def _csv_bytes(gdf: Any) -> bytes:
 
 
 def _gdal_bytes(gdf: Any, driver: str, layer: str) -> bytes:
+    _formats.pyogrio_module("write_file")
     buf = _stdio.BytesIO()
     gdf.to_file(buf, driver=driver, layer=layer, engine="pyogrio")
     return buf.getvalue()
@@ -347,6 +348,7 @@ def _gdal_write_error(p: Path) -> OSError:
 
 def _write_shapefile(gdf: Any, p: Path) -> tuple[int, str]:
     """Write a Shapefile's parts in a temporary directory, then rename each into place (.shp last)."""
+    _formats.pyogrio_module("write_file")
     _safe_write.remove_stale_temps(p)
     tmp = _safe_write.temp_name(p)
     os.mkdir(tmp)
@@ -376,8 +378,7 @@ def _write_shapefile(gdf: Any, p: Path) -> tuple[int, str]:
 
 def _add_gpkg_layer(gdf: Any, p: Path, layer: str) -> tuple[int, str]:
     """Copy an existing GeoPackage, add a new layer to the copy, and replace the original with it."""
-    import pyogrio
-
+    pyogrio = _formats.pyogrio_module("write_file")
     if not p.is_file():
         raise ValueError(f"add_layer=True needs an existing GeoPackage; '{p}' does not exist.")
     _formats.detect(p, "write_file")
@@ -663,7 +664,7 @@ def _read_csv(det: _formats.Detected, *, dtype: Any, id_cols: list[Any], caller:
 
 def _gdal_read(source: Any, *, layer: Any, name: str, fmt: str, caller: str) -> Any:
     """Read with pyogrio (bytes or a checked path), with no network, wrapping GDAL's errors."""
-    import pyogrio
+    pyogrio = _formats.pyogrio_module(caller)
 
     kwargs = {} if layer is None else {"layer": layer}
     with warnings.catch_warnings(record=True) as caught:
@@ -707,7 +708,7 @@ def _read_gpx(data: bytes, name: str, caller: str) -> Any:
             f"{caller}: '{name}' declares a DOCTYPE or XML entities; geoldp refuses them (they can make the "
             "parser read other files). Remove the declaration."
         )
-    import pyogrio
+    pyogrio = _formats.pyogrio_module(caller)
 
     try:
         with _formats.no_network():
