@@ -252,7 +252,8 @@ def detect(path: Any, caller: str, *, allow_vsi: bool = False) -> Detected | str
     return Detected(p, fmt, compression)
 
 
-_CRS_KEY = re.compile(rb'"[cC][rR][sS]"|\\u')
+# a "crs" key in any letter case, or any short key written with \u escapes (which could spell "crs")
+_CRS_KEY = re.compile(rb'"[cC][rR][sS]"|"(?:[^"\\\n]|\\.){0,64}\\u[0-9a-fA-F]{4}(?:[^"\\\n]|\\.){0,64}"\s*:')
 _CRS_NAME = re.compile(r"^(urn:ogc:def:crs:[A-Za-z0-9.:_-]+|EPSG:\d+|OGC:CRS84)$", re.IGNORECASE)
 
 
