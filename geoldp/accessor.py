@@ -439,7 +439,7 @@ class LDPAccessor:
             return_distances=return_distances,
         )
 
-    def to_geojson(self, path: Any, *, ledger: bool = True) -> Any:
+    def to_geojson(self, path: Any, *, ledger: bool = True, overwrite: bool = False) -> Any:
         """Write this frame as RFC 7946 GeoJSON (WGS 84) with the ledger as a top-level ``"geoldp"`` member.
 
         Parameters
@@ -450,6 +450,9 @@ class LDPAccessor:
             ``True``: the provenance ``attrs["geoldp"]`` becomes a top-level ``"geoldp"`` member of the
             FeatureCollection. ``"sidecar"``: it is written to ``<path>.ledger.json`` instead. ``False``: not
             written.
+        overwrite : bool, default False
+            Replace an existing file. The write is atomic either way: a reader sees the old file or the
+            new one, never a partial one.
 
         Returns
         -------
@@ -459,7 +462,8 @@ class LDPAccessor:
         Raises
         ------
         ValueError
-            No CRS (use ``set_crs()``), no active geometry column.
+            No CRS (use ``set_crs()``), no active geometry column, NaN/inf values, an existing file without
+            ``overwrite=True``, a symlink at the path.
 
         See Also
         --------
@@ -480,7 +484,7 @@ class LDPAccessor:
         """
         from geoldp import io
 
-        return io.to_geojson(self._obj, path, ledger=ledger)
+        return io.to_geojson(self._obj, path, ledger=ledger, overwrite=overwrite)
 
     def range_count(self, region: Any, *, points: Any = None, how: str = "points") -> Any:
         """Number of this frame's trajectories that pass through ``region``.

@@ -19,8 +19,6 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn, TextIO
 
-import numpy as np
-
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator, Sequence
 
@@ -140,12 +138,13 @@ def _existing_file(path: str, what: str) -> Path:
     p = Path(path)
     if not p.exists():
         raise UserError(f"{what} file '{path}' does not exist")
-    if p.is_dir() and p.suffix.lower() not in {".parquet", ".gdb"}:
+    if p.is_dir():
         raise UserError(f"{what} path '{path}' is a directory, not a file")
     return p
 
 
-def _output_path(path: str) -> tuple[Path, str]:
+def _output_path(path: str, *, overwrite: bool = False, inputs: Sequence[Path] = ()) -> tuple[Path, str]:
+    """Check an output path before any work is done: format, directory, overwriting, inputs, links."""
     p = Path(path)
     fmt = OUTPUT_FORMATS.get(p.suffix.lower())
     if fmt is None:
@@ -154,6 +153,14 @@ def _output_path(path: str) -> tuple[Path, str]:
     parent = p.parent if str(p.parent) else Path(".")
     if not parent.is_dir():
         raise UserError(f"output directory '{parent}' does not exist")
+    from geoldp import _safe_write
+    from geoldp.io import ledger_path
+
+    for target, what in ((p, "output"), (ledger_path(p), "ledger sidecar")):
+        try:
+            _safe_write.check_output(target, overwrite=overwrite, inputs=inputs, what=what)
+        except ValueError as exc:
+            raise UserError(str(exc).replace("overwrite=True (CLI: --overwrite)", "--overwrite")) from None
     return p, fmt
 
 
@@ -187,12 +194,15 @@ def _report_warnings(stderr: TextIO) -> Iterator[None]:
             print(line, file=stderr)
 
 
-def write_frame(gdf: Any, path: str | os.PathLike[str]) -> list[Path]:
+def write_frame(
+    gdf: Any, path: str | os.PathLike[str], *, overwrite: bool = False, inputs: Sequence[Any] = ()
+) -> list[Path]:
     """Write a (perturbed) GeoDataFrame in the format given by the file suffix, plus its ledger.
 
-    GeoJSON goes through :func:`geoldp.io.to_geojson` (RFC 7946, WGS 84, ledger as a top-level ``"geoldp"``
-    member). Other formats go through GeoPandas. For every format, the ledger in ``gdf.attrs["geoldp"]``, if
-    any, is also written to a JSON sidecar ``<path>.ledger.json``.
+    The write is atomic and refuses to overwrite (see :func:`geoldp.io.write_file`). GeoJSON is RFC 7946
+    (WGS 84, ledger also as a top-level ``"geoldp"`` member); other formats go through GeoPandas. For every
+    format, the ledger in ``gdf.attrs["geoldp"]``, if any, is also written to a JSON sidecar
+    ``<path>.ledger.json`` (after the data file; it records the data file's SHA-256).
 
     Parameters
     ----------
@@ -200,37 +210,20 @@ def write_frame(gdf: Any, path: str | os.PathLike[str]) -> list[Path]:
         The frame to write.
     path : str or os.PathLike
         Output path; its suffix selects the format (see ``OUTPUT_FORMATS``).
+    overwrite : bool, default False
+        Replace an existing output and sidecar.
+    inputs : sequence of paths
+        Files the outputs must not be (the command's inputs).
 
     Returns
     -------
     list of pathlib.Path
         The files written.
     """
-    p, fmt = _output_path(os.fspath(path))
-    if fmt == "GeoJSON":
-        from geoldp import io as gio
-
-        gio.to_geojson(gdf, p, ledger=True)  # ledger as a top-level "geoldp" member, and a sidecar below
-    elif fmt == "Parquet":
-        gdf.to_parquet(p)
-    elif fmt == "CSV":
-        import pandas as pd
-        import shapely
-
-        # WGS 84 (CSV carries no CRS) at full precision; exact only when the input was already in EPSG:4326
-        wgs = gdf if gdf.crs is None or gdf.crs.equals("EPSG:4326") else gdf.to_crs("EPSG:4326")
-        frame = pd.DataFrame(wgs.drop(columns=wgs.geometry.name))
-        frame["geometry"] = shapely.to_wkt(np.asarray(wgs.geometry.values), rounding_precision=-1)
-        frame.to_csv(p, index=False)
-    else:
-        gdf.to_file(p, driver=fmt)
     from geoldp import io as gio
 
-    written = [p]
-    side = gio.write_ledger(gdf, p)
-    if side is not None:
-        written.append(side)
-    return written
+    p, _ = _output_path(os.fspath(path), overwrite=overwrite, inputs=[Path(i) for i in inputs])
+    return gio.write_file(gdf, p, overwrite=overwrite, inputs=tuple(inputs))
 
 
 # ------------------------------------------------------------------------------------------------------
@@ -267,10 +260,14 @@ def _public_points(args: argparse.Namespace) -> tuple[Path | None, Any]:
 def _cmd_perturb(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     points_path, grid_points = _public_points(args)  # usage errors first, as argparse's own
     trips_path = _existing_file(args.trips, "TRIPS")
-    out_path, _ = _output_path(args.output)
+    inputs = [p for p in (trips_path, points_path) if p is not None]
     for what, path in (("TRIPS", trips_path), ("POINTS", points_path)):
-        if path is not None and out_path.resolve() == path.resolve():
+        if path is not None and (
+            Path(args.output).resolve() == path.resolve()
+            or (Path(args.output).exists() and os.path.samefile(args.output, path))
+        ):
             raise UserError(f"the output '{args.output}' is the {what} file; choose another output path")
+    out_path, _ = _output_path(args.output, overwrite=args.overwrite, inputs=inputs)
 
     from geoldp import io as gio
 
@@ -305,7 +302,7 @@ def _cmd_perturb(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> in
             **options,
         )
         with _stage(f"cannot write '{args.output}'"):
-            written = write_frame(out, out_path)
+            written = write_frame(out, out_path, overwrite=args.overwrite, inputs=inputs)
     seeded = ", seeded" if args.seed is not None else ""
     print(
         f"{PROG}: perturbed {len(out)} rows with {args.mechanism.upper()} "
@@ -320,6 +317,9 @@ def _cmd_perturb(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> in
 def _cmd_demo(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     from geoldp.demo import run_demo
 
+    folder = Path(args.output)
+    if os.path.lexists(folder) and (folder.is_symlink() or not folder.is_dir()):
+        raise UserError(f"the demo output '{args.output}' exists and is not a directory; choose a directory")
     with _report_warnings(stderr):
         run_demo(
             args.output,
@@ -343,6 +343,13 @@ def _cmd_evaluate(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> i
             raise UserError(f"--plot must end in .png, .pdf or .svg, got '{args.plot}'")
         if not plot_path.parent.is_dir():
             raise UserError(f"output directory '{plot_path.parent}' does not exist")
+        from geoldp import _safe_write
+
+        inputs = [p for p in (original_path, perturbed_path, points_path) if p is not None]
+        try:
+            _safe_write.check_output(plot_path, overwrite=args.overwrite, inputs=inputs, what="--plot")
+        except ValueError as exc:
+            raise UserError(str(exc).replace("overwrite=True (CLI: --overwrite)", "--overwrite")) from None
         import importlib.util
 
         if importlib.util.find_spec("matplotlib") is None:
@@ -366,10 +373,18 @@ def _cmd_evaluate(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> i
         with pd.option_context("display.width", 120, "display.max_columns", 50, "display.max_rows", 200):
             print(table.to_string(), file=stdout)
         if args.plot is not None:
+            from geoldp import _safe_write
             from geoldp.demo import save_comparison_map
 
-            with _stage(f"cannot write '{args.plot}'"):
-                save_comparison_map(original, {"perturbed": perturbed}, args.plot, points=points)
+            # drawn under a temporary name in the same directory, then renamed: never a partial image
+            tmp = _safe_write.temp_name(plot_path, plot_path.suffix)
+            try:
+                with _stage(f"cannot write '{args.plot}'"):
+                    save_comparison_map(original, {"perturbed": perturbed}, tmp, points=points)
+                    _safe_write.publish(tmp, plot_path, overwrite=args.overwrite)
+            finally:
+                if tmp.exists():
+                    tmp.unlink()
             print(f"{PROG}: wrote {args.plot}", file=stderr)
     return 0
 
@@ -508,6 +523,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="another mechanism option, e.g. sector_convention='floor' (repeatable)",
     )
     p.add_argument("--no-progress", action="store_true", help="never show a progress bar")
+    p.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="replace an existing OUT (and OUT.ledger.json); without it an existing output is an error",
+    )
     p.set_defaults(func=_cmd_perturb)
 
     d = sub.add_parser(
@@ -559,6 +579,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="the public points: adds the hotspot rows to the table and the points to the map",
     )
     e.add_argument("--plot", metavar="PNG", default=None, help="also save a map comparing the two")
+    e.add_argument("--overwrite", action="store_true", help="replace an existing --plot file")
     e.set_defaults(func=_cmd_evaluate)
 
     i = sub.add_parser(
@@ -625,3 +646,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         except (OSError, ValueError, AttributeError):
             pass
         return 141
+    except (OSError, ArithmeticError, MemoryError) as exc:
+        # A file that cannot be read or written (a full disk, permissions), or a numeric failure: one line.
+        if os.environ.get("GEOLDP_TRACEBACK"):
+            raise
+        detail = exc.strerror if isinstance(exc, OSError) and exc.strerror else _one_line(exc)
+        print(f"{PROG}: error: {type(exc).__name__}: {_one_line(detail)}", file=stderr)
+        return 1

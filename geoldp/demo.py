@@ -364,7 +364,7 @@ def run_demo(
         trips.to_file(files["original"], driver="GeoJSON")
         for label, frame in perturbed.items():
             files[label.lower()] = folder / f"{label.lower()}.geojson"
-            gio.to_geojson(frame, files[label.lower()], ledger=True)
+            gio.to_geojson(frame, files[label.lower()], ledger=True, overwrite=True)  # the demo owns DIR
         has_matplotlib = importlib.util.find_spec("matplotlib") is not None
         if plot and has_matplotlib:
             files["map"] = save_comparison_map(trips, perturbed, folder / "map.png", points=points)

@@ -1,34 +1,83 @@
-"""Reading and writing trajectory files.
+"""Reading and writing trajectory files you can trust.
 
+Writing
+-------
 - :func:`to_geojson` writes RFC 7946 GeoJSON: WGS 84 (lon, lat) coordinates, no ``crs`` member, and the
   privacy ledger (``gdf.attrs["geoldp"]``) as a top-level foreign member ``"geoldp"`` (allowed by RFC 7946
   §6.1 and ignored by QGIS/GDAL) or as a sidecar JSON file ``<path>.ledger.json``.
-- GeoPackage and GeoParquet go through GeoPandas (``gdf.to_file(path, driver="GPKG")``,
-  ``gdf.to_parquet(path)``); those formats do not carry ``attrs``, so write the ledger with
-  :func:`write_ledger` next to them.
-- :func:`read_trajectories` and :func:`read_points` read GeoJSON, GeoPackage (and anything else GDAL
-  reads), GeoParquet, and CSV with a WKT column or lon/lat columns.
+- :func:`write_file` writes GeoJSON, GeoPackage, GeoParquet, FlatGeobuf, Shapefile or CSV (by suffix), with
+  the ledger in a sidecar ``<path>.ledger.json``.
+- Every write is **atomic** (a complete temporary file in the target directory, fsynced, then renamed; see
+  :mod:`geoldp._safe_write`): after an error, Ctrl-C, ``kill -9`` or a full disk the previous file (or no
+  file) remains, never a partial one. An existing output is an error unless ``overwrite=True``; a symlink at
+  an output path is refused; an output may not be one of the ``inputs`` (hard links included). A GeoPackage
+  is replaced whole (its other layers are *not* kept) unless ``add_layer=True`` names a new layer.
+- Sidecar order: the data and sidecar are both serialised first; an old sidecar is removed, the data file
+  is renamed into place, then the sidecar. The sidecar records the size and SHA-256 of its data file
+  (``"data_file"``), and :func:`read_ledger` refuses a sidecar that does not match, so a reader never takes
+  one release's ledger for another's: it sees the old pair, the new data without a ledger, or the new pair.
+
+Reading
+-------
+:func:`read_trajectories` and :func:`read_points` read only the file they are given, in an allow-listed
+format whose content is checked against its name (see :mod:`geoldp._formats`): GeoJSON, GeoPackage,
+GeoParquet, FlatGeobuf, Shapefile, GPX, and CSV (also ``.csv.gz``, ``.csv.bz2``, ``.csv.xz``, ``.csv.zip``)
+with a WKT column or lon/lat columns. VRT files and other indirections are refused; ``/vsi*`` paths and
+archives need ``allow_vsi=True``; nothing is ever fetched over the network. A sidecar ledger is read only
+when asked for (``ledger=``); a GeoJSON's own ``"geoldp"`` member is read always.
+
+Errors are ``TypeError``/``ValueError`` naming the file and the fix (``FileNotFoundError`` for a missing
+file, ``OSError`` for a failed write such as a full disk); messages never quote the file's contents, so
+GDAL's own messages (which can) are withheld.
 """
 
 from __future__ import annotations
 
+import errno
+import hashlib
+import io as _stdio
 import json
+import math
 import os
+import shutil
+import warnings
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from geoldp import _frames
+from geoldp import _formats, _frames, _safe_write
+from geoldp.errors import GeoLDPWarning
 
-__all__ = ["ledger_path", "read_ledger", "read_points", "read_trajectories", "to_geojson", "write_ledger"]
+__all__ = [
+    "WRITE_FORMATS",
+    "ledger_path",
+    "read_ledger",
+    "read_points",
+    "read_trajectories",
+    "to_geojson",
+    "write_file",
+    "write_ledger",
+]
 
-_CSV = {".csv", ".txt", ".tsv"}
-_PARQUET = {".parquet", ".geoparquet", ".pq"}
 _WKT_NAMES = ("geometry", "wkt", "geom", "the_geom")
 _LON_NAMES = ("lon", "lng", "long", "longitude", "x")
 _LAT_NAMES = ("lat", "latitude", "y")
+_TAIL_BYTES = 1 << 20
+_MAX_LEDGER_BYTES = _formats.MAX_LEDGER_BYTES
+
+#: Output formats of :func:`write_file`, by file suffix.
+WRITE_FORMATS = {
+    ".geojson": "GeoJSON",
+    ".json": "GeoJSON",
+    ".gpkg": "GPKG",
+    ".parquet": "Parquet",
+    ".geoparquet": "Parquet",
+    ".csv": "CSV",
+    ".shp": "ESRI Shapefile",
+    ".fgb": "FlatGeobuf",
+}
 
 
 def ledger_path(path: str | os.PathLike[str]) -> Path:
@@ -37,60 +86,174 @@ def ledger_path(path: str | os.PathLike[str]) -> Path:
     return p.with_name(p.name + ".ledger.json")
 
 
-def write_ledger(gdf: Any, path: str | os.PathLike[str]) -> Path | None:
+# --------------------------------------------------------------------------------------------------
+# the ledger
+
+
+def _ledger_problem(value: Any) -> str | None:
+    """Why ``value`` is not a geoldp ledger (None if it is one)."""
+    if not isinstance(value, dict):
+        return "it is not a JSON object"
+    mech = value.get("mechanism")
+    if not isinstance(mech, str) or not mech:
+        return "it has no 'mechanism' text"
+    eps = value.get("epsilon")
+    if isinstance(eps, bool) or not isinstance(eps, int | float) or not (math.isfinite(eps) and eps > 0):
+        return "its 'epsilon' is not a positive finite number"
+    for key in ("ledger", "options", "input", "snap"):
+        if key in value and not isinstance(value[key], dict):
+            return f"its {key!r} member is not a JSON object"
+    if "unprotected_columns" in value and not isinstance(value["unprotected_columns"], list):
+        return "its 'unprotected_columns' member is not a list"
+    return None
+
+
+def _data_record(size: int, sha256: str, name: str) -> dict[str, Any]:
+    return {"name": name, "bytes": int(size), "sha256": sha256}
+
+
+def _file_digest(path: Path) -> tuple[int, str]:
+    h = hashlib.sha256()
+    size = 0
+    with path.open("rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+            size += len(block)
+    return size, h.hexdigest()
+
+
+def _ledger_bytes(ledger: dict[str, Any], record: dict[str, Any] | None) -> bytes:
+    doc = dict(ledger)
+    if record is not None:
+        doc["data_file"] = record
+    return (json.dumps(doc, indent=2, sort_keys=True, default=_json_default) + "\n").encode("utf-8")
+
+
+def write_ledger(gdf: Any, path: str | os.PathLike[str], *, overwrite: bool = False) -> Path | None:
     """Write ``gdf.attrs["geoldp"]`` as JSON next to the data file ``path``; return the sidecar path.
 
-    Returns None (and writes nothing) when the frame carries no ledger.
+    The sidecar ``<path>.ledger.json`` is written atomically and records the size and SHA-256 of the data
+    file as it is now (``"data_file"``), so write the data first. Returns None (and writes nothing) when
+    the frame carries no ledger.
+
+    Raises
+    ------
+    ValueError
+        The sidecar exists and ``overwrite`` is False, or it is a symlink.
     """
     ledger = getattr(gdf, "attrs", {}).get("geoldp")
     if ledger is None:
         return None
-    side = ledger_path(path)
-    side.write_text(json.dumps(ledger, indent=2, sort_keys=True, default=str) + "\n", encoding="utf-8")
+    p = Path(path)
+    side = _safe_write.check_output(ledger_path(p), overwrite=overwrite, inputs=(p,), what="ledger sidecar")
+    record = None
+    if p.is_file():
+        size, digest = _file_digest(p)
+        record = _data_record(size, digest, p.name)
+    _write_atomic(side, _ledger_bytes(ledger, record), overwrite=overwrite)
     return side
 
 
-_TAIL_BYTES = 1 << 20
+def _parse_ledger(data: bytes, name: str, caller: str) -> dict[str, Any]:
+    try:
+        value = json.loads(data)
+    except (ValueError, RecursionError):
+        raise ValueError(
+            f"{caller}: the ledger file '{name}' is not valid JSON; remove or regenerate it."
+        ) from None
+    problem = _ledger_problem(value)
+    if problem is not None:
+        raise ValueError(f"{caller}: '{name}' is not a geoldp ledger ({problem}); remove or regenerate it.")
+    return value
 
 
-def read_ledger(path: str | os.PathLike[str]) -> dict[str, Any] | None:
-    """Read the provenance/ledger written next to or inside a data file; None if there is none.
+def _read_sidecar(side: Path, data_path: Path | None, caller: str) -> dict[str, Any]:
+    raw = _formats.read_regular(side, caller, limit=_MAX_LEDGER_BYTES)
+    value = _parse_ledger(raw, str(side), caller)
+    record = value.pop("data_file", None)
+    if record is not None and data_path is not None:
+        if not isinstance(record, dict) or not isinstance(record.get("sha256"), str):
+            raise ValueError(f"{caller}: the ledger file '{side}' has a malformed 'data_file' member.")
+        size, digest = _file_digest(data_path)
+        if record.get("bytes") != size or record["sha256"] != digest:
+            raise ValueError(
+                f"{caller}: the ledger file '{side}' belongs to another version of '{data_path}' (size or "
+                "SHA-256 differ): data and ledger are out of step. Do not trust this ledger; regenerate the "
+                "release."
+            )
+    return value
 
-    Looks for the sidecar ``<path>.ledger.json`` first, then (GeoJSON) for a top-level ``"geoldp"``
-    member as written by :func:`to_geojson` (found at the end of the file without loading the features).
+
+def _member_ledger(data: bytes, name: str, caller: str) -> dict[str, Any] | None:
+    """The top-level ``"geoldp"`` member of a GeoJSON (written last by :func:`to_geojson`), or None."""
+    tail = data[-_TAIL_BYTES:] if len(data) > _TAIL_BYTES else data
+    at = tail.rfind(b'"geoldp": ')
+    value: Any = None
+    if at >= 0:
+        try:
+            value, _ = json.JSONDecoder().raw_decode(tail[at + 10 :].decode("utf-8", errors="replace"))
+        except json.JSONDecodeError:
+            value = None
+    if value is None and len(data) <= _TAIL_BYTES and b'"geoldp"' in data:
+        try:
+            doc = json.loads(data)
+        except (ValueError, RecursionError):
+            return None
+        value = doc.get("geoldp") if isinstance(doc, dict) else None
+    if value is None:
+        return None
+    problem = _ledger_problem(value)
+    if problem is not None:
+        raise ValueError(
+            f"{caller}: the 'geoldp' member of '{name}' is not a geoldp ledger ({problem}); remove the "
+            "member or regenerate the file."
+        )
+    return value
+
+
+def read_ledger(
+    path: str | os.PathLike[str], *, sidecar: str | os.PathLike[str] | bool | None = None
+) -> dict[str, Any] | None:
+    """Read the privacy ledger of a data file; None if there is none.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The data file. A GeoJSON's own top-level ``"geoldp"`` member (as written by :func:`to_geojson`) is
+        used first.
+    sidecar : path, bool or None
+        ``None`` (default) or ``True``: otherwise read ``<path>.ledger.json`` if it exists. A path: read that
+        sidecar file. ``False``: never read a sidecar.
+
+    Raises
+    ------
+    ValueError
+        The sidecar is not a regular file, is larger than 16 MiB, is not a valid ledger, or records another
+        version of the data file (data and ledger out of step); the message names the file.
 
     Examples
     --------
     >>> geoldp.io.read_ledger("perturbed.geojson")["mechanism"]  # doctest: +SKIP
     'atp'
     """
+    caller = "read_ledger"
     p = Path(path)
+    if sidecar is not None and not isinstance(sidecar, bool | str | os.PathLike):
+        raise TypeError(f"The 'sidecar' parameter of {caller} must be a path, a bool or None.")
+    if isinstance(sidecar, str | os.PathLike):
+        return _read_sidecar(Path(sidecar), p if p.is_file() else None, caller)
+    if p.suffix.lower() in {".geojson", ".json"} and p.is_file():
+        member = _member_ledger(_formats.read_regular(p, caller), str(p), caller)
+        if member is not None:
+            return member
     side = ledger_path(p)
-    if side.exists():
-        return json.loads(side.read_text(encoding="utf-8"))
-    if p.suffix.lower() not in {".geojson", ".json"} or not p.exists():
-        return None
-    size = p.stat().st_size
-    with p.open("rb") as fh:
-        fh.seek(max(0, size - _TAIL_BYTES))
-        tail = fh.read().decode("utf-8", errors="replace")
-    marker = '"geoldp": '
-    at = tail.rfind(marker)
-    if at >= 0:
-        try:
-            value, _ = json.JSONDecoder().raw_decode(tail[at + len(marker) :])
-        except json.JSONDecodeError:
-            value = None
-        if isinstance(value, dict):
-            return value
-    if size <= _TAIL_BYTES:  # small file: parse it whole (member anywhere)
-        try:
-            doc = json.loads(p.read_text(encoding="utf-8"))
-        except (json.JSONDecodeError, UnicodeDecodeError):
-            return None
-        value = doc.get("geoldp") if isinstance(doc, dict) else None
-        return value if isinstance(value, dict) else None
+    if sidecar is not False and os.path.lexists(side):
+        return _read_sidecar(side, p if p.is_file() else None, caller)
     return None
+
+
+# --------------------------------------------------------------------------------------------------
+# writing
 
 
 def _json_default(value: Any) -> Any:
@@ -107,8 +270,262 @@ def _json_default(value: Any) -> Any:
     return str(value)
 
 
-def to_geojson(gdf: Any, path: str | os.PathLike[str], *, ledger: bool | str = True) -> Path:
+def _write_atomic(path: Path, data: bytes, *, overwrite: bool) -> _safe_write.AtomicFile:
+    try:
+        return _safe_write.write_bytes(path, data, overwrite=overwrite)
+    except OSError as exc:
+        raise OSError(
+            exc.errno,
+            f"cannot write '{path}': {os.strerror(exc.errno) if exc.errno else 'I/O error'}; the previous "
+            "file (if any) is unchanged and no partial file was left",
+        ) from None
+
+
+def _check_gdf(gdf: Any, caller: str) -> None:
+    import geopandas as gpd
+
+    if not isinstance(gdf, gpd.GeoDataFrame):
+        raise TypeError(
+            f"The 'gdf' parameter of {caller} must be a geopandas.GeoDataFrame. Got {type(gdf).__name__}."
+        )
+
+
+def _geojson_bytes(gdf: Any, *, member: bool, caller: str) -> bytes:
+    if gdf.crs is None:
+        raise ValueError(f"The GeoDataFrame passed to {caller} has no CRS. Use set_crs() to declare it.")
+    wgs = gdf if _frames.is_wgs84(gdf.crs) else gdf.to_crs(_frames.WGS84)
+    drop_id = isinstance(gdf.index, pd.RangeIndex) and gdf.index.start == 0 and gdf.index.step == 1
+    geo = wgs.to_geo_dict(na="null", drop_id=drop_id)
+    geo.pop("crs", None)  # RFC 7946: no crs member; coordinates are WGS 84
+    prov = gdf.attrs.get("geoldp")
+    if member and prov is not None:
+        geo["geoldp"] = prov
+    try:
+        text = json.dumps(geo, default=_json_default, allow_nan=False)
+    except ValueError:
+        raise ValueError(
+            f"{caller}: the frame holds NaN or infinite numbers (in a kept column or a coordinate), which "
+            "JSON cannot represent; nothing was written. Replace them (e.g. with None) first."
+        ) from None
+    return text.encode("utf-8")
+
+
+def _csv_bytes(gdf: Any) -> bytes:
+    import shapely
+
+    # WGS 84 (CSV carries no CRS) at full precision; exact only when the input was already in EPSG:4326
+    wgs = gdf if gdf.crs is None or gdf.crs.equals("EPSG:4326") else gdf.to_crs("EPSG:4326")
+    frame = pd.DataFrame(wgs.drop(columns=wgs.geometry.name))
+    frame["geometry"] = shapely.to_wkt(np.asarray(wgs.geometry.values), rounding_precision=-1)
+    return frame.to_csv(index=False).encode("utf-8")
+
+
+def _gdal_bytes(gdf: Any, driver: str, layer: str) -> bytes:
+    _formats.pyogrio_module("write_file")
+    buf = _stdio.BytesIO()
+    gdf.to_file(buf, driver=driver, layer=layer, engine="pyogrio")
+    return buf.getvalue()
+
+
+def _parquet_bytes(gdf: Any) -> bytes:
+    buf = _stdio.BytesIO()
+    gdf.to_parquet(buf)
+    return buf.getvalue()
+
+
+_SHP_PARTS = (".shp", ".shx", ".dbf", ".prj", ".cpg")
+
+
+def _gdal_write_error(p: Path) -> OSError:
+    """An OSError for a failed GDAL write: ENOSPC when the file system is (nearly) full."""
+    try:
+        full = shutil.disk_usage(p.parent if str(p.parent) else ".").free < (1 << 20)
+    except OSError:
+        full = False
+    code = errno.ENOSPC if full else errno.EIO
+    return OSError(code, f"GDAL could not write '{p}'")
+
+
+def _write_shapefile(gdf: Any, p: Path) -> tuple[int, str]:
+    """Write a Shapefile's parts in a temporary directory, then rename each into place (.shp last)."""
+    _formats.pyogrio_module("write_file")
+    _safe_write.remove_stale_temps(p)
+    tmp = _safe_write.temp_name(p)
+    os.mkdir(tmp)
+    try:
+        gdf.to_file(tmp / p.name, driver="ESRI Shapefile", engine="pyogrio")
+        parts = [tmp / (p.stem + ext) for ext in _SHP_PARTS if (tmp / (p.stem + ext)).exists()]
+        for part in parts:
+            fd = os.open(part, os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        for ext in _SHP_PARTS:  # parts of an older Shapefile that the new one lacks would not match it
+            old = p.with_suffix(ext)
+            if old != p and not (tmp / (p.stem + ext)).exists() and old.is_file() and not old.is_symlink():
+                old.unlink()
+        for part in sorted(parts, key=lambda q: q.suffix == ".shp"):
+            target = p.with_suffix(part.suffix)
+            if target.is_symlink():
+                raise ValueError(f"The Shapefile part '{target}' is a symbolic link; remove it first.")
+            os.replace(part, target)
+        _safe_write.fsync_dir(p.parent if str(p.parent) else Path("."))
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return _file_digest(p)
+
+
+def _add_gpkg_layer(gdf: Any, p: Path, layer: str) -> tuple[int, str]:
+    """Copy an existing GeoPackage, add a new layer to the copy, and replace the original with it."""
+    pyogrio = _formats.pyogrio_module("write_file")
+    if not p.is_file():
+        raise ValueError(f"add_layer=True needs an existing GeoPackage; '{p}' does not exist.")
+    _formats.detect(p, "write_file")
+    with _formats.no_network():
+        names = [str(n) for n in pyogrio.list_layers(str(p))[:, 0]]
+    if layer in names:
+        raise ValueError(
+            f"The GeoPackage '{p}' already has a layer {layer!r}; choose another layer name (layers are "
+            "never replaced inside a file), or write a new file."
+        )
+    _safe_write.remove_stale_temps(p)
+    tmp = _safe_write.temp_name(p, ".gpkg")
+    try:
+        shutil.copyfile(p, tmp)
+        gdf.to_file(tmp, driver="GPKG", layer=layer, mode="a", engine="pyogrio")
+        fd = os.open(tmp, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, p)
+        _safe_write.fsync_dir(p.parent if str(p.parent) else Path("."))
+    except BaseException:
+        for leftover in (tmp, Path(f"{tmp}-journal"), Path(f"{tmp}-wal"), Path(f"{tmp}-shm")):
+            if leftover.exists():
+                leftover.unlink()
+        raise
+    return _file_digest(p)
+
+
+def write_file(
+    gdf: Any,
+    path: str | os.PathLike[str],
+    *,
+    overwrite: bool = False,
+    sidecar: bool = True,
+    inputs: tuple[str | os.PathLike[str], ...] | list[str | os.PathLike[str]] = (),
+    layer: str | None = None,
+    add_layer: bool = False,
+) -> list[Path]:
+    """Write a GeoDataFrame atomically in the format given by the suffix, plus its ledger sidecar.
+
+    Parameters
+    ----------
+    gdf : geopandas.GeoDataFrame
+        The frame (e.g. a release).
+    path : str or os.PathLike
+        Output file; the suffix selects the format (:data:`WRITE_FORMATS`). GeoJSON is RFC 7946 with the
+        ledger also as a top-level ``"geoldp"`` member; CSV is WGS 84 with a WKT ``geometry`` column.
+    overwrite : bool, default False
+        Replace an existing output (and its sidecar). Without it an existing file is an error.
+    sidecar : bool, default True
+        Also write ``gdf.attrs["geoldp"]`` (if any) to ``<path>.ledger.json``.
+    inputs : sequence of paths
+        Files this output must not be (or resolve to, or be a hard link of): the data the release was made
+        from. Checked for the data file and the sidecar.
+    layer : str, optional
+        GeoPackage layer name (default: the file stem).
+    add_layer : bool, default False
+        GeoPackage only: add ``layer`` as a new layer to an existing file instead of replacing the file.
+
+    Returns
+    -------
+    list of pathlib.Path
+        The data file, then the sidecar if one was written.
+
+    Raises
+    ------
+    TypeError
+        Not a GeoDataFrame; ``overwrite`` not a bool.
+    ValueError
+        Unknown suffix, existing output without ``overwrite``, a symlink at an output path, an output that
+        is an input, NaN/inf in GeoJSON, a bad ``layer``/``add_layer``.
+    OSError
+        The write failed (e.g. a full disk); the previous file, if any, is unchanged.
+    """
+    caller = "write_file"
+    _check_gdf(gdf, caller)
+    p = Path(os.fspath(path))
+    fmt = WRITE_FORMATS.get(p.suffix.lower())
+    if fmt is None:
+        raise ValueError(
+            f"Cannot infer the output format of '{p}'; use one of the suffixes "
+            f"{', '.join(sorted(WRITE_FORMATS))}."
+        )
+    if not isinstance(add_layer, bool) or not isinstance(sidecar, bool):
+        raise TypeError(f"The 'add_layer' and 'sidecar' parameters of {caller} must be bools.")
+    if add_layer and (fmt != "GPKG" or not isinstance(layer, str) or not layer):
+        raise ValueError("add_layer=True needs a .gpkg output and a layer name (layer='...').")
+    if layer is not None and fmt != "GPKG":
+        raise ValueError(f"layer= applies to GeoPackage output only, not to '{p.name}'.")
+    inputs = tuple(inputs)
+    _safe_write.check_output(p, overwrite=overwrite or add_layer, inputs=inputs)
+    ledger = gdf.attrs.get("geoldp") if sidecar else None
+    side = ledger_path(p)
+    if ledger is not None:
+        _safe_write.check_output(
+            side, overwrite=overwrite or add_layer, inputs=(*inputs, p), what="ledger sidecar"
+        )
+    # serialise first: a frame that cannot be written leaves every file as it was
+    data: bytes | None = None
+    if fmt == "GeoJSON":
+        data = _geojson_bytes(gdf, member=True, caller=caller)
+    elif fmt == "CSV":
+        data = _csv_bytes(gdf)
+    elif fmt == "Parquet":
+        data = _parquet_bytes(gdf)
+    elif fmt in ("GPKG", "FlatGeobuf") and not add_layer:
+        data = _gdal_bytes(gdf, fmt, layer or p.stem)
+    if ledger is not None and os.path.lexists(side):
+        os.unlink(side)  # a reader now sees the old data without a ledger, never with a wrong one
+    try:
+        if data is not None:
+            af = _safe_write.write_bytes(p, data, overwrite=overwrite)
+            size, digest = af.size, af.sha256.hexdigest()
+        else:
+            try:
+                if fmt == "ESRI Shapefile":
+                    size, digest = _write_shapefile(gdf, p)
+                else:
+                    size, digest = _add_gpkg_layer(gdf, p, str(layer))
+            except (ValueError, TypeError, OSError):
+                raise
+            except Exception:  # GDAL failed writing to disk: its message can quote values
+                raise _gdal_write_error(p) from None
+    except OSError as exc:
+        if not exc.errno:
+            raise
+        raise OSError(
+            exc.errno,
+            f"cannot write '{p}': {os.strerror(exc.errno)}; the previous file (if any) is unchanged and no "
+            "partial file was left",
+        ) from None
+    written = [p]
+    if ledger is not None:
+        _write_atomic(side, _ledger_bytes(ledger, _data_record(size, digest, p.name)), overwrite=overwrite)
+        written.append(side)
+    return written
+
+
+def to_geojson(
+    gdf: Any, path: str | os.PathLike[str], *, ledger: bool | str = True, overwrite: bool = False
+) -> Path:
     """Write a GeoDataFrame as RFC 7946 GeoJSON (WGS 84, lon/lat order) that QGIS opens directly.
+
+    The file is written atomically (see the module notes): a reader sees the previous file or the complete
+    new one, never a partial one.
 
     Parameters
     ----------
@@ -120,6 +537,8 @@ def to_geojson(gdf: Any, path: str | os.PathLike[str], *, ledger: bool | str = T
         ``True``: the provenance/ledger ``gdf.attrs["geoldp"]`` becomes a top-level ``"geoldp"`` member of
         the FeatureCollection. ``"sidecar"``: it is written to ``<path>.ledger.json`` instead.
         ``False``: not written.
+    overwrite : bool, default False
+        Replace an existing file (and sidecar). Without it an existing file is an error.
 
     Returns
     -------
@@ -131,7 +550,8 @@ def to_geojson(gdf: Any, path: str | os.PathLike[str], *, ledger: bool | str = T
     TypeError
         Not a GeoDataFrame.
     ValueError
-        No CRS (use ``set_crs()``), no active geometry column.
+        No CRS (use ``set_crs()``), no active geometry column, NaN/inf values, an existing file without
+        ``overwrite=True``, a symlink at the path.
 
     Examples
     --------
@@ -139,28 +559,21 @@ def to_geojson(gdf: Any, path: str | os.PathLike[str], *, ledger: bool | str = T
     >>> geopandas.read_file("perturbed.geojson")  # doctest: +SKIP
     """
     caller = "to_geojson"
-    import geopandas as gpd
-
-    if not isinstance(gdf, gpd.GeoDataFrame):
-        raise TypeError(
-            f"The 'gdf' parameter of {caller} must be a geopandas.GeoDataFrame. Got {type(gdf).__name__}."
-        )
+    _check_gdf(gdf, caller)
     if not (ledger is True or ledger is False or ledger == "sidecar"):
         raise ValueError(f"Got ledger={ledger!r}; `ledger` must be one of (True, False, 'sidecar').")
-    if gdf.crs is None:
-        raise ValueError("The GeoDataFrame passed to to_geojson has no CRS. Use set_crs() to declare it.")
-    wgs = gdf if _frames.is_wgs84(gdf.crs) else gdf.to_crs(_frames.WGS84)
-    drop_id = isinstance(gdf.index, pd.RangeIndex) and gdf.index.start == 0 and gdf.index.step == 1
-    geo = wgs.to_geo_dict(na="null", drop_id=drop_id)
-    geo.pop("crs", None)  # RFC 7946: no crs member; coordinates are WGS 84
+    p = _safe_write.check_output(path, overwrite=overwrite)
     prov = gdf.attrs.get("geoldp")
-    if ledger is True and prov is not None:
-        geo["geoldp"] = prov
-    p = Path(path)
-    with p.open("w", encoding="utf-8") as fh:
-        json.dump(geo, fh, default=_json_default, allow_nan=False)
-    if ledger == "sidecar":
-        write_ledger(gdf, p)
+    side = ledger_path(p)
+    if ledger == "sidecar" and prov is not None:
+        _safe_write.check_output(side, overwrite=overwrite, inputs=(p,), what="ledger sidecar")
+    data = _geojson_bytes(gdf, member=ledger is True, caller=caller)
+    if ledger == "sidecar" and prov is not None and os.path.lexists(side):
+        os.unlink(side)
+    af = _write_atomic(p, data, overwrite=overwrite)
+    if ledger == "sidecar" and prov is not None:
+        record = _data_record(af.size, af.sha256.hexdigest(), p.name)
+        _write_atomic(side, _ledger_bytes(prov, record), overwrite=overwrite)
     return p
 
 
@@ -214,6 +627,114 @@ def _from_table(df: pd.DataFrame, *, wkt_col: Any, lon_col: Any, lat_col: Any, c
     return gpd.GeoDataFrame(rest, geometry=gpd.GeoSeries(geoms, index=df.index, crs=crs), crs=crs)
 
 
+def _is_id_name(name: Any) -> bool:
+    """``id``, ``trip_id``, ``user-id``, ``Track ID``...: columns read as text from CSV."""
+    low = str(name).lower()
+    return low == "id" or low.endswith(("_id", "-id", " id"))
+
+
+def _read_csv(det: _formats.Detected, *, dtype: Any, id_cols: list[Any], caller: str) -> pd.DataFrame:
+    name = det.path.name
+    inner = det.path.name[: -len(det.path.suffix)] if det.compression else det.path.name
+    sep = "\t" if inner.lower().endswith(".tsv") else ","
+    # exact decimal -> float parsing (pandas >= 3 always does it; older pandas needs the option)
+    extra: dict[str, Any] = (
+        {} if int(pd.__version__.split(".")[0]) >= 3 else {"float_precision": "round_trip"}
+    )
+    try:
+        header = pd.read_csv(det.path, sep=sep, compression=det.compression, nrows=0)
+        # identifiers keep their text ("000" stays "000"): the trajectory id column and *id-named columns
+        types: Any = {c: str for c in header.columns if c in id_cols or _is_id_name(c)}
+        if isinstance(dtype, dict):
+            types.update(dtype)
+        elif dtype is not None:
+            types = dtype
+        return pd.read_csv(det.path, sep=sep, compression=det.compression, dtype=types, **extra)
+    except pd.errors.EmptyDataError:
+        raise ValueError(f"{caller}: '{name}' is empty (no header row); it holds no trajectories.") from None
+    except (ValueError, TypeError, OSError, EOFError, UnicodeError, pd.errors.ParserError) as exc:
+        if isinstance(exc, FileNotFoundError):
+            raise
+        kind = type(exc).__name__
+        raise ValueError(
+            f"{caller}: '{name}' is not a readable CSV ({kind}: malformed rows, a bad dtype=, a corrupt "
+            "compressed stream, or not UTF-8 text). Check the file; its contents are not quoted here."
+        ) from None
+
+
+def _gdal_read(source: Any, *, layer: Any, name: str, fmt: str, caller: str) -> Any:
+    """Read with pyogrio (bytes or a checked path), with no network, wrapping GDAL's errors."""
+    pyogrio = _formats.pyogrio_module(caller)
+
+    kwargs = {} if layer is None else {"layer": layer}
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            with _formats.no_network():
+                if layer is not None:
+                    layers = [str(n) for n in pyogrio.list_layers(source)[:, 0]]
+                    if (isinstance(layer, str) and layer not in layers) or (
+                        isinstance(layer, int) and not 0 <= layer < len(layers)
+                    ):
+                        raise KeyError(layer)
+                gdf = pyogrio.read_dataframe(source, **kwargs)
+        except KeyError:
+            raise ValueError(
+                f"{caller}: '{name}' has no layer {layer!r}; pass one of its layers as layer= "
+                f"({len(layers)} layer(s) found)."
+            ) from None
+        except Exception:
+            raise ValueError(
+                f"{caller}: cannot read '{name}' as {fmt}: the file is malformed or truncated. GDAL's "
+                "message is withheld because it can quote the file's contents; check the file with ogrinfo."
+            ) from None
+    # GDAL's notes about pyogrio's in-memory file name (no extension) say nothing about the data
+    caught = [w for w in caught if not str(w.message).startswith("File /vsimem/")]
+    if caught:
+        warnings.warn(
+            f"GDAL reported {len(caught)} warning(s) while reading '{name}' (text withheld, it can quote the "
+            "file's contents); check the file with ogrinfo.",
+            GeoLDPWarning,
+            stacklevel=4,
+        )
+    return gdf
+
+
+def _read_gpx(data: bytes, name: str, caller: str) -> Any:
+    """GPX tracks -> Point rows, one trajectory per track segment (``trajectory``), in time order."""
+    head = data[:65536].lower()
+    if b"<!doctype" in head or b"<!entity" in head:
+        raise ValueError(
+            f"{caller}: '{name}' declares a DOCTYPE or XML entities; geoldp refuses them (they can make the "
+            "parser read other files). Remove the declaration."
+        )
+    pyogrio = _formats.pyogrio_module(caller)
+
+    try:
+        with _formats.no_network():
+            layers = [str(n) for n in pyogrio.list_layers(data)[:, 0]]
+    except Exception:
+        raise ValueError(f"{caller}: cannot read '{name}' as GPX: the file is malformed.") from None
+    if "track_points" not in layers:
+        raise ValueError(
+            f"{caller}: '{name}' has no track points; routes and waypoints are not trajectories."
+        )
+    pts = _gdal_read(data, layer="track_points", name=name, fmt="GPX", caller=caller)
+    if len(pts) == 0:
+        raise ValueError(
+            f"{caller}: '{name}' has no track points (<trkpt>); routes and waypoints are not trajectories."
+        )
+    track = pts["track_fid"].astype("int64").astype(str)
+    seg = pts["track_seg_id"].astype("int64").astype(str)
+    pts = pts.assign(trajectory=(track + "-" + seg).to_numpy())
+    order_cols = ["track_fid", "track_seg_id"] + (["time"] if "time" in pts.columns else [])
+    pts = pts.sort_values([*order_cols, "track_seg_point_id"], kind="stable", na_position="last")
+    keep = ["trajectory", *(["time"] if "time" in pts.columns else [])]
+    rest = [c for c in pts.columns if c not in (*keep, pts.geometry.name)]
+    rest = [c for c in rest if c not in ("track_fid", "track_seg_id", "track_seg_point_id")]
+    return pts[[*keep, *rest, pts.geometry.name]].reset_index(drop=True)
+
+
 def _read_any(
     path: str | os.PathLike[str],
     *,
@@ -223,49 +744,108 @@ def _read_any(
     lon_col: Any,
     lat_col: Any,
     caller: str,
-) -> Any:
+    dtype: Any = None,
+    id_cols: list[Any] | None = None,
+    allow_vsi: bool = False,
+) -> tuple[Any, bytes | None]:
+    """The frame read from ``path`` and, for GeoJSON, the file's bytes (for its ledger member)."""
     import geopandas as gpd
 
-    p = Path(path)
-    if not p.exists():
-        raise FileNotFoundError(f"{caller}: no such file: '{p}'.")
-    suffix = p.suffix.lower()
-    table_crs = "EPSG:4326" if crs is None else crs
-    if suffix in _CSV:
-        sep = "\t" if suffix == ".tsv" else ","
-        # exact decimal -> float parsing (pandas >= 3 always does it; older pandas needs the option)
-        extra = {} if int(pd.__version__.split(".")[0]) >= 3 else {"float_precision": "round_trip"}
-        df = pd.read_csv(p, sep=sep, **extra)
-        return _from_table(
-            df,
-            wkt_col=wkt_col,
-            lon_col=lon_col,
-            lat_col=lat_col,
-            crs=table_crs,
-            source=f"{caller} '{p.name}'",
+    if not isinstance(allow_vsi, bool):
+        raise TypeError(
+            f"The 'allow_vsi' parameter of {caller} must be a bool. Got {type(allow_vsi).__name__}."
         )
-    if suffix in _PARQUET:
-        try:
-            gdf = gpd.read_parquet(p)
-        except ValueError:  # a plain Parquet table without GeoParquet metadata
-            df = pd.read_parquet(p)
-            return _from_table(
-                df,
-                wkt_col=wkt_col,
-                lon_col=lon_col,
-                lat_col=lat_col,
-                crs=table_crs,
-                source=f"{caller} '{p.name}'",
-            )
-    else:
-        kwargs = {} if layer is None else {"layer": layer}
-        gdf = gpd.read_file(p, **kwargs)
+    if layer is not None and (isinstance(layer, bool) or not isinstance(layer, str | int)):
+        raise TypeError(
+            f"The 'layer' parameter of {caller} must be a layer name or index. Got {type(layer).__name__}."
+        )
     if crs is not None:
-        if gdf.crs is None:
-            gdf = gdf.set_crs(crs)
-        elif not gdf.crs.equals(crs):
-            gdf = gdf.to_crs(crs)
-    return gdf
+        import pyproj
+
+        try:
+            crs = pyproj.CRS.from_user_input(crs)
+        except (pyproj.exceptions.CRSError, TypeError, ValueError):
+            raise ValueError(
+                f"The 'crs' parameter of {caller} is not a CRS pyproj understands. Got {crs!r}; pass e.g. "
+                "'EPSG:4326'."
+            ) from None
+    det = _formats.detect(path, caller, allow_vsi=allow_vsi)
+    table_crs = "EPSG:4326" if crs is None else crs
+    raw: bytes | None = None
+    if isinstance(det, str):  # allow_vsi=True: GDAL opens the virtual path itself
+        gdf = _gdal_read(det, layer=layer, name=det, fmt="a GDAL dataset", caller=caller)
+        name = det
+    else:
+        name = det.path.name
+        if det.fmt == "CSV":
+            df = _read_csv(det, dtype=dtype, id_cols=list(id_cols or []), caller=caller)
+            return (
+                _from_table(
+                    df,
+                    wkt_col=wkt_col,
+                    lon_col=lon_col,
+                    lat_col=lat_col,
+                    crs=table_crs,
+                    source=f"{caller} '{name}'",
+                ),
+                None,
+            )
+        if det.fmt == "Parquet":
+            import pyarrow.parquet as pq
+
+            try:
+                meta = pq.read_schema(det.path).metadata or {}
+                if b"geo" in meta:
+                    gdf = gpd.read_parquet(det.path)
+                else:  # a plain Parquet table without GeoParquet metadata
+                    df = pd.read_parquet(det.path)
+                    return (
+                        _from_table(
+                            df,
+                            wkt_col=wkt_col,
+                            lon_col=lon_col,
+                            lat_col=lat_col,
+                            crs=table_crs,
+                            source=f"{caller} '{name}'",
+                        ),
+                        None,
+                    )
+            except (ValueError, TypeError, OSError) as exc:
+                if isinstance(exc, FileNotFoundError):
+                    raise
+                raise ValueError(
+                    f"{caller}: cannot read '{name}' as (Geo)Parquet: the file is malformed or its geo "
+                    "metadata is invalid. Check the file; its contents are not quoted here."
+                ) from None
+        elif det.fmt == "Shapefile":
+            gdf = _gdal_read(str(det.path.resolve()), layer=layer, name=name, fmt=det.fmt, caller=caller)
+        else:
+            raw = _formats.read_regular(det.path, caller)
+            if det.fmt == "GeoJSON":
+                _formats.check_geojson_crs(raw, name, caller)
+            if det.fmt == "GPX":
+                gdf = _read_gpx(raw, name, caller)
+            else:
+                gdf = _gdal_read(raw, layer=layer, name=name, fmt=det.fmt, caller=caller)
+    if crs is not None:
+        try:
+            if gdf.crs is None:
+                gdf = gdf.set_crs(crs)
+            elif not gdf.crs.equals(crs):
+                gdf = gdf.to_crs(crs)
+        except Exception:
+            raise ValueError(
+                f"{caller}: cannot use crs={crs!r} for '{name}'; pass a CRS pyproj understands "
+                "(e.g. 'EPSG:4326')."
+            ) from None
+    return gdf, raw
+
+
+def _no_rows(name: str, layer: Any, caller: str) -> ValueError:
+    where = f"layer {layer!r} of '{name}'" if layer is not None else f"'{name}'"
+    return ValueError(
+        f"{caller}: {where} holds no rows, so there is nothing to read; check the file (and layer=)."
+    )
 
 
 def _parse_time(gdf: Any, time_col: Any, caller: str) -> Any:
@@ -295,18 +875,28 @@ def read_trajectories(
     wkt_col: Any = None,
     lon_col: Any = None,
     lat_col: Any = None,
+    dtype: Any = None,
+    ledger: str | os.PathLike[str] | bool = False,
+    allow_vsi: bool = False,
 ) -> Any:
     """Read trajectories (LineString rows, or Point rows with a trajectory id) from a file.
 
     Parameters
     ----------
     path : str or os.PathLike
-        GeoJSON, GeoPackage or any format GDAL reads (``geopandas.read_file``); GeoParquet (``.parquet``);
-        CSV/TSV with a WKT column (``geometry``, ``wkt``, ``geom``) or lon/lat columns (``lon``/``lng``/
-        ``longitude``/``x`` and ``lat``/``latitude``/``y``); a plain Parquet table is read like a CSV.
+        A GeoJSON (``.geojson``/``.json``), GeoPackage (``.gpkg``), GeoParquet (``.parquet``), FlatGeobuf
+        (``.fgb``), Shapefile (``.shp``), GPX (``.gpx``) or CSV/TSV file (``.csv``/``.tsv``/``.txt``, also
+        compressed: ``.csv.gz``, ``.csv.bz2``, ``.csv.xz``, ``.csv.zip`` with one member). The content must
+        match the suffix (a VRT named ``.geojson`` is refused). Tables (CSV, plain Parquet) need a WKT column
+        (``geometry``, ``wkt``, ``geom``) or lon/lat columns (``lon``/``lng``/``longitude``/``x`` and
+        ``lat``/``latitude``/``y``). A GPX file gives one Point row per track point, with a ``trajectory``
+        column (one value per track segment) and a ``time`` column, in time order: pass
+        ``traj_id_col="trajectory", time_col="time"`` to ``perturb`` or to
+        :func:`geoldp.prepare.trajectories_from_points`.
     traj_id_col, time_col : column label, optional
         Checked to exist (``ValueError`` listing the available columns); a text ``time_col`` is parsed as
-        datetimes.
+        datetimes. From CSV, ``traj_id_col`` and columns named ``id``/``*_id`` are read as text (``"000"``
+        stays ``"000"``).
     layer : str or int, optional
         Layer of a multi-layer file (GeoPackage).
     crs : optional
@@ -314,28 +904,68 @@ def read_trajectories(
         For other formats: declared if the file has none, otherwise the data are reprojected to it.
     wkt_col, lon_col, lat_col : column label, optional
         Override the column auto-detection for tables.
+    dtype : dtype or dict, optional
+        CSV only: passed to :func:`pandas.read_csv`, overriding the text default of the id columns.
+    ledger : bool or path, default False
+        The sidecar ledger to attach as ``attrs["geoldp"]``: ``True`` reads ``<path>.ledger.json``, a path
+        reads that file (both validated and checked against this data file). A GeoJSON's own ``"geoldp"``
+        member is attached in any case; no other file is read unless asked for.
+    allow_vsi : bool, default False
+        Let GDAL open a ``/vsi*`` path, ``zip://`` URI or driver-prefixed name (local virtual file systems
+        only; network paths are always refused). Such paths skip the content check: use only with files you
+        trust.
 
     Returns
     -------
     geopandas.GeoDataFrame
         With ``attrs["geoldp"]`` set when the file carries a geoldp ledger (see :func:`read_ledger`).
 
+    Raises
+    ------
+    FileNotFoundError
+        No such file.
+    ValueError
+        A refused path or format (VRT, archive, URL, a legacy GeoJSON ``crs`` link), a name that disagrees
+        with the content, a malformed file, a file with no rows, unknown columns, a malformed ledger.
+
     Examples
     --------
     >>> trips = geoldp.io.read_trajectories("trips.csv", traj_id_col="trip", time_col="t")  # doctest: +SKIP
     """
     caller = "read_trajectories"
-    gdf = _read_any(
-        path, layer=layer, crs=crs, wkt_col=wkt_col, lon_col=lon_col, lat_col=lat_col, caller=caller
+    if not (isinstance(ledger, bool | str | os.PathLike)):
+        raise TypeError(
+            f"The 'ledger' parameter of {caller} must be a bool or a path. Got {type(ledger).__name__}."
+        )
+    gdf, raw = _read_any(
+        path,
+        layer=layer,
+        crs=crs,
+        wkt_col=wkt_col,
+        lon_col=lon_col,
+        lat_col=lat_col,
+        caller=caller,
+        dtype=dtype,
+        id_cols=[traj_id_col] if traj_id_col is not None else [],
+        allow_vsi=allow_vsi,
     )
+    name = Path(os.fspath(path)).name
+    if len(gdf) == 0:
+        raise _no_rows(name, layer, caller)
     cols = [c for c in (traj_id_col, time_col) if c is not None]
     if cols:
         _frames.check_columns(gdf, cols, parameter="traj_id_col/time_col", caller=caller)
     if time_col is not None:
         gdf = _parse_time(gdf, time_col, caller)
-    ledger = read_ledger(path)
-    if ledger is not None:
-        gdf.attrs = {"geoldp": ledger}
+    found = None
+    if raw is not None and Path(os.fspath(path)).suffix.lower() in {".geojson", ".json"}:
+        found = _member_ledger(raw, name, caller)
+    if ledger is not False:
+        side = ledger_path(Path(os.fspath(path))) if ledger is True else Path(os.fspath(ledger))
+        if ledger is True and not os.path.lexists(side):
+            raise FileNotFoundError(f"{caller}: ledger=True but there is no sidecar '{side}'.")
+        found = _read_sidecar(side, Path(os.fspath(path)), caller)
+    gdf.attrs = {"geoldp": found} if found is not None else {}
     return gdf
 
 
@@ -347,6 +977,7 @@ def read_points(
     wkt_col: Any = None,
     lon_col: Any = None,
     lat_col: Any = None,
+    allow_vsi: bool = False,
 ) -> Any:
     """Read a public point set (Point rows); same formats and options as :func:`read_trajectories`.
 
@@ -360,14 +991,24 @@ def read_points(
     TypeError
         A row that is not a Point (names the row position).
     ValueError
-        A missing or empty geometry (names the row position).
+        A missing or empty geometry (names the row position), a file with no rows, and the reading errors
+        of :func:`read_trajectories`.
     """
     import shapely
 
     caller = "read_points"
-    gdf = _read_any(
-        path, layer=layer, crs=crs, wkt_col=wkt_col, lon_col=lon_col, lat_col=lat_col, caller=caller
+    gdf, _ = _read_any(
+        path,
+        layer=layer,
+        crs=crs,
+        wkt_col=wkt_col,
+        lon_col=lon_col,
+        lat_col=lat_col,
+        caller=caller,
+        allow_vsi=allow_vsi,
     )
+    if len(gdf) == 0:
+        raise _no_rows(Path(os.fspath(path)).name, layer, caller)
     geoms = np.asarray(gdf.geometry.values, dtype=object)
     missing = shapely.is_missing(geoms)
     pos = np.flatnonzero(missing)

@@ -207,6 +207,11 @@ class PointSet:
         xyz = _unit_vectors(lam, phi)
         dup = _duplicate_mask(lam, phi, xyz)
         n_dup = int(dup.sum())
+        if lon.shape[0] - n_dup < 2:  # diameter 0: every exponential mechanism would divide by it
+            raise ValueError(
+                f"The public point set has {lon.shape[0]} points but they are all at one location (within "
+                "1 mm; diameter 0). A PointSet needs at least 2 distinct locations: check the points file."
+            )
         if n_dup:
             if deduplicate:
                 keep = ~dup

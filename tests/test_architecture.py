@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parents[1] / PACKAGE
 #: The layers, lowest first (the same table as docs/architecture.md). A module may import modules of its
 #: own layer or of a lower one, never of a higher one. A package name stands for all its submodules.
 LAYERS: list[tuple[str, ...]] = [
-    ("errors", "_versions", "_validation", "_kernels", "_random"),  # foundations
+    ("errors", "_versions", "_validation", "_kernels", "_random", "_formats", "_safe_write"),  # foundations
     ("geo",),  # sphere geometry
     ("budget", "pointset", "accounting", "points"),  # budgets, ledgers, accounting; public point sets
     ("mechanisms",),  # the ε-LDP primitives

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 
 import geopandas as gpd
@@ -104,7 +105,10 @@ def test_gpkg_round_trip(tmp_path, perturbed):
     back = gpd.read_file(path)
     assert back.crs == perturbed.crs
     assert_same_geometry(back, perturbed)
-    assert json.loads(side.read_text()) == json.loads(json.dumps(perturbed.attrs["geoldp"]))
+    doc = json.loads(side.read_text())
+    assert doc.pop("data_file")["sha256"] == hashlib.sha256(path.read_bytes()).hexdigest()
+    assert doc == json.loads(json.dumps(perturbed.attrs["geoldp"]))
+    assert gio.read_ledger(path) == doc
 
 
 def test_gpkg_round_trip_projected(tmp_path, toy_lines, city_points):
@@ -230,7 +234,8 @@ def test_ledger_round_trips_through_files(tmp_path, perturbed):
     perturbed.to_file(gpkg, driver="GPKG")
     assert gio.read_ledger(gpkg) is None
     gio.write_ledger(perturbed, gpkg)
-    assert gio.read_trajectories(gpkg).attrs["geoldp"] == want
+    assert gio.read_trajectories(gpkg).attrs == {}  # a sidecar is read only when asked for
+    assert gio.read_trajectories(gpkg, ledger=True).attrs["geoldp"] == want
     plain = tmp_path / "plain.geojson"
     perturbed.to_file(plain, driver="GeoJSON")
     assert gio.read_ledger(plain) is None and gio.read_trajectories(plain).attrs == {}

@@ -1,0 +1,296 @@
+"""Atomic, non-clobbering file output (used by :mod:`geoldp.io` and the CLI).
+
+Every file is written in full to a temporary file *in the target directory*, flushed and fsynced, and only
+then given its name with one atomic rename; the directory is fsynced afterwards. A reader therefore sees
+either the previous file (or no file) or the complete new one, never a partial file, whatever happens
+during the write (an exception, Ctrl-C, ``kill -9``, a full disk).
+
+On Linux the temporary file is an unnamed ``O_TMPFILE`` inode: if the process dies, the kernel frees it and
+nothing is left behind. Elsewhere (or on file systems without ``O_TMPFILE``) it is a hidden
+``.<name>.geoldp-tmp-<random>`` file, removed on any error or interrupt Python can see.
+
+Output paths are checked before anything is written (:func:`check_output`): a symlink at the output path is
+refused (it could point at a file the user did not name), an existing file is an error unless
+``overwrite=True``, and no output may be the same file as an input (``os.path.samefile``: hard links
+included).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import hashlib
+import os
+import secrets
+import stat
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import IO
+
+__all__ = [
+    "AtomicFile",
+    "atomic_file",
+    "check_output",
+    "fsync_dir",
+    "publish",
+    "remove_stale_temps",
+    "temp_name",
+    "write_bytes",
+]
+
+TEMP_TAG = ".geoldp-tmp-"
+
+
+def temp_name(path: Path, suffix: str = "") -> Path:
+    """A fresh hidden temporary name next to ``path`` (ending in ``suffix``, for drivers that care)."""
+    return path.with_name(f".{path.name}{TEMP_TAG}{secrets.token_hex(6)}{suffix}")
+
+
+def fsync_dir(directory: Path) -> None:
+    """Flush a directory entry change (a rename) to disk; a no-op where directories cannot be opened."""
+    try:
+        fd = os.open(directory, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False
+
+
+def check_output(
+    path: str | os.PathLike[str],
+    *,
+    overwrite: bool,
+    inputs: Iterable[str | os.PathLike[str]] = (),
+    what: str = "output",
+) -> Path:
+    """Check that ``path`` may be written; return it as a Path.
+
+    Raises
+    ------
+    TypeError
+        ``overwrite`` is not a bool.
+    ValueError
+        ``path`` is a symlink, a directory or another non-regular file; it exists and ``overwrite`` is
+        False; it is (or is a hard link to, or resolves to) one of ``inputs``; or its directory is missing.
+    """
+    if not isinstance(overwrite, bool):
+        raise TypeError(f"The 'overwrite' parameter must be a bool. Got {type(overwrite).__name__}.")
+    p = Path(os.fspath(path))
+    name = os.fspath(path)
+    parent = p.parent if str(p.parent) else Path(".")
+    if not parent.is_dir():
+        raise ValueError(f"The directory of the {what} file '{name}' does not exist; create it first.")
+    try:
+        st = os.lstat(p)
+    except FileNotFoundError:
+        st = None
+    if st is not None:
+        if stat.S_ISLNK(st.st_mode):
+            raise ValueError(
+                f"The {what} path '{name}' is a symbolic link; geoldp never writes through links. "
+                "Remove the link or choose another path."
+            )
+        if not stat.S_ISREG(st.st_mode):
+            raise ValueError(
+                f"The {what} path '{name}' exists and is not a regular file; choose another path."
+            )
+    for source in inputs:
+        src = Path(os.fspath(source))
+        if (st is not None and _same_file(p, src)) or p.resolve() == src.resolve():
+            raise ValueError(
+                f"The {what} file '{name}' is the input file '{os.fspath(source)}' (same file or a link to "
+                "it); writing it would destroy the input. Choose another output path."
+            )
+    if st is not None and not overwrite:
+        raise ValueError(
+            f"The {what} file '{name}' already exists. Pass overwrite=True (CLI: --overwrite) to replace it, "
+            "or choose another path."
+        )
+    return p
+
+
+class AtomicFile:
+    """A binary file being written under a temporary identity; see :func:`atomic_file`."""
+
+    def __init__(self, path: Path, *, overwrite: bool) -> None:
+        self.path = path
+        self.overwrite = overwrite
+        self.sha256 = hashlib.sha256()
+        self.size = 0
+        self._named: Path | None = None
+        directory = path.parent if str(path.parent) else Path(".")
+        self._dir = directory
+        fd = -1
+        tmpfile = getattr(os, "O_TMPFILE", 0)
+        if tmpfile and os.path.isdir("/proc/self/fd"):
+            try:
+                fd = os.open(directory, tmpfile | os.O_WRONLY, 0o666)
+            except OSError as exc:
+                if exc.errno not in (errno.EOPNOTSUPP, errno.EISDIR, errno.EINVAL, errno.ENOENT):
+                    raise
+                fd = -1
+        if fd < 0:  # no O_TMPFILE: a hidden named temporary file, removed on error
+            self._named = temp_name(path)
+            fd = os.open(
+                self._named, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o666
+            )
+        self._fd = fd
+        self.file: IO[bytes] = os.fdopen(fd, "wb", closefd=False)
+
+    def write(self, data: bytes) -> int:
+        """Write bytes (and hash them)."""
+        self.sha256.update(data)
+        self.size += len(data)
+        return self.file.write(data)
+
+    def commit(self) -> None:
+        """Flush, fsync and give the file its name (atomically); fsync the directory."""
+        self.file.flush()
+        os.fsync(self._fd)
+        self.file.close()
+        try:
+            if self._named is None:
+                self._link_unnamed()
+            else:
+                _rename(self._named, self.path, overwrite=self.overwrite)
+                self._named = None
+        except FileExistsError:
+            raise ValueError(
+                f"The output file '{self.path}' appeared while it was being written; it was left untouched. "
+                "Pass overwrite=True (CLI: --overwrite) to replace it."
+            ) from None
+        finally:
+            os.close(self._fd)
+            self._fd = -1
+        fsync_dir(self._dir)
+
+    def _link_unnamed(self) -> None:
+        # linkat(AT_SYMLINK_FOLLOW) on /proc/self/fd/N gives the unnamed O_TMPFILE inode a name (Linux)
+        dfd = os.open(self._dir, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+        at = {"src_dir_fd": dfd, "dst_dir_fd": dfd}
+        source = f"/proc/self/fd/{self._fd}"
+        try:
+            if not self.overwrite:  # link(2) never replaces: an existing file is an error, no race
+                os.link(source, self.path.name, follow_symlinks=True, **at)
+                return
+            staged = temp_name(self.path).name
+            os.link(source, staged, follow_symlinks=True, **at)
+            try:
+                os.replace(staged, self.path.name, **at)
+            except BaseException:
+                with contextlib.suppress(OSError):
+                    os.unlink(staged, dir_fd=dfd)
+                raise
+        finally:
+            os.close(dfd)
+
+    def abort(self) -> None:
+        """Discard the temporary file."""
+        with contextlib.suppress(Exception):
+            self.file.close()
+        if self._fd >= 0:
+            with contextlib.suppress(OSError):
+                os.close(self._fd)
+            self._fd = -1
+        if self._named is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(self._named)
+            self._named = None
+
+
+@contextlib.contextmanager
+def atomic_file(path: str | os.PathLike[str], *, overwrite: bool) -> Iterator[AtomicFile]:
+    """Write ``path`` atomically: yield an :class:`AtomicFile`; it is committed only if the block succeeds.
+
+    On any exception (including KeyboardInterrupt) the temporary file is discarded and the previous file,
+    if any, is left as it was.
+    """
+    af = AtomicFile(Path(os.fspath(path)), overwrite=overwrite)
+    try:
+        yield af
+    except BaseException:
+        af.abort()
+        raise
+    try:
+        af.commit()
+    except BaseException:
+        af.abort()
+        raise
+
+
+def write_bytes(path: str | os.PathLike[str], data: bytes, *, overwrite: bool) -> AtomicFile:
+    """Write ``data`` to ``path`` atomically; return the committed :class:`AtomicFile` (size, sha256)."""
+    with atomic_file(path, overwrite=overwrite) as af:
+        af.write(data)
+    return af
+
+
+def _rename(tmp: Path, path: Path, *, overwrite: bool) -> None:
+    """Rename ``tmp`` to ``path``; without ``overwrite`` never replace an existing ``path``."""
+    if overwrite:
+        os.replace(tmp, path)
+        return
+    try:
+        os.link(tmp, path, follow_symlinks=False)  # fails if path exists: no window for a race
+    except FileExistsError:
+        raise
+    except OSError:  # a file system without hard links: check, then rename
+        if os.path.lexists(path):
+            raise FileExistsError(errno.EEXIST, "exists", str(path)) from None
+        os.replace(tmp, path)
+        return
+    os.unlink(tmp)
+
+
+def publish(tmp: Path, path: Path, *, overwrite: bool) -> None:
+    """Give a complete temporary file ``tmp`` (same directory) the name ``path``: fsync, rename, fsync dir.
+
+    Without ``overwrite`` the rename is a ``link`` that fails if ``path`` exists; ``tmp`` is then removed.
+    """
+    fd = os.open(tmp, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    try:
+        _rename(tmp, path, overwrite=overwrite)
+    except FileExistsError:
+        raise ValueError(
+            f"The output file '{path}' appeared while it was being written; it was left untouched. "
+            "Pass overwrite=True (CLI: --overwrite) to replace it."
+        ) from None
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+    fsync_dir(path.parent if str(path.parent) else Path("."))
+
+
+def remove_stale_temps(path: Path) -> None:
+    """Remove temporary files/directories left next to ``path`` by a killed earlier write."""
+    directory = path.parent if str(path.parent) else Path(".")
+    prefix = f".{path.name}{TEMP_TAG}"
+    try:
+        entries = list(os.scandir(directory))
+    except OSError:
+        return
+    for entry in entries:
+        if not entry.name.startswith(prefix):
+            continue
+        with contextlib.suppress(OSError):
+            if entry.is_dir(follow_symlinks=False):
+                for child in os.scandir(entry.path):
+                    os.unlink(child.path)
+                os.rmdir(entry.path)
+            else:
+                os.unlink(entry.path)

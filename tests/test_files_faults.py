@@ -1,0 +1,180 @@
+"""Issue 8, fault injection: kill -9 and Ctrl-C (SIGINT) during a write, in each output format.
+
+After every fault the previous file must be intact (byte for byte) and no temporary file may remain. The
+fast tests kill the writer deterministically in the middle of writing its bytes (a patched writer sends
+the signal to itself); the slow ones kill a subprocess writing a large frame after a short delay.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from geoldp import io as gio
+
+SUFFIXES = [".geojson", ".gpkg", ".parquet", ".csv", ".fgb", ".shp"]
+ROOT = Path(__file__).resolve().parents[1]
+
+# A child process: builds a frame of N LineStrings, says "ready", then overwrites TARGET with it. MODE
+# "self-kill" patches the byte writer to kill -9 itself half-way through the bytes (for a Shapefile: after
+# GDAL wrote the parts); MODE "external" just writes (the parent sends the signal).
+CHILD = textwrap.dedent(
+    """
+    import os, signal, sys
+    import numpy as np, geopandas as gpd, shapely
+    from geoldp import io as gio, _safe_write
+
+    target, n, mode = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+    rng = np.random.default_rng(0)
+    xy = rng.uniform([116.0, 39.8], [116.6, 40.1], size=(n, 8, 2))
+    frame = gpd.GeoDataFrame(
+        {"v": np.arange(n)}, geometry=shapely.linestrings(xy), crs="EPSG:4326"
+    )
+    sig = signal.SIGKILL
+    if mode == "self-kill":
+        original = _safe_write.AtomicFile.write
+
+        def half_then_signal(self, data):
+            original(self, data[: len(data) // 2])
+            self.file.flush()
+            os.kill(os.getpid(), sig)
+            original(self, data[len(data) // 2 :])
+            return len(data)
+
+        _safe_write.AtomicFile.write = half_then_signal
+        if target.endswith(".shp"):  # GDAL writes the parts in a temporary directory: signal after it
+            import geopandas
+
+            original_to_file = geopandas.GeoDataFrame.to_file
+
+            def to_file_then_signal(self, *a, **k):
+                original_to_file(self, *a, **k)
+                os.kill(os.getpid(), sig)
+
+            geopandas.GeoDataFrame.to_file = to_file_then_signal
+    print("ready", flush=True)
+    try:
+        gio.write_file(frame, target, overwrite=True, sidecar=False)
+    except KeyboardInterrupt:
+        sys.exit(130)
+    print("done", flush=True)
+    """
+)
+
+
+def _run_child(target: Path, n: int, mode: str) -> subprocess.Popen:
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(ROOT),
+        "NUMBA_DISABLE_JIT": os.environ.get("NUMBA_DISABLE_JIT", "0"),
+    }
+    return subprocess.Popen(
+        [sys.executable, "-c", CHILD, str(target), str(n), mode],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+
+
+def _snapshot(directory: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted(directory.iterdir()) if p.is_file()}
+
+
+def _temps(directory: Path) -> list[str]:
+    return [n for n in os.listdir(directory) if ".geoldp-tmp-" in n]
+
+
+def _frame(n: int):
+    import geopandas as gpd
+    import shapely
+
+    xy = np.random.default_rng(0).uniform([116.0, 39.8], [116.6, 40.1], size=(n, 8, 2))
+    return gpd.GeoDataFrame({"v": np.arange(n)}, geometry=shapely.linestrings(xy), crs="EPSG:4326")
+
+
+def _write_old(target: Path) -> dict[str, bytes]:
+    gio.write_file(_frame(5), target, sidecar=False)
+    return _snapshot(target.parent)
+
+
+def _check_old_kept(tmp_path: Path, target: Path, before: dict[str, bytes], *, temps_allowed: bool) -> None:
+    assert _snapshot(tmp_path) == before  # the old file, byte for byte
+    if not temps_allowed:  # O_TMPFILE: nothing to clean up, even after kill -9
+        assert _temps(tmp_path) == []
+    # the old file still reads, and a later write cleans up whatever a kill -9 could leave
+    assert len(gio.read_trajectories(target)) == 5
+    gio.write_file(gio.read_trajectories(target), target, overwrite=True, sidecar=False)
+    assert _temps(tmp_path) == []
+
+
+@pytest.mark.parametrize("suffix", SUFFIXES)
+def test_kill_9_in_the_middle_of_a_write_keeps_the_old_file(tmp_path, suffix):
+    target = tmp_path / f"out{suffix}"
+    before = _write_old(target)
+    child = _run_child(target, 300, "self-kill")
+    out, err = child.communicate(timeout=120)
+    assert "done" not in out and child.returncode == -signal.SIGKILL, (out, err)
+    _check_old_kept(tmp_path, target, before, temps_allowed=suffix == ".shp")
+
+
+@pytest.mark.parametrize("suffix", SUFFIXES)
+def test_ctrl_c_in_the_middle_of_a_write_keeps_the_old_file(tmp_path, suffix, monkeypatch):
+    import geopandas as gpd
+
+    from geoldp import _safe_write
+
+    target = tmp_path / f"out{suffix}"
+    before = _write_old(target)
+    original = _safe_write.AtomicFile.write
+
+    def half_then_sigint(self, data):
+        original(self, data[: len(data) // 2])
+        os.kill(os.getpid(), signal.SIGINT)  # Python raises KeyboardInterrupt here
+        original(self, data[len(data) // 2 :])  # pragma: no cover - never reached
+
+    monkeypatch.setattr(_safe_write.AtomicFile, "write", half_then_sigint)
+    if suffix == ".shp":
+        original_to_file = gpd.GeoDataFrame.to_file
+
+        def to_file_then_sigint(self, *a, **k):
+            original_to_file(self, *a, **k)
+            os.kill(os.getpid(), signal.SIGINT)
+
+        monkeypatch.setattr(gpd.GeoDataFrame, "to_file", to_file_then_sigint)
+    with pytest.raises(KeyboardInterrupt):
+        gio.write_file(_frame(300), target, overwrite=True, sidecar=False)
+    monkeypatch.undo()
+    _check_old_kept(tmp_path, target, before, temps_allowed=False)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("suffix", SUFFIXES)
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGINT])
+def test_external_signal_during_a_large_write(tmp_path, suffix, sig):
+    """A subprocess writing a large frame is killed after a short, seeded delay (a few trials)."""
+    target = tmp_path / f"out{suffix}"
+    before = _write_old(target)
+    delays = np.random.default_rng(sig + len(suffix)).uniform(0.0, 2.0, size=3)
+    for delay in delays:
+        child = _run_child(target, 150_000, "external")
+        assert child.stdout is not None
+        assert child.stdout.readline().strip() == "ready"
+        time.sleep(float(delay))
+        child.send_signal(sig)
+        out, err = child.communicate(timeout=300)
+        state = _snapshot(tmp_path)
+        if "done" in out:  # finished before the signal: the new file must be complete
+            assert len(gio.read_trajectories(target)) == 150_000
+            return
+        assert state == before, (delay, err[-500:])
+        if suffix != ".shp":
+            assert _temps(tmp_path) == []
