@@ -631,6 +631,7 @@ class _Zones:
         self.index = zones.index
         self.size = len(zones)
         self.tree = shapely.STRtree(geoms)
+        self._points_zone: tuple[_Points, np.ndarray] | None = None
 
     def assign_xy(self, xy: np.ndarray) -> np.ndarray:
         """Zone position of every (x, y) in the zones' CRS; -1 outside all zones, lowest position on ties."""
@@ -643,8 +644,33 @@ class _Zones:
         out[out == self.size] = -1
         return out
 
-    def assign_trajectories(self, tr: _Trajectories) -> np.ndarray:
-        return self.assign_xy(tr.xy_in(self.crs))
+    def assign_trajectories(self, tr: _Trajectories, pts: _Points | None = None) -> np.ndarray:
+        """Zone position of every vertex (cached on ``tr`` for the duration of one call)."""
+        key = ("zones", id(self))
+        if key not in tr._cache:
+            if tr.index is not None and pts is not None:  # index input: assign P once, then look up
+                tr._cache[key] = self.assign_points(pts)[tr.index]
+            else:
+                tr._cache[key] = self.assign_xy(tr.xy_in(self.crs))
+        return tr._cache[key]
+
+    def assign_points(self, pts: _Points) -> np.ndarray:
+        """Zone position of every public point."""
+        if self._points_zone is None or self._points_zone[0] is not pts:
+            xy = np.column_stack([pts.lon, pts.lat])
+            if not self.crs.equals(_wgs84()):
+                from pyproj import Transformer
+
+                x, y = Transformer.from_crs(_wgs84(), self.crs, always_xy=True).transform(pts.lon, pts.lat)
+                xy = np.column_stack([x, y])
+            self._points_zone = (pts, self.assign_xy(xy))
+        return self._points_zone[1]
+
+
+def _wgs84() -> Any:
+    from pyproj import CRS
+
+    return CRS.from_epsg(4326)
 
 
 def _zone_arg(zones: Any, pts: _Points | None, caller: str) -> _Zones | None:
@@ -664,17 +690,17 @@ def _zone_arg(zones: Any, pts: _Points | None, caller: str) -> _Zones | None:
     return _Zones(zones, caller)
 
 
-def _zone_counts_of(tr: _Trajectories, zn: _Zones) -> np.ndarray:
+def _zone_counts_of(tr: _Trajectories, zn: _Zones, pts: _Points | None = None) -> np.ndarray:
     """Distinct trajectories visiting each zone (zone order)."""
-    z = zn.assign_trajectories(tr)
+    z = zn.assign_trajectories(tr, pts)
     ok = z >= 0
     key = np.unique(tr.codes[ok] * np.int64(zn.size) + z[ok])
     return np.bincount(key % zn.size, minlength=zn.size).astype(np.float64)
 
 
-def _od_of(tr: _Trajectories, zn: _Zones) -> tuple[np.ndarray, np.ndarray]:
+def _od_of(tr: _Trajectories, zn: _Zones, pts: _Points | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Sparse OD counts: keys ``origin * n_zones + destination`` (zone positions) and counts."""
-    z = zn.assign_trajectories(tr)
+    z = zn.assign_trajectories(tr, pts)
     o, d = z[tr.offsets[:-1]], z[tr.offsets[1:] - 1]
     ok = (o >= 0) & (d >= 0)
     keys, counts = np.unique(o[ok] * np.int64(zn.size) + d[ok], return_counts=True)
@@ -792,7 +818,7 @@ def zone_visit_counts(trajectories: Any, zones: Any = "auto", *, points: Any = N
     pts = _as_points(points, caller=caller) if points is not None else None
     zn = _zone_arg(zones, pts, caller)
     tr = _as_trajectories(trajectories, pts, name="trajectories", caller=caller)
-    return pd.Series(_zone_counts_of(tr, zn), index=zn.index, name="visits")
+    return pd.Series(_zone_counts_of(tr, zn, pts), index=zn.index, name="visits")
 
 
 def od_counts(trajectories: Any, zones: Any = "auto", *, points: Any = None) -> pd.DataFrame:
@@ -821,7 +847,7 @@ def od_counts(trajectories: Any, zones: Any = "auto", *, points: Any = None) -> 
     pts = _as_points(points, caller=caller) if points is not None else None
     zn = _zone_arg(zones, pts, caller)
     tr = _as_trajectories(trajectories, pts, name="trajectories", caller=caller)
-    keys, counts = _od_of(tr, zn)
+    keys, counts = _od_of(tr, zn, pts)
     return pd.DataFrame(
         {
             "origin": zn.index[keys // zn.size],
@@ -875,7 +901,7 @@ def zone_visit_error(
     pts = _as_points(points, caller=caller) if points is not None else None
     zn = _zone_arg(zones, pts, caller)
     to = _as_trajectories(original, pts, name="original", caller=caller)
-    c = _zone_counts_of(to, zn)
+    c = _zone_counts_of(to, zn, pts)
     chat = _zone_side(perturbed, pts, zn, caller)
     l1, jsd = _pmf_distances(_normalise(c), _normalise(chat))
     return {"l1": l1, "jsd": jsd}
@@ -892,7 +918,7 @@ def _is_counts(obj: Any) -> bool:
 def _zone_side(obj: Any, pts: _Points | None, zn: _Zones, caller: str) -> np.ndarray:
     if _is_counts(obj):
         return _counts_vector(obj, zn, caller, "zone counts")
-    return _zone_counts_of(_as_trajectories(obj, pts, name="perturbed", caller=caller), zn)
+    return _zone_counts_of(_as_trajectories(obj, pts, name="perturbed", caller=caller), zn, pts)
 
 
 def od_flow_error(
@@ -936,14 +962,14 @@ def od_flow_error(
     pts = _as_points(points, caller=caller) if points is not None else None
     zn = _zone_arg(zones, pts, caller)
     to = _as_trajectories(original, pts, name="original", caller=caller)
-    l1, jsd = _sparse_distances(_od_of(to, zn), _od_side(perturbed, pts, zn, caller))
+    l1, jsd = _sparse_distances(_od_of(to, zn, pts), _od_side(perturbed, pts, zn, caller))
     return {"l1": l1, "jsd": jsd}
 
 
 def _od_side(obj: Any, pts: _Points | None, zn: _Zones, caller: str) -> tuple[np.ndarray, np.ndarray]:
     if _is_counts(obj):
         return _od_sparse(obj, zn, caller, "OD counts")
-    return _od_of(_as_trajectories(obj, pts, name="perturbed", caller=caller), zn)
+    return _od_of(_as_trajectories(obj, pts, name="perturbed", caller=caller), zn, pts)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -1098,14 +1124,21 @@ def baseline_release(kind: str, points: Any, lengths: Any, *, rng: Any = None) -
 
 def _uniform_ne_prq(to: _Trajectories, pts: _Points, deltas: np.ndarray) -> tuple[float, np.ndarray]:
     """Exact E[NE] and E[PRQ(δ)] when every point is a uniform draw from P (O(N · |P|), in blocks)."""
-    n = to.lon.shape[0]
-    ne_v = np.empty(n)
-    prq_v = np.empty((n, deltas.size))
+    # the expectation depends on the location only: compute it once per distinct original location
+    xy, inv = np.unique(np.column_stack([to.lon, to.lat]), axis=0, return_inverse=True)
+    inv = inv.ravel()
+    n = xy.shape[0]
+    ne_u = np.empty(n)
+    prq_u = np.empty((n, deltas.size))
     block = max(1, 2_000_000 // pts.size)
     for i0 in range(0, n, block):
-        d = _haversine_m(to.lon[i0 : i0 + block, None], to.lat[i0 : i0 + block, None], pts.lon, pts.lat)
-        ne_v[i0 : i0 + block] = d.mean(axis=1) / 1000.0
-        prq_v[i0 : i0 + block] = (d[:, :, None] <= deltas[None, None, :] * 1000.0).mean(axis=1)
+        d = _haversine_m(xy[i0 : i0 + block, 0, None], xy[i0 : i0 + block, 1, None], pts.lon, pts.lat)
+        ne_u[i0 : i0 + block] = d.mean(axis=1) / 1000.0
+        d.sort(axis=1)
+        prq_u[i0 : i0 + block] = np.stack(
+            [np.sum(d <= dl * 1000.0, axis=1) / pts.size for dl in deltas], axis=1
+        )
+    ne_v, prq_v = ne_u[inv], prq_u[inv]
     return float(np.mean(_per_trajectory_mean(ne_v, to))), _per_trajectory_mean(prq_v, to).mean(axis=0)
 
 
@@ -1282,8 +1315,8 @@ def evaluate(
     if regs is not None:
         truth["b"] = _sanity_bound(sanity_bound, to.n_traj, caller)
     if zn is not None:
-        truth["zone"] = _zone_counts_of(to, zn)
-        truth["od"] = _od_of(to, zn)
+        truth["zone"] = _zone_counts_of(to, zn, pts)
+        truth["od"] = _od_of(to, zn, pts)
     if pts is not None:
         truth["visits"] = _distinct_visits(to, pts, 0.001).astype(np.float64)
     truth["length"] = _lengths_km(to)
@@ -1310,9 +1343,9 @@ def evaluate(
             row["range_query_error"], row["range_query_error_median"] = float(rq.mean()), float(rq.median())
         if zn is not None:
             row["zone_l1"], row["zone_jsd"] = _pmf_distances(
-                _normalise(truth["zone"]), _normalise(_zone_counts_of(tp, zn))
+                _normalise(truth["zone"]), _normalise(_zone_counts_of(tp, zn, pts))
             )
-            row["od_l1"], row["od_jsd"] = _sparse_distances(truth["od"], _od_of(tp, zn))
+            row["od_l1"], row["od_jsd"] = _sparse_distances(truth["od"], _od_of(tp, zn, pts))
         if pts is not None:
             row.update(_hotspot_scores(truth["visits"], _distinct_visits(tp, pts, 0.001).astype(float), kk))
         row["length_jsd"] = _jsd(truth["length"], _lengths_km(tp), int(bins))
