@@ -14,8 +14,9 @@ PointEM from their pmfs (§13.3), so the Monte-Carlo numbers can be checked agai
 
 At ε ∈ {0.5, 1, 2, 4, 8} (``--evaluate-epsilons``) it runs ``geoldp.evaluate`` on repetition 0 of PointEM,
 TP and ATP together with the no-data baselines ``uniform`` and ``constant`` (1-median of P), both computed
-from P and the trajectory lengths only: NE, PRQ, range-count error over public circles (a 5 x 5 lattice over
-P's bounding box, radii 1, 2, 3 km; 0.25, 0.5, 0.75 km for cps_atp), visit-density and OD-flow errors over
+from P and the trajectory lengths only: NE, PRQ, range-count error over public circles (centred on the public
+points nearest to a 5 x 5 lattice over P's bounding box, radii 1, 2, 3 km; 0.25, 0.5, 0.75 km for cps_atp),
+visit-density and OD-flow errors over
 1.5 km square zones (``geoldp.metrics.zone_grid``), hotspot overlap and the length / diameter JSD. It adds
 one estimated row at ε = 4, ``PointEM debiased`` (``geoldp.queries.debiased_visit_counts``, the PointEM
 channel inverted; it gives per-point and per-zone counts only). All rows go to ``evaluate.csv``.
@@ -186,14 +187,16 @@ def ne_prq(
     return ne, prq
 
 
-def public_regions(
-    lon: np.ndarray, lat: np.ndarray, radii_km, grid: int = 5
-) -> list[tuple[float, float, float]]:
-    """Circles on a grid x grid lattice over P's bounding box, radii cycling through ``radii_km`` (public)."""
+def public_regions(points, radii_km, grid: int = 5) -> list[tuple[float, float, float]]:
+    """Circles centred on the public points nearest to a grid x grid lattice over P's bounding box
+    (duplicates dropped), radii cycling through ``radii_km``: public, and where the public points are."""
+    lon, lat = np.asarray(points.lon), np.asarray(points.lat)
     cx = lon.min() + (np.arange(grid) + 0.5) * (lon.max() - lon.min()) / grid
     cy = lat.min() + (np.arange(grid) + 0.5) * (lat.max() - lat.min()) / grid
-    centres = [(float(x), float(y)) for y in cy for x in cx]
-    return [(x, y, float(radii_km[i % len(radii_km)])) for i, (x, y) in enumerate(centres)]
+    gx, gy = np.meshgrid(cx, cy)
+    idx, _ = points.nearest(gx.ravel(), gy.ravel())
+    idx = list(dict.fromkeys(int(i) for i in idx))  # first occurrence order, no duplicates
+    return [(float(lon[i]), float(lat[i]), float(radii_km[j % len(radii_km)])) for j, i in enumerate(idx)]
 
 
 def evaluate_rows(
@@ -402,7 +405,7 @@ def main(argv: list[str] | None = None) -> int:
         if kept:
             t0 = time.perf_counter()
             zones = geoldp.metrics.zone_grid(points, cell_km=ZONE_KM)
-            regions = public_regions(lon, lat, REGION_RADII_KM.get(name, DEFAULT_REGION_RADII_KM))
+            regions = public_regions(points, REGION_RADII_KM.get(name, DEFAULT_REGION_RADII_KM))
             for eps in sorted(kept):
                 eval_tables.append(evaluate_rows(name, eps, kept[eps], trajs, points, zones, regions, deltas))
             dt = time.perf_counter() - t0
