@@ -590,7 +590,7 @@ class LDPAccessor:
         *,
         points: Any = None,
         label: str | None = None,
-        baselines: Any = ("uniform", "constant"),
+        baselines: Any = "auto",
         delta_km: Any = (0.5, 1.0, 2.0, 3.0, 4.0),
         regions: Any = "auto",
         zones: Any = "auto",

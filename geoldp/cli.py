@@ -339,7 +339,6 @@ def _cmd_evaluate(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> i
             perturbed,
             points=points,
             zones=zones,
-            baselines=metrics.BASELINES if points is not None else (),
         )
         # one column per release (the perturbed file, then the no-data baselines), one row per metric
         with pd.option_context("display.width", 120, "display.max_columns", 50, "display.max_rows", 200):

@@ -121,7 +121,6 @@ def utility_table(
         points=points,
         delta_km=list(deltas_km),
         zones=zones if points is not None else None,
-        baselines=metrics.BASELINES if points is not None else (),
         regions="auto" if points is not None else None,
         rng=rng,
     )

@@ -1195,7 +1195,7 @@ def evaluate(
     *,
     points: Any = None,
     label: str | None = None,
-    baselines: Any = BASELINES,
+    baselines: Any = "auto",
     delta_km: Any = (0.5, 1.0, 2.0, 3.0, 4.0),
     regions: Any = "auto",
     zones: Any = "auto",
@@ -1229,8 +1229,10 @@ def evaluate(
     label : str, optional
         Row label of a single release. Default: ``"<MECHANISM> raw"`` from the release's ledger
         (``attrs["geoldp"]``), else ``"perturbed"``.
-    baselines : sequence of {"uniform", "constant"}, default ("uniform", "constant")
-        Baseline rows to add after the releases (they need ``points``; ``()`` for none).
+    baselines : "auto" or sequence of {"uniform", "constant"}, default "auto"
+        Baseline rows to add after the releases. They are computed from the public point set:
+        ``"auto"`` adds both when ``points`` is given and none otherwise; an explicit list without
+        ``points`` raises ``ValueError``; ``()`` for none.
     delta_km : float or sequence of float, default (0.5, 1, 2, 3, 4)
         PRQ thresholds in km.
     regions : "auto", None or regions, default "auto"
@@ -1285,7 +1287,9 @@ def evaluate(
     if to.n_traj == 0:
         raise ValueError(f"{caller}: 'original' must contain at least one trajectory.")
     entries = _release_entries(perturbed, label, caller)
-    if isinstance(baselines, str):
+    if isinstance(baselines, str) and baselines == "auto":
+        baselines = BASELINES if pts is not None else ()
+    elif isinstance(baselines, str):
         baselines = (baselines,)
     baselines = tuple(baselines or ())
     bad = [b for b in baselines if b not in BASELINES]

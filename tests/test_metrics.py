@@ -289,8 +289,10 @@ def test_evaluate_table_shape_and_columns():
     assert t2.index.tolist() == ["perturbed"]
     assert not t2.columns.str.startswith(("hotspot", "range", "zone", "od")).any()
     assert t2.columns.str.startswith("PRQ").sum() == 5
+    # baselines="auto" (default) adds them only with points; asked for explicitly, they need points
+    assert evaluate(as_gdf(ORIG), as_gdf(PERT)).index.tolist() == ["perturbed"]
     with pytest.raises(ValueError, match="pass `points=`"):
-        evaluate(as_gdf(ORIG), as_gdf(PERT))
+        evaluate(as_gdf(ORIG), as_gdf(PERT), baselines=("uniform",))
 
 
 def test_evaluate_exported_at_package_root():
