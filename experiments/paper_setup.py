@@ -12,6 +12,15 @@ at ε ∈ {0.5, 1, 2, 4, 6, 8, 10} with 5 repetitions, and records NE and PRQ(δ
 0.25, 0.5, 1, 2 km for cps_atp), see ALGORITHM.md §13. It also computes the *exact* expected NE of uniform and
 PointEM from their pmfs (§13.3), so the Monte-Carlo numbers can be checked against them.
 
+At ε ∈ {0.5, 1, 2, 4, 8} (``--evaluate-epsilons``) it runs ``geoldp.evaluate`` on repetition 0 of PointEM,
+TP and ATP together with the no-data baselines ``uniform`` and ``constant`` (1-median of P), both computed
+from P and the trajectory lengths only: NE, PRQ, range-count error over public circles (centred on the public
+points nearest to a 5 x 5 lattice over P's bounding box, radii 1, 2, 3 km; 0.25, 0.5, 0.75 km for cps_atp),
+visit-density and OD-flow errors over
+1.5 km square zones (``geoldp.metrics.zone_grid``), hotspot overlap and the length / diameter JSD. It adds
+one estimated row at ε = 4, ``PointEM debiased`` (``geoldp.queries.debiased_visit_counts``, the PointEM
+channel inverted; it gives per-point and per-zone counts only). All rows go to ``evaluate.csv``.
+
 Outputs (in ``--out``, default ``docs/results`` of this repository):
 ``paper_setup.csv`` (one row per dataset, mechanism, ε, repetition, metric, δ), ``paper_setup_summary.csv``
 (mean, std over repetitions), ``exact_baselines.csv``, ``paper_setup_meta.json`` (command, machine,
@@ -49,6 +58,12 @@ MECHANISMS = ("uniform", "pointem", "tp", "atp")
 EPSILONS = (0.5, 1.0, 2.0, 4.0, 6.0, 8.0, 10.0)
 DELTAS_KM = {"cps_atp": (0.1, 0.25, 0.5, 1.0, 2.0)}
 DEFAULT_DELTAS_KM = (0.5, 1.0, 2.0, 3.0, 4.0)
+EVAL_EPSILONS = (0.5, 1.0, 2.0, 4.0, 8.0)
+DEBIAS_EPSILON = 4.0
+ZONE_KM = 1.5
+REGION_RADII_KM = {"cps_atp": (0.25, 0.5, 0.75)}
+DEFAULT_REGION_RADII_KM = (1.0, 2.0, 3.0)
+RELEASE_LABEL = {"pointem": "PointEM", "tp": "TP", "atp": "ATP"}
 
 
 def log(msg: str) -> None:
@@ -172,22 +187,42 @@ def ne_prq(
     return ne, prq
 
 
-def debias_rows(name: str, eps: float, trajs, out, points) -> pd.DataFrame:
-    """L1 error of raw vs debiased (queries.debiased_visit_counts) PointEM visit counts vs the truth."""
+def public_regions(points, radii_km, grid: int = 5) -> list[tuple[float, float, float]]:
+    """Circles centred on the public points nearest to a grid x grid lattice over P's bounding box
+    (duplicates dropped), radii cycling through ``radii_km``: public, and where the public points are."""
+    lon, lat = np.asarray(points.lon), np.asarray(points.lat)
+    cx = lon.min() + (np.arange(grid) + 0.5) * (lon.max() - lon.min()) / grid
+    cy = lat.min() + (np.arange(grid) + 0.5) * (lat.max() - lat.min()) / grid
+    gx, gy = np.meshgrid(cx, cy)
+    idx, _ = points.nearest(gx.ravel(), gy.ravel())
+    idx = list(dict.fromkeys(int(i) for i in idx))  # first occurrence order, no duplicates
+    return [(float(lon[i]), float(lat[i]), float(radii_km[j % len(radii_km)])) for j, i in enumerate(idx)]
+
+
+def evaluate_rows(
+    name: str, eps: float, outputs: dict, trajs, points, zones, regions, deltas
+) -> pd.DataFrame:
+    """geoldp.evaluate of the raw releases at one ε, the no-data baselines and PointEM debiased (counts)."""
+    import geopandas as gpd
+
+    import geoldp
     from geoldp.queries import debiased_visit_counts
 
-    m = len(points)
-    truth = np.bincount(np.concatenate(trajs), minlength=m)
-    raw = np.bincount(np.concatenate(out), minlength=m)
-    est = debiased_visit_counts(out, points, epsilon=eps)
-    rows = [
-        ("visit_counts_L1_raw", float(np.abs(raw - truth).sum())),
-        ("visit_counts_L1_debiased", float(np.abs(est - truth).sum())),
-    ]
-    return pd.DataFrame(
-        [(name, "pointem", eps, metric, np.nan, v) for metric, v in rows],
-        columns=["dataset", "mechanism", "epsilon", "metric", "param", "value"],
-    )
+    entries = {f"{RELEASE_LABEL[m]} raw": out for m, out in outputs.items() if m in RELEASE_LABEL}
+    if "pointem" in outputs and eps == DEBIAS_EPSILON:  # the estimator is slow (O(|P|²) per iteration)
+        est = debiased_visit_counts(outputs["pointem"], points, epsilon=eps)
+        # zone of every public point, to add the per-point estimate up per zone
+        pts = gpd.GeoDataFrame(geometry=gpd.points_from_xy(points.lon, points.lat), crs="EPSG:4326")
+        hit = gpd.sjoin(pts, zones[["geometry"]].reset_index(drop=True), predicate="within", how="left")
+        pos = hit[~hit.index.duplicated()]["index_right"].to_numpy(dtype=float)  # zone position or NaN
+        ok = np.isfinite(pos)
+        zone_counts = np.bincount(pos[ok].astype(np.int64), weights=est[ok], minlength=len(zones))
+        entries["PointEM debiased"] = {"visit_counts": est, "zone_counts": zone_counts}
+    ev = geoldp.evaluate(trajs, entries, points=points, zones=zones, regions=regions, delta_km=deltas)
+    ev = ev.reset_index()
+    ev.insert(0, "epsilon", eps)
+    ev.insert(0, "dataset", name)
+    return ev
 
 
 def plot_dataset(table: pd.DataFrame, name: str, deltas, path: Path, exact: pd.DataFrame | None) -> None:
@@ -288,10 +323,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument("--no-plots", action="store_true")
     ap.add_argument(
+        "--evaluate-epsilons",
         "--evaluate-epsilon",
-        type=float,
-        default=4.0,
-        help="also run geoldp.evaluate (all metrics) on repetition 0 at this ε (negative: skip)",
+        default=",".join(f"{e:g}" for e in EVAL_EPSILONS),
+        help="run geoldp.evaluate (all metrics, with the baselines) on repetition 0 at these ε "
+        "(comma-separated; a negative value skips it)",
     )
     args = ap.parse_args(argv)
 
@@ -310,6 +346,7 @@ def main(argv: list[str] | None = None) -> int:
     if bad:
         ap.error(f"unknown mechanism(s) {bad}; choose from {MECHANISMS}")
     epsilons = tuple(float(e) for e in args.epsilons.split(","))
+    eval_eps = {float(e) for e in args.evaluate_epsilons.split(",") if e.strip() and float(e) >= 0}
     reps = args.reps
     if args.quick:
         epsilons, reps = (1.0, 4.0, 10.0), 1
@@ -343,6 +380,7 @@ def main(argv: list[str] | None = None) -> int:
         ex = exact_baselines(D, trajs, epsilons)
         ex.insert(0, "dataset", name)
         exact_tables.append(ex)
+        kept: dict[float, dict] = {}  # ε -> mechanism -> repetition-0 output, for geoldp.evaluate
         for mi, mech in enumerate(mechanisms):
             for ei, eps in enumerate(epsilons):
                 t0 = time.perf_counter()
@@ -350,14 +388,8 @@ def main(argv: list[str] | None = None) -> int:
                     seq = np.random.SeedSequence([args.seed, di, mi, ei, rep])
                     out = perturb(mech, trajs, points, eps, np.random.default_rng(seq), args.sampler, options)
                     ne, prq = ne_prq(D, trajs, out, deltas)
-                    if rep == 0 and eps == args.evaluate_epsilon:
-                        ev = geoldp.evaluate(trajs, out, points=points, delta_km=deltas)
-                        ev.insert(0, "epsilon", eps)
-                        ev.insert(0, "mechanism", mech)
-                        ev.insert(0, "dataset", name)
-                        eval_tables.append(ev)
-                        if mech == "pointem":
-                            eval_tables.append(debias_rows(name, eps, trajs, out, points))
+                    if rep == 0 and eps in eval_eps:
+                        kept.setdefault(eps, {})[mech] = out
                     base = {"dataset": name, "mechanism": mech, "epsilon": eps, "rep": rep}
                     records.append({**base, "metric": "NE", "param": np.nan, "value": ne})
                     records.extend(
@@ -370,6 +402,17 @@ def main(argv: list[str] | None = None) -> int:
                 )
                 last = [r["value"] for r in records[-(1 + len(deltas)) * reps :] if r["metric"] == "NE"]
                 log(f"{name} {mech:8s} ε={eps:<4g} NE={np.mean(last):.4f} km ({reps} reps, {dt:.1f} s)")
+        if kept:
+            t0 = time.perf_counter()
+            zones = geoldp.metrics.zone_grid(points, cell_km=ZONE_KM)
+            regions = public_regions(points, REGION_RADII_KM.get(name, DEFAULT_REGION_RADII_KM))
+            for eps in sorted(kept):
+                eval_tables.append(evaluate_rows(name, eps, kept[eps], trajs, points, zones, regions, deltas))
+            dt = time.perf_counter() - t0
+            timings.append(
+                {"dataset": name, "mechanism": "evaluate", "epsilon": np.nan, "seconds": dt, "reps": 1}
+            )
+            log(f"{name} evaluate with baselines at ε = {sorted(kept)} ({len(zones)} zones, {dt:.1f} s)")
     total = time.perf_counter() - t_start
 
     table = pd.DataFrame.from_records(records)

@@ -141,6 +141,75 @@ def prq_table(summary: pd.DataFrame, dataset: str, eps_list=(1.0, 10.0)) -> str:
     return "\n".join(lines)
 
 
+# Columns of the utility tables: (column of evaluate.csv, header, True if lower is better).
+EVAL_COLUMNS = [
+    ("NE_km", "NE km ↓", True),
+    ("PRQ", "PRQ ↑", False),  # δ = 1 km (0.25 km for CPS), see prq_column
+    ("range_query_error", "range RE ↓", True),
+    ("zone_l1", "zone L1 ↓", True),
+    ("zone_jsd", "zone JSD ↓", True),
+    ("od_l1", "OD L1 ↓", True),
+    ("hotspot_overlap", "top-10 overlap ↑", False),
+    ("length_jsd", "length JSD ↓", True),
+]
+BASELINE_ROWS = ("uniform", "constant")
+
+
+def prq_column(dataset: str) -> str:
+    return "PRQ_0.25km" if dataset == "cps_atp" else "PRQ_1km"
+
+
+def _cells(row: pd.Series, base: pd.DataFrame, dataset: str, mark: bool) -> list[str]:
+    """Formatted metric cells; in bold where the row beats both no-data baselines."""
+    out = []
+    for col, _, lower in EVAL_COLUMNS:
+        col = prq_column(dataset) if col == "PRQ" else col
+        v = row.get(col, np.nan)
+        if pd.isna(v):
+            out.append("–")
+            continue
+        text = f"{v:.3f}" if abs(v) < 100 else f"{v:.1f}"
+        b = base[col].dropna() if col in base else pd.Series(dtype=float)
+        if mark and len(b) == len(BASELINE_ROWS) and ((v < b.min()) if lower else (v > b.max())):
+            text = f"**{text}**"
+        out.append(text)
+    return out
+
+
+def print_evaluate(ev: pd.DataFrame) -> None:
+    """Utility tables (raw releases next to the no-data baselines) and the estimated rows, per data set."""
+    header = "| ε | release | " + " | ".join(h for _, h, _ in EVAL_COLUMNS) + " |"
+    rule = "|---" * (len(EVAL_COLUMNS) + 2) + "|"
+    for ds in [d for d in ("cps_atp", "chi_atp", "nyc_atp") if d in set(ev.dataset)]:
+        g = ev[ev.dataset == ds]
+        base = g[g.release.isin(BASELINE_ROWS)].drop_duplicates("release").set_index("release")
+        raw = g[g.release.str.endswith(" raw")]
+        print(f"### Raw releases and no-data baselines, {ds} ({LABEL[ds]}), repetition 0\n")
+        print(f"PRQ at δ = {prq_column(ds)[4:-2]} km. Bold: better than both baselines.\n")
+        print(header + "\n" + rule)
+        for name in BASELINE_ROWS:
+            if name in base.index:
+                print(
+                    f"| – | {name} (no data) | " + " | ".join(_cells(base.loc[name], base, ds, False)) + " |"
+                )
+        for _, r in raw.iterrows():
+            print(f"| {r.epsilon:g} | {r.release} | " + " | ".join(_cells(r, base, ds, True)) + " |")
+        print()
+    est = ev[~ev.release.str.endswith(" raw") & ~ev.release.isin(BASELINE_ROWS)]
+    print("### Estimated rows (collector-side estimators, post-processing of the release)\n")
+    print(
+        "Same columns; an estimator that yields only counts has no NE, PRQ or length entry. "
+        "Bold: better than both baselines.\n"
+    )
+    print("| data set | " + header[2:] + "\n" + "|---" + rule)
+    for _, r in est.iterrows():
+        g = ev[ev.dataset == r.dataset]
+        base = g[g.release.isin(BASELINE_ROWS)].drop_duplicates("release").set_index("release")
+        cells = _cells(r, base, r.dataset, True)
+        print(f"| {LABEL[r.dataset]} | {r.epsilon:g} | {r.release} | " + " | ".join(cells) + " |")
+    print()
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--results", type=Path, default=REPO / "docs" / "results")
@@ -202,18 +271,7 @@ def _print_tables(args: argparse.Namespace) -> None:
         print("\n".join(lines) + "\n")
     ev_path = args.results / "evaluate.csv"
     if ev_path.is_file():
-        ev = pd.read_csv(ev_path)
-        for (ds, e), g in ev.groupby(["dataset", "epsilon"], sort=False):
-            print(f"### geoldp.evaluate, {ds} ({LABEL.get(ds, ds)}), ε = {e:g}, repetition 0\n")
-            mechs = [m for m in ORDER if m in set(g.mechanism)]
-            g = g.assign(name=g.metric + g.param.map(lambda v: "" if pd.isna(v) else f" ({v:g})"))
-            names = list(dict.fromkeys(g.name))
-            print("| metric | " + " | ".join(mechs) + " |")
-            print("|---" * (len(mechs) + 1) + "|")
-            for n in names:
-                vals = [g[(g.name == n) & (g.mechanism == m)].value for m in mechs]
-                print(f"| {n} | " + " | ".join(f"{v.iloc[0]:.4g}" if len(v) else "" for v in vals) + " |")
-            print()
+        print_evaluate(pd.read_csv(ev_path))
     t = pd.DataFrame(meta["timings"])
     print("### Run time (seconds, all repetitions)\n")
     piv = t.pivot_table(index=["dataset", "mechanism"], values="seconds", aggfunc="sum").reset_index()

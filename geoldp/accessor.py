@@ -579,13 +579,17 @@ class LDPAccessor:
         perturbed: Any,
         *,
         points: Any = None,
+        label: str | None = None,
+        baselines: Any = "auto",
         delta_km: Any = (0.5, 1.0, 2.0, 3.0, 4.0),
         regions: Any = "auto",
+        zones: Any = "auto",
         sanity_bound: Any = "auto",
         k: int = 10,
         bins: int = 20,
+        rng: Any = 0,
     ) -> Any:
-        """Utility table of ``perturbed`` against this (original) frame.
+        """Utility table of ``perturbed`` against this (original) frame, with the no-data baselines.
 
         Parameters
         ----------
@@ -639,9 +643,13 @@ class LDPAccessor:
             self._obj,
             perturbed,
             points=points,
+            label=label,
+            baselines=baselines,
             delta_km=delta_km,
             regions=regions,
+            zones=zones,
             sanity_bound=sanity_bound,
             k=k,
             bins=bins,
+            rng=rng,
         )

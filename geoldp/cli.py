@@ -369,9 +369,22 @@ def _cmd_evaluate(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> i
         if points_path is not None:
             with _stage(f"cannot read POINTS '{args.points}'"):
                 points = gio.read_points(points_path)
-        table = metrics.evaluate(original, perturbed, points=points)
+        zones = "auto" if points is None else metrics.zone_grid(points, cell_km=args.cell_km)
+        table = metrics.evaluate(
+            original,
+            perturbed,
+            points=points,
+            zones=zones,
+        )
+        # one column per release (the perturbed file, then the no-data baselines), one row per metric
         with pd.option_context("display.width", 120, "display.max_columns", 50, "display.max_rows", 200):
-            print(table.to_string(), file=stdout)
+            print(table.T.to_string(float_format=lambda v: f"{v:.4f}"), file=stdout)
+        if points is None:
+            print(
+                f"{PROG}: pass --points to add the no-data baselines (uniform, constant), the zone and OD "
+                "errors and the hotspot rows",
+                file=stderr,
+            )
         if args.plot is not None:
             from geoldp import _safe_write
             from geoldp.demo import save_comparison_map
@@ -567,7 +580,9 @@ def build_parser() -> argparse.ArgumentParser:
         description=(
             "Print the utility table of geoldp.metrics.evaluate for ORIGINAL and PERTURBED (same rows, "
             "same order): NE, PRQ, range-query error, length and diameter JSD, and with --points the "
-            "hotspot metrics."
+            "zone visit-density and OD-flow errors over a square grid, the hotspot metrics, and the "
+            "no-data baselines 'uniform' (every point a uniform draw from POINTS) and 'constant' (every "
+            "point the 1-median of POINTS) next to the release."
         ),
     )
     e.add_argument("original", metavar="ORIGINAL", help="original trajectories")
@@ -577,6 +592,13 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="POINTS",
         default=None,
         help="the public points: adds the hotspot rows to the table and the points to the map",
+    )
+    e.add_argument(
+        "--cell-km",
+        type=_positive_float,
+        default=1.5,
+        metavar="KM",
+        help="side of the square zones of the zone and OD errors, built over POINTS (default 1.5)",
     )
     e.add_argument("--plot", metavar="PNG", default=None, help="also save a map comparing the two")
     e.add_argument("--overwrite", action="store_true", help="replace an existing --plot file")

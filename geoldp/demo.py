@@ -28,12 +28,17 @@ if TYPE_CHECKING:
     import geopandas as gpd
     import pandas as pd
 
-__all__ = ["DemoResult", "run_demo", "save_comparison_map", "utility_table"]
+__all__ = [
+    "DemoResult",
+    "format_table",
+    "run_demo",
+    "save_comparison_map",
+    "save_density_map",
+    "utility_table",
+]
 
 #: Radii (km) of the PRQ columns of the demo table.
 DEMO_DELTAS_KM = (0.5, 1.0, 2.0)
-
-_EARTH_RADIUS_KM = 6371.0
 
 
 @dataclass(frozen=True)
@@ -43,9 +48,10 @@ class DemoResult:
     Attributes
     ----------
     table : pandas.DataFrame
-        The utility table (one row per mechanism).
+        The utility table (one row per release: "TP raw", "ATP raw", then the baselines "uniform" and
+        "constant"; see :func:`utility_table`).
     files : dict of str to pathlib.Path
-        The files written, by role ("original", "points", "tp", "atp", "map").
+        The files written, by role ("original", "points", "tp", "atp", "map", "density").
     seconds : float
         Wall-clock time of the perturbation step (both mechanisms).
     """
@@ -59,56 +65,16 @@ class DemoResult:
 # utility table
 
 
-def _vertex_coords(gdf: gpd.GeoDataFrame) -> tuple[np.ndarray, np.ndarray]:
-    """Return (xy, offsets): all vertices of a LineString/Point frame in WGS 84, and row offsets."""
-    import shapely
-
-    geoms = gdf.geometry
-    if geoms.crs is not None and not geoms.crs.equals("EPSG:4326"):
-        geoms = geoms.to_crs("EPSG:4326")
-    xy, index = shapely.get_coordinates(np.asarray(geoms.values), return_index=True)
-    counts = np.bincount(index, minlength=len(geoms))
-    offsets = np.concatenate([[0], np.cumsum(counts)])
-    return xy, offsets
-
-
-def _haversine_km(lon1: np.ndarray, lat1: np.ndarray, lon2: np.ndarray, lat2: np.ndarray) -> np.ndarray:
-    try:
-        from geoldp.geo import haversine_m
-    except ImportError:  # pragma: no cover - only while geoldp.geo is being written
-        haversine_m = None
-    if haversine_m is not None:
-        return np.asarray(haversine_m(lon1, lat1, lon2, lat2), dtype=float) / 1000.0
-    lam1, phi1, lam2, phi2 = (np.radians(np.asarray(a, dtype=float)) for a in (lon1, lat1, lon2, lat2))
-    h = np.sin((phi2 - phi1) / 2) ** 2 + np.cos(phi1) * np.cos(phi2) * np.sin((lam2 - lam1) / 2) ** 2
-    return 2 * _EARTH_RADIUS_KM * np.arcsin(np.sqrt(np.clip(h, 0.0, 1.0)))
-
-
-def _per_row_mean(values: np.ndarray, offsets: np.ndarray) -> np.ndarray:
-    counts = np.diff(offsets)
-    sums = np.add.reduceat(values, offsets[:-1]) if len(values) else np.zeros(len(counts))
-    return sums / counts
-
-
-def _uniform_expectation(
-    original: gpd.GeoDataFrame, points: gpd.GeoDataFrame, deltas_km: Sequence[float]
-) -> dict[str, float]:
-    """Exact expected NE and PRQ when every point is replaced by a uniform draw from P (ε = 0)."""
-    xy0, off0 = _vertex_coords(original)
-    pxy, _ = _vertex_coords(points)
-    ne_v = np.empty(len(xy0))
-    prq_v = np.empty((len(deltas_km), len(xy0)))
-    chunk = max(1, 2_000_000 // max(1, len(pxy)))
-    for start in range(0, len(xy0), chunk):
-        part = xy0[start : start + chunk]
-        d = _haversine_km(part[:, :1], part[:, 1:2], pxy[None, :, 0], pxy[None, :, 1])
-        ne_v[start : start + chunk] = d.mean(axis=1)
-        for k, delta in enumerate(deltas_km):
-            prq_v[k, start : start + chunk] = (d <= delta).mean(axis=1)
-    row = {"NE_km": float(np.mean(_per_row_mean(ne_v, off0)))}
-    for k, delta in enumerate(deltas_km):
-        row[f"PRQ_{delta:g}km"] = float(np.mean(_per_row_mean(prq_v[k], off0)))
-    return row
+#: Columns of the demo table and whether lower or higher is better.
+DEMO_COLUMNS = {
+    "NE_km": "lower",
+    "PRQ_{}km": "higher",
+    "range_query_error": "lower",
+    "zone_l1": "lower",
+    "od_l1": "lower",
+    "hotspot_overlap": "higher",
+    "length_jsd": "lower",
+}
 
 
 def utility_table(
@@ -117,8 +83,10 @@ def utility_table(
     *,
     points: gpd.GeoDataFrame | None = None,
     deltas_km: Sequence[float] = DEMO_DELTAS_KM,
+    zones: Any = "auto",
+    rng: Any = 0,
 ) -> pd.DataFrame:
-    """Normalised error and PRQ of each perturbed frame against the original.
+    """The demo's utility table: each release next to the no-data baselines (a subset of evaluate).
 
     Parameters
     ----------
@@ -127,49 +95,76 @@ def utility_table(
     perturbed : mapping of str to geopandas.GeoDataFrame
         Perturbed versions of ``original`` (same rows, same vertex counts), by label.
     points : geopandas.GeoDataFrame, optional
-        The public points. When given, a first row "uniform (ε=0)" holds the exact expectation of the
-        metrics when every point is replaced by a uniform draw from the public points (no information).
+        The public points. When given, the rows ``uniform`` (every point a uniform draw from P; NE and PRQ
+        are exact expectations) and ``constant`` (every point the 1-median of P) are added, and so are the
+        zone, OD and hotspot columns.
     deltas_km : sequence of float, default (0.5, 1, 2)
         The radii of the PRQ columns, in km.
+    zones : "auto" or GeoDataFrame of polygons, default "auto"
+        Zones of the ``zone_l1`` and ``od_l1`` columns (default: about 1.5 km squares over P).
+    rng : int or Generator, default 0
+        Randomness of the uniform baseline's draw (public).
 
     Returns
     -------
     pandas.DataFrame
-        One row per label, columns ``NE_km`` (lower is better) and ``PRQ_<δ>km`` (higher is better).
-
-    Notes
-    -----
-    ``NE = (1/#T) Σ_τ (1/#τ) Σ_i d(x_i, x̂_i)`` and ``PRQ(δ) = (1/#T) Σ_τ (1/#τ) Σ_i 1[d(x_i, x̂_i) ≤ δ]``
-    (#T trajectories, #τ points in τ), with the haversine distance d (R = 6371 km), as in the paper; computed
-    by
-    :func:`geoldp.metrics.normalized_error` and :func:`geoldp.metrics.preservation_range_query`.
+        One row per label (then ``uniform`` and ``constant``), columns ``NE_km`` and ``PRQ_<δ>km``, and
+        with ``points`` ``range_query_error``, ``zone_l1``, ``od_l1``, ``hotspot_overlap``, ``length_jsd``.
+        :data:`DEMO_COLUMNS` says which direction is better; :func:`geoldp.metrics.evaluate` documents
+        every metric.
     """
-    import pandas as pd
-
     from geoldp import metrics
 
-    rows: dict[str, dict[str, float]] = {}
-    if points is not None:
-        rows["uniform (eps=0)"] = _uniform_expectation(original, points, deltas_km)
-    for label, frame in perturbed.items():
-        row = {"NE_km": metrics.normalized_error(original, frame)}
-        prq = np.atleast_1d(metrics.preservation_range_query(original, frame, list(deltas_km)))
-        row.update({f"PRQ_{delta:g}km": float(v) for delta, v in zip(deltas_km, prq, strict=True)})
-        rows[label] = row
-    table = pd.DataFrame.from_dict(rows, orient="index")
-    table.index.name = "mechanism"
-    return table
+    table = metrics.evaluate(
+        original,
+        dict(perturbed),
+        points=points,
+        delta_km=list(deltas_km),
+        zones=zones if points is not None else None,
+        regions="auto" if points is not None else None,
+        rng=rng,
+    )
+    columns = [c for c in _display_columns(deltas_km) if c in table.columns]
+    return table[columns]
+
+
+def _display_columns(deltas_km: Sequence[float]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for name, better in DEMO_COLUMNS.items():
+        if "{}" in name:
+            out.update({name.format(f"{d:g}"): better for d in deltas_km})
+        else:
+            out[name] = better
+    return out
+
+
+def format_table(table: pd.DataFrame, deltas_km: Sequence[float] = DEMO_DELTAS_KM) -> str:
+    """The utility table transposed for a terminal: one row per metric, one column per release."""
+    better = _display_columns(deltas_km)
+    shown = table.T
+    shown.insert(0, "better", [better.get(c, "") for c in shown.index])
+    shown.index.name = "metric"
+    shown.columns.name = None
+    return shown.to_string(float_format=lambda v: f"{v:.3f}")
 
 
 # ------------------------------------------------------------------------------------------------------
-# map
+# figures (rendered with the Agg canvas, not pyplot: no global matplotlib state is changed)
 
 
-def _sample_rows(n_rows: int, n: int) -> np.ndarray:
-    """Evenly spaced row positions (deterministic; no randomness)."""
-    if n_rows <= n:
-        return np.arange(n_rows)
-    return np.unique(np.linspace(0, n_rows - 1, n).round().astype(np.int64))
+def _lengths(gdf: gpd.GeoDataFrame) -> np.ndarray:
+    import shapely
+
+    return shapely.get_num_coordinates(np.asarray(gdf.geometry.values)).astype(np.int64)
+
+
+def _agg_figure(figsize: tuple[float, float] | None = None) -> Any:
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=figsize, layout="constrained")
+    FigureCanvasAgg(fig)
+    return fig
 
 
 def save_comparison_map(
@@ -178,29 +173,31 @@ def save_comparison_map(
     path: str | Path,
     *,
     points: gpd.GeoDataFrame | None = None,
-    n: int = 12,
-    dpi: int = 110,
+    n: int = 4,
+    rows: Sequence[int] | None = None,
+    dpi: int = 130,
 ) -> Path:
-    """Draw original and perturbed trajectories side by side and save the figure.
+    """Draw a handful of trajectories, original vs every release, as small multiples, and save the figure.
 
-    One panel per entry of ``perturbed``; each shows the same ``n`` rows (evenly spaced, deterministic)
-    of the original and of the perturbed frame, drawn by :func:`geoldp.plotting.plot_trajectories`
-    (row i of both in one colour; original solid, perturbed dashed). No global matplotlib state is
-    changed: the figure is rendered with the Agg canvas, not pyplot.
+    One panel per trajectory (:func:`geoldp.plotting.plot_trajectory_panels`): the original in black with
+    numbered vertices, each release in its own colour, the public points as faint grey context and the
+    legend below the panels.
 
     Parameters
     ----------
     original : geopandas.GeoDataFrame
         Original trajectories.
     perturbed : mapping of str to geopandas.GeoDataFrame
-        Perturbed trajectories (same rows as ``original``), by panel title.
+        Released trajectories (same rows as ``original``), by label.
     path : str or pathlib.Path
         Output image (PNG, PDF or SVG, by suffix).
     points : geopandas.GeoDataFrame, optional
-        Public points, drawn as small grey dots.
-    n : int, default 12
-        Number of trajectories per panel.
-    dpi : int, default 110
+        Public points.
+    n : int, default 4
+        Number of trajectories (evenly spaced among those with at least 4 points; deterministic).
+    rows : sequence of int, optional
+        Explicit row positions instead.
+    dpi : int, default 130
         Resolution of raster output.
 
     Returns
@@ -208,57 +205,43 @@ def save_comparison_map(
     pathlib.Path
         ``path``.
     """
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
+    from geoldp.plotting import plot_trajectory_panels
 
     path = Path(path)
-    k = max(1, len(perturbed))
-    fig = Figure(figsize=(5.2 * k, 5.2), layout="constrained")
-    FigureCanvasAgg(fig)
-    axes = fig.subplots(1, k, squeeze=False)[0]
-    rows = _sample_rows(len(original), n)
-    orig = original.iloc[rows].to_crs("EPSG:4326") if original.crs is not None else original.iloc[rows]
-    pts = None
-    if points is not None:
-        pts = points.to_crs("EPSG:4326") if points.crs is not None else points
-    try:
-        from geoldp.plotting import plot_trajectories
-    except ImportError:  # pragma: no cover - geoldp.plotting is part of the package
-        plot_trajectories = None
-    for ax, (label, frame) in zip(axes, perturbed.items(), strict=False):
-        if plot_trajectories is not None:
-            plot_trajectories(original, frame, ax=ax, points=points, rows=rows)
-            ax.set_title(
-                f"{label}: {len(rows)} trajectories (solid: original, dashed: perturbed)", fontsize="medium"
-            )
-            continue
-        pert = frame.iloc[rows].to_crs("EPSG:4326") if frame.crs is not None else frame.iloc[rows]
-        if pts is not None:
-            ax.scatter(pts.geometry.x, pts.geometry.y, s=1, color="0.75", zorder=0, label="public points")
-        _draw_lines(ax, orig, color="tab:blue", label="original")
-        _draw_lines(ax, pert, color="tab:red", label="perturbed")
-        ax.set_title(f"{label}: {len(rows)} trajectories")
-        ax.set_xlabel("lon")
-        ax.set_ylabel("lat")
-        ax.set_aspect(1.0 / max(np.cos(np.radians(float(np.mean(ax.get_ylim())))), 1e-6))
-        ax.legend(loc="upper right", fontsize="small")
+    k = n if rows is None else len(rows)
+    cols = min(max(k, 1), 4)
+    fig = _agg_figure((3.4 * cols, 3.4 * -(-k // cols) + 0.5))
+    plot_trajectory_panels(original, dict(perturbed), rows=rows, n=n, points=points, fig=fig)
     fig.savefig(path, dpi=dpi)
     return path
 
 
-def _draw_lines(ax: Any, gdf: gpd.GeoDataFrame, *, color: str, label: str) -> None:
-    import shapely
+def save_density_map(
+    counts: Mapping[str, Any],
+    zones: gpd.GeoDataFrame,
+    path: str | Path,
+    *,
+    points: gpd.GeoDataFrame | None = None,
+    dpi: int = 130,
+) -> Path:
+    """Draw visit-density maps per zone side by side on one colour scale and save the figure.
 
-    xy, index = shapely.get_coordinates(np.asarray(gdf.geometry.values), return_index=True)
-    first = True
-    for r in range(len(gdf)):
-        seg = xy[index == r]
-        if len(seg) == 0:
-            continue
-        ax.plot(
-            seg[:, 0], seg[:, 1], "-o", color=color, lw=0.8, ms=2, alpha=0.6, label=label if first else None
-        )
-        first = False
+    See :func:`geoldp.plotting.plot_zone_density`: ``counts`` maps a label (the first one is the
+    reference, e.g. "original") to counts per zone; an estimate is one more entry.
+
+    Returns
+    -------
+    pathlib.Path
+        ``path``.
+    """
+    from geoldp.plotting import plot_zone_density
+
+    path = Path(path)
+    cols = min(len(counts), 4)
+    fig = _agg_figure((3.2 * cols + 1.0, 3.5 * -(-len(counts) // cols) + 0.3))
+    plot_zone_density(counts, zones, points=points, fig=fig)
+    fig.savefig(path, dpi=dpi)
+    return path
 
 
 # ------------------------------------------------------------------------------------------------------
@@ -275,7 +258,11 @@ def run_demo(
     plot: bool = True,
     stream: TextIO | None = None,
 ) -> DemoResult:
-    """Run TP and ATP on a synthetic city, print a utility table and write files.
+    """Run TP and ATP on a synthetic city, print a utility table with baselines and write files.
+
+    The files are GeoJSON (points, originals, both releases with their ledgers), ``map.png`` (four
+    trajectories, original vs TP vs ATP) and ``density.png`` (visit share per 1.5 km zone: original, raw
+    TP, raw ATP and the uniform baseline, on one colour scale).
 
     Parameters
     ----------
@@ -305,7 +292,7 @@ def run_demo(
     >>> from geoldp.demo import run_demo
     >>> result = run_demo(None, n_trips=50, n_points=100, stream=open("/dev/null", "w"))  # doctest: +SKIP
     >>> list(result.table.index)  # doctest: +SKIP
-    ['uniform (eps=0)', 'TP', 'ATP']
+    ['TP raw', 'ATP raw', 'uniform', 'constant']
     """
     from geoldp.datasets import synthetic_city  # importing geoldp registers the .ldp accessor
 
@@ -338,14 +325,24 @@ def run_demo(
         else:  # anything else is re-issued unchanged
             warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
 
-    table = utility_table(trips, perturbed, points=points)
+    table = utility_table(trips, {f"{k} raw": v for k, v in perturbed.items()}, points=points)
     print("", file=out)
-    print("Utility (NE: mean distance to the original point, km, lower is better;", file=out)
-    print("         PRQ_d: share of points within d km of the original, higher is better;", file=out)
+    print("Utility of the raw releases next to two releases that use no private data at all:", file=out)
     print(
-        "         uniform: expected values if every point were replaced by a random public point)", file=out
+        "  uniform  = every point replaced by a uniform draw from the public points (NE, PRQ exact);",
+        file=out,
     )
-    print(table.to_string(float_format=lambda v: f"{v:.3f}"), file=out)
+    print("  constant = every point replaced by the 1-median of the public points.", file=out)
+    print("NE: mean distance to the original point (km). PRQ_d: share of points within d km.", file=out)
+    print("range_query_error: relative error of counts of trajectories through 16 circles.", file=out)
+    print(
+        "zone_l1 / od_l1: L1 distance of the visit / origin-destination distributions over 1.5 km", file=out
+    )
+    print(
+        "zones (0 = exact, 2 = disjoint). hotspot_overlap: share of the top-10 public points found.", file=out
+    )
+    print("length_jsd: JS divergence of the trajectory-length distributions.", file=out)
+    print(format_table(table), file=out)
     print("", file=out)
     for text in notes:
         print(f"Note (PrivacyWarning): {text}", file=out)
@@ -367,7 +364,16 @@ def run_demo(
             gio.to_geojson(frame, files[label.lower()], ledger=True, overwrite=True)  # the demo owns DIR
         has_matplotlib = importlib.util.find_spec("matplotlib") is not None
         if plot and has_matplotlib:
+            from geoldp import metrics
+
             files["map"] = save_comparison_map(trips, perturbed, folder / "map.png", points=points)
+            zones = metrics.zone_grid(points)
+            uniform = metrics.baseline_release("uniform", points, _lengths(trips), rng=seed)
+            counts = {"original": metrics.zone_visit_counts(trips, zones)}
+            for label, frame in perturbed.items():
+                counts[f"{label} raw"] = metrics.zone_visit_counts(frame, zones)
+            counts["uniform"] = metrics.zone_visit_counts(uniform, zones, points=points)
+            files["density"] = save_density_map(counts, zones, folder / "density.png")
         print("Files written:", file=out)
         for role, path in files.items():
             print(f"  {role:<9} {path}", file=out)

@@ -44,13 +44,20 @@ def _haversine_m(lon1: Any, lat1: Any, lon2: Any, lat2: Any) -> np.ndarray:
 
 
 __all__ = [
+    "baseline_release",
     "diameter_error",
     "evaluate",
     "hotspot_preservation",
     "length_error",
     "normalized_error",
+    "od_counts",
+    "od_flow_error",
+    "one_median",
     "preservation_range_query",
     "range_query_error",
+    "zone_grid",
+    "zone_visit_counts",
+    "zone_visit_error",
 ]
 
 
@@ -526,6 +533,616 @@ def diameter_error(
 
 
 # --------------------------------------------------------------------------------------------------
+# zones: visit density and origin-destination flows
+# --------------------------------------------------------------------------------------------------
+
+#: Great-circle km per degree of latitude on the sphere of radius 6371 km.
+_KM_PER_DEG = 6371.0 * math.pi / 180.0
+
+
+def zone_grid(points: Any, cell_km: float = 1.5) -> Any:
+    """A square grid of zones of about ``cell_km`` km over the bounding box of the public points.
+
+    The grid is built from the public point set only, so it can be shared by metrics and collector-side
+    estimators without touching private data. Cells are ``cell_km / 111.195`` degrees of latitude high and
+    ``cell_km / (111.195 cos φ̄)`` degrees of longitude wide (φ̄ the middle latitude of the box), so they
+    are squares of ``cell_km`` at φ̄ and within a few per cent of it over a city. The grid has
+    ``floor(width / cell) + 1`` columns and as many rows (likewise), centred on the box, so every public
+    point lies strictly inside it. Empty cells are kept: the index depends on P and ``cell_km`` only.
+
+    Parameters
+    ----------
+    points : PointSet, GeoDataFrame of Points or (m, 2) array of (lon, lat)
+        The public point set P.
+    cell_km : float, default 1.5
+        Side of a cell in km, > 0.
+
+    Returns
+    -------
+    geopandas.GeoDataFrame
+        One square Polygon per zone in EPSG:4326, row-major from the south-west corner; index ``zone``
+        (0, 1, ..., ``row * n_cols + col``), columns ``row``, ``col`` and ``geometry``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> P = np.array([[0.0, 0.0], [0.02, 0.0], [0.0, 0.02]])   # 2.2 km x 2.2 km
+    >>> z = zone_grid(P, cell_km=1.5)
+    >>> len(z), z.index.name, list(z.columns)
+    (4, 'zone', ['row', 'col', 'geometry'])
+    """
+    import geopandas as gpd
+    import shapely
+
+    caller = "zone_grid"
+    if (
+        isinstance(cell_km, bool)
+        or not isinstance(cell_km, numbers.Real)
+        or not (0.0 < float(cell_km) < math.inf)
+    ):
+        raise ValueError(
+            f"The 'cell_km' parameter of {caller} must be a float in the range (0, inf). Got {cell_km!r}."
+        )
+    pts = _as_points(points, caller=caller)
+    lon0, lon1 = float(pts.lon.min()), float(pts.lon.max())
+    lat0, lat1 = float(pts.lat.min()), float(pts.lat.max())
+    dlat = float(cell_km) / _KM_PER_DEG
+    dlon = dlat / max(math.cos(math.radians(0.5 * (lat0 + lat1))), 1e-6)
+    nx = int(math.floor((lon1 - lon0) / dlon)) + 1
+    ny = int(math.floor((lat1 - lat0) / dlat)) + 1
+    x0 = 0.5 * (lon0 + lon1) - 0.5 * nx * dlon
+    y0 = 0.5 * (lat0 + lat1) - 0.5 * ny * dlat
+    row, col = (a.ravel() for a in np.meshgrid(np.arange(ny), np.arange(nx), indexing="ij"))
+    geoms = shapely.box(x0 + col * dlon, y0 + row * dlat, x0 + (col + 1) * dlon, y0 + (row + 1) * dlat)
+    return gpd.GeoDataFrame(
+        {"row": row.astype(np.int64), "col": col.astype(np.int64)},
+        geometry=geoms,
+        crs="EPSG:4326",
+        index=pd.RangeIndex(nx * ny, name="zone"),
+    )
+
+
+class _Zones:
+    """Validated zones: polygons, their CRS, index and a spatial index for point-in-zone look-ups."""
+
+    def __init__(self, zones: Any, caller: str) -> None:
+        import geopandas as gpd
+        import shapely
+        from pyproj import CRS
+
+        if isinstance(zones, gpd.GeoDataFrame):
+            zones = zones.geometry
+        if not isinstance(zones, gpd.GeoSeries):
+            raise TypeError(
+                f"The 'zones' parameter of {caller} must be a GeoDataFrame/GeoSeries of polygons (e.g. "
+                f"geoldp.metrics.zone_grid(points)) or 'auto'. Got {type(zones).__name__} instead."
+            )
+        if zones.crs is None:
+            raise ValueError(f"The 'zones' of {caller} have no CRS. Use `set_crs()` to declare it.")
+        if len(zones) == 0:
+            raise ValueError(f"The 'zones' of {caller} must contain at least one polygon.")
+        geoms = np.asarray(zones.values, dtype=object)
+        types = shapely.get_type_id(geoms)
+        if not np.all(np.isin(types, (3, 6))):
+            raise TypeError(
+                f"Row {int(np.flatnonzero(~np.isin(types, (3, 6)))[0])} of 'zones' is not a Polygon."
+            )
+        self.crs = CRS.from_user_input(zones.crs)
+        self.index = zones.index
+        self.size = len(zones)
+        self.tree = shapely.STRtree(geoms)
+        self._points_zone: tuple[_Points, np.ndarray] | None = None
+
+    def assign_xy(self, xy: np.ndarray) -> np.ndarray:
+        """Zone position of every (x, y) in the zones' CRS; -1 outside all zones, lowest position on ties."""
+        import shapely
+
+        out = np.full(xy.shape[0], self.size, dtype=np.int64)
+        if xy.shape[0]:
+            inp, hit = self.tree.query(shapely.points(xy), predicate="intersects")
+            np.minimum.at(out, inp, hit.astype(np.int64))
+        out[out == self.size] = -1
+        return out
+
+    def assign_trajectories(self, tr: _Trajectories, pts: _Points | None = None) -> np.ndarray:
+        """Zone position of every vertex (cached on ``tr`` for the duration of one call)."""
+        key = ("zones", id(self))
+        if key not in tr._cache:
+            if tr.index is not None and pts is not None:  # index input: assign P once, then look up
+                tr._cache[key] = self.assign_points(pts)[tr.index]
+            else:
+                tr._cache[key] = self.assign_xy(tr.xy_in(self.crs))
+        return tr._cache[key]
+
+    def assign_points(self, pts: _Points) -> np.ndarray:
+        """Zone position of every public point."""
+        if self._points_zone is None or self._points_zone[0] is not pts:
+            xy = np.column_stack([pts.lon, pts.lat])
+            if not self.crs.equals(_wgs84()):
+                from pyproj import Transformer
+
+                x, y = Transformer.from_crs(_wgs84(), self.crs, always_xy=True).transform(pts.lon, pts.lat)
+                xy = np.column_stack([x, y])
+            self._points_zone = (pts, self.assign_xy(xy))
+        return self._points_zone[1]
+
+
+def _wgs84() -> Any:
+    from pyproj import CRS
+
+    return CRS.from_epsg(4326)
+
+
+def _zone_arg(zones: Any, pts: _Points | None, caller: str) -> _Zones | None:
+    if zones is None:
+        return None
+    if isinstance(zones, _Zones):
+        return zones
+    if isinstance(zones, str):
+        if zones != "auto":
+            raise ValueError(f"Got zones={zones!r}; `zones` of {caller} must be 'auto', None or polygons.")
+        if pts is None:
+            raise ValueError(
+                f"zones='auto' in {caller} builds the zones from the public point set: pass `points=`, or "
+                "pass `zones=` (a GeoDataFrame of polygons)."
+            )
+        return _Zones(zone_grid(pts), caller)
+    return _Zones(zones, caller)
+
+
+def _zone_counts_of(tr: _Trajectories, zn: _Zones, pts: _Points | None = None) -> np.ndarray:
+    """Distinct trajectories visiting each zone (zone order)."""
+    z = zn.assign_trajectories(tr, pts)
+    ok = z >= 0
+    key = np.unique(tr.codes[ok] * np.int64(zn.size) + z[ok])
+    return np.bincount(key % zn.size, minlength=zn.size).astype(np.float64)
+
+
+def _od_of(tr: _Trajectories, zn: _Zones, pts: _Points | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Sparse OD counts: keys ``origin * n_zones + destination`` (zone positions) and counts."""
+    z = zn.assign_trajectories(tr, pts)
+    o, d = z[tr.offsets[:-1]], z[tr.offsets[1:] - 1]
+    ok = (o >= 0) & (d >= 0)
+    keys, counts = np.unique(o[ok] * np.int64(zn.size) + d[ok], return_counts=True)
+    return keys, counts.astype(np.float64)
+
+
+def _counts_vector(obj: Any, zn: _Zones, caller: str, name: str) -> np.ndarray:
+    """Zone counts given as an array (zone order), a Series or a DataFrame with an 'estimate' column."""
+    if isinstance(obj, pd.DataFrame):
+        if "estimate" not in obj.columns:
+            raise ValueError(
+                f"The {name} DataFrame of {caller} needs an 'estimate' column (one row per zone)."
+            )
+        obj = obj["estimate"]
+    if isinstance(obj, pd.Series):
+        extra = obj.index.difference(zn.index)
+        if len(extra):
+            raise ValueError(
+                f"The {name} of {caller} are indexed by labels that are not zones' index labels."
+            )
+        obj = obj.reindex(zn.index, fill_value=0.0)
+    arr = np.asarray(obj, dtype=np.float64)
+    if arr.shape != (zn.size,) or not np.all(np.isfinite(arr)):
+        raise ValueError(
+            f"The {name} of {caller} must be {zn.size} finite counts, one per zone (zones' order)."
+        )
+    return np.clip(arr, 0.0, None)
+
+
+def _od_sparse(obj: Any, zn: _Zones, caller: str, name: str) -> tuple[np.ndarray, np.ndarray]:
+    """OD counts given as an (n_zones, n_zones) array or a long DataFrame (origin, destination, count)."""
+    if isinstance(obj, pd.DataFrame):
+        value = next((c for c in ("estimate", "count") if c in obj.columns), None)
+        if value is None or not {"origin", "destination"} <= set(obj.columns):
+            raise ValueError(
+                f"The {name} DataFrame of {caller} needs columns 'origin', 'destination' (zones' index "
+                "labels) and 'estimate' or 'count'."
+            )
+        o = zn.index.get_indexer(obj["origin"])
+        d = zn.index.get_indexer(obj["destination"])
+        if (o < 0).any() or (d < 0).any():
+            raise ValueError(f"The {name} of {caller} name an origin or destination that is not a zone.")
+        v = np.asarray(obj[value], dtype=np.float64)
+        keys = o.astype(np.int64) * zn.size + d
+    else:
+        arr = np.asarray(obj, dtype=np.float64)
+        if arr.shape != (zn.size, zn.size):
+            raise ValueError(
+                f"The {name} of {caller} must be an ({zn.size}, {zn.size}) array or a long DataFrame."
+            )
+        keys = np.flatnonzero(arr)
+        v = arr.ravel()[keys]
+    if not np.all(np.isfinite(v)):
+        raise ValueError(f"The {name} of {caller} must be finite.")
+    keys, inv = np.unique(keys, return_inverse=True)
+    return keys, np.bincount(inv, weights=np.clip(v, 0.0, None))
+
+
+def _normalise(v: np.ndarray) -> np.ndarray | None:
+    total = float(v.sum())
+    return v / total if total > 0 else None
+
+
+def _pmf_distances(p: np.ndarray | None, q: np.ndarray | None) -> tuple[float, float]:
+    """L1 distance (in [0, 2]) and Jensen-Shannon divergence (base 2, in [0, 1]) of two pmfs."""
+    if p is None or q is None:
+        return math.nan, math.nan
+    mid = 0.5 * (p + q)
+
+    def kl(x: np.ndarray) -> float:
+        nz = x > 0
+        return float(np.sum(x[nz] * np.log2(x[nz] / mid[nz])))
+
+    return float(np.abs(p - q).sum()), max(0.0, 0.5 * kl(p) + 0.5 * kl(q))
+
+
+def _sparse_distances(
+    a: tuple[np.ndarray, np.ndarray], b: tuple[np.ndarray, np.ndarray]
+) -> tuple[float, float]:
+    """L1 and JSD of two sparse count vectors (keys, counts), normalised, over the union of their keys."""
+    keys, inv = np.unique(np.concatenate([a[0], b[0]]), return_inverse=True)
+    p = np.bincount(inv[: a[0].size], weights=a[1], minlength=keys.size)
+    q = np.bincount(inv[a[0].size :], weights=b[1], minlength=keys.size)
+    return _pmf_distances(_normalise(p), _normalise(q))
+
+
+def zone_visit_counts(trajectories: Any, zones: Any = "auto", *, points: Any = None) -> pd.Series:
+    """Number of distinct trajectories visiting each zone.
+
+    A trajectory visits zone z when one of its vertices lies in z (closed polygon; a vertex on a shared
+    edge counts for the zone that comes first). Vertices outside every zone are ignored.
+
+    Parameters
+    ----------
+    trajectories : GeoDataFrame, GeoSeries or sequence of array_like of int
+        Trajectories (any CRS), or index arrays into ``points``.
+    zones : "auto" or GeoDataFrame/GeoSeries of polygons, default "auto"
+        Zones in any CRS. ``"auto"``: :func:`zone_grid` of ``points`` (1.5 km cells).
+    points : PointSet, GeoDataFrame of Points or (m, 2) array, optional
+        Public point set; required for index input and for ``zones="auto"``.
+
+    Returns
+    -------
+    pandas.Series of float
+        Indexed by the zones' index, named ``visits``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> P = np.array([[0.0, 0.0], [0.02, 0.0], [0.0, 0.02]])
+    >>> zone_visit_counts([[0, 0, 1], [1], [2]], points=P).tolist()
+    [1.0, 2.0, 1.0, 0.0]
+    """
+    caller = "zone_visit_counts"
+    pts = _as_points(points, caller=caller) if points is not None else None
+    zn = _zone_arg(zones, pts, caller)
+    tr = _as_trajectories(trajectories, pts, name="trajectories", caller=caller)
+    return pd.Series(_zone_counts_of(tr, zn, pts), index=zn.index, name="visits")
+
+
+def od_counts(trajectories: Any, zones: Any = "auto", *, points: Any = None) -> pd.DataFrame:
+    """Origin-destination counts: trajectories by the zone of their first and of their last vertex.
+
+    Parameters
+    ----------
+    trajectories, zones, points
+        As in :func:`zone_visit_counts`. Trajectories whose first or last vertex is outside every zone are
+        left out.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Long format, one row per non-empty pair: ``origin``, ``destination`` (zones' index labels) and
+        ``count``, sorted by origin then destination position.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> P = np.array([[0.0, 0.0], [0.02, 0.0], [0.0, 0.02]])
+    >>> od_counts([[0, 1], [0, 2, 1], [2]], points=P).to_dict("list")
+    {'origin': [0, 2], 'destination': [1, 2], 'count': [2.0, 1.0]}
+    """
+    caller = "od_counts"
+    pts = _as_points(points, caller=caller) if points is not None else None
+    zn = _zone_arg(zones, pts, caller)
+    tr = _as_trajectories(trajectories, pts, name="trajectories", caller=caller)
+    keys, counts = _od_of(tr, zn, pts)
+    return pd.DataFrame(
+        {
+            "origin": zn.index[keys // zn.size],
+            "destination": zn.index[keys % zn.size],
+            "count": counts,
+        }
+    )
+
+
+def zone_visit_error(
+    original: Any, perturbed: Any, zones: Any = "auto", *, points: Any = None
+) -> dict[str, float]:
+    """Error of the visit density over zones: L1 and JSD of the normalised distinct-visit counts.
+
+    With c(z) the number of distinct original trajectories visiting zone z (:func:`zone_visit_counts`) and
+    ĉ(z) the same for the perturbed data (or an estimate of c), p = c / Σc and q = ĉ / Σĉ:
+
+    - ``l1`` = Σ_z abs(p(z) − q(z)), in [0, 2] (0 best; 2 for disjoint supports);
+    - ``jsd`` = ½ KL(p ‖ m) + ½ KL(q ‖ m), m = (p + q)/2, base 2, in [0, 1] (0 best).
+
+    Both are NaN when either side has no visit in any zone. A constant release puts all its mass in one
+    zone and scores close to 2 and 1.
+
+    Parameters
+    ----------
+    original : GeoDataFrame, GeoSeries or sequence of array_like of int
+        Original trajectories.
+    perturbed : GeoDataFrame, GeoSeries, sequence of array_like of int, or counts
+        Perturbed trajectories (any number of rows), or zone counts: an array in zone order, a Series indexed
+        by the zones' index, or a DataFrame with an ``estimate`` column (e.g. a collector-side estimate).
+        Negative counts are clipped to 0 before normalising.
+    zones : "auto" or GeoDataFrame/GeoSeries of polygons, default "auto"
+        See :func:`zone_visit_counts`.
+    points : PointSet, GeoDataFrame of Points or (m, 2) array, optional
+        Public point set; required for index input and for ``zones="auto"``.
+
+    Returns
+    -------
+    dict
+        Keys ``l1`` and ``jsd``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> P = np.array([[0.0, 0.0], [0.02, 0.0], [0.0, 0.02]])
+    >>> r = zone_visit_error([[0], [1]], [[0], [0]], points=P)   # p = (1/2, 1/2), q = (1, 0)
+    >>> r["l1"], round(r["jsd"], 6)       # JSD = (1/2)(1/2 log2(2/3) + 1/2) + (1/2) log2(4/3)
+    (1.0, 0.311278)
+    """
+    caller = "zone_visit_error"
+    pts = _as_points(points, caller=caller) if points is not None else None
+    zn = _zone_arg(zones, pts, caller)
+    to = _as_trajectories(original, pts, name="original", caller=caller)
+    c = _zone_counts_of(to, zn, pts)
+    chat = _zone_side(perturbed, pts, zn, caller)
+    l1, jsd = _pmf_distances(_normalise(c), _normalise(chat))
+    return {"l1": l1, "jsd": jsd}
+
+
+def _is_counts(obj: Any) -> bool:
+    if isinstance(obj, (pd.Series, pd.DataFrame)):
+        return True
+    if isinstance(obj, np.ndarray) and obj.dtype.kind == "f":
+        return True
+    return False
+
+
+def _zone_side(obj: Any, pts: _Points | None, zn: _Zones, caller: str) -> np.ndarray:
+    if _is_counts(obj):
+        return _counts_vector(obj, zn, caller, "zone counts")
+    return _zone_counts_of(_as_trajectories(obj, pts, name="perturbed", caller=caller), zn, pts)
+
+
+def od_flow_error(
+    original: Any, perturbed: Any, zones: Any = "auto", *, points: Any = None
+) -> dict[str, float]:
+    """Error of the origin-destination flows between zones: L1 and JSD of the normalised OD matrices.
+
+    With f(a, b) the number of original trajectories whose first vertex lies in zone a and last vertex in
+    zone b (:func:`od_counts`), f̂ the same for the perturbed data (or an estimate), p = f / Σf and
+    q = f̂ / Σf̂ over all zone pairs:
+
+    - ``l1`` = Σ_{a,b} abs(p(a, b) − q(a, b)), in [0, 2] (0 best);
+    - ``jsd``: Jensen-Shannon divergence of p and q, base 2, in [0, 1] (0 best).
+
+    NaN when either side has no trajectory starting and ending in a zone.
+
+    Parameters
+    ----------
+    original : GeoDataFrame, GeoSeries or sequence of array_like of int
+        Original trajectories.
+    perturbed : GeoDataFrame, GeoSeries, sequence of array_like of int, or counts
+        Perturbed trajectories, or OD counts: an (n_zones, n_zones) float array (zone order) or a long
+        DataFrame with ``origin``, ``destination`` (zones' index labels) and ``estimate`` or ``count``.
+        Negative counts are clipped to 0.
+    zones, points
+        As in :func:`zone_visit_error`.
+
+    Returns
+    -------
+    dict
+        Keys ``l1`` and ``jsd``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> P = np.array([[0.0, 0.0], [0.02, 0.0], [0.0, 0.02]])
+    >>> od_flow_error([[0, 1], [1, 0]], [[0, 1], [0, 1]], points=P)["l1"]   # (½, ½) vs (1, 0)
+    1.0
+    """
+    caller = "od_flow_error"
+    pts = _as_points(points, caller=caller) if points is not None else None
+    zn = _zone_arg(zones, pts, caller)
+    to = _as_trajectories(original, pts, name="original", caller=caller)
+    l1, jsd = _sparse_distances(_od_of(to, zn, pts), _od_side(perturbed, pts, zn, caller))
+    return {"l1": l1, "jsd": jsd}
+
+
+def _od_side(obj: Any, pts: _Points | None, zn: _Zones, caller: str) -> tuple[np.ndarray, np.ndarray]:
+    if _is_counts(obj):
+        return _od_sparse(obj, zn, caller, "OD counts")
+    return _od_of(_as_trajectories(obj, pts, name="perturbed", caller=caller), zn, pts)
+
+
+# --------------------------------------------------------------------------------------------------
+# no-data baselines: uniform over P and the 1-median of P
+# --------------------------------------------------------------------------------------------------
+
+
+def _sum_distances_m(pts: _Points, cand: np.ndarray) -> np.ndarray:
+    """Σ_p d(P_c, p) for every candidate position c, in blocks (memory O(block · |P|))."""
+    out = np.empty(cand.shape[0])
+    block = max(1, 2_000_000 // pts.size)
+    for i0 in range(0, cand.shape[0], block):
+        c = cand[i0 : i0 + block]
+        out[i0 : i0 + block] = _haversine_m(pts.lon[c, None], pts.lat[c, None], pts.lon, pts.lat).sum(axis=1)
+    return out
+
+
+def _spherical_weiszfeld(pts: _Points, n_iter: int = 200) -> tuple[float, float]:
+    """Geometric median on the sphere (Weiszfeld steps in the tangent plane), as (lon, lat) degrees."""
+    lam, phi = np.radians(pts.lon), np.radians(pts.lat)
+    u = np.column_stack([np.cos(phi) * np.cos(lam), np.cos(phi) * np.sin(lam), np.sin(phi)])
+    y = u.mean(axis=0)
+    y /= np.linalg.norm(y)
+    for _ in range(n_iter):
+        cos_t = np.clip(u @ y, -1.0, 1.0)
+        theta = np.arccos(cos_t)
+        far = theta > 1e-12  # a point at y adds no direction (the usual Weiszfeld guard)
+        tang = u[far] - cos_t[far, None] * y  # directions towards each point, length sin θ
+        step = (tang / np.sin(theta[far])[:, None]).sum(axis=0) / np.sum(1.0 / theta[far])
+        s = float(np.linalg.norm(step))
+        if s < 1e-15:
+            break
+        y = math.cos(s) * y + math.sin(s) * step / s
+        y /= np.linalg.norm(y)
+    return math.degrees(math.atan2(y[1], y[0])), math.degrees(math.asin(max(-1.0, min(1.0, y[2]))))
+
+
+def one_median(points: Any, *, exact_max: int = 5000, n_candidates: int = 64) -> int:
+    """The 1-median of the public points: the point of P minimising the sum of haversine distances to P.
+
+    .. math:: \\operatorname{argmin}_{q \\in P} \\sum_{p \\in P} d(q, p)
+
+    Ties go to the lowest position. It is the best constant release for NE when the originals are spread
+    like P, and it uses no private data.
+
+    - ``|P| <= exact_max``: exact, by summing the distances in blocks (time O(|P|²), memory O(|P|)).
+    - larger P: the geometric median on the sphere is found by Weiszfeld's algorithm in the tangent
+      plane; the ``n_candidates`` public points nearest to it are evaluated exactly, then a local search
+      moves to the best of the ``n_candidates`` points nearest to the current best until none improves
+      (time O(n_candidates · |P|) per step). The result is exact whenever the discrete 1-median is among
+      those neighbours, which is the case for points spread over a city (the sum of distances is convex
+      and the discrete optimum lies next to the continuous one); it is a local optimum otherwise.
+
+    Parameters
+    ----------
+    points : PointSet, GeoDataFrame of Points or (m, 2) array of (lon, lat)
+        The public point set P.
+    exact_max : int, default 5000
+        Largest |P| solved exactly.
+    n_candidates : int, default 64
+        Size of the neighbourhoods of the large-P search.
+
+    Returns
+    -------
+    int
+        Position of the 1-median in P.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> one_median(np.array([[0.0, 0.0], [0.01, 0.0], [0.02, 0.0], [0.03, 0.0], [0.5, 0.0]]))
+    2
+    """
+    caller = "one_median"
+    for nm, val, lo in (("exact_max", exact_max, 0), ("n_candidates", n_candidates, 1)):
+        if isinstance(val, bool) or not isinstance(val, numbers.Integral) or val < lo:
+            raise ValueError(f"The '{nm}' parameter of {caller} must be an int >= {lo}. Got {val!r}.")
+    pts = _as_points(points, caller=caller)
+    m = pts.size
+    if m <= exact_max:
+        return int(np.argmin(_sum_distances_m(pts, np.arange(m))))
+    k = min(int(n_candidates), m)
+
+    def neighbours(lon: float, lat: float) -> np.ndarray:
+        d = _haversine_m(lon, lat, pts.lon, pts.lat)
+        return np.sort(np.argpartition(d, k - 1)[:k])
+
+    lon, lat = _spherical_weiszfeld(pts)
+    cand = neighbours(lon, lat)
+    sums = _sum_distances_m(pts, cand)
+    best, best_sum = int(cand[np.argmin(sums)]), float(sums.min())
+    while True:
+        cand = neighbours(float(pts.lon[best]), float(pts.lat[best]))
+        sums = _sum_distances_m(pts, cand)
+        j = int(np.argmin(sums))
+        better = sums[j] < best_sum or (sums[j] == best_sum and cand[j] < best)
+        if not better:
+            return best
+        best, best_sum = int(cand[j]), float(sums[j])
+
+
+BASELINES = ("uniform", "constant")
+
+
+def baseline_release(kind: str, points: Any, lengths: Any, *, rng: Any = None) -> list[np.ndarray]:
+    """A no-data release: index arrays into P with the given lengths, computed from public data only.
+
+    - ``"uniform"``: every point an independent uniform draw from P (the ε = 0 mechanism);
+    - ``"constant"``: every point P's 1-median (:func:`one_median`), the best single public point for NE.
+
+    Neither reads a private location: only P, the trajectory lengths (which TP and ATP release too) and
+    ``rng``. A mechanism whose utility does not beat these rows has not learned anything about the person.
+
+    Parameters
+    ----------
+    kind : {"uniform", "constant"}
+        Which baseline.
+    points : PointSet, GeoDataFrame of Points or (m, 2) array of (lon, lat)
+        The public point set P.
+    lengths : array_like of int
+        Number of points of every trajectory (>= 1).
+    rng : None, int, Generator, ...
+        Randomness of the uniform draw (see :func:`geoldp.perturb`); unused for ``"constant"``.
+
+    Returns
+    -------
+    list of numpy.ndarray of int64
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> P = np.array([[0.0, 0.0], [0.01, 0.0], [0.02, 0.0]])
+    >>> [t.tolist() for t in baseline_release("constant", P, [2, 1])]
+    [[1, 1], [1]]
+    """
+    caller = "baseline_release"
+    if kind not in BASELINES:
+        raise ValueError(f"Got kind={kind!r}; `kind` of {caller} must be one of {BASELINES}.")
+    pts = _as_points(points, caller=caller)
+    n = np.asarray(lengths)
+    if n.ndim != 1 or n.dtype.kind not in "iu" or (n.size and n.min() < 1):
+        raise ValueError(f"The 'lengths' parameter of {caller} must be a 1-D array of ints >= 1.")
+    total = int(n.sum())
+    if kind == "constant":
+        flat = np.full(total, one_median(pts), dtype=np.int64)
+    else:
+        from geoldp._random import resolve_rng
+
+        flat = np.asarray(resolve_rng(rng).integers(pts.size, size=total), dtype=np.int64).reshape(total)
+    return np.split(flat, np.cumsum(n)[:-1]) if n.size else []
+
+
+def _uniform_ne_prq(to: _Trajectories, pts: _Points, deltas: np.ndarray) -> tuple[float, np.ndarray]:
+    """Exact E[NE] and E[PRQ(δ)] when every point is a uniform draw from P (O(N · |P|), in blocks)."""
+    # the expectation depends on the location only: compute it once per distinct original location
+    xy, inv = np.unique(np.column_stack([to.lon, to.lat]), axis=0, return_inverse=True)
+    inv = inv.ravel()
+    n = xy.shape[0]
+    ne_u = np.empty(n)
+    prq_u = np.empty((n, deltas.size))
+    block = max(1, 2_000_000 // pts.size)
+    for i0 in range(0, n, block):
+        d = _haversine_m(xy[i0 : i0 + block, 0, None], xy[i0 : i0 + block, 1, None], pts.lon, pts.lat)
+        ne_u[i0 : i0 + block] = d.mean(axis=1) / 1000.0
+        d.sort(axis=1)
+        prq_u[i0 : i0 + block] = np.stack(
+            [np.sum(d <= dl * 1000.0, axis=1) / pts.size for dl in deltas], axis=1
+        )
+    ne_v, prq_v = ne_u[inv], prq_u[inv]
+    return float(np.mean(_per_trajectory_mean(ne_v, to))), _per_trajectory_mean(prq_v, to).mean(axis=0)
+
+
+# --------------------------------------------------------------------------------------------------
 # evaluate
 # --------------------------------------------------------------------------------------------------
 
@@ -541,76 +1158,258 @@ def _auto_regions(to: TrajectoryArrays, grid: int = 4) -> list[tuple[float, floa
     return [(float(x), float(y), radius) for y in cy for x in cx]
 
 
+#: Keys a count entry of :func:`evaluate` may hold (an estimate instead of released trajectories).
+COUNT_KEYS = ("zone_counts", "od_counts", "range_counts", "visit_counts")
+
+
+def _hotspot_scores(c: np.ndarray, chat: np.ndarray, k: int) -> dict[str, float]:
+    h = _top_k(c, k)
+    hhat = _top_k(chat, k)
+    diff = np.abs(chat[h] - c[h])
+    return {
+        "hotspot_acd": float(diff.mean()),
+        "hotspot_acd_relative": float(np.mean(diff / np.maximum(c[h], 1.0))),
+        "hotspot_kendall_tau": _kendall_tau_b(c[h], chat[h]),
+        "hotspot_overlap": float(np.intersect1d(h, hhat).size / k),
+    }
+
+
+def _release_entries(perturbed: Any, label: Any, caller: str) -> list[tuple[str, Any]]:
+    from collections.abc import Mapping
+
+    if isinstance(perturbed, Mapping):
+        entries = [(str(key), val) for key, val in perturbed.items()]
+        if not entries:
+            raise ValueError(f"The 'perturbed' mapping of {caller} is empty.")
+        return entries
+    if label is None:
+        ledger = getattr(perturbed, "attrs", {}).get("geoldp", {}) if hasattr(perturbed, "attrs") else {}
+        mech = ledger.get("mechanism") if isinstance(ledger, dict) else None
+        label = f"{str(mech).upper()} raw" if mech else "perturbed"
+    return [(str(label), perturbed)]
+
+
 def evaluate(
     original: Any,
     perturbed: Any,
     *,
     points: Any = None,
+    label: str | None = None,
+    baselines: Any = "auto",
     delta_km: Any = (0.5, 1.0, 2.0, 3.0, 4.0),
     regions: Any = "auto",
+    zones: Any = "auto",
     sanity_bound: Any = "auto",
     k: int = 10,
     bins: int = 20,
+    rng: Any = 0,
 ) -> pd.DataFrame:
-    """All utility metrics of this module as one tidy table.
+    """Utility of one or several releases next to the no-data baselines, as one table.
+
+    One row per release label, one column per metric. The baseline rows (``uniform``: every point a
+    uniform draw from P; ``constant``: every point P's 1-median, see :func:`baseline_release`) are computed
+    from the public point set and the trajectory lengths only; a release that does not beat them on a
+    metric tells the collector nothing on that metric.
 
     Parameters
     ----------
-    original, perturbed : GeoDataFrame, GeoSeries or sequence of array_like of int
-        Trajectories matched by position (same number of rows and of points per row).
+    original : GeoDataFrame, GeoSeries or sequence of array_like of int
+        The original trajectories.
+    perturbed : release or mapping of str to release or to counts
+        A release (GeoDataFrame/GeoSeries of LineStrings or index arrays, matched to ``original`` by
+        position, same number of points per row), or a mapping label → release. A mapping value may also
+        be a dict of estimated counts with keys among ``zone_counts`` (per zone, see
+        :func:`zone_visit_error`), ``od_counts`` (see :func:`od_flow_error`), ``range_counts`` (one count
+        per region, in ``regions`` order) and ``visit_counts`` (per public point, P's order): that row gets
+        the metrics those counts define and NaN elsewhere (e.g. an ``"ATP estimated"`` row).
     points : PointSet, GeoDataFrame of Points or (m, 2) array, optional
-        Public point set; required for index-array input. The hotspot rows are produced only when it is
-        given; they count a vertex as a visit of a public point only within 1 m of it (see
-        :func:`geoldp.queries.visit_counts`), so raw GPS originals should be snapped to P first (e.g.
-        ``gdf.ldp.snap(points)``) or compared with :func:`hotspot_preservation` and ``max_km=None``.
+        Public point set; required for index-array input, for the baselines, the automatic zones and the
+        hotspot columns. Hotspots count a vertex as a visit of a public point only within 1 m of it (see
+        :func:`geoldp.queries.visit_counts`), so snap raw GPS originals to P first (``gdf.ldp.snap``).
+    label : str, optional
+        Row label of a single release. Default: ``"<MECHANISM> raw"`` from the release's ledger
+        (``attrs["geoldp"]``), else ``"perturbed"``.
+    baselines : "auto" or sequence of {"uniform", "constant"}, default "auto"
+        Baseline rows to add after the releases. They are computed from the public point set:
+        ``"auto"`` adds both when ``points`` is given and none otherwise; an explicit list without
+        ``points`` raises ``ValueError``; ``()`` for none.
     delta_km : float or sequence of float, default (0.5, 1, 2, 3, 4)
         PRQ thresholds in km.
     regions : "auto", None or regions, default "auto"
         Query regions for :func:`range_query_error`. ``"auto"``: a deterministic 4×4 grid of circles over
         the bounding box of the original vertices, each with radius 1/8 of the box diagonal. ``None`` skips
-        the range-query rows.
+        the range-query columns.
+    zones : "auto", None or GeoDataFrame of polygons, default "auto"
+        Zones of the visit-density and OD columns. ``"auto"``: :func:`zone_grid` of ``points`` (about
+        1.5 km squares over P's bounding box; skipped without ``points``). ``None`` skips them.
     sanity_bound : "auto" or float, default "auto"
         See :func:`range_query_error`.
     k : int, default 10
         Number of hotspots (capped at |P|).
     bins : int, default 20
         Histogram bins for the length and diameter JSD.
+    rng : None, int, Generator, ..., default 0
+        Randomness of the uniform baseline's draw. It is public (no privacy role), so a fixed seed by
+        default keeps the table reproducible.
 
     Returns
     -------
     pandas.DataFrame
-        Columns ``metric`` (str), ``param`` (float: δ in km for PRQ, k for the hotspot metrics, NaN
-        otherwise), ``value`` (float). Rows, in order: ``NE`` (km); ``PRQ`` per δ; ``range_query_error``
-        (mean RE over the regions) and ``range_query_error_median``; ``hotspot_acd``,
-        ``hotspot_acd_relative``, ``hotspot_kendall_tau``, ``hotspot_overlap``; ``length_jsd``;
-        ``diameter_jsd``.
+        Index ``release`` (the labels, then the baselines), columns in this order:
+
+        - ``NE_km`` (lower is better, :func:`normalized_error`) and ``PRQ_<δ>km`` per δ (higher is
+          better, :func:`preservation_range_query`);
+        - ``range_query_error`` (mean RE over the regions) and ``range_query_error_median``
+          (:func:`range_query_error`, lower is better);
+        - ``zone_l1``, ``zone_jsd`` (:func:`zone_visit_error`) and ``od_l1``, ``od_jsd``
+          (:func:`od_flow_error`), lower is better;
+        - ``hotspot_acd``, ``hotspot_acd_relative`` (lower is better), ``hotspot_kendall_tau``,
+          ``hotspot_overlap`` (higher is better) over the top-k points (:func:`hotspot_preservation`);
+        - ``length_jsd``, ``diameter_jsd`` (:func:`length_error`, :func:`diameter_error`, lower is better).
+
+        ``table.attrs["evaluate"]`` records k, the δs, the number of regions and zones and the 1-median.
+        The ``uniform`` row holds the *exact* expectation of NE and PRQ (mean over P of the distance to each
+        original point) when the number of original points times |P| is at most 5·10⁸, and otherwise, like
+        every other column, the value on one draw with ``rng``.
 
     Examples
     --------
     >>> import numpy as np
     >>> P = np.array([[0.0, 0.0], [0.0, 0.01], [0.01, 0.0]])
     >>> t = evaluate([[0, 1], [2]], [[0, 1], [2]], points=P, k=2)
-    >>> list(t.columns), float(t.loc[t.metric == "NE", "value"].iloc[0])
-    (['metric', 'param', 'value'], 0.0)
+    >>> list(t.index), float(t.loc["perturbed", "NE_km"])
+    (['perturbed', 'uniform', 'constant'], 0.0)
     """
     caller = "evaluate"
     deltas, _ = _check_deltas(delta_km, caller)
-    to, tp, pts = _pair(original, perturbed, points, caller=caller)
-    rows: list[tuple[str, float, float]] = []
-    d = _point_distances_m(to, tp)
-    rows.append(("NE", math.nan, float(np.mean(_per_trajectory_mean(d / 1000.0, to)))))
-    hit = (d[:, None] <= deltas[None, :] * 1000.0).astype(np.float64)
-    prq = _per_trajectory_mean(hit, to).mean(axis=0)
-    rows.extend(("PRQ", float(dl), float(v)) for dl, v in zip(deltas, prq, strict=True))
+    pts = _as_points(points, caller=caller) if points is not None else None
+    to = _as_trajectories(original, pts, name="original", caller=caller)
+    if to.n_traj == 0:
+        raise ValueError(f"{caller}: 'original' must contain at least one trajectory.")
+    entries = _release_entries(perturbed, label, caller)
+    if isinstance(baselines, str) and baselines == "auto":
+        baselines = BASELINES if pts is not None else ()
+    elif isinstance(baselines, str):
+        baselines = (baselines,)
+    baselines = tuple(baselines or ())
+    bad = [b for b in baselines if b not in BASELINES]
+    if bad:
+        raise ValueError(f"Got baselines={bad!r}; `baselines` of {caller} must be a subset of {BASELINES}.")
+    if baselines and pts is None:
+        raise ValueError(
+            f"The baseline rows of {caller} are computed from the public point set: pass `points=`, or "
+            "baselines=() to leave them out."
+        )
+    labels = [lab for lab, _ in entries] + list(baselines)
+    if len(set(labels)) != len(labels):
+        raise ValueError(f"The release labels of {caller} must be unique; got {labels}.")
+    zn = (
+        None
+        if (isinstance(zones, str) and zones == "auto" and pts is None)
+        else _zone_arg(zones, pts, caller)
+    )
+    regs = None
     if regions is not None:
         regs = _auto_regions(to) if isinstance(regions, str) and regions == "auto" else regions
-        rq = range_query_error(to, tp, regs, sanity_bound=sanity_bound)
-        rows.append(("range_query_error", math.nan, float(rq["relative_error"].mean())))
-        rows.append(("range_query_error_median", math.nan, float(rq["relative_error"].median())))
+        n_regions = len(_as_regions(regs, caller=caller)[0])
+    kk = min(int(k), pts.size) if pts is not None else None
+
+    # statistics of the originals, computed once
+    truth: dict[str, Any] = {}
+    if regs is not None:
+        truth["b"] = _sanity_bound(sanity_bound, to.n_traj, caller)
+    if zn is not None:
+        truth["zone"] = _zone_counts_of(to, zn, pts)
+        truth["od"] = _od_of(to, zn, pts)
     if pts is not None:
-        hs = hotspot_preservation(to, tp, k=min(int(k), pts.size), points=pts)
-        for key in ("acd", "acd_relative", "kendall_tau", "overlap"):
-            rows.append((f"hotspot_{key}", float(hs["k"]), hs[key]))
-    rows.append(("length_jsd", math.nan, _jsd(_lengths_km(to), _lengths_km(tp), int(bins))))
-    rows.append(("diameter_jsd", math.nan, _jsd(_diameters_km(to), _diameters_km(tp), int(bins))))
-    return pd.DataFrame(rows, columns=["metric", "param", "value"])
+        truth["visits"] = _distinct_visits(to, pts, 0.001).astype(np.float64)
+    truth["length"] = _lengths_km(to)
+    truth["diameter"] = _diameters_km(to)
+
+    columns = ["NE_km", *(f"PRQ_{dl:g}km" for dl in deltas)]
+    if regs is not None:
+        columns += ["range_query_error", "range_query_error_median"]
+    if zn is not None:
+        columns += ["zone_l1", "zone_jsd", "od_l1", "od_jsd"]
+    if pts is not None:
+        columns += ["hotspot_acd", "hotspot_acd_relative", "hotspot_kendall_tau", "hotspot_overlap"]
+    columns += ["length_jsd", "diameter_jsd"]
+
+    def release_row(tp: _Trajectories) -> dict[str, float]:
+        to_, tp_, _ = _pair(to, tp, pts, caller=caller)
+        d = _point_distances_m(to_, tp_)
+        row = {"NE_km": float(np.mean(_per_trajectory_mean(d / 1000.0, to)))}
+        hit = (d[:, None] <= deltas[None, :] * 1000.0).astype(np.float64)
+        prq = _per_trajectory_mean(hit, to).mean(axis=0)
+        row.update({f"PRQ_{dl:g}km": float(v) for dl, v in zip(deltas, prq, strict=True)})
+        if regs is not None:
+            rq = range_query_error(to, tp, regs, sanity_bound=truth["b"])["relative_error"]
+            row["range_query_error"], row["range_query_error_median"] = float(rq.mean()), float(rq.median())
+        if zn is not None:
+            row["zone_l1"], row["zone_jsd"] = _pmf_distances(
+                _normalise(truth["zone"]), _normalise(_zone_counts_of(tp, zn, pts))
+            )
+            row["od_l1"], row["od_jsd"] = _sparse_distances(truth["od"], _od_of(tp, zn, pts))
+        if pts is not None:
+            row.update(_hotspot_scores(truth["visits"], _distinct_visits(tp, pts, 0.001).astype(float), kk))
+        row["length_jsd"] = _jsd(truth["length"], _lengths_km(tp), int(bins))
+        row["diameter_jsd"] = _jsd(truth["diameter"], _diameters_km(tp), int(bins))
+        return row
+
+    def count_row(est: dict, lab: str) -> dict[str, float]:
+        unknown = sorted(set(est) - set(COUNT_KEYS))
+        if unknown:
+            raise ValueError(
+                f"The counts of release {lab!r} in {caller} have unknown keys {unknown}; use {COUNT_KEYS}."
+            )
+        row: dict[str, float] = {}
+        if "zone_counts" in est and zn is not None:
+            chat = _counts_vector(est["zone_counts"], zn, caller, f"zone_counts of {lab!r}")
+            row["zone_l1"], row["zone_jsd"] = _pmf_distances(_normalise(truth["zone"]), _normalise(chat))
+        if "od_counts" in est and zn is not None:
+            od = _od_sparse(est["od_counts"], zn, caller, f"od_counts of {lab!r}")
+            row["od_l1"], row["od_jsd"] = _sparse_distances(truth["od"], od)
+        if "range_counts" in est and regs is not None:
+            c = _range_counts(to, _as_regions(regs, caller=caller)[0], _check_how("points", caller))
+            chat = np.asarray(est["range_counts"], dtype=np.float64)
+            if chat.shape != c.shape:
+                raise ValueError(f"The range_counts of {lab!r} in {caller} must hold {c.size} counts.")
+            rq = np.abs(chat - c) / np.maximum(c, truth["b"])
+            row["range_query_error"], row["range_query_error_median"] = float(rq.mean()), float(np.median(rq))
+        if "visit_counts" in est and pts is not None:
+            chat = np.asarray(est["visit_counts"], dtype=np.float64)
+            if chat.shape != (pts.size,):
+                raise ValueError(f"The visit_counts of {lab!r} in {caller} must hold {pts.size} counts.")
+            row.update(_hotspot_scores(truth["visits"], chat, kk))
+        return row
+
+    rows: dict[str, dict[str, float]] = {}
+    for lab, obj in entries:
+        if isinstance(obj, dict):
+            rows[lab] = count_row(obj, lab)
+        else:
+            rows[lab] = release_row(_as_trajectories(obj, pts, name="perturbed", caller=caller))
+    median = None
+    if baselines:
+        from geoldp._random import resolve_rng
+
+        source = resolve_rng(rng)  # normalised once; the uniform draw is the only use
+        for b in baselines:
+            rel = baseline_release(b, pts, to.lengths, rng=source)
+            rows[b] = release_row(_as_trajectories(rel, pts, name=b, caller=caller))
+            if b == "constant":
+                median = int(rel[0][0])
+            if b == "uniform" and to.lon.shape[0] * pts.size <= 500_000_000:
+                ne, prq = _uniform_ne_prq(to, pts, deltas)
+                rows[b]["NE_km"] = ne
+                rows[b].update({f"PRQ_{dl:g}km": float(v) for dl, v in zip(deltas, prq, strict=True)})
+    table = pd.DataFrame.from_dict(rows, orient="index").reindex(columns=columns).astype(np.float64)
+    table.index.name = "release"
+    table.attrs["evaluate"] = {
+        "k": kk,
+        "delta_km": [float(v) for v in deltas],
+        "n_regions": n_regions if regs is not None else 0,
+        "n_zones": zn.size if zn is not None else 0,
+        "one_median": median,
+    }
+    return table

@@ -1,4 +1,4 @@
-"""Plots: original vs perturbed trajectories on one map, and utility-vs-ε curves.
+"""Plots: visit-density maps per zone, trajectories original vs released, and utility-vs-ε curves.
 
 matplotlib is an optional dependency (``pip install geoldp[plot]``); it is imported inside the functions, so
 ``import geoldp.plotting`` works without it.
@@ -14,7 +14,7 @@ import pandas as pd
 
 from geoldp._frames import as_pointset, trajectory_arrays
 
-__all__ = ["plot_trajectories", "plot_utility"]
+__all__ = ["plot_trajectories", "plot_trajectory_panels", "plot_utility", "plot_zone_density"]
 
 
 def _pyplot() -> Any:
@@ -195,3 +195,276 @@ def plot_utility(
     ax.legend(fontsize="small")
     ax.grid(True, alpha=0.3)
     return ax
+
+
+# --------------------------------------------------------------------------------------------------
+# visit density per zone
+# --------------------------------------------------------------------------------------------------
+
+#: Colours of the releases in :func:`plot_trajectory_panels` (colour-blind safe, distinct from black).
+RELEASE_COLOURS = ("#E69F00", "#0072B2", "#009E73", "#CC79A7", "#D55E00", "#56B4E9")
+
+
+def _new_figure(fig: Any, figsize: Any, default: tuple[float, float]) -> Any:
+    """A new pyplot figure of ``figsize`` (or ``default``), or ``fig`` resized to ``figsize`` if given."""
+    if fig is None:
+        return _pyplot().figure(figsize=figsize or default, layout="constrained")
+    if figsize is not None:
+        fig.set_size_inches(*figsize)
+    return fig
+
+
+def _zone_shares(counts: Any, zones: Any, label: str) -> np.ndarray:
+    """Counts per zone (Series indexed like ``zones`` or an array in zone order) as shares in %."""
+    if isinstance(counts, pd.DataFrame):
+        if "estimate" not in counts.columns:
+            raise ValueError(f"The counts of {label!r} are a DataFrame without an 'estimate' column.")
+        counts = counts["estimate"]
+    if isinstance(counts, pd.Series):
+        counts = counts.reindex(zones.index, fill_value=0.0)
+    arr = np.clip(np.asarray(counts, dtype=np.float64), 0.0, None)
+    if arr.shape != (len(zones),) or not np.all(np.isfinite(arr)):
+        raise ValueError(f"The counts of {label!r} must hold one finite count per zone ({len(zones)}).")
+    total = arr.sum()
+    return 100.0 * arr / total if total > 0 else arr
+
+
+def plot_zone_density(
+    counts: Any,
+    zones: Any,
+    *,
+    reference: str | None = None,
+    points: Any = None,
+    fig: Any = None,
+    max_cols: int = 4,
+    gamma: float = 0.5,
+    figsize: Any = None,
+) -> Any:
+    """Visit-density maps per zone, one panel per entry, on one shared colour scale.
+
+    Each panel shows, for every zone, its share of all zone visits (in %; the normalised distinct-visit
+    counts of :func:`geoldp.metrics.zone_visit_counts`), so a release, a baseline and a collector-side
+    estimate (one more entry of ``counts``) are compared on the same scale. Panel titles give the L1
+    distance of each distribution to the ``reference`` one (:func:`geoldp.metrics.zone_visit_error`).
+
+    Parameters
+    ----------
+    counts : mapping of str to Series, DataFrame or array_like
+        Label → counts per zone: a Series indexed by the zones' index, a DataFrame with an ``estimate``
+        column, or an array in zone order. Negative values are drawn as 0.
+    zones : GeoDataFrame of polygons
+        The zones (any CRS; drawn in EPSG:4326), e.g. :func:`geoldp.metrics.zone_grid`.
+    reference : str, optional
+        Label the L1 distances refer to; default the first entry (e.g. "original").
+    points : PointSet, GeoDataFrame of Points or (m, 2) array, optional
+        Public points, drawn as faint grey dots on top.
+    fig : matplotlib.figure.Figure, optional
+        Figure to draw on (its content is replaced); a new pyplot figure otherwise.
+    max_cols : int, default 4
+        Panels per row.
+    gamma : float, default 0.5
+        Exponent of the colour scale (``PowerNorm``): < 1 shows the quieter zones too. Zones without a
+        visit are white.
+    figsize : (float, float), optional
+        Figure size in inches; default about 3.4 x 3.6 per panel.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    caller = "plot_zone_density"
+    from collections.abc import Mapping
+
+    import geopandas as gpd
+    from matplotlib.colors import PowerNorm
+
+    if not isinstance(counts, Mapping) or not counts:
+        raise TypeError(f"The 'counts' parameter of {caller} must be a non-empty mapping label -> counts.")
+    if not isinstance(zones, gpd.GeoDataFrame | gpd.GeoSeries) or zones.crs is None:
+        raise TypeError(f"The 'zones' parameter of {caller} must be a GeoDataFrame of polygons with a CRS.")
+    if isinstance(max_cols, bool) or not isinstance(max_cols, numbers.Integral) or max_cols < 1:
+        raise ValueError(f"The 'max_cols' parameter of {caller} must be an int >= 1. Got {max_cols!r}.")
+    labels = [str(k) for k in counts]
+    reference = labels[0] if reference is None else str(reference)
+    if reference not in labels:
+        raise ValueError(f"Got reference={reference!r}; it must be one of the labels {labels}.")
+    shares = {str(k): _zone_shares(v, zones, str(k)) for k, v in counts.items()}
+    z = zones.to_crs("EPSG:4326")
+    geoms = z.geometry if isinstance(z, gpd.GeoDataFrame) else z
+    vmax = max(float(v.max()) for v in shares.values()) or 1.0
+    norm = PowerNorm(gamma=gamma, vmin=0.0, vmax=vmax)
+    cmap = _pyplot().get_cmap("magma_r")
+    ncols = min(len(labels), int(max_cols))
+    nrows = -(-len(labels) // ncols)
+    fig = _new_figure(fig, figsize, (3.2 * ncols + 1.0, 3.5 * nrows + 0.3))
+    axes = np.atleast_1d(fig.subplots(nrows, ncols, squeeze=False)).ravel()
+    pts = _as_points(points, caller=caller) if points is not None else None
+    b = geoms.total_bounds
+    mid_lat = 0.5 * (b[1] + b[3])
+    for ax, lab in zip(axes, labels, strict=False):
+        colours = cmap(norm(shares[lab]))
+        colours[shares[lab] <= 0] = (1.0, 1.0, 1.0, 1.0)
+        gpd.GeoSeries(geoms.values, crs="EPSG:4326").plot(
+            ax=ax, color=colours, edgecolor="0.85", linewidth=0.2
+        )
+        if pts is not None:
+            ax.scatter(pts.lon, pts.lat, s=0.6, c="0.55", alpha=0.35, linewidths=0, zorder=3)
+        p, q = shares[reference] / 100.0, shares[lab] / 100.0
+        sub = "" if lab == reference else f"\nL1 to {reference}: {np.abs(p - q).sum():.2f}"
+        ax.set_title(f"{lab}{sub}", fontsize="medium")
+        ax.set_xlim(b[0], b[2])
+        ax.set_ylim(b[1], b[3])
+        ax.set_aspect(1.0 / max(np.cos(np.radians(mid_lat)), 1e-3))
+        ax.set_xticks([])
+        ax.set_yticks([])
+        ax.set_xlabel("")
+        ax.set_ylabel("")
+    for ax in axes[len(labels) :]:
+        ax.set_axis_off()
+    sm = _pyplot().cm.ScalarMappable(norm=norm, cmap=cmap)
+    cbar = fig.colorbar(sm, ax=axes[: len(labels)].tolist(), shrink=0.8, pad=0.02, aspect=25)
+    cbar.set_label("share of zone visits (%)")
+    return fig
+
+
+# --------------------------------------------------------------------------------------------------
+# a handful of trajectories, original vs released
+# --------------------------------------------------------------------------------------------------
+
+
+def plot_trajectory_panels(
+    original: Any,
+    releases: Any,
+    *,
+    rows: Any = None,
+    n: int = 4,
+    points: Any = None,
+    fig: Any = None,
+    max_cols: int = 4,
+    figsize: Any = None,
+) -> Any:
+    """Small multiples: one panel per trajectory, the original and every release drawn on top.
+
+    Each panel is centred on one trajectory, in km east and north of the centre of its original points.
+    The original is black (solid, numbered vertices, a square at the start); each release has its own
+    colour (dashed, crosses), and the public points within view are faint grey context. The legend sits
+    below the panels, outside the data.
+
+    Parameters
+    ----------
+    original : GeoDataFrame, GeoSeries or sequence of array_like of int
+        Original trajectories.
+    releases : mapping of str to trajectories
+        Label → released trajectories matched to ``original`` by position (e.g. "TP", "ATP", "denoised").
+    rows : sequence of int, optional
+        Row positions to draw. Default: ``n`` rows evenly spaced among the longest-enough trajectories
+        (at least 4 points where there are ``n`` of them), deterministic.
+    n : int, default 4
+        Number of panels when ``rows`` is not given.
+    points : PointSet, GeoDataFrame of Points or (m, 2) array, optional
+        Public points (context), required for index-array input.
+    fig : matplotlib.figure.Figure, optional
+        Figure to draw on; a new pyplot figure otherwise.
+    max_cols : int, default 4
+        Panels per row.
+    figsize : (float, float), optional
+        Figure size in inches; default about 3.4 x 3.6 per panel.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    caller = "plot_trajectory_panels"
+    from collections.abc import Mapping
+
+    from matplotlib.lines import Line2D
+
+    if not isinstance(releases, Mapping) or not releases:
+        raise TypeError(
+            f"The 'releases' parameter of {caller} must be a non-empty mapping label -> trajectories."
+        )
+    if isinstance(n, bool) or not isinstance(n, numbers.Integral) or n < 1:
+        raise ValueError(f"The 'n' parameter of {caller} must be an int >= 1. Got {n!r} instead.")
+    pts = _as_points(points, caller=caller) if points is not None else None
+    to = _as_trajectories(original, pts, name="original", caller=caller)
+    rel = {}
+    for lab, obj in releases.items():
+        tr = _as_trajectories(obj, pts, name=f"releases[{lab!r}]", caller=caller)
+        if tr.n_traj != to.n_traj:
+            raise ValueError(f"{caller}: release {lab!r} has {tr.n_traj} rows and 'original' {to.n_traj}.")
+        rel[str(lab)] = tr
+    if rows is None:
+        long_rows = np.flatnonzero(to.lengths >= 4)
+        pool = long_rows if long_rows.size >= n else np.arange(to.n_traj)
+        pick = np.unique(np.linspace(0, pool.size - 1, num=min(int(n), pool.size)).round().astype(int))
+        sel = pool[pick]
+    else:
+        sel = np.asarray(rows, dtype=np.int64).ravel()
+        if sel.size == 0 or sel.min() < 0 or sel.max() >= to.n_traj:
+            raise ValueError(f"The 'rows' of {caller} must be row positions in [0, {to.n_traj}).")
+    ncols = min(sel.size, int(max_cols))
+    nrows = -(-sel.size // ncols)
+    fig = _new_figure(fig, figsize, (3.4 * ncols, 3.4 * nrows + 0.5))
+    axes = np.atleast_1d(fig.subplots(nrows, ncols, squeeze=False)).ravel()
+    km_per_deg = 6371.0 * np.pi / 180.0
+    for ax, r in zip(axes, sel, strict=False):
+        a, b = to.offsets[r], to.offsets[r + 1]
+        lon0, lat0 = float(np.mean(to.lon[a:b])), float(np.mean(to.lat[a:b]))
+        kx = km_per_deg * np.cos(np.radians(lat0))
+
+        def km(
+            lon: np.ndarray, lat: np.ndarray, lon0: float = lon0, lat0: float = lat0, kx: float = kx
+        ) -> Any:
+            return (lon - lon0) * kx, (lat - lat0) * km_per_deg
+
+        xs, ys = [km(to.lon[a:b], to.lat[a:b])[0]], [km(to.lon[a:b], to.lat[a:b])[1]]
+        for tr in rel.values():
+            x, y = km(tr.lon[tr.offsets[r] : tr.offsets[r + 1]], tr.lat[tr.offsets[r] : tr.offsets[r + 1]])
+            xs.append(x)
+            ys.append(y)
+        allx, ally = np.concatenate(xs), np.concatenate(ys)
+        half = 0.55 * max(float(np.ptp(allx)), float(np.ptp(ally)), 0.5)
+        cx, cy = 0.5 * (allx.min() + allx.max()), 0.5 * (ally.min() + ally.max())
+        if pts is not None:
+            px, py = km(pts.lon, pts.lat)
+            view = (np.abs(px - cx) <= half) & (np.abs(py - cy) <= half)
+            ax.scatter(px[view], py[view], s=4, c="0.8", linewidths=0, zorder=1)
+        for j, (x, y) in enumerate(zip(xs[1:], ys[1:], strict=True)):
+            colour = RELEASE_COLOURS[j % len(RELEASE_COLOURS)]
+            ax.plot(x, y, linestyle="--", marker="x", color=colour, lw=1.4, ms=6, mew=1.6, zorder=3)
+        x, y = xs[0], ys[0]
+        ax.plot(x, y, "-o", color="black", lw=2.0, ms=4, zorder=4)
+        ax.plot(x[:1], y[:1], "s", mfc="white", mec="black", ms=9, mew=1.5, zorder=5)
+        for i, (xi, yi) in enumerate(zip(x, y, strict=True)):
+            ax.annotate(str(i + 1), (xi, yi), xytext=(4, 4), textcoords="offset points", fontsize=7, zorder=6)
+        ax.set_xlim(cx - half, cx + half)
+        ax.set_ylim(cy - half, cy + half)
+        ax.set_aspect("equal")
+        # mean displacement of each release on this trajectory (its NE term), when lengths match
+        errs = [
+            f"{lab} {float(np.mean(np.hypot(x - xs[0], y - ys[0]))):.1f}"
+            for lab, x, y in zip(rel, xs[1:], ys[1:], strict=True)
+            if x.shape == xs[0].shape
+        ]
+        sub = f"\nmean error (km): {', '.join(errs)}" if errs else ""
+        ax.set_title(f"trajectory {int(r)} ({b - a} points){sub}", fontsize="medium")
+        ax.set_xlabel("km east", fontsize="small")
+        ax.set_ylabel("km north", fontsize="small")
+        ax.tick_params(labelsize="x-small")
+        ax.grid(True, alpha=0.25)
+    for ax in axes[sel.size :]:
+        ax.set_axis_off()
+    handles = [
+        Line2D([], [], color="black", marker="o", lw=2.0, ms=4, label="original (1, 2, ... = order)"),
+        Line2D([], [], color="black", marker="s", mfc="white", ls="none", ms=8, label="start"),
+    ]
+    handles += [
+        Line2D([], [], color=RELEASE_COLOURS[j % len(RELEASE_COLOURS)], ls="--", marker="x", ms=6, label=lab)
+        for j, lab in enumerate(rel)
+    ]
+    if pts is not None:
+        handles.append(Line2D([], [], color="0.8", marker="o", ls="none", ms=4, label="public points"))
+    fig.legend(
+        handles=handles, loc="outside lower center", ncols=len(handles), fontsize="small", frameon=False
+    )
+    return fig

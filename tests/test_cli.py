@@ -597,10 +597,27 @@ def test_evaluate_prints_table_and_plot(tmp_path, files, capsys):
     code = main(["evaluate", str(trips_path), str(out), "--points", str(points_path), "--plot", str(png)])
     captured = capsys.readouterr()
     assert code == 0, captured.err
-    for metric in ("NE", "PRQ", "hotspot"):
+    for metric in ("NE", "PRQ", "hotspot", "zone_l1", "od_l1", "range_query_error"):
         assert metric in captured.out
+    # one column per release: the perturbed file (labelled from its ledger) and the no-data baselines
+    header = captured.out.splitlines()[0]
+    assert header.split() == ["release", "ATP", "raw", "uniform", "constant"]
     assert png.exists()
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_evaluate_without_points_has_no_baselines(tmp_path, files, capsys):
+    trips_path, points_path = files
+    out = tmp_path / "out.geojson"
+    args = ["perturb", str(trips_path), "--points", str(points_path), "--epsilon", "4", "--seed", "2"]
+    assert main([*args, "-o", str(out)]) == 0
+    capsys.readouterr()
+    assert main(["evaluate", str(trips_path), str(out)]) == 0
+    captured = capsys.readouterr()
+    assert "NE_km" in captured.out and "uniform" not in captured.out and "zone_l1" not in captured.out
+    assert "--points" in captured.err
+    assert main(["evaluate", str(trips_path), str(out), "--points", str(points_path), "--cell-km", "0"]) == 2
+    assert "positive number" in capsys.readouterr().err
 
 
 def test_evaluate_missing_file(tmp_path, files, capsys):

@@ -21,11 +21,22 @@ def test_demo_command_writes_files_and_prints_table(tmp_path, capsys):
     out_dir = tmp_path / "demo"
     assert main(["demo", "-o", str(out_dir), *SMALL]) == 0
     captured = capsys.readouterr()
-    for label in ("uniform", "TP", "ATP", "NE_km", "PRQ_0.5km", "PRQ_1km", "PRQ_2km"):
+    for label in ("NE_km", "PRQ_0.5km", "PRQ_1km", "PRQ_2km", "zone_l1", "od_l1", "range_query_error"):
         assert label in captured.out
+    # the table has one column per release: raw TP and ATP next to the two no-data baselines
+    header = next(line for line in captured.out.splitlines() if line.lstrip().startswith("better"))
+    assert header.split() == ["better", "TP", "raw", "ATP", "raw", "uniform", "constant"]
     names = {p.name for p in out_dir.iterdir()}
-    assert {"points.geojson", "original.geojson", "tp.geojson", "atp.geojson", "map.png"} <= names
-    assert (out_dir / "map.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert {
+        "points.geojson",
+        "original.geojson",
+        "tp.geojson",
+        "atp.geojson",
+        "map.png",
+        "density.png",
+    } <= names
+    for png in ("map.png", "density.png"):
+        assert (out_dir / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     original = gpd.read_file(out_dir / "original.geojson")
     points = gpd.read_file(out_dir / "points.geojson")
     assert len(original) == 40
@@ -59,19 +70,32 @@ def test_demo_without_output_writes_nothing(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     result = run_demo(None, n_trips=20, n_points=60, stream=io.StringIO())
     assert result.files == {}
-    assert list(result.table.index) == ["uniform (eps=0)", "TP", "ATP"]
+    assert list(result.table.index) == ["TP raw", "ATP raw", "uniform", "constant"]
     assert list(tmp_path.iterdir()) == []
 
 
-def test_utility_table_identity_and_uniform_row():
+def test_utility_table_identity_and_baseline_rows():
     points, trips = synthetic_city(n_points=50, n_trips=15, seed=1)
     table = utility_table(trips, {"same": trips}, points=points, deltas_km=(0.0, 1.0))
+    assert table.index.tolist() == ["same", "uniform", "constant"]
     assert table.loc["same", "NE_km"] == 0.0
     assert table.loc["same", "PRQ_0km"] == 1.0
-    row = table.loc["uniform (eps=0)"]
+    assert table.loc["same", "zone_l1"] == 0.0
+    row = table.loc["uniform"]
     assert 0.0 < row["NE_km"]
     # each original vertex is a public point, so at least 1/|P| of P lies within 0 km of it
     assert row["PRQ_0km"] == pytest.approx(1.0 / len(points))
+    # the constant puts every trajectory in one zone: its visit distribution is far from the truth
+    assert table.loc["constant", "zone_l1"] > table.loc["uniform", "zone_l1"]
+    # without points only the pairwise columns remain, and no baseline
+    bare = utility_table(trips, {"same": trips})
+    assert bare.index.tolist() == ["same"] and bare.columns.tolist() == [
+        "NE_km",
+        "PRQ_0.5km",
+        "PRQ_1km",
+        "PRQ_2km",
+        "length_jsd",
+    ]
 
 
 def test_demo_bad_epsilon_is_one_line_error(tmp_path, capsys):

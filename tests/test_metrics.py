@@ -73,10 +73,12 @@ def test_identical_inputs_give_perfect_scores():
     assert preservation_range_query(gdf, gdf, 0.0) == 1.0
     np.testing.assert_array_equal(preservation_range_query(ORIG, ORIG, [0.0, 1.0], points=P), [1.0, 1.0])
     table = evaluate(ORIG, ORIG, points=P, k=3)
-    val = dict(zip(table.metric, table.value, strict=False))
-    assert val["NE"] == 0.0
-    assert all(v == 1.0 for m, v in zip(table.metric, table.value, strict=True) if m == "PRQ")
+    val = table.loc["perturbed"]
+    assert val["NE_km"] == 0.0
+    assert all(val[c] == 1.0 for c in table.columns if c.startswith("PRQ_"))
     assert val["range_query_error"] == 0.0
+    assert val["zone_l1"] == 0.0 and val["zone_jsd"] == 0.0
+    assert val["od_l1"] == 0.0 and val["od_jsd"] == 0.0
     assert val["hotspot_acd"] == 0.0
     assert val["hotspot_overlap"] == 1.0
     assert val["length_jsd"] == 0.0
@@ -94,7 +96,12 @@ def test_row_order_invariance():
     pert2 = [pert[i] for i in perm]
     a = evaluate(orig, pert, points=pts, k=5)
     b = evaluate(orig2, pert2, points=pts, k=5)
-    pd.testing.assert_frame_equal(a, b, check_exact=False, rtol=1e-12)
+    # the uniform row's draw follows the rows, only its exact NE / PRQ expectations are order-free
+    pd.testing.assert_frame_equal(
+        a.drop(index="uniform"), b.drop(index="uniform"), check_exact=False, rtol=1e-12
+    )
+    exact_cols = [c for c in a.columns if c == "NE_km" or c.startswith("PRQ_")]
+    pd.testing.assert_series_equal(a.loc["uniform", exact_cols], b.loc["uniform", exact_cols], rtol=1e-12)
     ra = range_query_error(orig, pert, [(0.0, 50.2, 10.0), (0.2, 50.1, 5.0)], points=pts)
     rb = range_query_error(orig2, pert2, [(0.0, 50.2, 10.0), (0.2, 50.1, 5.0)], points=pts)
     pd.testing.assert_frame_equal(ra, rb)
@@ -254,14 +261,19 @@ def test_distribution_error_bad_method():
 def test_evaluate_table_shape_and_columns():
     deltas = (0.5, 1.0, 2.0)
     t = evaluate(ORIG, PERT, points=P, delta_km=deltas, k=2)
-    assert list(t.columns) == ["metric", "param", "value"]
-    assert t.metric.tolist() == [
-        "NE",
-        "PRQ",
-        "PRQ",
-        "PRQ",
+    assert t.index.name == "release"
+    assert t.index.tolist() == ["perturbed", "uniform", "constant"]
+    assert t.columns.tolist() == [
+        "NE_km",
+        "PRQ_0.5km",
+        "PRQ_1km",
+        "PRQ_2km",
         "range_query_error",
         "range_query_error_median",
+        "zone_l1",
+        "zone_jsd",
+        "od_l1",
+        "od_jsd",
         "hotspot_acd",
         "hotspot_acd_relative",
         "hotspot_kendall_tau",
@@ -269,13 +281,18 @@ def test_evaluate_table_shape_and_columns():
         "length_jsd",
         "diameter_jsd",
     ]
-    np.testing.assert_allclose(t.param[t.metric == "PRQ"], deltas)
-    assert t.value.iloc[0] == pytest.approx(normalized_error(ORIG, PERT, points=P))
-    # without points (geometry input) the hotspot rows are absent; regions=None drops the range rows
-    t2 = evaluate(as_gdf(ORIG), as_gdf(PERT), regions=None)
-    assert not t2.metric.str.startswith("hotspot").any()
-    assert not t2.metric.str.startswith("range").any()
-    assert (t2.metric == "PRQ").sum() == 5
+    assert t.loc["perturbed", "NE_km"] == pytest.approx(normalized_error(ORIG, PERT, points=P))
+    assert t.attrs["evaluate"]["k"] == 2
+    # without points (geometry input) the hotspot, zone and baseline rows are absent; regions=None drops
+    # the range columns
+    t2 = evaluate(as_gdf(ORIG), as_gdf(PERT), regions=None, baselines=())
+    assert t2.index.tolist() == ["perturbed"]
+    assert not t2.columns.str.startswith(("hotspot", "range", "zone", "od")).any()
+    assert t2.columns.str.startswith("PRQ").sum() == 5
+    # baselines="auto" (default) adds them only with points; asked for explicitly, they need points
+    assert evaluate(as_gdf(ORIG), as_gdf(PERT)).index.tolist() == ["perturbed"]
+    with pytest.raises(ValueError, match="pass `points=`"):
+        evaluate(as_gdf(ORIG), as_gdf(PERT), baselines=("uniform",))
 
 
 def test_evaluate_exported_at_package_root():
@@ -352,3 +369,213 @@ def test_kendall_tau_b_matches_scipy_with_ties():
             assert np.isnan(got)
         else:
             assert got == pytest.approx(ref, rel=1e-12, abs=1e-15)
+
+
+# ------------------------------------------------------------------------------------------------------
+# zones, OD flows and the no-data baselines
+# ------------------------------------------------------------------------------------------------------
+
+# Three points 0.02 degrees apart at the equator (2.22 km): with 1.5 km cells, a 2 x 2 grid where point 0
+# is in zone 0 (south-west), point 1 in zone 1 (south-east) and point 2 in zone 2 (north-west).
+Q = np.array([[0.0, 0.0], [0.02, 0.0], [0.0, 0.02]])
+
+
+def test_zone_grid_squares_cover_the_public_points():
+    rng = np.random.default_rng(3)
+    pts = np.column_stack([rng.uniform(-87.9, -87.5, 300), rng.uniform(41.6, 42.0, 300)])
+    z = metrics.zone_grid(pts, cell_km=1.5)
+    assert z.crs.to_epsg() == 4326 and z.index.name == "zone"
+    assert z.index.tolist() == list(range(len(z)))
+    n_cols = int(z["col"].max()) + 1
+    np.testing.assert_array_equal(z.index, z["row"] * n_cols + z["col"])
+    # sides about 1.5 km (haversine): exact at the middle latitude, within 1 % over 0.4 degrees
+    b = z.geometry.bounds.to_numpy()
+    from geoldp.geo import haversine_m
+
+    height = haversine_m(b[:, 0], b[:, 1], b[:, 0], b[:, 3]) / 1000
+    width = haversine_m(b[:, 0], b[:, 1], b[:, 2], b[:, 1]) / 1000
+    np.testing.assert_allclose(height, 1.5, rtol=1e-9)
+    np.testing.assert_allclose(width, 1.5, rtol=0.01)
+    # every public point strictly inside exactly one zone
+    inside = shapely.contains_xy(np.asarray(z.geometry.values)[:, None], pts[:, 0], pts[:, 1])
+    np.testing.assert_array_equal(inside.sum(axis=0), 1)
+    # a function of P only: same P, same grid
+    assert z.geom_equals(metrics.zone_grid(pts.copy(), cell_km=1.5)).all()
+    with pytest.raises(ValueError, match="cell_km"):
+        metrics.zone_grid(pts, cell_km=0)
+
+
+def test_zone_visit_counts_hand_example():
+    z = metrics.zone_grid(Q)
+    assert len(z) == 4
+    # traj 0 visits zone 0 twice and zone 1 (counts once each); traj 1 zone 1; traj 2 zone 2
+    got = metrics.zone_visit_counts([[0, 0, 1], [1], [2]], z, points=Q)
+    assert got.tolist() == [1.0, 2.0, 1.0, 0.0]
+    assert got.index.equals(z.index)
+    # same as geometry input in another CRS, and zones in another CRS
+    lines = gpd.GeoSeries(
+        [shapely.LineString(Q[[0, 0, 1]]), shapely.Point(Q[1]), shapely.Point(Q[2])], crs="EPSG:4326"
+    )
+    got2 = metrics.zone_visit_counts(lines.to_crs("EPSG:3857"), z.to_crs("EPSG:32631"))
+    assert got2.tolist() == [1.0, 2.0, 1.0, 0.0]
+
+
+def test_zone_visit_error_hand_values():
+    # p = (1/2, 1/2, 0, 0), q = (1, 0, 0, 0): L1 = 1/2 + 1/2 = 1; m = (3/4, 1/4)
+    # JSD = 1/2 [1/2 log2((1/2)/(3/4)) + 1/2 log2((1/2)/(1/4))] + 1/2 [log2(1/(3/4))]
+    jsd = 0.5 * (0.5 * math.log2(2 / 3) + 0.5 * 1.0) + 0.5 * math.log2(4 / 3)
+    r = metrics.zone_visit_error([[0], [1]], [[0], [0]], points=Q)
+    assert r["l1"] == pytest.approx(1.0, abs=1e-12)
+    assert r["jsd"] == pytest.approx(jsd, rel=1e-12)
+    # disjoint supports: L1 = 2, JSD = 1; identical: 0, 0
+    r = metrics.zone_visit_error([[0], [0]], [[2], [1, 2]], points=Q)
+    assert (r["l1"], r["jsd"]) == (pytest.approx(2.0), pytest.approx(1.0))
+    assert metrics.zone_visit_error([[0, 1]], [[1, 0]], points=Q) == {"l1": 0.0, "jsd": 0.0}
+    # counts instead of a release: array, Series (missing zones = 0), DataFrame with an 'estimate' column;
+    # scale does not matter (normalised) and negative estimates count as 0
+    z = metrics.zone_grid(Q)
+    for counts in (
+        np.array([5.0, 0.0, 0.0, 0.0]),
+        pd.Series([3.0], index=pd.Index([0], name="zone")),
+        pd.DataFrame({"estimate": [7.0, -1.0, 0.0, 0.0]}, index=z.index),
+    ):
+        r = metrics.zone_visit_error([[0], [1]], counts, z, points=Q)
+        assert r["l1"] == pytest.approx(1.0) and r["jsd"] == pytest.approx(jsd)
+    with pytest.raises(ValueError, match="one per zone"):
+        metrics.zone_visit_error([[0], [1]], np.array([1.0, 2.0]), z, points=Q)
+    with pytest.raises(ValueError, match="no CRS"):
+        metrics.zone_visit_error([[0]], [[0]], z.set_crs(None, allow_override=True), points=Q)
+
+
+def test_od_counts_and_flow_error_hand_values():
+    z = metrics.zone_grid(Q)
+    od = metrics.od_counts([[0, 1], [0, 2, 1], [2]], z, points=Q)
+    assert od.to_dict("list") == {"origin": [0, 2], "destination": [1, 2], "count": [2.0, 1.0]}
+    # p = {(0,1): 1/2, (1,0): 1/2}, q = {(0,1): 1}: L1 = 1/2 + 1/2 = 1
+    assert metrics.od_flow_error([[0, 1], [1, 0]], [[0, 1], [0, 1]], points=Q)["l1"] == pytest.approx(1.0)
+    # OD is about first and last points only: the middle vertex does not matter
+    assert metrics.od_flow_error([[0, 1]], [[0, 2, 1]], points=Q) == {"l1": 0.0, "jsd": 0.0}
+    # swapped origin and destination: disjoint, L1 = 2, JSD = 1
+    r = metrics.od_flow_error([[0, 1]], [[1, 0]], points=Q)
+    assert (r["l1"], r["jsd"]) == (pytest.approx(2.0), pytest.approx(1.0))
+    # counts: a long DataFrame (zones' labels) and a dense matrix
+    long = pd.DataFrame({"origin": [0], "destination": [1], "estimate": [4.0]})
+    dense = np.zeros((4, 4))
+    dense[0, 1] = 4.0
+    for counts in (long, dense):
+        assert metrics.od_flow_error([[0, 1], [1, 0]], counts, z, points=Q)["l1"] == pytest.approx(1.0)
+
+
+def test_one_median_is_the_brute_force_argmin():
+    rng = np.random.default_rng(11)
+    for trial in range(6):
+        m = int(rng.integers(5, 120))
+        # clustered, skewed points (a city with a dense centre and outliers)
+        pts = np.column_stack(
+            [rng.normal(-73.9, 0.05, m) + rng.exponential(0.05, m), rng.normal(40.7, 0.04, m)]
+        )
+        from geoldp.geo import haversine_m
+
+        d = haversine_m(pts[:, None, 0], pts[:, None, 1], pts[None, :, 0], pts[None, :, 1])
+        brute = int(np.argmin(d.sum(axis=1)))
+        assert metrics.one_median(pts) == brute
+        # the large-P path (Weiszfeld, snap, local search) on the same data
+        assert metrics.one_median(pts, exact_max=0, n_candidates=4) == brute, trial
+
+
+def test_baseline_releases_use_public_data_only():
+    rng = np.random.default_rng(2)
+    m = 40
+    pts = np.column_stack([rng.uniform(2.2, 2.5, m), rng.uniform(48.8, 48.9, m)])
+    lengths = rng.integers(1, 6, size=25)
+    orig_a = [rng.integers(0, m, size=n) for n in lengths]
+    orig_b = [rng.integers(0, m, size=n) for n in lengths]  # other people, same lengths
+    # the function cannot see originals: its inputs are P, the lengths and rng
+    import inspect
+
+    assert list(inspect.signature(metrics.baseline_release).parameters) == [
+        "kind",
+        "points",
+        "lengths",
+        "rng",
+    ]
+    const = metrics.baseline_release("constant", pts, lengths)
+    med = metrics.one_median(pts)
+    assert [len(t) for t in const] == lengths.tolist()
+    assert all((t == med).all() for t in const)
+    uni = metrics.baseline_release("uniform", pts, lengths, rng=7)
+    assert [len(t) for t in uni] == lengths.tolist()
+    # in evaluate, the baseline rows come from the same releases whatever the originals are
+    seen = []
+    real = metrics.baseline_release
+
+    def spy(kind, points, lengths, *, rng=None):
+        out = real(kind, points, lengths, rng=rng)
+        seen.append((kind, [t.copy() for t in out]))
+        return out
+
+    import unittest.mock
+
+    with unittest.mock.patch.object(metrics, "baseline_release", spy):
+        ta = evaluate(orig_a, orig_b, points=pts, rng=5)
+        tb = evaluate(orig_b, orig_a, points=pts, rng=5)
+    assert [k for k, _ in seen] == ["uniform", "constant"] * 2
+    for (_, ra), (_, rb) in zip(seen[:2], seen[2:], strict=True):
+        assert all(np.array_equal(x, y) for x, y in zip(ra, rb, strict=True))
+    # and the rows are the metrics of those releases
+    for table, orig in ((ta, orig_a), (tb, orig_b)):
+        assert table.loc["constant", "NE_km"] == pytest.approx(normalized_error(orig, seen[1][1], points=pts))
+        assert table.loc["constant", "zone_l1"] == pytest.approx(
+            metrics.zone_visit_error(orig, seen[1][1], points=pts)["l1"]
+        )
+        assert table.loc["uniform", "od_l1"] == pytest.approx(
+            metrics.od_flow_error(orig, seen[0][1], points=pts)["l1"]
+        )
+
+
+def test_uniform_row_holds_the_exact_expected_ne():
+    # on the meridian P_i = (0, i): E d(P_i, U) = mean_j |i - j| K = 1.5K, K, K, 1.5K for i = 0..3;
+    # ORIG = [0, 1], [2, 2, 2], [3]: per trajectory 1.25K, K, 1.5K; NE = 1.25K
+    t = evaluate(ORIG, PERT, points=P, k=2)
+    assert t.loc["uniform", "NE_km"] == pytest.approx(1.25 * K, rel=1e-9)
+    # PRQ(δ = 0.5 km): a uniform draw hits the original point with probability 1/4
+    assert t.loc["uniform", "PRQ_0.5km"] == pytest.approx(0.25, rel=1e-12)
+    # the 1-median of P is P_1 (sum 4K; P_2 ties, lower index wins): NE = mean(K/2, K, 2K) = 7K/6
+    assert t.attrs["evaluate"]["one_median"] == 1
+    assert t.loc["constant", "NE_km"] == pytest.approx((0.5 + 1.0 + 2.0) / 3 * K, rel=1e-9)
+
+
+def test_constant_fails_the_aggregate_metrics():
+    rng = np.random.default_rng(4)
+    m = 200
+    pts = np.column_stack([rng.uniform(-87.8, -87.6, m), rng.uniform(41.8, 41.95, m)])
+    orig = [rng.integers(0, m, size=int(rng.integers(2, 6))) for _ in range(300)]
+    t = evaluate(orig, orig, points=pts, label="identity")
+    assert t.loc["identity", "zone_l1"] == 0.0
+    # all of the constant's mass is in one zone: L1 = 2 - 2 p(z_median) >= 2 - 2 max_z p(z)
+    truth = metrics.zone_visit_counts(orig, points=pts).to_numpy()
+    p = truth / truth.sum()
+    assert t.loc["constant", "zone_l1"] >= 2 - 2 * p.max() - 1e-12
+    assert t.loc["constant", "length_jsd"] > 0.5
+    assert t.loc["constant", "zone_l1"] > t.loc["uniform", "zone_l1"]
+
+
+def test_evaluate_mapping_and_count_entries():
+    z = metrics.zone_grid(P)
+    truth = metrics.zone_visit_counts(ORIG, z, points=P)
+    est = {"zone_counts": truth.to_numpy()}
+    t = evaluate(ORIG, {"A raw": PERT, "A estimated": est}, points=P, k=2, zones=z)
+    assert t.index.tolist() == ["A raw", "A estimated", "uniform", "constant"]
+    assert t.loc["A estimated", "zone_l1"] == 0.0
+    assert np.isnan(t.loc["A estimated", "NE_km"])
+    with pytest.raises(ValueError, match="unknown keys"):
+        evaluate(ORIG, {"x": {"zones": truth}}, points=P)
+    with pytest.raises(ValueError, match="unique"):
+        evaluate(ORIG, {"uniform": PERT}, points=P)
+
+
+def test_evaluate_label_from_the_ledger():
+    g = as_gdf(PERT)
+    g.attrs["geoldp"] = {"mechanism": "atp"}
+    t = evaluate(as_gdf(ORIG), g, points=P, k=2)
+    assert t.index[0] == "ATP raw"

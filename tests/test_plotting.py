@@ -10,7 +10,13 @@ matplotlib = pytest.importorskip("matplotlib")
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from geoldp.plotting import plot_trajectories, plot_utility  # noqa: E402
+from geoldp import metrics  # noqa: E402
+from geoldp.plotting import (  # noqa: E402
+    plot_trajectories,
+    plot_trajectory_panels,
+    plot_utility,
+    plot_zone_density,
+)
 
 P = np.array([[0.0, 0.0], [0.0, 0.01], [0.01, 0.01], [0.01, 0.0]])
 ORIG = [np.array([0, 1, 2]), np.array([3]), np.array([1, 3])]
@@ -74,3 +80,39 @@ def test_plot_utility_errors():
         plot_utility(two)
     with pytest.raises(ValueError, match="lacks the column"):
         plot_utility(table.drop(columns="epsilon"))
+
+
+def test_plot_zone_density_one_panel_per_entry_shared_scale():
+    zones = metrics.zone_grid(P, cell_km=0.5)
+    counts = {
+        "original": metrics.zone_visit_counts(ORIG, zones, points=P),
+        "raw": metrics.zone_visit_counts(PERT, zones, points=P).to_numpy(),
+        "estimate": pd.DataFrame({"estimate": np.ones(len(zones))}, index=zones.index),
+    }
+    fig = plot_zone_density(counts, zones, points=P)
+    axes = [ax for ax in fig.axes if ax.get_label() != "<colorbar>"]
+    assert [ax.get_title().splitlines()[0] for ax in axes[:3]] == ["original", "raw", "estimate"]
+    # the L1 in the title is the metric's value
+    l1 = metrics.zone_visit_error(ORIG, PERT, zones, points=P)["l1"]
+    assert f"L1 to original: {l1:.2f}" in axes[1].get_title()
+    assert len(fig.axes) == 4  # three maps and one shared colour bar
+    fig.canvas.draw()
+    with pytest.raises(ValueError, match="one finite count per zone"):
+        plot_zone_density({"x": [1.0]}, zones)
+    with pytest.raises(ValueError, match="reference"):
+        plot_zone_density(counts, zones, reference="nope")
+
+
+def test_plot_trajectory_panels_legend_outside():
+    fig = plot_trajectory_panels(ORIG, {"TP": PERT, "ATP": ORIG}, points=P, n=3)
+    axes = fig.axes
+    assert len(axes) == 3
+    assert all(ax.get_legend() is None for ax in axes)  # one figure legend, not on the data
+    assert len(fig.legends) == 1
+    texts = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert "TP" in texts and "ATP" in texts and "public points" in texts
+    # ATP here is the original itself: its mean error on the panel is 0
+    assert "ATP 0.0" in axes[0].get_title()
+    fig.canvas.draw()
+    with pytest.raises(ValueError, match="'rows' of plot_trajectory_panels"):
+        plot_trajectory_panels(ORIG, {"TP": PERT}, points=P, rows=[7])
