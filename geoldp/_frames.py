@@ -685,6 +685,8 @@ class TrajectoryArrays:
     index: np.ndarray | None = None
     # per-object memo of reprojected vertices (lives and dies with this object, never module-level)
     _reprojected: dict[str, np.ndarray] = field(default_factory=dict, compare=False, repr=False)
+    #: per-object memo for analyses of one call (e.g. zone assignments); dies with this object
+    memo: dict[Any, Any] = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def n_traj(self) -> int:

@@ -583,7 +583,7 @@ def zone_grid(points: Any, cell_km: float = 1.5) -> Any:
         raise ValueError(
             f"The 'cell_km' parameter of {caller} must be a float in the range (0, inf). Got {cell_km!r}."
         )
-    pts = _as_points(points, caller=caller)
+    pts = as_pointset(points, caller=caller)
     lon0, lon1 = float(pts.lon.min()), float(pts.lon.max())
     lat0, lat1 = float(pts.lat.min()), float(pts.lat.max())
     dlat = float(cell_km) / _KM_PER_DEG
@@ -631,7 +631,7 @@ class _Zones:
         self.index = zones.index
         self.size = len(zones)
         self.tree = shapely.STRtree(geoms)
-        self._points_zone: tuple[_Points, np.ndarray] | None = None
+        self._points_zone: tuple[PointSet, np.ndarray] | None = None
 
     def assign_xy(self, xy: np.ndarray) -> np.ndarray:
         """Zone position of every (x, y) in the zones' CRS; -1 outside all zones, lowest position on ties."""
@@ -644,17 +644,17 @@ class _Zones:
         out[out == self.size] = -1
         return out
 
-    def assign_trajectories(self, tr: _Trajectories, pts: _Points | None = None) -> np.ndarray:
+    def assign_trajectories(self, tr: TrajectoryArrays, pts: PointSet | None = None) -> np.ndarray:
         """Zone position of every vertex (cached on ``tr`` for the duration of one call)."""
         key = ("zones", id(self))
-        if key not in tr._cache:
+        if key not in tr.memo:
             if tr.index is not None and pts is not None:  # index input: assign P once, then look up
-                tr._cache[key] = self.assign_points(pts)[tr.index]
+                tr.memo[key] = self.assign_points(pts)[tr.index]
             else:
-                tr._cache[key] = self.assign_xy(tr.xy_in(self.crs))
-        return tr._cache[key]
+                tr.memo[key] = self.assign_xy(tr.xy_in(self.crs))
+        return tr.memo[key]
 
-    def assign_points(self, pts: _Points) -> np.ndarray:
+    def assign_points(self, pts: PointSet) -> np.ndarray:
         """Zone position of every public point."""
         if self._points_zone is None or self._points_zone[0] is not pts:
             xy = np.column_stack([pts.lon, pts.lat])
@@ -673,7 +673,7 @@ def _wgs84() -> Any:
     return CRS.from_epsg(4326)
 
 
-def _zone_arg(zones: Any, pts: _Points | None, caller: str) -> _Zones | None:
+def _zone_arg(zones: Any, pts: PointSet | None, caller: str) -> _Zones | None:
     if zones is None:
         return None
     if isinstance(zones, _Zones):
@@ -690,7 +690,14 @@ def _zone_arg(zones: Any, pts: _Points | None, caller: str) -> _Zones | None:
     return _Zones(zones, caller)
 
 
-def _zone_counts_of(tr: _Trajectories, zn: _Zones, pts: _Points | None = None) -> np.ndarray:
+def _required_zones(zones: Any, pts: PointSet | None, caller: str) -> _Zones:
+    zn = _zone_arg(zones, pts, caller)
+    if zn is None:
+        raise ValueError(f"{caller} needs zones: pass `zones=` (polygons) or zones='auto' with `points=`.")
+    return zn
+
+
+def _zone_counts_of(tr: TrajectoryArrays, zn: _Zones, pts: PointSet | None = None) -> np.ndarray:
     """Distinct trajectories visiting each zone (zone order)."""
     z = zn.assign_trajectories(tr, pts)
     ok = z >= 0
@@ -698,7 +705,7 @@ def _zone_counts_of(tr: _Trajectories, zn: _Zones, pts: _Points | None = None) -
     return np.bincount(key % zn.size, minlength=zn.size).astype(np.float64)
 
 
-def _od_of(tr: _Trajectories, zn: _Zones, pts: _Points | None = None) -> tuple[np.ndarray, np.ndarray]:
+def _od_of(tr: TrajectoryArrays, zn: _Zones, pts: PointSet | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Sparse OD counts: keys ``origin * n_zones + destination`` (zone positions) and counts."""
     z = zn.assign_trajectories(tr, pts)
     o, d = z[tr.offsets[:-1]], z[tr.offsets[1:] - 1]
@@ -815,9 +822,9 @@ def zone_visit_counts(trajectories: Any, zones: Any = "auto", *, points: Any = N
     [1.0, 2.0, 1.0, 0.0]
     """
     caller = "zone_visit_counts"
-    pts = _as_points(points, caller=caller) if points is not None else None
-    zn = _zone_arg(zones, pts, caller)
-    tr = _as_trajectories(trajectories, pts, name="trajectories", caller=caller)
+    pts = as_pointset(points, caller=caller) if points is not None else None
+    zn = _required_zones(zones, pts, caller)
+    tr = trajectory_arrays(trajectories, pts, name="trajectories", caller=caller)
     return pd.Series(_zone_counts_of(tr, zn, pts), index=zn.index, name="visits")
 
 
@@ -844,9 +851,9 @@ def od_counts(trajectories: Any, zones: Any = "auto", *, points: Any = None) -> 
     {'origin': [0, 2], 'destination': [1, 2], 'count': [2.0, 1.0]}
     """
     caller = "od_counts"
-    pts = _as_points(points, caller=caller) if points is not None else None
-    zn = _zone_arg(zones, pts, caller)
-    tr = _as_trajectories(trajectories, pts, name="trajectories", caller=caller)
+    pts = as_pointset(points, caller=caller) if points is not None else None
+    zn = _required_zones(zones, pts, caller)
+    tr = trajectory_arrays(trajectories, pts, name="trajectories", caller=caller)
     keys, counts = _od_of(tr, zn, pts)
     return pd.DataFrame(
         {
@@ -898,9 +905,9 @@ def zone_visit_error(
     (1.0, 0.311278)
     """
     caller = "zone_visit_error"
-    pts = _as_points(points, caller=caller) if points is not None else None
-    zn = _zone_arg(zones, pts, caller)
-    to = _as_trajectories(original, pts, name="original", caller=caller)
+    pts = as_pointset(points, caller=caller) if points is not None else None
+    zn = _required_zones(zones, pts, caller)
+    to = trajectory_arrays(original, pts, name="original", caller=caller)
     c = _zone_counts_of(to, zn, pts)
     chat = _zone_side(perturbed, pts, zn, caller)
     l1, jsd = _pmf_distances(_normalise(c), _normalise(chat))
@@ -915,10 +922,10 @@ def _is_counts(obj: Any) -> bool:
     return False
 
 
-def _zone_side(obj: Any, pts: _Points | None, zn: _Zones, caller: str) -> np.ndarray:
+def _zone_side(obj: Any, pts: PointSet | None, zn: _Zones, caller: str) -> np.ndarray:
     if _is_counts(obj):
         return _counts_vector(obj, zn, caller, "zone counts")
-    return _zone_counts_of(_as_trajectories(obj, pts, name="perturbed", caller=caller), zn, pts)
+    return _zone_counts_of(trajectory_arrays(obj, pts, name="perturbed", caller=caller), zn, pts)
 
 
 def od_flow_error(
@@ -959,17 +966,17 @@ def od_flow_error(
     1.0
     """
     caller = "od_flow_error"
-    pts = _as_points(points, caller=caller) if points is not None else None
-    zn = _zone_arg(zones, pts, caller)
-    to = _as_trajectories(original, pts, name="original", caller=caller)
+    pts = as_pointset(points, caller=caller) if points is not None else None
+    zn = _required_zones(zones, pts, caller)
+    to = trajectory_arrays(original, pts, name="original", caller=caller)
     l1, jsd = _sparse_distances(_od_of(to, zn, pts), _od_side(perturbed, pts, zn, caller))
     return {"l1": l1, "jsd": jsd}
 
 
-def _od_side(obj: Any, pts: _Points | None, zn: _Zones, caller: str) -> tuple[np.ndarray, np.ndarray]:
+def _od_side(obj: Any, pts: PointSet | None, zn: _Zones, caller: str) -> tuple[np.ndarray, np.ndarray]:
     if _is_counts(obj):
         return _od_sparse(obj, zn, caller, "OD counts")
-    return _od_of(_as_trajectories(obj, pts, name="perturbed", caller=caller), zn, pts)
+    return _od_of(trajectory_arrays(obj, pts, name="perturbed", caller=caller), zn, pts)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -977,7 +984,7 @@ def _od_side(obj: Any, pts: _Points | None, zn: _Zones, caller: str) -> tuple[np
 # --------------------------------------------------------------------------------------------------
 
 
-def _sum_distances_m(pts: _Points, cand: np.ndarray) -> np.ndarray:
+def _sum_distances_m(pts: PointSet, cand: np.ndarray) -> np.ndarray:
     """Σ_p d(P_c, p) for every candidate position c, in blocks (memory O(block · |P|))."""
     out = np.empty(cand.shape[0])
     block = max(1, 2_000_000 // pts.size)
@@ -987,7 +994,7 @@ def _sum_distances_m(pts: _Points, cand: np.ndarray) -> np.ndarray:
     return out
 
 
-def _spherical_weiszfeld(pts: _Points, n_iter: int = 200) -> tuple[float, float]:
+def _spherical_weiszfeld(pts: PointSet, n_iter: int = 200) -> tuple[float, float]:
     """Geometric median on the sphere (Weiszfeld steps in the tangent plane), as (lon, lat) degrees."""
     lam, phi = np.radians(pts.lon), np.radians(pts.lat)
     u = np.column_stack([np.cos(phi) * np.cos(lam), np.cos(phi) * np.sin(lam), np.sin(phi)])
@@ -1047,7 +1054,7 @@ def one_median(points: Any, *, exact_max: int = 5000, n_candidates: int = 64) ->
     for nm, val, lo in (("exact_max", exact_max, 0), ("n_candidates", n_candidates, 1)):
         if isinstance(val, bool) or not isinstance(val, numbers.Integral) or val < lo:
             raise ValueError(f"The '{nm}' parameter of {caller} must be an int >= {lo}. Got {val!r}.")
-    pts = _as_points(points, caller=caller)
+    pts = as_pointset(points, caller=caller)
     m = pts.size
     if m <= exact_max:
         return int(np.argmin(_sum_distances_m(pts, np.arange(m))))
@@ -1108,7 +1115,7 @@ def baseline_release(kind: str, points: Any, lengths: Any, *, rng: Any = None) -
     caller = "baseline_release"
     if kind not in BASELINES:
         raise ValueError(f"Got kind={kind!r}; `kind` of {caller} must be one of {BASELINES}.")
-    pts = _as_points(points, caller=caller)
+    pts = as_pointset(points, caller=caller)
     n = np.asarray(lengths)
     if n.ndim != 1 or n.dtype.kind not in "iu" or (n.size and n.min() < 1):
         raise ValueError(f"The 'lengths' parameter of {caller} must be a 1-D array of ints >= 1.")
@@ -1122,7 +1129,7 @@ def baseline_release(kind: str, points: Any, lengths: Any, *, rng: Any = None) -
     return np.split(flat, np.cumsum(n)[:-1]) if n.size else []
 
 
-def _uniform_ne_prq(to: _Trajectories, pts: _Points, deltas: np.ndarray) -> tuple[float, np.ndarray]:
+def _uniform_ne_prq(to: TrajectoryArrays, pts: PointSet, deltas: np.ndarray) -> tuple[float, np.ndarray]:
     """Exact E[NE] and E[PRQ(δ)] when every point is a uniform draw from P (O(N · |P|), in blocks)."""
     # the expectation depends on the location only: compute it once per distinct original location
     xy, inv = np.unique(np.column_stack([to.lon, to.lat]), axis=0, return_inverse=True)
@@ -1282,8 +1289,8 @@ def evaluate(
     """
     caller = "evaluate"
     deltas, _ = _check_deltas(delta_km, caller)
-    pts = _as_points(points, caller=caller) if points is not None else None
-    to = _as_trajectories(original, pts, name="original", caller=caller)
+    pts = as_pointset(points, caller=caller) if points is not None else None
+    to = trajectory_arrays(original, pts, name="original", caller=caller)
     if to.n_traj == 0:
         raise ValueError(f"{caller}: 'original' must contain at least one trajectory.")
     entries = _release_entries(perturbed, label, caller)
@@ -1311,7 +1318,7 @@ def evaluate(
     regs = None
     if regions is not None:
         regs = _auto_regions(to) if isinstance(regions, str) and regions == "auto" else regions
-        n_regions = len(_as_regions(regs, caller=caller)[0])
+        n_regions = len(as_regions(regs, caller=caller)[0])
     kk = min(int(k), pts.size) if pts is not None else None
 
     # statistics of the originals, computed once
@@ -1322,7 +1329,7 @@ def evaluate(
         truth["zone"] = _zone_counts_of(to, zn, pts)
         truth["od"] = _od_of(to, zn, pts)
     if pts is not None:
-        truth["visits"] = _distinct_visits(to, pts, 0.001).astype(np.float64)
+        truth["visits"] = distinct_visits(to, pts, 0.001).astype(np.float64)
     truth["length"] = _lengths_km(to)
     truth["diameter"] = _diameters_km(to)
 
@@ -1335,7 +1342,7 @@ def evaluate(
         columns += ["hotspot_acd", "hotspot_acd_relative", "hotspot_kendall_tau", "hotspot_overlap"]
     columns += ["length_jsd", "diameter_jsd"]
 
-    def release_row(tp: _Trajectories) -> dict[str, float]:
+    def release_row(tp: TrajectoryArrays) -> dict[str, float]:
         to_, tp_, _ = _pair(to, tp, pts, caller=caller)
         d = _point_distances_m(to_, tp_)
         row = {"NE_km": float(np.mean(_per_trajectory_mean(d / 1000.0, to)))}
@@ -1351,7 +1358,8 @@ def evaluate(
             )
             row["od_l1"], row["od_jsd"] = _sparse_distances(truth["od"], _od_of(tp, zn, pts))
         if pts is not None:
-            row.update(_hotspot_scores(truth["visits"], _distinct_visits(tp, pts, 0.001).astype(float), kk))
+            assert kk is not None  # set whenever pts is
+            row.update(_hotspot_scores(truth["visits"], distinct_visits(tp, pts, 0.001).astype(float), kk))
         row["length_jsd"] = _jsd(truth["length"], _lengths_km(tp), int(bins))
         row["diameter_jsd"] = _jsd(truth["diameter"], _diameters_km(tp), int(bins))
         return row
@@ -1370,7 +1378,7 @@ def evaluate(
             od = _od_sparse(est["od_counts"], zn, caller, f"od_counts of {lab!r}")
             row["od_l1"], row["od_jsd"] = _sparse_distances(truth["od"], od)
         if "range_counts" in est and regs is not None:
-            c = _range_counts(to, _as_regions(regs, caller=caller)[0], _check_how("points", caller))
+            c = range_counts(to, as_regions(regs, caller=caller)[0], check_how("points", caller))
             chat = np.asarray(est["range_counts"], dtype=np.float64)
             if chat.shape != c.shape:
                 raise ValueError(f"The range_counts of {lab!r} in {caller} must hold {c.size} counts.")
@@ -1380,6 +1388,7 @@ def evaluate(
             chat = np.asarray(est["visit_counts"], dtype=np.float64)
             if chat.shape != (pts.size,):
                 raise ValueError(f"The visit_counts of {lab!r} in {caller} must hold {pts.size} counts.")
+            assert kk is not None  # set whenever pts is
             row.update(_hotspot_scores(truth["visits"], chat, kk))
         return row
 
@@ -1388,15 +1397,16 @@ def evaluate(
         if isinstance(obj, dict):
             rows[lab] = count_row(obj, lab)
         else:
-            rows[lab] = release_row(_as_trajectories(obj, pts, name="perturbed", caller=caller))
+            rows[lab] = release_row(trajectory_arrays(obj, pts, name="perturbed", caller=caller))
     median = None
     if baselines:
         from geoldp._random import resolve_rng
 
         source = resolve_rng(rng)  # normalised once; the uniform draw is the only use
+        assert pts is not None  # baselines need the public points (checked above)
         for b in baselines:
             rel = baseline_release(b, pts, to.lengths, rng=source)
-            rows[b] = release_row(_as_trajectories(rel, pts, name=b, caller=caller))
+            rows[b] = release_row(trajectory_arrays(rel, pts, name=b, caller=caller))
             if b == "constant":
                 median = int(rel[0][0])
             if b == "uniform" and to.lon.shape[0] * pts.size <= 500_000_000:

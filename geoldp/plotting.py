@@ -298,7 +298,7 @@ def plot_zone_density(
     nrows = -(-len(labels) // ncols)
     fig = _new_figure(fig, figsize, (3.2 * ncols + 1.0, 3.5 * nrows + 0.3))
     axes = np.atleast_1d(fig.subplots(nrows, ncols, squeeze=False)).ravel()
-    pts = _as_points(points, caller=caller) if points is not None else None
+    pts = as_pointset(points, caller=caller) if points is not None else None
     b = geoms.total_bounds
     mid_lat = 0.5 * (b[1] + b[3])
     for ax, lab in zip(axes, labels, strict=False):
@@ -385,11 +385,11 @@ def plot_trajectory_panels(
         )
     if isinstance(n, bool) or not isinstance(n, numbers.Integral) or n < 1:
         raise ValueError(f"The 'n' parameter of {caller} must be an int >= 1. Got {n!r} instead.")
-    pts = _as_points(points, caller=caller) if points is not None else None
-    to = _as_trajectories(original, pts, name="original", caller=caller)
+    pts = as_pointset(points, caller=caller) if points is not None else None
+    to = trajectory_arrays(original, pts, name="original", caller=caller)
     rel = {}
     for lab, obj in releases.items():
-        tr = _as_trajectories(obj, pts, name=f"releases[{lab!r}]", caller=caller)
+        tr = trajectory_arrays(obj, pts, name=f"releases[{lab!r}]", caller=caller)
         if tr.n_traj != to.n_traj:
             raise ValueError(f"{caller}: release {lab!r} has {tr.n_traj} rows and 'original' {to.n_traj}.")
         rel[str(lab)] = tr
