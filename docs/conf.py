@@ -89,6 +89,9 @@ if html_theme == "pydata_sphinx_theme":
         # of code; the current page's sections are listed under it in the left sidebar instead.
         "secondary_sidebar_items": [],
         "show_prev_next": True,
+        # The search as an icon, fewer header links: the header took two rows at 1280 px.
+        "navbar_persistent": ["search-button"],
+        "header_links_before_dropdown": 4,
     }
 
 # Docstrings write set sizes as |P|, |S|, ... (the spec's notation); in reStructuredText that syntax is a
