@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 
@@ -861,31 +862,40 @@ def test_points_crs_declares_the_crs_of_a_points_csv(tmp_path, files, city, caps
     _single_error_line(capsys.readouterr().err)
 
 
-def test_progress_bar_only_on_request_or_long_runs_on_a_terminal(tmp_path, files, capsys):
+def _tqdm_bar(err: str) -> bool:
+    # tqdm's bar for the 25 trips, e.g. "geoldp:   0%|          | 0/25 [00:00<?, ?traj/s]"
+    return re.search(r"\d+/25 \[", err) is not None
+
+
+def test_progress_bar_on_request(tmp_path, files, capsys):
     pytest.importorskip("tqdm")
     trips_path, points_path = files
-    # capsys' stderr is not a terminal: no bar by default
+    # capsys' stderr is not a terminal, and 25 trips is a short run: no bar by default
     assert main(_perturb_argv(trips_path, points_path, tmp_path / "a.geojson", "--seed", "1")) == 0
-    assert "traj" not in capsys.readouterr().err
+    assert not _tqdm_bar(capsys.readouterr().err)
     assert (
         main(_perturb_argv(trips_path, points_path, tmp_path / "b.geojson", "--seed", "1", "--progress")) == 0
     )
-    assert "traj" in capsys.readouterr().err  # tqdm's bar, on stderr ("25/25 [...traj/s]")
+    assert _tqdm_bar(capsys.readouterr().err)
 
 
-def test_progress_default_needs_a_terminal_and_a_long_run():
-    from geoldp.cli import PROGRESS_MIN_ROWS, _show_progress, build_parser
+def test_progress_bar_by_itself_only_for_long_runs_on_a_terminal(tmp_path, files, monkeypatch):
+    pytest.importorskip("tqdm")
+    import io
 
-    class Tty:
-        def __init__(self, tty):
-            self.tty = tty
+    import geoldp.cli as cli
 
+    class TerminalStderr(io.StringIO):
         def isatty(self):
-            return self.tty
+            return True
 
-    args = build_parser().parse_args(["perturb", "t", "--points", "p", "--epsilon", "1", "-o", "o.geojson"])
-    assert _show_progress(args, Tty(True), PROGRESS_MIN_ROWS)
-    assert not _show_progress(args, Tty(True), PROGRESS_MIN_ROWS - 1)
-    assert not _show_progress(args, Tty(False), 10 * PROGRESS_MIN_ROWS)
-    args.no_progress = True
-    assert not _show_progress(args, Tty(True), 10 * PROGRESS_MIN_ROWS)
+    trips_path, points_path = files
+    cases = [(10**9, [], False), (25, [], True), (25, ["--no-progress"], False)]
+    for min_rows, extra, expected in cases:
+        monkeypatch.setattr(cli, "PROGRESS_MIN_ROWS", min_rows)
+        err = TerminalStderr()
+        monkeypatch.setattr(sys, "stderr", err)
+        assert (
+            main(_perturb_argv(trips_path, points_path, tmp_path / "o.geojson", "--seed", "1", *extra)) == 0
+        )
+        assert _tqdm_bar(err.getvalue()) is expected, (min_rows, extra)
