@@ -118,20 +118,21 @@ def test_sidebar_lists_every_toctree_page(html_dir, page):
     assert not missing, f"{page}.html: the sidebar has no link to {missing}"
 
 
-def _chromium(*args: str) -> subprocess.CompletedProcess:
-    cmd = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars"]
-    cmd += ["--no-first-run", f"--window-size={WIDTH},1400", *args]
+def _chromium(profile: Path, *args: str) -> subprocess.CompletedProcess:
+    # --no-sandbox: CI runs as root; a throw-away profile keeps runs independent of ~/.config.
+    cmd = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--no-first-run"]
+    cmd += [f"--user-data-dir={profile}", f"--window-size={WIDTH},1400", *args]
     return subprocess.run(cmd, capture_output=True, text=True, timeout=300)
 
 
 @needs_chromium
 @pytest.mark.parametrize("page", PAGES)
-def test_browser_layout_at_1280px(html_dir, page):
+def test_browser_layout_at_1280px(html_dir, page, tmp_path):
     source = (html_dir / f"{page}.html").read_text(encoding="utf-8")
     probe = html_dir / f"_layout_probe_{page}.html"  # same folder, so relative CSS/JS links resolve
     probe.write_text(source.replace("</body>", LAYOUT_PROBE + "</body>"), encoding="utf-8")
     try:
-        proc = _chromium("--dump-dom", probe.as_uri())
+        proc = _chromium(tmp_path / "profile", "--dump-dom", probe.as_uri())
     finally:
         probe.unlink()
     found = re.search(r'<pre id="geoldp-layout"[^>]*>([^<]*)</pre>', proc.stdout)
@@ -151,7 +152,7 @@ def test_screenshot(html_dir, page, tmp_path):
     out_dir.mkdir(parents=True, exist_ok=True)
     png = out_dir / f"{page}-{WIDTH}px.png"
     png.unlink(missing_ok=True)
-    proc = _chromium(f"--screenshot={png}", (html_dir / f"{page}.html").as_uri())
+    proc = _chromium(tmp_path / "profile", f"--screenshot={png}", (html_dir / f"{page}.html").as_uri())
     assert png.is_file(), f"no screenshot:\n{proc.stderr[-2000:]}"
     header = png.read_bytes()[:24]
     assert header[:8] == b"\x89PNG\r\n\x1a\n"
