@@ -9,6 +9,10 @@ from __future__ import annotations
 
 from importlib.metadata import PackageNotFoundError, version
 
+# First: point numba's on-disk cache away from the installed package, before any module below is decorated
+# with ``numba.njit(cache=True)``.
+from geoldp import _numba_cache  # noqa: F401  # isort: skip
+
 # Importing the accessor module registers ``GeoDataFrame.ldp`` as a side effect.
 from geoldp import accessor as _accessor  # noqa: F401
 from geoldp import points

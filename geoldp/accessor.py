@@ -653,3 +653,42 @@ class LDPAccessor:
             bins=bins,
             rng=rng,
         )
+
+    def explore(self, original: Any = None, points: Any = None, *, denoised: Any = None) -> Any:
+        """An interactive folium map of this release, with one toggleable layer per frame.
+
+        Parameters
+        ----------
+        original : geopandas.GeoDataFrame or geopandas.GeoSeries, optional
+            The original trajectories (any CRS), drawn under the release for comparison.
+        points : geopandas.GeoDataFrame, geopandas.GeoSeries or geoldp.PointSet, optional
+            The public point set (its layer starts hidden).
+        denoised : geopandas.GeoDataFrame or geopandas.GeoSeries, optional
+            Trajectories the collector estimated from the release.
+
+        Returns
+        -------
+        folium.Map
+            Layers ``"original"``, ``"released"``, ``"denoised"``, ``"public points"`` (those given) and a
+            layer control. Only geometries and row labels are embedded; a map with ``original`` is as
+            private as the original trajectories.
+
+        Raises
+        ------
+        ImportError
+            folium is not installed (``pip install "geoldp[explore]"``).
+        TypeError, ValueError
+            A frame of the wrong type, or without a CRS.
+
+        See Also
+        --------
+        geoldp.explore.explore_release : full documentation.
+
+        Examples
+        --------
+        >>> m = out.ldp.explore(original=trips, points=pois)  # doctest: +SKIP
+        >>> m.save("compare.html")  # doctest: +SKIP
+        """
+        from geoldp import explore
+
+        return explore.explore_release(self._obj, original, points, denoised=denoised)

@@ -257,6 +257,56 @@ def _public_points(args: argparse.Namespace) -> tuple[Path | None, Any]:
         return None, public_points.grid(args.area, args.grid)
 
 
+# perturb's preparation and progress options
+
+
+def _nonnegative_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a number >= 0, got {text!r}") from None
+    if not (0.0 <= value < float("inf")):
+        raise argparse.ArgumentTypeError(f"must be a number >= 0, got {text!r}")
+    return value
+
+
+def _min_two_int(text: str) -> int:
+    value = _positive_int(text)
+    if value < 2:
+        raise argparse.ArgumentTypeError(f"must be an integer >= 2, got {text!r}")
+    return value
+
+
+#: ``geoldp perturb`` shows a progress bar by itself (stderr a terminal) from this many trajectories on.
+PROGRESS_MIN_ROWS = 1_000
+
+
+def _prepare_trips(trips: Any, args: argparse.Namespace) -> Any:
+    """Apply ``--simplify`` and ``--max-points`` (geoldp.prepare), before perturbation."""
+    if args.simplify is None and args.max_points is None:
+        return trips
+    from geoldp import prepare
+
+    if args.traj_id_col is not None:
+        raise UserError(
+            "--simplify and --max-points need LineString trips, not Point rows with --traj-id-col; build "
+            "one LineString per trajectory first (geoldp.prepare.trajectories_from_points)"
+        )
+    if args.simplify is not None:
+        return prepare.simplify(trips, args.simplify, max_points=args.max_points)
+    return prepare.resample(trips, max_points=args.max_points)
+
+
+def _show_progress(args: argparse.Namespace, stderr: TextIO, n_rows: int) -> bool:
+    """``--progress`` forces the bar, ``--no-progress`` hides it; else only for long runs on a terminal."""
+    if args.no_progress:
+        return False
+    if args.progress:
+        return True
+    isatty = getattr(stderr, "isatty", None)
+    return bool(isatty and isatty()) and n_rows >= PROGRESS_MIN_ROWS
+
+
 def _cmd_perturb(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     points_path, grid_points = _public_points(args)  # usage errors first, as argparse's own
     trips_path = _existing_file(args.trips, "TRIPS")
@@ -287,8 +337,9 @@ def _cmd_perturb(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> in
         points = grid_points
         if points_path is not None:
             with _stage(f"cannot read POINTS '{args.points}'"):
-                points = gio.read_points(points_path)
-        progress = (not args.no_progress) and stderr.isatty()
+                points = gio.read_points(points_path, **({"crs": args.points_crs} if args.points_crs else {}))
+        trips = _prepare_trips(trips, args)
+        progress = _show_progress(args, stderr, len(trips))
         out = trips.ldp.perturb(
             points,
             mechanism=args.mechanism,
@@ -535,12 +586,40 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="another mechanism option, e.g. sector_convention='floor' (repeatable)",
     )
-    p.add_argument("--no-progress", action="store_true", help="never show a progress bar")
     p.add_argument(
         "--overwrite",
         action="store_true",
         help="replace an existing OUT (and OUT.ledger.json); without it an existing output is an error",
     )
+    p.add_argument(
+        "--points-crs",
+        metavar="CRS",
+        default=None,
+        help="CRS of POINTS coordinates for CSV input (default EPSG:4326), or declared if the file has none",
+    )
+    p.add_argument(
+        "--simplify",
+        type=_nonnegative_float,
+        metavar="TOL_M",
+        default=None,
+        help="first simplify each trip (Douglas-Peucker, tolerance in metres; geoldp.prepare.simplify)",
+    )
+    p.add_argument(
+        "--max-points",
+        type=_min_two_int,
+        metavar="N",
+        default=None,
+        help="first resample trips longer than N vertices to N evenly spaced vertices "
+        "(geoldp.prepare.resample): epsilon is shared by fewer vertices, each keeps more of it",
+    )
+    progress = p.add_mutually_exclusive_group()
+    progress.add_argument(
+        "--progress",
+        action="store_true",
+        help=f"always show a progress bar on stderr (needs tqdm; default: only from {PROGRESS_MIN_ROWS} "
+        "trajectories on, when stderr is a terminal)",
+    )
+    progress.add_argument("--no-progress", action="store_true", help="never show a progress bar")
     p.set_defaults(func=_cmd_perturb)
 
     d = sub.add_parser(

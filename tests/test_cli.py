@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 
@@ -773,3 +774,144 @@ def test_warnings_before_an_error_are_not_printed(tmp_path, files, capsys):
     assert code == 1
     line = _single_error_line(capsys.readouterr().err)
     assert "snap_max_km" in line
+
+
+# -- perturb: --max-points, --simplify, --points-crs, progress -------------------------------------
+
+
+def _perturb_argv(trips_path, points_path, out, *extra):
+    return [
+        "perturb",
+        str(trips_path),
+        "--points",
+        str(points_path),
+        "--epsilon",
+        "4",
+        "-o",
+        str(out),
+        *extra,
+    ]
+
+
+def test_max_points_resamples_before_perturbing(tmp_path, files, city, capsys):
+    from geoldp.prepare import resample
+
+    points, trips = city
+    trips_path, points_path = files
+    assert max(len(g.coords) for g in trips.geometry) > 3  # the option has something to do
+    out = tmp_path / "out.geojson"
+    code = main(_perturb_argv(trips_path, points_path, out, "--max-points", "3", "--seed", "7"))
+    assert code == 0, capsys.readouterr().err
+    back = _read_back(out)
+    assert max(len(g.coords) for g in back.geometry) <= 3
+    # the same as preparing by hand, then perturbing with the same seed
+    expected = resample(gpd.read_file(trips_path), max_points=3).ldp.perturb(
+        gpd.read_file(points_path), mechanism="atp", epsilon=4.0, rng=7
+    )
+    got = shapely.get_coordinates(np.asarray(back.geometry.values))
+    want = shapely.get_coordinates(np.asarray(expected.geometry.values))
+    np.testing.assert_allclose(got, want, rtol=0, atol=1e-9)
+
+
+def test_simplify_with_a_huge_tolerance_keeps_the_end_points(tmp_path, files, city, capsys):
+    points, trips = city
+    trips_path, points_path = files
+    out = tmp_path / "out.geojson"
+    code = main(_perturb_argv(trips_path, points_path, out, "--simplify", "1e7", "--seed", "1"))
+    assert code == 0, capsys.readouterr().err
+    back = _read_back(out)
+    # Douglas-Peucker with a tolerance larger than the city keeps only the first and last vertex
+    assert [len(g.coords) for g in back.geometry] == [2] * len(trips)
+    assert len(back) == len(trips) and back.crs == trips.crs
+
+
+def test_simplify_and_max_points_on_point_rows_is_one_line_error(tmp_path, city, capsys):
+    points, trips = city
+    df = pd.DataFrame(
+        [{"tid": 0, "t": k, "lon": x, "lat": y} for k, (x, y) in enumerate(trips.geometry[0].coords)]
+    )
+    fixes = gpd.GeoDataFrame(df, geometry=gpd.points_from_xy(df["lon"], df["lat"]), crs="EPSG:4326")
+    trips_path = tmp_path / "fixes.gpkg"
+    fixes.to_file(trips_path, driver="GPKG")
+    points_path = tmp_path / "points.gpkg"
+    points.to_file(points_path, driver="GPKG")
+    argv = _perturb_argv(
+        trips_path, points_path, tmp_path / "o.gpkg", "--traj-id-col", "tid", "--max-points", "3"
+    )
+    assert main(argv) == 1
+    line = _single_error_line(capsys.readouterr().err)
+    assert "--max-points" in line and "trajectories_from_points" in line
+
+
+@pytest.mark.parametrize(
+    "extra, match",
+    [
+        (["--max-points", "1"], "--max-points"),
+        (["--max-points", "x"], "--max-points"),
+        (["--simplify", "-5"], "--simplify"),
+        (["--simplify", "nan"], "--simplify"),
+        (["--progress", "--no-progress"], "not allowed with"),
+    ],
+)
+def test_new_perturb_options_usage_errors(tmp_path, files, extra, match, capsys):
+    trips_path, points_path = files
+    assert main(_perturb_argv(trips_path, points_path, tmp_path / "o.geojson", *extra)) == 2
+    assert match in _single_error_line(capsys.readouterr().err)
+
+
+def test_points_crs_declares_the_crs_of_a_points_csv(tmp_path, files, city, capsys):
+    points, trips = city
+    trips_path, _ = files
+    metric = points.to_crs("EPSG:3857")
+    points_csv = tmp_path / "points_3857.csv"
+    pd.DataFrame({"x": metric.geometry.x, "y": metric.geometry.y}).to_csv(points_csv, index=False)
+    out = tmp_path / "out.geojson"
+    code = main(_perturb_argv(trips_path, points_csv, out, "--points-crs", "EPSG:3857", "--seed", "2"))
+    err = capsys.readouterr().err
+    assert code == 0, err
+    # every output vertex is one of the public points, back in the trips' CRS (WGS 84)
+    released = shapely.get_coordinates(np.asarray(_read_back(out).geometry.values))
+    public = shapely.get_coordinates(np.asarray(points.geometry.values))
+    nearest = np.min(np.abs(released[:, None, :] - public[None, :, :]).max(axis=2), axis=1)
+    assert nearest.max() < 1e-7
+    # without the option the metre values are read as degrees: a one-line error, not a silent mistake
+    assert main(_perturb_argv(trips_path, points_csv, tmp_path / "bad.geojson")) == 1
+    _single_error_line(capsys.readouterr().err)
+
+
+def _tqdm_bar(err: str) -> bool:
+    # tqdm's bar for the 25 trips, e.g. "geoldp:   0%|          | 0/25 [00:00<?, ?traj/s]"
+    return re.search(r"\d+/25 \[", err) is not None
+
+
+def test_progress_bar_on_request(tmp_path, files, capsys):
+    pytest.importorskip("tqdm")
+    trips_path, points_path = files
+    # capsys' stderr is not a terminal, and 25 trips is a short run: no bar by default
+    assert main(_perturb_argv(trips_path, points_path, tmp_path / "a.geojson", "--seed", "1")) == 0
+    assert not _tqdm_bar(capsys.readouterr().err)
+    assert (
+        main(_perturb_argv(trips_path, points_path, tmp_path / "b.geojson", "--seed", "1", "--progress")) == 0
+    )
+    assert _tqdm_bar(capsys.readouterr().err)
+
+
+def test_progress_bar_by_itself_only_for_long_runs_on_a_terminal(tmp_path, files, monkeypatch):
+    pytest.importorskip("tqdm")
+    import io
+
+    import geoldp.cli as cli
+
+    class TerminalStderr(io.StringIO):
+        def isatty(self):
+            return True
+
+    trips_path, points_path = files
+    cases = [(10**9, [], False), (25, [], True), (25, ["--no-progress"], False)]
+    for k, (min_rows, extra, expected) in enumerate(cases):
+        monkeypatch.setattr(cli, "PROGRESS_MIN_ROWS", min_rows)
+        err = TerminalStderr()
+        monkeypatch.setattr(sys, "stderr", err)
+        out = tmp_path / f"o{k}.geojson"  # a new output each time: outputs are never overwritten silently
+        assert main(_perturb_argv(trips_path, points_path, out, "--seed", "1", *extra)) == 0
+        assert _tqdm_bar(err.getvalue()) is expected, (min_rows, extra)

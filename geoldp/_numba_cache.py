@@ -1,0 +1,76 @@
+"""Where numba keeps geoldp's compiled-code cache: a per-user directory, never inside the installed package.
+
+geoldp's kernels use ``numba.njit(cache=True)``. By default numba writes that cache next to the source,
+into ``site-packages/geoldp/**/__pycache__``. Those files are not in the wheel's RECORD, so ``pip
+uninstall`` (or a later ``pip install -e .``) leaves the folders behind, and ``import geoldp`` then finds an
+empty namespace package instead of the editable install. So before any geoldp module is decorated (this
+module is imported first by ``geoldp/__init__.py``), point numba's cache directory, ``numba.config.CACHE_DIR``
+(the setting behind the ``NUMBA_CACHE_DIR`` environment variable), to a per-user cache directory:
+
+1. a directory the user chose (``NUMBA_CACHE_DIR``, or ``cache_dir`` in a ``.numba_config.yaml``) is kept;
+2. otherwise ``$XDG_CACHE_HOME/geoldp/numba`` (``~/.cache/geoldp/numba``; ``%LOCALAPPDATA%\\geoldp\\numba``
+   on Windows, ``~/Library/Caches/geoldp/numba`` on macOS);
+3. if that cannot be created or written, a fresh private temporary directory, removed at exit: the cache
+   then lasts one process, but geoldp still works and still writes nothing into its own package.
+
+Like ``NUMBA_CACHE_DIR``, the setting is process-wide: other numba libraries imported afterwards cache there
+too (in subfolders named after their own source folders). Compiled code is all that is cached; it holds no
+input data.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+import numba
+
+
+def default_cache_dir() -> Path:
+    """The per-user directory for geoldp's numba cache (not created here)."""
+    if sys.platform == "win32":
+        base = os.environ.get("LOCALAPPDATA") or str(Path.home() / "AppData" / "Local")
+    elif sys.platform == "darwin":
+        base = str(Path.home() / "Library" / "Caches")
+    else:
+        base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "geoldp" / "numba"
+
+
+def _writable(path: Path) -> bool:
+    # The same test numba's locators make: create the folder, then a temporary file inside it.
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        tempfile.TemporaryFile(dir=path).close()
+    except OSError:
+        return False
+    return True
+
+
+def configure() -> str:
+    """Set ``numba.config.CACHE_DIR`` unless the user chose one; return the directory in use.
+
+    Returns an empty string when no writable directory could be found at all (numba then keeps its own
+    fallbacks, and compiling without a cache still works).
+    """
+    chosen = getattr(numba.config, "CACHE_DIR", "")
+    if chosen:
+        return str(chosen)
+    path = default_cache_dir()
+    if not _writable(path):
+        try:
+            # mkdtemp makes a directory only this user can read: numba's cache files are pickles, so a
+            # shared, predictable temporary path could be pre-filled by someone else.
+            path = Path(tempfile.mkdtemp(prefix="geoldp-numba-"))
+        except OSError:
+            return ""
+        atexit.register(shutil.rmtree, path, ignore_errors=True)
+    numba.config.CACHE_DIR = str(path)  # type: ignore[attr-defined]  # set at import from the environment
+    return str(path)
+
+
+CACHE_DIR = configure()

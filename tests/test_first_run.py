@@ -1,0 +1,72 @@
+"""A first run that just works: numba's cache never lands inside the installed geoldp package.
+
+Each check runs geoldp in a fresh interpreter from a copy of the package (so that nothing cached earlier in
+the source tree can hide a regression), compiles one cached kernel, and then looks at where numba wrote.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import geoldp
+
+SOURCE = Path(geoldp.__file__).resolve().parent
+
+# Compiles (or loads) one small ``njit(cache=True)`` kernel and prints numba's cache directory.
+SNIPPET = """
+import numba, geoldp
+from geoldp.trajectory.calibration import sw_estimate
+assert sw_estimate(0.5, 0.25, 2.0) == (0.5 + 0.25) * 2.0 / 1.5
+print(numba.config.CACHE_DIR)
+"""
+
+
+def _cache_files(root: Path) -> list[Path]:
+    return sorted(p for p in root.rglob("*") if p.suffix in (".nbi", ".nbc"))
+
+
+def _run(tmp_path: Path, env_updates: dict[str, str]) -> tuple[str, Path]:
+    package = tmp_path / "site" / "geoldp"
+    shutil.copytree(SOURCE, package, ignore=shutil.ignore_patterns("__pycache__"))
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_CACHE_DIR"}
+    env.update(env_updates, PYTHONPATH=str(package.parent))
+    proc = subprocess.run(
+        [sys.executable, "-c", SNIPPET], env=env, cwd=tmp_path, capture_output=True, text=True, timeout=600
+    )
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout.strip().splitlines()[-1], package
+
+
+def test_cache_goes_to_the_per_user_cache_dir(tmp_path):
+    cache_home = tmp_path / "xdg"
+    used, package = _run(tmp_path, {"XDG_CACHE_HOME": str(cache_home)})
+    if sys.platform.startswith("linux"):
+        assert Path(used) == cache_home / "geoldp" / "numba"
+    assert _cache_files(Path(used)), "numba wrote no cache files into the configured directory"
+    assert _cache_files(package) == [], "numba wrote its cache inside the package"
+
+
+def test_user_set_numba_cache_dir_is_respected(tmp_path):
+    chosen = tmp_path / "mine"
+    used, package = _run(tmp_path, {"NUMBA_CACHE_DIR": str(chosen), "XDG_CACHE_HOME": str(tmp_path / "xdg")})
+    assert Path(used) == chosen
+    assert _cache_files(chosen)
+    assert not (tmp_path / "xdg" / "geoldp").exists()
+    assert _cache_files(package) == []
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="XDG_CACHE_HOME is the Linux cache base")
+def test_unwritable_cache_dir_degrades_to_a_private_temporary_dir(tmp_path):
+    # A regular file where the cache base should be: the directory cannot be created, even by root.
+    blocker = tmp_path / "not-a-dir"
+    blocker.write_text("")
+    used, package = _run(tmp_path, {"XDG_CACHE_HOME": str(blocker), "TMPDIR": str(tmp_path)})
+    assert Path(used).parent == tmp_path and Path(used).name.startswith("geoldp-numba-")
+    assert not Path(used).exists(), "the temporary cache directory outlived the process"
+    assert _cache_files(package) == []
