@@ -46,13 +46,13 @@ Exact samplers
   and d is symmetric bitwise). The tie-break is the reference's. Longer arcs or no grid: full scan.
 * **ATP calibration** (§8.4): ΔR (exact: chunk bounding boxes, chord scan, kernel on the near-maximal
   points), Σ_p d, and for the 11 test values #{d ≤ t_k}, Σ_{d ≤ t_k} d, #{d < t_k}, Σ_{d < t_k} d are
-  computed by one blocked, vectorised O(|P|) pass per distinct perturbed anchor and cached on the index
-  (47 floats per anchor), so η for any r̂ is O(1). Distances closer to a threshold than the error bound are
-  re-evaluated with the kernel, so |C| and the membership of C are exactly the reference's; the sums use
-  the chord formula, so η differs from the reference's sequential kernel sum in the last few digits only
-  (tested ≤ 1e−10 relative; Ω tested identical). So Ω could differ from the reference's only if a public
-  point lay within about 1e−8 m of R̃; both are functions of public values, so privacy is unaffected. This
-  pass dominates ATP at large |P|
+  computed by one blocked, vectorised O(|P|) pass per distinct perturbed anchor and kept for the rest of the
+  call only (47 floats per anchor; which anchors were visited is private), so η for any r̂ is O(1).
+  Distances closer to a threshold than the error bound are re-evaluated with the kernel, so |C| and the
+  membership of C are exactly the reference's; the sums use the chord formula, so η differs from the
+  reference's sequential kernel sum in the last few digits only (tested ≤ 1e−10 relative; Ω tested
+  identical). So Ω could differ from the reference's only if a public point lay within about 1e−8 m of R̃;
+  both are functions of public values, so privacy is unaffected. This pass dominates ATP at large |P|
   (docs/performance.md).
 
 Implementation notes: the numba functions that do not allocate are compiled with ``_nrt=False`` (reference
@@ -60,7 +60,7 @@ counting of array arguments made every call pay atomic operations: ~4× slower),
 computed in registers (same words as :mod:`geoldp._random`, tested).
 
 Memory is O(|P| + total points): the grid (CSR, ~15 length-|P| arrays), seven length-|P| work arrays per
-call, and the calibration cache (47 float64 per visited anchor).
+call, and the per-call calibration table (47 float64 per visited anchor).
 """
 
 from __future__ import annotations
@@ -213,7 +213,7 @@ class FastIndex:
         self.ssx, self.ssy, self.ssz = (np.ascontiguousarray(self.sxyz[:, k]) for k in range(3))
         # bounding boxes of consecutive chunks of the cell-sorted order (for the farthest-point bound)
         n_chunks = (m + _CHUNK - 1) // _CHUNK
-        cbox = np.zeros((n_chunks, 7))
+        cbox = np.zeros((n_chunks, 6))
         for c in range(n_chunks):
             part = self.sxyz[c * _CHUNK : (c + 1) * _CHUNK]
             cbox[c, 0:3] = part.min(axis=0)
@@ -225,7 +225,6 @@ class FastIndex:
         self.m = m
         self.delta = float(points.diameter_m)
         self._kdtree = None
-        self.calibration: dict = {}
 
     def kdtree(self):
         """scipy cKDTree over the unit vectors (lazy; used for the ATP anchor p_α)."""
@@ -950,7 +949,7 @@ def _block_to_dist(buf, n, hmax):
 
 
 @_jit
-def _farthest(a, lam, phi, ox, oy, oz, sx, sy, sz, order, cbox, buf):
+def _farthest(a, lam, phi, ox, oy, oz, sx, sy, sz, order, cbox, buf, smax):
     """ΔR = max_p haversine(P_a, P_p) exactly: chunk bounding boxes bound the chord, the best chunks are
     scanned with the chord formula and the near-maximal points with the reference kernel."""
     ax = ox[a]
@@ -975,13 +974,13 @@ def _farthest(a, lam, phi, ox, oy, oz, sx, sy, sz, order, cbox, buf):
                 s_min += dh * dh
             w = max(abs(dl), abs(dh))
             s_max += w * w
-        cbox[c, 6] = s_max
+        smax[c] = s_max  # per-call scratch: it depends on the (private) anchor
         if s_min > lb:
             lb = s_min
     lb = lb * (1.0 - 1e-9) - 1e-18
     hbest = 0.0
     for c in range(n_chunks):
-        if cbox[c, 6] < lb:
+        if smax[c] < lb:
             continue
         start = c * _CHUNK
         stop = min(m, start + _CHUNK)
@@ -992,7 +991,7 @@ def _farthest(a, lam, phi, ox, oy, oz, sx, sy, sz, order, cbox, buf):
     dr = 0.0
     thr = hbest * (1.0 - 1e-9) - 1e-15
     for c in range(n_chunks):
-        if cbox[c, 6] < lb:
+        if smax[c] < lb:
             continue
         start = c * _CHUNK
         stop = min(m, start + _CHUNK)
@@ -1016,7 +1015,7 @@ def _calibration_pass(a, lam, phi, ox, oy, oz, sx, sy, sz, order, cbox, b, input
     """
     m = lam.shape[0]
     buf = tmp[64 : 64 + _BLOCK]
-    dr = _farthest(a, lam, phi, ox, oy, oz, sx, sy, sz, order, cbox, buf)
+    dr = _farthest(a, lam, phi, ox, oy, oz, sx, sy, sz, order, cbox, buf, tmp[64 + _BLOCK :])
     t = tmp[0:11]
     _thresholds(dr, b, input_mapping, t)
     tol = 1e-6 + 1e-10 * dr
@@ -1888,18 +1887,13 @@ def perturb_fast(flat_idx, offsets, points, mechanism, key, first_stream) -> np.
         continuous = mechanism.sw_output == "continuous"
         input_mapping = mechanism.distance_mapping == "input"
         anchors = _anchors(flat, offsets, index, mechanism.anchor_mean == "vector")
-        # one calibration cache per distinct SW half-width b (normally one), kept on the index
+        # one calibration table per distinct SW half-width b (normally one). It is allocated for this
+        # call only: which anchors it fills reveals the perturbed anchors drawn, so it must not outlive
+        # the call (np.zeros is lazily committed by the OS, so only the visited rows cost memory).
         bs = sorted({float(b) for b in sw_b[lengths[lengths >= 2]].ravel()})
         arrays = []
         for j, b in enumerate(bs):
-            ck = (b, input_mapping)
-            arr = index.calibration.get(ck)
-            if arr is None:
-                arr = np.zeros((m, 47))
-                if len(index.calibration) >= 4:
-                    index.calibration.clear()
-                index.calibration[ck] = arr
-            arrays.append(arr)
+            arrays.append(np.zeros((m, 47)))
             cal_slot[sw_b == b] = j
         cal_f = arrays[0][None] if len(arrays) == 1 else np.stack(arrays)
     n_rows = int(index.gi[1])
@@ -1907,7 +1901,7 @@ def perturb_fast(flat_idx, offsets, points, mechanism, key, first_stream) -> np.
         np.zeros(16, dtype=np.uint32),
         np.zeros(3, dtype=np.int64),
         np.zeros((2, max(m, 4)), dtype=np.int64),
-        np.zeros((4, max(m, 64 + _BLOCK))),
+        np.zeros((4, max(m, 64 + _BLOCK + index.cbox.shape[0]))),
         np.zeros((6, n_rows), dtype=np.int64),
         np.zeros((8, 3)),
         np.zeros((40, 3)),

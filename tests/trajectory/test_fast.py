@@ -360,7 +360,7 @@ def test_calibration_matches_reference(town, input_mapping):
     idx = F.get_index(P)
     m = len(P)
     cal = np.zeros((1, m, 47))
-    tmp = np.zeros(64 + F._BLOCK)
+    tmp = np.zeros(64 + F._BLOCK + idx.cbox.shape[0])
     rng = np.random.default_rng(1)
     row = np.empty(m)
     for b, eps_r in ((0.358155424611167, 0.5), (0.0304, 4.0)):
