@@ -261,7 +261,8 @@ def get_index(points) -> FastIndex:
 
 # Allocation-free numba functions are compiled without NRT reference counting: with it, every call that
 # passes arrays costs atomic increments/decrements, which dominated the run time (~4× slower).
-_jit = numba.njit(cache=True, _nrt=False)
+# nogil: the driver runs in threads (``n_jobs``, Dask's threaded scheduler) without holding the GIL
+_jit = numba.njit(cache=True, _nrt=False, nogil=True)
 
 
 @numba.njit(cache=True)
@@ -1586,7 +1587,7 @@ def _tables(mechanism, lengths, m):
     return g, eps_single, eps_piv, eps_np, lie, eps_anc, eps_rad, sw_b, eps_dec
 
 
-def perturb_fast(flat_idx, offsets, points, mechanism, key, first_stream) -> np.ndarray:
+def perturb_fast(flat_idx, offsets, points, mechanism, key, first_stream, n_jobs: int = 1) -> np.ndarray:
     """Perturb trajectories given as flat indices into ``points`` with the numba fast path.
 
     Parameters
@@ -1602,6 +1603,9 @@ def perturb_fast(flat_idx, offsets, points, mechanism, key, first_stream) -> np.
         ChaCha20 key, drawn once per call from the caller's RandomSource.
     first_stream : int
         Global index of the first trajectory (stream id of trajectory i is ``first_stream + i``).
+    n_jobs : int, default 1
+        Threads over contiguous chunks of trajectories (the kernel releases the GIL). Every trajectory
+        draws from its own stream, so the output is identical for any ``n_jobs``.
 
     Returns
     -------
@@ -1647,26 +1651,8 @@ def perturb_fast(flat_idx, offsets, points, mechanism, key, first_stream) -> np.
     else:
         nodes, levels = tree.nodes, tree.levels
     n_rows = int(index.gi[1])
-    work = (
-        np.zeros(16, dtype=np.uint32),
-        np.zeros(3, dtype=np.int64),
-        np.zeros((2, max(m, 4)), dtype=np.int64),
-        np.zeros((4, max(m, 64))),
-        np.zeros((6, n_rows), dtype=np.int64),
-        np.zeros((8, 3)),
-        np.zeros((40, 3)),
-        np.zeros(8, dtype=np.int64),
-        np.zeros(_reg.N_REGION),
-        np.zeros((2, int(lengths.max())), dtype=np.int64),
-        np.zeros(_reg.STACK, dtype=np.int64),
-        np.zeros(8),
-    )
-    _run(
-        flat,
-        offsets,
-        kind,
-        key,
-        np.int64(first_stream),
+    max_len = int(lengths.max())
+    consts = (
         index.lam,
         index.phi,
         index.xyz,
@@ -1693,18 +1679,58 @@ def perturb_fast(flat_idx, offsets, points, mechanism, key, first_stream) -> np.
         buckets,
         continuous,
         input_mapping,
-        anchors,
-        nodes,
-        levels,
-        tree is not None,
-        float(_REGION_TOL_PT),
-        bool(_EAGER_REGION[0]),
-        out,
-        stats,
-        int(_prop[0]),
-        int(_prop[1]),
-        *work,
     )
+    region = (nodes, levels, tree is not None, float(_REGION_TOL_PT), bool(_EAGER_REGION[0]))
+    prop = (int(_prop[0]), int(_prop[1]))
+
+    def run_chunk(t0: int, t1: int) -> np.ndarray:
+        """Trajectories t0..t1−1 into ``out`` (each thread has its own work arrays and counters)."""
+        st = np.zeros(_N_STATS, dtype=np.int64)
+        work = (
+            np.zeros(16, dtype=np.uint32),
+            np.zeros(3, dtype=np.int64),
+            np.zeros((2, max(m, 4)), dtype=np.int64),
+            np.zeros((4, max(m, 64))),
+            np.zeros((6, n_rows), dtype=np.int64),
+            np.zeros((8, 3)),
+            np.zeros((40, 3)),
+            np.zeros(8, dtype=np.int64),
+            np.zeros(_reg.N_REGION),
+            np.zeros((2, max_len), dtype=np.int64),
+            np.zeros(_reg.STACK, dtype=np.int64),
+            np.zeros(8),
+        )
+        a0, a1 = int(offsets[t0]), int(offsets[t1])
+        _run(
+            flat[a0:a1],
+            offsets[t0 : t1 + 1] - offsets[t0],
+            kind,
+            key,
+            np.int64(first_stream + t0),
+            *consts,
+            anchors[t0:t1] if anchors.shape[0] == n_traj else anchors,
+            *region,
+            out[a0:a1],
+            st,
+            *prop,
+            *work,
+        )
+        return st
+
+    n_jobs = max(1, min(int(n_jobs), n_traj))
+    if n_jobs == 1:
+        stats += run_chunk(0, n_traj)
+    else:
+        from concurrent.futures import ThreadPoolExecutor
+
+        # contiguous chunks of about equal point counts, a few per thread for balance
+        n_chunks = min(n_traj, 4 * n_jobs)
+        cuts = np.searchsorted(offsets, np.linspace(0, offsets[-1], n_chunks + 1)).astype(np.int64)
+        cuts[0], cuts[-1] = 0, n_traj
+        cuts = np.unique(np.clip(cuts, 0, n_traj))
+        with ThreadPoolExecutor(max_workers=n_jobs) as pool:
+            for st in pool.map(run_chunk, cuts[:-1].tolist(), cuts[1:].tolist()):
+                stats += st
     _LAST_STATS.clear()
     if COLLECT_STATS:
         _LAST_STATS.update({k: int(v) for k, v in zip(_STAT_NAMES, stats, strict=True)})

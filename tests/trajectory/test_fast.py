@@ -529,3 +529,32 @@ def test_duplicate_public_points_fit_exact_pmf():
         P = PointSet(np.r_[CITY_LON[:5], CITY_LON[1]], np.r_[CITY_LAT[:5], CITY_LAT[1]])
     _assert_fits(make(TP, epsilon=10.0, tie_break="index"), P, [5, 1, 2])
     _assert_fits(make(ATP, epsilon=40.0, sw_buckets=8), P, [1, 5])
+
+
+@pytest.mark.parametrize(
+    "mech", [TP(epsilon=4.0), ATP(epsilon=4.0), PointEM(epsilon=4.0)], ids=["tp", "atp", "pem"]
+)
+def test_threads_give_identical_output(town, mech):
+    P, flat, offsets = town
+    one = F.perturb_fast(flat, offsets, P, mech, KEY, 5)
+    for n_jobs in (2, 3, 64):
+        assert np.array_equal(F.perturb_fast(flat, offsets, P, mech, KEY, 5, n_jobs=n_jobs), one)
+    # threads and chunking together: a chunk starting at trajectory 100, run with 2 threads
+    sub = offsets[100:] - offsets[100]
+    part = F.perturb_fast(flat[offsets[100] :], sub, P, mech, KEY, 105, n_jobs=2)
+    assert np.array_equal(part, one[offsets[100] :])
+
+
+def test_engine_n_jobs(town):
+    import geoldp
+
+    P, flat, offsets = town
+    trajs = [flat[offsets[i] : offsets[i + 1]] for i in range(len(offsets) - 1)]
+    a = geoldp.perturb_trajectories(trajs, P, mechanism="atp", epsilon=4.0, rng=3)
+    b = geoldp.perturb_trajectories(trajs, P, mechanism="atp", epsilon=4.0, rng=3, n_jobs=2)
+    c = geoldp.perturb_trajectories(trajs, P, mechanism="atp", epsilon=4.0, rng=3, n_jobs=-1)
+    assert all(np.array_equal(x, y) and np.array_equal(x, z) for x, y, z in zip(a, b, c, strict=True))
+    with pytest.raises(ValueError, match="n_jobs"):
+        geoldp.perturb_trajectories(trajs, P, mechanism="tp", epsilon=4.0, rng=3, n_jobs=0)
+    with pytest.raises(TypeError, match="n_jobs"):
+        geoldp.perturb_trajectories(trajs, P, mechanism="tp", epsilon=4.0, rng=3, n_jobs=1.5)
