@@ -44,23 +44,21 @@ Exact samplers
   (for s* ≤ πR/2). Only grid runs meeting that strip are scanned; points passing the dot-product slab test
   and a chord-distance test are evaluated with the kernel; y_A, y_B enter with s = d(y_A, y_B) (d(y, y) = 0
   and d is symmetric bitwise). The tie-break is the reference's. Longer arcs or no grid: full scan.
-* **ATP calibration** (§8.4): ΔR (exact: chunk bounding boxes, chord scan, kernel on the near-maximal
-  points), Σ_p d, and for the 11 test values #{d ≤ t_k}, Σ_{d ≤ t_k} d, #{d < t_k}, Σ_{d < t_k} d are
-  computed by one blocked, vectorised O(|P|) pass per distinct perturbed anchor and kept for the rest of the
-  call only (47 floats per anchor; which anchors were visited is private), so η for any r̂ is O(1).
-  Distances closer to a threshold than the error bound are re-evaluated with the kernel, so |C| and the
-  membership of C are exactly the reference's; the sums use the chord formula, so η differs from the
-  reference's sequential kernel sum in the last few digits only (tested ≤ 1e−10 relative; Ω tested
-  identical). So Ω could differ from the reference's only if a public point lay within about 1e−8 m of R̃;
-  both are functions of public values, so privacy is unaffected. This pass dominates ATP at large |P|
-  (docs/performance.md).
+* **ATP region** (§8.4–8.6): :mod:`geoldp.trajectory._atp_region`. ΔR is exact (branch and bound on a
+  quadtree of the grid, kernel on the near-maximal points); η is certified in an interval by one traversal
+  of the quadtree (exact |C|, Taylor sums with a rigorous remainder), mapped to an interval of R̃ (calibrate
+  is monotone in η), and Ω is settled lazily: a membership test inside the R̃ interval triggers the exact
+  O(|P|) pass. Every decision equals the one with the exact R̃, so Ω is the reference's (up to the ~1e−8 m
+  rounding of η's chord sums, as before); supersets of Ω use the upper end of the interval. Nothing about
+  the anchors drawn outlives the call.
 
 Implementation notes: the numba functions that do not allocate are compiled with ``_nrt=False`` (reference
 counting of array arguments made every call pay atomic operations: ~4× slower), and the ChaCha20 block is
 computed in registers (same words as :mod:`geoldp._random`, tested).
 
-Memory is O(|P| + total points): the grid (CSR, ~15 length-|P| arrays), seven length-|P| work arrays per
-call, and the per-call calibration table (47 float64 per visited anchor).
+Memory is O(|P| + total points): the grid (CSR, a few length-|P| arrays), the ATP quadtree (12 float64 per
+node, ~0.45 nodes per point) and six length-|P| work arrays per thread (allocated lazily by the OS: only
+the part an enumeration touches is committed).
 """
 
 from __future__ import annotations
