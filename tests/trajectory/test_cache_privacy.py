@@ -10,6 +10,7 @@ secret run.
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import sys
 import types
@@ -63,6 +64,8 @@ def _fingerprint(obj, seen, depth=0):
 
 
 def _state(points):
+    # collect first: a PointSet of an earlier test dying during the run would drop out of the index cache
+    gc.collect()
     mods = {}
     for name, mod in sorted(sys.modules.items()):
         if name == "geoldp" or name.startswith("geoldp."):
