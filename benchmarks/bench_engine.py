@@ -1,27 +1,32 @@
-"""Throughput and peak memory of geoldp's engine (TP, ATP, PointEM) on a synthetic city.
+"""Throughput and peak memory of geoldp's engine (TP, ATP, PointEM) and frame path on a synthetic city.
 
-Plain script (no pytest-benchmark). For every |P| it builds ``geoldp.datasets.synthetic_city`` data (clustered
-public points, trip-like trajectories of lengths 2–8), warms the numba code up on a few trips (so compile
-time is excluded), then times ``geoldp.perturb_trajectories`` for each mechanism and ε and prints a table of
-trajectory points per second and peak memory.
+Plain script (no pytest-benchmark). For every |P| it runs a fresh subprocess that builds
+``geoldp.datasets.synthetic_city`` data (clustered public points, trip-like trajectories of lengths 2–8)
+and a fresh ``PointSet``, then per mechanism and ε:
 
-Columns:
+* ``precompute`` — the one-off public work: the fast path's spatial index and, for ATP, the quadtree of
+  the certified region (built by a warm-up on 20 trips, which also loads or compiles the numba code);
+* ``api`` — ``geoldp.perturb_trajectories(trips, points, rng=2)`` (validation, list handling, fast path);
+* ``kernel`` — ``geoldp.trajectory._fast.perturb_fast`` on the flat index arrays only;
+* ``frame`` (with ``--frame``) — ``trips_gdf.ldp.perturb(points)``: LineStrings in, snapping included,
+  perturbed GeoDataFrame out;
+* ``threads`` (with ``--n-jobs 2``) — the kernel with ``n_jobs`` threads; its speed-up is *wall* time
+  against a one-thread wall time measured next to it (CPU time cannot show a parallel speed-up).
 
-* ``path`` — ``api``: the public ``geoldp.perturb_trajectories`` (validation, list conversion, then the fast
-  path); ``kernel``: ``geoldp.trajectory._fast.perturb_fast`` on the flat index arrays only;
-* ``peak RSS MiB`` — the process's peak resident set size so far (``resource.getrusage``): interpreter,
-  NumPy/numba/GeoPandas, the input data and everything the runs allocated. Each |P| runs in a fresh
-  subprocess, so the value is the high-water mark of that |P|'s runs up to that row.
+Times are CPU seconds of this process (``time.process_time``) unless marked wall: the machine is shared, and
+CPU time is much less sensitive to other users' load than wall time. ``peak RSS MiB`` is the subprocess's
+high-water mark so far (``resource.getrusage``), interpreter and libraries included. Nothing computed
+from the trajectories outlives a call (there is no ATP calibration cache), so rows do not depend on order.
 
-ATP keeps a per-PointSet cache of its calibration quantities (one O(|P|) pass per distinct perturbed anchor).
-Rows marked ``cold`` start with an empty cache (a fresh PointSet); ``warm`` repeats the call with the cache
-filled by the previous ones (what a long-running collector that reuses one PointSet sees).
+``--first-call`` instead measures the CPU time of the first ``perturb_trajectories`` call per mechanism
+in a fresh process with an empty numba cache directory (``NUMBA_CACHE_DIR`` set to a new temporary
+directory): the compile cost a new installation pays once.
 
 Usage::
 
-    python benchmarks/bench_engine.py             # |P| = 1e3, 1e4, 1e5; 20,000 trips; ε = 1, 4, 10
+    python benchmarks/bench_engine.py --sizes 100000 1000000 --trips 100000 --epsilons 4 --frame --n-jobs 2
     python benchmarks/bench_engine.py --quick     # |P| = 1e3, 1e4; 2,000 trips
-    python benchmarks/bench_engine.py --sizes 100000 --mechanisms atp --epsilons 4 --trips 100000
+    python benchmarks/bench_engine.py --first-call
 """
 
 from __future__ import annotations
@@ -32,61 +37,109 @@ import os
 import resource
 import subprocess
 import sys
+import tempfile
 import time
 
 
-def _one_size(m: int, n_trips: int, mechanisms, epsilons, warm: bool, seed: int) -> list[dict]:
+def _rss() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
+
+def _one_size(m: int, n_trips: int, mechanisms, epsilons, seed: int, frame: bool, n_jobs: int) -> list[dict]:
     import geoldp
-    from geoldp.datasets import synthetic_city_arrays
+    from geoldp._random import resolve_rng
+    from geoldp.datasets import synthetic_city, synthetic_city_arrays
     from geoldp.trajectory import _fast
 
-    _fast.COLLECT_STATS = True  # the calibration-pass counters below (off by default: private aggregates)
-
+    _fast.COLLECT_STATS = True  # region counters below (off by default: aggregates of private runs)
     lon, lat, flat, offsets, _ = synthetic_city_arrays(m, n_trips, min_len=2, max_len=8, seed=seed)
     trajs = [flat[offsets[i] : offsets[i + 1]] for i in range(n_trips)]
     n_points = int(flat.shape[0])
-    from geoldp._random import resolve_rng
-
+    gdf_pts = gdf_trips = None
+    if frame:
+        gdf_pts, gdf_trips = synthetic_city(m, n_trips, min_len=2, max_len=8, seed=seed)
     key = resolve_rng(2).stream_key()  # the key perturb_trajectories(..., rng=2) draws: same streams
     rows = []
+
+    def row(name, eps, path, seconds, n, stats=None, wall=False, extra=None):
+        r = {
+            "m": m,
+            "mechanism": name,
+            "epsilon": eps,
+            "path": path,
+            "trips": n_trips,
+            "points": n,
+            "seconds": seconds,
+            "clock": "wall" if wall else "cpu",
+            "points_per_s": n / seconds if seconds > 0 and n else float("nan"),
+            "rss_mib": _rss(),
+            "atp_regions": (stats or {}).get("atp_regions", 0),
+            "exact_eta_passes": (stats or {}).get("exact_eta_passes", 0),
+        }
+        r.update(extra or {})
+        rows.append(r)
+        print(json.dumps(r), file=sys.stderr, flush=True)
+
     for name in mechanisms:
         for eps in epsilons:
-            points = geoldp.PointSet(lon, lat)  # a fresh PointSet: no cached index, no calibration cache
-            _ = points.diameter_m  # the exact diameter is computed once per PointSet (not timed)
+            points = geoldp.PointSet(lon, lat)  # fresh: no spatial index yet
+            _ = points.diameter_m  # the exact diameter (part of every PointSet's construction; not timed)
             mech = {"tp": geoldp.TP, "atp": geoldp.ATP, "pointem": geoldp.PointEM}[name](epsilon=eps)
-            # warm-up: compiles (or loads) the numba code and builds the spatial index
+            # compile/load the numba code on a tiny point set, so the precompute row below is index only
+            tiny = geoldp.PointSet(lon[:50], lat[:50])
+            geoldp.perturb_trajectories([[0, 1, 2]], tiny, mechanism=mech, rng=1)
+            t0 = time.process_time()
             geoldp.perturb_trajectories(trajs[:20], points, mechanism=mech, rng=1)
-            cache = _fast.get_index(points).calibration
-            cache.clear()
-            runs = [("cold", "api")] + ([("warm", "api")] if warm and name == "atp" else [])
-            runs.append(("warm", "kernel"))
-            for label, path in runs:
+            row(name, eps, "precompute", time.process_time() - t0, 0)
+            t0 = time.process_time()
+            geoldp.perturb_trajectories(trajs, points, mechanism=mech, rng=2)
+            row(name, eps, "api", time.process_time() - t0, n_points, _fast.last_stats())
+            t0 = time.process_time()
+            _fast.perturb_fast(flat, offsets, points, mech, key, 0)
+            row(name, eps, "kernel", time.process_time() - t0, n_points, _fast.last_stats())
+            if n_jobs > 1:
                 t0 = time.perf_counter()
-                if path == "api":
-                    geoldp.perturb_trajectories(trajs, points, mechanism=mech, rng=2)
-                else:
-                    _fast.perturb_fast(flat, offsets, points, mech, key, 0)
-                dt = time.perf_counter() - t0
-                stats = _fast.last_stats()
-                rows.append(
-                    {
-                        "m": m,
-                        "mechanism": name,
-                        "epsilon": eps,
-                        "cache": label if name == "atp" else "-",
-                        "path": path,
-                        "trips": n_trips,
-                        "points": n_points,
-                        "seconds": dt,
-                        "points_per_s": n_points / dt,
-                        "rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-                        "calibration_passes": stats.get("calibration_passes", 0),
-                        "enumerations": stats.get("enumerations", 0),
-                        "merge_candidates_per_point": stats.get("merge_candidates", 0) / n_points,
-                    }
-                )
-                print(json.dumps(rows[-1]), file=sys.stderr, flush=True)
+                one = _fast.perturb_fast(flat, offsets, points, mech, key, 0)
+                w1 = time.perf_counter() - t0
+                t0 = time.perf_counter()
+                many = _fast.perturb_fast(flat, offsets, points, mech, key, 0, n_jobs=n_jobs)
+                wn = time.perf_counter() - t0
+                assert (one == many).all()
+                row(name, eps, f"threads={n_jobs}", wn, n_points, wall=True, extra={"speedup": w1 / wn})
+            if frame:
+                pts_frame = geoldp.PointSet.from_geodataframe(gdf_pts)
+                gdf_trips.head(20).ldp.perturb(pts_frame, mechanism=mech, rng=1)  # index, tree, snapper
+                t0 = time.process_time()
+                gdf_trips.ldp.perturb(pts_frame, mechanism=mech, rng=2)
+                row(name, eps, "frame", time.process_time() - t0, n_points)
+    return rows
+
+
+def _first_call(mechanisms) -> list[dict]:
+    """CPU seconds of the first call per mechanism, each in a fresh process with an empty numba cache."""
+    code = (
+        "import time, resource\n"
+        "t0 = time.process_time()\n"
+        "import numpy as np, geoldp\n"
+        "t1 = time.process_time()\n"
+        "P = geoldp.PointSet(np.linspace(0, 0.1, 40), np.linspace(0, 0.1, 40) ** 2)\n"
+        "geoldp.perturb_trajectories([np.arange(5)], P, mechanism='{mech}', epsilon=4.0, rng=0)\n"
+        "print(t1 - t0, time.process_time() - t1)\n"
+    )
+    rows = []
+    for mech in mechanisms:
+        with tempfile.TemporaryDirectory() as cache:
+            env = dict(os.environ, NUMBA_CACHE_DIR=cache)
+            res = subprocess.run(
+                [sys.executable, "-c", code.format(mech=mech)],
+                env=env,
+                check=True,
+                stdout=subprocess.PIPE,
+                text=True,
+            )
+            imp, first = (float(x) for x in res.stdout.split())
+            rows.append({"mechanism": mech, "import_cpu_s": imp, "first_call_cpu_s": first})
+            print(json.dumps(rows[-1]), file=sys.stderr, flush=True)
     return rows
 
 
@@ -96,35 +149,23 @@ def _table(rows: list[dict]) -> str:
         "mech",
         "ε",
         "path",
-        "ATP cache",
-        "trips",
         "points",
         "s",
+        "clock",
         "points/s",
         "peak RSS MiB",
-        "calib. passes",
+        "regions / exact η",
     )
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in rows:
-        lines.append(
-            "| "
-            + " | ".join(
-                [
-                    f"{r['m']:,}",
-                    r["mechanism"].upper() if r["mechanism"] != "pointem" else "PointEM",
-                    f"{r['epsilon']:g}",
-                    r["path"],
-                    r["cache"],
-                    f"{r['trips']:,}",
-                    f"{r['points']:,}",
-                    f"{r['seconds']:.2f}",
-                    f"{r['points_per_s']:,.0f}",
-                    f"{r['rss_mib']:.0f}",
-                    f"{r['calibration_passes']:,}",
-                ]
-            )
-            + " |"
-        )
+        name = r["mechanism"].upper() if r["mechanism"] != "pointem" else "PointEM"
+        pps = f"{r['points_per_s']:,.0f}" if r["points"] else "-"
+        if "speedup" in r:
+            pps += f" ({r['speedup']:.2f}×)"
+        reg = f"{r['atp_regions']:,} / {r['exact_eta_passes']:,}" if r["atp_regions"] else "-"
+        cells = [f"{r['m']:,}", name, f"{r['epsilon']:g}", r["path"], f"{r['points']:,}"]
+        cells += [f"{r['seconds']:.2f}", r["clock"], pps, f"{r['rss_mib']:.0f}", reg]
+        lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
@@ -135,17 +176,24 @@ def main(argv=None) -> int:
         "--trips", type=int, default=None, help="number of trips (default 20000; --quick 2000)"
     )
     parser.add_argument("--mechanisms", nargs="+", default=["tp", "atp", "pointem"])
-    parser.add_argument("--epsilons", type=float, nargs="+", default=[1.0, 4.0, 10.0])
+    parser.add_argument("--epsilons", type=float, nargs="+", default=[4.0])
     parser.add_argument("--quick", action="store_true", help="|P| = 1e3, 1e4 and 2,000 trips")
-    parser.add_argument("--no-warm", action="store_true", help="skip the warm-cache ATP rows")
+    parser.add_argument("--frame", action="store_true", help="also time the GeoDataFrame path (snapping)")
+    parser.add_argument("--n-jobs", type=int, default=1, help="also time the kernel with this many threads")
+    parser.add_argument("--first-call", action="store_true", help="first-call CPU time, empty numba cache")
     parser.add_argument("--seed", type=int, default=0, help="seed of the synthetic city")
     parser.add_argument("--json", default=None, help="also write the rows to this JSON file")
     parser.add_argument("--_child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.first_call:
+        rows = _first_call(args.mechanisms)
+        for r in rows:
+            print(f"| {r['mechanism']} | {r['import_cpu_s']:.2f} | {r['first_call_cpu_s']:.2f} |")
+        return 0
     sizes = args.sizes or ([1000, 10000] if args.quick else [1000, 10000, 100000])
     trips = args.trips or (2000 if args.quick else 20000)
     if args._child:
-        rows = _one_size(sizes[0], trips, args.mechanisms, args.epsilons, not args.no_warm, args.seed)
+        rows = _one_size(sizes[0], trips, args.mechanisms, args.epsilons, args.seed, args.frame, args.n_jobs)
         print(json.dumps(rows))
         return 0
     rows = []
@@ -158,13 +206,9 @@ def main(argv=None) -> int:
             str(m),
             "--trips",
             str(trips),
-            "--seed",
-            str(args.seed),
-            "--mechanisms",
-            *args.mechanisms,
-            "--epsilons",
-            *[str(e) for e in args.epsilons],
-        ] + (["--no-warm"] if args.no_warm else [])
+        ]
+        cmd += ["--seed", str(args.seed), "--n-jobs", str(args.n_jobs), "--mechanisms", *args.mechanisms]
+        cmd += ["--epsilons", *[str(e) for e in args.epsilons]] + (["--frame"] if args.frame else [])
         res = subprocess.run(cmd, check=True, stdout=subprocess.PIPE, text=True)
         rows.extend(json.loads(res.stdout.strip().splitlines()[-1]))
     print(_table(rows))

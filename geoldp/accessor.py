@@ -596,12 +596,20 @@ class LDPAccessor:
         perturbed : GeoDataFrame, GeoSeries or sequence of array_like of int
             The release, matched to this frame by row position (same rows, same points per row).
         points : PointSet, GeoDataFrame of Points or (m, 2) array, optional
-            Public point set; the hotspot rows are produced only when it is given.
+            Public point set; the hotspot, zone and OD columns and the baseline rows are produced only
+            when it is given.
+        label : str, optional
+            Row label of the release. Default: ``"<MECHANISM> raw"`` from its ledger, else ``"perturbed"``.
+        baselines : "auto" or sequence of {"uniform", "constant"}, default "auto"
+            Rows computed from the public point set only: ``uniform`` (every point a uniform draw from P)
+            and ``constant`` (every point P's 1-median). ``"auto"``: both when ``points`` is given.
         delta_km : float or sequence of float, default (0.5, 1, 2, 3, 4)
             Thresholds in km of the preservation range query (PRQ).
         regions : "auto", None or regions, default "auto"
             Query regions of the range-query error; ``"auto"`` is a deterministic 4×4 grid of circles over
             the original's bounding box, ``None`` skips those rows.
+        zones : "auto", None or GeoDataFrame of polygons, default "auto"
+            Zones of the visit-density and OD columns; ``"auto"`` is about 1.5 km squares over P.
         sanity_bound : "auto" or float, default "auto"
             Lower bound of the range-query error's denominator (see
             :func:`geoldp.metrics.range_query_error`).
@@ -609,11 +617,14 @@ class LDPAccessor:
             Number of hotspots (capped at the size of P).
         bins : int, default 20
             Histogram bins for the length and diameter Jensen-Shannon divergences.
+        rng : None, int, Generator, ..., default 0
+            Randomness of the uniform baseline's draw (public; seeded by default for a reproducible table).
 
         Returns
         -------
         pandas.DataFrame
-            Columns ``metric``, ``param`` and ``value``; one row per metric (and threshold).
+            One row per release and baseline (index ``release``), one column per metric; see
+            :func:`geoldp.metrics.evaluate` for the columns and which direction is better.
 
         Raises
         ------
@@ -634,8 +645,8 @@ class LDPAccessor:
         >>> trips = gpd.GeoDataFrame(geometry=lines, crs="EPSG:4326")
         >>> out = trips.ldp.perturb(pois, epsilon=4.0, rng=0)
         >>> table = trips.ldp.evaluate(out, points=pois)
-        >>> list(table.columns)
-        ['metric', 'param', 'value']
+        >>> list(table.index), table.columns[0]
+        (['ATP raw', 'uniform', 'constant'], 'NE_km')
         """
         from geoldp import metrics
 

@@ -46,11 +46,6 @@ def _coords(values, name: str, caller: str) -> np.ndarray:
     return arr
 
 
-def _latlon_rad(lam: np.ndarray, phi: np.ndarray) -> np.ndarray:
-    """The one place that builds scikit-learn's BallTree input: [lat, lon] in radians."""
-    return np.column_stack([phi, lam])
-
-
 def _unit_vectors(lam: np.ndarray, phi: np.ndarray) -> np.ndarray:
     cphi = np.cos(phi)
     return np.column_stack([cphi * np.cos(lam), cphi * np.sin(lam), np.sin(phi)])
@@ -167,7 +162,8 @@ class PointSet:
     ``diameter_m`` is the sensitivity Δ of every exponential mechanism: the exact maximum pairwise haversine
     distance (equal to brute force, never an estimate), computed once (lazily, then cached) with O(m) memory;
     typically O(m log m) time, worst case O(m²) (all points on a circle around their centre).
-    ``nearest`` uses a lazily built scikit-learn ``BallTree(metric="haversine")``.
+    ``nearest`` uses a lazily built ``scipy.spatial.cKDTree`` over the unit vectors and returns the exact
+    haversine-nearest point (ties → lowest index).
 
     Examples
     --------
@@ -310,7 +306,7 @@ class PointSet:
 
     @property
     def has_tree(self) -> bool:
-        """Whether the BallTree used by :meth:`nearest` has been built."""
+        """Whether the spatial index (a cKDTree over the unit vectors) used by :meth:`nearest` is built."""
         return self._tree is not None
 
     def __eq__(self, other) -> bool:
@@ -379,13 +375,16 @@ class PointSet:
 
     def _get_tree(self):
         if self._tree is None:
-            from sklearn.neighbors import BallTree
+            from scipy.spatial import cKDTree
 
-            object.__setattr__(self, "_tree", BallTree(_latlon_rad(self._lam, self._phi), metric="haversine"))
+            # chord length between unit vectors is monotone in the great-circle distance, so the Euclidean
+            # nearest neighbour over the unit vectors is the haversine-nearest one (up to rounding, which
+            # :meth:`nearest` settles with the haversine kernel)
+            object.__setattr__(self, "_tree", cKDTree(self._xyz))
         return self._tree
 
     def nearest(self, lon, lat):
-        """Nearest public point to each (lon, lat) (degrees), by a haversine BallTree.
+        """Nearest public point to each (lon, lat) (degrees): exact haversine nearest, ties → lowest index.
 
         Parameters
         ----------
@@ -395,9 +394,17 @@ class PointSet:
         Returns
         -------
         idx : numpy.ndarray of int64
-            Index of the nearest point (scalar 0-d results are returned as numpy scalars).
+            Index of the nearest point (scalar 0-d results are returned as numpy scalars): the minimiser of
+            the haversine kernel of :mod:`geoldp._kernels`; among equal distances, the lowest index.
         dist_m : numpy.ndarray of float64
             Haversine distance in metres (computed with the kernel of :mod:`geoldp._kernels`).
+
+        Notes
+        -----
+        A lazily built ``scipy.spatial.cKDTree`` over the unit vectors proposes the two chord-nearest
+        points. When the second is within a relative 1e−9 of the first (a tie up to rounding), every point
+        within that margin is re-checked with the haversine kernel; queries whose nearest point is more than
+        about 168° away (where the kernel itself loses digits) are settled by a full kernel scan.
         """
         lon_a = np.asarray(lon, dtype=np.float64)
         lat_a = np.asarray(lat, dtype=np.float64)
@@ -413,8 +420,7 @@ class PointSet:
         if lam.shape[0] == 0:
             idx = np.empty(0, dtype=np.int64)
         else:
-            _, ind = self._get_tree().query(_latlon_rad(lam, phi), k=1)
-            idx = ind[:, 0].astype(np.int64)
+            idx = self._nearest_rad(lam, phi)
         dist = np.empty(idx.shape[0])
         _kernels.haversine_rad_many(lam, phi, self._lam[idx], self._phi[idx], dist)
         idx = idx.reshape(shape)
@@ -422,6 +428,26 @@ class PointSet:
         if idx.ndim == 0:
             return idx[()], dist[()]
         return idx, dist
+
+    def _nearest_rad(self, lam: np.ndarray, phi: np.ndarray) -> np.ndarray:
+        q = _unit_vectors(lam, phi)
+        chord, ind = self._get_tree().query(q, k=2)
+        idx = ind[:, 0].astype(np.int64)
+        c0 = chord[:, 0]
+        margin = c0 * 1e-9 + 1e-12
+        # chord ≥ 1.99 is ≥ ~168°: the haversine kernel's asin(√h) loses up to ~1e−8 relative there
+        unsure = np.flatnonzero((chord[:, 1] <= c0 + margin) | (c0 >= 1.99))
+        if unsure.size:
+            d = np.empty(self.size)
+            for t in unsure:
+                if c0[t] >= 1.99:
+                    cand = np.arange(self.size)
+                else:
+                    cand = np.sort(np.asarray(self._tree.query_ball_point(q[t], c0[t] + 2.0 * margin[t])))
+                dc = d[: cand.shape[0]]
+                _kernels.haversine_from_one(lam[t], phi[t], self._lam[cand], self._phi[cand], dc)
+                idx[t] = cand[int(np.argmin(dc))]  # argmin: first minimum, i.e. the lowest index
+        return idx
 
     # -- GeoPandas interop ---------------------------------------------------------------------------
     @classmethod

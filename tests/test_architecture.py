@@ -18,7 +18,16 @@ ROOT = Path(__file__).resolve().parents[1] / PACKAGE
 #: The layers, lowest first (the same table as docs/architecture.md). A module may import modules of its
 #: own layer or of a lower one, never of a higher one. A package name stands for all its submodules.
 LAYERS: list[tuple[str, ...]] = [
-    ("errors", "_versions", "_validation", "_kernels", "_random", "_formats", "_safe_write"),  # foundations
+    (
+        "errors",
+        "_versions",
+        "_validation",
+        "_kernels",
+        "_random",
+        "_formats",
+        "_safe_write",
+        "_numba_cache",
+    ),  # foundations
     ("geo",),  # sphere geometry
     ("budget", "pointset", "accounting", "points"),  # budgets, ledgers, accounting; public point sets
     ("mechanisms",),  # the ε-LDP primitives
@@ -26,7 +35,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("_frames",),  # the one GeoPandas <-> arrays boundary
     ("queries", "_release"),  # analyses; the release pipeline
     ("metrics", "prepare"),  # utility metrics; GPS preparation
-    ("accessor", "dask", "io", "plotting", "testing", "interop"),  # drivers, I/O and interop
+    ("accessor", "dask", "io", "plotting", "testing", "interop", "explore"),  # drivers, I/O, interop, maps
     ("datasets", "demo", "cli", "__main__", "__init__"),  # applications and the package itself
 ]
 

@@ -235,3 +235,71 @@ def test_diameter_large_sets_fast():
         sub = np.sort(rng.choice(ps.size, 2000, replace=False))
         lower = float(_kernels.max_pairwise_brute(ps.lam[sub], ps.phi[sub]))
         assert ps.diameter_m >= lower
+
+
+def _brute_nearest(ps, qlon, qlat):
+    """Reference rule: argmin of the haversine kernel over all points, first minimum (lowest index)."""
+    from geoldp import _kernels
+    from geoldp.geo import to_radians
+
+    lam, phi = to_radians(np.asarray(qlon, float), np.asarray(qlat, float))
+    out = np.empty(lam.shape[0], dtype=np.int64)
+    d = np.empty(ps.size)
+    for t in range(lam.shape[0]):
+        _kernels.haversine_from_one(lam[t], phi[t], ps.lam, ps.phi, d)
+        out[t] = int(np.argmin(d))
+    return out
+
+
+def test_nearest_is_exact_haversine_nearest_on_hard_cases():
+    rng = np.random.default_rng(21)
+    # a dense city, a polar cap, points on both sides of the antimeridian, exact duplicates (ties)
+    lon = np.r_[
+        rng.uniform(-87.8, -87.5, 400),
+        rng.uniform(-180, 180, 100),
+        rng.uniform(179.9, 180, 50),
+        rng.uniform(-180, -179.9, 50),
+        [10.0, 10.0, -170.0, -170.0, 0.0, 90.0, 180.0],
+    ]
+    lat = np.r_[
+        rng.uniform(41.7, 42.0, 400),
+        rng.uniform(89.0, 90.0, 100),
+        rng.uniform(-1, 1, 50),
+        rng.uniform(-1, 1, 50),
+        [5.0, 5.0, -5.0, -5.0, 90.0, 90.0, -90.0],
+    ]
+    with pytest.warns(Warning, match="duplicate"):
+        ps = PointSet(lon, lat)
+    qlon = np.r_[
+        rng.uniform(-87.8, -87.5, 500),
+        rng.uniform(-180, 180, 300),
+        rng.choice([-180.0, 180.0], 100),
+        lon[:50] + 180.0 - 360.0 * (lon[:50] > 0),  # antipodes of city points: near-antipodal queries
+        [10.0, -170.0, 0.0, 45.0, -180.0],
+    ]
+    qlat = np.r_[
+        rng.uniform(41.7, 42.0, 500),
+        rng.uniform(85.0, 90.0, 300),
+        rng.uniform(-1, 1, 100),
+        -lat[:50],
+        [5.0, -5.0, 90.0, -90.0, 0.0],
+    ]
+    idx, dist = ps.nearest(qlon, qlat)
+    want = _brute_nearest(ps, qlon, qlat)
+    assert np.array_equal(idx, want)
+    # ties between exact duplicates go to the lower index
+    assert idx[-5] == 600 and idx[-4] == 602
+    # the second copy of a duplicated point maps to the first
+    assert int(ps.nearest(10.0, 5.0)[0]) == 600
+
+
+def test_nearest_ties_on_a_meridian_go_to_the_lowest_index():
+    # two points at exactly the same distance from a query on the equator (mirror images in latitude)
+    lon = np.array([5.0, 0.0, 0.0, 3.0])
+    lat = np.array([0.0, 1.0, -1.0, 50.0])
+    ps = PointSet(lon, lat)
+    idx, _ = ps.nearest([0.0, 0.0], [0.0, 0.0])
+    assert idx.tolist() == [1, 1]
+    ps2 = PointSet(lon[[0, 2, 1, 3]], lat[[0, 2, 1, 3]])
+    assert int(ps2.nearest(0.0, 0.0)[0]) == 1
+    assert np.array_equal(ps2.nearest([0.0], [0.0])[0], _brute_nearest(ps2, [0.0], [0.0]))

@@ -44,23 +44,21 @@ Exact samplers
   (for s* ≤ πR/2). Only grid runs meeting that strip are scanned; points passing the dot-product slab test
   and a chord-distance test are evaluated with the kernel; y_A, y_B enter with s = d(y_A, y_B) (d(y, y) = 0
   and d is symmetric bitwise). The tie-break is the reference's. Longer arcs or no grid: full scan.
-* **ATP calibration** (§8.4): ΔR (exact: chunk bounding boxes, chord scan, kernel on the near-maximal
-  points), Σ_p d, and for the 11 test values #{d ≤ t_k}, Σ_{d ≤ t_k} d, #{d < t_k}, Σ_{d < t_k} d are
-  computed by one blocked, vectorised O(|P|) pass per distinct perturbed anchor and cached on the index
-  (47 floats per anchor), so η for any r̂ is O(1). Distances closer to a threshold than the error bound are
-  re-evaluated with the kernel, so |C| and the membership of C are exactly the reference's; the sums use
-  the chord formula, so η differs from the reference's sequential kernel sum in the last few digits only
-  (tested ≤ 1e−10 relative; Ω tested identical). So Ω could differ from the reference's only if a public
-  point lay within about 1e−8 m of R̃; both are functions of public values, so privacy is unaffected. This
-  pass dominates ATP at large |P|
-  (docs/performance.md).
+* **ATP region** (§8.4–8.6): :mod:`geoldp.trajectory._atp_region`. ΔR is exact (branch and bound on a
+  quadtree of the grid, kernel on the near-maximal points); η is certified in an interval by one traversal
+  of the quadtree (exact |C|, Taylor sums with a rigorous remainder), mapped to an interval of R̃ (calibrate
+  is monotone in η), and Ω is settled lazily: a membership test inside the R̃ interval triggers the exact
+  O(|P|) pass. Every decision equals the one with the exact R̃, so Ω is the reference's (up to the ~1e−8 m
+  rounding of η's chord sums, as before); supersets of Ω use the upper end of the interval. Nothing about
+  the anchors drawn outlives the call.
 
 Implementation notes: the numba functions that do not allocate are compiled with ``_nrt=False`` (reference
 counting of array arguments made every call pay atomic operations: ~4× slower), and the ChaCha20 block is
 computed in registers (same words as :mod:`geoldp._random`, tested).
 
-Memory is O(|P| + total points): the grid (CSR, ~15 length-|P| arrays), seven length-|P| work arrays per
-call, and the calibration cache (47 float64 per visited anchor).
+Memory is O(|P| + total points): the grid (CSR, a few length-|P| arrays), the ATP quadtree (12 float64 per
+node, ~0.45 nodes per point) and six length-|P| work arrays per thread (allocated lazily by the OS: only
+the part an enumeration touches is committed).
 """
 
 from __future__ import annotations
@@ -73,6 +71,7 @@ import numpy as np
 
 from geoldp._kernels import EARTH_RADIUS_M, bearing_rad, em_log_weight, haversine_rad, sector
 from geoldp._random import stream_categorical_cdf, stream_integers, stream_reset, stream_uniform
+from geoldp.trajectory import _atp_region as _reg
 from geoldp.trajectory import calibration as _cal
 from geoldp.trajectory.merge import TAU_FACTOR
 
@@ -109,8 +108,8 @@ _STAT_NAMES = (
     "fallback_left",
     "fallback_right",
     "fallback_region",
-    "calibration_passes",
-    "calibration_hits",
+    "atp_regions",
+    "exact_eta_passes",
     "merge_full_scans",
     "merge_candidates",
     "merge_exact_evals",
@@ -123,6 +122,10 @@ COLLECT_STATS = False
 _LAST_STATS: dict = {}
 # (phase-1, phase-3) proposal limits; tests set them to force the exact branches.
 _prop = [_MAX_PROPOSALS, _MAX_PROPOSALS_D]
+# ATP region: the Taylor remainder accepted per point in the certified η interval (metres), and whether to
+# settle every region exactly at once (tests compare it with the lazy default: same output)
+_REGION_TOL_PT = 2.0
+_EAGER_REGION = [False]
 
 
 def last_stats() -> dict:
@@ -208,24 +211,19 @@ class FastIndex:
         self.cell_start = cell_start
         self.order = order
         self.sxyz = np.ascontiguousarray(xyz[order])
-        # structure-of-arrays copies for the vectorised scans
-        self.ox, self.oy, self.oz = (np.ascontiguousarray(xyz[:, k]) for k in range(3))
-        self.ssx, self.ssy, self.ssz = (np.ascontiguousarray(self.sxyz[:, k]) for k in range(3))
-        # bounding boxes of consecutive chunks of the cell-sorted order (for the farthest-point bound)
-        n_chunks = (m + _CHUNK - 1) // _CHUNK
-        cbox = np.zeros((n_chunks, 7))
-        for c in range(n_chunks):
-            part = self.sxyz[c * _CHUNK : (c + 1) * _CHUNK]
-            cbox[c, 0:3] = part.min(axis=0)
-            cbox[c, 3:6] = part.max(axis=0)
-        self.cbox = cbox
         self.xyz = xyz
         self.lam = np.ascontiguousarray(points.lam, dtype=np.float64)
         self.phi = np.ascontiguousarray(points.phi, dtype=np.float64)
         self.m = m
         self.delta = float(points.diameter_m)
         self._kdtree = None
-        self.calibration: dict = {}
+        self._tree = None
+
+    def tree(self):
+        """The quadtree of the ATP region (lazy; public: P only), or None without a grid."""
+        if self._tree is None and self.use_grid:
+            self._tree = _reg.build_tree(self)
+        return self._tree
 
     def kdtree(self):
         """scipy cKDTree over the unit vectors (lazy; used for the ATP anchor p_α)."""
@@ -261,7 +259,8 @@ def get_index(points) -> FastIndex:
 
 # Allocation-free numba functions are compiled without NRT reference counting: with it, every call that
 # passes arrays costs atomic increments/decrements, which dominated the run time (~4× slower).
-_jit = numba.njit(cache=True, _nrt=False)
+# nogil: the driver runs in threads (``n_jobs``, Dask's threaded scheduler) without holding the GIL
+_jit = numba.njit(cache=True, _nrt=False, nogil=True)
 
 
 @numba.njit(cache=True)
@@ -436,7 +435,7 @@ def _gnomonic(x, y, z, gf, basis):
 #   dq   float64[8, 3]  3-D normals q of the sector half-spaces p·q ≥ 0
 #   hp   float64[8, 3]  the same half-spaces as gnomonic forms a·u + b·v + c ≥ 0
 #   dint int64[8]       [n_planes, n_sectors, has_region, region_centre, apex_0, dir_0, apex_1, dir_1]
-#   dflt float64[2]     [R̃, cos(R̃/R)]
+#   dflt float64[N_REGION] the copy's region record (geoldp.trajectory._atp_region)
 _DI_NQ = 0
 _DI_NS = 1
 _DI_REG = 2
@@ -452,11 +451,10 @@ def _dom_reset(dint):
 
 
 @_jit
-def _dom_region(dint, dflt, centre, radius):
+def _dom_region(dint, centre):
+    """Add Ω around ``centre``; its radius (an interval until resolved) is the copy's region record."""
     dint[_DI_REG] = 1
     dint[_DI_RC] = centre
-    dflt[0] = radius
-    dflt[1] = math.cos(radius / EARTH_RADIUS_M)
 
 
 @_jit
@@ -673,10 +671,18 @@ def _member(p, lam, phi, xyz, dq, dint, dflt, g, centred):
     if dint[_DI_REG] == 1:
         c = dint[_DI_RC]
         dot = x * xyz[c, 0] + y * xyz[c, 1] + z * xyz[c, 2]
-        if dot < dflt[1] - _MG_DOT:
+        # dflt is the region record of _atp_region: d(c, p) > R̃_hi → out, d(c, p) < R̃_lo → in
+        if dot < dflt[_reg.F_COS_HI] - _MG_DOT:
             return False
-        if dot <= dflt[1] + _MG_DOT:
-            exact_reg = True
+        if dot <= dflt[_reg.F_COS_LO] + _MG_DOT:
+            if dflt[_reg.F_RES] == 0.0:
+                # p lies in the certified interval of R̃: compute the exact R̃ (one O(|P|) pass)
+                _reg.resolve(c, lam, phi, xyz, dflt)
+                if dot < dflt[_reg.F_COS_HI] - _MG_DOT:
+                    return False
+                exact_reg = dot <= dflt[_reg.F_COS_LO] + _MG_DOT
+            else:
+                exact_reg = True
     exact_sec = False
     for k in range(dint[_DI_NQ]):
         v = x * dq[k, 0] + y * dq[k, 1] + z * dq[k, 2]
@@ -686,7 +692,7 @@ def _member(p, lam, phi, xyz, dq, dint, dflt, g, centred):
             exact_sec = True
     if exact_reg:
         c = dint[_DI_RC]
-        if not (haversine_rad(lam[c], phi[c], lam[p], phi[p]) <= dflt[0]):
+        if not (haversine_rad(lam[c], phi[c], lam[p], phi[p]) <= dflt[_reg.F_LO]):
             return False
     if exact_sec:
         for k in range(dint[_DI_NS]):
@@ -865,256 +871,6 @@ def _chord_dist(ax, ay, az, bx, by, bz):
 
 
 @_jit
-def _thresholds(dr, b, input_mapping, t):
-    """The 11 test-value distances D(v_k), the expressions of ``calibration_centre``."""
-    for k in range(11):
-        v = k / 10.0
-        if input_mapping:
-            t[k] = v * dr
-        else:
-            t[k] = (v + b) * dr / (2.0 * b + 1.0)
-
-
-_BLOCK = 512  # points per block of the calibration pass (its distances stay in L1)
-_CHUNK = 128  # points per chunk of the farthest-point bound
-
-
-@numba.njit(cache=True, _nrt=False, fastmath=True)
-def _block_dist(ax, ay, az, ox, oy, oz, start, stop, out):
-    """out[i] = |P_{start+i} − a|/2 (vectorised); returns the maximum."""
-    n = stop - start
-    x = ox[start:stop]
-    y = oy[start:stop]
-    z = oz[start:stop]
-    for i in range(n):
-        dx = x[i] - ax
-        dy = y[i] - ay
-        dz = z[i] - az
-        out[i] = 0.5 * math.sqrt(dx * dx + dy * dy + dz * dz)
-    hmax = 0.0
-    for i in range(n):
-        if out[i] > hmax:
-            hmax = out[i]
-    return hmax
-
-
-@numba.njit(cache=True, _nrt=False, fastmath=True)
-def _block_asin_small(h, n, scale):
-    """h[:n] ← scale·asin(h) for h ≤ 0.01 (odd series to h⁹; relative error < 1e−19), vectorised."""
-    for p in range(n):
-        v = h[p]
-        v2 = v * v
-        poly = 1.0 / 6.0 + v2 * (3.0 / 40.0 + v2 * (5.0 / 112.0 + v2 * (35.0 / 1152.0)))
-        h[p] = scale * v * (1.0 + v2 * poly)
-
-
-@numba.njit(cache=True, _nrt=False, fastmath=True)
-def _block_sum_near(d, n, scale, shift, tol_est):
-    """(Σ d[:n], #{d whose test-value coordinate d·scale − shift is within tol_est of an integer})."""
-    total = 0.0
-    near = 0
-    for p in range(n):
-        v = d[p]
-        total += v
-        e = v * scale - shift
-        r = e - math.floor(e + 0.5)
-        if abs(r) <= tol_est:
-            near += 1
-    return total, near
-
-
-@numba.njit(cache=True, _nrt=False, fastmath=True)
-def _block_sum_le(d, n, t):
-    """(#{d[:n] ≤ t}, Σ_{d ≤ t} d), vectorised."""
-    c = 0
-    s = 0.0
-    for p in range(n):
-        v = d[p]
-        if v <= t:  # this form vectorises (masked adds); select expressions did not
-            c += 1
-            s += v
-    return float(c), s
-
-
-@_jit
-def _block_to_dist(buf, n, hmax):
-    scale = 2.0 * EARTH_RADIUS_M
-    if hmax < 0.01:
-        _block_asin_small(buf, n, scale)
-    else:
-        for i in range(n):
-            v = buf[i]
-            if v > 1.0:
-                v = 1.0
-            buf[i] = scale * math.asin(v)
-
-
-@_jit
-def _farthest(a, lam, phi, ox, oy, oz, sx, sy, sz, order, cbox, buf):
-    """ΔR = max_p haversine(P_a, P_p) exactly: chunk bounding boxes bound the chord, the best chunks are
-    scanned with the chord formula and the near-maximal points with the reference kernel."""
-    ax = ox[a]
-    ay = oy[a]
-    az = oz[a]
-    m = ox.shape[0]
-    n_chunks = cbox.shape[0]
-    lb = 0.0
-    for c in range(n_chunks):
-        # min over the box of |p − a|² is a lower bound of every point's chord in the chunk
-        s_min = 0.0
-        s_max = 0.0
-        for k in range(3):
-            q = ax if k == 0 else (ay if k == 1 else az)
-            lo_ = cbox[c, k]
-            hi_ = cbox[c, 3 + k]
-            dl = q - lo_
-            dh = hi_ - q
-            if dl < 0.0:
-                s_min += dl * dl
-            elif dh < 0.0:
-                s_min += dh * dh
-            w = max(abs(dl), abs(dh))
-            s_max += w * w
-        cbox[c, 6] = s_max
-        if s_min > lb:
-            lb = s_min
-    lb = lb * (1.0 - 1e-9) - 1e-18
-    hbest = 0.0
-    for c in range(n_chunks):
-        if cbox[c, 6] < lb:
-            continue
-        start = c * _CHUNK
-        stop = min(m, start + _CHUNK)
-        h = _block_dist(ax, ay, az, sx, sy, sz, start, stop, buf)
-        if h > hbest:
-            hbest = h
-    # every point within the error bound of the best chord: exact kernel
-    dr = 0.0
-    thr = hbest * (1.0 - 1e-9) - 1e-15
-    for c in range(n_chunks):
-        if cbox[c, 6] < lb:
-            continue
-        start = c * _CHUNK
-        stop = min(m, start + _CHUNK)
-        _block_dist(ax, ay, az, sx, sy, sz, start, stop, buf)
-        for i in range(stop - start):
-            if buf[i] >= thr:
-                q = order[start + i]
-                d = haversine_rad(lam[a], phi[a], lam[q], phi[q])
-                if d > dr:
-                    dr = d
-    return dr
-
-
-@_jit
-def _calibration_pass(a, lam, phi, ox, oy, oz, sx, sy, sz, order, cbox, b, input_mapping, tmp, cal_f, slot):
-    """One O(m) pass for anchor ``a``: ΔR (exact), Σd, and threshold prefix sums/counts into cal_f[slot, a].
-
-    Distances come from the chord of the unit vectors (relative error ~1e−14), processed in L1-sized
-    blocks; ΔR and the threshold membership of every point closer to a threshold than the error bound use
-    the reference kernel, so ΔR, |C| and the membership of C are exactly the reference's.
-    """
-    m = lam.shape[0]
-    buf = tmp[64 : 64 + _BLOCK]
-    dr = _farthest(a, lam, phi, ox, oy, oz, sx, sy, sz, order, cbox, buf)
-    t = tmp[0:11]
-    _thresholds(dr, b, input_mapping, t)
-    tol = 1e-6 + 1e-10 * dr
-    n_le = tmp[11:23]
-    s_le = tmp[23:35]
-    n_lt = tmp[35:47]
-    s_lt = tmp[47:59]
-    for k in range(12):
-        n_le[k] = 0.0
-        s_le[k] = 0.0
-        n_lt[k] = 0.0
-        s_lt[k] = 0.0
-    scale_k = 0.0
-    shift = 0.0
-    if dr > 0.0:
-        if input_mapping:
-            scale_k = 10.0 / dr
-        else:
-            scale_k = 10.0 * (2.0 * b + 1.0) / dr
-            shift = 10.0 * b
-    tol_est = 2.0 * tol * scale_k + 1e-12
-    ax = ox[a]
-    ay = oy[a]
-    az = oz[a]
-    total = 0.0
-    for start in range(0, m, _BLOCK):
-        stop = min(m, start + _BLOCK)
-        n = stop - start
-        hmax = _block_dist(ax, ay, az, ox, oy, oz, start, stop, buf)
-        _block_to_dist(buf, n, hmax)
-        tb, n_near = _block_sum_near(buf, n, scale_k, shift, tol_est)
-        total += tb
-        for k in range(11):
-            c, sk = _block_sum_le(buf, n, t[k])
-            n_le[k] += c
-            s_le[k] += sk
-            n_lt[k] += c
-            s_lt[k] += sk
-        if n_near > 0:
-            # settle the near points with the reference kernel: remove their chord-based contribution and
-            # add the kernel-based one (≤ and < differ exactly for a distance equal to a threshold)
-            for i in range(n):
-                d = buf[i]
-                near = False
-                for k in range(11):
-                    if abs(d - t[k]) <= tol:
-                        near = True
-                if not near:
-                    continue
-                de = haversine_rad(lam[a], phi[a], lam[start + i], phi[start + i])
-                total += de - d
-                for k in range(11):
-                    if d <= t[k]:
-                        n_le[k] -= 1.0
-                        s_le[k] -= d
-                        n_lt[k] -= 1.0
-                        s_lt[k] -= d
-                    if de <= t[k]:
-                        n_le[k] += 1.0
-                        s_le[k] += de
-                    if de < t[k]:
-                        n_lt[k] += 1.0
-                        s_lt[k] += de
-    cal_f[slot, a, 0] = 1.0
-    cal_f[slot, a, 1] = dr
-    cal_f[slot, a, 2] = total
-    for k in range(11):
-        cal_f[slot, a, 3 + k] = n_le[k]
-        cal_f[slot, a, 14 + k] = s_le[k]
-        cal_f[slot, a, 25 + k] = n_lt[k]
-        cal_f[slot, a, 36 + k] = s_lt[k]
-
-
-@_jit
-def _eta(cal_f, slot, a, m, r_hat, b, eps_r, input_mapping):
-    """η of ALGORITHM §8.4 from the cached prefix sums (same branches as ``calibration_centre``)."""
-    dr = cal_f[slot, a, 1]
-    total = cal_f[slot, a, 2]
-    k_lo = -1
-    k_hi = -1
-    for k in range(11):
-        v = k / 10.0
-        if v - b <= r_hat and r_hat <= v + b:
-            if k_lo < 0:
-                k_lo = k
-            k_hi = k
-    if k_lo >= 0:
-        n_c = cal_f[slot, a, 3 + k_hi] - cal_f[slot, a, 25 + k_lo]
-        if n_c > 0.0:
-            s_c = cal_f[slot, a, 14 + k_hi] - cal_f[slot, a, 36 + k_lo]
-            low = math.exp(-eps_r)
-            num = s_c + low * (total - s_c)
-            den = n_c + low * (m - n_c)
-            return num / den, dr
-    return total / (m - 1), dr
-
-
-@_jit
 def _merge(
     ya,
     yb,
@@ -1259,13 +1015,6 @@ def _run(
     lam,
     phi,
     xyz,
-    ox,
-    oy,
-    oz,
-    cbox,
-    ssx,
-    ssy,
-    ssz,
     sxyz,
     order,
     gf,
@@ -1290,8 +1039,11 @@ def _run(
     continuous,
     input_mapping,
     anchors,
-    cal_slot,
-    cal_f,
+    nodes,
+    levels,
+    has_tree,
+    tol_pt,
+    eager,
     out,
     stats,
     prop1,
@@ -1306,6 +1058,8 @@ def _run(
     dint,
     dflt,
     yy,
+    rstack,
+    rwork,
 ):
     """Perturb every trajectory; ``kind`` 0 = PointEM, 1 = TP, 2 = ATP. All work arrays come from Python
     (this function runs without NRT): iwork int64[3, m], fwork float64[3, m + 64], rows int64[6, n_rows],
@@ -1317,7 +1071,6 @@ def _run(
     s_dir = iwork[1, 2:4]
     sc_cdf = fwork[0]
     sc_aux = fwork[1]
-    ftmp = fwork[3]
     # runs for Ω (kept for a whole copy) and for the current domain
     o_lo = rows[0]
     o_hi = rows[1]
@@ -1368,7 +1121,6 @@ def _run(
             _dom_reset(dint)
             has_reg = False
             reg_c = 0
-            r_tilde = 0.0
             o_runs = 0
             o_total = m
             o_full = True
@@ -1404,31 +1156,12 @@ def _run(
                     prop1,
                     prop2,
                 )
-                slot = cal_slot[n, c]
                 b = sw_b[n, c]
-                if cal_f[slot, ahat, 0] == 0.0:
-                    stats[ST_CAL_MISS] += 1
-                    _calibration_pass(
-                        ahat,
-                        lam,
-                        phi,
-                        ox,
-                        oy,
-                        oz,
-                        ssx,
-                        ssy,
-                        ssz,
-                        order,
-                        cbox,
-                        b,
-                        input_mapping,
-                        ftmp,
-                        cal_f,
-                        slot,
-                    )
+                stats[ST_CAL_MISS] += 1
+                if has_tree:
+                    dr = _reg.farthest(ahat, lam, phi, xyz, sxyz, order, cell_start, nodes, levels, rstack)
                 else:
-                    stats[ST_CAL_HIT] += 1
-                dr = cal_f[slot, ahat, 1]
+                    dr = _reg.farthest_scan(ahat, lam, phi, xyz)
                 r_max = 0.0
                 for i in range(n):
                     x = flat[s0 + i]
@@ -1441,15 +1174,35 @@ def _run(
                 else:
                     jb = _sw_bucket(r, eps_rad[n, c], b, buckets, key, buf, state)
                     r_hat = _cal.sw_bucket_midpoint(jb, b, buckets)
-                r_est = _cal.sw_estimate(r_hat, b, dr)
-                eta, _dr = _eta(cal_f, slot, ahat, m, r_hat, b, eps_rad[n, c], input_mapping)
-                r_tilde = _cal.calibrate(r_est, eta, dr, eps_dec[n, c])
+                _reg.region_setup(
+                    ahat,
+                    lam,
+                    phi,
+                    xyz,
+                    sxyz,
+                    order,
+                    cell_start,
+                    nodes,
+                    levels,
+                    has_tree,
+                    r_hat,
+                    b,
+                    eps_rad[n, c],
+                    eps_dec[n, c],
+                    dr,
+                    input_mapping,
+                    tol_pt,
+                    eager,
+                    rstack,
+                    rwork,
+                    dflt,
+                )
                 has_reg = True
                 reg_c = ahat
-                _dom_region(dint, dflt, ahat, r_tilde)
+                _dom_region(dint, ahat)
                 if use_grid:
                     du, dv = _gnomonic(xyz[ahat, 0], xyz[ahat, 1], xyz[ahat, 2], gf, basis)
-                    dl = gf[4] * (r_tilde / EARTH_RADIUS_M) * (1.0 + 1e-9) + 1e-12
+                    dl = gf[4] * (dflt[_reg.F_SUPER] / EARTH_RADIUS_M) * (1.0 + 1e-9) + 1e-12
                     o_runs, o_total = _ranges(gf, gi, cell_start, hp, 0, True, du, dv, dl, o_lo, o_hi, o_cum)
                     o_full = False
             # pivots (copy A = index 0: even 1-based positions; copy B: odd), EM over Ω
@@ -1531,7 +1284,6 @@ def _run(
                     0,
                     has_reg,
                     reg_c,
-                    r_tilde,
                     g,
                     centred,
                     d_lo,
@@ -1573,7 +1325,6 @@ def _run(
                             side,
                             has_reg,
                             reg_c,
-                            r_tilde,
                             g,
                             centred,
                             d_lo,
@@ -1596,7 +1347,7 @@ def _run(
                     stats[ST_FB_REGION] += 1
                     _dom_reset(dint)
                     if has_reg:
-                        _dom_region(dint, dflt, reg_c, r_tilde)
+                        _dom_region(dint, reg_c)
                     y = _em(
                         lam[x],
                         phi[x],
@@ -1627,6 +1378,8 @@ def _run(
                         prop2,
                     )
                 yy[c, i] = y
+            if has_reg and dflt[_reg.F_RES] == 1.0:
+                stats[ST_CAL_HIT] += 1
             _dom_reset(dint)
         for i in range(n):
             out[s0 + i] = _merge(
@@ -1679,7 +1432,6 @@ def _em_sectors(
     first,
     has_reg,
     reg_c,
-    reg_r,
     g,
     centred,
     lo,
@@ -1698,7 +1450,7 @@ def _em_sectors(
     m = lam.shape[0]
     _dom_reset(dint)
     if has_reg:
-        _dom_region(dint, dflt, reg_c, reg_r)
+        _dom_region(dint, reg_c)
     for k in range(ns):
         _dom_sector(dq, hp, dint, s_apex[first + k], s_dir[first + k], g, centred, lam, phi, basis)
     if not use_grid:
@@ -1736,7 +1488,7 @@ def _em_sectors(
     dl = 0.0
     if has_reg:
         du, dv = _gnomonic(xyz[reg_c, 0], xyz[reg_c, 1], xyz[reg_c, 2], gf, basis)
-        dl = gf[4] * (reg_r / EARTH_RADIUS_M) * (1.0 + 1e-9) + 1e-12
+        dl = gf[4] * (dflt[_reg.F_SUPER] / EARTH_RADIUS_M) * (1.0 + 1e-9) + 1e-12
     n_runs, total = _ranges(gf, gi, cell_start, hp, dint[_DI_NQ], has_reg, du, dv, dl, lo, hi, cum)
     return _em(
         xl,
@@ -1833,7 +1585,7 @@ def _tables(mechanism, lengths, m):
     return g, eps_single, eps_piv, eps_np, lie, eps_anc, eps_rad, sw_b, eps_dec
 
 
-def perturb_fast(flat_idx, offsets, points, mechanism, key, first_stream) -> np.ndarray:
+def perturb_fast(flat_idx, offsets, points, mechanism, key, first_stream, n_jobs: int = 1) -> np.ndarray:
     """Perturb trajectories given as flat indices into ``points`` with the numba fast path.
 
     Parameters
@@ -1849,6 +1601,9 @@ def perturb_fast(flat_idx, offsets, points, mechanism, key, first_stream) -> np.
         ChaCha20 key, drawn once per call from the caller's RandomSource.
     first_stream : int
         Global index of the first trajectory (stream id of trajectory i is ``first_stream + i``).
+    n_jobs : int, default 1
+        Threads over contiguous chunks of trajectories (the kernel releases the GIL). Every trajectory
+        draws from its own stream, so the output is identical for any ``n_jobs``.
 
     Returns
     -------
@@ -1880,57 +1635,25 @@ def perturb_fast(flat_idx, offsets, points, mechanism, key, first_stream) -> np.
     buckets = 2
     continuous = False
     input_mapping = False
-    cal_slot = np.zeros((eps_single.shape[0], 2), dtype=np.int64)
-    cal_f = np.zeros((1, 1, 47))
     anchors = np.zeros(1, dtype=np.int64)
+    tree = None
     if name == "atp" and np.any(lengths >= 2):
         buckets = int(mechanism.sw_buckets)
         continuous = mechanism.sw_output == "continuous"
         input_mapping = mechanism.distance_mapping == "input"
         anchors = _anchors(flat, offsets, index, mechanism.anchor_mean == "vector")
-        # one calibration cache per distinct SW half-width b (normally one), kept on the index
-        bs = sorted({float(b) for b in sw_b[lengths[lengths >= 2]].ravel()})
-        arrays = []
-        for j, b in enumerate(bs):
-            ck = (b, input_mapping)
-            arr = index.calibration.get(ck)
-            if arr is None:
-                arr = np.zeros((m, 47))
-                if len(index.calibration) >= 4:
-                    index.calibration.clear()
-                index.calibration[ck] = arr
-            arrays.append(arr)
-            cal_slot[sw_b == b] = j
-        cal_f = arrays[0][None] if len(arrays) == 1 else np.stack(arrays)
+        tree = index.tree()
+    if tree is None:
+        nodes = np.zeros((1, 12))
+        levels = np.zeros((1, 3), dtype=np.int64)
+    else:
+        nodes, levels = tree.nodes, tree.levels
     n_rows = int(index.gi[1])
-    work = (
-        np.zeros(16, dtype=np.uint32),
-        np.zeros(3, dtype=np.int64),
-        np.zeros((2, max(m, 4)), dtype=np.int64),
-        np.zeros((4, max(m, 64 + _BLOCK))),
-        np.zeros((6, n_rows), dtype=np.int64),
-        np.zeros((8, 3)),
-        np.zeros((40, 3)),
-        np.zeros(8, dtype=np.int64),
-        np.zeros(2),
-        np.zeros((2, int(lengths.max())), dtype=np.int64),
-    )
-    _run(
-        flat,
-        offsets,
-        kind,
-        key,
-        np.int64(first_stream),
+    max_len = int(lengths.max())
+    consts = (
         index.lam,
         index.phi,
         index.xyz,
-        index.ox,
-        index.oy,
-        index.oz,
-        index.cbox,
-        index.ssx,
-        index.ssy,
-        index.ssz,
         index.sxyz,
         index.order,
         index.gf,
@@ -1954,15 +1677,58 @@ def perturb_fast(flat_idx, offsets, points, mechanism, key, first_stream) -> np.
         buckets,
         continuous,
         input_mapping,
-        anchors,
-        cal_slot,
-        cal_f,
-        out,
-        stats,
-        int(_prop[0]),
-        int(_prop[1]),
-        *work,
     )
+    region = (nodes, levels, tree is not None, float(_REGION_TOL_PT), bool(_EAGER_REGION[0]))
+    prop = (int(_prop[0]), int(_prop[1]))
+
+    def run_chunk(t0: int, t1: int) -> np.ndarray:
+        """Trajectories t0..t1−1 into ``out`` (each thread has its own work arrays and counters)."""
+        st = np.zeros(_N_STATS, dtype=np.int64)
+        work = (
+            np.zeros(16, dtype=np.uint32),
+            np.zeros(3, dtype=np.int64),
+            np.zeros((2, max(m, 4)), dtype=np.int64),
+            np.zeros((4, max(m, 64))),
+            np.zeros((6, n_rows), dtype=np.int64),
+            np.zeros((8, 3)),
+            np.zeros((40, 3)),
+            np.zeros(8, dtype=np.int64),
+            np.zeros(_reg.N_REGION),
+            np.zeros((2, max_len), dtype=np.int64),
+            np.zeros(_reg.STACK, dtype=np.int64),
+            np.zeros(8),
+        )
+        a0, a1 = int(offsets[t0]), int(offsets[t1])
+        _run(
+            flat[a0:a1],
+            offsets[t0 : t1 + 1] - offsets[t0],
+            kind,
+            key,
+            np.int64(first_stream + t0),
+            *consts,
+            anchors[t0:t1] if anchors.shape[0] == n_traj else anchors,
+            *region,
+            out[a0:a1],
+            st,
+            *prop,
+            *work,
+        )
+        return st
+
+    n_jobs = max(1, min(int(n_jobs), n_traj))
+    if n_jobs == 1:
+        stats += run_chunk(0, n_traj)
+    else:
+        from concurrent.futures import ThreadPoolExecutor
+
+        # contiguous chunks of about equal point counts, a few per thread for balance
+        n_chunks = min(n_traj, 4 * n_jobs)
+        cuts = np.searchsorted(offsets, np.linspace(0, offsets[-1], n_chunks + 1)).astype(np.int64)
+        cuts[0], cuts[-1] = 0, n_traj
+        cuts = np.unique(np.clip(cuts, 0, n_traj))
+        with ThreadPoolExecutor(max_workers=n_jobs) as pool:
+            for st in pool.map(run_chunk, cuts[:-1].tolist(), cuts[1:].tolist()):
+                stats += st
     _LAST_STATS.clear()
     if COLLECT_STATS:
         _LAST_STATS.update({k: int(v) for k, v in zip(_STAT_NAMES, stats, strict=True)})

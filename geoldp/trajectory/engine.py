@@ -182,6 +182,7 @@ def perturb_trajectories(
     return_ledger: bool = False,
     return_diagnostics: bool = False,
     rng=None,
+    n_jobs: int = 1,
     **options,
 ):
     """Perturb trajectories of public-point indices under ε-LDP with TP, ATP or PointEM.
@@ -207,6 +208,10 @@ def perturb_trajectories(
     rng : {None, int, array_like[ints], SeedSequence, BitGenerator, Generator}, optional
         ``None`` (default) uses the operating system's CSPRNG. Anything else seeds NumPy's
         ``default_rng`` and is **for experiments and tests only**, not for deployment.
+    n_jobs : int, default 1
+        Threads for the fast path (contiguous chunks of trajectories; the compiled kernel releases the GIL).
+        ``-1`` uses every core. The output is identical for any ``n_jobs``: every trajectory draws from its
+        own stream.
     **options
         Mechanism options when ``mechanism`` is a name (see :class:`TP` and :class:`ATP`).
 
@@ -241,11 +246,12 @@ def perturb_trajectories(
     mech = resolve_mechanism(mechanism, epsilon, options, caller=caller)
     trajs = validate_trajectories(trajectories, points.size, caller=caller)
     check_budgets(mech, [t.shape[0] for t in trajs], points.size)
+    n_jobs = _check_n_jobs(n_jobs, caller)
     source = resolve_rng(rng)
     if return_diagnostics:
         outputs, diags = _run_reference(trajs, points, mech, source, diagnostics=True)
     else:
-        outputs = run(trajs, points, mech, rng=source)
+        outputs = run(trajs, points, mech, rng=source, n_jobs=n_jobs)
     result: list = [outputs]
     if return_ledger:
         cache: dict[int, object] = {}
@@ -255,8 +261,30 @@ def perturb_trajectories(
     return outputs if len(result) == 1 else tuple(result)
 
 
+def _check_n_jobs(n_jobs, caller: str) -> int:
+    """``n_jobs`` as a positive thread count (``-1`` → every core)."""
+    import os
+
+    from geoldp._validation import check_int_range
+
+    n = check_int_range(n_jobs, "n_jobs", caller=caller, minimum=-1)
+    if n == 0:
+        raise ValueError(
+            f"The 'n_jobs' parameter of {caller} must be a positive int or -1 (every core). Got 0."
+        )
+    return (os.cpu_count() or 1) if n == -1 else n
+
+
 def run(
-    trajectories, points, mechanism, *, rng, offset: int = 0, sampler: str = "fast", progress: bool = False
+    trajectories,
+    points,
+    mechanism,
+    *,
+    rng,
+    offset: int = 0,
+    sampler: str = "fast",
+    progress: bool = False,
+    n_jobs: int = 1,
 ) -> list[np.ndarray]:
     """Internal: perturb already-validated trajectories (list of int64 arrays).
 
@@ -270,6 +298,8 @@ def run(
     sampler : {"fast", "reference"}
     progress : bool
         Show a tqdm progress bar if tqdm is installed.
+    n_jobs : int
+        Threads of the fast path (already validated).
     """
     if sampler not in _SAMPLERS:
         raise ValueError(f"Got sampler={sampler!r}; `sampler` must be one of {_SAMPLERS}.")
@@ -285,6 +315,7 @@ def run(
         offset=offset,
         policy=rng.policy,
         progress=progress,
+        n_jobs=n_jobs,
     )
 
 
@@ -298,10 +329,11 @@ def run_with_key(
     policy: str = "seeded",
     sampler: str = "fast",
     progress: bool = False,
+    n_jobs: int = 1,
 ) -> list[np.ndarray]:
     """Internal: perturb with per-trajectory ChaCha20 streams under ``key`` (stream id = offset + i).
 
-    The result depends only on ``key`` and each trajectory's global index, never on chunking.
+    The result depends only on ``key`` and each trajectory's global index, never on chunking or ``n_jobs``.
     """
     trajs = [np.asarray(t, dtype=np.int64) for t in trajectories]
     if not trajs:
@@ -313,7 +345,9 @@ def run_with_key(
         offsets = np.zeros(len(trajs) + 1, dtype=np.int64)
         np.cumsum(lengths, out=offsets[1:])
         flat = np.concatenate(trajs)
-        out = np.asarray(fast(flat, offsets, points, mechanism, key, int(offset)), dtype=np.int64)
+        out = np.asarray(
+            fast(flat, offsets, points, mechanism, key, int(offset), n_jobs=n_jobs), dtype=np.int64
+        )
         return [out[offsets[i] : offsets[i + 1]].copy() for i in range(len(trajs))]
     cache: dict[int, _ref._Context] = {}
     outputs = []

@@ -3,8 +3,10 @@
 * Sampler = spec: chi-square goodness of fit of the fast path's merged output against the exact pmf that
   ``_exact`` computes from the reference stage machine (tiny domains), critical value chi2.isf(1e−6, df),
   fixed key; each exact branch of the EM sampler is forced once; a mutant is rejected after a power check.
-* Exact components on a larger city: the merge, ΔR / η / Ω, the sector and region supersets, the anchor
-  rule and the ChaCha20 stream agree with the reference helpers bit for bit (η to 1e−10 relative).
+* Exact components on a larger city: the merge, ΔR, the certified η / R̃ intervals and the resolved Ω, the
+  sector and region supersets, the anchor rule and the ChaCha20 stream agree with the reference helpers
+  (bit for bit; the resolved R̃ to 1e−10 relative with the same Ω); lazy and exact regions give the same
+  output.
 * Chunk invariance, determinism, output layout.
 """
 
@@ -20,7 +22,9 @@ from geoldp import PointSet
 from geoldp import _kernels as K
 from geoldp import _random as R
 from geoldp.datasets import synthetic_city_arrays
+from geoldp.mechanisms import sw_half_width
 from geoldp.trajectory import ATP, TP, PointEM, _exact
+from geoldp.trajectory import _atp_region as AR
 from geoldp.trajectory import _fast as F
 from geoldp.trajectory import calibration as C
 from geoldp.trajectory.merge import TAU_FACTOR, merge_index
@@ -354,48 +358,92 @@ def test_global_point_set_uses_full_scans():
         assert out.min() >= 0 and out.max() < len(P)
 
 
+def _region_args(idx, tree):
+    return (idx.lam, idx.phi, idx.xyz, idx.sxyz, idx.order, idx.cell_start, tree.nodes, tree.levels)
+
+
 @pytest.mark.parametrize("input_mapping", [False, True])
-def test_calibration_matches_reference(town, input_mapping):
+def test_certified_region_matches_reference(town, input_mapping):
+    """ΔR exact; the certified η and R̃ intervals contain the reference's values; the resolved Ω is the
+    reference's Ω — on many anchors, budgets and released values r̂."""
     P, _, _ = town
     idx = F.get_index(P)
+    tree = idx.tree()
     m = len(P)
-    cal = np.zeros((1, m, 47))
-    tmp = np.zeros(64 + F._BLOCK)
+    stack = np.zeros(AR.STACK, dtype=np.int64)
+    work = np.zeros(8)
+    reg = np.zeros(AR.N_REGION)
     rng = np.random.default_rng(1)
     row = np.empty(m)
-    for b, eps_r in ((0.358155424611167, 0.5), (0.0304, 4.0)):
+    widths = []
+    for b, eps_r in ((0.358155424611167, 0.5), (0.0304, 4.0), (float(sw_half_width(0.375)), 0.375)):
         for a in rng.integers(0, m, 25):
             a = int(a)
-            F._calibration_pass(
-                a,
-                idx.lam,
-                idx.phi,
-                idx.ox,
-                idx.oy,
-                idx.oz,
-                idx.ssx,
-                idx.ssy,
-                idx.ssz,
-                idx.order,
-                idx.cbox,
-                b,
-                input_mapping,
-                tmp,
-                cal,
-                0,
-            )
             K.haversine_from_one(idx.lam[a], idx.phi[a], idx.lam, idx.phi, row)
-            dr = row.max()
-            assert cal[0, a, 1] == dr
+            dr = AR.farthest(a, *_region_args(idx, tree), stack)
+            assert dr == row.max()
+            assert AR.farthest_scan(a, idx.lam, idx.phi, idx.xyz) == dr
             for r_hat in np.linspace(-b, 1 + b, 23):
                 eta_ref, _ = C.calibration_centre(row, r_hat, b, eps_r, dr, input_mapping)
-                eta, _ = F._eta(cal, 0, a, m, r_hat, b, eps_r, input_mapping)
-                assert eta == pytest.approx(eta_ref, rel=1e-10)
                 r_est = C.sw_estimate(r_hat, b, dr)
                 r_ref = C.calibrate(r_est, eta_ref, dr, eps_r)
-                r_fast = C.calibrate(r_est, eta, dr, eps_r)
-                assert np.array_equal(row <= r_ref, row <= r_fast)
-            cal[0, a, 0] = 0.0
+                for tol in (0.05, 2.0, 200.0):
+                    AR.region_setup(
+                        a, *_region_args(idx, tree), True, r_hat, b, eps_r, eps_r, dr, input_mapping, tol,
+                        False, stack, work, reg,
+                    )  # fmt: skip
+                    assert reg[AR.F_RES] == 0.0
+                    assert reg[AR.F_LO] <= r_ref <= reg[AR.F_HI]
+                    assert reg[AR.F_SUPER] == reg[AR.F_HI]
+                    widths.append(reg[AR.F_HI] - reg[AR.F_LO])
+                AR.resolve(a, idx.lam, idx.phi, idx.xyz, reg)
+                assert reg[AR.F_RES] == 1.0 and reg[AR.F_LO] == reg[AR.F_HI]
+                assert reg[AR.F_LO] == pytest.approx(r_ref, rel=1e-10)
+                assert np.array_equal(row <= r_ref, row <= reg[AR.F_LO])
+                # without a tree the region is exact at once
+                AR.region_setup(
+                    a, *_region_args(idx, tree), False, r_hat, b, eps_r, eps_r, dr, input_mapping, 2.0,
+                    False, stack, work, reg,
+                )  # fmt: skip
+                assert reg[AR.F_RES] == 1.0
+                assert np.array_equal(row <= r_ref, row <= reg[AR.F_LO])
+    # the intervals are tight enough to matter (metres on a ~10 km city)
+    assert np.median(widths) < 5.0
+
+
+def test_calibrate_is_monotone_in_eta():
+    # the certified R̃ interval relies on it (ALGORITHM §8.5)
+    rng = np.random.default_rng(3)
+    for _ in range(400):
+        dr = float(rng.uniform(1.0, 5e4))
+        r_est = float(rng.uniform(0, dr))
+        eps = float(rng.uniform(0.01, 5))
+        etas = np.sort(rng.uniform(0, dr, 50))
+        vals = [C.calibrate(r_est, float(e), dr, eps) for e in etas]
+        assert np.all(np.diff(vals) >= -1e-9 * dr)
+
+
+@pytest.mark.parametrize("eps", [1.0, 4.0, 10.0])
+def test_lazy_region_gives_the_output_of_the_exact_region(town, eps, monkeypatch):
+    """Settling Ω lazily (default) and exactly at once give bit-identical output for a key; and the lazy
+    path does resolve some regions exactly on this city (with a coarse tolerance), so both branches run."""
+    P, flat, offsets = town
+    mech = ATP(epsilon=eps)
+    for tol in (2.0, 500.0):
+        monkeypatch.setattr(F, "_REGION_TOL_PT", tol)
+        F.COLLECT_STATS = True
+        try:
+            lazy = F.perturb_fast(flat, offsets, P, mech, KEY, 3)
+            stats = F.last_stats()
+            monkeypatch.setattr(F, "_EAGER_REGION", [True])
+            eager = F.perturb_fast(flat, offsets, P, mech, KEY, 3)
+            monkeypatch.setattr(F, "_EAGER_REGION", [False])
+        finally:
+            F.COLLECT_STATS = False
+        assert np.array_equal(lazy, eager)
+        assert stats["atp_regions"] > 0
+        if tol == 500.0:
+            assert 0 < stats["exact_eta_passes"] < stats["atp_regions"]
 
 
 @pytest.mark.parametrize("g", [2, 4, 6, 12])
@@ -408,7 +456,7 @@ def test_domain_supersets_and_membership_are_exact(town, g, centred):
     dq = np.zeros((8, 3))
     hp = np.zeros((40, 3))
     dint = np.zeros(8, dtype=np.int64)
-    dflt = np.zeros(2)
+    dflt = np.zeros(AR.N_REGION)
     nr = int(idx.gi[1])
     lo, hi, cum = (np.zeros(nr, dtype=np.int64) for _ in range(3))
     theta = np.empty(m)
@@ -428,7 +476,9 @@ def test_domain_supersets_and_membership_are_exact(town, g, centred):
             c = int(rng.integers(0, m))
             K.haversine_from_one(idx.lam[c], idx.phi[c], idx.lam, idx.phi, dist)
             r = float(np.quantile(dist, rng.uniform(0.05, 0.9)))  # a radius equal to a point's distance
-            F._dom_region(dint, dflt, c, r)
+            F._dom_region(dint, c)
+            AR._set_radius(dflt, r, r)  # an exact (resolved) region of radius r
+            dflt[AR.F_RES] = 1.0
             truth &= dist <= r
             du, dv = F._gnomonic(idx.xyz[c, 0], idx.xyz[c, 1], idx.xyz[c, 2], idx.gf, idx.basis)
             dl = idx.gf[4] * (r / K.EARTH_RADIUS_M) * (1.0 + 1e-9) + 1e-12
@@ -479,3 +529,32 @@ def test_duplicate_public_points_fit_exact_pmf():
         P = PointSet(np.r_[CITY_LON[:5], CITY_LON[1]], np.r_[CITY_LAT[:5], CITY_LAT[1]])
     _assert_fits(make(TP, epsilon=10.0, tie_break="index"), P, [5, 1, 2])
     _assert_fits(make(ATP, epsilon=40.0, sw_buckets=8), P, [1, 5])
+
+
+@pytest.mark.parametrize(
+    "mech", [TP(epsilon=4.0), ATP(epsilon=4.0), PointEM(epsilon=4.0)], ids=["tp", "atp", "pem"]
+)
+def test_threads_give_identical_output(town, mech):
+    P, flat, offsets = town
+    one = F.perturb_fast(flat, offsets, P, mech, KEY, 5)
+    for n_jobs in (2, 3, 64):
+        assert np.array_equal(F.perturb_fast(flat, offsets, P, mech, KEY, 5, n_jobs=n_jobs), one)
+    # threads and chunking together: a chunk starting at trajectory 100, run with 2 threads
+    sub = offsets[100:] - offsets[100]
+    part = F.perturb_fast(flat[offsets[100] :], sub, P, mech, KEY, 105, n_jobs=2)
+    assert np.array_equal(part, one[offsets[100] :])
+
+
+def test_engine_n_jobs(town):
+    import geoldp
+
+    P, flat, offsets = town
+    trajs = [flat[offsets[i] : offsets[i + 1]] for i in range(len(offsets) - 1)]
+    a = geoldp.perturb_trajectories(trajs, P, mechanism="atp", epsilon=4.0, rng=3)
+    b = geoldp.perturb_trajectories(trajs, P, mechanism="atp", epsilon=4.0, rng=3, n_jobs=2)
+    c = geoldp.perturb_trajectories(trajs, P, mechanism="atp", epsilon=4.0, rng=3, n_jobs=-1)
+    assert all(np.array_equal(x, y) and np.array_equal(x, z) for x, y, z in zip(a, b, c, strict=True))
+    with pytest.raises(ValueError, match="n_jobs"):
+        geoldp.perturb_trajectories(trajs, P, mechanism="tp", epsilon=4.0, rng=3, n_jobs=0)
+    with pytest.raises(TypeError, match="n_jobs"):
+        geoldp.perturb_trajectories(trajs, P, mechanism="tp", epsilon=4.0, rng=3, n_jobs=1.5)

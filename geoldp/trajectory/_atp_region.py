@@ -1,0 +1,518 @@
+"""ATP's region Ω for the fast path: exact, without an O(|P|) pass per perturbed anchor in the common case.
+
+ALGORITHM §8.4–8.6 define Ω = {p : d(â, p) ≤ R̃} with R̃ = calibrate(R̂, η, ΔR) and η a weighted mean of
+the distances from the perturbed anchor â to **every** public point. Computing η exactly costs O(|P|) per
+copy. This module certifies an interval instead and settles Ω lazily:
+
+1. **ΔR** (exact) by branch and bound over a quadtree of the gnomonic grid (node bounding balls), the
+   near-maximal points by the reference kernel.
+2. **η ∈ [η_lo, η_hi]** by one traversal of the quadtree. A node that lies entirely inside or outside the
+   candidate annulus C = {D_lo ≤ d ≤ D_hi}, and is far enough from â, contributes its count exactly and its
+   distance sum by a second-order Taylor expansion of d(â, ·) = 2R·asin(|· − â|/2) about its centroid
+   (count, centroid, second-moment matrix), with the rigorous remainder (T/6)·Σ|p − c|³ where T bounds the
+   third derivative on the node's ball. Every other node is opened; at the leaves (grid cells) the
+   distances are evaluated point by point, and the membership of C of every point closer to a threshold
+   than the error bound is decided by the reference kernel. So |C| is exact and Σ_C d, Σ_P d are certified
+   intervals, hence so is η (η increases in both sums).
+3. **R̃ ∈ [R̃_lo, R̃_hi]**: ``calibrate`` is non-decreasing in η (tested), so the interval maps through.
+4. **Lazy Ω.** A membership test of p settles "in" when d(â, p) < R̃_lo and "out" when d(â, p) > R̃_hi, with
+   the dot-product margins of the fast path. Only a point inside [R̃_lo, R̃_hi] triggers the exact pass
+   (:func:`resolve`), after which the region is the exact one. Supersets of Ω (grid runs) always use R̃_hi.
+   Every decision therefore equals the decision with the exact R̃, so the sampled distribution is exactly
+   the spec's; the output for a key is the same whether the region was resolved early or lazily (tested).
+
+Everything here is a function of public values (P, â, the released r̂) only. Nothing outlives a call.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numba
+import numpy as np
+
+from geoldp._kernels import EARTH_RADIUS_M, haversine_rad
+from geoldp.trajectory import calibration as _cal
+
+__all__ = [
+    "F_RES",
+    "F_SUPER",
+    "N_REGION",
+    "STACK",
+    "Tree",
+    "build_tree",
+    "eta_exact",
+    "eta_interval",
+    "farthest",
+    "farthest_scan",
+    "region_setup",
+    "resolve",
+]
+
+# node record columns
+_N, _CX, _CY, _CZ, _RHO, _Q00, _Q01, _Q02, _Q11, _Q12, _Q22, _M3 = range(12)
+_NF = 12
+_TOP = 8  # the traversal starts at the first level with at most _TOP × _TOP nodes
+STACK = 1024  # length of the traversal stack (int64 scratch)
+
+# region record (float64[N_REGION]) shared with the samplers:
+#   [R̃_lo, cos(R̃_lo/R), R̃_hi, cos(R̃_hi/R), resolved, superset radius, r̂, b, ε_R, ε_decay, R̂, ΔR,
+#    input mapping, η_lo, η_hi, unused]
+F_LO, F_COS_LO, F_HI, F_COS_HI, F_RES, F_SUPER = 0, 1, 2, 3, 4, 5
+_F_RHAT, _F_B, _F_EPSR, _F_EPSD, _F_REST, _F_DR, _F_INP, _F_ETA_LO, _F_ETA_HI = 6, 7, 8, 9, 10, 11, 12, 13, 14
+N_REGION = 16
+
+_jit = numba.njit(cache=True, _nrt=False, nogil=True)  # type: ignore[call-overload]  # _nrt: no refcounting
+
+
+class Tree:
+    """Quadtree over the gnomonic grid of a FastIndex (public: depends on P only).
+
+    ``nodes`` float64[n_nodes, 12] (count, centroid, bounding radius, second-moment matrix, Σ|p − c|³);
+    ``levels`` int64[n_levels, 3] (offset, n_cols, n_rows); level 0 is the grid's cells.
+    """
+
+    def __init__(self, nodes, levels) -> None:
+        self.nodes = nodes
+        self.levels = levels
+
+
+@numba.njit(cache=True)
+def _node_moments(sxyz, cell_start, nu, r0, r1, c0, c1, out):
+    n = 0
+    sx = 0.0
+    sy = 0.0
+    sz = 0.0
+    for r in range(r0, r1):
+        a = cell_start[r * nu + c0]
+        b = cell_start[r * nu + c1]
+        for pos in range(a, b):
+            sx += sxyz[pos, 0]
+            sy += sxyz[pos, 1]
+            sz += sxyz[pos, 2]
+            n += 1
+    out[_N] = n
+    if n == 0:
+        return
+    cx = sx / n
+    cy = sy / n
+    cz = sz / n
+    out[_CX] = cx
+    out[_CY] = cy
+    out[_CZ] = cz
+    rho = 0.0
+    q00 = q01 = q02 = q11 = q12 = q22 = m3 = 0.0
+    for r in range(r0, r1):
+        a = cell_start[r * nu + c0]
+        b = cell_start[r * nu + c1]
+        for pos in range(a, b):
+            dx = sxyz[pos, 0] - cx
+            dy = sxyz[pos, 1] - cy
+            dz = sxyz[pos, 2] - cz
+            q00 += dx * dx
+            q01 += dx * dy
+            q02 += dx * dz
+            q11 += dy * dy
+            q12 += dy * dz
+            q22 += dz * dz
+            d = math.sqrt(dx * dx + dy * dy + dz * dz)
+            m3 += d * d * d
+            if d > rho:
+                rho = d
+    out[_RHO] = rho * (1.0 + 1e-12) + 1e-15
+    out[_Q00] = q00
+    out[_Q01] = q01
+    out[_Q02] = q02
+    out[_Q11] = q11
+    out[_Q12] = q12
+    out[_Q22] = q22
+    out[_M3] = m3 * (1.0 + 1e-9)
+
+
+@numba.njit(cache=True)
+def _build(sxyz, cell_start, nu, nv, levels, nodes):
+    for lv in range(levels.shape[0]):
+        off = levels[lv, 0]
+        cols = levels[lv, 1]
+        rows = levels[lv, 2]
+        span = 1 << lv
+        for r in range(rows):
+            for c in range(cols):
+                r0 = r * span
+                c0 = c * span
+                r1 = min(nv, r0 + span)
+                c1 = min(nu, c0 + span)
+                _node_moments(sxyz, cell_start, nu, r0, r1, c0, c1, nodes[off + r * cols + c])
+
+
+def build_tree(index) -> Tree:
+    """The quadtree of ``index`` (a FastIndex with a grid): O(|P| log |P|) time, O(|P|) memory."""
+    nu, nv = int(index.gi[0]), int(index.gi[1])
+    levels = []
+    off = 0
+    lv = 0
+    while True:
+        span = 1 << lv
+        cols = (nu + span - 1) // span
+        rows = (nv + span - 1) // span
+        levels.append((off, cols, rows))
+        off += cols * rows
+        if cols <= _TOP and rows <= _TOP:
+            break
+        lv += 1
+    lev = np.array(levels, dtype=np.int64)
+    nodes = np.zeros((off, _NF))
+    _build(index.sxyz, index.cell_start, nu, nv, lev, nodes)
+    return Tree(nodes, lev)
+
+
+@_jit
+def _asin_dist(h):
+    """2R·asin(h) for a half-chord h ∈ [0, 1] (the fast path's chord distance)."""
+    if h < 0.01:
+        h2 = h * h
+        s = h * (1.0 + h2 * (1.0 / 6.0 + h2 * (3.0 / 40.0 + h2 * (5.0 / 112.0 + h2 * (35.0 / 1152.0)))))
+    else:
+        if h > 1.0:
+            h = 1.0
+        s = math.asin(h)
+    return 2.0 * EARTH_RADIUS_M * s
+
+
+@_jit
+def farthest(a, lam, phi, xyz, sxyz, order, cell_start, nodes, levels, stack):
+    """ΔR = max_p haversine(P_a, P_p), exactly: branch and bound on the node balls (chord), then the
+    reference kernel on every point whose chord is within the rounding bound of the maximum."""
+    ax = xyz[a, 0]
+    ay = xyz[a, 1]
+    az = xyz[a, 2]
+    best = 0.0
+    for sweep in range(2):
+        thr = best * (1.0 - 1e-9) - 1e-15
+        dr = 0.0
+        top = levels.shape[0] - 1
+        sp = 0
+        off = levels[top, 0]
+        for k in range(levels[top, 1] * levels[top, 2]):
+            stack[sp] = off + k
+            stack[sp + 1] = top
+            sp += 2
+        while sp > 0:
+            sp -= 2
+            node = stack[sp]
+            lv = stack[sp + 1]
+            rec = nodes[node]
+            if rec[_N] == 0.0:
+                continue
+            dx = rec[_CX] - ax
+            dy = rec[_CY] - ay
+            dz = rec[_CZ] - az
+            ub = math.sqrt(dx * dx + dy * dy + dz * dz) + rec[_RHO]
+            if ub < (best if sweep == 0 else thr):
+                continue
+            off = levels[lv, 0]
+            cols = levels[lv, 1]
+            k = node - off
+            r = k // cols
+            c = k - r * cols
+            if lv == 0:
+                for pos in range(cell_start[k], cell_start[k + 1]):
+                    ex = sxyz[pos, 0] - ax
+                    ey = sxyz[pos, 1] - ay
+                    ez = sxyz[pos, 2] - az
+                    h = math.sqrt(ex * ex + ey * ey + ez * ez)
+                    if sweep == 0:
+                        if h > best:
+                            best = h
+                    elif h >= thr:
+                        q = order[pos]
+                        d = haversine_rad(lam[a], phi[a], lam[q], phi[q])
+                        if d > dr:
+                            dr = d
+                continue
+            ccols = levels[lv - 1, 1]
+            crows = levels[lv - 1, 2]
+            coff = levels[lv - 1, 0]
+            for rr in range(2 * r, min(2 * r + 2, crows)):
+                for cc in range(2 * c, min(2 * c + 2, ccols)):
+                    stack[sp] = coff + rr * ccols + cc
+                    stack[sp + 1] = lv - 1
+                    sp += 2
+        if sweep == 1:
+            return dr
+    return 0.0
+
+
+@_jit
+def farthest_scan(a, lam, phi, xyz):
+    """ΔR by a full scan (no grid): chord maximum, then the kernel on the near-maximal points."""
+    m = lam.shape[0]
+    best = 0.0
+    for p in range(m):
+        dx = xyz[p, 0] - xyz[a, 0]
+        dy = xyz[p, 1] - xyz[a, 1]
+        dz = xyz[p, 2] - xyz[a, 2]
+        h = math.sqrt(dx * dx + dy * dy + dz * dz)
+        if h > best:
+            best = h
+    thr = best * (1.0 - 1e-9) - 1e-15
+    dr = 0.0
+    for p in range(m):
+        dx = xyz[p, 0] - xyz[a, 0]
+        dy = xyz[p, 1] - xyz[a, 1]
+        dz = xyz[p, 2] - xyz[a, 2]
+        if math.sqrt(dx * dx + dy * dy + dz * dz) >= thr:
+            d = haversine_rad(lam[a], phi[a], lam[p], phi[p])
+            if d > dr:
+                dr = d
+    return dr
+
+
+@_jit
+def _third_bound(s):
+    """Bound of |d³/dt³ 2R·asin(|x + t·u|/2)| for |x| ≥ s, |x| ≤ 1 (unit sphere chord units)."""
+    return EARTH_RADIUS_M * (1.25 + 1.34 / (s * s))
+
+
+@_jit
+def _thresholds(r_hat, b, dr, input_mapping):
+    """(has K, D_lo, D_hi) of ALGORITHM §8.4 steps 2–3 (the expressions of ``calibration_centre``)."""
+    k_lo = -1
+    k_hi = -1
+    for k in range(11):
+        v = k / 10.0
+        if v - b <= r_hat and r_hat <= v + b:
+            if k_lo < 0:
+                k_lo = k
+            k_hi = k
+    if k_lo < 0:
+        return False, 0.0, 0.0
+    v_lo = k_lo / 10.0
+    v_hi = k_hi / 10.0
+    if input_mapping:
+        return True, v_lo * dr, v_hi * dr
+    return True, (v_lo + b) * dr / (2.0 * b + 1.0), (v_hi + b) * dr / (2.0 * b + 1.0)
+
+
+@_jit
+def _classify(d, d_lo, d_hi, tol, a, q, lam, phi):
+    """Membership of C for a point at chord-formula distance d; kernel near a threshold."""
+    if abs(d - d_lo) <= tol or abs(d - d_hi) <= tol:
+        de = haversine_rad(lam[a], phi[a], lam[q], phi[q])
+        return d_lo <= de and de <= d_hi, de
+    return d_lo <= d and d <= d_hi, d
+
+
+@_jit
+def eta_interval(
+    a, lam, phi, xyz, sxyz, order, cell_start, nodes, levels, has_k, d_lo, d_hi, tol_pt, stack, out
+):  # fmt: skip
+    """Certified (Σ_P d, Σ_C d) intervals and exact |C| for anchor ``a``; out = [S_lo, S_hi, A_lo, A_hi, |C|].
+
+    ``tol_pt`` is the accepted Taylor remainder per point (metres).
+    """
+    ax = xyz[a, 0]
+    ay = xyz[a, 1]
+    az = xyz[a, 2]
+    tol = 1e-6 + 1e-10 * d_hi
+    # chord thresholds with margins: a node is inside C only if its chord range is strictly inside
+    h_lo = 2.0 * math.sin(0.5 * d_lo / EARTH_RADIUS_M)
+    h_hi = 2.0 * math.sin(0.5 * d_hi / EARTH_RADIUS_M)
+    mg = 1e-12
+    s_val = 0.0
+    s_err = 0.0
+    a_val = 0.0
+    a_err = 0.0
+    n_c = 0.0
+    top = levels.shape[0] - 1
+    sp = 0
+    off = levels[top, 0]
+    for k in range(levels[top, 1] * levels[top, 2]):
+        stack[sp] = off + k
+        stack[sp + 1] = top
+        sp += 2
+    while sp > 0:
+        sp -= 2
+        node = stack[sp]
+        lv = stack[sp + 1]
+        rec = nodes[node]
+        cnt = rec[_N]
+        if cnt == 0.0:
+            continue
+        dx = rec[_CX] - ax
+        dy = rec[_CY] - ay
+        dz = rec[_CZ] - az
+        r = math.sqrt(dx * dx + dy * dy + dz * dz)
+        rho = rec[_RHO]
+        lo = r - rho
+        hi = r + rho
+        inside = False
+        outside = True
+        if has_k:
+            inside = lo > h_lo + mg and hi < h_hi - mg
+            outside = hi < h_lo - mg or lo > h_hi + mg
+        if (inside or outside) and lo > 0.0 and hi < 1.0 and r > 0.0:
+            err = _third_bound(lo) / 6.0 * rec[_M3]
+            if err <= tol_pt * cnt:
+                # n·ψ(r) + ½ tr(H Q), H = ψ''·ûûᵀ + (ψ'/r)(I − ûûᵀ), ψ(r) = 2R·asin(r/2)
+                ux = dx / r
+                uy = dy / r
+                uz = dz / r
+                quu = (
+                    rec[_Q00] * ux * ux
+                    + rec[_Q11] * uy * uy
+                    + rec[_Q22] * uz * uz
+                    + 2.0 * (rec[_Q01] * ux * uy + rec[_Q02] * ux * uz + rec[_Q12] * uy * uz)
+                )
+                trq = rec[_Q00] + rec[_Q11] + rec[_Q22]
+                w = 1.0 - 0.25 * r * r
+                d1 = EARTH_RADIUS_M / math.sqrt(w)
+                d2 = EARTH_RADIUS_M * 0.25 * r / (w * math.sqrt(w))
+                val = cnt * _asin_dist(0.5 * r) + 0.5 * (d2 * quu + d1 / r * (trq - quu))
+                err += 1e-12 * abs(val)
+                s_val += val
+                s_err += err
+                if inside:
+                    a_val += val
+                    a_err += err
+                    n_c += cnt
+                continue
+        off = levels[lv, 0]
+        cols = levels[lv, 1]
+        k = node - off
+        if lv == 0:
+            for pos in range(cell_start[k], cell_start[k + 1]):
+                ex = sxyz[pos, 0] - ax
+                ey = sxyz[pos, 1] - ay
+                ez = sxyz[pos, 2] - az
+                d = _asin_dist(0.5 * math.sqrt(ex * ex + ey * ey + ez * ez))
+                if has_k:
+                    inc, d = _classify(d, d_lo, d_hi, tol, a, order[pos], lam, phi)
+                    if inc:
+                        a_val += d
+                        n_c += 1.0
+                s_val += d
+            continue
+        rr0 = k // cols
+        cc0 = k - rr0 * cols
+        ccols = levels[lv - 1, 1]
+        crows = levels[lv - 1, 2]
+        coff = levels[lv - 1, 0]
+        for rr in range(2 * rr0, min(2 * rr0 + 2, crows)):
+            for cc in range(2 * cc0, min(2 * cc0 + 2, ccols)):
+                stack[sp] = coff + rr * ccols + cc
+                stack[sp + 1] = lv - 1
+                sp += 2
+    m = sxyz.shape[0]
+    # the chord formula's own error (~1e−9 m per point) and the summation's rounding
+    s_err += 1e-8 * m + 1e-12 * abs(s_val)
+    a_err += 1e-8 * m + 1e-12 * abs(a_val)
+    out[0] = s_val - s_err
+    out[1] = s_val + s_err
+    out[2] = a_val - a_err
+    out[3] = a_val + a_err
+    out[4] = n_c
+
+
+@_jit
+def eta_exact(a, lam, phi, xyz, has_k, d_lo, d_hi, eps_r):
+    """η of ALGORITHM §8.4 by one O(|P|) pass (chord distances, kernel near a threshold)."""
+    m = lam.shape[0]
+    ax = xyz[a, 0]
+    ay = xyz[a, 1]
+    az = xyz[a, 2]
+    tol = 1e-6 + 1e-10 * d_hi
+    total = 0.0
+    s_c = 0.0
+    n_c = 0.0
+    for p in range(m):
+        dx = xyz[p, 0] - ax
+        dy = xyz[p, 1] - ay
+        dz = xyz[p, 2] - az
+        d = _asin_dist(0.5 * math.sqrt(dx * dx + dy * dy + dz * dz))
+        if has_k:
+            inc, d = _classify(d, d_lo, d_hi, tol, a, p, lam, phi)
+            if inc:
+                s_c += d
+                n_c += 1.0
+        total += d
+    if has_k and n_c > 0.0:
+        low = math.exp(-eps_r)
+        return (s_c + low * (total - s_c)) / (n_c + low * (m - n_c))
+    return total / (m - 1)
+
+
+@_jit
+def _set_radius(reg, lo, hi):
+    reg[F_LO] = lo
+    reg[F_COS_LO] = math.cos(lo / EARTH_RADIUS_M)
+    reg[F_HI] = hi
+    reg[F_COS_HI] = math.cos(hi / EARTH_RADIUS_M)
+
+
+@_jit
+def region_setup(
+    a, lam, phi, xyz, sxyz, order, cell_start, nodes, levels, has_tree, r_hat, b, eps_r, eps_dec, dr, inp,
+    tol_pt, eager, stack, work, reg,
+):  # fmt: skip
+    """Fill the region record ``reg`` for anchor ``a`` (ΔR = ``dr``) and released r̂: the certified R̃
+    interval, or the exact R̃ when ``eager`` or without a tree."""
+    m = lam.shape[0]
+    r_est = _cal.sw_estimate(r_hat, b, dr)
+    reg[_F_RHAT] = r_hat
+    reg[_F_B] = b
+    reg[_F_EPSR] = eps_r
+    reg[_F_EPSD] = eps_dec
+    reg[_F_REST] = r_est
+    reg[_F_DR] = dr
+    reg[_F_INP] = 1.0 if inp else 0.0
+    reg[F_RES] = 0.0
+    has_k, d_lo, d_hi = _thresholds(r_hat, b, dr, inp)
+    if has_tree:
+        eta_interval(
+            a, lam, phi, xyz, sxyz, order, cell_start, nodes, levels, has_k, d_lo, d_hi, tol_pt, stack, work
+        )
+        n_c = work[4]
+        if has_k and n_c > 0.0:
+            low = math.exp(-eps_r)
+            den = n_c + low * (m - n_c)
+            # η = (q·S + (1 − q)·A)/den increases in S and in A: bound each term separately
+            e_lo = ((1.0 - low) * work[2] + low * work[0]) / den
+            e_hi = ((1.0 - low) * work[3] + low * work[1]) / den
+        else:
+            e_lo = work[0] / (m - 1)
+            e_hi = work[1] / (m - 1)
+        # the exact pass's own rounding relative to the true η
+        pad = 1e-9 * abs(e_hi) + 1e-6
+        e_lo -= pad
+        e_hi += pad
+        if e_lo < 0.0:
+            e_lo = 0.0
+        reg[_F_ETA_LO] = e_lo
+        reg[_F_ETA_HI] = e_hi
+        lo = _cal.calibrate(r_est, e_lo, dr, eps_dec)
+        hi = _cal.calibrate(r_est, e_hi, dr, eps_dec)
+        lo = lo * (1.0 - 1e-12) - 1e-9
+        hi = hi * (1.0 + 1e-12) + 1e-9
+        if lo < 0.0:
+            lo = 0.0
+        _set_radius(reg, lo, hi)
+        reg[F_SUPER] = hi
+        if eager:
+            resolve(a, lam, phi, xyz, reg)
+        return
+    eta = eta_exact(a, lam, phi, xyz, has_k, d_lo, d_hi, eps_r)
+    rt = _cal.calibrate(r_est, eta, dr, eps_dec)
+    _set_radius(reg, rt, rt)
+    reg[F_RES] = 1.0
+    reg[F_SUPER] = rt
+
+
+@_jit
+def resolve(a, lam, phi, xyz, reg):
+    """Replace the R̃ interval of ``reg`` by the exact R̃ (one O(|P|) pass)."""
+    has_k, d_lo, d_hi = _thresholds(reg[_F_RHAT], reg[_F_B], reg[_F_DR], reg[_F_INP] == 1.0)
+    eta = eta_exact(a, lam, phi, xyz, has_k, d_lo, d_hi, reg[_F_EPSR])
+    rt = _cal.calibrate(reg[_F_REST], eta, reg[_F_DR], reg[_F_EPSD])
+    _set_radius(reg, rt, rt)
+    reg[F_RES] = 1.0
