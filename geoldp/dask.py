@@ -14,6 +14,7 @@ on the released trajectory lengths and applies the plan to every partition.
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -38,11 +39,16 @@ def _import_dask_geopandas() -> Any:
     return dask, dask_geopandas
 
 
-def _partition_stats(part: Any, user_col: Any = None) -> tuple[int, dict[int, int], set[int], Any]:
-    """Row count, trajectory lengths (length -> count), geometry type ids and user column of one partition.
+def _partition_stats(
+    part: Any, user_col: Any = None, area_crs: Any = None
+) -> tuple[int, dict[int, int], set[int], Any, Any]:
+    """Row count, trajectory lengths (length -> count), geometry type ids, user column and bounds of one
+    partition.
 
     The first three are released by the output anyway (row count, vertex counts, geometry type). The user
-    column (only with an accountant) is private: it is turned into per-user charges and then dropped.
+    column (only with an accountant) and the bounds in ``area_crs`` (only when the public points record
+    the area they were built over) are private: they are used for the charge and the area check in
+    :func:`perturb`, then dropped.
     """
     import shapely
 
@@ -51,7 +57,27 @@ def _partition_stats(part: Any, user_col: Any = None) -> tuple[int, dict[int, in
     values, freq = np.unique(counts[counts > 0], return_counts=True)
     types = {int(t) for t in np.unique(shapely.get_type_id(geoms))}
     users = None if user_col is None else part[[user_col]]
-    return len(part), {int(v): int(f) for v, f in zip(values, freq, strict=True)}, types, users
+    bounds = None
+    if area_crs is not None and len(part):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # all-empty partitions give NaN bounds
+            bounds = np.asarray(part.geometry.to_crs(area_crs).total_bounds, dtype=np.float64)
+    return len(part), {int(v): int(f) for v, f in zip(values, freq, strict=True)}, types, users, bounds
+
+
+def _warn_if_area_from(stats: Any, points: Any, crs: Any, public_points: Any) -> None:
+    """The accessor's guard against an area computed from the data, on the partitions' combined bounds."""
+    import geopandas as gpd
+    import shapely
+
+    parts = [b for b in (s[4] for s in stats) if b is not None and np.all(np.isfinite(b))]
+    if not parts:
+        return
+    b = np.array(parts)
+    box = shapely.box(b[:, 0].min(), b[:, 1].min(), b[:, 2].max(), b[:, 3].max())
+    del b, parts
+    # a one-row frame with the data's bounds (in the area's CRS): compared by geoldp.points, then dropped
+    public_points.warn_if_area_from(gpd.GeoDataFrame(geometry=[box], crs=crs), points, stacklevel=3)
 
 
 def _perturb_partition(part: Any, *, plan: Any, offsets: tuple[int, ...], number: int) -> Any:
@@ -94,7 +120,9 @@ def perturb(
         Point rows grouped by a trajectory id are not supported here, because a trajectory could span
         partitions: build LineStrings first with :func:`geoldp.prepare.trajectories_from_points`.
     points : PointSet, GeoDataFrame or GeoSeries of Points
-        The public point set P (in memory; it is sent to every partition).
+        The public point set P (in memory; it is sent to every partition). As in ``gdf.ldp.perturb``, a
+        :class:`~geoldp.PrivacyWarning` says so when it was built by :mod:`geoldp.points` over exactly the
+        bounds of ``ddf`` (computed in the first pass, compared and discarded).
     mechanism : {"atp", "tp", "pointem"} or mechanism object, default "atp"
         As in ``gdf.ldp.perturb``.
     epsilon : float
@@ -195,26 +223,35 @@ def perturb(
     # accountant/user_col checked on the (empty) meta frame before any pass over the data
     accounting.charge_release(accountant, meta, user_col, req.mech.epsilon, caller=_CALLER)
     charged_col = None if accountant is None else user_col
+    attrs = getattr(points, "attrs", None)
+    area = attrs.get(public_points.AREA_KEY) if isinstance(attrs, dict) else None
+    area_crs = area["crs"] if isinstance(area, dict) else None  # points built over a recorded area
 
     # Pass 1: partition lengths (for the global row offsets) and the distinct trajectory lengths (for
-    # the ledger). Both are released by the output anyway.
-    stats = dask.compute(*[dask.delayed(_partition_stats)(p, charged_col) for p in ddf.to_delayed()])
+    # the ledger), both released by the output anyway; the user column and the bounds when needed.
+    stats = dask.compute(
+        *[dask.delayed(_partition_stats)(p, charged_col, area_crs) for p in ddf.to_delayed()]
+    )
+    if area_crs is not None:
+        _warn_if_area_from(stats, points, area_crs, public_points)
     sizes = np.array([s[0] for s in stats], dtype=np.int64)
     if int(sizes.sum()) == 0:
         raise ValueError(f"The trajectories GeoDataFrame passed to {_CALLER} has no rows.")
     offsets = tuple(int(v) for v in np.concatenate([[0], np.cumsum(sizes)[:-1]]))
     length_counts: dict[int, int] = {}
-    for _, counts, _, _ in stats:
+    for _, counts, _, _, _ in stats:
         for n, c in counts.items():
             length_counts[n] = length_counts.get(n, 0) + c
     lengths = np.array(sorted(length_counts), dtype=np.int64)
     type_ids = set().union(*(s[2] for s in stats))
-    charge = None
+    users = None
     if charged_col is not None:
         import pandas as pd
 
         users = pd.concat([s[3] for s in stats], ignore_index=True)
-        stats = ()  # the private user column does not outlive the charge
+    del stats  # the private user column and bounds do not outlive the checks
+    charge = None
+    if users is not None:
         # refuse before any random draw (plan() draws the key); committed below, once the graph exists
         charge = accounting.charge_release(accountant, users, charged_col, req.mech.epsilon, caller=_CALLER)
         del users

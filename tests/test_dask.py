@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import builtins
+import warnings
 
 import numpy as np
 import pytest
@@ -292,3 +293,17 @@ def test_accountant_arguments_are_checked_before_any_pass(city, monkeypatch):
     with pytest.raises(ValueError, match="not in the frame"):
         geoldp.dask.perturb(ddf, points, epsilon=1.0, accountant=acc, user_col="nobody")
     assert acc.spent == {}
+
+
+def test_area_from_the_data_warns_as_in_memory(city):
+    # the accessor's guard: points built over the very bounds of the trajectories being perturbed
+    points, trips = city
+    ddf = dask_geopandas.from_geopandas(trips, npartitions=3)
+    private = geoldp.points.grid(tuple(trips.total_bounds), 400.0)
+    with pytest.warns(geoldp.PrivacyWarning, match="bounds of the trajectories") as rec:
+        geoldp.dask.perturb(ddf, private, mechanism="tp", epsilon=2.0, rng=1)
+    assert any(r.filename == __file__ for r in rec)  # points at the user's line
+    public = geoldp.points.grid(tuple(points.total_bounds), 400.0)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", message=".*bounds of the trajectories")
+        geoldp.dask.perturb(ddf, public, mechanism="tp", epsilon=2.0, rng=1)
