@@ -21,7 +21,8 @@ For analyses of (original or released) trajectories (:mod:`geoldp.queries`, :mod
 7. :func:`as_regions` turns polygons and ``(lon, lat, radius_km)`` circles into :class:`Region` objects.
 
 Error messages name the **row position** (0-based, as in ``gdf.iloc``) and the reason, never coordinates,
-identifiers or timestamps (TESTING.md O8). All validation happens before any random draw.
+identifiers or timestamps (nothing private leaks through a message). All validation happens before
+any random draw.
 """
 
 from __future__ import annotations

@@ -11,6 +11,7 @@ import numbers
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from fractions import Fraction
+from typing import cast
 
 import numpy as np
 
@@ -92,7 +93,8 @@ def check_fractions(fracs, caller: str) -> tuple[Fraction, ...]:
             )
         if isinstance(f, (float, np.floating)) and not math.isfinite(float(f)):
             raise BudgetError(f"The 'fractions' parameter of {caller} must be finite; item {pos} is not.")
-        fr = Fraction(f) if not isinstance(f, np.generic) else Fraction(f.item())
+        # Fraction() takes Rationals and floats; NumPy scalars go through their Python value.
+        fr = Fraction(f.item() if isinstance(f, np.generic) else cast("numbers.Rational | float", f))
         if fr < 0:
             raise BudgetError(
                 f"The 'fractions' parameter of {caller} must be non-negative; item {pos} is {float(fr):g}."

@@ -19,24 +19,15 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn, TextIO
 
+# the output formats of `geoldp perturb` are those of geoldp.io.write_file, by file suffix
+from geoldp.io import WRITE_FORMATS
+
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator, Sequence
 
 __all__ = ["build_parser", "main"]
 
 PROG = "geoldp"
-
-#: Output formats of ``geoldp perturb``, by file suffix.
-OUTPUT_FORMATS = {
-    ".geojson": "GeoJSON",
-    ".json": "GeoJSON",
-    ".gpkg": "GPKG",
-    ".parquet": "Parquet",
-    ".geoparquet": "Parquet",
-    ".csv": "CSV",
-    ".shp": "ESRI Shapefile",
-    ".fgb": "FlatGeobuf",
-}
 
 SEED_HELP = (
     "integer seed, for experiments only; omit for deployment (OS CSPRNG). The seed is never written to "
@@ -146,9 +137,9 @@ def _existing_file(path: str, what: str) -> Path:
 def _output_path(path: str, *, overwrite: bool = False, inputs: Sequence[Path] = ()) -> tuple[Path, str]:
     """Check an output path before any work is done: format, directory, overwriting, inputs, links."""
     p = Path(path)
-    fmt = OUTPUT_FORMATS.get(p.suffix.lower())
+    fmt = WRITE_FORMATS.get(p.suffix.lower())
     if fmt is None:
-        known = ", ".join(sorted(OUTPUT_FORMATS))
+        known = ", ".join(sorted(WRITE_FORMATS))
         raise UserError(f"cannot infer the output format of '{path}'; use one of the suffixes {known}")
     parent = p.parent if str(p.parent) else Path(".")
     if not parent.is_dir():
@@ -209,7 +200,7 @@ def write_frame(
     gdf : geopandas.GeoDataFrame
         The frame to write.
     path : str or os.PathLike
-        Output path; its suffix selects the format (see ``OUTPUT_FORMATS``).
+        Output path; its suffix selects the format (see ``geoldp.io.WRITE_FORMATS``).
     overwrite : bool, default False
         Replace an existing output and sidecar.
     inputs : sequence of paths
@@ -532,7 +523,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--output",
         required=True,
         metavar="OUT",
-        help=f"output file; the suffix selects the format ({', '.join(OUTPUT_FORMATS)})",
+        help=f"output file; the suffix selects the format ({', '.join(WRITE_FORMATS)})",
     )
     p.add_argument(
         "--traj-id-col",

@@ -14,6 +14,8 @@ on the released trajectory lengths and applies the plan to every partition.
 
 from __future__ import annotations
 
+import warnings
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -37,10 +39,16 @@ def _import_dask_geopandas() -> Any:
     return dask, dask_geopandas
 
 
-def _partition_stats(part: Any) -> tuple[int, dict[int, int], set[int]]:
-    """Row count, trajectory lengths (length -> count) and geometry type ids of one partition.
+def _partition_stats(
+    part: Any, user_col: Any = None, area_crs: Any = None
+) -> tuple[int, dict[int, int], set[int], Any, Any]:
+    """Row count, trajectory lengths (length -> count), geometry type ids, user column and bounds of one
+    partition.
 
-    All three are released by the output anyway (row count, vertex counts, geometry type).
+    The first three are released by the output anyway (row count, vertex counts, geometry type). The user
+    column (only with an accountant) and the bounds in ``area_crs`` (only when the public points record
+    the area they were built over) are private: they are used for the charge and the area check in
+    :func:`perturb`, then dropped.
     """
     import shapely
 
@@ -48,7 +56,28 @@ def _partition_stats(part: Any) -> tuple[int, dict[int, int], set[int]]:
     counts = shapely.get_num_coordinates(geoms)
     values, freq = np.unique(counts[counts > 0], return_counts=True)
     types = {int(t) for t in np.unique(shapely.get_type_id(geoms))}
-    return len(part), {int(v): int(f) for v, f in zip(values, freq, strict=True)}, types
+    users = None if user_col is None else part[[user_col]]
+    bounds = None
+    if area_crs is not None and len(part):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # all-empty partitions give NaN bounds
+            bounds = np.asarray(part.geometry.to_crs(area_crs).total_bounds, dtype=np.float64)
+    return len(part), {int(v): int(f) for v, f in zip(values, freq, strict=True)}, types, users, bounds
+
+
+def _warn_if_area_from(stats: Any, points: Any, crs: Any, public_points: Any) -> None:
+    """The accessor's guard against an area computed from the data, on the partitions' combined bounds."""
+    import geopandas as gpd
+    import shapely
+
+    parts = [b for b in (s[4] for s in stats) if b is not None and np.all(np.isfinite(b))]
+    if not parts:
+        return
+    b = np.array(parts)
+    box = shapely.box(b[:, 0].min(), b[:, 1].min(), b[:, 2].max(), b[:, 3].max())
+    del b, parts
+    # a one-row frame with the data's bounds (in the area's CRS): compared by geoldp.points, then dropped
+    public_points.warn_if_area_from(gpd.GeoDataFrame(geometry=[box], crs=crs), points, stacklevel=3)
 
 
 def _perturb_partition(part: Any, *, plan: Any, offsets: tuple[int, ...], number: int) -> Any:
@@ -74,6 +103,8 @@ def perturb(
     keep_columns: Sequence[Any] | None = None,
     snap_max_km: float | None = None,
     rng: Any = None,
+    accountant: Any = None,
+    user_col: Any = None,
     **options: Any,
 ) -> Any:
     """Perturb every trajectory (row) of a Dask GeoDataFrame under ε-LDP.
@@ -89,7 +120,9 @@ def perturb(
         Point rows grouped by a trajectory id are not supported here, because a trajectory could span
         partitions: build LineStrings first with :func:`geoldp.prepare.trajectories_from_points`.
     points : PointSet, GeoDataFrame or GeoSeries of Points
-        The public point set P (in memory; it is sent to every partition).
+        The public point set P (in memory; it is sent to every partition). As in ``gdf.ldp.perturb``, a
+        :class:`~geoldp.PrivacyWarning` says so when it was built by :mod:`geoldp.points` over exactly the
+        bounds of ``ddf`` (computed in the first pass, compared and discarded).
     mechanism : {"atp", "tp", "pointem"} or mechanism object, default "atp"
         As in ``gdf.ldp.perturb``.
     epsilon : float
@@ -101,6 +134,15 @@ def perturb(
     rng : {None, int, array_like[ints], SeedSequence, BitGenerator, Generator}, optional
         ``None`` (default) uses the operating system's CSPRNG. Anything else seeds NumPy: **for
         experiments and tests only, not for deployment**.
+    accountant : geoldp.BudgetAccountant, optional
+        As in ``gdf.ldp.perturb``: charges every row ε to its user (several rows of one user compose),
+        refusing, before the stream key is drawn, a release that would take a user past the total
+        (:class:`~geoldp.BudgetError`). The charge is made when this function returns, since the lazy
+        result is one fixed release. Needs ``user_col``.
+    user_col : column label, optional
+        The column holding each row's user id (int or str), for ``accountant``. It is read in the first
+        pass (so that column of the whole frame is held in memory for a moment) and not released unless
+        listed in ``keep_columns``.
     **options
         Mechanism options (``granularity``, ``split``, ...) when ``mechanism`` is a name.
 
@@ -108,7 +150,9 @@ def perturb(
     -------
     dask_geopandas.GeoDataFrame
         Lazy; same partitions, index and CRS as ``ddf``, with the perturbed geometry and ``keep_columns``.
-        Each computed partition (and the computed frame) carries the provenance in ``.attrs["geoldp"]``.
+        Each computed partition (and the computed frame) carries the same ledger in ``.attrs["geoldp"]``
+        as ``gdf.ldp.perturb`` (a :class:`~geoldp.accounting.ReleaseLedger` with a ``release_id``, the
+        public points' provenance and, with ``accountant``, its settings), plus the partitioning.
 
     Raises
     ------
@@ -118,6 +162,8 @@ def perturb(
         For an invalid frame, mechanism, ε, options, ``rng`` or columns: raised here, before anything is
         computed or drawn. Invalid rows raise at compute time, naming the partition and the row position
         inside it.
+    BudgetError
+        With ``accountant``: the release would take some user past the total (nothing drawn or charged).
 
     Notes
     -----
@@ -131,6 +177,10 @@ def perturb(
     Compute it, keep only the computed frame, and never pickle, persist to shared storage or hand out
     the lazy object or its graph (the computed frame holds neither the key nor the input).
 
+    The ``release_id`` is drawn once per call (a random UUID, seeded or not), so every partition and
+    every computation of the result carry the same ledger. Unlike a seeded in-memory release, whose id
+    is a digest of the release, a seeded Dask release therefore gets a new id on every call.
+
     Examples
     --------
     >>> import dask_geopandas  # doctest: +SKIP
@@ -139,7 +189,8 @@ def perturb(
     >>> out = geoldp.dask.perturb(ddf, pois, mechanism="atp", epsilon=4.0).compute()  # doctest: +SKIP
     """
     dask, dask_geopandas = _import_dask_geopandas()
-    from geoldp import _release
+    from geoldp import _release, accounting
+    from geoldp import points as public_points
 
     if not isinstance(ddf, dask_geopandas.GeoDataFrame):
         raise TypeError(
@@ -169,20 +220,41 @@ def perturb(
         rng=rng,
         caller=_CALLER,
     )
+    # accountant/user_col checked on the (empty) meta frame before any pass over the data
+    accounting.charge_release(accountant, meta, user_col, req.mech.epsilon, caller=_CALLER)
+    charged_col = None if accountant is None else user_col
+    attrs = getattr(points, "attrs", None)
+    area = attrs.get(public_points.AREA_KEY) if isinstance(attrs, dict) else None
+    area_crs = area["crs"] if isinstance(area, dict) else None  # points built over a recorded area
 
     # Pass 1: partition lengths (for the global row offsets) and the distinct trajectory lengths (for
-    # the ledger). Both are released by the output anyway.
-    stats = dask.compute(*[dask.delayed(_partition_stats)(p) for p in ddf.to_delayed()])
+    # the ledger), both released by the output anyway; the user column and the bounds when needed.
+    stats = dask.compute(
+        *[dask.delayed(_partition_stats)(p, charged_col, area_crs) for p in ddf.to_delayed()]
+    )
+    if area_crs is not None:
+        _warn_if_area_from(stats, points, area_crs, public_points)
     sizes = np.array([s[0] for s in stats], dtype=np.int64)
     if int(sizes.sum()) == 0:
         raise ValueError(f"The trajectories GeoDataFrame passed to {_CALLER} has no rows.")
     offsets = tuple(int(v) for v in np.concatenate([[0], np.cumsum(sizes)[:-1]]))
     length_counts: dict[int, int] = {}
-    for _, counts, _ in stats:
+    for _, counts, _, _, _ in stats:
         for n, c in counts.items():
             length_counts[n] = length_counts.get(n, 0) + c
     lengths = np.array(sorted(length_counts), dtype=np.int64)
     type_ids = set().union(*(s[2] for s in stats))
+    users = None
+    if charged_col is not None:
+        import pandas as pd
+
+        users = pd.concat([s[3] for s in stats], ignore_index=True)
+    del stats  # the private user column and bounds do not outlive the checks
+    charge = None
+    if users is not None:
+        # refuse before any random draw (plan() draws the key); committed below, once the graph exists
+        charge = accounting.charge_release(accountant, users, charged_col, req.mech.epsilon, caller=_CALLER)
+        del users
     plan = req.plan(
         columns=list(meta.columns),
         geom_col=meta.geometry.name,
@@ -193,6 +265,12 @@ def perturb(
         stacklevel=2,
         extra_provenance={"partitioned": {"backend": "dask", "npartitions": int(ddf.npartitions)}},
     )
+    # The ledger is completed once per graph, from public values only (released=None: a random id), so
+    # every partition carries the same one and pandas keeps it when the partitions are concatenated.
+    ledger = accounting.finish_release(
+        plan.provenance, points_provenance=public_points.provenance_of(points), charge=charge
+    )
+    plan = replace(plan, provenance=ledger)
     out_meta = meta[plan.columns].copy()
     out_meta.attrs = {"geoldp": plan.provenance}
     # Each partition's global offset is bound into its own task, so computing a subset of partitions

@@ -47,7 +47,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from geoldp import _formats, _frames, _safe_write
+from geoldp import _formats, _frames, _safe_write, accounting
 from geoldp.errors import GeoLDPWarning
 
 __all__ = [
@@ -918,7 +918,8 @@ def read_trajectories(
     Returns
     -------
     geopandas.GeoDataFrame
-        With ``attrs["geoldp"]`` set when the file carries a geoldp ledger (see :func:`read_ledger`).
+        With ``attrs["geoldp"]`` set when the file carries a geoldp ledger (see :func:`read_ledger`), as
+        a :class:`geoldp.accounting.ReleaseLedger`: combining two different read-back releases warns.
 
     Raises
     ------
@@ -965,7 +966,8 @@ def read_trajectories(
         if ledger is True and not os.path.lexists(side):
             raise FileNotFoundError(f"{caller}: ledger=True but there is no sidecar '{side}'.")
         found = _read_sidecar(side, Path(os.fspath(path)), caller)
-    gdf.attrs = {"geoldp": found} if found is not None else {}
+    # a ReleaseLedger, as on the release itself: pd.concat of two different read-back releases warns
+    gdf.attrs = {"geoldp": accounting.ReleaseLedger(found)} if found is not None else {}
     return gdf
 
 

@@ -1,4 +1,4 @@
-"""Public test utilities for local-DP conformance (TESTING §1–§2).
+"""Public test utilities for local-DP conformance: exact output distributions and exact ε-LDP checks.
 
 * :class:`EnumeratingSource` — a :class:`~geoldp._random.RandomSource` that *forces* branch choices instead of
   drawing, so :func:`exact_distribution` can enumerate every random path of a mechanism through its real
@@ -19,7 +19,7 @@ __all__ = ["EnumeratingSource", "assert_ldp", "exact_distribution", "ldp_toleran
 
 
 class EnumeratingSource(RandomSource):
-    """A randomness source that follows a *script* of forced branch indices (TESTING §1, D3).
+    """A randomness source that follows a *script* of forced branch indices (exact enumeration in tests).
 
     Each ``bernoulli``/``integers``/``categorical`` call is one branch point: the next script entry (0 when
     the script is exhausted; the script is extended) selects among the branches with positive probability,
@@ -143,7 +143,7 @@ def exact_distribution(fn, x, *, max_paths: int = 10**6) -> dict:
 
 
 def ldp_tolerance(epsilon: float) -> float:
-    """The privacy slack of TESTING §0: ``ε·1e−9 + 1e−14``."""
+    """The slack allowed for floating-point error in the ε-LDP checks: ``ε·1e−9 + 1e−14``."""
     return epsilon * 1e-9 + 1e-14
 
 
@@ -173,7 +173,10 @@ def max_log_ratio(matrix) -> float:
 
 
 def assert_ldp(matrix, epsilon: float, *, check_rows: bool = True) -> float:
-    """Assert the exact ε-LDP criteria (a), (b), (c) of TESTING §2 and return the max log-ratio.
+    """Assert the exact ε-LDP criteria and return the max log-ratio.
+
+    The criteria: (a) every row sums to 1 (within 1e−12), (b) all rows have the same support, (c) the
+    column-wise max log-ratio (:func:`max_log_ratio`) is at most ``ε(1 + 1e−9) + 1e−14``.
 
     Raises
     ------

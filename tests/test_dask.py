@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import builtins
+import warnings
 
 import numpy as np
 import pytest
@@ -235,3 +236,74 @@ def test_task_graph_holds_the_key_not_the_random_source(city):
         plans += [v for v in getattr(task, "kwargs", {}).values() if hasattr(v, "key")]
     assert plans, "no plan found in the graph: the walk above checked nothing"
     assert all(p.request.source is None and p.key is not None for p in plans)
+
+
+def test_ledger_extras_match_the_accessor(city):
+    # release_id and the public points' provenance, as gdf.ldp.perturb writes them, once per graph
+    points, trips = city
+    grid = geoldp.points.grid(tuple(points.total_bounds), 400.0)
+    ddf = dask_geopandas.from_geopandas(trips, npartitions=3)
+    lazy = geoldp.dask.perturb(ddf, grid, mechanism="tp", epsilon=2.0, rng=4)
+    full, again = lazy.compute(), lazy.compute()
+    led = full.attrs["geoldp"]
+    expected = trips.ldp.perturb(grid, mechanism="tp", epsilon=2.0, rng=4).attrs["geoldp"]
+    assert isinstance(led, geoldp.accounting.ReleaseLedger)
+    assert set(led) == set(expected) | {"partitioned"}
+    assert led["points"] == expected["points"]
+    assert led["points"]["provenance"] == geoldp.points.provenance_of(grid) is not None
+    assert len(led["release_id"]) == 32
+    # one release: every partition and every computation carry the same id; a new call gets a new one
+    assert again.attrs["geoldp"]["release_id"] == led["release_id"]
+    assert lazy.partitions[1].compute().attrs["geoldp"]["release_id"] == led["release_id"]
+    other = geoldp.dask.perturb(ddf, grid, mechanism="tp", epsilon=2.0, rng=4).compute()
+    assert other.attrs["geoldp"]["release_id"] != led["release_id"]
+
+
+def test_accountant_charges_each_user_before_the_key_is_drawn(city):
+    points, trips = city
+    trips = trips.assign(user=np.arange(len(trips)) % 5)  # 37 rows: users 0, 1 have 8 rows, others 7
+    ddf = dask_geopandas.from_geopandas(trips, npartitions=4)
+    acc = geoldp.BudgetAccountant(20.0)
+    out = geoldp.dask.perturb(ddf, points, epsilon=2.0, accountant=acc, user_col="user", rng=1)
+    assert acc.spent == {0: 16.0, 1: 16.0, 2: 14.0, 3: 14.0, 4: 14.0}  # charged at call time
+    assert "user" not in out.columns
+    led = out.compute().attrs["geoldp"]["accounting"]
+    assert led["user_col"] == "user" and led["total_epsilon_per_user"] == 20.0
+    gen = np.random.default_rng(5)
+    state = gen.bit_generator.state
+    with pytest.raises(geoldp.BudgetError, match="2 of the 5 user"):  # 16 + 8 * 0.75 > 20
+        geoldp.dask.perturb(ddf, points, epsilon=0.75, accountant=acc, user_col="user", rng=gen)
+    assert gen.bit_generator.state == state  # nothing was drawn
+    assert acc.spent_by(0) == 16.0  # nothing was charged
+
+
+def test_accountant_arguments_are_checked_before_any_pass(city, monkeypatch):
+    points, trips = city
+    ddf = dask_geopandas.from_geopandas(trips, npartitions=2)
+    acc = geoldp.BudgetAccountant(4.0)
+
+    def no_compute(*args, **kwargs):
+        raise AssertionError("computed")
+
+    monkeypatch.setattr(geoldp.dask, "_partition_stats", no_compute)
+    with pytest.raises(TypeError, match="accountant"):
+        geoldp.dask.perturb(ddf, points, epsilon=1.0, user_col="mode")
+    with pytest.raises(ValueError, match="user_col"):
+        geoldp.dask.perturb(ddf, points, epsilon=1.0, accountant=acc)
+    with pytest.raises(ValueError, match="not in the frame"):
+        geoldp.dask.perturb(ddf, points, epsilon=1.0, accountant=acc, user_col="nobody")
+    assert acc.spent == {}
+
+
+def test_area_from_the_data_warns_as_in_memory(city):
+    # the accessor's guard: points built over the very bounds of the trajectories being perturbed
+    points, trips = city
+    ddf = dask_geopandas.from_geopandas(trips, npartitions=3)
+    private = geoldp.points.grid(tuple(trips.total_bounds), 400.0)
+    with pytest.warns(geoldp.PrivacyWarning, match="bounds of the trajectories") as rec:
+        geoldp.dask.perturb(ddf, private, mechanism="tp", epsilon=2.0, rng=1)
+    assert any(r.filename == __file__ for r in rec)  # points at the user's line
+    public = geoldp.points.grid(tuple(points.total_bounds), 400.0)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", message=".*bounds of the trajectories")
+        geoldp.dask.perturb(ddf, public, mechanism="tp", epsilon=2.0, rng=1)

@@ -241,6 +241,30 @@ def test_ledger_round_trips_through_files(tmp_path, perturbed):
     assert gio.read_ledger(plain) is None and gio.read_trajectories(plain).attrs == {}
 
 
+def test_read_back_ledgers_are_release_ledgers(tmp_path, toy_lines, city_points):
+    # combining two different releases read back from files warns and drops the ledger, as in memory
+    import warnings
+
+    import geoldp
+
+    a = toy_lines.ldp.perturb(city_points, epsilon=EPS, rng=1)
+    b = toy_lines.ldp.perturb(city_points, epsilon=EPS, rng=2)
+    ra = gio.read_trajectories(gio.to_geojson(a, tmp_path / "a.geojson"))
+    b.to_file(tmp_path / "b.gpkg", driver="GPKG")
+    gio.write_ledger(b, tmp_path / "b.gpkg")
+    rb = gio.read_trajectories(tmp_path / "b.gpkg", ledger=True)
+    assert isinstance(ra.attrs["geoldp"], geoldp.accounting.ReleaseLedger)
+    assert isinstance(rb.attrs["geoldp"], geoldp.accounting.ReleaseLedger)
+    assert ra.attrs["geoldp"]["release_id"] != rb.attrs["geoldp"]["release_id"]
+    with pytest.warns(geoldp.GeoLDPWarning, match="drops the ledger"):
+        both = pd.concat([ra, rb])
+    assert "geoldp" not in both.attrs and len(both) == len(ra) + len(rb)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # parts of one read-back release keep its ledger, without a warning
+        again = pd.concat([ra.iloc[:2], ra.iloc[2:]])
+    assert again.attrs["geoldp"] == ra.attrs["geoldp"]
+
+
 def test_read_ledger_large_geojson_tail(tmp_path, perturbed, monkeypatch):
     monkeypatch.setattr(gio, "_TAIL_BYTES", 4096)
     big = perturbed.iloc[[0] * 200].copy()

@@ -140,6 +140,9 @@ class ExponentialMechanism:
     """
 
     __slots__ = ("domain", "epsilon", "points")
+    epsilon: float
+    points: PointSet
+    domain: np.ndarray | None
 
     def __init__(self, *, epsilon, points, domain=None) -> None:
         if not isinstance(points, PointSet):
@@ -191,7 +194,7 @@ class ExponentialMechanism:
         )
         return self.epsilon == other.epsilon and self.points == other.points and same_dom
 
-    __hash__ = None
+    # Defining __eq__ without __hash__ makes instances unhashable (Python sets __hash__ to None).
 
     @property
     def support(self) -> np.ndarray:
