@@ -11,6 +11,7 @@ from importlib.metadata import PackageNotFoundError, version
 
 # Importing the accessor module registers ``GeoDataFrame.ldp`` as a side effect.
 from geoldp import accessor as _accessor  # noqa: F401
+from geoldp import estimate
 from geoldp._versions import show_versions
 from geoldp.budget import Ledger
 from geoldp.errors import BudgetError, DomainError, GeoLDPError, GeoLDPWarning, PrivacyWarning
@@ -35,6 +36,7 @@ __all__ = [
     "PointSet",
     "PrivacyWarning",
     "__version__",
+    "estimate",
     "evaluate",
     "perturb_trajectories",
     "show_versions",

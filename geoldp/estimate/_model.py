@@ -1,0 +1,260 @@
+"""The population model behind the collector-side estimators: a weighted library of candidate trajectories.
+
+For every released trajectory length n the model is a finite mixture over a *library* of K candidate
+trajectories (index arrays into P) with weights w ≥ 0, Σ w = N (the number of released trajectories of
+length n). The channel of TP, ATP and PointEM is public, so the release distribution of every candidate is
+simulated by running the mechanism on it S times (ChaCha20 streams under a key drawn from the caller's rng).
+The weights maximise a Poisson likelihood of the released (position, cell) counts, cells being a public
+grid over P, by the EM algorithm for mixtures (the iterative Bayesian update with a simulated channel).
+EM started from uniform weights and stopped early is a regularised estimate: the number of iterations is
+chosen by two-fold cross-validation over released rows (held-out likelihood), so where the release carries
+little signal the estimate stays near the library's prior instead of fitting noise.
+
+Every estimator is a linear functional of w: for a query with per-candidate values V (K x T) the estimate is
+Vᵀ w. Intervals come from a bootstrap over released rows and over the simulations, re-running the fit.
+
+Everything here is post-processing: the inputs are released index arrays, the public point set, the public
+mechanism and a key for the simulations. Nothing outlives a call (no caches).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+
+from geoldp.geo import EARTH_RADIUS_M
+from geoldp.trajectory.engine import run_with_key
+
+__all__ = ["CHECKPOINTS", "FitOptions", "Group", "Model", "fit", "grid_cells", "local_xy_km"]
+
+_KM_PER_DEG = EARTH_RADIUS_M * math.pi / 180.0 / 1000.0
+#: EM iteration counts compared by cross-validation (0 = the library's prior).
+CHECKPOINTS = (0, 1, 2, 4, 8, 16, 32, 64, 128)
+#: EM iterations of the less regularised fit whose bootstrap range is added to the interval.
+ML_ITERATIONS = 64
+
+
+@dataclass(frozen=True)
+class FitOptions:
+    """Public knobs of the fit (documented in :mod:`geoldp.estimate`)."""
+
+    n_candidates: int = 3000
+    n_sims: int = 16
+    cell_km: float | None = None
+    n_boot: int = 30
+    level: float = 0.95
+
+
+@dataclass
+class Group:
+    """One released trajectory length n: observations, candidate library, simulations and weights."""
+
+    n: int
+    rows: np.ndarray  # (N,) positions (in the release) of the trajectories of this length
+    released: np.ndarray  # (N, n) released point indices
+    cand: np.ndarray  # (K, n) candidate trajectories (point indices)
+    sims: np.ndarray  # (K, S, n) released point indices of the simulated releases
+    w: np.ndarray | None = None  # (K,) fitted weights, sum N
+    boot_w: np.ndarray | None = None  # (B, K) bootstrap weights
+    n_iter: int = 0  # EM iterations chosen by cross-validation
+    w_ml: np.ndarray | None = None  # (K,) weights after ML_ITERATIONS (less regularised)
+    boot_w_ml: np.ndarray | None = None  # (B, K) its bootstrap weights
+
+
+def local_xy_km(lon, lat, lon0: float, lat0: float) -> tuple[np.ndarray, np.ndarray]:
+    """Equirectangular coordinates (km) around (lon0, lat0): enough for a public grid."""
+    dlon = (np.asarray(lon, dtype=np.float64) - lon0 + 180.0) % 360.0 - 180.0
+    return dlon * math.cos(math.radians(lat0)) * _KM_PER_DEG, (np.asarray(lat) - lat0) * _KM_PER_DEG
+
+
+def grid_cells(ps, cell_km: float | None) -> tuple[np.ndarray, int]:
+    """Cell of every public point on a square grid of side ``cell_km`` (default Δ/32); empty cells dropped."""
+    if cell_km is None:
+        cell_km = max(ps.diameter_km / 32.0, 1e-6)
+    lon0, lat0 = float(np.mean(ps.lon)), float(np.mean(ps.lat))
+    x, y = local_xy_km(ps.lon, ps.lat, lon0, lat0)
+    ix = np.floor((x - x.min()) / cell_km).astype(np.int64)
+    iy = np.floor((y - y.min()) / cell_km).astype(np.int64)
+    _, cell = np.unique(ix * (iy.max() + 1) + iy, return_inverse=True)
+    return cell.astype(np.int64).reshape(-1), int(cell.max()) + 1
+
+
+def _candidates(ps, n: int, k: int, gen: np.random.Generator) -> np.ndarray:
+    """K public candidate trajectories of length n: a proposal over P (its weights are fitted later).
+
+    Each candidate has a centre drawn uniformly from P, a scale s log-uniform in [Δ/200, Δ], and n points
+    drawn from P with probability ∝ exp(-d²/(2s²)) around the centre. Small scales give compact
+    trajectories, large ones spread trajectories close to independent draws from P; the library's own
+    visit distribution is therefore close to P-proportional (the no-data prior).
+    """
+    m = ps.size
+    xyz = np.asarray(ps.xyz, dtype=np.float64)
+    centre = gen.integers(0, m, size=k)
+    dmax = max(ps.diameter_m / EARTH_RADIUS_M, 1e-12)  # radians
+    scale = np.exp(gen.uniform(math.log(dmax / 200.0), math.log(dmax), size=k))
+    out = np.empty((k, n), dtype=np.int64)
+    block = max(1, 2_000_000 // m)
+    for a in range(0, k, block):
+        b = min(k, a + block)
+        chord2 = np.maximum(2.0 - 2.0 * (xyz[centre[a:b]] @ xyz.T), 0.0)  # ≈ angle² for small angles
+        logw = -chord2 / (2.0 * scale[a:b, None] ** 2)
+        w = np.exp(logw - logw.max(axis=1, keepdims=True))
+        cdf = np.cumsum(w, axis=1)
+        u = gen.random((b - a, n)) * cdf[:, -1:]
+        out[a:b] = np.minimum((cdf[:, None, :] < u[:, :, None]).sum(axis=2), m - 1)
+    return out
+
+
+def _simulate(cand: np.ndarray, n_sims: int, ps, mech, key: np.ndarray, offset: int) -> np.ndarray:
+    """Release every candidate ``n_sims`` times with the mechanism: (K, S, n) point indices."""
+    k, n = cand.shape
+    reps = np.repeat(cand, n_sims, axis=0)
+    out = run_with_key(list(reps), ps, mech, key=key, offset=offset)
+    return np.stack(out).reshape(k, n_sims, n)
+
+
+def _em(y: np.ndarray, flat: np.ndarray, sw: np.ndarray, total: float, checkpoints) -> list[np.ndarray]:
+    """EM weights of the mixture given observed (position, cell) counts ``y``, at each checkpoint.
+
+    ``flat`` (K, S·n) holds the (position, cell) index of every simulated released position and ``sw``
+    (K, S·n) its weight (1/S, or bootstrap multiplicities / S).
+    """
+    k = flat.shape[0]
+    size = y.shape[0]
+    norm = sw.sum(axis=1)
+    norm = np.where(norm > 0, norm, 1.0)
+    w = np.full(k, total / k)
+    out = []
+    flat1 = flat.reshape(-1)
+    it = 0
+    for stop in checkpoints:
+        while it < stop:
+            mu = np.bincount(flat1, weights=(sw * w[:, None]).reshape(-1), minlength=size)
+            ratio = np.divide(y, mu, out=np.zeros(size), where=mu > 0)
+            w = w * (ratio[flat] * sw).sum(axis=1) / norm
+            tot = w.sum()
+            if tot > 0:
+                w *= total / tot
+            it += 1
+        out.append(w.copy())
+    return out
+
+
+def _predicted(w: np.ndarray, flat: np.ndarray, sw: np.ndarray, size: int) -> np.ndarray:
+    return np.bincount(flat.reshape(-1), weights=(sw * w[:, None]).reshape(-1), minlength=size)
+
+
+def _choose_iterations(obs: np.ndarray, flat: np.ndarray, sw: np.ndarray, size: int, gen) -> int:
+    """Two-fold cross-validation over released rows: the checkpoint with the best held-out likelihood."""
+    nrel = obs.shape[0]
+    if nrel < 4:
+        return 0
+    fold = gen.permutation(nrel) % 2
+    score = np.zeros(len(CHECKPOINTS))
+    for f in (0, 1):
+        train = np.bincount(obs[fold == f].reshape(-1), minlength=size).astype(np.float64)
+        test = np.bincount(obs[fold != f].reshape(-1), minlength=size).astype(np.float64)
+        n_tr, n_te = float((fold == f).sum()), float((fold != f).sum())
+        for j, w in enumerate(_em(train, flat, sw, n_tr, CHECKPOINTS)):
+            mu = _predicted(w, flat, sw, size) * (n_te / n_tr)
+            mu = np.maximum(mu, 1e-12)  # a cell no candidate reaches: a large but finite penalty
+            score[j] += float(np.sum(test * np.log(mu) - mu))
+    return int(CHECKPOINTS[int(np.argmax(score))])
+
+
+@dataclass
+class Model:
+    """The fitted population model: one :class:`Group` per released length."""
+
+    ps: object
+    cell: np.ndarray  # (m,) cell of every public point
+    n_cells: int
+    groups: list
+    n_rows: int
+    level: float
+
+    def estimate(self, values) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Estimate and interval of the linear functional ``values``.
+
+        ``values(cand)`` maps a (K, n) candidate array to a (K, T) sparse matrix of per-candidate values.
+        The interval is the union of the basic bootstrap intervals (2·est − quantiles, clipped at 0) of the
+        cross-validated fit and of the less regularised ``ML_ITERATIONS`` fit: the first covers sampling and
+        simulation noise, the second adds the regularisation bias where the release is informative.
+        """
+        est = est_ml = boot = boot_ml = None
+
+        def add(a, b):
+            return b if a is None else a + b
+
+        for g in self.groups:
+            v = sp.csr_matrix(values(g.cand))
+            est = add(est, np.asarray(v.T @ g.w).reshape(-1))
+            est_ml = add(est_ml, np.asarray(v.T @ g.w_ml).reshape(-1))
+            if g.boot_w is not None:
+                boot = add(boot, np.asarray((v.T @ g.boot_w.T).T))
+                boot_ml = add(boot_ml, np.asarray((v.T @ g.boot_w_ml.T).T))
+        if est is None:
+            raise ValueError("No released trajectory to estimate from.")
+        if boot is None:
+            nan = np.full_like(est, np.nan)
+            return est, nan, nan.copy()
+        alpha = (1.0 - self.level) / 2.0
+        lower, upper = est.copy(), est.copy()
+        for e, b in ((est, boot), (est_ml, boot_ml)):
+            q_lo, q_hi = np.quantile(b, [alpha, 1.0 - alpha], axis=0)
+            lower = np.minimum(lower, np.maximum(2.0 * e - q_hi, 0.0))
+            upper = np.maximum(upper, np.maximum(2.0 * e - q_lo, 0.0))
+        return est, lower, upper
+
+
+def fit(seqs: list[np.ndarray], ps, mech, *, key: np.ndarray, options: FitOptions) -> Model:
+    """Fit the population model to released index sequences (see the module notes)."""
+    cell, n_cells = grid_cells(ps, options.cell_km)
+    lengths = np.fromiter((s.shape[0] for s in seqs), dtype=np.int64, count=len(seqs))
+    # proposals and bootstrap draws come from a generator seeded by the simulation key (public)
+    gen = np.random.default_rng(np.asarray(key, dtype=np.uint32).astype(np.uint64))
+    groups = []
+    offset = 0
+    for n in np.unique(lengths):
+        n = int(n)
+        rows = np.flatnonzero(lengths == n)
+        released = np.stack([seqs[r] for r in rows])
+        k = int(min(options.n_candidates, max(200, 2 * rows.size)))
+        cand = _candidates(ps, n, k, gen)
+        sims = _simulate(cand, options.n_sims, ps, mech, key, offset)
+        offset += k * options.n_sims
+        groups.append(Group(n, rows, released, cand, sims))
+    for g in groups:
+        _fit_group(g, cell, n_cells, options, gen)
+    return Model(ps, cell, n_cells, groups, len(seqs), options.level)
+
+
+def _fit_group(g: Group, cell: np.ndarray, n_cells: int, options: FitOptions, gen) -> None:
+    n = g.n
+    k, s, _ = g.sims.shape
+    pos = np.arange(n, dtype=np.int64)
+    flat = (pos[None, None, :] * n_cells + cell[g.sims]).reshape(k, s * n)
+    obs = pos[None, :] * n_cells + cell[g.released]  # (N, n)
+    size = n * n_cells
+    total = float(g.rows.size)
+    sw = np.full((k, s * n), 1.0 / s)
+    g.n_iter = _choose_iterations(obs, flat, sw, size, gen)
+    y = np.bincount(obs.reshape(-1), minlength=size).astype(np.float64)
+    stops = tuple(sorted({g.n_iter, ML_ITERATIONS}))
+    fits = dict(zip(stops, _em(y, flat, sw, total, stops), strict=True))
+    g.w, g.w_ml = fits[g.n_iter], fits[ML_ITERATIONS]
+    if options.n_boot < 2:
+        return
+    nrel = g.rows.size
+    boot = np.empty((options.n_boot, k))
+    boot_ml = np.empty((options.n_boot, k))
+    for b in range(options.n_boot):
+        pick = gen.multinomial(nrel, np.full(nrel, 1.0 / nrel)).astype(np.float64)
+        yb = np.bincount(obs.reshape(-1), weights=np.repeat(pick, n), minlength=size)
+        simw = gen.multinomial(s, np.full(s, 1.0 / s), size=k).astype(np.float64) / s  # (K, S)
+        res = dict(zip(stops, _em(yb, flat, np.repeat(simw, n, axis=1), total, stops), strict=True))
+        boot[b], boot_ml[b] = res[g.n_iter], res[ML_ITERATIONS]
+    g.boot_w, g.boot_w_ml = boot, boot_ml
