@@ -8,8 +8,8 @@ original trajectories, so it costs no privacy.
 How the estimates are made (derived in ``docs/collector.md``): for each released length n, a population
 model is fitted, a weighted library of candidate trajectories drawn from a public proposal over P. The
 mechanism is run on every candidate (its channel is public) and the weights are fitted by EM to the released
-(position, cell) counts, cells being a public grid over P; the number of EM iterations is chosen by
-cross-validation over released rows. Each estimate is the weighted value of its query over the library; its
+(position, cell) counts, cells being a public grid over P (64 iterations from the library's prior by
+default). Each estimate is the weighted value of its query over the library; its
 95 % interval comes from a bootstrap over released rows and simulations (see :func:`visit_counts`).
 
 Functions
@@ -46,7 +46,7 @@ def _check_int(value: Any, name: str, low: int, caller: str) -> int:
     return int(value)
 
 
-def _options(n_candidates, n_sims, n_boot, cell_km, level, caller: str) -> _model.FitOptions:
+def _options(n_candidates, n_sims, n_boot, n_iter, cell_km, level, caller: str) -> _model.FitOptions:
     if cell_km is not None and (
         isinstance(cell_km, bool)
         or not isinstance(cell_km, numbers.Real)
@@ -61,6 +61,7 @@ def _options(n_candidates, n_sims, n_boot, cell_km, level, caller: str) -> _mode
         n_candidates=_check_int(n_candidates, "n_candidates", 10, caller),
         n_sims=_check_int(n_sims, "n_sims", 1, caller),
         n_boot=_check_int(n_boot, "n_boot", 0, caller),
+        n_iter="cv" if n_iter == "cv" else _check_int(n_iter, "n_iter", 0, caller),
         cell_km=None if cell_km is None else float(cell_km),
         level=float(level),
     )
@@ -130,8 +131,12 @@ _FIT_DOC = """
         Simulated releases per candidate.
     n_boot : int, default 30
         Bootstrap replicates for the interval (0: no interval, NaN bounds).
+    n_iter : int or "cv", default 64
+        EM iterations from the library's prior (more fit the release more closely, and its noise);
+        ``"cv"`` chooses among 0, 1, 2, 4, ..., 128 by two-fold cross-validation over released rows (it
+        tends to stop too early when the simulated channel is noisy).
     cell_km : float, optional
-        Side of the public grid cells on which releases are compared (default Δ/32).
+        Side of the public grid cells on which releases are compared (default Δ/16).
     level : float, default 0.95
         Nominal coverage of the interval."""
 
@@ -148,6 +153,7 @@ def visit_counts(
     n_candidates: int = 3000,
     n_sims: int = 16,
     n_boot: int = 30,
+    n_iter: int | str = 64,
     cell_km: float | None = None,
     level: float = 0.95,
 ) -> pd.DataFrame:
@@ -201,7 +207,9 @@ def visit_counts(
     (20, 4)
     """
     caller = "geoldp.estimate.visit_counts"
-    fit_kw = dict(n_candidates=n_candidates, n_sims=n_sims, n_boot=n_boot, cell_km=cell_km, level=level)
+    fit_kw = dict(
+        n_candidates=n_candidates, n_sims=n_sims, n_boot=n_boot, n_iter=n_iter, cell_km=cell_km, level=level
+    )
     ps, rel, run = _prepare(released, points, mechanism, epsilon, mechanism_options, rng, fit_kw, caller)
     if zones is None:
         label, n_labels, index = np.arange(ps.size), ps.size, pd.RangeIndex(ps.size, name="point")
@@ -226,6 +234,7 @@ def range_counts(
     n_candidates: int = 3000,
     n_sims: int = 16,
     n_boot: int = 30,
+    n_iter: int | str = 64,
     cell_km: float | None = None,
     level: float = 0.95,
 ) -> pd.DataFrame:
@@ -254,7 +263,9 @@ def range_counts(
             f"Got how={how!r}; `how` of {caller} must be 'points' (a released vertex is a public point, so "
             "segment crossings are not estimated)."
         )
-    fit_kw = dict(n_candidates=n_candidates, n_sims=n_sims, n_boot=n_boot, cell_km=cell_km, level=level)
+    fit_kw = dict(
+        n_candidates=n_candidates, n_sims=n_sims, n_boot=n_boot, n_iter=n_iter, cell_km=cell_km, level=level
+    )
     ps, rel, run = _prepare(released, points, mechanism, epsilon, mechanism_options, rng, fit_kw, caller)
     crs = rel.frame.crs if rel.frame is not None else "EPSG:4326"
     members, index = _inputs.region_members(regions, ps, crs=crs, caller=caller)
@@ -288,6 +299,7 @@ def od_flows(
     n_candidates: int = 3000,
     n_sims: int = 16,
     n_boot: int = 30,
+    n_iter: int | str = 64,
     cell_km: float | None = None,
     level: float = 0.95,
 ) -> pd.DataFrame:
@@ -308,7 +320,9 @@ def od_flows(
         ``upper``, ``raw``; one row per pair with a positive estimate or raw count, sorted by pair.
     """
     caller = "geoldp.estimate.od_flows"
-    fit_kw = dict(n_candidates=n_candidates, n_sims=n_sims, n_boot=n_boot, cell_km=cell_km, level=level)
+    fit_kw = dict(
+        n_candidates=n_candidates, n_sims=n_sims, n_boot=n_boot, n_iter=n_iter, cell_km=cell_km, level=level
+    )
     ps, rel, run = _prepare(released, points, mechanism, epsilon, mechanism_options, rng, fit_kw, caller)
     label, index = _inputs.zone_of_points(zones, ps, caller=caller)
     nz = len(index)
@@ -397,6 +411,7 @@ def denoise(
     rng: Any = None,
     n_candidates: int = 3000,
     n_sims: int = 16,
+    n_iter: int | str = 64,
     cell_km: float | None = None,
 ) -> Any:
     """A point estimate of every original trajectory, made of public points (post-processing).
@@ -409,7 +424,7 @@ def denoise(
 
     Parameters
     ----------
-    released, points, mechanism, epsilon, mechanism_options, rng, n_candidates, n_sims, cell_km
+    released, points, mechanism, epsilon, mechanism_options, rng, n_candidates, n_sims, n_iter, cell_km
         As in :func:`visit_counts`.
 
     Returns
@@ -422,7 +437,9 @@ def denoise(
     import geopandas as gpd
 
     caller = "geoldp.estimate.denoise"
-    fit_kw = dict(n_candidates=n_candidates, n_sims=n_sims, n_boot=0, cell_km=cell_km, level=0.95)
+    fit_kw = dict(
+        n_candidates=n_candidates, n_sims=n_sims, n_boot=0, n_iter=n_iter, cell_km=cell_km, level=0.95
+    )
     ps, rel, run = _prepare(released, points, mechanism, epsilon, mechanism_options, rng, fit_kw, caller)
     model = run()
     out_seqs = _denoise.posterior_medoids(model, len(rel.seqs))

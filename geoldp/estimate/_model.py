@@ -6,9 +6,8 @@ length n). The channel of TP, ATP and PointEM is public, so the release distribu
 simulated by running the mechanism on it S times (ChaCha20 streams under a key drawn from the caller's rng).
 The weights maximise a Poisson likelihood of the released (position, cell) counts, cells being a public
 grid over P, by the EM algorithm for mixtures (the iterative Bayesian update with a simulated channel).
-EM started from uniform weights and stopped early is a regularised estimate: the number of iterations is
-chosen by two-fold cross-validation over released rows (held-out likelihood), so where the release carries
-little signal the estimate stays near the library's prior instead of fitting noise.
+EM started from uniform weights and stopped early is a regularised estimate: a fixed number of iterations
+(64 by default), or a number chosen by two-fold cross-validation over released rows (held-out likelihood).
 
 Every estimator is a linear functional of w: for a query with per-candidate values V (K x T) the estimate is
 Vᵀ w. Intervals come from a bootstrap over released rows and over the simulations, re-running the fit.
@@ -33,8 +32,8 @@ __all__ = ["CHECKPOINTS", "FitOptions", "Group", "Model", "fit", "grid_cells", "
 _KM_PER_DEG = EARTH_RADIUS_M * math.pi / 180.0 / 1000.0
 #: EM iteration counts compared by cross-validation (0 = the library's prior).
 CHECKPOINTS = (0, 1, 2, 4, 8, 16, 32, 64, 128)
-#: EM iterations of the less regularised fit whose bootstrap range is added to the interval.
-ML_ITERATIONS = 64
+#: EM iterations (at least; twice the fit's) of the less regularised fit added to the interval.
+ML_ITERATIONS = 128
 
 
 @dataclass(frozen=True)
@@ -44,6 +43,7 @@ class FitOptions:
     n_candidates: int = 3000
     n_sims: int = 16
     cell_km: float | None = None
+    n_iter: int | str = 64
     n_boot: int = 30
     level: float = 0.95
 
@@ -59,7 +59,7 @@ class Group:
     sims: np.ndarray  # (K, S, n) released point indices of the simulated releases
     w: np.ndarray | None = None  # (K,) fitted weights, sum N
     boot_w: np.ndarray | None = None  # (B, K) bootstrap weights
-    n_iter: int = 0  # EM iterations chosen by cross-validation
+    n_iter: int = 0  # EM iterations used
     w_ml: np.ndarray | None = None  # (K,) weights after ML_ITERATIONS (less regularised)
     boot_w_ml: np.ndarray | None = None  # (B, K) its bootstrap weights
 
@@ -71,9 +71,9 @@ def local_xy_km(lon, lat, lon0: float, lat0: float) -> tuple[np.ndarray, np.ndar
 
 
 def grid_cells(ps, cell_km: float | None) -> tuple[np.ndarray, int]:
-    """Cell of every public point on a square grid of side ``cell_km`` (default Δ/32); empty cells dropped."""
+    """Cell of every public point on a square grid of side ``cell_km`` (default Δ/16); empty cells dropped."""
     if cell_km is None:
-        cell_km = max(ps.diameter_km / 32.0, 1e-6)
+        cell_km = max(ps.diameter_km / 16.0, 1e-6)
     lon0, lat0 = float(np.mean(ps.lon)), float(np.mean(ps.lat))
     x, y = local_xy_km(ps.lon, ps.lat, lon0, lat0)
     ix = np.floor((x - x.min()) / cell_km).astype(np.int64)
@@ -82,17 +82,18 @@ def grid_cells(ps, cell_km: float | None) -> tuple[np.ndarray, int]:
     return cell.astype(np.int64).reshape(-1), int(cell.max()) + 1
 
 
-def _candidates(ps, n: int, k: int, gen: np.random.Generator) -> np.ndarray:
+def _candidates(ps, n: int, k: int, prior: np.ndarray, gen: np.random.Generator) -> np.ndarray:
     """K public candidate trajectories of length n: a proposal over P (its weights are fitted later).
 
-    Each candidate has a centre drawn uniformly from P, a scale s log-uniform in [Δ/200, Δ], and n points
+    Each candidate has a centre drawn from ``prior`` over P (half uniform, half the released visit
+    frequencies: post-processing of the release), a scale s log-uniform in [Δ/200, Δ], and n points
     drawn from P with probability ∝ exp(-d²/(2s²)) around the centre. Small scales give compact
     trajectories, large ones spread trajectories close to independent draws from P; the library's own
-    visit distribution is therefore close to P-proportional (the no-data prior).
+    visit distribution (the estimate after 0 EM iterations) lies between P-proportional and the raw release.
     """
     m = ps.size
     xyz = np.asarray(ps.xyz, dtype=np.float64)
-    centre = gen.integers(0, m, size=k)
+    centre = gen.choice(m, size=k, p=prior)
     dmax = max(ps.diameter_m / EARTH_RADIUS_M, 1e-12)  # radians
     scale = np.exp(gen.uniform(math.log(dmax / 200.0), math.log(dmax), size=k))
     out = np.empty((k, n), dtype=np.int64)
@@ -216,6 +217,10 @@ def fit(seqs: list[np.ndarray], ps, mech, *, key: np.ndarray, options: FitOption
     lengths = np.fromiter((s.shape[0] for s in seqs), dtype=np.int64, count=len(seqs))
     # proposals and bootstrap draws come from a generator seeded by the simulation key (public)
     gen = np.random.default_rng(np.asarray(key, dtype=np.uint32).astype(np.uint64))
+    m = ps.size
+    freq = np.bincount(np.concatenate(seqs), minlength=m).astype(np.float64)
+    prior = 0.5 / m + 0.5 * freq / max(freq.sum(), 1.0)
+    prior /= prior.sum()
     groups = []
     offset = 0
     for n in np.unique(lengths):
@@ -223,7 +228,7 @@ def fit(seqs: list[np.ndarray], ps, mech, *, key: np.ndarray, options: FitOption
         rows = np.flatnonzero(lengths == n)
         released = np.stack([seqs[r] for r in rows])
         k = int(min(options.n_candidates, max(200, 2 * rows.size)))
-        cand = _candidates(ps, n, k, gen)
+        cand = _candidates(ps, n, k, prior, gen)
         sims = _simulate(cand, options.n_sims, ps, mech, key, offset)
         offset += k * options.n_sims
         groups.append(Group(n, rows, released, cand, sims))
@@ -241,11 +246,15 @@ def _fit_group(g: Group, cell: np.ndarray, n_cells: int, options: FitOptions, ge
     size = n * n_cells
     total = float(g.rows.size)
     sw = np.full((k, s * n), 1.0 / s)
-    g.n_iter = _choose_iterations(obs, flat, sw, size, gen)
+    if options.n_iter == "cv":
+        g.n_iter = _choose_iterations(obs, flat, sw, size, gen)
+    else:
+        g.n_iter = int(options.n_iter)
+    ml_iter = max(ML_ITERATIONS, 2 * g.n_iter)
     y = np.bincount(obs.reshape(-1), minlength=size).astype(np.float64)
-    stops = tuple(sorted({g.n_iter, ML_ITERATIONS}))
+    stops = tuple(sorted({g.n_iter, ml_iter}))
     fits = dict(zip(stops, _em(y, flat, sw, total, stops), strict=True))
-    g.w, g.w_ml = fits[g.n_iter], fits[ML_ITERATIONS]
+    g.w, g.w_ml = fits[g.n_iter], fits[ml_iter]
     if options.n_boot < 2:
         return
     nrel = g.rows.size
@@ -256,5 +265,5 @@ def _fit_group(g: Group, cell: np.ndarray, n_cells: int, options: FitOptions, ge
         yb = np.bincount(obs.reshape(-1), weights=np.repeat(pick, n), minlength=size)
         simw = gen.multinomial(s, np.full(s, 1.0 / s), size=k).astype(np.float64) / s  # (K, S)
         res = dict(zip(stops, _em(yb, flat, np.repeat(simw, n, axis=1), total, stops), strict=True))
-        boot[b], boot_ml[b] = res[g.n_iter], res[ML_ITERATIONS]
+        boot[b], boot_ml[b] = res[g.n_iter], res[ml_iter]
     g.boot_w, g.boot_w_ml = boot, boot_ml
