@@ -613,3 +613,60 @@ class LDPAccessor:
             k=k,
             bins=bins,
         )
+
+    # -- collector-side estimators (geoldp.estimate); the mechanism is read from this frame's ledger --------
+
+    def estimate_visits(self, points: Any, *, zones: Any = None, **kwargs: Any) -> Any:
+        """Estimated distinct trajectories per public point (or zone) of this *released* frame.
+
+        See Also
+        --------
+        geoldp.estimate.visit_counts : full documentation (``mechanism`` defaults to ``attrs["geoldp"]``).
+        """
+        from geoldp import estimate
+
+        return estimate.visit_counts(self._obj, points, zones=zones, **kwargs)
+
+    def estimate_range_counts(self, points: Any, regions: Any, **kwargs: Any) -> Any:
+        """Estimated trajectories passing through each region, from this released frame.
+
+        See Also
+        --------
+        geoldp.estimate.range_counts : full documentation.
+        """
+        from geoldp import estimate
+
+        return estimate.range_counts(self._obj, points, regions, **kwargs)
+
+    def estimate_od_flows(self, points: Any, zones: Any, **kwargs: Any) -> Any:
+        """Estimated origin-destination flows between zones, from this released frame.
+
+        See Also
+        --------
+        geoldp.estimate.od_flows : full documentation.
+        """
+        from geoldp import estimate
+
+        return estimate.od_flows(self._obj, points, zones, **kwargs)
+
+    def estimate_hotspots(self, points: Any, *, k: int = 10, zones: Any = None, **kwargs: Any) -> Any:
+        """The top-k public points (or zones) by estimated visits, from this released frame.
+
+        See Also
+        --------
+        geoldp.estimate.hotspots : full documentation.
+        """
+        from geoldp import estimate
+
+        return estimate.hotspots(self._obj, points, k=k, zones=zones, **kwargs)
+
+    def denoise(self, points: Any, **kwargs: Any) -> Any:
+        """A denoised copy of this released frame (same index, CRS and vertex counts).
+
+        See Also
+        --------
+        geoldp.estimate.denoise : full documentation.
+        """
+        from geoldp import estimate
+
+        return estimate.denoise(self._obj, points, **kwargs)

@@ -256,3 +256,18 @@ def test_zone_interval_coverage(mech):
     # measured coverage is below nominal where the estimate is mostly prior (docs/collector.md);
     # this guards against a collapse (e.g. intervals that ignore the simulation noise)
     assert np.mean(covered) >= 0.6
+
+
+def test_accessor_shortcuts_read_the_ledger():
+    out, pts = released_frame()
+    kw = dict(rng=0, n_boot=0, n_candidates=300, n_sims=4)
+    direct = estimate.visit_counts(out, pts, zones=ZONES, **kw)
+    assert out.ldp.estimate_visits(pts, zones=ZONES, **kw).equals(direct)
+    circle = [(0.05, 0.05, 2.0)]
+    assert out.ldp.estimate_range_counts(pts, circle, **kw).equals(
+        estimate.range_counts(out, pts, circle, **kw)
+    )
+    assert out.ldp.estimate_od_flows(pts, ZONES, **kw).equals(estimate.od_flows(out, pts, ZONES, **kw))
+    assert len(out.ldp.estimate_hotspots(pts, k=3, zones=ZONES, **kw)) == 3
+    den = out.ldp.denoise(pts, rng=0, n_candidates=200, n_sims=2)
+    assert den.index.equals(out.index) and den.crs == out.crs
