@@ -191,10 +191,10 @@ def visit_counts(
     gets ε/16 or less): the point-level estimate is then mostly the model's prior and its interval is wide.
     Zones of a few km are the resolution at which the release says something; see ``docs/collector.md``.
 
-    The interval is the union of two basic bootstrap intervals (released rows and simulations resampled,
-    the fit re-run): of the cross-validated fit, and of a less regularised fit (64 EM iterations). It is
-    valid when the release pins the quantity down; where the estimate is mostly prior, its coverage is
-    below nominal (measured in ``docs/results/estimators.md``).
+    The interval is a basic bootstrap interval: released rows and each candidate's simulations are
+    resampled and the fit is re-run. It covers sampling and simulation noise, not the bias of the
+    early-stopped fit, so it is valid when the release pins the quantity down; where the estimate is mostly
+    the prior, its coverage is below nominal (measured in ``docs/results/estimators.md``).
 
     Examples
     --------

@@ -32,8 +32,6 @@ __all__ = ["CHECKPOINTS", "FitOptions", "Group", "Model", "fit", "grid_cells", "
 _KM_PER_DEG = EARTH_RADIUS_M * math.pi / 180.0 / 1000.0
 #: EM iteration counts compared by cross-validation (0 = the library's prior).
 CHECKPOINTS = (0, 1, 2, 4, 8, 16, 32, 64, 128)
-#: EM iterations (at least; twice the fit's) of the less regularised fit added to the interval.
-ML_ITERATIONS = 128
 
 
 @dataclass(frozen=True)
@@ -60,8 +58,6 @@ class Group:
     w: np.ndarray | None = None  # (K,) fitted weights, sum N
     boot_w: np.ndarray | None = None  # (B, K) bootstrap weights
     n_iter: int = 0  # EM iterations used
-    w_ml: np.ndarray | None = None  # (K,) weights after ML_ITERATIONS (less regularised)
-    boot_w_ml: np.ndarray | None = None  # (B, K) its bootstrap weights
 
 
 def local_xy_km(lon, lat, lon0: float, lat0: float) -> tuple[np.ndarray, np.ndarray]:
@@ -117,25 +113,33 @@ def _simulate(cand: np.ndarray, n_sims: int, ps, mech, key: np.ndarray, offset: 
     return np.stack(out).reshape(k, n_sims, n)
 
 
-def _em(y: np.ndarray, flat: np.ndarray, sw: np.ndarray, total: float, checkpoints) -> list[np.ndarray]:
+def _channel(flat: np.ndarray, sw: np.ndarray, size: int) -> tuple[sp.csr_matrix, sp.csr_matrix]:
+    """The simulated channel as a sparse (K, n·C) matrix: expected released (position, cell) counts."""
+    k = flat.shape[0]
+    a = sp.csr_matrix(
+        (sw.reshape(-1), (np.repeat(np.arange(k), flat.shape[1]), flat.reshape(-1))), shape=(k, size)
+    )
+    a.sum_duplicates()
+    return a, a.T.tocsr()
+
+
+def _em(y: np.ndarray, chan, total: float, checkpoints) -> list[np.ndarray]:
     """EM weights of the mixture given observed (position, cell) counts ``y``, at each checkpoint.
 
-    ``flat`` (K, S·n) holds the (position, cell) index of every simulated released position and ``sw``
-    (K, S·n) its weight (1/S, or bootstrap multiplicities / S).
+    ``chan`` is ``(A, Aᵀ)`` from :func:`_channel`; the update is w ← w ⊙ A (y ⊘ Aᵀw) / A1 (the iterative
+    Bayesian update), rescaled to keep Σ w = ``total``.
     """
-    k = flat.shape[0]
-    size = y.shape[0]
-    norm = sw.sum(axis=1)
+    a, at = chan
+    norm = np.asarray(a.sum(axis=1)).reshape(-1)
     norm = np.where(norm > 0, norm, 1.0)
-    w = np.full(k, total / k)
+    w = np.full(a.shape[0], total / a.shape[0])
     out = []
-    flat1 = flat.reshape(-1)
     it = 0
     for stop in checkpoints:
         while it < stop:
-            mu = np.bincount(flat1, weights=(sw * w[:, None]).reshape(-1), minlength=size)
-            ratio = np.divide(y, mu, out=np.zeros(size), where=mu > 0)
-            w = w * (ratio[flat] * sw).sum(axis=1) / norm
+            mu = at @ w
+            ratio = np.divide(y, mu, out=np.zeros_like(mu), where=mu > 0)
+            w = w * (a @ ratio) / norm
             tot = w.sum()
             if tot > 0:
                 w *= total / tot
@@ -144,11 +148,7 @@ def _em(y: np.ndarray, flat: np.ndarray, sw: np.ndarray, total: float, checkpoin
     return out
 
 
-def _predicted(w: np.ndarray, flat: np.ndarray, sw: np.ndarray, size: int) -> np.ndarray:
-    return np.bincount(flat.reshape(-1), weights=(sw * w[:, None]).reshape(-1), minlength=size)
-
-
-def _choose_iterations(obs: np.ndarray, flat: np.ndarray, sw: np.ndarray, size: int, gen) -> int:
+def _choose_iterations(obs: np.ndarray, chan, size: int, gen) -> int:
     """Two-fold cross-validation over released rows: the checkpoint with the best held-out likelihood."""
     nrel = obs.shape[0]
     if nrel < 4:
@@ -159,8 +159,8 @@ def _choose_iterations(obs: np.ndarray, flat: np.ndarray, sw: np.ndarray, size: 
         train = np.bincount(obs[fold == f].reshape(-1), minlength=size).astype(np.float64)
         test = np.bincount(obs[fold != f].reshape(-1), minlength=size).astype(np.float64)
         n_tr, n_te = float((fold == f).sum()), float((fold != f).sum())
-        for j, w in enumerate(_em(train, flat, sw, n_tr, CHECKPOINTS)):
-            mu = _predicted(w, flat, sw, size) * (n_te / n_tr)
+        for j, w in enumerate(_em(train, chan, n_tr, CHECKPOINTS)):
+            mu = (chan[1] @ w) * (n_te / n_tr)
             mu = np.maximum(mu, 1e-12)  # a cell no candidate reaches: a large but finite penalty
             score[j] += float(np.sum(test * np.log(mu) - mu))
     return int(CHECKPOINTS[int(np.argmax(score))])
@@ -181,33 +181,28 @@ class Model:
         """Estimate and interval of the linear functional ``values``.
 
         ``values(cand)`` maps a (K, n) candidate array to a (K, T) sparse matrix of per-candidate values.
-        The interval is the union of the basic bootstrap intervals (2·est − quantiles, clipped at 0) of the
-        cross-validated fit and of the less regularised ``ML_ITERATIONS`` fit: the first covers sampling and
-        simulation noise, the second adds the regularisation bias where the release is informative.
+        The interval is the basic bootstrap interval (2·est − the upper and lower bootstrap quantiles,
+        clipped at 0 and widened to contain the estimate); the bootstrap resamples released rows and each
+        candidate's simulations and re-runs the fit, so it covers sampling and simulation noise, not the
+        bias of the early-stopped fit.
         """
-        est = est_ml = boot = boot_ml = None
-
-        def add(a, b):
-            return b if a is None else a + b
-
+        est = boot = None
         for g in self.groups:
             v = sp.csr_matrix(values(g.cand))
-            est = add(est, np.asarray(v.T @ g.w).reshape(-1))
-            est_ml = add(est_ml, np.asarray(v.T @ g.w_ml).reshape(-1))
+            e = np.asarray(v.T @ g.w).reshape(-1)
+            est = e if est is None else est + e
             if g.boot_w is not None:
-                boot = add(boot, np.asarray((v.T @ g.boot_w.T).T))
-                boot_ml = add(boot_ml, np.asarray((v.T @ g.boot_w_ml.T).T))
+                bt = np.asarray((v.T @ g.boot_w.T).T)
+                boot = bt if boot is None else boot + bt
         if est is None:
             raise ValueError("No released trajectory to estimate from.")
         if boot is None:
             nan = np.full_like(est, np.nan)
             return est, nan, nan.copy()
         alpha = (1.0 - self.level) / 2.0
-        lower, upper = est.copy(), est.copy()
-        for e, b in ((est, boot), (est_ml, boot_ml)):
-            q_lo, q_hi = np.quantile(b, [alpha, 1.0 - alpha], axis=0)
-            lower = np.minimum(lower, np.maximum(2.0 * e - q_hi, 0.0))
-            upper = np.maximum(upper, np.maximum(2.0 * e - q_lo, 0.0))
+        q_lo, q_hi = np.quantile(boot, [alpha, 1.0 - alpha], axis=0)
+        lower = np.minimum(np.maximum(2.0 * est - q_hi, 0.0), est)
+        upper = np.maximum(2.0 * est - q_lo, est)
         return est, lower, upper
 
 
@@ -245,25 +240,21 @@ def _fit_group(g: Group, cell: np.ndarray, n_cells: int, options: FitOptions, ge
     obs = pos[None, :] * n_cells + cell[g.released]  # (N, n)
     size = n * n_cells
     total = float(g.rows.size)
-    sw = np.full((k, s * n), 1.0 / s)
+    chan = _channel(flat, np.full((k, s * n), 1.0 / s), size)
     if options.n_iter == "cv":
-        g.n_iter = _choose_iterations(obs, flat, sw, size, gen)
+        g.n_iter = _choose_iterations(obs, chan, size, gen)
     else:
         g.n_iter = int(options.n_iter)
-    ml_iter = max(ML_ITERATIONS, 2 * g.n_iter)
     y = np.bincount(obs.reshape(-1), minlength=size).astype(np.float64)
-    stops = tuple(sorted({g.n_iter, ml_iter}))
-    fits = dict(zip(stops, _em(y, flat, sw, total, stops), strict=True))
-    g.w, g.w_ml = fits[g.n_iter], fits[ml_iter]
+    g.w = _em(y, chan, total, (g.n_iter,))[0]
     if options.n_boot < 2:
         return
     nrel = g.rows.size
     boot = np.empty((options.n_boot, k))
-    boot_ml = np.empty((options.n_boot, k))
     for b in range(options.n_boot):
         pick = gen.multinomial(nrel, np.full(nrel, 1.0 / nrel)).astype(np.float64)
         yb = np.bincount(obs.reshape(-1), weights=np.repeat(pick, n), minlength=size)
         simw = gen.multinomial(s, np.full(s, 1.0 / s), size=k).astype(np.float64) / s  # (K, S)
-        res = dict(zip(stops, _em(yb, flat, np.repeat(simw, n, axis=1), total, stops), strict=True))
-        boot[b], boot_ml[b] = res[g.n_iter], res[ml_iter]
-    g.boot_w, g.boot_w_ml = boot, boot_ml
+        chan_b = _channel(flat, np.repeat(simw, n, axis=1), size)
+        boot[b] = _em(yb, chan_b, total, (g.n_iter,))[0]
+    g.boot_w = boot
