@@ -15,7 +15,7 @@ from geoldp import _numba_cache  # noqa: F401  # isort: skip
 
 # Importing the accessor module registers ``GeoDataFrame.ldp`` as a side effect.
 from geoldp import accessor as _accessor  # noqa: F401
-from geoldp import points
+from geoldp import estimate, points
 from geoldp._versions import show_versions
 from geoldp.accounting import BudgetAccountant
 from geoldp.budget import Ledger
@@ -43,6 +43,7 @@ __all__ = [
     "PointSet",
     "PrivacyWarning",
     "__version__",
+    "estimate",
     "evaluate",
     "from_movingpandas",
     "from_trackintel",

@@ -703,3 +703,220 @@ class LDPAccessor:
         from geoldp import explore
 
         return explore.explore_release(self._obj, original, points, denoised=denoised)
+
+    # -- collector-side estimators (geoldp.estimate); the mechanism is read from this frame's ledger --------
+
+    def estimate_visits(self, points: Any, *, zones: Any = None, **kwargs: Any) -> Any:
+        """Estimated number of distinct original trajectories visiting each public point (or zone).
+
+        Post-processing: reads only this release, the public points and the public configuration, never
+        the originals, so it spends no privacy budget.
+
+        Parameters
+        ----------
+        points : PointSet, GeoDataFrame or GeoSeries of Points
+            The public point set the release was made with.
+        zones : GeoDataFrame or GeoSeries of polygons, optional
+            Count per zone (any CRS; a CRS is required) instead of per public point.
+        **kwargs
+            Passed to :func:`geoldp.estimate.visit_counts`: ``mechanism``/``epsilon`` (default: read from this
+            frame's ledger ``attrs["geoldp"]``; a conflicting value is an error), ``rng``, ``n_candidates``,
+            ``n_sims``, ``n_iter``, ``n_boot``, ``level``, ``cell_km``.
+
+        Returns
+        -------
+        pandas.DataFrame
+            Columns ``estimate``, ``lower``, ``upper`` (the 95 % interval) and ``raw`` (the same statistic
+            computed on the release as it is), one row per public point (P's order) or zone (the zones'
+            index).
+
+        Raises
+        ------
+        TypeError, ValueError
+            No mechanism and no ledger; an ε that conflicts with the ledger; a vertex that is not a public
+            point; zones without a CRS.
+
+        See Also
+        --------
+        geoldp.estimate.visit_counts : the estimator, its model and its intervals (docs: "What can a collector
+            learn?").
+
+        Examples
+        --------
+        >>> out = trips.ldp.perturb(pois, epsilon=4.0)  # doctest: +SKIP
+        >>> out.ldp.estimate_visits(pois, zones=geoldp.metrics.zone_grid(pois))  # doctest: +SKIP
+        """
+        from geoldp import estimate
+
+        return estimate.visit_counts(self._obj, points, zones=zones, **kwargs)
+
+    def estimate_range_counts(self, points: Any, regions: Any, **kwargs: Any) -> Any:
+        """Estimated number of original trajectories passing through each region.
+
+        Post-processing: reads only this release, the public points and the public configuration, never
+        the originals, so it spends no privacy budget.
+
+        Parameters
+        ----------
+        points : PointSet, GeoDataFrame or GeoSeries of Points
+            The public point set the release was made with.
+        regions : sequence of (lon, lat, radius_km) circles or polygons, or GeoSeries of polygons
+            The query regions.
+        **kwargs
+            Passed to :func:`geoldp.estimate.range_counts`: ``mechanism``/``epsilon`` (default: read from this
+            frame's ledger ``attrs["geoldp"]``; a conflicting value is an error), ``rng``, ``n_candidates``,
+            ``n_sims``, ``n_iter``, ``n_boot``, ``level``, ``cell_km``.
+
+        Returns
+        -------
+        pandas.DataFrame
+            Columns ``estimate``, ``lower``, ``upper`` (the 95 % interval) and ``raw`` (the same statistic
+            computed on the release as it is), one row per region, in the given order.
+
+        Raises
+        ------
+        TypeError, ValueError
+            No mechanism and no ledger; an ε that conflicts with the ledger; a vertex that is not a public
+            point; a malformed region.
+
+        See Also
+        --------
+        geoldp.estimate.range_counts : the estimator, its model and its intervals (docs: "What can a collector
+            learn?").
+
+        Examples
+        --------
+        >>> out = trips.ldp.perturb(pois, epsilon=4.0)  # doctest: +SKIP
+        >>> out.ldp.estimate_range_counts(pois, [(-87.63, 41.88, 1.5)])  # doctest: +SKIP
+        """
+        from geoldp import estimate
+
+        return estimate.range_counts(self._obj, points, regions, **kwargs)
+
+    def estimate_od_flows(self, points: Any, zones: Any, **kwargs: Any) -> Any:
+        """Estimated origin-destination flows: trajectories by the zones of their first and last points.
+
+        Post-processing: reads only this release, the public points and the public configuration, never
+        the originals, so it spends no privacy budget.
+
+        Parameters
+        ----------
+        points : PointSet, GeoDataFrame or GeoSeries of Points
+            The public point set the release was made with.
+        zones : GeoDataFrame or GeoSeries of polygons
+            The zones (any CRS; a CRS is required).
+        **kwargs
+            Passed to :func:`geoldp.estimate.od_flows`: ``mechanism``/``epsilon`` (default: read from this
+            frame's ledger ``attrs["geoldp"]``; a conflicting value is an error), ``rng``, ``n_candidates``,
+            ``n_sims``, ``n_iter``, ``n_boot``, ``level``, ``cell_km``.
+
+        Returns
+        -------
+        pandas.DataFrame
+            Long format: ``origin``, ``destination`` (zone labels), ``estimate``, ``lower``, ``upper``,
+            ``raw``.
+
+        Raises
+        ------
+        TypeError, ValueError
+            No mechanism and no ledger; an ε that conflicts with the ledger; a vertex that is not a public
+            point; zones without a CRS.
+
+        See Also
+        --------
+        geoldp.estimate.od_flows : the estimator, its model and its intervals (docs: "What can a collector
+            learn?").
+
+        Examples
+        --------
+        >>> out = trips.ldp.perturb(pois, epsilon=4.0)  # doctest: +SKIP
+        >>> out.ldp.estimate_od_flows(pois, geoldp.metrics.zone_grid(pois))  # doctest: +SKIP
+        """
+        from geoldp import estimate
+
+        return estimate.od_flows(self._obj, points, zones, **kwargs)
+
+    def estimate_hotspots(self, points: Any, *, k: int = 10, zones: Any = None, **kwargs: Any) -> Any:
+        """The top-k public points (or zones) by estimated visits, with their intervals.
+
+        Post-processing: reads only this release, the public points and the public configuration, never
+        the originals, so it spends no privacy budget.
+
+        Parameters
+        ----------
+        points : PointSet, GeoDataFrame or GeoSeries of Points
+            The public point set the release was made with.
+        k : int, default 10
+            Number of hotspots.
+        zones : GeoDataFrame or GeoSeries of polygons, optional
+            Count per zone (any CRS; a CRS is required) instead of per public point.
+        **kwargs
+            Passed to :func:`geoldp.estimate.hotspots`: ``mechanism``/``epsilon`` (default: read from this
+            frame's ledger ``attrs["geoldp"]``; a conflicting value is an error), ``rng``, ``n_candidates``,
+            ``n_sims``, ``n_iter``, ``n_boot``, ``level``, ``cell_km``.
+
+        Returns
+        -------
+        pandas.DataFrame
+            The k rows of :meth:`estimate_visits` with the largest estimates, largest first.
+
+        Raises
+        ------
+        TypeError, ValueError
+            No mechanism and no ledger; an ε that conflicts with the ledger; a vertex that is not a public
+            point; k not a positive int.
+
+        See Also
+        --------
+        geoldp.estimate.hotspots : the estimator, its model and its intervals (docs: "What can a collector
+            learn?").
+
+        Examples
+        --------
+        >>> out = trips.ldp.perturb(pois, epsilon=4.0)  # doctest: +SKIP
+        >>> out.ldp.estimate_hotspots(pois, k=5)  # doctest: +SKIP
+        """
+        from geoldp import estimate
+
+        return estimate.hotspots(self._obj, points, k=k, zones=zones, **kwargs)
+
+    def denoise(self, points: Any, **kwargs: Any) -> Any:
+        """A denoised copy of this release: for each trajectory a point estimate of the original.
+
+        Post-processing: reads only this release, the public points and the public configuration, never
+        the originals, so it spends no privacy budget.
+
+        Parameters
+        ----------
+        points : PointSet, GeoDataFrame or GeoSeries of Points
+            The public point set the release was made with.
+        **kwargs
+            Passed to :func:`geoldp.estimate.denoise`: ``mechanism``/``epsilon`` (default: read from this
+            frame's ledger ``attrs["geoldp"]``; a conflicting value is an error), ``rng``, ``n_candidates``,
+            ``n_sims``, ``n_iter``, ``cell_km``.
+
+        Returns
+        -------
+        geopandas.GeoDataFrame
+            The same index, row order, CRS and vertex count per row as this frame; every vertex is a public
+            point (the posterior geometric median of its position under the fitted population model).
+
+        Raises
+        ------
+        TypeError, ValueError
+            No mechanism and no ledger; an ε that conflicts with the ledger; a vertex that is not a public
+            point; a frame that is not a release of LineStrings.
+
+        See Also
+        --------
+        geoldp.estimate.denoise : the estimator, its model and its intervals (docs: "What can a collector
+            learn?").
+
+        Examples
+        --------
+        >>> out = trips.ldp.perturb(pois, epsilon=4.0)  # doctest: +SKIP
+        >>> out.ldp.denoise(pois)  # doctest: +SKIP
+        """
+        from geoldp import estimate
+
+        return estimate.denoise(self._obj, points, **kwargs)

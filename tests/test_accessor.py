@@ -505,7 +505,23 @@ def test_progress_without_tqdm(monkeypatch, toy_lines, city_points):
     assert a.geometry.equals(b.geometry)
 
 
-@pytest.mark.parametrize("name", ["perturb", "snap", "to_geojson", "range_count", "visit_counts", "evaluate"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "perturb",
+        "snap",
+        "to_geojson",
+        "range_count",
+        "visit_counts",
+        "evaluate",
+        "explore",
+        "estimate_visits",
+        "estimate_range_counts",
+        "estimate_od_flows",
+        "estimate_hotspots",
+        "denoise",
+    ],
+)
 def test_accessor_methods_have_full_numpydoc_docstrings(name):
     # what Shift-Tab / help() show in a notebook: every section, and every parameter of the signature
     method = getattr(acc.LDPAccessor, name)

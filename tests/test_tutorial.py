@@ -162,9 +162,9 @@ def test_docs_include_the_script():
     # every marked step is shown once, in the script's order, with its own end marker
     assert shown == [f"# [{m}]" for m in markers]
     assert [end for _, _, end in includes] == [f"# [/{m}]" for m in markers]
-    # no hand-copied Python in the page: its code comes from the script (the TODO step has no code)
+    # no hand-copied Python in the page: its code comes from the script
     assert "```python" not in doc
-    assert "TODO" in doc and "geoldp.estimate" in doc
+    assert "TODO" not in doc and "geoldp.estimate" in doc
 
 
 def _console_commands(doc: str) -> list[list[str]]:

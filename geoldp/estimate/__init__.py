@@ -1,0 +1,467 @@
+"""Collector-side estimators: what a collector can learn from released trajectories (post-processing).
+
+Every function reads only the release (a GeoDataFrame of released LineStrings in any CRS, or a sequence of
+index arrays into P), the public point set P and the public mechanism configuration (a name with ε and
+options, a TP/ATP/PointEM object, or the ledger ``attrs["geoldp"]`` the release carries). It never sees the
+original trajectories, so it costs no privacy.
+
+How the estimates are made (derived in ``docs/collector.md``): for each released length n, a population
+model is fitted, a weighted library of candidate trajectories drawn from a public proposal over P. The
+mechanism is run on every candidate (its channel is public) and the weights are fitted by EM to the released
+(position, cell) counts, cells being a public grid over P (64 iterations from the library's prior by
+default). Each estimate is the weighted value of its query over the library; its
+95 % interval comes from a bootstrap over released rows and simulations (see :func:`visit_counts`).
+
+Functions
+---------
+visit_counts   distinct trajectories visiting each public point or each zone
+range_counts   trajectories passing through each region (circles or polygons)
+od_flows       origin zone x destination zone counts (first and last points)
+hotspots       the top-k points or zones by estimated visits
+denoise        a point estimate of every released trajectory made of public points
+"""
+
+from __future__ import annotations
+
+import numbers
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import scipy.sparse as sp
+
+from geoldp._random import resolve_rng
+from geoldp.estimate import _denoise, _inputs, _model
+
+__all__ = ["denoise", "hotspots", "od_flows", "range_counts", "visit_counts"]
+
+_COLUMNS = ["estimate", "lower", "upper", "raw"]
+
+
+def _check_int(value: Any, name: str, low: int, caller: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or int(value) < low:
+        raise ValueError(
+            f"The '{name}' parameter of {caller} must be an int >= {low}. Got {value!r} instead."
+        )
+    return int(value)
+
+
+def _options(n_candidates, n_sims, n_boot, n_iter, cell_km, level, caller: str) -> _model.FitOptions:
+    if cell_km is not None and (
+        isinstance(cell_km, bool)
+        or not isinstance(cell_km, numbers.Real)
+        or not (0 < float(cell_km) < np.inf)
+    ):
+        raise ValueError(f"The 'cell_km' parameter of {caller} must be None or a float in (0, inf).")
+    if isinstance(level, bool) or not isinstance(level, numbers.Real) or not (0.0 < float(level) < 1.0):
+        raise ValueError(
+            f"The 'level' parameter of {caller} must be a float in (0, 1). Got {level!r} instead."
+        )
+    return _model.FitOptions(
+        n_candidates=_check_int(n_candidates, "n_candidates", 10, caller),
+        n_sims=_check_int(n_sims, "n_sims", 1, caller),
+        n_boot=_check_int(n_boot, "n_boot", 0, caller),
+        n_iter="cv" if n_iter == "cv" else _check_int(n_iter, "n_iter", 0, caller),
+        cell_km=None if cell_km is None else float(cell_km),
+        level=float(level),
+    )
+
+
+def _prepare(released, points, mechanism, epsilon, mechanism_options, rng, fit_kw, caller):
+    """Validate everything, then fit the population model (the one place randomness is drawn)."""
+    ps, _ = _inputs.resolve_public_points(points, caller=caller)
+    mech = _inputs.resolve_release_mechanism(mechanism, epsilon, mechanism_options, released, caller=caller)
+    rel = _inputs.released_sequences(released, ps, caller=caller)
+    if not rel.seqs:
+        raise ValueError(f"The released trajectories passed to {caller} are empty.")
+    for n in sorted({s.shape[0] for s in rel.seqs}):
+        mech.check_budgets(n, ps.size)
+    options = _options(**fit_kw, caller=caller)
+    key = resolve_rng(rng).stream_key()  # one key: candidate draws, simulations and bootstrap
+    return ps, rel, lambda: _model.fit(rel.seqs, ps, mech, key=key, options=options)
+
+
+def _visit_matrix(label: np.ndarray, n_labels: int):
+    """Per-candidate distinct-visit indicator of each label (points or zones; label -1 is ignored)."""
+
+    def values(cand: np.ndarray):
+        k, n = cand.shape
+        lab = label[cand]
+        rows = np.repeat(np.arange(k), n)
+        ok = lab.reshape(-1) >= 0
+        m = sp.csr_matrix((np.ones(int(ok.sum())), (rows[ok], lab.reshape(-1)[ok])), shape=(k, n_labels))
+        m.sum_duplicates()
+        m.data[:] = 1.0
+        return m
+
+    return values
+
+
+def _raw(values, seqs) -> np.ndarray:
+    """The same query on the release itself (the 'raw' statistic)."""
+    out = None
+    for n in sorted({s.shape[0] for s in seqs}):
+        arr = np.stack([s for s in seqs if s.shape[0] == n])
+        v = np.asarray(values(arr).sum(axis=0)).reshape(-1)
+        out = v if out is None else out + v
+    assert out is not None  # a release has at least one trajectory
+    return out
+
+
+def _frame(est, lo, hi, raw, index) -> pd.DataFrame:
+    return pd.DataFrame(
+        {"estimate": est, "lower": lo, "upper": hi, "raw": raw.astype(np.float64)}, index=index
+    )
+
+
+_FIT_DOC = """
+    mechanism : None, {"tp", "atp", "pointem"}, TP/ATP/PointEM object or dict, default None
+        The public configuration of the mechanism that produced ``released``. ``None`` reads the ledger
+        ``released.attrs["geoldp"]`` (the output of ``GeoDataFrame.ldp.perturb``); a dict is such a ledger.
+    epsilon : float, optional
+        The per-trajectory budget, with a mechanism name; must agree with the ledger when both are given.
+    mechanism_options : dict, optional
+        Options of a named mechanism (``granularity``, ``split``, ...), as given to the mechanism.
+    rng : {None, int, array_like[ints], SeedSequence, BitGenerator, Generator}, optional
+        Seeds the simulations, the candidate library and the bootstrap (``None``: the OS CSPRNG). The
+        estimate is a random function of the release only; the seed changes it within its Monte-Carlo
+        error.
+    n_candidates : int, default 3000
+        Candidate trajectories per released length (at most twice the number of releases, at least 200).
+    n_sims : int, default 16
+        Simulated releases per candidate.
+    n_boot : int, default 30
+        Bootstrap replicates for the interval (0: no interval, NaN bounds).
+    n_iter : int or "cv", default 64
+        EM iterations from the library's prior (more fit the release more closely, and its noise);
+        ``"cv"`` chooses among 0, 1, 2, 4, ..., 128 by two-fold cross-validation over released rows (it
+        tends to stop too early when the simulated channel is noisy).
+    cell_km : float, optional
+        Side of the public grid cells on which releases are compared (default Δ/16).
+    level : float, default 0.95
+        Nominal coverage of the interval."""
+
+
+def visit_counts(
+    released: Any,
+    points: Any,
+    *,
+    mechanism: Any = None,
+    epsilon: float | None = None,
+    zones: Any = None,
+    mechanism_options: dict | None = None,
+    rng: Any = None,
+    n_candidates: int = 3000,
+    n_sims: int = 16,
+    n_boot: int = 30,
+    n_iter: int | str = 64,
+    cell_km: float | None = None,
+    level: float = 0.95,
+) -> pd.DataFrame:
+    """Estimated number of distinct original trajectories visiting each public point or zone.
+
+    Parameters
+    ----------
+    released : GeoDataFrame, GeoSeries or sequence of array_like of int
+        The release: LineStrings whose vertices are public points (any CRS), or index arrays into
+        ``points``.
+    points : PointSet, GeoDataFrame/GeoSeries of Points or (m, 2) array of (lon, lat)
+        The public point set P the mechanism used (same order).
+    zones : GeoDataFrame or GeoSeries of polygons, optional
+        Count per zone (any CRS; a public point belongs to the first zone containing it) instead of per
+        public point.
+    {fit}
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per public point (P's order, index ``point``) or per zone (the zones' index), columns
+        ``estimate``, ``lower``, ``upper`` (the interval) and ``raw`` (the same count on the release).
+
+    Raises
+    ------
+    ValueError
+        No mechanism and no ledger; ε conflicting with the ledger; a released vertex that is not a public
+        point; zones without CRS; an invalid option.
+    TypeError
+        Inputs of the wrong type.
+
+    Notes
+    -----
+    Per public point the release carries almost no information at the budgets of the paper (a point EM
+    gets ε/16 or less): the point-level estimate is then mostly the model's prior and its interval is wide.
+    Zones of a few km are the resolution at which the release says something; see ``docs/collector.md``.
+
+    The interval is a basic bootstrap interval: released rows and each candidate's simulations are
+    resampled and the fit is re-run. It covers sampling and simulation noise, not the bias of the
+    early-stopped fit, so it is valid when the release pins the quantity down; where the estimate is mostly
+    the prior, its coverage is below nominal (measured in ``docs/results/estimators.md``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from geoldp import PointSet, perturb_trajectories
+    >>> from geoldp.estimate import visit_counts
+    >>> P = PointSet(np.linspace(0, 0.1, 20), np.zeros(20))
+    >>> rel = perturb_trajectories([np.array([0, 1])] * 50, P, mechanism="tp", epsilon=4.0, rng=0)
+    >>> visit_counts(rel, P, mechanism="tp", epsilon=4.0, rng=0, n_boot=0).shape
+    (20, 4)
+    """
+    caller = "geoldp.estimate.visit_counts"
+    fit_kw = dict(
+        n_candidates=n_candidates, n_sims=n_sims, n_boot=n_boot, n_iter=n_iter, cell_km=cell_km, level=level
+    )
+    ps, rel, run = _prepare(released, points, mechanism, epsilon, mechanism_options, rng, fit_kw, caller)
+    if zones is None:
+        label, n_labels, index = np.arange(ps.size), ps.size, pd.RangeIndex(ps.size, name="point")
+    else:
+        label, index = _inputs.zone_of_points(zones, ps, caller=caller)
+        n_labels = len(index)
+    values = _visit_matrix(label, n_labels)
+    est, lo, hi = run().estimate(values)
+    return _frame(est, lo, hi, _raw(values, rel.seqs), index)
+
+
+def range_counts(
+    released: Any,
+    points: Any,
+    regions: Any,
+    *,
+    mechanism: Any = None,
+    epsilon: float | None = None,
+    how: str = "points",
+    mechanism_options: dict | None = None,
+    rng: Any = None,
+    n_candidates: int = 3000,
+    n_sims: int = 16,
+    n_boot: int = 30,
+    n_iter: int | str = 64,
+    cell_km: float | None = None,
+    level: float = 0.95,
+) -> pd.DataFrame:
+    """Estimated number of original trajectories passing through each region.
+
+    Parameters
+    ----------
+    released, points
+        As in :func:`visit_counts`.
+    regions : circle, polygon, list of those, or GeoDataFrame/GeoSeries of polygons
+        A circle is ``(lon, lat, radius_km)`` (WGS 84 centre, haversine radius); a bare polygon is in the
+        release's CRS (EPSG:4326 for index input); a GeoDataFrame/GeoSeries needs a CRS.
+    how : {"points"}, default "points"
+        A trajectory passes through a region when one of its vertices (a public point) lies in it.
+    {fit}
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per region (the regions' index, or ``region`` 0..R-1), columns ``estimate``, ``lower``,
+        ``upper``, ``raw``.
+    """
+    caller = "geoldp.estimate.range_counts"
+    if how != "points":
+        raise ValueError(
+            f"Got how={how!r}; `how` of {caller} must be 'points' (a released vertex is a public point, so "
+            "segment crossings are not estimated)."
+        )
+    fit_kw = dict(
+        n_candidates=n_candidates, n_sims=n_sims, n_boot=n_boot, n_iter=n_iter, cell_km=cell_km, level=level
+    )
+    ps, rel, run = _prepare(released, points, mechanism, epsilon, mechanism_options, rng, fit_kw, caller)
+    crs = rel.frame.crs if rel.frame is not None else "EPSG:4326"
+    members, index = _inputs.region_members(regions, ps, crs=crs, caller=caller)
+    # point -> regions incidence (m x R); a candidate passes through r when any of its points is in r
+    rows = np.concatenate([mm for mm in members]) if members else np.zeros(0, dtype=np.int64)
+    cols = np.repeat(np.arange(len(members)), [mm.size for mm in members])
+    inc = sp.csr_matrix((np.ones(rows.size), (rows, cols)), shape=(ps.size, len(members)))
+
+    def values(cand: np.ndarray):
+        k, n = cand.shape
+        hit = sp.csr_matrix(
+            (np.ones(k * n), (np.repeat(np.arange(k), n), cand.reshape(-1))), shape=(k, ps.size)
+        )
+        out = (hit @ inc).tocsr()
+        out.data[:] = (out.data > 0).astype(np.float64)
+        return out
+
+    est, lo, hi = run().estimate(values)
+    return _frame(est, lo, hi, _raw(values, rel.seqs), index)
+
+
+def od_flows(
+    released: Any,
+    points: Any,
+    zones: Any,
+    *,
+    mechanism: Any = None,
+    epsilon: float | None = None,
+    mechanism_options: dict | None = None,
+    rng: Any = None,
+    n_candidates: int = 3000,
+    n_sims: int = 16,
+    n_boot: int = 30,
+    n_iter: int | str = 64,
+    cell_km: float | None = None,
+    level: float = 0.95,
+) -> pd.DataFrame:
+    """Estimated origin-destination flows between zones (first and last point of each trajectory).
+
+    Parameters
+    ----------
+    released, points
+        As in :func:`visit_counts`.
+    zones : GeoDataFrame or GeoSeries of polygons
+        The zones (any CRS). Trajectories starting or ending outside every zone are not counted.
+    {fit}
+
+    Returns
+    -------
+    pandas.DataFrame
+        Long format: columns ``origin``, ``destination`` (zone index labels), ``estimate``, ``lower``,
+        ``upper``, ``raw``; one row per pair with a positive estimate or raw count, sorted by pair.
+    """
+    caller = "geoldp.estimate.od_flows"
+    fit_kw = dict(
+        n_candidates=n_candidates, n_sims=n_sims, n_boot=n_boot, n_iter=n_iter, cell_km=cell_km, level=level
+    )
+    ps, rel, run = _prepare(released, points, mechanism, epsilon, mechanism_options, rng, fit_kw, caller)
+    label, index = _inputs.zone_of_points(zones, ps, caller=caller)
+    nz = len(index)
+    pair_of = {}
+
+    def pairs(cand: np.ndarray) -> np.ndarray:
+        o, d = label[cand[:, 0]], label[cand[:, -1]]
+        return np.where((o >= 0) & (d >= 0), o * nz + d, -1)
+
+    # only pairs that some candidate or release can take (never a Z x Z dense table)
+    seen = set()
+    est_model = run()
+    for g in est_model.groups:
+        seen.update(np.unique(pairs(g.cand)).tolist())
+    for n in {s.shape[0] for s in rel.seqs}:
+        seen.update(np.unique(pairs(np.stack([s for s in rel.seqs if s.shape[0] == n]))).tolist())
+    seen.discard(-1)
+    keys = np.array(sorted(seen), dtype=np.int64)
+    pair_of = {int(k): i for i, k in enumerate(keys)}
+
+    def values(cand: np.ndarray):
+        p = pairs(cand)
+        ok = p >= 0
+        col = np.array([pair_of[int(v)] for v in p[ok]], dtype=np.int64)
+        return sp.csr_matrix((np.ones(col.size), (np.flatnonzero(ok), col)), shape=(cand.shape[0], keys.size))
+
+    est, lo, hi = est_model.estimate(values)
+    raw = _raw(values, rel.seqs)
+    out = pd.DataFrame(
+        {
+            "origin": np.asarray(index)[keys // nz] if keys.size else [],
+            "destination": np.asarray(index)[keys % nz] if keys.size else [],
+            "estimate": est,
+            "lower": lo,
+            "upper": hi,
+            "raw": raw.astype(np.float64),
+        }
+    )
+    keep = (out["estimate"] > 1e-9) | (out["raw"] > 0)
+    return out[keep].reset_index(drop=True)
+
+
+def hotspots(
+    released: Any,
+    points: Any,
+    *,
+    mechanism: Any = None,
+    epsilon: float | None = None,
+    k: int = 10,
+    zones: Any = None,
+    **kwargs: Any,
+) -> pd.DataFrame:
+    """The top-k public points (or zones) by estimated visits, with estimate and interval.
+
+    Parameters
+    ----------
+    released, points, mechanism, epsilon, zones
+        As in :func:`visit_counts`.
+    k : int, default 10
+        Number of hotspots.
+    **kwargs
+        Passed to :func:`visit_counts` (``rng``, ``n_boot``, ...).
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``k`` rows (fewer if there are fewer points/zones) sorted by decreasing estimate (ties by position),
+        the index of :func:`visit_counts`, columns ``rank`` (1..k), ``estimate``, ``lower``, ``upper``,
+        ``raw``.
+    """
+    k = _check_int(k, "k", 1, "geoldp.estimate.hotspots")
+    table = visit_counts(released, points, mechanism=mechanism, epsilon=epsilon, zones=zones, **kwargs)
+    order = np.lexsort((np.arange(len(table)), -table["estimate"].to_numpy()))[:k]
+    out = table.iloc[order].copy()
+    out.insert(0, "rank", np.arange(1, len(out) + 1))
+    return out
+
+
+def denoise(
+    released: Any,
+    points: Any,
+    *,
+    mechanism: Any = None,
+    epsilon: float | None = None,
+    mechanism_options: dict | None = None,
+    rng: Any = None,
+    n_candidates: int = 3000,
+    n_sims: int = 16,
+    n_iter: int | str = 64,
+    cell_km: float | None = None,
+) -> Any:
+    """A point estimate of every original trajectory, made of public points (post-processing).
+
+    For each released trajectory, the posterior over the fitted library of candidates is computed from the
+    simulated releases (per position, the fraction of a candidate's simulated releases in the released
+    cell, smoothed by the population's released cell frequencies); each position is then the spherical
+    geometric median of the candidates' points at that position under this posterior (the Bayes estimate
+    for the distance loss), snapped to the nearest public point.
+
+    Parameters
+    ----------
+    released, points, mechanism, epsilon, mechanism_options, rng, n_candidates, n_sims, n_iter, cell_km
+        As in :func:`visit_counts`.
+
+    Returns
+    -------
+    GeoDataFrame or list of numpy.ndarray
+        The same type and shape as ``released``: for a GeoDataFrame/GeoSeries a copy with the same index,
+        columns, CRS, attrs and vertex counts whose vertices are the denoised public points (in the
+        release's CRS); for index input, a list of int64 arrays of the same lengths.
+    """
+    import geopandas as gpd
+
+    caller = "geoldp.estimate.denoise"
+    fit_kw = dict(
+        n_candidates=n_candidates, n_sims=n_sims, n_boot=0, n_iter=n_iter, cell_km=cell_km, level=0.95
+    )
+    ps, rel, run = _prepare(released, points, mechanism, epsilon, mechanism_options, rng, fit_kw, caller)
+    model = run()
+    out_seqs = _denoise.posterior_medoids(model, len(rel.seqs))
+    if rel.frame is None:
+        return out_seqs
+    from geoldp import _frames
+
+    _, source = _inputs.resolve_public_points(points, caller=caller)
+    xy = _frames.public_xy(ps, rel.frame.crs, source)
+    geoms = _frames.build_geometry(rel.ft, out_seqs, xy, len(rel.frame))
+    out = rel.frame.copy()
+    out[out.geometry.name] = gpd.GeoSeries(geoms, index=out.index, crs=out.crs)
+    out.attrs = dict(rel.frame.attrs)
+    if isinstance(released, gpd.GeoSeries):
+        series = out.geometry
+        series.name = released.name
+        return series
+    return out
+
+
+for _f in (visit_counts, range_counts, od_flows, denoise):
+    if _f.__doc__:
+        _f.__doc__ = _f.__doc__.replace("    {fit}", _FIT_DOC.strip("\n"), 1)
+del _f

@@ -1,0 +1,278 @@
+"""Input handling shared by the collector-side estimators (reusable by evaluate, the demo and the CLI).
+
+- :func:`resolve_release_mechanism`: the public mechanism, from a name + ε + options, a mechanism object, a
+  ledger dict, or the release's own ledger ``attrs["geoldp"]``; conflicts are errors.
+- :func:`resolve_public_points`: a :class:`~geoldp.PointSet` from a PointSet, a GeoDataFrame/GeoSeries of
+  Points or an (m, 2) array of (lon, lat).
+- :func:`released_sequences`: released LineStrings (any CRS) or index arrays → index arrays into P. A
+  released vertex must be a public point (within 1 mm), otherwise the release and P do not match.
+- :func:`zone_of_points`, :func:`region_members`: which public points lie in each zone / region.
+"""
+
+from __future__ import annotations
+
+import numbers
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+import shapely
+from pyproj import CRS, Transformer
+
+from geoldp import _frames
+from geoldp.geo import haversine_m
+from geoldp.pointset import PointSet
+from geoldp.trajectory import engine
+
+__all__ = [
+    "Release",
+    "region_members",
+    "released_sequences",
+    "resolve_public_points",
+    "resolve_release_mechanism",
+    "zone_of_points",
+]
+
+#: A released vertex farther than this from every public point means the release does not match P.
+MATCH_TOLERANCE_M = 1e-3
+_LEDGER_SKIP = ("mechanism", "epsilon", "granularity_value")
+
+
+def _ledger_of(released: Any) -> dict | None:
+    attrs = getattr(released, "attrs", None)
+    if isinstance(attrs, dict) and isinstance(attrs.get("geoldp"), dict):
+        return attrs["geoldp"]
+    return None
+
+
+def _mechanism_from_ledger(ledger: dict, caller: str):
+    name = ledger.get("mechanism")
+    eps = ledger.get("epsilon")
+    if not isinstance(name, str) or eps is None:
+        raise ValueError(
+            f"The ledger given to {caller} has no 'mechanism' and 'epsilon' entries; pass mechanism= and "
+            "epsilon= explicitly."
+        )
+    opts = dict(ledger.get("options") or {})
+    for key in _LEDGER_SKIP:
+        opts.pop(key, None)
+    # JSON forms back to the option types (the ledger stores Fractions as strings, tuples as lists)
+    if "fractions" in opts:
+        opts["fractions"] = tuple(Fraction(f) for f in opts["fractions"])
+    if "epsilon_fraction" in opts:
+        opts["epsilon_fraction"] = Fraction(opts["epsilon_fraction"])
+    if "granularity_candidates" in opts:
+        opts["granularity_candidates"] = tuple(opts["granularity_candidates"])
+    if isinstance(opts.get("granularity"), list):
+        opts["granularity"] = tuple((float(b), int(g)) for b, g in opts["granularity"])
+    return engine.resolve_mechanism(name, float(eps), opts, caller=caller)
+
+
+def resolve_release_mechanism(
+    mechanism: Any, epsilon: Any, options: dict | None, released: Any, *, caller: str
+):
+    """The mechanism that produced ``released`` (public configuration only).
+
+    Parameters
+    ----------
+    mechanism : None, str, TP/ATP/PointEM object or dict
+        ``None`` reads the ledger ``released.attrs["geoldp"]``; a dict is such a ledger.
+    epsilon : float, optional
+        Needed with a name; must agree with the object's or the ledger's ε when both are given.
+    options : dict, optional
+        Mechanism options with a name.
+
+    Raises
+    ------
+    ValueError
+        No mechanism and no ledger; ε (or the mechanism name) conflicting with the ledger.
+    TypeError
+        A mechanism of the wrong type.
+    """
+    ledger = _ledger_of(released)
+    if isinstance(mechanism, dict):
+        ledger, mechanism = mechanism, None
+    if mechanism is None:
+        if ledger is None:
+            raise ValueError(
+                f"{caller} needs the mechanism's public configuration: pass mechanism= (a name with "
+                "epsilon=, or a TP/ATP/PointEM object), or a release that carries its ledger in "
+                "attrs['geoldp'] (the output of GeoDataFrame.ldp.perturb)."
+            )
+        mech = _mechanism_from_ledger(ledger, caller)
+        if options:
+            raise TypeError(f"{caller} got mechanism options together with a ledger; pass only one of them.")
+    else:
+        mech = engine.resolve_mechanism(mechanism, epsilon, options, caller=caller)
+        epsilon = None  # checked against the object by the engine
+    if epsilon is not None:
+        from geoldp._validation import check_epsilon
+
+        eps = check_epsilon(epsilon, caller=caller)
+        if eps != mech.epsilon:
+            raise ValueError(
+                f"The 'epsilon' parameter of {caller} ({eps!r}) conflicts with the ledger of the release "
+                f"(epsilon={mech.epsilon!r}); omit epsilon= to use the ledger's."
+            )
+    if ledger is not None and mechanism is not None:
+        led_name, led_eps = ledger.get("mechanism"), ledger.get("epsilon")
+        if (led_name is not None and str(led_name).lower() != mech.name) or (
+            led_eps is not None and float(led_eps) != mech.epsilon
+        ):
+            raise ValueError(
+                f"The mechanism given to {caller} ({mech.name}, epsilon={mech.epsilon!r}) conflicts with the "
+                f"ledger of the release ({led_name}, epsilon={led_eps!r}); omit mechanism= to use the ledger."
+            )
+    return mech
+
+
+def resolve_public_points(points: Any, *, caller: str) -> tuple[PointSet, Any]:
+    """``(PointSet, source)`` for a PointSet, a GeoDataFrame/GeoSeries of Points or an (m, 2) array."""
+    if isinstance(points, np.ndarray | list | tuple) and not isinstance(points, PointSet):
+        arr = np.asarray(points, dtype=np.float64)
+        if arr.ndim != 2 or arr.shape[1] != 2:
+            raise TypeError(
+                f"The 'points' parameter of {caller} must be a PointSet, a GeoDataFrame/GeoSeries of "
+                "Points or an (m, 2) array of (lon, lat)."
+            )
+        return PointSet(arr[:, 0], arr[:, 1]), None
+    return _frames.resolve_points(points, caller=caller)
+
+
+@dataclass(frozen=True)
+class Release:
+    """Released trajectories as index arrays into P, and how to put results back into the input's shape."""
+
+    seqs: list
+    frame: Any = None  # the released GeoDataFrame (None for index input)
+    ft: Any = None  # its FrameTrajectories
+
+
+def released_sequences(released: Any, ps: PointSet, *, caller: str) -> Release:
+    """Index arrays into P of the released trajectories (GeoDataFrame/GeoSeries in any CRS, or index arrays).
+
+    Raises
+    ------
+    ValueError
+        A released vertex that is not a public point (farther than 1 mm from every point of P): the
+        message names the row position, never coordinates.
+    """
+    import geopandas as gpd
+
+    if isinstance(released, gpd.GeoSeries):
+        released = gpd.GeoDataFrame(geometry=released)
+    if isinstance(released, gpd.GeoDataFrame):
+        frame = _frames.check_frame(released, caller=caller, name="released")
+        ledger = _ledger_of(released) or {}
+        traj_id_col = (ledger.get("input") or {}).get("traj_id_col")
+        if traj_id_col is not None and traj_id_col not in frame.columns:
+            traj_id_col = None
+        ft = _frames.extract(frame, traj_id_col=traj_id_col, caller=caller, warn_zm=False)
+        idx, dist = ps.nearest(ft.lon, ft.lat)
+        idx = np.asarray(idx, dtype=np.int64).reshape(-1)
+        far = np.asarray(dist).reshape(-1) > MATCH_TOLERANCE_M
+        if far.any():
+            row = int(ft.vertex_rows[np.flatnonzero(far)[0]])
+            raise ValueError(
+                f"Row position {row} of the released trajectories passed to {caller} has a vertex that is "
+                f"not a public point ({int(far.sum())} such vertices in all). Pass the same public point "
+                "set the mechanism used."
+            )
+        seqs = [idx[a:b] for a, b in zip(ft.offsets[:-1], ft.offsets[1:], strict=True)]
+        return Release(seqs, frame, ft)
+    seqs = engine.validate_trajectories(released, ps.size, caller=caller)
+    return Release(list(seqs))
+
+
+def _polygons(obj: Any, name: str, caller: str):
+    import geopandas as gpd
+
+    if isinstance(obj, gpd.GeoDataFrame):
+        obj = obj.geometry
+    if not isinstance(obj, gpd.GeoSeries):
+        raise TypeError(
+            f"The '{name}' parameter of {caller} must be a GeoDataFrame or GeoSeries of polygons. "
+            f"Got {type(obj).__name__} instead."
+        )
+    if obj.crs is None:
+        raise ValueError(f"The '{name}' of {caller} have no CRS. Use set_crs() to declare it.")
+    geoms = np.asarray(obj.values, dtype=object)
+    bad = shapely.is_missing(geoms) | ~np.isin(shapely.get_type_id(geoms), (3, 6))
+    if bad.any():
+        raise TypeError(
+            f"Row position {int(np.flatnonzero(bad)[0])} of the '{name}' of {caller} is not a Polygon or "
+            "MultiPolygon."
+        )
+    return obj, geoms, CRS.from_user_input(obj.crs)
+
+
+def _points_in(ps: PointSet, crs: CRS) -> tuple[np.ndarray, np.ndarray]:
+    if _frames.is_wgs84(crs):
+        return np.asarray(ps.lon), np.asarray(ps.lat)
+    x, y = Transformer.from_crs(_frames.WGS84, crs, always_xy=True).transform(
+        np.asarray(ps.lon), np.asarray(ps.lat)
+    )
+    return np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)
+
+
+def zone_of_points(zones: Any, ps: PointSet, *, caller: str) -> tuple[np.ndarray, Any]:
+    """Zone position of every public point (-1 outside every zone; the first zone when they overlap)."""
+    series, geoms, crs = _polygons(zones, "zones", caller)
+    x, y = _points_in(ps, crs)
+    tree = shapely.STRtree(geoms)
+    pt, zn = tree.query(shapely.points(x, y), predicate="intersects")
+    out = np.full(ps.size, -1, dtype=np.int64)
+    order = np.lexsort((zn, pt))
+    pt, zn = pt[order], zn[order]
+    first = np.ones(pt.shape[0], dtype=bool)
+    first[1:] = pt[1:] != pt[:-1]
+    out[pt[first]] = zn[first]
+    return out, series.index
+
+
+def _is_circle(obj: Any) -> bool:
+    return (
+        isinstance(obj, tuple | list | np.ndarray)
+        and len(obj) == 3
+        and all(isinstance(v, numbers.Real) and not isinstance(v, bool) for v in obj)
+    )
+
+
+def region_members(regions: Any, ps: PointSet, *, crs: Any, caller: str) -> tuple[list[np.ndarray], Any]:
+    """Public points in each region: circles ``(lon, lat, radius_km)`` (haversine) or polygons.
+
+    A bare shapely polygon (or a list of them) is in ``crs`` (the release's CRS; EPSG:4326 for index input).
+    """
+    import geopandas as gpd
+    import pandas as pd
+
+    if isinstance(regions, gpd.GeoDataFrame | gpd.GeoSeries):
+        series, geoms, gcrs = _polygons(regions, "regions", caller)
+        x, y = _points_in(ps, gcrs)
+        return [np.flatnonzero(shapely.intersects_xy(g, x, y)) for g in geoms], series.index
+    if _is_circle(regions) or isinstance(regions, shapely.Geometry):
+        regions = [regions]
+    if not isinstance(regions, list | tuple):
+        raise TypeError(
+            f"The 'regions' parameter of {caller} must be circles (lon, lat, radius_km), polygons, a list of "
+            f"those, or a GeoDataFrame/GeoSeries of polygons. Got {type(regions).__name__} instead."
+        )
+    out = []
+    xy = None
+    for i, r in enumerate(regions):
+        if _is_circle(r):
+            lon, lat, rad = (float(v) for v in r)
+            if not (np.isfinite([lon, lat, rad]).all() and -90 <= lat <= 90 and rad >= 0):
+                raise ValueError(f"Region {i} of {caller} must be a finite (lon, lat, radius_km >= 0).")
+            d = np.asarray(haversine_m(ps.lon, ps.lat, lon, lat))
+            out.append(np.flatnonzero(d <= rad * 1000.0))
+        elif isinstance(r, shapely.Geometry) and shapely.get_type_id(r) in (3, 6):
+            if xy is None:
+                xy = _points_in(ps, CRS.from_user_input(crs))
+            out.append(np.flatnonzero(shapely.intersects_xy(r, xy[0], xy[1])))
+        else:
+            raise TypeError(
+                f"Region {i} of {caller} must be a circle (lon, lat, radius_km) or a Polygon/MultiPolygon."
+            )
+    return out, pd.RangeIndex(len(out), name="region")

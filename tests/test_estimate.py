@@ -1,0 +1,285 @@
+"""Tests of geoldp.estimate: collector-side estimators on synthetic populations with known truth.
+
+The population: a public 12 x 12 grid over ~22 km and trajectories of length 2, 70 % inside one corner
+(a strongly non-uniform truth that the mechanisms blur) and 30 % anywhere. Zones are a 4 x 4 grid.
+Accuracy tests compare the L1 error of the normalised zone counts of the estimate with that of the raw
+release over fixed seeds; the margin is a one-sided t-test on the per-seed differences (run-to-run spread).
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+
+import geopandas as gpd
+import numpy as np
+import pytest
+import shapely
+
+from geoldp import PointSet, estimate, perturb_trajectories
+from geoldp.estimate import _inputs
+
+GRID = np.linspace(0.0, 0.2, 12)
+LON, LAT = (a.ravel() for a in np.meshgrid(GRID, GRID))
+P = PointSet(LON, LAT)
+_STARTS = (-0.001, 0.049, 0.099, 0.149)
+ZONES = gpd.GeoDataFrame(
+    {"name": [f"z{i}" for i in range(16)]},
+    geometry=[shapely.box(x, y, x + 0.052, y + 0.052) for x in _STARTS for y in _STARTS],
+    crs="EPSG:4326",
+).set_index("name")
+FAST = dict(n_boot=0, n_candidates=1200, n_sims=12)
+ZONE_OF = _inputs.zone_of_points(ZONES, P, caller="test")[0]
+
+
+def population(seed: int, n: int = 800) -> list[np.ndarray]:
+    gen = np.random.default_rng(seed)
+    corner = np.flatnonzero((LON < 0.07) & (LAT < 0.07))
+    everywhere = np.arange(P.size)
+    return [gen.choice(corner if gen.random() < 0.7 else everywhere, size=2) for _ in range(n)]
+
+
+def zone_truth(trajs) -> np.ndarray:
+    out = np.zeros(len(ZONES))
+    for t in trajs:
+        out[np.unique(ZONE_OF[t])] += 1
+    return out
+
+
+def l1(a, b) -> float:
+    a, b = np.asarray(a, float), np.asarray(b, float)
+    return float(np.abs(a / a.sum() - b / b.sum()).sum())
+
+
+def improvement_is_significant(diffs) -> bool:
+    """One-sided t-test (5 %) that the mean of ``diffs`` (raw error - estimate error) is positive."""
+    d = np.asarray(diffs)
+    t = d.mean() / (d.std(ddof=1) / math.sqrt(d.size))
+    return bool(t > {3: 2.92, 4: 2.35}[d.size])
+
+
+@pytest.mark.parametrize("mech", ["tp", "atp", "pointem"])
+def test_zone_visits_closer_to_truth_than_raw(mech):
+    diffs = []
+    for seed in range(4):
+        trajs = population(seed)
+        rel = perturb_trajectories(trajs, P, mechanism=mech, epsilon=8.0, rng=100 + seed)
+        est = estimate.visit_counts(rel, P, mechanism=mech, epsilon=8.0, zones=ZONES, rng=seed, **FAST)
+        truth = zone_truth(trajs)
+        diffs.append(l1(est["raw"], truth) - l1(est["estimate"], truth))
+    assert improvement_is_significant(diffs), diffs
+
+
+def test_range_counts_closer_to_truth_than_raw():
+    circles = [(0.03, 0.03, 3.0), (0.15, 0.15, 3.0), (0.03, 0.17, 3.0), (0.1, 0.1, 4.0)]
+    errs_raw, errs_est = [], []
+    for seed in range(3):
+        trajs = population(seed)
+        rel = perturb_trajectories(trajs, P, mechanism="atp", epsilon=8.0, rng=200 + seed)
+        est = estimate.range_counts(rel, P, circles, mechanism="atp", epsilon=8.0, rng=seed, **FAST)
+        members, _ = _inputs.region_members(circles, P, crs="EPSG:4326", caller="test")
+        truth = np.array([sum(np.isin(t, m).any() for t in trajs) for m in members], dtype=float)
+        errs_raw.append(np.mean(np.abs(est["raw"] - truth) / truth))
+        errs_est.append(np.mean(np.abs(est["estimate"] - truth) / truth))
+    assert improvement_is_significant(np.array(errs_raw) - np.array(errs_est)), (errs_raw, errs_est)
+
+
+def test_denoise_beats_raw_release_on_ne():
+    from geoldp.geo import haversine_m
+
+    def ne(a, b):
+        return np.mean(
+            [np.mean(haversine_m(LON[x], LAT[x], LON[y], LAT[y])) for x, y in zip(a, b, strict=True)]
+        )
+
+    diffs = []
+    for seed in range(4):
+        trajs = population(seed, 300)
+        rel = perturb_trajectories(trajs, P, mechanism="atp", epsilon=8.0, rng=300 + seed)
+        den = estimate.denoise(rel, P, mechanism="atp", epsilon=8.0, rng=seed, n_candidates=600, n_sims=12)
+        assert [d.shape for d in den] == [r.shape for r in rel]
+        diffs.append(ne(trajs, rel) - ne(trajs, den))
+    assert improvement_is_significant(diffs), diffs
+
+
+# ----------------------------------------------------------------------------------------------------------
+# shapes, indices, CRS, the ledger
+# ----------------------------------------------------------------------------------------------------------
+
+
+def released_frame(seed=0, crs="EPSG:3857", **options):
+    trajs = population(seed, 120)
+    lines = gpd.GeoDataFrame(
+        {"trip": np.arange(len(trajs))},
+        geometry=[shapely.LineString(np.column_stack([LON[t], LAT[t]])) for t in trajs],
+        crs="EPSG:4326",
+        index=np.arange(len(trajs))[::-1] * 10,
+    )
+    pts = gpd.GeoDataFrame(geometry=shapely.points(LON, LAT), crs="EPSG:4326")
+    out = lines.to_crs(crs).ldp.perturb(pts, epsilon=8.0, rng=seed, **options)
+    return out, pts
+
+
+def test_shapes_indices_and_crs_are_preserved():
+    out, pts = released_frame()
+    v = estimate.visit_counts(out, pts, zones=ZONES.to_crs(3857), rng=0, **FAST)
+    assert list(v.columns) == ["estimate", "lower", "upper", "raw"]
+    assert v.index.equals(ZONES.index)
+    assert float(v["raw"].sum()) == float(zone_truth_of_release(out, pts).sum())
+    p = estimate.visit_counts(out, pts, rng=0, **FAST)
+    assert len(p) == P.size and p.index.name == "point"
+    den = estimate.denoise(out, pts, rng=0, n_candidates=300, n_sims=4)
+    assert isinstance(den, gpd.GeoDataFrame) and den.crs == out.crs and den.index.equals(out.index)
+    assert list(den.columns) == list(out.columns) and den.attrs == out.attrs
+    assert np.array_equal(den.geometry.count_coordinates(), out.geometry.count_coordinates())
+    # every denoised vertex is a public point
+    _inputs.released_sequences(den, P, caller="test")
+    s = estimate.denoise(out.geometry, pts, mechanism="atp", epsilon=8.0, rng=0, n_candidates=300, n_sims=4)
+    assert isinstance(s, gpd.GeoSeries) and s.index.equals(out.index)
+
+
+def zone_truth_of_release(out, pts):
+    seqs = _inputs.released_sequences(out, P, caller="test").seqs
+    return zone_truth(seqs)
+
+
+def test_intervals_contain_the_estimate_and_hotspots_are_ranked():
+    out, pts = released_frame()
+    h = estimate.hotspots(out, pts, zones=ZONES, k=5, rng=0, n_boot=10, n_candidates=300, n_sims=4)
+    assert list(h["rank"]) == [1, 2, 3, 4, 5]
+    assert np.all(np.diff(h["estimate"].to_numpy()) <= 0)
+    assert np.all(h["lower"] <= h["estimate"]) and np.all(h["estimate"] <= h["upper"])
+    od = estimate.od_flows(out, pts, ZONES, rng=0, n_boot=10, n_candidates=300, n_sims=4)
+    assert set(od.columns) == {"origin", "destination", "estimate", "lower", "upper", "raw"}
+    assert set(od["origin"]) <= set(ZONES.index)
+    assert od["raw"].sum() == len(out)  # every trajectory starts and ends in some zone
+    assert od["estimate"].sum() == pytest.approx(len(out), rel=1e-6)
+
+
+def test_ledger_reproduces_the_mechanism_with_its_options():
+    out, _ = released_frame(split="grouped", sw_buckets=512, mechanism="atp")
+    mech = _inputs.resolve_release_mechanism(None, None, None, out, caller="test")
+    from geoldp import ATP
+
+    assert mech == ATP(epsilon=8.0, split="grouped", sw_buckets=512)
+
+
+def test_same_inputs_same_estimate_and_no_originals_parameter():
+    out, pts = released_frame()
+    a = estimate.visit_counts(out, pts, zones=ZONES, rng=5, **FAST)
+    b = estimate.visit_counts(out, pts, zones=ZONES, rng=5, **FAST)
+    assert a.equals(b)
+    for f in (
+        estimate.visit_counts,
+        estimate.range_counts,
+        estimate.od_flows,
+        estimate.hotspots,
+        estimate.denoise,
+    ):
+        names = set(inspect.signature(f).parameters)
+        assert not names & {"original", "originals", "trajectories", "truth"}
+
+
+def test_release_is_not_mutated():
+    out, pts = released_frame()
+    before = out.copy()
+    attrs = dict(out.attrs)
+    estimate.denoise(out, pts, rng=0, n_candidates=200, n_sims=2)
+    assert out.equals(before) and out.attrs == attrs
+
+
+# ----------------------------------------------------------------------------------------------------------
+# errors
+# ----------------------------------------------------------------------------------------------------------
+
+
+def test_no_mechanism_and_no_ledger_is_an_error():
+    with pytest.raises(ValueError, match="mechanism"):
+        estimate.visit_counts([np.array([0, 1])], P)
+    out, pts = released_frame()
+    out.attrs = {}
+    with pytest.raises(ValueError, match="ledger"):
+        estimate.visit_counts(out, pts)
+
+
+def test_vertex_not_a_public_point_is_an_error():
+    out, pts = released_frame(crs="EPSG:4326")
+    geoms = list(out.geometry)
+    geoms[3] = shapely.LineString([(0.0101, 0.0), (0.0, 0.0)])
+    out = out.set_geometry(gpd.GeoSeries(geoms, index=out.index, crs=out.crs))
+    with pytest.raises(ValueError, match="Row position 3 .* not a public point") as exc:
+        estimate.visit_counts(out, pts)
+    assert "0.0101" not in str(exc.value)
+
+
+def test_zones_without_crs_is_an_error():
+    out, pts = released_frame()
+    with pytest.raises(ValueError, match="no CRS"):
+        estimate.visit_counts(out, pts, zones=gpd.GeoDataFrame(geometry=list(ZONES.geometry)))
+
+
+def test_epsilon_conflicting_with_the_ledger_is_an_error():
+    out, pts = released_frame()
+    with pytest.raises(ValueError, match="conflicts with the ledger"):
+        estimate.visit_counts(out, pts, epsilon=4.0)
+    with pytest.raises(ValueError, match="conflicts with the ledger"):
+        estimate.visit_counts(out, pts, mechanism="tp", epsilon=8.0)
+
+
+def test_bad_options_are_errors():
+    rel = [np.array([0, 1])]
+    with pytest.raises(ValueError, match="n_sims"):
+        estimate.visit_counts(rel, P, mechanism="tp", epsilon=1.0, n_sims=0)
+    with pytest.raises(ValueError, match="level"):
+        estimate.visit_counts(rel, P, mechanism="tp", epsilon=1.0, level=1.5)
+    with pytest.raises(ValueError, match="how"):
+        estimate.range_counts(rel, P, (0.0, 0.0, 1.0), mechanism="tp", epsilon=1.0, how="line")
+    with pytest.raises(TypeError, match="regions"):
+        estimate.range_counts(rel, P, "everywhere", mechanism="tp", epsilon=1.0)
+
+
+# ----------------------------------------------------------------------------------------------------------
+# interval coverage (slow)
+# ----------------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "mech",
+    [
+        "tp",
+        "atp",
+        pytest.param(
+            "pointem",
+            marks=pytest.mark.xfail(
+                reason="coverage 0.43: the bootstrap omits the bias of the early-stopped fit"
+            ),
+        ),
+    ],
+)
+def test_zone_interval_coverage(mech):
+    covered = []
+    for seed in range(6):
+        trajs = population(seed)
+        rel = perturb_trajectories(trajs, P, mechanism=mech, epsilon=8.0, rng=400 + seed)
+        est = estimate.visit_counts(rel, P, mechanism=mech, epsilon=8.0, zones=ZONES, rng=seed, n_boot=30)
+        truth = zone_truth(trajs)
+        covered.extend(((truth >= est["lower"]) & (truth <= est["upper"])).tolist())
+    # measured coverage is below nominal where the estimate is mostly prior (docs/collector.md);
+    # this guards against a collapse (e.g. intervals that ignore the simulation noise)
+    assert np.mean(covered) >= 0.6
+
+
+def test_accessor_shortcuts_read_the_ledger():
+    out, pts = released_frame()
+    kw = dict(rng=0, n_boot=0, n_candidates=300, n_sims=4)
+    direct = estimate.visit_counts(out, pts, zones=ZONES, **kw)
+    assert out.ldp.estimate_visits(pts, zones=ZONES, **kw).equals(direct)
+    circle = [(0.05, 0.05, 2.0)]
+    assert out.ldp.estimate_range_counts(pts, circle, **kw).equals(
+        estimate.range_counts(out, pts, circle, **kw)
+    )
+    assert out.ldp.estimate_od_flows(pts, ZONES, **kw).equals(estimate.od_flows(out, pts, ZONES, **kw))
+    assert len(out.ldp.estimate_hotspots(pts, k=3, zones=ZONES, **kw)) == 3
+    den = out.ldp.denoise(pts, rng=0, n_candidates=200, n_sims=2)
+    assert den.index.equals(out.index) and den.crs == out.crs
