@@ -358,6 +358,7 @@ class Request:
     traj_id_col: Any
     time_col: Any
     on_invalid: str
+    n_jobs: int = 1
 
     @property
     def policy(self) -> str:
@@ -449,7 +450,9 @@ class Plan:
         tqdm = _tqdm() if progress else None
         if tqdm is None:
             return list(
-                engine.run_with_key(seqs, req.ps, req.mech, key=self.key, offset=offset, policy=self.policy)
+                engine.run_with_key(
+                    seqs, req.ps, req.mech, key=self.key, offset=offset, policy=self.policy, n_jobs=req.n_jobs
+                )
             )
         out: list[np.ndarray] = []
         chunk = max(1, min(_PROGRESS_CHUNK_MAX, -(-len(seqs) // 100)))
@@ -458,7 +461,13 @@ class Plan:
                 part = seqs[start : start + chunk]
                 out.extend(
                     engine.run_with_key(
-                        part, req.ps, req.mech, key=self.key, offset=offset + start, policy=self.policy
+                        part,
+                        req.ps,
+                        req.mech,
+                        key=self.key,
+                        offset=offset + start,
+                        policy=self.policy,
+                        n_jobs=req.n_jobs,
                     )
                 )
                 bar.update(len(part))
@@ -507,6 +516,7 @@ def request(
     traj_id_col: Any = None,
     time_col: Any = None,
     on_invalid: str = "raise",
+    n_jobs: Any = 1,
 ) -> Request:
     """Validate the public parameters of a release (``frame`` is only asked for its column names).
 
@@ -517,4 +527,7 @@ def request(
     mech = resolve_mechanism(mechanism, epsilon, options, caller=caller)
     source = resolve_rng(rng)
     ps, ps_source = _frames.resolve_points(points, caller=caller)
-    return Request(caller, mech, source, ps, ps_source, kept, snap_max_km, traj_id_col, time_col, on_invalid)
+    n_jobs = engine.check_n_jobs(n_jobs, caller)
+    return Request(
+        caller, mech, source, ps, ps_source, kept, snap_max_km, traj_id_col, time_col, on_invalid, n_jobs
+    )

@@ -102,6 +102,7 @@ def perturb(
     rng: Any = None,
     accountant: Any = None,
     user_col: Any = None,
+    n_jobs: int = 1,
     **options: Any,
 ) -> Any:
     """Perturb every trajectory of a GeoDataFrame under ε-LDP (TP, ATP or PointEM).
@@ -149,6 +150,9 @@ def perturb(
     user_col : column label, optional
         The column holding each row's user id (int or str), for ``accountant``. It is not released
         unless listed in ``keep_columns``.
+    n_jobs : int, default 1
+        Threads for the perturbation (``-1``: every core). The output is identical for any ``n_jobs``: each
+        trajectory draws from its own random stream.
     **options
         Mechanism options (``granularity``, ``split``, ``sw_buckets`` ...) when ``mechanism`` is a name.
 
@@ -209,6 +213,7 @@ def perturb(
         traj_id_col=traj_id_col,
         time_col=time_col,
         on_invalid=on_invalid,
+        n_jobs=n_jobs,
     )
     ft, seqs = req.snap_frame(gdf)
     # refuse before any random draw (plan() draws the stream key); commit once the release exists
@@ -272,6 +277,7 @@ class LDPAccessor:
         rng: Any = None,
         accountant: Any = None,
         user_col: Any = None,
+        n_jobs: int = 1,
         **options: Any,
     ) -> Any:
         """Perturb every trajectory of this frame under ε-LDP (TP, ATP or PointEM); return a new frame.
@@ -313,6 +319,9 @@ class LDPAccessor:
         user_col : column label, optional
             The column holding each row's user id (int or str), for ``accountant``. It is not released
             unless listed in ``keep_columns``.
+        n_jobs : int, default 1
+            Threads for the perturbation (``-1``: every core). The output is identical for any
+            ``n_jobs``: each trajectory draws from its own random stream.
         **options
             Mechanism options (``granularity``, ``split``, ``sw_buckets`` ...) when ``mechanism`` is a name.
 
@@ -375,6 +384,7 @@ class LDPAccessor:
             rng=rng,
             accountant=accountant,
             user_col=user_col,
+            n_jobs=n_jobs,
             **options,
         )
 

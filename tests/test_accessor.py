@@ -416,6 +416,23 @@ def test_R5_seeded_output_does_not_depend_on_chunking(city_points):
     np.testing.assert_array_equal(out_indices(whole), np.concatenate(parts))
 
 
+@pytest.mark.parametrize("mechanism", ["atp", "tp", "pointem"])
+def test_seeded_output_does_not_depend_on_n_jobs(city_points, mechanism):
+    gdf = many_lines(60)
+    one = gdf.ldp.perturb(city_points, mechanism=mechanism, epsilon=EPS, rng=5)
+    two = gdf.ldp.perturb(city_points, mechanism=mechanism, epsilon=EPS, rng=5, n_jobs=2)
+    assert one.geometry.equals(two.geometry) and one.attrs["geoldp"] == two.attrs["geoldp"]
+
+
+@pytest.mark.parametrize("bad", [0, -2, 1.5, "2"])
+def test_bad_n_jobs_is_refused_before_any_draw(toy_lines, city_points, bad):
+    gen = np.random.default_rng(3)
+    state = gen.bit_generator.state
+    with pytest.raises((TypeError, ValueError), match="n_jobs"):
+        toy_lines.ldp.perturb(city_points, epsilon=EPS, rng=gen, n_jobs=bad)
+    assert gen.bit_generator.state == state
+
+
 # ---------------------------------------------------------------------------------------------- wrappers
 
 

@@ -246,7 +246,7 @@ def perturb_trajectories(
     mech = resolve_mechanism(mechanism, epsilon, options, caller=caller)
     trajs = validate_trajectories(trajectories, points.size, caller=caller)
     check_budgets(mech, [t.shape[0] for t in trajs], points.size)
-    n_jobs = _check_n_jobs(n_jobs, caller)
+    n_jobs = check_n_jobs(n_jobs, caller)
     source = resolve_rng(rng)
     if return_diagnostics:
         outputs, diags = _run_reference(trajs, points, mech, source, diagnostics=True)
@@ -261,7 +261,7 @@ def perturb_trajectories(
     return outputs if len(result) == 1 else tuple(result)
 
 
-def _check_n_jobs(n_jobs, caller: str) -> int:
+def check_n_jobs(n_jobs, caller: str) -> int:
     """``n_jobs`` as a positive thread count (``-1`` → every core)."""
     import os
 
