@@ -598,6 +598,10 @@ class LDPAccessor:
         k: int = 10,
         bins: int = 20,
         rng: Any = 0,
+        estimate: bool = False,
+        mechanism: Any = None,
+        epsilon: float | None = None,
+        estimate_options: dict | None = None,
     ) -> Any:
         """Utility table of ``perturbed`` against this (original) frame, with the no-data baselines.
 
@@ -628,7 +632,15 @@ class LDPAccessor:
         bins : int, default 20
             Histogram bins for the length and diameter Jensen-Shannon divergences.
         rng : None, int, Generator, ..., default 0
-            Randomness of the uniform baseline's draw (public; seeded by default for a reproducible table).
+            Randomness of the uniform baseline's draw and of the estimators (public; seeded by default for
+            a reproducible table).
+        estimate : bool, default False
+            Also add the rows ``"<MECHANISM> estimated"`` (counts estimated by :mod:`geoldp.estimate` from
+            the release alone) and ``"<MECHANISM> denoised"``; needs ``points``.
+        mechanism, epsilon : optional
+            Public configuration of the release's mechanism for ``estimate=True`` (default: its ledger).
+        estimate_options : dict, optional
+            Estimator parameters (``n_candidates``, ``n_sims``, ``n_boot``, ...).
 
         Returns
         -------
@@ -673,6 +685,10 @@ class LDPAccessor:
             k=k,
             bins=bins,
             rng=rng,
+            estimate=estimate,
+            mechanism=mechanism,
+            epsilon=epsilon,
+            estimate_options=estimate_options,
         )
 
     def explore(self, original: Any = None, points: Any = None, *, denoised: Any = None) -> Any:

@@ -379,6 +379,10 @@ def _cmd_evaluate(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> i
     original_path = _existing_file(args.original, "ORIGINAL")
     perturbed_path = _existing_file(args.perturbed, "PERTURBED")
     points_path = None if args.points is None else _existing_file(args.points, "POINTS")
+    if args.estimate and points_path is None:
+        raise UserError("--estimate needs --points (the estimators read the public points)")
+    if (args.mechanism is None) != (args.epsilon is None):
+        raise UserError("--mechanism and --epsilon go together (default: the release's ledger)")
     if args.plot is not None:
         plot_path = Path(args.plot)
         if plot_path.suffix.lower() not in {".png", ".pdf", ".svg"}:
@@ -417,6 +421,10 @@ def _cmd_evaluate(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> i
             perturbed,
             points=points,
             zones=zones,
+            estimate=args.estimate,
+            mechanism=args.mechanism,
+            epsilon=args.epsilon,
+            estimate_options={"n_candidates": args.n_candidates, "n_boot": 0} if args.estimate else None,
         )
         # one column per release (the perturbed file, then the no-data baselines), one row per metric
         with pd.option_context("display.width", 120, "display.max_columns", 50, "display.max_rows", 200):
@@ -669,6 +677,30 @@ def build_parser() -> argparse.ArgumentParser:
         default=1.5,
         metavar="KM",
         help="side of the square zones of the zone and OD errors, built over POINTS (default 1.5)",
+    )
+    e.add_argument(
+        "--estimate",
+        action="store_true",
+        help=(
+            "also print '<MECH> estimated' (zone, OD, range and visit counts estimated from the release "
+            "alone) and '<MECH> denoised' columns; needs --points"
+        ),
+    )
+    e.add_argument(
+        "--mechanism",
+        choices=("tp", "atp", "pointem"),
+        default=None,
+        help="mechanism of the release, for --estimate (default: read from the release's ledger)",
+    )
+    e.add_argument(
+        "--epsilon", type=_positive_float, default=None, metavar="EPS", help="its budget, with --mechanism"
+    )
+    e.add_argument(
+        "--n-candidates",
+        type=int,
+        default=3000,
+        metavar="N",
+        help="candidate trajectories per released length for --estimate (fewer: faster, noisier)",
     )
     e.add_argument("--plot", metavar="PNG", default=None, help="also save a map comparing the two")
     e.add_argument("--overwrite", action="store_true", help="replace an existing --plot file")

@@ -40,6 +40,11 @@ __all__ = [
 #: Radii (km) of the PRQ columns of the demo table.
 DEMO_DELTAS_KM = (0.5, 1.0, 2.0)
 
+#: Estimator parameters of the demo: smaller than geoldp.estimate's defaults (3000 candidates, 16
+#: simulations, 30 bootstrap replicates) so that the estimated and denoised rows add about 20 s, at the
+#: price of more Monte-Carlo noise and no intervals (the demo table shows point estimates only).
+DEMO_ESTIMATE_OPTIONS = {"n_candidates": 500, "n_sims": 4, "n_boot": 0}
+
 
 @dataclass(frozen=True)
 class DemoResult:
@@ -48,8 +53,8 @@ class DemoResult:
     Attributes
     ----------
     table : pandas.DataFrame
-        The utility table (one row per release: "TP raw", "ATP raw", then the baselines "uniform" and
-        "constant"; see :func:`utility_table`).
+        The utility table (one row per release: "TP raw", "ATP raw", "ATP estimated", "ATP denoised",
+        then the baselines "uniform" and "constant"; see :func:`utility_table`).
     files : dict of str to pathlib.Path
         The files written, by role ("original", "points", "tp", "atp", "map", "density").
     seconds : float
@@ -85,6 +90,8 @@ def utility_table(
     deltas_km: Sequence[float] = DEMO_DELTAS_KM,
     zones: Any = "auto",
     rng: Any = 0,
+    estimate: Sequence[str] = (),
+    estimate_options: dict | None = None,
 ) -> pd.DataFrame:
     """The demo's utility table: each release next to the no-data baselines (a subset of evaluate).
 
@@ -103,7 +110,13 @@ def utility_table(
     zones : "auto" or GeoDataFrame of polygons, default "auto"
         Zones of the ``zone_l1`` and ``od_l1`` columns (default: about 1.5 km squares over P).
     rng : int or Generator, default 0
-        Randomness of the uniform baseline's draw (public).
+        Randomness of the uniform baseline's draw (public) and of the estimators.
+    estimate : sequence of str, default ()
+        Labels of ``perturbed`` (releases carrying their ledger, e.g. "ATP raw") that also get the rows
+        "<MECH> estimated" and "<MECH> denoised" of :func:`geoldp.metrics.evaluate` (``estimate=True``),
+        right after their raw row. Needs ``points``.
+    estimate_options : dict, optional
+        Estimator parameters (see :func:`geoldp.metrics.evaluate`); default :data:`DEMO_ESTIMATE_OPTIONS`.
 
     Returns
     -------
@@ -113,17 +126,38 @@ def utility_table(
         :data:`DEMO_COLUMNS` says which direction is better; :func:`geoldp.metrics.evaluate` documents
         every metric.
     """
+    import pandas as pd
+
     from geoldp import metrics
 
-    table = metrics.evaluate(
-        original,
-        dict(perturbed),
+    kw = dict(
         points=points,
         delta_km=list(deltas_km),
         zones=zones if points is not None else None,
         regions="auto" if points is not None else None,
         rng=rng,
     )
+    table = metrics.evaluate(original, dict(perturbed), **kw)
+    unknown = [lab for lab in estimate if lab not in perturbed]
+    if unknown:
+        raise ValueError(f"The 'estimate' labels {unknown} of utility_table are not keys of 'perturbed'.")
+    parts = []
+    for lab in table.index:
+        parts.append(table.loc[[lab]])
+        if lab in estimate:
+            options = DEMO_ESTIMATE_OPTIONS if estimate_options is None else estimate_options
+            extra = metrics.evaluate(
+                original,
+                {lab: perturbed[lab]},
+                **kw,
+                baselines=(),
+                estimate=True,
+                estimate_options=dict(options),
+            )
+            parts.append(extra.iloc[1:])
+    attrs = table.attrs
+    table = pd.concat(parts)
+    table.attrs = attrs
     columns = [c for c in _display_columns(deltas_km) if c in table.columns]
     return table[columns]
 
@@ -210,7 +244,8 @@ def save_comparison_map(
     path = Path(path)
     k = n if rows is None else len(rows)
     cols = min(max(k, 1), 4)
-    fig = _agg_figure((3.4 * cols, 3.4 * -(-k // cols) + 0.5))
+    title_lines = 2 + (len(perturbed) - 1) // 2  # the panel titles list two errors per line
+    fig = _agg_figure((3.4 * cols, (3.4 + 0.2 * title_lines) * -(-k // cols) + 0.6))
     plot_trajectory_panels(original, dict(perturbed), rows=rows, n=n, points=points, fig=fig)
     fig.savefig(path, dpi=dpi)
     return path
@@ -237,9 +272,9 @@ def save_density_map(
     from geoldp.plotting import plot_zone_density
 
     path = Path(path)
-    cols = min(len(counts), 4)
+    cols = min(len(counts), 5)  # original, two releases, an estimate and a baseline fit on one row
     fig = _agg_figure((3.2 * cols + 1.0, 3.5 * -(-len(counts) // cols) + 0.3))
-    plot_zone_density(counts, zones, points=points, fig=fig)
+    plot_zone_density(counts, zones, points=points, fig=fig, max_cols=cols)
     fig.savefig(path, dpi=dpi)
     return path
 
@@ -260,9 +295,11 @@ def run_demo(
 ) -> DemoResult:
     """Run TP and ATP on a synthetic city, print a utility table with baselines and write files.
 
-    The files are GeoJSON (points, originals, both releases with their ledgers), ``map.png`` (four
-    trajectories, original vs TP vs ATP) and ``density.png`` (visit share per 1.5 km zone: original, raw
-    TP, raw ATP and the uniform baseline, on one colour scale).
+    The table also has the collector-side rows "ATP estimated" and "ATP denoised" (:mod:`geoldp.estimate`
+    on the ATP release alone, with the fast parameters :data:`DEMO_ESTIMATE_OPTIONS`). The files are
+    GeoJSON (points, originals, both releases with their ledgers), ``map.png`` (four trajectories,
+    original vs TP vs ATP vs ATP denoised) and ``density.png`` (visit share per 1.5 km zone: original, raw
+    TP, raw ATP, ATP estimated and the uniform baseline, on one colour scale).
 
     Parameters
     ----------
@@ -292,7 +329,7 @@ def run_demo(
     >>> from geoldp.demo import run_demo
     >>> result = run_demo(None, n_trips=50, n_points=100, stream=open("/dev/null", "w"))  # doctest: +SKIP
     >>> list(result.table.index)  # doctest: +SKIP
-    ['TP raw', 'ATP raw', 'uniform', 'constant']
+    ['TP raw', 'ATP raw', 'ATP estimated', 'ATP denoised', 'uniform', 'constant']
     """
     from geoldp.datasets import synthetic_city  # importing geoldp registers the .ldp accessor
 
@@ -325,7 +362,11 @@ def run_demo(
         else:  # anything else is re-issued unchanged
             warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
 
-    table = utility_table(trips, {f"{k} raw": v for k, v in perturbed.items()}, points=points)
+    t1 = time.perf_counter()
+    table = utility_table(
+        trips, {f"{k} raw": v for k, v in perturbed.items()}, points=points, estimate=("ATP raw",), rng=seed
+    )
+    est_seconds = time.perf_counter() - t1
     print("", file=out)
     print("Utility of the raw releases next to two releases that use no private data at all:", file=out)
     print(
@@ -342,6 +383,19 @@ def run_demo(
         "zones (0 = exact, 2 = disjoint). hotspot_overlap: share of the top-10 public points found.", file=out
     )
     print("length_jsd: JS divergence of the trajectory-length distributions.", file=out)
+    print(
+        "ATP estimated = zone, OD, range and visit counts estimated from the ATP release alone",
+        file=out,
+    )
+    print(
+        "  (geoldp.estimate; NE/PRQ/length do not apply); ATP denoised = geoldp.estimate.denoise of it.",
+        file=out,
+    )
+    print(f"  Estimator parameters {DEMO_ESTIMATE_OPTIONS}: fast and noisy.", file=out)
+    print(
+        "  At this budget the estimates miss most of their targets; see docs/results/estimators.md.",
+        file=out,
+    )
     print(format_table(table), file=out)
     print("", file=out)
     for text in notes:
@@ -364,14 +418,23 @@ def run_demo(
             gio.to_geojson(frame, files[label.lower()], ledger=True, overwrite=True)  # the demo owns DIR
         has_matplotlib = importlib.util.find_spec("matplotlib") is not None
         if plot and has_matplotlib:
-            from geoldp import metrics
+            from geoldp import estimate, metrics
 
-            files["map"] = save_comparison_map(trips, perturbed, folder / "map.png", points=points)
+            t1 = time.perf_counter()
             zones = metrics.zone_grid(points)
+            opts = dict(DEMO_ESTIMATE_OPTIONS)
+            denoised = estimate.denoise(
+                perturbed["ATP"], points, rng=seed, **{k: v for k, v in opts.items() if k != "n_boot"}
+            )
+            atp_zones = estimate.visit_counts(perturbed["ATP"], points, zones=zones, rng=seed, **opts)
+            est_seconds += time.perf_counter() - t1
+            shown = {**perturbed, "ATP denoised": denoised}
+            files["map"] = save_comparison_map(trips, shown, folder / "map.png", points=points)
             uniform = metrics.baseline_release("uniform", points, _lengths(trips), rng=seed)
             counts = {"original": metrics.zone_visit_counts(trips, zones)}
             for label, frame in perturbed.items():
                 counts[f"{label} raw"] = metrics.zone_visit_counts(frame, zones)
+            counts["ATP estimated"] = atp_zones
             counts["uniform"] = metrics.zone_visit_counts(uniform, zones, points=points)
             files["density"] = save_density_map(counts, zones, folder / "density.png")
         print("Files written:", file=out)
@@ -384,4 +447,5 @@ def run_demo(
         "(TP and ATP; includes numba compilation on the first run).",
         file=out,
     )
+    print(f"Estimation time: {est_seconds:.1f} s (collector-side estimates of the ATP release).", file=out)
     return DemoResult(table=table, files=files, seconds=seconds)

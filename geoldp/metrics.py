@@ -628,6 +628,7 @@ class _Zones:
                 f"Row {int(np.flatnonzero(~np.isin(types, (3, 6)))[0])} of 'zones' is not a Polygon."
             )
         self.crs = CRS.from_user_input(zones.crs)
+        self.series = zones  # the polygons, for a collector-side estimate over the same zones
         self.index = zones.index
         self.size = len(zones)
         self.tree = shapely.STRtree(geoms)
@@ -1196,6 +1197,69 @@ def _release_entries(perturbed: Any, label: Any, caller: str) -> list[tuple[str,
     return [(str(label), perturbed)]
 
 
+def _ledger_mechanism(release: Any) -> str | None:
+    attrs = getattr(release, "attrs", None)
+    ledger = attrs.get("geoldp", {}) if isinstance(attrs, dict) else {}
+    mech = ledger.get("mechanism") if isinstance(ledger, dict) else None
+    return str(mech) if mech else None
+
+
+def _mechanism_name(mechanism: Any) -> str:
+    """Upper-case display name of a mechanism given as a name, a ledger dict or a mechanism object."""
+    if isinstance(mechanism, str):
+        return mechanism.upper()
+    if isinstance(mechanism, dict) and mechanism.get("mechanism"):
+        return str(mechanism["mechanism"]).upper()
+    return type(mechanism).__name__.upper()
+
+
+def _estimate_labels(entries: list[tuple[str, Any]], mechanism: Any) -> dict[str, tuple[str, str]]:
+    """Release label -> (estimated label, denoised label), for every trajectory (not count) entry."""
+    out = {}
+    for lab, obj in entries:
+        if isinstance(obj, dict):
+            continue
+        if lab.endswith(" raw"):
+            base = lab[: -len(" raw")]
+        elif len(entries) == 1 and (mechanism is not None or _ledger_mechanism(obj)):
+            base = _mechanism_name(mechanism if mechanism is not None else _ledger_mechanism(obj))
+        else:
+            base = lab
+        out[lab] = (f"{base} estimated", f"{base} denoised")
+    return out
+
+
+def _estimate_release(
+    release: Any,
+    pts: PointSet,
+    zn: Any,
+    regs: Any,
+    mechanism: Any,
+    epsilon: float | None,
+    options: dict,
+    source: Any,
+) -> tuple[dict[str, Any], Any]:
+    """Collector-side estimates from ``release`` alone (never the originals): counts and denoised rows."""
+    from geoldp import estimate as est
+
+    def seed() -> int:
+        return int(source.integers(2**31))
+
+    kw = dict(options, mechanism=mechanism, epsilon=epsilon)
+    counts: dict[str, Any] = {"visit_counts": est.visit_counts(release, pts, rng=seed(), **kw)["estimate"]}
+    if zn is not None:
+        counts["zone_counts"] = est.visit_counts(release, pts, zones=zn.series, rng=seed(), **kw)
+        counts["od_counts"] = est.od_flows(release, pts, zn.series, rng=seed(), **kw)
+    if regs is not None:
+        counts["range_counts"] = est.range_counts(release, pts, regs, rng=seed(), **kw)["estimate"]
+    den_kw = {key: val for key, val in kw.items() if key not in ("n_boot", "level")}
+    denoised = est.denoise(release, pts, rng=seed(), **den_kw)
+    counts["visit_counts"] = counts["visit_counts"].to_numpy()
+    if "range_counts" in counts:
+        counts["range_counts"] = counts["range_counts"].to_numpy()
+    return counts, denoised
+
+
 def evaluate(
     original: Any,
     perturbed: Any,
@@ -1210,6 +1274,10 @@ def evaluate(
     k: int = 10,
     bins: int = 20,
     rng: Any = 0,
+    estimate: bool = False,
+    mechanism: Any = None,
+    epsilon: float | None = None,
+    estimate_options: dict | None = None,
 ) -> pd.DataFrame:
     """Utility of one or several releases next to the no-data baselines, as one table.
 
@@ -1256,8 +1324,25 @@ def evaluate(
     bins : int, default 20
         Histogram bins for the length and diameter JSD.
     rng : None, int, Generator, ..., default 0
-        Randomness of the uniform baseline's draw. It is public (no privacy role), so a fixed seed by
-        default keeps the table reproducible.
+        Randomness of the uniform baseline's draw and, with ``estimate=True``, of the estimators (their
+        candidate library, simulations and bootstrap; each estimator gets a seed drawn from ``rng`` after
+        the baselines, so the baseline rows do not depend on ``estimate``). It is public (no privacy
+        role), so a fixed seed by default keeps the table reproducible.
+    estimate : bool, default False
+        Add, after each release ``"<MECH> raw"``, a row ``"<MECH> estimated"`` (zone, OD, range and visit
+        counts estimated by :mod:`geoldp.estimate` from that release alone, evaluated as a count-only
+        entry: NaN for NE, PRQ, length and diameter) and a row ``"<MECH> denoised"`` (the trajectories of
+        :func:`geoldp.estimate.denoise`, evaluated as a release). Needs ``points``. The estimators read
+        only the release, the public points and the public mechanism configuration, never ``original``.
+    mechanism : str, mechanism object or dict, optional
+        Public configuration of the mechanism behind the releases, for ``estimate=True``; default: each
+        release's ledger (``attrs["geoldp"]``, the output of ``GeoDataFrame.ldp.perturb``).
+    epsilon : float, optional
+        The per-trajectory budget, with a mechanism name (see :func:`geoldp.estimate.visit_counts`).
+    estimate_options : dict, optional
+        Keyword arguments for every estimator (``n_candidates``, ``n_sims``, ``n_boot``, ``n_iter``,
+        ``cell_km``, ``mechanism_options``); the defaults are those of :mod:`geoldp.estimate`. Smaller
+        values are faster and noisier.
 
     Returns
     -------
@@ -1293,7 +1378,19 @@ def evaluate(
     to = trajectory_arrays(original, pts, name="original", caller=caller)
     if to.n_traj == 0:
         raise ValueError(f"{caller}: 'original' must contain at least one trajectory.")
+    if not isinstance(estimate, bool):
+        raise TypeError(f"The 'estimate' parameter of {caller} must be True or False.")
+    if estimate and pts is None:
+        raise ValueError(
+            f"estimate=True in {caller} runs the collector-side estimators, which need the public point "
+            "set: pass `points=`."
+        )
+    if estimate_options is not None and not isinstance(estimate_options, dict):
+        raise TypeError(f"The 'estimate_options' parameter of {caller} must be a dict or None.")
+    if label is None and mechanism is not None and not _ledger_mechanism(perturbed):
+        label = f"{_mechanism_name(mechanism)} raw"
     entries = _release_entries(perturbed, label, caller)
+    derived = _estimate_labels(entries, mechanism) if estimate else {}
     if isinstance(baselines, str) and baselines == "auto":
         baselines = BASELINES if pts is not None else ()
     elif isinstance(baselines, str):
@@ -1307,7 +1404,7 @@ def evaluate(
             f"The baseline rows of {caller} are computed from the public point set: pass `points=`, or "
             "baselines=() to leave them out."
         )
-    labels = [lab for lab, _ in entries] + list(baselines)
+    labels = [lab for lab, _ in entries] + [x for pair in derived.values() for x in pair] + list(baselines)
     if len(set(labels)) != len(labels):
         raise ValueError(f"The release labels of {caller} must be unique; got {labels}.")
     zn = (
@@ -1399,20 +1496,36 @@ def evaluate(
         else:
             rows[lab] = release_row(trajectory_arrays(obj, pts, name="perturbed", caller=caller))
     median = None
-    if baselines:
-        from geoldp._random import resolve_rng
+    from geoldp._random import resolve_rng
 
-        source = resolve_rng(rng)  # normalised once; the uniform draw is the only use
-        assert pts is not None  # baselines need the public points (checked above)
+    source = resolve_rng(rng) if (baselines or derived) else None  # normalised once
+    base_rows: dict[str, dict[str, float]] = {}
+    if baselines:
+        assert pts is not None and source is not None  # baselines need the public points (checked above)
         for b in baselines:
             rel = baseline_release(b, pts, to.lengths, rng=source)
-            rows[b] = release_row(trajectory_arrays(rel, pts, name=b, caller=caller))
+            base_rows[b] = release_row(trajectory_arrays(rel, pts, name=b, caller=caller))
             if b == "constant":
                 median = int(rel[0][0])
             if b == "uniform" and to.lon.shape[0] * pts.size <= 500_000_000:
                 ne, prq = _uniform_ne_prq(to, pts, deltas)
-                rows[b]["NE_km"] = ne
-                rows[b].update({f"PRQ_{dl:g}km": float(v) for dl, v in zip(deltas, prq, strict=True)})
+                base_rows[b]["NE_km"] = ne
+                base_rows[b].update({f"PRQ_{dl:g}km": float(v) for dl, v in zip(deltas, prq, strict=True)})
+    if derived:
+        assert pts is not None and source is not None
+        ordered: dict[str, dict[str, float]] = {}
+        for lab, obj in entries:
+            ordered[lab] = rows[lab]
+            if lab not in derived:
+                continue
+            est_lab, den_lab = derived[lab]
+            counts, denoised = _estimate_release(
+                obj, pts, zn, regs, mechanism, epsilon, dict(estimate_options or {}), source
+            )
+            ordered[est_lab] = count_row(counts, est_lab)
+            ordered[den_lab] = release_row(trajectory_arrays(denoised, pts, name="denoised", caller=caller))
+        rows = ordered
+    rows.update(base_rows)
     table = pd.DataFrame.from_dict(rows, orient="index").reindex(columns=columns).astype(np.float64)
     table.index.name = "release"
     table.attrs["evaluate"] = {

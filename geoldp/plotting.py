@@ -446,7 +446,9 @@ def plot_trajectory_panels(
             for lab, x, y in zip(rel, xs[1:], ys[1:], strict=True)
             if x.shape == xs[0].shape
         ]
-        sub = f"\nmean error (km): {', '.join(errs)}" if errs else ""
+        # two errors per line: the title stays within its panel with three or more releases
+        lines = [", ".join(errs[i : i + 2]) for i in range(0, len(errs), 2)]
+        sub = "\nmean error (km): " + ",\n".join(lines) if errs else ""
         ax.set_title(f"trajectory {int(r)} ({b - a} points){sub}", fontsize="medium")
         ax.set_xlabel("km east", fontsize="small")
         ax.set_ylabel("km north", fontsize="small")

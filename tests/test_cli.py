@@ -607,6 +607,24 @@ def test_evaluate_prints_table_and_plot(tmp_path, files, capsys):
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+def test_evaluate_estimate_prints_estimated_and_denoised(tmp_path, files, capsys):
+    trips_path, points_path = files
+    out = tmp_path / "out.geojson"
+    args = ["perturb", str(trips_path), "--points", str(points_path), "--mechanism", "atp"]
+    assert main([*args, "--epsilon", "4", "--seed", "1", "-o", str(out)]) == 0
+    capsys.readouterr()
+    ev = ["evaluate", str(trips_path), str(out), "--points", str(points_path), "--estimate"]
+    code = main([*ev, "--n-candidates", "100"])
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    header = captured.out.splitlines()[0].split()
+    assert header == ["release", "ATP", "raw", "ATP", "estimated", "ATP", "denoised", "uniform", "constant"]
+    assert main(["evaluate", str(trips_path), str(out), "--estimate"]) == 1
+    assert "--points" in capsys.readouterr().err
+    assert main([*ev, "--mechanism", "atp"]) == 1
+    assert "--epsilon" in capsys.readouterr().err
+
+
 def test_evaluate_without_points_has_no_baselines(tmp_path, files, capsys):
     trips_path, points_path = files
     out = tmp_path / "out.geojson"

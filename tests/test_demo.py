@@ -23,9 +23,14 @@ def test_demo_command_writes_files_and_prints_table(tmp_path, capsys):
     captured = capsys.readouterr()
     for label in ("NE_km", "PRQ_0.5km", "PRQ_1km", "PRQ_2km", "zone_l1", "od_l1", "range_query_error"):
         assert label in captured.out
-    # the table has one column per release: raw TP and ATP next to the two no-data baselines
+    # one column per release: raw TP and ATP, ATP estimated and denoised, the two no-data baselines
     header = next(line for line in captured.out.splitlines() if line.lstrip().startswith("better"))
-    assert header.split() == ["better", "TP", "raw", "ATP", "raw", "uniform", "constant"]
+    assert header.split() == [
+        "better",
+        *("TP", "raw", "ATP", "raw", "ATP", "estimated", "ATP", "denoised"),
+        *("uniform", "constant"),
+    ]
+    assert "Estimation time" in captured.out
     names = {p.name for p in out_dir.iterdir()}
     assert {
         "points.geojson",
@@ -70,8 +75,20 @@ def test_demo_without_output_writes_nothing(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     result = run_demo(None, n_trips=20, n_points=60, stream=io.StringIO())
     assert result.files == {}
-    assert list(result.table.index) == ["TP raw", "ATP raw", "uniform", "constant"]
+    assert list(result.table.index) == [
+        *("TP raw", "ATP raw", "ATP estimated", "ATP denoised"),
+        *("uniform", "constant"),
+    ]
+    est, den = result.table.loc["ATP estimated"], result.table.loc["ATP denoised"]
+    assert np.isnan(est["NE_km"]) and np.isfinite(est[["zone_l1", "od_l1", "range_query_error"]]).all()
+    assert np.isfinite(den[["NE_km", "zone_l1", "length_jsd"]]).all()
     assert list(tmp_path.iterdir()) == []
+
+
+def test_utility_table_estimate_label_must_be_a_release():
+    points, trips = synthetic_city(n_points=40, n_trips=10, seed=1)
+    with pytest.raises(ValueError, match="estimate"):
+        utility_table(trips, {"same": trips}, points=points, estimate=["other"])
 
 
 def test_utility_table_identity_and_baseline_rows():

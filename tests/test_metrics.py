@@ -579,3 +579,91 @@ def test_evaluate_label_from_the_ledger():
     g.attrs["geoldp"] = {"mechanism": "atp"}
     t = evaluate(as_gdf(ORIG), g, points=P, k=2)
     assert t.index[0] == "ATP raw"
+
+
+# --------------------------------------------------------------------------------------------------
+# evaluate(estimate=True): estimated and denoised rows from the release alone
+# --------------------------------------------------------------------------------------------------
+
+_FAST = dict(n_candidates=200, n_sims=2, n_boot=0, n_iter=8)
+
+
+def _estimate_case(seed=0):
+    from geoldp import PointSet, perturb_trajectories
+
+    rs = np.random.default_rng(seed)
+    pts = PointSet(rs.uniform(-87.7, -87.6, 120), rs.uniform(41.8, 41.9, 120))
+    orig = [rs.integers(0, 120, size=3) for _ in range(60)]
+    rel = perturb_trajectories(orig, pts, mechanism="atp", epsilon=4.0, rng=seed + 1)
+    return pts, orig, rel
+
+
+def test_evaluate_estimate_rows():
+    pts, orig, rel = _estimate_case()
+    kw = dict(points=pts, mechanism="atp", epsilon=4.0, estimate_options=_FAST)
+    t = evaluate(orig, rel, estimate=True, **kw)
+    assert list(t.index) == ["ATP raw", "ATP estimated", "ATP denoised", "uniform", "constant"]
+    est, den = t.loc["ATP estimated"], t.loc["ATP denoised"]
+    # count-only row: counts metrics present, trajectory metrics NaN
+    assert est[["NE_km", "length_jsd", "diameter_jsd"]].isna().all()
+    assert est[["zone_l1", "od_l1", "range_query_error", "hotspot_overlap"]].notna().all()
+    # the denoised trajectories are a release: every column present
+    assert den.drop("hotspot_kendall_tau").notna().all()
+    # the baseline rows do not depend on estimate=True (estimator seeds are drawn after them)
+    plain = evaluate(orig, rel, **kw)
+    pd.testing.assert_frame_equal(t.loc[["uniform", "constant"]], plain.loc[["uniform", "constant"]])
+    pd.testing.assert_frame_equal(t.loc[["ATP raw"]], plain.loc[["ATP raw"]])
+
+
+def test_evaluate_estimate_never_sees_the_originals(monkeypatch):
+    import geoldp.estimate as est
+
+    pts, orig, rel = _estimate_case()
+    calls = []
+    for name in ("visit_counts", "range_counts", "od_flows", "denoise"):
+        real = getattr(est, name)
+
+        def wrapped(*args, _real=real, _name=name, **kwargs):
+            calls.append((_name, args, kwargs))
+            out = _real(*args, **kwargs)
+            calls[-1] = (*calls[-1], out)
+            return out
+
+        monkeypatch.setattr(est, name, wrapped)
+    regions = [(-87.65, 41.85, 3.0), (-87.68, 41.82, 2.0)]
+    kw = dict(points=pts, mechanism="atp", epsilon=4.0, estimate_options=_FAST, regions=regions)
+    evaluate(orig, rel, estimate=True, **kw)
+    assert sorted({c[0] for c in calls}) == ["denoise", "od_flows", "range_counts", "visit_counts"]
+    for _, args, kwargs, _ in calls:
+        assert args[0] is rel  # the release itself ...
+        values = list(args) + list(kwargs.values())
+        assert not any(v is orig for v in values)  # ... and never the originals
+    first = [c[3] for c in calls]
+    # other originals, same release and seed: the same estimates (they read the release only)
+    calls.clear()
+    other = [np.roll(t, 1) for t in orig[::-1]]
+    evaluate(other, rel, estimate=True, **kw)
+    second = [c[3] for c in calls]
+    assert len(first) == len(second) == 5
+    for a, b in zip(first[:4], second[:4], strict=True):
+        pd.testing.assert_frame_equal(a, b)
+    for a, b in zip(first[4], second[4], strict=True):  # denoised index arrays
+        np.testing.assert_array_equal(a, b)
+
+
+def test_evaluate_estimate_label_from_ledger_and_needs_points():
+    pts, orig, rel = _estimate_case()
+    gdf = as_gdf_for(pts, orig)
+    out = gdf.ldp.perturb(pts, mechanism="atp", epsilon=4.0, rng=3)
+    t = evaluate(gdf, out, points=pts, estimate=True, estimate_options=_FAST, baselines=())
+    assert list(t.index) == ["ATP raw", "ATP estimated", "ATP denoised"]
+    with pytest.raises(ValueError, match="points"):
+        evaluate(orig, rel, estimate=True, mechanism="atp", epsilon=4.0)
+    with pytest.raises(TypeError, match="estimate"):
+        evaluate(orig, rel, points=pts, estimate="yes")
+
+
+def as_gdf_for(pts, trajs):
+    xy = np.column_stack([pts.lon, pts.lat])
+    geoms = [shapely.LineString(xy[t]) for t in trajs]
+    return gpd.GeoDataFrame({"traj_id": range(len(trajs))}, geometry=geoms, crs="EPSG:4326")
