@@ -107,11 +107,11 @@ def copy_distribution(
         X = X[:, None]
     n = X.shape[1]
     lam, phi = _batch(points, X)
-    ctx = _ref._Context(mechanism, points, n)
+    ctx = _ref.Context(mechanism, points, n)
     ctx.record_public = on_stage is not None
     if ctx.is_atp and ctx.continuous:
         raise NotImplementedError("exact enumeration needs bucketed SW output")
-    priv = _ref._Private(ctx, lam, phi)
+    priv = _ref.Private(ctx, lam, phi)
     cls = run_cls or _ref.RUN_CLASS
     root = cls(ctx, priv, copy)
     eps_total = _copy_total(ctx, copy)
@@ -187,7 +187,7 @@ def merged_distribution(mechanism, points, dists: list[CopyDistribution]) -> tup
     seq_a, p_a = dists[0].point_marginal()
     seq_b, p_b = dists[1].point_marginal()
     n = seq_a.shape[1]
-    ctx = _ref._Context(mechanism, points, n)
+    ctx = _ref.Context(mechanism, points, n)
     m = ctx.m
     table = np.empty((m, m), dtype=np.int64)
     for a in range(m):
@@ -212,8 +212,8 @@ def next_stage(mechanism, points, x, prefix, copy: str | None, *, run_cls: type 
     """
     x = np.asarray(x, dtype=np.int64)[None, :]
     lam, phi = _batch(points, x)
-    ctx = _ref._Context(mechanism, points, x.shape[1])
-    run = (run_cls or _ref.RUN_CLASS)(ctx, _ref._Private(ctx, lam, phi), copy)
+    ctx = _ref.Context(mechanism, points, x.shape[1])
+    run = (run_cls or _ref.RUN_CLASS)(ctx, _ref.Private(ctx, lam, phi), copy)
     for y in prefix:
         st = run.stage()
         run.advance(y, st)
@@ -224,7 +224,7 @@ def sample_copy(mechanism, points, x, copy: str | None, source, *, run_cls: type
     """Run the real sampler on one copy of one trajectory; returns the copy's released outputs (D3 side)."""
     x = np.asarray(x, dtype=np.int64)[None, :]
     lam, phi = _batch(points, x)
-    ctx = _ref._Context(mechanism, points, x.shape[1])
-    run = (run_cls or _ref.RUN_CLASS)(ctx, _ref._Private(ctx, lam, phi), copy)
+    ctx = _ref.Context(mechanism, points, x.shape[1])
+    run = (run_cls or _ref.RUN_CLASS)(ctx, _ref.Private(ctx, lam, phi), copy)
     _ref.sample_run(run, source)
     return tuple(e[-1] for e in run.transcript)

@@ -47,7 +47,7 @@ _CACHE_BYTES = 16_000_000  # per-context cache of sector / distance rows from pu
 # ------------------------------------------------------------------------------------------------------
 
 
-class _Context:
+class Context:
     """Public quantities of one (mechanism, point set, trajectory length) combination."""
 
     def __init__(self, mechanism, points, n: int) -> None:
@@ -136,10 +136,10 @@ class _Context:
 # ------------------------------------------------------------------------------------------------------
 
 
-class _Private:
+class Private:
     """Private locations of B trajectories (radians, shape (B, n)) and lazily computed distances to P."""
 
-    def __init__(self, ctx: _Context, x_lam: np.ndarray, x_phi: np.ndarray) -> None:
+    def __init__(self, ctx: Context, x_lam: np.ndarray, x_phi: np.ndarray) -> None:
         self.ctx = ctx
         self.lam = np.ascontiguousarray(np.atleast_2d(x_lam), dtype=np.float64)
         self.phi = np.ascontiguousarray(np.atleast_2d(x_phi), dtype=np.float64)
@@ -279,7 +279,7 @@ class _CopyRun:
     :meth:`clone` to branch (the exact enumerator). ``done`` becomes True after the last stage.
     """
 
-    def __init__(self, ctx: _Context, priv: _Private, copy: str | None) -> None:
+    def __init__(self, ctx: Context, priv: Private, copy: str | None) -> None:
         self.ctx = ctx
         self.priv = priv
         self.copy = copy
@@ -574,7 +574,7 @@ def draw_stage(stage: Stage, source) -> object:
     return int(stage.outputs[int(source.categorical(stage.pmf[0]))])
 
 
-def new_runs(ctx: _Context, priv: _Private, run_cls=None) -> list[_CopyRun]:
+def new_runs(ctx: Context, priv: Private, run_cls=None) -> list[_CopyRun]:
     """The copy runs of one trajectory in transcript order (one run for single-copy mechanisms)."""
     cls = run_cls or RUN_CLASS
     if ctx.single:
@@ -586,9 +586,9 @@ def new_runs(ctx: _Context, priv: _Private, run_cls=None) -> list[_CopyRun]:
 RUN_CLASS: type = _CopyRun
 
 
-def perturb_one(ctx: _Context, x_lam: np.ndarray, x_phi: np.ndarray, source) -> tuple[np.ndarray, list]:
+def perturb_one(ctx: Context, x_lam: np.ndarray, x_phi: np.ndarray, source) -> tuple[np.ndarray, list]:
     """Run the reference algorithm on one trajectory; returns (output indices, copy runs)."""
-    priv = _Private(ctx, x_lam[None, :], x_phi[None, :])
+    priv = Private(ctx, x_lam[None, :], x_phi[None, :])
     runs = new_runs(ctx, priv)
     for run in runs:
         sample_run(run, source)
@@ -603,7 +603,7 @@ def sample_run(run: _CopyRun, source) -> _CopyRun:
     return run
 
 
-def output_of(ctx: _Context, runs: list[_CopyRun]) -> np.ndarray:
+def output_of(ctx: Context, runs: list[_CopyRun]) -> np.ndarray:
     """Final output: the single run's points, or the merge of copies A and B."""
     n = ctx.n
     if ctx.single:
@@ -613,7 +613,7 @@ def output_of(ctx: _Context, runs: list[_CopyRun]) -> np.ndarray:
     return ctx.merge(y_a, y_b)
 
 
-def diagnostics_of(ctx: _Context, runs: list[_CopyRun]) -> dict:
+def diagnostics_of(ctx: Context, runs: list[_CopyRun]) -> dict:
     """Per-trajectory diagnostics recomputed from the released transcript (post-processing only)."""
     out: dict = {"fallback": dict.fromkeys(FALLBACK_NAMES, 0)}
     for run in runs:

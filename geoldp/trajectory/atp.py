@@ -10,13 +10,13 @@ from geoldp._validation import check_int_range, check_option
 from geoldp.budget import check_fractions, exact_share
 from geoldp.trajectory._base import fraction_str
 from geoldp.trajectory.split import ATP_FRACTIONS
-from geoldp.trajectory.tp import _TwoCopyMechanism
+from geoldp.trajectory.tp import TwoCopyMechanism
 
 __all__ = ["ATP"]
 
 
 @dataclass(frozen=True, kw_only=True)
-class ATP(_TwoCopyMechanism):
+class ATP(TwoCopyMechanism):
     """ATP: TP restricted to a privately calibrated circular region (Zhang et al. 2023, Algorithms 4–5).
 
     Per copy, the trajectory's anchor (the public point nearest to its mean location) is perturbed by EM,

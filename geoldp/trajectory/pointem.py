@@ -8,7 +8,7 @@ from typing import ClassVar
 
 from geoldp.budget import Ledger, LedgerEntry, exact_share
 from geoldp.trajectory._base import check_stage_budget, coerce_epsilon, warn_large_epsilon
-from geoldp.trajectory.tp import _check_length
+from geoldp.trajectory.tp import check_length
 
 __all__ = ["PointEM"]
 
@@ -59,7 +59,7 @@ class PointEM:
 
     def ledger(self, n: int) -> Ledger:
         """One ``point_em`` entry per position, each with ε/n."""
-        n = _check_length(n, "PointEM")
+        n = check_length(n, "PointEM")
         eps = self.point_budget(n)
         share = Fraction(1, n)
         return Ledger(

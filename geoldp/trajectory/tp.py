@@ -14,7 +14,7 @@ from geoldp.trajectory._base import check_stage_budget, coerce_epsilon, fraction
 from geoldp.trajectory.granularity import (
     DEFAULT_CANDIDATES,
     DEFAULT_EPSILON_FRACTION,
-    _check_g,
+    check_g,
     choose_granularity,
     normalise_lookup_table,
 )
@@ -24,7 +24,7 @@ __all__ = ["TP"]
 
 
 @dataclass(frozen=True, kw_only=True)
-class _TwoCopyMechanism:
+class TwoCopyMechanism:
     """Options shared by TP and ATP (validated on construction)."""
 
     epsilon: float
@@ -50,7 +50,7 @@ class _TwoCopyMechanism:
         elif isinstance(gran, (Mapping, list, tuple)):
             gran = normalise_lookup_table(gran, caller=caller)
         else:
-            gran = _check_g(gran, caller=caller, name="granularity")
+            gran = check_g(gran, caller=caller, name="granularity")
         set_(self, "granularity", gran)
         set_(
             self,
@@ -64,7 +64,7 @@ class _TwoCopyMechanism:
             raise TypeError(
                 f"The 'granularity_candidates' parameter of {caller} must be a non-empty sequence of ints."
             )
-        cands = tuple(sorted({_check_g(c, caller=caller, name="granularity_candidates") for c in cands}))
+        cands = tuple(sorted({check_g(c, caller=caller, name="granularity_candidates") for c in cands}))
         set_(self, "granularity_candidates", cands)
         frac = self.epsilon_fraction
         if isinstance(frac, bool) or not isinstance(frac, Real):
@@ -127,7 +127,7 @@ class _TwoCopyMechanism:
 
         Its exact sum ``ledger(n).total()`` never exceeds ``Fraction(epsilon)``.
         """
-        n = _check_length(n, type(self).__name__)
+        n = check_length(n, type(self).__name__)
         return build_ledger(self.epsilon, n, self.budget_fractions, self.split, anchor=self.name == "atp")
 
     def check_budgets(self, n: int, m: int) -> None:
@@ -171,7 +171,7 @@ class _TwoCopyMechanism:
         }
 
 
-def _check_length(n, caller: str) -> int:
+def check_length(n, caller: str) -> int:
     if isinstance(n, bool) or not isinstance(n, int) and not hasattr(n, "__index__"):
         raise TypeError(f"The trajectory length passed to {caller}.ledger must be an int.")
     n = int(n)
@@ -181,7 +181,7 @@ def _check_length(n, caller: str) -> int:
 
 
 @dataclass(frozen=True, kw_only=True)
-class TP(_TwoCopyMechanism):
+class TP(TwoCopyMechanism):
     """TP: pivot sampling with absolute direction sectors (Zhang et al. 2023, Algorithms 1–3).
 
     Two copies of the trajectory are perturbed independently, each with budget ε/2. In copy A the even
