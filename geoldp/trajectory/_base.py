@@ -1,8 +1,7 @@
 """Shared machinery of the trajectory mechanism objects (TP, ATP, PointEM).
 
-Mechanism objects are immutable configuration (frozen, keyword-only dataclasses validated on construction,
-STYLE §3). They hold no data and no randomness: ``rng`` is a per-call argument of
-:func:`geoldp.perturb_trajectories`.
+Mechanism objects are immutable configuration (frozen, keyword-only dataclasses validated on construction).
+They hold no data and no randomness: ``rng`` is a per-call argument of :func:`geoldp.perturb_trajectories`.
 """
 
 from __future__ import annotations

@@ -1,12 +1,11 @@
-"""Exact output distributions of TP, ATP and PointEM on small inputs (TESTING §1 D4; private, for tests).
+"""Exact output distributions of TP, ATP and PointEM on small inputs (private, for tests).
 
 The stage machine of :mod:`._reference` exposes, for every transcript prefix, the next stage's public
 parameters and exact conditional pmf. :func:`copy_distribution` walks that tree once for a whole batch of
 candidate inputs X (all of them share the tree, because the stage parameters depend on released values
 only), multiplying stage pmfs, and returns Pr[transcript | x] for every leaf and every x. The two copies
-use independent randomness, so each copy is walked on its own (TESTING §2, E5/E6 details) and the merged
-output distribution is combined from the two copies' point-sequence marginals
-(:func:`merged_distribution`).
+use independent randomness, so each copy is walked on its own and the merged output distribution is
+combined from the two copies' point-sequence marginals (:func:`merged_distribution`).
 
 The walk uses the same code (and the same class, or a mutant subclass of it) as the sampler; only the
 draw is replaced by "branch on every output with positive probability for some x".
@@ -98,7 +97,8 @@ def copy_distribution(
     run_cls : type, optional
         Stage-machine class (default: the engine's; tests pass mutant subclasses).
     on_stage : callable, optional
-        Called as ``on_stage(stage, prefix)`` at every node (E7 checks public parameters there).
+        Called as ``on_stage(stage, prefix)`` at every node (tests check there that the public parameters
+        depend on released values only).
     max_nodes : int
         Safety limit on the number of nodes visited.
     """
@@ -205,7 +205,7 @@ def merged_distribution(mechanism, points, dists: list[CopyDistribution]) -> tup
 
 
 def next_stage(mechanism, points, x, prefix, copy: str | None, *, run_cls: type | None = None):
-    """D4 interface: the next stage (kind, ε, public parameters, pmf) of ``copy`` after ``prefix``.
+    """Exact-pmf interface: the next stage (kind, ε, public parameters, pmf) of ``copy`` after ``prefix``.
 
     ``x`` is one private trajectory (indices into P) and ``prefix`` the released outputs of the copy's
     earlier stages, in order. Returns ``None`` when the prefix is complete.
@@ -221,7 +221,10 @@ def next_stage(mechanism, points, x, prefix, copy: str | None, *, run_cls: type 
 
 
 def sample_copy(mechanism, points, x, copy: str | None, source, *, run_cls: type | None = None) -> tuple:
-    """Run the real sampler on one copy of one trajectory; returns the copy's released outputs (D3 side)."""
+    """Run the real sampler on one copy of one trajectory; returns the copy's released outputs.
+
+    This is the sampled side that the tests compare with the exact pmf.
+    """
     x = np.asarray(x, dtype=np.int64)[None, :]
     lam, phi = _batch(points, x)
     ctx = _ref.Context(mechanism, points, x.shape[1])

@@ -3,7 +3,7 @@
 One run of a mechanism on one trajectory is a sequence of *stages* (ALGORITHM §5.9): copy A's stages, then
 copy B's, each stage being one primitive call (anchor EM, radius SW, pivot EM, direction k-RR, point EM).
 This module computes, for the next stage, its public parameters and its exact conditional pmf given the
-transcript prefix (design requirement D4 of TESTING §1), and the sampler draws from exactly that pmf
+transcript prefix (what the exact enumerator walks), and the sampler draws from exactly that pmf
 through the :class:`~geoldp._random.RandomSource` interface (``bernoulli``/``integers`` for k-RR,
 ``categorical`` for EM and bucketed SW, ``uniform`` only for the continuous-SW option).
 
@@ -64,7 +64,8 @@ class Context:
         self.is_atp = self.name == "atp" and not self.single
         self.all_mask = np.ones(self.m, dtype=np.bool_)
         self.point_labels = np.arange(self.m)
-        #: build the full public-parameter dicts of every stage (the exact enumerator's E7 checks)
+        #: build the full public-parameter dicts of every stage (the exact enumerator checks that they
+        #: depend on released values only)
         self.record_public = False
         self._sector_cache: dict[int, np.ndarray] = {}
         self.cache_rows = max(8, min(4096, _CACHE_BYTES // (8 * self.m)))
@@ -221,7 +222,8 @@ class Stage:
         Exact conditional pmf of each batch row (zeros outside the row's domain). ``None`` for the
         continuous-SW option (a density, not a pmf).
     public : dict
-        Public parameters, each an array whose first axis has length B (E7 checks rows are identical).
+        Public parameters, each an array whose first axis has length B (the exact enumerator
+        checks that the rows are identical).
     private_input : ndarray, shape (B,)
         The randomiser's private input (k-RR: the true sector; SW: r; EM: the position or p_α).
     """
@@ -265,7 +267,7 @@ def em_pmf_rows(epsilon: float, dist: np.ndarray, domain: np.ndarray, delta: np.
 
 
 def krr_pmf_rows(true_sector: np.ndarray, g: int, epsilon: float) -> np.ndarray:
-    """Exact k-RR pmf per row (ALGORITHM §3.1): p at the true sector, q elsewhere (H1's stable constants)."""
+    """Exact k-RR pmf per row (ALGORITHM §3.1): p at the true sector, q elsewhere (stable constants)."""
     p, q, _ = _mech.krr_constants(g, epsilon)
     out = np.full((true_sector.shape[0], g), q)
     out[np.arange(true_sector.shape[0]), true_sector] = p

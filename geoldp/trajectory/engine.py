@@ -415,7 +415,7 @@ def _add_diagnostics(agg: dict, d: dict) -> None:
 
 
 def _perturb_with_transcript(trajectory, points, mechanism, *, rng):
-    """Private (D6): one trajectory → (output, transcript, ledger, diagnostics). Never public.
+    """Private, for tests only: one trajectory → (output, transcript, ledger, diagnostics). Never public.
 
     ``transcript`` lists (copy, kind, positions, ε_stage, released output) in stage order (ALGORITHM §5.9).
     """
