@@ -175,8 +175,7 @@ def full_distributions(mechanism, points, X, **kwargs) -> list[CopyDistribution]
     """Per-copy distributions of a whole run: [A, B] for TP/ATP with n ≥ 2, [single] otherwise."""
     X = np.asarray(X, dtype=np.int64)
     n = 1 if X.ndim == 1 else X.shape[1]
-    single = mechanism.name == "pointem" or n == 1
-    copies = (None,) if single else COPIES
+    copies = (None,) if mechanism.sampler_plan.single(n) else COPIES
     return [copy_distribution(mechanism, points, X, c, **kwargs) for c in copies]
 
 

@@ -59,9 +59,9 @@ class Context:
         self.m = int(self.lam.shape[0])
         self.delta = float(points.diameter_m)
         self.tau = TAU_FACTOR * self.delta
-        self.name = mechanism.name
-        self.single = self.name == "pointem" or self.n == 1
-        self.is_atp = self.name == "atp" and not self.single
+        plan = self.plan = mechanism.sampler_plan
+        self.single = plan.single(self.n)
+        self.is_atp = plan.anchor_region and not self.single
         self.all_mask = np.ones(self.m, dtype=np.bool_)
         self.point_labels = np.arange(self.m)
         #: build the full public-parameter dicts of every stage (the exact enumerator checks that they
@@ -71,24 +71,20 @@ class Context:
         self.cache_rows = max(8, min(4096, _CACHE_BYTES // (8 * self.m)))
         self._dist_cache: dict[int, np.ndarray] = {}
         if self.single:
-            if self.name == "pointem":
-                eps = mechanism.point_budget(self.n)
-            else:
-                eps = float(mechanism.epsilon)
-            self.single_epsilon = eps
+            self.single_epsilon = mechanism.single_budget(self.n)
             self.plans = {None: tuple(("point_em", (i,)) for i in range(1, self.n + 1))}
             return
-        self.g = int(mechanism.granularity_value)
+        self.g = int(plan.granularity)
         self.sector_labels = np.arange(self.g)
-        self.centred = mechanism.sector_convention == "centred"
-        self.balanced = mechanism.tie_break == "balanced"
-        self.neighbour_fallback = mechanism.fallback == "neighbours"
+        self.centred = plan.centred
+        self.balanced = plan.balanced
+        self.neighbour_fallback = plan.neighbour_fallback
         self.budgets = {c: mechanism.copy_budgets(self.n, c) for c in COPIES}
         self.plans = {c: stage_plan(self.n, c, anchor=self.is_atp) for c in COPIES}
         if self.is_atp:
-            self.sw_buckets = int(mechanism.sw_buckets)
-            self.continuous = mechanism.sw_output == "continuous"
-            self.input_mapping = mechanism.distance_mapping == "input"
+            self.sw_buckets = int(plan.sw_buckets)
+            self.continuous = plan.continuous_sw
+            self.input_mapping = plan.input_mapping
             self.sw_b = {c: float(_mech.sw_half_width(self.budgets[c].radius)) for c in COPIES}
             self.eps_decay = {c: mechanism.decay_budget(self.n, c) for c in COPIES}
 
@@ -164,7 +160,7 @@ class Private:
         """p_α per row (ALGORITHM §8.1): nearest P point to the mean location; ties → lowest index."""
         if self._anchor is None:
             ctx = self.ctx
-            vector = ctx.mechanism.anchor_mean == "vector"
+            vector = ctx.plan.vector_mean
             out = np.empty(self.B, dtype=np.int64)
             d = np.empty(ctx.m)
             for b in range(self.B):
