@@ -39,17 +39,9 @@ LAYERS: list[tuple[str, ...]] = [
     ("datasets", "demo", "cli", "__main__", "__init__"),  # applications and the package itself
 ]
 
-#: Imports of another module's private names that are still to be removed, as (importer, name). This list
-#: only shrinks: the trajectory mechanisms are being restructured around a mechanism protocol (issue 11,
-#: item 3), which removes these.
-PENDING_PRIVATE_IMPORTS: set[tuple[str, str]] = {
-    ("geoldp.trajectory.atp", "geoldp.trajectory.tp._TwoCopyMechanism"),
-    ("geoldp.trajectory.pointem", "geoldp.trajectory.tp._check_length"),
-    ("geoldp.trajectory.engine", "geoldp.trajectory._reference._Context"),
-    ("geoldp.trajectory._exact", "geoldp.trajectory._reference._Context"),
-    ("geoldp.trajectory._exact", "geoldp.trajectory._reference._Private"),
-    ("geoldp.trajectory.tp", "geoldp.trajectory.granularity._check_g"),
-}
+#: Imports of another module's private names that are still to be removed, as (importer, name). It is
+#: empty and must stay so: a name another module needs is a public name of its owner.
+PENDING_PRIVATE_IMPORTS: set[tuple[str, str]] = set()
 
 
 def _module_name(path: Path) -> str:

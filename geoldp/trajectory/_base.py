@@ -1,14 +1,14 @@
 """Shared machinery of the trajectory mechanism objects (TP, ATP, PointEM).
 
-Mechanism objects are immutable configuration (frozen, keyword-only dataclasses validated on construction,
-STYLE §3). They hold no data and no randomness: ``rng`` is a per-call argument of
-:func:`geoldp.perturb_trajectories`.
+Mechanism objects are immutable configuration (frozen, keyword-only dataclasses validated on construction).
+They hold no data and no randomness: ``rng`` is a per-call argument of :func:`geoldp.perturb_trajectories`.
 """
 
 from __future__ import annotations
 
 import math
 import warnings
+from dataclasses import dataclass
 from fractions import Fraction
 
 from geoldp._validation import check_epsilon
@@ -17,6 +17,7 @@ from geoldp.errors import PrivacyWarning
 __all__ = [
     "KRR_SW_MAX_EPSILON",
     "PRIVACY_WARNING_EPSILON",
+    "SamplerPlan",
     "check_stage_budget",
     "em_limit",
     "warn_large_epsilon",
@@ -91,3 +92,50 @@ def coerce_epsilon(epsilon, caller: str) -> float:
 def fraction_str(f: Fraction) -> str:
     """A Fraction as a JSON-able string such as ``"3/8"``."""
     return str(Fraction(f))
+
+
+@dataclass(frozen=True, kw_only=True)
+class SamplerPlan:
+    """What a sampler needs from a mechanism, compiled once from its options (public configuration only).
+
+    Each mechanism object builds its plan on construction (``mechanism.sampler_plan``); the reference
+    sampler, the exact enumerator and the fast path all read this one object instead of testing the
+    mechanism's name or translating its options again. Per-length budgets stay methods of the mechanism:
+    ``single_budget(n)`` (each point EM of a single-copy run), ``copy_budgets(n, copy)`` and, with an anchor
+    region, ``decay_budget(n, copy)``.
+
+    Attributes
+    ----------
+    two_copies : bool
+        Runs copies A and B and merges them (TP, ATP) for n >= 2; otherwise every point is one EM over P.
+    anchor_region : bool
+        Each copy starts with an anchor EM and a radius SW and restricts its EMs to the region (ATP).
+    granularity : int
+        Direction granularity g (2, unused, for a mechanism without directions).
+    centred, balanced, neighbour_fallback : bool
+        Sector convention "centred", merge tie-break "balanced", fallback "neighbours".
+    sw_buckets : int
+        Square-Wave output buckets M (anchor region only).
+    continuous_sw, input_mapping, vector_mean : bool
+        SW output "continuous", distance mapping "input", anchor mean "vector" (anchor region only).
+    """
+
+    two_copies: bool
+    anchor_region: bool = False
+    granularity: int = 2
+    centred: bool = True
+    balanced: bool = True
+    neighbour_fallback: bool = True
+    sw_buckets: int = 2
+    continuous_sw: bool = False
+    input_mapping: bool = False
+    vector_mean: bool = False
+
+    def single(self, n: int) -> bool:
+        """True when a trajectory of length ``n`` is released by one point EM per position."""
+        return not self.two_copies or n == 1
+
+    @property
+    def kernel_kind(self) -> int:
+        """The fast kernel's mechanism code: 0 per-point EM, 1 two copies, 2 two copies with anchor region."""
+        return 2 if self.anchor_region else int(self.two_copies)

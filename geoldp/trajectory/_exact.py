@@ -1,12 +1,11 @@
-"""Exact output distributions of TP, ATP and PointEM on small inputs (TESTING §1 D4; private, for tests).
+"""Exact output distributions of TP, ATP and PointEM on small inputs (private, for tests).
 
 The stage machine of :mod:`._reference` exposes, for every transcript prefix, the next stage's public
 parameters and exact conditional pmf. :func:`copy_distribution` walks that tree once for a whole batch of
 candidate inputs X (all of them share the tree, because the stage parameters depend on released values
 only), multiplying stage pmfs, and returns Pr[transcript | x] for every leaf and every x. The two copies
-use independent randomness, so each copy is walked on its own (TESTING §2, E5/E6 details) and the merged
-output distribution is combined from the two copies' point-sequence marginals
-(:func:`merged_distribution`).
+use independent randomness, so each copy is walked on its own and the merged output distribution is
+combined from the two copies' point-sequence marginals (:func:`merged_distribution`).
 
 The walk uses the same code (and the same class, or a mutant subclass of it) as the sampler; only the
 draw is replaced by "branch on every output with positive probability for some x".
@@ -98,7 +97,8 @@ def copy_distribution(
     run_cls : type, optional
         Stage-machine class (default: the engine's; tests pass mutant subclasses).
     on_stage : callable, optional
-        Called as ``on_stage(stage, prefix)`` at every node (E7 checks public parameters there).
+        Called as ``on_stage(stage, prefix)`` at every node (tests check there that the public parameters
+        depend on released values only).
     max_nodes : int
         Safety limit on the number of nodes visited.
     """
@@ -107,11 +107,11 @@ def copy_distribution(
         X = X[:, None]
     n = X.shape[1]
     lam, phi = _batch(points, X)
-    ctx = _ref._Context(mechanism, points, n)
+    ctx = _ref.Context(mechanism, points, n)
     ctx.record_public = on_stage is not None
     if ctx.is_atp and ctx.continuous:
         raise NotImplementedError("exact enumeration needs bucketed SW output")
-    priv = _ref._Private(ctx, lam, phi)
+    priv = _ref.Private(ctx, lam, phi)
     cls = run_cls or _ref.RUN_CLASS
     root = cls(ctx, priv, copy)
     eps_total = _copy_total(ctx, copy)
@@ -175,8 +175,7 @@ def full_distributions(mechanism, points, X, **kwargs) -> list[CopyDistribution]
     """Per-copy distributions of a whole run: [A, B] for TP/ATP with n ≥ 2, [single] otherwise."""
     X = np.asarray(X, dtype=np.int64)
     n = 1 if X.ndim == 1 else X.shape[1]
-    single = mechanism.name == "pointem" or n == 1
-    copies = (None,) if single else COPIES
+    copies = (None,) if mechanism.sampler_plan.single(n) else COPIES
     return [copy_distribution(mechanism, points, X, c, **kwargs) for c in copies]
 
 
@@ -187,7 +186,7 @@ def merged_distribution(mechanism, points, dists: list[CopyDistribution]) -> tup
     seq_a, p_a = dists[0].point_marginal()
     seq_b, p_b = dists[1].point_marginal()
     n = seq_a.shape[1]
-    ctx = _ref._Context(mechanism, points, n)
+    ctx = _ref.Context(mechanism, points, n)
     m = ctx.m
     table = np.empty((m, m), dtype=np.int64)
     for a in range(m):
@@ -205,15 +204,15 @@ def merged_distribution(mechanism, points, dists: list[CopyDistribution]) -> tup
 
 
 def next_stage(mechanism, points, x, prefix, copy: str | None, *, run_cls: type | None = None):
-    """D4 interface: the next stage (kind, ε, public parameters, pmf) of ``copy`` after ``prefix``.
+    """Exact-pmf interface: the next stage (kind, ε, public parameters, pmf) of ``copy`` after ``prefix``.
 
     ``x`` is one private trajectory (indices into P) and ``prefix`` the released outputs of the copy's
     earlier stages, in order. Returns ``None`` when the prefix is complete.
     """
     x = np.asarray(x, dtype=np.int64)[None, :]
     lam, phi = _batch(points, x)
-    ctx = _ref._Context(mechanism, points, x.shape[1])
-    run = (run_cls or _ref.RUN_CLASS)(ctx, _ref._Private(ctx, lam, phi), copy)
+    ctx = _ref.Context(mechanism, points, x.shape[1])
+    run = (run_cls or _ref.RUN_CLASS)(ctx, _ref.Private(ctx, lam, phi), copy)
     for y in prefix:
         st = run.stage()
         run.advance(y, st)
@@ -221,10 +220,13 @@ def next_stage(mechanism, points, x, prefix, copy: str | None, *, run_cls: type 
 
 
 def sample_copy(mechanism, points, x, copy: str | None, source, *, run_cls: type | None = None) -> tuple:
-    """Run the real sampler on one copy of one trajectory; returns the copy's released outputs (D3 side)."""
+    """Run the real sampler on one copy of one trajectory; returns the copy's released outputs.
+
+    This is the sampled side that the tests compare with the exact pmf.
+    """
     x = np.asarray(x, dtype=np.int64)[None, :]
     lam, phi = _batch(points, x)
-    ctx = _ref._Context(mechanism, points, x.shape[1])
-    run = (run_cls or _ref.RUN_CLASS)(ctx, _ref._Private(ctx, lam, phi), copy)
+    ctx = _ref.Context(mechanism, points, x.shape[1])
+    run = (run_cls or _ref.RUN_CLASS)(ctx, _ref.Private(ctx, lam, phi), copy)
     _ref.sample_run(run, source)
     return tuple(e[-1] for e in run.transcript)

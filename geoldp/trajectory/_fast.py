@@ -1562,22 +1562,19 @@ def _tables(mechanism, lengths, m):
     eps_rad = np.zeros(shape2)
     sw_b = np.zeros(shape2)
     eps_dec = np.zeros(shape2)
-    name = mechanism.name
-    g = int(mechanism.granularity_value) if name != "pointem" else 2
+    plan = mechanism.sampler_plan
+    g = int(plan.granularity)
     for n in np.unique(lengths):
         n = int(n)
-        if name == "pointem":
-            eps_single[n] = mechanism.point_budget(n)
-            continue
-        if n == 1:
-            eps_single[n] = float(mechanism.epsilon)
+        if plan.single(n):
+            eps_single[n] = mechanism.single_budget(n)
             continue
         for c, copy in enumerate(("A", "B")):
             bud = mechanism.copy_budgets(n, copy)
             eps_piv[n, c] = bud.point_pivot
             eps_np[n, c] = bud.point_nonpivot
             lie[n, c] = _mech.krr_lie_probability(g, bud.direction)
-            if name == "atp":
+            if plan.anchor_region:
                 eps_anc[n, c] = bud.anchor
                 eps_rad[n, c] = bud.radius
                 sw_b[n, c] = float(_mech.sw_half_width(bud.radius))
@@ -1621,27 +1618,20 @@ def perturb_fast(flat_idx, offsets, points, mechanism, key, first_stream, n_jobs
     if n_traj <= 0:
         return out
     lengths = np.diff(offsets)
-    name = mechanism.name
-    kind = {"pointem": 0, "tp": 1, "atp": 2}[name]
+    plan = mechanism.sampler_plan
+    kind = plan.kernel_kind
     g, eps_single, eps_piv, eps_np, lie, eps_anc, eps_rad, sw_b, eps_dec = _tables(mechanism, lengths, m)
-    if name == "pointem":
-        centred = True
-        balanced = True
-        nb_fallback = True
-    else:
-        centred = mechanism.sector_convention == "centred"
-        balanced = mechanism.tie_break == "balanced"
-        nb_fallback = mechanism.fallback == "neighbours"
+    centred, balanced, nb_fallback = plan.centred, plan.balanced, plan.neighbour_fallback
     buckets = 2
     continuous = False
     input_mapping = False
     anchors = np.zeros(1, dtype=np.int64)
     tree = None
-    if name == "atp" and np.any(lengths >= 2):
-        buckets = int(mechanism.sw_buckets)
-        continuous = mechanism.sw_output == "continuous"
-        input_mapping = mechanism.distance_mapping == "input"
-        anchors = _anchors(flat, offsets, index, mechanism.anchor_mean == "vector")
+    if plan.anchor_region and np.any(lengths >= 2):
+        buckets = int(plan.sw_buckets)
+        continuous = plan.continuous_sw
+        input_mapping = plan.input_mapping
+        anchors = _anchors(flat, offsets, index, plan.vector_mean)
         tree = index.tree()
     if tree is None:
         nodes = np.zeros((1, 12))

@@ -3,7 +3,7 @@
 One run of a mechanism on one trajectory is a sequence of *stages* (ALGORITHM §5.9): copy A's stages, then
 copy B's, each stage being one primitive call (anchor EM, radius SW, pivot EM, direction k-RR, point EM).
 This module computes, for the next stage, its public parameters and its exact conditional pmf given the
-transcript prefix (design requirement D4 of TESTING §1), and the sampler draws from exactly that pmf
+transcript prefix (what the exact enumerator walks), and the sampler draws from exactly that pmf
 through the :class:`~geoldp._random.RandomSource` interface (``bernoulli``/``integers`` for k-RR,
 ``categorical`` for EM and bucketed SW, ``uniform`` only for the continuous-SW option).
 
@@ -47,7 +47,7 @@ _CACHE_BYTES = 16_000_000  # per-context cache of sector / distance rows from pu
 # ------------------------------------------------------------------------------------------------------
 
 
-class _Context:
+class Context:
     """Public quantities of one (mechanism, point set, trajectory length) combination."""
 
     def __init__(self, mechanism, points, n: int) -> None:
@@ -59,35 +59,32 @@ class _Context:
         self.m = int(self.lam.shape[0])
         self.delta = float(points.diameter_m)
         self.tau = TAU_FACTOR * self.delta
-        self.name = mechanism.name
-        self.single = self.name == "pointem" or self.n == 1
-        self.is_atp = self.name == "atp" and not self.single
+        plan = self.plan = mechanism.sampler_plan
+        self.single = plan.single(self.n)
+        self.is_atp = plan.anchor_region and not self.single
         self.all_mask = np.ones(self.m, dtype=np.bool_)
         self.point_labels = np.arange(self.m)
-        #: build the full public-parameter dicts of every stage (the exact enumerator's E7 checks)
+        #: build the full public-parameter dicts of every stage (the exact enumerator checks that they
+        #: depend on released values only)
         self.record_public = False
         self._sector_cache: dict[int, np.ndarray] = {}
         self.cache_rows = max(8, min(4096, _CACHE_BYTES // (8 * self.m)))
         self._dist_cache: dict[int, np.ndarray] = {}
         if self.single:
-            if self.name == "pointem":
-                eps = mechanism.point_budget(self.n)
-            else:
-                eps = float(mechanism.epsilon)
-            self.single_epsilon = eps
+            self.single_epsilon = mechanism.single_budget(self.n)
             self.plans = {None: tuple(("point_em", (i,)) for i in range(1, self.n + 1))}
             return
-        self.g = int(mechanism.granularity_value)
+        self.g = int(plan.granularity)
         self.sector_labels = np.arange(self.g)
-        self.centred = mechanism.sector_convention == "centred"
-        self.balanced = mechanism.tie_break == "balanced"
-        self.neighbour_fallback = mechanism.fallback == "neighbours"
+        self.centred = plan.centred
+        self.balanced = plan.balanced
+        self.neighbour_fallback = plan.neighbour_fallback
         self.budgets = {c: mechanism.copy_budgets(self.n, c) for c in COPIES}
         self.plans = {c: stage_plan(self.n, c, anchor=self.is_atp) for c in COPIES}
         if self.is_atp:
-            self.sw_buckets = int(mechanism.sw_buckets)
-            self.continuous = mechanism.sw_output == "continuous"
-            self.input_mapping = mechanism.distance_mapping == "input"
+            self.sw_buckets = int(plan.sw_buckets)
+            self.continuous = plan.continuous_sw
+            self.input_mapping = plan.input_mapping
             self.sw_b = {c: float(_mech.sw_half_width(self.budgets[c].radius)) for c in COPIES}
             self.eps_decay = {c: mechanism.decay_budget(self.n, c) for c in COPIES}
 
@@ -136,10 +133,10 @@ class _Context:
 # ------------------------------------------------------------------------------------------------------
 
 
-class _Private:
+class Private:
     """Private locations of B trajectories (radians, shape (B, n)) and lazily computed distances to P."""
 
-    def __init__(self, ctx: _Context, x_lam: np.ndarray, x_phi: np.ndarray) -> None:
+    def __init__(self, ctx: Context, x_lam: np.ndarray, x_phi: np.ndarray) -> None:
         self.ctx = ctx
         self.lam = np.ascontiguousarray(np.atleast_2d(x_lam), dtype=np.float64)
         self.phi = np.ascontiguousarray(np.atleast_2d(x_phi), dtype=np.float64)
@@ -163,7 +160,7 @@ class _Private:
         """p_α per row (ALGORITHM §8.1): nearest P point to the mean location; ties → lowest index."""
         if self._anchor is None:
             ctx = self.ctx
-            vector = ctx.mechanism.anchor_mean == "vector"
+            vector = ctx.plan.vector_mean
             out = np.empty(self.B, dtype=np.int64)
             d = np.empty(ctx.m)
             for b in range(self.B):
@@ -221,7 +218,8 @@ class Stage:
         Exact conditional pmf of each batch row (zeros outside the row's domain). ``None`` for the
         continuous-SW option (a density, not a pmf).
     public : dict
-        Public parameters, each an array whose first axis has length B (E7 checks rows are identical).
+        Public parameters, each an array whose first axis has length B (the exact enumerator
+        checks that the rows are identical).
     private_input : ndarray, shape (B,)
         The randomiser's private input (k-RR: the true sector; SW: r; EM: the position or p_α).
     """
@@ -265,7 +263,7 @@ def em_pmf_rows(epsilon: float, dist: np.ndarray, domain: np.ndarray, delta: np.
 
 
 def krr_pmf_rows(true_sector: np.ndarray, g: int, epsilon: float) -> np.ndarray:
-    """Exact k-RR pmf per row (ALGORITHM §3.1): p at the true sector, q elsewhere (H1's stable constants)."""
+    """Exact k-RR pmf per row (ALGORITHM §3.1): p at the true sector, q elsewhere (stable constants)."""
     p, q, _ = _mech.krr_constants(g, epsilon)
     out = np.full((true_sector.shape[0], g), q)
     out[np.arange(true_sector.shape[0]), true_sector] = p
@@ -279,7 +277,7 @@ class _CopyRun:
     :meth:`clone` to branch (the exact enumerator). ``done`` becomes True after the last stage.
     """
 
-    def __init__(self, ctx: _Context, priv: _Private, copy: str | None) -> None:
+    def __init__(self, ctx: Context, priv: Private, copy: str | None) -> None:
         self.ctx = ctx
         self.priv = priv
         self.copy = copy
@@ -574,7 +572,7 @@ def draw_stage(stage: Stage, source) -> object:
     return int(stage.outputs[int(source.categorical(stage.pmf[0]))])
 
 
-def new_runs(ctx: _Context, priv: _Private, run_cls=None) -> list[_CopyRun]:
+def new_runs(ctx: Context, priv: Private, run_cls=None) -> list[_CopyRun]:
     """The copy runs of one trajectory in transcript order (one run for single-copy mechanisms)."""
     cls = run_cls or RUN_CLASS
     if ctx.single:
@@ -586,9 +584,9 @@ def new_runs(ctx: _Context, priv: _Private, run_cls=None) -> list[_CopyRun]:
 RUN_CLASS: type = _CopyRun
 
 
-def perturb_one(ctx: _Context, x_lam: np.ndarray, x_phi: np.ndarray, source) -> tuple[np.ndarray, list]:
+def perturb_one(ctx: Context, x_lam: np.ndarray, x_phi: np.ndarray, source) -> tuple[np.ndarray, list]:
     """Run the reference algorithm on one trajectory; returns (output indices, copy runs)."""
-    priv = _Private(ctx, x_lam[None, :], x_phi[None, :])
+    priv = Private(ctx, x_lam[None, :], x_phi[None, :])
     runs = new_runs(ctx, priv)
     for run in runs:
         sample_run(run, source)
@@ -603,7 +601,7 @@ def sample_run(run: _CopyRun, source) -> _CopyRun:
     return run
 
 
-def output_of(ctx: _Context, runs: list[_CopyRun]) -> np.ndarray:
+def output_of(ctx: Context, runs: list[_CopyRun]) -> np.ndarray:
     """Final output: the single run's points, or the merge of copies A and B."""
     n = ctx.n
     if ctx.single:
@@ -613,7 +611,7 @@ def output_of(ctx: _Context, runs: list[_CopyRun]) -> np.ndarray:
     return ctx.merge(y_a, y_b)
 
 
-def diagnostics_of(ctx: _Context, runs: list[_CopyRun]) -> dict:
+def diagnostics_of(ctx: Context, runs: list[_CopyRun]) -> dict:
     """Per-trajectory diagnostics recomputed from the released transcript (post-processing only)."""
     out: dict = {"fallback": dict.fromkeys(FALLBACK_NAMES, 0)}
     for run in runs:

@@ -2,21 +2,22 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import ClassVar
 
 from geoldp._validation import check_int_range, check_option
 from geoldp.budget import check_fractions, exact_share
-from geoldp.trajectory._base import fraction_str
+from geoldp.trajectory._base import SamplerPlan, fraction_str
 from geoldp.trajectory.split import ATP_FRACTIONS
-from geoldp.trajectory.tp import _TwoCopyMechanism
+from geoldp.trajectory.tp import TwoCopyMechanism
 
 __all__ = ["ATP"]
 
 
 @dataclass(frozen=True, kw_only=True)
-class ATP(_TwoCopyMechanism):
+class ATP(TwoCopyMechanism):
     """ATP: TP restricted to a privately calibrated circular region (Zhang et al. 2023, Algorithms 4–5).
 
     Per copy, the trajectory's anchor (the public point nearest to its mean location) is perturbed by EM,
@@ -82,6 +83,7 @@ class ATP(_TwoCopyMechanism):
     anchor_mean: str = "arithmetic"
 
     name: ClassVar[str] = "atp"
+    anchor_region: ClassVar[bool] = True
 
     def _validate_extra(self, caller: str) -> None:
         set_ = object.__setattr__
@@ -110,6 +112,16 @@ class ATP(_TwoCopyMechanism):
             self,
             "anchor_mean",
             check_option(self.anchor_mean, "anchor_mean", ("arithmetic", "vector"), caller),
+        )
+
+    def _compile_plan(self) -> SamplerPlan:
+        return dataclasses.replace(
+            super()._compile_plan(),
+            anchor_region=True,
+            sw_buckets=self.sw_buckets,
+            continuous_sw=self.sw_output == "continuous",
+            input_mapping=self.distance_mapping == "input",
+            vector_mean=self.anchor_mean == "vector",
         )
 
     @property

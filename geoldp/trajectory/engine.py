@@ -349,7 +349,7 @@ def run_with_key(
             fast(flat, offsets, points, mechanism, key, int(offset), n_jobs=n_jobs), dtype=np.int64
         )
         return [out[offsets[i] : offsets[i + 1]].copy() for i in range(len(trajs))]
-    cache: dict[int, _ref._Context] = {}
+    cache: dict[int, _ref.Context] = {}
     outputs = []
     for i, traj in enumerate(_progress(trajs, progress)):
         ctx = _context(cache, mechanism, points, traj.shape[0])
@@ -376,15 +376,15 @@ def _progress(items, progress: bool):
     return tqdm(items, desc="perturbing", unit="traj")
 
 
-def _context(cache: dict, mechanism, points, n: int) -> _ref._Context:
+def _context(cache: dict, mechanism, points, n: int) -> _ref.Context:
     ctx = cache.get(n)
     if ctx is None:
-        ctx = cache[n] = _ref._Context(mechanism, points, n)
+        ctx = cache[n] = _ref.Context(mechanism, points, n)
     return ctx
 
 
 def _run_reference(trajs, points, mechanism, source, *, diagnostics: bool = False, progress: bool = False):
-    cache: dict[int, _ref._Context] = {}
+    cache: dict[int, _ref.Context] = {}
     outputs = []
     agg = _new_diagnostics() if diagnostics else None
     for traj in _progress(trajs, progress):
@@ -415,7 +415,7 @@ def _add_diagnostics(agg: dict, d: dict) -> None:
 
 
 def _perturb_with_transcript(trajectory, points, mechanism, *, rng):
-    """Private (D6): one trajectory → (output, transcript, ledger, diagnostics). Never public.
+    """Private, for tests only: one trajectory → (output, transcript, ledger, diagnostics). Never public.
 
     ``transcript`` lists (copy, kind, positions, ε_stage, released output) in stage order (ALGORITHM §5.9).
     """
@@ -423,6 +423,6 @@ def _perturb_with_transcript(trajectory, points, mechanism, *, rng):
     (traj,) = validate_trajectories([trajectory], points.size, caller="_perturb_with_transcript")
     mech.check_budgets(traj.shape[0], points.size)
     source = rng if isinstance(rng, RandomSource) else resolve_rng(rng)
-    ctx = _ref._Context(mech, points, traj.shape[0])
+    ctx = _ref.Context(mech, points, traj.shape[0])
     out, runs = _ref.perturb_one(ctx, points.lam[traj], points.phi[traj], source)
     return out, _ref.transcript_of(runs), mech.ledger(traj.shape[0]), _ref.diagnostics_of(ctx, runs)

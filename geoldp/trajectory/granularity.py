@@ -151,7 +151,7 @@ def normalise_lookup_table(table, *, caller: str) -> tuple[tuple[float, int], ..
                 f"The 'granularity' lookup table of {caller} must have epsilon bounds in (0, inf]. "
                 f"Got {bound!r} instead."
             )
-        pairs.append((bound, _check_g(g, caller=caller, name="granularity")))
+        pairs.append((bound, check_g(g, caller=caller, name="granularity")))
     pairs.sort()
     bounds = [b for b, _ in pairs]
     if len(set(bounds)) != len(bounds):
@@ -159,7 +159,7 @@ def normalise_lookup_table(table, *, caller: str) -> tuple[tuple[float, int], ..
     return tuple(pairs)
 
 
-def _check_g(g, *, caller: str, name: str) -> int:
+def check_g(g, *, caller: str, name: str) -> int:
     if isinstance(g, bool) or not isinstance(g, Integral):
         raise TypeError(
             f"The '{name}' parameter of {caller} must be an int in the range [{G_MIN}, {G_MAX}]. "

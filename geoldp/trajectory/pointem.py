@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import ClassVar
 
 from geoldp.budget import Ledger, LedgerEntry, exact_share
-from geoldp.trajectory._base import check_stage_budget, coerce_epsilon, warn_large_epsilon
-from geoldp.trajectory.tp import _check_length
+from geoldp.trajectory._base import SamplerPlan, check_stage_budget, coerce_epsilon, warn_large_epsilon
+from geoldp.trajectory.tp import check_length
 
 __all__ = ["PointEM"]
 
@@ -41,11 +41,14 @@ class PointEM:
     """
 
     epsilon: float
+    _plan: SamplerPlan = field(init=False, repr=False, compare=False)
 
     name: ClassVar[str] = "pointem"
+    anchor_region: ClassVar[bool] = False
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "epsilon", coerce_epsilon(self.epsilon, "PointEM"))
+        object.__setattr__(self, "_plan", SamplerPlan(two_copies=False))
         warn_large_epsilon(self.epsilon, "PointEM", stacklevel=4)
 
     @property
@@ -53,13 +56,22 @@ class PointEM:
         """PointEM uses no directions: always ``None``."""
         return None
 
+    @property
+    def sampler_plan(self) -> SamplerPlan:
+        """What the samplers need: one EM over P per point, no copies, no directions."""
+        return self._plan
+
+    def single_budget(self, n: int) -> float:
+        """EM budget of each point (the same as :meth:`point_budget`)."""
+        return self.point_budget(n)
+
     def point_budget(self, n: int) -> float:
         """EM budget of each point: ε/n rounded down (ALGORITHM §6.3)."""
         return exact_share(self.epsilon, Fraction(1, int(n)))
 
     def ledger(self, n: int) -> Ledger:
         """One ``point_em`` entry per position, each with ε/n."""
-        n = _check_length(n, "PointEM")
+        n = check_length(n, "PointEM")
         eps = self.point_budget(n)
         share = Fraction(1, n)
         return Ledger(

@@ -10,11 +10,17 @@ from typing import ClassVar
 
 from geoldp._validation import check_option
 from geoldp.budget import Ledger
-from geoldp.trajectory._base import check_stage_budget, coerce_epsilon, fraction_str, warn_large_epsilon
+from geoldp.trajectory._base import (
+    SamplerPlan,
+    check_stage_budget,
+    coerce_epsilon,
+    fraction_str,
+    warn_large_epsilon,
+)
 from geoldp.trajectory.granularity import (
     DEFAULT_CANDIDATES,
     DEFAULT_EPSILON_FRACTION,
-    _check_g,
+    check_g,
     choose_granularity,
     normalise_lookup_table,
 )
@@ -24,7 +30,7 @@ __all__ = ["TP"]
 
 
 @dataclass(frozen=True, kw_only=True)
-class _TwoCopyMechanism:
+class TwoCopyMechanism:
     """Options shared by TP and ATP (validated on construction)."""
 
     epsilon: float
@@ -37,8 +43,11 @@ class _TwoCopyMechanism:
     fallback: str = "neighbours"
     tie_break: str = "balanced"
     _g: int = field(init=False, repr=False, compare=False)
+    _plan: SamplerPlan = field(init=False, repr=False, compare=False)
 
     name: ClassVar[str] = ""
+    #: Whether each copy starts with an anchor EM and a radius SW and restricts its EMs to the region.
+    anchor_region: ClassVar[bool] = False
 
     def __post_init__(self) -> None:
         caller = type(self).__name__
@@ -50,7 +59,7 @@ class _TwoCopyMechanism:
         elif isinstance(gran, (Mapping, list, tuple)):
             gran = normalise_lookup_table(gran, caller=caller)
         else:
-            gran = _check_g(gran, caller=caller, name="granularity")
+            gran = check_g(gran, caller=caller, name="granularity")
         set_(self, "granularity", gran)
         set_(
             self,
@@ -64,7 +73,7 @@ class _TwoCopyMechanism:
             raise TypeError(
                 f"The 'granularity_candidates' parameter of {caller} must be a non-empty sequence of ints."
             )
-        cands = tuple(sorted({_check_g(c, caller=caller, name="granularity_candidates") for c in cands}))
+        cands = tuple(sorted({check_g(c, caller=caller, name="granularity_candidates") for c in cands}))
         set_(self, "granularity_candidates", cands)
         frac = self.epsilon_fraction
         if isinstance(frac, bool) or not isinstance(frac, Real):
@@ -102,10 +111,26 @@ class _TwoCopyMechanism:
                 epsilon_fraction=self.epsilon_fraction,
             ),
         )
+        set_(self, "_plan", self._compile_plan())
         warn_large_epsilon(self.epsilon, caller, stacklevel=4)
 
     def _validate_extra(self, caller: str) -> None:
         """Hook for subclass options."""
+
+    def _compile_plan(self) -> SamplerPlan:
+        """The sampler plan of the options shared by TP and ATP (subclasses add theirs)."""
+        return SamplerPlan(
+            two_copies=True,
+            granularity=self._g,
+            centred=self.sector_convention == "centred",
+            balanced=self.tie_break == "balanced",
+            neighbour_fallback=self.fallback == "neighbours",
+        )
+
+    @property
+    def sampler_plan(self) -> SamplerPlan:
+        """What the samplers need from this mechanism, compiled once from its options."""
+        return self._plan
 
     # -- public helpers -----------------------------------------------------------------------------------
     @property
@@ -118,6 +143,10 @@ class _TwoCopyMechanism:
         """(anchor, radius, directions, points) fractions of each copy's budget ε/2."""
         return TP_FRACTIONS
 
+    def single_budget(self, n: int) -> float:
+        """EM budget of each point when run as a single copy (only n = 1 here): the full ε."""
+        return float(self.epsilon)
+
     def copy_budgets(self, n: int, copy: str) -> CopyBudgets:
         """Stage budgets of ``copy`` ("A" or "B") for a trajectory of length ``n`` ≥ 2."""
         return copy_budgets(self.epsilon, int(n), copy, self.budget_fractions, self.split)
@@ -127,8 +156,8 @@ class _TwoCopyMechanism:
 
         Its exact sum ``ledger(n).total()`` never exceeds ``Fraction(epsilon)``.
         """
-        n = _check_length(n, type(self).__name__)
-        return build_ledger(self.epsilon, n, self.budget_fractions, self.split, anchor=self.name == "atp")
+        n = check_length(n, type(self).__name__)
+        return build_ledger(self.epsilon, n, self.budget_fractions, self.split, anchor=self.anchor_region)
 
     def check_budgets(self, n: int, m: int) -> None:
         """Validate every derived stage budget for length ``n`` and |P| = ``m`` (ALGORITHM §3.4).
@@ -144,7 +173,7 @@ class _TwoCopyMechanism:
             return
         for copy in COPIES:
             bud = self.copy_budgets(n, copy)
-            if self.name == "atp":
+            if self.anchor_region:
                 check_stage_budget("anchor_em", bud.anchor, m, caller)
                 check_stage_budget("radius_sw", bud.radius, m, caller)
             check_stage_budget("direction_krr", bud.direction, m, caller)
@@ -171,7 +200,7 @@ class _TwoCopyMechanism:
         }
 
 
-def _check_length(n, caller: str) -> int:
+def check_length(n, caller: str) -> int:
     if isinstance(n, bool) or not isinstance(n, int) and not hasattr(n, "__index__"):
         raise TypeError(f"The trajectory length passed to {caller}.ledger must be an int.")
     n = int(n)
@@ -181,7 +210,7 @@ def _check_length(n, caller: str) -> int:
 
 
 @dataclass(frozen=True, kw_only=True)
-class TP(_TwoCopyMechanism):
+class TP(TwoCopyMechanism):
     """TP: pivot sampling with absolute direction sectors (Zhang et al. 2023, Algorithms 1–3).
 
     Two copies of the trajectory are perturbed independently, each with budget ε/2. In copy A the even

@@ -163,8 +163,8 @@ def test_anchor_arithmetic_mean_hand_computed():
 
     from geoldp.trajectory import ATP
 
-    ctx = _ref._Context(make(ATP, epsilon=1.0), pts, 3)
-    priv = _ref._Private(ctx, lam[None], phi[None])
+    ctx = _ref.Context(make(ATP, epsilon=1.0), pts, 3)
+    priv = _ref.Private(ctx, lam[None], phi[None])
     assert priv.anchor().tolist() == [1]
 
 
@@ -180,8 +180,8 @@ def test_anchor_vector_mean_across_antimeridian():
     from geoldp.trajectory import ATP
 
     for mean, expected in [("arithmetic", 2), ("vector", 3)]:
-        ctx = _ref._Context(make(ATP, epsilon=1.0, anchor_mean=mean), pts, 2)
-        assert _ref._Private(ctx, lam[None], phi[None]).anchor().tolist() == [expected]
+        ctx = _ref.Context(make(ATP, epsilon=1.0, anchor_mean=mean), pts, 2)
+        assert _ref.Private(ctx, lam[None], phi[None]).anchor().tolist() == [expected]
 
 
 def test_anchor_ties_go_to_lowest_index():
@@ -190,6 +190,6 @@ def test_anchor_ties_go_to_lowest_index():
 
     from geoldp.trajectory import ATP
 
-    ctx = _ref._Context(make(ATP, epsilon=1.0), pts, 2)
+    ctx = _ref.Context(make(ATP, epsilon=1.0), pts, 2)
     lam, phi = pts.lam[[0, 1]], pts.phi[[0, 1]]  # mean (0, 0): equidistant from P_0 and P_1
-    assert _ref._Private(ctx, lam[None], phi[None]).anchor().tolist() == [0]
+    assert _ref.Private(ctx, lam[None], phi[None]).anchor().tolist() == [0]

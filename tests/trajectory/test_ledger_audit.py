@@ -72,9 +72,9 @@ def test_n15_catches_krr_input_from_true_neighbour(monkeypatch):
 def _domain_after(pts, pivots, reported, fallback="neighbours", g=4):
     """Copy B of n = 3: force â_1, â_3 and the reported sectors; return (branch, domain) of the EM at 2."""
     mech = make(TP, epsilon=40.0, granularity=g, fallback=fallback)
-    ctx = _ref._Context(mech, pts, 3)
+    ctx = _ref.Context(mech, pts, 3)
     traj = np.array([0, 0, 0])
-    run = _ref._CopyRun(ctx, _ref._Private(ctx, pts.lam[traj][None], pts.phi[traj][None]), "B")
+    run = _ref._CopyRun(ctx, _ref.Private(ctx, pts.lam[traj][None], pts.phi[traj][None]), "B")
     for y in list(pivots) + list(reported):
         run.advance(y, run.stage())
     st = run.stage()
@@ -88,7 +88,7 @@ def test_n12_fallback_order_exhaustive(fallback):
     g = 4
     seen = set()
     for a1, a3 in [(1, 3), (0, 2), (2, 4)]:
-        ctx = _ref._Context(make(TP, epsilon=40.0, granularity=g), pts, 3)
+        ctx = _ref.Context(make(TP, epsilon=40.0, granularity=g), pts, 3)
         sec1, sec3 = ctx.sectors_from(a1), ctx.sectors_from(a3)
         for d1 in range(g):
             for d3 in range(g):
@@ -113,7 +113,7 @@ def test_n12_fallback_order_exhaustive(fallback):
 
 def test_n12_origin_belongs_to_sector_zero():
     pts = city(7)
-    ctx = _ref._Context(make(TP, epsilon=4.0, granularity=6), pts, 2)
+    ctx = _ref.Context(make(TP, epsilon=4.0, granularity=6), pts, 2)
     for o in range(pts.size):
         assert ctx.sectors_from(o)[o] == 0
 
