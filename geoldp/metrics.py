@@ -355,7 +355,8 @@ def hotspot_preservation(
     if points is None:
         raise ValueError(f"The 'points' parameter of {caller} is required (the public point set).")
     to, tp, pts = _pair(original, perturbed, points, caller=caller, pointwise=False)
-    assert pts is not None  # points were required above
+    if pts is None:  # unreachable: checked when the arguments were validated
+        raise ValueError("internal error: a required public input is missing; please report it")
     if isinstance(k, bool) or not isinstance(k, numbers.Integral) or not (1 <= k <= pts.size):
         raise ValueError(
             f"The 'k' parameter of {caller} must be an int in the range [1, {pts.size}]. Got {k!r}."
@@ -1455,7 +1456,8 @@ def evaluate(
             )
             row["od_l1"], row["od_jsd"] = _sparse_distances(truth["od"], _od_of(tp, zn, pts))
         if pts is not None:
-            assert kk is not None  # set whenever pts is
+            if kk is None:  # unreachable: checked when the arguments were validated
+                raise ValueError("internal error: a required public input is missing; please report it")
             row.update(_hotspot_scores(truth["visits"], distinct_visits(tp, pts, 0.001).astype(float), kk))
         row["length_jsd"] = _jsd(truth["length"], _lengths_km(tp), int(bins))
         row["diameter_jsd"] = _jsd(truth["diameter"], _diameters_km(tp), int(bins))
@@ -1485,7 +1487,8 @@ def evaluate(
             chat = np.asarray(est["visit_counts"], dtype=np.float64)
             if chat.shape != (pts.size,):
                 raise ValueError(f"The visit_counts of {lab!r} in {caller} must hold {pts.size} counts.")
-            assert kk is not None  # set whenever pts is
+            if kk is None:  # unreachable: checked when the arguments were validated
+                raise ValueError("internal error: a required public input is missing; please report it")
             row.update(_hotspot_scores(truth["visits"], chat, kk))
         return row
 
@@ -1501,7 +1504,8 @@ def evaluate(
     source = resolve_rng(rng) if (baselines or derived) else None  # normalised once
     base_rows: dict[str, dict[str, float]] = {}
     if baselines:
-        assert pts is not None and source is not None  # baselines need the public points (checked above)
+        if pts is None or source is None:  # unreachable: checked when the arguments were validated
+            raise ValueError("internal error: a required public input is missing; please report it")
         for b in baselines:
             rel = baseline_release(b, pts, to.lengths, rng=source)
             base_rows[b] = release_row(trajectory_arrays(rel, pts, name=b, caller=caller))
@@ -1512,7 +1516,8 @@ def evaluate(
                 base_rows[b]["NE_km"] = ne
                 base_rows[b].update({f"PRQ_{dl:g}km": float(v) for dl, v in zip(deltas, prq, strict=True)})
     if derived:
-        assert pts is not None and source is not None
+        if pts is None or source is None:  # unreachable: checked when the arguments were validated
+            raise ValueError("internal error: a required public input is missing; please report it")
         ordered: dict[str, dict[str, float]] = {}
         for lab, obj in entries:
             ordered[lab] = rows[lab]

@@ -104,7 +104,8 @@ def _raw(values, seqs) -> np.ndarray:
         arr = np.stack([s for s in seqs if s.shape[0] == n])
         v = np.asarray(values(arr).sum(axis=0)).reshape(-1)
         out = v if out is None else out + v
-    assert out is not None  # a release has at least one trajectory
+    if out is None:  # unreachable: checked when the arguments were validated
+        raise ValueError("internal error: a required public input is missing; please report it")
     return out
 
 
