@@ -11,7 +11,10 @@ and a fresh ``PointSet``, then per mechanism and ε:
 * ``frame`` (with ``--frame``) — ``trips_gdf.ldp.perturb(points)``: LineStrings in, snapping included,
   perturbed GeoDataFrame out;
 * ``threads`` (with ``--n-jobs 2``) — the kernel with ``n_jobs`` threads; its speed-up is *wall* time
-  against a one-thread wall time measured next to it (CPU time cannot show a parallel speed-up).
+  against a one-thread wall time measured next to it (CPU time cannot show a parallel speed-up);
+* ``frame n_jobs`` and ``dask threads`` (with ``--frame --n-jobs 2``) — ``ldp.perturb(..., n_jobs=)`` and
+  ``geoldp.dask.perturb`` computed with the threaded scheduler (4 partitions per core), each in wall time
+  against its own one-core run (``n_jobs=1``, the synchronous scheduler) and checked identical to it.
 
 Times are CPU seconds of this process (``time.process_time``) unless marked wall: the machine is shared, and
 CPU time is much less sensitive to other users' load than wall time. ``peak RSS MiB`` is the subprocess's
@@ -112,7 +115,39 @@ def _one_size(m: int, n_trips: int, mechanisms, epsilons, seed: int, frame: bool
                 t0 = time.process_time()
                 gdf_trips.ldp.perturb(pts_frame, mechanism=mech, rng=2)
                 row(name, eps, "frame", time.process_time() - t0, n_points)
+                if n_jobs > 1:
+                    _parallel_frame_rows(row, name, eps, gdf_trips, pts_frame, mech, n_points, n_jobs)
     return rows
+
+
+def _wall(fn):
+    t0 = time.perf_counter()
+    out = fn()
+    return out, time.perf_counter() - t0
+
+
+def _parallel_frame_rows(row, name, eps, gdf_trips, points, mech, n_points: int, n_jobs: int) -> None:
+    """Frame path on ``n_jobs`` cores: ``ldp.perturb(n_jobs=)`` and the Dask path (threaded scheduler).
+
+    Each is timed in wall seconds next to its own one-core run (``n_jobs=1`` / the synchronous scheduler),
+    and its output is checked to be identical to that run's.
+    """
+    import dask_geopandas
+
+    from geoldp import dask as ldp_dask
+
+    one, w1 = _wall(lambda: gdf_trips.ldp.perturb(points, mechanism=mech, rng=2))
+    many, wn = _wall(lambda: gdf_trips.ldp.perturb(points, mechanism=mech, rng=2, n_jobs=n_jobs))
+    assert one.geometry.geom_equals_exact(many.geometry, 0.0).all()
+    row(name, eps, f"frame n_jobs={n_jobs}", wn, n_points, wall=True, extra={"speedup": w1 / wn})
+    # 4 partitions per core: enough for the threaded scheduler to balance, few enough to keep overheads low
+    ddf = dask_geopandas.from_geopandas(gdf_trips, npartitions=4 * n_jobs)
+    lazy = ldp_dask.perturb(ddf, points, mechanism=mech, rng=2)
+    seq, w1 = _wall(lambda: lazy.compute(scheduler="synchronous"))
+    par, wn = _wall(lambda: lazy.compute(scheduler="threads", num_workers=n_jobs))
+    assert seq.geometry.geom_equals_exact(par.geometry, 0.0).all()
+    assert seq.geometry.geom_equals_exact(one.geometry, 0.0).all()
+    row(name, eps, f"dask threads={n_jobs}", wn, n_points, wall=True, extra={"speedup": w1 / wn})
 
 
 def _first_call(mechanisms) -> list[dict]:
