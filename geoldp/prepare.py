@@ -92,6 +92,7 @@ def trajectories_from_points(
     *,
     max_gap: Any = None,
     min_points: int = 2,
+    keep: Any = None,
 ) -> Any:
     """Build one LineString per trajectory from Point rows, splitting at time gaps.
 
@@ -111,21 +112,26 @@ def trajectories_from_points(
     min_points : int, default 2
         Segments with fewer points are dropped (a LineString needs two vertices), with one
         :class:`~geoldp.GeoLDPWarning` giving the count.
+    keep : list of column labels, optional
+        Columns that are constant within each trajectory (a user id, a vehicle type) copied to the output,
+        one value per segment, e.g. to feed ``user_col`` of ``GeoDataFrame.ldp.perturb``. A column whose
+        value changes within a segment raises ``ValueError`` (aggregate it first).
 
     Returns
     -------
     geopandas.GeoDataFrame
-        Columns ``traj_id_col``, ``"segment"`` (0, 1, ... within each id), ``"n_points"``, and for a time
-        column ``"<time_col>_start"`` / ``"<time_col>_end"``; geometry LineStrings in the input CRS; a
-        fresh RangeIndex. The time and count columns are **not protected** if you keep them when
-        perturbing (they are dropped by default).
+        Columns ``traj_id_col``, ``"segment"`` (0, 1, ... within each id), ``"n_points"``, for a time
+        column ``"<time_col>_start"`` / ``"<time_col>_end"``, then the ``keep`` columns; geometry
+        LineStrings in the input CRS; a fresh RangeIndex. The time, count and ``keep`` columns are **not
+        protected** if you keep them when perturbing (they are dropped by default).
 
     Raises
     ------
     TypeError
         Non-Point geometry (names the row position).
     ValueError
-        Missing columns; NaN id or NaT time (names the row position); invalid geometry rows.
+        Missing columns; NaN id or NaT time (names the row position); invalid geometry rows; a ``keep``
+        column that is missing, clashes with an output column or varies within a segment.
 
     Examples
     --------
@@ -141,6 +147,7 @@ def trajectories_from_points(
     if max_gap is not None and time_col is None:
         raise ValueError("The 'max_gap' parameter of trajectories_from_points needs time_col.")
     min_points = check_int_min(min_points, "min_points", minimum=1, caller=caller)
+    keep_cols = _keep_columns(df, keep, traj_id_col, time_col)
     ft = _frames.extract(df, traj_id_col=traj_id_col, time_col=time_col, caller=caller)
     if ft.kind != "Point":
         raise TypeError(
@@ -186,8 +193,40 @@ def trajectories_from_points(
     if time_col is not None:
         data[f"{time_col}_start"] = times.iloc[first_v].to_numpy()
         data[f"{time_col}_end"] = times.iloc[last_v].to_numpy()
+    for col in keep_cols:
+        values = df[col].iloc[rows].reset_index(drop=True)
+        varies = values.groupby(seg_id).nunique(dropna=False).to_numpy() > 1
+        if varies[keep_seg].any():
+            raise ValueError(
+                f"The 'keep' column {col!r} of {caller} changes within a trajectory segment; keep only "
+                "columns that are constant per trajectory (aggregate the others first)."
+            )
+        data[col] = values.iloc[first_v].to_numpy()
     out = gpd.GeoDataFrame(data, geometry=gpd.GeoSeries(lines, crs=df.crs), crs=df.crs)
     return out
+
+
+def _keep_columns(df: Any, keep: Any, traj_id_col: Any, time_col: Any) -> list:
+    """Validated ``keep`` labels of :func:`trajectories_from_points` (a list, possibly empty)."""
+    if keep is None:
+        return []
+    if isinstance(keep, (str, bytes)) or not hasattr(keep, "__iter__"):
+        keep = [keep]
+    keep = list(keep)
+    reserved = {traj_id_col, "segment", "n_points", df.geometry.name}
+    if time_col is not None:
+        reserved |= {time_col, f"{time_col}_start", f"{time_col}_end"}
+    for col in keep:
+        if col not in df.columns:
+            raise ValueError(f"The 'keep' column {col!r} of trajectories_from_points is not in the frame.")
+        if col in reserved:
+            raise ValueError(
+                f"The 'keep' column {col!r} of trajectories_from_points clashes with an output column; "
+                "rename it first."
+            )
+    if len(set(keep)) != len(keep):
+        raise ValueError("The 'keep' columns of trajectories_from_points must be distinct.")
+    return keep
 
 
 def _segment_number(traj: np.ndarray) -> np.ndarray:

@@ -62,6 +62,36 @@ def test_no_warning_at_the_threshold(city_points):
 # ---------------------------------------------------------------------------------------------- from points
 
 
+def test_trajectories_from_points_keeps_per_trajectory_columns(toy_point_frame, city_points):
+    df = toy_point_frame.assign(user=toy_point_frame["traj_id"].map({"a": "u1", "b": "u2", "c": "u1"}))
+    out = prep.trajectories_from_points(df, "traj_id", "time", min_points=1, keep=["user"])
+    assert list(out.columns[-2:]) == ["user", "geometry"]
+    assert dict(zip(out["traj_id"], out["user"], strict=True)) == {"a": "u1", "b": "u2", "c": "u1"}
+    assert "speed" not in out.columns  # only what was asked for
+    # the kept user id feeds the accountant's user_col
+    from geoldp import BudgetAccountant
+
+    acc = BudgetAccountant(8.0)
+    out[out["n_points"] >= 2].ldp.perturb(
+        city_points, mechanism="tp", epsilon=2.0, rng=0, accountant=acc, user_col="user"
+    )
+    assert acc.spent == {"u1": pytest.approx(2.0), "u2": pytest.approx(2.0)}
+
+
+@pytest.mark.parametrize(
+    "keep, message",
+    [
+        (["speed"], "'keep' column 'speed' .* changes within a trajectory segment"),
+        (["nope"], "'keep' column 'nope' .* is not in the frame"),
+        (["time"], "'keep' column 'time' .* clashes with an output column"),
+        (["traj_id"], "clashes with an output column"),
+    ],
+)
+def test_trajectories_from_points_keep_errors(toy_point_frame, keep, message):
+    with pytest.raises(ValueError, match=message):
+        prep.trajectories_from_points(toy_point_frame, "traj_id", "time", min_points=1, keep=keep)
+
+
 def test_trajectories_from_points_groups_sorts_and_splits(toy_point_frame):
     out = prep.trajectories_from_points(toy_point_frame, "traj_id", "time", min_points=1)
     assert list(out["traj_id"]) == ["b", "a", "c"]
