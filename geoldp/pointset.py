@@ -172,7 +172,7 @@ class PointSet:
     (3, 157.249)
     """
 
-    __slots__ = ("_diameter", "_lam", "_lat", "_lon", "_phi", "_tree", "_xyz", "__weakref__")
+    __slots__ = ("_diameter", "_exact", "_lam", "_lat", "_lon", "_phi", "_tree", "_xyz", "__weakref__")
 
     def __init__(self, lon, lat, *, deduplicate: bool = False) -> None:
         lon = _coords(lon, "lon", "PointSet")
@@ -233,6 +233,7 @@ class PointSet:
         object.__setattr__(self, "_xyz", _readonly(np.array(xyz, dtype=np.float64)))
         object.__setattr__(self, "_diameter", diameter)
         object.__setattr__(self, "_tree", None)
+        object.__setattr__(self, "_exact", None)
 
     def __setattr__(self, name, value):
         raise AttributeError("PointSet is immutable.")
@@ -401,10 +402,14 @@ class PointSet:
 
         Notes
         -----
-        A lazily built ``scipy.spatial.cKDTree`` over the unit vectors proposes the two chord-nearest
-        points. When the second is within a relative 1e−9 of the first (a tie up to rounding), every point
-        within that margin is re-checked with the haversine kernel; queries whose nearest point is more than
-        about 168° away (where the kernel itself loses digits) are settled by a full kernel scan.
+        A query whose coordinates (in radians) are exactly those of a public point that no other public
+        point coincides with is answered by a sorted-key lookup: its kernel distance is 0 and every other
+        point's is positive (see :meth:`_exact_matches`). This is the common case of vertices that are
+        already public points, and costs a binary search. Every other query goes to a lazily built
+        ``scipy.spatial.cKDTree`` over the unit vectors, which proposes the two chord-nearest points. When
+        the second is within a relative 1e−9 of the first (a tie up to rounding), every point within that
+        margin is re-checked with the haversine kernel; queries whose nearest point is more than about 168°
+        away (where the kernel itself loses digits) are settled by a full kernel scan.
         """
         lon_a = np.asarray(lon, dtype=np.float64)
         lat_a = np.asarray(lat, dtype=np.float64)
@@ -417,10 +422,10 @@ class PointSet:
         if np.any(np.abs(lat_f) > 90.0):
             raise ValueError("The 'lat' parameter of PointSet.nearest must be in [-90, 90].")
         lam, phi = to_radians(lon_f, lat_f)
-        if lam.shape[0] == 0:
-            idx = np.empty(0, dtype=np.int64)
-        else:
-            idx = self._nearest_rad(lam, phi)
+        idx = self._exact_matches(lam, phi)
+        rest = np.flatnonzero(idx < 0)
+        if rest.size:
+            idx[rest] = self._nearest_rad(lam[rest], phi[rest])
         dist = np.empty(idx.shape[0])
         _kernels.haversine_rad_many(lam, phi, self._lam[idx], self._phi[idx], dist)
         idx = idx.reshape(shape)
@@ -428,6 +433,41 @@ class PointSet:
         if idx.ndim == 0:
             return idx[()], dist[()]
         return idx, dist
+
+    def _exact_matches(self, lam: np.ndarray, phi: np.ndarray) -> np.ndarray:
+        """Index of the public point with exactly these radians when it is the unique nearest, else −1.
+
+        The haversine kernel gives 0 for identical coordinates and, when no coordinate of P lies strictly
+        between 0 and 1e−100 rad in magnitude, a positive distance for any two distinct ones: the two
+        coordinate differences are then either 0 or at least ~1e−116, so each term of h is either 0 or above
+        1e−270 (cos φ ≥ 6e−17 even at the poles) and h > 0. A point with an exact duplicate in P is left to
+        the tree (it settles the tie by the lowest index); so is every query without an exact match, and
+        every query when P has a coordinate in that tiny range.
+        """
+        if self._exact is None:
+            tiny = (np.abs(self._lam) < 1e-100) & (self._lam != 0.0)
+            tiny |= (np.abs(self._phi) < 1e-100) & (self._phi != 0.0)
+            if tiny.any():
+                table: tuple = ()
+            else:
+                key = self._lam + 1j * self._phi  # complex order is lexicographic: (λ, φ)
+                order = np.argsort(key, kind="stable")
+                skey = key[order]
+                dup = np.zeros(skey.shape[0], dtype=bool)
+                same = skey[1:] == skey[:-1]
+                dup[1:] |= same
+                dup[:-1] |= same
+                table = (skey, np.where(dup, -1, order).astype(np.int64))
+            object.__setattr__(self, "_exact", table)  # a function of P only (public)
+        out = np.full(lam.shape[0], -1, dtype=np.int64)
+        if not self._exact or lam.shape[0] == 0:
+            return out
+        skey, index = self._exact
+        q = lam + 1j * phi
+        pos = np.minimum(np.searchsorted(skey, q), skey.shape[0] - 1)
+        hit = skey[pos] == q
+        out[hit] = index[pos[hit]]
+        return out
 
     def _nearest_rad(self, lam: np.ndarray, phi: np.ndarray) -> np.ndarray:
         q = _unit_vectors(lam, phi)

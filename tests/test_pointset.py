@@ -293,6 +293,39 @@ def test_nearest_is_exact_haversine_nearest_on_hard_cases():
     assert int(ps.nearest(10.0, 5.0)[0]) == 600
 
 
+def test_nearest_of_public_points_is_exact_without_the_tree():
+    rng = np.random.default_rng(5)
+    # a city, the poles at several longitudes (distinct points, a few nanometres apart), the antimeridian
+    lon = np.r_[rng.uniform(-87.8, -87.5, 300), [0.0, 90.0, -45.0, 0.0, 180.0, -180.0, 179.0]]
+    lat = np.r_[rng.uniform(41.7, 42.0, 300), [90.0, 90.0, 90.0, -90.0, 0.0, 0.0, -3.0]]
+    with pytest.warns(Warning, match="duplicate"):  # the poles' points (and ±180°) are within 1 mm
+        ps = PointSet(lon, lat)
+    idx, dist = ps.nearest(lon, lat)
+    assert np.array_equal(idx, np.arange(ps.size)) and not dist.any()
+    assert not ps.has_tree  # every query was an exact, unique match
+    # mixed with other queries, the answer is still the brute-force rule
+    qlon = np.r_[lon, rng.uniform(-87.8, -87.5, 200)]
+    qlat = np.r_[lat, rng.uniform(41.7, 42.0, 200)]
+    assert np.array_equal(ps.nearest(qlon, qlat)[0], _brute_nearest(ps, qlon, qlat))
+
+
+@pytest.mark.parametrize(
+    "lon, lat",
+    [
+        ([10.0, 10.0, 11.0, 12.0], [5.0, 5.0, 6.0, 7.0]),  # exact duplicates: the lowest index wins
+        ([0.0, 1e-200, 3.0, 4.0], [0.0, 0.0, 1.0, 2.0]),  # kernel distance 0 between distinct coordinates
+        ([0.0, -0.0, 3.0, 4.0], [0.0, 0.0, 1.0, 2.0]),  # signed zeros are the same point
+    ],
+)
+def test_nearest_exact_lookup_leaves_coincident_points_to_the_tie_rule(lon, lat):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the duplicate warning of the first case
+        ps = PointSet(np.array(lon), np.array(lat))
+    idx, _ = ps.nearest(np.array(lon), np.array(lat))
+    assert np.array_equal(idx, _brute_nearest(ps, lon, lat))
+    assert idx[1] == 0
+
+
 def test_nearest_ties_on_a_meridian_go_to_the_lowest_index():
     # two points at exactly the same distance from a query on the equator (mirror images in latitude)
     lon = np.array([5.0, 0.0, 0.0, 3.0])
