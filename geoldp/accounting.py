@@ -474,8 +474,9 @@ def _content_id(released: Any, provenance: Mapping[str, Any]) -> str:
     h = hashlib.sha256()
     h.update(json.dumps(provenance, sort_keys=True, default=str).encode())
     h.update(pd.util.hash_pandas_object(released.index, index=False).to_numpy().tobytes())
-    for wkb in shapely.to_wkb(np.asarray(released.geometry.values)):
-        h.update(b"\x00" if wkb is None else wkb)
+    # one update of the concatenation: the same digest as one update per row, without 40k calls
+    wkbs = shapely.to_wkb(np.asarray(released.geometry.values))
+    h.update(b"".join([b"\x00" if wkb is None else wkb for wkb in wkbs]))
     return h.hexdigest()[:32]
 
 
