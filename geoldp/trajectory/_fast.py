@@ -75,6 +75,8 @@ the part an enumeration touches is committed).
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numba
 import numpy as np
 
@@ -100,7 +102,15 @@ from geoldp.trajectory._fast_grid import (
     ranges,
 )
 from geoldp.trajectory._fast_merge import merge_position
-from geoldp.trajectory._fast_sampling import MAX_PROPOSALS, MAX_PROPOSALS_D, em, krr, sw_bucket, sw_continuous
+from geoldp.trajectory._fast_sampling import (
+    MAX_PROPOSALS,
+    MAX_PROPOSALS_D,
+    em,
+    em_full,
+    krr,
+    sw_bucket,
+    sw_continuous,
+)
 from geoldp.trajectory.merge import TAU_FACTOR
 
 __all__ = ["FastIndex", "get_index", "last_stats", "perturb_fast"]
@@ -129,93 +139,360 @@ _jit = numba.njit(cache=True, _nrt=False, nogil=True)  # type: ignore[call-overl
 
 
 # ----------------------------------------------------------------------------------------------------
-# the driver
+# kernel inputs (records; numba types each as a named tuple)
 # ----------------------------------------------------------------------------------------------------
 
 
+class KernelIndex(NamedTuple):
+    """P's arrays in the layout of :class:`FastIndex` (read-only in the kernels)."""
+
+    lam: np.ndarray
+    phi: np.ndarray
+    xyz: np.ndarray
+    sxyz: np.ndarray
+    order: np.ndarray
+    gf: np.ndarray
+    gi: np.ndarray
+    basis: np.ndarray
+    cell_start: np.ndarray
+    delta: float
+
+
+class CopyPlan(NamedTuple):
+    """The two-copy stages of TP and ATP: merge tolerance, sectors, options and per-length budgets."""
+
+    tau: float
+    g: int
+    centred: bool
+    balanced: bool
+    nb_fallback: bool
+    eps_piv: np.ndarray  # float64[n_max + 1, 2] (length, copy)
+    eps_np: np.ndarray
+    lie: np.ndarray
+
+
+class RegionPlan(NamedTuple):
+    """ATP's anchor and region stages: anchors p_α, the quadtree, options and per-length budgets."""
+
+    anchors: np.ndarray
+    nodes: np.ndarray
+    levels: np.ndarray
+    has_tree: bool
+    tol_pt: float
+    eager: bool
+    eps_anc: np.ndarray
+    eps_rad: np.ndarray
+    sw_b: np.ndarray
+    eps_dec: np.ndarray
+    buckets: int
+    continuous: bool
+    input_mapping: bool
+
+
+class Work(NamedTuple):
+    """One thread's scratch arrays and counters (no allocation inside the kernels)."""
+
+    buf: np.ndarray  # uint32[16] ChaCha20 block
+    state: np.ndarray  # int64[3] stream state
+    iwork: np.ndarray  # int64[2, m]: index lists; the current sector apexes and directions
+    fwork: np.ndarray  # float64[4, m + 64]: weights, merge scores
+    rows: np.ndarray  # int64[6, n_rows]: grid runs of Ω and of the current domain
+    dq: np.ndarray  # float64[8, 3] sector half-spaces
+    hp: np.ndarray  # float64[40, 3] their gnomonic forms and polygon scratch
+    dint: np.ndarray  # int64[8] domain description
+    yy: np.ndarray  # int64[2, max length] the two copies
+    rstack: np.ndarray  # int64[_reg.STACK] quadtree traversal stack
+    rwork: np.ndarray  # float64[8]
+    stats: np.ndarray  # int64[N_STATS]
+
+
+# ----------------------------------------------------------------------------------------------------
+# the driver
+# ----------------------------------------------------------------------------------------------------
+#
+# Compile time: numba specialises a function per argument *type*, and a constant argument in a call from
+# compiled code is typed as a literal (``Literal[int](0)``), which would compile a callee once per constant.
+# So constants passed to kernels go through ``np.int64(...)`` / ``np.bool_(...)`` (plain types). A record that
+# a mechanism does not use is None: numba prunes the branches on ``x is None`` before typing, so PointEM
+# compiles only the EM over P and TP none of ATP's anchor and region code.
+
+
 @_jit
-def _run(
-    flat,
-    offsets,
-    kind,
-    key,
-    first_stream,
-    lam,
-    phi,
-    xyz,
-    sxyz,
-    order,
-    gf,
-    gi,
-    basis,
-    cell_start,
-    delta,
-    tau,
-    g,
-    centred,
-    balanced,
-    nb_fallback,
-    eps_single,
-    eps_piv,
-    eps_np,
-    lie,
-    eps_anc,
-    eps_rad,
-    sw_b,
-    eps_dec,
-    buckets,
-    continuous,
-    input_mapping,
-    anchors,
-    nodes,
-    levels,
-    has_tree,
-    tol_pt,
-    eager,
-    out,
-    stats,
-    prop1,
-    prop2,
-    buf,
-    state,
-    iwork,
-    fwork,
-    rows,
-    dq,
-    hp,
-    dint,
-    dflt,
-    yy,
-    rstack,
-    rwork,
-):
-    """Perturb every trajectory; ``kind`` 0 = PointEM, 1 = TP, 2 = ATP. All work arrays come from Python
-    (this function runs without NRT): iwork int64[3, m], fwork float64[3, m + 64], rows int64[6, n_rows],
-    yy int64[2, max length]."""
-    m = lam.shape[0]
-    use_grid = gi[2] == 1
-    sc_idx = iwork[0]
-    s_apex = iwork[1, 0:2]
-    s_dir = iwork[1, 2:4]
-    sc_cdf = fwork[0]
-    sc_aux = fwork[1]
-    # runs for Ω (kept for a whole copy) and for the current domain
-    o_lo = rows[0]
-    o_hi = rows[1]
-    o_cum = rows[2]
-    d_lo = rows[3]
-    d_hi = rows[4]
-    d_cum = rows[5]
+def _run(flat, offsets, key, first_stream, eps_single, prop1, prop2, out, ix, cp, rp, w, dflt):
+    """Perturb every trajectory. ``cp`` (two copies) is None for PointEM, ``rp`` (ATP's anchor and region)
+    and ``dflt`` (the copy's region record) are None for TP and PointEM. All arrays come from Python
+    (this function runs without NRT)."""
+    lam = ix.lam
+    phi = ix.phi
+    xyz = ix.xyz
+    delta = ix.delta
     for t in range(offsets.shape[0] - 1):
         s0 = offsets[t]
         n = offsets[t + 1] - s0
-        stream_reset(state, first_stream + t)
-        if kind == 0 or n == 1:
+        stream_reset(w.state, first_stream + t)
+        if cp is None or n == 1:
             eps = eps_single[n]
-            dom_reset(dint)
             for i in range(n):
                 x = flat[s0 + i]
-                out[s0 + i] = em(
+                out[s0 + i] = em_full(
+                    lam[x],
+                    phi[x],
+                    eps,
+                    delta,
+                    lam,
+                    phi,
+                    key,
+                    w.buf,
+                    w.state,
+                    w.fwork[0],
+                    w.stats,
+                    prop1,
+                    prop2,
+                )
+            continue
+        _copies(flat, s0, n, t, key, prop1, prop2, ix, cp, rp, w, dflt)
+        for i in range(n):
+            out[s0 + i] = merge_position(
+                w.yy[0, i],
+                w.yy[1, i],
+                lam,
+                phi,
+                xyz,
+                ix.sxyz,
+                ix.order,
+                ix.gf,
+                ix.gi,
+                ix.basis,
+                ix.cell_start,
+                cp.tau,
+                cp.balanced,
+                w.rows[3],
+                w.rows[4],
+                w.rows[5],
+                w.hp,
+                w.iwork[0],
+                w.fwork[0],
+                w.fwork[1],
+                w.stats,
+            )
+
+
+@_jit
+def _copies(flat, s0, n, t, key, prop1, prop2, ix, cp, rp, w, dflt):
+    """Copies A and B of trajectory ``t`` (``flat[s0:s0 + n]``, n ≥ 2) into ``w.yy``, in transcript order."""
+    lam = ix.lam
+    phi = ix.phi
+    xyz = ix.xyz
+    delta = ix.delta
+    m = lam.shape[0]
+    g = cp.g
+    centred = cp.centred
+    buf = w.buf
+    state = w.state
+    stats = w.stats
+    dint = w.dint
+    yy = w.yy
+    sc_idx = w.iwork[0]
+    s_apex = w.iwork[1, 0:2]
+    s_dir = w.iwork[1, 2:4]
+    sc_cdf = w.fwork[0]
+    # runs for Ω (kept for a whole copy)
+    o_lo = w.rows[0]
+    o_hi = w.rows[1]
+    o_cum = w.rows[2]
+    for c in range(2):
+        dom_reset(dint)
+        has_reg: np.bool_ = np.bool_(False)
+        reg_c = np.int64(0)
+        o_runs = np.int64(0)
+        o_total = np.int64(m)
+        o_full: np.bool_ = np.bool_(True)
+        if rp is not None:
+            # anchor EM over P from P_{p_α}
+            pa = rp.anchors[t]
+            ahat = em_full(
+                lam[pa],
+                phi[pa],
+                rp.eps_anc[n, c],
+                delta,
+                lam,
+                phi,
+                key,
+                buf,
+                state,
+                sc_cdf,
+                stats,
+                prop1,
+                prop2,
+            )
+            b = rp.sw_b[n, c]
+            stats[ST_CAL_MISS] += 1
+            if rp.has_tree:
+                dr = _reg.farthest(
+                    ahat, lam, phi, xyz, ix.sxyz, ix.order, ix.cell_start, rp.nodes, rp.levels, w.rstack
+                )
+            else:
+                dr = _reg.farthest_scan(ahat, lam, phi, xyz)
+            r_max = 0.0
+            for i in range(n):
+                x = flat[s0 + i]
+                d = haversine_rad(lam[ahat], phi[ahat], lam[x], phi[x])
+                if d > r_max:
+                    r_max = d
+            r = _cal.atp_radius_input(r_max, dr)
+            if rp.continuous:
+                r_hat = sw_continuous(r, rp.eps_rad[n, c], b, key, buf, state)
+            else:
+                jb = sw_bucket(r, rp.eps_rad[n, c], b, rp.buckets, key, buf, state)
+                r_hat = _cal.sw_bucket_midpoint(jb, b, rp.buckets)
+            _reg.region_setup(
+                ahat,
+                lam,
+                phi,
+                xyz,
+                ix.sxyz,
+                ix.order,
+                ix.cell_start,
+                rp.nodes,
+                rp.levels,
+                rp.has_tree,
+                r_hat,
+                b,
+                rp.eps_rad[n, c],
+                rp.eps_dec[n, c],
+                dr,
+                rp.input_mapping,
+                rp.tol_pt,
+                rp.eager,
+                w.rstack,
+                w.rwork,
+                dflt,
+            )
+            has_reg = np.bool_(True)
+            reg_c = ahat
+            dom_region(dint, ahat)
+            if ix.gi[2] == 1:
+                du, dv = gnomonic(xyz[ahat, 0], xyz[ahat, 1], xyz[ahat, 2], ix.gf, ix.basis)
+                dl = ix.gf[4] * (dflt[_reg.F_SUPER] / EARTH_RADIUS_M) * (1.0 + 1e-9) + 1e-12
+                o_runs, o_total = ranges(
+                    ix.gf,
+                    ix.gi,
+                    ix.cell_start,
+                    w.hp,
+                    np.int64(0),
+                    np.bool_(True),
+                    du,
+                    dv,
+                    dl,
+                    o_lo,
+                    o_hi,
+                    o_cum,
+                )
+                o_full = np.bool_(False)
+        # pivots (copy A = index 0: even 1-based positions; copy B: odd), EM over Ω
+        for i in range(n):
+            pos1 = i + 1
+            piv = (pos1 % 2 == 0) if c == 0 else (pos1 % 2 == 1)
+            if not piv:
+                continue
+            x = flat[s0 + i]
+            yy[c, i] = em(
+                lam[x],
+                phi[x],
+                cp.eps_piv[n, c],
+                delta,
+                lam,
+                phi,
+                xyz,
+                ix.order,
+                o_full,
+                o_runs,
+                o_lo,
+                o_hi,
+                o_cum,
+                o_total,
+                w.dq,
+                dint,
+                dflt,
+                g,
+                centred,
+                key,
+                buf,
+                state,
+                sc_idx,
+                sc_cdf,
+                stats,
+                prop1,
+                prop2,
+            )
+        # non-pivots: k-RR of the direction from each neighbouring perturbed pivot, then EM on the domain
+        for i in range(n):
+            pos1 = i + 1
+            piv = (pos1 % 2 == 0) if c == 0 else (pos1 % 2 == 1)
+            if piv:
+                continue
+            x = flat[s0 + i]
+            ns = np.int64(0)
+            for side in range(2):
+                k = i - 1 if side == 0 else i + 1
+                if k < 0 or k >= n:
+                    continue
+                o = yy[c, k]
+                true = sector(bearing_rad(lam[o], phi[o], lam[x], phi[x]), g, centred)
+                s_apex[ns] = o
+                s_dir[ns] = krr(true, g, cp.lie[n, c], key, buf, state)
+                ns += 1
+            eps = cp.eps_np[n, c]
+            # 1) the intersection (Algorithm 1)
+            y = _em_sectors(
+                lam[x],
+                phi[x],
+                eps,
+                ix,
+                cp,
+                w,
+                dflt,
+                ns,
+                s_apex,
+                s_dir,
+                np.int64(0),
+                has_reg,
+                reg_c,
+                key,
+                prop1,
+                prop2,
+            )
+            if y < 0 and cp.nb_fallback and ns == 2:
+                # 2) the left neighbour's set, 3) the right neighbour's set
+                for side in range(2):
+                    y = _em_sectors(
+                        lam[x],
+                        phi[x],
+                        eps,
+                        ix,
+                        cp,
+                        w,
+                        dflt,
+                        np.int64(1),
+                        s_apex,
+                        s_dir,
+                        np.int64(side),
+                        has_reg,
+                        reg_c,
+                        key,
+                        prop1,
+                        prop2,
+                    )
+                    if y >= 0:
+                        stats[ST_FB_LEFT + side] += 1
+                        break
+            if y < 0:
+                # 4) the region Ω (P for TP)
+                stats[ST_FB_REGION] += 1
+                dom_reset(dint)
+                if has_reg:
+                    dom_region(dint, reg_c)
+                y = em(
                     lam[x],
                     phi[x],
                     eps,
@@ -223,139 +500,14 @@ def _run(
                     lam,
                     phi,
                     xyz,
-                    order,
-                    True,
-                    0,
-                    d_lo,
-                    d_hi,
-                    d_cum,
-                    m,
-                    dq,
-                    dint,
-                    dflt,
-                    g,
-                    centred,
-                    key,
-                    buf,
-                    state,
-                    sc_idx,
-                    sc_cdf,
-                    stats,
-                    prop1,
-                    prop2,
-                )
-            continue
-        for c in range(2):
-            dom_reset(dint)
-            has_reg = False
-            reg_c = 0
-            o_runs = 0
-            o_total = m
-            o_full = True
-            if kind == 2:
-                # anchor EM over P from P_{p_α}
-                pa = anchors[t]
-                ahat = em(
-                    lam[pa],
-                    phi[pa],
-                    eps_anc[n, c],
-                    delta,
-                    lam,
-                    phi,
-                    xyz,
-                    order,
-                    True,
-                    0,
-                    d_lo,
-                    d_hi,
-                    d_cum,
-                    m,
-                    dq,
-                    dint,
-                    dflt,
-                    g,
-                    centred,
-                    key,
-                    buf,
-                    state,
-                    sc_idx,
-                    sc_cdf,
-                    stats,
-                    prop1,
-                    prop2,
-                )
-                b = sw_b[n, c]
-                stats[ST_CAL_MISS] += 1
-                if has_tree:
-                    dr = _reg.farthest(ahat, lam, phi, xyz, sxyz, order, cell_start, nodes, levels, rstack)
-                else:
-                    dr = _reg.farthest_scan(ahat, lam, phi, xyz)
-                r_max = 0.0
-                for i in range(n):
-                    x = flat[s0 + i]
-                    d = haversine_rad(lam[ahat], phi[ahat], lam[x], phi[x])
-                    if d > r_max:
-                        r_max = d
-                r = _cal.atp_radius_input(r_max, dr)
-                if continuous:
-                    r_hat = sw_continuous(r, eps_rad[n, c], b, key, buf, state)
-                else:
-                    jb = sw_bucket(r, eps_rad[n, c], b, buckets, key, buf, state)
-                    r_hat = _cal.sw_bucket_midpoint(jb, b, buckets)
-                _reg.region_setup(
-                    ahat,
-                    lam,
-                    phi,
-                    xyz,
-                    sxyz,
-                    order,
-                    cell_start,
-                    nodes,
-                    levels,
-                    has_tree,
-                    r_hat,
-                    b,
-                    eps_rad[n, c],
-                    eps_dec[n, c],
-                    dr,
-                    input_mapping,
-                    tol_pt,
-                    eager,
-                    rstack,
-                    rwork,
-                    dflt,
-                )
-                has_reg = True
-                reg_c = ahat
-                dom_region(dint, ahat)
-                if use_grid:
-                    du, dv = gnomonic(xyz[ahat, 0], xyz[ahat, 1], xyz[ahat, 2], gf, basis)
-                    dl = gf[4] * (dflt[_reg.F_SUPER] / EARTH_RADIUS_M) * (1.0 + 1e-9) + 1e-12
-                    o_runs, o_total = ranges(gf, gi, cell_start, hp, 0, True, du, dv, dl, o_lo, o_hi, o_cum)
-                    o_full = False
-            # pivots (copy A = index 0: even 1-based positions; copy B: odd), EM over Ω
-            for i in range(n):
-                pos1 = i + 1
-                piv = (pos1 % 2 == 0) if c == 0 else (pos1 % 2 == 1)
-                if not piv:
-                    continue
-                x = flat[s0 + i]
-                yy[c, i] = em(
-                    lam[x],
-                    phi[x],
-                    eps_piv[n, c],
-                    delta,
-                    lam,
-                    phi,
-                    xyz,
-                    order,
+                    ix.order,
                     o_full,
                     o_runs,
                     o_lo,
                     o_hi,
                     o_cum,
                     o_total,
-                    dq,
+                    w.dq,
                     dint,
                     dflt,
                     g,
@@ -369,281 +521,76 @@ def _run(
                     prop1,
                     prop2,
                 )
-            # non-pivots: k-RR of the direction from each neighbouring perturbed pivot, then EM on the domain
-            for i in range(n):
-                pos1 = i + 1
-                piv = (pos1 % 2 == 0) if c == 0 else (pos1 % 2 == 1)
-                if piv:
-                    continue
-                x = flat[s0 + i]
-                ns = 0
-                for side in range(2):
-                    k = i - 1 if side == 0 else i + 1
-                    if k < 0 or k >= n:
-                        continue
-                    o = yy[c, k]
-                    true = sector(bearing_rad(lam[o], phi[o], lam[x], phi[x]), g, centred)
-                    s_apex[ns] = o
-                    s_dir[ns] = krr(true, g, lie[n, c], key, buf, state)
-                    ns += 1
-                eps = eps_np[n, c]
-                # 1) the intersection (Algorithm 1)
-                y = _em_sectors(
-                    lam[x],
-                    phi[x],
-                    eps,
-                    delta,
-                    lam,
-                    phi,
-                    xyz,
-                    order,
-                    use_grid,
-                    gf,
-                    gi,
-                    basis,
-                    cell_start,
-                    dq,
-                    hp,
-                    dint,
-                    dflt,
-                    ns,
-                    s_apex,
-                    s_dir,
-                    0,
-                    has_reg,
-                    reg_c,
-                    g,
-                    centred,
-                    d_lo,
-                    d_hi,
-                    d_cum,
-                    key,
-                    buf,
-                    state,
-                    sc_idx,
-                    sc_cdf,
-                    stats,
-                    prop1,
-                    prop2,
-                )
-                if y < 0 and nb_fallback and ns == 2:
-                    # 2) the left neighbour's set, 3) the right neighbour's set
-                    for side in range(2):
-                        y = _em_sectors(
-                            lam[x],
-                            phi[x],
-                            eps,
-                            delta,
-                            lam,
-                            phi,
-                            xyz,
-                            order,
-                            use_grid,
-                            gf,
-                            gi,
-                            basis,
-                            cell_start,
-                            dq,
-                            hp,
-                            dint,
-                            dflt,
-                            1,
-                            s_apex,
-                            s_dir,
-                            side,
-                            has_reg,
-                            reg_c,
-                            g,
-                            centred,
-                            d_lo,
-                            d_hi,
-                            d_cum,
-                            key,
-                            buf,
-                            state,
-                            sc_idx,
-                            sc_cdf,
-                            stats,
-                            prop1,
-                            prop2,
-                        )
-                        if y >= 0:
-                            stats[ST_FB_LEFT + side] += 1
-                            break
-                if y < 0:
-                    # 4) the region Ω (P for TP)
-                    stats[ST_FB_REGION] += 1
-                    dom_reset(dint)
-                    if has_reg:
-                        dom_region(dint, reg_c)
-                    y = em(
-                        lam[x],
-                        phi[x],
-                        eps,
-                        delta,
-                        lam,
-                        phi,
-                        xyz,
-                        order,
-                        o_full,
-                        o_runs,
-                        o_lo,
-                        o_hi,
-                        o_cum,
-                        o_total,
-                        dq,
-                        dint,
-                        dflt,
-                        g,
-                        centred,
-                        key,
-                        buf,
-                        state,
-                        sc_idx,
-                        sc_cdf,
-                        stats,
-                        prop1,
-                        prop2,
-                    )
-                yy[c, i] = y
+            yy[c, i] = y
+        if dflt is not None:
             if has_reg and dflt[_reg.F_RES] == 1.0:
                 stats[ST_CAL_HIT] += 1
-            dom_reset(dint)
-        for i in range(n):
-            out[s0 + i] = merge_position(
-                yy[0, i],
-                yy[1, i],
-                lam,
-                phi,
-                xyz,
-                sxyz,
-                order,
-                gf,
-                gi,
-                basis,
-                cell_start,
-                tau,
-                balanced,
-                d_lo,
-                d_hi,
-                d_cum,
-                hp,
-                sc_idx,
-                sc_cdf,
-                sc_aux,
-                stats,
-            )
+        dom_reset(dint)
 
 
 @_jit
-def _em_sectors(
-    xl,
-    xp,
-    eps,
-    delta,
-    lam,
-    phi,
-    xyz,
-    order,
-    use_grid,
-    gf,
-    gi,
-    basis,
-    cell_start,
-    dq,
-    hp,
-    dint,
-    dflt,
-    ns,
-    s_apex,
-    s_dir,
-    first,
-    has_reg,
-    reg_c,
-    g,
-    centred,
-    lo,
-    hi,
-    cum,
-    key,
-    buf,
-    state,
-    sc_idx,
-    sc_cdf,
-    stats,
-    prop1,
-    prop2,
-):
+def _em_sectors(xl, xp, eps, ix, cp, w, dflt, ns, s_apex, s_dir, first, has_reg, reg_c, key, prop1, prop2):
     """EM over Ω ∩ the ``ns`` sector sets starting at ``s_apex[first]`` (−1 iff that set is empty)."""
-    m = lam.shape[0]
+    m = ix.lam.shape[0]
+    dint = w.dint
     dom_reset(dint)
     if has_reg:
         dom_region(dint, reg_c)
     for k in range(ns):
-        dom_sector(dq, hp, dint, s_apex[first + k], s_dir[first + k], g, centred, lam, phi, basis)
-    if not use_grid:
-        return em(
-            xl,
-            xp,
-            eps,
-            delta,
-            lam,
-            phi,
-            xyz,
-            order,
-            True,
-            0,
-            lo,
-            hi,
-            cum,
-            m,
-            dq,
-            dint,
-            dflt,
-            g,
-            centred,
-            key,
-            buf,
-            state,
-            sc_idx,
-            sc_cdf,
-            stats,
-            prop1,
-            prop2,
+        dom_sector(
+            w.dq, w.hp, dint, s_apex[first + k], s_dir[first + k], cp.g, cp.centred, ix.lam, ix.phi, ix.basis
         )
-    du = 0.0
-    dv = 0.0
-    dl = 0.0
-    if has_reg:
-        du, dv = gnomonic(xyz[reg_c, 0], xyz[reg_c, 1], xyz[reg_c, 2], gf, basis)
-        dl = gf[4] * (dflt[_reg.F_SUPER] / EARTH_RADIUS_M) * (1.0 + 1e-9) + 1e-12
-    n_runs, total = ranges(gf, gi, cell_start, hp, dint[DI_NQ], has_reg, du, dv, dl, lo, hi, cum)
+    use_grid = ix.gi[2] == 1
+    n_runs = np.int64(0)
+    total = np.int64(m)
+    if use_grid:
+        du = 0.0
+        dv = 0.0
+        dl = 0.0
+        if dflt is not None:
+            if has_reg:
+                du, dv = gnomonic(ix.xyz[reg_c, 0], ix.xyz[reg_c, 1], ix.xyz[reg_c, 2], ix.gf, ix.basis)
+                dl = ix.gf[4] * (dflt[_reg.F_SUPER] / EARTH_RADIUS_M) * (1.0 + 1e-9) + 1e-12
+        n_runs, total = ranges(
+            ix.gf,
+            ix.gi,
+            ix.cell_start,
+            w.hp,
+            dint[DI_NQ],
+            has_reg,
+            du,
+            dv,
+            dl,
+            w.rows[3],
+            w.rows[4],
+            w.rows[5],
+        )
     return em(
         xl,
         xp,
         eps,
-        delta,
-        lam,
-        phi,
-        xyz,
-        order,
-        False,
+        ix.delta,
+        ix.lam,
+        ix.phi,
+        ix.xyz,
+        ix.order,
+        not use_grid,
         n_runs,
-        lo,
-        hi,
-        cum,
+        w.rows[3],
+        w.rows[4],
+        w.rows[5],
         total,
-        dq,
+        w.dq,
         dint,
         dflt,
-        g,
-        centred,
+        cp.g,
+        cp.centred,
         key,
-        buf,
-        state,
-        sc_idx,
-        sc_cdf,
-        stats,
+        w.buf,
+        w.state,
+        w.iwork[0],
+        w.fwork[0],
+        w.stats,
         prop1,
         prop2,
     )
@@ -727,26 +674,7 @@ def perturb_fast(flat_idx, offsets, points, mechanism, key, first_stream, n_jobs
     plan = mechanism.sampler_plan
     kind = plan.kernel_kind
     g, eps_single, eps_piv, eps_np, lie, eps_anc, eps_rad, sw_b, eps_dec = _tables(mechanism, lengths, m)
-    centred, balanced, nb_fallback = plan.centred, plan.balanced, plan.neighbour_fallback
-    buckets = 2
-    continuous = False
-    input_mapping = False
-    anchors = np.zeros(1, dtype=np.int64)
-    tree = None
-    if plan.anchor_region and np.any(lengths >= 2):
-        buckets = int(plan.sw_buckets)
-        continuous = plan.continuous_sw
-        input_mapping = plan.input_mapping
-        anchors = nearest_anchors(flat, offsets, index, plan.vector_mean)
-        tree = index.tree()
-    if tree is None:
-        nodes = np.zeros((1, 12))
-        levels = np.zeros((1, 3), dtype=np.int64)
-    else:
-        nodes, levels = tree.nodes, tree.levels
-    n_rows = int(index.gi[1])
-    max_len = int(lengths.max())
-    consts = (
+    ix = KernelIndex(
         index.lam,
         index.phi,
         index.xyz,
@@ -757,30 +685,49 @@ def perturb_fast(flat_idx, offsets, points, mechanism, key, first_stream, n_jobs
         index.basis,
         index.cell_start,
         index.delta,
-        TAU_FACTOR * index.delta,
-        g,
-        centred,
-        balanced,
-        nb_fallback,
-        eps_single,
-        eps_piv,
-        eps_np,
-        lie,
-        eps_anc,
-        eps_rad,
-        sw_b,
-        eps_dec,
-        buckets,
-        continuous,
-        input_mapping,
     )
-    region = (nodes, levels, tree is not None, float(_REGION_TOL_PT), bool(_EAGER_REGION[0]))
-    prop = (int(_prop[0]), int(_prop[1]))
+    cp = None  # PointEM: no copies (its kernel compiles only the EM over P)
+    if kind >= 1:
+        cp = CopyPlan(
+            TAU_FACTOR * index.delta,
+            g,
+            bool(plan.centred),
+            bool(plan.balanced),
+            bool(plan.neighbour_fallback),
+            eps_piv,
+            eps_np,
+            lie,
+        )
+    rp = None  # TP and PointEM (and ATP without a trajectory of length ≥ 2): no anchor, no region
+    if kind == 2 and np.any(lengths >= 2):
+        tree = index.tree()
+        if tree is None:
+            nodes = np.zeros((1, 12))
+            levels = np.zeros((1, 3), dtype=np.int64)
+        else:
+            nodes, levels = tree.nodes, tree.levels
+        rp = RegionPlan(
+            nearest_anchors(flat, offsets, index, plan.vector_mean),
+            nodes,
+            levels,
+            tree is not None,
+            float(_REGION_TOL_PT),
+            bool(_EAGER_REGION[0]),
+            eps_anc,
+            eps_rad,
+            sw_b,
+            eps_dec,
+            int(plan.sw_buckets),
+            bool(plan.continuous_sw),
+            bool(plan.input_mapping),
+        )
+    n_rows = int(index.gi[1])
+    max_len = int(lengths.max())
+    prop1, prop2 = int(_prop[0]), int(_prop[1])
 
     def run_chunk(t0: int, t1: int) -> np.ndarray:
         """Trajectories t0..t1−1 into ``out`` (each thread has its own work arrays and counters)."""
-        st = np.zeros(N_STATS, dtype=np.int64)
-        work = (
+        w = Work(
             np.zeros(16, dtype=np.uint32),
             np.zeros(3, dtype=np.int64),
             np.zeros((2, max(m, 4)), dtype=np.int64),
@@ -789,27 +736,28 @@ def perturb_fast(flat_idx, offsets, points, mechanism, key, first_stream, n_jobs
             np.zeros((8, 3)),
             np.zeros((40, 3)),
             np.zeros(8, dtype=np.int64),
-            np.zeros(_reg.N_REGION),
             np.zeros((2, max_len), dtype=np.int64),
             np.zeros(_reg.STACK, dtype=np.int64),
             np.zeros(8),
+            np.zeros(N_STATS, dtype=np.int64),
         )
         a0, a1 = int(offsets[t0]), int(offsets[t1])
         _run(
             flat[a0:a1],
             offsets[t0 : t1 + 1] - offsets[t0],
-            kind,
             key,
             np.int64(first_stream + t0),
-            *consts,
-            anchors[t0:t1] if anchors.shape[0] == n_traj else anchors,
-            *region,
+            eps_single,
+            prop1,
+            prop2,
             out[a0:a1],
-            st,
-            *prop,
-            *work,
+            ix,
+            cp,
+            None if rp is None else rp._replace(anchors=rp.anchors[t0:t1]),
+            w,
+            None if rp is None else np.zeros(_reg.N_REGION),
         )
-        return st
+        return w.stats
 
     n_jobs = max(1, min(int(n_jobs), n_traj))
     if n_jobs == 1:

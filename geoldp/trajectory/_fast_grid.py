@@ -454,7 +454,8 @@ def member(p, lam, phi, xyz, dq, dint, dflt, g, centred):
     y = xyz[p, 1]
     z = xyz[p, 2]
     exact_reg = False
-    if dint[DI_REG] == 1:
+    # dflt is None without a region (TP): numba prunes both region branches, so TP compiles no ATP code
+    if dflt is not None and dint[DI_REG] == 1:
         c = dint[DI_RC]
         dot = x * xyz[c, 0] + y * xyz[c, 1] + z * xyz[c, 2]
         # dflt is the region record of _atp_region: d(c, p) > R̃_hi → out, d(c, p) < R̃_lo → in
@@ -476,7 +477,7 @@ def member(p, lam, phi, xyz, dq, dint, dflt, g, centred):
             return False
         if v <= _MG:
             exact_sec = True
-    if exact_reg:
+    if dflt is not None and exact_reg:
         c = dint[DI_RC]
         if not (haversine_rad(lam[c], phi[c], lam[p], phi[p]) <= dflt[_reg.F_LO]):
             return False

@@ -87,7 +87,7 @@ def merge_position(
         ny = az * bx - ax * bz
         nz = ax * by - ay * bx
         nn = math.sqrt(nx * nx + ny * ny + nz * nz)
-        nh = 0
+        nh = np.int64(0)  # not a literal: one specialisation of ranges
         slab = -1.0
         if nn > 1e-9:
             nx /= nn
@@ -102,7 +102,7 @@ def merge_position(
                 hp[nh, 1] = sg * (nx * basis[2, 0] + ny * basis[2, 1] + nz * basis[2, 2])
                 hp[nh, 2] = sg * (nx * basis[0, 0] + ny * basis[0, 1] + nz * basis[0, 2]) + wide
                 nh += 1
-        n_runs, total = ranges(gf, gi, cell_start, hp, nh, True, du, dv, dl, lo, hi, cum)
+        n_runs, total = ranges(gf, gi, cell_start, hp, nh, np.bool_(True), du, dv, dl, lo, hi, cum)
         stats[ST_MERGE_CAND] += total
         for r in range(n_runs):
             for pos in range(lo[r], hi[r]):

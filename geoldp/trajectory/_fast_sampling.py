@@ -16,7 +16,7 @@ from geoldp._kernels import em_log_weight, haversine_rad
 from geoldp._random import stream_categorical_cdf, stream_integers, stream_uniform
 from geoldp.trajectory._fast_grid import ST_EM_CALLS, ST_EMPTY, ST_ENUMERATIONS, ST_PROPOSALS, member, pos_of
 
-__all__ = ["MAX_PROPOSALS", "MAX_PROPOSALS_D", "em", "krr", "sw_bucket", "sw_cdf", "sw_continuous"]
+__all__ = ["MAX_PROPOSALS", "MAX_PROPOSALS_D", "em", "em_full", "krr", "sw_bucket", "sw_cdf", "sw_continuous"]
 
 MAX_PROPOSALS = 48  # phase-1 proposals (uniform over the superset) before enumerating the domain
 MAX_PROPOSALS_D = 64  # phase-3 proposals (uniform over the enumerated domain) before the inverse CDF
@@ -82,7 +82,7 @@ def em(
             if stream_uniform(key, buf, state) < w:
                 return p
     stats[ST_ENUMERATIONS] += 1
-    n = 0
+    n = np.int64(0)  # not a literal: one specialisation of the stream draws
     if full:
         for p in range(total):
             if member(p, lam, phi, xyz, dq, dint, dflt, g, centred):
@@ -122,6 +122,46 @@ def em(
         sc_cdf[i] = sc_cdf[i] / s
     j = stream_categorical_cdf(key, buf, state, sc_cdf, n)
     return sc_idx[j]
+
+
+@_jit
+def em_full(xl, xp, eps, delta, lam, phi, key, buf, state, sc_cdf, stats, prop1, prop2):
+    """Exact EM draw over all of P: :func:`em` with an empty domain (same draws, same output, tested).
+
+    PointEM, single-point trajectories and ATP's anchor need nothing else, so their kernels compile
+    neither the membership tests nor the ATP region. Positions are the points themselves (no index list).
+    """
+    stats[ST_EM_CALLS] += 1
+    m = lam.shape[0]
+    if m > _SMALL_DOMAIN:
+        for _ in range(prop1):
+            stats[ST_PROPOSALS] += 1
+            p = stream_integers(key, buf, state, m)
+            w = math.exp(em_log_weight(eps, haversine_rad(xl, xp, lam[p], phi[p]), delta))
+            if stream_uniform(key, buf, state) < w:
+                return p
+    stats[ST_ENUMERATIONS] += 1
+    if m == 1:
+        return 0  # |D| = 1: no draw consumed
+    for _ in range(prop2):
+        stats[ST_PROPOSALS] += 1
+        p = stream_integers(key, buf, state, m)
+        w = math.exp(em_log_weight(eps, haversine_rad(xl, xp, lam[p], phi[p]), delta))
+        if stream_uniform(key, buf, state) < w:
+            return p
+    top = -np.inf
+    for p in range(m):
+        ell = em_log_weight(eps, haversine_rad(xl, xp, lam[p], phi[p]), delta)
+        sc_cdf[p] = ell
+        if ell > top:
+            top = ell
+    s = 0.0
+    for p in range(m):
+        s += math.exp(sc_cdf[p] - top)
+        sc_cdf[p] = s
+    for p in range(m):
+        sc_cdf[p] = sc_cdf[p] / s
+    return stream_categorical_cdf(key, buf, state, sc_cdf, m)
 
 
 @_jit

@@ -247,6 +247,77 @@ def test_chacha_stream_matches_random_module():
                 assert R.stream_categorical_cdf(key, b2, s2, cdf, 9) == want
 
 
+@pytest.mark.parametrize("prop", [(48, 64), (0, 64), (0, 0), (2, 1)], ids=["default", "enum", "cdf", "mixed"])
+def test_em_over_all_points_equals_em_over_an_empty_domain(town, prop):
+    # em_full (PointEM, single points, ATP's anchor) must draw exactly what em draws with no constraint
+    P, _, _ = town
+    for small in (False, True):
+        sub = PointSet(P.lon[:20], P.lat[:20]) if small else P  # |P| <= 24: the enumeration branch at once
+        ix = F.get_index(sub)
+        mm = len(sub)
+        dint = np.zeros(8, dtype=np.int64)
+        rows = np.zeros((3, max(int(ix.gi[1]), 1)), dtype=np.int64)
+        for x, eps, stream in ((0, 0.05, 1), (17, 2.0, 2), (mm - 1, 8.0, 3)):
+            states = []
+            draws = []
+            for full in (False, True):
+                buf = np.zeros(16, dtype=np.uint32)
+                state = np.zeros(3, dtype=np.int64)
+                R.stream_reset(state, stream)
+                st = np.zeros(FG.N_STATS, dtype=np.int64)
+                got = []
+                for _ in range(30):
+                    if full:
+                        y = FS.em_full(
+                            ix.lam[x],
+                            ix.phi[x],
+                            eps,
+                            ix.delta,
+                            ix.lam,
+                            ix.phi,
+                            KEY,
+                            buf,
+                            state,
+                            np.zeros(mm + 64),
+                            st,
+                            *prop,
+                        )
+                    else:
+                        y = FS.em(
+                            ix.lam[x],
+                            ix.phi[x],
+                            eps,
+                            ix.delta,
+                            ix.lam,
+                            ix.phi,
+                            ix.xyz,
+                            ix.order,
+                            True,
+                            0,
+                            rows[0],
+                            rows[1],
+                            rows[2],
+                            mm,
+                            np.zeros((8, 3)),
+                            dint,
+                            None,
+                            2,
+                            True,
+                            KEY,
+                            buf,
+                            state,
+                            np.zeros(mm, dtype=np.int64),
+                            np.zeros(mm + 64),
+                            st,
+                            *prop,
+                        )
+                    got.append(int(y))
+                draws.append(got)
+                states.append((state.copy(), st.copy()))
+            assert draws[0] == draws[1]
+            assert np.array_equal(states[0][0], states[1][0]) and np.array_equal(states[0][1], states[1][1])
+
+
 def test_np_mean_replica_is_bit_identical():
     rng = np.random.default_rng(4)
     for n in list(range(1, 40)) + [127, 128, 129, 255, 256, 257, 1000, 4099]:
