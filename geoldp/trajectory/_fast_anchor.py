@@ -26,7 +26,7 @@ _jit = numba.njit(cache=True, _nrt=False, nogil=True)  # type: ignore[call-overl
 @numba.njit(cache=True)
 def np_mean(a, n):
     """numpy's pairwise sum of a[:n] divided by n (bit-identical to ``np.mean`` of a contiguous array)."""
-    return _pairwise(a, 0, n) / n
+    return _pairwise(a, np.int64(0), n) / n  # np.int64: no literal specialisation
 
 
 @numba.njit(cache=True)
