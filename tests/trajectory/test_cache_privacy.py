@@ -117,11 +117,11 @@ def test_fingerprint_sees_a_module_cache(public_points):
         assert "geoldp.trajectory._fast" in _diff(before, _state(public_points))
     finally:
         fast._LAST_STATS.pop("leak")
-    # ... and so would a cache kept on the PointSet's cached spatial index
+    # ... and so would a cache kept on the PointSet's cached spatial index (held by the grid module)
     idx = fast.get_index(public_points)
     before = _state(public_points)
     idx.probe = np.zeros(3)
     try:
-        assert "geoldp.trajectory._fast" in _diff(before, _state(public_points))
+        assert "geoldp.trajectory._fast_grid" in _diff(before, _state(public_points))
     finally:
         del idx.probe

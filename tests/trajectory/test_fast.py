@@ -26,6 +26,10 @@ from geoldp.mechanisms import sw_half_width
 from geoldp.trajectory import ATP, TP, PointEM, _exact
 from geoldp.trajectory import _atp_region as AR
 from geoldp.trajectory import _fast as F
+from geoldp.trajectory import _fast_anchor as FA
+from geoldp.trajectory import _fast_grid as FG
+from geoldp.trajectory import _fast_merge as FM
+from geoldp.trajectory import _fast_sampling as FS
 from geoldp.trajectory import calibration as C
 from geoldp.trajectory.merge import TAU_FACTOR, merge_index
 
@@ -229,32 +233,103 @@ def test_chacha_stream_matches_random_module():
         b1, s1 = R.stream_state(stream)
         b2 = np.zeros(16, dtype=np.uint32)
         s2 = np.zeros(3, dtype=np.int64)
-        F.stream_reset(s2, stream)
+        R.stream_reset(s2, stream)
         for i in range(60):
             if i % 3 == 0:
-                assert R.stream_uniform(key, b1, s1) == F.stream_uniform(key, b2, s2)
+                assert R.stream_uniform(key, b1, s1) == R.stream_uniform(key, b2, s2)
             elif i % 3 == 1:
                 k = int(rng.integers(1, 10**9))
-                assert R.stream_integers(key, b1, s1, k) == F.stream_integers(key, b2, s2, k)
+                assert R.stream_integers(key, b1, s1, k) == R.stream_integers(key, b2, s2, k)
             else:
                 cdf = np.cumsum(rng.random(9))
                 cdf /= cdf[-1]
                 want = R.stream_categorical_cdf(key, b1, s1, cdf, 9)
-                assert F.stream_categorical_cdf(key, b2, s2, cdf, 9) == want
+                assert R.stream_categorical_cdf(key, b2, s2, cdf, 9) == want
+
+
+@pytest.mark.parametrize("prop", [(48, 64), (0, 64), (0, 0), (2, 1)], ids=["default", "enum", "cdf", "mixed"])
+def test_em_over_all_points_equals_em_over_an_empty_domain(town, prop):
+    # em_full (PointEM, single points, ATP's anchor) must draw exactly what em draws with no constraint
+    P, _, _ = town
+    for small in (False, True):
+        sub = PointSet(P.lon[:20], P.lat[:20]) if small else P  # |P| <= 24: the enumeration branch at once
+        ix = F.get_index(sub)
+        mm = len(sub)
+        dint = np.zeros(8, dtype=np.int64)
+        rows = np.zeros((3, max(int(ix.gi[1]), 1)), dtype=np.int64)
+        for x, eps, stream in ((0, 0.05, 1), (17, 2.0, 2), (mm - 1, 8.0, 3)):
+            states = []
+            draws = []
+            for full in (False, True):
+                buf = np.zeros(16, dtype=np.uint32)
+                state = np.zeros(3, dtype=np.int64)
+                R.stream_reset(state, stream)
+                st = np.zeros(FG.N_STATS, dtype=np.int64)
+                got = []
+                for _ in range(30):
+                    if full:
+                        y = FS.em_full(
+                            ix.lam[x],
+                            ix.phi[x],
+                            eps,
+                            ix.delta,
+                            ix.lam,
+                            ix.phi,
+                            KEY,
+                            buf,
+                            state,
+                            np.zeros(mm + 64),
+                            st,
+                            *prop,
+                        )
+                    else:
+                        y = FS.em(
+                            ix.lam[x],
+                            ix.phi[x],
+                            eps,
+                            ix.delta,
+                            ix.lam,
+                            ix.phi,
+                            ix.xyz,
+                            ix.order,
+                            True,
+                            0,
+                            rows[0],
+                            rows[1],
+                            rows[2],
+                            mm,
+                            np.zeros((8, 3)),
+                            dint,
+                            None,
+                            2,
+                            True,
+                            KEY,
+                            buf,
+                            state,
+                            np.zeros(mm, dtype=np.int64),
+                            np.zeros(mm + 64),
+                            st,
+                            *prop,
+                        )
+                    got.append(int(y))
+                draws.append(got)
+                states.append((state.copy(), st.copy()))
+            assert draws[0] == draws[1]
+            assert np.array_equal(states[0][0], states[1][0]) and np.array_equal(states[0][1], states[1][1])
 
 
 def test_np_mean_replica_is_bit_identical():
     rng = np.random.default_rng(4)
     for n in list(range(1, 40)) + [127, 128, 129, 255, 256, 257, 1000, 4099]:
         a = rng.normal(size=n) * rng.uniform(0.1, 3)
-        assert F._np_mean(a, n) == np.mean(a)
+        assert FA.np_mean(a, n) == np.mean(a)
 
 
 def test_anchor_rule_matches_reference(town):
     P, flat, offsets = town
     idx = F.get_index(P)
     for vector in (False, True):
-        got = F._anchors(flat, offsets, idx, vector)
+        got = FA.nearest_anchors(flat, offsets, idx, vector)
         d = np.empty(len(P))
         for t in range(0, len(offsets) - 1, 7):
             lam_a, phi_a = _reference_anchor_location(P, flat[offsets[t] : offsets[t + 1]], vector)
@@ -289,7 +364,7 @@ def test_merge_matches_reference_including_ties():
     for balanced in (True, False):
         for a, b in pairs:
             ref = merge_index(a, b, P.lam, P.phi, tau, balanced, da, db)
-            got = F._merge(
+            got = FM.merge_position(
                 a,
                 b,
                 idx.lam,
@@ -318,7 +393,7 @@ def _merge_work(idx):
         np.zeros(idx.m, dtype=np.int64),
         np.zeros(idx.m),
         np.zeros(idx.m),
-        np.zeros(F._N_STATS, dtype=np.int64),
+        np.zeros(FG.N_STATS, dtype=np.int64),
     )
 
 
@@ -335,7 +410,7 @@ def test_global_point_set_uses_full_scans():
     db = np.empty(len(P))
     for a, b in rng.integers(0, len(P), (50, 2)):
         ref = merge_index(int(a), int(b), P.lam, P.phi, tau, True, da, db)
-        got = F._merge(
+        got = FM.merge_position(
             int(a),
             int(b),
             idx.lam,
@@ -462,12 +537,12 @@ def test_domain_supersets_and_membership_are_exact(town, g, centred):
     theta = np.empty(m)
     dist = np.empty(m)
     for _ in range(12):
-        F._dom_reset(dint)
+        FG.dom_reset(dint)
         apexes = [int(a) for a in rng.integers(0, m, int(rng.integers(1, 3)))]
         truth = np.ones(m, dtype=bool)
         for apex in apexes:
             d = int(rng.integers(0, g))
-            F._dom_sector(dq, hp, dint, apex, d, g, centred, idx.lam, idx.phi, idx.basis)
+            FG.dom_sector(dq, hp, dint, apex, d, g, centred, idx.lam, idx.phi, idx.basis)
             K.bearing_from_one(idx.lam[apex], idx.phi[apex], idx.lam, idx.phi, theta)
             truth &= K.sector_many(theta, g, centred, np.empty(m, dtype=np.int64)) == d
         has_reg = bool(rng.integers(0, 2))
@@ -476,13 +551,13 @@ def test_domain_supersets_and_membership_are_exact(town, g, centred):
             c = int(rng.integers(0, m))
             K.haversine_from_one(idx.lam[c], idx.phi[c], idx.lam, idx.phi, dist)
             r = float(np.quantile(dist, rng.uniform(0.05, 0.9)))  # a radius equal to a point's distance
-            F._dom_region(dint, c)
+            FG.dom_region(dint, c)
             AR._set_radius(dflt, r, r)  # an exact (resolved) region of radius r
             dflt[AR.F_RES] = 1.0
             truth &= dist <= r
-            du, dv = F._gnomonic(idx.xyz[c, 0], idx.xyz[c, 1], idx.xyz[c, 2], idx.gf, idx.basis)
+            du, dv = FG.gnomonic(idx.xyz[c, 0], idx.xyz[c, 1], idx.xyz[c, 2], idx.gf, idx.basis)
             dl = idx.gf[4] * (r / K.EARTH_RADIUS_M) * (1.0 + 1e-9) + 1e-12
-        n_runs, total = F._ranges(
+        n_runs, total = FG.ranges(
             idx.gf, idx.gi, idx.cell_start, hp, int(dint[0]), has_reg, du, dv, dl, lo, hi, cum
         )
         covered = np.zeros(m, dtype=bool)
@@ -491,7 +566,7 @@ def test_domain_supersets_and_membership_are_exact(town, g, centred):
         assert covered.sum() == total
         assert not np.any(truth & ~covered), "superset misses a member"
         member = np.array(
-            [F._member(p, idx.lam, idx.phi, idx.xyz, dq, dint, dflt, g, centred) for p in range(m)]
+            [FG.member(p, idx.lam, idx.phi, idx.xyz, dq, dint, dflt, g, centred) for p in range(m)]
         )
         assert np.array_equal(member, truth)
 
@@ -504,8 +579,8 @@ def test_sw_bucket_sampler_matches_masses():
     buf = np.zeros(16, dtype=np.uint32)
     state = np.zeros(3, dtype=np.int64)
     for v in (0.0, 0.3, 1.0):
-        F.stream_reset(state, 5)
-        draws = np.array([F._sw_bucket(v, eps, b, M, KEY, buf, state) for _ in range(40_000)])
+        R.stream_reset(state, 5)
+        draws = np.array([FS.sw_bucket(v, eps, b, M, KEY, buf, state) for _ in range(40_000)])
         pmf = np.asarray(sw_bucket_masses(v, eps, M), dtype=float)
         expected = {j: float(p) for j, p in enumerate(pmf)}
         counts = dict(zip(*np.unique(draws, return_counts=True), strict=True))
@@ -514,7 +589,7 @@ def test_sw_bucket_sampler_matches_masses():
         # and the closed-form CDF equals the cumulative masses
         w = (1 + 2 * b) / M
         t = math.exp(-eps)
-        cdf = [F._sw_cdf(j + 1, v, b, 1 / (2 * b + t), t / (2 * b + t), w) for j in range(M)]
+        cdf = [FS.sw_cdf(j + 1, v, b, 1 / (2 * b + t), t / (2 * b + t), w) for j in range(M)]
         assert np.allclose(cdf, np.cumsum(pmf), atol=1e-12)
 
 

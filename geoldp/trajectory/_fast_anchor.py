@@ -1,0 +1,205 @@
+"""ATP's anchor p_α on the fast path: the exact-kernel nearest public point to each trajectory's mean
+location (ties → lowest index), exactly as the reference's ``anchor_location`` and nearest-point rule.
+
+The mean replicates numpy's pairwise summation bit for bit; a KD-tree proposes candidates and the exact
+kernel decides (full scan when the candidates may miss a tie).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numba
+import numpy as np
+
+from geoldp._kernels import haversine_rad
+from geoldp.trajectory._fast_grid import FastIndex
+
+__all__ = ["nearest_anchors", "np_mean"]
+
+# Allocation-free numba functions are compiled without NRT reference counting: with it, every call that
+# passes arrays costs atomic increments/decrements, which dominated the run time (~4× slower).
+# nogil: the driver runs in threads (``n_jobs``, Dask's threaded scheduler) without holding the GIL
+_jit = numba.njit(cache=True, _nrt=False, nogil=True)  # type: ignore[call-overload]  # _nrt: no refcounting
+
+
+@numba.njit(cache=True)
+def np_mean(a, n):
+    """numpy's pairwise sum of a[:n] divided by n (bit-identical to ``np.mean`` of a contiguous array)."""
+    return _pairwise(a, np.int64(0), n) / n  # np.int64: no literal specialisation
+
+
+@numba.njit(cache=True)
+def _pairwise_leaf(a, start, n):
+    """numpy's ``pairwise_sum`` for n <= 128 (8 accumulators, then the tail)."""
+    if n < 8:
+        res = 0.0
+        for i in range(n):
+            res += a[start + i]
+        return res
+    r0 = a[start]
+    r1 = a[start + 1]
+    r2 = a[start + 2]
+    r3 = a[start + 3]
+    r4 = a[start + 4]
+    r5 = a[start + 5]
+    r6 = a[start + 6]
+    r7 = a[start + 7]
+    i = 8
+    stop = n - (n % 8)
+    while i < stop:
+        r0 += a[start + i]
+        r1 += a[start + i + 1]
+        r2 += a[start + i + 2]
+        r3 += a[start + i + 3]
+        r4 += a[start + i + 4]
+        r5 += a[start + i + 5]
+        r6 += a[start + i + 6]
+        r7 += a[start + i + 7]
+        i += 8
+    res = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
+    while i < n:
+        res += a[start + i]
+        i += 1
+    return res
+
+
+@numba.njit(cache=True)
+def _pairwise(a, start, n):
+    """numpy's recursive pairwise summation of a[start:start+n], evaluated with an explicit stack."""
+    if n <= 128:
+        return _pairwise_leaf(a, start, n)
+    st_s = np.empty(128, dtype=np.int64)
+    st_n = np.empty(128, dtype=np.int64)
+    st_k = np.zeros(128, dtype=np.int64)
+    vals = np.empty(128)
+    top = 0
+    nv = 0
+    st_s[0] = start
+    st_n[0] = n
+    st_k[0] = 0
+    while top >= 0:
+        s0 = st_s[top]
+        n0 = st_n[top]
+        if n0 <= 128:
+            vals[nv] = _pairwise_leaf(a, s0, n0)
+            nv += 1
+            top -= 1
+            continue
+        n2 = n0 // 2
+        n2 -= n2 % 8
+        if st_k[top] == 0:
+            st_k[top] = 1
+            top += 1
+            st_s[top] = s0
+            st_n[top] = n2
+            st_k[top] = 0
+        elif st_k[top] == 1:
+            st_k[top] = 2
+            top += 1
+            st_s[top] = s0 + n2
+            st_n[top] = n0 - n2
+            st_k[top] = 0
+        else:
+            right = vals[nv - 1]
+            left = vals[nv - 2]
+            nv -= 2
+            vals[nv] = left + right
+            nv += 1
+            top -= 1
+    return vals[0]
+
+
+@numba.njit(cache=True)
+def _anchor_points(flat, offsets, lam, phi, vector, out_lam, out_phi):
+    """Mean location α of every trajectory (radians), exactly as the reference's ``anchor_location``."""
+    n_traj = offsets.shape[0] - 1
+    bl = np.empty(64)
+    bp = np.empty(64)
+    for t in range(n_traj):
+        s = offsets[t]
+        n = offsets[t + 1] - s
+        if bl.shape[0] < n:
+            bl = np.empty(n)
+            bp = np.empty(n)
+        done = False
+        if vector:
+            bz = np.empty(n)
+            for i in range(n):
+                p = flat[s + i]
+                cphi = math.cos(phi[p])
+                bl[i] = cphi * math.cos(lam[p])
+                bp[i] = cphi * math.sin(lam[p])
+                bz[i] = math.sin(phi[p])
+            x = np_mean(bl, n)
+            y = np_mean(bp, n)
+            z = np_mean(bz, n)
+            if math.sqrt(x * x + y * y + z * z) >= 1e-12:
+                out_lam[t] = math.atan2(y, x)
+                out_phi[t] = math.atan2(z, math.hypot(x, y))
+                done = True
+        if not done:
+            for i in range(n):
+                p = flat[s + i]
+                bl[i] = lam[p]
+                bp[i] = phi[p]
+            out_lam[t] = np_mean(bl, n)
+            out_phi[t] = np_mean(bp, n)
+
+
+@_jit
+def _nearest_exact(alam, aphi, cand, lam, phi, out):
+    """Among candidates ``cand[t, :]`` (−1 = none), the exact-kernel nearest P point; ties → lowest index.
+
+    Returns the number of rows whose candidate list may be incomplete (all k candidates within the tie
+    tolerance of the minimum): those are recomputed by a full scan.
+    """
+    n_traj = cand.shape[0]
+    k = cand.shape[1]
+    for t in range(n_traj):
+        best = np.inf
+        bi = -1
+        for j in range(k):
+            p = cand[t, j]
+            if p < 0:
+                continue
+            d = haversine_rad(alam[t], aphi[t], lam[p], phi[p])
+            if d < best or (d == best and p < bi):
+                best = d
+                bi = p
+        out[t] = bi
+
+
+@_jit
+def _nearest_scan(alam, aphi, lam, phi):
+    """Exact ``argmin_p haversine(α, P_p)`` (first minimum) by a full scan: the reference's rule."""
+    best = np.inf
+    bi = 0
+    for p in range(lam.shape[0]):
+        d = haversine_rad(alam, aphi, lam[p], phi[p])
+        if d < best:
+            best = d
+            bi = p
+    return bi
+
+
+def nearest_anchors(flat, offsets, index: FastIndex, vector: bool) -> np.ndarray:
+    """p_α of every trajectory: the exact-kernel nearest P point to the mean location; ties → lowest index."""
+    n_traj = offsets.shape[0] - 1
+    alam = np.empty(n_traj)
+    aphi = np.empty(n_traj)
+    _anchor_points(flat, offsets, index.lam, index.phi, bool(vector), alam, aphi)
+    cphi = np.cos(aphi)
+    q = np.column_stack([cphi * np.cos(alam), cphi * np.sin(alam), np.sin(aphi)])
+    k = min(4, index.m)
+    dist, cand = index.kdtree().query(q, k=k)
+    dist = np.asarray(dist).reshape(n_traj, k)
+    cand = np.asarray(cand, dtype=np.int64).reshape(n_traj, k)
+    out = np.empty(n_traj, dtype=np.int64)
+    _nearest_exact(alam, aphi, cand, index.lam, index.phi, out)
+    # rows whose k-th candidate is (nearly) as close as the first may have more tied points: full scan
+    if k < index.m:
+        unsure = np.flatnonzero(dist[:, -1] <= dist[:, 0] * (1 + 1e-9) + 1e-12)
+        for t in unsure:
+            out[t] = _nearest_scan(alam[t], aphi[t], index.lam, index.phi)
+    return out

@@ -1,0 +1,168 @@
+"""The merge of the two perturbed copies on the fast path (ALGORITHM §5.6), bit-identical to
+:func:`geoldp.trajectory.merge.merge_choice`: only the grid runs that meet the strip around the arc y_A–y_B
+are scanned (the argument is in :mod:`geoldp.trajectory._fast`).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numba
+import numpy as np
+
+from geoldp._kernels import EARTH_RADIUS_M, haversine_rad
+from geoldp.trajectory._fast_grid import ST_MERGE_CAND, ST_MERGE_EXACT, ST_MERGE_FULL, gnomonic, ranges
+
+__all__ = ["merge_position"]
+
+# Allocation-free numba functions are compiled without NRT reference counting: with it, every call that
+# passes arrays costs atomic increments/decrements, which dominated the run time (~4× slower).
+# nogil: the driver runs in threads (``n_jobs``, Dask's threaded scheduler) without holding the GIL
+_jit = numba.njit(cache=True, _nrt=False, nogil=True)  # type: ignore[call-overload]  # _nrt: no refcounting
+
+
+@_jit
+def _chord_dist(ax, ay, az, bx, by, bz):
+    """Great-circle distance from the chord of two unit vectors (accurate, not the reference kernel)."""
+    dx = ax - bx
+    dy = ay - by
+    dz = az - bz
+    h = 0.5 * math.sqrt(dx * dx + dy * dy + dz * dz)
+    if h < 0.01:
+        h2 = h * h
+        s = h * (1.0 + h2 * (1.0 / 6.0 + h2 * (3.0 / 40.0 + h2 * (5.0 / 112.0 + h2 * (35.0 / 1152.0)))))
+    else:
+        if h > 1.0:
+            h = 1.0
+        s = math.asin(h)
+    return 2.0 * EARTH_RADIUS_M * s
+
+
+@_jit
+def merge_position(
+    ya,
+    yb,
+    lam,
+    phi,
+    xyz,
+    sxyz,
+    order,
+    gf,
+    gi,
+    basis,
+    cell_start,
+    tau,
+    balanced,
+    lo,
+    hi,
+    cum,
+    hp,
+    sc_idx,
+    sc_cdf,
+    sc_aux,
+    stats,
+):
+    """Merged output of one position (ALGORITHM §5.6), bit-identical to ``merge_choice``."""
+    if ya == yb:
+        return ya
+    m = lam.shape[0]
+    dab = haversine_rad(lam[ya], phi[ya], lam[yb], phi[yb])
+    err = 1e-9 + 1e-12 * dab + tau
+    use_grid = gi[2] == 1 and dab < 0.45 * math.pi * EARTH_RADIUS_M
+    n = 0
+    if use_grid:
+        ax, ay, az = xyz[ya, 0], xyz[ya, 1], xyz[ya, 2]
+        bx, by, bz = xyz[yb, 0], xyz[yb, 1], xyz[yb, 2]
+        mx, my, mz = ax + bx, ay + by, az + bz
+        mn = math.sqrt(mx * mx + my * my + mz * mz)
+        mx /= mn
+        my /= mn
+        mz /= mn
+        # ball: every tied point is within (s* + τ)/2 of the midpoint, s* <= dab
+        rho = 0.5 * (dab + tau + 2.0 * err) / EARTH_RADIUS_M
+        du, dv = gnomonic(mx, my, mz, gf, basis)
+        dl = gf[4] * rho * (1.0 + 1e-9) + 1e-12
+        # slab around the great circle: 1 − cos h <= (τ + 2·err)/R
+        nx = ay * bz - az * by
+        ny = az * bx - ax * bz
+        nz = ax * by - ay * bx
+        nn = math.sqrt(nx * nx + ny * ny + nz * nz)
+        nh = np.int64(0)  # not a literal: one specialisation of ranges
+        slab = -1.0
+        if nn > 1e-9:
+            nx /= nn
+            ny /= nn
+            nz /= nn
+            hmax = 2.0 * math.asin(math.sqrt(0.5 * (tau + 2.0 * err) / EARTH_RADIUS_M))
+            slab = math.sin(hmax) * (1.0 + 1e-6) + 1e-13
+            wide = slab / gf[5]
+            for s in range(2):
+                sg = 1.0 if s == 0 else -1.0
+                hp[nh, 0] = sg * (nx * basis[1, 0] + ny * basis[1, 1] + nz * basis[1, 2])
+                hp[nh, 1] = sg * (nx * basis[2, 0] + ny * basis[2, 1] + nz * basis[2, 2])
+                hp[nh, 2] = sg * (nx * basis[0, 0] + ny * basis[0, 1] + nz * basis[0, 2]) + wide
+                nh += 1
+        n_runs, total = ranges(gf, gi, cell_start, hp, nh, np.bool_(True), du, dv, dl, lo, hi, cum)
+        stats[ST_MERGE_CAND] += total
+        for r in range(n_runs):
+            for pos in range(lo[r], hi[r]):
+                # (interleaved xyz: one cache-line stream per run; the runs are short and cold)
+                if slab >= 0.0:
+                    dot = sxyz[pos, 0] * nx + sxyz[pos, 1] * ny + sxyz[pos, 2] * nz
+                    if abs(dot) > slab:
+                        continue
+                p = order[pos]
+                if p == ya or p == yb:
+                    continue  # added below without kernel calls
+                # cheap chord distances (error ~1e−9 m) rule out points clearly off the arc
+                x = sxyz[pos, 0]
+                y = sxyz[pos, 1]
+                z = sxyz[pos, 2]
+                sc = _chord_dist(ax, ay, az, x, y, z) + _chord_dist(bx, by, bz, x, y, z)
+                if sc > dab + tau + 1e-6 + 1e-12 * dab:
+                    continue
+                sc_idx[n] = p
+                da = haversine_rad(lam[ya], phi[ya], lam[p], phi[p])
+                db = haversine_rad(lam[yb], phi[yb], lam[p], phi[p])
+                sc_cdf[n] = da + db
+                sc_aux[n] = abs(da - db)
+                n += 1
+        # y_A and y_B: d(y, y) = 0 exactly and d is symmetric, so s = d(y_A, y_B) and u = d(y_A, y_B)
+        sc_idx[n] = ya
+        sc_cdf[n] = 0.0 + dab
+        sc_aux[n] = abs(0.0 - dab)
+        n += 1
+        sc_idx[n] = yb
+        sc_cdf[n] = dab + 0.0
+        sc_aux[n] = abs(dab - 0.0)
+        n += 1
+    else:
+        stats[ST_MERGE_FULL] += 1
+        for p in range(m):
+            sc_idx[n] = p
+            da = haversine_rad(lam[ya], phi[ya], lam[p], phi[p])
+            db = haversine_rad(lam[yb], phi[yb], lam[p], phi[p])
+            sc_cdf[n] = da + db
+            sc_aux[n] = abs(da - db)
+            n += 1
+    stats[ST_MERGE_EXACT] += n
+    s_min = np.inf
+    for i in range(n):
+        if sc_cdf[i] < s_min:
+            s_min = sc_cdf[i]
+    limit = s_min + tau
+    best = m
+    if not balanced:
+        for i in range(n):
+            if sc_cdf[i] <= limit and sc_idx[i] < best:
+                best = sc_idx[i]
+        return best
+    u_min = np.inf
+    for i in range(n):
+        if sc_cdf[i] <= limit and sc_aux[i] < u_min:
+            u_min = sc_aux[i]
+    u_limit = u_min + tau
+    for i in range(n):
+        if sc_cdf[i] <= limit and sc_aux[i] <= u_limit and sc_idx[i] < best:
+            best = sc_idx[i]
+    return best

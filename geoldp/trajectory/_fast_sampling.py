@@ -1,0 +1,219 @@
+"""Exact samplers of the fast path: EM over a domain, k-RR and SW, drawing on the ChaCha20 streams.
+
+The draws come from :mod:`geoldp._random`'s ``stream_*`` functions (one stream per trajectory). The
+exactness of the phased EM sampler is argued in :mod:`geoldp.trajectory._fast`; domains and membership are
+:mod:`geoldp.trajectory._fast_grid`'s.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numba
+import numpy as np
+
+from geoldp._kernels import em_log_weight, haversine_rad
+from geoldp._random import stream_categorical_cdf, stream_integers, stream_uniform
+from geoldp.trajectory._fast_grid import ST_EM_CALLS, ST_EMPTY, ST_ENUMERATIONS, ST_PROPOSALS, member, pos_of
+
+__all__ = ["MAX_PROPOSALS", "MAX_PROPOSALS_D", "em", "em_full", "krr", "sw_bucket", "sw_cdf", "sw_continuous"]
+
+MAX_PROPOSALS = 48  # phase-1 proposals (uniform over the superset) before enumerating the domain
+MAX_PROPOSALS_D = 64  # phase-3 proposals (uniform over the enumerated domain) before the inverse CDF
+_SMALL_DOMAIN = 24  # |U| at or below this: enumerate directly
+
+# Allocation-free numba functions are compiled without NRT reference counting: with it, every call that
+# passes arrays costs atomic increments/decrements, which dominated the run time (~4× slower).
+# nogil: the driver runs in threads (``n_jobs``, Dask's threaded scheduler) without holding the GIL
+_jit = numba.njit(cache=True, _nrt=False, nogil=True)  # type: ignore[call-overload]  # _nrt: no refcounting
+
+
+@_jit
+def em(
+    xl,
+    xp,
+    eps,
+    delta,
+    lam,
+    phi,
+    xyz,
+    order,
+    full,
+    n_runs,
+    lo,
+    hi,
+    cum,
+    total,
+    dq,
+    dint,
+    dflt,
+    g,
+    centred,
+    key,
+    buf,
+    state,
+    sc_idx,
+    sc_cdf,
+    stats,
+    prop1,
+    prop2,
+):
+    """Exact EM draw over D = (U ∩ domain); U = P if ``full`` else the runs. Returns −1 iff D is empty.
+
+    Phase 1: ``prop1`` proposals uniform over U, accepted iff p ∈ D and u < w_p. Phase 2: enumerate D
+    (membership only). Phase 3: ``prop2`` proposals uniform over D, accepted iff u < w_p. Phase 4: inverse
+    CDF over the max-subtracted weights of D. Every phase draws from w restricted to D, so the mixture is
+    exact.
+    """
+    stats[ST_EM_CALLS] += 1
+    if total == 0:
+        return -1
+    if total > _SMALL_DOMAIN:
+        for _ in range(prop1):
+            stats[ST_PROPOSALS] += 1
+            k = stream_integers(key, buf, state, total)
+            if full:
+                p = k
+            else:
+                p = order[pos_of(k, n_runs, lo, hi, cum)]
+            if not member(p, lam, phi, xyz, dq, dint, dflt, g, centred):
+                continue
+            w = math.exp(em_log_weight(eps, haversine_rad(xl, xp, lam[p], phi[p]), delta))
+            if stream_uniform(key, buf, state) < w:
+                return p
+    stats[ST_ENUMERATIONS] += 1
+    n = np.int64(0)  # not a literal: one specialisation of the stream draws
+    if full:
+        for p in range(total):
+            if member(p, lam, phi, xyz, dq, dint, dflt, g, centred):
+                sc_idx[n] = p
+                n += 1
+    else:
+        for r in range(n_runs):
+            for pos in range(lo[r], hi[r]):
+                p = order[pos]
+                if member(p, lam, phi, xyz, dq, dint, dflt, g, centred):
+                    sc_idx[n] = p
+                    n += 1
+    if n == 0:
+        stats[ST_EMPTY] += 1
+        return -1
+    if n == 1:
+        return sc_idx[0]  # |D| = 1: no draw consumed
+    for _ in range(prop2):
+        stats[ST_PROPOSALS] += 1
+        p = sc_idx[stream_integers(key, buf, state, n)]
+        w = math.exp(em_log_weight(eps, haversine_rad(xl, xp, lam[p], phi[p]), delta))
+        if stream_uniform(key, buf, state) < w:
+            return p
+    # the reference pmf: log-weights, max-subtracted, normalised, inverse CDF (in the order of sc_idx)
+    top = -np.inf
+    for i in range(n):
+        p = sc_idx[i]
+        ell = em_log_weight(eps, haversine_rad(xl, xp, lam[p], phi[p]), delta)
+        sc_cdf[i] = ell
+        if ell > top:
+            top = ell
+    s = 0.0
+    for i in range(n):
+        s += math.exp(sc_cdf[i] - top)
+        sc_cdf[i] = s
+    for i in range(n):
+        sc_cdf[i] = sc_cdf[i] / s
+    j = stream_categorical_cdf(key, buf, state, sc_cdf, n)
+    return sc_idx[j]
+
+
+@_jit
+def em_full(xl, xp, eps, delta, lam, phi, key, buf, state, sc_cdf, stats, prop1, prop2):
+    """Exact EM draw over all of P: :func:`em` with an empty domain (same draws, same output, tested).
+
+    PointEM, single-point trajectories and ATP's anchor need nothing else, so their kernels compile
+    neither the membership tests nor the ATP region. Positions are the points themselves (no index list).
+    """
+    stats[ST_EM_CALLS] += 1
+    m = lam.shape[0]
+    if m > _SMALL_DOMAIN:
+        for _ in range(prop1):
+            stats[ST_PROPOSALS] += 1
+            p = stream_integers(key, buf, state, m)
+            w = math.exp(em_log_weight(eps, haversine_rad(xl, xp, lam[p], phi[p]), delta))
+            if stream_uniform(key, buf, state) < w:
+                return p
+    stats[ST_ENUMERATIONS] += 1
+    if m == 1:
+        return 0  # |D| = 1: no draw consumed
+    for _ in range(prop2):
+        stats[ST_PROPOSALS] += 1
+        p = stream_integers(key, buf, state, m)
+        w = math.exp(em_log_weight(eps, haversine_rad(xl, xp, lam[p], phi[p]), delta))
+        if stream_uniform(key, buf, state) < w:
+            return p
+    top = -np.inf
+    for p in range(m):
+        ell = em_log_weight(eps, haversine_rad(xl, xp, lam[p], phi[p]), delta)
+        sc_cdf[p] = ell
+        if ell > top:
+            top = ell
+    s = 0.0
+    for p in range(m):
+        s += math.exp(sc_cdf[p] - top)
+        sc_cdf[p] = s
+    for p in range(m):
+        sc_cdf[p] = sc_cdf[p] / s
+    return stream_categorical_cdf(key, buf, state, sc_cdf, m)
+
+
+@_jit
+def krr(x, g, lie, key, buf, state):
+    """k-RR (ALGORITHM §3.1): lie with probability L, then uniform over the g − 1 other values."""
+    if stream_uniform(key, buf, state) < lie:
+        j = stream_integers(key, buf, state, g - 1)
+        if j >= x:
+            j += 1
+        return j
+    return x
+
+
+@_jit
+def sw_cdf(j, v, b, pw, qw, w):
+    """Closed-form cumulative mass of buckets 0…j−1 (ALGORITHM §3.3)."""
+    ov = j * w - v
+    if ov < 0.0:
+        ov = 0.0
+    if ov > 2.0 * b:
+        ov = 2.0 * b
+    return qw * j * w + (pw - qw) * ov
+
+
+@_jit
+def sw_bucket(v, eps, b, buckets, key, buf, state):
+    """Bucketed SW: inverse of the exact bucket-mass CDF (first j with u < F(j+1))."""
+    t = math.exp(-eps)
+    p = 1.0 / (2.0 * b + t)
+    q = t / (2.0 * b + t)
+    w = (1.0 + 2.0 * b) / buckets
+    u = stream_uniform(key, buf, state)
+    a = 0
+    c = buckets  # answer in [a, c)
+    while a < c:
+        mid = (a + c) // 2
+        if sw_cdf(mid + 1, v, b, p, q, w) > u:
+            c = mid
+        else:
+            a = mid + 1
+    if a >= buckets:
+        a = buckets - 1
+    return a
+
+
+@_jit
+def sw_continuous(v, eps, b, key, buf, state):
+    """Continuous SW (option C8), the reference's sampler."""
+    t = math.exp(-eps)
+    if stream_uniform(key, buf, state) < 2.0 * b / (2.0 * b + t):
+        return v - b + 2.0 * b * stream_uniform(key, buf, state)
+    u = stream_uniform(key, buf, state)
+    if u < v:
+        return u - b
+    return u + b
