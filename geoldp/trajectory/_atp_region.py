@@ -54,6 +54,10 @@ _N, _CX, _CY, _CZ, _RHO, _Q00, _Q01, _Q02, _Q11, _Q12, _Q22, _M3 = range(12)
 _NF = 12
 _TOP = 8  # the traversal starts at the first level with at most _TOP × _TOP nodes
 STACK = 1024  # length of the traversal stack (int64 scratch)
+# Straddling nodes (a node's distance range crosses D_lo or D_hi): carried with bounded weights instead of
+# opened while their uncertain count is ≤ STRADDLE_TOL[0] per copy in total (0: open every one). A list so
+# that tests and benchmarks can change it; it is read once per call and is public configuration.
+STRADDLE_TOL = [0.0]
 
 # region record (float64[N_REGION]) shared with the samplers:
 #   [R̃_lo, cos(R̃_lo/R), R̃_hi, cos(R̃_hi/R), resolved, superset radius, r̂, b, ε_R, ε_decay, R̂, ΔR,
@@ -307,7 +311,8 @@ def _classify(d, d_lo, d_hi, tol, a, q, lam, phi):
 def eta_interval(
     a, lam, phi, xyz, sxyz, order, cell_start, nodes, levels, has_k, d_lo, d_hi, tol_pt, stack, out
 ):  # fmt: skip
-    """Certified (Σ_P d, Σ_C d) intervals and exact |C| for anchor ``a``; out = [S_lo, S_hi, A_lo, A_hi, |C|].
+    """Certified (Σ_P d, Σ_C d) intervals and exact |C| for anchor ``a``; out = [S_lo, S_hi, A_lo, A_hi, |C|,
+    nodes visited, points evaluated, straddling nodes carried] (the last three are per-call counters).
 
     ``tol_pt`` is the accepted Taylor remainder per point (metres).
     """
@@ -324,6 +329,8 @@ def eta_interval(
     a_val = 0.0
     a_err = 0.0
     n_c = 0.0
+    n_nodes = 0.0
+    n_pts = 0.0
     top = levels.shape[0] - 1
     sp = 0
     off = levels[top, 0]
@@ -339,6 +346,7 @@ def eta_interval(
         cnt = rec[_N]
         if cnt == 0.0:
             continue
+        n_nodes += 1.0
         dx = rec[_CX] - ax
         dy = rec[_CY] - ay
         dz = rec[_CZ] - az
@@ -381,6 +389,7 @@ def eta_interval(
         cols = levels[lv, 1]
         k = node - off
         if lv == 0:
+            n_pts += cnt
             for pos in range(cell_start[k], cell_start[k + 1]):
                 ex = sxyz[pos, 0] - ax
                 ey = sxyz[pos, 1] - ay
@@ -412,6 +421,9 @@ def eta_interval(
     out[2] = a_val - a_err
     out[3] = a_val + a_err
     out[4] = n_c
+    out[5] = n_nodes
+    out[6] = n_pts
+    out[7] = 0.0
 
 
 @_jit
