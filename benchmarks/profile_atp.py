@@ -45,24 +45,24 @@ def _compiled(AR):
             out[i] = AR.farthest(ahat[i], lam, phi, xyz, sxyz, order, cell_start, nodes, levels, stack)
 
     @numba.njit
-    def loop_eta(ahat, lam, phi, xyz, sxyz, order, cell_start, nodes, levels, r_hat, b, dr, inp, tol, stack,
-                 work, cnt):  # fmt: skip
+    def loop_eta(ahat, lam, phi, xyz, sxyz, order, cell_start, nodes, levels, r_hat, b, eps_r, dr, inp, tol,
+                 straddle, stack, work, cnt):  # fmt: skip
         for i in range(ahat.shape[0]):
             has_k, d_lo, d_hi = AR._thresholds(r_hat[i], b[i], dr[i], inp)
             AR.eta_interval(
-                ahat[i], lam, phi, xyz, sxyz, order, cell_start, nodes, levels, has_k, d_lo, d_hi, tol, stack,
-                work,
+                ahat[i], lam, phi, xyz, sxyz, order, cell_start, nodes, levels, has_k, d_lo, d_hi, tol,
+                straddle, eps_r[i], stack, work,
             )  # fmt: skip
             for j in range(3):
                 cnt[i, j] = work[5 + j]
 
     @numba.njit
     def loop_setup(ahat, lam, phi, xyz, sxyz, order, cell_start, nodes, levels, r_hat, b, eps_r, eps_d, dr,
-                   inp, tol, stack, work, regs):  # fmt: skip
+                   inp, tol, straddle, stack, work, regs):  # fmt: skip
         for i in range(ahat.shape[0]):
-            AR.region_setup(
+            AR.region_setup_tol(
                 ahat[i], lam, phi, xyz, sxyz, order, cell_start, nodes, levels, True, r_hat[i], b[i],
-                eps_r[i], eps_d[i], dr[i], inp, tol, False, stack, work, regs[i],
+                eps_r[i], eps_d[i], dr[i], inp, tol, straddle, False, stack, work, regs[i],
             )  # fmt: skip
 
     @numba.njit
@@ -95,7 +95,17 @@ def main(argv=None) -> int:
     ap.add_argument("--trips", type=int, default=20_000)
     ap.add_argument("--copies", type=int, default=2_000, help="sampled copies for the stage timings")
     ap.add_argument("--epsilon", type=float, default=4.0)
-    ap.add_argument("--tol-straddle", type=float, default=None, help="override _atp_region.STRADDLE_TOL")
+    ap.add_argument(
+        "--straddle",
+        type=float,
+        nargs="*",
+        default=None,
+        help="straddling-group limits (metres) for the region rows (default: the module's STRADDLE); the "
+        "kernel rows always use the compiled STRADDLE",
+    )
+    ap.add_argument(
+        "--tol-pt", type=float, default=None, help="Taylor remainder per point for the region rows"
+    )
     args = ap.parse_args(argv)
 
     import geoldp
@@ -108,8 +118,6 @@ def main(argv=None) -> int:
     from geoldp.trajectory import _reference as REF
     from geoldp.trajectory import calibration as CAL
 
-    if args.tol_straddle is not None:
-        AR.STRADDLE_TOL[0] = args.tol_straddle
     lon, lat, flat, offsets, _ = synthetic_city_arrays(args.m, args.trips, min_len=2, max_len=8, seed=0)
     points = geoldp.PointSet(lon, lat)
     mech = geoldp.ATP(epsilon=args.epsilon)
@@ -174,7 +182,7 @@ def main(argv=None) -> int:
     r_hat, b, eps_r, eps_d = (np.array(v) for v in (r_hat, b, eps_r, eps_d))
     k = len(ahat)
     inp = bool(plan.input_mapping)
-    tol = float(_fast._REGION_TOL_PT)
+    tol = float(_fast._REGION_TOL_PT) if args.tol_pt is None else args.tol_pt
     args_t = (idx.lam, idx.phi, idx.xyz, idx.sxyz, idx.order, idx.cell_start, tree.nodes, tree.levels)
     stack = np.zeros(AR.STACK, dtype=np.int64)
     work = np.zeros(8)
@@ -182,24 +190,61 @@ def main(argv=None) -> int:
     drs = np.zeros(k)
     cnt = np.zeros((k, 3))
     regs = np.zeros((k, AR.N_REGION))
-    # compile on one copy, then time
-    loop_farthest(ahat[:1], *args_t, stack, drs)
-    loop_eta(ahat[:1], *args_t, r_hat, b, drs, inp, tol, stack, work, cnt)
-    loop_setup(ahat[:1], *args_t, r_hat, b, eps_r, eps_d, drs, inp, tol, stack, work, regs)
-    loop_resolve(ahat[:1], idx.lam, idx.phi, idx.xyz, regs)
+    loop_farthest(ahat[:1], *args_t, stack, drs)  # compile on one copy, then time
     t0 = time.process_time()
     loop_farthest(ahat, *args_t, stack, drs)
     t_far = time.process_time() - t0
-    t0 = time.process_time()
-    loop_eta(ahat, *args_t, r_hat, b, drs, inp, tol, stack, work, cnt)
-    t_eta = time.process_time() - t0
-    t0 = time.process_time()
-    loop_setup(ahat, *args_t, r_hat, b, eps_r, eps_d, drs, inp, tol, stack, work, regs)
-    t_setup = time.process_time() - t0
-    widths = regs[:, AR.F_HI] - regs[:, AR.F_LO]
-    t0 = time.process_time()
-    loop_resolve(ahat, idx.lam, idx.phi, idx.xyz, regs)
-    t_res = time.process_time() - t0
+
+    def region_rows(straddle: int):
+        loop_eta(ahat[:1], *args_t, r_hat, b, eps_r, drs, inp, tol, straddle, stack, work, cnt)
+        loop_setup(ahat[:1], *args_t, r_hat, b, eps_r, eps_d, drs, inp, tol, straddle, stack, work, regs)
+        loop_resolve(ahat[:1], idx.lam, idx.phi, idx.xyz, regs)
+        t0 = time.process_time()
+        loop_eta(ahat, *args_t, r_hat, b, eps_r, drs, inp, tol, straddle, stack, work, cnt)
+        t_eta = time.process_time() - t0
+        t0 = time.process_time()
+        loop_setup(ahat, *args_t, r_hat, b, eps_r, eps_d, drs, inp, tol, straddle, stack, work, regs)
+        t_setup = time.process_time() - t0
+        lo, hi = regs[:, AR.F_LO].copy(), regs[:, AR.F_HI].copy()
+        t0 = time.process_time()
+        loop_resolve(ahat, idx.lam, idx.phi, idx.xyz, regs)
+        t_res = time.process_time() - t0
+        exact = regs[:, AR.F_LO]
+        assert np.all((lo <= exact) & (exact <= hi)), "an R̃ interval misses the exact R̃"
+        band = np.zeros(k, dtype=np.int64)  # points of P whose membership the interval leaves open
+        for i in range(k):
+            K.haversine_from_one(lam[ahat[i]], phi[ahat[i]], lam, phi, row)
+            band[i] = np.count_nonzero((row >= lo[i]) & (row <= hi[i]))
+        return t_eta, t_setup, t_res, hi - lo, band, cnt.mean(axis=0)
+
+    straddles = args.straddle if args.straddle else [AR.STRADDLE]
+    us = 1e6 / k
+    per_copy_total = t_atp / n_copies_all * 1e6
+    print(
+        f"|P| = {idx.m:,}, {args.trips:,} trips, {n_pts:,} points, ε = {args.epsilon:g}, one core (CPU time)"
+    )
+    print(f"warm-up {t_warm:.2f} s (index, tree, numba load); quadtree build alone {t_tree:.3f} s")
+    print(
+        f"ATP kernel {t_atp:.2f} s = {n_pts / t_atp:,.0f} points/s; "
+        f"TP kernel {t_tp:.2f} s = {n_pts / t_tp:,.0f}"
+    )
+    print(
+        f"kernel regions / exact η: {st['atp_regions']:,} / {st['exact_eta_passes']:,} "
+        f"(compiled STRADDLE = {AR.STRADDLE}); sampled copies {k:,}; Taylor tolerance {tol:g} m per point"
+    )
+    print()
+    print("| straddle | traversal µs | setup µs | nodes | points | groups | R̃ width median / p90 m "
+          "| copies with a P point in [R̃_lo, R̃_hi] |")  # fmt: skip
+    print("|---|---|---|---|---|---|---|---|")
+    rows = {}
+    for sd in straddles:
+        t_eta, t_setup, t_res, width, band, c = rows[sd] = region_rows(sd)
+        print(
+            f"| {sd} | {t_eta * us:,.1f} | {(t_setup - t_eta) * us:,.1f} | {c[0]:,.0f} | {c[1]:,.0f} "
+            f"| {c[2]:,.0f} | {np.median(width):.3g} / {np.quantile(width, 0.9):.3g} "
+            f"| {100 * np.mean(band > 0):.2f} % |"
+        )
+    t_eta, t_setup, t_res, width, band, c = rows[AR.STRADDLE] if AR.STRADDLE in rows else rows[straddles[0]]
 
     # anchor EM: PointEM on one-point trajectories at each copy's anchor budget (one EM over all of P)
     t_em = 0.0
@@ -214,29 +259,16 @@ def main(argv=None) -> int:
         _fast.perturb_fast(sel, one, points, pm, key, 0)
         t_em += time.process_time() - t0
 
-    us = 1e6 / k
-    per_copy_total = t_atp / n_copies_all * 1e6
     stages = [
         ("anchor EM (PointEM kernel, ε_anchor, over P)", t_em * us),
         ("ΔR (farthest)", t_far * us),
         ("η traversal (eta_interval)", t_eta * us),
         ("region setup other (R̃ interval, calibrate)", (t_setup - t_eta) * us),
-        (f"exact pass (resolve) × {frac_exact:.4f} of copies", t_res * us * frac_exact),
+        (f"exact pass (resolve, {t_res * us:,.0f} µs) × {frac_exact:.4f} of copies", t_res * us * frac_exact),
     ]
     rest = per_copy_total - sum(v for _, v in stages)
-    print(
-        f"|P| = {idx.m:,}, {args.trips:,} trips, {n_pts:,} points, ε = {args.epsilon:g}, one core (CPU time)"
-    )
-    print(f"warm-up {t_warm:.2f} s (index, tree, numba load); quadtree build alone {t_tree:.3f} s")
-    print(
-        f"ATP kernel {t_atp:.2f} s = {n_pts / t_atp:,.0f} points/s; "
-        f"TP kernel {t_tp:.2f} s = {n_pts / t_tp:,.0f}"
-    )
-    print(f"regions / exact η: {st['atp_regions']:,} / {st['exact_eta_passes']:,}; straddle tol "
-          f"{AR.STRADDLE_TOL[0]:g}; sampled copies {k:,}")  # fmt: skip
-    print(f"traversal per copy: {cnt[:, 0].mean():,.0f} nodes, {cnt[:, 1].mean():,.0f} points, "
-          f"{cnt[:, 2].mean():,.0f} straddling nodes carried; R̃ width median {np.median(widths):.3g} m, "
-          f"exact pass {t_res * us:,.0f} µs")  # fmt: skip
+    print()
+    print(f"stages (straddle = {AR.STRADDLE if AR.STRADDLE in rows else straddles[0]}):")
     print()
     print("| stage | µs per copy | share |")
     print("|---|---|---|")
