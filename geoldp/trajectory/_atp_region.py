@@ -60,7 +60,7 @@ _GROUPS = 1024  # stack[_GROUPS:] holds the carried straddling groups, 3 int64 e
 # η traversal instead of being opened when its weights alone could move η by at most about STRADDLE metres
 # (n·(1 − q)·u/(q·|P|), see eta_interval; 0: open every one). A cost knob only: every decision stays exact.
 # Public configuration, chosen by benchmarks/profile_atp.py; tests pass other values to region_setup_tol.
-STRADDLE = 0.4
+STRADDLE = 2.0
 
 # region record (float64[N_REGION]) shared with the samplers:
 #   [R̃_lo, cos(R̃_lo/R), R̃_hi, cos(R̃_hi/R), resolved, superset radius, r̂, b, ε_R, ε_decay, R̂, ΔR,
