@@ -46,6 +46,7 @@ __all__ = [
     "farthest",
     "farthest_scan",
     "region_setup",
+    "region_setup_tol",
     "resolve",
 ]
 
@@ -53,7 +54,13 @@ __all__ = [
 _N, _CX, _CY, _CZ, _RHO, _Q00, _Q01, _Q02, _Q11, _Q12, _Q22, _M3 = range(12)
 _NF = 12
 _TOP = 8  # the traversal starts at the first level with at most _TOP × _TOP nodes
-STACK = 1024  # length of the traversal stack (int64 scratch)
+STACK = 4096  # length of the traversal stack (int64 scratch): the stack, then the carried groups
+_GROUPS = 1024  # stack[_GROUPS:] holds the carried straddling groups, 3 int64 each (count, l mm, u mm)
+# A node whose distance range crosses D_lo or D_hi ("straddling") is carried as an uncertain group by the
+# η traversal instead of being opened when its weights alone could move η by at most about STRADDLE metres
+# (n·(1 − q)·u/(q·|P|), see eta_interval; 0: open every one). A cost knob only: every decision stays exact.
+# Public configuration, chosen by benchmarks/profile_atp.py; tests pass other values to region_setup_tol.
+STRADDLE = 2.0
 
 # region record (float64[N_REGION]) shared with the samplers:
 #   [R̃_lo, cos(R̃_lo/R), R̃_hi, cos(R̃_hi/R), resolved, superset radius, r̂, b, ε_R, ε_decay, R̂, ΔR,
@@ -304,12 +311,86 @@ def _classify(d, d_lo, d_hi, tol, a, q, lam, phi):
 
 
 @_jit
-def eta_interval(
-    a, lam, phi, xyz, sxyz, order, cell_start, nodes, levels, has_k, d_lo, d_hi, tol_pt, stack, out
-):  # fmt: skip
-    """Certified (Σ_P d, Σ_C d) intervals and exact |C| for anchor ``a``; out = [S_lo, S_hi, A_lo, A_hi, |C|].
+def _dinkelbach(n0, w0, stack, n_groups, q, upper, free):
+    """Extreme of η = (n0 + Σ_j w_j n_j d_j)/(w0 + Σ_j w_j n_j) over w_j ∈ {q, 1} (see :func:`eta_interval`).
 
-    ``tol_pt`` is the accepted Taylor remainder per point (metres).
+    ``upper``: the maximum with d_j = u_j (group column 2), else the minimum with d_j = l_j (column 1).
+    ``free=False`` fixes every w_j = q (a deliberately wrong bound: the tests' power check).
+    Returns −1.0 if the iteration did not settle (the caller then uses a trivial bound: 0 or ΔR).
+    """
+    col = 2 if upper else 1
+    num = n0
+    den = w0
+    for j in range(n_groups):
+        base = _GROUPS + 3 * j
+        num += q * stack[base] * (stack[base + col] * 1e-3)
+        den += q * stack[base]
+    eta = num / den  # all uncertain weights q: a feasible choice, the iteration's start
+    if not free:
+        return eta
+    for _ in range(64):
+        num = n0
+        den = w0
+        for j in range(n_groups):
+            base = _GROUPS + 3 * j
+            cnt = float(stack[base])
+            d = stack[base + col] * 1e-3
+            # the choice maximising (minimising) Σ w (d − η) at the current η
+            w = 1.0 if ((d > eta) if upper else (d < eta)) else q
+            num += w * cnt * d
+            den += w * cnt
+        new = num / den
+        if (new <= eta) if upper else (new >= eta):
+            return eta
+        eta = new
+    return -1.0
+
+
+@_jit
+def eta_interval(
+    a, lam, phi, xyz, sxyz, order, cell_start, nodes, levels, has_k, d_lo, d_hi, tol_pt, straddle, eps_r,
+    stack, out,
+):  # fmt: skip
+    """Certified η interval for anchor ``a``: see :func:`_eta_interval` (``out`` as there)."""
+    _eta_interval(
+        a, lam, phi, xyz, sxyz, order, cell_start, nodes, levels, has_k, d_lo, d_hi, tol_pt, straddle, eps_r,
+        True, stack, out,
+    )  # fmt: skip
+
+
+@_jit
+def _eta_interval(
+    a, lam, phi, xyz, sxyz, order, cell_start, nodes, levels, has_k, d_lo, d_hi, tol_pt, straddle, eps_r,
+    free, stack, out,
+):  # fmt: skip
+    """Certified η interval for anchor ``a`` (before the pad of :func:`region_setup`).
+
+    ``out`` = [η_lo, η_hi, Σ_P d lower, Σ_P d upper, |C| of the settled points, nodes visited, points
+    evaluated, straddling nodes carried]; the last three are per-call counters. ``tol_pt`` is the accepted
+    Taylor remainder per point (metres); a node whose distance range crosses D_lo or D_hi ("straddling")
+    is carried as an uncertain group instead of being opened when n·(1 − q)·u/(q·|P|) ≤ ``straddle`` (metres;
+    n its points, u ≈ their largest distance): about the most its unknown weights can move η, since every
+    weight is ≥ q. This only trades traversal nodes against a wider interval (more exact passes).
+
+    **The bound with uncertain groups.** Write η = Σ_p w_p d_p / Σ_p w_p with w_p = 1 for p ∈ C and
+    w_p = q = e^{−ε_R} otherwise (ALGORITHM §8.4 step 4 when |C| > 0). The settled points give
+    N₀ = Σ w_p d_p ∈ [N₀⁻, N₀⁺] and W₀ = Σ w_p exactly. A carried group j holds n_j points whose distances
+    lie in [l_j, u_j] and whose weights are unknown. Relax: every point of group j may take any distance in
+    [l_j, u_j] and any weight in {q, 1}, independently. The true configuration is one of these, so the
+    extremes over the relaxation enclose η. η increases in every d_p (w_p > 0), so the maximum takes
+    d_p = u_j and N₀⁺. For the weights, let η* be the maximum and N, W its numerator and denominator
+    without point p; then (N + w u)/(W + w) increases in w iff u > N/W, and at the optimum N/W lies on
+    the same side of u as η*, so the optimum gives weight 1 to every point with u_j > η* and q to every
+    point with u_j < η* (ties do not matter). Dinkelbach's iteration finds it: from any choice c with
+    value η_c, F(η) = N₀⁺ − W₀η + Σ_j n_j·max(u_j − η, q(u_j − η)) is decreasing with F(η*) = 0, and the
+    choice maximising F at η_c has value η' with F(η_c) = W'(η' − η_c) ≥ 0; so η' ≥ η_c, and η' ≤ η_c
+    means F(η_c) ≤ 0, i.e. η* ≤ η_c — the iteration stops there with η_c = η*. The minimum is symmetric
+    (d_p = l_j, N₀⁻, weight 1 iff l_j < η). Rounding is covered by :func:`region_setup`'s pad.
+    ``free=False`` (tests only) fixes the groups' weights at q instead: a wrong bound the tests must catch.
+
+    If no settled point is in C but some groups are uncertain, |C| may be 0, where η = Σ_P d/(|P| − 1)
+    instead; the interval is then the union with that case's interval. Distances of the groups are kept
+    in whole millimetres rounded outwards (int64 in ``stack[_GROUPS:]``).
     """
     ax = xyz[a, 0]
     ay = xyz[a, 1]
@@ -324,6 +405,17 @@ def eta_interval(
     a_val = 0.0
     a_err = 0.0
     n_c = 0.0
+    n_nodes = 0.0
+    n_pts = 0.0
+    n_unc = 0.0
+    u_lo = 0.0  # Σ n_j l_j and Σ n_j u_j over the carried groups
+    u_hi = 0.0
+    n_groups = 0
+    g_max = (stack.shape[0] - _GROUPS) // 3
+    m = sxyz.shape[0]
+    q = math.exp(-eps_r)
+    # η moves by at most about n·(1 − q)·u/(q·|P|) when n weights change (the carry rule, a heuristic)
+    sway = (1.0 - q) * EARTH_RADIUS_M / (q * m) if q > 0.0 else math.inf
     top = levels.shape[0] - 1
     sp = 0
     off = levels[top, 0]
@@ -339,6 +431,7 @@ def eta_interval(
         cnt = rec[_N]
         if cnt == 0.0:
             continue
+        n_nodes += 1.0
         dx = rec[_CX] - ax
         dy = rec[_CY] - ay
         dz = rec[_CZ] - az
@@ -377,10 +470,25 @@ def eta_interval(
                     a_err += err
                     n_c += cnt
                 continue
+        elif not (inside or outside) and cnt * hi * sway <= straddle and n_groups < g_max:
+            # straddling and small: an uncertain group, distances in [l, u] (whole mm, rounded outwards;
+            # the margins cover the chord formula's and the kernel's rounding)
+            dl = _asin_dist(0.5 * max(lo, 0.0)) * (1.0 - 1e-12) - 1e-6
+            du = _asin_dist(0.5 * min(hi, 2.0)) * (1.0 + 1e-12) + 1e-6
+            base = _GROUPS + 3 * n_groups
+            stack[base] = int(cnt)
+            stack[base + 1] = int(math.floor(dl * 1e3)) - 1
+            stack[base + 2] = int(math.ceil(du * 1e3)) + 1
+            u_lo += cnt * (stack[base + 1] * 1e-3)
+            u_hi += cnt * (stack[base + 2] * 1e-3)
+            n_unc += cnt
+            n_groups += 1
+            continue
         off = levels[lv, 0]
         cols = levels[lv, 1]
         k = node - off
         if lv == 0:
+            n_pts += cnt
             for pos in range(cell_start[k], cell_start[k + 1]):
                 ex = sxyz[pos, 0] - ax
                 ey = sxyz[pos, 1] - ay
@@ -403,15 +511,40 @@ def eta_interval(
                 stack[sp] = coff + rr * ccols + cc
                 stack[sp + 1] = lv - 1
                 sp += 2
-    m = sxyz.shape[0]
     # the chord formula's own error (~1e−9 m per point) and the summation's rounding
     s_err += 1e-8 * m + 1e-12 * abs(s_val)
     a_err += 1e-8 * m + 1e-12 * abs(a_val)
-    out[0] = s_val - s_err
-    out[1] = s_val + s_err
-    out[2] = a_val - a_err
-    out[3] = a_val + a_err
+    s_lo = s_val - s_err
+    s_hi = s_val + s_err
+    a_lo = a_val - a_err
+    a_hi = a_val + a_err
+    out[2] = s_lo + u_lo
+    out[3] = s_hi + u_hi
     out[4] = n_c
+    out[5] = n_nodes
+    out[6] = n_pts
+    out[7] = n_groups
+    if has_k and (n_c > 0.0 or n_groups > 0):
+        w0 = n_c + q * (m - n_unc - n_c)
+        # η = ((1 − q)·A + q·S)/W₀ on the settled points increases in A and in S: bound each term
+        if n_groups == 0:
+            out[0] = ((1.0 - q) * a_lo + q * s_lo) / w0
+            out[1] = ((1.0 - q) * a_hi + q * s_hi) / w0
+            return
+        e_lo = _dinkelbach((1.0 - q) * a_lo + q * s_lo, w0, stack, n_groups, q, False, free)
+        e_hi = _dinkelbach((1.0 - q) * a_hi + q * s_hi, w0, stack, n_groups, q, True, free)
+        if e_lo < 0.0:
+            e_lo = 0.0
+        if n_c == 0.0:
+            # |C| may be 0: then η = Σ_P d/(|P| − 1)
+            e_lo = min(e_lo, out[2] / (m - 1))
+            if e_hi >= 0.0:
+                e_hi = max(e_hi, out[3] / (m - 1))
+        out[0] = e_lo
+        out[1] = e_hi
+        return
+    out[0] = out[2] / (m - 1)
+    out[1] = out[3] / (m - 1)
 
 
 @_jit
@@ -456,8 +589,19 @@ def region_setup(
     tol_pt, eager, stack, work, reg,
 ):  # fmt: skip
     """Fill the region record ``reg`` for anchor ``a`` (ΔR = ``dr``) and released r̂: the certified R̃
-    interval, or the exact R̃ when ``eager`` or without a tree."""
-    m = lam.shape[0]
+    interval, or the exact R̃ when ``eager`` or without a tree (straddling groups: ``STRADDLE``)."""
+    region_setup_tol(
+        a, lam, phi, xyz, sxyz, order, cell_start, nodes, levels, has_tree, r_hat, b, eps_r, eps_dec, dr, inp,
+        tol_pt, STRADDLE, eager, stack, work, reg,
+    )  # fmt: skip
+
+
+@_jit
+def region_setup_tol(
+    a, lam, phi, xyz, sxyz, order, cell_start, nodes, levels, has_tree, r_hat, b, eps_r, eps_dec, dr, inp,
+    tol_pt, straddle, eager, stack, work, reg,
+):  # fmt: skip
+    """:func:`region_setup` with the straddling-group limit ``straddle`` (metres) given (tests, benches)."""
     r_est = _cal.sw_estimate(r_hat, b, dr)
     reg[_F_RHAT] = r_hat
     reg[_F_B] = b
@@ -470,18 +614,14 @@ def region_setup(
     has_k, d_lo, d_hi = _thresholds(r_hat, b, dr, inp)
     if has_tree:
         eta_interval(
-            a, lam, phi, xyz, sxyz, order, cell_start, nodes, levels, has_k, d_lo, d_hi, tol_pt, stack, work
-        )
-        n_c = work[4]
-        if has_k and n_c > 0.0:
-            low = math.exp(-eps_r)
-            den = n_c + low * (m - n_c)
-            # η = (q·S + (1 − q)·A)/den increases in S and in A: bound each term separately
-            e_lo = ((1.0 - low) * work[2] + low * work[0]) / den
-            e_hi = ((1.0 - low) * work[3] + low * work[1]) / den
-        else:
-            e_lo = work[0] / (m - 1)
-            e_hi = work[1] / (m - 1)
+            a, lam, phi, xyz, sxyz, order, cell_start, nodes, levels, has_k, d_lo, d_hi, tol_pt, straddle,
+            eps_r, stack, work,
+        )  # fmt: skip
+        e_lo = work[0]
+        e_hi = work[1]
+        if e_hi < 0.0:
+            # the iteration did not settle (never seen): η ≤ max d = ΔR (forces the exact pass)
+            e_hi = dr * (1.0 + 1e-9) + 1e-6
         # the exact pass's own rounding relative to the true η
         pad = 1e-9 * abs(e_hi) + 1e-6
         e_lo -= pad

@@ -486,6 +486,58 @@ def test_certified_region_matches_reference(town, input_mapping):
     assert np.median(widths) < 5.0
 
 
+@pytest.mark.parametrize("input_mapping", [False, True])
+def test_straddling_groups_keep_the_eta_interval_exact(town, input_mapping):
+    """Straddling nodes carried as uncertain groups (distances bounded, weights q or 1): the padded η
+    interval contains the exact η (both the fast exact pass and ``calibration_centre``) and the R̃ interval
+    the reference R̃, for many anchors × r̂ × budgets × group limits × Taylor tolerances. Power: the same
+    check catches a wrong bound that fixes the groups' weights at q."""
+    P, _, _ = town
+    idx = F.get_index(P)
+    tree = idx.tree()
+    m = len(P)
+    stack = np.zeros(AR.STACK, dtype=np.int64)
+    work = np.zeros(8)
+    reg = np.zeros(AR.N_REGION)
+    rng = np.random.default_rng(5 + input_mapping)
+    row = np.empty(m)
+    cases = carried = tried = caught = 0
+    for b, eps_r in ((0.358155424611167, 0.5), (0.0304, 4.0), (float(sw_half_width(0.375)), 0.375)):
+        for a in rng.integers(0, m, 20):
+            a = int(a)
+            K.haversine_from_one(idx.lam[a], idx.phi[a], idx.lam, idx.phi, row)
+            dr = float(row.max())
+            for r_hat in np.linspace(-b, 1 + b, 15):
+                has_k, d_lo, d_hi = AR._thresholds(r_hat, b, dr, input_mapping)
+                eta_fast = AR.eta_exact(a, idx.lam, idx.phi, idx.xyz, has_k, d_lo, d_hi, eps_r)
+                eta_ref, _ = C.calibration_centre(row, r_hat, b, eps_r, dr, input_mapping)
+                assert eta_fast == pytest.approx(eta_ref, rel=1e-10)
+                r_ref = C.calibrate(C.sw_estimate(r_hat, b, dr), eta_ref, dr, eps_r)
+                for straddle in (0.01, 0.1, 1.0, 10.0, 1e9):
+                    for tol in (0.05, 2.0, 200.0):
+                        AR.region_setup_tol(
+                            a, *_region_args(idx, tree), True, r_hat, b, eps_r, eps_r, dr, input_mapping, tol,
+                            straddle, False, stack, work, reg,
+                        )  # fmt: skip
+                        cases += 1
+                        carried += work[7] > 0
+                        lo, hi = reg[AR._F_ETA_LO], reg[AR._F_ETA_HI]
+                        assert lo <= eta_fast <= hi and lo <= eta_ref <= hi
+                        assert reg[AR.F_LO] <= r_ref <= reg[AR.F_HI]
+                        if work[7] > 0 and tol == 2.0:
+                            # the wrong bound, padded as region_setup pads
+                            AR._eta_interval(
+                                a, *_region_args(idx, tree), has_k, d_lo, d_hi, tol, straddle, eps_r, False,
+                                stack, work,
+                            )  # fmt: skip
+                            pad = 1e-9 * abs(work[1]) + 1e-6
+                            tried += 1
+                            caught += not (work[0] - pad <= eta_fast <= work[1] + pad)
+    # the groups are really exercised, and the wrong bound misses the exact η in many cases (17 % here)
+    assert carried > 0.3 * cases
+    assert caught > 0.05 * tried
+
+
 def test_calibrate_is_monotone_in_eta():
     # the certified R̃ interval relies on it (ALGORITHM §8.5)
     rng = np.random.default_rng(3)
