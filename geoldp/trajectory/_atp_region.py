@@ -13,7 +13,9 @@ copy. This module certifies an interval instead and settles Ω lazily:
    third derivative on the node's ball. Every other node is opened; at the leaves (grid cells) the
    distances are evaluated point by point, and the membership of C of every point closer to a threshold
    than the error bound is decided by the reference kernel. So |C| is exact and Σ_C d, Σ_P d are certified
-   intervals, hence so is η (η increases in both sums).
+   intervals, hence so is η (η increases in both sums). At |P| ≥ ``STRADDLE_MIN_POINTS``, a small node
+   that straddles D_lo or D_hi is instead carried as a group of uncertain weights (q or 1) and bounded
+   distances; η's extremes over those choices are exact weighted-mean bounds (:func:`_eta_interval`).
 3. **R̃ ∈ [R̃_lo, R̃_hi]**: ``calibrate`` is non-decreasing in η (tested), so the interval maps through.
 4. **Lazy Ω.** A membership test of p settles "in" when d(â, p) < R̃_lo and "out" when d(â, p) > R̃_hi, with
    the dot-product margins of the fast path. Only a point inside [R̃_lo, R̃_hi] triggers the exact pass
