@@ -13,7 +13,9 @@ copy. This module certifies an interval instead and settles Ω lazily:
    third derivative on the node's ball. Every other node is opened; at the leaves (grid cells) the
    distances are evaluated point by point, and the membership of C of every point closer to a threshold
    than the error bound is decided by the reference kernel. So |C| is exact and Σ_C d, Σ_P d are certified
-   intervals, hence so is η (η increases in both sums).
+   intervals, hence so is η (η increases in both sums). At |P| ≥ ``STRADDLE_MIN_POINTS``, a small node
+   that straddles D_lo or D_hi is instead carried as a group of uncertain weights (q or 1) and bounded
+   distances; η's extremes over those choices are exact weighted-mean bounds (:func:`_eta_interval`).
 3. **R̃ ∈ [R̃_lo, R̃_hi]**: ``calibrate`` is non-decreasing in η (tested), so the interval maps through.
 4. **Lazy Ω.** A membership test of p settles "in" when d(â, p) < R̃_lo and "out" when d(â, p) > R̃_hi, with
    the dot-product margins of the fast path. Only a point inside [R̃_lo, R̃_hi] triggers the exact pass
@@ -61,6 +63,9 @@ _GROUPS = 1024  # stack[_GROUPS:] holds the carried straddling groups, 3 int64 e
 # (n·(1 − q)·u/(q·|P|), see eta_interval; 0: open every one). A cost knob only: every decision stays exact.
 # Public configuration, chosen by benchmarks/profile_atp.py; tests pass other values to region_setup_tol.
 STRADDLE = 2.0
+# ... only for |P| ≥ STRADDLE_MIN_POINTS: below, the exact pass is cheap and carrying lost in the benchmark
+# (|P| = 1e4: 37k → 28k points/s, the exact passes rising from 0.1 % to 4 % of copies).
+STRADDLE_MIN_POINTS = 50_000
 
 # region record (float64[N_REGION]) shared with the samplers:
 #   [R̃_lo, cos(R̃_lo/R), R̃_hi, cos(R̃_hi/R), resolved, superset radius, r̂, b, ε_R, ε_decay, R̂, ΔR,
@@ -590,9 +595,10 @@ def region_setup(
 ):  # fmt: skip
     """Fill the region record ``reg`` for anchor ``a`` (ΔR = ``dr``) and released r̂: the certified R̃
     interval, or the exact R̃ when ``eager`` or without a tree (straddling groups: ``STRADDLE``)."""
+    straddle = STRADDLE if lam.shape[0] >= STRADDLE_MIN_POINTS else 0.0
     region_setup_tol(
         a, lam, phi, xyz, sxyz, order, cell_start, nodes, levels, has_tree, r_hat, b, eps_r, eps_dec, dr, inp,
-        tol_pt, STRADDLE, eager, stack, work, reg,
+        tol_pt, straddle, eager, stack, work, reg,
     )  # fmt: skip
 
 
