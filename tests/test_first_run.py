@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 import geoldp
+from geoldp import _numba_cache
 
 SOURCE = Path(geoldp.__file__).resolve().parent
 
@@ -47,7 +48,8 @@ def test_cache_goes_to_the_per_user_cache_dir(tmp_path):
     cache_home = tmp_path / "xdg"
     used, package = _run(tmp_path, {"XDG_CACHE_HOME": str(cache_home)})
     if sys.platform.startswith("linux"):
-        assert Path(used) == cache_home / "geoldp" / "numba"
+        # one subfolder per version of the numba sources (the copied package has the same sources)
+        assert Path(used) == cache_home / "geoldp" / "numba" / _numba_cache.source_fingerprint(package)
     assert _cache_files(Path(used)), "numba wrote no cache files into the configured directory"
     assert _cache_files(package) == [], "numba wrote its cache inside the package"
 
@@ -70,3 +72,28 @@ def test_unwritable_cache_dir_degrades_to_a_private_temporary_dir(tmp_path):
     assert Path(used).parent == tmp_path and Path(used).name.startswith("geoldp-numba-")
     assert not Path(used).exists(), "the temporary cache directory outlived the process"
     assert _cache_files(package) == []
+
+
+def test_fingerprint_follows_the_numba_sources_only(tmp_path):
+    # a kernel's callee in another module changes: numba's own check (the defining file's time stamp)
+    # would reuse the stale kernel, the fingerprinted directory cannot
+    package = tmp_path / "geoldp"
+    shutil.copytree(SOURCE, package, ignore=shutil.ignore_patterns("__pycache__"))
+    before = _numba_cache.source_fingerprint(package)
+    assert before == _numba_cache.source_fingerprint(SOURCE)
+    (package / "errors.py").write_text((package / "errors.py").read_text() + "\n# a module without kernels\n")
+    assert _numba_cache.source_fingerprint(package) == before
+    region = package / "trajectory" / "_atp_region.py"
+    region.write_text(region.read_text() + "\n# changed\n")
+    assert _numba_cache.source_fingerprint(package) != before
+
+
+def test_prune_removes_only_old_fingerprint_directories(tmp_path):
+    keep, old, recent = "0123456789abcdef", "fedcba9876543210", "00000000ffffffff"
+    for name in (keep, old, recent, "other-tool"):
+        (tmp_path / name).mkdir()
+    week_ago = os.path.getmtime(tmp_path / old) - 8 * 24 * 3600
+    for name in (keep, old, "other-tool"):
+        os.utime(tmp_path / name, (week_ago, week_ago))
+    _numba_cache.prune(tmp_path, keep)
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([keep, recent, "other-tool"])
