@@ -1,4 +1,4 @@
-"""The population model behind the collector-side estimators: a mixture over a library of candidate trajectories.
+"""The population model behind the collector-side estimators: a mixture over a library of candidates.
 
 For every released trajectory length n the model is a finite mixture over a *library* of K candidate
 trajectories (index arrays into P) with weights w ≥ 0, Σ w = N (the number of released trajectories of
@@ -27,7 +27,7 @@ mechanism and a key for the simulations. Nothing outlives a call (no caches).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import scipy.sparse as sp
@@ -68,8 +68,8 @@ class Group:
     rows: np.ndarray  # (N,) positions (in the release) of the trajectories of this length
     released: np.ndarray  # (N, n) released point indices
     cand: np.ndarray  # (K, n) candidate trajectories (point indices)
-    lik: np.ndarray | None = None  # (N, K) exp(ℓ_jc − max_c ℓ_jc)
-    w: np.ndarray | None = None  # (K,) fitted weights, sum N
+    lik: np.ndarray  # (N, K) exp(ℓ_jc − max_c ℓ_jc)
+    w: np.ndarray = field(default_factory=lambda: np.zeros(0))  # (K,) fitted weights, sum N
     boot_w: np.ndarray | None = None  # (B, K) bootstrap weights (after one E-step on all rows)
     n_iter: int = 0  # EM iterations used
 
@@ -303,7 +303,7 @@ def fit(seqs: list[np.ndarray], ps, mech, *, key: np.ndarray, options: FitOption
     prior = 0.5 / m + 0.5 * freq / max(freq.sum(), 1.0)
     prior /= prior.sum()
     exact = getattr(mech, "name", None) == "pointem"
-    cell, n_cells = (None, 0) if exact else grid_cells(ps, options.cell_km)
+    cell, n_cells = (np.zeros(0, dtype=np.int64), 0) if exact else grid_cells(ps, options.cell_km)
     groups = []
     offset = 0
     for n in np.unique(lengths):
@@ -317,7 +317,6 @@ def fit(seqs: list[np.ndarray], ps, mech, *, key: np.ndarray, options: FitOption
         if options.library != "proposal":
             parts.append(released[gen.permutation(rows.size)[:k]])
         cand = np.concatenate(parts)
-        g = Group(n, rows, released, cand)
         if exact:
             ll = _loglik_pointem(released, cand, ps, mech)
         else:
@@ -325,8 +324,7 @@ def fit(seqs: list[np.ndarray], ps, mech, *, key: np.ndarray, options: FitOption
             offset += cand.shape[0] * options.n_sims
             ll = _loglik_simulated(released, cand, sims, cell, n_cells)
         ll -= ll.max(axis=1, keepdims=True)
-        g.lik = np.exp(ll)
-        groups.append(g)
+        groups.append(Group(n, rows, released, cand, np.exp(ll)))
     for g in groups:
         _fit_group(g, options, gen)
     return Model(ps, groups, len(seqs), options.level)
@@ -341,6 +339,6 @@ def _fit_group(g: Group, options: FitOptions, gen) -> None:
     boot = np.empty((options.n_boot, k))
     for b in range(options.n_boot):
         pick = gen.multinomial(nrel, np.full(nrel, 1.0 / nrel)).astype(np.float64)
-        wb = _em(g.lik, g.w, min(BOOT_ITER, g.n_iter), row_w=pick)
+        wb = _em(g.lik, np.full(k, nrel / k), g.n_iter, row_w=pick)
         boot[b] = _em(g.lik, wb, 1)  # the posterior-mean weights of all released rows under wb
     g.boot_w = boot
