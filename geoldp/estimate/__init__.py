@@ -200,12 +200,12 @@ def visit_counts(
 
     The interval is normal with variance Σ_j p_j(1 − p_j) + the bootstrap variance: p_j is the posterior
     probability that original trajectory j visits the point or zone (which trajectory is which, given the
-    fitted population) and the bootstrap resamples released rows and refits the weights (warm-started,
-    8 EM iterations), for the uncertainty of the population. It is valid when the channel is right
-    (exact for PointEM; the simulated composite likelihood of TP/ATP ignores the dependence between
-    positions, which makes posteriors too sharp) and the library can represent the truth; it does not
-    include the Monte-Carlo error of the TP/ATP simulations nor the pull of the prior where the release
-    says little (measured coverage: ``docs/results/estimators.md``).
+    fitted population) and the bootstrap resamples released rows and refits the weights (from the prior,
+    the same number of EM iterations), for the uncertainty of the population. It is valid when the
+    channel is right (exact for PointEM; the simulated composite likelihood of TP/ATP ignores the
+    dependence between positions, which makes posteriors too sharp) and the library can represent the
+    truth; it does not include the Monte-Carlo error of the TP/ATP simulations nor the pull of the prior
+    where the release says little (measured coverage: ``docs/results/estimators.md``).
 
     Examples
     --------
