@@ -139,7 +139,7 @@ _FIT_DOC = """
         Bootstrap replicates for the interval (0: no interval, NaN bounds).
     n_iter : int or "cv", default "cv"
         EM iterations from the library's prior (more fit the release more closely, and its noise);
-        ``"cv"`` chooses among 0, 1, 2, 4, ..., 256 for each length by two-fold cross-validation of the
+        ``"cv"`` chooses among 0, 1, 2, 4, ..., 64 for each length by two-fold cross-validation of the
         held-out per-trajectory log-likelihood over released rows.
     cell_km : float, optional
         Side of the public grid cells on which TP/ATP releases are compared with the simulations (default

@@ -40,7 +40,7 @@ __all__ = ["CHECKPOINTS", "FitOptions", "Group", "Model", "fit", "grid_cells", "
 
 _KM_PER_DEG = EARTH_RADIUS_M * math.pi / 180.0 / 1000.0
 #: EM iteration counts compared by cross-validation (0 = the library's prior).
-CHECKPOINTS = (0, 1, 2, 4, 8, 16, 32, 64, 128, 256)
+CHECKPOINTS = (0, 1, 2, 4, 8, 16, 32, 64)
 #: Rows x candidates of one dense block (bounded memory for distances and likelihood blocks).
 _BLOCK = 2_000_000
 
