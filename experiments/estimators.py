@@ -250,7 +250,11 @@ def write_markdown(df: pd.DataFrame, tim: dict, path: Path) -> None:
         "of the cells holding a public point, circles of 1–3 km on a regular grid; one release per setting, "
         "seeded). `flat`: uniform over the zones; `pprop`: proportional to the number of public points per "
         "zone; `constant`: every point replaced by P's 1-median. Percentages are reductions relative to "
-        "the raw release (positive = better).",
+        "the raw release (positive = better). The estimator (docs/collector.md): a mixture over a library of "
+        "candidate trajectories (a public proposal plus the releases) fitted by EM on the per-trajectory "
+        "likelihood (exact for PointEM, simulated composite for TP/ATP), stopped by two-fold "
+        "cross-validation; estimate = posterior mean; 95 % interval = normal with the posterior variance "
+        "plus the variance over 30 bootstrap refits.",
         "",
         "## Zone visit distribution (L1 of normalised distinct-visit counts; target ≥ 30 % below raw and "
         "below flat and pprop; coverage ≥ 85 %)",

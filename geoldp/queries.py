@@ -331,6 +331,13 @@ def debiased_visit_counts(
     summed over n. The target is the number of *visits* (with multiplicity), which equals the number of
     distinct visiting trajectories when no trajectory visits a point twice.
 
+    Relation to :mod:`geoldp.estimate`: :func:`geoldp.estimate.visit_counts` with ``mechanism="pointem"``
+    uses the same exponential-mechanism channel (same ε_n, Δ and haversine distance), but as the exact
+    *per-trajectory* likelihood of a mixture over candidate trajectories, so it estimates *distinct*
+    visiting trajectories per point or zone, with intervals, and never forms an m×m matrix. This function
+    is kept as the per-point deconvolution of visit counts with multiplicity (a marginal channel, no
+    intervals); the two agree in expectation when no trajectory visits a point twice.
+
     Runtime: O(m²) per iteration and length group (about 2 × 4·10⁶ multiply-adds per iteration at
     m = 2000, so seconds to a minute for a few length groups). Memory: O(m²) up to ``max_dense`` points,
     O(m · block) above.

@@ -6,11 +6,14 @@ options, a TP/ATP/PointEM object, or the ledger ``attrs["geoldp"]`` the release 
 original trajectories, so it costs no privacy.
 
 How the estimates are made (derived in ``docs/collector.md``): for each released length n, a population
-model is fitted, a weighted library of candidate trajectories drawn from a public proposal over P. The
-mechanism is run on every candidate (its channel is public) and the weights are fitted by EM to the released
-(position, cell) counts, cells being a public grid over P (64 iterations from the library's prior by
-default). Each estimate is the weighted value of its query over the library; its
-95 % interval comes from a bootstrap over released rows and simulations (see :func:`visit_counts`).
+model is fitted, a mixture over a library of candidate trajectories (a public proposal over P plus the
+released trajectories themselves). Every released trajectory is one observation with a per-trajectory
+likelihood under each candidate: exact for PointEM (its channel is closed form), estimated from simulated
+releases of the candidate for TP and ATP (a composite likelihood over positions). The weights are fitted by
+EM from uniform weights, stopped early (by default at the iteration count with the best held-out
+likelihood in two-fold cross-validation). Each estimate is the posterior mean of its count; the 95 %
+interval adds the posterior variance of which trajectory is which to a bootstrap over released rows (see
+:func:`visit_counts`).
 
 Functions
 ---------
@@ -128,17 +131,19 @@ _FIT_DOC = """
         estimate is a random function of the release only; the seed changes it within its Monte-Carlo
         error.
     n_candidates : int, default 3000
-        Candidate trajectories per released length (at most twice the number of releases, at least 200).
+        Proposal candidates per released length (at most twice the number of releases, at least 200); the
+        library also holds up to as many released trajectories of that length.
     n_sims : int, default 16
-        Simulated releases per candidate.
+        Simulated releases per candidate (TP and ATP; PointEM's likelihood is exact and needs none).
     n_boot : int, default 30
         Bootstrap replicates for the interval (0: no interval, NaN bounds).
-    n_iter : int or "cv", default 64
+    n_iter : int or "cv", default "cv"
         EM iterations from the library's prior (more fit the release more closely, and its noise);
-        ``"cv"`` chooses among 0, 1, 2, 4, ..., 128 by two-fold cross-validation over released rows (it
-        tends to stop too early when the simulated channel is noisy).
+        ``"cv"`` chooses among 0, 1, 2, 4, ..., 64 for each length by two-fold cross-validation of the
+        held-out per-trajectory log-likelihood over released rows.
     cell_km : float, optional
-        Side of the public grid cells on which releases are compared (default Δ/16).
+        Side of the public grid cells on which TP/ATP releases are compared with the simulations (default
+        Δ/16).
     level : float, default 0.95
         Nominal coverage of the interval."""
 
@@ -155,7 +160,7 @@ def visit_counts(
     n_candidates: int = 3000,
     n_sims: int = 16,
     n_boot: int = 30,
-    n_iter: int | str = 64,
+    n_iter: int | str = "cv",
     cell_km: float | None = None,
     level: float = 0.95,
 ) -> pd.DataFrame:
@@ -193,10 +198,14 @@ def visit_counts(
     gets ε/16 or less): the point-level estimate is then mostly the model's prior and its interval is wide.
     Zones of a few km are the resolution at which the release says something; see ``docs/collector.md``.
 
-    The interval is a basic bootstrap interval: released rows and each candidate's simulations are
-    resampled and the fit is re-run. It covers sampling and simulation noise, not the bias of the
-    early-stopped fit, so it is valid when the release pins the quantity down; where the estimate is mostly
-    the prior, its coverage is below nominal (measured in ``docs/results/estimators.md``).
+    The interval is normal with variance Σ_j p_j(1 − p_j) + the bootstrap variance: p_j is the posterior
+    probability that original trajectory j visits the point or zone (which trajectory is which, given the
+    fitted population) and the bootstrap resamples released rows and refits the weights (from the prior,
+    the same number of EM iterations), for the uncertainty of the population. It is valid when the
+    channel is right (exact for PointEM; the simulated composite likelihood of TP/ATP ignores the
+    dependence between positions, which makes posteriors too sharp) and the library can represent the
+    truth; it does not include the Monte-Carlo error of the TP/ATP simulations nor the pull of the prior
+    where the release says little (measured coverage: ``docs/results/estimators.md``).
 
     Examples
     --------
@@ -236,7 +245,7 @@ def range_counts(
     n_candidates: int = 3000,
     n_sims: int = 16,
     n_boot: int = 30,
-    n_iter: int | str = 64,
+    n_iter: int | str = "cv",
     cell_km: float | None = None,
     level: float = 0.95,
 ) -> pd.DataFrame:
@@ -301,7 +310,7 @@ def od_flows(
     n_candidates: int = 3000,
     n_sims: int = 16,
     n_boot: int = 30,
-    n_iter: int | str = 64,
+    n_iter: int | str = "cv",
     cell_km: float | None = None,
     level: float = 0.95,
 ) -> pd.DataFrame:
@@ -413,14 +422,14 @@ def denoise(
     rng: Any = None,
     n_candidates: int = 3000,
     n_sims: int = 16,
-    n_iter: int | str = 64,
+    n_iter: int | str = "cv",
     cell_km: float | None = None,
 ) -> Any:
     """A point estimate of every original trajectory, made of public points (post-processing).
 
-    For each released trajectory, the posterior over the fitted library of candidates is computed from the
-    simulated releases (per position, the fraction of a candidate's simulated releases in the released
-    cell, smoothed by the population's released cell frequencies); each position is then the spherical
+    For each released trajectory, the posterior over the fitted library of candidates is its per-trajectory
+    likelihood times the fitted weights (the likelihood of :func:`visit_counts`); each position is then the
+    spherical
     geometric median of the candidates' points at that position under this posterior (the Bayes estimate
     for the distance loss), snapped to the nearest public point.
 

@@ -1,20 +1,15 @@
 """Denoising released trajectories: the posterior geometric median of each position (post-processing).
 
-Given the fitted library (candidates c with weights w_c and S simulated releases each), the posterior of a
-released trajectory y of length n over the candidates is
-
-    r_c(y) ∝ w_c · Π_i q_{c,i}(cell(y_i)),   q_{c,i}(z) = (#{s : cell(sim_{c,s,i}) = z} + a·f_i(z)) / (S + a),
-
-where f_i is the released cell frequency at position i over the whole release (a back-off that keeps a
-cell no simulation reached from zeroing a candidate) and a = S. Position i of the denoised trajectory is
-the point minimising the posterior expected distance Σ_c r_c d(x, cand_{c,i}) (the Bayes estimate under the
+Given the fitted mixture (candidates c with weights w_c), the posterior of released trajectory j over the
+candidates is r_jc ∝ w_c exp(ℓ_jc), ℓ the per-trajectory log-likelihood of :mod:`geoldp.estimate._model`
+(exact for PointEM, a simulated composite likelihood for TP/ATP). Position i of the denoised trajectory is
+the point minimising the posterior expected distance Σ_c r_jc d(x, cand_{c,i}) (the Bayes estimate under the
 NE loss), found by Weiszfeld iterations on the unit sphere's chords and snapped to the nearest public point.
 """
 
 from __future__ import annotations
 
 import numpy as np
-import scipy.sparse as sp
 
 __all__ = ["posterior_medoids"]
 
@@ -27,27 +22,6 @@ def _lonlat(xyz: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     lat = np.degrees(np.arcsin(np.clip(xyz[..., 2], -1.0, 1.0)))
     lon = np.degrees(np.arctan2(xyz[..., 1], xyz[..., 0]))
     return lon, lat
-
-
-def _posterior(
-    g, released: np.ndarray, freqs: list[np.ndarray], cell: np.ndarray, n_cells: int
-) -> np.ndarray:
-    """(N, K) posterior of released trajectories of the group ``g`` over its candidates."""
-    k, s, n = g.sims.shape
-    loglik = np.zeros((released.shape[0], k))
-    for i in range(n):
-        sim_cells = cell[g.sims[:, :, i]]  # (K, S)
-        counts = sp.csr_matrix(
-            (np.ones(k * s), (np.repeat(np.arange(k), s), sim_cells.reshape(-1))), shape=(k, n_cells)
-        )
-        obs = cell[released[:, i]]
-        freq = freqs[i]
-        c = np.asarray(counts[:, obs].todense()).T  # (N, K)
-        loglik += np.log((c + s * freq[obs][:, None]) / (2.0 * s))
-    logw = np.log(np.maximum(g.w, 1e-300))[None, :] + loglik
-    logw -= logw.max(axis=1, keepdims=True)
-    post = np.exp(logw)
-    return post / post.sum(axis=1, keepdims=True)
 
 
 def _geometric_median(post: np.ndarray, pts: np.ndarray) -> np.ndarray:
@@ -69,10 +43,8 @@ def posterior_medoids(model, n_rows: int) -> list[np.ndarray]:
     out: list = [None] * n_rows
     for g in model.groups:
         res = np.empty(g.released.shape, dtype=np.int64)
-        cells = model.cell[g.released]
-        freqs = [np.bincount(cells[:, i], minlength=model.n_cells) / cells.shape[0] for i in range(g.n)]
         for a in range(0, g.released.shape[0], _CHUNK):
-            post = _posterior(g, g.released[a : a + _CHUNK], freqs, model.cell, model.n_cells)
+            post = g.posterior(a, a + _CHUNK)
             for i in range(g.n):
                 lon, lat = _lonlat(_geometric_median(post, xyz[g.cand[:, i]]))
                 idx, _ = ps.nearest(lon, lat)

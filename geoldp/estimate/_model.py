@@ -1,16 +1,24 @@
-"""The population model behind the collector-side estimators: a weighted library of candidate trajectories.
+"""The population model behind the collector-side estimators: a mixture over a library of candidates.
 
 For every released trajectory length n the model is a finite mixture over a *library* of K candidate
 trajectories (index arrays into P) with weights w ≥ 0, Σ w = N (the number of released trajectories of
-length n). The channel of TP, ATP and PointEM is public, so the release distribution of every candidate is
-simulated by running the mechanism on it S times (ChaCha20 streams under a key drawn from the caller's rng).
-The weights maximise a Poisson likelihood of the released (position, cell) counts, cells being a public
-grid over P, by the EM algorithm for mixtures (the iterative Bayesian update with a simulated channel).
-EM started from uniform weights and stopped early is a regularised estimate: a fixed number of iterations
-(64 by default), or a number chosen by two-fold cross-validation over released rows (held-out likelihood).
+length n). The library is public post-processing: a proposal over P (compact to spread trajectories around
+centres drawn from a prior mixing uniform-over-P and the released visit frequencies) plus the released
+trajectories themselves.
 
-Every estimator is a linear functional of w: for a query with per-candidate values V (K x T) the estimate is
-Vᵀ w. Intervals come from a bootstrap over released rows and over the simulations, re-running the fit.
+Each released trajectory y_j is one observation with likelihood ℓ_jc = log Pr[y_j | candidate c]:
+
+- PointEM: exact, Σ_i log q_{c,i}(y_{j,i}), q the exponential mechanism's pmf over P with budget ε_n (the
+  mechanism's own rounded per-point budget) and sensitivity Δ = diameter of P;
+- TP/ATP: a composite likelihood (positions treated as conditionally independent given the candidate),
+  Σ_i log q̂_{c,i}(cell(y_{j,i})) with q̂ the smoothed frequency of the released cell among S simulated
+  releases of c (ChaCha20 streams under a key drawn from the caller's rng), backed off to the release's
+  cell frequency at position i.
+
+The weights are fitted by the EM algorithm for mixtures (NPMLE-style): r_jc ∝ w_c exp(ℓ_jc), w ← Σ_j r_jc,
+started from uniform weights and stopped early (a fixed number of iterations, or one chosen by two-fold
+cross-validation of the held-out per-trajectory log-likelihood). Estimates and intervals come from the
+per-trajectory posterior r (see :meth:`Model.estimate`).
 
 Everything here is post-processing: the inputs are released index arrays, the public point set, the public
 mechanism and a key for the simulations. Nothing outlives a call (no caches).
@@ -19,10 +27,11 @@ mechanism and a key for the simulations. Nothing outlives a call (no caches).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import scipy.sparse as sp
+from scipy.special import ndtri
 
 from geoldp.geo import EARTH_RADIUS_M
 from geoldp.trajectory.engine import run_with_key
@@ -31,7 +40,9 @@ __all__ = ["CHECKPOINTS", "FitOptions", "Group", "Model", "fit", "grid_cells", "
 
 _KM_PER_DEG = EARTH_RADIUS_M * math.pi / 180.0 / 1000.0
 #: EM iteration counts compared by cross-validation (0 = the library's prior).
-CHECKPOINTS = (0, 1, 2, 4, 8, 16, 32, 64, 128)
+CHECKPOINTS = (0, 1, 2, 4, 8, 16, 32, 64)
+#: Rows x candidates of one dense block (bounded memory for distances and likelihood blocks).
+_BLOCK = 2_000_000
 
 
 @dataclass(frozen=True)
@@ -41,23 +52,30 @@ class FitOptions:
     n_candidates: int = 3000
     n_sims: int = 16
     cell_km: float | None = None
-    n_iter: int | str = 64
+    n_iter: int | str = "cv"
     n_boot: int = 30
     level: float = 0.95
+    library: str = "mixed"  # "mixed" (proposal + releases), "proposal" or "released"
 
 
 @dataclass
 class Group:
-    """One released trajectory length n: observations, candidate library, simulations and weights."""
+    """One released trajectory length n: observations, candidate library, likelihoods and weights."""
 
     n: int
     rows: np.ndarray  # (N,) positions (in the release) of the trajectories of this length
     released: np.ndarray  # (N, n) released point indices
     cand: np.ndarray  # (K, n) candidate trajectories (point indices)
-    sims: np.ndarray  # (K, S, n) released point indices of the simulated releases
-    w: np.ndarray | None = None  # (K,) fitted weights, sum N
-    boot_w: np.ndarray | None = None  # (B, K) bootstrap weights
+    lik: np.ndarray  # (N, K) exp(ℓ_jc − max_c ℓ_jc)
+    w: np.ndarray = field(default_factory=lambda: np.zeros(0))  # (K,) fitted weights, sum N
+    boot_w: np.ndarray | None = None  # (B, K) bootstrap weights (after one E-step on all rows)
     n_iter: int = 0  # EM iterations used
+
+    def posterior(self, a: int = 0, b: int | None = None) -> np.ndarray:
+        """(rows a:b, K) posterior r_jc ∝ w_c exp(ℓ_jc) of the released trajectories over the candidates."""
+        lk = self.lik[a:b]
+        r = lk * self.w[None, :]
+        return r / np.maximum(r.sum(axis=1, keepdims=True), 1e-300)
 
 
 def local_xy_km(lon, lat, lon0: float, lat0: float) -> tuple[np.ndarray, np.ndarray]:
@@ -84,8 +102,7 @@ def _candidates(ps, n: int, k: int, prior: np.ndarray, gen: np.random.Generator)
     Each candidate has a centre drawn from ``prior`` over P (half uniform, half the released visit
     frequencies: post-processing of the release), a scale s log-uniform in [Δ/200, Δ], and n points
     drawn from P with probability ∝ exp(-d²/(2s²)) around the centre. Small scales give compact
-    trajectories, large ones spread trajectories close to independent draws from P; the library's own
-    visit distribution (the estimate after 0 EM iterations) lies between P-proportional and the raw release.
+    trajectories, large ones spread trajectories close to independent draws from P.
     """
     m = ps.size
     xyz = np.asarray(ps.xyz, dtype=np.float64)
@@ -93,7 +110,7 @@ def _candidates(ps, n: int, k: int, prior: np.ndarray, gen: np.random.Generator)
     dmax = max(ps.diameter_m / EARTH_RADIUS_M, 1e-12)  # radians
     scale = np.exp(gen.uniform(math.log(dmax / 200.0), math.log(dmax), size=k))
     out = np.empty((k, n), dtype=np.int64)
-    block = max(1, 2_000_000 // m)
+    block = max(1, _BLOCK // m)
     for a in range(0, k, block):
         b = min(k, a + block)
         chord2 = np.maximum(2.0 - 2.0 * (xyz[centre[a:b]] @ xyz.T), 0.0)  # ≈ angle² for small angles
@@ -113,56 +130,116 @@ def _simulate(cand: np.ndarray, n_sims: int, ps, mech, key: np.ndarray, offset: 
     return np.stack(out).reshape(k, n_sims, n)
 
 
-def _channel(flat: np.ndarray, sw: np.ndarray, size: int) -> tuple[sp.csr_matrix, sp.csr_matrix]:
-    """The simulated channel as a sparse (K, n·C) matrix: expected released (position, cell) counts."""
-    k = flat.shape[0]
-    a = sp.csr_matrix(
-        (sw.reshape(-1), (np.repeat(np.arange(k), flat.shape[1]), flat.reshape(-1))), shape=(k, size)
-    )
-    a.sum_duplicates()
-    return a, a.T.tocsr()
+def _angles(xa: np.ndarray, xb: np.ndarray) -> np.ndarray:
+    """Central angles (radians) between unit vectors: (A, 3) x (B, 3) → (A, B), from the chord."""
+    chord2 = np.maximum(2.0 - 2.0 * (xa @ xb.T), 0.0)
+    return 2.0 * np.arcsin(np.minimum(np.sqrt(chord2) / 2.0, 1.0))
 
 
-def _em(y: np.ndarray, chan, total: float, checkpoints) -> list[np.ndarray]:
-    """EM weights of the mixture given observed (position, cell) counts ``y``, at each checkpoint.
+def em_log_normaliser(ps, units: np.ndarray, coef: float) -> np.ndarray:
+    """log Z(u) = log Σ_r exp(−coef·d(P_u, P_r)) for the public points ``units`` (d in metres).
 
-    ``chan`` is ``(A, Aᵀ)`` from :func:`_channel`; the update is w ← w ⊙ A (y ⊘ Aᵀw) / A1 (the iterative
-    Bayesian update), rescaled to keep Σ w = ``total``.
+    Blocks of rows keep memory at O(block · |P|); no |P| x |P| matrix is formed.
     """
-    a, at = chan
-    norm = np.asarray(a.sum(axis=1)).reshape(-1)
-    norm = np.where(norm > 0, norm, 1.0)
-    w = np.full(a.shape[0], total / a.shape[0])
-    out = []
-    it = 0
-    for stop in checkpoints:
-        while it < stop:
-            mu = at @ w
-            ratio = np.divide(y, mu, out=np.zeros_like(mu), where=mu > 0)
-            w = w * (a @ ratio) / norm
-            tot = w.sum()
-            if tot > 0:
-                w *= total / tot
-            it += 1
-        out.append(w.copy())
+    xyz = np.asarray(ps.xyz, dtype=np.float64)
+    out = np.empty(units.size)
+    block = max(1, _BLOCK // ps.size)
+    for a in range(0, units.size, block):
+        d = _angles(xyz[units[a : a + block]], xyz) * EARTH_RADIUS_M
+        lw = -coef * d
+        mx = lw.max(axis=1, keepdims=True)
+        out[a : a + block] = (mx + np.log(np.exp(lw - mx).sum(axis=1, keepdims=True))).reshape(-1)
     return out
 
 
-def _choose_iterations(obs: np.ndarray, chan, size: int, gen) -> int:
-    """Two-fold cross-validation over released rows: the checkpoint with the best held-out likelihood."""
-    nrel = obs.shape[0]
+def pointem_coefficient(ps, mech, n: int) -> float:
+    """ε_n / (2Δ) in 1/m: the exponent's scale of PointEM's per-point exponential mechanism."""
+    return float(mech.point_budget(n)) / (2.0 * float(ps.diameter_m))
+
+
+def _loglik_pointem(released: np.ndarray, cand: np.ndarray, ps, mech) -> np.ndarray:
+    """(N, K) exact log-likelihood of PointEM: Σ_i [−coef·d(c_i, y_i) − log Z(c_i)]."""
+    n = cand.shape[1]
+    coef = pointem_coefficient(ps, mech, n)
+    xyz = np.asarray(ps.xyz, dtype=np.float64)
+    units, inv = np.unique(cand, return_inverse=True)
+    logz = em_log_normaliser(ps, units, coef)[inv.reshape(cand.shape)]  # (K, n)
+    out = np.empty((released.shape[0], cand.shape[0]))
+    block = max(1, _BLOCK // cand.shape[0])
+    for a in range(0, released.shape[0], block):
+        b = min(released.shape[0], a + block)
+        acc = np.zeros((b - a, cand.shape[0]))
+        for i in range(n):
+            acc -= coef * EARTH_RADIUS_M * _angles(xyz[released[a:b, i]], xyz[cand[:, i]])
+        out[a:b] = acc - logz.sum(axis=1)[None, :]
+    return out
+
+
+def _loglik_simulated(
+    released: np.ndarray, cand: np.ndarray, sims: np.ndarray, cell: np.ndarray, n_cells: int
+) -> np.ndarray:
+    """(N, K) composite log-likelihood from the simulations (positions independent given the candidate).
+
+    With S simulations per candidate, counts are far too few to estimate the channel of one candidate
+    alone, so each position's channel is shrunk in two stages: candidate c's own count of the released
+    cell z, then the pooled frequency over all candidates whose point at position i lies in the same cell
+    (the channel's main dependence), then the release's cell frequency f_i at i:
+
+        q̂_{c,i}(z) = (#{s : cell(sim_{c,s,i}) = z} + S·g_{i}(z | cell(c_i))) / 2S,
+        g_i(z | u) = (pooled count of z from inputs in u + S·f_i(z)) / (pooled total from u + S).
+    """
+    k, s, n = sims.shape
+    out = np.zeros((released.shape[0], k))
+    rows_k = np.repeat(np.arange(k), s)
+    for i in range(n):
+        sim_cells = cell[sims[:, :, i]].reshape(-1)
+        counts = sp.csr_matrix((np.ones(k * s), (rows_k, sim_cells)), shape=(k, n_cells)).tocsc()
+        in_cell = cell[cand[:, i]]
+        pooled = sp.csr_matrix(
+            (np.ones(k * s), (np.repeat(in_cell, s), sim_cells)), shape=(n_cells, n_cells)
+        ).tocsc()
+        pooled_tot = np.bincount(in_cell, minlength=n_cells) * float(s)
+        obs = cell[released[:, i]]
+        freq = np.bincount(obs, minlength=n_cells) / obs.size
+        block = max(1, _BLOCK // k)
+        for a in range(0, obs.size, block):
+            o = obs[a : a + block]
+            c = counts[:, o].toarray().T  # (rows, K)
+            pool = pooled[:, o].toarray().T[:, in_cell]  # (rows, K): pooled count of o from c_i's cell
+            g = (pool + s * freq[o][:, None]) / (pooled_tot[in_cell][None, :] + s)
+            out[a : a + block] += np.log((c + s * g) / (2.0 * s))
+    return out
+
+
+def _em(lik: np.ndarray, w0: np.ndarray, n_iter: int, row_w: np.ndarray | None = None) -> np.ndarray:
+    """``n_iter`` EM steps for the mixture weights: w ← Σ_j π_j r_jc, r_jc ∝ w_c L_jc (rows weighted by π)."""
+    w = w0.copy()
+    total = float(lik.shape[0] if row_w is None else row_w.sum())
+    for _ in range(n_iter):
+        den = lik @ w
+        ratio = np.divide(1.0 if row_w is None else row_w, den, out=np.zeros_like(den), where=den > 0)
+        w = w * (lik.T @ ratio)
+        tot = w.sum()
+        if tot > 0:
+            w *= total / tot
+    return w
+
+
+def _choose_iterations(lik: np.ndarray, gen) -> int:
+    """Two-fold cross-validation over released rows: the checkpoint with the best held-out log-likelihood."""
+    nrel, k = lik.shape
     if nrel < 4:
         return 0
     fold = gen.permutation(nrel) % 2
     score = np.zeros(len(CHECKPOINTS))
     for f in (0, 1):
-        train = np.bincount(obs[fold == f].reshape(-1), minlength=size).astype(np.float64)
-        test = np.bincount(obs[fold != f].reshape(-1), minlength=size).astype(np.float64)
-        n_tr, n_te = float((fold == f).sum()), float((fold != f).sum())
-        for j, w in enumerate(_em(train, chan, n_tr, CHECKPOINTS)):
-            mu = (chan[1] @ w) * (n_te / n_tr)
-            mu = np.maximum(mu, 1e-12)  # a cell no candidate reaches: a large but finite penalty
-            score[j] += float(np.sum(test * np.log(mu) - mu))
+        train, test = lik[fold == f], lik[fold != f]
+        w = np.full(k, train.shape[0] / k)
+        done = 0
+        for j, stop in enumerate(CHECKPOINTS):
+            w = _em(train, w, stop - done)
+            done = stop
+            score[j] += float(np.sum(np.log(np.maximum(test @ (w / w.sum()), 1e-300))))
     return int(CHECKPOINTS[int(np.argmax(score))])
 
 
@@ -171,44 +248,51 @@ class Model:
     """The fitted population model: one :class:`Group` per released length."""
 
     ps: object
-    cell: np.ndarray  # (m,) cell of every public point
-    n_cells: int
     groups: list
     n_rows: int
     level: float
 
     def estimate(self, values) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Estimate and interval of the linear functional ``values``.
+        """Estimate and interval of the count of original trajectories with indicator ``values``.
 
-        ``values(cand)`` maps a (K, n) candidate array to a (K, T) sparse matrix of per-candidate values.
-        The interval is the basic bootstrap interval (2·est − the upper and lower bootstrap quantiles,
-        clipped at 0 and widened to contain the estimate); the bootstrap resamples released rows and each
-        candidate's simulations and re-runs the fit, so it covers sampling and simulation noise, not the
-        bias of the early-stopped fit.
+        ``values(cand)`` maps a (K, n) candidate array to a (K, T) sparse 0/1 matrix. With the posterior
+        r_jc of released trajectory j over the candidates and p_jt = Σ_c r_jc V_ct:
+
+        - estimate Σ_j p_jt (the posterior mean of the count);
+        - variance Σ_j p_jt (1 − p_jt) (which original is which, given the fitted population) plus the
+          variance over bootstrap replicates of released rows of the estimate under the refitted weights
+          (uncertainty of the population itself);
+        - interval: estimate ± z·sd (normal), clipped at 0 and at the number of trajectories.
         """
-        est = boot = None
+        est = var = boot = None
         for g in self.groups:
             v = sp.csr_matrix(values(g.cand))
-            e = np.asarray(v.T @ g.w).reshape(-1)
+            e = np.zeros(v.shape[1])
+            q = np.zeros(v.shape[1])
+            block = max(1, _BLOCK // max(v.shape[1], g.cand.shape[0]))
+            for a in range(0, g.rows.size, block):
+                p = np.asarray((v.T @ g.posterior(a, a + block).T).T)  # (rows, T)
+                e += p.sum(axis=0)
+                q += (p * (1.0 - p)).sum(axis=0)
             est = e if est is None else est + e
+            var = q if var is None else var + q
             if g.boot_w is not None:
                 bt = np.asarray((v.T @ g.boot_w.T).T)
                 boot = bt if boot is None else boot + bt
-        if est is None:
+        if est is None or var is None:
             raise ValueError("No released trajectory to estimate from.")
         if boot is None:
             nan = np.full_like(est, np.nan)
             return est, nan, nan.copy()
-        alpha = (1.0 - self.level) / 2.0
-        q_lo, q_hi = np.quantile(boot, [alpha, 1.0 - alpha], axis=0)
-        lower = np.minimum(np.maximum(2.0 * est - q_hi, 0.0), est)
-        upper = np.maximum(2.0 * est - q_lo, est)
+        sd = np.sqrt(np.maximum(var + boot.var(axis=0, ddof=1), 0.0))
+        z = float(ndtri(0.5 + self.level / 2.0))
+        lower = np.clip(est - z * sd, 0.0, est)
+        upper = np.clip(est + z * sd, est, float(self.n_rows))
         return est, lower, upper
 
 
 def fit(seqs: list[np.ndarray], ps, mech, *, key: np.ndarray, options: FitOptions) -> Model:
     """Fit the population model to released index sequences (see the module notes)."""
-    cell, n_cells = grid_cells(ps, options.cell_km)
     lengths = np.fromiter((s.shape[0] for s in seqs), dtype=np.int64, count=len(seqs))
     # proposals and bootstrap draws come from a generator seeded by the simulation key (public)
     gen = np.random.default_rng(np.asarray(key, dtype=np.uint32).astype(np.uint64))
@@ -216,6 +300,8 @@ def fit(seqs: list[np.ndarray], ps, mech, *, key: np.ndarray, options: FitOption
     freq = np.bincount(np.concatenate(seqs), minlength=m).astype(np.float64)
     prior = 0.5 / m + 0.5 * freq / max(freq.sum(), 1.0)
     prior /= prior.sum()
+    exact = getattr(mech, "name", None) == "pointem"
+    cell, n_cells = (np.zeros(0, dtype=np.int64), 0) if exact else grid_cells(ps, options.cell_km)
     groups = []
     offset = 0
     for n in np.unique(lengths):
@@ -223,38 +309,34 @@ def fit(seqs: list[np.ndarray], ps, mech, *, key: np.ndarray, options: FitOption
         rows = np.flatnonzero(lengths == n)
         released = np.stack([seqs[r] for r in rows])
         k = int(min(options.n_candidates, max(200, 2 * rows.size)))
-        cand = _candidates(ps, n, k, prior, gen)
-        sims = _simulate(cand, options.n_sims, ps, mech, key, offset)
-        offset += k * options.n_sims
-        groups.append(Group(n, rows, released, cand, sims))
+        parts = []
+        if options.library != "released":
+            parts.append(_candidates(ps, n, k, prior, gen))
+        if options.library != "proposal":
+            parts.append(released[gen.permutation(rows.size)[:k]])
+        cand = np.concatenate(parts)
+        if exact:
+            ll = _loglik_pointem(released, cand, ps, mech)
+        else:
+            sims = _simulate(cand, options.n_sims, ps, mech, key, offset)
+            offset += cand.shape[0] * options.n_sims
+            ll = _loglik_simulated(released, cand, sims, cell, n_cells)
+        ll -= ll.max(axis=1, keepdims=True)
+        groups.append(Group(n, rows, released, cand, np.exp(ll)))
     for g in groups:
-        _fit_group(g, cell, n_cells, options, gen)
-    return Model(ps, cell, n_cells, groups, len(seqs), options.level)
+        _fit_group(g, options, gen)
+    return Model(ps, groups, len(seqs), options.level)
 
 
-def _fit_group(g: Group, cell: np.ndarray, n_cells: int, options: FitOptions, gen) -> None:
-    n = g.n
-    k, s, _ = g.sims.shape
-    pos = np.arange(n, dtype=np.int64)
-    flat = (pos[None, None, :] * n_cells + cell[g.sims]).reshape(k, s * n)
-    obs = pos[None, :] * n_cells + cell[g.released]  # (N, n)
-    size = n * n_cells
-    total = float(g.rows.size)
-    chan = _channel(flat, np.full((k, s * n), 1.0 / s), size)
-    if options.n_iter == "cv":
-        g.n_iter = _choose_iterations(obs, chan, size, gen)
-    else:
-        g.n_iter = int(options.n_iter)
-    y = np.bincount(obs.reshape(-1), minlength=size).astype(np.float64)
-    g.w = _em(y, chan, total, (g.n_iter,))[0]
+def _fit_group(g: Group, options: FitOptions, gen) -> None:
+    nrel, k = g.lik.shape
+    g.n_iter = _choose_iterations(g.lik, gen) if options.n_iter == "cv" else int(options.n_iter)
+    g.w = _em(g.lik, np.full(k, nrel / k), g.n_iter)
     if options.n_boot < 2:
         return
-    nrel = g.rows.size
     boot = np.empty((options.n_boot, k))
     for b in range(options.n_boot):
         pick = gen.multinomial(nrel, np.full(nrel, 1.0 / nrel)).astype(np.float64)
-        yb = np.bincount(obs.reshape(-1), weights=np.repeat(pick, n), minlength=size)
-        simw = gen.multinomial(s, np.full(s, 1.0 / s), size=k).astype(np.float64) / s  # (K, S)
-        chan_b = _channel(flat, np.repeat(simw, n, axis=1), size)
-        boot[b] = _em(yb, chan_b, total, (g.n_iter,))[0]
+        wb = _em(g.lik, np.full(k, nrel / k), g.n_iter, row_w=pick)
+        boot[b] = _em(g.lik, wb, 1)  # the posterior-mean weights of all released rows under wb
     g.boot_w = boot
