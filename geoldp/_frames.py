@@ -567,7 +567,8 @@ def snap(
                 GeoLDPWarning,
                 stacklevel=4,
             )
-    sequences = [idx[a:b] for a, b in zip(ft.offsets[:-1], ft.offsets[1:], strict=True)]
+    bounds = np.asarray(ft.offsets).tolist()  # Python ints slice faster than numpy scalars
+    sequences = [idx[a:b] for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
     return sequences, dist
 
 
@@ -590,7 +591,12 @@ def build_geometry(
     result = np.full(n_rows, None, dtype=object)
     if ft.n_trajectories == 0:
         return result
-    flat = np.concatenate([np.asarray(o, dtype=np.int64).reshape(-1) for o in outputs])
+    try:
+        flat = np.concatenate(outputs)
+    except ValueError:  # e.g. 0-d entries
+        flat = None
+    if flat is None or flat.ndim != 1 or flat.dtype != np.int64:  # not 1-d int64 arrays: the careful way
+        flat = np.concatenate([np.asarray(o, dtype=np.int64).reshape(-1) for o in outputs])
     if flat.size != len(ft.lon):
         raise RuntimeError("engine returned sequences of the wrong length")  # pragma: no cover
     coords = np.column_stack([px[flat], py[flat]])

