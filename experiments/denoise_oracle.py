@@ -18,10 +18,10 @@ is a Monte-Carlo estimate of the Bayes risk: **no function of the release has a 
 trajectory drawn from this population (up to the Monte-Carlo error, reported as a standard error). The
 oracle is an experiment only: it reads the originals, which no collector-side estimator may do.
 
-Reported per data set and ε: NE of the raw release, of the no-data baselines (uniform over P, in
-expectation; the constant), of the oracle, and the oracle's gain
-over the constant; PRQ(1 km) of the same (and of uniform). Only PointEM has a closed-form likelihood; TP and ATP releases
-carry their budget differently, so their oracle is not computed here.
+Reported per data set and ε: NE and PRQ(1 km) of the raw release, of the no-data baselines (uniform over
+P, in expectation; the constant) and of the oracle, and the oracle's gain over the constant. Only PointEM
+has a closed-form likelihood; TP and ATP releases carry their budget differently, so their oracle is not
+computed here.
 
 Usage::
 
