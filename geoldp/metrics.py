@@ -1240,25 +1240,23 @@ def _estimate_release(
     options: dict,
     source: Any,
 ) -> tuple[dict[str, Any], Any]:
-    """Collector-side estimates from ``release`` alone (never the originals): counts and denoised rows."""
+    """Collector-side estimates from ``release`` alone (never the originals): counts and denoised rows.
+
+    One population fit answers every query (:func:`geoldp.estimate.fit`); no interval is needed here.
+    """
     from geoldp import estimate as est
 
-    def seed() -> int:
-        return int(source.integers(2**31))
-
-    kw = dict(options, mechanism=mechanism, epsilon=epsilon)
-    counts: dict[str, Any] = {"visit_counts": est.visit_counts(release, pts, rng=seed(), **kw)["estimate"]}
+    kw = {key: val for key, val in options.items() if key not in ("n_boot", "level")}
+    pop = est.fit(
+        release, pts, mechanism=mechanism, epsilon=epsilon, rng=int(source.integers(2**31)), n_boot=0, **kw
+    )
+    counts: dict[str, Any] = {"visit_counts": pop.visit_counts()["estimate"].to_numpy()}
     if zn is not None:
-        counts["zone_counts"] = est.visit_counts(release, pts, zones=zn.series, rng=seed(), **kw)
-        counts["od_counts"] = est.od_flows(release, pts, zn.series, rng=seed(), **kw)
+        counts["zone_counts"] = pop.visit_counts(zones=zn.series)
+        counts["od_counts"] = pop.od_flows(zn.series)
     if regs is not None:
-        counts["range_counts"] = est.range_counts(release, pts, regs, rng=seed(), **kw)["estimate"]
-    den_kw = {key: val for key, val in kw.items() if key not in ("n_boot", "level")}
-    denoised = est.denoise(release, pts, rng=seed(), **den_kw)
-    counts["visit_counts"] = counts["visit_counts"].to_numpy()
-    if "range_counts" in counts:
-        counts["range_counts"] = counts["range_counts"].to_numpy()
-    return counts, denoised
+        counts["range_counts"] = pop.range_counts(regs)["estimate"].to_numpy()
+    return counts, pop.denoise()
 
 
 def evaluate(

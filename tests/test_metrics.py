@@ -620,34 +620,27 @@ def test_evaluate_estimate_never_sees_the_originals(monkeypatch):
 
     pts, orig, rel = _estimate_case()
     calls = []
-    for name in ("visit_counts", "range_counts", "od_flows", "denoise"):
-        real = getattr(est, name)
+    real = est.fit
 
-        def wrapped(*args, _real=real, _name=name, **kwargs):
-            calls.append((_name, args, kwargs))
-            out = _real(*args, **kwargs)
-            calls[-1] = (*calls[-1], out)
-            return out
+    def wrapped(*args, **kwargs):
+        calls.append((args, kwargs, real(*args, **kwargs)))
+        return calls[-1][2]
 
-        monkeypatch.setattr(est, name, wrapped)
+    monkeypatch.setattr(est, "fit", wrapped)
     regions = [(-87.65, 41.85, 3.0), (-87.68, 41.82, 2.0)]
     kw = dict(points=pts, mechanism="atp", epsilon=4.0, estimate_options=_FAST, regions=regions)
     evaluate(orig, rel, estimate=True, **kw)
-    assert sorted({c[0] for c in calls}) == ["denoise", "od_flows", "range_counts", "visit_counts"]
-    for _, args, kwargs, _ in calls:
-        assert args[0] is rel  # the release itself ...
-        values = list(args) + list(kwargs.values())
-        assert not any(v is orig for v in values)  # ... and never the originals
-    first = [c[3] for c in calls]
-    # other originals, same release and seed: the same estimates (they read the release only)
+    assert len(calls) == 1  # one population fit answers every query
+    args, kwargs, first = calls[0]
+    assert args[0] is rel  # the release itself ...
+    assert not any(v is orig for v in list(args) + list(kwargs.values()))  # ... and never the originals
+    # other originals, same release and seed: the same fitted population (it reads the release only)
     calls.clear()
     other = [np.roll(t, 1) for t in orig[::-1]]
     evaluate(other, rel, estimate=True, **kw)
-    second = [c[3] for c in calls]
-    assert len(first) == len(second) == 5
-    for a, b in zip(first[:4], second[:4], strict=True):
-        pd.testing.assert_frame_equal(a, b)
-    for a, b in zip(first[4], second[4], strict=True):  # denoised index arrays
+    second = calls[0][2]
+    pd.testing.assert_frame_equal(first.visit_counts(), second.visit_counts())
+    for a, b in zip(first.denoise(), second.denoise(), strict=True):  # denoised index arrays
         np.testing.assert_array_equal(a, b)
 
 

@@ -17,6 +17,7 @@ interval adds the posterior variance of which trajectory is which to a bootstrap
 
 Functions
 ---------
+fit            fit the population model once; the :class:`Population` it returns answers every query
 visit_counts   distinct trajectories visiting each public point or each zone
 range_counts   trajectories passing through each region (circles or polygons)
 od_flows       origin zone x destination zone counts (first and last points)
@@ -36,7 +37,7 @@ import scipy.sparse as sp
 from geoldp._random import resolve_rng
 from geoldp.estimate import _denoise, _inputs, _model
 
-__all__ = ["denoise", "hotspots", "od_flows", "range_counts", "visit_counts"]
+__all__ = ["Population", "denoise", "fit", "hotspots", "od_flows", "range_counts", "visit_counts"]
 
 _COLUMNS = ["estimate", "lower", "upper", "raw"]
 
@@ -71,8 +72,8 @@ def _options(n_candidates, n_sims, n_boot, n_iter, cell_km, level, caller: str) 
 
 
 def _prepare(released, points, mechanism, epsilon, mechanism_options, rng, fit_kw, caller):
-    """Validate everything, then fit the population model (the one place randomness is drawn)."""
-    ps, _ = _inputs.resolve_public_points(points, caller=caller)
+    """Validate everything and draw the one key (candidates, simulations, bootstrap); fit nothing yet."""
+    ps, source = _inputs.resolve_public_points(points, caller=caller)
     mech = _inputs.resolve_release_mechanism(mechanism, epsilon, mechanism_options, released, caller=caller)
     rel = _inputs.released_sequences(released, ps, caller=caller)
     if not rel.seqs:
@@ -80,8 +81,172 @@ def _prepare(released, points, mechanism, epsilon, mechanism_options, rng, fit_k
     for n in sorted({s.shape[0] for s in rel.seqs}):
         mech.check_budgets(n, ps.size)
     options = _options(**fit_kw, caller=caller)
-    key = resolve_rng(rng).stream_key()  # one key: candidate draws, simulations and bootstrap
-    return ps, rel, lambda: _model.fit(rel.seqs, ps, mech, key=key, options=options)
+    key = resolve_rng(rng).stream_key()
+    return Population(_Fit(ps, source, mech, rel, options, key, released))
+
+
+class _Fit:
+    """The validated inputs of one fit and, once a query needs it, the fitted model (never the originals)."""
+
+    def __init__(self, ps, source, mech, rel, options, key, released) -> None:
+        self.ps, self.source, self.mech, self.rel = ps, source, mech, rel
+        self.options, self.key, self.released = options, key, released
+        self.fitted: _model.Model | None = None
+
+    def model(self) -> _model.Model:
+        if self.fitted is None:
+            self.fitted = _model.fit(self.rel.seqs, self.ps, self.mech, key=self.key, options=self.options)
+        return self.fitted
+
+
+class Population:
+    """A population model fitted to one release; every query is answered from the same fit.
+
+    Made by :func:`fit`. The model (see the module notes) is fitted on the first query and kept, so a
+    collector asking for zone visits, range counts, flows and denoised trajectories pays for one fit.
+    It holds the release, the public point set and the public configuration only.
+
+    Attributes
+    ----------
+    mechanism : str
+        The mechanism's name (``"tp"``, ``"atp"`` or ``"pointem"``).
+    n_trajectories : int
+        Number of released trajectories.
+    """
+
+    def __init__(self, state: _Fit) -> None:
+        self._state = state
+        self.mechanism = str(getattr(state.mech, "name", type(state.mech).__name__.lower()))
+        self.n_trajectories = len(state.rel.seqs)
+
+    def __repr__(self) -> str:
+        fitted = "fitted" if self._state.fitted is not None else "not fitted yet"
+        return f"<geoldp.estimate.Population: {self.n_trajectories} {self.mechanism} releases, {fitted}>"
+
+    def visit_counts(self, zones: Any = None) -> pd.DataFrame:
+        """Distinct trajectories visiting each public point, or each zone: see :func:`visit_counts`."""
+        return self._visit_counts(zones, "geoldp.estimate.Population.visit_counts")
+
+    def _visit_counts(self, zones: Any, caller: str) -> pd.DataFrame:
+        st = self._state
+        if zones is None:
+            label, n_labels = np.arange(st.ps.size), st.ps.size
+            index = pd.RangeIndex(st.ps.size, name="point")
+        else:
+            label, index = _inputs.zone_of_points(zones, st.ps, caller=caller)
+            n_labels = len(index)
+        return self._table(_visit_matrix(label, n_labels), index)
+
+    def range_counts(self, regions: Any, how: str = "points") -> pd.DataFrame:
+        """Trajectories passing through each region: see :func:`range_counts`."""
+        return self._range_counts(regions, how, "geoldp.estimate.Population.range_counts")
+
+    def _range_counts(self, regions: Any, how: str, caller: str) -> pd.DataFrame:
+        st = self._state
+        members, index = _region_members(regions, how, st, caller)
+        # point -> regions incidence (m x R); a candidate passes through r when any of its points is in r
+        rows = np.concatenate([mm for mm in members]) if members else np.zeros(0, dtype=np.int64)
+        cols = np.repeat(np.arange(len(members)), [mm.size for mm in members])
+        inc = sp.csr_matrix((np.ones(rows.size), (rows, cols)), shape=(st.ps.size, len(members)))
+        size = st.ps.size
+
+        def values(cand: np.ndarray):
+            k, n = cand.shape
+            hit = sp.csr_matrix(
+                (np.ones(k * n), (np.repeat(np.arange(k), n), cand.reshape(-1))), shape=(k, size)
+            )
+            out = (hit @ inc).tocsr()
+            out.data[:] = (out.data > 0).astype(np.float64)
+            return out
+
+        return self._table(values, index)
+
+    def od_flows(self, zones: Any) -> pd.DataFrame:
+        """Origin-destination flows between zones: see :func:`od_flows`."""
+        return self._od_flows(zones, "geoldp.estimate.Population.od_flows")
+
+    def _od_flows(self, zones: Any, caller: str) -> pd.DataFrame:
+        st = self._state
+        label, index = _inputs.zone_of_points(zones, st.ps, caller=caller)
+        nz = len(index)
+
+        def pairs(cand: np.ndarray) -> np.ndarray:
+            o, d = label[cand[:, 0]], label[cand[:, -1]]
+            return np.where((o >= 0) & (d >= 0), o * nz + d, -1)
+
+        # only pairs that some candidate or release can take (never a Z x Z dense table)
+        seen: set = set()
+        for g in st.model().groups:
+            seen.update(np.unique(pairs(g.cand)).tolist())
+        for n in {s.shape[0] for s in st.rel.seqs}:
+            seen.update(np.unique(pairs(np.stack([s for s in st.rel.seqs if s.shape[0] == n]))).tolist())
+        seen.discard(-1)
+        keys = np.array(sorted(seen), dtype=np.int64)
+
+        def values(cand: np.ndarray):
+            p = pairs(cand)
+            ok = p >= 0
+            col = np.searchsorted(keys, p[ok])  # every pair a candidate or release takes is in keys
+            return sp.csr_matrix(
+                (np.ones(col.size), (np.flatnonzero(ok), col)), shape=(cand.shape[0], keys.size)
+            )
+
+        table = self._table(values, pd.RangeIndex(keys.size))
+        out = pd.DataFrame(
+            {
+                "origin": np.asarray(index)[keys // nz] if keys.size else [],
+                "destination": np.asarray(index)[keys % nz] if keys.size else [],
+            }
+        )
+        for col in _COLUMNS:
+            out[col] = table[col].to_numpy()
+        keep = (out["estimate"] > 1e-9) | (out["raw"] > 0)
+        return out[keep].reset_index(drop=True)
+
+    def hotspots(self, k: int = 10, zones: Any = None) -> pd.DataFrame:
+        """The top-k public points (or zones) by estimated visits: see :func:`hotspots`."""
+        k = _check_int(k, "k", 1, "geoldp.estimate.Population.hotspots")
+        table = self.visit_counts(zones)
+        order = np.lexsort((np.arange(len(table)), -table["estimate"].to_numpy()))[:k]
+        out = table.iloc[order].copy()
+        out.insert(0, "rank", np.arange(1, len(out) + 1))
+        return out
+
+    def denoise(self) -> Any:
+        """A point estimate of every original trajectory made of public points: see :func:`denoise`."""
+        import geopandas as gpd
+
+        st = self._state
+        out_seqs = _denoise.posterior_medoids(st.model(), len(st.rel.seqs))
+        if st.rel.frame is None:
+            return out_seqs
+        from geoldp import _frames
+
+        xy = _frames.public_xy(st.ps, st.rel.frame.crs, st.source)
+        geoms = _frames.build_geometry(st.rel.ft, out_seqs, xy, len(st.rel.frame))
+        out = st.rel.frame.copy()
+        out[out.geometry.name] = gpd.GeoSeries(geoms, index=out.index, crs=out.crs)
+        out.attrs = dict(st.rel.frame.attrs)
+        if isinstance(st.released, gpd.GeoSeries):
+            series = out.geometry
+            series.name = st.released.name
+            return series
+        return out
+
+    def _table(self, values, index) -> pd.DataFrame:
+        est, lo, hi = self._state.model().estimate(values)
+        return _frame(est, lo, hi, _raw(values, self._state.rel.seqs), index)
+
+
+def _region_members(regions, how: str, st: _Fit, caller: str):
+    """Validated regions: the public points in each and the regions' index."""
+    if how != "points":
+        raise ValueError(
+            f"Got how={how!r}; `how` of {caller} must be 'points' (a released vertex is a public point, so "
+            "segment crossings are not estimated)."
+        )
+    crs = st.rel.frame.crs if st.rel.frame is not None else "EPSG:4326"
+    return _inputs.region_members(regions, st.ps, crs=crs, caller=caller)
 
 
 def _visit_matrix(label: np.ndarray, n_labels: int):
@@ -146,6 +311,62 @@ _FIT_DOC = """
         Δ/16).
     level : float, default 0.95
         Nominal coverage of the interval."""
+
+
+def fit(
+    released: Any,
+    points: Any,
+    *,
+    mechanism: Any = None,
+    epsilon: float | None = None,
+    mechanism_options: dict | None = None,
+    rng: Any = None,
+    n_candidates: int = 3000,
+    n_sims: int = 16,
+    n_boot: int = 30,
+    n_iter: int | str = "cv",
+    cell_km: float | None = None,
+    level: float = 0.95,
+) -> Population:
+    """Fit the population model to a release once, for any number of queries.
+
+    ``fit(...).visit_counts(zones)`` equals ``visit_counts(..., zones=zones)`` with the same arguments and
+    ``rng``; every query of the returned :class:`Population` reuses the one fit, while each function
+    below fits its own.
+
+    Parameters
+    ----------
+    released, points
+        As in :func:`visit_counts`.
+    {fit}
+
+    Returns
+    -------
+    Population
+        Methods ``visit_counts(zones=None)``, ``range_counts(regions)``, ``od_flows(zones)``,
+        ``hotspots(k=10, zones=None)`` and ``denoise()``. The model is fitted on the first query.
+
+    Raises
+    ------
+    ValueError, TypeError
+        As :func:`visit_counts`, at this call (before any fitting).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from geoldp import PointSet, estimate, perturb_trajectories
+    >>> P = PointSet(np.linspace(0, 0.1, 20), np.zeros(20))
+    >>> rel = perturb_trajectories([np.array([0, 1])] * 50, P, mechanism="tp", epsilon=4.0, rng=0)
+    >>> pop = estimate.fit(rel, P, mechanism="tp", epsilon=4.0, rng=0, n_boot=0)
+    >>> pop.visit_counts().shape, len(pop.denoise())
+    ((20, 4), 50)
+    """
+    fit_kw = dict(
+        n_candidates=n_candidates, n_sims=n_sims, n_boot=n_boot, n_iter=n_iter, cell_km=cell_km, level=level
+    )
+    return _prepare(
+        released, points, mechanism, epsilon, mechanism_options, rng, fit_kw, "geoldp.estimate.fit"
+    )
 
 
 def visit_counts(
@@ -217,19 +438,12 @@ def visit_counts(
     >>> visit_counts(rel, P, mechanism="tp", epsilon=4.0, rng=0, n_boot=0).shape
     (20, 4)
     """
-    caller = "geoldp.estimate.visit_counts"
     fit_kw = dict(
         n_candidates=n_candidates, n_sims=n_sims, n_boot=n_boot, n_iter=n_iter, cell_km=cell_km, level=level
     )
-    ps, rel, run = _prepare(released, points, mechanism, epsilon, mechanism_options, rng, fit_kw, caller)
-    if zones is None:
-        label, n_labels, index = np.arange(ps.size), ps.size, pd.RangeIndex(ps.size, name="point")
-    else:
-        label, index = _inputs.zone_of_points(zones, ps, caller=caller)
-        n_labels = len(index)
-    values = _visit_matrix(label, n_labels)
-    est, lo, hi = run().estimate(values)
-    return _frame(est, lo, hi, _raw(values, rel.seqs), index)
+    caller = "geoldp.estimate.visit_counts"
+    pop = _prepare(released, points, mechanism, epsilon, mechanism_options, rng, fit_kw, caller)
+    return pop._visit_counts(zones, caller)
 
 
 def range_counts(
@@ -269,33 +483,11 @@ def range_counts(
         ``upper``, ``raw``.
     """
     caller = "geoldp.estimate.range_counts"
-    if how != "points":
-        raise ValueError(
-            f"Got how={how!r}; `how` of {caller} must be 'points' (a released vertex is a public point, so "
-            "segment crossings are not estimated)."
-        )
     fit_kw = dict(
         n_candidates=n_candidates, n_sims=n_sims, n_boot=n_boot, n_iter=n_iter, cell_km=cell_km, level=level
     )
-    ps, rel, run = _prepare(released, points, mechanism, epsilon, mechanism_options, rng, fit_kw, caller)
-    crs = rel.frame.crs if rel.frame is not None else "EPSG:4326"
-    members, index = _inputs.region_members(regions, ps, crs=crs, caller=caller)
-    # point -> regions incidence (m x R); a candidate passes through r when any of its points is in r
-    rows = np.concatenate([mm for mm in members]) if members else np.zeros(0, dtype=np.int64)
-    cols = np.repeat(np.arange(len(members)), [mm.size for mm in members])
-    inc = sp.csr_matrix((np.ones(rows.size), (rows, cols)), shape=(ps.size, len(members)))
-
-    def values(cand: np.ndarray):
-        k, n = cand.shape
-        hit = sp.csr_matrix(
-            (np.ones(k * n), (np.repeat(np.arange(k), n), cand.reshape(-1))), shape=(k, ps.size)
-        )
-        out = (hit @ inc).tocsr()
-        out.data[:] = (out.data > 0).astype(np.float64)
-        return out
-
-    est, lo, hi = run().estimate(values)
-    return _frame(est, lo, hi, _raw(values, rel.seqs), index)
+    pop = _prepare(released, points, mechanism, epsilon, mechanism_options, rng, fit_kw, caller)
+    return pop._range_counts(regions, how, caller)
 
 
 def od_flows(
@@ -334,46 +526,8 @@ def od_flows(
     fit_kw = dict(
         n_candidates=n_candidates, n_sims=n_sims, n_boot=n_boot, n_iter=n_iter, cell_km=cell_km, level=level
     )
-    ps, rel, run = _prepare(released, points, mechanism, epsilon, mechanism_options, rng, fit_kw, caller)
-    label, index = _inputs.zone_of_points(zones, ps, caller=caller)
-    nz = len(index)
-    pair_of = {}
-
-    def pairs(cand: np.ndarray) -> np.ndarray:
-        o, d = label[cand[:, 0]], label[cand[:, -1]]
-        return np.where((o >= 0) & (d >= 0), o * nz + d, -1)
-
-    # only pairs that some candidate or release can take (never a Z x Z dense table)
-    seen = set()
-    est_model = run()
-    for g in est_model.groups:
-        seen.update(np.unique(pairs(g.cand)).tolist())
-    for n in {s.shape[0] for s in rel.seqs}:
-        seen.update(np.unique(pairs(np.stack([s for s in rel.seqs if s.shape[0] == n]))).tolist())
-    seen.discard(-1)
-    keys = np.array(sorted(seen), dtype=np.int64)
-    pair_of = {int(k): i for i, k in enumerate(keys)}
-
-    def values(cand: np.ndarray):
-        p = pairs(cand)
-        ok = p >= 0
-        col = np.array([pair_of[int(v)] for v in p[ok]], dtype=np.int64)
-        return sp.csr_matrix((np.ones(col.size), (np.flatnonzero(ok), col)), shape=(cand.shape[0], keys.size))
-
-    est, lo, hi = est_model.estimate(values)
-    raw = _raw(values, rel.seqs)
-    out = pd.DataFrame(
-        {
-            "origin": np.asarray(index)[keys // nz] if keys.size else [],
-            "destination": np.asarray(index)[keys % nz] if keys.size else [],
-            "estimate": est,
-            "lower": lo,
-            "upper": hi,
-            "raw": raw.astype(np.float64),
-        }
-    )
-    keep = (out["estimate"] > 1e-9) | (out["raw"] > 0)
-    return out[keep].reset_index(drop=True)
+    pop = _prepare(released, points, mechanism, epsilon, mechanism_options, rng, fit_kw, caller)
+    return pop._od_flows(zones, caller)
 
 
 def hotspots(
@@ -445,33 +599,14 @@ def denoise(
         columns, CRS, attrs and vertex counts whose vertices are the denoised public points (in the
         release's CRS); for index input, a list of int64 arrays of the same lengths.
     """
-    import geopandas as gpd
-
     caller = "geoldp.estimate.denoise"
     fit_kw = dict(
         n_candidates=n_candidates, n_sims=n_sims, n_boot=0, n_iter=n_iter, cell_km=cell_km, level=0.95
     )
-    ps, rel, run = _prepare(released, points, mechanism, epsilon, mechanism_options, rng, fit_kw, caller)
-    model = run()
-    out_seqs = _denoise.posterior_medoids(model, len(rel.seqs))
-    if rel.frame is None:
-        return out_seqs
-    from geoldp import _frames
-
-    _, source = _inputs.resolve_public_points(points, caller=caller)
-    xy = _frames.public_xy(ps, rel.frame.crs, source)
-    geoms = _frames.build_geometry(rel.ft, out_seqs, xy, len(rel.frame))
-    out = rel.frame.copy()
-    out[out.geometry.name] = gpd.GeoSeries(geoms, index=out.index, crs=out.crs)
-    out.attrs = dict(rel.frame.attrs)
-    if isinstance(released, gpd.GeoSeries):
-        series = out.geometry
-        series.name = released.name
-        return series
-    return out
+    return _prepare(released, points, mechanism, epsilon, mechanism_options, rng, fit_kw, caller).denoise()
 
 
-for _f in (visit_counts, range_counts, od_flows, denoise):
+for _f in (fit, visit_counts, range_counts, od_flows, denoise):
     if _f.__doc__:
         _f.__doc__ = _f.__doc__.replace("    {fit}", _FIT_DOC.strip("\n"), 1)
 del _f

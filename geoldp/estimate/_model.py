@@ -36,11 +36,13 @@ from scipy.special import ndtri
 from geoldp.geo import EARTH_RADIUS_M
 from geoldp.trajectory.engine import run_with_key
 
-__all__ = ["CHECKPOINTS", "FitOptions", "Group", "Model", "fit", "grid_cells", "local_xy_km"]
+__all__ = ["CHECKPOINTS", "STARTS", "FitOptions", "Group", "Model", "fit", "grid_cells", "local_xy_km"]
 
 _KM_PER_DEG = EARTH_RADIUS_M * math.pi / 180.0 / 1000.0
 #: EM iteration counts compared by cross-validation (0 = the library's prior).
 CHECKPOINTS = (0, 1, 2, 4, 8, 16, 32, 64)
+#: EM's starting weights compared by cross-validation (see :func:`_start_weights`).
+STARTS = ("released", "mixed", "proposal")  # in order of preference (see _choose)
 #: Rows x candidates of one dense block (bounded memory for distances and likelihood blocks).
 _BLOCK = 2_000_000
 
@@ -56,6 +58,7 @@ class FitOptions:
     n_boot: int = 30
     level: float = 0.95
     library: str = "mixed"  # "mixed" (proposal + releases), "proposal" or "released"
+    start: str = "cv"  # EM's starting weights: one of STARTS, or "cv" (chosen with n_iter)
 
 
 @dataclass
@@ -67,14 +70,17 @@ class Group:
     released: np.ndarray  # (N, n) released point indices
     cand: np.ndarray  # (K, n) candidate trajectories (point indices)
     lik: np.ndarray  # (N, K) exp(ℓ_jc − max_c ℓ_jc)
+    source: np.ndarray  # (K,) the row (0..N-1) a library candidate was copied from; -1 for a proposal
     w: np.ndarray = field(default_factory=lambda: np.zeros(0))  # (K,) fitted weights, sum N
     boot_w: np.ndarray | None = None  # (B, K) bootstrap weights (after one E-step on all rows)
     n_iter: int = 0  # EM iterations used
+    start: str = "mixed"  # the starting weights used (see STARTS)
+    alt_w: np.ndarray | None = None  # (A, K) weights of the other plausible models (see _choose)
 
-    def posterior(self, a: int = 0, b: int | None = None) -> np.ndarray:
-        """(rows a:b, K) posterior r_jc ∝ w_c exp(ℓ_jc) of the released trajectories over the candidates."""
+    def posterior(self, a: int = 0, b: int | None = None, w: np.ndarray | None = None) -> np.ndarray:
+        """(rows a:b, K) posterior r_jc ∝ w_c exp(ℓ_jc) over the candidates (w: the fitted weights)."""
         lk = self.lik[a:b]
-        r = lk * self.w[None, :]
+        r = lk * (self.w if w is None else w)[None, :]
         return r / np.maximum(r.sum(axis=1, keepdims=True), 1e-300)
 
 
@@ -225,22 +231,65 @@ def _em(lik: np.ndarray, w0: np.ndarray, n_iter: int, row_w: np.ndarray | None =
     return w
 
 
-def _choose_iterations(lik: np.ndarray, gen) -> int:
-    """Two-fold cross-validation over released rows: the checkpoint with the best held-out log-likelihood."""
-    nrel, k = lik.shape
-    if nrel < 4:
-        return 0
+def _start_weights(
+    source: np.ndarray, start: str, total: float, keep: np.ndarray | None = None
+) -> np.ndarray:
+    """EM's starting weights (sum ``total``): uniform over the candidates of one part of the library.
+
+    ``"mixed"``: every candidate; ``"proposal"``: the public proposal only; ``"released"``: the released
+    trajectories only (the raw release taken as the population: its fit is the release smoothed by the
+    channel). ``keep`` masks out candidates (cross-validation drops those copied from held-out rows).
+    """
+    on = np.ones(source.size, dtype=bool) if start == "mixed" else (source < 0) == (start == "proposal")
+    if keep is not None:
+        on &= keep
+    if not on.any():
+        on = np.ones(source.size, dtype=bool) if keep is None else keep.copy()
+    return on * (total / max(int(on.sum()), 1))
+
+
+def _starts(source: np.ndarray, library: str) -> tuple[str, ...]:
+    """The starting weights a library allows (a part that is absent is no start)."""
+    if library != "mixed" or not (source < 0).any() or (source < 0).all():
+        return ("mixed",)
+    return STARTS
+
+
+def _choose(lik: np.ndarray, source: np.ndarray, starts, checkpoints, gen) -> tuple[tuple, list]:
+    """Two-fold cross-validation over released rows: the chosen (start, iterations) and the plausible ones.
+
+    Every (start, iterations) is scored by the held-out log-likelihood of the released rows. A model is
+    *plausible* when its score is within two standard errors of the best (the standard error of the
+    paired per-row difference): the release cannot tell it from the best one. The choice is the first
+    plausible model within one standard error in the order of ``starts`` (then fewer iterations): where
+    the release cannot tell two populations apart, the one closer to the release itself is kept rather
+    than whichever scores best by chance. A candidate copied from a held-out row is left out of that
+    fold's library, otherwise it would explain its own row perfectly and the score would reward staying
+    at the start.
+    """
+    nrel = lik.shape[0]
+    if nrel < 4 or (len(starts) == 1 and len(checkpoints) == 1):
+        return (starts[0], int(checkpoints[0])), [(starts[0], int(checkpoints[0]))]
     fold = gen.permutation(nrel) % 2
-    score = np.zeros(len(CHECKPOINTS))
+    cand_fold = np.where(source >= 0, fold[np.maximum(source, 0)], -1)
+    per_row = np.zeros((len(starts), len(checkpoints), nrel))
     for f in (0, 1):
         train, test = lik[fold == f], lik[fold != f]
-        w = np.full(k, train.shape[0] / k)
-        done = 0
-        for j, stop in enumerate(CHECKPOINTS):
-            w = _em(train, w, stop - done)
-            done = stop
-            score[j] += float(np.sum(np.log(np.maximum(test @ (w / w.sum()), 1e-300))))
-    return int(CHECKPOINTS[int(np.argmax(score))])
+        keep = cand_fold != 1 - f
+        for s, start in enumerate(starts):
+            w = _start_weights(source, start, train.shape[0], keep)
+            done = 0
+            for j, stop in enumerate(checkpoints):
+                w = _em(train, w, stop - done)
+                done = stop
+                per_row[s, j, fold != f] = np.log(np.maximum(test @ (w / w.sum()), 1e-300))
+    total = per_row.sum(axis=2)
+    best = np.unravel_index(int(np.argmax(total)), total.shape)
+    diff = per_row[best][None, None, :] - per_row
+    se = diff.std(axis=2, ddof=1) * math.sqrt(nrel)
+    s, j = np.argwhere(total >= total[best] - se)[0]  # row-major: starts in order, then fewer iterations
+    plausible = [(starts[a], int(checkpoints[b])) for a, b in np.argwhere(total >= total[best] - 2.0 * se)]
+    return (starts[int(s)], int(checkpoints[int(j)])), plausible
 
 
 @dataclass
@@ -262,33 +311,48 @@ class Model:
         - variance Σ_j p_jt (1 − p_jt) (which original is which, given the fitted population) plus the
           variance over bootstrap replicates of released rows of the estimate under the refitted weights
           (uncertainty of the population itself);
-        - interval: estimate ± z·sd (normal), clipped at 0 and at the number of trajectories.
+        - interval: [lowest estimate − z·sd, highest estimate + z·sd] over the chosen model and the other
+          plausible ones (the models cross-validation cannot reject, see :func:`_choose`), clipped at 0 and
+          at the number of trajectories. Where the release says little, the plausible models differ and
+          the interval says so; where it is informative, they agree and it is the normal interval.
         """
-        est = var = boot = None
+        est = var = boot = low = high = None
         for g in self.groups:
             v = sp.csr_matrix(values(g.cand))
-            e = np.zeros(v.shape[1])
-            q = np.zeros(v.shape[1])
-            block = max(1, _BLOCK // max(v.shape[1], g.cand.shape[0]))
-            for a in range(0, g.rows.size, block):
-                p = np.asarray((v.T @ g.posterior(a, a + block).T).T)  # (rows, T)
-                e += p.sum(axis=0)
-                q += (p * (1.0 - p)).sum(axis=0)
-            est = e if est is None else est + e
-            var = q if var is None else var + q
+            e, q = _posterior_counts(g, v, g.w)
+            lo, hi = e.copy(), e.copy()
+            for w in g.alt_w if g.alt_w is not None else ():
+                ea, _ = _posterior_counts(g, v, w, variance=False)
+                np.minimum(lo, ea, out=lo)
+                np.maximum(hi, ea, out=hi)
+            est, var = (e, q) if est is None or var is None else (est + e, var + q)
+            low, high = (lo, hi) if low is None or high is None else (low + lo, high + hi)
             if g.boot_w is not None:
                 bt = np.asarray((v.T @ g.boot_w.T).T)
                 boot = bt if boot is None else boot + bt
-        if est is None or var is None:
+        if est is None or var is None or low is None or high is None:
             raise ValueError("No released trajectory to estimate from.")
         if boot is None:
             nan = np.full_like(est, np.nan)
             return est, nan, nan.copy()
         sd = np.sqrt(np.maximum(var + boot.var(axis=0, ddof=1), 0.0))
         z = float(ndtri(0.5 + self.level / 2.0))
-        lower = np.clip(est - z * sd, 0.0, est)
-        upper = np.clip(est + z * sd, est, float(self.n_rows))
+        lower = np.clip(low - z * sd, 0.0, est)
+        upper = np.clip(high + z * sd, est, float(self.n_rows))
         return est, lower, upper
+
+
+def _posterior_counts(g: Group, v, w: np.ndarray, variance: bool = True) -> tuple[np.ndarray, np.ndarray]:
+    """Σ_j p_jt and Σ_j p_jt (1 − p_jt) for indicator matrix ``v`` under weights ``w`` (blocks of rows)."""
+    e = np.zeros(v.shape[1])
+    q = np.zeros(v.shape[1])
+    block = max(1, _BLOCK // max(v.shape[1], g.cand.shape[0]))
+    for a in range(0, g.rows.size, block):
+        p = np.asarray((v.T @ g.posterior(a, a + block, w).T).T)  # (rows, T)
+        e += p.sum(axis=0)
+        if variance:
+            q += (p * (1.0 - p)).sum(axis=0)
+    return e, q
 
 
 def fit(seqs: list[np.ndarray], ps, mech, *, key: np.ndarray, options: FitOptions) -> Model:
@@ -309,11 +373,14 @@ def fit(seqs: list[np.ndarray], ps, mech, *, key: np.ndarray, options: FitOption
         rows = np.flatnonzero(lengths == n)
         released = np.stack([seqs[r] for r in rows])
         k = int(min(options.n_candidates, max(200, 2 * rows.size)))
-        parts = []
+        parts, source = [], []
         if options.library != "released":
             parts.append(_candidates(ps, n, k, prior, gen))
+            source.append(np.full(k, -1, dtype=np.int64))
         if options.library != "proposal":
-            parts.append(released[gen.permutation(rows.size)[:k]])
+            pick = gen.permutation(rows.size)[:k]
+            parts.append(released[pick])
+            source.append(pick.astype(np.int64))
         cand = np.concatenate(parts)
         if exact:
             ll = _loglik_pointem(released, cand, ps, mech)
@@ -322,21 +389,31 @@ def fit(seqs: list[np.ndarray], ps, mech, *, key: np.ndarray, options: FitOption
             offset += cand.shape[0] * options.n_sims
             ll = _loglik_simulated(released, cand, sims, cell, n_cells)
         ll -= ll.max(axis=1, keepdims=True)
-        groups.append(Group(n, rows, released, cand, np.exp(ll)))
+        groups.append(Group(n, rows, released, cand, np.exp(ll), np.concatenate(source)))
     for g in groups:
         _fit_group(g, options, gen)
     return Model(ps, groups, len(seqs), options.level)
 
 
 def _fit_group(g: Group, options: FitOptions, gen) -> None:
-    nrel, k = g.lik.shape
-    g.n_iter = _choose_iterations(g.lik, gen) if options.n_iter == "cv" else int(options.n_iter)
-    g.w = _em(g.lik, np.full(k, nrel / k), g.n_iter)
+    nrel = g.lik.shape[0]
+    starts = _starts(g.source, options.library) if options.start == "cv" else (options.start,)
+    checkpoints = CHECKPOINTS if options.n_iter == "cv" else (int(options.n_iter),)
+    (g.start, g.n_iter), plausible = _choose(g.lik, g.source, starts, checkpoints, gen)
+    w0 = _start_weights(g.source, g.start, nrel)
+    g.w = _em(g.lik, w0, g.n_iter)
+    # the ends of each start's plausible stretch of iterations span the models the release cannot reject
+    ends = []
+    for start in dict.fromkeys(st for st, _ in plausible):
+        its = [it for st, it in plausible if st == start]
+        ends += [(start, it) for it in sorted({min(its), max(its)}) if (start, it) != (g.start, g.n_iter)]
+    g.alt_w = np.array([_em(g.lik, _start_weights(g.source, st, nrel), it) for st, it in ends])
+    g.alt_w = g.alt_w.reshape(len(ends), g.lik.shape[1])
     if options.n_boot < 2:
         return
-    boot = np.empty((options.n_boot, k))
+    boot = np.empty((options.n_boot, g.lik.shape[1]))
     for b in range(options.n_boot):
         pick = gen.multinomial(nrel, np.full(nrel, 1.0 / nrel)).astype(np.float64)
-        wb = _em(g.lik, np.full(k, nrel / k), g.n_iter, row_w=pick)
+        wb = _em(g.lik, w0, g.n_iter, row_w=pick)
         boot[b] = _em(g.lik, wb, 1)  # the posterior-mean weights of all released rows under wb
     g.boot_w = boot
