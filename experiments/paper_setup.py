@@ -18,8 +18,9 @@ from P and the trajectory lengths only: NE, PRQ, range-count error over public c
 points nearest to a 5 x 5 lattice over P's bounding box, radii 1, 2, 3 km; 0.25, 0.5, 0.75 km for cps_atp),
 visit-density and OD-flow errors over
 1.5 km square zones (``geoldp.metrics.zone_grid``), hotspot overlap and the length / diameter JSD. It adds
-one estimated row at ε = 4, ``PointEM debiased`` (``geoldp.queries.debiased_visit_counts``, the PointEM
-channel inverted; it gives per-point and per-zone counts only). All rows go to ``evaluate.csv``.
+at ε = 4, for each of PointEM, TP and ATP, the rows ``<MECH> estimated`` (zone, OD, range and visit counts
+of ``geoldp.estimate`` from the release alone) and ``<MECH> denoised`` (``geoldp.estimate.denoise``,
+evaluated as a release). All rows go to ``evaluate.csv``.
 
 Outputs (in ``--out``, default ``docs/results`` of this repository):
 ``paper_setup.csv`` (one row per dataset, mechanism, ε, repetition, metric, δ), ``paper_setup_summary.csv``
@@ -59,7 +60,7 @@ EPSILONS = (0.5, 1.0, 2.0, 4.0, 6.0, 8.0, 10.0)
 DELTAS_KM = {"cps_atp": (0.1, 0.25, 0.5, 1.0, 2.0)}
 DEFAULT_DELTAS_KM = (0.5, 1.0, 2.0, 3.0, 4.0)
 EVAL_EPSILONS = (0.5, 1.0, 2.0, 4.0, 8.0)
-DEBIAS_EPSILON = 4.0
+ESTIMATE_EPSILON = 4.0
 ZONE_KM = 1.5
 REGION_RADII_KM = {"cps_atp": (0.25, 0.5, 0.75)}
 DEFAULT_REGION_RADII_KM = (1.0, 2.0, 3.0)
@@ -202,23 +203,25 @@ def public_regions(points, radii_km, grid: int = 5) -> list[tuple[float, float, 
 def evaluate_rows(
     name: str, eps: float, outputs: dict, trajs, points, zones, regions, deltas
 ) -> pd.DataFrame:
-    """geoldp.evaluate of the raw releases at one ε, the no-data baselines and PointEM debiased (counts)."""
-    import geopandas as gpd
-
+    """geoldp.evaluate of the raw releases at one ε, the no-data baselines and, at ESTIMATE_EPSILON, the
+    collector-side estimates of every mechanism's release (rows "<MECH> estimated" and "<MECH> denoised")."""
     import geoldp
-    from geoldp.queries import debiased_visit_counts
 
     entries = {f"{RELEASE_LABEL[m]} raw": out for m, out in outputs.items() if m in RELEASE_LABEL}
-    if "pointem" in outputs and eps == DEBIAS_EPSILON:  # the estimator is slow (O(|P|²) per iteration)
-        est = debiased_visit_counts(outputs["pointem"], points, epsilon=eps)
-        # zone of every public point, to add the per-point estimate up per zone
-        pts = gpd.GeoDataFrame(geometry=gpd.points_from_xy(points.lon, points.lat), crs="EPSG:4326")
-        hit = gpd.sjoin(pts, zones[["geometry"]].reset_index(drop=True), predicate="within", how="left")
-        pos = hit[~hit.index.duplicated()]["index_right"].to_numpy(dtype=float)  # zone position or NaN
-        ok = np.isfinite(pos)
-        zone_counts = np.bincount(pos[ok].astype(np.int64), weights=est[ok], minlength=len(zones))
-        entries["PointEM debiased"] = {"visit_counts": est, "zone_counts": zone_counts}
-    ev = geoldp.evaluate(trajs, entries, points=points, zones=zones, regions=regions, delta_km=deltas)
+    kw = dict(points=points, zones=zones, regions=regions, delta_km=deltas)
+    ev = geoldp.evaluate(trajs, entries, **kw)
+    if eps == ESTIMATE_EPSILON:
+        parts = [ev]
+        for m, out in outputs.items():
+            if m not in RELEASE_LABEL:
+                continue
+            lab = RELEASE_LABEL[m]
+            # one mechanism per call: evaluate's estimators read that mechanism's public configuration
+            est = geoldp.evaluate(
+                trajs, {f"{lab} raw": out}, estimate=True, mechanism=m, epsilon=eps, baselines=(), **kw
+            )
+            parts.append(est.loc[[f"{lab} estimated", f"{lab} denoised"]])
+        ev = pd.concat(parts)
     ev = ev.reset_index()
     ev.insert(0, "epsilon", eps)
     ev.insert(0, "dataset", name)
