@@ -380,3 +380,60 @@ def test_pointem_channel_needs_no_p_by_p_matrix():
         tracemalloc.stop()
     assert len(est) == big.size
     assert peak < 400e6, peak
+
+
+# ----------------------------------------------------------------------------------------------------------
+# one fit for every query; model selection by cross-validation
+# ----------------------------------------------------------------------------------------------------------
+
+
+def test_fit_answers_every_query_like_the_functions():
+    trajs = population(1, 200)
+    rel = perturb_trajectories(trajs, P, mechanism="atp", epsilon=8.0, rng=11)
+    kw = dict(mechanism="atp", epsilon=8.0, rng=5, n_boot=3, n_candidates=300, n_sims=4)
+    pop = estimate.fit(rel, P, **kw)
+    assert "not fitted" in repr(pop) and pop.n_trajectories == 200 and pop.mechanism == "atp"
+    circles = [(0.03, 0.03, 3.0), (0.15, 0.15, 3.0)]
+    assert pop.visit_counts(ZONES).equals(estimate.visit_counts(rel, P, zones=ZONES, **kw))
+    assert "fitted" in repr(pop) and "not" not in repr(pop)
+    assert pop.range_counts(circles).equals(estimate.range_counts(rel, P, circles, **kw))
+    assert pop.od_flows(ZONES).equals(estimate.od_flows(rel, P, ZONES, **kw))
+    assert pop.hotspots(3, zones=ZONES).equals(estimate.hotspots(rel, P, k=3, zones=ZONES, **kw))
+    kw0 = dict(kw, n_boot=0)  # denoise needs no interval: the function fits without a bootstrap
+    del kw0["n_boot"]
+    den = estimate.fit(rel, P, n_boot=0, **kw0).denoise()
+    for a, b in zip(den, estimate.denoise(rel, P, **kw0), strict=True):
+        np.testing.assert_array_equal(a, b)
+    with pytest.raises(ValueError, match="Population.visit_counts"):
+        pop.visit_counts(ZONES.set_crs(None, allow_override=True))
+    with pytest.raises(ValueError, match="'k' parameter"):
+        pop.hotspots(0)
+
+
+def test_release_that_says_nothing_keeps_the_raw_counts_and_a_wide_interval():
+    """PointEM at ε = 0.2 per trajectory: the channel is nearly uniform, the held-out likelihood cannot tell
+    populations apart, so cross-validation keeps the release (estimate near raw) rather than the proposal."""
+    near, width = [], []
+    for seed in range(3):
+        trajs = population(seed, 400)
+        rel = perturb_trajectories(trajs, P, mechanism="pointem", epsilon=0.2, rng=600 + seed)
+        est = estimate.visit_counts(rel, P, mechanism="pointem", epsilon=0.2, zones=ZONES, rng=seed, n_boot=5)
+        truth = zone_truth(trajs)
+        near.append(l1(est["estimate"], est["raw"]) < 0.2 * l1(est["raw"], truth))
+        width.append(np.mean((est["lower"] <= est["raw"]) & (est["raw"] <= est["upper"])))
+    assert all(near), near
+    assert min(width) >= 0.9, width
+
+
+def test_cross_validation_leaves_out_the_library_copies_of_held_out_rows():
+    """Each released row is explained only by its own library copy: with the copies of held-out rows left
+    out, the release-as-population start predicts nothing held out, and the proposal (flat) must win."""
+    from geoldp.estimate import _model
+
+    n, k = 40, 10
+    lik = np.full((n, k + n), 1e-6)
+    lik[:, :k] = 1e-3  # proposals: every row alike, far less likely than a row's own copy
+    lik[np.arange(n), k + np.arange(n)] = 1.0  # the copy of row j explains row j
+    source = np.concatenate([np.full(k, -1), np.arange(n)])
+    (start, _), _ = _model.choose(lik, source, _model.STARTS, (0,), np.random.default_rng(0))
+    assert start != "released"

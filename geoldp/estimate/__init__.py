@@ -10,10 +10,12 @@ model is fitted, a mixture over a library of candidate trajectories (a public pr
 released trajectories themselves). Every released trajectory is one observation with a per-trajectory
 likelihood under each candidate: exact for PointEM (its channel is closed form), estimated from simulated
 releases of the candidate for TP and ATP (a composite likelihood over positions). The weights are fitted by
-EM from uniform weights, stopped early (by default at the iteration count with the best held-out
-likelihood in two-fold cross-validation). Each estimate is the posterior mean of its count; the 95 %
-interval adds the posterior variance of which trajectory is which to a bootstrap over released rows (see
-:func:`visit_counts`).
+EM from uniform weights over one part of the library, stopped early; by default the start and the
+iteration count are chosen by two-fold cross-validation of the held-out likelihood (the simplest model
+within one standard error of the best, preferring the release itself). Each estimate is the posterior
+mean of its count; the 95 % interval spans the estimates of the models cross-validation cannot reject and
+adds the posterior variance of which trajectory is which and a bootstrap over released rows (see
+:func:`visit_counts`). :func:`fit` fits once for many queries.
 
 Functions
 ---------
@@ -303,9 +305,11 @@ _FIT_DOC = """
     n_boot : int, default 30
         Bootstrap replicates for the interval (0: no interval, NaN bounds).
     n_iter : int or "cv", default "cv"
-        EM iterations from the library's prior (more fit the release more closely, and its noise);
-        ``"cv"`` chooses among 0, 1, 2, 4, ..., 64 for each length by two-fold cross-validation of the
-        held-out per-trajectory log-likelihood over released rows.
+        EM iterations from the starting weights (more fit the release more closely, and its noise);
+        ``"cv"`` chooses, for each length, the start (uniform over the released copies, the whole library
+        or the public proposal) and 0, 1, 2, 4, ..., 64 iterations by two-fold cross-validation of the
+        held-out per-trajectory log-likelihood over released rows (the simplest model within one
+        standard error of the best); an int fixes the iterations and cross-validates only the start.
     cell_km : float, optional
         Side of the public grid cells on which TP/ATP releases are compared with the simulations (default
         Δ/16).
@@ -419,14 +423,17 @@ def visit_counts(
     gets ε/16 or less): the point-level estimate is then mostly the model's prior and its interval is wide.
     Zones of a few km are the resolution at which the release says something; see ``docs/collector.md``.
 
-    The interval is normal with variance Σ_j p_j(1 − p_j) + the bootstrap variance: p_j is the posterior
-    probability that original trajectory j visits the point or zone (which trajectory is which, given the
-    fitted population) and the bootstrap resamples released rows and refits the weights (from the prior,
-    the same number of EM iterations), for the uncertainty of the population. It is valid when the
-    channel is right (exact for PointEM; the simulated composite likelihood of TP/ATP ignores the
-    dependence between positions, which makes posteriors too sharp) and the library can represent the
-    truth; it does not include the Monte-Carlo error of the TP/ATP simulations nor the pull of the prior
-    where the release says little (measured coverage: ``docs/results/estimators.md``).
+    The interval runs from the lowest to the highest estimate of the plausible models (the chosen one
+    and those whose held-out likelihood is within two standard errors of the best: the release cannot
+    tell them apart), widened by z·sd with sd² = Σ_j p_j(1 − p_j) + the bootstrap variance: p_j is the
+    posterior probability that original trajectory j visits the point or zone (which trajectory is
+    which, given the fitted population) and the bootstrap resamples released rows and refits the
+    weights (same start, same number of EM iterations), for the uncertainty of the population. It is
+    valid when the channel is right (exact for PointEM; the simulated composite likelihood of TP/ATP
+    ignores the dependence between positions, which makes posteriors too sharp), the library can
+    represent the truth and the truth lies within the plausible models; it does not include the
+    Monte-Carlo error of the TP/ATP simulations (measured coverage and width:
+    ``docs/results/estimators.md``).
 
     Examples
     --------

@@ -36,13 +36,23 @@ from scipy.special import ndtri
 from geoldp.geo import EARTH_RADIUS_M
 from geoldp.trajectory.engine import run_with_key
 
-__all__ = ["CHECKPOINTS", "STARTS", "FitOptions", "Group", "Model", "fit", "grid_cells", "local_xy_km"]
+__all__ = [
+    "CHECKPOINTS",
+    "STARTS",
+    "FitOptions",
+    "choose",
+    "Group",
+    "Model",
+    "fit",
+    "grid_cells",
+    "local_xy_km",
+]
 
 _KM_PER_DEG = EARTH_RADIUS_M * math.pi / 180.0 / 1000.0
 #: EM iteration counts compared by cross-validation (0 = the library's prior).
 CHECKPOINTS = (0, 1, 2, 4, 8, 16, 32, 64)
 #: EM's starting weights compared by cross-validation (see :func:`_start_weights`).
-STARTS = ("released", "mixed", "proposal")  # in order of preference (see _choose)
+STARTS = ("released", "mixed", "proposal")  # in order of preference (see choose)
 #: Rows x candidates of one dense block (bounded memory for distances and likelihood blocks).
 _BLOCK = 2_000_000
 
@@ -75,7 +85,7 @@ class Group:
     boot_w: np.ndarray | None = None  # (B, K) bootstrap weights (after one E-step on all rows)
     n_iter: int = 0  # EM iterations used
     start: str = "mixed"  # the starting weights used (see STARTS)
-    alt_w: np.ndarray | None = None  # (A, K) weights of the other plausible models (see _choose)
+    alt_w: np.ndarray | None = None  # (A, K) weights of the other plausible models (see choose)
 
     def posterior(self, a: int = 0, b: int | None = None, w: np.ndarray | None = None) -> np.ndarray:
         """(rows a:b, K) posterior r_jc ∝ w_c exp(ℓ_jc) over the candidates (w: the fitted weights)."""
@@ -255,7 +265,7 @@ def _starts(source: np.ndarray, library: str) -> tuple[str, ...]:
     return STARTS
 
 
-def _choose(lik: np.ndarray, source: np.ndarray, starts, checkpoints, gen) -> tuple[tuple, list]:
+def choose(lik: np.ndarray, source: np.ndarray, starts, checkpoints, gen) -> tuple[tuple, list]:
     """Two-fold cross-validation over released rows: the chosen (start, iterations) and the plausible ones.
 
     Every (start, iterations) is scored by the held-out log-likelihood of the released rows. A model is
@@ -312,7 +322,7 @@ class Model:
           variance over bootstrap replicates of released rows of the estimate under the refitted weights
           (uncertainty of the population itself);
         - interval: [lowest estimate − z·sd, highest estimate + z·sd] over the chosen model and the other
-          plausible ones (the models cross-validation cannot reject, see :func:`_choose`), clipped at 0 and
+          plausible ones (the models cross-validation cannot reject, see :func:`choose`), clipped at 0 and
           at the number of trajectories. Where the release says little, the plausible models differ and
           the interval says so; where it is informative, they agree and it is the normal interval.
         """
@@ -399,7 +409,7 @@ def _fit_group(g: Group, options: FitOptions, gen) -> None:
     nrel = g.lik.shape[0]
     starts = _starts(g.source, options.library) if options.start == "cv" else (options.start,)
     checkpoints = CHECKPOINTS if options.n_iter == "cv" else (int(options.n_iter),)
-    (g.start, g.n_iter), plausible = _choose(g.lik, g.source, starts, checkpoints, gen)
+    (g.start, g.n_iter), plausible = choose(g.lik, g.source, starts, checkpoints, gen)
     w0 = _start_weights(g.source, g.start, nrel)
     g.w = _em(g.lik, w0, g.n_iter)
     # the ends of each start's plausible stretch of iterations span the models the release cannot reject
