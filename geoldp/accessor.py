@@ -732,6 +732,48 @@ class LDPAccessor:
 
     # -- collector-side estimators (geoldp.estimate); the mechanism is read from this frame's ledger --------
 
+    def fit_population(self, points: Any, **kwargs: Any) -> Any:
+        """Fit the collector-side population model to this release once, for many queries.
+
+        Post-processing: reads only this release, the public points and the public configuration, never
+        the originals, so it spends no privacy budget.
+
+        Parameters
+        ----------
+        points : PointSet, GeoDataFrame or GeoSeries of Points
+            The public point set the release was made with.
+        **kwargs
+            Passed to :func:`geoldp.estimate.fit`: ``mechanism``/``epsilon`` (default: read from this
+            frame's ledger ``attrs["geoldp"]``; a conflicting value is an error), ``rng``, ``n_candidates``,
+            ``n_sims``, ``n_iter``, ``n_boot``, ``level``, ``cell_km``.
+
+        Returns
+        -------
+        geoldp.estimate.Population
+            Its methods ``visit_counts(zones)``, ``range_counts(regions)``, ``od_flows(zones)``,
+            ``hotspots(k)`` and ``denoise()`` all read the same fit.
+
+        Raises
+        ------
+        TypeError, ValueError
+            No mechanism and no ledger; an ε that conflicts with the ledger; a vertex that is not a public
+            point.
+
+        See Also
+        --------
+        geoldp.estimate.fit : the model, its selection and its intervals (docs: "What can a collector
+            learn?").
+
+        Examples
+        --------
+        >>> out = trips.ldp.perturb(pois, epsilon=4.0)  # doctest: +SKIP
+        >>> pop = out.ldp.fit_population(pois)  # doctest: +SKIP
+        >>> pop.visit_counts(zones), pop.denoise()  # doctest: +SKIP
+        """
+        from geoldp import estimate
+
+        return estimate.fit(self._obj, points, **kwargs)
+
     def estimate_visits(self, points: Any, *, zones: Any = None, **kwargs: Any) -> Any:
         """Estimated number of distinct original trajectories visiting each public point (or zone).
 

@@ -532,6 +532,7 @@ def test_progress_without_tqdm(monkeypatch, toy_lines, city_points):
         "visit_counts",
         "evaluate",
         "explore",
+        "fit_population",
         "estimate_visits",
         "estimate_range_counts",
         "estimate_od_flows",

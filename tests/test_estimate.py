@@ -278,6 +278,7 @@ def test_accessor_shortcuts_read_the_ledger():
     assert len(out.ldp.estimate_hotspots(pts, k=3, zones=ZONES, **kw)) == 3
     den = out.ldp.denoise(pts, rng=0, n_candidates=200, n_sims=2)
     assert den.index.equals(out.index) and den.crs == out.crs
+    assert out.ldp.fit_population(pts, **kw).visit_counts(ZONES).equals(direct)
 
 
 # ----------------------------------------------------------------------------------------------------------
