@@ -53,9 +53,11 @@ def l1(a, b) -> float:
 
 def improvement_is_significant(diffs) -> bool:
     """One-sided t-test (5 %) that the mean of ``diffs`` (raw error - estimate error) is positive."""
+    from scipy.stats import t as student_t
+
     d = np.asarray(diffs)
     t = d.mean() / (d.std(ddof=1) / math.sqrt(d.size))
-    return bool(t > {3: 2.92, 4: 2.35}[d.size])
+    return bool(t > student_t.ppf(0.95, d.size - 1))
 
 
 @pytest.mark.parametrize("mech", ["tp", "atp", "pointem"])
@@ -73,7 +75,7 @@ def test_zone_visits_closer_to_truth_than_raw(mech):
 def test_range_counts_closer_to_truth_than_raw():
     circles = [(0.03, 0.03, 3.0), (0.15, 0.15, 3.0), (0.03, 0.17, 3.0), (0.1, 0.1, 4.0)]
     errs_raw, errs_est = [], []
-    for seed in range(3):
+    for seed in range(4):
         trajs = population(seed)
         rel = perturb_trajectories(trajs, P, mechanism="atp", epsilon=8.0, rng=200 + seed)
         est = estimate.range_counts(rel, P, circles, mechanism="atp", epsilon=8.0, rng=seed, **FAST)
@@ -333,7 +335,7 @@ def test_compact_campus_zone_visits_not_worse_than_raw(mech):
         return out
 
     diffs = []
-    for seed in range(4):
+    for seed in range(8):  # per-seed gains of 0.006-0.05 L1: 8 seeds give the t-test its power
         trajs = compact_population(seed)
         rel = perturb_trajectories(trajs, CP, mechanism=mech, epsilon=4.0, rng=500 + seed)
         est = estimate.visit_counts(rel, CP, mechanism=mech, epsilon=4.0, zones=CZONES, rng=seed, **FAST)

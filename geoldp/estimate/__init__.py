@@ -306,10 +306,11 @@ _FIT_DOC = """
         Bootstrap replicates for the interval (0: no interval, NaN bounds).
     n_iter : int or "cv", default "cv"
         EM iterations from the starting weights (more fit the release more closely, and its noise);
-        ``"cv"`` chooses, for each length, the start (uniform over the released copies, the whole library
-        or the public proposal) and 0, 1, 2, 4, ..., 64 iterations by two-fold cross-validation of the
-        held-out per-trajectory log-likelihood over released rows (the simplest model within one
-        standard error of the best); an int fixes the iterations and cross-validates only the start.
+        ``"cv"`` chooses, for each length, the start (uniform over the released copies, over independent
+        uniform draws from P, over the whole library or over the public proposal) and 0, 1, 2, 4, ..., 64
+        iterations by two-fold cross-validation of the held-out per-trajectory log-likelihood over
+        released rows (the simplest model within one standard error of the best); an int fixes the
+        iterations and cross-validates only the start.
     cell_km : float, optional
         Side of the public grid cells on which TP/ATP releases are compared with the simulations (default
         Δ/16).

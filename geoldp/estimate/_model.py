@@ -2,9 +2,9 @@
 
 For every released trajectory length n the model is a finite mixture over a *library* of K candidate
 trajectories (index arrays into P) with weights w ≥ 0, Σ w = N (the number of released trajectories of
-length n). The library is public post-processing: a proposal over P (compact to spread trajectories around
-centres drawn from a prior mixing uniform-over-P and the released visit frequencies) plus the released
-trajectories themselves.
+length n). The library is public post-processing: a proposal over P (two thirds compact to spread
+trajectories around centres drawn from a prior mixing uniform-over-P and the released visit frequencies, one
+third independent uniform draws from P, the no-data population) plus the released trajectories themselves.
 
 Each released trajectory y_j is one observation with likelihood ℓ_jc = log Pr[y_j | candidate c]:
 
@@ -52,7 +52,7 @@ _KM_PER_DEG = EARTH_RADIUS_M * math.pi / 180.0 / 1000.0
 #: EM iteration counts compared by cross-validation (0 = the library's prior).
 CHECKPOINTS = (0, 1, 2, 4, 8, 16, 32, 64)
 #: EM's starting weights compared by cross-validation (see :func:`_start_weights`).
-STARTS = ("released", "mixed", "proposal")  # in order of preference (see choose)
+STARTS = ("released", "mixed", "uniform", "proposal")  # in order of preference (see choose)
 #: Rows x candidates of one dense block (bounded memory for distances and likelihood blocks).
 _BLOCK = 2_000_000
 
@@ -80,7 +80,7 @@ class Group:
     released: np.ndarray  # (N, n) released point indices
     cand: np.ndarray  # (K, n) candidate trajectories (point indices)
     lik: np.ndarray  # (N, K) exp(ℓ_jc − max_c ℓ_jc)
-    source: np.ndarray  # (K,) the row (0..N-1) a library candidate was copied from; -1 for a proposal
+    source: np.ndarray  # (K,) the row (0..N-1) a candidate was copied from; -1 proposal, -2 uniform draw
     w: np.ndarray = field(default_factory=lambda: np.zeros(0))  # (K,) fitted weights, sum N
     boot_w: np.ndarray | None = None  # (B, K) bootstrap weights (after one E-step on all rows)
     n_iter: int = 0  # EM iterations used
@@ -246,11 +246,13 @@ def _start_weights(
 ) -> np.ndarray:
     """EM's starting weights (sum ``total``): uniform over the candidates of one part of the library.
 
-    ``"mixed"``: every candidate; ``"proposal"``: the public proposal only; ``"released"``: the released
-    trajectories only (the raw release taken as the population: its fit is the release smoothed by the
-    channel). ``keep`` masks out candidates (cross-validation drops those copied from held-out rows).
+    ``"mixed"``: every candidate; ``"proposal"``: the public proposal only; ``"uniform"``: its independent
+    uniform draws from P (the no-data population); ``"released"``: the released trajectories only (the raw
+    release taken as the population: its fit is the release smoothed by the channel). ``keep`` masks out
+    candidates (cross-validation drops those copied from held-out rows).
     """
-    on = np.ones(source.size, dtype=bool) if start == "mixed" else (source < 0) == (start == "proposal")
+    parts = {"mixed": source > -3, "proposal": source < 0, "uniform": source == -2, "released": source >= 0}
+    on = parts[start].copy()
     if keep is not None:
         on &= keep
     if not on.any():
@@ -385,8 +387,9 @@ def fit(seqs: list[np.ndarray], ps, mech, *, key: np.ndarray, options: FitOption
         k = int(min(options.n_candidates, max(200, 2 * rows.size)))
         parts, source = [], []
         if options.library != "released":
-            parts.append(_candidates(ps, n, k, prior, gen))
-            source.append(np.full(k, -1, dtype=np.int64))
+            ku = k // 3  # a third of the proposal: independent uniform draws from P (the no-data population)
+            parts += [_candidates(ps, n, k - ku, prior, gen), gen.integers(0, m, size=(ku, n))]
+            source += [np.full(k - ku, -1, dtype=np.int64), np.full(ku, -2, dtype=np.int64)]
         if options.library != "proposal":
             pick = gen.permutation(rows.size)[:k]
             parts.append(released[pick])
