@@ -67,7 +67,7 @@ class FitOptions:
     n_iter: int | str = "cv"
     n_boot: int = 30
     level: float = 0.95
-    library: str = "mixed"  # "mixed" (proposal + releases), "proposal" or "released"
+    library: str = "mixed"  # "mixed" (proposal incl. uniform draws + releases), "proposal" or "released"
     start: str = "cv"  # EM's starting weights: one of STARTS, or "cv" (chosen with n_iter)
 
 
@@ -251,8 +251,8 @@ def _start_weights(
     release taken as the population: its fit is the release smoothed by the channel). ``keep`` masks out
     candidates (cross-validation drops those copied from held-out rows).
     """
-    parts = {"mixed": source > -3, "proposal": source < 0, "uniform": source == -2, "released": source >= 0}
-    on = parts[start].copy()
+    parts = {"proposal": source < 0, "uniform": source == -2, "released": source >= 0}
+    on = parts[start] if start in parts else np.ones(source.size, dtype=bool)
     if keep is not None:
         on &= keep
     if not on.any():
@@ -415,6 +415,8 @@ def _fit_group(g: Group, options: FitOptions, gen) -> None:
     (g.start, g.n_iter), plausible = choose(g.lik, g.source, starts, checkpoints, gen)
     w0 = _start_weights(g.source, g.start, nrel)
     g.w = _em(g.lik, w0, g.n_iter)
+    if options.n_boot < 2:  # no interval: neither the other plausible models nor a bootstrap is needed
+        return
     # the ends of each start's plausible stretch of iterations span the models the release cannot reject
     ends = []
     for start in dict.fromkeys(st for st, _ in plausible):
@@ -422,8 +424,6 @@ def _fit_group(g: Group, options: FitOptions, gen) -> None:
         ends += [(start, it) for it in sorted({min(its), max(its)}) if (start, it) != (g.start, g.n_iter)]
     g.alt_w = np.array([_em(g.lik, _start_weights(g.source, st, nrel), it) for st, it in ends])
     g.alt_w = g.alt_w.reshape(len(ends), g.lik.shape[1])
-    if options.n_boot < 2:
-        return
     boot = np.empty((options.n_boot, g.lik.shape[1]))
     for b in range(options.n_boot):
         pick = gen.multinomial(nrel, np.full(nrel, 1.0 / nrel)).astype(np.float64)
