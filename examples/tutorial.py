@@ -121,8 +121,11 @@ def main(
     # population statistics from the release alone (post-processing: no budget is spent, no original is read);
     # the mechanism and its ε are read from the release's ledger
     zones = geoldp.metrics.zone_grid(P, cell_km=1.5)
-    visits = released.ldp.estimate_visits(P, zones=zones, rng=rng)  # estimate, lower, upper, raw per zone
+    population = released.ldp.fit_population(P, rng=rng)  # one fit answers every query below
+    visits = population.visit_counts(zones)  # estimate, lower, upper (95 % interval), raw per zone
     print(visits.sort_values("estimate", ascending=False).head(5).round(1).to_string())
+    flows = population.od_flows(zones)  # origin zone -> destination zone, long format
+    print(flows.sort_values("estimate", ascending=False).head(3).round(1).to_string(index=False))
     # [/estimate]
 
     # [write]

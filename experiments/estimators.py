@@ -14,8 +14,9 @@ one public point), this script reports:
 - the run time of ``visit_counts`` (with intervals) on 10^4 synthetic trajectories with |P| = 10^3.
 
 Outputs (``--out``, default docs/results): ``estimators.csv``, ``estimators.md`` and
-``estimators_<dataset>.png`` (zone density: original / raw release / estimate). Seeded randomness is for
-experiments only. Exits 0 with a message when the data directory is absent.
+``estimators_<dataset>.png`` (zone density: original / raw release / estimate) and
+``estimators_<dataset>_trajectories.png`` (four trajectories: original / ATP release / denoised).
+Seeded randomness is for experiments only. Exits 0 with a message when the data directory is absent.
 
 Usage::
 
@@ -213,8 +214,26 @@ def run_dataset(name, folder, mechanisms, out_dir, rows):
         )
         if mech == "atp":
             maps = {"original": truth_z, "raw release": raw_z, "estimate": vz["estimate"].to_numpy()}
+            draw_trajectories(trajs, rel, den, ps, name, out_dir / f"estimators_{name}_trajectories.png")
     if maps:
         draw_map(zones, maps, name, out_dir / f"estimators_{name}.png")
+
+
+def draw_trajectories(trajs, rel, den, ps, name, path):
+    """Four trajectories of at least 4 points: original vs ATP release vs denoised, P as faint context."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from geoldp.plotting import plot_trajectory_panels
+
+    fig = plt.figure(figsize=(10.5, 9.6), layout="constrained")
+    releases = {"ATP release": rel, "denoised": den}
+    plot_trajectory_panels(trajs, releases, n=4, points=ps, fig=fig, max_cols=2)
+    fig.suptitle(f"{name}: four trajectories, original vs ATP release (ε = {EPSILON:g}) vs denoised")
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
 
 
 def draw_map(zones, maps, name, path):
@@ -359,6 +378,18 @@ def write_markdown(df: pd.DataFrame, tim: dict, path: Path) -> None:
             f"{r.signal_L1_release_truth_vs_pprop:.3f} | {r.noise_L1_two_releases:.3f} | "
             f"{r.signal_L1_release_truth_vs_pprop / r.population_L1_truth_vs_pprop:.2f} |"
         )
+    lines += ["", "## Maps (ATP)", ""]
+    lines += [
+        "Zone visit density (share of distinct trajectory visits per 1.5 km zone): original, raw ATP "
+        "release, estimate; then four trajectories, original vs released vs denoised (km from the "
+        "original's centre; public points faint).",
+        "",
+    ]
+    for name in df["dataset"].unique():
+        if (path.parent / f"estimators_{name}.png").exists():
+            lines += [f"![{name} zone density](estimators_{name}.png)", ""]
+        if (path.parent / f"estimators_{name}_trajectories.png").exists():
+            lines += [f"![{name} trajectories](estimators_{name}_trajectories.png)", ""]
     lines += [
         "",
         "## Run time",
