@@ -208,11 +208,7 @@ class Population:
     def hotspots(self, k: int = 10, zones: Any = None) -> pd.DataFrame:
         """The top-k public points (or zones) by estimated visits: see :func:`hotspots`."""
         k = _check_int(k, "k", 1, "geoldp.estimate.Population.hotspots")
-        table = self.visit_counts(zones)
-        order = np.lexsort((np.arange(len(table)), -table["estimate"].to_numpy()))[:k]
-        out = table.iloc[order].copy()
-        out.insert(0, "rank", np.arange(1, len(out) + 1))
-        return out
+        return _top_k(self.visit_counts(zones), k)
 
     def denoise(self) -> Any:
         """A point estimate of every original trajectory made of public points: see :func:`denoise`."""
@@ -238,6 +234,14 @@ class Population:
     def _table(self, values, index) -> pd.DataFrame:
         est, lo, hi = self._state.model().estimate(values)
         return _frame(est, lo, hi, _raw(values, self._state.rel.seqs), index)
+
+
+def _top_k(table: pd.DataFrame, k: int) -> pd.DataFrame:
+    """The k rows with the largest estimates (ties by position), with a ``rank`` column 1..k."""
+    order = np.lexsort((np.arange(len(table)), -table["estimate"].to_numpy()))[:k]
+    out = table.iloc[order].copy()
+    out.insert(0, "rank", np.arange(1, len(out) + 1))
+    return out
 
 
 def _region_members(regions, how: str, st: _Fit, caller: str):
@@ -567,11 +571,9 @@ def hotspots(
         ``raw``.
     """
     k = _check_int(k, "k", 1, "geoldp.estimate.hotspots")
-    table = visit_counts(released, points, mechanism=mechanism, epsilon=epsilon, zones=zones, **kwargs)
-    order = np.lexsort((np.arange(len(table)), -table["estimate"].to_numpy()))[:k]
-    out = table.iloc[order].copy()
-    out.insert(0, "rank", np.arange(1, len(out) + 1))
-    return out
+    return _top_k(
+        visit_counts(released, points, mechanism=mechanism, epsilon=epsilon, zones=zones, **kwargs), k
+    )
 
 
 def denoise(
