@@ -245,16 +245,22 @@ def test_bad_options_are_errors():
 # ----------------------------------------------------------------------------------------------------------
 
 
-_COMPOSITE = pytest.mark.xfail(
-    reason="the TP/ATP composite likelihood makes posteriors too sharp (TP measured 0.25-0.44 per seed)"
-)
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize(
-    "mech", [pytest.param("tp", marks=_COMPOSITE), pytest.param("atp", marks=_COMPOSITE), "pointem"]
+    "mech, floor",
+    [
+        ("tp", 0.5),
+        pytest.param(
+            "atp",
+            0.6,
+            marks=pytest.mark.xfail(
+                reason="measured 0.50: the composite likelihood's plausible models do not bracket the truth"
+            ),
+        ),
+        ("pointem", 0.75),
+    ],
 )
-def test_zone_interval_coverage(mech):
+def test_zone_interval_coverage(mech, floor):
     covered = []
     for seed in range(6):
         trajs = population(seed)
@@ -262,9 +268,10 @@ def test_zone_interval_coverage(mech):
         est = estimate.visit_counts(rel, P, mechanism=mech, epsilon=8.0, zones=ZONES, rng=seed, n_boot=30)
         truth = zone_truth(trajs)
         covered.extend(((truth >= est["lower"]) & (truth <= est["upper"])).tolist())
-    # PointEM (exact channel) measured 0.64 over these 6 seeds: below nominal where the early-stopped
-    # estimate is mostly prior (docs/collector.md); this guards against a collapse of the intervals
-    assert np.mean(covered) >= 0.6
+    # measured over these 96 zone-seed cases: PointEM (exact channel) 0.85, TP 0.62, ATP 0.50 (nominal 0.95);
+    # each floor is about three binomial standard errors below its measured value, a guard against a
+    # collapse of the intervals (docs/collector.md)
+    assert np.mean(covered) >= floor
 
 
 def test_accessor_shortcuts_read_the_ledger():
