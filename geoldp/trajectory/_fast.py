@@ -292,7 +292,6 @@ def _copies(flat, s0, n, t, key, prop1, prop2, ix, cp, rp, w, dflt):
     stats = w.stats
     dint = w.dint
     yy = w.yy
-    sc_idx = w.iwork[0]
     s_apex = w.iwork[1, 0:2]
     s_dir = w.iwork[1, 2:4]
     sc_cdf = w.fwork[0]
@@ -396,35 +395,10 @@ def _copies(flat, s0, n, t, key, prop1, prop2, ix, cp, rp, w, dflt):
             if not piv:
                 continue
             x = flat[s0 + i]
-            yy[c, i] = em(
-                lam[x],
-                phi[x],
-                cp.eps_piv[n, c],
-                delta,
-                lam,
-                phi,
-                xyz,
-                ix.order,
-                o_full,
-                o_runs,
-                o_lo,
-                o_hi,
-                o_cum,
-                o_total,
-                w.dq,
-                dint,
-                dflt,
-                g,
-                centred,
-                key,
-                buf,
-                state,
-                sc_idx,
-                sc_cdf,
-                stats,
-                prop1,
-                prop2,
-            )
+            yy[c, i] = _em_rows(
+                lam[x], phi[x], cp.eps_piv[n, c], ix, cp, w, o_full, o_runs, np.int64(0), o_total, dflt, key,
+                prop1, prop2,
+            )  # fmt: skip
         # non-pivots: k-RR of the direction from each neighbouring perturbed pivot, then EM on the domain
         for i in range(n):
             pos1 = i + 1
@@ -492,32 +466,19 @@ def _copies(flat, s0, n, t, key, prop1, prop2, ix, cp, rp, w, dflt):
                 dom_reset(dint)
                 if has_reg:
                     dom_region(dint, reg_c)
-                y = em(
+                y = _em_rows(
                     lam[x],
                     phi[x],
                     eps,
-                    delta,
-                    lam,
-                    phi,
-                    xyz,
-                    ix.order,
+                    ix,
+                    cp,
+                    w,
                     o_full,
                     o_runs,
-                    o_lo,
-                    o_hi,
-                    o_cum,
+                    np.int64(0),
                     o_total,
-                    w.dq,
-                    dint,
                     dflt,
-                    g,
-                    centred,
                     key,
-                    buf,
-                    state,
-                    sc_idx,
-                    sc_cdf,
-                    stats,
                     prop1,
                     prop2,
                 )
@@ -565,6 +526,12 @@ def _em_sectors(xl, xp, eps, ix, cp, w, dflt, ns, s_apex, s_dir, first, has_reg,
             w.rows[4],
             w.rows[5],
         )
+    return _em_rows(xl, xp, eps, ix, cp, w, not use_grid, n_runs, np.int64(3), total, dflt, key, prop1, prop2)
+
+
+@_jit
+def _em_rows(xl, xp, eps, ix, cp, w, full, n_runs, row0, total, dflt, key, prop1, prop2):
+    """EM over ``w.dint``'s domain within P (``full``) or the ``n_runs`` runs of ``w.rows[row0:row0 + 3]``."""
     return em(
         xl,
         xp,
@@ -574,14 +541,14 @@ def _em_sectors(xl, xp, eps, ix, cp, w, dflt, ns, s_apex, s_dir, first, has_reg,
         ix.phi,
         ix.xyz,
         ix.order,
-        not use_grid,
+        full,
         n_runs,
-        w.rows[3],
-        w.rows[4],
-        w.rows[5],
+        w.rows[row0],
+        w.rows[row0 + 1],
+        w.rows[row0 + 2],
         total,
         w.dq,
-        dint,
+        w.dint,
         dflt,
         cp.g,
         cp.centred,
