@@ -42,6 +42,7 @@ __all__ = [
     "N_REGION",
     "STACK",
     "Tree",
+    "asin_dist",
     "build_tree",
     "eta_exact",
     "eta_interval",
@@ -179,7 +180,7 @@ def build_tree(index) -> Tree:
 
 
 @_jit
-def _asin_dist(h):
+def asin_dist(h):
     """2R·asin(h) for a half-chord h ∈ [0, 1] (the fast path's chord distance)."""
     if h < 0.01:
         h2 = h * h
@@ -466,7 +467,7 @@ def _eta_interval(
                 w = 1.0 - 0.25 * r * r
                 d1 = EARTH_RADIUS_M / math.sqrt(w)
                 d2 = EARTH_RADIUS_M * 0.25 * r / (w * math.sqrt(w))
-                val = cnt * _asin_dist(0.5 * r) + 0.5 * (d2 * quu + d1 / r * (trq - quu))
+                val = cnt * asin_dist(0.5 * r) + 0.5 * (d2 * quu + d1 / r * (trq - quu))
                 err += 1e-12 * abs(val)
                 s_val += val
                 s_err += err
@@ -478,8 +479,8 @@ def _eta_interval(
         elif not (inside or outside) and cnt * hi * sway <= straddle and n_groups < g_max:
             # straddling and small: an uncertain group, distances in [l, u] (whole mm, rounded outwards;
             # the margins cover the chord formula's and the kernel's rounding)
-            dl = _asin_dist(0.5 * max(lo, 0.0)) * (1.0 - 1e-12) - 1e-6
-            du = _asin_dist(0.5 * min(hi, 2.0)) * (1.0 + 1e-12) + 1e-6
+            dl = asin_dist(0.5 * max(lo, 0.0)) * (1.0 - 1e-12) - 1e-6
+            du = asin_dist(0.5 * min(hi, 2.0)) * (1.0 + 1e-12) + 1e-6
             base = _GROUPS + 3 * n_groups
             stack[base] = int(cnt)
             stack[base + 1] = int(math.floor(dl * 1e3)) - 1
@@ -498,7 +499,7 @@ def _eta_interval(
                 ex = sxyz[pos, 0] - ax
                 ey = sxyz[pos, 1] - ay
                 ez = sxyz[pos, 2] - az
-                d = _asin_dist(0.5 * math.sqrt(ex * ex + ey * ey + ez * ez))
+                d = asin_dist(0.5 * math.sqrt(ex * ex + ey * ey + ez * ez))
                 if has_k:
                     inc, d = _classify(d, d_lo, d_hi, tol, a, order[pos], lam, phi)
                     if inc:
@@ -567,7 +568,7 @@ def eta_exact(a, lam, phi, xyz, has_k, d_lo, d_hi, eps_r):
         dx = xyz[p, 0] - ax
         dy = xyz[p, 1] - ay
         dz = xyz[p, 2] - az
-        d = _asin_dist(0.5 * math.sqrt(dx * dx + dy * dy + dz * dz))
+        d = asin_dist(0.5 * math.sqrt(dx * dx + dy * dy + dz * dz))
         if has_k:
             inc, d = _classify(d, d_lo, d_hi, tol, a, p, lam, phi)
             if inc:

@@ -11,6 +11,7 @@ import numba
 import numpy as np
 
 from geoldp._kernels import EARTH_RADIUS_M, haversine_rad
+from geoldp.trajectory._atp_region import asin_dist
 from geoldp.trajectory._fast_grid import ST_MERGE_CAND, ST_MERGE_EXACT, ST_MERGE_FULL, gnomonic, ranges
 
 __all__ = ["merge_position"]
@@ -27,15 +28,7 @@ def _chord_dist(ax, ay, az, bx, by, bz):
     dx = ax - bx
     dy = ay - by
     dz = az - bz
-    h = 0.5 * math.sqrt(dx * dx + dy * dy + dz * dz)
-    if h < 0.01:
-        h2 = h * h
-        s = h * (1.0 + h2 * (1.0 / 6.0 + h2 * (3.0 / 40.0 + h2 * (5.0 / 112.0 + h2 * (35.0 / 1152.0)))))
-    else:
-        if h > 1.0:
-            h = 1.0
-        s = math.asin(h)
-    return 2.0 * EARTH_RADIUS_M * s
+    return asin_dist(0.5 * math.sqrt(dx * dx + dy * dy + dz * dz))
 
 
 @_jit
