@@ -24,7 +24,8 @@ format whose content is checked against its name (see :mod:`geoldp._formats`): G
 GeoParquet, FlatGeobuf, Shapefile, GPX, and CSV (also ``.csv.gz``, ``.csv.bz2``, ``.csv.xz``, ``.csv.zip``)
 with a WKT column or lon/lat columns. VRT files and other indirections are refused; ``/vsi*`` paths and
 archives need ``allow_vsi=True``; nothing is ever fetched over the network. A sidecar ledger is read only
-when asked for (``ledger=``); a GeoJSON's own ``"geoldp"`` member is read always.
+when asked for (``ledger=``); a GeoJSON's own ``"geoldp"`` member is read always. A GeoPackage is read
+through SQLite (read-only, under its lock), so rows committed but still in its ``-wal`` file are read too.
 
 Errors are ``TypeError``/``ValueError`` naming the file and the fix (``FileNotFoundError`` for a missing
 file, ``OSError`` for a failed write such as a full disk); messages never quote the file's contents, so
@@ -700,6 +701,43 @@ def _gdal_read(source: Any, *, layer: Any, name: str, fmt: str, caller: str) -> 
     return gdf
 
 
+def _sqlite_snapshot(path: Path, name: str, caller: str) -> bytes:
+    """A consistent copy, as bytes, of a SQLite database (a GeoPackage) with its WAL and journal applied.
+
+    Committed rows can still be in ``<file>-wal`` (a writer holds the database open, or stopped before a
+    checkpoint), so the file's own bytes may miss them. SQLite opens the database read-only (no checkpoint,
+    no recovery, nothing next to it is written) under a shared lock, so a live writer's unfinished
+    transaction is never seen, and copies the committed state; GDAL gets the copy as bytes, as for the other
+    single-file formats, and never opens a path.
+    """
+    import sqlite3
+    from urllib.parse import quote
+
+    uri = f"file:{quote(os.fspath(path.resolve()))}?mode=ro"
+    try:
+        source = sqlite3.connect(uri, uri=True, timeout=10.0)
+        try:
+            copy = sqlite3.connect(":memory:")
+            try:
+                source.backup(copy)
+                data = bytearray(copy.serialize())
+            finally:
+                copy.close()
+        finally:
+            source.close()
+    except sqlite3.Error:
+        raise ValueError(
+            f"{caller}: cannot read a consistent copy of the GeoPackage '{name}': a writer holds it locked, "
+            "or one stopped half-way and left a journal that only a writer may roll back. Wait for the "
+            "writer (or open the file once in QGIS), then read it again."
+        ) from None
+    if data[68:72] not in (b"GPKG", b"GP10", b"GP11"):  # replaced since it was checked
+        raise ValueError(f"{caller}: '{name}' changed while it was read; it is no longer a GeoPackage.")
+    if data[18:20] == b"\x02\x02":  # the copy has no WAL: mark it as a rollback-journal database
+        data[18:20] = b"\x01\x01"
+    return bytes(data)
+
+
 def _read_gpx(data: bytes, name: str, caller: str) -> Any:
     """GPX tracks -> Point rows, one trajectory per track segment (``trajectory``), in time order."""
     head = data[:65536].lower()
@@ -820,7 +858,10 @@ def _read_any(
         elif det.fmt == "Shapefile":
             gdf = _gdal_read(str(det.path.resolve()), layer=layer, name=name, fmt=det.fmt, caller=caller)
         else:
-            raw = _formats.read_regular(det.path, caller)
+            if det.fmt == "GPKG":
+                raw = _sqlite_snapshot(det.path, name, caller)
+            else:
+                raw = _formats.read_regular(det.path, caller)
             if det.fmt == "GeoJSON":
                 _formats.check_geojson_crs(raw, name, caller)
             if det.fmt == "GPX":

@@ -178,3 +178,60 @@ def test_external_signal_during_a_large_write(tmp_path, suffix, sig):
         assert state == before, (delay, err[-500:])
         if suffix != ".shp":
             assert _temps(tmp_path) == []
+
+
+# --------------------------------------------------------------------------------------------------
+# a GeoPackage read while another process holds it open in WAL mode
+
+# A child process: switches TARGET (a GeoPackage with a layer "trips") to WAL mode with automatic
+# checkpoints off, commits 15 more rows, says "ready" and holds the database open until stdin closes.
+# The committed rows live only in TARGET-wal until a checkpoint.
+WAL_WRITER = textwrap.dedent(
+    """
+    import sqlite3, sys
+
+    con = sqlite3.connect(sys.argv[1], isolation_level=None)
+    con.execute("PRAGMA journal_mode=WAL")
+    con.execute("PRAGMA wal_autocheckpoint=0")
+    geoms = [row[0] for row in con.execute("SELECT geom FROM trips ORDER BY fid")]
+    for i in range(15):
+        con.execute("INSERT INTO trips (v, geom) VALUES (?, ?)", (100 + i, geoms[i % len(geoms)]))
+    print("ready", flush=True)
+    sys.stdin.read()
+    """
+)
+
+
+def test_geopackage_with_uncheckpointed_wal_rows_reads_every_committed_row(tmp_path):
+    pyogrio = pytest.importorskip("pyogrio")
+    target = tmp_path / "live.gpkg"
+    # no R-tree: its triggers call GDAL's SQL functions, which a plain sqlite3 writer does not have
+    _frame(5).to_file(
+        target, driver="GPKG", layer="trips", engine="pyogrio", layer_options={"SPATIAL_INDEX": "NO"}
+    )
+    writer = subprocess.Popen(
+        [sys.executable, "-c", WAL_WRITER, str(target)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert writer.stdout is not None and writer.stdout.readline().strip() == "ready"
+        wal = tmp_path / "live.gpkg-wal"
+        assert wal.stat().st_size > 0  # the 15 rows are committed but not checkpointed
+        # the -shm file is SQLite's shared lock area (readers mark it, GDAL's own read too), not data
+        data_files = ("live.gpkg", "live.gpkg-wal")
+        files_before = {n: b for n, b in _snapshot(tmp_path).items() if n in data_files}
+        # GDAL opening the path itself sees 20 rows: the 5 of the main file and the 15 in the WAL
+        expected = pyogrio.read_dataframe(target)["v"].tolist()
+        assert len(expected) == 20
+        got = gio.read_trajectories(target)
+        assert got["v"].tolist() == expected  # every row, in GDAL's order
+        assert gio.read_trajectories(target, layer="trips")["v"].tolist() == expected
+        # reading changed no data (no checkpoint) and made no new files
+        assert {n: b for n, b in _snapshot(tmp_path).items() if n in data_files} == files_before
+        assert sorted(os.listdir(tmp_path)) == ["live.gpkg", "live.gpkg-shm", "live.gpkg-wal"]
+    finally:
+        writer.communicate(input="", timeout=60)
+    assert writer.returncode == 0
