@@ -13,6 +13,17 @@ Output paths are checked before anything is written (:func:`check_output`): a sy
 refused (it could point at a file the user did not name), an existing file is an error unless
 ``overwrite=True``, and no output may be the same file as an input (``os.path.samefile``: hard links
 included).
+
+Several files that belong together (a data file and its ledger sidecar, the parts of a Shapefile) are
+written as one :class:`Group`: every file is first written in full under a temporary identity and fsynced
+(a full disk fails here, before any name changes), then all are given their names in the order the
+caller chose, with SIGINT and SIGTERM held until the last rename is done. ``SIGTERM`` during a write
+removes the temporary files before the process ends (as it would have, by the default action).
+
+For fault-injection tests, the environment variable ``GEOLDP_TEST_PAUSE`` (a comma-separated list of
+point names: ``write``, ``commit``, ``rename``, ``done``) makes a write print ``geoldp-test-pause
+<point>`` to stderr at that point and wait until the file named by ``GEOLDP_TEST_RESUME`` exists (at most
+60 s). It is read only at those points and changes nothing else.
 """
 
 from __future__ import annotations
@@ -22,23 +33,106 @@ import errno
 import hashlib
 import os
 import secrets
+import signal
 import stat
+import sys
+import threading
+import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 __all__ = [
     "AtomicFile",
+    "Group",
+    "Terminated",
     "atomic_file",
     "check_output",
+    "cleanup_on_sigterm",
     "fsync_dir",
+    "group",
+    "pause_point",
     "publish",
     "remove_stale_temps",
+    "signals_held",
     "temp_name",
     "write_bytes",
 ]
 
 TEMP_TAG = ".geoldp-tmp-"
+PAUSE_ENV = "GEOLDP_TEST_PAUSE"
+RESUME_ENV = "GEOLDP_TEST_RESUME"
+_HELD = (signal.SIGINT, signal.SIGTERM)
+
+
+class Terminated(BaseException):
+    """SIGTERM arrived while geoldp was writing; raised so that temporary files are removed first.
+
+    A BaseException (like KeyboardInterrupt), so that ``except Exception`` does not swallow it.
+    """
+
+
+def pause_point(point: str) -> None:
+    """Test hook: pause at the named point of a write when ``GEOLDP_TEST_PAUSE`` lists it (see above)."""
+    names = os.environ.get(PAUSE_ENV)
+    if not names or point not in names.split(","):
+        return
+    sys.stderr.write(f"geoldp-test-pause {point}\n")
+    sys.stderr.flush()
+    resume = os.environ.get(RESUME_ENV)
+    deadline = time.monotonic() + 60.0
+    while time.monotonic() < deadline and not (resume and os.path.exists(resume)):
+        time.sleep(0.01)
+
+
+def _main_thread() -> bool:
+    return threading.current_thread() is threading.main_thread()
+
+
+@contextlib.contextmanager
+def signals_held() -> Iterator[None]:
+    """Hold SIGINT and SIGTERM for the block (they are delivered after it): a group of renames completes.
+
+    A no-op outside the main thread or where signal masks do not exist (Windows).
+    """
+    if not (_main_thread() and hasattr(signal, "pthread_sigmask")):
+        yield
+        return
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, _HELD)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+
+
+def _raise_terminated(signum: int, frame: Any) -> None:
+    raise Terminated()
+
+
+@contextlib.contextmanager
+def cleanup_on_sigterm() -> Iterator[None]:
+    """Turn SIGTERM into :class:`Terminated` during the block, so that temporary files are removed.
+
+    Only when SIGTERM has its default action (and in the main thread): the process still ends by SIGTERM
+    afterwards, as it would have, but without leaving temporary files. A program that handles SIGTERM
+    itself (the geoldp command line does) keeps its handler.
+    """
+    if (
+        not (_main_thread() and hasattr(signal, "SIGTERM"))
+        or signal.getsignal(signal.SIGTERM) != signal.SIG_DFL
+    ):
+        yield
+        return
+    signal.signal(signal.SIGTERM, _raise_terminated)
+    try:
+        yield
+    except Terminated:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGTERM)  # the default action: end the process
+        raise  # only where SIGTERM is blocked
+    finally:
+        if signal.getsignal(signal.SIGTERM) is _raise_terminated:
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
 def temp_name(path: Path, suffix: str = "") -> Path:
@@ -156,9 +250,18 @@ class AtomicFile:
 
     def commit(self) -> None:
         """Flush, fsync and give the file its name (atomically); fsync the directory."""
+        self.finish()
+        self.publish()
+        fsync_dir(self._dir)
+
+    def finish(self) -> None:
+        """Flush and fsync the contents (still under the temporary identity)."""
         self.file.flush()
         os.fsync(self._fd)
         self.file.close()
+
+    def publish(self) -> None:
+        """Give the finished file its name, atomically (the directory is not fsynced here)."""
         try:
             if self._named is None:
                 self._link_unnamed()
@@ -173,7 +276,6 @@ class AtomicFile:
         finally:
             os.close(self._fd)
             self._fd = -1
-        fsync_dir(self._dir)
 
     def _link_unnamed(self) -> None:
         # linkat(AT_SYMLINK_FOLLOW) on /proc/self/fd/N gives the unnamed O_TMPFILE inode a name (Linux)
@@ -294,3 +396,119 @@ def remove_stale_temps(path: Path) -> None:
                 os.rmdir(entry.path)
             else:
                 os.unlink(entry.path)
+
+
+class Group:
+    """Files written as one unit; see :func:`group`.
+
+    Add each file (:meth:`add_bytes`, or :meth:`add_file` for a complete temporary file written by
+    someone else, e.g. GDAL, in the target's directory, and :meth:`add_removal` for a stale file to
+    remove); :meth:`commit` then names them in the order they were added.
+    """
+
+    def __init__(self, *, overwrite: bool) -> None:
+        self.overwrite = overwrite
+        self._steps: list[tuple[str, Any, Path]] = []
+        self._dirs: set[Path] = set()
+
+    def add_bytes(self, path: str | os.PathLike[str], data: bytes, *, first: bool = False) -> AtomicFile:
+        """Write ``data`` in full under a temporary identity and fsync it; named by :meth:`commit`.
+
+        ``first=True``: named before the files added without it (a sidecar before its data file).
+        """
+        target = Path(os.fspath(path))
+        af = AtomicFile(target, overwrite=self.overwrite)
+        self._steps.append(("first" if first else "bytes", af, target))
+        af.write(data)
+        af.finish()
+        self._staged(target)
+        return af
+
+    def add_file(self, tmp: Path, path: str | os.PathLike[str]) -> None:
+        """Take a complete temporary file ``tmp`` (same directory as ``path``); fsync it now."""
+        target = Path(os.fspath(path))
+        self._steps.append(("file", tmp, target))
+        fd = os.open(tmp, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        self._staged(target)
+
+    def add_removal(self, path: str | os.PathLike[str]) -> None:
+        """Remove ``path`` (a stale file that would not match the new ones) when the group is named."""
+        self._steps.append(("remove", None, Path(os.fspath(path))))
+
+    def _staged(self, target: Path) -> None:
+        self._dirs.add(target.parent if str(target.parent) else Path("."))
+        if sum(kind != "remove" for kind, _, _ in self._steps) == 1:
+            pause_point("write")
+
+    def commit(self) -> None:
+        """Name every staged file in order, with SIGINT/SIGTERM held; fsync the directories.
+
+        Without ``overwrite``, a file that appeared at one of the names meanwhile is an error and the
+        files this group already named are removed again, so that nothing is left half-named.
+        """
+        pause_point("commit")
+        named: list[Path] = []
+        with signals_held():
+            try:
+                rank = {"remove": 0, "first": 1}
+                steps = sorted(self._steps, key=lambda step: rank.get(step[0], 2))
+                for i, (kind, item, target) in enumerate(steps):
+                    if kind == "remove":
+                        with contextlib.suppress(FileNotFoundError):
+                            os.unlink(target)
+                        continue
+                    if kind in ("first", "bytes"):
+                        item.publish()
+                    else:
+                        _publish_file(item, target, overwrite=self.overwrite)
+                    named.append(target)
+                    if len(named) == 1 and i < len(steps) - 1:
+                        pause_point("rename")
+            except BaseException:
+                if not self.overwrite:  # the names were free: give them back
+                    for target in named:
+                        with contextlib.suppress(OSError):
+                            os.unlink(target)
+                raise
+            for directory in self._dirs:
+                fsync_dir(directory)
+        pause_point("done")
+
+    def abort(self) -> None:
+        """Discard every temporary file not yet named."""
+        for kind, item, _ in self._steps:
+            if kind in ("first", "bytes"):
+                item.abort()
+            elif kind == "file":
+                with contextlib.suppress(OSError):
+                    os.unlink(item)
+
+
+def _publish_file(tmp: Path, path: Path, *, overwrite: bool) -> None:
+    try:
+        _rename(tmp, path, overwrite=overwrite)
+    except FileExistsError:
+        raise ValueError(
+            f"The output file '{path}' appeared while it was being written; it was left untouched. "
+            "Pass overwrite=True (CLI: --overwrite) to replace it."
+        ) from None
+
+
+@contextlib.contextmanager
+def group(*, overwrite: bool) -> Iterator[Group]:
+    """Write several files as one unit: yield a :class:`Group`; it is committed only if the block succeeds.
+
+    On any exception (a full disk, KeyboardInterrupt, SIGTERM) every temporary file is removed and every
+    file keeps its previous state (or stays absent).
+    """
+    g = Group(overwrite=overwrite)
+    with cleanup_on_sigterm():
+        try:
+            yield g
+            g.commit()
+        finally:
+            g.abort()

@@ -12,10 +12,17 @@ Writing
   file) remains, never a partial one. An existing output is an error unless ``overwrite=True``; a symlink at
   an output path is refused; an output may not be one of the ``inputs`` (hard links included). A GeoPackage
   is replaced whole (its other layers are *not* kept) unless ``add_layer=True`` names a new layer.
-- Sidecar order: the data and sidecar are both serialised first; an old sidecar is removed, the data file
-  is renamed into place, then the sidecar. The sidecar records the size and SHA-256 of its data file
-  (``"data_file"``), and :func:`read_ledger` refuses a sidecar that does not match, so a reader never takes
-  one release's ledger for another's: it sees the old pair, the new data without a ledger, or the new pair.
+- Data and sidecar are one unit: both are written in full to temporary files and fsynced first (a full
+  disk fails here and changes nothing), then the sidecar is renamed into place and the data file last,
+  with SIGINT and SIGTERM held until both are done. The sidecar records the size and SHA-256 of its data
+  file (``"data_file"``) and :func:`read_ledger` refuses a sidecar that does not match, so a reader sees
+  the old pair or the new pair; only ``kill -9`` between the two renames can leave the new sidecar next
+  to the old data, and that pair is refused as out of step, never taken for a match.
+- A Shapefile's parts (``.shp``, ``.shx``, ``.dbf``, ``.prj``, ``.cpg`` and the indexes other tools keep
+  next to them) are one unit too: all are checked before any is touched (an existing part needs
+  ``overwrite=True``, a symlinked part is refused), written by GDAL in a temporary directory, then renamed
+  into place with the ``.shp`` last. A temporary file or directory a killed write left behind is removed
+  by the next write of the same output.
 
 Reading
 -------
@@ -34,6 +41,7 @@ GDAL's own messages (which can) are withheld.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import hashlib
 import io as _stdio
@@ -335,6 +343,13 @@ def _parquet_bytes(gdf: Any) -> bytes:
 
 
 _SHP_PARTS = (".shp", ".shx", ".dbf", ".prj", ".cpg")
+# files other tools keep next to a Shapefile (spatial indexes, projection notes): part of its set too
+_SHP_EXTRA = (".qix", ".sbn", ".sbx", ".qpj")
+
+
+def _shapefile_parts(p: Path) -> list[Path]:
+    """Every file of the Shapefile ``p`` other than ``p`` itself: written ones, then other tools' ones."""
+    return [p.with_suffix(ext) for ext in (*_SHP_PARTS[1:], *_SHP_EXTRA)] + [p.with_name(p.name + ".xml")]
 
 
 def _gdal_write_error(p: Path) -> OSError:
@@ -347,38 +362,29 @@ def _gdal_write_error(p: Path) -> OSError:
     return OSError(code, f"GDAL could not write '{p}'")
 
 
-def _write_shapefile(gdf: Any, p: Path) -> tuple[int, str]:
-    """Write a Shapefile's parts in a temporary directory, then rename each into place (.shp last)."""
+def _stage_shapefile(gdf: Any, p: Path, tmp: Path, g: _safe_write.Group) -> Path:
+    """GDAL writes the parts in the directory ``tmp``; each becomes a file of the group (``.shp`` last).
+
+    Parts of an older Shapefile that the new one lacks (an index, a .cpg) would not match it: the group
+    removes them first. Returns the staged ``.shp`` (for the sidecar's digest).
+    """
     _formats.pyogrio_module("write_file")
-    _safe_write.remove_stale_temps(p)
-    tmp = _safe_write.temp_name(p)
     os.mkdir(tmp)
-    try:
-        gdf.to_file(tmp / p.name, driver="ESRI Shapefile", engine="pyogrio")
-        parts = [tmp / (p.stem + ext) for ext in _SHP_PARTS if (tmp / (p.stem + ext)).exists()]
-        for part in parts:
-            fd = os.open(part, os.O_RDONLY)
-            try:
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-        for ext in _SHP_PARTS:  # parts of an older Shapefile that the new one lacks would not match it
-            old = p.with_suffix(ext)
-            if old != p and not (tmp / (p.stem + ext)).exists() and old.is_file() and not old.is_symlink():
-                old.unlink()
-        for part in sorted(parts, key=lambda q: q.suffix == ".shp"):
-            target = p.with_suffix(part.suffix)
-            if target.is_symlink():
-                raise ValueError(f"The Shapefile part '{target}' is a symbolic link; remove it first.")
-            os.replace(part, target)
-        _safe_write.fsync_dir(p.parent if str(p.parent) else Path("."))
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    return _file_digest(p)
+    gdf.to_file(tmp / p.name, driver="ESRI Shapefile", engine="pyogrio")
+    written = [ext for ext in _SHP_PARTS if (tmp / (p.stem + ext)).exists()]
+    for old in _shapefile_parts(p):
+        if old.suffix not in written and os.path.lexists(old):
+            g.add_removal(old)
+    for ext in sorted(written, key=lambda e: e == ".shp"):
+        g.add_file(tmp / (p.stem + ext), p.with_suffix(ext))
+    return tmp / p.name
 
 
-def _add_gpkg_layer(gdf: Any, p: Path, layer: str) -> tuple[int, str]:
-    """Copy an existing GeoPackage, add a new layer to the copy, and replace the original with it."""
+def _stage_gpkg_layer(gdf: Any, p: Path, layer: str, tmp: Path, g: _safe_write.Group) -> Path:
+    """Copy an existing GeoPackage to ``tmp`` and add a new layer to the copy, which replaces the original."""
+    import sqlite3
+    from urllib.parse import quote
+
     pyogrio = _formats.pyogrio_module("write_file")
     if not p.is_file():
         raise ValueError(f"add_layer=True needs an existing GeoPackage; '{p}' does not exist.")
@@ -390,24 +396,26 @@ def _add_gpkg_layer(gdf: Any, p: Path, layer: str) -> tuple[int, str]:
             f"The GeoPackage '{p}' already has a layer {layer!r}; choose another layer name (layers are "
             "never replaced inside a file), or write a new file."
         )
-    _safe_write.remove_stale_temps(p)
-    tmp = _safe_write.temp_name(p, ".gpkg")
     try:
-        shutil.copyfile(p, tmp)
-        gdf.to_file(tmp, driver="GPKG", layer=layer, mode="a", engine="pyogrio")
-        fd = os.open(tmp, os.O_RDONLY)
+        # SQLite's own copy (read-only on the original) keeps the rows still in its -wal file
+        source = sqlite3.connect(f"file:{quote(os.fspath(p.resolve()))}?mode=ro", uri=True, timeout=10.0)
         try:
-            os.fsync(fd)
+            copy = sqlite3.connect(tmp)
+            try:
+                source.backup(copy)
+                copy.execute("PRAGMA journal_mode=DELETE")
+            finally:
+                copy.close()
         finally:
-            os.close(fd)
-        os.replace(tmp, p)
-        _safe_write.fsync_dir(p.parent if str(p.parent) else Path("."))
+            source.close()
+        gdf.to_file(tmp, driver="GPKG", layer=layer, mode="a", engine="pyogrio")
+        g.add_file(tmp, p)
     except BaseException:
         for leftover in (tmp, Path(f"{tmp}-journal"), Path(f"{tmp}-wal"), Path(f"{tmp}-shm")):
             if leftover.exists():
                 leftover.unlink()
         raise
-    return _file_digest(p)
+    return tmp
 
 
 def write_file(
@@ -479,6 +487,9 @@ def write_file(
         _safe_write.check_output(
             side, overwrite=overwrite or add_layer, inputs=(*inputs, p), what="ledger sidecar"
         )
+    if fmt == "ESRI Shapefile":  # the parts are one unit: all checked before any is touched
+        for part in _shapefile_parts(p):
+            _safe_write.check_output(part, overwrite=overwrite, inputs=inputs, what="Shapefile part")
     # serialise first: a frame that cannot be written leaves every file as it was
     data: bytes | None = None
     if fmt == "GeoJSON":
@@ -489,22 +500,34 @@ def write_file(
         data = _parquet_bytes(gdf)
     elif fmt in ("GPKG", "FlatGeobuf") and not add_layer:
         data = _gdal_bytes(gdf, fmt, layer or p.stem)
-    if ledger is not None and os.path.lexists(side):
-        os.unlink(side)  # a reader now sees the old data without a ledger, never with a wrong one
+    written = [p]
     try:
-        if data is not None:
-            af = _safe_write.write_bytes(p, data, overwrite=overwrite)
-            size, digest = af.size, af.sha256.hexdigest()
-        else:
-            try:
-                if fmt == "ESRI Shapefile":
-                    size, digest = _write_shapefile(gdf, p)
-                else:
-                    size, digest = _add_gpkg_layer(gdf, p, str(layer))
-            except (ValueError, TypeError, OSError):
-                raise
-            except Exception:  # GDAL failed writing to disk: its message can quote values
-                raise _gdal_write_error(p) from None
+        _safe_write.remove_stale_temps(p)
+        tmp = _safe_write.temp_name(p, ".gpkg" if add_layer else "")
+        # the data and its sidecar are one group: both complete and fsynced, then named sidecar first
+        # (see the module notes); the temporary Shapefile directory is removed after the group is named
+        with contextlib.ExitStack() as stack:
+            if fmt == "ESRI Shapefile":
+                stack.callback(shutil.rmtree, tmp, ignore_errors=True)
+            g = stack.enter_context(_safe_write.group(overwrite=overwrite or add_layer))
+            if data is not None:
+                g.add_bytes(p, data)
+                size, digest = len(data), hashlib.sha256(data).hexdigest()
+            else:
+                try:
+                    if fmt == "ESRI Shapefile":
+                        staged = _stage_shapefile(gdf, p, tmp, g)
+                    else:
+                        staged = _stage_gpkg_layer(gdf, p, str(layer), tmp, g)
+                except (ValueError, TypeError, OSError):
+                    raise
+                except Exception:  # GDAL failed writing to disk: its message can quote values
+                    raise _gdal_write_error(p) from None
+                size, digest = _file_digest(staged)
+            if ledger is not None:
+                record = _data_record(size, digest, p.name)
+                g.add_bytes(side, _ledger_bytes(ledger, record), first=True)
+                written.append(side)
     except OSError as exc:
         if not exc.errno:
             raise
@@ -513,10 +536,6 @@ def write_file(
             f"cannot write '{p}': {os.strerror(exc.errno)}; the previous file (if any) is unchanged and no "
             "partial file was left",
         ) from None
-    written = [p]
-    if ledger is not None:
-        _write_atomic(side, _ledger_bytes(ledger, _data_record(size, digest, p.name)), overwrite=overwrite)
-        written.append(side)
     return written
 
 
@@ -569,12 +588,21 @@ def to_geojson(
     if ledger == "sidecar" and prov is not None:
         _safe_write.check_output(side, overwrite=overwrite, inputs=(p,), what="ledger sidecar")
     data = _geojson_bytes(gdf, member=ledger is True, caller=caller)
-    if ledger == "sidecar" and prov is not None and os.path.lexists(side):
-        os.unlink(side)
-    af = _write_atomic(p, data, overwrite=overwrite)
-    if ledger == "sidecar" and prov is not None:
-        record = _data_record(af.size, af.sha256.hexdigest(), p.name)
-        _write_atomic(side, _ledger_bytes(prov, record), overwrite=overwrite)
+    _safe_write.remove_stale_temps(p)
+    try:
+        with _safe_write.group(overwrite=overwrite) as g:  # data and sidecar as one unit, as in write_file
+            g.add_bytes(p, data)
+            if ledger == "sidecar" and prov is not None:
+                record = _data_record(len(data), hashlib.sha256(data).hexdigest(), p.name)
+                g.add_bytes(side, _ledger_bytes(prov, record), first=True)
+    except OSError as exc:
+        if not exc.errno:
+            raise
+        raise OSError(
+            exc.errno,
+            f"cannot write '{p}': {os.strerror(exc.errno)}; the previous file (if any) is unchanged and no "
+            "partial file was left",
+        ) from None
     return p
 
 
