@@ -718,6 +718,53 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``geoldp`` command line.
 
+    Ctrl-C (SIGINT) prints ``geoldp: interrupted`` and returns 130, SIGTERM prints ``geoldp: terminated``
+    and returns 143, never with a traceback; an output being written keeps its previous state (or is
+    complete, if the signal came while it was being renamed into place) and no temporary file is left.
+
+    Parameters
+    ----------
+    argv : sequence of str, optional
+        The arguments, without the program name. Defaults to ``sys.argv[1:]``.
+
+    Returns
+    -------
+    int
+        The exit status: 0 on success, 1 for bad input data or parameters, 2 for command-line usage
+        errors, 130 after SIGINT, 143 after SIGTERM.
+    """
+    import signal
+
+    from geoldp._safe_write import Terminated
+
+    def terminate(signum: int, frame: Any) -> None:
+        raise Terminated()
+
+    try:
+        previous = signal.signal(signal.SIGTERM, terminate)
+    except (ValueError, AttributeError, OSError):  # not the main thread, or no SIGTERM
+        previous = None
+    try:
+        return _run(argv)
+    except Terminated:
+        print(f"{PROG}: terminated", file=sys.stderr)
+        return 143
+    except KeyboardInterrupt:
+        print(f"{PROG}: interrupted", file=sys.stderr)
+        return 130
+    finally:
+        if previous is not None:
+            # run as a program (no argv): the process ends now, and a signal during interpreter shutdown
+            # would print a traceback from a library's thread or finaliser; called in-process: restore
+            ending = argv is None
+            signal.signal(signal.SIGTERM, signal.SIG_IGN if ending else previous)
+            if ending and signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+                signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _run(argv: Sequence[str] | None = None) -> int:
+    """Run the ``geoldp`` command line (signals are handled by :func:`main`).
+
     Parameters
     ----------
     argv : sequence of str, optional

@@ -235,3 +235,114 @@ def test_geopackage_with_uncheckpointed_wal_rows_reads_every_committed_row(tmp_p
     finally:
         writer.communicate(input="", timeout=60)
     assert writer.returncode == 0
+
+
+# --------------------------------------------------------------------------------------------------
+# a Shapefile's parts are one unit
+
+
+def test_a_shapefile_never_replaces_an_unrelated_part_without_overwrite(tmp_path):
+    for ext in (".dbf", ".prj", ".qix"):
+        unrelated = tmp_path / f"o1{ext}"
+        unrelated.write_bytes(b"someone else's file")
+        with pytest.raises(ValueError, match=rf"o1\{ext}.*already exists"):
+            gio.write_file(_frame(5), tmp_path / "o1.shp", sidecar=False)
+        assert sorted(os.listdir(tmp_path)) == [unrelated.name]  # nothing written, nothing left
+        assert unrelated.read_bytes() == b"someone else's file"
+        unrelated.unlink()
+
+
+def test_a_shapefile_overwrite_refused_for_a_symlinked_part_touches_no_part(tmp_path):
+    target = tmp_path / "o1.shp"
+    gio.write_file(_frame(5), target, sidecar=False)
+    outside = tmp_path / "elsewhere.dbf"
+    outside.write_bytes(b"not a part of o1")
+    (tmp_path / "o1.dbf").unlink()
+    (tmp_path / "o1.dbf").symlink_to(outside)
+    before = _snapshot(tmp_path)
+    with pytest.raises(ValueError, match=r"o1\.dbf.*symbolic link"):
+        gio.write_file(_frame(7), target, overwrite=True, sidecar=False)
+    assert _snapshot(tmp_path) == before  # no part replaced, the link's target untouched
+    assert (tmp_path / "o1.dbf").is_symlink() and _temps(tmp_path) == []
+
+
+# --------------------------------------------------------------------------------------------------
+# a nearly full disk where the data fits and only the ledger sidecar does not
+
+
+def _released(n: int):
+    frame = _frame(n)
+    frame.attrs["geoldp"] = {"mechanism": "atp", "epsilon": float(n)}
+    return frame
+
+
+def _state(directory: Path) -> dict[str, bytes]:
+    return {n: b for n, b in _snapshot(directory).items() if ".geoldp-tmp-" not in n}
+
+
+@pytest.mark.parametrize("suffix", SUFFIXES)
+@pytest.mark.parametrize("fresh", [True, False], ids=["fresh", "overwrite"])
+def test_sidecar_that_does_not_fit_leaves_the_old_pair(tmp_path, suffix, fresh, monkeypatch):
+    import errno
+
+    from geoldp import _safe_write
+
+    target = tmp_path / f"out{suffix}"
+    if not fresh:
+        gio.write_file(_released(5), target)
+    before = _state(tmp_path)
+    original = _safe_write.AtomicFile.write
+
+    def full_for_the_sidecar(self, data):
+        if self.path.name.endswith(".ledger.json"):
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return original(self, data)
+
+    monkeypatch.setattr(_safe_write.AtomicFile, "write", full_for_the_sidecar)
+    with pytest.raises(OSError) as info:
+        gio.write_file(_released(7), target, overwrite=not fresh)
+    assert info.value.errno == errno.ENOSPC and "unchanged" in str(info.value)
+    monkeypatch.undo()
+    assert _state(tmp_path) == before  # fresh: nothing at all; overwrite: the old pair, byte for byte
+    assert _temps(tmp_path) == []
+    if not fresh:
+        assert gio.read_ledger(target)["epsilon"] == 5.0  # the old pair still matches
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """A tmpfs mounted at a directory, sized by the test (root only; skipped where mounting is refused)."""
+    mounted: list[Path] = []
+
+    def mount(size: int) -> Path:
+        where = tmp_path / f"disk{len(mounted)}"
+        where.mkdir()
+        done = subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(where)],
+            capture_output=True,
+            check=False,
+        )
+        if done.returncode != 0:
+            pytest.skip("mounting a small tmpfs is not permitted here")
+        mounted.append(where)
+        return where
+
+    if os.geteuid() != 0 or sys.platform != "linux":
+        pytest.skip("needs root on Linux to mount a small tmpfs")
+    yield mount
+    for where in mounted:
+        subprocess.run(["umount", str(where)], check=False)
+
+
+@pytest.mark.parametrize("suffix", [".geojson", ".csv", ".parquet"])
+def test_real_full_disk_where_only_the_sidecar_fails(tmp_path, suffix, small_disk):
+    page = os.sysconf("SC_PAGE_SIZE")
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    gio.write_file(_released(300), scratch / f"out{suffix}", sidecar=False)
+    size = (scratch / f"out{suffix}").stat().st_size
+    disk = small_disk(-(-size // page) * page)  # room for the data file's pages, none for the sidecar
+    with pytest.raises(OSError) as info:
+        gio.write_file(_released(300), disk / f"out{suffix}")
+    assert info.value.errno == 28  # ENOSPC
+    assert os.listdir(disk) == []  # neither the data file nor the sidecar: not half a release
