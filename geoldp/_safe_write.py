@@ -93,16 +93,25 @@ def _main_thread() -> bool:
 def signals_held() -> Iterator[None]:
     """Hold SIGINT and SIGTERM for the block (they are delivered after it): a group of renames completes.
 
-    A no-op outside the main thread or where signal masks do not exist (Windows).
+    Python-level, not a signal mask: a mask holds a signal only for its own thread, and GDAL, Arrow or
+    numba threads would take it. A no-op outside the main thread (where handlers cannot be set).
     """
-    if not (_main_thread() and hasattr(signal, "pthread_sigmask")):
+    if not _main_thread():
         yield
         return
-    old = signal.pthread_sigmask(signal.SIG_BLOCK, _HELD)
+    pending: list[int] = []
+
+    def hold(signum: int, frame: Any) -> None:
+        pending.append(signum)
+
+    old = {sig: signal.signal(sig, hold) for sig in _HELD}
     try:
         yield
     finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+        for sig, handler in old.items():
+            signal.signal(sig, signal.SIG_DFL if handler is None else handler)
+        for sig in dict.fromkeys(pending):  # now, to the handler the program had
+            os.kill(os.getpid(), sig)
 
 
 def _raise_terminated(signum: int, frame: Any) -> None:

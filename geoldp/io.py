@@ -507,6 +507,7 @@ def write_file(
         # the data and its sidecar are one group: both complete and fsynced, then named sidecar first
         # (see the module notes); the temporary Shapefile directory is removed after the group is named
         with contextlib.ExitStack() as stack:
+            stack.enter_context(_safe_write.cleanup_on_sigterm())  # outermost: SIGTERM cleans up all
             if fmt == "ESRI Shapefile":
                 stack.callback(shutil.rmtree, tmp, ignore_errors=True)
             g = stack.enter_context(_safe_write.group(overwrite=overwrite or add_layer))

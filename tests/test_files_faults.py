@@ -346,3 +346,180 @@ def test_real_full_disk_where_only_the_sidecar_fails(tmp_path, suffix, small_dis
         gio.write_file(_released(300), disk / f"out{suffix}")
     assert info.value.errno == 28  # ENOSPC
     assert os.listdir(disk) == []  # neither the data file nor the sidecar: not half a release
+
+
+# --------------------------------------------------------------------------------------------------
+# SIGKILL / SIGTERM / SIGINT at the named points of a write (the GEOLDP_TEST_PAUSE hook of _safe_write)
+
+# A child process: writes a release of N rows (ledger epsilon = N) to TARGET with its sidecar, pausing
+# where GEOLDP_TEST_PAUSE says. Ctrl-C is reported as a program would (one line, exit 130).
+PAUSED_WRITER = textwrap.dedent(
+    """
+    import sys
+    import numpy as np, geopandas as gpd, shapely
+    from geoldp import io as gio
+
+    target, n, overwrite = sys.argv[1], int(sys.argv[2]), sys.argv[3] == "1"
+    xy = np.random.default_rng(0).uniform([116.0, 39.8], [116.6, 40.1], size=(n, 8, 2))
+    frame = gpd.GeoDataFrame({"v": np.arange(n)}, geometry=shapely.linestrings(xy), crs="EPSG:4326")
+    frame.attrs["geoldp"] = {"mechanism": "atp", "epsilon": float(n)}
+    try:
+        gio.write_file(frame, target, overwrite=overwrite)
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        sys.exit(130)
+    print("done", flush=True)
+    """
+)
+POINTS = ["write", "commit", "rename", "done"]
+SIGNALS = {"KILL": signal.SIGKILL, "TERM": signal.SIGTERM, "INT": signal.SIGINT}
+
+
+def _signal_at(argv: list[str], point: str, sig: int, tmp_path: Path) -> tuple[int, str]:
+    """Run ``argv`` with a pause at ``point``, send ``sig`` there, let it go on; return (rc, stderr)."""
+    resume = tmp_path / f"resume-{point}-{sig}"
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(ROOT),
+        "GEOLDP_TEST_PAUSE": point,
+        "GEOLDP_TEST_RESUME": str(resume),
+    }
+    child = subprocess.Popen(
+        argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True, env=env
+    )
+    assert child.stderr is not None
+    seen = []
+    for line in child.stderr:
+        seen.append(line)
+        if line.strip() == f"geoldp-test-pause {point}":
+            break
+    else:  # pragma: no cover - the child ended without reaching the point
+        child.wait(timeout=60)
+        pytest.fail(f"the writer never reached {point!r}: {''.join(seen)[-2000:]}")
+    child.send_signal(sig)
+    resume.touch()
+    out, err = child.communicate(timeout=120)
+    return child.returncode, "".join(seen) + err
+
+
+def _check_after_signal(out_dir: Path, target: Path, before: dict[str, bytes], point: str, sig: int) -> None:
+    """Every output is the old file, the new complete file or absent; the pair is never taken for a match."""
+    state = _state(out_dir)
+    side = gio.ledger_path(target)
+    held = point in ("rename", "done")  # SIGINT/SIGTERM are held while the files are renamed
+    if sig != signal.SIGKILL:
+        assert _temps(out_dir) == []  # no litter, even after SIGTERM
+    if point == "done" or (held and sig != signal.SIGKILL):
+        assert len(gio.read_trajectories(target)) == 7  # the new complete pair
+        assert gio.read_ledger(target)["epsilon"] == 7.0
+    elif point == "rename":  # kill -9 between the two renames: the new sidecar, the old data (or none)
+        assert state[side.name] != before.get(side.name)
+        if target.name in before:
+            with pytest.raises(ValueError, match="out of step"):
+                gio.read_ledger(target)
+            assert all(state[n] == b for n, b in before.items() if n != side.name)
+        else:
+            assert target.name not in state
+    else:
+        assert state == before  # the old pair (or nothing), byte for byte
+    # whatever a kill -9 left behind, the next write cleans up
+    gio.write_file(_released(9), target, overwrite=True)
+    assert _temps(out_dir) == [] and gio.read_ledger(target)["epsilon"] == 9.0
+
+
+def _writer_case(tmp_path: Path, suffix: str, point: str, name: str, fresh: bool) -> None:
+    sig = SIGNALS[name]
+    out_dir = tmp_path / "out"
+    out_dir.mkdir()
+    target = out_dir / f"out{suffix}"
+    if not fresh:
+        gio.write_file(_released(5), target)
+    before = _state(out_dir)
+    argv = [sys.executable, "-c", PAUSED_WRITER, str(target), "7", "0" if fresh else "1"]
+    rc, err = _signal_at(argv, point, sig, tmp_path)
+    assert "Traceback" not in err, err[-3000:]
+    expected_rc = {"KILL": -signal.SIGKILL, "TERM": -signal.SIGTERM, "INT": 130}[name]
+    assert rc == expected_rc, err[-3000:]
+    _check_after_signal(out_dir, target, before, point, sig)
+
+
+# the default tier: each point and signal at least once (the full matrix is slow: ~150 processes)
+FAST_CASES = [
+    (".shp", "write", "TERM", True),  # GDAL's temporary directory of a fresh Shapefile
+    (".shp", "commit", "KILL", False),
+    (".parquet", "commit", "INT", False),
+    (".fgb", "rename", "KILL", False),
+    (".geojson", "rename", "TERM", True),
+]
+
+
+@pytest.mark.parametrize(("suffix", "point", "name", "fresh"), FAST_CASES)
+def test_signal_at_a_named_point_of_a_write(tmp_path, suffix, point, name, fresh):
+    _writer_case(tmp_path, suffix, point, name, fresh)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("suffix", SUFFIXES)
+@pytest.mark.parametrize("point", POINTS)
+@pytest.mark.parametrize("name", sorted(SIGNALS))
+@pytest.mark.parametrize("fresh", [False, True], ids=["overwrite", "fresh"])
+def test_signal_matrix_every_format_point_and_signal(tmp_path, suffix, point, name, fresh):
+    _writer_case(tmp_path, suffix, point, name, fresh)
+
+
+# --------------------------------------------------------------------------------------------------
+# the command line: a signal prints one line, never a traceback, and the outputs stay whole
+
+
+@pytest.fixture(scope="module")
+def cli_inputs(tmp_path_factory):
+    from geoldp.datasets import synthetic_city
+
+    where = tmp_path_factory.mktemp("cli-in")
+    points, trips = synthetic_city(n_points=60, n_trips=20, seed=1)
+    gio.to_geojson(points, where / "p.geojson")
+    gio.to_geojson(trips, where / "t.geojson")
+    return where
+
+
+def _cli_case(tmp_path, cli_inputs, suffix, point, name, fresh):
+    sig = SIGNALS[name]
+    out_dir = tmp_path / "out"
+    out_dir.mkdir()
+    target = out_dir / f"out{suffix}"
+    if not fresh:
+        gio.write_file(_released(5), target)
+    before = _state(out_dir)
+    argv = [sys.executable, "-m", "geoldp", "perturb", str(cli_inputs / "t.geojson")]
+    argv += ["--points", str(cli_inputs / "p.geojson"), "--epsilon", "4", "--seed", "1", "-o", str(target)]
+    rc, err = _signal_at([*argv, *([] if fresh else ["--overwrite"])], point, sig, tmp_path)
+    assert "Traceback" not in err, err[-3000:]
+    lines = [line for line in err.splitlines() if not line.startswith("geoldp-test-pause")]
+    if point in ("rename", "done"):  # held until the new pair was in place
+        assert gio.read_ledger(target)["mechanism"] == "atp" and len(gio.read_trajectories(target)) == 20
+    else:
+        assert _state(out_dir) == before
+    assert _temps(out_dir) == []
+    word = {"INT": "interrupted", "TERM": "terminated"}[name]
+    assert rc == {"INT": 130, "TERM": 143}[name] and lines[-1] == f"geoldp: {word}", err[-3000:]
+
+
+def test_cli_ctrl_c_while_writing_prints_one_line_and_keeps_the_old_pair(tmp_path, cli_inputs):
+    _cli_case(tmp_path, cli_inputs, ".parquet", "commit", "INT", False)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("suffix", "point", "name", "fresh"),
+    [
+        (".shp", "write", "TERM", True),
+        (".shp", "write", "INT", False),
+        (".parquet", "done", "INT", False),  # late: after the rename, before the command returns
+        (".fgb", "rename", "TERM", False),
+        (".gpkg", "commit", "TERM", False),
+        (".csv", "rename", "INT", True),
+        (".geojson", "write", "TERM", False),
+    ],
+)
+def test_cli_signal_while_writing(tmp_path, cli_inputs, suffix, point, name, fresh):
+    _cli_case(tmp_path, cli_inputs, suffix, point, name, fresh)
