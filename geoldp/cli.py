@@ -371,6 +371,7 @@ def _cmd_demo(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
             seed=args.seed,
             plot=not args.no_plot,
             stream=stdout,
+            overwrite=args.overwrite,
         )
     return 0
 
@@ -650,6 +651,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="seed of the city and of the perturbation (demo/experiments only)",
     )
     d.add_argument("--no-plot", action="store_true", help="do not draw the PNG map")
+    d.add_argument("--overwrite", action="store_true", help="replace the files of an earlier run in DIR")
     d.set_defaults(func=_cmd_demo)
 
     e = sub.add_parser(

@@ -6,11 +6,17 @@ GeoJSON files and a PNG map comparing original and perturbed trajectories.
 
 The demo passes a seed, because it is an experiment that should be reproducible. A deployment omits the
 seed so that geoldp draws from the operating system's CSPRNG.
+
+Every file is written like the other outputs of geoldp (:mod:`geoldp.io`): atomically, never through a
+symbolic link, and never over an existing file unless ``overwrite=True`` (CLI: ``--overwrite``); the demo
+checks all its output paths before it computes anything.
 """
 
 from __future__ import annotations
 
 import importlib.util
+import io
+import os
 import sys
 import time
 import warnings
@@ -20,6 +26,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 import numpy as np
 
+from geoldp import _safe_write
 from geoldp.errors import PrivacyWarning
 
 if TYPE_CHECKING:
@@ -36,6 +43,9 @@ __all__ = [
     "save_density_map",
     "utility_table",
 ]
+
+_GEOJSON_OUTPUTS = ("points.geojson", "original.geojson", "tp.geojson", "atp.geojson")
+_FIGURE_OUTPUTS = ("map.png", "density.png")
 
 #: Radii (km) of the PRQ columns of the demo table.
 DEMO_DELTAS_KM = (0.5, 1.0, 2.0)
@@ -201,6 +211,15 @@ def _agg_figure(figsize: tuple[float, float] | None = None) -> Any:
     return fig
 
 
+def _save_figure(fig: Any, path: Path, *, dpi: int, overwrite: bool) -> Path:
+    """Render ``fig`` in memory (format by suffix) and write it atomically; never through a link."""
+    _safe_write.check_output(path, overwrite=overwrite, what="figure")
+    buf = io.BytesIO()
+    fig.savefig(buf, dpi=dpi, format=path.suffix.lstrip(".").lower() or "png")
+    _safe_write.write_bytes(path, buf.getvalue(), overwrite=overwrite)
+    return path
+
+
 def save_comparison_map(
     original: gpd.GeoDataFrame,
     perturbed: Mapping[str, gpd.GeoDataFrame],
@@ -210,6 +229,7 @@ def save_comparison_map(
     n: int = 4,
     rows: Sequence[int] | None = None,
     dpi: int = 130,
+    overwrite: bool = False,
 ) -> Path:
     """Draw a handful of trajectories, original vs every release, as small multiples, and save the figure.
 
@@ -233,11 +253,18 @@ def save_comparison_map(
         Explicit row positions instead.
     dpi : int, default 130
         Resolution of raster output.
+    overwrite : bool, default False
+        Replace an existing file. The image is written atomically and never through a symbolic link.
 
     Returns
     -------
     pathlib.Path
         ``path``.
+
+    Raises
+    ------
+    ValueError
+        ``path`` exists (without ``overwrite``) or is a symbolic link.
     """
     from geoldp.plotting import plot_trajectory_panels
 
@@ -247,8 +274,7 @@ def save_comparison_map(
     title_lines = 2 + (len(perturbed) - 1) // 2  # the panel titles list two errors per line
     fig = _agg_figure((3.4 * cols, (3.4 + 0.2 * title_lines) * -(-k // cols) + 0.6))
     plot_trajectory_panels(original, dict(perturbed), rows=rows, n=n, points=points, fig=fig)
-    fig.savefig(path, dpi=dpi)
-    return path
+    return _save_figure(fig, path, dpi=dpi, overwrite=overwrite)
 
 
 def save_density_map(
@@ -258,11 +284,13 @@ def save_density_map(
     *,
     points: gpd.GeoDataFrame | None = None,
     dpi: int = 130,
+    overwrite: bool = False,
 ) -> Path:
     """Draw visit-density maps per zone side by side on one colour scale and save the figure.
 
     See :func:`geoldp.plotting.plot_zone_density`: ``counts`` maps a label (the first one is the
-    reference, e.g. "original") to counts per zone; an estimate is one more entry.
+    reference, e.g. "original") to counts per zone; an estimate is one more entry. The image is written
+    atomically, never through a symbolic link, and over an existing file only with ``overwrite=True``.
 
     Returns
     -------
@@ -275,8 +303,7 @@ def save_density_map(
     cols = min(len(counts), 5)  # original, two releases, an estimate and a baseline fit on one row
     fig = _agg_figure((3.2 * cols + 1.0, 3.5 * -(-len(counts) // cols) + 0.3))
     plot_zone_density(counts, zones, points=points, fig=fig, max_cols=cols)
-    fig.savefig(path, dpi=dpi)
-    return path
+    return _save_figure(fig, path, dpi=dpi, overwrite=overwrite)
 
 
 # ------------------------------------------------------------------------------------------------------
@@ -292,6 +319,7 @@ def run_demo(
     seed: int = 0,
     plot: bool = True,
     stream: TextIO | None = None,
+    overwrite: bool = False,
 ) -> DemoResult:
     """Run TP and ATP on a synthetic city, print a utility table with baselines and write files.
 
@@ -318,11 +346,19 @@ def run_demo(
         Draw the PNG map. Without matplotlib the map is skipped with a note.
     stream : file-like, optional
         Where to print the report. Defaults to ``sys.stdout``.
+    overwrite : bool, default False
+        Replace the files of an earlier run. Without it an existing output file is an error; a symbolic
+        link at an output path is refused in any case. All paths are checked before anything is computed.
 
     Returns
     -------
     DemoResult
         The utility table, the files written and the perturbation time.
+
+    Raises
+    ------
+    ValueError
+        An output file exists (without ``overwrite``) or is a symbolic link or not a regular file.
 
     Examples
     --------
@@ -334,6 +370,12 @@ def run_demo(
     from geoldp.datasets import synthetic_city  # importing geoldp registers the .ldp accessor
 
     out = sys.stdout if stream is None else stream
+    has_matplotlib = importlib.util.find_spec("matplotlib") is not None
+    if output is not None:  # every output checked before any work: nothing is half-written or clobbered
+        names = [*_GEOJSON_OUTPUTS, *(_FIGURE_OUTPUTS if plot and has_matplotlib else ())]
+        if os.path.isdir(output):
+            for name in names:
+                _safe_write.check_output(Path(output) / name, overwrite=overwrite, what="demo output")
     points, trips = synthetic_city(n_points=n_points, n_trips=n_trips, seed=seed)
     n_vertices = int(sum(len(g.coords) for g in trips.geometry))
     print(
@@ -410,13 +452,12 @@ def run_demo(
         folder = Path(output)
         folder.mkdir(parents=True, exist_ok=True)
         files["points"] = folder / "points.geojson"
-        points.to_file(files["points"], driver="GeoJSON")
+        gio.to_geojson(points, files["points"], ledger=False, overwrite=overwrite)
         files["original"] = folder / "original.geojson"
-        trips.to_file(files["original"], driver="GeoJSON")
+        gio.to_geojson(trips, files["original"], ledger=False, overwrite=overwrite)
         for label, frame in perturbed.items():
             files[label.lower()] = folder / f"{label.lower()}.geojson"
-            gio.to_geojson(frame, files[label.lower()], ledger=True, overwrite=True)  # the demo owns DIR
-        has_matplotlib = importlib.util.find_spec("matplotlib") is not None
+            gio.to_geojson(frame, files[label.lower()], ledger=True, overwrite=overwrite)
         if plot and has_matplotlib:
             from geoldp import estimate, metrics
 
@@ -429,14 +470,16 @@ def run_demo(
             atp_zones = estimate.visit_counts(perturbed["ATP"], points, zones=zones, rng=seed, **opts)
             est_seconds += time.perf_counter() - t1
             shown = {**perturbed, "ATP denoised": denoised}
-            files["map"] = save_comparison_map(trips, shown, folder / "map.png", points=points)
+            files["map"] = save_comparison_map(
+                trips, shown, folder / "map.png", points=points, overwrite=overwrite
+            )
             uniform = metrics.baseline_release("uniform", points, _lengths(trips), rng=seed)
             counts = {"original": metrics.zone_visit_counts(trips, zones)}
             for label, frame in perturbed.items():
                 counts[f"{label} raw"] = metrics.zone_visit_counts(frame, zones)
             counts["ATP estimated"] = atp_zones
             counts["uniform"] = metrics.zone_visit_counts(uniform, zones, points=points)
-            files["density"] = save_density_map(counts, zones, folder / "density.png")
+            files["density"] = save_density_map(counts, zones, folder / "density.png", overwrite=overwrite)
         print("Files written:", file=out)
         for role, path in files.items():
             print(f"  {role:<9} {path}", file=out)

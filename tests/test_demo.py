@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 
 import geopandas as gpd
 import numpy as np
@@ -137,3 +138,54 @@ def test_demo_without_matplotlib_skips_the_map(tmp_path, monkeypatch):
     assert "map" not in result.files
     assert "Map skipped" in stream.getvalue()
     assert (tmp_path / "d" / "atp.geojson").exists()
+
+
+OUTPUTS = ["points.geojson", "original.geojson", "tp.geojson", "atp.geojson", "map.png", "density.png"]
+
+
+@pytest.mark.parametrize("name", ["map.png", "density.png", "points.geojson", "atp.geojson"])
+@pytest.mark.parametrize("overwrite", [False, True], ids=["plain", "overwrite"])
+def test_demo_never_writes_through_a_symlinked_output(tmp_path, capsys, name, overwrite):
+    out_dir = tmp_path / "demo"
+    out_dir.mkdir()
+    victim = tmp_path / "victim.bin"
+    victim.write_bytes(b"an unrelated file")
+    (out_dir / name).symlink_to(victim)
+    argv = ["demo", "-o", str(out_dir), *SMALL, *(["--overwrite"] if overwrite else [])]
+    assert main(argv) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and name in err[0] and "symbolic link" in err[0]
+    assert victim.read_bytes() == b"an unrelated file"
+    assert os.listdir(out_dir) == [name]  # checked before anything was written
+
+
+def test_demo_never_overwrites_an_existing_output_without_overwrite(tmp_path, capsys):
+    out_dir = tmp_path / "demo"
+    out_dir.mkdir()
+    (out_dir / "density.png").write_bytes(b"my own figure")
+    assert main(["demo", "-o", str(out_dir), *SMALL]) == 1
+    err = capsys.readouterr().err.strip()
+    assert "density.png" in err and "already exists" in err and "--overwrite" in err
+    assert (out_dir / "density.png").read_bytes() == b"my own figure"
+    assert os.listdir(out_dir) == ["density.png"]
+    # --overwrite replaces the outputs, each atomically, and leaves no temporary file (no plot: faster)
+    (out_dir / "points.geojson").write_bytes(b"my own points")
+    assert main(["demo", "-o", str(out_dir), *SMALL, "--no-plot"]) == 1
+    assert (out_dir / "points.geojson").read_bytes() == b"my own points"
+    assert main(["demo", "-o", str(out_dir), *SMALL, "--no-plot", "--overwrite"]) == 0
+    assert len(gpd.read_file(out_dir / "points.geojson")) == 120
+    assert (out_dir / "density.png").read_bytes() == b"my own figure"  # not an output without a plot
+    assert sorted(os.listdir(out_dir)) == sorted([*OUTPUTS[:4], "density.png"])
+
+
+def test_demo_figures_refuse_an_existing_file(tmp_path):
+    from geoldp.demo import save_comparison_map
+
+    points, trips = synthetic_city(n_points=40, n_trips=6, seed=1)
+    target = tmp_path / "map.png"
+    target.write_bytes(b"keep me")
+    with pytest.raises(ValueError, match="already exists"):
+        save_comparison_map(trips, {"same": trips}, target, points=points, n=2)
+    assert target.read_bytes() == b"keep me"
+    save_comparison_map(trips, {"same": trips}, target, points=points, n=2, overwrite=True)
+    assert target.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
