@@ -110,8 +110,8 @@ def signals_held() -> Iterator[None]:
     finally:
         for sig, handler in old.items():
             signal.signal(sig, signal.SIG_DFL if handler is None else handler)
-        for sig in dict.fromkeys(pending):  # now, to the handler the program had
-            os.kill(os.getpid(), sig)
+        for signum in dict.fromkeys(pending):  # now, to the handler the program had
+            os.kill(os.getpid(), signum)
 
 
 def _raise_terminated(signum: int, frame: Any) -> None:

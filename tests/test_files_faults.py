@@ -38,8 +38,8 @@ CHILD = textwrap.dedent(
     frame = gpd.GeoDataFrame(
         {"v": np.arange(n)}, geometry=shapely.linestrings(xy), crs="EPSG:4326"
     )
-    sig = signal.SIGKILL
-    if mode == "self-kill":
+    sig = signal.SIGTERM if mode == "self-term" else signal.SIGKILL
+    if mode in ("self-kill", "self-term"):
         original = _safe_write.AtomicFile.write
 
         def half_then_signal(self, data):
@@ -124,6 +124,17 @@ def test_kill_9_in_the_middle_of_a_write_keeps_the_old_file(tmp_path, suffix):
     out, err = child.communicate(timeout=120)
     assert "done" not in out and child.returncode == -signal.SIGKILL, (out, err)
     _check_old_kept(tmp_path, target, before, temps_allowed=suffix == ".shp")
+
+
+@pytest.mark.parametrize("fresh", [True, False], ids=["fresh", "overwrite"])
+def test_sigterm_during_a_shapefile_write_leaves_no_temporary_directory(tmp_path, fresh):
+    target = tmp_path / "out.shp"
+    before = {} if fresh else _write_old(target)
+    child = _run_child(target, 300, "self-term")  # SIGTERM right after GDAL wrote the parts
+    out, err = child.communicate(timeout=120)
+    assert "done" not in out and child.returncode == -signal.SIGTERM, (out, err)
+    assert "Traceback" not in err
+    assert _snapshot(tmp_path) == before and _temps(tmp_path) == []  # no .out.shp.geoldp-tmp-* left
 
 
 @pytest.mark.parametrize("suffix", SUFFIXES)
