@@ -502,7 +502,8 @@ def write_file(
         data = _gdal_bytes(gdf, fmt, layer or p.stem)
     written = [p]
     try:
-        _safe_write.remove_stale_temps(p)
+        for stale in (p, side):  # what a killed earlier write of this output left behind
+            _safe_write.remove_stale_temps(stale)
         tmp = _safe_write.temp_name(p, ".gpkg" if add_layer else "")
         # the data and its sidecar are one group: both complete and fsynced, then named sidecar first
         # (see the module notes); the temporary Shapefile directory is removed after the group is named
@@ -589,7 +590,8 @@ def to_geojson(
     if ledger == "sidecar" and prov is not None:
         _safe_write.check_output(side, overwrite=overwrite, inputs=(p,), what="ledger sidecar")
     data = _geojson_bytes(gdf, member=ledger is True, caller=caller)
-    _safe_write.remove_stale_temps(p)
+    for stale in (p, side):
+        _safe_write.remove_stale_temps(stale)
     try:
         with _safe_write.group(overwrite=overwrite) as g:  # data and sidecar as one unit, as in write_file
             g.add_bytes(p, data)

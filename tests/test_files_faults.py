@@ -70,6 +70,11 @@ CHILD = textwrap.dedent(
 )
 
 
+def _default_sigint() -> None:
+    # a job started in the background by a shell inherits SIGINT ignored; the child must see Ctrl-C
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _run_child(target: Path, n: int, mode: str) -> subprocess.Popen:
     env = {
         **os.environ,
@@ -82,6 +87,7 @@ def _run_child(target: Path, n: int, mode: str) -> subprocess.Popen:
         stderr=subprocess.PIPE,
         text=True,
         env=env,
+        preexec_fn=_default_sigint,
     )
 
 
@@ -396,7 +402,13 @@ def _signal_at(argv: list[str], point: str, sig: int, tmp_path: Path) -> tuple[i
         "GEOLDP_TEST_RESUME": str(resume),
     }
     child = subprocess.Popen(
-        argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True, env=env
+        argv,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,
+        text=True,
+        env=env,
+        preexec_fn=_default_sigint,
     )
     assert child.stderr is not None
     seen = []
