@@ -111,7 +111,7 @@ def signals_held() -> Iterator[None]:
         for sig, handler in old.items():
             signal.signal(sig, signal.SIG_DFL if handler is None else handler)
         for signum in dict.fromkeys(pending):  # now, to the handler the program had
-            os.kill(os.getpid(), signum)
+            signal.raise_signal(signum)
 
 
 def _raise_terminated(signum: int, frame: Any) -> None:
@@ -137,7 +137,7 @@ def cleanup_on_sigterm() -> Iterator[None]:
         yield
     except Terminated:
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
-        os.kill(os.getpid(), signal.SIGTERM)  # the default action: end the process
+        signal.raise_signal(signal.SIGTERM)  # the default action: end the process
         raise  # only where SIGTERM is blocked
     finally:
         if signal.getsignal(signal.SIGTERM) is _raise_terminated:

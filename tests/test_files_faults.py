@@ -546,3 +546,33 @@ def test_cli_ctrl_c_while_writing_prints_one_line_and_keeps_the_old_pair(tmp_pat
 )
 def test_cli_signal_while_writing(tmp_path, cli_inputs, suffix, point, name, fresh):
     _cli_case(tmp_path, cli_inputs, suffix, point, name, fresh)
+
+
+def test_signals_held_delivers_ctrl_c_after_the_block():
+    from geoldp import _safe_write
+
+    reached = []
+    with pytest.raises(KeyboardInterrupt):
+        with _safe_write.signals_held():
+            signal.raise_signal(signal.SIGINT)  # held: no KeyboardInterrupt inside the block
+            reached.append("end of block")
+    assert reached == ["end of block"]
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+def test_to_geojson_sidecar_that_does_not_fit_writes_nothing(tmp_path, monkeypatch):
+    import errno
+
+    from geoldp import _safe_write
+
+    original = _safe_write.AtomicFile.write
+
+    def full_for_the_sidecar(self, data):
+        if self.path.name.endswith(".ledger.json"):
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return original(self, data)
+
+    monkeypatch.setattr(_safe_write.AtomicFile, "write", full_for_the_sidecar)
+    with pytest.raises(OSError, match="unchanged"):
+        gio.to_geojson(_released(7), tmp_path / "out.geojson", ledger="sidecar")
+    assert os.listdir(tmp_path) == []
