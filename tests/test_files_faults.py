@@ -485,9 +485,18 @@ def test_signal_at_a_named_point_of_a_write(tmp_path, suffix, point, name, fresh
 @pytest.mark.parametrize("suffix", SUFFIXES)
 @pytest.mark.parametrize("point", POINTS)
 @pytest.mark.parametrize("name", sorted(SIGNALS))
-@pytest.mark.parametrize("fresh", [False, True], ids=["overwrite", "fresh"])
-def test_signal_matrix_every_format_point_and_signal(tmp_path, suffix, point, name, fresh):
-    _writer_case(tmp_path, suffix, point, name, fresh)
+def test_signal_matrix_every_format_point_and_signal(tmp_path, suffix, point, name):
+    """An old pair is overwritten; 72 writer processes (a few minutes on a free 2-core machine)."""
+    _writer_case(tmp_path, suffix, point, name, False)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("suffix", SUFFIXES)
+@pytest.mark.parametrize("point", ["write", "rename"])
+@pytest.mark.parametrize("name", ["KILL", "TERM"])
+def test_signal_matrix_fresh_outputs(tmp_path, suffix, point, name):
+    """No old file: after the signal the output is absent, or the new pair (or a refused lone sidecar)."""
+    _writer_case(tmp_path, suffix, point, name, True)
 
 
 # --------------------------------------------------------------------------------------------------
