@@ -94,7 +94,8 @@ def signals_held() -> Iterator[None]:
     """Hold SIGINT and SIGTERM for the block (they are delivered after it): a group of renames completes.
 
     Python-level, not a signal mask: a mask holds a signal only for its own thread, and the threads of
-    GDAL, Arrow or the compiled kernels would take it. A no-op outside the main thread (where handlers cannot be set).
+    GDAL, Arrow or the compiled kernels would take it. A no-op outside the main thread (where handlers
+    cannot be set).
     """
     if not _main_thread():
         yield
