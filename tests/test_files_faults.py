@@ -1,8 +1,12 @@
-"""Issue 8, fault injection: kill -9 and Ctrl-C (SIGINT) during a write, in each output format.
+"""Fault injection: kills, signals and a full disk during a write, and reads of a database being written.
 
-After every fault the previous file must be intact (byte for byte) and no temporary file may remain. The
-fast tests kill the writer deterministically in the middle of writing its bytes (a patched writer sends
-the signal to itself); the slow ones kill a subprocess writing a large frame after a short delay.
+After every fault each output must be the old file (byte for byte), the new complete file, or absent, with
+no temporary file left (or, after kill -9, none left once the next write ran) and no traceback. The fast
+tests kill the writer deterministically in the middle of writing its bytes (a patched writer sends the
+signal to itself) or at the named pause points of geoldp._safe_write (GEOLDP_TEST_PAUSE); the slow ones
+run the whole matrix of formats, points and signals, and kill a subprocess writing a large frame after a
+short, seeded delay. A full disk where only the ledger sidecar fails is simulated by a patched writer and,
+where mounting is permitted (root), by a small tmpfs.
 """
 
 from __future__ import annotations
