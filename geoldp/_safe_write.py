@@ -413,7 +413,8 @@ class Group:
 
     Add each file (:meth:`add_bytes`, or :meth:`add_file` for a complete temporary file written by
     someone else, e.g. GDAL, in the target's directory, and :meth:`add_removal` for a stale file to
-    remove); :meth:`commit` then names them in the order they were added.
+    remove); :meth:`commit` then applies the removals, names the files added with ``first=True``, then
+    the others, each in the order they were added.
     """
 
     def __init__(self, *, overwrite: bool) -> None:
