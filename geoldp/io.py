@@ -396,6 +396,12 @@ def _stage_gpkg_layer(gdf: Any, p: Path, layer: str, tmp: Path, g: _safe_write.G
             f"The GeoPackage '{p}' already has a layer {layer!r}; choose another layer name (layers are "
             "never replaced inside a file), or write a new file."
         )
+    if any(os.path.lexists(f"{p}{tail}") for tail in ("-wal", "-journal")):
+        # a program has it open (or stopped half-way): its later commits would go to the replaced file
+        raise ValueError(
+            f"The GeoPackage '{p}' is open in another program (it has a -wal or -journal file next to it); "
+            "close that program first, then add the layer."
+        )
     try:
         # SQLite's own copy (read-only on the original) keeps the rows still in its -wal file
         source = sqlite3.connect(f"file:{quote(os.fspath(p.resolve()))}?mode=ro", uri=True, timeout=10.0)

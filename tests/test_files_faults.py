@@ -258,6 +258,38 @@ def test_geopackage_with_uncheckpointed_wal_rows_reads_every_committed_row(tmp_p
     assert writer.returncode == 0
 
 
+def test_adding_a_layer_to_a_geopackage_open_in_another_program_is_refused(tmp_path):
+    pytest.importorskip("pyogrio")
+    target = tmp_path / "live.gpkg"
+    _frame(5).to_file(
+        target, driver="GPKG", layer="trips", engine="pyogrio", layer_options={"SPATIAL_INDEX": "NO"}
+    )
+    writer = subprocess.Popen(
+        [sys.executable, "-c", WAL_WRITER, str(target)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert writer.stdout is not None and writer.stdout.readline().strip() == "ready"
+        before = _snapshot(tmp_path)
+        # replacing the file would send the writer's later commits to a deleted file (and, with a copy
+        # of the main file only, drop the 15 rows still in its -wal)
+        with pytest.raises(ValueError, match="open in another program"):
+            gio.write_file(_frame(3), target, layer="extra", add_layer=True, sidecar=False)
+        assert {n: b for n, b in _snapshot(tmp_path).items() if not n.endswith("-shm")} == {
+            n: b for n, b in before.items() if not n.endswith("-shm")
+        }
+        assert len(gio.read_trajectories(target, layer="trips")) == 20
+    finally:
+        writer.communicate(input="", timeout=60)
+    assert _temps(tmp_path) == []
+    gio.write_file(_frame(3), target, layer="extra", add_layer=True, sidecar=False)  # writer closed
+    assert len(gio.read_trajectories(target, layer="trips")) == 20
+    assert len(gio.read_trajectories(target, layer="extra")) == 3
+
+
 # --------------------------------------------------------------------------------------------------
 # a Shapefile's parts are one unit
 
