@@ -454,6 +454,7 @@ def write_file(
         GeoPackage layer name (default: the file stem).
     add_layer : bool, default False
         GeoPackage only: add ``layer`` as a new layer to an existing file instead of replacing the file.
+        Refused while another program has the file open (a ``-wal`` or ``-journal`` file next to it).
 
     Returns
     -------
