@@ -30,7 +30,7 @@ from typing import Any
 
 import pandas as pd
 
-from geoldp import _frames, _release, accounting
+from geoldp import _frames, _release, accounting, budget_strategies
 from geoldp import points as public_points
 from geoldp._release import resolve_mechanism
 from geoldp._validation import check_bool, check_positive_km
@@ -103,6 +103,9 @@ def perturb(
     accountant: Any = None,
     user_col: Any = None,
     n_jobs: int = 1,
+    user_budget: str = "trajectory",
+    max_per_user: int | None = None,
+    select_trips: str = "first",
     **options: Any,
 ) -> Any:
     """Perturb every trajectory of a GeoDataFrame under ε-LDP (TP, ATP or PointEM).
@@ -153,6 +156,16 @@ def perturb(
     n_jobs : int, default 1
         Threads for the perturbation (``-1``: every core). The output is identical for any ``n_jobs``: each
         trajectory draws from its own random stream.
+    user_budget : {"trajectory", "split"}, default "trajectory"
+        ``"split"``: ``epsilon`` is each user's budget in this release, shared equally by her trajectories
+        (``user_col`` needed; the accountant charges each user ``epsilon``); every row's own budget is in
+        the output column ``"epsilon"`` (see :mod:`geoldp.budget_strategies`).
+    max_per_user : int, optional
+        Release at most this many trajectories per user (``user_col`` needed); the other rows are dropped
+        from the output, whose index tells which rows were kept.
+    select_trips : {"first", "last", "random"}, default "first"
+        Which trajectories ``max_per_user`` keeps: the first or last in row order, or a random subset
+        (drawn with ``rng``).
     **options
         Mechanism options (``granularity``, ``split``, ``sw_buckets`` ...) when ``mechanism`` is a name.
 
@@ -198,6 +211,24 @@ def perturb(
     """
     caller = "GeoDataFrame.ldp.perturb"
     gdf = _frames.check_frame(gdf, caller=caller)
+    if user_budget != "trajectory" or max_per_user is not None or select_trips != "first":
+        kw = dict(mechanism=mechanism, keep_columns=keep_columns, snap_max_km=snap_max_km, time_col=time_col)
+        kw.update(progress=progress, on_invalid=on_invalid, n_jobs=n_jobs, **options)
+        return budget_strategies.perturb_per_user(
+            perturb,
+            gdf,
+            points,
+            epsilon=epsilon,
+            user_col=user_col,
+            accountant=accountant,
+            user_budget=user_budget,
+            max_per_user=max_per_user,
+            select_trips=select_trips,
+            traj_id_col=traj_id_col,
+            rng=rng,
+            caller=caller,
+            **kw,
+        )
     public_points.warn_if_area_from(gdf, points, stacklevel=3)
     progress = check_bool(progress, "progress", caller=caller)
     req = _release.request(
@@ -217,7 +248,7 @@ def perturb(
     )
     ft, seqs = req.snap_frame(gdf)
     # refuse before any random draw (plan() draws the stream key); commit once the release exists
-    charge = accounting.charge_release(
+    charge = budget_strategies.charge_release(
         accountant, gdf, user_col, req.mech.epsilon, traj_id_col=traj_id_col if ft.kind == "Point" else None
     )
     plan = req.plan(
@@ -278,6 +309,9 @@ class LDPAccessor:
         accountant: Any = None,
         user_col: Any = None,
         n_jobs: int = 1,
+        user_budget: str = "trajectory",
+        max_per_user: int | None = None,
+        select_trips: str = "first",
         **options: Any,
     ) -> Any:
         """Perturb every trajectory of this frame under ε-LDP (TP, ATP or PointEM); return a new frame.
@@ -322,6 +356,14 @@ class LDPAccessor:
         n_jobs : int, default 1
             Threads for the perturbation (``-1``: every core). The output is identical for any
             ``n_jobs``: each trajectory draws from its own random stream.
+        user_budget : {"trajectory", "split"}, default "trajectory"
+            ``"split"``: ``epsilon`` is each user's budget in this release, shared equally by her
+            trajectories (needs ``user_col``); each row's own budget is in the output column ``"epsilon"``.
+        max_per_user : int, optional
+            Release at most this many trajectories per user (needs ``user_col``); the other rows are
+            dropped, and the output's index tells which rows were kept.
+        select_trips : {"first", "last", "random"}, default "first"
+            Which trajectories ``max_per_user`` keeps (``"random"`` draws with ``rng``).
         **options
             Mechanism options (``granularity``, ``split``, ``sw_buckets`` ...) when ``mechanism`` is a name.
 
@@ -385,6 +427,9 @@ class LDPAccessor:
             accountant=accountant,
             user_col=user_col,
             n_jobs=n_jobs,
+            user_budget=user_budget,
+            max_per_user=max_per_user,
+            select_trips=select_trips,
             **options,
         )
 

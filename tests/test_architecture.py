@@ -35,8 +35,15 @@ LAYERS: list[tuple[str, ...]] = [
     ("_frames",),  # the one GeoPandas <-> arrays boundary
     ("queries", "_release", "estimate"),  # analyses; the release pipeline
     ("metrics", "prepare"),  # utility metrics; GPS preparation
-    ("accessor", "dask", "io", "plotting", "testing", "interop", "explore"),  # drivers, I/O, interop, maps
-    ("datasets", "demo", "cli", "__main__", "__init__"),  # applications and the package itself
+    ("accessor", "dask", "io", "plotting", "testing", "interop", "explore", "budget_strategies", "layers"),
+    (
+        "datasets",
+        "demo",
+        "cli",
+        "cli_campaign",
+        "__main__",
+        "__init__",
+    ),  # applications and the package itself
 ]
 
 #: Imports of another module's private names that are still to be removed, as (importer, name). It is

@@ -47,6 +47,13 @@ def _ledger_of(released: Any) -> dict | None:
 
 
 def _mechanism_from_ledger(ledger: dict, caller: str):
+    rule = ledger.get("user_budget")
+    if isinstance(rule, dict) and rule.get("strategy") == "split":  # rows with different budgets
+        raise ValueError(
+            f"The release given to {caller} shares each user's epsilon over her trips (user_budget='split'), "
+            "so its rows have different budgets; estimate each part of "
+            "geoldp.budget_strategies.release_parts(released) and add the estimates."
+        )
     name = ledger.get("mechanism")
     eps = ledger.get("epsilon")
     if not isinstance(name, str) or eps is None:

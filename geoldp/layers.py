@@ -1,0 +1,1 @@
+"""Estimates as GIS layers (placeholder filled below)."""
