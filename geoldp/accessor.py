@@ -266,6 +266,8 @@ def perturb(
         points_provenance=public_points.provenance_of(points),
         charge=charge,
     )
+    # what a collector needs to rebuild or verify P: the recipe (box, spacing, CRS) and a digest
+    out.attrs["geoldp"]["points"] = public_points.ledger_record(points, req.ps)
     return out
 
 

@@ -325,6 +325,7 @@ def perturb_per_user(
     ledger = accounting.finish_release(
         base, released=out, points_provenance=public_points.provenance_of(points)
     )
+    ledger["points"] = first.get("points", ledger["points"])  # the parts' P: the same for all
     for charge in charges:
         charge.commit()
     if charges:

@@ -270,6 +270,7 @@ def perturb(
     ledger = accounting.finish_release(
         plan.provenance, points_provenance=public_points.provenance_of(points), charge=charge
     )
+    ledger["points"] = public_points.ledger_record(points, req.ps)  # the recipe and digest of P
     plan = replace(plan, provenance=ledger)
     out_meta = meta[plan.columns].copy()
     out_meta.attrs = {"geoldp": plan.provenance}
