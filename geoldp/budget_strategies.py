@@ -255,7 +255,11 @@ def perturb_per_user(
         if len(frame) == 0:  # unreachable: every user keeps at least one trip
             raise ValueError(f"{caller}: no rows left after max_per_user.")
     if user_budget == "trajectory":
-        charge = charge_release(accountant, frame, user_col, epsilon, traj_id_col=traj_id_col, caller=caller)
+        charge = None
+        if accountant is not None:
+            charge = charge_release(
+                accountant, frame, user_col, epsilon, traj_id_col=traj_id_col, caller=caller
+            )
         out = release(frame, points, epsilon=epsilon, traj_id_col=traj_id_col, rng=source, **kwargs)
         if charge is not None:
             charge.commit()

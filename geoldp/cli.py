@@ -310,6 +310,7 @@ def _cmd_perturb(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> in
             raise UserError(f"the output '{args.output}' is the {what} file; choose another output path")
     out_path, _ = _output_path(args.output, overwrite=args.overwrite, inputs=inputs)
 
+    from geoldp import cli_campaign
     from geoldp import io as gio
 
     options: dict[str, Any] = dict(args.option or [])
@@ -331,6 +332,7 @@ def _cmd_perturb(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> in
                 points = gio.read_points(points_path, **({"crs": args.points_crs} if args.points_crs else {}))
         trips = _prepare_trips(trips, args)
         progress = _show_progress(args, stderr, len(trips))
+        campaign = cli_campaign.perturb_options(args)  # per-user budget, accountant
         out = trips.ldp.perturb(
             points,
             mechanism=args.mechanism,
@@ -341,14 +343,16 @@ def _cmd_perturb(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> in
             time_col=args.time_col,
             progress=progress,
             rng=args.seed,
+            **campaign,
             **options,
         )
+        cli_campaign.finish_perturb(args, campaign, trips, out, stderr)
         with _stage(f"cannot write '{args.output}'"):
             written = write_frame(out, out_path, overwrite=args.overwrite, inputs=inputs)
     seeded = ", seeded" if args.seed is not None else ""
     print(
         f"{PROG}: perturbed {len(out)} rows with {args.mechanism.upper()} "
-        f"(epsilon={args.epsilon:g} per trajectory{seeded})",
+        f"(epsilon={args.epsilon:g} per {'user' if args.user_budget == 'split' else 'trajectory'}{seeded})",
         file=stderr,
     )
     for path in written:
@@ -403,19 +407,20 @@ def _cmd_evaluate(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> i
 
     import pandas as pd
 
+    from geoldp import cli_campaign, metrics
     from geoldp import io as gio
-    from geoldp import metrics
 
     with _report_warnings(stderr):
         with _stage(f"cannot read ORIGINAL '{args.original}'"):
             original = gio.read_trajectories(original_path)
         with _stage(f"cannot read PERTURBED '{args.perturbed}'"):
             perturbed = gio.read_trajectories(perturbed_path)
+        cli_campaign.check_evaluate_inputs(original, perturbed)  # before any long computation
         points = None
         if points_path is not None:
             with _stage(f"cannot read POINTS '{args.points}'"):
                 points = gio.read_points(points_path)
-        zones = "auto" if points is None else metrics.zone_grid(points, cell_km=args.cell_km)
+        zones = cli_campaign.evaluate_zones(args, points)  # --zones FILE or the --cell-km grid
         table = metrics.evaluate(
             original,
             perturbed,
@@ -473,6 +478,8 @@ def build_parser() -> argparse.ArgumentParser:
     -------
     argparse.ArgumentParser
     """
+    from geoldp import cli_campaign
+
     parser = _Parser(
         prog=PROG,
         description=(
@@ -619,6 +626,7 @@ def build_parser() -> argparse.ArgumentParser:
         "trajectories on, when stderr is a terminal)",
     )
     progress.add_argument("--no-progress", action="store_true", help="never show a progress bar")
+    cli_campaign.extend_perturb(p)  # --user-col, --accountant, --user-budget, --max-per-user
     p.set_defaults(func=_cmd_perturb)
 
     d = sub.add_parser(
@@ -704,7 +712,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     e.add_argument("--plot", metavar="PNG", default=None, help="also save a map comparing the two")
     e.add_argument("--overwrite", action="store_true", help="replace an existing --plot file")
+    cli_campaign.extend_evaluate(e)  # --zones
     e.set_defaults(func=_cmd_evaluate)
+    cli_campaign.register(sub)  # prepare, points, estimate
 
     i = sub.add_parser(
         "info",

@@ -320,11 +320,28 @@ def _csv_bytes(gdf: Any) -> bytes:
     return frame.to_csv(index=False).encode("utf-8")
 
 
+#: GeoPackage version written: 1.2 is read without a warning by GDAL 3.6 / QGIS 3.22 and later.
+GPKG_VERSION = "1.2"
+
+
 def _gdal_bytes(gdf: Any, driver: str, layer: str) -> bytes:
     _formats.pyogrio_module("write_file")
     buf = _stdio.BytesIO()
-    gdf.to_file(buf, driver=driver, layer=layer, engine="pyogrio")
+    extra = {"VERSION": GPKG_VERSION} if driver == "GPKG" else {}
+    gdf.to_file(buf, driver=driver, layer=layer, engine="pyogrio", **extra)
     return buf.getvalue()
+
+
+def _without_index(gdf: Any) -> Any:
+    """A release (a frame with a geoldp ledger) is written without its index: the gaps of a subset's index
+    (rows dropped by ``max_per_user``) would show which rows were left out. Other frames keep it."""
+    if "geoldp" not in gdf.attrs or (
+        isinstance(gdf.index, pd.RangeIndex) and gdf.index.start == 0 and gdf.index.step == 1
+    ):
+        return gdf
+    out = gdf.reset_index(drop=True)
+    out.attrs = dict(gdf.attrs)
+    return out
 
 
 def _parquet_bytes(gdf: Any) -> bytes:
@@ -424,7 +441,8 @@ def write_file(
     Parameters
     ----------
     gdf : geopandas.GeoDataFrame
-        The frame (e.g. a release).
+        The frame (e.g. a release). A release (a frame with a geoldp ledger) is written without its index
+        (see :func:`to_geojson`, Notes).
     path : str or os.PathLike
         Output file; the suffix selects the format (:data:`WRITE_FORMATS`). GeoJSON is RFC 7946 with the
         ledger also as a top-level ``"geoldp"`` member; CSV is WGS 84 with a WKT ``geometry`` column.
@@ -479,6 +497,7 @@ def write_file(
             side, overwrite=overwrite or add_layer, inputs=(*inputs, p), what="ledger sidecar"
         )
     # serialise first: a frame that cannot be written leaves every file as it was
+    gdf = _without_index(gdf)
     data: bytes | None = None
     if fmt == "GeoJSON":
         data = _geojson_bytes(gdf, member=True, caller=caller)
@@ -545,6 +564,12 @@ def to_geojson(
     pathlib.Path
         The GeoJSON file written.
 
+    Notes
+    -----
+    Feature ``id``: a frame's non-default index is written as each Feature's ``id``, except for a release
+    (a frame with a geoldp ledger), which is written without ids, so that the gaps of a subset's index
+    cannot show which rows were dropped. Keep an id as a column (``reset_index()``) to publish it.
+
     Raises
     ------
     TypeError
@@ -567,7 +592,7 @@ def to_geojson(
     side = ledger_path(p)
     if ledger == "sidecar" and prov is not None:
         _safe_write.check_output(side, overwrite=overwrite, inputs=(p,), what="ledger sidecar")
-    data = _geojson_bytes(gdf, member=ledger is True, caller=caller)
+    data = _geojson_bytes(_without_index(gdf), member=ledger is True, caller=caller)
     if ledger == "sidecar" and prov is not None and os.path.lexists(side):
         os.unlink(side)
     af = _write_atomic(p, data, overwrite=overwrite)
