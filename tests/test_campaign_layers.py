@@ -143,3 +143,13 @@ def test_bad_layer_names(release):
         layers.estimate_layers(out, layers=("visits",))
     with pytest.raises(ValueError, match="regions"):
         layers.estimate_layers(out, layers=("range_counts",))
+
+
+def test_estimators_refuse_another_point_set(P, release):
+    from geoldp import estimate
+
+    _, out = release
+    with pytest.raises(ValueError, match="not the public point set of the release"):
+        estimate.visit_counts(out, gp.grid(AREA, 900), n_boot=0, n_candidates=10, rng=0)
+    with pytest.raises(ValueError, match="not the public point set of the release"):
+        estimate.fit(out, P.iloc[::-1], rng=0)

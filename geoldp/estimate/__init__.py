@@ -76,6 +76,7 @@ def _options(n_candidates, n_sims, n_boot, n_iter, cell_km, level, caller: str) 
 def _prepare(released, points, mechanism, epsilon, mechanism_options, rng, fit_kw, caller):
     """Validate everything and draw the one key (candidates, simulations, bootstrap); fit nothing yet."""
     ps, source = _inputs.resolve_public_points(points, caller=caller)
+    _inputs.check_release_points(released, ps, caller=caller)  # the P the ledger records, or refused
     mech = _inputs.resolve_release_mechanism(mechanism, epsilon, mechanism_options, released, caller=caller)
     rel = _inputs.released_sequences(released, ps, caller=caller)
     if not rel.seqs:
