@@ -52,8 +52,9 @@ def check_release_points(released: Any, ps: PointSet, *, caller: str) -> None:
     from geoldp.points import digest_of
 
     ledger = _ledger_of(released)
-    record = ledger.get("points") if ledger is not None else None
-    digest = record.get("digest") if isinstance(record, dict) else None
+    record: Any = ledger.get("points") if ledger is not None else None
+    record = record if isinstance(record, dict) else {}
+    digest = record.get("digest")
     if isinstance(digest, str) and digest_of(ps) != digest:
         raise ValueError(
             f"The 'points' parameter of {caller} is not the public point set of the release: its ledger "
