@@ -221,7 +221,8 @@ def warn_near_uniform(
     else:
         advice = (
             f"Shorten them to at most {n_ok} points with geoldp.prepare.resample(gdf, max_points={n_ok}) "
-            "or geoldp.prepare.simplify(), or use a larger epsilon."
+            f"or geoldp.prepare.simplify() (command line: geoldp prepare ... --max-points {n_ok}), or use a "
+            "larger epsilon."
         )
     warnings.warn(
         f"{affected} trajectory(ies) get a budget per point (epsilon/n) below {NEAR_UNIFORM_EPSILON} "

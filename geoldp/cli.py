@@ -323,6 +323,7 @@ def _cmd_perturb(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> in
         if getattr(args, name) is not None
     }
 
+    read_kwargs.update(cli_campaign.text_columns(args, trips_path))  # user ids such as "000" stay text
     with _report_warnings(stderr):
         with _stage(f"cannot read TRIPS '{args.trips}'"):
             trips = gio.read_trajectories(trips_path, **read_kwargs)
@@ -496,9 +497,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="perturb a file of trajectories",
         description=(
             "Perturb every trajectory (row) of TRIPS onto the public points of POINTS and write the result. "
-            "Any format GeoPandas reads (GeoJSON, GeoPackage, Parquet, CSV with a WKT column or lon/lat "
-            "columns, ...). Only the geometry and the index are written unless --keep-columns is given; kept "
-            "columns are NOT protected. A JSON ledger of the privacy budget is written with the output."
+            "Input formats: GeoJSON, GeoPackage, GeoParquet, FlatGeobuf, Shapefile, GPX and CSV/TSV (with a "
+            "WKT column or lon/lat columns; also .gz/.bz2/.xz/.zip), recognised by suffix and content. Only "
+            "the geometry is written (not the row numbers) unless --keep-columns is given; kept columns are "
+            "NOT protected. A JSON ledger of the privacy budget is written with the output."
         ),
     )
     p.add_argument("trips", metavar="TRIPS", help="trajectories: LineStrings, or Points with --traj-id-col")

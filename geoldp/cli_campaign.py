@@ -29,6 +29,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "check_evaluate_inputs",
+    "text_columns",
     "extend_evaluate",
     "extend_perturb",
     "finish_perturb",
@@ -206,6 +207,17 @@ def extend_perturb(p: argparse.ArgumentParser) -> None:
     p.set_defaults(campaign_parser=p)
 
 
+_CSV_SUFFIXES = (".csv", ".tsv", ".txt", ".csv.gz", ".csv.bz2", ".csv.xz", ".csv.zip")
+
+
+def text_columns(args: argparse.Namespace, path: Path) -> dict[str, Any]:
+    """``read_trajectories`` options that read the id columns of a CSV as text (``"000"`` stays ``"000"``)."""
+    cols = [c for c in (getattr(args, "traj_id_col", None), getattr(args, "user_col", None)) if c]
+    if not cols or not path.name.lower().endswith(_CSV_SUFFIXES):
+        return {}
+    return {"dtype": {c: str for c in cols}}
+
+
 def perturb_options(args: argparse.Namespace) -> dict[str, Any]:
     """The extra keyword arguments of ``gdf.ldp.perturb`` for the per-user options (accountant loaded)."""
     from geoldp import BudgetAccountant
@@ -378,9 +390,7 @@ def _cmd_prepare(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> in
     inputs = [src] + ([Path(args.points)] if args.points else [])
     out_path = _check_output(args.output, args.overwrite, inputs)
     read_kwargs = _read_kwargs(args)
-    text_cols = [c for c in (args.traj_id_col, args.user_col) if c]
-    if src.name.lower().endswith((".csv", ".tsv", ".txt", ".csv.gz", ".csv.bz2", ".csv.xz", ".csv.zip")):
-        read_kwargs["dtype"] = {c: str for c in text_cols}  # ids such as GeoLife's "000" stay text
+    read_kwargs.update(text_columns(args, src))  # ids such as GeoLife's "000" stay text
     with _stage(f"cannot read FIXES '{args.fixes}'"):
         fixes = gio.read_trajectories(
             src, traj_id_col=args.traj_id_col, time_col=args.time_col, **read_kwargs
@@ -448,7 +458,7 @@ def _cmd_prepare(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> in
     trips.attrs = {}
     with _stage(f"cannot write '{args.output}'"):
         written = gio.write_file(trips, out_path, overwrite=args.overwrite, inputs=tuple(inputs))
-    what = f"{n_in} rows" + (f" ({n_built} trips after splitting at gaps)" if n_built != n_in else "")
+    what = f"{n_in} rows" + (f" ({n_built} trips before the area filter)" if n_built != len(trips) else "")
     extra = f"; {dropped_outside} trip(s) wholly outside the area dropped" if dropped_outside else ""
     print(f"{PROG}: prepared {len(trips)} trips from {what}{extra} (private: keep this file)", file=stderr)
     for path in written:
