@@ -300,7 +300,7 @@ def perturb_per_user(
         first = first if outs else led
         outs.append((pos, part))
         ledgers.append({"epsilon": eps_k, "trips_per_user": int(k), "ledger": led.get("ledger", {})})
-        part.attrs = {"geoldp": led} if not outs else {}  # pandas drops differing ledgers with a warning
+        part.attrs = {}  # the parts' ledgers differ: pandas would drop them with a warning
     order = np.concatenate([pos for pos, _ in outs])
     combined = pd.concat([p for _, p in outs], axis=0) if len(outs) > 1 else outs[0][1]
     combined = combined.iloc[np.argsort(order, kind="stable")]
