@@ -128,13 +128,13 @@ def test_max_per_user_random_is_uniform_and_seeded(P):
     assert a.tolist() == b.tolist()
     user0 = (trips["user"] == "000").to_numpy()
     hits = np.zeros(len(trips))
-    n = 400
+    n = 150
     for seed in range(n):
         m = select_per_user(trips, "user", 2, select_trips="random", rng=seed)
         assert m[user0].sum() == 2 and m[~user0].sum() == 1
         hits += m
-    # each of user 0's 4 trips is kept with probability 1/2: binomial(400, 1/2), sd 10, 5 sd tolerance
-    assert np.all(np.abs(hits[user0] - n / 2) < 50)
+    # each of user 0's 4 trips is kept with probability 1/2: binomial(150, 1/2), sd 6.1, 5 sd tolerance
+    assert np.all(np.abs(hits[user0] - n / 2) < 5 * np.sqrt(n / 4))
 
 
 def test_split_and_max_per_user_combine(P):
