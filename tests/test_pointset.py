@@ -159,11 +159,10 @@ def test_nearest_matches_brute_force():
     lon = np.r_[rng.uniform(-180, 180, 300), 179.99, -179.99, 0.0]
     lat = np.r_[rng.uniform(-90, 90, 300), 0.0, 10.0, 90.0]
     ps = PointSet(lon, lat)
-    assert not ps.has_tree
+    assert ps.has_tree  # built with the set, never by a query
     qlon = np.r_[rng.uniform(-180, 180, 500), -180.0, 180.0, 123.0]
     qlat = np.r_[rng.uniform(-90, 90, 500), 0.0, 10.0, 89.999]
     idx, dist = ps.nearest(qlon, qlat)
-    assert ps.has_tree
     assert idx.dtype == np.int64 and dist.dtype == np.float64
     full = haversine_m(qlon[:, None], qlat[:, None], lon[None, :], lat[None, :])
     assert np.allclose(dist, full.min(axis=1), rtol=1e-9, atol=1e-6)
@@ -300,9 +299,16 @@ def test_nearest_of_public_points_is_exact_without_the_tree():
     lat = np.r_[rng.uniform(41.7, 42.0, 300), [90.0, 90.0, 90.0, -90.0, 0.0, 0.0, -3.0]]
     with pytest.warns(Warning, match="duplicate"):  # the poles' points (and ±180°) are within 1 mm
         ps = PointSet(lon, lat)
+    tree = ps._tree
+
+    class NoTree:
+        def query(self, *args, **kwargs):
+            raise AssertionError("the tree was queried")
+
+    object.__setattr__(ps, "_tree", NoTree())
     idx, dist = ps.nearest(lon, lat)
-    assert np.array_equal(idx, np.arange(ps.size)) and not dist.any()
-    assert not ps.has_tree  # every query was an exact, unique match
+    assert np.array_equal(idx, np.arange(ps.size)) and not dist.any()  # every query an exact, unique match
+    object.__setattr__(ps, "_tree", tree)
     # mixed with other queries, the answer is still the brute-force rule
     qlon = np.r_[lon, rng.uniform(-87.8, -87.5, 200)]
     qlat = np.r_[lat, rng.uniform(41.7, 42.0, 200)]
