@@ -124,27 +124,36 @@ def _exact_diameter(lam: np.ndarray, phi: np.ndarray, xyz: np.ndarray) -> float:
     return best
 
 
+def _exact_keys(lam: np.ndarray, phi: np.ndarray) -> np.ndarray:
+    """A 64-bit key of the exact coordinates (``-0.0`` is ``0.0``); distinct points may share one."""
+    a = (lam + 0.0).view(np.uint64)  # + 0.0 turns -0.0 into 0.0: one location, one key
+    b = (phi + 0.0).view(np.uint64)
+    return (a * np.uint64(0x9E3779B97F4A7C15)) ^ b  # array arithmetic wraps modulo 2**64
+
+
 def _exact_table(lam: np.ndarray, phi: np.ndarray) -> tuple:
-    """Sorted exact keys ``λ + iφ`` of the points without an exact duplicate, and their indices.
+    """Sorted exact keys of the points whose key no other point shares, and their indices.
 
     Empty when some coordinate lies strictly between 0 and 1e−100 rad in magnitude (see
-    :meth:`PointSet._exact_matches`). Plain read-only arrays searched with ``np.searchsorted``: nothing in
-    them changes with the queries (a hash index would cache its engine on first use).
+    :meth:`PointSet._exact_matches`). Points with an exact duplicate share a key and are left out, and so
+    are the (rare) distinct points whose keys collide: the tree answers them. Plain read-only arrays
+    searched with ``np.searchsorted``: nothing in them changes with the queries (a pandas hash index would
+    cache its engine on first use).
     """
     tiny = (np.abs(lam) < 1e-100) & (lam != 0.0)
     tiny |= (np.abs(phi) < 1e-100) & (phi != 0.0)
     if tiny.any():
         return ()
-    key = lam + 1j * phi
-    order = np.argsort(key, kind="stable")  # complex order is lexicographic: (λ, φ)
+    key = _exact_keys(lam, phi)
+    order = np.argsort(key, kind="stable")
     skey = key[order]
-    dup = np.zeros(skey.shape[0], dtype=bool)
+    shared = np.zeros(skey.shape[0], dtype=bool)
     same = skey[1:] == skey[:-1]
-    dup[1:] |= same
-    dup[:-1] |= same
-    if dup.all():
+    shared[1:] |= same
+    shared[:-1] |= same
+    if shared.all():
         return ()
-    return (_readonly(skey[~dup]), _readonly(order[~dup].astype(np.int64)))
+    return (_readonly(skey[~shared]), _readonly(order[~shared].astype(np.int64)))
 
 
 class PointSet:
@@ -474,10 +483,14 @@ class PointSet:
         if not self._exact or lam.shape[0] == 0:
             return out
         keys, index = self._exact
-        q = lam + 1j * phi
-        pos = np.minimum(np.searchsorted(keys, q), keys.shape[0] - 1)
-        hit = keys[pos] == q
-        out[hit] = index[pos[hit]]
+        q = _exact_keys(lam, phi)
+        order = np.argsort(q)  # sorted queries search ~3x faster (each starts where the last one ended)
+        pos = np.empty(q.shape[0], dtype=np.int64)
+        pos[order] = np.minimum(np.searchsorted(keys, q[order]), keys.shape[0] - 1)
+        cand = index[pos]
+        # the key proposes a point; only the exact coordinates decide (a colliding key is a miss)
+        hit = (keys[pos] == q) & (self._lam[cand] == lam) & (self._phi[cand] == phi)
+        out[hit] = cand[hit]
         return out
 
     def _nearest_rad(self, lam: np.ndarray, phi: np.ndarray) -> np.ndarray:

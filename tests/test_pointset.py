@@ -342,3 +342,18 @@ def test_nearest_ties_on_a_meridian_go_to_the_lowest_index():
     ps2 = PointSet(lon[[0, 2, 1, 3]], lat[[0, 2, 1, 3]])
     assert int(ps2.nearest(0.0, 0.0)[0]) == 1
     assert np.array_equal(ps2.nearest([0.0], [0.0])[0], _brute_nearest(ps2, [0.0], [0.0]))
+
+
+def test_exact_lookup_with_colliding_keys_is_still_the_nearest(monkeypatch):
+    from geoldp import pointset
+
+    # a weak key (the longitude's bits alone): points on one meridian collide, queries off P share keys
+    monkeypatch.setattr(pointset, "_exact_keys", lambda lam, phi: (lam + 0.0).view(np.uint64).copy())
+    lon = np.array([10.0, 10.0, 11.0, 12.0, 12.5])
+    lat = np.array([5.0, 6.0, 6.0, 7.0, 7.0])
+    ps = PointSet(lon, lat)
+    qlon = np.r_[lon, 10.0, 12.0, 12.5]
+    qlat = np.r_[lat, 5.4, 6.0, 8.0]  # same keys as points of P, other coordinates
+    idx, dist = ps.nearest(qlon, qlat)
+    assert np.array_equal(idx, _brute_nearest(ps, qlon, qlat))
+    assert np.array_equal(idx[:5], np.arange(5)) and not dist[:5].any()
