@@ -127,6 +127,14 @@ def _check_user(value: Any, *, where: str) -> int | str:
     )
 
 
+def _digest_or_none(data: Mapping[str, Any]) -> str | None:
+    """:func:`_digest`, or None for content that is not JSON (then no checksum can match)."""
+    try:
+        return _digest(data)
+    except (TypeError, ValueError):
+        return None
+
+
 def _digest(data: Mapping[str, Any]) -> str:
     """SHA-256 of a saved accountant's content (every member but the checksum), in a canonical JSON form."""
     body = {key: data.get(key) for key in ("format", "version", "total_epsilon", "spent")}
@@ -321,7 +329,7 @@ class BudgetAccountant:
         if not isinstance(data, Mapping) or data.get("format") != FORMAT:
             raise ValueError(f"{source} is not a saved BudgetAccountant: its 'format' must be {FORMAT!r}.")
         version = data.get("version")
-        if version not in (1, _VERSION) or isinstance(version, bool):
+        if type(version) is not int or version not in (1, _VERSION):
             raise ValueError(
                 f"{source} has an unsupported BudgetAccountant version; this geoldp reads versions 1 and "
                 f"{_VERSION}."
@@ -334,7 +342,7 @@ class BudgetAccountant:
                 GeoLDPWarning,
                 stacklevel=_user_stacklevel(),
             )
-        elif not isinstance(data.get("sha256"), str) or data["sha256"] != _digest(data):
+        elif not isinstance(data.get("sha256"), str) or data["sha256"] != _digest_or_none(data):
             raise ValueError(
                 f"{source} fails its integrity check: its checksum does not match its content (the file was "
                 "edited or damaged after it was saved). It is refused: restore it from a backup."

@@ -533,3 +533,16 @@ def test_load_refuses_a_directory_and_a_huge_file(tmp_path):
     with pytest.raises(ValueError, match="max_bytes"):
         BudgetAccountant.load(path, max_bytes=10)
     assert BudgetAccountant.load(path, max_bytes=10_000).spent == {"a": 0.5, 7: 0.25}
+
+
+def test_from_dict_checks_the_record_too():
+    acc = BudgetAccountant(2.0)
+    acc.charge({"a": 0.5, 7: 1.0})
+    data = acc.to_dict()
+    assert BudgetAccountant.from_dict(data).spent == acc.spent  # in memory, no file: the same checks
+    with pytest.raises(ValueError, match="checksum"):
+        BudgetAccountant.from_dict({**data, "total_epsilon": 4.0})
+    with pytest.raises(ValueError, match="checksum"):
+        BudgetAccountant.from_dict({**data, "spent": [[{1, 2}, "1/2"]]})  # not JSON: no checksum matches
+    with pytest.raises(ValueError, match="version"):
+        BudgetAccountant.from_dict({**data, "version": True})
