@@ -192,16 +192,16 @@ class PointSet:
     Notes
     -----
     ``diameter_m`` is the sensitivity Δ of every exponential mechanism: the exact maximum pairwise haversine
-    distance (equal to brute force, never an estimate), computed with O(m) memory; typically O(m log m)
-    time, worst case O(m²) (all points on a circle around their centre).
+    distance (equal to brute force, never an estimate), computed once (lazily, then cached) with O(m)
+    memory; typically O(m log m) time, worst case O(m²) (all points on a circle around their centre).
     ``nearest`` uses a ``scipy.spatial.cKDTree`` over the unit vectors and returns the exact
     haversine-nearest point (ties → lowest index).
 
-    Every structure of the set (the diameter, the tree, the exact-match table) is built by the
-    constructor, from the points alone, and never changes: no query adds or alters one, so a PointSet
-    held after a release says nothing about the data released with it (a structure built on demand would
-    tell, for instance, whether some input vertex was off P). Building them costs about as much again
-    as validating the points (about 2 s more for a million points).
+    The structures of the set (the diameter, the tree, the exact-match table) are built together, from
+    the points alone, on the first use of any of them (:meth:`nearest` or :attr:`diameter_m`), whatever
+    that call asks, and never change afterwards: a PointSet held after a release is in the same state
+    whatever data was released with it (a structure built on demand for some queries only would tell,
+    for instance, whether some input vertex was off P).
 
     Examples
     --------
@@ -269,18 +269,29 @@ class PointSet:
         object.__setattr__(self, "_lam", _readonly(np.array(lam, dtype=np.float64)))
         object.__setattr__(self, "_phi", _readonly(np.array(phi, dtype=np.float64)))
         object.__setattr__(self, "_xyz", _readonly(np.array(xyz, dtype=np.float64)))
-        # every structure is built here, from P alone, and never later by a query: their presence and
-        # content are the same whatever was asked of P (a tree built on the first off-P vertex told that)
+        object.__setattr__(self, "_diameter", None if diameter is None else float(diameter))
+        object.__setattr__(self, "_tree", None)
+        object.__setattr__(self, "_exact", None)
+
+    def _build(self) -> None:
+        """Build every structure of P at once (the tree, the exact-match table, the diameter), from P alone.
+
+        Called by the first use of any of them (:meth:`nearest`, :attr:`diameter_m`), before that call
+        looks at its arguments: whatever it asked (an empty query, vertices on P or off it), P ends in the
+        same state, so a PointSet held after a release says nothing about the data released with it. (A
+        tree built only for the first query off P told exactly that.)
+        """
+        if self._tree is not None and self._diameter is not None:
+            return
         from scipy.spatial import cKDTree
 
         # chord length between unit vectors is monotone in the great-circle distance, so the Euclidean
         # nearest neighbour over the unit vectors is the haversine-nearest one (up to rounding, which
         # :meth:`nearest` settles with the haversine kernel)
-        object.__setattr__(self, "_tree", cKDTree(self._xyz))
+        if self._diameter is None:
+            object.__setattr__(self, "_diameter", _exact_diameter(self._lam, self._phi, self._xyz))
         object.__setattr__(self, "_exact", _exact_table(self._lam, self._phi))
-        if diameter is None:
-            diameter = _exact_diameter(self._lam, self._phi, self._xyz)
-        object.__setattr__(self, "_diameter", float(diameter))
+        object.__setattr__(self, "_tree", cKDTree(self._xyz))  # last: has_tree is True once all are built
 
     def __setattr__(self, name, value):
         raise AttributeError("PointSet is immutable.")
@@ -342,7 +353,8 @@ class PointSet:
 
     @property
     def diameter_m(self) -> float:
-        """Exact maximum pairwise haversine distance in metres (the EM sensitivity Δ)."""
+        """Exact maximum pairwise haversine distance in metres (the EM sensitivity Δ), cached."""
+        self._build()
         return self._diameter
 
     @property
@@ -352,7 +364,8 @@ class PointSet:
 
     @property
     def has_tree(self) -> bool:
-        """Whether the spatial index used by :meth:`nearest` is built: always, by the constructor."""
+        """Whether the structures of P are built: after the first :meth:`nearest` or :attr:`diameter_m`,
+        whatever that call asked (the spatial index, a cKDTree over the unit vectors, among them)."""
         return self._tree is not None
 
     def __eq__(self, other) -> bool:
@@ -446,6 +459,7 @@ class PointSet:
         with the haversine kernel; queries whose nearest point is more than about 168° away (where the
         kernel itself loses digits) are settled by a full kernel scan.
         """
+        self._build()  # first, whatever the query: the state of P never depends on what was asked
         lon_a = np.asarray(lon, dtype=np.float64)
         lat_a = np.asarray(lat, dtype=np.float64)
         lon_a, lat_a = np.broadcast_arrays(lon_a, lat_a)

@@ -159,10 +159,11 @@ def test_nearest_matches_brute_force():
     lon = np.r_[rng.uniform(-180, 180, 300), 179.99, -179.99, 0.0]
     lat = np.r_[rng.uniform(-90, 90, 300), 0.0, 10.0, 90.0]
     ps = PointSet(lon, lat)
-    assert ps.has_tree  # built with the set, never by a query
+    assert not ps.has_tree
     qlon = np.r_[rng.uniform(-180, 180, 500), -180.0, 180.0, 123.0]
     qlat = np.r_[rng.uniform(-90, 90, 500), 0.0, 10.0, 89.999]
     idx, dist = ps.nearest(qlon, qlat)
+    assert ps.has_tree
     assert idx.dtype == np.int64 and dist.dtype == np.float64
     full = haversine_m(qlon[:, None], qlat[:, None], lon[None, :], lat[None, :])
     assert np.allclose(dist, full.min(axis=1), rtol=1e-9, atol=1e-6)
@@ -299,6 +300,8 @@ def test_nearest_of_public_points_is_exact_without_the_tree():
     lat = np.r_[rng.uniform(41.7, 42.0, 300), [90.0, 90.0, 90.0, -90.0, 0.0, 0.0, -3.0]]
     with pytest.warns(Warning, match="duplicate"):  # the poles' points (and ±180°) are within 1 mm
         ps = PointSet(lon, lat)
+    ps.nearest(lon[:0], lat[:0])  # builds every structure (even for an empty query)
+    assert ps.has_tree
     tree = ps._tree
 
     class NoTree:
@@ -357,3 +360,31 @@ def test_exact_lookup_with_colliding_keys_is_still_the_nearest(monkeypatch):
     idx, dist = ps.nearest(qlon, qlat)
     assert np.array_equal(idx, _brute_nearest(ps, qlon, qlat))
     assert np.array_equal(idx[:5], np.arange(5)) and not dist[:5].any()
+
+
+@pytest.mark.parametrize(
+    "first_use",
+    [
+        lambda ps: ps.nearest([], []),
+        lambda ps: ps.nearest(ps.lon[:3], ps.lat[:3]),  # exact matches: no tree needed
+        lambda ps: ps.nearest(ps.lon[:3] + 1e-4, ps.lat[:3]),  # off P
+        lambda ps: ps.diameter_m,
+        lambda ps: pytest.raises(ValueError, ps.nearest, [np.nan], [0.0]),  # even a refused query
+    ],
+    ids=["empty", "on-P", "off-P", "diameter", "refused"],
+)
+def test_first_use_builds_every_structure_whatever_it_asks(first_use):
+    from scipy.spatial import cKDTree
+
+    rng = np.random.default_rng(9)
+    lon, lat = rng.uniform(-87.8, -87.5, 400), rng.uniform(41.7, 42.0, 400)
+    ref = PointSet(lon, lat)
+    ps = PointSet(lon, lat)
+    assert not ps.has_tree and ps._diameter is None and ps._exact is None
+    first_use(ps)
+    assert ps.has_tree and isinstance(ps._tree, cKDTree)
+    assert ps._diameter == brute_diameter(ref)
+    keys, index = ps._exact
+    assert np.array_equal(np.sort(index), np.arange(400))  # no duplicates: every point is in the table
+    ps.nearest(lon + 1e-3, lat)
+    assert ps._exact is not None and ps._exact[0] is keys  # nothing is rebuilt or added later

@@ -190,13 +190,19 @@ def test_cold_structures_do_not_tell_the_trajectory_lengths():
     assert _cold_state(run((1, 1, 1))) == _cold_state(run((1, 5, 2)))
 
 
-def test_a_point_set_is_complete_when_built():
-    # every structure of P exists right after construction: no query can add or change one
+def test_after_any_first_use_a_point_set_is_in_one_state():
+    # nearest on an empty query, on P, off P, or the diameter: the same structures afterwards
     lon, lat, *_ = synthetic_city_arrays(400, 0, seed=5)
-    P = geoldp.PointSet(lon, lat)
-    before = _fingerprint(P, set())
-    P.nearest(lon[:3] + 1e-4, lat[:3])
-    P.nearest(lon[:3], lat[:3])
-    _ = P.diameter_m
-    assert _fingerprint(P, set()) == before
-    assert all(getattr(P, s) is not None for s in type(P).__slots__ if s != "__weakref__")
+    states = []
+    for use in (
+        lambda P: P.nearest(lon[:0], lat[:0]),
+        lambda P: P.nearest(lon[:3], lat[:3]),
+        lambda P: P.nearest(lon[:3] + 1e-4, lat[:3]),
+        lambda P: P.diameter_m,
+    ):
+        P = geoldp.PointSet(lon, lat)
+        use(P)
+        states.append(_fingerprint(P, set()))
+        P.nearest(lon[:5] + 2e-4, lat[:5])  # later queries change nothing
+        assert _fingerprint(P, set()) == states[-1]
+    assert all(s == states[0] for s in states)
