@@ -668,7 +668,7 @@ class LDPAccessor:
             Thresholds in km of the preservation range query (PRQ).
         regions : "auto", None or regions, default "auto"
             Query regions of the range-query error; ``"auto"`` is a deterministic 4×4 grid of circles over
-            the original's bounding box, ``None`` skips those rows.
+            the bounding box of ``points`` (of the original without ``points``), ``None`` skips those rows.
         zones : "auto", None or GeoDataFrame of polygons, default "auto"
             Zones of the visit-density and OD columns; ``"auto"`` is about 1.5 km squares over P.
         sanity_bound : "auto" or float, default "auto"

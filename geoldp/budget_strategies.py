@@ -110,10 +110,16 @@ def _check_user_col(gdf: Any, user_col: Any, caller: str) -> None:
 
 def _trip_codes(gdf: Any, user_col: Any, traj_id_col: Any) -> tuple[np.ndarray, np.ndarray]:
     """``(user code, trip code)`` per row; trips in order of first appearance (one row = one trip)."""
-    users = pd.factorize(gdf[user_col], sort=False)[0]
+    # one code per user under the accountant's key: 7, "7" and "007" are one user, as they are charged
+    codes, uniques = pd.factorize(gdf[user_col], sort=False)
+    keys: dict[int | str, int] = {}
+    remap = np.fromiter(
+        (keys.setdefault(accounting.user_key(u), len(keys)) for u in uniques), dtype=np.int64, count=len(uniques)
+    )
+    users = remap[codes]
     if traj_id_col is None:
         return users, np.arange(len(gdf))
-    pairs = pd.MultiIndex.from_arrays([gdf[user_col].to_numpy(), gdf[traj_id_col].to_numpy()])
+    pairs = pd.MultiIndex.from_arrays([users, gdf[traj_id_col].to_numpy()])
     return users, pd.factorize(pairs, sort=False)[0]
 
 

@@ -1156,10 +1156,15 @@ def _uniform_ne_prq(to: TrajectoryArrays, pts: PointSet, deltas: np.ndarray) -> 
 # --------------------------------------------------------------------------------------------------
 
 
-def _auto_regions(to: TrajectoryArrays, grid: int = 4) -> list[tuple[float, float, float]]:
-    """A deterministic grid x grid set of circles over the bounding box of the original vertices."""
-    lon0, lon1 = float(to.lon.min()), float(to.lon.max())
-    lat0, lat1 = float(to.lat.min()), float(to.lat.max())
+def _auto_regions(lon: np.ndarray, lat: np.ndarray, grid: int = 4) -> list[tuple[float, float, float]]:
+    """A deterministic grid x grid set of circles over the bounding box of ``lon``/``lat``.
+
+    :func:`evaluate` passes P's coordinates (public) whenever it has P: the regions then say nothing
+    about the originals, and the collector-side estimates it runs get the same public regions. Only
+    without P (no estimates then) does it pass the original vertices.
+    """
+    lon0, lon1 = float(lon.min()), float(lon.max())
+    lat0, lat1 = float(lat.min()), float(lat.max())
     diag_km = float(_haversine_m(lon0, lat0, lon1, lat1)) / 1000.0
     radius = max(diag_km / (2.0 * grid), 1e-3)
     cx = lon0 + (np.arange(grid) + 0.5) * (lon1 - lon0) / grid
@@ -1311,8 +1316,11 @@ def evaluate(
         PRQ thresholds in km.
     regions : "auto", None or regions, default "auto"
         Query regions for :func:`range_query_error`. ``"auto"``: a deterministic 4×4 grid of circles over
-        the bounding box of the original vertices, each with radius 1/8 of the box diagonal. ``None`` skips
-        the range-query columns.
+        the bounding box of ``points`` (public: the regions, and the estimates of ``estimate=True``, never
+        depend on the originals), each with radius 1/8 of the box diagonal; without ``points``, over the
+        bounding box of the original vertices (an evaluation-only choice). ``None`` skips the range-query
+        columns. ``table.attrs["evaluate"]["regions"]`` says where they came from: ``"points"``,
+        ``"originals"``, ``"given"`` or ``None``.
     zones : "auto", None or GeoDataFrame of polygons, default "auto"
         Zones of the visit-density and OD columns. ``"auto"``: :func:`zone_grid` of ``points`` (about
         1.5 km squares over P's bounding box; skipped without ``points``). ``None`` skips them.
@@ -1358,7 +1366,8 @@ def evaluate(
           ``hotspot_overlap`` (higher is better) over the top-k points (:func:`hotspot_preservation`);
         - ``length_jsd``, ``diameter_jsd`` (:func:`length_error`, :func:`diameter_error`, lower is better).
 
-        ``table.attrs["evaluate"]`` records k, the δs, the number of regions and zones and the 1-median.
+        ``table.attrs["evaluate"]`` records k, the δs, the number of regions and where they came from, the
+        number of zones and the 1-median.
         The ``uniform`` row holds the *exact* expectation of NE and PRQ (mean over P of the distance to each
         original point) when the number of original points times |P| is at most 5·10⁸, and otherwise, like
         every other column, the value on one draw with ``rng``.
@@ -1412,8 +1421,14 @@ def evaluate(
         else _zone_arg(zones, pts, caller)
     )
     regs = None
+    regions_from = None
     if regions is not None:
-        regs = _auto_regions(to) if isinstance(regions, str) and regions == "auto" else regions
+        if isinstance(regions, str) and regions == "auto":
+            # public regions from P when there is one (never the originals' box: see _auto_regions)
+            regions_from = "points" if pts is not None else "originals"
+            regs = _auto_regions(pts.lon, pts.lat) if pts is not None else _auto_regions(to.lon, to.lat)
+        else:
+            regions_from, regs = "given", regions
         n_regions = len(as_regions(regs, caller=caller)[0])
     kk = min(int(k), pts.size) if pts is not None else None
 
@@ -1535,6 +1550,7 @@ def evaluate(
         "k": kk,
         "delta_km": [float(v) for v in deltas],
         "n_regions": n_regions if regs is not None else 0,
+        "regions": regions_from,
         "n_zones": zn.size if zn is not None else 0,
         "one_median": median,
     }

@@ -70,7 +70,7 @@ def test_split_charges_each_user_her_epsilon(P):
     assert np.allclose(out["epsilon"].to_numpy(), 4.0 / n_of_user)
     for _u, spent in acc.spent.items():
         assert spent <= 4.0 and spent == pytest.approx(4.0)
-    assert set(acc.spent) == {f"{u:03d}" for u in range(4)}
+    assert set(acc.spent) == set(range(4))  # "000", "001", ... are charged under their int keys
     led = out.attrs["geoldp"]
     assert led["user_budget"]["strategy"] == "split"
     assert "epsilon" in led["unprotected_columns"]
@@ -113,7 +113,7 @@ def test_max_per_user_keeps_first_or_last(P, select):
     )
     keep = _expected_first(trips, 2, last=select == "last")
     assert out.index.equals(trips.index[keep])
-    assert acc.spent == {f"{u:03d}": 4.0 * min(n, 2) for u, n in enumerate(counts)}
+    assert acc.spent == {u: 4.0 * min(n, 2) for u, n in enumerate(counts)}
     rule = out.attrs["geoldp"]["user_budget"]
     assert rule["max_per_user"] == 2 and rule["select_trips"] == select
     assert out.attrs["geoldp"]["epsilon"] == 4.0
@@ -145,7 +145,7 @@ def test_split_and_max_per_user_combine(P):
     )
     assert len(out) == 3
     assert sorted(out["epsilon"].tolist()) == [1.0, 1.0, 2.0]
-    assert acc.spent == {"000": 2.0, "001": 2.0}
+    assert acc.spent == {0: 2.0, 1: 2.0}
 
 
 def test_point_rows_with_traj_id(P):
@@ -201,3 +201,15 @@ def test_input_not_mutated(P):
     before = trips.copy()
     trips.ldp.perturb(P, epsilon=2.0, user_col="user", user_budget="split", max_per_user=2, rng=0)
     pd.testing.assert_frame_equal(trips, before)
+
+
+def test_split_counts_an_int_id_and_its_string_as_one_user(P):
+    # user 7 has two trips, one under the int 7 and one under "007": one user, who shares her ε over both
+    trips = _trips([1, 1]).astype({"user": object})
+    trips["user"] = [7, "007"]
+    acc = geoldp.BudgetAccountant(4.0)
+    out = trips.ldp.perturb(
+        P, mechanism="pointem", epsilon=4.0, accountant=acc, user_col="user", user_budget="split", rng=0
+    )
+    assert out["epsilon"].tolist() == [2.0, 2.0]
+    assert acc.spent == {7: pytest.approx(4.0)}

@@ -665,6 +665,9 @@ def perturb_fast(flat_idx, offsets, points, mechanism, key, first_stream, n_jobs
             eps_np,
             lie,
         )
+    if kind == 2:  # ATP's structures of P, built whatever the input: their presence says nothing of it
+        index.tree()
+        index.kdtree()
     rp = None  # TP and PointEM (and ATP without a trajectory of length ≥ 2): no anchor, no region
     if kind == 2 and np.any(lengths >= 2):
         tree = index.tree()
