@@ -6,7 +6,9 @@ Writing
   privacy ledger (``gdf.attrs["geoldp"]``) as a top-level foreign member ``"geoldp"`` (allowed by RFC 7946
   §6.1 and ignored by QGIS/GDAL) or as a sidecar JSON file ``<path>.ledger.json``.
 - :func:`write_file` writes GeoJSON, GeoPackage, GeoParquet, FlatGeobuf, Shapefile or CSV (by suffix), with
-  the ledger in a sidecar ``<path>.ledger.json``.
+  the ledger in a sidecar ``<path>.ledger.json``. Every format keeps the rows in the frame's order with
+  their vertex counts; FlatGeobuf is written without a spatial index for that reason (GDAL's index would
+  store the features in spatial order).
 - Every write is **atomic** (a complete temporary file in the target directory, fsynced, then renamed; see
   :mod:`geoldp._safe_write`): after an error, Ctrl-C, ``kill -9`` or a full disk the previous file (or no
   file) remains, never a partial one. An existing output is an error unless ``overwrite=True``; a symlink at
@@ -323,7 +325,10 @@ def _csv_bytes(gdf: Any) -> bytes:
 def _gdal_bytes(gdf: Any, driver: str, layer: str) -> bytes:
     _formats.pyogrio_module("write_file")
     buf = _stdio.BytesIO()
-    gdf.to_file(buf, driver=driver, layer=layer, engine="pyogrio")
+    # FlatGeobuf's spatial index stores the features in Hilbert-curve order: without it they keep the
+    # frame's row order ("same rows, same order"); readers then scan the file instead of using an index
+    options = {"layer_options": {"SPATIAL_INDEX": "NO"}} if driver == "FlatGeobuf" else {}
+    gdf.to_file(buf, driver=driver, layer=layer, engine="pyogrio", **options)
     return buf.getvalue()
 
 

@@ -370,3 +370,38 @@ def test_cli_evaluate_plot_is_not_overwritten_silently(tmp_path, files, capsys):
     capsys.readouterr()
     assert main(["evaluate", str(trips), str(out), "--plot", str(link), "--overwrite"]) == 1
     assert "symbolic link" in _one_line(capsys.readouterr().err)
+
+
+# ------------------------------------------------------------------------------ order and vertex counts
+
+
+@pytest.fixture(scope="module")
+def scattered_release():
+    """A release of 60 trips over a wide area, ids in an order no spatial index would keep."""
+    from geoldp.datasets import synthetic_city
+
+    points, trips = synthetic_city(n_points=80, n_trips=60, max_len=6, seed=11)
+    trips = trips.iloc[::-1].reset_index(drop=True)  # the city's own order could be spatially sorted
+    trips["trip_key"] = [f"k{(i * 37) % 60:02d}" for i in range(len(trips))]
+    from geoldp.errors import PrivacyWarning
+
+    with pytest.warns(PrivacyWarning, match="unprotected"):
+        return trips.ldp.perturb(points, epsilon=4.0, rng=1, keep_columns=["trip_key"])
+
+
+@pytest.mark.parametrize("suffix", sorted(gio.WRITE_FORMATS))
+def test_every_writable_format_keeps_ids_order_and_vertex_counts(tmp_path, scattered_release, suffix):
+    import shapely
+
+    path = tmp_path / f"out{suffix}"
+    gio.write_file(scattered_release, path)
+    back = gio.read_trajectories(path)
+    assert len(back) == len(scattered_release)
+    assert list(back["trip_key"]) == list(scattered_release["trip_key"])  # same rows, same order
+    want = shapely.get_num_coordinates(np.asarray(scattered_release.geometry.values))
+    got = shapely.get_num_coordinates(np.asarray(back.geometry.values))
+    assert got.tolist() == want.tolist()
+    # and the same vertices (WGS 84 in and out, so exact up to the format's float precision)
+    a = shapely.get_coordinates(np.asarray(scattered_release.geometry.values))
+    b = shapely.get_coordinates(np.asarray(back.geometry.values))
+    np.testing.assert_allclose(b, a, rtol=0, atol=1e-9)
