@@ -29,6 +29,7 @@ __all__ = [
     "FORMATS",
     "Detected",
     "check_geojson_crs",
+    "check_xml",
     "detect",
     "no_network",
     "pyogrio_module",
@@ -307,6 +308,51 @@ def check_geojson_crs(data: bytes, name: str, caller: str) -> None:
                     stack.append((child, f"in {key}"))
         elif isinstance(obj, list):
             stack.extend((c, where) for c in obj)
+
+
+class _Refused(Exception):
+    """Raised inside the expat handlers of :func:`check_xml`."""
+
+
+_XML_CHUNK = 1 << 16
+
+
+def check_xml(data: bytes, name: str, caller: str) -> None:
+    """Refuse an XML document (GPX) with a DTD or an entity anywhere in it, or that is not well formed.
+
+    The whole document is streamed through the standard library's expat parser (no tree is built) before
+    GDAL sees it: a DOCTYPE declaration (internal subset or external DTD), any entity or notation
+    declaration, and any external or parameter entity are refused wherever they appear, and parameter
+    entities are never parsed. A reference to an undeclared entity is not well formed. So no entity is
+    ever expanded and no other file or URL is ever read, however far into the file the declaration sits.
+    """
+    import xml.parsers.expat as expat
+
+    def refuse(*_: Any) -> Any:
+        raise _Refused
+
+    parser = expat.ParserCreate()
+    parser.SetParamEntityParsing(expat.XML_PARAM_ENTITY_PARSING_NEVER)
+    parser.StartDoctypeDeclHandler = refuse
+    parser.EntityDeclHandler = refuse
+    parser.UnparsedEntityDeclHandler = refuse
+    parser.NotationDeclHandler = refuse
+    parser.ExternalEntityRefHandler = refuse
+    try:
+        for start in range(0, len(data), _XML_CHUNK):
+            parser.Parse(data[start : start + _XML_CHUNK], False)
+        parser.Parse(b"", True)
+    except _Refused:
+        raise ValueError(
+            f"{caller}: '{name}' declares a DOCTYPE, a DTD or XML entities; geoldp refuses them anywhere in "
+            "the file (they can make the parser read other files or expand without bound). Remove the "
+            "declaration."
+        ) from None
+    except (expat.ExpatError, ValueError, RecursionError, MemoryError):
+        raise ValueError(
+            f"{caller}: '{name}' is not well-formed XML (or uses an entity it does not declare); check the "
+            "file. Its contents are not quoted here."
+        ) from None
 
 
 def pyogrio_module(caller: str) -> Any:

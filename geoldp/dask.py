@@ -80,6 +80,26 @@ def _warn_if_area_from(stats: Any, points: Any, crs: Any, public_points: Any) ->
     public_points.warn_if_area_from(gpd.GeoDataFrame(geometry=[box], crs=crs), points, stacklevel=3)
 
 
+_TYPE_NAMES = {0: "Point", 1: "LineString", 2: "LinearRing", 3: "Polygon", 4: "MultiPoint"}
+
+
+def _refuse_mixed_types(per_partition: list[set[int]]) -> None:
+    """One geometry type across all partitions, as for an in-memory frame (missing rows aside)."""
+    first: dict[int, int] = {}
+    for number, types in enumerate(per_partition):
+        for t in sorted(types - {-1}):
+            first.setdefault(t, number)
+    if len(first) > 1:
+        (a, pa), (b, pb) = sorted(first.items(), key=lambda kv: (kv[1], kv[0]))[:2]
+        name_a, name_b = (_TYPE_NAMES.get(t, f"geometry type {t}") for t in (a, b))
+        where = f"partition {pa} holds" if pa == pb else f"partitions {pa} and {pb} hold"
+        raise ValueError(
+            f"Mixed geometry types in the trajectories passed to {_CALLER}: {where} {name_a} and "
+            f"{name_b} rows. Every row must be a LineString (one trajectory), or every row a Point; build "
+            "LineStrings first with geoldp.prepare.trajectories_from_points."
+        )
+
+
 def _perturb_partition(part: Any, *, plan: Any, offsets: tuple[int, ...], number: int) -> Any:
     """Apply the plan to one partition; its first row has global position ``offsets[number]``."""
     offset = int(offsets[number])
@@ -244,6 +264,7 @@ def perturb(
             length_counts[n] = length_counts.get(n, 0) + c
     lengths = np.array(sorted(length_counts), dtype=np.int64)
     type_ids = set().union(*(s[2] for s in stats))
+    _refuse_mixed_types([s[2] for s in stats])
     users = None
     if charged_col is not None:
         import pandas as pd

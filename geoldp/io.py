@@ -49,7 +49,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from geoldp import _formats, _frames, _safe_write, accounting
+from geoldp import _formats, _frames, _safe_write, _validation, accounting
 from geoldp.errors import GeoLDPWarning
 
 __all__ = [
@@ -705,14 +705,48 @@ def _gdal_read(source: Any, *, layer: Any, name: str, fmt: str, caller: str) -> 
     return gdf
 
 
+def _sql_name(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _check_gpkg_blobs(data: bytes, gdf: Any, *, layer: Any, name: str, caller: str) -> None:
+    """Refuse a GeoPackage whose geometry blobs GDAL could not decode (it reads them as missing).
+
+    A NULL geometry is a missing geometry (reported later with its row position); a non-NULL blob that
+    decodes to nothing is a corrupt file, never a row without geometry.
+    """
+    missing = np.asarray(gdf.geometry.isna())
+    if not missing.any():
+        return
+    pyogrio = _formats.pyogrio_module(caller)
+    kwargs = {} if layer is None else {"layer": layer}
+    try:
+        with warnings.catch_warnings(), _formats.no_network():
+            warnings.simplefilter("ignore")  # GDAL's notes on the in-memory file name
+            info = pyogrio.read_info(data, **kwargs)
+            sql = (
+                f"SELECT ({_sql_name(str(info['geometry_name']))} IS NOT NULL) AS geoldp_blob "
+                f"FROM {_sql_name(str(info['layer_name']))}"
+            )
+            blobs = pyogrio.read_dataframe(data, sql=sql, read_geometry=False)["geoldp_blob"]
+    except Exception:
+        raise ValueError(
+            f"{caller}: cannot read '{name}' as GPKG: the file is malformed (its geometries cannot be "
+            "checked). Check the file with ogrinfo."
+        ) from None
+    present = np.asarray(blobs, dtype=bool)
+    corrupt = np.flatnonzero(missing & present) if present.size == missing.size else np.array([0])
+    if corrupt.size:
+        raise ValueError(
+            f"{caller}: '{name}' holds geometry data that is not a valid GeoPackage geometry (row position "
+            f"{int(corrupt[0])}, {int(corrupt.size)} row(s) in all): the file is corrupt. Check it with "
+            "ogrinfo, or regenerate it."
+        )
+
+
 def _read_gpx(data: bytes, name: str, caller: str) -> Any:
     """GPX tracks -> Point rows, one trajectory per track segment (``trajectory``), in time order."""
-    head = data[:65536].lower()
-    if b"<!doctype" in head or b"<!entity" in head:
-        raise ValueError(
-            f"{caller}: '{name}' declares a DOCTYPE or XML entities; geoldp refuses them (they can make the "
-            "parser read other files). Remove the declaration."
-        )
+    _formats.check_xml(data, name, caller)  # the whole document: no DTD, no entity, well formed
     pyogrio = _formats.pyogrio_module(caller)
 
     try:
@@ -832,6 +866,8 @@ def _read_any(
                 gdf = _read_gpx(raw, name, caller)
             else:
                 gdf = _gdal_read(raw, layer=layer, name=name, fmt=det.fmt, caller=caller)
+                if det.fmt == "GPKG":
+                    _check_gpkg_blobs(raw, gdf, layer=layer, name=name, caller=caller)
     if crs is not None:
         try:
             if gdf.crs is None:
@@ -855,7 +891,13 @@ def _no_rows(name: str, layer: Any, caller: str) -> ValueError:
 
 def _parse_time(gdf: Any, time_col: Any, caller: str) -> Any:
     col = gdf[time_col]
-    if pd.api.types.is_object_dtype(col) or pd.api.types.is_string_dtype(col):
+    _validation.check_time_kinds(col, time_col, caller=caller)
+    numeric = pd.api.types.is_object_dtype(col) and pd.api.types.infer_dtype(col, skipna=True) in (
+        "integer",
+        "floating",
+        "mixed-integer-float",
+    )
+    if not numeric and (pd.api.types.is_object_dtype(col) or pd.api.types.is_string_dtype(col)):
         try:
             parsed = pd.to_datetime(col, format="ISO8601")
         except (ValueError, TypeError):

@@ -305,6 +305,21 @@ def h3_cells(area: Any, resolution: int, *, crs: Any = None) -> Any:
     return _points_frame(np.asarray(lon), np.asarray(lat), area_crs, prov, polygon.bounds, {"h3": cells})
 
 
+def _osm_error(exc: Exception, name: str, caller: str) -> ValueError:
+    """A ValueError naming the extract for an error of libosmium (its message can quote the file)."""
+    text = str(exc).lower()
+    if "detect file format" in text or "unknown file format" in text:
+        why = (
+            "its format cannot be told from its name; name it .osm, .osm.pbf, .osm.bz2 or .osm.gz "
+            "(any format libosmium reads)"
+        )
+    elif "entit" in text:
+        why = "it declares XML entities, which are refused (they can make a parser read other files)"
+    else:
+        why = "it is malformed, truncated or not an OpenStreetMap extract"
+    return ValueError(f"{caller}: cannot read the OpenStreetMap extract '{name}': {why}.")
+
+
 def road_nodes(path: str | os.PathLike[str], *, kind: str = "intersections") -> Any:
     """Road nodes of a local OpenStreetMap extract (.osm XML or .pbf) as public points.
 
@@ -333,7 +348,8 @@ def road_nodes(path: str | os.PathLike[str], *, kind: str = "intersections") -> 
     FileNotFoundError
         ``path`` does not exist.
     ValueError
-        Unknown ``kind``; fewer than 2 nodes found.
+        Unknown ``kind``; fewer than 2 nodes found; a file that libosmium cannot read (malformed,
+        truncated, an unknown format, XML entities), naming the file.
 
     Examples
     --------
@@ -346,6 +362,11 @@ def road_nodes(path: str | os.PathLike[str], *, kind: str = "intersections") -> 
     if not isinstance(path, str | os.PathLike):
         raise TypeError(f"The 'path' parameter of {caller} must be a file path. Got {type(path).__name__}.")
     if not os.path.isfile(path):
+        if os.path.exists(path):
+            raise ValueError(
+                f"The 'path' parameter of {caller} is not a regular file (a directory, FIFO or device); "
+                "name an OpenStreetMap extract."
+            )
         raise FileNotFoundError(f"The OpenStreetMap extract given as 'path' to {caller} does not exist.")
     try:
         import osmium
@@ -353,18 +374,21 @@ def road_nodes(path: str | os.PathLike[str], *, kind: str = "intersections") -> 
         raise ImportError(f"{caller} needs the 'osmium' package: pip install 'geoldp[points]'.") from None
     ways: dict[int, int] = {}  # node id -> number of road ways using it
     where: dict[int, tuple[float, float]] = {}
-    fp = osmium.FileProcessor(os.fspath(path), osmium.osm.NODE | osmium.osm.WAY).with_locations()
-    obj: Any
-    for obj in fp:
-        if not obj.is_way() or "highway" not in obj.tags:
-            continue
-        seen = set()
-        for ref in obj.nodes:
-            if ref.ref in seen or not ref.location.valid():
+    try:
+        fp = osmium.FileProcessor(os.fspath(path), osmium.osm.NODE | osmium.osm.WAY).with_locations()
+        obj: Any
+        for obj in fp:
+            if not obj.is_way() or "highway" not in obj.tags:
                 continue
-            seen.add(ref.ref)
-            ways[ref.ref] = ways.get(ref.ref, 0) + 1
-            where[ref.ref] = (ref.location.lon, ref.location.lat)
+            seen = set()
+            for ref in obj.nodes:
+                if ref.ref in seen or not ref.location.valid():
+                    continue
+                seen.add(ref.ref)
+                ways[ref.ref] = ways.get(ref.ref, 0) + 1
+                where[ref.ref] = (ref.location.lon, ref.location.lat)
+    except (RuntimeError, ValueError) as exc:  # libosmium's errors; their text is not passed on
+        raise _osm_error(exc, os.path.basename(os.fspath(path)), caller) from None
     ids = sorted(n for n, k in ways.items() if kind == "all" or k >= 2)
     _check_count(len(ids), caller, "extract (or kind='all')")
     from pyproj import CRS
