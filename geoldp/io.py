@@ -8,7 +8,9 @@ Writing
 - :func:`write_file` writes GeoJSON, GeoPackage, GeoParquet, FlatGeobuf, Shapefile or CSV (by suffix), with
   the ledger in a sidecar ``<path>.ledger.json``. Every format keeps the rows in the frame's order with
   their vertex counts; FlatGeobuf is written without a spatial index for that reason (GDAL's index would
-  store the features in spatial order).
+  store the features in spatial order). CSV text that a spreadsheet would run as a formula (a cell or
+  column name beginning with ``= + - @``, a tab or a carriage return) gets a leading single quote, the
+  OWASP rule against CSV injection; numeric columns are written as numbers.
 - Every write is **atomic** (a complete temporary file in the target directory, fsynced, then renamed; see
   :mod:`geoldp._safe_write`): after an error, Ctrl-C, ``kill -9`` or a full disk the previous file (or no
   file) remains, never a partial one. An existing output is an error unless ``overwrite=True``; a symlink at
@@ -312,14 +314,43 @@ def _geojson_bytes(gdf: Any, *, member: bool, caller: str) -> bytes:
     return text.encode("utf-8")
 
 
-def _csv_bytes(gdf: Any) -> bytes:
+#: Text that a spreadsheet would run as a formula when it begins a cell (OWASP "CSV injection").
+FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r")
+
+
+def _neutralise(value: Any) -> Any:
+    """Text beginning like a spreadsheet formula, with a single quote in front; anything else as it is."""
+    if isinstance(value, str) and value.startswith(FORMULA_PREFIXES):
+        return "'" + value
+    return value
+
+
+def _csv_bytes(gdf: Any, caller: str = "write_file") -> bytes:
     import shapely
 
+    geom_name = gdf.geometry.name
+    if geom_name != "geometry" and "geometry" in gdf.columns:
+        raise ValueError(
+            f"{caller}: the frame has a column named 'geometry' that is not its active geometry "
+            f"({geom_name!r}); a CSV holds the active geometry as WKT in a 'geometry' column, which would "
+            "replace it. Rename the column (or make it the active geometry) first; nothing was written."
+        )
     # WGS 84 (CSV carries no CRS) at full precision; exact only when the input was already in EPSG:4326
     wgs = gdf if gdf.crs is None or gdf.crs.equals("EPSG:4326") else gdf.to_crs("EPSG:4326")
-    frame = pd.DataFrame(wgs.drop(columns=wgs.geometry.name))
+    frame = pd.DataFrame(wgs.drop(columns=geom_name))
+    # a spreadsheet runs a text cell beginning with = + - @ (or a tab/CR) as a formula: such text cells
+    # and column names get a leading single quote; numbers (-3.5 in a float column) stay numbers
+    for i in range(frame.shape[1]):
+        col = frame.iloc[:, i]
+        if not (pd.api.types.is_numeric_dtype(col) or pd.api.types.is_datetime64_any_dtype(col)):
+            if pd.api.types.is_bool_dtype(col) or pd.api.types.is_timedelta64_dtype(col):
+                continue
+            frame.isetitem(i, col.astype(object).map(_neutralise))
+    frame.columns = [_neutralise(c) for c in frame.columns]
     frame["geometry"] = shapely.to_wkt(np.asarray(wgs.geometry.values), rounding_precision=-1)
-    return frame.to_csv(index=False).encode("utf-8")
+    # RFC 4180 line ends: the csv module then quotes every cell holding a CR or LF, so a text with a
+    # carriage return reads back as one cell (with "\n" alone it would be written bare and split the row)
+    return frame.to_csv(index=False, lineterminator="\r\n").encode("utf-8")
 
 
 def _gdal_bytes(gdf: Any, driver: str, layer: str) -> bytes:
@@ -432,7 +463,11 @@ def write_file(
         The frame (e.g. a release).
     path : str or os.PathLike
         Output file; the suffix selects the format (:data:`WRITE_FORMATS`). GeoJSON is RFC 7946 with the
-        ledger also as a top-level ``"geoldp"`` member; CSV is WGS 84 with a WKT ``geometry`` column.
+        ledger also as a top-level ``"geoldp"`` member; CSV is WGS 84 with a WKT ``geometry`` column
+        (so another column named ``geometry`` is an error). In CSV, a text cell or column name that
+        begins with ``=``, ``+``, ``-``, ``@``, a tab or a carriage return (which a spreadsheet would run
+        as a formula) is written with a single quote in front (``'=1+1``); numbers are written as they
+        are.
     overwrite : bool, default False
         Replace an existing output (and its sidecar). Without it an existing file is an error.
     sidecar : bool, default True
@@ -488,7 +523,7 @@ def write_file(
     if fmt == "GeoJSON":
         data = _geojson_bytes(gdf, member=True, caller=caller)
     elif fmt == "CSV":
-        data = _csv_bytes(gdf)
+        data = _csv_bytes(gdf, caller)
     elif fmt == "Parquet":
         data = _parquet_bytes(gdf)
     elif fmt in ("GPKG", "FlatGeobuf") and not add_layer:
@@ -555,8 +590,13 @@ def to_geojson(
     TypeError
         Not a GeoDataFrame.
     ValueError
-        No CRS (use ``set_crs()``), no active geometry column, NaN/inf values, an existing file without
-        ``overwrite=True``, a symlink at the path.
+        No CRS (use ``set_crs()``), no active geometry column, an infinite number (or a NaN inside a list
+        or dict cell, or in a coordinate), an existing file without ``overwrite=True``, a symlink at the
+        path. Nothing is written then: the frame is serialised before any file is touched.
+
+    Notes
+    -----
+    A missing value in a column (NaN, None, NaT, ``pd.NA``) is written as JSON ``null``.
 
     Examples
     --------
