@@ -45,7 +45,9 @@ __all__ = [
 PROVENANCE_KEY = "geoldp_points"
 #: ``attrs`` key of the bounds and CRS of the area a point set was built over (for the area guard).
 AREA_KEY = "geoldp_points_area"
-#: Largest point set a builder returns; a finer grid raises ``ValueError`` (choose a larger spacing).
+#: Largest point set a builder returns. A finer grid (or H3 resolution) is refused up front, from the
+#: area's size, with a ``ValueError`` giving the size it would have; set ``geoldp.points.MAX_POINTS``
+#: higher to allow it.
 MAX_POINTS = 2_000_000
 _KINDS = ("square", "hex")
 _ROAD_KINDS = ("intersections", "all")
@@ -161,10 +163,39 @@ def _points_frame(x: np.ndarray, y: np.ndarray, crs: Any, provenance: str, bound
     return gdf
 
 
+_EARTH_RADIUS_M = 6_371_008.8
+
+
+def _true_area_m2(polygon: Any, crs: Any) -> float:
+    """The area's size in m²: equal-area for a lon/lat polygon, planar (in metres) for a projected one."""
+    import shapely
+
+    if crs.is_geographic:
+        # the polygon as a region of the lon/lat plane, in Lambert's cylindrical equal-area projection
+        def cea(xy: np.ndarray) -> np.ndarray:
+            lat = np.radians(np.clip(xy[:, 1], -90.0, 90.0))
+            return np.column_stack((np.radians(xy[:, 0]) * _EARTH_RADIUS_M, np.sin(lat) * _EARTH_RADIUS_M))
+
+        return float(shapely.transform(shapely.segmentize(polygon, 0.01), cea).area)
+    unit = crs.axis_info[0].unit_conversion_factor if crs.axis_info else 1.0
+    return float(polygon.area) * float(unit) ** 2
+
+
+def _check_estimate(estimate: float, area_m2: float, caller: str, what: str, fix: str) -> None:
+    """Refuse up front (before any array is built) a point set larger than MAX_POINTS."""
+    if not estimate <= MAX_POINTS:  # NaN too
+        raise ValueError(
+            f"{caller}: {what} over an area of {area_m2 / 1e6:.4g} km² would build about {estimate:.3g} "
+            f"points, more than geoldp.points.MAX_POINTS = {MAX_POINTS}. Use {fix}, a smaller area, or raise "
+            "geoldp.points.MAX_POINTS if you have the memory."
+        )
+
+
 def _check_count(n: int, caller: str, what: str) -> None:
     if n > MAX_POINTS:
         raise ValueError(
-            f"{caller} would build {n} points, more than MAX_POINTS = {MAX_POINTS}; use a larger {what}."
+            f"{caller} would build {n} points, more than geoldp.points.MAX_POINTS = {MAX_POINTS}; use a "
+            f"larger {what}, or raise geoldp.points.MAX_POINTS if you have the memory."
         )
     if n < 2:
         raise ValueError(
@@ -225,12 +256,24 @@ def grid(area: Any, spacing_m: float, *, kind: str = "square", crs: Any = None) 
         raise ValueError(f"The 'kind' parameter of {caller} must be one of {_KINDS!r}.")
     kind = kind.lower()
     polygon, area_crs, what = _area(area, crs, caller=caller)
+    dy = spacing if kind == "square" else spacing * math.sqrt(3.0) / 2.0
+    true_area = _true_area_m2(polygon, area_crs)
+    _check_estimate(
+        true_area / (spacing * dy), true_area, caller, f"spacing_m={spacing:g}", "a larger spacing_m"
+    )
     metric = _local_metric_crs(polygon, area_crs)
     # densify before projecting so that the edges of a lon/lat box follow their true (curved) shape
-    step = 0.01 if area_crs.is_geographic else max(spacing / 4.0, 1e-9)
+    # (in a projected CRS at most about 100,000 vertices, whatever the spacing)
+    step = 0.01 if area_crs.is_geographic else max(spacing / 4.0, polygon.length / 100_000.0, 1e-9)
     local = _to_crs(shapely.segmentize(polygon, step), area_crs, metric)
+    if area_crs.is_geographic and true_area > 0 and not 0.9 <= local.area / true_area <= 1.25:
+        # the whole world, or more than about a hemisphere: one azimuthal projection folds it up
+        raise ValueError(
+            f"The 'area' of {caller} is too large for one metric grid: on the local azimuthal equidistant "
+            f"projection it covers {local.area / true_area:.0%} of its true size. Split it into areas "
+            "smaller than a few thousand km across, or use geoldp.points.h3_cells for a global grid."
+        )
     minx, miny, maxx, maxy = local.bounds
-    dy = spacing if kind == "square" else spacing * math.sqrt(3.0) / 2.0
     nx = int(math.floor((maxx - minx) / spacing)) + 1
     ny = int(math.floor((maxy - miny) / dy)) + 1
     _check_count(nx * ny, caller, "spacing_m")
@@ -291,6 +334,11 @@ def h3_cells(area: Any, resolution: int, *, crs: Any = None) -> Any:
     except ImportError:  # optional extra
         raise ImportError(f"{caller} needs the 'h3' package: pip install 'geoldp[points]'.") from None
     polygon, area_crs, what = _area(area, crs, caller=caller)
+    true_area = _true_area_m2(polygon, area_crs)
+    per_cell = float(h3.average_hexagon_area(resolution, unit="m^2"))
+    _check_estimate(
+        true_area / per_cell, true_area, caller, f"resolution={resolution}", "a smaller resolution number"
+    )
     lonlat = polygon if area_crs.equals("EPSG:4326") else _to_crs(polygon, area_crs, "EPSG:4326")
     cells = sorted(h3.geo_to_cells(lonlat, resolution))
     _check_count(len(cells), caller, "resolution (smaller number)")

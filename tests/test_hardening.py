@@ -156,3 +156,178 @@ def test_road_nodes_refuses_a_fifo(tmp_path):
     os.mkfifo(fifo)
     with pytest.raises(ValueError, match="not a regular file"):
         points.road_nodes(fifo)
+
+
+# ------------------------------------------------------------------------- size guards, up front
+
+
+@pytest.mark.parametrize(
+    "area, spacing, match",
+    [
+        (
+            (-180, -90, 180, 90),
+            1000,
+            "would build about 5.1e\\+08 points, more than geoldp.points.MAX_POINTS",
+        ),
+        (
+            (116.2, 39.8, 116.5, 40.0),
+            0.5,
+            "spacing_m=0.5 over an area of 569.1 km² would build about 2.28e\\+09",
+        ),
+        ((-180, -90, 180, 90), 500_000, "too large for one metric grid"),  # a few points, folded up
+        ((-180, -60, 180, 60), 1_000_000, "too large for one metric grid"),
+    ],
+)
+def test_grid_refuses_huge_or_global_areas_up_front(area, spacing, match):
+    import time
+
+    from geoldp import points
+
+    start = time.process_time()
+    with pytest.raises(ValueError, match=match):
+        points.grid(area, spacing)
+    assert time.process_time() - start < 3.0
+
+
+def test_grid_limit_can_be_raised_and_lowered(monkeypatch):
+    from geoldp import points
+
+    box = (116.30, 39.90, 116.40, 39.96)  # about 8.5 km x 6.7 km: about 570 points at 300 m
+    n = len(points.grid(box, 300))
+    monkeypatch.setattr(points, "MAX_POINTS", n // 2)
+    with pytest.raises(ValueError, match=f"MAX_POINTS = {n // 2}"):
+        points.grid(box, 300)
+    monkeypatch.setattr(points, "MAX_POINTS", n)
+    assert len(points.grid(box, 300)) == n
+
+
+@pytest.mark.parametrize("resolution", [13, 14, 15])
+def test_h3_cells_refuses_fine_resolutions_over_a_city_up_front(resolution):
+    pytest.importorskip("h3")
+    import time
+
+    from geoldp import points
+
+    start = time.process_time()
+    with pytest.raises(
+        ValueError, match=f"resolution={resolution} over an area of .* more than geoldp.points"
+    ):
+        points.h3_cells((116.2, 39.8, 116.5, 40.0), resolution)
+    assert time.process_time() - start < 3.0
+
+
+@pytest.mark.parametrize("cell_km", [1e-3, 1e-300, 5e-324])
+def test_zone_grid_refuses_tiny_cells_up_front(city_points, cell_km):
+    from geoldp import metrics
+
+    with pytest.raises(
+        ValueError, match="'cell_km' parameter of zone_grid .* more than geoldp.metrics.MAX_ZONES"
+    ):
+        metrics.zone_grid(city_points, cell_km=cell_km)
+
+
+def test_zone_grid_limit_can_be_raised(city_points, monkeypatch):
+    from geoldp import metrics
+
+    n = len(metrics.zone_grid(city_points, cell_km=0.5))
+    monkeypatch.setattr(metrics, "MAX_ZONES", n - 1)
+    with pytest.raises(ValueError, match="MAX_ZONES"):
+        metrics.zone_grid(city_points, cell_km=0.5)
+    monkeypatch.setattr(metrics, "MAX_ZONES", n)
+    assert len(metrics.zone_grid(city_points, cell_km=0.5)) == n
+
+
+@pytest.mark.parametrize("spacing", [0.01, 1e-300, 5e-324])
+def test_resample_refuses_tiny_spacing_up_front(toy_lines, spacing):
+    import time
+    import warnings
+
+    from geoldp import prepare
+
+    big = pd.concat([toy_lines] * 500, ignore_index=True)  # 2,000 rows of a few km each
+    start = time.process_time()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no overflow warning on the way
+        with pytest.raises(ValueError, match="'spacing_m' parameter of resample .*MAX_VERTICES"):
+            prepare.resample(big, spacing_m=spacing)
+    assert time.process_time() - start < 5.0
+
+
+def test_resample_limit_counts_max_points_and_can_be_raised(toy_lines, monkeypatch):
+    from geoldp import prepare
+
+    monkeypatch.setattr(prepare, "MAX_VERTICES", 40)
+    with pytest.raises(ValueError, match="MAX_VERTICES = 40"):
+        prepare.resample(toy_lines, spacing_m=10.0)
+    out = prepare.resample(toy_lines, spacing_m=10.0, max_points=5)  # at most 4 x 5 vertices
+    assert shapely.get_num_coordinates(np.asarray(out.geometry.values)).max() <= 5
+    monkeypatch.setattr(prepare, "MAX_VERTICES", 10**9)
+    assert len(prepare.resample(toy_lines, spacing_m=10.0)) == len(toy_lines)
+
+
+# ------------------------------------------------------------------------------ numeric options
+
+
+@pytest.mark.parametrize(
+    "kwargs, exc, match",
+    [
+        ({"k": 0}, ValueError, "'k' parameter of evaluate must be an int >= 1"),
+        ({"k": -3}, ValueError, "'k' parameter"),
+        ({"k": 2.5}, TypeError, "'k' parameter"),
+        ({"k": True}, TypeError, "'k' parameter"),
+        ({"bins": 0}, ValueError, "'bins' parameter of evaluate must be an int >= 1"),
+        ({"bins": -1}, ValueError, "'bins' parameter"),
+        ({"bins": 1.5}, ValueError, "'bins' parameter"),
+    ],
+)
+def test_evaluate_numeric_options(city_points, kwargs, exc, match):
+    from geoldp import metrics
+
+    with pytest.raises(exc, match=match):
+        metrics.evaluate([[0, 1], [2]], [[0, 1], [2]], points=city_points, **kwargs)
+    table = metrics.evaluate([[0, 1], [2]], [[0, 1], [2]], points=city_points, k=1, bins=1)
+    assert table.loc["perturbed", "hotspot_overlap"] == 1.0  # identical releases, one hotspot
+
+
+@pytest.mark.parametrize(
+    "limit, exc", [(0, ValueError), (-1, ValueError), (1.0, TypeError), (True, TypeError)]
+)
+def test_suggest_max_points_limit(limit, exc):
+    from geoldp.prepare import suggest_max_points
+
+    with pytest.raises(exc, match="'limit' parameter of suggest_max_points"):
+        suggest_max_points("atp", epsilon=4.0, limit=limit)
+    assert suggest_max_points("atp", epsilon=4.0, limit=1) == 1
+
+
+@pytest.mark.parametrize("epsilon", [1e-300, 5e-324, 1e-6, 0.000999])
+def test_tiny_epsilon_is_refused_before_any_draw(toy_lines, city_points, epsilon):
+    from geoldp import BudgetAccountant
+    from geoldp.prepare import MIN_EPSILON
+
+    assert epsilon < MIN_EPSILON == 1e-3
+    acc = BudgetAccountant(10.0)
+    frame = toy_lines.assign(user=range(len(toy_lines)))
+    with pytest.raises(
+        ValueError, match="'epsilon' parameter of GeoDataFrame.ldp.perturb .* below the smallest"
+    ):
+        frame.ldp.perturb(city_points, epsilon=epsilon, rng=0, accountant=acc, user_col="user")
+    assert acc.remaining(0) == 10.0  # nothing charged
+
+
+def test_tiny_epsilon_is_refused_by_dask(toy_lines, city_points):
+    dask_geopandas = pytest.importorskip("dask_geopandas")
+    import geoldp.dask
+
+    ddf = dask_geopandas.from_geopandas(toy_lines, npartitions=2)
+    with pytest.raises(ValueError, match="below the smallest"):
+        geoldp.dask.perturb(ddf, city_points, epsilon=1e-300, rng=0)
+
+
+def test_smallest_accepted_epsilon_only_warns(toy_lines, city_points):
+    from geoldp.errors import PrivacyWarning
+    from geoldp.prepare import MIN_EPSILON
+
+    with pytest.warns(PrivacyWarning, match="close to uniform noise"):
+        out = toy_lines.ldp.perturb(city_points, epsilon=MIN_EPSILON, rng=0)
+    assert len(out) == len(toy_lines)
