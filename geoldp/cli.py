@@ -562,7 +562,7 @@ def build_parser() -> argparse.ArgumentParser:
         required=True,
         type=_epsilon,
         metavar="E",
-        help="privacy budget per trajectory (row), > 0",
+        help="privacy budget per trajectory (row), >= 0.001 (smaller gives uniform noise)",
     )
     p.add_argument("--seed", type=_seed, default=None, metavar="N", help=SEED_HELP)
     p.add_argument(

@@ -755,7 +755,10 @@ def _check_gpkg_blobs(data: bytes, gdf: Any, *, layer: Any, name: str, caller: s
     A NULL geometry is a missing geometry (reported later with its row position); a non-NULL blob that
     decodes to nothing is a corrupt file, never a row without geometry.
     """
-    missing = np.asarray(gdf.geometry.isna())
+    try:
+        missing = np.asarray(gdf.geometry.isna())
+    except AttributeError:  # a table without geometry: reported by the callers
+        return
     if not missing.any():
         return
     pyogrio = _formats.pyogrio_module(caller)
@@ -908,6 +911,11 @@ def _read_any(
                 gdf = _gdal_read(raw, layer=layer, name=name, fmt=det.fmt, caller=caller)
                 if det.fmt == "GPKG":
                     _check_gpkg_blobs(raw, gdf, layer=layer, name=name, caller=caller)
+    if not _has_geometry(gdf):
+        raise ValueError(
+            f"{caller}: '{name}' has no geometry column (a plain table); geoldp reads Point or LineString "
+            "features. Check the file (and layer=)."
+        )
     if crs is not None:
         try:
             if gdf.crs is None:
@@ -920,6 +928,19 @@ def _read_any(
                 "(e.g. 'EPSG:4326')."
             ) from None
     return gdf, raw
+
+
+def _has_geometry(gdf: Any) -> bool:
+    """Whether a read frame is a GeoDataFrame with an active geometry column (a GPKG table may have none)."""
+    import geopandas as gpd
+
+    if not isinstance(gdf, gpd.GeoDataFrame):
+        return False
+    try:
+        _ = gdf.geometry
+    except AttributeError:
+        return False
+    return True
 
 
 def _no_rows(name: str, layer: Any, caller: str) -> ValueError:

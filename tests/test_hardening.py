@@ -331,3 +331,13 @@ def test_smallest_accepted_epsilon_only_warns(toy_lines, city_points):
     with pytest.warns(PrivacyWarning, match="close to uniform noise"):
         out = toy_lines.ldp.perturb(city_points, epsilon=MIN_EPSILON, rng=0)
     assert len(out) == len(toy_lines)
+
+
+@pytest.mark.parametrize("reader", ["read_trajectories", "read_points"])
+def test_gpkg_table_without_geometry_is_a_clear_error(tmp_path, reader):
+    import pyogrio
+
+    path = tmp_path / "table.gpkg"
+    pyogrio.write_dataframe(pd.DataFrame({"a": [1, 2]}), path, driver="GPKG", layer="t")
+    with pytest.raises(ValueError, match="'table.gpkg' has no geometry column"):
+        getattr(gio, reader)(path)
