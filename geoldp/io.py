@@ -285,6 +285,34 @@ def _write_atomic(path: Path, data: bytes, *, overwrite: bool) -> _safe_write.At
         ) from None
 
 
+def _check_names(paths: list[Path], caller: str) -> None:
+    """Refuse, before anything is written, a name the file system would refuse half-way through.
+
+    A write goes through a temporary name a few dozen bytes longer (and the sidecar adds
+    ``.ledger.json``), so a name close to the limit would fail after the data file is in place.
+    """
+    for q in paths:
+        if any(ord(c) < 32 or ord(c) == 127 for c in q.name):
+            raise ValueError(
+                f"{caller}: the output name {q.name[:60]!r} holds a newline, tab or other control "
+                "character (GDAL cannot write some formats under such a name); choose a plain name. "
+                "Nothing was written."
+            )
+        parent = q.parent if str(q.parent) else Path(".")
+        try:
+            limit = int(os.pathconf(parent, "PC_NAME_MAX"))
+        except (OSError, ValueError, AttributeError):
+            limit = 255
+        temp = _safe_write.temp_name(q, ".gpkg" if q.suffix.lower() == ".gpkg" else "")  # as the writers do
+        longest = max(len(os.fsencode(n)) for n in (q.name, temp.name))
+        if longest > limit:
+            raise ValueError(
+                f"{caller}: the output name '{q.name[:40]}...' is too long: with the temporary name it is "
+                f"written under first it takes {longest} bytes, and this file system allows {limit}. "
+                "Choose a shorter name; nothing was written."
+            )
+
+
 def _check_gdf(gdf: Any, caller: str) -> None:
     import geopandas as gpd
 
@@ -491,7 +519,9 @@ def write_file(
         Not a GeoDataFrame; ``overwrite`` not a bool.
     ValueError
         Unknown suffix, existing output without ``overwrite``, a symlink at an output path, an output that
-        is an input, NaN/inf in GeoJSON, a bad ``layer``/``add_layer``.
+        is an input, NaN/inf in GeoJSON, a bad ``layer``/``add_layer``, a name with a control character
+        (newline, tab) or too long for the file system once the temporary name or the sidecar's
+        ``.ledger.json`` is added: all checked before anything is written.
     OSError
         The write failed (e.g. a full disk); the previous file, if any, is unchanged.
     """
@@ -514,6 +544,7 @@ def write_file(
     _safe_write.check_output(p, overwrite=overwrite or add_layer, inputs=inputs)
     ledger = gdf.attrs.get("geoldp") if sidecar else None
     side = ledger_path(p)
+    _check_names([p, side] if ledger is not None else [p], caller)
     if ledger is not None:
         _safe_write.check_output(
             side, overwrite=overwrite or add_layer, inputs=(*inputs, p), what="ledger sidecar"
@@ -610,6 +641,7 @@ def to_geojson(
     p = _safe_write.check_output(path, overwrite=overwrite)
     prov = gdf.attrs.get("geoldp")
     side = ledger_path(p)
+    _check_names([p, side] if ledger == "sidecar" and prov is not None else [p], caller)
     if ledger == "sidecar" and prov is not None:
         _safe_write.check_output(side, overwrite=overwrite, inputs=(p,), what="ledger sidecar")
     data = _geojson_bytes(gdf, member=ledger is True, caller=caller)

@@ -500,3 +500,25 @@ def test_nan_is_null_and_inf_writes_nothing(tmp_path, release, writer):
     with pytest.raises(ValueError, match="NaN or infinite.*nothing was written"):
         write(bad, tmp_path / "new.geojson")
     assert {n: (tmp_path / n).read_bytes() for n in _listing(tmp_path)} == before  # no file, no temp
+
+
+# ------------------------------------------------------------------------------------- odd names
+
+
+@pytest.mark.parametrize("suffix", SUFFIXES)
+@pytest.mark.parametrize("name", ["a\nb", "tab\there", "x" * 243], ids=["newline", "tab", "243 chars"])
+def test_odd_output_names_are_refused_before_anything_is_written(tmp_path, release, suffix, name):
+    with pytest.raises(ValueError, match="control character|is too long.*nothing was written"):
+        gio.write_file(release, tmp_path / f"{name}{suffix}")
+    assert _listing(tmp_path) == []
+    if suffix == ".geojson":
+        with pytest.raises(ValueError, match="control character|is too long"):
+            gio.to_geojson(release, tmp_path / f"{name}{suffix}", ledger="sidecar")
+        assert _listing(tmp_path) == []
+
+
+@pytest.mark.parametrize("suffix", SUFFIXES)
+def test_long_but_acceptable_names_write_both_files(tmp_path, release, suffix):
+    path = tmp_path / ("y" * (200 - len(suffix)) + suffix)
+    assert gio.write_file(release, path) == [path, gio.ledger_path(path)]
+    assert len(gio.read_trajectories(path, ledger=True)) == len(release)
