@@ -40,7 +40,7 @@ def _import_dask_geopandas() -> Any:
 
 
 def _partition_stats(
-    part: Any, user_col: Any = None, area_crs: Any = None
+    part: Any, user_col: Any = None, area_crs: Any = None, *, crs: Any = None, number: int = 0
 ) -> tuple[int, dict[int, int], set[int], Any, Any]:
     """Row count, trajectory lengths (length -> count), geometry type ids, user column and bounds of one
     partition.
@@ -52,6 +52,13 @@ def _partition_stats(
     """
     import shapely
 
+    part_crs = getattr(part, "crs", None)
+    if crs is not None and part_crs is not None and not part_crs.equals(crs):
+        raise ValueError(
+            f"Partition {number} of the trajectories passed to {_CALLER} is in {part_crs.to_string()}, but "
+            f"the frame declares {crs.to_string()}; every partition must be in the frame's CRS "
+            "(reproject the partitions, or the frame, with to_crs() first)."
+        )
     geoms = np.asarray(part.geometry.values)
     counts = shapely.get_num_coordinates(geoms)
     values, freq = np.unique(counts[counts > 0], return_counts=True)
@@ -250,7 +257,10 @@ def perturb(
     # Pass 1: partition lengths (for the global row offsets) and the distinct trajectory lengths (for
     # the ledger), both released by the output anyway; the user column and the bounds when needed.
     stats = dask.compute(
-        *[dask.delayed(_partition_stats)(p, charged_col, area_crs) for p in ddf.to_delayed()]
+        *[
+            dask.delayed(_partition_stats)(p, charged_col, area_crs, crs=ddf.crs, number=k)
+            for k, p in enumerate(ddf.to_delayed())
+        ]
     )
     if area_crs is not None:
         _warn_if_area_from(stats, points, area_crs, public_points)

@@ -84,6 +84,21 @@ def test_dask_partitions_with_mixed_geometry_types_are_refused(city_points):
             geoldp.dask.perturb(ddf, city_points, epsilon=4.0, rng=0)
 
 
+def test_dask_partition_in_another_crs_is_refused(toy_lines, city_points):
+    pytest.importorskip("dask_geopandas")
+    import dask
+    import dask.dataframe as dd
+    import dask_geopandas
+
+    import geoldp.dask
+
+    a, b = toy_lines.iloc[:2], toy_lines.iloc[2:].to_crs(3857)
+    parts = dd.from_delayed([dask.delayed(a), dask.delayed(b)], meta=a.iloc[:0], verify_meta=False)
+    ddf = dask_geopandas.from_dask_dataframe(parts)
+    with pytest.raises(ValueError, match="Partition 1 .* is in EPSG:3857, but the frame declares EPSG:4326"):
+        geoldp.dask.perturb(ddf, city_points, epsilon=4.0, rng=0)
+
+
 def _gpkg_with_blob(path, blob):
     frame = gpd.GeoDataFrame(
         {"tid": ["a", "b", "c"]},
