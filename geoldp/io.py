@@ -821,7 +821,7 @@ def _check_gpkg_blobs(data: bytes, gdf: Any, *, layer: Any, name: str, caller: s
 
 def _read_gpx(data: bytes, name: str, caller: str) -> Any:
     """GPX tracks -> Point rows, one trajectory per track segment (``trajectory``), in time order."""
-    _formats.check_xml(data, name, caller)  # the whole document: no DTD, no entity, well formed
+    _formats.check_xml(data, name, caller, root="gpx")  # the whole document: no DTD/entity, a <gpx> root
     pyogrio = _formats.pyogrio_module(caller)
 
     try:

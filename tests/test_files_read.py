@@ -505,6 +505,20 @@ def test_gpx_that_is_not_well_formed_is_refused(tmp_path, doc):
         gio.read_trajectories(path)
 
 
+def test_gpx_whose_root_is_not_gpx_is_refused(tmp_path):
+    secret = tmp_path / "secret.csv"
+    secret.write_text(f'WKT,name\n"POINT (1 2)",{SECRET}\n')
+    path = tmp_path / "x.gpx"
+    # "<gpx" in a long leading comment passes the sniffing of the first bytes; the root is a VRT
+    path.write_text(
+        "<!-- <gpx " + "x" * 5000 + ' -->\n<OGRVRTDataSource><OGRVRTLayer name="track_points">'
+        f"<SrcDataSource>{secret}</SrcDataSource></OGRVRTLayer></OGRVRTDataSource>"
+    )
+    with pytest.raises(ValueError, match="document element is not <gpx>") as info:
+        gio.read_trajectories(path)
+    assert SECRET not in str(info.value)
+
+
 def test_gpx_dtd_through_the_cli_is_one_line(tmp_path, city_points_gdf, capsys):
     path = tmp_path / "x.gpx"
     path.write_text(_XML_HEAD + _GPX_DTDS["doctype after a 70 kB comment"] + "\n" + _GPX_BODY)
