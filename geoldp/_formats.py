@@ -339,7 +339,7 @@ def check_xml(data: bytes, name: str, caller: str, *, root: str | None = None) -
 
     seen: list[str] = []
 
-    def start(tag: str, _attrs: Any) -> None:
+    def on_start(tag: str, _attrs: Any) -> None:
         if not seen:
             seen.append(tag)
             if root is not None and tag.rpartition(":")[2] != root:
@@ -352,7 +352,7 @@ def check_xml(data: bytes, name: str, caller: str, *, root: str | None = None) -
     parser.UnparsedEntityDeclHandler = refuse
     parser.NotationDeclHandler = refuse
     parser.ExternalEntityRefHandler = refuse
-    parser.StartElementHandler = start
+    parser.StartElementHandler = on_start
     try:
         for start in range(0, len(data), _XML_CHUNK):
             parser.Parse(data[start : start + _XML_CHUNK], False)
