@@ -63,8 +63,8 @@ __all__ = [
 #: Budget per point (ε/n) below which the output is called "close to uniform" (see module notes).
 NEAR_UNIFORM_EPSILON = 0.1
 
-#: Smallest ε (per trajectory) a release accepts: below it even a one-point trajectory is released with
-#: ε′ < 0.0005 by its exponential mechanism, so the nearest public point is at most e^{0.00025} ≈ 1.00025
+#: Smallest ε (per trajectory) a release accepts: below it even a one-point trajectory is released by an
+#: exponential mechanism with ε′ ≤ ε < 0.001, so the nearest public point is at most e^{0.0005} ≈ 1.0005
 #: times as likely as the farthest one. The output is then uniform noise, whatever the data: an error
 #: (usually a unit slip such as ``1e-300`` for ``1.0``), not only a warning.
 MIN_EPSILON = 1e-3
@@ -124,7 +124,7 @@ def check_min_epsilon(mech: Any, *, caller: str) -> None:
     if isinstance(eps, int | float | Fraction) and float(eps) < MIN_EPSILON:
         raise ValueError(
             f"The 'epsilon' parameter of {caller} is {float(eps):g}, below the smallest budget geoldp "
-            f"releases with, {MIN_EPSILON:g}: at that ε every output point is, to within 0.03 %, a uniform "
+            f"releases with, {MIN_EPSILON:g}: at that ε every output point is, to within 0.05 %, a uniform "
             "draw from the public points, whatever the data. Use ε per trajectory (e.g. 1 to 10, as in the "
             "paper)."
         )
