@@ -113,14 +113,23 @@ def _granularity(text: str) -> str | int:
         raise argparse.ArgumentTypeError(f"must be 'auto' or an integer, got {text!r}") from None
 
 
+#: Longest ``--option NAME=VALUE`` accepted (mechanism options are short; a huge value is refused up front).
+MAX_OPTION_CHARS = 1_000
+
+
 def _option(text: str) -> tuple[str, Any]:
+    if len(text) > MAX_OPTION_CHARS:
+        raise argparse.ArgumentTypeError(
+            f"is {len(text)} characters long, more than {MAX_OPTION_CHARS}; mechanism options are short "
+            "NAME=VALUE pairs"
+        )
     name, sep, raw = text.partition("=")
     name = name.strip()
     if not sep or not name.isidentifier():
-        raise argparse.ArgumentTypeError(f"must look like NAME=VALUE, got {text!r}")
+        raise argparse.ArgumentTypeError(f"must look like NAME=VALUE, got {text[:40]!r}")
     try:
         value = ast.literal_eval(raw.strip())
-    except (ValueError, SyntaxError):
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
         value = raw.strip()
     return name, value
 
@@ -134,8 +143,36 @@ def _existing_file(path: str, what: str) -> Path:
     return p
 
 
+#: Longest output file name (bytes, UTF-8), leaving room for ``.ledger.json`` and the temporary names
+#: next to it within the 255-byte limit of common file systems.
+MAX_OUTPUT_NAME_BYTES = 200
+
+
+def _check_output_name(path: str, what: str = "output") -> None:
+    """Refuse, before any work, an output name that other tools would garble or the OS would refuse late."""
+    bad = sorted({c for c in path if ord(c) < 32 or ord(c) == 127})
+    if bad:
+        raise UserError(
+            f"the {what} name {path[:60]!r} holds a newline, tab or other control character; choose a "
+            "plain file name"
+        )
+    name = Path(path).name
+    if '"' in name or "'" in name:
+        raise UserError(
+            f"the {what} name {name[:60]!r} holds a quote character, which GIS tools and shells garble; "
+            "choose a name without quotes"
+        )
+    size = len(os.fsencode(name))
+    if size > MAX_OUTPUT_NAME_BYTES:
+        raise UserError(
+            f"the {what} name is {size} bytes long, more than {MAX_OUTPUT_NAME_BYTES} (the ledger sidecar "
+            "and temporary files add to it, within the 255-byte limit of file systems); choose a shorter name"
+        )
+
+
 def _output_path(path: str, *, overwrite: bool = False, inputs: Sequence[Path] = ()) -> tuple[Path, str]:
-    """Check an output path before any work is done: format, directory, overwriting, inputs, links."""
+    """Check an output path before any work is done: name, format, directory, overwriting, inputs, links."""
+    _check_output_name(path)
     p = Path(path)
     fmt = WRITE_FORMATS.get(p.suffix.lower())
     if fmt is None:
@@ -364,6 +401,7 @@ def _cmd_perturb(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> in
 def _cmd_demo(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     from geoldp.demo import run_demo
 
+    _check_output_name(args.output, "demo output")
     folder = Path(args.output)
     if os.path.lexists(folder) and (folder.is_symlink() or not folder.is_dir()):
         raise UserError(f"the demo output '{args.output}' exists and is not a directory; choose a directory")
@@ -389,6 +427,7 @@ def _cmd_evaluate(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> i
     if (args.mechanism is None) != (args.epsilon is None):
         raise UserError("--mechanism and --epsilon go together (default: the release's ledger)")
     if args.plot is not None:
+        _check_output_name(args.plot, "--plot")
         plot_path = Path(args.plot)
         if plot_path.suffix.lower() not in {".png", ".pdf", ".svg"}:
             raise UserError(f"--plot must end in .png, .pdf or .svg, got '{args.plot}'")
@@ -532,7 +571,7 @@ def build_parser() -> argparse.ArgumentParser:
         required=True,
         type=_epsilon,
         metavar="E",
-        help="privacy budget per trajectory (row), > 0",
+        help="privacy budget per trajectory (row), >= 0.001 (smaller gives uniform noise)",
     )
     p.add_argument("--seed", type=_seed, default=None, metavar="N", help=SEED_HELP)
     p.add_argument(
@@ -752,6 +791,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     except SystemExit as exc:  # --help, --version
         return exc.code if isinstance(exc.code, int) else 0
+    except KeyboardInterrupt:
+        print(f"{PROG}: interrupted", file=stderr)
+        return 130
+    except Exception as exc:  # e.g. MemoryError on an absurd argument: one line all the same
+        if os.environ.get("GEOLDP_TRACEBACK"):
+            raise
+        return _unexpected(exc, stderr)
     if args.command is None:
         parser.print_help(stdout)
         return 0
@@ -789,3 +835,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         detail = exc.strerror if isinstance(exc, OSError) and exc.strerror else _one_line(exc)
         print(f"{PROG}: error: {type(exc).__name__}: {_one_line(detail)}", file=stderr)
         return 1
+    except Exception as exc:  # anything else (a bug, RecursionError, ...): still one line, no traceback
+        if os.environ.get("GEOLDP_TRACEBACK"):
+            raise
+        return _unexpected(exc, stderr)
+
+
+def _unexpected(exc: BaseException, stderr: TextIO) -> int:
+    """One line for an error geoldp did not foresee; GEOLDP_TRACEBACK=1 gives the traceback instead."""
+    kind = "out of memory" if isinstance(exc, MemoryError) else type(exc).__name__
+    print(
+        f"{PROG}: error: unexpected {kind}: {_one_line(exc)[:200]} (run with GEOLDP_TRACEBACK=1 for the "
+        "traceback of a bug report)",
+        file=stderr,
+    )
+    return 1

@@ -32,7 +32,7 @@ import numpy as np
 import pandas as pd
 
 from geoldp._frames import TrajectoryArrays, as_pointset, as_regions, trajectory_arrays
-from geoldp._validation import check_max_km
+from geoldp._validation import check_int_min, check_max_km
 from geoldp.geo import haversine_m
 from geoldp.pointset import PointSet
 from geoldp.queries import check_how, distinct_visits, range_counts
@@ -539,6 +539,8 @@ def diameter_error(
 
 #: Great-circle km per degree of latitude on the sphere of radius 6371 km.
 _KM_PER_DEG = 6371.0 * math.pi / 180.0
+#: Most zones :func:`zone_grid` builds; a finer grid is refused up front (raise it to allow one).
+MAX_ZONES = 1_000_000
 
 
 def zone_grid(points: Any, cell_km: float = 1.5) -> Any:
@@ -556,7 +558,9 @@ def zone_grid(points: Any, cell_km: float = 1.5) -> Any:
     points : PointSet, GeoDataFrame of Points or (m, 2) array of (lon, lat)
         The public point set P.
     cell_km : float, default 1.5
-        Side of a cell in km, > 0.
+        Side of a cell in km, > 0. A grid of more than :data:`MAX_ZONES` zones is refused before it is
+        built (``ValueError`` with the size it would have); set ``geoldp.metrics.MAX_ZONES`` higher to
+        allow it.
 
     Returns
     -------
@@ -589,8 +593,18 @@ def zone_grid(points: Any, cell_km: float = 1.5) -> Any:
     lat0, lat1 = float(pts.lat.min()), float(pts.lat.max())
     dlat = float(cell_km) / _KM_PER_DEG
     dlon = dlat / max(math.cos(math.radians(0.5 * (lat0 + lat1))), 1e-6)
-    nx = int(math.floor((lon1 - lon0) / dlon)) + 1
-    ny = int(math.floor((lat1 - lat0) / dlat)) + 1
+    # the size is checked before anything is allocated (a tiny cell_km would need terabytes)
+    fx = (lon1 - lon0) / dlon if dlon > 0 else math.inf
+    fy = (lat1 - lat0) / dlat if dlat > 0 else math.inf
+    cells = (math.floor(fx) + 1) * (math.floor(fy) + 1) if math.isfinite(fx * fy) else math.inf
+    if cells > MAX_ZONES:
+        raise ValueError(
+            f"The 'cell_km' parameter of {caller} ({float(cell_km):g} km) would build {cells:.3g} zones "
+            f"over the public points, more than geoldp.metrics.MAX_ZONES = {MAX_ZONES}. Use a larger "
+            "cell_km, or raise geoldp.metrics.MAX_ZONES if you have the memory (each zone is a polygon)."
+        )
+    nx = int(math.floor(fx)) + 1
+    ny = int(math.floor(fy)) + 1
     x0 = 0.5 * (lon0 + lon1) - 0.5 * nx * dlon
     y0 = 0.5 * (lat0 + lat1) - 0.5 * ny * dlat
     row, col = (a.ravel() for a in np.meshgrid(np.arange(ny), np.arange(nx), indexing="ij"))
@@ -1327,9 +1341,9 @@ def evaluate(
     sanity_bound : "auto" or float, default "auto"
         See :func:`range_query_error`.
     k : int, default 10
-        Number of hotspots (capped at |P|).
+        Number of hotspots, >= 1 (capped at |P|).
     bins : int, default 20
-        Histogram bins for the length and diameter JSD.
+        Histogram bins for the length and diameter JSD, >= 1.
     rng : None, int, Generator, ..., default 0
         Randomness of the uniform baseline's draw and, with ``estimate=True``, of the estimators (their
         candidate library, simulations and bootstrap; each estimator gets a seed drawn from ``rng`` after
@@ -1381,6 +1395,8 @@ def evaluate(
     (['perturbed', 'uniform', 'constant'], 0.0)
     """
     caller = "evaluate"
+    k = check_int_min(k, "k", minimum=1, caller=caller)  # hotspots; k=0 would divide by zero
+    _check_dist_args(bins, "jsd", caller)
     deltas, _ = _check_deltas(delta_km, caller)
     pts = as_pointset(points, caller=caller) if points is not None else None
     to = trajectory_arrays(original, pts, name="original", caller=caller)

@@ -51,7 +51,9 @@ __all__ = [
 PROVENANCE_KEY = "geoldp_points"
 #: ``attrs`` key of the bounds and CRS of the area a point set was built over (for the area guard).
 AREA_KEY = "geoldp_points_area"
-#: Largest point set a builder returns; a finer grid raises ``ValueError`` (choose a larger spacing).
+#: Largest point set a builder returns. A finer grid (or H3 resolution) is refused up front, from the
+#: area's size, with a ``ValueError`` giving the size it would have; set ``geoldp.points.MAX_POINTS``
+#: higher to allow it.
 MAX_POINTS = 2_000_000
 _KINDS = ("square", "hex")
 _ROAD_KINDS = ("intersections", "all")
@@ -167,10 +169,39 @@ def _points_frame(x: np.ndarray, y: np.ndarray, crs: Any, provenance: str, bound
     return gdf
 
 
+_EARTH_RADIUS_M = 6_371_008.8
+
+
+def _true_area_m2(polygon: Any, crs: Any) -> float:
+    """The area's size in m²: equal-area for a lon/lat polygon, planar (in metres) for a projected one."""
+    import shapely
+
+    if crs.is_geographic:
+        # the polygon as a region of the lon/lat plane, in Lambert's cylindrical equal-area projection
+        def cea(xy: np.ndarray) -> np.ndarray:
+            lat = np.radians(np.clip(xy[:, 1], -90.0, 90.0))
+            return np.column_stack((np.radians(xy[:, 0]) * _EARTH_RADIUS_M, np.sin(lat) * _EARTH_RADIUS_M))
+
+        return float(shapely.transform(shapely.segmentize(polygon, 0.01), cea).area)
+    unit = crs.axis_info[0].unit_conversion_factor if crs.axis_info else 1.0
+    return float(polygon.area) * float(unit) ** 2
+
+
+def _check_estimate(estimate: float, area_m2: float, caller: str, what: str, fix: str) -> None:
+    """Refuse up front (before any array is built) a point set larger than MAX_POINTS."""
+    if not estimate <= MAX_POINTS:  # NaN too
+        raise ValueError(
+            f"{caller}: {what} over an area of {area_m2 / 1e6:.4g} km² would build about {estimate:.3g} "
+            f"points, more than geoldp.points.MAX_POINTS = {MAX_POINTS}. Use {fix}, a smaller area, or raise "
+            "geoldp.points.MAX_POINTS if you have the memory."
+        )
+
+
 def _check_count(n: int, caller: str, what: str) -> None:
     if n > MAX_POINTS:
         raise ValueError(
-            f"{caller} would build {n} points, more than MAX_POINTS = {MAX_POINTS}; use a larger {what}."
+            f"{caller} would build {n} points, more than geoldp.points.MAX_POINTS = {MAX_POINTS}; use a "
+            f"larger {what}, or raise geoldp.points.MAX_POINTS if you have the memory."
         )
     if n < 2:
         raise ValueError(
@@ -231,12 +262,24 @@ def grid(area: Any, spacing_m: float, *, kind: str = "square", crs: Any = None) 
         raise ValueError(f"The 'kind' parameter of {caller} must be one of {_KINDS!r}.")
     kind = kind.lower()
     polygon, area_crs, what = _area(area, crs, caller=caller)
+    dy = spacing if kind == "square" else spacing * math.sqrt(3.0) / 2.0
+    true_area = _true_area_m2(polygon, area_crs)
+    _check_estimate(
+        true_area / (spacing * dy), true_area, caller, f"spacing_m={spacing:g}", "a larger spacing_m"
+    )
     metric = _local_metric_crs(polygon, area_crs)
     # densify before projecting so that the edges of a lon/lat box follow their true (curved) shape
-    step = 0.01 if area_crs.is_geographic else max(spacing / 4.0, 1e-9)
+    # (in a projected CRS at most about 100,000 vertices, whatever the spacing)
+    step = 0.01 if area_crs.is_geographic else max(spacing / 4.0, polygon.length / 100_000.0, 1e-9)
     local = _to_crs(shapely.segmentize(polygon, step), area_crs, metric)
+    if area_crs.is_geographic and true_area > 0 and not 0.9 <= local.area / true_area <= 1.25:
+        # the whole world, or more than about a hemisphere: one azimuthal projection folds it up
+        raise ValueError(
+            f"The 'area' of {caller} is too large for one metric grid: on the local azimuthal equidistant "
+            f"projection it covers {local.area / true_area:.0%} of its true size. Split it into areas "
+            "smaller than a few thousand km across, or use geoldp.points.h3_cells for a global grid."
+        )
     minx, miny, maxx, maxy = local.bounds
-    dy = spacing if kind == "square" else spacing * math.sqrt(3.0) / 2.0
     nx = int(math.floor((maxx - minx) / spacing)) + 1
     ny = int(math.floor((maxy - miny) / dy)) + 1
     _check_count(nx * ny, caller, "spacing_m")
@@ -297,6 +340,11 @@ def h3_cells(area: Any, resolution: int, *, crs: Any = None) -> Any:
     except ImportError:  # optional extra
         raise ImportError(f"{caller} needs the 'h3' package: pip install 'geoldp[points]'.") from None
     polygon, area_crs, what = _area(area, crs, caller=caller)
+    true_area = _true_area_m2(polygon, area_crs)
+    per_cell = float(h3.average_hexagon_area(resolution, unit="m^2"))
+    _check_estimate(
+        true_area / per_cell, true_area, caller, f"resolution={resolution}", "a smaller resolution number"
+    )
     lonlat = polygon if area_crs.equals("EPSG:4326") else _to_crs(polygon, area_crs, "EPSG:4326")
     cells = sorted(h3.geo_to_cells(lonlat, resolution))
     _check_count(len(cells), caller, "resolution (smaller number)")
@@ -309,6 +357,21 @@ def h3_cells(area: Any, resolution: int, *, crs: Any = None) -> Any:
         lon, lat = Transformer.from_crs("EPSG:4326", area_crs, always_xy=True).transform(lon, lat)
     prov = f"h3_cells(resolution={resolution}, area={what}, crs={_crs_name(area_crs)})"
     return _points_frame(np.asarray(lon), np.asarray(lat), area_crs, prov, polygon.bounds, {"h3": cells})
+
+
+def _osm_error(exc: Exception, name: str, caller: str) -> ValueError:
+    """A ValueError naming the extract for an error of libosmium (its message can quote the file)."""
+    text = str(exc).lower()
+    if "detect file format" in text or "unknown file format" in text:
+        why = (
+            "its format cannot be told from its name; name it .osm, .osm.pbf, .osm.bz2 or .osm.gz "
+            "(any format libosmium reads)"
+        )
+    elif "entit" in text:
+        why = "it declares XML entities, which are refused (they can make a parser read other files)"
+    else:
+        why = "it is malformed, truncated or not an OpenStreetMap extract"
+    return ValueError(f"{caller}: cannot read the OpenStreetMap extract '{name}': {why}.")
 
 
 def road_nodes(path: str | os.PathLike[str], *, kind: str = "intersections") -> Any:
@@ -339,7 +402,8 @@ def road_nodes(path: str | os.PathLike[str], *, kind: str = "intersections") -> 
     FileNotFoundError
         ``path`` does not exist.
     ValueError
-        Unknown ``kind``; fewer than 2 nodes found.
+        Unknown ``kind``; fewer than 2 nodes found; a file that libosmium cannot read (malformed,
+        truncated, an unknown format, XML entities), naming the file.
 
     Examples
     --------
@@ -352,6 +416,11 @@ def road_nodes(path: str | os.PathLike[str], *, kind: str = "intersections") -> 
     if not isinstance(path, str | os.PathLike):
         raise TypeError(f"The 'path' parameter of {caller} must be a file path. Got {type(path).__name__}.")
     if not os.path.isfile(path):
+        if os.path.exists(path):
+            raise ValueError(
+                f"The 'path' parameter of {caller} is not a regular file (a directory, FIFO or device); "
+                "name an OpenStreetMap extract."
+            )
         raise FileNotFoundError(f"The OpenStreetMap extract given as 'path' to {caller} does not exist.")
     try:
         import osmium
@@ -359,18 +428,21 @@ def road_nodes(path: str | os.PathLike[str], *, kind: str = "intersections") -> 
         raise ImportError(f"{caller} needs the 'osmium' package: pip install 'geoldp[points]'.") from None
     ways: dict[int, int] = {}  # node id -> number of road ways using it
     where: dict[int, tuple[float, float]] = {}
-    fp = osmium.FileProcessor(os.fspath(path), osmium.osm.NODE | osmium.osm.WAY).with_locations()
-    obj: Any
-    for obj in fp:
-        if not obj.is_way() or "highway" not in obj.tags:
-            continue
-        seen = set()
-        for ref in obj.nodes:
-            if ref.ref in seen or not ref.location.valid():
+    try:
+        fp = osmium.FileProcessor(os.fspath(path), osmium.osm.NODE | osmium.osm.WAY).with_locations()
+        obj: Any
+        for obj in fp:
+            if not obj.is_way() or "highway" not in obj.tags:
                 continue
-            seen.add(ref.ref)
-            ways[ref.ref] = ways.get(ref.ref, 0) + 1
-            where[ref.ref] = (ref.location.lon, ref.location.lat)
+            seen = set()
+            for ref in obj.nodes:
+                if ref.ref in seen or not ref.location.valid():
+                    continue
+                seen.add(ref.ref)
+                ways[ref.ref] = ways.get(ref.ref, 0) + 1
+                where[ref.ref] = (ref.location.lon, ref.location.lat)
+    except (RuntimeError, ValueError) as exc:  # libosmium's errors; their text is not passed on
+        raise _osm_error(exc, os.path.basename(os.fspath(path)), caller) from None
     ids = sorted(n for n, k in ways.items() if kind == "all" or k >= 2)
     _check_count(len(ids), caller, "extract (or kind='all')")
     from pyproj import CRS
