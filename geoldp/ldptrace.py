@@ -26,11 +26,12 @@ value is j (the bits of one report are independent, so are different reports). :
 exactly that, by inverse CDF from the project's random source. The user-side randomiser itself is
 :func:`oue_perturb` (one bit vector per user), for a deployment where users report from their devices.
 
-Differences from the published code (documented, none changes the privacy or the model): the grid comes
-from a public box (the published code uses the data's own bounding box, which is private); points
-outside the box are clamped to the nearest edge cell; short trajectories pad their transition reports with
-empty reports (the published code sends a variable number, which reveals the length); negative estimated
-counts are clipped to 0 in the distributions (as published), but not before the length quantile.
+Differences from the published code: the grid comes from a public box (the published code uses the
+data's own bounding box, which is private); points outside the box are clamped to the nearest edge cell;
+short trajectories pad their transition reports with empty reports. The published code sends only the
+real transitions, so the number of a user's reports reveals the length of their trajectory; the padding
+makes the reports ε-LDP for any two trajectories, at the price of the OUE noise of the empty reports
+(measured in ``docs/results/ldptrace.md``).
 """
 
 from __future__ import annotations
@@ -476,7 +477,7 @@ def _inverse_cdf(pmf: np.ndarray, u: np.ndarray) -> np.ndarray:
     cdf = np.cumsum(pmf, axis=-1)
     if pmf.ndim == 1:
         return np.minimum(np.searchsorted(cdf, u * cdf[-1], side="right"), pmf.size - 1)
-    idx = (cdf < (u * cdf[:, -1])[:, None]).sum(axis=1)
+    idx = (cdf <= (u * cdf[:, -1])[:, None]).sum(axis=1)  # never lands on a zero-probability entry
     return np.minimum(idx, pmf.shape[1] - 1)
 
 
@@ -655,6 +656,7 @@ def synthesize(
         box = _public_bounds(points, crs, caller)
     else:
         box = _check_bounds(bounds, caller)
+        _warn_if_private_box(ft, crs, box)
     n_users = ft.n_trajectories
     if grid_size == "auto":
         if length_hint is None:
@@ -727,6 +729,26 @@ def synthesize(
         charge=charge,
     )
     return out
+
+
+def _warn_if_private_box(ft: Any, crs: Any, box: tuple[float, float, float, float]) -> None:
+    """PrivacyWarning when ``bounds`` are exactly the trips' own bounding box (then the grid is private)."""
+    import warnings
+
+    from geoldp.errors import PrivacyWarning
+
+    x, y = _input_xy(ft, crs)
+    own = np.array([x.min(), y.min(), x.max(), y.max()]) if x.size else np.full(4, np.nan)
+    span = max(box[2] - box[0], box[3] - box[1])
+    same = bool(np.all(np.abs(own - np.asarray(box)) <= 1e-9 * span))
+    del x, y, own
+    if same:
+        warnings.warn(
+            "The 'bounds' of geoldp.synthesize are the bounding box of the trajectories themselves, which "
+            "makes the grid depend on private data. Use a public box (a city's or a region's extent).",
+            PrivacyWarning,
+            stacklevel=3,
+        )
 
 
 def _input_xy(ft: Any, crs: Any) -> tuple[np.ndarray, np.ndarray]:

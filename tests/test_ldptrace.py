@@ -298,6 +298,12 @@ def test_synthesize_bad_parameters_name_themselves(trips, kwargs, error, match):
         geoldp.synthesize(trips, epsilon=1.0, rng=0, **kwargs)
 
 
+def test_synthesize_warns_when_the_box_is_the_trips_own(trips):
+    box = tuple(trips.total_bounds)
+    with pytest.warns(geoldp.PrivacyWarning, match="bounding box of the trajectories"):
+        geoldp.synthesize(trips, epsilon=1.0, bounds=box, rng=0)
+
+
 def test_synthesize_rejects_bad_epsilon(trips):
     with pytest.raises(ValueError, match="epsilon"):
         geoldp.synthesize(trips, epsilon=0.0, bounds=(0, 0, 4, 4))
