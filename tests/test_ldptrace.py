@@ -312,3 +312,28 @@ def test_synthesize_rejects_bad_epsilon(trips):
 def test_synthesize_default_draws_from_the_os_csprng(trips):
     syn = geoldp.synthesize(trips, epsilon=1.0, bounds=(0, 0, 4, 4))
     assert syn.attrs["geoldp"]["rng"] == "os-csprng"
+
+
+def test_every_user_sends_the_same_number_of_reports(monkeypatch):
+    # the padding: with the same L, short and long trajectories give the collector the same report counts
+    seen = []
+    real = ldptrace.oue_counts
+
+    def spy(true_counts, n_reports, epsilon, *, rng=None):
+        seen.append((int(np.sum(true_counts)), int(n_reports), float(epsilon)))
+        return real(true_counts, n_reports, epsilon, rng=rng)
+
+    monkeypatch.setattr(ldptrace, "oue_counts", spy)
+    monkeypatch.setattr(ldptrace, "_length_quantile", lambda counts, quantile: 4)
+    grid = ldptrace.Grid(0.0, 0.0, 4.0, 4.0, n=4)
+    calls = []
+    for xs in ([0.5, 0.5], [0.5, 1.5, 2.5, 3.5]):  # one cell vs four cells, 100 users each
+        seen.clear()
+        x = np.tile(xs, 100)
+        offsets = np.arange(0, x.size + 1, len(xs))
+        cells, offs = ldptrace.cell_sequences(x, np.full(x.size, 0.5), offsets, grid)
+        ldptrace.collect(cells, offs, grid, 2.0, rng=0)
+        calls.append([(n, e) for _, n, e in seen])
+        assert [t for t, _, _ in seen][-1] == (0 if len(xs) == 2 else 300)  # the real transitions differ
+    assert calls[0] == calls[1]
+    assert calls[0][-1][0] == 100 * 3  # L - 1 = 3 transition reports per user, padded
