@@ -413,14 +413,16 @@ class LDPTraceModel:
 
 
 def _length_quantile(counts: np.ndarray, quantile: float) -> int:
-    """Smallest l whose cumulative estimated count reaches ``quantile`` of the total (as published).
+    """Smallest l whose cumulative estimated count reaches ``quantile`` of the total (the published rule).
 
-    The raw (unclipped) estimates are summed: their noise is zero-mean, so the crossing is unbiased, while
-    clipping first would push L up at small ε.
+    The raw (unclipped) estimates are summed, so that their zero-mean noise does not push L up. When the
+    noisy total is negative the threshold is negative too and is met early, as in the published code; when
+    no l reaches it, L is the whole length domain.
     """
     cum = np.cumsum(counts)
-    total = cum[-1] if cum.size else 0.0
-    reached = np.flatnonzero(cum >= quantile * total) if total > 0 else np.empty(0, dtype=np.int64)
+    if cum.size == 0:
+        return 0
+    reached = np.flatnonzero(cum >= quantile * cum[-1])
     return int(reached[0] + 1) if reached.size else int(counts.size)
 
 

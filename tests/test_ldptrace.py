@@ -337,3 +337,16 @@ def test_every_user_sends_the_same_number_of_reports(monkeypatch):
         assert [t for t, _, _ in seen][-1] == (0 if len(xs) == 2 else 300)  # the real transitions differ
     assert calls[0] == calls[1]
     assert calls[0][-1][0] == 100 * 3  # L - 1 = 3 transition reports per user, padded
+
+
+@pytest.mark.parametrize(
+    ("counts", "expected"),
+    [
+        ([5.0, 3.0, 2.0], 3),  # cumulative 5, 8, 10: 90 % of 10 is first reached at l = 3
+        ([9.5, 0.0, 0.5], 1),
+        ([-3.0, 1.0, -2.0], 1),  # a negative noisy total: the threshold -3.6 is met at once (as published)
+        ([1.0, -5.0, 2.0], 1),
+    ],
+)
+def test_length_quantile_follows_the_published_rule(counts, expected):
+    assert ldptrace._length_quantile(np.array(counts), 0.9) == expected
