@@ -21,6 +21,7 @@ from geoldp.accounting import BudgetAccountant
 from geoldp.budget import Ledger
 from geoldp.errors import BudgetError, DomainError, GeoLDPError, GeoLDPWarning, PrivacyWarning
 from geoldp.interop import from_movingpandas, from_trackintel, to_movingpandas, to_trackintel
+from geoldp.ldptrace import synthesize
 from geoldp.metrics import evaluate
 from geoldp.pointset import PointSet
 from geoldp.trajectory import ATP, TP, PointEM, perturb_trajectories
@@ -50,6 +51,7 @@ __all__ = [
     "perturb_trajectories",
     "points",
     "show_versions",
+    "synthesize",
     "to_movingpandas",
     "to_trackintel",
 ]

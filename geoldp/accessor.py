@@ -1035,3 +1035,27 @@ class LDPAccessor:
         from geoldp import estimate
 
         return estimate.denoise(self._obj, points, **kwargs)
+
+    def synthesize(self, *, epsilon: float, **kwargs: Any) -> Any:
+        """Synthetic trajectories under ε-LDP per trajectory with LDPTrace (:func:`geoldp.synthesize`).
+
+        Parameters
+        ----------
+        epsilon : float
+            The budget of one trajectory.
+        **kwargs
+            ``bounds`` or ``points`` (the public grid box), ``grid_size``, ``n_synthetic``, ``rng``,
+            ``accountant``, ``user_col`` ... as in :func:`geoldp.synthesize`.
+
+        Returns
+        -------
+        geopandas.GeoDataFrame
+            Synthetic LineStrings on public cell centres, with the ledger in ``attrs["geoldp"]``.
+
+        Examples
+        --------
+        >>> syn = trips.ldp.synthesize(epsilon=4.0, bounds=(-87.8, 41.75, -87.5, 42.0))  # doctest: +SKIP
+        """
+        from geoldp import ldptrace
+
+        return ldptrace.synthesize(self._obj, epsilon=epsilon, **kwargs)
