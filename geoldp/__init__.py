@@ -23,6 +23,7 @@ from geoldp.errors import BudgetError, DomainError, GeoLDPError, GeoLDPWarning, 
 from geoldp.interop import from_movingpandas, from_trackintel, to_movingpandas, to_trackintel
 from geoldp.metrics import evaluate
 from geoldp.pointset import PointSet
+from geoldp.reports import report
 from geoldp.trajectory import ATP, TP, PointEM, perturb_trajectories
 
 try:
@@ -49,6 +50,7 @@ __all__ = [
     "from_trackintel",
     "perturb_trajectories",
     "points",
+    "report",
     "show_versions",
     "to_movingpandas",
     "to_trackintel",

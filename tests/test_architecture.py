@@ -33,7 +33,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("mechanisms",),  # the ε-LDP primitives
     ("trajectory",),  # TP, ATP, PointEM and the array engine
     ("_frames",),  # the one GeoPandas <-> arrays boundary
-    ("queries", "_release", "estimate"),  # analyses; the release pipeline
+    ("queries", "_release", "estimate", "reports"),  # analyses; the release pipelines
     ("metrics", "prepare"),  # utility metrics; GPS preparation
     ("accessor", "dask", "io", "plotting", "testing", "interop", "explore"),  # drivers, I/O, interop, maps
     ("datasets", "demo", "cli", "__main__", "__init__"),  # applications and the package itself
