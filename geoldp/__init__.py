@@ -22,6 +22,7 @@ from geoldp.budget import Ledger
 from geoldp.errors import BudgetError, DomainError, GeoLDPError, GeoLDPWarning, PrivacyWarning
 from geoldp.interop import from_movingpandas, from_trackintel, to_movingpandas, to_trackintel
 from geoldp.metrics import evaluate
+from geoldp.planner import plan
 from geoldp.pointset import PointSet
 from geoldp.reports import report
 from geoldp.trajectory import ATP, TP, PointEM, perturb_trajectories
@@ -49,6 +50,7 @@ __all__ = [
     "from_movingpandas",
     "from_trackintel",
     "perturb_trajectories",
+    "plan",
     "points",
     "report",
     "show_versions",

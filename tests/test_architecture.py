@@ -34,7 +34,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("trajectory",),  # TP, ATP, PointEM and the array engine
     ("_frames",),  # the one GeoPandas <-> arrays boundary
     ("queries", "_release", "estimate", "reports"),  # analyses; the release pipelines
-    ("metrics", "prepare"),  # utility metrics; GPS preparation
+    ("metrics", "prepare", "planner"),  # utility metrics; GPS preparation; the planner
     ("accessor", "dask", "io", "plotting", "testing", "interop", "explore"),  # drivers, I/O, interop, maps
     ("datasets", "demo", "cli", "__main__", "__init__"),  # applications and the package itself
 ]

@@ -34,7 +34,15 @@ from geoldp.reports import oracles as fo
 from geoldp.reports.release import design_of, ledger_of
 from geoldp.reports.zones import check_zones
 
-__all__ = ["Z95", "debiased", "estimate_counts", "project_simplex", "support_counts", "true_counts"]
+__all__ = [
+    "Z95",
+    "count_variance",
+    "debiased",
+    "estimate_counts",
+    "project_simplex",
+    "support_counts",
+    "true_counts",
+]
 
 #: The two-sided 95 % normal quantile.
 Z95 = 1.959963984540054
@@ -65,17 +73,22 @@ def support_counts(table: pd.DataFrame, des: Any) -> tuple[np.ndarray, int]:
     return counts, int(values.shape[0])
 
 
-def debiased(counts: np.ndarray, n: int, o: Any, *, single: bool) -> tuple[np.ndarray, np.ndarray]:
-    """Debiased item frequencies and their variances (see the module notes)."""
+def count_variance(c: np.ndarray, n: int, o: Any, *, single: bool) -> np.ndarray:
+    """Variance of the debiased frequency of values with ``c`` expected reports among ``n`` (module notes)."""
     p, q = o.p_star, o.q_star
-    f = (counts - n * q) / (p - q)
-    c = np.clip(f, 0.0, float(n))
+    c = np.clip(np.asarray(c, dtype=np.float64), 0.0, float(n))
     if single:
         var_c = n * q * (1.0 - q) + c * (p - q) * (1.0 - p - q)
     else:
         r = q + (c / max(n, 1)) * (p - q)
         var_c = n * r * (1.0 - r)
-    return f, var_c / (p - q) ** 2
+    return var_c / (p - q) ** 2
+
+
+def debiased(counts: np.ndarray, n: int, o: Any, *, single: bool) -> tuple[np.ndarray, np.ndarray]:
+    """Debiased item frequencies and their (plug-in) variances (see the module notes)."""
+    f = (counts - n * o.q_star) / (o.p_star - o.q_star)
+    return f, count_variance(f, n, o, single=single)
 
 
 def project_simplex(v: np.ndarray, total: float) -> np.ndarray:
