@@ -142,3 +142,34 @@ def test_bad_input_is_refused_before_any_draw(kwargs, exc, match):
 def test_zone_points_not_a_frame():
     with pytest.raises(TypeError, match="GeoDataFrame"):
         report(pd.DataFrame({"a": [1]}), ZONES, epsilon=1.0)
+
+
+def test_hybrid_splits_one_budget_between_both_releases():
+    from fractions import Fraction
+
+    from geoldp.hybrid import hybrid, split_epsilon
+
+    gdf = trips(30)
+    pts = gpd.GeoDataFrame(geometry=[Point(c) for c in C], crs="EPSG:4326")
+    acc = geoldp.BudgetAccountant(100.0)
+    traj, rep = hybrid(gdf, pts, ZONES, epsilon=3.0, fraction=0.25, rng=4, accountant=acc, user_col="user")
+    assert traj.index.equals(gdf.index) and rep.index.equals(gdf.index)
+    lt, lr = traj.attrs["geoldp"], rep.attrs["geoldp"]
+    assert lt["epsilon"] == 0.75 and lr["epsilon"] == 2.25
+    assert lt["hybrid"] == lr["hybrid"] and lt["hybrid"]["total_epsilon"] == 3.0
+    assert lt["hybrid"]["release_ids"] == [lt["release_id"], lr["release_id"]]
+    u = int(gdf["user"].iloc[0])
+    assert acc.spent_by(u) == pytest.approx(3.0 * int((gdf["user"] == u).sum()))
+    again = hybrid(gdf, pts, ZONES, epsilon=3.0, fraction=0.25, rng=4)
+    pd.testing.assert_frame_equal(again[1], rep)
+    # a total past the accountant is refused before either part is drawn or charged
+    spent = acc.spent_by(u)
+    with pytest.raises(geoldp.BudgetError):
+        hybrid(gdf, pts, ZONES, epsilon=50.0, rng=4, accountant=acc, user_col="user")
+    assert acc.spent_by(u) == spent
+    for eps in (0.1, 1 / 3, 7.3, 1e-6):
+        for f in (0.1, 0.3, 0.7, 1 / 3):
+            a, b = split_epsilon(eps, f)
+            assert Fraction(a) + Fraction(b) <= Fraction(eps) and a > 0 and b > 0
+    with pytest.raises(ValueError, match="fraction"):
+        hybrid(gdf, pts, ZONES, epsilon=1.0, fraction=1.0)
