@@ -29,6 +29,7 @@ Usage::
 from __future__ import annotations
 
 import argparse
+import itertools
 import sys
 import time
 from pathlib import Path
@@ -95,6 +96,7 @@ def counts_of(seqs, zone_of_point, k):
 def run(args) -> pd.DataFrame:
     import geoldp
     from geoldp import metrics
+    from geoldp.planner import POPULATIONS
     from geoldp.reports import estimate_counts, report, zone_grid
     from geoldp.reports.zones import check_zones, zone_of_vertices
 
@@ -144,10 +146,24 @@ def run(args) -> pd.DataFrame:
                 answers[label + "@oracle"] = oracle
             recs = {}
             for q in QUESTIONS:
-                tab = geoldp.plan(
-                    points, zones, epsilon=eps, n=len(seqs), lengths=lengths, question=q, rng=SEED
-                )
-                recs[q] = tab.attrs["recommended"]
+                measured = [d for d in answers if not d.startswith("baseline") and not d.endswith("@oracle")]
+                if q == "od_flows":
+                    measured = [d for d in measured if not d.startswith("report:visited")]
+                else:
+                    measured = [d for d in measured if d != "report:od"]
+                for pop in POPULATIONS:
+                    tab = geoldp.plan(
+                        points,
+                        zones,
+                        epsilon=eps,
+                        n=len(seqs),
+                        lengths=lengths,
+                        question=q,
+                        designs=measured,
+                        population=pop,
+                        rng=SEED,
+                    )
+                    recs[q if pop == POPULATIONS[0] else f"{q} ({pop})"] = tab.attrs["recommended"]
             for label, ans in answers.items():
                 if label.endswith("@oracle"):
                     continue
@@ -158,8 +174,8 @@ def run(args) -> pd.DataFrame:
                 row["top-10 precision"] = precision(vis, v) if v is not None else np.nan
                 row["OD L1"] = l1(od, o) if o is not None else np.nan
                 row["coverage"] = cover.get(label, np.nan)
-                for q in QUESTIONS:
-                    row[f"planner {q}"] = recs[q]
+                for q, rec in recs.items():
+                    row[f"planner {q}"] = rec
                 rows.append(row)
             print(f"designs: {name} eps={eps} done in {time.time() - t0:.1f} s", file=sys.stderr)
     return pd.DataFrame(rows)
@@ -236,6 +252,58 @@ def write_markdown(df: pd.DataFrame, path: Path, command: str, seconds: float) -
             else "`vs better baseline`: precision of the best design minus the better baseline's."
         )
         lines.append("")
+    lines += ["## How often the planner picked well", ""]
+    lines += [
+        "A pick is *good* when its measured error is within 10 % of the best measured row (designs and",
+        "baselines; for precision: at least 90 % of the best precision). *Beats baseline when possible*:",
+        "in the settings where some design beats the better baseline, the share where the pick does too.",
+        "",
+        "| question | planner population | settings | good picks | beats baseline when possible |",
+        "|---|---|---|---|---|",
+    ]
+    from geoldp.planner import POPULATIONS
+
+    for (q, col), pop in itertools.product(QUESTIONS.items(), POPULATIONS):
+        key = q if pop == POPULATIONS[0] else f"{q} ({pop})"
+        sub = df[df[col].notna()]
+        good = possible = won = total = 0
+        for _, g in sub.groupby(["dataset", "epsilon"]):
+            g = g.set_index("design")
+            rec = g[f"planner {key}"].iloc[0]
+            vals = g[col].astype(float)
+            designs = vals[[not d.startswith("baseline") for d in vals.index]]
+            bases = vals[[d.startswith("baseline") for d in vals.index]]
+            hi = col == "top-10 precision"
+            total += 1
+            good += bool(vals[rec] >= 0.9 * vals.max()) if hi else bool(vals[rec] <= 1.1 * vals.min())
+            if (designs.max() > bases.max()) if hi else (designs.min() < bases.min()):
+                possible += 1
+                won += bool(vals[rec] > bases.max()) if hi else bool(vals[rec] < bases.min())
+        share = f"{won}/{possible}" if possible else "no setting"
+        lines.append(f"| {q} | {pop} | {total} | {good}/{total} | {share} |")
+    lines.append("")
+    lines += ["## The best design against the better baseline", ""]
+    lines += [
+        "Settings where the best design's error is at least 30 % below the better baseline's (zone and",
+        "OD L1), or its precision at least 0.1 above (hotspots):",
+        "",
+        "| question | ε | settings | best design wins by the margin |",
+        "|---|---|---|---|",
+    ]
+    for q, col in QUESTIONS.items():
+        for eps, g in df[df[col].notna()].groupby("epsilon"):
+            wins = total = 0
+            for _, h in g.groupby("dataset"):
+                vals = h.set_index("design")[col].astype(float)
+                designs = vals[[not d.startswith("baseline") for d in vals.index]]
+                bases = vals[[d.startswith("baseline") for d in vals.index]]
+                total += 1
+                if col == "top-10 precision":
+                    wins += bool(designs.max() >= bases.max() + 0.1)
+                else:
+                    wins += bool(designs.min() <= 0.7 * bases.min())
+            lines.append(f"| {q} | {eps:g} | {total} | {wins}/{total} |")
+    lines.append("")
     cov = df[df["coverage"].notna()][["dataset", "epsilon", "design", "coverage"]]
     lines += [
         "## Interval coverage of the report estimators",
@@ -253,7 +321,18 @@ def main(argv=None) -> int:
     ap.add_argument("--datasets", nargs="+", default=list(DATASETS))
     ap.add_argument("--eps", nargs="+", type=float, default=list(EPSILONS))
     ap.add_argument("--max-traj", type=int, default=2000)
+    ap.add_argument("--from-csv", action="store_true", help="only rewrite designs.md from designs.csv")
     args = ap.parse_args(argv)
+    if args.from_csv:
+        df = pd.read_csv(args.out / "designs.csv")
+        old = (
+            (args.out / "designs.md").read_text(encoding="utf-8")
+            if (args.out / "designs.md").exists()
+            else ""
+        )
+        seconds = float(old.split("(run time ")[1].split(" s)")[0]) if "(run time " in old else float("nan")
+        write_markdown(df, args.out / "designs.md", "nice -n 10 python experiments/designs.py", seconds)
+        return 0
     if not args.data.exists():
         print(f"designs: data directory {args.data} not found; nothing to do", file=sys.stderr)
         return 0

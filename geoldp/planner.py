@@ -1,11 +1,11 @@
 """Plan a collection before any ε is spent: which design answers the question, from public inputs only.
 
 :func:`plan` simulates every design that answers the question on **no-data populations** built from
-public inputs (random walks over the public points P from a few random hubs, with the given length
-distribution; or a public prior population), measures each design's error against that population's
-exact answer, and returns a table: expected error and interval width per design, the two no-data
-baselines (uniform over P; constant at P's 1-median), the recommended design, and the number of users
-each design needs for a target error.
+public inputs (random walks over the public points P, starting anywhere in P or at a few random hubs,
+with the given length distribution; or a public prior population), measures each design's error
+against that population's exact answer, and returns a table: expected error and interval width per
+design, the two no-data baselines (uniform over P; constant at P's 1-median), the recommended design,
+and the number of users each design needs for a target error.
 
 * Trajectory designs (TP, ATP, PointEM) are simulated: each simulated trajectory is released with
   :func:`geoldp.perturb_trajectories` and the raw counts of the release are compared with the truth.
@@ -51,7 +51,7 @@ from geoldp.reports import release as rrel
 from geoldp.reports.zones import check_zones, zone_of_vertices
 from geoldp.trajectory import perturb_trajectories
 
-__all__ = ["DESIGNS", "QUESTIONS", "DesignSpec", "Simulation", "plan", "register_design"]
+__all__ = ["DESIGNS", "POPULATIONS", "QUESTIONS", "DesignSpec", "Simulation", "plan", "register_design"]
 
 #: The questions a plan can be asked.
 QUESTIONS = ("zone_visits", "hotspots", "od_flows", "range_counts")
@@ -153,9 +153,9 @@ def _report_frequencies(sim: Simulation, des: rrel.Design) -> np.ndarray:
     return f * (sim.n / len(sim.seqs))
 
 
-def _report_design(statistic: str, pad: int | str) -> DesignSpec:
+def _report_design(statistic: str, pad: int) -> DesignSpec:
     def simulate(sim: Simulation, question: str) -> tuple[list[np.ndarray], np.ndarray | None]:
-        ell = _pad_value(sim, pad)
+        ell = pad
         des = rrel.design(statistic, sim.n_zones, sim.epsilon, pad_length=ell, caller="geoldp.plan")
         f = _report_frequencies(sim, des)
         var = rest.count_variance(f, sim.n, des.oracle, single=statistic == "od")
@@ -177,13 +177,6 @@ def _answer(sim: Simulation, statistic: str, values: np.ndarray) -> np.ndarray:
     return values[:k]
 
 
-def _pad_value(sim: Simulation, pad: int | str) -> int:
-    if pad != "p90":
-        return int(pad)
-    sizes = [np.unique(sim.zone_of_point[s]).shape[0] for s in sim.seqs]
-    return max(2, int(np.ceil(np.quantile(sizes, 0.9))))
-
-
 #: The designs the planner simulates (name → spec). LDPTrace or hybrids can be added with
 #: :func:`register_design`.
 DESIGNS: dict[str, DesignSpec] = {
@@ -191,7 +184,7 @@ DESIGNS: dict[str, DesignSpec] = {
     "atp": _trajectory_design("atp"),
     "pointem": _trajectory_design("pointem"),
     "report:visited_zone": _report_design("visited_zone", 1),
-    "report:visited_zone:padded": _report_design("visited_zone", "p90"),
+    "report:visited_zone:padded": _report_design("visited_zone", 3),
     "report:od": _report_design("od", 1),
 }
 
@@ -254,12 +247,28 @@ def _neighbours(ps: Any, k: int) -> np.ndarray:
     return np.asarray(idx, dtype=np.int64).reshape(xyz.shape[0], k)
 
 
-def _walks(ps: Any, lengths: np.ndarray, rng: np.random.Generator, *, hubs: int = 10) -> list[np.ndarray]:
-    """Random walks over P from a few random hubs (Zipf weights), each step to one of 8 nearest points."""
+#: The no-data populations: where the random walks start.
+POPULATIONS = ("spread", "hubs", "mixed")
+
+
+def _walks(
+    ps: Any, lengths: np.ndarray, rng: np.random.Generator, *, population: str = "spread", hubs: int = 10
+) -> list[np.ndarray]:
+    """Random walks over P, each step to one of the 8 nearest points of the current one.
+
+    ``"hubs"``: every walk starts at one of a few random public points (Zipf weights), a concentrated
+    population; ``"spread"``: at a uniformly random public point, a population spread like P;
+    ``"mixed"``: half of each.
+    """
     nb = _neighbours(ps, 9)
     hub = rng.choice(ps.size, size=min(hubs, ps.size), replace=False)
     w = 1.0 / np.arange(1, hub.shape[0] + 1)
     starts = hub[rng.choice(hub.shape[0], size=lengths.shape[0], p=w / w.sum())]
+    spread = rng.integers(0, ps.size, size=lengths.shape[0])
+    if population == "spread":
+        starts = spread
+    elif population == "mixed":
+        starts = np.where(np.arange(lengths.shape[0]) % 2 == 0, starts, spread)
     out = []
     for start, m in zip(starts, lengths, strict=True):
         s = np.empty(int(m), dtype=np.int64)
@@ -321,6 +330,7 @@ def plan(
     lengths: Any,
     question: str = "zone_visits",
     prior: Any = None,
+    population: str = "spread",
     target_error: float | None = None,
     designs: Any = None,
     rng: Any = None,
@@ -343,6 +353,10 @@ def plan(
     prior : GeoDataFrame of LineStrings, optional
         A **public** prior population (for example last year's published data). Its trajectories are
         snapped to P and used instead of the random walks.
+    population : {"spread", "hubs", "mixed"}, default "spread"
+        Without ``prior``: where the simulated random walks start: anywhere in P (a population spread
+        like P; right when P is where people go, such as visited places), at a few random hubs (a
+        concentrated population; closer when P is a regular grid or road nodes), or half of each.
     target_error : float, optional
         The error to reach for ``users_needed`` (default: half the better baseline's error).
     designs : list of str, optional
@@ -375,6 +389,7 @@ def plan(
     """
     caller = "geoldp.plan"
     question = check_option(question, "question", QUESTIONS, caller, case_insensitive=True)
+    population = check_option(population, "population", POPULATIONS, caller, case_insensitive=True)
     epsilon = check_epsilon(epsilon, caller=caller, maximum=700.0)
     n = check_int_range(n, "n", caller=caller, minimum=1)
     ps = _frames.as_pointset(points, caller=caller)
@@ -397,7 +412,7 @@ def plan(
         ]
         seqs = [seqs[i] for i in gen.choice(len(seqs), size=size, replace=len(seqs) < size)]
     else:
-        seqs = _walks(ps, _lengths(lengths, size, gen, caller), gen)
+        seqs = _walks(ps, _lengths(lengths, size, gen, caller), gen, population=population)
     sim = Simulation(ps, zone_of_point, z.size, seqs, n, epsilon, gen)
     truth = (sim.od(seqs) if _needs(question) == "od" else sim.visits(seqs)) * (n / size)
     median = int(metrics.one_median(ps))
@@ -432,7 +447,7 @@ def plan(
         "epsilon": epsilon,
         "n": n,
         "simulated_trajectories": size,
-        "population": "prior" if prior is not None else "random walks from 10 random hubs",
+        "population": "prior" if prior is not None else f"random walks ({population})",
         "target_error": target,
         "recommended": best,
         "beats_baselines": beats,

@@ -31,6 +31,12 @@ def test_table_has_every_design_and_both_baselines(question):
         assert t.loc[t.attrs["recommended"], "kind"] == "baseline"
 
 
+@pytest.mark.parametrize("population", planner.POPULATIONS)
+def test_every_population(population):
+    t = geoldp.plan(PTS, ZONES, epsilon=4.0, n=300, lengths=3, population=population, designs=["tp"], rng=0)
+    assert t.attrs["population"] == f"random walks ({population})"
+
+
 def test_seeded_plan_is_reproducible():
     a = geoldp.plan(PTS, ZONES, epsilon=2.0, n=300, lengths=3, question="od_flows", rng=4)
     b = geoldp.plan(PTS, ZONES, epsilon=2.0, n=300, lengths=3, question="od_flows", rng=4)
@@ -98,6 +104,7 @@ def test_prior_population():
         ({"lengths": [0, 1]}, ValueError, "lengths"),
         ({"designs": ["magic"]}, ValueError, "magic"),
         ({"target_error": -1.0}, ValueError, "target_error"),
+        ({"population": "crowd"}, ValueError, "population"),
     ],
 )
 def test_bad_input(kwargs, exc, match):
