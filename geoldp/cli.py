@@ -480,6 +480,7 @@ def _cmd_plan(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
             lengths=lengths,
             question=args.question,
             prior=prior,
+            population=args.population,
             rng=args.seed,
         )
         with pd.option_context("display.width", 120, "display.max_columns", 20):
@@ -765,6 +766,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--cell-km", type=_positive_float, default=1.5, metavar="KM", help="zone side (default 1.5)"
     )
     pl.add_argument("--prior", metavar="FILE", default=None, help="a public prior population of trajectories")
+    pl.add_argument(
+        "--population",
+        choices=("spread", "hubs", "mixed"),
+        default="spread",
+        help="without --prior: random walks starting anywhere in POINTS, at a few hubs, or half of each",
+    )
     pl.add_argument("--seed", type=int, default=None, help="seed of the simulation (reproducible table)")
     pl.set_defaults(func=_cmd_plan)
 

@@ -126,3 +126,9 @@ def test_cli_plan(tmp_path):
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         bad = cli.main(["plan", str(path), "--epsilon", "4", "--n", "300", "--lengths", "a,b"])
     assert bad == 1 and "Traceback" not in err.getvalue() and "--lengths" in err.getvalue()
+
+
+def test_cli_plan_help(capsys):
+    assert cli.main(["plan", "--help"]) == 0
+    out = capsys.readouterr().out
+    assert "geoldp plan" in out and "--population" in out
