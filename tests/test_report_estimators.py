@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 import geopandas as gpd
 import numpy as np
 import pandas as pd
@@ -14,6 +16,7 @@ ZONES = zone_grid((0.0, 0.0, 2.0, 2.0), cells=2)
 C = [(0.5, 0.5), (1.5, 0.5), (0.5, 1.5), (1.5, 1.5)]
 
 
+@functools.lru_cache(maxsize=4)
 def population(n=3000, max_len=3, seed=0):
     """Skewed trips over the 4 zones; at most ``max_len`` vertices (so at most that many visited zones)."""
     rng = np.random.default_rng(seed)
@@ -41,7 +44,7 @@ def test_unbiased_and_intervals_cover(case):
     statistic, oracle, pad, eps = case
     gdf = population()
     truth = true_counts(gdf, ZONES, statistic=statistic)
-    reps = 12
+    reps = 10
     ests, covered, ses = [], [], []
     for seed in range(reps):
         rep = report(
