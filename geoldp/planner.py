@@ -247,6 +247,9 @@ def _neighbours(ps: Any, k: int) -> np.ndarray:
     return np.asarray(idx, dtype=np.int64).reshape(xyz.shape[0], k)
 
 
+#: Probability that a step of a simulated walk jumps anywhere in P instead of to a near point.
+_JUMP = 0.0
+
 #: The no-data populations: where the random walks start.
 POPULATIONS = ("spread", "hubs", "mixed")
 
@@ -274,7 +277,10 @@ def _walks(
         s = np.empty(int(m), dtype=np.int64)
         s[0] = start
         for j in range(1, int(m)):
-            s[j] = nb[s[j - 1], rng.integers(1, nb.shape[1]) if nb.shape[1] > 1 else 0]
+            if rng.random() < _JUMP:  # a long move: anywhere in P
+                s[j] = rng.integers(0, ps.size)
+            else:
+                s[j] = nb[s[j - 1], rng.integers(1, nb.shape[1]) if nb.shape[1] > 1 else 0]
         out.append(s)
     return out
 

@@ -35,7 +35,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("_frames",),  # the one GeoPandas <-> arrays boundary
     ("queries", "_release", "estimate", "reports"),  # analyses; the release pipelines
     ("metrics", "prepare", "planner"),  # utility metrics; GPS preparation; the planner
-    ("accessor", "dask", "io", "plotting", "testing", "interop", "explore", "hybrid"),  # drivers, I/O, interop, maps
+    ("accessor", "dask", "io", "plotting", "testing", "interop", "explore", "hybrid"),  # drivers, I/O, maps
     ("datasets", "demo", "cli", "__main__", "__init__"),  # applications and the package itself
 ]
 
