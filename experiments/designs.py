@@ -254,6 +254,10 @@ def write_markdown(df: pd.DataFrame, path: Path, command: str, seconds: float) -
         lines.append("")
     lines += ["## How often the planner picked well", ""]
     lines += [
+        "Caveat: the planner's one tuning constant (the probability 0.3 that a simulated walk jumps",
+        "anywhere in P) was chosen among 0, 0.3 and 0.6 by this same comparison, so these rates are",
+        "optimistic for other data.",
+        "",
         "A pick is *good* when its measured error is within 10 % of the best measured row (designs and",
         "baselines; for precision: at least 90 % of the best precision). *Beats baseline when possible*:",
         "in the settings where some design beats the better baseline, the share where the pick does too.",

@@ -247,8 +247,9 @@ def _neighbours(ps: Any, k: int) -> np.ndarray:
     return np.asarray(idx, dtype=np.int64).reshape(xyz.shape[0], k)
 
 
-#: Probability that a step of a simulated walk jumps anywhere in P instead of to a near point.
-_JUMP = 0.0
+#: Probability that a step of a simulated walk jumps anywhere in P instead of to a near point (0.3 was
+#: the best of 0, 0.3 and 0.6 for the planner's picks on the shared data sets: docs/results/designs.md).
+_JUMP = 0.3
 
 #: The no-data populations: where the random walks start.
 POPULATIONS = ("spread", "hubs", "mixed")
@@ -257,7 +258,8 @@ POPULATIONS = ("spread", "hubs", "mixed")
 def _walks(
     ps: Any, lengths: np.ndarray, rng: np.random.Generator, *, population: str = "spread", hubs: int = 10
 ) -> list[np.ndarray]:
-    """Random walks over P, each step to one of the 8 nearest points of the current one.
+    """Random walks over P: each step goes to one of the 8 nearest points of the current one, or (with
+    probability 0.3) anywhere in P.
 
     ``"hubs"``: every walk starts at one of a few random public points (Zipf weights), a concentrated
     population; ``"spread"``: at a uniformly random public point, a population spread like P;
