@@ -23,7 +23,9 @@ from geoldp.errors import BudgetError, DomainError, GeoLDPError, GeoLDPWarning, 
 from geoldp.interop import from_movingpandas, from_trackintel, to_movingpandas, to_trackintel
 from geoldp.ldptrace import synthesize
 from geoldp.metrics import evaluate
+from geoldp.planner import plan
 from geoldp.pointset import PointSet
+from geoldp.reports import report
 from geoldp.trajectory import ATP, TP, PointEM, perturb_trajectories
 
 try:
@@ -49,7 +51,9 @@ __all__ = [
     "from_movingpandas",
     "from_trackintel",
     "perturb_trajectories",
+    "plan",
     "points",
+    "report",
     "show_versions",
     "synthesize",
     "to_movingpandas",

@@ -435,6 +435,28 @@ class LDPAccessor:
             **options,
         )
 
+    def report(self, zones: Any, *, epsilon: float, **kwargs: Any) -> Any:
+        """One ε-LDP aggregate report per trajectory over public zones: see :func:`geoldp.report`.
+
+        Parameters
+        ----------
+        zones : GeoDataFrame or GeoSeries of polygons
+            The public zones.
+        epsilon : float
+            The budget of one trajectory (row).
+        **kwargs
+            ``statistic``, ``oracle``, ``pad_length``, ``rng``, ``accountant``, ``user_col``,
+            ``on_invalid`` (see :func:`geoldp.report`).
+
+        Returns
+        -------
+        pandas.DataFrame
+            The report table (same index and order), ledger in ``attrs["geoldp"]``.
+        """
+        from geoldp import reports
+
+        return reports.report(self._obj, zones, epsilon=epsilon, **kwargs)
+
     def snap(
         self,
         points: Any,

@@ -497,6 +497,44 @@ def _cmd_evaluate(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> i
     return 0
 
 
+def _cmd_plan(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
+    points_path = _existing_file(args.points, "POINTS")
+    try:
+        lengths = [int(v) for v in str(args.lengths).split(",")]
+    except ValueError:
+        raise UserError(f"--lengths must be comma-separated ints, e.g. 2,3,8; got '{args.lengths}'") from None
+    import pandas as pd
+
+    from geoldp import io as gio
+    from geoldp import metrics
+    from geoldp.planner import plan
+
+    with _report_warnings(stderr):
+        with _stage(f"cannot read POINTS '{args.points}'"):
+            points = gio.read_points(points_path)
+        prior = None
+        if args.prior is not None:
+            with _stage(f"cannot read PRIOR '{args.prior}'"):
+                prior = gio.read_trajectories(_existing_file(args.prior, "PRIOR"))
+        zones = metrics.zone_grid(points, cell_km=args.cell_km)
+        table = plan(
+            points,
+            zones,
+            epsilon=args.epsilon,
+            n=args.n,
+            lengths=lengths,
+            question=args.question,
+            prior=prior,
+            population=args.population,
+            rng=args.seed,
+        )
+        with pd.option_context("display.width", 120, "display.max_columns", 20):
+            print(table.to_string(float_format=lambda v: f"{v:.4f}"), file=stdout)
+        verdict = "" if table.attrs["beats_baselines"] else " (no design beats the no-data baselines)"
+        print(f"recommended: {table.attrs['recommended']}{verdict}", file=stdout)
+    return 0
+
+
 def _cmd_info(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     from geoldp._versions import show_versions
 
@@ -756,6 +794,37 @@ def build_parser() -> argparse.ArgumentParser:
     cli_campaign.extend_evaluate(e)  # --zones
     e.set_defaults(func=_cmd_evaluate)
     cli_campaign.register(sub)  # prepare, points, estimate
+
+    pl = sub.add_parser(
+        "plan",
+        help="say which design answers a question before any epsilon is spent",
+        description=(
+            "Simulate every design (TP, ATP, PointEM, aggregate reports) on no-data populations built from "
+            "the public POINTS (or a public --prior) and print the expected error, interval width and users "
+            "needed per design next to the no-data baselines, and the recommended design."
+        ),
+    )
+    pl.add_argument("points", metavar="POINTS", help="the public points")
+    pl.add_argument(
+        "--epsilon", type=_positive_float, required=True, metavar="EPS", help="budget per trajectory"
+    )
+    pl.add_argument("--n", type=int, required=True, metavar="N", help="number of users (trajectories)")
+    pl.add_argument("--lengths", default="2,3,5,8", metavar="L,L,...", help="trajectory lengths to draw from")
+    pl.add_argument(
+        "--question", choices=("zone_visits", "hotspots", "od_flows", "range_counts"), default="zone_visits"
+    )
+    pl.add_argument(
+        "--cell-km", type=_positive_float, default=1.5, metavar="KM", help="zone side (default 1.5)"
+    )
+    pl.add_argument("--prior", metavar="FILE", default=None, help="a public prior population of trajectories")
+    pl.add_argument(
+        "--population",
+        choices=("spread", "hubs", "mixed"),
+        default="spread",
+        help="without --prior: random walks starting anywhere in POINTS, at a few hubs, or half of each",
+    )
+    pl.add_argument("--seed", type=int, default=None, help="seed of the simulation (reproducible table)")
+    pl.set_defaults(func=_cmd_plan)
 
     i = sub.add_parser(
         "info",

@@ -33,9 +33,20 @@ LAYERS: list[tuple[str, ...]] = [
     ("mechanisms",),  # the ε-LDP primitives
     ("trajectory",),  # TP, ATP, PointEM and the array engine
     ("_frames",),  # the one GeoPandas <-> arrays boundary
-    ("queries", "_release", "estimate", "ldptrace"),  # analyses; the release pipeline
-    ("metrics", "prepare"),  # utility metrics; GPS preparation
-    ("accessor", "dask", "io", "plotting", "testing", "interop", "explore", "budget_strategies", "layers"),
+    ("queries", "_release", "estimate", "ldptrace", "reports"),  # analyses; the release pipelines
+    ("metrics", "prepare", "planner"),  # utility metrics; GPS preparation; the planner
+    (
+        "accessor",
+        "dask",
+        "io",
+        "plotting",
+        "testing",
+        "interop",
+        "explore",
+        "budget_strategies",
+        "layers",
+        "hybrid",
+    ),  # drivers, I/O, maps
     (
         "datasets",
         "demo",
