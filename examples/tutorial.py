@@ -87,9 +87,19 @@ def main(
     # [/prepare]
 
     # [save-trips]
-    # the prepared trips are still private: keep them with the raw fixes (for the command line, step 8)
+    # the prepared trips are still private: keep them with the raw fixes (for the command line, step 9)
     io.write_file(trips, fixes_path.with_name("trips.gpkg"), overwrite=True, inputs=[fixes_path])
     # [/save-trips]
+
+    # [plan]
+    # which design answers "where do people go?" best at this budget, from public inputs only (P, the
+    # zones, epsilon, the number of rows and the length cap), before any budget is spent: each design is
+    # simulated on populations made up from P, next to the two no-data baselines
+    zones = geoldp.metrics.zone_grid(P, cell_km=1.5)
+    plan = geoldp.plan(P, zones, epsilon=epsilon, n=len(trips), lengths=max_points, rng=rng)
+    print(plan[["kind", "error", "interval_width", "recommended"]].round(3).to_string())
+    print(f"recommended for zone visits: {plan.attrs['recommended']}")
+    # [/plan]
 
     # [perturb]
     if budget_path.exists():
@@ -123,7 +133,6 @@ def main(
     # [estimate]
     # population statistics from the release alone (post-processing: no budget is spent, no original is read);
     # the mechanism and its ε are read from the release's ledger
-    zones = geoldp.metrics.zone_grid(P, cell_km=1.5)
     # one fit answers every query: zone visits, origin -> destination flows (lines between zone centres)
     # and the 10 busiest zones, each with estimate, lower, upper (95 % interval), width and raw columns
     estimates = layers.estimate_layers(released, P, zones=zones, rng=rng)
