@@ -178,3 +178,24 @@ def test_lazy_names_are_the_real_objects():
         assert getattr(geoldp, name) is not None
     with pytest.raises(AttributeError, match="no attribute 'nope'"):
         geoldp.nope  # noqa: B018
+
+
+def test_cached_budget_split_is_the_exact_one_and_read_only():
+    # the split is cached per (configuration, ε, length): a hit must give what a fresh computation gives
+    from fractions import Fraction
+
+    from geoldp.budget import exact_share
+    from geoldp.trajectory import split
+
+    for eps, n, copy in [(4.0, 5, "A"), (4, 5, "A"), (0.1, 17, "B"), (Fraction(1, 3), 2, "B")]:
+        fresh = split._copy_budgets.__wrapped__(eps, n, copy, split.ATP_FRACTIONS, "grouped")
+        assert split.copy_budgets(eps, n, copy, list(split.ATP_FRACTIONS), "grouped") == fresh
+        assert split.copy_budgets(eps, n, copy, split.ATP_FRACTIONS, "grouped") == fresh
+        for share in fresh.shares.values():
+            assert Fraction(exact_share(eps, share)) <= Fraction(eps) * share
+    with pytest.raises(TypeError):
+        split.copy_budgets(4.0, 5, "A", split.ATP_FRACTIONS, "uniform").shares["pivot_em"] = Fraction(1)
+    ledger = split.build_ledger(4.0, 5, split.ATP_FRACTIONS, "uniform", anchor=True)
+    assert ledger.total() <= Fraction(4) and ledger is split.build_ledger(
+        4.0, 5, split.ATP_FRACTIONS, "uniform", anchor=True
+    )
