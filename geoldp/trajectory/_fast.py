@@ -113,12 +113,14 @@ from geoldp.trajectory._fast_sampling import (
 )
 from geoldp.trajectory.merge import TAU_FACTOR
 
-__all__ = ["FastIndex", "get_index", "last_stats", "perturb_fast"]
+__all__ = ["FastIndex", "get_index", "kernel_state", "last_stats", "perturb_fast"]
 
 # Counters of the last call, kept only when a benchmark opts in: some of them (proposals, fallbacks) are
 # aggregates of the private inputs, so by default nothing is kept after a call.
 COLLECT_STATS = False
 _LAST_STATS: dict = {}
+# Kernel kinds (PointEM 0, TP 1, ATP 2) that have run in this process: their compiled code is in memory.
+_WARM: set[int] = set()
 # (phase-1, phase-3) proposal limits; tests set them to force the exact branches.
 _prop = [MAX_PROPOSALS, MAX_PROPOSALS_D]
 # ATP region: the Taylor remainder accepted per point in the certified η interval (metres), and whether to
@@ -602,6 +604,27 @@ def _tables(mechanism, lengths, m):
     return g, eps_single, eps_piv, eps_np, lie, eps_anc, eps_rad, sw_b, eps_dec
 
 
+def kernel_state(mechanism) -> str:
+    """What the first fast-path call of ``mechanism`` in this process waits for (for progress reports).
+
+    Returns
+    -------
+    str
+        ``"ready"`` (its kernel already ran in this process), ``"cached"`` (numba's on-disk cache has an
+        index for the driver kernel: loading takes about a second) or ``"compile"`` (no cache: numba
+        compiles the kernels, which takes tens of seconds once per installation and version).
+    """
+    if mechanism.sampler_plan.kernel_kind in _WARM:
+        return "ready"
+    try:  # numba's cache object of the driver; its layout is numba's, so any surprise means "unknown"
+        index_path = _run._cache._cache_file._index_path
+    except AttributeError:
+        return "compile"
+    import os
+
+    return "cached" if os.path.exists(index_path) else "compile"
+
+
 def perturb_fast(flat_idx, offsets, points, mechanism, key, first_stream, n_jobs: int = 1) -> np.ndarray:
     """Perturb trajectories given as flat indices into ``points`` with the numba fast path.
 
@@ -740,6 +763,7 @@ def perturb_fast(flat_idx, offsets, points, mechanism, key, first_stream, n_jobs
         with ThreadPoolExecutor(max_workers=n_jobs) as pool:
             for st in pool.map(run_chunk, cuts[:-1].tolist(), cuts[1:].tolist()):
                 stats += st
+    _WARM.add(kind)
     _LAST_STATS.clear()
     if COLLECT_STATS:
         _LAST_STATS.update({k: int(v) for k, v in zip(STAT_NAMES, stats, strict=True)})
