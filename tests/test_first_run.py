@@ -199,3 +199,38 @@ def test_cached_budget_split_is_the_exact_one_and_read_only():
     assert ledger.total() <= Fraction(4) and ledger is split.build_ledger(
         4.0, 5, split.ATP_FRACTIONS, "uniform", anchor=True
     )
+
+
+@pytest.mark.parametrize(
+    ("state", "stage"), [("compile", "compiling kernels (first run only)"), ("ready", None)]
+)
+def test_progress_shows_the_kernel_stage_before_the_bar(monkeypatch, toy_lines, city_points, state, stage):
+    from geoldp import _release
+    from geoldp.trajectory import engine
+
+    bars: list[dict] = []
+
+    class Bar:  # records what geoldp asks tqdm for
+        def __init__(self, **kwargs):
+            bars.append(dict(kwargs, updates=0))
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return False
+
+        def update(self, n):
+            bars[-1]["updates"] += n
+
+    plain = toy_lines.ldp.perturb(city_points, epsilon=4.0, rng=5)
+    monkeypatch.setattr(_release, "_tqdm", lambda: Bar)
+    monkeypatch.setattr(engine, "kernel_state", lambda mechanism: state)
+    shown = toy_lines.ldp.perturb(city_points, epsilon=4.0, rng=5, progress=True)
+    assert shown.geometry.equals(plain.geometry)  # the warm-up uses none of the release's randomness
+    descs = [b["desc"] for b in bars]
+    if stage is None:
+        assert descs == ["geoldp"]
+    else:  # the stage first, then the bar (whose rate and ETA start after it)
+        assert descs == [f"geoldp: {stage}", "geoldp"] and bars[0]["updates"] == 1
+    assert bars[-1]["total"] == len(toy_lines) == bars[-1]["updates"]
