@@ -27,6 +27,7 @@ from typing import Any
 
 __all__ = [
     "FORMATS",
+    "WRITE_FORMATS",
     "Detected",
     "check_geojson_crs",
     "check_xml",
@@ -50,6 +51,18 @@ FORMATS = {
     ".csv": "CSV",
     ".tsv": "CSV",
     ".txt": "CSV",
+}
+#: Output formats of ``geoldp.io.write_file``, by file suffix (here, so that the command line can name them
+#: without importing GeoPandas).
+WRITE_FORMATS = {
+    ".geojson": "GeoJSON",
+    ".json": "GeoJSON",
+    ".gpkg": "GPKG",
+    ".parquet": "Parquet",
+    ".geoparquet": "Parquet",
+    ".csv": "CSV",
+    ".shp": "ESRI Shapefile",
+    ".fgb": "FlatGeobuf",
 }
 COMPRESSIONS = {".gz": "gzip", ".bz2": "bz2", ".xz": "xz", ".zip": "zip"}
 _MAGIC = {"gzip": b"\x1f\x8b", "bz2": b"BZh", "xz": b"\xfd7zXZ\x00", "zip": b"PK\x03\x04"}

@@ -476,8 +476,10 @@ class Plan:
                     seqs, req.ps, req.mech, key=self.key, offset=offset, policy=self.policy, n_jobs=req.n_jobs
                 )
             )
+        _warm_up(tqdm, seqs, req, self.policy)
         out: list[np.ndarray] = []
         chunk = max(1, min(_PROGRESS_CHUNK_MAX, -(-len(seqs) // 100)))
+        # the bar starts after the warm-up, so its rate and ETA count only the perturbation itself
         with tqdm(total=len(seqs), unit="traj", desc="geoldp", leave=False) as bar:
             for start in range(0, len(seqs), chunk):
                 part = seqs[start : start + chunk]
@@ -517,11 +519,40 @@ class Plan:
 
 
 def _tqdm() -> Any:
+    """tqdm's bar: a notebook widget where ipywidgets is installed, else a text bar; None without tqdm."""
+    import importlib.util
+
     try:
-        from tqdm.auto import tqdm
-    except ImportError:  # tqdm is optional: no bar
+        if importlib.util.find_spec("ipywidgets") is None:
+            # tqdm.auto would pick its notebook bar in Jupyter, then warn that ipywidgets is missing
+            from tqdm.std import tqdm
+        else:
+            from tqdm.auto import tqdm
+    except (ImportError, ValueError):  # tqdm is optional: no bar
         return None
     return tqdm
+
+
+#: What the progress report says while the kernels are made ready, by :func:`engine.kernel_state`.
+KERNEL_STAGES = {"compile": "compiling kernels (first run only)", "cached": "loading compiled kernels"}
+
+
+def _warm_up(tqdm: Any, seqs: list[np.ndarray], req: Any, policy: str) -> None:
+    """Get the kernels compiled (or loaded) under their own stage, before the bar whose ETA they would spoil.
+
+    The warm-up perturbs one made-up trajectory of public points (indices 0, 1, ... of P, as long as the
+    first trajectory of length ≥ 2, so that the same kernel variant is compiled) with a fixed key, and
+    throws the output away: it reads no input row and uses none of the release's randomness.
+    """
+    stage = KERNEL_STAGES.get(engine.kernel_state(req.mech))
+    if stage is None:
+        return
+    n = next((len(s) for s in seqs if len(s) >= 2), 1)
+    dummy = [np.arange(n, dtype=np.int64) % len(req.ps)]
+    with tqdm(total=1, desc=f"geoldp: {stage}", bar_format="{desc} {elapsed}", leave=False) as bar:
+        key = np.zeros(8, dtype=np.uint32)
+        engine.run_with_key(dummy, req.ps, req.mech, key=key, offset=0, policy=policy)
+        bar.update(1)
 
 
 def request(

@@ -19,8 +19,10 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn, TextIO
 
-# the output formats of `geoldp perturb` are those of geoldp.io.write_file, by file suffix
-from geoldp.io import WRITE_FORMATS
+# the output formats of `geoldp perturb` are those of geoldp.io.write_file, by file suffix. Only light
+# modules at the top: `--help`, `--version` and usage errors answer before numba or GeoPandas load (every
+# command imports what it needs inside its function).
+from geoldp._formats import WRITE_FORMATS
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator, Sequence

@@ -72,16 +72,7 @@ _TAIL_BYTES = 1 << 20
 _MAX_LEDGER_BYTES = _formats.MAX_LEDGER_BYTES
 
 #: Output formats of :func:`write_file`, by file suffix.
-WRITE_FORMATS = {
-    ".geojson": "GeoJSON",
-    ".json": "GeoJSON",
-    ".gpkg": "GPKG",
-    ".parquet": "Parquet",
-    ".geoparquet": "Parquet",
-    ".csv": "CSV",
-    ".shp": "ESRI Shapefile",
-    ".fgb": "FlatGeobuf",
-}
+WRITE_FORMATS = _formats.WRITE_FORMATS
 
 
 def ledger_path(path: str | os.PathLike[str]) -> Path:
