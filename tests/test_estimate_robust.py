@@ -137,12 +137,12 @@ def test_the_support_flag_marks_what_a_release_cannot_tell_from_no_data():
     )
     gen = np.random.default_rng(5)
     corner = np.flatnonzero((LON < 0.07) & (LAT < 0.07))
-    trajs = [gen.choice(corner if gen.random() < 0.8 else np.arange(P.size), size=2) for _ in range(600)]
-    kw = dict(zones=zones, n_boot=10, n_candidates=600, n_sims=8, rng=1)
+    trajs = [gen.choice(corner if gen.random() < 0.8 else np.arange(P.size), size=2) for _ in range(400)]
+    kw = dict(zones=zones, n_boot=5, n_candidates=300, rng=1)
     flat = perturb_trajectories(trajs, P, mechanism="pointem", epsilon=0.2, rng=2)
     v0 = estimate.visit_counts(flat, P, mechanism="pointem", epsilon=0.2, **kw)
     sharp = perturb_trajectories(trajs, P, mechanism="pointem", epsilon=8.0, rng=3)
     v8 = estimate.visit_counts(sharp, P, mechanism="pointem", epsilon=8.0, **kw)
-    assert v0["supported"].mean() <= 0.25, v0
-    assert v8["supported"].mean() >= v0["supported"].mean() + 0.25, (v0, v8)
+    assert v0["supported"].sum() <= 1, v0  # of 16 zones
+    assert v8["supported"].sum() >= v0["supported"].sum() + 2, (v0, v8)
     assert bool(v8["supported"].iloc[0])  # the corner zone holding 80 % of the trajectories
