@@ -379,7 +379,7 @@ def fit(
     >>> rel = perturb_trajectories([np.array([0, 1])] * 50, P, mechanism="tp", epsilon=4.0, rng=0)
     >>> pop = estimate.fit(rel, P, mechanism="tp", epsilon=4.0, rng=0, n_boot=0)
     >>> pop.visit_counts().shape, len(pop.denoise())
-    ((20, 4), 50)
+    ((20, 5), 50)
     """
     fit_kw = dict(
         n_candidates=n_candidates, n_sims=n_sims, n_boot=n_boot, n_iter=n_iter, cell_km=cell_km, level=level
@@ -463,7 +463,7 @@ def visit_counts(
     >>> P = PointSet(np.linspace(0, 0.1, 20), np.zeros(20))
     >>> rel = perturb_trajectories([np.array([0, 1])] * 50, P, mechanism="tp", epsilon=4.0, rng=0)
     >>> visit_counts(rel, P, mechanism="tp", epsilon=4.0, rng=0, n_boot=0).shape
-    (20, 4)
+    (20, 5)
     """
     fit_kw = dict(
         n_candidates=n_candidates, n_sims=n_sims, n_boot=n_boot, n_iter=n_iter, cell_km=cell_km, level=level
