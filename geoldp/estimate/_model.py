@@ -385,7 +385,7 @@ def _start_weights(
 
 
 #: The models every selection compares the fit against (start, iterations): the raw release and the two
-#: no-data populations. A chosen model is never less likely on held-out rows than any of them.
+#: no-data populations. No baseline beats a chosen model on held-out rows by more than a standard error.
 BASELINES = (("released", 0), ("uniform", 0), ("constant", 0))
 
 
