@@ -4,7 +4,8 @@ For every released trajectory length n the model is a finite mixture over a *lib
 trajectories (index arrays into P) with weights w ≥ 0, Σ w = N (the number of released trajectories of
 length n). The library is public post-processing: a proposal over P (two thirds compact to spread
 trajectories around centres drawn from a prior mixing uniform-over-P and the released visit frequencies, one
-third independent uniform draws from P, the no-data population) plus the released trajectories themselves.
+third independent uniform draws from P, a no-data population), the trajectory at P's 1-median (the other
+no-data population) and the released trajectories themselves.
 
 Each released trajectory y_j is one observation with likelihood ℓ_jc = log Pr[y_j | candidate c]:
 
