@@ -863,8 +863,9 @@ class LDPAccessor:
         Returns
         -------
         pandas.DataFrame
-            Columns ``estimate``, ``lower``, ``upper`` (the 95 % interval) and ``raw`` (the same statistic
-            computed on the release as it is), one row per public point (P's order) or zone (the zones'
+            Columns ``estimate``, ``lower``, ``upper`` (the 95 % interval), ``raw`` (the same statistic
+            computed on the release as it is) and ``supported`` (False where the interval also holds the
+            estimate of a no-data population: the release cannot tell that row from no data), one row per public point (P's order) or zone (the zones'
             index).
 
         Raises
@@ -907,8 +908,9 @@ class LDPAccessor:
         Returns
         -------
         pandas.DataFrame
-            Columns ``estimate``, ``lower``, ``upper`` (the 95 % interval) and ``raw`` (the same statistic
-            computed on the release as it is), one row per region, in the given order.
+            Columns ``estimate``, ``lower``, ``upper`` (the 95 % interval), ``raw`` (the same statistic
+            computed on the release as it is) and ``supported`` (False where the interval also holds the
+            estimate of a no-data population: the release cannot tell that row from no data), one row per region, in the given order.
 
         Raises
         ------
@@ -951,7 +953,7 @@ class LDPAccessor:
         -------
         pandas.DataFrame
             Long format: ``origin``, ``destination`` (zone labels), ``estimate``, ``lower``, ``upper``,
-            ``raw``.
+            ``raw``, ``supported``.
 
         Raises
         ------

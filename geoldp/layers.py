@@ -106,6 +106,8 @@ def _with_values(frame: Any, table: pd.DataFrame) -> Any:
     for col in _VALUES:
         frame[col] = table[col].to_numpy(dtype=np.float64)
     frame["width"] = frame["upper"] - frame["lower"]
+    if "supported" in table.columns:  # False: the interval holds a no-data population's estimate
+        frame["supported"] = table["supported"].to_numpy(dtype=bool)
     return frame
 
 
