@@ -9,6 +9,8 @@ and the number of users each design needs for a target error.
 
 * Trajectory designs (TP, ATP, PointEM) are simulated: each simulated trajectory is released with
   :func:`geoldp.perturb_trajectories` and the raw counts of the release are compared with the truth.
+* LDPTrace (:func:`geoldp.synthesize`, on a 6 × 6 grid over P's box) is simulated: the collection of
+  n users' reports, the Markov model and the synthetic trajectories, whose zone counts are compared.
 * Report designs (:func:`geoldp.report`) use the closed-form variance of their estimator
   (:mod:`geoldp.reports.estimators`): the population's expected report frequencies plus Gaussian noise of
   that variance, then the same projection as the estimator.
@@ -44,7 +46,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from geoldp import _frames, metrics
+from geoldp import _frames, ldptrace, metrics
 from geoldp._validation import check_epsilon, check_int_range, check_option
 from geoldp.reports import estimators as rest
 from geoldp.reports import release as rrel
@@ -88,6 +90,7 @@ class Simulation:
     n: int
     epsilon: float
     rng: np.random.Generator
+    zones: Any = None  # the checked public zones (for designs whose output is not on P, e.g. LDPTrace)
 
     def visits(self, seqs: list[np.ndarray]) -> np.ndarray:
         """Trajectories visiting each zone (outside excluded)."""
@@ -100,9 +103,22 @@ class Simulation:
 
     def od(self, seqs: list[np.ndarray]) -> np.ndarray:
         """OD counts over zone pairs (``k × k`` flattened; an endpoint outside is left out)."""
+        return self.od_of_zones([self.zone_of_point[s] for s in seqs])
+
+    def visits_of_zones(self, zone_seqs: list[np.ndarray]) -> np.ndarray:
+        """Trajectories visiting each zone, from each trajectory's sequence of zone positions."""
         k = self.n_zones
-        o = np.array([self.zone_of_point[s[0]] for s in seqs])
-        d = np.array([self.zone_of_point[s[-1]] for s in seqs])
+        out = np.zeros(k, dtype=np.float64)
+        for z in zone_seqs:
+            u = np.unique(z)
+            out[u[u < k]] += 1
+        return out
+
+    def od_of_zones(self, zone_seqs: list[np.ndarray]) -> np.ndarray:
+        """OD counts over zone pairs from each trajectory's sequence of zone positions."""
+        k = self.n_zones
+        o = np.array([z[0] for z in zone_seqs], dtype=np.int64)
+        d = np.array([z[-1] for z in zone_seqs], dtype=np.int64)
         ok = (o < k) & (d < k)
         return np.bincount(o[ok] * k + d[ok], minlength=k * k).astype(np.float64)
 
@@ -177,12 +193,47 @@ def _answer(sim: Simulation, statistic: str, values: np.ndarray) -> np.ndarray:
     return values[:k]
 
 
-#: The designs the planner simulates (name → spec). LDPTrace or hybrids can be added with
+def _ldptrace_design(grid_size: int) -> DesignSpec:
+    """LDPTrace (:func:`geoldp.synthesize`) on an N × N grid over P's lon/lat box (public)."""
+
+    def simulate(sim: Simulation, question: str) -> tuple[list[np.ndarray], np.ndarray | None]:
+        lon, lat = np.asarray(sim.ps.lon), np.asarray(sim.ps.lat)
+        box = (float(lon.min()), float(lat.min()), float(lon.max()), float(lat.max()))
+        if not (box[2] > box[0] and box[3] > box[1]):  # a P on one line: widen its box by a tiny margin
+            box = (box[0] - 1e-6, box[1] - 1e-6, box[2] + 1e-6, box[3] + 1e-6)
+        grid = ldptrace.Grid(*box, n=grid_size)
+        # the collection is simulated for n users: the population repeated (LDPTrace's noise scales with n)
+        reps = -(-sim.n // len(sim.seqs))
+        seqs = (sim.seqs * reps)[: sim.n]
+        lengths = np.array([s.shape[0] for s in seqs], dtype=np.int64)
+        idx = np.concatenate(seqs)
+        cells, offsets = ldptrace.cell_sequences(
+            lon[idx], lat[idx], np.concatenate([[0], np.cumsum(lengths)]), grid
+        )
+        cx, cy = grid.centres()
+        zone_of_cell = zone_of_vertices(sim.zones, cx, cy)
+        out = []
+        for _ in range(_REPS):
+            seed = int(sim.rng.integers(2**63 - 1))
+            model = ldptrace.collect(cells, offsets, grid, sim.epsilon, rng=seed)
+            syn, off = ldptrace.synthesize_cells(model, len(sim.seqs), rng=seed + 1)
+            zone_seqs = [zone_of_cell[syn[a:b]] for a, b in zip(off[:-1], off[1:], strict=True) if b > a]
+            counts = (
+                sim.od_of_zones(zone_seqs) if _needs(question) == "od" else sim.visits_of_zones(zone_seqs)
+            )
+            out.append(counts * (sim.n / max(len(zone_seqs), 1)))
+        return out, None
+
+    return DesignSpec(QUESTIONS, simulate, "synthesis")
+
+
+#: The designs the planner simulates (name → spec). Hybrids or other designs can be added with
 #: :func:`register_design`.
 DESIGNS: dict[str, DesignSpec] = {
     "tp": _trajectory_design("tp"),
     "atp": _trajectory_design("atp"),
     "pointem": _trajectory_design("pointem"),
+    "ldptrace": _ldptrace_design(6),
     "report:visited_zone": _report_design("visited_zone", 1),
     "report:visited_zone:padded": _report_design("visited_zone", 3),
     "report:od": _report_design("od", 1),
@@ -421,7 +472,7 @@ def plan(
         seqs = [seqs[i] for i in gen.choice(len(seqs), size=size, replace=len(seqs) < size)]
     else:
         seqs = _walks(ps, _lengths(lengths, size, gen, caller), gen, population=population)
-    sim = Simulation(ps, zone_of_point, z.size, seqs, n, epsilon, gen)
+    sim = Simulation(ps, zone_of_point, z.size, seqs, n, epsilon, gen, z)
     truth = (sim.od(seqs) if _needs(question) == "od" else sim.visits(seqs)) * (n / size)
     median = int(metrics.one_median(ps))
 
@@ -472,7 +523,9 @@ def _users_needed(
         return float(sim.n) if err <= target else math.nan
     for factor in (2.0**e for e in range(-6, 13)):
         m = max(1, int(round(sim.n * factor)))
-        trial = Simulation(sim.ps, sim.zone_of_point, sim.n_zones, sim.seqs, m, sim.epsilon, sim.rng)
+        trial = Simulation(
+            sim.ps, sim.zone_of_point, sim.n_zones, sim.seqs, m, sim.epsilon, sim.rng, sim.zones
+        )
         truth = (trial.od(trial.seqs) if _needs(question) == "od" else trial.visits(trial.seqs)) * (
             m / len(trial.seqs)
         )

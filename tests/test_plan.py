@@ -18,7 +18,7 @@ ZONES = zone_grid((0.0, 0.0, 1.0, 1.0), cells=4)
 @pytest.mark.parametrize("question", planner.QUESTIONS)
 def test_table_has_every_design_and_both_baselines(question):
     t = geoldp.plan(PTS, ZONES, epsilon=4.0, n=500, lengths=[2, 3, 5], question=question, rng=1)
-    assert {"baseline:uniform", "baseline:constant", "tp", "atp", "pointem"} <= set(t.index)
+    assert {"baseline:uniform", "baseline:constant", "tp", "atp", "pointem", "ldptrace"} <= set(t.index)
     assert any(i.startswith("report:") for i in t.index)
     assert t["recommended"].sum() == 1
     assert t.attrs["recommended"] == t.index[t["recommended"]][0]
@@ -35,6 +35,17 @@ def test_table_has_every_design_and_both_baselines(question):
 def test_every_population(population):
     t = geoldp.plan(PTS, ZONES, epsilon=4.0, n=300, lengths=3, population=population, designs=["tp"], rng=0)
     assert t.attrs["population"] == f"random walks ({population})"
+
+
+def test_ldptrace_design_learns_more_with_more_budget():
+    # LDPTrace's synthetic population approaches the simulated one's zone visits as ε grows; at ε = 0.5 its
+    # model is mostly noise (3 repetitions each; the gap is several error_sd wide)
+    errs = {}
+    for eps in (0.5, 32.0):
+        t = geoldp.plan(PTS, ZONES, epsilon=eps, n=5000, lengths=[3, 4], designs=["ldptrace"], rng=3)
+        errs[eps] = t.loc["ldptrace", ["error", "error_sd"]]
+        assert t.loc["ldptrace", "kind"] == "synthesis"
+    assert errs[32.0]["error"] + 2 * errs[32.0]["error_sd"] < errs[0.5]["error"] - 2 * errs[0.5]["error_sd"]
 
 
 def test_seeded_plan_is_reproducible():
