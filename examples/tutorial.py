@@ -20,14 +20,15 @@ import pandas as pd
 import shapely
 
 import geoldp
-from geoldp import io, points, prepare
+from geoldp import io, layers, points, prepare
 
 # [settings]
 #: A PUBLIC area: central Beijing, a rounded bounding box (lon/lat) chosen without looking at the data.
 AREA = (116.25, 39.80, 116.50, 40.05)
 SPACING_M = 500  # public grid spacing, metres
 EPSILON = 4.0  # budget of ONE trajectory
-TOTAL_EPSILON = 8.0  # what each user may spend over all releases (two trips at ε = 4)
+TOTAL_EPSILON = 8.0  # what each user may spend over all releases
+MAX_PER_USER = 2  # trips released per user: TOTAL_EPSILON / EPSILON (the others are dropped)
 # [/settings]
 
 
@@ -86,9 +87,19 @@ def main(
     # [/prepare]
 
     # [save-trips]
-    # the prepared trips are still private: keep them with the raw fixes (for the command line, step 8)
+    # the prepared trips are still private: keep them with the raw fixes (for the command line, step 9)
     io.write_file(trips, fixes_path.with_name("trips.gpkg"), overwrite=True, inputs=[fixes_path])
     # [/save-trips]
+
+    # [plan]
+    # which design answers "where do people go?" best at this budget, from public inputs only (P, the
+    # zones, epsilon, the number of rows and the length cap), before any budget is spent: each design is
+    # simulated on populations made up from P, next to the two no-data baselines
+    zones = geoldp.metrics.zone_grid(P, cell_km=1.5)
+    plan = geoldp.plan(P, zones, epsilon=epsilon, n=len(trips), lengths=max_points, rng=rng)
+    print(plan[["kind", "error", "interval_width", "recommended"]].round(3).to_string())
+    print(f"recommended for zone visits: {plan.attrs['recommended']}")
+    # [/plan]
 
     # [perturb]
     if budget_path.exists():
@@ -101,31 +112,36 @@ def main(
         epsilon=epsilon,
         accountant=acc,  # refuses, before any random draw, a release that takes a user past the total
         user_col="user_id",  # who pays for each trip; not released (not in keep_columns)
+        max_per_user=MAX_PER_USER,  # a user's first 2 trips (in time order); her other trips are dropped
         snap_max_km=2.0,  # a fix more than 2 km from every public point is an error, not a silent snap
         rng=rng,
     )
     acc.save(budget_path)
     ledger = released.attrs["geoldp"]
-    print(f"released {len(released)} trips with {ledger['mechanism']} at ε = {ledger['epsilon']} each")
+    mech, eps = ledger["mechanism"], ledger["epsilon"]
+    print(f"released {len(released)} of {len(trips)} trips with {mech} at ε = {eps} each")
     print(f"a user has {acc.remaining(trips['user_id'].iloc[0])} of ε = {acc.total_epsilon} left")
     # [/perturb]
 
     # [evaluate]
     # the release next to two baselines computed from P alone: "uniform" (every vertex a uniform draw from P)
     # and "constant" (every vertex at P's 1-median); one row each, one column per metric
-    table = geoldp.evaluate(trips, released, points=P)
+    table = geoldp.evaluate(trips.loc[released.index], released, points=P)  # the rows released
     print(table[["NE_km", "PRQ_1km", "range_query_error", "zone_l1", "od_l1"]].round(3).to_string())
     # [/evaluate]
 
     # [estimate]
     # population statistics from the release alone (post-processing: no budget is spent, no original is read);
     # the mechanism and its ε are read from the release's ledger
-    zones = geoldp.metrics.zone_grid(P, cell_km=1.5)
-    population = released.ldp.fit_population(P, rng=rng)  # one fit answers every query below
-    visits = population.visit_counts(zones)  # estimate, lower, upper (95 % interval), raw per zone
-    print(visits.sort_values("estimate", ascending=False).head(5).round(1).to_string())
-    flows = population.od_flows(zones)  # origin zone -> destination zone, long format
-    print(flows.sort_values("estimate", ascending=False).head(3).round(1).to_string(index=False))
+    # one fit answers every query: zone visits, origin -> destination flows (lines between zone centres)
+    # and the 10 busiest zones, each with estimate, lower, upper (95 % interval), width and raw columns
+    estimates = layers.estimate_layers(released, P, zones=zones, rng=rng)
+    visits = estimates["zone_visits"]
+    cols = ["zone", "estimate", "lower", "upper", "raw"]
+    print(visits.sort_values("estimate", ascending=False)[cols].head(5).round(1).to_string(index=False))
+    flows = estimates["od_flows"]
+    cols = ["origin", "destination", "estimate", "lower", "upper"]
+    print(flows.sort_values("estimate", ascending=False)[cols].head(3).round(1).to_string(index=False))
     # [/estimate]
 
     # [write]
@@ -134,18 +150,20 @@ def main(
     # the ledger sidecar is written last and records the final file's size and SHA-256
     io.write_file(P, gpkg, layer="public_points", overwrite=True)
     written = io.write_file(released, gpkg, layer="released_trips", add_layer=True, inputs=[fixes_path])
+    # the estimates (computed from the release alone: as public as it is), one layer each
+    written += layers.write_layers(estimates, out_dir / "estimates.gpkg", overwrite=True)
     print("wrote", ", ".join(p.name for p in written))
     # [/write]
     return gpkg
 
 
 def _demo_fixes(path: Path, *, n_users: int, seed: int = 0) -> None:
-    """Write a simulated GPS log (demo data, not part of the tutorial): two trips per user, 5 s fixes."""
+    """Write a simulated GPS log (demo data, not part of the tutorial): three trips per user, 5 s fixes."""
     gen = np.random.default_rng(seed)  # simulation noise, not privacy noise
     rows = []
     for user in range(n_users):
         t = pd.Timestamp("2026-05-04 07:00") + pd.Timedelta(minutes=int(gen.integers(0, 120)))
-        for _trip in range(2):
+        for _trip in range(3):
             lon, lat = gen.uniform(116.33, 116.42), gen.uniform(39.88, 39.97)
             heading = gen.uniform(0, 2 * np.pi)
             for _fix in range(int(gen.integers(150, 300))):

@@ -3,32 +3,40 @@
 geoldp implements the TP and ATP mechanisms of Zhang et al., "Trajectory Data Collection with Local
 Differential Privacy" (PVLDB 16(10), 2023) on top of GeoPandas. Importing the package registers the
 ``.ldp`` accessor on GeoDataFrames.
+
+``import geoldp`` is light: the public names and submodules below are imported the first time they are
+used (PEP 562), so numba, GeoPandas and the estimators load only when a command or a call needs them. The
+``.ldp`` accessor is registered the moment pandas is imported (or at once, when it already is), and its
+module loads on the first ``gdf.ldp``.
 """
 
 from __future__ import annotations
 
-from importlib.metadata import PackageNotFoundError, version
+import importlib
+import importlib.abc
+import sys
+from typing import TYPE_CHECKING, Any
 
-# First: point numba's on-disk cache away from the installed package, before any module below is decorated
-# with ``numba.njit(cache=True)``.
-from geoldp import _numba_cache  # noqa: F401  # isort: skip
-
-# Importing the accessor module registers ``GeoDataFrame.ldp`` as a side effect.
-from geoldp import accessor as _accessor  # noqa: F401
-from geoldp import estimate, points
-from geoldp._versions import show_versions
-from geoldp.accounting import BudgetAccountant
-from geoldp.budget import Ledger
 from geoldp.errors import BudgetError, DomainError, GeoLDPError, GeoLDPWarning, PrivacyWarning
-from geoldp.interop import from_movingpandas, from_trackintel, to_movingpandas, to_trackintel
-from geoldp.metrics import evaluate
-from geoldp.pointset import PointSet
-from geoldp.trajectory import ATP, TP, PointEM, perturb_trajectories
 
-try:
-    __version__ = version("geoldp")
-except PackageNotFoundError:  # running from a source tree that is not installed
-    __version__ = "0.0.0+unknown"
+if TYPE_CHECKING:
+    from geoldp import datasets as datasets
+    from geoldp import estimate, points
+    from geoldp import io as io
+    from geoldp import plotting as plotting
+    from geoldp import prepare as prepare
+    from geoldp._versions import show_versions
+    from geoldp.accounting import BudgetAccountant
+    from geoldp.budget import Ledger
+    from geoldp.interop import from_movingpandas, from_trackintel, to_movingpandas, to_trackintel
+    from geoldp.ldptrace import synthesize
+    from geoldp.metrics import evaluate
+    from geoldp.planner import plan
+    from geoldp.pointset import PointSet
+    from geoldp.reports import report
+    from geoldp.trajectory import ATP, TP, PointEM, perturb_trajectories
+
+    __version__: str
 
 __all__ = [
     "ATP",
@@ -48,8 +56,144 @@ __all__ = [
     "from_movingpandas",
     "from_trackintel",
     "perturb_trajectories",
+    "plan",
     "points",
+    "report",
     "show_versions",
+    "synthesize",
     "to_movingpandas",
     "to_trackintel",
 ]
+
+# public name -> the module that defines it
+_NAMES = {
+    "ATP": "geoldp.trajectory",
+    "TP": "geoldp.trajectory",
+    "PointEM": "geoldp.trajectory",
+    "perturb_trajectories": "geoldp.trajectory",
+    "BudgetAccountant": "geoldp.accounting",
+    "Ledger": "geoldp.budget",
+    "PointSet": "geoldp.pointset",
+    "evaluate": "geoldp.metrics",
+    "plan": "geoldp.planner",
+    "report": "geoldp.reports",
+    "synthesize": "geoldp.ldptrace",
+    "show_versions": "geoldp._versions",
+    "from_movingpandas": "geoldp.interop",
+    "from_trackintel": "geoldp.interop",
+    "to_movingpandas": "geoldp.interop",
+    "to_trackintel": "geoldp.interop",
+}
+# submodules reachable as attributes right after ``import geoldp``
+_SUBMODULES = (
+    "accounting",
+    "budget_strategies",
+    "datasets",
+    "estimate",
+    "hybrid",
+    "io",
+    "layers",
+    "metrics",
+    "plotting",
+    "points",
+    "prepare",
+    "reports",
+)
+
+
+def __getattr__(name: str) -> Any:
+    if name in _NAMES:
+        value = getattr(importlib.import_module(_NAMES[name]), name)
+    elif name in _SUBMODULES:
+        value = importlib.import_module(f"geoldp.{name}")
+    elif name == "__version__":
+        from geoldp._versions import geoldp_version
+
+        value = geoldp_version()
+    else:
+        raise AttributeError(f"module 'geoldp' has no attribute {name!r}")
+    globals()[name] = value  # the next lookup is an ordinary attribute
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__) | set(_SUBMODULES))
+
+
+# ------------------------------------------------------------------------------------------------------
+# Work that must happen when a heavy dependency is imported, by anyone, without importing it here.
+
+
+def _configure_numba() -> None:
+    # Points numba's on-disk cache away from the installed package before any geoldp kernel is decorated
+    # with ``numba.njit(cache=True)`` (every such module imports numba first, which runs this hook).
+    importlib.import_module("geoldp._numba_cache")
+
+
+class _LazyAccessor:
+    """``DataFrame.ldp`` until first used; then imports :mod:`geoldp.accessor`, which registers itself."""
+
+    def __get__(self, obj: Any, cls: Any) -> Any:
+        import pandas as pd
+
+        if pd.DataFrame.__dict__.get("ldp") is self:
+            delattr(pd.DataFrame, "ldp")
+        from geoldp import accessor  # its decorator registers LDPAccessor on the first import
+
+        if not hasattr(pd.DataFrame, "ldp"):  # the module had been imported before: register again
+            pd.api.extensions.register_dataframe_accessor("ldp")(accessor.LDPAccessor)
+        return accessor.LDPAccessor if obj is None else accessor.LDPAccessor(obj)
+
+
+def _register_accessor() -> None:
+    # ``geoldp.accessor`` in sys.modules: that module is being (or has been) imported and registers itself.
+    pandas = sys.modules["pandas"]
+    frame = pandas.DataFrame
+    if "geoldp.accessor" not in sys.modules and not hasattr(frame, "ldp"):
+        frame.ldp = _LazyAccessor()
+        frame._accessors.add("ldp")
+
+
+_AFTER_IMPORT = {"numba": _configure_numba, "pandas": _register_accessor}
+
+
+class _AfterImport(importlib.abc.MetaPathFinder):
+    """Runs ``_AFTER_IMPORT[name]`` right after the module ``name`` has been executed, then steps aside.
+
+    It finds nothing itself: it asks the finders after it for the module's spec and wraps its loader's
+    ``exec_module``, so the module is imported exactly as it would be without geoldp.
+    """
+
+    def find_spec(self, fullname: str, path: Any, target: Any = None) -> Any:
+        hook = _AFTER_IMPORT.get(fullname)
+        if hook is None:
+            return None
+        spec = None
+        for finder in sys.meta_path:
+            if finder is self or not hasattr(finder, "find_spec"):
+                continue
+            spec = finder.find_spec(fullname, path, target)
+            if spec is not None:
+                break
+        loader = getattr(spec, "loader", None)
+        if loader is None or not hasattr(loader, "exec_module"):
+            return spec
+        exec_module = loader.exec_module
+
+        def exec_then_hook(module: Any) -> None:
+            exec_module(module)
+            del _AFTER_IMPORT[fullname]
+            if not _AFTER_IMPORT and self in sys.meta_path:
+                sys.meta_path.remove(self)
+            hook()
+
+        loader.exec_module = exec_then_hook
+        return spec
+
+
+for _name in list(_AFTER_IMPORT):
+    if _name in sys.modules:
+        _AFTER_IMPORT.pop(_name)()
+if _AFTER_IMPORT:
+    sys.meta_path.insert(0, _AfterImport())
+del _name

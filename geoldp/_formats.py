@@ -27,8 +27,10 @@ from typing import Any
 
 __all__ = [
     "FORMATS",
+    "WRITE_FORMATS",
     "Detected",
     "check_geojson_crs",
+    "check_xml",
     "detect",
     "no_network",
     "pyogrio_module",
@@ -49,6 +51,18 @@ FORMATS = {
     ".csv": "CSV",
     ".tsv": "CSV",
     ".txt": "CSV",
+}
+#: Output formats of ``geoldp.io.write_file``, by file suffix (here, so that the command line can name them
+#: without importing GeoPandas).
+WRITE_FORMATS = {
+    ".geojson": "GeoJSON",
+    ".json": "GeoJSON",
+    ".gpkg": "GPKG",
+    ".parquet": "Parquet",
+    ".geoparquet": "Parquet",
+    ".csv": "CSV",
+    ".shp": "ESRI Shapefile",
+    ".fgb": "FlatGeobuf",
 }
 COMPRESSIONS = {".gz": "gzip", ".bz2": "bz2", ".xz": "xz", ".zip": "zip"}
 _MAGIC = {"gzip": b"\x1f\x8b", "bz2": b"BZh", "xz": b"\xfd7zXZ\x00", "zip": b"PK\x03\x04"}
@@ -307,6 +321,71 @@ def check_geojson_crs(data: bytes, name: str, caller: str) -> None:
                     stack.append((child, f"in {key}"))
         elif isinstance(obj, list):
             stack.extend((c, where) for c in obj)
+
+
+class _Refused(Exception):
+    """Raised inside the expat handlers of :func:`check_xml`."""
+
+
+class _WrongRoot(Exception):
+    """Raised inside the expat handlers of :func:`check_xml` for an unexpected document element."""
+
+
+_XML_CHUNK = 1 << 16
+
+
+def check_xml(data: bytes, name: str, caller: str, *, root: str | None = None) -> None:
+    """Refuse an XML document (GPX) with a DTD or an entity anywhere in it, or that is not well formed.
+
+    The whole document is streamed through the standard library's expat parser (no tree is built) before
+    GDAL sees it: a DOCTYPE declaration (internal subset or external DTD), any entity or notation
+    declaration, and any external or parameter entity are refused wherever they appear, and parameter
+    entities are never parsed. A reference to an undeclared entity is not well formed. So no entity is
+    ever expanded and no other file or URL is ever read, however far into the file the declaration sits.
+    With ``root``, the document element must have that name (with or without a namespace prefix), so a
+    VRT or other GDAL document behind a long comment is never handed to GDAL as a GPX.
+    """
+    import xml.parsers.expat as expat
+
+    def refuse(*_: Any) -> Any:
+        raise _Refused
+
+    seen: list[str] = []
+
+    def on_start(tag: str, _attrs: Any) -> None:
+        if not seen:
+            seen.append(tag)
+            if root is not None and tag.rpartition(":")[2] != root:
+                raise _WrongRoot
+
+    parser = expat.ParserCreate()
+    parser.SetParamEntityParsing(expat.XML_PARAM_ENTITY_PARSING_NEVER)
+    parser.StartDoctypeDeclHandler = refuse
+    parser.EntityDeclHandler = refuse
+    parser.UnparsedEntityDeclHandler = refuse
+    parser.NotationDeclHandler = refuse
+    parser.ExternalEntityRefHandler = refuse
+    parser.StartElementHandler = on_start
+    try:
+        for start in range(0, len(data), _XML_CHUNK):
+            parser.Parse(data[start : start + _XML_CHUNK], False)
+        parser.Parse(b"", True)
+    except _WrongRoot:
+        raise ValueError(
+            f"{caller}: '{name}' is XML but its document element is not <{root}>; geoldp reads only "
+            f"{root.upper() if root else 'XML'} documents under that name. Rename or convert it."
+        ) from None
+    except _Refused:
+        raise ValueError(
+            f"{caller}: '{name}' declares a DOCTYPE, a DTD or XML entities; geoldp refuses them anywhere in "
+            "the file (they can make the parser read other files or expand without bound). Remove the "
+            "declaration."
+        ) from None
+    except (expat.ExpatError, ValueError, RecursionError, MemoryError):
+        raise ValueError(
+            f"{caller}: '{name}' is not well-formed XML (or uses an entity it does not declare); check the "
+            "file. Its contents are not quoted here."
+        ) from None
 
 
 def pyogrio_module(caller: str) -> Any:

@@ -38,6 +38,7 @@ import pandas as pd
 import shapely
 from pyproj import CRS, Transformer
 
+from geoldp._validation import check_time_kinds
 from geoldp.errors import GeoLDPWarning
 
 __all__ = [
@@ -272,6 +273,7 @@ def _time_key(values: pd.Series, rows: np.ndarray, *, caller: str, time_col: str
 
     ``rows`` holds the original row positions of ``values``, so the error names the user's row.
     """
+    check_time_kinds(values, time_col, caller=caller)  # numbers and text: no common time order
     isna = np.asarray(values.isna())
     pos = _first(isna)
     if pos is not None:

@@ -24,7 +24,9 @@ with budget ε′ makes its most likely output at most e^{ε′/2} times as like
 with ε/n < :data:`NEAR_UNIFORM_EPSILON` (0.1) the nearest public point is at most e^{0.025} ≈ 1.025 times
 as likely as the farthest one: the output is close to uniform noise over the public points. A release then
 emits one :class:`~geoldp.PrivacyWarning` with the number of affected trajectories and the length to shrink
-them to (:func:`suggest_max_points`). :mod:`geoldp.prepare` re-exports the public functions.
+them to (:func:`suggest_max_points`). An ε below :data:`MIN_EPSILON` (0.001) is refused with a
+``ValueError``: the output would be uniform noise even for one point. :mod:`geoldp.prepare` re-exports the
+public functions.
 """
 
 from __future__ import annotations
@@ -47,6 +49,7 @@ from geoldp.trajectory import engine
 
 __all__ = [
     "LEDGER_LENGTHS_MAX",
+    "MIN_EPSILON",
     "NEAR_UNIFORM_EPSILON",
     "Plan",
     "Request",
@@ -59,6 +62,12 @@ __all__ = [
 
 #: Budget per point (ε/n) below which the output is called "close to uniform" (see module notes).
 NEAR_UNIFORM_EPSILON = 0.1
+
+#: Smallest ε (per trajectory) a release accepts: below it even a one-point trajectory is released by an
+#: exponential mechanism with ε′ ≤ ε < 0.001, so the nearest public point is at most e^{0.0005} ≈ 1.0005
+#: times as likely as the farthest one. The output is then uniform noise, whatever the data: an error
+#: (usually a unit slip such as ``1e-300`` for ``1.0``), not only a warning.
+MIN_EPSILON = 1e-3
 
 #: Up to this many distinct trajectory lengths, the provenance lists the ledger of every length.
 LEDGER_LENGTHS_MAX = 16
@@ -107,6 +116,18 @@ def _longest_ok(mech: Any, threshold: float) -> int:
     while n > 1 and _below(total / n, threshold):
         n -= 1
     return n
+
+
+def check_min_epsilon(mech: Any, *, caller: str) -> None:
+    """Refuse a mechanism whose ε is below :data:`MIN_EPSILON` (its output would be uniform noise)."""
+    eps = getattr(mech, "epsilon", None)
+    if isinstance(eps, int | float | Fraction) and float(eps) < MIN_EPSILON:
+        raise ValueError(
+            f"The 'epsilon' parameter of {caller} is {float(eps):g}, below the smallest budget geoldp "
+            f"releases with, {MIN_EPSILON:g}: at that ε every output point is, to within 0.05 %, a uniform "
+            "draw from the public points, whatever the data. Use ε per trajectory (e.g. 1 to 10, as in the "
+            "paper)."
+        )
 
 
 def point_budget(
@@ -169,7 +190,7 @@ def suggest_max_points(
     threshold : float, default 0.1
         The smallest acceptable budget per point, > 0.
     limit : int, optional
-        Upper cap on the result (≥ 0).
+        Upper cap on the result (≥ 1).
     **options
         Mechanism options, with a name.
 
@@ -182,7 +203,7 @@ def suggest_max_points(
     TypeError
         ``threshold`` is not a real number or ``limit`` not an int.
     ValueError
-        ``threshold <= 0`` or infinite, ``limit < 0``; an invalid ε or option.
+        ``threshold <= 0`` or infinite, ``limit < 1``; an invalid ε or option.
 
     Examples
     --------
@@ -196,7 +217,7 @@ def suggest_max_points(
     if not (0.0 < threshold < np.inf):
         raise ValueError(f"The 'threshold' parameter of {caller} must be > 0. Got {threshold!r}.")
     if limit is not None:
-        limit = check_int_min(limit, "limit", minimum=0, caller=caller)
+        limit = check_int_min(limit, "limit", minimum=1, caller=caller)  # 0 would cap every length away
     n = _longest_ok(mech, threshold)
     return n if limit is None else min(n, limit)
 
@@ -221,7 +242,8 @@ def warn_near_uniform(
     else:
         advice = (
             f"Shorten them to at most {n_ok} points with geoldp.prepare.resample(gdf, max_points={n_ok}) "
-            "or geoldp.prepare.simplify(), or use a larger epsilon."
+            f"or geoldp.prepare.simplify() (command line: geoldp prepare ... --max-points {n_ok}), or use a "
+            "larger epsilon."
         )
     warnings.warn(
         f"{affected} trajectory(ies) get a budget per point (epsilon/n) below {NEAR_UNIFORM_EPSILON} "
@@ -454,8 +476,10 @@ class Plan:
                     seqs, req.ps, req.mech, key=self.key, offset=offset, policy=self.policy, n_jobs=req.n_jobs
                 )
             )
+        _warm_up(tqdm, seqs, req, self.policy)
         out: list[np.ndarray] = []
         chunk = max(1, min(_PROGRESS_CHUNK_MAX, -(-len(seqs) // 100)))
+        # the bar starts after the warm-up, so its rate and ETA count only the perturbation itself
         with tqdm(total=len(seqs), unit="traj", desc="geoldp", leave=False) as bar:
             for start in range(0, len(seqs), chunk):
                 part = seqs[start : start + chunk]
@@ -495,11 +519,40 @@ class Plan:
 
 
 def _tqdm() -> Any:
+    """tqdm's bar: a notebook widget where ipywidgets is installed, else a text bar; None without tqdm."""
+    import importlib.util
+
     try:
-        from tqdm.auto import tqdm
-    except ImportError:  # tqdm is optional: no bar
+        if importlib.util.find_spec("ipywidgets") is None:
+            # tqdm.auto would pick its notebook bar in Jupyter, then warn that ipywidgets is missing
+            from tqdm.std import tqdm
+        else:
+            from tqdm.auto import tqdm
+    except (ImportError, ValueError):  # tqdm is optional: no bar
         return None
     return tqdm
+
+
+#: What the progress report says while the kernels are made ready, by :func:`engine.kernel_state`.
+KERNEL_STAGES = {"compile": "compiling kernels (first run only)", "cached": "loading compiled kernels"}
+
+
+def _warm_up(tqdm: Any, seqs: list[np.ndarray], req: Any, policy: str) -> None:
+    """Get the kernels compiled (or loaded) under their own stage, before the bar whose ETA they would spoil.
+
+    The warm-up perturbs one made-up trajectory of public points (indices 0, 1, ... of P, as long as the
+    first trajectory of length ≥ 2, so that the same kernel variant is compiled) with a fixed key, and
+    throws the output away: it reads no input row and uses none of the release's randomness.
+    """
+    stage = KERNEL_STAGES.get(engine.kernel_state(req.mech))
+    if stage is None:
+        return
+    n = next((len(s) for s in seqs if len(s) >= 2), 1)
+    dummy = [np.arange(n, dtype=np.int64) % len(req.ps)]
+    with tqdm(total=1, desc=f"geoldp: {stage}", bar_format="{desc} {elapsed}", leave=False) as bar:
+        key = np.zeros(8, dtype=np.uint32)
+        engine.run_with_key(dummy, req.ps, req.mech, key=key, offset=0, policy=policy)
+        bar.update(1)
 
 
 def request(
@@ -525,6 +578,7 @@ def request(
     kept = _frames.check_columns(frame, keep_columns, parameter="keep_columns", caller=caller)
     snap_max_km = check_positive_km(snap_max_km, "snap_max_km", caller=caller)
     mech = resolve_mechanism(mechanism, epsilon, options, caller=caller)
+    check_min_epsilon(mech, caller=caller)
     source = resolve_rng(rng)
     ps, ps_source = _frames.resolve_points(points, caller=caller)
     n_jobs = engine.check_n_jobs(n_jobs, caller)

@@ -23,6 +23,7 @@ __all__ = [
     "check_option",
     "check_positive_km",
     "check_real",
+    "check_time_kinds",
 ]
 
 
@@ -296,3 +297,36 @@ def check_float_range(value, name: str, *, caller: str, minimum: float = 0.0, cl
             f"Got {_fmt(value)} instead."
         )
     return number
+
+
+#: What :func:`pandas.api.types.infer_dtype` says about a column that mixes kinds of value.
+_MIXED_KINDS = ("mixed", "mixed-integer")
+
+
+def check_time_kinds(values, name, *, caller: str) -> None:
+    """Refuse a time column whose values mix kinds (numbers with text or dates, say).
+
+    Sorting such a column orders by kind first (every number before every text), which is no time order.
+    Numbers alone, datetimes alone or text alone pass (text is parsed by the caller).
+
+    Raises
+    ------
+    ValueError
+        The column mixes kinds; the message names the column, never its values.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> check_time_kinds(pd.Series([1, 2.5]), "time", caller="perturb")
+    """
+    import pandas as pd
+
+    if not pd.api.types.is_object_dtype(values):
+        return
+    kind = pd.api.types.infer_dtype(values, skipna=True)
+    if kind in _MIXED_KINDS:
+        raise ValueError(
+            f"The time column {name!r} passed to {caller} mixes kinds of value (numbers and text, or "
+            "numbers and dates), which have no common time order. Use one kind: ISO 8601 date-times, "
+            "datetimes or numbers."
+        )

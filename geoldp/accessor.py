@@ -30,7 +30,7 @@ from typing import Any
 
 import pandas as pd
 
-from geoldp import _frames, _release, accounting
+from geoldp import _frames, _release, accounting, budget_strategies
 from geoldp import points as public_points
 from geoldp._release import resolve_mechanism
 from geoldp._validation import check_bool, check_positive_km
@@ -103,6 +103,9 @@ def perturb(
     accountant: Any = None,
     user_col: Any = None,
     n_jobs: int = 1,
+    user_budget: str = "trajectory",
+    max_per_user: int | None = None,
+    select_trips: str = "first",
     **options: Any,
 ) -> Any:
     """Perturb every trajectory of a GeoDataFrame under ε-LDP (TP, ATP or PointEM).
@@ -153,6 +156,16 @@ def perturb(
     n_jobs : int, default 1
         Threads for the perturbation (``-1``: every core). The output is identical for any ``n_jobs``: each
         trajectory draws from its own random stream.
+    user_budget : {"trajectory", "split"}, default "trajectory"
+        ``"split"``: ``epsilon`` is each user's budget in this release, shared equally by her trajectories
+        (``user_col`` needed; the accountant charges each user ``epsilon``); every row's own budget is in
+        the output column ``"epsilon"`` (see :mod:`geoldp.budget_strategies`).
+    max_per_user : int, optional
+        Release at most this many trajectories per user (``user_col`` needed); the other rows are dropped
+        from the output, whose index tells which rows were kept.
+    select_trips : {"first", "last", "random"}, default "first"
+        Which trajectories ``max_per_user`` keeps: the first or last in row order, or a random subset
+        (drawn with ``rng``).
     **options
         Mechanism options (``granularity``, ``split``, ``sw_buckets`` ...) when ``mechanism`` is a name.
 
@@ -198,6 +211,24 @@ def perturb(
     """
     caller = "GeoDataFrame.ldp.perturb"
     gdf = _frames.check_frame(gdf, caller=caller)
+    if user_budget != "trajectory" or max_per_user is not None or select_trips != "first":
+        kw = dict(mechanism=mechanism, keep_columns=keep_columns, snap_max_km=snap_max_km, time_col=time_col)
+        kw.update(progress=progress, on_invalid=on_invalid, n_jobs=n_jobs, **options)
+        return budget_strategies.perturb_per_user(
+            perturb,
+            gdf,
+            points,
+            epsilon=epsilon,
+            user_col=user_col,
+            accountant=accountant,
+            user_budget=user_budget,
+            max_per_user=max_per_user,
+            select_trips=select_trips,
+            traj_id_col=traj_id_col,
+            rng=rng,
+            caller=caller,
+            **kw,
+        )
     public_points.warn_if_area_from(gdf, points, stacklevel=3)
     progress = check_bool(progress, "progress", caller=caller)
     req = _release.request(
@@ -217,7 +248,7 @@ def perturb(
     )
     ft, seqs = req.snap_frame(gdf)
     # refuse before any random draw (plan() draws the stream key); commit once the release exists
-    charge = accounting.charge_release(
+    charge = budget_strategies.charge_release(
         accountant, gdf, user_col, req.mech.epsilon, traj_id_col=traj_id_col if ft.kind == "Point" else None
     )
     plan = req.plan(
@@ -235,6 +266,8 @@ def perturb(
         points_provenance=public_points.provenance_of(points),
         charge=charge,
     )
+    # what a collector needs to rebuild or verify P: the recipe (box, spacing, CRS) and a digest
+    out.attrs["geoldp"]["points"] = public_points.ledger_record(points, req.ps)
     return out
 
 
@@ -278,6 +311,9 @@ class LDPAccessor:
         accountant: Any = None,
         user_col: Any = None,
         n_jobs: int = 1,
+        user_budget: str = "trajectory",
+        max_per_user: int | None = None,
+        select_trips: str = "first",
         **options: Any,
     ) -> Any:
         """Perturb every trajectory of this frame under ε-LDP (TP, ATP or PointEM); return a new frame.
@@ -322,6 +358,14 @@ class LDPAccessor:
         n_jobs : int, default 1
             Threads for the perturbation (``-1``: every core). The output is identical for any
             ``n_jobs``: each trajectory draws from its own random stream.
+        user_budget : {"trajectory", "split"}, default "trajectory"
+            ``"split"``: ``epsilon`` is each user's budget in this release, shared equally by her
+            trajectories (needs ``user_col``); each row's own budget is in the output column ``"epsilon"``.
+        max_per_user : int, optional
+            Release at most this many trajectories per user (needs ``user_col``); the other rows are
+            dropped, and the output's index tells which rows were kept.
+        select_trips : {"first", "last", "random"}, default "first"
+            Which trajectories ``max_per_user`` keeps (``"random"`` draws with ``rng``).
         **options
             Mechanism options (``granularity``, ``split``, ``sw_buckets`` ...) when ``mechanism`` is a name.
 
@@ -385,8 +429,33 @@ class LDPAccessor:
             accountant=accountant,
             user_col=user_col,
             n_jobs=n_jobs,
+            user_budget=user_budget,
+            max_per_user=max_per_user,
+            select_trips=select_trips,
             **options,
         )
+
+    def report(self, zones: Any, *, epsilon: float, **kwargs: Any) -> Any:
+        """One ε-LDP aggregate report per trajectory over public zones: see :func:`geoldp.report`.
+
+        Parameters
+        ----------
+        zones : GeoDataFrame or GeoSeries of polygons
+            The public zones.
+        epsilon : float
+            The budget of one trajectory (row).
+        **kwargs
+            ``statistic``, ``oracle``, ``pad_length``, ``rng``, ``accountant``, ``user_col``,
+            ``on_invalid`` (see :func:`geoldp.report`).
+
+        Returns
+        -------
+        pandas.DataFrame
+            The report table (same index and order), ledger in ``attrs["geoldp"]``.
+        """
+        from geoldp import reports
+
+        return reports.report(self._obj, zones, epsilon=epsilon, **kwargs)
 
     def snap(
         self,
@@ -621,7 +690,7 @@ class LDPAccessor:
             Thresholds in km of the preservation range query (PRQ).
         regions : "auto", None or regions, default "auto"
             Query regions of the range-query error; ``"auto"`` is a deterministic 4×4 grid of circles over
-            the original's bounding box, ``None`` skips those rows.
+            the bounding box of ``points`` (of the original without ``points``), ``None`` skips those rows.
         zones : "auto", None or GeoDataFrame of polygons, default "auto"
             Zones of the visit-density and OD columns; ``"auto"`` is about 1.5 km squares over P.
         sanity_bound : "auto" or float, default "auto"
@@ -794,8 +863,9 @@ class LDPAccessor:
         Returns
         -------
         pandas.DataFrame
-            Columns ``estimate``, ``lower``, ``upper`` (the 95 % interval) and ``raw`` (the same statistic
-            computed on the release as it is), one row per public point (P's order) or zone (the zones'
+            Columns ``estimate``, ``lower``, ``upper`` (the 95 % interval), ``raw`` (the same statistic
+            computed on the release as it is) and ``supported`` (False where the interval also holds the
+            estimate of a no-data population: the release cannot tell that row from no data), one row per public point (P's order) or zone (the zones'
             index).
 
         Raises
@@ -838,8 +908,9 @@ class LDPAccessor:
         Returns
         -------
         pandas.DataFrame
-            Columns ``estimate``, ``lower``, ``upper`` (the 95 % interval) and ``raw`` (the same statistic
-            computed on the release as it is), one row per region, in the given order.
+            Columns ``estimate``, ``lower``, ``upper`` (the 95 % interval), ``raw`` (the same statistic
+            computed on the release as it is) and ``supported`` (False where the interval also holds the
+            estimate of a no-data population: the release cannot tell that row from no data), one row per region, in the given order.
 
         Raises
         ------
@@ -882,7 +953,7 @@ class LDPAccessor:
         -------
         pandas.DataFrame
             Long format: ``origin``, ``destination`` (zone labels), ``estimate``, ``lower``, ``upper``,
-            ``raw``.
+            ``raw``, ``supported``.
 
         Raises
         ------
@@ -988,3 +1059,27 @@ class LDPAccessor:
         from geoldp import estimate
 
         return estimate.denoise(self._obj, points, **kwargs)
+
+    def synthesize(self, *, epsilon: float, **kwargs: Any) -> Any:
+        """Synthetic trajectories under ε-LDP per trajectory with LDPTrace (:func:`geoldp.synthesize`).
+
+        Parameters
+        ----------
+        epsilon : float
+            The budget of one trajectory.
+        **kwargs
+            ``bounds`` or ``points`` (the public grid box), ``grid_size``, ``n_synthetic``, ``rng``,
+            ``accountant``, ``user_col`` ... as in :func:`geoldp.synthesize`.
+
+        Returns
+        -------
+        geopandas.GeoDataFrame
+            Synthetic LineStrings on public cell centres, with the ledger in ``attrs["geoldp"]``.
+
+        Examples
+        --------
+        >>> syn = trips.ldp.synthesize(epsilon=4.0, bounds=(-87.8, 41.75, -87.5, 42.0))  # doctest: +SKIP
+        """
+        from geoldp import ldptrace
+
+        return ldptrace.synthesize(self._obj, epsilon=epsilon, **kwargs)

@@ -14,6 +14,11 @@ total::
 Sums are exact (:class:`fractions.Fraction` of the float budgets), so 10 releases at ε = 0.1 fit a total
 of 1.0 only if the exact binary sum does.
 
+One user is one user: an int id and its decimal string (``7``, ``"7"``, ``"007"``, ``np.int64(7)``) are
+the same user (see :func:`user_key`), so a person whose rows come once from an int column and once from
+a str column pays once. Check-and-spend is atomic (a lock), so threads sharing an accountant never
+overspend. A saved file carries a SHA-256 checksum of its content and is checked on load.
+
 Ledgers of combined frames
 --------------------------
 Each release gets a unique ``release_id`` in its ledger (a random UUID; for seeded experiment runs a digest
@@ -36,8 +41,11 @@ import json
 import math
 import numbers
 import os
+import re
+import stat
 import sys
 import tempfile
+import threading
 import uuid
 import warnings
 from collections.abc import Mapping
@@ -56,25 +64,82 @@ __all__ = [
     "ReleaseLedger",
     "charge_release",
     "finish_release",
+    "user_key",
 ]
 
 #: The ``"format"`` member of a saved accountant.
 FORMAT = "geoldp.BudgetAccountant"
-_VERSION = 1
+_VERSION = 2  # 2: a SHA-256 checksum of the content; 1 (no checksum) is still read, with a warning
+#: The default size limit of :meth:`BudgetAccountant.load` (bytes): about six million users.
+MAX_FILE_BYTES = 256 * 2**20
+_DECIMAL = re.compile(r"-?[0-9]+", re.ASCII)
+
+
+def user_key(value: Any) -> int | str:
+    """The canonical key of a user id: the one key under which :class:`BudgetAccountant` charges it.
+
+    An integer (Python or numpy) is its ``int``; a string of ASCII decimal digits, with an optional
+    leading ``-``, is the ``int`` it spells, leading zeros ignored (``"7"``, ``"007"`` and ``7`` are one
+    user); any other string is itself (``"+7"``, ``" 7"``, ``"7.0"``, ``"u7"`` are ids of their own).
+    Merging ``"007"`` with ``7`` errs on the safe side: two ids that a file or a parser may have turned
+    into one another pay one budget (at worst a refusal), never two (an overspend). If ``"007"`` and
+    ``"7"`` are different people, give the ids a non-digit prefix (``"id-007"``).
+
+    Parameters
+    ----------
+    value : int, str, numpy integer or numpy str
+        A user id.
+
+    Returns
+    -------
+    int or str
+
+    Raises
+    ------
+    TypeError
+        Any other type (bool, float, None, ...); the message never echoes the value.
+
+    Examples
+    --------
+    >>> user_key("007"), user_key(7), user_key("u7")
+    (7, 7, 'u7')
+    """
+    return _check_user(value, where="the user id")
 
 
 def _check_user(value: Any, *, where: str) -> int | str:
-    """A user id as a plain int or str (JSON keeps both); anything else is rejected without echoing it."""
+    """:func:`user_key`, with ``where`` named in the message; never echoes the value."""
     if isinstance(value, bool | np.bool_):
         raise TypeError(f"User ids must be int or str; {where} is a bool.")
     if isinstance(value, numbers.Integral | np.integer):
         return int(value)
     if isinstance(value, str | np.str_):
-        return str(value)
+        text = str(value)
+        if _DECIMAL.fullmatch(text):
+            try:
+                return int(text)
+            except ValueError:  # more digits than int() parses (sys.get_int_max_str_digits): keep the text
+                return text
+        return text
     raise TypeError(
         f"User ids must be int or str; {where} is a {type(value).__name__}. Cast the user column with "
         ".astype(str) or .astype('int64') (and drop rows without a user)."
     )
+
+
+def _digest_or_none(data: Mapping[str, Any]) -> str | None:
+    """:func:`_digest`, or None for content that is not JSON (then no checksum can match)."""
+    try:
+        return _digest(data)
+    except (TypeError, ValueError):
+        return None
+
+
+def _digest(data: Mapping[str, Any]) -> str:
+    """SHA-256 of a saved accountant's content (every member but the checksum), in a canonical JSON form."""
+    body = {key: data.get(key) for key in ("format", "version", "total_epsilon", "spent")}
+    text = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    return hashlib.sha256(text.encode("ascii")).hexdigest()
 
 
 class BudgetAccountant:
@@ -90,7 +155,7 @@ class BudgetAccountant:
     total_epsilon : float
         Each user's total budget.
     spent : dict
-        ``{user: ε spent}`` (a copy; users never charged are absent).
+        ``{user: ε spent}`` (a copy; users never charged are absent), keyed by :func:`user_key`.
 
     See Also
     --------
@@ -99,7 +164,9 @@ class BudgetAccountant:
     Notes
     -----
     The accountant holds the user ids it has charged: it is the data holder's record, keep it with the
-    private data (never publish it). It is not thread-safe.
+    private data (never publish it). Users are keyed by :func:`user_key`: ``7``, ``"7"`` and ``"007"``
+    are one user. Every check-and-spend holds a lock, so threads may share one accountant (separate
+    processes must not share one file: each would save over the other's spends).
 
     Examples
     --------
@@ -107,13 +174,26 @@ class BudgetAccountant:
     >>> acc.charge({"a": 1.5, "b": 0.5})
     >>> acc.remaining("a"), acc.remaining("c")
     (0.5, 2.0)
+    >>> acc.charge({7: 1.0}); acc.remaining("7")  # one user: the int 7 and the string "7"
+    1.0
     """
 
-    __slots__ = ("_spent", "_total")
+    __slots__ = ("_lock", "_spent", "_total")
 
     def __init__(self, total_epsilon: float) -> None:
         self._total = check_epsilon(total_epsilon, caller="BudgetAccountant", name="total_epsilon")
         self._spent: dict[int | str, Fraction] = {}
+        self._lock = threading.RLock()
+
+    # -- copies: the lock is not part of the state ----------------------------------------------------
+    def __getstate__(self) -> tuple[float, dict[int | str, Fraction]]:
+        with self._lock:
+            return self._total, dict(self._spent)
+
+    def __setstate__(self, state: tuple[float, dict[int | str, Fraction]]) -> None:
+        self._total, spent = state
+        self._spent = dict(spent)
+        self._lock = threading.RLock()
 
     # -- queries ------------------------------------------------------------------------------------
     @property
@@ -124,7 +204,8 @@ class BudgetAccountant:
     @property
     def spent(self) -> dict[int | str, float]:
         """``{user: ε spent}`` for every user charged so far (a copy)."""
-        return {u: float(s) for u, s in self._spent.items()}
+        with self._lock:
+            return {u: float(s) for u, s in self._spent.items()}
 
     def spent_by(self, user: Any) -> float:
         """The budget ``user`` has spent (0 for a user never charged)."""
@@ -164,7 +245,7 @@ class BudgetAccountant:
                 raise ValueError(
                     f"BudgetAccountant costs must be finite and >= 0; user number {pos} has {f!r}."
                 )
-            out[u] = out.get(u, Fraction(0)) + Fraction(f)
+            out[u] = out.get(u, Fraction(0)) + Fraction(f)  # 7 and "7" in one mapping: one user, summed
         return out
 
     def check(self, costs: Mapping[Any, Any]) -> None:
@@ -180,11 +261,15 @@ class BudgetAccountant:
         BudgetError
             Naming how many users would exceed their total (never which).
         """
-        self._refuse(self._costs(costs))
+        parsed = self._costs(costs)
+        with self._lock:
+            self._refuse(parsed)
 
     def _refuse(self, costs: dict[int | str, Fraction]) -> None:
-        total = Fraction(self._total)
-        over = [u for u, c in costs.items() if self._spent.get(u, Fraction(0)) + c > total]
+        # callers hold self._lock (an RLock: taking it again here is cheap and keeps direct calls safe)
+        with self._lock:
+            total = Fraction(self._total)
+            over = [u for u, c in costs.items() if self._spent.get(u, Fraction(0)) + c > total]
         if over:
             raise BudgetError(
                 f"Release refused (nothing was drawn or charged): it would take {len(over)} of the "
@@ -192,6 +277,13 @@ class BudgetAccountant:
                 "(BudgetAccountant.remaining(user) gives each user's budget left), release fewer "
                 "trajectories per user, or use a smaller epsilon."
             )
+
+    def _spend(self, costs: dict[int | str, Fraction]) -> None:
+        """Check and add ``costs`` as one step: no other thread's spend can come in between."""
+        with self._lock:
+            self._refuse(costs)
+            for u, c in costs.items():
+                self._spent[u] = self._spent.get(u, Fraction(0)) + c
 
     def charge(self, costs: Mapping[Any, Any]) -> None:
         """Charge ``{user: ε}`` all at once, or nothing if any user would exceed the total.
@@ -201,61 +293,103 @@ class BudgetAccountant:
         BudgetError
             As :meth:`check`; then nothing is charged.
         """
-        parsed = self._costs(costs)
-        self._refuse(parsed)
-        for u, c in parsed.items():
-            self._spent[u] = self._spent.get(u, Fraction(0)) + c
+        self._spend(self._costs(costs))
 
     # -- persistence --------------------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-able dict; the per-user spends are exact fractions written as strings (``"3/2"``)."""
-        return {
-            "format": FORMAT,
-            "version": _VERSION,
-            "total_epsilon": self._total,
-            "spent": [[u, str(s)] for u, s in self._spent.items()],
-        }
+        """A JSON-able dict with a checksum; per-user spends are exact fractions as strings (``"3/2"``)."""
+        with self._lock:
+            data: dict[str, Any] = {
+                "format": FORMAT,
+                "version": _VERSION,
+                "total_epsilon": self._total,
+                "spent": [[u, str(s)] for u, s in self._spent.items()],
+            }
+        data["sha256"] = _digest(data)
+        return data
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> BudgetAccountant:
-        """Rebuild an accountant from :meth:`to_dict` output.
+        """Rebuild an accountant from :meth:`to_dict` output, after checking its integrity.
+
+        The checksum must match the content; the total must be a finite number > 0; every spend an exact
+        fraction in ``[0, total]``; no user may appear twice (under :func:`user_key`). A record without a
+        checksum (written by geoldp before checksums) is read with a :class:`~geoldp.GeoLDPWarning`.
 
         Raises
         ------
         ValueError
-            Not a geoldp accountant record, or a malformed entry (named by position).
+            Not a geoldp accountant record, a checksum that does not match, or an inconsistent entry
+            (named by position).
         """
+        return cls._from_dict(data, "The saved BudgetAccountant")
+
+    @classmethod
+    def _from_dict(cls, data: Any, source: str) -> BudgetAccountant:
         if not isinstance(data, Mapping) or data.get("format") != FORMAT:
-            raise ValueError(f"Not a saved BudgetAccountant: the 'format' member must be {FORMAT!r}.")
-        if data.get("version") != _VERSION:
-            raise ValueError(f"Unsupported BudgetAccountant version; this geoldp reads version {_VERSION}.")
-        try:
-            acc = cls(data["total_epsilon"])
-        except (KeyError, TypeError):
-            raise ValueError("A saved BudgetAccountant needs a numeric 'total_epsilon' > 0.") from None
+            raise ValueError(f"{source} is not a saved BudgetAccountant: its 'format' must be {FORMAT!r}.")
+        version = data.get("version")
+        if type(version) is not int or version not in (1, _VERSION):
+            raise ValueError(
+                f"{source} has an unsupported BudgetAccountant version; this geoldp reads versions 1 and "
+                f"{_VERSION}."
+            )
+        if version == 1:
+            warnings.warn(
+                f"{source} has no checksum (it was saved by an older geoldp), so hand edits cannot be "
+                "detected; its entries are checked and ids that are one user (7 and '7') merged. Save it "
+                "again to add a checksum.",
+                GeoLDPWarning,
+                stacklevel=_user_stacklevel(),
+            )
+        elif not isinstance(data.get("sha256"), str) or data["sha256"] != _digest_or_none(data):
+            raise ValueError(
+                f"{source} fails its integrity check: its checksum does not match its content (the file was "
+                "edited or damaged after it was saved). It is refused: restore it from a backup."
+            )
+        total = data.get("total_epsilon")
+        if (
+            isinstance(total, bool)
+            or not isinstance(total, int | float)
+            or not (0.0 < float(total) < math.inf)
+        ):
+            raise ValueError(f"{source} needs a finite numeric 'total_epsilon' > 0.")
+        acc = cls(float(total))
+        limit = Fraction(acc._total)
         entries = data.get("spent")
         if not isinstance(entries, list):
-            raise ValueError("A saved BudgetAccountant needs a 'spent' list of [user, spent] pairs.")
+            raise ValueError(f"{source} needs a 'spent' list of [user, spent] pairs.")
         for pos, entry in enumerate(entries):
             try:
                 user, raw = entry
+                if not isinstance(raw, str):
+                    raise TypeError
                 spent = Fraction(raw)
             except (TypeError, ValueError, ZeroDivisionError):
+                raise ValueError(f"Entry {pos} of 'spent' in {source} must be [user, \"p/q\"].") from None
+            if spent < 0:
+                raise ValueError(f"Entry {pos} of 'spent' in {source} is not a valid spend (negative).")
+            if spent > limit:
                 raise ValueError(
-                    f"Entry {pos} of 'spent' in a saved BudgetAccountant must be [user, \"p/q\"]."
-                ) from None
-            if spent < 0 or not isinstance(raw, str):
-                raise ValueError(f"Entry {pos} of 'spent' in a saved BudgetAccountant is not a valid spend.")
-            u = _check_user(user, where=f"entry {pos} of 'spent'")
+                    f"Entry {pos} of 'spent' in {source} is above the total: no release can spend more "
+                    "than 'total_epsilon'."
+                )
+            try:
+                u = _check_user(user, where=f"entry {pos} of 'spent'")
+            except TypeError as err:
+                raise ValueError(f"{err} ({source})") from None
             if u in acc._spent:
-                raise ValueError(f"Entry {pos} of 'spent' in a saved BudgetAccountant repeats a user.")
+                if version != 1:  # to_dict writes each user once
+                    raise ValueError(f"Entry {pos} of 'spent' in {source} repeats a user.")
+                spent += acc._spent[u]  # an old file may hold 7 and "7": one user, who spent both
             acc._spent[u] = spent
         return acc
 
     def save(self, path: str | os.PathLike[str]) -> None:
         """Write the accountant as JSON atomically (a temporary file in the same folder, then os.replace).
 
-        A crash mid-write leaves the previous file intact, never a truncated one.
+        A crash mid-write leaves the previous file intact, never a truncated one. The file carries a
+        SHA-256 checksum of its content, checked by :meth:`load`.
         """
         path = os.fspath(path)
         folder = os.path.dirname(os.path.abspath(path))
@@ -272,20 +406,59 @@ class BudgetAccountant:
             raise
 
     @classmethod
-    def load(cls, path: str | os.PathLike[str]) -> BudgetAccountant:
-        """Read an accountant written by :meth:`save`.
+    def load(cls, path: str | os.PathLike[str], *, max_bytes: int = MAX_FILE_BYTES) -> BudgetAccountant:
+        """Read an accountant written by :meth:`save`, after checking its integrity (:meth:`from_dict`).
+
+        Parameters
+        ----------
+        path : str or path-like
+            A regular file (a FIFO, device, socket or directory is refused without being opened for a
+            blocking read).
+        max_bytes : int, default 256 MiB
+            Refuse larger files (about six million users fit the default); raise it for a bigger record.
 
         Raises
         ------
-        FileNotFoundError, ValueError
-            No such file; not valid JSON or not a saved accountant.
+        FileNotFoundError
+            No such file.
+        ValueError
+            Not a regular file, larger than ``max_bytes``, not valid JSON, not a saved accountant, a
+            checksum that does not match the content, or an inconsistent entry.
+
+        Notes
+        -----
+        The checksum detects accidental edits, damage and naive tampering (a raised total, a deleted or
+        lowered entry). It is not a signature: someone who can write the file and knows the format can
+        recompute it. Protect the file like the private data it describes.
         """
-        with open(os.fspath(path), encoding="utf-8") as fh:
-            try:
-                data = json.load(fh)
-            except json.JSONDecodeError:
-                raise ValueError("The BudgetAccountant file is not valid JSON.") from None
-        return cls.from_dict(data)
+        name = os.fspath(path)
+        source = f"The BudgetAccountant file {name!r}"
+        if isinstance(max_bytes, bool) or not isinstance(max_bytes, numbers.Integral) or max_bytes < 1:
+            raise ValueError("The 'max_bytes' parameter of BudgetAccountant.load must be an int >= 1.")
+        limit = int(max_bytes)
+        if not stat.S_ISREG(os.stat(name).st_mode):  # before open(): opening a FIFO would block
+            raise ValueError(
+                f"{source} is not a regular file; BudgetAccountant.load reads only regular files."
+            )
+        flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
+        fd = os.open(name, flags)  # non-blocking: a FIFO swapped in after the check does not hang
+        with os.fdopen(fd, "rb") as fh:
+            info = os.fstat(fh.fileno())
+            if not stat.S_ISREG(info.st_mode):
+                raise ValueError(
+                    f"{source} is not a regular file; BudgetAccountant.load reads only regular files."
+                )
+            raw = fh.read(limit + 1) if info.st_size <= limit else b""
+        if info.st_size > limit or len(raw) > limit:
+            raise ValueError(
+                f"{source} is larger than max_bytes={limit} bytes. If it really is your accountant, pass a "
+                "larger max_bytes= to BudgetAccountant.load."
+            )
+        try:
+            data = json.loads(raw.decode("utf-8"))
+        except (UnicodeDecodeError, ValueError, RecursionError):
+            raise ValueError(f"{source} is not valid JSON.") from None
+        return cls._from_dict(data, source)
 
 
 # ------------------------------------------------------------------------------------------------------
@@ -307,14 +480,14 @@ class PendingCharge:
         self.epsilon = epsilon
 
     def commit(self) -> None:
-        """Charge the accountant (once); re-checks, so a charge made in between cannot overdraw."""
-        if self._done:
-            return
-        self._acc._refuse(self._costs)
-        for u, c in self._costs.items():
-            self._acc._spent[u] = self._acc._spent.get(u, Fraction(0)) + c
-        self._done = True
-        self._costs = {}  # private per-user counts do not outlive the release
+        """Charge the accountant (once); re-checks and adds as one step, so no charge made in between (by
+        this thread or another) can overdraw."""
+        with self._acc._lock:
+            if self._done:
+                return
+            self._acc._spend(self._costs)
+            self._done = True
+            self._costs = {}  # private per-user counts do not outlive the release
 
     def ledger(self) -> dict[str, Any]:
         """Public settings only (no user ids, no counts)."""
@@ -394,15 +567,26 @@ def charge_release(
         for pos, v in enumerate(values):  # find the first bad one, to name its position
             _check_user(v, where=f"row position {pos} of the user column")
 
+    # one code per user under user_key: an object column holding 7 and "7" (or "007") is one user
+    codes, uniques = pd.factorize(values, sort=False)
+    keys: dict[int | str, int] = {}
+    remap = np.fromiter(
+        (keys.setdefault(_check_user(u, where="a user id"), len(keys)) for u in uniques),
+        dtype=np.int64,
+        count=len(uniques),
+    )
+    user = remap[codes]
     if traj_id_col is not None:
-        pairs = pd.DataFrame({"u": values, "t": frame[traj_id_col].to_numpy()}).drop_duplicates()
-        counts = pairs.groupby("u", sort=False).size()
+        pairs = pd.DataFrame({"u": user, "t": frame[traj_id_col].to_numpy()}).drop_duplicates()
+        counts = np.bincount(pairs["u"].to_numpy(), minlength=len(keys))
+        del pairs
     else:
-        counts = pd.Series(values).value_counts(sort=False)
+        counts = np.bincount(user, minlength=len(keys))
     eps = Fraction(float(epsilon))
-    costs = {_check_user(u, where="a user id"): eps * int(k) for u, k in counts.items()}
-    del counts, values
-    accountant._refuse(costs)
+    costs = {u: eps * int(counts[code]) for u, code in keys.items()}
+    del counts, values, codes, uniques, user
+    with accountant._lock:
+        accountant._refuse(costs)
     return PendingCharge(accountant, costs, user_col, float(epsilon))
 
 

@@ -6,6 +6,7 @@ satisfies Σ Fraction(ε_stage) ≤ Fraction(ε) exactly.
 
 from __future__ import annotations
 
+import functools
 import math
 import numbers
 from collections.abc import Iterable, Iterator
@@ -46,6 +47,16 @@ def exact_share(epsilon: float, fraction: Fraction) -> float:
     >>> exact_share(1.0, Fraction(1, 3)) <= 1 / 3
     True
     """
+    try:
+        return _exact_share(epsilon, fraction)
+    except TypeError:  # an unhashable number type: compute without the cache
+        return _exact_share.__wrapped__(epsilon, fraction)
+
+
+# The share is a pure function of two public numbers, and Python's == between int, float and Fraction is
+# exact, so equal keys have equal exact values: a cache hit returns the very float a recomputation would.
+@functools.lru_cache(maxsize=4096)
+def _exact_share(epsilon: float, fraction: Fraction) -> float:
     exact = Fraction(epsilon) * Fraction(fraction)
     value = float(exact)
     if Fraction(value) > exact:

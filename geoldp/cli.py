@@ -19,8 +19,10 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn, TextIO
 
-# the output formats of `geoldp perturb` are those of geoldp.io.write_file, by file suffix
-from geoldp.io import WRITE_FORMATS
+# the output formats of `geoldp perturb` are those of geoldp.io.write_file, by file suffix. Only light
+# modules at the top: `--help`, `--version` and usage errors answer before numba or GeoPandas load (every
+# command imports what it needs inside its function).
+from geoldp._formats import WRITE_FORMATS
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator, Sequence
@@ -113,14 +115,23 @@ def _granularity(text: str) -> str | int:
         raise argparse.ArgumentTypeError(f"must be 'auto' or an integer, got {text!r}") from None
 
 
+#: Longest ``--option NAME=VALUE`` accepted (mechanism options are short; a huge value is refused up front).
+MAX_OPTION_CHARS = 1_000
+
+
 def _option(text: str) -> tuple[str, Any]:
+    if len(text) > MAX_OPTION_CHARS:
+        raise argparse.ArgumentTypeError(
+            f"is {len(text)} characters long, more than {MAX_OPTION_CHARS}; mechanism options are short "
+            "NAME=VALUE pairs"
+        )
     name, sep, raw = text.partition("=")
     name = name.strip()
     if not sep or not name.isidentifier():
-        raise argparse.ArgumentTypeError(f"must look like NAME=VALUE, got {text!r}")
+        raise argparse.ArgumentTypeError(f"must look like NAME=VALUE, got {text[:40]!r}")
     try:
         value = ast.literal_eval(raw.strip())
-    except (ValueError, SyntaxError):
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
         value = raw.strip()
     return name, value
 
@@ -134,8 +145,36 @@ def _existing_file(path: str, what: str) -> Path:
     return p
 
 
+#: Longest output file name (bytes, UTF-8), leaving room for ``.ledger.json`` and the temporary names
+#: next to it within the 255-byte limit of common file systems.
+MAX_OUTPUT_NAME_BYTES = 200
+
+
+def _check_output_name(path: str, what: str = "output") -> None:
+    """Refuse, before any work, an output name that other tools would garble or the OS would refuse late."""
+    bad = sorted({c for c in path if ord(c) < 32 or ord(c) == 127})
+    if bad:
+        raise UserError(
+            f"the {what} name {path[:60]!r} holds a newline, tab or other control character; choose a "
+            "plain file name"
+        )
+    name = Path(path).name
+    if '"' in name or "'" in name:
+        raise UserError(
+            f"the {what} name {name[:60]!r} holds a quote character, which GIS tools and shells garble; "
+            "choose a name without quotes"
+        )
+    size = len(os.fsencode(name))
+    if size > MAX_OUTPUT_NAME_BYTES:
+        raise UserError(
+            f"the {what} name is {size} bytes long, more than {MAX_OUTPUT_NAME_BYTES} (the ledger sidecar "
+            "and temporary files add to it, within the 255-byte limit of file systems); choose a shorter name"
+        )
+
+
 def _output_path(path: str, *, overwrite: bool = False, inputs: Sequence[Path] = ()) -> tuple[Path, str]:
-    """Check an output path before any work is done: format, directory, overwriting, inputs, links."""
+    """Check an output path before any work is done: name, format, directory, overwriting, inputs, links."""
+    _check_output_name(path)
     p = Path(path)
     fmt = WRITE_FORMATS.get(p.suffix.lower())
     if fmt is None:
@@ -310,6 +349,7 @@ def _cmd_perturb(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> in
             raise UserError(f"the output '{args.output}' is the {what} file; choose another output path")
     out_path, _ = _output_path(args.output, overwrite=args.overwrite, inputs=inputs)
 
+    from geoldp import cli_campaign
     from geoldp import io as gio
 
     options: dict[str, Any] = dict(args.option or [])
@@ -322,6 +362,7 @@ def _cmd_perturb(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> in
         if getattr(args, name) is not None
     }
 
+    read_kwargs.update(cli_campaign.text_columns(args, trips_path))  # user ids such as "000" stay text
     with _report_warnings(stderr):
         with _stage(f"cannot read TRIPS '{args.trips}'"):
             trips = gio.read_trajectories(trips_path, **read_kwargs)
@@ -331,6 +372,7 @@ def _cmd_perturb(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> in
                 points = gio.read_points(points_path, **({"crs": args.points_crs} if args.points_crs else {}))
         trips = _prepare_trips(trips, args)
         progress = _show_progress(args, stderr, len(trips))
+        campaign = cli_campaign.perturb_options(args)  # per-user budget, accountant
         out = trips.ldp.perturb(
             points,
             mechanism=args.mechanism,
@@ -341,14 +383,16 @@ def _cmd_perturb(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> in
             time_col=args.time_col,
             progress=progress,
             rng=args.seed,
+            **campaign,
             **options,
         )
+        cli_campaign.finish_perturb(args, campaign, trips, out, stderr)
         with _stage(f"cannot write '{args.output}'"):
             written = write_frame(out, out_path, overwrite=args.overwrite, inputs=inputs)
     seeded = ", seeded" if args.seed is not None else ""
     print(
         f"{PROG}: perturbed {len(out)} rows with {args.mechanism.upper()} "
-        f"(epsilon={args.epsilon:g} per trajectory{seeded})",
+        f"(epsilon={args.epsilon:g} per {'user' if args.user_budget == 'split' else 'trajectory'}{seeded})",
         file=stderr,
     )
     for path in written:
@@ -359,6 +403,7 @@ def _cmd_perturb(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> in
 def _cmd_demo(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     from geoldp.demo import run_demo
 
+    _check_output_name(args.output, "demo output")
     folder = Path(args.output)
     if os.path.lexists(folder) and (folder.is_symlink() or not folder.is_dir()):
         raise UserError(f"the demo output '{args.output}' exists and is not a directory; choose a directory")
@@ -385,6 +430,7 @@ def _cmd_evaluate(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> i
     if (args.mechanism is None) != (args.epsilon is None):
         raise UserError("--mechanism and --epsilon go together (default: the release's ledger)")
     if args.plot is not None:
+        _check_output_name(args.plot, "--plot")
         plot_path = Path(args.plot)
         if plot_path.suffix.lower() not in {".png", ".pdf", ".svg"}:
             raise UserError(f"--plot must end in .png, .pdf or .svg, got '{args.plot}'")
@@ -404,19 +450,20 @@ def _cmd_evaluate(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> i
 
     import pandas as pd
 
+    from geoldp import cli_campaign, metrics
     from geoldp import io as gio
-    from geoldp import metrics
 
     with _report_warnings(stderr):
         with _stage(f"cannot read ORIGINAL '{args.original}'"):
             original = gio.read_trajectories(original_path)
         with _stage(f"cannot read PERTURBED '{args.perturbed}'"):
             perturbed = gio.read_trajectories(perturbed_path)
+        cli_campaign.check_evaluate_inputs(original, perturbed)  # before any long computation
         points = None
         if points_path is not None:
             with _stage(f"cannot read POINTS '{args.points}'"):
                 points = gio.read_points(points_path)
-        zones = "auto" if points is None else metrics.zone_grid(points, cell_km=args.cell_km)
+        zones = cli_campaign.evaluate_zones(args, points)  # --zones FILE or the --cell-km grid
         table = metrics.evaluate(
             original,
             perturbed,
@@ -453,6 +500,44 @@ def _cmd_evaluate(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> i
     return 0
 
 
+def _cmd_plan(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
+    points_path = _existing_file(args.points, "POINTS")
+    try:
+        lengths = [int(v) for v in str(args.lengths).split(",")]
+    except ValueError:
+        raise UserError(f"--lengths must be comma-separated ints, e.g. 2,3,8; got '{args.lengths}'") from None
+    import pandas as pd
+
+    from geoldp import io as gio
+    from geoldp import metrics
+    from geoldp.planner import plan
+
+    with _report_warnings(stderr):
+        with _stage(f"cannot read POINTS '{args.points}'"):
+            points = gio.read_points(points_path)
+        prior = None
+        if args.prior is not None:
+            with _stage(f"cannot read PRIOR '{args.prior}'"):
+                prior = gio.read_trajectories(_existing_file(args.prior, "PRIOR"))
+        zones = metrics.zone_grid(points, cell_km=args.cell_km)
+        table = plan(
+            points,
+            zones,
+            epsilon=args.epsilon,
+            n=args.n,
+            lengths=lengths,
+            question=args.question,
+            prior=prior,
+            population=args.population,
+            rng=args.seed,
+        )
+        with pd.option_context("display.width", 120, "display.max_columns", 20):
+            print(table.to_string(float_format=lambda v: f"{v:.4f}"), file=stdout)
+        verdict = "" if table.attrs["beats_baselines"] else " (no design beats the no-data baselines)"
+        print(f"recommended: {table.attrs['recommended']}{verdict}", file=stdout)
+    return 0
+
+
 def _cmd_info(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     from geoldp._versions import show_versions
 
@@ -474,6 +559,8 @@ def build_parser() -> argparse.ArgumentParser:
     -------
     argparse.ArgumentParser
     """
+    from geoldp import cli_campaign
+
     parser = _Parser(
         prog=PROG,
         description=(
@@ -490,9 +577,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="perturb a file of trajectories",
         description=(
             "Perturb every trajectory (row) of TRIPS onto the public points of POINTS and write the result. "
-            "Any format GeoPandas reads (GeoJSON, GeoPackage, Parquet, CSV with a WKT column or lon/lat "
-            "columns, ...). Only the geometry and the index are written unless --keep-columns is given; kept "
-            "columns are NOT protected. A JSON ledger of the privacy budget is written with the output."
+            "Input formats: GeoJSON, GeoPackage, GeoParquet, FlatGeobuf, Shapefile, GPX and CSV/TSV (with a "
+            "WKT column or lon/lat columns; also .gz/.bz2/.xz/.zip), recognised by suffix and content. Only "
+            "the geometry is written (not the row numbers) unless --keep-columns is given; kept columns are "
+            "NOT protected. A JSON ledger of the privacy budget is written with the output."
         ),
     )
     p.add_argument("trips", metavar="TRIPS", help="trajectories: LineStrings, or Points with --traj-id-col")
@@ -524,7 +612,7 @@ def build_parser() -> argparse.ArgumentParser:
         required=True,
         type=_epsilon,
         metavar="E",
-        help="privacy budget per trajectory (row), > 0",
+        help="privacy budget per trajectory (row), >= 0.001 (smaller gives uniform noise)",
     )
     p.add_argument("--seed", type=_seed, default=None, metavar="N", help=SEED_HELP)
     p.add_argument(
@@ -620,6 +708,7 @@ def build_parser() -> argparse.ArgumentParser:
         "trajectories on, when stderr is a terminal)",
     )
     progress.add_argument("--no-progress", action="store_true", help="never show a progress bar")
+    cli_campaign.extend_perturb(p)  # --user-col, --accountant, --user-budget, --max-per-user
     p.set_defaults(func=_cmd_perturb)
 
     d = sub.add_parser(
@@ -706,7 +795,40 @@ def build_parser() -> argparse.ArgumentParser:
     )
     e.add_argument("--plot", metavar="PNG", default=None, help="also save a map comparing the two")
     e.add_argument("--overwrite", action="store_true", help="replace an existing --plot file")
+    cli_campaign.extend_evaluate(e)  # --zones
     e.set_defaults(func=_cmd_evaluate)
+    cli_campaign.register(sub)  # prepare, points, estimate
+
+    pl = sub.add_parser(
+        "plan",
+        help="say which design answers a question before any epsilon is spent",
+        description=(
+            "Simulate every design (TP, ATP, PointEM, aggregate reports) on no-data populations built from "
+            "the public POINTS (or a public --prior) and print the expected error, interval width and users "
+            "needed per design next to the no-data baselines, and the recommended design."
+        ),
+    )
+    pl.add_argument("points", metavar="POINTS", help="the public points")
+    pl.add_argument(
+        "--epsilon", type=_positive_float, required=True, metavar="EPS", help="budget per trajectory"
+    )
+    pl.add_argument("--n", type=int, required=True, metavar="N", help="number of users (trajectories)")
+    pl.add_argument("--lengths", default="2,3,5,8", metavar="L,L,...", help="trajectory lengths to draw from")
+    pl.add_argument(
+        "--question", choices=("zone_visits", "hotspots", "od_flows", "range_counts"), default="zone_visits"
+    )
+    pl.add_argument(
+        "--cell-km", type=_positive_float, default=1.5, metavar="KM", help="zone side (default 1.5)"
+    )
+    pl.add_argument("--prior", metavar="FILE", default=None, help="a public prior population of trajectories")
+    pl.add_argument(
+        "--population",
+        choices=("spread", "hubs", "mixed"),
+        default="spread",
+        help="without --prior: random walks starting anywhere in POINTS, at a few hubs, or half of each",
+    )
+    pl.add_argument("--seed", type=int, default=None, help="seed of the simulation (reproducible table)")
+    pl.set_defaults(func=_cmd_plan)
 
     i = sub.add_parser(
         "info",
@@ -789,6 +911,13 @@ def _run(argv: Sequence[str] | None = None) -> int:
         return 2
     except SystemExit as exc:  # --help, --version
         return exc.code if isinstance(exc.code, int) else 0
+    except KeyboardInterrupt:
+        print(f"{PROG}: interrupted", file=stderr)
+        return 130
+    except Exception as exc:  # e.g. MemoryError on an absurd argument: one line all the same
+        if os.environ.get("GEOLDP_TRACEBACK"):
+            raise
+        return _unexpected(exc, stderr)
     if args.command is None:
         parser.print_help(stdout)
         return 0
@@ -826,3 +955,18 @@ def _run(argv: Sequence[str] | None = None) -> int:
         detail = exc.strerror if isinstance(exc, OSError) and exc.strerror else _one_line(exc)
         print(f"{PROG}: error: {type(exc).__name__}: {_one_line(detail)}", file=stderr)
         return 1
+    except Exception as exc:  # anything else (a bug, RecursionError, ...): still one line, no traceback
+        if os.environ.get("GEOLDP_TRACEBACK"):
+            raise
+        return _unexpected(exc, stderr)
+
+
+def _unexpected(exc: BaseException, stderr: TextIO) -> int:
+    """One line for an error geoldp did not foresee; GEOLDP_TRACEBACK=1 gives the traceback instead."""
+    kind = "out of memory" if isinstance(exc, MemoryError) else type(exc).__name__
+    print(
+        f"{PROG}: error: unexpected {kind}: {_one_line(exc)[:200]} (run with GEOLDP_TRACEBACK=1 for the "
+        "traceback of a bug report)",
+        file=stderr,
+    )
+    return 1

@@ -40,7 +40,7 @@ def _import_dask_geopandas() -> Any:
 
 
 def _partition_stats(
-    part: Any, user_col: Any = None, area_crs: Any = None
+    part: Any, user_col: Any = None, area_crs: Any = None, *, crs: Any = None, number: int = 0
 ) -> tuple[int, dict[int, int], set[int], Any, Any]:
     """Row count, trajectory lengths (length -> count), geometry type ids, user column and bounds of one
     partition.
@@ -52,6 +52,13 @@ def _partition_stats(
     """
     import shapely
 
+    part_crs = getattr(part, "crs", None)
+    if crs is not None and part_crs is not None and not part_crs.equals(crs):
+        raise ValueError(
+            f"Partition {number} of the trajectories passed to {_CALLER} is in {part_crs.to_string()}, but "
+            f"the frame declares {crs.to_string()}; every partition must be in the frame's CRS "
+            "(reproject the partitions, or the frame, with to_crs() first)."
+        )
     geoms = np.asarray(part.geometry.values)
     counts = shapely.get_num_coordinates(geoms)
     values, freq = np.unique(counts[counts > 0], return_counts=True)
@@ -78,6 +85,26 @@ def _warn_if_area_from(stats: Any, points: Any, crs: Any, public_points: Any) ->
     del b, parts
     # a one-row frame with the data's bounds (in the area's CRS): compared by geoldp.points, then dropped
     public_points.warn_if_area_from(gpd.GeoDataFrame(geometry=[box], crs=crs), points, stacklevel=3)
+
+
+_TYPE_NAMES = {0: "Point", 1: "LineString", 2: "LinearRing", 3: "Polygon", 4: "MultiPoint"}
+
+
+def _refuse_mixed_types(per_partition: list[set[int]]) -> None:
+    """One geometry type across all partitions, as for an in-memory frame (missing rows aside)."""
+    first: dict[int, int] = {}
+    for number, types in enumerate(per_partition):
+        for t in sorted(types - {-1}):
+            first.setdefault(t, number)
+    if len(first) > 1:
+        (a, pa), (b, pb) = sorted(first.items(), key=lambda kv: (kv[1], kv[0]))[:2]
+        name_a, name_b = (_TYPE_NAMES.get(t, f"geometry type {t}") for t in (a, b))
+        where = f"partition {pa} holds" if pa == pb else f"partitions {pa} and {pb} hold"
+        raise ValueError(
+            f"Mixed geometry types in the trajectories passed to {_CALLER}: {where} {name_a} and "
+            f"{name_b} rows. Every row must be a LineString (one trajectory), or every row a Point; build "
+            "LineStrings first with geoldp.prepare.trajectories_from_points."
+        )
 
 
 def _perturb_partition(part: Any, *, plan: Any, offsets: tuple[int, ...], number: int) -> Any:
@@ -230,7 +257,10 @@ def perturb(
     # Pass 1: partition lengths (for the global row offsets) and the distinct trajectory lengths (for
     # the ledger), both released by the output anyway; the user column and the bounds when needed.
     stats = dask.compute(
-        *[dask.delayed(_partition_stats)(p, charged_col, area_crs) for p in ddf.to_delayed()]
+        *[
+            dask.delayed(_partition_stats)(p, charged_col, area_crs, crs=ddf.crs, number=k)
+            for k, p in enumerate(ddf.to_delayed())
+        ]
     )
     if area_crs is not None:
         _warn_if_area_from(stats, points, area_crs, public_points)
@@ -244,6 +274,7 @@ def perturb(
             length_counts[n] = length_counts.get(n, 0) + c
     lengths = np.array(sorted(length_counts), dtype=np.int64)
     type_ids = set().union(*(s[2] for s in stats))
+    _refuse_mixed_types([s[2] for s in stats])
     users = None
     if charged_col is not None:
         import pandas as pd
@@ -270,6 +301,7 @@ def perturb(
     ledger = accounting.finish_release(
         plan.provenance, points_provenance=public_points.provenance_of(points), charge=charge
     )
+    ledger["points"] = public_points.ledger_record(points, req.ps)  # the recipe and digest of P
     plan = replace(plan, provenance=ledger)
     out_meta = meta[plan.columns].copy()
     out_meta.attrs = {"geoldp": plan.provenance}

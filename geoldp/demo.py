@@ -310,6 +310,19 @@ def save_density_map(
 # demo
 
 
+def _say_kernel_stage(out: TextIO) -> None:
+    """Say, before the wait, whether numba compiles the kernels now (once per installation) or loads them."""
+    from geoldp.trajectory import ATP, TP
+    from geoldp.trajectory.engine import kernel_state
+
+    states = {kernel_state(TP(epsilon=1.0)), kernel_state(ATP(epsilon=1.0))}
+    if "compile" in states:
+        text = "Compiling kernels (first run only: a minute or two; later runs load them) ..."
+        print(text, file=out, flush=True)
+    elif "cached" in states:
+        print("Loading compiled kernels ...", file=out, flush=True)
+
+
 def run_demo(
     output: str | Path | None = "geoldp-demo",
     *,
@@ -385,6 +398,8 @@ def run_demo(
     )
 
     rng = np.random.default_rng(seed)
+    _say_kernel_stage(out)
+    print("Perturbing with TP and ATP ...", file=out, flush=True)
     t0 = time.perf_counter()
     with warnings.catch_warnings(record=True) as caught:
         # Shown below as notes: on this demo data the near-uniform PrivacyWarning is expected (trips of up
@@ -404,6 +419,8 @@ def run_demo(
         else:  # anything else is re-issued unchanged
             warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
 
+    text = f"Perturbed in {seconds:.1f} s; evaluating and estimating from the ATP release ..."
+    print(text, file=out, flush=True)
     t1 = time.perf_counter()
     table = utility_table(
         trips, {f"{k} raw": v for k, v in perturbed.items()}, points=points, estimate=("ATP raw",), rng=seed

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["LAYER_STYLES", "explore_release"]
+__all__ = ["LAYER_STYLES", "explore_estimates", "explore_release"]
 
 #: Colour of each layer (the colour-blind-safe Okabe-Ito palette) and whether it is shown when the map opens.
 LAYER_STYLES: dict[str, dict[str, Any]] = {
@@ -61,6 +61,7 @@ def explore_release(
     *,
     denoised: Any = None,
     tiles: str | None = "OpenStreetMap",
+    m: Any = None,
 ) -> Any:
     """An interactive map with one toggleable layer each for the trajectories and the public points.
 
@@ -75,7 +76,10 @@ def explore_release(
     denoised : geopandas.GeoDataFrame or geopandas.GeoSeries, optional
         Trajectories estimated from the release by the collector.
     tiles : str or None, default "OpenStreetMap"
-        The background, as in :class:`folium.Map`; ``None`` for none (the tiles load in the browser).
+        The background, as in :class:`folium.Map`; ``None`` for none (the tiles load in the browser, so
+        offline the background stays blank: pass ``None`` for a plain one). Ignored with ``m``.
+    m : folium.Map, optional
+        Add the layers to this map (e.g. one made by :func:`explore_estimates`) instead of a new one.
 
     Returns
     -------
@@ -114,7 +118,7 @@ def explore_release(
         )
         if obj is not None or layer == "released"
     }
-    fmap = folium.Map(tiles=tiles, control_scale=True)
+    fmap = folium.Map(tiles=tiles, control_scale=True) if m is None else m
     for name, geoms in layers.items():
         style = LAYER_STYLES[name]
         group = folium.FeatureGroup(name=name, show=style["show"])
@@ -147,4 +151,101 @@ def explore_release(
         maxx = max(b[2] for b in bounds)
         maxy = max(b[3] for b in bounds)
         fmap.fit_bounds([[miny, minx], [maxy, maxx]])
+    return fmap
+
+
+def explore_estimates(
+    layer: Any,
+    column: str = "estimate",
+    *,
+    m: Any = None,
+    tiles: str | None = "OpenStreetMap",
+    name: str | None = None,
+    color: str = "#CC79A7",
+) -> Any:
+    """An interactive map of an estimate layer: zones or points shaded by ``column``, flows as lines.
+
+    Every feature has a tooltip with its id, the estimate and its interval (``lower``, ``upper``) and the
+    raw count on the release.
+
+    Parameters
+    ----------
+    layer : geopandas.GeoDataFrame
+        A layer of :func:`geoldp.layers.estimate_layers` (columns ``estimate``, ``lower``, ``upper``), any
+        CRS.
+    column : str, default "estimate"
+        The column that sets the opacity of polygons and points and the weight of lines (``"width"`` maps
+        the uncertainty).
+    m : folium.Map, optional
+        Add the layer to this map instead of a new one (several layers on one map).
+    tiles : str or None, default "OpenStreetMap"
+        Background of a new map, as in :class:`folium.Map`; ``None`` for a blank one (the tiles load in
+        the browser, so offline they stay blank anyway).
+    name : str, optional
+        Layer name in the layer control (default: ``column``).
+    color : str, default "#CC79A7"
+        Fill or line colour.
+
+    Returns
+    -------
+    folium.Map
+
+    Raises
+    ------
+    ImportError
+        folium is not installed.
+    TypeError, ValueError
+        Not a GeoDataFrame with a CRS; ``column`` missing.
+
+    Notes
+    -----
+    An estimate is computed from the release alone (post-processing): the map is as public as the
+    release.
+
+    Examples
+    --------
+    >>> fmap = explore_estimates(layers["zone_visits"])  # doctest: +SKIP
+    >>> explore_estimates(layers["od_flows"], m=fmap).save("estimates.html")  # doctest: +SKIP
+    """
+    import geopandas as gpd
+    import numpy as np
+
+    folium = _folium()
+    if not isinstance(layer, gpd.GeoDataFrame) or layer.crs is None:
+        raise TypeError("The 'layer' parameter of explore_estimates must be a GeoDataFrame with a CRS.")
+    if column not in layer.columns:
+        raise ValueError(
+            f"The 'column' parameter of explore_estimates names no column of the layer: {column!r}."
+        )
+    z = layer.to_crs("EPSG:4326")
+    values = np.clip(np.nan_to_num(z[column].to_numpy(dtype=np.float64), nan=0.0), 0.0, None)
+    top = float(values.max()) if values.size and values.max() > 0 else 1.0
+    ids = [c for c in ("rank", "zone", "point", "region", "origin", "destination") if c in z.columns]
+    fields = ids + [c for c in ("estimate", "lower", "upper", "raw") if c in z.columns]
+    frame = z[[*fields, z.geometry.name]].copy()
+    for c in ("estimate", "lower", "upper"):
+        frame[c] = frame[c].round(2)
+    frame["_share"] = values / top
+    fmap = folium.Map(tiles=tiles, control_scale=True) if m is None else m
+    kinds = set(z.geom_type)
+
+    def style(feature: Any) -> dict[str, Any]:
+        share = float(feature["properties"]["_share"])
+        if kinds <= {"LineString", "MultiLineString"}:
+            return {"color": color, "weight": 0.5 + 7.0 * share, "opacity": 0.8}
+        return {"color": "#777777", "weight": 0.3, "fillColor": color, "fillOpacity": 0.05 + 0.8 * share}
+
+    group = folium.FeatureGroup(name=name or column, show=True)
+    folium.GeoJson(
+        frame.to_json(drop_id=True),
+        style_function=style,
+        marker=folium.CircleMarker(radius=4, fill=True, weight=0, fill_color=color, fill_opacity=0.7),
+        tooltip=folium.GeoJsonTooltip(fields=fields),
+    ).add_to(group)
+    group.add_to(fmap)
+    if m is None:
+        folium.LayerControl(collapsed=False).add_to(fmap)
+        if len(z) and not z.is_empty.all():
+            b = z.total_bounds
+            fmap.fit_bounds([[b[1], b[0]], [b[3], b[2]]])
     return fmap

@@ -6,7 +6,11 @@ Writing
   privacy ledger (``gdf.attrs["geoldp"]``) as a top-level foreign member ``"geoldp"`` (allowed by RFC 7946
   §6.1 and ignored by QGIS/GDAL) or as a sidecar JSON file ``<path>.ledger.json``.
 - :func:`write_file` writes GeoJSON, GeoPackage, GeoParquet, FlatGeobuf, Shapefile or CSV (by suffix), with
-  the ledger in a sidecar ``<path>.ledger.json``.
+  the ledger in a sidecar ``<path>.ledger.json``. Every format keeps the rows in the frame's order with
+  their vertex counts; FlatGeobuf is written without a spatial index for that reason (GDAL's index would
+  store the features in spatial order). CSV text that a spreadsheet would run as a formula (a cell or
+  column name beginning with ``= + - @``, a tab or a carriage return) gets a leading single quote, the
+  OWASP rule against CSV injection; numeric columns are written as numbers.
 - Every write is **atomic** (a complete temporary file in the target directory, fsynced, then renamed; see
   :mod:`geoldp._safe_write`): after an error, Ctrl-C, ``kill -9`` or a full disk the previous file (or no
   file) remains, never a partial one. An existing output is an error unless ``overwrite=True``; a symlink at
@@ -56,7 +60,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from geoldp import _formats, _frames, _safe_write, accounting
+from geoldp import _formats, _frames, _safe_write, _validation, accounting
 from geoldp.errors import GeoLDPWarning
 
 __all__ = [
@@ -77,16 +81,7 @@ _TAIL_BYTES = 1 << 20
 _MAX_LEDGER_BYTES = _formats.MAX_LEDGER_BYTES
 
 #: Output formats of :func:`write_file`, by file suffix.
-WRITE_FORMATS = {
-    ".geojson": "GeoJSON",
-    ".json": "GeoJSON",
-    ".gpkg": "GPKG",
-    ".parquet": "Parquet",
-    ".geoparquet": "Parquet",
-    ".csv": "CSV",
-    ".shp": "ESRI Shapefile",
-    ".fgb": "FlatGeobuf",
-}
+WRITE_FORMATS = _formats.WRITE_FORMATS
 
 
 def ledger_path(path: str | os.PathLike[str]) -> Path:
@@ -290,6 +285,34 @@ def _write_atomic(path: Path, data: bytes, *, overwrite: bool) -> _safe_write.At
         ) from None
 
 
+def _check_names(paths: list[Path], caller: str) -> None:
+    """Refuse, before anything is written, a name the file system would refuse half-way through.
+
+    A write goes through a temporary name a few dozen bytes longer (and the sidecar adds
+    ``.ledger.json``), so a name close to the limit would fail after the data file is in place.
+    """
+    for q in paths:
+        if any(ord(c) < 32 or ord(c) == 127 for c in q.name):
+            raise ValueError(
+                f"{caller}: the output name {q.name[:60]!r} holds a newline, tab or other control "
+                "character (GDAL cannot write some formats under such a name); choose a plain name. "
+                "Nothing was written."
+            )
+        parent = q.parent if str(q.parent) else Path(".")
+        try:
+            limit = int(os.pathconf(parent, "PC_NAME_MAX"))
+        except (OSError, ValueError, AttributeError):
+            limit = 255
+        temp = _safe_write.temp_name(q, ".gpkg" if q.suffix.lower() == ".gpkg" else "")  # as the writers do
+        longest = max(len(os.fsencode(n)) for n in (q.name, temp.name))
+        if longest > limit:
+            raise ValueError(
+                f"{caller}: the output name '{q.name[:40]}...' is too long: with the temporary name it is "
+                f"written under first it takes {longest} bytes, and this file system allows {limit}. "
+                "Choose a shorter name; nothing was written."
+            )
+
+
 def _check_gdf(gdf: Any, caller: str) -> None:
     import geopandas as gpd
 
@@ -319,21 +342,73 @@ def _geojson_bytes(gdf: Any, *, member: bool, caller: str) -> bytes:
     return text.encode("utf-8")
 
 
-def _csv_bytes(gdf: Any) -> bytes:
+#: Text that a spreadsheet would run as a formula when it begins a cell (OWASP "CSV injection").
+FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r")
+
+
+def _neutralise(value: Any) -> Any:
+    """Text beginning like a spreadsheet formula, with a single quote in front; anything else as it is."""
+    if isinstance(value, str) and value.startswith(FORMULA_PREFIXES):
+        return "'" + value
+    return value
+
+
+def _csv_bytes(gdf: Any, caller: str = "write_file") -> bytes:
     import shapely
 
+    geom_name = gdf.geometry.name
+    if geom_name != "geometry" and "geometry" in gdf.columns:
+        raise ValueError(
+            f"{caller}: the frame has a column named 'geometry' that is not its active geometry "
+            f"({geom_name!r}); a CSV holds the active geometry as WKT in a 'geometry' column, which would "
+            "replace it. Rename the column (or make it the active geometry) first; nothing was written."
+        )
     # WGS 84 (CSV carries no CRS) at full precision; exact only when the input was already in EPSG:4326
     wgs = gdf if gdf.crs is None or gdf.crs.equals("EPSG:4326") else gdf.to_crs("EPSG:4326")
-    frame = pd.DataFrame(wgs.drop(columns=wgs.geometry.name))
+    frame = pd.DataFrame(wgs.drop(columns=geom_name))
+    # a spreadsheet runs a text cell beginning with = + - @ (or a tab/CR) as a formula: such text cells
+    # and column names get a leading single quote; numbers (-3.5 in a float column) stay numbers
+    for i in range(frame.shape[1]):
+        col = frame.iloc[:, i]
+        if not (pd.api.types.is_numeric_dtype(col) or pd.api.types.is_datetime64_any_dtype(col)):
+            if pd.api.types.is_bool_dtype(col) or pd.api.types.is_timedelta64_dtype(col):
+                continue
+            frame.isetitem(i, col.astype(object).map(_neutralise))
+    frame.columns = [_neutralise(c) for c in frame.columns]
     frame["geometry"] = shapely.to_wkt(np.asarray(wgs.geometry.values), rounding_precision=-1)
-    return frame.to_csv(index=False).encode("utf-8")
+    # RFC 4180 line ends: the csv module then quotes every cell holding a CR or LF, so a text with a
+    # carriage return reads back as one cell (with "\n" alone it would be written bare and split the row)
+    return frame.to_csv(index=False, lineterminator="\r\n").encode("utf-8")
+
+
+#: GeoPackage version written: 1.2 is read without a warning by GDAL 3.6 / QGIS 3.22 and later.
+GPKG_VERSION = "1.2"
 
 
 def _gdal_bytes(gdf: Any, driver: str, layer: str) -> bytes:
     _formats.pyogrio_module("write_file")
     buf = _stdio.BytesIO()
-    gdf.to_file(buf, driver=driver, layer=layer, engine="pyogrio")
+    # FlatGeobuf's spatial index stores the features in Hilbert-curve order: without it they keep the
+    # frame's row order ("same rows, same order"); readers then scan the file instead of using an index
+    options: dict[str, Any] = {}
+    if driver == "FlatGeobuf":
+        options["layer_options"] = {"SPATIAL_INDEX": "NO"}
+    elif driver == "GPKG":
+        options["VERSION"] = GPKG_VERSION
+    gdf.to_file(buf, driver=driver, layer=layer, engine="pyogrio", **options)
     return buf.getvalue()
+
+
+def _without_index(gdf: Any) -> Any:
+    """A release (a frame with a geoldp ledger) is written without its index: the gaps of a subset's index
+    (rows dropped by ``max_per_user``) would show which rows were left out. Other frames keep it."""
+    if "geoldp" not in gdf.attrs or (
+        isinstance(gdf.index, pd.RangeIndex) and gdf.index.start == 0 and gdf.index.step == 1
+    ):
+        return gdf
+    out = gdf.reset_index(drop=True)
+    out.attrs = dict(gdf.attrs)
+    return out
 
 
 def _parquet_bytes(gdf: Any) -> bytes:
@@ -439,10 +514,15 @@ def write_file(
     Parameters
     ----------
     gdf : geopandas.GeoDataFrame
-        The frame (e.g. a release).
+        The frame (e.g. a release). A release (a frame with a geoldp ledger) is written without its index
+        (see :func:`to_geojson`, Notes).
     path : str or os.PathLike
         Output file; the suffix selects the format (:data:`WRITE_FORMATS`). GeoJSON is RFC 7946 with the
-        ledger also as a top-level ``"geoldp"`` member; CSV is WGS 84 with a WKT ``geometry`` column.
+        ledger also as a top-level ``"geoldp"`` member; CSV is WGS 84 with a WKT ``geometry`` column
+        (so another column named ``geometry`` is an error). In CSV, a text cell or column name that
+        begins with ``=``, ``+``, ``-``, ``@``, a tab or a carriage return (which a spreadsheet would run
+        as a formula) is written with a single quote in front (``'=1+1``); numbers are written as they
+        are.
     overwrite : bool, default False
         Replace an existing output (and its sidecar). Without it an existing file is an error.
     sidecar : bool, default True
@@ -467,7 +547,9 @@ def write_file(
         Not a GeoDataFrame; ``overwrite`` not a bool.
     ValueError
         Unknown suffix, existing output without ``overwrite``, a symlink at an output path, an output that
-        is an input, NaN/inf in GeoJSON, a bad ``layer``/``add_layer``.
+        is an input, NaN/inf in GeoJSON, a bad ``layer``/``add_layer``, a name with a control character
+        (newline, tab) or too long for the file system once the temporary name or the sidecar's
+        ``.ledger.json`` is added: all checked before anything is written.
     OSError
         The write failed (e.g. a full disk); the previous file, if any, is unchanged.
     """
@@ -490,6 +572,7 @@ def write_file(
     _safe_write.check_output(p, overwrite=overwrite or add_layer, inputs=inputs)
     ledger = gdf.attrs.get("geoldp") if sidecar else None
     side = ledger_path(p)
+    _check_names([p, side] if ledger is not None else [p], caller)
     if ledger is not None:
         _safe_write.check_output(
             side, overwrite=overwrite or add_layer, inputs=(*inputs, p), what="ledger sidecar"
@@ -498,11 +581,12 @@ def write_file(
         for part in _shapefile_parts(p):
             _safe_write.check_output(part, overwrite=overwrite, inputs=inputs, what="Shapefile part")
     # serialise first: a frame that cannot be written leaves every file as it was
+    gdf = _without_index(gdf)
     data: bytes | None = None
     if fmt == "GeoJSON":
         data = _geojson_bytes(gdf, member=True, caller=caller)
     elif fmt == "CSV":
-        data = _csv_bytes(gdf)
+        data = _csv_bytes(gdf, caller)
     elif fmt == "Parquet":
         data = _parquet_bytes(gdf)
     elif fmt in ("GPKG", "FlatGeobuf") and not add_layer:
@@ -574,13 +658,24 @@ def to_geojson(
     pathlib.Path
         The GeoJSON file written.
 
+    Notes
+    -----
+    Feature ``id``: a frame's non-default index is written as each Feature's ``id``, except for a release
+    (a frame with a geoldp ledger), which is written without ids, so that the gaps of a subset's index
+    cannot show which rows were dropped. Keep an id as a column (``reset_index()``) to publish it.
+
     Raises
     ------
     TypeError
         Not a GeoDataFrame.
     ValueError
-        No CRS (use ``set_crs()``), no active geometry column, NaN/inf values, an existing file without
-        ``overwrite=True``, a symlink at the path.
+        No CRS (use ``set_crs()``), no active geometry column, an infinite number (or a NaN inside a list
+        or dict cell, or in a coordinate), an existing file without ``overwrite=True``, a symlink at the
+        path. Nothing is written then: the frame is serialised before any file is touched.
+
+    Notes
+    -----
+    A missing value in a column (NaN, None, NaT, ``pd.NA``) is written as JSON ``null``.
 
     Examples
     --------
@@ -594,9 +689,10 @@ def to_geojson(
     p = _safe_write.check_output(path, overwrite=overwrite)
     prov = gdf.attrs.get("geoldp")
     side = ledger_path(p)
+    _check_names([p, side] if ledger == "sidecar" and prov is not None else [p], caller)
     if ledger == "sidecar" and prov is not None:
         _safe_write.check_output(side, overwrite=overwrite, inputs=(p,), what="ledger sidecar")
-    data = _geojson_bytes(gdf, member=ledger is True, caller=caller)
+    data = _geojson_bytes(_without_index(gdf), member=ledger is True, caller=caller)
     for stale in (p, side):
         _safe_write.remove_stale_temps(stale)
     try:
@@ -776,14 +872,51 @@ def _sqlite_snapshot(path: Path, name: str, caller: str) -> bytes:
     return bytes(data)
 
 
+def _sql_name(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _check_gpkg_blobs(data: bytes, gdf: Any, *, layer: Any, name: str, caller: str) -> None:
+    """Refuse a GeoPackage whose geometry blobs GDAL could not decode (it reads them as missing).
+
+    A NULL geometry is a missing geometry (reported later with its row position); a non-NULL blob that
+    decodes to nothing is a corrupt file, never a row without geometry.
+    """
+    try:
+        missing = np.asarray(gdf.geometry.isna())
+    except AttributeError:  # a table without geometry: reported by the callers
+        return
+    if not missing.any():
+        return
+    pyogrio = _formats.pyogrio_module(caller)
+    kwargs = {} if layer is None else {"layer": layer}
+    try:
+        with warnings.catch_warnings(), _formats.no_network():
+            warnings.simplefilter("ignore")  # GDAL's notes on the in-memory file name
+            info = pyogrio.read_info(data, **kwargs)
+            sql = (
+                f"SELECT ({_sql_name(str(info['geometry_name']))} IS NOT NULL) AS geoldp_blob "
+                f"FROM {_sql_name(str(info['layer_name']))}"
+            )
+            blobs = pyogrio.read_dataframe(data, sql=sql, read_geometry=False)["geoldp_blob"]
+    except Exception:
+        raise ValueError(
+            f"{caller}: cannot read '{name}' as GPKG: the file is malformed (its geometries cannot be "
+            "checked). Check the file with ogrinfo."
+        ) from None
+    present = np.asarray(blobs, dtype=bool)
+    corrupt = np.flatnonzero(missing & present) if present.size == missing.size else np.array([0])
+    if corrupt.size:
+        raise ValueError(
+            f"{caller}: '{name}' holds geometry data that is not a valid GeoPackage geometry (row position "
+            f"{int(corrupt[0])}, {int(corrupt.size)} row(s) in all): the file is corrupt. Check it with "
+            "ogrinfo, or regenerate it."
+        )
+
+
 def _read_gpx(data: bytes, name: str, caller: str) -> Any:
     """GPX tracks -> Point rows, one trajectory per track segment (``trajectory``), in time order."""
-    head = data[:65536].lower()
-    if b"<!doctype" in head or b"<!entity" in head:
-        raise ValueError(
-            f"{caller}: '{name}' declares a DOCTYPE or XML entities; geoldp refuses them (they can make the "
-            "parser read other files). Remove the declaration."
-        )
+    _formats.check_xml(data, name, caller, root="gpx")  # the whole document: no DTD/entity, a <gpx> root
     pyogrio = _formats.pyogrio_module(caller)
 
     try:
@@ -906,6 +1039,13 @@ def _read_any(
                 gdf = _read_gpx(raw, name, caller)
             else:
                 gdf = _gdal_read(raw, layer=layer, name=name, fmt=det.fmt, caller=caller)
+                if det.fmt == "GPKG":
+                    _check_gpkg_blobs(raw, gdf, layer=layer, name=name, caller=caller)
+    if not _has_geometry(gdf):
+        raise ValueError(
+            f"{caller}: '{name}' has no geometry column (a plain table); geoldp reads Point or LineString "
+            "features. Check the file (and layer=)."
+        )
     if crs is not None:
         try:
             if gdf.crs is None:
@@ -920,6 +1060,19 @@ def _read_any(
     return gdf, raw
 
 
+def _has_geometry(gdf: Any) -> bool:
+    """Whether a read frame is a GeoDataFrame with an active geometry column (a GPKG table may have none)."""
+    import geopandas as gpd
+
+    if not isinstance(gdf, gpd.GeoDataFrame):
+        return False
+    try:
+        _ = gdf.geometry
+    except AttributeError:
+        return False
+    return True
+
+
 def _no_rows(name: str, layer: Any, caller: str) -> ValueError:
     where = f"layer {layer!r} of '{name}'" if layer is not None else f"'{name}'"
     return ValueError(
@@ -929,7 +1082,13 @@ def _no_rows(name: str, layer: Any, caller: str) -> ValueError:
 
 def _parse_time(gdf: Any, time_col: Any, caller: str) -> Any:
     col = gdf[time_col]
-    if pd.api.types.is_object_dtype(col) or pd.api.types.is_string_dtype(col):
+    _validation.check_time_kinds(col, time_col, caller=caller)
+    numeric = pd.api.types.is_object_dtype(col) and pd.api.types.infer_dtype(col, skipna=True) in (
+        "integer",
+        "floating",
+        "mixed-integer-float",
+    )
+    if not numeric and (pd.api.types.is_object_dtype(col) or pd.api.types.is_string_dtype(col)):
         try:
             parsed = pd.to_datetime(col, format="ISO8601")
         except (ValueError, TypeError):

@@ -32,7 +32,7 @@ import numpy as np
 import pandas as pd
 
 from geoldp._frames import TrajectoryArrays, as_pointset, as_regions, trajectory_arrays
-from geoldp._validation import check_max_km
+from geoldp._validation import check_int_min, check_max_km
 from geoldp.geo import haversine_m
 from geoldp.pointset import PointSet
 from geoldp.queries import check_how, distinct_visits, range_counts
@@ -539,6 +539,8 @@ def diameter_error(
 
 #: Great-circle km per degree of latitude on the sphere of radius 6371 km.
 _KM_PER_DEG = 6371.0 * math.pi / 180.0
+#: Most zones :func:`zone_grid` builds; a finer grid is refused up front (raise it to allow one).
+MAX_ZONES = 1_000_000
 
 
 def zone_grid(points: Any, cell_km: float = 1.5) -> Any:
@@ -556,7 +558,9 @@ def zone_grid(points: Any, cell_km: float = 1.5) -> Any:
     points : PointSet, GeoDataFrame of Points or (m, 2) array of (lon, lat)
         The public point set P.
     cell_km : float, default 1.5
-        Side of a cell in km, > 0.
+        Side of a cell in km, > 0. A grid of more than :data:`MAX_ZONES` zones is refused before it is
+        built (``ValueError`` with the size it would have); set ``geoldp.metrics.MAX_ZONES`` higher to
+        allow it.
 
     Returns
     -------
@@ -589,8 +593,18 @@ def zone_grid(points: Any, cell_km: float = 1.5) -> Any:
     lat0, lat1 = float(pts.lat.min()), float(pts.lat.max())
     dlat = float(cell_km) / _KM_PER_DEG
     dlon = dlat / max(math.cos(math.radians(0.5 * (lat0 + lat1))), 1e-6)
-    nx = int(math.floor((lon1 - lon0) / dlon)) + 1
-    ny = int(math.floor((lat1 - lat0) / dlat)) + 1
+    # the size is checked before anything is allocated (a tiny cell_km would need terabytes)
+    fx = (lon1 - lon0) / dlon if dlon > 0 else math.inf
+    fy = (lat1 - lat0) / dlat if dlat > 0 else math.inf
+    cells = (math.floor(fx) + 1) * (math.floor(fy) + 1) if math.isfinite(fx * fy) else math.inf
+    if cells > MAX_ZONES:
+        raise ValueError(
+            f"The 'cell_km' parameter of {caller} ({float(cell_km):g} km) would build {cells:.3g} zones "
+            f"over the public points, more than geoldp.metrics.MAX_ZONES = {MAX_ZONES}. Use a larger "
+            "cell_km, or raise geoldp.metrics.MAX_ZONES if you have the memory (each zone is a polygon)."
+        )
+    nx = int(math.floor(fx)) + 1
+    ny = int(math.floor(fy)) + 1
     x0 = 0.5 * (lon0 + lon1) - 0.5 * nx * dlon
     y0 = 0.5 * (lat0 + lat1) - 0.5 * ny * dlat
     row, col = (a.ravel() for a in np.meshgrid(np.arange(ny), np.arange(nx), indexing="ij"))
@@ -1156,10 +1170,15 @@ def _uniform_ne_prq(to: TrajectoryArrays, pts: PointSet, deltas: np.ndarray) -> 
 # --------------------------------------------------------------------------------------------------
 
 
-def _auto_regions(to: TrajectoryArrays, grid: int = 4) -> list[tuple[float, float, float]]:
-    """A deterministic grid x grid set of circles over the bounding box of the original vertices."""
-    lon0, lon1 = float(to.lon.min()), float(to.lon.max())
-    lat0, lat1 = float(to.lat.min()), float(to.lat.max())
+def _auto_regions(lon: np.ndarray, lat: np.ndarray, grid: int = 4) -> list[tuple[float, float, float]]:
+    """A deterministic grid x grid set of circles over the bounding box of ``lon``/``lat``.
+
+    :func:`evaluate` passes P's coordinates (public) whenever it has P: the regions then say nothing
+    about the originals, and the collector-side estimates it runs get the same public regions. Only
+    without P (no estimates then) does it pass the original vertices.
+    """
+    lon0, lon1 = float(lon.min()), float(lon.max())
+    lat0, lat1 = float(lat.min()), float(lat.max())
     diag_km = float(_haversine_m(lon0, lat0, lon1, lat1)) / 1000.0
     radius = max(diag_km / (2.0 * grid), 1e-3)
     cx = lon0 + (np.arange(grid) + 0.5) * (lon1 - lon0) / grid
@@ -1311,17 +1330,20 @@ def evaluate(
         PRQ thresholds in km.
     regions : "auto", None or regions, default "auto"
         Query regions for :func:`range_query_error`. ``"auto"``: a deterministic 4×4 grid of circles over
-        the bounding box of the original vertices, each with radius 1/8 of the box diagonal. ``None`` skips
-        the range-query columns.
+        the bounding box of ``points`` (public: the regions, and the estimates of ``estimate=True``, never
+        depend on the originals), each with radius 1/8 of the box diagonal; without ``points``, over the
+        bounding box of the original vertices (an evaluation-only choice). ``None`` skips the range-query
+        columns. ``table.attrs["evaluate"]["regions"]`` says where they came from: ``"points"``,
+        ``"originals"``, ``"given"`` or ``None``.
     zones : "auto", None or GeoDataFrame of polygons, default "auto"
         Zones of the visit-density and OD columns. ``"auto"``: :func:`zone_grid` of ``points`` (about
         1.5 km squares over P's bounding box; skipped without ``points``). ``None`` skips them.
     sanity_bound : "auto" or float, default "auto"
         See :func:`range_query_error`.
     k : int, default 10
-        Number of hotspots (capped at |P|).
+        Number of hotspots, >= 1 (capped at |P|).
     bins : int, default 20
-        Histogram bins for the length and diameter JSD.
+        Histogram bins for the length and diameter JSD, >= 1.
     rng : None, int, Generator, ..., default 0
         Randomness of the uniform baseline's draw and, with ``estimate=True``, of the estimators (their
         candidate library, simulations and bootstrap; each estimator gets a seed drawn from ``rng`` after
@@ -1358,7 +1380,8 @@ def evaluate(
           ``hotspot_overlap`` (higher is better) over the top-k points (:func:`hotspot_preservation`);
         - ``length_jsd``, ``diameter_jsd`` (:func:`length_error`, :func:`diameter_error`, lower is better).
 
-        ``table.attrs["evaluate"]`` records k, the δs, the number of regions and zones and the 1-median.
+        ``table.attrs["evaluate"]`` records k, the δs, the number of regions and where they came from, the
+        number of zones and the 1-median.
         The ``uniform`` row holds the *exact* expectation of NE and PRQ (mean over P of the distance to each
         original point) when the number of original points times |P| is at most 5·10⁸, and otherwise, like
         every other column, the value on one draw with ``rng``.
@@ -1372,6 +1395,8 @@ def evaluate(
     (['perturbed', 'uniform', 'constant'], 0.0)
     """
     caller = "evaluate"
+    k = check_int_min(k, "k", minimum=1, caller=caller)  # hotspots; k=0 would divide by zero
+    _check_dist_args(bins, "jsd", caller)
     deltas, _ = _check_deltas(delta_km, caller)
     pts = as_pointset(points, caller=caller) if points is not None else None
     to = trajectory_arrays(original, pts, name="original", caller=caller)
@@ -1412,8 +1437,14 @@ def evaluate(
         else _zone_arg(zones, pts, caller)
     )
     regs = None
+    regions_from = None
     if regions is not None:
-        regs = _auto_regions(to) if isinstance(regions, str) and regions == "auto" else regions
+        if isinstance(regions, str) and regions == "auto":
+            # public regions from P when there is one (never the originals' box: see _auto_regions)
+            regions_from = "points" if pts is not None else "originals"
+            regs = _auto_regions(pts.lon, pts.lat) if pts is not None else _auto_regions(to.lon, to.lat)
+        else:
+            regions_from, regs = "given", regions
         n_regions = len(as_regions(regs, caller=caller)[0])
     kk = min(int(k), pts.size) if pts is not None else None
 
@@ -1535,6 +1566,7 @@ def evaluate(
         "k": kk,
         "delta_km": [float(v) for v in deltas],
         "n_regions": n_regions if regs is not None else 0,
+        "regions": regions_from,
         "n_zones": zn.size if zn is not None else 0,
         "one_median": median,
     }

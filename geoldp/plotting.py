@@ -14,7 +14,14 @@ import pandas as pd
 
 from geoldp._frames import as_pointset, trajectory_arrays
 
-__all__ = ["plot_trajectories", "plot_trajectory_panels", "plot_utility", "plot_zone_density"]
+__all__ = [
+    "plot_estimate_layer",
+    "plot_intervals",
+    "plot_trajectories",
+    "plot_trajectory_panels",
+    "plot_utility",
+    "plot_zone_density",
+]
 
 
 def _pyplot() -> Any:
@@ -469,4 +476,146 @@ def plot_trajectory_panels(
     fig.legend(
         handles=handles, loc="outside lower center", ncols=len(handles), fontsize="small", frameon=False
     )
+    return fig
+
+
+# --------------------------------------------------------------------------------------------------
+# estimates with intervals (the layers of geoldp.layers)
+# --------------------------------------------------------------------------------------------------
+
+_ESTIMATE_COLUMNS = ("estimate", "lower", "upper")
+
+
+def _check_estimates(table: Any, name: str, caller: str) -> None:
+    missing = [c for c in _ESTIMATE_COLUMNS if c not in getattr(table, "columns", ())]
+    if missing:
+        raise ValueError(
+            f"The {name!r} parameter of {caller} needs the columns estimate, lower and upper (a table of "
+            f"geoldp.estimate or a layer of geoldp.layers); missing {missing}."
+        )
+
+
+def plot_intervals(
+    table: Any, *, k: int = 20, label_col: Any = None, ax: Any = None, level: float | None = None
+) -> Any:
+    """The ``k`` largest estimates as dots with their intervals as bars, and the release's raw count.
+
+    Parameters
+    ----------
+    table : pandas.DataFrame or geopandas.GeoDataFrame
+        Columns ``estimate``, ``lower``, ``upper`` (and ``raw``, drawn as a cross when present): a table of
+        :mod:`geoldp.estimate` or a layer of :mod:`geoldp.layers`.
+    k : int, default 20
+        Rows drawn (by decreasing estimate).
+    label_col : column label, optional
+        The row labels (default: ``zone``, ``point``, ``region`` or ``origin``→``destination`` when
+        present, else the index).
+    ax : matplotlib.axes.Axes, optional
+        Axes to draw on; a new figure otherwise.
+    level : float, optional
+        The intervals' coverage, for the legend.
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+    """
+    caller = "plot_intervals"
+    _check_estimates(table, "table", caller)
+    if isinstance(k, bool) or not isinstance(k, numbers.Integral) or k < 1:
+        raise ValueError(f"The 'k' parameter of {caller} must be an int >= 1. Got {k!r}.")
+    plt = _pyplot()
+    est = table["estimate"].to_numpy(dtype=np.float64)
+    order = np.lexsort((np.arange(len(table)), -est))[: int(k)]
+    rows = table.iloc[order]
+    if label_col is not None:
+        labels = [str(v) for v in rows[label_col]]
+    elif {"origin", "destination"} <= set(rows.columns):
+        labels = [f"{o} → {d}" for o, d in zip(rows["origin"], rows["destination"], strict=True)]
+    else:
+        col = next((c for c in ("zone", "point", "region") if c in rows.columns), None)
+        labels = [str(v) for v in (rows[col] if col is not None else rows.index)]
+    if ax is None:
+        ax = plt.figure(figsize=(6.0, 0.9 + 0.28 * len(rows)), layout="constrained").add_subplot()
+    y = np.arange(len(rows))[::-1]
+    e = rows["estimate"].to_numpy(dtype=np.float64)
+    lo = rows["lower"].to_numpy(dtype=np.float64)
+    hi = rows["upper"].to_numpy(dtype=np.float64)
+    what = "interval" if level is None else f"{level:.0%} interval"
+    ax.hlines(y, lo, hi, color="#0072B2", linewidth=3, alpha=0.5, label=what)
+    ax.plot(e, y, "o", color="#0072B2", label="estimate")
+    if "raw" in rows.columns:
+        ax.plot(rows["raw"].to_numpy(dtype=np.float64), y, "x", color="#D55E00", label="raw (the release)")
+    ax.set_yticks(y, labels)
+    ax.set_xlabel("trajectories")
+    ax.set_xlim(left=0.0)
+    ax.legend(loc="lower right", fontsize="small")
+    return ax
+
+
+def plot_estimate_layer(
+    layer: Any, *, fig: Any = None, figsize: Any = None, gamma: float = 0.5, title: str | None = None
+) -> Any:
+    """Map an estimate layer with its uncertainty: the estimate and the interval width side by side.
+
+    Polygons (zones) and points are coloured by ``estimate`` and by ``width`` (``upper - lower``) on two
+    panels; OD flows (LineStrings) are drawn with a line width proportional to the estimate, next to
+    :func:`plot_intervals` of the largest flows.
+
+    Parameters
+    ----------
+    layer : geopandas.GeoDataFrame
+        A layer of :func:`geoldp.layers.estimate_layers` (or any frame with ``estimate``, ``lower``,
+        ``upper``), any CRS (drawn in EPSG:4326).
+    fig : matplotlib.figure.Figure, optional
+        Figure to draw on; a new pyplot figure otherwise.
+    figsize : (float, float), optional
+        Figure size in inches.
+    gamma : float, default 0.5
+        Exponent of the colour scales (< 1 shows the quieter zones too).
+    title : str, optional
+        A title over both panels.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    caller = "plot_estimate_layer"
+    import geopandas as gpd
+    from matplotlib.colors import PowerNorm
+
+    if not isinstance(layer, gpd.GeoDataFrame) or layer.crs is None:
+        raise TypeError(f"The 'layer' parameter of {caller} must be a GeoDataFrame with a CRS.")
+    _check_estimates(layer, "layer", caller)
+    z = layer.to_crs("EPSG:4326")
+    fig = _new_figure(fig, figsize, (10.0, 4.6))
+    ax1, ax2 = fig.subplots(1, 2)
+    lines = bool(len(z)) and bool(z.geom_type.isin(["LineString", "MultiLineString"]).all())
+    if lines:
+        est = np.clip(z["estimate"].to_numpy(dtype=np.float64), 0.0, None)
+        top = est.max() if est.size and est.max() > 0 else 1.0
+        widths = 0.3 + 5.0 * est / top
+        for geom, w in zip(z.geometry.values, widths, strict=True):
+            xs, ys = geom.xy
+            ax1.plot(xs, ys, color="#0072B2", linewidth=w, alpha=0.6, solid_capstyle="round")
+        ax1.set_title("flows (line width: estimate)", fontsize="medium")
+        ax1.set_aspect(1.0 / max(np.cos(np.radians(float(np.mean(z.total_bounds[1::2])))), 1e-3))
+        plot_intervals(z, k=15, ax=ax2)
+        ax2.set_title("largest flows with intervals", fontsize="medium")
+    else:
+        width = (z["upper"] - z["lower"]).to_numpy(dtype=np.float64)
+        for ax, values, label, cmap in (
+            (ax1, z["estimate"].to_numpy(dtype=np.float64), "estimate", "magma_r"),
+            (ax2, width, "interval width (upper - lower)", "viridis_r"),
+        ):
+            v = np.clip(np.nan_to_num(values, nan=0.0), 0.0, None)
+            norm = PowerNorm(gamma=gamma, vmin=0.0, vmax=float(v.max()) or 1.0)
+            z.assign(_v=v).plot(column="_v", ax=ax, cmap=cmap, norm=norm, edgecolor="0.85", linewidth=0.2)
+            sm = _pyplot().cm.ScalarMappable(norm=norm, cmap=cmap)
+            fig.colorbar(sm, ax=ax, shrink=0.8, pad=0.02, aspect=25).set_label(label)
+            ax.set_title(label, fontsize="medium")
+    for ax in (ax1,) if lines else (ax1, ax2):
+        ax.set_xticks([])
+        ax.set_yticks([])
+    if title:
+        fig.suptitle(title)
     return fig

@@ -4,8 +4,10 @@ Every builder returns a :class:`geopandas.GeoDataFrame` of Points that is accept
 is (``gdf.ldp.perturb(points, ...)``, :class:`geoldp.PointSet.from_geodataframe`, the CLI), and records
 where it came from in ``points.attrs["geoldp_points"]`` (a short string such as
 ``"grid(kind=square, spacing_m=500, area=bbox, crs=EPSG:4326)"``). A release perturbed onto such a point
-set carries that string in its ledger (``released.attrs["geoldp"]["points"]``). The string never holds
-coordinates, so the ledger does not publish the area.
+set carries that string in its ledger (``released.attrs["geoldp"]["points"]``), with what a collector
+needs to rebuild or check P: the recipe of a grid or H3 set over a bounding box (the public box, spacing or
+resolution, CRS; :func:`recipe_of`, :func:`from_recipe`) and a digest of P's coordinates
+(:func:`digest_of`).
 
 .. warning::
 
@@ -33,9 +35,13 @@ from geoldp.errors import PrivacyWarning
 __all__ = [
     "MAX_POINTS",
     "PROVENANCE_KEY",
+    "digest_of",
+    "from_recipe",
     "grid",
     "h3_cells",
+    "ledger_record",
     "provenance_of",
+    "recipe_of",
     "road_nodes",
     "thin",
     "warn_if_area_from",
@@ -45,7 +51,9 @@ __all__ = [
 PROVENANCE_KEY = "geoldp_points"
 #: ``attrs`` key of the bounds and CRS of the area a point set was built over (for the area guard).
 AREA_KEY = "geoldp_points_area"
-#: Largest point set a builder returns; a finer grid raises ``ValueError`` (choose a larger spacing).
+#: Largest point set a builder returns. A finer grid (or H3 resolution) is refused up front, from the
+#: area's size, with a ``ValueError`` giving the size it would have; set ``geoldp.points.MAX_POINTS``
+#: higher to allow it.
 MAX_POINTS = 2_000_000
 _KINDS = ("square", "hex")
 _ROAD_KINDS = ("intersections", "all")
@@ -161,10 +169,39 @@ def _points_frame(x: np.ndarray, y: np.ndarray, crs: Any, provenance: str, bound
     return gdf
 
 
+_EARTH_RADIUS_M = 6_371_008.8
+
+
+def _true_area_m2(polygon: Any, crs: Any) -> float:
+    """The area's size in m²: equal-area for a lon/lat polygon, planar (in metres) for a projected one."""
+    import shapely
+
+    if crs.is_geographic:
+        # the polygon as a region of the lon/lat plane, in Lambert's cylindrical equal-area projection
+        def cea(xy: np.ndarray) -> np.ndarray:
+            lat = np.radians(np.clip(xy[:, 1], -90.0, 90.0))
+            return np.column_stack((np.radians(xy[:, 0]) * _EARTH_RADIUS_M, np.sin(lat) * _EARTH_RADIUS_M))
+
+        return float(shapely.transform(shapely.segmentize(polygon, 0.01), cea).area)
+    unit = crs.axis_info[0].unit_conversion_factor if crs.axis_info else 1.0
+    return float(polygon.area) * float(unit) ** 2
+
+
+def _check_estimate(estimate: float, area_m2: float, caller: str, what: str, fix: str) -> None:
+    """Refuse up front (before any array is built) a point set larger than MAX_POINTS."""
+    if not estimate <= MAX_POINTS:  # NaN too
+        raise ValueError(
+            f"{caller}: {what} over an area of {area_m2 / 1e6:.4g} km² would build about {estimate:.3g} "
+            f"points, more than geoldp.points.MAX_POINTS = {MAX_POINTS}. Use {fix}, a smaller area, or raise "
+            "geoldp.points.MAX_POINTS if you have the memory."
+        )
+
+
 def _check_count(n: int, caller: str, what: str) -> None:
     if n > MAX_POINTS:
         raise ValueError(
-            f"{caller} would build {n} points, more than MAX_POINTS = {MAX_POINTS}; use a larger {what}."
+            f"{caller} would build {n} points, more than geoldp.points.MAX_POINTS = {MAX_POINTS}; use a "
+            f"larger {what}, or raise geoldp.points.MAX_POINTS if you have the memory."
         )
     if n < 2:
         raise ValueError(
@@ -225,12 +262,24 @@ def grid(area: Any, spacing_m: float, *, kind: str = "square", crs: Any = None) 
         raise ValueError(f"The 'kind' parameter of {caller} must be one of {_KINDS!r}.")
     kind = kind.lower()
     polygon, area_crs, what = _area(area, crs, caller=caller)
+    dy = spacing if kind == "square" else spacing * math.sqrt(3.0) / 2.0
+    true_area = _true_area_m2(polygon, area_crs)
+    _check_estimate(
+        true_area / (spacing * dy), true_area, caller, f"spacing_m={spacing:g}", "a larger spacing_m"
+    )
     metric = _local_metric_crs(polygon, area_crs)
     # densify before projecting so that the edges of a lon/lat box follow their true (curved) shape
-    step = 0.01 if area_crs.is_geographic else max(spacing / 4.0, 1e-9)
+    # (in a projected CRS at most about 100,000 vertices, whatever the spacing)
+    step = 0.01 if area_crs.is_geographic else max(spacing / 4.0, polygon.length / 100_000.0, 1e-9)
     local = _to_crs(shapely.segmentize(polygon, step), area_crs, metric)
+    if area_crs.is_geographic and true_area > 0 and not 0.9 <= local.area / true_area <= 1.25:
+        # the whole world, or more than about a hemisphere: one azimuthal projection folds it up
+        raise ValueError(
+            f"The 'area' of {caller} is too large for one metric grid: on the local azimuthal equidistant "
+            f"projection it covers {local.area / true_area:.0%} of its true size. Split it into areas "
+            "smaller than a few thousand km across, or use geoldp.points.h3_cells for a global grid."
+        )
     minx, miny, maxx, maxy = local.bounds
-    dy = spacing if kind == "square" else spacing * math.sqrt(3.0) / 2.0
     nx = int(math.floor((maxx - minx) / spacing)) + 1
     ny = int(math.floor((maxy - miny) / dy)) + 1
     _check_count(nx * ny, caller, "spacing_m")
@@ -291,6 +340,11 @@ def h3_cells(area: Any, resolution: int, *, crs: Any = None) -> Any:
     except ImportError:  # optional extra
         raise ImportError(f"{caller} needs the 'h3' package: pip install 'geoldp[points]'.") from None
     polygon, area_crs, what = _area(area, crs, caller=caller)
+    true_area = _true_area_m2(polygon, area_crs)
+    per_cell = float(h3.average_hexagon_area(resolution, unit="m^2"))
+    _check_estimate(
+        true_area / per_cell, true_area, caller, f"resolution={resolution}", "a smaller resolution number"
+    )
     lonlat = polygon if area_crs.equals("EPSG:4326") else _to_crs(polygon, area_crs, "EPSG:4326")
     cells = sorted(h3.geo_to_cells(lonlat, resolution))
     _check_count(len(cells), caller, "resolution (smaller number)")
@@ -303,6 +357,21 @@ def h3_cells(area: Any, resolution: int, *, crs: Any = None) -> Any:
         lon, lat = Transformer.from_crs("EPSG:4326", area_crs, always_xy=True).transform(lon, lat)
     prov = f"h3_cells(resolution={resolution}, area={what}, crs={_crs_name(area_crs)})"
     return _points_frame(np.asarray(lon), np.asarray(lat), area_crs, prov, polygon.bounds, {"h3": cells})
+
+
+def _osm_error(exc: Exception, name: str, caller: str) -> ValueError:
+    """A ValueError naming the extract for an error of libosmium (its message can quote the file)."""
+    text = str(exc).lower()
+    if "detect file format" in text or "unknown file format" in text:
+        why = (
+            "its format cannot be told from its name; name it .osm, .osm.pbf, .osm.bz2 or .osm.gz "
+            "(any format libosmium reads)"
+        )
+    elif "entit" in text:
+        why = "it declares XML entities, which are refused (they can make a parser read other files)"
+    else:
+        why = "it is malformed, truncated or not an OpenStreetMap extract"
+    return ValueError(f"{caller}: cannot read the OpenStreetMap extract '{name}': {why}.")
 
 
 def road_nodes(path: str | os.PathLike[str], *, kind: str = "intersections") -> Any:
@@ -333,7 +402,8 @@ def road_nodes(path: str | os.PathLike[str], *, kind: str = "intersections") -> 
     FileNotFoundError
         ``path`` does not exist.
     ValueError
-        Unknown ``kind``; fewer than 2 nodes found.
+        Unknown ``kind``; fewer than 2 nodes found; a file that libosmium cannot read (malformed,
+        truncated, an unknown format, XML entities), naming the file.
 
     Examples
     --------
@@ -346,6 +416,11 @@ def road_nodes(path: str | os.PathLike[str], *, kind: str = "intersections") -> 
     if not isinstance(path, str | os.PathLike):
         raise TypeError(f"The 'path' parameter of {caller} must be a file path. Got {type(path).__name__}.")
     if not os.path.isfile(path):
+        if os.path.exists(path):
+            raise ValueError(
+                f"The 'path' parameter of {caller} is not a regular file (a directory, FIFO or device); "
+                "name an OpenStreetMap extract."
+            )
         raise FileNotFoundError(f"The OpenStreetMap extract given as 'path' to {caller} does not exist.")
     try:
         import osmium
@@ -353,18 +428,21 @@ def road_nodes(path: str | os.PathLike[str], *, kind: str = "intersections") -> 
         raise ImportError(f"{caller} needs the 'osmium' package: pip install 'geoldp[points]'.") from None
     ways: dict[int, int] = {}  # node id -> number of road ways using it
     where: dict[int, tuple[float, float]] = {}
-    fp = osmium.FileProcessor(os.fspath(path), osmium.osm.NODE | osmium.osm.WAY).with_locations()
-    obj: Any
-    for obj in fp:
-        if not obj.is_way() or "highway" not in obj.tags:
-            continue
-        seen = set()
-        for ref in obj.nodes:
-            if ref.ref in seen or not ref.location.valid():
+    try:
+        fp = osmium.FileProcessor(os.fspath(path), osmium.osm.NODE | osmium.osm.WAY).with_locations()
+        obj: Any
+        for obj in fp:
+            if not obj.is_way() or "highway" not in obj.tags:
                 continue
-            seen.add(ref.ref)
-            ways[ref.ref] = ways.get(ref.ref, 0) + 1
-            where[ref.ref] = (ref.location.lon, ref.location.lat)
+            seen = set()
+            for ref in obj.nodes:
+                if ref.ref in seen or not ref.location.valid():
+                    continue
+                seen.add(ref.ref)
+                ways[ref.ref] = ways.get(ref.ref, 0) + 1
+                where[ref.ref] = (ref.location.lon, ref.location.lat)
+    except (RuntimeError, ValueError) as exc:  # libosmium's errors; their text is not passed on
+        raise _osm_error(exc, os.path.basename(os.fspath(path)), caller) from None
     ids = sorted(n for n, k in ways.items() if kind == "all" or k >= 2)
     _check_count(len(ids), caller, "extract (or kind='all')")
     from pyproj import CRS
@@ -444,6 +522,131 @@ def provenance_of(points: Any) -> str | None:
         return None
     value = attrs.get(PROVENANCE_KEY)
     return value if isinstance(value, str) else None
+
+
+_GRID_RE = r"^grid\(kind=(square|hex), spacing_m=([^,]+), area=bbox, crs=(EPSG:\d+)\)$"
+_H3_RE = r"^h3_cells\(resolution=(\d+), area=bbox, crs=(EPSG:\d+)\)$"
+
+
+def recipe_of(points: Any) -> dict[str, Any] | None:
+    """The public recipe that rebuilds a point set: builder, bounding box, spacing or resolution, CRS.
+
+    Only a :func:`grid` or :func:`h3_cells` over a bounding box has one (a polygon area, road nodes or a
+    thinned set are recorded by their digest, :func:`digest_of`). The box is public by construction.
+
+    Returns
+    -------
+    dict or None
+        ``{"builder": "grid", "area": [minx, miny, maxx, maxy], "spacing_m": ..., "kind": ...,
+        "crs": "EPSG:..."}`` (or ``"resolution"`` for H3), or ``None``.
+
+    Examples
+    --------
+    >>> recipe_of(grid((116.30, 39.90, 116.32, 39.92), 500))["area"]  # doctest: +SKIP
+    [116.3, 39.9, 116.32, 39.92]
+    """
+    import re
+
+    attrs = getattr(points, "attrs", None)
+    if not isinstance(attrs, dict):
+        return None
+    prov, area = attrs.get(PROVENANCE_KEY), attrs.get(AREA_KEY)
+    if not isinstance(prov, str) or not isinstance(area, dict):
+        return None
+    box = [float(b) for b in area.get("bounds", ())]
+    if (m := re.match(_GRID_RE, prov)) is not None:
+        kind, spacing, crs = m.groups()
+        return {"builder": "grid", "area": box, "spacing_m": float(spacing), "kind": kind, "crs": crs}
+    if (m := re.match(_H3_RE, prov)) is not None:
+        return {"builder": "h3_cells", "area": box, "resolution": int(m.group(1)), "crs": m.group(2)}
+    return None
+
+
+def from_recipe(recipe: Any) -> Any:
+    """Rebuild a point set from :func:`recipe_of` output (e.g. from a release's ledger).
+
+    Raises
+    ------
+    ValueError
+        Not a recipe this version knows.
+    """
+    if not isinstance(recipe, dict) or recipe.get("builder") not in ("grid", "h3_cells"):
+        raise ValueError(
+            "The point-set recipe must be a dict with builder 'grid' or 'h3_cells' (as written by "
+            "geoldp.points.recipe_of); pass the public points file instead."
+        )
+    try:
+        area = tuple(float(v) for v in recipe["area"])
+        if recipe["builder"] == "grid":
+            return grid(area, float(recipe["spacing_m"]), kind=str(recipe["kind"]), crs=recipe["crs"])
+        return h3_cells(area, int(recipe["resolution"]), crs=recipe["crs"])
+    except (KeyError, TypeError):
+        raise ValueError(
+            "The point-set recipe is incomplete: it needs area, crs and the builder's size."
+        ) from None
+
+
+#: Decimal places of the WGS 84 degrees hashed by :func:`digest_of` (1e-7 degree is about 1 cm).
+DIGEST_DECIMALS = 7
+
+
+def digest_of(points: Any) -> str:
+    """A SHA-256 digest of a point set: its size and its WGS 84 coordinates (to 1e-7 degree), in order.
+
+    Equal for the same points read back from any file format or CRS; different when a point is added,
+    dropped, moved by more than about a centimetre, or reordered (the indices of a release refer to P's
+    order).
+
+    Parameters
+    ----------
+    points : PointSet, GeoDataFrame or GeoSeries of Points
+
+    Returns
+    -------
+    str
+        ``"sha256:<64 hex digits>"``.
+
+    Examples
+    --------
+    >>> from geoldp import PointSet
+    >>> digest_of(PointSet([0.0, 1.0], [0.0, 0.0])) == digest_of(PointSet([0.0, 1.0 + 1e-12], [0.0, 0.0]))
+    True
+    """
+    import hashlib
+
+    import geopandas as gpd
+
+    from geoldp.pointset import PointSet
+
+    if isinstance(points, gpd.GeoDataFrame):
+        points = PointSet.from_geodataframe(points)
+    elif isinstance(points, gpd.GeoSeries):
+        points = PointSet.from_geoseries(points)
+    if not isinstance(points, PointSet):
+        raise TypeError(
+            f"digest_of needs a PointSet or a GeoDataFrame/GeoSeries of Points. Got {type(points).__name__}."
+        )
+    scale = 10.0**DIGEST_DECIMALS
+    xy = np.column_stack([np.rint(points.lon * scale), np.rint(points.lat * scale)]).astype(np.int64)
+    h = hashlib.sha256(b"geoldp-points-v1")
+    h.update(np.int64(xy.shape[0]).tobytes())
+    h.update(np.ascontiguousarray(xy).astype("<i8").tobytes())
+    return "sha256:" + h.hexdigest()
+
+
+def ledger_record(points: Any, ps: Any = None) -> dict[str, Any]:
+    """The ``"points"`` member of a release's ledger: provenance, recipe, digest and size of P.
+
+    ``ps`` is P as the release resolved it (a :class:`~geoldp.PointSet`), to avoid converting it twice.
+    Everything in it is public (P is public).
+    """
+    ps = points if ps is None else ps
+    return {
+        "provenance": provenance_of(points),
+        "recipe": recipe_of(points),
+        "digest": digest_of(ps),
+        "size": int(len(ps)),
+    }
 
 
 def warn_if_area_from(frame: Any, points: Any, *, stacklevel: int = 2) -> bool:

@@ -29,7 +29,8 @@ as the farthest one: the output is close to uniform noise over the public points
 :meth:`GeoDataFrame.ldp.perturb` then emits a :class:`~geoldp.PrivacyWarning` with the number of affected
 trajectories and the length to shrink them to (:func:`suggest_max_points`, the largest n with
 ε/n ≥ 0.1). Fix it with :func:`resample` (``max_points=...``), :func:`simplify`,
-:func:`drop_consecutive_duplicates`, or a larger ε.
+:func:`drop_consecutive_duplicates`, or a larger ε. An ε below :data:`MIN_EPSILON` (0.001) is refused
+with a ``ValueError``: the output would be uniform noise even for a one-point trajectory.
 """
 
 from __future__ import annotations
@@ -42,11 +43,13 @@ import pandas as pd
 import shapely
 
 from geoldp import _frames
-from geoldp._release import NEAR_UNIFORM_EPSILON, point_budget, suggest_max_points
+from geoldp._release import MIN_EPSILON, NEAR_UNIFORM_EPSILON, point_budget, suggest_max_points
 from geoldp._validation import check_float_range, check_int_min
 from geoldp.errors import GeoLDPWarning
 
 __all__ = [
+    "MAX_VERTICES",
+    "MIN_EPSILON",
     "NEAR_UNIFORM_EPSILON",
     "drop_consecutive_duplicates",
     "point_budget",
@@ -55,6 +58,10 @@ __all__ = [
     "suggest_max_points",
     "trajectories_from_points",
 ]
+
+#: Most vertices :func:`resample` makes (all rows together); a finer ``spacing_m`` is refused up front
+#: with the number it would make. Set ``geoldp.prepare.MAX_VERTICES`` higher to allow more.
+MAX_VERTICES = 20_000_000
 
 # --------------------------------------------------------------------------------------------------
 # points -> LineStrings
@@ -354,7 +361,9 @@ def resample(gdf: Any, *, max_points: int | None = None, spacing_m: float | None
         track (haversine length; first and last vertex kept). Rows with fewer are left unchanged.
     spacing_m : float, optional
         Resample to one vertex every ``spacing_m`` metres along the track (plus the last vertex); applied
-        before ``max_points``.
+        before ``max_points``. A spacing that would make more than :data:`MAX_VERTICES` vertices in all
+        is refused up front (``ValueError`` with the number); raise ``geoldp.prepare.MAX_VERTICES`` to
+        allow it.
 
     Returns
     -------
@@ -376,11 +385,26 @@ def resample(gdf: Any, *, max_points: int | None = None, spacing_m: float | None
     if spacing_m is not None:
         spacing_m = check_float_range(spacing_m, "spacing_m", caller=caller)
     gdf, ft = _linestring_frame(gdf, caller)
+    bounds = zip(ft.offsets[:-1], ft.offsets[1:], strict=True)
+    cums = [_cumulative_m(ft.lon[a:b], ft.lat[a:b]) for a, b in bounds]
+    if spacing_m is not None:
+        # the size of the result, checked before anything is allocated (a tiny spacing needs terabytes)
+        sizes = [float(c[-1]) / spacing_m + 2.0 for c in cums]  # Python floats: inf, never a warning
+        if max_points is not None:
+            sizes = [min(n, float(max_points)) for n in sizes]
+        total_size = float(np.sum(sizes)) if sizes else 0.0
+        if not total_size <= MAX_VERTICES:
+            raise ValueError(
+                f"The 'spacing_m' parameter of {caller} ({spacing_m:g} m) would make about "
+                f"{total_size:.3g} vertices in all (the longest row about {max(sizes):.3g}), more than "
+                f"geoldp.prepare.MAX_VERTICES = {MAX_VERTICES}. Use a larger spacing_m or pass max_points=, "
+                "or raise geoldp.prepare.MAX_VERTICES if you have the memory."
+            )
     new = np.asarray(gdf.geometry.values, dtype=object).copy()
     for t in range(ft.n_trajectories):
         a, b = ft.offsets[t], ft.offsets[t + 1]
         lon, lat = ft.lon[a:b], ft.lat[a:b]
-        cum = _cumulative_m(lon, lat)
+        cum = cums[t]
         total = cum[-1]
         at = None
         if spacing_m is not None and total > 0:

@@ -101,23 +101,34 @@ def test_save_is_atomic(tmp_path, monkeypatch):
     assert [p.name for p in tmp_path.iterdir()] == ["acc.json"]  # no temp file left
 
 
+def _signed(data):
+    """``data`` with a matching checksum, so that only the other checks can refuse it."""
+    from geoldp import accounting
+
+    return json.dumps({**data, "sha256": accounting._digest(data)})
+
+
 @pytest.mark.parametrize(
     "content",
     [
         "not json",
         json.dumps({"format": "other"}),
-        json.dumps(
-            {"format": "geoldp.BudgetAccountant", "version": 1, "total_epsilon": 1.0, "spent": [["a"]]}
+        _signed({"format": "geoldp.BudgetAccountant", "version": 2, "total_epsilon": 1.0, "spent": [["a"]]}),
+        _signed(
+            {"format": "geoldp.BudgetAccountant", "version": 2, "total_epsilon": 1.0, "spent": [["a", "-1"]]}
         ),
-        json.dumps(
-            {"format": "geoldp.BudgetAccountant", "version": 1, "total_epsilon": 1.0, "spent": [["a", "-1"]]}
-        ),
+        _signed({"format": "geoldp.BudgetAccountant", "version": 3, "total_epsilon": 1.0, "spent": []}),
+        b"\xff\xfe not utf-8",
+        "[" * 100_000,
     ],
 )
 def test_load_rejects_bad_files(tmp_path, content):
     path = tmp_path / "acc.json"
-    path.write_text(content)
-    with pytest.raises(ValueError):
+    if isinstance(content, bytes):
+        path.write_bytes(content)
+    else:
+        path.write_text(content)
+    with pytest.raises(ValueError, match="acc.json"):
         BudgetAccountant.load(path)
 
 
@@ -277,3 +288,261 @@ def test_ledger_is_json_and_pickle_safe(toy_lines, city_points):
     back = pickle.loads(pickle.dumps(a))
     assert back.attrs["geoldp"] == a.attrs["geoldp"]
     assert isinstance(back.attrs["geoldp"], type(a.attrs["geoldp"]))
+
+
+# ------------------------------------------------------------------------------------------------------
+# one user is one user: the canonical user key
+
+
+@pytest.mark.parametrize(
+    "same",
+    [7, "7", np.int64(7), np.uint8(7), np.str_("7"), "007", "+7"],
+    ids=["int", "str", "int64", "uint8", "np.str_", "leading-zeros", "plus"],
+)
+def test_an_int_and_its_decimal_string_are_one_user(same):
+    acc = BudgetAccountant(1.0)
+    acc.charge({7: 0.75})
+    if same == "+7":  # a sign is not a digit: "+7" is a string id of its own
+        acc.charge({same: 0.75})
+        assert len(acc) == 2
+        return
+    with pytest.raises(geoldp.BudgetError):
+        acc.charge({same: 0.75})
+    assert acc.spent_by(same) == 0.75 and acc.remaining(same) == 0.25
+    with pytest.raises(geoldp.BudgetError):
+        acc.check({same: 0.5})
+    assert acc.spent == {7: 0.75} and len(acc) == 1
+
+
+def test_one_mapping_with_both_kinds_sums_them():
+    acc = BudgetAccountant(1.0)
+    with pytest.raises(geoldp.BudgetError):
+        acc.charge({7: 0.75, "7": 0.75})
+    acc.charge({-3: 0.25, "-3": 0.25, "x7": 0.5})
+    assert acc.spent == {-3: 0.5, "x7": 0.5}
+
+
+def test_user_key_survives_save_and_load(tmp_path):
+    acc = BudgetAccountant(1.0)
+    acc.charge({"7": 0.75, "007a": 0.5})
+    acc.save(tmp_path / "acc.json")
+    back = BudgetAccountant.load(tmp_path / "acc.json")
+    with pytest.raises(geoldp.BudgetError):
+        back.charge({7: 0.75})
+    assert back.spent == {7: 0.75, "007a": 0.5}
+
+
+def test_user_col_of_mixed_kinds_charges_one_user(trips, city_points):
+    acc = geoldp.BudgetAccountant(4.0)
+    first = trips.iloc[[0]].copy()
+    first["user"] = [7]  # an int column
+    first.ldp.perturb(city_points, epsilon=3.0, accountant=acc, user_col="user", rng=1)
+    again = trips.iloc[[1]].copy()
+    again["user"] = ["7"]  # the same person from a str column
+    with pytest.raises(geoldp.BudgetError):
+        again.ldp.perturb(city_points, epsilon=3.0, accountant=acc, user_col="user", rng=1)
+    # one object column holding both kinds: one user with two trajectories
+    both = trips.iloc[[2, 3]].copy()
+    both["user"] = pd.Series([8, "8"], index=both.index, dtype=object)
+    both.ldp.perturb(city_points, epsilon=1.5, accountant=acc, user_col="user", rng=1)
+    assert acc.spent == {7: 3.0, 8: 3.0}
+
+
+# ------------------------------------------------------------------------------------------------------
+# threads: every check-and-spend is atomic
+
+
+def _race(n_threads, work):
+    import sys
+    import threading
+
+    barrier = threading.Barrier(n_threads)
+    results = []
+
+    def run():
+        barrier.wait()
+        try:
+            work()
+            results.append(True)
+        except geoldp.BudgetError:
+            results.append(False)
+
+    old = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # switch threads as often as possible: widens any race
+    try:
+        threads = [threading.Thread(target=run) for _ in range(n_threads)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    finally:
+        sys.setswitchinterval(old)
+    return results
+
+
+def test_concurrent_charges_never_overspend():
+    users = range(300)  # many users per charge: a long window between the check and the spend
+    for _ in range(20):
+        acc = BudgetAccountant(1.0)
+        ok = _race(16, lambda acc=acc: acc.charge({u: 0.25 for u in users}))
+        assert sum(ok) == 4  # exactly 4 charges of 0.25 fit in 1.0
+        assert max(acc.spent.values()) == 1.0
+
+
+@pytest.fixture
+def slow_check(monkeypatch):
+    """The budget check yields to other threads once it has passed: any gap before the spend shows."""
+    import time
+
+    check = BudgetAccountant._refuse
+
+    def slow(self, costs):
+        check(self, costs)
+        time.sleep(0.005)
+
+    monkeypatch.setattr(BudgetAccountant, "_refuse", slow)
+
+
+def test_check_and_spend_is_atomic(slow_check):
+    acc = BudgetAccountant(1.0)
+    ok = _race(8, lambda: acc.charge({"u": 0.25}))
+    assert sum(ok) == 4 and acc.spent == {"u": 1.0}
+
+
+def test_concurrent_commits_never_overspend(slow_check):
+    from geoldp.accounting import charge_release
+
+    frame = pd.DataFrame({"user": ["u", "v", "u"]})
+    acc = BudgetAccountant(1.0)
+    pending = [charge_release(acc, frame, "user", 0.25) for _ in range(8)]  # all checked before any commit
+    it = iter(pending)
+    ok = _race(8, lambda: next(it).commit())
+    assert sum(ok) == 2 and acc.spent == {"u": 1.0, "v": 0.5}
+
+
+def test_accountant_pickles_and_copies():
+    import copy
+
+    acc = BudgetAccountant(2.0)
+    acc.charge({"a": 0.5})
+    for back in (pickle.loads(pickle.dumps(acc)), copy.deepcopy(acc)):
+        back.charge({"a": 1.5})
+        assert back.spent == {"a": 2.0} and acc.spent == {"a": 0.5}
+
+
+# ------------------------------------------------------------------------------------------------------
+# the file: integrity checked on load
+
+
+def _saved(tmp_path, acc=None):
+    if acc is None:
+        acc = BudgetAccountant(1.0)
+        acc.charge({"a": 0.5, 7: 0.25})
+    path = tmp_path / "acc.json"
+    acc.save(path)
+    return path, json.loads(path.read_text())
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [
+        lambda d: d.update(total_epsilon=10.0),  # a raised total
+        lambda d: d["spent"].pop(0),  # a deleted entry
+        lambda d: d["spent"].__setitem__(0, ["a", "1/4"]),  # a lowered spend
+        lambda d: d["spent"].append(["b", "1/2"]),  # an added entry
+    ],
+    ids=["raised-total", "deleted-entry", "lowered-spend", "added-entry"],
+)
+def test_load_refuses_an_edited_file(tmp_path, edit):
+    path, data = _saved(tmp_path)
+    edit(data)
+    path.write_text(json.dumps(data))
+    with pytest.raises(ValueError, match="checksum") as err:
+        BudgetAccountant.load(path)
+    assert "acc.json" in str(err.value)
+
+
+@pytest.mark.parametrize(
+    ("spent", "match"),
+    [
+        ([["a", "3/2"]], "above the total"),
+        ([["a", "-1/2"]], "negative|not a valid"),
+        ([["a", "1/2"], ["a", "1/4"]], "repeats a user"),
+        ([[7, "1/2"], ["7", "1/4"]], "repeats a user"),
+    ],
+)
+def test_load_refuses_inconsistent_spends_even_with_a_matching_checksum(tmp_path, spent, match):
+    path, data = _saved(tmp_path)
+    data["spent"] = spent
+    path.write_text(_signed(data))  # a matching checksum: only the consistency checks can refuse it
+    with pytest.raises(ValueError, match=match):
+        BudgetAccountant.load(path)
+
+
+@pytest.mark.parametrize("total", [float("inf"), float("nan"), -1.0, True, "1"])
+def test_load_refuses_a_bad_total(tmp_path, total):
+    path, data = _saved(tmp_path)
+    data["total_epsilon"] = total
+    path.write_text(_signed(data))
+    with pytest.raises(ValueError, match="total_epsilon"):
+        BudgetAccountant.load(path)
+
+
+def test_load_of_a_file_without_checksum_warns(tmp_path):
+    path, data = _saved(tmp_path)
+    old = {"format": data["format"], "version": 1, "total_epsilon": 1.0, "spent": [["a", "1/2"]]}
+    path.write_text(json.dumps(old))
+    with pytest.warns(geoldp.GeoLDPWarning, match="no checksum"):
+        back = BudgetAccountant.load(path)
+    assert back.spent == {"a": 0.5}
+    old["spent"] = [["a", "3/2"]]  # the consistency checks still apply
+    path.write_text(json.dumps(old))
+    with pytest.warns(geoldp.GeoLDPWarning), pytest.raises(ValueError, match="above the total"):
+        BudgetAccountant.load(path)
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs os.mkfifo")
+def test_load_refuses_a_fifo_without_blocking(tmp_path):
+    import threading
+
+    fifo = tmp_path / "acc.json"
+    os.mkfifo(fifo)
+    out = []
+
+    def run():
+        try:
+            BudgetAccountant.load(fifo)
+        except ValueError as err:
+            out.append(str(err))
+
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    t.join(5.0)
+    if t.is_alive():  # unblock the reader so that the test process can end
+        with open(fifo, "w"):
+            pass
+        t.join(5.0)
+        pytest.fail("BudgetAccountant.load blocked on a FIFO")
+    assert out and "regular file" in out[0]
+
+
+def test_load_refuses_a_directory_and_a_huge_file(tmp_path):
+    with pytest.raises(ValueError, match="regular file"):
+        BudgetAccountant.load(tmp_path)
+    path, _ = _saved(tmp_path)
+    with pytest.raises(ValueError, match="max_bytes"):
+        BudgetAccountant.load(path, max_bytes=10)
+    assert BudgetAccountant.load(path, max_bytes=10_000).spent == {"a": 0.5, 7: 0.25}
+
+
+def test_from_dict_checks_the_record_too():
+    acc = BudgetAccountant(2.0)
+    acc.charge({"a": 0.5, 7: 1.0})
+    data = acc.to_dict()
+    assert BudgetAccountant.from_dict(data).spent == acc.spent  # in memory, no file: the same checks
+    with pytest.raises(ValueError, match="checksum"):
+        BudgetAccountant.from_dict({**data, "total_epsilon": 4.0})
+    with pytest.raises(ValueError, match="checksum"):
+        BudgetAccountant.from_dict({**data, "spent": [[{1, 2}, "1/2"]]})  # not JSON: no checksum matches
+    with pytest.raises(ValueError, match="version"):
+        BudgetAccountant.from_dict({**data, "version": True})

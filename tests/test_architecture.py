@@ -33,10 +33,28 @@ LAYERS: list[tuple[str, ...]] = [
     ("mechanisms",),  # the ε-LDP primitives
     ("trajectory",),  # TP, ATP, PointEM and the array engine
     ("_frames",),  # the one GeoPandas <-> arrays boundary
-    ("queries", "_release", "estimate"),  # analyses; the release pipeline
-    ("metrics", "prepare"),  # utility metrics; GPS preparation
-    ("accessor", "dask", "io", "plotting", "testing", "interop", "explore"),  # drivers, I/O, interop, maps
-    ("datasets", "demo", "cli", "__main__", "__init__"),  # applications and the package itself
+    ("queries", "_release", "estimate", "ldptrace", "reports"),  # analyses; the release pipelines
+    ("metrics", "prepare", "planner"),  # utility metrics; GPS preparation; the planner
+    (
+        "accessor",
+        "dask",
+        "io",
+        "plotting",
+        "testing",
+        "interop",
+        "explore",
+        "budget_strategies",
+        "layers",
+        "hybrid",
+    ),  # drivers, I/O, maps
+    (
+        "datasets",
+        "demo",
+        "cli",
+        "cli_campaign",
+        "__main__",
+        "__init__",
+    ),  # applications and the package itself
 ]
 
 #: Imports of another module's private names that are still to be removed, as (importer, name). It is

@@ -263,6 +263,14 @@ bad_args = st.one_of(
         st.just("--keep-columns"), st.text(min_size=1, max_size=8).filter(lambda t: t not in ("trip_id",))
     ),
     st.tuples(st.just("--crs"), st.sampled_from(["EPSG:0", "nonsense", "+proj=xyz"])),
+    # a tiny epsilon: the output would be uniform noise (an error below geoldp.prepare.MIN_EPSILON)
+    st.tuples(st.just("--epsilon"), st.sampled_from(["1e-300", "5e-324", "0.0009", "1e-4"])),
+    # huge option values are refused up front (no MemoryError/RecursionError from the value parser)
+    st.tuples(
+        st.just("--option"),
+        st.sampled_from(["[", "(", "{", "9", "a", "1+"]).map(lambda c: "granularity=" + c * 300_000),
+    ),
+    st.tuples(st.just("--option"), st.just("granularity=" + "[" * 400 + "]" * 400)),
 )
 
 
@@ -284,6 +292,9 @@ def test_bad_arguments_give_one_line(workdir, arg):
     output=st.one_of(
         st.text(max_size=10).map(lambda t: f"{t}.unknown"),
         st.sampled_from(["nodir/x.geojson", "", ".", "adir.geojson", "adir.geojson/x.csv.gz"]),
+        # odd names: control characters, quotes, names too long for the sidecar and temporary files
+        st.sampled_from(["a\nb.geojson", "a\rb.csv", "tab\t.gpkg", 'q"uote.geojson', "it's.csv"]),
+        st.integers(201, 400).map(lambda n: "x" * n + ".geojson"),
     )
 )
 @FAST
@@ -302,6 +313,69 @@ def test_bad_outputs_give_one_line(workdir, output):
     ]
     code, _, err = run(argv)
     assert_one_line_error(code, err, argv)
+    assert [p.name for p in d.iterdir() if "\n" in p.name or '"' in p.name or len(p.name) > 200] == []
+
+
+@pytest.mark.parametrize(
+    "area, grid",
+    [
+        ("-180,-90,180,90", "1000"),
+        ("-180,-85,180,85", "1000"),
+        ("-180,-90,180,90", "500000"),
+        ("0,0,1,1", "1e-9"),
+    ],
+)
+def test_whole_world_or_too_fine_grid_is_refused_up_front(workdir, area, grid):
+    import time
+
+    d, _ = workdir
+    out = d / f"grid{next(_counter)}.geojson"
+    argv = [
+        "perturb",
+        str(d / "trips.geojson"),
+        "--grid",
+        grid,
+        f"--area={area}",
+        "--epsilon",
+        "1",
+        "-o",
+        str(out),
+    ]
+    start = time.process_time()
+    code, _, err = run(argv)
+    assert_one_line_error(code, err, argv)
+    assert "MAX_POINTS" in err or "too large for one metric grid" in err
+    assert time.process_time() - start < 5.0 and not out.exists()  # refused before building anything
+
+
+@pytest.mark.parametrize(
+    "exc",
+    [
+        RuntimeError("boom"),
+        RecursionError("deep"),
+        MemoryError(),
+        OSError(5, "I/O error"),
+        KeyboardInterrupt(),
+    ],
+    ids=lambda e: type(e).__name__,
+)
+def test_unexpected_failures_are_one_line(workdir, monkeypatch, exc):
+    from geoldp import cli
+
+    d, _ = workdir
+
+    def fail(*args, **kwargs):
+        raise exc
+
+    monkeypatch.delenv("GEOLDP_TRACEBACK", raising=False)
+    monkeypatch.setattr(cli, "_prepare_trips", fail)  # after reading, outside any file stage
+    argv = _perturb_argv(d, d / "trips.geojson")
+    code, _, err = run(argv)
+    if isinstance(exc, KeyboardInterrupt):
+        assert code == 130 and err.strip() == "geoldp: interrupted"
+    else:
+        assert_one_line_error(code, err, argv)
+        assert type(exc).__name__ in err or "out of memory" in err
 
 
 def test_existing_output_file_for_demo_and_perturb(workdir):

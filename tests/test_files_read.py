@@ -455,6 +455,81 @@ def test_gpx_with_entities_is_refused(tmp_path):
         gio.read_trajectories(path)
 
 
+_GPX_BODY = GPX.split("\n", 1)[1].replace("<name>one</name>", "<name>&s;</name>")
+_XML_HEAD = '<?xml version="1.0" encoding="UTF-8"?>\n'
+_GPX_DTDS = {
+    "doctype after a 70 kB comment": (
+        "<!-- <gpx " + "x" * 70_000 + ' -->\n<!DOCTYPE gpx [<!ENTITY s "boom">]>'
+    ),
+    "internal entity": '<!DOCTYPE gpx [<!ENTITY s "boom">]>',
+    "external file entity": '<!DOCTYPE gpx [<!ENTITY s SYSTEM "file:///etc/hostname">]>',
+    "external http entity": '<!DOCTYPE gpx [<!ENTITY s SYSTEM "http://127.0.0.1:{port}/e">]>',
+    "parameter entity": (
+        '<!DOCTYPE gpx [<!ENTITY % p SYSTEM "http://127.0.0.1:{port}/p"> %p; <!ENTITY s "x">]>'
+    ),
+    "external dtd": '<!DOCTYPE gpx SYSTEM "http://127.0.0.1:{port}/gpx.dtd">',
+    "entity expansion bomb": (
+        '<!DOCTYPE gpx [<!ENTITY a "aaaaaaaaaa"><!ENTITY b "&a;&a;&a;&a;&a;&a;&a;&a;&a;&a;">'
+        '<!ENTITY s "&b;&b;&b;&b;&b;&b;&b;&b;&b;&b;">]>'
+    ),
+    "unparsed entity": '<!DOCTYPE gpx [<!NOTATION n SYSTEM "x"><!ENTITY u SYSTEM "y" NDATA n>]>',
+}
+
+
+@pytest.mark.parametrize("case", sorted(_GPX_DTDS))
+def test_gpx_dtd_and_entities_are_refused_anywhere(tmp_path, listener, case):
+    path = tmp_path / "x.gpx"
+    doc = _XML_HEAD + _GPX_DTDS[case].replace("{port}", str(listener.port)) + "\n" + _GPX_BODY
+    if case == "unparsed entity":
+        doc = doc.replace("&s;", "one")
+    path.write_text(doc)
+    with pytest.raises(ValueError, match="refuses them anywhere") as info:
+        gio.read_trajectories(path)
+    assert "boom" not in str(info.value) and "hostname" not in str(info.value)
+    assert listener.connections == 0
+
+
+@pytest.mark.parametrize(
+    "doc",
+    [
+        _XML_HEAD + _GPX_BODY,  # &s; without a declaration
+        _XML_HEAD + GPX.split("\n", 1)[1] + '<!DOCTYPE gpx [<!ENTITY s "x">]>',  # a DOCTYPE after the root
+        _XML_HEAD + GPX.split("\n", 1)[1][:-20],  # truncated
+    ],
+    ids=["undeclared entity", "doctype after the root", "truncated"],
+)
+def test_gpx_that_is_not_well_formed_is_refused(tmp_path, doc):
+    path = tmp_path / "x.gpx"
+    path.write_text(doc)
+    with pytest.raises(ValueError, match="not well-formed XML|refuses them"):
+        gio.read_trajectories(path)
+
+
+def test_gpx_whose_root_is_not_gpx_is_refused(tmp_path):
+    secret = tmp_path / "secret.csv"
+    secret.write_text(f'WKT,name\n"POINT (1 2)",{SECRET}\n')
+    path = tmp_path / "x.gpx"
+    # "<gpx" in a long leading comment passes the sniffing of the first bytes; the root is a VRT
+    path.write_text(
+        "<!-- <gpx " + "x" * 5000 + ' -->\n<OGRVRTDataSource><OGRVRTLayer name="track_points">'
+        f"<SrcDataSource>{secret}</SrcDataSource></OGRVRTLayer></OGRVRTDataSource>"
+    )
+    with pytest.raises(ValueError, match="document element is not <gpx>") as info:
+        gio.read_trajectories(path)
+    assert SECRET not in str(info.value)
+
+
+def test_gpx_dtd_through_the_cli_is_one_line(tmp_path, city_points_gdf, capsys):
+    path = tmp_path / "x.gpx"
+    path.write_text(_XML_HEAD + _GPX_DTDS["doctype after a 70 kB comment"] + "\n" + _GPX_BODY)
+    city_points_gdf.to_file(tmp_path / "p.geojson", driver="GeoJSON")
+    argv = ["perturb", str(path), "--points", str(tmp_path / "p.geojson"), "--epsilon", "1"]
+    assert main([*argv, "--traj-id-col", "trajectory", "-o", str(tmp_path / "o.csv")]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "DOCTYPE" in err[0] and "Traceback" not in err[0]
+    assert not (tmp_path / "o.csv").exists()
+
+
 def test_empty_file_or_layer_is_an_error_that_says_why(tmp_path, toy_lines):
     empty = tmp_path / "e.geojson"
     empty.write_text('{"type": "FeatureCollection", "features": []}')

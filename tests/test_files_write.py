@@ -370,3 +370,155 @@ def test_cli_evaluate_plot_is_not_overwritten_silently(tmp_path, files, capsys):
     capsys.readouterr()
     assert main(["evaluate", str(trips), str(out), "--plot", str(link), "--overwrite"]) == 1
     assert "symbolic link" in _one_line(capsys.readouterr().err)
+
+
+# ------------------------------------------------------------------------------ order and vertex counts
+
+
+@pytest.fixture(scope="module")
+def scattered_release():
+    """A release of 60 trips over a wide area, ids in an order no spatial index would keep."""
+    from geoldp.datasets import synthetic_city
+
+    points, trips = synthetic_city(n_points=80, n_trips=60, max_len=6, seed=11)
+    trips = trips.iloc[::-1].reset_index(drop=True)  # the city's own order could be spatially sorted
+    trips["trip_key"] = [f"k{(i * 37) % 60:02d}" for i in range(len(trips))]
+    from geoldp.errors import PrivacyWarning
+
+    with pytest.warns(PrivacyWarning, match="unprotected"):
+        return trips.ldp.perturb(points, epsilon=4.0, rng=1, keep_columns=["trip_key"])
+
+
+@pytest.mark.parametrize("suffix", sorted(gio.WRITE_FORMATS))
+def test_every_writable_format_keeps_ids_order_and_vertex_counts(tmp_path, scattered_release, suffix):
+    import shapely
+
+    path = tmp_path / f"out{suffix}"
+    gio.write_file(scattered_release, path)
+    back = gio.read_trajectories(path)
+    assert len(back) == len(scattered_release)
+    assert list(back["trip_key"]) == list(scattered_release["trip_key"])  # same rows, same order
+    want = shapely.get_num_coordinates(np.asarray(scattered_release.geometry.values))
+    got = shapely.get_num_coordinates(np.asarray(back.geometry.values))
+    assert got.tolist() == want.tolist()
+    # and the same vertices (WGS 84 in and out, so exact up to the format's float precision)
+    a = shapely.get_coordinates(np.asarray(scattered_release.geometry.values))
+    b = shapely.get_coordinates(np.asarray(back.geometry.values))
+    np.testing.assert_allclose(b, a, rtol=0, atol=1e-9)
+
+
+# ------------------------------------------------------------------------------------ CSV injection
+
+FORMULAS = ["=1+1", "+A1", "-2+3", "@SUM(A1)", "\t=1", "\r=1", '=HYPERLINK("http://x","y")']
+
+
+def _csv_cells(path):
+    import csv
+
+    with open(path, newline="", encoding="utf-8") as fh:
+        return list(csv.reader(fh))
+
+
+@pytest.mark.parametrize("text", FORMULAS)
+def test_csv_neutralises_formula_text_in_values_ids_and_names(tmp_path, city_points, text):
+    from geoldp.errors import PrivacyWarning
+
+    rows = gpd.GeoDataFrame(
+        {
+            "trip": [text, text, "plain"],
+            text: [text, "ok", None],  # a column name and a value
+            "speed": [-3.5, 2.0, -0.0],  # numbers stay numbers
+        },
+        geometry=gpd.points_from_xy([116.32, 116.35, 116.39], [39.90, 39.93, 39.91]),
+        crs="EPSG:4326",
+    )
+    with pytest.warns(PrivacyWarning):
+        out = rows.ldp.perturb(
+            city_points, epsilon=4.0, rng=0, traj_id_col="trip", keep_columns=[text, "speed"]
+        )
+    path = tmp_path / "out.csv"
+    gio.write_file(out, path)
+    cells = _csv_cells(path)
+    header, body = cells[0], cells[1:]
+    assert len(body) == 3  # a CR inside a cell is quoted, never a row break
+    for cell in [*header, *(c for row in body for c in row)]:
+        if cell.startswith(("=", "+", "-", "@", "\t", "\r")):
+            float(cell)  # only a number may begin like that
+    assert "'" + text in header
+    assert [row[header.index("trip")] for row in body] == ["'" + text, "'" + text, "plain"]
+    assert [row[header.index("speed")] for row in body] == ["-3.5", "2.0", "-0.0"]
+    back = gio.read_trajectories(path)
+    assert back["speed"].tolist() == [-3.5, 2.0, -0.0] and back["speed"].dtype == np.float64
+    assert back["'" + text].tolist()[:2] == ["'" + text, "ok"]  # documented: the quote stays
+
+
+def test_csv_keeps_a_numeric_looking_text_as_neutralised_text(tmp_path):
+    frame = gpd.GeoDataFrame(
+        {"label": pd.Series([-1, "-2", "=3"], dtype=object)},
+        geometry=gpd.points_from_xy([1, 2, 3], [1, 2, 3]),
+        crs="EPSG:4326",
+    )
+    path = tmp_path / "m.csv"
+    gio.write_file(frame, path)
+    assert [row[0] for row in _csv_cells(path)[1:]] == ["-1", "'-2", "'=3"]  # the int -1 is a number
+
+
+def test_csv_refuses_a_kept_geometry_column_that_is_not_active(tmp_path, release):
+    frame = release.rename_geometry("geom")
+    frame["geometry"] = ["kept text"] * len(frame)
+    path = tmp_path / "out.csv"
+    with pytest.raises(ValueError, match="column named 'geometry' that is not its active geometry"):
+        gio.write_file(frame, path)
+    assert _listing(tmp_path) == []
+    gio.write_file(frame.drop(columns="geometry"), path)  # the active geometry under another name
+    assert len(gio.read_trajectories(path)) == len(release)
+
+
+# ------------------------------------------------------------------------------- NaN in to_geojson
+
+
+@pytest.mark.parametrize("writer", ["to_geojson", "write_file", "accessor"])
+def test_nan_is_null_and_inf_writes_nothing(tmp_path, release, writer):
+    def write(frame, path, **kw):
+        if writer == "to_geojson":
+            return gio.to_geojson(frame, path, **kw)
+        if writer == "accessor":
+            return frame.ldp.to_geojson(path, **kw)
+        return gio.write_file(frame, path, **kw)
+
+    nan = release.copy()
+    nan["speed"] = [np.nan] + [1.0] * (len(nan) - 1)
+    path = tmp_path / "out.geojson"
+    write(nan, path)  # documented: a missing value (NaN, None, NaT) is a JSON null
+    doc = json.loads(path.read_text())
+    assert doc["features"][0]["properties"]["speed"] is None
+    before = {n: (tmp_path / n).read_bytes() for n in _listing(tmp_path)}
+    bad = release.copy()
+    bad["speed"] = [np.inf] + [1.0] * (len(bad) - 1)
+    with pytest.raises(ValueError, match="NaN or infinite.*nothing was written"):
+        write(bad, path, overwrite=True)
+    with pytest.raises(ValueError, match="NaN or infinite.*nothing was written"):
+        write(bad, tmp_path / "new.geojson")
+    assert {n: (tmp_path / n).read_bytes() for n in _listing(tmp_path)} == before  # no file, no temp
+
+
+# ------------------------------------------------------------------------------------- odd names
+
+
+@pytest.mark.parametrize("suffix", SUFFIXES)
+@pytest.mark.parametrize("name", ["a\nb", "tab\there", "x" * 243], ids=["newline", "tab", "243 chars"])
+def test_odd_output_names_are_refused_before_anything_is_written(tmp_path, release, suffix, name):
+    with pytest.raises(ValueError, match="control character|is too long.*nothing was written"):
+        gio.write_file(release, tmp_path / f"{name}{suffix}")
+    assert _listing(tmp_path) == []
+    if suffix == ".geojson":
+        with pytest.raises(ValueError, match="control character|is too long"):
+            gio.to_geojson(release, tmp_path / f"{name}{suffix}", ledger="sidecar")
+        assert _listing(tmp_path) == []
+
+
+@pytest.mark.parametrize("suffix", SUFFIXES)
+def test_long_but_acceptable_names_write_both_files(tmp_path, release, suffix):
+    path = tmp_path / ("y" * (200 - len(suffix)) + suffix)
+    assert gio.write_file(release, path) == [path, gio.ledger_path(path)]
+    assert len(gio.read_trajectories(path, ledger=True)) == len(release)

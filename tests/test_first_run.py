@@ -97,3 +97,140 @@ def test_prune_removes_only_old_fingerprint_directories(tmp_path):
         os.utime(tmp_path / name, (week_ago, week_ago))
     _numba_cache.prune(tmp_path, keep)
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted([keep, recent, "other-tool"])
+
+
+# ------------------------------------------------------------------------------------------------------
+# A light start: `import geoldp` and the command line's --help/--version/usage errors load no heavy module.
+
+HEAVY = ("numba", "geopandas", "pandas", "geoldp.estimate", "geoldp.trajectory", "geoldp.accessor")
+
+
+def _python(code: str, tmp_path: Path) -> str:
+    env = dict(os.environ, PYTHONPATH=str(SOURCE.parent))
+    proc = subprocess.run(
+        [sys.executable, "-W", "error", "-c", code],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout
+
+
+def test_import_geoldp_loads_no_heavy_module(tmp_path):
+    out = _python(f"import sys, geoldp; print([m for m in {HEAVY!r} if m in sys.modules])", tmp_path)
+    assert out.strip() == "[]"
+
+
+@pytest.mark.parametrize(
+    ("argv", "status"), [(["--version"], 0), (["--help"], 0), (["perturb", "--help"], 0), (["perturb"], 2)]
+)
+def test_cli_answers_help_version_and_usage_errors_without_heavy_imports(tmp_path, argv, status):
+    code = (
+        "import contextlib, io, sys\n"
+        "from geoldp.cli import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):\n"
+        f"    rc = main({argv!r})\n"
+        f"print(rc, [m for m in {HEAVY!r} if m in sys.modules])\n"
+    )
+    assert _python(code, tmp_path).split(maxsplit=1) == [str(status), "[]\n"]
+
+
+@pytest.mark.parametrize(
+    "imports", ["import geopandas as gpd\nimport geoldp", "import geoldp\nimport geopandas as gpd"]
+)
+def test_accessor_is_there_whatever_the_import_order(tmp_path, imports):
+    code = (
+        f"{imports}\n"
+        "import sys\n"
+        "assert 'geoldp.accessor' not in sys.modules  # registered, not yet loaded\n"
+        "gdf = gpd.GeoDataFrame(geometry=[])\n"
+        "assert hasattr(gdf, 'ldp') and type(gdf.ldp).__name__ == 'LDPAccessor'\n"
+        "assert gpd.GeoDataFrame.ldp is sys.modules['geoldp.accessor'].LDPAccessor\n"
+        "import pandas as pd\n"
+        "assert not hasattr(pd.DataFrame(), 'ldp')  # a plain DataFrame: AttributeError, as before\n"
+        "print('ok')\n"
+    )
+    assert _python(code, tmp_path).strip() == "ok"
+
+
+def test_numba_imported_after_geoldp_still_caches_outside_the_package(tmp_path):
+    # numba loads only when a kernel module is imported; geoldp's cache directory must be set by then
+    code = "import geoldp, numba\nfrom geoldp.trajectory import ATP\nprint(numba.config.CACHE_DIR)\n"
+    env_home = tmp_path / "xdg"
+    env = dict(os.environ, PYTHONPATH=str(SOURCE.parent), XDG_CACHE_HOME=str(env_home))
+    env.pop("NUMBA_CACHE_DIR", None)
+    proc = subprocess.run([sys.executable, "-c", code], env=env, cwd=tmp_path, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    if sys.platform.startswith("linux"):
+        assert Path(proc.stdout.strip()).parent == env_home / "geoldp" / "numba"
+
+
+def test_lazy_names_are_the_real_objects():
+    from geoldp import accounting, trajectory
+
+    assert geoldp.ATP is trajectory.ATP and geoldp.BudgetAccountant is accounting.BudgetAccountant
+    assert {"prepare", "io", "plotting", "datasets", "estimate", "points"} <= set(dir(geoldp))
+    assert set(geoldp.__all__) <= set(dir(geoldp))
+    for name in geoldp.__all__:
+        assert getattr(geoldp, name) is not None
+    with pytest.raises(AttributeError, match="no attribute 'nope'"):
+        geoldp.nope  # noqa: B018
+
+
+def test_cached_budget_split_is_the_exact_one_and_read_only():
+    # the split is cached per (configuration, ε, length): a hit must give what a fresh computation gives
+    from fractions import Fraction
+
+    from geoldp.budget import exact_share
+    from geoldp.trajectory import split
+
+    for eps, n, copy in [(4.0, 5, "A"), (4, 5, "A"), (0.1, 17, "B"), (Fraction(1, 3), 2, "B")]:
+        fresh = split._copy_budgets.__wrapped__(eps, n, copy, split.ATP_FRACTIONS, "grouped")
+        assert split.copy_budgets(eps, n, copy, list(split.ATP_FRACTIONS), "grouped") == fresh
+        assert split.copy_budgets(eps, n, copy, split.ATP_FRACTIONS, "grouped") == fresh
+        for share in fresh.shares.values():
+            assert Fraction(exact_share(eps, share)) <= Fraction(eps) * share
+    with pytest.raises(TypeError):
+        split.copy_budgets(4.0, 5, "A", split.ATP_FRACTIONS, "uniform").shares["pivot_em"] = Fraction(1)
+    ledger = split.build_ledger(4.0, 5, split.ATP_FRACTIONS, "uniform", anchor=True)
+    assert ledger.total() <= Fraction(4) and ledger is split.build_ledger(
+        4.0, 5, split.ATP_FRACTIONS, "uniform", anchor=True
+    )
+
+
+@pytest.mark.parametrize(
+    ("state", "stage"), [("compile", "compiling kernels (first run only)"), ("ready", None)]
+)
+def test_progress_shows_the_kernel_stage_before_the_bar(monkeypatch, toy_lines, city_points, state, stage):
+    from geoldp import _release
+    from geoldp.trajectory import engine
+
+    bars: list[dict] = []
+
+    class Bar:  # records what geoldp asks tqdm for
+        def __init__(self, **kwargs):
+            bars.append(dict(kwargs, updates=0))
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return False
+
+        def update(self, n):
+            bars[-1]["updates"] += n
+
+    plain = toy_lines.ldp.perturb(city_points, epsilon=4.0, rng=5)
+    monkeypatch.setattr(_release, "_tqdm", lambda: Bar)
+    monkeypatch.setattr(engine, "kernel_state", lambda mechanism: state)
+    shown = toy_lines.ldp.perturb(city_points, epsilon=4.0, rng=5, progress=True)
+    assert shown.geometry.equals(plain.geometry)  # the warm-up uses none of the release's randomness
+    descs = [b["desc"] for b in bars]
+    if stage is None:
+        assert descs == ["geoldp"]
+    else:  # the stage first, then the bar (whose rate and ETA start after it)
+        assert descs == [f"geoldp: {stage}", "geoldp"] and bars[0]["updates"] == 1
+    assert bars[-1]["total"] == len(toy_lines) == bars[-1]["updates"]

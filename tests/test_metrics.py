@@ -660,3 +660,33 @@ def as_gdf_for(pts, trajs):
     xy = np.column_stack([pts.lon, pts.lat])
     geoms = [shapely.LineString(xy[t]) for t in trajs]
     return gpd.GeoDataFrame({"traj_id": range(len(trajs))}, geometry=geoms, crs="EPSG:4326")
+
+
+def _grid_circles(lon0, lon1, lat0, lat1, grid=4):
+    """The documented automatic regions: grid x grid circles over a box, radius 1/8 of its diagonal."""
+    from geoldp.geo import haversine_m
+
+    radius = float(haversine_m(lon0, lat0, lon1, lat1)) / 1000.0 / (2 * grid)
+    xs = lon0 + (np.arange(grid) + 0.5) * (lon1 - lon0) / grid
+    ys = lat0 + (np.arange(grid) + 0.5) * (lat1 - lat0) / grid
+    return [(float(x), float(y), radius) for y in ys for x in xs]
+
+
+def test_evaluate_auto_regions_come_from_the_points_not_the_originals():
+    # P spans lat 0..3; the originals visit only lat 0..2: regions over P's box, not the originals'
+    orig = [np.array([0, 1]), np.array([2, 2, 1]), np.array([0])]
+    pert = [np.array([1, 1]), np.array([2, 0, 3]), np.array([3])]
+    kw = dict(points=P, baselines=(), zones=None)
+    t = evaluate(orig, pert, **kw)
+    assert t.attrs["evaluate"]["regions"] == "points"
+    on_p = evaluate(orig, pert, regions=_grid_circles(0.0, 0.0, 0.0, 3.0), **kw)
+    cols = ["range_query_error", "range_query_error_median"]
+    pd.testing.assert_frame_equal(t[cols], on_p[cols])
+    on_orig = evaluate(orig, pert, regions=_grid_circles(0.0, 0.0, 0.0, 2.0), **kw)
+    assert not t[cols].equals(on_orig[cols])  # the test can tell the two boxes apart
+    # the same P, other originals: the same regions (they say nothing about the originals)
+    assert evaluate([np.array([3, 3])], [np.array([0, 1])], **kw).attrs["evaluate"]["n_regions"] == 16
+    # given regions are recorded as given; without points the originals' box is the only choice
+    assert on_p.attrs["evaluate"]["regions"] == "given"
+    assert evaluate(as_gdf(orig), as_gdf(pert)).attrs["evaluate"]["regions"] == "originals"
+    assert evaluate(orig, pert, regions=None, **kw).attrs["evaluate"]["regions"] is None

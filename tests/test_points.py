@@ -153,7 +153,9 @@ def test_grid_points_are_accepted_by_perturb_and_recorded_in_the_ledger(toy_line
 
 def test_a_pointset_has_no_provenance(toy_lines, city_points):
     out = toy_lines.ldp.perturb(city_points, epsilon=4.0, rng=1)
-    assert out.attrs["geoldp"]["points"] == {"provenance": None}
+    record = out.attrs["geoldp"]["points"]
+    assert record["provenance"] is None and record["recipe"] is None
+    assert record["digest"] == gp.digest_of(city_points) and record["size"] == len(city_points)
     assert gp.provenance_of(city_points) is None
 
 

@@ -300,9 +300,18 @@ def test_nearest_of_public_points_is_exact_without_the_tree():
     lat = np.r_[rng.uniform(41.7, 42.0, 300), [90.0, 90.0, 90.0, -90.0, 0.0, 0.0, -3.0]]
     with pytest.warns(Warning, match="duplicate"):  # the poles' points (and ±180°) are within 1 mm
         ps = PointSet(lon, lat)
+    ps.nearest(lon[:0], lat[:0])  # builds every structure (even for an empty query)
+    assert ps.has_tree
+    tree = ps._tree
+
+    class NoTree:
+        def query(self, *args, **kwargs):
+            raise AssertionError("the tree was queried")
+
+    object.__setattr__(ps, "_tree", NoTree())
     idx, dist = ps.nearest(lon, lat)
-    assert np.array_equal(idx, np.arange(ps.size)) and not dist.any()
-    assert not ps.has_tree  # every query was an exact, unique match
+    assert np.array_equal(idx, np.arange(ps.size)) and not dist.any()  # every query an exact, unique match
+    object.__setattr__(ps, "_tree", tree)
     # mixed with other queries, the answer is still the brute-force rule
     qlon = np.r_[lon, rng.uniform(-87.8, -87.5, 200)]
     qlat = np.r_[lat, rng.uniform(41.7, 42.0, 200)]
@@ -336,3 +345,46 @@ def test_nearest_ties_on_a_meridian_go_to_the_lowest_index():
     ps2 = PointSet(lon[[0, 2, 1, 3]], lat[[0, 2, 1, 3]])
     assert int(ps2.nearest(0.0, 0.0)[0]) == 1
     assert np.array_equal(ps2.nearest([0.0], [0.0])[0], _brute_nearest(ps2, [0.0], [0.0]))
+
+
+def test_exact_lookup_with_colliding_keys_is_still_the_nearest(monkeypatch):
+    from geoldp import pointset
+
+    # a weak key (the longitude's bits alone): points on one meridian collide, queries off P share keys
+    monkeypatch.setattr(pointset, "_exact_keys", lambda lam, phi: (lam + 0.0).view(np.uint64).copy())
+    lon = np.array([10.0, 10.0, 11.0, 12.0, 12.5])
+    lat = np.array([5.0, 6.0, 6.0, 7.0, 7.0])
+    ps = PointSet(lon, lat)
+    qlon = np.r_[lon, 10.0, 12.0, 12.5]
+    qlat = np.r_[lat, 5.4, 6.0, 8.0]  # same keys as points of P, other coordinates
+    idx, dist = ps.nearest(qlon, qlat)
+    assert np.array_equal(idx, _brute_nearest(ps, qlon, qlat))
+    assert np.array_equal(idx[:5], np.arange(5)) and not dist[:5].any()
+
+
+@pytest.mark.parametrize(
+    "first_use",
+    [
+        lambda ps: ps.nearest([], []),
+        lambda ps: ps.nearest(ps.lon[:3], ps.lat[:3]),  # exact matches: no tree needed
+        lambda ps: ps.nearest(ps.lon[:3] + 1e-4, ps.lat[:3]),  # off P
+        lambda ps: ps.diameter_m,
+        lambda ps: pytest.raises(ValueError, ps.nearest, [np.nan], [0.0]),  # even a refused query
+    ],
+    ids=["empty", "on-P", "off-P", "diameter", "refused"],
+)
+def test_first_use_builds_every_structure_whatever_it_asks(first_use):
+    from scipy.spatial import cKDTree
+
+    rng = np.random.default_rng(9)
+    lon, lat = rng.uniform(-87.8, -87.5, 400), rng.uniform(41.7, 42.0, 400)
+    ref = PointSet(lon, lat)
+    ps = PointSet(lon, lat)
+    assert not ps.has_tree and ps._diameter is None and ps._exact is None
+    first_use(ps)
+    assert ps.has_tree and isinstance(ps._tree, cKDTree)
+    assert ps._diameter == brute_diameter(ref)
+    keys, index = ps._exact
+    assert np.array_equal(np.sort(index), np.arange(400))  # no duplicates: every point is in the table
+    ps.nearest(lon + 1e-3, lat)
+    assert ps._exact is not None and ps._exact[0] is keys  # nothing is rebuilt or added later

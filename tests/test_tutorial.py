@@ -25,7 +25,8 @@ pyogrio = pytest.importorskip("pyogrio")
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "examples" / "tutorial.py"
 DOC = ROOT / "docs" / "tutorial.md"
-N_USERS, TRIPS_PER_USER = 25, 2
+# more trips per user than the budget allows: the tutorial releases MAX_PER_USER of each user's trips
+N_USERS, TRIPS_PER_USER = 25, 3
 
 
 def _load_tutorial():
@@ -40,7 +41,7 @@ tutorial = _load_tutorial()
 
 
 def _raw_fixes(seed: int = 42) -> pd.DataFrame:
-    """Noisy 5-second GPS fixes: 25 users x 2 trips of 200-300 fixes, three hours apart, inside the area.
+    """Noisy 5-second GPS fixes: 25 users x 3 trips of 200-300 fixes, three hours apart, inside the area.
 
     Every trip runs between two random places of an inner box well inside the tutorial's public area, so
     no trip leaves it; the fixes have ~5 m of GPS noise and a stop of 20 identical fixes in the middle.
@@ -83,7 +84,7 @@ def _check_release(gpkg: Path) -> None:
     info = pyogrio.read_info(gpkg, layer="released_trips")
     assert info["crs"] == "EPSG:4326"
     assert info["geometry_type"] == "LineString"
-    assert info["features"] == N_USERS * TRIPS_PER_USER
+    assert info["features"] == N_USERS * tutorial.MAX_PER_USER
     assert "user_id" not in list(info["fields"])  # the user column pays, it is not released
     released = pyogrio.read_dataframe(gpkg, layer="released_trips")
     public = pyogrio.read_dataframe(gpkg, layer="public_points")
@@ -108,15 +109,22 @@ def test_tutorial_end_to_end(tmp_path, fixes_df, suffix, capsys):
     out = tmp_path / "release"
     gpkg = tutorial.main(fixes, out, rng=1)
     assert gpkg == out / "released.gpkg"
-    assert sorted(p.name for p in out.iterdir()) == ["released.gpkg", "released.gpkg.ledger.json"]
+    assert sorted(p.name for p in out.iterdir()) == [
+        "estimates.gpkg",
+        "released.gpkg",
+        "released.gpkg.ledger.json",
+    ]
+    estimates = [str(n) for n in pyogrio.list_layers(out / "estimates.gpkg")[:, 0]]
+    assert estimates == ["zone_visits", "od_flows", "hotspots"]
     assert sorted(p.name for p in private.iterdir()) == sorted(["budget.json", fixes.name, "trips.gpkg"])
     _check_release(gpkg)
-    # every user spent two trips at ε = 4, all of the total; the file is with the private data
+    # every user spent two of her three trips at ε = 4, all of the total; the file is with the private data
     acc = geoldp.BudgetAccountant.load(private / "budget.json")
     assert len(acc) == N_USERS
     assert all(acc.remaining(f"u{u:03d}") == 0.0 for u in range(N_USERS))
     printed = capsys.readouterr().out
     assert f"{N_USERS * TRIPS_PER_USER} trips" in printed
+    assert f"released {N_USERS * tutorial.MAX_PER_USER} of {N_USERS * TRIPS_PER_USER} trips" in printed
     assert "uniform" in printed and "constant" in printed
     # running again spends a second budget nobody has: refused before any draw, the release unchanged
     before = gpkg.read_bytes()
@@ -183,13 +191,21 @@ def test_docs_cli_commands_run(tmp_path, fixes_df, monkeypatch, capsys):
     Path("private").mkdir()
     fixes_df.to_csv("private/fixes.csv", index=False)
     tutorial.main("private/fixes.csv", "release", rng=3)  # writes private/trips.gpkg, the CLI's input
+    assert [argv[1] for argv in commands] == ["prepare", "points", "perturb", "estimate"]
     for argv in commands:
         assert argv[0] == "geoldp"
         assert cli.main(argv[1:]) == 0, capsys.readouterr().err
         out = Path(argv[argv.index("-o") + 1])
+        if argv[1] == "estimate":
+            assert [str(n) for n in pyogrio.list_layers(out)[:, 0]] == ["zone_visits", "od_flows", "hotspots"]
+            continue
         info = pyogrio.read_info(out)
         assert info["crs"] == "EPSG:4326"
-        assert info["geometry_type"] == "LineString"
-        assert info["features"] == N_USERS * TRIPS_PER_USER
-        ledger = io.read_ledger(out)
-        assert ledger["mechanism"] == "atp" and ledger["epsilon"] == tutorial.EPSILON
+        if argv[1] == "prepare":  # the trips inside the area, all of them (private)
+            assert info["features"] == N_USERS * TRIPS_PER_USER
+        if argv[1] == "perturb":
+            assert info["geometry_type"] == "LineString"
+            assert info["features"] == N_USERS * tutorial.MAX_PER_USER
+            ledger = io.read_ledger(out)
+            assert ledger["mechanism"] == "atp" and ledger["epsilon"] == tutorial.EPSILON
+            assert ledger["user_budget"]["max_per_user"] == tutorial.MAX_PER_USER

@@ -7,6 +7,7 @@ from decimal import Decimal
 from fractions import Fraction
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from geoldp._validation import check_epsilon, check_int_range, check_option, check_real
@@ -101,3 +102,26 @@ def test_check_int_range():
         check_int_range(13, "g", caller="TP", minimum=2, maximum=12)
     with pytest.raises(ValueError, match=r"range \[-inf, 3\]"):
         check_int_range(4, "g", caller="TP", maximum=3)
+
+
+@pytest.mark.parametrize(
+    "values, ok",
+    [
+        ([1, 2.5, 3], True),
+        (["2020-01-01", "2020-01-02"], True),
+        ([pd.Timestamp("2020-01-01"), None], True),
+        ([1, "2020-01-01"], False),
+        ([1.5, "x"], False),
+        ([pd.Timestamp("2020-01-01"), 3], False),
+    ],
+)
+def test_check_time_kinds(values, ok):
+    from geoldp._validation import check_time_kinds
+
+    series = pd.Series(values, dtype=object)
+    if ok:
+        check_time_kinds(series, "t", caller="f")
+    else:
+        with pytest.raises(ValueError, match="The time column 't' passed to f mixes kinds of value"):
+            check_time_kinds(series, "t", caller="f")
+    check_time_kinds(pd.Series([1, 2]), "t", caller="f")  # not an object column: nothing to check

@@ -12,9 +12,11 @@ likelihood under each candidate: exact for PointEM (its channel is closed form),
 releases of the candidate for TP and ATP (a composite likelihood over positions). The weights are fitted by
 EM from uniform weights over one part of the library, stopped early; by default the start and the
 iteration count are chosen by two-fold cross-validation of the held-out likelihood (the simplest model
-within one standard error of the best, preferring the release itself). Each estimate is the posterior
+within one standard error of the best, preferring the release itself, never one that the raw release or a
+no-data population beats on held-out rows by more than a standard error). Each estimate is the posterior
 mean of its count; the 95 % interval spans the estimates of the models cross-validation cannot reject and
-adds the posterior variance of which trajectory is which and a bootstrap over released rows (see
+adds the posterior variance of which trajectory is which and a bootstrap over released rows; the
+``supported`` column flags the counts the release cannot tell from a population without data (see
 :func:`visit_counts`). :func:`fit` fits once for many queries.
 
 Functions
@@ -41,7 +43,7 @@ from geoldp.estimate import _denoise, _inputs, _model
 
 __all__ = ["Population", "denoise", "fit", "hotspots", "od_flows", "range_counts", "visit_counts"]
 
-_COLUMNS = ["estimate", "lower", "upper", "raw"]
+_COLUMNS = ["estimate", "lower", "upper", "raw", "supported"]
 
 
 def _check_int(value: Any, name: str, low: int, caller: str) -> int:
@@ -76,6 +78,7 @@ def _options(n_candidates, n_sims, n_boot, n_iter, cell_km, level, caller: str) 
 def _prepare(released, points, mechanism, epsilon, mechanism_options, rng, fit_kw, caller):
     """Validate everything and draw the one key (candidates, simulations, bootstrap); fit nothing yet."""
     ps, source = _inputs.resolve_public_points(points, caller=caller)
+    _inputs.check_release_points(released, ps, caller=caller)  # the P the ledger records, or refused
     mech = _inputs.resolve_release_mechanism(mechanism, epsilon, mechanism_options, released, caller=caller)
     rel = _inputs.released_sequences(released, ps, caller=caller)
     if not rel.seqs:
@@ -232,8 +235,8 @@ class Population:
         return out
 
     def _table(self, values, index) -> pd.DataFrame:
-        est, lo, hi = self._state.model().estimate(values)
-        return _frame(est, lo, hi, _raw(values, self._state.rel.seqs), index)
+        est, lo, hi, sup = self._state.model().estimate(values)
+        return _frame(est, lo, hi, _raw(values, self._state.rel.seqs), sup, index)
 
 
 def _top_k(table: pd.DataFrame, k: int) -> pd.DataFrame:
@@ -283,9 +286,16 @@ def _raw(values, seqs) -> np.ndarray:
     return out
 
 
-def _frame(est, lo, hi, raw, index) -> pd.DataFrame:
+def _frame(est, lo, hi, raw, supported, index) -> pd.DataFrame:
     return pd.DataFrame(
-        {"estimate": est, "lower": lo, "upper": hi, "raw": raw.astype(np.float64)}, index=index
+        {
+            "estimate": est,
+            "lower": lo,
+            "upper": hi,
+            "raw": raw.astype(np.float64),
+            "supported": np.asarray(supported, dtype=bool),
+        },
+        index=index,
     )
 
 
@@ -298,9 +308,10 @@ _FIT_DOC = """
     mechanism_options : dict, optional
         Options of a named mechanism (``granularity``, ``split``, ...), as given to the mechanism.
     rng : {None, int, array_like[ints], SeedSequence, BitGenerator, Generator}, optional
-        Seeds the simulations, the candidate library and the bootstrap (``None``: the OS CSPRNG). The
-        estimate is a random function of the release only; the seed changes it within its Monte-Carlo
-        error.
+        Seeds the simulations, the candidate library, the cross-validation folds and the bootstrap
+        (``None``: the OS CSPRNG), each from its own stream: the estimate is a random function of the
+        release, P, the configuration and ``rng`` only (not of ``n_boot``); the seed changes it within
+        its Monte-Carlo error.
     n_candidates : int, default 3000
         Proposal candidates per released length (at most twice the number of releases, at least 200); the
         library also holds up to as many released trajectories of that length.
@@ -311,7 +322,8 @@ _FIT_DOC = """
     n_iter : int or "cv", default "cv"
         EM iterations from the starting weights (more fit the release more closely, and its noise);
         ``"cv"`` chooses, for each length, the start (uniform over the released copies, over independent
-        uniform draws from P, over the whole library or over the public proposal) and 0, 1, 2, 4, ..., 64
+        uniform draws from P, over the whole library or over the public proposal, or the trajectory at
+        P's 1-median) and 0, 1, 2, 4, ..., 64
         iterations by two-fold cross-validation of the held-out per-trajectory log-likelihood over
         released rows (the simplest model within one standard error of the best); an int fixes the
         iterations and cross-validates only the start.
@@ -368,7 +380,7 @@ def fit(
     >>> rel = perturb_trajectories([np.array([0, 1])] * 50, P, mechanism="tp", epsilon=4.0, rng=0)
     >>> pop = estimate.fit(rel, P, mechanism="tp", epsilon=4.0, rng=0, n_boot=0)
     >>> pop.visit_counts().shape, len(pop.denoise())
-    ((20, 4), 50)
+    ((20, 5), 50)
     """
     fit_kw = dict(
         n_candidates=n_candidates, n_sims=n_sims, n_boot=n_boot, n_iter=n_iter, cell_km=cell_km, level=level
@@ -412,7 +424,11 @@ def visit_counts(
     -------
     pandas.DataFrame
         One row per public point (P's order, index ``point``) or per zone (the zones' index), columns
-        ``estimate``, ``lower``, ``upper`` (the interval) and ``raw`` (the same count on the release).
+        ``estimate``, ``lower``, ``upper`` (the interval), ``raw`` (the same count on the release) and
+        ``supported`` (bool): False where the interval (without a bootstrap, the range of the plausible
+        models' estimates) contains the estimate under a no-data population (uniform draws from P, or
+        every point at P's 1-median): there the release cannot tell the count from what a population
+        without any data gives, and the estimate is not learned from the release.
 
     Raises
     ------
@@ -448,7 +464,7 @@ def visit_counts(
     >>> P = PointSet(np.linspace(0, 0.1, 20), np.zeros(20))
     >>> rel = perturb_trajectories([np.array([0, 1])] * 50, P, mechanism="tp", epsilon=4.0, rng=0)
     >>> visit_counts(rel, P, mechanism="tp", epsilon=4.0, rng=0, n_boot=0).shape
-    (20, 4)
+    (20, 5)
     """
     fit_kw = dict(
         n_candidates=n_candidates, n_sims=n_sims, n_boot=n_boot, n_iter=n_iter, cell_km=cell_km, level=level
@@ -492,7 +508,7 @@ def range_counts(
     -------
     pandas.DataFrame
         One row per region (the regions' index, or ``region`` 0..R-1), columns ``estimate``, ``lower``,
-        ``upper``, ``raw``.
+        ``upper``, ``raw``, ``supported`` (as in :func:`visit_counts`).
     """
     caller = "geoldp.estimate.range_counts"
     fit_kw = dict(
@@ -532,7 +548,8 @@ def od_flows(
     -------
     pandas.DataFrame
         Long format: columns ``origin``, ``destination`` (zone index labels), ``estimate``, ``lower``,
-        ``upper``, ``raw``; one row per pair with a positive estimate or raw count, sorted by pair.
+        ``upper``, ``raw``, ``supported`` (as in :func:`visit_counts`); one row per pair with a positive
+        estimate or raw count, sorted by pair.
     """
     caller = "geoldp.estimate.od_flows"
     fit_kw = dict(
@@ -568,7 +585,7 @@ def hotspots(
     pandas.DataFrame
         ``k`` rows (fewer if there are fewer points/zones) sorted by decreasing estimate (ties by position),
         the index of :func:`visit_counts`, columns ``rank`` (1..k), ``estimate``, ``lower``, ``upper``,
-        ``raw``.
+        ``raw``, ``supported``.
     """
     k = _check_int(k, "k", 1, "geoldp.estimate.hotspots")
     return _top_k(

@@ -26,6 +26,7 @@ from geoldp.pointset import PointSet
 from geoldp.trajectory import engine
 
 __all__ = [
+    "check_release_points",
     "Release",
     "region_members",
     "released_sequences",
@@ -46,7 +47,31 @@ def _ledger_of(released: Any) -> dict | None:
     return None
 
 
+def check_release_points(released: Any, ps: PointSet, *, caller: str) -> None:
+    """Refuse public points that are not those the release's ledger records (by their digest)."""
+    from geoldp.points import digest_of
+
+    ledger = _ledger_of(released)
+    record: Any = ledger.get("points") if ledger is not None else None
+    record = record if isinstance(record, dict) else {}
+    digest = record.get("digest")
+    if isinstance(digest, str) and digest_of(ps) != digest:
+        raise ValueError(
+            f"The 'points' parameter of {caller} is not the public point set of the release: its ledger "
+            f"records another one ({record.get('size')} points; these have {ps.size}, or they differ in "
+            "place or order). Pass the exact points the release was perturbed onto "
+            "(geoldp.layers.points_for rebuilds them from the ledger's recipe)."
+        )
+
+
 def _mechanism_from_ledger(ledger: dict, caller: str):
+    rule = ledger.get("user_budget")
+    if isinstance(rule, dict) and rule.get("strategy") == "split":  # rows with different budgets
+        raise ValueError(
+            f"The release given to {caller} shares each user's epsilon over her trips (user_budget='split'), "
+            "so its rows have different budgets; estimate each part of "
+            "geoldp.budget_strategies.release_parts(released) and add the estimates."
+        )
     name = ledger.get("mechanism")
     eps = ledger.get("epsilon")
     if not isinstance(name, str) or eps is None:

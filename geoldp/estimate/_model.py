@@ -4,7 +4,8 @@ For every released trajectory length n the model is a finite mixture over a *lib
 trajectories (index arrays into P) with weights w ≥ 0, Σ w = N (the number of released trajectories of
 length n). The library is public post-processing: a proposal over P (two thirds compact to spread
 trajectories around centres drawn from a prior mixing uniform-over-P and the released visit frequencies, one
-third independent uniform draws from P, the no-data population) plus the released trajectories themselves.
+third independent uniform draws from P, a no-data population), the trajectory at P's 1-median (the other
+no-data population) and the released trajectories themselves.
 
 Each released trajectory y_j is one observation with likelihood ℓ_jc = log Pr[y_j | candidate c]:
 
@@ -15,10 +16,20 @@ Each released trajectory y_j is one observation with likelihood ℓ_jc = log Pr[
   releases of c (ChaCha20 streams under a key drawn from the caller's rng), backed off to the release's
   cell frequency at position i.
 
+Likelihoods are kept in log space where it matters: ℓ of a long trajectory spans thousands of nats, so
+exp(ℓ) underflows in any floating-point type. :class:`Lik` stores exp(ℓ_jc − max_c ℓ_jc) in float32 (the fast
+path of EM: two matrix-vector products per iteration) and, for the rows where some entry falls below 1e-30,
+also ℓ_jc − max_c ℓ_jc; a row whose weighted sum under the current weights is that small is then computed
+exactly in log space (log-sum-exp), so no posterior is ever all zeros.
+
 The weights are fitted by the EM algorithm for mixtures (NPMLE-style): r_jc ∝ w_c exp(ℓ_jc), w ← Σ_j r_jc,
 started from uniform weights and stopped early (a fixed number of iterations, or one chosen by two-fold
 cross-validation of the held-out per-trajectory log-likelihood). Estimates and intervals come from the
 per-trajectory posterior r (see :meth:`Model.estimate`).
+
+Randomness: the caller's rng gives one key; every use draws from its own stream derived from that key, the
+length and the purpose (library, cross-validation folds, bootstrap), so the point estimate does not depend on
+how many bootstrap replicates an interval uses or on whether one is computed at all.
 
 Everything here is post-processing: the inputs are released index arrays, the public point set, the public
 mechanism and a key for the simulations. Nothing outlives a call (no caches).
@@ -37,22 +48,26 @@ from geoldp.geo import EARTH_RADIUS_M
 from geoldp.trajectory.engine import run_with_key
 
 __all__ = [
+    "BASELINES",
     "CHECKPOINTS",
     "STARTS",
     "FitOptions",
     "choose",
     "Group",
+    "Lik",
     "Model",
     "fit",
     "grid_cells",
     "local_xy_km",
+    "select",
+    "one_median",
 ]
 
 _KM_PER_DEG = EARTH_RADIUS_M * math.pi / 180.0 / 1000.0
 #: EM iteration counts compared by cross-validation (0 = the library's prior).
 CHECKPOINTS = (0, 1, 2, 4, 8, 16, 32, 64)
 #: EM's starting weights compared by cross-validation (see :func:`_start_weights`).
-STARTS = ("released", "mixed", "uniform", "proposal")  # in order of preference (see choose)
+STARTS = ("released", "mixed", "uniform", "proposal", "constant")  # in order of preference (see choose)
 #: Rows x candidates of one dense block (bounded memory for distances and likelihood blocks).
 _BLOCK = 2_000_000
 
@@ -71,6 +86,111 @@ class FitOptions:
     start: str = "cv"  # EM's starting weights: one of STARTS, or "cv" (chosen with n_iter)
 
 
+#: Rows whose smallest likelihood ratio exp(ℓ_jc − max_c ℓ_jc) is below this keep their log-likelihoods: a
+#: float32 ratio below 1.2e-38 underflows, and a weighted sum this small may be made of such ratios.
+_TINY = 1e-30
+_LOG_TINY = math.log(_TINY)
+#: The parts of the library (``Group.source``): released copies are >= 0.
+PROPOSAL, UNIFORM, CONSTANT = -1, -2, -3
+
+
+@dataclass
+class Lik:
+    """Per-trajectory likelihoods of one length group, exact at any trajectory length.
+
+    ``scaled`` holds exp(ℓ_jc − max_c ℓ_jc) in float32 (the fast path: EM is two matrix-vector products per
+    iteration). Where some entry of a row is below 1e-30 (it may have underflowed), the row's
+    ℓ_jc − max_c ℓ_jc are also kept in ``logs`` (float32; row j is ``logs[wide[j]]``), and a row whose
+    weighted sum Σ_c w_c scaled_jc is below 1e-30 · Σ_c w_c is computed from them in log space. Elsewhere
+    the lost terms are below 1.2e-38 · Σ_c w_c, a relative error below 1e-8.
+    """
+
+    scaled: np.ndarray  # (N, K) float32
+    wide: np.ndarray  # (N,) int64: the row of ``logs`` of each row, -1 when the row has no tiny entry
+    logs: np.ndarray  # (W, K) float32 ℓ_jc − max_c ℓ_jc of the wide rows
+
+    @classmethod
+    def from_log(cls, ll: np.ndarray) -> Lik:
+        """From (N, K) log-likelihoods (any per-row constant may be added: only ratios within a row count)."""
+        ll = np.asarray(ll, dtype=np.float64)
+        ll = ll - ll.max(axis=1, keepdims=True)
+        is_wide = ll.min(axis=1) < _LOG_TINY
+        wide = np.full(ll.shape[0], -1, dtype=np.int64)
+        wide[is_wide] = np.arange(int(is_wide.sum()))
+        return cls(np.exp(ll).astype(np.float32), wide, ll[is_wide].astype(np.float32))
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return int(self.scaled.shape[0]), int(self.scaled.shape[1])
+
+    def take(self, rows: np.ndarray) -> Lik:
+        """The likelihoods of the given rows (an index array)."""
+        wide = self.wide[rows]
+        on = wide >= 0
+        new = np.full(rows.size, -1, dtype=np.int64)
+        new[on] = np.arange(int(on.sum()))
+        return Lik(self.scaled[rows], new, self.logs[wide[on]])
+
+    def _exact(self, rows: np.ndarray, w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Posterior (len(rows), K) and log Σ_c w_c exp(ℓ_jc − max ℓ_j) of wide rows, in log space."""
+        with np.errstate(divide="ignore"):
+            logw = np.log(np.asarray(w, dtype=np.float64))
+        a = self.logs[self.wide[rows]].astype(np.float64) + logw[None, :]
+        top = a.max(axis=1, keepdims=True)
+        top = np.where(np.isfinite(top), top, 0.0)  # a row with every weight 0: posterior 0, log-sum −inf
+        r = np.exp(a - top)
+        tot = r.sum(axis=1, keepdims=True)
+        with np.errstate(divide="ignore"):
+            log_den = (top + np.log(tot)).reshape(-1)
+        return r / np.where(tot > 0, tot, 1.0), log_den
+
+    def _underflowing(self, den: np.ndarray, w: np.ndarray, a: int = 0) -> np.ndarray:
+        """Positions (within ``den``, rows a:a+len(den)) whose fast-path sum may have lost its mass."""
+        tiny = _TINY * float(np.sum(w))
+        return np.flatnonzero((den < tiny) & (self.wide[a : a + den.size] >= 0))
+
+    def log_mix(self, w: np.ndarray) -> np.ndarray:
+        """(N,) log Σ_c w_c exp(ℓ_jc − max_c ℓ_jc): the per-row log-likelihood of the mixture ``w``."""
+        den = (self.scaled @ np.asarray(w, dtype=np.float32)).astype(np.float64)
+        bad = self._underflowing(den, w)
+        with np.errstate(divide="ignore"):
+            out = np.log(den)
+        step = _exact_block(self.shape[1])
+        for a in range(0, bad.size, step):
+            out[bad[a : a + step]] = self._exact(bad[a : a + step], w)[1]
+        return out
+
+    def posterior(self, a: int, b: int | None, w: np.ndarray) -> np.ndarray:
+        """(rows a:b, K) posterior r_jc ∝ w_c exp(ℓ_jc), float64; each row sums to 1."""
+        r = self.scaled[a:b] * np.asarray(w, dtype=np.float64)[None, :]
+        tot = r.sum(axis=1)
+        bad = self._underflowing(tot, w, a)
+        r /= np.where(tot > 0, tot, 1.0)[:, None]
+        if bad.size:
+            r[bad] = self._exact(bad + a, w)[0]
+        return r
+
+    def em_step(self, w: np.ndarray, row_w: np.ndarray | None) -> np.ndarray:
+        """Σ_j π_j r_jc under weights ``w`` (rows weighted by π; all 1 when ``row_w`` is None)."""
+        den = self.scaled @ np.asarray(w, dtype=self.scaled.dtype)  # float32 products, float64 weights
+        pi = np.ones(den.size, dtype=np.float64) if row_w is None else np.asarray(row_w, dtype=np.float64)
+        bad = self._underflowing(den.astype(np.float64), w)
+        ok = den > 0
+        ok[bad] = False
+        ratio = np.zeros(den.shape, dtype=self.scaled.dtype)
+        np.divide(pi.astype(self.scaled.dtype), den, out=ratio, where=ok)
+        new = np.asarray(w, dtype=np.float64) * (self.scaled.T @ ratio)
+        step = _exact_block(self.shape[1])
+        for a in range(0, bad.size, step):
+            rows = bad[a : a + step]
+            new += pi[rows] @ self._exact(rows, w)[0]
+        return new
+
+
+def _exact_block(k: int) -> int:
+    return max(1, _BLOCK // max(k, 1))
+
+
 @dataclass
 class Group:
     """One released trajectory length n: observations, candidate library, likelihoods and weights."""
@@ -79,19 +199,19 @@ class Group:
     rows: np.ndarray  # (N,) positions (in the release) of the trajectories of this length
     released: np.ndarray  # (N, n) released point indices
     cand: np.ndarray  # (K, n) candidate trajectories (point indices)
-    lik: np.ndarray  # (N, K) exp(ℓ_jc − max_c ℓ_jc), float32
-    source: np.ndarray  # (K,) the row (0..N-1) a candidate was copied from; -1 proposal, -2 uniform draw
+    lik: Lik  # (N, K) per-trajectory likelihoods
+    source: np.ndarray  # (K,) the row (0..N-1) a candidate was copied from, or PROPOSAL, UNIFORM, CONSTANT
     w: np.ndarray = field(default_factory=lambda: np.zeros(0))  # (K,) fitted weights, sum N
     boot_w: np.ndarray | None = None  # (B, K) bootstrap weights (after one E-step on all rows)
     n_iter: int = 0  # EM iterations used
     start: str = "mixed"  # the starting weights used (see STARTS)
     alt_w: np.ndarray | None = None  # (A, K) weights of the other plausible models (see choose)
+    plausible: list = field(default_factory=list)  # the (start, iterations) the release cannot reject
+    no_data_w: np.ndarray | None = None  # (D, K) weights of the no-data populations in the library
 
     def posterior(self, a: int = 0, b: int | None = None, w: np.ndarray | None = None) -> np.ndarray:
         """(rows a:b, K) posterior r_jc ∝ w_c exp(ℓ_jc) over the candidates (w: the fitted weights)."""
-        lk = self.lik[a:b]
-        r = lk * (self.w if w is None else w)[None, :]
-        return r / np.maximum(r.sum(axis=1, keepdims=True), 1e-300)
+        return self.lik.posterior(a, b, self.w if w is None else w)
 
 
 def local_xy_km(lon, lat, lon0: float, lat0: float) -> tuple[np.ndarray, np.ndarray]:
@@ -227,14 +347,12 @@ def _loglik_simulated(
     return out
 
 
-def _em(lik: np.ndarray, w0: np.ndarray, n_iter: int, row_w: np.ndarray | None = None) -> np.ndarray:
+def _em(lik: Lik, w0: np.ndarray, n_iter: int, row_w: np.ndarray | None = None) -> np.ndarray:
     """``n_iter`` EM steps for the mixture weights: w ← Σ_j π_j r_jc, r_jc ∝ w_c L_jc (rows weighted by π)."""
     w = np.asarray(w0, dtype=np.float64).copy()
-    total = float(lik.shape[0] if row_w is None else row_w.sum())
+    total = float(lik.shape[0] if row_w is None else np.sum(row_w))
     for _ in range(n_iter):
-        den = lik @ w.astype(lik.dtype)  # products in the likelihood's precision, weights in float64
-        ratio = np.divide(1.0 if row_w is None else row_w, den, out=np.zeros_like(den), where=den > 0)
-        w = w * (lik.T @ ratio)
+        w = lik.em_step(w, row_w)
         tot = w.sum()
         if tot > 0:
             w *= total / tot
@@ -246,13 +364,20 @@ def _start_weights(
 ) -> np.ndarray:
     """EM's starting weights (sum ``total``): uniform over the candidates of one part of the library.
 
-    ``"mixed"``: every candidate; ``"proposal"``: the public proposal only; ``"uniform"``: its independent
-    uniform draws from P (the no-data population); ``"released"``: the released trajectories only (the raw
-    release taken as the population: its fit is the release smoothed by the channel). ``keep`` masks out
-    candidates (cross-validation drops those copied from held-out rows).
+    ``"mixed"``: every candidate; ``"proposal"``: the public proposal only (its compact candidates and its
+    uniform draws); ``"uniform"``: the independent uniform draws from P (a no-data population);
+    ``"constant"``: the trajectory at P's 1-median (the other no-data population); ``"released"``: the
+    released trajectories only (the raw release taken as the population: its fit is the release smoothed by
+    the channel). ``keep`` masks out candidates (cross-validation drops those copied from held-out rows).
     """
-    parts = {"proposal": source < 0, "uniform": source == -2, "released": source >= 0}
-    on = parts[start] if start in parts else np.ones(source.size, dtype=bool)
+    parts = {
+        "proposal": (source == PROPOSAL) | (source == UNIFORM),
+        "uniform": source == UNIFORM,
+        "constant": source == CONSTANT,
+        "released": source >= 0,
+        "mixed": source != CONSTANT,
+    }
+    on = parts[start].copy() if start in parts else np.ones(source.size, dtype=bool)
     if keep is not None:
         on &= keep
     if not on.any():
@@ -260,24 +385,39 @@ def _start_weights(
     return on * (total / max(int(on.sum()), 1))
 
 
+#: The models every selection compares the fit against (start, iterations): the raw release and the two
+#: no-data populations. No baseline beats a chosen model on held-out rows by more than a standard error.
+BASELINES = (("released", 0), ("uniform", 0), ("constant", 0))
+
+
 def _starts(source: np.ndarray, library: str) -> tuple[str, ...]:
     """The starting weights a library allows (a part that is absent is no start)."""
-    if library != "mixed" or not (source < 0).any() or (source < 0).all():
-        return ("mixed",)
-    return STARTS
+    have = {
+        "released": bool((source >= 0).any()),
+        "uniform": bool((source == UNIFORM).any()),
+        "constant": bool((source == CONSTANT).any()),
+        "proposal": bool((source == PROPOSAL).any()),
+    }
+    have["mixed"] = have["released"] and have["proposal"]
+    if library != "mixed" or not have["mixed"]:
+        return ("mixed",) + tuple(s for s in ("uniform", "constant") if have[s])
+    return tuple(s for s in STARTS if have[s])
 
 
-def choose(lik: np.ndarray, source: np.ndarray, starts, checkpoints, gen) -> tuple[tuple, list]:
+def choose(lik: Lik, source: np.ndarray, starts, checkpoints, gen) -> tuple[tuple, list]:
     """Two-fold cross-validation over released rows: the chosen (start, iterations) and the plausible ones.
 
     Every (start, iterations) is scored by the held-out log-likelihood of the released rows. A model is
     *plausible* when its score is within two standard errors of the best (the standard error of the
     paired per-row difference): the release cannot tell it from the best one. The choice is the first
-    plausible model within one standard error in the order of ``starts`` (then fewer iterations): where
-    the release cannot tell two populations apart, the one closer to the release itself is kept rather
-    than whichever scores best by chance. A candidate copied from a held-out row is left out of that
-    fold's library, otherwise it would explain its own row perfectly and the score would reward staying
-    at the start.
+    plausible model within one standard error in the order of ``starts`` (then fewer iterations) among
+    those no baseline of :data:`BASELINES` (the raw release, uniform draws from P, the constant at P's
+    1-median) beats by more than one standard error of the paired difference: where the release cannot
+    tell two populations apart, the one closer to the release itself is kept rather than whichever scores
+    best by chance, and no model the held-out likelihood clearly prefers less than a baseline is returned
+    (the best model is always eligible, so there is a choice). A candidate copied from a held-out row is
+    left out of that fold's library, otherwise it would explain its own row perfectly and the score would
+    reward staying at the start.
     """
     nrel = lik.shape[0]
     if nrel < 4 or (len(starts) == 1 and len(checkpoints) == 1):
@@ -286,21 +426,36 @@ def choose(lik: np.ndarray, source: np.ndarray, starts, checkpoints, gen) -> tup
     cand_fold = np.where(source >= 0, fold[np.maximum(source, 0)], -1)
     per_row = np.zeros((len(starts), len(checkpoints), nrel))
     for f in (0, 1):
-        train, test = lik[fold == f], lik[fold != f]
+        train, test = lik.take(np.flatnonzero(fold == f)), lik.take(np.flatnonzero(fold != f))
         keep = cand_fold != 1 - f
         for s, start in enumerate(starts):
             w = _start_weights(source, start, train.shape[0], keep)
             done = 0
             for j, stop in enumerate(checkpoints):
-                w = _em(train, w, stop - done)
+                if start != "constant":  # EM keeps zero weights at zero: one candidate stays put
+                    w = _em(train, w, stop - done)
                 done = stop
-                pred = test @ (w / w.sum()).astype(test.dtype)
-                per_row[s, j, fold != f] = np.log(np.maximum(pred.astype(np.float64), 1e-300))
+                per_row[s, j, fold != f] = test.log_mix(w / w.sum())
+    return select(np.maximum(per_row, -1e250), tuple(starts), tuple(checkpoints))
+
+
+def select(per_row: np.ndarray, starts: tuple, checkpoints: tuple) -> tuple[tuple, list]:
+    """The choice and the plausible models from held-out per-row scores (starts x checkpoints x rows).
+
+    See :func:`choose` for the rule.
+    """
+    nrel = per_row.shape[2]
     total = per_row.sum(axis=2)
     best = np.unravel_index(int(np.argmax(total)), total.shape)
     diff = per_row[best][None, None, :] - per_row
     se = diff.std(axis=2, ddof=1) * math.sqrt(nrel)
-    s, j = np.argwhere(total >= total[best] - se)[0]  # row-major: starts in order, then fewer iterations
+    ok = total >= total[best] - se
+    for st, it in BASELINES:  # never significantly less likely on held-out rows than a baseline
+        if st in starts and it in checkpoints:
+            base = per_row[starts.index(st), list(checkpoints).index(it)]
+            d = base[None, None, :] - per_row
+            ok &= d.sum(axis=2) <= d.std(axis=2, ddof=1) * math.sqrt(nrel)
+    s, j = np.argwhere(ok)[0]  # row-major: starts in order, then fewer iterations
     plausible = [(starts[a], int(checkpoints[b])) for a, b in np.argwhere(total >= total[best] - 2.0 * se)]
     return (starts[int(s)], int(checkpoints[int(j)])), plausible
 
@@ -313,9 +468,24 @@ class Model:
     groups: list
     n_rows: int
     level: float
+    options: FitOptions = field(default_factory=FitOptions)
+    key: np.ndarray = field(default_factory=lambda: np.zeros(8, dtype=np.uint32))
+    _intervals_done: bool = False
 
-    def estimate(self, values) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Estimate and interval of the count of original trajectories with indicator ``values``.
+    def intervals(self) -> None:
+        """Fit what the intervals need (the other plausible models, the bootstrap) once, on first use.
+
+        Their random draws come from their own streams, so the point estimate is the same with or without
+        them (and whatever ``n_boot`` is).
+        """
+        if self._intervals_done:
+            return
+        for g in self.groups:
+            _fit_intervals(g, self.options, _stream(self.key, g.n, _BOOT))
+        self._intervals_done = True
+
+    def estimate(self, values) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Estimate, interval and support of the count of original trajectories with indicator ``values``.
 
         ``values(cand)`` maps a (K, n) candidate array to a (K, T) sparse 0/1 matrix. With the posterior
         r_jc of released trajectory j over the candidates and p_jt = Σ_c r_jc V_ct:
@@ -327,9 +497,15 @@ class Model:
         - interval: [lowest estimate − z·sd, highest estimate + z·sd] over the chosen model and the other
           plausible ones (the models cross-validation cannot reject, see :func:`choose`), clipped at 0 and
           at the number of trajectories. Where the release says little, the plausible models differ and
-          the interval says so; where it is informative, they agree and it is the normal interval.
+          the interval says so; where it is informative, they agree and it is the normal interval;
+        - supported: the interval (without a bootstrap: the range of the plausible models' estimates)
+          excludes the estimate of each no-data population (uniform draws from P, the constant at P's
+          1-median). Where it does not, the release cannot tell this count from what a population without
+          any data would give, and the estimate should not be read as learned from the release.
         """
+        self.intervals()
         est = var = boot = low = high = None
+        nd: np.ndarray | None = None
         for g in self.groups:
             v = sp.csr_matrix(values(g.cand))
             e, q = _posterior_counts(g, v, g.w)
@@ -343,16 +519,27 @@ class Model:
             if g.boot_w is not None:
                 bt = np.asarray((v.T @ g.boot_w.T).T)
                 boot = bt if boot is None else boot + bt
+            if g.no_data_w is not None and g.no_data_w.shape[0]:
+                ndg = np.stack([_posterior_counts(g, v, w, variance=False)[0] for w in g.no_data_w])
+                nd = ndg if nd is None else nd + ndg
         if est is None or var is None or low is None or high is None:
             raise ValueError("No released trajectory to estimate from.")
         if boot is None:
             nan = np.full_like(est, np.nan)
-            return est, nan, nan.copy()
-        sd = np.sqrt(np.maximum(var + boot.var(axis=0, ddof=1), 0.0))
-        z = float(ndtri(0.5 + self.level / 2.0))
-        lower = np.clip(low - z * sd, 0.0, est)
-        upper = np.clip(high + z * sd, est, float(self.n_rows))
-        return est, lower, upper
+            lower, upper = nan, nan.copy()
+            a, b = low, high
+        else:
+            sd = np.sqrt(np.maximum(var + boot.var(axis=0, ddof=1), 0.0))
+            z = float(ndtri(0.5 + self.level / 2.0))
+            lower = np.clip(low - z * sd, 0.0, est)
+            upper = np.clip(high + z * sd, est, float(self.n_rows))
+            a, b = lower, upper
+        supported = np.ones(est.shape, dtype=bool)
+        for row in nd if nd is not None else ():
+            # a tolerance for the rounding of sums over groups: equal up to it is inside
+            tol = 1e-9 * max(1.0, float(self.n_rows))
+            supported &= (row < a - tol) | (row > b + tol)
+        return est, lower, upper, supported
 
 
 def _posterior_counts(g: Group, v, w: np.ndarray, variance: bool = True) -> tuple[np.ndarray, np.ndarray]:
@@ -368,21 +555,66 @@ def _posterior_counts(g: Group, v, w: np.ndarray, variance: bool = True) -> tupl
     return e, q
 
 
+#: Purposes of the random streams derived from the key (see :func:`_stream`).
+_LIBRARY, _FOLDS, _BOOT = 0, 1, 2
+
+
+def _stream(key: np.ndarray, n: int, purpose: int) -> np.random.Generator:
+    """The generator of one purpose for the released length n: independent of every other stream."""
+    words = [int(x) for x in np.asarray(key, dtype=np.uint32).reshape(-1)]
+    return np.random.default_rng(np.random.SeedSequence(words, spawn_key=(int(n), int(purpose))))
+
+
+def one_median(ps) -> int:
+    """The public point minimising the sum of central angles to P (the constant no-data population).
+
+    Exact (blocks of rows) up to 5,000 points; above, the 64 public points nearest the normalised mean
+    direction are compared, then the 64 nearest the best until none improves (a local optimum of a convex
+    sum, exact for points spread over a city). Ties: the lowest index.
+    """
+    xyz = np.asarray(ps.xyz, dtype=np.float64)
+    m = xyz.shape[0]
+
+    def sums(idx: np.ndarray) -> np.ndarray:
+        out = np.empty(idx.size)
+        block = max(1, _BLOCK // m)
+        for a in range(0, idx.size, block):
+            out[a : a + block] = _angles(xyz[idx[a : a + block]], xyz).sum(axis=1)
+        return out
+
+    if m <= 5000:
+        return int(np.argmin(sums(np.arange(m))))
+
+    def near(u: np.ndarray) -> np.ndarray:
+        return np.sort(np.argpartition(-(xyz @ u), 63)[:64])
+
+    centre = xyz.mean(axis=0)
+    cand = near(centre / max(float(np.linalg.norm(centre)), 1e-300))
+    tot = sums(cand)
+    best, best_sum = int(cand[np.argmin(tot)]), float(tot.min())
+    while True:
+        cand = near(xyz[best])
+        tot = sums(cand)
+        if float(tot.min()) >= best_sum:
+            return best
+        best, best_sum = int(cand[np.argmin(tot)]), float(tot.min())
+
+
 def fit(seqs: list[np.ndarray], ps, mech, *, key: np.ndarray, options: FitOptions) -> Model:
     """Fit the population model to released index sequences (see the module notes)."""
     lengths = np.fromiter((s.shape[0] for s in seqs), dtype=np.int64, count=len(seqs))
-    # proposals and bootstrap draws come from a generator seeded by the simulation key (public)
-    gen = np.random.default_rng(np.asarray(key, dtype=np.uint32).astype(np.uint64))
     m = ps.size
     freq = np.bincount(np.concatenate(seqs), minlength=m).astype(np.float64)
     prior = 0.5 / m + 0.5 * freq / max(freq.sum(), 1.0)
     prior /= prior.sum()
     exact = getattr(mech, "name", None) == "pointem"
     cell, n_cells = (np.zeros(0, dtype=np.int64), 0) if exact else grid_cells(ps, options.cell_km)
+    median = one_median(ps) if options.library != "released" else -1
     groups = []
     offset = 0
     for n in np.unique(lengths):
         n = int(n)
+        gen = _stream(key, n, _LIBRARY)  # proposals: public post-processing, one stream per length
         rows = np.flatnonzero(lengths == n)
         released = np.stack([seqs[r] for r in rows])
         k = int(min(options.n_candidates, max(200, 2 * rows.size)))
@@ -390,7 +622,8 @@ def fit(seqs: list[np.ndarray], ps, mech, *, key: np.ndarray, options: FitOption
         if options.library != "released":
             ku = k // 3  # a third of the proposal: independent uniform draws from P (the no-data population)
             parts += [_candidates(ps, n, k - ku, prior, gen), gen.integers(0, m, size=(ku, n))]
-            source += [np.full(k - ku, -1, dtype=np.int64), np.full(ku, -2, dtype=np.int64)]
+            parts.append(np.full((1, n), median, dtype=np.int64))  # the other no-data population
+            source += [np.full(k - ku, PROPOSAL), np.full(ku, UNIFORM), np.full(1, CONSTANT)]
         if options.library != "proposal":
             pick = gen.permutation(rows.size)[:k]
             parts.append(released[pick])
@@ -402,31 +635,37 @@ def fit(seqs: list[np.ndarray], ps, mech, *, key: np.ndarray, options: FitOption
             sims = _simulate(cand, options.n_sims, ps, mech, key, offset)
             offset += cand.shape[0] * options.n_sims
             ll = _loglik_simulated(released, cand, sims, cell, n_cells)
-        ll -= ll.max(axis=1, keepdims=True)
-        # float32 halves the memory and triples EM's speed; its underflow (< 1e-38) is a zero posterior
-        lik = np.exp(ll).astype(np.float32)
-        groups.append(Group(n, rows, released, cand, lik, np.concatenate(source)))
+        src = np.concatenate(source).astype(np.int64)
+        groups.append(Group(n, rows, released, cand, Lik.from_log(ll), src))
     for g in groups:
-        _fit_group(g, options, gen)
-    return Model(ps, groups, len(seqs), options.level)
+        _fit_group(g, options, _stream(key, g.n, _FOLDS))
+    return Model(ps, groups, len(seqs), options.level, options, np.asarray(key, dtype=np.uint32))
 
 
 def _fit_group(g: Group, options: FitOptions, gen) -> None:
+    """The point estimate's weights: start and iterations by cross-validation, then EM on all rows."""
     nrel = g.lik.shape[0]
     starts = _starts(g.source, options.library) if options.start == "cv" else (options.start,)
     checkpoints = CHECKPOINTS if options.n_iter == "cv" else (int(options.n_iter),)
-    (g.start, g.n_iter), plausible = choose(g.lik, g.source, starts, checkpoints, gen)
+    (g.start, g.n_iter), g.plausible = choose(g.lik, g.source, starts, checkpoints, gen)
     w0 = _start_weights(g.source, g.start, nrel)
-    g.w = _em(g.lik, w0, g.n_iter)
-    if options.n_boot < 2:  # no interval: neither the other plausible models nor a bootstrap is needed
-        return
-    # the ends of each start's plausible stretch of iterations span the models the release cannot reject
+    g.w = _em(g.lik, w0, 0 if g.start == "constant" else g.n_iter)
+    nd = [st for st in ("uniform", "constant") if st in _starts(g.source, options.library)]
+    g.no_data_w = np.array([_start_weights(g.source, st, nrel) for st in nd]).reshape(len(nd), -1)
+
+
+def _fit_intervals(g: Group, options: FitOptions, gen) -> None:
+    """The other plausible models (the ends of each start's plausible stretch) and the bootstrap."""
+    nrel = g.lik.shape[0]
     ends = []
-    for start in dict.fromkeys(st for st, _ in plausible):
-        its = [it for st, it in plausible if st == start]
+    for start in dict.fromkeys(st for st, _ in g.plausible):
+        its = [it for st, it in g.plausible if st == start]
         ends += [(start, it) for it in sorted({min(its), max(its)}) if (start, it) != (g.start, g.n_iter)]
     g.alt_w = np.array([_em(g.lik, _start_weights(g.source, st, nrel), it) for st, it in ends])
     g.alt_w = g.alt_w.reshape(len(ends), g.lik.shape[1])
+    if options.n_boot < 2:  # no interval: the plausible models' range is kept for the support flag
+        return
+    w0 = _start_weights(g.source, g.start, nrel)
     boot = np.empty((options.n_boot, g.lik.shape[1]))
     for b in range(options.n_boot):
         pick = gen.multinomial(nrel, np.full(nrel, 1.0 / nrel)).astype(np.float64)

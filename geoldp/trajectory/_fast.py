@@ -75,6 +75,7 @@ the part an enumeration touches is committed).
 
 from __future__ import annotations
 
+import functools
 from typing import NamedTuple
 
 import numba
@@ -113,12 +114,14 @@ from geoldp.trajectory._fast_sampling import (
 )
 from geoldp.trajectory.merge import TAU_FACTOR
 
-__all__ = ["FastIndex", "get_index", "last_stats", "perturb_fast"]
+__all__ = ["FastIndex", "get_index", "kernel_state", "last_stats", "perturb_fast"]
 
 # Counters of the last call, kept only when a benchmark opts in: some of them (proposals, fallbacks) are
 # aggregates of the private inputs, so by default nothing is kept after a call.
 COLLECT_STATS = False
 _LAST_STATS: dict = {}
+# Kernel kinds (PointEM 0, TP 1, ATP 2) that have run in this process: their compiled code is in memory.
+_WARM: set[int] = set()
 # (phase-1, phase-3) proposal limits; tests set them to force the exact branches.
 _prop = [MAX_PROPOSALS, MAX_PROPOSALS_D]
 # ATP region: the Taylor remainder accepted per point in the certified η interval (metres), and whether to
@@ -568,10 +571,43 @@ def _em_rows(xl, xp, eps, ix, cp, w, full, n_runs, row0, total, dflt, key, prop1
 # ----------------------------------------------------------------------------------------------------
 
 
-def _tables(mechanism, lengths, m):
-    """Per-length stage budgets, k-RR lie probabilities and SW half-widths (the reference's helpers)."""
+@functools.lru_cache(maxsize=1024)
+def _length_row(mechanism, n: int):
+    """One length's row of :func:`_tables`: ``(eps_single, None)`` or ``(0.0, (row of copy A, of copy B))``.
+
+    A pure function of the mechanism's public configuration (frozen, compared field by field) and the
+    length, cached so that a small call does not redo the exact budget arithmetic.
+    """
     from geoldp import mechanisms as _mech
 
+    plan = mechanism.sampler_plan
+    if plan.single(n):
+        return float(mechanism.single_budget(n)), None
+    g = int(plan.granularity)
+    rows = []
+    for copy in ("A", "B"):
+        bud = mechanism.copy_budgets(n, copy)
+        anc = rad = b = dec = 0.0
+        if plan.anchor_region:
+            anc, rad = bud.anchor, bud.radius
+            b = float(_mech.sw_half_width(bud.radius))
+            dec = mechanism.decay_budget(n, copy)
+        rows.append(
+            (
+                bud.point_pivot,
+                bud.point_nonpivot,
+                _mech.krr_lie_probability(g, bud.direction),
+                anc,
+                rad,
+                b,
+                dec,
+            )
+        )
+    return 0.0, tuple(rows)
+
+
+def _tables(mechanism, lengths, m):
+    """Per-length stage budgets, k-RR lie probabilities and SW half-widths (the reference's helpers)."""
     n_max = int(lengths.max()) if lengths.size else 1
     shape2 = (n_max + 1, 2)
     eps_single = np.zeros(n_max + 1)
@@ -586,20 +622,40 @@ def _tables(mechanism, lengths, m):
     g = int(plan.granularity)
     for n in np.unique(lengths):
         n = int(n)
-        if plan.single(n):
-            eps_single[n] = mechanism.single_budget(n)
+        try:
+            single, copies = _length_row(mechanism, n)
+        except TypeError:  # a mechanism object that cannot be hashed: compute without the cache
+            single, copies = _length_row.__wrapped__(mechanism, n)
+        if copies is None:
+            eps_single[n] = single
             continue
-        for c, copy in enumerate(("A", "B")):
-            bud = mechanism.copy_budgets(n, copy)
-            eps_piv[n, c] = bud.point_pivot
-            eps_np[n, c] = bud.point_nonpivot
-            lie[n, c] = _mech.krr_lie_probability(g, bud.direction)
-            if plan.anchor_region:
-                eps_anc[n, c] = bud.anchor
-                eps_rad[n, c] = bud.radius
-                sw_b[n, c] = float(_mech.sw_half_width(bud.radius))
-                eps_dec[n, c] = mechanism.decay_budget(n, copy)
+        for c, row in enumerate(copies):
+            for table, value in zip(
+                (eps_piv, eps_np, lie, eps_anc, eps_rad, sw_b, eps_dec), row, strict=True
+            ):
+                table[n, c] = value
     return g, eps_single, eps_piv, eps_np, lie, eps_anc, eps_rad, sw_b, eps_dec
+
+
+def kernel_state(mechanism) -> str:
+    """What the first fast-path call of ``mechanism`` in this process waits for (for progress reports).
+
+    Returns
+    -------
+    str
+        ``"ready"`` (its kernel already ran in this process), ``"cached"`` (numba's on-disk cache has an
+        index for the driver kernel: loading takes about a second) or ``"compile"`` (no cache: numba
+        compiles the kernels, which takes tens of seconds once per installation and version).
+    """
+    if mechanism.sampler_plan.kernel_kind in _WARM:
+        return "ready"
+    try:  # numba's cache object of the driver; its layout is numba's, so any surprise means "unknown"
+        index_path = _run._cache._cache_file._index_path
+    except AttributeError:
+        return "compile"
+    import os
+
+    return "cached" if os.path.exists(index_path) else "compile"
 
 
 def perturb_fast(flat_idx, offsets, points, mechanism, key, first_stream, n_jobs: int = 1) -> np.ndarray:
@@ -665,6 +721,9 @@ def perturb_fast(flat_idx, offsets, points, mechanism, key, first_stream, n_jobs
             eps_np,
             lie,
         )
+    if kind == 2:  # ATP's structures of P, built whatever the input: their presence says nothing of it
+        index.tree()
+        index.kdtree()
     rp = None  # TP and PointEM (and ATP without a trajectory of length ≥ 2): no anchor, no region
     if kind == 2 and np.any(lengths >= 2):
         tree = index.tree()
@@ -740,6 +799,7 @@ def perturb_fast(flat_idx, offsets, points, mechanism, key, first_stream, n_jobs
         with ThreadPoolExecutor(max_workers=n_jobs) as pool:
             for st in pool.map(run_chunk, cuts[:-1].tolist(), cuts[1:].tolist()):
                 stats += st
+    _WARM.add(kind)
     _LAST_STATS.clear()
     if COLLECT_STATS:
         _LAST_STATS.update({k: int(v) for k, v in zip(STAT_NAMES, stats, strict=True)})

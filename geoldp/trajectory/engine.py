@@ -29,6 +29,7 @@ from geoldp.trajectory.tp import TP
 __all__ = [
     "MECHANISMS",
     "check_budgets",
+    "kernel_state",
     "perturb_trajectories",
     "resolve_mechanism",
     "run",
@@ -359,6 +360,17 @@ def run_with_key(
         out, _ = _ref.perturb_one(ctx, points.lam[traj], points.phi[traj], source)
         outputs.append(out)
     return outputs
+
+
+def kernel_state(mechanism) -> str:
+    """``"ready"``, ``"cached"`` or ``"compile"``: what the first call of ``mechanism`` waits for.
+
+    See :func:`geoldp.trajectory._fast.kernel_state`; it reads only this process's state and numba's cache
+    directory (public, no data).
+    """
+    from geoldp.trajectory._fast import kernel_state as state
+
+    return state(mechanism)
 
 
 def _fast_impl():

@@ -12,8 +12,11 @@ Stage shares are exact :class:`~fractions.Fraction` values of the total ε; the 
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Mapping
 from dataclasses import dataclass
 from fractions import Fraction
+from types import MappingProxyType
 
 import numba
 
@@ -79,7 +82,8 @@ def direction_pairs(n: int, copy: str) -> tuple[tuple[int, int], ...]:
 class CopyBudgets:
     """Stage budgets of one copy (floats, each ≤ its exact share of ε) and their exact shares.
 
-    For TP ``anchor`` and ``radius`` are 0.0 (no such stages).
+    For TP ``anchor`` and ``radius`` are 0.0 (no such stages). ``shares`` is a read-only mapping (the
+    objects are cached and shared: a function of public values only).
     """
 
     anchor: float
@@ -87,7 +91,7 @@ class CopyBudgets:
     direction: float
     point_pivot: float
     point_nonpivot: float
-    shares: dict
+    shares: Mapping[str, Fraction]
 
 
 def copy_shares(n: int, copy: str, fractions, split: str) -> dict[str, Fraction]:
@@ -108,6 +112,25 @@ def copy_shares(n: int, copy: str, fractions, split: str) -> dict[str, Fraction]
     dict
         Keys ``anchor_em``, ``radius_sw``, ``direction_krr``, ``pivot_em``, ``point_em`` (non-pivot).
     """
+    return dict(_cached(_copy_shares, n, copy, fractions, split))
+
+
+def _cached(func, *args, **kwargs):
+    """``func(*args)`` through its LRU cache, with ``fractions`` (the last but one argument) as a tuple.
+
+    The budget split is a pure function of public values (the mechanism's configuration, ε, the length),
+    so it is computed once per key instead of once per call and length; Python's == between numbers is
+    exact, so a key that compares equal has the same exact value and gives the same budgets.
+    """
+    args = (*args[:-2], tuple(args[-2]), args[-1])
+    try:
+        return func(*args, **kwargs)
+    except TypeError:  # an unhashable argument: compute without the cache
+        return func.__wrapped__(*args, **kwargs)
+
+
+@functools.lru_cache(maxsize=1024)
+def _copy_shares(n: int, copy: str, fractions, split: str) -> tuple[tuple[str, Fraction], ...]:
     f_anchor, f_radius, f_dir, f_pt = (Fraction(f) for f in fractions)
     half = Fraction(1, 2)
     n_piv = len(pivot_positions(n, copy))
@@ -116,18 +139,24 @@ def copy_shares(n: int, copy: str, fractions, split: str) -> dict[str, Fraction]
     else:  # "grouped": pivots share half of the point budget, non-pivots the other half
         pivot = half * f_pt / 2 / n_piv
         nonpivot = half * f_pt / 2 / (n - n_piv)
-    return {
-        "anchor_em": half * f_anchor,
-        "radius_sw": half * f_radius,
-        "direction_krr": half * f_dir / (n - 1),
-        "pivot_em": pivot,
-        "point_em": nonpivot,
-    }
+    return (
+        ("anchor_em", half * f_anchor),
+        ("radius_sw", half * f_radius),
+        ("direction_krr", half * f_dir / (n - 1)),
+        ("pivot_em", pivot),
+        ("point_em", nonpivot),
+    )
 
 
 def copy_budgets(epsilon: float, n: int, copy: str, fractions, split: str) -> CopyBudgets:
     """Float stage budgets of one copy: :func:`geoldp.budget.exact_share` of :func:`copy_shares`."""
-    shares = copy_shares(n, copy, fractions, split)
+    return _cached(_copy_budgets, epsilon, n, copy, fractions, split)
+
+
+@functools.lru_cache(maxsize=1024)
+def _copy_budgets(epsilon: float, n: int, copy: str, fractions, split: str) -> CopyBudgets:
+    # read-only: one cached object is shared by every call with this key
+    shares = MappingProxyType(dict(_cached(_copy_shares, n, copy, fractions, split)))
     return CopyBudgets(
         anchor=exact_share(epsilon, shares["anchor_em"]),
         radius=exact_share(epsilon, shares["radius_sw"]),
@@ -162,6 +191,12 @@ def stage_plan(n: int, copy: str, *, anchor: bool) -> tuple[tuple[str, tuple[int
 
 def build_ledger(epsilon: float, n: int, fractions, split: str, *, anchor: bool) -> Ledger:
     """Ledger of a two-copy run (TP: ``anchor=False``; ATP: ``anchor=True``); n = 1 → one EM with ε."""
+    # a Ledger is immutable (frozen, tuples of frozen entries), so one cached object can be shared
+    return _cached(_build_ledger, epsilon, n, fractions, split, anchor=bool(anchor))
+
+
+@functools.lru_cache(maxsize=1024)
+def _build_ledger(epsilon: float, n: int, fractions, split: str, *, anchor: bool) -> Ledger:
     if n == 1:
         return Ledger((LedgerEntry(None, "point_em", (1,), float(epsilon), Fraction(1)),), float(epsilon))
     entries = []

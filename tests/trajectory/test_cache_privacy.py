@@ -125,3 +125,84 @@ def test_fingerprint_sees_a_module_cache(public_points):
         assert "geoldp.trajectory._fast_grid" in _diff(before, _state(public_points))
     finally:
         del idx.probe
+
+
+# ------------------------------------------------------------------------------------------------------
+# cold structures: a fresh P, two different secret inputs, the same state afterwards
+
+
+def _cold_state(run):
+    """Module state and P's full state (every slot, and its cached fast-path index) after ``run(P)``."""
+    import geopandas as gpd  # noqa: F401  (imported before the first fingerprint: its modules are not ours)
+
+    from geoldp.trajectory import _fast_grid
+
+    lon, lat, *_ = synthetic_city_arrays(400, 0, seed=5)
+    P = geoldp.PointSet(lon, lat)  # cold: nothing has been asked of it yet
+    run(P)
+    gc.collect()
+    index = _fast_grid._INDEX_CACHE.get(P)
+    state = (_fingerprint(P, set()), _fingerprint(index, set()))
+    del P, index
+    gc.collect()
+    mods, _ = _state(None)
+    return mods, state
+
+
+def _lines(P, moved_m):
+    """30 LineStrings whose vertices are public points, one moved ``moved_m`` metres north."""
+    import geopandas as gpd
+    import shapely
+
+    rng = np.random.default_rng(3)
+    lines = []
+    for k in range(30):
+        idx = rng.integers(0, len(P), 4)
+        coords = np.column_stack([P.lon[idx], P.lat[idx]])
+        if k == 17:
+            coords[2, 1] += moved_m / 111_195.0
+        lines.append(shapely.LineString(coords))
+    return gpd.GeoDataFrame({"user": np.arange(30)}, geometry=lines, crs="EPSG:4326")
+
+
+@pytest.mark.parametrize("mechanism", ["atp", "tp"])
+def test_cold_structures_do_not_tell_whether_a_vertex_was_off_P(mechanism):
+    # before: the snapping tree was built only when some vertex was off P (one bit of the input)
+    def run(moved_m):
+        def go(P):
+            _lines(P, moved_m).ldp.perturb(P, mechanism=mechanism, epsilon=4.0, rng=1)
+
+        return go
+
+    assert _cold_state(run(0.0)) == _cold_state(run(0.01))
+
+
+def test_cold_structures_do_not_tell_the_trajectory_lengths():
+    # ATP's region structures of P were built only when some trajectory had two points or more
+    def run(lengths):
+        def go(P):
+            rng = np.random.default_rng(4)
+            secret = [rng.integers(0, len(P), k).astype(np.int64) for k in lengths]
+            geoldp.perturb_trajectories(secret, P, mechanism="atp", epsilon=4.0, rng=2)
+
+        return go
+
+    assert _cold_state(run((1, 1, 1))) == _cold_state(run((1, 5, 2)))
+
+
+def test_after_any_first_use_a_point_set_is_in_one_state():
+    # nearest on an empty query, on P, off P, or the diameter: the same structures afterwards
+    lon, lat, *_ = synthetic_city_arrays(400, 0, seed=5)
+    states = []
+    for use in (
+        lambda P: P.nearest(lon[:0], lat[:0]),
+        lambda P: P.nearest(lon[:3], lat[:3]),
+        lambda P: P.nearest(lon[:3] + 1e-4, lat[:3]),
+        lambda P: P.diameter_m,
+    ):
+        P = geoldp.PointSet(lon, lat)
+        use(P)
+        states.append(_fingerprint(P, set()))
+        P.nearest(lon[:5] + 2e-4, lat[:5])  # later queries change nothing
+        assert _fingerprint(P, set()) == states[-1]
+    assert all(s == states[0] for s in states)

@@ -1,0 +1,385 @@
+"""Per-user budget strategies of a release: share a user's ε over her trips, or keep k trips per user.
+
+A release spends ε per trajectory; a user with ``k`` trajectories in it spends ``k·ε`` (sequential
+composition), which a :class:`~geoldp.BudgetAccountant` refuses once it passes her total. Two public rules
+fit a release to a per-user budget without hand-written code (``gdf.ldp.perturb(..., user_col=...)``):
+
+``user_budget="split"``
+    ε is the budget of **one user** in this release: each of her ``k`` trajectories is perturbed with
+    ``ε/k`` (rounded down, so that ``k`` of them never sum past ε), and the accountant charges her exactly
+    that. Short-budget trajectories are noisier. The per-trajectory budget of every released row is in
+    the column ``"epsilon"`` of the output, since a collector needs it to analyse the row: it tells how
+    many trajectories that row's user contributed to this release. Use ``max_per_user`` where that count
+    is sensitive.
+``max_per_user=k``
+    At most ``k`` trajectories per user are released (``select_trips``: the ``"first"`` or ``"last"`` k
+    in row order, or a uniformly ``"random"`` k drawn with ``rng``); the other rows are **dropped** and do
+    not appear in the output. The output's index says which rows were kept (the input's index labels);
+    :func:`select_per_user` gives the same choice as a mask. Each kept trajectory gets ε.
+
+Both can be combined (keep at most k, then split ε over the kept ones). The ledger
+(``released.attrs["geoldp"]["user_budget"]``) records the rule, never a user id or a per-user count.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from geoldp import accounting
+from geoldp._random import resolve_rng
+from geoldp._validation import check_int_min
+from geoldp.errors import BudgetError
+
+__all__ = [
+    "EPSILON_COLUMN",
+    "SELECT",
+    "USER_BUDGETS",
+    "charge_release",
+    "perturb_per_user",
+    "release_parts",
+    "select_per_user",
+    "split_epsilon",
+]
+
+#: ``user_budget`` values: ε per trajectory (the default) or ε per user shared over her trajectories.
+USER_BUDGETS = ("trajectory", "split")
+#: ``select_trips`` values for ``max_per_user``.
+SELECT = ("first", "last", "random")
+#: Output column holding each row's per-trajectory ε in a ``user_budget="split"`` release.
+EPSILON_COLUMN = "epsilon"
+
+_HINT = (
+    " To fit a per-user budget, pass user_budget='split' (each user's epsilon shared over her trips; "
+    "CLI --user-budget split) or max_per_user=k (keep at most k trips per user; CLI --max-per-user K)."
+)
+
+
+def split_epsilon(epsilon: float, k: int) -> float:
+    """The budget of each of ``k`` trajectories sharing ``epsilon``: ε/k rounded down (``k·result ≤ ε``).
+
+    Examples
+    --------
+    >>> split_epsilon(4.0, 3) * 3 <= 4.0
+    True
+    """
+    share = float(Fraction(float(epsilon)) / int(k))
+    while Fraction(share) * int(k) > Fraction(float(epsilon)):  # the exact sum never passes ε
+        share = math.nextafter(share, 0.0)
+    return share
+
+
+def charge_release(
+    accountant: Any,
+    frame: Any,
+    user_col: Any,
+    epsilon: float,
+    *,
+    traj_id_col: Any = None,
+    caller: str = "GeoDataFrame.ldp.perturb",
+) -> accounting.PendingCharge | None:
+    """:func:`geoldp.accounting.charge_release`, with a refusal message that names the budget strategies."""
+    try:
+        return accounting.charge_release(
+            accountant, frame, user_col, epsilon, traj_id_col=traj_id_col, caller=caller
+        )
+    except BudgetError as exc:
+        raise BudgetError(f"{exc}{_HINT}") from None
+
+
+def _check_user_col(gdf: Any, user_col: Any, caller: str) -> None:
+    if user_col is None:
+        raise ValueError(
+            f"The 'user_budget' and 'max_per_user' parameters of {caller} need 'user_col': name the column "
+            "that holds each row's user id."
+        )
+    if user_col not in gdf.columns:
+        raise ValueError(f"The 'user_col' parameter of {caller} names a column that is not in the frame.")
+    missing = np.flatnonzero(np.asarray(gdf[user_col].isna()))
+    if missing.size:
+        raise ValueError(
+            f"The user column of {caller} has a missing user id at row position {int(missing[0])}; drop or "
+            "fill such rows before the release."
+        )
+
+
+def _trip_codes(gdf: Any, user_col: Any, traj_id_col: Any) -> tuple[np.ndarray, np.ndarray]:
+    """``(user code, trip code)`` per row; trips in order of first appearance (one row = one trip)."""
+    # one code per user under the accountant's key: 7, "7" and "007" are one user, as they are charged
+    codes, uniques = pd.factorize(gdf[user_col], sort=False)
+    keys: dict[int | str, int] = {}
+    remap = np.fromiter(
+        (keys.setdefault(accounting.user_key(u), len(keys)) for u in uniques), dtype=np.int64, count=len(uniques)
+    )
+    users = remap[codes]
+    if traj_id_col is None:
+        return users, np.arange(len(gdf))
+    pairs = pd.MultiIndex.from_arrays([users, gdf[traj_id_col].to_numpy()])
+    return users, pd.factorize(pairs, sort=False)[0]
+
+
+def select_per_user(
+    gdf: Any,
+    user_col: Any,
+    max_per_user: int,
+    *,
+    select_trips: str = "first",
+    traj_id_col: Any = None,
+    rng: Any = None,
+) -> np.ndarray:
+    """Which rows a ``max_per_user`` release keeps: a boolean mask over the rows of ``gdf``.
+
+    Parameters
+    ----------
+    gdf : pandas.DataFrame
+        One trajectory per row, or Point rows grouped by ``traj_id_col``.
+    user_col : column label
+        Each row's user id.
+    max_per_user : int
+        Trajectories kept per user, ≥ 1.
+    select_trips : {"first", "last", "random"}, default "first"
+        The first or last ``max_per_user`` trajectories of each user in row order (order of first
+        appearance for Point rows; sort by start time first to keep the earliest trips), or a uniformly
+        random subset of that size drawn with ``rng``.
+    traj_id_col : column label, optional
+        For Point rows: a trajectory is a ``(user, traj_id)`` pair.
+    rng : {None, int, Generator, ...}, optional
+        For ``"random"`` only (``None``: the OS CSPRNG).
+
+    Returns
+    -------
+    numpy.ndarray of bool
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> df = pd.DataFrame({"user": ["a", "a", "b", "a"]})
+    >>> select_per_user(df, "user", 2).tolist()
+    [True, True, True, False]
+    >>> select_per_user(df, "user", 2, select_trips="last").tolist()
+    [False, True, True, True]
+    """
+    caller = "geoldp.budget_strategies.select_per_user"
+    k = check_int_min(max_per_user, "max_per_user", minimum=1, caller=caller)
+    if select_trips not in SELECT:
+        raise ValueError(
+            f"The 'select_trips' parameter of {caller} must be one of {SELECT}. Got {select_trips!r}."
+        )
+    _check_user_col(gdf, user_col, caller)
+    return _select(gdf, user_col, k, select_trips, traj_id_col, resolve_rng(rng))
+
+
+def _select(gdf: Any, user_col: Any, k: int, select_trips: str, traj_id_col: Any, source: Any) -> np.ndarray:
+    users, trips = _trip_codes(gdf, user_col, traj_id_col)
+    first = pd.DataFrame({"u": users, "t": trips}).drop_duplicates("t")  # one row per trip, in order
+    if select_trips == "random":
+        # a uniform random k-subset per user: the k smallest of independent uniform keys
+        keys = np.asarray(source.uniform(size=len(first)), dtype=np.float64)
+        rank = first.assign(key=keys).groupby("u", sort=False)["key"].rank(method="first")
+        keep_trip = (rank <= k).to_numpy()
+    else:
+        ascending = select_trips == "first"
+        keep_trip = (first.groupby("u", sort=False).cumcount(ascending=ascending) < k).to_numpy()
+    kept = np.zeros(int(trips.max()) + 1 if trips.size else 0, dtype=bool)
+    kept[first["t"].to_numpy()[keep_trip]] = True
+    return kept[trips]
+
+
+def _trips_per_user(gdf: Any, user_col: Any, traj_id_col: Any) -> np.ndarray:
+    """For every row, the number of trajectories of its user in ``gdf``."""
+    users, trips = _trip_codes(gdf, user_col, traj_id_col)
+    per_trip = pd.DataFrame({"u": users, "t": trips}).drop_duplicates("t")
+    counts = per_trip.groupby("u", sort=False).size()
+    return counts.reindex(users).to_numpy()
+
+
+def perturb_per_user(
+    release: Callable[..., Any],
+    gdf: Any,
+    points: Any,
+    *,
+    epsilon: Any,
+    user_col: Any,
+    accountant: Any,
+    user_budget: str,
+    max_per_user: Any,
+    select_trips: str,
+    traj_id_col: Any,
+    rng: Any,
+    caller: str,
+    **kwargs: Any,
+) -> Any:
+    """Release ``gdf`` under a per-user budget strategy (the driver behind ``user_budget``/``max_per_user``).
+
+    ``release`` is the plain frame release (:func:`geoldp.accessor.perturb`), called once per distinct
+    per-trajectory budget without an accountant; the charges are checked, all of them, before the first
+    draw and committed once every part is released.
+    """
+    import geopandas as gpd
+
+    from geoldp._validation import check_epsilon
+
+    if user_budget not in USER_BUDGETS:
+        raise ValueError(
+            f"The 'user_budget' parameter of {caller} must be one of {USER_BUDGETS}. Got {user_budget!r}."
+        )
+    if max_per_user is not None:
+        max_per_user = check_int_min(max_per_user, "max_per_user", minimum=1, caller=caller)
+    if select_trips not in SELECT:
+        raise ValueError(
+            f"The 'select_trips' parameter of {caller} must be one of {SELECT}. Got {select_trips!r}."
+        )
+    if select_trips != "first" and max_per_user is None:
+        raise ValueError(f"The 'select_trips' parameter of {caller} goes with 'max_per_user'.")
+    if accountant is not None and not isinstance(accountant, accounting.BudgetAccountant):
+        raise TypeError(
+            f"The 'accountant' parameter of {caller} must be a geoldp.BudgetAccountant. "
+            f"Got {type(accountant).__name__}."
+        )
+    _check_user_col(gdf, user_col, caller)
+    if not isinstance(epsilon, int | float | np.integer | np.floating) or isinstance(epsilon, bool):
+        raise TypeError(
+            f"The 'epsilon' parameter of {caller} must be a float with user_budget/max_per_user: pass the "
+            "mechanism by name (mechanism='atp', epsilon=...)."
+        )
+    epsilon = check_epsilon(epsilon, caller=caller)
+    source = resolve_rng(rng)  # once, for the selection and every part
+
+    rule: dict[str, Any] = {"strategy": user_budget, "user_col": str(user_col)}
+    frame = gdf
+    if max_per_user is not None:
+        keep = _select(gdf, user_col, max_per_user, select_trips, traj_id_col, source)
+        frame = gdf.iloc[np.flatnonzero(keep)]
+        rule.update(
+            {"max_per_user": max_per_user, "select_trips": select_trips, "dropped_rows_released": False}
+        )
+        if len(frame) == 0:  # unreachable: every user keeps at least one trip
+            raise ValueError(f"{caller}: no rows left after max_per_user.")
+    if user_budget == "trajectory":
+        charge = None
+        if accountant is not None:
+            charge = charge_release(
+                accountant, frame, user_col, epsilon, traj_id_col=traj_id_col, caller=caller
+            )
+        out = release(frame, points, epsilon=epsilon, traj_id_col=traj_id_col, rng=source, **kwargs)
+        if charge is not None:
+            charge.commit()
+            out.attrs["geoldp"]["accounting"] = charge.ledger()
+        out.attrs["geoldp"]["user_budget"] = rule
+        return out
+
+    if EPSILON_COLUMN in frame.columns:
+        raise ValueError(
+            f"{caller}: user_budget='split' writes each row's budget to the column {EPSILON_COLUMN!r}, which "
+            "the frame already has; rename that column first."
+        )
+    k_of_row = _trips_per_user(frame, user_col, traj_id_col)
+    parts = sorted(set(k_of_row.tolist()))
+    charges: list[accounting.PendingCharge] = []
+    if accountant is not None:
+        for k in parts:  # disjoint users: checking each part alone is checking the whole release
+            rows = frame.iloc[np.flatnonzero(k_of_row == k)]
+            pending = charge_release(
+                accountant,
+                rows,
+                user_col,
+                split_epsilon(epsilon, k),
+                traj_id_col=traj_id_col,
+                caller=caller,
+            )
+            if pending is not None:
+                charges.append(pending)
+    outs: list[tuple[np.ndarray, Any]] = []
+    ledgers: list[dict[str, Any]] = []
+    first: dict[str, Any] = {}
+    for k in parts:
+        pos = np.flatnonzero(k_of_row == k)
+        eps_k = split_epsilon(epsilon, k)
+        part = release(frame.iloc[pos], points, epsilon=eps_k, traj_id_col=traj_id_col, rng=source, **kwargs)
+        part[EPSILON_COLUMN] = eps_k
+        led = dict(part.attrs["geoldp"])
+        first = first if outs else led
+        outs.append((pos, part))
+        ledgers.append({"epsilon": eps_k, "trips_per_user": int(k), "ledger": led.get("ledger", {})})
+        part.attrs = {}  # the parts' ledgers differ: pandas would drop them with a warning
+    order = np.concatenate([pos for pos, _ in outs])
+    combined = pd.concat([p for _, p in outs], axis=0) if len(outs) > 1 else outs[0][1]
+    combined = combined.iloc[np.argsort(order, kind="stable")]
+    out = gpd.GeoDataFrame(combined, geometry=outs[0][1].geometry.name, crs=outs[0][1].crs)
+    base = dict(first)
+    base.update(
+        {
+            "epsilon": epsilon,
+            "unit": "one user: her epsilon is shared by her trajectories in this release",
+            "ledger": {"unit": "one trajectory, per part", "by_part": ledgers},
+        }
+    )
+    base["unprotected_columns"] = list(base.get("unprotected_columns", [])) + [EPSILON_COLUMN]
+    rule.update(
+        {
+            "epsilon_per_user": epsilon,
+            "epsilon_column": EPSILON_COLUMN,
+            "note": "each row's epsilon column tells how many trips its user contributed to this release",
+        }
+    )
+    base["user_budget"] = rule
+    for key in ("release_id", "points", "accounting"):
+        base.pop(key, None)
+    from geoldp import points as public_points
+
+    ledger = accounting.finish_release(
+        base, released=out, points_provenance=public_points.provenance_of(points)
+    )
+    ledger["points"] = first.get("points", ledger["points"])  # the parts' P: the same for all
+    for charge in charges:
+        charge.commit()
+    if charges:
+        ledger["accounting"] = {
+            **charges[0].ledger(),
+            "composition": "sequential per user: her trips share her epsilon (k trips at epsilon/k each)",
+        }
+    out.attrs = {"geoldp": ledger}
+    del k_of_row
+    return out
+
+
+def release_parts(released: Any) -> list[Any]:
+    """Split a ``user_budget="split"`` release into single-budget releases that estimators accept.
+
+    Each part holds the rows released with one per-trajectory ε (input order kept) and a ledger with that
+    ε, so :mod:`geoldp.estimate` can analyse it; the estimates of the parts add up (the parts hold
+    different trajectories). Any other release is returned as the only part.
+
+    Parameters
+    ----------
+    released : geopandas.GeoDataFrame
+        A release with its ledger in ``attrs["geoldp"]``.
+
+    Returns
+    -------
+    list of geopandas.GeoDataFrame
+    """
+    ledger: Any = released.attrs.get("geoldp") if isinstance(released.attrs, dict) else None
+    rule = ledger.get("user_budget") if isinstance(ledger, dict) else None
+    if not isinstance(ledger, dict) or not isinstance(rule, dict) or rule.get("strategy") != "split":
+        return [released]
+    if EPSILON_COLUMN not in released.columns:
+        raise ValueError(
+            f"This release was made with user_budget='split' but has lost its {EPSILON_COLUMN!r} column; "
+            "read the whole release file."
+        )
+    out = []
+    for part in ledger["ledger"]["by_part"]:
+        eps = float(part["epsilon"])
+        rows = released[released[EPSILON_COLUMN].to_numpy() == eps].drop(columns=[EPSILON_COLUMN])
+        led = {k: v for k, v in ledger.items() if k not in ("user_budget", "accounting")}
+        led.update({"epsilon": eps, "ledger": part["ledger"], "unit": "one row = one trajectory"})
+        led["unprotected_columns"] = [c for c in ledger.get("unprotected_columns", []) if c != EPSILON_COLUMN]
+        rows.attrs = {"geoldp": led}
+        out.append(rows)
+    return out

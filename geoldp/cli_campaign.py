@@ -1,0 +1,754 @@
+"""The campaign commands of the command line: ``geoldp prepare``, ``geoldp points``, ``geoldp estimate``.
+
+With ``geoldp perturb`` (whose per-user budget options, ``--user-col``, ``--accountant``,
+``--user-budget`` and ``--max-per-user``, are defined here too) they run a whole collection campaign
+from files::
+
+    geoldp prepare fixes.csv --traj-id-col user --time-col time --max-gap 30min --max-points 40 \\
+        --area=116.2,39.8,116.5,40.1 -o trips.gpkg
+    geoldp points --grid 1000 --area=116.2,39.8,116.5,40.1 -o P.gpkg
+    geoldp perturb trips.gpkg --points P.gpkg --epsilon 4 --user-col user --max-per-user 2 \\
+        --accountant budget.json --total-epsilon 8 -o release.gpkg
+    geoldp estimate release.gpkg --points P.gpkg --cell-km 2 -o estimates.gpkg
+
+Errors are one line ``geoldp: error: ...`` (see :mod:`geoldp.cli`): this module raises ``ValueError``
+for bad data or parameters (exit status 1) and the subcommand parser's ``error`` for usage (status 2).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TextIO
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+__all__ = [
+    "check_evaluate_inputs",
+    "text_columns",
+    "extend_evaluate",
+    "extend_perturb",
+    "finish_perturb",
+    "perturb_options",
+    "register",
+]
+
+PROG = "geoldp"
+
+
+# ------------------------------------------------------------------------------------------------------
+# helpers (the same grammar as geoldp.cli)
+
+
+def _one_line(message: object) -> str:
+    return " ".join(str(message).split()) or "unknown error"
+
+
+@contextmanager
+def _stage(what: str) -> Iterator[None]:
+    """Turn an exception while doing ``what`` (reading or writing a file) into a one-line ValueError."""
+    try:
+        yield
+    except Exception as exc:
+        if os.environ.get("GEOLDP_TRACEBACK"):
+            raise
+        raise ValueError(f"{what}: {_one_line(exc)}") from exc
+
+
+def _usage(args: argparse.Namespace, message: str) -> None:
+    args.campaign_parser.error(message)  # raises the CLI's usage error (exit status 2)
+
+
+def _existing(path: str, what: str) -> Path:
+    p = Path(path)
+    if not p.exists():
+        raise ValueError(f"{what} file '{path}' does not exist")
+    if p.is_dir():
+        raise ValueError(f"{what} path '{path}' is a directory, not a file")
+    return p
+
+
+def _bbox(text: str) -> tuple[float, float, float, float]:
+    try:
+        values = tuple(float(p) for p in text.split(","))
+    except ValueError:
+        values = ()
+    if len(values) != 4:
+        raise argparse.ArgumentTypeError(f"must be four numbers MINX,MINY,MAXX,MAXY, got {text!r}")
+    return values  # type: ignore[return-value,unused-ignore]
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a positive number, got {text!r}") from None
+    if not (0.0 < value < float("inf")):
+        raise argparse.ArgumentTypeError(f"must be a positive number, got {text!r}")
+    return value
+
+
+def _int_at_least(low: int) -> Any:
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"must be an integer >= {low}, got {text!r}") from None
+        if value < low:
+            raise argparse.ArgumentTypeError(f"must be an integer >= {low}, got {text!r}")
+        return value
+
+    return parse
+
+
+def _seed(text: str) -> int:
+    return _int_at_least(0)(text)
+
+
+def _check_output(
+    path: str, overwrite: bool, inputs: list[Path], *, suffixes: tuple[str, ...] | None = None
+) -> Path:
+    from geoldp import _safe_write
+    from geoldp.io import WRITE_FORMATS
+
+    p = Path(path)
+    allowed = suffixes or tuple(WRITE_FORMATS)
+    if p.suffix.lower() not in allowed:
+        raise ValueError(f"cannot write '{path}': use one of the suffixes {', '.join(sorted(allowed))}")
+    parent = p.parent if str(p.parent) else Path(".")
+    if not parent.is_dir():
+        raise ValueError(f"output directory '{parent}' does not exist")
+    try:
+        _safe_write.check_output(p, overwrite=overwrite, inputs=inputs, what="output")
+    except ValueError as exc:
+        raise ValueError(str(exc).replace("overwrite=True (CLI: --overwrite)", "--overwrite")) from None
+    return p
+
+
+def _add_table_options(p: argparse.ArgumentParser, what: str) -> None:
+    p.add_argument("--crs", metavar="CRS", default=None, help=f"CRS of {what} coordinates for CSV input")
+    p.add_argument(
+        "--wkt-col", metavar="C", default=None, help=f"CSV input: the WKT geometry column of {what}"
+    )
+    p.add_argument("--lon-col", metavar="C", default=None, help=f"CSV input: the longitude column of {what}")
+    p.add_argument("--lat-col", metavar="C", default=None, help=f"CSV input: the latitude column of {what}")
+
+
+def _read_kwargs(args: argparse.Namespace) -> dict[str, Any]:
+    return {n: getattr(args, n) for n in ("crs", "wkt_col", "lon_col", "lat_col") if getattr(args, n, None)}
+
+
+def _read_points(path: Path, label: str) -> Any:
+    from geoldp import io as gio
+
+    with _stage(f"cannot read {label} '{path}'"):
+        return gio.read_points(path)
+
+
+# ------------------------------------------------------------------------------------------------------
+# geoldp perturb: per-user budgets and the accountant
+
+
+def extend_perturb(p: argparse.ArgumentParser) -> None:
+    """Add the per-user budget options to the ``perturb`` parser."""
+    g = p.add_argument_group("per-user budget")
+    g.add_argument(
+        "--user-col",
+        metavar="C",
+        default=None,
+        help="the column of TRIPS holding each row's user id (read as text; not written unless kept)",
+    )
+    g.add_argument(
+        "--accountant",
+        metavar="FILE",
+        default=None,
+        help="a JSON budget record per user (geoldp.BudgetAccountant): loaded if it exists (else created "
+        "with --total-epsilon), the release is refused if it would take a user past her total, and the "
+        "file is updated before the release is written. Keep it private, with the data",
+    )
+    g.add_argument(
+        "--total-epsilon",
+        type=_positive_float,
+        metavar="T",
+        default=None,
+        help="each user's total budget, to create a new --accountant file",
+    )
+    g.add_argument(
+        "--user-budget",
+        choices=("trajectory", "split"),
+        default="trajectory",
+        help="'trajectory' (default): --epsilon per trajectory; 'split': --epsilon per user in this release, "
+        "shared equally by her trips (an 'epsilon' column gives each row's share)",
+    )
+    g.add_argument(
+        "--max-per-user",
+        type=_int_at_least(1),
+        metavar="K",
+        default=None,
+        help="release at most K trips per user; the other rows are dropped (see --select-trips)",
+    )
+    g.add_argument(
+        "--kept-rows",
+        metavar="CSV",
+        default=None,
+        help="with --max-per-user: write the positions (0-based) of the TRIPS rows released to CSV (private; "
+        "the release itself is written without the row numbers)",
+    )
+    g.add_argument(
+        "--select-trips",
+        choices=("first", "last", "random"),
+        default="first",
+        help="which trips --max-per-user keeps: first or last in file order, or random (default: first)",
+    )
+    p.set_defaults(campaign_parser=p)
+
+
+_CSV_SUFFIXES = (".csv", ".tsv", ".txt", ".csv.gz", ".csv.bz2", ".csv.xz", ".csv.zip")
+
+
+def text_columns(args: argparse.Namespace, path: Path) -> dict[str, Any]:
+    """``read_trajectories`` options that read the id columns of a CSV as text (``"000"`` stays ``"000"``)."""
+    cols = [c for c in (getattr(args, "traj_id_col", None), getattr(args, "user_col", None)) if c]
+    if not cols or not path.name.lower().endswith(_CSV_SUFFIXES):
+        return {}
+    return {"dtype": {c: str for c in cols}}
+
+
+def perturb_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The extra keyword arguments of ``gdf.ldp.perturb`` for the per-user options (accountant loaded)."""
+    from geoldp import BudgetAccountant
+
+    strategy = args.user_budget != "trajectory" or args.max_per_user is not None
+    if args.select_trips != "first" and args.max_per_user is None:
+        _usage(args, "--select-trips goes with --max-per-user K")
+    if (strategy or args.accountant is not None) and args.user_col is None:
+        _usage(args, "--accountant, --user-budget split and --max-per-user need --user-col C (the user ids)")
+    if args.user_col is not None and not strategy and args.accountant is None:
+        _usage(args, "--user-col goes with --accountant FILE, --user-budget split or --max-per-user K")
+    if args.kept_rows is not None and args.max_per_user is None:
+        _usage(args, "--kept-rows goes with --max-per-user K")
+    if args.total_epsilon is not None and args.accountant is None:
+        _usage(args, "--total-epsilon goes with --accountant FILE")
+    if args.kept_rows is not None:
+        from geoldp import _safe_write
+
+        try:
+            _safe_write.check_output(Path(args.kept_rows), overwrite=args.overwrite, what="--kept-rows")
+        except ValueError as exc:
+            raise ValueError(str(exc).replace("overwrite=True (CLI: --overwrite)", "--overwrite")) from None
+    out: dict[str, Any] = {}
+    if args.user_col is None:
+        return out
+    out["user_col"] = args.user_col
+    if args.accountant is not None:
+        path = Path(args.accountant)
+        if path.exists():
+            with _stage(f"cannot read the accountant '{args.accountant}'"):
+                acc = BudgetAccountant.load(path)
+            if args.total_epsilon is not None and args.total_epsilon != acc.total_epsilon:
+                raise ValueError(
+                    f"--total-epsilon {args.total_epsilon:g} differs from the total {acc.total_epsilon:g} of "
+                    f"the accountant '{args.accountant}'; omit --total-epsilon"
+                )
+        else:
+            if args.total_epsilon is None:
+                raise ValueError(
+                    f"the accountant '{args.accountant}' does not exist; create it with --total-epsilon T "
+                    "(each user's total budget)"
+                )
+            if not path.parent.is_dir() and str(path.parent):
+                raise ValueError(f"the directory of the accountant '{args.accountant}' does not exist")
+            acc = BudgetAccountant(args.total_epsilon)
+        out["accountant"] = acc
+    if strategy:
+        out.update(
+            user_budget=args.user_budget, max_per_user=args.max_per_user, select_trips=args.select_trips
+        )
+    return out
+
+
+def finish_perturb(
+    args: argparse.Namespace, options: dict[str, Any], trips: Any, out: Any, stderr: TextIO
+) -> None:
+    """After the release: record the points file, save the accountant, report the rows kept."""
+    if getattr(args, "points", None) and isinstance(out.attrs.get("geoldp", {}).get("points"), dict):
+        out.attrs["geoldp"]["points"]["file"] = Path(args.points).name  # the name only, not the folder
+    acc = options.get("accountant")
+    if acc is not None:
+        # saved before the release is written: a crash in between over-counts, never under-counts
+        with _stage(f"cannot write the accountant '{args.accountant}'"):
+            acc.save(args.accountant)
+        print(f"{PROG}: charged the release to {len(acc)} user(s) in '{args.accountant}'", file=stderr)
+    if getattr(args, "kept_rows", None) is not None:
+        import numpy as np
+
+        from geoldp import _safe_write
+
+        rows = (
+            np.flatnonzero(trips.index.isin(out.index)) if len(out) != len(trips) else np.arange(len(trips))
+        )
+        with _stage(f"cannot write --kept-rows '{args.kept_rows}'"):
+            _safe_write.write_bytes(
+                Path(args.kept_rows),
+                ("row\n" + "".join(f"{r}\n" for r in rows)).encode(),
+                overwrite=args.overwrite,
+            )
+    if options.get("max_per_user") is not None and len(out) != len(trips):
+        print(
+            f"{PROG}: kept {len(out)} of {len(trips)} rows (at most {args.max_per_user} trips per user, "
+            f"{args.select_trips}); the dropped rows are not in the output",
+            file=stderr,
+        )
+
+
+# ------------------------------------------------------------------------------------------------------
+# geoldp evaluate: checks on reading, zone options
+
+
+def extend_evaluate(e: argparse.ArgumentParser) -> None:
+    """Add ``--zones`` to the ``evaluate`` parser."""
+    e.add_argument(
+        "--zones",
+        metavar="FILE",
+        default=None,
+        help="public zones (polygons) for the zone and OD errors, instead of the --cell-km grid",
+    )
+    e.set_defaults(campaign_parser=e)
+
+
+def evaluate_zones(args: argparse.Namespace, points: Any) -> Any:
+    """The zones of ``geoldp evaluate``: the ``--zones`` file, or the --cell-km grid over P."""
+    from geoldp import metrics
+
+    if getattr(args, "zones", None) is not None:
+        return _read_zones(_existing(args.zones, "--zones"))
+    return "auto" if points is None else metrics.zone_grid(points, cell_km=args.cell_km)
+
+
+def _read_zones(path: Path) -> Any:
+    """Public polygons (zones or regions) from a local file, checked: a CRS, polygons only."""
+    import geopandas as gpd
+
+    from geoldp import _formats
+
+    with _stage(f"cannot read the polygons '{path}'"):
+        _formats.detect(path, "geoldp")  # a local file whose content matches its suffix
+        zones = gpd.read_file(path)
+    if zones.crs is None:
+        raise ValueError(f"the polygons '{path}' have no CRS")
+    bad = ~zones.geom_type.isin(["Polygon", "MultiPolygon"]).to_numpy()
+    if bad.any():
+        raise ValueError(f"row position {int(bad.argmax())} of '{path}' is not a polygon")
+    return zones
+
+
+def check_evaluate_inputs(original: Any, perturbed: Any) -> None:
+    """Refuse, right after reading, an ORIGINAL and a PERTURBED that cannot be compared row by row."""
+    import shapely
+
+    if len(original) != len(perturbed):
+        raise ValueError(
+            f"ORIGINAL has {len(original)} rows and PERTURBED {len(perturbed)}: evaluate compares them row "
+            "by row. Compare the release with the file it was made from (for a release made with "
+            "--max-per-user, the rows kept; for --max-points or --simplify, the output of 'geoldp prepare')."
+        )
+    a = shapely.get_num_coordinates(original.geometry.values)
+    b = shapely.get_num_coordinates(perturbed.geometry.values)
+    differ = (a != b) & (b > 0)
+    if differ.any():
+        pos = int(differ.argmax())
+        raise ValueError(
+            f"row {pos} has {int(a[pos])} points in ORIGINAL and {int(b[pos])} in PERTURBED: the release was "
+            "made from prepared trips (--max-points/--simplify). Write them with 'geoldp prepare ... -o "
+            "trips.gpkg', perturb that file and evaluate against it."
+        )
+
+
+# ------------------------------------------------------------------------------------------------------
+# geoldp prepare
+
+
+def _cmd_prepare(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
+    import geopandas as gpd
+    import numpy as np
+    import shapely
+
+    from geoldp import io as gio
+    from geoldp import prepare
+
+    src = _existing(args.fixes, "FIXES")
+    if (args.area is not None) and args.points is not None:
+        _usage(args, "give --area (clip or drop at a public box) or --points with --max-km, not both")
+    if args.max_km is not None and args.points is None:
+        _usage(args, "--max-km needs --points POINTS (the public point set)")
+    if args.outside != "clip" and args.area is None:
+        _usage(args, "--outside goes with --area")
+    inputs = [src] + ([Path(args.points)] if args.points else [])
+    out_path = _check_output(args.output, args.overwrite, inputs)
+    read_kwargs = _read_kwargs(args)
+    read_kwargs.update(text_columns(args, src))  # ids such as GeoLife's "000" stay text
+    with _stage(f"cannot read FIXES '{args.fixes}'"):
+        fixes = gio.read_trajectories(
+            src, traj_id_col=args.traj_id_col, time_col=args.time_col, **read_kwargs
+        )
+    n_in = len(fixes)
+    kinds = set(fixes.geom_type.dropna().unique())
+    if kinds <= {"Point"}:
+        if args.traj_id_col is None:
+            _usage(args, "Point rows need --traj-id-col C (the column grouping fixes into trajectories)")
+        keep = [
+            c for c in (args.keep or []) + ([args.user_col] if args.user_col else []) if c != args.traj_id_col
+        ]
+        trips = prepare.trajectories_from_points(
+            fixes,
+            args.traj_id_col,
+            args.time_col,
+            max_gap=args.max_gap,
+            min_points=args.min_points,
+            keep=list(dict.fromkeys(keep)) or None,
+        )
+        if args.user_col == args.traj_id_col and args.user_col is not None:
+            trips[args.user_col] = trips[args.traj_id_col]
+    elif kinds <= {"LineString"}:
+        if args.max_gap is not None:
+            _usage(args, "--max-gap splits Point rows; FIXES already holds LineStrings")
+        trips = fixes
+    else:
+        raise ValueError(f"FIXES must hold Point rows or LineStrings, not {sorted(kinds)}")
+    n_built = len(trips)
+    dropped_outside = 0
+    if args.area is not None:
+        box = shapely.box(*args.area)
+        wgs = trips.to_crs(4326) if not trips.crs.equals("EPSG:4326") else trips
+        if args.outside == "drop":
+            inside = shapely.contains_properly(box, wgs.geometry.values) | shapely.covers(
+                box, wgs.geometry.values
+            )
+            dropped_outside = int((~inside).sum())
+            trips = trips[inside]
+        else:  # clip: drop the vertices outside the box; a trip leaving the box is split there
+            trips, dropped_outside = _clip_vertices(trips, wgs, args.area, args.min_points)
+    elif args.points is not None:
+        from geoldp import PointSet
+
+        ps = PointSet.from_geodataframe(_read_points(Path(_existing(args.points, "POINTS")), "POINTS"))
+        wgs = trips.to_crs(4326) if not trips.crs.equals("EPSG:4326") else trips
+        xy = shapely.get_coordinates(wgs.geometry.values)
+        owner = np.repeat(np.arange(len(wgs)), shapely.get_num_coordinates(wgs.geometry.values))
+        _, dist_m = ps.nearest(xy[:, 0], xy[:, 1])  # private: used for the filter, then dropped
+        far = np.zeros(len(wgs), dtype=bool)
+        np.logical_or.at(far, owner, np.asarray(dist_m) > args.max_km * 1000.0)
+        del dist_m, xy
+        dropped_outside = int(far.sum())
+        trips = trips[~far]
+    if len(trips) == 0:
+        raise ValueError("no trip is left after --area/--max-km: check the area or the distance")
+    trips = trips.reset_index(drop=True)
+    if args.simplify is not None:
+        trips = prepare.simplify(trips, args.simplify, max_points=args.max_points)
+    elif args.max_points is not None or args.spacing_m is not None:
+        trips = prepare.resample(trips, max_points=args.max_points, spacing_m=args.spacing_m)
+    trips = gpd.GeoDataFrame(trips, geometry=trips.geometry.name, crs=trips.crs)
+    if "n_points" in trips.columns:  # the vertex count of the prepared trip
+        trips["n_points"] = shapely.get_num_coordinates(np.asarray(trips.geometry.values))
+    trips.attrs = {}
+    with _stage(f"cannot write '{args.output}'"):
+        written = gio.write_file(trips, out_path, overwrite=args.overwrite, inputs=tuple(inputs))
+    what = f"{n_in} rows" + (f" ({n_built} trips before the area filter)" if n_built != len(trips) else "")
+    extra = f"; {dropped_outside} trip(s) wholly outside the area dropped" if dropped_outside else ""
+    print(f"{PROG}: prepared {len(trips)} trips from {what}{extra} (private: keep this file)", file=stderr)
+    for path in written:
+        print(path, file=stdout)
+    return 0
+
+
+def _clip_vertices(trips: Any, wgs: Any, area: tuple[float, ...], min_points: int) -> tuple[Any, int]:
+    """Keep each trip's runs of consecutive vertices inside ``area`` (one trip per run of >= min_points)."""
+    import geopandas as gpd
+    import numpy as np
+    import shapely
+
+    geoms = np.asarray(trips.geometry.values)
+    xy_in = shapely.get_coordinates(geoms)
+    xy = shapely.get_coordinates(np.asarray(wgs.geometry.values))
+    counts = shapely.get_num_coordinates(geoms)
+    owner = np.repeat(np.arange(len(trips)), counts)
+    inside = (xy[:, 0] >= area[0]) & (xy[:, 0] <= area[2]) & (xy[:, 1] >= area[1]) & (xy[:, 1] <= area[3])
+    start = np.ones(len(xy), dtype=bool)
+    start[1:] = (owner[1:] != owner[:-1]) | (inside[1:] != inside[:-1])
+    run = np.cumsum(start) - 1
+    keep = inside
+    run_len = np.bincount(run[keep], minlength=int(run.max()) + 1 if run.size else 0)
+    keep = keep & (run_len[run] >= min_points)
+    runs, first = np.unique(run[keep], return_index=True)
+    rows = owner[keep][first]
+    lines = shapely.linestrings(xy_in[keep], indices=np.searchsorted(runs, run[keep]))
+    data = trips.drop(columns=trips.geometry.name).iloc[rows].reset_index(drop=True)
+    out = gpd.GeoDataFrame(data, geometry=np.asarray(lines), crs=trips.crs)
+    out = out.rename_geometry(trips.geometry.name) if trips.geometry.name != "geometry" else out
+    return out, int(len(trips) - np.unique(rows).size)
+
+
+def _add_prepare(sub: Any) -> None:
+    p = sub.add_parser(
+        "prepare",
+        help="build trips from GPS fixes: split at gaps, clip, shorten (private output)",
+        description=(
+            "Turn FIXES (Point rows, one GPS fix per row, or LineString trips) into the trips to perturb: "
+            "group the Point rows by --traj-id-col into LineStrings ordered by --time-col, split them where "
+            "two fixes are more than --max-gap apart, clip them to a public --area (or drop those leaving "
+            "it, or those farther than --max-km from the public points), then simplify and/or resample them "
+            "(--simplify, --max-points, --spacing-m). The output holds the prepared ORIGINAL trips: private, "
+            "the file to perturb and to evaluate the release against."
+        ),
+    )
+    p.add_argument("fixes", metavar="FIXES", help="GPS fixes (Points) or trips (LineStrings)")
+    p.add_argument("-o", "--output", required=True, metavar="OUT", help="the prepared trips (private)")
+    p.add_argument("--traj-id-col", metavar="C", default=None, help="the column grouping fixes into trips")
+    p.add_argument("--time-col", metavar="C", default=None, help="the column ordering fixes in time")
+    p.add_argument(
+        "--max-gap", metavar="GAP", default=None, help="split where fixes are more than GAP apart (30min)"
+    )
+    p.add_argument("--min-points", type=_int_at_least(2), default=2, metavar="N", help="drop shorter pieces")
+    p.add_argument(
+        "--user-col",
+        metavar="C",
+        default=None,
+        help="a column constant per trip to keep (the user id, as text)",
+    )
+    p.add_argument(
+        "--keep", nargs="+", metavar="C", default=None, help="other columns constant per trip to keep"
+    )
+    p.add_argument(
+        "--area", type=_bbox, metavar="MINX,MINY,MAXX,MAXY", default=None, help="a PUBLIC lon/lat box"
+    )
+    p.add_argument(
+        "--outside",
+        choices=("clip", "drop"),
+        default="clip",
+        help="with --area: clip (drop the fixes outside the box and split a trip where it leaves it; "
+        "default) or drop the trips that leave the box",
+    )
+    p.add_argument("--points", metavar="POINTS", default=None, help="public points, for --max-km")
+    p.add_argument(
+        "--max-km",
+        type=_positive_float,
+        metavar="KM",
+        default=None,
+        help="drop trips with a fix farther than KM from POINTS",
+    )
+    p.add_argument(
+        "--simplify", type=_positive_float, metavar="TOL_M", default=None, help="Douglas-Peucker tolerance, m"
+    )
+    p.add_argument(
+        "--max-points", type=_int_at_least(2), metavar="N", default=None, help="at most N vertices per trip"
+    )
+    p.add_argument(
+        "--spacing-m", type=_positive_float, metavar="M", default=None, help="one vertex every M metres"
+    )
+    _add_table_options(p, "FIXES")
+    p.add_argument("--overwrite", action="store_true", help="replace an existing OUT")
+    p.set_defaults(func=_cmd_prepare, campaign_parser=p)
+
+
+# ------------------------------------------------------------------------------------------------------
+# geoldp points
+
+
+def _cmd_points(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
+    from geoldp import io as gio
+    from geoldp import points as gp
+
+    chosen = [n for n in ("grid", "h3", "road_nodes") if getattr(args, n) is not None]
+    if len(chosen) != 1:
+        _usage(args, "give one of --grid SPACING, --h3 RESOLUTION or --road-nodes OSMFILE")
+    if chosen[0] in ("grid", "h3") and args.area is None:
+        _usage(
+            args, f"--{chosen[0]} needs --area MINX,MINY,MAXX,MAXY (a PUBLIC box, never the data's bounds)"
+        )
+    inputs = [Path(args.road_nodes)] if args.road_nodes else []
+    out_path = _check_output(args.output, args.overwrite, inputs)
+    crs = args.crs
+    if args.grid is not None:
+        pts = gp.grid(args.area, args.grid, kind=args.kind, crs=crs)
+    elif args.h3 is not None:
+        pts = gp.h3_cells(args.area, args.h3, crs=crs)
+    else:
+        pts = gp.road_nodes(_existing(args.road_nodes, "--road-nodes"), kind=args.road_kind)
+    if args.thin is not None:
+        pts = gp.thin(pts, args.thin, rng=args.seed)
+    pts = pts.reset_index(drop=True)
+    with _stage(f"cannot write '{args.output}'"):
+        written = gio.write_file(pts, out_path, overwrite=args.overwrite, inputs=tuple(inputs))
+    print(
+        f"{PROG}: wrote {len(pts)} public points ({pts.attrs.get(gp.PROVENANCE_KEY)}; digest "
+        f"{gp.digest_of(pts)[:19]}...)",
+        file=stderr,
+    )
+    for path in written:
+        print(path, file=stdout)
+    return 0
+
+
+def _add_points(sub: Any) -> None:
+    p = sub.add_parser(
+        "points",
+        help="write a public point set (grid, H3 cells, road nodes)",
+        description=(
+            "Write a public point set P built from public inputs only: a square or hexagonal grid over a "
+            "public --area, the H3 cells of a resolution over it, or the road junctions of a local "
+            "OpenStreetMap extract. Never build P from the trajectories you will release."
+        ),
+    )
+    p.add_argument(
+        "-o", "--output", required=True, metavar="OUT", help="the point file (.gpkg, .geojson, ...)"
+    )
+    p.add_argument(
+        "--grid", type=_positive_float, metavar="SPACING", default=None, help="grid spacing, metres"
+    )
+    p.add_argument(
+        "--kind", choices=("square", "hex"), default="square", help="grid lattice (default square)"
+    )
+    p.add_argument("--h3", type=_int_at_least(0), metavar="RES", default=None, help="H3 resolution 0..15")
+    p.add_argument("--road-nodes", metavar="OSMFILE", default=None, help="a local .osm/.pbf extract")
+    p.add_argument("--road-kind", choices=("intersections", "all"), default="intersections")
+    p.add_argument(
+        "--area",
+        type=_bbox,
+        metavar="MINX,MINY,MAXX,MAXY",
+        default=None,
+        help="a PUBLIC bounding box (lon/lat unless --crs; write --area=-122.5,... for a minus sign)",
+    )
+    p.add_argument("--crs", metavar="CRS", default=None, help="CRS of --area (default EPSG:4326)")
+    p.add_argument("--thin", type=_int_at_least(2), metavar="N", default=None, help="keep a random N points")
+    p.add_argument("--seed", type=_seed, metavar="N", default=None, help="seed of --thin (reproducible)")
+    p.add_argument("--overwrite", action="store_true", help="replace an existing OUT")
+    p.set_defaults(func=_cmd_points, campaign_parser=p)
+
+
+# ------------------------------------------------------------------------------------------------------
+# geoldp estimate
+
+
+def _cmd_estimate(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
+    from geoldp import io as gio
+    from geoldp import layers as glayers
+
+    src = _existing(args.release, "RELEASE")
+    if "range_counts" in args.layers and args.regions is None:
+        _usage(args, "the range_counts layer needs --regions FILE (polygons)")
+    if args.zones is not None and args.cell_km_given:
+        _usage(args, "give --zones FILE or --cell-km KM, not both")
+    inputs = [src] + [Path(p) for p in (args.points, args.zones, args.regions) if p]
+    out_path = _check_output(args.output, args.overwrite, inputs, suffixes=(".gpkg", ".geojson", ".json"))
+    with _stage(f"cannot read RELEASE '{args.release}'"):
+        released = gio.read_trajectories(src, ledger=True)
+    if not isinstance(released.attrs.get("geoldp"), dict):
+        raise ValueError(
+            f"RELEASE '{args.release}' has no geoldp ledger (its .ledger.json sidecar): the estimators need "
+            "the mechanism and epsilon it records"
+        )
+    points = _read_points(_existing(args.points, "POINTS"), "POINTS") if args.points else None
+    points = glayers.points_for(released, points)  # rebuilt from the recipe, or checked against it
+    zones = _read_zones(_existing(args.zones, "--zones")) if args.zones else None
+    regions = _read_zones(_existing(args.regions, "--regions")) if args.regions else None
+    fit = {"n_candidates": args.n_candidates, "n_boot": args.n_boot, "level": args.level, "rng": args.seed}
+    lay = glayers.estimate_layers(
+        released,
+        points,
+        zones=zones,
+        cell_km=args.cell_km,
+        regions=regions,
+        layers=args.layers,
+        k=args.k,
+        **fit,
+    )
+    with _stage(f"cannot write '{args.output}'"):
+        written = glayers.write_layers(lay, out_path, overwrite=args.overwrite)
+    sizes = ", ".join(f"{name} ({len(v)})" for name, v in lay.items())
+    print(
+        f"{PROG}: estimated {sizes} from {len(released)} released trips, {args.level:.0%} intervals",
+        file=stderr,
+    )
+    for path in written:
+        print(path, file=stdout)
+    return 0
+
+
+class _CellKm(argparse.Action):
+    def __call__(self, parser: Any, namespace: Any, values: Any, option_string: Any = None) -> None:
+        setattr(namespace, self.dest, values)
+        namespace.cell_km_given = True
+
+
+def _add_estimate(sub: Any) -> None:
+    from geoldp.layers import LAYER_NAMES
+
+    p = sub.add_parser(
+        "estimate",
+        help="estimate visits, OD flows, hotspots with intervals, as GIS layers",
+        description=(
+            "Estimate from RELEASE alone (and its ledger sidecar) how many original trips visit each zone, "
+            "flow between zones and pass through regions, with intervals, and write them as layers of a "
+            "GeoPackage (or one GeoJSON file per layer): columns estimate, lower, upper, width, raw. The "
+            "public points are rebuilt from the ledger when it records a grid's recipe, or read from "
+            "--points and checked against the release."
+        ),
+    )
+    p.add_argument("release", metavar="RELEASE", help="a release written by 'geoldp perturb'")
+    p.add_argument(
+        "-o", "--output", required=True, metavar="OUT", help="OUT.gpkg, or OUT.geojson (a file per layer)"
+    )
+    p.add_argument("--points", metavar="POINTS", default=None, help="the public points of the release")
+    p.add_argument(
+        "--cell-km",
+        type=_positive_float,
+        default=1.5,
+        metavar="KM",
+        action=_CellKm,
+        help="side of the square zones over P (default 1.5)",
+    )
+    p.add_argument(
+        "--zones", metavar="FILE", default=None, help="public zones (polygons) instead of the grid"
+    )
+    p.add_argument("--regions", metavar="FILE", default=None, help="regions (polygons) for range_counts")
+    p.add_argument(
+        "--layers",
+        nargs="+",
+        choices=LAYER_NAMES,
+        default=["zone_visits", "od_flows", "hotspots"],
+        metavar="NAME",
+        help=f"layers to write, of {', '.join(LAYER_NAMES)} (default: zone_visits od_flows hotspots)",
+    )
+    p.add_argument("--k", type=_int_at_least(1), default=10, metavar="K", help="number of hotspot zones")
+    p.add_argument(
+        "--n-candidates", type=_int_at_least(10), default=3000, metavar="N", help="fewer: faster, noisier"
+    )
+    p.add_argument(
+        "--n-boot",
+        type=_int_at_least(0),
+        default=30,
+        metavar="N",
+        help="bootstrap replicates (0: no interval)",
+    )
+    p.add_argument("--level", type=float, default=0.95, metavar="L", help="interval coverage (default 0.95)")
+    p.add_argument(
+        "--seed", type=_seed, default=None, metavar="N", help="seed of the estimators' simulations"
+    )
+    p.add_argument("--overwrite", action="store_true", help="replace existing outputs")
+    p.set_defaults(func=_cmd_estimate, campaign_parser=p, cell_km_given=False)
+
+
+def register(sub: Any) -> None:
+    """Add the ``prepare``, ``points`` and ``estimate`` commands to the ``geoldp`` subparsers."""
+    _add_prepare(sub)
+    _add_points(sub)
+    _add_estimate(sub)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit("run: geoldp COMMAND")

@@ -1,0 +1,135 @@
+"""Hybrid releases: one user's ε split between a TP/ATP trajectory and an aggregate report, in one call.
+
+:func:`hybrid` runs :func:`geoldp.accessor.perturb` at ε·``fraction`` and :func:`geoldp.report` at the
+rest, on the same rows. By sequential composition each trajectory spends at most ε in total (the split is
+checked in exact rational arithmetic). Both outputs carry their own ledger plus a ``hybrid`` entry naming
+the split and both release ids; with ``accountant`` the whole ε is checked before anything is drawn and
+each part is charged as it is released.
+"""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+from typing import Any
+
+from geoldp import _frames, accounting
+from geoldp.accessor import perturb
+from geoldp.reports import report
+
+__all__ = ["hybrid", "split_epsilon"]
+
+
+def split_epsilon(epsilon: float, fraction: float) -> tuple[float, float]:
+    """``(ε_trajectory, ε_report)`` with ``ε_trajectory = ε·fraction`` and an exact sum of at most ε.
+
+    Examples
+    --------
+    >>> split_epsilon(4.0, 0.5)
+    (2.0, 2.0)
+    """
+    first = float(epsilon) * float(fraction)
+    second = float(epsilon) - first
+    while Fraction(first) + Fraction(second) > Fraction(float(epsilon)):  # rounding up by one ulp at most
+        second = math.nextafter(second, 0.0)
+    return first, second
+
+
+def hybrid(
+    gdf: Any,
+    points: Any,
+    zones: Any,
+    *,
+    epsilon: float,
+    fraction: float = 0.5,
+    mechanism: str = "atp",
+    statistic: str = "visited_zone",
+    rng: Any = None,
+    accountant: Any = None,
+    user_col: Any = None,
+    report_options: dict[str, Any] | None = None,
+    **options: Any,
+) -> tuple[Any, Any]:
+    """Release every trajectory twice under one budget: a TP/ATP trajectory and an aggregate report.
+
+    Parameters
+    ----------
+    gdf : geopandas.GeoDataFrame
+        One LineString per row.
+    points : PointSet, GeoDataFrame or GeoSeries of Points
+        The public point set of the trajectory release.
+    zones : GeoDataFrame or GeoSeries of polygons
+        The public zones of the report.
+    epsilon : float
+        The total budget of one trajectory (row).
+    fraction : float, default 0.5
+        Share of ε for the trajectory release, in (0, 1); the report gets the rest.
+    mechanism : {"atp", "tp", "pointem"}, default "atp"
+    statistic : {"visited_zone", "od", "transitions"}, default "visited_zone"
+    rng : optional
+        As in :func:`geoldp.report`; one source drives both parts (seeded: reproducible).
+    accountant, user_col : optional
+        Checked for the whole ε before any draw; each part is charged when it is released.
+    report_options : dict, optional
+        ``oracle``, ``pad_length`` for the report.
+    **options
+        Options of the trajectory mechanism.
+
+    Returns
+    -------
+    (geopandas.GeoDataFrame, pandas.DataFrame)
+        The trajectory release and the report table; each ledger has a ``hybrid`` entry.
+
+    Examples
+    --------
+    >>> import geopandas as gpd
+    >>> from shapely.geometry import LineString, Point
+    >>> from geoldp.reports import zone_grid
+    >>> pts = gpd.GeoDataFrame(geometry=[Point(0.1 * i, 0.1 * i) for i in range(6)], crs="EPSG:4326")
+    >>> trips = gpd.GeoDataFrame(geometry=[LineString([(0.0, 0.0), (0.5, 0.5)])] * 4, crs="EPSG:4326")
+    >>> traj, rep = hybrid(trips, pts, zone_grid(pts, cells=2), epsilon=4.0, rng=0)
+    >>> traj.attrs["geoldp"]["epsilon"], rep.attrs["geoldp"]["epsilon"]
+    (2.0, 2.0)
+    """
+    from geoldp._random import resolve_rng
+    from geoldp._validation import check_epsilon
+
+    caller = "geoldp.hybrid"
+    gdf = _frames.check_frame(gdf, caller=caller)
+    epsilon = check_epsilon(epsilon, caller=caller)
+    if isinstance(fraction, bool) or not isinstance(fraction, int | float) or not 0.0 < float(fraction) < 1.0:
+        raise ValueError(f"The 'fraction' parameter of {caller} must be a float in (0, 1). Got {fraction!r}.")
+    eps_traj, eps_rep = split_epsilon(epsilon, fraction)
+    # refuse the whole ε up front (nothing drawn or charged); the parts charge themselves below
+    accounting.charge_release(accountant, gdf, user_col, epsilon, caller=caller)
+    source = resolve_rng(rng)  # once: both parts draw their stream keys from this one source
+    traj = perturb(
+        gdf,
+        points,
+        mechanism=mechanism,
+        epsilon=eps_traj,
+        rng=source,
+        accountant=accountant,
+        user_col=user_col,
+        **options,
+    )
+    rep = report(
+        gdf,
+        zones,
+        statistic=statistic,
+        epsilon=eps_rep,
+        rng=source,
+        accountant=accountant,
+        user_col=user_col,
+        **(report_options or {}),
+    )
+    note = {
+        "total_epsilon": epsilon,
+        "trajectory_epsilon": eps_traj,
+        "report_epsilon": eps_rep,
+        "composition": "sequential: both releases of a row together spend at most total_epsilon",
+        "release_ids": [traj.attrs["geoldp"]["release_id"], rep.attrs["geoldp"]["release_id"]],
+    }
+    traj.attrs["geoldp"]["hybrid"] = dict(note)
+    rep.attrs["geoldp"]["hybrid"] = dict(note)
+    return traj, rep

@@ -1,0 +1,763 @@
+"""LDPTrace: ε-LDP trajectory synthesis on a public grid (Du et al., PVLDB 16(8), 2023).
+
+Every user holds one trajectory. Over a public N × N grid (built from a public bounding box), each user
+sends, with Optimized Unary Encoding (OUE):
+
+1. **round 1** (budget ε/10): the length of their grid trajectory (number of cells, capped at the public
+   length domain, by default N²);
+2. **round 2** (budget 9ε/10, split evenly over L + 1 reports, where L is the 90 % quantile of the length
+   distribution estimated from round 1): the start cell, the end cell and L − 1 transitions between
+   adjacent cells (8 directions per cell) of the trajectory truncated to L cells. A trajectory with fewer
+   than L − 1 transitions sends *empty* reports for the rest (an OUE vector with no true bit), so that every
+   user sends the same number of reports and the count of reports reveals nothing.
+
+The collector estimates the counts (unbiased OUE estimator), builds a first-order Markov model with a
+virtual start state (the start distribution) and a virtual end state (the end counts of each cell), and
+samples synthetic trajectories: a start cell, a length from the estimated length distribution, then
+moves to adjacent cells until the length is reached or the end state is drawn. Everything after the
+reports is post-processing, so the synthetic data is ε-LDP per trajectory.
+
+Simulation of the collection
+----------------------------
+:func:`synthesize` simulates the whole campaign in one call. It never materialises the per-user bit
+vectors: the collector only needs the sum of the reports, and the sum of m independent OUE reports is,
+bit by bit, ``Binomial(c_j, 1/2) + Binomial(m − c_j, q)`` where c_j is the number of reports whose true
+value is j (the bits of one report are independent, so are different reports). :func:`oue_counts` draws
+exactly that, by inverse CDF from the project's random source. The user-side randomiser itself is
+:func:`oue_perturb` (one bit vector per user), for a deployment where users report from their devices.
+
+Differences from the published code: the grid comes from a public box (the published code uses the
+data's own bounding box, which is private); points outside the box are clamped to the nearest edge cell;
+short trajectories pad their transition reports with empty reports. The published code sends only the
+real transitions, so the number of a user's reports reveals the length of their trajectory; the padding
+makes the reports ε-LDP for any two trajectories, at the price of the OUE noise of the empty reports
+(measured in ``docs/results/ldptrace.md``).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+
+from geoldp import _frames, accounting
+from geoldp import points as public_points
+from geoldp._random import RandomSource, resolve_rng
+from geoldp._validation import check_epsilon, check_float_range, check_int_min, check_real
+from geoldp._versions import geoldp_version
+from geoldp.budget import exact_share
+
+__all__ = [
+    "LENGTH_SHARE",
+    "Grid",
+    "LDPTraceModel",
+    "auto_grid_size",
+    "budget_split",
+    "cell_sequences",
+    "collect",
+    "move_codes",
+    "oue_counts",
+    "oue_estimate",
+    "oue_perturb",
+    "oue_pmf",
+    "oue_probabilities",
+    "synthesize",
+    "synthesize_cells",
+]
+
+#: Share of ε spent on the length report (the rest goes to start, end and transitions).
+LENGTH_SHARE = Fraction(1, 10)
+
+#: The 8 moves to adjacent cells, (dx, dy) in cell units; a transition report is ``cell * 8 + move``.
+MOVES = np.array([(-1, -1), (-1, 0), (-1, 1), (0, -1), (0, 1), (1, -1), (1, 0), (1, 1)], dtype=np.int64)
+
+#: The published code's end-state damping: at step j the end probability is multiplied by
+#: min(1, END_BASE + (j − 1) · END_STEP), so that very short synthetic trajectories are rarer.
+END_BASE, END_STEP = 0.3, 0.2
+
+#: Largest grid side accepted (8 N² transition bits per report).
+GRID_MAX = 256
+
+_HALF_ULP = 2.0**-54  # centres uniforms on the 2⁻⁵³ grid inside (0, 1) for inverse CDFs
+
+
+# --------------------------------------------------------------------------------------------------
+# OUE, the user-side randomiser and its aggregate
+# --------------------------------------------------------------------------------------------------
+
+
+def oue_probabilities(epsilon: float) -> tuple[float, float]:
+    """OUE's ``(p, q)``: a true bit stays 1 with p = 1/2, any other bit becomes 1 with q = 1/(e^ε + 1).
+
+    Examples
+    --------
+    >>> oue_probabilities(math.log(3))
+    (0.5, 0.25)
+    """
+    eps = check_epsilon(epsilon, caller="oue_probabilities")
+    return 0.5, 1.0 / (math.exp(eps) + 1.0)
+
+
+def oue_perturb(values: Any, d: int, epsilon: float, *, rng: Any = None) -> np.ndarray:
+    """The user-side OUE randomiser: one perturbed bit vector per value (vectorised over users).
+
+    Parameters
+    ----------
+    values : array_like of int, shape (m,)
+        The true value of each report, in ``{0, …, d − 1}``, or ``-1`` for an empty report (no true bit).
+    d : int
+        Domain size (public).
+    epsilon : float
+        Budget of one report.
+    rng : optional
+        See :func:`geoldp._random.resolve_rng` (``None``: the OS CSPRNG).
+
+    Returns
+    -------
+    ndarray of bool, shape (m, d)
+
+    Examples
+    --------
+    >>> oue_perturb([0, 2, -1], 4, 1.0, rng=0).shape
+    (3, 4)
+    """
+    caller = "oue_perturb"
+    d = check_int_min(d, "d", minimum=1, caller=caller)
+    values = np.asarray(values, dtype=np.int64).reshape(-1)
+    if values.size and (values.min() < -1 or values.max() >= d):
+        raise ValueError(f"The 'values' of {caller} must be in {{-1, 0, …, d − 1}} (d = {d}).")
+    p, q = oue_probabilities(epsilon)
+    source = resolve_rng(rng)
+    bits = source.uniform((values.size, d)) < q
+    rows = np.flatnonzero(values >= 0)
+    bits[rows, values[rows]] = source.uniform(rows.size) < p
+    return bits
+
+
+def oue_pmf(bits: Any, value: int, epsilon: float) -> float:
+    """Exact probability that :func:`oue_perturb` turns ``value`` (or -1, empty) into ``bits``."""
+    bits = np.asarray(bits, dtype=bool).reshape(-1)
+    p, q = oue_probabilities(epsilon)
+    probs = np.where(bits, q, 1.0 - q)
+    if value >= 0:
+        probs[value] = p if bits[value] else 1.0 - p
+    return float(np.prod(probs))
+
+
+def _binomial(n: np.ndarray, prob: float, source: RandomSource) -> np.ndarray:
+    """Binomial(n_j, prob) draws by inverse CDF of one uniform each (exact up to float rounding)."""
+    from scipy.stats import binom
+
+    n = np.asarray(n, dtype=np.int64)
+    u = source.uniform(n.shape) + _HALF_ULP
+    return np.asarray(binom.ppf(u, n, prob), dtype=np.int64)
+
+
+def oue_counts(true_counts: Any, n_reports: int, epsilon: float, *, rng: Any = None) -> np.ndarray:
+    """The sum of ``n_reports`` OUE reports, drawn from its exact distribution without per-user vectors.
+
+    Bit j of the sum is ``Binomial(c_j, 1/2) + Binomial(n_reports − c_j, q)`` with c_j = ``true_counts[j]``
+    (reports whose true value is j; the other reports, empty ones included, have bit j at q). This is the
+    distribution of ``oue_perturb(values, d, ε).sum(axis=0)`` for any ``values`` with these counts.
+
+    Parameters
+    ----------
+    true_counts : array_like of int, shape (d,)
+    n_reports : int
+        Number of reports, ≥ ``sum(true_counts)``.
+    epsilon : float
+        Budget of one report.
+    rng : optional
+        ``None``: the OS CSPRNG; an int seeds NumPy (experiments and tests only).
+
+    Returns
+    -------
+    ndarray of int64, shape (d,)
+    """
+    c = np.asarray(true_counts, dtype=np.int64)
+    n_reports = int(n_reports)
+    if c.size and (c.min() < 0 or c.sum() > n_reports):
+        raise ValueError("oue_counts needs 0 ≤ true_counts and sum(true_counts) ≤ n_reports.")
+    p, q = oue_probabilities(epsilon)
+    source = resolve_rng(rng)
+    return _binomial(c, p, source) + _binomial(n_reports - c, q, source)
+
+
+def oue_estimate(counts: Any, n_reports: int, epsilon: float) -> np.ndarray:
+    """Unbiased estimate of the true counts from the summed OUE reports: (C − m q) / (p − q)."""
+    p, q = oue_probabilities(epsilon)
+    return (np.asarray(counts, dtype=np.float64) - n_reports * q) / (p - q)
+
+
+# --------------------------------------------------------------------------------------------------
+# the public grid and the budget
+# --------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Grid:
+    """A public N × N grid over a box ``(minx, miny, maxx, maxy)`` in some CRS.
+
+    Cell ``ix * n + iy`` covers column ``ix`` (along x) and row ``iy`` (along y). A point outside the box
+    belongs to the nearest edge cell (clamped), so the domain never depends on the data.
+    """
+
+    minx: float
+    miny: float
+    maxx: float
+    maxy: float
+    n: int
+
+    def __post_init__(self) -> None:
+        if not (self.maxx > self.minx and self.maxy > self.miny):
+            raise ValueError("A Grid needs minx < maxx and miny < maxy.")
+        if not 1 <= self.n <= GRID_MAX:
+            raise ValueError(f"A Grid's side n must be in [1, {GRID_MAX}].")
+
+    @property
+    def size(self) -> int:
+        """Number of cells, N²."""
+        return self.n * self.n
+
+    def cells(self, x: Any, y: Any) -> np.ndarray:
+        """Cell of every point (clamped to the box)."""
+        n = self.n
+        fx = (np.asarray(x, dtype=np.float64) - self.minx) / (self.maxx - self.minx)
+        fy = (np.asarray(y, dtype=np.float64) - self.miny) / (self.maxy - self.miny)
+        ix = np.clip(np.floor(fx * n), 0, n - 1).astype(np.int64)
+        iy = np.clip(np.floor(fy * n), 0, n - 1).astype(np.int64)
+        return ix * n + iy
+
+    def centres(self) -> tuple[np.ndarray, np.ndarray]:
+        """x and y of every cell centre (public)."""
+        k = np.arange(self.size)
+        ix, iy = np.divmod(k, self.n)
+        x = self.minx + (ix + 0.5) * (self.maxx - self.minx) / self.n
+        y = self.miny + (iy + 0.5) * (self.maxy - self.miny) / self.n
+        return x, y
+
+    def neighbours(self) -> np.ndarray:
+        """``(N², 8)`` int64: the cell reached by each move of :data:`MOVES`, -1 outside the grid."""
+        ix, iy = np.divmod(np.arange(self.size), self.n)
+        nx = ix[:, None] + MOVES[None, :, 0]
+        ny = iy[:, None] + MOVES[None, :, 1]
+        inside = (nx >= 0) & (nx < self.n) & (ny >= 0) & (ny < self.n)
+        return np.where(inside, nx * self.n + ny, -1)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The grid recipe (public), as recorded in the ledger."""
+        return {"bounds": [self.minx, self.miny, self.maxx, self.maxy], "n": self.n, "cells": self.size}
+
+
+def auto_grid_size(n_users: int, epsilon: float, length: float, *, lam: float = 2.5) -> int:
+    """The grid side from the published granularity rule, from public inputs only.
+
+    ``N = round(λ · (n · l · (e^ε′ − 1)² / e^ε′)^(1/4))`` with ε′ = (9ε/10) / (l + 1), the budget of one
+    report of a trajectory of ``l`` cells, λ = 2.5 (as in the published code), clipped to [2, 256].
+
+    Parameters
+    ----------
+    n_users : int
+        Number of users (public: the collector knows how many report).
+    epsilon : float
+        The budget of one trajectory.
+    length : float
+        An assumed typical length in cells (public, e.g. from a previous campaign), > 0.
+    lam : float, default 2.5
+
+    Examples
+    --------
+    >>> auto_grid_size(100_000, 2.0, 10.0)
+    32
+    """
+    caller = "grid_size"
+    n_users = check_int_min(n_users, "n_users", minimum=1, caller=caller)
+    eps = check_epsilon(epsilon, caller=caller)
+    length = check_float_range(length, "length", caller=caller)
+    lam = check_float_range(lam, "lam", caller=caller)
+    e = math.exp(float(1 - LENGTH_SHARE) * eps / (length + 1.0))
+    n = lam * (n_users * length * (e - 1.0) ** 2 / e) ** 0.25
+    return int(min(GRID_MAX, max(2, round(n))))
+
+
+def budget_split(epsilon: float, max_length: int) -> dict[str, float]:
+    """The per-report budgets: ε/10 for the length, 9ε/(10 (L + 1)) for each of the L + 1 other reports.
+
+    Every share is rounded down (:func:`geoldp.budget.exact_share`), so that, as exact rationals,
+    ``length + (L + 1) · per_report ≤ ε``.
+
+    Examples
+    --------
+    >>> budget_split(1.0, 4)["per_report"]
+    0.18
+    """
+    eps = check_epsilon(epsilon, caller="budget_split")
+    L = check_int_min(max_length, "max_length", minimum=1, caller="budget_split")
+    return {
+        "length": exact_share(eps, LENGTH_SHARE),
+        "per_report": exact_share(eps, (1 - LENGTH_SHARE) / (L + 1)),
+        "reports": L + 1,
+    }
+
+
+# --------------------------------------------------------------------------------------------------
+# trajectories on the grid
+# --------------------------------------------------------------------------------------------------
+
+
+def cell_sequences(x: Any, y: Any, offsets: Any, grid: Grid) -> tuple[np.ndarray, np.ndarray]:
+    """Grid trajectories: cells of the vertices, repeats dropped, gaps filled by the diagonal-first path.
+
+    Consecutive vertices in the same cell count once; a move between non-adjacent cells goes through the
+    cells of the path that steps diagonally until one coordinate is reached, then straight (as the
+    published code), so that every step is one of the 8 :data:`MOVES`.
+
+    Returns
+    -------
+    cells : ndarray of int64
+    offsets : ndarray of int64, shape (T + 1,)
+        Trajectory ``t`` is ``cells[offsets[t]:offsets[t + 1]]`` (at least one cell each).
+    """
+    offsets = np.asarray(offsets, dtype=np.int64)
+    c = grid.cells(x, y)
+    t = offsets.shape[0] - 1
+    starts = offsets[:-1]
+    first = np.zeros(c.shape[0], dtype=bool)
+    first[starts[np.diff(offsets) > 0]] = True
+    keep = first.copy()
+    keep[1:] |= c[1:] != c[:-1]
+    traj = np.repeat(np.arange(t), np.diff(offsets))
+    c, traj = c[keep], traj[keep]
+    # steps to the next vertex of the same trajectory (the last vertex of each one emits only itself)
+    ix, iy = np.divmod(c, grid.n)
+    last = np.ones(c.shape[0], dtype=bool)
+    last[:-1] = traj[1:] != traj[:-1]
+    dx = np.zeros_like(ix)
+    dy = np.zeros_like(iy)
+    dx[:-1] = np.where(last[:-1], 0, ix[1:] - ix[:-1])
+    dy[:-1] = np.where(last[:-1], 0, iy[1:] - iy[:-1])
+    reps = np.maximum(np.maximum(np.abs(dx), np.abs(dy)), 1)
+    k = np.arange(int(reps.sum())) - np.repeat(np.cumsum(reps) - reps, reps)
+    src = np.repeat(np.arange(c.shape[0]), reps)
+    px = ix[src] + np.sign(dx[src]) * np.minimum(k, np.abs(dx[src]))
+    py = iy[src] + np.sign(dy[src]) * np.minimum(k, np.abs(dy[src]))
+    out = px * grid.n + py
+    counts = np.bincount(traj[src], minlength=t)
+    return out.astype(np.int64), np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+
+
+def move_codes(a: np.ndarray, b: np.ndarray, grid: Grid) -> np.ndarray:
+    """Index into :data:`MOVES` of each step from cell ``a`` to the adjacent cell ``b``."""
+    ax, ay = np.divmod(np.asarray(a, dtype=np.int64), grid.n)
+    bx, by = np.divmod(np.asarray(b, dtype=np.int64), grid.n)
+    m = (bx - ax + 1) * 3 + (by - ay + 1)  # 0..8 in the 3 × 3 block, 4 = no move
+    return m - (m > 4)
+
+
+# --------------------------------------------------------------------------------------------------
+# the collection (users' reports, aggregated) and the model
+# --------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class LDPTraceModel:
+    """What the collector learns: estimated counts (from the ε-LDP reports only) and the public recipe.
+
+    Attributes
+    ----------
+    grid : Grid
+    length_counts : ndarray, shape (D,)
+        Estimated number of trajectories of length 1..D (D the public length domain).
+    max_length : int
+        L, the length quantile estimated from ``length_counts``.
+    start, end : ndarray, shape (N²,)
+        Estimated start and end counts per cell.
+    transitions : ndarray, shape (N², 8)
+        Estimated count of each move out of each cell (0 where the move leaves the grid).
+    n_users : int
+    split : dict
+        The budgets of :func:`budget_split`.
+    """
+
+    grid: Grid
+    length_counts: np.ndarray
+    max_length: int
+    start: np.ndarray
+    end: np.ndarray
+    transitions: np.ndarray
+    n_users: int
+    split: dict[str, float]
+
+    def start_probabilities(self) -> np.ndarray:
+        """Start distribution (clipped counts, normalised; uniform if every estimate is ≤ 0)."""
+        s = np.clip(self.start, 0.0, None)
+        return s / s.sum() if s.sum() > 0 else np.full(s.shape, 1.0 / s.size)
+
+    def length_probabilities(self) -> np.ndarray:
+        """Distribution of lengths 1..D (clipped counts, normalised; uniform if all are ≤ 0)."""
+        s = np.clip(self.length_counts, 0.0, None)
+        return s / s.sum() if s.sum() > 0 else np.full(s.shape, 1.0 / s.size)
+
+    def move_probabilities(self) -> np.ndarray:
+        """``(N², 9)``: per cell, the 8 moves then the virtual end state, each row normalised.
+
+        The rows of the published model's (N² + 1)-state matrix, stored sparsely (a cell only moves to its
+        neighbours), so memory is O(N²).
+        """
+        rows = np.concatenate([np.clip(self.transitions, 0, None), np.clip(self.end, 0, None)[:, None]], 1)
+        rows[:, :8][self.grid.neighbours() < 0] = 0.0
+        return rows / (rows.sum(axis=1, keepdims=True) + 1e-8)
+
+
+def _length_quantile(counts: np.ndarray, quantile: float) -> int:
+    """Smallest l whose cumulative estimated count reaches ``quantile`` of the total (the published rule).
+
+    The raw (unclipped) estimates are summed, so that their zero-mean noise does not push L up. When the
+    noisy total is negative the threshold is negative too and is met early, as in the published code; when
+    no l reaches it, L is the whole length domain.
+    """
+    cum = np.cumsum(counts)
+    if cum.size == 0:
+        return 0
+    reached = np.flatnonzero(cum >= quantile * cum[-1])
+    return int(reached[0] + 1) if reached.size else int(counts.size)
+
+
+def collect(
+    cells: np.ndarray,
+    offsets: np.ndarray,
+    grid: Grid,
+    epsilon: float,
+    *,
+    length_domain: int | None = None,
+    quantile: float = 0.9,
+    rng: Any = None,
+) -> LDPTraceModel:
+    """Simulate the two rounds of reports of every user (OUE sums, :func:`oue_counts`) and estimate.
+
+    ``cells, offsets`` are the users' grid trajectories (:func:`cell_sequences`); ``length_domain`` is the
+    public length domain D (default N²; longer trajectories report D). Only the estimates leave.
+    """
+    source = resolve_rng(rng)
+    eps = check_epsilon(epsilon, caller="collect")
+    d_len = grid.size if length_domain is None else int(length_domain)
+    lengths = np.diff(offsets)
+    n_users = int(lengths.shape[0])
+    # round 1: the length
+    eps_len = exact_share(eps, LENGTH_SHARE)
+    true_len = np.bincount(np.minimum(lengths, d_len) - 1, minlength=d_len)
+    length_counts = oue_estimate(oue_counts(true_len, n_users, eps_len, rng=source), n_users, eps_len)
+    del true_len
+    max_length = min(_length_quantile(length_counts, quantile), d_len)
+    split = budget_split(eps, max_length)
+    eps_r = split["per_report"]
+    # round 2: start, end and L - 1 transitions of the trajectory truncated to L cells
+    used = np.minimum(lengths, max_length)
+    starts = offsets[:-1]
+    true_start = np.bincount(cells[starts], minlength=grid.size)
+    true_end = np.bincount(cells[starts + used - 1], minlength=grid.size)
+    k = np.arange(int((used - 1).sum())) - np.repeat(np.cumsum(used - 1) - (used - 1), used - 1)
+    src = np.repeat(starts, used - 1) + k
+    codes = cells[src] * 8 + move_codes(cells[src], cells[src + 1], grid)
+    true_moves = np.bincount(codes, minlength=8 * grid.size)
+    del codes, src, k, used
+    n_moves = n_users * (max_length - 1)  # padded with empty reports
+    start = oue_estimate(oue_counts(true_start, n_users, eps_r, rng=source), n_users, eps_r)
+    end = oue_estimate(oue_counts(true_end, n_users, eps_r, rng=source), n_users, eps_r)
+    moves = oue_estimate(oue_counts(true_moves, n_moves, eps_r, rng=source), n_moves, eps_r)
+    del true_start, true_end, true_moves
+    moves = moves.reshape(grid.size, 8)
+    moves[grid.neighbours() < 0] = 0.0
+    return LDPTraceModel(grid, length_counts, max_length, start, end, moves, n_users, split)
+
+
+def _inverse_cdf(pmf: np.ndarray, u: np.ndarray) -> np.ndarray:
+    """Row-wise (2-D) or shared (1-D) inverse-CDF draws."""
+    cdf = np.cumsum(pmf, axis=-1)
+    if pmf.ndim == 1:
+        return np.minimum(np.searchsorted(cdf, u * cdf[-1], side="right"), pmf.size - 1)
+    idx = (cdf <= (u * cdf[:, -1])[:, None]).sum(axis=1)  # never lands on a zero-probability entry
+    return np.minimum(idx, pmf.shape[1] - 1)
+
+
+def synthesize_cells(model: LDPTraceModel, n: int, *, rng: Any = None) -> tuple[np.ndarray, np.ndarray]:
+    """Sample ``n`` synthetic grid trajectories from the model (vectorised over trajectories).
+
+    A start cell from the start distribution, a target length from the length distribution, then at each
+    step a move to a neighbour or the end state (the end probability damped at the first steps, as in the
+    published code); a cell whose row carries no probability ends the trajectory.
+
+    Returns
+    -------
+    cells, offsets : ndarray of int64
+    """
+    source = resolve_rng(rng)
+    n = int(n)
+    nb = model.grid.neighbours()
+    rows = model.move_probabilities()
+    cur = _inverse_cdf(model.start_probabilities(), source.uniform(n))
+    target = _inverse_cdf(model.length_probabilities(), source.uniform(n)) + 1
+    width = int(target.max()) if n else 1
+    out = np.full((n, width), -1, dtype=np.int64)
+    out[:, 0] = cur
+    alive = np.flatnonzero(target > 1)
+    for j in range(1, width):
+        if alive.size == 0:
+            break
+        probs = rows[cur[alive]].copy()
+        probs[:, 8] *= min(1.0, END_BASE + (j - 1) * END_STEP)
+        total = probs.sum(axis=1)
+        pick = _inverse_cdf(probs, source.uniform(alive.size))
+        go = (total >= 1e-5) & (pick < 8)
+        nxt = nb[cur[alive[go]], pick[go]]
+        alive = alive[go]
+        cur[alive] = nxt
+        out[alive, j] = nxt
+        alive = alive[target[alive] > j + 1]
+    lengths = (out >= 0).sum(axis=1)
+    return out[out >= 0], np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+
+
+# --------------------------------------------------------------------------------------------------
+# the frame-level release
+# --------------------------------------------------------------------------------------------------
+
+
+def _check_bounds(bounds: Any, caller: str) -> tuple[float, float, float, float]:
+    try:
+        values = [check_real(b, "bounds", caller=caller) for b in bounds]
+    except TypeError:
+        raise TypeError(
+            f"The 'bounds' parameter of {caller} must be (minx, miny, maxx, maxy) in the trajectories' CRS."
+        ) from None
+    if len(values) != 4 or not all(math.isfinite(v) for v in values):
+        raise ValueError(
+            f"The 'bounds' parameter of {caller} must be 4 finite numbers (minx, miny, maxx, maxy)."
+        )
+    minx, miny, maxx, maxy = values
+    if not (maxx > minx and maxy > miny):
+        raise ValueError(f"The 'bounds' parameter of {caller} needs minx < maxx and miny < maxy.")
+    return minx, miny, maxx, maxy
+
+
+def _public_bounds(points: Any, crs: Any, caller: str) -> tuple[float, float, float, float]:
+    ps, source = _frames.resolve_points(points, caller=caller)
+    x, y = _frames.public_xy(ps, crs, source)
+    b = (float(np.min(x)), float(np.min(y)), float(np.max(x)), float(np.max(y)))
+    if not (b[2] > b[0] and b[3] > b[1]):
+        raise ValueError(f"The 'points' of {caller} must span a box of positive width and height.")
+    return b
+
+
+def synthesize(
+    trips: Any,
+    *,
+    epsilon: float,
+    bounds: Any = None,
+    points: Any = None,
+    grid_size: int | str = 6,
+    length_hint: float | None = None,
+    length_domain: int | None = None,
+    quantile: float = 0.9,
+    n_synthetic: int | None = None,
+    traj_id_col: Any = None,
+    time_col: Any = None,
+    on_invalid: str = "raise",
+    rng: Any = None,
+    accountant: Any = None,
+    user_col: Any = None,
+) -> Any:
+    """Synthesise trajectories with LDPTrace: each trajectory is reported under ε-LDP, the data is synthetic.
+
+    Every input trajectory (one user) sends OUE reports of its length, start cell, end cell and
+    transitions on a public N × N grid (ε/10 for the length, 9ε/10 split over the rest); the collector
+    fits a Markov model to the estimated counts and samples new trajectories from it.
+
+    Parameters
+    ----------
+    trips : geopandas.GeoDataFrame
+        One LineString per row, or Point rows grouped by ``traj_id_col``. Any CRS.
+    epsilon : float
+        The budget of **one trajectory**.
+    bounds : (minx, miny, maxx, maxy), optional
+        The public box of the grid, in the CRS of ``trips``. Give this or ``points``, never a box computed
+        from ``trips``. Vertices outside the box count in the nearest edge cell.
+    points : GeoDataFrame, GeoSeries or PointSet, optional
+        Public points whose bounding box is the grid's box.
+    grid_size : int or "auto", default 6
+        The grid side N (the published default). ``"auto"`` uses the published granularity rule
+        (:func:`auto_grid_size`) with the number of trajectories, ε and ``length_hint``.
+    length_hint : float, optional
+        Public assumed typical length in cells, for ``grid_size="auto"``.
+    length_domain : int, optional
+        The largest length a user can report (default N²); longer trajectories report this.
+    quantile : float, default 0.9
+        The length quantile L (estimated from the length reports) that fixes the number of reports.
+    n_synthetic : int, optional
+        Number of synthetic trajectories (default: as many as the input has).
+    traj_id_col, time_col, on_invalid
+        As in :meth:`GeoDataFrame.ldp.perturb`.
+    rng : optional
+        ``None`` (default): the OS CSPRNG. An int seeds NumPy: for experiments and tests only.
+    accountant : geoldp.BudgetAccountant, optional
+        Charge ε per trajectory to its user (refused before any draw if over budget); needs ``user_col``.
+    user_col : column label, optional
+        The column of user ids, for ``accountant``.
+
+    Returns
+    -------
+    geopandas.GeoDataFrame
+        ``n_synthetic`` synthetic LineStrings (a fresh ``RangeIndex``: rows are not the input's rows) in
+        the CRS of ``trips``, whose vertices are cell centres (a one-cell trajectory repeats its centre).
+        ``attrs["geoldp"]`` holds the ledger: mechanism ``"ldptrace"``, ε per trajectory, the split, the
+        grid recipe, L, the RNG policy, the release id, never the seed or a private value.
+
+    Raises
+    ------
+    TypeError, ValueError
+        Bad parameters or rows (before any draw); neither or both of ``bounds`` and ``points``.
+    BudgetError
+        With ``accountant``: the release would take a user past the total.
+
+    Examples
+    --------
+    >>> import geopandas as gpd, geoldp
+    >>> from shapely import LineString
+    >>> trips = gpd.GeoDataFrame(geometry=[LineString([(0.1, 0.1), (0.5, 0.9)])] * 50, crs="EPSG:3857")
+    >>> syn = geoldp.synthesize(trips, epsilon=4.0, bounds=(0, 0, 1, 1), rng=0)
+    >>> len(syn), syn.attrs["geoldp"]["mechanism"]
+    (50, 'ldptrace')
+    """
+    import geopandas as gpd
+    import shapely
+
+    caller = "geoldp.synthesize"
+    trips = _frames.check_frame(trips, caller=caller)
+    eps = check_epsilon(epsilon, caller=caller)
+    quantile = check_real(quantile, "quantile", caller=caller)
+    if not 0.0 < quantile <= 1.0:
+        raise ValueError(f"The 'quantile' parameter of {caller} must be in (0, 1]. Got {quantile!r}.")
+    if (bounds is None) == (points is None):
+        raise ValueError(
+            f"{caller} needs exactly one of 'bounds' (a public box) or 'points' (public points) for the grid."
+        )
+    if n_synthetic is not None:
+        n_synthetic = check_int_min(n_synthetic, "n_synthetic", minimum=1, caller=caller)
+    if length_domain is not None:
+        length_domain = check_int_min(length_domain, "length_domain", minimum=1, caller=caller)
+    source = resolve_rng(rng)
+    ft = _frames.extract(
+        trips, traj_id_col=traj_id_col, time_col=time_col, on_invalid=on_invalid, caller=caller
+    )
+    crs = ft.crs
+    if points is not None:
+        public_points.warn_if_area_from(trips, points, stacklevel=3)
+        box = _public_bounds(points, crs, caller)
+    else:
+        box = _check_bounds(bounds, caller)
+        _warn_if_private_box(ft, crs, box)
+    n_users = ft.n_trajectories
+    if grid_size == "auto":
+        if length_hint is None:
+            raise ValueError(
+                f"{caller}: grid_size='auto' needs 'length_hint', a public typical length in cells."
+            )
+        side = auto_grid_size(n_users, eps, length_hint)
+    else:
+        side = check_int_min(grid_size, "grid_size", minimum=1, caller=caller)
+        if side > GRID_MAX:
+            raise ValueError(f"The 'grid_size' parameter of {caller} must be at most {GRID_MAX}.")
+    grid = Grid(*box, n=side)
+    d_len = grid.size if length_domain is None else length_domain
+    # refuse before any draw; charged once the release exists
+    charge = accounting.charge_release(
+        accountant,
+        trips,
+        user_col,
+        eps,
+        traj_id_col=traj_id_col if ft.kind == "Point" else None,
+        caller=caller,
+    )
+    x, y = _input_xy(ft, crs)
+    cells, offsets = cell_sequences(x, y, ft.offsets, grid)
+    del x, y
+    model = collect(cells, offsets, grid, eps, length_domain=d_len, quantile=quantile, rng=source)
+    del cells, offsets  # the private grid trajectories end here; only the estimates go on
+    n_out = n_users if n_synthetic is None else n_synthetic
+    syn, syn_off = synthesize_cells(model, n_out, rng=source)
+    cx, cy = grid.centres()
+    lengths = np.diff(syn_off)
+    # a one-cell trajectory becomes a two-vertex LineString on its centre
+    reps = np.where(lengths[np.repeat(np.arange(n_out), lengths)] == 1, 2, 1)
+    flat = np.repeat(syn, reps)
+    idx = np.repeat(np.arange(n_out), np.maximum(lengths, 2))
+    geoms = shapely.linestrings(np.column_stack([cx[flat], cy[flat]]), indices=idx)
+    out = gpd.GeoDataFrame(geometry=geoms, crs=crs)
+    ledger = {
+        "mechanism": "ldptrace",
+        "epsilon": eps,
+        "unit": "one trajectory = one user",
+        "reference": "Du et al., LDPTrace, PVLDB 16(8), 2023",
+        "split": {
+            "length": model.split["length"],
+            "start": model.split["per_report"],
+            "end": model.split["per_report"],
+            "transitions": model.split["per_report"],
+            "transition_reports": model.max_length - 1,
+            "frequency_oracle": "OUE",
+        },
+        "grid": {**grid.to_dict(), "crs": crs.to_string(), "vertices": "cell centres"},
+        "length_domain": d_len,
+        "max_length": model.max_length,
+        "quantile": quantile,
+        "n_users": n_users,
+        "n_synthetic": n_out,
+        "input": {
+            "geometry": ft.kind,
+            "traj_id_col": None if traj_id_col is None else str(traj_id_col),
+            "time_col": None if time_col is None else str(time_col),
+            "on_invalid": on_invalid,
+        },
+        "geoldp_version": geoldp_version(),
+        "rng": str(getattr(source, "policy", "os-csprng")),
+    }
+    out.attrs["geoldp"] = accounting.finish_release(
+        ledger,
+        released=out,
+        points_provenance=None if points is None else public_points.provenance_of(points),
+        charge=charge,
+    )
+    return out
+
+
+def _warn_if_private_box(ft: Any, crs: Any, box: tuple[float, float, float, float]) -> None:
+    """PrivacyWarning when ``bounds`` are exactly the trips' own bounding box (then the grid is private)."""
+    import warnings
+
+    from geoldp.errors import PrivacyWarning
+
+    x, y = _input_xy(ft, crs)
+    own = np.array([x.min(), y.min(), x.max(), y.max()]) if x.size else np.full(4, np.nan)
+    span = max(box[2] - box[0], box[3] - box[1])
+    same = bool(np.all(np.abs(own - np.asarray(box)) <= 1e-9 * span))
+    del x, y, own
+    if same:
+        warnings.warn(
+            "The 'bounds' of geoldp.synthesize are the bounding box of the trajectories themselves, which "
+            "makes the grid depend on private data. Use a public box (a city's or a region's extent).",
+            PrivacyWarning,
+            stacklevel=3,
+        )
+
+
+def _input_xy(ft: Any, crs: Any) -> tuple[np.ndarray, np.ndarray]:
+    """The vertices in the input CRS (the grid's CRS)."""
+    if _frames.is_wgs84(crs):
+        return ft.lon, ft.lat
+    from pyproj import Transformer
+
+    x, y = Transformer.from_crs(_frames.WGS84, crs, always_xy=True).transform(ft.lon, ft.lat)
+    return np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)

@@ -1,0 +1,535 @@
+"""Plan a collection before any ε is spent: which design answers the question, from public inputs only.
+
+:func:`plan` simulates every design that answers the question on **no-data populations** built from
+public inputs (random walks over the public points P, starting anywhere in P or at a few random hubs,
+with the given length distribution; or a public prior population), measures each design's error
+against that population's exact answer, and returns a table: expected error and interval width per
+design, the two no-data baselines (uniform over P; constant at P's 1-median), the recommended design,
+and the number of users each design needs for a target error.
+
+* Trajectory designs (TP, ATP, PointEM) are simulated: each simulated trajectory is released with
+  :func:`geoldp.perturb_trajectories` and the raw counts of the release are compared with the truth.
+* LDPTrace (:func:`geoldp.synthesize`, on a 6 × 6 grid over P's box) is simulated: the collection of
+  n users' reports, the Markov model and the synthetic trajectories, whose zone counts are compared.
+* Report designs (:func:`geoldp.report`) use the closed-form variance of their estimator
+  (:mod:`geoldp.reports.estimators`): the population's expected report frequencies plus Gaussian noise of
+  that variance, then the same projection as the estimator.
+
+The designs are a registry (:data:`DESIGNS`, name → :class:`DesignSpec`); add one with
+:func:`register_design`.
+
+Errors (lower is better):
+
+``zone_visits``
+    L1 distance between the normalised zone-visit distributions (trajectories visiting each zone), in
+    [0, 2].
+``hotspots``
+    1 − precision of the top-k zones (k = min(10, zones // 2)).
+``od_flows``
+    L1 distance between the normalised OD distributions over zone pairs (trajectories starting or ending
+    outside every zone are left out), in [0, 2].
+``range_counts``
+    mean relative error of the number of trajectories passing each zone, with a sanity bound of 1 % of
+    the users (so that empty zones do not dominate).
+
+The simulated population is not the real one: the planner says what a design can do on populations
+*like* the simulated ones (a public prior makes that closer to the truth). It never reads private data.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from geoldp import _frames, ldptrace, metrics
+from geoldp._validation import check_epsilon, check_int_range, check_option
+from geoldp.reports import estimators as rest
+from geoldp.reports import release as rrel
+from geoldp.reports.zones import check_zones, zone_of_vertices
+from geoldp.trajectory import perturb_trajectories
+
+__all__ = ["DESIGNS", "POPULATIONS", "QUESTIONS", "DesignSpec", "Simulation", "plan", "register_design"]
+
+#: The questions a plan can be asked.
+QUESTIONS = ("zone_visits", "hotspots", "od_flows", "range_counts")
+
+#: Trajectories in a simulated population (at most; never more than ``n``).
+_SIM_MAX = 1000
+#: Repetitions of each simulated release (the expected error is their mean).
+_REPS = 3
+
+
+@dataclass
+class Simulation:
+    """A no-data population and the public configuration a design is simulated on (no private data).
+
+    Attributes
+    ----------
+    ps : PointSet
+    zone_of_point : ndarray
+        Zone position of every public point (``n_zones`` = outside).
+    n_zones : int
+    seqs : list of ndarray
+        The simulated trajectories (indices into P).
+    n : int
+        Users the plan is for (the population stands for n users).
+    epsilon : float
+    rng : numpy.random.Generator
+        Simulation randomness (public; never used for a release).
+    """
+
+    ps: Any
+    zone_of_point: np.ndarray
+    n_zones: int
+    seqs: list[np.ndarray]
+    n: int
+    epsilon: float
+    rng: np.random.Generator
+    zones: Any = None  # the checked public zones (for designs whose output is not on P, e.g. LDPTrace)
+
+    def visits(self, seqs: list[np.ndarray]) -> np.ndarray:
+        """Trajectories visiting each zone (outside excluded)."""
+        k = self.n_zones
+        out = np.zeros(k, dtype=np.float64)
+        for s in seqs:
+            z = np.unique(self.zone_of_point[s])
+            out[z[z < k]] += 1
+        return out
+
+    def od(self, seqs: list[np.ndarray]) -> np.ndarray:
+        """OD counts over zone pairs (``k × k`` flattened; an endpoint outside is left out)."""
+        return self.od_of_zones([self.zone_of_point[s] for s in seqs])
+
+    def visits_of_zones(self, zone_seqs: list[np.ndarray]) -> np.ndarray:
+        """Trajectories visiting each zone, from each trajectory's sequence of zone positions."""
+        k = self.n_zones
+        out = np.zeros(k, dtype=np.float64)
+        for z in zone_seqs:
+            u = np.unique(z)
+            out[u[u < k]] += 1
+        return out
+
+    def od_of_zones(self, zone_seqs: list[np.ndarray]) -> np.ndarray:
+        """OD counts over zone pairs from each trajectory's sequence of zone positions."""
+        k = self.n_zones
+        o = np.array([z[0] for z in zone_seqs], dtype=np.int64)
+        d = np.array([z[-1] for z in zone_seqs], dtype=np.int64)
+        ok = (o < k) & (d < k)
+        return np.bincount(o[ok] * k + d[ok], minlength=k * k).astype(np.float64)
+
+
+@dataclass(frozen=True)
+class DesignSpec:
+    """A design the planner can simulate.
+
+    ``simulate(sim, question)`` returns ``(estimates, half_widths)``: a list of estimated answer vectors
+    (zone visits, or OD counts, at the scale of ``sim.n`` users; one per repetition) and the 95 %
+    interval half-width of each cell (or ``None`` when the design has no interval).
+    """
+
+    questions: tuple[str, ...]
+    simulate: Callable[[Simulation, str], tuple[list[np.ndarray], np.ndarray | None]]
+    kind: str
+
+
+def _needs(question: str) -> str:
+    return "od" if question == "od_flows" else "visits"
+
+
+def _trajectory_design(mechanism: str) -> DesignSpec:
+    def simulate(sim: Simulation, question: str) -> tuple[list[np.ndarray], np.ndarray | None]:
+        scale = sim.n / len(sim.seqs)
+        out = []
+        for _ in range(_REPS):
+            seed = int(sim.rng.integers(2**63 - 1))
+            rel = perturb_trajectories(sim.seqs, sim.ps, mechanism=mechanism, epsilon=sim.epsilon, rng=seed)
+            counts = sim.od(rel) if _needs(question) == "od" else sim.visits(rel)
+            out.append(counts * scale)
+        return out, None
+
+    return DesignSpec(QUESTIONS, simulate, "trajectory")
+
+
+def _report_frequencies(sim: Simulation, des: rrel.Design) -> np.ndarray:
+    """Expected number of reports of each domain value (sampling probabilities summed over users)."""
+    k = sim.n_zones + 1
+    f = np.zeros(des.d, dtype=np.float64)
+    for s in sim.seqs:
+        z = sim.zone_of_point[s]
+        items = np.unique(z) if des.statistic == "visited_zone" else np.array([z[0] * k + z[-1]])
+        m = max(items.shape[0], des.pad_length)
+        f[items] += 1.0 / m
+        if m > items.shape[0]:
+            f[des.base : des.base + m - items.shape[0]] += 1.0 / m
+    return f * (sim.n / len(sim.seqs))
+
+
+def _report_design(statistic: str, pad: int) -> DesignSpec:
+    def simulate(sim: Simulation, question: str) -> tuple[list[np.ndarray], np.ndarray | None]:
+        ell = pad
+        des = rrel.design(statistic, sim.n_zones, sim.epsilon, pad_length=ell, caller="geoldp.plan")
+        f = _report_frequencies(sim, des)
+        var = rest.count_variance(f, sim.n, des.oracle, single=statistic == "od")
+        sd = np.sqrt(var)
+        out = []
+        for _ in range(_REPS):
+            noisy = f + sd * sim.rng.standard_normal(f.shape[0])
+            out.append(_answer(sim, statistic, rest.project_simplex(noisy, float(sim.n)) * ell))
+        return out, _answer(sim, statistic, rest.Z95 * sd * ell)
+
+    questions = ("od_flows",) if statistic == "od" else ("zone_visits", "hotspots", "range_counts")
+    return DesignSpec(questions, simulate, "report")
+
+
+def _answer(sim: Simulation, statistic: str, values: np.ndarray) -> np.ndarray:
+    k = sim.n_zones
+    if statistic == "od":
+        return values[: (k + 1) ** 2].reshape(k + 1, k + 1)[:k, :k].reshape(-1)
+    return values[:k]
+
+
+def _ldptrace_design(grid_size: int) -> DesignSpec:
+    """LDPTrace (:func:`geoldp.synthesize`) on an N × N grid over P's lon/lat box (public)."""
+
+    def simulate(sim: Simulation, question: str) -> tuple[list[np.ndarray], np.ndarray | None]:
+        lon, lat = np.asarray(sim.ps.lon), np.asarray(sim.ps.lat)
+        box = (float(lon.min()), float(lat.min()), float(lon.max()), float(lat.max()))
+        if not (box[2] > box[0] and box[3] > box[1]):  # a P on one line: widen its box by a tiny margin
+            box = (box[0] - 1e-6, box[1] - 1e-6, box[2] + 1e-6, box[3] + 1e-6)
+        grid = ldptrace.Grid(*box, n=grid_size)
+        # the collection is simulated for n users: the population repeated (LDPTrace's noise scales with n)
+        reps = -(-sim.n // len(sim.seqs))
+        seqs = (sim.seqs * reps)[: sim.n]
+        lengths = np.array([s.shape[0] for s in seqs], dtype=np.int64)
+        idx = np.concatenate(seqs)
+        cells, offsets = ldptrace.cell_sequences(
+            lon[idx], lat[idx], np.concatenate([[0], np.cumsum(lengths)]), grid
+        )
+        cx, cy = grid.centres()
+        zone_of_cell = zone_of_vertices(sim.zones, cx, cy)
+        out = []
+        for _ in range(_REPS):
+            seed = int(sim.rng.integers(2**63 - 1))
+            model = ldptrace.collect(cells, offsets, grid, sim.epsilon, rng=seed)
+            syn, off = ldptrace.synthesize_cells(model, len(sim.seqs), rng=seed + 1)
+            zone_seqs = [zone_of_cell[syn[a:b]] for a, b in zip(off[:-1], off[1:], strict=True) if b > a]
+            counts = (
+                sim.od_of_zones(zone_seqs) if _needs(question) == "od" else sim.visits_of_zones(zone_seqs)
+            )
+            out.append(counts * (sim.n / max(len(zone_seqs), 1)))
+        return out, None
+
+    return DesignSpec(QUESTIONS, simulate, "synthesis")
+
+
+#: The designs the planner simulates (name → spec). Hybrids or other designs can be added with
+#: :func:`register_design`.
+DESIGNS: dict[str, DesignSpec] = {
+    "tp": _trajectory_design("tp"),
+    "atp": _trajectory_design("atp"),
+    "pointem": _trajectory_design("pointem"),
+    "ldptrace": _ldptrace_design(6),
+    "report:visited_zone": _report_design("visited_zone", 1),
+    "report:visited_zone:padded": _report_design("visited_zone", 3),
+    "report:od": _report_design("od", 1),
+}
+
+
+def register_design(name: str, spec: DesignSpec) -> None:
+    """Add (or replace) a design in :data:`DESIGNS`."""
+    if not isinstance(spec, DesignSpec):
+        raise TypeError("register_design needs a geoldp.planner.DesignSpec.")
+    DESIGNS[str(name)] = spec
+
+
+# --------------------------------------------------------------------------------------------------
+# errors
+# --------------------------------------------------------------------------------------------------
+
+
+def _normalised(v: np.ndarray) -> np.ndarray:
+    v = np.maximum(np.asarray(v, dtype=np.float64), 0.0)
+    s = v.sum()
+    return v / s if s > 0 else np.full(v.shape[0], 1.0 / max(v.shape[0], 1))
+
+
+def _top(v: np.ndarray, k: int) -> set[int]:
+    return set(np.lexsort((np.arange(v.shape[0]), -v))[:k].tolist())
+
+
+def error_of(question: str, truth: np.ndarray, est: np.ndarray, n: int) -> float:
+    """The question's error of ``est`` against ``truth`` (see the module notes)."""
+    if question in ("zone_visits", "od_flows"):
+        return float(np.abs(_normalised(truth) - _normalised(est)).sum())
+    if question == "hotspots":
+        k = max(1, min(10, truth.shape[0] // 2))
+        return 1.0 - len(_top(truth, k) & _top(est, k)) / k
+    bound = max(1.0, 0.01 * n)
+    return float(np.mean(np.abs(np.maximum(est, 0.0) - truth) / np.maximum(truth, bound)))
+
+
+def _width_of(question: str, truth: np.ndarray, half: np.ndarray | None, n: int) -> float:
+    """Mean 95 % interval width in the question's units (NaN when the design has none)."""
+    if half is None or question == "hotspots":
+        return math.nan
+    if question == "range_counts":
+        return float(np.mean(2.0 * half / np.maximum(truth, max(1.0, 0.01 * n))))
+    return float(np.mean(2.0 * half) / max(truth.sum(), 1.0))
+
+
+# --------------------------------------------------------------------------------------------------
+# populations and baselines
+# --------------------------------------------------------------------------------------------------
+
+
+def _neighbours(ps: Any, k: int) -> np.ndarray:
+    """The k nearest public points of every public point (unit vectors; O(|P| log |P|))."""
+    from scipy.spatial import cKDTree
+
+    lon, lat = np.radians(np.asarray(ps.lon)), np.radians(np.asarray(ps.lat))
+    xyz = np.column_stack([np.cos(lat) * np.cos(lon), np.cos(lat) * np.sin(lon), np.sin(lat)])
+    k = min(k, xyz.shape[0])
+    _, idx = cKDTree(xyz).query(xyz, k=k)
+    return np.asarray(idx, dtype=np.int64).reshape(xyz.shape[0], k)
+
+
+#: Probability that a step of a simulated walk jumps anywhere in P instead of to a near point (0.3 was
+#: the best of 0, 0.3 and 0.6 for the planner's picks on the shared data sets: docs/results/designs.md).
+_JUMP = 0.3
+
+#: The no-data populations: where the random walks start.
+POPULATIONS = ("spread", "hubs", "mixed")
+
+
+def _walks(
+    ps: Any, lengths: np.ndarray, rng: np.random.Generator, *, population: str = "spread", hubs: int = 10
+) -> list[np.ndarray]:
+    """Random walks over P: each step goes to one of the 8 nearest points of the current one, or (with
+    probability 0.3) anywhere in P.
+
+    ``"hubs"``: every walk starts at one of a few random public points (Zipf weights), a concentrated
+    population; ``"spread"``: at a uniformly random public point, a population spread like P;
+    ``"mixed"``: half of each.
+    """
+    nb = _neighbours(ps, 9)
+    hub = rng.choice(ps.size, size=min(hubs, ps.size), replace=False)
+    w = 1.0 / np.arange(1, hub.shape[0] + 1)
+    starts = hub[rng.choice(hub.shape[0], size=lengths.shape[0], p=w / w.sum())]
+    spread = rng.integers(0, ps.size, size=lengths.shape[0])
+    if population == "spread":
+        starts = spread
+    elif population == "mixed":
+        starts = np.where(np.arange(lengths.shape[0]) % 2 == 0, starts, spread)
+    out = []
+    for start, m in zip(starts, lengths, strict=True):
+        s = np.empty(int(m), dtype=np.int64)
+        s[0] = start
+        for j in range(1, int(m)):
+            if rng.random() < _JUMP:  # a long move: anywhere in P
+                s[j] = rng.integers(0, ps.size)
+            else:
+                s[j] = nb[s[j - 1], rng.integers(1, nb.shape[1]) if nb.shape[1] > 1 else 0]
+        out.append(s)
+    return out
+
+
+def _lengths(lengths: Any, size: int, rng: np.random.Generator, caller: str) -> np.ndarray:
+    if isinstance(lengths, int | np.integer) and not isinstance(lengths, bool):
+        arr = np.full(size, int(lengths), dtype=np.int64)
+    else:
+        try:
+            pool = np.asarray(lengths)
+        except Exception:  # pragma: no cover - numpy raises many kinds
+            pool = np.zeros(0)
+        if pool.ndim != 1 or pool.size == 0 or pool.dtype.kind not in "iu":
+            raise TypeError(
+                f"The 'lengths' parameter of {caller} must be an int or a non-empty list of ints (trajectory "
+                "lengths to draw from)."
+            )
+        arr = rng.choice(pool.astype(np.int64), size=size)
+    if arr.min() < 1:
+        raise ValueError(f"The 'lengths' of {caller} must be >= 1.")
+    return arr
+
+
+def _baselines(sim: Simulation, question: str, median: int) -> dict[str, np.ndarray]:
+    """The two no-data answers at the scale of sim.n: uniform over P, and every trajectory at the 1-median."""
+    k = sim.n_zones
+    share = np.bincount(sim.zone_of_point, minlength=k + 1)[:k].astype(np.float64) / sim.ps.size
+    zm = int(sim.zone_of_point[median])
+    if _needs(question) == "od":
+        uni = np.outer(share, share).reshape(-1) * sim.n
+        const = np.zeros(k * k)
+        if zm < k:
+            const[zm * k + zm] = sim.n
+    else:
+        uni = share * sim.n
+        const = np.zeros(k)
+        if zm < k:
+            const[zm] = sim.n
+    return {"baseline:uniform": uni, "baseline:constant": const}
+
+
+# --------------------------------------------------------------------------------------------------
+# the plan
+# --------------------------------------------------------------------------------------------------
+
+
+def plan(
+    points: Any,
+    zones: Any,
+    *,
+    epsilon: float,
+    n: int,
+    lengths: Any,
+    question: str = "zone_visits",
+    prior: Any = None,
+    population: str = "spread",
+    target_error: float | None = None,
+    designs: Any = None,
+    rng: Any = None,
+) -> pd.DataFrame:
+    """Expected error of every design for a question, from public inputs only, before any ε is spent.
+
+    Parameters
+    ----------
+    points : PointSet, GeoDataFrame of Points or (m, 2) array
+        The public point set P.
+    zones : GeoDataFrame or GeoSeries of polygons
+        The public zones the question is about.
+    epsilon : float
+        The budget of one trajectory.
+    n : int
+        The number of users (trajectories) the collection will have.
+    lengths : int or list of int
+        Trajectory lengths (public or assumed): one length, or a list to draw lengths from.
+    question : {"zone_visits", "hotspots", "od_flows", "range_counts"}, default "zone_visits"
+    prior : GeoDataFrame of LineStrings, optional
+        A **public** prior population (for example last year's published data). Its trajectories are
+        snapped to P and used instead of the random walks.
+    population : {"spread", "hubs", "mixed"}, default "spread"
+        Without ``prior``: where the simulated random walks start: anywhere in P (a population spread
+        like P; right when P is where people go, such as visited places), at a few random hubs (a
+        concentrated population; closer when P is a regular grid or road nodes), or half of each.
+    target_error : float, optional
+        The error to reach for ``users_needed`` (default: half the better baseline's error).
+    designs : list of str, optional
+        Names from :data:`DESIGNS` (default: all that answer the question).
+    rng : {None, int, Generator, ...}, optional
+        Simulation randomness (public; the plan reads no private data). Seed it for a reproducible table.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per design and per baseline (index ``design``): ``kind``, ``error`` (expected, lower is
+        better), ``error_sd`` (over the repetitions), ``interval_width`` (mean 95 % width, NaN where the
+        design has no interval), ``users_needed`` (for ``target_error``; NaN when more users do not get
+        there), ``recommended`` (one row True). ``attrs`` holds the question, ε, n, the target error,
+        the recommended design and whether it beats the better baseline.
+
+    Raises
+    ------
+    TypeError, ValueError
+        Invalid parameters (named).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from geoldp.reports import zone_grid
+    >>> pts = np.random.default_rng(0).uniform(0, 1, size=(200, 2))
+    >>> table = plan(pts, zone_grid((0.0, 0.0, 1.0, 1.0), cells=4), epsilon=4.0, n=1000, lengths=4, rng=0)
+    >>> table.attrs["recommended"] in table.index
+    True
+    """
+    caller = "geoldp.plan"
+    question = check_option(question, "question", QUESTIONS, caller, case_insensitive=True)
+    population = check_option(population, "population", POPULATIONS, caller, case_insensitive=True)
+    epsilon = check_epsilon(epsilon, caller=caller, maximum=700.0)
+    n = check_int_range(n, "n", caller=caller, minimum=1)
+    ps = _frames.as_pointset(points, caller=caller)
+    z = check_zones(zones, caller=caller)
+    if target_error is not None and not (isinstance(target_error, int | float) and target_error > 0):
+        raise ValueError(f"The 'target_error' parameter of {caller} must be a float > 0.")
+    names = [k for k, v in DESIGNS.items() if question in v.questions] if designs is None else list(designs)
+    for name in names:
+        if name not in DESIGNS:
+            raise ValueError(f"Unknown design {name!r} in {caller}; choose from {sorted(DESIGNS)}.")
+    gen = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
+
+    zone_of_point = zone_of_vertices(z, np.asarray(ps.lon), np.asarray(ps.lat))
+    size = min(n, _SIM_MAX)
+    if prior is not None:
+        tr = _frames.trajectory_arrays(prior, name="prior", caller=caller)
+        idx = np.asarray(ps.nearest(tr.lon, tr.lat)[0], dtype=np.int64)
+        seqs = [
+            np.asarray(idx[a:b], dtype=np.int64) for a, b in zip(tr.offsets[:-1], tr.offsets[1:], strict=True)
+        ]
+        seqs = [seqs[i] for i in gen.choice(len(seqs), size=size, replace=len(seqs) < size)]
+    else:
+        seqs = _walks(ps, _lengths(lengths, size, gen, caller), gen, population=population)
+    sim = Simulation(ps, zone_of_point, z.size, seqs, n, epsilon, gen, z)
+    truth = (sim.od(seqs) if _needs(question) == "od" else sim.visits(seqs)) * (n / size)
+    median = int(metrics.one_median(ps))
+
+    rows: dict[str, dict[str, Any]] = {}
+    for name, est in _baselines(sim, question, median).items():
+        rows[name] = {"kind": "baseline", "error": error_of(question, truth, est, n), "error_sd": 0.0}
+        rows[name]["interval_width"] = math.nan
+    best_baseline = min(r["error"] for r in rows.values())
+    target = 0.5 * best_baseline if target_error is None else float(target_error)
+    for name in names:
+        spec = DESIGNS[name]
+        ests, half = spec.simulate(sim, question)
+        errs = [error_of(question, truth, e, n) for e in ests]
+        rows[name] = {
+            "kind": spec.kind,
+            "error": float(np.mean(errs)),
+            "error_sd": float(np.std(errs)),
+            "interval_width": _width_of(question, truth, half, n),
+        }
+        rows[name]["users_needed"] = _users_needed(sim, question, name, spec, target, rows[name]["error"])
+    table = pd.DataFrame.from_dict(rows, orient="index")
+    table.index.name = "design"
+    candidates = table[table["kind"] != "baseline"]
+    best = str(candidates["error"].idxmin()) if len(candidates) else str(table["error"].idxmin())
+    beats = bool(len(candidates) and candidates.loc[best, "error"] < best_baseline)
+    if not beats:
+        best = str(table[table["kind"] == "baseline"]["error"].idxmin())
+    table["recommended"] = table.index == best
+    table.attrs = {
+        "question": question,
+        "epsilon": epsilon,
+        "n": n,
+        "simulated_trajectories": size,
+        "population": "prior" if prior is not None else f"random walks ({population})",
+        "target_error": target,
+        "recommended": best,
+        "beats_baselines": beats,
+    }
+    return table
+
+
+def _users_needed(
+    sim: Simulation, question: str, name: str, spec: DesignSpec, target: float, err: float
+) -> float:
+    """Smallest n on a doubling grid whose expected error is at most ``target`` (NaN if none)."""
+    if spec.kind != "report":
+        # raw trajectory counts are biased: more users do not remove the error (NaN unless already there)
+        return float(sim.n) if err <= target else math.nan
+    for factor in (2.0**e for e in range(-6, 13)):
+        m = max(1, int(round(sim.n * factor)))
+        trial = Simulation(
+            sim.ps, sim.zone_of_point, sim.n_zones, sim.seqs, m, sim.epsilon, sim.rng, sim.zones
+        )
+        truth = (trial.od(trial.seqs) if _needs(question) == "od" else trial.visits(trial.seqs)) * (
+            m / len(trial.seqs)
+        )
+        ests, _ = spec.simulate(trial, question)
+        if np.mean([error_of(question, truth, e, m) for e in ests]) <= target:
+            return float(m)
+    return math.nan

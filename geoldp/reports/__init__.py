@@ -1,0 +1,34 @@
+"""Aggregate ε-LDP reports over public zones: one frequency-oracle report per trajectory.
+
+A collector who wants population statistics (where people go, between where) can ask each trajectory
+for **one** ε-LDP report of a chosen statistic over public zones instead of a whole perturbed
+trajectory:
+
+* :func:`report` — the release (``gdf.ldp.report(zones, ...)`` is the same): one report per row, with
+  the ledger in ``attrs["geoldp"]``;
+* :func:`estimate_counts` — debiased counts with 95 % intervals and a non-negative projection;
+* :func:`zone_grid` — a grid of zones over a public area (for example the public point set);
+* :mod:`geoldp.reports.oracles` — k-RR, OUE and OLH with their exact pmfs and variances,
+  :func:`choose_oracle`.
+"""
+
+from __future__ import annotations
+
+from geoldp.reports.estimators import estimate_counts, project_simplex, true_counts
+from geoldp.reports.oracles import ORACLES, Oracle, choose_oracle, oracle
+from geoldp.reports.release import STATISTICS, design, report
+from geoldp.reports.zones import zone_grid
+
+__all__ = [
+    "ORACLES",
+    "STATISTICS",
+    "Oracle",
+    "choose_oracle",
+    "design",
+    "estimate_counts",
+    "oracle",
+    "project_simplex",
+    "report",
+    "true_counts",
+    "zone_grid",
+]

@@ -1,0 +1,341 @@
+"""One ε-LDP aggregate report per trajectory: the release of :func:`geoldp.report`.
+
+Steps (the same order as every geoldp release): validate the public parameters (zones, statistic, ε,
+oracle, padding, ``rng``) before any row is read; validate the rows (:func:`geoldp._frames.extract`);
+check the accountant before any draw; draw **one** stream key; report row ``i`` with the ChaCha20 stream
+``i`` (so a seeded release does not depend on chunking); assemble the report table and its ledger.
+
+The statistic of a trajectory is computed from its vertices' zones (:mod:`geoldp.reports.zones`) and
+lives only inside this call:
+
+``"visited_zone"``
+    the set of distinct zones it visits (the outside category included when a vertex is outside every
+    zone); domain: zones + 1 values, plus padding dummies.
+``"od"``
+    the pair (zone of the first vertex, zone of the last vertex); domain: (zones + 1)² values.
+``"transitions"``
+    the set of ordered pairs (a, b), a ≠ b, of consecutive distinct zones along it (possibly empty);
+    domain: (zones + 1)² values, plus padding dummies.
+
+Set-valued statistics use padding-and-sampling (Wang et al. 2018): the set is padded with dummy values
+to ``pad_length`` items and one item is drawn uniformly from the padded set (from the set itself when it
+is larger); the oracle reports that item. With ``pad_length=1`` this is "one uniformly sampled visited
+zone". The sampled item is drawn from the same private stream as the oracle, and the whole report is
+ε-LDP because the oracle is ε-LDP for every item (a mixture of ε-LDP outputs).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from geoldp import _frames, accounting
+from geoldp._random import resolve_rng
+from geoldp._validation import check_epsilon, check_int_range, check_option
+from geoldp._versions import geoldp_version
+from geoldp.mechanisms import krr_constants
+from geoldp.reports import oracles as fo
+from geoldp.reports.zones import Zones, check_zones, zone_of_vertices
+
+__all__ = [
+    "STATISTICS",
+    "Design",
+    "design",
+    "design_of",
+    "ledger_of",
+    "n_reports",
+    "report",
+    "statistic_items",
+]
+
+#: The statistics a report can carry.
+STATISTICS = ("visited_zone", "od", "transitions")
+
+#: Smallest possible set size of each statistic (public): padding needs pad_length − this many dummies.
+_MIN_SET = {"visited_zone": 1, "od": 1, "transitions": 0}
+
+#: The report's ε is capped as k-RR's (ALGORITHM §3.4).
+_EPS_MAX = 700.0
+
+
+class Design:
+    """The public configuration of a report (domain, padding, oracle): no private data.
+
+    Attributes
+    ----------
+    statistic : str
+    n_zones : int
+        Number of zones; value ``n_zones`` is the outside category.
+    base : int
+        Number of real domain values (zones + 1, or its square for pairs).
+    pad_length : int
+    n_dummies : int
+        Dummy values ``base, …, base + n_dummies − 1``.
+    oracle : geoldp.reports.oracles.Oracle
+        Over ``d = base + n_dummies`` values.
+    """
+
+    __slots__ = ("base", "n_dummies", "n_zones", "oracle", "pad_length", "statistic")
+
+    def __init__(self, statistic: str, n_zones: int, pad_length: int, oracle: fo.Oracle) -> None:
+        k = n_zones + 1
+        self.statistic = statistic
+        self.n_zones = n_zones
+        self.base = k if statistic == "visited_zone" else k * k
+        self.pad_length = pad_length
+        self.n_dummies = pad_length - _MIN_SET[statistic]
+        self.oracle = oracle
+
+    @property
+    def d(self) -> int:
+        """Oracle domain size."""
+        return self.base + self.n_dummies
+
+
+def design(
+    statistic: str, n_zones: int, epsilon: float, *, oracle: str = "auto", pad_length: int = 1, caller: str
+) -> Design:
+    """Validate a report configuration and choose the oracle (public inputs only).
+
+    Raises
+    ------
+    TypeError, ValueError
+        An unknown statistic or oracle, an invalid ε, or ``pad_length`` < 1 (naming the parameter).
+    """
+    statistic = check_option(statistic, "statistic", STATISTICS, caller, case_insensitive=True)
+    epsilon = check_epsilon(epsilon, caller=caller, maximum=_EPS_MAX)
+    oracle = check_option(oracle, "oracle", ("auto", *fo.ORACLES), caller, case_insensitive=True)
+    pad_length = check_int_range(pad_length, "pad_length", caller=caller, minimum=1)
+    if statistic == "od" and pad_length != 1:
+        raise ValueError(
+            f"The 'pad_length' parameter of {caller} must be 1 for statistic='od' (one pair per trajectory)."
+        )
+    probe = Design(statistic, n_zones, pad_length, fo.oracle("krr", 2, epsilon))
+    d = probe.d
+    if d < 2:
+        raise ValueError(f"The report domain of {caller} must have at least 2 values.")
+    name = fo.choose_oracle(d, epsilon) if oracle == "auto" else oracle
+    return Design(statistic, n_zones, pad_length, fo.oracle(name, d, epsilon))
+
+
+def statistic_items(statistic: str, zone: np.ndarray, offsets: np.ndarray, n_zones: int) -> tuple:
+    """Per-trajectory item sets as CSR ``(set_offsets, items)`` from the vertices' zone positions.
+
+    Private data in, private data out: the caller draws the reports from it and drops it.
+    """
+    k = n_zones + 1
+    n = offsets.shape[0] - 1
+    codes = np.repeat(np.arange(n, dtype=np.int64), np.diff(offsets))
+    if statistic == "od":
+        items = zone[offsets[:-1]] * k + zone[offsets[1:] - 1]
+        return np.arange(n + 1, dtype=np.int64), items.astype(np.int64)
+    if statistic == "visited_zone":
+        keys = np.unique(codes * k + zone)  # distinct (trajectory, zone), sorted
+    else:
+        # consecutive vertices of one trajectory in different zones
+        same_traj = codes[1:] == codes[:-1]
+        moved = same_traj & (zone[1:] != zone[:-1])
+        keys = np.unique(codes[1:][moved] * (k * k) + zone[:-1][moved] * k + zone[1:][moved])
+    width = k if statistic == "visited_zone" else k * k
+    traj, items = np.divmod(keys, width)
+    set_offsets = np.searchsorted(traj, np.arange(n + 1), side="left").astype(np.int64)
+    return set_offsets, items.astype(np.int64)
+
+
+def _draw(des: Design, key: np.ndarray, set_offsets: np.ndarray, items: np.ndarray) -> dict[str, Any]:
+    """Draw the reports (row i on stream i); returns the report columns."""
+    n = set_offsets.shape[0] - 1
+    o = des.oracle
+    args = (key, np.int64(0), set_offsets, items, np.int64(des.pad_length), np.int64(des.base))
+    if o.name == "krr":
+        lie = krr_constants(o.d, o.epsilon)[2]
+        out = fo.sample_krr(*args, np.int64(o.d), lie, np.empty(n, dtype=np.int64))
+        return {"report": out}
+    if o.name == "olh":
+        lie = krr_constants(o.g, o.epsilon)[2]
+        seeds = np.empty(n, dtype=np.int64)
+        out = fo.sample_olh(*args, np.int64(o.g), lie, seeds, np.empty(n, dtype=np.int64))
+        return {"seed": seeds, "report": out}
+    p, q = fo.oue_bit_probabilities(o.epsilon)
+    packed = fo.sample_oue(*args, np.int64(o.d), p, q, np.zeros((n, (o.d + 7) // 8), dtype=np.uint8))
+    return {"bits": [row.tobytes() for row in packed]}
+
+
+def _provenance(des: Design, zones: Zones, policy: str, kind: str) -> dict[str, Any]:
+    o = des.oracle
+    eps = float(o.epsilon)
+    return {
+        "mechanism": "report",
+        "epsilon": eps,
+        "unit": "one row = one trajectory",
+        "statistic": des.statistic,
+        "oracle": o.name,
+        "oracle_parameters": o.parameters(),
+        "domain": {
+            "zones": des.n_zones,
+            "outside": "one extra category for vertices in no zone (the first zone wins where zones overlap)",
+            "base": des.base,
+            "pad_length": des.pad_length,
+            "dummies": des.n_dummies,
+            "size": des.d,
+            "zones_digest": zones.digest(),
+            "zones_crs": zones.crs.to_string(),
+        },
+        "ledger": {
+            "unit": "one trajectory",
+            "max_total_epsilon": eps,
+            "by_kind": {f"{o.name} report": eps},
+        },
+        "input": {"geometry": kind},
+        "unprotected_columns": [],
+        "geoldp_version": geoldp_version(),
+        "rng": policy,
+    }
+
+
+def _content_id(table: pd.DataFrame, provenance: dict[str, Any]) -> str:
+    """A digest of a seeded release (reports, index, ledger): reproducible byte for byte, never the seed."""
+    h = hashlib.sha256(json.dumps(provenance, sort_keys=True, default=str).encode())
+    h.update(pd.util.hash_pandas_object(table, index=True).to_numpy().tobytes())
+    return h.hexdigest()[:32]
+
+
+def report(
+    gdf: Any,
+    zones: Any,
+    *,
+    statistic: str = "visited_zone",
+    epsilon: float,
+    oracle: str = "auto",
+    pad_length: int = 1,
+    rng: Any = None,
+    accountant: Any = None,
+    user_col: Any = None,
+    on_invalid: str = "raise",
+) -> pd.DataFrame:
+    """One ε-LDP aggregate report per trajectory (row) over public zones.
+
+    Parameters
+    ----------
+    gdf : geopandas.GeoDataFrame
+        One LineString per row (one trajectory), or Point rows (each a one-point trajectory). Any CRS.
+    zones : GeoDataFrame or GeoSeries of Polygons/MultiPolygons
+        **Public** zones (for example :func:`geoldp.reports.zone_grid` over the public points). A vertex
+        in no zone counts as the *outside* category, which is part of the domain; where zones overlap
+        the first one wins.
+    statistic : {"visited_zone", "od", "transitions"}, default "visited_zone"
+        What each trajectory reports (see the module notes).
+    epsilon : float
+        The budget of one trajectory (one row), 0 < ε ≤ 700.
+    oracle : {"auto", "krr", "oue", "olh"}, default "auto"
+        The frequency oracle; ``"auto"`` takes the smallest count variance for the public domain size
+        (:func:`geoldp.reports.choose_oracle`).
+    pad_length : int, default 1
+        Padding-and-sampling length ℓ for the set statistics (must be 1 for ``"od"``). Counts of
+        trajectories visiting a zone are unbiased when no trajectory has more than ℓ items; ℓ = 1 reports
+        one uniformly sampled zone (or transition).
+    rng : {None, int, array_like[ints], SeedSequence, BitGenerator, Generator}, optional
+        ``None`` (default): the operating system's CSPRNG. Anything else seeds NumPy: **experiments and
+        tests only**.
+    accountant : geoldp.BudgetAccountant, optional
+        Charge every row ``epsilon`` to its user (needs ``user_col``), refusing before any draw a release
+        that would take a user past the total.
+    user_col : column label, optional
+        Each row's user id, for ``accountant`` (not released).
+    on_invalid : {"raise", "null"}, default "raise"
+        ``"null"``: invalid rows get a missing report instead of raising (this reveals which rows were
+        invalid).
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per input row (same index and order): column ``report`` (k-RR: the reported value;
+        OLH: with ``seed``) or ``bits`` (OUE: the packed bit vector, ``numpy.packbits`` order).
+        ``attrs["geoldp"]`` holds the ledger (statistic, oracle and its parameters, domain, ε, RNG
+        policy, a ``release_id``); estimate with :func:`geoldp.reports.estimate_counts`.
+
+    Raises
+    ------
+    TypeError, ValueError
+        Invalid parameters, zones or rows (all before any random draw).
+    BudgetError
+        With ``accountant``: a user would go past the total (nothing drawn or charged).
+
+    Examples
+    --------
+    >>> import geopandas as gpd
+    >>> from shapely.geometry import LineString
+    >>> from geoldp.reports import zone_grid
+    >>> trips = gpd.GeoDataFrame(geometry=[LineString([(0.1, 0.1), (0.9, 0.9)])] * 3, crs="EPSG:4326")
+    >>> zones = zone_grid((0.0, 0.0, 1.0, 1.0), cells=2)
+    >>> rep = report(trips, zones, statistic="od", epsilon=2.0, rng=0)
+    >>> rep.attrs["geoldp"]["oracle"], rep.attrs["geoldp"]["domain"]["size"], len(rep)
+    ('oue', 25, 3)
+    """
+    caller = "geoldp.report"
+    gdf = _frames.check_frame(gdf, caller=caller)
+    z = check_zones(zones, caller=caller)
+    des = design(statistic, z.size, epsilon, oracle=oracle, pad_length=pad_length, caller=caller)
+    source = resolve_rng(rng)
+    ft = _frames.extract(gdf, on_invalid=on_invalid, caller=caller)
+    charge = accounting.charge_release(accountant, gdf, user_col, des.oracle.epsilon, caller=caller)
+    zone = zone_of_vertices(z, ft.lon, ft.lat)
+    set_offsets, items = statistic_items(des.statistic, zone, ft.offsets, z.size)
+    del zone
+    key = source.stream_key()  # once, after every check
+    columns = _draw(des, key, set_offsets, items)
+    del set_offsets, items  # private: never outlive the call
+
+    rows = ft.traj_rows
+    out = pd.DataFrame(index=gdf.index.copy())
+    for name, values in columns.items():
+        if name == "bits":
+            col = np.full(len(gdf), None, dtype=object)
+            col[rows] = np.asarray(values, dtype=object)
+            out[name] = col
+        else:
+            col = pd.array(np.zeros(len(gdf), dtype=np.int64), dtype="Int64")
+            col[:] = pd.NA
+            col[rows] = values
+            out[name] = col if not ft.valid.all() else np.asarray(col, dtype=np.int64)
+    prov = _provenance(des, z, source.policy, ft.kind)
+    prov["input"]["on_invalid"] = on_invalid
+    ledger = accounting.finish_release(prov, charge=charge)
+    if ledger.get("rng") == "seeded":
+        ledger["release_id"] = _content_id(out, {k: v for k, v in ledger.items() if k != "release_id"})
+    out.attrs = {"geoldp": ledger}
+    return out
+
+
+def n_reports(table: pd.DataFrame) -> int:
+    """Number of non-missing reports in a report table."""
+    col = "bits" if "bits" in table.columns else "report"
+    return int(table[col].notna().sum())
+
+
+def ledger_of(table: Any, *, caller: str) -> dict[str, Any]:
+    """The ledger of a report table (``attrs["geoldp"]``), checked."""
+    if not isinstance(table, pd.DataFrame):
+        raise TypeError(
+            f"The 'reports' parameter of {caller} must be the DataFrame returned by geoldp.report. "
+            f"Got {type(table).__name__} instead."
+        )
+    led = table.attrs.get("geoldp")
+    if not isinstance(led, dict) or led.get("mechanism") != "report":
+        raise ValueError(
+            f"The 'reports' passed to {caller} carry no report ledger (attrs['geoldp']): pass the table "
+            "returned by geoldp.report, or parts of it (pandas keeps the ledger through slicing)."
+        )
+    return led
+
+
+def design_of(led: dict[str, Any]) -> Design:
+    """Rebuild the public design from a ledger."""
+    dom = led["domain"]
+    eps = float(led["epsilon"])
+    des = Design(str(led["statistic"]), int(dom["zones"]), int(dom["pad_length"]), fo.oracle("krr", 2, eps))
+    return Design(des.statistic, des.n_zones, des.pad_length, fo.oracle(str(led["oracle"]), des.d, eps))

@@ -1,0 +1,161 @@
+"""Public zones: validation, a square grid built from public inputs, and the zone of every vertex.
+
+A vertex lies in the **first** zone (by position) that contains it or has it on its boundary. A vertex in
+no zone is in the **outside** category, which is part of every report's domain: the domain size is a
+public number (zones + 1), never a function of the data.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import shapely
+from pyproj import CRS, Transformer
+
+from geoldp import _frames
+
+__all__ = ["Zones", "check_zones", "zone_grid", "zone_of_vertices"]
+
+
+class Zones:
+    """Validated public zones (internal): geometries, CRS, labels and a digest for the ledger."""
+
+    __slots__ = ("crs", "geoms", "index", "series")
+
+    def __init__(self, series: Any, geoms: np.ndarray, crs: CRS) -> None:
+        self.series = series
+        self.geoms = geoms
+        self.crs = crs
+        self.index = series.index
+
+    @property
+    def size(self) -> int:
+        """Number of zones (the outside category not counted)."""
+        return int(self.geoms.shape[0])
+
+    def digest(self) -> str:
+        """A digest of the zones' geometry and CRS (public), to check that an estimate uses the same zones."""
+        h = hashlib.sha256(self.crs.to_wkt().encode())
+        h.update(b"".join(shapely.to_wkb(self.geoms, hex=False)))
+        return h.hexdigest()[:16]
+
+
+def check_zones(zones: Any, *, caller: str) -> Zones:
+    """Validate a GeoDataFrame/GeoSeries of Polygons/MultiPolygons with a CRS (at least one zone).
+
+    Raises
+    ------
+    TypeError
+        Not a GeoDataFrame/GeoSeries, or a row that is not a (Multi)Polygon (named by position).
+    ValueError
+        No CRS, or no zones.
+    """
+    import geopandas as gpd
+
+    obj = zones.geometry if isinstance(zones, gpd.GeoDataFrame) else zones
+    if not isinstance(obj, gpd.GeoSeries):
+        raise TypeError(
+            f"The 'zones' parameter of {caller} must be a GeoDataFrame or GeoSeries of polygons (for "
+            f"example geoldp.reports.zone_grid(points, cells=10)). Got {type(zones).__name__} instead."
+        )
+    if len(obj) == 0:
+        raise ValueError(f"The 'zones' of {caller} have no rows; pass at least one polygon.")
+    if obj.crs is None:
+        raise ValueError(f"The 'zones' of {caller} have no CRS. Use set_crs() to declare it.")
+    geoms = np.asarray(obj.values, dtype=object)
+    bad = shapely.is_missing(geoms) | ~np.isin(shapely.get_type_id(geoms), (3, 6))
+    if bad.any():
+        raise TypeError(
+            f"Row position {int(np.flatnonzero(bad)[0])} of the 'zones' of {caller} is not a Polygon or "
+            "MultiPolygon."
+        )
+    return Zones(obj, geoms, CRS.from_user_input(obj.crs))
+
+
+def zone_of_vertices(zones: Zones, lon: np.ndarray, lat: np.ndarray) -> np.ndarray:
+    """Zone position of every WGS 84 vertex; ``zones.size`` (the outside category) for none."""
+    if _frames.is_wgs84(zones.crs):
+        x, y = np.asarray(lon), np.asarray(lat)
+    else:
+        x, y = Transformer.from_crs(_frames.WGS84, zones.crs, always_xy=True).transform(lon, lat)
+    out = np.full(np.asarray(lon).shape[0], zones.size, dtype=np.int64)
+    if out.size == 0:
+        return out
+    tree = shapely.STRtree(zones.geoms)
+    pt, zn = tree.query(shapely.points(np.asarray(x), np.asarray(y)), predicate="intersects")
+    order = np.lexsort((zn, pt))  # by vertex, then by zone position: the first zone wins
+    pt, zn = pt[order], zn[order]
+    first = np.ones(pt.shape[0], dtype=bool)
+    first[1:] = pt[1:] != pt[:-1]
+    out[pt[first]] = zn[first]
+    return out
+
+
+def zone_grid(area: Any, *, cells: int | tuple[int, int] = 10, crs: Any = None) -> Any:
+    """A grid of ``cells`` square-ish zones over the bounds of a **public** area.
+
+    Parameters
+    ----------
+    area : GeoDataFrame, GeoSeries, PointSet or (minx, miny, maxx, maxy)
+        Public inputs only (for example the public point set P), never the trajectories being released:
+        the zones are part of every report's domain.
+    cells : int or (int, int), default 10
+        Columns and rows of the grid (one int: the same for both).
+    crs : CRS-like, optional
+        CRS of a bounds tuple (default EPSG:4326); a frame's own CRS otherwise.
+
+    Returns
+    -------
+    geopandas.GeoDataFrame
+        One Polygon per cell (row-major from the south-west corner), index ``zone``, with columns
+        ``col`` and ``row``.
+
+    Examples
+    --------
+    >>> g = zone_grid((0.0, 0.0, 1.0, 2.0), cells=(2, 4))
+    >>> len(g), g.total_bounds.tolist()
+    (8, [0.0, 0.0, 1.0, 2.0])
+    """
+    import geopandas as gpd
+
+    from geoldp.pointset import PointSet
+
+    caller = "geoldp.reports.zone_grid"
+    nx, ny = (cells, cells) if isinstance(cells, int | np.integer) else tuple(cells)
+    for v in (nx, ny):
+        if isinstance(v, bool | np.bool_) or not isinstance(v, int | np.integer) or int(v) < 1:
+            raise ValueError(f"The 'cells' parameter of {caller} must be an int >= 1 or a pair of them.")
+    nx, ny = int(nx), int(ny)
+    bounds: tuple[float, ...]
+    if isinstance(area, PointSet):
+        bounds = (float(area.lon.min()), float(area.lat.min()), float(area.lon.max()), float(area.lat.max()))
+        crs = "EPSG:4326"
+    elif isinstance(area, gpd.GeoDataFrame | gpd.GeoSeries):
+        if area.crs is None:
+            raise ValueError(f"The 'area' of {caller} has no CRS. Use set_crs() to declare it.")
+        bounds, crs = tuple(float(b) for b in area.total_bounds), area.crs
+    elif isinstance(area, tuple | list) and len(area) == 4:
+        bounds, crs = tuple(float(b) for b in area), crs or "EPSG:4326"
+    else:
+        raise TypeError(
+            f"The 'area' parameter of {caller} must be a GeoDataFrame, GeoSeries, PointSet or a bounds tuple "
+            f"(minx, miny, maxx, maxy). Got {type(area).__name__} instead."
+        )
+    minx, miny, maxx, maxy = bounds
+    if not all(math.isfinite(b) for b in bounds) or maxx < minx or maxy < miny:
+        raise ValueError(f"The bounds of the 'area' of {caller} must be finite with min <= max.")
+    # a degenerate side (all points on one line) gets a tiny width so that every cell is a polygon
+    pad_x = 1e-9 * max(1.0, abs(minx)) if maxx == minx else 0.0
+    pad_y = 1e-9 * max(1.0, abs(miny)) if maxy == miny else 0.0
+    xs = np.linspace(minx - pad_x, maxx + pad_x, nx + 1)
+    ys = np.linspace(miny - pad_y, maxy + pad_y, ny + 1)
+    grid_col, grid_row = np.meshgrid(np.arange(nx), np.arange(ny))
+    col, row = grid_col.reshape(-1), grid_row.reshape(-1)
+    boxes = shapely.box(xs[col], ys[row], xs[col + 1], ys[row + 1])
+    return gpd.GeoDataFrame(
+        {"col": col, "row": row}, geometry=boxes, crs=crs, index=pd.RangeIndex(boxes.shape[0], name="zone")
+    )

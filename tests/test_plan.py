@@ -1,0 +1,145 @@
+"""The planner: public inputs only, a table with both baselines, a recommendation, the registry, the CLI."""
+
+from __future__ import annotations
+
+import io
+
+import numpy as np
+import pytest
+
+import geoldp
+from geoldp import cli, planner
+from geoldp.reports import zone_grid
+
+PTS = np.random.default_rng(0).uniform(0.0, 1.0, size=(150, 2))
+ZONES = zone_grid((0.0, 0.0, 1.0, 1.0), cells=4)
+
+
+@pytest.mark.parametrize("question", planner.QUESTIONS)
+def test_table_has_every_design_and_both_baselines(question):
+    t = geoldp.plan(PTS, ZONES, epsilon=4.0, n=500, lengths=[2, 3, 5], question=question, rng=1)
+    assert {"baseline:uniform", "baseline:constant", "tp", "atp", "pointem", "ldptrace"} <= set(t.index)
+    assert any(i.startswith("report:") for i in t.index)
+    assert t["recommended"].sum() == 1
+    assert t.attrs["recommended"] == t.index[t["recommended"]][0]
+    assert np.isfinite(t["error"]).all() and (t["error"] >= 0).all()
+    best = t.loc[t.attrs["recommended"], "error"]
+    if t.attrs["beats_baselines"]:
+        assert best <= t["error"].min() + 1e-12
+        assert best < t[t["kind"] == "baseline"]["error"].min()
+    else:
+        assert t.loc[t.attrs["recommended"], "kind"] == "baseline"
+
+
+@pytest.mark.parametrize("population", planner.POPULATIONS)
+def test_every_population(population):
+    t = geoldp.plan(PTS, ZONES, epsilon=4.0, n=300, lengths=3, population=population, designs=["tp"], rng=0)
+    assert t.attrs["population"] == f"random walks ({population})"
+
+
+def test_ldptrace_design_learns_more_with_more_budget():
+    # LDPTrace's synthetic population approaches the simulated one's zone visits as ε grows; at ε = 0.5 its
+    # model is mostly noise (3 repetitions each; the gap is several error_sd wide)
+    errs = {}
+    for eps in (0.5, 32.0):
+        t = geoldp.plan(PTS, ZONES, epsilon=eps, n=5000, lengths=[3, 4], designs=["ldptrace"], rng=3)
+        errs[eps] = t.loc["ldptrace", ["error", "error_sd"]]
+        assert t.loc["ldptrace", "kind"] == "synthesis"
+    assert errs[32.0]["error"] + 2 * errs[32.0]["error_sd"] < errs[0.5]["error"] - 2 * errs[0.5]["error_sd"]
+
+
+def test_seeded_plan_is_reproducible():
+    a = geoldp.plan(PTS, ZONES, epsilon=2.0, n=300, lengths=3, question="od_flows", rng=4)
+    b = geoldp.plan(PTS, ZONES, epsilon=2.0, n=300, lengths=3, question="od_flows", rng=4)
+    assert a.equals(b)
+
+
+def test_report_error_shrinks_with_more_users_and_epsilon():
+    # the closed-form variance: 16x the users must lower the report's expected OD error
+    kw = dict(lengths=3, question="od_flows", designs=["report:od"], rng=2)
+    small = geoldp.plan(PTS, ZONES, epsilon=1.0, n=200, **kw).loc["report:od", "error"]
+    large = geoldp.plan(PTS, ZONES, epsilon=1.0, n=3200, **kw).loc["report:od", "error"]
+    high = geoldp.plan(PTS, ZONES, epsilon=8.0, n=200, **kw).loc["report:od", "error"]
+    assert large < small and high < small
+
+
+def test_users_needed_reaches_the_target():
+    t = geoldp.plan(
+        PTS, ZONES, epsilon=4.0, n=400, lengths=3, question="zone_visits", target_error=0.5, rng=3
+    )
+    need = t.loc["report:visited_zone", "users_needed"]
+    assert np.isfinite(need)
+    again = geoldp.plan(
+        PTS,
+        ZONES,
+        epsilon=4.0,
+        n=int(need),
+        lengths=3,
+        question="zone_visits",
+        designs=["report:visited_zone"],
+        rng=3,
+    )
+    assert again.loc["report:visited_zone", "error"] <= 0.5 * 1.25  # simulation noise
+
+
+def test_registry_takes_a_new_design():
+    def simulate(sim, question):
+        truth = sim.visits(sim.seqs) * (sim.n / len(sim.seqs))
+        return [truth], None
+
+    planner.register_design("oracle-peek", planner.DesignSpec(("zone_visits",), simulate, "test"))
+    try:
+        t = geoldp.plan(PTS, ZONES, epsilon=1.0, n=100, lengths=2, designs=["oracle-peek", "tp"], rng=0)
+        assert t.loc["oracle-peek", "error"] == pytest.approx(0.0)
+        assert t.attrs["recommended"] == "oracle-peek"
+    finally:
+        del planner.DESIGNS["oracle-peek"]
+
+
+def test_prior_population():
+    import geopandas as gpd
+    from shapely.geometry import LineString
+
+    prior = gpd.GeoDataFrame(geometry=[LineString([PTS[0], PTS[1], PTS[2]])] * 20, crs="EPSG:4326")
+    t = geoldp.plan(PTS, ZONES, epsilon=8.0, n=1000, lengths=3, prior=prior, rng=0)
+    assert t.attrs["population"] == "prior"
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "exc", "match"),
+    [
+        ({"question": "speeds"}, ValueError, "question"),
+        ({"epsilon": 0.0}, ValueError, "epsilon"),
+        ({"n": 0}, ValueError, "'n'"),
+        ({"lengths": "abc"}, TypeError, "lengths"),
+        ({"lengths": [0, 1]}, ValueError, "lengths"),
+        ({"designs": ["magic"]}, ValueError, "magic"),
+        ({"target_error": -1.0}, ValueError, "target_error"),
+        ({"population": "crowd"}, ValueError, "population"),
+    ],
+)
+def test_bad_input(kwargs, exc, match):
+    args = {"epsilon": 1.0, "n": 100, "lengths": 3, **kwargs}
+    with pytest.raises(exc, match=match):
+        geoldp.plan(PTS, ZONES, **args)
+
+
+def test_cli_plan(tmp_path):
+    path = tmp_path / "points.csv"
+    path.write_text("lon,lat\n" + "\n".join(f"{x:.6f},{y:.6f}" for x, y in PTS * 0.1 + [-87.7, 41.8]) + "\n")
+    out, err = io.StringIO(), io.StringIO()
+    import contextlib
+
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = cli.main(["plan", str(path), "--epsilon", "4", "--n", "300", "--seed", "0", "--cell-km", "3"])
+    assert code == 0, err.getvalue()
+    assert "recommended:" in out.getvalue() and "baseline:uniform" in out.getvalue()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        bad = cli.main(["plan", str(path), "--epsilon", "4", "--n", "300", "--lengths", "a,b"])
+    assert bad == 1 and "Traceback" not in err.getvalue() and "--lengths" in err.getvalue()
+
+
+def test_cli_plan_help(capsys):
+    assert cli.main(["plan", "--help"]) == 0
+    out = capsys.readouterr().out
+    assert "geoldp plan" in out and "--population" in out
