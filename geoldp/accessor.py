@@ -865,8 +865,8 @@ class LDPAccessor:
         pandas.DataFrame
             Columns ``estimate``, ``lower``, ``upper`` (the 95 % interval), ``raw`` (the same statistic
             computed on the release as it is) and ``supported`` (False where the interval also holds the
-            estimate of a no-data population: the release cannot tell that row from no data), one row per public point (P's order) or zone (the zones'
-            index).
+            estimate of a no-data population: the release cannot tell that row from no data), one row
+            per public point (P's order) or zone (the zones' index).
 
         Raises
         ------
@@ -910,7 +910,8 @@ class LDPAccessor:
         pandas.DataFrame
             Columns ``estimate``, ``lower``, ``upper`` (the 95 % interval), ``raw`` (the same statistic
             computed on the release as it is) and ``supported`` (False where the interval also holds the
-            estimate of a no-data population: the release cannot tell that row from no data), one row per region, in the given order.
+            estimate of a no-data population: the release cannot tell that row from no data), one row
+            per region, in the given order.
 
         Raises
         ------

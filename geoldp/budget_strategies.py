@@ -114,7 +114,9 @@ def _trip_codes(gdf: Any, user_col: Any, traj_id_col: Any) -> tuple[np.ndarray, 
     codes, uniques = pd.factorize(gdf[user_col], sort=False)
     keys: dict[int | str, int] = {}
     remap = np.fromiter(
-        (keys.setdefault(accounting.user_key(u), len(keys)) for u in uniques), dtype=np.int64, count=len(uniques)
+        (keys.setdefault(accounting.user_key(u), len(keys)) for u in uniques),
+        dtype=np.int64,
+        count=len(uniques),
     )
     users = remap[codes]
     if traj_id_col is None:
