@@ -52,6 +52,9 @@ FORMATS = {
     ".tsv": "CSV",
     ".txt": "CSV",
 }
+#: The estimate layers of ``geoldp.layers.estimate_layers``, in the order they are written (here, so that
+#: the command line can name them without importing GeoPandas).
+ESTIMATE_LAYERS = ("zone_visits", "od_flows", "hotspots", "point_visits", "range_counts")
 #: Output formats of ``geoldp.io.write_file``, by file suffix (here, so that the command line can name them
 #: without importing GeoPandas).
 WRITE_FORMATS = {

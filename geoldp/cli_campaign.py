@@ -686,7 +686,7 @@ class _CellKm(argparse.Action):
 
 
 def _add_estimate(sub: Any) -> None:
-    from geoldp.layers import LAYER_NAMES
+    from geoldp._formats import ESTIMATE_LAYERS as LAYER_NAMES
 
     p = sub.add_parser(
         "estimate",

@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from geoldp import budget_strategies
+from geoldp import _formats, budget_strategies
 from geoldp import points as public_points
 
 __all__ = [
@@ -43,7 +43,7 @@ __all__ = [
 ]
 
 #: The layers :func:`estimate_layers` can make, in the order they are written.
-LAYER_NAMES = ("zone_visits", "od_flows", "hotspots", "point_visits", "range_counts")
+LAYER_NAMES = _formats.ESTIMATE_LAYERS
 _VALUES = ["estimate", "lower", "upper", "raw"]
 
 
