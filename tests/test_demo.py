@@ -13,7 +13,7 @@ import shapely
 
 from geoldp.cli import main
 from geoldp.datasets import synthetic_city
-from geoldp.demo import run_demo, utility_table
+from geoldp.demo import DEMO_PLAN_DESIGNS, run_demo, utility_table
 
 SMALL = ["--n-trips", "40", "--n-points", "120"]
 
@@ -32,6 +32,11 @@ def test_demo_command_writes_files_and_prints_table(tmp_path, capsys):
         *("uniform", "constant"),
     ]
     assert "Estimation time" in captured.out
+    # the plan comes first: every design it compares and both baselines, one of them recommended
+    plan_part = captured.out.split("Perturbing with TP and ATP")[0]
+    for design in (*DEMO_PLAN_DESIGNS, "baseline:uniform", "baseline:constant"):
+        assert f"\n{design} " in plan_part
+    assert "Recommended design for zone visits" in plan_part or "No design beats" in plan_part
     names = {p.name for p in out_dir.iterdir()}
     assert {
         "points.geojson",
