@@ -658,12 +658,6 @@ def to_geojson(
     pathlib.Path
         The GeoJSON file written.
 
-    Notes
-    -----
-    Feature ``id``: a frame's non-default index is written as each Feature's ``id``, except for a release
-    (a frame with a geoldp ledger), which is written without ids, so that the gaps of a subset's index
-    cannot show which rows were dropped. Keep an id as a column (``reset_index()``) to publish it.
-
     Raises
     ------
     TypeError
@@ -675,6 +669,10 @@ def to_geojson(
 
     Notes
     -----
+    Feature ``id``: a frame's non-default index is written as each Feature's ``id``, except for a release
+    (a frame with a geoldp ledger), which is written without ids, so that the gaps of a subset's index
+    cannot show which rows were dropped. Keep an id as a column (``reset_index()``) to publish it.
+
     A missing value in a column (NaN, None, NaT, ``pd.NA``) is written as JSON ``null``.
 
     Examples
