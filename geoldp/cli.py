@@ -22,6 +22,11 @@ from typing import TYPE_CHECKING, Any, NoReturn, TextIO
 # the output formats of `geoldp perturb` are those of geoldp.io.write_file, by file suffix. Only light
 # modules at the top: `--help`, `--version` and usage errors answer before numba or GeoPandas load (every
 # command imports what it needs inside its function).
+from geoldp._cli_args import bbox as _bbox
+from geoldp._cli_args import one_line as _one_line
+from geoldp._cli_args import positive_float as _positive_float
+from geoldp._cli_args import positive_int as _positive_int
+from geoldp._cli_args import seed as _seed
 from geoldp._formats import WRITE_FORMATS
 
 if TYPE_CHECKING:
@@ -56,36 +61,10 @@ class _Parser(argparse.ArgumentParser):
 # helpers
 
 
-def _one_line(message: object) -> str:
-    """Collapse a message to one line."""
-    text = " ".join(str(message).split())
-    return text or "unknown error"
-
-
 def _version() -> str:
     from geoldp._versions import geoldp_version
 
     return geoldp_version()
-
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}")
-    return value
-
-
-def _seed(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a non-negative integer, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be a non-negative integer, got {text!r}")
-    return value
 
 
 def _epsilon(text: str) -> float:
@@ -94,16 +73,6 @@ def _epsilon(text: str) -> float:
         return float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"must be a number, got {text!r}") from None
-
-
-def _positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a positive number, got {text!r}") from None
-    if not (0.0 < value < float("inf")):
-        raise argparse.ArgumentTypeError(f"must be a positive number, got {text!r}")
-    return value
 
 
 def _granularity(text: str) -> str | int:
@@ -258,17 +227,6 @@ def write_frame(
 
 # ------------------------------------------------------------------------------------------------------
 # commands
-
-
-def _bbox(text: str) -> tuple[float, float, float, float]:
-    parts = text.split(",")
-    try:
-        values = tuple(float(p) for p in parts)
-    except ValueError:
-        values = ()
-    if len(values) != 4:
-        raise argparse.ArgumentTypeError(f"must be four numbers MINX,MINY,MAXX,MAXY, got {text!r}")
-    return values
 
 
 def _public_points(args: argparse.Namespace) -> tuple[Path | None, Any]:

@@ -24,6 +24,12 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
+from geoldp._cli_args import bbox as _bbox
+from geoldp._cli_args import int_at_least as _int_at_least
+from geoldp._cli_args import one_line as _one_line
+from geoldp._cli_args import positive_float as _positive_float
+from geoldp._cli_args import seed as _seed
+
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
@@ -42,10 +48,6 @@ PROG = "geoldp"
 
 # ------------------------------------------------------------------------------------------------------
 # helpers (the same grammar as geoldp.cli)
-
-
-def _one_line(message: object) -> str:
-    return " ".join(str(message).split()) or "unknown error"
 
 
 @contextmanager
@@ -70,43 +72,6 @@ def _existing(path: str, what: str) -> Path:
     if p.is_dir():
         raise ValueError(f"{what} path '{path}' is a directory, not a file")
     return p
-
-
-def _bbox(text: str) -> tuple[float, float, float, float]:
-    try:
-        values = tuple(float(p) for p in text.split(","))
-    except ValueError:
-        values = ()
-    if len(values) != 4:
-        raise argparse.ArgumentTypeError(f"must be four numbers MINX,MINY,MAXX,MAXY, got {text!r}")
-    return values  # type: ignore[return-value,unused-ignore]
-
-
-def _positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a positive number, got {text!r}") from None
-    if not (0.0 < value < float("inf")):
-        raise argparse.ArgumentTypeError(f"must be a positive number, got {text!r}")
-    return value
-
-
-def _int_at_least(low: int) -> Any:
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"must be an integer >= {low}, got {text!r}") from None
-        if value < low:
-            raise argparse.ArgumentTypeError(f"must be an integer >= {low}, got {text!r}")
-        return value
-
-    return parse
-
-
-def _seed(text: str) -> int:
-    return _int_at_least(0)(text)
 
 
 def _check_output(

@@ -52,6 +52,7 @@ LAYERS: list[tuple[str, ...]] = [
         "demo",
         "cli",
         "cli_campaign",
+        "_cli_args",
         "__main__",
         "__init__",
     ),  # applications and the package itself
