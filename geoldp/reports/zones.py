@@ -17,6 +17,7 @@ import shapely
 from pyproj import CRS, Transformer
 
 from geoldp import _frames
+from geoldp._zones import check_polygons
 
 __all__ = ["Zones", "check_zones", "zone_grid", "zone_of_vertices"]
 
@@ -54,26 +55,8 @@ def check_zones(zones: Any, *, caller: str) -> Zones:
     ValueError
         No CRS, or no zones.
     """
-    import geopandas as gpd
-
-    obj = zones.geometry if isinstance(zones, gpd.GeoDataFrame) else zones
-    if not isinstance(obj, gpd.GeoSeries):
-        raise TypeError(
-            f"The 'zones' parameter of {caller} must be a GeoDataFrame or GeoSeries of polygons (for "
-            f"example geoldp.reports.zone_grid(points, cells=10)). Got {type(zones).__name__} instead."
-        )
-    if len(obj) == 0:
-        raise ValueError(f"The 'zones' of {caller} have no rows; pass at least one polygon.")
-    if obj.crs is None:
-        raise ValueError(f"The 'zones' of {caller} have no CRS. Use set_crs() to declare it.")
-    geoms = np.asarray(obj.values, dtype=object)
-    bad = shapely.is_missing(geoms) | ~np.isin(shapely.get_type_id(geoms), (3, 6))
-    if bad.any():
-        raise TypeError(
-            f"Row position {int(np.flatnonzero(bad)[0])} of the 'zones' of {caller} is not a Polygon or "
-            "MultiPolygon."
-        )
-    return Zones(obj, geoms, CRS.from_user_input(obj.crs))
+    series, geoms, crs = check_polygons(zones, name="zones", caller=caller)
+    return Zones(series, geoms, crs)
 
 
 def zone_of_vertices(zones: Zones, lon: np.ndarray, lat: np.ndarray) -> np.ndarray:
