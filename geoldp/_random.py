@@ -330,7 +330,7 @@ def _qr(a, b, c, d):
     return a, b, c, d
 
 
-@numba.njit(cache=True, _nrt=False)  # type: ignore[call-overload]
+@jit
 def chacha_block(key, counter, stream, out):
     """One ChaCha20 block (20 rounds) into ``out`` (``uint32[16]``); see the module docstring for the layout.
 
@@ -395,8 +395,6 @@ def chacha_block(key, counter, stream, out):
 # The stream functions allocate nothing, so they are compiled with geoldp's one kernel decorator (no NRT
 # reference counting: with it, every call that passes arrays pays atomic increments, about 4x slower in the
 # fast path's hot loop).
-
-
 @jit
 def stream_reset(state, stream):
     """Reset ``state`` (``int64[3]``) to the start of ``stream``: [stream, block 0, position 16 = empty]."""

@@ -1,5 +1,5 @@
-"""Polygon zones and regions given by the user: the one validator, so that every function words the same
-bad input the same way (metrics, collector-side estimates and reports alike).
+"""Polygon zones and regions given by the user: the one validator (so that every function words the same
+bad input the same way: metrics, collector-side estimates and reports alike), and the point-in-zone rule.
 """
 
 from __future__ import annotations
@@ -8,9 +8,11 @@ from typing import Any
 
 import numpy as np
 import shapely
-from pyproj import CRS
+from pyproj import CRS, Transformer
 
-__all__ = ["check_polygons"]
+from geoldp import _frames
+
+__all__ = ["check_polygons", "first_zone", "lonlat_to"]
 
 
 def check_polygons(
@@ -66,3 +68,27 @@ def check_polygons(
             "MultiPolygon."
         )
     return series, geoms, CRS.from_user_input(series.crs)
+
+
+def lonlat_to(lon: Any, lat: Any, crs: CRS) -> tuple[np.ndarray, np.ndarray]:
+    """WGS 84 (lon, lat) degrees as float64 (x, y) in ``crs`` (unchanged when ``crs`` is WGS 84)."""
+    if _frames.is_wgs84(crs):
+        return np.asarray(lon, dtype=np.float64), np.asarray(lat, dtype=np.float64)
+    x, y = Transformer.from_crs(_frames.WGS84, crs, always_xy=True).transform(
+        np.asarray(lon), np.asarray(lat)
+    )
+    return np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)
+
+
+def first_zone(geoms: np.ndarray, x: np.ndarray, y: np.ndarray, *, outside: int) -> np.ndarray:
+    """Position of the first polygon containing or touching each (x, y); ``outside`` for none."""
+    out = np.full(np.asarray(x).shape[0], outside, dtype=np.int64)
+    if out.size == 0:
+        return out
+    pt, zn = shapely.STRtree(geoms).query(shapely.points(x, y), predicate="intersects")
+    order = np.lexsort((zn, pt))  # by point, then by zone position: the first zone wins
+    pt, zn = pt[order], zn[order]
+    first = np.ones(pt.shape[0], dtype=bool)
+    first[1:] = pt[1:] != pt[:-1]
+    out[pt[first]] = zn[first]
+    return out

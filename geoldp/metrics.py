@@ -33,7 +33,7 @@ import pandas as pd
 
 from geoldp._frames import TrajectoryArrays, as_pointset, as_regions, trajectory_arrays
 from geoldp._validation import check_int_min, check_max_km
-from geoldp._zones import check_polygons
+from geoldp._zones import check_polygons, lonlat_to
 from geoldp.geo import KM_PER_DEGREE
 from geoldp.geo import haversine_array_m as _haversine_m
 from geoldp.pointset import PointSet
@@ -648,20 +648,8 @@ class _Zones:
     def assign_points(self, pts: PointSet) -> np.ndarray:
         """Zone position of every public point."""
         if self._points_zone is None or self._points_zone[0] is not pts:
-            xy = np.column_stack([pts.lon, pts.lat])
-            if not self.crs.equals(_wgs84()):
-                from pyproj import Transformer
-
-                x, y = Transformer.from_crs(_wgs84(), self.crs, always_xy=True).transform(pts.lon, pts.lat)
-                xy = np.column_stack([x, y])
-            self._points_zone = (pts, self.assign_xy(xy))
+            self._points_zone = (pts, self.assign_xy(np.column_stack(lonlat_to(pts.lon, pts.lat, self.crs))))
         return self._points_zone[1]
-
-
-def _wgs84() -> Any:
-    from pyproj import CRS
-
-    return CRS.from_epsg(4326)
 
 
 def _zone_arg(zones: Any, pts: PointSet | None, caller: str) -> _Zones | None:

@@ -17,10 +17,10 @@ from typing import Any
 
 import numpy as np
 import shapely
-from pyproj import CRS, Transformer
+from pyproj import CRS
 
 from geoldp import _frames
-from geoldp._zones import check_polygons
+from geoldp._zones import check_polygons, first_zone, lonlat_to
 from geoldp.geo import haversine_m
 from geoldp.pointset import PointSet
 from geoldp.trajectory import engine
@@ -211,27 +211,14 @@ def released_sequences(released: Any, ps: PointSet, *, caller: str) -> Release:
 
 
 def _points_in(ps: PointSet, crs: CRS) -> tuple[np.ndarray, np.ndarray]:
-    if _frames.is_wgs84(crs):
-        return np.asarray(ps.lon), np.asarray(ps.lat)
-    x, y = Transformer.from_crs(_frames.WGS84, crs, always_xy=True).transform(
-        np.asarray(ps.lon), np.asarray(ps.lat)
-    )
-    return np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)
+    return lonlat_to(ps.lon, ps.lat, crs)
 
 
 def zone_of_points(zones: Any, ps: PointSet, *, caller: str) -> tuple[np.ndarray, Any]:
     """Zone position of every public point (-1 outside every zone; the first zone when they overlap)."""
     series, geoms, crs = check_polygons(zones, name="zones", caller=caller)
     x, y = _points_in(ps, crs)
-    tree = shapely.STRtree(geoms)
-    pt, zn = tree.query(shapely.points(x, y), predicate="intersects")
-    out = np.full(ps.size, -1, dtype=np.int64)
-    order = np.lexsort((zn, pt))
-    pt, zn = pt[order], zn[order]
-    first = np.ones(pt.shape[0], dtype=bool)
-    first[1:] = pt[1:] != pt[:-1]
-    out[pt[first]] = zn[first]
-    return out, series.index
+    return first_zone(geoms, x, y, outside=-1), series.index
 
 
 def region_members(regions: Any, ps: PointSet, *, crs: Any, caller: str) -> tuple[list[np.ndarray], Any]:
