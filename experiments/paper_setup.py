@@ -97,9 +97,9 @@ def load_dataset(folder: Path) -> tuple[np.ndarray, np.ndarray, list[np.ndarray]
 
 
 def distance_matrix_m(lon: np.ndarray, lat: np.ndarray) -> np.ndarray:
-    from geoldp.queries import _haversine_m
+    from geoldp.geo import haversine_array_m
 
-    return _haversine_m(lon[:, None], lat[:, None], lon[None, :], lat[None, :])
+    return haversine_array_m(lon[:, None], lat[:, None], lon[None, :], lat[None, :])
 
 
 def exact_baselines(D: np.ndarray, trajs: list[np.ndarray], epsilons: tuple[float, ...]) -> pd.DataFrame:

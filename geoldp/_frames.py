@@ -52,6 +52,7 @@ __all__ = [
     "check_columns",
     "check_frame",
     "extract",
+    "is_circle",
     "is_wgs84",
     "public_xy",
     "resolve_points",
@@ -847,7 +848,8 @@ class Region:
     radius_m: float = 0.0
 
 
-def _is_circle(obj: Any) -> bool:
+def is_circle(obj: Any) -> bool:
+    """Whether ``obj`` is a circle region ``(lon, lat, radius_km)``: three real numbers (no bools)."""
     return (
         isinstance(obj, tuple | list | np.ndarray)
         and len(obj) == 3
@@ -895,10 +897,10 @@ def as_regions(regions: Any, *, caller: str) -> tuple[list[Region], bool]:
         return [_polygon(g, crs, caller) for g in regions.values], False
     if isinstance(regions, shapely.Geometry):
         return [_polygon(regions, None, caller)], True
-    if _is_circle(regions):
+    if is_circle(regions):
         return [_circle(regions, caller)], True
     if isinstance(regions, list | tuple):
-        out = [_circle(r, caller) if _is_circle(r) else _polygon(r, None, caller) for r in regions]
+        out = [_circle(r, caller) if is_circle(r) else _polygon(r, None, caller) for r in regions]
         return out, False
     raise TypeError(
         f"The 'region' parameter of {caller} must be a Polygon, a circle (lon, lat, radius_km), a list of "

@@ -61,6 +61,8 @@ import os
 import numba
 import numpy as np
 
+from geoldp._kernels import jit
+
 __all__ = [
     "ChaChaRandomSource",
     "NumpyRandomSource",
@@ -311,7 +313,7 @@ def resolve_rng(rng) -> RandomSource:
 _MASK32 = np.uint64(0xFFFFFFFF)
 
 
-@numba.njit(cache=True, _nrt=False, inline="always")
+@numba.njit(cache=True, _nrt=False, inline="always")  # type: ignore[call-overload]
 def _qr(a, b, c, d):
     a = (a + b) & _MASK32
     d ^= a
@@ -328,7 +330,7 @@ def _qr(a, b, c, d):
     return a, b, c, d
 
 
-@numba.njit(cache=True, _nrt=False)
+@jit
 def chacha_block(key, counter, stream, out):
     """One ChaCha20 block (20 rounds) into ``out`` (``uint32[16]``); see the module docstring for the layout.
 
@@ -390,12 +392,10 @@ def chacha_block(key, counter, stream, out):
     out[15] = (x15 + j15) & _MASK32
 
 
-# The stream functions allocate nothing, so they are compiled without NRT reference counting (with it, every
-# call that passes arrays pays atomic increments: about 4x slower in the fast path's hot loop).
-_jit_stream = numba.njit(cache=True, _nrt=False)
-
-
-@_jit_stream
+# The stream functions allocate nothing, so they are compiled with geoldp's one kernel decorator (no NRT
+# reference counting: with it, every call that passes arrays pays atomic increments, about 4x slower in the
+# fast path's hot loop).
+@jit
 def stream_reset(state, stream):
     """Reset ``state`` (``int64[3]``) to the start of ``stream``: [stream, block 0, position 16 = empty]."""
     state[0] = stream
@@ -411,7 +411,7 @@ def stream_state(stream: int = 0):
     return buf, state
 
 
-@numba.njit(cache=True, _nrt=False, inline="always")
+@numba.njit(cache=True, _nrt=False, inline="always")  # type: ignore[call-overload]
 def _next_word(key, buf, state):
     """Next 32-bit word as uint64 (refills ``buf`` with the next block when exhausted)."""
     if state[2] >= 16:
@@ -423,13 +423,13 @@ def _next_word(key, buf, state):
     return np.uint64(w)
 
 
-@_jit_stream
+@jit
 def stream_next_u32(key, buf, state):
     """Next 32-bit word of the stream (refills ``buf`` with the next block when exhausted)."""
     return np.uint32(_next_word(key, buf, state))
 
 
-@_jit_stream
+@jit
 def stream_uniform(key, buf, state):
     """53-bit uniform in [0, 1): ``((a >> 5)·2²⁶ + (b >> 6))·2⁻⁵³`` from the next two words a, b."""
     a = _next_word(key, buf, state) >> np.uint64(5)
@@ -437,13 +437,13 @@ def stream_uniform(key, buf, state):
     return float(a * np.uint64(67108864) + b) * (1.0 / 9007199254740992.0)
 
 
-@_jit_stream
+@jit
 def stream_bernoulli(key, buf, state, p):
     """``stream_uniform(...) < p``."""
     return stream_uniform(key, buf, state) < p
 
 
-@_jit_stream
+@jit
 def stream_integers(key, buf, state, k):
     """Uniform on {0, …, k−1} (k ≥ 1) by bitmask rejection on 64-bit words (a = high, b = low word)."""
     if k <= 1:
@@ -462,7 +462,7 @@ def stream_integers(key, buf, state, k):
             return np.int64(cand)
 
 
-@_jit_stream
+@jit
 def stream_categorical_cdf(key, buf, state, cdf, n):
     """Inverse CDF over ``cdf[:n]`` (cumulative sums of a pmf): first i with u < cdf[i]; rounding guard
     returns the last index whose cumulative value is larger than its predecessor's (positive mass)."""

@@ -26,9 +26,10 @@ import numbers
 
 import numpy as np
 
+from geoldp.geo import KM_PER_DEGREE
+
 __all__ = ["synthetic_city", "synthetic_city_arrays"]
 
-_KM_PER_DEG_LAT = 6371.0 * math.pi / 180.0  # same Earth radius as geoldp.geo.EARTH_RADIUS_M
 _MIN_SEPARATION_KM = 1e-5  # 1 cm; PointSet treats < 1 mm as a duplicate
 _SNAP_K = 8
 
@@ -239,8 +240,8 @@ def synthetic_city_arrays(
     x, y, kind, hub_xy = _draw_points(n_points, half, gen)
     xy = np.column_stack([x, y])
     flat, offsets = _draw_trips(xy, kind, hub_xy, n_trips, min_len, max_len, half, gen)
-    lat = lat0 + y / _KM_PER_DEG_LAT
-    lon = lon0 + x / (_KM_PER_DEG_LAT * math.cos(math.radians(lat0)))
+    lat = lat0 + y / KM_PER_DEGREE
+    lon = lon0 + x / (KM_PER_DEGREE * math.cos(math.radians(lat0)))
     lon = (lon + 180.0) % 360.0 - 180.0
     return lon, lat, flat, offsets, kind
 
@@ -321,9 +322,9 @@ def synthetic_city(
     if jitter_m > 0.0 and len(flat):
         # A separate, deterministic stream so that jitter does not change the trips themselves.
         jgen = np.random.default_rng(np.random.SeedSequence(entropy=_seed_entropy(seed), spawn_key=(1,)))
-        tlat = tlat + jgen.normal(0.0, jitter_m, len(flat)) / (_KM_PER_DEG_LAT * 1000.0)
+        tlat = tlat + jgen.normal(0.0, jitter_m, len(flat)) / (KM_PER_DEGREE * 1000.0)
         tlon = tlon + jgen.normal(0.0, jitter_m, len(flat)) / (
-            _KM_PER_DEG_LAT * 1000.0 * np.cos(np.radians(tlat))
+            KM_PER_DEGREE * 1000.0 * np.cos(np.radians(tlat))
         )
     n_trips = len(offsets) - 1
     lengths = np.diff(offsets)

@@ -14,9 +14,19 @@ import numpy as np
 from geoldp import _kernels
 from geoldp._kernels import EARTH_RADIUS_M
 
-__all__ = ["EARTH_RADIUS_M", "bearing", "haversine_m", "sector_index", "to_radians"]
+__all__ = [
+    "EARTH_RADIUS_M",
+    "KM_PER_DEGREE",
+    "bearing",
+    "haversine_array_m",
+    "haversine_m",
+    "sector_index",
+    "to_radians",
+]
 
 _DEG2RAD = math.pi / 180.0
+#: Kilometres per degree of a great circle (of latitude) on the sphere of radius ``EARTH_RADIUS_M``.
+KM_PER_DEGREE = EARTH_RADIUS_M / 1000.0 * math.pi / 180.0
 _CONVENTIONS = ("centred", "floor")
 
 
@@ -77,6 +87,11 @@ def haversine_m(lon1, lat1, lon2, lat2):
     lam1, phi1 = to_radians(lon1, lat1)
     lam2, phi2 = to_radians(lon2, lat2)
     return _apply4(_kernels.haversine_rad_many, lam1, phi1, lam2, phi2)
+
+
+def haversine_array_m(lon1, lat1, lon2, lat2) -> np.ndarray:
+    """:func:`haversine_m` as a float64 array (0-d for scalar input), for array code."""
+    return np.asarray(haversine_m(lon1, lat1, lon2, lat2), dtype=np.float64)
 
 
 def bearing(lon1, lat1, lon2, lat2):

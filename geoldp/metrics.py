@@ -33,15 +33,11 @@ import pandas as pd
 
 from geoldp._frames import TrajectoryArrays, as_pointset, as_regions, trajectory_arrays
 from geoldp._validation import check_int_min, check_max_km
-from geoldp.geo import haversine_m
+from geoldp._zones import check_polygons, lonlat_to
+from geoldp.geo import KM_PER_DEGREE
+from geoldp.geo import haversine_array_m as _haversine_m
 from geoldp.pointset import PointSet
 from geoldp.queries import check_how, distinct_visits, range_counts
-
-
-def _haversine_m(lon1: Any, lat1: Any, lon2: Any, lat2: Any) -> np.ndarray:
-    """Haversine distance in metres between (lon, lat) degree arrays, as a float64 array."""
-    return np.asarray(haversine_m(lon1, lat1, lon2, lat2), dtype=np.float64)
-
 
 __all__ = [
     "baseline_release",
@@ -537,8 +533,6 @@ def diameter_error(
 # zones: visit density and origin-destination flows
 # --------------------------------------------------------------------------------------------------
 
-#: Great-circle km per degree of latitude on the sphere of radius 6371 km.
-_KM_PER_DEG = 6371.0 * math.pi / 180.0
 #: Most zones :func:`zone_grid` builds; a finer grid is refused up front (raise it to allow one).
 MAX_ZONES = 1_000_000
 
@@ -591,7 +585,7 @@ def zone_grid(points: Any, cell_km: float = 1.5) -> Any:
     pts = as_pointset(points, caller=caller)
     lon0, lon1 = float(pts.lon.min()), float(pts.lon.max())
     lat0, lat1 = float(pts.lat.min()), float(pts.lat.max())
-    dlat = float(cell_km) / _KM_PER_DEG
+    dlat = float(cell_km) / KM_PER_DEGREE
     dlon = dlat / max(math.cos(math.radians(0.5 * (lat0 + lat1))), 1e-6)
     # the size is checked before anything is allocated (a tiny cell_km would need terabytes)
     fx = (lon1 - lon0) / dlon if dlon > 0 else math.inf
@@ -621,28 +615,9 @@ class _Zones:
     """Validated zones: polygons, their CRS, index and a spatial index for point-in-zone look-ups."""
 
     def __init__(self, zones: Any, caller: str) -> None:
-        import geopandas as gpd
         import shapely
-        from pyproj import CRS
 
-        if isinstance(zones, gpd.GeoDataFrame):
-            zones = zones.geometry
-        if not isinstance(zones, gpd.GeoSeries):
-            raise TypeError(
-                f"The 'zones' parameter of {caller} must be a GeoDataFrame/GeoSeries of polygons (e.g. "
-                f"geoldp.metrics.zone_grid(points)) or 'auto'. Got {type(zones).__name__} instead."
-            )
-        if zones.crs is None:
-            raise ValueError(f"The 'zones' of {caller} have no CRS. Use `set_crs()` to declare it.")
-        if len(zones) == 0:
-            raise ValueError(f"The 'zones' of {caller} must contain at least one polygon.")
-        geoms = np.asarray(zones.values, dtype=object)
-        types = shapely.get_type_id(geoms)
-        if not np.all(np.isin(types, (3, 6))):
-            raise TypeError(
-                f"Row {int(np.flatnonzero(~np.isin(types, (3, 6)))[0])} of 'zones' is not a Polygon."
-            )
-        self.crs = CRS.from_user_input(zones.crs)
+        zones, geoms, self.crs = check_polygons(zones, name="zones", caller=caller, accepts=" or 'auto'")
         self.series = zones  # the polygons, for a collector-side estimate over the same zones
         self.index = zones.index
         self.size = len(zones)
@@ -673,20 +648,8 @@ class _Zones:
     def assign_points(self, pts: PointSet) -> np.ndarray:
         """Zone position of every public point."""
         if self._points_zone is None or self._points_zone[0] is not pts:
-            xy = np.column_stack([pts.lon, pts.lat])
-            if not self.crs.equals(_wgs84()):
-                from pyproj import Transformer
-
-                x, y = Transformer.from_crs(_wgs84(), self.crs, always_xy=True).transform(pts.lon, pts.lat)
-                xy = np.column_stack([x, y])
-            self._points_zone = (pts, self.assign_xy(xy))
+            self._points_zone = (pts, self.assign_xy(np.column_stack(lonlat_to(pts.lon, pts.lat, self.crs))))
         return self._points_zone[1]
-
-
-def _wgs84() -> Any:
-    from pyproj import CRS
-
-    return CRS.from_epsg(4326)
 
 
 def _zone_arg(zones: Any, pts: PointSet | None, caller: str) -> _Zones | None:

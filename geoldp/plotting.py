@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 
 from geoldp._frames import as_pointset, trajectory_arrays
+from geoldp.geo import KM_PER_DEGREE
 
 __all__ = [
     "plot_estimate_layer",
@@ -413,16 +414,15 @@ def plot_trajectory_panels(
     nrows = -(-sel.size // ncols)
     fig = _new_figure(fig, figsize, (3.4 * ncols, 3.4 * nrows + 0.5))
     axes = np.atleast_1d(fig.subplots(nrows, ncols, squeeze=False)).ravel()
-    km_per_deg = 6371.0 * np.pi / 180.0
     for ax, r in zip(axes, sel, strict=False):
         a, b = to.offsets[r], to.offsets[r + 1]
         lon0, lat0 = float(np.mean(to.lon[a:b])), float(np.mean(to.lat[a:b]))
-        kx = km_per_deg * np.cos(np.radians(lat0))
+        kx = KM_PER_DEGREE * np.cos(np.radians(lat0))
 
         def km(
             lon: np.ndarray, lat: np.ndarray, lon0: float = lon0, lat0: float = lat0, kx: float = kx
         ) -> Any:
-            return (lon - lon0) * kx, (lat - lat0) * km_per_deg
+            return (lon - lon0) * kx, (lat - lat0) * KM_PER_DEGREE
 
         xs, ys = [km(to.lon[a:b], to.lat[a:b])[0]], [km(to.lon[a:b], to.lat[a:b])[1]]
         for tr in rel.values():

@@ -25,7 +25,8 @@ import shapely
 
 from geoldp._frames import Region, TrajectoryArrays, as_pointset, as_regions, trajectory_arrays
 from geoldp._validation import check_max_km
-from geoldp.geo import EARTH_RADIUS_M, haversine_m, to_radians
+from geoldp.geo import EARTH_RADIUS_M, to_radians
+from geoldp.geo import haversine_array_m as _haversine_m
 
 __all__ = ["debiased_visit_counts", "range_count", "visit_counts"]
 
@@ -33,11 +34,6 @@ __all__ = ["debiased_visit_counts", "range_count", "visit_counts"]
 # --------------------------------------------------------------------------------------------------
 # geometry helpers (geoldp.geo holds the one haversine implementation)
 # --------------------------------------------------------------------------------------------------
-
-
-def _haversine_m(lon1: Any, lat1: Any, lon2: Any, lat2: Any) -> np.ndarray:
-    """Haversine distance in metres between (lon, lat) degree arrays, as a float64 array."""
-    return np.asarray(haversine_m(lon1, lat1, lon2, lat2), dtype=np.float64)
 
 
 def _unit_vectors(lon: np.ndarray, lat: np.ndarray) -> np.ndarray:

@@ -32,7 +32,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("budget", "pointset", "accounting", "points"),  # budgets, ledgers, accounting; public point sets
     ("mechanisms",),  # the ε-LDP primitives
     ("trajectory",),  # TP, ATP, PointEM and the array engine
-    ("_frames",),  # the one GeoPandas <-> arrays boundary
+    ("_frames", "_zones"),  # the one GeoPandas <-> arrays boundary; the one zone validator
     ("queries", "_release", "estimate", "ldptrace", "reports"),  # analyses; the release pipelines
     ("metrics", "prepare", "planner"),  # utility metrics; GPS preparation; the planner
     (
@@ -249,3 +249,78 @@ def test_docs_declare_the_same_layers():
             names = re.findall(r"`([^`]+)`", cell)
             documented.append({"__init__" if n == "geoldp/__init__.py" else n for n in names})
     assert documented == [set(layer) for layer in LAYERS]
+
+
+#: The geospatial stack (heavy, and the one place CRS and geometry semantics live): the modules that may
+#: import each library today. A module not listed here may import none of them; go through the frame
+#: boundary (``_frames``, ``_zones``) instead, or add the module here deliberately.
+GEO_LIBRARIES = ("geopandas", "pyproj", "shapely")
+GEO_IMPORTERS: dict[str, set[str]] = {
+    "geoldp._frames": {"geopandas", "pyproj", "shapely"},
+    "geoldp._release": {"geopandas"},
+    "geoldp._zones": {"geopandas", "pyproj", "shapely"},
+    "geoldp.accessor": {"geopandas"},
+    "geoldp.accounting": {"shapely"},
+    "geoldp.budget_strategies": {"geopandas"},
+    "geoldp.cli_campaign": {"geopandas", "shapely"},
+    "geoldp.dask": {"geopandas", "shapely"},
+    "geoldp.datasets": {"geopandas", "shapely"},
+    "geoldp.demo": {"geopandas", "shapely"},
+    "geoldp.estimate": {"geopandas"},
+    "geoldp.estimate._inputs": {"geopandas", "pyproj", "shapely"},
+    "geoldp.explore": {"geopandas"},
+    "geoldp.interop": {"geopandas", "shapely"},
+    "geoldp.io": {"geopandas", "pyproj", "shapely"},
+    "geoldp.layers": {"geopandas", "shapely"},
+    "geoldp.ldptrace": {"geopandas", "pyproj", "shapely"},
+    "geoldp.metrics": {"geopandas", "shapely"},
+    "geoldp.plotting": {"geopandas"},
+    "geoldp.points": {"geopandas", "pyproj", "shapely"},
+    "geoldp.pointset": {"geopandas"},
+    "geoldp.prepare": {"geopandas", "pyproj", "shapely"},
+    "geoldp.queries": {"shapely"},
+    "geoldp.reports.estimators": {"geopandas"},
+    "geoldp.reports.zones": {"geopandas", "pyproj", "shapely"},
+}
+
+
+def _geo_imports(path: Path) -> set[str]:
+    """The geospatial libraries a file imports anywhere (lazy imports inside functions included)."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            names = [node.module]
+        else:
+            continue
+        found.update(n.split(".")[0] for n in names if n.split(".")[0] in GEO_LIBRARIES)
+    return found
+
+
+def test_only_listed_modules_import_the_geospatial_stack():
+    extra = sorted(
+        f"{module} imports {sorted(libs - GEO_IMPORTERS.get(module, set()))}"
+        for module, path in MODULES.items()
+        if (libs := _geo_imports(path)) - GEO_IMPORTERS.get(module, set())
+    )
+    assert not extra, "imports of geopandas/pyproj/shapely outside GEO_IMPORTERS:\n" + "\n".join(extra)
+
+
+def test_the_geospatial_list_names_real_modules():
+    assert set(GEO_IMPORTERS) <= set(MODULES)
+
+
+@pytest.mark.parametrize(
+    ("source", "expected"),
+    [
+        ("import shapely.geometry\n", {"shapely"}),
+        ("def f():\n    from pyproj import CRS\n", {"pyproj"}),
+        ("import geopandas as gpd\nfrom .pyproj import x\n", {"geopandas"}),
+        ("import numpy\n", set()),
+    ],
+)
+def test_the_geospatial_check_can_fail(source, expected, tmp_path):
+    path = tmp_path / "probe.py"
+    path.write_text(source, encoding="utf-8")
+    assert _geo_imports(path) == expected

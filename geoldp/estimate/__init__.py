@@ -31,7 +31,6 @@ denoise        a point estimate of every released trajectory made of public poin
 
 from __future__ import annotations
 
-import numbers
 from typing import Any
 
 import numpy as np
@@ -39,6 +38,7 @@ import pandas as pd
 import scipy.sparse as sp
 
 from geoldp._random import resolve_rng
+from geoldp._validation import check_int_min, check_positive_km, check_real
 from geoldp.estimate import _denoise, _inputs, _model
 
 __all__ = ["Population", "denoise", "fit", "hotspots", "od_flows", "range_counts", "visit_counts"]
@@ -46,30 +46,17 @@ __all__ = ["Population", "denoise", "fit", "hotspots", "od_flows", "range_counts
 _COLUMNS = ["estimate", "lower", "upper", "raw", "supported"]
 
 
-def _check_int(value: Any, name: str, low: int, caller: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or int(value) < low:
-        raise ValueError(
-            f"The '{name}' parameter of {caller} must be an int >= {low}. Got {value!r} instead."
-        )
-    return int(value)
-
-
 def _options(n_candidates, n_sims, n_boot, n_iter, cell_km, level, caller: str) -> _model.FitOptions:
-    if cell_km is not None and (
-        isinstance(cell_km, bool)
-        or not isinstance(cell_km, numbers.Real)
-        or not (0 < float(cell_km) < np.inf)
-    ):
-        raise ValueError(f"The 'cell_km' parameter of {caller} must be None or a float in (0, inf).")
-    if isinstance(level, bool) or not isinstance(level, numbers.Real) or not (0.0 < float(level) < 1.0):
+    cell_km = check_positive_km(cell_km, "cell_km", caller=caller)  # TypeError for a non-number
+    if not (0.0 < check_real(level, "level", caller=caller) < 1.0):
         raise ValueError(
             f"The 'level' parameter of {caller} must be a float in (0, 1). Got {level!r} instead."
         )
     return _model.FitOptions(
-        n_candidates=_check_int(n_candidates, "n_candidates", 10, caller),
-        n_sims=_check_int(n_sims, "n_sims", 1, caller),
-        n_boot=_check_int(n_boot, "n_boot", 0, caller),
-        n_iter="cv" if n_iter == "cv" else _check_int(n_iter, "n_iter", 0, caller),
+        n_candidates=check_int_min(n_candidates, "n_candidates", minimum=10, caller=caller),
+        n_sims=check_int_min(n_sims, "n_sims", minimum=1, caller=caller),
+        n_boot=check_int_min(n_boot, "n_boot", minimum=0, caller=caller),
+        n_iter="cv" if n_iter == "cv" else check_int_min(n_iter, "n_iter", minimum=0, caller=caller),
         cell_km=None if cell_km is None else float(cell_km),
         level=float(level),
     )
@@ -210,7 +197,7 @@ class Population:
 
     def hotspots(self, k: int = 10, zones: Any = None) -> pd.DataFrame:
         """The top-k public points (or zones) by estimated visits: see :func:`hotspots`."""
-        k = _check_int(k, "k", 1, "geoldp.estimate.Population.hotspots")
+        k = check_int_min(k, "k", minimum=1, caller="geoldp.estimate.Population.hotspots")
         return _top_k(self.visit_counts(zones), k)
 
     def denoise(self) -> Any:
@@ -587,7 +574,7 @@ def hotspots(
         the index of :func:`visit_counts`, columns ``rank`` (1..k), ``estimate``, ``lower``, ``upper``,
         ``raw``, ``supported``.
     """
-    k = _check_int(k, "k", 1, "geoldp.estimate.hotspots")
+    k = check_int_min(k, "k", minimum=1, caller="geoldp.estimate.hotspots")
     return _top_k(
         visit_counts(released, points, mechanism=mechanism, epsilon=epsilon, zones=zones, **kwargs), k
     )

@@ -11,16 +11,16 @@
 
 from __future__ import annotations
 
-import numbers
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
 import numpy as np
 import shapely
-from pyproj import CRS, Transformer
+from pyproj import CRS
 
 from geoldp import _frames
+from geoldp._zones import check_polygons, first_zone, lonlat_to
 from geoldp.geo import haversine_m
 from geoldp.pointset import PointSet
 from geoldp.trajectory import engine
@@ -210,58 +210,15 @@ def released_sequences(released: Any, ps: PointSet, *, caller: str) -> Release:
     return Release(list(seqs))
 
 
-def _polygons(obj: Any, name: str, caller: str):
-    import geopandas as gpd
-
-    if isinstance(obj, gpd.GeoDataFrame):
-        obj = obj.geometry
-    if not isinstance(obj, gpd.GeoSeries):
-        raise TypeError(
-            f"The '{name}' parameter of {caller} must be a GeoDataFrame or GeoSeries of polygons. "
-            f"Got {type(obj).__name__} instead."
-        )
-    if obj.crs is None:
-        raise ValueError(f"The '{name}' of {caller} have no CRS. Use set_crs() to declare it.")
-    geoms = np.asarray(obj.values, dtype=object)
-    bad = shapely.is_missing(geoms) | ~np.isin(shapely.get_type_id(geoms), (3, 6))
-    if bad.any():
-        raise TypeError(
-            f"Row position {int(np.flatnonzero(bad)[0])} of the '{name}' of {caller} is not a Polygon or "
-            "MultiPolygon."
-        )
-    return obj, geoms, CRS.from_user_input(obj.crs)
-
-
 def _points_in(ps: PointSet, crs: CRS) -> tuple[np.ndarray, np.ndarray]:
-    if _frames.is_wgs84(crs):
-        return np.asarray(ps.lon), np.asarray(ps.lat)
-    x, y = Transformer.from_crs(_frames.WGS84, crs, always_xy=True).transform(
-        np.asarray(ps.lon), np.asarray(ps.lat)
-    )
-    return np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)
+    return lonlat_to(ps.lon, ps.lat, crs)
 
 
 def zone_of_points(zones: Any, ps: PointSet, *, caller: str) -> tuple[np.ndarray, Any]:
     """Zone position of every public point (-1 outside every zone; the first zone when they overlap)."""
-    series, geoms, crs = _polygons(zones, "zones", caller)
+    series, geoms, crs = check_polygons(zones, name="zones", caller=caller)
     x, y = _points_in(ps, crs)
-    tree = shapely.STRtree(geoms)
-    pt, zn = tree.query(shapely.points(x, y), predicate="intersects")
-    out = np.full(ps.size, -1, dtype=np.int64)
-    order = np.lexsort((zn, pt))
-    pt, zn = pt[order], zn[order]
-    first = np.ones(pt.shape[0], dtype=bool)
-    first[1:] = pt[1:] != pt[:-1]
-    out[pt[first]] = zn[first]
-    return out, series.index
-
-
-def _is_circle(obj: Any) -> bool:
-    return (
-        isinstance(obj, tuple | list | np.ndarray)
-        and len(obj) == 3
-        and all(isinstance(v, numbers.Real) and not isinstance(v, bool) for v in obj)
-    )
+    return first_zone(geoms, x, y, outside=-1), series.index
 
 
 def region_members(regions: Any, ps: PointSet, *, crs: Any, caller: str) -> tuple[list[np.ndarray], Any]:
@@ -273,10 +230,10 @@ def region_members(regions: Any, ps: PointSet, *, crs: Any, caller: str) -> tupl
     import pandas as pd
 
     if isinstance(regions, gpd.GeoDataFrame | gpd.GeoSeries):
-        series, geoms, gcrs = _polygons(regions, "regions", caller)
+        series, geoms, gcrs = check_polygons(regions, name="regions", caller=caller, allow_empty=True)
         x, y = _points_in(ps, gcrs)
         return [np.flatnonzero(shapely.intersects_xy(g, x, y)) for g in geoms], series.index
-    if _is_circle(regions) or isinstance(regions, shapely.Geometry):
+    if _frames.is_circle(regions) or isinstance(regions, shapely.Geometry):
         regions = [regions]
     if not isinstance(regions, list | tuple):
         raise TypeError(
@@ -286,7 +243,7 @@ def region_members(regions: Any, ps: PointSet, *, crs: Any, caller: str) -> tupl
     out = []
     xy = None
     for i, r in enumerate(regions):
-        if _is_circle(r):
+        if _frames.is_circle(r):
             lon, lat, rad = (float(v) for v in r)
             if not (np.isfinite([lon, lat, rad]).all() and -90 <= lat <= 90 and rad >= 0):
                 raise ValueError(f"Region {i} of {caller} must be a finite (lon, lat, radius_km >= 0).")

@@ -44,7 +44,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.special import ndtri
 
-from geoldp.geo import EARTH_RADIUS_M
+from geoldp.geo import EARTH_RADIUS_M, KM_PER_DEGREE
 from geoldp.trajectory.engine import run_with_key
 
 __all__ = [
@@ -63,7 +63,6 @@ __all__ = [
     "one_median",
 ]
 
-_KM_PER_DEG = EARTH_RADIUS_M * math.pi / 180.0 / 1000.0
 #: EM iteration counts compared by cross-validation (0 = the library's prior).
 CHECKPOINTS = (0, 1, 2, 4, 8, 16, 32, 64)
 #: EM's starting weights compared by cross-validation (see :func:`_start_weights`).
@@ -217,7 +216,7 @@ class Group:
 def local_xy_km(lon, lat, lon0: float, lat0: float) -> tuple[np.ndarray, np.ndarray]:
     """Equirectangular coordinates (km) around (lon0, lat0): enough for a public grid."""
     dlon = (np.asarray(lon, dtype=np.float64) - lon0 + 180.0) % 360.0 - 180.0
-    return dlon * math.cos(math.radians(lat0)) * _KM_PER_DEG, (np.asarray(lat) - lat0) * _KM_PER_DEG
+    return dlon * math.cos(math.radians(lat0)) * KM_PER_DEGREE, (np.asarray(lat) - lat0) * KM_PER_DEGREE
 
 
 def grid_cells(ps, cell_km: float | None) -> tuple[np.ndarray, int]:

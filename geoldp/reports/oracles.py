@@ -40,6 +40,7 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 
+from geoldp._kernels import jit as _jit  # the one kernel decorator
 from geoldp._random import stream_bernoulli, stream_integers, stream_next_u32, stream_reset
 from geoldp.mechanisms import krr_constants
 
@@ -65,8 +66,6 @@ OUE_MAX_DOMAIN = 4096
 
 #: OLH hashes into at most this many values (a g beyond it gains nothing measurable).
 _OLH_G_MAX = 1 << 30
-
-_jit = numba.njit(cache=True, _nrt=False)  # type: ignore[call-overload]  # _nrt: no refcounting
 
 
 # --------------------------------------------------------------------------------------------------

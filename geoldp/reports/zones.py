@@ -14,9 +14,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import shapely
-from pyproj import CRS, Transformer
+from pyproj import CRS
 
-from geoldp import _frames
+from geoldp._zones import check_polygons, first_zone, lonlat_to
 
 __all__ = ["Zones", "check_zones", "zone_grid", "zone_of_vertices"]
 
@@ -54,45 +54,14 @@ def check_zones(zones: Any, *, caller: str) -> Zones:
     ValueError
         No CRS, or no zones.
     """
-    import geopandas as gpd
-
-    obj = zones.geometry if isinstance(zones, gpd.GeoDataFrame) else zones
-    if not isinstance(obj, gpd.GeoSeries):
-        raise TypeError(
-            f"The 'zones' parameter of {caller} must be a GeoDataFrame or GeoSeries of polygons (for "
-            f"example geoldp.reports.zone_grid(points, cells=10)). Got {type(zones).__name__} instead."
-        )
-    if len(obj) == 0:
-        raise ValueError(f"The 'zones' of {caller} have no rows; pass at least one polygon.")
-    if obj.crs is None:
-        raise ValueError(f"The 'zones' of {caller} have no CRS. Use set_crs() to declare it.")
-    geoms = np.asarray(obj.values, dtype=object)
-    bad = shapely.is_missing(geoms) | ~np.isin(shapely.get_type_id(geoms), (3, 6))
-    if bad.any():
-        raise TypeError(
-            f"Row position {int(np.flatnonzero(bad)[0])} of the 'zones' of {caller} is not a Polygon or "
-            "MultiPolygon."
-        )
-    return Zones(obj, geoms, CRS.from_user_input(obj.crs))
+    series, geoms, crs = check_polygons(zones, name="zones", caller=caller)
+    return Zones(series, geoms, crs)
 
 
 def zone_of_vertices(zones: Zones, lon: np.ndarray, lat: np.ndarray) -> np.ndarray:
     """Zone position of every WGS 84 vertex; ``zones.size`` (the outside category) for none."""
-    if _frames.is_wgs84(zones.crs):
-        x, y = np.asarray(lon), np.asarray(lat)
-    else:
-        x, y = Transformer.from_crs(_frames.WGS84, zones.crs, always_xy=True).transform(lon, lat)
-    out = np.full(np.asarray(lon).shape[0], zones.size, dtype=np.int64)
-    if out.size == 0:
-        return out
-    tree = shapely.STRtree(zones.geoms)
-    pt, zn = tree.query(shapely.points(np.asarray(x), np.asarray(y)), predicate="intersects")
-    order = np.lexsort((zn, pt))  # by vertex, then by zone position: the first zone wins
-    pt, zn = pt[order], zn[order]
-    first = np.ones(pt.shape[0], dtype=bool)
-    first[1:] = pt[1:] != pt[:-1]
-    out[pt[first]] = zn[first]
-    return out
+    x, y = lonlat_to(lon, lat, zones.crs)
+    return first_zone(zones.geoms, x, y, outside=zones.size)
 
 
 def zone_grid(area: Any, *, cells: int | tuple[int, int] = 10, crs: Any = None) -> Any:

@@ -34,6 +34,7 @@ import numba
 import numpy as np
 
 from geoldp._kernels import EARTH_RADIUS_M, haversine_rad
+from geoldp._kernels import jit as _jit  # the one kernel decorator
 from geoldp.trajectory import calibration as _cal
 
 __all__ = [
@@ -74,8 +75,6 @@ STRADDLE_MIN_POINTS = 50_000
 F_LO, F_COS_LO, F_HI, F_COS_HI, F_RES, F_SUPER = 0, 1, 2, 3, 4, 5
 _F_RHAT, _F_B, _F_EPSR, _F_EPSD, _F_REST, _F_DR, _F_INP, _F_ETA_LO, _F_ETA_HI = 6, 7, 8, 9, 10, 11, 12, 13, 14
 N_REGION = 16
-
-_jit = numba.njit(cache=True, _nrt=False, nogil=True)  # type: ignore[call-overload]  # _nrt: no refcounting
 
 
 class Tree:
@@ -285,26 +284,6 @@ def farthest_scan(a, lam, phi, xyz):
 def _third_bound(s):
     """Bound of |d³/dt³ 2R·asin(|x + t·u|/2)| for |x| ≥ s, |x| ≤ 1 (unit sphere chord units)."""
     return EARTH_RADIUS_M * (1.25 + 1.34 / (s * s))
-
-
-@_jit
-def _thresholds(r_hat, b, dr, input_mapping):
-    """(has K, D_lo, D_hi) of ALGORITHM §8.4 steps 2–3 (the expressions of ``calibration_centre``)."""
-    k_lo = -1
-    k_hi = -1
-    for k in range(11):
-        v = k / 10.0
-        if v - b <= r_hat and r_hat <= v + b:
-            if k_lo < 0:
-                k_lo = k
-            k_hi = k
-    if k_lo < 0:
-        return False, 0.0, 0.0
-    v_lo = k_lo / 10.0
-    v_hi = k_hi / 10.0
-    if input_mapping:
-        return True, v_lo * dr, v_hi * dr
-    return True, (v_lo + b) * dr / (2.0 * b + 1.0), (v_hi + b) * dr / (2.0 * b + 1.0)
 
 
 @_jit
@@ -618,7 +597,7 @@ def region_setup_tol(
     reg[_F_DR] = dr
     reg[_F_INP] = 1.0 if inp else 0.0
     reg[F_RES] = 0.0
-    has_k, d_lo, d_hi = _thresholds(r_hat, b, dr, inp)
+    has_k, d_lo, d_hi = _cal.candidate_band(r_hat, b, dr, inp)
     if has_tree:
         eta_interval(
             a, lam, phi, xyz, sxyz, order, cell_start, nodes, levels, has_k, d_lo, d_hi, tol_pt, straddle,
@@ -658,7 +637,7 @@ def region_setup_tol(
 @_jit
 def resolve(a, lam, phi, xyz, reg):
     """Replace the R̃ interval of ``reg`` by the exact R̃ (one O(|P|) pass)."""
-    has_k, d_lo, d_hi = _thresholds(reg[_F_RHAT], reg[_F_B], reg[_F_DR], reg[_F_INP] == 1.0)
+    has_k, d_lo, d_hi = _cal.candidate_band(reg[_F_RHAT], reg[_F_B], reg[_F_DR], reg[_F_INP] == 1.0)
     eta = eta_exact(a, lam, phi, xyz, has_k, d_lo, d_hi, reg[_F_EPSR])
     rt = _cal.calibrate(reg[_F_REST], eta, reg[_F_DR], reg[_F_EPSD])
     _set_radius(reg, rt, rt)

@@ -78,10 +78,10 @@ from __future__ import annotations
 import functools
 from typing import NamedTuple
 
-import numba
 import numpy as np
 
 from geoldp._kernels import EARTH_RADIUS_M, bearing_rad, haversine_rad, sector
+from geoldp._kernels import jit as _jit  # the one kernel decorator
 from geoldp._random import stream_reset
 from geoldp.trajectory import _atp_region as _reg
 from geoldp.trajectory import calibration as _cal
@@ -133,12 +133,6 @@ _EAGER_REGION = [False]
 def last_stats() -> dict:
     """Counters of the last :func:`perturb_fast` call while ``COLLECT_STATS`` is set (benchmarks only)."""
     return dict(_LAST_STATS)
-
-
-# Allocation-free numba functions are compiled without NRT reference counting: with it, every call that
-# passes arrays costs atomic increments/decrements, which dominated the run time (~4× slower).
-# nogil: the driver runs in threads (``n_jobs``, Dask's threaded scheduler) without holding the GIL
-_jit = numba.njit(cache=True, _nrt=False, nogil=True)  # type: ignore[call-overload]  # _nrt: no refcounting
 
 
 # ----------------------------------------------------------------------------------------------------

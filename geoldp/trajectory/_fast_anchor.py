@@ -13,14 +13,10 @@ import numba
 import numpy as np
 
 from geoldp._kernels import haversine_rad
+from geoldp._kernels import jit as _jit  # the one kernel decorator
 from geoldp.trajectory._fast_grid import FastIndex
 
 __all__ = ["nearest_anchors", "np_mean"]
-
-# Allocation-free numba functions are compiled without NRT reference counting: with it, every call that
-# passes arrays costs atomic increments/decrements, which dominated the run time (~4× slower).
-# nogil: the driver runs in threads (``n_jobs``, Dask's threaded scheduler) without holding the GIL
-_jit = numba.njit(cache=True, _nrt=False, nogil=True)  # type: ignore[call-overload]  # _nrt: no refcounting
 
 
 @numba.njit(cache=True)

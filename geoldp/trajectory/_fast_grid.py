@@ -17,10 +17,10 @@ import math
 import weakref
 from typing import Any
 
-import numba
 import numpy as np
 
 from geoldp._kernels import bearing_rad, haversine_rad, sector
+from geoldp._kernels import jit as _jit  # the one kernel decorator
 from geoldp.trajectory import _atp_region as _reg
 
 __all__ = [
@@ -201,12 +201,6 @@ def get_index(points) -> FastIndex:
 
 
 # Random draws come from geoldp._random's ChaCha20 ``stream_*`` functions (imported above).
-
-
-# Allocation-free numba functions are compiled without NRT reference counting: with it, every call that
-# passes arrays costs atomic increments/decrements, which dominated the run time (~4× slower).
-# nogil: the driver runs in threads (``n_jobs``, Dask's threaded scheduler) without holding the GIL
-_jit = numba.njit(cache=True, _nrt=False, nogil=True)  # type: ignore[call-overload]  # _nrt: no refcounting
 
 
 @_jit

@@ -7,19 +7,14 @@ from __future__ import annotations
 
 import math
 
-import numba
 import numpy as np
 
 from geoldp._kernels import EARTH_RADIUS_M, haversine_rad
+from geoldp._kernels import jit as _jit  # the one kernel decorator
 from geoldp.trajectory._atp_region import asin_dist
 from geoldp.trajectory._fast_grid import ST_MERGE_CAND, ST_MERGE_EXACT, ST_MERGE_FULL, gnomonic, ranges
 
 __all__ = ["merge_position"]
-
-# Allocation-free numba functions are compiled without NRT reference counting: with it, every call that
-# passes arrays costs atomic increments/decrements, which dominated the run time (~4× slower).
-# nogil: the driver runs in threads (``n_jobs``, Dask's threaded scheduler) without holding the GIL
-_jit = numba.njit(cache=True, _nrt=False, nogil=True)  # type: ignore[call-overload]  # _nrt: no refcounting
 
 
 @_jit

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import math
 
-import numba
 import numpy as np
 
 from geoldp._kernels import em_log_weight, haversine_rad
+from geoldp._kernels import jit as _jit  # the one kernel decorator
 from geoldp._random import stream_categorical_cdf, stream_integers, stream_uniform
 from geoldp.trajectory._fast_grid import ST_EM_CALLS, ST_EMPTY, ST_ENUMERATIONS, ST_PROPOSALS, member, pos_of
 
@@ -21,11 +21,6 @@ __all__ = ["MAX_PROPOSALS", "MAX_PROPOSALS_D", "em", "em_full", "krr", "sw_bucke
 MAX_PROPOSALS = 48  # phase-1 proposals (uniform over the superset) before enumerating the domain
 MAX_PROPOSALS_D = 64  # phase-3 proposals (uniform over the enumerated domain) before the inverse CDF
 _SMALL_DOMAIN = 24  # |U| at or below this: enumerate directly
-
-# Allocation-free numba functions are compiled without NRT reference counting: with it, every call that
-# passes arrays costs atomic increments/decrements, which dominated the run time (~4× slower).
-# nogil: the driver runs in threads (``n_jobs``, Dask's threaded scheduler) without holding the GIL
-_jit = numba.njit(cache=True, _nrt=False, nogil=True)  # type: ignore[call-overload]  # _nrt: no refcounting
 
 
 @_jit

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import Any, cast
 
 import numba
 import numpy as np
@@ -34,7 +35,7 @@ from geoldp import _kernels
 from geoldp import mechanisms as _mech
 from geoldp.trajectory import calibration as _cal
 from geoldp.trajectory.merge import TAU_FACTOR, merge_index
-from geoldp.trajectory.split import COPIES, stage_plan
+from geoldp.trajectory.split import COPIES, CopyBudgets, stage_plan
 
 __all__: list[str] = []
 
@@ -72,6 +73,7 @@ class Context:
         self._dist_cache: dict[int, np.ndarray] = {}
         if self.single:
             self.single_epsilon = mechanism.single_budget(self.n)
+            self.plans: dict[str | None, tuple[tuple[str, tuple[int, ...]], ...]]
             self.plans = {None: tuple(("point_em", (i,)) for i in range(1, self.n + 1))}
             return
         self.g = int(plan.granularity)
@@ -79,14 +81,16 @@ class Context:
         self.centred = plan.centred
         self.balanced = plan.balanced
         self.neighbour_fallback = plan.neighbour_fallback
-        self.budgets = {c: mechanism.copy_budgets(self.n, c) for c in COPIES}
+        self.budgets: dict[str | None, CopyBudgets] = {c: mechanism.copy_budgets(self.n, c) for c in COPIES}
         self.plans = {c: stage_plan(self.n, c, anchor=self.is_atp) for c in COPIES}
         if self.is_atp:
             self.sw_buckets = int(plan.sw_buckets)
             self.continuous = plan.continuous_sw
             self.input_mapping = plan.input_mapping
-            self.sw_b = {c: float(_mech.sw_half_width(self.budgets[c].radius)) for c in COPIES}
-            self.eps_decay = {c: mechanism.decay_budget(self.n, c) for c in COPIES}
+            self.sw_b: dict[str | None, float] = {
+                c: float(_mech.sw_half_width(self.budgets[c].radius)) for c in COPIES
+            }
+            self.eps_decay: dict[str | None, float] = {c: mechanism.decay_budget(self.n, c) for c in COPIES}
 
     # -- public geometry helpers (O(m) per call, cached by public origin index) ------------------------
     def sectors_from(self, origin: int) -> np.ndarray:
@@ -284,13 +288,14 @@ class _CopyRun:
         self.plan = ctx.plans[copy]
         self.s = 0
         self.points: dict[int, int] = {}  # released point per 1-based position
-        self.d_hat: dict[tuple[int, int], int] = {}  # released sector per (k, j)
+        self.d_hat: dict[tuple[int, ...], int] = {}  # released sector per (k, j)
         self.transcript: list = []
         self.fallback: list[np.ndarray] = []  # per non-pivot: (B,) branch codes into FALLBACK_NAMES
         # ATP public state (per row, broadcast views for the conforming code)
         self.anchor_hat: int | None = None
         self.region: np.ndarray | None = None  # (B, m) bool
         self.region_info: dict = {}
+        self.budgets: Any  # the copy's CopyBudgets; None for a single-copy mechanism
         if ctx.single:
             self.budgets = None
             self.region = _rows(ctx.all_mask, priv.B)
@@ -468,7 +473,7 @@ class _CopyRun:
     def _domain(self, j: int) -> tuple[np.ndarray, np.ndarray]:
         """Algorithm 1 intersection with the fallback of §5.5 (option C4); per-row branch codes."""
         ctx = self.ctx
-        sets = {}
+        sets: dict[int, np.ndarray] = {}
         for k in (j - 1, j + 1):
             if 1 <= k <= ctx.n:
                 sets[k] = self._point_set(k, j, self.d_hat[(k, j)])
@@ -481,16 +486,16 @@ class _CopyRun:
         if empty.any():
             todo = empty.copy()
             if ctx.neighbour_fallback:
-                for code, s in ((1, sets.get(j - 1)), (2, sets.get(j + 1))):
-                    if s is None:
+                for code, side in ((1, sets.get(j - 1)), (2, sets.get(j + 1))):
+                    if side is None:
                         continue
-                    use = todo & s.any(axis=1)
+                    use = todo & side.any(axis=1)
                     if use.any():
-                        domain[use] = s[use] if s.shape[0] > 1 else s[0]
+                        domain[use] = side[use] if side.shape[0] > 1 else side[0]
                         branch[use] = code
                         todo &= ~use
             if todo.any():
-                region = self.region
+                region = cast(np.ndarray, self.region)  # set for every copy before its points
                 domain[todo] = region[todo] if not _shared(region) else region[0]
                 branch[todo] = 3
         return domain, branch
@@ -555,15 +560,15 @@ class _CopyRun:
 def draw_stage(stage: Stage, source) -> object:
     """Draw the released output of a single-row stage through ``source`` (ALGORITHM §3, §4)."""
     if stage.kind == "direction_krr":
-        x = int(stage.private_input[0])
+        x = int(cast(np.ndarray, stage.private_input)[0])
         k = stage.outputs.shape[0]
         if source.bernoulli(stage.krr_lie):
             j = int(source.integers(k - 1))
             return j + (j >= x)
         return x
     if stage.pmf is None:  # continuous SW option (ALGORITHM §3.3)
-        b_half, eps = stage.sw_params
-        v = float(stage.private_input[0])
+        b_half, eps = cast(tuple, stage.sw_params)
+        v = float(cast(np.ndarray, stage.private_input)[0])
         t = math.exp(-eps)
         if source.bernoulli(2.0 * b_half / (2.0 * b_half + t)):
             return v - b_half + 2.0 * b_half * float(source.uniform())
@@ -620,7 +625,7 @@ def diagnostics_of(ctx: Context, runs: list[_CopyRun]) -> dict:
         if ctx.is_atp:
             info = run.region_info
             out.setdefault("copies", {})[run.copy] = {
-                "anchor": int(run.anchor_hat),
+                "anchor": int(cast(int, run.anchor_hat)),
                 "r_tilde_m": float(info["r_tilde"][0]),
                 "region_size": int(np.count_nonzero(info["region"][0])),
                 "eta_branch": ("weighted", "k_empty", "c_empty")[int(info["branch_eta"][0])],

@@ -22,6 +22,7 @@ __all__ = [
     "atp_radius_input",
     "calibrate",
     "calibration_centre",
+    "candidate_band",
     "region_indices",
     "region_mask",
     "sw_bucket_midpoint",
@@ -63,6 +64,31 @@ def sw_estimate(r_hat, b, delta_r):
 
 
 @numba.njit(cache=True)
+def candidate_band(r_hat, b, delta_r, input_mapping):
+    """(K non-empty, D_lo, D_hi) of ALGORITHM §8.4 steps 2–3: the distance band of the candidates C.
+
+    K holds the test values v = k/10 (k = 0..10) within ``b`` of ``r_hat``; the band maps its smallest
+    and largest through D(v) (``input_mapping`` as in :func:`calibration_centre`). Both the reference
+    path and the fast path's certified region call this one scan.
+    """
+    k_lo = -1
+    k_hi = -1
+    for k in range(11):
+        v = k / 10.0
+        if v - b <= r_hat and r_hat <= v + b:
+            if k_lo < 0:
+                k_lo = k
+            k_hi = k
+    if k_lo < 0:
+        return False, 0.0, 0.0
+    v_lo = k_lo / 10.0
+    v_hi = k_hi / 10.0
+    if input_mapping:
+        return True, v_lo * delta_r, v_hi * delta_r
+    return True, (v_lo + b) * delta_r / (2.0 * b + 1.0), (v_hi + b) * delta_r / (2.0 * b + 1.0)
+
+
+@numba.njit(cache=True)
 def calibration_centre(dist, r_hat, b, eps_r, delta_r, input_mapping):
     """Calibration centre η of Eq. 9 (ALGORITHM §8.4).
 
@@ -88,26 +114,11 @@ def calibration_centre(dist, r_hat, b, eps_r, delta_r, input_mapping):
         :data:`BRANCH_WEIGHTED`, :data:`BRANCH_K_EMPTY` or :data:`BRANCH_C_EMPTY`.
     """
     m = dist.shape[0]
-    k_lo = -1
-    k_hi = -1
-    for k in range(11):
-        v = k / 10.0
-        if v - b <= r_hat and r_hat <= v + b:
-            if k_lo < 0:
-                k_lo = k
-            k_hi = k
+    has_k, d_lo, d_hi = candidate_band(r_hat, b, delta_r, input_mapping)
     branch = BRANCH_WEIGHTED
-    if k_lo < 0:
+    if not has_k:
         branch = BRANCH_K_EMPTY
     else:
-        v_lo = k_lo / 10.0
-        v_hi = k_hi / 10.0
-        if input_mapping:
-            d_lo = v_lo * delta_r
-            d_hi = v_hi * delta_r
-        else:
-            d_lo = (v_lo + b) * delta_r / (2.0 * b + 1.0)
-            d_hi = (v_hi + b) * delta_r / (2.0 * b + 1.0)
         low = math.exp(-eps_r)
         num = 0.0
         den = 0.0

@@ -38,7 +38,7 @@ __all__ = [
 ]
 
 #: Case-insensitive registry of mechanism names.
-MECHANISMS: Mapping[str, type] = {"tp": TP, "atp": ATP, "pointem": PointEM}
+MECHANISMS: Mapping[str, type[TP] | type[ATP] | type[PointEM]] = {"tp": TP, "atp": ATP, "pointem": PointEM}
 _MECH_TYPES = (TP, ATP, PointEM)
 _SAMPLERS = ("fast", "reference")
 

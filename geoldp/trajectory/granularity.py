@@ -19,6 +19,7 @@ import math
 from collections.abc import Mapping, Sequence
 from fractions import Fraction
 from numbers import Integral, Real
+from typing import cast
 
 __all__ = [
     "DEFAULT_CANDIDATES",
@@ -101,14 +102,14 @@ def granularity_argmax(x: float, candidates: Sequence[int] = DEFAULT_CANDIDATES,
         The chosen granularity.
     """
     score = score_c if reading == "C" else score_a
-    best_g = None
+    best_g: int | None = None
     best = -math.inf
     for g in sorted(candidates):
         s = score(g, x, candidates)
         # strict improvement beyond a relative tie tolerance; ties keep the smaller g
         if best_g is None or s > best + _TIE_RTOL * abs(best):
             best_g, best = g, s
-    return int(best_g)
+    return int(cast(int, best_g))  # None only without candidates: int() raises TypeError, as before
 
 
 def granularity_reading_c_default(x: float) -> int:

@@ -81,16 +81,17 @@ class TwoCopyMechanism:
                 f"The 'epsilon_fraction' parameter of {caller} must be a real number (a fractions.Fraction "
                 f"such as Fraction(3, 8)). Got {type(frac).__name__} instead."
             )
+        parsed: Fraction | None
         try:
-            frac = Fraction(frac)
+            parsed = Fraction(frac)
         except (ValueError, OverflowError):
-            frac = None
-        if frac is None or not (0 < frac <= 1):
+            parsed = None
+        if parsed is None or not (0 < parsed <= 1):
             raise ValueError(
                 f"The 'epsilon_fraction' parameter of {caller} must be in the range (0, 1]. "
                 f"Got {self.epsilon_fraction!r} instead."
             )
-        set_(self, "epsilon_fraction", frac)
+        set_(self, "epsilon_fraction", parsed)
         set_(
             self,
             "sector_convention",

@@ -508,7 +508,7 @@ def test_straddling_groups_keep_the_eta_interval_exact(town, input_mapping):
             K.haversine_from_one(idx.lam[a], idx.phi[a], idx.lam, idx.phi, row)
             dr = float(row.max())
             for r_hat in np.linspace(-b, 1 + b, 15):
-                has_k, d_lo, d_hi = AR._thresholds(r_hat, b, dr, input_mapping)
+                has_k, d_lo, d_hi = C.candidate_band(r_hat, b, dr, input_mapping)
                 eta_fast = AR.eta_exact(a, idx.lam, idx.phi, idx.xyz, has_k, d_lo, d_hi, eps_r)
                 eta_ref, _ = C.calibration_centre(row, r_hat, b, eps_r, dr, input_mapping)
                 assert eta_fast == pytest.approx(eta_ref, rel=1e-10)
