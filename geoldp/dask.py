@@ -14,6 +14,7 @@ on the released trajectory lengths and applies the plan to every partition.
 
 from __future__ import annotations
 
+import sys
 import warnings
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
@@ -23,7 +24,7 @@ import numpy as np
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-__all__ = ["perturb"]
+__all__ = ["DaskLDPAccessor", "perturb", "register_accessor"]
 
 _CALLER = "geoldp.dask.perturb"
 
@@ -314,3 +315,70 @@ def perturb(
     import dask.dataframe as dd
 
     return dd.from_delayed(parts, meta=out_meta, divisions=ddf.divisions, verify_meta=False)
+
+
+class DaskLDPAccessor:
+    """``ddf.ldp`` on a ``dask_geopandas.GeoDataFrame``: the Dask counterparts of ``gdf.ldp``.
+
+    Registered on Dask DataFrames once :mod:`geoldp.dask` is imported and Dask's dataframe module is
+    loaded (in either order); importing :mod:`geoldp.dask` alone does not import Dask. Stateless: holds a
+    reference to the frame only.
+
+    Raises
+    ------
+    AttributeError
+        When used on a Dask DataFrame that is not a ``dask_geopandas.GeoDataFrame``.
+
+    Examples
+    --------
+    >>> import dask_geopandas, geoldp.dask  # doctest: +SKIP
+    >>> ddf = dask_geopandas.from_geopandas(trips, npartitions=8)  # doctest: +SKIP
+    >>> out = ddf.ldp.perturb(pois, mechanism="atp", epsilon=4.0).compute()  # doctest: +SKIP
+    """
+
+    __slots__ = ("_obj",)
+
+    def __init__(self, obj: Any) -> None:
+        import dask_geopandas
+
+        if not isinstance(obj, dask_geopandas.GeoDataFrame):
+            raise AttributeError(
+                f"The .ldp accessor of Dask frames requires a dask_geopandas.GeoDataFrame, got "
+                f"{type(obj).__name__}. Use dask_geopandas.from_dask_dataframe(ddf, geometry=...) first."
+            )
+        self._obj = obj
+
+    def perturb(self, points: Any, **kwargs: Any) -> Any:
+        """Perturb every row under ε-LDP, lazily: :func:`geoldp.dask.perturb` on this frame.
+
+        Parameters
+        ----------
+        points : PointSet, GeoDataFrame or GeoSeries of Points
+            The public point set P.
+        **kwargs
+            ``mechanism``, ``epsilon``, ``keep_columns``, ``snap_max_km``, ``rng``, ``accountant``,
+            ``user_col`` and mechanism options, as in :func:`geoldp.dask.perturb`.
+
+        Returns
+        -------
+        dask_geopandas.GeoDataFrame
+            As :func:`geoldp.dask.perturb`.
+        """
+        return perturb(self._obj, points, **kwargs)
+
+
+def register_accessor() -> None:
+    """Register ``ddf.ldp`` (:class:`DaskLDPAccessor`) on Dask DataFrames; imports Dask's dataframe module.
+
+    Called for you when this module is imported after Dask's dataframe module, or when that module is
+    imported after this one; calling it again does nothing.
+    """
+    import dask.dataframe as dd
+    from dask.dataframe.extensions import register_dataframe_accessor
+
+    if not hasattr(dd.DataFrame, "ldp"):
+        register_dataframe_accessor("ldp")(DaskLDPAccessor)
+
+
+if "dask.dataframe" in sys.modules:  # else geoldp's import hook calls register_accessor() when it loads
+    register_accessor()
