@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import warnings
 from typing import Any
 
 import numpy as np
@@ -37,6 +38,7 @@ from geoldp import _frames, accounting
 from geoldp._random import resolve_rng
 from geoldp._validation import check_epsilon, check_int_range, check_option
 from geoldp._versions import geoldp_version
+from geoldp.errors import GeoLDPWarning
 from geoldp.mechanisms import krr_constants
 from geoldp.reports import oracles as fo
 from geoldp.reports.zones import Zones, check_zones, zone_of_vertices
@@ -50,6 +52,7 @@ __all__ = [
     "n_reports",
     "report",
     "statistic_items",
+    "warn_if_no_data_level",
 ]
 
 #: The statistics a report can carry.
@@ -120,6 +123,38 @@ def design(
         raise ValueError(f"The report domain of {caller} must have at least 2 values.")
     name = fo.choose_oracle(d, epsilon) if oracle == "auto" else oracle
     return Design(statistic, n_zones, pad_length, fo.oracle(name, d, epsilon))
+
+
+def warn_if_no_data_level(des: Design, n: int, *, stacklevel: int = 2) -> None:
+    """Warn, before any draw, when the release cannot be told from no data (public inputs only).
+
+    The standard error of one domain value's estimated share of ``n`` reports,
+    ``sqrt(Var₁/n)`` with ``Var₁`` the oracle's data-independent count variance per report
+    (:meth:`~geoldp.reports.oracles.Oracle.count_variance`), is compared with the share ``1/base`` each
+    real value has in a uniform (no-data) population. When the noise is at least that large, no value's
+    estimate can be told from that of an empty value or a uniform population: one closed-form
+    :class:`~geoldp.GeoLDPWarning`, naming the number of reports that would bring it below.
+    """
+    if n <= 0:
+        return
+    var1 = float(des.oracle.count_variance(1.0))
+    se_share = (var1 / n) ** 0.5
+    fair = 1.0 / des.base
+    if se_share < fair:
+        return
+    n_needed = int(var1 * des.base**2) + 1  # the smallest n with sqrt(var1 / n) < 1 / base
+    what = "zone" if des.statistic == "visited_zone" else "zone pair"
+    warnings.warn(
+        f"With {n} report(s) at epsilon={des.oracle.epsilon:g} over {des.base} values "
+        f"(statistic={des.statistic!r}, oracle={des.oracle.name!r}), the standard error of one {what}'s "
+        f"estimated share ({se_share:.3g}) is at least the share each {what} has when nothing is known "
+        f"(1/{des.base} = {fair:.3g}): estimates from these reports will not be told from no data. About "
+        f"{n_needed} reports would be needed at this epsilon; fewer zones, a larger epsilon or another "
+        "design may fit: compare the designs before collecting with "
+        "geoldp.plan(points, zones, epsilon=..., n=..., lengths=...) (command line: geoldp plan).",
+        GeoLDPWarning,
+        stacklevel=stacklevel + 1,
+    )
 
 
 def statistic_items(statistic: str, zone: np.ndarray, offsets: np.ndarray, n_zones: int) -> tuple:
@@ -265,16 +300,24 @@ def report(
     BudgetError
         With ``accountant``: a user would go past the total (nothing drawn or charged).
 
+    Warns
+    -----
+    GeoLDPWarning
+        Before any draw, when the noise of one value's estimated share (closed form, from ε, the
+        oracle, the domain size and the number of reports) is at least the share each value has in a
+        uniform no-data population, with the number of reports that would be needed; compare designs
+        with :func:`geoldp.plan`.
+
     Examples
     --------
     >>> import geopandas as gpd
     >>> from shapely.geometry import LineString
     >>> from geoldp.reports import zone_grid
-    >>> trips = gpd.GeoDataFrame(geometry=[LineString([(0.1, 0.1), (0.9, 0.9)])] * 3, crs="EPSG:4326")
+    >>> trips = gpd.GeoDataFrame(geometry=[LineString([(0.1, 0.1), (0.9, 0.9)])] * 500, crs="EPSG:4326")
     >>> zones = zone_grid((0.0, 0.0, 1.0, 1.0), cells=2)
     >>> rep = report(trips, zones, statistic="od", epsilon=2.0, rng=0)
     >>> rep.attrs["geoldp"]["oracle"], rep.attrs["geoldp"]["domain"]["size"], len(rep)
-    ('oue', 25, 3)
+    ('oue', 25, 500)
     """
     caller = "geoldp.report"
     gdf = _frames.check_frame(gdf, caller=caller)
@@ -283,6 +326,8 @@ def report(
     source = resolve_rng(rng)
     ft = _frames.extract(gdf, on_invalid=on_invalid, caller=caller)
     charge = accounting.charge_release(accountant, gdf, user_col, des.oracle.epsilon, caller=caller)
+    # the number of reports is released (one per valid row): a public input of the check
+    warn_if_no_data_level(des, int(np.count_nonzero(ft.valid)), stacklevel=2)
     zone = zone_of_vertices(z, ft.lon, ft.lat)
     set_offsets, items = statistic_items(des.statistic, zone, ft.offsets, z.size)
     del zone
