@@ -220,3 +220,59 @@ def test_report_warning_is_raised_before_any_draw_and_reads_only_public_inputs(m
         warnings.simplefilter("error", GeoLDPWarning)
         with pytest.raises(GeoLDPWarning, match="told from no data"):
             report(_report_trips(30), zones, statistic="od", epsilon=2.0, rng=0)
+
+
+# ------------------------------------------------------------------------------- geoldp.dask.report
+
+
+@pytest.mark.parametrize("oracle", ["krr", "oue", "olh"])
+@pytest.mark.parametrize("npartitions", [1, 3])
+def test_dask_report_equals_the_in_memory_report(oracle, npartitions):
+    dask_geopandas = pytest.importorskip("dask_geopandas")
+    import geoldp.dask
+    from geoldp.reports import estimate_counts, report, zone_grid
+
+    zones = zone_grid((0.0, 0.0, 2.0, 2.0), cells=2)
+    gdf = _report_trips(120, seed=5)
+    gdf.index = gdf.index * 10 + 7  # a non-default index is kept
+    ddf = dask_geopandas.from_geopandas(gdf, npartitions=npartitions)
+    got = geoldp.dask.report(ddf, zones, statistic="visited_zone", epsilon=3.0, oracle=oracle, rng=11)
+    got = got.compute()
+    ref = report(gdf, zones, statistic="visited_zone", epsilon=3.0, oracle=oracle, rng=11)
+    assert got.index.equals(ref.index) and list(got.columns) == list(ref.columns)
+    for col in ref.columns:
+        assert got[col].tolist() == ref[col].tolist()
+    led = got.attrs["geoldp"]
+    assert led["oracle"] == oracle and led["epsilon"] == 3.0
+    assert led["partitioned"] == {"backend": "dask", "npartitions": npartitions}
+    # the collector's estimator reads the computed table as it reads an in-memory one
+    a, b = estimate_counts(got, zones), estimate_counts(ref, zones)
+    assert np.array_equal(a["estimate"].to_numpy(), b["estimate"].to_numpy())
+
+
+def test_dask_report_checks_before_drawing_and_warns_like_in_memory():
+    dask_geopandas = pytest.importorskip("dask_geopandas")
+    import geoldp.dask
+    from geoldp.reports import zone_grid
+
+    zones = zone_grid((0.0, 0.0, 2.0, 2.0), cells=2)
+    ddf = dask_geopandas.from_geopandas(_report_trips(10), npartitions=2)
+    with pytest.raises(TypeError, match="dask_geopandas.GeoDataFrame"):
+        geoldp.dask.report(_report_trips(10), zones, epsilon=1.0)
+    with pytest.raises(ValueError, match="statistic"):
+        geoldp.dask.report(ddf, zones, statistic="nope", epsilon=1.0)
+    with pytest.warns(GeoLDPWarning, match="told from no data"):
+        geoldp.dask.report(ddf, zones, epsilon=1.0, oracle="krr", rng=0)
+
+
+def test_dask_accessor_report_is_geoldp_dask_report():
+    dask_geopandas = pytest.importorskip("dask_geopandas")
+    import geoldp.dask
+    from geoldp.reports import zone_grid
+
+    zones = zone_grid((0.0, 0.0, 2.0, 2.0), cells=2)
+    ddf = dask_geopandas.from_geopandas(_report_trips(80), npartitions=2)
+    a = ddf.ldp.report(zones, statistic="od", epsilon=4.0, rng=2).compute()
+    b = geoldp.dask.report(ddf, zones, statistic="od", epsilon=4.0, rng=2).compute()
+    assert a.index.equals(b.index)
+    assert all(a[c].tolist() == b[c].tolist() for c in b.columns)

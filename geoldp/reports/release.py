@@ -48,9 +48,12 @@ __all__ = [
     "Design",
     "design",
     "design_of",
+    "empty_table",
     "ledger_of",
     "n_reports",
+    "release_provenance",
     "report",
+    "report_partition",
     "statistic_items",
     "warn_if_no_data_level",
 ]
@@ -181,11 +184,13 @@ def statistic_items(statistic: str, zone: np.ndarray, offsets: np.ndarray, n_zon
     return set_offsets, items.astype(np.int64)
 
 
-def _draw(des: Design, key: np.ndarray, set_offsets: np.ndarray, items: np.ndarray) -> dict[str, Any]:
-    """Draw the reports (row i on stream i); returns the report columns."""
+def _draw(
+    des: Design, key: np.ndarray, set_offsets: np.ndarray, items: np.ndarray, offset: int = 0
+) -> dict[str, Any]:
+    """Draw the reports (trajectory i on stream ``offset + i``); returns the report columns."""
     n = set_offsets.shape[0] - 1
     o = des.oracle
-    args = (key, np.int64(0), set_offsets, items, np.int64(des.pad_length), np.int64(des.base))
+    args = (key, np.int64(offset), set_offsets, items, np.int64(des.pad_length), np.int64(des.base))
     if o.name == "krr":
         lie = krr_constants(o.d, o.epsilon)[2]
         out = fo.sample_krr(*args, np.int64(o.d), lie, np.empty(n, dtype=np.int64))
@@ -328,32 +333,67 @@ def report(
     charge = accounting.charge_release(accountant, gdf, user_col, des.oracle.epsilon, caller=caller)
     # the number of reports is released (one per valid row): a public input of the check
     warn_if_no_data_level(des, int(np.count_nonzero(ft.valid)), stacklevel=2)
-    zone = zone_of_vertices(z, ft.lon, ft.lat)
-    set_offsets, items = statistic_items(des.statistic, zone, ft.offsets, z.size)
-    del zone
     key = source.stream_key()  # once, after every check
-    columns = _draw(des, key, set_offsets, items)
-    del set_offsets, items  # private: never outlive the call
-
-    rows = ft.traj_rows
-    out = pd.DataFrame(index=gdf.index.copy())
-    for name, values in columns.items():
-        if name == "bits":
-            col = np.full(len(gdf), None, dtype=object)
-            col[rows] = np.asarray(values, dtype=object)
-            out[name] = col
-        else:
-            col = pd.array(np.zeros(len(gdf), dtype=np.int64), dtype="Int64")
-            col[:] = pd.NA
-            col[rows] = values
-            out[name] = col if not ft.valid.all() else np.asarray(col, dtype=np.int64)
-    prov = _provenance(des, z, source.policy, ft.kind)
+    out = _table(des, z, key, ft, gdf.index, offset=0)
+    prov = release_provenance(des, z, source.policy, ft.kind)
     prov["input"]["on_invalid"] = on_invalid
     ledger = accounting.finish_release(prov, charge=charge)
     if ledger.get("rng") == "seeded":
         ledger["release_id"] = _content_id(out, {k: v for k, v in ledger.items() if k != "release_id"})
     out.attrs = {"geoldp": ledger}
     return out
+
+
+def _table(des: Design, z: Zones, key: np.ndarray, ft: Any, index: pd.Index, *, offset: int) -> pd.DataFrame:
+    """The report table of extracted trajectories ``ft`` (trajectory i on stream ``offset + i``)."""
+    zone = zone_of_vertices(z, ft.lon, ft.lat)
+    set_offsets, items = statistic_items(des.statistic, zone, ft.offsets, z.size)
+    del zone
+    columns = _draw(des, key, set_offsets, items, offset)
+    del set_offsets, items  # private: never outlive the call
+    n_rows = len(index)
+    rows = ft.traj_rows
+    out = pd.DataFrame(index=index.copy())
+    for name, values in columns.items():
+        if name == "bits":
+            col = np.full(n_rows, None, dtype=object)
+            col[rows] = np.asarray(values, dtype=object)
+            out[name] = col
+        else:
+            col = pd.array(np.zeros(n_rows, dtype=np.int64), dtype="Int64")
+            col[:] = pd.NA
+            col[rows] = values
+            out[name] = col if not ft.valid.all() else np.asarray(col, dtype=np.int64)
+    return out
+
+
+def release_provenance(des: Design, zones: Zones, policy: str, kind: str) -> dict[str, Any]:
+    """The public ledger of a report release before :func:`geoldp.accounting.finish_release`."""
+    return _provenance(des, zones, policy, kind)
+
+
+def report_partition(
+    part: Any, des: Design, zones: Zones, key: np.ndarray, *, offset: int, caller: str
+) -> pd.DataFrame:
+    """Reports of one partition of a partitioned release whose first row has global position ``offset``.
+
+    Every row must be valid (``on_invalid="raise"``), so row ``offset + i`` uses stream ``offset + i``:
+    the same stream as in the in-memory :func:`report` of the whole frame.
+    """
+    if len(part) == 0:
+        return empty_table(des, part.index)
+    ft = _frames.extract(part, on_invalid="raise", caller=caller)
+    return _table(des, zones, key, ft, part.index, offset=offset)
+
+
+def empty_table(des: Design, index: Any = None) -> pd.DataFrame:
+    """A report table with no rows and the columns (and dtypes) of the design's oracle."""
+    index = pd.RangeIndex(0) if index is None else index[:0]
+    name = des.oracle.name
+    if name == "oue":
+        return pd.DataFrame({"bits": pd.Series([], dtype=object)}, index=index)
+    cols = ["seed", "report"] if name == "olh" else ["report"]
+    return pd.DataFrame({c: np.array([], dtype=np.int64) for c in cols}, index=index)
 
 
 def n_reports(table: pd.DataFrame) -> int:
