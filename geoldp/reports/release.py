@@ -333,8 +333,10 @@ def report(
     charge = accounting.charge_release(accountant, gdf, user_col, des.oracle.epsilon, caller=caller)
     # the number of reports is released (one per valid row): a public input of the check
     warn_if_no_data_level(des, int(np.count_nonzero(ft.valid)), stacklevel=2)
+    set_offsets, items = _items(des, z, ft)
     key = source.stream_key()  # once, after every check
-    out = _table(des, z, key, ft, gdf.index, offset=0)
+    out = _table(des, key, set_offsets, items, ft, gdf.index, offset=0)
+    del set_offsets, items  # private: never outlive the call
     prov = release_provenance(des, z, source.policy, ft.kind)
     prov["input"]["on_invalid"] = on_invalid
     ledger = accounting.finish_release(prov, charge=charge)
@@ -344,13 +346,17 @@ def report(
     return out
 
 
-def _table(des: Design, z: Zones, key: np.ndarray, ft: Any, index: pd.Index, *, offset: int) -> pd.DataFrame:
-    """The report table of extracted trajectories ``ft`` (trajectory i on stream ``offset + i``)."""
+def _items(des: Design, z: Zones, ft: Any) -> tuple:
+    """The private item sets of extracted trajectories ``ft`` (CSR, see :func:`statistic_items`)."""
     zone = zone_of_vertices(z, ft.lon, ft.lat)
-    set_offsets, items = statistic_items(des.statistic, zone, ft.offsets, z.size)
-    del zone
+    return statistic_items(des.statistic, zone, ft.offsets, z.size)
+
+
+def _table(
+    des: Design, key: np.ndarray, set_offsets: Any, items: Any, ft: Any, index: pd.Index, *, offset: int
+) -> pd.DataFrame:
+    """The report table of extracted trajectories ``ft`` (trajectory i on stream ``offset + i``)."""
     columns = _draw(des, key, set_offsets, items, offset)
-    del set_offsets, items  # private: never outlive the call
     n_rows = len(index)
     rows = ft.traj_rows
     out = pd.DataFrame(index=index.copy())
@@ -383,7 +389,8 @@ def report_partition(
     if len(part) == 0:
         return empty_table(des, part.index)
     ft = _frames.extract(part, on_invalid="raise", caller=caller)
-    return _table(des, zones, key, ft, part.index, offset=offset)
+    set_offsets, items = _items(des, zones, ft)
+    return _table(des, key, set_offsets, items, ft, part.index, offset=offset)
 
 
 def empty_table(des: Design, index: Any = None) -> pd.DataFrame:
