@@ -276,3 +276,22 @@ def test_dask_accessor_report_is_geoldp_dask_report():
     b = geoldp.dask.report(ddf, zones, statistic="od", epsilon=4.0, rng=2).compute()
     assert a.index.equals(b.index)
     assert all(a[c].tolist() == b[c].tolist() for c in b.columns)
+
+
+def test_dask_report_charges_each_user_and_refuses_before_drawing():
+    dask_geopandas = pytest.importorskip("dask_geopandas")
+    import geoldp.dask
+    from geoldp.reports import zone_grid
+
+    zones = zone_grid((0.0, 0.0, 2.0, 2.0), cells=2)
+    trips = _report_trips(60).assign(user=np.arange(60) % 4)  # 15 rows per user
+    ddf = dask_geopandas.from_geopandas(trips, npartitions=3)
+    acc = geoldp.BudgetAccountant(40.0)
+    out = geoldp.dask.report(ddf, zones, epsilon=2.0, accountant=acc, user_col="user", rng=1)
+    assert acc.spent == {0: 30.0, 1: 30.0, 2: 30.0, 3: 30.0}
+    assert "user" not in out.columns
+    gen = np.random.default_rng(5)
+    state = gen.bit_generator.state
+    with pytest.raises(geoldp.BudgetError):  # 30 + 15 * 1 > 40
+        geoldp.dask.report(ddf, zones, epsilon=1.0, accountant=acc, user_col="user", rng=gen)
+    assert gen.bit_generator.state == state and acc.spent_by(0) == 30.0
