@@ -2,7 +2,7 @@
 
 geoldp implements the TP and ATP mechanisms of Zhang et al., "Trajectory Data Collection with Local
 Differential Privacy" (PVLDB 16(10), 2023) on top of GeoPandas. Importing the package registers the
-``.ldp`` accessor on GeoDataFrames.
+``.ldp`` accessor on GeoDataFrames and GeoSeries.
 
 ``import geoldp`` is light: the public names and submodules below are imported the first time they are
 used (PEP 562), so numba, GeoPandas and the estimators load only when a command or a call needs them. The
@@ -131,30 +131,51 @@ def _configure_numba() -> None:
 
 
 class _LazyAccessor:
-    """``DataFrame.ldp`` until first used; then imports :mod:`geoldp.accessor`, which registers itself."""
+    """``DataFrame.ldp`` (or ``Series.ldp``) until first used; then imports :mod:`geoldp.accessor`, which
+    registers both accessors itself."""
+
+    def __init__(self, series: bool = False) -> None:
+        self._series = series
 
     def __get__(self, obj: Any, cls: Any) -> Any:
         import pandas as pd
 
-        if pd.DataFrame.__dict__.get("ldp") is self:
-            delattr(pd.DataFrame, "ldp")
-        from geoldp import accessor  # its decorator registers LDPAccessor on the first import
+        for owner in (pd.DataFrame, pd.Series):  # both placeholders go, so the real ones replace them
+            if isinstance(owner.__dict__.get("ldp"), _LazyAccessor):
+                delattr(owner, "ldp")
+        from geoldp import accessor  # its decorators register both accessors on the first import
 
         if not hasattr(pd.DataFrame, "ldp"):  # the module had been imported before: register again
             pd.api.extensions.register_dataframe_accessor("ldp")(accessor.LDPAccessor)
-        return accessor.LDPAccessor if obj is None else accessor.LDPAccessor(obj)
+        if not hasattr(pd.Series, "ldp"):
+            pd.api.extensions.register_series_accessor("ldp")(accessor.GeoSeriesLDPAccessor)
+        target = accessor.GeoSeriesLDPAccessor if self._series else accessor.LDPAccessor
+        return target if obj is None else target(obj)
 
 
 def _register_accessor() -> None:
     # ``geoldp.accessor`` in sys.modules: that module is being (or has been) imported and registers itself.
     pandas = sys.modules["pandas"]
-    frame = pandas.DataFrame
-    if "geoldp.accessor" not in sys.modules and not hasattr(frame, "ldp"):
-        frame.ldp = _LazyAccessor()
-        frame._accessors.add("ldp")
+    if "geoldp.accessor" in sys.modules:
+        return
+    for owner, series in ((pandas.DataFrame, False), (pandas.Series, True)):
+        if not hasattr(owner, "ldp"):
+            owner.ldp = _LazyAccessor(series)
+            owner._accessors.add("ldp")
 
 
-_AFTER_IMPORT = {"numba": _configure_numba, "pandas": _register_accessor}
+def _register_dask_accessor() -> None:
+    # ``ddf.ldp`` exists only for users of geoldp.dask; ``import geoldp`` never imports Dask
+    module = sys.modules.get("geoldp.dask")
+    if module is not None:
+        module.register_accessor()
+
+
+_AFTER_IMPORT = {
+    "numba": _configure_numba,
+    "pandas": _register_accessor,
+    "dask.dataframe": _register_dask_accessor,
+}
 
 
 class _AfterImport(importlib.abc.MetaPathFinder):

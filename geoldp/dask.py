@@ -1,6 +1,8 @@
-"""Perturb partitioned frames with Dask (``dask_geopandas.GeoDataFrame``).
+"""Perturb partitioned frames with Dask (``dask_geopandas.GeoDataFrame``), or report one aggregate each.
 
-Install the extra: ``pip install "geoldp[dask]"``. Dask is imported only when :func:`perturb` is called.
+Install the extra: ``pip install "geoldp[dask]"``. Dask is imported only when :func:`perturb` or
+:func:`report` is called; with Dask's dataframe module loaded, ``ddf.ldp.perturb(...)`` and
+``ddf.ldp.report(...)`` are the same calls (:class:`DaskLDPAccessor`).
 
 Seeded results do not depend on the partitioning: :func:`perturb` draws **one** 256-bit stream key per call
 (from the OS CSPRNG, or from the seeded generator), and every trajectory uses the counter-based stream
@@ -14,6 +16,7 @@ on the released trajectory lengths and applies the plan to every partition.
 
 from __future__ import annotations
 
+import sys
 import warnings
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
@@ -23,7 +26,7 @@ import numpy as np
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-__all__ = ["perturb"]
+__all__ = ["DaskLDPAccessor", "perturb", "register_accessor", "report"]
 
 _CALLER = "geoldp.dask.perturb"
 
@@ -314,3 +317,245 @@ def perturb(
     import dask.dataframe as dd
 
     return dd.from_delayed(parts, meta=out_meta, divisions=ddf.divisions, verify_meta=False)
+
+
+class DaskLDPAccessor:
+    """``ddf.ldp`` on a ``dask_geopandas.GeoDataFrame``: the Dask counterparts of ``gdf.ldp``.
+
+    Registered on Dask DataFrames once :mod:`geoldp.dask` is imported and Dask's dataframe module is
+    loaded (in either order); importing :mod:`geoldp.dask` alone does not import Dask. Stateless: holds a
+    reference to the frame only.
+
+    Raises
+    ------
+    AttributeError
+        When used on a Dask DataFrame that is not a ``dask_geopandas.GeoDataFrame``.
+
+    Examples
+    --------
+    >>> import dask_geopandas, geoldp.dask  # doctest: +SKIP
+    >>> ddf = dask_geopandas.from_geopandas(trips, npartitions=8)  # doctest: +SKIP
+    >>> out = ddf.ldp.perturb(pois, mechanism="atp", epsilon=4.0).compute()  # doctest: +SKIP
+    """
+
+    __slots__ = ("_obj",)
+
+    def __init__(self, obj: Any) -> None:
+        import dask_geopandas
+
+        if not isinstance(obj, dask_geopandas.GeoDataFrame):
+            raise AttributeError(
+                f"The .ldp accessor of Dask frames requires a dask_geopandas.GeoDataFrame, got "
+                f"{type(obj).__name__}. Use dask_geopandas.from_dask_dataframe(ddf, geometry=...) first."
+            )
+        self._obj = obj
+
+    def perturb(self, points: Any, **kwargs: Any) -> Any:
+        """Perturb every row under ε-LDP, lazily: :func:`geoldp.dask.perturb` on this frame.
+
+        Parameters
+        ----------
+        points : PointSet, GeoDataFrame or GeoSeries of Points
+            The public point set P.
+        **kwargs
+            ``mechanism``, ``epsilon``, ``keep_columns``, ``snap_max_km``, ``rng``, ``accountant``,
+            ``user_col`` and mechanism options, as in :func:`geoldp.dask.perturb`.
+
+        Returns
+        -------
+        dask_geopandas.GeoDataFrame
+            As :func:`geoldp.dask.perturb`.
+        """
+        return perturb(self._obj, points, **kwargs)
+
+    def report(self, zones: Any, *, epsilon: float, **kwargs: Any) -> Any:
+        """One ε-LDP aggregate report per row, lazily: :func:`geoldp.dask.report` on this frame.
+
+        Parameters
+        ----------
+        zones : GeoDataFrame or GeoSeries of polygons
+            The public zones.
+        epsilon : float
+            The budget of one trajectory (row).
+        **kwargs
+            ``statistic``, ``oracle``, ``pad_length``, ``rng``, ``accountant``, ``user_col``.
+
+        Returns
+        -------
+        dask.dataframe.DataFrame
+            As :func:`geoldp.dask.report`.
+        """
+        return report(self._obj, zones, epsilon=epsilon, **kwargs)
+
+
+def register_accessor() -> None:
+    """Register ``ddf.ldp`` (:class:`DaskLDPAccessor`) on Dask DataFrames; imports Dask's dataframe module.
+
+    Called for you when this module is imported after Dask's dataframe module, or when that module is
+    imported after this one; calling it again does nothing.
+    """
+    import dask.dataframe as dd
+    from dask.dataframe.extensions import register_dataframe_accessor
+
+    if not hasattr(dd.DataFrame, "ldp"):
+        register_dataframe_accessor("ldp")(DaskLDPAccessor)
+
+
+if "dask.dataframe" in sys.modules:  # else geoldp's import hook calls register_accessor() when it loads
+    register_accessor()
+
+
+_REPORT_CALLER = "geoldp.dask.report"
+
+
+def _report_partition(
+    part: Any, *, des: Any, zones: Any, key: Any, ledger: Any, offsets: tuple[int, ...], number: int
+) -> Any:
+    """One partition's reports; its first row has global position ``offsets[number]``."""
+    from geoldp.reports import release
+
+    offset = int(offsets[number])
+    try:
+        out = release.report_partition(part, des, zones, key, offset=offset, caller=_REPORT_CALLER)
+    except (TypeError, ValueError) as exc:
+        raise type(exc)(
+            f"In partition {number} (its row positions start at global position {offset}): {exc}"
+        ) from exc
+    out.attrs = {"geoldp": ledger}  # the same ledger in every partition: pandas keeps it on concat
+    return out
+
+
+def report(
+    ddf: Any,
+    zones: Any,
+    *,
+    statistic: str = "visited_zone",
+    epsilon: float,
+    oracle: str = "auto",
+    pad_length: int = 1,
+    rng: Any = None,
+    accountant: Any = None,
+    user_col: Any = None,
+) -> Any:
+    """One ε-LDP aggregate report per row of a Dask GeoDataFrame: the Dask counterpart of
+    :func:`geoldp.report`.
+
+    Row ``i`` (global position) uses random stream ``i`` of one stream key drawn per call, so with the
+    same ``rng`` the computed result equals ``geoldp.report(ddf.compute(), zones, ...)`` row for row,
+    whatever the partitioning.
+
+    Parameters
+    ----------
+    ddf : dask_geopandas.GeoDataFrame
+        One LineString per row (or Point rows, each a one-point trajectory), with a CRS. Every row must be
+        valid: an invalid row raises at compute time, naming its partition and position.
+    zones : GeoDataFrame or GeoSeries of Polygons/MultiPolygons
+        The public zones.
+    statistic, epsilon, oracle, pad_length, rng, accountant, user_col
+        As in :func:`geoldp.report`.
+
+    Returns
+    -------
+    dask.dataframe.DataFrame
+        Lazy; the same index and partitions as ``ddf``, the columns of :func:`geoldp.report`, and its
+        ledger in ``attrs["geoldp"]`` of every computed partition (plus the partitioning; the
+        ``release_id`` is a random id, seeded or not).
+
+    Raises
+    ------
+    ImportError
+        If dask or dask-geopandas is missing.
+    TypeError, ValueError
+        Invalid frame, zones or parameters, before anything is drawn.
+    BudgetError
+        With ``accountant``: a user would go past the total (nothing drawn or charged).
+
+    Warns
+    -----
+    GeoLDPWarning
+        As :func:`geoldp.report`, when the reports cannot be told from no data.
+
+    Notes
+    -----
+    As with :func:`perturb`, calling this computes the partition lengths (one pass) and draws the stream
+    key; the lazy result holds that key next to the graph of the private input. Compute it once, keep
+    only the computed table, and never persist or hand out the lazy object.
+
+    Examples
+    --------
+    >>> import dask_geopandas, geoldp.dask  # doctest: +SKIP
+    >>> from geoldp.reports import zone_grid  # doctest: +SKIP
+    >>> ddf = dask_geopandas.from_geopandas(trips, npartitions=8)  # doctest: +SKIP
+    >>> rep = geoldp.dask.report(ddf, zone_grid(pois, cells=10), epsilon=4.0).compute()  # doctest: +SKIP
+    """
+    dask, dask_geopandas = _import_dask_geopandas()
+    from geoldp import accounting
+    from geoldp._random import resolve_rng
+    from geoldp.reports import release
+    from geoldp.reports.zones import check_zones
+
+    if not isinstance(ddf, dask_geopandas.GeoDataFrame):
+        raise TypeError(
+            f"The 'ddf' parameter of {_REPORT_CALLER} must be a dask_geopandas.GeoDataFrame. Got "
+            f"{type(ddf).__name__}. For an in-memory frame use geoldp.report(gdf, ...)."
+        )
+    if ddf.crs is None:
+        raise ValueError(
+            f"The trajectories passed to {_REPORT_CALLER} have no CRS. Use set_crs() to declare it "
+            "(geoldp never assumes EPSG:4326)."
+        )
+    meta = ddf._meta
+    z = check_zones(zones, caller=_REPORT_CALLER)
+    des = release.design(
+        statistic, z.size, epsilon, oracle=oracle, pad_length=pad_length, caller=_REPORT_CALLER
+    )
+    source = resolve_rng(rng)
+    accounting.charge_release(accountant, meta, user_col, des.oracle.epsilon, caller=_REPORT_CALLER)
+    charged_col = None if accountant is None else user_col
+
+    # Pass 1: partition lengths (global offsets) and geometry types, released anyway; the user column
+    # only with an accountant.
+    stats = dask.compute(
+        *[
+            dask.delayed(_partition_stats)(p, charged_col, None, crs=ddf.crs, number=k)
+            for k, p in enumerate(ddf.to_delayed())
+        ]
+    )
+    sizes = np.array([s[0] for s in stats], dtype=np.int64)
+    n = int(sizes.sum())
+    if n == 0:
+        raise ValueError(f"The trajectories GeoDataFrame passed to {_REPORT_CALLER} has no rows.")
+    offsets = tuple(int(v) for v in np.concatenate([[0], np.cumsum(sizes)[:-1]]))
+    type_ids = set().union(*(s[2] for s in stats))
+    _refuse_mixed_types([s[2] for s in stats])
+    users = None
+    if charged_col is not None:
+        import pandas as pd
+
+        users = pd.concat([s[3] for s in stats], ignore_index=True)
+    del stats
+    release.warn_if_no_data_level(des, n, stacklevel=2)
+    charge = None
+    if users is not None:
+        charge = accounting.charge_release(
+            accountant, users, charged_col, des.oracle.epsilon, caller=_REPORT_CALLER
+        )
+        del users
+    key = source.stream_key()  # once, after every check
+    prov = release.release_provenance(des, z, source.policy, "Point" if type_ids == {0} else "LineString")
+    prov["input"]["on_invalid"] = "raise"
+    prov["partitioned"] = {"backend": "dask", "npartitions": int(ddf.npartitions)}
+    ledger = accounting.finish_release(prov, charge=charge)
+    out_meta = release.empty_table(des, meta.index)
+    out_meta.attrs = {"geoldp": ledger}
+    task = dask.delayed(_report_partition, pure=True)
+    parts = [
+        task(part, des=des, zones=z, key=key, ledger=ledger, offsets=offsets, number=k)
+        for k, part in enumerate(ddf.to_delayed())
+    ]
+    import dask.dataframe as dd
+
+    # OUE's packed bit vectors are bytes in an object column: not text, so Dask must not turn them into
+    # strings
+    with dask.config.set({"dataframe.convert-string": False}):
+        return dd.from_delayed(parts, meta=out_meta, divisions=ddf.divisions, verify_meta=False)

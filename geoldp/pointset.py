@@ -257,7 +257,12 @@ class PointSet:
             else:
                 warnings.warn(
                     f"The public point set has {n_dup} point(s) within 1 mm of an earlier point (duplicate "
-                    "locations). They are kept; pass deduplicate=True to keep only the first of each group.",
+                    "locations). They are kept, each giving its location one more share of the mechanism's "
+                    "weight. To keep only the first of each group, build the set with "
+                    "geoldp.PointSet.from_geodataframe(points, deduplicate=True) (or "
+                    "geoldp.PointSet(lon, lat, deduplicate=True)) and pass that PointSet as points=; on the "
+                    "command line, remove the "
+                    "repeated rows from the points file.",
                     GeoLDPWarning,
                     stacklevel=2,
                 )

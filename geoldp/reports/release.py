@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import warnings
 from typing import Any
 
 import numpy as np
@@ -37,6 +38,7 @@ from geoldp import _frames, accounting
 from geoldp._random import resolve_rng
 from geoldp._validation import check_epsilon, check_int_range, check_option
 from geoldp._versions import geoldp_version
+from geoldp.errors import GeoLDPWarning
 from geoldp.mechanisms import krr_constants
 from geoldp.reports import oracles as fo
 from geoldp.reports.zones import Zones, check_zones, zone_of_vertices
@@ -46,10 +48,14 @@ __all__ = [
     "Design",
     "design",
     "design_of",
+    "empty_table",
     "ledger_of",
     "n_reports",
+    "release_provenance",
     "report",
+    "report_partition",
     "statistic_items",
+    "warn_if_no_data_level",
 ]
 
 #: The statistics a report can carry.
@@ -122,6 +128,38 @@ def design(
     return Design(statistic, n_zones, pad_length, fo.oracle(name, d, epsilon))
 
 
+def warn_if_no_data_level(des: Design, n: int, *, stacklevel: int = 2) -> None:
+    """Warn, before any draw, when the release cannot be told from no data (public inputs only).
+
+    The standard error of one domain value's estimated share of ``n`` reports,
+    ``sqrt(Var₁/n)`` with ``Var₁`` the oracle's data-independent count variance per report
+    (:meth:`~geoldp.reports.oracles.Oracle.count_variance`), is compared with the share ``1/base`` each
+    real value has in a uniform (no-data) population. When the noise is at least that large, no value's
+    estimate can be told from that of an empty value or a uniform population: one closed-form
+    :class:`~geoldp.GeoLDPWarning`, naming the number of reports that would bring it below.
+    """
+    if n <= 0:
+        return
+    var1 = float(des.oracle.count_variance(1.0))
+    se_share = (var1 / n) ** 0.5
+    fair = 1.0 / des.base
+    if se_share < fair:
+        return
+    n_needed = int(var1 * des.base**2) + 1  # the smallest n with sqrt(var1 / n) < 1 / base
+    what = "zone" if des.statistic == "visited_zone" else "zone pair"
+    warnings.warn(
+        f"With {n} report(s) at epsilon={des.oracle.epsilon:g} over {des.base} values "
+        f"(statistic={des.statistic!r}, oracle={des.oracle.name!r}), the standard error of one {what}'s "
+        f"estimated share ({se_share:.3g}) is at least the share each {what} has when nothing is known "
+        f"(1/{des.base} = {fair:.3g}): estimates from these reports will not be told from no data. About "
+        f"{n_needed} reports would be needed at this epsilon; fewer zones, a larger epsilon or another "
+        "design may fit: compare the designs before collecting with "
+        "geoldp.plan(points, zones, epsilon=..., n=..., lengths=...) (command line: geoldp plan).",
+        GeoLDPWarning,
+        stacklevel=stacklevel + 1,
+    )
+
+
 def statistic_items(statistic: str, zone: np.ndarray, offsets: np.ndarray, n_zones: int) -> tuple:
     """Per-trajectory item sets as CSR ``(set_offsets, items)`` from the vertices' zone positions.
 
@@ -146,11 +184,13 @@ def statistic_items(statistic: str, zone: np.ndarray, offsets: np.ndarray, n_zon
     return set_offsets, items.astype(np.int64)
 
 
-def _draw(des: Design, key: np.ndarray, set_offsets: np.ndarray, items: np.ndarray) -> dict[str, Any]:
-    """Draw the reports (row i on stream i); returns the report columns."""
+def _draw(
+    des: Design, key: np.ndarray, set_offsets: np.ndarray, items: np.ndarray, offset: int = 0
+) -> dict[str, Any]:
+    """Draw the reports (trajectory i on stream ``offset + i``); returns the report columns."""
     n = set_offsets.shape[0] - 1
     o = des.oracle
-    args = (key, np.int64(0), set_offsets, items, np.int64(des.pad_length), np.int64(des.base))
+    args = (key, np.int64(offset), set_offsets, items, np.int64(des.pad_length), np.int64(des.base))
     if o.name == "krr":
         lie = krr_constants(o.d, o.epsilon)[2]
         out = fo.sample_krr(*args, np.int64(o.d), lie, np.empty(n, dtype=np.int64))
@@ -265,16 +305,24 @@ def report(
     BudgetError
         With ``accountant``: a user would go past the total (nothing drawn or charged).
 
+    Warns
+    -----
+    GeoLDPWarning
+        Before any draw, when the noise of one value's estimated share (closed form, from ε, the
+        oracle, the domain size and the number of reports) is at least the share each value has in a
+        uniform no-data population, with the number of reports that would be needed; compare designs
+        with :func:`geoldp.plan`.
+
     Examples
     --------
     >>> import geopandas as gpd
     >>> from shapely.geometry import LineString
     >>> from geoldp.reports import zone_grid
-    >>> trips = gpd.GeoDataFrame(geometry=[LineString([(0.1, 0.1), (0.9, 0.9)])] * 3, crs="EPSG:4326")
+    >>> trips = gpd.GeoDataFrame(geometry=[LineString([(0.1, 0.1), (0.9, 0.9)])] * 500, crs="EPSG:4326")
     >>> zones = zone_grid((0.0, 0.0, 1.0, 1.0), cells=2)
     >>> rep = report(trips, zones, statistic="od", epsilon=2.0, rng=0)
     >>> rep.attrs["geoldp"]["oracle"], rep.attrs["geoldp"]["domain"]["size"], len(rep)
-    ('oue', 25, 3)
+    ('oue', 25, 500)
     """
     caller = "geoldp.report"
     gdf = _frames.check_frame(gdf, caller=caller)
@@ -283,32 +331,76 @@ def report(
     source = resolve_rng(rng)
     ft = _frames.extract(gdf, on_invalid=on_invalid, caller=caller)
     charge = accounting.charge_release(accountant, gdf, user_col, des.oracle.epsilon, caller=caller)
-    zone = zone_of_vertices(z, ft.lon, ft.lat)
-    set_offsets, items = statistic_items(des.statistic, zone, ft.offsets, z.size)
-    del zone
+    # the number of reports is released (one per valid row): a public input of the check
+    warn_if_no_data_level(des, int(np.count_nonzero(ft.valid)), stacklevel=2)
+    set_offsets, items = _items(des, z, ft)
     key = source.stream_key()  # once, after every check
-    columns = _draw(des, key, set_offsets, items)
+    out = _table(des, key, set_offsets, items, ft, gdf.index, offset=0)
     del set_offsets, items  # private: never outlive the call
-
-    rows = ft.traj_rows
-    out = pd.DataFrame(index=gdf.index.copy())
-    for name, values in columns.items():
-        if name == "bits":
-            col = np.full(len(gdf), None, dtype=object)
-            col[rows] = np.asarray(values, dtype=object)
-            out[name] = col
-        else:
-            col = pd.array(np.zeros(len(gdf), dtype=np.int64), dtype="Int64")
-            col[:] = pd.NA
-            col[rows] = values
-            out[name] = col if not ft.valid.all() else np.asarray(col, dtype=np.int64)
-    prov = _provenance(des, z, source.policy, ft.kind)
+    prov = release_provenance(des, z, source.policy, ft.kind)
     prov["input"]["on_invalid"] = on_invalid
     ledger = accounting.finish_release(prov, charge=charge)
     if ledger.get("rng") == "seeded":
         ledger["release_id"] = _content_id(out, {k: v for k, v in ledger.items() if k != "release_id"})
     out.attrs = {"geoldp": ledger}
     return out
+
+
+def _items(des: Design, z: Zones, ft: Any) -> tuple:
+    """The private item sets of extracted trajectories ``ft`` (CSR, see :func:`statistic_items`)."""
+    zone = zone_of_vertices(z, ft.lon, ft.lat)
+    return statistic_items(des.statistic, zone, ft.offsets, z.size)
+
+
+def _table(
+    des: Design, key: np.ndarray, set_offsets: Any, items: Any, ft: Any, index: pd.Index, *, offset: int
+) -> pd.DataFrame:
+    """The report table of extracted trajectories ``ft`` (trajectory i on stream ``offset + i``)."""
+    columns = _draw(des, key, set_offsets, items, offset)
+    n_rows = len(index)
+    rows = ft.traj_rows
+    out = pd.DataFrame(index=index.copy())
+    for name, values in columns.items():
+        if name == "bits":
+            col = np.full(n_rows, None, dtype=object)
+            col[rows] = np.asarray(values, dtype=object)
+            out[name] = col
+        else:
+            col = pd.array(np.zeros(n_rows, dtype=np.int64), dtype="Int64")
+            col[:] = pd.NA
+            col[rows] = values
+            out[name] = col if not ft.valid.all() else np.asarray(col, dtype=np.int64)
+    return out
+
+
+def release_provenance(des: Design, zones: Zones, policy: str, kind: str) -> dict[str, Any]:
+    """The public ledger of a report release before :func:`geoldp.accounting.finish_release`."""
+    return _provenance(des, zones, policy, kind)
+
+
+def report_partition(
+    part: Any, des: Design, zones: Zones, key: np.ndarray, *, offset: int, caller: str
+) -> pd.DataFrame:
+    """Reports of one partition of a partitioned release whose first row has global position ``offset``.
+
+    Every row must be valid (``on_invalid="raise"``), so row ``offset + i`` uses stream ``offset + i``:
+    the same stream as in the in-memory :func:`report` of the whole frame.
+    """
+    if len(part) == 0:
+        return empty_table(des, part.index)
+    ft = _frames.extract(part, on_invalid="raise", caller=caller)
+    set_offsets, items = _items(des, zones, ft)
+    return _table(des, key, set_offsets, items, ft, part.index, offset=offset)
+
+
+def empty_table(des: Design, index: Any = None) -> pd.DataFrame:
+    """A report table with no rows and the columns (and dtypes) of the design's oracle."""
+    index = pd.RangeIndex(0) if index is None else index[:0]
+    name = des.oracle.name
+    if name == "oue":
+        return pd.DataFrame({"bits": pd.Series([], dtype=object)}, index=index)
+    cols = ["seed", "report"] if name == "olh" else ["report"]
+    return pd.DataFrame({c: np.array([], dtype=np.int64) for c in cols}, index=index)
 
 
 def n_reports(table: pd.DataFrame) -> int:
