@@ -1084,3 +1084,107 @@ class LDPAccessor:
         from geoldp import ldptrace
 
         return ldptrace.synthesize(self._obj, epsilon=epsilon, **kwargs)
+
+
+# Arguments of the frame path that need other columns than the geometry: a GeoSeries has none.
+_FRAME_ONLY = (
+    "keep_columns",
+    "traj_id_col",
+    "time_col",
+    "user_col",
+    "accountant",
+    "user_budget",
+    "max_per_user",
+    "select_trips",
+)
+
+
+@pd.api.extensions.register_series_accessor("ldp")
+class GeoSeriesLDPAccessor:
+    """Local differential privacy for a GeoSeries of trajectories: ``GeoSeries.ldp``.
+
+    Each element is one trajectory (a LineString, or a Point as a one-point trajectory). The methods wrap
+    the series into a one-column GeoDataFrame and call the frame path (:class:`LDPAccessor`), so the
+    mechanisms, checks and ledger are the same. Stateless: holds a reference to the series only.
+
+    Raises
+    ------
+    AttributeError
+        When used on a Series that is not a :class:`geopandas.GeoSeries`.
+    """
+
+    __slots__ = ("_obj",)
+
+    def __init__(self, obj: Any) -> None:
+        import geopandas as gpd
+
+        if not isinstance(obj, gpd.GeoSeries):
+            raise AttributeError(
+                f"The .ldp accessor requires a geopandas.GeoSeries (or GeoDataFrame), got "
+                f"{type(obj).__name__}. Use geopandas.GeoSeries(values, crs=...) first."
+            )
+        self._obj = obj
+
+    def _frame(self, kwargs: dict[str, Any], caller: str) -> Any:
+        import geopandas as gpd
+
+        for name in _FRAME_ONLY:
+            if name in kwargs:
+                raise TypeError(
+                    f"GeoSeries.ldp.{caller} does not take {name!r}: a GeoSeries holds only geometries. "
+                    f"Build a GeoDataFrame with the other columns and use gdf.ldp.{caller}(...) instead."
+                )
+        s = self._obj
+        return gpd.GeoDataFrame({"geometry": s.values}, index=s.index, geometry="geometry", crs=s.crs)
+
+    def perturb(self, points: Any, *, epsilon: float | None = None, **kwargs: Any) -> Any:
+        """Perturb every trajectory of this GeoSeries under ε-LDP: see :meth:`LDPAccessor.perturb`.
+
+        Parameters
+        ----------
+        points : PointSet, GeoDataFrame or GeoSeries of Points
+            The public point set P.
+        epsilon : float
+            The budget of one trajectory (one element).
+        **kwargs
+            ``mechanism``, ``snap_max_km``, ``progress``, ``on_invalid``, ``rng``, ``n_jobs`` and mechanism
+            options, as for a frame. Column-based arguments (``keep_columns``, ``user_col``,
+            ``accountant``, ``traj_id_col`` ...) need a GeoDataFrame.
+
+        Returns
+        -------
+        geopandas.GeoSeries
+            The perturbed geometries with this series' index, order, name and CRS; the provenance (ledger)
+            is in ``attrs["geoldp"]``.
+
+        Examples
+        --------
+        >>> import geoldp, geopandas as gpd, shapely
+        >>> pois = geoldp.PointSet([0.0, 0.01, 0.02, 0.03], [0.0, 0.01, 0.0, 0.01])
+        >>> s = gpd.GeoSeries([shapely.LineString([(0, 0), (0.02, 0)])], crs="EPSG:4326")
+        >>> out = s.ldp.perturb(pois, mechanism="tp", epsilon=8.0, rng=0)
+        >>> out.index.equals(s.index), out.crs == s.crs, out.attrs["geoldp"]["mechanism"]
+        (True, True, 'tp')
+        """
+        out = perturb(self._frame(kwargs, "perturb"), points, epsilon=epsilon, **kwargs)
+        res = out.geometry.rename(self._obj.name)
+        res.attrs = dict(out.attrs)
+        return res
+
+    def snap(self, points: Any, *, snap_max_km: float | None = None, return_distances: bool = False) -> Any:
+        """Index sequences of this series' trajectories snapped to the public points (see :func:`snap`).
+
+        Parameters
+        ----------
+        points : PointSet, GeoDataFrame or GeoSeries of Points
+        snap_max_km : float, optional
+        return_distances : bool, default False
+            Also return the snap distances (private: keep them local).
+
+        Returns
+        -------
+        list of numpy.ndarray
+            One int64 index array per element, in order.
+        """
+        frame = self._frame({}, "snap")
+        return snap(frame, points, snap_max_km=snap_max_km, return_distances=return_distances)
