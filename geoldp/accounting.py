@@ -44,7 +44,6 @@ import os
 import re
 import stat
 import sys
-import tempfile
 import threading
 import uuid
 import warnings
@@ -386,24 +385,17 @@ class BudgetAccountant:
         return acc
 
     def save(self, path: str | os.PathLike[str]) -> None:
-        """Write the accountant as JSON atomically (a temporary file in the same folder, then os.replace).
+        """Write the accountant as JSON atomically, replacing the file at ``path`` if there is one.
 
-        A crash mid-write leaves the previous file intact, never a truncated one. The file carries a
-        SHA-256 checksum of its content, checked by :meth:`load`.
+        The file is written in full under a temporary identity in the same folder, fsynced, then given its
+        name in one atomic rename (the layer every geoldp output goes through): a crash, Ctrl-C or
+        ``kill -9`` mid-write leaves the previous file intact, never a truncated one, and no temporary
+        file. The file carries a SHA-256 checksum of its content, checked by :meth:`load`.
         """
-        path = os.fspath(path)
-        folder = os.path.dirname(os.path.abspath(path))
-        fd, tmp = tempfile.mkstemp(prefix=".geoldp-accountant-", suffix=".tmp", dir=folder)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                json.dump(self.to_dict(), fh, indent=1)
-                fh.flush()
-                os.fsync(fh.fileno())
-            os.replace(tmp, path)
-        except BaseException:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
-            raise
+        from geoldp import _safe_write
+
+        data = json.dumps(self.to_dict(), indent=1).encode("utf-8")
+        _safe_write.write_bytes(path, data, overwrite=True)
 
     @classmethod
     def load(cls, path: str | os.PathLike[str], *, max_bytes: int = MAX_FILE_BYTES) -> BudgetAccountant:

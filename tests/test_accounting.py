@@ -91,7 +91,7 @@ def test_save_is_atomic(tmp_path, monkeypatch):
     acc = BudgetAccountant(4.0)
     acc.charge({"a": 1.0})
 
-    def boom(src, dst):
+    def boom(*args, **kwargs):  # os.replace(src, dst, *, src_dir_fd=..., dst_dir_fd=...)
         raise OSError("disk full")
 
     monkeypatch.setattr(os, "replace", boom)
