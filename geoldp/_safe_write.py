@@ -16,14 +16,22 @@ included).
 
 Several files that belong together (a data file and its ledger sidecar, the parts of a Shapefile) are
 written as one :class:`Group`: every file is first written in full under a temporary identity and fsynced
-(a full disk fails here, before any name changes), then all are given their names in the order the
-caller chose, with SIGINT and SIGTERM held until the last rename is done. ``SIGTERM`` during a write
-removes the temporary files before the process ends (as it would have, by the default action).
+(a full disk fails here, before any name changes). Then, with SIGINT and SIGTERM held: each file gets a
+hidden temporary name, a small *commit record* ``.<data file>.geoldp-commit`` listing the renames (with
+each new file's size and SHA-256) is written atomically next to the data file, the files are renamed
+into place in the order the caller chose, and the record is removed. The record is the commit point.
+A ``kill -9`` (or a power loss) before it leaves the old files untouched; after it, the next geoldp
+reader or writer of the output finds the record and finishes the renames (:func:`recover`), so the
+output is then the new complete set of files: never the new sidecar beside the old data. ``SIGTERM``
+during a write removes the temporary files before the process ends (as it would have, by the default
+action); a ``kill -9`` can leave hidden temporary files, which the next write of the output removes.
 
 For fault-injection tests, the environment variable ``GEOLDP_TEST_PAUSE`` (a comma-separated list of
-point names: ``write``, ``commit``, ``rename``, ``done``) makes a write print ``geoldp-test-pause
-<point>`` to stderr at that point and wait until the file named by ``GEOLDP_TEST_RESUME`` exists (at most
-60 s). It is read only at those points and changes nothing else.
+point names: ``write``, ``commit``, ``staged``, ``journal``, ``rename``, ``done``) makes a write print
+``geoldp-test-pause <point>`` to stderr at that point and wait until the file named by
+``GEOLDP_TEST_RESUME`` exists (at most 60 s). ``staged``: the files have their temporary names, no
+record yet; ``journal``: the record is in place, nothing renamed; ``rename``: the first file renamed. It
+is read only at those points and changes nothing else.
 """
 
 from __future__ import annotations
@@ -31,8 +39,10 @@ from __future__ import annotations
 import contextlib
 import errno
 import hashlib
+import json
 import os
 import secrets
+import shutil
 import signal
 import stat
 import sys
@@ -49,10 +59,13 @@ __all__ = [
     "atomic_file",
     "check_output",
     "cleanup_on_sigterm",
+    "commit_record_path",
+    "file_digest",
     "fsync_dir",
     "group",
     "pause_point",
     "publish",
+    "recover",
     "remove_stale_temps",
     "signals_held",
     "temp_name",
@@ -60,6 +73,8 @@ __all__ = [
 ]
 
 TEMP_TAG = ".geoldp-tmp-"
+COMMIT_TAG = ".geoldp-commit"
+_MAX_RECORD_BYTES = 1 << 20
 PAUSE_ENV = "GEOLDP_TEST_PAUSE"
 RESUME_ENV = "GEOLDP_TEST_RESUME"
 _HELD = (signal.SIGINT, signal.SIGTERM)
@@ -287,6 +302,22 @@ class AtomicFile:
             os.close(self._fd)
             self._fd = -1
 
+    def stage(self) -> Path:
+        """Give the finished file a hidden temporary name next to its target (renamed later); return it."""
+        if self._named is None:
+            name = temp_name(self.path)
+            # linkat(AT_SYMLINK_FOLLOW), as in _link_unnamed: plain link(2) would not follow /proc's link
+            dfd = os.open(self._dir, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+            try:
+                source = f"/proc/self/fd/{self._fd}"
+                os.link(source, name.name, src_dir_fd=dfd, dst_dir_fd=dfd, follow_symlinks=True)
+            finally:
+                os.close(dfd)
+            self._named = name
+        os.close(self._fd)
+        self._fd = -1
+        return self._named
+
     def _link_unnamed(self) -> None:
         # linkat(AT_SYMLINK_FOLLOW) on /proc/self/fd/N gives the unnamed O_TMPFILE inode a name (Linux)
         dfd = os.open(self._dir, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
@@ -412,20 +443,24 @@ class Group:
     """Files written as one unit; see :func:`group`.
 
     Add each file (:meth:`add_bytes`, or :meth:`add_file` for a complete temporary file written by
-    someone else, e.g. GDAL, in the target's directory, and :meth:`add_removal` for a stale file to
-    remove); :meth:`commit` then applies the removals, names the files added with ``first=True``, then
-    the others, each in the order they were added.
+    someone else, e.g. GDAL, in the target's directory or a temporary directory inside it, and
+    :meth:`add_removal` for a stale file to remove); :meth:`commit` then applies the removals and names
+    the files added with ``first=True``, then the others, each in the order they were added. With more than
+    one name to change and a ``unit``, the commit goes through a commit record (see the module notes).
     """
 
-    def __init__(self, *, overwrite: bool) -> None:
+    def __init__(self, *, overwrite: bool, unit: str | os.PathLike[str] | None = None) -> None:
         self.overwrite = overwrite
+        self.unit = None if unit is None else Path(os.fspath(unit))
         self._steps: list[tuple[str, Any, Path]] = []
+        self._digests: dict[int, tuple[int, str]] = {}
         self._dirs: set[Path] = set()
+        self._recorded = False  # the commit record is in place: the temporary files belong to it now
 
     def add_bytes(self, path: str | os.PathLike[str], data: bytes, *, first: bool = False) -> AtomicFile:
         """Write ``data`` in full under a temporary identity and fsync it; named by :meth:`commit`.
 
-        ``first=True``: named before the files added without it (a sidecar before its data file).
+        ``first=True``: named before the files added without it.
         """
         target = Path(os.fspath(path))
         af = AtomicFile(target, overwrite=self.overwrite)
@@ -436,7 +471,7 @@ class Group:
         return af
 
     def add_file(self, tmp: Path, path: str | os.PathLike[str]) -> None:
-        """Take a complete temporary file ``tmp`` (same directory as ``path``); fsync it now."""
+        """Take a complete temporary file ``tmp`` (in the directory of ``path``); fsync it now."""
         target = Path(os.fspath(path))
         self._steps.append(("file", tmp, target))
         fd = os.open(tmp, os.O_RDONLY)
@@ -444,6 +479,8 @@ class Group:
             os.fsync(fd)
         finally:
             os.close(fd)
+        if self.unit is not None:  # for the commit record, outside the block where signals are held
+            self._digests[len(self._steps) - 1] = file_digest(tmp)
         self._staged(target)
 
     def add_removal(self, path: str | os.PathLike[str]) -> None:
@@ -455,6 +492,11 @@ class Group:
         if sum(kind != "remove" for kind, _, _ in self._steps) == 1:
             pause_point("write")
 
+    def _ordered(self) -> list[tuple[int, str, Any, Path]]:
+        rank = {"remove": 0, "first": 1}
+        steps = [(i, *step) for i, step in enumerate(self._steps)]
+        return sorted(steps, key=lambda step: rank.get(step[1], 2))
+
     def commit(self) -> None:
         """Name every staged file in order, with SIGINT/SIGTERM held; fsync the directories.
 
@@ -462,35 +504,87 @@ class Group:
         files this group already named are removed again, so that nothing is left half-named.
         """
         pause_point("commit")
-        named: list[Path] = []
         with signals_held():
-            try:
-                rank = {"remove": 0, "first": 1}
-                steps = sorted(self._steps, key=lambda step: rank.get(step[0], 2))
-                for i, (kind, item, target) in enumerate(steps):
-                    if kind == "remove":
-                        with contextlib.suppress(FileNotFoundError):
-                            os.unlink(target)
-                        continue
-                    if kind in ("first", "bytes"):
-                        item.publish()
-                    else:
-                        _publish_file(item, target, overwrite=self.overwrite)
-                    named.append(target)
-                    if len(named) == 1 and i < len(steps) - 1:
-                        pause_point("rename")
-            except BaseException:
-                if not self.overwrite:  # the names were free: give them back
-                    for target in named:
-                        with contextlib.suppress(OSError):
-                            os.unlink(target)
-                raise
-            for directory in self._dirs:
-                fsync_dir(directory)
+            if self.unit is not None and len(self._steps) > 1:
+                self._commit_recorded(self.unit)
+            else:
+                self._commit_direct()
         pause_point("done")
 
+    def _commit_direct(self) -> None:
+        named: list[Path] = []
+        steps = self._ordered()
+        try:
+            for n, (_, kind, item, target) in enumerate(steps):
+                if kind == "remove":
+                    with contextlib.suppress(FileNotFoundError):
+                        os.unlink(target)
+                    continue
+                if kind in ("first", "bytes"):
+                    item.publish()
+                else:
+                    _publish_file(item, target, overwrite=self.overwrite)
+                named.append(target)
+                if len(named) == 1 and n < len(steps) - 1:
+                    pause_point("rename")
+        except BaseException:
+            if not self.overwrite:  # the names were free: give them back
+                for target in named:
+                    with contextlib.suppress(OSError):
+                        os.unlink(target)
+            raise
+        for directory in self._dirs:
+            fsync_dir(directory)
+
+    def _commit_recorded(self, unit: Path) -> None:
+        directory = unit.parent if str(unit.parent) else Path(".")
+        if any(target.parent != unit.parent for *_, target in self._steps):
+            raise ValueError("The files of a group must share the directory of its unit.")
+        files: list[dict[str, Any]] = []
+        removals: list[str] = []
+        for i, kind, item, target in self._ordered():
+            if kind == "remove":
+                removals.append(target.name)
+                continue
+            if kind in ("first", "bytes"):
+                staged = item.stage()
+                size, digest = item.size, item.sha256.hexdigest()
+            else:
+                staged = item
+                size, digest = self._digests[i]
+            files.append(
+                {
+                    "target": target.name,
+                    "staged": os.path.relpath(staged, directory),
+                    "bytes": size,
+                    "sha256": digest,
+                }
+            )
+        for parent in {Path(directory / f["staged"]).parent for f in files}:
+            fsync_dir(parent)  # the temporary names, before the record that refers to them
+        pause_point("staged")
+        record = {
+            "geoldp_commit": 1,
+            "unit": unit.name,
+            "overwrite": self.overwrite,
+            "remove": removals,
+            "files": files,
+        }
+        af = AtomicFile(commit_record_path(unit), overwrite=True)
+        try:
+            af.write(json.dumps(record, indent=1).encode("utf-8"))
+            af.commit()  # fsyncs the directory: from here on the new files are the committed state
+        except BaseException:
+            af.abort()
+            raise
+        self._recorded = True
+        pause_point("journal")
+        _roll_forward(unit, record, live=True)
+
     def abort(self) -> None:
-        """Discard every temporary file not yet named."""
+        """Discard every temporary file not yet named (none once the commit record is in place)."""
+        if self._recorded:
+            return
         for kind, item, _ in self._steps:
             if kind in ("first", "bytes"):
                 item.abort()
@@ -499,24 +593,191 @@ class Group:
                     os.unlink(item)
 
 
+def commit_record_path(unit: str | os.PathLike[str]) -> Path:
+    """The commit record of a group whose unit (data file) is ``unit``: ``.<name>.geoldp-commit``."""
+    p = Path(os.fspath(unit))
+    return p.with_name(f".{p.name}{COMMIT_TAG}")
+
+
+def file_digest(path: str | os.PathLike[str]) -> tuple[int, str]:
+    """The size and SHA-256 (hex) of a file."""
+    h = hashlib.sha256()
+    size = 0
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+            size += len(block)
+    return size, h.hexdigest()
+
+
+def _appeared(path: Path) -> ValueError:
+    return ValueError(
+        f"The output file '{path}' appeared while it was being written; it was left untouched. "
+        "Pass overwrite=True (CLI: --overwrite) to replace it."
+    )
+
+
+def _roll_forward(unit: Path, record: dict[str, Any], *, live: bool) -> None:
+    """Carry out a commit record: the removals, then each rename in order; then remove the record.
+
+    ``live``: the writer itself, just after placing the record. Otherwise a recovery (:func:`recover`),
+    which checks each temporary file against the record first. A temporary file already gone was renamed
+    by an earlier attempt (or a concurrent recovery). Without ``overwrite`` a name taken meanwhile by
+    another file rolls the group back instead: the names this group took are freed, nothing else changes.
+    """
+    directory = unit.parent if str(unit.parent) else Path(".")
+    overwrite = record["overwrite"]
+    for name in record["remove"]:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(directory / name)
+    files = record["files"]
+    named: list[Path] = []
+    for n, entry in enumerate(files):
+        staged, target = directory / entry["staged"], directory / entry["target"]
+        expected = (entry["bytes"], entry["sha256"])
+        if os.path.lexists(staged):
+            if not live and file_digest(staged) != expected:
+                raise ValueError(
+                    f"The commit record '{commit_record_path(unit)}' does not match its temporary file "
+                    f"'{staged}'; geoldp did not touch '{target}'. Remove both, then write the output again."
+                )
+            try:
+                _rename(staged, target, overwrite=overwrite)
+            except FileExistsError:
+                if not (target.is_file() and file_digest(target) == expected):
+                    for ours in named:  # the names were free when the write began: free them again
+                        with contextlib.suppress(OSError):
+                            os.unlink(ours)
+                    for later in files[n:]:
+                        with contextlib.suppress(OSError):
+                            os.unlink(directory / later["staged"])
+                    with contextlib.suppress(FileNotFoundError):
+                        os.unlink(commit_record_path(unit))
+                    fsync_dir(directory)
+                    raise _appeared(target) from None
+                os.unlink(staged)  # renamed by an earlier attempt that stopped before this unlink
+            named.append(target)
+        if live and n == 0 and len(files) > 1:
+            pause_point("rename")
+    fsync_dir(directory)
+    for entry in files:  # a temporary directory of the group's (GDAL's Shapefile parts), now empty
+        parent = (directory / entry["staged"]).parent
+        if parent != directory:
+            shutil.rmtree(parent, ignore_errors=True)
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(commit_record_path(unit))
+    fsync_dir(directory)
+
+
+def _record_problem(record: Any, unit: Path) -> str | None:
+    """Why ``record`` is not a commit record of ``unit`` that may be carried out (None if it is one).
+
+    Only names of ``unit``'s own family in its own directory: the record can rename a temporary file of
+    this output onto a name that begins like the output's, and nothing else.
+    """
+    if not isinstance(record, dict) or record.get("geoldp_commit") != 1 or record.get("unit") != unit.name:
+        return "it is not a geoldp commit record of this file"
+    if not isinstance(record.get("overwrite"), bool) or not isinstance(record.get("remove"), list):
+        return "it is malformed"
+    files = record.get("files")
+    if not isinstance(files, list) or not files:
+        return "it is malformed"
+    stem = Path(unit.name).stem
+
+    def own(name: Any) -> bool:
+        return (
+            isinstance(name, str)
+            and name not in ("", ".", "..")
+            and os.path.basename(name) == name
+            and name.startswith(stem)
+        )
+
+    if not all(own(name) for name in record["remove"]):
+        return "it names files of another output"
+    for entry in files:
+        if not isinstance(entry, dict) or not own(entry.get("target")):
+            return "it names files of another output"
+        size, digest, staged = entry.get("bytes"), entry.get("sha256"), entry.get("staged")
+        if isinstance(size, bool) or not isinstance(size, int) or not isinstance(digest, str):
+            return "it is malformed"
+        if not isinstance(staged, str):
+            return "it is malformed"
+        parts = Path(staged).parts
+        tags = (f".{entry['target']}{TEMP_TAG}", f".{unit.name}{TEMP_TAG}")
+        flat = len(parts) == 1 and parts[0].startswith(tags)
+        nested = len(parts) == 2 and parts[0].startswith(tags[1]) and parts[1] == entry["target"]
+        if not (flat or nested):
+            return "it names files of another output"
+    return None
+
+
+def recover(unit: str | os.PathLike[str]) -> bool:
+    """Complete an interrupted commit of the group whose unit is ``unit``; True if there was one.
+
+    A group of several files is committed when its commit record is in place (every new file complete
+    and fsynced under a temporary name before): a ``kill -9`` or power loss after that point is rolled
+    forward here, by the next reader or writer, so the output is the new complete set of files. Before
+    that point the old files were never touched. A cheap ``lstat`` when there is nothing to do.
+
+    Raises
+    ------
+    ValueError
+        The commit record is not a regular file, is malformed, names files of another output, or does not
+        match its temporary files.
+    OSError
+        The rename cannot be done here (e.g. a read-only folder); the message says how to complete it.
+    """
+    p = Path(os.fspath(unit))
+    record_path = commit_record_path(p)
+    try:
+        st = os.lstat(record_path)
+    except OSError:
+        return False
+    if not stat.S_ISREG(st.st_mode) or st.st_size > _MAX_RECORD_BYTES:
+        problem: str | None = "it is not a small regular file"
+    else:
+        try:
+            record = json.loads(record_path.read_bytes())
+        except (ValueError, RecursionError):
+            record = None
+        problem = _record_problem(record, p)
+    if problem is not None:
+        raise ValueError(
+            f"'{record_path}' (left by an interrupted geoldp write of '{p}') cannot be used: {problem}. "
+            "Remove it and write the output again."
+        )
+    try:
+        _roll_forward(p, record, live=False)
+    except OSError as exc:
+        raise OSError(
+            exc.errno,
+            f"the last write of '{p}' was interrupted after it was complete, and geoldp cannot finish "
+            f"renaming its files here ({os.strerror(exc.errno) if exc.errno else 'I/O error'}); make the "
+            "folder writable and read or write the file again with geoldp",
+        ) from None
+    return True
+
+
 def _publish_file(tmp: Path, path: Path, *, overwrite: bool) -> None:
     try:
         _rename(tmp, path, overwrite=overwrite)
     except FileExistsError:
-        raise ValueError(
-            f"The output file '{path}' appeared while it was being written; it was left untouched. "
-            "Pass overwrite=True (CLI: --overwrite) to replace it."
-        ) from None
+        raise _appeared(path) from None
 
 
 @contextlib.contextmanager
-def group(*, overwrite: bool) -> Iterator[Group]:
+def group(*, overwrite: bool, unit: str | os.PathLike[str] | None = None) -> Iterator[Group]:
     """Write several files as one unit: yield a :class:`Group`; it is committed only if the block succeeds.
 
     On any exception (a full disk, KeyboardInterrupt, SIGTERM) every temporary file is removed and every
-    file keeps its previous state (or stays absent).
+    file keeps its previous state (or stays absent). ``unit`` is the path a reader names (the data file):
+    an interrupted earlier commit of it is completed first (:func:`recover`), and a group of several files
+    is committed through a commit record next to it, so that a ``kill -9`` between two renames is
+    completed by the next reader or writer.
     """
-    g = Group(overwrite=overwrite)
+    if unit is not None:
+        recover(unit)
+    g = Group(overwrite=overwrite, unit=unit)
     with cleanup_on_sigterm():
         try:
             yield g

@@ -17,16 +17,18 @@ Writing
   an output path is refused; an output may not be one of the ``inputs`` (hard links included). A GeoPackage
   is replaced whole (its other layers are *not* kept) unless ``add_layer=True`` names a new layer.
 - Data and sidecar are one unit: both are written in full to temporary files and fsynced first (a full
-  disk fails here and changes nothing), then the sidecar is renamed into place and the data file last,
-  with SIGINT and SIGTERM held until both are done. The sidecar records the size and SHA-256 of its data
-  file (``"data_file"``) and :func:`read_ledger` refuses a sidecar that does not match, so a reader sees
-  the old pair or the new pair; only ``kill -9`` between the two renames can leave the new sidecar next
-  to the old data, and that pair is refused as out of step, never taken for a match.
+  disk fails here and changes nothing); then, with SIGINT and SIGTERM held, a small commit record
+  ``.<name>.geoldp-commit`` listing the renames is placed next to the data file, the data file and then
+  the sidecar are renamed into place, and the record is removed. After a ``kill -9`` (or a power loss)
+  before the record is in place the old files are untouched; after it, the next geoldp read or write of
+  the file finishes the renames first, so what it sees is the new pair. The sidecar also records the size
+  and SHA-256 of its data file (``"data_file"``) and :func:`read_ledger` refuses a sidecar that does not
+  match (a pair edited or copied apart by hand).
 - A Shapefile's parts (``.shp``, ``.shx``, ``.dbf``, ``.prj``, ``.cpg`` and the indexes other tools keep
-  next to them) are one unit too: all are checked before any is touched (an existing part needs
-  ``overwrite=True``, a symlinked part is refused), written by GDAL in a temporary directory, then renamed
-  into place with the ``.shp`` last. A temporary file or directory a killed write left behind is removed
-  by the next write of the same output.
+  next to them) are one unit too, committed the same way: all are checked before any is touched (an
+  existing part needs ``overwrite=True``, a symlinked part is refused), written by GDAL in a temporary
+  directory, then renamed into place with the ``.shp`` last. A temporary file or directory a killed write
+  left behind is removed by the next write of the same output.
 
 Reading
 -------
@@ -116,16 +118,6 @@ def _data_record(size: int, sha256: str, name: str) -> dict[str, Any]:
     return {"name": name, "bytes": int(size), "sha256": sha256}
 
 
-def _file_digest(path: Path) -> tuple[int, str]:
-    h = hashlib.sha256()
-    size = 0
-    with path.open("rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-            size += len(block)
-    return size, h.hexdigest()
-
-
 def _ledger_bytes(ledger: dict[str, Any], record: dict[str, Any] | None) -> bytes:
     doc = dict(ledger)
     if record is not None:
@@ -149,10 +141,11 @@ def write_ledger(gdf: Any, path: str | os.PathLike[str], *, overwrite: bool = Fa
     if ledger is None:
         return None
     p = Path(path)
+    _safe_write.recover(p)  # an interrupted write of the data file and its sidecar is finished first
     side = _safe_write.check_output(ledger_path(p), overwrite=overwrite, inputs=(p,), what="ledger sidecar")
     record = None
     if p.is_file():
-        size, digest = _file_digest(p)
+        size, digest = _safe_write.file_digest(p)
         record = _data_record(size, digest, p.name)
     _write_atomic(side, _ledger_bytes(ledger, record), overwrite=overwrite)
     return side
@@ -178,7 +171,7 @@ def _read_sidecar(side: Path, data_path: Path | None, caller: str) -> dict[str, 
     if record is not None and data_path is not None:
         if not isinstance(record, dict) or not isinstance(record.get("sha256"), str):
             raise ValueError(f"{caller}: the ledger file '{side}' has a malformed 'data_file' member.")
-        size, digest = _file_digest(data_path)
+        size, digest = _safe_write.file_digest(data_path)
         if record.get("bytes") != size or record["sha256"] != digest:
             raise ValueError(
                 f"{caller}: the ledger file '{side}' belongs to another version of '{data_path}' (size or "
@@ -244,6 +237,7 @@ def read_ledger(
     p = Path(path)
     if sidecar is not None and not isinstance(sidecar, bool | str | os.PathLike):
         raise TypeError(f"The 'sidecar' parameter of {caller} must be a path, a bool or None.")
+    _safe_write.recover(p)  # a write of the pair interrupted after it was complete: finish it first
     if isinstance(sidecar, str | os.PathLike):
         return _read_sidecar(Path(sidecar), p if p.is_file() else None, caller)
     if p.suffix.lower() in {".geojson", ".json"} and p.is_file():
@@ -569,6 +563,7 @@ def write_file(
     if layer is not None and fmt != "GPKG":
         raise ValueError(f"layer= applies to GeoPackage output only, not to '{p.name}'.")
     inputs = tuple(inputs)
+    _safe_write.recover(p)  # an earlier write interrupted after it was complete is finished first
     _safe_write.check_output(p, overwrite=overwrite or add_layer, inputs=inputs)
     ledger = gdf.attrs.get("geoldp") if sidecar else None
     side = ledger_path(p)
@@ -596,13 +591,13 @@ def write_file(
         for stale in (p, side):  # what a killed earlier write of this output left behind
             _safe_write.remove_stale_temps(stale)
         tmp = _safe_write.temp_name(p, ".gpkg" if add_layer else "")
-        # the data and its sidecar are one group: both complete and fsynced, then named sidecar first
-        # (see the module notes); the temporary Shapefile directory is removed after the group is named
+        # the data and its sidecar are one group, committed through a commit record (see the module
+        # notes); the temporary Shapefile directory is removed after the group is named
         with contextlib.ExitStack() as stack:
             stack.enter_context(_safe_write.cleanup_on_sigterm())  # outermost: SIGTERM cleans up all
             if fmt == "ESRI Shapefile":
                 stack.callback(shutil.rmtree, tmp, ignore_errors=True)
-            g = stack.enter_context(_safe_write.group(overwrite=overwrite or add_layer))
+            g = stack.enter_context(_safe_write.group(overwrite=overwrite or add_layer, unit=p))
             if data is not None:
                 g.add_bytes(p, data)
                 size, digest = len(data), hashlib.sha256(data).hexdigest()
@@ -616,10 +611,10 @@ def write_file(
                     raise
                 except Exception:  # GDAL failed writing to disk: its message can quote values
                     raise _gdal_write_error(p) from None
-                size, digest = _file_digest(staged)
+                size, digest = _safe_write.file_digest(staged)
             if ledger is not None:
                 record = _data_record(size, digest, p.name)
-                g.add_bytes(side, _ledger_bytes(ledger, record), first=True)
+                g.add_bytes(side, _ledger_bytes(ledger, record))  # named after the data file
                 written.append(side)
     except OSError as exc:
         if not exc.errno:
@@ -684,6 +679,8 @@ def to_geojson(
     _check_gdf(gdf, caller)
     if not (ledger is True or ledger is False or ledger == "sidecar"):
         raise ValueError(f"Got ledger={ledger!r}; `ledger` must be one of (True, False, 'sidecar').")
+    if isinstance(path, str | os.PathLike):
+        _safe_write.recover(path)  # an earlier write interrupted after it was complete is finished first
     p = _safe_write.check_output(path, overwrite=overwrite)
     prov = gdf.attrs.get("geoldp")
     side = ledger_path(p)
@@ -694,11 +691,11 @@ def to_geojson(
     for stale in (p, side):
         _safe_write.remove_stale_temps(stale)
     try:
-        with _safe_write.group(overwrite=overwrite) as g:  # data and sidecar as one unit, as in write_file
+        with _safe_write.group(overwrite=overwrite, unit=p) as g:  # one unit, as in write_file
             g.add_bytes(p, data)
             if ledger == "sidecar" and prov is not None:
                 record = _data_record(len(data), hashlib.sha256(data).hexdigest(), p.name)
-                g.add_bytes(side, _ledger_bytes(prov, record), first=True)
+                g.add_bytes(side, _ledger_bytes(prov, record))
     except OSError as exc:
         if not exc.errno:
             raise
@@ -976,6 +973,10 @@ def _read_any(
                 f"The 'crs' parameter of {caller} is not a CRS pyproj understands. Got {crs!r}; pass e.g. "
                 "'EPSG:4326'."
             ) from None
+    if isinstance(path, str | os.PathLike):
+        # a geoldp write of this file interrupted after it was complete (kill -9 between the renames of
+        # its files): finish it, so that the file read is the new one, whole, with its own sidecar
+        _safe_write.recover(path)
     det = _formats.detect(path, caller, allow_vsi=allow_vsi)
     table_crs = "EPSG:4326" if crs is None else crs
     raw: bytes | None = None

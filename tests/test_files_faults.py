@@ -424,7 +424,7 @@ PAUSED_WRITER = textwrap.dedent(
     print("done", flush=True)
     """
 )
-POINTS = ["write", "commit", "rename", "done"]
+POINTS = ["write", "commit", "staged", "journal", "rename", "done"]
 SIGNALS = {"KILL": signal.SIGKILL, "TERM": signal.SIGTERM, "INT": signal.SIGINT}
 
 
@@ -461,34 +461,80 @@ def _signal_at(argv: list[str], point: str, sig: int, tmp_path: Path) -> tuple[i
     return child.returncode, "".join(seen) + err
 
 
-def _check_after_signal(out_dir: Path, target: Path, before: dict[str, bytes], point: str, sig: int) -> None:
-    """Every output is the old file, the new complete file or absent; the pair is never taken for a match."""
+def _hidden(directory: Path) -> list[str]:
+    """Litter: temporary files or directories and commit records (every hidden name geoldp makes)."""
+    return sorted(n for n in os.listdir(directory) if n.startswith("."))
+
+
+def _new_names(suffix: str, tmp_path: Path) -> set[str]:
+    """The names a complete new release pair of this format has (written in a scratch folder)."""
+    ref = tmp_path / "reference"
+    ref.mkdir(exist_ok=True)
+    gio.write_file(_released(7), ref / f"out{suffix}", overwrite=True)
+    return {n for n in os.listdir(ref) if not n.startswith(".")}
+
+
+#: Where the data and its sidecar are renamed (the commit record is in place): a kill -9 there is
+#: completed by the next geoldp reader or writer.
+COMMITTED = ("journal", "rename", "done")
+#: The first geoldp call on the output after the kill, each of which must finish an interrupted commit.
+FIRST_READERS = {
+    "read_ledger": lambda target: gio.read_ledger(target),
+    "read_trajectories": lambda target: gio.read_trajectories(target, ledger=True),
+    "read_points": lambda target: _read_points_anyway(target),
+    "next_write": lambda target: gio.write_file(_released(7), target, overwrite=True),
+}
+
+
+def _read_points_anyway(target: Path) -> None:
+    with pytest.raises(TypeError, match="not a Point"):  # the release holds LineStrings
+        gio.read_points(target)
+
+
+def _check_after_signal(
+    out_dir: Path,
+    target: Path,
+    before: dict[str, bytes],
+    point: str,
+    sig: int,
+    new_names: set[str],
+    first_reader: str = "read_ledger",
+) -> None:
+    """Every output is the old file, the new complete file or absent, and no litter is left.
+
+    SIGINT and SIGTERM are held from the commit on, so they leave the new pair; before it, the old one.
+    After kill -9 the first geoldp reader (or writer) of the output finishes a commit whose record was in
+    place and then sees exactly the new pair; before that point the old pair was never touched.
+    """
     state = _state(out_dir)
-    side = gio.ledger_path(target)
-    held = point in ("rename", "done")  # SIGINT/SIGTERM are held while the files are renamed
+    held = point not in ("write", "commit")
+    new = held if sig != signal.SIGKILL else point in COMMITTED  # what the first geoldp call must see
     if sig != signal.SIGKILL:
-        assert _temps(out_dir) == []  # no litter, even after SIGTERM
-    if point == "done" or (held and sig != signal.SIGKILL):
-        assert len(gio.read_trajectories(target)) == 7  # the new complete pair
-        assert gio.read_ledger(target)["epsilon"] == 7.0
-    elif point == "rename":  # kill -9 between the two renames: the new sidecar, the old data (or none)
-        assert state[side.name] != before.get(side.name)
-        if target.name in before:
-            with pytest.raises(ValueError, match="out of step"):
-                gio.read_ledger(target, sidecar=side)
-            if target.suffix == ".geojson":  # the old data still carries its own ledger member
-                assert gio.read_ledger(target)["epsilon"] == 5.0
-            assert all(state[n] == b for n, b in before.items() if n != side.name)
-        else:
-            assert target.name not in state
-    else:
+        assert _hidden(out_dir) == []  # no litter, even after SIGTERM or Ctrl-C
+        assert state == before if not new else set(state) == new_names
+    elif not new:
         assert state == before  # the old pair (or nothing), byte for byte
+        assert not any(n.endswith(".geoldp-commit") for n in _hidden(out_dir))
+    try:
+        FIRST_READERS[first_reader](target)
+    except FileNotFoundError:
+        assert not os.path.lexists(target) and not new
+    if new or first_reader == "next_write":  # the new complete pair, and nothing else
+        assert set(_state(out_dir)) == new_names
+        if new or sig != signal.SIGKILL:
+            assert _hidden(out_dir) == []
+        assert len(gio.read_trajectories(target, ledger=True)) == 7
+        assert gio.read_ledger(target)["epsilon"] == 7.0  # data and sidecar match (size, SHA-256)
+    else:
+        assert _state(out_dir) == before  # a reader never rolls an uncommitted write forward
     # whatever a kill -9 left behind, the next write cleans up
     gio.write_file(_released(9), target, overwrite=True)
-    assert _temps(out_dir) == [] and gio.read_ledger(target)["epsilon"] == 9.0
+    assert _hidden(out_dir) == [] and gio.read_ledger(target)["epsilon"] == 9.0
 
 
-def _writer_case(tmp_path: Path, suffix: str, point: str, name: str, fresh: bool) -> None:
+def _writer_case(
+    tmp_path: Path, suffix: str, point: str, name: str, fresh: bool, first_reader: str = "read_ledger"
+) -> None:
     sig = SIGNALS[name]
     out_dir = tmp_path / "out"
     out_dir.mkdir()
@@ -501,22 +547,25 @@ def _writer_case(tmp_path: Path, suffix: str, point: str, name: str, fresh: bool
     assert "Traceback" not in err, err[-3000:]
     expected_rc = {"KILL": -signal.SIGKILL, "TERM": -signal.SIGTERM, "INT": 130}[name]
     assert rc == expected_rc, err[-3000:]
-    _check_after_signal(out_dir, target, before, point, sig)
+    _check_after_signal(out_dir, target, before, point, sig, _new_names(suffix, tmp_path), first_reader)
 
 
-# the default tier: each point and signal at least once (the full matrix is slow: ~150 processes)
+# the default tier: each point, signal and first reader at least once (the full matrix is slow)
 FAST_CASES = [
-    (".shp", "write", "TERM", True),  # GDAL's temporary directory of a fresh Shapefile
-    (".shp", "commit", "KILL", False),
-    (".parquet", "commit", "INT", False),
-    (".fgb", "rename", "KILL", False),
-    (".geojson", "rename", "TERM", True),
+    (".shp", "write", "TERM", True, "read_ledger"),  # GDAL's temporary directory of a fresh Shapefile
+    (".shp", "commit", "KILL", False, "next_write"),
+    (".parquet", "commit", "INT", False, "read_ledger"),
+    (".csv", "rename", "KILL", False, "read_ledger"),  # kill -9 between the renames of data and sidecar
+    (".csv", "rename", "KILL", True, "read_ledger"),  # ... of a fresh output (on its own: a lone sidecar)
+    (".shp", "journal", "KILL", False, "read_trajectories"),  # the record in place, nothing renamed
+    (".gpkg", "staged", "KILL", True, "read_points"),  # temporary names, no record: nothing happened
+    (".geojson", "rename", "TERM", True, "read_ledger"),
 ]
 
 
-@pytest.mark.parametrize(("suffix", "point", "name", "fresh"), FAST_CASES)
-def test_signal_at_a_named_point_of_a_write(tmp_path, suffix, point, name, fresh):
-    _writer_case(tmp_path, suffix, point, name, fresh)
+@pytest.mark.parametrize(("suffix", "point", "name", "fresh", "first_reader"), FAST_CASES)
+def test_signal_at_a_named_point_of_a_write(tmp_path, suffix, point, name, fresh, first_reader):
+    _writer_case(tmp_path, suffix, point, name, fresh, first_reader)
 
 
 @pytest.mark.slow
@@ -524,17 +573,17 @@ def test_signal_at_a_named_point_of_a_write(tmp_path, suffix, point, name, fresh
 @pytest.mark.parametrize("point", POINTS)
 @pytest.mark.parametrize("name", sorted(SIGNALS))
 def test_signal_matrix_every_format_point_and_signal(tmp_path, suffix, point, name):
-    """An old pair is overwritten; 72 writer processes (a few minutes on a free 2-core machine)."""
+    """An old pair is overwritten; 108 writer processes (several minutes on a free 2-core machine)."""
     _writer_case(tmp_path, suffix, point, name, False)
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("suffix", SUFFIXES)
-@pytest.mark.parametrize("point", ["write", "rename"])
-@pytest.mark.parametrize("name", ["KILL", "TERM"])
-def test_signal_matrix_fresh_outputs(tmp_path, suffix, point, name):
-    """No old file: after the signal the output is absent, or the new pair (or a refused lone sidecar)."""
-    _writer_case(tmp_path, suffix, point, name, True)
+@pytest.mark.parametrize("point", POINTS)
+@pytest.mark.parametrize("first_reader", sorted(FIRST_READERS))
+def test_kill_9_matrix_fresh_outputs(tmp_path, suffix, point, first_reader):
+    """No old file: after kill -9 and the first geoldp call, the output is absent or the new pair."""
+    _writer_case(tmp_path, suffix, point, "KILL", True, first_reader)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -565,11 +614,11 @@ def _cli_case(tmp_path, cli_inputs, suffix, point, name, fresh):
     rc, err = _signal_at([*argv, *([] if fresh else ["--overwrite"])], point, sig, tmp_path)
     assert "Traceback" not in err, err[-3000:]
     lines = [line for line in err.splitlines() if not line.startswith("geoldp-test-pause")]
-    if point in ("rename", "done"):  # held until the new pair was in place
+    if point not in ("write", "commit"):  # held until the new pair was in place
         assert gio.read_ledger(target)["mechanism"] == "atp" and len(gio.read_trajectories(target)) == 20
     else:
         assert _state(out_dir) == before
-    assert _temps(out_dir) == []
+    assert _hidden(out_dir) == []
     word = {"INT": "interrupted", "TERM": "terminated"}[name]
     assert rc == {"INT": 130, "TERM": 143}[name] and lines[-1] == f"geoldp: {word}", err[-3000:]
 
