@@ -826,22 +826,28 @@ def main(argv: Sequence[str] | None = None) -> int:
         previous = signal.signal(signal.SIGTERM, terminate)
     except (ValueError, AttributeError, OSError):  # not the main thread, or no SIGTERM
         previous = None
+    code = 130
     try:
-        return _run(argv)
+        code = _run(argv)
     except Terminated:
         print(f"{PROG}: terminated", file=sys.stderr)
-        return 143
+        code = 143
     except KeyboardInterrupt:
         print(f"{PROG}: interrupted", file=sys.stderr)
-        return 130
     finally:
+        ending = argv is None  # run as a program: the process ends now
         if previous is not None:
-            # run as a program (no argv): the process ends now, and a signal during interpreter shutdown
-            # would print a traceback from a library's thread or finaliser; called in-process: restore
-            ending = argv is None
+            # a signal during interpreter shutdown would print a traceback from a library's thread or
+            # finaliser; called in-process: restore
             signal.signal(signal.SIGTERM, signal.SIG_IGN if ending else previous)
             if ending and signal.getsignal(signal.SIGINT) is signal.default_int_handler:
                 signal.signal(signal.SIGINT, signal.SIG_IGN)
+        if ending and code == 130:
+            # CPython ends a program by SIGINT (status -2, not 130) when a KeyboardInterrupt once passed
+            # through a string exec() (numba compiles that way), even a handled one; executing an empty
+            # string clears that mark
+            exec("")
+    return code
 
 
 def _run(argv: Sequence[str] | None = None) -> int:

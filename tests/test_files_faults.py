@@ -672,3 +672,100 @@ def test_to_geojson_sidecar_that_does_not_fit_writes_nothing(tmp_path, monkeypat
     with pytest.raises(OSError, match="unchanged"):
         gio.to_geojson(_released(7), tmp_path / "out.geojson", ledger="sidecar")
     assert os.listdir(tmp_path) == []
+
+
+# --------------------------------------------------------------------------------------------------
+# Ctrl-C while the command line starts (its own imports) and a KeyboardInterrupt through a string exec()
+
+# Loaded by Python's start-up (as sitecustomize) in a child `python -m geoldp ...`: arranges a Ctrl-C the
+# first time the module named by GEOLDP_TEST_CTRL_C is imported. The signal is sent from code run by a
+# string exec(), as namedtuple, dataclass and numba definitions run: after that, `python -m` ends the
+# program by SIGINT (status -2) even when the KeyboardInterrupt was handled, unless geoldp clears it.
+CTRL_C_AT_IMPORT = textwrap.dedent(
+    """
+    import importlib.abc, os, sys
+
+    class CtrlC(importlib.abc.MetaPathFinder):
+        def find_spec(self, name, path, target=None):
+            if name == os.environ.get("GEOLDP_TEST_CTRL_C"):
+                sys.meta_path.remove(self)
+                exec("import os, signal; os.kill(os.getpid(), signal.SIGINT)")
+            return None
+
+    sys.meta_path.insert(0, CtrlC())
+    """
+)
+
+
+def _perturb_argv(cli_inputs: Path, out: Path) -> list[str]:
+    return [
+        "perturb",
+        str(cli_inputs / "t.geojson"),
+        "--points",
+        str(cli_inputs / "p.geojson"),
+        "--epsilon",
+        "4",
+        "--seed",
+        "1",
+        "-o",
+        str(out),
+    ]
+
+
+@pytest.mark.parametrize(
+    "module",
+    [
+        "geoldp.cli",  # the command line itself, before main() runs
+        "geoldp._formats",  # one of its imports
+        "geoldp._safe_write",  # imported by main() before it handles signals
+        "geoldp.io",  # inside the command (a KeyboardInterrupt that passed through exec)
+    ],
+)
+def test_cli_ctrl_c_during_start_up_imports_exits_130_with_one_line(tmp_path, cli_inputs, module):
+    hook = tmp_path / "hook"
+    hook.mkdir()
+    (hook / "sitecustomize.py").write_text(CTRL_C_AT_IMPORT)
+    out_dir = tmp_path / "out"
+    out_dir.mkdir()
+    env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{hook}", "GEOLDP_TEST_CTRL_C": module}
+    argv = [sys.executable, "-m", "geoldp", *_perturb_argv(cli_inputs, out_dir / "o.geojson")]
+    done = subprocess.run(
+        argv, capture_output=True, text=True, env=env, timeout=300, preexec_fn=_default_sigint
+    )
+    assert "Traceback" not in done.stderr, done.stderr[-3000:]
+    assert done.returncode == 130 and done.stderr == "geoldp: interrupted\n", (done.returncode, done.stderr)
+    assert os.listdir(out_dir) == []
+
+
+@pytest.mark.slow
+def test_cli_ctrl_c_at_random_moments_of_a_run(tmp_path, cli_inputs):
+    """A real Ctrl-C at seeded delays after the command line began loading (after Python's own start-up,
+    whose `site` step runs no geoldp code): exit 130 with one line, or the run finished first."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    delays = np.random.default_rng(7).uniform(0.0, 1.5, size=12)
+    for k, delay in enumerate(np.sort(delays)):
+        out = tmp_path / f"o{k}.geojson"
+        child = subprocess.Popen(
+            [sys.executable, "-X", "importtime", "-m", "geoldp", *_perturb_argv(cli_inputs, out)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+            preexec_fn=_default_sigint,
+        )
+        assert child.stderr is not None
+        for line in child.stderr:  # -X importtime: one line per module, once it is loaded
+            if line.rstrip().endswith("| geoldp._cli_args"):
+                break
+        time.sleep(float(delay))
+        child.send_signal(signal.SIGINT)
+        _, err = child.communicate(timeout=300)
+        lines = [ln for ln in err.splitlines() if not ln.startswith("import time:")]
+        assert "Traceback" not in err, (delay, err[-3000:])
+        if child.returncode == 0:  # finished before the signal: the complete output
+            assert gio.read_ledger(out)["mechanism"] == "atp"
+            continue
+        assert child.returncode == 130 and lines == ["geoldp: interrupted"], (delay, child.returncode, lines)
+        if out.exists():  # Ctrl-C came while the files were renamed: held until the pair was in place
+            assert gio.read_ledger(out)["mechanism"] == "atp"
+        assert _hidden(tmp_path) == []
