@@ -455,6 +455,7 @@ class Group:
         self._steps: list[tuple[str, Any, Path]] = []
         self._digests: dict[int, tuple[int, str]] = {}
         self._dirs: set[Path] = set()
+        self._temp_dirs: list[Path] = []
         self._recorded = False  # the commit record is in place: the temporary files belong to it now
 
     def add_bytes(self, path: str | os.PathLike[str], data: bytes, *, first: bool = False) -> AtomicFile:
@@ -483,6 +484,13 @@ class Group:
             self._digests[len(self._steps) - 1] = file_digest(tmp)
         self._staged(target)
 
+    def add_temp_dir(self, path: str | os.PathLike[str]) -> None:
+        """Own the temporary directory ``path`` (where e.g. GDAL writes files for :meth:`add_file`).
+
+        It is removed with the group's other temporary files, never while a commit record refers to it.
+        """
+        self._temp_dirs.append(Path(os.fspath(path)))
+
     def add_removal(self, path: str | os.PathLike[str]) -> None:
         """Remove ``path`` (a stale file that would not match the new ones) when the group is named."""
         self._steps.append(("remove", None, Path(os.fspath(path))))
@@ -509,6 +517,8 @@ class Group:
                 self._commit_recorded(self.unit)
             else:
                 self._commit_direct()
+        for directory in self._temp_dirs:
+            shutil.rmtree(directory, ignore_errors=True)
         pause_point("done")
 
     def _commit_direct(self) -> None:
@@ -591,6 +601,8 @@ class Group:
             elif kind == "file":
                 with contextlib.suppress(OSError):
                     os.unlink(item)
+        for directory in self._temp_dirs:
+            shutil.rmtree(directory, ignore_errors=True)
 
 
 def commit_record_path(unit: str | os.PathLike[str]) -> Path:

@@ -439,6 +439,7 @@ def _stage_shapefile(gdf: Any, p: Path, tmp: Path, g: _safe_write.Group) -> Path
     """
     _formats.pyogrio_module("write_file")
     os.mkdir(tmp)
+    g.add_temp_dir(tmp)  # removed with the group's temporary files (kept while a commit record needs it)
     gdf.to_file(tmp / p.name, driver="ESRI Shapefile", engine="pyogrio")
     written = [ext for ext in _SHP_PARTS if (tmp / (p.stem + ext)).exists()]
     for old in _shapefile_parts(p):
@@ -592,11 +593,9 @@ def write_file(
             _safe_write.remove_stale_temps(stale)
         tmp = _safe_write.temp_name(p, ".gpkg" if add_layer else "")
         # the data and its sidecar are one group, committed through a commit record (see the module
-        # notes); the temporary Shapefile directory is removed after the group is named
+        # notes)
         with contextlib.ExitStack() as stack:
             stack.enter_context(_safe_write.cleanup_on_sigterm())  # outermost: SIGTERM cleans up all
-            if fmt == "ESRI Shapefile":
-                stack.callback(shutil.rmtree, tmp, ignore_errors=True)
             g = stack.enter_context(_safe_write.group(overwrite=overwrite or add_layer, unit=p))
             if data is not None:
                 g.add_bytes(p, data)

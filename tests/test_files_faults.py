@@ -769,3 +769,133 @@ def test_cli_ctrl_c_at_random_moments_of_a_run(tmp_path, cli_inputs):
         if out.exists():  # Ctrl-C came while the files were renamed: held until the pair was in place
             assert gio.read_ledger(out)["mechanism"] == "atp"
         assert _hidden(tmp_path) == []
+
+
+# --------------------------------------------------------------------------------------------------
+# the commit record: concurrent readers, a name taken meanwhile, a record that cannot be trusted
+
+
+class _Killed(BaseException):
+    """Stands for kill -9 at a pause point: the write stops there and cleans nothing up."""
+
+
+def _die_at(monkeypatch, where: str) -> None:
+    from geoldp import _safe_write
+
+    def pause(point: str) -> None:
+        if point == where:
+            raise _Killed()
+
+    monkeypatch.setattr(_safe_write, "pause_point", pause)
+
+
+@pytest.mark.parametrize("point", ["journal", "rename"])
+def test_a_reader_during_the_renames_finishes_them_and_the_writer_still_succeeds(
+    tmp_path, point, monkeypatch
+):
+    from geoldp import _safe_write
+
+    target = tmp_path / "out.csv"
+    gio.write_file(_released(5), target)
+    seen = []
+
+    def pause(name: str) -> None:
+        if name == point:  # another process reads the output while the writer renames its files
+            seen.append(gio.read_ledger(target)["epsilon"])
+
+    monkeypatch.setattr(_safe_write, "pause_point", pause)
+    gio.write_file(_released(7), target, overwrite=True)
+    assert seen == [7.0]  # the reader finished the commit: the new pair, never half of it
+    assert gio.read_ledger(target)["epsilon"] == 7.0 and len(gio.read_trajectories(target)) == 7
+    assert sorted(os.listdir(tmp_path)) == ["out.csv", "out.csv.ledger.json"]
+
+
+@pytest.mark.parametrize(("point", "taken"), [("journal", "out.csv"), ("rename", "out.csv.ledger.json")])
+def test_a_fresh_name_taken_during_the_commit_rolls_the_write_back(tmp_path, point, taken, monkeypatch):
+    from geoldp import _safe_write
+
+    def pause(name: str) -> None:
+        if name == point:  # another program creates one of the names after the commit began
+            (tmp_path / taken).write_bytes(b"someone else's file")
+
+    monkeypatch.setattr(_safe_write, "pause_point", pause)
+    with pytest.raises(ValueError, match=rf"{taken}' appeared while it was being written"):
+        gio.write_file(_released(7), tmp_path / "out.csv")
+    assert _snapshot(tmp_path) == {taken: b"someone else's file"}  # ours removed again, theirs kept
+    assert _hidden(tmp_path) == []
+
+
+@pytest.mark.parametrize("suffix", SUFFIXES)
+def test_kill_9_after_the_record_is_finished_by_the_next_reader_in_process(tmp_path, suffix, monkeypatch):
+    target = tmp_path / f"out{suffix}"
+    gio.write_file(_released(5), target)
+    _die_at(monkeypatch, "journal")
+    with pytest.raises(_Killed):
+        gio.write_file(_released(7), target, overwrite=True)
+    monkeypatch.undo()
+    assert any(n.endswith(".geoldp-commit") for n in _hidden(tmp_path))
+    assert len(gio.read_trajectories(target, ledger=True)) == 7  # finished first, then read
+    assert gio.read_ledger(target)["epsilon"] == 7.0 and _hidden(tmp_path) == []
+
+
+def test_a_commit_that_cannot_be_finished_here_says_how(tmp_path, monkeypatch):
+    target = tmp_path / "out.csv"
+    gio.write_file(_released(5), target)
+    _die_at(monkeypatch, "journal")
+    with pytest.raises(_Killed):
+        gio.write_file(_released(7), target, overwrite=True)
+    monkeypatch.undo()
+
+    def read_only(*args, **kwargs):
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(os, "replace", read_only)  # as in a folder the reader may not write
+    with pytest.raises(OSError, match="interrupted after it was complete.*make the folder writable"):
+        gio.read_ledger(target)
+    monkeypatch.undo()
+    assert gio.read_ledger(target)["epsilon"] == 7.0 and _hidden(tmp_path) == []
+
+
+def _record_of_a_killed_write(tmp_path: Path, monkeypatch) -> tuple[Path, Path, dict]:
+    import json
+
+    target = tmp_path / "out.csv"
+    gio.write_file(_released(5), target)
+    _die_at(monkeypatch, "journal")
+    with pytest.raises(_Killed):
+        gio.write_file(_released(7), target, overwrite=True)
+    monkeypatch.undo()
+    record = tmp_path / ".out.csv.geoldp-commit"
+    return target, record, json.loads(record.read_text())
+
+
+@pytest.mark.parametrize(
+    "tamper",
+    ["not json", "another output's file", "a path outside the folder", "other content", "a symlink"],
+)
+def test_a_commit_record_that_cannot_be_trusted_is_refused_and_nothing_moves(tmp_path, monkeypatch, tamper):
+    import json
+
+    target, record, doc = _record_of_a_killed_write(tmp_path, monkeypatch)
+    (tmp_path / "victim.txt").write_bytes(b"unrelated")
+    if tamper == "not json":
+        record.write_text("{")
+    elif tamper == "another output's file":
+        doc["files"][0]["target"] = "victim.txt"
+        record.write_text(json.dumps(doc))
+    elif tamper == "a path outside the folder":
+        doc["files"][0]["target"] = "../out.csv"
+        record.write_text(json.dumps(doc))
+    elif tamper == "other content":
+        doc["files"][0]["sha256"] = "0" * 64
+        record.write_text(json.dumps(doc))
+    else:
+        (tmp_path / "elsewhere").write_text(json.dumps(doc))
+        record.unlink()
+        record.symlink_to(tmp_path / "elsewhere")
+    before, litter = _snapshot(tmp_path), _hidden(tmp_path)
+    for reader in (gio.read_ledger, gio.read_trajectories):
+        with pytest.raises(ValueError, match="geoldp-commit"):
+            reader(target)
+    assert _snapshot(tmp_path) == before and _hidden(tmp_path) == litter  # nothing renamed or removed
+    assert (tmp_path / "victim.txt").read_bytes() == b"unrelated"
