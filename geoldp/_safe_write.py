@@ -639,20 +639,22 @@ def _roll_forward(unit: Path, record: dict[str, Any], *, live: bool) -> None:
     """
     directory = unit.parent if str(unit.parent) else Path(".")
     overwrite = record["overwrite"]
+    files = record["files"]
+    for entry in files if not live else ():  # a recovery checks every file before it changes anything
+        staged = directory / entry["staged"]
+        if os.path.lexists(staged) and file_digest(staged) != (entry["bytes"], entry["sha256"]):
+            raise ValueError(
+                f"The commit record '{commit_record_path(unit)}' does not match its temporary file "
+                f"'{staged}'; geoldp changed nothing. Remove both, then write the output again."
+            )
     for name in record["remove"]:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(directory / name)
-    files = record["files"]
     named: list[Path] = []
     for n, entry in enumerate(files):
         staged, target = directory / entry["staged"], directory / entry["target"]
         expected = (entry["bytes"], entry["sha256"])
         if os.path.lexists(staged):
-            if not live and file_digest(staged) != expected:
-                raise ValueError(
-                    f"The commit record '{commit_record_path(unit)}' does not match its temporary file "
-                    f"'{staged}'; geoldp did not touch '{target}'. Remove both, then write the output again."
-                )
             try:
                 _rename(staged, target, overwrite=overwrite)
             except FileExistsError:

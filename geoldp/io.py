@@ -39,6 +39,8 @@ with a WKT column or lon/lat columns. VRT files and other indirections are refus
 archives need ``allow_vsi=True``; nothing is ever fetched over the network. A sidecar ledger is read only
 when asked for (``ledger=``); a GeoJSON's own ``"geoldp"`` member is read always. A GeoPackage is read
 through SQLite (read-only, under its lock), so rows committed but still in its ``-wal`` file are read too.
+Before reading, a geoldp write of the same file that was killed after it was complete (its commit record
+``.<name>.geoldp-commit`` is still there) is finished, so the file read is the new one with its sidecar.
 
 Errors are ``TypeError``/``ValueError`` naming the file and the fix (``FileNotFoundError`` for a missing
 file, ``OSError`` for a failed write such as a full disk); messages never quote the file's contents, so

@@ -888,6 +888,7 @@ def test_a_commit_record_that_cannot_be_trusted_is_refused_and_nothing_moves(tmp
         record.write_text(json.dumps(doc))
     elif tamper == "other content":
         doc["files"][0]["sha256"] = "0" * 64
+        doc["remove"] = ["out.csv.ledger.json"]  # checked before anything is removed
         record.write_text(json.dumps(doc))
     else:
         (tmp_path / "elsewhere").write_text(json.dumps(doc))
