@@ -335,7 +335,9 @@ def _state(directory: Path) -> dict[str, bytes]:
 
 @pytest.mark.parametrize("suffix", SUFFIXES)
 @pytest.mark.parametrize("fresh", [True, False], ids=["fresh", "overwrite"])
-def test_sidecar_that_does_not_fit_leaves_the_old_pair(tmp_path, suffix, fresh, monkeypatch):
+@pytest.mark.parametrize("last", [".ledger.json", ".geoldp-commit"], ids=["sidecar", "commit record"])
+def test_sidecar_that_does_not_fit_leaves_the_old_pair(tmp_path, suffix, fresh, last, monkeypatch):
+    """The disk is full for the sidecar, or for the small commit record written after every data file."""
     import errno
 
     from geoldp import _safe_write
@@ -347,7 +349,7 @@ def test_sidecar_that_does_not_fit_leaves_the_old_pair(tmp_path, suffix, fresh, 
     original = _safe_write.AtomicFile.write
 
     def full_for_the_sidecar(self, data):
-        if self.path.name.endswith(".ledger.json"):
+        if self.path.name.endswith(last):
             raise OSError(errno.ENOSPC, "No space left on device")
         return original(self, data)
 
@@ -357,7 +359,7 @@ def test_sidecar_that_does_not_fit_leaves_the_old_pair(tmp_path, suffix, fresh, 
     assert info.value.errno == errno.ENOSPC and "unchanged" in str(info.value)
     monkeypatch.undo()
     assert _state(tmp_path) == before  # fresh: nothing at all; overwrite: the old pair, byte for byte
-    assert _temps(tmp_path) == []
+    assert _hidden(tmp_path) == []  # no temporary file, directory or commit record
     if not fresh:
         assert gio.read_ledger(target)["epsilon"] == 5.0  # the old pair still matches
 
