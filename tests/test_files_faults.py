@@ -723,14 +723,19 @@ def _perturb_argv(cli_inputs: Path, out: Path) -> list[str]:
         "geoldp.io",  # inside the command (a KeyboardInterrupt that passed through exec)
     ],
 )
-def test_cli_ctrl_c_during_start_up_imports_exits_130_with_one_line(tmp_path, cli_inputs, module):
+@pytest.mark.parametrize("entry", ["python -m geoldp", "program"])
+def test_cli_ctrl_c_during_start_up_imports_exits_130_with_one_line(tmp_path, cli_inputs, module, entry):
+    """Both entry points: ``python -m geoldp`` and a console script calling ``geoldp.__main__:run``."""
     hook = tmp_path / "hook"
     hook.mkdir()
     (hook / "sitecustomize.py").write_text(CTRL_C_AT_IMPORT)
     out_dir = tmp_path / "out"
     out_dir.mkdir()
     env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{hook}", "GEOLDP_TEST_CTRL_C": module}
-    argv = [sys.executable, "-m", "geoldp", *_perturb_argv(cli_inputs, out_dir / "o.geojson")]
+    script = tmp_path / "geoldp-program"  # what pip writes for the entry point geoldp.__main__:run
+    script.write_text("import sys\nfrom geoldp.__main__ import run\nsys.exit(run())\n")
+    start = ["-m", "geoldp"] if entry == "python -m geoldp" else [str(script)]
+    argv = [sys.executable, *start, *_perturb_argv(cli_inputs, out_dir / "o.geojson")]
     done = subprocess.run(
         argv, capture_output=True, text=True, env=env, timeout=300, preexec_fn=_default_sigint
     )
