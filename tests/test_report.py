@@ -150,7 +150,7 @@ def test_zone_points_not_a_frame():
 def test_hybrid_splits_one_budget_between_both_releases():
     from fractions import Fraction
 
-    from geoldp.hybrid import hybrid, split_epsilon
+    from geoldp.hybrids import hybrid, split_epsilon
 
     gdf = trips(30)
     pts = gpd.GeoDataFrame(geometry=[Point(c) for c in C], crs="EPSG:4326")
