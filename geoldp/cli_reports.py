@@ -1,4 +1,4 @@
-"""The other designs on the command line: ``geoldp report``, ``geoldp synthesize``, ``geoldp report-estimate``.
+"""The other designs on the command line: ``geoldp report``, ``report-estimate`` and ``synthesize``.
 
 Beside ``geoldp perturb`` (a whole trajectory per user), a collector can release one aggregate report per
 trip or an LDPTrace synthetic set, from files, with the same per-user budget options::
@@ -183,12 +183,15 @@ def read_report_table(path: str | os.PathLike[str]) -> Any:
         for col in want:
             text = raw[col].to_numpy()
             ok = text != ""
-            if not np.all(np.char.isdigit(text[ok].astype(str))):
-                raise ValueError(f"row {int(np.flatnonzero(ok)[0])} of '{p}': column {col!r} must hold integers")
+            digits = np.char.isdigit(text.astype(str)) | ~ok
+            if not digits.all():
+                raise ValueError(f"row {int(np.argmin(digits))} of '{p}': column {col!r} must hold integers")
             values = text[ok].astype(np.int64)
             bad = np.flatnonzero(values >= top[col])
             if bad.size:
-                raise ValueError(f"row {int(np.flatnonzero(ok)[bad[0]])} of '{p}': {col!r} is outside its domain")
+                raise ValueError(
+                    f"row {int(np.flatnonzero(ok)[bad[0]])} of '{p}': {col!r} is outside its domain"
+                )
             full = pd.array(np.zeros(len(text), dtype=np.int64), dtype="Int64")
             full[:] = pd.NA
             full[ok] = values
@@ -204,7 +207,9 @@ def read_report_table(path: str | os.PathLike[str]) -> Any:
 def _add_zone_options(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("public zones (give --zones, or --points with --cell-km)")
     g.add_argument("--zones", metavar="FILE", default=None, help="public zones (polygons)")
-    g.add_argument("--points", metavar="POINTS", default=None, help="public points: zones are a grid over them")
+    g.add_argument(
+        "--points", metavar="POINTS", default=None, help="public points: zones are a grid over them"
+    )
     g.add_argument(
         "--cell-km",
         type=_positive_float,
@@ -314,7 +319,8 @@ def _cmd_report(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int
         written = write_report_table(out, out_path, overwrite=args.overwrite)
     led = out.attrs["geoldp"]
     print(
-        f"{PROG}: reported {len(out)} trips ({led['statistic']}, {led['oracle']} over {led['domain']['size']} "
+        f"{PROG}: reported {len(out)} trips ({led['statistic']}, {led['oracle']} over "
+        f"{led['domain']['size']} "
         f"values, epsilon={args.epsilon:g} per trip{', seeded' if args.seed is not None else ''})",
         file=stderr,
     )
@@ -336,7 +342,9 @@ def _add_report(sub: Any) -> None:
             "in OUT.ledger.json. Estimate them with 'geoldp report-estimate'."
         ),
     )
-    p.add_argument("trips", metavar="TRIPS", help="trips: one LineString per row (a Point row is a one-point trip)")
+    p.add_argument(
+        "trips", metavar="TRIPS", help="trips: one LineString per row (a Point row is a one-point trip)"
+    )
     p.add_argument("-o", "--output", required=True, metavar="OUT", help="the report table, OUT.csv")
     p.add_argument("--epsilon", required=True, type=float, metavar="E", help="privacy budget per trip (row)")
     p.add_argument("--statistic", choices=STATISTICS, default="visited_zone", help="what each trip reports")
@@ -441,7 +449,7 @@ def _add_synthesize(sub: Any) -> None:
         type=_bbox,
         metavar="MINX,MINY,MAXX,MAXY",
         default=None,
-        help="instead of --points: a PUBLIC box in the CRS of TRIPS (write --area=-122.5,... for a minus sign)",
+        help="instead of --points: a PUBLIC box in the CRS of TRIPS (--area=-122.5,... for a minus sign)",
     )
     p.add_argument(
         "--grid-size", type=_grid_size, default=6, metavar="N", help="grid side N, or 'auto' (default 6)"

@@ -45,7 +45,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from geoldp import _frames, budget_strategies, layers, ldptrace
+from geoldp import budget_strategies, layers, ldptrace
 from geoldp._random import resolve_rng
 from geoldp._validation import check_int_min, check_option, check_real
 from geoldp.reports import estimate_counts
@@ -116,7 +116,13 @@ def _report_part(table: Any, zones: Any, question: str, index: pd.Index) -> tupl
 
 
 def _trajectory_part(
-    released: Any, zones: Any, question: str, index: pd.Index, points: Any, options: dict[str, Any], source: Any
+    released: Any,
+    zones: Any,
+    question: str,
+    index: pd.Index,
+    points: Any,
+    options: dict[str, Any],
+    source: Any,
 ) -> tuple[np.ndarray, np.ndarray]:
     from geoldp import estimate
 
@@ -164,25 +170,10 @@ def _synthetic_counts(
 def _synthetic_part(
     syn: Any, zones: Any, question: str, led: dict[str, Any], n_boot: int, source: Any
 ) -> tuple[np.ndarray, np.ndarray]:
-    from pyproj import CRS
-
     z = check_zones(zones, caller="geoldp.combine")
-    g = led["grid"]
-    grid = ldptrace.Grid(*(float(b) for b in g["bounds"]), n=int(g["n"]))
-    # the zone of every cell centre (the synthetic vertices), through WGS 84 like every other part
-    cx, cy = grid.centres()
-    crs = CRS.from_user_input(g["crs"])
-    if _frames.is_wgs84(crs):
-        lon, lat = cx, cy
-    else:
-        from pyproj import Transformer
-
-        lon, lat = Transformer.from_crs(crs, _frames.WGS84, always_xy=True).transform(cx, cy)
-    zone_of_cell = zone_of_vertices(z, np.asarray(lon), np.asarray(lat))
-    ft = _frames.extract(syn, caller="geoldp.combine")
-    x, y = (ft.lon, ft.lat) if _frames.is_wgs84(crs) else _to_crs(ft.lon, ft.lat, crs)
-    cells, offsets = ldptrace.cell_sequences(x, y, ft.offsets, grid)
-    n_users, n_syn = int(led["n_users"]), int(ft.n_trajectories)
+    grid, cells, offsets, lon, lat = ldptrace.synthetic_cells(syn, caller="geoldp.combine")
+    zone_of_cell = zone_of_vertices(z, lon, lat)  # the synthetic vertices are cell centres
+    n_users, n_syn = int(led["n_users"]), int(offsets.shape[0] - 1)
     scale = n_users / n_syn
     est = _synthetic_counts(cells, offsets, zone_of_cell, question, z.size) * scale
     # parametric bootstrap: the synthetic set plays the population; collect, fit and synthesise again
@@ -204,15 +195,7 @@ def _synthetic_part(
         )
         c2, o2 = ldptrace.synthesize_cells(model, n_syn, rng=source)
         reps[b] = _synthetic_counts(c2, o2, zone_of_cell, question, z.size) * scale
-    se = reps.std(axis=0, ddof=1) if n_boot > 1 else np.full(est.shape, np.nan)
-    return est, se
-
-
-def _to_crs(lon: np.ndarray, lat: np.ndarray, crs: Any) -> tuple[np.ndarray, np.ndarray]:
-    from pyproj import Transformer
-
-    x, y = Transformer.from_crs(_frames.WGS84, crs, always_xy=True).transform(lon, lat)
-    return np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)
+    return est, reps.std(axis=0, ddof=1)
 
 
 def part_estimates(
@@ -288,20 +271,26 @@ def part_estimates(
         }
         if kind == "report":
             if led.get("statistic") != _REPORT_STATISTIC[question]:
-                info.update(used=False, reason=f"a report of {led.get('statistic')!r} does not answer {question}")
+                info.update(
+                    used=False, reason=f"a report of {led.get('statistic')!r} does not answer {question}"
+                )
             elif led["domain"].get("zones_digest") != z.digest():
                 raise ValueError(
-                    f"Part {i} passed to {caller} is a report over other zones than 'zones' (its ledger's zone "
+                    f"Part {i} passed to {caller} is a report over other zones than 'zones' (its ledger's "
+                    "zone "
                     "digest differs): every part must be about the same zones."
                 )
             elif question == "zone_visits" or question == "range_counts":
                 info["reason"] = (
-                    f"unbiased for trajectories visiting at most pad_length={led['domain']['pad_length']} zones"
+                    "unbiased for trajectories visiting at most "
+                    f"pad_length={led['domain']['pad_length']} zones"
                 )
         elif kind == "trajectory":
             info["reason"] = "model-based estimate (geoldp.estimate); its interval gives the variance"
         else:
-            info["reason"] = f"model-based (LDPTrace synthesis); variance from {n_boot} bootstrap re-syntheses"
+            info["reason"] = (
+                f"model-based (LDPTrace synthesis); variance from {n_boot} bootstrap re-syntheses"
+            )
         described.append(info)
     used = [d for d in described if d["used"]]
     if not used:
@@ -311,7 +300,8 @@ def part_estimates(
     for d in used[1:]:
         if d["trajectories"] != first["trajectories"]:
             raise ValueError(
-                f"Parts {first['part']} and {d['part']} passed to {caller} are not about the same population: "
+                f"Parts {first['part']} and {d['part']} passed to {caller} are not about the same "
+                "population: "
                 f"{first['trajectories']} and {d['trajectories']} trajectories. Combine only releases of the "
                 "same trajectories (for example both halves of geoldp.hybrid)."
             )

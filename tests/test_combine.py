@@ -161,10 +161,17 @@ def test_hybrid_trajectory_and_report_parts_combine():
     assert np.all(out["std_error"].to_numpy() <= best + 1e-12)
     assert out["estimate"].notna().all() and (out["parts"] >= 1).all()
     # without an interval (no bootstrap, a fixed iteration count) the trajectory part weighs on nothing
-    bare = combine([traj, rep], ZONES, points=pts, estimate_options={"n_candidates": 200, "n_boot": 0,
-                   "n_iter": 5}, rng=12)
+    bare = combine(
+        [traj, rep],
+        ZONES,
+        points=pts,
+        estimate_options={"n_candidates": 200, "n_boot": 0, "n_iter": 5},
+        rng=12,
+    )
     assert (bare["parts"] == 1).all()
-    pd.testing.assert_series_equal(bare["estimate"], estimate_counts(rep, ZONES)["estimate"], check_names=False)
+    pd.testing.assert_series_equal(
+        bare["estimate"], estimate_counts(rep, ZONES)["estimate"], check_names=False
+    )
 
 
 def test_synthetic_part_has_a_bootstrap_variance_of_the_right_size():
