@@ -2,9 +2,10 @@
 
 :func:`hybrid` (``geoldp.hybrid``, ``gdf.ldp.hybrid``) runs ``gdf.ldp.perturb`` at ε·``fraction`` and
 :func:`geoldp.report` at the rest, on the same rows. By sequential composition each trajectory spends
-at most ε in total (the split is checked in exact rational arithmetic). Both outputs carry their own ledger plus a ``hybrid`` entry naming
-the split and both release ids; with ``accountant`` the whole ε is checked before anything is drawn and
-each part is charged as it is released.
+at most ε in total (the split is checked in exact rational arithmetic). Both outputs carry their own
+ledger plus a ``hybrid`` entry naming the split and both release ids; with ``accountant`` the whole ε
+is checked before anything is drawn and each part is charged as it is released. Combine what both
+releases say into one estimate per query with :func:`geoldp.combine`.
 """
 
 from __future__ import annotations
