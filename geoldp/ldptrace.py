@@ -786,7 +786,8 @@ def synthetic_cells(
     if not isinstance(led, dict) or led.get("mechanism") != "ldptrace" or "grid" not in led:
         raise ValueError(f"{caller}: the synthetic set has no LDPTrace ledger (attrs['geoldp']).")
     g = led["grid"]
-    grid = Grid(*(float(b) for b in g["bounds"]), n=int(g["n"]))
+    minx, miny, maxx, maxy = (float(b) for b in g["bounds"])
+    grid = Grid(minx, miny, maxx, maxy, n=int(g["n"]))
     crs = CRS.from_user_input(g["crs"])
     ft = _frames.extract(synthetic, caller=caller)
     x, y = _input_xy(ft, crs)
