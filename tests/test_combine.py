@@ -190,3 +190,23 @@ def test_synthetic_part_has_a_bootstrap_variance_of_the_right_size():
     # the sample sd of 12 draws is within a factor 2 of the true sd with high probability
     assert np.all(boot > 0)
     assert np.all((boot / spread > 0.4) & (boot / spread < 2.5)), (boot, spread)
+
+
+def test_range_counts_over_regions_are_visits_of_the_regions():
+    gdf = population()
+    a = report(gdf, ZONES, epsilon=2.0, pad_length=3, rng=21)
+    b = report(gdf, ZONES, epsilon=3.0, pad_length=3, oracle="krr", rng=22)
+    visits = combine([a, b], ZONES)
+    ranges = combine([a, b], ZONES, question="range_counts")
+    assert ranges.index.name == "region" and visits.index.name == "zone"
+    np.testing.assert_array_equal(ranges["estimate"].to_numpy(), visits["estimate"].to_numpy())
+
+
+def test_synthetic_od_flows_cover_every_pair():
+    gdf = population(n=2000, seed=1)
+    syn = geoldp.synthesize(gdf, epsilon=4.0, bounds=(0.0, 0.0, 2.0, 2.0), grid_size=2, rng=5)
+    ests, ses, info = part_estimates([syn], ZONES, question="od_flows", n_boot=5, rng=1)
+    assert ests.shape == (16, 1) and np.isfinite(ses.to_numpy()).all()
+    # the synthetic trips' pairs, scaled to the number of users, sum to that number (every trip has one)
+    assert math.isclose(ests["part0"].sum(), 2000.0)
+    assert info[0]["trajectories"] == 2000
