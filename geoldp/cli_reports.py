@@ -482,15 +482,26 @@ def _cmd_report_estimate(args: argparse.Namespace, stdout: TextIO, stderr: TextI
     out_path = Path(args.output)
     if out_path.suffix.lower() not in (".gpkg", ".geojson", ".json"):
         raise ValueError(f"cannot write '{args.output}': use one of the suffixes .geojson, .gpkg, .json")
-    from geoldp import _safe_write
-
-    try:
-        _safe_write.check_output(out_path, overwrite=args.overwrite, inputs=[src, *zone_files], what="output")
-    except ValueError as exc:
-        raise ValueError(str(exc).replace("overwrite=True (CLI: --overwrite)", "--overwrite")) from None
     with _stage(f"cannot read REPORTS '{args.reports}'"):
         table = read_report_table(src)
     statistic = table.attrs["geoldp"]["statistic"]
+    names = {"visited_zone": ["zone_visits", "hotspots"], "od": ["od_flows"]}.get(statistic, ["transitions"])
+    # every file the layers go to, checked before any is written (one per layer for GeoJSON)
+    geojson = out_path.suffix.lower() != ".gpkg"
+    targets = (
+        [out_path.with_name(f"{out_path.stem}.{n}{out_path.suffix}") for n in names]
+        if geojson
+        else [out_path]
+    )
+    from geoldp import _safe_write
+
+    for target in targets:
+        try:
+            _safe_write.check_output(
+                target, overwrite=args.overwrite, inputs=[src, *zone_files], what="output"
+            )
+        except ValueError as exc:
+            raise ValueError(str(exc).replace("overwrite=True (CLI: --overwrite)", "--overwrite")) from None
     est = estimate_counts(table, zones)  # refuses zones other than the reports' own (digest)
     est = est.rename(columns={"support": "raw"})
     extra = ["std_error", "projected"]

@@ -393,3 +393,18 @@ def test_synthesize_command(files, tmp_path, capsys):
         capsys,
     )
     assert code == 1 and "length_hint" in err
+
+
+def test_report_estimate_checks_every_layer_file_before_writing(files, tmp_path, capsys):
+    d, _, _ = files
+    rep = tmp_path / "vz.csv"
+    _run(
+        ["report", d / "trips.gpkg", "--points", d / "P.gpkg", "--epsilon", 2, "--seed", 1, "-o", rep], capsys
+    )
+    (tmp_path / "e.hotspots.geojson").write_text("keep me")  # the second layer's file exists
+    code, _, err = _run(
+        ["report-estimate", rep, "--points", d / "P.gpkg", "-o", tmp_path / "e.geojson"], capsys
+    )
+    assert code == 1 and "--overwrite" in err
+    assert not (tmp_path / "e.zone_visits.geojson").exists()  # nothing written, not even the first layer
+    assert (tmp_path / "e.hotspots.geojson").read_text() == "keep me"
