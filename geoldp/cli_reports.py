@@ -156,7 +156,12 @@ def read_report_table(path: str | os.PathLike[str]) -> Any:
         raise ValueError(
             f"'{p}' has no report ledger ({p.name}.ledger.json): write report tables with geoldp report"
         )
-    des = design_of(ledger)
+    try:
+        des = design_of(ledger)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ValueError(
+            f"the ledger of '{p}' is not a complete report ledger ({_one_line(exc)}); regenerate the release"
+        ) from None
     o = des.oracle
     data = _formats.read_regular(p, caller, limit=MAX_TABLE_BYTES)
     want = {"krr": ["report"], "olh": ["seed", "report"], "oue": ["bits"]}[o.name]

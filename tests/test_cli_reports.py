@@ -408,3 +408,15 @@ def test_report_estimate_checks_every_layer_file_before_writing(files, tmp_path,
     assert code == 1 and "--overwrite" in err
     assert not (tmp_path / "e.zone_visits.geojson").exists()  # nothing written, not even the first layer
     assert (tmp_path / "e.hotspots.geojson").read_text() == "keep me"
+
+
+def test_an_incomplete_report_ledger_is_one_line(files, tmp_path, capsys):
+    d, _, _ = files
+    rep = tmp_path / "r.csv"
+    _run(["report", d / "trips.gpkg", "--points", d / "P.gpkg", "--epsilon", 2, "-o", rep], capsys)
+    side = tmp_path / "r.csv.ledger.json"
+    led = json.loads(side.read_text())
+    del led["domain"]
+    side.write_text(json.dumps(led))
+    code, _, err = _run(["report-estimate", rep, "--points", d / "P.gpkg", "-o", tmp_path / "e.gpkg"], capsys)
+    assert code == 1 and "not a complete report ledger" in err and err.count("\n") == 1
