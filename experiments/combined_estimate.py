@@ -18,7 +18,7 @@ vertex a uniform draw from P) and ``constant`` (every vertex P's 1-median). Seed
 
 Usage::
 
-    nice -n 10 python experiments/combined_estimate.py            # 20 repetitions (about 2 min CPU)
+    nice -n 10 python experiments/combined_estimate.py            # 20 + 100 repetitions (about 2 min CPU)
     python experiments/combined_estimate.py --reps 3
 """
 
