@@ -28,6 +28,8 @@ if TYPE_CHECKING:
     from geoldp._versions import show_versions
     from geoldp.accounting import BudgetAccountant
     from geoldp.budget import Ledger
+    from geoldp.combined import combine
+    from geoldp.hybrids import hybrid
     from geoldp.interop import from_movingpandas, from_trackintel, to_movingpandas, to_trackintel
     from geoldp.ldptrace import synthesize
     from geoldp.metrics import evaluate
@@ -51,10 +53,12 @@ __all__ = [
     "PointSet",
     "PrivacyWarning",
     "__version__",
+    "combine",
     "estimate",
     "evaluate",
     "from_movingpandas",
     "from_trackintel",
+    "hybrid",
     "perturb_trajectories",
     "plan",
     "points",
@@ -78,6 +82,8 @@ _NAMES = {
     "plan": "geoldp.planner",
     "report": "geoldp.reports",
     "synthesize": "geoldp.ldptrace",
+    "hybrid": "geoldp.hybrids",
+    "combine": "geoldp.combined",
     "show_versions": "geoldp._versions",
     "from_movingpandas": "geoldp.interop",
     "from_trackintel": "geoldp.interop",
@@ -88,9 +94,10 @@ _NAMES = {
 _SUBMODULES = (
     "accounting",
     "budget_strategies",
+    "combined",
     "datasets",
     "estimate",
-    "hybrid",
+    "hybrids",
     "io",
     "layers",
     "metrics",

@@ -6,14 +6,42 @@ Light on purpose: only the standard library, so that ``geoldp --help`` stays fas
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable
+import warnings
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import TextIO
 
-__all__ = ["bbox", "int_at_least", "one_line", "positive_float", "positive_int", "seed"]
+__all__ = [
+    "bbox",
+    "int_at_least",
+    "one_line",
+    "positive_float",
+    "positive_int",
+    "report_warnings",
+    "seed",
+]
 
 
 def one_line(message: object) -> str:
     """Collapse a message to one line."""
     return " ".join(str(message).split()) or "unknown error"
+
+
+@contextmanager
+def report_warnings(stderr: TextIO) -> Iterator[None]:
+    """Print each distinct warning raised inside the block as one ``geoldp: warning:`` line.
+
+    The warnings are printed when the block succeeds; after an error only the error line is printed.
+    """
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        yield
+    seen: set[str] = set()
+    for w in caught:
+        line = f"geoldp: warning: {w.category.__name__}: {one_line(w.message)}"
+        if line not in seen:
+            seen.add(line)
+            print(line, file=stderr)
 
 
 def int_at_least(low: int, what: str | None = None) -> Callable[[str], int]:

@@ -457,6 +457,30 @@ class LDPAccessor:
 
         return reports.report(self._obj, zones, epsilon=epsilon, **kwargs)
 
+    def hybrid(self, points: Any, zones: Any, *, epsilon: float, **kwargs: Any) -> Any:
+        """One budget split between a TP/ATP trajectory and an aggregate report: see :func:`geoldp.hybrid`.
+
+        Parameters
+        ----------
+        points : PointSet, GeoDataFrame or GeoSeries of Points
+            The public point set of the trajectory release.
+        zones : GeoDataFrame or GeoSeries of polygons
+            The public zones of the report.
+        epsilon : float
+            The total budget of one trajectory (row), shared by both releases.
+        **kwargs
+            ``fraction``, ``mechanism``, ``statistic``, ``rng``, ``accountant``, ``user_col``,
+            ``report_options`` and the mechanism's options (see :func:`geoldp.hybrid`).
+
+        Returns
+        -------
+        (geopandas.GeoDataFrame, pandas.DataFrame)
+            The trajectory release and the report table, each with its ledger.
+        """
+        from geoldp import hybrids
+
+        return hybrids.hybrid(self._obj, points, zones, epsilon=epsilon, **kwargs)
+
     def snap(
         self,
         points: Any,

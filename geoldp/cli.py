@@ -14,7 +14,6 @@ import argparse
 import ast
 import os
 import sys
-import warnings
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn, TextIO
@@ -26,6 +25,7 @@ from geoldp._cli_args import bbox as _bbox
 from geoldp._cli_args import one_line as _one_line
 from geoldp._cli_args import positive_float as _positive_float
 from geoldp._cli_args import positive_int as _positive_int
+from geoldp._cli_args import report_warnings as _report_warnings
 from geoldp._cli_args import seed as _seed
 from geoldp._formats import WRITE_FORMATS
 
@@ -174,23 +174,6 @@ def _stage(what: str) -> Iterator[None]:
         if os.environ.get("GEOLDP_TRACEBACK"):
             raise
         raise UserError(f"{what}: {_one_line(exc)}") from exc
-
-
-@contextmanager
-def _report_warnings(stderr: TextIO) -> Iterator[None]:
-    """Print each distinct warning raised inside the block as one ``geoldp: warning:`` line.
-
-    The warnings are printed when the block succeeds; after an error only the error line is printed.
-    """
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        yield
-    seen: set[str] = set()
-    for w in caught:
-        line = f"{PROG}: warning: {w.category.__name__}: {_one_line(w.message)}"
-        if line not in seen:
-            seen.add(line)
-            print(line, file=stderr)
 
 
 def write_frame(
@@ -517,7 +500,7 @@ def build_parser() -> argparse.ArgumentParser:
     -------
     argparse.ArgumentParser
     """
-    from geoldp import cli_campaign
+    from geoldp import cli_campaign, cli_reports
 
     parser = _Parser(
         prog=PROG,
@@ -756,6 +739,7 @@ def build_parser() -> argparse.ArgumentParser:
     cli_campaign.extend_evaluate(e)  # --zones
     e.set_defaults(func=_cmd_evaluate)
     cli_campaign.register(sub)  # prepare, points, estimate
+    cli_reports.register(sub)  # report, report-estimate, synthesize
 
     pl = sub.add_parser(
         "plan",

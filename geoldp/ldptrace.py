@@ -65,6 +65,7 @@ __all__ = [
     "oue_pmf",
     "oue_probabilities",
     "synthesize",
+    "synthetic_cells",
     "synthesize_cells",
 ]
 
@@ -761,3 +762,38 @@ def _input_xy(ft: Any, crs: Any) -> tuple[np.ndarray, np.ndarray]:
 
     x, y = Transformer.from_crs(_frames.WGS84, crs, always_xy=True).transform(ft.lon, ft.lat)
     return np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)
+
+
+def synthetic_cells(
+    synthetic: Any, *, caller: str
+) -> tuple[Grid, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The grid trajectories of a synthetic release, from the release and its ledger alone (public).
+
+    Returns
+    -------
+    grid, cells, offsets, centre_lon, centre_lat
+        The ledger's grid, every synthetic trajectory as cells (:func:`cell_sequences`), and the WGS 84
+        longitude and latitude of every cell centre.
+
+    Raises
+    ------
+    ValueError
+        No LDPTrace ledger in ``synthetic.attrs["geoldp"]``.
+    """
+    from pyproj import CRS, Transformer
+
+    led = synthetic.attrs.get("geoldp") if isinstance(getattr(synthetic, "attrs", None), dict) else None
+    if not isinstance(led, dict) or led.get("mechanism") != "ldptrace" or "grid" not in led:
+        raise ValueError(f"{caller}: the synthetic set has no LDPTrace ledger (attrs['geoldp']).")
+    g = led["grid"]
+    minx, miny, maxx, maxy = (float(b) for b in g["bounds"])
+    grid = Grid(minx, miny, maxx, maxy, n=int(g["n"]))
+    crs = CRS.from_user_input(g["crs"])
+    ft = _frames.extract(synthetic, caller=caller)
+    x, y = _input_xy(ft, crs)
+    cells, offsets = cell_sequences(x, y, ft.offsets, grid)
+    cx, cy = grid.centres()
+    if _frames.is_wgs84(crs):
+        return grid, cells, offsets, cx, cy
+    lon, lat = Transformer.from_crs(crs, _frames.WGS84, always_xy=True).transform(cx, cy)
+    return grid, cells, offsets, np.asarray(lon, dtype=np.float64), np.asarray(lat, dtype=np.float64)

@@ -45,13 +45,15 @@ LAYERS: list[tuple[str, ...]] = [
         "explore",
         "budget_strategies",
         "layers",
-        "hybrid",
+        "hybrids",
+        "combined",
     ),  # drivers, I/O, maps
     (
         "datasets",
         "demo",
         "cli",
         "cli_campaign",
+        "cli_reports",
         "_cli_args",
         "__main__",
         "__init__",

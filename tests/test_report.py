@@ -150,7 +150,7 @@ def test_zone_points_not_a_frame():
 def test_hybrid_splits_one_budget_between_both_releases():
     from fractions import Fraction
 
-    from geoldp.hybrid import hybrid, split_epsilon
+    from geoldp.hybrids import hybrid, split_epsilon
 
     gdf = trips(30)
     pts = gpd.GeoDataFrame(geometry=[Point(c) for c in C], crs="EPSG:4326")
@@ -176,3 +176,16 @@ def test_hybrid_splits_one_budget_between_both_releases():
             assert Fraction(a) + Fraction(b) <= Fraction(eps) and a > 0 and b > 0
     with pytest.raises(ValueError, match="fraction"):
         hybrid(gdf, pts, ZONES, epsilon=1.0, fraction=1.0)
+
+
+def test_hybrid_is_public_and_the_accessor_is_the_same_release():
+    from geoldp import hybrids
+
+    assert geoldp.hybrid is hybrids.hybrid and "hybrid" in geoldp.__all__
+    gdf = trips(20)
+    pts = gpd.GeoDataFrame(geometry=[Point(c) for c in C], crs="EPSG:4326")
+    a_traj, a_rep = geoldp.hybrid(gdf, pts, ZONES, epsilon=2.0, mechanism="tp", rng=9)
+    b_traj, b_rep = gdf.ldp.hybrid(pts, ZONES, epsilon=2.0, mechanism="tp", rng=9)
+    pd.testing.assert_frame_equal(a_rep, b_rep)
+    assert a_traj.geometry.equals(b_traj.geometry)
+    assert a_traj.attrs["geoldp"]["hybrid"] == b_traj.attrs["geoldp"]["hybrid"]

@@ -193,19 +193,19 @@ def estimate_counts(
 def _rows(statistic: str, n_zones: int, labels: Any, include_outside: bool) -> tuple[np.ndarray, Any]:
     """Domain positions to return and their index (zones, or ordered zone pairs)."""
     k = n_zones + 1
-    names = list(labels) + ["outside"]
+    names = np.empty(k, dtype=object)  # an object array: labels of any type, indexed without a loop
+    names[:n_zones] = list(labels)
+    names[n_zones] = "outside"
     if statistic == "visited_zone":
         if not include_outside:
             return np.arange(n_zones), labels.copy().rename("zone")
-        return np.arange(k), pd.Index(names, name="zone")
+        return np.arange(k), pd.Index(list(names), name="zone")
     a, b = np.divmod(np.arange(k * k), k)
     ok = np.ones(k * k, dtype=bool) if include_outside else (a < n_zones) & (b < n_zones)
     if statistic == "transitions":
         ok &= a != b
     keep = np.flatnonzero(ok)
-    index = pd.MultiIndex.from_arrays(
-        [[names[i] for i in a[keep]], [names[i] for i in b[keep]]], names=["origin", "destination"]
-    )
+    index = pd.MultiIndex.from_arrays([names[a[keep]], names[b[keep]]], names=["origin", "destination"])
     return keep, index
 
 

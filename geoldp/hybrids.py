@@ -1,10 +1,11 @@
 """Hybrid releases: one user's ε split between a TP/ATP trajectory and an aggregate report, in one call.
 
-:func:`hybrid` runs :func:`geoldp.accessor.perturb` at ε·``fraction`` and :func:`geoldp.report` at the
-rest, on the same rows. By sequential composition each trajectory spends at most ε in total (the split is
-checked in exact rational arithmetic). Both outputs carry their own ledger plus a ``hybrid`` entry naming
-the split and both release ids; with ``accountant`` the whole ε is checked before anything is drawn and
-each part is charged as it is released.
+:func:`hybrid` (``geoldp.hybrid``, ``gdf.ldp.hybrid``) runs ``gdf.ldp.perturb`` at ε·``fraction`` and
+:func:`geoldp.report` at the rest, on the same rows. By sequential composition each trajectory spends
+at most ε in total (the split is checked in exact rational arithmetic). Both outputs carry their own
+ledger plus a ``hybrid`` entry naming the split and both release ids; with ``accountant`` the whole ε
+is checked before anything is drawn and each part is charged as it is released. Combine what both
+releases say into one estimate per query with :func:`geoldp.combine`.
 """
 
 from __future__ import annotations
@@ -14,7 +15,6 @@ from fractions import Fraction
 from typing import Any
 
 from geoldp import _frames, accounting
-from geoldp.accessor import perturb
 from geoldp.reports import report
 
 __all__ = ["hybrid", "split_epsilon"]
@@ -103,8 +103,7 @@ def hybrid(
     # refuse the whole ε up front (nothing drawn or charged); the parts charge themselves below
     accounting.charge_release(accountant, gdf, user_col, epsilon, caller=caller)
     source = resolve_rng(rng)  # once: both parts draw their stream keys from this one source
-    traj = perturb(
-        gdf,
+    traj = gdf.ldp.perturb(  # the accessor: this module stays below geoldp.accessor in the layers
         points,
         mechanism=mechanism,
         epsilon=eps_traj,

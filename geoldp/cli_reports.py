@@ -1,0 +1,565 @@
+"""The other designs on the command line: ``geoldp report``, ``report-estimate`` and ``synthesize``.
+
+Beside ``geoldp perturb`` (a whole trajectory per user), a collector can release one aggregate report per
+trip or an LDPTrace synthetic set, from files, with the same per-user budget options::
+
+    geoldp report trips.gpkg --points P.gpkg --cell-km 2 --statistic od --epsilon 4 \\
+        --user-col user --max-per-user 1 --accountant budget.json --total-epsilon 8 -o od.csv
+    geoldp report-estimate od.csv --points P.gpkg --cell-km 2 -o od_estimates.gpkg
+    geoldp synthesize trips.gpkg --points P.gpkg --grid-size 8 --epsilon 4 -o synthetic.gpkg
+
+A report release is a CSV table, one row per released trip in input order (``report``; OLH adds
+``seed``; OUE has ``bits``, the packed bit vector in hexadecimal), with its ledger in
+``OUT.ledger.json`` (which records the table's SHA-256). Errors are one line ``geoldp: error: ...``
+(see :mod:`geoldp.cli`): this module raises ``ValueError`` for bad data or parameters (exit status 1) and
+the subcommand parser's ``error`` for usage (status 2).
+"""
+
+from __future__ import annotations
+
+import argparse
+import io as _stdio
+import os
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TextIO
+
+from geoldp._cli_args import bbox as _bbox
+from geoldp._cli_args import int_at_least as _int_at_least
+from geoldp._cli_args import one_line as _one_line
+from geoldp._cli_args import positive_float as _positive_float
+from geoldp._cli_args import report_warnings as _report_warnings
+from geoldp._cli_args import seed as _seed
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterator
+
+__all__ = ["read_report_table", "register", "write_report_table"]
+
+PROG = "geoldp"
+SEED_HELP = "integer seed, for experiments only; omit for deployment (OS CSPRNG). Never written out."
+#: ``geoldp.reports.STATISTICS`` and ``geoldp.reports.ORACLES``, spelt out so that ``--help`` loads no
+#: kernels (a test checks that they agree).
+STATISTICS = ("visited_zone", "od", "transitions")
+ORACLES = ("krr", "oue", "olh")
+#: The largest report table read (a 10^6-row OUE table over 10^3 zones is about 260 MB).
+MAX_TABLE_BYTES = 4 << 30
+
+
+@contextmanager
+def _stage(what: str) -> Iterator[None]:
+    """Turn an exception while doing ``what`` (reading or writing a file) into a one-line ValueError."""
+    try:
+        yield
+    except Exception as exc:
+        if os.environ.get("GEOLDP_TRACEBACK"):
+            raise
+        raise ValueError(f"{what}: {_one_line(exc)}") from exc
+
+
+def _warned(command: Callable[[argparse.Namespace, TextIO, TextIO], int]) -> Callable[..., int]:
+    """Run a command with its warnings printed as ``geoldp: warning:`` lines once it succeeds."""
+
+    def run(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
+        with _report_warnings(stderr):
+            return command(args, stdout, stderr)
+
+    return run
+
+
+def _usage(args: argparse.Namespace, message: str) -> None:
+    args.campaign_parser.error(message)  # the CLI's usage error (exit status 2)
+
+
+def _existing(path: str, what: str) -> Path:
+    p = Path(path)
+    if not p.exists():
+        raise ValueError(f"{what} file '{path}' does not exist")
+    if p.is_dir():
+        raise ValueError(f"{what} path '{path}' is a directory, not a file")
+    return p
+
+
+def _check_output(path: str, overwrite: bool, inputs: list[Path], suffixes: tuple[str, ...]) -> Path:
+    """Refuse, before any work, an output (or its ledger sidecar) that may not be written."""
+    from geoldp import _safe_write
+    from geoldp.io import ledger_path
+
+    p = Path(path)
+    if not p.name.lower().endswith(suffixes):
+        raise ValueError(f"cannot write '{path}': use one of the suffixes {', '.join(suffixes)}")
+    if any(ord(c) < 32 or ord(c) == 127 for c in p.name):
+        raise ValueError(f"the output name {p.name[:60]!r} holds a control character; choose a plain name")
+    for target, what in ((p, "output"), (ledger_path(p), "ledger sidecar")):
+        try:
+            _safe_write.check_output(target, overwrite=overwrite, inputs=inputs, what=what)
+        except ValueError as exc:
+            raise ValueError(str(exc).replace("overwrite=True (CLI: --overwrite)", "--overwrite")) from None
+    return p
+
+
+# ------------------------------------------------------------------------------------------------------
+# the report table as a file
+
+
+def write_report_table(table: Any, path: str | os.PathLike[str], *, overwrite: bool = False) -> list[Path]:
+    """Write a report table (:func:`geoldp.report`) as CSV, atomically, with its ledger sidecar.
+
+    Rows in table order without the index (as every geoldp release file); OUE bit vectors in hexadecimal;
+    a missing report is an empty cell. The sidecar ``<path>.ledger.json`` records the CSV's SHA-256.
+
+    Returns
+    -------
+    list of pathlib.Path
+        The CSV, then the sidecar.
+    """
+    import pandas as pd
+
+    from geoldp import _safe_write
+    from geoldp import io as gio
+    from geoldp.reports.release import ledger_of
+
+    ledger_of(table, caller="write_report_table")
+    p = Path(os.fspath(path))
+    out = pd.DataFrame(index=pd.RangeIndex(len(table)))
+    for col in table.columns:
+        values = table[col]
+        if col == "bits":
+            out[col] = [None if b is None else bytes(b).hex() for b in values.to_numpy()]
+        else:
+            out[col] = values.to_numpy()
+    _safe_write.write_bytes(p, out.to_csv(index=False).encode("utf-8"), overwrite=overwrite)
+    side = gio.write_ledger(table, p, overwrite=overwrite)
+    return [p] + ([side] if side is not None else [])
+
+
+def read_report_table(path: str | os.PathLike[str]) -> Any:
+    """Read a report table written by :func:`write_report_table` (or ``geoldp report``), ledger checked.
+
+    Raises
+    ------
+    ValueError
+        No ledger sidecar, a sidecar of another file version, a ledger that is not a report's, or cells
+        that the ledger's oracle cannot have produced (the message names the row).
+    """
+    import numpy as np
+    import pandas as pd
+
+    from geoldp import _formats
+    from geoldp import io as gio
+    from geoldp.reports.release import design_of
+
+    p = Path(os.fspath(path))
+    caller = "read_report_table"
+    ledger = gio.read_ledger(p)
+    if not isinstance(ledger, dict) or ledger.get("mechanism") != "report":
+        raise ValueError(
+            f"'{p}' has no report ledger ({p.name}.ledger.json): write report tables with geoldp report"
+        )
+    try:
+        des = design_of(ledger)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ValueError(
+            f"the ledger of '{p}' is not a complete report ledger ({_one_line(exc)}); regenerate the release"
+        ) from None
+    o = des.oracle
+    data = _formats.read_regular(p, caller, limit=MAX_TABLE_BYTES)
+    want = {"krr": ["report"], "olh": ["seed", "report"], "oue": ["bits"]}[o.name]
+    raw = pd.read_csv(_stdio.BytesIO(data), dtype=dict.fromkeys(want, str), keep_default_na=False)
+    if list(raw.columns) != want:
+        raise ValueError(f"'{p}' has columns {list(raw.columns)[:5]}; a {o.name} report table has {want}")
+    table = pd.DataFrame(index=pd.RangeIndex(len(raw)))
+    if o.name == "oue":
+        width = (o.d + 7) // 8
+        cells = raw["bits"].to_numpy()
+        bits = np.full(len(cells), None, dtype=object)
+        for i, text in enumerate(cells):  # one bytes object per row is the table's own layout
+            if text == "":
+                continue
+            if len(text) != 2 * width:
+                raise ValueError(f"row {i} of '{p}' is not a {o.d}-bit OUE report ({width} bytes in hex)")
+            try:
+                bits[i] = bytes.fromhex(text)
+            except ValueError:
+                raise ValueError(f"row {i} of '{p}' is not hexadecimal") from None
+        table["bits"] = bits
+    else:
+        top = {"report": o.g if o.name == "olh" else o.d, "seed": 1 << 32}
+        for col in want:
+            text = raw[col].to_numpy()
+            ok = text != ""
+            digits = np.char.isdigit(text.astype(str)) | ~ok
+            if not digits.all():
+                raise ValueError(f"row {int(np.argmin(digits))} of '{p}': column {col!r} must hold integers")
+            values = text[ok].astype(np.int64)
+            bad = np.flatnonzero(values >= top[col])
+            if bad.size:
+                raise ValueError(
+                    f"row {int(np.flatnonzero(ok)[bad[0]])} of '{p}': {col!r} is outside its domain"
+                )
+            full = pd.array(np.zeros(len(text), dtype=np.int64), dtype="Int64")
+            full[:] = pd.NA
+            full[ok] = values
+            table[col] = full if not ok.all() else np.asarray(full, dtype=np.int64)
+    table.attrs = {"geoldp": ledger}
+    return table
+
+
+# ------------------------------------------------------------------------------------------------------
+# shared: zones, trips, per-user options
+
+
+def _add_zone_options(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("public zones (give --zones, or --points with --cell-km)")
+    g.add_argument("--zones", metavar="FILE", default=None, help="public zones (polygons)")
+    g.add_argument(
+        "--points", metavar="POINTS", default=None, help="public points: zones are a grid over them"
+    )
+    g.add_argument(
+        "--cell-km",
+        type=_positive_float,
+        default=1.5,
+        metavar="KM",
+        help="side of the square zones over POINTS (default 1.5; the same as geoldp estimate and evaluate)",
+    )
+
+
+def _zones(args: argparse.Namespace) -> tuple[Any, list[Path]]:
+    """The public zones (``--zones`` file or the ``--cell-km`` grid over ``--points``) and the files read."""
+    from geoldp import cli_campaign
+    from geoldp import io as gio
+
+    if (args.zones is None) == (args.points is None):
+        _usage(args, "give either --zones FILE or --points POINTS (zones: a --cell-km grid over them)")
+    if args.zones is not None:
+        path = _existing(args.zones, "--zones")
+        return cli_campaign.evaluate_zones(args, None), [path]
+    path = _existing(args.points, "POINTS")
+    with _stage(f"cannot read POINTS '{args.points}'"):
+        points = gio.read_points(path)
+    return cli_campaign.evaluate_zones(args, points), [path]
+
+
+def _read_trips(args: argparse.Namespace, path: Path) -> Any:
+    from geoldp import cli_campaign
+    from geoldp import io as gio
+
+    kwargs = {n: getattr(args, n) for n in ("crs", "wkt_col", "lon_col", "lat_col") if getattr(args, n, None)}
+    kwargs.update(cli_campaign.text_columns(args, path))  # user ids such as "000" stay text
+    with _stage(f"cannot read TRIPS '{args.trips}'"):
+        return gio.read_trajectories(path, **kwargs)
+
+
+def _per_user(args: argparse.Namespace, trips: Any, source: Any) -> tuple[Any, dict[str, Any]]:
+    """Apply ``--max-per-user`` (a public selection rule) and load the accountant; ``--user-budget split`` is
+    refused: a report's estimators and an LDPTrace model need one ε for every trip."""
+    from geoldp import budget_strategies, cli_campaign
+
+    options = cli_campaign.perturb_options(args)  # the same checks and accountant file as perturb
+    if options.get("user_budget", "trajectory") != "trajectory":
+        raise ValueError(
+            f"--user-budget split is not available for '{args.command}': its estimators need one epsilon for "
+            "every trip. Keep at most K trips per user with --max-per-user K (and --epsilon per trip) instead"
+        )
+    kept = trips
+    if options.get("max_per_user") is not None:
+        keep = budget_strategies.select_per_user(
+            trips, args.user_col, args.max_per_user, select_trips=args.select_trips, rng=source
+        )
+        kept = trips.iloc[keep.nonzero()[0]]
+    release = {k: options[k] for k in ("user_col", "accountant") if k in options}
+    if "accountant" not in release:
+        release.pop("user_col", None)
+    return kept, {"options": options, "release": release}
+
+
+def _rule(args: argparse.Namespace) -> dict[str, Any] | None:
+    if args.max_per_user is None:
+        return None
+    return {
+        "strategy": "trajectory",
+        "user_col": str(args.user_col),
+        "max_per_user": args.max_per_user,
+        "select_trips": args.select_trips,
+        "dropped_rows_released": False,
+    }
+
+
+def _table_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--crs", metavar="CRS", default=None, help="CRS of TRIPS coordinates for CSV input")
+    p.add_argument("--wkt-col", metavar="C", default=None, help="CSV input: the WKT geometry column of TRIPS")
+    p.add_argument("--lon-col", metavar="C", default=None, help="CSV input: the longitude column of TRIPS")
+    p.add_argument("--lat-col", metavar="C", default=None, help="CSV input: the latitude column of TRIPS")
+
+
+# ------------------------------------------------------------------------------------------------------
+# geoldp report
+
+
+def _cmd_report(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
+    from geoldp import cli_campaign, reports
+    from geoldp._random import resolve_rng
+
+    trips_path = _existing(args.trips, "TRIPS")
+    zones, zone_files = _zones(args)
+    out_path = _check_output(args.output, args.overwrite, [trips_path, *zone_files], (".csv",))
+    trips = _read_trips(args, trips_path)
+    source = resolve_rng(args.seed)  # once: the trip selection and the reports
+    kept, per_user = _per_user(args, trips, source)
+    out = reports.report(
+        kept,
+        zones,
+        statistic=args.statistic,
+        epsilon=args.epsilon,
+        oracle=args.oracle,
+        pad_length=args.pad_length,
+        rng=source,
+        **per_user["release"],
+    )
+    rule = _rule(args)
+    if rule is not None:
+        out.attrs["geoldp"]["user_budget"] = rule
+    cli_campaign.finish_perturb(args, per_user["options"], trips, out, stderr)  # accountant, kept rows
+    with _stage(f"cannot write '{args.output}'"):
+        written = write_report_table(out, out_path, overwrite=args.overwrite)
+    led = out.attrs["geoldp"]
+    print(
+        f"{PROG}: reported {len(out)} trips ({led['statistic']}, {led['oracle']} over "
+        f"{led['domain']['size']} "
+        f"values, epsilon={args.epsilon:g} per trip{', seeded' if args.seed is not None else ''})",
+        file=stderr,
+    )
+    for path in written:
+        print(path, file=stdout)
+    return 0
+
+
+def _add_report(sub: Any) -> None:
+    from geoldp import cli_campaign
+
+    p = sub.add_parser(
+        "report",
+        help="release one aggregate report per trip over public zones",
+        description=(
+            "Release, for every trip (row) of TRIPS, one epsilon-LDP report of a statistic over public zones "
+            "(the zones it visits, its origin-destination pair, or its zone-to-zone moves) with a frequency "
+            "oracle (k-RR, OUE or OLH), and write the reports as a CSV table in input order with the ledger "
+            "in OUT.ledger.json. Estimate them with 'geoldp report-estimate'."
+        ),
+    )
+    p.add_argument(
+        "trips", metavar="TRIPS", help="trips: one LineString per row (a Point row is a one-point trip)"
+    )
+    p.add_argument("-o", "--output", required=True, metavar="OUT", help="the report table, OUT.csv")
+    p.add_argument("--epsilon", required=True, type=float, metavar="E", help="privacy budget per trip (row)")
+    p.add_argument("--statistic", choices=STATISTICS, default="visited_zone", help="what each trip reports")
+    p.add_argument(
+        "--oracle", choices=("auto", *ORACLES), default="auto", help="frequency oracle (default: by variance)"
+    )
+    p.add_argument(
+        "--pad-length",
+        type=_int_at_least(1),
+        default=1,
+        metavar="L",
+        help="padding-and-sampling length of the set statistics (1 for od): counts are unbiased for trips "
+        "with at most L zones (or moves)",
+    )
+    p.add_argument("--seed", type=_seed, default=None, metavar="N", help=SEED_HELP)
+    _add_zone_options(p)
+    _table_options(p)
+    p.add_argument("--overwrite", action="store_true", help="replace an existing OUT (and its ledger)")
+    cli_campaign.extend_perturb(p)  # --user-col, --accountant, --total-epsilon, --user-budget, --max-per-user
+    p.set_defaults(func=_warned(_cmd_report), campaign_parser=p)
+
+
+# ------------------------------------------------------------------------------------------------------
+# geoldp synthesize
+
+
+def _grid_size(text: str) -> int | str:
+    if text.strip().lower() == "auto":
+        return "auto"
+    return _int_at_least(1, "'auto' or an integer >= 1")(text)
+
+
+def _cmd_synthesize(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
+    from geoldp import cli_campaign, ldptrace
+    from geoldp import io as gio
+    from geoldp._formats import WRITE_FORMATS
+    from geoldp._random import resolve_rng
+
+    if (args.points is None) == (args.area is None):
+        _usage(args, "give either --points POINTS (their box is the grid's) or --area MINX,MINY,MAXX,MAXY")
+    trips_path = _existing(args.trips, "TRIPS")
+    inputs = [trips_path]
+    points = None
+    if args.points is not None:
+        inputs.append(_existing(args.points, "POINTS"))
+        with _stage(f"cannot read POINTS '{args.points}'"):
+            points = gio.read_points(inputs[-1])
+    out_path = _check_output(args.output, args.overwrite, inputs, tuple(WRITE_FORMATS))
+    trips = _read_trips(args, trips_path)
+    source = resolve_rng(args.seed)
+    kept, per_user = _per_user(args, trips, source)
+    out = ldptrace.synthesize(
+        kept,
+        epsilon=args.epsilon,
+        bounds=args.area,
+        points=points,
+        grid_size=args.grid_size,
+        length_hint=args.length_hint,
+        n_synthetic=args.n_synthetic,
+        quantile=args.quantile,
+        rng=source,
+        **per_user["release"],
+    )
+    rule = _rule(args)
+    if rule is not None:
+        out.attrs["geoldp"]["user_budget"] = rule
+    cli_campaign.finish_perturb(args, per_user["options"], trips, kept, stderr)
+    with _stage(f"cannot write '{args.output}'"):
+        written = gio.write_file(out, out_path, overwrite=args.overwrite, inputs=tuple(inputs))
+    grid = out.attrs["geoldp"]["grid"]
+    print(
+        f"{PROG}: synthesised {len(out)} trips from {len(kept)} (LDPTrace, {grid['n']}x{grid['n']} grid, "
+        f"epsilon={args.epsilon:g} per trip{', seeded' if args.seed is not None else ''})",
+        file=stderr,
+    )
+    for path in written:
+        print(path, file=stdout)
+    return 0
+
+
+def _add_synthesize(sub: Any) -> None:
+    from geoldp import cli_campaign
+    from geoldp._formats import WRITE_FORMATS
+
+    p = sub.add_parser(
+        "synthesize",
+        help="synthesise trips with LDPTrace (epsilon-LDP reports, synthetic output)",
+        description=(
+            "Every trip of TRIPS reports its length, start and end cells and moves on a public N x N grid "
+            "with OUE under epsilon-LDP (LDPTrace, Du et al., PVLDB 2023); the collector fits a Markov model "
+            "and writes synthetic trips made of cell centres (not the input's rows), with the ledger."
+        ),
+    )
+    p.add_argument("trips", metavar="TRIPS", help="trips: one LineString per row")
+    p.add_argument(
+        "-o", "--output", required=True, metavar="OUT", help=f"synthetic trips ({', '.join(WRITE_FORMATS)})"
+    )
+    p.add_argument("--epsilon", required=True, type=float, metavar="E", help="privacy budget per trip (row)")
+    p.add_argument("--points", metavar="POINTS", default=None, help="public points: their box is the grid's")
+    p.add_argument(
+        "--area",
+        type=_bbox,
+        metavar="MINX,MINY,MAXX,MAXY",
+        default=None,
+        help="instead of --points: a PUBLIC box in the CRS of TRIPS (--area=-122.5,... for a minus sign)",
+    )
+    p.add_argument(
+        "--grid-size", type=_grid_size, default=6, metavar="N", help="grid side N, or 'auto' (default 6)"
+    )
+    p.add_argument(
+        "--length-hint", type=_positive_float, default=None, metavar="L", help="typical length, for auto"
+    )
+    p.add_argument("--n-synthetic", type=_int_at_least(1), default=None, metavar="N", help="synthetic trips")
+    p.add_argument("--quantile", type=float, default=0.9, metavar="Q", help="length quantile (default 0.9)")
+    p.add_argument("--seed", type=_seed, default=None, metavar="N", help=SEED_HELP)
+    _table_options(p)
+    p.add_argument("--overwrite", action="store_true", help="replace an existing OUT (and its ledger)")
+    cli_campaign.extend_perturb(p)
+    p.set_defaults(func=_warned(_cmd_synthesize), campaign_parser=p)
+
+
+# ------------------------------------------------------------------------------------------------------
+# geoldp report-estimate
+
+
+def _cmd_report_estimate(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
+    import numpy as np
+
+    from geoldp import layers as glayers
+    from geoldp.reports import estimate_counts
+    from geoldp.reports.release import n_reports
+
+    src = _existing(args.reports, "REPORTS")
+    zones, zone_files = _zones(args)
+    out_path = Path(args.output)
+    if out_path.suffix.lower() not in (".gpkg", ".geojson", ".json"):
+        raise ValueError(f"cannot write '{args.output}': use one of the suffixes .geojson, .gpkg, .json")
+    with _stage(f"cannot read REPORTS '{args.reports}'"):
+        table = read_report_table(src)
+    statistic = table.attrs["geoldp"]["statistic"]
+    names = {"visited_zone": ["zone_visits", "hotspots"], "od": ["od_flows"]}.get(statistic, ["transitions"])
+    # every file the layers go to, checked before any is written (one per layer for GeoJSON)
+    geojson = out_path.suffix.lower() != ".gpkg"
+    targets = (
+        [out_path.with_name(f"{out_path.stem}.{n}{out_path.suffix}") for n in names]
+        if geojson
+        else [out_path]
+    )
+    from geoldp import _safe_write
+
+    for target in targets:
+        try:
+            _safe_write.check_output(
+                target, overwrite=args.overwrite, inputs=[src, *zone_files], what="output"
+            )
+        except ValueError as exc:
+            raise ValueError(str(exc).replace("overwrite=True (CLI: --overwrite)", "--overwrite")) from None
+    est = estimate_counts(table, zones)  # refuses zones other than the reports' own (digest)
+    est = est.rename(columns={"support": "raw"})
+    extra = ["std_error", "projected"]
+    lay: dict[str, Any] = {}
+    if statistic == "visited_zone":
+        zl = glayers.zone_layer(est, zones)
+        lay["zone_visits"] = zl.assign(**{c: est[c].to_numpy() for c in extra})
+        order = np.lexsort((np.arange(len(est)), -est["estimate"].to_numpy()))[: args.k]
+        top = est.iloc[order]
+        hot = glayers.zone_layer(top, zones)
+        hot.insert(1, "rank", np.arange(1, len(top) + 1))
+        lay["hotspots"] = hot.assign(**{c: top[c].to_numpy() for c in extra})
+    else:
+        flows = est.reset_index()
+        name = "od_flows" if statistic == "od" else "transitions"
+        lay[name] = glayers.od_layer(flows, zones).assign(**{c: flows[c].to_numpy() for c in extra})
+    with _stage(f"cannot write '{args.output}'"):
+        written = glayers.write_layers(lay, out_path, overwrite=args.overwrite)
+    print(
+        f"{PROG}: estimated {', '.join(f'{k} ({len(v)})' for k, v in lay.items())} from "
+        f"{n_reports(table)} reports, 95% intervals",
+        file=stderr,
+    )
+    for path in written:
+        print(path, file=stdout)
+    return 0
+
+
+def _add_report_estimate(sub: Any) -> None:
+    p = sub.add_parser(
+        "report-estimate",
+        help="estimate counts with intervals from a report table, as GIS layers",
+        description=(
+            "Estimate from REPORTS (a table written by 'geoldp report' and its ledger) how many trips "
+            "visit each zone (layers zone_visits and hotspots), flow between two zones (od_flows) or move "
+            "between them (transitions), with 95% intervals, and write them as layers of a GeoPackage or "
+            "one GeoJSON file per layer: columns estimate (unbiased), std_error, lower, upper, width, "
+            "projected (non-negative, summing to the number of reports) and raw (reports supporting the "
+            "zone, before debiasing). The zones must be the reports' own (checked against the ledger)."
+        ),
+    )
+    p.add_argument("reports", metavar="REPORTS", help="a report table written by 'geoldp report'")
+    p.add_argument(
+        "-o", "--output", required=True, metavar="OUT", help="OUT.gpkg, or OUT.geojson (a file per layer)"
+    )
+    _add_zone_options(p)
+    p.add_argument("--k", type=_int_at_least(1), default=10, metavar="K", help="number of hotspot zones")
+    p.add_argument("--overwrite", action="store_true", help="replace existing outputs")
+    p.set_defaults(func=_warned(_cmd_report_estimate), campaign_parser=p)
+
+
+def register(sub: Any) -> None:
+    """Add the ``report``, ``synthesize`` and ``report-estimate`` commands to the ``geoldp`` subparsers."""
+    _add_report(sub)
+    _add_report_estimate(sub)
+    _add_synthesize(sub)

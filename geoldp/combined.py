@@ -1,0 +1,433 @@
+"""One estimate per query from every kind of release about the same population (post-processing).
+
+A collector may hold several releases of the **same** trajectories: a TP/ATP/PointEM trajectory release,
+an aggregate report table (:func:`geoldp.report`, or both halves of a :func:`geoldp.hybrid`), an
+LDPTrace synthetic set (:func:`geoldp.synthesize`). Each answers the same question (how many
+trajectories visit each zone, flow between two zones, pass through a region) with its own estimate and
+variance. :func:`combine` weighs them by inverse variance, query by query:
+
+    x̂ = Σ_i w_i x̂_i / Σ_i w_i,   w_i = 1 / σ̂_i²,   σ̂² = 1 / Σ_i w_i,   interval x̂ ± z·σ̂.
+
+When the parts are independent and unbiased, x̂ is unbiased and σ̂² ≤ min_i σ̂_i²: the combined
+interval is never wider than the best part's. Releases of the same trajectories are independent given
+the trajectories when each drew its own noise (each is a separate ε-LDP release; by sequential
+composition a user spends the sum of their budgets, which the accountant checks when they are made).
+
+Where each part's estimate and variance come from:
+
+=====================  ====================================================  ===========================
+part                   estimate, variance                                    bias
+=====================  ====================================================  ===========================
+report table           :func:`geoldp.reports.estimate_counts`: the debiased  unbiased (visited zones:
+                       count and its variance formula                        for trips with at most
+                                                                             ``pad_length`` zones)
+trajectory release     :func:`geoldp.estimate.fit`: the posterior mean;      model-based, not unbiased
+                       σ̂ = interval width / (2 z) of its own interval        (shrinks towards its
+                                                                             model)
+synthetic set          the synthetic count scaled to the number of users;    model-based (a Markov
+                       σ̂² from a parametric bootstrap: the collection is     chain on the grid; cell
+                       re-simulated on the synthetic set at the ledger's ε,  centres stand for the
+                       refitted and re-synthesised ``n_boot`` times          vertices)
+=====================  ====================================================  ===========================
+
+Only public inputs are read: the releases, their ledgers, the public points and zones. Parts are
+refused (``ValueError``) when they are not about the same population (their numbers of trajectories
+differ), were made over other zones (a report's zone digest), are the same release twice (equal release
+ids: their noise is not independent) or cannot be read. Parts that do not answer the question (a report
+of another statistic) are left out and listed; a part with no variance for a query (no row, or an
+interval of width 0) does not weigh on that query.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from geoldp import budget_strategies, layers, ldptrace
+from geoldp._random import resolve_rng
+from geoldp._validation import check_int_min, check_option, check_real
+from geoldp.reports import estimate_counts
+from geoldp.reports.release import n_reports, statistic_items
+from geoldp.reports.zones import check_zones, zone_of_vertices
+
+__all__ = ["QUESTIONS", "combine", "part_estimates"]
+
+#: The questions :func:`combine` answers.
+QUESTIONS = ("zone_visits", "od_flows", "range_counts")
+
+#: The report statistic that answers each question (range counts over regions are visits of the regions).
+_REPORT_STATISTIC = {"zone_visits": "visited_zone", "od_flows": "od", "range_counts": "visited_zone"}
+_TRAJECTORY_MECHANISMS = ("tp", "atp", "pointem")
+
+
+def _normal_quantile(level: float) -> float:
+    from scipy.stats import norm
+
+    return float(norm.ppf(0.5 + level / 2.0))
+
+
+def _query_index(zones: Any, question: str) -> pd.Index:
+    """Zones (or regions) by their index labels; ordered zone pairs for OD flows."""
+    labels = zones.index
+    if question != "od_flows":
+        return pd.Index(labels, name="region" if question == "range_counts" else "zone")
+    a, b = np.divmod(np.arange(len(labels) ** 2), len(labels))
+    return pd.MultiIndex.from_arrays(
+        [np.asarray(labels, dtype=object)[a], np.asarray(labels, dtype=object)[b]],
+        names=["origin", "destination"],
+    )
+
+
+def _ledger(part: Any) -> dict[str, Any]:
+    attrs = getattr(part, "attrs", None)
+    led = attrs.get("geoldp") if isinstance(attrs, dict) else None
+    return led if isinstance(led, dict) else {}
+
+
+def _kind(led: dict[str, Any]) -> str:
+    mech = str(led.get("mechanism", "")).lower()
+    if mech == "report":
+        return "report"
+    if mech == "ldptrace":
+        return "synthetic"
+    if mech in _TRAJECTORY_MECHANISMS:
+        return "trajectory"
+    return ""
+
+
+def _population_size(part: Any, kind: str, led: dict[str, Any]) -> int:
+    if kind == "report":
+        return n_reports(part)
+    if kind == "synthetic":
+        return int(led["n_users"])
+    return len(part)
+
+
+# ------------------------------------------------------------------------------------------------------
+# one part's estimate and standard error for every query cell
+
+
+def _report_part(table: Any, zones: Any, question: str, index: pd.Index) -> tuple[np.ndarray, np.ndarray]:
+    est = estimate_counts(table, zones)  # refuses other zones (digest)
+    est.index = index  # estimate_counts orders zones (pairs) as the zones' positions, as index does
+    return est["estimate"].to_numpy(np.float64), est["std_error"].to_numpy(np.float64)
+
+
+def _trajectory_part(
+    released: Any,
+    zones: Any,
+    question: str,
+    index: pd.Index,
+    points: Any,
+    options: dict[str, Any],
+    source: Any,
+) -> tuple[np.ndarray, np.ndarray]:
+    from geoldp import estimate
+
+    points = layers.points_for(released, points)  # rebuilt from the ledger's recipe, or checked
+    est = np.zeros(len(index))
+    var = np.zeros(len(index))
+    z = _normal_quantile(float(options.get("level", 0.95)))
+    known = np.ones(len(index), dtype=bool)
+    # a user_budget="split" release is estimated part by part (disjoint trajectories): sums add up
+    for piece in budget_strategies.release_parts(released):
+        pop = estimate.fit(piece, points, rng=source, **options)
+        if question == "zone_visits":
+            table = pop.visit_counts(zones)
+        elif question == "range_counts":
+            table = pop.range_counts(zones)
+        else:
+            table = pop.od_flows(zones).set_index(["origin", "destination"])
+        table = table.reindex(index)
+        se = (table["upper"] - table["lower"]).to_numpy(np.float64) / (2.0 * z)
+        known &= table["estimate"].notna().to_numpy() & np.isfinite(se)
+        est += np.nan_to_num(table["estimate"].to_numpy(np.float64))
+        var += np.nan_to_num(se) ** 2
+    # a pair the fit has no row (or no interval) for carries no variance to weigh it by
+    est[~known] = np.nan
+    se = np.sqrt(var)
+    se[~known] = np.nan
+    return est, se
+
+
+def _synthetic_counts(
+    cells: np.ndarray, offsets: np.ndarray, zone_of_cell: np.ndarray, question: str, k: int
+) -> np.ndarray:
+    """Trajectories visiting each zone (or per ordered zone pair) of grid trajectories."""
+    zone = zone_of_cell[cells]
+    stat = "od" if question == "od_flows" else "visited_zone"
+    _, items = statistic_items(stat, zone, offsets, k)
+    width = (k + 1) ** 2 if stat == "od" else k + 1
+    counts = np.bincount(items, minlength=width).astype(np.float64)
+    if stat == "od":
+        counts = counts.reshape(k + 1, k + 1)[:k, :k].reshape(-1)
+        return counts
+    return counts[:k]
+
+
+def _synthetic_part(
+    syn: Any, zones: Any, question: str, led: dict[str, Any], n_boot: int, source: Any
+) -> tuple[np.ndarray, np.ndarray]:
+    z = check_zones(zones, caller="geoldp.combine")
+    grid, cells, offsets, lon, lat = ldptrace.synthetic_cells(syn, caller="geoldp.combine")
+    zone_of_cell = zone_of_vertices(z, lon, lat)  # the synthetic vertices are cell centres
+    n_users, n_syn = int(led["n_users"]), int(offsets.shape[0] - 1)
+    scale = n_users / n_syn
+    est = _synthetic_counts(cells, offsets, zone_of_cell, question, z.size) * scale
+    # parametric bootstrap: the synthetic set plays the population; collect, fit and synthesise again
+    lengths = np.diff(offsets)
+    reps = np.empty((n_boot, est.shape[0]))
+    for b in range(n_boot):
+        pick = np.asarray(source.integers(n_syn, size=n_users), dtype=np.int64)  # n_users trajectories
+        lens = lengths[pick]
+        off = np.concatenate([[0], np.cumsum(lens)]).astype(np.int64)
+        flat = np.repeat(offsets[:-1][pick] - off[:-1], lens) + np.arange(int(off[-1]))
+        model = ldptrace.collect(
+            cells[flat],
+            off,
+            grid,
+            float(led["epsilon"]),
+            length_domain=int(led["length_domain"]),
+            quantile=float(led["quantile"]),
+            rng=source,
+        )
+        c2, o2 = ldptrace.synthesize_cells(model, n_syn, rng=source)
+        reps[b] = _synthetic_counts(c2, o2, zone_of_cell, question, z.size) * scale
+    return est, reps.std(axis=0, ddof=1)
+
+
+def part_estimates(
+    parts: Any,
+    zones: Any,
+    *,
+    question: str = "zone_visits",
+    points: Any = None,
+    estimate_options: dict[str, Any] | None = None,
+    n_boot: int = 20,
+    rng: Any = None,
+) -> tuple[pd.DataFrame, pd.DataFrame, list[dict[str, Any]]]:
+    """Every part's estimate and standard error per query, before they are combined.
+
+    Parameters and checks as in :func:`combine`.
+
+    Returns
+    -------
+    (estimates, std_errors, parts)
+        Two DataFrames with one column per part used (``part0``, ``part1`` ..., by position in
+        ``parts``) and one row per query (NaN: the part says nothing there), and the list describing
+        every part (used or not, and why).
+    """
+    caller = "geoldp.combine"
+    question = check_option(question, "question", QUESTIONS, caller, case_insensitive=True)
+    n_boot = check_int_min(n_boot, "n_boot", minimum=2, caller=caller)
+    if isinstance(parts, pd.DataFrame) or not isinstance(parts, list | tuple):
+        raise TypeError(
+            f"The 'parts' parameter of {caller} must be a list of releases (report tables, trajectory "
+            "releases, synthetic sets). Got "
+            f"{type(parts).__name__}; wrap a single release in a list."
+        )
+    if not parts:
+        raise ValueError(f"The 'parts' parameter of {caller} is empty: give at least one release.")
+    z = check_zones(zones, caller=caller)
+    index = _query_index(z.series, question)
+    options = dict(estimate_options or {})
+    options.setdefault("level", 0.95)
+    source = resolve_rng(rng)  # once: every fit and bootstrap draws from it
+
+    described: list[dict[str, Any]] = []
+    sizes: dict[int, int] = {}
+    seen: dict[str, int] = {}
+    for i, part in enumerate(parts):
+        led = _ledger(part)
+        kind = _kind(led)
+        if not kind:
+            raise ValueError(
+                f"Part {i} passed to {caller} is not a geoldp release with its ledger (attrs['geoldp']): "
+                "give report tables, TP/ATP/PointEM releases or synthetic sets as returned (or read back "
+                "with their ledger sidecar)."
+            )
+        rid = led.get("release_id")
+        if isinstance(rid, str):
+            if rid in seen:
+                raise ValueError(
+                    f"Parts {seen[rid]} and {i} passed to {caller} are the same release (release id "
+                    f"{rid[:12]}...): their noise is not independent, so they cannot be combined."
+                )
+            seen[rid] = i
+        size = _population_size(part, kind, led)
+        sizes[i] = size
+        info: dict[str, Any] = {
+            "part": i,
+            "kind": kind,
+            "mechanism": str(led.get("mechanism")),
+            "epsilon": float(led["epsilon"]) if "epsilon" in led else None,
+            "release_id": rid,
+            "trajectories": size,
+            "used": True,
+            "reason": "",
+            "unbiased": kind == "report",
+        }
+        if kind == "report":
+            if led.get("statistic") != _REPORT_STATISTIC[question]:
+                info.update(
+                    used=False, reason=f"a report of {led.get('statistic')!r} does not answer {question}"
+                )
+            elif led["domain"].get("zones_digest") != z.digest():
+                raise ValueError(
+                    f"Part {i} passed to {caller} is a report over other zones than 'zones' (its ledger's "
+                    "zone "
+                    "digest differs): every part must be about the same zones."
+                )
+            elif question == "zone_visits" or question == "range_counts":
+                info["reason"] = (
+                    "unbiased for trajectories visiting at most "
+                    f"pad_length={led['domain']['pad_length']} zones"
+                )
+        elif kind == "trajectory":
+            info["reason"] = "model-based estimate (geoldp.estimate); its interval gives the variance"
+        else:
+            info["reason"] = (
+                f"model-based (LDPTrace synthesis); variance from {n_boot} bootstrap re-syntheses"
+            )
+        described.append(info)
+    used = [d for d in described if d["used"]]
+    if not used:
+        reasons = "; ".join(f"part {d['part']}: {d['reason']}" for d in described)
+        raise ValueError(f"No part passed to {caller} answers {question}: {reasons}.")
+    first = used[0]
+    for d in used[1:]:
+        if d["trajectories"] != first["trajectories"]:
+            raise ValueError(
+                f"Parts {first['part']} and {d['part']} passed to {caller} are not about the same "
+                "population: "
+                f"{first['trajectories']} and {d['trajectories']} trajectories. Combine only releases of the "
+                "same trajectories (for example both halves of geoldp.hybrid)."
+            )
+    ests, ses = {}, {}
+    for d in used:
+        part = parts[d["part"]]
+        if d["kind"] == "report":
+            e, s = _report_part(part, zones, question, index)
+        elif d["kind"] == "trajectory":
+            e, s = _trajectory_part(part, zones, question, index, points, options, source)
+        else:
+            e, s = _synthetic_part(part, zones, question, _ledger(part), n_boot, source)
+        ests[f"part{d['part']}"], ses[f"part{d['part']}"] = e, s
+    return pd.DataFrame(ests, index=index), pd.DataFrame(ses, index=index), described
+
+
+def combine(
+    parts: Any,
+    zones: Any,
+    *,
+    question: str = "zone_visits",
+    points: Any = None,
+    level: float = 0.95,
+    estimate_options: dict[str, Any] | None = None,
+    n_boot: int = 20,
+    rng: Any = None,
+) -> pd.DataFrame:
+    """One estimate per zone (or zone pair, or region) from several releases of the same trajectories.
+
+    Parameters
+    ----------
+    parts : list
+        Releases of the same trajectories, in any mix: report tables (:func:`geoldp.report`),
+        TP/ATP/PointEM releases (``gdf.ldp.perturb``) and LDPTrace synthetic sets
+        (:func:`geoldp.synthesize`), each with its ledger in ``attrs["geoldp"]``.
+    zones : GeoDataFrame or GeoSeries of polygons
+        The public zones (for ``"range_counts"``: the regions). Report parts must have been made over
+        these zones (checked against their ledger).
+    question : {"zone_visits", "od_flows", "range_counts"}, default "zone_visits"
+        Trajectories visiting each zone; per ordered pair (first zone, last zone); passing through each
+        region.
+    points : PointSet, GeoDataFrame or GeoSeries of Points, optional
+        The public points of the trajectory parts; default rebuilt from their ledger's recipe.
+    level : float, default 0.95
+        Coverage of the intervals.
+    estimate_options : dict, optional
+        Passed to :func:`geoldp.estimate.fit` for trajectory parts (``n_candidates``, ``n_boot`` ...).
+    n_boot : int, default 20
+        Bootstrap re-syntheses of a synthetic part, for its variance (≥ 2).
+    rng : optional
+        Randomness of the trajectory fits and the bootstrap (``None``: the OS CSPRNG; an int:
+        reproducible).
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per zone (index ``zone``), region (``region``) or ordered zone pair (``origin``,
+        ``destination``); columns ``estimate``, ``std_error``, ``lower``, ``upper`` and ``parts`` (how
+        many parts weigh on the row; 0 and NaN estimates where none does). ``attrs["combine"]`` lists
+        every part (kind, mechanism, ε, release id, number of trajectories, whether it was used and
+        why, whether it is unbiased) and the mean weight of each part used.
+
+    Raises
+    ------
+    TypeError, ValueError
+        Not a list of releases; parts about another population or other zones, the same release twice,
+        no part answering the question, an invalid option.
+
+    Notes
+    -----
+    See the module notes for where each part's variance comes from and which parts are unbiased. The
+    plug-in variances of report parts depend on their estimates, so the weights are estimated too: the
+    combined interval is approximate in the same way as each part's normal interval.
+
+    Examples
+    --------
+    >>> import geopandas as gpd
+    >>> from shapely.geometry import LineString
+    >>> import geoldp
+    >>> from geoldp.reports import zone_grid
+    >>> trips = gpd.GeoDataFrame(geometry=[LineString([(0.1, 0.1), (0.9, 0.9)])] * 400, crs="EPSG:4326")
+    >>> zones = zone_grid((0.0, 0.0, 1.0, 1.0), cells=2)
+    >>> a = geoldp.report(trips, zones, epsilon=2.0, pad_length=2, rng=1)
+    >>> b = geoldp.report(trips, zones, epsilon=2.0, pad_length=2, oracle="krr", rng=2)
+    >>> out = geoldp.combine([a, b], zones)
+    >>> out.columns.tolist(), int(out["parts"].max())
+    (['estimate', 'std_error', 'lower', 'upper', 'parts'], 2)
+    """
+    caller = "geoldp.combine"
+    level = check_real(level, "level", caller=caller)
+    if not 0.0 < level < 1.0:
+        raise ValueError(f"The 'level' parameter of {caller} must be in (0, 1). Got {level!r}.")
+    options = dict(estimate_options or {})
+    options.setdefault("level", level)
+    ests, ses, described = part_estimates(
+        parts, zones, question=question, points=points, estimate_options=options, n_boot=n_boot, rng=rng
+    )
+    x = ests.to_numpy(np.float64)
+    s = ses.to_numpy(np.float64)
+    ok = np.isfinite(x) & np.isfinite(s) & (s > 0)
+    w = np.where(ok, 1.0 / np.where(ok, s, 1.0) ** 2, 0.0)
+    total = w.sum(axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        est = (w * np.where(ok, x, 0.0)).sum(axis=1) / total
+        se = 1.0 / np.sqrt(total)
+    est[total == 0] = np.nan
+    z = _normal_quantile(level)
+    out = pd.DataFrame(
+        {
+            "estimate": est,
+            "std_error": se,
+            "lower": est - z * se,
+            "upper": est + z * se,
+            "parts": ok.sum(axis=1),
+        },
+        index=ests.index,
+    )
+    with np.errstate(invalid="ignore", divide="ignore"):
+        share = np.where(total[:, None] > 0, w / total[:, None], np.nan)
+    mean_weight = np.nanmean(share, axis=0) if share.size else np.array([])
+    for col, mw in zip(ests.columns, mean_weight, strict=True):
+        described[int(col[4:])]["mean_weight"] = float(mw)
+    out.attrs["combine"] = {
+        "question": question,
+        "level": level,
+        "method": "inverse-variance weighting per query",
+        "parts": described,
+    }
+    return out

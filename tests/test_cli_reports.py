@@ -1,0 +1,422 @@
+"""The other designs on the command line: geoldp report, report-estimate and synthesize."""
+
+from __future__ import annotations
+
+import json
+
+import geopandas as gpd
+import numpy as np
+import pandas as pd
+import pytest
+from shapely.geometry import LineString, Point
+
+import geoldp
+from geoldp import cli_reports, metrics
+from geoldp.cli import main
+from geoldp.reports import estimate_counts
+
+pytestmark = pytest.mark.filterwarnings("ignore:.*told from no data:geoldp.errors.GeoLDPWarning")
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    d = tmp_path_factory.mktemp("reports")
+    rng = np.random.default_rng(0)
+    pts = gpd.GeoDataFrame(
+        geometry=[Point(116.3 + 0.01 * i, 39.9 + 0.01 * j) for i in range(10) for j in range(10)],
+        crs="EPSG:4326",
+    )
+    pts.to_file(d / "P.gpkg")
+    xy = np.column_stack([pts.geometry.x, pts.geometry.y])
+    lines = [LineString(xy[rng.choice(100, 3, replace=False)]) for _ in range(600)]
+    users = [f"{i % 200:03d}" for i in range(600)]  # numeric-looking ids stay text
+    trips = gpd.GeoDataFrame({"user": users}, geometry=lines, crs="EPSG:4326")
+    trips.to_file(d / "trips.gpkg")
+    return d, trips, pts
+
+
+def _run(argv, capsys):
+    code = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    assert "Traceback" not in err
+    return code, out, err
+
+
+def test_spelt_out_choices_match_the_library():
+    assert cli_reports.STATISTICS == geoldp.reports.STATISTICS
+    assert cli_reports.ORACLES == geoldp.reports.ORACLES
+
+
+@pytest.mark.parametrize(("statistic", "oracle"), [("visited_zone", "krr"), ("od", "oue"), ("od", "olh")])
+def test_report_file_round_trips_and_equals_the_library_release(files, tmp_path, capsys, statistic, oracle):
+    d, trips, pts = files
+    out = tmp_path / "rep.csv"
+    code, stdout, err = _run(
+        [
+            "report",
+            d / "trips.gpkg",
+            "--points",
+            d / "P.gpkg",
+            "--cell-km",
+            2,
+            "--statistic",
+            statistic,
+            "--oracle",
+            oracle,
+            "--epsilon",
+            4,
+            "--seed",
+            5,
+            "-o",
+            out,
+        ],
+        capsys,
+    )
+    assert code == 0, err
+    assert stdout.split() == [str(out), str(out) + ".ledger.json"]
+    back = cli_reports.read_report_table(out)
+    zones = metrics.zone_grid(gpd.read_file(d / "P.gpkg"), cell_km=2)
+    same = geoldp.report(
+        geoldp.io.read_trajectories(d / "trips.gpkg"),
+        zones,
+        statistic=statistic,
+        epsilon=4.0,
+        oracle=oracle,
+        rng=5,
+    )
+    assert len(back) == len(trips) and list(back.columns) == list(same.columns)
+    for col in same.columns:
+        assert list(back[col]) == list(same[col])
+    led = json.loads((tmp_path / "rep.csv.ledger.json").read_text())
+    assert (
+        led["mechanism"] == "report"
+        and led["oracle"] == oracle
+        and "seed" not in led
+        and led["rng"] == "seeded"
+    )
+    pd.testing.assert_frame_equal(estimate_counts(back, zones), estimate_counts(same, zones))
+
+
+def test_report_writes_one_row_per_trip_and_nothing_else_of_trips(files, tmp_path, capsys):
+    d, trips, _ = files
+    out = tmp_path / "r.csv"
+    _run(
+        ["report", d / "trips.gpkg", "--points", d / "P.gpkg", "--epsilon", 2, "--seed", 1, "-o", out], capsys
+    )
+    text = out.read_text()
+    assert "user" not in text and "116." not in text
+    assert len(text.splitlines()) == len(trips) + 1
+
+
+def test_report_estimate_writes_layers_with_intervals(files, tmp_path, capsys):
+    d, trips, pts = files
+    rep = tmp_path / "vz.csv"
+    code, _, err = _run(
+        [
+            "report",
+            d / "trips.gpkg",
+            "--points",
+            d / "P.gpkg",
+            "--cell-km",
+            2,
+            "--pad-length",
+            3,
+            "--epsilon",
+            4,
+            "--seed",
+            2,
+            "-o",
+            rep,
+        ],
+        capsys,
+    )
+    assert code == 0, err
+    gpkg = tmp_path / "vz.gpkg"
+    code, stdout, err = _run(
+        ["report-estimate", rep, "--points", d / "P.gpkg", "--cell-km", 2, "-o", gpkg], capsys
+    )
+    assert code == 0, err
+    import pyogrio
+
+    names = [n for n, _ in pyogrio.list_layers(gpkg)]
+    assert names == ["zone_visits", "hotspots"]
+    layer = gpd.read_file(gpkg, layer="zone_visits")
+    zones = metrics.zone_grid(pts, cell_km=2)
+    est = estimate_counts(cli_reports.read_report_table(rep), zones)
+    np.testing.assert_allclose(layer["estimate"], est["estimate"])
+    np.testing.assert_allclose(layer["upper"] - layer["lower"], layer["width"])
+    assert {"std_error", "projected", "raw"} <= set(layer.columns)
+    hot = gpd.read_file(gpkg, layer="hotspots")
+    assert list(hot["rank"]) == list(range(1, 11)) and hot["estimate"].is_monotonic_decreasing
+    # OD reports give flow lines, one GeoJSON file per layer
+    od = tmp_path / "od.csv"
+    _run(
+        [
+            "report",
+            d / "trips.gpkg",
+            "--points",
+            d / "P.gpkg",
+            "--cell-km",
+            2,
+            "--statistic",
+            "od",
+            "--epsilon",
+            4,
+            "--seed",
+            3,
+            "-o",
+            od,
+        ],
+        capsys,
+    )
+    code, stdout, err = _run(
+        ["report-estimate", od, "--points", d / "P.gpkg", "--cell-km", 2, "-o", tmp_path / "od.geojson"],
+        capsys,
+    )
+    assert code == 0, err
+    flows = gpd.read_file(tmp_path / "od.od_flows.geojson")
+    assert len(flows) == len(zones) ** 2 and set(flows.geom_type) == {"LineString"}
+
+
+def test_per_user_options_and_the_accountant(files, tmp_path, capsys):
+    d, trips, _ = files
+    acc = tmp_path / "acc.json"
+    out = tmp_path / "od.csv"
+    kept = tmp_path / "kept.csv"
+    code, _, err = _run(
+        [
+            "report",
+            d / "trips.gpkg",
+            "--points",
+            d / "P.gpkg",
+            "--statistic",
+            "od",
+            "--epsilon",
+            3,
+            "--user-col",
+            "user",
+            "--max-per-user",
+            1,
+            "--kept-rows",
+            kept,
+            "--accountant",
+            acc,
+            "--total-epsilon",
+            4,
+            "--seed",
+            1,
+            "-o",
+            out,
+        ],
+        capsys,
+    )
+    assert code == 0, err
+    assert "charged the release to 200 user(s)" in err and "kept 200 of 600 rows" in err
+    assert len(cli_reports.read_report_table(out)) == 200
+    assert pd.read_csv(kept)["row"].tolist() == list(range(200))  # the first trip of each user
+    spent = geoldp.BudgetAccountant.load(acc)
+    assert spent.spent_by("000") == 3.0
+    led = json.loads((tmp_path / "od.csv.ledger.json").read_text())
+    assert led["user_budget"]["max_per_user"] == 1
+    # a second release would take every user past 4: refused, nothing written, the file unchanged
+    before = acc.read_bytes()
+    code, _, err = _run(
+        [
+            "report",
+            d / "trips.gpkg",
+            "--points",
+            d / "P.gpkg",
+            "--epsilon",
+            3,
+            "--user-col",
+            "user",
+            "--max-per-user",
+            1,
+            "--accountant",
+            acc,
+            "-o",
+            tmp_path / "again.csv",
+        ],
+        capsys,
+    )
+    assert code == 1 and err.count("\n") == 1 and "budget" in err.lower(), err
+    assert not (tmp_path / "again.csv").exists() and acc.read_bytes() == before
+
+
+@pytest.mark.parametrize(
+    ("argv", "code", "match"),
+    [
+        (["--epsilon", 4], 2, "give either --zones FILE or --points POINTS"),
+        (["--points", "P.gpkg", "--zones", "P.gpkg", "--epsilon", 4], 2, "give either"),
+        (
+            ["--points", "P.gpkg", "--epsilon", 4, "--user-col", "user", "--user-budget", "split"],
+            1,
+            "--user-budget split is not available",
+        ),
+        (["--points", "P.gpkg", "--epsilon", 4, "--max-per-user", 1], 2, "need --user-col"),
+        (["--points", "P.gpkg", "--epsilon", -1], 1, "epsilon"),
+        (["--points", "P.gpkg", "--epsilon", 4, "--statistic", "od", "--pad-length", 2], 1, "pad_length"),
+        (["--zones", "P.gpkg", "--epsilon", 4], 1, "not a polygon"),
+        (["--points", "missing.gpkg", "--epsilon", 4], 1, "does not exist"),
+    ],
+)
+def test_report_errors_are_one_line(files, tmp_path, capsys, monkeypatch, argv, code, match):
+    d, _, _ = files
+    monkeypatch.chdir(d)
+    got, _, err = _run(["report", "trips.gpkg", *argv, "-o", tmp_path / "x.csv"], capsys)
+    assert got == code and match in err and err.count("\n") == 1, err
+    assert not (tmp_path / "x.csv").exists()
+
+
+def test_outputs_are_never_overwritten_by_surprise(files, tmp_path, capsys):
+    d, _, _ = files
+    out = tmp_path / "r.csv"
+    args = ["report", d / "trips.gpkg", "--points", d / "P.gpkg", "--epsilon", 2, "-o", out]
+    assert _run(args, capsys)[0] == 0
+    first = out.read_bytes()
+    code, _, err = _run(args, capsys)
+    assert code == 1 and "--overwrite" in err and out.read_bytes() == first
+    assert _run([*args, "--overwrite"], capsys)[0] == 0
+    code, _, err = _run(
+        ["report", d / "trips.gpkg", "--points", d / "P.gpkg", "--epsilon", 2, "-o", tmp_path / "r.gpkg"],
+        capsys,
+    )
+    assert code == 1 and ".csv" in err
+    code, _, err = _run(
+        ["report", d / "trips.gpkg", "--points", d / "P.gpkg", "--epsilon", 2, "-o", d / "trips.gpkg"], capsys
+    )
+    assert code == 1
+
+
+def test_report_estimate_refuses_other_zones_and_tampered_tables(files, tmp_path, capsys):
+    d, _, _ = files
+    rep = tmp_path / "r.csv"
+    _run(
+        [
+            "report",
+            d / "trips.gpkg",
+            "--points",
+            d / "P.gpkg",
+            "--cell-km",
+            2,
+            "--epsilon",
+            2,
+            "--seed",
+            1,
+            "-o",
+            rep,
+        ],
+        capsys,
+    )
+    code, _, err = _run(
+        ["report-estimate", rep, "--points", d / "P.gpkg", "--cell-km", 3, "-o", tmp_path / "e.gpkg"], capsys
+    )
+    assert code == 1 and "not the zones the reports were made over" in err
+    lines = rep.read_text().splitlines()
+    lines[1] = "0" if lines[1] != "0" else "1"  # one cell changed: the SHA-256 differs
+    rep.write_text("\n".join(lines) + "\n")
+    code, _, err = _run(
+        ["report-estimate", rep, "--points", d / "P.gpkg", "--cell-km", 2, "-o", tmp_path / "e.gpkg"], capsys
+    )
+    assert code == 1 and "out of step" in err and err.count("\n") == 1
+    plain = tmp_path / "plain.csv"
+    plain.write_text("report\n1\n")
+    code, _, err = _run(
+        ["report-estimate", plain, "--points", d / "P.gpkg", "-o", tmp_path / "e.gpkg"], capsys
+    )
+    assert code == 1 and "no report ledger" in err
+
+
+def test_read_report_table_checks_every_cell(files, tmp_path):
+    d, trips, pts = files
+    zones = metrics.zone_grid(pts, cell_km=2)
+    for oracle, col, bad in (("krr", "report", "999"), ("oue", "bits", "zz"), ("olh", "seed", "x")):
+        rep = geoldp.report(trips, zones, epsilon=2.0, oracle=oracle, rng=1)
+        path = tmp_path / f"{oracle}.csv"
+        cli_reports.write_report_table(rep, path)
+        back = cli_reports.read_report_table(path)
+        pd.testing.assert_frame_equal(
+            back.reset_index(drop=True), rep.reset_index(drop=True), check_dtype=False
+        )
+        table = pd.read_csv(path, dtype=str)
+        table.loc[3, col] = bad
+        path.write_text(table.to_csv(index=False))
+        (tmp_path / f"{oracle}.csv.ledger.json").unlink()
+        geoldp.io.write_ledger(rep, path)  # a fresh ledger: the cell check itself must refuse it
+        with pytest.raises(ValueError, match="row 3"):
+            cli_reports.read_report_table(path)
+
+
+def test_synthesize_command(files, tmp_path, capsys):
+    d, trips, _ = files
+    out = tmp_path / "syn.gpkg"
+    code, stdout, err = _run(
+        [
+            "synthesize",
+            d / "trips.gpkg",
+            "--points",
+            d / "P.gpkg",
+            "--grid-size",
+            4,
+            "--epsilon",
+            4,
+            "--user-col",
+            "user",
+            "--max-per-user",
+            2,
+            "--seed",
+            3,
+            "-o",
+            out,
+        ],
+        capsys,
+    )
+    assert code == 0, err
+    syn = geoldp.io.read_trajectories(out, ledger=True)
+    led = syn.attrs["geoldp"]
+    assert len(syn) == 400 and led["mechanism"] == "ldptrace" and led["grid"]["n"] == 4
+    assert led["user_budget"]["max_per_user"] == 2
+    code, _, err = _run(["synthesize", d / "trips.gpkg", "--epsilon", 4, "-o", tmp_path / "s2.gpkg"], capsys)
+    assert code == 2 and "--points POINTS" in err
+    code, _, err = _run(
+        [
+            "synthesize",
+            d / "trips.gpkg",
+            "--area=116.3,39.9,116.4,40.0",
+            "--grid-size",
+            "auto",
+            "--epsilon",
+            4,
+            "-o",
+            tmp_path / "s3.gpkg",
+        ],
+        capsys,
+    )
+    assert code == 1 and "length_hint" in err
+
+
+def test_report_estimate_checks_every_layer_file_before_writing(files, tmp_path, capsys):
+    d, _, _ = files
+    rep = tmp_path / "vz.csv"
+    _run(
+        ["report", d / "trips.gpkg", "--points", d / "P.gpkg", "--epsilon", 2, "--seed", 1, "-o", rep], capsys
+    )
+    (tmp_path / "e.hotspots.geojson").write_text("keep me")  # the second layer's file exists
+    code, _, err = _run(
+        ["report-estimate", rep, "--points", d / "P.gpkg", "-o", tmp_path / "e.geojson"], capsys
+    )
+    assert code == 1 and "--overwrite" in err
+    assert not (tmp_path / "e.zone_visits.geojson").exists()  # nothing written, not even the first layer
+    assert (tmp_path / "e.hotspots.geojson").read_text() == "keep me"
+
+
+def test_an_incomplete_report_ledger_is_one_line(files, tmp_path, capsys):
+    d, _, _ = files
+    rep = tmp_path / "r.csv"
+    _run(["report", d / "trips.gpkg", "--points", d / "P.gpkg", "--epsilon", 2, "-o", rep], capsys)
+    side = tmp_path / "r.csv.ledger.json"
+    led = json.loads(side.read_text())
+    del led["domain"]
+    side.write_text(json.dumps(led))
+    code, _, err = _run(["report-estimate", rep, "--points", d / "P.gpkg", "-o", tmp_path / "e.gpkg"], capsys)
+    assert code == 1 and "not a complete report ledger" in err and err.count("\n") == 1
