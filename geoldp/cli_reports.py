@@ -103,7 +103,7 @@ def _check_output(path: str, overwrite: bool, inputs: list[Path], suffixes: tupl
 
 
 def write_report_table(table: Any, path: str | os.PathLike[str], *, overwrite: bool = False) -> list[Path]:
-    """Write a report table (:func:`geoldp.report`) as CSV, atomically, with its ledger sidecar.
+    """Write a report table (:func:`geoldp.report`) as CSV, with its ledger sidecar, both as one unit.
 
     Rows in table order without the index (as every geoldp release file); OUE bit vectors in hexadecimal;
     a missing report is an empty cell. The sidecar ``<path>.ledger.json`` records the CSV's SHA-256.
@@ -115,11 +115,10 @@ def write_report_table(table: Any, path: str | os.PathLike[str], *, overwrite: b
     """
     import pandas as pd
 
-    from geoldp import _safe_write
     from geoldp import io as gio
     from geoldp.reports.release import ledger_of
 
-    ledger_of(table, caller="write_report_table")
+    ledger = ledger_of(table, caller="write_report_table")
     p = Path(os.fspath(path))
     out = pd.DataFrame(index=pd.RangeIndex(len(table)))
     for col in table.columns:
@@ -128,9 +127,8 @@ def write_report_table(table: Any, path: str | os.PathLike[str], *, overwrite: b
             out[col] = [None if b is None else bytes(b).hex() for b in values.to_numpy()]
         else:
             out[col] = values.to_numpy()
-    _safe_write.write_bytes(p, out.to_csv(index=False).encode("utf-8"), overwrite=overwrite)
-    side = gio.write_ledger(table, p, overwrite=overwrite)
-    return [p] + ([side] if side is not None else [])
+    data = out.to_csv(index=False).encode("utf-8")
+    return gio.write_bytes_with_ledger(data, ledger, p, overwrite=overwrite)
 
 
 def read_report_table(path: str | os.PathLike[str]) -> Any:

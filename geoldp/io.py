@@ -153,6 +153,52 @@ def write_ledger(gdf: Any, path: str | os.PathLike[str], *, overwrite: bool = Fa
     return side
 
 
+def write_bytes_with_ledger(
+    data: bytes, ledger: dict[str, Any], path: str | os.PathLike[str], *, overwrite: bool = False
+) -> list[Path]:
+    """Write ``data`` to ``path`` and ``ledger`` to its sidecar ``<path>.ledger.json`` as one unit.
+
+    Both files are staged under temporary names and committed together (as :func:`write_file` does), so
+    a kill or a full disk leaves the old pair, the new pair, or nothing; the sidecar records the data's
+    size and SHA-256.
+
+    Returns
+    -------
+    list of pathlib.Path
+        The data file, then the sidecar.
+
+    Raises
+    ------
+    ValueError
+        Either file exists and ``overwrite`` is False, or it is a symlink.
+    OSError
+        The files could not be written; the previous ones (if any) are unchanged.
+    """
+    caller = "write_bytes_with_ledger"
+    if isinstance(path, str | os.PathLike):
+        _safe_write.recover(path)  # an earlier write interrupted after it was complete is finished first
+    p = _safe_write.check_output(path, overwrite=overwrite)
+    side = ledger_path(p)
+    _check_names([p, side], caller)
+    _safe_write.check_output(side, overwrite=overwrite, inputs=(p,), what="ledger sidecar")
+    for stale in (p, side):
+        _safe_write.remove_stale_temps(stale)
+    try:
+        with _safe_write.group(overwrite=overwrite, unit=p) as g:
+            g.add_bytes(p, data)
+            record = _data_record(len(data), hashlib.sha256(data).hexdigest(), p.name)
+            g.add_bytes(side, _ledger_bytes(ledger, record))
+    except OSError as exc:
+        if not exc.errno:
+            raise
+        raise OSError(
+            exc.errno,
+            f"cannot write '{p}': {os.strerror(exc.errno)}; the previous file (if any) is unchanged and no "
+            "partial file was left",
+        ) from None
+    return [p, side]
+
+
 def _parse_ledger(data: bytes, name: str, caller: str) -> dict[str, Any]:
     try:
         value = json.loads(data)
