@@ -42,10 +42,12 @@ from geoldp._validation import check_time_kinds
 from geoldp.errors import GeoLDPWarning
 
 __all__ = [
+    "TYPE_NAMES",
     "WGS84",
     "FrameTrajectories",
     "Region",
     "TrajectoryArrays",
+    "accessor_target",
     "as_pointset",
     "as_regions",
     "build_geometry",
@@ -64,7 +66,8 @@ WGS84 = CRS.from_epsg(4326)
 
 _POINT = 0
 _LINESTRING = 1
-_TYPE_NAMES = {
+#: shapely's geometry type ids, by name.
+TYPE_NAMES = {
     0: "Point",
     1: "LineString",
     2: "LinearRing",
@@ -80,6 +83,20 @@ _ON_INVALID = ("raise", "null")
 # --------------------------------------------------------------------------------------------------
 # containers and columns
 # --------------------------------------------------------------------------------------------------
+
+
+def accessor_target(obj: Any, kind: type, *, accessor: str, required: str, fix: str) -> Any:
+    """``obj`` when it is a ``kind``: the check of every ``.ldp`` accessor, with one message.
+
+    Raises
+    ------
+    AttributeError
+        ``obj`` is not a ``kind`` (pandas then reports the accessor as missing for that object); the
+        message names ``accessor``, what it ``required`` and the ``fix``.
+    """
+    if not isinstance(obj, kind):
+        raise AttributeError(f"The {accessor} requires {required}, got {type(obj).__name__}. {fix}")
+    return obj
 
 
 def check_frame(obj: Any, *, caller: str, name: str = "trajectories") -> Any:
@@ -226,7 +243,7 @@ def _raise_type_problems(type_ids: np.ndarray, missing: np.ndarray, *, caller: s
     bad = present & ~np.isin(type_ids, (_POINT, _LINESTRING))
     pos = _first(bad)
     if pos is not None:
-        name = _TYPE_NAMES.get(int(type_ids[pos]), "unknown geometry")
+        name = TYPE_NAMES.get(int(type_ids[pos]), "unknown geometry")
         extra = (
             " A LinearRing is not a trajectory: convert it with shapely.LineString(ring.coords)."
             if type_ids[pos] == 2
@@ -244,10 +261,10 @@ def _raise_type_problems(type_ids: np.ndarray, missing: np.ndarray, *, caller: s
     if pos is not None:
         raise TypeError(
             f"Mixed geometry types in the trajectories passed to {caller}: row position {first} is a "
-            f"{_TYPE_NAMES[kind_id]} but row position {pos} is a {_TYPE_NAMES[int(type_ids[pos])]}. "
+            f"{TYPE_NAMES[kind_id]} but row position {pos} is a {TYPE_NAMES[int(type_ids[pos])]}. "
             "Use one type for all rows (LineStrings, or Points grouped by traj_id_col)."
         )
-    return _TYPE_NAMES[kind_id]
+    return TYPE_NAMES[kind_id]
 
 
 def _row_problem_messages(caller: str) -> dict[str, str]:

@@ -280,12 +280,13 @@ class LDPAccessor:
     def __init__(self, obj: Any) -> None:
         import geopandas as gpd
 
-        if not isinstance(obj, gpd.GeoDataFrame):
-            raise AttributeError(
-                f"The .ldp accessor requires a geopandas.GeoDataFrame, got {type(obj).__name__}. "
-                "Use geopandas.GeoDataFrame(df, geometry=..., crs=...) first."
-            )
-        self._obj = obj
+        self._obj = _frames.accessor_target(
+            obj,
+            gpd.GeoDataFrame,
+            accessor=".ldp accessor",
+            required="a geopandas.GeoDataFrame",
+            fix="Use geopandas.GeoDataFrame(df, geometry=..., crs=...) first.",
+        )
 
     def perturb(
         self,
@@ -1110,12 +1111,13 @@ class GeoSeriesLDPAccessor:
     def __init__(self, obj: Any) -> None:
         import geopandas as gpd
 
-        if not isinstance(obj, gpd.GeoSeries):
-            raise AttributeError(
-                f"The .ldp accessor requires a geopandas.GeoSeries (or GeoDataFrame), got "
-                f"{type(obj).__name__}. Use geopandas.GeoSeries(values, crs=...) first."
-            )
-        self._obj = obj
+        self._obj = _frames.accessor_target(
+            obj,
+            gpd.GeoSeries,
+            accessor=".ldp accessor",
+            required="a geopandas.GeoSeries (or GeoDataFrame)",
+            fix="Use geopandas.GeoSeries(values, crs=...) first.",
+        )
 
     def _frame(self, kwargs: dict[str, Any], caller: str) -> Any:
         import geopandas as gpd

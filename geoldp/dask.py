@@ -115,18 +115,17 @@ def _data_box(stats: Any, crs: Any) -> Any:
     )
 
 
-_TYPE_NAMES = {0: "Point", 1: "LineString", 2: "LinearRing", 3: "Polygon", 4: "MultiPoint"}
-
-
 def _refuse_mixed_types(per_partition: list[set[int]], caller: str) -> None:
     """One geometry type across all partitions, as for an in-memory frame (missing rows aside)."""
+    from geoldp import _frames
+
     first: dict[int, int] = {}
     for number, types in enumerate(per_partition):
         for t in sorted(types - {-1}):
             first.setdefault(t, number)
     if len(first) > 1:
         (a, pa), (b, pb) = sorted(first.items(), key=lambda kv: (kv[1], kv[0]))[:2]
-        name_a, name_b = (_TYPE_NAMES.get(t, f"geometry type {t}") for t in (a, b))
+        name_a, name_b = (_frames.TYPE_NAMES.get(t, f"geometry type {t}") for t in (a, b))
         where = f"partition {pa} holds" if pa == pb else f"partitions {pa} and {pb} hold"
         raise ValueError(
             f"Mixed geometry types in the trajectories passed to {caller}: {where} {name_a} and "
@@ -357,12 +356,15 @@ class DaskLDPAccessor:
     def __init__(self, obj: Any) -> None:
         import dask_geopandas
 
-        if not isinstance(obj, dask_geopandas.GeoDataFrame):
-            raise AttributeError(
-                f"The .ldp accessor of Dask frames requires a dask_geopandas.GeoDataFrame, got "
-                f"{type(obj).__name__}. Use dask_geopandas.from_dask_dataframe(ddf, geometry=...) first."
-            )
-        self._obj = obj
+        from geoldp import _frames
+
+        self._obj = _frames.accessor_target(
+            obj,
+            dask_geopandas.GeoDataFrame,
+            accessor=".ldp accessor of Dask frames",
+            required="a dask_geopandas.GeoDataFrame",
+            fix="Use dask_geopandas.from_dask_dataframe(ddf, geometry=...) first.",
+        )
 
     def perturb(self, points: Any, **kwargs: Any) -> Any:
         """Perturb every row under ε-LDP, lazily: :func:`geoldp.dask.perturb` on this frame.
