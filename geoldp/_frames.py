@@ -85,17 +85,32 @@ _ON_INVALID = ("raise", "null")
 # --------------------------------------------------------------------------------------------------
 
 
-def accessor_target(obj: Any, kind: type, *, accessor: str, required: str, fix: str) -> Any:
+#: How to get the object each ``.ldp`` accessor needs, by (package, class).
+_ACCESSOR_FIXES = {
+    ("geopandas", "GeoDataFrame"): "Use geopandas.GeoDataFrame(df, geometry=..., crs=...) first.",
+    (
+        "geopandas",
+        "GeoSeries",
+    ): "Use geopandas.GeoSeries(values, crs=...) first.",
+    ("dask_geopandas", "GeoDataFrame"): "Use dask_geopandas.from_dask_dataframe(ddf, geometry=...) first.",
+}
+
+
+def accessor_target(obj: Any, kind: type) -> Any:
     """``obj`` when it is a ``kind``: the check of every ``.ldp`` accessor, with one message.
 
     Raises
     ------
     AttributeError
         ``obj`` is not a ``kind`` (pandas then reports the accessor as missing for that object); the
-        message names ``accessor``, what it ``required`` and the ``fix``.
+        message names the class needed and how to get one.
     """
     if not isinstance(obj, kind):
-        raise AttributeError(f"The {accessor} requires {required}, got {type(obj).__name__}. {fix}")
+        package = kind.__module__.split(".")[0]
+        needed = f"{package}.{kind.__name__}"
+        fix = _ACCESSOR_FIXES.get((package, kind.__name__), "")
+        got = type(obj).__name__
+        raise AttributeError(f"The .ldp accessor requires a {needed}, got {got}. {fix}".rstrip())
     return obj
 
 

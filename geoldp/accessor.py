@@ -280,13 +280,7 @@ class LDPAccessor:
     def __init__(self, obj: Any) -> None:
         import geopandas as gpd
 
-        self._obj = _frames.accessor_target(
-            obj,
-            gpd.GeoDataFrame,
-            accessor=".ldp accessor",
-            required="a geopandas.GeoDataFrame",
-            fix="Use geopandas.GeoDataFrame(df, geometry=..., crs=...) first.",
-        )
+        self._obj = _frames.accessor_target(obj, gpd.GeoDataFrame)
 
     def perturb(
         self,
@@ -1111,13 +1105,7 @@ class GeoSeriesLDPAccessor:
     def __init__(self, obj: Any) -> None:
         import geopandas as gpd
 
-        self._obj = _frames.accessor_target(
-            obj,
-            gpd.GeoSeries,
-            accessor=".ldp accessor",
-            required="a geopandas.GeoSeries (or GeoDataFrame)",
-            fix="Use geopandas.GeoSeries(values, crs=...) first.",
-        )
+        self._obj = _frames.accessor_target(obj, gpd.GeoSeries)
 
     def _frame(self, kwargs: dict[str, Any], caller: str) -> Any:
         import geopandas as gpd

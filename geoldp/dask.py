@@ -358,13 +358,7 @@ class DaskLDPAccessor:
 
         from geoldp import _frames
 
-        self._obj = _frames.accessor_target(
-            obj,
-            dask_geopandas.GeoDataFrame,
-            accessor=".ldp accessor of Dask frames",
-            required="a dask_geopandas.GeoDataFrame",
-            fix="Use dask_geopandas.from_dask_dataframe(ddf, geometry=...) first.",
-        )
+        self._obj = _frames.accessor_target(obj, dask_geopandas.GeoDataFrame)
 
     def perturb(self, points: Any, **kwargs: Any) -> Any:
         """Perturb every row under ε-LDP, lazily: :func:`geoldp.dask.perturb` on this frame.
