@@ -380,6 +380,17 @@ class PointSet:
         return self.diameter_m / 1000.0
 
     @property
+    def tree(self) -> Any:
+        """The ``scipy.spatial.cKDTree`` over :attr:`xyz` (Euclidean chords between unit vectors).
+
+        Built with the other structures of P, from P alone, on the first use of any of them; the one
+        spatial index of P, shared by :meth:`nearest` and the mechanisms' kernels. Query it, never change
+        it.
+        """
+        self._build()
+        return self._tree
+
+    @property
     def has_tree(self) -> bool:
         """Whether the structures of P are built: after the first :meth:`nearest` or :attr:`diameter_m`,
         whatever that call asked (the spatial index, a cKDTree over the unit vectors, among them)."""
