@@ -489,29 +489,13 @@ def extract(
 
 
 def resolve_points(points: Any, *, caller: str) -> tuple[Any, Any]:
-    """Return ``(PointSet, source)`` for a PointSet, GeoDataFrame or GeoSeries of Points.
+    """``(PointSet, source)`` of the public points of a release: :func:`as_pointset` with ``release=True``.
 
     ``source`` is the original GeoDataFrame/GeoSeries (or None for a PointSet); when its CRS equals the
-    trajectories' CRS its own coordinates are used for the output vertices.
+    trajectories' CRS its own coordinates are used for the output vertices (:func:`public_xy`).
     """
-    import geopandas as gpd
-
-    from geoldp.pointset import PointSet
-
-    if isinstance(points, PointSet):
-        return points, None
-    if isinstance(points, gpd.GeoDataFrame):
-        if points.crs is None:
-            _require_crs(None, what="public points", caller=caller)
-        return PointSet.from_geodataframe(points), points
-    if isinstance(points, gpd.GeoSeries):
-        if points.crs is None:
-            _require_crs(None, what="public points", caller=caller)
-        return PointSet.from_geoseries(points), points
-    raise TypeError(
-        f"The 'points' parameter of {caller} must be a geoldp.PointSet or a GeoDataFrame/GeoSeries of "
-        f"Points. Got {type(points).__name__}."
-    )
+    ps = as_pointset(points, caller=caller, release=True)
+    return ps, None if ps is points else points
 
 
 def public_xy(ps: Any, crs: CRS, source: Any = None) -> tuple[np.ndarray, np.ndarray]:
@@ -649,19 +633,21 @@ def build_geometry(
 # --------------------------------------------------------------------------------------------------
 
 
-def as_pointset(points: Any, *, caller: str) -> Any:
-    """Normalise a public point set for an analysis to a :class:`~geoldp.PointSet` (in its order).
+def as_pointset(points: Any, *, caller: str, release: bool = False) -> Any:
+    """The one reader of a public point set: a :class:`~geoldp.PointSet` (in the input's order).
 
-    Accepts a PointSet (returned as it is), a GeoDataFrame/GeoSeries of Points with a CRS, or an ``(m, 2)``
-    array of (lon, lat) degrees. Duplicate locations are kept silently: an analysis counts per position of
-    P, and the PointSet's duplicate warning is meant for a point set handed to a mechanism.
+    Accepts a PointSet (returned as it is) or a GeoDataFrame/GeoSeries of Points with a CRS; for an
+    analysis (``release=False``) also an ``(m, 2)`` array of (lon, lat) degrees. For an analysis duplicate
+    locations are kept silently (it counts per position of P); for a release the PointSet's duplicate
+    warning is given, since duplicates weigh on the mechanism.
 
     Raises
     ------
     ValueError
-        If ``points`` is None, has no CRS, or is not a set of at least two finite locations.
+        ``points`` is None, has no CRS, has a missing or empty row, or is not a set of at least two finite
+        locations.
     TypeError
-        For non-Point geometries or another container.
+        A row that is not a Point, or another container.
     """
     import geopandas as gpd
 
@@ -676,26 +662,41 @@ def as_pointset(points: Any, *, caller: str) -> Any:
     if isinstance(points, gpd.GeoDataFrame):
         points = points.geometry
     if isinstance(points, gpd.GeoSeries):
-        if points.crs is None:
-            raise ValueError(f"The 'points' of {caller} have no CRS. Use `set_crs()` to declare it.")
-        if len(points) and not bool((points.geom_type == "Point").all()):
-            raise TypeError(f"The 'points' of {caller} must be Point geometries.")
+        _require_crs(points.crs, what="public points", caller=caller)
+        geoms = np.asarray(points.values, dtype=object)
+        pos = _first(shapely.is_missing(geoms) | shapely.is_empty(geoms))
+        if pos is not None:
+            raise ValueError(
+                f"Row position {pos} of the public points passed to {caller} is missing or empty."
+            )
+        types = shapely.get_type_id(geoms)
+        pos = _first(types != _POINT)
+        if pos is not None:
+            raise TypeError(
+                f"Row position {pos} of the public points passed to {caller} is a "
+                f"{TYPE_NAMES.get(int(types[pos]), 'geometry')}; public points must be Points."
+            )
         g = points if is_wgs84(points.crs) else points.to_crs(WGS84)
         lon = np.asarray(g.x, dtype=np.float64)
         lat = np.asarray(g.y, dtype=np.float64)
     else:
         arr = np.asarray(points) if not isinstance(points, pd.DataFrame) else points.to_numpy()
-        if arr.dtype == object or arr.dtype.kind not in "iuf" or arr.ndim != 2 or arr.shape[1] != 2:
+        shape_ok = arr.dtype != object and arr.dtype.kind in "iuf" and arr.ndim == 2 and arr.shape[1] == 2
+        if release or not shape_ok:
+            arrays = "" if release else ", or an (m, 2) array of (lon, lat)"
             raise TypeError(
-                f"The 'points' parameter of {caller} must be a PointSet, a GeoDataFrame/GeoSeries of Points "
-                f"or an (m, 2) array of (lon, lat). Got {type(points).__name__} instead."
+                f"The 'points' parameter of {caller} must be a geoldp.PointSet or a GeoDataFrame/GeoSeries "
+                f"of Points{arrays}. Got {type(points).__name__}."
             )
         arr = np.asarray(arr, dtype=np.float64)
         lon, lat = arr[:, 0].copy(), arr[:, 1].copy()
     if lon.size < 2 or not (np.all(np.isfinite(lon)) and np.all(np.isfinite(lat))):
         raise ValueError(
-            f"The 'points' of {caller} must be a set of at least two finite locations (lon, lat)."
+            f"The public points passed to {caller} must be a set of at least 2 finite locations (lon, lat); "
+            f"got {lon.size}."
         )
+    if release:
+        return PointSet(lon, lat)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", GeoLDPWarning)  # duplicate locations: see above
         return PointSet(lon, lat)

@@ -555,7 +555,7 @@ def test_as_pointset_is_the_one_normalisation_of_public_points():
     np.testing.assert_allclose(_frames.as_pointset(gs, caller="t").lon, arr[:, 0], atol=1e-9)
     with pytest.raises(ValueError, match="set_crs"):
         _frames.as_pointset(gs.set_crs(None, allow_override=True), caller="t")
-    with pytest.raises(ValueError, match="at least two finite"):
+    with pytest.raises(ValueError, match="at least 2 finite"):
         _frames.as_pointset(arr[:1], caller="t")
     with pytest.raises(TypeError, match="'points' parameter of t"):
         _frames.as_pointset("P", caller="t")
@@ -577,3 +577,28 @@ def test_trajectory_arrays_from_geometries_and_indices_agree():
     assert a.index is None and b.index.tolist() == [0, 1, 2, 0]
     with pytest.raises(ValueError, match=r"Row 1 of 'gdf' has an index outside \[0, 3\)"):
         _frames.trajectory_arrays([[0], [3]], ps, name="gdf", caller="t")
+
+
+def test_one_reader_of_public_points_one_wording(toy_lines):
+    # the same bad public points get the same message from a release and from an analysis
+    from geoldp import _frames
+
+    good = gpd.GeoDataFrame(geometry=gpd.points_from_xy([116.3, 116.4], [39.9, 39.95]), crs="EPSG:4326")
+    bad = {
+        "no CRS": good.set_crs(None, allow_override=True),
+        "a line": gpd.GeoDataFrame(
+            geometry=[shapely.Point(116.3, 39.9), shapely.LineString(LINE_COORDS[0])], crs="EPSG:4326"
+        ),
+        "an empty row": gpd.GeoDataFrame(geometry=[shapely.Point(116.3, 39.9), shapely.Point()], crs=4326),
+        "one point": good.iloc[:1],
+    }
+    for points in bad.values():
+        texts = []
+        for release in (True, False):
+            with pytest.raises((TypeError, ValueError)) as err:
+                _frames.as_pointset(points, caller="CALLER", release=release)
+            texts.append((type(err.value), str(err.value)))
+        assert texts[0] == texts[1]
+        with pytest.raises(texts[0][0]) as err:
+            toy_lines.ldp.perturb(points, epsilon=4.0, rng=1)
+        assert str(err.value) == texts[0][1].replace("CALLER", "GeoDataFrame.ldp.perturb")
