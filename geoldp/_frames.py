@@ -44,7 +44,6 @@ from geoldp.errors import GeoLDPWarning
 __all__ = [
     "TYPE_NAMES",
     "WGS84",
-    "FrameTrajectories",
     "Region",
     "TrajectoryArrays",
     "accessor_target",
@@ -196,49 +195,92 @@ def _require_crs(crs: Any, *, what: str, caller: str) -> CRS:
 
 
 @dataclass(frozen=True)
-class FrameTrajectories:
-    """Validated trajectories extracted from a GeoDataFrame (internal).
+class TrajectoryArrays:
+    """Trajectories as flat WGS 84 vertex arrays (internal): what every reader of trajectories returns.
+
+    :func:`extract` reads the rows of a release (grouping Point rows, ``on_invalid``);
+    :func:`trajectory_arrays` reads the inputs of an analysis (geometries or index arrays into P). Both
+    fill every attribute and word their errors alike (``Row position {pos} of the ... passed to
+    {caller} ...``).
 
     Attributes
     ----------
-    kind : {"LineString", "Point"}
-        Geometry type of the input rows (and of the output rows).
     lon, lat : ndarray of float64, shape (N,)
         WGS 84 coordinates of all vertices, trajectory after trajectory.
     offsets : ndarray of int64, shape (T + 1,)
         Trajectory ``t`` is ``lon[offsets[t]:offsets[t + 1]]``.
+    crs : pyproj.CRS
+        The input's CRS (EPSG:4326 for index input).
+    kind : {"LineString", "Point"}
+        Geometry type of the input rows (and of a release's output rows); "Point" only when every row is
+        a Point.
     vertex_rows : ndarray of int64, shape (N,)
         Row position each vertex came from (for LineStrings, all vertices of a trajectory share it).
     traj_rows : ndarray of int64, shape (T,)
-        For LineString input, the row position of each trajectory; for Point input, the row position of
-        the first (earliest) vertex of each trajectory.
+        The row position of each trajectory; for grouped Point rows, that of its first (earliest) vertex.
     valid : ndarray of bool, shape (n_rows,)
         Rows that take part (``False`` only for rows nulled by ``on_invalid="null"``).
-    crs : pyproj.CRS
-        The input CRS.
     n_zm_rows : int
         Number of rows whose Z or M values were dropped.
+    xy : ndarray of float64, shape (N, 2), optional
+        The vertices in ``crs``, exactly as given (analysis input only).
+    index : ndarray of int64, shape (N,), optional
+        Flat indices into the public points (index input only).
     """
 
-    kind: str
     lon: np.ndarray
     lat: np.ndarray
     offsets: np.ndarray
+    crs: CRS
+    kind: str
     vertex_rows: np.ndarray
     traj_rows: np.ndarray
     valid: np.ndarray
-    crs: CRS
-    n_zm_rows: int
+    n_zm_rows: int = 0
+    xy: np.ndarray | None = None
+    index: np.ndarray | None = None
+    # per-object memo of reprojected vertices (lives and dies with this object, never module-level)
+    _reprojected: dict[str, np.ndarray] = field(default_factory=dict, compare=False, repr=False)
+    #: per-object memo for analyses of one call (e.g. zone assignments); dies with this object
+    memo: dict[Any, Any] = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def n_trajectories(self) -> int:
         """Number of trajectories."""
-        return len(self.offsets) - 1
+        return int(self.offsets.shape[0] - 1)
+
+    @property
+    def n_traj(self) -> int:
+        """:attr:`n_trajectories` (the short name the analyses use)."""
+        return self.n_trajectories
 
     @property
     def lengths(self) -> np.ndarray:
         """Number of vertices of each trajectory."""
         return np.diff(self.offsets)
+
+    @property
+    def codes(self) -> np.ndarray:
+        """Trajectory position of every vertex."""
+        return np.repeat(np.arange(self.n_trajectories, dtype=np.int64), self.lengths)
+
+    def xy_in(self, crs: CRS) -> np.ndarray:
+        """Vertex coordinates in ``crs`` (exact input values when ``crs`` is the input's CRS)."""
+        if self.xy is not None and crs.equals(self.crs):
+            return self.xy
+        key = crs.to_wkt()
+        if key not in self._reprojected:
+            tr = Transformer.from_crs(WGS84, crs, always_xy=True)
+            x, y = tr.transform(self.lon, self.lat)
+            self._reprojected[key] = np.column_stack([x, y])
+        return self._reprojected[key]
+
+    def segment_mask(self) -> np.ndarray:
+        """Boolean mask over flat vertices 0..N-2: True where vertex k and k+1 are in the same trajectory."""
+        same = np.ones(max(self.lon.shape[0] - 1, 0), dtype=bool)
+        ends = self.offsets[1:-1] - 1
+        same[ends[(ends >= 0) & (ends < same.shape[0])]] = False
+        return same
 
 
 def _first(mask: np.ndarray) -> int | None:
@@ -282,23 +324,27 @@ def _raise_type_problems(type_ids: np.ndarray, missing: np.ndarray, *, caller: s
     return TYPE_NAMES[kind_id]
 
 
-def _row_problem_messages(caller: str) -> dict[str, str]:
-    fix = "Drop or repair it (or pass on_invalid='null' to output None for such rows)."
-    head = f"Row position {{pos}} of the trajectories passed to {caller}"
-    return {
-        "missing": f"{head} has a missing (None) geometry. {fix}",
-        "empty": f"{head} has an empty geometry. {fix}",
-        "nan": f"{head} has a NaN coordinate. {fix}",
-        "inf": f"{head} has an infinite coordinate. {fix}",
-        "transform": (
-            f"Row position {{pos}} of the trajectories passed to {caller} cannot be transformed to EPSG:4326 "
-            f"(outside the area of its CRS). {fix}"
-        ),
-        "range": (
-            f"Row position {{pos}} of the trajectories passed to {caller} has a coordinate outside lon "
-            f"[-180, 180] / lat [-90, 90] in EPSG:4326 (is the CRS right? x must be the longitude). {fix}"
-        ),
-    }
+#: The row problems both readers refuse, worded once: ``{head}`` is "Row position {pos} of the ... passed
+#: to {caller}", ``{fix}`` what the reader lets the user do about it.
+_ROW_PROBLEMS = {
+    "missing": "{head} has a missing (None) geometry. {fix}",
+    "empty": "{head} has an empty geometry. {fix}",
+    "nan": "{head} has a NaN coordinate. {fix}",
+    "inf": "{head} has an infinite coordinate. {fix}",
+    "transform": "{head} cannot be transformed to EPSG:4326 (outside the area of its CRS). {fix}",
+    "range": (
+        "{head} has a coordinate outside lon [-180, 180] / lat [-90, 90] in EPSG:4326 (is the CRS right? x "
+        "must be the longitude). {fix}"
+    ),
+}
+
+
+def _row_problem(
+    what: str, pos: int, *, trajectories: str, caller: str, fix: str = "Drop or repair it."
+) -> str:
+    """The message for row problem ``what`` of row position ``pos`` (see :data:`_ROW_PROBLEMS`)."""
+    head = f"Row position {pos} of the {trajectories} passed to {caller}"
+    return _ROW_PROBLEMS[what].format(head=head, fix=fix)
 
 
 def _time_key(values: pd.Series, rows: np.ndarray, *, caller: str, time_col: str) -> np.ndarray:
@@ -332,7 +378,7 @@ def extract(
     on_invalid: str = "raise",
     caller: str,
     warn_zm: bool = True,
-) -> FrameTrajectories:
+) -> TrajectoryArrays:
     """Validate the rows of ``gdf`` and extract WGS 84 trajectories.
 
     Parameters
@@ -353,7 +399,7 @@ def extract(
 
     Returns
     -------
-    FrameTrajectories
+    TrajectoryArrays
     """
     if on_invalid not in _ON_INVALID:
         raise ValueError(f"Got on_invalid={on_invalid!r}; `on_invalid` must be one of {_ON_INVALID}.")
@@ -372,7 +418,6 @@ def extract(
     type_ids = shapely.get_type_id(geoms)
     kind = _raise_type_problems(type_ids, missing, caller=caller)
 
-    msgs = _row_problem_messages(caller)
     problem = np.full(n_rows, "", dtype=object)
 
     def mark(mask: np.ndarray, what: str) -> None:
@@ -421,7 +466,10 @@ def extract(
     if on_invalid == "raise":
         pos = _first(bad_rows)
         if pos is not None:
-            raise ValueError(msgs[problem[pos]].format(pos=pos))
+            fix = "Drop or repair it (or pass on_invalid='null' to output None for such rows)."
+            raise ValueError(
+                _row_problem(problem[pos], pos, trajectories="trajectories", caller=caller, fix=fix)
+            )
     valid = ~bad_rows
     if warn_zm:
         n_zm = int((zm & valid).sum())
@@ -444,15 +492,15 @@ def extract(
         traj_rows = np.flatnonzero(valid)
         counts = np.bincount(vrow, minlength=n_rows)[traj_rows]
         offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
-        return FrameTrajectories(
-            kind, lon, lat, offsets, vrow.astype(np.int64), traj_rows.astype(np.int64), valid, crs, n_zm_rows
+        return TrajectoryArrays(
+            lon, lat, offsets, crs, kind, vrow.astype(np.int64), traj_rows.astype(np.int64), valid, n_zm_rows
         )
 
     # Point rows: one vertex per valid row (vrow == valid row positions, in order)
     rows = vrow.astype(np.int64)
     if traj_id_col is None:
         offsets = np.arange(len(rows) + 1, dtype=np.int64)
-        return FrameTrajectories(kind, lon, lat, offsets, rows, rows.copy(), valid, crs, n_zm_rows)
+        return TrajectoryArrays(lon, lat, offsets, crs, kind, rows, rows.copy(), valid, n_zm_rows)
 
     ids = gdf[traj_id_col].iloc[rows]
     id_na = np.asarray(ids.isna())
@@ -478,8 +526,8 @@ def extract(
     offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
     rows_sorted = rows[order]
     traj_rows = rows_sorted[offsets[:-1]]
-    return FrameTrajectories(
-        kind, lon[order], lat[order], offsets, rows_sorted, traj_rows, valid, crs, n_zm_rows
+    return TrajectoryArrays(
+        lon[order], lat[order], offsets, crs, kind, rows_sorted, traj_rows, valid, n_zm_rows
     )
 
 
@@ -528,7 +576,7 @@ def public_xy(ps: Any, crs: CRS, source: Any = None) -> tuple[np.ndarray, np.nda
 
 
 def snap(
-    ft: FrameTrajectories,
+    ft: TrajectoryArrays,
     ps: Any,
     *,
     snap_max_km: float | None,
@@ -597,7 +645,7 @@ def snap(
 
 
 def build_geometry(
-    ft: FrameTrajectories,
+    ft: TrajectoryArrays,
     outputs: list[np.ndarray],
     xy: tuple[np.ndarray, np.ndarray],
     n_rows: int,
@@ -702,69 +750,6 @@ def as_pointset(points: Any, *, caller: str, release: bool = False) -> Any:
         return PointSet(lon, lat)
 
 
-@dataclass(frozen=True)
-class TrajectoryArrays:
-    """Trajectories as flat vertex arrays (internal): WGS 84 degrees grouped by ``offsets``.
-
-    Attributes
-    ----------
-    lon, lat : ndarray of float64, shape (N,)
-        Vertices of all trajectories, trajectory after trajectory.
-    offsets : ndarray of int64, shape (T + 1,)
-        Trajectory ``t`` is ``lon[offsets[t]:offsets[t + 1]]``.
-    crs : pyproj.CRS
-        CRS of ``xy`` (the input's CRS; EPSG:4326 for index input).
-    xy : ndarray of float64, shape (N, 2)
-        The vertices in ``crs``, exactly as given.
-    index : ndarray of int64, shape (N,), optional
-        Flat indices into the public points (index input only).
-    """
-
-    lon: np.ndarray
-    lat: np.ndarray
-    offsets: np.ndarray
-    crs: CRS
-    xy: np.ndarray
-    index: np.ndarray | None = None
-    # per-object memo of reprojected vertices (lives and dies with this object, never module-level)
-    _reprojected: dict[str, np.ndarray] = field(default_factory=dict, compare=False, repr=False)
-    #: per-object memo for analyses of one call (e.g. zone assignments); dies with this object
-    memo: dict[Any, Any] = field(default_factory=dict, compare=False, repr=False)
-
-    @property
-    def n_traj(self) -> int:
-        """Number of trajectories."""
-        return int(self.offsets.shape[0] - 1)
-
-    @property
-    def lengths(self) -> np.ndarray:
-        """Number of vertices of each trajectory."""
-        return np.diff(self.offsets)
-
-    @property
-    def codes(self) -> np.ndarray:
-        """Trajectory position of every vertex."""
-        return np.repeat(np.arange(self.n_traj, dtype=np.int64), self.lengths)
-
-    def xy_in(self, crs: CRS) -> np.ndarray:
-        """Vertex coordinates in ``crs`` (exact input values when ``crs`` is the input's CRS)."""
-        if crs.equals(self.crs):
-            return self.xy
-        key = crs.to_wkt()
-        if key not in self._reprojected:
-            tr = Transformer.from_crs(WGS84, crs, always_xy=True)
-            x, y = tr.transform(self.lon, self.lat)
-            self._reprojected[key] = np.column_stack([x, y])
-        return self._reprojected[key]
-
-    def segment_mask(self) -> np.ndarray:
-        """Boolean mask over flat vertices 0..N-2: True where vertex k and k+1 are in the same trajectory."""
-        same = np.ones(max(self.lon.shape[0] - 1, 0), dtype=bool)
-        ends = self.offsets[1:-1] - 1
-        same[ends[(ends >= 0) & (ends < same.shape[0])]] = False
-        return same
-
-
 def _to_wgs84(x: np.ndarray, y: np.ndarray, crs: CRS) -> tuple[np.ndarray, np.ndarray]:
     """Coordinates in ``crs`` as WGS 84 (lon, lat) float64 arrays (copies when no transform is needed)."""
     if is_wgs84(crs):
@@ -790,7 +775,8 @@ def trajectory_arrays(obj: Any, points: Any = None, *, name: str, caller: str) -
     Raises
     ------
     ValueError
-        No CRS, a missing/empty geometry, a non-finite coordinate, or an index outside P (naming the row).
+        No CRS, a missing/empty geometry, a non-finite coordinate, or an index outside P (naming the row
+        position, in the words of :func:`extract`).
     TypeError
         Another geometry type or container.
     """
@@ -798,35 +784,37 @@ def trajectory_arrays(obj: Any, points: Any = None, *, name: str, caller: str) -
 
     if isinstance(obj, TrajectoryArrays):
         return obj
+    trajectories = f"'{name}' trajectories"
     if isinstance(obj, gpd.GeoDataFrame):
         obj = obj.geometry
     if isinstance(obj, gpd.GeoSeries):
-        if obj.crs is None:
-            raise ValueError(
-                f"The '{name}' trajectories of {caller} have no CRS. Use `set_crs()` to declare it."
-            )
+        crs = _require_crs(obj.crs, what=trajectories, caller=caller)
         geoms = np.asarray(obj.values, dtype=object)
-        missing = shapely.is_missing(geoms) | shapely.is_empty(geoms)
-        if missing.any():
-            raise ValueError(
-                f"Row {int(np.flatnonzero(missing)[0])} of '{name}' is an empty or missing geometry."
-            )
+        missing = shapely.is_missing(geoms)
+        for what, rows in (("missing", missing), ("empty", ~missing & shapely.is_empty(geoms))):
+            pos = _first(rows)
+            if pos is not None:
+                raise ValueError(_row_problem(what, pos, trajectories=trajectories, caller=caller))
         types = shapely.get_type_id(geoms)
-        bad = ~np.isin(types, (_POINT, _LINESTRING, 4))  # MultiPoint: a trajectory of its points
-        if bad.any():
+        pos = _first(~np.isin(types, (_POINT, _LINESTRING, 4)))  # MultiPoint: a trajectory of its points
+        if pos is not None:
             raise TypeError(
-                f"Row {int(np.flatnonzero(bad)[0])} of '{name}' is not a LineString; trajectories must be "
-                "LineStrings (or Points for length-1 trajectories)."
+                f"Row position {pos} of the {trajectories} passed to {caller} is a "
+                f"{TYPE_NAMES.get(int(types[pos]), 'geometry')}; trajectories are LineStrings (or Points "
+                "for length-1 trajectories)."
             )
         xy, idx = shapely.get_coordinates(geoms, return_index=True)
         counts = np.bincount(idx, minlength=geoms.shape[0]).astype(np.int64)
         offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
-        if not np.all(np.isfinite(xy)):
-            k = int(np.flatnonzero(~np.all(np.isfinite(xy), axis=1))[0])
-            raise ValueError(f"Row {int(idx[k])} of '{name}' has a non-finite coordinate.")
-        crs = CRS.from_user_input(obj.crs)
+        for what, bad in (("nan", np.isnan(xy)), ("inf", np.isinf(xy))):
+            k = _first(bad.any(axis=1))
+            if k is not None:
+                raise ValueError(_row_problem(what, int(idx[k]), trajectories=trajectories, caller=caller))
         lon, lat = _to_wgs84(xy[:, 0], xy[:, 1], crs)
-        return TrajectoryArrays(lon, lat, offsets, crs, xy)
+        kind = "Point" if types.size and bool(np.all(types == _POINT)) else "LineString"
+        rows = np.arange(geoms.shape[0], dtype=np.int64)
+        valid = np.ones(geoms.shape[0], dtype=bool)
+        return TrajectoryArrays(lon, lat, offsets, crs, kind, idx.astype(np.int64), rows, valid, xy=xy)
     if isinstance(obj, str | bytes) or not hasattr(obj, "__len__"):
         raise TypeError(
             f"The '{name}' parameter of {caller} must be a GeoDataFrame/GeoSeries of LineStrings or a "
@@ -844,7 +832,8 @@ def trajectory_arrays(obj: Any, points: Any = None, *, name: str, caller: str) -
             or not (a.dtype.kind in "iu" or (a.dtype.kind == "f" and np.all(a == np.round(a))))
         ):
             raise ValueError(
-                f"Row {i} of '{name}' must be a non-empty 1-D array of integer indices into points."
+                f"Row position {i} of the {trajectories} passed to {caller} must be a non-empty 1-D array "
+                "of integer indices into points."
             )
     lengths = np.fromiter((a.shape[0] for a in arrays), dtype=np.int64, count=len(arrays))
     offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
@@ -852,10 +841,19 @@ def trajectory_arrays(obj: Any, points: Any = None, *, name: str, caller: str) -
     bad_index = (flat < 0) | (flat >= points.size)
     if bad_index.any():
         row = int(np.searchsorted(offsets, np.flatnonzero(bad_index)[0], side="right") - 1)
-        raise ValueError(f"Row {row} of '{name}' has an index outside [0, {points.size}).")
+        raise ValueError(
+            f"Row position {row} of the {trajectories} passed to {caller} has an index outside "
+            f"[0, {points.size})."
+        )
     lon = np.asarray(points.lon, dtype=np.float64)[flat]
     lat = np.asarray(points.lat, dtype=np.float64)[flat]
-    return TrajectoryArrays(lon, lat, offsets, WGS84, np.column_stack([lon, lat]), flat)
+    rows = np.arange(len(arrays), dtype=np.int64)
+    vertex_rows = np.repeat(rows, lengths)
+    valid = np.ones(len(arrays), dtype=bool)
+    xy = np.column_stack([lon, lat])
+    return TrajectoryArrays(
+        lon, lat, offsets, WGS84, "LineString", vertex_rows, rows, valid, xy=xy, index=flat
+    )
 
 
 @dataclass(frozen=True)

@@ -500,7 +500,7 @@ class Request:
         return area["crs"] if isinstance(area, dict) else None
 
     def snap_frame(self, frame: Any) -> tuple[Any, list[np.ndarray]]:
-        """Validate the rows of ``frame`` and snap them: ``(FrameTrajectories, index sequences)``."""
+        """Validate the rows of ``frame`` and snap them: ``(TrajectoryArrays, index sequences)``."""
         ft = _frames.extract(
             frame,
             traj_id_col=self.traj_id_col,

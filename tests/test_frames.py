@@ -575,7 +575,9 @@ def test_trajectory_arrays_from_geometries_and_indices_agree():
     np.testing.assert_allclose(a.lon, b.lon)
     np.testing.assert_allclose(a.lat, b.lat)
     assert a.index is None and b.index.tolist() == [0, 1, 2, 0]
-    with pytest.raises(ValueError, match=r"Row 1 of 'gdf' has an index outside \[0, 3\)"):
+    with pytest.raises(
+        ValueError, match=r"Row position 1 of the 'gdf' trajectories .* index outside \[0, 3\)"
+    ):
         _frames.trajectory_arrays([[0], [3]], ps, name="gdf", caller="t")
 
 
