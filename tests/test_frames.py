@@ -604,3 +604,39 @@ def test_one_reader_of_public_points_one_wording(toy_lines):
         with pytest.raises(texts[0][0]) as err:
             toy_lines.ldp.perturb(points, epsilon=4.0, rng=1)
         assert str(err.value) == texts[0][1].replace("CALLER", "GeoDataFrame.ldp.perturb")
+
+
+@pytest.mark.parametrize(
+    "geometry, problem",
+    [
+        (None, "has a missing (None) geometry."),
+        (shapely.LineString(), "has an empty geometry."),
+        ([(116.3, 39.9), (np.nan, 39.9)], "has a NaN coordinate."),
+        ([(116.3, 39.9), (np.inf, 39.9)], "has an infinite coordinate."),
+    ],
+)
+def test_both_trajectory_readers_word_a_bad_row_alike(geometry, problem):
+    from geoldp import _frames
+
+    if isinstance(geometry, list):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # shapely warns about non-finite vertices
+            geometry = shapely.LineString(geometry)
+    good = shapely.LineString([(116.3, 39.9), (116.31, 39.91)])
+    gdf = gpd.GeoDataFrame(geometry=[good, geometry], crs="EPSG:4326")
+    with pytest.raises(ValueError) as release:
+        _frames.extract(gdf, caller="C")
+    with pytest.raises(ValueError) as analysis:
+        _frames.trajectory_arrays(gdf, name="released", caller="C")
+    assert str(release.value).startswith(f"Row position 1 of the trajectories passed to C {problem} Drop or")
+    assert (
+        str(analysis.value)
+        == f"Row position 1 of the 'released' trajectories passed to C {problem} Drop or repair it."
+    )
+    ft, ta = (
+        _frames.extract(gdf.iloc[:1], caller="C"),
+        _frames.trajectory_arrays(gdf.iloc[:1], name="r", caller="C"),
+    )
+    for attr in ("lon", "lat", "offsets", "vertex_rows", "traj_rows", "valid"):  # one container, alike
+        np.testing.assert_array_equal(getattr(ft, attr), getattr(ta, attr))
+    assert type(ft) is type(ta) and ft.kind == ta.kind == "LineString" and ft.n_trajectories == 1
