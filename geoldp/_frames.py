@@ -56,6 +56,7 @@ __all__ = [
     "is_circle",
     "is_wgs84",
     "public_xy",
+    "require_crs",
     "resolve_points",
     "snap",
     "trajectory_arrays",
@@ -180,7 +181,8 @@ def is_wgs84(crs: Any) -> bool:
     return bool(crs.equals(WGS84, ignore_axis_order=True))
 
 
-def _require_crs(crs: Any, *, what: str, caller: str) -> CRS:
+def require_crs(crs: Any, *, what: str, caller: str) -> CRS:
+    """``crs`` as a pyproj CRS; a ValueError naming ``what`` (plural) and ``caller`` when it is missing."""
     if crs is None:
         raise ValueError(
             f"The {what} passed to {caller} have no CRS. Use set_crs() to declare it "
@@ -403,7 +405,7 @@ def extract(
     """
     if on_invalid not in _ON_INVALID:
         raise ValueError(f"Got on_invalid={on_invalid!r}; `on_invalid` must be one of {_ON_INVALID}.")
-    crs = _require_crs(gdf.crs, what="trajectories", caller=caller)
+    crs = require_crs(gdf.crs, what="trajectories", caller=caller)
     cols = [c for c in (traj_id_col, time_col) if c is not None]
     if cols:
         missing_cols = [c for c in cols if c not in gdf.columns]
@@ -710,7 +712,7 @@ def as_pointset(points: Any, *, caller: str, release: bool = False) -> Any:
     if isinstance(points, gpd.GeoDataFrame):
         points = points.geometry
     if isinstance(points, gpd.GeoSeries):
-        _require_crs(points.crs, what="public points", caller=caller)
+        require_crs(points.crs, what="public points", caller=caller)
         geoms = np.asarray(points.values, dtype=object)
         pos = _first(shapely.is_missing(geoms) | shapely.is_empty(geoms))
         if pos is not None:
@@ -788,7 +790,7 @@ def trajectory_arrays(obj: Any, points: Any = None, *, name: str, caller: str) -
     if isinstance(obj, gpd.GeoDataFrame):
         obj = obj.geometry
     if isinstance(obj, gpd.GeoSeries):
-        crs = _require_crs(obj.crs, what=trajectories, caller=caller)
+        crs = require_crs(obj.crs, what=trajectories, caller=caller)
         geoms = np.asarray(obj.values, dtype=object)
         missing = shapely.is_missing(geoms)
         for what, rows in (("missing", missing), ("empty", ~missing & shapely.is_empty(geoms))):

@@ -53,11 +53,9 @@ def _checked_dask(ddf: Any, caller: str, in_memory: str) -> Any:
             f"The 'ddf' parameter of {caller} must be a dask_geopandas.GeoDataFrame. Got "
             f"{type(ddf).__name__}. For an in-memory frame use {in_memory}."
         )
-    if ddf.crs is None:
-        raise ValueError(
-            f"The trajectories passed to {caller} have no CRS. Use set_crs() to declare it "
-            "(geoldp never assumes EPSG:4326)."
-        )
+    from geoldp import _frames
+
+    _frames.require_crs(ddf.crs, what="trajectories", caller=caller)  # the in-memory frame's message
     return dask
 
 
