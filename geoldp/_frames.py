@@ -38,7 +38,7 @@ import pandas as pd
 import shapely
 from pyproj import CRS, Transformer
 
-from geoldp._validation import check_time_kinds
+from geoldp._validation import check_no_missing, check_time_kinds
 from geoldp.errors import GeoLDPWarning
 
 __all__ = [
@@ -355,13 +355,7 @@ def _time_key(values: pd.Series, rows: np.ndarray, *, caller: str, time_col: str
     ``rows`` holds the original row positions of ``values``, so the error names the user's row.
     """
     check_time_kinds(values, time_col, caller=caller)  # numbers and text: no common time order
-    isna = np.asarray(values.isna())
-    pos = _first(isna)
-    if pos is not None:
-        raise ValueError(
-            f"Row position {int(rows[pos])} of the trajectories passed to {caller} has a missing time in "
-            f"column {time_col!r} (NaT/NaN). Fill or drop it first."
-        )
+    check_no_missing(values, what="time", column=time_col, caller=caller, rows=rows)
     try:
         codes, _ = pd.factorize(values, sort=True)
     except TypeError:
@@ -505,13 +499,7 @@ def extract(
         return TrajectoryArrays(lon, lat, offsets, crs, kind, rows, rows.copy(), valid, n_zm_rows)
 
     ids = gdf[traj_id_col].iloc[rows]
-    id_na = np.asarray(ids.isna())
-    pos = _first(id_na)
-    if pos is not None:
-        raise ValueError(
-            f"Row position {int(rows[pos])} of the trajectories passed to {caller} has a missing trajectory "
-            f"id in column {traj_id_col!r}. Fill or drop it first."
-        )
+    check_no_missing(ids, what="trajectory id", column=traj_id_col, caller=caller, rows=rows)
     try:
         codes, _ = pd.factorize(ids, sort=False)  # trajectories in order of first appearance
     except TypeError:

@@ -54,7 +54,7 @@ from typing import Any
 
 import numpy as np
 
-from geoldp._validation import check_epsilon
+from geoldp._validation import check_epsilon, check_no_missing
 from geoldp.errors import BudgetError, GeoLDPWarning
 
 __all__ = [
@@ -537,12 +537,7 @@ def user_ids(frame: Any, user_col: Any, *, caller: str) -> Any:
     if user_col not in frame.columns:
         raise ValueError(f"The 'user_col' parameter of {caller} names a column that is not in the frame.")
     users = frame[user_col]
-    missing = np.flatnonzero(np.asarray(users.isna()))
-    if missing.size:
-        raise ValueError(
-            f"The user column of {caller} has a missing user id at row position {int(missing[0])}; drop or "
-            "fill such rows before the release."
-        )
+    check_no_missing(users, what="user id", column=user_col, caller=caller)
     return users
 
 

@@ -201,7 +201,7 @@ def test_accountant_arguments_are_checked(trips, city_points):
         trips.ldp.perturb(city_points, epsilon=1.0, accountant=acc, user_col="nobody")
     bad = trips.copy()
     bad["user"] = [1.0, 2.0, np.nan, 3.0]
-    with pytest.raises(ValueError, match="row position 2"):
+    with pytest.raises(ValueError, match="Row position 2 .* missing user id"):
         bad.ldp.perturb(city_points, epsilon=1.0, accountant=acc, user_col="user")
     bad["user"] = [1.0, 2.0, 2.0, 3.0]
     with pytest.raises(TypeError, match="row position 0"):
