@@ -642,36 +642,18 @@ def test_both_trajectory_readers_word_a_bad_row_alike(geometry, problem):
     assert type(ft) is type(ta) and ft.kind == ta.kind == "LineString" and ft.n_trajectories == 1
 
 
-def test_a_missing_value_in_any_column_is_worded_alike(toy_lines):
+def test_a_missing_value_in_any_column_is_worded_alike(toy_point_frame, city_points):
     # a missing time, trajectory id or user id: one sentence, naming the row position and the column
-    pts = toy_lines.geometry.get_coordinates()
-    frame = gpd.GeoDataFrame(
-        {"tid": pts.index.to_numpy(), "t": np.arange(len(pts), dtype=float), "user": "u"},
-        geometry=gpd.points_from_xy(pts.x, pts.y),
-        crs="EPSG:4326",
-    ).reset_index(drop=True)
+    frame = toy_point_frame.assign(user="u")
     acc = geoldp.BudgetAccountant(10.0)
-    for column, what in (("t", "time"), ("tid", "trajectory id"), ("user", "user id")):
+    kw = dict(epsilon=1.0, traj_id_col="traj_id", time_col="time", accountant=acc, user_col="user", rng=0)
+    for column, what in (("time", "time"), ("traj_id", "trajectory id"), ("user", "user id")):
         bad = frame.astype({column: object})
-        bad.loc[2, column] = None
+        bad.iloc[2, bad.columns.get_loc(column)] = None
         with pytest.raises(ValueError) as err:
-            bad.ldp.perturb(
-                city_points_of(frame),
-                epsilon=1.0,
-                traj_id_col="tid",
-                time_col="t",
-                accountant=acc,
-                user_col="user",
-                rng=0,
-            )
+            bad.ldp.perturb(city_points, **kw)
         assert str(err.value) == (
             f"Row position 2 of the trajectories passed to GeoDataFrame.ldp.perturb has a missing {what} in "
             f"column {column!r}. Fill or drop such rows first."
         )
     assert acc.spent == {}
-
-
-def city_points_of(frame):
-    b = frame.total_bounds
-    xs, ys = np.meshgrid(np.linspace(b[0], b[2], 5), np.linspace(b[1], b[3], 5))
-    return PointSet(xs.ravel(), ys.ravel())
