@@ -38,14 +38,15 @@ import pandas as pd
 import shapely
 from pyproj import CRS, Transformer
 
-from geoldp._validation import check_time_kinds
+from geoldp._validation import check_no_missing, check_time_kinds
 from geoldp.errors import GeoLDPWarning
 
 __all__ = [
+    "TYPE_NAMES",
     "WGS84",
-    "FrameTrajectories",
     "Region",
     "TrajectoryArrays",
+    "accessor_target",
     "as_pointset",
     "as_regions",
     "build_geometry",
@@ -55,6 +56,7 @@ __all__ = [
     "is_circle",
     "is_wgs84",
     "public_xy",
+    "require_crs",
     "resolve_points",
     "snap",
     "trajectory_arrays",
@@ -64,7 +66,8 @@ WGS84 = CRS.from_epsg(4326)
 
 _POINT = 0
 _LINESTRING = 1
-_TYPE_NAMES = {
+#: shapely's geometry type ids, by name.
+TYPE_NAMES = {
     0: "Point",
     1: "LineString",
     2: "LinearRing",
@@ -80,6 +83,35 @@ _ON_INVALID = ("raise", "null")
 # --------------------------------------------------------------------------------------------------
 # containers and columns
 # --------------------------------------------------------------------------------------------------
+
+
+#: How to get the object each ``.ldp`` accessor needs, by (package, class).
+_ACCESSOR_FIXES = {
+    ("geopandas", "GeoDataFrame"): "Use geopandas.GeoDataFrame(df, geometry=..., crs=...) first.",
+    (
+        "geopandas",
+        "GeoSeries",
+    ): "Use geopandas.GeoSeries(values, crs=...) first.",
+    ("dask_geopandas", "GeoDataFrame"): "Use dask_geopandas.from_dask_dataframe(ddf, geometry=...) first.",
+}
+
+
+def accessor_target(obj: Any, kind: type) -> Any:
+    """``obj`` when it is a ``kind``: the check of every ``.ldp`` accessor, with one message.
+
+    Raises
+    ------
+    AttributeError
+        ``obj`` is not a ``kind`` (pandas then reports the accessor as missing for that object); the
+        message names the class needed and how to get one.
+    """
+    if not isinstance(obj, kind):
+        package = kind.__module__.split(".")[0]
+        needed = f"{package}.{kind.__name__}"
+        fix = _ACCESSOR_FIXES.get((package, kind.__name__), "")
+        got = type(obj).__name__
+        raise AttributeError(f"The .ldp accessor requires a {needed}, got {got}. {fix}".rstrip())
+    return obj
 
 
 def check_frame(obj: Any, *, caller: str, name: str = "trajectories") -> Any:
@@ -149,7 +181,8 @@ def is_wgs84(crs: Any) -> bool:
     return bool(crs.equals(WGS84, ignore_axis_order=True))
 
 
-def _require_crs(crs: Any, *, what: str, caller: str) -> CRS:
+def require_crs(crs: Any, *, what: str, caller: str) -> CRS:
+    """``crs`` as a pyproj CRS; a ValueError naming ``what`` (plural) and ``caller`` when it is missing."""
     if crs is None:
         raise ValueError(
             f"The {what} passed to {caller} have no CRS. Use set_crs() to declare it "
@@ -164,49 +197,92 @@ def _require_crs(crs: Any, *, what: str, caller: str) -> CRS:
 
 
 @dataclass(frozen=True)
-class FrameTrajectories:
-    """Validated trajectories extracted from a GeoDataFrame (internal).
+class TrajectoryArrays:
+    """Trajectories as flat WGS 84 vertex arrays (internal): what every reader of trajectories returns.
+
+    :func:`extract` reads the rows of a release (grouping Point rows, ``on_invalid``);
+    :func:`trajectory_arrays` reads the inputs of an analysis (geometries or index arrays into P). Both
+    fill every attribute and word their errors alike (``Row position {pos} of the ... passed to
+    {caller} ...``).
 
     Attributes
     ----------
-    kind : {"LineString", "Point"}
-        Geometry type of the input rows (and of the output rows).
     lon, lat : ndarray of float64, shape (N,)
         WGS 84 coordinates of all vertices, trajectory after trajectory.
     offsets : ndarray of int64, shape (T + 1,)
         Trajectory ``t`` is ``lon[offsets[t]:offsets[t + 1]]``.
+    crs : pyproj.CRS
+        The input's CRS (EPSG:4326 for index input).
+    kind : {"LineString", "Point"}
+        Geometry type of the input rows (and of a release's output rows); "Point" only when every row is
+        a Point.
     vertex_rows : ndarray of int64, shape (N,)
         Row position each vertex came from (for LineStrings, all vertices of a trajectory share it).
     traj_rows : ndarray of int64, shape (T,)
-        For LineString input, the row position of each trajectory; for Point input, the row position of
-        the first (earliest) vertex of each trajectory.
+        The row position of each trajectory; for grouped Point rows, that of its first (earliest) vertex.
     valid : ndarray of bool, shape (n_rows,)
         Rows that take part (``False`` only for rows nulled by ``on_invalid="null"``).
-    crs : pyproj.CRS
-        The input CRS.
     n_zm_rows : int
         Number of rows whose Z or M values were dropped.
+    xy : ndarray of float64, shape (N, 2), optional
+        The vertices in ``crs``, exactly as given (analysis input only).
+    index : ndarray of int64, shape (N,), optional
+        Flat indices into the public points (index input only).
     """
 
-    kind: str
     lon: np.ndarray
     lat: np.ndarray
     offsets: np.ndarray
+    crs: CRS
+    kind: str
     vertex_rows: np.ndarray
     traj_rows: np.ndarray
     valid: np.ndarray
-    crs: CRS
-    n_zm_rows: int
+    n_zm_rows: int = 0
+    xy: np.ndarray | None = None
+    index: np.ndarray | None = None
+    # per-object memo of reprojected vertices (lives and dies with this object, never module-level)
+    _reprojected: dict[str, np.ndarray] = field(default_factory=dict, compare=False, repr=False)
+    #: per-object memo for analyses of one call (e.g. zone assignments); dies with this object
+    memo: dict[Any, Any] = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def n_trajectories(self) -> int:
         """Number of trajectories."""
-        return len(self.offsets) - 1
+        return int(self.offsets.shape[0] - 1)
+
+    @property
+    def n_traj(self) -> int:
+        """:attr:`n_trajectories` (the short name the analyses use)."""
+        return self.n_trajectories
 
     @property
     def lengths(self) -> np.ndarray:
         """Number of vertices of each trajectory."""
         return np.diff(self.offsets)
+
+    @property
+    def codes(self) -> np.ndarray:
+        """Trajectory position of every vertex."""
+        return np.repeat(np.arange(self.n_trajectories, dtype=np.int64), self.lengths)
+
+    def xy_in(self, crs: CRS) -> np.ndarray:
+        """Vertex coordinates in ``crs`` (exact input values when ``crs`` is the input's CRS)."""
+        if self.xy is not None and crs.equals(self.crs):
+            return self.xy
+        key = crs.to_wkt()
+        if key not in self._reprojected:
+            tr = Transformer.from_crs(WGS84, crs, always_xy=True)
+            x, y = tr.transform(self.lon, self.lat)
+            self._reprojected[key] = np.column_stack([x, y])
+        return self._reprojected[key]
+
+    def segment_mask(self) -> np.ndarray:
+        """Boolean mask over flat vertices 0..N-2: True where vertex k and k+1 are in the same trajectory."""
+        same = np.ones(max(self.lon.shape[0] - 1, 0), dtype=bool)
+        ends = self.offsets[1:-1] - 1
+        same[ends[(ends >= 0) & (ends < same.shape[0])]] = False
+        return same
 
 
 def _first(mask: np.ndarray) -> int | None:
@@ -226,7 +302,7 @@ def _raise_type_problems(type_ids: np.ndarray, missing: np.ndarray, *, caller: s
     bad = present & ~np.isin(type_ids, (_POINT, _LINESTRING))
     pos = _first(bad)
     if pos is not None:
-        name = _TYPE_NAMES.get(int(type_ids[pos]), "unknown geometry")
+        name = TYPE_NAMES.get(int(type_ids[pos]), "unknown geometry")
         extra = (
             " A LinearRing is not a trajectory: convert it with shapely.LineString(ring.coords)."
             if type_ids[pos] == 2
@@ -244,29 +320,33 @@ def _raise_type_problems(type_ids: np.ndarray, missing: np.ndarray, *, caller: s
     if pos is not None:
         raise TypeError(
             f"Mixed geometry types in the trajectories passed to {caller}: row position {first} is a "
-            f"{_TYPE_NAMES[kind_id]} but row position {pos} is a {_TYPE_NAMES[int(type_ids[pos])]}. "
+            f"{TYPE_NAMES[kind_id]} but row position {pos} is a {TYPE_NAMES[int(type_ids[pos])]}. "
             "Use one type for all rows (LineStrings, or Points grouped by traj_id_col)."
         )
-    return _TYPE_NAMES[kind_id]
+    return TYPE_NAMES[kind_id]
 
 
-def _row_problem_messages(caller: str) -> dict[str, str]:
-    fix = "Drop or repair it (or pass on_invalid='null' to output None for such rows)."
-    head = f"Row position {{pos}} of the trajectories passed to {caller}"
-    return {
-        "missing": f"{head} has a missing (None) geometry. {fix}",
-        "empty": f"{head} has an empty geometry. {fix}",
-        "nan": f"{head} has a NaN coordinate. {fix}",
-        "inf": f"{head} has an infinite coordinate. {fix}",
-        "transform": (
-            f"Row position {{pos}} of the trajectories passed to {caller} cannot be transformed to EPSG:4326 "
-            f"(outside the area of its CRS). {fix}"
-        ),
-        "range": (
-            f"Row position {{pos}} of the trajectories passed to {caller} has a coordinate outside lon "
-            f"[-180, 180] / lat [-90, 90] in EPSG:4326 (is the CRS right? x must be the longitude). {fix}"
-        ),
-    }
+#: The row problems both readers refuse, worded once: ``{head}`` is "Row position {pos} of the ... passed
+#: to {caller}", ``{fix}`` what the reader lets the user do about it.
+_ROW_PROBLEMS = {
+    "missing": "{head} has a missing (None) geometry. {fix}",
+    "empty": "{head} has an empty geometry. {fix}",
+    "nan": "{head} has a NaN coordinate. {fix}",
+    "inf": "{head} has an infinite coordinate. {fix}",
+    "transform": "{head} cannot be transformed to EPSG:4326 (outside the area of its CRS). {fix}",
+    "range": (
+        "{head} has a coordinate outside lon [-180, 180] / lat [-90, 90] in EPSG:4326 (is the CRS right? x "
+        "must be the longitude). {fix}"
+    ),
+}
+
+
+def _row_problem(
+    what: str, pos: int, *, trajectories: str, caller: str, fix: str = "Drop or repair it."
+) -> str:
+    """The message for row problem ``what`` of row position ``pos`` (see :data:`_ROW_PROBLEMS`)."""
+    head = f"Row position {pos} of the {trajectories} passed to {caller}"
+    return _ROW_PROBLEMS[what].format(head=head, fix=fix)
 
 
 def _time_key(values: pd.Series, rows: np.ndarray, *, caller: str, time_col: str) -> np.ndarray:
@@ -275,13 +355,7 @@ def _time_key(values: pd.Series, rows: np.ndarray, *, caller: str, time_col: str
     ``rows`` holds the original row positions of ``values``, so the error names the user's row.
     """
     check_time_kinds(values, time_col, caller=caller)  # numbers and text: no common time order
-    isna = np.asarray(values.isna())
-    pos = _first(isna)
-    if pos is not None:
-        raise ValueError(
-            f"Row position {int(rows[pos])} of the trajectories passed to {caller} has a missing time in "
-            f"column {time_col!r} (NaT/NaN). Fill or drop it first."
-        )
+    check_no_missing(values, what="time", column=time_col, caller=caller, rows=rows)
     try:
         codes, _ = pd.factorize(values, sort=True)
     except TypeError:
@@ -300,7 +374,7 @@ def extract(
     on_invalid: str = "raise",
     caller: str,
     warn_zm: bool = True,
-) -> FrameTrajectories:
+) -> TrajectoryArrays:
     """Validate the rows of ``gdf`` and extract WGS 84 trajectories.
 
     Parameters
@@ -321,11 +395,11 @@ def extract(
 
     Returns
     -------
-    FrameTrajectories
+    TrajectoryArrays
     """
     if on_invalid not in _ON_INVALID:
         raise ValueError(f"Got on_invalid={on_invalid!r}; `on_invalid` must be one of {_ON_INVALID}.")
-    crs = _require_crs(gdf.crs, what="trajectories", caller=caller)
+    crs = require_crs(gdf.crs, what="trajectories", caller=caller)
     cols = [c for c in (traj_id_col, time_col) if c is not None]
     if cols:
         missing_cols = [c for c in cols if c not in gdf.columns]
@@ -340,7 +414,6 @@ def extract(
     type_ids = shapely.get_type_id(geoms)
     kind = _raise_type_problems(type_ids, missing, caller=caller)
 
-    msgs = _row_problem_messages(caller)
     problem = np.full(n_rows, "", dtype=object)
 
     def mark(mask: np.ndarray, what: str) -> None:
@@ -389,7 +462,10 @@ def extract(
     if on_invalid == "raise":
         pos = _first(bad_rows)
         if pos is not None:
-            raise ValueError(msgs[problem[pos]].format(pos=pos))
+            fix = "Drop or repair it (or pass on_invalid='null' to output None for such rows)."
+            raise ValueError(
+                _row_problem(problem[pos], pos, trajectories="trajectories", caller=caller, fix=fix)
+            )
     valid = ~bad_rows
     if warn_zm:
         n_zm = int((zm & valid).sum())
@@ -412,24 +488,18 @@ def extract(
         traj_rows = np.flatnonzero(valid)
         counts = np.bincount(vrow, minlength=n_rows)[traj_rows]
         offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
-        return FrameTrajectories(
-            kind, lon, lat, offsets, vrow.astype(np.int64), traj_rows.astype(np.int64), valid, crs, n_zm_rows
+        return TrajectoryArrays(
+            lon, lat, offsets, crs, kind, vrow.astype(np.int64), traj_rows.astype(np.int64), valid, n_zm_rows
         )
 
     # Point rows: one vertex per valid row (vrow == valid row positions, in order)
     rows = vrow.astype(np.int64)
     if traj_id_col is None:
         offsets = np.arange(len(rows) + 1, dtype=np.int64)
-        return FrameTrajectories(kind, lon, lat, offsets, rows, rows.copy(), valid, crs, n_zm_rows)
+        return TrajectoryArrays(lon, lat, offsets, crs, kind, rows, rows.copy(), valid, n_zm_rows)
 
     ids = gdf[traj_id_col].iloc[rows]
-    id_na = np.asarray(ids.isna())
-    pos = _first(id_na)
-    if pos is not None:
-        raise ValueError(
-            f"Row position {int(rows[pos])} of the trajectories passed to {caller} has a missing trajectory "
-            f"id in column {traj_id_col!r}. Fill or drop it first."
-        )
+    check_no_missing(ids, what="trajectory id", column=traj_id_col, caller=caller, rows=rows)
     try:
         codes, _ = pd.factorize(ids, sort=False)  # trajectories in order of first appearance
     except TypeError:
@@ -446,8 +516,8 @@ def extract(
     offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
     rows_sorted = rows[order]
     traj_rows = rows_sorted[offsets[:-1]]
-    return FrameTrajectories(
-        kind, lon[order], lat[order], offsets, rows_sorted, traj_rows, valid, crs, n_zm_rows
+    return TrajectoryArrays(
+        lon[order], lat[order], offsets, crs, kind, rows_sorted, traj_rows, valid, n_zm_rows
     )
 
 
@@ -457,29 +527,13 @@ def extract(
 
 
 def resolve_points(points: Any, *, caller: str) -> tuple[Any, Any]:
-    """Return ``(PointSet, source)`` for a PointSet, GeoDataFrame or GeoSeries of Points.
+    """``(PointSet, source)`` of the public points of a release: :func:`as_pointset` with ``release=True``.
 
     ``source`` is the original GeoDataFrame/GeoSeries (or None for a PointSet); when its CRS equals the
-    trajectories' CRS its own coordinates are used for the output vertices.
+    trajectories' CRS its own coordinates are used for the output vertices (:func:`public_xy`).
     """
-    import geopandas as gpd
-
-    from geoldp.pointset import PointSet
-
-    if isinstance(points, PointSet):
-        return points, None
-    if isinstance(points, gpd.GeoDataFrame):
-        if points.crs is None:
-            _require_crs(None, what="public points", caller=caller)
-        return PointSet.from_geodataframe(points), points
-    if isinstance(points, gpd.GeoSeries):
-        if points.crs is None:
-            _require_crs(None, what="public points", caller=caller)
-        return PointSet.from_geoseries(points), points
-    raise TypeError(
-        f"The 'points' parameter of {caller} must be a geoldp.PointSet or a GeoDataFrame/GeoSeries of "
-        f"Points. Got {type(points).__name__}."
-    )
+    ps = as_pointset(points, caller=caller, release=True)
+    return ps, None if ps is points else points
 
 
 def public_xy(ps: Any, crs: CRS, source: Any = None) -> tuple[np.ndarray, np.ndarray]:
@@ -512,7 +566,7 @@ def public_xy(ps: Any, crs: CRS, source: Any = None) -> tuple[np.ndarray, np.nda
 
 
 def snap(
-    ft: FrameTrajectories,
+    ft: TrajectoryArrays,
     ps: Any,
     *,
     snap_max_km: float | None,
@@ -581,7 +635,7 @@ def snap(
 
 
 def build_geometry(
-    ft: FrameTrajectories,
+    ft: TrajectoryArrays,
     outputs: list[np.ndarray],
     xy: tuple[np.ndarray, np.ndarray],
     n_rows: int,
@@ -617,19 +671,21 @@ def build_geometry(
 # --------------------------------------------------------------------------------------------------
 
 
-def as_pointset(points: Any, *, caller: str) -> Any:
-    """Normalise a public point set for an analysis to a :class:`~geoldp.PointSet` (in its order).
+def as_pointset(points: Any, *, caller: str, release: bool = False) -> Any:
+    """The one reader of a public point set: a :class:`~geoldp.PointSet` (in the input's order).
 
-    Accepts a PointSet (returned as it is), a GeoDataFrame/GeoSeries of Points with a CRS, or an ``(m, 2)``
-    array of (lon, lat) degrees. Duplicate locations are kept silently: an analysis counts per position of
-    P, and the PointSet's duplicate warning is meant for a point set handed to a mechanism.
+    Accepts a PointSet (returned as it is) or a GeoDataFrame/GeoSeries of Points with a CRS; for an
+    analysis (``release=False``) also an ``(m, 2)`` array of (lon, lat) degrees. For an analysis duplicate
+    locations are kept silently (it counts per position of P); for a release the PointSet's duplicate
+    warning is given, since duplicates weigh on the mechanism.
 
     Raises
     ------
     ValueError
-        If ``points`` is None, has no CRS, or is not a set of at least two finite locations.
+        ``points`` is None, has no CRS, has a missing or empty row, or is not a set of at least two finite
+        locations.
     TypeError
-        For non-Point geometries or another container.
+        A row that is not a Point, or another container.
     """
     import geopandas as gpd
 
@@ -644,92 +700,44 @@ def as_pointset(points: Any, *, caller: str) -> Any:
     if isinstance(points, gpd.GeoDataFrame):
         points = points.geometry
     if isinstance(points, gpd.GeoSeries):
-        if points.crs is None:
-            raise ValueError(f"The 'points' of {caller} have no CRS. Use `set_crs()` to declare it.")
-        if len(points) and not bool((points.geom_type == "Point").all()):
-            raise TypeError(f"The 'points' of {caller} must be Point geometries.")
+        require_crs(points.crs, what="public points", caller=caller)
+        geoms = np.asarray(points.values, dtype=object)
+        pos = _first(shapely.is_missing(geoms) | shapely.is_empty(geoms))
+        if pos is not None:
+            raise ValueError(
+                f"Row position {pos} of the public points passed to {caller} is missing or empty."
+            )
+        types = shapely.get_type_id(geoms)
+        pos = _first(types != _POINT)
+        if pos is not None:
+            raise TypeError(
+                f"Row position {pos} of the public points passed to {caller} is a "
+                f"{TYPE_NAMES.get(int(types[pos]), 'geometry')}; public points must be Points."
+            )
         g = points if is_wgs84(points.crs) else points.to_crs(WGS84)
         lon = np.asarray(g.x, dtype=np.float64)
         lat = np.asarray(g.y, dtype=np.float64)
     else:
         arr = np.asarray(points) if not isinstance(points, pd.DataFrame) else points.to_numpy()
-        if arr.dtype == object or arr.dtype.kind not in "iuf" or arr.ndim != 2 or arr.shape[1] != 2:
+        shape_ok = arr.dtype != object and arr.dtype.kind in "iuf" and arr.ndim == 2 and arr.shape[1] == 2
+        if release or not shape_ok:
+            arrays = "" if release else ", or an (m, 2) array of (lon, lat)"
             raise TypeError(
-                f"The 'points' parameter of {caller} must be a PointSet, a GeoDataFrame/GeoSeries of Points "
-                f"or an (m, 2) array of (lon, lat). Got {type(points).__name__} instead."
+                f"The 'points' parameter of {caller} must be a geoldp.PointSet or a GeoDataFrame/GeoSeries "
+                f"of Points{arrays}. Got {type(points).__name__}."
             )
         arr = np.asarray(arr, dtype=np.float64)
         lon, lat = arr[:, 0].copy(), arr[:, 1].copy()
     if lon.size < 2 or not (np.all(np.isfinite(lon)) and np.all(np.isfinite(lat))):
         raise ValueError(
-            f"The 'points' of {caller} must be a set of at least two finite locations (lon, lat)."
+            f"The public points passed to {caller} must be a set of at least 2 finite locations (lon, lat); "
+            f"got {lon.size}."
         )
+    if release:
+        return PointSet(lon, lat)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", GeoLDPWarning)  # duplicate locations: see above
         return PointSet(lon, lat)
-
-
-@dataclass(frozen=True)
-class TrajectoryArrays:
-    """Trajectories as flat vertex arrays (internal): WGS 84 degrees grouped by ``offsets``.
-
-    Attributes
-    ----------
-    lon, lat : ndarray of float64, shape (N,)
-        Vertices of all trajectories, trajectory after trajectory.
-    offsets : ndarray of int64, shape (T + 1,)
-        Trajectory ``t`` is ``lon[offsets[t]:offsets[t + 1]]``.
-    crs : pyproj.CRS
-        CRS of ``xy`` (the input's CRS; EPSG:4326 for index input).
-    xy : ndarray of float64, shape (N, 2)
-        The vertices in ``crs``, exactly as given.
-    index : ndarray of int64, shape (N,), optional
-        Flat indices into the public points (index input only).
-    """
-
-    lon: np.ndarray
-    lat: np.ndarray
-    offsets: np.ndarray
-    crs: CRS
-    xy: np.ndarray
-    index: np.ndarray | None = None
-    # per-object memo of reprojected vertices (lives and dies with this object, never module-level)
-    _reprojected: dict[str, np.ndarray] = field(default_factory=dict, compare=False, repr=False)
-    #: per-object memo for analyses of one call (e.g. zone assignments); dies with this object
-    memo: dict[Any, Any] = field(default_factory=dict, compare=False, repr=False)
-
-    @property
-    def n_traj(self) -> int:
-        """Number of trajectories."""
-        return int(self.offsets.shape[0] - 1)
-
-    @property
-    def lengths(self) -> np.ndarray:
-        """Number of vertices of each trajectory."""
-        return np.diff(self.offsets)
-
-    @property
-    def codes(self) -> np.ndarray:
-        """Trajectory position of every vertex."""
-        return np.repeat(np.arange(self.n_traj, dtype=np.int64), self.lengths)
-
-    def xy_in(self, crs: CRS) -> np.ndarray:
-        """Vertex coordinates in ``crs`` (exact input values when ``crs`` is the input's CRS)."""
-        if crs.equals(self.crs):
-            return self.xy
-        key = crs.to_wkt()
-        if key not in self._reprojected:
-            tr = Transformer.from_crs(WGS84, crs, always_xy=True)
-            x, y = tr.transform(self.lon, self.lat)
-            self._reprojected[key] = np.column_stack([x, y])
-        return self._reprojected[key]
-
-    def segment_mask(self) -> np.ndarray:
-        """Boolean mask over flat vertices 0..N-2: True where vertex k and k+1 are in the same trajectory."""
-        same = np.ones(max(self.lon.shape[0] - 1, 0), dtype=bool)
-        ends = self.offsets[1:-1] - 1
-        same[ends[(ends >= 0) & (ends < same.shape[0])]] = False
-        return same
 
 
 def _to_wgs84(x: np.ndarray, y: np.ndarray, crs: CRS) -> tuple[np.ndarray, np.ndarray]:
@@ -757,7 +765,8 @@ def trajectory_arrays(obj: Any, points: Any = None, *, name: str, caller: str) -
     Raises
     ------
     ValueError
-        No CRS, a missing/empty geometry, a non-finite coordinate, or an index outside P (naming the row).
+        No CRS, a missing/empty geometry, a non-finite coordinate, or an index outside P (naming the row
+        position, in the words of :func:`extract`).
     TypeError
         Another geometry type or container.
     """
@@ -765,35 +774,37 @@ def trajectory_arrays(obj: Any, points: Any = None, *, name: str, caller: str) -
 
     if isinstance(obj, TrajectoryArrays):
         return obj
+    trajectories = f"'{name}' trajectories"
     if isinstance(obj, gpd.GeoDataFrame):
         obj = obj.geometry
     if isinstance(obj, gpd.GeoSeries):
-        if obj.crs is None:
-            raise ValueError(
-                f"The '{name}' trajectories of {caller} have no CRS. Use `set_crs()` to declare it."
-            )
+        crs = require_crs(obj.crs, what=trajectories, caller=caller)
         geoms = np.asarray(obj.values, dtype=object)
-        missing = shapely.is_missing(geoms) | shapely.is_empty(geoms)
-        if missing.any():
-            raise ValueError(
-                f"Row {int(np.flatnonzero(missing)[0])} of '{name}' is an empty or missing geometry."
-            )
+        missing = shapely.is_missing(geoms)
+        for what, rows in (("missing", missing), ("empty", ~missing & shapely.is_empty(geoms))):
+            pos = _first(rows)
+            if pos is not None:
+                raise ValueError(_row_problem(what, pos, trajectories=trajectories, caller=caller))
         types = shapely.get_type_id(geoms)
-        bad = ~np.isin(types, (_POINT, _LINESTRING, 4))  # MultiPoint: a trajectory of its points
-        if bad.any():
+        pos = _first(~np.isin(types, (_POINT, _LINESTRING, 4)))  # MultiPoint: a trajectory of its points
+        if pos is not None:
             raise TypeError(
-                f"Row {int(np.flatnonzero(bad)[0])} of '{name}' is not a LineString; trajectories must be "
-                "LineStrings (or Points for length-1 trajectories)."
+                f"Row position {pos} of the {trajectories} passed to {caller} is a "
+                f"{TYPE_NAMES.get(int(types[pos]), 'geometry')}; trajectories are LineStrings (or Points "
+                "for length-1 trajectories)."
             )
         xy, idx = shapely.get_coordinates(geoms, return_index=True)
         counts = np.bincount(idx, minlength=geoms.shape[0]).astype(np.int64)
         offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
-        if not np.all(np.isfinite(xy)):
-            k = int(np.flatnonzero(~np.all(np.isfinite(xy), axis=1))[0])
-            raise ValueError(f"Row {int(idx[k])} of '{name}' has a non-finite coordinate.")
-        crs = CRS.from_user_input(obj.crs)
+        for what, bad in (("nan", np.isnan(xy)), ("inf", np.isinf(xy))):
+            k = _first(bad.any(axis=1))
+            if k is not None:
+                raise ValueError(_row_problem(what, int(idx[k]), trajectories=trajectories, caller=caller))
         lon, lat = _to_wgs84(xy[:, 0], xy[:, 1], crs)
-        return TrajectoryArrays(lon, lat, offsets, crs, xy)
+        kind = "Point" if types.size and bool(np.all(types == _POINT)) else "LineString"
+        rows = np.arange(geoms.shape[0], dtype=np.int64)
+        valid = np.ones(geoms.shape[0], dtype=bool)
+        return TrajectoryArrays(lon, lat, offsets, crs, kind, idx.astype(np.int64), rows, valid, xy=xy)
     if isinstance(obj, str | bytes) or not hasattr(obj, "__len__"):
         raise TypeError(
             f"The '{name}' parameter of {caller} must be a GeoDataFrame/GeoSeries of LineStrings or a "
@@ -811,7 +822,8 @@ def trajectory_arrays(obj: Any, points: Any = None, *, name: str, caller: str) -
             or not (a.dtype.kind in "iu" or (a.dtype.kind == "f" and np.all(a == np.round(a))))
         ):
             raise ValueError(
-                f"Row {i} of '{name}' must be a non-empty 1-D array of integer indices into points."
+                f"Row position {i} of the {trajectories} passed to {caller} must be a non-empty 1-D array "
+                "of integer indices into points."
             )
     lengths = np.fromiter((a.shape[0] for a in arrays), dtype=np.int64, count=len(arrays))
     offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
@@ -819,10 +831,19 @@ def trajectory_arrays(obj: Any, points: Any = None, *, name: str, caller: str) -
     bad_index = (flat < 0) | (flat >= points.size)
     if bad_index.any():
         row = int(np.searchsorted(offsets, np.flatnonzero(bad_index)[0], side="right") - 1)
-        raise ValueError(f"Row {row} of '{name}' has an index outside [0, {points.size}).")
+        raise ValueError(
+            f"Row position {row} of the {trajectories} passed to {caller} has an index outside "
+            f"[0, {points.size})."
+        )
     lon = np.asarray(points.lon, dtype=np.float64)[flat]
     lat = np.asarray(points.lat, dtype=np.float64)[flat]
-    return TrajectoryArrays(lon, lat, offsets, WGS84, np.column_stack([lon, lat]), flat)
+    rows = np.arange(len(arrays), dtype=np.int64)
+    vertex_rows = np.repeat(rows, lengths)
+    valid = np.ones(len(arrays), dtype=bool)
+    xy = np.column_stack([lon, lat])
+    return TrajectoryArrays(
+        lon, lat, offsets, WGS84, "LineString", vertex_rows, rows, valid, xy=xy, index=flat
+    )
 
 
 @dataclass(frozen=True)

@@ -3,17 +3,24 @@
 Every frame-level release (``gdf.ldp.perturb``, :func:`geoldp.dask.perturb`) runs the same steps:
 
 1. :func:`request` validates the public parameters (columns, ``snap_max_km``, mechanism, ε, options,
-   ``rng``, public points) before anything reads a row;
+   ``rng``, public points, accountant and user column) before anything reads a row;
 2. :meth:`Request.snap_frame` validates the rows and snaps them to the public points
    (:mod:`geoldp._frames`);
-3. :meth:`Request.plan` checks every derived stage budget for the released trajectory lengths, emits the
-   warnings (budget per point, unprotected columns), writes the provenance, computes the output vertices
-   (public points in the frame's CRS) and draws **one** stream key;
+3. :meth:`Request.plan` warns when the public points were built over the data's own bounds, refuses
+   (:class:`~geoldp.BudgetError`) a release the accountant cannot afford, checks every derived stage
+   budget for the released trajectory lengths, emits the warnings (budget per point, unprotected
+   columns), writes the provenance, computes the output vertices (public points in the frame's CRS) and
+   draws **one** stream key;
 4. :meth:`Plan.apply` perturbs one frame, or one partition whose first trajectory has global position
    ``offset`` (trajectory ``i`` uses the ChaCha20 stream ``offset + i``, so the output does not depend on
-   chunking or partitioning), and assembles the output frame.
+   chunking or partitioning), and assembles the output frame;
+5. :meth:`Request.finish` completes the ledger and commits the accountant's charge.
 
-The drivers in :mod:`geoldp.accessor` and :mod:`geoldp.dask` only call these steps.
+The drivers in :mod:`geoldp.accessor` and :mod:`geoldp.dask` only call these steps. The accounting steps
+are one object, :class:`Spend`, which every release (the aggregate reports of :mod:`geoldp.reports`
+too) goes through: refuse before any draw, draw the key, commit with the ledger, in that order by
+construction (the key is drawn only through :meth:`Spend.draw`, which needs the refusal check first; the
+ledger is completed only by :meth:`Spend.finish`, which commits).
 
 Budget per point
 ----------------
@@ -35,12 +42,13 @@ import math
 import warnings
 from dataclasses import dataclass, replace
 from fractions import Fraction
-from typing import Any
+from typing import Any, overload
 
 import numpy as np
 import pandas as pd
 
-from geoldp import _frames
+from geoldp import _frames, accounting
+from geoldp import points as public_points
 from geoldp._random import resolve_rng
 from geoldp._validation import check_int_min, check_positive_km, check_real
 from geoldp._versions import geoldp_version
@@ -53,6 +61,7 @@ __all__ = [
     "NEAR_UNIFORM_EPSILON",
     "Plan",
     "Request",
+    "Spend",
     "point_budget",
     "request",
     "resolve_mechanism",
@@ -366,6 +375,92 @@ def _provenance(
 # --------------------------------------------------------------------------------------------------
 
 
+class Spend:
+    """The accountant's part of one release, in the pipeline's order (public parameters only at first).
+
+    Built with the public parameters (the accountant and user column are checked against the frame's
+    column labels, before any row is read), then, in this order and once each:
+
+    1. :meth:`refuse` raises :class:`~geoldp.BudgetError` when the release would take a user past her
+       total, before any random draw, and holds the checked charge;
+    2. :meth:`draw` draws the stream key (refused before :meth:`refuse`);
+    3. :meth:`finish` completes the ledger and commits the held charge (refused before :meth:`draw`).
+
+    Without an accountant the steps only keep that order. The held charge (private per-user counts) lives
+    only in this object, which the driver keeps: it never enters a plan or a task graph.
+    """
+
+    __slots__ = ("_accountant", "_advice", "_caller", "_pending", "_step", "_user_col")
+
+    def __init__(self, frame: Any, accountant: Any, user_col: Any, *, caller: str, advice: str = "") -> None:
+        charged = accounting.check_charge_parameters(accountant, user_col, frame.columns, caller=caller)
+        self._accountant = accountant if charged else None
+        self._user_col = user_col if charged else None
+        self._caller = caller
+        self._advice = advice
+        self._pending: accounting.PendingCharge | None = None
+        self._step = 0
+
+    @property
+    def user_col(self) -> Any:
+        """The column :meth:`refuse` reads (``None`` without an accountant: no column is needed)."""
+        return self._user_col
+
+    def _advance(self, step: int, what: str) -> None:
+        if self._step != step - 1:  # a driver calling the steps out of order: a bug, never user input
+            raise RuntimeError(f"{self._caller}: {what} out of the release pipeline's order.")
+        self._step = step
+
+    def refuse(self, users: Any, epsilon: float, *, traj_id_col: Any = None) -> None:
+        """Refuse the release if it would take some user past her total; else hold the charge.
+
+        ``users`` is the (private) frame holding :attr:`user_col`, one row per row released (``None``
+        without an accountant); ``traj_id_col`` groups Point rows into trajectories.
+        """
+        self._advance(1, "the accountant's check")
+        if self._accountant is not None:
+            self._pending = accounting.charge_release(
+                self._accountant,
+                users,
+                self._user_col,
+                epsilon,
+                traj_id_col=traj_id_col,
+                caller=self._caller,
+                advice=self._advice,
+            )
+
+    @overload
+    def draw(self, source: Any) -> np.ndarray: ...
+
+    @overload
+    def draw(self, source: Any, *, needed: bool) -> np.ndarray | None: ...
+
+    def draw(self, source: Any, *, needed: bool = True) -> np.ndarray | None:
+        """The release's one stream key from ``source`` (``None`` when ``needed`` is false: no rows)."""
+        self._advance(2, "the stream key drawn")
+        return source.stream_key() if needed else None
+
+    def finish(
+        self, provenance: dict[str, Any], *, released: Any = None, points: Any = None, ps: Any = None
+    ) -> accounting.ReleaseLedger:
+        """The release's ledger (:func:`geoldp.accounting.finish_release`), committing the held charge.
+
+        ``points`` (with ``ps``, P as resolved) adds their provenance and the ``"points"`` record.
+        """
+        self._advance(3, "the ledger completed")
+        ledger = accounting.finish_release(
+            provenance,
+            released=released,
+            points_provenance=None if points is None else public_points.provenance_of(points),
+            charge=self._pending,
+        )
+        self._pending = None
+        if points is not None:
+            # what a collector needs to rebuild or verify P: the recipe (box, spacing, CRS) and a digest
+            ledger["points"] = public_points.ledger_record(points, ps)
+        return ledger
+
+
 @dataclass(frozen=True)
 class Request:
     """Validated public parameters of one release (no private data)."""
@@ -381,14 +476,31 @@ class Request:
     time_col: Any
     on_invalid: str
     n_jobs: int = 1
+    points: Any = None
+    spend: Spend | None = None
 
     @property
     def policy(self) -> str:
         """RNG policy recorded in the provenance: ``"os-csprng"`` or ``"seeded"``."""
         return str(getattr(self.source, "policy", "os-csprng"))
 
+    @property
+    def charged_col(self) -> Any:
+        """The user column the accountant's check reads (``None`` without an accountant)."""
+        return None if self.spend is None else self.spend.user_col
+
+    @property
+    def area_crs(self) -> Any:
+        """The CRS of the area the public points were built over (:mod:`geoldp.points`), else ``None``.
+
+        A driver that cannot pass the whole frame to :meth:`plan` computes the data's bounds in it.
+        """
+        attrs = getattr(self.points, "attrs", None)
+        area = attrs.get(public_points.AREA_KEY) if isinstance(attrs, dict) else None
+        return area["crs"] if isinstance(area, dict) else None
+
     def snap_frame(self, frame: Any) -> tuple[Any, list[np.ndarray]]:
-        """Validate the rows of ``frame`` and snap them: ``(FrameTrajectories, index sequences)``."""
+        """Validate the rows of ``frame`` and snap them: ``(TrajectoryArrays, index sequences)``."""
         ft = _frames.extract(
             frame,
             traj_id_col=self.traj_id_col,
@@ -409,13 +521,26 @@ class Request:
         kind: str,
         lengths: np.ndarray,
         stacklevel: int,
+        users: Any,
+        area: Any,
         extra_provenance: dict[str, Any] | None = None,
     ) -> Plan:
-        """Check budgets, warn, write the provenance, compute the output vertices, draw the stream key.
+        """Check the area and the accountant, check budgets, warn, write the provenance, compute the output
+        vertices, draw the stream key.
 
         ``columns`` are the input's columns (in order), ``lengths`` the released length of every
-        trajectory, ``stacklevel`` the warnings' stack level counted from the caller of this method.
+        trajectory, ``users`` the (private) frame holding the accountant's user column (``None`` without
+        an accountant), ``area`` a frame with the data's bounds (the frame itself, or a box of its
+        bounds in :attr:`area_crs`; compared with the points' area, then dropped), ``stacklevel`` the
+        warnings' stack level counted from the caller of this method.
         """
+        spend = self.spend
+        if spend is None:
+            raise RuntimeError(f"{self.caller}: a release is planned once, from its request.")
+        if area is not None:
+            public_points.warn_if_area_from(area, self.points, stacklevel=stacklevel + 1)
+        # refuse before any random draw (the key is drawn below); committed by finish()
+        spend.refuse(users, self.mech.epsilon, traj_id_col=self.traj_id_col if kind == "Point" else None)
         lengths = np.asarray(lengths, dtype=np.int64)
         engine.check_budgets(self.mech, lengths.tolist(), self.ps.size)  # before any draw
         ledgers: dict[int, Any] = {}
@@ -446,10 +571,21 @@ class Request:
         )
         provenance.update(extra_provenance or {})
         xy = _frames.public_xy(self.ps, crs, self.ps_source)  # public data only; computed before drawing
-        key = self.source.stream_key() if lengths.size else None  # drawn once, after all validation
+        key = spend.draw(self.source, needed=bool(lengths.size))  # drawn once, after all validation
         order = [c for c in columns if c in released or c == geom_col]
         # the plan (which Dask puts in its task graph) holds the key drawn from the source, never the source
-        return Plan(replace(self, source=None), self.policy, order, geom_col, xy, key, provenance)
+        # nor the held charge
+        return Plan(replace(self, source=None, spend=None), self.policy, order, geom_col, xy, key, provenance)
+
+    def finish(self, plan: Plan, *, released: Any = None) -> accounting.ReleaseLedger:
+        """The plan's ledger, completed (release id, the points' record) and the accountant charged.
+
+        ``released`` is the in-memory release (a seeded one gets a digest of itself as its id); without
+        it (a lazy, partitioned release) the id is random.
+        """
+        if self.spend is None:
+            raise RuntimeError(f"{self.caller}: a release is finished once, from its request.")
+        return self.spend.finish(plan.provenance, released=released, points=self.points, ps=self.ps)
 
 
 @dataclass(frozen=True)
@@ -570,10 +706,14 @@ def request(
     time_col: Any = None,
     on_invalid: str = "raise",
     n_jobs: Any = 1,
+    accountant: Any = None,
+    user_col: Any = None,
+    refusal_advice: str = "",
 ) -> Request:
     """Validate the public parameters of a release (``frame`` is only asked for its column names).
 
-    ``rng`` is normalised here, once, at the public entry point.
+    ``rng`` is normalised here, once, at the public entry point. ``refusal_advice`` is appended to the
+    accountant's refusal message.
     """
     kept = _frames.check_columns(frame, keep_columns, parameter="keep_columns", caller=caller)
     snap_max_km = check_positive_km(snap_max_km, "snap_max_km", caller=caller)
@@ -582,6 +722,19 @@ def request(
     source = resolve_rng(rng)
     ps, ps_source = _frames.resolve_points(points, caller=caller)
     n_jobs = engine.check_n_jobs(n_jobs, caller)
+    spend = Spend(frame, accountant, user_col, caller=caller, advice=refusal_advice)
     return Request(
-        caller, mech, source, ps, ps_source, kept, snap_max_km, traj_id_col, time_col, on_invalid, n_jobs
+        caller,
+        mech,
+        source,
+        ps,
+        ps_source,
+        kept,
+        snap_max_km,
+        traj_id_col,
+        time_col,
+        on_invalid,
+        n_jobs,
+        points,
+        spend,
     )

@@ -20,6 +20,7 @@ __all__ = [
     "check_int_min",
     "check_int_range",
     "check_max_km",
+    "check_no_missing",
     "check_option",
     "check_positive_km",
     "check_real",
@@ -329,4 +330,26 @@ def check_time_kinds(values, name, *, caller: str) -> None:
             f"The time column {name!r} passed to {caller} mixes kinds of value (numbers and text, or "
             "numbers and dates), which have no common time order. Use one kind: ISO 8601 date-times, "
             "datetimes or numbers."
+        )
+
+
+def check_no_missing(
+    values, *, what: str, column, caller: str, rows=None, frame: str = "trajectories"
+) -> None:
+    """Refuse a missing value (NaN, None, NaT) in a column of the rows being released, naming its row.
+
+    ``values`` is a pandas Series; ``rows`` the row position of each value in the user's frame (default:
+    its own positions); ``what`` names the value ("time", "user id" ...).
+
+    Raises
+    ------
+    ValueError
+        ``"Row position {pos} of the {frame} passed to {caller} has a missing {what} in column ...``.
+    """
+    hits = np.flatnonzero(np.asarray(values.isna()))
+    if hits.size:
+        pos = int(hits[0] if rows is None else rows[hits[0]])
+        raise ValueError(
+            f"Row position {pos} of the {frame} passed to {caller} has a missing {what} in column "
+            f"{column!r}. Fill or drop such rows first."
         )

@@ -30,8 +30,7 @@ from typing import Any
 
 import pandas as pd
 
-from geoldp import _frames, _release, accounting, budget_strategies
-from geoldp import points as public_points
+from geoldp import _frames, _release, budget_strategies
 from geoldp._release import resolve_mechanism
 from geoldp._validation import check_bool, check_positive_km
 
@@ -229,7 +228,6 @@ def perturb(
             caller=caller,
             **kw,
         )
-    public_points.warn_if_area_from(gdf, points, stacklevel=3)
     progress = check_bool(progress, "progress", caller=caller)
     req = _release.request(
         gdf,
@@ -245,12 +243,11 @@ def perturb(
         time_col=time_col,
         on_invalid=on_invalid,
         n_jobs=n_jobs,
+        accountant=accountant,
+        user_col=user_col,
+        refusal_advice=budget_strategies.REFUSAL_ADVICE,
     )
     ft, seqs = req.snap_frame(gdf)
-    # refuse before any random draw (plan() draws the stream key); commit once the release exists
-    charge = budget_strategies.charge_release(
-        accountant, gdf, user_col, req.mech.epsilon, traj_id_col=traj_id_col if ft.kind == "Point" else None
-    )
     plan = req.plan(
         columns=list(gdf.columns),
         geom_col=gdf._geometry_column_name,
@@ -258,16 +255,11 @@ def perturb(
         kind=ft.kind,
         lengths=ft.lengths,
         stacklevel=3,
+        users=gdf,
+        area=gdf,
     )
     out = plan.apply(gdf, ft, seqs, progress=progress)
-    out.attrs["geoldp"] = accounting.finish_release(
-        out.attrs["geoldp"],
-        released=out,
-        points_provenance=public_points.provenance_of(points),
-        charge=charge,
-    )
-    # what a collector needs to rebuild or verify P: the recipe (box, spacing, CRS) and a digest
-    out.attrs["geoldp"]["points"] = public_points.ledger_record(points, req.ps)
+    out.attrs["geoldp"] = req.finish(plan, released=out)
     return out
 
 
@@ -288,12 +280,7 @@ class LDPAccessor:
     def __init__(self, obj: Any) -> None:
         import geopandas as gpd
 
-        if not isinstance(obj, gpd.GeoDataFrame):
-            raise AttributeError(
-                f"The .ldp accessor requires a geopandas.GeoDataFrame, got {type(obj).__name__}. "
-                "Use geopandas.GeoDataFrame(df, geometry=..., crs=...) first."
-            )
-        self._obj = obj
+        self._obj = _frames.accessor_target(obj, gpd.GeoDataFrame)
 
     def perturb(
         self,
@@ -1142,12 +1129,7 @@ class GeoSeriesLDPAccessor:
     def __init__(self, obj: Any) -> None:
         import geopandas as gpd
 
-        if not isinstance(obj, gpd.GeoSeries):
-            raise AttributeError(
-                f"The .ldp accessor requires a geopandas.GeoSeries (or GeoDataFrame), got "
-                f"{type(obj).__name__}. Use geopandas.GeoSeries(values, crs=...) first."
-            )
-        self._obj = obj
+        self._obj = _frames.accessor_target(obj, gpd.GeoSeries)
 
     def _frame(self, kwargs: dict[str, Any], caller: str) -> Any:
         import geopandas as gpd

@@ -53,7 +53,7 @@ from typing import Any
 
 import numpy as np
 
-from geoldp._validation import check_epsilon
+from geoldp._validation import check_epsilon, check_no_missing
 from geoldp.errors import BudgetError, GeoLDPWarning
 
 __all__ = [
@@ -490,6 +490,49 @@ class PendingCharge:
         }
 
 
+def check_charge_parameters(accountant: Any, user_col: Any, columns: Any, *, caller: str) -> bool:
+    """Check the accountant parameters of a release against the frame's column labels (no row is read).
+
+    Returns whether the release is charged (``False`` when neither ``accountant`` nor ``user_col`` is
+    given).
+
+    Raises
+    ------
+    TypeError, ValueError
+        Only one of ``accountant``/``user_col`` given, or a column that is not in the frame.
+    """
+    if accountant is None and user_col is None:
+        return False
+    if not isinstance(accountant, BudgetAccountant):
+        raise TypeError(
+            f"The 'accountant' parameter of {caller} must be a geoldp.BudgetAccountant when 'user_col' is "
+            f"given. Got {type(accountant).__name__}."
+        )
+    if user_col is None:
+        raise ValueError(
+            f"The 'user_col' parameter of {caller} is needed with 'accountant': name the column that holds "
+            "each row's user id."
+        )
+    if user_col not in columns:
+        raise ValueError(f"The 'user_col' parameter of {caller} names a column that is not in the frame.")
+    return True
+
+
+def user_ids(frame: Any, user_col: Any, *, caller: str) -> Any:
+    """The user column of ``frame`` (a Series), checked: it exists and no row lacks a user id.
+
+    Raises
+    ------
+    ValueError
+        A column that is not in the frame, or a missing user id (named by row position).
+    """
+    if user_col not in frame.columns:
+        raise ValueError(f"The 'user_col' parameter of {caller} names a column that is not in the frame.")
+    users = frame[user_col]
+    check_no_missing(users, what="user id", column=user_col, caller=caller)
+    return users
+
+
 def charge_release(
     accountant: Any,
     frame: Any,
@@ -498,6 +541,7 @@ def charge_release(
     *,
     traj_id_col: Any = None,
     caller: str = "GeoDataFrame.ldp.perturb",
+    advice: str = "",
 ) -> PendingCharge | None:
     """Check a release against the accountant before any random draw; return the charge to commit.
 
@@ -517,6 +561,9 @@ def charge_release(
         For grouped Point rows only.
     caller : str
         Named in error messages.
+    advice : str, optional
+        Appended to the refusal message (for instance the options of ``caller`` that fit a per-user
+        budget).
 
     Returns
     -------
@@ -531,27 +578,9 @@ def charge_release(
     BudgetError
         The release would take some user past the total (the message gives the count of such users).
     """
-    if accountant is None and user_col is None:
+    if not check_charge_parameters(accountant, user_col, frame.columns, caller=caller):
         return None
-    if not isinstance(accountant, BudgetAccountant):
-        raise TypeError(
-            f"The 'accountant' parameter of {caller} must be a geoldp.BudgetAccountant when 'user_col' is "
-            f"given. Got {type(accountant).__name__}."
-        )
-    if user_col is None:
-        raise ValueError(
-            f"The 'user_col' parameter of {caller} is needed with 'accountant': name the column that holds "
-            "each row's user id."
-        )
-    if user_col not in frame.columns:
-        raise ValueError(f"The 'user_col' parameter of {caller} names a column that is not in the frame.")
-    users = frame[user_col]
-    missing = np.flatnonzero(np.asarray(users.isna()))
-    if missing.size:
-        raise ValueError(
-            f"The user column of {caller} has a missing user id at row position {int(missing[0])}; drop or "
-            "fill such rows before the release."
-        )
+    users = user_ids(frame, user_col, caller=caller)
     import pandas as pd
 
     values = users.to_numpy()
@@ -577,8 +606,13 @@ def charge_release(
     eps = Fraction(float(epsilon))
     costs = {u: eps * int(counts[code]) for u, code in keys.items()}
     del counts, values, codes, uniques, user
-    with accountant._lock:
-        accountant._refuse(costs)
+    try:
+        with accountant._lock:
+            accountant._refuse(costs)
+    except BudgetError as exc:
+        if not advice:
+            raise
+        raise BudgetError(f"{exc}{advice}") from None
     return PendingCharge(accountant, costs, user_col, float(epsilon))
 
 

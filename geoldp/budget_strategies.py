@@ -34,13 +34,12 @@ import pandas as pd
 from geoldp import accounting
 from geoldp._random import resolve_rng
 from geoldp._validation import check_int_min
-from geoldp.errors import BudgetError
 
 __all__ = [
     "EPSILON_COLUMN",
     "SELECT",
+    "REFUSAL_ADVICE",
     "USER_BUDGETS",
-    "charge_release",
     "perturb_per_user",
     "release_parts",
     "select_per_user",
@@ -54,7 +53,9 @@ SELECT = ("first", "last", "random")
 #: Output column holding each row's per-trajectory ε in a ``user_budget="split"`` release.
 EPSILON_COLUMN = "epsilon"
 
-_HINT = (
+#: Appended to the accountant's refusal of a ``gdf.ldp.perturb`` release: the options that fit a per-user
+#: budget.
+REFUSAL_ADVICE = (
     " To fit a per-user budget, pass user_budget='split' (each user's epsilon shared over her trips; "
     "CLI --user-budget split) or max_per_user=k (keep at most k trips per user; CLI --max-per-user K)."
 )
@@ -74,38 +75,13 @@ def split_epsilon(epsilon: float, k: int) -> float:
     return share
 
 
-def charge_release(
-    accountant: Any,
-    frame: Any,
-    user_col: Any,
-    epsilon: float,
-    *,
-    traj_id_col: Any = None,
-    caller: str = "GeoDataFrame.ldp.perturb",
-) -> accounting.PendingCharge | None:
-    """:func:`geoldp.accounting.charge_release`, with a refusal message that names the budget strategies."""
-    try:
-        return accounting.charge_release(
-            accountant, frame, user_col, epsilon, traj_id_col=traj_id_col, caller=caller
-        )
-    except BudgetError as exc:
-        raise BudgetError(f"{exc}{_HINT}") from None
-
-
 def _check_user_col(gdf: Any, user_col: Any, caller: str) -> None:
     if user_col is None:
         raise ValueError(
             f"The 'user_budget' and 'max_per_user' parameters of {caller} need 'user_col': name the column "
             "that holds each row's user id."
         )
-    if user_col not in gdf.columns:
-        raise ValueError(f"The 'user_col' parameter of {caller} names a column that is not in the frame.")
-    missing = np.flatnonzero(np.asarray(gdf[user_col].isna()))
-    if missing.size:
-        raise ValueError(
-            f"The user column of {caller} has a missing user id at row position {int(missing[0])}; drop or "
-            "fill such rows before the release."
-        )
+    accounting.user_ids(gdf, user_col, caller=caller)  # present, and no row without a user
 
 
 def _trip_codes(gdf: Any, user_col: Any, traj_id_col: Any) -> tuple[np.ndarray, np.ndarray]:
@@ -265,8 +241,14 @@ def perturb_per_user(
     if user_budget == "trajectory":
         charge = None
         if accountant is not None:
-            charge = charge_release(
-                accountant, frame, user_col, epsilon, traj_id_col=traj_id_col, caller=caller
+            charge = accounting.charge_release(
+                accountant,
+                frame,
+                user_col,
+                epsilon,
+                traj_id_col=traj_id_col,
+                caller=caller,
+                advice=REFUSAL_ADVICE,
             )
         out = release(frame, points, epsilon=epsilon, traj_id_col=traj_id_col, rng=source, **kwargs)
         if charge is not None:
@@ -286,13 +268,14 @@ def perturb_per_user(
     if accountant is not None:
         for k in parts:  # disjoint users: checking each part alone is checking the whole release
             rows = frame.iloc[np.flatnonzero(k_of_row == k)]
-            pending = charge_release(
+            pending = accounting.charge_release(
                 accountant,
                 rows,
                 user_col,
                 split_epsilon(epsilon, k),
                 traj_id_col=traj_id_col,
                 caller=caller,
+                advice=REFUSAL_ADVICE,
             )
             if pending is not None:
                 charges.append(pending)

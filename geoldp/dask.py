@@ -42,23 +42,46 @@ def _import_dask_geopandas() -> Any:
     return dask, dask_geopandas
 
 
+def _checked_dask(ddf: Any, caller: str, in_memory: str) -> Any:
+    """Import Dask and check that ``ddf`` is a dask_geopandas.GeoDataFrame with a CRS; return ``dask``.
+
+    ``in_memory`` names the in-memory counterpart of ``caller``, for the message.
+    """
+    dask, dask_geopandas = _import_dask_geopandas()
+    if not isinstance(ddf, dask_geopandas.GeoDataFrame):
+        raise TypeError(
+            f"The 'ddf' parameter of {caller} must be a dask_geopandas.GeoDataFrame. Got "
+            f"{type(ddf).__name__}. For an in-memory frame use {in_memory}."
+        )
+    from geoldp import _frames
+
+    _frames.require_crs(ddf.crs, what="trajectories", caller=caller)  # the in-memory frame's message
+    return dask
+
+
 def _partition_stats(
-    part: Any, user_col: Any = None, area_crs: Any = None, *, crs: Any = None, number: int = 0
+    part: Any,
+    user_col: Any = None,
+    area_crs: Any = None,
+    *,
+    crs: Any = None,
+    number: int = 0,
+    caller: str = _CALLER,
 ) -> tuple[int, dict[int, int], set[int], Any, Any]:
     """Row count, trajectory lengths (length -> count), geometry type ids, user column and bounds of one
     partition.
 
     The first three are released by the output anyway (row count, vertex counts, geometry type). The user
     column (only with an accountant) and the bounds in ``area_crs`` (only when the public points record
-    the area they were built over) are private: they are used for the charge and the area check in
-    :func:`perturb`, then dropped.
+    the area they were built over) are private: they are used for the charge and the area check of the
+    release, then dropped.
     """
     import shapely
 
     part_crs = getattr(part, "crs", None)
     if crs is not None and part_crs is not None and not part_crs.equals(crs):
         raise ValueError(
-            f"Partition {number} of the trajectories passed to {_CALLER} is in {part_crs.to_string()}, but "
+            f"Partition {number} of the trajectories passed to {caller} is in {part_crs.to_string()}, but "
             f"the frame declares {crs.to_string()}; every partition must be in the frame's CRS "
             "(reproject the partitions, or the frame, with to_crs() first)."
         )
@@ -75,39 +98,68 @@ def _partition_stats(
     return len(part), {int(v): int(f) for v, f in zip(values, freq, strict=True)}, types, users, bounds
 
 
-def _warn_if_area_from(stats: Any, points: Any, crs: Any, public_points: Any) -> None:
-    """The accessor's guard against an area computed from the data, on the partitions' combined bounds."""
+def _data_box(stats: Any, crs: Any) -> Any:
+    """A one-row frame with the partitions' combined bounds (in ``crs``), for the area check of the
+    release pipeline; ``None`` when no partition has bounds."""
     import geopandas as gpd
     import shapely
 
     parts = [b for b in (s[4] for s in stats) if b is not None and np.all(np.isfinite(b))]
     if not parts:
-        return
+        return None
     b = np.array(parts)
-    box = shapely.box(b[:, 0].min(), b[:, 1].min(), b[:, 2].max(), b[:, 3].max())
-    del b, parts
-    # a one-row frame with the data's bounds (in the area's CRS): compared by geoldp.points, then dropped
-    public_points.warn_if_area_from(gpd.GeoDataFrame(geometry=[box], crs=crs), points, stacklevel=3)
+    return gpd.GeoDataFrame(
+        geometry=[shapely.box(b[:, 0].min(), b[:, 1].min(), b[:, 2].max(), b[:, 3].max())], crs=crs
+    )
 
 
-_TYPE_NAMES = {0: "Point", 1: "LineString", 2: "LinearRing", 3: "Polygon", 4: "MultiPoint"}
-
-
-def _refuse_mixed_types(per_partition: list[set[int]]) -> None:
+def _refuse_mixed_types(per_partition: list[set[int]], caller: str) -> None:
     """One geometry type across all partitions, as for an in-memory frame (missing rows aside)."""
+    from geoldp import _frames
+
     first: dict[int, int] = {}
     for number, types in enumerate(per_partition):
         for t in sorted(types - {-1}):
             first.setdefault(t, number)
     if len(first) > 1:
         (a, pa), (b, pb) = sorted(first.items(), key=lambda kv: (kv[1], kv[0]))[:2]
-        name_a, name_b = (_TYPE_NAMES.get(t, f"geometry type {t}") for t in (a, b))
+        name_a, name_b = (_frames.TYPE_NAMES.get(t, f"geometry type {t}") for t in (a, b))
         where = f"partition {pa} holds" if pa == pb else f"partitions {pa} and {pb} hold"
         raise ValueError(
-            f"Mixed geometry types in the trajectories passed to {_CALLER}: {where} {name_a} and "
+            f"Mixed geometry types in the trajectories passed to {caller}: {where} {name_a} and "
             f"{name_b} rows. Every row must be a LineString (one trajectory), or every row a Point; build "
             "LineStrings first with geoldp.prepare.trajectories_from_points."
         )
+
+
+def _first_pass(
+    dask: Any, ddf: Any, user_col: Any, area_crs: Any, caller: str
+) -> tuple[tuple[Any, ...], tuple[int, ...], set[int], Any]:
+    """Pass 1 of a partitioned release: ``(stats, offsets, geometry type ids, users)``.
+
+    The partition lengths give each partition the global position of its first row (``offsets``); the
+    stats (see :func:`_partition_stats`) also hold each partition's trajectory lengths and, when asked,
+    its bounds in ``area_crs``; ``users`` is the whole user column (only with ``user_col``), for the
+    accountant's check. Refuses a frame without rows or with mixed geometry types.
+    """
+    stats = dask.compute(
+        *[
+            dask.delayed(_partition_stats)(p, user_col, area_crs, crs=ddf.crs, number=k, caller=caller)
+            for k, p in enumerate(ddf.to_delayed())
+        ]
+    )
+    sizes = np.array([s[0] for s in stats], dtype=np.int64)
+    if int(sizes.sum()) == 0:
+        raise ValueError(f"The trajectories GeoDataFrame passed to {caller} has no rows.")
+    offsets = tuple(int(v) for v in np.concatenate([[0], np.cumsum(sizes)[:-1]]))
+    _refuse_mixed_types([s[2] for s in stats], caller)
+    type_ids: set[int] = set().union(*(s[2] for s in stats))
+    users = None
+    if user_col is not None:
+        import pandas as pd
+
+        users = pd.concat([s[3] for s in stats], ignore_index=True)
+    return stats, offsets, type_ids, users
 
 
 def _perturb_partition(part: Any, *, plan: Any, offsets: tuple[int, ...], number: int) -> Any:
@@ -218,15 +270,9 @@ def perturb(
     >>> ddf = dask_geopandas.from_geopandas(trips, npartitions=8)  # doctest: +SKIP
     >>> out = geoldp.dask.perturb(ddf, pois, mechanism="atp", epsilon=4.0).compute()  # doctest: +SKIP
     """
-    dask, dask_geopandas = _import_dask_geopandas()
-    from geoldp import _release, accounting
-    from geoldp import points as public_points
+    dask = _checked_dask(ddf, _CALLER, "gdf.ldp.perturb(...)")
+    from geoldp import _release
 
-    if not isinstance(ddf, dask_geopandas.GeoDataFrame):
-        raise TypeError(
-            f"The 'ddf' parameter of {_CALLER} must be a dask_geopandas.GeoDataFrame. Got "
-            f"{type(ddf).__name__}. For an in-memory frame use gdf.ldp.perturb(...)."
-        )
     for name in ("traj_id_col", "time_col"):
         if name in options:
             raise ValueError(
@@ -234,11 +280,6 @@ def perturb(
                 "Build one LineString per trajectory first with geoldp.prepare.trajectories_from_points."
             )
     meta = ddf._meta
-    if ddf.crs is None:
-        raise ValueError(
-            f"The trajectories passed to {_CALLER} have no CRS. Use set_crs() to declare it "
-            "(geoldp never assumes EPSG:4326)."
-        )
     req = _release.request(
         meta,
         points,
@@ -249,46 +290,17 @@ def perturb(
         snap_max_km=snap_max_km,
         rng=rng,
         caller=_CALLER,
+        accountant=accountant,  # checked on the (empty) meta frame, before any pass over the data
+        user_col=user_col,
     )
-    # accountant/user_col checked on the (empty) meta frame before any pass over the data
-    accounting.charge_release(accountant, meta, user_col, req.mech.epsilon, caller=_CALLER)
-    charged_col = None if accountant is None else user_col
-    attrs = getattr(points, "attrs", None)
-    area = attrs.get(public_points.AREA_KEY) if isinstance(attrs, dict) else None
-    area_crs = area["crs"] if isinstance(area, dict) else None  # points built over a recorded area
-
-    # Pass 1: partition lengths (for the global row offsets) and the distinct trajectory lengths (for
-    # the ledger), both released by the output anyway; the user column and the bounds when needed.
-    stats = dask.compute(
-        *[
-            dask.delayed(_partition_stats)(p, charged_col, area_crs, crs=ddf.crs, number=k)
-            for k, p in enumerate(ddf.to_delayed())
-        ]
-    )
-    if area_crs is not None:
-        _warn_if_area_from(stats, points, area_crs, public_points)
-    sizes = np.array([s[0] for s in stats], dtype=np.int64)
-    if int(sizes.sum()) == 0:
-        raise ValueError(f"The trajectories GeoDataFrame passed to {_CALLER} has no rows.")
-    offsets = tuple(int(v) for v in np.concatenate([[0], np.cumsum(sizes)[:-1]]))
+    stats, offsets, type_ids, users = _first_pass(dask, ddf, req.charged_col, req.area_crs, _CALLER)
+    area = None if req.area_crs is None else _data_box(stats, req.area_crs)
     length_counts: dict[int, int] = {}
     for _, counts, _, _, _ in stats:
         for n, c in counts.items():
             length_counts[n] = length_counts.get(n, 0) + c
     lengths = np.array(sorted(length_counts), dtype=np.int64)
-    type_ids = set().union(*(s[2] for s in stats))
-    _refuse_mixed_types([s[2] for s in stats])
-    users = None
-    if charged_col is not None:
-        import pandas as pd
-
-        users = pd.concat([s[3] for s in stats], ignore_index=True)
     del stats  # the private user column and bounds do not outlive the checks
-    charge = None
-    if users is not None:
-        # refuse before any random draw (plan() draws the key); committed below, once the graph exists
-        charge = accounting.charge_release(accountant, users, charged_col, req.mech.epsilon, caller=_CALLER)
-        del users
     plan = req.plan(
         columns=list(meta.columns),
         geom_col=meta.geometry.name,
@@ -297,15 +309,14 @@ def perturb(
         # the released length of every trajectory (checks and warnings as for an in-memory frame)
         lengths=np.repeat(lengths, [length_counts[int(n)] for n in lengths]),
         stacklevel=2,
+        users=users,
+        area=area,
         extra_provenance={"partitioned": {"backend": "dask", "npartitions": int(ddf.npartitions)}},
     )
+    del users, area
     # The ledger is completed once per graph, from public values only (released=None: a random id), so
     # every partition carries the same one and pandas keeps it when the partitions are concatenated.
-    ledger = accounting.finish_release(
-        plan.provenance, points_provenance=public_points.provenance_of(points), charge=charge
-    )
-    ledger["points"] = public_points.ledger_record(points, req.ps)  # the recipe and digest of P
-    plan = replace(plan, provenance=ledger)
+    plan = replace(plan, provenance=req.finish(plan))
     out_meta = meta[plan.columns].copy()
     out_meta.attrs = {"geoldp": plan.provenance}
     # Each partition's global offset is bound into its own task, so computing a subset of partitions
@@ -343,12 +354,9 @@ class DaskLDPAccessor:
     def __init__(self, obj: Any) -> None:
         import dask_geopandas
 
-        if not isinstance(obj, dask_geopandas.GeoDataFrame):
-            raise AttributeError(
-                f"The .ldp accessor of Dask frames requires a dask_geopandas.GeoDataFrame, got "
-                f"{type(obj).__name__}. Use dask_geopandas.from_dask_dataframe(ddf, geometry=...) first."
-            )
-        self._obj = obj
+        from geoldp import _frames
+
+        self._obj = _frames.accessor_target(obj, dask_geopandas.GeoDataFrame)
 
     def perturb(self, points: Any, **kwargs: Any) -> Any:
         """Perturb every row under ε-LDP, lazily: :func:`geoldp.dask.perturb` on this frame.
@@ -488,64 +496,30 @@ def report(
     >>> ddf = dask_geopandas.from_geopandas(trips, npartitions=8)  # doctest: +SKIP
     >>> rep = geoldp.dask.report(ddf, zone_grid(pois, cells=10), epsilon=4.0).compute()  # doctest: +SKIP
     """
-    dask, dask_geopandas = _import_dask_geopandas()
-    from geoldp import accounting
+    dask = _checked_dask(ddf, _REPORT_CALLER, "geoldp.report(gdf, ...)")
+    from geoldp import _release
     from geoldp._random import resolve_rng
     from geoldp.reports import release
     from geoldp.reports.zones import check_zones
 
-    if not isinstance(ddf, dask_geopandas.GeoDataFrame):
-        raise TypeError(
-            f"The 'ddf' parameter of {_REPORT_CALLER} must be a dask_geopandas.GeoDataFrame. Got "
-            f"{type(ddf).__name__}. For an in-memory frame use geoldp.report(gdf, ...)."
-        )
-    if ddf.crs is None:
-        raise ValueError(
-            f"The trajectories passed to {_REPORT_CALLER} have no CRS. Use set_crs() to declare it "
-            "(geoldp never assumes EPSG:4326)."
-        )
     meta = ddf._meta
     z = check_zones(zones, caller=_REPORT_CALLER)
     des = release.design(
         statistic, z.size, epsilon, oracle=oracle, pad_length=pad_length, caller=_REPORT_CALLER
     )
     source = resolve_rng(rng)
-    accounting.charge_release(accountant, meta, user_col, des.oracle.epsilon, caller=_REPORT_CALLER)
-    charged_col = None if accountant is None else user_col
-
-    # Pass 1: partition lengths (global offsets) and geometry types, released anyway; the user column
-    # only with an accountant.
-    stats = dask.compute(
-        *[
-            dask.delayed(_partition_stats)(p, charged_col, None, crs=ddf.crs, number=k)
-            for k, p in enumerate(ddf.to_delayed())
-        ]
-    )
-    sizes = np.array([s[0] for s in stats], dtype=np.int64)
-    n = int(sizes.sum())
-    if n == 0:
-        raise ValueError(f"The trajectories GeoDataFrame passed to {_REPORT_CALLER} has no rows.")
-    offsets = tuple(int(v) for v in np.concatenate([[0], np.cumsum(sizes)[:-1]]))
-    type_ids = set().union(*(s[2] for s in stats))
-    _refuse_mixed_types([s[2] for s in stats])
-    users = None
-    if charged_col is not None:
-        import pandas as pd
-
-        users = pd.concat([s[3] for s in stats], ignore_index=True)
+    spend = _release.Spend(meta, accountant, user_col, caller=_REPORT_CALLER)  # before any pass
+    stats, offsets, type_ids, users = _first_pass(dask, ddf, spend.user_col, None, _REPORT_CALLER)
+    n = int(sum(s[0] for s in stats))
     del stats
+    spend.refuse(users, des.oracle.epsilon)
+    del users
     release.warn_if_no_data_level(des, n, stacklevel=2)
-    charge = None
-    if users is not None:
-        charge = accounting.charge_release(
-            accountant, users, charged_col, des.oracle.epsilon, caller=_REPORT_CALLER
-        )
-        del users
-    key = source.stream_key()  # once, after every check
+    key = spend.draw(source)  # once, after every check
     prov = release.release_provenance(des, z, source.policy, "Point" if type_ids == {0} else "LineString")
     prov["input"]["on_invalid"] = "raise"
     prov["partitioned"] = {"backend": "dask", "npartitions": int(ddf.npartitions)}
-    ledger = accounting.finish_release(prov, charge=charge)
+    ledger = spend.finish(prov)
     out_meta = release.empty_table(des, meta.index)
     out_meta.attrs = {"geoldp": ledger}
     task = dask.delayed(_report_partition, pure=True)

@@ -53,7 +53,7 @@ DEMO_DELTAS_KM = (0.5, 1.0, 2.0)
 #: Estimator parameters of the demo: smaller than geoldp.estimate's defaults (3000 candidates, 16
 #: simulations, 30 bootstrap replicates) so that the estimated and denoised rows add about 20 s, at the
 #: price of more Monte-Carlo noise and no intervals (the demo table shows point estimates only).
-DEMO_ESTIMATE_OPTIONS = {"n_candidates": 500, "n_sims": 4, "n_boot": 0}
+DEMO_ESTIMATE_OPTIONS: dict[str, Any] = {"n_candidates": 500, "n_sims": 4, "n_boot": 0}
 
 
 @dataclass(frozen=True)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import warnings
+from typing import Any
 
 import numpy as np
 
@@ -211,6 +212,15 @@ class PointSet:
     """
 
     __slots__ = ("_diameter", "_exact", "_lam", "_lat", "_lon", "_phi", "_tree", "_xyz", "__weakref__")
+    # the slots' types (set once, through object.__setattr__, by _set and _build)
+    _lon: np.ndarray
+    _lat: np.ndarray
+    _lam: np.ndarray
+    _phi: np.ndarray
+    _xyz: np.ndarray
+    _diameter: float | None
+    _tree: Any  # scipy.spatial.cKDTree (scipy ships no type information), None until _build
+    _exact: tuple[np.ndarray, ...] | None
 
     def __init__(self, lon, lat, *, deduplicate: bool = False) -> None:
         lon = _coords(lon, "lon", "PointSet")
@@ -360,12 +370,25 @@ class PointSet:
     def diameter_m(self) -> float:
         """Exact maximum pairwise haversine distance in metres (the EM sensitivity Δ), cached."""
         self._build()
-        return self._diameter
+        diameter = self._diameter
+        assert diameter is not None  # _build sets it
+        return diameter
 
     @property
     def diameter_km(self) -> float:
         """``diameter_m / 1000``."""
         return self.diameter_m / 1000.0
+
+    @property
+    def tree(self) -> Any:
+        """The ``scipy.spatial.cKDTree`` over :attr:`xyz` (Euclidean chords between unit vectors).
+
+        Built with the other structures of P, from P alone, on the first use of any of them; the one
+        spatial index of P, shared by :meth:`nearest` and the mechanisms' kernels. Query it, never change
+        it.
+        """
+        self._build()
+        return self._tree
 
     @property
     def has_tree(self) -> bool:
@@ -480,7 +503,7 @@ class PointSet:
         rest = np.flatnonzero(idx < 0)
         if rest.size:
             idx[rest] = self._nearest_rad(lam[rest], phi[rest])
-        dist = np.empty(idx.shape[0])
+        dist: np.ndarray = np.empty(idx.shape[0])
         _kernels.haversine_rad_many(lam, phi, self._lam[idx], self._phi[idx], dist)
         idx = idx.reshape(shape)
         dist = dist.reshape(shape)

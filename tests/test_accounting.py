@@ -201,7 +201,7 @@ def test_accountant_arguments_are_checked(trips, city_points):
         trips.ldp.perturb(city_points, epsilon=1.0, accountant=acc, user_col="nobody")
     bad = trips.copy()
     bad["user"] = [1.0, 2.0, np.nan, 3.0]
-    with pytest.raises(ValueError, match="row position 2"):
+    with pytest.raises(ValueError, match="Row position 2 .* missing user id"):
         bad.ldp.perturb(city_points, epsilon=1.0, accountant=acc, user_col="user")
     bad["user"] = [1.0, 2.0, 2.0, 3.0]
     with pytest.raises(TypeError, match="row position 0"):
@@ -546,3 +546,27 @@ def test_from_dict_checks_the_record_too():
         BudgetAccountant.from_dict({**data, "spent": [[{1, 2}, "1/2"]]})  # not JSON: no checksum matches
     with pytest.raises(ValueError, match="version"):
         BudgetAccountant.from_dict({**data, "version": True})
+
+
+def test_the_release_pipeline_keeps_refuse_draw_commit_in_order():
+    # every driver (perturb, report, their Dask forms) spends through one Spend: no key before the
+    # accountant's check, no ledger (and no commit) before the key
+    from geoldp._random import resolve_rng
+    from geoldp._release import Spend
+
+    frame = pd.DataFrame({"user": ["a", "a", "b"]})
+    acc = BudgetAccountant(2.0)
+    spend = Spend(frame, acc, "user", caller="C")
+    with pytest.raises(RuntimeError, match="order"):
+        spend.draw(resolve_rng(1))  # before the check
+    spend.refuse(frame, 1.0)
+    with pytest.raises(RuntimeError, match="order"):
+        spend.finish({"rng": "seeded"})  # before the draw
+    assert acc.spent == {}  # checked, not charged
+    assert spend.draw(resolve_rng(1)).shape == (8,)
+    ledger = spend.finish({"rng": "seeded"})
+    assert acc.spent == {"a": 2.0, "b": 1.0} and ledger["accounting"]["user_col"] == "user"
+    with pytest.raises(geoldp.BudgetError, match="1 of the 2 user"):  # refused before any draw
+        Spend(frame, acc, "user", caller="C").refuse(frame, 0.5)
+    with pytest.raises(ValueError, match="'user_col' parameter of C names a column"):  # no row read
+        Spend(frame.iloc[:0], acc, "nobody", caller="C")

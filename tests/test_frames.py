@@ -555,7 +555,7 @@ def test_as_pointset_is_the_one_normalisation_of_public_points():
     np.testing.assert_allclose(_frames.as_pointset(gs, caller="t").lon, arr[:, 0], atol=1e-9)
     with pytest.raises(ValueError, match="set_crs"):
         _frames.as_pointset(gs.set_crs(None, allow_override=True), caller="t")
-    with pytest.raises(ValueError, match="at least two finite"):
+    with pytest.raises(ValueError, match="at least 2 finite"):
         _frames.as_pointset(arr[:1], caller="t")
     with pytest.raises(TypeError, match="'points' parameter of t"):
         _frames.as_pointset("P", caller="t")
@@ -575,5 +575,85 @@ def test_trajectory_arrays_from_geometries_and_indices_agree():
     np.testing.assert_allclose(a.lon, b.lon)
     np.testing.assert_allclose(a.lat, b.lat)
     assert a.index is None and b.index.tolist() == [0, 1, 2, 0]
-    with pytest.raises(ValueError, match=r"Row 1 of 'gdf' has an index outside \[0, 3\)"):
+    with pytest.raises(
+        ValueError, match=r"Row position 1 of the 'gdf' trajectories .* index outside \[0, 3\)"
+    ):
         _frames.trajectory_arrays([[0], [3]], ps, name="gdf", caller="t")
+
+
+def test_one_reader_of_public_points_one_wording(toy_lines):
+    # the same bad public points get the same message from a release and from an analysis
+    from geoldp import _frames
+
+    good = gpd.GeoDataFrame(geometry=gpd.points_from_xy([116.3, 116.4], [39.9, 39.95]), crs="EPSG:4326")
+    bad = {
+        "no CRS": good.set_crs(None, allow_override=True),
+        "a line": gpd.GeoDataFrame(
+            geometry=[shapely.Point(116.3, 39.9), shapely.LineString(LINE_COORDS[0])], crs="EPSG:4326"
+        ),
+        "an empty row": gpd.GeoDataFrame(geometry=[shapely.Point(116.3, 39.9), shapely.Point()], crs=4326),
+        "one point": good.iloc[:1],
+    }
+    for points in bad.values():
+        texts = []
+        for release in (True, False):
+            with pytest.raises((TypeError, ValueError)) as err:
+                _frames.as_pointset(points, caller="CALLER", release=release)
+            texts.append((type(err.value), str(err.value)))
+        assert texts[0] == texts[1]
+        with pytest.raises(texts[0][0]) as err:
+            toy_lines.ldp.perturb(points, epsilon=4.0, rng=1)
+        assert str(err.value) == texts[0][1].replace("CALLER", "GeoDataFrame.ldp.perturb")
+
+
+@pytest.mark.parametrize(
+    "geometry, problem",
+    [
+        (None, "has a missing (None) geometry."),
+        (shapely.LineString(), "has an empty geometry."),
+        ([(116.3, 39.9), (np.nan, 39.9)], "has a NaN coordinate."),
+        ([(116.3, 39.9), (np.inf, 39.9)], "has an infinite coordinate."),
+    ],
+)
+def test_both_trajectory_readers_word_a_bad_row_alike(geometry, problem):
+    from geoldp import _frames
+
+    if isinstance(geometry, list):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # shapely warns about non-finite vertices
+            geometry = shapely.LineString(geometry)
+    good = shapely.LineString([(116.3, 39.9), (116.31, 39.91)])
+    gdf = gpd.GeoDataFrame(geometry=[good, geometry], crs="EPSG:4326")
+    with pytest.raises(ValueError) as release:
+        _frames.extract(gdf, caller="C")
+    with pytest.raises(ValueError) as analysis:
+        _frames.trajectory_arrays(gdf, name="released", caller="C")
+    assert str(release.value).startswith(f"Row position 1 of the trajectories passed to C {problem} Drop or")
+    assert (
+        str(analysis.value)
+        == f"Row position 1 of the 'released' trajectories passed to C {problem} Drop or repair it."
+    )
+    ft, ta = (
+        _frames.extract(gdf.iloc[:1], caller="C"),
+        _frames.trajectory_arrays(gdf.iloc[:1], name="r", caller="C"),
+    )
+    for attr in ("lon", "lat", "offsets", "vertex_rows", "traj_rows", "valid"):  # one container, alike
+        np.testing.assert_array_equal(getattr(ft, attr), getattr(ta, attr))
+    assert type(ft) is type(ta) and ft.kind == ta.kind == "LineString" and ft.n_trajectories == 1
+
+
+def test_a_missing_value_in_any_column_is_worded_alike(toy_point_frame, city_points):
+    # a missing time, trajectory id or user id: one sentence, naming the row position and the column
+    frame = toy_point_frame.assign(user="u")
+    acc = geoldp.BudgetAccountant(10.0)
+    kw = dict(epsilon=1.0, traj_id_col="traj_id", time_col="time", accountant=acc, user_col="user", rng=0)
+    for column, what in (("time", "time"), ("traj_id", "trajectory id"), ("user", "user id")):
+        bad = frame.astype({column: object})
+        bad.iloc[2, bad.columns.get_loc(column)] = None
+        with pytest.raises(ValueError) as err:
+            bad.ldp.perturb(city_points, **kw)
+        assert str(err.value) == (
+            f"Row position 2 of the trajectories passed to GeoDataFrame.ldp.perturb has a missing {what} in "
+            f"column {column!r}. Fill or drop such rows first."
+        )
+    assert acc.spent == {}

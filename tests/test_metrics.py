@@ -127,7 +127,7 @@ def test_index_input_requires_points():
 
 
 def test_index_out_of_range_raises():
-    with pytest.raises(ValueError, match="Row 2 of 'perturbed' has an index outside"):
+    with pytest.raises(ValueError, match="Row position 2 of the 'perturbed' trajectories .* index outside"):
         normalized_error(ORIG, [PERT[0], PERT[1], np.array([4])], points=P)
 
 
@@ -139,7 +139,7 @@ def test_missing_crs_raises():
 
 def test_non_linestring_raises():
     gdf = gpd.GeoDataFrame(geometry=[shapely.box(0, 0, 1, 1)], crs="EPSG:4326")
-    with pytest.raises(TypeError, match="Row 0 of 'original' is not a LineString"):
+    with pytest.raises(TypeError, match="Row position 0 of the 'original' trajectories .* is a Polygon"):
         normalized_error(gdf, gdf)
 
 

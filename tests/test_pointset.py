@@ -388,3 +388,14 @@ def test_first_use_builds_every_structure_whatever_it_asks(first_use):
     assert np.array_equal(np.sort(index), np.arange(400))  # no duplicates: every point is in the table
     ps.nearest(lon + 1e-3, lat)
     assert ps._exact is not None and ps._exact[0] is keys  # nothing is rebuilt or added later
+
+
+def test_one_kdtree_per_point_set():
+    # the mechanisms' fast index queries P's own tree (built from P alone), never a second one
+    from geoldp.trajectory._fast_grid import get_index
+
+    ps = PointSet(np.linspace(116.3, 116.4, 50), np.linspace(39.9, 40.0, 50) ** 1.0001)
+    assert not ps.has_tree
+    tree = ps.tree
+    assert ps.has_tree and get_index(ps).kdtree() is tree
+    np.testing.assert_array_equal(tree.data, ps.xyz)

@@ -171,7 +171,7 @@ class Release:
 
     seqs: list
     frame: Any = None  # the released GeoDataFrame (None for index input)
-    ft: Any = None  # its FrameTrajectories
+    ft: Any = None  # its TrajectoryArrays
 
 
 def released_sequences(released: Any, ps: PointSet, *, caller: str) -> Release:

@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from geoldp import _frames, accounting
+from geoldp import _frames, _release
 from geoldp._random import resolve_rng
 from geoldp._validation import check_epsilon, check_int_range, check_option
 from geoldp._versions import geoldp_version
@@ -329,17 +329,18 @@ def report(
     z = check_zones(zones, caller=caller)
     des = design(statistic, z.size, epsilon, oracle=oracle, pad_length=pad_length, caller=caller)
     source = resolve_rng(rng)
+    spend = _release.Spend(gdf, accountant, user_col, caller=caller)  # refuse, draw, commit: in order
     ft = _frames.extract(gdf, on_invalid=on_invalid, caller=caller)
-    charge = accounting.charge_release(accountant, gdf, user_col, des.oracle.epsilon, caller=caller)
+    spend.refuse(gdf, des.oracle.epsilon)
     # the number of reports is released (one per valid row): a public input of the check
     warn_if_no_data_level(des, int(np.count_nonzero(ft.valid)), stacklevel=2)
     set_offsets, items = _items(des, z, ft)
-    key = source.stream_key()  # once, after every check
+    key = spend.draw(source)  # once, after every check
     out = _table(des, key, set_offsets, items, ft, gdf.index, offset=0)
     del set_offsets, items  # private: never outlive the call
     prov = release_provenance(des, z, source.policy, ft.kind)
     prov["input"]["on_invalid"] = on_invalid
-    ledger = accounting.finish_release(prov, charge=charge)
+    ledger = spend.finish(prov)
     if ledger.get("rng") == "seeded":
         ledger["release_id"] = _content_id(out, {k: v for k, v in ledger.items() if k != "release_id"})
     out.attrs = {"geoldp": ledger}

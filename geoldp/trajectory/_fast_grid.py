@@ -162,7 +162,7 @@ class FastIndex:
         self.phi = np.ascontiguousarray(points.phi, dtype=np.float64)
         self.m = m
         self.delta = float(points.diameter_m)
-        self._kdtree: Any = None
+        self._kdtree: Any = points.tree  # P's own cKDTree over these unit vectors (built with its diameter)
         self._tree: _reg.Tree | None = None
 
     def tree(self):
@@ -172,11 +172,7 @@ class FastIndex:
         return self._tree
 
     def kdtree(self):
-        """scipy cKDTree over the unit vectors (lazy; used for the ATP anchor p_α)."""
-        if self._kdtree is None:
-            from scipy.spatial import cKDTree
-
-            self._kdtree = cKDTree(self.xyz)
+        """The cKDTree over the unit vectors of P (:attr:`geoldp.PointSet.tree`; for the ATP anchor p_α)."""
         return self._kdtree
 
 
