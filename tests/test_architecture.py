@@ -273,7 +273,7 @@ GEO_IMPORTERS: dict[str, set[str]] = {
     "geoldp.io": {"geopandas", "pyproj", "shapely"},
     "geoldp.layers": {"geopandas", "shapely"},
     "geoldp.ldptrace": {"geopandas", "pyproj", "shapely"},
-    "geoldp.metrics": {"geopandas", "shapely"},
+    "geoldp.metrics._zoning": {"geopandas", "shapely"},
     "geoldp.plotting": {"geopandas"},
     "geoldp.points": {"geopandas", "pyproj", "shapely"},
     "geoldp.pointset": {"geopandas"},
