@@ -32,6 +32,7 @@ import pandas as pd
 
 from geoldp import _frames, _release, accounting, budget_strategies
 from geoldp import points as public_points
+from geoldp._docstrings import doc, fill
 from geoldp._release import resolve_mechanism
 from geoldp._validation import check_bool, check_positive_km
 
@@ -269,6 +270,56 @@ def perturb(
     # what a collector needs to rebuild or verify P: the recipe (box, spacing, CRS) and a digest
     out.attrs["geoldp"]["points"] = public_points.ledger_record(points, req.ps)
     return out
+
+
+# The docstring of every estimator method: what differs is given to `doc` (geoldp._docstrings).
+_ESTIMATOR_METHOD = """
+{summary}
+
+Post-processing: reads only this release, the public points and the public configuration, never
+the originals, so it spends no privacy budget.
+
+Parameters
+----------
+points : PointSet, GeoDataFrame or GeoSeries of Points
+    The public point set the release was made with.
+{parameters}
+**kwargs
+    Passed to :func:`geoldp.estimate.{function}`: ``mechanism``/``epsilon`` (default: read from this
+    frame's ledger ``attrs["geoldp"]``; a conflicting value is an error), ``rng``, ``n_candidates``,
+    ``n_sims``, ``n_iter``, {options}.
+
+Returns
+-------
+{returns}
+
+Raises
+------
+TypeError, ValueError
+    No mechanism and no ledger; an ε that conflicts with the ledger; a vertex that is not a public
+    point{raises}.
+
+See Also
+--------
+geoldp.estimate.{function} : {see_also} (docs: "What can a collector
+    learn?").
+
+Examples
+--------
+>>> out = trips.ldp.perturb(pois, epsilon=4.0)  # doctest: +SKIP
+{examples}
+"""
+
+_ZONES_OPTIONAL = """zones : GeoDataFrame or GeoSeries of polygons, optional
+    Count per zone (any CRS; a CRS is required) instead of per public point."""
+_ESTIMATE_RETURNS = """
+pandas.DataFrame
+    Columns ``estimate``, ``lower``, ``upper`` (the 95 % interval), ``raw`` (the same statistic
+    computed on the release as it is) and ``supported`` (False where the interval also holds the
+    estimate of a no-data population: the release cannot tell that row from no data), one row
+    per {rows}."""
+_OPTIONS = "``n_boot``, ``level``, ``cell_km``"
+_ESTIMATOR = "the estimator, its model and its intervals"
 
 
 @pd.api.extensions.register_dataframe_accessor("ldp")
@@ -801,262 +852,117 @@ class LDPAccessor:
 
     # -- collector-side estimators (geoldp.estimate); the mechanism is read from this frame's ledger --------
 
+    @doc(
+        _ESTIMATOR_METHOD,
+        summary="Fit the collector-side population model to this release once, for many queries.",
+        function="fit",
+        parameters="",
+        options=_OPTIONS,
+        returns="""
+            geoldp.estimate.Population
+                Its methods ``visit_counts(zones)``, ``range_counts(regions)``, ``od_flows(zones)``,
+                ``hotspots(k)`` and ``denoise()`` all read the same fit.""",
+        raises="",
+        see_also="the model, its selection and its intervals",
+        examples="""
+            >>> pop = out.ldp.fit_population(pois)  # doctest: +SKIP
+            >>> pop.visit_counts(zones), pop.denoise()  # doctest: +SKIP""",
+    )
     def fit_population(self, points: Any, **kwargs: Any) -> Any:
-        """Fit the collector-side population model to this release once, for many queries.
-
-        Post-processing: reads only this release, the public points and the public configuration, never
-        the originals, so it spends no privacy budget.
-
-        Parameters
-        ----------
-        points : PointSet, GeoDataFrame or GeoSeries of Points
-            The public point set the release was made with.
-        **kwargs
-            Passed to :func:`geoldp.estimate.fit`: ``mechanism``/``epsilon`` (default: read from this
-            frame's ledger ``attrs["geoldp"]``; a conflicting value is an error), ``rng``, ``n_candidates``,
-            ``n_sims``, ``n_iter``, ``n_boot``, ``level``, ``cell_km``.
-
-        Returns
-        -------
-        geoldp.estimate.Population
-            Its methods ``visit_counts(zones)``, ``range_counts(regions)``, ``od_flows(zones)``,
-            ``hotspots(k)`` and ``denoise()`` all read the same fit.
-
-        Raises
-        ------
-        TypeError, ValueError
-            No mechanism and no ledger; an ε that conflicts with the ledger; a vertex that is not a public
-            point.
-
-        See Also
-        --------
-        geoldp.estimate.fit : the model, its selection and its intervals (docs: "What can a collector
-            learn?").
-
-        Examples
-        --------
-        >>> out = trips.ldp.perturb(pois, epsilon=4.0)  # doctest: +SKIP
-        >>> pop = out.ldp.fit_population(pois)  # doctest: +SKIP
-        >>> pop.visit_counts(zones), pop.denoise()  # doctest: +SKIP
-        """
         from geoldp import estimate
 
         return estimate.fit(self._obj, points, **kwargs)
 
+    @doc(
+        _ESTIMATOR_METHOD,
+        summary="Estimated number of distinct original trajectories visiting each public point (or zone).",
+        function="visit_counts",
+        parameters=_ZONES_OPTIONAL,
+        options=_OPTIONS,
+        returns=fill(_ESTIMATE_RETURNS, rows="public point (P's order) or zone (the zones' index)"),
+        raises="; zones without a CRS",
+        see_also=_ESTIMATOR,
+        examples=">>> out.ldp.estimate_visits(pois, zones=geoldp.metrics.zone_grid(pois))  # doctest: +SKIP",
+    )
     def estimate_visits(self, points: Any, *, zones: Any = None, **kwargs: Any) -> Any:
-        """Estimated number of distinct original trajectories visiting each public point (or zone).
-
-        Post-processing: reads only this release, the public points and the public configuration, never
-        the originals, so it spends no privacy budget.
-
-        Parameters
-        ----------
-        points : PointSet, GeoDataFrame or GeoSeries of Points
-            The public point set the release was made with.
-        zones : GeoDataFrame or GeoSeries of polygons, optional
-            Count per zone (any CRS; a CRS is required) instead of per public point.
-        **kwargs
-            Passed to :func:`geoldp.estimate.visit_counts`: ``mechanism``/``epsilon`` (default: read from this
-            frame's ledger ``attrs["geoldp"]``; a conflicting value is an error), ``rng``, ``n_candidates``,
-            ``n_sims``, ``n_iter``, ``n_boot``, ``level``, ``cell_km``.
-
-        Returns
-        -------
-        pandas.DataFrame
-            Columns ``estimate``, ``lower``, ``upper`` (the 95 % interval), ``raw`` (the same statistic
-            computed on the release as it is) and ``supported`` (False where the interval also holds the
-            estimate of a no-data population: the release cannot tell that row from no data), one row
-            per public point (P's order) or zone (the zones' index).
-
-        Raises
-        ------
-        TypeError, ValueError
-            No mechanism and no ledger; an ε that conflicts with the ledger; a vertex that is not a public
-            point; zones without a CRS.
-
-        See Also
-        --------
-        geoldp.estimate.visit_counts : the estimator, its model and its intervals (docs: "What can a collector
-            learn?").
-
-        Examples
-        --------
-        >>> out = trips.ldp.perturb(pois, epsilon=4.0)  # doctest: +SKIP
-        >>> out.ldp.estimate_visits(pois, zones=geoldp.metrics.zone_grid(pois))  # doctest: +SKIP
-        """
         from geoldp import estimate
 
         return estimate.visit_counts(self._obj, points, zones=zones, **kwargs)
 
+    @doc(
+        _ESTIMATOR_METHOD,
+        summary="Estimated number of original trajectories passing through each region.",
+        function="range_counts",
+        parameters="""
+            regions : sequence of (lon, lat, radius_km) circles or polygons, or GeoSeries of polygons
+                The query regions.""",
+        options=_OPTIONS,
+        returns=fill(_ESTIMATE_RETURNS, rows="region, in the given order"),
+        raises="; a malformed region",
+        see_also=_ESTIMATOR,
+        examples=">>> out.ldp.estimate_range_counts(pois, [(-87.63, 41.88, 1.5)])  # doctest: +SKIP",
+    )
     def estimate_range_counts(self, points: Any, regions: Any, **kwargs: Any) -> Any:
-        """Estimated number of original trajectories passing through each region.
-
-        Post-processing: reads only this release, the public points and the public configuration, never
-        the originals, so it spends no privacy budget.
-
-        Parameters
-        ----------
-        points : PointSet, GeoDataFrame or GeoSeries of Points
-            The public point set the release was made with.
-        regions : sequence of (lon, lat, radius_km) circles or polygons, or GeoSeries of polygons
-            The query regions.
-        **kwargs
-            Passed to :func:`geoldp.estimate.range_counts`: ``mechanism``/``epsilon`` (default: read from this
-            frame's ledger ``attrs["geoldp"]``; a conflicting value is an error), ``rng``, ``n_candidates``,
-            ``n_sims``, ``n_iter``, ``n_boot``, ``level``, ``cell_km``.
-
-        Returns
-        -------
-        pandas.DataFrame
-            Columns ``estimate``, ``lower``, ``upper`` (the 95 % interval), ``raw`` (the same statistic
-            computed on the release as it is) and ``supported`` (False where the interval also holds the
-            estimate of a no-data population: the release cannot tell that row from no data), one row
-            per region, in the given order.
-
-        Raises
-        ------
-        TypeError, ValueError
-            No mechanism and no ledger; an ε that conflicts with the ledger; a vertex that is not a public
-            point; a malformed region.
-
-        See Also
-        --------
-        geoldp.estimate.range_counts : the estimator, its model and its intervals (docs: "What can a collector
-            learn?").
-
-        Examples
-        --------
-        >>> out = trips.ldp.perturb(pois, epsilon=4.0)  # doctest: +SKIP
-        >>> out.ldp.estimate_range_counts(pois, [(-87.63, 41.88, 1.5)])  # doctest: +SKIP
-        """
         from geoldp import estimate
 
         return estimate.range_counts(self._obj, points, regions, **kwargs)
 
+    @doc(
+        _ESTIMATOR_METHOD,
+        summary=(
+            "Estimated origin-destination flows: trajectories by the zones of their first and last points."
+        ),
+        function="od_flows",
+        parameters="""
+            zones : GeoDataFrame or GeoSeries of polygons
+                The zones (any CRS; a CRS is required).""",
+        options=_OPTIONS,
+        returns="""
+            pandas.DataFrame
+                Long format: ``origin``, ``destination`` (zone labels), ``estimate``, ``lower``, ``upper``,
+                ``raw``, ``supported``.""",
+        raises="; zones without a CRS",
+        see_also=_ESTIMATOR,
+        examples=">>> out.ldp.estimate_od_flows(pois, geoldp.metrics.zone_grid(pois))  # doctest: +SKIP",
+    )
     def estimate_od_flows(self, points: Any, zones: Any, **kwargs: Any) -> Any:
-        """Estimated origin-destination flows: trajectories by the zones of their first and last points.
-
-        Post-processing: reads only this release, the public points and the public configuration, never
-        the originals, so it spends no privacy budget.
-
-        Parameters
-        ----------
-        points : PointSet, GeoDataFrame or GeoSeries of Points
-            The public point set the release was made with.
-        zones : GeoDataFrame or GeoSeries of polygons
-            The zones (any CRS; a CRS is required).
-        **kwargs
-            Passed to :func:`geoldp.estimate.od_flows`: ``mechanism``/``epsilon`` (default: read from this
-            frame's ledger ``attrs["geoldp"]``; a conflicting value is an error), ``rng``, ``n_candidates``,
-            ``n_sims``, ``n_iter``, ``n_boot``, ``level``, ``cell_km``.
-
-        Returns
-        -------
-        pandas.DataFrame
-            Long format: ``origin``, ``destination`` (zone labels), ``estimate``, ``lower``, ``upper``,
-            ``raw``, ``supported``.
-
-        Raises
-        ------
-        TypeError, ValueError
-            No mechanism and no ledger; an ε that conflicts with the ledger; a vertex that is not a public
-            point; zones without a CRS.
-
-        See Also
-        --------
-        geoldp.estimate.od_flows : the estimator, its model and its intervals (docs: "What can a collector
-            learn?").
-
-        Examples
-        --------
-        >>> out = trips.ldp.perturb(pois, epsilon=4.0)  # doctest: +SKIP
-        >>> out.ldp.estimate_od_flows(pois, geoldp.metrics.zone_grid(pois))  # doctest: +SKIP
-        """
         from geoldp import estimate
 
         return estimate.od_flows(self._obj, points, zones, **kwargs)
 
+    @doc(
+        _ESTIMATOR_METHOD,
+        summary="The top-k public points (or zones) by estimated visits, with their intervals.",
+        function="hotspots",
+        parameters="k : int, default 10\n    Number of hotspots.\n" + _ZONES_OPTIONAL,
+        options=_OPTIONS,
+        returns="""
+            pandas.DataFrame
+                The k rows of :meth:`estimate_visits` with the largest estimates, largest first.""",
+        raises="; k not a positive int",
+        see_also=_ESTIMATOR,
+        examples=">>> out.ldp.estimate_hotspots(pois, k=5)  # doctest: +SKIP",
+    )
     def estimate_hotspots(self, points: Any, *, k: int = 10, zones: Any = None, **kwargs: Any) -> Any:
-        """The top-k public points (or zones) by estimated visits, with their intervals.
-
-        Post-processing: reads only this release, the public points and the public configuration, never
-        the originals, so it spends no privacy budget.
-
-        Parameters
-        ----------
-        points : PointSet, GeoDataFrame or GeoSeries of Points
-            The public point set the release was made with.
-        k : int, default 10
-            Number of hotspots.
-        zones : GeoDataFrame or GeoSeries of polygons, optional
-            Count per zone (any CRS; a CRS is required) instead of per public point.
-        **kwargs
-            Passed to :func:`geoldp.estimate.hotspots`: ``mechanism``/``epsilon`` (default: read from this
-            frame's ledger ``attrs["geoldp"]``; a conflicting value is an error), ``rng``, ``n_candidates``,
-            ``n_sims``, ``n_iter``, ``n_boot``, ``level``, ``cell_km``.
-
-        Returns
-        -------
-        pandas.DataFrame
-            The k rows of :meth:`estimate_visits` with the largest estimates, largest first.
-
-        Raises
-        ------
-        TypeError, ValueError
-            No mechanism and no ledger; an ε that conflicts with the ledger; a vertex that is not a public
-            point; k not a positive int.
-
-        See Also
-        --------
-        geoldp.estimate.hotspots : the estimator, its model and its intervals (docs: "What can a collector
-            learn?").
-
-        Examples
-        --------
-        >>> out = trips.ldp.perturb(pois, epsilon=4.0)  # doctest: +SKIP
-        >>> out.ldp.estimate_hotspots(pois, k=5)  # doctest: +SKIP
-        """
         from geoldp import estimate
 
         return estimate.hotspots(self._obj, points, k=k, zones=zones, **kwargs)
 
-    def denoise(self, points: Any, **kwargs: Any) -> Any:
-        """A denoised copy of this release: for each trajectory a point estimate of the original.
-
-        Post-processing: reads only this release, the public points and the public configuration, never
-        the originals, so it spends no privacy budget.
-
-        Parameters
-        ----------
-        points : PointSet, GeoDataFrame or GeoSeries of Points
-            The public point set the release was made with.
-        **kwargs
-            Passed to :func:`geoldp.estimate.denoise`: ``mechanism``/``epsilon`` (default: read from this
-            frame's ledger ``attrs["geoldp"]``; a conflicting value is an error), ``rng``, ``n_candidates``,
-            ``n_sims``, ``n_iter``, ``cell_km``.
-
-        Returns
-        -------
+    @doc(
+        _ESTIMATOR_METHOD,
+        summary="A denoised copy of this release: for each trajectory a point estimate of the original.",
+        function="denoise",
+        parameters="",
+        options="``cell_km``",
+        returns="""
         geopandas.GeoDataFrame
             The same index, row order, CRS and vertex count per row as this frame; every vertex is a public
-            point (the posterior geometric median of its position under the fitted population model).
-
-        Raises
-        ------
-        TypeError, ValueError
-            No mechanism and no ledger; an ε that conflicts with the ledger; a vertex that is not a public
-            point; a frame that is not a release of LineStrings.
-
-        See Also
-        --------
-        geoldp.estimate.denoise : the estimator, its model and its intervals (docs: "What can a collector
-            learn?").
-
-        Examples
-        --------
-        >>> out = trips.ldp.perturb(pois, epsilon=4.0)  # doctest: +SKIP
-        >>> out.ldp.denoise(pois)  # doctest: +SKIP
-        """
+            point (the posterior geometric median of its position under the fitted population model).""",
+        raises="; a frame that is not a release of LineStrings",
+        see_also=_ESTIMATOR,
+        examples=">>> out.ldp.denoise(pois)  # doctest: +SKIP",
+    )
+    def denoise(self, points: Any, **kwargs: Any) -> Any:
         from geoldp import estimate
 
         return estimate.denoise(self._obj, points, **kwargs)

@@ -27,6 +27,7 @@ LAYERS: list[tuple[str, ...]] = [
         "_formats",
         "_safe_write",
         "_numba_cache",
+        "_docstrings",
     ),  # foundations
     ("geo",),  # sphere geometry
     ("budget", "pointset", "accounting", "points"),  # budgets, ledgers, accounting; public point sets
