@@ -82,7 +82,7 @@ def fill(template: str, **params: str) -> str:
             return ("\n" + indent).join(_block(params[name]))
 
         out.append(_PLACEHOLDER.sub(value, line))
-    return "\n".join(out)
+    return "\n".join(out).rstrip()  # an empty last block leaves no trailing blank line
 
 
 def doc(*templates: str | Callable[..., Any], **params: str) -> Callable[[F], F]:

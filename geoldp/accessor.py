@@ -39,6 +39,20 @@ from geoldp._validation import check_bool, check_positive_km
 __all__ = ["LDPAccessor", "perturb", "resolve_mechanism", "snap"]
 
 
+#: The one parameter the frame-level functions take and the accessor methods do not.
+_FRAME_PARAMETER = """
+gdf : geopandas.GeoDataFrame
+    One LineString per row (one trajectory per row), or Point rows grouped into trajectories by
+    ``traj_id_col`` (ordered by ``time_col``). Any CRS (a missing CRS is an error); Z/M are dropped
+    with a :class:`~geoldp.GeoLDPWarning`."""
+
+
+@doc(
+    summary="Snap every trajectory to the public point set and return the index sequences.",
+    frame_parameter=_FRAME_PARAMETER,
+    see_also="",
+    examples="",
+)
 def snap(
     gdf: Any,
     points: Any,
@@ -48,16 +62,15 @@ def snap(
     snap_max_km: float | None = None,
     return_distances: bool = False,
 ) -> Any:
-    """Snap every trajectory to the public point set and return the index sequences.
+    """{summary}
 
     Parameters
     ----------
-    gdf : geopandas.GeoDataFrame
-        LineString rows, or Point rows grouped by ``traj_id_col``.
+    {frame_parameter}
     points : PointSet, GeoDataFrame or GeoSeries of Points
         The public point set P.
     traj_id_col, time_col : column label, optional
-        Grouping and ordering of Point rows (see the module notes).
+        Grouping and ordering of Point rows (as in :func:`geoldp.accessor.perturb`).
     snap_max_km : float, optional
         Raise ``ValueError`` (naming the row position) if a vertex is farther than this from P.
     return_distances : bool, default False
@@ -71,9 +84,19 @@ def snap(
         LineStrings; order of first appearance of each id for Point rows). With ``return_distances``, a
         tuple ``(sequences, distances)``.
 
+    Raises
+    ------
+    TypeError
+        Wrong geometry type, ``points`` or ``return_distances`` type.
+    ValueError
+        Missing CRS, no rows, invalid rows or a vertex beyond ``snap_max_km`` (naming the row position).
+
     See Also
     --------
+    {see_also}
     geoldp.perturb_trajectories : the array engine that consumes these sequences.
+
+    {examples}
     """
     caller = "GeoDataFrame.ldp.snap"
     gdf = _frames.check_frame(gdf, caller=caller)
@@ -88,6 +111,13 @@ def snap(
     return seqs
 
 
+@doc(
+    summary="Perturb every trajectory of a GeoDataFrame under ε-LDP (TP, ATP or PointEM).",
+    frame_parameter=_FRAME_PARAMETER,
+    frame="``gdf``",
+    see_also="",
+    examples="",
+)
 def perturb(
     gdf: Any,
     points: Any,
@@ -109,14 +139,11 @@ def perturb(
     select_trips: str = "first",
     **options: Any,
 ) -> Any:
-    """Perturb every trajectory of a GeoDataFrame under ε-LDP (TP, ATP or PointEM).
+    """{summary}
 
     Parameters
     ----------
-    gdf : geopandas.GeoDataFrame
-        One LineString per row (one trajectory per row), or Point rows grouped into trajectories by
-        ``traj_id_col`` (ordered by ``time_col``). Any CRS (a missing CRS is an error); Z/M are dropped
-        with a :class:`~geoldp.GeoLDPWarning`.
+    {frame_parameter}
     points : PointSet, GeoDataFrame or GeoSeries of Points
         The public point set P. Every input vertex is snapped to its nearest public point, and every
         output vertex is a public point (bit-identical to P transformed into the input CRS).
@@ -139,7 +166,7 @@ def perturb(
         Grouping and ordering of Point rows. A Point row without ``traj_id_col`` is a one-point
         trajectory.
     progress : bool, default False
-        Show a progress bar (needs ``tqdm``; silently off without it).
+        Show a progress bar (needs ``tqdm``; silently off without it). The output does not change.
     on_invalid : {"raise", "null"}, default "raise"
         Rows with a missing/empty geometry or NaN/inf/out-of-range coordinates raise ``ValueError``
         (naming the row position). ``"null"`` outputs ``None`` for them instead, which reveals which
@@ -184,7 +211,8 @@ def perturb(
     Raises
     ------
     TypeError
-        Wrong container, geometry type (MultiLineString: use ``explode()``), mechanism, or rng type.
+        Wrong container, geometry type (MultiLineString: use ``explode()``), mechanism, option or ``rng``
+        type.
     ValueError
         Missing CRS, no rows, invalid rows (message names the row position), missing columns, invalid
         ε or options. All checks run before any random draw.
@@ -196,12 +224,13 @@ def perturb(
     PrivacyWarning
         For ``keep_columns``; when the budget per point is so small that the output is close to uniform
         noise (see :func:`geoldp.prepare.point_budget`); when ``points`` were built by
-        :mod:`geoldp.points` over an area with exactly the bounds of ``gdf`` (a private area).
+        :mod:`geoldp.points` over an area with exactly the bounds of {frame} (a private area).
     GeoLDPWarning
         Z/M dropped; vertices farther from P than its diameter.
 
     See Also
     --------
+    {see_also}
     geoldp.perturb_trajectories : the same mechanisms on index sequences.
     geoldp.prepare.resample : shrink long GPS traces before perturbing them.
 
@@ -209,6 +238,8 @@ def perturb(
     -----
     ``gdf.ldp.perturb(P, epsilon=e, rng=s)`` equals
     ``perturb_trajectories(gdf.ldp.snap(P), P, epsilon=e, rng=s)`` mapped back to geometries.
+
+    {examples}
     """
     caller = "GeoDataFrame.ldp.perturb"
     gdf = _frames.check_frame(gdf, caller=caller)
@@ -346,6 +377,26 @@ class LDPAccessor:
             )
         self._obj = obj
 
+    @doc(
+        perturb,
+        summary=(
+            "Perturb every trajectory of this frame under ε-LDP (TP, ATP or PointEM); return a new frame."
+        ),
+        frame_parameter="",
+        see_also="geoldp.accessor.perturb : the same as a function of the frame.",
+        examples="""
+        Examples
+        --------
+        >>> import geopandas as gpd, geoldp
+        >>> from shapely import LineString, box
+        >>> pois = geoldp.PointSet([0.0, 0.01, 0.02, 0.03], [0.0, 0.01, 0.0, 0.01])
+        >>> lines = [LineString([(0, 0), (0.02, 0)]), LineString([(0.01, 0.01), (0.03, 0.01)])]
+        >>> trips = gpd.GeoDataFrame(geometry=lines, crs="EPSG:4326")
+        >>> out = trips.ldp.perturb(pois, mechanism="atp", epsilon=4.0, rng=0)  # rng: for experiments only
+        >>> out.index.equals(trips.index), out.crs == trips.crs, out.attrs["geoldp"]["epsilon"]
+        (True, True, 4.0)""",
+        frame="the frame",
+    )
     def perturb(
         self,
         points: Any,
@@ -367,104 +418,6 @@ class LDPAccessor:
         select_trips: str = "first",
         **options: Any,
     ) -> Any:
-        """Perturb every trajectory of this frame under ε-LDP (TP, ATP or PointEM); return a new frame.
-
-        Parameters
-        ----------
-        points : PointSet, GeoDataFrame or GeoSeries of Points
-            The public point set P. Every input vertex is snapped to its nearest public point, and every
-            output vertex is a public point (bit-identical to P transformed into the input CRS).
-        mechanism : {"atp", "tp", "pointem"} or mechanism object, default "atp"
-            Case-insensitive name, or a configured :class:`~geoldp.ATP` / :class:`~geoldp.TP` /
-            :class:`~geoldp.PointEM` (then ``epsilon`` and ``options`` must not be given).
-        epsilon : float
-            The privacy budget of **one trajectory** (one row, or one ``traj_id_col`` group).
-        keep_columns : list of column labels, optional
-            Columns copied to the output unchanged. They are **not protected** by the mechanism; a
-            :class:`~geoldp.PrivacyWarning` names them. By default only the geometry (and ``traj_id_col``
-            for Point rows) is returned.
-        snap_max_km : float, optional
-            If set, a vertex farther than this from every public point raises ``ValueError`` naming the row
-            position. If not set, vertices farther than the diameter of P trigger one
-            :class:`~geoldp.GeoLDPWarning` with counts only. Snap distances never enter the output.
-        traj_id_col, time_col : column label, optional
-            Grouping and ordering of Point rows. A Point row without ``traj_id_col`` is a one-point
-            trajectory.
-        progress : bool, default False
-            Show a progress bar (needs ``tqdm``; silently off without it). The output does not change.
-        on_invalid : {"raise", "null"}, default "raise"
-            Rows with a missing/empty geometry or NaN/inf/out-of-range coordinates raise ``ValueError``
-            (naming the row position). ``"null"`` outputs ``None`` for them instead, which reveals which
-            rows were invalid.
-        rng : {None, int, array_like[ints], SeedSequence, BitGenerator, Generator}, optional
-            ``None`` (default) uses the operating system's CSPRNG. Anything else seeds NumPy: **for
-            experiments and tests only, not for deployment**. The seed is never stored in the output.
-        accountant : geoldp.BudgetAccountant, optional
-            Charge every trajectory ``epsilon`` to its user (k trajectories of one user cost k·ε), after
-            refusing, before any random draw, a release that would take a user past the accountant's total
-            (:class:`~geoldp.BudgetError`). Needs ``user_col``.
-        user_col : column label, optional
-            The column holding each row's user id (int or str), for ``accountant``. It is not released
-            unless listed in ``keep_columns``.
-        n_jobs : int, default 1
-            Threads for the perturbation (``-1``: every core). The output is identical for any
-            ``n_jobs``: each trajectory draws from its own random stream.
-        user_budget : {"trajectory", "split"}, default "trajectory"
-            ``"split"``: ``epsilon`` is each user's budget in this release, shared equally by her
-            trajectories (needs ``user_col``); each row's own budget is in the output column ``"epsilon"``.
-        max_per_user : int, optional
-            Release at most this many trajectories per user (needs ``user_col``); the other rows are
-            dropped, and the output's index tells which rows were kept.
-        select_trips : {"first", "last", "random"}, default "first"
-            Which trajectories ``max_per_user`` keeps (``"random"`` draws with ``rng``).
-        **options
-            Mechanism options (``granularity``, ``split``, ``sw_buckets`` ...) when ``mechanism`` is a name.
-
-        Returns
-        -------
-        geopandas.GeoDataFrame
-            The input's index, row order, CRS and geometry column name, with the perturbed geometry (same
-            geometry type and vertex count per row), plus ``traj_id_col`` for Point input and
-            ``keep_columns``. ``out.attrs["geoldp"]`` holds the provenance (mechanism, ε, options, ledger by
-            kind, snapping settings, geoldp version, RNG policy), never the seed or a private value.
-
-        Raises
-        ------
-        TypeError
-            Wrong geometry type (MultiLineString: use ``explode()``), mechanism, option or ``rng`` type.
-        ValueError
-            Missing CRS, no rows, invalid rows (naming the row position), missing columns, invalid ε or
-            options. All checks run before any random draw.
-        BudgetError
-            With ``accountant``: the release would take some user past the total (nothing drawn or
-            charged).
-
-        Warns
-        -----
-        PrivacyWarning
-            For ``keep_columns``; when the budget per point is so small that the output is close to
-            uniform noise (see :func:`geoldp.prepare.point_budget`); when ``points`` were built by
-            :mod:`geoldp.points` over an area with exactly the bounds of the frame (a private area).
-        GeoLDPWarning
-            Z/M dropped; vertices farther from P than its diameter.
-
-        See Also
-        --------
-        geoldp.accessor.perturb : the same as a function of the frame.
-        geoldp.perturb_trajectories : the same mechanisms on index sequences.
-        geoldp.prepare.resample : shrink long GPS traces before perturbing them.
-
-        Examples
-        --------
-        >>> import geopandas as gpd, geoldp
-        >>> from shapely import LineString, box
-        >>> pois = geoldp.PointSet([0.0, 0.01, 0.02, 0.03], [0.0, 0.01, 0.0, 0.01])
-        >>> lines = [LineString([(0, 0), (0.02, 0)]), LineString([(0.01, 0.01), (0.03, 0.01)])]
-        >>> trips = gpd.GeoDataFrame(geometry=lines, crs="EPSG:4326")
-        >>> out = trips.ldp.perturb(pois, mechanism="atp", epsilon=4.0, rng=0)  # rng: for experiments only
-        >>> out.index.equals(trips.index), out.crs == trips.crs, out.attrs["geoldp"]["epsilon"]
-        (True, True, 4.0)
-        """
         return perturb(
             self._obj,
             points,
@@ -508,6 +461,22 @@ class LDPAccessor:
 
         return reports.report(self._obj, zones, epsilon=epsilon, **kwargs)
 
+    @doc(
+        snap,
+        summary="Index sequences of this frame's trajectories snapped to the public points.",
+        frame_parameter="",
+        see_also="geoldp.accessor.snap : the same as a function of the frame.",
+        examples="""
+        Examples
+        --------
+        >>> import geopandas as gpd, geoldp
+        >>> from shapely import LineString, box
+        >>> pois = geoldp.PointSet([0.0, 0.01, 0.02, 0.03], [0.0, 0.01, 0.0, 0.01])
+        >>> lines = [LineString([(0, 0), (0.02, 0)]), LineString([(0.01, 0.01), (0.03, 0.01)])]
+        >>> trips = gpd.GeoDataFrame(geometry=lines, crs="EPSG:4326")
+        >>> [seq.tolist() for seq in trips.ldp.snap(pois)]
+        [[0, 2], [1, 3]]""",
+    )
     def snap(
         self,
         points: Any,
@@ -517,49 +486,6 @@ class LDPAccessor:
         snap_max_km: float | None = None,
         return_distances: bool = False,
     ) -> Any:
-        """Index sequences of this frame's trajectories snapped to the public points.
-
-        Parameters
-        ----------
-        points : PointSet, GeoDataFrame or GeoSeries of Points
-            The public point set P.
-        traj_id_col, time_col : column label, optional
-            Grouping and ordering of Point rows (as in :meth:`perturb`).
-        snap_max_km : float, optional
-            Raise ``ValueError`` (naming the row position) if a vertex is farther than this from P.
-        return_distances : bool, default False
-            Also return the snap distances (metres) per trajectory. They are computed from the private
-            data: keep them local, never publish them.
-
-        Returns
-        -------
-        list of numpy.ndarray
-            One int64 array of indices into P per trajectory (input row order for LineStrings; order of
-            first appearance of each id for Point rows). With ``return_distances``, a tuple
-            ``(sequences, distances)``.
-
-        Raises
-        ------
-        TypeError
-            Wrong geometry type, ``points`` or ``return_distances`` type.
-        ValueError
-            Missing CRS, no rows, invalid rows or a vertex beyond ``snap_max_km`` (naming the row position).
-
-        See Also
-        --------
-        geoldp.accessor.snap : the same as a function of the frame.
-        geoldp.perturb_trajectories : the array engine that consumes these sequences.
-
-        Examples
-        --------
-        >>> import geopandas as gpd, geoldp
-        >>> from shapely import LineString, box
-        >>> pois = geoldp.PointSet([0.0, 0.01, 0.02, 0.03], [0.0, 0.01, 0.0, 0.01])
-        >>> lines = [LineString([(0, 0), (0.02, 0)]), LineString([(0.01, 0.01), (0.03, 0.01)])]
-        >>> trips = gpd.GeoDataFrame(geometry=lines, crs="EPSG:4326")
-        >>> [seq.tolist() for seq in trips.ldp.snap(pois)]
-        [[0, 2], [1, 3]]
-        """
         return snap(
             self._obj,
             points,
