@@ -39,6 +39,20 @@ from geoldp._validation import check_bool, check_positive_km
 __all__ = ["LDPAccessor", "perturb", "resolve_mechanism", "snap"]
 
 
+#: The toy release of the accessor's examples: four public points ``pois`` and two trips ``trips``.
+_EXAMPLE_FRAME = """
+>>> import geopandas as gpd, geoldp
+>>> from shapely import LineString, box
+>>> pois = geoldp.PointSet([0.0, 0.01, 0.02, 0.03], [0.0, 0.01, 0.0, 0.01])
+>>> lines = [LineString([(0, 0), (0.02, 0)]), LineString([(0.01, 0.01), (0.03, 0.01)])]
+>>> trips = gpd.GeoDataFrame(geometry=lines, crs="EPSG:4326")"""
+
+
+def _examples(*lines: str) -> str:
+    """An Examples section that starts from :data:`_EXAMPLE_FRAME`, then ``lines``."""
+    return "\n".join(["Examples", "--------", _EXAMPLE_FRAME.strip("\n"), *lines])
+
+
 #: The one parameter the frame-level functions take and the accessor methods do not.
 _FRAME_PARAMETER = """
 gdf : geopandas.GeoDataFrame
@@ -384,17 +398,12 @@ class LDPAccessor:
         ),
         frame_parameter="",
         see_also="geoldp.accessor.perturb : the same as a function of the frame.",
-        examples="""
-        Examples
-        --------
-        >>> import geopandas as gpd, geoldp
-        >>> from shapely import LineString, box
-        >>> pois = geoldp.PointSet([0.0, 0.01, 0.02, 0.03], [0.0, 0.01, 0.0, 0.01])
-        >>> lines = [LineString([(0, 0), (0.02, 0)]), LineString([(0.01, 0.01), (0.03, 0.01)])]
-        >>> trips = gpd.GeoDataFrame(geometry=lines, crs="EPSG:4326")
-        >>> out = trips.ldp.perturb(pois, mechanism="atp", epsilon=4.0, rng=0)  # rng: for experiments only
-        >>> out.index.equals(trips.index), out.crs == trips.crs, out.attrs["geoldp"]["epsilon"]
-        (True, True, 4.0)""",
+        examples=_examples(
+            '>>> out = trips.ldp.perturb(pois, mechanism="atp", epsilon=4.0, rng=0)'
+            "  # rng: for experiments only",
+            '>>> out.index.equals(trips.index), out.crs == trips.crs, out.attrs["geoldp"]["epsilon"]',
+            "(True, True, 4.0)",
+        ),
         frame="the frame",
     )
     def perturb(
@@ -466,16 +475,10 @@ class LDPAccessor:
         summary="Index sequences of this frame's trajectories snapped to the public points.",
         frame_parameter="",
         see_also="geoldp.accessor.snap : the same as a function of the frame.",
-        examples="""
-        Examples
-        --------
-        >>> import geopandas as gpd, geoldp
-        >>> from shapely import LineString, box
-        >>> pois = geoldp.PointSet([0.0, 0.01, 0.02, 0.03], [0.0, 0.01, 0.0, 0.01])
-        >>> lines = [LineString([(0, 0), (0.02, 0)]), LineString([(0.01, 0.01), (0.03, 0.01)])]
-        >>> trips = gpd.GeoDataFrame(geometry=lines, crs="EPSG:4326")
-        >>> [seq.tolist() for seq in trips.ldp.snap(pois)]
-        [[0, 2], [1, 3]]""",
+        examples=_examples(
+            ">>> [seq.tolist() for seq in trips.ldp.snap(pois)]",
+            "[[0, 2], [1, 3]]",
+        ),
     )
     def snap(
         self,
@@ -495,6 +498,7 @@ class LDPAccessor:
             return_distances=return_distances,
         )
 
+    @doc(example_frame=_EXAMPLE_FRAME)
     def to_geojson(self, path: Any, *, ledger: bool = True, overwrite: bool = False) -> Any:
         """Write this frame as RFC 7946 GeoJSON (WGS 84) with the ledger as a top-level ``"geoldp"`` member.
 
@@ -527,11 +531,7 @@ class LDPAccessor:
 
         Examples
         --------
-        >>> import geopandas as gpd, geoldp
-        >>> from shapely import LineString, box
-        >>> pois = geoldp.PointSet([0.0, 0.01, 0.02, 0.03], [0.0, 0.01, 0.0, 0.01])
-        >>> lines = [LineString([(0, 0), (0.02, 0)]), LineString([(0.01, 0.01), (0.03, 0.01)])]
-        >>> trips = gpd.GeoDataFrame(geometry=lines, crs="EPSG:4326")
+        {example_frame}
         >>> import pathlib, tempfile
         >>> out = trips.ldp.perturb(pois, epsilon=4.0, rng=0)
         >>> path = out.ldp.to_geojson(pathlib.Path(tempfile.mkdtemp()) / "released.geojson")
@@ -542,6 +542,7 @@ class LDPAccessor:
 
         return io.to_geojson(self._obj, path, ledger=ledger, overwrite=overwrite)
 
+    @doc(example_frame=_EXAMPLE_FRAME)
     def range_count(self, region: Any, *, points: Any = None, how: str = "points") -> Any:
         """Number of this frame's trajectories that pass through ``region``.
 
@@ -574,11 +575,7 @@ class LDPAccessor:
 
         Examples
         --------
-        >>> import geopandas as gpd, geoldp
-        >>> from shapely import LineString, box
-        >>> pois = geoldp.PointSet([0.0, 0.01, 0.02, 0.03], [0.0, 0.01, 0.0, 0.01])
-        >>> lines = [LineString([(0, 0), (0.02, 0)]), LineString([(0.01, 0.01), (0.03, 0.01)])]
-        >>> trips = gpd.GeoDataFrame(geometry=lines, crs="EPSG:4326")
+        {example_frame}
         >>> trips.ldp.range_count(box(-0.001, -0.001, 0.001, 0.001))
         1
         >>> int(trips.ldp.range_count((0.03, 0.01, 0.5)))  # a circle: (lon, lat, radius_km)
@@ -588,6 +585,7 @@ class LDPAccessor:
 
         return queries.range_count(self._obj, region, points=points, how=how)
 
+    @doc(example_frame=_EXAMPLE_FRAME)
     def visit_counts(self, points: Any, *, max_km: float | None = 0.001) -> Any:
         """Number of distinct trajectories of this frame visiting each public point.
 
@@ -618,11 +616,7 @@ class LDPAccessor:
 
         Examples
         --------
-        >>> import geopandas as gpd, geoldp
-        >>> from shapely import LineString, box
-        >>> pois = geoldp.PointSet([0.0, 0.01, 0.02, 0.03], [0.0, 0.01, 0.0, 0.01])
-        >>> lines = [LineString([(0, 0), (0.02, 0)]), LineString([(0.01, 0.01), (0.03, 0.01)])]
-        >>> trips = gpd.GeoDataFrame(geometry=lines, crs="EPSG:4326")
+        {example_frame}
         >>> trips.ldp.visit_counts(pois).tolist()
         [1, 1, 1, 1]
         """
@@ -630,6 +624,7 @@ class LDPAccessor:
 
         return queries.visit_counts(self._obj, points, max_km=max_km)
 
+    @doc(example_frame=_EXAMPLE_FRAME)
     def evaluate(
         self,
         perturbed: Any,
@@ -706,11 +701,7 @@ class LDPAccessor:
 
         Examples
         --------
-        >>> import geopandas as gpd, geoldp
-        >>> from shapely import LineString, box
-        >>> pois = geoldp.PointSet([0.0, 0.01, 0.02, 0.03], [0.0, 0.01, 0.0, 0.01])
-        >>> lines = [LineString([(0, 0), (0.02, 0)]), LineString([(0.01, 0.01), (0.03, 0.01)])]
-        >>> trips = gpd.GeoDataFrame(geometry=lines, crs="EPSG:4326")
+        {example_frame}
         >>> out = trips.ldp.perturb(pois, epsilon=4.0, rng=0)
         >>> table = trips.ldp.evaluate(out, points=pois)
         >>> list(table.index), table.columns[0]
