@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from geoldp._docstrings import doc
 from geoldp._frames import TrajectoryArrays
 from geoldp.geo import haversine_array_m
 from geoldp.metrics._pairing import pair
@@ -63,6 +64,11 @@ def histogram_jsd(a: np.ndarray, b: np.ndarray, bins: int) -> float:
     q = np.histogram(b, edges)[0].astype(np.float64)
     p /= p.sum()
     q /= q.sum()
+    return jensen_shannon(p, q)
+
+
+def jensen_shannon(p: np.ndarray, q: np.ndarray) -> float:
+    """Jensen-Shannon divergence of two pmfs, base 2 (in [0, 1]): ½ KL(p ‖ m) + ½ KL(q ‖ m), m = (p + q)/2."""
     mid = 0.5 * (p + q)
 
     def kl(x: np.ndarray) -> float:
@@ -85,6 +91,20 @@ def _distribution_error(a: np.ndarray, b: np.ndarray, bins: int, method: str) ->
     return float(np.mean(np.abs(b - a)))
 
 
+_PARAMETERS = """
+Parameters
+----------
+original, perturbed : GeoDataFrame, GeoSeries or sequence of array_like of int
+    Trajectories (same number of rows).
+points : PointSet, GeoDataFrame of Points or (m, 2) array, optional
+    Public point set; required for index-array input.
+bins : int, default 20
+    Number of histogram bins (JSD only).
+method : {"jsd", "mae"}, default "jsd"
+    ``"jsd"``: JSD of the histograms; ``"mae"``: mean absolute error per row, in km."""
+
+
+@doc(parameters=_PARAMETERS)
 def length_error(
     original: Any, perturbed: Any, *, points: Any = None, bins: int = 20, method: str = "jsd"
 ) -> float:
@@ -97,16 +117,7 @@ def length_error(
       JSD(p, q) = ½ KL(p ‖ m) + ½ KL(q ‖ m), m = (p + q)/2.
     - ``method="mae"``: mean absolute error per row, (1/|T|) Σ_τ abs(L(τ̂) − L(τ)) in km.
 
-    Parameters
-    ----------
-    original, perturbed : GeoDataFrame, GeoSeries or sequence of array_like of int
-        Trajectories (same number of rows).
-    points : PointSet, GeoDataFrame of Points or (m, 2) array, optional
-        Public point set; required for index-array input.
-    bins : int, default 20
-        Number of histogram bins (JSD only).
-    method : {"jsd", "mae"}, default "jsd"
-        See above.
+    {parameters}
 
     Returns
     -------
@@ -127,6 +138,7 @@ def length_error(
     return _distribution_error(lengths_km(to), lengths_km(tp), int(bins), method)
 
 
+@doc(parameters=_PARAMETERS)
 def diameter_error(
     original: Any, perturbed: Any, *, points: Any = None, bins: int = 20, method: str = "jsd"
 ) -> float:
@@ -136,16 +148,7 @@ def diameter_error(
     trajectory in bounded memory). ``method`` and ``bins`` as in :func:`length_error`: JSD (base 2) of the
     histograms over ``bins`` equal-width bins on [0, max D], or the per-row mean absolute error in km.
 
-    Parameters
-    ----------
-    original, perturbed : GeoDataFrame, GeoSeries or sequence of array_like of int
-        Trajectories (same number of rows).
-    points : PointSet, GeoDataFrame of Points or (m, 2) array, optional
-        Public point set; required for index-array input.
-    bins : int, default 20
-        Number of histogram bins (JSD only).
-    method : {"jsd", "mae"}, default "jsd"
-        See :func:`length_error`.
+    {parameters}
 
     Returns
     -------

@@ -18,6 +18,7 @@ import pandas as pd
 from geoldp._frames import TrajectoryArrays, as_pointset, trajectory_arrays
 from geoldp._zones import check_polygons, lonlat_to
 from geoldp.geo import KM_PER_DEGREE
+from geoldp.metrics._distributions import jensen_shannon
 from geoldp.pointset import PointSet
 
 
@@ -247,13 +248,7 @@ def pmf_distances(p: np.ndarray | None, q: np.ndarray | None) -> tuple[float, fl
     """L1 distance (in [0, 2]) and Jensen-Shannon divergence (base 2, in [0, 1]) of two pmfs."""
     if p is None or q is None:
         return math.nan, math.nan
-    mid = 0.5 * (p + q)
-
-    def kl(x: np.ndarray) -> float:
-        nz = x > 0
-        return float(np.sum(x[nz] * np.log2(x[nz] / mid[nz])))
-
-    return float(np.abs(p - q).sum()), max(0.0, 0.5 * kl(p) + 0.5 * kl(q))
+    return float(np.abs(p - q).sum()), jensen_shannon(p, q)
 
 
 def sparse_distances(
