@@ -55,6 +55,11 @@ def zone_grid(points: Any, cell_km: float = 1.5) -> Any:
         One square Polygon per zone in EPSG:4326, row-major from the south-west corner; index ``zone``
         (0, 1, ..., ``row * n_cols + col``), columns ``row``, ``col`` and ``geometry``.
 
+    See Also
+    --------
+    geoldp.reports.zone_grid : a given *number* of cells over a public area in its own CRS, exactly its
+        bounds (the zones of an aggregate report, whose noise depends on how many zones there are).
+
     Examples
     --------
     >>> import numpy as np
