@@ -91,7 +91,7 @@ def _distribution_error(a: np.ndarray, b: np.ndarray, bins: int, method: str) ->
     return float(np.mean(np.abs(b - a)))
 
 
-_PARAMETERS = """
+_PARAMETERS_AND_RETURNS = """
 Parameters
 ----------
 original, perturbed : GeoDataFrame, GeoSeries or sequence of array_like of int
@@ -101,10 +101,14 @@ points : PointSet, GeoDataFrame of Points or (m, 2) array, optional
 bins : int, default 20
     Number of histogram bins (JSD only).
 method : {"jsd", "mae"}, default "jsd"
-    ``"jsd"``: JSD of the histograms; ``"mae"``: mean absolute error per row, in km."""
+    ``"jsd"``: JSD of the histograms; ``"mae"``: mean absolute error per row, in km.
+
+Returns
+-------
+float"""
 
 
-@doc(parameters=_PARAMETERS)
+@doc(parameters=_PARAMETERS_AND_RETURNS)
 def length_error(
     original: Any, perturbed: Any, *, points: Any = None, bins: int = 20, method: str = "jsd"
 ) -> float:
@@ -118,10 +122,6 @@ def length_error(
     - ``method="mae"``: mean absolute error per row, (1/|T|) Σ_τ abs(L(τ̂) − L(τ)) in km.
 
     {parameters}
-
-    Returns
-    -------
-    float
 
     Examples
     --------
@@ -138,7 +138,7 @@ def length_error(
     return _distribution_error(lengths_km(to), lengths_km(tp), int(bins), method)
 
 
-@doc(parameters=_PARAMETERS)
+@doc(parameters=_PARAMETERS_AND_RETURNS)
 def diameter_error(
     original: Any, perturbed: Any, *, points: Any = None, bins: int = 20, method: str = "jsd"
 ) -> float:
@@ -149,10 +149,6 @@ def diameter_error(
     histograms over ``bins`` equal-width bins on [0, max D], or the per-row mean absolute error in km.
 
     {parameters}
-
-    Returns
-    -------
-    float
 
     Examples
     --------

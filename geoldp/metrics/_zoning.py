@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from geoldp._docstrings import doc
 from geoldp._frames import TrajectoryArrays, as_pointset, trajectory_arrays
 from geoldp._zones import check_polygons, lonlat_to
 from geoldp.geo import KM_PER_DEGREE
@@ -336,6 +337,15 @@ def od_counts(trajectories: Any, zones: Any = "auto", *, points: Any = None) -> 
     )
 
 
+#: What zone_visit_error and od_flow_error return.
+_L1_JSD = """
+Returns
+-------
+dict
+    Keys ``l1`` and ``jsd``."""
+
+
+@doc(returns=_L1_JSD)
 def zone_visit_error(
     original: Any, perturbed: Any, zones: Any = "auto", *, points: Any = None
 ) -> dict[str, float]:
@@ -363,10 +373,7 @@ def zone_visit_error(
     points : PointSet, GeoDataFrame of Points or (m, 2) array, optional
         Public point set; required for index input and for ``zones="auto"``.
 
-    Returns
-    -------
-    dict
-        Keys ``l1`` and ``jsd``.
+    {returns}
 
     Examples
     --------
@@ -400,6 +407,7 @@ def _zone_side(obj: Any, pts: PointSet | None, zn: Zones, caller: str) -> np.nda
     return zone_counts_of(trajectory_arrays(obj, pts, name="perturbed", caller=caller), zn, pts)
 
 
+@doc(returns=_L1_JSD)
 def od_flow_error(
     original: Any, perturbed: Any, zones: Any = "auto", *, points: Any = None
 ) -> dict[str, float]:
@@ -425,10 +433,7 @@ def od_flow_error(
     zones, points
         As in :func:`zone_visit_error`.
 
-    Returns
-    -------
-    dict
-        Keys ``l1`` and ``jsd``.
+    {returns}
 
     Examples
     --------
