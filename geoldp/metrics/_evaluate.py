@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 
 from geoldp._frames import TrajectoryArrays, as_pointset, as_regions, trajectory_arrays
+from geoldp._random import resolve_rng
 from geoldp._validation import check_int_min
 from geoldp.geo import haversine_array_m
 from geoldp.metrics._baselines import BASELINES, baseline_release, uniform_ne_prq
@@ -254,14 +255,12 @@ def evaluate(
     entries = _release_entries(perturbed, label, caller)
     derived = _estimate_labels(entries, mechanism) if estimate else {}
     bases = _resolve_baselines(baselines, s.pts, caller)
-    labels = [lab for lab, _ in entries] + [x for pair in derived.values() for x in pair] + list(bases)
+    labels = [lab for lab, _ in entries] + [x for both in derived.values() for x in both] + list(bases)
     if len(set(labels)) != len(labels):
         raise ValueError(f"The release labels of {caller} must be unique; got {labels}.")
     s.resolve_public_inputs(regions, zones, sanity_bound)
 
     rows = {lab: _entry_row(s, obj, lab, "perturbed") for lab, obj in entries}
-    from geoldp._random import resolve_rng
-
     source = resolve_rng(rng) if (bases or derived) else None  # normalised once
     base_rows, median = _baseline_rows(s, bases, source)  # drawn first: they do not depend on `estimate`
     if derived:
