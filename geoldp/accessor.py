@@ -31,12 +31,41 @@ from typing import Any
 import pandas as pd
 
 from geoldp import _frames, _release, budget_strategies
+from geoldp._docstrings import doc, fill
 from geoldp._release import resolve_mechanism
 from geoldp._validation import check_bool, check_positive_km
 
 __all__ = ["LDPAccessor", "perturb", "resolve_mechanism", "snap"]
 
 
+#: The toy release of the accessor's examples: four public points ``pois`` and two trips ``trips``.
+_EXAMPLE_FRAME = """
+>>> import geopandas as gpd, geoldp
+>>> from shapely import LineString, box
+>>> pois = geoldp.PointSet([0.0, 0.01, 0.02, 0.03], [0.0, 0.01, 0.0, 0.01])
+>>> lines = [LineString([(0, 0), (0.02, 0)]), LineString([(0.01, 0.01), (0.03, 0.01)])]
+>>> trips = gpd.GeoDataFrame(geometry=lines, crs="EPSG:4326")"""
+
+
+def _examples(*lines: str) -> str:
+    """An Examples section that starts from :data:`_EXAMPLE_FRAME`, then ``lines``."""
+    return "\n".join(["Examples", "--------", _EXAMPLE_FRAME.strip("\n"), *lines])
+
+
+#: The one parameter the frame-level functions take and the accessor methods do not.
+_FRAME_PARAMETER = """
+gdf : geopandas.GeoDataFrame
+    One LineString per row (one trajectory per row), or Point rows grouped into trajectories by
+    ``traj_id_col`` (ordered by ``time_col``). Any CRS (a missing CRS is an error); Z/M are dropped
+    with a :class:`~geoldp.GeoLDPWarning`."""
+
+
+@doc(
+    summary="Snap every trajectory to the public point set and return the index sequences.",
+    frame_parameter=_FRAME_PARAMETER,
+    see_also="",
+    examples="",
+)
 def snap(
     gdf: Any,
     points: Any,
@@ -46,16 +75,15 @@ def snap(
     snap_max_km: float | None = None,
     return_distances: bool = False,
 ) -> Any:
-    """Snap every trajectory to the public point set and return the index sequences.
+    """{summary}
 
     Parameters
     ----------
-    gdf : geopandas.GeoDataFrame
-        LineString rows, or Point rows grouped by ``traj_id_col``.
+    {frame_parameter}
     points : PointSet, GeoDataFrame or GeoSeries of Points
         The public point set P.
     traj_id_col, time_col : column label, optional
-        Grouping and ordering of Point rows (see the module notes).
+        Grouping and ordering of Point rows (as in :func:`geoldp.accessor.perturb`).
     snap_max_km : float, optional
         Raise ``ValueError`` (naming the row position) if a vertex is farther than this from P.
     return_distances : bool, default False
@@ -69,9 +97,19 @@ def snap(
         LineStrings; order of first appearance of each id for Point rows). With ``return_distances``, a
         tuple ``(sequences, distances)``.
 
+    Raises
+    ------
+    TypeError
+        Wrong geometry type, ``points`` or ``return_distances`` type.
+    ValueError
+        Missing CRS, no rows, invalid rows or a vertex beyond ``snap_max_km`` (naming the row position).
+
     See Also
     --------
+    {see_also}
     geoldp.perturb_trajectories : the array engine that consumes these sequences.
+
+    {examples}
     """
     caller = "GeoDataFrame.ldp.snap"
     gdf = _frames.check_frame(gdf, caller=caller)
@@ -86,6 +124,13 @@ def snap(
     return seqs
 
 
+@doc(
+    summary="Perturb every trajectory of a GeoDataFrame under ε-LDP (TP, ATP or PointEM).",
+    frame_parameter=_FRAME_PARAMETER,
+    frame="``gdf``",
+    see_also="",
+    examples="",
+)
 def perturb(
     gdf: Any,
     points: Any,
@@ -107,14 +152,11 @@ def perturb(
     select_trips: str = "first",
     **options: Any,
 ) -> Any:
-    """Perturb every trajectory of a GeoDataFrame under ε-LDP (TP, ATP or PointEM).
+    """{summary}
 
     Parameters
     ----------
-    gdf : geopandas.GeoDataFrame
-        One LineString per row (one trajectory per row), or Point rows grouped into trajectories by
-        ``traj_id_col`` (ordered by ``time_col``). Any CRS (a missing CRS is an error); Z/M are dropped
-        with a :class:`~geoldp.GeoLDPWarning`.
+    {frame_parameter}
     points : PointSet, GeoDataFrame or GeoSeries of Points
         The public point set P. Every input vertex is snapped to its nearest public point, and every
         output vertex is a public point (bit-identical to P transformed into the input CRS).
@@ -137,7 +179,7 @@ def perturb(
         Grouping and ordering of Point rows. A Point row without ``traj_id_col`` is a one-point
         trajectory.
     progress : bool, default False
-        Show a progress bar (needs ``tqdm``; silently off without it).
+        Show a progress bar (needs ``tqdm``; silently off without it). The output does not change.
     on_invalid : {"raise", "null"}, default "raise"
         Rows with a missing/empty geometry or NaN/inf/out-of-range coordinates raise ``ValueError``
         (naming the row position). ``"null"`` outputs ``None`` for them instead, which reveals which
@@ -182,7 +224,8 @@ def perturb(
     Raises
     ------
     TypeError
-        Wrong container, geometry type (MultiLineString: use ``explode()``), mechanism, or rng type.
+        Wrong container, geometry type (MultiLineString: use ``explode()``), mechanism, option or ``rng``
+        type.
     ValueError
         Missing CRS, no rows, invalid rows (message names the row position), missing columns, invalid
         ε or options. All checks run before any random draw.
@@ -194,12 +237,13 @@ def perturb(
     PrivacyWarning
         For ``keep_columns``; when the budget per point is so small that the output is close to uniform
         noise (see :func:`geoldp.prepare.point_budget`); when ``points`` were built by
-        :mod:`geoldp.points` over an area with exactly the bounds of ``gdf`` (a private area).
+        :mod:`geoldp.points` over an area with exactly the bounds of {frame} (a private area).
     GeoLDPWarning
         Z/M dropped; vertices farther from P than its diameter.
 
     See Also
     --------
+    {see_also}
     geoldp.perturb_trajectories : the same mechanisms on index sequences.
     geoldp.prepare.resample : shrink long GPS traces before perturbing them.
 
@@ -207,6 +251,8 @@ def perturb(
     -----
     ``gdf.ldp.perturb(P, epsilon=e, rng=s)`` equals
     ``perturb_trajectories(gdf.ldp.snap(P), P, epsilon=e, rng=s)`` mapped back to geometries.
+
+    {examples}
     """
     caller = "GeoDataFrame.ldp.perturb"
     gdf = _frames.check_frame(gdf, caller=caller)
@@ -263,6 +309,56 @@ def perturb(
     return out
 
 
+# The docstring of every estimator method: what differs is given to `doc` (geoldp._docstrings).
+_ESTIMATOR_METHOD = """
+{summary}
+
+Post-processing: reads only this release, the public points and the public configuration, never
+the originals, so it spends no privacy budget.
+
+Parameters
+----------
+points : PointSet, GeoDataFrame or GeoSeries of Points
+    The public point set the release was made with.
+{parameters}
+**kwargs
+    Passed to :func:`geoldp.estimate.{function}`: ``mechanism``/``epsilon`` (default: read from this
+    frame's ledger ``attrs["geoldp"]``; a conflicting value is an error), ``rng``, ``n_candidates``,
+    ``n_sims``, ``n_iter``, {options}.
+
+Returns
+-------
+{returns}
+
+Raises
+------
+TypeError, ValueError
+    No mechanism and no ledger; an ε that conflicts with the ledger; a vertex that is not a public
+    point{raises}.
+
+See Also
+--------
+geoldp.estimate.{function} : {see_also} (docs: "What can a collector
+    learn?").
+
+Examples
+--------
+>>> out = trips.ldp.perturb(pois, epsilon=4.0)  # doctest: +SKIP
+{examples}
+"""
+
+_ZONES_OPTIONAL = """zones : GeoDataFrame or GeoSeries of polygons, optional
+    Count per zone (any CRS; a CRS is required) instead of per public point."""
+_ESTIMATE_RETURNS = """
+pandas.DataFrame
+    Columns ``estimate``, ``lower``, ``upper`` (the 95 % interval), ``raw`` (the same statistic
+    computed on the release as it is) and ``supported`` (False where the interval also holds the
+    estimate of a no-data population: the release cannot tell that row from no data), one row
+    per {rows}."""
+_OPTIONS = "``n_boot``, ``level``, ``cell_km``"
+_ESTIMATOR = "the estimator, its model and its intervals"
+
+
 @pd.api.extensions.register_dataframe_accessor("ldp")
 class LDPAccessor:
     """Local differential privacy for trajectories: ``GeoDataFrame.ldp``.
@@ -282,6 +378,21 @@ class LDPAccessor:
 
         self._obj = _frames.accessor_target(obj, gpd.GeoDataFrame)
 
+    @doc(
+        perturb,
+        summary=(
+            "Perturb every trajectory of this frame under ε-LDP (TP, ATP or PointEM); return a new frame."
+        ),
+        frame_parameter="",
+        see_also="geoldp.accessor.perturb : the same as a function of the frame.",
+        examples=_examples(
+            '>>> out = trips.ldp.perturb(pois, mechanism="atp", epsilon=4.0, rng=0)'
+            "  # rng: for experiments only",
+            '>>> out.index.equals(trips.index), out.crs == trips.crs, out.attrs["geoldp"]["epsilon"]',
+            "(True, True, 4.0)",
+        ),
+        frame="the frame",
+    )
     def perturb(
         self,
         points: Any,
@@ -303,104 +414,6 @@ class LDPAccessor:
         select_trips: str = "first",
         **options: Any,
     ) -> Any:
-        """Perturb every trajectory of this frame under ε-LDP (TP, ATP or PointEM); return a new frame.
-
-        Parameters
-        ----------
-        points : PointSet, GeoDataFrame or GeoSeries of Points
-            The public point set P. Every input vertex is snapped to its nearest public point, and every
-            output vertex is a public point (bit-identical to P transformed into the input CRS).
-        mechanism : {"atp", "tp", "pointem"} or mechanism object, default "atp"
-            Case-insensitive name, or a configured :class:`~geoldp.ATP` / :class:`~geoldp.TP` /
-            :class:`~geoldp.PointEM` (then ``epsilon`` and ``options`` must not be given).
-        epsilon : float
-            The privacy budget of **one trajectory** (one row, or one ``traj_id_col`` group).
-        keep_columns : list of column labels, optional
-            Columns copied to the output unchanged. They are **not protected** by the mechanism; a
-            :class:`~geoldp.PrivacyWarning` names them. By default only the geometry (and ``traj_id_col``
-            for Point rows) is returned.
-        snap_max_km : float, optional
-            If set, a vertex farther than this from every public point raises ``ValueError`` naming the row
-            position. If not set, vertices farther than the diameter of P trigger one
-            :class:`~geoldp.GeoLDPWarning` with counts only. Snap distances never enter the output.
-        traj_id_col, time_col : column label, optional
-            Grouping and ordering of Point rows. A Point row without ``traj_id_col`` is a one-point
-            trajectory.
-        progress : bool, default False
-            Show a progress bar (needs ``tqdm``; silently off without it). The output does not change.
-        on_invalid : {"raise", "null"}, default "raise"
-            Rows with a missing/empty geometry or NaN/inf/out-of-range coordinates raise ``ValueError``
-            (naming the row position). ``"null"`` outputs ``None`` for them instead, which reveals which
-            rows were invalid.
-        rng : {None, int, array_like[ints], SeedSequence, BitGenerator, Generator}, optional
-            ``None`` (default) uses the operating system's CSPRNG. Anything else seeds NumPy: **for
-            experiments and tests only, not for deployment**. The seed is never stored in the output.
-        accountant : geoldp.BudgetAccountant, optional
-            Charge every trajectory ``epsilon`` to its user (k trajectories of one user cost k·ε), after
-            refusing, before any random draw, a release that would take a user past the accountant's total
-            (:class:`~geoldp.BudgetError`). Needs ``user_col``.
-        user_col : column label, optional
-            The column holding each row's user id (int or str), for ``accountant``. It is not released
-            unless listed in ``keep_columns``.
-        n_jobs : int, default 1
-            Threads for the perturbation (``-1``: every core). The output is identical for any
-            ``n_jobs``: each trajectory draws from its own random stream.
-        user_budget : {"trajectory", "split"}, default "trajectory"
-            ``"split"``: ``epsilon`` is each user's budget in this release, shared equally by her
-            trajectories (needs ``user_col``); each row's own budget is in the output column ``"epsilon"``.
-        max_per_user : int, optional
-            Release at most this many trajectories per user (needs ``user_col``); the other rows are
-            dropped, and the output's index tells which rows were kept.
-        select_trips : {"first", "last", "random"}, default "first"
-            Which trajectories ``max_per_user`` keeps (``"random"`` draws with ``rng``).
-        **options
-            Mechanism options (``granularity``, ``split``, ``sw_buckets`` ...) when ``mechanism`` is a name.
-
-        Returns
-        -------
-        geopandas.GeoDataFrame
-            The input's index, row order, CRS and geometry column name, with the perturbed geometry (same
-            geometry type and vertex count per row), plus ``traj_id_col`` for Point input and
-            ``keep_columns``. ``out.attrs["geoldp"]`` holds the provenance (mechanism, ε, options, ledger by
-            kind, snapping settings, geoldp version, RNG policy), never the seed or a private value.
-
-        Raises
-        ------
-        TypeError
-            Wrong geometry type (MultiLineString: use ``explode()``), mechanism, option or ``rng`` type.
-        ValueError
-            Missing CRS, no rows, invalid rows (naming the row position), missing columns, invalid ε or
-            options. All checks run before any random draw.
-        BudgetError
-            With ``accountant``: the release would take some user past the total (nothing drawn or
-            charged).
-
-        Warns
-        -----
-        PrivacyWarning
-            For ``keep_columns``; when the budget per point is so small that the output is close to
-            uniform noise (see :func:`geoldp.prepare.point_budget`); when ``points`` were built by
-            :mod:`geoldp.points` over an area with exactly the bounds of the frame (a private area).
-        GeoLDPWarning
-            Z/M dropped; vertices farther from P than its diameter.
-
-        See Also
-        --------
-        geoldp.accessor.perturb : the same as a function of the frame.
-        geoldp.perturb_trajectories : the same mechanisms on index sequences.
-        geoldp.prepare.resample : shrink long GPS traces before perturbing them.
-
-        Examples
-        --------
-        >>> import geopandas as gpd, geoldp
-        >>> from shapely import LineString, box
-        >>> pois = geoldp.PointSet([0.0, 0.01, 0.02, 0.03], [0.0, 0.01, 0.0, 0.01])
-        >>> lines = [LineString([(0, 0), (0.02, 0)]), LineString([(0.01, 0.01), (0.03, 0.01)])]
-        >>> trips = gpd.GeoDataFrame(geometry=lines, crs="EPSG:4326")
-        >>> out = trips.ldp.perturb(pois, mechanism="atp", epsilon=4.0, rng=0)  # rng: for experiments only
-        >>> out.index.equals(trips.index), out.crs == trips.crs, out.attrs["geoldp"]["epsilon"]
-        (True, True, 4.0)
-        """
         return perturb(
             self._obj,
             points,
@@ -468,6 +481,16 @@ class LDPAccessor:
 
         return hybrids.hybrid(self._obj, points, zones, epsilon=epsilon, **kwargs)
 
+    @doc(
+        snap,
+        summary="Index sequences of this frame's trajectories snapped to the public points.",
+        frame_parameter="",
+        see_also="geoldp.accessor.snap : the same as a function of the frame.",
+        examples=_examples(
+            ">>> [seq.tolist() for seq in trips.ldp.snap(pois)]",
+            "[[0, 2], [1, 3]]",
+        ),
+    )
     def snap(
         self,
         points: Any,
@@ -477,49 +500,6 @@ class LDPAccessor:
         snap_max_km: float | None = None,
         return_distances: bool = False,
     ) -> Any:
-        """Index sequences of this frame's trajectories snapped to the public points.
-
-        Parameters
-        ----------
-        points : PointSet, GeoDataFrame or GeoSeries of Points
-            The public point set P.
-        traj_id_col, time_col : column label, optional
-            Grouping and ordering of Point rows (as in :meth:`perturb`).
-        snap_max_km : float, optional
-            Raise ``ValueError`` (naming the row position) if a vertex is farther than this from P.
-        return_distances : bool, default False
-            Also return the snap distances (metres) per trajectory. They are computed from the private
-            data: keep them local, never publish them.
-
-        Returns
-        -------
-        list of numpy.ndarray
-            One int64 array of indices into P per trajectory (input row order for LineStrings; order of
-            first appearance of each id for Point rows). With ``return_distances``, a tuple
-            ``(sequences, distances)``.
-
-        Raises
-        ------
-        TypeError
-            Wrong geometry type, ``points`` or ``return_distances`` type.
-        ValueError
-            Missing CRS, no rows, invalid rows or a vertex beyond ``snap_max_km`` (naming the row position).
-
-        See Also
-        --------
-        geoldp.accessor.snap : the same as a function of the frame.
-        geoldp.perturb_trajectories : the array engine that consumes these sequences.
-
-        Examples
-        --------
-        >>> import geopandas as gpd, geoldp
-        >>> from shapely import LineString, box
-        >>> pois = geoldp.PointSet([0.0, 0.01, 0.02, 0.03], [0.0, 0.01, 0.0, 0.01])
-        >>> lines = [LineString([(0, 0), (0.02, 0)]), LineString([(0.01, 0.01), (0.03, 0.01)])]
-        >>> trips = gpd.GeoDataFrame(geometry=lines, crs="EPSG:4326")
-        >>> [seq.tolist() for seq in trips.ldp.snap(pois)]
-        [[0, 2], [1, 3]]
-        """
         return snap(
             self._obj,
             points,
@@ -529,6 +509,7 @@ class LDPAccessor:
             return_distances=return_distances,
         )
 
+    @doc(example_frame=_EXAMPLE_FRAME)
     def to_geojson(self, path: Any, *, ledger: bool = True, overwrite: bool = False) -> Any:
         """Write this frame as RFC 7946 GeoJSON (WGS 84) with the ledger as a top-level ``"geoldp"`` member.
 
@@ -561,11 +542,7 @@ class LDPAccessor:
 
         Examples
         --------
-        >>> import geopandas as gpd, geoldp
-        >>> from shapely import LineString, box
-        >>> pois = geoldp.PointSet([0.0, 0.01, 0.02, 0.03], [0.0, 0.01, 0.0, 0.01])
-        >>> lines = [LineString([(0, 0), (0.02, 0)]), LineString([(0.01, 0.01), (0.03, 0.01)])]
-        >>> trips = gpd.GeoDataFrame(geometry=lines, crs="EPSG:4326")
+        {example_frame}
         >>> import pathlib, tempfile
         >>> out = trips.ldp.perturb(pois, epsilon=4.0, rng=0)
         >>> path = out.ldp.to_geojson(pathlib.Path(tempfile.mkdtemp()) / "released.geojson")
@@ -576,6 +553,7 @@ class LDPAccessor:
 
         return io.to_geojson(self._obj, path, ledger=ledger, overwrite=overwrite)
 
+    @doc(example_frame=_EXAMPLE_FRAME)
     def range_count(self, region: Any, *, points: Any = None, how: str = "points") -> Any:
         """Number of this frame's trajectories that pass through ``region``.
 
@@ -608,11 +586,7 @@ class LDPAccessor:
 
         Examples
         --------
-        >>> import geopandas as gpd, geoldp
-        >>> from shapely import LineString, box
-        >>> pois = geoldp.PointSet([0.0, 0.01, 0.02, 0.03], [0.0, 0.01, 0.0, 0.01])
-        >>> lines = [LineString([(0, 0), (0.02, 0)]), LineString([(0.01, 0.01), (0.03, 0.01)])]
-        >>> trips = gpd.GeoDataFrame(geometry=lines, crs="EPSG:4326")
+        {example_frame}
         >>> trips.ldp.range_count(box(-0.001, -0.001, 0.001, 0.001))
         1
         >>> int(trips.ldp.range_count((0.03, 0.01, 0.5)))  # a circle: (lon, lat, radius_km)
@@ -622,6 +596,7 @@ class LDPAccessor:
 
         return queries.range_count(self._obj, region, points=points, how=how)
 
+    @doc(example_frame=_EXAMPLE_FRAME)
     def visit_counts(self, points: Any, *, max_km: float | None = 0.001) -> Any:
         """Number of distinct trajectories of this frame visiting each public point.
 
@@ -652,11 +627,7 @@ class LDPAccessor:
 
         Examples
         --------
-        >>> import geopandas as gpd, geoldp
-        >>> from shapely import LineString, box
-        >>> pois = geoldp.PointSet([0.0, 0.01, 0.02, 0.03], [0.0, 0.01, 0.0, 0.01])
-        >>> lines = [LineString([(0, 0), (0.02, 0)]), LineString([(0.01, 0.01), (0.03, 0.01)])]
-        >>> trips = gpd.GeoDataFrame(geometry=lines, crs="EPSG:4326")
+        {example_frame}
         >>> trips.ldp.visit_counts(pois).tolist()
         [1, 1, 1, 1]
         """
@@ -664,6 +635,7 @@ class LDPAccessor:
 
         return queries.visit_counts(self._obj, points, max_km=max_km)
 
+    @doc(example_frame=_EXAMPLE_FRAME)
     def evaluate(
         self,
         perturbed: Any,
@@ -740,11 +712,7 @@ class LDPAccessor:
 
         Examples
         --------
-        >>> import geopandas as gpd, geoldp
-        >>> from shapely import LineString, box
-        >>> pois = geoldp.PointSet([0.0, 0.01, 0.02, 0.03], [0.0, 0.01, 0.0, 0.01])
-        >>> lines = [LineString([(0, 0), (0.02, 0)]), LineString([(0.01, 0.01), (0.03, 0.01)])]
-        >>> trips = gpd.GeoDataFrame(geometry=lines, crs="EPSG:4326")
+        {example_frame}
         >>> out = trips.ldp.perturb(pois, epsilon=4.0, rng=0)
         >>> table = trips.ldp.evaluate(out, points=pois)
         >>> list(table.index), table.columns[0]
@@ -812,262 +780,117 @@ class LDPAccessor:
 
     # -- collector-side estimators (geoldp.estimate); the mechanism is read from this frame's ledger --------
 
+    @doc(
+        _ESTIMATOR_METHOD,
+        summary="Fit the collector-side population model to this release once, for many queries.",
+        function="fit",
+        parameters="",
+        options=_OPTIONS,
+        returns="""
+            geoldp.estimate.Population
+                Its methods ``visit_counts(zones)``, ``range_counts(regions)``, ``od_flows(zones)``,
+                ``hotspots(k)`` and ``denoise()`` all read the same fit.""",
+        raises="",
+        see_also="the model, its selection and its intervals",
+        examples="""
+            >>> pop = out.ldp.fit_population(pois)  # doctest: +SKIP
+            >>> pop.visit_counts(zones), pop.denoise()  # doctest: +SKIP""",
+    )
     def fit_population(self, points: Any, **kwargs: Any) -> Any:
-        """Fit the collector-side population model to this release once, for many queries.
-
-        Post-processing: reads only this release, the public points and the public configuration, never
-        the originals, so it spends no privacy budget.
-
-        Parameters
-        ----------
-        points : PointSet, GeoDataFrame or GeoSeries of Points
-            The public point set the release was made with.
-        **kwargs
-            Passed to :func:`geoldp.estimate.fit`: ``mechanism``/``epsilon`` (default: read from this
-            frame's ledger ``attrs["geoldp"]``; a conflicting value is an error), ``rng``, ``n_candidates``,
-            ``n_sims``, ``n_iter``, ``n_boot``, ``level``, ``cell_km``.
-
-        Returns
-        -------
-        geoldp.estimate.Population
-            Its methods ``visit_counts(zones)``, ``range_counts(regions)``, ``od_flows(zones)``,
-            ``hotspots(k)`` and ``denoise()`` all read the same fit.
-
-        Raises
-        ------
-        TypeError, ValueError
-            No mechanism and no ledger; an ε that conflicts with the ledger; a vertex that is not a public
-            point.
-
-        See Also
-        --------
-        geoldp.estimate.fit : the model, its selection and its intervals (docs: "What can a collector
-            learn?").
-
-        Examples
-        --------
-        >>> out = trips.ldp.perturb(pois, epsilon=4.0)  # doctest: +SKIP
-        >>> pop = out.ldp.fit_population(pois)  # doctest: +SKIP
-        >>> pop.visit_counts(zones), pop.denoise()  # doctest: +SKIP
-        """
         from geoldp import estimate
 
         return estimate.fit(self._obj, points, **kwargs)
 
+    @doc(
+        _ESTIMATOR_METHOD,
+        summary="Estimated number of distinct original trajectories visiting each public point (or zone).",
+        function="visit_counts",
+        parameters=_ZONES_OPTIONAL,
+        options=_OPTIONS,
+        returns=fill(_ESTIMATE_RETURNS, rows="public point (P's order) or zone (the zones' index)"),
+        raises="; zones without a CRS",
+        see_also=_ESTIMATOR,
+        examples=">>> out.ldp.estimate_visits(pois, zones=geoldp.metrics.zone_grid(pois))  # doctest: +SKIP",
+    )
     def estimate_visits(self, points: Any, *, zones: Any = None, **kwargs: Any) -> Any:
-        """Estimated number of distinct original trajectories visiting each public point (or zone).
-
-        Post-processing: reads only this release, the public points and the public configuration, never
-        the originals, so it spends no privacy budget.
-
-        Parameters
-        ----------
-        points : PointSet, GeoDataFrame or GeoSeries of Points
-            The public point set the release was made with.
-        zones : GeoDataFrame or GeoSeries of polygons, optional
-            Count per zone (any CRS; a CRS is required) instead of per public point.
-        **kwargs
-            Passed to :func:`geoldp.estimate.visit_counts`: ``mechanism``/``epsilon`` (default: read from this
-            frame's ledger ``attrs["geoldp"]``; a conflicting value is an error), ``rng``, ``n_candidates``,
-            ``n_sims``, ``n_iter``, ``n_boot``, ``level``, ``cell_km``.
-
-        Returns
-        -------
-        pandas.DataFrame
-            Columns ``estimate``, ``lower``, ``upper`` (the 95 % interval), ``raw`` (the same statistic
-            computed on the release as it is) and ``supported`` (False where the interval also holds the
-            estimate of a no-data population: the release cannot tell that row from no data), one row
-            per public point (P's order) or zone (the zones' index).
-
-        Raises
-        ------
-        TypeError, ValueError
-            No mechanism and no ledger; an ε that conflicts with the ledger; a vertex that is not a public
-            point; zones without a CRS.
-
-        See Also
-        --------
-        geoldp.estimate.visit_counts : the estimator, its model and its intervals (docs: "What can a collector
-            learn?").
-
-        Examples
-        --------
-        >>> out = trips.ldp.perturb(pois, epsilon=4.0)  # doctest: +SKIP
-        >>> out.ldp.estimate_visits(pois, zones=geoldp.metrics.zone_grid(pois))  # doctest: +SKIP
-        """
         from geoldp import estimate
 
         return estimate.visit_counts(self._obj, points, zones=zones, **kwargs)
 
+    @doc(
+        _ESTIMATOR_METHOD,
+        summary="Estimated number of original trajectories passing through each region.",
+        function="range_counts",
+        parameters="""
+            regions : sequence of (lon, lat, radius_km) circles or polygons, or GeoSeries of polygons
+                The query regions.""",
+        options=_OPTIONS,
+        returns=fill(_ESTIMATE_RETURNS, rows="region, in the given order"),
+        raises="; a malformed region",
+        see_also=_ESTIMATOR,
+        examples=">>> out.ldp.estimate_range_counts(pois, [(-87.63, 41.88, 1.5)])  # doctest: +SKIP",
+    )
     def estimate_range_counts(self, points: Any, regions: Any, **kwargs: Any) -> Any:
-        """Estimated number of original trajectories passing through each region.
-
-        Post-processing: reads only this release, the public points and the public configuration, never
-        the originals, so it spends no privacy budget.
-
-        Parameters
-        ----------
-        points : PointSet, GeoDataFrame or GeoSeries of Points
-            The public point set the release was made with.
-        regions : sequence of (lon, lat, radius_km) circles or polygons, or GeoSeries of polygons
-            The query regions.
-        **kwargs
-            Passed to :func:`geoldp.estimate.range_counts`: ``mechanism``/``epsilon`` (default: read from this
-            frame's ledger ``attrs["geoldp"]``; a conflicting value is an error), ``rng``, ``n_candidates``,
-            ``n_sims``, ``n_iter``, ``n_boot``, ``level``, ``cell_km``.
-
-        Returns
-        -------
-        pandas.DataFrame
-            Columns ``estimate``, ``lower``, ``upper`` (the 95 % interval), ``raw`` (the same statistic
-            computed on the release as it is) and ``supported`` (False where the interval also holds the
-            estimate of a no-data population: the release cannot tell that row from no data), one row
-            per region, in the given order.
-
-        Raises
-        ------
-        TypeError, ValueError
-            No mechanism and no ledger; an ε that conflicts with the ledger; a vertex that is not a public
-            point; a malformed region.
-
-        See Also
-        --------
-        geoldp.estimate.range_counts : the estimator, its model and its intervals (docs: "What can a collector
-            learn?").
-
-        Examples
-        --------
-        >>> out = trips.ldp.perturb(pois, epsilon=4.0)  # doctest: +SKIP
-        >>> out.ldp.estimate_range_counts(pois, [(-87.63, 41.88, 1.5)])  # doctest: +SKIP
-        """
         from geoldp import estimate
 
         return estimate.range_counts(self._obj, points, regions, **kwargs)
 
+    @doc(
+        _ESTIMATOR_METHOD,
+        summary=(
+            "Estimated origin-destination flows: trajectories by the zones of their first and last points."
+        ),
+        function="od_flows",
+        parameters="""
+            zones : GeoDataFrame or GeoSeries of polygons
+                The zones (any CRS; a CRS is required).""",
+        options=_OPTIONS,
+        returns="""
+            pandas.DataFrame
+                Long format: ``origin``, ``destination`` (zone labels), ``estimate``, ``lower``, ``upper``,
+                ``raw``, ``supported``.""",
+        raises="; zones without a CRS",
+        see_also=_ESTIMATOR,
+        examples=">>> out.ldp.estimate_od_flows(pois, geoldp.metrics.zone_grid(pois))  # doctest: +SKIP",
+    )
     def estimate_od_flows(self, points: Any, zones: Any, **kwargs: Any) -> Any:
-        """Estimated origin-destination flows: trajectories by the zones of their first and last points.
-
-        Post-processing: reads only this release, the public points and the public configuration, never
-        the originals, so it spends no privacy budget.
-
-        Parameters
-        ----------
-        points : PointSet, GeoDataFrame or GeoSeries of Points
-            The public point set the release was made with.
-        zones : GeoDataFrame or GeoSeries of polygons
-            The zones (any CRS; a CRS is required).
-        **kwargs
-            Passed to :func:`geoldp.estimate.od_flows`: ``mechanism``/``epsilon`` (default: read from this
-            frame's ledger ``attrs["geoldp"]``; a conflicting value is an error), ``rng``, ``n_candidates``,
-            ``n_sims``, ``n_iter``, ``n_boot``, ``level``, ``cell_km``.
-
-        Returns
-        -------
-        pandas.DataFrame
-            Long format: ``origin``, ``destination`` (zone labels), ``estimate``, ``lower``, ``upper``,
-            ``raw``, ``supported``.
-
-        Raises
-        ------
-        TypeError, ValueError
-            No mechanism and no ledger; an ε that conflicts with the ledger; a vertex that is not a public
-            point; zones without a CRS.
-
-        See Also
-        --------
-        geoldp.estimate.od_flows : the estimator, its model and its intervals (docs: "What can a collector
-            learn?").
-
-        Examples
-        --------
-        >>> out = trips.ldp.perturb(pois, epsilon=4.0)  # doctest: +SKIP
-        >>> out.ldp.estimate_od_flows(pois, geoldp.metrics.zone_grid(pois))  # doctest: +SKIP
-        """
         from geoldp import estimate
 
         return estimate.od_flows(self._obj, points, zones, **kwargs)
 
+    @doc(
+        _ESTIMATOR_METHOD,
+        summary="The top-k public points (or zones) by estimated visits, with their intervals.",
+        function="hotspots",
+        parameters="k : int, default 10\n    Number of hotspots.\n" + _ZONES_OPTIONAL,
+        options=_OPTIONS,
+        returns="""
+            pandas.DataFrame
+                The k rows of :meth:`estimate_visits` with the largest estimates, largest first.""",
+        raises="; k not a positive int",
+        see_also=_ESTIMATOR,
+        examples=">>> out.ldp.estimate_hotspots(pois, k=5)  # doctest: +SKIP",
+    )
     def estimate_hotspots(self, points: Any, *, k: int = 10, zones: Any = None, **kwargs: Any) -> Any:
-        """The top-k public points (or zones) by estimated visits, with their intervals.
-
-        Post-processing: reads only this release, the public points and the public configuration, never
-        the originals, so it spends no privacy budget.
-
-        Parameters
-        ----------
-        points : PointSet, GeoDataFrame or GeoSeries of Points
-            The public point set the release was made with.
-        k : int, default 10
-            Number of hotspots.
-        zones : GeoDataFrame or GeoSeries of polygons, optional
-            Count per zone (any CRS; a CRS is required) instead of per public point.
-        **kwargs
-            Passed to :func:`geoldp.estimate.hotspots`: ``mechanism``/``epsilon`` (default: read from this
-            frame's ledger ``attrs["geoldp"]``; a conflicting value is an error), ``rng``, ``n_candidates``,
-            ``n_sims``, ``n_iter``, ``n_boot``, ``level``, ``cell_km``.
-
-        Returns
-        -------
-        pandas.DataFrame
-            The k rows of :meth:`estimate_visits` with the largest estimates, largest first.
-
-        Raises
-        ------
-        TypeError, ValueError
-            No mechanism and no ledger; an ε that conflicts with the ledger; a vertex that is not a public
-            point; k not a positive int.
-
-        See Also
-        --------
-        geoldp.estimate.hotspots : the estimator, its model and its intervals (docs: "What can a collector
-            learn?").
-
-        Examples
-        --------
-        >>> out = trips.ldp.perturb(pois, epsilon=4.0)  # doctest: +SKIP
-        >>> out.ldp.estimate_hotspots(pois, k=5)  # doctest: +SKIP
-        """
         from geoldp import estimate
 
         return estimate.hotspots(self._obj, points, k=k, zones=zones, **kwargs)
 
-    def denoise(self, points: Any, **kwargs: Any) -> Any:
-        """A denoised copy of this release: for each trajectory a point estimate of the original.
-
-        Post-processing: reads only this release, the public points and the public configuration, never
-        the originals, so it spends no privacy budget.
-
-        Parameters
-        ----------
-        points : PointSet, GeoDataFrame or GeoSeries of Points
-            The public point set the release was made with.
-        **kwargs
-            Passed to :func:`geoldp.estimate.denoise`: ``mechanism``/``epsilon`` (default: read from this
-            frame's ledger ``attrs["geoldp"]``; a conflicting value is an error), ``rng``, ``n_candidates``,
-            ``n_sims``, ``n_iter``, ``cell_km``.
-
-        Returns
-        -------
+    @doc(
+        _ESTIMATOR_METHOD,
+        summary="A denoised copy of this release: for each trajectory a point estimate of the original.",
+        function="denoise",
+        parameters="",
+        options="``cell_km``",
+        returns="""
         geopandas.GeoDataFrame
             The same index, row order, CRS and vertex count per row as this frame; every vertex is a public
-            point (the posterior geometric median of its position under the fitted population model).
-
-        Raises
-        ------
-        TypeError, ValueError
-            No mechanism and no ledger; an ε that conflicts with the ledger; a vertex that is not a public
-            point; a frame that is not a release of LineStrings.
-
-        See Also
-        --------
-        geoldp.estimate.denoise : the estimator, its model and its intervals (docs: "What can a collector
-            learn?").
-
-        Examples
-        --------
-        >>> out = trips.ldp.perturb(pois, epsilon=4.0)  # doctest: +SKIP
-        >>> out.ldp.denoise(pois)  # doctest: +SKIP
-        """
+            point (the posterior geometric median of its position under the fitted population model).""",
+        raises="; a frame that is not a release of LineStrings",
+        see_also=_ESTIMATOR,
+        examples=">>> out.ldp.denoise(pois)  # doctest: +SKIP",
+    )
+    def denoise(self, points: Any, **kwargs: Any) -> Any:
         from geoldp import estimate
 
         return estimate.denoise(self._obj, points, **kwargs)

@@ -27,6 +27,7 @@ LAYERS: list[tuple[str, ...]] = [
         "_formats",
         "_safe_write",
         "_numba_cache",
+        "_docstrings",
     ),  # foundations
     ("geo",),  # sphere geometry
     ("budget", "pointset", "accounting", "points"),  # budgets, ledgers, accounting; public point sets
@@ -275,7 +276,7 @@ GEO_IMPORTERS: dict[str, set[str]] = {
     "geoldp.io": {"geopandas", "pyproj", "shapely"},
     "geoldp.layers": {"geopandas", "shapely"},
     "geoldp.ldptrace": {"geopandas", "pyproj", "shapely"},
-    "geoldp.metrics": {"geopandas", "shapely"},
+    "geoldp.metrics._zoning": {"geopandas", "shapely"},
     "geoldp.plotting": {"geopandas"},
     "geoldp.points": {"geopandas", "pyproj", "shapely"},
     "geoldp.pointset": {"geopandas"},

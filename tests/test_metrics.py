@@ -11,7 +11,10 @@ import pytest
 import shapely
 
 from geoldp import _frames, metrics
+from geoldp.geo import haversine_array_m
 from geoldp.metrics import (
+    _distributions,
+    _hotspots,
     diameter_error,
     evaluate,
     hotspot_preservation,
@@ -246,11 +249,9 @@ def test_diameters_long_trajectory_block_path_matches_brute_force():
     lat = rng.uniform(39.8, 40.1, n)
     gdf = gpd.GeoDataFrame(geometry=[shapely.LineString(np.column_stack([lon, lat]))], crs="EPSG:4326")
     tr = _frames.trajectory_arrays(gdf, None, name="original", caller="test")
-    brute = max(
-        metrics._haversine_m(lon[i], lat[i], lon[j], lat[j]) for i in range(n) for j in range(i + 1, n)
-    )
-    assert metrics._diameters_km(tr, budget=1000)[0] == pytest.approx(brute / 1000.0, rel=1e-12)
-    assert metrics._diameters_km(tr)[0] == pytest.approx(brute / 1000.0, rel=1e-12)
+    brute = max(haversine_array_m(lon[i], lat[i], lon[j], lat[j]) for i in range(n) for j in range(i + 1, n))
+    assert _distributions.diameters_km(tr, budget=1000)[0] == pytest.approx(brute / 1000.0, rel=1e-12)
+    assert _distributions.diameters_km(tr)[0] == pytest.approx(brute / 1000.0, rel=1e-12)
 
 
 def test_distribution_error_bad_method():
@@ -299,6 +300,36 @@ def test_evaluate_exported_at_package_root():
     import geoldp
 
     assert geoldp.evaluate is metrics.evaluate
+
+
+def test_every_public_name_keeps_its_path():
+    # the package is split by concern behind one public path: each name is importable from it, is the
+    # function its submodule defines, and documents itself under that path
+    import importlib
+
+    for name in metrics.__all__:
+        obj = getattr(importlib.import_module("geoldp.metrics"), name)
+        assert callable(obj), name
+        assert obj.__module__.startswith("geoldp.metrics."), name
+        assert obj.__doc__ and "Examples" in obj.__doc__, name
+    assert metrics.normalised_error is metrics.normalized_error
+    assert metrics.BASELINES == ("uniform", "constant")
+
+
+def test_evaluate_hotspot_columns_equal_hotspot_preservation():
+    # one scoring function behind both: the evaluate columns are the hotspot_preservation values
+    t = evaluate(ORIG, PERT, points=P, k=2, baselines=(), zones=None, regions=None)
+    r = hotspot_preservation(ORIG, PERT, k=2, points=P)
+    for key in ("acd", "acd_relative", "overlap"):
+        assert t.loc["perturbed", f"hotspot_{key}"] == r[key]
+    assert np.isnan(r["kendall_tau"]) == np.isnan(t.loc["perturbed", "hotspot_kendall_tau"])
+
+
+def test_max_zones_is_read_from_the_package_at_call_time(monkeypatch):
+    n = len(metrics.zone_grid(P, cell_km=50.0))
+    monkeypatch.setattr(metrics, "MAX_ZONES", n - 1)
+    with pytest.raises(ValueError, match=f"MAX_ZONES = {n - 1}"):
+        metrics.zone_grid(P, cell_km=50.0)
 
 
 # ------------------------------------------------------------------------------------------------------
@@ -364,7 +395,7 @@ def test_kendall_tau_b_matches_scipy_with_ties():
         x = rng.integers(0, 5, k).astype(float)
         y = rng.integers(0, 5, k).astype(float)
         ref = kendalltau(x, y).statistic
-        got = metrics._kendall_tau_b(x, y)
+        got = _hotspots.kendall_tau_b(x, y)
         if np.isnan(ref):
             assert np.isnan(got)
         else:
@@ -516,7 +547,9 @@ def test_baseline_releases_use_public_data_only():
 
     import unittest.mock
 
-    with unittest.mock.patch.object(metrics, "baseline_release", spy):
+    from geoldp.metrics import _evaluate
+
+    with unittest.mock.patch.object(_evaluate, "baseline_release", spy):  # the name evaluate calls
         ta = evaluate(orig_a, orig_b, points=pts, rng=5)
         tb = evaluate(orig_b, orig_a, points=pts, rng=5)
     assert [k for k, _ in seen] == ["uniform", "constant"] * 2

@@ -37,6 +37,7 @@ import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 
+from geoldp._docstrings import doc, shares_parameters
 from geoldp._random import resolve_rng
 from geoldp._validation import check_int_min, check_positive_km, check_real
 from geoldp.estimate import _denoise, _inputs, _model
@@ -286,6 +287,21 @@ def _frame(est, lo, hi, raw, supported, index) -> pd.DataFrame:
     )
 
 
+#: The keyword parameters the estimators share, with their defaults: one definition, documented once in
+#: ``_FIT_DOC`` and checked against each estimator's signature when this module is imported.
+_FIT_PARAMETERS: dict[str, Any] = {
+    "mechanism": None,
+    "epsilon": None,
+    "mechanism_options": None,
+    "rng": None,
+    "n_candidates": 3000,
+    "n_sims": 16,
+    "n_boot": 30,
+    "n_iter": "cv",
+    "cell_km": None,
+    "level": 0.95,
+}
+
 _FIT_DOC = """
     mechanism : None, {"tp", "atp", "pointem"}, TP/ATP/PointEM object or dict, default None
         The public configuration of the mechanism that produced ``released``. ``None`` reads the ledger
@@ -321,6 +337,8 @@ _FIT_DOC = """
         Nominal coverage of the interval."""
 
 
+@doc(fit=_FIT_DOC)
+@shares_parameters(_FIT_PARAMETERS)
 def fit(
     released: Any,
     points: Any,
@@ -377,6 +395,8 @@ def fit(
     )
 
 
+@doc(fit=_FIT_DOC)
+@shares_parameters(_FIT_PARAMETERS)
 def visit_counts(
     released: Any,
     points: Any,
@@ -461,6 +481,8 @@ def visit_counts(
     return pop._visit_counts(zones, caller)
 
 
+@doc(fit=_FIT_DOC)
+@shares_parameters(_FIT_PARAMETERS)
 def range_counts(
     released: Any,
     points: Any,
@@ -505,6 +527,8 @@ def range_counts(
     return pop._range_counts(regions, how, caller)
 
 
+@doc(fit=_FIT_DOC)
+@shares_parameters(_FIT_PARAMETERS)
 def od_flows(
     released: Any,
     points: Any,
@@ -580,6 +604,7 @@ def hotspots(
     )
 
 
+@shares_parameters(_FIT_PARAMETERS, without=("n_boot", "level"))  # no interval: no bootstrap
 def denoise(
     released: Any,
     points: Any,
@@ -618,9 +643,3 @@ def denoise(
         n_candidates=n_candidates, n_sims=n_sims, n_boot=0, n_iter=n_iter, cell_km=cell_km, level=0.95
     )
     return _prepare(released, points, mechanism, epsilon, mechanism_options, rng, fit_kw, caller).denoise()
-
-
-for _f in (fit, visit_counts, range_counts, od_flows, denoise):
-    if _f.__doc__:
-        _f.__doc__ = _f.__doc__.replace("    {fit}", _FIT_DOC.strip("\n"), 1)
-del _f
