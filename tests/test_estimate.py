@@ -326,14 +326,7 @@ def compact_population(seed: int, n: int = 500) -> list[np.ndarray]:
 @pytest.mark.parametrize(
     "mech",
     [
-        pytest.param(
-            "pointem",
-            marks=pytest.mark.xfail(
-                reason="measured per-seed L1 gains -0.029..+0.077 (mean +0.020, not significant): in some "
-                "length groups the held-out likelihood clearly prefers a no-data population (the constant "
-                "at P's 1-median or uniform draws), which the selection may not pass over"
-            ),
-        ),
+        "pointem",
         pytest.param(
             "atp",
             marks=pytest.mark.xfail(
@@ -344,6 +337,14 @@ def compact_population(seed: int, n: int = 500) -> list[np.ndarray]:
     ],
 )
 def test_compact_campus_zone_visits_not_worse_than_raw(mech):
+    """PointEM at ε = 4 spends ε/n per point on a campus-sized P: the channel is so flat that the held-out
+    likelihoods of every model of a length group differ by about 1 nat over ~100 rows (a likelihood ratio
+    near e). Those differences are consistent across rows, so they were once "significant", and the
+    selection then chose the constant at P's 1-median or uniform draws in some groups (per-seed gains
+    -0.029..+0.077). Below the evidence margin (``_model.EVIDENCE_NATS``) the release cannot tell the
+    models apart and the selection keeps the release: the estimate is the release smoothed by the channel,
+    never worse than raw, and better by a small amount."""
+
     def truth_of(trajs):
         out = np.zeros(len(CZONES))
         for t in trajs:

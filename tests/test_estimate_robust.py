@@ -89,12 +89,13 @@ CHECKS = (0, 4)
 
 
 def beaten_by_a_baseline(per_row: np.ndarray, s: int, j: int) -> bool:
-    """Whether a baseline's held-out score beats model (s, j) by more than one paired standard error."""
+    """Whether a baseline's held-out score beats model (s, j) by more than one paired standard error and
+    by more than the evidence margin (a likelihood ratio of e^3 over the held-out rows)."""
     from geoldp.estimate import _model
 
     for st, it in _model.BASELINES:
         d = per_row[STARTS.index(st), CHECKS.index(it)] - per_row[s, j]
-        if d.sum() > d.std(ddof=1) * np.sqrt(d.size):
+        if d.sum() > max(d.std(ddof=1) * np.sqrt(d.size), _model.EVIDENCE_NATS):
             return True
     return False
 
