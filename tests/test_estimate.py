@@ -248,21 +248,8 @@ def test_bad_options_are_errors():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(
-    "mech, floor",
-    [
-        ("tp", 0.5),
-        pytest.param(
-            "atp",
-            0.6,
-            marks=pytest.mark.xfail(
-                reason="measured 0.50: the composite likelihood's plausible models do not bracket the truth"
-            ),
-        ),
-        ("pointem", 0.75),
-    ],
-)
-def test_zone_interval_coverage(mech, floor):
+@pytest.mark.parametrize("mech", ["tp", "atp", "pointem"])
+def test_zone_interval_coverage(mech):
     covered = []
     for seed in range(6):
         trajs = population(seed)
@@ -270,10 +257,10 @@ def test_zone_interval_coverage(mech, floor):
         est = estimate.visit_counts(rel, P, mechanism=mech, epsilon=8.0, zones=ZONES, rng=seed, n_boot=30)
         truth = zone_truth(trajs)
         covered.extend(((truth >= est["lower"]) & (truth <= est["upper"])).tolist())
-    # measured over these 96 zone-seed cases: PointEM (exact channel) 0.85, TP 0.62, ATP 0.50 (nominal 0.95);
-    # each floor is about three binomial standard errors below its measured value, a guard against a
-    # collapse of the intervals (docs/collector.md)
-    assert np.mean(covered) >= floor
+    # nominal 0.95 over these 96 zone-seed cases, minus three binomial standard errors (0.022 each); the
+    # model's interval alone covered 0.85 (PointEM), 0.62 (TP) and 0.50 (ATP) here: the channel check
+    # widens it where the release hides the count (docs/collector.md)
+    assert np.mean(covered) >= 0.95 - 3.0 * math.sqrt(0.95 * 0.05 / len(covered)), np.mean(covered)
 
 
 def test_accessor_shortcuts_read_the_ledger():

@@ -557,61 +557,75 @@ class _Channel:
     """What the release itself can say about each count, from the simulated channel (an interval per column).
 
     For every released length, the kept simulated releases of the library's candidates give the channel's
-    mean response of each column: across candidates c, the mean released value A_ct = E[V_t(release of c)]
-    is regressed on the candidate's own value V_ct, A ≈ a_t + b_t V. When the slope b_t exceeds z standard
+    mean response of each column: across candidates c (weighted half by the fitted population, half
+    uniformly), the mean released value A_ct = E[V_t(release of c)] is regressed on the candidate's own
+    value V_ct, A ≈ a_t + b_t V. When the slope b_t exceeds z standard
     errors, the count is estimated by moments, (R_t − N a_t) / b_t with R_t the raw count of the N
     releases (its variance: the releases' empirical variance and the regression's, by the delta method);
     otherwise the release's count in t hardly depends on the originals' and the group's count may be
-    anything in [0, N · max V]. The estimate's interval is widened to hold this one. It depends on neither
-    the composite likelihood nor the population model, so where the channel hides a count, no model makes
-    the interval look informative.
+    anything in [N · min V, N · max V] (V over the library and the releases: [0, N] for an indicator).
+    The estimate's interval is widened to hold this one. It does not use the composite likelihood, so
+    where the channel hides a count, no model makes the interval look informative.
     """
 
     def __init__(self) -> None:
-        self.est: np.ndarray | None = None
-        self.var: np.ndarray | None = None
-        self.free: np.ndarray | None = None  # Σ over uninformative groups of N · max value
-        self.cap: np.ndarray | None = None  # Σ over groups of N · max value (the count's upper bound)
+        # per column, summed over groups: moment estimate and variance (informative groups), N · min value
+        # and N · (max − min) (uninformative groups), N · max value (all groups: the count's upper bound)
+        self.sums: np.ndarray | None = None  # (5, T)
+
+    @property
+    def cap(self) -> np.ndarray | None:
+        return None if self.sums is None else self.sums[4]
 
     def add(self, g: Group, values, v, z: float) -> None:
         t = v.shape[1]
+        y = sp.csr_matrix(values(g.released))
         if g.sims is None or g.sims.shape[1] == 0:
             est, var, ok = np.zeros(t), np.zeros(t), np.zeros(t, dtype=bool)
-            y = sp.csr_matrix(values(g.released))
         else:
             sims = g.sims.astype(np.int64)
             a_mat = sp.csr_matrix(values(sims[:, 0]))
             for s in range(1, sims.shape[1]):
                 a_mat = a_mat + sp.csr_matrix(values(sims[:, s]))
             a_mat = a_mat / float(sims.shape[1])
-            y = sp.csr_matrix(values(g.released))
             k = g.cand.shape[0]
             fitted = np.asarray(g.w, dtype=np.float64)
             fitted = fitted / fitted.sum() if fitted.size == k and fitted.sum() > 0 else np.full(k, 1.0 / k)
             # half the fitted population (the candidates like the release), half the whole library
             est, var, ok = _moments(v, sp.csr_matrix(a_mat), y, z, 0.5 * fitted + 0.5 / k)
-            top = np.maximum(np.maximum(_colmax(v), _colmax(y)), 1.0)
+        # the range of a trajectory's value over the library and the releases (0..1 for an indicator)
+        top = np.maximum(np.maximum(_colmax(v), _colmax(y)), 1.0)
+        bottom = np.minimum(_colmin(v), _colmin(y))
         n = float(g.rows.size)
-        free = np.where(ok, 0.0, n * top)
-        cap = n * top
-        if self.est is None or self.var is None or self.free is None or self.cap is None:
-            self.est, self.var, self.free, self.cap = (np.zeros(t) for _ in range(4))
-        self.est += np.where(ok, est, 0.0)
-        self.var += np.where(ok, var, 0.0)
-        self.free += free
-        self.cap += cap
+        add = np.stack(
+            [
+                np.where(ok, est, 0.0),
+                np.where(ok, var, 0.0),
+                np.where(ok, 0.0, n * bottom),
+                np.where(ok, 0.0, n * (top - bottom)),
+                n * top,
+            ]
+        )
+        self.sums = add if self.sums is None else self.sums + add
 
     def interval(self, z: float, t: int) -> tuple[np.ndarray, np.ndarray]:
-        if self.est is None or self.var is None or self.free is None or self.cap is None:
+        if self.sums is None:
             return np.full(t, np.inf), np.full(t, -np.inf)
-        sd = np.sqrt(np.maximum(self.var, 0.0))
-        lo = np.clip(self.est - z * sd, 0.0, self.cap)
-        hi = np.clip(self.est + z * sd + self.free, 0.0, self.cap)
+        est, var, floor, free, cap = self.sums
+        sd = np.sqrt(np.maximum(var, 0.0))
+        lo = np.clip(est - z * sd + floor, 0.0, cap)
+        hi = np.clip(est + z * sd + floor + free, 0.0, cap)
         return lo, np.maximum(hi, lo)
 
 
 def _colsum(m) -> np.ndarray:
     return np.asarray(m.sum(axis=0), dtype=np.float64).reshape(-1)
+
+
+def _colmin(m) -> np.ndarray:
+    if m.shape[0] == 0:
+        return np.zeros(m.shape[1])
+    return np.maximum(np.asarray(m.min(axis=0).toarray(), dtype=np.float64).reshape(-1), 0.0)
 
 
 def _colmax(m) -> np.ndarray:
