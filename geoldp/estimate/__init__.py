@@ -15,9 +15,11 @@ iteration count are chosen by two-fold cross-validation of the held-out likeliho
 within one standard error of the best, preferring the release itself, never one that the raw release or a
 no-data population beats on held-out rows by more than a standard error). Each estimate is the posterior
 mean of its count; the 95 % interval spans the estimates of the models cross-validation cannot reject and
-adds the posterior variance of which trajectory is which and a bootstrap over released rows; the
-``supported`` column flags the counts the release cannot tell from a population without data (see
-:func:`visit_counts`). :func:`fit` fits once for many queries.
+adds the posterior variance of which trajectory is which and a bootstrap over released rows, and is
+widened to what the simulated channel itself can show of the count (a moment estimate that does not use
+the likelihood); the ``supported`` column flags the counts the release cannot tell from a population
+without data (see :func:`visit_counts`). Every table also carries the same for the sum of its columns in
+``attrs["total"]``. :func:`fit` fits once for many queries.
 
 Functions
 ---------
