@@ -27,6 +27,11 @@ started from uniform weights and stopped early (a fixed number of iterations, or
 cross-validation of the held-out per-trajectory log-likelihood). Estimates and intervals come from the
 per-trajectory posterior r (see :meth:`Model.estimate`).
 
+Intervals: the posterior variance, a bootstrap over released rows and the range of the plausible models,
+widened to hold what the simulated channel alone can say of each count (a moment estimate from a few kept
+simulated releases of the candidates; where the release's count hardly depends on the originals', the whole
+range of counts), so that an overconfident composite likelihood cannot make an interval look informative.
+
 Randomness: the caller's rng gives one key; every use draws from its own stream derived from that key, the
 length and the purpose (library, cross-validation folds, bootstrap), so the point estimate does not depend on
 how many bootstrap replicates an interval uses or on whether one is computed at all.
@@ -504,7 +509,9 @@ class Model:
         - interval: [lowest estimate − z·sd, highest estimate + z·sd] over the chosen model and the other
           plausible ones (the models cross-validation cannot reject, see :func:`choose`), clipped at 0 and
           at the number of trajectories. Where the release says little, the plausible models differ and
-          the interval says so; where it is informative, they agree and it is the normal interval;
+          the interval says so; where it is informative, they agree and it is the normal interval; then
+          widened to hold the channel's own interval (:class:`_Channel`), which does not trust the
+          composite likelihood;
         - supported: the interval (without a bootstrap: the range of the plausible models' estimates)
           excludes the estimate of each no-data population (uniform draws from P, the constant at P's
           1-median). Where it does not, the release cannot tell this count from what a population without
