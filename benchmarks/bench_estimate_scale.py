@@ -82,7 +82,8 @@ def main(argv=None) -> int:
         if "error" in r:
             print(f"| {n} | {args.points} | – | failed: {r['error']} | – |", flush=True)
         else:
-            print(f"| {n} | {r['points']} | {r['zones']} | {r['cpu_s']:.0f} | {r['peak_gib']:.2f} |", flush=True)
+            row = f"| {n} | {r['points']} | {r['zones']} | {r['cpu_s']:.0f} | {r['peak_gib']:.2f} |"
+            print(row, flush=True)
     return 0
 
 

@@ -15,8 +15,11 @@ one public point), this script reports:
   comes from the model, not from the data;
 - supported: the share of zones / circles whose interval excludes the estimates of both no-data
   populations (the estimator's own flag, column ``supported``);
+- totals: Σ estimate / Σ truth of the zone visits and range counts with the total's own interval
+  (``attrs["total"]``), and coverage over the supported rows only;
 - why: how much the release distribution moves when the population moves from the truth to a
   P-proportional one (``signal``), against the sampling noise between two releases of the same truth;
+  and the slope of a release's distinct-zone count on its original's (within lengths);
 - the run time of ``visit_counts`` (with intervals) on 10^4 synthetic trajectories with |P| = 10^3.
 
 Outputs (``--out``, default docs/results): ``estimators.csv``, ``estimators.md`` and
