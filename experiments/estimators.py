@@ -15,8 +15,11 @@ one public point), this script reports:
   comes from the model, not from the data;
 - supported: the share of zones / circles whose interval excludes the estimates of both no-data
   populations (the estimator's own flag, column ``supported``);
+- totals: Σ estimate / Σ truth of the zone visits and range counts with the total's own interval
+  (``attrs["total"]``), and coverage over the supported rows only;
 - why: how much the release distribution moves when the population moves from the truth to a
   P-proportional one (``signal``), against the sampling noise between two releases of the same truth;
+  and the slope of a release's distinct-zone count on its original's (within lengths);
 - the run time of ``visit_counts`` (with intervals) on 10^4 synthetic trajectories with |P| = 10^3.
 
 Outputs (``--out``, default docs/results): ``estimators.csv``, ``estimators.md`` and
@@ -98,6 +101,31 @@ def distinct_counts(seqs, label: np.ndarray, n_labels: int) -> np.ndarray:
 def l1(a, b) -> float:
     a, b = np.asarray(a, float), np.asarray(b, float)
     return float(np.abs(a / a.sum() - b / b.sum()).sum())
+
+
+def covered_where(truth, table) -> float:
+    """Coverage of the interval over the rows flagged supported (NaN when none is)."""
+    sup = table["supported"].to_numpy()
+    if not sup.any():
+        return float("nan")
+    inside = (truth >= table["lower"].to_numpy()) & (truth <= table["upper"].to_numpy())
+    return float(inside[sup].mean())
+
+
+def within_length_slope(trajs, rel, zone_of) -> float:
+    """OLS slope of a release's distinct-zone count on its original's, within trajectory lengths.
+
+    Near 0: the release's count hardly depends on the original's, so no estimator can learn the total from
+    its first moment (a diagnostic that reads the originals: experiments only).
+    """
+    n = np.array([t.shape[0] for t in trajs])
+    d_o = np.array([np.unique(zone_of[t]).size for t in trajs], dtype=float)
+    d_r = np.array([np.unique(zone_of[r]).size for r in rel], dtype=float)
+    for k in np.unique(n):
+        on = n == k
+        d_o[on] -= d_o[on].mean()
+        d_r[on] -= d_r[on].mean()
+    return float((d_o * d_r).sum() / max((d_o * d_o).sum(), 1e-12))
 
 
 def ne_prq(orig, rel, lon, lat, delta_km: float) -> tuple[float, float]:
@@ -198,6 +226,16 @@ def run_dataset(name, folder, mechanisms, out_dir, rows, max_trajectories=None):
             "zone_coverage_control": float(np.mean((truth_z >= vz_u["lower"]) & (truth_z <= vz_u["upper"]))),
             "zone_supported": float(vz["supported"].mean()),
             "zone_total_ratio": float(vz["estimate"].sum() / truth_z.sum()),
+            "zone_total_lower_ratio": vz.attrs["total"]["lower"] / truth_z.sum(),
+            "zone_total_upper_ratio": vz.attrs["total"]["upper"] / truth_z.sum(),
+            "zone_total_supported": bool(vz.attrs["total"]["supported"]),
+            "zone_total_ratio_control": float(vz_u["estimate"].sum() / truth_z.sum()),
+            "zone_coverage_supported": covered_where(truth_z, vz),
+            "range_total_ratio": float(rc["estimate"].sum() / truth_r.sum()),
+            "range_total_lower_ratio": rc.attrs["total"]["lower"] / truth_r.sum(),
+            "range_total_upper_ratio": rc.attrs["total"]["upper"] / truth_r.sum(),
+            "range_total_supported": bool(rc.attrs["total"]["supported"]),
+            "range_coverage_supported": covered_where(truth_r, rc),
             "zone_total_ratio_raw": float(raw_z.sum() / truth_z.sum()),
             "zone_coverage": float(np.mean((truth_z >= vz["lower"]) & (truth_z <= vz["upper"]))),
             "zone_interval_width_rel": float(np.mean((vz["upper"] - vz["lower"]) / np.maximum(truth_z, 1))),
@@ -212,6 +250,7 @@ def run_dataset(name, folder, mechanisms, out_dir, rows, max_trajectories=None):
             ),
             "range_TRE_estimate": float(np.abs(rc["estimate"].to_numpy() - truth_r).sum() / truth_r.sum()),
             "range_TRE_raw": float(np.abs(rc["raw"].to_numpy() - truth_r).sum() / truth_r.sum()),
+            "range_total_ratio_raw": float(rc["raw"].sum() / truth_r.sum()),
             "range_MRE_raw": float(np.mean(np.abs(rc["raw"].to_numpy() - truth_r)[ok] / truth_r[ok])),
             "range_MRE_uniform": float(np.mean(np.abs(unif_r - truth_r)[ok] / truth_r[ok])),
             "range_TRE_uniform": float(np.abs(unif_r - truth_r).sum() / truth_r.sum()),
@@ -236,6 +275,7 @@ def run_dataset(name, folder, mechanisms, out_dir, rows, max_trajectories=None):
             "signal_L1_release_truth_vs_pprop": l1(raw_z, distinct_counts(rel_u, zone_of, nz)),
             "noise_L1_two_releases": l1(raw_z, distinct_counts(rel_2, zone_of, nz)),
             "population_L1_truth_vs_pprop": l1(truth_z, distinct_counts(uniform_pop, zone_of, nz)),
+            "slope_distinct_zones": within_length_slope(trajs, rel, zone_of),
             "seconds_wall": wall,
             "seconds_cpu": cpu,
         }
@@ -335,6 +375,9 @@ def write_markdown(df: pd.DataFrame, tim: dict, path: Path) -> None:
     def pct(a, b):
         return f"{100 * (1 - a / b):+.0f} %"
 
+    def na(x):
+        return "–" if not np.isfinite(x) else f"{x:.2f}"
+
     def beats(a, c, lower_is_better=True):
         return "yes" if (a < c if lower_is_better else a > c) else "**no**"
 
@@ -359,8 +402,10 @@ def write_markdown(df: pd.DataFrame, tim: dict, path: Path) -> None:
         "one standard error of the best held-out fit, never below the raw release or a no-data population); "
         "estimate = posterior mean; 95 % interval = from the lowest to the highest estimate "
         "of the models cross-validation cannot reject (within two standard errors), widened by 1.96 sd "
-        "(posterior variance plus the variance over 30 bootstrap refits). `width`: median of "
-        "(upper − lower) / truth over the zones with at least 10 true visits.",
+        "(posterior variance plus the variance over 30 bootstrap refits), then widened to hold the channel's "
+        "own interval (a moment estimate from simulated releases of the library: where the release's count "
+        "hardly depends on the originals', it spans every count the group of releases could have). "
+        "`width`: median of (upper − lower) / truth over the zones with at least 10 true visits.",
         "",
         "**The fake-data control** (`control`): the same pipeline — release by the same mechanism at the "
         "same ε, fit, query — on the uniform no-data population (no user data at all), scored against the "
@@ -369,14 +414,14 @@ def write_markdown(df: pd.DataFrame, tim: dict, path: Path) -> None:
         f"Zone L1 beats the control in {wins_z} of {n} settings, range MRE in {wins_r} of {n}, denoise NE "
         f"in {wins_d} of {n}. `supported`: the share of zones (circles) whose interval excludes the "
         "estimates of both no-data populations (the estimator's `supported` column; elsewhere the release "
-        "cannot tell the count from what a population without data gives). `total`: Σ estimate / Σ truth "
-        "of the distinct zone visits (raw: the same for the release).",
+        "cannot tell the count from what a population without data gives); `coverage where supported`: the "
+        "coverage over those zones only (– when none is flagged).",
         "",
         "## Zone visit distribution (L1 of normalised distinct-visit counts; coverage of the 95 % interval)",
         "",
         "| data set | mechanism | estimate | control | beats control | raw | flat | pprop | uniform "
-        "| constant | vs raw | coverage | coverage control | supported | total | total raw | width |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| constant | vs raw | coverage | coverage control | supported | coverage where supported | width |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in df.itertuples():
         lines.append(
@@ -386,8 +431,28 @@ def write_markdown(df: pd.DataFrame, tim: dict, path: Path) -> None:
             f"{r.zone_L1_constant:.3f} | "
             f"{pct(r.zone_L1_estimate, r.zone_L1_raw)} | "
             f"{r.zone_coverage:.2f} | {r.zone_coverage_control:.2f} | {r.zone_supported:.2f} | "
-            f"{r.zone_total_ratio:.2f} | {r.zone_total_ratio_raw:.2f} | "
-            f"{r.zone_interval_width_median_10:.2f} |"
+            f"{na(r.zone_coverage_supported)} | {r.zone_interval_width_median_10:.2f} |"
+        )
+    lines += [
+        "",
+        "## Totals (Σ estimate / Σ truth, with the total's own 95 % interval from `attrs['total']`)",
+        "",
+        "`zone`: the sum of the distinct zone visits; `range`: the sum of the range counts. `supported`: the "
+        "total's interval excludes the totals of both no-data populations. `raw`: the same sum on the "
+        "release; `control`: on the fake-data release.",
+        "",
+        "| data set | mechanism | zone total | interval | supported | raw | control "
+        "| range total | interval | supported | raw |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in df.itertuples():
+        lines.append(
+            f"| {r.dataset} | {r.mechanism} | {r.zone_total_ratio:.2f} | "
+            f"{r.zone_total_lower_ratio:.2f}–{r.zone_total_upper_ratio:.2f} | "
+            f"{'yes' if r.zone_total_supported else 'no'} | {r.zone_total_ratio_raw:.2f} | "
+            f"{r.zone_total_ratio_control:.2f} | {r.range_total_ratio:.2f} | "
+            f"{r.range_total_lower_ratio:.2f}–{r.range_total_upper_ratio:.2f} | "
+            f"{'yes' if r.range_total_supported else 'no'} | {r.range_total_ratio_raw:.2f} |"
         )
     lines += [
         "",
@@ -398,8 +463,8 @@ def write_markdown(df: pd.DataFrame, tim: dict, path: Path) -> None:
         "",
         "| data set | mechanism | circles | MRE estimate | MRE control | beats control | MRE raw "
         "| MRE uniform | MRE constant | vs raw | TRE estimate | TRE control | TRE raw | TRE uniform "
-        "| coverage | coverage control | supported |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| coverage | coverage control | supported | coverage where supported |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in df.itertuples():
         lines.append(
@@ -408,7 +473,8 @@ def write_markdown(df: pd.DataFrame, tim: dict, path: Path) -> None:
             f"{r.range_MRE_raw:.3f} | {r.range_MRE_uniform:.3f} | {r.range_MRE_constant:.3f} "
             f"| {pct(r.range_MRE_estimate, r.range_MRE_raw)} | {r.range_TRE_estimate:.3f} | "
             f"{r.range_TRE_control:.3f} | {r.range_TRE_raw:.3f} | {r.range_TRE_uniform:.3f} | "
-            f"{r.range_coverage:.2f} | {r.range_coverage_control:.2f} | {r.range_supported:.2f} |"
+            f"{r.range_coverage:.2f} | {r.range_coverage_control:.2f} | {r.range_supported:.2f} | "
+            f"{na(r.range_coverage_supported)} |"
         )
     lines += [
         "",
@@ -437,14 +503,19 @@ def write_markdown(df: pd.DataFrame, tim: dict, path: Path) -> None:
         "two releases of the truth. When signal is not well above noise, no estimator can tell the truth "
         "from the P-proportional population at this resolution.",
         "",
-        "| data set | mechanism | population | signal | noise | signal / population |",
-        "|---|---|---|---|---|---|",
+        "`slope`: the least-squares slope of a release's distinct-zone count on its original's, within "
+        "trajectory lengths (1: the release shows every change of the original's count; 0: none). Near 0 "
+        "the release cannot tell how many zones a trajectory visited, hence not the total either.",
+        "",
+        "| data set | mechanism | population | signal | noise | signal / population | slope |",
+        "|---|---|---|---|---|---|---|",
     ]
     for r in df.itertuples():
         lines.append(
             f"| {r.dataset} | {r.mechanism} | {r.population_L1_truth_vs_pprop:.3f} | "
             f"{r.signal_L1_release_truth_vs_pprop:.3f} | {r.noise_L1_two_releases:.3f} | "
-            f"{r.signal_L1_release_truth_vs_pprop / r.population_L1_truth_vs_pprop:.2f} |"
+            f"{r.signal_L1_release_truth_vs_pprop / r.population_L1_truth_vs_pprop:.2f} | "
+            f"{r.slope_distinct_zones:.2f} |"
         )
     lines += ["", "## Maps (ATP)", ""]
     lines += [

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import inspect
 import math
+import warnings
 
 import geopandas as gpd
 import numpy as np
@@ -247,21 +248,8 @@ def test_bad_options_are_errors():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(
-    "mech, floor",
-    [
-        ("tp", 0.5),
-        pytest.param(
-            "atp",
-            0.6,
-            marks=pytest.mark.xfail(
-                reason="measured 0.50: the composite likelihood's plausible models do not bracket the truth"
-            ),
-        ),
-        ("pointem", 0.75),
-    ],
-)
-def test_zone_interval_coverage(mech, floor):
+@pytest.mark.parametrize("mech", ["tp", "atp", "pointem"])
+def test_zone_interval_coverage(mech):
     covered = []
     for seed in range(6):
         trajs = population(seed)
@@ -269,10 +257,10 @@ def test_zone_interval_coverage(mech, floor):
         est = estimate.visit_counts(rel, P, mechanism=mech, epsilon=8.0, zones=ZONES, rng=seed, n_boot=30)
         truth = zone_truth(trajs)
         covered.extend(((truth >= est["lower"]) & (truth <= est["upper"])).tolist())
-    # measured over these 96 zone-seed cases: PointEM (exact channel) 0.85, TP 0.62, ATP 0.50 (nominal 0.95);
-    # each floor is about three binomial standard errors below its measured value, a guard against a
-    # collapse of the intervals (docs/collector.md)
-    assert np.mean(covered) >= floor
+    # nominal 0.95 over these 96 zone-seed cases, minus three binomial standard errors (0.022 each); the
+    # model's interval alone covered 0.85 (PointEM), 0.62 (TP) and 0.50 (ATP) here: the channel check
+    # widens it where the release hides the count (docs/collector.md)
+    assert np.mean(covered) >= 0.95 - 3.0 * math.sqrt(0.95 * 0.05 / len(covered)), np.mean(covered)
 
 
 def test_accessor_shortcuts_read_the_ledger():
@@ -325,14 +313,7 @@ def compact_population(seed: int, n: int = 500) -> list[np.ndarray]:
 @pytest.mark.parametrize(
     "mech",
     [
-        pytest.param(
-            "pointem",
-            marks=pytest.mark.xfail(
-                reason="measured per-seed L1 gains -0.029..+0.077 (mean +0.020, not significant): in some "
-                "length groups the held-out likelihood clearly prefers a no-data population (the constant "
-                "at P's 1-median or uniform draws), which the selection may not pass over"
-            ),
-        ),
+        "pointem",
         pytest.param(
             "atp",
             marks=pytest.mark.xfail(
@@ -343,6 +324,14 @@ def compact_population(seed: int, n: int = 500) -> list[np.ndarray]:
     ],
 )
 def test_compact_campus_zone_visits_not_worse_than_raw(mech):
+    """PointEM at ε = 4 spends ε/n per point on a campus-sized P: the channel is so flat that the held-out
+    likelihoods of every model of a length group differ by about 1 nat over ~100 rows (a likelihood ratio
+    near e). Those differences are consistent across rows, so they were once "significant", and the
+    selection then chose the constant at P's 1-median or uniform draws in some groups (per-seed gains
+    -0.029..+0.077). Below the evidence margin (``_model.EVIDENCE_NATS``) the release cannot tell the
+    models apart and the selection keeps the release: the estimate is the release smoothed by the channel,
+    never worse than raw, and better by a small amount."""
+
     def truth_of(trajs):
         out = np.zeros(len(CZONES))
         for t in trajs:
@@ -456,3 +445,67 @@ def test_cross_validation_leaves_out_the_library_copies_of_held_out_rows():
     lk = _model.Lik.from_log(np.log(lik))
     (start, _), _ = _model.choose(lk, source, _model.STARTS[:4], (0,), np.random.default_rng(0))
     assert start != "released"
+
+
+# ----------------------------------------------------------------------------------------------------------
+# honest intervals and totals: what the release can say, measured by the simulated channel
+# ----------------------------------------------------------------------------------------------------------
+
+
+_WIDE = dict(n_candidates=1200, n_sims=12)
+
+
+def _misses_are_plausible(misses: int, n: int, level: float = 0.95) -> bool:
+    """True unless ``misses`` of ``n`` is more than a level-``level`` interval allows (one-sided 1 % test)."""
+    from scipy.stats import binom
+
+    return n == 0 or bool(binom.sf(misses - 1, n, 1.0 - level) > 0.01)
+
+
+@pytest.mark.parametrize("mech", ["tp", "atp"])
+def test_intervals_cover_or_say_the_release_cannot_support_the_count(mech):
+    """At ε = 8 on the 4 x 4 zones the channel hardly tells whether a trajectory was in a zone (the release
+    visits a zone 0.02-0.09 more often when the original did): the composite likelihood's own interval
+    missed the truth in about half the zones, most of them flagged supported. The interval must cover
+    (misses within a binomial tolerance of 5 %), overall and where supported."""
+    inside, inside_supported = [], []
+    for seed in range(2):
+        trajs = population(seed)
+        rel = perturb_trajectories(trajs, P, mechanism=mech, epsilon=8.0, rng=100 + seed)
+        est = estimate.visit_counts(
+            rel, P, mechanism=mech, epsilon=8.0, zones=ZONES, rng=seed, n_boot=20, **_WIDE
+        )
+        hit = ((zone_truth(trajs) >= est["lower"]) & (zone_truth(trajs) <= est["upper"])).to_numpy()
+        inside += hit.tolist()
+        inside_supported += hit[est["supported"].to_numpy()].tolist()
+    assert _misses_are_plausible(len(inside) - sum(inside), len(inside)), inside
+    assert _misses_are_plausible(len(inside_supported) - sum(inside_supported), len(inside_supported))
+
+
+def test_total_has_an_interval_that_covers_and_says_when_the_release_cannot_tell_it():
+    """The sum of the estimated zone visits (the total) comes with its own interval in ``attrs["total"]``.
+
+    At ε = 8 the release's distinct-zone count of a trajectory hardly depends on the original's (the
+    channel's slope is not significant), so no estimate of the total is learned from the release: the
+    interval must still cover the truth and the total must be flagged unsupported. At ε = 40 with PointEM
+    the channel is informative: the interval covers and is narrower than half the true total."""
+    covered, n_cases = 0, 0
+    for mech, eps, seed in [("tp", 8.0, 0), ("atp", 8.0, 1), ("pointem", 8.0, 2), ("pointem", 40.0, 3)]:
+        trajs = population(seed)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # ε = 40 is above the range the paper evaluates
+            rel = perturb_trajectories(trajs, P, mechanism=mech, epsilon=eps, rng=700 + seed)
+            est = estimate.visit_counts(
+                rel, P, mechanism=mech, epsilon=eps, zones=ZONES, rng=seed, n_boot=10, n_candidates=600
+            )
+        total, truth = est.attrs["total"], float(zone_truth(trajs).sum())
+        assert total["estimate"] == pytest.approx(float(est["estimate"].sum()), rel=1e-9)
+        assert total["raw"] == pytest.approx(float(est["raw"].sum()))
+        assert total["lower"] <= total["estimate"] <= total["upper"]
+        covered += int(total["lower"] <= truth <= total["upper"])
+        n_cases += 1
+        if eps == 8.0 and mech != "pointem":
+            assert not total["supported"], (mech, total)
+        if eps == 40.0:
+            assert total["upper"] - total["lower"] < 0.5 * truth, total
+    assert _misses_are_plausible(n_cases - covered, n_cases), covered

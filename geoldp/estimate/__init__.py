@@ -15,9 +15,11 @@ iteration count are chosen by two-fold cross-validation of the held-out likeliho
 within one standard error of the best, preferring the release itself, never one that the raw release or a
 no-data population beats on held-out rows by more than a standard error). Each estimate is the posterior
 mean of its count; the 95 % interval spans the estimates of the models cross-validation cannot reject and
-adds the posterior variance of which trajectory is which and a bootstrap over released rows; the
-``supported`` column flags the counts the release cannot tell from a population without data (see
-:func:`visit_counts`). :func:`fit` fits once for many queries.
+adds the posterior variance of which trajectory is which and a bootstrap over released rows, and is
+widened to what the simulated channel itself can show of the count (a moment estimate that does not use
+the likelihood); the ``supported`` column flags the counts the release cannot tell from a population
+without data (see :func:`visit_counts`). Every table also carries the same for the sum of its columns in
+``attrs["total"]``. :func:`fit` fits once for many queries.
 
 Functions
 ---------
@@ -194,7 +196,9 @@ class Population:
         for col in _COLUMNS:
             out[col] = table[col].to_numpy()
         keep = (out["estimate"] > 1e-9) | (out["raw"] > 0)
-        return out[keep].reset_index(drop=True)
+        out = out[keep].reset_index(drop=True)
+        out.attrs["total"] = dict(table.attrs["total"])
+        return out
 
     def hotspots(self, k: int = 10, zones: Any = None) -> pd.DataFrame:
         """The top-k public points (or zones) by estimated visits: see :func:`hotspots`."""
@@ -223,8 +227,22 @@ class Population:
         return out
 
     def _table(self, values, index) -> pd.DataFrame:
-        est, lo, hi, sup = self._state.model().estimate(values)
-        return _frame(est, lo, hi, _raw(values, self._state.rel.seqs), sup, index)
+        # one more column, the per-trajectory sum (the total), estimated like every count
+        def with_total(cand: np.ndarray):
+            v = sp.csr_matrix(values(cand))
+            return sp.hstack([v, sp.csr_matrix(v.sum(axis=1))]).tocsr()
+
+        est, lo, hi, sup = self._state.model().estimate(with_total)
+        raw = _raw(with_total, self._state.rel.seqs)
+        out = _frame(est[:-1], lo[:-1], hi[:-1], raw[:-1], sup[:-1], index)
+        out.attrs["total"] = {
+            "estimate": float(est[-1]),
+            "lower": float(lo[-1]),
+            "upper": float(hi[-1]),
+            "raw": float(raw[-1]),
+            "supported": bool(sup[-1]),
+        }
+        return out
 
 
 def _top_k(table: pd.DataFrame, k: int) -> pd.DataFrame:

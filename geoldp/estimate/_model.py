@@ -27,6 +27,11 @@ started from uniform weights and stopped early (a fixed number of iterations, or
 cross-validation of the held-out per-trajectory log-likelihood). Estimates and intervals come from the
 per-trajectory posterior r (see :meth:`Model.estimate`).
 
+Intervals: the posterior variance, a bootstrap over released rows and the range of the plausible models,
+widened to hold what the simulated channel alone can say of each count (a moment estimate from a few kept
+simulated releases of the candidates; where the release's count hardly depends on the originals', the whole
+range of counts), so that an overconfident composite likelihood cannot make an interval look informative.
+
 Randomness: the caller's rng gives one key; every use draws from its own stream derived from that key, the
 length and the purpose (library, cross-validation folds, bootstrap), so the point estimate does not depend on
 how many bootstrap replicates an interval uses or on whether one is computed at all.
@@ -207,6 +212,7 @@ class Group:
     alt_w: np.ndarray | None = None  # (A, K) weights of the other plausible models (see choose)
     plausible: list = field(default_factory=list)  # the (start, iterations) the release cannot reject
     no_data_w: np.ndarray | None = None  # (D, K) weights of the no-data populations in the library
+    sims: np.ndarray | None = None  # (K, S', n) int32: a few simulated releases of every candidate
 
     def posterior(self, a: int = 0, b: int | None = None, w: np.ndarray | None = None) -> np.ndarray:
         """(rows a:b, K) posterior r_jc ∝ w_c exp(ℓ_jc) over the candidates (w: the fitted weights)."""
@@ -438,6 +444,13 @@ def choose(lik: Lik, source: np.ndarray, starts, checkpoints, gen) -> tuple[tupl
     return select(np.maximum(per_row, -1e250), tuple(starts), tuple(checkpoints))
 
 
+#: A held-out log-likelihood difference smaller than this (in nats, over all of a length's held-out rows) is
+#: no evidence, however consistent across rows: a likelihood ratio of e^3 ≈ 20 is "strong" evidence on Kass
+#: and Raftery's scale. Without it, a flat channel (PointEM with a small per-point budget) makes differences
+#: of 0.01 nat a row "significant", and the constant at P's 1-median beats every model that has a place.
+EVIDENCE_NATS = 3.0
+
+
 def select(per_row: np.ndarray, starts: tuple, checkpoints: tuple) -> tuple[tuple, list]:
     """The choice and the plausible models from held-out per-row scores (starts x checkpoints x rows).
 
@@ -448,12 +461,12 @@ def select(per_row: np.ndarray, starts: tuple, checkpoints: tuple) -> tuple[tupl
     best = np.unravel_index(int(np.argmax(total)), total.shape)
     diff = per_row[best][None, None, :] - per_row
     se = diff.std(axis=2, ddof=1) * math.sqrt(nrel)
-    ok = total >= total[best] - se
-    for st, it in BASELINES:  # never significantly less likely on held-out rows than a baseline
+    ok = total >= total[best] - np.maximum(se, EVIDENCE_NATS)
+    for st, it in BASELINES:  # never clearly less likely on held-out rows than a baseline
         if st in starts and it in checkpoints:
             base = per_row[starts.index(st), list(checkpoints).index(it)]
             d = base[None, None, :] - per_row
-            ok &= d.sum(axis=2) <= d.std(axis=2, ddof=1) * math.sqrt(nrel)
+            ok &= d.sum(axis=2) <= np.maximum(d.std(axis=2, ddof=1) * math.sqrt(nrel), EVIDENCE_NATS)
     s, j = np.argwhere(ok)[0]  # row-major: starts in order, then fewer iterations
     plausible = [(starts[a], int(checkpoints[b])) for a, b in np.argwhere(total >= total[best] - 2.0 * se)]
     return (starts[int(s)], int(checkpoints[int(j)])), plausible
@@ -496,15 +509,19 @@ class Model:
         - interval: [lowest estimate − z·sd, highest estimate + z·sd] over the chosen model and the other
           plausible ones (the models cross-validation cannot reject, see :func:`choose`), clipped at 0 and
           at the number of trajectories. Where the release says little, the plausible models differ and
-          the interval says so; where it is informative, they agree and it is the normal interval;
+          the interval says so; where it is informative, they agree and it is the normal interval; then
+          widened to hold the channel's own interval (:class:`_Channel`), which does not trust the
+          composite likelihood;
         - supported: the interval (without a bootstrap: the range of the plausible models' estimates)
           excludes the estimate of each no-data population (uniform draws from P, the constant at P's
           1-median). Where it does not, the release cannot tell this count from what a population without
           any data would give, and the estimate should not be read as learned from the release.
         """
         self.intervals()
+        z = float(ndtri(0.5 + self.level / 2.0))
         est = var = boot = low = high = None
         nd: np.ndarray | None = None
+        ch = _Channel()
         for g in self.groups:
             v = sp.csr_matrix(values(g.cand))
             e, q = _posterior_counts(g, v, g.w)
@@ -521,17 +538,19 @@ class Model:
             if g.no_data_w is not None and g.no_data_w.shape[0]:
                 ndg = np.stack([_posterior_counts(g, v, w, variance=False)[0] for w in g.no_data_w])
                 nd = ndg if nd is None else nd + ndg
+            ch.add(g, values, v, z)
         if est is None or var is None or low is None or high is None:
             raise ValueError("No released trajectory to estimate from.")
+        c_lo, c_hi = ch.interval(z, est.shape[0])
         if boot is None:
             nan = np.full_like(est, np.nan)
             lower, upper = nan, nan.copy()
-            a, b = low, high
+            a, b = np.minimum(low, c_lo), np.maximum(high, c_hi)
         else:
             sd = np.sqrt(np.maximum(var + boot.var(axis=0, ddof=1), 0.0))
-            z = float(ndtri(0.5 + self.level / 2.0))
-            lower = np.clip(low - z * sd, 0.0, est)
-            upper = np.clip(high + z * sd, est, float(self.n_rows))
+            top = float(self.n_rows) if ch.cap is None else np.maximum(ch.cap, est)
+            lower = np.clip(np.minimum(low - z * sd, c_lo), 0.0, est)
+            upper = np.clip(np.maximum(high + z * sd, c_hi), est, top)
             a, b = lower, upper
         supported = np.ones(est.shape, dtype=bool)
         for row in nd if nd is not None else ():
@@ -541,19 +560,139 @@ class Model:
         return est, lower, upper, supported
 
 
+class _Channel:
+    """What the release itself can say about each count, from the simulated channel (an interval per column).
+
+    For every released length, the kept simulated releases of the library's candidates give the channel's
+    mean response of each column: across candidates c (weighted half by the fitted population, half
+    uniformly), the mean released value A_ct = E[V_t(release of c)] is regressed on the candidate's own
+    value V_ct, A ≈ a_t + b_t V. When the slope b_t exceeds z standard
+    errors, the count is estimated by moments, (R_t − N a_t) / b_t with R_t the raw count of the N
+    releases (its variance: the releases' empirical variance and the regression's, by the delta method);
+    otherwise the release's count in t hardly depends on the originals' and the group's count may be
+    anything in [N · min V, N · max V] (V over the library and the releases: [0, N] for an indicator).
+    The estimate's interval is widened to hold this one. It does not use the composite likelihood, so
+    where the channel hides a count, no model makes the interval look informative.
+    """
+
+    def __init__(self) -> None:
+        # per column, summed over groups: moment estimate and variance (informative groups), N · min value
+        # and N · (max − min) (uninformative groups), N · max value (all groups: the count's upper bound)
+        self.sums: np.ndarray | None = None  # (5, T)
+
+    @property
+    def cap(self) -> np.ndarray | None:
+        return None if self.sums is None else self.sums[4]
+
+    def add(self, g: Group, values, v, z: float) -> None:
+        t = v.shape[1]
+        y = sp.csr_matrix(values(g.released))
+        if g.sims is None or g.sims.shape[1] == 0:
+            est, var, ok = np.zeros(t), np.zeros(t), np.zeros(t, dtype=bool)
+        else:
+            sims = g.sims.astype(np.int64)
+            a_mat = sp.csr_matrix(values(sims[:, 0]))
+            for s in range(1, sims.shape[1]):
+                a_mat = a_mat + sp.csr_matrix(values(sims[:, s]))
+            a_mat = a_mat / float(sims.shape[1])
+            k = g.cand.shape[0]
+            fitted = np.asarray(g.w, dtype=np.float64)
+            fitted = fitted / fitted.sum() if fitted.size == k and fitted.sum() > 0 else np.full(k, 1.0 / k)
+            # half the fitted population (the candidates like the release), half the whole library
+            est, var, ok = _moments(v, sp.csr_matrix(a_mat), y, z, 0.5 * fitted + 0.5 / k)
+        # the range of a trajectory's value over the library and the releases (0..1 for an indicator)
+        top = np.maximum(np.maximum(_colmax(v), _colmax(y)), 1.0)
+        bottom = np.minimum(_colmin(v), _colmin(y))
+        n = float(g.rows.size)
+        add = np.stack(
+            [
+                np.where(ok, est, 0.0),
+                np.where(ok, var, 0.0),
+                np.where(ok, 0.0, n * bottom),
+                np.where(ok, 0.0, n * (top - bottom)),
+                n * top,
+            ]
+        )
+        self.sums = add if self.sums is None else self.sums + add
+
+    def interval(self, z: float, t: int) -> tuple[np.ndarray, np.ndarray]:
+        if self.sums is None:
+            return np.full(t, np.inf), np.full(t, -np.inf)
+        est, var, floor, free, cap = self.sums
+        sd = np.sqrt(np.maximum(var, 0.0))
+        lo = np.clip(est - z * sd + floor, 0.0, cap)
+        hi = np.clip(est + z * sd + floor + free, 0.0, cap)
+        return lo, np.maximum(hi, lo)
+
+
+def _colsum(m) -> np.ndarray:
+    return np.asarray(m.sum(axis=0), dtype=np.float64).reshape(-1)
+
+
+def _colmin(m) -> np.ndarray:
+    if m.shape[0] == 0:
+        return np.zeros(m.shape[1])
+    return np.maximum(np.asarray(m.min(axis=0).toarray(), dtype=np.float64).reshape(-1), 0.0)
+
+
+def _colmax(m) -> np.ndarray:
+    if m.shape[0] == 0:
+        return np.zeros(m.shape[1])
+    return np.maximum(np.asarray(m.max(axis=0).toarray(), dtype=np.float64).reshape(-1), 0.0)
+
+
+def _moments(v, a_mat, y, z: float, weight: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Moment estimate, its variance and whether the channel is informative, per column (see _Channel).
+
+    A weighted least-squares fit over the candidates (``weight`` sums to 1; its effective size sets the
+    standard errors).
+    """
+    om = np.asarray(weight, dtype=np.float64).reshape(-1, 1)
+    k_eff = 1.0 / max(float(np.sum(om**2)), 1e-300)
+    wv, wa = v.multiply(om).tocsr(), a_mat.multiply(om).tocsr()
+    mv, ma = _colsum(wv), _colsum(wa)
+    sxx = _colsum(wv.multiply(v)) - mv * mv
+    sxy = _colsum(wv.multiply(a_mat)) - mv * ma
+    syy = _colsum(wa.multiply(a_mat)) - ma * ma
+    with np.errstate(divide="ignore", invalid="ignore"):
+        live = sxx > 1e-12
+        b = np.where(live, sxy / sxx, 0.0)
+        a = ma - b * mv
+        s2 = np.maximum(syy - b * sxy, 0.0) * k_eff / max(k_eff - 2.0, 1.0)
+        se_b2 = np.where(live, s2 / (k_eff * sxx), np.inf)
+        var_a = s2 / k_eff * (1.0 + np.where(live, mv * mv / sxx, 0.0))
+        ok = live & (b > z * np.sqrt(se_b2))
+        n = float(y.shape[0])
+        r = _colsum(y)
+        var_r = np.maximum(_colsum(y.multiply(y)) - r * r / max(n, 1.0), 0.0)
+        safe_b = np.where(ok, b, 1.0)
+        est = (r - n * a) / safe_b
+        var = (var_r + n * n * var_a) / safe_b**2 + est**2 * se_b2 / safe_b**2
+    return np.where(ok, est, 0.0), np.where(ok, var, 0.0), ok
+
+
 def _posterior_counts(g: Group, v, w: np.ndarray, variance: bool = True) -> tuple[np.ndarray, np.ndarray]:
-    """Σ_j p_jt and Σ_j p_jt (1 − p_jt) for indicator matrix ``v`` under weights ``w`` (blocks of rows)."""
+    """Σ_j E[V_t | y_j] and Σ_j Var[V_t | y_j] for the values ``v`` under weights ``w`` (blocks of rows).
+
+    For a 0/1 indicator the variance is p_jt (1 − p_jt); for counts (a total) E[V²] − E[V]².
+    """
     e = np.zeros(v.shape[1])
     q = np.zeros(v.shape[1])
+    binary = bool(v.nnz == 0 or np.all(v.data == 1.0))
+    v2 = v if binary else v.multiply(v).tocsr()
     block = max(1, _BLOCK // max(v.shape[1], g.cand.shape[0]))
     for a in range(0, g.rows.size, block):
-        p = np.asarray((v.T @ g.posterior(a, a + block, w).T).T)  # (rows, T)
+        post = g.posterior(a, a + block, w)
+        p = np.asarray((v.T @ post.T).T)  # (rows, T)
         e += p.sum(axis=0)
         if variance:
-            q += (p * (1.0 - p)).sum(axis=0)
+            p2 = p if binary else np.asarray((v2.T @ post.T).T)
+            q += (p2 - p * p).sum(axis=0)
     return e, q
 
 
+#: Simulated releases kept per candidate (and simulated for PointEM) for :class:`_Channel`.
+_CHANNEL_SIMS = 8
 #: Purposes of the random streams derived from the key (see :func:`_stream`).
 _LIBRARY, _FOLDS, _BOOT = 0, 1, 2
 
@@ -630,12 +769,15 @@ def fit(seqs: list[np.ndarray], ps, mech, *, key: np.ndarray, options: FitOption
         cand = np.concatenate(parts)
         if exact:
             ll = _loglik_pointem(released, cand, ps, mech)
+            sims = _simulate(cand, _CHANNEL_SIMS, ps, mech, key, offset)  # for the channel check only
+            offset += cand.shape[0] * _CHANNEL_SIMS
         else:
             sims = _simulate(cand, options.n_sims, ps, mech, key, offset)
             offset += cand.shape[0] * options.n_sims
             ll = _loglik_simulated(released, cand, sims, cell, n_cells)
         src = np.concatenate(source).astype(np.int64)
-        groups.append(Group(n, rows, released, cand, Lik.from_log(ll), src))
+        kept = np.ascontiguousarray(sims[:, :_CHANNEL_SIMS], dtype=np.int32)
+        groups.append(Group(n, rows, released, cand, Lik.from_log(ll), src, sims=kept))
     for g in groups:
         _fit_group(g, options, _stream(key, g.n, _FOLDS))
     return Model(ps, groups, len(seqs), options.level, options, np.asarray(key, dtype=np.uint32))
