@@ -454,6 +454,8 @@ def visit_counts(
         models' estimates) contains the estimate under a no-data population (uniform draws from P, or
         every point at P's 1-median): there the release cannot tell the count from what a population
         without any data gives, and the estimate is not learned from the release.
+        ``attrs["total"]`` (dict) holds ``estimate``, ``lower``, ``upper``, ``raw`` and ``supported`` for
+        the total over all rows, estimated like each count.
 
     Raises
     ------
@@ -535,7 +537,7 @@ def range_counts(
     -------
     pandas.DataFrame
         One row per region (the regions' index, or ``region`` 0..R-1), columns ``estimate``, ``lower``,
-        ``upper``, ``raw``, ``supported`` (as in :func:`visit_counts`).
+        ``upper``, ``raw``, ``supported`` (as in :func:`visit_counts`); ``attrs["total"]`` as there.
     """
     caller = "geoldp.estimate.range_counts"
     fit_kw = dict(
@@ -578,7 +580,7 @@ def od_flows(
     pandas.DataFrame
         Long format: columns ``origin``, ``destination`` (zone index labels), ``estimate``, ``lower``,
         ``upper``, ``raw``, ``supported`` (as in :func:`visit_counts`); one row per pair with a positive
-        estimate or raw count, sorted by pair.
+        estimate or raw count, sorted by pair; ``attrs["total"]`` as in :func:`visit_counts`.
     """
     caller = "geoldp.estimate.od_flows"
     fit_kw = dict(
