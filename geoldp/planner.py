@@ -14,6 +14,15 @@ and the number of users each design needs for a target error.
 * Report designs (:func:`geoldp.report`) use the closed-form variance of their estimator
   (:mod:`geoldp.reports.estimators`): the population's expected report frequencies plus Gaussian noise of
   that variance, then the same projection as the estimator.
+* Shrunk reports (``report:*:shrunk``) post-process the same release with :func:`shrink_to_baseline`
+  (positive-part James–Stein toward the uniform answer): never far from the baseline when the release
+  carries little, close to the plain estimate when it carries much.
+* The hybrid (``hybrid:atp+report@0.5``) splits ε between an ATP trajectory and a shrunk report and
+  averages their answers (:func:`blend`).
+
+The no-data populations are random walks over P whose steps follow a published law of human
+displacements (Gonzalez et al., Nature 2008), never a constant fitted to the data it is judged on;
+``population="robust"`` simulates three start rules and recommends the row with the smallest worst regret.
 
 The designs are a registry (:data:`DESIGNS`, name → :class:`DesignSpec`); add one with
 :func:`register_design`.
@@ -54,7 +63,18 @@ from geoldp.reports import release as rrel
 from geoldp.reports.zones import check_zones, zone_of_vertices
 from geoldp.trajectory import perturb_trajectories
 
-__all__ = ["DESIGNS", "POPULATIONS", "QUESTIONS", "DesignSpec", "Simulation", "plan", "register_design"]
+__all__ = [
+    "DESIGNS",
+    "POPULATIONS",
+    "QUESTIONS",
+    "DesignSpec",
+    "Simulation",
+    "blend",
+    "plan",
+    "register_design",
+    "shrink_to_baseline",
+    "uniform_answer",
+]
 
 #: The questions a plan can be asked.
 QUESTIONS = ("zone_visits", "hotspots", "od_flows", "range_counts")

@@ -194,3 +194,13 @@ def test_walk_steps_follow_the_displacement_law():
     rand = haversine_array_m(pts[a, 0], pts[a, 1], pts[gen.permutation(a), 0], pts[gen.permutation(a), 1])
     assert np.median(step) < 0.5 * np.median(rand)
     assert np.mean(step > 10_000) > 0.05  # long moves happen too (the law's heavy tail)
+
+
+def test_robust_population_picks_the_smallest_worst_regret():
+    t = geoldp.plan(
+        PTS, ZONES, epsilon=8.0, n=2000, lengths=3, population="robust", designs=["report:visited_zone"], rng=6
+    )
+    per = t[[f"error_{p}" for p in planner.POPULATIONS[:3]]]
+    assert np.allclose(t["regret"], (per - per.min(axis=0)).max(axis=1))
+    assert np.allclose(t["error"], per.mean(axis=1))
+    assert t.attrs["recommended"] == t["regret"].idxmin()
