@@ -496,7 +496,7 @@ def markdown_page(df: pd.DataFrame, planned: pd.DataFrame, pngs: list[str], out:
                 continue
             base = h[[d.startswith("baseline") for d in h.index]].min()
             des = h[[not d.startswith("baseline") for d in h.index]]
-            row[f"n={n:g}"] = f"{des.idxmin()} {des.min() / base - 1:+.0%}" if base > 0 else des.idxmin()
+            row[f"n={n:,}"] = f"{des.idxmin()} {des.min() / base - 1:+.0%}" if base > 0 else des.idxmin()
         tab.append(row)
     lines += [markdown(pd.DataFrame(tab)), ""]
     # the smallest n at which some design is 30 % below the better baseline
@@ -530,6 +530,8 @@ def markdown_page(df: pd.DataFrame, planned: pd.DataFrame, pngs: list[str], out:
         + ". `planner` is `users_needed` from `geoldp.plan` at n = 10^4 (prior = held-out half; no",
         "prior = random walks); `measured` is where the measured curve (closed form, mean of two",
         "bootstraps, log-interpolated) first reaches the target; empty = not within 10^6 users.",
+        "1,000 (measured) and 156 (planner: 10^4 / 64) are the lower ends of the two grids: the target",
+        "is already reached there.",
         "",
     ]
     tab = []

@@ -198,7 +198,14 @@ def test_walk_steps_follow_the_displacement_law():
 
 def test_robust_population_picks_the_smallest_worst_regret():
     t = geoldp.plan(
-        PTS, ZONES, epsilon=8.0, n=2000, lengths=3, population="robust", designs=["report:visited_zone"], rng=6
+        PTS,
+        ZONES,
+        epsilon=8.0,
+        n=2000,
+        lengths=3,
+        population="robust",
+        designs=["report:visited_zone"],
+        rng=6,
     )
     per = t[[f"error_{p}" for p in planner.POPULATIONS[:3]]]
     assert np.allclose(t["regret"], (per - per.min(axis=0)).max(axis=1))
