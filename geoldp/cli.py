@@ -765,9 +765,10 @@ def build_parser() -> argparse.ArgumentParser:
     pl.add_argument("--prior", metavar="FILE", default=None, help="a public prior population of trajectories")
     pl.add_argument(
         "--population",
-        choices=("spread", "hubs", "mixed"),
+        choices=("spread", "hubs", "mixed", "robust"),
         default="spread",
-        help="without --prior: random walks starting anywhere in POINTS, at a few hubs, or half of each",
+        help="without --prior: random walks starting anywhere in POINTS, at a few hubs, half of each, or "
+        "all three (robust: the pick with the smallest worst regret)",
     )
     pl.add_argument("--seed", type=int, default=None, help="seed of the simulation (reproducible table)")
     pl.set_defaults(func=_cmd_plan)

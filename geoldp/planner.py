@@ -14,6 +14,15 @@ and the number of users each design needs for a target error.
 * Report designs (:func:`geoldp.report`) use the closed-form variance of their estimator
   (:mod:`geoldp.reports.estimators`): the population's expected report frequencies plus Gaussian noise of
   that variance, then the same projection as the estimator.
+* Shrunk reports (``report:*:shrunk``) post-process the same release with :func:`shrink_to_baseline`
+  (positive-part James–Stein toward the uniform answer): never far from the baseline when the release
+  carries little, close to the plain estimate when it carries much.
+* The hybrid (``hybrid:atp+report@0.5``) splits ε between an ATP trajectory and a shrunk report and
+  averages their answers (:func:`blend`).
+
+The no-data populations are random walks over P whose steps follow a published law of human
+displacements (Gonzalez et al., Nature 2008), never a constant fitted to the data it is judged on;
+``population="robust"`` simulates three start rules and recommends the row with the smallest worst regret.
 
 The designs are a registry (:data:`DESIGNS`, name → :class:`DesignSpec`); add one with
 :func:`register_design`.
@@ -48,18 +57,30 @@ import pandas as pd
 
 from geoldp import _frames, ldptrace, metrics
 from geoldp._validation import check_epsilon, check_int_range, check_option
+from geoldp.geo import haversine_array_m
 from geoldp.reports import estimators as rest
 from geoldp.reports import release as rrel
 from geoldp.reports.zones import check_zones, zone_of_vertices
 from geoldp.trajectory import perturb_trajectories
 
-__all__ = ["DESIGNS", "POPULATIONS", "QUESTIONS", "DesignSpec", "Simulation", "plan", "register_design"]
+__all__ = [
+    "DESIGNS",
+    "POPULATIONS",
+    "QUESTIONS",
+    "DesignSpec",
+    "Simulation",
+    "blend",
+    "plan",
+    "register_design",
+    "shrink_to_baseline",
+    "uniform_answer",
+]
 
 #: The questions a plan can be asked.
 QUESTIONS = ("zone_visits", "hotspots", "od_flows", "range_counts")
 
 #: Trajectories in a simulated population (at most; never more than ``n``).
-_SIM_MAX = 1000
+_SIM_MAX = 2000
 #: Repetitions of each simulated release (the expected error is their mean).
 _REPS = 3
 
@@ -169,21 +190,110 @@ def _report_frequencies(sim: Simulation, des: rrel.Design) -> np.ndarray:
     return f * (sim.n / len(sim.seqs))
 
 
-def _report_design(statistic: str, pad: int) -> DesignSpec:
+def _report_design(statistic: str, pad: int, *, shrink: bool = False) -> DesignSpec:
     def simulate(sim: Simulation, question: str) -> tuple[list[np.ndarray], np.ndarray | None]:
-        ell = pad
-        des = rrel.design(statistic, sim.n_zones, sim.epsilon, pad_length=ell, caller="geoldp.plan")
-        f = _report_frequencies(sim, des)
-        var = rest.count_variance(f, sim.n, des.oracle, single=statistic == "od")
-        sd = np.sqrt(var)
-        out = []
-        for _ in range(_REPS):
-            noisy = f + sd * sim.rng.standard_normal(f.shape[0])
-            out.append(_answer(sim, statistic, rest.project_simplex(noisy, float(sim.n)) * ell))
-        return out, _answer(sim, statistic, rest.Z95 * sd * ell)
+        return _report_answers(sim, statistic, pad, sim.epsilon, shrink=shrink)
 
     questions = ("od_flows",) if statistic == "od" else ("zone_visits", "hotspots", "range_counts")
     return DesignSpec(questions, simulate, "report")
+
+
+def _report_answers(
+    sim: Simulation, statistic: str, pad: int, epsilon: float, *, shrink: bool
+) -> tuple[list[np.ndarray], np.ndarray]:
+    """Simulated estimates of a report design at ``epsilon`` (closed-form variance, Gaussian noise)."""
+    des = rrel.design(statistic, sim.n_zones, epsilon, pad_length=pad, caller="geoldp.plan")
+    f = _report_frequencies(sim, des)
+    var = rest.count_variance(f, sim.n, des.oracle, single=statistic == "od")
+    sd = np.sqrt(var)
+    target = uniform_answer(sim.zone_of_point, sim.n_zones, od=statistic == "od")
+    out = []
+    for _ in range(_REPS):
+        noisy = f + sd * sim.rng.standard_normal(f.shape[0])
+        if shrink:
+            out.append(
+                shrink_to_baseline(
+                    _answer(sim, statistic, noisy * pad), _answer(sim, statistic, sd * pad), target
+                )
+            )
+        else:
+            out.append(_answer(sim, statistic, rest.project_simplex(noisy, float(sim.n)) * pad))
+    return out, _answer(sim, statistic, rest.Z95 * sd * pad)
+
+
+def uniform_answer(zone_of_point: np.ndarray, n_zones: int, *, od: bool) -> np.ndarray:
+    """The uniform no-data answer's shape: zone shares of P (their outer product for OD), summing to ≤ 1."""
+    share = np.bincount(zone_of_point, minlength=n_zones + 1)[:n_zones].astype(np.float64)
+    share /= max(zone_of_point.shape[0], 1)
+    return np.outer(share, share).reshape(-1) if od else share
+
+
+def shrink_to_baseline(estimate: Any, std_error: Any, baseline: Any) -> np.ndarray:
+    """Shrink an unbiased count estimate toward the uniform no-data answer (positive-part James–Stein).
+
+    Post-processing of a release: it reads the estimate, its standard errors and the public baseline
+    shape only. The baseline is scaled to the estimate's total; the weight of the estimate is
+    ``max(0, 1 − Σ se² / Σ (estimate − baseline)²)``, so a release that carries less signal than noise
+    returns the baseline, and a precise one is left almost as it is. The result is projected onto the
+    non-negative counts with the estimate's total (as ``estimate_counts``' ``projected`` column).
+
+    Parameters
+    ----------
+    estimate : array_like
+        Unbiased estimated counts (e.g. ``estimate_counts(...)["estimate"]``).
+    std_error : array_like
+        Their standard errors (same shape).
+    baseline : array_like
+        The no-data answer's shape (e.g. :func:`uniform_answer`); only its proportions matter.
+
+    Returns
+    -------
+    numpy.ndarray
+
+    Examples
+    --------
+    >>> shrink_to_baseline([10.0, -2.0, 4.0], [100.0, 100.0, 100.0], [1.0, 1.0, 1.0]).tolist()
+    [4.0, 4.0, 4.0]
+    """
+    est = np.asarray(estimate, dtype=np.float64)
+    se = np.asarray(std_error, dtype=np.float64)
+    base = np.asarray(baseline, dtype=np.float64)
+    total = max(float(est.sum()), 0.0)
+    target = base / base.sum() * total if base.sum() > 0 else np.full(est.shape, total / max(est.size, 1))
+    gap = float(np.sum((est - target) ** 2))
+    weight = max(0.0, 1.0 - float(np.sum(se**2)) / gap) if gap > 0 else 0.0
+    return rest.project_simplex(target + weight * (est - target), total)
+
+
+def blend(report_answer: np.ndarray, trajectory_answer: np.ndarray, report_share: float) -> np.ndarray:
+    """A hybrid's answer: the report's and the trajectories' answers weighted by their shares of ε.
+
+    Examples
+    --------
+    >>> blend(np.array([4.0, 0.0]), np.array([0.0, 4.0]), 0.75).tolist()
+    [3.0, 1.0]
+    """
+    return report_share * np.asarray(report_answer, float) + (1.0 - report_share) * np.asarray(
+        trajectory_answer, float
+    )
+
+
+def _hybrid_design(mechanism: str, report_share: float) -> DesignSpec:
+    """ε split: ``report_share`` to a shrunk report of the question's statistic, the rest to a trajectory."""
+
+    def simulate(sim: Simulation, question: str) -> tuple[list[np.ndarray], np.ndarray | None]:
+        statistic = "od" if _needs(question) == "od" else "visited_zone"
+        # a simulation only (no release): the split of geoldp.hybrid.split_epsilon up to an ulp
+        eps_rep = sim.epsilon * report_share
+        eps_traj = sim.epsilon - eps_rep
+        reps, _ = _report_answers(sim, statistic, 1, eps_rep, shrink=True)
+        trajectory = Simulation(
+            sim.ps, sim.zone_of_point, sim.n_zones, sim.seqs, sim.n, eps_traj, sim.rng, sim.zones
+        )
+        trajs, _ = _trajectory_design(mechanism).simulate(trajectory, question)
+        return [blend(r, t, report_share) for r, t in zip(reps, trajs, strict=True)], None
+
+    return DesignSpec(QUESTIONS, simulate, "hybrid")
 
 
 def _answer(sim: Simulation, statistic: str, values: np.ndarray) -> np.ndarray:
@@ -237,6 +347,9 @@ DESIGNS: dict[str, DesignSpec] = {
     "report:visited_zone": _report_design("visited_zone", 1),
     "report:visited_zone:padded": _report_design("visited_zone", 3),
     "report:od": _report_design("od", 1),
+    "report:visited_zone:shrunk": _report_design("visited_zone", 1, shrink=True),
+    "report:od:shrunk": _report_design("od", 1, shrink=True),
+    "hybrid:atp+report@0.5": _hybrid_design("atp", 0.5),
 }
 
 
@@ -298,44 +411,59 @@ def _neighbours(ps: Any, k: int) -> np.ndarray:
     return np.asarray(idx, dtype=np.int64).reshape(xyz.shape[0], k)
 
 
-#: Probability that a step of a simulated walk jumps anywhere in P instead of to a near point (0.3 was
-#: the best of 0, 0.3 and 0.6 for the planner's picks on the shared data sets: docs/results/designs.md).
-_JUMP = 0.3
+#: Step law of the simulated walks, taken from a published study of human displacements and never fitted
+#: to any data set of this project: the chance of stepping to a public point at distance d is proportional to
+#: (d + 1.5 km)^-1.75 (Gonzalez, Hidalgo and Barabási, "Understanding individual human mobility patterns",
+#: Nature 453, 2008: Δr0 = 1.5 km, β = 1.75).
+_STEP_R0_KM = 1.5
+_STEP_BETA = 1.75
+#: Near candidates (nearest public points) and far candidates (uniform over P) of each step; the far ones
+#: stand for the rest of P (importance weights), so a step costs O(1) whatever |P|.
+_NEAR = 8
+_FAR = 56
 
-#: The no-data populations: where the random walks start.
-POPULATIONS = ("spread", "hubs", "mixed")
+#: The no-data populations: where the random walks start (``"robust"``: all three, the pick minimising the
+#: worst regret).
+POPULATIONS = ("spread", "hubs", "mixed", "robust")
 
 
 def _walks(
     ps: Any, lengths: np.ndarray, rng: np.random.Generator, *, population: str = "spread", hubs: int = 10
 ) -> list[np.ndarray]:
-    """Random walks over P: each step goes to one of the 8 nearest points of the current one, or (with
-    probability 0.3) anywhere in P.
+    """Random walks over P whose steps follow the published displacement law (:data:`_STEP_BETA`).
+
+    Each step goes to one of the current point's 8 nearest points or to one of 56 uniform draws from P
+    (which stand for the rest of P), with probability proportional to ``(d + 1.5 km)^-1.75``.
 
     ``"hubs"``: every walk starts at one of a few random public points (Zipf weights), a concentrated
     population; ``"spread"``: at a uniformly random public point, a population spread like P;
     ``"mixed"``: half of each.
     """
-    nb = _neighbours(ps, 9)
-    hub = rng.choice(ps.size, size=min(hubs, ps.size), replace=False)
+    size = ps.size
+    nb = _neighbours(ps, _NEAR + 1)[:, 1:] if size > 1 else np.zeros((size, 0), dtype=np.int64)
+    hub = rng.choice(size, size=min(hubs, size), replace=False)
     w = 1.0 / np.arange(1, hub.shape[0] + 1)
     starts = hub[rng.choice(hub.shape[0], size=lengths.shape[0], p=w / w.sum())]
-    spread = rng.integers(0, ps.size, size=lengths.shape[0])
+    spread = rng.integers(0, size, size=lengths.shape[0])
     if population == "spread":
         starts = spread
     elif population == "mixed":
         starts = np.where(np.arange(lengths.shape[0]) % 2 == 0, starts, spread)
-    out = []
-    for start, m in zip(starts, lengths, strict=True):
-        s = np.empty(int(m), dtype=np.int64)
-        s[0] = start
-        for j in range(1, int(m)):
-            if rng.random() < _JUMP:  # a long move: anywhere in P
-                s[j] = rng.integers(0, ps.size)
-            else:
-                s[j] = nb[s[j - 1], rng.integers(1, nb.shape[1]) if nb.shape[1] > 1 else 0]
-        out.append(s)
-    return out
+    lon, lat = np.asarray(ps.lon), np.asarray(ps.lat)
+    width = int(lengths.max())
+    walk = np.empty((lengths.shape[0], width), dtype=np.int64)
+    walk[:, 0] = starts
+    far_weight = max(size - nb.shape[1] - 1, 0) / _FAR
+    for j in range(1, width):
+        cur = walk[:, j - 1]
+        cand = np.concatenate([nb[cur], rng.integers(0, size, size=(cur.shape[0], _FAR))], axis=1)
+        d = haversine_array_m(lon[cur][:, None], lat[cur][:, None], lon[cand], lat[cand]) / 1000.0
+        wts = (d + _STEP_R0_KM) ** -_STEP_BETA
+        wts[:, nb.shape[1] :] *= far_weight
+        cdf = np.cumsum(wts, axis=1)
+        pick = (cdf < rng.random(cur.shape[0])[:, None] * cdf[:, -1:]).sum(axis=1)
+        walk[:, j] = cand[np.arange(cur.shape[0]), np.minimum(pick, cand.shape[1] - 1)]
+    return [walk[i, : int(m)].copy() for i, m in enumerate(lengths)]
 
 
 def _lengths(lengths: Any, size: int, rng: np.random.Generator, caller: str) -> np.ndarray:
@@ -412,10 +540,14 @@ def plan(
     prior : GeoDataFrame of LineStrings, optional
         A **public** prior population (for example last year's published data). Its trajectories are
         snapped to P and used instead of the random walks.
-    population : {"spread", "hubs", "mixed"}, default "spread"
+    population : {"spread", "hubs", "mixed", "robust"}, default "spread"
         Without ``prior``: where the simulated random walks start: anywhere in P (a population spread
         like P; right when P is where people go, such as visited places), at a few random hubs (a
         concentrated population; closer when P is a regular grid or road nodes), or half of each.
+        ``"robust"`` simulates all three and recommends the row with the smallest worst **regret**
+        (its error minus the best row's error on the same population): the pick that is never far from
+        the best whichever of them the real population resembles. The table then has ``error_<name>``
+        per population, ``regret``, and ``error`` as their mean.
     target_error : float, optional
         The error to reach for ``users_needed`` (default: half the better baseline's error).
     designs : list of str, optional
@@ -463,19 +595,51 @@ def plan(
 
     zone_of_point = zone_of_vertices(z, np.asarray(ps.lon), np.asarray(ps.lat))
     size = min(n, _SIM_MAX)
+    median = int(metrics.one_median(ps))
     if prior is not None:
         tr = _frames.trajectory_arrays(prior, name="prior", caller=caller)
         idx = np.asarray(ps.nearest(tr.lon, tr.lat)[0], dtype=np.int64)
         seqs = [
             np.asarray(idx[a:b], dtype=np.int64) for a, b in zip(tr.offsets[:-1], tr.offsets[1:], strict=True)
         ]
-        seqs = [seqs[i] for i in gen.choice(len(seqs), size=size, replace=len(seqs) < size)]
+        populations = {"prior": [seqs[i] for i in gen.choice(len(seqs), size=size, replace=len(seqs) < size)]}
     else:
-        seqs = _walks(ps, _lengths(lengths, size, gen, caller), gen, population=population)
-    sim = Simulation(ps, zone_of_point, z.size, seqs, n, epsilon, gen, z)
-    truth = (sim.od(seqs) if _needs(question) == "od" else sim.visits(seqs)) * (n / size)
-    median = int(metrics.one_median(ps))
+        kinds = POPULATIONS[:3] if population == "robust" else (population,)
+        drawn = _lengths(lengths, size, gen, caller)
+        populations = {k: _walks(ps, drawn, gen, population=k) for k in kinds}
+    tables = {}
+    for label, seqs in populations.items():
+        sim = Simulation(ps, zone_of_point, z.size, seqs, n, epsilon, gen, z)
+        tables[label] = _population_table(sim, question, names, median, target_error)
+    table = _combine(tables)
+    baselines = table[table["kind"] == "baseline"]
+    candidates = table[table["kind"] != "baseline"]
+    score = "regret" if "regret" in table.columns else "error"
+    best = str(candidates[score].idxmin()) if len(candidates) else str(baselines[score].idxmin())
+    beats = bool(len(candidates) and candidates.loc[best, score] < baselines[score].min())
+    if not beats:
+        best = str(baselines[score].idxmin())
+    table["recommended"] = table.index == best
+    first = next(iter(tables.values()))
+    table.attrs = {
+        "question": question,
+        "epsilon": epsilon,
+        "n": n,
+        "simulated_trajectories": size,
+        "population": "prior" if prior is not None else f"random walks ({population})",
+        "target_error": first.attrs["target_error"] if target_error is None else float(target_error),
+        "recommended": best,
+        "beats_baselines": beats,
+    }
+    return table
 
+
+def _population_table(
+    sim: Simulation, question: str, names: list[str], median: int, target_error: float | None
+) -> pd.DataFrame:
+    """Every design's and baseline's expected error on one simulated population."""
+    n = sim.n
+    truth = (sim.od(sim.seqs) if _needs(question) == "od" else sim.visits(sim.seqs)) * (n / len(sim.seqs))
     rows: dict[str, dict[str, Any]] = {}
     for name, est in _baselines(sim, question, median).items():
         rows[name] = {"kind": "baseline", "error": error_of(question, truth, est, n), "error_sd": 0.0}
@@ -495,23 +659,29 @@ def plan(
         rows[name]["users_needed"] = _users_needed(sim, question, name, spec, target, rows[name]["error"])
     table = pd.DataFrame.from_dict(rows, orient="index")
     table.index.name = "design"
-    candidates = table[table["kind"] != "baseline"]
-    best = str(candidates["error"].idxmin()) if len(candidates) else str(table["error"].idxmin())
-    beats = bool(len(candidates) and candidates.loc[best, "error"] < best_baseline)
-    if not beats:
-        best = str(table[table["kind"] == "baseline"]["error"].idxmin())
-    table["recommended"] = table.index == best
-    table.attrs = {
-        "question": question,
-        "epsilon": epsilon,
-        "n": n,
-        "simulated_trajectories": size,
-        "population": "prior" if prior is not None else f"random walks ({population})",
-        "target_error": target,
-        "recommended": best,
-        "beats_baselines": beats,
-    }
+    table.attrs["target_error"] = target
     return table
+
+
+def _combine(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
+    """One population: its table. Several (``population="robust"``): the mean error over them, and each
+    row's worst regret (its error minus the best row's on the same population), the score to minimise."""
+    if len(tables) == 1:
+        return next(iter(tables.values()))
+    first = next(iter(tables.values()))
+    errors = pd.DataFrame({k: t["error"] for k, t in tables.items()})
+    out = first[["kind"]].copy()
+    out["error"] = errors.mean(axis=1)
+    out["error_sd"] = pd.DataFrame({k: t["error_sd"] for k, t in tables.items()}).mean(axis=1)
+    out["interval_width"] = pd.DataFrame({k: t["interval_width"] for k, t in tables.items()}).mean(axis=1)
+    # users needed on the hardest population (NaN if any population does not get there)
+    out["users_needed"] = pd.DataFrame({k: t["users_needed"] for k, t in tables.items()}).max(
+        axis=1, skipna=False
+    )
+    for k in tables:
+        out[f"error_{k}"] = errors[k]
+    out["regret"] = (errors - errors.min(axis=0)).max(axis=1)
+    return out
 
 
 def _users_needed(
