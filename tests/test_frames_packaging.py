@@ -27,7 +27,7 @@ def test_floor_only_pins_and_extras():
         assert not re.search(r"==|<|~=|!=", req), req
     names = {re.split(r"[<>=\[ ]", r)[0].lower() for r in project["dependencies"]}
     assert {"numpy", "pandas", "geopandas", "shapely", "pyproj", "scikit-learn"} <= names
-    assert project["scripts"]["geoldp"] == "geoldp.cli:main"
+    assert project["scripts"]["geoldp"] == "geoldp.__main__:run"
     assert (ROOT / "geoldp" / "py.typed").exists()
 
 
