@@ -180,8 +180,12 @@ class Population:
 
         def values(cand: np.ndarray):
             p = pairs(cand)
-            ok = p >= 0
-            col = np.searchsorted(keys, p[ok])  # every pair a candidate or release takes is in keys
+            col = np.searchsorted(keys, p)
+            # every pair a candidate or the release takes is in keys; a simulated release of the channel
+            # check can take another pair, which no row of the table counts
+            ok = (p >= 0) & (col < keys.size)
+            ok[ok] = keys[col[ok]] == p[ok]
+            col = col[ok]
             return sp.csr_matrix(
                 (np.ones(col.size), (np.flatnonzero(ok), col)), shape=(cand.shape[0], keys.size)
             )
