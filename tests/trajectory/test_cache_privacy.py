@@ -39,7 +39,9 @@ def _fingerprint(obj, seen, depth=0):
     oid = id(obj)
     if oid in seen:
         return "<seen>"
-    seen.add(oid)
+    # keep the object alive while the walk lasts: a freed temporary (the dict(state) below) would hand its
+    # id to a later object, which would then read as "<seen>" depending on the allocator
+    seen[oid] = obj
     if isinstance(obj, weakref.WeakKeyDictionary):
         return ("wkd", tuple(sorted(repr(_fingerprint(v, seen, depth + 1)) for v in obj.values())))
     if isinstance(obj, dict):
@@ -70,25 +72,14 @@ def _state(points):
     for name, mod in sorted(sys.modules.items()):
         if name == "geoldp" or name.startswith("geoldp."):
             # a fresh ``seen`` per root: an object shared by two modules is summarised in both
-            mods[name] = _fingerprint({k: v for k, v in vars(mod).items() if not k.startswith("__")}, set())
-    return mods, _fingerprint(points, set())
+            mods[name] = _fingerprint({k: v for k, v in vars(mod).items() if not k.startswith("__")}, {})
+    return mods, _fingerprint(points, {})
 
 
 def _diff(before, after):
     mods_b, p_b = before
     mods_a, p_a = after
     changed = [n for n in mods_b if mods_a.get(n) != mods_b[n]]
-    def walk(x, y, path=""):
-        if x == y:
-            return
-        if isinstance(x, tuple) and isinstance(y, tuple) and len(x) == len(y):
-            for i, (u, v) in enumerate(zip(x, y)):
-                walk(u, v, path + f"/{i}")
-        else:
-            with open("/tmp/tcp_diff.txt", "a") as fh:
-                fh.write(f"{path}\n  B {str(x)[:2000]}\n  A {str(y)[:2000]}\n")
-    for n in changed:
-        walk(mods_b[n], mods_a.get(n), n)
     if p_a != p_b:
         changed.append("<PointSet>")
     return changed
@@ -153,7 +144,7 @@ def _cold_state(run):
     run(P)
     gc.collect()
     index = _fast_grid._INDEX_CACHE.get(P)
-    state = (_fingerprint(P, set()), _fingerprint(index, set()))
+    state = (_fingerprint(P, {}), _fingerprint(index, {}))
     del P, index
     gc.collect()
     mods, _ = _state(None)
@@ -213,7 +204,7 @@ def test_after_any_first_use_a_point_set_is_in_one_state():
     ):
         P = geoldp.PointSet(lon, lat)
         use(P)
-        states.append(_fingerprint(P, set()))
+        states.append(_fingerprint(P, {}))
         P.nearest(lon[:5] + 2e-4, lat[:5])  # later queries change nothing
-        assert _fingerprint(P, set()) == states[-1]
+        assert _fingerprint(P, {}) == states[-1]
     assert all(s == states[0] for s in states)
