@@ -75,7 +75,6 @@ the part an enumeration touches is committed).
 
 from __future__ import annotations
 
-import functools
 from typing import NamedTuple
 
 import numpy as np
@@ -83,6 +82,7 @@ import numpy as np
 from geoldp._kernels import EARTH_RADIUS_M, bearing_rad, haversine_rad, sector
 from geoldp._kernels import jit as _jit  # the one kernel decorator
 from geoldp._random import stream_reset
+from geoldp.budget import ReleaseCache
 from geoldp.trajectory import _atp_region as _reg
 from geoldp.trajectory import calibration as _cal
 from geoldp.trajectory._fast_anchor import nearest_anchors
@@ -565,12 +565,15 @@ def _em_rows(xl, xp, eps, ix, cp, w, full, n_runs, row0, total, dflt, key, prop1
 # ----------------------------------------------------------------------------------------------------
 
 
-@functools.lru_cache(maxsize=1024)
+# Per (mechanism, length): a small call need not redo the exact budget arithmetic. A length stays here only
+# once a release with it has been returned (see geoldp.budget.ReleaseCache).
+_LENGTH_ROWS = ReleaseCache(maxsize=1024)
+
+
 def _length_row(mechanism, n: int):
     """One length's row of :func:`_tables`: ``(eps_single, None)`` or ``(0.0, (row of copy A, of copy B))``.
 
-    A pure function of the mechanism's public configuration (frozen, compared field by field) and the
-    length, cached so that a small call does not redo the exact budget arithmetic.
+    A pure function of the mechanism's configuration (frozen, compared field by field) and the length.
     """
     from geoldp import mechanisms as _mech
 
@@ -616,10 +619,7 @@ def _tables(mechanism, lengths, m):
     g = int(plan.granularity)
     for n in np.unique(lengths):
         n = int(n)
-        try:
-            single, copies = _length_row(mechanism, n)
-        except TypeError:  # a mechanism object that cannot be hashed: compute without the cache
-            single, copies = _length_row.__wrapped__(mechanism, n)
+        single, copies = _LENGTH_ROWS.get((mechanism, n), _length_row, mechanism, n)
         if copies is None:
             eps_single[n] = single
             continue
