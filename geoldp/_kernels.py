@@ -12,6 +12,9 @@ from __future__ import annotations
 import math
 
 import numba
+from numba.extending import typeof_impl
+
+from geoldp._aot import Entry
 
 __all__ = [
     "EARTH_RADIUS_M",
@@ -214,3 +217,17 @@ def farthest_from(lam, phi, i):
             best = d
             arg = j
     return arg, best
+
+
+# Kernels that Python code calls (the point set's diameter): through their compiled exports when geoldp was
+# installed with them (geoldp._aot), otherwise these very numba functions; numba code calls the latter.
+@typeof_impl.register(Entry)
+def _typeof_entry(entry, context):
+    # numba code that names an entry calls its numba function (the compiled exports serve Python callers)
+    return typeof_impl(entry._jit, context)
+
+
+farthest_from = Entry(("farthest_from",), farthest_from)
+haversine_from_one = Entry(("haversine_from_one",), haversine_from_one)
+max_pairwise_brute = Entry(("max_pairwise_brute",), max_pairwise_brute)
+max_pairwise_sorted = Entry(("max_pairwise_sorted",), max_pairwise_sorted)

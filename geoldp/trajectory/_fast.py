@@ -79,6 +79,8 @@ from typing import NamedTuple
 
 import numpy as np
 
+from geoldp._aot import Entry
+from geoldp._aot import enabled as _aot_enabled
 from geoldp._kernels import EARTH_RADIUS_M, bearing_rad, haversine_rad, sector
 from geoldp._kernels import jit as _jit  # the one kernel decorator
 from geoldp._random import stream_reset
@@ -560,6 +562,10 @@ def _em_rows(xl, xp, eps, ix, cp, w, full, n_runs, row0, total, dflt, key, prop1
     )
 
 
+# Python calls the driver through its compiled exports (one per mechanism: PointEM, TP, ATP), or numba's JIT
+_RUN = Entry(("run_pointem", "run_tp", "run_atp"), _run)
+
+
 # ----------------------------------------------------------------------------------------------------
 # Python entry point
 # ----------------------------------------------------------------------------------------------------
@@ -643,6 +649,8 @@ def kernel_state(mechanism) -> str:
     """
     if mechanism.sampler_plan.kernel_kind in _WARM:
         return "ready"
+    if _aot_enabled():  # compiled at install time: loading them takes a fraction of a second
+        return "cached"
     try:  # numba's cache object of the driver; its layout is numba's, so any surprise means "unknown"
         index_path = _run._cache._cache_file._index_path
     except AttributeError:
@@ -762,7 +770,7 @@ def perturb_fast(flat_idx, offsets, points, mechanism, key, first_stream, n_jobs
             np.zeros(N_STATS, dtype=np.int64),
         )
         a0, a1 = int(offsets[t0]), int(offsets[t1])
-        _run(
+        _RUN(
             flat[a0:a1],
             offsets[t0 : t1 + 1] - offsets[t0],
             key,

@@ -22,6 +22,7 @@ from types import MappingProxyType
 
 import numba
 
+from geoldp._aot import Entry
 from geoldp.budget import Ledger, LedgerEntry, ReleaseCache, exact_share
 
 __all__ = [
@@ -55,16 +56,19 @@ def is_pivot(copy, position):
     return position % 2 == 1
 
 
+_is_pivot = Entry(("is_pivot",), is_pivot)  # from Python: its compiled export when installed
+
+
 def pivot_positions(n: int, copy: str) -> tuple[int, ...]:
     """Pivot positions I_A (even) or I_B (odd), ascending, 1-based (ALGORITHM §5.2)."""
     c = COPIES.index(copy)
-    return tuple(p for p in range(1, n + 1) if is_pivot(c, p))
+    return tuple(p for p in range(1, n + 1) if _is_pivot(c, p))
 
 
 def non_pivot_positions(n: int, copy: str) -> tuple[int, ...]:
     """Non-pivot positions of ``copy``, ascending, 1-based."""
     c = COPIES.index(copy)
-    return tuple(p for p in range(1, n + 1) if not is_pivot(c, p))
+    return tuple(p for p in range(1, n + 1) if not _is_pivot(c, p))
 
 
 def direction_pairs(n: int, copy: str) -> tuple[tuple[int, int], ...]:
