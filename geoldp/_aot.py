@@ -1,16 +1,19 @@
 """Kernels compiled ahead of time: used when the installed extension matches the sources, else numba's JIT.
 
-Installing geoldp compiles the kernels of :mod:`geoldp._aot_exports` into the extension
-``geoldp._aot_kernels`` (see :mod:`geoldp._aot_build`), so that the first call of a mechanism does not
-wait for numba to compile them. The extension is used only if it imports and its ``kernel_digest()``
+Installing geoldp compiles the kernels that Python code calls into the extensions ``geoldp._aot_kernels``
+and ``geoldp._aot_kernels_nrt`` (see :mod:`geoldp._aot_build`), so that the first call of a mechanism does
+not wait for numba to compile them. They are used only if they import and their ``kernel_digest()``
 equals the digest of the installed kernel sources (so an edited or upgraded source tree never runs stale
 code); otherwise, and where no C compiler was available at install time, numba compiles the kernels on
 first use and caches them on disk, as before.
 
-Python code calls an exported kernel through an :class:`Entry`, which picks the compiled export whose
-signature is exactly the numba type of the arguments, and calls the numba function for any other types:
-either way the result is the numba function's. ``GEOLDP_AOT=0`` in the environment turns the extension
-off (the benchmarks compare both).
+Python code calls an exported kernel through an :class:`Entry`, defined next to the kernel with the
+exact signatures of its exports. numba compiles a function once per argument *type* (dtype, dimensions,
+layout, read-only flag); an export has one signature, and its argument conversion checks little more than
+the item size. So the entry picks the export whose signature is exactly the numba type of the arguments
+(a writable array may stand for a declared read-only one: same code), and calls the numba function for
+any other types: either way the result is the numba function's. ``GEOLDP_AOT=0`` in the environment turns
+the extension off (the benchmarks compare both).
 """
 
 from __future__ import annotations
@@ -18,11 +21,13 @@ from __future__ import annotations
 import importlib
 import os
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-__all__ = ["Entry", "enabled", "extension", "kernel_digest"]
+from numba.core import types
+
+__all__ = ["Entry", "array", "enabled", "entries", "extension", "kernel_digest"]
 
 #: The compiled extensions (kernels without and with numba's reference counting; see geoldp._aot_build)
 EXTENSIONS = ("geoldp._aot_kernels", "geoldp._aot_kernels_nrt")
@@ -31,6 +36,18 @@ EXTENSIONS = ("geoldp._aot_kernels", "geoldp._aot_kernels_nrt")
 _LOADED: list[Any] = []
 _LOCK = threading.Lock()
 _ENABLED = [os.environ.get("GEOLDP_AOT", "1") != "0"]
+# every Entry made (the build compiles their exports)
+_ENTRIES: list[Entry] = []
+
+
+def entries() -> list[Entry]:
+    """Every :class:`Entry` of the modules imported so far."""
+    return list(_ENTRIES)
+
+
+def array(dtype: Any, ndim: int, *, readonly: bool = False) -> types.Array:
+    """The numba type of a C-contiguous array (for the signatures of the exports)."""
+    return types.Array(dtype, ndim, "C", readonly=readonly)
 
 
 def kernel_digest(package: Path | None = None) -> int:
@@ -79,20 +96,21 @@ class Entry:
 
     Parameters
     ----------
-    names : tuple of str
-        The exports of the function (each one signature; see :mod:`geoldp._aot_exports`).
     function : numba dispatcher
         The numba function, called for any other argument types and without the extension.
+    exports : mapping of str to numba Signature
+        Its exports: the name of each in the extension and its one signature.
     """
 
-    def __init__(self, names: tuple[str, ...], function: Any) -> None:
-        self._names = tuple(names)
+    def __init__(self, function: Any, exports: Mapping[str, Any]) -> None:
         self._jit = function
+        self.exports = dict(exports)
         # argument-type fingerprint (numba's, from types only, never values) -> the callable to use
         self._routes: dict[bytes, Callable[..., Any]] = {}
         self.__doc__ = getattr(function, "__doc__", None)
         self.__name__ = getattr(function, "__name__", "entry")
         self.__wrapped__ = function
+        _ENTRIES.append(self)
 
     def __call__(self, *args: Any) -> Any:
         if not _ENABLED[0]:
@@ -115,15 +133,12 @@ class Entry:
             return self._jit
         import numba
 
-        from geoldp._aot_exports import exports_by_name
-
         try:
             actual = tuple(numba.typeof(a) for a in args)
         except Exception:  # numba cannot type an argument: its own error is the right one
             return self._jit
-        table = exports_by_name()
-        for name in self._names:
-            if _same_types(table[name].signature.args, actual):
+        for name, signature in self.exports.items():
+            if _same_types(signature.args, actual):
                 for module in modules:
                     if hasattr(module, name):
                         return getattr(module, name)
@@ -133,7 +148,7 @@ class Entry:
         return getattr(self._jit, name)
 
     def __repr__(self) -> str:
-        return f"<compiled-kernel entry {self.__name__} {self._names}>"
+        return f"<compiled-kernel entry {self.__name__} {tuple(self.exports)}>"
 
 
 def _same_types(declared: tuple, actual: tuple) -> bool:
@@ -144,8 +159,6 @@ def _same(declared: Any, actual: Any) -> bool:
     """``actual`` is ``declared``, or a writable array where a read-only one is declared (same code)."""
     if declared == actual:
         return True
-    from numba.core import types
-
     if isinstance(declared, types.Array) and isinstance(actual, types.Array):
         return declared.mutable is False and actual.mutable and declared.copy(readonly=False) == actual
     if isinstance(declared, types.NamedTuple) and isinstance(actual, types.NamedTuple):

@@ -1,14 +1,15 @@
-"""Build step: compile the kernels of :mod:`geoldp._aot_exports` into the extension ``geoldp._aot_kernels``.
+"""Build step: compile the exports of every :class:`geoldp._aot.Entry` into geoldp's kernel extensions.
 
 Run by ``setup.py`` (``build_ext``) when geoldp is installed, or by hand::
 
     python -m geoldp._aot_build [OUTPUT_DIR]
 
-It uses numba's ahead-of-time compiler (``numba.pycc``) and a C compiler. The extension holds every exported
-function (with its callees) compiled for the generic CPU of the platform, releases the GIL like the numba
-kernels do (``nogil``), runs without numba's reference counting (``_nrt=False``, as they do) and exports
-``kernel_digest()``: the digest of the kernel sources it was compiled from, which :mod:`geoldp._aot` checks
-before using it.
+It uses numba's ahead-of-time compiler (``numba.pycc``) and a C compiler. The extensions hold every export
+(a kernel and its callees, with one signature) compiled for the generic CPU of the platform; they release
+the GIL as the numba kernels do (``nogil``), use numba's reference counting where the kernel does (plain
+``numba.njit``: ``_aot_kernels_nrt``) and not where it does not (``_nrt=False``: ``_aot_kernels``), and
+export ``kernel_digest()``: the digest of the kernel sources they were compiled from, which
+:mod:`geoldp._aot` checks before using them.
 """
 
 from __future__ import annotations
@@ -20,6 +21,14 @@ import warnings
 from pathlib import Path
 
 EXTENSION = "_aot_kernels"
+#: The modules whose kernels Python calls through an Entry (importing them makes the entries).
+KERNEL_MODULES = (
+    "geoldp._kernels",
+    "geoldp.trajectory.split",
+    "geoldp.trajectory._atp_region",
+    "geoldp.trajectory._fast_anchor",
+    "geoldp.trajectory._fast",
+)
 
 
 #: The two extensions: kernels compiled without numba's reference counting (the allocation-free
@@ -42,20 +51,21 @@ def make_ccs(package: Path) -> list:
         from numba.pycc import CC
         from numba.pycc import compiler as pycc_compiler
 
-    from geoldp._aot import kernel_digest
-    from geoldp._aot_exports import exports
+    from geoldp import _aot
 
     _release_gil(pycc_compiler)
-    digest = kernel_digest(package)
+    digest = _aot.kernel_digest(package)
     ccs = {}
     for nrt, name in EXTENSIONS.items():
         cc = ccs[nrt] = CC(name, source_module=sys.modules[__name__])
         cc.use_nrt = nrt
         cc.target_cpu = "generic"  # runs on any CPU of the platform (numba's AOT default family target)
         cc.export("kernel_digest", "int64()")(lambda: digest)
-    for export in exports():
-        func = getattr(importlib.import_module(export.module), export.function)
-        ccs[uses_nrt(func)].export(export.name, export.signature)(func.py_func)
+    for module in KERNEL_MODULES:
+        importlib.import_module(module)
+    for entry in _aot.entries():
+        for name, signature in entry.exports.items():
+            ccs[uses_nrt(entry.__wrapped__)].export(name, signature)(entry.py_func)
     return list(ccs.values())
 
 

@@ -14,7 +14,7 @@ import math
 import numba
 from numba.extending import typeof_impl
 
-from geoldp._aot import Entry
+from geoldp._aot import Entry, array
 
 __all__ = [
     "EARTH_RADIUS_M",
@@ -227,7 +227,13 @@ def _typeof_entry(entry, context):
     return typeof_impl(entry._jit, context)
 
 
-farthest_from = Entry(("farthest_from",), farthest_from)
-haversine_from_one = Entry(("haversine_from_one",), haversine_from_one)
-max_pairwise_brute = Entry(("max_pairwise_brute",), max_pairwise_brute)
-max_pairwise_sorted = Entry(("max_pairwise_sorted",), max_pairwise_sorted)
+_f8, _i8 = numba.float64, numba.int64
+_F1 = array(_f8, 1)
+_RF1 = array(_f8, 1, readonly=True)  # P's coordinates (read-only arrays of the PointSet)
+_I1 = array(_i8, 1)
+farthest_from = Entry(farthest_from, {"farthest_from": numba.types.Tuple([_i8, _f8])(_RF1, _RF1, _i8)})
+haversine_from_one = Entry(haversine_from_one, {"haversine_from_one": _F1(_f8, _f8, _RF1, _RF1, _F1)})
+max_pairwise_brute = Entry(max_pairwise_brute, {"max_pairwise_brute": _f8(_RF1, _RF1)})
+max_pairwise_sorted = Entry(
+    max_pairwise_sorted, {"max_pairwise_sorted": _f8(_RF1, _RF1, _I1, _F1, _f8, _f8, _f8)}
+)

@@ -27,6 +27,7 @@ LAYERS: list[tuple[str, ...]] = [
         "_formats",
         "_safe_write",
         "_numba_cache",
+        "_aot",
     ),  # foundations
     ("geo",),  # sphere geometry
     ("budget", "pointset", "accounting", "points"),  # budgets, ledgers, accounting; public point sets
@@ -55,6 +56,7 @@ LAYERS: list[tuple[str, ...]] = [
         "_cli_args",
         "__main__",
         "__init__",
+        "_aot_build",
     ),  # applications and the package itself
 ]
 

@@ -33,7 +33,7 @@ import math
 import numba
 import numpy as np
 
-from geoldp._aot import Entry
+from geoldp._aot import Entry, array
 from geoldp._kernels import EARTH_RADIUS_M, haversine_rad
 from geoldp._kernels import jit as _jit  # the one kernel decorator
 from geoldp.trajectory import calibration as _cal
@@ -158,7 +158,16 @@ def _build(sxyz, cell_start, nu, nv, levels, nodes):
                 _node_moments(sxyz, cell_start, nu, r0, r1, c0, c1, nodes[off + r * cols + c])
 
 
-_BUILD = Entry(("region_tree",), _build)  # called from Python: its compiled export when installed
+# called from Python: its compiled export when installed
+_BUILD = Entry(
+    _build,
+    {
+        "region_tree": numba.void(
+            array(numba.float64, 2), array(numba.int64, 1), numba.int64, numba.int64,
+            array(numba.int64, 2), array(numba.float64, 2),
+        )
+    },
+)  # fmt: skip
 
 
 def build_tree(index) -> Tree:

@@ -77,9 +77,10 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+import numba
 import numpy as np
 
-from geoldp._aot import Entry
+from geoldp._aot import Entry, array
 from geoldp._aot import enabled as _aot_enabled
 from geoldp._kernels import EARTH_RADIUS_M, bearing_rad, haversine_rad, sector
 from geoldp._kernels import jit as _jit  # the one kernel decorator
@@ -562,8 +563,29 @@ def _em_rows(xl, xp, eps, ix, cp, w, full, n_runs, row0, total, dflt, key, prop1
     )
 
 
-# Python calls the driver through its compiled exports (one per mechanism: PointEM, TP, ATP), or numba's JIT
-_RUN = Entry(("run_pointem", "run_tp", "run_atp"), _run)
+def _run_exports() -> dict:
+    """The driver's exports, one per mechanism: the exact types :func:`perturb_fast` passes."""
+    T = numba.types
+    F1, F2 = array(T.float64, 1), array(T.float64, 2)
+    I1, I2 = array(T.int64, 1), array(T.int64, 2)
+    U1 = array(T.uint32, 1)
+    RF1, RF2 = array(T.float64, 1, readonly=True), array(T.float64, 2, readonly=True)  # P's arrays
+    f8, i8, b1 = T.float64, T.int64, T.boolean
+    index = T.NamedTuple([RF1, RF1, RF2, F2, I1, F1, I1, F2, I1, f8], KernelIndex)
+    copies = T.NamedTuple([f8, i8, b1, b1, b1, F2, F2, F2], CopyPlan)
+    region = T.NamedTuple([I1, F2, I2, b1, f8, b1, F2, F2, F2, F2, i8, b1, b1], RegionPlan)
+    work = T.NamedTuple([U1, I1, I2, F2, I2, F2, F2, I1, I2, I1, F1, I1], Work)
+    # _run(flat, offsets, key, first_stream, eps_single, prop1, prop2, out, ix, | cp, rp, w, dflt)
+    head = (I1, I1, U1, i8, F1, i8, i8, I1, index)
+    return {
+        "run_pointem": T.void(*head, T.none, T.none, work, T.none),
+        "run_tp": T.void(*head, copies, T.none, work, T.none),
+        "run_atp": T.void(*head, copies, region, work, F1),
+    }
+
+
+# Python calls the driver through its compiled exports when installed, or numba's JIT
+_RUN = Entry(_run, _run_exports())
 
 
 # ----------------------------------------------------------------------------------------------------

@@ -12,7 +12,7 @@ import math
 import numba
 import numpy as np
 
-from geoldp._aot import Entry
+from geoldp._aot import Entry, array
 from geoldp._kernels import haversine_rad
 from geoldp._kernels import jit as _jit  # the one kernel decorator
 from geoldp.trajectory._fast_grid import FastIndex
@@ -181,9 +181,16 @@ def _nearest_scan(alam, aphi, lam, phi):
 
 
 # called from Python: through their compiled exports when installed (geoldp._aot)
-_ANCHOR_POINTS = Entry(("anchor_points",), _anchor_points)
-_NEAREST_EXACT = Entry(("nearest_exact",), _nearest_exact)
-_NEAREST_SCAN = Entry(("nearest_scan",), _nearest_scan)
+_F1 = array(numba.float64, 1)
+_RF1 = array(numba.float64, 1, readonly=True)  # P's coordinates
+_I1 = array(numba.int64, 1)
+_ANCHOR_POINTS = Entry(
+    _anchor_points, {"anchor_points": numba.void(_I1, _I1, _RF1, _RF1, numba.boolean, _F1, _F1)}
+)
+_NEAREST_EXACT = Entry(
+    _nearest_exact, {"nearest_exact": numba.void(_F1, _F1, array(numba.int64, 2), _RF1, _RF1, _I1)}
+)
+_NEAREST_SCAN = Entry(_nearest_scan, {"nearest_scan": numba.int64(numba.float64, numba.float64, _RF1, _RF1)})
 
 
 def nearest_anchors(flat, offsets, index: FastIndex, vector: bool) -> np.ndarray:

@@ -56,7 +56,8 @@ def is_pivot(copy, position):
     return position % 2 == 1
 
 
-_is_pivot = Entry(("is_pivot",), is_pivot)  # from Python: its compiled export when installed
+# from Python: its compiled export when installed
+_is_pivot = Entry(is_pivot, {"is_pivot": numba.boolean(numba.int64, numba.int64)})
 
 
 def pivot_positions(n: int, copy: str) -> tuple[int, ...]:

@@ -56,8 +56,6 @@ CASES = [
 def test_every_export_signature_is_the_type_of_a_real_call(monkeypatch):
     # a stand-in extension that has every export and records which one a call was routed to: the check
     # runs without the compiled extension too, and fails if a signature differs from what Python passes
-    from geoldp._aot_exports import exports
-
     entries = _entries()
     routed: set[str] = set()
 
@@ -69,9 +67,9 @@ def test_every_export_signature_is_the_type_of_a_real_call(monkeypatch):
         return call
 
     fake = pytypes.SimpleNamespace()
-    for export in exports():
-        owner = next(e for e in entries.values() if export.name in e._names)
-        setattr(fake, export.name, stand_in(export.name, owner))
+    for entry in _aot.entries():
+        for name in entry.exports:
+            setattr(fake, name, stand_in(name, entry))
     monkeypatch.setattr(_aot, "_LOADED", [(fake,)])
     monkeypatch.setattr(_aot, "_ENABLED", [True])
     for entry in entries.values():
@@ -86,24 +84,15 @@ def test_every_export_signature_is_the_type_of_a_real_call(monkeypatch):
     # every route taken went to an export, never to the JIT (the types matched a declared signature) ...
     for name, entry in entries.items():
         assert all(target is not entry._jit for target in entry._routes.values()), name
-    assert routed >= {"run_pointem", "run_tp", "run_atp", "anchor_points", "nearest_exact", "region_tree"}
-    assert routed >= {
-        "is_pivot",
-        "farthest_from",
-        "haversine_from_one",
-        "max_pairwise_brute",
-        "max_pairwise_sorted",
-    }
+    assert routed == {name for entry in _aot.entries() for name in entry.exports} - {"nearest_scan"}
     # ... and the declared return type is the one numba infers for those arguments
-    table = {e.name: e for e in exports()}
-    for name in routed:
-        export = table[name]
-        entry = next(e for e in entries.values() if name in e._names)
-        inferred = {
-            sig.args: cres.signature.return_type for sig, cres in _overloads(entry._jit) if sig is not None
-        }
-        matching = [ret for args, ret in inferred.items() if _aot._same_types(export.signature.args, args)]
-        assert matching and all(ret == export.signature.return_type for ret in matching), name
+    for entry in _aot.entries():
+        inferred = {args: cres.signature.return_type for args, cres in entry._jit.overloads.items()}
+        for name, signature in entry.exports.items():
+            if name not in routed:
+                continue
+            matching = [ret for args, ret in inferred.items() if _aot._same_types(signature.args, args)]
+            assert matching and all(ret == signature.return_type for ret in matching), name
 
 
 def _forget_budget_splits():
@@ -114,13 +103,6 @@ def _forget_budget_splits():
             for value in list(vars(mod).values()):
                 if isinstance(value, ReleaseCache):
                     value.clear()
-
-
-def _overloads(dispatcher):
-    from numba.core.typing import signature
-
-    for args, cres in dispatcher.overloads.items():
-        yield signature(cres.signature.return_type, *args), cres
 
 
 def test_other_argument_types_go_to_numba(monkeypatch):
