@@ -231,9 +231,14 @@ _f8, _i8 = numba.float64, numba.int64
 _F1 = array(_f8, 1)
 _RF1 = array(_f8, 1, readonly=True)  # P's coordinates (read-only arrays of the PointSet)
 _I1 = array(_i8, 1)
-farthest_from = Entry(farthest_from, {"farthest_from": numba.types.Tuple([_i8, _f8])(_RF1, _RF1, _i8)})
-haversine_from_one = Entry(haversine_from_one, {"haversine_from_one": _F1(_f8, _f8, _RF1, _RF1, _F1)})
-max_pairwise_brute = Entry(max_pairwise_brute, {"max_pairwise_brute": _f8(_RF1, _RF1)})
-max_pairwise_sorted = Entry(
+# (mypy: each name turns from a numba dispatcher into an Entry, which calls like one)
+farthest_from = Entry(  # type: ignore[assignment]
+    farthest_from, {"farthest_from": numba.types.Tuple([_i8, _f8])(_RF1, _RF1, _i8)}
+)
+haversine_from_one = Entry(  # type: ignore[assignment]
+    haversine_from_one, {"haversine_from_one": _F1(_f8, _f8, _RF1, _RF1, _F1)}
+)
+max_pairwise_brute = Entry(max_pairwise_brute, {"max_pairwise_brute": _f8(_RF1, _RF1)})  # type: ignore[assignment]
+max_pairwise_sorted = Entry(  # type: ignore[assignment]
     max_pairwise_sorted, {"max_pairwise_sorted": _f8(_RF1, _RF1, _I1, _F1, _f8, _f8, _f8)}
 )

@@ -665,9 +665,10 @@ def kernel_state(mechanism) -> str:
     Returns
     -------
     str
-        ``"ready"`` (its kernel already ran in this process), ``"cached"`` (numba's on-disk cache has an
-        index for the driver kernel: loading takes about a second) or ``"compile"`` (no cache: numba
-        compiles the kernels, which takes tens of seconds once per installation and version).
+        ``"ready"`` (its kernel already ran in this process), ``"cached"`` (the kernels compiled at
+        install time are in use, see :mod:`geoldp._aot`, or numba's on-disk cache has an index for the
+        driver kernel: loading takes a fraction of a second to a second) or ``"compile"`` (no cache: numba
+        compiles the kernels, which takes seconds to tens of seconds once per installation and version).
     """
     if mechanism.sampler_plan.kernel_kind in _WARM:
         return "ready"
