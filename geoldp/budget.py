@@ -178,7 +178,7 @@ class ReleaseCache:
     def clear(self) -> None:
         """Forget every kept entry."""
         with self._lock:
-            self._store.clear()
+            self._store = {}
 
 
 def check_fractions(fracs, caller: str) -> tuple[Fraction, ...]:
