@@ -12,6 +12,9 @@ from __future__ import annotations
 import math
 
 import numba
+from numba.extending import typeof_impl
+
+from geoldp._aot import Entry, array
 
 __all__ = [
     "EARTH_RADIUS_M",
@@ -214,3 +217,28 @@ def farthest_from(lam, phi, i):
             best = d
             arg = j
     return arg, best
+
+
+# Kernels that Python code calls (the point set's diameter): through their compiled exports when geoldp was
+# installed with them (geoldp._aot), otherwise these very numba functions; numba code calls the latter.
+@typeof_impl.register(Entry)
+def _typeof_entry(entry, context):
+    # numba code that names an entry calls its numba function (the compiled exports serve Python callers)
+    return typeof_impl(entry._jit, context)
+
+
+_f8, _i8 = numba.float64, numba.int64
+_F1 = array(_f8, 1)
+_RF1 = array(_f8, 1, readonly=True)  # P's coordinates (read-only arrays of the PointSet)
+_I1 = array(_i8, 1)
+# (mypy: each name turns from a numba dispatcher into an Entry, which calls like one)
+farthest_from = Entry(  # type: ignore[assignment]
+    farthest_from, {"farthest_from": numba.types.Tuple([_i8, _f8])(_RF1, _RF1, _i8)}
+)
+haversine_from_one = Entry(  # type: ignore[assignment]
+    haversine_from_one, {"haversine_from_one": _F1(_f8, _f8, _RF1, _RF1, _F1)}
+)
+max_pairwise_brute = Entry(max_pairwise_brute, {"max_pairwise_brute": _f8(_RF1, _RF1)})  # type: ignore[assignment]
+max_pairwise_sorted = Entry(  # type: ignore[assignment]
+    max_pairwise_sorted, {"max_pairwise_sorted": _f8(_RF1, _RF1, _I1, _F1, _f8, _f8, _f8)}
+)

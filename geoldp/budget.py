@@ -1,24 +1,39 @@
-"""Exact privacy-budget accounting (ALGORITHM §6.3) and the per-trajectory ledger.
+"""Exact privacy-budget accounting (ALGORITHM §6.3), the per-trajectory ledger and the budget-split cache.
 
 Stage budgets are computed from ε and an exact rational fraction and rounded *down*, so that the ledger
 satisfies Σ Fraction(ε_stage) ≤ Fraction(ε) exactly.
+
+The budget split of a trajectory depends on its length (and, with a per-user budget, ε depends on a user's
+number of trips), so a cache of splits is keyed by values of the input. :class:`ReleaseCache` keeps such an
+entry beyond a call only once that call has returned its release (whose lengths and ε it then holds): a
+public entry point runs inside :func:`release_scope`, and a call that raises leaves every cache as it was.
 """
 
 from __future__ import annotations
 
-import functools
+import contextlib
+import contextvars
 import math
 import numbers
-from collections.abc import Iterable, Iterator
+import threading
+from collections.abc import Callable, Hashable, Iterable, Iterator
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import cast
+from typing import Any, cast
 
 import numpy as np
 
 from geoldp.errors import BudgetError
 
-__all__ = ["KINDS", "Ledger", "LedgerEntry", "check_fractions", "exact_share"]
+__all__ = [
+    "KINDS",
+    "Ledger",
+    "LedgerEntry",
+    "ReleaseCache",
+    "check_fractions",
+    "exact_share",
+    "release_scope",
+]
 
 #: The stage kinds a ledger entry may carry.
 KINDS = ("anchor_em", "radius_sw", "pivot_em", "direction_krr", "point_em")
@@ -47,21 +62,123 @@ def exact_share(epsilon: float, fraction: Fraction) -> float:
     >>> exact_share(1.0, Fraction(1, 3)) <= 1 / 3
     True
     """
-    try:
-        return _exact_share(epsilon, fraction)
-    except TypeError:  # an unhashable number type: compute without the cache
-        return _exact_share.__wrapped__(epsilon, fraction)
-
-
-# The share is a pure function of two public numbers, and Python's == between int, float and Fraction is
-# exact, so equal keys have equal exact values: a cache hit returns the very float a recomputation would.
-@functools.lru_cache(maxsize=4096)
-def _exact_share(epsilon: float, fraction: Fraction) -> float:
-    exact = Fraction(epsilon) * Fraction(fraction)
-    value = float(exact)
-    if Fraction(value) > exact:
+    num, den = _ratio(epsilon)
+    f_num, f_den = _ratio(fraction)
+    num *= f_num
+    den *= f_den
+    # int / int is correctly rounded in Python, as float(Fraction) is (it divides the same two ints)
+    value = num / den
+    v_num, v_den = value.as_integer_ratio()
+    if v_num * den > num * v_den:  # Fraction(value) > exact (both denominators are positive)
         value = math.nextafter(value, 0.0)
     return value
+
+
+def _ratio(x) -> tuple[int, int]:
+    """The exact value of ``x`` as (numerator, denominator > 0), without building a Fraction if possible."""
+    if type(x) is float or type(x) is int:
+        return x.as_integer_ratio()
+    if type(x) is Fraction:
+        return x.numerator, x.denominator
+    return Fraction(x).as_integer_ratio()  # other number types (numpy scalars, Decimal ...): exactly
+
+
+# ---------------------------------------------------------------------------------------------------------
+# the budget-split cache: entries of a call outlive it only if the call returned its release
+# ---------------------------------------------------------------------------------------------------------
+
+
+class _Scope:
+    """The entries computed inside one :func:`release_scope`, per cache, not yet kept."""
+
+    __slots__ = ("parent", "pending")
+
+    def __init__(self, parent: _Scope | None) -> None:
+        self.parent = parent
+        self.pending: dict[ReleaseCache, dict[Hashable, Any]] = {}
+
+
+_SCOPE: contextvars.ContextVar[_Scope | None] = contextvars.ContextVar("geoldp_release_scope", default=None)
+
+
+@contextlib.contextmanager
+def release_scope() -> Iterator[None]:
+    """Run a public entry point so that its :class:`ReleaseCache` entries are kept only if it returns.
+
+    Inside the scope a cache miss is computed and held for the scope; when the block ends normally the
+    entries join the caches (or the enclosing scope), and when it raises they are dropped. Outside any scope
+    nothing is cached. The scope belongs to the current thread (a context variable).
+    """
+    scope = _Scope(_SCOPE.get())
+    token = _SCOPE.set(scope)
+    try:
+        yield
+    except BaseException:
+        _SCOPE.reset(token)
+        raise
+    _SCOPE.reset(token)
+    if scope.parent is not None:
+        for cache, entries in scope.pending.items():
+            scope.parent.pending.setdefault(cache, {}).update(entries)
+    else:
+        for cache, entries in scope.pending.items():
+            cache._keep(entries)
+
+
+class ReleaseCache:
+    """A bounded memo of a pure function whose keys come from a release (its lengths, its ε).
+
+    ``cache.get(key, compute, *args)`` returns ``compute(*args)`` for ``key``, from the memo when an earlier
+    call that returned kept it; see :func:`release_scope`. The values must be immutable (they are shared).
+
+    Parameters
+    ----------
+    maxsize : int
+        Entries kept at most (the oldest go first).
+    """
+
+    def __init__(self, maxsize: int) -> None:
+        self._maxsize = int(maxsize)
+        # insertion order: the oldest entries go first (no reordering on a hit, which would hash the key
+        # a second time: keys hold Fractions and mechanism objects, whose hashes are computed in Python)
+        self._store: dict[Hashable, Any] = {}
+        self._lock = threading.Lock()
+
+    def get(self, key: Hashable, compute: Callable[..., Any], *args: Any) -> Any:
+        """The value of ``compute(*args)`` for ``key`` (an unhashable key is computed without the memo)."""
+        try:
+            return self._store[key]
+        except KeyError:
+            pass
+        except TypeError:  # an unhashable key
+            return compute(*args)
+        scope = _SCOPE.get()
+        if scope is None:
+            return compute(*args)
+        pending = scope.pending.setdefault(self, {})
+        try:
+            return pending[key]
+        except KeyError:
+            value = pending[key] = compute(*args)
+            return value
+
+    def _keep(self, entries: dict[Hashable, Any]) -> None:
+        with self._lock:  # one writer at a time (a read is one dictionary operation: atomic)
+            store = dict(self._store)
+            store.update(entries)
+            if len(store) > self._maxsize:
+                store = dict(list(store.items())[-self._maxsize :])
+            self._store = store  # readers see the old or the new dictionary, never one being changed
+
+    def keys(self) -> list[Hashable]:
+        """The kept keys, oldest first (for tests)."""
+        with self._lock:
+            return list(self._store)
+
+    def clear(self) -> None:
+        """Forget every kept entry."""
+        with self._lock:
+            self._store = {}
 
 
 def check_fractions(fracs, caller: str) -> tuple[Fraction, ...]:

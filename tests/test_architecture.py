@@ -28,6 +28,7 @@ LAYERS: list[tuple[str, ...]] = [
         "_safe_write",
         "_numba_cache",
         "_docstrings",
+        "_aot",
     ),  # foundations
     ("geo",),  # sphere geometry
     ("budget", "pointset", "accounting", "points"),  # budgets, ledgers, accounting; public point sets
@@ -58,6 +59,7 @@ LAYERS: list[tuple[str, ...]] = [
         "_cli_args",
         "__main__",
         "__init__",
+        "_aot_build",
     ),  # applications and the package itself
 ]
 

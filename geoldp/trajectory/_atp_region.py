@@ -33,6 +33,7 @@ import math
 import numba
 import numpy as np
 
+from geoldp._aot import Entry, array
 from geoldp._kernels import EARTH_RADIUS_M, haversine_rad
 from geoldp._kernels import jit as _jit  # the one kernel decorator
 from geoldp.trajectory import calibration as _cal
@@ -157,6 +158,18 @@ def _build(sxyz, cell_start, nu, nv, levels, nodes):
                 _node_moments(sxyz, cell_start, nu, r0, r1, c0, c1, nodes[off + r * cols + c])
 
 
+# called from Python: its compiled export when installed
+_BUILD = Entry(
+    _build,
+    {
+        "region_tree": numba.void(
+            array(numba.float64, 2), array(numba.int64, 1), numba.int64, numba.int64,
+            array(numba.int64, 2), array(numba.float64, 2),
+        )
+    },
+)  # fmt: skip
+
+
 def build_tree(index) -> Tree:
     """The quadtree of ``index`` (a FastIndex with a grid): O(|P| log |P|) time, O(|P|) memory."""
     nu, nv = int(index.gi[0]), int(index.gi[1])
@@ -174,7 +187,7 @@ def build_tree(index) -> Tree:
         lv += 1
     lev = np.array(levels, dtype=np.int64)
     nodes = np.zeros((off, _NF))
-    _build(index.sxyz, index.cell_start, nu, nv, lev, nodes)
+    _BUILD(index.sxyz, index.cell_start, nu, nv, lev, nodes)
     return Tree(nodes, lev)
 
 

@@ -75,14 +75,17 @@ the part an enumeration touches is committed).
 
 from __future__ import annotations
 
-import functools
 from typing import NamedTuple
 
+import numba
 import numpy as np
 
+from geoldp._aot import Entry, array
+from geoldp._aot import enabled as _aot_enabled
 from geoldp._kernels import EARTH_RADIUS_M, bearing_rad, haversine_rad, sector
 from geoldp._kernels import jit as _jit  # the one kernel decorator
 from geoldp._random import stream_reset
+from geoldp.budget import ReleaseCache
 from geoldp.trajectory import _atp_region as _reg
 from geoldp.trajectory import calibration as _cal
 from geoldp.trajectory._fast_anchor import nearest_anchors
@@ -560,17 +563,45 @@ def _em_rows(xl, xp, eps, ix, cp, w, full, n_runs, row0, total, dflt, key, prop1
     )
 
 
+def _run_exports() -> dict:
+    """The driver's exports, one per mechanism: the exact types :func:`perturb_fast` passes."""
+    T = numba.types
+    F1, F2 = array(T.float64, 1), array(T.float64, 2)
+    I1, I2 = array(T.int64, 1), array(T.int64, 2)
+    U1 = array(T.uint32, 1)
+    RF1, RF2 = array(T.float64, 1, readonly=True), array(T.float64, 2, readonly=True)  # P's arrays
+    f8, i8, b1 = T.float64, T.int64, T.boolean
+    index = T.NamedTuple([RF1, RF1, RF2, F2, I1, F1, I1, F2, I1, f8], KernelIndex)
+    copies = T.NamedTuple([f8, i8, b1, b1, b1, F2, F2, F2], CopyPlan)
+    region = T.NamedTuple([I1, F2, I2, b1, f8, b1, F2, F2, F2, F2, i8, b1, b1], RegionPlan)
+    work = T.NamedTuple([U1, I1, I2, F2, I2, F2, F2, I1, I2, I1, F1, I1], Work)
+    # _run(flat, offsets, key, first_stream, eps_single, prop1, prop2, out, ix, | cp, rp, w, dflt)
+    head = (I1, I1, U1, i8, F1, i8, i8, I1, index)
+    return {
+        "run_pointem": T.void(*head, T.none, T.none, work, T.none),
+        "run_tp": T.void(*head, copies, T.none, work, T.none),
+        "run_atp": T.void(*head, copies, region, work, F1),
+    }
+
+
+# Python calls the driver through its compiled exports when installed, or numba's JIT
+_RUN = Entry(_run, _run_exports())
+
+
 # ----------------------------------------------------------------------------------------------------
 # Python entry point
 # ----------------------------------------------------------------------------------------------------
 
 
-@functools.lru_cache(maxsize=1024)
+# Per (mechanism, length): a small call need not redo the exact budget arithmetic. A length stays here only
+# once a release with it has been returned (see geoldp.budget.ReleaseCache).
+_LENGTH_ROWS = ReleaseCache(maxsize=1024)
+
+
 def _length_row(mechanism, n: int):
     """One length's row of :func:`_tables`: ``(eps_single, None)`` or ``(0.0, (row of copy A, of copy B))``.
 
-    A pure function of the mechanism's public configuration (frozen, compared field by field) and the
-    length, cached so that a small call does not redo the exact budget arithmetic.
+    A pure function of the mechanism's configuration (frozen, compared field by field) and the length.
     """
     from geoldp import mechanisms as _mech
 
@@ -616,10 +647,7 @@ def _tables(mechanism, lengths, m):
     g = int(plan.granularity)
     for n in np.unique(lengths):
         n = int(n)
-        try:
-            single, copies = _length_row(mechanism, n)
-        except TypeError:  # a mechanism object that cannot be hashed: compute without the cache
-            single, copies = _length_row.__wrapped__(mechanism, n)
+        single, copies = _LENGTH_ROWS.get((mechanism, n), _length_row, mechanism, n)
         if copies is None:
             eps_single[n] = single
             continue
@@ -637,12 +665,15 @@ def kernel_state(mechanism) -> str:
     Returns
     -------
     str
-        ``"ready"`` (its kernel already ran in this process), ``"cached"`` (numba's on-disk cache has an
-        index for the driver kernel: loading takes about a second) or ``"compile"`` (no cache: numba
-        compiles the kernels, which takes tens of seconds once per installation and version).
+        ``"ready"`` (its kernel already ran in this process), ``"cached"`` (the kernels compiled at
+        install time are in use, see :mod:`geoldp._aot`, or numba's on-disk cache has an index for the
+        driver kernel: loading takes a fraction of a second to a second) or ``"compile"`` (no cache: numba
+        compiles the kernels, which takes seconds to tens of seconds once per installation and version).
     """
     if mechanism.sampler_plan.kernel_kind in _WARM:
         return "ready"
+    if _aot_enabled():  # compiled at install time: loading them takes a fraction of a second
+        return "cached"
     try:  # numba's cache object of the driver; its layout is numba's, so any surprise means "unknown"
         index_path = _run._cache._cache_file._index_path
     except AttributeError:
@@ -762,7 +793,7 @@ def perturb_fast(flat_idx, offsets, points, mechanism, key, first_stream, n_jobs
             np.zeros(N_STATS, dtype=np.int64),
         )
         a0, a1 = int(offsets[t0]), int(offsets[t1])
-        _run(
+        _RUN(
             flat[a0:a1],
             offsets[t0 : t1 + 1] - offsets[t0],
             key,

@@ -12,6 +12,7 @@ import math
 import numba
 import numpy as np
 
+from geoldp._aot import Entry, array
 from geoldp._kernels import haversine_rad
 from geoldp._kernels import jit as _jit  # the one kernel decorator
 from geoldp.trajectory._fast_grid import FastIndex
@@ -179,12 +180,25 @@ def _nearest_scan(alam, aphi, lam, phi):
     return bi
 
 
+# called from Python: through their compiled exports when installed (geoldp._aot)
+_F1 = array(numba.float64, 1)
+_RF1 = array(numba.float64, 1, readonly=True)  # P's coordinates
+_I1 = array(numba.int64, 1)
+_ANCHOR_POINTS = Entry(
+    _anchor_points, {"anchor_points": numba.void(_I1, _I1, _RF1, _RF1, numba.boolean, _F1, _F1)}
+)
+_NEAREST_EXACT = Entry(
+    _nearest_exact, {"nearest_exact": numba.void(_F1, _F1, array(numba.int64, 2), _RF1, _RF1, _I1)}
+)
+_NEAREST_SCAN = Entry(_nearest_scan, {"nearest_scan": numba.int64(numba.float64, numba.float64, _RF1, _RF1)})
+
+
 def nearest_anchors(flat, offsets, index: FastIndex, vector: bool) -> np.ndarray:
     """p_α of every trajectory: the exact-kernel nearest P point to the mean location; ties → lowest index."""
     n_traj = offsets.shape[0] - 1
     alam = np.empty(n_traj)
     aphi = np.empty(n_traj)
-    _anchor_points(flat, offsets, index.lam, index.phi, bool(vector), alam, aphi)
+    _ANCHOR_POINTS(flat, offsets, index.lam, index.phi, bool(vector), alam, aphi)
     cphi = np.cos(aphi)
     q = np.column_stack([cphi * np.cos(alam), cphi * np.sin(alam), np.sin(aphi)])
     k = min(4, index.m)
@@ -192,10 +206,10 @@ def nearest_anchors(flat, offsets, index: FastIndex, vector: bool) -> np.ndarray
     dist = np.asarray(dist).reshape(n_traj, k)
     cand = np.asarray(cand, dtype=np.int64).reshape(n_traj, k)
     out = np.empty(n_traj, dtype=np.int64)
-    _nearest_exact(alam, aphi, cand, index.lam, index.phi, out)
+    _NEAREST_EXACT(alam, aphi, cand, index.lam, index.phi, out)
     # rows whose k-th candidate is (nearly) as close as the first may have more tied points: full scan
     if k < index.m:
         unsure = np.flatnonzero(dist[:, -1] <= dist[:, 0] * (1 + 1e-9) + 1e-12)
         for t in unsure:
-            out[t] = _nearest_scan(alam[t], aphi[t], index.lam, index.phi)
+            out[t] = _NEAREST_SCAN(alam[t], aphi[t], index.lam, index.phi)
     return out

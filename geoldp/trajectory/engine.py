@@ -20,6 +20,7 @@ from collections.abc import Iterable, Mapping
 import numpy as np
 
 from geoldp._random import ChaChaRandomSource, RandomSource, resolve_rng
+from geoldp.budget import release_scope
 from geoldp.pointset import PointSet
 from geoldp.trajectory import _reference as _ref
 from geoldp.trajectory.atp import ATP
@@ -242,24 +243,26 @@ def perturb_trajectories(
     >>> out[0].shape, out[0].dtype
     ((3,), dtype('int64'))
     """
-    caller = "perturb_trajectories"
-    points = _check_points(points, caller)
-    mech = resolve_mechanism(mechanism, epsilon, options, caller=caller)
-    trajs = validate_trajectories(trajectories, points.size, caller=caller)
-    check_budgets(mech, [t.shape[0] for t in trajs], points.size)
-    n_jobs = check_n_jobs(n_jobs, caller)
-    source = resolve_rng(rng)
-    if return_diagnostics:
-        outputs, diags = _run_reference(trajs, points, mech, source, diagnostics=True)
-    else:
-        outputs = run(trajs, points, mech, rng=source, n_jobs=n_jobs)
-    result: list = [outputs]
-    if return_ledger:
-        cache: dict[int, object] = {}
-        result.append([cache.setdefault(t.shape[0], mech.ledger(t.shape[0])) for t in trajs])
-    if return_diagnostics:
-        result.append(diags)
-    return outputs if len(result) == 1 else tuple(result)
+    # the budget splits this call computes are kept for later calls only if it returns its release
+    with release_scope():
+        caller = "perturb_trajectories"
+        points = _check_points(points, caller)
+        mech = resolve_mechanism(mechanism, epsilon, options, caller=caller)
+        trajs = validate_trajectories(trajectories, points.size, caller=caller)
+        check_budgets(mech, [t.shape[0] for t in trajs], points.size)
+        n_jobs = check_n_jobs(n_jobs, caller)
+        source = resolve_rng(rng)
+        if return_diagnostics:
+            outputs, diags = _run_reference(trajs, points, mech, source, diagnostics=True)
+        else:
+            outputs = run(trajs, points, mech, rng=source, n_jobs=n_jobs)
+        result: list = [outputs]
+        if return_ledger:
+            cache: dict[int, object] = {}
+            result.append([cache.setdefault(t.shape[0], mech.ledger(t.shape[0])) for t in trajs])
+        if return_diagnostics:
+            result.append(diags)
+        return outputs if len(result) == 1 else tuple(result)
 
 
 def check_n_jobs(n_jobs, caller: str) -> int:

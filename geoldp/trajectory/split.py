@@ -8,11 +8,13 @@ perturbs exactly n points and n − 1 directions (one per adjacent pair).
 
 Stage shares are exact :class:`~fractions.Fraction` values of the total ε; the float budget of a stage is
 :func:`geoldp.budget.exact_share` of it, i.e. ≤ the exact rational value (ALGORITHM §6.3).
+
+The splits are memoised in :class:`geoldp.budget.ReleaseCache` objects: a length (or an ε) stays in them
+only once a release with it has been returned.
 """
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Mapping
 from dataclasses import dataclass
 from fractions import Fraction
@@ -20,7 +22,8 @@ from types import MappingProxyType
 
 import numba
 
-from geoldp.budget import Ledger, LedgerEntry, exact_share
+from geoldp._aot import Entry
+from geoldp.budget import Ledger, LedgerEntry, ReleaseCache, exact_share
 
 __all__ = [
     "COPIES",
@@ -53,16 +56,20 @@ def is_pivot(copy, position):
     return position % 2 == 1
 
 
+# from Python: its compiled export when installed
+_is_pivot = Entry(is_pivot, {"is_pivot": numba.boolean(numba.int64, numba.int64)})
+
+
 def pivot_positions(n: int, copy: str) -> tuple[int, ...]:
     """Pivot positions I_A (even) or I_B (odd), ascending, 1-based (ALGORITHM §5.2)."""
     c = COPIES.index(copy)
-    return tuple(p for p in range(1, n + 1) if is_pivot(c, p))
+    return tuple(p for p in range(1, n + 1) if _is_pivot(c, p))
 
 
 def non_pivot_positions(n: int, copy: str) -> tuple[int, ...]:
     """Non-pivot positions of ``copy``, ascending, 1-based."""
     c = COPIES.index(copy)
-    return tuple(p for p in range(1, n + 1) if not is_pivot(c, p))
+    return tuple(p for p in range(1, n + 1) if not _is_pivot(c, p))
 
 
 def direction_pairs(n: int, copy: str) -> tuple[tuple[int, int], ...]:
@@ -112,24 +119,19 @@ def copy_shares(n: int, copy: str, fractions, split: str) -> dict[str, Fraction]
     dict
         Keys ``anchor_em``, ``radius_sw``, ``direction_krr``, ``pivot_em``, ``point_em`` (non-pivot).
     """
-    return dict(_cached(_copy_shares, n, copy, fractions, split))
+    fractions = tuple(fractions)
+    key = (n, copy, fractions, split)
+    return dict(_SHARES.get(key, _copy_shares, *key))
 
 
-def _cached(func, *args, **kwargs):
-    """``func(*args)`` through its LRU cache, with ``fractions`` (the last but one argument) as a tuple.
-
-    The budget split is a pure function of public values (the mechanism's configuration, ε, the length),
-    so it is computed once per key instead of once per call and length; Python's == between numbers is
-    exact, so a key that compares equal has the same exact value and gives the same budgets.
-    """
-    args = (*args[:-2], tuple(args[-2]), args[-1])
-    try:
-        return func(*args, **kwargs)
-    except TypeError:  # an unhashable argument: compute without the cache
-        return func.__wrapped__(*args, **kwargs)
+# The budget split is a pure function of its arguments (the mechanism's configuration, ε, the length), so
+# it is computed once per key instead of once per call and length. Python's == between numbers is exact, so
+# a key that compares equal has the same exact value and gives the same budgets.
+_SHARES = ReleaseCache(maxsize=1024)
+_BUDGETS = ReleaseCache(maxsize=1024)
+_LEDGERS = ReleaseCache(maxsize=1024)
 
 
-@functools.lru_cache(maxsize=1024)
 def _copy_shares(n: int, copy: str, fractions, split: str) -> tuple[tuple[str, Fraction], ...]:
     f_anchor, f_radius, f_dir, f_pt = (Fraction(f) for f in fractions)
     half = Fraction(1, 2)
@@ -150,13 +152,15 @@ def _copy_shares(n: int, copy: str, fractions, split: str) -> tuple[tuple[str, F
 
 def copy_budgets(epsilon: float, n: int, copy: str, fractions, split: str) -> CopyBudgets:
     """Float stage budgets of one copy: :func:`geoldp.budget.exact_share` of :func:`copy_shares`."""
-    return _cached(_copy_budgets, epsilon, n, copy, fractions, split)
+    fractions = tuple(fractions)
+    return _BUDGETS.get(
+        (epsilon, n, copy, fractions, split), _copy_budgets, epsilon, n, copy, fractions, split
+    )
 
 
-@functools.lru_cache(maxsize=1024)
 def _copy_budgets(epsilon: float, n: int, copy: str, fractions, split: str) -> CopyBudgets:
     # read-only: one cached object is shared by every call with this key
-    shares = MappingProxyType(dict(_cached(_copy_shares, n, copy, fractions, split)))
+    shares = MappingProxyType(copy_shares(n, copy, fractions, split))
     return CopyBudgets(
         anchor=exact_share(epsilon, shares["anchor_em"]),
         radius=exact_share(epsilon, shares["radius_sw"]),
@@ -192,11 +196,13 @@ def stage_plan(n: int, copy: str, *, anchor: bool) -> tuple[tuple[str, tuple[int
 def build_ledger(epsilon: float, n: int, fractions, split: str, *, anchor: bool) -> Ledger:
     """Ledger of a two-copy run (TP: ``anchor=False``; ATP: ``anchor=True``); n = 1 → one EM with ε."""
     # a Ledger is immutable (frozen, tuples of frozen entries), so one cached object can be shared
-    return _cached(_build_ledger, epsilon, n, fractions, split, anchor=bool(anchor))
+    fractions, anchor = tuple(fractions), bool(anchor)
+    return _LEDGERS.get(
+        (epsilon, n, fractions, split, anchor), _build_ledger, epsilon, n, fractions, split, anchor
+    )
 
 
-@functools.lru_cache(maxsize=1024)
-def _build_ledger(epsilon: float, n: int, fractions, split: str, *, anchor: bool) -> Ledger:
+def _build_ledger(epsilon: float, n: int, fractions, split: str, anchor: bool) -> Ledger:
     if n == 1:
         return Ledger((LedgerEntry(None, "point_em", (1,), float(epsilon), Fraction(1)),), float(epsilon))
     entries = []

@@ -20,6 +20,7 @@ import numpy as np
 import pytest
 
 import geoldp
+from geoldp.budget import ReleaseCache
 from geoldp.datasets import synthetic_city_arrays
 
 
@@ -29,6 +30,9 @@ def _fingerprint(obj, seen, depth=0):
         return "<deep>"
     if isinstance(obj, (types.ModuleType, types.FunctionType, types.BuiltinFunctionType, type)):
         return "<code>"
+    if isinstance(obj, ReleaseCache):
+        # keyed by the lengths and ε of returned releases only: checked by the release-cache tests below
+        return "<release cache>"
     if callable(obj) and not isinstance(obj, (dict, list, tuple, set, np.ndarray)):
         # numba dispatchers, methods: their compiled-code caches depend on argument types, not values
         return "<callable>"
@@ -107,6 +111,99 @@ def test_secret_run_leaves_no_state(public_points, mechanism, reference):
         geoldp.perturb_trajectories(secret, P, rng=seed, **kw)
     after = _state(P)
     assert _diff(before, after) == []
+
+
+# ------------------------------------------------------------------------------------------------------
+# the budget-split caches: a length or an ε stays there only once a release with it was returned
+
+
+def _release_caches():
+    """Every ReleaseCache of every loaded geoldp module, by name."""
+    found = {}
+    for name, mod in sorted(sys.modules.items()):
+        if name == "geoldp" or name.startswith("geoldp."):
+            for attr, value in vars(mod).items():
+                if isinstance(value, ReleaseCache):
+                    found[f"{name}.{attr}"] = value
+    return found
+
+
+def _cache_keys():
+    return {name: cache.keys() for name, cache in _release_caches().items()}
+
+
+def _lengths_and_epsilons(keys):
+    """The ints and floats at the top level of cache keys (their lengths and their ε)."""
+    ints = {k for key in keys for k in key if isinstance(k, int) and not isinstance(k, bool)}
+    floats = {k for key in keys for k in key if isinstance(k, float)}
+    return ints, floats
+
+
+def _secret(P, lengths, seed=99):
+    rng = np.random.default_rng(seed)
+    return [rng.integers(0, len(P), k).astype(np.int64) for k in lengths]
+
+
+@pytest.mark.parametrize("mechanism", ["atp", "tp", "pointem"])
+def test_a_call_that_fails_after_planning_leaves_the_caches_as_they_were(public_points, mechanism):
+    # before: the LRU caches of the budget split kept the lengths of a release that was never returned
+    P = public_points
+    geoldp.perturb_trajectories(_secret(P, (3, 4)), P, mechanism=mechanism, epsilon=4.0, rng=0)
+    before = _cache_keys()
+    assert any(before.values())  # the successful call above was cached (the caches are found)
+    with pytest.raises(ValueError, match="n_jobs"):  # checked after every budget was planned
+        geoldp.perturb_trajectories(
+            _secret(P, (23, 31)), P, mechanism=mechanism, epsilon=4.0, rng=0, n_jobs=0, return_ledger=True
+        )
+    with pytest.raises(TypeError, match="rng"):
+        geoldp.perturb_trajectories(_secret(P, (29,)), P, mechanism=mechanism, epsilon=2.5, rng="seed")
+    assert _cache_keys() == before
+
+
+def test_a_frame_release_refused_by_a_warning_leaves_the_caches_as_they_were(public_points):
+    # the GeoDataFrame path: the near-uniform PrivacyWarning, an error under pytest's filterwarnings
+    import shapely
+
+    from geoldp.errors import PrivacyWarning
+
+    P = public_points
+    idx = np.random.default_rng(8).integers(0, len(P), 41)
+    gdf = __import__("geopandas").GeoDataFrame(
+        geometry=[shapely.LineString(np.column_stack([P.lon[idx], P.lat[idx]]))], crs="EPSG:4326"
+    )
+    before = _cache_keys()
+    with pytest.raises(PrivacyWarning):
+        gdf.ldp.perturb(P, mechanism="tp", epsilon=1.5, rng=0)
+    assert _cache_keys() == before
+
+
+def test_a_returned_release_keeps_only_its_own_lengths_and_epsilon(public_points):
+    P = public_points
+    for cache in _release_caches().values():
+        cache.clear()
+    geoldp.perturb_trajectories(_secret(P, (6, 9, 6)), P, mechanism="atp", epsilon=3.5, rng=1)
+    ints, floats = _lengths_and_epsilons(k for keys in _cache_keys().values() for k in keys)
+    assert ints == {6, 9} and floats <= {3.5}
+    # a nested scope keeps its entries only when the outer one returns
+    from geoldp.budget import release_scope
+
+    with pytest.raises(RuntimeError), release_scope():
+        geoldp.perturb_trajectories(_secret(P, (13,)), P, mechanism="tp", epsilon=3.5, rng=1)
+        raise RuntimeError("the outer call fails after the inner release")
+    ints, _ = _lengths_and_epsilons(k for keys in _cache_keys().values() for k in keys)
+    assert ints == {6, 9}
+
+
+def test_outside_a_release_nothing_is_cached():
+    from geoldp.trajectory import ATP
+
+    cache = ReleaseCache(maxsize=4)
+    calls = []
+    assert cache.get(("k", 3), lambda: calls.append(1) or "v") == "v"
+    assert ATP(epsilon=2.0).ledger(17) is not None
+    assert cache.keys() == [] and calls == [1]
+    assert "geoldp.trajectory.split._LEDGERS" in _release_caches()
+    assert all(17 not in key for keys in _cache_keys().values() for key in keys)
 
 
 def test_fingerprint_sees_a_module_cache(public_points):
