@@ -540,7 +540,7 @@ def run_demo(
             print('Map skipped: matplotlib is not installed (pip install "geoldp[plot]").', file=out)
     print(
         f"Perturbation time: {seconds:.1f} s for {2 * len(trips)} trajectory releases "
-        "(TP and ATP; includes numba compilation on the first run).",
+        "(TP and ATP; without the kernels compiled at install, the first run includes numba's compilation).",
         file=out,
     )
     print(f"Estimation time: {est_seconds:.1f} s (collector-side estimates of the ATP release).", file=out)
