@@ -458,10 +458,10 @@ def _walks(
         cur = walk[:, j - 1]
         cand = np.concatenate([nb[cur], rng.integers(0, size, size=(cur.shape[0], _FAR))], axis=1)
         d = haversine_array_m(lon[cur][:, None], lat[cur][:, None], lon[cand], lat[cand]) / 1000.0
-        wts = (d + _STEP_R0_KM) ** -_STEP_BETA
+        wts = np.power(np.asarray(d) + _STEP_R0_KM, -_STEP_BETA)
         wts[:, nb.shape[1] :] *= far_weight
         cdf = np.cumsum(wts, axis=1)
-        pick = (cdf < rng.random(cur.shape[0])[:, None] * cdf[:, -1:]).sum(axis=1)
+        pick = (cdf < rng.random((cur.shape[0], 1)) * cdf[:, -1:]).sum(axis=1)
         walk[:, j] = cand[np.arange(cur.shape[0]), np.minimum(pick, cand.shape[1] - 1)]
     return [walk[i, : int(m)].copy() for i, m in enumerate(lengths)]
 
