@@ -11,7 +11,9 @@ distribution), hotspots (1 − top-10 precision), OD flows (L1 over ordered zone
 
 Designs measured: TP, ATP and PointEM (raw counts of the release), LDPTrace (6 x 6 grid over P's box;
 the synthetic trajectories' counts), the reports (``geoldp.report`` + ``geoldp.reports.estimate_counts``:
-one visited zone, ℓ = 3 padded visited zones, the OD pair; projected estimate), the same reports shrunk
+one visited zone, ℓ ∈ {2, 3, 5, 8} padded visited zones (visit counts), the OD pair; projected
+estimate), coarse-to-fine reports (one report over :func:`geoldp.designs.coarse_zones`, spread back by
+P), the same reports shrunk
 toward the uniform answer (:func:`geoldp.planner.shrink_to_baseline`, post-processing), and a hybrid
 (ATP at ε/2 plus a shrunk report at ε/2, answers blended by :func:`geoldp.planner.blend`); and the two
 no-data baselines (uniform over P, constant at P's 1-median). Trajectory designs and LDPTrace are
@@ -362,6 +364,15 @@ def write_markdown(df: pd.DataFrame, path: Path, command: str, seconds: float) -
         "`projected` estimate of `geoldp.reports.estimate_counts`; `padded` = ℓ = 3 visited zones);",
         "`report:*:shrunk` (the unbiased estimate shrunk toward the uniform answer by",
         "`geoldp.planner.shrink_to_baseline`, post-processing of the same release);",
+        "`report:visited_zone:pad<ℓ>` (ℓ = 2, 5; `padded` = 3; plain or `:shrunk`, ℓ = 8 shrunk only):",
+        "each trajectory's visited zones padded to ℓ, one sampled, the estimate scaled by ℓ, so that it",
+        "estimates **visit counts** (exact for trajectories with at most ℓ zones), where the one-zone",
+        "report estimates each trajectory's 1/|set| share of each zone it visits;",
+        "`report:*:coarse` (coarse-to-fine: one report over a public 5 x 5 grid over the zones' bounds,",
+        "visited zones with ℓ = 2, or 5 for `coarse:pad5`, shrunk, then each coarse cell's count shared",
+        "among its zones in proportion to P's points, `geoldp.designs`); each of these is one",
+        "`geoldp.report` release at the whole ε (the script asserts that the ledger's total ε equals",
+        "the budget) and the rest is post-processing;",
         "`hybrid:atp+report@0.5` (ATP at ε/2 and a shrunk report at ε/2, answers averaged). The two",
         "no-data baselines use P only: *uniform* (zone shares of P; their outer product for OD) and",
         "*constant* (everything in the zone of P's 1-median). Each design's error is the mean of three",
