@@ -515,8 +515,9 @@ def write_markdown(df: pd.DataFrame, path: Path, command: str, seconds: float) -
     lines += [
         "## Interval coverage of the report estimators",
         "",
-        "Share of cells whose 95 % interval covers the true count (OD counts; visit counts for ℓ = 3,",
-        "which are biased low for trajectories visiting more than 3 zones); first seeded report.",
+        "Share of cells whose 95 % interval covers the true count (OD counts; visit counts for the",
+        "padded reports, ℓ = 2, 3, 5, which are biased low for trajectories visiting more than ℓ zones);",
+        "first seeded report.",
         "",
         markdown(cov),
         "",
