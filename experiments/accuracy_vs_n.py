@@ -478,7 +478,8 @@ def markdown_page(df: pd.DataFrame, planned: pd.DataFrame, pngs: list[str], out:
         "Dotted lines: the planner's expected error of each report design (`geoldp.plan` with the",
         "held-out half of the data set as its public prior), computed before any release.",
         "",
-        f"Command: `nice -n 10 python experiments/accuracy_vs_n.py` (in chunks, one data set each: {cpu}).",
+        "Command: `nice -n 10 python experiments/accuracy_vs_n.py` (all data sets, or one at a time with",
+        f"`--datasets`; CPU per data set: {cpu}).",
         "Data: `accuracy_vs_n.csv` (every point), `accuracy_vs_n_planner.csv` (the planner's view).",
         "",
     ]

@@ -160,6 +160,8 @@ def report_answer(trips, zones, zp, k, stat, pad, shrink, eps, seed):
     from geoldp.reports import estimate_counts, report
 
     rep = report(trips, zones, statistic=stat, epsilon=eps, pad_length=pad, rng=seed)
+    # privacy: every report design is this one release; its ledger's ε is the whole budget
+    assert abs(rep.attrs["geoldp"]["ledger"]["max_total_epsilon"] - eps) < 1e-12
     est = estimate_counts(rep, zones)
     if shrink:
         value = shrink_to_baseline(

@@ -65,8 +65,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from geoldp import _frames, designs, ldptrace, metrics
+from geoldp import _frames, ldptrace, metrics
 from geoldp._validation import check_epsilon, check_int_range, check_option
+from geoldp.designs import coarse_zones, spread_counts, spread_matrix
 from geoldp.geo import haversine_array_m
 from geoldp.reports import estimators as rest
 from geoldp.reports import release as rrel
@@ -237,13 +238,13 @@ def _coarse_report_design(statistic: str, pad: int) -> DesignSpec:
     def simulate(sim: Simulation, question: str) -> tuple[list[np.ndarray], np.ndarray | None]:
         if sim.zones is None:
             raise ValueError("A coarse-to-fine design needs the simulation's zones.")
-        coarse = check_zones(designs.coarse_zones(sim.zones.series), caller="geoldp.plan")
+        coarse = check_zones(coarse_zones(sim.zones.series), caller="geoldp.plan")
         zc = zone_of_vertices(coarse, np.asarray(sim.ps.lon), np.asarray(sim.ps.lat))
-        matrix = designs.spread_matrix(sim.zone_of_point, zc, sim.n_zones, coarse.size)
+        matrix = spread_matrix(sim.zone_of_point, zc, sim.n_zones, coarse.size)
         csim = Simulation(sim.ps, zc, coarse.size, sim.seqs, sim.n, sim.epsilon, sim.rng, coarse)
         ests, _ = _report_answers(csim, statistic, pad, sim.epsilon, shrink=True)
         # biased by the spreading: no interval is claimed
-        return [designs.spread_counts(e, matrix, od=statistic == "od") for e in ests], None
+        return [spread_counts(e, matrix, od=statistic == "od") for e in ests], None
 
     questions = ("od_flows",) if statistic == "od" else ("zone_visits", "hotspots", "range_counts")
     return DesignSpec(questions, simulate, "report")
