@@ -8,8 +8,9 @@ no-data baselines (uniform over P, constant at P's 1-median) on the same plot.
 
 How each design is run at every n (bounded, so that all of it fits in minutes):
 
-- **Reports** (one visited zone, ℓ = 3 padded visited zones, the OD pair; and the shrunk variants of
-  :func:`geoldp.planner.shrink_to_baseline`): the estimator's closed-form variance
+- **Reports** (one visited zone, ℓ = 3 padded visited zones, the OD pair; the shrunk variants of
+  :func:`geoldp.planner.shrink_to_baseline`; and shrunk padded reports at ℓ = 5 and 8, whose ℓ-scaled
+  estimates are visit counts rather than sampled-zone frequencies): the estimator's closed-form variance
   (:func:`geoldp.reports.estimators.count_variance`) around the expected report counts of the
   bootstrapped population, Gaussian noise, the same projection as ``estimate_counts``. At n = 10^3 and
   10^4 the real pipeline (``geoldp.report`` + ``estimate_counts`` on the bootstrapped trajectories) is
@@ -73,6 +74,8 @@ REPORTS = {
     "report:visited_zone": ("visited_zone", 1, False),
     "report:visited_zone:padded": ("visited_zone", 3, False),
     "report:visited_zone:shrunk": ("visited_zone", 1, True),
+    "report:visited_zone:pad5:shrunk": ("visited_zone", 5, True),
+    "report:visited_zone:pad8:shrunk": ("visited_zone", 8, True),
     "report:od": ("od", 1, False),
     "report:od:shrunk": ("od", 1, True),
 }
@@ -333,6 +336,8 @@ STYLE = {
     "report:visited_zone": ("tab:red", "-"),
     "report:visited_zone:padded": ("tab:purple", "-"),
     "report:visited_zone:shrunk": ("tab:pink", "-"),
+    "report:visited_zone:pad5:shrunk": ("tab:cyan", "-"),
+    "report:visited_zone:pad8:shrunk": ("tab:gray", "-."),
     "report:od": ("tab:red", "-"),
     "report:od:shrunk": ("tab:pink", "-"),
     "hybrid:atp+report@0.25": ("tab:olive", "--"),
@@ -458,7 +463,9 @@ def markdown_page(df: pd.DataFrame, planned: pd.DataFrame, pngs: list[str], out:
         "- **Reports** use their estimator's closed-form variance around the population's expected",
         "  report counts (Gaussian noise, the estimator's projection). The crosses are the real pipeline",
         "  (`geoldp.report` + `geoldp.reports.estimate_counts` on the bootstrapped trajectories) at",
-        "  n = 10^3 and 10^4, a check of the closed form.",
+        "  n = 10^3 and 10^4, a check of the closed form. `pad5:shrunk` and `pad8:shrunk` pad each",
+        "  trajectory's visited zones to ℓ = 5 or 8 and scale by ℓ, so that they estimate visit counts",
+        "  (the one-zone report estimates each trajectory's 1/|set| share of each zone it visits).",
         f"- **TP, ATP, PointEM** (raw counts): each trajectory of the evaluation half is released {POOL}",
         "  times once and each bootstrapped user gets one of her trajectory's releases. Beyond about",
         f"  {POOL} x 2,000 users the pool's own noise is frozen; the raw counts' bias dominates long before.",
@@ -471,7 +478,8 @@ def markdown_page(df: pd.DataFrame, planned: pd.DataFrame, pngs: list[str], out:
         "Dotted lines: the planner's expected error of each report design (`geoldp.plan` with the",
         "held-out half of the data set as its public prior), computed before any release.",
         "",
-        f"Command: `nice -n 10 python experiments/accuracy_vs_n.py` (in chunks, one data set each: {cpu}).",
+        "Command: `nice -n 10 python experiments/accuracy_vs_n.py` (all data sets, or one at a time with",
+        f"`--datasets`; CPU per data set: {cpu}).",
         "Data: `accuracy_vs_n.csv` (every point), `accuracy_vs_n_planner.csv` (the planner's view).",
         "",
     ]

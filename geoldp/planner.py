@@ -17,6 +17,16 @@ and the number of users each design needs for a target error.
 * Shrunk reports (``report:*:shrunk``) post-process the same release with :func:`shrink_to_baseline`
   (positive-part James–Stein toward the uniform answer): never far from the baseline when the release
   carries little, close to the plain estimate when it carries much.
+* Padded reports (``report:visited_zone:pad<ℓ>``, ``padded`` = ℓ 3; ℓ ∈ {2, 3, 5, 8}, plain or
+  ``:shrunk``) pad each trajectory's set of visited zones to ℓ and report one sampled item; ℓ × the
+  debiased frequency estimates the **visit counts** (exact for trajectories with at most ℓ zones), where
+  ℓ = 1 estimates sampled-zone frequencies (each trajectory counted 1/|set| in each of its zones). The
+  planner picks ℓ by simulating each on the population drawn from the public length distribution.
+* Coarse-to-fine reports (``report:*:coarse``) report over a coarser public grid
+  (:func:`geoldp.designs.coarse_zones`, about half the zones' resolution per side; visited zones with
+  ℓ = 2, or 5 for ``coarse:pad5``), shrink the coarse estimate, and spread it to the asked zones by P's
+  points within each coarse cell (:func:`geoldp.designs.spread_counts`): less noise, a bias where the
+  population is not spread like P. Each is one report at the whole ε; the rest is post-processing.
 * The hybrid (``hybrid:atp+report@0.5``) splits ε between an ATP trajectory and a shrunk report and
   averages their answers (:func:`blend`).
 
@@ -57,6 +67,7 @@ import pandas as pd
 
 from geoldp import _frames, ldptrace, metrics
 from geoldp._validation import check_epsilon, check_int_range, check_option
+from geoldp.designs import coarse_zones, spread_counts, spread_matrix
 from geoldp.geo import haversine_array_m
 from geoldp.reports import estimators as rest
 from geoldp.reports import release as rrel
@@ -221,6 +232,24 @@ def _report_answers(
     return out, _answer(sim, statistic, rest.Z95 * sd * pad)
 
 
+def _coarse_report_design(statistic: str, pad: int) -> DesignSpec:
+    """A shrunk report over :func:`geoldp.designs.coarse_zones` of the asked zones, spread back to them."""
+
+    def simulate(sim: Simulation, question: str) -> tuple[list[np.ndarray], np.ndarray | None]:
+        if sim.zones is None:
+            raise ValueError("A coarse-to-fine design needs the simulation's zones.")
+        coarse = check_zones(coarse_zones(sim.zones.series), caller="geoldp.plan")
+        zc = zone_of_vertices(coarse, np.asarray(sim.ps.lon), np.asarray(sim.ps.lat))
+        matrix = spread_matrix(sim.zone_of_point, zc, sim.n_zones, coarse.size)
+        csim = Simulation(sim.ps, zc, coarse.size, sim.seqs, sim.n, sim.epsilon, sim.rng, coarse)
+        ests, _ = _report_answers(csim, statistic, pad, sim.epsilon, shrink=True)
+        # biased by the spreading: no interval is claimed
+        return [spread_counts(e, matrix, od=statistic == "od") for e in ests], None
+
+    questions = ("od_flows",) if statistic == "od" else ("zone_visits", "hotspots", "range_counts")
+    return DesignSpec(questions, simulate, "report")
+
+
 def uniform_answer(zone_of_point: np.ndarray, n_zones: int, *, od: bool) -> np.ndarray:
     """The uniform no-data answer's shape: zone shares of P (their outer product for OD), summing to ≤ 1."""
     share = np.bincount(zone_of_point, minlength=n_zones + 1)[:n_zones].astype(np.float64)
@@ -346,6 +375,15 @@ DESIGNS: dict[str, DesignSpec] = {
     "ldptrace": _ldptrace_design(6),
     "report:visited_zone": _report_design("visited_zone", 1),
     "report:visited_zone:padded": _report_design("visited_zone", 3),
+    "report:visited_zone:pad2": _report_design("visited_zone", 2),
+    "report:visited_zone:pad5": _report_design("visited_zone", 5),
+    "report:visited_zone:pad2:shrunk": _report_design("visited_zone", 2, shrink=True),
+    "report:visited_zone:padded:shrunk": _report_design("visited_zone", 3, shrink=True),
+    "report:visited_zone:pad5:shrunk": _report_design("visited_zone", 5, shrink=True),
+    "report:visited_zone:pad8:shrunk": _report_design("visited_zone", 8, shrink=True),
+    "report:visited_zone:coarse": _coarse_report_design("visited_zone", 2),
+    "report:visited_zone:coarse:pad5": _coarse_report_design("visited_zone", 5),
+    "report:od:coarse": _coarse_report_design("od", 1),
     "report:od": _report_design("od", 1),
     "report:visited_zone:shrunk": _report_design("visited_zone", 1, shrink=True),
     "report:od:shrunk": _report_design("od", 1, shrink=True),

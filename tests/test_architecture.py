@@ -36,7 +36,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("trajectory",),  # TP, ATP, PointEM and the array engine
     ("_frames", "_zones"),  # the one GeoPandas <-> arrays boundary; the one zone validator
     ("queries", "_release", "estimate", "ldptrace", "reports"),  # analyses; the release pipelines
-    ("metrics", "prepare", "planner"),  # utility metrics; GPS preparation; the planner
+    ("metrics", "prepare", "planner", "designs"),  # utility metrics; GPS preparation; the planner
     (
         "accessor",
         "dask",

@@ -211,3 +211,23 @@ def test_robust_population_picks_the_smallest_worst_regret():
     assert np.allclose(t["regret"], (per - per.min(axis=0)).max(axis=1))
     assert np.allclose(t["error"], per.mean(axis=1))
     assert t.attrs["recommended"] == t["regret"].idxmin()
+
+
+def test_padded_and_coarse_designs_are_in_the_table():
+    t = geoldp.plan(PTS, ZONES, epsilon=4.0, n=500, lengths=[2, 3], question="zone_visits", rng=2)
+    pads = {f"report:visited_zone:pad{k}" for k in (2, 5)} | {"report:visited_zone:padded:shrunk"}
+    assert pads | {"report:visited_zone:coarse", "report:visited_zone:coarse:pad5"} <= set(t.index)
+    od = geoldp.plan(PTS, ZONES, epsilon=4.0, n=500, lengths=[2, 3], question="od_flows", rng=2)
+    assert "report:od:coarse" in od.index and np.isnan(od.loc["report:od:coarse", "interval_width"])
+
+
+def test_padded_reports_count_visits_where_one_sample_counts_shares():
+    # walks of 6-8 points visit several of 16 zones: ℓ = 1 estimates each trajectory's 1/|set| share per
+    # zone (visit counts biased low by that factor), ℓ = 5 scales the padded frequencies to visit counts
+    names = ["report:visited_zone", "report:visited_zone:pad5"]
+    t = geoldp.plan(
+        PTS, ZONES, epsilon=8.0, n=20000, lengths=[6, 8], question="range_counts", designs=names, rng=0
+    )
+    one, padded = t.loc[names[0], "error"], t.loc[names[1], "error"]
+    assert padded < 0.25 * one
+    assert t.attrs["recommended"] == names[1]

@@ -1,0 +1,86 @@
+"""Coarse-to-fine designs: the coarse grid, the spreading (post-processing) and the privacy of the release."""
+
+from __future__ import annotations
+
+import geopandas as gpd
+import numpy as np
+import pytest
+from shapely.geometry import LineString
+
+import geoldp
+from geoldp import designs
+from geoldp.reports import estimate_counts, zone_grid
+from geoldp.reports.zones import check_zones, zone_of_vertices
+
+FINE = zone_grid((0.0, 0.0, 1.0, 1.0), cells=10)
+PTS = np.random.default_rng(3).uniform(0.0, 1.0, size=(400, 2))
+
+
+def test_coarse_grid_nests_the_fine_grid():
+    coarse = designs.coarse_zones(FINE)
+    assert len(coarse) == 25 and coarse.crs == FINE.crs
+    # four fine cell centres in every coarse cell: the 5 x 5 grid nests the 10 x 10
+    x = (FINE["col"].to_numpy() + 0.5) / 10
+    y = (FINE["row"].to_numpy() + 0.5) / 10
+    zc = zone_of_vertices(check_zones(coarse, caller="test"), x, y)
+    assert (zc < 25).all() and np.bincount(zc, minlength=25).tolist() == [4] * 25
+
+
+def test_coarse_cells_rejects_bad_input():
+    with pytest.raises(ValueError, match="n_zones"):
+        designs.coarse_cells(0)
+
+
+def test_spread_keeps_every_count_of_a_coarse_cell_with_points():
+    coarse = designs.coarse_zones(FINE)
+    m = designs.spread_of_points(FINE, coarse, PTS[:, 0], PTS[:, 1])
+    assert m.shape == (100, 25)
+    sums = m.sum(axis=0)
+    assert np.allclose(sums[sums > 0], 1.0)
+    counts = np.random.default_rng(1).uniform(0, 50, size=25) * (sums > 0)
+    fine = designs.spread_counts(counts, m)
+    assert fine.sum() == pytest.approx(counts.sum())
+    od = designs.spread_counts(np.outer(counts, counts).reshape(-1), m, od=True)
+    assert od.shape == (100 * 100,) and od.sum() == pytest.approx(counts.sum() ** 2)
+    # a fine zone's share is its share of the coarse cell's public points
+    zf = zone_of_vertices(check_zones(FINE, caller="test"), PTS[:, 0], PTS[:, 1])
+    zc = zone_of_vertices(check_zones(coarse, caller="test"), PTS[:, 0], PTS[:, 1])
+    f = int(zf[0])
+    assert m[f, zc[0]] == pytest.approx(np.mean(zf[zc == zc[0]] == f))
+
+
+def test_spread_rejects_a_wrong_shape():
+    m = designs.spread_matrix([0, 1], [0, 0], 2, 1)
+    with pytest.raises(ValueError, match="coarse counts"):
+        designs.spread_counts([1.0, 2.0], m)
+    with pytest.raises(ValueError, match="pair counts"):
+        designs.spread_counts([1.0, 2.0], m, od=True)
+    with pytest.raises(ValueError, match="one asked zone"):
+        designs.spread_matrix([0, 1], [0], 2, 1)
+
+
+def _trips(m: int) -> gpd.GeoDataFrame:
+    """m trajectories, each through the same 3 fine zones on the diagonal (public-looking toy data)."""
+    line = LineString([(0.05, 0.05), (0.15, 0.15), (0.25, 0.25)])
+    return gpd.GeoDataFrame(geometry=[line] * m, crs="EPSG:4326")
+
+
+@pytest.mark.parametrize("epsilon", [1.0, 4.0])
+def test_coarse_design_is_one_release_of_the_whole_budget(epsilon):
+    coarse = designs.coarse_zones(FINE)
+    rep = geoldp.report(_trips(3000), coarse, epsilon=epsilon, pad_length=2, rng=0)
+    ledger = rep.attrs["geoldp"]["ledger"]
+    assert ledger["max_total_epsilon"] == pytest.approx(epsilon)
+    assert sum(ledger["by_kind"].values()) == pytest.approx(epsilon)
+
+
+def test_padded_counts_estimate_visits_where_one_sample_estimates_shares():
+    """ℓ = 3 on trajectories of 3 zones: ℓ·f̂ covers the visit count; ℓ = 1 estimates a third of it."""
+    m = 3000
+    trips = _trips(m)
+    padded = estimate_counts(geoldp.report(trips, FINE, epsilon=4.0, pad_length=3, rng=5), FINE)
+    single = estimate_counts(geoldp.report(trips, FINE, epsilon=4.0, pad_length=1, rng=6), FINE)
+    for z in (0, 11, 22):  # the diagonal zones visited by every trajectory
+        assert abs(padded.loc[z, "estimate"] - m) <= 4 * padded.loc[z, "std_error"]
+        assert abs(single.loc[z, "estimate"] - m / 3) <= 4 * single.loc[z, "std_error"]
+        assert single.loc[z, "estimate"] + 4 * single.loc[z, "std_error"] < m
