@@ -49,7 +49,9 @@ __all__ = ["Population", "denoise", "fit", "hotspots", "od_flows", "range_counts
 _COLUMNS = ["estimate", "lower", "upper", "raw", "supported"]
 
 
-def _options(n_candidates, n_sims, n_boot, n_iter, cell_km, level, caller: str) -> _model.FitOptions:
+def _options(
+    n_candidates, n_sims, n_boot, n_iter, cell_km, level, fit_rows, caller: str
+) -> _model.FitOptions:
     cell_km = check_positive_km(cell_km, "cell_km", caller=caller)  # TypeError for a non-number
     if not (0.0 < check_real(level, "level", caller=caller) < 1.0):
         raise ValueError(
@@ -62,6 +64,7 @@ def _options(n_candidates, n_sims, n_boot, n_iter, cell_km, level, caller: str) 
         n_iter="cv" if n_iter == "cv" else check_int_min(n_iter, "n_iter", minimum=0, caller=caller),
         cell_km=None if cell_km is None else float(cell_km),
         level=float(level),
+        fit_rows=check_int_min(fit_rows, "fit_rows", minimum=10, caller=caller),
     )
 
 
@@ -318,6 +321,7 @@ _FIT_PARAMETERS: dict[str, Any] = {
     "n_iter": "cv",
     "cell_km": None,
     "level": 0.95,
+    "fit_rows": 5000,
 }
 
 _FIT_DOC = """
@@ -352,7 +356,14 @@ _FIT_DOC = """
         Side of the public grid cells on which TP/ATP releases are compared with the simulations (default
         Δ/16).
     level : float, default 0.95
-        Nominal coverage of the interval."""
+        Nominal coverage of the interval.
+    fit_rows : int, default 5000
+        The most released trajectories of one length the population is fitted on. Up to this many, every
+        release is fitted (and the result does not depend on ``fit_rows``); a length with more fits the
+        weights on a uniform sample of ``fit_rows`` of its releases, drawn from ``rng`` (never from the
+        data), and each count is the sample's posterior mean count times the length's number of releases,
+        its variance adding that of the sampling. Time and memory then stop growing with the release
+        except for the raw counts and the channel check (``docs/collector.md``, Cost)."""
 
 
 @doc(fit=_FIT_DOC)
@@ -371,6 +382,7 @@ def fit(
     n_iter: int | str = "cv",
     cell_km: float | None = None,
     level: float = 0.95,
+    fit_rows: int = 5000,
 ) -> Population:
     """Fit the population model to a release once, for any number of queries.
 
@@ -406,7 +418,13 @@ def fit(
     ((20, 5), 50)
     """
     fit_kw = dict(
-        n_candidates=n_candidates, n_sims=n_sims, n_boot=n_boot, n_iter=n_iter, cell_km=cell_km, level=level
+        n_candidates=n_candidates,
+        n_sims=n_sims,
+        n_boot=n_boot,
+        n_iter=n_iter,
+        cell_km=cell_km,
+        level=level,
+        fit_rows=fit_rows,
     )
     return _prepare(
         released, points, mechanism, epsilon, mechanism_options, rng, fit_kw, "geoldp.estimate.fit"
@@ -430,6 +448,7 @@ def visit_counts(
     n_iter: int | str = "cv",
     cell_km: float | None = None,
     level: float = 0.95,
+    fit_rows: int = 5000,
 ) -> pd.DataFrame:
     """Estimated number of distinct original trajectories visiting each public point or zone.
 
@@ -494,7 +513,13 @@ def visit_counts(
     (20, 5)
     """
     fit_kw = dict(
-        n_candidates=n_candidates, n_sims=n_sims, n_boot=n_boot, n_iter=n_iter, cell_km=cell_km, level=level
+        n_candidates=n_candidates,
+        n_sims=n_sims,
+        n_boot=n_boot,
+        n_iter=n_iter,
+        cell_km=cell_km,
+        level=level,
+        fit_rows=fit_rows,
     )
     caller = "geoldp.estimate.visit_counts"
     pop = _prepare(released, points, mechanism, epsilon, mechanism_options, rng, fit_kw, caller)
@@ -519,6 +544,7 @@ def range_counts(
     n_iter: int | str = "cv",
     cell_km: float | None = None,
     level: float = 0.95,
+    fit_rows: int = 5000,
 ) -> pd.DataFrame:
     """Estimated number of original trajectories passing through each region.
 
@@ -541,7 +567,13 @@ def range_counts(
     """
     caller = "geoldp.estimate.range_counts"
     fit_kw = dict(
-        n_candidates=n_candidates, n_sims=n_sims, n_boot=n_boot, n_iter=n_iter, cell_km=cell_km, level=level
+        n_candidates=n_candidates,
+        n_sims=n_sims,
+        n_boot=n_boot,
+        n_iter=n_iter,
+        cell_km=cell_km,
+        level=level,
+        fit_rows=fit_rows,
     )
     pop = _prepare(released, points, mechanism, epsilon, mechanism_options, rng, fit_kw, caller)
     return pop._range_counts(regions, how, caller)
@@ -564,6 +596,7 @@ def od_flows(
     n_iter: int | str = "cv",
     cell_km: float | None = None,
     level: float = 0.95,
+    fit_rows: int = 5000,
 ) -> pd.DataFrame:
     """Estimated origin-destination flows between zones (first and last point of each trajectory).
 
@@ -584,7 +617,13 @@ def od_flows(
     """
     caller = "geoldp.estimate.od_flows"
     fit_kw = dict(
-        n_candidates=n_candidates, n_sims=n_sims, n_boot=n_boot, n_iter=n_iter, cell_km=cell_km, level=level
+        n_candidates=n_candidates,
+        n_sims=n_sims,
+        n_boot=n_boot,
+        n_iter=n_iter,
+        cell_km=cell_km,
+        level=level,
+        fit_rows=fit_rows,
     )
     pop = _prepare(released, points, mechanism, epsilon, mechanism_options, rng, fit_kw, caller)
     return pop._od_flows(zones, caller)
@@ -637,6 +676,7 @@ def denoise(
     n_sims: int = 16,
     n_iter: int | str = "cv",
     cell_km: float | None = None,
+    fit_rows: int = 5000,
 ) -> Any:
     """A point estimate of every original trajectory, made of public points (post-processing).
 
@@ -648,7 +688,9 @@ def denoise(
 
     Parameters
     ----------
-    released, points, mechanism, epsilon, mechanism_options, rng, n_candidates, n_sims, n_iter, cell_km
+    released, points, mechanism, epsilon, mechanism_options, rng
+        As in :func:`visit_counts`.
+    n_candidates, n_sims, n_iter, cell_km, fit_rows
         As in :func:`visit_counts`.
 
     Returns
@@ -660,6 +702,12 @@ def denoise(
     """
     caller = "geoldp.estimate.denoise"
     fit_kw = dict(
-        n_candidates=n_candidates, n_sims=n_sims, n_boot=0, n_iter=n_iter, cell_km=cell_km, level=0.95
+        n_candidates=n_candidates,
+        n_sims=n_sims,
+        n_boot=0,
+        n_iter=n_iter,
+        cell_km=cell_km,
+        level=0.95,
+        fit_rows=fit_rows,
     )
     return _prepare(released, points, mechanism, epsilon, mechanism_options, rng, fit_kw, caller).denoise()

@@ -44,7 +44,8 @@ def posterior_medoids(model, n_rows: int) -> list[np.ndarray]:
     for g in model.groups:
         res = np.empty(g.released.shape, dtype=np.int64)
         for a in range(0, g.released.shape[0], _CHUNK):
-            post = g.posterior(a, a + _CHUNK)
+            # every released row, also those a large length did not fit on (likelihood computed per chunk)
+            post = g.posterior_of_released(a, a + _CHUNK)
             for i in range(g.n):
                 lon, lat = _lonlat(_geometric_median(post, xyz[g.cand[:, i]]))
                 idx, _ = ps.nearest(lon, lat)
