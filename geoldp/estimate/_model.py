@@ -32,9 +32,17 @@ widened to hold what the simulated channel alone can say of each count (a moment
 simulated releases of the candidates; where the release's count hardly depends on the originals', the whole
 range of counts), so that an overconfident composite likelihood cannot make an interval look informative.
 
+Large releases: a length with more releases N than ``FitOptions.fit_rows`` = n fits everything above (the
+library's released copies, the likelihoods, cross-validation, EM, the plausible models and the bootstrap) on
+a uniform sample of n of its rows, drawn from its own stream of the key (never from the data). Each count is
+then (N / n) Σ_{j in sample} p_jt, an unbiased estimate of the full-release Σ_j p_jt under the same weights,
+with the sampling variance N² (1 − n/N) s_t² / n added; the raw counts and the channel check read every
+row, and denoise computes each row's likelihood in chunks. No N x K matrix is formed, so time and memory
+stop growing with N except for O(N · n) index work.
+
 Randomness: the caller's rng gives one key; every use draws from its own stream derived from that key, the
-length and the purpose (library, cross-validation folds, bootstrap), so the point estimate does not depend on
-how many bootstrap replicates an interval uses or on whether one is computed at all.
+length and the purpose (library, cross-validation folds, bootstrap, the fitted sample), so the point
+estimate does not depend on how many bootstrap replicates an interval uses or on whether one is computed.
 
 Everything here is post-processing: the inputs are released index arrays, the public point set, the public
 mechanism and a key for the simulations. Nothing outlives a call (no caches).
@@ -536,6 +544,39 @@ class Model:
           1-median). Where it does not, the release cannot tell this count from what a population without
           any data would give, and the estimate should not be read as learned from the release.
         """
+        z = float(ndtri(0.5 + self.level / 2.0))
+        est, var, boot, low, high, nd, ch = self._sums(values, z)
+        c_lo, c_hi = ch.interval(z, est.shape[0])
+        if boot is None:
+            nan = np.full_like(est, np.nan)
+            lower, upper = nan, nan.copy()
+            a, b = np.minimum(low, c_lo), np.maximum(high, c_hi)
+        else:
+            sd = np.sqrt(np.maximum(var + boot.var(axis=0, ddof=1), 0.0))
+            top = float(self.n_rows) if ch.cap is None else np.maximum(ch.cap, est)
+            lower = np.clip(np.minimum(low - z * sd, c_lo), 0.0, est)
+            upper = np.clip(np.maximum(high + z * sd, c_hi), est, top)
+            a, b = lower, upper
+        supported = np.ones(est.shape, dtype=bool)
+        for row in nd if nd is not None else ():
+            # a tolerance for the rounding of sums over groups: equal up to it is inside
+            tol = 1e-9 * max(1.0, float(self.n_rows))
+            supported &= (row < a - tol) | (row > b + tol)
+        return est, lower, upper, supported
+
+    def sd(self, values) -> np.ndarray:
+        """The standard deviation of each count before any range widening: sqrt(var + bootstrap variance).
+
+        The posterior variance, the variance of sampling the fitted rows (lengths fitted on a sample) and
+        the bootstrap variance of the refitted weights (0 without a bootstrap).
+        """
+        _, var, boot, *_ = self._sums(values, float(ndtri(0.5 + self.level / 2.0)))
+        extra = 0.0 if boot is None else boot.var(axis=0, ddof=1)
+        return np.sqrt(np.maximum(var + extra, 0.0))
+
+    def _sums(self, values, z: float):
+        """Per count, summed over lengths: estimate, variance, bootstrap replicates (B, T) or None, the
+        plausible models' range, the no-data estimates (D, T) and the channel check."""
         self.intervals()
         z = float(ndtri(0.5 + self.level / 2.0))
         est = var = boot = low = high = None
@@ -566,23 +607,7 @@ class Model:
             ch.add(g, values, v, z)
         if est is None or var is None or low is None or high is None:
             raise ValueError("No released trajectory to estimate from.")
-        c_lo, c_hi = ch.interval(z, est.shape[0])
-        if boot is None:
-            nan = np.full_like(est, np.nan)
-            lower, upper = nan, nan.copy()
-            a, b = np.minimum(low, c_lo), np.maximum(high, c_hi)
-        else:
-            sd = np.sqrt(np.maximum(var + boot.var(axis=0, ddof=1), 0.0))
-            top = float(self.n_rows) if ch.cap is None else np.maximum(ch.cap, est)
-            lower = np.clip(np.minimum(low - z * sd, c_lo), 0.0, est)
-            upper = np.clip(np.maximum(high + z * sd, c_hi), est, top)
-            a, b = lower, upper
-        supported = np.ones(est.shape, dtype=bool)
-        for row in nd if nd is not None else ():
-            # a tolerance for the rounding of sums over groups: equal up to it is inside
-            tol = 1e-9 * max(1.0, float(self.n_rows))
-            supported &= (row < a - tol) | (row > b + tol)
-        return est, lower, upper, supported
+        return est, var, boot, low, high, nd, ch
 
 
 class _Channel:
