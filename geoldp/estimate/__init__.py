@@ -19,7 +19,9 @@ adds the posterior variance of which trajectory is which and a bootstrap over re
 widened to what the simulated channel itself can show of the count (a moment estimate that does not use
 the likelihood); the ``supported`` column flags the counts the release cannot tell from a population
 without data (see :func:`visit_counts`). Every table also carries the same for the sum of its columns in
-``attrs["total"]``. :func:`fit` fits once for many queries.
+``attrs["total"]``. :func:`fit` fits once for many queries. A length with more than ``fit_rows`` releases
+is fitted on a uniform sample of them (drawn from ``rng``) and its counts scaled up, the sampling variance
+added to the interval, so that 10^6 releases fit in minutes.
 
 Functions
 ---------
