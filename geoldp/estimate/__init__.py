@@ -19,7 +19,9 @@ adds the posterior variance of which trajectory is which and a bootstrap over re
 widened to what the simulated channel itself can show of the count (a moment estimate that does not use
 the likelihood); the ``supported`` column flags the counts the release cannot tell from a population
 without data (see :func:`visit_counts`). Every table also carries the same for the sum of its columns in
-``attrs["total"]``. :func:`fit` fits once for many queries.
+``attrs["total"]``. :func:`fit` fits once for many queries. A length with more than ``fit_rows`` releases
+is fitted on a uniform sample of them (drawn from ``rng``) and its counts scaled up, the sampling variance
+added to the interval, so that 10^6 releases fit in minutes.
 
 Functions
 ---------
@@ -49,7 +51,9 @@ __all__ = ["Population", "denoise", "fit", "hotspots", "od_flows", "range_counts
 _COLUMNS = ["estimate", "lower", "upper", "raw", "supported"]
 
 
-def _options(n_candidates, n_sims, n_boot, n_iter, cell_km, level, caller: str) -> _model.FitOptions:
+def _options(
+    n_candidates, n_sims, n_boot, n_iter, cell_km, level, fit_rows, caller: str
+) -> _model.FitOptions:
     cell_km = check_positive_km(cell_km, "cell_km", caller=caller)  # TypeError for a non-number
     if not (0.0 < check_real(level, "level", caller=caller) < 1.0):
         raise ValueError(
@@ -62,6 +66,7 @@ def _options(n_candidates, n_sims, n_boot, n_iter, cell_km, level, caller: str) 
         n_iter="cv" if n_iter == "cv" else check_int_min(n_iter, "n_iter", minimum=0, caller=caller),
         cell_km=None if cell_km is None else float(cell_km),
         level=float(level),
+        fit_rows=check_int_min(fit_rows, "fit_rows", minimum=10, caller=caller),
     )
 
 
@@ -322,6 +327,7 @@ _FIT_PARAMETERS: dict[str, Any] = {
     "n_iter": "cv",
     "cell_km": None,
     "level": 0.95,
+    "fit_rows": 5000,
 }
 
 _FIT_DOC = """
@@ -356,7 +362,14 @@ _FIT_DOC = """
         Side of the public grid cells on which TP/ATP releases are compared with the simulations (default
         Δ/16).
     level : float, default 0.95
-        Nominal coverage of the interval."""
+        Nominal coverage of the interval.
+    fit_rows : int, default 5000
+        The most released trajectories of one length the population is fitted on. Up to this many, every
+        release is fitted (and the result does not depend on ``fit_rows``); a length with more fits the
+        weights on a uniform sample of ``fit_rows`` of its releases, drawn from ``rng`` (never from the
+        data), and each count is the sample's posterior mean count times the length's number of releases,
+        its variance adding that of the sampling. Time and memory then stop growing with the release
+        except for the raw counts and the channel check (``docs/collector.md``, Cost)."""
 
 
 @doc(fit=_FIT_DOC)
@@ -375,6 +388,7 @@ def fit(
     n_iter: int | str = "cv",
     cell_km: float | None = None,
     level: float = 0.95,
+    fit_rows: int = 5000,
 ) -> Population:
     """Fit the population model to a release once, for any number of queries.
 
@@ -410,7 +424,13 @@ def fit(
     ((20, 5), 50)
     """
     fit_kw = dict(
-        n_candidates=n_candidates, n_sims=n_sims, n_boot=n_boot, n_iter=n_iter, cell_km=cell_km, level=level
+        n_candidates=n_candidates,
+        n_sims=n_sims,
+        n_boot=n_boot,
+        n_iter=n_iter,
+        cell_km=cell_km,
+        level=level,
+        fit_rows=fit_rows,
     )
     return _prepare(
         released, points, mechanism, epsilon, mechanism_options, rng, fit_kw, "geoldp.estimate.fit"
@@ -434,6 +454,7 @@ def visit_counts(
     n_iter: int | str = "cv",
     cell_km: float | None = None,
     level: float = 0.95,
+    fit_rows: int = 5000,
 ) -> pd.DataFrame:
     """Estimated number of distinct original trajectories visiting each public point or zone.
 
@@ -498,7 +519,13 @@ def visit_counts(
     (20, 5)
     """
     fit_kw = dict(
-        n_candidates=n_candidates, n_sims=n_sims, n_boot=n_boot, n_iter=n_iter, cell_km=cell_km, level=level
+        n_candidates=n_candidates,
+        n_sims=n_sims,
+        n_boot=n_boot,
+        n_iter=n_iter,
+        cell_km=cell_km,
+        level=level,
+        fit_rows=fit_rows,
     )
     caller = "geoldp.estimate.visit_counts"
     pop = _prepare(released, points, mechanism, epsilon, mechanism_options, rng, fit_kw, caller)
@@ -523,6 +550,7 @@ def range_counts(
     n_iter: int | str = "cv",
     cell_km: float | None = None,
     level: float = 0.95,
+    fit_rows: int = 5000,
 ) -> pd.DataFrame:
     """Estimated number of original trajectories passing through each region.
 
@@ -545,7 +573,13 @@ def range_counts(
     """
     caller = "geoldp.estimate.range_counts"
     fit_kw = dict(
-        n_candidates=n_candidates, n_sims=n_sims, n_boot=n_boot, n_iter=n_iter, cell_km=cell_km, level=level
+        n_candidates=n_candidates,
+        n_sims=n_sims,
+        n_boot=n_boot,
+        n_iter=n_iter,
+        cell_km=cell_km,
+        level=level,
+        fit_rows=fit_rows,
     )
     pop = _prepare(released, points, mechanism, epsilon, mechanism_options, rng, fit_kw, caller)
     return pop._range_counts(regions, how, caller)
@@ -568,6 +602,7 @@ def od_flows(
     n_iter: int | str = "cv",
     cell_km: float | None = None,
     level: float = 0.95,
+    fit_rows: int = 5000,
 ) -> pd.DataFrame:
     """Estimated origin-destination flows between zones (first and last point of each trajectory).
 
@@ -588,7 +623,13 @@ def od_flows(
     """
     caller = "geoldp.estimate.od_flows"
     fit_kw = dict(
-        n_candidates=n_candidates, n_sims=n_sims, n_boot=n_boot, n_iter=n_iter, cell_km=cell_km, level=level
+        n_candidates=n_candidates,
+        n_sims=n_sims,
+        n_boot=n_boot,
+        n_iter=n_iter,
+        cell_km=cell_km,
+        level=level,
+        fit_rows=fit_rows,
     )
     pop = _prepare(released, points, mechanism, epsilon, mechanism_options, rng, fit_kw, caller)
     return pop._od_flows(zones, caller)
@@ -641,6 +682,7 @@ def denoise(
     n_sims: int = 16,
     n_iter: int | str = "cv",
     cell_km: float | None = None,
+    fit_rows: int = 5000,
 ) -> Any:
     """A point estimate of every original trajectory, made of public points (post-processing).
 
@@ -652,7 +694,9 @@ def denoise(
 
     Parameters
     ----------
-    released, points, mechanism, epsilon, mechanism_options, rng, n_candidates, n_sims, n_iter, cell_km
+    released, points, mechanism, epsilon, mechanism_options, rng
+        As in :func:`visit_counts`.
+    n_candidates, n_sims, n_iter, cell_km, fit_rows
         As in :func:`visit_counts`.
 
     Returns
@@ -664,6 +708,12 @@ def denoise(
     """
     caller = "geoldp.estimate.denoise"
     fit_kw = dict(
-        n_candidates=n_candidates, n_sims=n_sims, n_boot=0, n_iter=n_iter, cell_km=cell_km, level=0.95
+        n_candidates=n_candidates,
+        n_sims=n_sims,
+        n_boot=0,
+        n_iter=n_iter,
+        cell_km=cell_km,
+        level=0.95,
+        fit_rows=fit_rows,
     )
     return _prepare(released, points, mechanism, epsilon, mechanism_options, rng, fit_kw, caller).denoise()

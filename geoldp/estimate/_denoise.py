@@ -15,6 +15,8 @@ __all__ = ["posterior_medoids"]
 
 _WEISZFELD_STEPS = 8
 _CHUNK = 256
+#: Rows whose likelihoods are computed at once for a length fitted on a sample (2,048 x K float64).
+_LIKELIHOOD_BLOCK = 2048
 
 
 def _lonlat(xyz: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -43,12 +45,17 @@ def posterior_medoids(model, n_rows: int) -> list[np.ndarray]:
     out: list = [None] * n_rows
     for g in model.groups:
         res = np.empty(g.released.shape, dtype=np.int64)
-        for a in range(0, g.released.shape[0], _CHUNK):
-            post = g.posterior(a, a + _CHUNK)
-            for i in range(g.n):
-                lon, lat = _lonlat(_geometric_median(post, xyz[g.cand[:, i]]))
-                idx, _ = ps.nearest(lon, lat)
-                res[a : a + _CHUNK, i] = np.asarray(idx, dtype=np.int64).reshape(-1)
+        # every released row, also those a large length did not fit on: their likelihoods are computed
+        # here, a block of rows at a time (larger blocks amortise building the channel tables)
+        step = _CHUNK if g.fit_rows is None else _LIKELIHOOD_BLOCK
+        for a0 in range(0, g.released.shape[0], step):
+            block = g.posterior_of_released(a0, a0 + step)
+            for a in range(0, block.shape[0], _CHUNK):
+                post = block[a : a + _CHUNK]
+                for i in range(g.n):
+                    lon, lat = _lonlat(_geometric_median(post, xyz[g.cand[:, i]]))
+                    idx, _ = ps.nearest(lon, lat)
+                    res[a0 + a : a0 + a + _CHUNK, i] = np.asarray(idx, dtype=np.int64).reshape(-1)
         for j, r in enumerate(g.rows):
             out[r] = res[j].copy()
     return out

@@ -32,9 +32,17 @@ widened to hold what the simulated channel alone can say of each count (a moment
 simulated releases of the candidates; where the release's count hardly depends on the originals', the whole
 range of counts), so that an overconfident composite likelihood cannot make an interval look informative.
 
+Large releases: a length with more releases N than ``FitOptions.fit_rows`` = n fits everything above (the
+library's released copies, the likelihoods, cross-validation, EM, the plausible models and the bootstrap) on
+a uniform sample of n of its rows, drawn from its own stream of the key (never from the data). Each count is
+then (N / n) Σ_{j in sample} p_jt, an unbiased estimate of the full-release Σ_j p_jt under the same weights,
+with the sampling variance N² (1 − n/N) s_t² / n added; the raw counts and the channel check read every
+row, and denoise computes each row's likelihood in chunks. No N x K matrix is formed, so time and memory
+stop growing with N except for O(N · n) index work.
+
 Randomness: the caller's rng gives one key; every use draws from its own stream derived from that key, the
-length and the purpose (library, cross-validation folds, bootstrap), so the point estimate does not depend on
-how many bootstrap replicates an interval uses or on whether one is computed at all.
+length and the purpose (library, cross-validation folds, bootstrap, the fitted sample), so the point
+estimate does not depend on how many bootstrap replicates an interval uses or on whether one is computed.
 
 Everything here is post-processing: the inputs are released index arrays, the public point set, the public
 mechanism and a key for the simulations. Nothing outlives a call (no caches).
@@ -43,7 +51,9 @@ mechanism and a key for the simulations. Nothing outlives a call (no caches).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 
 import numpy as np
 import scipy.sparse as sp
@@ -88,6 +98,7 @@ class FitOptions:
     level: float = 0.95
     library: str = "mixed"  # "mixed" (proposal incl. uniform draws + releases), "proposal" or "released"
     start: str = "cv"  # EM's starting weights: one of STARTS, or "cv" (chosen with n_iter)
+    fit_rows: int = 5000  # a length with more releases fits its weights on a uniform sample of this many
 
 
 #: Rows whose smallest likelihood ratio exp(ℓ_jc − max_c ℓ_jc) is below this keep their log-likelihoods: a
@@ -213,10 +224,26 @@ class Group:
     plausible: list = field(default_factory=list)  # the (start, iterations) the release cannot reject
     no_data_w: np.ndarray | None = None  # (D, K) weights of the no-data populations in the library
     sims: np.ndarray | None = None  # (K, S', n) int32: a few simulated releases of every candidate
+    # Large lengths (more releases than ``FitOptions.fit_rows``): the positions (0..N-1) of the uniformly
+    # drawn rows the weights are fitted on (``lik`` holds only those rows) and the per-row log-likelihood
+    # of any released rows, for what must touch every row (denoise). None: every row is fitted.
+    fit_rows: np.ndarray | None = None
+    row_loglik: Callable[[np.ndarray], np.ndarray] | None = None
+
+    @property
+    def scale(self) -> float:
+        """Releases of this length per fitted row (1 when every row is fitted)."""
+        return float(self.rows.size) / float(self.lik.shape[0])
 
     def posterior(self, a: int = 0, b: int | None = None, w: np.ndarray | None = None) -> np.ndarray:
-        """(rows a:b, K) posterior r_jc ∝ w_c exp(ℓ_jc) over the candidates (w: the fitted weights)."""
+        """(fitted rows a:b, K) posterior r_jc ∝ w_c exp(ℓ_jc) over the candidates (w: the fitted weights)."""
         return self.lik.posterior(a, b, self.w if w is None else w)
+
+    def posterior_of_released(self, a: int, b: int) -> np.ndarray:
+        """(released rows a:b of this length, K) posterior under the fitted weights, fitted or not."""
+        if self.fit_rows is None or self.row_loglik is None:
+            return self.posterior(a, b)
+        return Lik.from_log(self.row_loglik(self.released[a:b])).posterior(0, None, self.w)
 
 
 def local_xy_km(lon, lat, lon0: float, lat0: float) -> tuple[np.ndarray, np.ndarray]:
@@ -517,30 +544,8 @@ class Model:
           1-median). Where it does not, the release cannot tell this count from what a population without
           any data would give, and the estimate should not be read as learned from the release.
         """
-        self.intervals()
         z = float(ndtri(0.5 + self.level / 2.0))
-        est = var = boot = low = high = None
-        nd: np.ndarray | None = None
-        ch = _Channel()
-        for g in self.groups:
-            v = sp.csr_matrix(values(g.cand))
-            e, q = _posterior_counts(g, v, g.w)
-            lo, hi = e.copy(), e.copy()
-            for w in g.alt_w if g.alt_w is not None else ():
-                ea, _ = _posterior_counts(g, v, w, variance=False)
-                np.minimum(lo, ea, out=lo)
-                np.maximum(hi, ea, out=hi)
-            est, var = (e, q) if est is None or var is None else (est + e, var + q)
-            low, high = (lo, hi) if low is None or high is None else (low + lo, high + hi)
-            if g.boot_w is not None:
-                bt = np.asarray((v.T @ g.boot_w.T).T)
-                boot = bt if boot is None else boot + bt
-            if g.no_data_w is not None and g.no_data_w.shape[0]:
-                ndg = np.stack([_posterior_counts(g, v, w, variance=False)[0] for w in g.no_data_w])
-                nd = ndg if nd is None else nd + ndg
-            ch.add(g, values, v, z)
-        if est is None or var is None or low is None or high is None:
-            raise ValueError("No released trajectory to estimate from.")
+        est, var, boot, low, high, nd, ch = self._sums(values, z)
         c_lo, c_hi = ch.interval(z, est.shape[0])
         if boot is None:
             nan = np.full_like(est, np.nan)
@@ -558,6 +563,51 @@ class Model:
             tol = 1e-9 * max(1.0, float(self.n_rows))
             supported &= (row < a - tol) | (row > b + tol)
         return est, lower, upper, supported
+
+    def sd(self, values) -> np.ndarray:
+        """The standard deviation of each count before any range widening: sqrt(var + bootstrap variance).
+
+        The posterior variance, the variance of sampling the fitted rows (lengths fitted on a sample) and
+        the bootstrap variance of the refitted weights (0 without a bootstrap).
+        """
+        _, var, boot, *_ = self._sums(values, float(ndtri(0.5 + self.level / 2.0)))
+        extra = 0.0 if boot is None else boot.var(axis=0, ddof=1)
+        return np.sqrt(np.maximum(var + extra, 0.0))
+
+    def _sums(self, values, z: float):
+        """Per count, summed over lengths: estimate, variance, bootstrap replicates (B, T) or None, the
+        plausible models' range, the no-data estimates (D, T) and the channel check."""
+        self.intervals()
+        z = float(ndtri(0.5 + self.level / 2.0))
+        est = var = boot = low = high = None
+        nd: np.ndarray | None = None
+        ch = _Channel()
+        for g in self.groups:
+            v = sp.csr_matrix(values(g.cand))
+            # a length fitted on a sample of its rows: every count is the sample's times N / n (see
+            # _posterior_counts), plus the variance of sampling n of the N rows
+            f = g.scale
+            e, q, sq = _posterior_counts(g, v, g.w)
+            if g.fit_rows is not None:
+                q = f * q + _sampling_variance(g, e, sq)
+            e = f * e
+            lo, hi = e.copy(), e.copy()
+            for w in g.alt_w if g.alt_w is not None else ():
+                ea = f * _posterior_counts(g, v, w, variance=False)[0]
+                np.minimum(lo, ea, out=lo)
+                np.maximum(hi, ea, out=hi)
+            est, var = (e, q) if est is None or var is None else (est + e, var + q)
+            low, high = (lo, hi) if low is None or high is None else (low + lo, high + hi)
+            if g.boot_w is not None:
+                bt = f * np.asarray((v.T @ g.boot_w.T).T)
+                boot = bt if boot is None else boot + bt
+            if g.no_data_w is not None and g.no_data_w.shape[0]:
+                ndg = f * np.stack([_posterior_counts(g, v, w, variance=False)[0] for w in g.no_data_w])
+                nd = ndg if nd is None else nd + ndg
+            ch.add(g, values, v, z)
+        if est is None or var is None or low is None or high is None:
+            raise ValueError("No released trajectory to estimate from.")
+        return est, var, boot, low, high, nd, ch
 
 
 class _Channel:
@@ -671,30 +721,48 @@ def _moments(v, a_mat, y, z: float, weight: np.ndarray) -> tuple[np.ndarray, np.
     return np.where(ok, est, 0.0), np.where(ok, var, 0.0), ok
 
 
-def _posterior_counts(g: Group, v, w: np.ndarray, variance: bool = True) -> tuple[np.ndarray, np.ndarray]:
-    """Σ_j E[V_t | y_j] and Σ_j Var[V_t | y_j] for the values ``v`` under weights ``w`` (blocks of rows).
+def _posterior_counts(
+    g: Group, v, w: np.ndarray, variance: bool = True
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Σ_j E[V_t | y_j], Σ_j Var[V_t | y_j] and Σ_j E[V_t | y_j]² for the values ``v`` under weights ``w``.
 
-    For a 0/1 indicator the variance is p_jt (1 − p_jt); for counts (a total) E[V²] − E[V]².
+    For a 0/1 indicator the variance is p_jt (1 − p_jt); for counts (a total) E[V²] − E[V]². The sums run
+    over the fitted rows (all rows, or a length's uniform sample) in blocks: no (rows x candidates) matrix
+    larger than one block is formed.
     """
     e = np.zeros(v.shape[1])
     q = np.zeros(v.shape[1])
+    sq = np.zeros(v.shape[1])
     binary = bool(v.nnz == 0 or np.all(v.data == 1.0))
     v2 = v if binary else v.multiply(v).tocsr()
     block = max(1, _BLOCK // max(v.shape[1], g.cand.shape[0]))
-    for a in range(0, g.rows.size, block):
+    for a in range(0, g.lik.shape[0], block):
         post = g.posterior(a, a + block, w)
         p = np.asarray((v.T @ post.T).T)  # (rows, T)
         e += p.sum(axis=0)
         if variance:
+            pp = p * p
+            sq += pp.sum(axis=0)
             p2 = p if binary else np.asarray((v2.T @ post.T).T)
-            q += (p2 - p * p).sum(axis=0)
-    return e, q
+            q += (p2 - pp).sum(axis=0)
+    return e, q, sq
+
+
+def _sampling_variance(g: Group, e: np.ndarray, sq: np.ndarray) -> np.ndarray:
+    """Variance of N · (mean of p_jt over the n fitted rows) as an estimate of Σ_j p_jt over all N rows.
+
+    The fitted rows are a uniform sample without replacement: N² (1 − n/N) s_t² / n, s_t² the sample
+    variance of the posterior means p_jt (``e`` and ``sq``: their sum and sum of squares over the sample).
+    """
+    n, big = float(g.lik.shape[0]), float(g.rows.size)
+    s2 = np.maximum(sq - e * e / n, 0.0) / max(n - 1.0, 1.0)
+    return big * big * (1.0 - n / big) * s2 / n
 
 
 #: Simulated releases kept per candidate (and simulated for PointEM) for :class:`_Channel`.
 _CHANNEL_SIMS = 8
 #: Purposes of the random streams derived from the key (see :func:`_stream`).
-_LIBRARY, _FOLDS, _BOOT = 0, 1, 2
+_LIBRARY, _FOLDS, _BOOT, _SUBSAMPLE = 0, 1, 2, 3
 
 
 def _stream(key: np.ndarray, n: int, purpose: int) -> np.random.Generator:
@@ -755,7 +823,9 @@ def fit(seqs: list[np.ndarray], ps, mech, *, key: np.ndarray, options: FitOption
         gen = _stream(key, n, _LIBRARY)  # proposals: public post-processing, one stream per length
         rows = np.flatnonzero(lengths == n)
         released = np.stack([seqs[r] for r in rows])
-        k = int(min(options.n_candidates, max(200, 2 * rows.size)))
+        sub = fit_sample(rows.size, options.fit_rows, key, n)
+        fitted = released if sub is None else released[sub]  # the rows the weights are fitted on
+        k = int(min(options.n_candidates, max(200, 2 * fitted.shape[0])))
         parts, source = [], []
         if options.library != "released":
             ku = k // 3  # a third of the proposal: independent uniform draws from P (the no-data population)
@@ -763,24 +833,41 @@ def fit(seqs: list[np.ndarray], ps, mech, *, key: np.ndarray, options: FitOption
             parts.append(np.full((1, n), median, dtype=np.int64))  # the other no-data population
             source += [np.full(k - ku, PROPOSAL), np.full(ku, UNIFORM), np.full(1, CONSTANT)]
         if options.library != "proposal":
-            pick = gen.permutation(rows.size)[:k]
-            parts.append(released[pick])
+            pick = gen.permutation(fitted.shape[0])[:k]  # source: a position among the fitted rows
+            parts.append(fitted[pick])
             source.append(pick.astype(np.int64))
         cand = np.concatenate(parts)
         if exact:
-            ll = _loglik_pointem(released, cand, ps, mech)
+            row_loglik = partial(_loglik_pointem, cand=cand, ps=ps, mech=mech)
             sims = _simulate(cand, _CHANNEL_SIMS, ps, mech, key, offset)  # for the channel check only
             offset += cand.shape[0] * _CHANNEL_SIMS
         else:
             sims = _simulate(cand, options.n_sims, ps, mech, key, offset)
             offset += cand.shape[0] * options.n_sims
-            ll = _loglik_simulated(released, cand, sims, cell, n_cells)
+            all_sims = np.ascontiguousarray(sims, dtype=np.int32) if sub is not None else sims
+            row_loglik = partial(_loglik_simulated, cand=cand, sims=all_sims, cell=cell, n_cells=n_cells)
         src = np.concatenate(source).astype(np.int64)
         kept = np.ascontiguousarray(sims[:, :_CHANNEL_SIMS], dtype=np.int32)
-        groups.append(Group(n, rows, released, cand, Lik.from_log(ll), src, sims=kept))
+        lik = Lik.from_log(row_loglik(fitted))
+        g = Group(n, rows, released, cand, lik, src, sims=kept)
+        if sub is not None:
+            g.fit_rows, g.row_loglik = sub, row_loglik
+        groups.append(g)
     for g in groups:
         _fit_group(g, options, _stream(key, g.n, _FOLDS))
     return Model(ps, groups, len(seqs), options.level, options, np.asarray(key, dtype=np.uint32))
+
+
+def fit_sample(n_rows: int, fit_rows: int, key: np.ndarray, n: int) -> np.ndarray | None:
+    """The sorted positions of the ``fit_rows`` rows a length with ``n_rows`` releases is fitted on.
+
+    None when every row is fitted (``n_rows <= fit_rows``). A uniform sample without replacement from its
+    own stream of the key: which rows are fitted depends on the key, the length and the number of rows,
+    never on a released value.
+    """
+    if n_rows <= fit_rows:
+        return None
+    return np.sort(_stream(key, n, _SUBSAMPLE).choice(n_rows, size=fit_rows, replace=False))
 
 
 def _fit_group(g: Group, options: FitOptions, gen) -> None:
