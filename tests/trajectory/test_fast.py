@@ -25,12 +25,12 @@ from geoldp.datasets import synthetic_city_arrays
 from geoldp.mechanisms import sw_half_width
 from geoldp.trajectory import ATP, TP, PointEM, _exact
 from geoldp.trajectory import _atp_region as AR
-from geoldp.trajectory import _fast as F
-from geoldp.trajectory import _fast_anchor as FA
-from geoldp.trajectory import _fast_grid as FG
-from geoldp.trajectory import _fast_merge as FM
-from geoldp.trajectory import _fast_sampling as FS
 from geoldp.trajectory import calibration as C
+from geoldp.trajectory._fast import anchor as FA
+from geoldp.trajectory._fast import driver as F
+from geoldp.trajectory._fast import grid as FG
+from geoldp.trajectory._fast import merge as FM
+from geoldp.trajectory._fast import sampling as FS
 from geoldp.trajectory.merge import TAU_FACTOR, merge_index
 
 KEY = np.array(

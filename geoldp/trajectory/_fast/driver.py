@@ -55,13 +55,13 @@ Exact samplers
 Modules
 -------
 This module is the driver (:func:`perturb_fast`, the per-length tables, the threads and the compiled loop
-over trajectories); the kernels it calls live in one module per concern:
+over trajectories); the kernels it calls live in one module per concern of the package:
 
-* :mod:`geoldp.trajectory._fast_grid` — the spatial index (:class:`FastIndex`), domains, supersets,
+* :mod:`geoldp.trajectory._fast.grid` — the spatial index (:class:`FastIndex`), domains, supersets,
   membership;
-* :mod:`geoldp.trajectory._fast_sampling` — the EM, k-RR and SW samplers on the ChaCha20 streams;
-* :mod:`geoldp.trajectory._fast_merge` — the merge of the two copies;
-* :mod:`geoldp.trajectory._fast_anchor` — ATP's anchor p_α;
+* :mod:`geoldp.trajectory._fast.sampling` — the EM, k-RR and SW samplers on the ChaCha20 streams;
+* :mod:`geoldp.trajectory._fast.merge` — the merge of the two copies;
+* :mod:`geoldp.trajectory._fast.anchor` — ATP's anchor p_α;
 * :mod:`geoldp.trajectory._atp_region` — ATP's region Ω (ΔR, certified η, lazy resolution).
 
 Implementation notes: the numba functions that do not allocate are compiled with ``_nrt=False`` (reference
@@ -88,8 +88,8 @@ from geoldp._random import stream_reset
 from geoldp.budget import ReleaseCache
 from geoldp.trajectory import _atp_region as _reg
 from geoldp.trajectory import calibration as _cal
-from geoldp.trajectory._fast_anchor import nearest_anchors
-from geoldp.trajectory._fast_grid import (
+from geoldp.trajectory._fast.anchor import nearest_anchors
+from geoldp.trajectory._fast.grid import (
     DI_NQ,
     N_STATS,
     ST_CAL_HIT,
@@ -105,8 +105,8 @@ from geoldp.trajectory._fast_grid import (
     gnomonic,
     ranges,
 )
-from geoldp.trajectory._fast_merge import merge_position
-from geoldp.trajectory._fast_sampling import (
+from geoldp.trajectory._fast.merge import merge_position
+from geoldp.trajectory._fast.sampling import (
     MAX_PROPOSALS,
     MAX_PROPOSALS_D,
     em,

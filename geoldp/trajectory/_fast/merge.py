@@ -1,6 +1,6 @@
 """The merge of the two perturbed copies on the fast path (ALGORITHM §5.6), bit-identical to
 :func:`geoldp.trajectory.merge.merge_choice`: only the grid runs that meet the strip around the arc y_A–y_B
-are scanned (the argument is in :mod:`geoldp.trajectory._fast`).
+are scanned (the argument is in :mod:`geoldp.trajectory._fast.driver`).
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import numpy as np
 from geoldp._kernels import EARTH_RADIUS_M, haversine_rad
 from geoldp._kernels import jit as _jit  # the one kernel decorator
 from geoldp.trajectory._atp_region import asin_dist
-from geoldp.trajectory._fast_grid import ST_MERGE_CAND, ST_MERGE_EXACT, ST_MERGE_FULL, gnomonic, ranges
+from geoldp.trajectory._fast.grid import ST_MERGE_CAND, ST_MERGE_EXACT, ST_MERGE_FULL, gnomonic, ranges
 
 __all__ = ["merge_position"]
 

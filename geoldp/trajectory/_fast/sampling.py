@@ -1,8 +1,8 @@
 """Exact samplers of the fast path: EM over a domain, k-RR and SW, drawing on the ChaCha20 streams.
 
 The draws come from :mod:`geoldp._random`'s ``stream_*`` functions (one stream per trajectory). The
-exactness of the phased EM sampler is argued in :mod:`geoldp.trajectory._fast`; domains and membership are
-:mod:`geoldp.trajectory._fast_grid`'s.
+exactness of the phased EM sampler is argued in :mod:`geoldp.trajectory._fast.driver`; domains and
+membership are :mod:`geoldp.trajectory._fast.grid`'s.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import numpy as np
 from geoldp._kernels import em_log_weight, haversine_rad
 from geoldp._kernels import jit as _jit  # the one kernel decorator
 from geoldp._random import stream_categorical_cdf, stream_integers, stream_uniform
-from geoldp.trajectory._fast_grid import ST_EM_CALLS, ST_EMPTY, ST_ENUMERATIONS, ST_PROPOSALS, member, pos_of
+from geoldp.trajectory._fast.grid import ST_EM_CALLS, ST_EMPTY, ST_ENUMERATIONS, ST_PROPOSALS, member, pos_of
 
 __all__ = ["MAX_PROPOSALS", "MAX_PROPOSALS_D", "em", "em_full", "krr", "sw_bucket", "sw_cdf", "sw_continuous"]
 
