@@ -27,30 +27,33 @@ def _chord_dist(ax, ay, az, bx, by, bz):
 
 
 @_jit
-def merge_position(
-    ya,
-    yb,
-    lam,
-    phi,
-    xyz,
-    sxyz,
-    order,
-    gf,
-    gi,
-    basis,
-    cell_start,
-    tau,
-    balanced,
-    lo,
-    hi,
-    cum,
-    hp,
-    sc_idx,
-    sc_cdf,
-    sc_aux,
-    stats,
-):
-    """Merged output of one position (ALGORITHM §5.6), bit-identical to ``merge_choice``."""
+def merge_position(ya, yb, ix, cp, w):
+    """Merged output of one position (ALGORITHM §5.6), bit-identical to ``merge_choice``.
+
+    ``ya``, ``yb`` are the two copies' outputs; ``ix`` (P's arrays and grid, ``KernelIndex``), ``cp``
+    (the merge tolerance and rule, ``CopyPlan``) and ``w`` (the thread's scratch arrays and counters,
+    ``Work``; the runs go to ``w.rows[3:6]``) are the driver's records
+    (:mod:`geoldp.trajectory._fast.driver`).
+    """
+    lam = ix.lam
+    phi = ix.phi
+    xyz = ix.xyz
+    sxyz = ix.sxyz
+    order = ix.order
+    gf = ix.gf
+    gi = ix.gi
+    basis = ix.basis
+    cell_start = ix.cell_start
+    tau = cp.tau
+    balanced = cp.balanced
+    lo = w.rows[3]
+    hi = w.rows[4]
+    cum = w.rows[5]
+    hp = w.hp
+    sc_idx = w.iwork[0]
+    sc_cdf = w.fwork[0]
+    sc_aux = w.fwork[1]
+    stats = w.stats
     if ya == yb:
         return ya
     m = lam.shape[0]

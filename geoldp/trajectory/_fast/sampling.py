@@ -24,42 +24,37 @@ _SMALL_DOMAIN = 24  # |U| at or below this: enumerate directly
 
 
 @_jit
-def em(
-    xl,
-    xp,
-    eps,
-    delta,
-    lam,
-    phi,
-    xyz,
-    order,
-    full,
-    n_runs,
-    lo,
-    hi,
-    cum,
-    total,
-    dq,
-    dint,
-    dflt,
-    g,
-    centred,
-    key,
-    buf,
-    state,
-    sc_idx,
-    sc_cdf,
-    stats,
-    prop1,
-    prop2,
-):
+def em(xl, xp, eps, ix, cp, w, full, n_runs, row0, total, dflt, key, prop1, prop2):
     """Exact EM draw over D = (U ∩ domain); U = P if ``full`` else the runs. Returns −1 iff D is empty.
+
+    The inputs are the driver's records (:mod:`geoldp.trajectory._fast.driver`): ``ix`` (P's arrays,
+    ``KernelIndex``), ``cp`` (the sectors, ``CopyPlan``) and ``w`` (the thread's scratch arrays,
+    counters and stream, ``Work``). The domain is ``w.dint``/``w.dq`` (with ``dflt``, the copy's region
+    record, or None); U is the ``n_runs`` grid runs of ``w.rows[row0:row0 + 3]`` (starts, ends, cumulative
+    sizes) holding ``total`` points.
 
     Phase 1: ``prop1`` proposals uniform over U, accepted iff p ∈ D and u < w_p. Phase 2: enumerate D
     (membership only). Phase 3: ``prop2`` proposals uniform over D, accepted iff u < w_p. Phase 4: inverse
     CDF over the max-subtracted weights of D. Every phase draws from w restricted to D, so the mixture is
     exact.
     """
+    delta = ix.delta
+    lam = ix.lam
+    phi = ix.phi
+    xyz = ix.xyz
+    order = ix.order
+    lo = w.rows[row0]
+    hi = w.rows[row0 + 1]
+    cum = w.rows[row0 + 2]
+    dq = w.dq
+    dint = w.dint
+    g = cp.g
+    centred = cp.centred
+    buf = w.buf
+    state = w.state
+    sc_idx = w.iwork[0]
+    sc_cdf = w.fwork[0]
+    stats = w.stats
     stats[ST_EM_CALLS] += 1
     if total == 0:
         return -1
@@ -120,12 +115,20 @@ def em(
 
 
 @_jit
-def em_full(xl, xp, eps, delta, lam, phi, key, buf, state, sc_cdf, stats, prop1, prop2):
+def em_full(xl, xp, eps, ix, w, key, prop1, prop2):
     """Exact EM draw over all of P: :func:`em` with an empty domain (same draws, same output, tested).
 
     PointEM, single-point trajectories and ATP's anchor need nothing else, so their kernels compile
     neither the membership tests nor the ATP region. Positions are the points themselves (no index list).
+    ``ix`` and ``w`` are the driver's records, as for :func:`em`.
     """
+    delta = ix.delta
+    lam = ix.lam
+    phi = ix.phi
+    buf = w.buf
+    state = w.state
+    sc_cdf = w.fwork[0]
+    stats = w.stats
     stats[ST_EM_CALLS] += 1
     m = lam.shape[0]
     if m > _SMALL_DOMAIN:
