@@ -11,6 +11,7 @@ import numpy as np
 
 from geoldp._kernels import EARTH_RADIUS_M, haversine_rad
 from geoldp._kernels import jit as _jit  # the one kernel decorator
+from geoldp._kernels import jit_inline as _jit_inline  # leaf kernels on records
 from geoldp.trajectory._atp_region import asin_dist
 from geoldp.trajectory._fast.grid import ST_MERGE_CAND, ST_MERGE_EXACT, ST_MERGE_FULL, gnomonic, ranges
 
@@ -26,7 +27,7 @@ def _chord_dist(ax, ay, az, bx, by, bz):
     return asin_dist(0.5 * math.sqrt(dx * dx + dy * dy + dz * dz))
 
 
-@_jit
+@_jit_inline
 def merge_position(ya, yb, ix, cp, w):
     """Merged output of one position (ALGORITHM §5.6), bit-identical to ``merge_choice``.
 

@@ -13,6 +13,7 @@ import numpy as np
 
 from geoldp._kernels import em_log_weight, haversine_rad
 from geoldp._kernels import jit as _jit  # the one kernel decorator
+from geoldp._kernels import jit_inline as _jit_inline  # leaf kernels on records
 from geoldp._random import stream_categorical_cdf, stream_integers, stream_uniform
 from geoldp.trajectory._fast.grid import ST_EM_CALLS, ST_EMPTY, ST_ENUMERATIONS, ST_PROPOSALS, member, pos_of
 
@@ -23,7 +24,7 @@ MAX_PROPOSALS_D = 64  # phase-3 proposals (uniform over the enumerated domain) b
 _SMALL_DOMAIN = 24  # |U| at or below this: enumerate directly
 
 
-@_jit
+@_jit_inline
 def em(xl, xp, eps, ix, cp, w, full, n_runs, row0, total, dflt, key, prop1, prop2):
     """Exact EM draw over D = (U ∩ domain); U = P if ``full`` else the runs. Returns −1 iff D is empty.
 
@@ -114,7 +115,7 @@ def em(xl, xp, eps, ix, cp, w, full, n_runs, row0, total, dflt, key, prop1, prop
     return sc_idx[j]
 
 
-@_jit
+@_jit_inline
 def em_full(xl, xp, eps, ix, w, key, prop1, prop2):
     """Exact EM draw over all of P: :func:`em` with an empty domain (same draws, same output, tested).
 
