@@ -69,8 +69,8 @@ def em(xl, xp, eps, ix, cp, w, full, n_runs, row0, total, dflt, key, prop1, prop
                 p = order[pos_of(k, n_runs, lo, hi, cum)]
             if not member(p, lam, phi, xyz, dq, dint, dflt, g, centred):
                 continue
-            w = math.exp(em_log_weight(eps, haversine_rad(xl, xp, lam[p], phi[p]), delta))
-            if stream_uniform(key, buf, state) < w:
+            weight = math.exp(em_log_weight(eps, haversine_rad(xl, xp, lam[p], phi[p]), delta))
+            if stream_uniform(key, buf, state) < weight:
                 return p
     stats[ST_ENUMERATIONS] += 1
     n = np.int64(0)  # not a literal: one specialisation of the stream draws
@@ -94,8 +94,8 @@ def em(xl, xp, eps, ix, cp, w, full, n_runs, row0, total, dflt, key, prop1, prop
     for _ in range(prop2):
         stats[ST_PROPOSALS] += 1
         p = sc_idx[stream_integers(key, buf, state, n)]
-        w = math.exp(em_log_weight(eps, haversine_rad(xl, xp, lam[p], phi[p]), delta))
-        if stream_uniform(key, buf, state) < w:
+        weight = math.exp(em_log_weight(eps, haversine_rad(xl, xp, lam[p], phi[p]), delta))
+        if stream_uniform(key, buf, state) < weight:
             return p
     # the reference pmf: log-weights, max-subtracted, normalised, inverse CDF (in the order of sc_idx)
     top = -np.inf
@@ -136,8 +136,8 @@ def em_full(xl, xp, eps, ix, w, key, prop1, prop2):
         for _ in range(prop1):
             stats[ST_PROPOSALS] += 1
             p = stream_integers(key, buf, state, m)
-            w = math.exp(em_log_weight(eps, haversine_rad(xl, xp, lam[p], phi[p]), delta))
-            if stream_uniform(key, buf, state) < w:
+            weight = math.exp(em_log_weight(eps, haversine_rad(xl, xp, lam[p], phi[p]), delta))
+            if stream_uniform(key, buf, state) < weight:
                 return p
     stats[ST_ENUMERATIONS] += 1
     if m == 1:
@@ -145,8 +145,8 @@ def em_full(xl, xp, eps, ix, w, key, prop1, prop2):
     for _ in range(prop2):
         stats[ST_PROPOSALS] += 1
         p = stream_integers(key, buf, state, m)
-        w = math.exp(em_log_weight(eps, haversine_rad(xl, xp, lam[p], phi[p]), delta))
-        if stream_uniform(key, buf, state) < w:
+        weight = math.exp(em_log_weight(eps, haversine_rad(xl, xp, lam[p], phi[p]), delta))
+        if stream_uniform(key, buf, state) < weight:
             return p
     top = -np.inf
     for p in range(m):
