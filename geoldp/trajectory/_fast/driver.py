@@ -397,49 +397,21 @@ def _copies(flat, s0, n, t, key, prop1, prop2, ix, cp, rp, w, dflt):
                 s_dir[ns] = krr(true, g, cp.lie[n, c], key, buf, state)
                 ns += 1
             eps = cp.eps_np[n, c]
-            # 1) the intersection (Algorithm 1)
-            y = _em_sectors(
-                lam[x],
-                phi[x],
-                eps,
-                ix,
-                cp,
-                w,
-                dflt,
-                ns,
-                s_apex,
-                s_dir,
-                np.int64(0),
-                has_reg,
-                reg_c,
-                key,
-                prop1,
-                prop2,
-            )
-            if y < 0 and cp.nb_fallback and ns == 2:
-                # 2) the left neighbour's set, 3) the right neighbour's set
-                for side in range(2):
-                    y = _em_sectors(
-                        lam[x],
-                        phi[x],
-                        eps,
-                        ix,
-                        cp,
-                        w,
-                        dflt,
-                        np.int64(1),
-                        s_apex,
-                        s_dir,
-                        np.int64(side),
-                        has_reg,
-                        reg_c,
-                        key,
-                        prop1,
-                        prop2,
-                    )
-                    if y >= 0:
-                        stats[ST_FB_LEFT + side] += 1
-                        break
+            # 1) the intersection (Algorithm 1); then, if it is empty, 2) the left neighbour's set and 3) the
+            # right neighbour's set
+            tries = 3 if cp.nb_fallback and ns == 2 else 1
+            y = np.int64(-1)
+            for attempt in range(tries):
+                n_sets = ns if attempt == 0 else np.int64(1)
+                first = np.int64(max(attempt - 1, 0))
+                y = _em_sectors(
+                    lam[x], phi[x], eps, ix, cp, w, dflt, n_sets, s_apex, s_dir, first, has_reg, reg_c, key,
+                    prop1, prop2,
+                )  # fmt: skip
+                if y >= 0:
+                    if attempt > 0:
+                        stats[ST_FB_LEFT + attempt - 1] += 1
+                    break
             if y < 0:
                 # 4) the region Ω (P for TP)
                 stats[ST_FB_REGION] += 1

@@ -28,6 +28,16 @@ def _chord_dist(ax, ay, az, bx, by, bz):
 
 
 @_jit_inline
+def _score(p, ya, yb, lam, phi, n, sc_idx, sc_cdf, sc_aux):
+    """Candidate ``p`` in slot ``n``: s(p) = d(p, y_A) + d(p, y_B) and u(p) = |d(p, y_A) − d(p, y_B)|."""
+    sc_idx[n] = p
+    da = haversine_rad(lam[ya], phi[ya], lam[p], phi[p])
+    db = haversine_rad(lam[yb], phi[yb], lam[p], phi[p])
+    sc_cdf[n] = da + db
+    sc_aux[n] = abs(da - db)
+
+
+@_jit_inline
 def merge_position(ya, yb, ix, cp, w):
     """Merged output of one position (ALGORITHM §5.6), bit-identical to ``merge_choice``.
 
@@ -113,11 +123,7 @@ def merge_position(ya, yb, ix, cp, w):
                 sc = _chord_dist(ax, ay, az, x, y, z) + _chord_dist(bx, by, bz, x, y, z)
                 if sc > dab + tau + 1e-6 + 1e-12 * dab:
                     continue
-                sc_idx[n] = p
-                da = haversine_rad(lam[ya], phi[ya], lam[p], phi[p])
-                db = haversine_rad(lam[yb], phi[yb], lam[p], phi[p])
-                sc_cdf[n] = da + db
-                sc_aux[n] = abs(da - db)
+                _score(p, ya, yb, lam, phi, n, sc_idx, sc_cdf, sc_aux)
                 n += 1
         # y_A and y_B: d(y, y) = 0 exactly and d is symmetric, so s = d(y_A, y_B) and u = d(y_A, y_B)
         sc_idx[n] = ya
@@ -131,11 +137,7 @@ def merge_position(ya, yb, ix, cp, w):
     else:
         stats[ST_MERGE_FULL] += 1
         for p in range(m):
-            sc_idx[n] = p
-            da = haversine_rad(lam[ya], phi[ya], lam[p], phi[p])
-            db = haversine_rad(lam[yb], phi[yb], lam[p], phi[p])
-            sc_cdf[n] = da + db
-            sc_aux[n] = abs(da - db)
+            _score(p, ya, yb, lam, phi, n, sc_idx, sc_cdf, sc_aux)
             n += 1
     stats[ST_MERGE_EXACT] += n
     s_min = np.inf

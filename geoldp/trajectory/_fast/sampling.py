@@ -105,14 +105,7 @@ def em(xl, xp, eps, ix, cp, w, full, n_runs, row0, total, dflt, key, prop1, prop
         sc_cdf[i] = ell
         if ell > top:
             top = ell
-    s = 0.0
-    for i in range(n):
-        s += math.exp(sc_cdf[i] - top)
-        sc_cdf[i] = s
-    for i in range(n):
-        sc_cdf[i] = sc_cdf[i] / s
-    j = stream_categorical_cdf(key, buf, state, sc_cdf, n)
-    return sc_idx[j]
+    return sc_idx[_draw_log_weights(sc_cdf, n, top, key, buf, state)]
 
 
 @_jit_inline
@@ -154,13 +147,20 @@ def em_full(xl, xp, eps, ix, w, key, prop1, prop2):
         sc_cdf[p] = ell
         if ell > top:
             top = ell
+    return _draw_log_weights(sc_cdf, m, top, key, buf, state)
+
+
+@_jit_inline
+def _draw_log_weights(sc_cdf, n, top, key, buf, state):
+    """Inverse-CDF draw of a slot of ``sc_cdf[:n]`` (log-weights, maximum ``top``), the reference's pmf:
+    max-subtracted, normalised. ``sc_cdf`` is overwritten with the CDF."""
     s = 0.0
-    for p in range(m):
-        s += math.exp(sc_cdf[p] - top)
-        sc_cdf[p] = s
-    for p in range(m):
-        sc_cdf[p] = sc_cdf[p] / s
-    return stream_categorical_cdf(key, buf, state, sc_cdf, m)
+    for i in range(n):
+        s += math.exp(sc_cdf[i] - top)
+        sc_cdf[i] = s
+    for i in range(n):
+        sc_cdf[i] = sc_cdf[i] / s
+    return stream_categorical_cdf(key, buf, state, sc_cdf, n)
 
 
 @_jit
