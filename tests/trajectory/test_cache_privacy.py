@@ -82,17 +82,6 @@ def _diff(before, after):
     mods_b, p_b = before
     mods_a, p_a = after
     changed = [n for n in mods_b if mods_a.get(n) != mods_b[n]]
-    def walk(x, y, path=""):
-        if x == y:
-            return
-        if isinstance(x, tuple) and isinstance(y, tuple) and len(x) == len(y):
-            for i, (u, v) in enumerate(zip(x, y)):
-                walk(u, v, path + f"/{i}")
-        else:
-            with open("/tmp/tcp_diff.txt", "a") as fh:
-                fh.write(f"{path}\n  B {str(x)[:2000]}\n  A {str(y)[:2000]}\n")
-    for n in changed:
-        walk(mods_b[n], mods_a.get(n), n)
     if p_a != p_b:
         changed.append("<PointSet>")
     return changed
