@@ -7,7 +7,7 @@ and a fresh ``PointSet``, then per mechanism and ε:
 * ``precompute`` — the one-off public work: the fast path's spatial index and, for ATP, the quadtree of
   the certified region (built by a warm-up on 20 trips, which also loads or compiles the numba code);
 * ``api`` — ``geoldp.perturb_trajectories(trips, points, rng=2)`` (validation, list handling, fast path);
-* ``kernel`` — ``geoldp.trajectory._fast.perturb_fast`` on the flat index arrays only;
+* ``kernel`` — ``geoldp.trajectory._fast.driver.perturb_fast`` on the flat index arrays only;
 * ``frame`` (with ``--frame``) — ``trips_gdf.ldp.perturb(points)``: LineStrings in, snapping included,
   perturbed GeoDataFrame out;
 * ``threads`` (with ``--n-jobs 2``) — the kernel with ``n_jobs`` threads; its speed-up is *wall* time
@@ -52,7 +52,7 @@ def _one_size(m: int, n_trips: int, mechanisms, epsilons, seed: int, frame: bool
     import geoldp
     from geoldp._random import resolve_rng
     from geoldp.datasets import synthetic_city, synthetic_city_arrays
-    from geoldp.trajectory import _fast
+    from geoldp.trajectory._fast import driver as _fast
 
     _fast.COLLECT_STATS = True  # region counters below (off by default: aggregates of private runs)
     lon, lat, flat, offsets, _ = synthetic_city_arrays(m, n_trips, min_len=2, max_len=8, seed=seed)

@@ -114,9 +114,9 @@ def main(argv=None) -> int:
     from geoldp.datasets import synthetic_city_arrays
     from geoldp.mechanisms import sw_half_width
     from geoldp.trajectory import _atp_region as AR
-    from geoldp.trajectory import _fast
     from geoldp.trajectory import _reference as REF
     from geoldp.trajectory import calibration as CAL
+    from geoldp.trajectory._fast import driver as _fast
 
     lon, lat, flat, offsets, _ = synthetic_city_arrays(args.m, args.trips, min_len=2, max_len=8, seed=0)
     points = geoldp.PointSet(lon, lat)

@@ -26,8 +26,8 @@ KERNEL_MODULES = (
     "geoldp._kernels",
     "geoldp.trajectory.split",
     "geoldp.trajectory._atp_region",
-    "geoldp.trajectory._fast_anchor",
-    "geoldp.trajectory._fast",
+    "geoldp.trajectory._fast.anchor",
+    "geoldp.trajectory._fast.driver",
 )
 
 

@@ -252,11 +252,6 @@ class TrajectoryArrays:
         return int(self.offsets.shape[0] - 1)
 
     @property
-    def n_traj(self) -> int:
-        """:attr:`n_trajectories` (the short name the analyses use)."""
-        return self.n_trajectories
-
-    @property
     def lengths(self) -> np.ndarray:
         """Number of vertices of each trajectory."""
         return np.diff(self.offsets)

@@ -14,6 +14,7 @@ import pandas as pd
 
 from geoldp._frames import as_pointset, trajectory_arrays
 from geoldp.geo import KM_PER_DEGREE
+from geoldp.metrics._pairing import check_same_rows
 
 __all__ = [
     "plot_estimate_layer",
@@ -73,18 +74,18 @@ def plot_trajectories(
     pts = as_pointset(points, caller=caller) if points is not None else None
     to = trajectory_arrays(original, pts, name="original", caller=caller)
     tp = trajectory_arrays(perturbed, pts, name="perturbed", caller=caller)
-    if to.n_traj != tp.n_traj:
-        raise ValueError(
-            f"{caller}: 'original' has {to.n_traj} rows and 'perturbed' has {tp.n_traj}; rows are matched by "
-            "position."
-        )
+    check_same_rows(to, tp, caller=caller)
     if rows is None:
-        sel = np.unique(np.linspace(0, max(to.n_traj - 1, 0), num=min(int(n), to.n_traj)).round().astype(int))
+        sel = np.unique(
+            np.linspace(0, max(to.n_trajectories - 1, 0), num=min(int(n), to.n_trajectories))
+            .round()
+            .astype(int)
+        )
     else:
         sel = np.asarray(rows, dtype=np.int64).ravel()
-        if sel.size and (sel.min() < -to.n_traj or sel.max() >= to.n_traj):
-            raise ValueError(f"The 'rows' of {caller} must be row positions in [0, {to.n_traj}).")
-        sel = sel % max(to.n_traj, 1)
+        if sel.size and (sel.min() < -to.n_trajectories or sel.max() >= to.n_trajectories):
+            raise ValueError(f"The 'rows' of {caller} must be row positions in [0, {to.n_trajectories}).")
+        sel = sel % max(to.n_trajectories, 1)
     plt = _pyplot()
     if ax is None:
         _, ax = plt.subplots(figsize=(7, 7))
@@ -398,18 +399,17 @@ def plot_trajectory_panels(
     rel = {}
     for lab, obj in releases.items():
         tr = trajectory_arrays(obj, pts, name=f"releases[{lab!r}]", caller=caller)
-        if tr.n_traj != to.n_traj:
-            raise ValueError(f"{caller}: release {lab!r} has {tr.n_traj} rows and 'original' {to.n_traj}.")
+        check_same_rows(to, tr, caller=caller, name=f"releases[{lab!r}]")
         rel[str(lab)] = tr
     if rows is None:
         long_rows = np.flatnonzero(to.lengths >= 4)
-        pool = long_rows if long_rows.size >= n else np.arange(to.n_traj)
+        pool = long_rows if long_rows.size >= n else np.arange(to.n_trajectories)
         pick = np.unique(np.linspace(0, pool.size - 1, num=min(int(n), pool.size)).round().astype(int))
         sel = pool[pick]
     else:
         sel = np.asarray(rows, dtype=np.int64).ravel()
-        if sel.size == 0 or sel.min() < 0 or sel.max() >= to.n_traj:
-            raise ValueError(f"The 'rows' of {caller} must be row positions in [0, {to.n_traj}).")
+        if sel.size == 0 or sel.min() < 0 or sel.max() >= to.n_trajectories:
+            raise ValueError(f"The 'rows' of {caller} must be row positions in [0, {to.n_trajectories}).")
     ncols = min(sel.size, int(max_cols))
     nrows = -(-sel.size // ncols)
     fig = _new_figure(fig, figsize, (3.4 * ncols, 3.4 * nrows + 0.5))

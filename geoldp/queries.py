@@ -94,7 +94,7 @@ def _passes_through(tr: TrajectoryArrays, region: Region, how: str) -> np.ndarra
             hit = k[shapely.intersects(segs, region.geom)]
             near = near.copy()
             near[hit] = True
-    return np.bincount(tr.codes, weights=near, minlength=tr.n_traj) > 0
+    return np.bincount(tr.codes, weights=near, minlength=tr.n_trajectories) > 0
 
 
 def check_how(how: Any, caller: str) -> str:

@@ -100,3 +100,21 @@ def test_an_accessor_method_and_its_function_share_one_template():
         "denoise",
     }
     assert set(from_template) == estimators and len(estimators) == 6
+
+
+def test_the_accessor_evaluate_takes_the_signature_of_metrics_evaluate():
+    # the method spells its parameters out (help, introspection); they are the function's, both ways
+    from geoldp import metrics
+
+    def keyword_defaults(fn):
+        params = inspect.signature(fn).parameters.values()
+        return {p.name: p.default for p in params if p.kind is inspect.Parameter.KEYWORD_ONLY}
+
+    method = accessor.LDPAccessor.evaluate
+    assert keyword_defaults(method)  # a non-empty definition: the check below has something to compare
+    shares_parameters(keyword_defaults(metrics.evaluate))(method)
+    shares_parameters(keyword_defaults(method))(metrics.evaluate)
+    assert (
+        list(inspect.signature(method).parameters)[1]
+        == list(inspect.signature(metrics.evaluate).parameters)[1]
+    )

@@ -116,3 +116,14 @@ def test_plot_trajectory_panels_legend_outside():
     fig.canvas.draw()
     with pytest.raises(ValueError, match="'rows' of plot_trajectory_panels"):
         plot_trajectory_panels(ORIG, {"TP": PERT}, points=P, rows=[7])
+
+
+def test_a_different_number_of_rows_is_refused_as_the_metrics_refuse_it():
+    # one check, one wording (geoldp.metrics._pairing): the plots and the metrics say the same
+    with pytest.raises(ValueError, match="same number of rows") as metric:
+        metrics.evaluate(ORIG, PERT[:2], points=P)
+    with pytest.raises(ValueError, match="same number of rows") as plot:
+        plot_trajectories(ORIG, PERT[:2], points=P)
+    assert str(plot.value) == str(metric.value).replace("evaluate", "plot_trajectories")
+    with pytest.raises(ValueError, match=r"releases\['TP'\]. has 2; rows are matched"):
+        plot_trajectory_panels(ORIG, {"TP": PERT[:2]}, points=P)

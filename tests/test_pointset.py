@@ -392,7 +392,7 @@ def test_first_use_builds_every_structure_whatever_it_asks(first_use):
 
 def test_one_kdtree_per_point_set():
     # the mechanisms' fast index queries P's own tree (built from P alone), never a second one
-    from geoldp.trajectory._fast_grid import get_index
+    from geoldp.trajectory._fast.grid import get_index
 
     ps = PointSet(np.linspace(116.3, 116.4, 50), np.linspace(39.9, 40.0, 50) ** 1.0001)
     assert not ps.has_tree

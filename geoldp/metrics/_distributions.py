@@ -16,16 +16,16 @@ from geoldp.metrics._pairing import pair
 def lengths_km(tr: TrajectoryArrays) -> np.ndarray:
     """Polyline length of every trajectory (sum of haversine segment lengths), km."""
     if tr.lon.shape[0] < 2:
-        return np.zeros(tr.n_traj)
+        return np.zeros(tr.n_trajectories)
     seg = haversine_array_m(tr.lon[:-1], tr.lat[:-1], tr.lon[1:], tr.lat[1:])
     seg = np.where(tr.segment_mask(), seg, 0.0)
     seg_traj = tr.codes[:-1]
-    return np.bincount(seg_traj, weights=seg, minlength=tr.n_traj) / 1000.0
+    return np.bincount(seg_traj, weights=seg, minlength=tr.n_trajectories) / 1000.0
 
 
 def diameters_km(tr: TrajectoryArrays, *, budget: int = 4_000_000) -> np.ndarray:
     """Largest pairwise haversine distance within every trajectory, km (exact, O(n²) per trajectory)."""
-    out = np.zeros(tr.n_traj)
+    out = np.zeros(tr.n_trajectories)
     lengths = tr.lengths
     for n in np.unique(lengths):
         if n < 2:

@@ -321,7 +321,7 @@ def _setup(
     deltas, _ = check_deltas(delta_km, caller)
     pts = as_pointset(points, caller=caller) if points is not None else None
     to = trajectory_arrays(original, pts, name="original", caller=caller)
-    if to.n_traj == 0:
+    if to.n_trajectories == 0:
         raise ValueError(f"{caller}: 'original' must contain at least one trajectory.")
     return _Setup(caller, to, pts, deltas, int(k), int(bins))
 
@@ -380,7 +380,7 @@ def _truth(s: _Setup, sanity_bound: Any) -> dict[str, Any]:
     """The statistics of the originals every row is compared with."""
     truth: dict[str, Any] = {}
     if s.regs is not None:
-        truth["b"] = resolve_sanity_bound(sanity_bound, s.to.n_traj, s.caller)
+        truth["b"] = resolve_sanity_bound(sanity_bound, s.to.n_trajectories, s.caller)
     if s.zn is not None:
         truth["zone"] = zone_counts_of(s.to, s.zn, s.pts)
         truth["od"] = od_of(s.to, s.zn, s.pts)

@@ -17,12 +17,8 @@ def pair(
     pts = as_pointset(points, caller=caller) if points is not None else None
     to = trajectory_arrays(original, pts, name="original", caller=caller)
     tp = trajectory_arrays(perturbed, pts, name="perturbed", caller=caller)
-    if to.n_traj != tp.n_traj:
-        raise ValueError(
-            f"{caller}: 'original' has {to.n_traj} trajectories and 'perturbed' has {tp.n_traj}; rows are "
-            "matched by position, so both must have the same number of rows."
-        )
-    if to.n_traj == 0:
+    check_same_rows(to, tp, caller=caller)
+    if to.n_trajectories == 0:
         raise ValueError(f"{caller}: 'original' and 'perturbed' must contain at least one trajectory.")
     if pointwise:
         diff = np.flatnonzero(to.lengths != tp.lengths)
@@ -34,6 +30,17 @@ def pair(
                 "'perturbed'; rows are matched by position and must have the same number of points."
             )
     return to, tp, pts
+
+
+def check_same_rows(
+    to: TrajectoryArrays, tp: TrajectoryArrays, *, caller: str, name: str = "perturbed"
+) -> None:
+    """Raise ValueError unless ``tp`` (the input ``name``) has as many trajectories as 'original' ``to``."""
+    if to.n_trajectories != tp.n_trajectories:
+        raise ValueError(
+            f"{caller}: 'original' has {to.n_trajectories} trajectories and {name!r} has "
+            f"{tp.n_trajectories}; rows are matched by position, so both must have the same number of rows."
+        )
 
 
 def point_distances_m(to: TrajectoryArrays, tp: TrajectoryArrays) -> np.ndarray:

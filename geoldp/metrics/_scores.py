@@ -178,7 +178,7 @@ def range_query_error(
     caller = "range_query_error"
     how = check_how(how, caller)
     to, tp, _ = pair(original, perturbed, points, caller=caller, pointwise=False)
-    b = resolve_sanity_bound(sanity_bound, to.n_traj, caller)
+    b = resolve_sanity_bound(sanity_bound, to.n_trajectories, caller)
     regs, _ = as_regions(regions, caller=caller)
     if not regs:
         raise ValueError(f"The 'regions' parameter of {caller} must contain at least one region.")

@@ -199,7 +199,7 @@ def test_a_first_call_with_the_extension_compiles_nothing(tmp_path):
 
 @NEEDS_EXTENSION
 def test_the_kernel_stage_says_loading(monkeypatch):
-    from geoldp.trajectory import _fast
+    from geoldp.trajectory._fast import driver as _fast
     from geoldp.trajectory.engine import kernel_state
 
     monkeypatch.setattr(_fast, "_WARM", set())

@@ -208,12 +208,12 @@ def test_outside_a_release_nothing_is_cached():
 
 def test_fingerprint_sees_a_module_cache(public_points):
     # power check: a module-level cache of drawn values would be detected
-    import geoldp.trajectory._fast as fast
+    import geoldp.trajectory._fast.driver as fast
 
     before = _state(public_points)
     fast._LAST_STATS["leak"] = 3
     try:
-        assert "geoldp.trajectory._fast" in _diff(before, _state(public_points))
+        assert "geoldp.trajectory._fast.driver" in _diff(before, _state(public_points))
     finally:
         fast._LAST_STATS.pop("leak")
     # ... and so would a cache kept on the PointSet's cached spatial index (held by the grid module)
@@ -221,7 +221,7 @@ def test_fingerprint_sees_a_module_cache(public_points):
     before = _state(public_points)
     idx.probe = np.zeros(3)
     try:
-        assert "geoldp.trajectory._fast_grid" in _diff(before, _state(public_points))
+        assert "geoldp.trajectory._fast.grid" in _diff(before, _state(public_points))
     finally:
         del idx.probe
 
@@ -234,7 +234,7 @@ def _cold_state(run):
     """Module state and P's full state (every slot, and its cached fast-path index) after ``run(P)``."""
     import geopandas as gpd  # noqa: F401  (imported before the first fingerprint: its modules are not ours)
 
-    from geoldp.trajectory import _fast_grid
+    from geoldp.trajectory._fast import grid as _fast_grid
 
     lon, lat, *_ = synthetic_city_arrays(400, 0, seed=5)
     P = geoldp.PointSet(lon, lat)  # cold: nothing has been asked of it yet

@@ -25,12 +25,12 @@ from geoldp.datasets import synthetic_city_arrays
 from geoldp.mechanisms import sw_half_width
 from geoldp.trajectory import ATP, TP, PointEM, _exact
 from geoldp.trajectory import _atp_region as AR
-from geoldp.trajectory import _fast as F
-from geoldp.trajectory import _fast_anchor as FA
-from geoldp.trajectory import _fast_grid as FG
-from geoldp.trajectory import _fast_merge as FM
-from geoldp.trajectory import _fast_sampling as FS
 from geoldp.trajectory import calibration as C
+from geoldp.trajectory._fast import anchor as FA
+from geoldp.trajectory._fast import driver as F
+from geoldp.trajectory._fast import grid as FG
+from geoldp.trajectory._fast import merge as FM
+from geoldp.trajectory._fast import sampling as FS
 from geoldp.trajectory.merge import TAU_FACTOR, merge_index
 
 KEY = np.array(
@@ -253,67 +253,25 @@ def test_em_over_all_points_equals_em_over_an_empty_domain(town, prop):
     P, _, _ = town
     for small in (False, True):
         sub = PointSet(P.lon[:20], P.lat[:20]) if small else P  # |P| <= 24: the enumeration branch at once
-        ix = F.get_index(sub)
+        index = F.get_index(sub)
+        ix = F.kernel_index(index)
         mm = len(sub)
-        dint = np.zeros(8, dtype=np.int64)
-        rows = np.zeros((3, max(int(ix.gi[1]), 1)), dtype=np.int64)
+        cp = _copy_plan(0.0, True)  # g = 2, centred: unused without sectors
         for x, eps, stream in ((0, 0.05, 1), (17, 2.0, 2), (mm - 1, 8.0, 3)):
             states = []
             draws = []
             for full in (False, True):
-                buf = np.zeros(16, dtype=np.uint32)
-                state = np.zeros(3, dtype=np.int64)
-                R.stream_reset(state, stream)
-                st = np.zeros(FG.N_STATS, dtype=np.int64)
+                w = F.new_work(mm, max(int(index.gi[1]), 1), 2)
+                R.stream_reset(w.state, stream)
                 got = []
                 for _ in range(30):
                     if full:
-                        y = FS.em_full(
-                            ix.lam[x],
-                            ix.phi[x],
-                            eps,
-                            ix.delta,
-                            ix.lam,
-                            ix.phi,
-                            KEY,
-                            buf,
-                            state,
-                            np.zeros(mm + 64),
-                            st,
-                            *prop,
-                        )
+                        y = FS.em_full(ix.lam[x], ix.phi[x], eps, ix, w, KEY, *prop)
                     else:
-                        y = FS.em(
-                            ix.lam[x],
-                            ix.phi[x],
-                            eps,
-                            ix.delta,
-                            ix.lam,
-                            ix.phi,
-                            ix.xyz,
-                            ix.order,
-                            True,
-                            0,
-                            rows[0],
-                            rows[1],
-                            rows[2],
-                            mm,
-                            np.zeros((8, 3)),
-                            dint,
-                            None,
-                            2,
-                            True,
-                            KEY,
-                            buf,
-                            state,
-                            np.zeros(mm, dtype=np.int64),
-                            np.zeros(mm + 64),
-                            st,
-                            *prop,
-                        )
+                        y = FS.em(ix.lam[x], ix.phi[x], eps, ix, cp, w, True, 0, 0, mm, None, KEY, *prop)
                     got.append(int(y))
                 draws.append(got)
-                states.append((state.copy(), st.copy()))
+                states.append((w.state.copy(), w.stats.copy()))
             assert draws[0] == draws[1]
             assert np.array_equal(states[0][0], states[1][0]) and np.array_equal(states[0][1], states[1][1])
 
@@ -358,43 +316,22 @@ def test_merge_matches_reference_including_ties():
     meridian = np.arange(2000, m)
     pairs += [(int(a), int(b)) for a, b in rng.choice(meridian, (200, 2))]
     tau = TAU_FACTOR * P.diameter_m
-    work = _merge_work(idx)
+    ix = F.kernel_index(idx)
+    w = F.new_work(m, int(idx.gi[1]), 2)
     da = np.empty(m)
     db = np.empty(m)
     for balanced in (True, False):
+        cp = _copy_plan(tau, balanced)
         for a, b in pairs:
             ref = merge_index(a, b, P.lam, P.phi, tau, balanced, da, db)
-            got = FM.merge_position(
-                a,
-                b,
-                idx.lam,
-                idx.phi,
-                idx.xyz,
-                idx.sxyz,
-                idx.order,
-                idx.gf,
-                idx.gi,
-                idx.basis,
-                idx.cell_start,
-                tau,
-                balanced,
-                *work,
-            )
+            got = FM.merge_position(a, b, ix, cp, w)
             assert got == ref, (a, b, balanced)
 
 
-def _merge_work(idx):
-    nr = int(idx.gi[1])
-    return (
-        np.zeros(nr, dtype=np.int64),
-        np.zeros(nr, dtype=np.int64),
-        np.zeros(nr, dtype=np.int64),
-        np.zeros((40, 3)),
-        np.zeros(idx.m, dtype=np.int64),
-        np.zeros(idx.m),
-        np.zeros(idx.m),
-        np.zeros(FG.N_STATS, dtype=np.int64),
-    )
+def _copy_plan(tau, balanced):
+    """A CopyPlan with merge tolerance ``tau`` and rule ``balanced`` (the other fields are not read)."""
+    none = np.zeros((1, 2))
+    return F.CopyPlan(float(tau), 2, True, bool(balanced), True, none, none, none)
 
 
 def test_global_point_set_uses_full_scans():
@@ -405,27 +342,14 @@ def test_global_point_set_uses_full_scans():
     idx = F.get_index(P)
     assert not idx.use_grid
     tau = TAU_FACTOR * P.diameter_m
-    work = _merge_work(idx)
+    ix = F.kernel_index(idx)
+    w = F.new_work(len(P), int(idx.gi[1]), 2)
+    cp = _copy_plan(tau, True)
     da = np.empty(len(P))
     db = np.empty(len(P))
     for a, b in rng.integers(0, len(P), (50, 2)):
         ref = merge_index(int(a), int(b), P.lam, P.phi, tau, True, da, db)
-        got = FM.merge_position(
-            int(a),
-            int(b),
-            idx.lam,
-            idx.phi,
-            idx.xyz,
-            idx.sxyz,
-            idx.order,
-            idx.gf,
-            idx.gi,
-            idx.basis,
-            idx.cell_start,
-            tau,
-            True,
-            *work,
-        )
+        got = FM.merge_position(int(a), int(b), ix, cp, w)
         assert got == ref
     flat, offsets = _layout([rng.integers(0, 300, int(k)) for k in rng.integers(1, 6, 50)])
     for mech in (TP(epsilon=4.0), ATP(epsilon=4.0)):

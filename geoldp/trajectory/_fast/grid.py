@@ -1,6 +1,6 @@
 """The fast path's spatial index and sampling domains (public: they depend on P and released values only).
 
-Part of the fast path (:mod:`geoldp.trajectory._fast`, whose docstring states the exactness argument):
+Part of the fast path (:mod:`geoldp.trajectory._fast.driver`, whose docstring states the exactness argument):
 
 * :class:`FastIndex` — the uniform grid over the gnomonic projection of P (CSR, cell-sorted), cached per
   PointSet by :func:`get_index`;
@@ -42,7 +42,7 @@ __all__ = [
     "ranges",
 ]
 
-# margins (see geoldp.trajectory._fast)
+# margins (see geoldp.trajectory._fast.driver)
 _MG = 1e-11  # half-plane forms (dimensionless, ~ unit-vector components)
 _MG_DOT = 1e-12  # region test p·a against cos(R̃/R)
 _U_PAD = 1e-12  # gnomonic coordinate padding before flooring to columns

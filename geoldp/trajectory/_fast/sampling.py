@@ -1,8 +1,8 @@
 """Exact samplers of the fast path: EM over a domain, k-RR and SW, drawing on the ChaCha20 streams.
 
 The draws come from :mod:`geoldp._random`'s ``stream_*`` functions (one stream per trajectory). The
-exactness of the phased EM sampler is argued in :mod:`geoldp.trajectory._fast`; domains and membership are
-:mod:`geoldp.trajectory._fast_grid`'s.
+exactness of the phased EM sampler is argued in :mod:`geoldp.trajectory._fast.driver`; domains and
+membership are :mod:`geoldp.trajectory._fast.grid`'s.
 """
 
 from __future__ import annotations
@@ -13,8 +13,9 @@ import numpy as np
 
 from geoldp._kernels import em_log_weight, haversine_rad
 from geoldp._kernels import jit as _jit  # the one kernel decorator
+from geoldp._kernels import jit_inline as _jit_inline  # leaf kernels on records
 from geoldp._random import stream_categorical_cdf, stream_integers, stream_uniform
-from geoldp.trajectory._fast_grid import ST_EM_CALLS, ST_EMPTY, ST_ENUMERATIONS, ST_PROPOSALS, member, pos_of
+from geoldp.trajectory._fast.grid import ST_EM_CALLS, ST_EMPTY, ST_ENUMERATIONS, ST_PROPOSALS, member, pos_of
 
 __all__ = ["MAX_PROPOSALS", "MAX_PROPOSALS_D", "em", "em_full", "krr", "sw_bucket", "sw_cdf", "sw_continuous"]
 
@@ -23,43 +24,38 @@ MAX_PROPOSALS_D = 64  # phase-3 proposals (uniform over the enumerated domain) b
 _SMALL_DOMAIN = 24  # |U| at or below this: enumerate directly
 
 
-@_jit
-def em(
-    xl,
-    xp,
-    eps,
-    delta,
-    lam,
-    phi,
-    xyz,
-    order,
-    full,
-    n_runs,
-    lo,
-    hi,
-    cum,
-    total,
-    dq,
-    dint,
-    dflt,
-    g,
-    centred,
-    key,
-    buf,
-    state,
-    sc_idx,
-    sc_cdf,
-    stats,
-    prop1,
-    prop2,
-):
+@_jit_inline
+def em(xl, xp, eps, ix, cp, w, full, n_runs, row0, total, dflt, key, prop1, prop2):
     """Exact EM draw over D = (U ∩ domain); U = P if ``full`` else the runs. Returns −1 iff D is empty.
+
+    The inputs are the driver's records (:mod:`geoldp.trajectory._fast.driver`): ``ix`` (P's arrays,
+    ``KernelIndex``), ``cp`` (the sectors, ``CopyPlan``) and ``w`` (the thread's scratch arrays,
+    counters and stream, ``Work``). The domain is ``w.dint``/``w.dq`` (with ``dflt``, the copy's region
+    record, or None); U is the ``n_runs`` grid runs of ``w.rows[row0:row0 + 3]`` (starts, ends, cumulative
+    sizes) holding ``total`` points.
 
     Phase 1: ``prop1`` proposals uniform over U, accepted iff p ∈ D and u < w_p. Phase 2: enumerate D
     (membership only). Phase 3: ``prop2`` proposals uniform over D, accepted iff u < w_p. Phase 4: inverse
     CDF over the max-subtracted weights of D. Every phase draws from w restricted to D, so the mixture is
     exact.
     """
+    delta = ix.delta
+    lam = ix.lam
+    phi = ix.phi
+    xyz = ix.xyz
+    order = ix.order
+    lo = w.rows[row0]
+    hi = w.rows[row0 + 1]
+    cum = w.rows[row0 + 2]
+    dq = w.dq
+    dint = w.dint
+    g = cp.g
+    centred = cp.centred
+    buf = w.buf
+    state = w.state
+    sc_idx = w.iwork[0]
+    sc_cdf = w.fwork[0]
+    stats = w.stats
     stats[ST_EM_CALLS] += 1
     if total == 0:
         return -1
@@ -73,8 +69,8 @@ def em(
                 p = order[pos_of(k, n_runs, lo, hi, cum)]
             if not member(p, lam, phi, xyz, dq, dint, dflt, g, centred):
                 continue
-            w = math.exp(em_log_weight(eps, haversine_rad(xl, xp, lam[p], phi[p]), delta))
-            if stream_uniform(key, buf, state) < w:
+            weight = math.exp(em_log_weight(eps, haversine_rad(xl, xp, lam[p], phi[p]), delta))
+            if stream_uniform(key, buf, state) < weight:
                 return p
     stats[ST_ENUMERATIONS] += 1
     n = np.int64(0)  # not a literal: one specialisation of the stream draws
@@ -98,8 +94,8 @@ def em(
     for _ in range(prop2):
         stats[ST_PROPOSALS] += 1
         p = sc_idx[stream_integers(key, buf, state, n)]
-        w = math.exp(em_log_weight(eps, haversine_rad(xl, xp, lam[p], phi[p]), delta))
-        if stream_uniform(key, buf, state) < w:
+        weight = math.exp(em_log_weight(eps, haversine_rad(xl, xp, lam[p], phi[p]), delta))
+        if stream_uniform(key, buf, state) < weight:
             return p
     # the reference pmf: log-weights, max-subtracted, normalised, inverse CDF (in the order of sc_idx)
     top = -np.inf
@@ -109,31 +105,32 @@ def em(
         sc_cdf[i] = ell
         if ell > top:
             top = ell
-    s = 0.0
-    for i in range(n):
-        s += math.exp(sc_cdf[i] - top)
-        sc_cdf[i] = s
-    for i in range(n):
-        sc_cdf[i] = sc_cdf[i] / s
-    j = stream_categorical_cdf(key, buf, state, sc_cdf, n)
-    return sc_idx[j]
+    return sc_idx[_draw_log_weights(sc_cdf, n, top, key, buf, state)]
 
 
-@_jit
-def em_full(xl, xp, eps, delta, lam, phi, key, buf, state, sc_cdf, stats, prop1, prop2):
+@_jit_inline
+def em_full(xl, xp, eps, ix, w, key, prop1, prop2):
     """Exact EM draw over all of P: :func:`em` with an empty domain (same draws, same output, tested).
 
     PointEM, single-point trajectories and ATP's anchor need nothing else, so their kernels compile
     neither the membership tests nor the ATP region. Positions are the points themselves (no index list).
+    ``ix`` and ``w`` are the driver's records, as for :func:`em`.
     """
+    delta = ix.delta
+    lam = ix.lam
+    phi = ix.phi
+    buf = w.buf
+    state = w.state
+    sc_cdf = w.fwork[0]
+    stats = w.stats
     stats[ST_EM_CALLS] += 1
     m = lam.shape[0]
     if m > _SMALL_DOMAIN:
         for _ in range(prop1):
             stats[ST_PROPOSALS] += 1
             p = stream_integers(key, buf, state, m)
-            w = math.exp(em_log_weight(eps, haversine_rad(xl, xp, lam[p], phi[p]), delta))
-            if stream_uniform(key, buf, state) < w:
+            weight = math.exp(em_log_weight(eps, haversine_rad(xl, xp, lam[p], phi[p]), delta))
+            if stream_uniform(key, buf, state) < weight:
                 return p
     stats[ST_ENUMERATIONS] += 1
     if m == 1:
@@ -141,8 +138,8 @@ def em_full(xl, xp, eps, delta, lam, phi, key, buf, state, sc_cdf, stats, prop1,
     for _ in range(prop2):
         stats[ST_PROPOSALS] += 1
         p = stream_integers(key, buf, state, m)
-        w = math.exp(em_log_weight(eps, haversine_rad(xl, xp, lam[p], phi[p]), delta))
-        if stream_uniform(key, buf, state) < w:
+        weight = math.exp(em_log_weight(eps, haversine_rad(xl, xp, lam[p], phi[p]), delta))
+        if stream_uniform(key, buf, state) < weight:
             return p
     top = -np.inf
     for p in range(m):
@@ -150,13 +147,20 @@ def em_full(xl, xp, eps, delta, lam, phi, key, buf, state, sc_cdf, stats, prop1,
         sc_cdf[p] = ell
         if ell > top:
             top = ell
+    return _draw_log_weights(sc_cdf, m, top, key, buf, state)
+
+
+@_jit_inline
+def _draw_log_weights(sc_cdf, n, top, key, buf, state):
+    """Inverse-CDF draw of a slot of ``sc_cdf[:n]`` (log-weights, maximum ``top``), the reference's pmf:
+    max-subtracted, normalised. ``sc_cdf`` is overwritten with the CDF."""
     s = 0.0
-    for p in range(m):
-        s += math.exp(sc_cdf[p] - top)
-        sc_cdf[p] = s
-    for p in range(m):
-        sc_cdf[p] = sc_cdf[p] / s
-    return stream_categorical_cdf(key, buf, state, sc_cdf, m)
+    for i in range(n):
+        s += math.exp(sc_cdf[i] - top)
+        sc_cdf[i] = s
+    for i in range(n):
+        sc_cdf[i] = sc_cdf[i] / s
+    return stream_categorical_cdf(key, buf, state, sc_cdf, n)
 
 
 @_jit

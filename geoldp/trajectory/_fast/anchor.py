@@ -15,7 +15,7 @@ import numpy as np
 from geoldp._aot import Entry, array
 from geoldp._kernels import haversine_rad
 from geoldp._kernels import jit as _jit  # the one kernel decorator
-from geoldp.trajectory._fast_grid import FastIndex
+from geoldp.trajectory._fast.grid import FastIndex
 
 __all__ = ["nearest_anchors", "np_mean"]
 

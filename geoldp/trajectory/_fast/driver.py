@@ -55,13 +55,13 @@ Exact samplers
 Modules
 -------
 This module is the driver (:func:`perturb_fast`, the per-length tables, the threads and the compiled loop
-over trajectories); the kernels it calls live in one module per concern:
+over trajectories); the kernels it calls live in one module per concern of the package:
 
-* :mod:`geoldp.trajectory._fast_grid` — the spatial index (:class:`FastIndex`), domains, supersets,
+* :mod:`geoldp.trajectory._fast.grid` — the spatial index (:class:`FastIndex`), domains, supersets,
   membership;
-* :mod:`geoldp.trajectory._fast_sampling` — the EM, k-RR and SW samplers on the ChaCha20 streams;
-* :mod:`geoldp.trajectory._fast_merge` — the merge of the two copies;
-* :mod:`geoldp.trajectory._fast_anchor` — ATP's anchor p_α;
+* :mod:`geoldp.trajectory._fast.sampling` — the EM, k-RR and SW samplers on the ChaCha20 streams;
+* :mod:`geoldp.trajectory._fast.merge` — the merge of the two copies;
+* :mod:`geoldp.trajectory._fast.anchor` — ATP's anchor p_α;
 * :mod:`geoldp.trajectory._atp_region` — ATP's region Ω (ΔR, certified η, lazy resolution).
 
 Implementation notes: the numba functions that do not allocate are compiled with ``_nrt=False`` (reference
@@ -88,8 +88,8 @@ from geoldp._random import stream_reset
 from geoldp.budget import ReleaseCache
 from geoldp.trajectory import _atp_region as _reg
 from geoldp.trajectory import calibration as _cal
-from geoldp.trajectory._fast_anchor import nearest_anchors
-from geoldp.trajectory._fast_grid import (
+from geoldp.trajectory._fast.anchor import nearest_anchors
+from geoldp.trajectory._fast.grid import (
     DI_NQ,
     N_STATS,
     ST_CAL_HIT,
@@ -105,8 +105,8 @@ from geoldp.trajectory._fast_grid import (
     gnomonic,
     ranges,
 )
-from geoldp.trajectory._fast_merge import merge_position
-from geoldp.trajectory._fast_sampling import (
+from geoldp.trajectory._fast.merge import merge_position
+from geoldp.trajectory._fast.sampling import (
     MAX_PROPOSALS,
     MAX_PROPOSALS_D,
     em,
@@ -206,6 +206,40 @@ class Work(NamedTuple):
     stats: np.ndarray  # int64[N_STATS]
 
 
+def kernel_index(index: FastIndex) -> KernelIndex:
+    """The :class:`KernelIndex` record of P's spatial index."""
+    return KernelIndex(
+        index.lam,
+        index.phi,
+        index.xyz,
+        index.sxyz,
+        index.order,
+        index.gf,
+        index.gi,
+        index.basis,
+        index.cell_start,
+        index.delta,
+    )
+
+
+def new_work(m: int, n_rows: int, max_len: int) -> Work:
+    """Fresh scratch arrays of one thread: |P| = ``m``, ``n_rows`` grid rows, lengths ≤ ``max_len``."""
+    return Work(
+        np.zeros(16, dtype=np.uint32),
+        np.zeros(3, dtype=np.int64),
+        np.zeros((2, max(m, 4)), dtype=np.int64),
+        np.zeros((4, max(m, 64))),
+        np.zeros((6, n_rows), dtype=np.int64),
+        np.zeros((8, 3)),
+        np.zeros((40, 3)),
+        np.zeros(8, dtype=np.int64),
+        np.zeros((2, max_len), dtype=np.int64),
+        np.zeros(_reg.STACK, dtype=np.int64),
+        np.zeros(8),
+        np.zeros(N_STATS, dtype=np.int64),
+    )
+
+
 # ----------------------------------------------------------------------------------------------------
 # the driver
 # ----------------------------------------------------------------------------------------------------
@@ -224,8 +258,6 @@ def _run(flat, offsets, key, first_stream, eps_single, prop1, prop2, out, ix, cp
     (this function runs without NRT)."""
     lam = ix.lam
     phi = ix.phi
-    xyz = ix.xyz
-    delta = ix.delta
     for t in range(offsets.shape[0] - 1):
         s0 = offsets[t]
         n = offsets[t + 1] - s0
@@ -234,47 +266,11 @@ def _run(flat, offsets, key, first_stream, eps_single, prop1, prop2, out, ix, cp
             eps = eps_single[n]
             for i in range(n):
                 x = flat[s0 + i]
-                out[s0 + i] = em_full(
-                    lam[x],
-                    phi[x],
-                    eps,
-                    delta,
-                    lam,
-                    phi,
-                    key,
-                    w.buf,
-                    w.state,
-                    w.fwork[0],
-                    w.stats,
-                    prop1,
-                    prop2,
-                )
+                out[s0 + i] = em_full(lam[x], phi[x], eps, ix, w, key, prop1, prop2)
             continue
         _copies(flat, s0, n, t, key, prop1, prop2, ix, cp, rp, w, dflt)
         for i in range(n):
-            out[s0 + i] = merge_position(
-                w.yy[0, i],
-                w.yy[1, i],
-                lam,
-                phi,
-                xyz,
-                ix.sxyz,
-                ix.order,
-                ix.gf,
-                ix.gi,
-                ix.basis,
-                ix.cell_start,
-                cp.tau,
-                cp.balanced,
-                w.rows[3],
-                w.rows[4],
-                w.rows[5],
-                w.hp,
-                w.iwork[0],
-                w.fwork[0],
-                w.fwork[1],
-                w.stats,
-            )
+            out[s0 + i] = merge_position(w.yy[0, i], w.yy[1, i], ix, cp, w)
 
 
 @_jit
@@ -283,7 +279,6 @@ def _copies(flat, s0, n, t, key, prop1, prop2, ix, cp, rp, w, dflt):
     lam = ix.lam
     phi = ix.phi
     xyz = ix.xyz
-    delta = ix.delta
     m = lam.shape[0]
     g = cp.g
     centred = cp.centred
@@ -294,7 +289,6 @@ def _copies(flat, s0, n, t, key, prop1, prop2, ix, cp, rp, w, dflt):
     yy = w.yy
     s_apex = w.iwork[1, 0:2]
     s_dir = w.iwork[1, 2:4]
-    sc_cdf = w.fwork[0]
     # runs for Ω (kept for a whole copy)
     o_lo = w.rows[0]
     o_hi = w.rows[1]
@@ -309,21 +303,7 @@ def _copies(flat, s0, n, t, key, prop1, prop2, ix, cp, rp, w, dflt):
         if rp is not None:
             # anchor EM over P from P_{p_α}
             pa = rp.anchors[t]
-            ahat = em_full(
-                lam[pa],
-                phi[pa],
-                rp.eps_anc[n, c],
-                delta,
-                lam,
-                phi,
-                key,
-                buf,
-                state,
-                sc_cdf,
-                stats,
-                prop1,
-                prop2,
-            )
+            ahat = em_full(lam[pa], phi[pa], rp.eps_anc[n, c], ix, w, key, prop1, prop2)
             b = rp.sw_b[n, c]
             stats[ST_CAL_MISS] += 1
             if rp.has_tree:
@@ -395,7 +375,7 @@ def _copies(flat, s0, n, t, key, prop1, prop2, ix, cp, rp, w, dflt):
             if not piv:
                 continue
             x = flat[s0 + i]
-            yy[c, i] = _em_rows(
+            yy[c, i] = em(
                 lam[x], phi[x], cp.eps_piv[n, c], ix, cp, w, o_full, o_runs, np.int64(0), o_total, dflt, key,
                 prop1, prop2,
             )  # fmt: skip
@@ -417,56 +397,28 @@ def _copies(flat, s0, n, t, key, prop1, prop2, ix, cp, rp, w, dflt):
                 s_dir[ns] = krr(true, g, cp.lie[n, c], key, buf, state)
                 ns += 1
             eps = cp.eps_np[n, c]
-            # 1) the intersection (Algorithm 1)
-            y = _em_sectors(
-                lam[x],
-                phi[x],
-                eps,
-                ix,
-                cp,
-                w,
-                dflt,
-                ns,
-                s_apex,
-                s_dir,
-                np.int64(0),
-                has_reg,
-                reg_c,
-                key,
-                prop1,
-                prop2,
-            )
-            if y < 0 and cp.nb_fallback and ns == 2:
-                # 2) the left neighbour's set, 3) the right neighbour's set
-                for side in range(2):
-                    y = _em_sectors(
-                        lam[x],
-                        phi[x],
-                        eps,
-                        ix,
-                        cp,
-                        w,
-                        dflt,
-                        np.int64(1),
-                        s_apex,
-                        s_dir,
-                        np.int64(side),
-                        has_reg,
-                        reg_c,
-                        key,
-                        prop1,
-                        prop2,
-                    )
-                    if y >= 0:
-                        stats[ST_FB_LEFT + side] += 1
-                        break
+            # 1) the intersection (Algorithm 1); then, if it is empty, 2) the left neighbour's set and 3) the
+            # right neighbour's set
+            tries = 3 if cp.nb_fallback and ns == 2 else 1
+            y = np.int64(-1)
+            for attempt in range(tries):
+                n_sets = ns if attempt == 0 else np.int64(1)
+                first = np.int64(max(attempt - 1, 0))
+                y = _em_sectors(
+                    lam[x], phi[x], eps, ix, cp, w, dflt, n_sets, s_apex, s_dir, first, has_reg, reg_c, key,
+                    prop1, prop2,
+                )  # fmt: skip
+                if y >= 0:
+                    if attempt > 0:
+                        stats[ST_FB_LEFT + attempt - 1] += 1
+                    break
             if y < 0:
                 # 4) the region Ω (P for TP)
                 stats[ST_FB_REGION] += 1
                 dom_reset(dint)
                 if has_reg:
                     dom_region(dint, reg_c)
-                y = _em_rows(
+                y = em(
                     lam[x],
                     phi[x],
                     eps,
@@ -526,41 +478,7 @@ def _em_sectors(xl, xp, eps, ix, cp, w, dflt, ns, s_apex, s_dir, first, has_reg,
             w.rows[4],
             w.rows[5],
         )
-    return _em_rows(xl, xp, eps, ix, cp, w, not use_grid, n_runs, np.int64(3), total, dflt, key, prop1, prop2)
-
-
-@_jit
-def _em_rows(xl, xp, eps, ix, cp, w, full, n_runs, row0, total, dflt, key, prop1, prop2):
-    """EM over ``w.dint``'s domain within P (``full``) or the ``n_runs`` runs of ``w.rows[row0:row0 + 3]``."""
-    return em(
-        xl,
-        xp,
-        eps,
-        ix.delta,
-        ix.lam,
-        ix.phi,
-        ix.xyz,
-        ix.order,
-        full,
-        n_runs,
-        w.rows[row0],
-        w.rows[row0 + 1],
-        w.rows[row0 + 2],
-        total,
-        w.dq,
-        w.dint,
-        dflt,
-        cp.g,
-        cp.centred,
-        key,
-        w.buf,
-        w.state,
-        w.iwork[0],
-        w.fwork[0],
-        w.stats,
-        prop1,
-        prop2,
-    )
+    return em(xl, xp, eps, ix, cp, w, not use_grid, n_runs, np.int64(3), total, dflt, key, prop1, prop2)
 
 
 def _run_exports() -> dict:
@@ -722,18 +640,7 @@ def perturb_fast(flat_idx, offsets, points, mechanism, key, first_stream, n_jobs
     plan = mechanism.sampler_plan
     kind = plan.kernel_kind
     g, eps_single, eps_piv, eps_np, lie, eps_anc, eps_rad, sw_b, eps_dec = _tables(mechanism, lengths, m)
-    ix = KernelIndex(
-        index.lam,
-        index.phi,
-        index.xyz,
-        index.sxyz,
-        index.order,
-        index.gf,
-        index.gi,
-        index.basis,
-        index.cell_start,
-        index.delta,
-    )
+    ix = kernel_index(index)
     cp = None  # PointEM: no copies (its kernel compiles only the EM over P)
     if kind >= 1:
         cp = CopyPlan(
@@ -778,20 +685,7 @@ def perturb_fast(flat_idx, offsets, points, mechanism, key, first_stream, n_jobs
 
     def run_chunk(t0: int, t1: int) -> np.ndarray:
         """Trajectories t0..t1−1 into ``out`` (each thread has its own work arrays and counters)."""
-        w = Work(
-            np.zeros(16, dtype=np.uint32),
-            np.zeros(3, dtype=np.int64),
-            np.zeros((2, max(m, 4)), dtype=np.int64),
-            np.zeros((4, max(m, 64))),
-            np.zeros((6, n_rows), dtype=np.int64),
-            np.zeros((8, 3)),
-            np.zeros((40, 3)),
-            np.zeros(8, dtype=np.int64),
-            np.zeros((2, max_len), dtype=np.int64),
-            np.zeros(_reg.STACK, dtype=np.int64),
-            np.zeros(8),
-            np.zeros(N_STATS, dtype=np.int64),
-        )
+        w = new_work(m, n_rows, max_len)
         a0, a1 = int(offsets[t0]), int(offsets[t1])
         _RUN(
             flat[a0:a1],

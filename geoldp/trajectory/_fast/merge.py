@@ -1,6 +1,6 @@
 """The merge of the two perturbed copies on the fast path (ALGORITHM §5.6), bit-identical to
 :func:`geoldp.trajectory.merge.merge_choice`: only the grid runs that meet the strip around the arc y_A–y_B
-are scanned (the argument is in :mod:`geoldp.trajectory._fast`).
+are scanned (the argument is in :mod:`geoldp.trajectory._fast.driver`).
 """
 
 from __future__ import annotations
@@ -11,8 +11,9 @@ import numpy as np
 
 from geoldp._kernels import EARTH_RADIUS_M, haversine_rad
 from geoldp._kernels import jit as _jit  # the one kernel decorator
+from geoldp._kernels import jit_inline as _jit_inline  # leaf kernels on records
 from geoldp.trajectory._atp_region import asin_dist
-from geoldp.trajectory._fast_grid import ST_MERGE_CAND, ST_MERGE_EXACT, ST_MERGE_FULL, gnomonic, ranges
+from geoldp.trajectory._fast.grid import ST_MERGE_CAND, ST_MERGE_EXACT, ST_MERGE_FULL, gnomonic, ranges
 
 __all__ = ["merge_position"]
 
@@ -26,31 +27,44 @@ def _chord_dist(ax, ay, az, bx, by, bz):
     return asin_dist(0.5 * math.sqrt(dx * dx + dy * dy + dz * dz))
 
 
-@_jit
-def merge_position(
-    ya,
-    yb,
-    lam,
-    phi,
-    xyz,
-    sxyz,
-    order,
-    gf,
-    gi,
-    basis,
-    cell_start,
-    tau,
-    balanced,
-    lo,
-    hi,
-    cum,
-    hp,
-    sc_idx,
-    sc_cdf,
-    sc_aux,
-    stats,
-):
-    """Merged output of one position (ALGORITHM §5.6), bit-identical to ``merge_choice``."""
+@_jit_inline
+def _score(p, ya, yb, lam, phi, n, sc_idx, sc_cdf, sc_aux):
+    """Candidate ``p`` in slot ``n``: s(p) = d(p, y_A) + d(p, y_B) and u(p) = |d(p, y_A) − d(p, y_B)|."""
+    sc_idx[n] = p
+    da = haversine_rad(lam[ya], phi[ya], lam[p], phi[p])
+    db = haversine_rad(lam[yb], phi[yb], lam[p], phi[p])
+    sc_cdf[n] = da + db
+    sc_aux[n] = abs(da - db)
+
+
+@_jit_inline
+def merge_position(ya, yb, ix, cp, w):
+    """Merged output of one position (ALGORITHM §5.6), bit-identical to ``merge_choice``.
+
+    ``ya``, ``yb`` are the two copies' outputs; ``ix`` (P's arrays and grid, ``KernelIndex``), ``cp``
+    (the merge tolerance and rule, ``CopyPlan``) and ``w`` (the thread's scratch arrays and counters,
+    ``Work``; the runs go to ``w.rows[3:6]``) are the driver's records
+    (:mod:`geoldp.trajectory._fast.driver`).
+    """
+    lam = ix.lam
+    phi = ix.phi
+    xyz = ix.xyz
+    sxyz = ix.sxyz
+    order = ix.order
+    gf = ix.gf
+    gi = ix.gi
+    basis = ix.basis
+    cell_start = ix.cell_start
+    tau = cp.tau
+    balanced = cp.balanced
+    lo = w.rows[3]
+    hi = w.rows[4]
+    cum = w.rows[5]
+    hp = w.hp
+    sc_idx = w.iwork[0]
+    sc_cdf = w.fwork[0]
+    sc_aux = w.fwork[1]
+    stats = w.stats
     if ya == yb:
         return ya
     m = lam.shape[0]
@@ -109,11 +123,7 @@ def merge_position(
                 sc = _chord_dist(ax, ay, az, x, y, z) + _chord_dist(bx, by, bz, x, y, z)
                 if sc > dab + tau + 1e-6 + 1e-12 * dab:
                     continue
-                sc_idx[n] = p
-                da = haversine_rad(lam[ya], phi[ya], lam[p], phi[p])
-                db = haversine_rad(lam[yb], phi[yb], lam[p], phi[p])
-                sc_cdf[n] = da + db
-                sc_aux[n] = abs(da - db)
+                _score(p, ya, yb, lam, phi, n, sc_idx, sc_cdf, sc_aux)
                 n += 1
         # y_A and y_B: d(y, y) = 0 exactly and d is symmetric, so s = d(y_A, y_B) and u = d(y_A, y_B)
         sc_idx[n] = ya
@@ -127,11 +137,7 @@ def merge_position(
     else:
         stats[ST_MERGE_FULL] += 1
         for p in range(m):
-            sc_idx[n] = p
-            da = haversine_rad(lam[ya], phi[ya], lam[p], phi[p])
-            db = haversine_rad(lam[yb], phi[yb], lam[p], phi[p])
-            sc_cdf[n] = da + db
-            sc_aux[n] = abs(da - db)
+            _score(p, ya, yb, lam, phi, n, sc_idx, sc_cdf, sc_aux)
             n += 1
     stats[ST_MERGE_EXACT] += n
     s_min = np.inf
