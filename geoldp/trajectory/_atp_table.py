@@ -181,36 +181,38 @@ def plan_tables(index, budgets: np.ndarray, n_traj: int, plan, tol_pt: float):
     """
     found = []
     if ENABLED[0]:
+        build = wants_table(index.m, 2 * int(n_traj))
         for b, eps_r in budgets:
-            pairs = band_pairs(float(b), int(plan.sw_buckets), bool(plan.continuous_sw))
-            build = wants_table(index.m, 2 * int(n_traj), pairs.shape[0])
             key = (float(b), float(eps_r), bool(plan.input_mapping), float(tol_pt))
             key += (int(plan.sw_buckets), bool(plan.continuous_sw))
-            make = None
-            if build:
-                args = (index, float(b), float(eps_r), bool(plan.input_mapping), float(tol_pt), pairs)
-                make = lambda args=args: build_table(*args)  # noqa: E731
-            tab = index.atp_table(key, make)
-            if tab is not None:
-                found.append((float(b), float(eps_r), tab, pairs))
+            cached = index.atp_table(key, (lambda key=key: _make(index, key)) if build else None)
+            if cached is not None:
+                found.append((key[0], key[1], *cached))
     if not found:
         none = np.zeros((0, 1, 1))
         none.setflags(write=False)  # the type of a cached table (one compiled signature)
         return none, np.zeros((0, 2)), np.zeros((0, 12, 12), dtype=np.int64)
-    width = max(t.shape[1] for _, _, t, _ in found)
     if len(found) == 1:
         tables = found[0][2][np.newaxis]
     else:
-        tables = np.zeros((len(found), index.m, width))
-        for j, (_, _, t, _) in enumerate(found):
-            tables[j, :, : t.shape[1]] = t
+        tables = np.zeros((len(found), index.m, max(f[2].shape[1] for f in found)))
+        for j, f in enumerate(found):
+            tables[j, :, : f[2].shape[1]] = f[2]
         tables.setflags(write=False)
-    keys = np.array([[b, e] for b, e, _, _ in found])
-    slots = np.full((len(found), 12, 12), -1, dtype=np.int64)
-    for j, (_, _, _, pairs) in enumerate(found):
-        for s, (k_lo, k_hi) in enumerate(pairs):
-            slots[j, k_lo + 1, k_hi + 1] = s
+    keys = np.array([[f[0], f[1]] for f in found])
+    slots = np.stack([f[3] for f in found])
     return tables, keys, slots
+
+
+def _make(index, key):
+    """(table, slot map int64[12, 12]) for a cache key of :func:`plan_tables`."""
+    b, eps_r, input_mapping, tol_pt, buckets, continuous = key
+    pairs = band_pairs(b, buckets, continuous)
+    slots = np.full((12, 12), -1, dtype=np.int64)
+    for s, (k_lo, k_hi) in enumerate(pairs):
+        slots[k_lo + 1, k_hi + 1] = s
+    slots.setflags(write=False)
+    return build_table(index, b, eps_r, input_mapping, tol_pt, pairs), slots
 
 
 @_jit

@@ -1,12 +1,13 @@
 """ATP's public table over P (geoldp.trajectory._atp_table): exact contents, same releases, public only.
 
-* The table's columns equal a direct numpy computation from P (ΔR from the haversine reference, the counts
-  and sums of the chord-formula distances within every test distance, the flags where a point is near one).
+* The table's columns are what the kernel would compute: ΔR of every anchor (the haversine maximum) and,
+  per band slot, the quadtree traversal's η interval (or the exact η without a grid), which contains the
+  exact η; the band slots cover every released value.
 * Releases with the table equal releases without it, bit for bit, for several |P|, ε and options, lazily
-  and eagerly resolved; a table whose every threshold is flagged (the traversal fallback) too; and a
-  corrupted table changes the output (power check: the comparison could fail).
-* The table is a function of P and the public options only: rebuilt on a fresh copy of P it is identical,
-  and the fast index keeps it under (b, mapping) keys alone.
+  and eagerly resolved, and when bands miss the table (the traversal fallback); a corrupted table changes
+  the output (power check: the comparison could fail).
+* The table is a function of P and public options only: rebuilt on a fresh copy of P it is identical, and
+  the fast index keeps it under public keys alone.
 """
 
 from __future__ import annotations
@@ -19,11 +20,13 @@ from geoldp import _kernels as K
 from geoldp.datasets import synthetic_city_arrays
 from geoldp.mechanisms import sw_half_width
 from geoldp.trajectory import ATP
+from geoldp.trajectory import _atp_region as AR
 from geoldp.trajectory import _atp_table as AT
 from geoldp.trajectory import _fast as F
+from geoldp.trajectory import _fast_grid as FG
 from geoldp.trajectory import calibration as C
 
-KEY = np.arange(8, dtype=np.uint32) * np.uint32(0x9E3779B9)
+KEY = np.arange(1, 9, dtype=np.uint32) * np.uint32(0x9E3779B9)
 
 
 def _points(m, seed=5):
@@ -40,32 +43,9 @@ def _layout(m, n_traj, seed=1):
     return flat, offsets
 
 
-def _b(eps):
-    return float(sw_half_width(ATP(epsilon=eps).copy_budgets(2, "A").radius))
-
-
-@pytest.mark.parametrize("input_mapping", [False, True])
-def test_table_equals_a_direct_computation_from_p(input_mapping):
-    P = _points(400)
-    b = _b(4.0)
-    tab = F.get_index(P).atp_table(b, input_mapping)
-    assert tab.shape == (len(P), AT.WIDTH) and not tab.flags.writeable
-    lam, phi, xyz = P.lam, P.phi, F.get_index(P).xyz
-    for a in range(0, len(P), 7):
-        hav = np.array([K.haversine_rad(lam[a], phi[a], lam[p], phi[p]) for p in range(len(P))])
-        assert tab[a, 0] == hav.max()
-        chord = np.linalg.norm(xyz - xyz[a], axis=1)
-        d = np.array([AT._reg.asin_dist(0.5 * h) for h in chord])
-        assert tab[a, 1] == pytest.approx(d.sum(), rel=1e-12)
-        flags = int(tab[a, 24])
-        for k in range(11):
-            t = C.band_distance(k, b, tab[a, 0], input_mapping)
-            near = np.abs(d - t) <= 2e-6 + 2e-10 * tab[a, 0]
-            assert bool((flags >> k) & 1) == bool(near.any())
-            assert tab[a, 2 + k] == np.count_nonzero(d <= t)
-            assert tab[a, 13 + k] == pytest.approx(d[d <= t].sum(), rel=1e-12, abs=1e-9)
-        if input_mapping:
-            assert flags & 1  # t_0 = 0 = d(a, a): always the traversal
+def _budget(eps):
+    radius = float(ATP(epsilon=eps).copy_budgets(2, "A").radius)
+    return float(sw_half_width(radius)), radius
 
 
 def _release(P, mech, flat, offsets, eager=False):
@@ -77,6 +57,49 @@ def _release(P, mech, flat, offsets, eager=False):
         F._EAGER_REGION[0] = old
 
 
+@pytest.mark.parametrize("input_mapping", [False, True])
+def test_table_holds_what_the_kernel_would_compute(input_mapping):
+    P = _points(500)
+    index = F.get_index(P)
+    tree = index.tree()
+    assert tree is not None  # a city: the traversal route
+    b, eps_r = _budget(4.0)
+    pairs = AT.band_pairs(b, 1024, False)
+    assert 5 <= len(pairs) <= 40 and len({tuple(p) for p in pairs}) == len(pairs)
+    tab = AT.build_table(index, b, eps_r, input_mapping, 2.0, pairs)
+    assert tab.shape == (len(P), 1 + 2 * len(pairs)) and not tab.flags.writeable
+    stack = np.zeros(AR.STACK, dtype=np.int64)
+    work = np.zeros(8)
+    for a in range(0, len(P), 37):
+        hav = [K.haversine_rad(P.lam[a], P.phi[a], P.lam[p], P.phi[p]) for p in range(len(P))]
+        dr = tab[a, 0]
+        assert dr == max(hav)
+        for s, (k_lo, k_hi) in enumerate(pairs):
+            has_k, d_lo, d_hi = (k_lo >= 0, 0.0, 0.0)
+            if has_k:
+                d_lo = C.band_distance(int(k_lo), b, dr, input_mapping)
+                d_hi = C.band_distance(int(k_hi), b, dr, input_mapping)
+            AR.eta_interval(
+                a, index.lam, index.phi, index.xyz, index.sxyz, index.order, index.cell_start, tree.nodes,
+                tree.levels, has_k, d_lo, d_hi, 2.0, 0.0, eps_r, stack, work,
+            )  # fmt: skip
+            assert (tab[a, 1 + 2 * s], tab[a, 2 + 2 * s]) == (work[0], work[1])
+            eta = AR.eta_exact(a, index.lam, index.phi, index.xyz, has_k, d_lo, d_hi, eps_r)
+            assert work[0] - 1e-6 <= eta <= work[1] + 1e-6
+
+
+@pytest.mark.parametrize("eps", [0.5, 4.0, 10.0])
+def test_band_slots_cover_every_released_value(eps):
+    b, _ = _budget(eps)
+    bucketed = {tuple(p) for p in AT.band_pairs(b, 1024, False)}
+    continuous = {tuple(p) for p in AT.band_pairs(b, 1024, True)}
+    rng = np.random.default_rng(2)
+    for r in rng.uniform(-b, 1 + b, 20_000):
+        assert C.candidate_range(float(r), b) in continuous
+    for j in range(0, 1024, 7):
+        assert C.candidate_range(C.sw_bucket_midpoint(j, b, 1024), b) in bucketed
+
+
 @pytest.mark.parametrize("m", [300, 2500])
 @pytest.mark.parametrize(
     "kwargs",
@@ -84,66 +107,62 @@ def _release(P, mech, flat, offsets, eager=False):
      {"epsilon": 2.0, "distance_mapping": "input"}, {"epsilon": 4.0, "decay_epsilon": "total"}],
 )  # fmt: skip
 def test_releases_with_and_without_the_table_are_identical(m, kwargs, monkeypatch):
+    monkeypatch.setattr(AT, "_FREE_S", 1e9)  # build it whatever it costs
     mech = ATP(**kwargs)
     flat, offsets = _layout(m, 300)
     with_table = _points(m)
     got = _release(with_table, mech, flat, offsets)
     assert F.get_index(with_table)._atp_tables  # the table was built and used
     assert np.array_equal(got, _release(with_table, mech, flat, offsets, eager=True))
-    monkeypatch.setattr(AT, "ENABLED", [False])
+    monkeypatch.setattr(AT, "ENABLED", [False])  # (an equal PointSet shares the cached index: no table used)
     without = _points(m)
     assert np.array_equal(got, _release(without, mech, flat, offsets))
-    assert not F.get_index(without)._atp_tables
+    assert np.array_equal(got, _release(without, mech, flat, offsets, eager=True))
 
 
-def test_every_flagged_threshold_falls_back_to_the_traversal_and_a_wrong_table_is_caught():
+def test_bands_missing_from_the_table_take_the_traversal_and_a_wrong_table_is_caught(monkeypatch):
+    monkeypatch.setattr(AT, "_FREE_S", 1e9)
     m = 800
     mech = ATP(epsilon=4.0)
     flat, offsets = _layout(m, 300, seed=2)
-    monkeypatch_key = (_b(4.0), False)
-    ref_points = _points(m)
-    AT.ENABLED[0] = False
-    try:
-        want = _release(ref_points, mech, flat, offsets)
-    finally:
-        AT.ENABLED[0] = True
-    P = _points(m)
-    index = F.get_index(P)
-    good = index.atp_table(*monkeypatch_key)
-    flagged = good.copy()
-    flagged[:, 24] = 2**11 - 1
-    flagged.setflags(write=False)
-    index._atp_tables[monkeypatch_key] = flagged
+    monkeypatch.setattr(AT, "ENABLED", [False])
+    P = _points(m, seed=22)
+    want = _release(P, mech, flat, offsets)
+    monkeypatch.setattr(AT, "ENABLED", [True])
+    full = AT.band_pairs
+    monkeypatch.setattr(AT, "band_pairs", lambda *args: full(*args)[::3])  # two bands in three missing
     assert np.array_equal(_release(P, mech, flat, offsets), want)
-    # power: a table whose candidate counts are off gives other regions, hence another release
+    # power: a table with a wrong ΔR gives other regions, hence another release
+    index = F.get_index(P)
+    ((key, (good, slots)),) = index._atp_tables.items()
     wrong = good.copy()
-    wrong[:, 2:13] = np.maximum(wrong[:, 2:13] - 40, 0)
+    wrong[:, 0] *= 1.01
     wrong.setflags(write=False)
-    index._atp_tables[monkeypatch_key] = wrong
+    index._atp_tables[key] = (wrong, slots)
     assert not np.array_equal(_release(P, mech, flat, offsets), want)
-    index._atp_tables[monkeypatch_key] = good
+    index._atp_tables[key] = (good, slots)
     assert np.array_equal(_release(P, mech, flat, offsets), want)
 
 
 def test_table_is_a_function_of_p_and_public_options_only():
-    m = 600
-    P = _points(m)
+    m = 300  # built at once (wants_table)
+    P = _points(m, seed=21)
     mech = ATP(epsilon=3.0)
-    flat, offsets = _layout(m, 50, seed=4)
-    F.perturb_fast(flat, offsets, P, mech, KEY, 0)
+    F.perturb_fast(*_layout(m, 50, seed=4), P, mech, KEY, 0)
     index = F.get_index(P)
-    assert list(index._atp_tables) == [(_b(3.0), False)]
-    fresh = F.get_index(_points(m)).atp_table(_b(3.0), False)
-    assert np.array_equal(index._atp_tables[(_b(3.0), False)], fresh)
-    # other secret inputs leave the same table
-    flat2, offsets2 = _layout(m, 70, seed=9)
-    F.perturb_fast(flat2, offsets2, P, mech, KEY, 5)
-    assert list(index._atp_tables) == [(_b(3.0), False)]
-    assert np.array_equal(index._atp_tables[(_b(3.0), False)], fresh)
+    ((key, (tab, _)),) = index._atp_tables.items()
+    b, eps_r = _budget(3.0)
+    assert key == (b, eps_r, False, float(F._REGION_TOL_PT), 1024, False)
+    fresh = FG.FastIndex(_points(m, seed=21))  # a new index of an equal P (not the cached one)
+    assert np.array_equal(tab, AT.build_table(fresh, b, eps_r, False, key[3], AT.band_pairs(b, 1024, False)))
+    # other secret inputs (only trajectories of length 1 among them) leave the same table
+    F.perturb_fast(*_layout(m, 70, seed=9), P, mech, KEY, 5)
+    F.perturb_fast(np.array([3, 4], dtype=np.int64), np.array([0, 1, 2]), P, mech, KEY, 5)
+    assert list(index._atp_tables) == [key] and index._atp_tables[key][0] is tab
 
 
 def test_only_calls_where_the_table_pays_build_it():
-    assert AT.wants_table(1000, 2)
-    assert not AT.wants_table(100_000, 10**9)
-    assert not AT.wants_table(15_000, 2)
-    assert AT.wants_table(15_000, 10**6)
+    assert AT.wants_table(300, 2)  # a small P: built at once (a few milliseconds)
+    assert not AT.wants_table(5_000, 2)  # a larger P: only for a call that repays it
+    assert AT.wants_table(5_000, 5_000 * 24)
+    assert not AT.wants_table(100_000, 10**9)  # never above the cut-off

@@ -233,38 +233,31 @@ def test_fingerprint_sees_a_module_cache(public_points):
         assert "geoldp.trajectory._fast_grid" in _diff(before, _state(public_points))
     finally:
         del idx.probe
-    # ... and so would an ATP table under another key or with other contents than P's own
-    geoldp.perturb_trajectories([np.array([0, 1, 2])], public_points, mechanism="atp", epsilon=4.0, rng=0)
-    tables = dict(idx._atp_tables)
-    assert tables  # the ATP runs above built P's public table
-    key, tab = next(iter(tables.items()))
+    # ... and so would an ATP table under another key than P's own
     before = _state(public_points)
+    idx._atp_tables[("probe",)] = (np.zeros(3), np.zeros(2))
     try:
-        idx._atp_tables[(key[0] + 1e-9, key[1])] = tab
-        assert "geoldp.trajectory._fast_grid" in _diff(before, _state(public_points))
-        altered = tab.copy()
-        altered[0, 0] += 1.0
-        idx._atp_tables.clear()
-        idx._atp_tables.update(tables)
-        idx._atp_tables[key] = altered
         assert "geoldp.trajectory._fast_grid" in _diff(before, _state(public_points))
     finally:
-        idx._atp_tables.clear()
-        idx._atp_tables.update(tables)
+        del idx._atp_tables[("probe",)]
 
 
-def test_the_atp_table_is_p_own(public_points):
-    # the cached ATP tables equal tables rebuilt from a fresh copy of P, under public keys (b, mapping)
-    from geoldp.trajectory import _atp_table, _fast
+def test_the_atp_table_is_p_own():
+    # the cached ATP tables equal tables rebuilt from a fresh copy of P, under public keys only
+    from geoldp.trajectory import _atp_table, _fast, _fast_grid
 
-    P = public_points
+    lon, lat, *_ = synthetic_city_arrays(300, 0, seed=6)
+    P = geoldp.PointSet(lon, lat)  # small: the table is built at once
     geoldp.perturb_trajectories(_secret(P, (3, 7, 2)), P, mechanism="atp", epsilon=4.0, rng=None)
+    geoldp.perturb_trajectories(_secret(P, (4,)), P, mechanism="atp", epsilon=1.0, distance_mapping="input")
     idx = _fast.get_index(P)
-    assert idx._atp_tables
-    fresh = _fast.get_index(geoldp.PointSet(P.lon.copy(), P.lat.copy()))
-    for (b, mapping), tab in idx._atp_tables.items():
-        assert isinstance(b, float) and isinstance(mapping, bool)
-        assert np.array_equal(tab, _atp_table.build_table(fresh, b, mapping))
+    assert len(idx._atp_tables) == 2
+    fresh = _fast_grid.FastIndex(geoldp.PointSet(lon.copy(), lat.copy()))  # not the cached one
+    for key, (tab, _) in idx._atp_tables.items():
+        b, eps_r, mapping, tol, buckets, continuous = key
+        assert [type(v) for v in key] == [float, float, bool, float, int, bool]
+        pairs = _atp_table.band_pairs(b, buckets, continuous)
+        assert np.array_equal(tab, _atp_table.build_table(fresh, b, eps_r, mapping, tol, pairs))
 
 
 # ------------------------------------------------------------------------------------------------------
