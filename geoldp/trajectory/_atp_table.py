@@ -72,13 +72,16 @@ def band_pairs(b: float, buckets: int, continuous: bool) -> np.ndarray:
     Bucketed SW output: exactly those of the ``buckets`` midpoints. Continuous output: those of a fine grid
     of r̂ and of every band edge's neighbours (a band missed here just takes the traversal).
     """
+    # the kernels' own arithmetic run as Python (IEEE doubles alike; nothing to compile at first use)
+    midpoint = _cal.sw_bucket_midpoint.py_func
+    band = _cal.candidate_range.py_func
     if continuous:
         edges = np.array([k / 10.0 + s * b for k in range(11) for s in (-1.0, 1.0)])
         near = np.concatenate([np.nextafter(edges, -np.inf), edges, np.nextafter(edges, np.inf)])
         values = np.concatenate([np.linspace(-b, 1.0 + b, 8193), near])
     else:
-        values = np.array([_cal.sw_bucket_midpoint(j, b, buckets) for j in range(buckets)])
-    pairs = {_cal.candidate_range(float(r), b) for r in values}
+        values = np.array([midpoint(j, b, buckets) for j in range(buckets)])
+    pairs = {band(float(r), b) for r in values}
     return np.array(sorted(pairs), dtype=np.int64).reshape(-1, 2)
 
 
