@@ -51,7 +51,7 @@ ENABLED = [True]
 # above TABLE_MAX_POINTS points (the traversal grows with |P|, the table's build with |P|^1.5).
 TABLE_MAX_POINTS = 20_000
 _FREE_S = 0.05
-_SLOT_US = 0.25
+_SLOT_US = 0.22
 _CACHE_KEYS = 4  # tables kept per point set (one per ε and option set in use)
 
 
@@ -158,15 +158,18 @@ def build_table(index, b: float, eps_r: float, input_mapping: bool, tol_pt: floa
 
 
 def half_widths(mechanism, sw_b: np.ndarray, eps_rad: np.ndarray, lengths: np.ndarray) -> np.ndarray:
-    """The (b, ε_R) pairs of an ATP call: float64[n, 2], those of its lengths ≥ 2, or of length 2 if none.
+    """The (b, ε_R) of an ATP call's tables: float64[n, 2], those of the longest length (both copies), or of
+    length 2 if no trajectory has two points.
 
-    The radius budget is a fraction of the copy budget, the same for every length: so the same table is
-    asked for whatever the lengths, and its presence does not tell them.
+    The radius budget is a fraction of the copy budget, the same for every length and copy under every
+    budget split: so the same table is asked for whatever the lengths, and its presence does not tell them.
+    (A length with another (b, ε_R) would just take the traversal.)
     """
-    long = np.unique(lengths[lengths >= 2])
-    if long.size:
-        both = np.stack([sw_b[long].ravel(), eps_rad[long].ravel()], axis=1)
-        return np.unique(both, axis=0)
+    n = int(lengths.max()) if lengths.size else 0
+    if n >= 2:
+        first = (float(sw_b[n, 0]), float(eps_rad[n, 0]))
+        second = (float(sw_b[n, 1]), float(eps_rad[n, 1]))
+        return np.array([first] if first == second else [first, second])
     from geoldp import mechanisms as _mech
 
     radius = float(mechanism.copy_budgets(2, "A").radius)
@@ -182,40 +185,53 @@ def plan_tables(index, budgets: np.ndarray, n_traj: int, plan, tol_pt: float):
     hold public values only (P and options); the number of trajectories (visible in the release) only
     decides whether one is built.
     """
+    if not ENABLED[0]:
+        return _NONE
+    build = wants_table(index.m, 2 * int(n_traj))
     found = []
-    if ENABLED[0]:
-        build = wants_table(index.m, 2 * int(n_traj))
-        for b, eps_r in budgets:
-            key = (float(b), float(eps_r), bool(plan.input_mapping), float(tol_pt))
-            key += (int(plan.sw_buckets), bool(plan.continuous_sw))
-            cached = index.atp_table(key, (lambda key=key: _make(index, key)) if build else None)
-            if cached is not None:
-                found.append((key[0], key[1], *cached))
+    for b, eps_r in budgets:
+        key = (float(b), float(eps_r), bool(plan.input_mapping), float(tol_pt))
+        key += (int(plan.sw_buckets), bool(plan.continuous_sw))
+        cached = index.atp_table(key, (lambda key=key: _make(index, key)) if build else None)
+        if cached is not None:
+            found.append(cached)
     if not found:
-        none = np.zeros((0, 1, 1))
-        none.setflags(write=False)  # the type of a cached table (one compiled signature)
-        return none, np.zeros((0, 2)), np.zeros((0, 12, 12), dtype=np.int64)
+        return _NONE
     if len(found) == 1:
-        tables = found[0][2][np.newaxis]
-    else:
-        tables = np.zeros((len(found), index.m, max(f[2].shape[1] for f in found)))
-        for j, f in enumerate(found):
-            tables[j, :, : f[2].shape[1]] = f[2]
-        tables.setflags(write=False)
-    keys = np.array([[f[0], f[1]] for f in found])
-    slots = np.stack([f[3] for f in found])
-    return tables, keys, slots
+        return found[0]
+    tables = np.zeros((len(found), index.m, max(f[0].shape[2] for f in found)))
+    for j, f in enumerate(found):
+        tables[j, :, : f[0].shape[2]] = f[0][0]
+    return (
+        _frozen(tables),
+        np.concatenate([f[1] for f in found]),
+        _frozen(np.concatenate([f[2] for f in found])),
+    )
+
+
+def _frozen(a: np.ndarray) -> np.ndarray:
+    a.setflags(write=False)  # cached and shared: read-only (also the compiled signature's type)
+    return a
+
+
+# no table: (tables, keys, slots) of length 0
+_NONE = (
+    _frozen(np.zeros((0, 1, 1))),
+    _frozen(np.zeros((0, 2))),
+    _frozen(np.zeros((0, 12, 12), dtype=np.int64)),
+)
 
 
 def _make(index, key):
-    """(table, slot map int64[12, 12]) for a cache key of :func:`plan_tables`."""
+    """The plan entry ``(table[np.newaxis], keys float64[1, 2], slots int64[1, 12, 12])`` of a cache key of
+    :func:`plan_tables` (read-only arrays, ready for the kernel)."""
     b, eps_r, input_mapping, tol_pt, buckets, continuous = key
     pairs = band_pairs(b, buckets, continuous)
-    slots = np.full((12, 12), -1, dtype=np.int64)
+    slots = np.full((1, 12, 12), -1, dtype=np.int64)
     for s, (k_lo, k_hi) in enumerate(pairs):
-        slots[k_lo + 1, k_hi + 1] = s
-    slots.setflags(write=False)
-    return build_table(index, b, eps_r, input_mapping, tol_pt, pairs), slots
+        slots[0, k_lo + 1, k_hi + 1] = s
+    table = build_table(index, b, eps_r, input_mapping, tol_pt, pairs)
+    return table[np.newaxis], _frozen(np.array([[b, eps_r]])), _frozen(slots)
 
 
 @_jit

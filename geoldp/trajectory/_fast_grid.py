@@ -165,7 +165,7 @@ class FastIndex:
         self._kdtree: Any = points.tree  # P's own cKDTree over these unit vectors (built with its diameter)
         self._tree: _reg.Tree | None = None
         # ATP's public tables over P, by their public options: see _atp_table
-        self._atp_tables: dict[tuple, tuple[np.ndarray, np.ndarray]] = {}
+        self._atp_tables: dict[tuple, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
 
     def tree(self):
         """The quadtree of the ATP region (lazy; public: P only), or None without a grid."""
@@ -174,8 +174,9 @@ class FastIndex:
         return self._tree
 
     def atp_table(self, key: tuple, make=None):
-        """ATP's public table and band slots under ``key`` (P and public options only; see _atp_table), built
-        by ``make()`` if not cached, or None. At most ``_ATP_TABLES`` are kept (the oldest is dropped)."""
+        """ATP's public table, its key and band slots under ``key`` (P and public options only; see
+        _atp_table), built by ``make()`` if not cached, or None. At most ``_ATP_TABLES`` are kept (the
+        oldest is dropped)."""
         tab = self._atp_tables.get(key)
         if tab is None and make is not None:
             tab = make()

@@ -134,13 +134,13 @@ def test_bands_missing_from_the_table_take_the_traversal_and_a_wrong_table_is_ca
     assert np.array_equal(_release(P, mech, flat, offsets), want)
     # power: a table with a wrong ΔR gives other regions, hence another release
     index = F.get_index(P)
-    ((key, (good, slots)),) = index._atp_tables.items()
+    ((key, (good, keys, slots)),) = index._atp_tables.items()
     wrong = good.copy()
-    wrong[:, 0] *= 1.01
+    wrong[0, :, 0] *= 1.01
     wrong.setflags(write=False)
-    index._atp_tables[key] = (wrong, slots)
+    index._atp_tables[key] = (wrong, keys, slots)
     assert not np.array_equal(_release(P, mech, flat, offsets), want)
-    index._atp_tables[key] = (good, slots)
+    index._atp_tables[key] = (good, keys, slots)
     assert np.array_equal(_release(P, mech, flat, offsets), want)
 
 
@@ -150,11 +150,13 @@ def test_table_is_a_function_of_p_and_public_options_only():
     mech = ATP(epsilon=3.0)
     F.perturb_fast(*_layout(m, 50, seed=4), P, mech, KEY, 0)
     index = F.get_index(P)
-    ((key, (tab, _)),) = index._atp_tables.items()
+    ((key, (tab, _, _)),) = index._atp_tables.items()
     b, eps_r = _budget(3.0)
     assert key == (b, eps_r, False, float(F._REGION_TOL_PT), 1024, False)
     fresh = FG.FastIndex(_points(m, seed=21))  # a new index of an equal P (not the cached one)
-    assert np.array_equal(tab, AT.build_table(fresh, b, eps_r, False, key[3], AT.band_pairs(b, 1024, False)))
+    assert np.array_equal(
+        tab[0], AT.build_table(fresh, b, eps_r, False, key[3], AT.band_pairs(b, 1024, False))
+    )
     # other secret inputs (only trajectories of length 1 among them) leave the same table
     F.perturb_fast(*_layout(m, 70, seed=9), P, mech, KEY, 5)
     F.perturb_fast(np.array([3, 4], dtype=np.int64), np.array([0, 1, 2]), P, mech, KEY, 5)

@@ -235,7 +235,7 @@ def test_fingerprint_sees_a_module_cache(public_points):
         del idx.probe
     # ... and so would an ATP table under another key than P's own
     before = _state(public_points)
-    idx._atp_tables[("probe",)] = (np.zeros(3), np.zeros(2))
+    idx._atp_tables[("probe",)] = (np.zeros(3), np.zeros(2), np.zeros(1))
     try:
         assert "geoldp.trajectory._fast_grid" in _diff(before, _state(public_points))
     finally:
@@ -253,11 +253,11 @@ def test_the_atp_table_is_p_own():
     idx = _fast.get_index(P)
     assert len(idx._atp_tables) == 2
     fresh = _fast_grid.FastIndex(geoldp.PointSet(lon.copy(), lat.copy()))  # not the cached one
-    for key, (tab, _) in idx._atp_tables.items():
+    for key, (tab, _, _) in idx._atp_tables.items():
         b, eps_r, mapping, tol, buckets, continuous = key
         assert [type(v) for v in key] == [float, float, bool, float, int, bool]
         pairs = _atp_table.band_pairs(b, buckets, continuous)
-        assert np.array_equal(tab, _atp_table.build_table(fresh, b, eps_r, mapping, tol, pairs))
+        assert np.array_equal(tab[0], _atp_table.build_table(fresh, b, eps_r, mapping, tol, pairs))
 
 
 # ------------------------------------------------------------------------------------------------------
