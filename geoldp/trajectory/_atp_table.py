@@ -52,7 +52,6 @@ ENABLED = [True]
 TABLE_MAX_POINTS = 20_000
 _FREE_S = 0.05
 _SLOT_US = 0.22
-_CACHE_KEYS = 4  # tables kept per point set (one per ε and option set in use)
 
 
 def _estimated_build_s(m: int, n_slots: int) -> float:
@@ -204,7 +203,7 @@ def plan_tables(index, budgets: np.ndarray, n_traj: int, plan, tol_pt: float):
         tables[j, :, : f[0].shape[2]] = f[0][0]
     return (
         _frozen(tables),
-        np.concatenate([f[1] for f in found]),
+        _frozen(np.concatenate([f[1] for f in found])),
         _frozen(np.concatenate([f[2] for f in found])),
     )
 

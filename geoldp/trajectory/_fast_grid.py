@@ -14,6 +14,7 @@ Part of the fast path (:mod:`geoldp.trajectory._fast`, whose docstring states th
 from __future__ import annotations
 
 import math
+import threading
 import weakref
 from typing import Any
 
@@ -179,10 +180,13 @@ class FastIndex:
         oldest is dropped)."""
         tab = self._atp_tables.get(key)
         if tab is None and make is not None:
-            tab = make()
-            while len(self._atp_tables) >= _ATP_TABLES:
-                self._atp_tables.pop(next(iter(self._atp_tables)))
-            self._atp_tables[key] = tab
+            with _ATP_TABLE_LOCK:  # concurrent calls on one P (threads, Dask) build it once
+                tab = self._atp_tables.get(key)
+                if tab is None:
+                    tab = make()
+                    while len(self._atp_tables) >= _ATP_TABLES:
+                        self._atp_tables.pop(next(iter(self._atp_tables)))
+                    self._atp_tables[key] = tab
         return tab
 
     def kdtree(self):
@@ -192,6 +196,7 @@ class FastIndex:
 
 _INDEX_CACHE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 _ATP_TABLES = 4  # ATP tables kept per index (one per budget ε and mapping in use)
+_ATP_TABLE_LOCK = threading.Lock()
 
 
 def get_index(points) -> FastIndex:

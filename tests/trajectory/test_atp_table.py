@@ -168,3 +168,18 @@ def test_only_calls_where_the_table_pays_build_it():
     assert not AT.wants_table(5_000, 2)  # a larger P: only for a call that repays it
     assert AT.wants_table(5_000, 5_000 * 24)
     assert not AT.wants_table(100_000, 10**9)  # never above the cut-off
+
+
+def test_two_budgets_give_two_tables_the_kernel_can_find():
+    P = _points(300, seed=23)
+    index = F.get_index(P)
+    plan = ATP(epsilon=4.0).sampler_plan
+    budgets = np.array([_budget(4.0), _budget(2.0)])
+    tables, keys, slots = AT.plan_tables(index, budgets, 1, plan, 2.0)
+    assert tables.shape[:2] == (2, len(P)) and keys.shape == (2, 2) and slots.shape == (2, 12, 12)
+    assert not (tables.flags.writeable or keys.flags.writeable or slots.flags.writeable)
+    for j, (b, eps_r) in enumerate(budgets):
+        assert AT.find(keys, b, eps_r) == j
+        single, _, _ = index.atp_table((b, eps_r, False, 2.0, 1024, False))
+        assert np.array_equal(tables[j, :, : single.shape[2]], single[0])
+    assert AT.find(keys, budgets[0, 0], budgets[1, 1]) == -1
