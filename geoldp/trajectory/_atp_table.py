@@ -189,8 +189,14 @@ def plan_tables(index, budgets: np.ndarray, n_traj: int, plan, tol_pt: float):
     build = wants_table(index.m, 2 * int(n_traj))
     found = []
     for b, eps_r in budgets:
-        key = (float(b), float(eps_r), bool(plan.input_mapping), float(tol_pt))
-        key += (int(plan.sw_buckets), bool(plan.continuous_sw))
+        key = (
+            float(b),
+            float(eps_r),
+            bool(plan.input_mapping),
+            float(tol_pt),
+            int(plan.sw_buckets),
+            bool(plan.continuous_sw),
+        )
         cached = index.atp_table(key, (lambda key=key: _make(index, key)) if build else None)
         if cached is not None:
             found.append(cached)
