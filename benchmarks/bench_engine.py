@@ -21,6 +21,10 @@ CPU time is much less sensitive to other users' load than wall time. ``peak RSS 
 high-water mark so far (``resource.getrusage``), interpreter and libraries included. Nothing computed
 from the trajectories outlives a call (there is no ATP calibration cache), so rows do not depend on order.
 
+``--source DIR`` (repeatable) runs every size's subprocess once per checkout, interleaved round by round
+(``--rounds``), with ``PYTHONPATH=DIR``: before/after comparisons measured in one run on the same load. With
+``--no-atp-table`` the ATP rows are also measured with the public table over P turned off (``atp-notable``).
+
 ``--first-call`` instead measures the CPU time of the first ``perturb_trajectories`` call per mechanism
 in a fresh process with an empty numba cache directory (``NUMBA_CACHE_DIR`` set to a new temporary
 directory): the compile cost a new installation pays once.
@@ -30,6 +34,7 @@ Usage::
     python benchmarks/bench_engine.py --sizes 100000 1000000 --trips 100000 --epsilons 4 --frame --n-jobs 2
     python benchmarks/bench_engine.py --quick     # |P| = 1e3, 1e4; 2,000 trips
     python benchmarks/bench_engine.py --first-call
+    python benchmarks/bench_engine.py --mechanisms atp --source /path/to/old --source . --rounds 3
 """
 
 from __future__ import annotations
@@ -84,10 +89,17 @@ def _one_size(m: int, n_trips: int, mechanisms, epsilons, seed: int, frame: bool
         print(json.dumps(r), file=sys.stderr, flush=True)
 
     for name in mechanisms:
+        try:  # "atp-notable": ATP without the public table over P (where this checkout has one)
+            from geoldp.trajectory import _atp_table
+
+            _atp_table.ENABLED[0] = name != "atp-notable"
+        except ImportError:
+            pass
         for eps in epsilons:
             points = geoldp.PointSet(lon, lat)  # fresh: no spatial index yet
             _ = points.diameter_m  # the exact diameter (part of every PointSet's construction; not timed)
-            mech = {"tp": geoldp.TP, "atp": geoldp.ATP, "pointem": geoldp.PointEM}[name](epsilon=eps)
+            cls = {"tp": geoldp.TP, "atp": geoldp.ATP, "atp-notable": geoldp.ATP, "pointem": geoldp.PointEM}
+            mech = cls[name](epsilon=eps)
             # compile/load the numba code on a tiny point set, so the precompute row below is index only
             tiny = geoldp.PointSet(lon[:50], lat[:50])
             geoldp.perturb_trajectories([[0, 1, 2]], tiny, mechanism=mech, rng=1)
@@ -186,6 +198,7 @@ def _first_call(mechanisms) -> list[dict]:
 
 def _table(rows: list[dict]) -> str:
     head = (
+        "checkout",
         "|P|",
         "mech",
         "ε",
@@ -200,11 +213,13 @@ def _table(rows: list[dict]) -> str:
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in rows:
         name = r["mechanism"].upper() if r["mechanism"] != "pointem" else "PointEM"
+        name = name.replace("-NOTABLE", " (no table)")
         pps = f"{r['points_per_s']:,.0f}" if r["points"] else "-"
         if "speedup" in r:
             pps += f" ({r['speedup']:.2f}×)"
         reg = f"{r['atp_regions']:,} / {r['exact_eta_passes']:,}" if r["atp_regions"] else "-"
-        cells = [f"{r['m']:,}", name, f"{r['epsilon']:g}", r["path"], f"{r['points']:,}"]
+        cells = [r.get("checkout", "."), f"{r['m']:,}", name, f"{r['epsilon']:g}", r["path"]]
+        cells += [f"{r['points']:,}"]
         cells += [f"{r['seconds']:.2f}", r["clock"], pps, f"{r['rss_mib']:.0f}", reg]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
@@ -224,6 +239,9 @@ def main(argv=None) -> int:
     parser.add_argument("--first-call", action="store_true", help="first-call CPU time, empty numba cache")
     parser.add_argument("--seed", type=int, default=0, help="seed of the synthetic city")
     parser.add_argument("--json", default=None, help="also write the rows to this JSON file")
+    parser.add_argument("--source", action="append", help="checkout to time (repeatable; default: this one)")
+    parser.add_argument("--rounds", type=int, default=1, help="rounds over the checkouts (interleaved)")
+    parser.add_argument("--no-atp-table", action="store_true", help="also ATP with the table turned off")
     parser.add_argument("--_child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.first_call:
@@ -243,20 +261,31 @@ def main(argv=None) -> int:
         print(json.dumps(rows))
         return 0
     rows = []
+    sources = args.source or [None]
+    mechanisms = list(args.mechanisms)
+    if args.no_atp_table and "atp" in mechanisms:
+        mechanisms.insert(mechanisms.index("atp") + 1, "atp-notable")
     for m in sizes:
-        cmd = [
-            sys.executable,
-            os.path.abspath(__file__),
-            "--_child",
-            "--sizes",
-            str(m),
-            "--trips",
-            str(trips),
-        ]
-        cmd += ["--seed", str(args.seed), "--n-jobs", str(args.n_jobs), "--mechanisms", *args.mechanisms]
-        cmd += ["--epsilons", *[str(e) for e in args.epsilons]] + (["--frame"] if args.frame else [])
-        res = subprocess.run(cmd, check=True, stdout=subprocess.PIPE, text=True)
-        rows.extend(json.loads(res.stdout.strip().splitlines()[-1]))
+        for _ in range(args.rounds):
+            for src in sources:
+                cmd = [
+                    sys.executable,
+                    os.path.abspath(__file__),
+                    "--_child",
+                    "--sizes",
+                    str(m),
+                    "--trips",
+                    str(trips),
+                ]
+                cmd += ["--seed", str(args.seed), "--n-jobs", str(args.n_jobs), "--mechanisms", *mechanisms]
+                cmd += ["--epsilons", *[str(e) for e in args.epsilons]] + (["--frame"] if args.frame else [])
+                env = dict(os.environ)
+                if src is not None:
+                    env["PYTHONPATH"] = os.path.abspath(src)
+                res = subprocess.run(cmd, check=True, stdout=subprocess.PIPE, text=True, env=env)
+                for r in json.loads(res.stdout.strip().splitlines()[-1]):
+                    r["checkout"] = os.path.basename(os.path.abspath(src)) if src else "."
+                    rows.append(r)
     print(_table(rows))
     if args.json:
         with open(args.json, "w") as fh:

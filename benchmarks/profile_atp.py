@@ -2,7 +2,7 @@
 
 Plain script. On ``geoldp.datasets.synthetic_city_arrays(m, trips, min_len=2, max_len=8, seed=0)`` it
 
-1. runs the whole ATP kernel (``geoldp.trajectory._fast.perturb_fast``, ε = 4, one core) on every trip and
+1. runs the whole ATP kernel (``_fast.driver.perturb_fast``, ε = 4, one core) on every trip and
    counts the copies (regions) and the exact η passes (the opt-in ``COLLECT_STATS`` counters);
 2. re-creates the public inputs of a sample of copies — the anchor, the perturbed anchor â drawn from the
    exact EM pmf (``_reference.em_pmf_rows``), the radius input and a Square-Wave release r̂ drawn from its
@@ -21,6 +21,8 @@ Usage::
     python benchmarks/profile_atp.py                       # |P| = 1e5, 20,000 trips, 2,000 sampled copies
     python benchmarks/profile_atp.py --m 10000 --trips 5000 --copies 1000
     python benchmarks/profile_atp.py --tol-straddle 0      # region tolerance override (see _atp_region)
+    python benchmarks/profile_atp.py --table 300 1000 5000 # build cost of the public table over P and the
+                                                           # kernel's µs per copy with and without it
 
 Times are ``time.process_time()`` (CPU of this process), so other users' load matters less than for wall
 time but still matters (shared caches): compare runs made at the same moment.
@@ -89,6 +91,55 @@ def _sw_release(r, eps, b, buckets, continuous, rng):
     return -b + (j + 0.5) * w
 
 
+def _table_rows(sizes, trips: int, eps: float) -> int:
+    """Build cost of ATP's public table over P and the kernel's CPU µs per copy without and with it."""
+    import geoldp
+    from geoldp._random import resolve_rng
+    from geoldp.datasets import synthetic_city_arrays
+    from geoldp.mechanisms import sw_half_width
+    from geoldp.trajectory import _atp_table as AT
+    from geoldp.trajectory._fast import driver as _fast
+
+    mech = geoldp.ATP(epsilon=eps)
+    key = resolve_rng(2).stream_key()
+    print("| \\|P\\| | band slots | build s | µs per slot | µs/copy, no table | with table | speed-up |")
+    print("|---|---|---|---|---|---|---|")
+    for m in sizes:
+        lon, lat, flat, offsets, _ = synthetic_city_arrays(m, trips, min_len=2, max_len=8, seed=0)
+        points = geoldp.PointSet(lon, lat)
+        index = _fast.get_index(points)
+        index.tree()
+        AT.ENABLED[0] = False
+        _fast.perturb_fast(flat[: offsets[20]], offsets[:21], points, mech, key, 0)  # load / compile
+        t0 = time.process_time()
+        no_table = _fast.perturb_fast(flat, offsets, points, mech, key, 0)
+        t_no = time.process_time() - t0
+        AT.ENABLED[0] = True
+        radius = float(mech.copy_budgets(2, "A").radius)
+        b = float(sw_half_width(radius))
+        pairs = AT.band_pairs(b, int(mech.sampler_plan.sw_buckets), False)
+        t0 = time.process_time()
+        AT._make(index, (b, radius, False, float(_fast._REGION_TOL_PT), 1024, False))
+        t_build = time.process_time() - t0
+        saved = AT._FREE_S
+        AT._FREE_S = 1e9  # use (and cache) the table for the timed call
+        try:
+            _fast.perturb_fast(flat[: offsets[20]], offsets[:21], points, mech, key, 0)  # builds it once
+            t0 = time.process_time()
+            with_table = _fast.perturb_fast(flat, offsets, points, mech, key, 0)
+            t_with = time.process_time() - t0
+        finally:
+            AT._FREE_S = saved
+        assert np.array_equal(no_table, with_table)
+        copies = 2 * trips
+        print(
+            f"| {m:,} | {len(pairs)} | {t_build:.2f} | {t_build / (m * len(pairs)) * 1e6:.1f} "
+            f"| {t_no / copies * 1e6:.1f} | {t_with / copies * 1e6:.1f} | {t_no / t_with:.2f}× |",
+            flush=True,
+        )
+    return 0
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--m", type=int, default=100_000)
@@ -106,7 +157,12 @@ def main(argv=None) -> int:
     ap.add_argument(
         "--tol-pt", type=float, default=None, help="Taylor remainder per point for the region rows"
     )
+    ap.add_argument(
+        "--table", type=int, nargs="+", default=None, help="|P| values: the public table's build cost instead"
+    )
     args = ap.parse_args(argv)
+    if args.table:
+        return _table_rows(args.table, args.trips, args.epsilon)
 
     import geoldp
     from geoldp import _kernels as K

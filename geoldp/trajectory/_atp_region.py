@@ -50,6 +50,9 @@ __all__ = [
     "eta_interval",
     "farthest",
     "farthest_scan",
+    "region_exact",
+    "region_from_eta",
+    "region_header",
     "region_setup",
     "region_setup_tol",
     "resolve",
@@ -601,15 +604,7 @@ def region_setup_tol(
     tol_pt, straddle, eager, stack, work, reg,
 ):  # fmt: skip
     """:func:`region_setup` with the straddling-group limit ``straddle`` (metres) given (tests, benches)."""
-    r_est = _cal.sw_estimate(r_hat, b, dr)
-    reg[_F_RHAT] = r_hat
-    reg[_F_B] = b
-    reg[_F_EPSR] = eps_r
-    reg[_F_EPSD] = eps_dec
-    reg[_F_REST] = r_est
-    reg[_F_DR] = dr
-    reg[_F_INP] = 1.0 if inp else 0.0
-    reg[F_RES] = 0.0
+    r_est = region_header(r_hat, b, eps_r, eps_dec, dr, inp, reg)
     has_k, d_lo, d_hi = _cal.candidate_band(r_hat, b, dr, inp)
     if has_tree:
         eta_interval(
@@ -621,30 +616,59 @@ def region_setup_tol(
         if e_hi < 0.0:
             # the iteration did not settle (never seen): η ≤ max d = ΔR (forces the exact pass)
             e_hi = dr * (1.0 + 1e-9) + 1e-6
-        # the exact pass's own rounding relative to the true η
-        pad = 1e-9 * abs(e_hi) + 1e-6
-        e_lo -= pad
-        e_hi += pad
-        if e_lo < 0.0:
-            e_lo = 0.0
-        reg[_F_ETA_LO] = e_lo
-        reg[_F_ETA_HI] = e_hi
-        lo = _cal.calibrate(r_est, e_lo, dr, eps_dec)
-        hi = _cal.calibrate(r_est, e_hi, dr, eps_dec)
-        lo = lo * (1.0 - 1e-12) - 1e-9
-        hi = hi * (1.0 + 1e-12) + 1e-9
-        if lo < 0.0:
-            lo = 0.0
-        _set_radius(reg, lo, hi)
-        reg[F_SUPER] = hi
-        if eager:
-            resolve(a, lam, phi, xyz, reg)
+        region_from_eta(a, lam, phi, xyz, e_lo, e_hi, eager, reg)
         return
     eta = eta_exact(a, lam, phi, xyz, has_k, d_lo, d_hi, eps_r)
-    rt = _cal.calibrate(r_est, eta, dr, eps_dec)
+    region_exact(reg, _cal.calibrate(r_est, eta, dr, eps_dec))
+
+
+@_jit
+def region_exact(reg, rt):
+    """Set the region record ``reg`` (filled by :func:`region_header`) to the exact R̃ = ``rt``."""
     _set_radius(reg, rt, rt)
     reg[F_RES] = 1.0
     reg[F_SUPER] = rt
+
+
+@_jit
+def region_header(r_hat, b, eps_r, eps_dec, dr, inp, reg):
+    """Fill the parameter fields of the region record ``reg`` (not yet resolved); returns R̂."""
+    r_est = _cal.sw_estimate(r_hat, b, dr)
+    reg[_F_RHAT] = r_hat
+    reg[_F_B] = b
+    reg[_F_EPSR] = eps_r
+    reg[_F_EPSD] = eps_dec
+    reg[_F_REST] = r_est
+    reg[_F_DR] = dr
+    reg[_F_INP] = 1.0 if inp else 0.0
+    reg[F_RES] = 0.0
+    return r_est
+
+
+@_jit
+def region_from_eta(a, lam, phi, xyz, e_lo, e_hi, eager, reg):
+    """The R̃ interval of ``reg`` (filled by :func:`region_header`) from a certified η interval
+    [``e_lo``, ``e_hi``] before the pad for the exact pass's own rounding; resolved at once if ``eager``."""
+    pad = 1e-9 * abs(e_hi) + 1e-6
+    e_lo -= pad
+    e_hi += pad
+    if e_lo < 0.0:
+        e_lo = 0.0
+    reg[_F_ETA_LO] = e_lo
+    reg[_F_ETA_HI] = e_hi
+    r_est = reg[_F_REST]
+    dr = reg[_F_DR]
+    eps_dec = reg[_F_EPSD]
+    lo = _cal.calibrate(r_est, e_lo, dr, eps_dec)
+    hi = _cal.calibrate(r_est, e_hi, dr, eps_dec)
+    lo = lo * (1.0 - 1e-12) - 1e-9
+    hi = hi * (1.0 + 1e-12) + 1e-9
+    if lo < 0.0:
+        lo = 0.0
+    _set_radius(reg, lo, hi)
+    reg[F_SUPER] = hi
+    if eager:
+        resolve(a, lam, phi, xyz, reg)
 
 
 @_jit

@@ -20,9 +20,11 @@ __all__ = [
     "BRANCH_K_EMPTY",
     "BRANCH_WEIGHTED",
     "atp_radius_input",
+    "band_distance",
     "calibrate",
     "calibration_centre",
     "candidate_band",
+    "candidate_range",
     "region_indices",
     "region_mask",
     "sw_bucket_midpoint",
@@ -64,13 +66,9 @@ def sw_estimate(r_hat, b, delta_r):
 
 
 @numba.njit(cache=True)
-def candidate_band(r_hat, b, delta_r, input_mapping):
-    """(K non-empty, D_lo, D_hi) of ALGORITHM §8.4 steps 2–3: the distance band of the candidates C.
-
-    K holds the test values v = k/10 (k = 0..10) within ``b`` of ``r_hat``; the band maps its smallest
-    and largest through D(v) (``input_mapping`` as in :func:`calibration_centre`). Both the reference
-    path and the fast path's certified region call this one scan.
-    """
+def candidate_range(r_hat, b):
+    """(k_lo, k_hi): the smallest and largest k with test value v = k/10 within ``b`` of ``r_hat``
+    (ALGORITHM §8.4 step 2); (−1, −1) when K is empty."""
     k_lo = -1
     k_hi = -1
     for k in range(11):
@@ -79,13 +77,35 @@ def candidate_band(r_hat, b, delta_r, input_mapping):
             if k_lo < 0:
                 k_lo = k
             k_hi = k
+    return k_lo, k_hi
+
+
+@numba.njit(cache=True)
+def band_distance(k, b, delta_r, input_mapping):
+    """D(v_k) of the test value v_k = k/10 (ALGORITHM §8.4 step 3; ``input_mapping`` as in
+    :func:`calibration_centre`)."""
+    v = k / 10.0
+    if input_mapping:
+        return v * delta_r
+    return (v + b) * delta_r / (2.0 * b + 1.0)
+
+
+@numba.njit(cache=True)
+def candidate_band(r_hat, b, delta_r, input_mapping):
+    """(K non-empty, D_lo, D_hi) of ALGORITHM §8.4 steps 2–3: the distance band of the candidates C.
+
+    K holds the test values v = k/10 (k = 0..10) within ``b`` of ``r_hat``; the band maps its smallest
+    and largest through D(v) (:func:`band_distance`). Both the reference path and the fast path's
+    certified region call this one scan.
+    """
+    k_lo, k_hi = candidate_range(r_hat, b)
     if k_lo < 0:
         return False, 0.0, 0.0
-    v_lo = k_lo / 10.0
-    v_hi = k_hi / 10.0
-    if input_mapping:
-        return True, v_lo * delta_r, v_hi * delta_r
-    return True, (v_lo + b) * delta_r / (2.0 * b + 1.0), (v_hi + b) * delta_r / (2.0 * b + 1.0)
+    return (
+        True,
+        band_distance(k_lo, b, delta_r, input_mapping),
+        band_distance(k_hi, b, delta_r, input_mapping),
+    )
 
 
 @numba.njit(cache=True)

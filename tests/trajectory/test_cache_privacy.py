@@ -224,6 +224,33 @@ def test_fingerprint_sees_a_module_cache(public_points):
         assert "geoldp.trajectory._fast.grid" in _diff(before, _state(public_points))
     finally:
         del idx.probe
+    # ... and so would an ATP table under another key than P's own
+    before = _state(public_points)
+    idx._atp_tables[("probe",)] = (np.zeros(3), np.zeros(2), np.zeros(1))
+    try:
+        assert "geoldp.trajectory._fast.grid" in _diff(before, _state(public_points))
+    finally:
+        del idx._atp_tables[("probe",)]
+
+
+def test_the_atp_table_is_p_own():
+    # the cached ATP tables equal tables rebuilt from a fresh copy of P, under public keys only
+    from geoldp.trajectory import _atp_table
+    from geoldp.trajectory._fast import driver as _fast
+    from geoldp.trajectory._fast import grid as _fast_grid
+
+    lon, lat, *_ = synthetic_city_arrays(300, 0, seed=6)
+    P = geoldp.PointSet(lon, lat)  # small: the table is built at once
+    geoldp.perturb_trajectories(_secret(P, (3, 7, 2)), P, mechanism="atp", epsilon=4.0, rng=None)
+    geoldp.perturb_trajectories(_secret(P, (4,)), P, mechanism="atp", epsilon=1.0, distance_mapping="input")
+    idx = _fast.get_index(P)
+    assert len(idx._atp_tables) == 2
+    fresh = _fast_grid.FastIndex(geoldp.PointSet(lon.copy(), lat.copy()))  # not the cached one
+    for key, (tab, _, _) in idx._atp_tables.items():
+        b, eps_r, mapping, tol, buckets, continuous = key
+        assert [type(v) for v in key] == [float, float, bool, float, int, bool]
+        pairs = _atp_table.band_pairs(b, buckets, continuous)
+        assert np.array_equal(tab[0], _atp_table.build_table(fresh, b, eps_r, mapping, tol, pairs))
 
 
 # ------------------------------------------------------------------------------------------------------

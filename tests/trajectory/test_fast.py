@@ -25,6 +25,7 @@ from geoldp.datasets import synthetic_city_arrays
 from geoldp.mechanisms import sw_half_width
 from geoldp.trajectory import ATP, TP, PointEM, _exact
 from geoldp.trajectory import _atp_region as AR
+from geoldp.trajectory import _atp_table as AT
 from geoldp.trajectory import calibration as C
 from geoldp.trajectory._fast import anchor as FA
 from geoldp.trajectory._fast import driver as F
@@ -480,6 +481,7 @@ def test_lazy_region_gives_the_output_of_the_exact_region(town, eps, monkeypatch
     path does resolve some regions exactly on this city (with a coarse tolerance), so both branches run."""
     P, flat, offsets = town
     mech = ATP(epsilon=eps)
+    monkeypatch.setattr(AT, "ENABLED", [False])  # the quadtree route (test_atp_table covers the table's)
     for tol in (2.0, 500.0):
         monkeypatch.setattr(F, "_REGION_TOL_PT", tol)
         F.COLLECT_STATS = True

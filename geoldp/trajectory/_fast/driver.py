@@ -87,6 +87,7 @@ from geoldp._kernels import jit as _jit  # the one kernel decorator
 from geoldp._random import stream_reset
 from geoldp.budget import ReleaseCache
 from geoldp.trajectory import _atp_region as _reg
+from geoldp.trajectory import _atp_table as _tab
 from geoldp.trajectory import calibration as _cal
 from geoldp.trajectory._fast.anchor import nearest_anchors
 from geoldp.trajectory._fast.grid import (
@@ -187,6 +188,9 @@ class RegionPlan(NamedTuple):
     buckets: int
     continuous: bool
     input_mapping: bool
+    tables: np.ndarray  # float64[n, m, w] public tables over P (_atp_table), maybe none
+    table_keys: np.ndarray  # float64[n, 2] their (SW half-width, radius budget)
+    table_slots: np.ndarray  # int64[n, 12, 12] their band slots
 
 
 class Work(NamedTuple):
@@ -306,12 +310,11 @@ def _copies(flat, s0, n, t, key, prop1, prop2, ix, cp, rp, w, dflt):
             ahat = em_full(lam[pa], phi[pa], rp.eps_anc[n, c], ix, w, key, prop1, prop2)
             b = rp.sw_b[n, c]
             stats[ST_CAL_MISS] += 1
-            if rp.has_tree:
-                dr = _reg.farthest(
-                    ahat, lam, phi, xyz, ix.sxyz, ix.order, ix.cell_start, rp.nodes, rp.levels, w.rstack
-                )
-            else:
-                dr = _reg.farthest_scan(ahat, lam, phi, xyz)
+            jt = _tab.find(rp.table_keys, b, rp.eps_rad[n, c])
+            dr = _tab.anchor_radius(
+                jt, rp.tables, ahat, lam, phi, xyz, ix.sxyz, ix.order, ix.cell_start, rp.nodes, rp.levels,
+                rp.has_tree, w.rstack,
+            )  # fmt: skip
             r_max = 0.0
             for i in range(n):
                 x = flat[s0 + i]
@@ -324,7 +327,10 @@ def _copies(flat, s0, n, t, key, prop1, prop2, ix, cp, rp, w, dflt):
             else:
                 jb = sw_bucket(r, rp.eps_rad[n, c], b, rp.buckets, key, buf, state)
                 r_hat = _cal.sw_bucket_midpoint(jb, b, rp.buckets)
-            _reg.region_setup(
+            _tab.region_setup(
+                jt,
+                rp.tables,
+                rp.table_slots,
                 ahat,
                 lam,
                 phi,
@@ -491,7 +497,9 @@ def _run_exports() -> dict:
     f8, i8, b1 = T.float64, T.int64, T.boolean
     index = T.NamedTuple([RF1, RF1, RF2, F2, I1, F1, I1, F2, I1, f8], KernelIndex)
     copies = T.NamedTuple([f8, i8, b1, b1, b1, F2, F2, F2], CopyPlan)
-    region = T.NamedTuple([I1, F2, I2, b1, f8, b1, F2, F2, F2, F2, i8, b1, b1], RegionPlan)
+    RF3 = array(T.float64, 3, readonly=True)  # the ATP tables (cached read-only)
+    RF2b, RI3 = array(T.float64, 2, readonly=True), array(T.int64, 3, readonly=True)
+    region = T.NamedTuple([I1, F2, I2, b1, f8, b1, F2, F2, F2, F2, i8, b1, b1, RF3, RF2b, RI3], RegionPlan)
     work = T.NamedTuple([U1, I1, I2, F2, I2, F2, F2, I1, I2, I1, F1, I1], Work)
     # _run(flat, offsets, key, first_stream, eps_single, prop1, prop2, out, ix, | cp, rp, w, dflt)
     head = (I1, I1, U1, i8, F1, i8, i8, I1, index)
@@ -656,6 +664,8 @@ def perturb_fast(flat_idx, offsets, points, mechanism, key, first_stream, n_jobs
     if kind == 2:  # ATP's structures of P, built whatever the input: their presence says nothing of it
         index.tree()
         index.kdtree()
+        budgets = _tab.half_widths(mechanism, sw_b, eps_rad, lengths)
+        tables = _tab.plan_tables(index, budgets, n_traj, plan, float(_REGION_TOL_PT))
     rp = None  # TP and PointEM (and ATP without a trajectory of length ≥ 2): no anchor, no region
     if kind == 2 and np.any(lengths >= 2):
         tree = index.tree()
@@ -678,6 +688,7 @@ def perturb_fast(flat_idx, offsets, points, mechanism, key, first_stream, n_jobs
             int(plan.sw_buckets),
             bool(plan.continuous_sw),
             bool(plan.input_mapping),
+            *tables,
         )
     n_rows = int(index.gi[1])
     max_len = int(lengths.max())

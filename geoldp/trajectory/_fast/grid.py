@@ -14,6 +14,7 @@ Part of the fast path (:mod:`geoldp.trajectory._fast.driver`, whose docstring st
 from __future__ import annotations
 
 import math
+import threading
 import weakref
 from typing import Any
 
@@ -164,6 +165,8 @@ class FastIndex:
         self.delta = float(points.diameter_m)
         self._kdtree: Any = points.tree  # P's own cKDTree over these unit vectors (built with its diameter)
         self._tree: _reg.Tree | None = None
+        # ATP's public tables over P, by their public options: see _atp_table
+        self._atp_tables: dict[tuple, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
 
     def tree(self):
         """The quadtree of the ATP region (lazy; public: P only), or None without a grid."""
@@ -171,12 +174,29 @@ class FastIndex:
             self._tree = _reg.build_tree(self)
         return self._tree
 
+    def atp_table(self, key: tuple, make=None):
+        """ATP's public table, its key and band slots under ``key`` (P and public options only; see
+        _atp_table), built by ``make()`` if not cached, or None. At most ``_ATP_TABLES`` are kept (the
+        oldest is dropped)."""
+        tab = self._atp_tables.get(key)
+        if tab is None and make is not None:
+            with _ATP_TABLE_LOCK:  # concurrent calls on one P (threads, Dask) build it once
+                tab = self._atp_tables.get(key)
+                if tab is None:
+                    tab = make()
+                    while len(self._atp_tables) >= _ATP_TABLES:
+                        self._atp_tables.pop(next(iter(self._atp_tables)))
+                    self._atp_tables[key] = tab
+        return tab
+
     def kdtree(self):
         """The cKDTree over the unit vectors of P (:attr:`geoldp.PointSet.tree`; for the ATP anchor p_α)."""
         return self._kdtree
 
 
 _INDEX_CACHE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_ATP_TABLES = 4  # ATP tables kept per index (one per budget ε and mapping in use)
+_ATP_TABLE_LOCK = threading.Lock()
 
 
 def get_index(points) -> FastIndex:

@@ -1,0 +1,281 @@
+"""A public table over P for ATP's region: ΔR and the certified η interval of every anchor and band.
+
+ATP's region of a copy (ALGORITHM §8.4–8.6) depends on the released anchor â, the released SW value r̂
+and public options only. r̂ enters the calibration centre η only through the candidate band: the
+smallest and largest test value v_k = k/10 within b of r̂ (k_lo, k_hi), whose distances D(v_k) scale with
+ΔR(â). So for one (P, b, ε_R, mapping) the fast path's whole η stage is a function of (â, k_lo, k_hi),
+of which only a few pairs occur (about 20 for the default 1,024 SW buckets): the table holds, per point a,
+
+``[ΔR(a), then per band slot: the η interval the quadtree traversal certifies (η_lo, η_hi)]``
+
+(or the exact η where P has no grid, when the fast path computes η exactly). The kernel reads them instead
+of computing them, and builds the region record from them with the same code
+(:func:`geoldp.trajectory._atp_region.region_from_eta`), so the record, every membership decision and the
+superset the samplers draw proposals from are bit for bit today's: releases are identical with and without
+the table. A band the table has no slot for (possible with continuous SW output) takes the traversal.
+
+The table is public like the grid index (it depends on P and public options only) and is cached with
+P's fast index. Building it costs one traversal per point and band slot, so it is built only where it pays
+(:func:`wants_table`).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numba
+import numpy as np
+
+from geoldp._aot import Entry, array
+from geoldp._kernels import jit as _jit  # the one kernel decorator
+from geoldp.trajectory import _atp_region as _reg
+from geoldp.trajectory import calibration as _cal
+
+__all__ = [
+    "ENABLED",
+    "anchor_radius",
+    "band_pairs",
+    "build_table",
+    "find",
+    "half_widths",
+    "plan_tables",
+    "region_setup",
+    "wants_table",
+]
+
+#: [False] turns the tables off (tests and benchmarks compare both routes: the output is the same)
+ENABLED = [True]
+# Where the table pays: its build costs about |P| × slots × (one traversal, ~_SLOT_US·√|P| µs, measured by
+# benchmarks/profile_atp.py --table on one core), and it saves about one traversal and one ΔR search per
+# copy. It is built when that estimate is at most _FREE_S seconds or the call's copies repay it, and never
+# above TABLE_MAX_POINTS points (the traversal grows with |P|, the table's build with |P|^1.5).
+TABLE_MAX_POINTS = 20_000
+_FREE_S = 0.05
+_SLOT_US = 0.22
+
+
+def _estimated_build_s(m: int, n_slots: int) -> float:
+    return m * n_slots * _SLOT_US * math.sqrt(m) * 1e-6
+
+
+def wants_table(m: int, n_copies: int, n_slots: int = 24) -> bool:
+    """Whether building the table for |P| = ``m`` pays for a call with ``n_copies`` ATP copies."""
+    if m > TABLE_MAX_POINTS:
+        return False
+    return _estimated_build_s(m, n_slots) <= _FREE_S or n_copies >= m * n_slots
+
+
+def band_pairs(b: float, buckets: int, continuous: bool) -> np.ndarray:
+    """The (k_lo, k_hi) bands the released values r̂ can select: int64[n, 2] ((−1, −1): no test value).
+
+    Bucketed SW output: exactly those of the ``buckets`` midpoints. Continuous output: those of a fine grid
+    of r̂ and of every band edge's neighbours (a band missed here just takes the traversal).
+    """
+    # the kernels' own arithmetic run as Python (IEEE doubles alike; nothing to compile at first use)
+    midpoint = _cal.sw_bucket_midpoint.py_func
+    band = _cal.candidate_range.py_func
+    if continuous:
+        edges = np.array([k / 10.0 + s * b for k in range(11) for s in (-1.0, 1.0)])
+        near = np.concatenate([np.nextafter(edges, -np.inf), edges, np.nextafter(edges, np.inf)])
+        values = np.concatenate([np.linspace(-b, 1.0 + b, 8193), near])
+    else:
+        values = np.array([midpoint(j, b, buckets) for j in range(buckets)])
+    pairs = {band(float(r), b) for r in values}
+    return np.array(sorted(pairs), dtype=np.int64).reshape(-1, 2)
+
+
+@numba.njit(cache=True)
+def _build(
+    lam, phi, xyz, sxyz, order, cell_start, nodes, levels, has_tree, b, eps_r, inp, tol_pt, straddle, pairs,
+    stack, work, out,
+):  # fmt: skip
+    m = lam.shape[0]
+    for a in range(m):
+        if has_tree:
+            dr = _reg.farthest(a, lam, phi, xyz, sxyz, order, cell_start, nodes, levels, stack)
+        else:
+            dr = _reg.farthest_scan(a, lam, phi, xyz)
+        out[a, 0] = dr
+        for s in range(pairs.shape[0]):
+            k_lo = pairs[s, 0]
+            has_k = k_lo >= 0
+            d_lo = 0.0
+            d_hi = 0.0
+            if has_k:  # as candidate_band
+                d_lo = _cal.band_distance(k_lo, b, dr, inp)
+                d_hi = _cal.band_distance(pairs[s, 1], b, dr, inp)
+            if has_tree:  # as region_setup_tol
+                _reg.eta_interval(
+                    a, lam, phi, xyz, sxyz, order, cell_start, nodes, levels, has_k, d_lo, d_hi, tol_pt,
+                    straddle, eps_r, stack, work,
+                )  # fmt: skip
+                e_hi = work[1]
+                if e_hi < 0.0:
+                    e_hi = dr * (1.0 + 1e-9) + 1e-6
+                out[a, 1 + 2 * s] = work[0]
+                out[a, 2 + 2 * s] = e_hi
+            else:
+                out[a, 1 + 2 * s] = _reg.eta_exact(a, lam, phi, xyz, has_k, d_lo, d_hi, eps_r)
+
+
+# called from Python: its compiled export when installed
+_BUILD = Entry(
+    _build,
+    {
+        "atp_table": numba.void(
+            array(numba.float64, 1, readonly=True), array(numba.float64, 1, readonly=True),
+            array(numba.float64, 2, readonly=True), array(numba.float64, 2), array(numba.int64, 1),
+            array(numba.int64, 1), array(numba.float64, 2), array(numba.int64, 2), numba.boolean,
+            numba.float64, numba.float64, numba.boolean, numba.float64, numba.float64, array(numba.int64, 2),
+            array(numba.int64, 1), array(numba.float64, 1), array(numba.float64, 2),
+        )
+    },
+)  # fmt: skip
+
+
+def build_table(index, b: float, eps_r: float, input_mapping: bool, tol_pt: float, pairs: np.ndarray):
+    """The table of ``index`` (a FastIndex) for the bands ``pairs``: float64[m, 1 + 2·len(pairs)].
+
+    A function of P and public options only (SW half-width ``b``, radius budget ``eps_r``, the mapping,
+    the traversal's tolerance ``tol_pt``).
+    """
+    tree = index.tree()
+    if tree is None:
+        nodes = np.zeros((1, 12))
+        levels = np.zeros((1, 3), dtype=np.int64)
+    else:
+        nodes, levels = tree.nodes, tree.levels
+    straddle = _reg.STRADDLE if index.m >= _reg.STRADDLE_MIN_POINTS else 0.0  # as region_setup
+    out = np.zeros((index.m, 1 + 2 * pairs.shape[0]))
+    _BUILD(
+        index.lam, index.phi, index.xyz, index.sxyz, index.order, index.cell_start, nodes, levels,
+        tree is not None, float(b), float(eps_r), bool(input_mapping), float(tol_pt), float(straddle),
+        np.ascontiguousarray(pairs, dtype=np.int64), np.zeros(_reg.STACK, dtype=np.int64), np.zeros(8), out,
+    )  # fmt: skip
+    out.setflags(write=False)
+    return out
+
+
+def half_widths(mechanism, sw_b: np.ndarray, eps_rad: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """The (b, ε_R) of an ATP call's tables: float64[n, 2], those of the longest length (both copies), or of
+    length 2 if no trajectory has two points.
+
+    The radius budget is a fraction of the copy budget, the same for every length and copy under every
+    budget split: so the same table is asked for whatever the lengths, and its presence does not tell them.
+    (A length with another (b, ε_R) would just take the traversal.)
+    """
+    n = int(lengths.max()) if lengths.size else 0
+    if n >= 2:
+        first = (float(sw_b[n, 0]), float(eps_rad[n, 0]))
+        second = (float(sw_b[n, 1]), float(eps_rad[n, 1]))
+        return np.array([first] if first == second else [first, second])
+    from geoldp import mechanisms as _mech
+
+    radius = float(mechanism.copy_budgets(2, "A").radius)
+    return np.array([[float(_mech.sw_half_width(radius)), radius]])
+
+
+def plan_tables(index, budgets: np.ndarray, n_traj: int, plan, tol_pt: float):
+    """The tables a call uses: ``(tables float64[n, m, w], keys float64[n, 2], slots int64[n, 12, 12])``.
+
+    One table per (b, ε_R) in ``budgets`` (``keys``; one under every budget split, :func:`half_widths`);
+    ``slots[j, k_lo + 1, k_hi + 1]`` is the band's slot in table j or −1. Built where it pays for a call
+    of ``n_traj`` trajectories (:func:`wants_table`), otherwise used only if already cached. The tables
+    hold public values only (P and options); the number of trajectories (visible in the release) only
+    decides whether one is built.
+    """
+    if not ENABLED[0]:
+        return _NONE
+    build = wants_table(index.m, 2 * int(n_traj))
+    found = []
+    for b, eps_r in budgets:
+        key = (
+            float(b),
+            float(eps_r),
+            bool(plan.input_mapping),
+            float(tol_pt),
+            int(plan.sw_buckets),
+            bool(plan.continuous_sw),
+        )
+        cached = index.atp_table(key, (lambda key=key: _make(index, key)) if build else None)
+        if cached is not None:
+            found.append(cached)
+    if not found:
+        return _NONE
+    if len(found) == 1:
+        return found[0]
+    tables = np.zeros((len(found), index.m, max(f[0].shape[2] for f in found)))
+    for j, f in enumerate(found):
+        tables[j, :, : f[0].shape[2]] = f[0][0]
+    return (
+        _frozen(tables),
+        _frozen(np.concatenate([f[1] for f in found])),
+        _frozen(np.concatenate([f[2] for f in found])),
+    )
+
+
+def _frozen(a: np.ndarray) -> np.ndarray:
+    a.setflags(write=False)  # cached and shared: read-only (also the compiled signature's type)
+    return a
+
+
+# no table: (tables, keys, slots) of length 0
+_NONE = (
+    _frozen(np.zeros((0, 1, 1))),
+    _frozen(np.zeros((0, 2))),
+    _frozen(np.zeros((0, 12, 12), dtype=np.int64)),
+)
+
+
+def _make(index, key):
+    """The plan entry ``(table[np.newaxis], keys float64[1, 2], slots int64[1, 12, 12])`` of a cache key of
+    :func:`plan_tables` (read-only arrays, ready for the kernel)."""
+    b, eps_r, input_mapping, tol_pt, buckets, continuous = key
+    pairs = band_pairs(b, buckets, continuous)
+    slots = np.full((1, 12, 12), -1, dtype=np.int64)
+    for s, (k_lo, k_hi) in enumerate(pairs):
+        slots[0, k_lo + 1, k_hi + 1] = s
+    table = build_table(index, b, eps_r, input_mapping, tol_pt, pairs)
+    return table[np.newaxis], _frozen(np.array([[b, eps_r]])), _frozen(slots)
+
+
+@_jit
+def find(keys, b, eps_r):
+    """The table of half-width ``b`` and radius budget ``eps_r``, or −1."""
+    for j in range(keys.shape[0]):
+        if keys[j, 0] == b and keys[j, 1] == eps_r:
+            return j
+    return -1
+
+
+@_jit
+def anchor_radius(j, tab, a, lam, phi, xyz, sxyz, order, cell_start, nodes, levels, has_tree, stack):
+    """ΔR of anchor ``a``: from table ``j`` (≥ 0), else by the quadtree or a scan (the same value)."""
+    if j >= 0:
+        return tab[j, a, 0]
+    if has_tree:
+        return _reg.farthest(a, lam, phi, xyz, sxyz, order, cell_start, nodes, levels, stack)
+    return _reg.farthest_scan(a, lam, phi, xyz)
+
+
+@_jit
+def region_setup(
+    j, tab, slots, a, lam, phi, xyz, sxyz, order, cell_start, nodes, levels, has_tree, r_hat, b, eps_r,
+    eps_dec, dr, inp, tol_pt, eager, stack, work, reg,
+):  # fmt: skip
+    """:func:`geoldp.trajectory._atp_region.region_setup` from table ``j`` (≥ 0) where it has the band
+    (the same region record, bit for bit), else by the traversal."""
+    if j >= 0:
+        k_lo, k_hi = _cal.candidate_range(r_hat, b)
+        s = slots[j, k_lo + 1, k_hi + 1]
+        if s >= 0:
+            r_est = _reg.region_header(r_hat, b, eps_r, eps_dec, dr, inp, reg)
+            if has_tree:
+                _reg.region_from_eta(a, lam, phi, xyz, tab[j, a, 1 + 2 * s], tab[j, a, 2 + 2 * s], eager, reg)
+            else:
+                _reg.region_exact(reg, _cal.calibrate(r_est, tab[j, a, 1 + 2 * s], dr, eps_dec))
+            return
+    _reg.region_setup(
+        a, lam, phi, xyz, sxyz, order, cell_start, nodes, levels, has_tree, r_hat, b, eps_r, eps_dec, dr, inp,
+        tol_pt, eager, stack, work, reg,
+    )  # fmt: skip
