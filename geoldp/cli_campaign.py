@@ -264,7 +264,8 @@ def finish_perturb(
             )
     if options.get("max_per_user") is not None and len(out) != len(trips):
         print(
-            f"{PROG}: kept {len(out)} of {len(trips)} rows (at most {args.max_per_user} trips per user, "
+            f"{PROG}: kept {len(out)} of {len(trips)} rows (at most {args.max_per_user} "
+            f"trip{'' if args.max_per_user == 1 else 's'} per user, "
             f"{args.select_trips}); the dropped rows are not in the output",
             file=stderr,
         )
@@ -621,7 +622,13 @@ def _cmd_estimate(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> i
     points = glayers.points_for(released, points)  # rebuilt from the recipe, or checked against it
     zones = _read_zones(_existing(args.zones, "--zones")) if args.zones else None
     regions = _read_zones(_existing(args.regions, "--regions")) if args.regions else None
-    fit = {"n_candidates": args.n_candidates, "n_boot": args.n_boot, "level": args.level, "rng": args.seed}
+    fit = {
+        "n_candidates": args.n_candidates,
+        "n_boot": args.n_boot,
+        "level": args.level,
+        "fit_rows": args.fit_rows,
+        "rng": args.seed,
+    }
     lay = glayers.estimate_layers(
         released,
         points,
@@ -701,6 +708,14 @@ def _add_estimate(sub: Any) -> None:
         help="bootstrap replicates (0: no interval)",
     )
     p.add_argument("--level", type=float, default=0.95, metavar="L", help="interval coverage (default 0.95)")
+    p.add_argument(
+        "--fit-rows",
+        type=_int_at_least(100),
+        default=5000,
+        metavar="N",
+        help="fit each trip length on at most N released rows drawn at random (default 5000; keep it in "
+        "the thousands)",
+    )
     p.add_argument(
         "--seed", type=_seed, default=None, metavar="N", help="seed of the estimators' simulations"
     )

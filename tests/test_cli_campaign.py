@@ -221,6 +221,8 @@ def test_perturb_split_and_estimate(tmp_path, fixes_file, capsys):
             "50",
             "--n-boot",
             "2",
+            "--fit-rows",
+            "100",
             "--seed",
             "0",
         ],
@@ -272,3 +274,10 @@ def test_perturb_user_options_usage(tmp_path, fixes_file, capsys):
         code, _, err = _run([*base, *extra], capsys)
         assert code in (1, 2) and match in err, (extra, err)
         assert not (tmp_path / "r.gpkg").exists()
+
+
+def test_estimate_fit_rows_must_be_in_the_hundreds(tmp_path, capsys):
+    code, _, err = _run(
+        ["estimate", tmp_path / "r.geojson", "-o", tmp_path / "e.gpkg", "--fit-rows", "50"], capsys
+    )
+    assert code == 2 and "--fit-rows" in err and "Traceback" not in err
