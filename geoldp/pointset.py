@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -370,9 +370,7 @@ class PointSet:
     def diameter_m(self) -> float:
         """Exact maximum pairwise haversine distance in metres (the EM sensitivity Δ), cached."""
         self._build()
-        diameter = self._diameter
-        assert diameter is not None  # _build sets it
-        return diameter
+        return cast(float, self._diameter)  # _build sets it
 
     @property
     def diameter_km(self) -> float:
