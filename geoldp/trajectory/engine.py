@@ -20,9 +20,10 @@ from collections.abc import Iterable, Mapping
 import numpy as np
 
 from geoldp._random import ChaChaRandomSource, RandomSource, resolve_rng
-from geoldp.budget import release_scope
+from geoldp.budget import ReleaseCache, release_scope
 from geoldp.pointset import PointSet
 from geoldp.trajectory import _reference as _ref
+from geoldp.trajectory._base import PRIVACY_WARNING_EPSILON
 from geoldp.trajectory.atp import ATP
 from geoldp.trajectory.pointem import PointEM
 from geoldp.trajectory.tp import TP
@@ -42,6 +43,10 @@ __all__ = [
 MECHANISMS: Mapping[str, type[TP] | type[ATP] | type[PointEM]] = {"tp": TP, "atp": ATP, "pointem": PointEM}
 _MECH_TYPES = (TP, ATP, PointEM)
 _SAMPLERS = ("fast", "reference")
+#: Mechanism objects built from a name, ε and options (public configuration only; kept only once a
+#: release returned, like the budget splits). ε above the warning threshold is never memoised, so the
+#: warning is raised by every call.
+_MECH_CACHE = ReleaseCache(maxsize=32)
 
 
 def resolve_mechanism(mechanism, epsilon=None, options: Mapping | None = None, *, caller: str):
@@ -81,6 +86,21 @@ def resolve_mechanism(mechanism, epsilon=None, options: Mapping | None = None, *
         raise ValueError(f"Got mechanism={mechanism!r}; `mechanism` must be one of {tuple(MECHANISMS)}.")
     if epsilon is None:
         raise TypeError(f"The 'epsilon' parameter of {caller} is required when 'mechanism' is a name.")
+    if type(epsilon) in (float, int) and 0.0 < epsilon <= PRIVACY_WARNING_EPSILON:
+        # the object is immutable and a function of these values only; the types are in the key so that
+        # 1 and 1.0 (equal, same hash) each get the object their own construction gives
+        try:
+            key = (cls, type(epsilon), epsilon, tuple(sorted((k, type(v), v) for k, v in options.items())))
+            hash(key)
+        except TypeError:  # an unhashable option (a lookup table given as a dict or list)
+            key = None
+        if key is not None:
+            return _MECH_CACHE.get(key, _construct, cls, epsilon, options, caller)
+    return _construct(cls, epsilon, options, caller)
+
+
+def _construct(cls, epsilon, options: dict, caller: str):
+    """``cls(epsilon=epsilon, **options)`` with an unknown option reported by name."""
     try:
         return cls(epsilon=epsilon, **options)
     except TypeError as exc:
