@@ -262,3 +262,17 @@ def test_n14_long_trajectory(pts, mechanism):
         [traj], pts, mechanism=mechanism, epsilon=1.0, rng=0, return_ledger=True
     )
     assert out[0].shape == traj.shape and led.total() <= 1
+
+
+@pytest.mark.parametrize("mechanism", MECHS)
+def test_mechanism_memo_keeps_public_configuration_only_and_every_large_epsilon_warns(pts, mechanism):
+    perturb_trajectories(_trajs(), pts, mechanism=mechanism, epsilon=2.0, rng=1)  # a returned release keeps it
+    first = engine.resolve_mechanism(mechanism, 2.0, {}, caller="test")
+    assert engine.resolve_mechanism(mechanism, 2.0, {}, caller="test") is first
+    as_int = engine.resolve_mechanism(mechanism, 2, {}, caller="test")
+    assert type(as_int.epsilon) is type(engine.MECHANISMS[mechanism](epsilon=2).epsilon)
+    for _ in range(2):  # above the warning threshold nothing is memoised: each call warns
+        with pytest.warns(UserWarning):
+            perturb_trajectories(_trajs(), pts, mechanism=mechanism, epsilon=12.0, rng=1)
+    with pytest.raises((TypeError, ValueError), match="no_such_option"):
+        engine.resolve_mechanism(mechanism, 2.0, {"no_such_option": 1}, caller="test")
