@@ -48,6 +48,9 @@ __all__ = [
     "build_tree",
     "eta_exact",
     "eta_interval",
+    "eta_intervals",
+    "ACC_WIDTH",
+    "MAX_BANDS",
     "farthest",
     "farthest_scan",
     "region_exact",
@@ -512,6 +515,15 @@ def _eta_interval(
                 stack[sp] = coff + rr * ccols + cc
                 stack[sp + 1] = lv - 1
                 sp += 2
+    out[5] = n_nodes
+    out[6] = n_pts
+    _eta_finish(s_val, s_err, a_val, a_err, n_c, n_unc, u_lo, u_hi, n_groups, has_k, m, q, free, stack, out)
+
+
+@_jit
+def _eta_finish(s_val, s_err, a_val, a_err, n_c, n_unc, u_lo, u_hi, n_groups, has_k, m, q, free, stack, out):
+    """The η interval of a finished traversal from its sums (``out`` as :func:`_eta_interval`'s; the carried
+    groups in ``stack[_GROUPS:]``): shared by the one-band and the all-bands traversal."""
     # the chord formula's own error (~1e−9 m per point) and the summation's rounding
     s_err += 1e-8 * m + 1e-12 * abs(s_val)
     a_err += 1e-8 * m + 1e-12 * abs(a_val)
@@ -522,8 +534,6 @@ def _eta_interval(
     out[2] = s_lo + u_lo
     out[3] = s_hi + u_hi
     out[4] = n_c
-    out[5] = n_nodes
-    out[6] = n_pts
     out[7] = n_groups
     if has_k and (n_c > 0.0 or n_groups > 0):
         w0 = n_c + q * (m - n_unc - n_c)
@@ -546,6 +556,175 @@ def _eta_interval(
         return
     out[0] = out[2] / (m - 1)
     out[1] = out[3] / (m - 1)
+
+
+#: the most bands one all-bands traversal carries (a bit mask per stack entry); more take several passes
+MAX_BANDS = 62
+# acc columns of eta_intervals: the per-band sums of _eta_interval
+_A_S, _A_SE, _A_A, _A_AE, _A_NC, _A_NU, _A_ULO, _A_UHI, _A_TOL, _A_HLO, _A_HHI = range(11)
+_A_W = 11
+ACC_WIDTH = _A_W
+
+
+@_jit
+def eta_intervals(
+    a, lam, phi, xyz, sxyz, order, cell_start, nodes, levels, has_k, d_lo, d_hi, tol_pt, straddle, eps_r,
+    stack, groups, acc, work, out,
+):  # fmt: skip
+    """:func:`eta_interval` of anchor ``a`` for every band ``j`` (``has_k[j]``, ``d_lo[j]``, ``d_hi[j]``; at most
+    ``MAX_BANDS``) in one traversal: ``out[j] = (η_lo, η_hi)``, bit for bit the one-band traversal's.
+
+    A node is opened when some band would open it, and a stack entry carries the bands still descending
+    (a bit mask). Each band's sums see exactly the nodes and points of its own traversal, in the same
+    (depth-first, same child order) sequence and by the same expressions, so they round alike; the node's
+    Taylor value and the point distances are computed once for all bands. Scratch: ``stack`` int64 (3 per
+    entry), ``groups`` int64[bands, STACK] (each band's carried groups, at ``_GROUPS`` as in ``stack`` of
+    :func:`eta_interval`; their number at 0), ``acc`` float64[bands, ACC_WIDTH], ``work`` float64[8].
+    """
+    nb = has_k.shape[0]
+    ax = xyz[a, 0]
+    ay = xyz[a, 1]
+    az = xyz[a, 2]
+    mg = 1e-12
+    g_max = (groups.shape[1] - _GROUPS) // 3
+    m = sxyz.shape[0]
+    q = math.exp(-eps_r)
+    sway = (1.0 - q) * EARTH_RADIUS_M / (q * m) if q > 0.0 else math.inf
+    for j in range(nb):
+        for c in range(_A_W):
+            acc[j, c] = 0.0
+        acc[j, _A_TOL] = 1e-6 + 1e-10 * d_hi[j]
+        acc[j, _A_HLO] = 2.0 * math.sin(0.5 * d_lo[j] / EARTH_RADIUS_M)
+        acc[j, _A_HHI] = 2.0 * math.sin(0.5 * d_hi[j] / EARTH_RADIUS_M)
+        groups[j, 0] = 0  # the band's number of carried groups
+    full = (np.int64(1) << nb) - 1
+    top = levels.shape[0] - 1
+    sp = 0
+    off = levels[top, 0]
+    for k in range(levels[top, 1] * levels[top, 2]):
+        stack[sp] = off + k
+        stack[sp + 1] = top
+        stack[sp + 2] = full
+        sp += 3
+    while sp > 0:
+        sp -= 3
+        node = stack[sp]
+        lv = stack[sp + 1]
+        mask = stack[sp + 2]
+        rec = nodes[node]
+        cnt = rec[_N]
+        if cnt == 0.0:
+            continue
+        dx = rec[_CX] - ax
+        dy = rec[_CY] - ay
+        dz = rec[_CZ] - az
+        r = math.sqrt(dx * dx + dy * dy + dz * dz)
+        rho = rec[_RHO]
+        lo = r - rho
+        hi = r + rho
+        geo = lo > 0.0 and hi < 1.0 and r > 0.0
+        taylor = 0  # 0: not computed, 1: accepted (val, err), −1: remainder too large
+        val = 0.0
+        err = 0.0
+        grouped = False
+        gl = np.int64(0)
+        gu = np.int64(0)
+        opened = np.int64(0)
+        for j in range(nb):
+            bit = np.int64(1) << j
+            if (mask & bit) == 0:
+                continue
+            inside = False
+            outside = True
+            if has_k[j]:
+                inside = lo > acc[j, _A_HLO] + mg and hi < acc[j, _A_HHI] - mg
+                outside = hi < acc[j, _A_HLO] - mg or lo > acc[j, _A_HHI] + mg
+            if (inside or outside) and geo:
+                if taylor == 0:
+                    err = _third_bound(lo) / 6.0 * rec[_M3]
+                    taylor = -1
+                    if err <= tol_pt * cnt:
+                        taylor = 1
+                        ux = dx / r
+                        uy = dy / r
+                        uz = dz / r
+                        quu = (
+                            rec[_Q00] * ux * ux
+                            + rec[_Q11] * uy * uy
+                            + rec[_Q22] * uz * uz
+                            + 2.0 * (rec[_Q01] * ux * uy + rec[_Q02] * ux * uz + rec[_Q12] * uy * uz)
+                        )
+                        trq = rec[_Q00] + rec[_Q11] + rec[_Q22]
+                        w = 1.0 - 0.25 * r * r
+                        d1 = EARTH_RADIUS_M / math.sqrt(w)
+                        d2 = EARTH_RADIUS_M * 0.25 * r / (w * math.sqrt(w))
+                        val = cnt * asin_dist(0.5 * r) + 0.5 * (d2 * quu + d1 / r * (trq - quu))
+                        err += 1e-12 * abs(val)
+                if taylor == 1:
+                    acc[j, _A_S] += val
+                    acc[j, _A_SE] += err
+                    if inside:
+                        acc[j, _A_A] += val
+                        acc[j, _A_AE] += err
+                        acc[j, _A_NC] += cnt
+                    continue
+            elif not (inside or outside) and cnt * hi * sway <= straddle and groups[j, 0] < g_max:
+                if not grouped:
+                    grouped = True
+                    dl = asin_dist(0.5 * max(lo, 0.0)) * (1.0 - 1e-12) - 1e-6
+                    du = asin_dist(0.5 * min(hi, 2.0)) * (1.0 + 1e-12) + 1e-6
+                    gl = int(math.floor(dl * 1e3)) - 1
+                    gu = int(math.ceil(du * 1e3)) + 1
+                base = _GROUPS + 3 * groups[j, 0]
+                groups[j, base] = int(cnt)
+                groups[j, base + 1] = gl
+                groups[j, base + 2] = gu
+                acc[j, _A_ULO] += cnt * (gl * 1e-3)
+                acc[j, _A_UHI] += cnt * (gu * 1e-3)
+                acc[j, _A_NU] += cnt
+                groups[j, 0] += 1
+                continue
+            opened |= bit
+        if opened == 0:
+            continue
+        off = levels[lv, 0]
+        cols = levels[lv, 1]
+        k = node - off
+        if lv == 0:
+            for pos in range(cell_start[k], cell_start[k + 1]):
+                ex = sxyz[pos, 0] - ax
+                ey = sxyz[pos, 1] - ay
+                ez = sxyz[pos, 2] - az
+                d0 = asin_dist(0.5 * math.sqrt(ex * ex + ey * ey + ez * ez))
+                for j in range(nb):
+                    if (opened & (np.int64(1) << j)) == 0:
+                        continue
+                    d = d0
+                    if has_k[j]:
+                        inc, d = _classify(d0, d_lo[j], d_hi[j], acc[j, _A_TOL], a, order[pos], lam, phi)
+                        if inc:
+                            acc[j, _A_A] += d
+                            acc[j, _A_NC] += 1.0
+                    acc[j, _A_S] += d
+            continue
+        rr0 = k // cols
+        cc0 = k - rr0 * cols
+        ccols = levels[lv - 1, 1]
+        crows = levels[lv - 1, 2]
+        coff = levels[lv - 1, 0]
+        for rr in range(2 * rr0, min(2 * rr0 + 2, crows)):
+            for cc in range(2 * cc0, min(2 * cc0 + 2, ccols)):
+                stack[sp] = coff + rr * ccols + cc
+                stack[sp + 1] = lv - 1
+                stack[sp + 2] = opened
+                sp += 3
+    for j in range(nb):
+        _eta_finish(
+            acc[j, _A_S], acc[j, _A_SE], acc[j, _A_A], acc[j, _A_AE], acc[j, _A_NC], acc[j, _A_NU],
+            acc[j, _A_ULO], acc[j, _A_UHI], groups[j, 0], has_k[j], m, q, True, groups[j], work,
+        )  # fmt: skip
+        out[j, 0] = work[0]
+        out[j, 1] = work[1]
 
 
 @_jit

@@ -87,47 +87,56 @@ def band_pairs(b: float, buckets: int, continuous: bool) -> np.ndarray:
 @numba.njit(cache=True)
 def _build(
     lam, phi, xyz, sxyz, order, cell_start, nodes, levels, has_tree, b, eps_r, inp, tol_pt, straddle, pairs,
-    stack, work, out,
+    stack, work, has_k, d_lo, d_hi, groups, acc, eta, out,
 ):  # fmt: skip
     m = lam.shape[0]
+    n_slots = pairs.shape[0]
     for a in range(m):
         if has_tree:
             dr = _reg.farthest(a, lam, phi, xyz, sxyz, order, cell_start, nodes, levels, stack)
         else:
             dr = _reg.farthest_scan(a, lam, phi, xyz)
         out[a, 0] = dr
-        for s in range(pairs.shape[0]):
+        for s in range(n_slots):
             k_lo = pairs[s, 0]
-            has_k = k_lo >= 0
-            d_lo = 0.0
-            d_hi = 0.0
-            if has_k:  # as candidate_band
-                d_lo = _cal.band_distance(k_lo, b, dr, inp)
-                d_hi = _cal.band_distance(pairs[s, 1], b, dr, inp)
-            if has_tree:  # as region_setup_tol
-                _reg.eta_interval(
-                    a, lam, phi, xyz, sxyz, order, cell_start, nodes, levels, has_k, d_lo, d_hi, tol_pt,
-                    straddle, eps_r, stack, work,
-                )  # fmt: skip
-                e_hi = work[1]
-                if e_hi < 0.0:
-                    e_hi = dr * (1.0 + 1e-9) + 1e-6
-                out[a, 1 + 2 * s] = work[0]
-                out[a, 2 + 2 * s] = e_hi
-            else:
-                out[a, 1 + 2 * s] = _reg.eta_exact(a, lam, phi, xyz, has_k, d_lo, d_hi, eps_r)
+            has_k[s] = k_lo >= 0
+            d_lo[s] = 0.0
+            d_hi[s] = 0.0
+            if has_k[s]:  # as candidate_band
+                d_lo[s] = _cal.band_distance(k_lo, b, dr, inp)
+                d_hi[s] = _cal.band_distance(pairs[s, 1], b, dr, inp)
+        if not has_tree:
+            for s in range(n_slots):
+                out[a, 1 + 2 * s] = _reg.eta_exact(a, lam, phi, xyz, has_k[s], d_lo[s], d_hi[s], eps_r)
+            continue
+        # every band's η interval in one traversal (at most MAX_BANDS at a time), as region_setup_tol's
+        for s0 in range(0, n_slots, _reg.MAX_BANDS):
+            s1 = min(n_slots, s0 + _reg.MAX_BANDS)
+            _reg.eta_intervals(
+                a, lam, phi, xyz, sxyz, order, cell_start, nodes, levels, has_k[s0:s1], d_lo[s0:s1], d_hi[s0:s1],
+                tol_pt, straddle, eps_r, stack, groups, acc, work, eta[s0:s1],
+            )  # fmt: skip
+        for s in range(n_slots):
+            e_hi = eta[s, 1]
+            if e_hi < 0.0:
+                e_hi = dr * (1.0 + 1e-9) + 1e-6
+            out[a, 1 + 2 * s] = eta[s, 0]
+            out[a, 2 + 2 * s] = e_hi
 
 
 # called from Python: its compiled export when installed
+_F1 = array(numba.float64, 1)
+_F2 = array(numba.float64, 2)
+_I1 = array(numba.int64, 1)
+_I2 = array(numba.int64, 2)
 _BUILD = Entry(
     _build,
     {
         "atp_table": numba.void(
             array(numba.float64, 1, readonly=True), array(numba.float64, 1, readonly=True),
-            array(numba.float64, 2, readonly=True), array(numba.float64, 2), array(numba.int64, 1),
-            array(numba.int64, 1), array(numba.float64, 2), array(numba.int64, 2), numba.boolean,
-            numba.float64, numba.float64, numba.boolean, numba.float64, numba.float64, array(numba.int64, 2),
-            array(numba.int64, 1), array(numba.float64, 1), array(numba.float64, 2),
+            array(numba.float64, 2, readonly=True), _F2, _I1, _I1, _F2, _I2, numba.boolean, numba.float64,
+            numba.float64, numba.boolean, numba.float64, numba.float64, _I2, _I1, _F1,
+            array(numba.boolean, 1), _F1, _F1, _I2, _F2, _F2, _F2,
         )
     },
 )  # fmt: skip
@@ -146,11 +155,15 @@ def build_table(index, b: float, eps_r: float, input_mapping: bool, tol_pt: floa
     else:
         nodes, levels = tree.nodes, tree.levels
     straddle = _reg.STRADDLE if index.m >= _reg.STRADDLE_MIN_POINTS else 0.0  # as region_setup
-    out = np.zeros((index.m, 1 + 2 * pairs.shape[0]))
+    n_slots = pairs.shape[0]
+    nb = min(n_slots, _reg.MAX_BANDS)
+    out = np.zeros((index.m, 1 + 2 * n_slots))
     _BUILD(
         index.lam, index.phi, index.xyz, index.sxyz, index.order, index.cell_start, nodes, levels,
         tree is not None, float(b), float(eps_r), bool(input_mapping), float(tol_pt), float(straddle),
-        np.ascontiguousarray(pairs, dtype=np.int64), np.zeros(_reg.STACK, dtype=np.int64), np.zeros(8), out,
+        np.ascontiguousarray(pairs, dtype=np.int64), np.zeros(_reg.STACK, dtype=np.int64), np.zeros(8),
+        np.zeros(n_slots, dtype=np.bool_), np.zeros(n_slots), np.zeros(n_slots),
+        np.zeros((nb, _reg.STACK), dtype=np.int64), np.zeros((nb, _reg.ACC_WIDTH)), np.zeros((n_slots, 2)), out,
     )  # fmt: skip
     out.setflags(write=False)
     return out
