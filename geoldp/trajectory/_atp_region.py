@@ -571,8 +571,8 @@ def eta_intervals(
     a, lam, phi, xyz, sxyz, order, cell_start, nodes, levels, has_k, d_lo, d_hi, tol_pt, straddle, eps_r,
     stack, groups, acc, work, out,
 ):  # fmt: skip
-    """:func:`eta_interval` of anchor ``a`` for every band ``j`` (``has_k[j]``, ``d_lo[j]``, ``d_hi[j]``; at most
-    ``MAX_BANDS``) in one traversal: ``out[j] = (η_lo, η_hi)``, bit for bit the one-band traversal's.
+    """:func:`eta_interval` of anchor ``a`` for every band ``j`` (``has_k[j]``, ``d_lo[j]``, ``d_hi[j]``;
+    at most ``MAX_BANDS``) in one traversal: ``out[j] = (η_lo, η_hi)``, bit for bit the one-band traversal's.
 
     A node is opened when some band would open it, and a stack entry carries the bands still descending
     (a bit mask). Each band's sums see exactly the nodes and points of its own traversal, in the same
@@ -627,8 +627,8 @@ def eta_intervals(
         val = 0.0
         err = 0.0
         grouped = False
-        gl = np.int64(0)
-        gu = np.int64(0)
+        gl = 0
+        gu = 0
         opened = np.int64(0)
         for j in range(nb):
             bit = np.int64(1) << j

@@ -113,8 +113,8 @@ def _build(
         for s0 in range(0, n_slots, _reg.MAX_BANDS):
             s1 = min(n_slots, s0 + _reg.MAX_BANDS)
             _reg.eta_intervals(
-                a, lam, phi, xyz, sxyz, order, cell_start, nodes, levels, has_k[s0:s1], d_lo[s0:s1], d_hi[s0:s1],
-                tol_pt, straddle, eps_r, stack, groups, acc, work, eta[s0:s1],
+                a, lam, phi, xyz, sxyz, order, cell_start, nodes, levels, has_k[s0:s1], d_lo[s0:s1],
+                d_hi[s0:s1], tol_pt, straddle, eps_r, stack, groups, acc, work, eta[s0:s1],
             )  # fmt: skip
         for s in range(n_slots):
             e_hi = eta[s, 1]
@@ -163,7 +163,8 @@ def build_table(index, b: float, eps_r: float, input_mapping: bool, tol_pt: floa
         tree is not None, float(b), float(eps_r), bool(input_mapping), float(tol_pt), float(straddle),
         np.ascontiguousarray(pairs, dtype=np.int64), np.zeros(_reg.STACK, dtype=np.int64), np.zeros(8),
         np.zeros(n_slots, dtype=np.bool_), np.zeros(n_slots), np.zeros(n_slots),
-        np.zeros((nb, _reg.STACK), dtype=np.int64), np.zeros((nb, _reg.ACC_WIDTH)), np.zeros((n_slots, 2)), out,
+        np.zeros((nb, _reg.STACK), dtype=np.int64), np.zeros((nb, _reg.ACC_WIDTH)),
+        np.zeros((n_slots, 2)), out,
     )  # fmt: skip
     out.setflags(write=False)
     return out

@@ -266,7 +266,7 @@ def test_n14_long_trajectory(pts, mechanism):
 
 @pytest.mark.parametrize("mechanism", MECHS)
 def test_mechanism_memo_keeps_public_configuration_only_and_every_large_epsilon_warns(pts, mechanism):
-    perturb_trajectories(_trajs(), pts, mechanism=mechanism, epsilon=2.0, rng=1)  # a returned release keeps it
+    perturb_trajectories(_trajs(), pts, mechanism=mechanism, epsilon=2.0, rng=1)  # kept once it returns
     first = engine.resolve_mechanism(mechanism, 2.0, {}, caller="test")
     assert engine.resolve_mechanism(mechanism, 2.0, {}, caller="test") is first
     as_int = engine.resolve_mechanism(mechanism, 2, {}, caller="test")
