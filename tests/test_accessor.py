@@ -7,6 +7,7 @@ import json
 import pickle
 import random
 import warnings
+from pathlib import Path
 
 import geopandas as gpd
 import numpy as np
@@ -462,6 +463,44 @@ def test_every_wrapper_signature_equals_its_target(method, module, name):
     tp = list(target.parameters.values())[1:]
     wp = list(wrapper.parameters.values())[1:]
     assert [(p.name, p.kind, p.default) for p in wp] == [(p.name, p.kind, p.default) for p in tp]
+
+
+@pytest.mark.parametrize("method", ["perturb", "snap", "evaluate"])
+def test_a_method_made_from_its_function_belongs_to_the_accessor(toy_lines, method):
+    # the name help(), Sphinx and doctest see; the bound method's signature starts after self
+    fn = getattr(acc.LDPAccessor, method)
+    assert (fn.__name__, fn.__qualname__, fn.__module__) == (method, f"LDPAccessor.{method}", acc.__name__)
+    bound = list(inspect.signature(getattr(toy_lines.ldp, method)).parameters)
+    assert bound[0] == ("perturbed" if method == "evaluate" else "points")
+
+
+@pytest.mark.parametrize("method", ["snap", "evaluate"])
+def test_an_unknown_keyword_of_a_method_is_pythons_own_type_error(toy_lines, city_points, method):
+    with pytest.raises(TypeError, match=rf"^{method}\(\) got an unexpected keyword argument 'pints'$"):
+        getattr(toy_lines.ldp, method)(city_points, pints=city_points)
+
+
+@pytest.mark.slow
+def test_mypy_checks_the_methods_against_their_functions(tmp_path, monkeypatch):
+    api = pytest.importorskip("mypy.api")
+    snippet = tmp_path / "calls.py"
+    snippet.write_text(
+        "from geoldp.accessor import LDPAccessor\n"
+        "acc = LDPAccessor(None)\n"
+        "acc.perturb([], epsilon=2.0, granularity=3)\n"
+        "acc.evaluate([], k=3, points=None)\n"
+        "acc.snap([], snap_max_km='1')\n"  # line 5
+        "acc.evaluate([], pints=None)\n"  # line 6
+        "acc.perturb([], n_jobs='all')\n"  # line 7
+    )
+    root = Path(__file__).resolve().parents[1]
+    monkeypatch.setenv("MYPYPATH", str(root))  # this checkout of geoldp, not an installed one
+    out, err, _ = api.run(
+        [str(snippet), "--config-file", str(root / "pyproject.toml"), "--cache-dir", str(tmp_path / "cache")]
+    )
+    errors = [line for line in out.splitlines() if line.startswith(str(snippet)) and ": error:" in line]
+    assert [int(line.split(":")[1]) for line in errors] == [5, 6, 7], out + err
+    assert 'Unexpected keyword argument "pints"' in errors[1]
 
 
 def test_query_wrappers_delegate(monkeypatch, toy_lines, city_points):

@@ -11,6 +11,7 @@ from __future__ import annotations
 import inspect
 import math
 import warnings
+from pathlib import Path
 
 import geopandas as gpd
 import numpy as np
@@ -240,6 +241,84 @@ def test_bad_options_are_errors():
         estimate.range_counts(rel, P, (0.0, 0.0, 1.0), mechanism="tp", epsilon=1.0, how="line")
     with pytest.raises(TypeError, match="regions"):
         estimate.range_counts(rel, P, "everywhere", mechanism="tp", epsilon=1.0)
+
+
+# Every estimator's parameters: positional ones, then its own keywords, then the shared ones (defaults).
+_MODEL_DEFAULTS = {
+    "mechanism": None,
+    "epsilon": None,
+    "mechanism_options": None,
+    "rng": None,
+    "n_candidates": 3000,
+    "n_sims": 16,
+    "n_iter": "cv",
+    "cell_km": None,
+    "fit_rows": 5000,
+}
+_INTERVAL_DEFAULTS = {"n_boot": 30, "level": 0.95}
+_ESTIMATORS = [
+    ("fit", ["released", "points"], {}),
+    ("visit_counts", ["released", "points"], {"zones": None}),
+    ("range_counts", ["released", "points", "regions"], {"how": "points"}),
+    ("od_flows", ["released", "points", "zones"], {}),
+    ("hotspots", ["released", "points"], {"k": 10, "zones": None}),
+    ("denoise", ["released", "points"], {}),
+]
+
+
+@pytest.mark.parametrize(("name", "positional", "own"), _ESTIMATORS)
+def test_the_signature_shows_every_parameter_with_its_default(name, positional, own):
+    # what help(), notebooks and the API docs show: the full list, not **kwargs
+    params = inspect.signature(getattr(estimate, name)).parameters.values()
+    shared = _MODEL_DEFAULTS if name == "denoise" else {**_MODEL_DEFAULTS, **_INTERVAL_DEFAULTS}
+    assert [p.name for p in params if p.kind is p.POSITIONAL_OR_KEYWORD] == positional
+    keywords = {p.name: p.default for p in params if p.kind is p.KEYWORD_ONLY}
+    assert keywords == {**own, **shared} and list(keywords) == [*own, *shared]
+    assert all(p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) for p in params)  # no **kwargs left
+    assert {p.name for p in params if p.default is p.empty} == set(positional)
+
+
+@pytest.mark.parametrize(("name", "positional", "own"), _ESTIMATORS)
+def test_an_unknown_keyword_is_pythons_own_type_error(name, positional, own):
+    fn = getattr(estimate, name)
+    args = [[np.array([0, 1])], P, ZONES][: len(positional)]
+    with pytest.raises(TypeError, match=rf"^{name}\(\) got an unexpected keyword argument 'n_bots'$"):
+        fn(*args, mechanism="tp", epsilon=1.0, n_bots=3)
+    if name == "denoise":  # a point estimate: no interval, so neither of its parameters
+        for keyword in _INTERVAL_DEFAULTS:
+            with pytest.raises(
+                TypeError, match=f"^denoise\\(\\) got an unexpected keyword argument '{keyword}'$"
+            ):
+                fn(*args, mechanism="tp", epsilon=1.0, **{keyword: 1})
+    with pytest.raises(TypeError, match="got multiple values for argument 'released'"):
+        fn(*args, released=args[0])
+
+
+@pytest.mark.slow
+def test_mypy_checks_the_shared_keywords(tmp_path, monkeypatch):
+    """A type checker sees each estimator's full keyword list: unknown keywords and wrong types flagged."""
+    api = pytest.importorskip("mypy.api")
+    snippet = tmp_path / "calls.py"
+    snippet.write_text(
+        "from geoldp import estimate\n"
+        "estimate.visit_counts([], [], zones=None, n_boot=0, level=0.9, rng=1)\n"
+        "estimate.hotspots([], [], k=3, fit_rows=100, mechanism='tp')\n"
+        "estimate.visit_counts([], [], n_bots=3)\n"  # line 4
+        "estimate.fit([], [], n_boot='30')\n"  # line 5
+        "estimate.denoise([], [], level=0.9)\n"  # line 6
+        "estimate.range_counts([], [], [], how=1)\n"  # line 7
+        "estimate.hotspots([], [], n_bots=3)\n"  # line 8
+    )
+    root = Path(__file__).resolve().parents[1]
+    monkeypatch.setenv("MYPYPATH", str(root))  # this checkout of geoldp, not an installed one
+    out, err, _ = api.run(
+        [str(snippet), "--config-file", str(root / "pyproject.toml"), "--cache-dir", str(tmp_path / "cache")]
+    )
+    errors = [line for line in out.splitlines() if line.startswith(str(snippet)) and ": error:" in line]
+    assert [int(line.split(":")[1]) for line in errors] == [4, 5, 6, 7, 8], out + err
+    assert 'Unexpected keyword argument "n_bots"' in errors[0] and "[arg-type]" in errors[1]
+    assert 'Unexpected keyword argument "level"' in errors[2] and "[arg-type]" in errors[3]
+    assert 'Unexpected keyword argument "n_bots"' in errors[4]  # not swallowed by a **kwargs: Any
 
 
 # ----------------------------------------------------------------------------------------------------------
