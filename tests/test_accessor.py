@@ -7,7 +7,6 @@ import json
 import pickle
 import random
 import warnings
-from pathlib import Path
 
 import geopandas as gpd
 import numpy as np
@@ -478,29 +477,6 @@ def test_a_method_made_from_its_function_belongs_to_the_accessor(toy_lines, meth
 def test_an_unknown_keyword_of_a_method_is_pythons_own_type_error(toy_lines, city_points, method):
     with pytest.raises(TypeError, match=rf"^{method}\(\) got an unexpected keyword argument 'pints'$"):
         getattr(toy_lines.ldp, method)(city_points, pints=city_points)
-
-
-@pytest.mark.slow
-def test_mypy_checks_the_methods_against_their_functions(tmp_path, monkeypatch):
-    api = pytest.importorskip("mypy.api")
-    snippet = tmp_path / "calls.py"
-    snippet.write_text(
-        "from geoldp.accessor import LDPAccessor\n"
-        "acc = LDPAccessor(None)\n"
-        "acc.perturb([], epsilon=2.0, granularity=3)\n"
-        "acc.evaluate([], k=3, points=None)\n"
-        "acc.snap([], snap_max_km='1')\n"  # line 5
-        "acc.evaluate([], pints=None)\n"  # line 6
-        "acc.perturb([], n_jobs='all')\n"  # line 7
-    )
-    root = Path(__file__).resolve().parents[1]
-    monkeypatch.setenv("MYPYPATH", str(root))  # this checkout of geoldp, not an installed one
-    out, err, _ = api.run(
-        [str(snippet), "--config-file", str(root / "pyproject.toml"), "--cache-dir", str(tmp_path / "cache")]
-    )
-    errors = [line for line in out.splitlines() if line.startswith(str(snippet)) and ": error:" in line]
-    assert [int(line.split(":")[1]) for line in errors] == [5, 6, 7], out + err
-    assert 'Unexpected keyword argument "pints"' in errors[1]
 
 
 def test_query_wrappers_delegate(monkeypatch, toy_lines, city_points):

@@ -295,30 +295,36 @@ def test_an_unknown_keyword_is_pythons_own_type_error(name, positional, own):
 
 
 @pytest.mark.slow
-def test_mypy_checks_the_shared_keywords(tmp_path, monkeypatch):
-    """A type checker sees each estimator's full keyword list: unknown keywords and wrong types flagged."""
+def test_mypy_checks_the_calls_of_the_estimators_and_the_accessor_methods(tmp_path, monkeypatch):
+    """A type checker sees the full keyword list: unknown keywords and wrong types are flagged."""
     api = pytest.importorskip("mypy.api")
+    calls = {
+        "estimate.visit_counts([], [], zones=None, n_boot=0, level=0.9, rng=1)": None,
+        "estimate.hotspots([], [], k=3, fit_rows=100, mechanism='tp')": None,
+        "estimate.visit_counts([], [], n_bots=3)": 'Unexpected keyword argument "n_bots"',
+        "estimate.hotspots([], [], n_bots=3)": 'Unexpected keyword argument "n_bots"',  # not **kwargs: Any
+        "estimate.denoise([], [], level=0.9)": 'Unexpected keyword argument "level"',
+        "estimate.fit([], [], n_boot='30')": "[arg-type]",
+        "estimate.range_counts([], [], [], how=1)": "[arg-type]",
+        "LDPAccessor(None).perturb([], epsilon=2.0, granularity=3)": None,
+        "LDPAccessor(None).evaluate([], k=3, points=None)": None,
+        "LDPAccessor(None).evaluate([], pints=None)": 'Unexpected keyword argument "pints"',
+        "LDPAccessor(None).snap([], snap_max_km='1')": "[arg-type]",
+        "LDPAccessor(None).perturb([], n_jobs='all')": "[arg-type]",
+    }
     snippet = tmp_path / "calls.py"
-    snippet.write_text(
-        "from geoldp import estimate\n"
-        "estimate.visit_counts([], [], zones=None, n_boot=0, level=0.9, rng=1)\n"
-        "estimate.hotspots([], [], k=3, fit_rows=100, mechanism='tp')\n"
-        "estimate.visit_counts([], [], n_bots=3)\n"  # line 4
-        "estimate.fit([], [], n_boot='30')\n"  # line 5
-        "estimate.denoise([], [], level=0.9)\n"  # line 6
-        "estimate.range_counts([], [], [], how=1)\n"  # line 7
-        "estimate.hotspots([], [], n_bots=3)\n"  # line 8
-    )
+    header = "from geoldp import estimate\nfrom geoldp.accessor import LDPAccessor\n"
+    snippet.write_text(header + "\n".join(calls) + "\n")
     root = Path(__file__).resolve().parents[1]
     monkeypatch.setenv("MYPYPATH", str(root))  # this checkout of geoldp, not an installed one
     out, err, _ = api.run(
         [str(snippet), "--config-file", str(root / "pyproject.toml"), "--cache-dir", str(tmp_path / "cache")]
     )
-    errors = [line for line in out.splitlines() if line.startswith(str(snippet)) and ": error:" in line]
-    assert [int(line.split(":")[1]) for line in errors] == [4, 5, 6, 7, 8], out + err
-    assert 'Unexpected keyword argument "n_bots"' in errors[0] and "[arg-type]" in errors[1]
-    assert 'Unexpected keyword argument "level"' in errors[2] and "[arg-type]" in errors[3]
-    assert 'Unexpected keyword argument "n_bots"' in errors[4]  # not swallowed by a **kwargs: Any
+    lines = [line for line in out.splitlines() if line.startswith(str(snippet)) and ": error:" in line]
+    errors = {int(line.split(":")[1]): line for line in lines}
+    for number, (call, error) in enumerate(calls.items(), start=3):
+        assert (error is None) == (number not in errors), (call, out + err)
+        assert error is None or error in errors[number], (call, errors[number])
 
 
 # ----------------------------------------------------------------------------------------------------------
