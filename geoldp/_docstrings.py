@@ -217,7 +217,7 @@ def shared_keywords(spec: type) -> Callable[[F], F]:
             return func(*args, **{**defaults, **kwargs})
 
         wrapper.__signature__ = sig.replace(parameters=[*own, *shared])  # type: ignore[attr-defined]
-        return wrapper  # type: ignore[return-value]
+        return typing.cast(F, wrapper)  # called as func is, with the same keywords
 
     return decorate
 

@@ -554,10 +554,12 @@ def hotspots(
 
     Parameters
     ----------
-    released, points, zones
+    released, points
         As in :func:`visit_counts`.
     k : int, default 10
         Number of hotspots.
+    zones : GeoDataFrame or GeoSeries of polygons, optional
+        As in :func:`visit_counts`.
     {fit}
 
     Returns
