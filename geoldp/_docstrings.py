@@ -1,4 +1,4 @@
-"""Docstrings written once: a decorator that fills shared templates and parameter blocks.
+"""Docstrings and signatures written once: shared docstring templates, keyword sets and accessor methods.
 
 The style of GeoPandas' and pandas' ``doc`` decorator: a function or an accessor method that says what
 another one says takes its docstring from a template, with the parts that differ given as keywords::
@@ -10,18 +10,28 @@ Placeholders are ``{name}`` for the names given, and only those: other braces (`
 in an example) are left alone, so templates need no escaping. A placeholder alone on its line takes a
 block of several lines, each indented like the placeholder (an empty block removes the line); inline, a
 value is inserted as it is.
+
+The signatures of a family of functions are defined once too: :func:`shared_keywords` gives functions the
+keyword parameters a ``TypedDict`` lists (for type checkers and for ``inspect.signature``, ``help`` and
+Sphinx alike), and :func:`method_of` makes an accessor method with the signature and docstring of the
+function it calls.
 """
 
 from __future__ import annotations
 
+import functools
 import inspect
 import re
+import sys
+import typing
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Annotated, Any, Concatenate, ParamSpec, TypeVar
 
-__all__ = ["doc", "fill", "shares_parameters"]
+__all__ = ["doc", "fill", "method_of", "shared_keywords"]
 
 F = TypeVar("F", bound=Callable[..., Any])
+P = ParamSpec("P")
+R = TypeVar("R")
 
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
@@ -126,57 +136,138 @@ def doc(*templates: str | Callable[..., Any], **params: str) -> Callable[[F], F]
     return decorate
 
 
-def shares_parameters(defaults: dict[str, Any], *, without: tuple[str, ...] = ()) -> Callable[[F], F]:
-    """Decorator: the function takes the keyword-only parameters ``defaults`` (minus ``without``) with
-    those defaults, or the import fails with the parameter named.
+def shared_keywords(spec: type) -> Callable[[F], F]:
+    """Decorator: the function's ``**keywords`` are the keyword-only parameters ``spec`` lists.
 
-    The signature of a family of functions (spelt out in each, for introspection and help) is thereby
-    defined once: a function that drifts from the definition is caught when its module is imported.
+    ``spec`` is a ``TypedDict`` (``total=False``) whose fields are ``Annotated[type, default]``: the one
+    definition of the names, types and defaults a family of functions shares. Each function declares
+    ``**name: Unpack[spec]`` after its own parameters, so a type checker flags an unknown keyword or a
+    value of the wrong type; at run time the decorated function
+
+    - has the signature of its own parameters followed by those of ``spec`` with their defaults (what
+      :func:`inspect.signature`, ``help`` and Sphinx show),
+    - refuses any other keyword with Python's own ``TypeError``, and
+    - receives ``**name`` with every keyword of ``spec``, the defaults filled in.
 
     Parameters
     ----------
-    defaults : dict
-        Parameter name -> default, the one definition.
-    without : tuple of str, default ()
-        Names of ``defaults`` this function does not take.
+    spec : TypedDict class
+        The shared keywords, ``Annotated[type, default]`` each (a ``TypedDict`` subclass adds to those of
+        its base).
 
     Returns
     -------
     callable
-        The decorator; it returns the function unchanged.
+        The decorator.
 
     Raises
     ------
     TypeError
-        At decoration, naming the parameter that is missing, not keyword-only or has another default.
+        At decoration: a field without a default, a function without ``**keywords``, or one whose own
+        parameter has the name of a shared keyword.
 
     Examples
     --------
-    >>> @shares_parameters({"rng": None})
-    ... def f(x, *, rng=None): ...
-    >>> @shares_parameters({"rng": None})
-    ... def g(x, *, rng=0): ...
+    >>> from typing import Annotated, TypedDict, Unpack
+    >>> class Seeded(TypedDict, total=False):
+    ...     rng: Annotated[int | None, None]
+    ...     n_sims: Annotated[int, 16]
+    >>> @shared_keywords(Seeded)
+    ... def simulate(x, *, k=1, **kw: Unpack[Seeded]):
+    ...     return x, k, kw
+    >>> inspect.signature(simulate)
+    <Signature (x, *, k=1, rng: 'int | None' = None, n_sims: 'int' = 16)>
+    >>> simulate(0, n_sims=4)
+    (0, 1, {'rng': None, 'n_sims': 4})
+    >>> simulate(0, n_sim=4)
     Traceback (most recent call last):
-    TypeError: g: parameter 'rng' must be keyword-only with default None (the shared definition).
+    TypeError: simulate() got an unexpected keyword argument 'n_sim'
     """
+    shared: list[inspect.Parameter] = []
+    for name, hint in typing.get_type_hints(spec, include_extras=True).items():
+        if typing.get_origin(hint) is not Annotated:
+            raise TypeError(
+                f"{spec.__name__}.{name} must be Annotated[type, default] (the default is missing)."
+            )
+        kind, default = typing.get_args(hint)[:2]
+        annotation = inspect.formatannotation(kind)  # a string, as under `from __future__ import annotations`
+        shared.append(
+            inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=annotation)
+        )
+    defaults = {p.name: p.default for p in shared}
 
     def decorate(func: F) -> F:
-        params = inspect.signature(func).parameters
-        for name, default in defaults.items():
-            if name in without:
-                continue
-            p = params.get(name)
-            ok = (
-                p is not None
-                and p.kind is inspect.Parameter.KEYWORD_ONLY
-                and type(p.default) is type(default)
-                and p.default == default
+        sig = inspect.signature(func)
+        params = list(sig.parameters.values())
+        if not params or params[-1].kind is not inspect.Parameter.VAR_KEYWORD:
+            raise TypeError(f"{func.__name__} must end with **keywords: Unpack[{spec.__name__}].")
+        own = params[:-1]
+        clash = sorted({p.name for p in own} & set(defaults))
+        if clash:
+            raise TypeError(
+                f"{func.__name__}: {clash} are keywords of {spec.__name__}, not its own parameters."
             )
-            if not ok:
-                raise TypeError(
-                    f"{func.__name__}: parameter {name!r} must be keyword-only with default {default!r} "
-                    "(the shared definition)."
-                )
-        return func
+        accepted = {p.name for p in own if p.kind is not inspect.Parameter.POSITIONAL_ONLY} | set(defaults)
+
+        @functools.wraps(func)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            for name in kwargs:
+                if name not in accepted:  # the words of Python's own error for an unknown keyword
+                    raise TypeError(f"{func.__qualname__}() got an unexpected keyword argument {name!r}")
+            return func(*args, **{**defaults, **kwargs})
+
+        wrapper.__signature__ = sig.replace(parameters=[*own, *shared])  # type: ignore[attr-defined]
+        return typing.cast(F, wrapper)  # called as func is, with the same keywords
 
     return decorate
+
+
+def method_of(
+    fn: Callable[Concatenate[Any, P], R], *templates: str | Callable[..., Any], **params: str
+) -> Callable[Concatenate[Any, P], R]:
+    """An accessor method that calls ``fn`` with the accessor's object (``self._obj``) first.
+
+    Written in the body of an accessor class (``perturb = method_of(perturb, ...)``), the method takes
+    ``fn``'s name and signature (``self`` for its first parameter: what ``help`` and Sphinx show, and what
+    a type checker checks calls against) and the docstring :func:`doc` makes of ``templates`` (by default
+    ``fn``'s own template) filled with ``params``.
+
+    Parameters
+    ----------
+    fn : callable
+        The function of the object (a frame, a series) that the method applies to ``self._obj``.
+    *templates : str or callable
+        The docstring's templates, as in :func:`doc`; none: ``fn``'s (its unfilled template or docstring).
+    **params : str
+        Placeholder values (see :func:`fill`).
+
+    Returns
+    -------
+    callable
+        The method, named ``fn.__name__`` in the class it is written in.
+
+    Examples
+    --------
+    >>> def area(shape, *, scale=1.0):
+    ...     '''Area of the {what}.'''
+    ...     return shape * scale
+    >>> class Accessor:
+    ...     def __init__(self, obj):
+    ...         self._obj = obj
+    ...     area = method_of(area, what="accessor's shape")
+    >>> Accessor(3).area(scale=2.0), inspect.signature(Accessor.area), Accessor.area.__doc__
+    (6.0, <Signature (self, *, scale=1.0)>, "Area of the accessor's shape.")
+    """
+
+    def method(self: Any, /, *args: P.args, **kwargs: P.kwargs) -> R:
+        return fn(self._obj, *args, **kwargs)
+
+    sig = inspect.signature(fn)
+    rest = list(sig.parameters.values())[1:]
+    self_parameter = inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    method.__signature__ = sig.replace(parameters=[self_parameter, *rest])  # type: ignore[attr-defined]
+    caller = sys._getframe(1)  # the class body: the method belongs to its module and class
+    method.__module__ = caller.f_globals.get("__name__", fn.__module__)
+    method.__name__ = fn.__name__
+    method.__qualname__ = f"{caller.f_code.co_qualname}.{fn.__name__}"
+    return doc(*(templates or (fn,)), **params)(method)

@@ -30,8 +30,8 @@ from typing import Any
 
 import pandas as pd
 
-from geoldp import _frames, _release, budget_strategies
-from geoldp._docstrings import doc, fill
+from geoldp import _frames, _release, budget_strategies, metrics
+from geoldp._docstrings import doc, fill, method_of
 from geoldp._release import resolve_mechanism
 from geoldp._validation import check_bool, check_positive_km
 
@@ -378,7 +378,7 @@ class LDPAccessor:
 
         self._obj = _frames.accessor_target(obj, gpd.GeoDataFrame)
 
-    @doc(
+    perturb = method_of(
         perturb,
         summary=(
             "Perturb every trajectory of this frame under ε-LDP (TP, ATP or PointEM); return a new frame."
@@ -393,47 +393,6 @@ class LDPAccessor:
         ),
         frame="the frame",
     )
-    def perturb(
-        self,
-        points: Any,
-        *,
-        mechanism: Any = "atp",
-        epsilon: float | None = None,
-        keep_columns: Sequence[Any] | None = None,
-        snap_max_km: float | None = None,
-        traj_id_col: Any = None,
-        time_col: Any = None,
-        progress: bool = False,
-        on_invalid: str = "raise",
-        rng: Any = None,
-        accountant: Any = None,
-        user_col: Any = None,
-        n_jobs: int = 1,
-        user_budget: str = "trajectory",
-        max_per_user: int | None = None,
-        select_trips: str = "first",
-        **options: Any,
-    ) -> Any:
-        return perturb(
-            self._obj,
-            points,
-            mechanism=mechanism,
-            epsilon=epsilon,
-            keep_columns=keep_columns,
-            snap_max_km=snap_max_km,
-            traj_id_col=traj_id_col,
-            time_col=time_col,
-            progress=progress,
-            on_invalid=on_invalid,
-            rng=rng,
-            accountant=accountant,
-            user_col=user_col,
-            n_jobs=n_jobs,
-            user_budget=user_budget,
-            max_per_user=max_per_user,
-            select_trips=select_trips,
-            **options,
-        )
 
     def report(self, zones: Any, *, epsilon: float, **kwargs: Any) -> Any:
         """One ε-LDP aggregate report per trajectory over public zones: see :func:`geoldp.report`.
@@ -481,7 +440,7 @@ class LDPAccessor:
 
         return hybrids.hybrid(self._obj, points, zones, epsilon=epsilon, **kwargs)
 
-    @doc(
+    snap = method_of(
         snap,
         summary="Index sequences of this frame's trajectories snapped to the public points.",
         frame_parameter="",
@@ -491,23 +450,6 @@ class LDPAccessor:
             "[[0, 2], [1, 3]]",
         ),
     )
-    def snap(
-        self,
-        points: Any,
-        *,
-        traj_id_col: Any = None,
-        time_col: Any = None,
-        snap_max_km: float | None = None,
-        return_distances: bool = False,
-    ) -> Any:
-        return snap(
-            self._obj,
-            points,
-            traj_id_col=traj_id_col,
-            time_col=time_col,
-            snap_max_km=snap_max_km,
-            return_distances=return_distances,
-        )
 
     @doc(example_frame=_EXAMPLE_FRAME)
     def to_geojson(self, path: Any, *, ledger: bool = True, overwrite: bool = False) -> Any:
@@ -635,27 +577,10 @@ class LDPAccessor:
 
         return queries.visit_counts(self._obj, points, max_km=max_km)
 
-    @doc(example_frame=_EXAMPLE_FRAME)
-    def evaluate(
-        self,
-        perturbed: Any,
-        *,
-        points: Any = None,
-        label: str | None = None,
-        baselines: Any = "auto",
-        delta_km: Any = (0.5, 1.0, 2.0, 3.0, 4.0),
-        regions: Any = "auto",
-        zones: Any = "auto",
-        sanity_bound: Any = "auto",
-        k: int = 10,
-        bins: int = 20,
-        rng: Any = 0,
-        estimate: bool = False,
-        mechanism: Any = None,
-        epsilon: float | None = None,
-        estimate_options: dict | None = None,
-    ) -> Any:
-        """Utility table of ``perturbed`` against this (original) frame, with the no-data baselines.
+    evaluate = method_of(
+        metrics.evaluate,
+        """
+        Utility table of ``perturbed`` against this (original) frame, with the no-data baselines.
 
         Parameters
         ----------
@@ -717,27 +642,9 @@ class LDPAccessor:
         >>> table = trips.ldp.evaluate(out, points=pois)
         >>> list(table.index), table.columns[0]
         (['ATP raw', 'uniform', 'constant'], 'NE_km')
-        """
-        from geoldp import metrics
-
-        return metrics.evaluate(
-            self._obj,
-            perturbed,
-            points=points,
-            label=label,
-            baselines=baselines,
-            delta_km=delta_km,
-            regions=regions,
-            zones=zones,
-            sanity_bound=sanity_bound,
-            k=k,
-            bins=bins,
-            rng=rng,
-            estimate=estimate,
-            mechanism=mechanism,
-            epsilon=epsilon,
-            estimate_options=estimate_options,
-        )
+        """,
+        example_frame=_EXAMPLE_FRAME,
+    )
 
     def explore(self, original: Any = None, points: Any = None, *, denoised: Any = None) -> Any:
         """An interactive folium map of this release, with one toggleable layer per frame.

@@ -11,6 +11,7 @@ from __future__ import annotations
 import inspect
 import math
 import warnings
+from pathlib import Path
 
 import geopandas as gpd
 import numpy as np
@@ -240,6 +241,90 @@ def test_bad_options_are_errors():
         estimate.range_counts(rel, P, (0.0, 0.0, 1.0), mechanism="tp", epsilon=1.0, how="line")
     with pytest.raises(TypeError, match="regions"):
         estimate.range_counts(rel, P, "everywhere", mechanism="tp", epsilon=1.0)
+
+
+# Every estimator's parameters: positional ones, then its own keywords, then the shared ones (defaults).
+_MODEL_DEFAULTS = {
+    "mechanism": None,
+    "epsilon": None,
+    "mechanism_options": None,
+    "rng": None,
+    "n_candidates": 3000,
+    "n_sims": 16,
+    "n_iter": "cv",
+    "cell_km": None,
+    "fit_rows": 5000,
+}
+_INTERVAL_DEFAULTS = {"n_boot": 30, "level": 0.95}
+_ESTIMATORS = [
+    ("fit", ["released", "points"], {}),
+    ("visit_counts", ["released", "points"], {"zones": None}),
+    ("range_counts", ["released", "points", "regions"], {"how": "points"}),
+    ("od_flows", ["released", "points", "zones"], {}),
+    ("hotspots", ["released", "points"], {"k": 10, "zones": None}),
+    ("denoise", ["released", "points"], {}),
+]
+
+
+@pytest.mark.parametrize(("name", "positional", "own"), _ESTIMATORS)
+def test_the_signature_shows_every_parameter_with_its_default(name, positional, own):
+    # what help(), notebooks and the API docs show: the full list, not **kwargs
+    params = inspect.signature(getattr(estimate, name)).parameters.values()
+    shared = _MODEL_DEFAULTS if name == "denoise" else {**_MODEL_DEFAULTS, **_INTERVAL_DEFAULTS}
+    assert [p.name for p in params if p.kind is p.POSITIONAL_OR_KEYWORD] == positional
+    keywords = {p.name: p.default for p in params if p.kind is p.KEYWORD_ONLY}
+    assert keywords == {**own, **shared} and list(keywords) == [*own, *shared]
+    assert all(p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) for p in params)  # no **kwargs left
+    assert {p.name for p in params if p.default is p.empty} == set(positional)
+
+
+@pytest.mark.parametrize(("name", "positional", "own"), _ESTIMATORS)
+def test_an_unknown_keyword_is_pythons_own_type_error(name, positional, own):
+    fn = getattr(estimate, name)
+    args = [[np.array([0, 1])], P, ZONES][: len(positional)]
+    with pytest.raises(TypeError, match=rf"^{name}\(\) got an unexpected keyword argument 'n_bots'$"):
+        fn(*args, mechanism="tp", epsilon=1.0, n_bots=3)
+    if name == "denoise":  # a point estimate: no interval, so neither of its parameters
+        for keyword in _INTERVAL_DEFAULTS:
+            with pytest.raises(
+                TypeError, match=f"^denoise\\(\\) got an unexpected keyword argument '{keyword}'$"
+            ):
+                fn(*args, mechanism="tp", epsilon=1.0, **{keyword: 1})
+    with pytest.raises(TypeError, match="got multiple values for argument 'released'"):
+        fn(*args, released=args[0])
+
+
+@pytest.mark.slow
+def test_mypy_checks_the_calls_of_the_estimators_and_the_accessor_methods(tmp_path, monkeypatch):
+    """A type checker sees the full keyword list: unknown keywords and wrong types are flagged."""
+    api = pytest.importorskip("mypy.api")
+    calls = {
+        "estimate.visit_counts([], [], zones=None, n_boot=0, level=0.9, rng=1)": None,
+        "estimate.hotspots([], [], k=3, fit_rows=100, mechanism='tp')": None,
+        "estimate.visit_counts([], [], n_bots=3)": 'Unexpected keyword argument "n_bots"',
+        "estimate.hotspots([], [], n_bots=3)": 'Unexpected keyword argument "n_bots"',  # not **kwargs: Any
+        "estimate.denoise([], [], level=0.9)": 'Unexpected keyword argument "level"',
+        "estimate.fit([], [], n_boot='30')": "[arg-type]",
+        "estimate.range_counts([], [], [], how=1)": "[arg-type]",
+        "LDPAccessor(None).perturb([], epsilon=2.0, granularity=3)": None,
+        "LDPAccessor(None).evaluate([], k=3, points=None)": None,
+        "LDPAccessor(None).evaluate([], pints=None)": 'Unexpected keyword argument "pints"',
+        "LDPAccessor(None).snap([], snap_max_km='1')": "[arg-type]",
+        "LDPAccessor(None).perturb([], n_jobs='all')": "[arg-type]",
+    }
+    snippet = tmp_path / "calls.py"
+    header = "from geoldp import estimate\nfrom geoldp.accessor import LDPAccessor\n"
+    snippet.write_text(header + "\n".join(calls) + "\n")
+    root = Path(__file__).resolve().parents[1]
+    monkeypatch.setenv("MYPYPATH", str(root))  # this checkout of geoldp, not an installed one
+    out, err, _ = api.run(
+        [str(snippet), "--config-file", str(root / "pyproject.toml"), "--cache-dir", str(tmp_path / "cache")]
+    )
+    lines = [line for line in out.splitlines() if line.startswith(str(snippet)) and ": error:" in line]
+    errors = {int(line.split(":")[1]): line for line in lines}
+    for number, (call, error) in enumerate(calls.items(), start=3):
+        assert (error is None) == (number not in errors), (call, out + err)
+        assert error is None or error in errors[number], (call, errors[number])
 
 
 # ----------------------------------------------------------------------------------------------------------

@@ -35,13 +35,13 @@ denoise        a point estimate of every released trajectory made of public poin
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any, TypedDict, Unpack
 
 import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 
-from geoldp._docstrings import doc, shares_parameters
+from geoldp._docstrings import doc, shared_keywords
 from geoldp._random import resolve_rng
 from geoldp._validation import check_int_min, check_positive_km, check_real
 from geoldp.estimate import _denoise, _inputs, _model
@@ -51,37 +51,39 @@ __all__ = ["Population", "denoise", "fit", "hotspots", "od_flows", "range_counts
 _COLUMNS = ["estimate", "lower", "upper", "raw", "supported"]
 
 
-def _options(
-    n_candidates, n_sims, n_boot, n_iter, cell_km, level, fit_rows, caller: str
-) -> _model.FitOptions:
-    cell_km = check_positive_km(cell_km, "cell_km", caller=caller)  # TypeError for a non-number
+def _options(fit: _EstimateKeywords, caller: str) -> _model.FitOptions:
+    cell_km = check_positive_km(fit["cell_km"], "cell_km", caller=caller)  # TypeError for a non-number
+    level = fit["level"]
     if not (0.0 < check_real(level, "level", caller=caller) < 1.0):
         raise ValueError(
             f"The 'level' parameter of {caller} must be a float in (0, 1). Got {level!r} instead."
         )
+    n_iter = fit["n_iter"]
     return _model.FitOptions(
-        n_candidates=check_int_min(n_candidates, "n_candidates", minimum=10, caller=caller),
-        n_sims=check_int_min(n_sims, "n_sims", minimum=1, caller=caller),
-        n_boot=check_int_min(n_boot, "n_boot", minimum=0, caller=caller),
+        n_candidates=check_int_min(fit["n_candidates"], "n_candidates", minimum=10, caller=caller),
+        n_sims=check_int_min(fit["n_sims"], "n_sims", minimum=1, caller=caller),
+        n_boot=check_int_min(fit["n_boot"], "n_boot", minimum=0, caller=caller),
         n_iter="cv" if n_iter == "cv" else check_int_min(n_iter, "n_iter", minimum=0, caller=caller),
         cell_km=None if cell_km is None else float(cell_km),
         level=float(level),
-        fit_rows=check_int_min(fit_rows, "fit_rows", minimum=10, caller=caller),
+        fit_rows=check_int_min(fit["fit_rows"], "fit_rows", minimum=10, caller=caller),
     )
 
 
-def _prepare(released, points, mechanism, epsilon, mechanism_options, rng, fit_kw, caller):
+def _prepare(released: Any, points: Any, fit: _EstimateKeywords, caller: str) -> Population:
     """Validate everything and draw the one key (candidates, simulations, bootstrap); fit nothing yet."""
     ps, source = _inputs.resolve_public_points(points, caller=caller)
     _inputs.check_release_points(released, ps, caller=caller)  # the P the ledger records, or refused
-    mech = _inputs.resolve_release_mechanism(mechanism, epsilon, mechanism_options, released, caller=caller)
+    mech = _inputs.resolve_release_mechanism(
+        fit["mechanism"], fit["epsilon"], fit["mechanism_options"], released, caller=caller
+    )
     rel = _inputs.released_sequences(released, ps, caller=caller)
     if not rel.seqs:
         raise ValueError(f"The released trajectories passed to {caller} are empty.")
     for n in sorted({s.shape[0] for s in rel.seqs}):
         mech.check_budgets(n, ps.size)
-    options = _options(**fit_kw, caller=caller)
-    key = resolve_rng(rng).stream_key()
+    options = _options(fit, caller)
+    key = resolve_rng(fit["rng"]).stream_key()
     return Population(_Fit(ps, source, mech, rel, options, key, released))
 
 
@@ -314,21 +316,30 @@ def _frame(est, lo, hi, raw, supported, index) -> pd.DataFrame:
     )
 
 
-#: The keyword parameters the estimators share, with their defaults: one definition, documented once in
-#: ``_FIT_DOC`` and checked against each estimator's signature when this module is imported.
-_FIT_PARAMETERS: dict[str, Any] = {
-    "mechanism": None,
-    "epsilon": None,
-    "mechanism_options": None,
-    "rng": None,
-    "n_candidates": 3000,
-    "n_sims": 16,
-    "n_boot": 30,
-    "n_iter": "cv",
-    "cell_km": None,
-    "level": 0.95,
-    "fit_rows": 5000,
-}
+class _ModelKeywords(TypedDict, total=False):
+    """The keyword parameters of every estimator, ``Annotated[type, default]``: their one definition.
+
+    Each estimator takes them as ``**fit: Unpack[...]`` (see :func:`geoldp._docstrings.shared_keywords`);
+    they are documented once, in ``_FIT_DOC``.
+    """
+
+    mechanism: Annotated[Any, None]
+    epsilon: Annotated[float | None, None]
+    mechanism_options: Annotated[dict | None, None]
+    rng: Annotated[Any, None]
+    n_candidates: Annotated[int, 3000]
+    n_sims: Annotated[int, 16]
+    n_iter: Annotated[int | str, "cv"]
+    cell_km: Annotated[float | None, None]
+    fit_rows: Annotated[int, 5000]
+
+
+class _EstimateKeywords(_ModelKeywords, total=False):
+    """And those of the interval, which every estimator but :func:`denoise` (a point estimate) takes."""
+
+    n_boot: Annotated[int, 30]
+    level: Annotated[float, 0.95]
+
 
 _FIT_DOC = """
     mechanism : None, {"tp", "atp", "pointem"}, TP/ATP/PointEM object or dict, default None
@@ -348,8 +359,6 @@ _FIT_DOC = """
         library also holds up to as many released trajectories of that length.
     n_sims : int, default 16
         Simulated releases per candidate (TP and ATP; PointEM's likelihood is exact and needs none).
-    n_boot : int, default 30
-        Bootstrap replicates for the interval (0: no interval, NaN bounds).
     n_iter : int or "cv", default "cv"
         EM iterations from the starting weights (more fit the release more closely, and its noise);
         ``"cv"`` chooses, for each length, the start (uniform over the released copies, over independent
@@ -361,35 +370,22 @@ _FIT_DOC = """
     cell_km : float, optional
         Side of the public grid cells on which TP/ATP releases are compared with the simulations (default
         Δ/16).
-    level : float, default 0.95
-        Nominal coverage of the interval.
     fit_rows : int, default 5000
         The most released trajectories of one length the population is fitted on. Up to this many, every
         release is fitted (and the result does not depend on ``fit_rows``); a length with more fits the
         weights on a uniform sample of ``fit_rows`` of its releases, drawn from ``rng`` (never from the
         data), and each count is the sample's posterior mean count times the length's number of releases,
         its variance adding that of the sampling. Time and memory then stop growing with the release
-        except for the raw counts and the channel check (``docs/collector.md``, Cost)."""
+        except for the raw counts and the channel check (``docs/collector.md``, Cost).
+    n_boot : int, default 30
+        Bootstrap replicates for the interval (0: no interval, NaN bounds).
+    level : float, default 0.95
+        Nominal coverage of the interval."""
 
 
 @doc(fit=_FIT_DOC)
-@shares_parameters(_FIT_PARAMETERS)
-def fit(
-    released: Any,
-    points: Any,
-    *,
-    mechanism: Any = None,
-    epsilon: float | None = None,
-    mechanism_options: dict | None = None,
-    rng: Any = None,
-    n_candidates: int = 3000,
-    n_sims: int = 16,
-    n_boot: int = 30,
-    n_iter: int | str = "cv",
-    cell_km: float | None = None,
-    level: float = 0.95,
-    fit_rows: int = 5000,
-) -> Population:
+@shared_keywords(_EstimateKeywords)
+def fit(released: Any, points: Any, **fit: Unpack[_EstimateKeywords]) -> Population:
     """Fit the population model to a release once, for any number of queries.
 
     ``fit(...).visit_counts(zones)`` equals ``visit_counts(..., zones=zones)`` with the same arguments and
@@ -423,38 +419,13 @@ def fit(
     >>> pop.visit_counts().shape, len(pop.denoise())
     ((20, 5), 50)
     """
-    fit_kw = dict(
-        n_candidates=n_candidates,
-        n_sims=n_sims,
-        n_boot=n_boot,
-        n_iter=n_iter,
-        cell_km=cell_km,
-        level=level,
-        fit_rows=fit_rows,
-    )
-    return _prepare(
-        released, points, mechanism, epsilon, mechanism_options, rng, fit_kw, "geoldp.estimate.fit"
-    )
+    return _prepare(released, points, fit, "geoldp.estimate.fit")
 
 
 @doc(fit=_FIT_DOC)
-@shares_parameters(_FIT_PARAMETERS)
+@shared_keywords(_EstimateKeywords)
 def visit_counts(
-    released: Any,
-    points: Any,
-    *,
-    mechanism: Any = None,
-    epsilon: float | None = None,
-    zones: Any = None,
-    mechanism_options: dict | None = None,
-    rng: Any = None,
-    n_candidates: int = 3000,
-    n_sims: int = 16,
-    n_boot: int = 30,
-    n_iter: int | str = "cv",
-    cell_km: float | None = None,
-    level: float = 0.95,
-    fit_rows: int = 5000,
+    released: Any, points: Any, *, zones: Any = None, **fit: Unpack[_EstimateKeywords]
 ) -> pd.DataFrame:
     """Estimated number of distinct original trajectories visiting each public point or zone.
 
@@ -518,39 +489,14 @@ def visit_counts(
     >>> visit_counts(rel, P, mechanism="tp", epsilon=4.0, rng=0, n_boot=0).shape
     (20, 5)
     """
-    fit_kw = dict(
-        n_candidates=n_candidates,
-        n_sims=n_sims,
-        n_boot=n_boot,
-        n_iter=n_iter,
-        cell_km=cell_km,
-        level=level,
-        fit_rows=fit_rows,
-    )
     caller = "geoldp.estimate.visit_counts"
-    pop = _prepare(released, points, mechanism, epsilon, mechanism_options, rng, fit_kw, caller)
-    return pop._visit_counts(zones, caller)
+    return _prepare(released, points, fit, caller)._visit_counts(zones, caller)
 
 
 @doc(fit=_FIT_DOC)
-@shares_parameters(_FIT_PARAMETERS)
+@shared_keywords(_EstimateKeywords)
 def range_counts(
-    released: Any,
-    points: Any,
-    regions: Any,
-    *,
-    mechanism: Any = None,
-    epsilon: float | None = None,
-    how: str = "points",
-    mechanism_options: dict | None = None,
-    rng: Any = None,
-    n_candidates: int = 3000,
-    n_sims: int = 16,
-    n_boot: int = 30,
-    n_iter: int | str = "cv",
-    cell_km: float | None = None,
-    level: float = 0.95,
-    fit_rows: int = 5000,
+    released: Any, points: Any, regions: Any, *, how: str = "points", **fit: Unpack[_EstimateKeywords]
 ) -> pd.DataFrame:
     """Estimated number of original trajectories passing through each region.
 
@@ -572,38 +518,12 @@ def range_counts(
         ``upper``, ``raw``, ``supported`` (as in :func:`visit_counts`); ``attrs["total"]`` as there.
     """
     caller = "geoldp.estimate.range_counts"
-    fit_kw = dict(
-        n_candidates=n_candidates,
-        n_sims=n_sims,
-        n_boot=n_boot,
-        n_iter=n_iter,
-        cell_km=cell_km,
-        level=level,
-        fit_rows=fit_rows,
-    )
-    pop = _prepare(released, points, mechanism, epsilon, mechanism_options, rng, fit_kw, caller)
-    return pop._range_counts(regions, how, caller)
+    return _prepare(released, points, fit, caller)._range_counts(regions, how, caller)
 
 
 @doc(fit=_FIT_DOC)
-@shares_parameters(_FIT_PARAMETERS)
-def od_flows(
-    released: Any,
-    points: Any,
-    zones: Any,
-    *,
-    mechanism: Any = None,
-    epsilon: float | None = None,
-    mechanism_options: dict | None = None,
-    rng: Any = None,
-    n_candidates: int = 3000,
-    n_sims: int = 16,
-    n_boot: int = 30,
-    n_iter: int | str = "cv",
-    cell_km: float | None = None,
-    level: float = 0.95,
-    fit_rows: int = 5000,
-) -> pd.DataFrame:
+@shared_keywords(_EstimateKeywords)
+def od_flows(released: Any, points: Any, zones: Any, **fit: Unpack[_EstimateKeywords]) -> pd.DataFrame:
     """Estimated origin-destination flows between zones (first and last point of each trajectory).
 
     Parameters
@@ -622,39 +542,25 @@ def od_flows(
         estimate or raw count, sorted by pair; ``attrs["total"]`` as in :func:`visit_counts`.
     """
     caller = "geoldp.estimate.od_flows"
-    fit_kw = dict(
-        n_candidates=n_candidates,
-        n_sims=n_sims,
-        n_boot=n_boot,
-        n_iter=n_iter,
-        cell_km=cell_km,
-        level=level,
-        fit_rows=fit_rows,
-    )
-    pop = _prepare(released, points, mechanism, epsilon, mechanism_options, rng, fit_kw, caller)
-    return pop._od_flows(zones, caller)
+    return _prepare(released, points, fit, caller)._od_flows(zones, caller)
 
 
+@doc(fit=_FIT_DOC)
+@shared_keywords(_EstimateKeywords)
 def hotspots(
-    released: Any,
-    points: Any,
-    *,
-    mechanism: Any = None,
-    epsilon: float | None = None,
-    k: int = 10,
-    zones: Any = None,
-    **kwargs: Any,
+    released: Any, points: Any, *, k: int = 10, zones: Any = None, **fit: Unpack[_EstimateKeywords]
 ) -> pd.DataFrame:
     """The top-k public points (or zones) by estimated visits, with estimate and interval.
 
     Parameters
     ----------
-    released, points, mechanism, epsilon, zones
+    released, points
         As in :func:`visit_counts`.
     k : int, default 10
         Number of hotspots.
-    **kwargs
-        Passed to :func:`visit_counts` (``rng``, ``n_boot``, ...).
+    zones : GeoDataFrame or GeoSeries of polygons, optional
+        As in :func:`visit_counts`.
+    {fit}
 
     Returns
     -------
@@ -664,26 +570,11 @@ def hotspots(
         ``raw``, ``supported``.
     """
     k = check_int_min(k, "k", minimum=1, caller="geoldp.estimate.hotspots")
-    return _top_k(
-        visit_counts(released, points, mechanism=mechanism, epsilon=epsilon, zones=zones, **kwargs), k
-    )
+    return _top_k(visit_counts(released, points, zones=zones, **fit), k)
 
 
-@shares_parameters(_FIT_PARAMETERS, without=("n_boot", "level"))  # no interval: no bootstrap
-def denoise(
-    released: Any,
-    points: Any,
-    *,
-    mechanism: Any = None,
-    epsilon: float | None = None,
-    mechanism_options: dict | None = None,
-    rng: Any = None,
-    n_candidates: int = 3000,
-    n_sims: int = 16,
-    n_iter: int | str = "cv",
-    cell_km: float | None = None,
-    fit_rows: int = 5000,
-) -> Any:
+@shared_keywords(_ModelKeywords)  # no interval: not n_boot, level
+def denoise(released: Any, points: Any, **fit: Unpack[_ModelKeywords]) -> Any:
     """A point estimate of every original trajectory, made of public points (post-processing).
 
     For each released trajectory, the posterior over the fitted library of candidates is its per-trajectory
@@ -707,13 +598,4 @@ def denoise(
         release's CRS); for index input, a list of int64 arrays of the same lengths.
     """
     caller = "geoldp.estimate.denoise"
-    fit_kw = dict(
-        n_candidates=n_candidates,
-        n_sims=n_sims,
-        n_boot=0,
-        n_iter=n_iter,
-        cell_km=cell_km,
-        level=0.95,
-        fit_rows=fit_rows,
-    )
-    return _prepare(released, points, mechanism, epsilon, mechanism_options, rng, fit_kw, caller).denoise()
+    return _prepare(released, points, _EstimateKeywords(**fit, n_boot=0, level=0.95), caller).denoise()
