@@ -121,15 +121,15 @@ def _table_rows(sizes, trips: int, eps: float) -> int:
         t0 = time.process_time()
         AT._make(index, (b, radius, False, float(_fast._REGION_TOL_PT), 1024, False))
         t_build = time.process_time() - t0
-        saved = AT._FREE_S
-        AT._FREE_S = 1e9  # use (and cache) the table for the timed call
+        saved = AT._FREE_S, AT.TABLE_MAX_POINTS
+        AT._FREE_S, AT.TABLE_MAX_POINTS = 1e9, m  # use (and cache) the table for the timed call
         try:
             _fast.perturb_fast(flat[: offsets[20]], offsets[:21], points, mech, key, 0)  # builds it once
             t0 = time.process_time()
             with_table = _fast.perturb_fast(flat, offsets, points, mech, key, 0)
             t_with = time.process_time() - t0
         finally:
-            AT._FREE_S = saved
+            AT._FREE_S, AT.TABLE_MAX_POINTS = saved
         assert np.array_equal(no_table, with_table)
         copies = 2 * trips
         print(

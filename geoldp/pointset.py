@@ -211,8 +211,19 @@ class PointSet:
     (3, 157.249)
     """
 
-    __slots__ = ("_diameter", "_exact", "_lam", "_lat", "_lon", "_phi", "_tree", "_xyz", "__weakref__")
-    # the slots' types (set once, through object.__setattr__, by _set and _build)
+    __slots__ = (
+        "_diameter",
+        "_exact",
+        "_hash",
+        "_lam",
+        "_lat",
+        "_lon",
+        "_phi",
+        "_tree",
+        "_xyz",
+        "__weakref__",
+    )
+    # the slots' types (set once, through object.__setattr__, by _set, _build and __hash__)
     _lon: np.ndarray
     _lat: np.ndarray
     _lam: np.ndarray
@@ -221,6 +232,7 @@ class PointSet:
     _diameter: float | None
     _tree: Any  # scipy.spatial.cKDTree (scipy ships no type information), None until _build
     _exact: tuple[np.ndarray, ...] | None
+    _hash: int | None  # of the coordinates, on first use
 
     def __init__(self, lon, lat, *, deduplicate: bool = False) -> None:
         lon = _coords(lon, "lon", "PointSet")
@@ -287,6 +299,7 @@ class PointSet:
         object.__setattr__(self, "_diameter", None if diameter is None else float(diameter))
         object.__setattr__(self, "_tree", None)
         object.__setattr__(self, "_exact", None)
+        object.__setattr__(self, "_hash", None)
 
     def _build(self) -> None:
         """Build every structure of P at once (the tree, the exact-match table, the diameter), from P alone.
@@ -397,6 +410,8 @@ class PointSet:
     def __eq__(self, other) -> bool:
         if not isinstance(other, PointSet):
             return NotImplemented
+        if other is self:
+            return True
         return (
             self.size == other.size
             and np.array_equal(self._lon, other._lon)
@@ -404,7 +419,10 @@ class PointSet:
         )
 
     def __hash__(self) -> int:
-        return hash((self._lon.tobytes(), self._lat.tobytes()))
+        # computed once: every call looks its index up by P (hashing 16 bytes a point each time)
+        if self._hash is None:
+            object.__setattr__(self, "_hash", hash((self._lon.tobytes(), self._lat.tobytes())))
+        return self._hash
 
     def __repr__(self) -> str:
         return f"PointSet(size={self.size})"

@@ -34,7 +34,7 @@ import numba
 import numpy as np
 
 from geoldp._aot import Entry, array
-from geoldp._kernels import EARTH_RADIUS_M, haversine_rad
+from geoldp._kernels import EARTH_RADIUS_M, haversine_rad, jit_inline
 from geoldp._kernels import jit as _jit  # the one kernel decorator
 from geoldp.trajectory import calibration as _cal
 
@@ -305,6 +305,46 @@ def _third_bound(s):
     return EARTH_RADIUS_M * (1.25 + 1.34 / (s * s))
 
 
+@jit_inline
+def _band_sides(has_k, lo, hi, h_lo, h_hi, mg):
+    """Whether a node whose chords to the anchor lie in [``lo``, ``hi``] is wholly inside the candidate band
+    (chords ``h_lo``..``h_hi``, margin ``mg``) and whether it is wholly outside (always, without a band)."""
+    if not has_k:
+        return False, True
+    return lo > h_lo + mg and hi < h_hi - mg, hi < h_lo - mg or lo > h_hi + mg
+
+
+@jit_inline
+def _node_sum(rec, cnt, dx, dy, dz, r):
+    """A node's distance sum to the anchor by its second-order Taylor expansion (``cnt`` points, centroid
+    offset (``dx``, ``dy``, ``dz``), chord ``r``) and the allowance for its own rounding."""
+    # n·ψ(r) + ½ tr(H Q), H = ψ''·ûûᵀ + (ψ'/r)(I − ûûᵀ), ψ(r) = 2R·asin(r/2)
+    ux = dx / r
+    uy = dy / r
+    uz = dz / r
+    quu = (
+        rec[_Q00] * ux * ux
+        + rec[_Q11] * uy * uy
+        + rec[_Q22] * uz * uz
+        + 2.0 * (rec[_Q01] * ux * uy + rec[_Q02] * ux * uz + rec[_Q12] * uy * uz)
+    )
+    trq = rec[_Q00] + rec[_Q11] + rec[_Q22]
+    w = 1.0 - 0.25 * r * r
+    d1 = EARTH_RADIUS_M / math.sqrt(w)
+    d2 = EARTH_RADIUS_M * 0.25 * r / (w * math.sqrt(w))
+    val = cnt * asin_dist(0.5 * r) + 0.5 * (d2 * quu + d1 / r * (trq - quu))
+    return val, 1e-12 * abs(val)
+
+
+@jit_inline
+def _group_bounds_mm(lo, hi):
+    """Whole-millimetre bounds [l, u] of the distances of a node whose chords lie in [``lo``, ``hi``],
+    rounded outwards (the margins cover the chord formula's and the kernel's rounding)."""
+    dl = asin_dist(0.5 * max(lo, 0.0)) * (1.0 - 1e-12) - 1e-6
+    du = asin_dist(0.5 * min(hi, 2.0)) * (1.0 + 1e-12) + 1e-6
+    return int(math.floor(dl * 1e3)) - 1, int(math.ceil(du * 1e3)) + 1
+
+
 @_jit
 def _classify(d, d_lo, d_hi, tol, a, q, lam, phi):
     """Membership of C for a point at chord-formula distance d; kernel near a threshold."""
@@ -443,30 +483,12 @@ def _eta_interval(
         rho = rec[_RHO]
         lo = r - rho
         hi = r + rho
-        inside = False
-        outside = True
-        if has_k:
-            inside = lo > h_lo + mg and hi < h_hi - mg
-            outside = hi < h_lo - mg or lo > h_hi + mg
+        inside, outside = _band_sides(has_k, lo, hi, h_lo, h_hi, mg)
         if (inside or outside) and lo > 0.0 and hi < 1.0 and r > 0.0:
             err = _third_bound(lo) / 6.0 * rec[_M3]
             if err <= tol_pt * cnt:
-                # n·ψ(r) + ½ tr(H Q), H = ψ''·ûûᵀ + (ψ'/r)(I − ûûᵀ), ψ(r) = 2R·asin(r/2)
-                ux = dx / r
-                uy = dy / r
-                uz = dz / r
-                quu = (
-                    rec[_Q00] * ux * ux
-                    + rec[_Q11] * uy * uy
-                    + rec[_Q22] * uz * uz
-                    + 2.0 * (rec[_Q01] * ux * uy + rec[_Q02] * ux * uz + rec[_Q12] * uy * uz)
-                )
-                trq = rec[_Q00] + rec[_Q11] + rec[_Q22]
-                w = 1.0 - 0.25 * r * r
-                d1 = EARTH_RADIUS_M / math.sqrt(w)
-                d2 = EARTH_RADIUS_M * 0.25 * r / (w * math.sqrt(w))
-                val = cnt * asin_dist(0.5 * r) + 0.5 * (d2 * quu + d1 / r * (trq - quu))
-                err += 1e-12 * abs(val)
+                val, rounding = _node_sum(rec, cnt, dx, dy, dz, r)
+                err += rounding
                 s_val += val
                 s_err += err
                 if inside:
@@ -475,14 +497,10 @@ def _eta_interval(
                     n_c += cnt
                 continue
         elif not (inside or outside) and cnt * hi * sway <= straddle and n_groups < g_max:
-            # straddling and small: an uncertain group, distances in [l, u] (whole mm, rounded outwards;
-            # the margins cover the chord formula's and the kernel's rounding)
-            dl = asin_dist(0.5 * max(lo, 0.0)) * (1.0 - 1e-12) - 1e-6
-            du = asin_dist(0.5 * min(hi, 2.0)) * (1.0 + 1e-12) + 1e-6
+            # straddling and small: an uncertain group, its distances in whole-mm bounds [l, u]
             base = _GROUPS + 3 * n_groups
             stack[base] = int(cnt)
-            stack[base + 1] = int(math.floor(dl * 1e3)) - 1
-            stack[base + 2] = int(math.ceil(du * 1e3)) + 1
+            stack[base + 1], stack[base + 2] = _group_bounds_mm(lo, hi)
             u_lo += cnt * (stack[base + 1] * 1e-3)
             u_hi += cnt * (stack[base + 2] * 1e-3)
             n_unc += cnt
@@ -634,32 +652,15 @@ def eta_intervals(
             bit = np.int64(1) << j
             if (mask & bit) == 0:
                 continue
-            inside = False
-            outside = True
-            if has_k[j]:
-                inside = lo > acc[j, _A_HLO] + mg and hi < acc[j, _A_HHI] - mg
-                outside = hi < acc[j, _A_HLO] - mg or lo > acc[j, _A_HHI] + mg
+            inside, outside = _band_sides(has_k[j], lo, hi, acc[j, _A_HLO], acc[j, _A_HHI], mg)
             if (inside or outside) and geo:
                 if taylor == 0:
                     err = _third_bound(lo) / 6.0 * rec[_M3]
                     taylor = -1
                     if err <= tol_pt * cnt:
                         taylor = 1
-                        ux = dx / r
-                        uy = dy / r
-                        uz = dz / r
-                        quu = (
-                            rec[_Q00] * ux * ux
-                            + rec[_Q11] * uy * uy
-                            + rec[_Q22] * uz * uz
-                            + 2.0 * (rec[_Q01] * ux * uy + rec[_Q02] * ux * uz + rec[_Q12] * uy * uz)
-                        )
-                        trq = rec[_Q00] + rec[_Q11] + rec[_Q22]
-                        w = 1.0 - 0.25 * r * r
-                        d1 = EARTH_RADIUS_M / math.sqrt(w)
-                        d2 = EARTH_RADIUS_M * 0.25 * r / (w * math.sqrt(w))
-                        val = cnt * asin_dist(0.5 * r) + 0.5 * (d2 * quu + d1 / r * (trq - quu))
-                        err += 1e-12 * abs(val)
+                        val, rounding = _node_sum(rec, cnt, dx, dy, dz, r)
+                        err += rounding
                 if taylor == 1:
                     acc[j, _A_S] += val
                     acc[j, _A_SE] += err
@@ -671,10 +672,7 @@ def eta_intervals(
             elif not (inside or outside) and cnt * hi * sway <= straddle and groups[j, 0] < g_max:
                 if not grouped:
                     grouped = True
-                    dl = asin_dist(0.5 * max(lo, 0.0)) * (1.0 - 1e-12) - 1e-6
-                    du = asin_dist(0.5 * min(hi, 2.0)) * (1.0 + 1e-12) + 1e-6
-                    gl = int(math.floor(dl * 1e3)) - 1
-                    gu = int(math.ceil(du * 1e3)) + 1
+                    gl, gu = _group_bounds_mm(lo, hi)
                 base = _GROUPS + 3 * groups[j, 0]
                 groups[j, base] = int(cnt)
                 groups[j, base + 1] = gl

@@ -45,13 +45,16 @@ __all__ = [
 
 #: [False] turns the tables off (tests and benchmarks compare both routes: the output is the same)
 ENABLED = [True]
-# Where the table pays: its build costs about |P| × slots × (one traversal, ~_SLOT_US·√|P| µs, measured by
-# benchmarks/profile_atp.py --table on one core), and it saves about one traversal and one ΔR search per
-# copy. It is built when that estimate is at most _FREE_S seconds or the call's copies repay it, and never
-# above TABLE_MAX_POINTS points (the traversal grows with |P|, the table's build with |P|^1.5).
-TABLE_MAX_POINTS = 20_000
+# Where the table pays: its build costs about |P| × slots × _SLOT_US·√|P| µs (one traversal per anchor
+# shared by every band), and it saves a copy about _SAVED_US·√|P| µs (its traversal and ΔR search), both
+# measured by benchmarks/profile_atp.py --table on one core (|P| = 1,000 to 60,000; above 50,000 points the
+# straddling groups make both smaller, the ratio smaller still). It is built when the estimated build is
+# at most _FREE_S seconds or the call's copies repay it, and never above TABLE_MAX_POINTS points (34 MiB
+# at 10⁵; the build grows like |P|^1.5).
+TABLE_MAX_POINTS = 100_000
 _FREE_S = 0.05
-_SLOT_US = 0.22
+_SLOT_US = 0.16
+_SAVED_US = 0.45
 
 
 def _estimated_build_s(m: int, n_slots: int) -> float:
@@ -62,7 +65,7 @@ def wants_table(m: int, n_copies: int, n_slots: int = 24) -> bool:
     """Whether building the table for |P| = ``m`` pays for a call with ``n_copies`` ATP copies."""
     if m > TABLE_MAX_POINTS:
         return False
-    return _estimated_build_s(m, n_slots) <= _FREE_S or n_copies >= m * n_slots
+    return _estimated_build_s(m, n_slots) <= _FREE_S or n_copies * _SAVED_US >= m * n_slots * _SLOT_US
 
 
 def band_pairs(b: float, buckets: int, continuous: bool) -> np.ndarray:

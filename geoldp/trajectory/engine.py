@@ -47,6 +47,8 @@ _SAMPLERS = ("fast", "reference")
 #: release returned, like the budget splits). ε above the warning threshold is never memoised, so the
 #: warning is raised by every call.
 _MECH_CACHE = ReleaseCache(maxsize=32)
+#: (mechanism, length, |P|) whose stage budgets passed their checks.
+_CHECKED = ReleaseCache(maxsize=1024)
 
 
 def resolve_mechanism(mechanism, epsilon=None, options: Mapping | None = None, *, caller: str):
@@ -192,7 +194,13 @@ def _check_points(points, caller: str) -> PointSet:
 def check_budgets(mech, lengths, m: int) -> None:
     """Check every derived stage budget of ``mech`` for each distinct trajectory length (before any draw)."""
     for n in sorted(set(lengths)):
-        mech.check_budgets(n, m)
+        # a pass is memoised (public configuration: the mechanism, a length, |P|); a failure raises each time
+        _CHECKED.get((mech, int(n), int(m)), _check_length_budgets, mech, int(n), int(m))
+
+
+def _check_length_budgets(mech, n: int, m: int) -> bool:
+    mech.check_budgets(n, m)
+    return True
 
 
 def perturb_trajectories(

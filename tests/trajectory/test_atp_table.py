@@ -167,7 +167,7 @@ def test_only_calls_where_the_table_pays_build_it():
     assert AT.wants_table(300, 2)  # a small P: built at once (a few milliseconds)
     assert not AT.wants_table(5_000, 2)  # a larger P: only for a call that repays it
     assert AT.wants_table(5_000, 5_000 * 24)
-    assert not AT.wants_table(100_000, 10**9)  # never above the cut-off
+    assert not AT.wants_table(AT.TABLE_MAX_POINTS + 1, 10**9)  # never above the cut-off
 
 
 def test_two_budgets_give_two_tables_the_kernel_can_find():

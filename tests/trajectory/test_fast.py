@@ -284,9 +284,12 @@ def test_np_mean_replica_is_bit_identical():
         assert FA.np_mean(a, n) == np.mean(a)
 
 
-def test_anchor_rule_matches_reference(town):
+@pytest.mark.parametrize("route", ["tree", "scan"])
+def test_anchor_rule_matches_reference(town, route, monkeypatch):
     P, flat, offsets = town
     idx = F.get_index(P)
+    # the KD-tree route for large calls, the scan for small ones: the same rule
+    monkeypatch.setattr(FA, "SCAN_PAIRS", 0 if route == "tree" else len(P) * len(offsets))
     for vector in (False, True):
         got = FA.nearest_anchors(flat, offsets, idx, vector)
         d = np.empty(len(P))

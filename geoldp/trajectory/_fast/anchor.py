@@ -180,6 +180,17 @@ def _nearest_scan(alam, aphi, lam, phi):
     return bi
 
 
+@_jit
+def _nearest_scan_rows(alam, aphi, lam, phi, out):
+    """:func:`_nearest_scan` of every row (small calls: cheaper than querying the KD-tree)."""
+    for t in range(alam.shape[0]):
+        out[t] = _nearest_scan(alam[t], aphi[t], lam, phi)
+
+
+#: a call with at most this many (trajectory, point) pairs scans P instead of querying the KD-tree (the
+#: same answer: the tree route is exact, and its near ties are settled by the same scan)
+SCAN_PAIRS = 4096
+
 # called from Python: through their compiled exports when installed (geoldp._aot)
 _F1 = array(numba.float64, 1)
 _RF1 = array(numba.float64, 1, readonly=True)  # P's coordinates
@@ -191,6 +202,7 @@ _NEAREST_EXACT = Entry(
     _nearest_exact, {"nearest_exact": numba.void(_F1, _F1, array(numba.int64, 2), _RF1, _RF1, _I1)}
 )
 _NEAREST_SCAN = Entry(_nearest_scan, {"nearest_scan": numba.int64(numba.float64, numba.float64, _RF1, _RF1)})
+_NEAREST_SCAN_ROWS = Entry(_nearest_scan_rows, {"nearest_scan_rows": numba.void(_F1, _F1, _RF1, _RF1, _I1)})
 
 
 def nearest_anchors(flat, offsets, index: FastIndex, vector: bool) -> np.ndarray:
@@ -199,6 +211,10 @@ def nearest_anchors(flat, offsets, index: FastIndex, vector: bool) -> np.ndarray
     alam = np.empty(n_traj)
     aphi = np.empty(n_traj)
     _ANCHOR_POINTS(flat, offsets, index.lam, index.phi, bool(vector), alam, aphi)
+    if n_traj * index.m <= SCAN_PAIRS:
+        out = np.empty(n_traj, dtype=np.int64)
+        _NEAREST_SCAN_ROWS(alam, aphi, index.lam, index.phi, out)
+        return out
     cphi = np.cos(aphi)
     q = np.column_stack([cphi * np.cos(alam), cphi * np.sin(alam), np.sin(aphi)])
     k = min(4, index.m)
