@@ -505,7 +505,8 @@ def _cmd_report_estimate(args: argparse.Namespace, stdout: TextIO, stderr: TextI
             )
         except ValueError as exc:
             raise ValueError(str(exc).replace("overwrite=True (CLI: --overwrite)", "--overwrite")) from None
-    est = estimate_counts(table, zones)  # refuses zones other than the reports' own (digest)
+    # refuses zones other than the reports' own (digest)
+    est = estimate_counts(table, zones, max_set_size=args.max_set_size)
     est = est.rename(columns={"support": "raw"})
     extra = ["std_error", "projected"]
     lay: dict[str, Any] = {}
@@ -552,6 +553,16 @@ def _add_report_estimate(sub: Any) -> None:
     )
     _add_zone_options(p)
     p.add_argument("--k", type=_int_at_least(1), default=10, metavar="K", help="number of hotspot zones")
+    p.add_argument(
+        "--max-set-size",
+        type=_int_at_least(1),
+        default=None,
+        metavar="M",
+        help=(
+            "padded visited-zone reports: a public bound on the zones one trip visits (the outside "
+            "included), known without the data; narrows the upper ends (default: every zone)"
+        ),
+    )
     p.add_argument("--overwrite", action="store_true", help="replace existing outputs")
     p.set_defaults(func=_warned(_cmd_report_estimate), campaign_parser=p)
 

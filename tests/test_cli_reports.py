@@ -148,6 +148,16 @@ def test_report_estimate_writes_layers_with_intervals(files, tmp_path, capsys):
     assert {"std_error", "projected", "raw"} <= set(layer.columns)
     hot = gpd.read_file(gpkg, layer="hotspots")
     assert list(hot["rank"]) == list(range(1, 11)) and hot["estimate"].is_monotonic_decreasing
+    # a public bound on the zones a trip visits narrows the padded counts' upper ends, as in Python
+    bounded = tmp_path / "vz4.gpkg"
+    bound = ["--points", d / "P.gpkg", "--cell-km", 2, "--max-set-size", 4]
+    code, _, err = _run(["report-estimate", rep, *bound, "-o", bounded], capsys)
+    assert code == 0, err
+    narrow = gpd.read_file(bounded, layer="zone_visits")
+    est4 = estimate_counts(cli_reports.read_report_table(rep), zones, max_set_size=4)
+    np.testing.assert_allclose(narrow["upper"], est4["upper"])
+    np.testing.assert_allclose(narrow["lower"], layer["lower"])
+    assert (narrow["upper"] <= layer["upper"]).all() and (narrow["upper"] < layer["upper"]).any()
     # OD reports give flow lines, one GeoJSON file per layer
     od = tmp_path / "od.csv"
     _run(
@@ -176,6 +186,9 @@ def test_report_estimate_writes_layers_with_intervals(files, tmp_path, capsys):
     assert code == 0, err
     flows = gpd.read_file(tmp_path / "od.od_flows.geojson")
     assert len(flows) == len(zones) ** 2 and set(flows.geom_type) == {"LineString"}
+    # the bound applies to visited-zone reports only: one line, no traceback
+    code, _, err = _run(["report-estimate", od, *bound, "-o", tmp_path / "od4.geojson"], capsys)
+    assert code != 0 and "max_set_size" in err and "Traceback" not in err
 
 
 def test_per_user_options_and_the_accountant(files, tmp_path, capsys):
