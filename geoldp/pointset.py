@@ -420,9 +420,11 @@ class PointSet:
 
     def __hash__(self) -> int:
         # computed once: every call looks its index up by P (hashing 16 bytes a point each time)
-        if self._hash is None:
-            object.__setattr__(self, "_hash", hash((self._lon.tobytes(), self._lat.tobytes())))
-        return self._hash
+        h = self._hash
+        if h is None:
+            h = hash((self._lon.tobytes(), self._lat.tobytes()))
+            object.__setattr__(self, "_hash", h)
+        return h
 
     def __repr__(self) -> str:
         return f"PointSet(size={self.size})"
