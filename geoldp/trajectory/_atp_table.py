@@ -22,6 +22,7 @@ P's fast index. Building it costs one traversal per point and band slot, so it i
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import numba
 import numpy as np
@@ -87,8 +88,39 @@ def band_pairs(b: float, buckets: int, continuous: bool) -> np.ndarray:
     return np.array(sorted(pairs), dtype=np.int64).reshape(-1, 2)
 
 
+class TableWork(NamedTuple):
+    """Scratch arrays of the table's build (numba types it as a named tuple)."""
+
+    stack: np.ndarray  # int64[_reg.STACK] traversal stack
+    work: np.ndarray  # float64[8]
+    has_k: np.ndarray  # bool[slots] each band slot's test-value flag and distances
+    d_lo: np.ndarray  # float64[slots]
+    d_hi: np.ndarray  # float64[slots]
+    groups: np.ndarray  # int64[bands, _reg.STACK] carried groups (see _reg.eta_intervals)
+    acc: np.ndarray  # float64[bands, _reg.ACC_WIDTH]
+    eta: np.ndarray  # float64[slots, 2] the η intervals of one anchor
+
+
+def _table_work(n_slots: int) -> TableWork:
+    nb = min(n_slots, _reg.MAX_BANDS)
+    return TableWork(
+        np.zeros(_reg.STACK, dtype=np.int64), np.zeros(8), np.zeros(n_slots, dtype=np.bool_),
+        np.zeros(n_slots), np.zeros(n_slots), np.zeros((nb, _reg.STACK), dtype=np.int64),
+        np.zeros((nb, _reg.ACC_WIDTH)), np.zeros((n_slots, 2)),
+    )  # fmt: skip
+
+
 @numba.njit(cache=True)
-def _build(ri, b, eps_r, inp, tol_pt, straddle, pairs, stack, work, has_k, d_lo, d_hi, groups, acc, eta, out):
+def _build(ri, b, eps_r, inp, tol_pt, straddle, pairs, tw, out):
+    """Fill the table ``out`` over P's region index ``ri`` for the bands ``pairs`` (scratch: ``tw``)."""
+    stack = tw.stack
+    work = tw.work
+    has_k = tw.has_k
+    d_lo = tw.d_lo
+    d_hi = tw.d_hi
+    groups = tw.groups
+    acc = tw.acc
+    eta = tw.eta
     lam = ri.lam
     phi = ri.phi
     xyz = ri.xyz
@@ -132,12 +164,13 @@ _F1 = array(numba.float64, 1)
 _F2 = array(numba.float64, 2)
 _I1 = array(numba.int64, 1)
 _I2 = array(numba.int64, 2)
+_TABLE_WORK = numba.types.NamedTuple([_I1, _F1, array(numba.boolean, 1), _F1, _F1, _I2, _F2, _F2], TableWork)
 _BUILD = Entry(
     _build,
     {
         "atp_table": numba.void(
             _reg.REGION_INDEX_TYPE, numba.float64, numba.float64, numba.boolean, numba.float64, numba.float64,
-            _I2, _I1, _F1, array(numba.boolean, 1), _F1, _F1, _I2, _F2, _F2, _F2,
+            _I2, _TABLE_WORK, _F2,
         )
     },
 )  # fmt: skip
@@ -151,14 +184,10 @@ def build_table(index, b: float, eps_r: float, input_mapping: bool, tol_pt: floa
     """
     straddle = _reg.STRADDLE if index.m >= _reg.STRADDLE_MIN_POINTS else 0.0  # as region_setup
     n_slots = pairs.shape[0]
-    nb = min(n_slots, _reg.MAX_BANDS)
     out = np.zeros((index.m, 1 + 2 * n_slots))
     _BUILD(
         _reg.region_index(index), float(b), float(eps_r), bool(input_mapping), float(tol_pt), float(straddle),
-        np.ascontiguousarray(pairs, dtype=np.int64), np.zeros(_reg.STACK, dtype=np.int64), np.zeros(8),
-        np.zeros(n_slots, dtype=np.bool_), np.zeros(n_slots), np.zeros(n_slots),
-        np.zeros((nb, _reg.STACK), dtype=np.int64), np.zeros((nb, _reg.ACC_WIDTH)),
-        np.zeros((n_slots, 2)), out,
+        np.ascontiguousarray(pairs, dtype=np.int64), _table_work(n_slots), out,
     )  # fmt: skip
     out.setflags(write=False)
     return out
