@@ -38,34 +38,28 @@ import numba
 import numpy as np
 
 
-def _compiled(AR):
-    """Compiled loops over the sampled copies, one per stage (built here so they bind the module given)."""
+def _compiled(AR, CAL):
+    """Compiled loops over the sampled copies, one per stage (built here so they bind the modules given);
+    ``ri`` is P's region index (``AR.RegionIndex``)."""
 
     @numba.njit
-    def loop_farthest(ahat, lam, phi, xyz, sxyz, order, cell_start, nodes, levels, stack, out):
+    def loop_farthest(ahat, ri, stack, out):
         for i in range(ahat.shape[0]):
-            out[i] = AR.farthest(ahat[i], lam, phi, xyz, sxyz, order, cell_start, nodes, levels, stack)
+            out[i] = AR.farthest(ahat[i], ri, stack)
 
     @numba.njit
-    def loop_eta(ahat, lam, phi, xyz, sxyz, order, cell_start, nodes, levels, r_hat, b, eps_r, dr, inp, tol,
-                 straddle, stack, work, cnt):  # fmt: skip
+    def loop_eta(ahat, ri, r_hat, b, eps_r, dr, inp, tol, straddle, stack, work, cnt):
         for i in range(ahat.shape[0]):
-            has_k, d_lo, d_hi = AR._thresholds(r_hat[i], b[i], dr[i], inp)
-            AR.eta_interval(
-                ahat[i], lam, phi, xyz, sxyz, order, cell_start, nodes, levels, has_k, d_lo, d_hi, tol,
-                straddle, eps_r[i], stack, work,
-            )  # fmt: skip
+            has_k, d_lo, d_hi = CAL.candidate_band(r_hat[i], b[i], dr[i], inp)
+            AR.eta_interval(ahat[i], ri, has_k, d_lo, d_hi, tol, straddle, eps_r[i], stack, work)
             for j in range(3):
                 cnt[i, j] = work[5 + j]
 
     @numba.njit
-    def loop_setup(ahat, lam, phi, xyz, sxyz, order, cell_start, nodes, levels, r_hat, b, eps_r, eps_d, dr,
-                   inp, tol, straddle, stack, work, regs):  # fmt: skip
+    def loop_setup(ahat, ri, r_hat, b, eps_r, eps_d, dr, inp, tol, straddle, stack, work, regs):
         for i in range(ahat.shape[0]):
-            AR.region_setup_tol(
-                ahat[i], lam, phi, xyz, sxyz, order, cell_start, nodes, levels, True, r_hat[i], b[i],
-                eps_r[i], eps_d[i], dr[i], inp, tol, straddle, False, stack, work, regs[i],
-            )  # fmt: skip
+            cr = AR.CopyRegion(r_hat[i], b[i], eps_r[i], eps_d[i], dr[i], inp)
+            AR.region_setup_tol(ahat[i], ri, cr, tol, straddle, False, stack, work, regs[i])
 
     @numba.njit
     def loop_resolve(ahat, lam, phi, xyz, regs):
@@ -189,7 +183,7 @@ def main(argv=None) -> int:
     t_warm = time.process_time() - t0
     idx = _fast.get_index(points)
     t0 = time.process_time()
-    tree = AR.build_tree(idx)
+    AR.build_tree(idx)
     t_tree = time.process_time() - t0
 
     _fast.COLLECT_STATS = True
@@ -239,10 +233,10 @@ def main(argv=None) -> int:
     k = len(ahat)
     inp = bool(plan.input_mapping)
     tol = float(_fast._REGION_TOL_PT) if args.tol_pt is None else args.tol_pt
-    args_t = (idx.lam, idx.phi, idx.xyz, idx.sxyz, idx.order, idx.cell_start, tree.nodes, tree.levels)
+    args_t = (AR.region_index(idx),)
     stack = np.zeros(AR.STACK, dtype=np.int64)
     work = np.zeros(8)
-    loop_farthest, loop_eta, loop_setup, loop_resolve = _compiled(AR)
+    loop_farthest, loop_eta, loop_setup, loop_resolve = _compiled(AR, CAL)
     drs = np.zeros(k)
     cnt = np.zeros((k, 3))
     regs = np.zeros((k, AR.N_REGION))

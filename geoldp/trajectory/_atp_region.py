@@ -29,6 +29,7 @@ Everything here is a function of public values (P, â, the released r̂) only. N
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import numba
 import numpy as np
@@ -42,7 +43,10 @@ __all__ = [
     "F_RES",
     "F_SUPER",
     "N_REGION",
+    "REGION_INDEX_TYPE",
     "STACK",
+    "CopyRegion",
+    "RegionIndex",
     "Tree",
     "asin_dist",
     "build_tree",
@@ -56,6 +60,7 @@ __all__ = [
     "region_exact",
     "region_from_eta",
     "region_header",
+    "region_index",
     "region_setup",
     "region_setup_tol",
     "resolve",
@@ -94,6 +99,44 @@ class Tree:
     def __init__(self, nodes, levels) -> None:
         self.nodes = nodes
         self.levels = levels
+
+
+class RegionIndex(NamedTuple):
+    """What the region kernels read of P (numba types it as a named tuple; read-only in the kernels): the
+    arrays of its FastIndex and of its quadtree (``has_tree`` False: a placeholder quadtree, never read)."""
+
+    lam: np.ndarray
+    phi: np.ndarray
+    xyz: np.ndarray
+    sxyz: np.ndarray
+    order: np.ndarray
+    cell_start: np.ndarray
+    nodes: np.ndarray
+    levels: np.ndarray
+    has_tree: bool
+
+
+#: the numba type of the :class:`RegionIndex` the kernels are called with (for the compiled exports)
+REGION_INDEX_TYPE = numba.types.NamedTuple(
+    [
+        array(numba.float64, 1, readonly=True), array(numba.float64, 1, readonly=True),
+        array(numba.float64, 2, readonly=True), array(numba.float64, 2), array(numba.int64, 1),
+        array(numba.int64, 1), array(numba.float64, 2), array(numba.int64, 2), numba.boolean,
+    ],
+    RegionIndex,
+)  # fmt: skip
+
+
+class CopyRegion(NamedTuple):
+    """A copy's region parameters: the released r̂, the SW half-width ``b``, the radius and decay budgets,
+    ΔR of the perturbed anchor and the distance mapping (``inp``: input mapping)."""
+
+    r_hat: float
+    b: float
+    eps_r: float
+    eps_dec: float
+    dr: float
+    inp: bool
 
 
 @numba.njit(cache=True)
@@ -197,6 +240,20 @@ def build_tree(index) -> Tree:
     return Tree(nodes, lev)
 
 
+def region_index(index) -> RegionIndex:
+    """The :class:`RegionIndex` of ``index`` (a FastIndex): its arrays and quadtree, or a placeholder tree."""
+    tree = index.tree()
+    if tree is None:
+        nodes = np.zeros((1, _NF))
+        levels = np.zeros((1, 3), dtype=np.int64)
+    else:
+        nodes, levels = tree.nodes, tree.levels
+    return RegionIndex(
+        index.lam, index.phi, index.xyz, index.sxyz, index.order, index.cell_start, nodes, levels,
+        tree is not None,
+    )  # fmt: skip
+
+
 @_jit
 def asin_dist(h):
     """2R·asin(h) for a half-chord h ∈ [0, 1] (the fast path's chord distance)."""
@@ -211,9 +268,18 @@ def asin_dist(h):
 
 
 @_jit
-def farthest(a, lam, phi, xyz, sxyz, order, cell_start, nodes, levels, stack):
-    """ΔR = max_p haversine(P_a, P_p), exactly: branch and bound on the node balls (chord), then the
-    reference kernel on every point whose chord is within the rounding bound of the maximum."""
+def farthest(a, ri, stack):
+    """ΔR = max_p haversine(P_a, P_p), exactly (``ri`` a :class:`RegionIndex` with a tree): branch and bound
+    on the node balls (chord), then the reference kernel on every point whose chord is within the rounding
+    bound of the maximum."""
+    lam = ri.lam
+    phi = ri.phi
+    xyz = ri.xyz
+    sxyz = ri.sxyz
+    order = ri.order
+    cell_start = ri.cell_start
+    nodes = ri.nodes
+    levels = ri.levels
     ax = xyz[a, 0]
     ay = xyz[a, 1]
     az = xyz[a, 2]
@@ -391,23 +457,15 @@ def _dinkelbach(n0, w0, stack, n_groups, q, upper, free):
 
 
 @_jit
-def eta_interval(
-    a, lam, phi, xyz, sxyz, order, cell_start, nodes, levels, has_k, d_lo, d_hi, tol_pt, straddle, eps_r,
-    stack, out,
-):  # fmt: skip
+def eta_interval(a, ri, has_k, d_lo, d_hi, tol_pt, straddle, eps_r, stack, out):
     """Certified η interval for anchor ``a``: see :func:`_eta_interval` (``out`` as there)."""
-    _eta_interval(
-        a, lam, phi, xyz, sxyz, order, cell_start, nodes, levels, has_k, d_lo, d_hi, tol_pt, straddle, eps_r,
-        True, stack, out,
-    )  # fmt: skip
+    _eta_interval(a, ri, has_k, d_lo, d_hi, tol_pt, straddle, eps_r, True, stack, out)
 
 
 @_jit
-def _eta_interval(
-    a, lam, phi, xyz, sxyz, order, cell_start, nodes, levels, has_k, d_lo, d_hi, tol_pt, straddle, eps_r,
-    free, stack, out,
-):  # fmt: skip
-    """Certified η interval for anchor ``a`` (before the pad of :func:`region_setup`).
+def _eta_interval(a, ri, has_k, d_lo, d_hi, tol_pt, straddle, eps_r, free, stack, out):
+    """Certified η interval for anchor ``a`` over P's :class:`RegionIndex` ``ri`` (with a tree), before the
+    pad of :func:`region_setup`.
 
     ``out`` = [η_lo, η_hi, Σ_P d lower, Σ_P d upper, |C| of the settled points, nodes visited, points
     evaluated, straddling nodes carried]; the last three are per-call counters. ``tol_pt`` is the accepted
@@ -436,6 +494,14 @@ def _eta_interval(
     instead; the interval is then the union with that case's interval. Distances of the groups are kept
     in whole millimetres rounded outwards (int64 in ``stack[_GROUPS:]``).
     """
+    lam = ri.lam
+    phi = ri.phi
+    xyz = ri.xyz
+    sxyz = ri.sxyz
+    order = ri.order
+    cell_start = ri.cell_start
+    nodes = ri.nodes
+    levels = ri.levels
     ax = xyz[a, 0]
     ay = xyz[a, 1]
     az = xyz[a, 2]
@@ -585,10 +651,7 @@ ACC_WIDTH = _A_W
 
 
 @_jit
-def eta_intervals(
-    a, lam, phi, xyz, sxyz, order, cell_start, nodes, levels, has_k, d_lo, d_hi, tol_pt, straddle, eps_r,
-    stack, groups, acc, work, out,
-):  # fmt: skip
+def eta_intervals(a, ri, has_k, d_lo, d_hi, tol_pt, straddle, eps_r, stack, groups, acc, work, out):
     """:func:`eta_interval` of anchor ``a`` for every band ``j`` (``has_k[j]``, ``d_lo[j]``, ``d_hi[j]``;
     at most ``MAX_BANDS``) in one traversal: ``out[j] = (η_lo, η_hi)``, bit for bit the one-band traversal's.
 
@@ -599,6 +662,14 @@ def eta_intervals(
     entry), ``groups`` int64[bands, STACK] (each band's carried groups, at ``_GROUPS`` as in ``stack`` of
     :func:`eta_interval`; their number at 0), ``acc`` float64[bands, ACC_WIDTH], ``work`` float64[8].
     """
+    lam = ri.lam
+    phi = ri.phi
+    xyz = ri.xyz
+    sxyz = ri.sxyz
+    order = ri.order
+    cell_start = ri.cell_start
+    nodes = ri.nodes
+    levels = ri.levels
     nb = has_k.shape[0]
     ax = xyz[a, 0]
     ay = xyz[a, 1]
@@ -762,41 +833,30 @@ def _set_radius(reg, lo, hi):
 
 
 @_jit
-def region_setup(
-    a, lam, phi, xyz, sxyz, order, cell_start, nodes, levels, has_tree, r_hat, b, eps_r, eps_dec, dr, inp,
-    tol_pt, eager, stack, work, reg,
-):  # fmt: skip
-    """Fill the region record ``reg`` for anchor ``a`` (ΔR = ``dr``) and released r̂: the certified R̃
-    interval, or the exact R̃ when ``eager`` or without a tree (straddling groups: ``STRADDLE``)."""
-    straddle = STRADDLE if lam.shape[0] >= STRADDLE_MIN_POINTS else 0.0
-    region_setup_tol(
-        a, lam, phi, xyz, sxyz, order, cell_start, nodes, levels, has_tree, r_hat, b, eps_r, eps_dec, dr, inp,
-        tol_pt, straddle, eager, stack, work, reg,
-    )  # fmt: skip
+def region_setup(a, ri, cr, tol_pt, eager, stack, work, reg):
+    """Fill the region record ``reg`` for anchor ``a`` of P's :class:`RegionIndex` ``ri`` and the copy's
+    :class:`CopyRegion` ``cr`` (ΔR, released r̂): the certified R̃ interval, or the exact R̃ when ``eager``
+    or without a tree (straddling groups: ``STRADDLE``)."""
+    straddle = STRADDLE if ri.lam.shape[0] >= STRADDLE_MIN_POINTS else 0.0
+    region_setup_tol(a, ri, cr, tol_pt, straddle, eager, stack, work, reg)
 
 
 @_jit
-def region_setup_tol(
-    a, lam, phi, xyz, sxyz, order, cell_start, nodes, levels, has_tree, r_hat, b, eps_r, eps_dec, dr, inp,
-    tol_pt, straddle, eager, stack, work, reg,
-):  # fmt: skip
+def region_setup_tol(a, ri, cr, tol_pt, straddle, eager, stack, work, reg):
     """:func:`region_setup` with the straddling-group limit ``straddle`` (metres) given (tests, benches)."""
-    r_est = region_header(r_hat, b, eps_r, eps_dec, dr, inp, reg)
-    has_k, d_lo, d_hi = _cal.candidate_band(r_hat, b, dr, inp)
-    if has_tree:
-        eta_interval(
-            a, lam, phi, xyz, sxyz, order, cell_start, nodes, levels, has_k, d_lo, d_hi, tol_pt, straddle,
-            eps_r, stack, work,
-        )  # fmt: skip
+    r_est = region_header(cr, reg)
+    has_k, d_lo, d_hi = _cal.candidate_band(cr.r_hat, cr.b, cr.dr, cr.inp)
+    if ri.has_tree:
+        eta_interval(a, ri, has_k, d_lo, d_hi, tol_pt, straddle, cr.eps_r, stack, work)
         e_lo = work[0]
         e_hi = work[1]
         if e_hi < 0.0:
             # the iteration did not settle (never seen): η ≤ max d = ΔR (forces the exact pass)
-            e_hi = dr * (1.0 + 1e-9) + 1e-6
-        region_from_eta(a, lam, phi, xyz, e_lo, e_hi, eager, reg)
+            e_hi = cr.dr * (1.0 + 1e-9) + 1e-6
+        region_from_eta(a, ri, e_lo, e_hi, eager, reg)
         return
-    eta = eta_exact(a, lam, phi, xyz, has_k, d_lo, d_hi, eps_r)
-    region_exact(reg, _cal.calibrate(r_est, eta, dr, eps_dec))
+    eta = eta_exact(a, ri.lam, ri.phi, ri.xyz, has_k, d_lo, d_hi, cr.eps_r)
+    region_exact(reg, _cal.calibrate(r_est, eta, cr.dr, cr.eps_dec))
 
 
 @_jit
@@ -808,22 +868,23 @@ def region_exact(reg, rt):
 
 
 @_jit
-def region_header(r_hat, b, eps_r, eps_dec, dr, inp, reg):
-    """Fill the parameter fields of the region record ``reg`` (not yet resolved); returns R̂."""
-    r_est = _cal.sw_estimate(r_hat, b, dr)
-    reg[_F_RHAT] = r_hat
-    reg[_F_B] = b
-    reg[_F_EPSR] = eps_r
-    reg[_F_EPSD] = eps_dec
+def region_header(cr, reg):
+    """Fill the parameter fields of the region record ``reg`` from the :class:`CopyRegion` ``cr`` (not yet
+    resolved); returns R̂."""
+    r_est = _cal.sw_estimate(cr.r_hat, cr.b, cr.dr)
+    reg[_F_RHAT] = cr.r_hat
+    reg[_F_B] = cr.b
+    reg[_F_EPSR] = cr.eps_r
+    reg[_F_EPSD] = cr.eps_dec
     reg[_F_REST] = r_est
-    reg[_F_DR] = dr
-    reg[_F_INP] = 1.0 if inp else 0.0
+    reg[_F_DR] = cr.dr
+    reg[_F_INP] = 1.0 if cr.inp else 0.0
     reg[F_RES] = 0.0
     return r_est
 
 
 @_jit
-def region_from_eta(a, lam, phi, xyz, e_lo, e_hi, eager, reg):
+def region_from_eta(a, ri, e_lo, e_hi, eager, reg):
     """The R̃ interval of ``reg`` (filled by :func:`region_header`) from a certified η interval
     [``e_lo``, ``e_hi``] before the pad for the exact pass's own rounding; resolved at once if ``eager``."""
     pad = 1e-9 * abs(e_hi) + 1e-6
@@ -845,7 +906,7 @@ def region_from_eta(a, lam, phi, xyz, e_lo, e_hi, eager, reg):
     _set_radius(reg, lo, hi)
     reg[F_SUPER] = hi
     if eager:
-        resolve(a, lam, phi, xyz, reg)
+        resolve(a, ri.lam, ri.phi, ri.xyz, reg)
 
 
 @_jit

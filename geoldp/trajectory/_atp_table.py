@@ -22,6 +22,7 @@ P's fast index. Building it costs one traversal per point and band slot, so it i
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import numba
 import numpy as np
@@ -87,16 +88,47 @@ def band_pairs(b: float, buckets: int, continuous: bool) -> np.ndarray:
     return np.array(sorted(pairs), dtype=np.int64).reshape(-1, 2)
 
 
+class TableWork(NamedTuple):
+    """Scratch arrays of the table's build (numba types it as a named tuple)."""
+
+    stack: np.ndarray  # int64[_reg.STACK] traversal stack
+    work: np.ndarray  # float64[8]
+    has_k: np.ndarray  # bool[slots] each band slot's test-value flag and distances
+    d_lo: np.ndarray  # float64[slots]
+    d_hi: np.ndarray  # float64[slots]
+    groups: np.ndarray  # int64[bands, _reg.STACK] carried groups (see _reg.eta_intervals)
+    acc: np.ndarray  # float64[bands, _reg.ACC_WIDTH]
+    eta: np.ndarray  # float64[slots, 2] the η intervals of one anchor
+
+
+def _table_work(n_slots: int) -> TableWork:
+    nb = min(n_slots, _reg.MAX_BANDS)
+    return TableWork(
+        np.zeros(_reg.STACK, dtype=np.int64), np.zeros(8), np.zeros(n_slots, dtype=np.bool_),
+        np.zeros(n_slots), np.zeros(n_slots), np.zeros((nb, _reg.STACK), dtype=np.int64),
+        np.zeros((nb, _reg.ACC_WIDTH)), np.zeros((n_slots, 2)),
+    )  # fmt: skip
+
+
 @numba.njit(cache=True)
-def _build(
-    lam, phi, xyz, sxyz, order, cell_start, nodes, levels, has_tree, b, eps_r, inp, tol_pt, straddle, pairs,
-    stack, work, has_k, d_lo, d_hi, groups, acc, eta, out,
-):  # fmt: skip
+def _build(ri, b, eps_r, inp, tol_pt, straddle, pairs, tw, out):
+    """Fill the table ``out`` over P's region index ``ri`` for the bands ``pairs`` (scratch: ``tw``)."""
+    stack = tw.stack
+    work = tw.work
+    has_k = tw.has_k
+    d_lo = tw.d_lo
+    d_hi = tw.d_hi
+    groups = tw.groups
+    acc = tw.acc
+    eta = tw.eta
+    lam = ri.lam
+    phi = ri.phi
+    xyz = ri.xyz
     m = lam.shape[0]
     n_slots = pairs.shape[0]
     for a in range(m):
-        if has_tree:
-            dr = _reg.farthest(a, lam, phi, xyz, sxyz, order, cell_start, nodes, levels, stack)
+        if ri.has_tree:
+            dr = _reg.farthest(a, ri, stack)
         else:
             dr = _reg.farthest_scan(a, lam, phi, xyz)
         out[a, 0] = dr
@@ -108,7 +140,7 @@ def _build(
             if has_k[s]:  # as candidate_band
                 d_lo[s] = _cal.band_distance(k_lo, b, dr, inp)
                 d_hi[s] = _cal.band_distance(pairs[s, 1], b, dr, inp)
-        if not has_tree:
+        if not ri.has_tree:
             for s in range(n_slots):
                 out[a, 1 + 2 * s] = _reg.eta_exact(a, lam, phi, xyz, has_k[s], d_lo[s], d_hi[s], eps_r)
             continue
@@ -116,8 +148,8 @@ def _build(
         for s0 in range(0, n_slots, _reg.MAX_BANDS):
             s1 = min(n_slots, s0 + _reg.MAX_BANDS)
             _reg.eta_intervals(
-                a, lam, phi, xyz, sxyz, order, cell_start, nodes, levels, has_k[s0:s1], d_lo[s0:s1],
-                d_hi[s0:s1], tol_pt, straddle, eps_r, stack, groups, acc, work, eta[s0:s1],
+                a, ri, has_k[s0:s1], d_lo[s0:s1], d_hi[s0:s1], tol_pt, straddle, eps_r, stack, groups, acc,
+                work, eta[s0:s1],
             )  # fmt: skip
         for s in range(n_slots):
             e_hi = eta[s, 1]
@@ -132,14 +164,13 @@ _F1 = array(numba.float64, 1)
 _F2 = array(numba.float64, 2)
 _I1 = array(numba.int64, 1)
 _I2 = array(numba.int64, 2)
+_TABLE_WORK = numba.types.NamedTuple([_I1, _F1, array(numba.boolean, 1), _F1, _F1, _I2, _F2, _F2], TableWork)
 _BUILD = Entry(
     _build,
     {
         "atp_table": numba.void(
-            array(numba.float64, 1, readonly=True), array(numba.float64, 1, readonly=True),
-            array(numba.float64, 2, readonly=True), _F2, _I1, _I1, _F2, _I2, numba.boolean, numba.float64,
-            numba.float64, numba.boolean, numba.float64, numba.float64, _I2, _I1, _F1,
-            array(numba.boolean, 1), _F1, _F1, _I2, _F2, _F2, _F2,
+            _reg.REGION_INDEX_TYPE, numba.float64, numba.float64, numba.boolean, numba.float64, numba.float64,
+            _I2, _TABLE_WORK, _F2,
         )
     },
 )  # fmt: skip
@@ -151,23 +182,12 @@ def build_table(index, b: float, eps_r: float, input_mapping: bool, tol_pt: floa
     A function of P and public options only (SW half-width ``b``, radius budget ``eps_r``, the mapping,
     the traversal's tolerance ``tol_pt``).
     """
-    tree = index.tree()
-    if tree is None:
-        nodes = np.zeros((1, 12))
-        levels = np.zeros((1, 3), dtype=np.int64)
-    else:
-        nodes, levels = tree.nodes, tree.levels
     straddle = _reg.STRADDLE if index.m >= _reg.STRADDLE_MIN_POINTS else 0.0  # as region_setup
     n_slots = pairs.shape[0]
-    nb = min(n_slots, _reg.MAX_BANDS)
     out = np.zeros((index.m, 1 + 2 * n_slots))
     _BUILD(
-        index.lam, index.phi, index.xyz, index.sxyz, index.order, index.cell_start, nodes, levels,
-        tree is not None, float(b), float(eps_r), bool(input_mapping), float(tol_pt), float(straddle),
-        np.ascontiguousarray(pairs, dtype=np.int64), np.zeros(_reg.STACK, dtype=np.int64), np.zeros(8),
-        np.zeros(n_slots, dtype=np.bool_), np.zeros(n_slots), np.zeros(n_slots),
-        np.zeros((nb, _reg.STACK), dtype=np.int64), np.zeros((nb, _reg.ACC_WIDTH)),
-        np.zeros((n_slots, 2)), out,
+        _reg.region_index(index), float(b), float(eps_r), bool(input_mapping), float(tol_pt), float(straddle),
+        np.ascontiguousarray(pairs, dtype=np.int64), _table_work(n_slots), out,
     )  # fmt: skip
     out.setflags(write=False)
     return out
@@ -266,33 +286,28 @@ def find(keys, b, eps_r):
 
 
 @_jit
-def anchor_radius(j, tab, a, lam, phi, xyz, sxyz, order, cell_start, nodes, levels, has_tree, stack):
-    """ΔR of anchor ``a``: from table ``j`` (≥ 0), else by the quadtree or a scan (the same value)."""
+def anchor_radius(j, tab, a, ri, stack):
+    """ΔR of anchor ``a`` of P's region index ``ri`` (:class:`geoldp.trajectory._atp_region.RegionIndex`):
+    from table ``j`` (≥ 0), else by the quadtree or a scan (the same value)."""
     if j >= 0:
         return tab[j, a, 0]
-    if has_tree:
-        return _reg.farthest(a, lam, phi, xyz, sxyz, order, cell_start, nodes, levels, stack)
-    return _reg.farthest_scan(a, lam, phi, xyz)
+    if ri.has_tree:
+        return _reg.farthest(a, ri, stack)
+    return _reg.farthest_scan(a, ri.lam, ri.phi, ri.xyz)
 
 
 @_jit
-def region_setup(
-    j, tab, slots, a, lam, phi, xyz, sxyz, order, cell_start, nodes, levels, has_tree, r_hat, b, eps_r,
-    eps_dec, dr, inp, tol_pt, eager, stack, work, reg,
-):  # fmt: skip
+def region_setup(j, tab, slots, a, ri, cr, tol_pt, eager, stack, work, reg):
     """:func:`geoldp.trajectory._atp_region.region_setup` from table ``j`` (≥ 0) where it has the band
     (the same region record, bit for bit), else by the traversal."""
     if j >= 0:
-        k_lo, k_hi = _cal.candidate_range(r_hat, b)
+        k_lo, k_hi = _cal.candidate_range(cr.r_hat, cr.b)
         s = slots[j, k_lo + 1, k_hi + 1]
         if s >= 0:
-            r_est = _reg.region_header(r_hat, b, eps_r, eps_dec, dr, inp, reg)
-            if has_tree:
-                _reg.region_from_eta(a, lam, phi, xyz, tab[j, a, 1 + 2 * s], tab[j, a, 2 + 2 * s], eager, reg)
+            r_est = _reg.region_header(cr, reg)
+            if ri.has_tree:
+                _reg.region_from_eta(a, ri, tab[j, a, 1 + 2 * s], tab[j, a, 2 + 2 * s], eager, reg)
             else:
-                _reg.region_exact(reg, _cal.calibrate(r_est, tab[j, a, 1 + 2 * s], dr, eps_dec))
+                _reg.region_exact(reg, _cal.calibrate(r_est, tab[j, a, 1 + 2 * s], cr.dr, cr.eps_dec))
             return
-    _reg.region_setup(
-        a, lam, phi, xyz, sxyz, order, cell_start, nodes, levels, has_tree, r_hat, b, eps_r, eps_dec, dr, inp,
-        tol_pt, eager, stack, work, reg,
-    )  # fmt: skip
+    _reg.region_setup(a, ri, cr, tol_pt, eager, stack, work, reg)

@@ -70,6 +70,7 @@ def test_table_holds_what_the_kernel_would_compute(input_mapping):
     assert tab.shape == (len(P), 1 + 2 * len(pairs)) and not tab.flags.writeable
     stack = np.zeros(AR.STACK, dtype=np.int64)
     work = np.zeros(8)
+    ri = AR.region_index(index)
     for a in range(0, len(P), 37):
         hav = [K.haversine_rad(P.lam[a], P.phi[a], P.lam[p], P.phi[p]) for p in range(len(P))]
         dr = tab[a, 0]
@@ -79,10 +80,7 @@ def test_table_holds_what_the_kernel_would_compute(input_mapping):
             if has_k:
                 d_lo = C.band_distance(int(k_lo), b, dr, input_mapping)
                 d_hi = C.band_distance(int(k_hi), b, dr, input_mapping)
-            AR.eta_interval(
-                a, index.lam, index.phi, index.xyz, index.sxyz, index.order, index.cell_start, tree.nodes,
-                tree.levels, has_k, d_lo, d_hi, 2.0, 0.0, eps_r, stack, work,
-            )  # fmt: skip
+            AR.eta_interval(a, ri, has_k, d_lo, d_hi, 2.0, 0.0, eps_r, stack, work)
             assert (tab[a, 1 + 2 * s], tab[a, 2 + 2 * s]) == (work[0], work[1])
             eta = AR.eta_exact(a, index.lam, index.phi, index.xyz, has_k, d_lo, d_hi, eps_r)
             assert work[0] - 1e-6 <= eta <= work[1] + 1e-6

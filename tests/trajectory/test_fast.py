@@ -361,8 +361,9 @@ def test_global_point_set_uses_full_scans():
         assert out.min() >= 0 and out.max() < len(P)
 
 
-def _region_args(idx, tree):
-    return (idx.lam, idx.phi, idx.xyz, idx.sxyz, idx.order, idx.cell_start, tree.nodes, tree.levels)
+def _copy_region(r_hat, b, eps_r, dr, input_mapping):
+    # the radius budget doubles as the decay budget here
+    return AR.CopyRegion(float(r_hat), float(b), float(eps_r), float(eps_r), float(dr), bool(input_mapping))
 
 
 @pytest.mark.parametrize("input_mapping", [False, True])
@@ -371,7 +372,8 @@ def test_certified_region_matches_reference(town, input_mapping):
     reference's Ω — on many anchors, budgets and released values r̂."""
     P, _, _ = town
     idx = F.get_index(P)
-    tree = idx.tree()
+    ri = AR.region_index(idx)
+    assert ri.has_tree
     m = len(P)
     stack = np.zeros(AR.STACK, dtype=np.int64)
     work = np.zeros(8)
@@ -383,18 +385,16 @@ def test_certified_region_matches_reference(town, input_mapping):
         for a in rng.integers(0, m, 25):
             a = int(a)
             K.haversine_from_one(idx.lam[a], idx.phi[a], idx.lam, idx.phi, row)
-            dr = AR.farthest(a, *_region_args(idx, tree), stack)
+            dr = AR.farthest(a, ri, stack)
             assert dr == row.max()
             assert AR.farthest_scan(a, idx.lam, idx.phi, idx.xyz) == dr
             for r_hat in np.linspace(-b, 1 + b, 23):
                 eta_ref, _ = C.calibration_centre(row, r_hat, b, eps_r, dr, input_mapping)
+                cr = _copy_region(r_hat, b, eps_r, dr, input_mapping)
                 r_est = C.sw_estimate(r_hat, b, dr)
                 r_ref = C.calibrate(r_est, eta_ref, dr, eps_r)
                 for tol in (0.05, 2.0, 200.0):
-                    AR.region_setup(
-                        a, *_region_args(idx, tree), True, r_hat, b, eps_r, eps_r, dr, input_mapping, tol,
-                        False, stack, work, reg,
-                    )  # fmt: skip
+                    AR.region_setup(a, ri, cr, tol, False, stack, work, reg)
                     assert reg[AR.F_RES] == 0.0
                     assert reg[AR.F_LO] <= r_ref <= reg[AR.F_HI]
                     assert reg[AR.F_SUPER] == reg[AR.F_HI]
@@ -404,10 +404,7 @@ def test_certified_region_matches_reference(town, input_mapping):
                 assert reg[AR.F_LO] == pytest.approx(r_ref, rel=1e-10)
                 assert np.array_equal(row <= r_ref, row <= reg[AR.F_LO])
                 # without a tree the region is exact at once
-                AR.region_setup(
-                    a, *_region_args(idx, tree), False, r_hat, b, eps_r, eps_r, dr, input_mapping, 2.0,
-                    False, stack, work, reg,
-                )  # fmt: skip
+                AR.region_setup(a, ri._replace(has_tree=False), cr, 2.0, False, stack, work, reg)
                 assert reg[AR.F_RES] == 1.0
                 assert np.array_equal(row <= r_ref, row <= reg[AR.F_LO])
     # the intervals are tight enough to matter (metres on a ~10 km city)
@@ -422,7 +419,8 @@ def test_straddling_groups_keep_the_eta_interval_exact(town, input_mapping):
     check catches a wrong bound that fixes the groups' weights at q."""
     P, _, _ = town
     idx = F.get_index(P)
-    tree = idx.tree()
+    ri = AR.region_index(idx)
+    assert ri.has_tree
     m = len(P)
     stack = np.zeros(AR.STACK, dtype=np.int64)
     work = np.zeros(8)
@@ -441,12 +439,10 @@ def test_straddling_groups_keep_the_eta_interval_exact(town, input_mapping):
                 eta_ref, _ = C.calibration_centre(row, r_hat, b, eps_r, dr, input_mapping)
                 assert eta_fast == pytest.approx(eta_ref, rel=1e-10)
                 r_ref = C.calibrate(C.sw_estimate(r_hat, b, dr), eta_ref, dr, eps_r)
+                cr = _copy_region(r_hat, b, eps_r, dr, input_mapping)
                 for straddle in (0.01, 0.1, 1.0, 10.0, 1e9):
                     for tol in (0.05, 2.0, 200.0):
-                        AR.region_setup_tol(
-                            a, *_region_args(idx, tree), True, r_hat, b, eps_r, eps_r, dr, input_mapping, tol,
-                            straddle, False, stack, work, reg,
-                        )  # fmt: skip
+                        AR.region_setup_tol(a, ri, cr, tol, straddle, False, stack, work, reg)
                         cases += 1
                         carried += work[7] > 0
                         lo, hi = reg[AR._F_ETA_LO], reg[AR._F_ETA_HI]
@@ -455,9 +451,8 @@ def test_straddling_groups_keep_the_eta_interval_exact(town, input_mapping):
                         if work[7] > 0 and tol == 2.0:
                             # the wrong bound, padded as region_setup pads
                             AR._eta_interval(
-                                a, *_region_args(idx, tree), has_k, d_lo, d_hi, tol, straddle, eps_r, False,
-                                stack, work,
-                            )  # fmt: skip
+                                a, ri, has_k, d_lo, d_hi, tol, straddle, eps_r, False, stack, work
+                            )
                             pad = 1e-9 * abs(work[1]) + 1e-6
                             tried += 1
                             caught += not (work[0] - pad <= eta_fast <= work[1] + pad)

@@ -173,12 +173,10 @@ class CopyPlan(NamedTuple):
 
 
 class RegionPlan(NamedTuple):
-    """ATP's anchor and region stages: anchors p_α, the quadtree, options and per-length budgets."""
+    """ATP's anchor and region stages: anchors p_α, P's region index, options and per-length budgets."""
 
     anchors: np.ndarray
-    nodes: np.ndarray
-    levels: np.ndarray
-    has_tree: bool
+    region: _reg.RegionIndex  # P's arrays and quadtree, as the region kernels read them
     tol_pt: float
     eager: bool
     eps_anc: np.ndarray
@@ -311,10 +309,7 @@ def _copies(flat, s0, n, t, key, prop1, prop2, ix, cp, rp, w, dflt):
             b = rp.sw_b[n, c]
             stats[ST_CAL_MISS] += 1
             jt = _tab.find(rp.table_keys, b, rp.eps_rad[n, c])
-            dr = _tab.anchor_radius(
-                jt, rp.tables, ahat, lam, phi, xyz, ix.sxyz, ix.order, ix.cell_start, rp.nodes, rp.levels,
-                rp.has_tree, w.rstack,
-            )  # fmt: skip
+            dr = _tab.anchor_radius(jt, rp.tables, ahat, rp.region, w.rstack)
             r_max = 0.0
             for i in range(n):
                 x = flat[s0 + i]
@@ -327,32 +322,11 @@ def _copies(flat, s0, n, t, key, prop1, prop2, ix, cp, rp, w, dflt):
             else:
                 jb = sw_bucket(r, rp.eps_rad[n, c], b, rp.buckets, key, buf, state)
                 r_hat = _cal.sw_bucket_midpoint(jb, b, rp.buckets)
+            cr = _reg.CopyRegion(r_hat, b, rp.eps_rad[n, c], rp.eps_dec[n, c], dr, rp.input_mapping)
             _tab.region_setup(
-                jt,
-                rp.tables,
-                rp.table_slots,
-                ahat,
-                lam,
-                phi,
-                xyz,
-                ix.sxyz,
-                ix.order,
-                ix.cell_start,
-                rp.nodes,
-                rp.levels,
-                rp.has_tree,
-                r_hat,
-                b,
-                rp.eps_rad[n, c],
-                rp.eps_dec[n, c],
-                dr,
-                rp.input_mapping,
-                rp.tol_pt,
-                rp.eager,
-                w.rstack,
-                w.rwork,
+                jt, rp.tables, rp.table_slots, ahat, rp.region, cr, rp.tol_pt, rp.eager, w.rstack, w.rwork,
                 dflt,
-            )
+            )  # fmt: skip
             has_reg = np.bool_(True)
             reg_c = ahat
             dom_region(dint, ahat)
@@ -499,7 +473,9 @@ def _run_exports() -> dict:
     copies = T.NamedTuple([f8, i8, b1, b1, b1, F2, F2, F2], CopyPlan)
     RF3 = array(T.float64, 3, readonly=True)  # the ATP tables (cached read-only)
     RF2b, RI3 = array(T.float64, 2, readonly=True), array(T.int64, 3, readonly=True)
-    region = T.NamedTuple([I1, F2, I2, b1, f8, b1, F2, F2, F2, F2, i8, b1, b1, RF3, RF2b, RI3], RegionPlan)
+    region = T.NamedTuple(
+        [I1, _reg.REGION_INDEX_TYPE, f8, b1, F2, F2, F2, F2, i8, b1, b1, RF3, RF2b, RI3], RegionPlan
+    )
     work = T.NamedTuple([U1, I1, I2, F2, I2, F2, F2, I1, I2, I1, F1, I1], Work)
     # _run(flat, offsets, key, first_stream, eps_single, prop1, prop2, out, ix, | cp, rp, w, dflt)
     head = (I1, I1, U1, i8, F1, i8, i8, I1, index)
@@ -668,17 +644,9 @@ def perturb_fast(flat_idx, offsets, points, mechanism, key, first_stream, n_jobs
         tables = _tab.plan_tables(index, budgets, n_traj, plan, float(_REGION_TOL_PT))
     rp = None  # TP and PointEM (and ATP without a trajectory of length ≥ 2): no anchor, no region
     if kind == 2 and np.any(lengths >= 2):
-        tree = index.tree()
-        if tree is None:
-            nodes = np.zeros((1, 12))
-            levels = np.zeros((1, 3), dtype=np.int64)
-        else:
-            nodes, levels = tree.nodes, tree.levels
         rp = RegionPlan(
             nearest_anchors(flat, offsets, index, plan.vector_mean),
-            nodes,
-            levels,
-            tree is not None,
+            _reg.region_index(index),
             float(_REGION_TOL_PT),
             bool(_EAGER_REGION[0]),
             eps_anc,
