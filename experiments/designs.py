@@ -123,7 +123,12 @@ DESIGNS = (
     "report:od:shrunk",
     "report:od:coarse",
     "hybrid:atp+report@0.5",
+    "hybrid:atp+report:ivw@0.5",
+    "hybrid:atp+report:ivw@0.75",
 )
+#: Inverse-variance hybrids: the report's share of ε (one geoldp.hybrid release at the whole ε each).
+IVW = {"hybrid:atp+report:ivw@0.5": 0.5, "hybrid:atp+report:ivw@0.75": 0.75}
+IVW_PAD = 3
 REPORTS = {
     "report:visited_zone": ("visited_zone", 1, False),
     "report:visited_zone:padded": ("visited_zone", 3, False),
@@ -232,7 +237,67 @@ def measure(name, seqs, trips, points, zones, eps, args):
         rv, _ = report_answer(trips, zones, zp, k, "visited_zone", 1, True, eps / 2, SEED + 20 + r)
         ro, _ = report_answer(trips, zones, zp, k, "od", 1, True, eps / 2, SEED + 30 + r)
         answers["hybrid:atp+report@0.5"].append((blend(rv, tv[r], 0.5), blend(ro, to[r], 0.5)))
+    for label, share in IVW.items():
+        answers[label] = ivw_answers(trips, points, zones, z, zp, k, seqs, eps, share)
     return answers, cover, zp, k, ps
+
+
+def release_counts(traj, z, k):
+    """(visits, OD counts) of a released trajectory frame (its vertices are public points)."""
+    import shapely
+
+    from geoldp.reports.zones import zone_of_vertices
+
+    xy, row = shapely.get_coordinates(np.asarray(traj.geometry), return_index=True)
+    zone = zone_of_vertices(z, xy[:, 0], xy[:, 1])
+    cuts = np.flatnonzero(np.diff(row)) + 1
+    return counts_of(np.split(np.arange(zone.shape[0]), cuts), zone, k)
+
+
+def ivw_answers(trips, points, zones, z, zp, k, seqs, eps, share):
+    """Inverse-variance hybrid: one geoldp.hybrid release per repetition and statistic (ATP at ε·(1 − share),
+    a report at ε·share: padded visited zones, or the OD pair), combined per cell by
+    geoldp.planner.inverse_variance with the report's standard errors and ATP's RMS error simulated by
+    geoldp.planner.trajectory_rms from public inputs (random walks over P, the public lengths)."""
+    import geoldp
+    from geoldp.planner import inverse_variance, trajectory_rms
+    from geoldp.reports import estimate_counts
+    from geoldp.reports.estimators import project_simplex
+
+    lengths = [len(s) for s in seqs]
+    n = len(seqs)
+    out = []
+    rms = {
+        q: trajectory_rms(
+            points, zones, epsilon=eps * (1 - share), n=n, lengths=lengths, question=q, rng=SEED + 9
+        )
+        for q in ("zone_visits", "od_flows")
+    }
+    for r in range(REPS):
+        pair = []
+        for stat, pad, q in (("visited_zone", IVW_PAD, "zone_visits"), ("od", 1, "od_flows")):
+            traj, rep = geoldp.hybrid(
+                trips,
+                points,
+                zones,
+                epsilon=eps,
+                fraction=1 - share,
+                statistic=stat,
+                rng=SEED + 50 + 10 * r + (stat == "od"),
+                report_options={"pad_length": pad},
+            )
+            # privacy: the design is this one hybrid release; its two parts' ledgers add up to the budget
+            spent = traj.attrs["geoldp"]["ledger"]["max_total_epsilon"]
+            spent += rep.attrs["geoldp"]["ledger"]["max_total_epsilon"]
+            assert abs(spent - eps) < 1e-9 and traj.attrs["geoldp"]["hybrid"]["total_epsilon"] == eps
+            est = estimate_counts(rep, zones)
+            counts = release_counts(traj, z, k)[0 if stat == "visited_zone" else 1]
+            comb, _ = inverse_variance(
+                [est["estimate"].to_numpy(), counts], [est["std_error"].to_numpy(), rms[q]]
+            )
+            pair.append(project_simplex(np.nan_to_num(comb), max(float(np.nansum(comb)), 0.0)))
+        out.append(tuple(pair))
+    return out
 
 
 def run(args) -> pd.DataFrame:
@@ -515,7 +580,7 @@ def write_markdown(df: pd.DataFrame, path: Path, command: str, seconds: float) -
         gap = (g["planned error"] - g["measured error"]).abs().median()
         lines.append(f"| {q} | {mode} | {gap:.3f} | {g['measured error'].median():.3f} |")
     lines.append("")
-    cov = df[df["coverage"].notna() & (df["question"] == "zone_visits") | (df["question"] == "od_flows")]
+    cov = df[df["coverage"].notna() & ((df["question"] == "zone_visits") | (df["question"] == "od_flows"))]
     cov = cov[cov["coverage"].notna()][["dataset", "epsilon", "design", "coverage"]].drop_duplicates()
     lines += [
         "## Interval coverage of the report estimators",
