@@ -237,9 +237,10 @@ def measure(name, seqs, trips, points, zones, eps, args):
         rv, _ = report_answer(trips, zones, zp, k, "visited_zone", 1, True, eps / 2, SEED + 20 + r)
         ro, _ = report_answer(trips, zones, zp, k, "od", 1, True, eps / 2, SEED + 30 + r)
         answers["hybrid:atp+report@0.5"].append((blend(rv, tv[r], 0.5), blend(ro, to[r], 0.5)))
+    weights = {}
     for label, share in IVW.items():
-        answers[label] = ivw_answers(trips, points, zones, z, zp, k, seqs, eps, share)
-    return answers, cover, zp, k, ps
+        answers[label], weights[label] = ivw_answers(trips, points, zones, z, zp, k, seqs, eps, share)
+    return answers, cover, weights, zp, k, ps
 
 
 def release_counts(traj, z, k):
@@ -267,6 +268,7 @@ def ivw_answers(trips, points, zones, z, zp, k, seqs, eps, share):
     lengths = [len(s) for s in seqs]
     n = len(seqs)
     out = []
+    weight = {"zone_visits": [], "od_flows": []}
     rms = {
         q: trajectory_rms(
             points, zones, epsilon=eps * (1 - share), n=n, lengths=lengths, question=q, rng=SEED + 9
@@ -292,12 +294,13 @@ def ivw_answers(trips, points, zones, z, zp, k, seqs, eps, share):
             assert abs(spent - eps) < 1e-9 and traj.attrs["geoldp"]["hybrid"]["total_epsilon"] == eps
             est = estimate_counts(rep, zones)
             counts = release_counts(traj, z, k)[0 if stat == "visited_zone" else 1]
-            comb, _ = inverse_variance(
-                [est["estimate"].to_numpy(), counts], [est["std_error"].to_numpy(), rms[q]]
-            )
+            se = est["std_error"].to_numpy()
+            comb, _ = inverse_variance([est["estimate"].to_numpy(), counts], [se, rms[q]])
+            # the ATP part's weight per cell, averaged over the cells
+            weight[q].append(float(np.mean(rms[q] ** -2.0 / (rms[q] ** -2.0 + se**-2.0))))
             pair.append(project_simplex(np.nan_to_num(comb), max(float(np.nansum(comb)), 0.0)))
         out.append(tuple(pair))
-    return out
+    return out, {q: float(np.mean(w)) for q, w in weight.items()}
 
 
 def run(args) -> pd.DataFrame:
@@ -329,7 +332,7 @@ def run(args) -> pd.DataFrame:
         lengths = [len(s) for s in seqs]
         for eps in args.eps:
             t0 = time.time()
-            answers, cover, zp, k, ps = measure(name, seqs, trips, points, zones, eps, args)
+            answers, cover, weights, zp, k, ps = measure(name, seqs, trips, points, zones, eps, args)
             vis, od = counts_of(seqs, zp, k)
             med = int(zp[metrics.one_median(ps)])
             const_v, const_od = np.zeros(k), np.zeros(k * k)
@@ -367,6 +370,8 @@ def run(args) -> pd.DataFrame:
                     row["error"] = float(np.mean(errs))
                     row["error_sd"] = float(np.std(errs))
                     row["coverage"] = cover.get(label, np.nan) if q != "hotspots" else np.nan
+                    wq = "od_flows" if q == "od_flows" else "zone_visits"
+                    row["atp_weight"] = weights[label][wq] if label in weights else np.nan
                     for mode, tab in plans.items():
                         key = mode.replace(" ", "_")
                         row[f"planned_{key}"] = (
@@ -580,6 +585,23 @@ def write_markdown(df: pd.DataFrame, path: Path, command: str, seconds: float) -
         gap = (g["planned error"] - g["measured error"]).abs().median()
         lines.append(f"| {q} | {mode} | {gap:.3f} | {g['measured error'].median():.3f} |")
     lines.append("")
+    if "atp_weight" in df.columns and df["atp_weight"].notna().any():
+        wt = df[df["atp_weight"].notna() & df["question"].isin(["zone_visits", "od_flows"])]
+        wt = wt.pivot_table(
+            index=["dataset", "epsilon"], columns=["design", "question"], values="atp_weight", aggfunc="first"
+        )
+        wt.columns = [f"{d.split(':')[-1]} {q.replace('_', ' ')}" for d, q in wt.columns]
+        lines += [
+            "## The inverse-variance hybrids: the ATP part's weight",
+            "",
+            "Mean over the cells (zones; zone pairs for OD) of the ATP part's weight",
+            "1/rms² / (1/rms² + 1/se²), rms = ATP's simulated RMS error (`geoldp.planner.trajectory_rms`,",
+            "random walks over P with the public lengths), se = the report's standard error; mean of the",
+            "three releases. Near 0: the answer is the report's; near 1: ATP's.",
+            "",
+            markdown(wt.reset_index()),
+            "",
+        ]
     cov = df[df["coverage"].notna() & ((df["question"] == "zone_visits") | (df["question"] == "od_flows"))]
     cov = cov[cov["coverage"].notna()][["dataset", "epsilon", "design", "coverage"]].drop_duplicates()
     lines += [
