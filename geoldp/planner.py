@@ -34,9 +34,10 @@ and the number of users each design needs for a target error.
   combine like with like: a padded report (ℓ = 3 visited zones, which estimates visit counts; the OD
   report for OD flows) and ATP's raw counts of the same cells, weighted per cell by the inverse of their
   squared errors (:func:`inverse_variance`): the report's closed-form standard error, and for ATP, which
-  is biased, its **root-mean-square deviation** from the truth per cell on the simulated population
-  (:func:`trajectory_rms`; at least the count one simulated trajectory stands for). In the simulation
-  each repetition is weighted with the RMS of the other repetitions, never with its own deviation.
+  is biased, its **root-mean-square deviation** from the truth per cell, simulated before any release
+  from public inputs (:func:`trajectory_rms`: random walks over P with the public lengths; at least the
+  count one simulated trajectory stands for). The planner simulates the design as it is run: the RMS
+  comes from walks of its own, not from the population the design is judged on.
 
 The no-data populations are random walks over P whose steps follow a published law of human
 displacements (Gonzalez et al., Nature 2008), never a constant fitted to the data it is judged on;
@@ -409,14 +410,16 @@ def _ivw_hybrid_design(mechanism: str, report_share: float) -> DesignSpec:
             sim.ps, sim.zone_of_point, sim.n_zones, sim.seqs, sim.n, sim.epsilon - eps_rep, sim.rng, sim.zones
         )
         trajs, _ = _trajectory_design(mechanism).simulate(trajectory, question)
-        truth = _truth(sim, question)
-        dev2 = np.array([(t - truth) ** 2 for t in trajs])
-        floor = sim.n / len(sim.seqs)
+        # the trajectory part's error as the design computes it before any release (trajectory_rms): on
+        # its own random walks over P with the population's lengths, never on the population itself
+        walks = _walks(sim.ps, np.array([q.shape[0] for q in sim.seqs]), sim.rng, population="spread")
+        rms = _rms(
+            Simulation(sim.ps, sim.zone_of_point, sim.n_zones, walks, sim.n, trajectory.epsilon, sim.rng),
+            question,
+            mechanism,
+        )
         out = []
-        for r, (rep, traj) in enumerate(zip(reps, trajs, strict=True)):
-            # the trajectory part's error: the RMS deviation of the OTHER repetitions (never its own)
-            others = np.delete(dev2, r, axis=0) if dev2.shape[0] > 1 else dev2
-            rms = np.maximum(np.sqrt(others.mean(axis=0)), floor)
+        for rep, traj in zip(reps, trajs, strict=True):
             est, _ = inverse_variance([rep, traj], [se, rms])
             out.append(rest.project_simplex(np.nan_to_num(est), max(float(np.nansum(est)), 0.0)))
         # the trajectory part is biased: no interval is claimed
@@ -845,11 +848,16 @@ def trajectory_rms(
     gen = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
     zone_of_point = zone_of_vertices(z, np.asarray(ps.lon), np.asarray(ps.lat))
     seqs = next(iter(_populations(ps, lengths, min(n, _SIM_MAX), prior, population, gen, caller).values()))
-    sim = Simulation(ps, zone_of_point, z.size, seqs, n, epsilon, gen, z)
+    return _rms(Simulation(ps, zone_of_point, z.size, seqs, n, epsilon, gen, z), question, mechanism)
+
+
+def _rms(sim: Simulation, question: str, mechanism: str) -> np.ndarray:
+    """Per-cell RMS deviation of ``mechanism``'s raw counts from ``sim``'s truth, at least one simulated
+    trajectory's count."""
     truth = _truth(sim, question)
     ests, _ = _trajectory_design(mechanism).simulate(sim, question)
     rms = np.sqrt(np.mean([(e - truth) ** 2 for e in ests], axis=0))
-    return np.maximum(rms, n / len(seqs))
+    return np.maximum(rms, sim.n / len(sim.seqs))
 
 
 def _population_table(
