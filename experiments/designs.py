@@ -14,8 +14,11 @@ the synthetic trajectories' counts), the reports (``geoldp.report`` + ``geoldp.r
 one visited zone, ℓ ∈ {2, 3, 5, 8} padded visited zones (visit counts), the OD pair; projected
 estimate), coarse-to-fine reports (one report over :func:`geoldp.designs.coarse_zones`, spread back by
 P), the same reports shrunk
-toward the uniform answer (:func:`geoldp.planner.shrink_to_baseline`, post-processing), and a hybrid
-(ATP at ε/2 plus a shrunk report at ε/2, answers blended by :func:`geoldp.planner.blend`); and the two
+toward the uniform answer (:func:`geoldp.planner.shrink_to_baseline`, post-processing), a hybrid
+(ATP at ε/2 plus a shrunk report at ε/2, answers blended by :func:`geoldp.planner.blend`), two
+inverse-variance hybrids (one :func:`geoldp.hybrid` release: ATP and a padded or OD report, combined per
+cell by :func:`geoldp.planner.inverse_variance` with ATP's RMS error from
+:func:`geoldp.planner.trajectory_rms`, public inputs only); and the two
 no-data baselines (uniform over P, constant at P's 1-median). Trajectory designs and LDPTrace are
 measured over three seeded releases (their mean error), reports over three seeded report tables.
 
@@ -263,7 +266,7 @@ def ivw_answers(trips, points, zones, z, zp, k, seqs, eps, share):
     import geoldp
     from geoldp.planner import inverse_variance, trajectory_rms
     from geoldp.reports import estimate_counts
-    from geoldp.reports.estimators import project_simplex
+    from geoldp.reports import project_simplex
 
     lengths = [len(s) for s in seqs]
     n = len(seqs)
@@ -445,7 +448,15 @@ def write_markdown(df: pd.DataFrame, path: Path, command: str, seconds: float) -
         "among its zones in proportion to P's points, `geoldp.designs`); each of these is one",
         "`geoldp.report` release at the whole ε (the script asserts that the ledger's total ε equals",
         "the budget) and the rest is post-processing;",
-        "`hybrid:atp+report@0.5` (ATP at ε/2 and a shrunk report at ε/2, answers averaged). The two",
+        "`hybrid:atp+report@0.5` (ATP at ε/2 and a shrunk one-zone report at ε/2, answers averaged:",
+        "for zone visits it averages two scales, the report's 1/|set| shares and ATP's visit counts);",
+        "`hybrid:atp+report:ivw@s` (s = 0.5, 0.75 the report's share of ε; one `geoldp.hybrid` release",
+        "at the whole ε, the script asserts that its two ledgers add up to the budget): a padded report",
+        "(ℓ = 3, visit counts; the OD report for OD flows) and ATP's raw counts of the same cells,",
+        "combined per cell by inverse variance (`geoldp.planner.inverse_variance`) with the report's",
+        "standard error and, for ATP, its RMS error per cell simulated before the release from public",
+        "inputs (`geoldp.planner.trajectory_rms`: random walks over P with the public lengths), then",
+        "projected on the non-negative counts. The two",
         "no-data baselines use P only: *uniform* (zone shares of P; their outer product for OD) and",
         "*constant* (everything in the zone of P's 1-median). Each design's error is the mean of three",
         "seeded releases.",
@@ -471,7 +482,11 @@ def write_markdown(df: pd.DataFrame, path: Path, command: str, seconds: float) -
         "`prior` mode's population is (the held-out half is never evaluated on). Of the padded and",
         "coarse-to-fine designs, `pad8:shrunk` and `coarse:pad5` were added after a trial run on one",
         "setting (cps_atp, ε = 4) showed larger ℓ helping range counts; ℓ ∈ {2, 3, 5, 8} and the",
-        "coarse grid's half resolution are otherwise fixed choices, not tuned.",
+        "coarse grid's half resolution are otherwise fixed choices, not tuned. The inverse-variance",
+        "hybrids' ℓ = 3 (the default padded report) and shares 0.5 and 0.75 were fixed before any run; one",
+        "trial run at ε = 4 preceded this one, after which only the planner's simulation of them changed",
+        "(ATP's RMS taken from walks of its own, as the measured design does, not from the population",
+        "it is judged on).",
         "",
         "Data: /work/shared/data chi_atp, nyc_atp, cps_atp, each split once at random into an evaluation",
         "half (at most the n shown) and a held-out half. T-Drive and GeoLife have no public point set P and",
