@@ -11,6 +11,7 @@ import pytest
 from shapely.geometry import LineString
 
 from geoldp.reports import estimate_counts, project_simplex, report, true_counts, zone_grid
+from geoldp.reports.estimators import Z95
 
 # Small report tables are below the no-data noise level on purpose; that warning has its own tests.
 pytestmark = pytest.mark.filterwarnings("ignore:.*told from no data:geoldp.errors.GeoLDPWarning")
@@ -107,3 +108,141 @@ def test_zones_must_match_and_geometry_option():
     assert isinstance(g, gpd.GeoDataFrame) and g.crs == ZONES.crs
     # a slice keeps the ledger (post-processing)
     assert len(estimate_counts(rep.iloc[:50])) == 4
+
+
+# --------------------------------------------------------------------------------------------------
+# padded visit counts: the interval covers the visit count when trajectories visit more than ℓ zones
+# --------------------------------------------------------------------------------------------------
+
+GRID9 = zone_grid((0.0, 0.0, 3.0, 3.0), cells=3)  # 9 zones + outside: a trajectory's set has ≤ 10 values
+C9 = [(x + 0.5, y + 0.5) for y in range(3) for x in range(3)]
+
+
+@functools.lru_cache(maxsize=2)
+def big_sets(n=1500, seed=1):
+    """Trips visiting 1 to 6 distinct zones (most more than 2), skewed towards the first zones."""
+    rng = np.random.default_rng(seed)
+    w = np.linspace(3.0, 1.0, 9)
+    w /= w.sum()
+    lines = []
+    for _ in range(n):
+        m = rng.choice([1, 2, 4, 5, 6], p=[0.1, 0.1, 0.3, 0.3, 0.2])
+        cells = rng.choice(9, size=m, replace=False, p=w)
+        pts = [C9[i] for i in cells]
+        lines.append(LineString(pts if m > 1 else pts * 2))
+    return gpd.GeoDataFrame(geometry=lines, crs="EPSG:4326")
+
+
+def _coverage_floor(k: int, nominal: float = 0.95) -> float:
+    """Nominal rate minus 3 binomial standard errors over ``k`` intervals."""
+    return nominal - 3.0 * np.sqrt(nominal * (1.0 - nominal) / k)
+
+
+@pytest.mark.parametrize("oracle", ["krr", "oue"])
+def test_padded_interval_covers_large_sets(oracle):
+    gdf = big_sets()
+    truth = true_counts(gdf, GRID9).to_numpy()
+    old, new = [], []
+    reps = 12
+    for seed in range(reps):
+        rep = report(gdf, GRID9, epsilon=4.0, oracle=oracle, pad_length=2, rng=200 + seed)
+        est = estimate_counts(rep, GRID9)
+        e, se = est["estimate"].to_numpy(), est["std_error"].to_numpy()
+        old.append((e - Z95 * se <= truth) & (truth <= e + Z95 * se))
+        new.append((est["lower"].to_numpy() <= truth) & (truth <= est["upper"].to_numpy()))
+        assert np.array_equal(est["lower"].to_numpy(), e - Z95 * se)  # only the upper end moves
+        assert (est["upper"] <= len(gdf)).all() and (est["upper"] >= est["lower"]).all()
+    k = reps * truth.size
+    # the symmetric interval around the padded estimand misses most visit counts here...
+    assert np.mean(old) < 0.5, np.mean(old)
+    # ...the widened one covers them at the nominal rate (3 binomial standard errors below 95 %)
+    assert np.mean(new) >= _coverage_floor(k), (np.mean(new), _coverage_floor(k))
+
+
+def test_padded_large_set_count_from_the_dummies():
+    # n − ℓ·f̂(dummy 0) is unbiased for the trajectories with at least ℓ zones (the bound's N)
+    from geoldp.reports.estimators import debiased, support_counts
+    from geoldp.reports.release import design_of, ledger_of
+
+    gdf = big_sets()
+    sizes = _set_sizes(gdf)
+    for ell in (2, 5):
+        vals, ses = [], []
+        for seed in range(10):
+            rep = report(gdf, GRID9, epsilon=2.0, oracle="krr", pad_length=ell, rng=300 + seed)
+            des = design_of(ledger_of(rep, caller="test"))
+            counts, n = support_counts(rep, des)
+            f, var = debiased(counts, n, des.oracle, single=False)
+            vals.append(n - ell * f[des.base])
+            ses.append(ell * np.sqrt(var[des.base]))
+        n_big = int(np.count_nonzero(sizes >= ell))
+        assert abs(np.mean(vals) - n_big) <= 4.0 * np.mean(ses) / np.sqrt(10), (ell, np.mean(vals), n_big)
+
+
+def _set_sizes(gdf):
+    """Number of distinct zones (the outside category included) each trip visits (the private sizes)."""
+    from geoldp import _frames
+    from geoldp.reports.release import statistic_items
+    from geoldp.reports.zones import check_zones, zone_of_vertices
+
+    z = check_zones(GRID9, caller="test")
+    ft = _frames.extract(gdf, caller="test")
+    set_offsets, _ = statistic_items("visited_zone", zone_of_vertices(z, ft.lon, ft.lat), ft.offsets, z.size)
+    return np.diff(set_offsets)
+
+
+def test_padded_public_set_size_bound():
+    gdf = big_sets()
+    truth = true_counts(gdf, GRID9, include_outside=True).to_numpy()
+    rep = report(gdf, GRID9, epsilon=4.0, oracle="krr", pad_length=2, rng=5)
+    wide = estimate_counts(rep, GRID9, include_outside=True)
+    tight = estimate_counts(rep, GRID9, include_outside=True, max_set_size=6)  # true: at most 6 zones
+    assert np.array_equal(wide["lower"], tight["lower"]) and np.array_equal(
+        wide["estimate"], tight["estimate"]
+    )
+    assert (tight["upper"] <= wide["upper"]).all() and (tight["upper"] < wide["upper"]).any()
+    assert ((tight["lower"] <= truth) & (truth <= tight["upper"])).mean() >= 0.8
+    # a bound of at most ℓ says the counts are unbiased: the symmetric interval; above the domain: clipped
+    sym = estimate_counts(rep, GRID9, max_set_size=2)
+    assert np.array_equal(sym["upper"], sym["estimate"] + Z95 * sym["std_error"])
+    assert estimate_counts(rep, GRID9, max_set_size=10**6).equals(estimate_counts(rep, GRID9))
+    with pytest.raises(ValueError, match="max_set_size"):
+        estimate_counts(rep, GRID9, max_set_size=0)
+    with pytest.raises(TypeError, match="max_set_size"):
+        estimate_counts(rep, GRID9, max_set_size=2.0)
+    od = report(gdf, GRID9, statistic="od", epsilon=4.0, rng=5)
+    with pytest.raises(ValueError, match="max_set_size.*visited_zone"):
+        estimate_counts(od, GRID9, max_set_size=3)
+
+
+@pytest.mark.parametrize(
+    "statistic, pad", [("visited_zone", 1), ("od", 1), ("transitions", 1), ("transitions", 2)]
+)
+def test_unpadded_and_pair_intervals_unchanged(statistic, pad):
+    # no missing mass to bound (ℓ = 1 estimates shares; OD has one pair; transitions are left as they
+    # were): estimate ± 1.96·std_error, not clipped, bit for bit
+    rep = report(big_sets(), GRID9, statistic=statistic, epsilon=2.0, pad_length=pad, rng=9)
+    est = estimate_counts(rep, GRID9, include_outside=True)
+    e, se = est["estimate"].to_numpy(), est["std_error"].to_numpy()
+    assert np.array_equal(est["lower"].to_numpy(), e - Z95 * se)
+    assert np.array_equal(est["upper"].to_numpy(), e + Z95 * se)
+
+
+def test_padded_upper_end_is_tight_in_the_worst_case():
+    # every trip visits exactly M = 5 zones (a true public bound): the visit count is M/ℓ times the
+    # padded estimand, the most the bound allows, so the upper end has no slack beyond its own noise
+    rng = np.random.default_rng(4)
+    w = np.linspace(3.0, 1.0, 9) / np.linspace(3.0, 1.0, 9).sum()
+    lines = [LineString([C9[i] for i in rng.choice(9, size=5, replace=False, p=w)]) for _ in range(1500)]
+    gdf = gpd.GeoDataFrame(geometry=lines, crs="EPSG:4326")
+    truth = true_counts(gdf, GRID9).to_numpy()
+    covered, slack = [], []
+    reps = 12
+    for seed in range(reps):
+        rep = report(gdf, GRID9, epsilon=4.0, oracle="krr", pad_length=2, rng=400 + seed)
+        est = estimate_counts(rep, GRID9, max_set_size=5)
+        covered.append((est["lower"].to_numpy() <= truth) & (truth <= est["upper"].to_numpy()))
+        slack.append((est["upper"].to_numpy() - truth) / (2.5 * est["std_error"].to_numpy()))
+    assert np.mean(covered) >= _coverage_floor(reps * truth.size), np.mean(covered)
+    # upper − truth is 2.5·(z·se − (estimate − estimand)): on average z ≈ 2.24 standard errors
+    assert 1.5 < np.mean(slack) < 3.0, np.mean(slack)

@@ -18,9 +18,29 @@ probability that user u's sampled item is v. So Var C(v) = Σ r_u(1 − r_u), wh
   the sampled item.
 
 The plug-in c is f̂ clipped to [0, n]. The 95 % interval is estimate ± 1.96·std_error (not clipped:
-clipping would break its coverage). ``projected`` is the post-processed estimate: the Euclidean
+clipping would break its coverage), except for padded visit counts (below). ``projected`` is the
+post-processed estimate: the Euclidean
 projection of f̂ over the whole domain onto {x ≥ 0, Σx = n} (the set the true values lie in), scaled by ℓ;
 it is never negative and its cells sum to the number of reports.
+
+Padded visit counts (ℓ > 1). A trajectory with s = |S| zones that visits v adds min(1, ℓ/s) to the
+estimand e(v) = E[ℓ·f̂(v)] and 1 to the visit count c(v). So e(v) ≤ c(v), and the missing mass
+c(v) − e(v) = Σ over the visitors with s > ℓ of (1 − ℓ/s). With a public bound M on s (the domain's
+zones + 1 by default) each of those terms is at most 1 − ℓ/M, and it is at most (M/ℓ − 1) times that
+visitor's share ℓ/s of e(v); and there are at most N = #{s ≥ ℓ} such visitors. Hence
+
+    e(v) ≤ c(v) ≤ e(v) + min((1 − ℓ/M)·N, (M/ℓ − 1)·e(v)).
+
+N is released by the padding itself: dummy 0 is sampled (with probability 1/ℓ) exactly by the
+trajectories with s < ℓ, so N = n − ℓ·E f̂(dummy 0). The interval is
+
+    lower = ℓf̂(v) − 1.96·se,   upper = min(n, e⁺ + min((1 − ℓ/M)·N⁺, (M/ℓ − 1)·max(e⁺, 0))),
+
+with e⁺ = ℓf̂(v) + z·se and N⁺ = n − ℓ·(f̂(dummy 0) − z·se(dummy 0)) (clipped to [0, n]), z the 1.25 %
+one-sided normal quantile. The lower end misses c(v) only when it misses e(v) (2.5 %), the upper only
+when e⁺ < e(v) or N⁺ < N (1.25 % each): by the union bound the interval covers c(v) with probability at
+least 95 % (up to the normal approximation of each bound), whatever the set sizes. It is conservative:
+the release cannot tell how many zones the large sets have, so the upper end allows the worst case.
 """
 
 from __future__ import annotations
@@ -30,6 +50,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from geoldp._validation import check_int_range
 from geoldp.reports import oracles as fo
 from geoldp.reports.release import design_of, ledger_of
 from geoldp.reports.zones import check_zones
@@ -39,6 +60,7 @@ __all__ = [
     "count_variance",
     "debiased",
     "estimate_counts",
+    "padded_upper",
     "project_simplex",
     "support_counts",
     "true_counts",
@@ -46,6 +68,10 @@ __all__ = [
 
 #: The two-sided 95 % normal quantile.
 Z95 = 1.959963984540054
+
+#: The one-sided 1.25 % normal quantile: the upper end of a padded visit count splits its 2.5 % evenly
+#: between the bound on the estimand and the bound on the trajectories with at least ℓ zones.
+_Z_SPLIT = 2.2414027276049464
 
 #: Rows of OUE reports unpacked at a time (bounds memory at about 64 MB of bits).
 _OUE_CHUNK_BITS = 1 << 26
@@ -111,7 +137,12 @@ def project_simplex(v: np.ndarray, total: float) -> np.ndarray:
 
 
 def estimate_counts(
-    reports: Any, zones: Any = None, *, include_outside: bool = False, geometry: bool = False
+    reports: Any,
+    zones: Any = None,
+    *,
+    include_outside: bool = False,
+    geometry: bool = False,
+    max_set_size: int | None = None,
 ) -> pd.DataFrame:
     """Estimated counts with 95 % intervals from a report table of :func:`geoldp.report`.
 
@@ -126,6 +157,12 @@ def estimate_counts(
         Also return the outside category (label ``"outside"``).
     geometry : bool, default False
         For ``"visited_zone"`` with ``zones``: return a GeoDataFrame with each zone's geometry.
+    max_set_size : int, optional
+        For padded ``"visited_zone"`` reports (``pad_length`` ℓ > 1): a **public** bound M on the number
+        of zones (the outside category included) one trajectory visits, known without looking at the
+        data (for example from the trajectories' public maximum number of points). Default: the domain's
+        zones + 1. A smaller M narrows the upper ends; an M below a trajectory's true number of zones
+        voids their guarantee. With M ≤ ℓ the counts are unbiased and the interval is symmetric.
 
     Returns
     -------
@@ -135,10 +172,24 @@ def estimate_counts(
         (unbiased, may be negative), ``std_error``, ``lower``, ``upper`` (95 %), ``projected``
         (non-negative, post-processed) and ``support`` (the raw support count).
 
+        ``estimate`` and ``std_error`` are those of ℓ·f̂: for ``"visited_zone"`` with ℓ > 1 that
+        estimates Σ min(1, ℓ/|S|) over the trajectories visiting the zone (|S| the number of zones a
+        trajectory visits), which is below the visit count when some trajectories visit more than ℓ
+        zones. ``lower`` and ``upper`` always bound the **visit count** itself: ``lower`` is
+        estimate − 1.96·std_error, and ``upper`` adds the most the trajectories visiting more than ℓ
+        zones can be missing (bounded with the padding dummies' own count of the trajectories with
+        fewer than ℓ zones and ``max_set_size``; see the module notes), at most the number of reports.
+        The interval covers the visit count with probability at least 95 % (a union bound over its
+        three one-sided bounds, up to their normal approximations) whatever the set sizes; it is
+        conservative, and can be far wider than 2·1.96·std_error when many trajectories visit more than
+        ℓ zones. Elsewhere (ℓ = 1, ``"od"``, ``"transitions"``) the interval is
+        estimate ± 1.96·std_error of the estimated quantity.
+
     Raises
     ------
     TypeError, ValueError
-        Not a report table; zones that differ from the reports' zones.
+        Not a report table; zones that differ from the reports' zones; ``max_set_size`` not a positive
+        int, or given for a statistic other than ``"visited_zone"``.
 
     Examples
     --------
@@ -152,6 +203,16 @@ def estimate_counts(
     ['estimate', 'std_error', 'lower', 'upper', 'projected', 'support']
     >>> bool(est.loc[0, "lower"] < 200 < est.loc[0, "upper"])
     True
+
+    Padded reports (ℓ = 2): by default the upper ends allow trips visiting up to all 5 values (4 zones
+    and the outside category), at most the 400 reports; a public bound of 2 zones per trip (each trip
+    here visits 2) makes the counts unbiased and the interval symmetric:
+
+    >>> rep2 = report(trips, zones, epsilon=4.0, pad_length=2, rng=1)
+    >>> estimate_counts(rep2, zones)["upper"].round().tolist()
+    [400.0, 17.0, 50.0, 400.0]
+    >>> estimate_counts(rep2, zones, max_set_size=2)["upper"].round().tolist()
+    [458.0, 5.0, 18.0, 433.0]
     """
     caller = "geoldp.reports.estimate_counts"
     led = ledger_of(reports, caller=caller)
@@ -166,18 +227,24 @@ def estimate_counts(
                 f"({z.size} zones given, {des.n_zones} in the reports' ledger, or different geometry)."
             )
         labels = z.index
+    bound = _set_size_bound(max_set_size, des, caller)
     counts, n = support_counts(reports, des)
     f, var = debiased(counts, n, des.oracle, single=des.statistic == "od")
     ell = float(des.pad_length)
     proj = project_simplex(f, float(n)) * ell
     est, se = f * ell, np.sqrt(var) * ell
+    lower = est - Z95 * se
+    upper = est + Z95 * se
+    # ℓ = 1 estimates each trajectory's share 1/|S| (no missing mass to bound); M ≤ ℓ: unbiased counts
+    if des.statistic == "visited_zone" and 1 < des.pad_length < bound:
+        upper = np.maximum(lower, padded_upper(f, var, n, des, bound))
     keep, index = _rows(des.statistic, des.n_zones, labels, include_outside)
     out = pd.DataFrame(
         {
             "estimate": est[keep],
             "std_error": se[keep],
-            "lower": est[keep] - Z95 * se[keep],
-            "upper": est[keep] + Z95 * se[keep],
+            "lower": lower[keep],
+            "upper": upper[keep],
             "projected": proj[keep],
             "support": counts[keep],
         },
@@ -188,6 +255,35 @@ def estimate_counts(
 
         return gpd.GeoDataFrame(out, geometry=np.asarray(z.geoms), crs=z.crs)
     return out
+
+
+def _set_size_bound(max_set_size: Any, des: Any, caller: str) -> int:
+    """The public bound M on a trajectory's number of items (``max_set_size`` checked; at most the domain)."""
+    if max_set_size is None:
+        return int(des.base)
+    if des.statistic != "visited_zone":
+        raise ValueError(
+            f"The 'max_set_size' parameter of {caller} applies to statistic='visited_zone' reports only "
+            f"(these reports are {des.statistic!r}); leave it out."
+        )
+    return min(check_int_range(max_set_size, "max_set_size", caller=caller, minimum=1), int(des.base))
+
+
+def padded_upper(f: np.ndarray, var: np.ndarray, n: int, des: Any, max_set_size: int) -> np.ndarray:
+    """Upper ends of the visit counts of padded ``"visited_zone"`` reports (whole domain; module notes).
+
+    ``f`` and ``var`` are the debiased frequencies and variances of every domain value (dummies
+    included), ``max_set_size`` the public bound M > ℓ on a trajectory's number of zones. Each end is
+    e⁺ + min((1 − ℓ/M)·N⁺, (M/ℓ − 1)·max(e⁺, 0)), at most ``n``, where e⁺ bounds the padded estimand
+    and N⁺ the trajectories with at least ℓ zones, each at the one-sided 1.25 % level.
+    """
+    ell = float(des.pad_length)
+    m = float(max_set_size)
+    e_hi = ell * (f + _Z_SPLIT * np.sqrt(var))
+    d0 = int(des.base)  # dummy 0: sampled, with probability 1/ℓ, by exactly the sets with fewer than ℓ items
+    n_big_hi = float(np.clip(n - ell * (f[d0] - _Z_SPLIT * np.sqrt(var[d0])), 0.0, float(n)))
+    missing = np.minimum((1.0 - ell / m) * n_big_hi, (m / ell - 1.0) * np.maximum(e_hi, 0.0))
+    return np.minimum(e_hi + missing, float(n))
 
 
 def _rows(statistic: str, n_zones: int, labels: Any, include_outside: bool) -> tuple[np.ndarray, Any]:
