@@ -265,8 +265,7 @@ def ivw_answers(trips, points, zones, z, zp, k, seqs, eps, share):
     geoldp.planner.trajectory_rms from public inputs (random walks over P, the public lengths)."""
     import geoldp
     from geoldp.planner import inverse_variance, trajectory_rms
-    from geoldp.reports import estimate_counts
-    from geoldp.reports import project_simplex
+    from geoldp.reports import estimate_counts, project_simplex
 
     lengths = [len(s) for s in seqs]
     n = len(seqs)
