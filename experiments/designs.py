@@ -14,8 +14,11 @@ the synthetic trajectories' counts), the reports (``geoldp.report`` + ``geoldp.r
 one visited zone, ℓ ∈ {2, 3, 5, 8} padded visited zones (visit counts), the OD pair; projected
 estimate), coarse-to-fine reports (one report over :func:`geoldp.designs.coarse_zones`, spread back by
 P), the same reports shrunk
-toward the uniform answer (:func:`geoldp.planner.shrink_to_baseline`, post-processing), and a hybrid
-(ATP at ε/2 plus a shrunk report at ε/2, answers blended by :func:`geoldp.planner.blend`); and the two
+toward the uniform answer (:func:`geoldp.planner.shrink_to_baseline`, post-processing), a hybrid
+(ATP at ε/2 plus a shrunk report at ε/2, answers blended by :func:`geoldp.planner.blend`), two
+inverse-variance hybrids (one :func:`geoldp.hybrid` release: ATP and a padded or OD report, combined per
+cell by :func:`geoldp.planner.inverse_variance` with ATP's RMS error from
+:func:`geoldp.planner.trajectory_rms`, public inputs only); and the two
 no-data baselines (uniform over P, constant at P's 1-median). Trajectory designs and LDPTrace are
 measured over three seeded releases (their mean error), reports over three seeded report tables.
 
@@ -123,7 +126,12 @@ DESIGNS = (
     "report:od:shrunk",
     "report:od:coarse",
     "hybrid:atp+report@0.5",
+    "hybrid:atp+report:ivw@0.5",
+    "hybrid:atp+report:ivw@0.75",
 )
+#: Inverse-variance hybrids: the report's share of ε (one geoldp.hybrid release at the whole ε each).
+IVW = {"hybrid:atp+report:ivw@0.5": 0.5, "hybrid:atp+report:ivw@0.75": 0.75}
+IVW_PAD = 3
 REPORTS = {
     "report:visited_zone": ("visited_zone", 1, False),
     "report:visited_zone:padded": ("visited_zone", 3, False),
@@ -232,7 +240,69 @@ def measure(name, seqs, trips, points, zones, eps, args):
         rv, _ = report_answer(trips, zones, zp, k, "visited_zone", 1, True, eps / 2, SEED + 20 + r)
         ro, _ = report_answer(trips, zones, zp, k, "od", 1, True, eps / 2, SEED + 30 + r)
         answers["hybrid:atp+report@0.5"].append((blend(rv, tv[r], 0.5), blend(ro, to[r], 0.5)))
-    return answers, cover, zp, k, ps
+    weights = {}
+    for label, share in IVW.items():
+        answers[label], weights[label] = ivw_answers(trips, points, zones, z, zp, k, seqs, eps, share)
+    return answers, cover, weights, zp, k, ps
+
+
+def release_counts(traj, z, k):
+    """(visits, OD counts) of a released trajectory frame (its vertices are public points)."""
+    import shapely
+
+    from geoldp.reports.zones import zone_of_vertices
+
+    xy, row = shapely.get_coordinates(np.asarray(traj.geometry), return_index=True)
+    zone = zone_of_vertices(z, xy[:, 0], xy[:, 1])
+    cuts = np.flatnonzero(np.diff(row)) + 1
+    return counts_of(np.split(np.arange(zone.shape[0]), cuts), zone, k)
+
+
+def ivw_answers(trips, points, zones, z, zp, k, seqs, eps, share):
+    """Inverse-variance hybrid: one geoldp.hybrid release per repetition and statistic (ATP at ε·(1 − share),
+    a report at ε·share: padded visited zones, or the OD pair), combined per cell by
+    geoldp.planner.inverse_variance with the report's standard errors and ATP's RMS error simulated by
+    geoldp.planner.trajectory_rms from public inputs (random walks over P, the public lengths)."""
+    import geoldp
+    from geoldp.planner import inverse_variance, trajectory_rms
+    from geoldp.reports import estimate_counts, project_simplex
+
+    lengths = [len(s) for s in seqs]
+    n = len(seqs)
+    out = []
+    weight = {"zone_visits": [], "od_flows": []}
+    rms = {
+        q: trajectory_rms(
+            points, zones, epsilon=eps * (1 - share), n=n, lengths=lengths, question=q, rng=SEED + 9
+        )
+        for q in ("zone_visits", "od_flows")
+    }
+    for r in range(REPS):
+        pair = []
+        for stat, pad, q in (("visited_zone", IVW_PAD, "zone_visits"), ("od", 1, "od_flows")):
+            traj, rep = geoldp.hybrid(
+                trips,
+                points,
+                zones,
+                epsilon=eps,
+                fraction=1 - share,
+                statistic=stat,
+                rng=SEED + 50 + 10 * r + (stat == "od"),
+                report_options={"pad_length": pad},
+            )
+            # privacy: the design is this one hybrid release; its two parts' ledgers add up to the budget
+            spent = traj.attrs["geoldp"]["ledger"]["max_total_epsilon"]
+            spent += rep.attrs["geoldp"]["ledger"]["max_total_epsilon"]
+            assert abs(spent - eps) < 1e-9 and traj.attrs["geoldp"]["hybrid"]["total_epsilon"] == eps
+            est = estimate_counts(rep, zones)
+            counts = release_counts(traj, z, k)[0 if stat == "visited_zone" else 1]
+            se = est["std_error"].to_numpy()
+            comb, _ = inverse_variance([est["estimate"].to_numpy(), counts], [se, rms[q]])
+            # the ATP part's weight per cell, averaged over the cells
+            weight[q].append(float(np.mean(rms[q] ** -2.0 / (rms[q] ** -2.0 + se**-2.0))))
+            pair.append(project_simplex(np.nan_to_num(comb), max(float(np.nansum(comb)), 0.0)))
+        out.append(tuple(pair))
+    return out, {q: float(np.mean(w)) for q, w in weight.items()}
 
 
 def run(args) -> pd.DataFrame:
@@ -264,7 +334,7 @@ def run(args) -> pd.DataFrame:
         lengths = [len(s) for s in seqs]
         for eps in args.eps:
             t0 = time.time()
-            answers, cover, zp, k, ps = measure(name, seqs, trips, points, zones, eps, args)
+            answers, cover, weights, zp, k, ps = measure(name, seqs, trips, points, zones, eps, args)
             vis, od = counts_of(seqs, zp, k)
             med = int(zp[metrics.one_median(ps)])
             const_v, const_od = np.zeros(k), np.zeros(k * k)
@@ -302,6 +372,8 @@ def run(args) -> pd.DataFrame:
                     row["error"] = float(np.mean(errs))
                     row["error_sd"] = float(np.std(errs))
                     row["coverage"] = cover.get(label, np.nan) if q != "hotspots" else np.nan
+                    wq = "od_flows" if q == "od_flows" else "zone_visits"
+                    row["atp_weight"] = weights[label][wq] if label in weights else np.nan
                     for mode, tab in plans.items():
                         key = mode.replace(" ", "_")
                         row[f"planned_{key}"] = (
@@ -375,7 +447,15 @@ def write_markdown(df: pd.DataFrame, path: Path, command: str, seconds: float) -
         "among its zones in proportion to P's points, `geoldp.designs`); each of these is one",
         "`geoldp.report` release at the whole ε (the script asserts that the ledger's total ε equals",
         "the budget) and the rest is post-processing;",
-        "`hybrid:atp+report@0.5` (ATP at ε/2 and a shrunk report at ε/2, answers averaged). The two",
+        "`hybrid:atp+report@0.5` (ATP at ε/2 and a shrunk one-zone report at ε/2, answers averaged:",
+        "for zone visits it averages two scales, the report's 1/|set| shares and ATP's visit counts);",
+        "`hybrid:atp+report:ivw@s` (s = 0.5, 0.75 the report's share of ε; one `geoldp.hybrid` release",
+        "at the whole ε, the script asserts that its two ledgers add up to the budget): a padded report",
+        "(ℓ = 3, visit counts; the OD report for OD flows) and ATP's raw counts of the same cells,",
+        "combined per cell by inverse variance (`geoldp.planner.inverse_variance`) with the report's",
+        "standard error and, for ATP, its RMS error per cell simulated before the release from public",
+        "inputs (`geoldp.planner.trajectory_rms`: random walks over P with the public lengths), then",
+        "projected on the non-negative counts. The two",
         "no-data baselines use P only: *uniform* (zone shares of P; their outer product for OD) and",
         "*constant* (everything in the zone of P's 1-median). Each design's error is the mean of three",
         "seeded releases.",
@@ -401,7 +481,11 @@ def write_markdown(df: pd.DataFrame, path: Path, command: str, seconds: float) -
         "`prior` mode's population is (the held-out half is never evaluated on). Of the padded and",
         "coarse-to-fine designs, `pad8:shrunk` and `coarse:pad5` were added after a trial run on one",
         "setting (cps_atp, ε = 4) showed larger ℓ helping range counts; ℓ ∈ {2, 3, 5, 8} and the",
-        "coarse grid's half resolution are otherwise fixed choices, not tuned.",
+        "coarse grid's half resolution are otherwise fixed choices, not tuned. The inverse-variance",
+        "hybrids' ℓ = 3 (the default padded report) and shares 0.5 and 0.75 were fixed before any run; one",
+        "trial run at ε = 4 preceded this one, after which only the planner's simulation of them changed",
+        "(ATP's RMS taken from walks of its own, as the measured design does, not from the population",
+        "it is judged on).",
         "",
         "Data: /work/shared/data chi_atp, nyc_atp, cps_atp, each split once at random into an evaluation",
         "half (at most the n shown) and a held-out half. T-Drive and GeoLife have no public point set P and",
@@ -515,13 +599,31 @@ def write_markdown(df: pd.DataFrame, path: Path, command: str, seconds: float) -
         gap = (g["planned error"] - g["measured error"]).abs().median()
         lines.append(f"| {q} | {mode} | {gap:.3f} | {g['measured error'].median():.3f} |")
     lines.append("")
-    cov = df[df["coverage"].notna() & (df["question"] == "zone_visits") | (df["question"] == "od_flows")]
+    if "atp_weight" in df.columns and df["atp_weight"].notna().any():
+        wt = df[df["atp_weight"].notna() & df["question"].isin(["zone_visits", "od_flows"])]
+        wt = wt.pivot_table(
+            index=["dataset", "epsilon"], columns=["design", "question"], values="atp_weight", aggfunc="first"
+        )
+        wt.columns = [f"{d.split(':')[-1]} {q.replace('_', ' ')}" for d, q in wt.columns]
+        lines += [
+            "## The inverse-variance hybrids: the ATP part's weight",
+            "",
+            "Mean over the cells (zones; zone pairs for OD) of the ATP part's weight",
+            "1/rms² / (1/rms² + 1/se²), rms = ATP's simulated RMS error (`geoldp.planner.trajectory_rms`,",
+            "random walks over P with the public lengths), se = the report's standard error; mean of the",
+            "three releases. Near 0: the answer is the report's; near 1: ATP's.",
+            "",
+            markdown(wt.reset_index()),
+            "",
+        ]
+    cov = df[df["coverage"].notna() & ((df["question"] == "zone_visits") | (df["question"] == "od_flows"))]
     cov = cov[cov["coverage"].notna()][["dataset", "epsilon", "design", "coverage"]].drop_duplicates()
     lines += [
         "## Interval coverage of the report estimators",
         "",
         "Share of cells whose 95 % interval covers the true count (OD counts; visit counts for the",
-        "padded reports, ℓ = 2, 3, 5, which are biased low for trajectories visiting more than ℓ zones);",
+        "padded reports, ℓ = 2, 3, 5, whose estimate is biased low for trajectories visiting more than ℓ",
+        "zones: their interval's upper end allows for the missing visits, see `estimate_counts`);",
         "first seeded report.",
         "",
         markdown(cov),

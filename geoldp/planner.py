@@ -28,7 +28,16 @@ and the number of users each design needs for a target error.
   points within each coarse cell (:func:`geoldp.designs.spread_counts`): less noise, a bias where the
   population is not spread like P. Each is one report at the whole ε; the rest is post-processing.
 * The hybrid (``hybrid:atp+report@0.5``) splits ε between an ATP trajectory and a shrunk report and
-  averages their answers (:func:`blend`).
+  averages their answers (:func:`blend`). It mixes two scales where the question is about zone visits:
+  the one-zone report estimates each trajectory's 1/|set| share of a zone, ATP's counts are visits.
+* The inverse-variance hybrids (``hybrid:atp+report:ivw@s``, s = 0.5 or 0.75 the report's share of ε)
+  combine like with like: a padded report (ℓ = 3 visited zones, which estimates visit counts; the OD
+  report for OD flows) and ATP's raw counts of the same cells, weighted per cell by the inverse of their
+  squared errors (:func:`inverse_variance`): the report's closed-form standard error, and for ATP, which
+  is biased, its **root-mean-square deviation** from the truth per cell, simulated before any release
+  from public inputs (:func:`trajectory_rms`: random walks over P with the public lengths; at least the
+  count one simulated trajectory stands for). The planner simulates the design as it is run: the RMS
+  comes from walks of its own, not from the population the design is judged on.
 
 The no-data populations are random walks over P whose steps follow a published law of human
 displacements (Gonzalez et al., Nature 2008), never a constant fitted to the data it is judged on;
@@ -81,9 +90,11 @@ __all__ = [
     "DesignSpec",
     "Simulation",
     "blend",
+    "inverse_variance",
     "plan",
     "register_design",
     "shrink_to_baseline",
+    "trajectory_rms",
     "uniform_answer",
 ]
 
@@ -210,9 +221,12 @@ def _report_design(statistic: str, pad: int, *, shrink: bool = False) -> DesignS
 
 
 def _report_answers(
-    sim: Simulation, statistic: str, pad: int, epsilon: float, *, shrink: bool
+    sim: Simulation, statistic: str, pad: int, epsilon: float, *, shrink: bool, unbiased: bool = False
 ) -> tuple[list[np.ndarray], np.ndarray]:
-    """Simulated estimates of a report design at ``epsilon`` (closed-form variance, Gaussian noise)."""
+    """Simulated estimates of a report design at ``epsilon`` (closed-form variance, Gaussian noise).
+
+    ``unbiased``: the debiased estimate itself (neither projected nor shrunk), as an inverse-variance
+    combination needs it."""
     des = rrel.design(statistic, sim.n_zones, epsilon, pad_length=pad, caller="geoldp.plan")
     f = _report_frequencies(sim, des)
     var = rest.count_variance(f, sim.n, des.oracle, single=statistic == "od")
@@ -221,7 +235,9 @@ def _report_answers(
     out = []
     for _ in range(_REPS):
         noisy = f + sd * sim.rng.standard_normal(f.shape[0])
-        if shrink:
+        if unbiased:
+            out.append(_answer(sim, statistic, noisy * pad))
+        elif shrink:
             out.append(
                 shrink_to_baseline(
                     _answer(sim, statistic, noisy * pad), _answer(sim, statistic, sd * pad), target
@@ -325,6 +341,99 @@ def _hybrid_design(mechanism: str, report_share: float) -> DesignSpec:
     return DesignSpec(QUESTIONS, simulate, "hybrid")
 
 
+def inverse_variance(estimates: Any, std_errors: Any) -> tuple[np.ndarray, np.ndarray]:
+    """Cell by cell, the inverse-variance weighted mean of independent estimates of the same counts.
+
+    ``x̂ = Σ_i x̂_i / σ_i² / Σ_i 1 / σ_i²`` and ``σ̂ = (Σ_i 1 / σ_i²)^-1/2``: the minimum-variance
+    unbiased combination when the parts are unbiased and independent; for a biased part, pass its
+    root-mean-square error as ``σ_i`` (the weights then minimise the mean squared error when the errors
+    are independent). Post-processing: it reads the estimates and their errors only. A part whose error
+    is not finite or not positive does not weigh on that cell; a cell no part weighs on is NaN.
+    (:func:`geoldp.combine` does the same for release tables, with each part's own interval.)
+
+    Parameters
+    ----------
+    estimates : sequence of array_like
+        One vector of estimates per part (same shape).
+    std_errors : sequence of array_like
+        Their standard errors (or root-mean-square errors), same shapes.
+
+    Returns
+    -------
+    (numpy.ndarray, numpy.ndarray)
+        The combined estimates and their standard errors.
+
+    Raises
+    ------
+    ValueError
+        No part, or parts and errors of different numbers or shapes.
+
+    Examples
+    --------
+    >>> est, se = inverse_variance([[10.0, 4.0], [20.0, 8.0]], [[1.0, 2.0], [2.0, 2.0]])
+    >>> est.tolist(), se.round(3).tolist()
+    ([12.0, 6.0], [0.894, 1.414])
+    """
+    x = np.asarray(estimates, dtype=np.float64)
+    s = np.asarray(std_errors, dtype=np.float64)
+    if x.ndim < 1 or x.shape[0] == 0 or x.shape != s.shape:
+        raise ValueError(
+            "geoldp.planner.inverse_variance needs one std_errors vector per estimates vector, of the same "
+            f"shape (got {x.shape} and {s.shape})."
+        )
+    ok = np.isfinite(x) & np.isfinite(s) & (s > 0)
+    w = np.where(ok, 1.0 / np.where(ok, s, 1.0) ** 2, 0.0)
+    total = w.sum(axis=0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        est = (w * np.where(ok, x, 0.0)).sum(axis=0) / total
+        se = 1.0 / np.sqrt(total)
+    est[total == 0] = np.nan
+    return est, se
+
+
+#: Visited zones the inverse-variance hybrids pad to (the ``padded`` report's ℓ; a fixed choice).
+_IVW_PAD = 3
+
+
+def _ivw_hybrid_design(mechanism: str, report_share: float) -> DesignSpec:
+    """ε split: ``report_share`` to a padded report (visit counts; the OD report for OD flows), the rest to a
+    trajectory; the two answers combined per cell by :func:`inverse_variance`, then projected on the
+    non-negative counts with their total."""
+
+    def simulate(sim: Simulation, question: str) -> tuple[list[np.ndarray], np.ndarray | None]:
+        od = _needs(question) == "od"
+        statistic, pad = ("od", 1) if od else ("visited_zone", _IVW_PAD)
+        eps_rep = sim.epsilon * report_share
+        reps, half = _report_answers(sim, statistic, pad, eps_rep, shrink=False, unbiased=True)
+        se = half / rest.Z95
+        trajectory = Simulation(
+            sim.ps, sim.zone_of_point, sim.n_zones, sim.seqs, sim.n, sim.epsilon - eps_rep, sim.rng, sim.zones
+        )
+        trajs, _ = _trajectory_design(mechanism).simulate(trajectory, question)
+        # the trajectory part's error as the design computes it before any release (trajectory_rms): on
+        # its own random walks over P with the population's lengths, never on the population itself
+        walks = _walks(sim.ps, np.array([q.shape[0] for q in sim.seqs]), sim.rng, population="spread")
+        rms = _rms(
+            Simulation(sim.ps, sim.zone_of_point, sim.n_zones, walks, sim.n, trajectory.epsilon, sim.rng),
+            question,
+            mechanism,
+        )
+        out = []
+        for rep, traj in zip(reps, trajs, strict=True):
+            est, _ = inverse_variance([rep, traj], [se, rms])
+            out.append(rest.project_simplex(np.nan_to_num(est), max(float(np.nansum(est)), 0.0)))
+        # the trajectory part is biased: no interval is claimed
+        return out, None
+
+    return DesignSpec(QUESTIONS, simulate, "hybrid")
+
+
+def _truth(sim: Simulation, question: str) -> np.ndarray:
+    """The simulated population's exact answer at the scale of ``sim.n`` users."""
+    counts = sim.od(sim.seqs) if _needs(question) == "od" else sim.visits(sim.seqs)
+    return counts * (sim.n / len(sim.seqs))
+
+
 def _answer(sim: Simulation, statistic: str, values: np.ndarray) -> np.ndarray:
     k = sim.n_zones
     if statistic == "od":
@@ -388,6 +497,8 @@ DESIGNS: dict[str, DesignSpec] = {
     "report:visited_zone:shrunk": _report_design("visited_zone", 1, shrink=True),
     "report:od:shrunk": _report_design("od", 1, shrink=True),
     "hybrid:atp+report@0.5": _hybrid_design("atp", 0.5),
+    "hybrid:atp+report:ivw@0.5": _ivw_hybrid_design("atp", 0.5),
+    "hybrid:atp+report:ivw@0.75": _ivw_hybrid_design("atp", 0.75),
 }
 
 
@@ -634,17 +745,7 @@ def plan(
     zone_of_point = zone_of_vertices(z, np.asarray(ps.lon), np.asarray(ps.lat))
     size = min(n, _SIM_MAX)
     median = int(metrics.one_median(ps))
-    if prior is not None:
-        tr = _frames.trajectory_arrays(prior, name="prior", caller=caller)
-        idx = np.asarray(ps.nearest(tr.lon, tr.lat)[0], dtype=np.int64)
-        seqs = [
-            np.asarray(idx[a:b], dtype=np.int64) for a, b in zip(tr.offsets[:-1], tr.offsets[1:], strict=True)
-        ]
-        populations = {"prior": [seqs[i] for i in gen.choice(len(seqs), size=size, replace=len(seqs) < size)]}
-    else:
-        kinds = POPULATIONS[:3] if population == "robust" else (population,)
-        drawn = _lengths(lengths, size, gen, caller)
-        populations = {k: _walks(ps, drawn, gen, population=k) for k in kinds}
+    populations = _populations(ps, lengths, size, prior, population, gen, caller)
     tables = {}
     for label, seqs in populations.items():
         sim = Simulation(ps, zone_of_point, z.size, seqs, n, epsilon, gen, z)
@@ -672,12 +773,99 @@ def plan(
     return table
 
 
+def _populations(
+    ps: Any, lengths: Any, size: int, prior: Any, population: str, gen: np.random.Generator, caller: str
+) -> dict[str, list[np.ndarray]]:
+    """The simulated populations (label → trajectories as indices into P): the prior, or random walks."""
+    if prior is not None:
+        tr = _frames.trajectory_arrays(prior, name="prior", caller=caller)
+        idx = np.asarray(ps.nearest(tr.lon, tr.lat)[0], dtype=np.int64)
+        seqs = [
+            np.asarray(idx[a:b], dtype=np.int64) for a, b in zip(tr.offsets[:-1], tr.offsets[1:], strict=True)
+        ]
+        return {"prior": [seqs[i] for i in gen.choice(len(seqs), size=size, replace=len(seqs) < size)]}
+    kinds = POPULATIONS[:3] if population == "robust" else (population,)
+    drawn = _lengths(lengths, size, gen, caller)
+    return {k: _walks(ps, drawn, gen, population=k) for k in kinds}
+
+
+def trajectory_rms(
+    points: Any,
+    zones: Any,
+    *,
+    epsilon: float,
+    n: int,
+    lengths: Any,
+    question: str = "zone_visits",
+    mechanism: str = "atp",
+    prior: Any = None,
+    population: str = "spread",
+    rng: Any = None,
+) -> np.ndarray:
+    """Root-mean-square error per cell of a trajectory release's raw counts, simulated from public inputs.
+
+    The error a trajectory part brings to an inverse-variance combination (:func:`inverse_variance`):
+    the population of :func:`plan` (the public ``prior``, or random walks over P) is released
+    :data:`_REPS` times with ``mechanism`` at ``epsilon``, and each cell's deviation of the raw counts
+    (at the scale of ``n`` users) from the population's exact answer is averaged in square. It includes
+    the mechanism's bias, which more users do not remove. It is at least the count one simulated
+    trajectory stands for (the simulation's resolution). Public inputs only: no private data is read,
+    so the result may be used with any release made later.
+
+    Parameters
+    ----------
+    points, zones, epsilon, n, lengths, prior, rng
+        As in :func:`plan`.
+    question : {"zone_visits", "hotspots", "od_flows", "range_counts"}, default "zone_visits"
+        Zone visits (one value per zone) for every question but ``"od_flows"`` (one per ordered zone
+        pair, ``k × k`` flattened, origin-major).
+    mechanism : {"atp", "tp", "pointem"}, default "atp"
+    population : {"spread", "hubs", "mixed"}, default "spread"
+        As in :func:`plan` (one population; not ``"robust"``).
+
+    Returns
+    -------
+    numpy.ndarray
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from geoldp.reports import zone_grid
+    >>> pts = np.random.default_rng(0).uniform(0, 1, size=(100, 2))
+    >>> zones = zone_grid((0.0, 0.0, 1.0, 1.0), cells=2)
+    >>> rms = trajectory_rms(pts, zones, epsilon=2.0, n=300, lengths=3, rng=0)
+    >>> rms.shape, bool((rms >= 1.0).all())
+    ((4,), True)
+    """
+    caller = "geoldp.planner.trajectory_rms"
+    question = check_option(question, "question", QUESTIONS, caller, case_insensitive=True)
+    mechanism = check_option(mechanism, "mechanism", ("atp", "tp", "pointem"), caller, case_insensitive=True)
+    population = check_option(population, "population", POPULATIONS[:3], caller, case_insensitive=True)
+    epsilon = check_epsilon(epsilon, caller=caller, maximum=700.0)
+    n = check_int_range(n, "n", caller=caller, minimum=1)
+    ps = _frames.as_pointset(points, caller=caller)
+    z = check_zones(zones, caller=caller)
+    gen = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
+    zone_of_point = zone_of_vertices(z, np.asarray(ps.lon), np.asarray(ps.lat))
+    seqs = next(iter(_populations(ps, lengths, min(n, _SIM_MAX), prior, population, gen, caller).values()))
+    return _rms(Simulation(ps, zone_of_point, z.size, seqs, n, epsilon, gen, z), question, mechanism)
+
+
+def _rms(sim: Simulation, question: str, mechanism: str) -> np.ndarray:
+    """Per-cell RMS deviation of ``mechanism``'s raw counts from ``sim``'s truth, at least one simulated
+    trajectory's count."""
+    truth = _truth(sim, question)
+    ests, _ = _trajectory_design(mechanism).simulate(sim, question)
+    rms = np.sqrt(np.mean([(e - truth) ** 2 for e in ests], axis=0))
+    return np.maximum(rms, sim.n / len(sim.seqs))
+
+
 def _population_table(
     sim: Simulation, question: str, names: list[str], median: int, target_error: float | None
 ) -> pd.DataFrame:
     """Every design's and baseline's expected error on one simulated population."""
     n = sim.n
-    truth = (sim.od(sim.seqs) if _needs(question) == "od" else sim.visits(sim.seqs)) * (n / len(sim.seqs))
+    truth = _truth(sim, question)
     rows: dict[str, dict[str, Any]] = {}
     for name, est in _baselines(sim, question, median).items():
         rows[name] = {"kind": "baseline", "error": error_of(question, truth, est, n), "error_sd": 0.0}
@@ -734,10 +922,11 @@ def _users_needed(
         trial = Simulation(
             sim.ps, sim.zone_of_point, sim.n_zones, sim.seqs, m, sim.epsilon, sim.rng, sim.zones
         )
-        truth = (trial.od(trial.seqs) if _needs(question) == "od" else trial.visits(trial.seqs)) * (
-            m / len(trial.seqs)
-        )
+        truth = _truth(trial, question)
         ests, _ = spec.simulate(trial, question)
-        if np.mean([error_of(question, truth, e, m) for e in ests]) <= target:
+        # judged at the plan's scale: the range-count floor is 1 % of the users at every trial size (at m
+        # users, error_of's floor of one user would be a larger share of a small trial)
+        scale = sim.n / m
+        if np.mean([error_of(question, truth * scale, e * scale, sim.n) for e in ests]) <= target:
             return float(m)
     return math.nan
