@@ -559,8 +559,9 @@ def _add_report_estimate(sub: Any) -> None:
         default=None,
         metavar="M",
         help=(
-            "padded visited-zone reports: a public bound on the zones one trip visits (the outside "
-            "included), known without the data; narrows the upper ends (default: every zone)"
+            "padded visited-zone or transition reports: a public bound on the zones one trip visits "
+            "(the outside included) or on the transitions it makes, known without the data; narrows "
+            "the upper ends (default: the whole domain)"
         ),
     )
     p.add_argument("--overwrite", action="store_true", help="replace existing outputs")

@@ -215,17 +215,35 @@ def test_padded_public_set_size_bound():
         estimate_counts(od, GRID9, max_set_size=3)
 
 
-@pytest.mark.parametrize(
-    "statistic, pad", [("visited_zone", 1), ("od", 1), ("transitions", 1), ("transitions", 2)]
-)
-def test_unpadded_and_pair_intervals_unchanged(statistic, pad):
-    # no missing mass to bound (ℓ = 1 estimates shares; OD has one pair; transitions are left as they
-    # were): estimate ± 1.96·std_error, not clipped, bit for bit
+@pytest.mark.parametrize("statistic", ["visited_zone", "od", "transitions"])
+def test_unpadded_and_pair_intervals_unchanged(statistic):
+    # no missing mass to bound (ℓ = 1 estimates shares; OD has one pair): estimate ± 1.96·std_error, not
+    # clipped, bit for bit
+    pad = 1
     rep = report(big_sets(), GRID9, statistic=statistic, epsilon=2.0, pad_length=pad, rng=9)
     est = estimate_counts(rep, GRID9, include_outside=True)
     e, se = est["estimate"].to_numpy(), est["std_error"].to_numpy()
     assert np.array_equal(est["lower"].to_numpy(), e - Z95 * se)
     assert np.array_equal(est["upper"].to_numpy(), e + Z95 * se)
+
+
+def test_padded_transition_interval_covers_many_transitions():
+    # the same bound for the transitions a trajectory makes: most trips here make 3 to 5 distinct ones
+    gdf = big_sets()
+    truth = true_counts(gdf, GRID9, statistic="transitions").to_numpy()
+    old, new = [], []
+    reps = 8
+    for seed in range(reps):
+        rep = report(gdf, GRID9, statistic="transitions", epsilon=4.0, pad_length=2, rng=500 + seed)
+        est = estimate_counts(rep, GRID9, max_set_size=5)  # at most 6 zones visited: 5 transitions
+        e, se = est["estimate"].to_numpy(), est["std_error"].to_numpy()
+        old.append((e - Z95 * se <= truth) & (truth <= e + Z95 * se))
+        new.append((est["lower"].to_numpy() <= truth) & (truth <= est["upper"].to_numpy()))
+        assert np.array_equal(est["lower"].to_numpy(), e - Z95 * se)  # only the upper end moves
+    busy = truth >= 20  # transitions made often enough for the padding's loss to show
+    old_busy = np.mean(np.asarray(old)[:, busy])
+    assert old_busy < _coverage_floor(reps * int(busy.sum())), old_busy  # the symmetric one fails there
+    assert np.mean(new) >= _coverage_floor(reps * truth.size), np.mean(new)
 
 
 def test_padded_upper_end_is_tight_in_the_worst_case():

@@ -18,16 +18,18 @@ probability that user u's sampled item is v. So Var C(v) = Σ r_u(1 − r_u), wh
   the sampled item.
 
 The plug-in c is f̂ clipped to [0, n]. The 95 % interval is estimate ± 1.96·std_error (not clipped:
-clipping would break its coverage), except for padded visit counts (below). ``projected`` is the
+clipping would break its coverage), except for padded set counts (below). ``projected`` is the
 post-processed estimate: the Euclidean
 projection of f̂ over the whole domain onto {x ≥ 0, Σx = n} (the set the true values lie in), scaled by ℓ;
 it is never negative and its cells sum to the number of reports.
 
-Padded visit counts (ℓ > 1). A trajectory with s = |S| zones that visits v adds min(1, ℓ/s) to the
-estimand e(v) = E[ℓ·f̂(v)] and 1 to the visit count c(v). So e(v) ≤ c(v), and the missing mass
-c(v) − e(v) = Σ over the visitors with s > ℓ of (1 − ℓ/s). With a public bound M on s (the domain's
-zones + 1 by default) each of those terms is at most 1 − ℓ/M, and it is at most (M/ℓ − 1) times that
-visitor's share ℓ/s of e(v); and there are at most N = #{s ≥ ℓ} such visitors. Hence
+Padded set counts (ℓ > 1: visited zones, or transitions). A trajectory whose set S has s = |S| items
+(zones it visits, or distinct transitions it makes) and holds v adds min(1, ℓ/s) to the estimand
+e(v) = E[ℓ·f̂(v)] and 1 to the count c(v). So e(v) ≤ c(v), and the missing mass
+c(v) − e(v) = Σ over the holders with s > ℓ of (1 − ℓ/s). With a public bound M on s (by default the
+domain's values: the zones + 1, or their ordered pairs) each of those terms is at most 1 − ℓ/M, and it
+is at most (M/ℓ − 1) times that holder's share ℓ/s of e(v); and there are at most N = #{s ≥ ℓ} such
+holders. Hence
 
     e(v) ≤ c(v) ≤ e(v) + min((1 − ℓ/M)·N, (M/ℓ − 1)·e(v)).
 
@@ -40,7 +42,7 @@ with e⁺ = ℓf̂(v) + z·se and N⁺ = n − ℓ·(f̂(dummy 0) − z·se(dumm
 one-sided normal quantile. The lower end misses c(v) only when it misses e(v) (2.5 %), the upper only
 when e⁺ < e(v) or N⁺ < N (1.25 % each): by the union bound the interval covers c(v) with probability at
 least 95 % (up to the normal approximation of each bound), whatever the set sizes. It is conservative:
-the release cannot tell how many zones the large sets have, so the upper end allows the worst case.
+the release cannot tell how many items the large sets have, so the upper end allows the worst case.
 """
 
 from __future__ import annotations
@@ -158,11 +160,13 @@ def estimate_counts(
     geometry : bool, default False
         For ``"visited_zone"`` with ``zones``: return a GeoDataFrame with each zone's geometry.
     max_set_size : int, optional
-        For padded ``"visited_zone"`` reports (``pad_length`` ℓ > 1): a **public** bound M on the number
-        of zones (the outside category included) one trajectory visits, known without looking at the
-        data (for example from the trajectories' public maximum number of points). Default: the domain's
-        zones + 1. A smaller M narrows the upper ends; an M below a trajectory's true number of zones
-        voids their guarantee. With M ≤ ℓ the counts are unbiased and the interval is symmetric.
+        For padded ``"visited_zone"`` or ``"transitions"`` reports (``pad_length`` ℓ > 1): a **public**
+        bound M on the number of zones (the outside category included) one trajectory visits, or of the
+        distinct transitions it makes, known without looking at the data (for example from the
+        trajectories' public maximum number of points). Default: the domain's size (the zones + 1, or
+        their ordered pairs). A smaller M narrows the upper ends; an M below a trajectory's true number
+        of items voids their guarantee. With M ≤ ℓ the counts are unbiased and the interval is
+        symmetric.
 
     Returns
     -------
@@ -182,14 +186,14 @@ def estimate_counts(
         The interval covers the visit count with probability at least 95 % (a union bound over its
         three one-sided bounds, up to their normal approximations) whatever the set sizes; it is
         conservative, and can be far wider than 2·1.96·std_error when many trajectories visit more than
-        ℓ zones. Elsewhere (ℓ = 1, ``"od"``, ``"transitions"``) the interval is
-        estimate ± 1.96·std_error of the estimated quantity.
+        ℓ zones; padded ``"transitions"`` likewise for the trajectories making each transition. Elsewhere
+        (ℓ = 1, ``"od"``) the interval is estimate ± 1.96·std_error of the estimated quantity.
 
     Raises
     ------
     TypeError, ValueError
         Not a report table; zones that differ from the reports' zones; ``max_set_size`` not a positive
-        int, or given for a statistic other than ``"visited_zone"``.
+        int, or given for ``"od"`` reports (one pair per trajectory: nothing to bound).
 
     Examples
     --------
@@ -236,7 +240,7 @@ def estimate_counts(
     lower = est - Z95 * se
     upper = est + Z95 * se
     # ℓ = 1 estimates each trajectory's share 1/|S| (no missing mass to bound); M ≤ ℓ: unbiased counts
-    if des.statistic == "visited_zone" and 1 < des.pad_length < bound:
+    if des.statistic in ("visited_zone", "transitions") and 1 < des.pad_length < bound:
         upper = np.maximum(lower, padded_upper(f, var, n, des, bound))
     keep, index = _rows(des.statistic, des.n_zones, labels, include_outside)
     out = pd.DataFrame(
@@ -261,21 +265,21 @@ def _set_size_bound(max_set_size: Any, des: Any, caller: str) -> int:
     """The public bound M on a trajectory's number of items (``max_set_size`` checked; at most the domain)."""
     if max_set_size is None:
         return int(des.base)
-    if des.statistic != "visited_zone":
+    if des.statistic == "od":
         raise ValueError(
-            f"The 'max_set_size' parameter of {caller} applies to statistic='visited_zone' reports only "
-            f"(these reports are {des.statistic!r}); leave it out."
+            f"The 'max_set_size' parameter of {caller} applies to the set statistics 'visited_zone' and "
+            "'transitions' only (these reports are 'od': one pair per trajectory); leave it out."
         )
     return min(check_int_range(max_set_size, "max_set_size", caller=caller, minimum=1), int(des.base))
 
 
 def padded_upper(f: np.ndarray, var: np.ndarray, n: int, des: Any, max_set_size: int) -> np.ndarray:
-    """Upper ends of the visit counts of padded ``"visited_zone"`` reports (whole domain; module notes).
+    """Upper ends of the counts of padded ``"visited_zone"`` or ``"transitions"`` reports (whole domain).
 
     ``f`` and ``var`` are the debiased frequencies and variances of every domain value (dummies
-    included), ``max_set_size`` the public bound M > ℓ on a trajectory's number of zones. Each end is
+    included), ``max_set_size`` the public bound M > ℓ on a trajectory's number of items. Each end is
     e⁺ + min((1 − ℓ/M)·N⁺, (M/ℓ − 1)·max(e⁺, 0)), at most ``n``, where e⁺ bounds the padded estimand
-    and N⁺ the trajectories with at least ℓ zones, each at the one-sided 1.25 % level.
+    and N⁺ the trajectories with at least ℓ items, each at the one-sided 1.25 % level.
     """
     ell = float(des.pad_length)
     m = float(max_set_size)
