@@ -43,6 +43,14 @@ one-sided normal quantile. The lower end misses c(v) only when it misses e(v) (2
 when e⁺ < e(v) or N⁺ < N (1.25 % each): by the union bound the interval covers c(v) with probability at
 least 95 % (up to the normal approximation of each bound), whatever the set sizes. It is conservative:
 the release cannot tell how many items the large sets have, so the upper end allows the worst case.
+
+Tables with a per-user budget (``user_budget="split"``). Their rows were reported in parts, one per
+budget ε/k (the column ``epsilon``), each with the same oracle and domain at its own ε. Each part is
+debiased with its own p*, q* and variance; the parts hold different trajectories, so the sum of their
+f̂ is unbiased for the sum of their estimands and the variances add. Everything above is a sum over
+trajectories (e, c, N, the missing mass), so the same bounds hold for the whole table with f̂, its
+variance and n summed over the parts: e⁺ and N⁺ come from the summed estimates and standard errors,
+``projected`` from the summed f̂ and n.
 """
 
 from __future__ import annotations
@@ -152,7 +160,9 @@ def estimate_counts(
     Parameters
     ----------
     reports : pandas.DataFrame
-        The report table (or a slice of it: pandas keeps its ledger).
+        The report table (or a slice of it: pandas keeps its ledger). A table made with
+        ``user_budget="split"`` is estimated part by part (its rows grouped by the ``epsilon`` column,
+        which must be kept) and the parts added (see the module notes).
     zones : GeoDataFrame or GeoSeries, optional
         The **same** public zones the reports were made over (checked against the ledger's digest);
         labels the rows with the zones' index. Without it, zones are labelled 0, 1, ….
