@@ -325,3 +325,21 @@ def test_a_one_part_split_table_estimates_as_a_plain_table():
     plain = report(one, ZONES, epsilon=2.0, oracle="krr", rng=4)
     assert set(rep[EPSILON_COLUMN]) == {2.0}
     pd.testing.assert_frame_equal(estimate_counts(rep, ZONES), estimate_counts(plain, ZONES))
+
+
+def test_release_parts_split_a_report_table_into_plain_tables_that_add_up():
+    from geoldp.budget_strategies import release_parts
+
+    gdf = population(150)
+    rep = report(gdf, ZONES, statistic="od", epsilon=4.0, rng=8, user_col="user", user_budget="split")
+    parts = release_parts(rep)
+    assert len(parts) == len(rep.attrs["geoldp"]["ledger"]["by_part"]) == 4
+    assert sum(len(p) for p in parts) == len(rep)
+    ests = [estimate_counts(p, ZONES) for p in parts]
+    assert all(EPSILON_COLUMN not in p.columns for p in parts)
+    assert sorted(p.attrs["geoldp"]["epsilon"] for p in parts) == [1.0, 4.0 / 3.0, 2.0, 4.0]
+    whole = estimate_counts(rep, ZONES)
+    np.testing.assert_allclose(sum(e["estimate"] for e in ests), whole["estimate"], rtol=1e-12, atol=1e-9)
+    np.testing.assert_allclose(
+        np.sqrt(sum(e["std_error"] ** 2 for e in ests)), whole["std_error"], rtol=1e-12, atol=1e-9
+    )
