@@ -2,7 +2,8 @@
 
 A release spends ε per trajectory; a user with ``k`` trajectories in it spends ``k·ε`` (sequential
 composition), which a :class:`~geoldp.BudgetAccountant` refuses once it passes her total. Two public rules
-fit a release to a per-user budget without hand-written code (``gdf.ldp.perturb(..., user_col=...)``):
+fit a release to a per-user budget without hand-written code (``gdf.ldp.perturb(..., user_col=...)``, and
+the aggregate reports of :func:`geoldp.report`, whose rows are estimated part by part):
 
 ``user_budget="split"``
     ε is the budget of **one user** in this release: each of her ``k`` trajectories is perturbed with
