@@ -2,7 +2,8 @@
 
 A release spends ε per trajectory; a user with ``k`` trajectories in it spends ``k·ε`` (sequential
 composition), which a :class:`~geoldp.BudgetAccountant` refuses once it passes her total. Two public rules
-fit a release to a per-user budget without hand-written code (``gdf.ldp.perturb(..., user_col=...)``):
+fit a release to a per-user budget without hand-written code (``gdf.ldp.perturb(..., user_col=...)``, and
+the aggregate reports of :func:`geoldp.report`, whose rows are estimated part by part):
 
 ``user_budget="split"``
     ε is the budget of **one user** in this release: each of her ``k`` trajectories is perturbed with
@@ -190,16 +191,23 @@ def perturb_per_user(
     traj_id_col: Any,
     rng: Any,
     caller: str,
+    configure: Callable[[list[tuple[float, int]]], dict[str, Any]] | None = None,
+    finish: Callable[[Any, dict[str, Any], dict[str, Any], Any], tuple[Any, dict[str, Any]]] | None = None,
     **kwargs: Any,
 ) -> Any:
     """Release ``gdf`` under a per-user budget strategy (the driver behind ``user_budget``/``max_per_user``).
 
-    ``release`` is the plain frame release (:func:`geoldp.accessor.perturb`), called once per distinct
-    per-trajectory budget without an accountant; the charges are checked, all of them, before the first
-    draw and committed once every part is released.
-    """
-    import geopandas as gpd
+    ``release`` is the plain frame release (:func:`geoldp.accessor.perturb`, or :func:`geoldp.report`
+    through an adapter), called once per distinct per-trajectory budget without an accountant; the charges
+    are checked, all of them, before the first draw and committed once every part is released.
 
+    Two hooks serve releases other than ``gdf.ldp.perturb`` (``user_budget="split"`` only):
+    ``configure(parts)`` gets the public ``(epsilon, rows)`` of every part before the first draw (the
+    values the output's ``epsilon`` column shows) and returns keyword arguments given to every part;
+    ``finish(combined, ledger, first, points)`` turns the concatenated parts and the combined ledger
+    (before its ``release_id``) into ``(release, ledger)``; by default a GeoDataFrame with the points'
+    provenance.
+    """
     from geoldp._validation import check_epsilon
 
     if user_budget not in USER_BUDGETS:
@@ -279,6 +287,10 @@ def perturb_per_user(
             )
             if pending is not None:
                 charges.append(pending)
+    if configure is not None:  # public: each part's budget and row count, as the epsilon column shows
+        kwargs.update(
+            configure([(split_epsilon(epsilon, k), int(np.count_nonzero(k_of_row == k))) for k in parts])
+        )
     outs: list[tuple[np.ndarray, Any]] = []
     ledgers: list[dict[str, Any]] = []
     first: dict[str, Any] = {}
@@ -295,7 +307,6 @@ def perturb_per_user(
     order = np.concatenate([pos for pos, _ in outs])
     combined = pd.concat([p for _, p in outs], axis=0) if len(outs) > 1 else outs[0][1]
     combined = combined.iloc[np.argsort(order, kind="stable")]
-    out = gpd.GeoDataFrame(combined, geometry=outs[0][1].geometry.name, crs=outs[0][1].crs)
     base = dict(first)
     base.update(
         {
@@ -315,12 +326,7 @@ def perturb_per_user(
     base["user_budget"] = rule
     for key in ("release_id", "points", "accounting"):
         base.pop(key, None)
-    from geoldp import points as public_points
-
-    ledger = accounting.finish_release(
-        base, released=out, points_provenance=public_points.provenance_of(points)
-    )
-    ledger["points"] = first.get("points", ledger["points"])  # the parts' P: the same for all
+    out, ledger = (finish or _finish_frame)(combined, base, first, points)
     for charge in charges:
         charge.commit()
     if charges:
@@ -331,6 +337,22 @@ def perturb_per_user(
     out.attrs = {"geoldp": ledger}
     del k_of_row
     return out
+
+
+def _finish_frame(
+    combined: Any, base: dict[str, Any], first: dict[str, Any], points: Any
+) -> tuple[Any, dict[str, Any]]:
+    """The ``finish`` of a ``gdf.ldp.perturb`` split release: a GeoDataFrame with P's provenance."""
+    import geopandas as gpd
+
+    from geoldp import points as public_points
+
+    out = gpd.GeoDataFrame(combined, geometry=combined.geometry.name, crs=combined.crs)
+    ledger = accounting.finish_release(
+        base, released=out, points_provenance=public_points.provenance_of(points)
+    )
+    ledger["points"] = first.get("points", ledger["points"])  # the parts' P: the same for all
+    return out, ledger
 
 
 def release_parts(released: Any) -> list[Any]:

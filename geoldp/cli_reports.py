@@ -145,7 +145,7 @@ def read_report_table(path: str | os.PathLike[str]) -> Any:
 
     from geoldp import _formats
     from geoldp import io as gio
-    from geoldp.reports.release import design_of
+    from geoldp.reports.release import design_of, part_epsilons
 
     p = Path(os.fspath(path))
     caller = "read_report_table"
@@ -156,6 +156,8 @@ def read_report_table(path: str | os.PathLike[str]) -> Any:
         )
     try:
         des = design_of(ledger)
+        epsilons = part_epsilons(ledger)  # a user_budget='split' table: one design per epsilon part
+        parts = {eps: design_of(ledger, eps) for eps in epsilons or ()}
     except (KeyError, TypeError, ValueError) as exc:
         raise ValueError(
             f"the ledger of '{p}' is not a complete report ledger ({_one_line(exc)}); regenerate the release"
@@ -163,10 +165,27 @@ def read_report_table(path: str | os.PathLike[str]) -> Any:
     o = des.oracle
     data = _formats.read_regular(p, caller, limit=MAX_TABLE_BYTES)
     want = {"krr": ["report"], "olh": ["seed", "report"], "oue": ["bits"]}[o.name]
+    if epsilons is not None:
+        want = [*want, "epsilon"]
     raw = pd.read_csv(_stdio.BytesIO(data), dtype=dict.fromkeys(want, str), keep_default_na=False)
     if list(raw.columns) != want:
         raise ValueError(f"'{p}' has columns {list(raw.columns)[:5]}; a {o.name} report table has {want}")
     table = pd.DataFrame(index=pd.RangeIndex(len(raw)))
+    g_of_row = None
+    if epsilons is not None:
+        try:  # Python's float(): the exact value written (repr), unlike a fast CSV float parser
+            row_eps = np.array([float(t) for t in raw["epsilon"].to_numpy()], dtype=np.float64)
+        except ValueError:
+            row_eps = np.full(len(raw), np.nan)
+        unknown = ~np.isin(row_eps, np.asarray(epsilons, dtype=np.float64))
+        if unknown.any():
+            raise ValueError(
+                f"row {int(np.argmax(unknown))} of '{p}': 'epsilon' is not one of the budgets in its ledger"
+            )
+        if o.name == "olh":  # OLH's hash range depends on each part's budget
+            g_of_row = np.zeros(len(raw), dtype=np.int64)
+            for eps, part in parts.items():
+                g_of_row[row_eps == eps] = part.oracle.g
     if o.name == "oue":
         width = (o.d + 7) // 8
         cells = raw["bits"].to_numpy()
@@ -183,14 +202,15 @@ def read_report_table(path: str | os.PathLike[str]) -> Any:
         table["bits"] = bits
     else:
         top = {"report": o.g if o.name == "olh" else o.d, "seed": 1 << 32}
-        for col in want:
+        for col in (c for c in want if c != "epsilon"):
             text = raw[col].to_numpy()
             ok = text != ""
             digits = np.char.isdigit(text.astype(str)) | ~ok
             if not digits.all():
                 raise ValueError(f"row {int(np.argmin(digits))} of '{p}': column {col!r} must hold integers")
             values = text[ok].astype(np.int64)
-            bad = np.flatnonzero(values >= top[col])
+            limit = g_of_row[ok] if (col == "report" and g_of_row is not None) else top[col]
+            bad = np.flatnonzero(values >= limit)
             if bad.size:
                 raise ValueError(
                     f"row {int(np.flatnonzero(ok)[bad[0]])} of '{p}': {col!r} is outside its domain"
@@ -199,6 +219,8 @@ def read_report_table(path: str | os.PathLike[str]) -> Any:
             full[:] = pd.NA
             full[ok] = values
             table[col] = full if not ok.all() else np.asarray(full, dtype=np.int64)
+    if epsilons is not None:
+        table["epsilon"] = row_eps
     table.attrs = {"geoldp": ledger}
     return table
 
@@ -249,14 +271,14 @@ def _read_trips(args: argparse.Namespace, path: Path) -> Any:
 
 
 def _per_user(args: argparse.Namespace, trips: Any, source: Any) -> tuple[Any, dict[str, Any]]:
-    """Apply ``--max-per-user`` (a public selection rule) and load the accountant; ``--user-budget split`` is
-    refused: a report's estimators and an LDPTrace model need one ε for every trip."""
+    """Apply ``--max-per-user`` (a public selection rule) and load the accountant, for ``synthesize``;
+    ``--user-budget split`` is refused: an LDPTrace model needs one ε for every trip."""
     from geoldp import budget_strategies, cli_campaign
 
     options = cli_campaign.perturb_options(args)  # the same checks and accountant file as perturb
     if options.get("user_budget", "trajectory") != "trajectory":
         raise ValueError(
-            f"--user-budget split is not available for '{args.command}': its estimators need one epsilon for "
+            f"--user-budget split is not available for '{args.command}': its model needs one epsilon for "
             "every trip. Keep at most K trips per user with --max-per-user K (and --epsilon per trip) instead"
         )
     kept = trips
@@ -296,35 +318,32 @@ def _table_options(p: argparse.ArgumentParser) -> None:
 
 def _cmd_report(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     from geoldp import cli_campaign, reports
-    from geoldp._random import resolve_rng
 
     trips_path = _existing(args.trips, "TRIPS")
     zones, zone_files = _zones(args)
     out_path = _check_output(args.output, args.overwrite, [trips_path, *zone_files], (".csv",))
     trips = _read_trips(args, trips_path)
-    source = resolve_rng(args.seed)  # once: the trip selection and the reports
-    kept, per_user = _per_user(args, trips, source)
+    # the same checks and accountant file as perturb; the per-user options go to geoldp.report as they are
+    options = cli_campaign.perturb_options(args)
     out = reports.report(
-        kept,
+        trips,
         zones,
         statistic=args.statistic,
         epsilon=args.epsilon,
         oracle=args.oracle,
         pad_length=args.pad_length,
-        rng=source,
-        **per_user["release"],
+        rng=args.seed,
+        **options,
     )
-    rule = _rule(args)
-    if rule is not None:
-        out.attrs["geoldp"]["user_budget"] = rule
-    cli_campaign.finish_perturb(args, per_user["options"], trips, out, stderr)  # accountant, kept rows
+    cli_campaign.finish_perturb(args, options, trips, out, stderr)  # accountant, kept rows
     with _stage(f"cannot write '{args.output}'"):
         written = write_report_table(out, out_path, overwrite=args.overwrite)
     led = out.attrs["geoldp"]
+    unit = "per user, shared by her trips" if args.user_budget == "split" else "per trip"
     print(
         f"{PROG}: reported {len(out)} trips ({led['statistic']}, {led['oracle']} over "
         f"{led['domain']['size']} "
-        f"values, epsilon={args.epsilon:g} per trip{', seeded' if args.seed is not None else ''})",
+        f"values, epsilon={args.epsilon:g} {unit}{', seeded' if args.seed is not None else ''})",
         file=stderr,
     )
     for path in written:
@@ -342,14 +361,21 @@ def _add_report(sub: Any) -> None:
             "Release, for every trip (row) of TRIPS, one epsilon-LDP report of a statistic over public zones "
             "(the zones it visits, its origin-destination pair, or its zone-to-zone moves) with a frequency "
             "oracle (k-RR, OUE or OLH), and write the reports as a CSV table in input order with the ledger "
-            "in OUT.ledger.json. Estimate them with 'geoldp report-estimate'."
+            "in OUT.ledger.json (with --user-budget split, an 'epsilon' column gives each row's share of its "
+            "user's budget). Estimate them with 'geoldp report-estimate'."
         ),
     )
     p.add_argument(
         "trips", metavar="TRIPS", help="trips: one LineString per row (a Point row is a one-point trip)"
     )
     p.add_argument("-o", "--output", required=True, metavar="OUT", help="the report table, OUT.csv")
-    p.add_argument("--epsilon", required=True, type=float, metavar="E", help="privacy budget per trip (row)")
+    p.add_argument(
+        "--epsilon",
+        required=True,
+        type=float,
+        metavar="E",
+        help="privacy budget per trip (row); with --user-budget split, per user (her trips share it)",
+    )
     p.add_argument("--statistic", choices=STATISTICS, default="visited_zone", help="what each trip reports")
     p.add_argument(
         "--oracle", choices=("auto", *ORACLES), default="auto", help="frequency oracle (default: by variance)"

@@ -35,7 +35,8 @@ LAYERS: list[tuple[str, ...]] = [
     ("mechanisms",),  # the ε-LDP primitives
     ("trajectory",),  # TP, ATP, PointEM and the array engine
     ("_frames", "_zones"),  # the one GeoPandas <-> arrays boundary; the one zone validator
-    ("queries", "_release", "estimate", "ldptrace", "reports"),  # analyses; the release pipelines
+    # budget_strategies: the shared per-user driver (needs only accounting), run by perturb and report
+    ("budget_strategies", "queries", "_release", "estimate", "ldptrace", "reports"),  # release pipelines
     ("metrics", "prepare", "planner", "designs"),  # utility metrics; GPS preparation; the planner
     (
         "accessor",
@@ -45,7 +46,6 @@ LAYERS: list[tuple[str, ...]] = [
         "testing",
         "interop",
         "explore",
-        "budget_strategies",
         "layers",
         "hybrids",
         "combined",

@@ -256,15 +256,104 @@ def test_per_user_options_and_the_accountant(files, tmp_path, capsys):
     assert not (tmp_path / "again.csv").exists() and acc.read_bytes() == before
 
 
+@pytest.mark.parametrize("oracle", ["auto", "olh"])
+def test_split_report_round_trips_charges_each_user_her_epsilon_and_estimates(
+    files, tmp_path, capsys, oracle
+):
+    d, trips, pts = files
+    # 120 users with 1 to 4 trips each (user u has u % 4 + 1), ids that look numeric
+    users = [f"{u:03d}" for u in range(120) for _ in range(u % 4 + 1)]
+    many = gpd.GeoDataFrame({"user": users}, geometry=list(trips.geometry[: len(users)]), crs="EPSG:4326")
+    many.to_file(tmp_path / "many.gpkg")
+    acc, out = tmp_path / "acc.json", tmp_path / "split.csv"
+    base = [
+        "report",
+        tmp_path / "many.gpkg",
+        "--points",
+        d / "P.gpkg",
+        "--statistic",
+        "od",
+        "--oracle",
+        oracle,
+    ]
+    argv = [*base, "--epsilon", 4, "--user-col", "user", "--user-budget", "split", "--seed", 5]
+    code, _, err = _run([*argv, "--accountant", acc, "--total-epsilon", 4, "-o", out], capsys)
+    assert code == 0, err
+    assert "per user, shared by her trips" in err
+    table = cli_reports.read_report_table(out)
+    assert "user" not in table.columns and table.columns[-1] == "epsilon"
+    # the same table as the library release with the same seed (values and dtypes)
+    zones = metrics.zone_grid(gpd.read_file(d / "P.gpkg"), cell_km=1.5)
+    same = geoldp.report(
+        many,
+        zones,
+        statistic="od",
+        epsilon=4.0,
+        oracle=oracle,
+        user_col="user",
+        user_budget="split",
+        rng=5,
+    )
+    assert list(table.columns) == list(same.columns)
+    for col in same.columns:
+        assert table[col].dtype == same[col].dtype
+        assert list(table[col]) == list(same[col])
+    pd.testing.assert_frame_equal(estimate_counts(table, zones), estimate_counts(same, zones))
+    assert table["epsilon"].dtype == np.float64
+    assert all(table[c].dtype == np.int64 for c in ("seed", "report") if c in table.columns)
+    spent = geoldp.BudgetAccountant.load(acc)
+    assert max(spent.spent_by(u) for u in spent.spent) <= 4.0
+    assert spent.spent_by("003") == pytest.approx(4.0)  # 4 trips at 1.0 each
+    led = json.loads((tmp_path / "split.csv.ledger.json").read_text())
+    assert led["user_budget"]["strategy"] == "split" and len(led["ledger"]["by_part"]) == 4
+    text = json.dumps(led)
+    assert '"000"' not in text and "003" not in text  # no user id in the ledger
+    code, _, err = _run(
+        ["report-estimate", out, "--points", d / "P.gpkg", "-o", tmp_path / "split_est.gpkg"], capsys
+    )
+    assert code == 0, err
+    est = estimate_counts(table)
+    assert np.isfinite(est["estimate"]).all() and (est["upper"] >= est["lower"]).all()
+    # a tampered epsilon cell is refused in one line
+    lines = out.read_text().splitlines()
+    lines[1] = lines[1].rsplit(",", 1)[0] + ",9.5"
+    bad = tmp_path / "bad.csv"
+    bad.write_text("\n".join(lines) + "\n")
+    (tmp_path / "bad.csv.ledger.json").write_text((tmp_path / "split.csv.ledger.json").read_text())
+    code, _, err = _run(["report-estimate", bad, "--points", d / "P.gpkg", "-o", tmp_path / "b.gpkg"], capsys)
+    assert code == 1 and err.count("\n") == 1, err
+    # past the sidecar's digest (a rewritten sidecar), the budget of every row is still checked
+    from geoldp import io as gio
+
+    led_obj = gio.read_ledger(out)
+    (tmp_path / "bad.csv.ledger.json").unlink()
+    gio.write_bytes_with_ledger(bad.read_bytes(), led_obj, tmp_path / "bad2.csv")
+    with pytest.raises(ValueError, match="row 0 .*'epsilon' is not one of the budgets"):
+        cli_reports.read_report_table(tmp_path / "bad2.csv")
+
+
+def test_synthesize_still_refuses_a_split_budget(files, tmp_path, capsys):
+    d, _, _ = files
+    argv = ["synthesize", d / "trips.gpkg", "--points", d / "P.gpkg", "--epsilon", 4, "--user-col", "user"]
+    code, _, err = _run([*argv, "--user-budget", "split", "-o", tmp_path / "s.gpkg"], capsys)
+    assert code == 1 and "--user-budget split is not available for 'synthesize'" in err
+    assert err.count("\n") == 1 and not (tmp_path / "s.gpkg").exists()
+
+
 @pytest.mark.parametrize(
     ("argv", "code", "match"),
     [
         (["--epsilon", 4], 2, "give either --zones FILE or --points POINTS"),
         (["--points", "P.gpkg", "--zones", "P.gpkg", "--epsilon", 4], 2, "give either"),
         (
-            ["--points", "P.gpkg", "--epsilon", 4, "--user-col", "user", "--user-budget", "split"],
+            ["--points", "P.gpkg", "--epsilon", 4, "--user-budget", "split"],
+            2,
+            "need --user-col",
+        ),
+        (
+            ["--points", "P.gpkg", "--epsilon", 4, "--user-col", "nobody", "--user-budget", "split"],
             1,
-            "--user-budget split is not available",
+            "user_col",
         ),
         (["--points", "P.gpkg", "--epsilon", 4, "--max-per-user", 1], 2, "need --user-col"),
         (["--points", "P.gpkg", "--epsilon", -1], 1, "epsilon"),

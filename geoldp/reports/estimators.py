@@ -43,6 +43,14 @@ one-sided normal quantile. The lower end misses c(v) only when it misses e(v) (2
 when e⁺ < e(v) or N⁺ < N (1.25 % each): by the union bound the interval covers c(v) with probability at
 least 95 % (up to the normal approximation of each bound), whatever the set sizes. It is conservative:
 the release cannot tell how many items the large sets have, so the upper end allows the worst case.
+
+Tables with a per-user budget (``user_budget="split"``). Their rows were reported in parts, one per
+budget ε/k (the column ``epsilon``), each with the same oracle and domain at its own ε. Each part is
+debiased with its own p*, q* and variance; the parts hold different trajectories, so the sum of their
+f̂ is unbiased for the sum of their estimands and the variances add. Everything above is a sum over
+trajectories (e, c, N, the missing mass), so the same bounds hold for the whole table with f̂, its
+variance and n summed over the parts: e⁺ and N⁺ come from the summed estimates and standard errors,
+``projected`` from the summed f̂ and n.
 """
 
 from __future__ import annotations
@@ -53,8 +61,9 @@ import numpy as np
 import pandas as pd
 
 from geoldp._validation import check_int_range
+from geoldp.budget_strategies import EPSILON_COLUMN
 from geoldp.reports import oracles as fo
-from geoldp.reports.release import design_of, ledger_of
+from geoldp.reports.release import design_of, ledger_of, part_epsilons
 from geoldp.reports.zones import check_zones
 
 __all__ = [
@@ -151,7 +160,9 @@ def estimate_counts(
     Parameters
     ----------
     reports : pandas.DataFrame
-        The report table (or a slice of it: pandas keeps its ledger).
+        The report table (or a slice of it: pandas keeps its ledger). A table made with
+        ``user_budget="split"`` is estimated part by part (its rows grouped by the ``epsilon`` column,
+        which must be kept) and the parts added (see the module notes).
     zones : GeoDataFrame or GeoSeries, optional
         The **same** public zones the reports were made over (checked against the ledger's digest);
         labels the rows with the zones' index. Without it, zones are labelled 0, 1, ….
@@ -232,8 +243,7 @@ def estimate_counts(
             )
         labels = z.index
     bound = _set_size_bound(max_set_size, des, caller)
-    counts, n = support_counts(reports, des)
-    f, var = debiased(counts, n, des.oracle, single=des.statistic == "od")
+    counts, n, f, var = _debiased_parts(reports, led, des, caller)
     ell = float(des.pad_length)
     proj = project_simplex(f, float(n)) * ell
     est, se = f * ell, np.sqrt(var) * ell
@@ -259,6 +269,49 @@ def estimate_counts(
 
         return gpd.GeoDataFrame(out, geometry=np.asarray(z.geoms), crs=z.crs)
     return out
+
+
+def _debiased_parts(reports: Any, led: dict[str, Any], des: Any, caller: str) -> tuple:
+    """``(C, n, f̂, Var f̂)`` of the table: for a ``user_budget="split"`` table the sums over its ε parts.
+
+    Each part (its rows share one ``epsilon`` value) is debiased with its own design; the parts hold
+    different trajectories, so their unbiased estimates and their variances add.
+    """
+    single = des.statistic == "od"
+    epsilons = part_epsilons(led)
+    if epsilons is None:
+        counts, n = support_counts(reports, des)
+        f, var = debiased(counts, n, des.oracle, single=single)
+        return counts, n, f, var
+    if EPSILON_COLUMN not in reports.columns:
+        raise ValueError(
+            f"The 'reports' passed to {caller} were made with user_budget='split' but have lost their "
+            f"{EPSILON_COLUMN!r} column (each row's budget); pass the whole table or keep that column."
+        )
+    row_eps = np.asarray(reports[EPSILON_COLUMN].to_numpy(), dtype=np.float64)
+    unknown = ~np.isin(row_eps, np.asarray(epsilons, dtype=np.float64))
+    if unknown.any():
+        raise ValueError(
+            f"Row position {int(np.argmax(unknown))} of the 'reports' passed to {caller} has an "
+            f"{EPSILON_COLUMN!r} value that is not one of the budgets in the table's ledger: pass the table "
+            "returned by geoldp.report (or rows of it) unchanged."
+        )
+    counts = np.zeros(des.d, dtype=np.int64)
+    f = np.zeros(des.d, dtype=np.float64)
+    var = np.zeros(des.d, dtype=np.float64)
+    n = 0
+    for eps in epsilons:
+        rows = row_eps == eps
+        if not rows.any():
+            continue
+        part_des = design_of(led, eps)
+        c_k, n_k = support_counts(reports.iloc[np.flatnonzero(rows)], part_des)
+        f_k, var_k = debiased(c_k, n_k, part_des.oracle, single=single)
+        counts += c_k
+        f += f_k
+        var += var_k
+        n += n_k
+    return counts, n, f, var
 
 
 def _set_size_bound(max_set_size: Any, des: Any, caller: str) -> int:

@@ -51,9 +51,11 @@ __all__ = [
     "empty_table",
     "ledger_of",
     "n_reports",
+    "part_epsilons",
     "release_provenance",
     "report",
     "report_partition",
+    "split_oracle",
     "statistic_items",
     "warn_if_no_data_level",
 ]
@@ -256,6 +258,9 @@ def report(
     accountant: Any = None,
     user_col: Any = None,
     on_invalid: str = "raise",
+    user_budget: str = "trajectory",
+    max_per_user: int | None = None,
+    select_trips: str = "first",
 ) -> pd.DataFrame:
     """One ε-LDP aggregate report per trajectory (row) over public zones.
 
@@ -270,10 +275,13 @@ def report(
     statistic : {"visited_zone", "od", "transitions"}, default "visited_zone"
         What each trajectory reports (see the module notes).
     epsilon : float
-        The budget of one trajectory (one row), 0 < ε ≤ 700.
+        The budget of one trajectory (one row), 0 < ε ≤ 700; with ``user_budget="split"`` the budget of
+        one user in this release.
     oracle : {"auto", "krr", "oue", "olh"}, default "auto"
         The frequency oracle; ``"auto"`` takes the smallest count variance for the public domain size
-        (:func:`geoldp.reports.choose_oracle`).
+        (:func:`geoldp.reports.choose_oracle`). With ``user_budget="split"`` one oracle serves every
+        part: the one with the smallest summed count variance over the parts (each part's rows at its
+        budget; both are shown by the output's ``epsilon`` column).
     pad_length : int, default 1
         Padding-and-sampling length ℓ for the set statistics (must be 1 for ``"od"``). Counts of
         trajectories visiting a zone are unbiased when no trajectory has more than ℓ items; ℓ = 1 reports
@@ -283,18 +291,30 @@ def report(
         tests only**.
     accountant : geoldp.BudgetAccountant, optional
         Charge every row ``epsilon`` to its user (needs ``user_col``), refusing before any draw a release
-        that would take a user past the total.
+        that would take a user past the total (``user_budget="split"``: ``epsilon`` per user).
     user_col : column label, optional
-        Each row's user id, for ``accountant`` (not released).
+        Each row's user id, for ``accountant``, ``user_budget`` and ``max_per_user`` (not released).
     on_invalid : {"raise", "null"}, default "raise"
         ``"null"``: invalid rows get a missing report instead of raising (this reveals which rows were
         invalid).
+    user_budget : {"trajectory", "split"}, default "trajectory"
+        ``"split"``: ``epsilon`` is each user's budget, shared by her k trajectories (ε/k each, rounded
+        down); the rows of each k are reported as one part at ε/k, and the column ``"epsilon"`` holds each
+        row's budget (it tells how many trajectories its user contributed; use ``max_per_user`` where
+        that is sensitive). :func:`geoldp.reports.estimate_counts` debiases each part with its own
+        budget. See :mod:`geoldp.budget_strategies`.
+    max_per_user : int, optional
+        Report at most this many trajectories per user (the others are dropped from the output, whose
+        index tells which rows were kept); combined with ``"split"``, ε is shared by the kept ones.
+    select_trips : {"first", "last", "random"}, default "first"
+        Which trajectories ``max_per_user`` keeps (``"random"`` draws with ``rng``).
 
     Returns
     -------
     pandas.DataFrame
-        One row per input row (same index and order): column ``report`` (k-RR: the reported value;
-        OLH: with ``seed``) or ``bits`` (OUE: the packed bit vector, ``numpy.packbits`` order).
+        One row per input row (same index and order; only the kept rows with ``max_per_user``): column
+        ``report`` (k-RR: the reported value; OLH: with ``seed``) or ``bits`` (OUE: the packed bit vector,
+        ``numpy.packbits`` order), and ``epsilon`` with ``user_budget="split"``.
         ``attrs["geoldp"]`` holds the ledger (statistic, oracle and its parameters, domain, ε, RNG
         policy, a ``release_id``); estimate with :func:`geoldp.reports.estimate_counts`.
 
@@ -328,6 +348,22 @@ def report(
     gdf = _frames.check_frame(gdf, caller=caller)
     z = check_zones(zones, caller=caller)
     des = design(statistic, z.size, epsilon, oracle=oracle, pad_length=pad_length, caller=caller)
+    if user_budget != "trajectory" or max_per_user is not None or select_trips != "first":
+        return _report_per_user(
+            gdf,
+            zones,
+            des,
+            oracle=oracle,
+            epsilon=epsilon,
+            rng=rng,
+            accountant=accountant,
+            user_col=user_col,
+            on_invalid=on_invalid,
+            user_budget=user_budget,
+            max_per_user=max_per_user,
+            select_trips=select_trips,
+            caller=caller,
+        )
     source = resolve_rng(rng)
     spend = _release.Spend(gdf, accountant, user_col, caller=caller)  # refuse, draw, commit: in order
     ft = _frames.extract(gdf, on_invalid=on_invalid, caller=caller)
@@ -345,6 +381,79 @@ def report(
         ledger["release_id"] = _content_id(out, {k: v for k, v in ledger.items() if k != "release_id"})
     out.attrs = {"geoldp": ledger}
     return out
+
+
+def _report_per_user(
+    gdf: Any, zones: Any, des: Design, *, oracle: str, caller: str, **kw: Any
+) -> pd.DataFrame:
+    """:func:`report` under a per-user budget: the shared driver of :mod:`geoldp.budget_strategies`."""
+    from geoldp import accounting, budget_strategies
+
+    _frames.extract(gdf, on_invalid=kw["on_invalid"], caller=caller)  # every row checked before any draw
+    on_invalid = kw.pop("on_invalid")
+    statistic, pad_length = des.statistic, des.pad_length
+
+    def one(frame: Any, zs: Any, *, epsilon: float, traj_id_col: Any, rng: Any, oracle: str) -> pd.DataFrame:
+        return report(
+            frame,
+            zs,
+            statistic=statistic,
+            epsilon=epsilon,
+            oracle=oracle,
+            pad_length=pad_length,
+            rng=rng,
+            on_invalid=on_invalid,
+        )
+
+    def configure(parts: list[tuple[float, int]]) -> dict[str, Any]:
+        if oracle.lower() != "auto":
+            return {}
+        return {"oracle": split_oracle(des.d, parts)}
+
+    def finish(combined: Any, base: dict[str, Any], first: dict[str, Any], points: Any) -> tuple:
+        ledger = accounting.finish_release(base)
+        ledger["points"] = first.get("points", ledger["points"])
+        if ledger.get("rng") == "seeded":
+            ledger["release_id"] = _content_id(
+                combined, {k: v for k, v in ledger.items() if k != "release_id"}
+            )
+        return combined, ledger
+
+    return budget_strategies.perturb_per_user(
+        one,
+        gdf,
+        zones,
+        traj_id_col=None,
+        caller=caller,
+        configure=configure,
+        finish=finish,
+        oracle=des.oracle.name,
+        **kw,
+    )
+
+
+def split_oracle(d: int, parts: list[tuple[float, int]]) -> str:
+    """The one oracle of a ``user_budget="split"`` report: the smallest summed count variance over the parts.
+
+    ``parts`` holds each part's public ``(epsilon, rows)``; a part of ``rows`` reports at ``epsilon`` adds
+    ``rows`` times the oracle's count variance per report at that budget. Same rules as
+    :func:`geoldp.reports.choose_oracle` (no OUE beyond its largest domain; ties to the cheaper report),
+    which it equals for a single part.
+
+    Examples
+    --------
+    >>> split_oracle(5, [(2.0, 10)]) == fo.choose_oracle(5, 2.0)
+    True
+    """
+    names = [n for n in fo.ORACLES if not (n == "oue" and int(d) > fo.OUE_MAX_DOMAIN)]
+    total = {
+        n: sum(rows * float(fo.oracle(n, d, eps).count_variance(1.0)) for eps, rows in parts) for n in names
+    }
+    best = min(total.values())
+    for name in ("krr", "olh", "oue"):
+        if name in total and total[name] <= best * (1.0 + 1e-12):
+            return name
+    raise AssertionError("unreachable")
 
 
 def _items(des: Design, z: Zones, ft: Any) -> tuple:
@@ -426,9 +535,17 @@ def ledger_of(table: Any, *, caller: str) -> dict[str, Any]:
     return led
 
 
-def design_of(led: dict[str, Any]) -> Design:
-    """Rebuild the public design from a ledger."""
+def part_epsilons(led: dict[str, Any]) -> list[float] | None:
+    """The per-row budgets of a ``user_budget="split"`` report ledger (``None`` for a one-budget table)."""
+    rule = led.get("user_budget")
+    if not isinstance(rule, dict) or rule.get("strategy") != "split":
+        return None
+    return [float(part["epsilon"]) for part in led["ledger"]["by_part"]]
+
+
+def design_of(led: dict[str, Any], epsilon: float | None = None) -> Design:
+    """Rebuild the public design from a ledger (at ``epsilon``: one part of a split table)."""
     dom = led["domain"]
-    eps = float(led["epsilon"])
+    eps = float(led["epsilon"] if epsilon is None else epsilon)
     des = Design(str(led["statistic"]), int(dom["zones"]), int(dom["pad_length"]), fo.oracle("krr", 2, eps))
     return Design(des.statistic, des.n_zones, des.pad_length, fo.oracle(str(led["oracle"]), des.d, eps))
