@@ -402,15 +402,16 @@ class LDPAccessor:
         zones : GeoDataFrame or GeoSeries of polygons
             The public zones.
         epsilon : float
-            The budget of one trajectory (row).
+            The budget of one trajectory (row); with ``user_budget="split"``, of one user.
         **kwargs
             ``statistic``, ``oracle``, ``pad_length``, ``rng``, ``accountant``, ``user_col``,
-            ``on_invalid`` (see :func:`geoldp.report`).
+            ``on_invalid``, ``user_budget``, ``max_per_user``, ``select_trips`` (see :func:`geoldp.report`).
 
         Returns
         -------
         pandas.DataFrame
-            The report table (same index and order), ledger in ``attrs["geoldp"]``.
+            The report table (same index and order; the kept rows with ``max_per_user``), ledger in
+            ``attrs["geoldp"]``.
         """
         from geoldp import reports
 
