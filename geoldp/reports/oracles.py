@@ -56,6 +56,7 @@ __all__ = [
     "oracle",
     "oue_bit_probabilities",
     "oue_pmf",
+    "split_oracle",
 ]
 
 #: The oracle names accepted by ``oracle=`` (besides ``"auto"``).
@@ -234,13 +235,30 @@ def choose_oracle(d: int, epsilon: float) -> str:
     >>> choose_oracle(5, 2.0), choose_oracle(500, 2.0), choose_oracle(10_000, 2.0)
     ('krr', 'oue', 'olh')
     """
-    var = {name: float(oracle(name, d, epsilon).count_variance(1.0)) for name in ORACLES}
-    if int(d) > OUE_MAX_DOMAIN:
-        del var["oue"]
+    return split_oracle(d, [(epsilon, 1)])
+
+
+def split_oracle(d: int, parts: list[tuple[float, int]]) -> str:
+    """The one oracle of reports made at several budgets: the smallest summed count variance over the parts.
+
+    ``parts`` holds each part's public ``(epsilon, rows)`` (a ``user_budget="split"`` table: the budgets
+    and row counts its ``epsilon`` column shows); a part of ``rows`` reports at ``epsilon`` adds ``rows``
+    times the oracle's count variance per report at that budget. No OUE beyond :data:`OUE_MAX_DOMAIN`
+    values; ties go to the cheaper report. One part is :func:`choose_oracle`.
+
+    Examples
+    --------
+    >>> split_oracle(5, [(2.0, 10)]) == choose_oracle(5, 2.0)
+    True
+    """
+    names = [n for n in ORACLES if not (n == "oue" and int(d) > OUE_MAX_DOMAIN)]
+    total = {
+        n: sum(rows * float(oracle(n, d, eps).count_variance(1.0)) for eps, rows in parts) for n in names
+    }
     # ties go to the cheaper report (k-RR, then OLH): the order of ORACLES is krr, oue, olh
-    best = min(var.values())
+    best = min(total.values())
     for name in ("krr", "olh", "oue"):
-        if name in var and var[name] <= best * (1.0 + 1e-12):
+        if name in total and total[name] <= best * (1.0 + 1e-12):
             return name
     raise AssertionError("unreachable")
 

@@ -55,7 +55,6 @@ __all__ = [
     "release_provenance",
     "report",
     "report_partition",
-    "split_oracle",
     "statistic_items",
     "warn_if_no_data_level",
 ]
@@ -408,7 +407,7 @@ def _report_per_user(
     def configure(parts: list[tuple[float, int]]) -> dict[str, Any]:
         if oracle.lower() != "auto":
             return {}
-        return {"oracle": split_oracle(des.d, parts)}
+        return {"oracle": fo.split_oracle(des.d, parts)}
 
     def finish(combined: Any, base: dict[str, Any], first: dict[str, Any], points: Any) -> tuple:
         ledger = accounting.finish_release(base)
@@ -430,30 +429,6 @@ def _report_per_user(
         oracle=des.oracle.name,
         **kw,
     )
-
-
-def split_oracle(d: int, parts: list[tuple[float, int]]) -> str:
-    """The one oracle of a ``user_budget="split"`` report: the smallest summed count variance over the parts.
-
-    ``parts`` holds each part's public ``(epsilon, rows)``; a part of ``rows`` reports at ``epsilon`` adds
-    ``rows`` times the oracle's count variance per report at that budget. Same rules as
-    :func:`geoldp.reports.choose_oracle` (no OUE beyond its largest domain; ties to the cheaper report),
-    which it equals for a single part.
-
-    Examples
-    --------
-    >>> split_oracle(5, [(2.0, 10)]) == fo.choose_oracle(5, 2.0)
-    True
-    """
-    names = [n for n in fo.ORACLES if not (n == "oue" and int(d) > fo.OUE_MAX_DOMAIN)]
-    total = {
-        n: sum(rows * float(fo.oracle(n, d, eps).count_variance(1.0)) for eps, rows in parts) for n in names
-    }
-    best = min(total.values())
-    for name in ("krr", "olh", "oue"):
-        if name in total and total[name] <= best * (1.0 + 1e-12):
-            return name
-    raise AssertionError("unreachable")
 
 
 def _items(des: Design, z: Zones, ft: Any) -> tuple:
