@@ -55,6 +55,8 @@ variance and n summed over the parts: e⁺ and N⁺ come from the summed estimat
 
 from __future__ import annotations
 
+import functools
+import operator
 from typing import Any
 
 import numpy as np
@@ -280,9 +282,24 @@ def _debiased_parts(reports: Any, led: dict[str, Any], des: Any, caller: str) ->
     single = des.statistic == "od"
     epsilons = part_epsilons(led)
     if epsilons is None:
-        counts, n = support_counts(reports, des)
-        f, var = debiased(counts, n, des.oracle, single=single)
-        return counts, n, f, var
+        parts = [(reports, des)]
+    else:
+        # a slice without rows has no part: debiasing no rows gives the zeros under any design
+        parts = [
+            (reports.iloc[np.flatnonzero(rows)], design_of(led, eps))
+            for eps, rows in _split_rows(reports, epsilons, caller)
+        ] or [(reports, des)]
+    sums = []
+    for rows, part_des in parts:
+        c_k, n_k = support_counts(rows, part_des)
+        sums.append((c_k, n_k, *debiased(c_k, n_k, part_des.oracle, single=single)))
+    # part by part, starting from the first (one part: its values as they are)
+    counts, n, f, var = (functools.reduce(operator.add, column) for column in zip(*sums, strict=True))
+    return counts, n, f, var
+
+
+def _split_rows(reports: Any, epsilons: list[float], caller: str) -> list[tuple[float, np.ndarray]]:
+    """The rows (a mask) of each ε part of a ``user_budget="split"`` table that has any (checked)."""
     if EPSILON_COLUMN not in reports.columns:
         raise ValueError(
             f"The 'reports' passed to {caller} were made with user_budget='split' but have lost their "
@@ -296,22 +313,7 @@ def _debiased_parts(reports: Any, led: dict[str, Any], des: Any, caller: str) ->
             f"{EPSILON_COLUMN!r} value that is not one of the budgets in the table's ledger: pass the table "
             "returned by geoldp.report (or rows of it) unchanged."
         )
-    counts = np.zeros(des.d, dtype=np.int64)
-    f = np.zeros(des.d, dtype=np.float64)
-    var = np.zeros(des.d, dtype=np.float64)
-    n = 0
-    for eps in epsilons:
-        rows = row_eps == eps
-        if not rows.any():
-            continue
-        part_des = design_of(led, eps)
-        c_k, n_k = support_counts(reports.iloc[np.flatnonzero(rows)], part_des)
-        f_k, var_k = debiased(c_k, n_k, part_des.oracle, single=single)
-        counts += c_k
-        f += f_k
-        var += var_k
-        n += n_k
-    return counts, n, f, var
+    return [(eps, row_eps == eps) for eps in epsilons if (row_eps == eps).any()]
 
 
 def _set_size_bound(max_set_size: Any, des: Any, caller: str) -> int:
