@@ -436,7 +436,11 @@ class Spend:
     def draw(self, source: Any, *, needed: bool) -> np.ndarray | None: ...
 
     def draw(self, source: Any, *, needed: bool = True) -> np.ndarray | None:
-        """The release's one stream key from ``source`` (``None`` when ``needed`` is false: no rows)."""
+        """The release's one stream key from ``source``.
+
+        ``None`` when ``needed`` is false: a release without rows, or a driver that draws from ``source``
+        itself (LDPTrace); the step is taken either way, so :meth:`finish` still comes after the refusal.
+        """
         self._advance(2, "the stream key drawn")
         return source.stream_key() if needed else None
 

@@ -43,7 +43,7 @@ from typing import Any
 
 import numpy as np
 
-from geoldp import _frames, accounting
+from geoldp import _frames, _release
 from geoldp import points as public_points
 from geoldp._random import RandomSource, resolve_rng
 from geoldp._validation import check_epsilon, check_float_range, check_int_min, check_real
@@ -650,6 +650,7 @@ def synthesize(
     if length_domain is not None:
         length_domain = check_int_min(length_domain, "length_domain", minimum=1, caller=caller)
     source = resolve_rng(rng)
+    spend = _release.Spend(trips, accountant, user_col, caller=caller)  # refuse, draw, commit: in order
     ft = _frames.extract(
         trips, traj_id_col=traj_id_col, time_col=time_col, on_invalid=on_invalid, caller=caller
     )
@@ -673,15 +674,8 @@ def synthesize(
             raise ValueError(f"The 'grid_size' parameter of {caller} must be at most {GRID_MAX}.")
     grid = Grid(*box, n=side)
     d_len = grid.size if length_domain is None else length_domain
-    # refuse before any draw; charged once the release exists
-    charge = accounting.charge_release(
-        accountant,
-        trips,
-        user_col,
-        eps,
-        traj_id_col=traj_id_col if ft.kind == "Point" else None,
-        caller=caller,
-    )
+    spend.refuse(trips, eps, traj_id_col=traj_id_col if ft.kind == "Point" else None)
+    spend.draw(source, needed=False)  # LDPTrace draws from the source itself, not from a stream key
     x, y = _input_xy(ft, crs)
     cells, offsets = cell_sequences(x, y, ft.offsets, grid)
     del x, y
@@ -725,12 +719,7 @@ def synthesize(
         "geoldp_version": geoldp_version(),
         "rng": str(getattr(source, "policy", "os-csprng")),
     }
-    out.attrs["geoldp"] = accounting.finish_release(
-        ledger,
-        released=out,
-        points_provenance=None if points is None else public_points.provenance_of(points),
-        charge=charge,
-    )
+    out.attrs["geoldp"] = spend.finish(ledger, released=out, points=points)
     return out
 
 

@@ -260,6 +260,14 @@ def test_synthesize_with_public_points_uses_their_box(trips):
     assert syn.attrs["geoldp"]["grid"]["bounds"] == [0, 0, 4, 4]
 
 
+def test_synthesize_records_the_public_points_it_was_built_from(trips):
+    # the same "points" record as every other release, so a collector can verify or rebuild the grid's P
+    pts = gpd.GeoDataFrame(geometry=gpd.points_from_xy([0, 4, 2], [0, 4, 1]), crs="EPSG:3857")
+    record = geoldp.synthesize(trips, epsilon=4.0, points=pts, grid_size=2, rng=0).attrs["geoldp"]["points"]
+    assert record["digest"] == geoldp.points.digest_of(pts)
+    assert record["size"] == 3
+
+
 def test_synthesize_charges_the_accountant(trips):
     acc = geoldp.BudgetAccountant(16.0)
     syn = geoldp.synthesize(trips, epsilon=4.0, bounds=(0, 0, 4, 4), rng=0, accountant=acc, user_col="user")
