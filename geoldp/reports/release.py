@@ -245,6 +245,12 @@ def _content_id(table: pd.DataFrame, provenance: dict[str, Any]) -> str:
     return h.hexdigest()[:32]
 
 
+def _set_seeded_release_id(table: pd.DataFrame, ledger: dict[str, Any]) -> None:
+    """A seeded table's ``release_id`` is a digest of the table and its ledger (else the random one kept)."""
+    if ledger.get("rng") == "seeded":
+        ledger["release_id"] = _content_id(table, {k: v for k, v in ledger.items() if k != "release_id"})
+
+
 def report(
     gdf: Any,
     zones: Any,
@@ -376,8 +382,7 @@ def report(
     prov = release_provenance(des, z, source.policy, ft.kind)
     prov["input"]["on_invalid"] = on_invalid
     ledger = spend.finish(prov)
-    if ledger.get("rng") == "seeded":
-        ledger["release_id"] = _content_id(out, {k: v for k, v in ledger.items() if k != "release_id"})
+    _set_seeded_release_id(out, ledger)
     out.attrs = {"geoldp": ledger}
     return out
 
@@ -388,8 +393,8 @@ def _report_per_user(
     """:func:`report` under a per-user budget: the shared driver of :mod:`geoldp.budget_strategies`."""
     from geoldp import accounting, budget_strategies
 
-    _frames.extract(gdf, on_invalid=kw["on_invalid"], caller=caller)  # every row checked before any draw
     on_invalid = kw.pop("on_invalid")
+    _frames.extract(gdf, on_invalid=on_invalid, caller=caller)  # every row checked before any draw
     statistic, pad_length = des.statistic, des.pad_length
 
     def one(frame: Any, zs: Any, *, epsilon: float, traj_id_col: Any, rng: Any, oracle: str) -> pd.DataFrame:
@@ -410,12 +415,8 @@ def _report_per_user(
         return {"oracle": fo.split_oracle(des.d, parts)}
 
     def finish(combined: Any, base: dict[str, Any], first: dict[str, Any], points: Any) -> tuple:
-        ledger = accounting.finish_release(base)
-        ledger["points"] = first.get("points", ledger["points"])
-        if ledger.get("rng") == "seeded":
-            ledger["release_id"] = _content_id(
-                combined, {k: v for k, v in ledger.items() if k != "release_id"}
-            )
+        ledger = accounting.finish_release(base)  # a report has no P: its "points" record is empty
+        _set_seeded_release_id(combined, ledger)
         return combined, ledger
 
     return budget_strategies.perturb_per_user(
