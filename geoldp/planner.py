@@ -550,14 +550,10 @@ def _width_of(question: str, truth: np.ndarray, half: np.ndarray | None, n: int)
 
 
 def _neighbours(ps: Any, k: int) -> np.ndarray:
-    """The k nearest public points of every public point (unit vectors; O(|P| log |P|))."""
-    from scipy.spatial import cKDTree
-
-    lon, lat = np.radians(np.asarray(ps.lon)), np.radians(np.asarray(ps.lat))
-    xyz = np.column_stack([np.cos(lat) * np.cos(lon), np.cos(lat) * np.sin(lon), np.sin(lat)])
-    k = min(k, xyz.shape[0])
-    _, idx = cKDTree(xyz).query(xyz, k=k)
-    return np.asarray(idx, dtype=np.int64).reshape(xyz.shape[0], k)
+    """The k nearest public points of every public point (P's own k-d tree; O(|P| log |P|))."""
+    k = min(k, ps.size)
+    _, idx = ps.tree.query(ps.xyz, k=k)
+    return np.asarray(idx, dtype=np.int64).reshape(ps.size, k)
 
 
 #: Step law of the simulated walks, taken from a published study of human displacements and never fitted

@@ -71,8 +71,8 @@ def _duplicate_mask(lam: np.ndarray, phi: np.ndarray, xyz: np.ndarray) -> np.nda
     return dup
 
 
-def _exact_diameter(lam: np.ndarray, phi: np.ndarray, xyz: np.ndarray) -> float:
-    """Exact max pairwise haversine distance, without an m×m matrix.
+def _exact_diameter(lam: np.ndarray, phi: np.ndarray, xyz: np.ndarray, tree: Any) -> float:
+    """Exact max pairwise haversine distance, without an m×m matrix (``tree``: P's k-d tree over ``xyz``).
 
     1. m ≤ 256: brute force (numba, O(1) memory).
     2. A lower bound L from farthest-point sweeps (each an actual pair distance).
@@ -82,7 +82,7 @@ def _exact_diameter(lam: np.ndarray, phi: np.ndarray, xyz: np.ndarray) -> float:
        Sorting r descending lets a numba double loop stop early; L is raised as longer pairs are found
        (:func:`geoldp._kernels.max_pairwise_sorted`).
     4. L ≥ 0.9·πR (sets spread around the globe): d(p, q) ≥ L iff q lies within chord 2·cos(L/2R) of the
-       antipode −p, a small ball, so a k-d tree on the unit vectors returns the few candidate pairs.
+       antipode −p, a small ball, so P's k-d tree on the unit vectors returns the few candidate pairs.
 
     Every candidate pair is evaluated with the haversine kernel, so the result equals the brute-force
     maximum; the pruning margins (relative 1e−7 plus 1 mm; chord 1e−6) cover the rounding of the formula
@@ -107,9 +107,6 @@ def _exact_diameter(lam: np.ndarray, phi: np.ndarray, xyz: np.ndarray) -> float:
         _kernels.haversine_from_one(lam[c], phi[c], lam, phi, r)
         order = np.argsort(-r, kind="stable").astype(np.int64)
         return float(_kernels.max_pairwise_sorted(lam, phi, order, r, best, 1e-7, 1e-3))
-    from scipy.spatial import cKDTree
-
-    tree = cKDTree(xyz)
     anti = -xyz
     half = min(best / (2.0 * EARTH_RADIUS_M), math.pi / 2)
     radius = max(2.0 * math.cos(half), 0.0) + 1e-6
@@ -316,10 +313,11 @@ class PointSet:
         # chord length between unit vectors is monotone in the great-circle distance, so the Euclidean
         # nearest neighbour over the unit vectors is the haversine-nearest one (up to rounding, which
         # :meth:`nearest` settles with the haversine kernel)
+        tree = cKDTree(self._xyz)  # the one k-d tree of P, also the diameter's
         if self._diameter is None:
-            object.__setattr__(self, "_diameter", _exact_diameter(self._lam, self._phi, self._xyz))
+            object.__setattr__(self, "_diameter", _exact_diameter(self._lam, self._phi, self._xyz, tree))
         object.__setattr__(self, "_exact", _exact_table(self._lam, self._phi))
-        object.__setattr__(self, "_tree", cKDTree(self._xyz))  # last: has_tree is True once all are built
+        object.__setattr__(self, "_tree", tree)  # last: has_tree is True once all are built
 
     def __setattr__(self, name, value):
         raise AttributeError("PointSet is immutable.")
