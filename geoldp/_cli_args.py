@@ -1,25 +1,48 @@
-"""Argument types and message helpers shared by the command-line modules (``cli``, ``cli_campaign``).
+"""Argument types, errors, input and output checks shared by the command-line modules (``cli``,
+``cli_campaign``, ``cli_reports``): every command words the same mistake the same way.
 
-Light on purpose: only the standard library, so that ``geoldp --help`` stays fast.
+Light on purpose: only the standard library at import, so that ``geoldp --help`` stays fast.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import TextIO
+from pathlib import Path
+from typing import NoReturn, TextIO
 
 __all__ = [
+    "MAX_OUTPUT_NAME_BYTES",
+    "UsageError",
+    "UserError",
     "bbox",
+    "check_name",
+    "check_output",
+    "existing_file",
     "int_at_least",
     "one_line",
     "positive_float",
     "positive_int",
     "report_warnings",
     "seed",
+    "stage",
+    "usage",
 ]
+
+#: Longest output file name (bytes, UTF-8), leaving room for ``.ledger.json`` and the temporary names
+#: next to it within the 255-byte limit of common file systems.
+MAX_OUTPUT_NAME_BYTES = 200
+
+
+class UsageError(Exception):
+    """A command-line usage error (exit status 2)."""
+
+
+class UserError(Exception):
+    """An error in the user's data or parameters (exit status 1)."""
 
 
 def one_line(message: object) -> str:
@@ -86,3 +109,97 @@ def bbox(text: str) -> tuple[float, float, float, float]:
     if len(values) != 4:
         raise argparse.ArgumentTypeError(f"must be four numbers MINX,MINY,MAXX,MAXY, got {text!r}")
     return values[0], values[1], values[2], values[3]
+
+
+def usage(args: argparse.Namespace, message: str) -> NoReturn:
+    """Raise the usage error of the sub-command that parsed ``args`` (exit status 2)."""
+    args.command_parser.error(message)
+    raise AssertionError("unreachable: ArgumentParser.error raises")
+
+
+@contextmanager
+def stage(what: str) -> Iterator[None]:
+    """Turn any exception raised while doing ``what`` (reading or writing a file) into a :class:`UserError`.
+
+    ``GEOLDP_TRACEBACK=1`` in the environment lets the original exception through (for bug reports).
+    """
+    try:
+        yield
+    except (UsageError, UserError):
+        raise
+    except Exception as exc:
+        if os.environ.get("GEOLDP_TRACEBACK"):
+            raise
+        raise UserError(f"{what}: {one_line(exc)}") from exc
+
+
+def existing_file(path: str, what: str) -> Path:
+    """``path`` as a :class:`~pathlib.Path`, if it names an existing file (``what`` names it otherwise)."""
+    p = Path(path)
+    if not p.exists():
+        raise UserError(f"{what} file '{path}' does not exist")
+    if p.is_dir():
+        raise UserError(f"{what} path '{path}' is a directory, not a file")
+    return p
+
+
+def check_name(path: str, what: str = "output") -> None:
+    """Refuse a file name that other tools would garble or the operating system would refuse late."""
+    bad = sorted({c for c in path if ord(c) < 32 or ord(c) == 127})
+    if bad:
+        raise UserError(
+            f"the {what} name {path[:60]!r} holds a newline, tab or other control character; choose a "
+            "plain file name"
+        )
+    name = Path(path).name
+    if '"' in name or "'" in name:
+        raise UserError(
+            f"the {what} name {name[:60]!r} holds a quote character, which GIS tools and shells garble; "
+            "choose a name without quotes"
+        )
+    size = len(os.fsencode(name))
+    if size > MAX_OUTPUT_NAME_BYTES:
+        raise UserError(
+            f"the {what} name is {size} bytes long, more than {MAX_OUTPUT_NAME_BYTES} (the ledger sidecar "
+            "and temporary files add to it, within the 255-byte limit of file systems); choose a shorter name"
+        )
+
+
+def check_output(
+    path: str,
+    *,
+    overwrite: bool,
+    inputs: Sequence[Path] = (),
+    suffixes: Sequence[str] | None = None,
+    ledger: bool = True,
+    what: str = "output",
+) -> Path:
+    """Check an output path before any work is done, as every command does.
+
+    Refused, each with a :class:`UserError` naming the fix: a name with control or quote characters or
+    longer than :data:`MAX_OUTPUT_NAME_BYTES`, a suffix not in ``suffixes`` (default: the formats of
+    :func:`geoldp.io.write_file`), a directory that does not exist, and an existing output, one of
+    ``inputs`` or a link (see :func:`geoldp._safe_write.check_output`), for the file and, with ``ledger``,
+    its ledger sidecar. ``what`` names the file in the messages. Nothing is written.
+    """
+    from geoldp import _safe_write
+    from geoldp._formats import WRITE_FORMATS
+    from geoldp.io import ledger_path
+
+    check_name(path, what)
+    p = Path(path)
+    allowed = tuple(suffixes) if suffixes is not None else tuple(sorted(WRITE_FORMATS))
+    if not p.name.lower().endswith(allowed):
+        raise UserError(
+            f"cannot infer the output format of '{path}'; use one of the suffixes {', '.join(allowed)}"
+        )
+    parent = p.parent if str(p.parent) else Path(".")
+    if not parent.is_dir():
+        raise UserError(f"output directory '{parent}' does not exist")
+    targets = [(p, what)] + ([(ledger_path(p), "ledger sidecar")] if ledger else [])
+    for target, what in targets:
+        try:
+            _safe_write.check_output(target, overwrite=overwrite, inputs=inputs, what=what)
+        except ValueError as exc:
+            raise UserError(str(exc).replace("overwrite=True (CLI: --overwrite)", "--overwrite")) from None
+    return p

@@ -14,13 +14,13 @@ import argparse
 import ast
 import os
 import sys
-from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn, TextIO
 
 # the output formats of `geoldp perturb` are those of geoldp.io.write_file, by file suffix. Only light
 # modules at the top: `--help`, `--version` and usage errors answer before numba or GeoPandas load (every
 # command imports what it needs inside its function).
+from geoldp._cli_args import UsageError, UserError, check_name, check_output, existing_file, stage
 from geoldp._cli_args import bbox as _bbox
 from geoldp._cli_args import one_line as _one_line
 from geoldp._cli_args import positive_float as _positive_float
@@ -30,7 +30,7 @@ from geoldp._cli_args import seed as _seed
 from geoldp._formats import WRITE_FORMATS
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterator, Sequence
+    from collections.abc import Callable, Sequence
 
 __all__ = ["build_parser", "main"]
 
@@ -40,14 +40,6 @@ SEED_HELP = (
     "integer seed, for experiments only; omit for deployment (OS CSPRNG). The seed is never written to "
     "the output or the ledger."
 )
-
-
-class UsageError(Exception):
-    """A command-line usage error (exit status 2)."""
-
-
-class UserError(Exception):
-    """An error in the user's data or parameters (exit status 1)."""
 
 
 class _Parser(argparse.ArgumentParser):
@@ -105,77 +97,6 @@ def _option(text: str) -> tuple[str, Any]:
     return name, value
 
 
-def _existing_file(path: str, what: str) -> Path:
-    p = Path(path)
-    if not p.exists():
-        raise UserError(f"{what} file '{path}' does not exist")
-    if p.is_dir():
-        raise UserError(f"{what} path '{path}' is a directory, not a file")
-    return p
-
-
-#: Longest output file name (bytes, UTF-8), leaving room for ``.ledger.json`` and the temporary names
-#: next to it within the 255-byte limit of common file systems.
-MAX_OUTPUT_NAME_BYTES = 200
-
-
-def _check_output_name(path: str, what: str = "output") -> None:
-    """Refuse, before any work, an output name that other tools would garble or the OS would refuse late."""
-    bad = sorted({c for c in path if ord(c) < 32 or ord(c) == 127})
-    if bad:
-        raise UserError(
-            f"the {what} name {path[:60]!r} holds a newline, tab or other control character; choose a "
-            "plain file name"
-        )
-    name = Path(path).name
-    if '"' in name or "'" in name:
-        raise UserError(
-            f"the {what} name {name[:60]!r} holds a quote character, which GIS tools and shells garble; "
-            "choose a name without quotes"
-        )
-    size = len(os.fsencode(name))
-    if size > MAX_OUTPUT_NAME_BYTES:
-        raise UserError(
-            f"the {what} name is {size} bytes long, more than {MAX_OUTPUT_NAME_BYTES} (the ledger sidecar "
-            "and temporary files add to it, within the 255-byte limit of file systems); choose a shorter name"
-        )
-
-
-def _output_path(path: str, *, overwrite: bool = False, inputs: Sequence[Path] = ()) -> tuple[Path, str]:
-    """Check an output path before any work is done: name, format, directory, overwriting, inputs, links."""
-    _check_output_name(path)
-    p = Path(path)
-    fmt = WRITE_FORMATS.get(p.suffix.lower())
-    if fmt is None:
-        known = ", ".join(sorted(WRITE_FORMATS))
-        raise UserError(f"cannot infer the output format of '{path}'; use one of the suffixes {known}")
-    parent = p.parent if str(p.parent) else Path(".")
-    if not parent.is_dir():
-        raise UserError(f"output directory '{parent}' does not exist")
-    from geoldp import _safe_write
-    from geoldp.io import ledger_path
-
-    for target, what in ((p, "output"), (ledger_path(p), "ledger sidecar")):
-        try:
-            _safe_write.check_output(target, overwrite=overwrite, inputs=inputs, what=what)
-        except ValueError as exc:
-            raise UserError(str(exc).replace("overwrite=True (CLI: --overwrite)", "--overwrite")) from None
-    return p, fmt
-
-
-@contextmanager
-def _stage(what: str) -> Iterator[None]:
-    """Turn any exception raised while doing ``what`` (reading or writing a file) into a UserError."""
-    try:
-        yield
-    except (UsageError, UserError):
-        raise
-    except Exception as exc:
-        if os.environ.get("GEOLDP_TRACEBACK"):
-            raise
-        raise UserError(f"{what}: {_one_line(exc)}") from exc
-
-
 def write_frame(
     gdf: Any, path: str | os.PathLike[str], *, overwrite: bool = False, inputs: Sequence[Any] = ()
 ) -> list[Path]:
@@ -204,7 +125,7 @@ def write_frame(
     """
     from geoldp import io as gio
 
-    p, _ = _output_path(os.fspath(path), overwrite=overwrite, inputs=[Path(i) for i in inputs])
+    p = check_output(os.fspath(path), overwrite=overwrite, inputs=[Path(i) for i in inputs])
     return gio.write_file(gdf, p, overwrite=overwrite, inputs=tuple(inputs))
 
 
@@ -219,12 +140,12 @@ def _public_points(args: argparse.Namespace) -> tuple[Path | None, Any]:
     if args.grid is None:
         if args.area is not None:
             raise UsageError("--area goes with --grid SPACING (a public grid); drop it or use --grid")
-        return _existing_file(args.points, "POINTS"), None
+        return existing_file(args.points, "POINTS"), None
     if args.area is None:
         raise UsageError("--grid needs --area MINX,MINY,MAXX,MAXY (a public bounding box, lon/lat)")
     from geoldp import points as public_points
 
-    with _stage("cannot build the --grid points"):
+    with stage("cannot build the --grid points"):
         return None, public_points.grid(args.area, args.grid)
 
 
@@ -280,7 +201,7 @@ def _show_progress(args: argparse.Namespace, stderr: TextIO, n_rows: int) -> boo
 
 def _cmd_perturb(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     points_path, grid_points = _public_points(args)  # usage errors first, as argparse's own
-    trips_path = _existing_file(args.trips, "TRIPS")
+    trips_path = existing_file(args.trips, "TRIPS")
     inputs = [p for p in (trips_path, points_path) if p is not None]
     for what, path in (("TRIPS", trips_path), ("POINTS", points_path)):
         if path is not None and (
@@ -288,7 +209,7 @@ def _cmd_perturb(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> in
             or (Path(args.output).exists() and os.path.samefile(args.output, path))
         ):
             raise UserError(f"the output '{args.output}' is the {what} file; choose another output path")
-    out_path, _ = _output_path(args.output, overwrite=args.overwrite, inputs=inputs)
+    out_path = check_output(args.output, overwrite=args.overwrite, inputs=inputs)
 
     from geoldp import cli_campaign
     from geoldp import io as gio
@@ -305,11 +226,11 @@ def _cmd_perturb(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> in
 
     read_kwargs.update(cli_campaign.text_columns(args, trips_path))  # user ids such as "000" stay text
     with _report_warnings(stderr):
-        with _stage(f"cannot read TRIPS '{args.trips}'"):
+        with stage(f"cannot read TRIPS '{args.trips}'"):
             trips = gio.read_trajectories(trips_path, **read_kwargs)
         points = grid_points
         if points_path is not None:
-            with _stage(f"cannot read POINTS '{args.points}'"):
+            with stage(f"cannot read POINTS '{args.points}'"):
                 points = gio.read_points(points_path, **({"crs": args.points_crs} if args.points_crs else {}))
         trips = _prepare_trips(trips, args)
         progress = _show_progress(args, stderr, len(trips))
@@ -328,7 +249,7 @@ def _cmd_perturb(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> in
             **options,
         )
         cli_campaign.finish_perturb(args, campaign, trips, out, stderr)
-        with _stage(f"cannot write '{args.output}'"):
+        with stage(f"cannot write '{args.output}'"):
             written = write_frame(out, out_path, overwrite=args.overwrite, inputs=inputs)
     seeded = ", seeded" if args.seed is not None else ""
     print(
@@ -344,7 +265,7 @@ def _cmd_perturb(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> in
 def _cmd_demo(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     from geoldp.demo import run_demo
 
-    _check_output_name(args.output, "demo output")
+    check_name(args.output, "demo output")
     folder = Path(args.output)
     if os.path.lexists(folder) and (folder.is_symlink() or not folder.is_dir()):
         raise UserError(f"the demo output '{args.output}' exists and is not a directory; choose a directory")
@@ -363,27 +284,23 @@ def _cmd_demo(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
 
 
 def _cmd_evaluate(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
-    original_path = _existing_file(args.original, "ORIGINAL")
-    perturbed_path = _existing_file(args.perturbed, "PERTURBED")
-    points_path = None if args.points is None else _existing_file(args.points, "POINTS")
+    original_path = existing_file(args.original, "ORIGINAL")
+    perturbed_path = existing_file(args.perturbed, "PERTURBED")
+    points_path = None if args.points is None else existing_file(args.points, "POINTS")
     if args.estimate and points_path is None:
         raise UserError("--estimate needs --points (the estimators read the public points)")
     if (args.mechanism is None) != (args.epsilon is None):
         raise UserError("--mechanism and --epsilon go together (default: the release's ledger)")
     if args.plot is not None:
-        _check_output_name(args.plot, "--plot")
-        plot_path = Path(args.plot)
-        if plot_path.suffix.lower() not in {".png", ".pdf", ".svg"}:
-            raise UserError(f"--plot must end in .png, .pdf or .svg, got '{args.plot}'")
-        if not plot_path.parent.is_dir():
-            raise UserError(f"output directory '{plot_path.parent}' does not exist")
-        from geoldp import _safe_write
-
         inputs = [p for p in (original_path, perturbed_path, points_path) if p is not None]
-        try:
-            _safe_write.check_output(plot_path, overwrite=args.overwrite, inputs=inputs, what="--plot")
-        except ValueError as exc:
-            raise UserError(str(exc).replace("overwrite=True (CLI: --overwrite)", "--overwrite")) from None
+        plot_path = check_output(
+            args.plot,
+            overwrite=args.overwrite,
+            inputs=inputs,
+            suffixes=(".png", ".pdf", ".svg"),
+            ledger=False,
+            what="--plot",
+        )
         import importlib.util
 
         if importlib.util.find_spec("matplotlib") is None:
@@ -395,14 +312,14 @@ def _cmd_evaluate(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> i
     from geoldp import io as gio
 
     with _report_warnings(stderr):
-        with _stage(f"cannot read ORIGINAL '{args.original}'"):
+        with stage(f"cannot read ORIGINAL '{args.original}'"):
             original = gio.read_trajectories(original_path)
-        with _stage(f"cannot read PERTURBED '{args.perturbed}'"):
+        with stage(f"cannot read PERTURBED '{args.perturbed}'"):
             perturbed = gio.read_trajectories(perturbed_path)
         cli_campaign.check_evaluate_inputs(original, perturbed)  # before any long computation
         points = None
         if points_path is not None:
-            with _stage(f"cannot read POINTS '{args.points}'"):
+            with stage(f"cannot read POINTS '{args.points}'"):
                 points = gio.read_points(points_path)
         zones = cli_campaign.evaluate_zones(args, points)  # --zones FILE or the --cell-km grid
         table = metrics.evaluate(
@@ -431,7 +348,7 @@ def _cmd_evaluate(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> i
             # drawn under a temporary name in the same directory, then renamed: never a partial image
             tmp = _safe_write.temp_name(plot_path, plot_path.suffix)
             try:
-                with _stage(f"cannot write '{args.plot}'"):
+                with stage(f"cannot write '{args.plot}'"):
                     save_comparison_map(original, {"perturbed": perturbed}, tmp, points=points)
                     _safe_write.publish(tmp, plot_path, overwrite=args.overwrite)
             finally:
@@ -442,7 +359,7 @@ def _cmd_evaluate(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> i
 
 
 def _cmd_plan(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
-    points_path = _existing_file(args.points, "POINTS")
+    points_path = existing_file(args.points, "POINTS")
     try:
         lengths = [int(v) for v in str(args.lengths).split(",")]
     except ValueError:
@@ -454,12 +371,12 @@ def _cmd_plan(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     from geoldp.planner import plan
 
     with _report_warnings(stderr):
-        with _stage(f"cannot read POINTS '{args.points}'"):
+        with stage(f"cannot read POINTS '{args.points}'"):
             points = gio.read_points(points_path)
         prior = None
         if args.prior is not None:
-            with _stage(f"cannot read PRIOR '{args.prior}'"):
-                prior = gio.read_trajectories(_existing_file(args.prior, "PRIOR"))
+            with stage(f"cannot read PRIOR '{args.prior}'"):
+                prior = gio.read_trajectories(existing_file(args.prior, "PRIOR"))
         zones = metrics.zone_grid(points, cell_km=args.cell_km)
         table = plan(
             points,

@@ -18,20 +18,15 @@ for bad data or parameters (exit status 1) and the subcommand parser's ``error``
 from __future__ import annotations
 
 import argparse
-import os
 import sys
-from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import Any, TextIO
 
 from geoldp._cli_args import bbox as _bbox
+from geoldp._cli_args import check_output, existing_file, stage, usage
 from geoldp._cli_args import int_at_least as _int_at_least
-from geoldp._cli_args import one_line as _one_line
 from geoldp._cli_args import positive_float as _positive_float
 from geoldp._cli_args import seed as _seed
-
-if TYPE_CHECKING:
-    from collections.abc import Iterator
 
 __all__ = [
     "check_evaluate_inputs",
@@ -50,50 +45,6 @@ PROG = "geoldp"
 # helpers (the same grammar as geoldp.cli)
 
 
-@contextmanager
-def _stage(what: str) -> Iterator[None]:
-    """Turn an exception while doing ``what`` (reading or writing a file) into a one-line ValueError."""
-    try:
-        yield
-    except Exception as exc:
-        if os.environ.get("GEOLDP_TRACEBACK"):
-            raise
-        raise ValueError(f"{what}: {_one_line(exc)}") from exc
-
-
-def _usage(args: argparse.Namespace, message: str) -> None:
-    args.campaign_parser.error(message)  # raises the CLI's usage error (exit status 2)
-
-
-def _existing(path: str, what: str) -> Path:
-    p = Path(path)
-    if not p.exists():
-        raise ValueError(f"{what} file '{path}' does not exist")
-    if p.is_dir():
-        raise ValueError(f"{what} path '{path}' is a directory, not a file")
-    return p
-
-
-def _check_output(
-    path: str, overwrite: bool, inputs: list[Path], *, suffixes: tuple[str, ...] | None = None
-) -> Path:
-    from geoldp import _safe_write
-    from geoldp.io import WRITE_FORMATS
-
-    p = Path(path)
-    allowed = suffixes or tuple(WRITE_FORMATS)
-    if p.suffix.lower() not in allowed:
-        raise ValueError(f"cannot write '{path}': use one of the suffixes {', '.join(sorted(allowed))}")
-    parent = p.parent if str(p.parent) else Path(".")
-    if not parent.is_dir():
-        raise ValueError(f"output directory '{parent}' does not exist")
-    try:
-        _safe_write.check_output(p, overwrite=overwrite, inputs=inputs, what="output")
-    except ValueError as exc:
-        raise ValueError(str(exc).replace("overwrite=True (CLI: --overwrite)", "--overwrite")) from None
-    return p
-
-
 def _add_table_options(p: argparse.ArgumentParser, what: str) -> None:
     p.add_argument("--crs", metavar="CRS", default=None, help=f"CRS of {what} coordinates for CSV input")
     p.add_argument(
@@ -110,7 +61,7 @@ def _read_kwargs(args: argparse.Namespace) -> dict[str, Any]:
 def _read_points(path: Path, label: str) -> Any:
     from geoldp import io as gio
 
-    with _stage(f"cannot read {label} '{path}'"):
+    with stage(f"cannot read {label} '{path}'"):
         return gio.read_points(path)
 
 
@@ -169,7 +120,7 @@ def extend_perturb(p: argparse.ArgumentParser) -> None:
         default="first",
         help="which trips --max-per-user keeps: first or last in file order, or random (default: first)",
     )
-    p.set_defaults(campaign_parser=p)
+    p.set_defaults(command_parser=p)
 
 
 _CSV_SUFFIXES = (".csv", ".tsv", ".txt", ".csv.gz", ".csv.bz2", ".csv.xz", ".csv.zip")
@@ -189,15 +140,15 @@ def perturb_options(args: argparse.Namespace) -> dict[str, Any]:
 
     strategy = args.user_budget != "trajectory" or args.max_per_user is not None
     if args.select_trips != "first" and args.max_per_user is None:
-        _usage(args, "--select-trips goes with --max-per-user K")
+        usage(args, "--select-trips goes with --max-per-user K")
     if (strategy or args.accountant is not None) and args.user_col is None:
-        _usage(args, "--accountant, --user-budget split and --max-per-user need --user-col C (the user ids)")
+        usage(args, "--accountant, --user-budget split and --max-per-user need --user-col C (the user ids)")
     if args.user_col is not None and not strategy and args.accountant is None:
-        _usage(args, "--user-col goes with --accountant FILE, --user-budget split or --max-per-user K")
+        usage(args, "--user-col goes with --accountant FILE, --user-budget split or --max-per-user K")
     if args.kept_rows is not None and args.max_per_user is None:
-        _usage(args, "--kept-rows goes with --max-per-user K")
+        usage(args, "--kept-rows goes with --max-per-user K")
     if args.total_epsilon is not None and args.accountant is None:
-        _usage(args, "--total-epsilon goes with --accountant FILE")
+        usage(args, "--total-epsilon goes with --accountant FILE")
     if args.kept_rows is not None:
         from geoldp import _safe_write
 
@@ -212,7 +163,7 @@ def perturb_options(args: argparse.Namespace) -> dict[str, Any]:
     if args.accountant is not None:
         path = Path(args.accountant)
         if path.exists():
-            with _stage(f"cannot read the accountant '{args.accountant}'"):
+            with stage(f"cannot read the accountant '{args.accountant}'"):
                 acc = BudgetAccountant.load(path)
             if args.total_epsilon is not None and args.total_epsilon != acc.total_epsilon:
                 raise ValueError(
@@ -245,7 +196,7 @@ def finish_perturb(
     acc = options.get("accountant")
     if acc is not None:
         # saved before the release is written: a crash in between over-counts, never under-counts
-        with _stage(f"cannot write the accountant '{args.accountant}'"):
+        with stage(f"cannot write the accountant '{args.accountant}'"):
             acc.save(args.accountant)
         print(f"{PROG}: charged the release to {len(acc)} user(s) in '{args.accountant}'", file=stderr)
     if getattr(args, "kept_rows", None) is not None:
@@ -256,7 +207,7 @@ def finish_perturb(
         rows = (
             np.flatnonzero(trips.index.isin(out.index)) if len(out) != len(trips) else np.arange(len(trips))
         )
-        with _stage(f"cannot write --kept-rows '{args.kept_rows}'"):
+        with stage(f"cannot write --kept-rows '{args.kept_rows}'"):
             _safe_write.write_bytes(
                 Path(args.kept_rows),
                 ("row\n" + "".join(f"{r}\n" for r in rows)).encode(),
@@ -283,7 +234,7 @@ def extend_evaluate(e: argparse.ArgumentParser) -> None:
         default=None,
         help="public zones (polygons) for the zone and OD errors, instead of the --cell-km grid",
     )
-    e.set_defaults(campaign_parser=e)
+    e.set_defaults(command_parser=e)
 
 
 def evaluate_zones(args: argparse.Namespace, points: Any) -> Any:
@@ -291,7 +242,7 @@ def evaluate_zones(args: argparse.Namespace, points: Any) -> Any:
     from geoldp import metrics
 
     if getattr(args, "zones", None) is not None:
-        return _read_zones(_existing(args.zones, "--zones"))
+        return _read_zones(existing_file(args.zones, "--zones"))
     return "auto" if points is None else metrics.zone_grid(points, cell_km=args.cell_km)
 
 
@@ -301,7 +252,7 @@ def _read_zones(path: Path) -> Any:
 
     from geoldp import _formats
 
-    with _stage(f"cannot read the polygons '{path}'"):
+    with stage(f"cannot read the polygons '{path}'"):
         _formats.detect(path, "geoldp")  # a local file whose content matches its suffix
         zones = gpd.read_file(path)
     if zones.crs is None:
@@ -346,18 +297,18 @@ def _cmd_prepare(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> in
     from geoldp import io as gio
     from geoldp import prepare
 
-    src = _existing(args.fixes, "FIXES")
+    src = existing_file(args.fixes, "FIXES")
     if (args.area is not None) and args.points is not None:
-        _usage(args, "give --area (clip or drop at a public box) or --points with --max-km, not both")
+        usage(args, "give --area (clip or drop at a public box) or --points with --max-km, not both")
     if args.max_km is not None and args.points is None:
-        _usage(args, "--max-km needs --points POINTS (the public point set)")
+        usage(args, "--max-km needs --points POINTS (the public point set)")
     if args.outside != "clip" and args.area is None:
-        _usage(args, "--outside goes with --area")
+        usage(args, "--outside goes with --area")
     inputs = [src] + ([Path(args.points)] if args.points else [])
-    out_path = _check_output(args.output, args.overwrite, inputs)
+    out_path = check_output(args.output, overwrite=args.overwrite, inputs=inputs, ledger=False)
     read_kwargs = _read_kwargs(args)
     read_kwargs.update(text_columns(args, src))  # ids such as GeoLife's "000" stay text
-    with _stage(f"cannot read FIXES '{args.fixes}'"):
+    with stage(f"cannot read FIXES '{args.fixes}'"):
         fixes = gio.read_trajectories(
             src, traj_id_col=args.traj_id_col, time_col=args.time_col, **read_kwargs
         )
@@ -365,7 +316,7 @@ def _cmd_prepare(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> in
     kinds = set(fixes.geom_type.dropna().unique())
     if kinds <= {"Point"}:
         if args.traj_id_col is None:
-            _usage(args, "Point rows need --traj-id-col C (the column grouping fixes into trajectories)")
+            usage(args, "Point rows need --traj-id-col C (the column grouping fixes into trajectories)")
         keep = [
             c for c in (args.keep or []) + ([args.user_col] if args.user_col else []) if c != args.traj_id_col
         ]
@@ -381,7 +332,7 @@ def _cmd_prepare(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> in
             trips[args.user_col] = trips[args.traj_id_col]
     elif kinds <= {"LineString"}:
         if args.max_gap is not None:
-            _usage(args, "--max-gap splits Point rows; FIXES already holds LineStrings")
+            usage(args, "--max-gap splits Point rows; FIXES already holds LineStrings")
         trips = fixes
     else:
         raise ValueError(f"FIXES must hold Point rows or LineStrings, not {sorted(kinds)}")
@@ -401,7 +352,7 @@ def _cmd_prepare(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> in
     elif args.points is not None:
         from geoldp import PointSet
 
-        ps = PointSet.from_geodataframe(_read_points(Path(_existing(args.points, "POINTS")), "POINTS"))
+        ps = PointSet.from_geodataframe(_read_points(Path(existing_file(args.points, "POINTS")), "POINTS"))
         wgs = trips.to_crs(4326) if not trips.crs.equals("EPSG:4326") else trips
         xy = shapely.get_coordinates(wgs.geometry.values)
         owner = np.repeat(np.arange(len(wgs)), shapely.get_num_coordinates(wgs.geometry.values))
@@ -422,7 +373,7 @@ def _cmd_prepare(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> in
     if "n_points" in trips.columns:  # the vertex count of the prepared trip
         trips["n_points"] = shapely.get_num_coordinates(np.asarray(trips.geometry.values))
     trips.attrs = {}
-    with _stage(f"cannot write '{args.output}'"):
+    with stage(f"cannot write '{args.output}'"):
         written = gio.write_file(trips, out_path, overwrite=args.overwrite, inputs=tuple(inputs))
     what = f"{n_in} rows" + (f" ({n_built} trips before the area filter)" if n_built != len(trips) else "")
     extra = f"; {dropped_outside} trip(s) wholly outside the area dropped" if dropped_outside else ""
@@ -518,7 +469,7 @@ def _add_prepare(sub: Any) -> None:
     )
     _add_table_options(p, "FIXES")
     p.add_argument("--overwrite", action="store_true", help="replace an existing OUT")
-    p.set_defaults(func=_cmd_prepare, campaign_parser=p)
+    p.set_defaults(func=_cmd_prepare, command_parser=p)
 
 
 # ------------------------------------------------------------------------------------------------------
@@ -531,24 +482,22 @@ def _cmd_points(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int
 
     chosen = [n for n in ("grid", "h3", "road_nodes") if getattr(args, n) is not None]
     if len(chosen) != 1:
-        _usage(args, "give one of --grid SPACING, --h3 RESOLUTION or --road-nodes OSMFILE")
+        usage(args, "give one of --grid SPACING, --h3 RESOLUTION or --road-nodes OSMFILE")
     if chosen[0] in ("grid", "h3") and args.area is None:
-        _usage(
-            args, f"--{chosen[0]} needs --area MINX,MINY,MAXX,MAXY (a PUBLIC box, never the data's bounds)"
-        )
+        usage(args, f"--{chosen[0]} needs --area MINX,MINY,MAXX,MAXY (a PUBLIC box, never the data's bounds)")
     inputs = [Path(args.road_nodes)] if args.road_nodes else []
-    out_path = _check_output(args.output, args.overwrite, inputs)
+    out_path = check_output(args.output, overwrite=args.overwrite, inputs=inputs, ledger=False)
     crs = args.crs
     if args.grid is not None:
         pts = gp.grid(args.area, args.grid, kind=args.kind, crs=crs)
     elif args.h3 is not None:
         pts = gp.h3_cells(args.area, args.h3, crs=crs)
     else:
-        pts = gp.road_nodes(_existing(args.road_nodes, "--road-nodes"), kind=args.road_kind)
+        pts = gp.road_nodes(existing_file(args.road_nodes, "--road-nodes"), kind=args.road_kind)
     if args.thin is not None:
         pts = gp.thin(pts, args.thin, rng=args.seed)
     pts = pts.reset_index(drop=True)
-    with _stage(f"cannot write '{args.output}'"):
+    with stage(f"cannot write '{args.output}'"):
         written = gio.write_file(pts, out_path, overwrite=args.overwrite, inputs=tuple(inputs))
     print(
         f"{PROG}: wrote {len(pts)} public points ({pts.attrs.get(gp.PROVENANCE_KEY)}; digest "
@@ -593,7 +542,7 @@ def _add_points(sub: Any) -> None:
     p.add_argument("--thin", type=_int_at_least(2), metavar="N", default=None, help="keep a random N points")
     p.add_argument("--seed", type=_seed, metavar="N", default=None, help="seed of --thin (reproducible)")
     p.add_argument("--overwrite", action="store_true", help="replace an existing OUT")
-    p.set_defaults(func=_cmd_points, campaign_parser=p)
+    p.set_defaults(func=_cmd_points, command_parser=p)
 
 
 # ------------------------------------------------------------------------------------------------------
@@ -604,24 +553,30 @@ def _cmd_estimate(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> i
     from geoldp import io as gio
     from geoldp import layers as glayers
 
-    src = _existing(args.release, "RELEASE")
+    src = existing_file(args.release, "RELEASE")
     if "range_counts" in args.layers and args.regions is None:
-        _usage(args, "the range_counts layer needs --regions FILE (polygons)")
+        usage(args, "the range_counts layer needs --regions FILE (polygons)")
     if args.zones is not None and args.cell_km_given:
-        _usage(args, "give --zones FILE or --cell-km KM, not both")
+        usage(args, "give --zones FILE or --cell-km KM, not both")
     inputs = [src] + [Path(p) for p in (args.points, args.zones, args.regions) if p]
-    out_path = _check_output(args.output, args.overwrite, inputs, suffixes=(".gpkg", ".geojson", ".json"))
-    with _stage(f"cannot read RELEASE '{args.release}'"):
+    out_path = check_output(
+        args.output,
+        overwrite=args.overwrite,
+        inputs=inputs,
+        suffixes=(".gpkg", ".geojson", ".json"),
+        ledger=False,
+    )
+    with stage(f"cannot read RELEASE '{args.release}'"):
         released = gio.read_trajectories(src, ledger=True)
     if not isinstance(released.attrs.get("geoldp"), dict):
         raise ValueError(
             f"RELEASE '{args.release}' has no geoldp ledger (its .ledger.json sidecar): the estimators need "
             "the mechanism and epsilon it records"
         )
-    points = _read_points(_existing(args.points, "POINTS"), "POINTS") if args.points else None
+    points = _read_points(existing_file(args.points, "POINTS"), "POINTS") if args.points else None
     points = glayers.points_for(released, points)  # rebuilt from the recipe, or checked against it
-    zones = _read_zones(_existing(args.zones, "--zones")) if args.zones else None
-    regions = _read_zones(_existing(args.regions, "--regions")) if args.regions else None
+    zones = _read_zones(existing_file(args.zones, "--zones")) if args.zones else None
+    regions = _read_zones(existing_file(args.regions, "--regions")) if args.regions else None
     fit = {
         "n_candidates": args.n_candidates,
         "n_boot": args.n_boot,
@@ -639,7 +594,7 @@ def _cmd_estimate(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> i
         k=args.k,
         **fit,
     )
-    with _stage(f"cannot write '{args.output}'"):
+    with stage(f"cannot write '{args.output}'"):
         written = glayers.write_layers(lay, out_path, overwrite=args.overwrite)
     sizes = ", ".join(f"{name} ({len(v)})" for name, v in lay.items())
     print(
@@ -720,7 +675,7 @@ def _add_estimate(sub: Any) -> None:
         "--seed", type=_seed, default=None, metavar="N", help="seed of the estimators' simulations"
     )
     p.add_argument("--overwrite", action="store_true", help="replace existing outputs")
-    p.set_defaults(func=_cmd_estimate, campaign_parser=p, cell_km_given=False)
+    p.set_defaults(func=_cmd_estimate, command_parser=p, cell_km_given=False)
 
 
 def register(sub: Any) -> None:

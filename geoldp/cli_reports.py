@@ -20,11 +20,11 @@ from __future__ import annotations
 import argparse
 import io as _stdio
 import os
-from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from geoldp._cli_args import bbox as _bbox
+from geoldp._cli_args import check_output, existing_file, stage, usage
 from geoldp._cli_args import int_at_least as _int_at_least
 from geoldp._cli_args import one_line as _one_line
 from geoldp._cli_args import positive_float as _positive_float
@@ -32,7 +32,7 @@ from geoldp._cli_args import report_warnings as _report_warnings
 from geoldp._cli_args import seed as _seed
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterator
+    from collections.abc import Callable
 
 __all__ = ["read_report_table", "register", "write_report_table"]
 
@@ -46,17 +46,6 @@ ORACLES = ("krr", "oue", "olh")
 MAX_TABLE_BYTES = 4 << 30
 
 
-@contextmanager
-def _stage(what: str) -> Iterator[None]:
-    """Turn an exception while doing ``what`` (reading or writing a file) into a one-line ValueError."""
-    try:
-        yield
-    except Exception as exc:
-        if os.environ.get("GEOLDP_TRACEBACK"):
-            raise
-        raise ValueError(f"{what}: {_one_line(exc)}") from exc
-
-
 def _warned(command: Callable[[argparse.Namespace, TextIO, TextIO], int]) -> Callable[..., int]:
     """Run a command with its warnings printed as ``geoldp: warning:`` lines once it succeeds."""
 
@@ -65,37 +54,6 @@ def _warned(command: Callable[[argparse.Namespace, TextIO, TextIO], int]) -> Cal
             return command(args, stdout, stderr)
 
     return run
-
-
-def _usage(args: argparse.Namespace, message: str) -> None:
-    args.campaign_parser.error(message)  # the CLI's usage error (exit status 2)
-
-
-def _existing(path: str, what: str) -> Path:
-    p = Path(path)
-    if not p.exists():
-        raise ValueError(f"{what} file '{path}' does not exist")
-    if p.is_dir():
-        raise ValueError(f"{what} path '{path}' is a directory, not a file")
-    return p
-
-
-def _check_output(path: str, overwrite: bool, inputs: list[Path], suffixes: tuple[str, ...]) -> Path:
-    """Refuse, before any work, an output (or its ledger sidecar) that may not be written."""
-    from geoldp import _safe_write
-    from geoldp.io import ledger_path
-
-    p = Path(path)
-    if not p.name.lower().endswith(suffixes):
-        raise ValueError(f"cannot write '{path}': use one of the suffixes {', '.join(suffixes)}")
-    if any(ord(c) < 32 or ord(c) == 127 for c in p.name):
-        raise ValueError(f"the output name {p.name[:60]!r} holds a control character; choose a plain name")
-    for target, what in ((p, "output"), (ledger_path(p), "ledger sidecar")):
-        try:
-            _safe_write.check_output(target, overwrite=overwrite, inputs=inputs, what=what)
-        except ValueError as exc:
-            raise ValueError(str(exc).replace("overwrite=True (CLI: --overwrite)", "--overwrite")) from None
-    return p
 
 
 # ------------------------------------------------------------------------------------------------------
@@ -250,12 +208,12 @@ def _zones(args: argparse.Namespace) -> tuple[Any, list[Path]]:
     from geoldp import io as gio
 
     if (args.zones is None) == (args.points is None):
-        _usage(args, "give either --zones FILE or --points POINTS (zones: a --cell-km grid over them)")
+        usage(args, "give either --zones FILE or --points POINTS (zones: a --cell-km grid over them)")
     if args.zones is not None:
-        path = _existing(args.zones, "--zones")
+        path = existing_file(args.zones, "--zones")
         return cli_campaign.evaluate_zones(args, None), [path]
-    path = _existing(args.points, "POINTS")
-    with _stage(f"cannot read POINTS '{args.points}'"):
+    path = existing_file(args.points, "POINTS")
+    with stage(f"cannot read POINTS '{args.points}'"):
         points = gio.read_points(path)
     return cli_campaign.evaluate_zones(args, points), [path]
 
@@ -266,7 +224,7 @@ def _read_trips(args: argparse.Namespace, path: Path) -> Any:
 
     kwargs = {n: getattr(args, n) for n in ("crs", "wkt_col", "lon_col", "lat_col") if getattr(args, n, None)}
     kwargs.update(cli_campaign.text_columns(args, path))  # user ids such as "000" stay text
-    with _stage(f"cannot read TRIPS '{args.trips}'"):
+    with stage(f"cannot read TRIPS '{args.trips}'"):
         return gio.read_trajectories(path, **kwargs)
 
 
@@ -319,9 +277,11 @@ def _table_options(p: argparse.ArgumentParser) -> None:
 def _cmd_report(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     from geoldp import cli_campaign, reports
 
-    trips_path = _existing(args.trips, "TRIPS")
+    trips_path = existing_file(args.trips, "TRIPS")
     zones, zone_files = _zones(args)
-    out_path = _check_output(args.output, args.overwrite, [trips_path, *zone_files], (".csv",))
+    out_path = check_output(
+        args.output, overwrite=args.overwrite, inputs=[trips_path, *zone_files], suffixes=(".csv",)
+    )
     trips = _read_trips(args, trips_path)
     # the same checks and accountant file as perturb; the per-user options go to geoldp.report as they are
     options = cli_campaign.perturb_options(args)
@@ -336,7 +296,7 @@ def _cmd_report(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int
         **options,
     )
     cli_campaign.finish_perturb(args, options, trips, out, stderr)  # accountant, kept rows
-    with _stage(f"cannot write '{args.output}'"):
+    with stage(f"cannot write '{args.output}'"):
         written = write_report_table(out, out_path, overwrite=args.overwrite)
     led = out.attrs["geoldp"]
     unit = "per user, shared by her trips" if args.user_budget == "split" else "per trip"
@@ -393,7 +353,7 @@ def _add_report(sub: Any) -> None:
     _table_options(p)
     p.add_argument("--overwrite", action="store_true", help="replace an existing OUT (and its ledger)")
     cli_campaign.extend_perturb(p)  # --user-col, --accountant, --total-epsilon, --user-budget, --max-per-user
-    p.set_defaults(func=_warned(_cmd_report), campaign_parser=p)
+    p.set_defaults(func=_warned(_cmd_report), command_parser=p)
 
 
 # ------------------------------------------------------------------------------------------------------
@@ -409,19 +369,18 @@ def _grid_size(text: str) -> int | str:
 def _cmd_synthesize(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     from geoldp import cli_campaign, ldptrace
     from geoldp import io as gio
-    from geoldp._formats import WRITE_FORMATS
     from geoldp._random import resolve_rng
 
     if (args.points is None) == (args.area is None):
-        _usage(args, "give either --points POINTS (their box is the grid's) or --area MINX,MINY,MAXX,MAXY")
-    trips_path = _existing(args.trips, "TRIPS")
+        usage(args, "give either --points POINTS (their box is the grid's) or --area MINX,MINY,MAXX,MAXY")
+    trips_path = existing_file(args.trips, "TRIPS")
     inputs = [trips_path]
     points = None
     if args.points is not None:
-        inputs.append(_existing(args.points, "POINTS"))
-        with _stage(f"cannot read POINTS '{args.points}'"):
+        inputs.append(existing_file(args.points, "POINTS"))
+        with stage(f"cannot read POINTS '{args.points}'"):
             points = gio.read_points(inputs[-1])
-    out_path = _check_output(args.output, args.overwrite, inputs, tuple(WRITE_FORMATS))
+    out_path = check_output(args.output, overwrite=args.overwrite, inputs=inputs)
     trips = _read_trips(args, trips_path)
     source = resolve_rng(args.seed)
     kept, per_user = _per_user(args, trips, source)
@@ -441,7 +400,7 @@ def _cmd_synthesize(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) ->
     if rule is not None:
         out.attrs["geoldp"]["user_budget"] = rule
     cli_campaign.finish_perturb(args, per_user["options"], trips, kept, stderr)
-    with _stage(f"cannot write '{args.output}'"):
+    with stage(f"cannot write '{args.output}'"):
         written = gio.write_file(out, out_path, overwrite=args.overwrite, inputs=tuple(inputs))
     grid = out.attrs["geoldp"]["grid"]
     print(
@@ -492,7 +451,7 @@ def _add_synthesize(sub: Any) -> None:
     _table_options(p)
     p.add_argument("--overwrite", action="store_true", help="replace an existing OUT (and its ledger)")
     cli_campaign.extend_perturb(p)
-    p.set_defaults(func=_warned(_cmd_synthesize), campaign_parser=p)
+    p.set_defaults(func=_warned(_cmd_synthesize), command_parser=p)
 
 
 # ------------------------------------------------------------------------------------------------------
@@ -506,12 +465,12 @@ def _cmd_report_estimate(args: argparse.Namespace, stdout: TextIO, stderr: TextI
     from geoldp.reports import estimate_counts
     from geoldp.reports.release import n_reports
 
-    src = _existing(args.reports, "REPORTS")
+    src = existing_file(args.reports, "REPORTS")
     zones, zone_files = _zones(args)
     out_path = Path(args.output)
     if out_path.suffix.lower() not in (".gpkg", ".geojson", ".json"):
         raise ValueError(f"cannot write '{args.output}': use one of the suffixes .geojson, .gpkg, .json")
-    with _stage(f"cannot read REPORTS '{args.reports}'"):
+    with stage(f"cannot read REPORTS '{args.reports}'"):
         table = read_report_table(src)
     statistic = table.attrs["geoldp"]["statistic"]
     names = {"visited_zone": ["zone_visits", "hotspots"], "od": ["od_flows"]}.get(statistic, ["transitions"])
@@ -548,7 +507,7 @@ def _cmd_report_estimate(args: argparse.Namespace, stdout: TextIO, stderr: TextI
         flows = est.reset_index()
         name = "od_flows" if statistic == "od" else "transitions"
         lay[name] = glayers.od_layer(flows, zones).assign(**{c: flows[c].to_numpy() for c in extra})
-    with _stage(f"cannot write '{args.output}'"):
+    with stage(f"cannot write '{args.output}'"):
         written = glayers.write_layers(lay, out_path, overwrite=args.overwrite)
     print(
         f"{PROG}: estimated {', '.join(f'{k} ({len(v)})' for k, v in lay.items())} from "
@@ -591,7 +550,7 @@ def _add_report_estimate(sub: Any) -> None:
         ),
     )
     p.add_argument("--overwrite", action="store_true", help="replace existing outputs")
-    p.set_defaults(func=_warned(_cmd_report_estimate), campaign_parser=p)
+    p.set_defaults(func=_warned(_cmd_report_estimate), command_parser=p)
 
 
 def register(sub: Any) -> None:

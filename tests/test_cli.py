@@ -266,6 +266,41 @@ def test_missing_output_directory(tmp_path, files, capsys):
     assert "does not exist" in _single_error_line(capsys.readouterr().err)
 
 
+def _writing_commands(trips_path, points_path, out):
+    """Every command that writes a file, with valid inputs and ``out`` as its output (suffix added)."""
+    t, p = str(trips_path), str(points_path)
+    return {
+        "perturb": ["perturb", t, "--points", p, "--epsilon", "1", "-o", f"{out}.geojson"],
+        "report": ["report", t, "--points", p, "--cell-km", "2", "--epsilon", "1", "-o", f"{out}.csv"],
+        "synthesize": ["synthesize", t, "--points", p, "--epsilon", "1", "-o", f"{out}.geojson"],
+        "points": ["points", "--grid", "500", "--area=-122.7,45.5,-122.6,45.6", "-o", f"{out}.gpkg"],
+        "prepare": ["prepare", t, "--area=-180,-90,180,90", "-o", f"{out}.geojson"],
+    }
+
+
+@pytest.mark.parametrize(
+    "bad, words",
+    [
+        ("nodir/out", "output directory"),
+        ('q"uote', "quote character"),
+        ("x" * 210, "bytes long"),
+        ("tab\tname", "control character"),
+    ],
+)
+def test_every_writing_command_refuses_a_bad_output_the_same_way(tmp_path, files, bad, words, capsys):
+    trips_path, points_path = files
+    lines = {}
+    for command, argv in _writing_commands(trips_path, points_path, str(tmp_path / bad)).items():
+        code = main(argv)
+        line = _single_error_line(capsys.readouterr().err)
+        assert code == 1, (command, line)
+        assert words in line, (command, line)
+        # the same words but for the suffix each command writes (and so the name's length)
+        lines[command] = re.sub(r"\.(geojson|csv|gpkg)\b|\d+ bytes", "", line)
+    assert sorted(tmp_path.iterdir()) == sorted(files)  # nothing written by any of them
+    assert len(set(lines.values())) == 1, lines  # one wording, whatever the command
+
+
 def test_refuses_to_overwrite_an_input(files, capsys):
     trips_path, points_path = files
     before = trips_path.read_bytes()
