@@ -142,7 +142,7 @@ def report_closed_form(pop, w, n, stat, pad, shrink, eps, zp, rng):
 def run_dataset(name, args, log):
     import geoldp
     from geoldp import ldptrace, metrics
-    from geoldp.planner import blend, error_of, uniform_answer
+    from geoldp.planner import blend, error_of, uniform_answer, uniform_visits
     from geoldp.reports import estimate_counts, report, zone_grid
     from geoldp.reports.zones import check_zones, zone_of_vertices
 
@@ -164,7 +164,8 @@ def run_dataset(name, args, log):
     const_v, const_od = np.zeros(k), np.zeros(k * k)
     if med < k:
         const_v[med], const_od[med * k + med] = 1.0, 1.0
-    uni_v, uni_od = uniform_answer(zp, k, od=False), uniform_answer(zp, k, od=True)
+    # per user: the expected zone visits of a trajectory of uniform draws from P with the data's lengths
+    uni_v, uni_od = uniform_visits(zp, k, lengths) / len(lengths), uniform_answer(zp, k, od=True)
     # LDPTrace grid and the zone of each cell (as the planner's LDPTrace design)
     lon, lat = np.asarray(ps.lon), np.asarray(ps.lat)
     grid = ldptrace.Grid(float(lon.min()), float(lat.min()), float(lon.max()), float(lat.max()), n=6)
@@ -451,7 +452,9 @@ def markdown_page(df: pd.DataFrame, planned: pd.DataFrame, pngs: list[str], out:
         "",
         "What was measured: for every design and question, the error of its answer against the exact",
         "answer of a population of n users, n = 10^3 … 10^6, next to the two no-data baselines (uniform",
-        "over P: zone shares of P; constant: everything in the zone of P's 1-median). Populations are",
+        "over P: every point a uniform draw from P, with the data's lengths, so a zone holding a share s",
+        "of P is visited by 1 − (1 − s)^L of the trajectories of length L; for OD the outer product of",
+        "the shares; constant: everything in the zone of P's 1-median). Populations are",
         "bootstrapped (users resampled with replacement) from the evaluation half of each real data set",
         "(chi_atp, nyc_atp, cps_atp; the seeded split of `experiments/designs.py`, at most 2,000",
         "trajectories); zones are a public 10 x 10 grid over P's box. Errors as in",

@@ -314,7 +314,7 @@ def run(args) -> pd.DataFrame:
     warnings.simplefilter("ignore", GeoLDPWarning)  # the no-data-level warning is measured here
     from geoldp import metrics
     from geoldp.planner import DESIGNS as PLANNED
-    from geoldp.planner import error_of, uniform_answer
+    from geoldp.planner import error_of, uniform_answer, uniform_visits
     from geoldp.reports import zone_grid
 
     rows = []
@@ -342,7 +342,7 @@ def run(args) -> pd.DataFrame:
                 const_v[med] = n
                 const_od[med * k + med] = n
             answers["baseline:uniform"] = [
-                (uniform_answer(zp, k, od=False) * n, uniform_answer(zp, k, od=True) * n)
+                (uniform_visits(zp, k, lengths), uniform_answer(zp, k, od=True) * n)
             ]
             answers["baseline:constant"] = [(const_v, const_od)]
             for q in QUESTIONS:
@@ -456,7 +456,9 @@ def write_markdown(df: pd.DataFrame, path: Path, command: str, seconds: float) -
         "standard error and, for ATP, its RMS error per cell simulated before the release from public",
         "inputs (`geoldp.planner.trajectory_rms`: random walks over P with the public lengths), then",
         "projected on the non-negative counts. The two",
-        "no-data baselines use P only: *uniform* (zone shares of P; their outer product for OD) and",
+        "no-data baselines use P only: *uniform* (every point a uniform draw from P, with the public",
+        "lengths: a zone holding a share s of P is visited by 1 − (1 − s)^L of the trajectories of",
+        "length L, `geoldp.planner.uniform_visits`; for OD the outer product of the shares) and",
         "*constant* (everything in the zone of P's 1-median). Each design's error is the mean of three",
         "seeded releases.",
         "",

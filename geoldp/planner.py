@@ -96,6 +96,7 @@ __all__ = [
     "shrink_to_baseline",
     "trajectory_rms",
     "uniform_answer",
+    "uniform_visits",
 ]
 
 #: The questions a plan can be asked.
@@ -271,6 +272,32 @@ def uniform_answer(zone_of_point: np.ndarray, n_zones: int, *, od: bool) -> np.n
     share = np.bincount(zone_of_point, minlength=n_zones + 1)[:n_zones].astype(np.float64)
     share /= max(zone_of_point.shape[0], 1)
     return np.outer(share, share).reshape(-1) if od else share
+
+
+def uniform_visits(zone_of_point: np.ndarray, n_zones: int, lengths: Any) -> np.ndarray:
+    """Expected number of trajectories visiting each zone when every point is a uniform draw from P.
+
+    A trajectory of length L whose points are independent uniform draws from P visits a zone of share s
+    with probability 1 − (1 − s)^L, so the no-data answer to "how many trajectories visit each zone" is
+    Σ_i 1 − (1 − s)^{L_i} over the (public) lengths: about L·s·n for small shares, not the s·n of one
+    point per trajectory.
+
+    Parameters
+    ----------
+    zone_of_point : ndarray of int
+        Zone position of every public point (``n_zones`` = outside).
+    n_zones : int
+    lengths : array_like of int
+        The trajectories' lengths (public, or the assumed public distribution's draws), one per trajectory.
+
+    Returns
+    -------
+    ndarray of float, shape (n_zones,)
+    """
+    share = uniform_answer(zone_of_point, n_zones, od=False)
+    values, counts = np.unique(np.asarray(lengths, dtype=np.int64), return_counts=True)
+    miss = (1.0 - share)[:, None] ** values[None, :]  # zone × distinct length
+    return (counts[None, :] * (1.0 - miss)).sum(axis=1)
 
 
 def shrink_to_baseline(estimate: Any, std_error: Any, baseline: Any) -> np.ndarray:
@@ -631,17 +658,18 @@ def _lengths(lengths: Any, size: int, rng: np.random.Generator, caller: str) -> 
 
 
 def _baselines(sim: Simulation, question: str, median: int) -> dict[str, np.ndarray]:
-    """The two no-data answers at the scale of sim.n: uniform over P, and every trajectory at the 1-median."""
+    """The two no-data answers at the scale of sim.n: uniform over P (every point a uniform draw, with the
+    population's lengths), and every trajectory at the 1-median."""
     k = sim.n_zones
-    share = np.bincount(sim.zone_of_point, minlength=k + 1)[:k].astype(np.float64) / sim.ps.size
     zm = int(sim.zone_of_point[median])
     if _needs(question) == "od":
-        uni = np.outer(share, share).reshape(-1) * sim.n
+        uni = uniform_answer(sim.zone_of_point, k, od=True) * sim.n
         const = np.zeros(k * k)
         if zm < k:
             const[zm * k + zm] = sim.n
     else:
-        uni = share * sim.n
+        lengths = [s.shape[0] for s in sim.seqs]
+        uni = uniform_visits(sim.zone_of_point, k, lengths) * (sim.n / max(len(lengths), 1))
         const = np.zeros(k)
         if zm < k:
             const[zm] = sim.n

@@ -231,3 +231,22 @@ def test_padded_reports_count_visits_where_one_sample_counts_shares():
     one, padded = t.loc[names[0], "error"], t.loc[names[1], "error"]
     assert padded < 0.25 * one
     assert t.attrs["recommended"] == names[1]
+
+
+def test_uniform_baseline_counts_the_visits_of_trajectories_of_uniform_points():
+    # the no-data population "every point a uniform draw from P": a trajectory of length L visits a zone
+    # of share s with probability 1 - (1 - s)^L, so the expected visits are not s * n (one point each)
+    rng = np.random.default_rng(5)
+    zone_of_point = rng.integers(0, 7, size=500)  # zone 6 = outside
+    k = 6
+    lengths = rng.integers(1, 9, size=4000)
+    simulated = np.zeros(k)
+    for length in lengths:
+        z = np.unique(zone_of_point[rng.integers(0, 500, size=length)])
+        simulated[z[z < k]] += 1
+    expected = planner.uniform_visits(zone_of_point, k, lengths)
+    sd = np.sqrt(expected * (1 - expected / lengths.size))  # a sum of independent Bernoullis: at most this
+    assert np.all(np.abs(simulated - expected) <= 4 * sd)
+    share = planner.uniform_answer(zone_of_point, k, od=False)
+    assert np.all(expected > 1.5 * share * lengths.size)  # the one-point answer is far below it
+    np.testing.assert_allclose(planner.uniform_visits(zone_of_point, k, np.ones(10, int)), 10 * share)
