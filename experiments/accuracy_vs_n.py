@@ -197,6 +197,7 @@ def run_dataset(name, args, log):
                 ans = {
                     "baseline:uniform": (uni_v * n, uni_od * n),
                     "baseline:constant": (const_v * n, const_od * n),
+                    "baseline:shares": (uniform_answer(zp, k, od=False) * n, None),  # no OD answer
                 }
                 # trajectory designs: each user gets one of her trajectory's POOL releases
                 rel_w = {}
@@ -346,6 +347,7 @@ STYLE = {
     "hybrid:atp+report@0.75": ("tab:olive", ":"),
     "baseline:uniform": ("black", "--"),
     "baseline:constant": ("grey", "--"),
+    "baseline:shares": ("black", ":"),
 }
 LABELS = {
     "zone_visits": "zone visits: L1",
@@ -453,8 +455,9 @@ def markdown_page(df: pd.DataFrame, planned: pd.DataFrame, pngs: list[str], out:
         "What was measured: for every design and question, the error of its answer against the exact",
         "answer of a population of n users, n = 10^3 … 10^6, next to the two no-data baselines (uniform",
         "over P: every point a uniform draw from P, with the data's lengths, so a zone holding a share s",
-        "of P is visited by 1 − (1 − s)^L of the trajectories of length L; for OD the outer product of",
-        "the shares; constant: everything in the zone of P's 1-median). Populations are",
+        "of P is visited by 1 − (1 − s)^L of the trajectories of length L, for OD the outer product of",
+        "the shares; constant: everything in the zone of P's 1-median; and, for the zone questions,",
+        "shares: one visit per trajectory spread over the zones like P's points). Populations are",
         "bootstrapped (users resampled with replacement) from the evaluation half of each real data set",
         "(chi_atp, nyc_atp, cps_atp; the seeded split of `experiments/designs.py`, at most 2,000",
         "trajectories); zones are a public 10 x 10 grid over P's box. Errors as in",

@@ -345,6 +345,7 @@ def run(args) -> pd.DataFrame:
                 (uniform_visits(zp, k, lengths), uniform_answer(zp, k, od=True) * n)
             ]
             answers["baseline:constant"] = [(const_v, const_od)]
+            answers["baseline:shares"] = [(uniform_answer(zp, k, od=False) * n, None)]  # no OD answer
             for q in QUESTIONS:
                 truth = od if q == "od_flows" else vis
                 answering = [d for d in DESIGNS if q in PLANNED[d].questions]
@@ -365,6 +366,8 @@ def run(args) -> pd.DataFrame:
                     plans[mode] = tab
                 for label, reps in answers.items():
                     if not (label.startswith("baseline") or label in answering):
+                        continue
+                    if any((a[1] if q == "od_flows" else a[0]) is None for a in reps):
                         continue
                     errs = [error_of(q, truth, a[1] if q == "od_flows" else a[0], n) for a in reps]
                     row = {"dataset": name, "epsilon": eps, "question": q, "design": label, "n": n}
@@ -458,9 +461,12 @@ def write_markdown(df: pd.DataFrame, path: Path, command: str, seconds: float) -
         "projected on the non-negative counts. The two",
         "no-data baselines use P only: *uniform* (every point a uniform draw from P, with the public",
         "lengths: a zone holding a share s of P is visited by 1 − (1 − s)^L of the trajectories of",
-        "length L, `geoldp.planner.uniform_visits`; for OD the outer product of the shares) and",
-        "*constant* (everything in the zone of P's 1-median). Each design's error is the mean of three",
-        "seeded releases.",
+        "length L, `geoldp.planner.uniform_visits`; for OD the outer product of the shares),",
+        "*constant* (everything in the zone of P's 1-median) and, for the zone questions, *shares* (one",
+        "visit per trajectory spread over the zones like P's points, the uniform answer of earlier",
+        "versions of this page: real trajectories revisit few zones, so it is often the closer guess of",
+        "how many visit each zone). The better baseline is the best of these. Each design's error is",
+        "the mean of three seeded releases.",
         "",
         "The planner (`geoldp.plan`) is asked before any release from public inputs: P, the zones, ε, n",
         "and the length distribution (here the evaluation data's, taken as the assumed public one), in two",

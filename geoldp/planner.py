@@ -4,8 +4,9 @@
 public inputs (random walks over the public points P, starting anywhere in P or at a few random hubs,
 with the given length distribution; or a public prior population), measures each design's error
 against that population's exact answer, and returns a table: expected error and interval width per
-design, the two no-data baselines (uniform over P; constant at P's 1-median), the recommended design,
-and the number of users each design needs for a target error.
+design, the no-data baselines (uniform over P; constant at P's 1-median; for the zone questions also P's
+zone shares, one visit per trajectory), the recommended design, and the number of users each design
+needs for a target error.
 
 * Trajectory designs (TP, ATP, PointEM) are simulated: each simulated trajectory is released with
   :func:`geoldp.perturb_trajectories` and the raw counts of the release are compared with the truth.
@@ -658,8 +659,10 @@ def _lengths(lengths: Any, size: int, rng: np.random.Generator, caller: str) -> 
 
 
 def _baselines(sim: Simulation, question: str, median: int) -> dict[str, np.ndarray]:
-    """The two no-data answers at the scale of sim.n: uniform over P (every point a uniform draw, with the
-    population's lengths), and every trajectory at the 1-median."""
+    """The no-data answers at the scale of sim.n: ``uniform`` (every point a uniform draw from P, with the
+    population's lengths), ``constant`` (every trajectory at the 1-median) and, for the zone questions,
+    ``shares`` (one visit per trajectory spread over the zones like P's points; often the closer guess of
+    how many trajectories visit a zone, since real trajectories revisit few zones)."""
     k = sim.n_zones
     zm = int(sim.zone_of_point[median])
     if _needs(question) == "od":
@@ -667,13 +670,14 @@ def _baselines(sim: Simulation, question: str, median: int) -> dict[str, np.ndar
         const = np.zeros(k * k)
         if zm < k:
             const[zm * k + zm] = sim.n
-    else:
-        lengths = [s.shape[0] for s in sim.seqs]
-        uni = uniform_visits(sim.zone_of_point, k, lengths) * (sim.n / max(len(lengths), 1))
-        const = np.zeros(k)
-        if zm < k:
-            const[zm] = sim.n
-    return {"baseline:uniform": uni, "baseline:constant": const}
+        return {"baseline:uniform": uni, "baseline:constant": const}
+    lengths = [s.shape[0] for s in sim.seqs]
+    uni = uniform_visits(sim.zone_of_point, k, lengths) * (sim.n / max(len(lengths), 1))
+    const = np.zeros(k)
+    if zm < k:
+        const[zm] = sim.n
+    shares = uniform_answer(sim.zone_of_point, k, od=False) * sim.n
+    return {"baseline:uniform": uni, "baseline:constant": const, "baseline:shares": shares}
 
 
 # --------------------------------------------------------------------------------------------------
