@@ -47,7 +47,7 @@ def main() -> None:
     import geoldp
     from geoldp import datasets, metrics
     from geoldp.combined import combine, part_estimates
-    from geoldp.reports import true_counts
+    from geoldp.reports import estimate_counts, true_counts
 
     points, trips = datasets.synthetic_city(n_points=400, n_trips=args.trips, seed=0)
     trips = trips[["geometry"]]
@@ -95,12 +95,18 @@ def main() -> None:
         ests, ses, _ = part_estimates([traj, rep, syn], zones, points=points, estimate_options=opts, rng=r)
         for col, name in zip(ests.columns, ("hybrid:pointem", "hybrid:report", "ldptrace"), strict=True):
             record(name, ests[col].to_numpy(), ses[col].to_numpy())
-        both = combine([traj, rep], zones, points=points, estimate_options=opts, rng=r)
+        own = estimate_counts(rep, zones, max_set_size=8)  # the report's own interval of the visit counts
+        record(
+            "hybrid:report, own interval",
+            *(own[c].to_numpy() for c in ("estimate", "std_error", "lower", "upper")),
+        )
+        # public: at most 8 vertices, so at most 8 zones, per trip (the report's ℓ = 3 is padded)
+        both = combine([traj, rep], zones, points=points, max_set_size=8, estimate_options=opts, rng=r)
         record(
             "combined:report+pointem",
             *(both[c].to_numpy() for c in ("estimate", "std_error", "lower", "upper")),
         )
-        every = combine([traj, rep, syn], zones, points=points, estimate_options=opts, rng=r)
+        every = combine([traj, rep, syn], zones, points=points, max_set_size=8, estimate_options=opts, rng=r)
         record("combined:all", *(every[c].to_numpy() for c in ("estimate", "std_error", "lower", "upper")))
     table = pd.DataFrame(
         {name: np.mean(v, axis=0) for name, v in rows.items()},

@@ -344,7 +344,12 @@ def _loglik_pointem(released: np.ndarray, cand: np.ndarray, ps, mech) -> np.ndar
 
 
 def _loglik_simulated(
-    released: np.ndarray, cand: np.ndarray, sims: np.ndarray, cell: np.ndarray, n_cells: int
+    released: np.ndarray,
+    cand: np.ndarray,
+    sims: np.ndarray,
+    cell: np.ndarray,
+    n_cells: int,
+    freq: np.ndarray | None = None,
 ) -> np.ndarray:
     """(N, K) composite log-likelihood from the simulations (positions independent given the candidate).
 
@@ -355,28 +360,48 @@ def _loglik_simulated(
 
         q̂_{c,i}(z) = (#{s : cell(sim_{c,s,i}) = z} + S·g_{i}(z | cell(c_i))) / 2S,
         g_i(z | u) = (pooled count of z from inputs in u + S·f_i(z)) / (pooled total from u + S).
+
+    ℓ_jc = Σ_i log q̂_{c,i}(z_ji) depends on the released trajectory only through its cells, so each
+    position's table log q̂_{c,i}(z) (cells x K) is computed once and the rows are looked up in it.
+    ``freq`` (n, cells): the f_i to use; default the cell frequencies of ``released`` itself.
     """
-    k, s, n = sims.shape
-    out = np.zeros((released.shape[0], k))
-    rows_k = np.repeat(np.arange(k), s)
-    for i in range(n):
-        sim_cells = cell[sims[:, :, i]].reshape(-1)
-        counts = sp.csr_matrix((np.ones(k * s), (rows_k, sim_cells)), shape=(k, n_cells)).tocsc()
-        in_cell = cell[cand[:, i]]
-        pooled = sp.csr_matrix(
-            (np.ones(k * s), (np.repeat(in_cell, s), sim_cells)), shape=(n_cells, n_cells)
-        ).tocsc()
-        pooled_tot = np.bincount(in_cell, minlength=n_cells) * float(s)
+    out = np.zeros((released.shape[0], cand.shape[0]))
+    for i in range(cand.shape[1]):
         obs = cell[released[:, i]]
-        freq = np.bincount(obs, minlength=n_cells) / obs.size
-        block = max(1, _BLOCK // k)
+        table = channel_table(
+            i, cand, sims, cell, n_cells, _cell_freq(obs, n_cells) if freq is None else freq[i]
+        )
+        block = max(1, _BLOCK // cand.shape[0])
         for a in range(0, obs.size, block):
-            o = obs[a : a + block]
-            c = counts[:, o].toarray().T  # (rows, K)
-            pool = pooled[:, o].toarray().T[:, in_cell]  # (rows, K): pooled count of o from c_i's cell
-            g = (pool + s * freq[o][:, None]) / (pooled_tot[in_cell][None, :] + s)
-            out[a : a + block] += np.log((c + s * g) / (2.0 * s))
+            out[a : a + block] += table[obs[a : a + block]]
     return out
+
+
+def _cell_freq(obs: np.ndarray, n_cells: int) -> np.ndarray:
+    return np.bincount(obs, minlength=n_cells) / obs.size
+
+
+def cell_frequencies(released: np.ndarray, cell: np.ndarray, n_cells: int) -> np.ndarray:
+    """(n, cells): the released cell frequency f_i of every position (the back-off of the channel)."""
+    return np.array([_cell_freq(cell[released[:, i]], n_cells) for i in range(released.shape[1])])
+
+
+def channel_table(
+    i: int, cand: np.ndarray, sims: np.ndarray, cell: np.ndarray, n_cells: int, freq: np.ndarray
+) -> np.ndarray:
+    """(cells, K) log q̂_{c,i}(z) of position i for every released cell z (see ``_loglik_simulated``)."""
+    k, s, _ = sims.shape
+    rows_k = np.repeat(np.arange(k), s)
+    sim_cells = cell[sims[:, :, i]].reshape(-1)
+    counts = sp.csr_matrix((np.ones(k * s), (rows_k, sim_cells)), shape=(k, n_cells)).toarray().T
+    in_cell = cell[cand[:, i]]
+    pooled = sp.csr_matrix(
+        (np.ones(k * s), (np.repeat(in_cell, s), sim_cells)), shape=(n_cells, n_cells)
+    ).toarray()
+    pooled_tot = np.bincount(in_cell, minlength=n_cells) * float(s)
+    g = (pooled[in_cell].T + s * freq[:, None]) / (pooled_tot[in_cell][None, :] + s)  # (cells, K)
+    with np.errstate(divide="ignore"):
+        return np.log((counts + s * g) / (2.0 * s))
 
 
 def _em(lik: Lik, w0: np.ndarray, n_iter: int, row_w: np.ndarray | None = None) -> np.ndarray:
@@ -845,7 +870,11 @@ def fit(seqs: list[np.ndarray], ps, mech, *, key: np.ndarray, options: FitOption
             sims = _simulate(cand, options.n_sims, ps, mech, key, offset)
             offset += cand.shape[0] * options.n_sims
             all_sims = np.ascontiguousarray(sims, dtype=np.int32) if sub is not None else sims
-            row_loglik = partial(_loglik_simulated, cand=cand, sims=all_sims, cell=cell, n_cells=n_cells)
+            # the back-off f_i is the fitted rows' cell frequency, for them and for any other row
+            freq = cell_frequencies(fitted, cell, n_cells)
+            row_loglik = partial(
+                _loglik_simulated, cand=cand, sims=all_sims, cell=cell, n_cells=n_cells, freq=freq
+            )
         src = np.concatenate(source).astype(np.int64)
         kept = np.ascontiguousarray(sims[:, :_CHANNEL_SIMS], dtype=np.int32)
         lik = Lik.from_log(row_loglik(fitted))
