@@ -71,6 +71,9 @@ __all__ = [
     "Group",
     "Lik",
     "Model",
+    "SimulatedChannel",
+    "channel_table",
+    "cell_frequencies",
     "fit",
     "grid_cells",
     "local_xy_km",
@@ -239,12 +242,6 @@ class Group:
         """(fitted rows a:b, K) posterior r_jc ∝ w_c exp(ℓ_jc) over the candidates (w: the fitted weights)."""
         return self.lik.posterior(a, b, self.w if w is None else w)
 
-    def posterior_of_released(self, a: int, b: int) -> np.ndarray:
-        """(released rows a:b of this length, K) posterior under the fitted weights, fitted or not."""
-        if self.fit_rows is None or self.row_loglik is None:
-            return self.posterior(a, b)
-        return Lik.from_log(self.row_loglik(self.released[a:b])).posterior(0, None, self.w)
-
 
 def local_xy_km(lon, lat, lon0: float, lat0: float) -> tuple[np.ndarray, np.ndarray]:
     """Equirectangular coordinates (km) around (lon0, lat0): enough for a public grid."""
@@ -375,6 +372,28 @@ def _loglik_simulated(
         for a in range(0, obs.size, block):
             out[a : a + block] += table[obs[a : a + block]]
     return out
+
+
+@dataclass(frozen=True)
+class SimulatedChannel:
+    """The TP/ATP per-row log-likelihood of one length: ``channel(released)`` is (rows, K) ℓ_jc.
+
+    ``tables()`` gives every position's table at once (n x cells x K float64), for many rows.
+    """
+
+    cand: np.ndarray
+    sims: np.ndarray
+    cell: np.ndarray
+    n_cells: int
+    freq: np.ndarray
+
+    def __call__(self, released: np.ndarray) -> np.ndarray:
+        return _loglik_simulated(released, self.cand, self.sims, self.cell, self.n_cells, self.freq)
+
+    def tables(self) -> np.ndarray:
+        """(n, cells, K) log q̂_{c,i}(z) of every position (see ``channel_table``)."""
+        args = (self.cand, self.sims, self.cell, self.n_cells)
+        return np.stack([channel_table(i, *args, self.freq[i]) for i in range(self.cand.shape[1])])
 
 
 def _cell_freq(obs: np.ndarray, n_cells: int) -> np.ndarray:
@@ -862,6 +881,7 @@ def fit(seqs: list[np.ndarray], ps, mech, *, key: np.ndarray, options: FitOption
             parts.append(fitted[pick])
             source.append(pick.astype(np.int64))
         cand = np.concatenate(parts)
+        row_loglik: Callable[[np.ndarray], np.ndarray]
         if exact:
             row_loglik = partial(_loglik_pointem, cand=cand, ps=ps, mech=mech)
             sims = _simulate(cand, _CHANNEL_SIMS, ps, mech, key, offset)  # for the channel check only
@@ -872,9 +892,7 @@ def fit(seqs: list[np.ndarray], ps, mech, *, key: np.ndarray, options: FitOption
             all_sims = np.ascontiguousarray(sims, dtype=np.int32) if sub is not None else sims
             # the back-off f_i is the fitted rows' cell frequency, for them and for any other row
             freq = cell_frequencies(fitted, cell, n_cells)
-            row_loglik = partial(
-                _loglik_simulated, cand=cand, sims=all_sims, cell=cell, n_cells=n_cells, freq=freq
-            )
+            row_loglik = SimulatedChannel(cand, all_sims, cell, n_cells, freq)
         src = np.concatenate(source).astype(np.int64)
         kept = np.ascontiguousarray(sims[:, :_CHANNEL_SIMS], dtype=np.int32)
         lik = Lik.from_log(row_loglik(fitted))
