@@ -890,8 +890,9 @@ def fit(seqs: list[np.ndarray], ps, mech, *, key: np.ndarray, options: FitOption
             sims = _simulate(cand, options.n_sims, ps, mech, key, offset)
             offset += cand.shape[0] * options.n_sims
             all_sims = np.ascontiguousarray(sims, dtype=np.int32) if sub is not None else sims
-            # the back-off f_i is the fitted rows' cell frequency, for them and for any other row
-            freq = cell_frequencies(fitted, cell, n_cells)
+            # the back-off f_i is the cell frequency of every release of the length (the fitted rows'
+            # when all are fitted), the same for every row: no released cell has probability 0
+            freq = cell_frequencies(released, cell, n_cells)
             row_loglik = SimulatedChannel(cand, all_sims, cell, n_cells, freq)
         src = np.concatenate(source).astype(np.int64)
         kept = np.ascontiguousarray(sims[:, :_CHANNEL_SIMS], dtype=np.int32)
