@@ -38,8 +38,8 @@ a uniform sample of n of its rows, drawn from its own stream of the key (never f
 then (N / n) Σ_{j in sample} p_jt, an unbiased estimate of the full-release Σ_j p_jt under the same weights,
 with the sampling variance N² (1 − n/N) s_t² / n added; the raw counts and the channel check read every
 row, and denoise computes each row's likelihood in chunks (for TP/ATP from one table per position,
-:class:`SimulatedChannel`; the back-off cell frequency f_i is that of every release of the length). No N x K matrix is formed, so time and memory
-stop growing with N except for O(N · n) index work.
+:class:`SimulatedChannel`; the back-off cell frequency f_i is that of every release of the length). No
+N x K matrix is formed, so time and memory stop growing with N except for O(N · n) index work.
 
 Randomness: the caller's rng gives one key; every use draws from its own stream derived from that key, the
 length and the purpose (library, cross-validation folds, bootstrap, the fitted sample), so the point
