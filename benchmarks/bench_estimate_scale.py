@@ -14,6 +14,10 @@ Usage::
     python benchmarks/bench_estimate_scale.py                       # N = 10^4 and 3·10^4, |P| = 10^4
     python benchmarks/bench_estimate_scale.py --n 10000 100000 --points 10000 --mechanism atp
     python benchmarks/bench_estimate_scale.py --n 1000000 --fit-rows 5000
+    python benchmarks/bench_estimate_scale.py --n 10000 100000 1000000 --denoise   # estimate.denoise instead
+
+With ``--denoise`` the timed call is ``estimate.denoise(...)`` (the fit without intervals, then every
+release's denoised trajectory; the zones are not used).
 """
 
 from __future__ import annotations
@@ -48,22 +52,31 @@ zones = gpd.GeoDataFrame(
     crs="EPSG:4326",
 )
 estimate.visit_counts(rel[:20], ps, mechanism=MECH, epsilon=4.0, rng=0, n_candidates=50)  # compile
+if DENOISE:  # compile both denoise paths (every row fitted, and a length fitted on a sample)
+    estimate.denoise(rel[:300], ps, mechanism=MECH, epsilon=4.0, rng=0, n_candidates=50, fit_rows=20)
 c0 = time.process_time()
-pop = estimate.fit(rel, ps, mechanism=MECH, epsilon=4.0, rng=2, **FIT_KW)
-vz = pop.visit_counts(zones)
+if DENOISE:
+    out = estimate.denoise(rel, ps, mechanism=MECH, epsilon=4.0, rng=2, **FIT_KW)
+    assert [len(o) for o in out] == [len(r) for r in rel]
+else:
+    pop = estimate.fit(rel, ps, mechanism=MECH, epsilon=4.0, rng=2, **FIT_KW)
+    vz = pop.visit_counts(zones)
+    assert len(vz) == len(zones) and vz[["estimate", "lower", "upper"]].notna().all().all()
 cpu = time.process_time() - c0
-assert len(vz) == len(zones) and vz[["estimate", "lower", "upper"]].notna().all().all()
 peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 row = {"n": N, "points": M, "zones": len(zones), "cpu_s": cpu, "peak_gib": peak / 2**30, "setup_s": c0 - s0}
 print(json.dumps(row))
 """
 
 
-def run(n: int, m: int, mech: str, max_gib: float, fit_rows: int | None = None) -> dict:
+def run(
+    n: int, m: int, mech: str, max_gib: float, fit_rows: int | None = None, denoise: bool = False
+) -> dict:
     one = {k: "1" for k in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")}
     env = dict(os.environ, **one, PYTHONPATH=str(REPO))
     code = (
         _CHILD.replace("MAX_GIB", repr(max_gib))
+        .replace("DENOISE", repr(denoise))
         .replace("MECH", repr(mech))
         .replace("FIT_KW", repr({} if fit_rows is None else {"fit_rows": fit_rows}))
         .replace("M, N", f"{m}, {n}")
@@ -83,14 +96,18 @@ def main(argv=None) -> int:
     ap.add_argument("--mechanism", default="atp")
     ap.add_argument("--max-gib", type=float, default=8.0)
     ap.add_argument("--fit-rows", type=int, default=None, help="the estimator's fit_rows (default: its own)")
+    ap.add_argument(
+        "--denoise", action="store_true", help="time estimate.denoise (fit without intervals + denoise)"
+    )
     args = ap.parse_args(argv)
+    timed = "denoise" if args.denoise else "fit + visit_counts"
     print(
-        "| releases | points | zones | CPU s (fit + visit_counts, one core) | peak memory GiB "
+        f"| releases | points | zones | CPU s ({timed}, one core) | peak memory GiB "
         "| setup CPU s (population + release, not timed) |"
     )
     print("|---|---|---|---|---|---|")
     for n in args.n:
-        r = run(n, args.points, args.mechanism, args.max_gib, args.fit_rows)
+        r = run(n, args.points, args.mechanism, args.max_gib, args.fit_rows, args.denoise)
         if "error" in r:
             print(f"| {n} | {args.points} | – | failed: {r['error']} | – | – |", flush=True)
         else:

@@ -47,7 +47,7 @@ def main() -> None:
     import geoldp
     from geoldp import datasets, metrics
     from geoldp.combined import combine, part_estimates
-    from geoldp.reports import true_counts
+    from geoldp.reports import estimate_counts, true_counts
 
     points, trips = datasets.synthetic_city(n_points=400, n_trips=args.trips, seed=0)
     trips = trips[["geometry"]]
@@ -68,8 +68,9 @@ def main() -> None:
     }
     rows: dict[str, list] = {}
 
-    def record(name, est, se):
-        lo, hi = est - 1.959964 * se, est + 1.959964 * se
+    def record(name, est, se, lo=None, hi=None):
+        if lo is None:
+            lo, hi = est - 1.959964 * se, est + 1.959964 * se
         ok = np.isfinite(est)
         rows.setdefault(name, []).append(
             (
@@ -94,10 +95,19 @@ def main() -> None:
         ests, ses, _ = part_estimates([traj, rep, syn], zones, points=points, estimate_options=opts, rng=r)
         for col, name in zip(ests.columns, ("hybrid:pointem", "hybrid:report", "ldptrace"), strict=True):
             record(name, ests[col].to_numpy(), ses[col].to_numpy())
-        both = combine([traj, rep], zones, points=points, estimate_options=opts, rng=r)
-        record("combined:report+pointem", both["estimate"].to_numpy(), both["std_error"].to_numpy())
-        every = combine([traj, rep, syn], zones, points=points, estimate_options=opts, rng=r)
-        record("combined:all", every["estimate"].to_numpy(), every["std_error"].to_numpy())
+        own = estimate_counts(rep, zones, max_set_size=8)  # the report's own interval of the visit counts
+        record(
+            "hybrid:report, own interval",
+            *(own[c].to_numpy() for c in ("estimate", "std_error", "lower", "upper")),
+        )
+        # public: at most 8 vertices, so at most 8 zones, per trip (the report's ℓ = 3 is padded)
+        both = combine([traj, rep], zones, points=points, max_set_size=8, estimate_options=opts, rng=r)
+        record(
+            "combined:report+pointem",
+            *(both[c].to_numpy() for c in ("estimate", "std_error", "lower", "upper")),
+        )
+        every = combine([traj, rep, syn], zones, points=points, max_set_size=8, estimate_options=opts, rng=r)
+        record("combined:all", *(every[c].to_numpy() for c in ("estimate", "std_error", "lower", "upper")))
     table = pd.DataFrame(
         {name: np.mean(v, axis=0) for name, v in rows.items()},
         index=["L1 (relative)", "mean width", "coverage"],
@@ -117,10 +127,10 @@ def main() -> None:
     for r in range(args.report_reps):
         a = geoldp.report(trips, zones, epsilon=2.0, oracle="oue", pad_length=8, rng=1000 + r)
         b = geoldp.report(trips, zones, epsilon=1.0, oracle="krr", pad_length=8, rng=2000 + r)
-        both = combine([a, b], zones)
+        both = combine([a, b], zones, max_set_size=8)  # public: at most 8 vertices, so 8 zones, per trip
         for name, e, se in (
-            ("report OUE, epsilon 2", *part_estimates([a], zones)[:2]),
-            ("report k-RR, epsilon 1", *part_estimates([b], zones)[:2]),
+            ("report OUE, epsilon 2", *part_estimates([a], zones, max_set_size=8)[:2]),
+            ("report k-RR, epsilon 1", *part_estimates([b], zones, max_set_size=8)[:2]),
         ):
             x, s_ = e["part0"].to_numpy(), se["part0"].to_numpy()
             cov.setdefault(name, []).append(

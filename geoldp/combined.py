@@ -8,19 +8,19 @@ variance. :func:`combine` weighs them by inverse variance, query by query:
 
     x̂ = Σ_i w_i x̂_i / Σ_i w_i,   w_i = 1 / σ̂_i²,   σ̂² = 1 / Σ_i w_i,   interval x̂ ± z·σ̂.
 
-When the parts are independent and unbiased, x̂ is unbiased and σ̂² ≤ min_i σ̂_i²: the combined
-interval is never wider than the best part's. Releases of the same trajectories are independent given
-the trajectories when each drew its own noise (each is a separate ε-LDP release; by sequential
-composition a user spends the sum of their budgets, which the accountant checks when they are made).
+When the parts are independent and unbiased, x̂ is unbiased and σ̂² ≤ min_i σ̂_i² (every part's variance
+at the same count): the combined interval is never wider than the best part's. Releases of the same
+trajectories are independent given the trajectories when each drew its own noise (each is a separate
+ε-LDP release; by sequential composition a user spends the sum of their budgets, which the accountant
+checks when they are made).
 
 Where each part's estimate and variance come from:
 
 =====================  ====================================================  ===========================
 part                   estimate, variance                                    bias
 =====================  ====================================================  ===========================
-report table           :func:`geoldp.reports.estimate_counts`: the debiased  unbiased (visited zones:
-                       count and its variance formula                        for trips with at most
-                                                                             ``pad_length`` zones)
+report table           :func:`geoldp.reports.estimate_counts`: the debiased  unbiased, except padded
+                       count; its variance formula at the combined estimate  visited-zone reports (below)
 trajectory release     :func:`geoldp.estimate.fit`: the posterior mean;      model-based, not unbiased
                        σ̂ = interval width / (2 z) of its own interval        (shrinks towards its
                                                                              model)
@@ -29,6 +29,25 @@ synthetic set          the synthetic count scaled to the number of users;    mod
                        re-simulated on the synthetic set at the ledger's ε,  centres stand for the
                        refitted and re-synthesised ``n_boot`` times          vertices)
 =====================  ====================================================  ===========================
+
+Weights. A report's variance formula depends on the count it estimates. At the report's own estimate
+it would give a draw that came out low a smaller variance, hence more weight, and the combination would
+lean towards low draws. Every report's variance is evaluated at the same value instead, the combined
+estimate itself (a fixed point, found by iteration), so two reports of one design weigh the same
+whatever their draws.
+
+Padded reports. A visited-zone report with ``pad_length`` ℓ below the public bound ``max_set_size`` M
+on the zones a trajectory visits estimates Σ min(1, ℓ/|S|) over the trajectories visiting a zone, which
+is below their number when some visit more than ℓ zones (by up to the factor M/ℓ). Where an unbiased
+report answers the same question, padded reports are left out (listed, with the reason): their bias
+would cost the interval more than their variance saves. Otherwise they weigh like any other part, the
+estimate is low by as much as they are (column ``padded_weight``: their share of the weight), and the
+upper end allows for the visits they miss: with weight shares sᵢ, the combination's mean is at least
+c − Σ sᵢ(1 − ℓᵢ/M)·min(c, Nᵢ) (Nᵢ the trajectories with at least ℓᵢ zones, bounded from the padding
+dummies), and the upper end is the largest count c consistent with that and x̂ + z·σ̂. As in
+:func:`geoldp.reports.estimate_counts` the level is split by the union bound (half of 1 − level to the
+lower end, a quarter to x̂ + z·σ̂, a quarter to the Nᵢ bounds), so the interval covers the count at the
+level whatever the set sizes; with one padded report alone it is that report's own interval.
 
 Only public inputs are read: the releases, their ledgers, the public points and zones. Parts are
 refused (``ValueError``) when they are not about the same population (their numbers of trajectories
@@ -48,7 +67,7 @@ import pandas as pd
 from geoldp import budget_strategies, layers, ldptrace
 from geoldp._random import resolve_rng
 from geoldp._validation import check_int_min, check_option, check_real
-from geoldp.reports import estimate_counts
+from geoldp.reports.estimators import DebiasedCounts, debiased_counts
 from geoldp.reports.release import n_reports, statistic_items
 from geoldp.reports.zones import check_zones, zone_of_vertices
 
@@ -109,10 +128,11 @@ def _population_size(part: Any, kind: str, led: dict[str, Any]) -> int:
 # one part's estimate and standard error for every query cell
 
 
-def _report_part(table: Any, zones: Any, question: str, index: pd.Index) -> tuple[np.ndarray, np.ndarray]:
-    est = estimate_counts(table, zones)  # refuses other zones (digest)
-    est.index = index  # estimate_counts orders zones (pairs) as the zones' positions, as index does
-    return est["estimate"].to_numpy(np.float64), est["std_error"].to_numpy(np.float64)
+def _report_part(table: Any, zones: Any, max_set_size: int | None) -> DebiasedCounts:
+    """A report's debiased counts (refuses other zones by their digest); rows in the zones' order."""
+    statistic = _ledger(table).get("statistic")
+    bound = max_set_size if statistic in ("visited_zone", "transitions") else None
+    return debiased_counts(table, zones, max_set_size=bound, caller="geoldp.combine")
 
 
 def _trajectory_part(
@@ -204,6 +224,7 @@ def part_estimates(
     *,
     question: str = "zone_visits",
     points: Any = None,
+    max_set_size: int | None = None,
     estimate_options: dict[str, Any] | None = None,
     n_boot: int = 20,
     rng: Any = None,
@@ -217,8 +238,34 @@ def part_estimates(
     (estimates, std_errors, parts)
         Two DataFrames with one column per part used (``part0``, ``part1`` ..., by position in
         ``parts``) and one row per query (NaN: the part says nothing there), and the list describing
-        every part (used or not, and why).
+        every part (used or not, and why). A report's standard error here is its own (its variance at
+        its own estimate); :func:`combine` weighs it by its variance at the combined estimate.
     """
+    ests, ses, described, _ = _estimates(
+        parts,
+        zones,
+        question=question,
+        points=points,
+        max_set_size=max_set_size,
+        estimate_options=estimate_options,
+        n_boot=n_boot,
+        rng=rng,
+    )
+    return ests, ses, described
+
+
+def _estimates(
+    parts: Any,
+    zones: Any,
+    *,
+    question: str,
+    points: Any,
+    max_set_size: int | None,
+    estimate_options: dict[str, Any] | None,
+    n_boot: int,
+    rng: Any,
+) -> tuple[pd.DataFrame, pd.DataFrame, list[dict[str, Any]], dict[str, DebiasedCounts]]:
+    """:func:`part_estimates`, and the debiased counts of every report part used (by column)."""
     caller = "geoldp.combine"
     question = check_option(question, "question", QUESTIONS, caller, case_insensitive=True)
     n_boot = check_int_min(n_boot, "n_boot", minimum=2, caller=caller)
@@ -280,11 +327,6 @@ def part_estimates(
                     "zone "
                     "digest differs): every part must be about the same zones."
                 )
-            elif question == "zone_visits" or question == "range_counts":
-                info["reason"] = (
-                    "unbiased for trajectories visiting at most "
-                    f"pad_length={led['domain']['pad_length']} zones"
-                )
         elif kind == "trajectory":
             info["reason"] = "model-based estimate (geoldp.estimate); its interval gives the variance"
         else:
@@ -305,17 +347,30 @@ def part_estimates(
                 f"{first['trajectories']} and {d['trajectories']} trajectories. Combine only releases of the "
                 "same trajectories (for example both halves of geoldp.hybrid)."
             )
-    ests, ses = {}, {}
+    ests, ses, counts = {}, {}, {}
     for d in used:
         part = parts[d["part"]]
         if d["kind"] == "report":
-            e, s = _report_part(part, zones, question, index)
+            dc = counts[f"part{d['part']}"] = _report_part(part, zones, max_set_size)
+            e, s = dc.estimate, dc.std_error  # zones (pairs) in their positions' order, as index is
+            d["unbiased"] = not dc.padded
+            d["reason"] = _report_reason(dc)
         elif d["kind"] == "trajectory":
             e, s = _trajectory_part(part, zones, question, index, points, options, source)
         else:
             e, s = _synthetic_part(part, zones, question, _ledger(part), n_boot, source)
         ests[f"part{d['part']}"], ses[f"part{d['part']}"] = e, s
-    return pd.DataFrame(ests, index=index), pd.DataFrame(ses, index=index), described
+    return pd.DataFrame(ests, index=index), pd.DataFrame(ses, index=index), described, counts
+
+
+def _report_reason(dc: DebiasedCounts) -> str:
+    if not dc.padded:
+        return "unbiased" if dc.statistic == "od" else f"unbiased (pad_length={dc.pad_length} ≥ max_set_size)"
+    return (
+        f"padded (pad_length={dc.pad_length} < max_set_size={dc.max_set_size}): estimates "
+        "Σ min(1, ℓ/|S|) over the trajectories visiting a zone, at most their number; the upper end "
+        "allows for the visits it misses"
+    )
 
 
 def combine(
@@ -325,6 +380,7 @@ def combine(
     question: str = "zone_visits",
     points: Any = None,
     level: float = 0.95,
+    max_set_size: int | None = None,
     estimate_options: dict[str, Any] | None = None,
     n_boot: int = 20,
     rng: Any = None,
@@ -347,6 +403,12 @@ def combine(
         The public points of the trajectory parts; default rebuilt from their ledger's recipe.
     level : float, default 0.95
         Coverage of the intervals.
+    max_set_size : int, optional
+        A **public** bound M on the number of zones (the outside category included) one trajectory
+        visits, known without looking at the data, for the visited-zone reports (as in
+        :func:`geoldp.reports.estimate_counts`; default: every zone and the outside category). A report
+        with ``pad_length`` ≥ M estimates the visit counts without bias; one with a smaller
+        ``pad_length`` is *padded* (see Notes).
     estimate_options : dict, optional
         Passed to :func:`geoldp.estimate.fit` for trajectory parts (``n_candidates``, ``n_boot`` ...).
     n_boot : int, default 20
@@ -359,8 +421,11 @@ def combine(
     -------
     pandas.DataFrame
         One row per zone (index ``zone``), region (``region``) or ordered zone pair (``origin``,
-        ``destination``); columns ``estimate``, ``std_error``, ``lower``, ``upper`` and ``parts`` (how
-        many parts weigh on the row; 0 and NaN estimates where none does). ``attrs["combine"]`` lists
+        ``destination``); columns ``estimate``, ``std_error``, ``lower``, ``upper``, ``parts`` (how
+        many parts weigh on the row; 0 and NaN estimates where none does) and ``padded_weight`` (the
+        share of the row's weight on padded reports, whose estimates are below the counts: 0 where the
+        estimate is unbiased or model-based; where it is above 0 the upper end allows for the visits
+        they miss and the interval is not symmetric). ``attrs["combine"]`` lists
         every part (kind, mechanism, ε, release id, number of trajectories, whether it was used and
         why, whether it is unbiased) and the mean weight of each part used.
 
@@ -372,9 +437,10 @@ def combine(
 
     Notes
     -----
-    See the module notes for where each part's variance comes from and which parts are unbiased. The
-    plug-in variances of report parts depend on their estimates, so the weights are estimated too: the
-    combined interval is approximate in the same way as each part's normal interval.
+    See the module notes for where each part's variance comes from, which parts are unbiased, and how
+    padded reports are weighed. The variances of report parts are evaluated at the combined estimate, so
+    the weights are estimated too: the combined interval is approximate in the same way as each part's
+    normal interval.
 
     Examples
     --------
@@ -388,7 +454,7 @@ def combine(
     >>> b = geoldp.report(trips, zones, epsilon=2.0, pad_length=2, oracle="krr", rng=2)
     >>> out = geoldp.combine([a, b], zones)
     >>> out.columns.tolist(), int(out["parts"].max())
-    (['estimate', 'std_error', 'lower', 'upper', 'parts'], 2)
+    (['estimate', 'std_error', 'lower', 'upper', 'parts', 'padded_weight'], 2)
     """
     caller = "geoldp.combine"
     level = check_real(level, "level", caller=caller)
@@ -396,38 +462,136 @@ def combine(
         raise ValueError(f"The 'level' parameter of {caller} must be in (0, 1). Got {level!r}.")
     options = dict(estimate_options or {})
     options.setdefault("level", level)
-    ests, ses, described = part_estimates(
-        parts, zones, question=question, points=points, estimate_options=options, n_boot=n_boot, rng=rng
+    ests, ses, described, counts = _estimates(
+        parts,
+        zones,
+        question=question,
+        points=points,
+        max_set_size=max_set_size,
+        estimate_options=options,
+        n_boot=n_boot,
+        rng=rng,
     )
-    x = ests.to_numpy(np.float64)
-    s = ses.to_numpy(np.float64)
-    ok = np.isfinite(x) & np.isfinite(s) & (s > 0)
-    w = np.where(ok, 1.0 / np.where(ok, s, 1.0) ** 2, 0.0)
+    x = ests.to_numpy(np.float64, copy=True)
+    cols = {c: j for j, c in enumerate(ests.columns)}
+    if any(not dc.padded for dc in counts.values()):
+        # an unbiased report estimates the counts themselves: a padded one would add its bias, which
+        # the interval would have to allow for, for less variance than that costs; it is left out
+        for col in [c for c, dc in counts.items() if dc.padded]:
+            x[:, cols[col]] = np.nan
+            del counts[col]
+            described[int(col[4:])].update(
+                used=False,
+                reason=described[int(col[4:])]["reason"]
+                + "; left out: an unbiased report estimates the counts themselves",
+            )
+    w, est, se = _weights_at_the_combined_estimate(x, ses.to_numpy(np.float64), cols, counts)
+    ok = w > 0
+    z = _normal_quantile(level)
+    lower, upper = est - z * se, est + z * se
+    padded = [c for c, dc in counts.items() if dc.padded]
     total = w.sum(axis=1)
     with np.errstate(invalid="ignore", divide="ignore"):
-        est = (w * np.where(ok, x, 0.0)).sum(axis=1) / total
-        se = 1.0 / np.sqrt(total)
-    est[total == 0] = np.nan
-    z = _normal_quantile(level)
+        share = np.where(total[:, None] > 0, w / total[:, None], np.nan)
+    padded_share = np.nan_to_num(share[:, [cols[c] for c in padded]].sum(axis=1))
+    if padded:
+        n = float(next(d["trajectories"] for d in described if d["used"]))
+        hi = _padded_upper(est, se, share, level, n, [(cols[c], counts[c]) for c in padded])
+        rows = padded_share > 0
+        upper[rows] = np.maximum(lower, hi)[rows]
     out = pd.DataFrame(
         {
             "estimate": est,
             "std_error": se,
-            "lower": est - z * se,
-            "upper": est + z * se,
+            "lower": lower,
+            "upper": upper,
             "parts": ok.sum(axis=1),
+            "padded_weight": padded_share,
         },
         index=ests.index,
     )
-    with np.errstate(invalid="ignore", divide="ignore"):
-        share = np.where(total[:, None] > 0, w / total[:, None], np.nan)
     mean_weight = np.nanmean(share, axis=0) if share.size else np.array([])
     for col, mw in zip(ests.columns, mean_weight, strict=True):
         described[int(col[4:])]["mean_weight"] = float(mw)
     out.attrs["combine"] = {
         "question": question,
         "level": level,
-        "method": "inverse-variance weighting per query",
+        "method": "inverse-variance weighting per query, report variances at the combined estimate",
         "parts": described,
     }
     return out
+
+
+def _weights_at_the_combined_estimate(
+    x: np.ndarray, s: np.ndarray, cols: dict[str, int], counts: dict[str, DebiasedCounts]
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Inverse-variance weights, combined estimate and its standard error, per row.
+
+    A report's variance formula depends on the count it estimates. Evaluated at the report's own
+    estimate it gives a low draw a smaller variance (hence more weight) and the combination leans towards
+    low draws, and towards a padded report, whose estimate is low by design. Every report's variance is
+    therefore evaluated at one common value per row, the combined estimate itself: a fixed point, found
+    by iterating from the plain mean of the parts. Other parts keep their own standard errors.
+    """
+    s = s.copy()
+    known = np.isfinite(x)
+    with np.errstate(invalid="ignore"):
+        mean = np.nanmean(np.where(known, x, np.nan), axis=1) if x.shape[1] else np.zeros(x.shape[0])
+    c = np.nan_to_num(mean)
+    for _ in range(100):
+        for col, dc in counts.items():
+            s[:, cols[col]] = dc.std_error_at(c)
+        ok = known & np.isfinite(s) & (s > 0)
+        w = np.where(ok, 1.0 / np.where(ok, s, 1.0) ** 2, 0.0)
+        total = w.sum(axis=1)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            est = (w * np.where(ok, x, 0.0)).sum(axis=1) / total
+        new = np.nan_to_num(est)
+        step = np.max(np.abs(new - c), initial=0.0)
+        c = new
+        if not counts or step <= 1e-10 * max(1.0, np.max(np.abs(c), initial=0.0)):
+            break
+    with np.errstate(invalid="ignore", divide="ignore"):
+        se = 1.0 / np.sqrt(total)
+    est[total == 0] = np.nan
+    return w, est, se
+
+
+def _padded_upper(
+    est: np.ndarray,
+    se: np.ndarray,
+    share: np.ndarray,
+    level: float,
+    n: float,
+    padded: list[tuple[int, DebiasedCounts]],
+) -> np.ndarray:
+    """Upper ends that cover the count where padded reports weigh on the combined estimate.
+
+    A padded report i estimates eᵢ = c − mᵢ with 0 ≤ mᵢ ≤ (1 − ℓᵢ/M)·min(c, Nᵢ) (M the bound on the
+    set size, Nᵢ the trajectories with at least ℓᵢ items), so the combination x̂ = Σ sᵢ x̂ᵢ (weight shares
+    sᵢ) has mean at least g(c) = c − Σ aᵢ min(c, Nᵢ), aᵢ = sᵢ(1 − ℓᵢ/M). g is increasing and convex,
+    and the count is at most g⁻¹(x̂ + z·se) when x̂ + z·se bounds the mean of x̂ and every Nᵢ⁺ ≥ Nᵢ.
+    1 − ``level`` is split as in :func:`geoldp.reports.estimate_counts`: half to the lower end, a
+    quarter to x̂ + z·se, a quarter shared by the k padded reports' Nᵢ⁺. With one padded report and no
+    other part this is that function's upper end.
+    """
+    from scipy.stats import norm
+
+    alpha = 1.0 - level
+    z_est = float(norm.isf(alpha / 4.0))
+    z_big = float(norm.isf(alpha / (4.0 * len(padded))))
+    a = np.nan_to_num(
+        np.stack([share[:, j] * (1.0 - dc.pad_length / dc.max_set_size) for j, dc in padded], axis=1)
+    )
+    big = np.array([dc.large_sets_upper(z_big) for _, dc in padded])
+    order = np.argsort(big, kind="stable")
+    a, big = a[:, order], big[order]
+    x_hi = est + z_est * se
+    y = np.maximum(x_hi, 0.0)
+    # g is linear between its kinks at the sorted Nᵢ⁺ and lies above each of those lines, so g⁻¹(y) is
+    # the least of the lines' solutions
+    inv = np.full(y.shape, np.inf)
+    for j in range(len(padded) + 1):
+        slope = 1.0 - a[:, j:].sum(axis=1)
+        inv = np.minimum(inv, (y + (a[:, :j] * big[:j]).sum(axis=1)) / slope)
+    return np.minimum(x_hi + (inv - y), n)

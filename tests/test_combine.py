@@ -17,6 +17,7 @@ from shapely.geometry import LineString, Point
 import geoldp
 from geoldp.combined import combine, part_estimates
 from geoldp.reports import estimate_counts, report, true_counts, zone_grid
+from geoldp.reports.estimators import Z95, debiased_counts
 
 pytestmark = pytest.mark.filterwarnings("ignore:.*told from no data:geoldp.errors.GeoLDPWarning")
 
@@ -41,9 +42,11 @@ def test_combined_intervals_cover_and_are_never_wider_than_the_best_part():
     for seed in range(reps):
         a = report(gdf, ZONES, epsilon=2.0, oracle="oue", pad_length=3, rng=1000 + seed)
         b = report(gdf, ZONES, epsilon=1.0, oracle="krr", pad_length=3, rng=2000 + seed)
-        out = combine([a, b], ZONES)
+        out = combine([a, b], ZONES, max_set_size=3)  # public: every trip has at most 3 vertices
         parts = [estimate_counts(t, ZONES) for t in (a, b)]
-        best = np.minimum(parts[0]["std_error"], parts[1]["std_error"]).to_numpy()
+        # each part's standard error at the same count, the combined estimate
+        at = [debiased_counts(t, ZONES).std_error_at(out["estimate"].to_numpy()) for t in (a, b)]
+        best = np.minimum(*at)
         se_ratio.append(out["std_error"].to_numpy() / best)
         covered.append((out["lower"].to_numpy() <= truth) & (truth <= out["upper"].to_numpy()))
         err_comb.append(out["estimate"].to_numpy() - truth)
@@ -59,20 +62,116 @@ def test_combined_intervals_cover_and_are_never_wider_than_the_best_part():
     assert mse_comb < mse_parts.min(), (mse_comb, mse_parts)
 
 
-def test_weights_follow_the_variances_exactly():
+def test_weights_follow_the_variances_at_the_combined_estimate():
     gdf = population()
     a = report(gdf, ZONES, epsilon=2.0, oracle="oue", pad_length=3, rng=1)
     b = report(gdf, ZONES, epsilon=4.0, oracle="krr", pad_length=3, rng=2)
-    ests, ses, described = part_estimates([a, b], ZONES)
-    out = combine([a, b], ZONES)
-    w = 1.0 / ses.to_numpy() ** 2
+    ests, ses, described = part_estimates([a, b], ZONES, max_set_size=3)
+    out = combine([a, b], ZONES, max_set_size=3)
+    # each report's variance formula evaluated at the combined estimate (not at its own) gives the weights
+    c = out["estimate"].to_numpy()
+    se = np.column_stack([debiased_counts(t, ZONES).std_error_at(c) for t in (a, b)])
+    w = 1.0 / se**2
     expected = (w * ests.to_numpy()).sum(axis=1) / w.sum(axis=1)
-    np.testing.assert_allclose(out["estimate"].to_numpy(), expected, rtol=1e-12)
-    np.testing.assert_allclose(out["std_error"].to_numpy(), 1.0 / np.sqrt(w.sum(axis=1)), rtol=1e-12)
+    np.testing.assert_allclose(c, expected, rtol=1e-9)
+    np.testing.assert_allclose(out["std_error"].to_numpy(), 1.0 / np.sqrt(w.sum(axis=1)), rtol=1e-9)
+    # part_estimates keeps each part's own standard error (its variance at its own estimate)
+    np.testing.assert_allclose(ses["part0"].to_numpy(), estimate_counts(a, ZONES)["std_error"].to_numpy())
     info = out.attrs["combine"]["parts"]
     assert [d["used"] for d in info] == [True, True] and all(d["unbiased"] for d in info)
     assert info[1]["mean_weight"] > info[0]["mean_weight"]  # the larger budget weighs more
     assert math.isclose(info[0]["mean_weight"] + info[1]["mean_weight"], 1.0)
+    assert (out["padded_weight"] == 0).all()
+    np.testing.assert_allclose(out["upper"] - out["estimate"], out["estimate"] - out["lower"])
+
+
+def test_reports_of_one_design_weigh_equally_whatever_their_draws():
+    # two reports of the same design differ only in their noise: neither should weigh more for having
+    # drawn a lower (or higher) estimate, so the combination is their plain mean
+    gdf = population()
+    a = report(gdf, ZONES, epsilon=1.0, oracle="oue", pad_length=3, rng=31)
+    b = report(gdf, ZONES, epsilon=1.0, oracle="oue", pad_length=3, rng=32)
+    ests, _, _ = part_estimates([a, b], ZONES, max_set_size=3)
+    assert np.abs(ests["part0"] - ests["part1"]).max() > 100.0  # the draws differ
+    out = combine([a, b], ZONES, max_set_size=3)
+    np.testing.assert_allclose(out["estimate"].to_numpy(), ests.mean(axis=1).to_numpy(), rtol=1e-12)
+    info = out.attrs["combine"]["parts"]
+    assert math.isclose(info[0]["mean_weight"], 0.5) and math.isclose(info[1]["mean_weight"], 0.5)
+
+
+@functools.lru_cache(maxsize=2)
+def wide_population(n=2000, seed=4):
+    """Trips of 1 to 6 vertices over the 4 zones: 1 to 4 visited zones (never outside), many above ℓ = 2."""
+    rng = np.random.default_rng(seed)
+    w = np.array([0.4, 0.3, 0.2, 0.1])
+    lines = []
+    for _ in range(n):
+        k = int(rng.integers(1, 7))
+        pts = [C[i] for i in rng.choice(4, size=k, p=w)]
+        lines.append(LineString(pts + pts[-1:]) if k == 1 else LineString(pts))
+    return gpd.GeoDataFrame(geometry=lines, crs="EPSG:4326")
+
+
+def test_a_padded_report_alone_keeps_its_own_interval_which_covers_the_visits():
+    gdf = wide_population()
+    truth = true_counts(gdf, ZONES).to_numpy(np.float64)
+    rep = report(gdf, ZONES, epsilon=4.0, oracle="oue", pad_length=2, rng=41)
+    out = combine([rep], ZONES)
+    own = estimate_counts(rep, ZONES)
+    for col in ("estimate", "std_error", "lower", "upper"):
+        np.testing.assert_allclose(out[col].to_numpy(), own[col].to_numpy(), rtol=1e-12, err_msg=col)
+    info = out.attrs["combine"]["parts"][0]
+    assert not info["unbiased"] and "padded" in info["reason"]
+    assert (out["padded_weight"] == 1.0).all()
+    # the padded estimate is far below the visits (many trips visit more than 2 zones): an interval
+    # symmetric about it would miss them; the upper end allows for the visits the padding misses
+    assert np.all(out["estimate"] + Z95 * out["std_error"] < truth)
+    assert np.all((out["lower"] <= truth) & (truth <= out["upper"]))
+    # with a public bound M ≤ ℓ the same report is unbiased and its interval symmetric
+    bounded = combine([rep], ZONES, max_set_size=2)
+    assert (bounded["padded_weight"] == 0).all() and bounded.attrs["combine"]["parts"][0]["unbiased"]
+
+
+def test_padded_reports_combined_cover_the_visits():
+    # two padded reports (ℓ = 2 and 3 below the public bound M = 4): the combination estimates neither's
+    # count, its upper end allows for what both miss
+    gdf = wide_population()
+    truth = true_counts(gdf, ZONES).to_numpy(np.float64)
+    reps = 40
+    covered, below, errors = [], [], []
+    for seed in range(reps):
+        a = report(gdf, ZONES, epsilon=3.0, oracle="oue", pad_length=2, rng=5000 + seed)
+        b = report(gdf, ZONES, epsilon=2.0, oracle="olh", pad_length=3, rng=6000 + seed)
+        out = combine([a, b], ZONES, max_set_size=4)
+        info = out.attrs["combine"]["parts"]
+        assert [(d["used"], d["unbiased"]) for d in info] == [(True, False), (True, False)]
+        assert np.allclose(out["padded_weight"], 1.0)
+        covered.append((out["lower"].to_numpy() <= truth) & (truth <= out["upper"].to_numpy()))
+        below.append(out["estimate"].to_numpy() + Z95 * out["std_error"].to_numpy() < truth)
+        errors.append(out["estimate"].to_numpy() - truth)
+    m = np.size(covered)
+    rate = np.mean(covered)
+    assert rate >= 0.95 - 3.0 * math.sqrt(0.95 * 0.05 / m), rate
+    # an interval symmetric about the estimate (the one combine gave before) misses far more than 5 %
+    assert np.mean(below) > 0.05 + 3.0 * math.sqrt(0.95 * 0.05 / m), np.mean(below)
+    assert np.all(np.mean(errors, axis=0) < 0)  # biased low, as the padding makes it
+
+
+def test_an_unbiased_report_leaves_padded_ones_out():
+    gdf = wide_population()
+    truth = true_counts(gdf, ZONES).to_numpy(np.float64)
+    covered = []
+    for seed in range(40):
+        a = report(gdf, ZONES, epsilon=3.0, oracle="oue", pad_length=2, rng=5000 + seed)
+        c = report(gdf, ZONES, epsilon=2.0, oracle="oue", pad_length=4, rng=7000 + seed)
+        out = combine([a, c], ZONES, max_set_size=4)
+        info = out.attrs["combine"]["parts"]
+        assert not info[0]["used"] and "left out" in info[0]["reason"] and info[1]["used"]
+        alone = combine([c], ZONES, max_set_size=4)
+        pd.testing.assert_frame_equal(out, alone, check_exact=False, rtol=1e-12)
+        covered.append((out["lower"].to_numpy() <= truth) & (truth <= out["upper"].to_numpy()))
+    m = np.size(covered)
+    assert np.mean(covered) >= 0.95 - 3.0 * math.sqrt(0.95 * 0.05 / m), np.mean(covered)
 
 
 def test_od_flows_from_reports_index_is_every_ordered_pair():
@@ -152,10 +251,19 @@ def test_hybrid_trajectory_and_report_parts_combine():
         gdf, pts, ZONES, epsilon=6.0, mechanism="pointem", report_options={"pad_length": 3}, rng=11
     )
     opts = {"n_candidates": 200, "n_boot": 10}
-    out = combine([traj, rep], ZONES, points=pts, estimate_options=opts, rng=12)
-    ests, ses, info = part_estimates([traj, rep], ZONES, points=pts, estimate_options=opts, rng=12)
+    out = combine([traj, rep], ZONES, points=pts, max_set_size=3, estimate_options=opts, rng=12)
+    ests, ses, info = part_estimates(
+        [traj, rep], ZONES, points=pts, max_set_size=3, estimate_options=opts, rng=12
+    )
     assert [d["kind"] for d in info] == ["trajectory", "report"]
     assert not info[0]["unbiased"] and info[1]["unbiased"]
+    # without the public bound the report (ℓ = 3 of 4 zones and the outside) is padded: it still weighs,
+    # beside the model-based part, and the upper ends allow for the visits it misses
+    padded = combine([traj, rep], ZONES, points=pts, estimate_options=opts, rng=12)
+    truth = true_counts(gdf, ZONES).to_numpy(np.float64)
+    assert (padded["padded_weight"] > 0).all() and not padded.attrs["combine"]["parts"][1]["unbiased"]
+    assert np.all(padded["upper"] - padded["estimate"] >= padded["estimate"] - padded["lower"])
+    assert np.all((padded["lower"] <= truth) & (truth <= padded["upper"]))
     s = ses.to_numpy()
     best = np.where(np.isfinite(s) & (s > 0), s, np.inf).min(axis=1)
     assert np.all(out["std_error"].to_numpy() <= best + 1e-12)

@@ -133,3 +133,39 @@ def test_sampled_intervals_cover_like_the_full_ones(mech, eps):
         assert tot["lower"] <= tot["estimate"] <= tot["upper"]
     c = cover["full"]
     assert cover["sampled"] >= c - 2.0 * np.sqrt(max(c * (1 - c), 1 / 16) / 16), cover
+
+
+@pytest.mark.parametrize(("mech", "eps"), [("atp", 4.0), ("pointem", 8.0)])
+@pytest.mark.parametrize("dense", [False, True])
+def test_denoise_of_a_sampled_length_is_the_exact_median_up_to_pooling(mech, eps, dense):
+    """A length fitted on a sample pools each position's candidate points by cells of side Δ/64 before
+    the Weiszfeld iterations. On the 12 x 12 grid (2 km apart, cells of 0.5 km) every cell holds one
+    public point and the pooling only merges candidates at the same point: the output is the exact
+    iterations'. On a dense P (about 9 points per cell) it is an approximation: most positions snap to
+    the same point, and the others to a point close by."""
+    from geoldp.estimate import _denoise
+
+    gen = np.random.default_rng(11)
+    ps = PointSet(gen.uniform(0.0, 0.2, 6000), gen.uniform(0.0, 0.2, 6000)) if dense else P
+    trajs = [gen.integers(0, ps.size, size=k) for k in gen.integers(2, 5, size=900)]
+    rel = perturb_trajectories(trajs, ps, mechanism=mech, epsilon=eps, rng=4)
+    pop = estimate.fit(rel, ps, mechanism=mech, epsilon=eps, rng=5, n_boot=0, fit_rows=150, **OPTS)
+    den = pop.denoise()
+    xyz = np.asarray(ps.xyz)
+    same, shift = [], []
+    for g in pop._state.model().groups:
+        assert g.fit_rows is not None
+        post = _denoise._log_posterior(g.row_loglik(g.released), g.w)
+        for i in range(g.n):
+            lon, lat = _denoise._lonlat(_denoise._geometric_median(post, xyz[g.cand[:, i]]))
+            exact = np.asarray(ps.nearest(lon, lat)[0]).reshape(-1)
+            pooled = np.array([den[r][i] for r in g.rows])
+            same.append(exact == pooled)
+            shift.append(np.arccos(np.clip((xyz[exact] * xyz[pooled]).sum(axis=1), -1.0, 1.0)) * 6371.0)
+    same, shift = np.concatenate(same), np.concatenate(shift)
+    side = ps.diameter_km / _denoise.MEDIAN_CELLS
+    if not dense:
+        assert same.all()
+    else:
+        assert same.mean() >= 0.75, same.mean()
+        assert shift.mean() < side / 2 and shift.max() < 8 * side, (shift.mean(), shift.max(), side)

@@ -581,7 +581,10 @@ def denoise(released: Any, points: Any, **fit: Unpack[_ModelKeywords]) -> Any:
     likelihood times the fitted weights (the likelihood of :func:`visit_counts`); each position is then the
     spherical
     geometric median of the candidates' points at that position under this posterior (the Bayes estimate
-    for the distance loss), snapped to the nearest public point.
+    for the distance loss), snapped to the nearest public point. For a length with more releases than
+    ``fit_rows`` the median is approximated: the candidates' points are pooled by public cells of side
+    1/64 of P's diameter (mass and posterior-weighted centroid per cell) before the iterations, which
+    keeps 10⁶ releases within minutes; its error is measured in ``docs/collector.md`` (Denoising).
 
     Parameters
     ----------

@@ -37,8 +37,9 @@ library's released copies, the likelihoods, cross-validation, EM, the plausible 
 a uniform sample of n of its rows, drawn from its own stream of the key (never from the data). Each count is
 then (N / n) Σ_{j in sample} p_jt, an unbiased estimate of the full-release Σ_j p_jt under the same weights,
 with the sampling variance N² (1 − n/N) s_t² / n added; the raw counts and the channel check read every
-row, and denoise computes each row's likelihood in chunks. No N x K matrix is formed, so time and memory
-stop growing with N except for O(N · n) index work.
+row, and denoise computes each row's likelihood in chunks (for TP/ATP from one table per position,
+:class:`SimulatedChannel`; the back-off cell frequency f_i is that of every release of the length). No
+N x K matrix is formed, so time and memory stop growing with N except for O(N · n) index work.
 
 Randomness: the caller's rng gives one key; every use draws from its own stream derived from that key, the
 length and the purpose (library, cross-validation folds, bootstrap, the fitted sample), so the point
@@ -71,6 +72,9 @@ __all__ = [
     "Group",
     "Lik",
     "Model",
+    "SimulatedChannel",
+    "channel_table",
+    "cell_frequencies",
     "fit",
     "grid_cells",
     "local_xy_km",
@@ -239,12 +243,6 @@ class Group:
         """(fitted rows a:b, K) posterior r_jc ∝ w_c exp(ℓ_jc) over the candidates (w: the fitted weights)."""
         return self.lik.posterior(a, b, self.w if w is None else w)
 
-    def posterior_of_released(self, a: int, b: int) -> np.ndarray:
-        """(released rows a:b of this length, K) posterior under the fitted weights, fitted or not."""
-        if self.fit_rows is None or self.row_loglik is None:
-            return self.posterior(a, b)
-        return Lik.from_log(self.row_loglik(self.released[a:b])).posterior(0, None, self.w)
-
 
 def local_xy_km(lon, lat, lon0: float, lat0: float) -> tuple[np.ndarray, np.ndarray]:
     """Equirectangular coordinates (km) around (lon0, lat0): enough for a public grid."""
@@ -344,7 +342,12 @@ def _loglik_pointem(released: np.ndarray, cand: np.ndarray, ps, mech) -> np.ndar
 
 
 def _loglik_simulated(
-    released: np.ndarray, cand: np.ndarray, sims: np.ndarray, cell: np.ndarray, n_cells: int
+    released: np.ndarray,
+    cand: np.ndarray,
+    sims: np.ndarray,
+    cell: np.ndarray,
+    n_cells: int,
+    freq: np.ndarray | None = None,
 ) -> np.ndarray:
     """(N, K) composite log-likelihood from the simulations (positions independent given the candidate).
 
@@ -355,28 +358,70 @@ def _loglik_simulated(
 
         q̂_{c,i}(z) = (#{s : cell(sim_{c,s,i}) = z} + S·g_{i}(z | cell(c_i))) / 2S,
         g_i(z | u) = (pooled count of z from inputs in u + S·f_i(z)) / (pooled total from u + S).
+
+    ℓ_jc = Σ_i log q̂_{c,i}(z_ji) depends on the released trajectory only through its cells, so each
+    position's table log q̂_{c,i}(z) (cells x K) is computed once and the rows are looked up in it.
+    ``freq`` (n, cells): the f_i to use; default the cell frequencies of ``released`` itself.
     """
-    k, s, n = sims.shape
-    out = np.zeros((released.shape[0], k))
-    rows_k = np.repeat(np.arange(k), s)
-    for i in range(n):
-        sim_cells = cell[sims[:, :, i]].reshape(-1)
-        counts = sp.csr_matrix((np.ones(k * s), (rows_k, sim_cells)), shape=(k, n_cells)).tocsc()
-        in_cell = cell[cand[:, i]]
-        pooled = sp.csr_matrix(
-            (np.ones(k * s), (np.repeat(in_cell, s), sim_cells)), shape=(n_cells, n_cells)
-        ).tocsc()
-        pooled_tot = np.bincount(in_cell, minlength=n_cells) * float(s)
+    out = np.zeros((released.shape[0], cand.shape[0]))
+    for i in range(cand.shape[1]):
         obs = cell[released[:, i]]
-        freq = np.bincount(obs, minlength=n_cells) / obs.size
-        block = max(1, _BLOCK // k)
+        table = channel_table(
+            i, cand, sims, cell, n_cells, _cell_freq(obs, n_cells) if freq is None else freq[i]
+        )
+        block = max(1, _BLOCK // cand.shape[0])
         for a in range(0, obs.size, block):
-            o = obs[a : a + block]
-            c = counts[:, o].toarray().T  # (rows, K)
-            pool = pooled[:, o].toarray().T[:, in_cell]  # (rows, K): pooled count of o from c_i's cell
-            g = (pool + s * freq[o][:, None]) / (pooled_tot[in_cell][None, :] + s)
-            out[a : a + block] += np.log((c + s * g) / (2.0 * s))
+            out[a : a + block] += table[obs[a : a + block]]
     return out
+
+
+@dataclass(frozen=True)
+class SimulatedChannel:
+    """The TP/ATP per-row log-likelihood of one length: ``channel(released)`` is (rows, K) ℓ_jc.
+
+    ``tables()`` gives every position's table at once (n x cells x K float64), for many rows.
+    """
+
+    cand: np.ndarray
+    sims: np.ndarray
+    cell: np.ndarray
+    n_cells: int
+    freq: np.ndarray
+
+    def __call__(self, released: np.ndarray) -> np.ndarray:
+        return _loglik_simulated(released, self.cand, self.sims, self.cell, self.n_cells, self.freq)
+
+    def tables(self) -> np.ndarray:
+        """(n, cells, K) log q̂_{c,i}(z) of every position (see ``channel_table``)."""
+        args = (self.cand, self.sims, self.cell, self.n_cells)
+        return np.stack([channel_table(i, *args, self.freq[i]) for i in range(self.cand.shape[1])])
+
+
+def _cell_freq(obs: np.ndarray, n_cells: int) -> np.ndarray:
+    return np.bincount(obs, minlength=n_cells) / obs.size
+
+
+def cell_frequencies(released: np.ndarray, cell: np.ndarray, n_cells: int) -> np.ndarray:
+    """(n, cells): the released cell frequency f_i of every position (the back-off of the channel)."""
+    return np.array([_cell_freq(cell[released[:, i]], n_cells) for i in range(released.shape[1])])
+
+
+def channel_table(
+    i: int, cand: np.ndarray, sims: np.ndarray, cell: np.ndarray, n_cells: int, freq: np.ndarray
+) -> np.ndarray:
+    """(cells, K) log q̂_{c,i}(z) of position i for every released cell z (see ``_loglik_simulated``)."""
+    k, s, _ = sims.shape
+    rows_k = np.repeat(np.arange(k), s)
+    sim_cells = cell[sims[:, :, i]].reshape(-1)
+    counts = sp.csr_matrix((np.ones(k * s), (rows_k, sim_cells)), shape=(k, n_cells)).toarray().T
+    in_cell = cell[cand[:, i]]
+    pooled = sp.csr_matrix(
+        (np.ones(k * s), (np.repeat(in_cell, s), sim_cells)), shape=(n_cells, n_cells)
+    ).toarray()
+    pooled_tot = np.bincount(in_cell, minlength=n_cells) * float(s)
+    g = (pooled[in_cell].T + s * freq[:, None]) / (pooled_tot[in_cell][None, :] + s)  # (cells, K)
+    with np.errstate(divide="ignore"):
+        return np.log((counts + s * g) / (2.0 * s))
 
 
 def _em(lik: Lik, w0: np.ndarray, n_iter: int, row_w: np.ndarray | None = None) -> np.ndarray:
@@ -837,6 +882,7 @@ def fit(seqs: list[np.ndarray], ps, mech, *, key: np.ndarray, options: FitOption
             parts.append(fitted[pick])
             source.append(pick.astype(np.int64))
         cand = np.concatenate(parts)
+        row_loglik: Callable[[np.ndarray], np.ndarray]
         if exact:
             row_loglik = partial(_loglik_pointem, cand=cand, ps=ps, mech=mech)
             sims = _simulate(cand, _CHANNEL_SIMS, ps, mech, key, offset)  # for the channel check only
@@ -845,7 +891,10 @@ def fit(seqs: list[np.ndarray], ps, mech, *, key: np.ndarray, options: FitOption
             sims = _simulate(cand, options.n_sims, ps, mech, key, offset)
             offset += cand.shape[0] * options.n_sims
             all_sims = np.ascontiguousarray(sims, dtype=np.int32) if sub is not None else sims
-            row_loglik = partial(_loglik_simulated, cand=cand, sims=all_sims, cell=cell, n_cells=n_cells)
+            # the back-off f_i is the cell frequency of every release of the length (the fitted rows'
+            # when all are fitted), the same for every row: no released cell has probability 0
+            freq = cell_frequencies(released, cell, n_cells)
+            row_loglik = SimulatedChannel(cand, all_sims, cell, n_cells, freq)
         src = np.concatenate(source).astype(np.int64)
         kept = np.ascontiguousarray(sims[:, :_CHANNEL_SIMS], dtype=np.int32)
         lik = Lik.from_log(row_loglik(fitted))

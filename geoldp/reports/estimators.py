@@ -70,8 +70,10 @@ from geoldp.reports.zones import check_zones
 
 __all__ = [
     "Z95",
+    "DebiasedCounts",
     "count_variance",
     "debiased",
+    "debiased_counts",
     "estimate_counts",
     "padded_upper",
     "project_simplex",
@@ -232,6 +234,146 @@ def estimate_counts(
     [458.0, 5.0, 18.0, 433.0]
     """
     caller = "geoldp.reports.estimate_counts"
+    dc = debiased_counts(
+        reports, zones, include_outside=include_outside, max_set_size=max_set_size, caller=caller
+    )
+    est, se = dc.estimate, dc.std_error
+    lower = est - Z95 * se
+    upper = est + Z95 * se
+    # ℓ = 1 estimates each trajectory's share 1/|S| (no missing mass to bound); M ≤ ℓ: unbiased counts
+    if dc.padded and dc.pad_length > 1:
+        upper = np.maximum(lower, padded_upper(dc.f, dc.var, dc.n, dc.design, dc.max_set_size)[dc.keep])
+    out = pd.DataFrame(
+        {
+            "estimate": est,
+            "std_error": se,
+            "lower": lower,
+            "upper": upper,
+            "projected": (project_simplex(dc.f, float(dc.n)) * dc.pad_length)[dc.keep],
+            "support": dc.counts[dc.keep],
+        },
+        index=dc.index,
+    )
+    z = dc.zones
+    if geometry and z is not None and dc.statistic == "visited_zone" and not include_outside:
+        import geopandas as gpd
+
+        return gpd.GeoDataFrame(out, geometry=np.asarray(z.geoms), crs=z.crs)
+    return out
+
+
+class DebiasedCounts:
+    """A report table's debiased counts over its whole domain, and the rows :func:`estimate_counts` returns.
+
+    Made by :func:`debiased_counts`. ``f`` and ``var`` are the debiased item frequencies f̂ of every domain
+    value (dummies included) and their plug-in variances, summed over the table's ε parts; ``keep`` the
+    domain positions of the returned rows and ``index`` their labels. The count of a row is estimated by
+    ``pad_length``·f̂ (see the module notes).
+    """
+
+    __slots__ = (
+        "counts",
+        "design",
+        "f",
+        "index",
+        "keep",
+        "max_set_size",
+        "n",
+        "parts",
+        "var",
+        "zones",
+    )
+    counts: np.ndarray
+    design: Any
+    f: np.ndarray
+    index: Any
+    keep: np.ndarray
+    max_set_size: int
+    n: int
+    parts: list[tuple[int, Any]]
+    var: np.ndarray
+    zones: Any
+
+    def __init__(self, **fields: Any) -> None:
+        for name in self.__slots__:
+            setattr(self, name, fields[name])
+
+    @property
+    def statistic(self) -> str:
+        """The reports' statistic."""
+        return str(self.design.statistic)
+
+    @property
+    def pad_length(self) -> int:
+        """ℓ, the padded set length."""
+        return int(self.design.pad_length)
+
+    @property
+    def padded(self) -> bool:
+        """Whether the estimate may be below the count: a set statistic, ``pad_length`` < ``max_set_size``.
+
+        Then a row's estimate is unbiased for Σ min(1, ℓ/|S|) over the trajectories holding it, not for
+        their number (with ℓ = 1: each trajectory's share 1/|S|).
+        """
+        return self.statistic in ("visited_zone", "transitions") and self.pad_length < self.max_set_size
+
+    @property
+    def estimate(self) -> np.ndarray:
+        """ℓ·f̂ of the returned rows."""
+        return np.asarray(self.f[self.keep] * self.pad_length, dtype=np.float64)
+
+    @property
+    def std_error(self) -> np.ndarray:
+        """The plug-in standard error of ℓ·f̂ of the returned rows (its variance at its own estimate)."""
+        return np.sqrt(self.var[self.keep]) * self.pad_length
+
+    def std_error_at(self, count: np.ndarray) -> np.ndarray:
+        """Standard error of ℓ·f̂ of the returned rows if their estimand were ``count`` (one per row).
+
+        The variance formula of the module notes evaluated at the frequency ``count``/ℓ instead of the
+        row's own estimate, shared among the table's ε parts in proportion to their reports.
+        """
+        freq = np.asarray(count, dtype=np.float64) / self.pad_length
+        single = self.statistic == "od"
+        var = sum(
+            count_variance(freq * (n_k / max(self.n, 1)), n_k, o, single=single) for n_k, o in self.parts
+        )
+        return np.sqrt(np.asarray(var, dtype=np.float64)) * self.pad_length
+
+    def large_sets_upper(self, z: float) -> float:
+        """Upper bound N⁺ on the trajectories with at least ℓ items, at the one-sided normal quantile ``z``.
+
+        Released by the padding dummies: dummy 0 is sampled, with probability 1/ℓ, by exactly the sets
+        with fewer than ℓ items. Without dummies (ℓ = 1 for visited zones: every trajectory has an item)
+        it is the number of reports.
+        """
+        return _large_sets_upper(self.f, self.var, self.n, self.design, z)
+
+
+def _large_sets_upper(f: np.ndarray, var: np.ndarray, n: int, des: Any, z: float) -> float:
+    """N⁺ = n − ℓ·(f̂(dummy 0) − z·se), clipped to [0, n]; n without dummies (see ``large_sets_upper``)."""
+    if des.n_dummies == 0:
+        return float(n)
+    d0 = int(des.base)  # dummy 0: sampled, with probability 1/ℓ, by exactly the sets with fewer than ℓ items
+    return float(np.clip(n - float(des.pad_length) * (f[d0] - z * np.sqrt(var[d0])), 0.0, float(n)))
+
+
+def debiased_counts(
+    reports: Any,
+    zones: Any = None,
+    *,
+    include_outside: bool = False,
+    max_set_size: int | None = None,
+    caller: str = "geoldp.reports.debiased_counts",
+) -> DebiasedCounts:
+    """The debiased counts of a report table, as :func:`estimate_counts` computes them (parameters there).
+
+    Returns
+    -------
+    DebiasedCounts
+        The whole domain's debiased frequencies and variances, the reports' design, the returned rows,
+        and the public bound ``max_set_size`` (default: the domain's size).
+    """
     led = ledger_of(reports, caller=caller)
     des = design_of(led)
     labels: Any = pd.RangeIndex(des.n_zones)
@@ -245,36 +387,27 @@ def estimate_counts(
             )
         labels = z.index
     bound = _set_size_bound(max_set_size, des, caller)
-    counts, n, f, var = _debiased_parts(reports, led, des, caller)
-    ell = float(des.pad_length)
-    proj = project_simplex(f, float(n)) * ell
-    est, se = f * ell, np.sqrt(var) * ell
-    lower = est - Z95 * se
-    upper = est + Z95 * se
-    # ℓ = 1 estimates each trajectory's share 1/|S| (no missing mass to bound); M ≤ ℓ: unbiased counts
-    if des.statistic in ("visited_zone", "transitions") and 1 < des.pad_length < bound:
-        upper = np.maximum(lower, padded_upper(f, var, n, des, bound))
+    parts = _debiased_parts(reports, led, des, caller)
+    # part by part, starting from the first (one part: its values as they are)
+    columns = zip(*(p[:4] for p in parts), strict=True)
+    counts, n, f, var = (functools.reduce(operator.add, column) for column in columns)
     keep, index = _rows(des.statistic, des.n_zones, labels, include_outside)
-    out = pd.DataFrame(
-        {
-            "estimate": est[keep],
-            "std_error": se[keep],
-            "lower": lower[keep],
-            "upper": upper[keep],
-            "projected": proj[keep],
-            "support": counts[keep],
-        },
+    return DebiasedCounts(
+        counts=counts,
+        design=des,
+        f=f,
         index=index,
+        keep=keep,
+        max_set_size=bound,
+        n=int(n),
+        parts=[(int(p[1]), p[4]) for p in parts],
+        var=var,
+        zones=z,
     )
-    if geometry and z is not None and des.statistic == "visited_zone" and not include_outside:
-        import geopandas as gpd
-
-        return gpd.GeoDataFrame(out, geometry=np.asarray(z.geoms), crs=z.crs)
-    return out
 
 
-def _debiased_parts(reports: Any, led: dict[str, Any], des: Any, caller: str) -> tuple:
-    """``(C, n, f̂, Var f̂)`` of the table: for a ``user_budget="split"`` table the sums over its ε parts.
+def _debiased_parts(reports: Any, led: dict[str, Any], des: Any, caller: str) -> list[tuple]:
+    """``(C, n, f̂, Var f̂, oracle)`` of each ε part of the table (one part without a per-user budget).
 
     Each part (its rows share one ``epsilon`` value) is debiased with its own design; the parts hold
     different trajectories, so their unbiased estimates and their variances add.
@@ -292,10 +425,8 @@ def _debiased_parts(reports: Any, led: dict[str, Any], des: Any, caller: str) ->
     sums = []
     for rows, part_des in parts:
         c_k, n_k = support_counts(rows, part_des)
-        sums.append((c_k, n_k, *debiased(c_k, n_k, part_des.oracle, single=single)))
-    # part by part, starting from the first (one part: its values as they are)
-    counts, n, f, var = (functools.reduce(operator.add, column) for column in zip(*sums, strict=True))
-    return counts, n, f, var
+        sums.append((c_k, n_k, *debiased(c_k, n_k, part_des.oracle, single=single), part_des.oracle))
+    return sums
 
 
 def _split_rows(reports: Any, epsilons: list[float], caller: str) -> list[tuple[float, np.ndarray]]:
@@ -339,8 +470,7 @@ def padded_upper(f: np.ndarray, var: np.ndarray, n: int, des: Any, max_set_size:
     ell = float(des.pad_length)
     m = float(max_set_size)
     e_hi = ell * (f + _Z_SPLIT * np.sqrt(var))
-    d0 = int(des.base)  # dummy 0: sampled, with probability 1/ℓ, by exactly the sets with fewer than ℓ items
-    n_big_hi = float(np.clip(n - ell * (f[d0] - _Z_SPLIT * np.sqrt(var[d0])), 0.0, float(n)))
+    n_big_hi = _large_sets_upper(f, var, n, des, _Z_SPLIT)
     missing = np.minimum((1.0 - ell / m) * n_big_hi, (m / ell - 1.0) * np.maximum(e_hi, 0.0))
     return np.minimum(e_hi + missing, float(n))
 
