@@ -118,18 +118,19 @@ def main(argv=None) -> int:
             ix, cp, rp, w, dflt = _records(D, points, mech, flat, offsets)
             yy = np.zeros((2, n_pts), dtype=np.int64)
             out = np.zeros(n_pts, dtype=np.int64)
-            copies(flat, offsets[:3], key, np.int64(D._prop[0]), np.int64(D._prop[1]), ix, cp, rp, w, dflt, yy)
-            merge(yy[:, :2], ix, cp, w, out)  # compile
+            prop = np.int64(D._prop[0]), np.int64(D._prop[1])
+            copies(flat, offsets[:3], key, *prop, ix, cp, rp, w, dflt, yy)  # compile both loops first
+            merge(np.ascontiguousarray(yy[:, :2]), ix, cp, w, out)
             t0 = time.process_time()
-            copies(flat, offsets, key, np.int64(D._prop[0]), np.int64(D._prop[1]), ix, cp, rp, w, dflt, yy)
+            copies(flat, offsets, key, *prop, ix, cp, rp, w, dflt, yy)
             t_copies = time.process_time() - t0
             multi = np.repeat(np.diff(offsets) >= 2, np.diff(offsets))
-            w.stats[:] = 0
+            pairs = np.ascontiguousarray(yy[:, multi])
             t0 = time.process_time()
-            merge(yy[:, multi], ix, cp, w, out[: int(multi.sum())])
+            merge(pairs, ix, cp, w, out[: pairs.shape[1]])
             t_merge = time.process_time() - t0
-            assert np.array_equal(out[: int(multi.sum())], ref[multi]), "merge loop differs from the kernel"
-            merges = max(1, int(np.sum(yy[0, multi] != yy[1, multi])))
+            assert np.array_equal(out[: pairs.shape[1]], ref[multi]), "merge loop differs from the kernel"
+            merges = max(1, int(np.sum(pairs[0] != pairs[1])))
             us = 1e6 / n_pts
             print(
                 f"| {m:,} | {name.upper()} | {t_kernel * us:.2f} | {t_copies * us:.2f} | {t_merge * us:.2f} "

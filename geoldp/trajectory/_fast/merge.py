@@ -116,7 +116,7 @@ def merge_position(ya, yb, ix, cp, w):
             nx /= nn
             ny /= nn
             nz /= nn
-            slab = _slab(dab, tau + 3.0 * err, nn)
+            slab = _slab(dab, tau + 3.0 * err, nn)  # τ + 2·err as before, one more for dab's own rounding
             wide = slab / gf[5]
             for s in range(2):
                 sg = 1.0 if s == 0 else -1.0
