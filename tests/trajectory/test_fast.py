@@ -332,6 +332,56 @@ def test_merge_matches_reference_including_ties():
             assert got == ref, (a, b, balanced)
 
 
+def test_merge_slab_holds_every_point_of_the_ellipse():
+    # the merge keeps only points with |p·n| <= slab; every p with d(p, a) + d(p, b) <= dab + gap must pass,
+    # the worst being the ellipse's co-vertex (above the arc's midpoint); arcs from 1 mm to 0.44πR; the
+    # geometry in 40-digit arithmetic, n and |a × b| from the float64 vectors as in the kernel
+    import mpmath
+
+    mp = mpmath.mp.clone() if hasattr(mpmath.mp, "clone") else mpmath.mp
+    mp.dps = 40
+    rng = np.random.default_rng(21)
+    R = mp.mpf(K.EARTH_RADIUS_M)
+
+    def unit(v):
+        return v / mp.norm(v)
+
+    def cross(u, v):
+        return mp.matrix([u[1] * v[2] - u[2] * v[1], u[2] * v[0] - u[0] * v[2], u[0] * v[1] - u[1] * v[0]])
+
+    def dist(u, v):  # stable: 2·asin(chord/2)
+        return 2 * mp.asin(mp.norm(u - v) / 2)
+
+    for dab_m in (1e-3, 0.5, 30.0, 2e3, 2e4, 3e5, 3e6, 0.44 * math.pi * K.EARTH_RADIUS_M):
+        for _ in range(6):
+            a = unit(mp.matrix(rng.normal(size=3).tolist()))
+            t = unit(cross(a, mp.matrix(rng.normal(size=3).tolist())))
+            b = a * mp.cos(dab_m / R) + t * mp.sin(dab_m / R)
+            a64 = np.array([float(x) for x in a])
+            b64 = np.array([float(x) for x in b])
+            c64 = np.array([a64[1] * b64[2] - a64[2] * b64[1], a64[2] * b64[0] - a64[0] * b64[2],
+                            a64[0] * b64[1] - a64[1] * b64[0]])  # fmt: skip
+            nn = float(np.sqrt(c64 @ c64))
+            n64 = c64 / nn
+            n = unit(cross(a, b))
+            d_ab = dist(a, b)
+            for gap in (1e-9, 1e-7, 1e-5):
+                big_b, big_a = d_ab / 2, (d_ab + gap / R) / 2
+                h = mp.acos(mp.cos(big_a) / mp.cos(big_b))  # the co-vertex's height
+                mid = unit(a + b)
+                side = cross(n, mid)
+                for frac in (1, mp.mpf("0.999"), mp.mpf("0.5")):
+                    for along in (0, mp.mpf(rng.uniform(-0.4, 0.4)) * d_ab):
+                        foot = mid * mp.cos(along) + side * mp.sin(along)
+                        p = foot * mp.cos(frac * h) + n * mp.sin(frac * h)
+                        if (dist(p, a) + dist(p, b)) * R <= float(d_ab * R) + gap:
+                            p64 = np.array([float(x) for x in p])
+                            assert abs(p64 @ n64) <= FM._slab(float(d_ab * R), gap, nn)
+            # not vacuous: a centimetre-wide strip for a 20 km arc at gap 1e−7 m
+            if dab_m == 2e4:
+                assert FM._slab(float(d_ab * R), 1e-7, nn) * K.EARTH_RADIUS_M < 0.05
+
+
 def _copy_plan(tau, balanced):
     """A CopyPlan with merge tolerance ``tau`` and rule ``balanced`` (the other fields are not read)."""
     none = np.zeros((1, 2))

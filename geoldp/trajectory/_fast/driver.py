@@ -40,10 +40,12 @@ Exact samplers
   Bucketed SW inverts the closed-form CDF of the exact bucket masses by bisection (same distribution as the
   categorical over the masses).
 * **Merge** (§5.6): every tied minimiser of s(p) = d(p, y_A) + d(p, y_B) lies within (s* + τ)/2 of the arc
-  midpoint and within angular distance h of the great circle through y_A, y_B with 2 sin²(h/2) ≤ (τ+err)/R
-  (for s* ≤ πR/2). Only grid runs meeting that strip are scanned; points passing the dot-product slab test
-  and a chord-distance test are evaluated with the kernel; y_A, y_B enter with s = d(y_A, y_B) (d(y, y) = 0
-  and d is symmetric bitwise). The tie-break is the reference's. Longer arcs or no grid: full scan.
+  midpoint and within angular distance h of the great circle through y_A, y_B with cos h ≥ cos A / cos B,
+  A = (d(y_A, y_B) + τ + 3·err)/2R, B = d(y_A, y_B)/2R (for d(y_A, y_B) < 0.45πR; the proof is in
+  ``merge._slab``): a strip a few centimetres wide for an arc of tens of kilometres. Only grid runs
+  meeting that strip are scanned; points passing the dot-product slab test and a chord-distance test are
+  evaluated with the kernel; y_A, y_B enter with s = d(y_A, y_B) (d(y, y) = 0 and d is symmetric bitwise).
+  The tie-break is the reference's. Longer arcs or no grid: full scan.
 * **ATP region** (§8.4–8.6): :mod:`geoldp.trajectory._atp_region`. ΔR is exact (branch and bound on a
   quadtree of the grid, kernel on the near-maximal points); η is certified in an interval by one traversal
   of the quadtree (exact |C|, Taylor sums with a rigorous remainder), mapped to an interval of R̃ (calibrate

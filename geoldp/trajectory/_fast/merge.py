@@ -27,6 +27,27 @@ def _chord_dist(ax, ay, az, bx, by, bz):
     return asin_dist(0.5 * math.sqrt(dx * dx + dy * dy + dz * dz))
 
 
+@_jit
+def _slab(dab, gap, nn):
+    """Bound on |p·n| for every p with d(p, y_A) + d(p, y_B) <= dab + ``gap`` (metres), n the computed
+    unit normal of the great circle through y_A, y_B (``nn`` = |y_A × y_B| before normalising), for
+    dab < 0.45πR.
+
+    With h the angle from p to the great circle and x_A, x_B the arcs from its foot to y_A, y_B,
+    cos d(p, y) = cos h · cos x_y (right spherical triangles). g(x) = arccos(cos h · cos x) is increasing
+    on [0, π] and convex on [0, π/2], so the sum is at least 2·g(B) with B = dab/2R (a foot beyond π/2
+    from either end puts that end πR/2 > dab + gap away). Hence cos h >= cos A / cos B with A = B +
+    gap/2R, i.e. 1 − cos h <= q = 2·sin((A + B)/2)·sin(gap/4R)/cos B, and |p·n| = sin h <= 2·sin(h/2) =
+    2·sqrt(q/2). For an arc of 20 km that is a few centimetres (the former bound, 1 − cos h <= gap/R, is
+    about a metre whatever the arc). The margins: 1e−6 relative, 1e−13 absolute, and 1e−14/nn for the
+    rounding of the cross product, which cancels when y_A and y_B are close.
+    """
+    b = 0.5 * dab / EARTH_RADIUS_M
+    g = 0.5 * gap / EARTH_RADIUS_M
+    q = 2.0 * math.sin(b + 0.5 * g) * math.sin(0.5 * g) / math.cos(b)
+    return 2.0 * math.sqrt(0.5 * q) * (1.0 + 1e-6) + 1e-13 + 1e-14 / nn
+
+
 @_jit_inline
 def _score(p, ya, yb, lam, phi, n, sc_idx, sc_cdf, sc_aux):
     """Candidate ``p`` in slot ``n``: s(p) = d(p, y_A) + d(p, y_B) and u(p) = |d(p, y_A) − d(p, y_B)|."""
@@ -84,7 +105,7 @@ def merge_position(ya, yb, ix, cp, w):
         rho = 0.5 * (dab + tau + 2.0 * err) / EARTH_RADIUS_M
         du, dv = gnomonic(mx, my, mz, gf, basis)
         dl = gf[4] * rho * (1.0 + 1e-9) + 1e-12
-        # slab around the great circle: 1 − cos h <= (τ + 2·err)/R
+        # slab around the great circle: see _slab
         nx = ay * bz - az * by
         ny = az * bx - ax * bz
         nz = ax * by - ay * bx
@@ -95,8 +116,7 @@ def merge_position(ya, yb, ix, cp, w):
             nx /= nn
             ny /= nn
             nz /= nn
-            hmax = 2.0 * math.asin(math.sqrt(0.5 * (tau + 2.0 * err) / EARTH_RADIUS_M))
-            slab = math.sin(hmax) * (1.0 + 1e-6) + 1e-13
+            slab = _slab(dab, tau + 3.0 * err, nn)  # τ + 2·err as before, one more for dab's own rounding
             wide = slab / gf[5]
             for s in range(2):
                 sg = 1.0 if s == 0 else -1.0
