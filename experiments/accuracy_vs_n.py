@@ -3,8 +3,8 @@
 Populations are bootstrapped from the shared real data sets (chi_atp, nyc_atp, cps_atp): the evaluation
 half of the seeded split of ``experiments/designs.py`` is resampled with replacement to n users. Zones are
 the public 10 x 10 grid over P's box. For each n, ε and design, the error of the design's answer against
-the bootstrapped population's exact answer (:func:`geoldp.planner.error_of`) is measured, next to the two
-no-data baselines (uniform over P, constant at P's 1-median) on the same plot.
+the bootstrapped population's exact answer (:func:`geoldp.planner.error_of`) is measured, next to the
+no-data baselines (uniform over P, constant at P's 1-median, P's zone shares) on the same plot.
 
 How each design is run at every n (bounded, so that all of it fits in minutes):
 
@@ -453,7 +453,7 @@ def markdown_page(df: pd.DataFrame, planned: pd.DataFrame, pngs: list[str], out:
         "# Accuracy against the number of users",
         "",
         "What was measured: for every design and question, the error of its answer against the exact",
-        "answer of a population of n users, n = 10^3 … 10^6, next to the two no-data baselines (uniform",
+        "answer of a population of n users, n = 10^3 … 10^6, next to the no-data baselines (uniform",
         "over P: every point a uniform draw from P, with the data's lengths, so a zone holding a share s",
         "of P is visited by 1 − (1 − s)^L of the trajectories of length L, for OD the outer product of",
         "the shares; constant: everything in the zone of P's 1-median; and, for the zone questions,",

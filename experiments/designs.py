@@ -18,8 +18,8 @@ toward the uniform answer (:func:`geoldp.planner.shrink_to_baseline`, post-proce
 (ATP at ε/2 plus a shrunk report at ε/2, answers blended by :func:`geoldp.planner.blend`), two
 inverse-variance hybrids (one :func:`geoldp.hybrid` release: ATP and a padded or OD report, combined per
 cell by :func:`geoldp.planner.inverse_variance` with ATP's RMS error from
-:func:`geoldp.planner.trajectory_rms`, public inputs only); and the two
-no-data baselines (uniform over P, constant at P's 1-median). Trajectory designs and LDPTrace are
+:func:`geoldp.planner.trajectory_rms`, public inputs only); and the
+no-data baselines (uniform over P, constant at P's 1-median, P's zone shares). Trajectory designs and LDPTrace are
 measured over three seeded releases (their mean error), reports over three seeded report tables.
 
 The planner (``geoldp.plan``, n = the evaluation size, the evaluation half's length distribution as
