@@ -19,8 +19,8 @@ toward the uniform answer (:func:`geoldp.planner.shrink_to_baseline`, post-proce
 inverse-variance hybrids (one :func:`geoldp.hybrid` release: ATP and a padded or OD report, combined per
 cell by :func:`geoldp.planner.inverse_variance` with ATP's RMS error from
 :func:`geoldp.planner.trajectory_rms`, public inputs only); and the
-no-data baselines (uniform over P, constant at P's 1-median, P's zone shares). Trajectory designs and LDPTrace are
-measured over three seeded releases (their mean error), reports over three seeded report tables.
+no-data baselines (uniform over P, constant at P's 1-median, P's zone shares). Trajectory designs and
+LDPTrace are measured over three seeded releases (their mean error), reports over three seeded report tables.
 
 The planner (``geoldp.plan``, n = the evaluation size, the evaluation half's length distribution as
 the assumed public one) is asked three times per setting: with the held-out half as ``prior``, with no
