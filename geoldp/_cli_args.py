@@ -197,9 +197,9 @@ def check_output(
     if not parent.is_dir():
         raise UserError(f"output directory '{parent}' does not exist")
     targets = [(p, what)] + ([(ledger_path(p), "ledger sidecar")] if ledger else [])
-    for target, what in targets:
+    for target, role in targets:
         try:
-            _safe_write.check_output(target, overwrite=overwrite, inputs=inputs, what=what)
+            _safe_write.check_output(target, overwrite=overwrite, inputs=inputs, what=role)
         except ValueError as exc:
             raise UserError(str(exc).replace("overwrite=True (CLI: --overwrite)", "--overwrite")) from None
     return p
