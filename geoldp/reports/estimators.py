@@ -57,6 +57,7 @@ from __future__ import annotations
 
 import functools
 import operator
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -262,6 +263,7 @@ def estimate_counts(
     return out
 
 
+@dataclass(frozen=True, slots=True)
 class DebiasedCounts:
     """A report table's debiased counts over its whole domain, and the rows :func:`estimate_counts` returns.
 
@@ -271,18 +273,6 @@ class DebiasedCounts:
     ``pad_length``·f̂ (see the module notes).
     """
 
-    __slots__ = (
-        "counts",
-        "design",
-        "f",
-        "index",
-        "keep",
-        "max_set_size",
-        "n",
-        "parts",
-        "var",
-        "zones",
-    )
     counts: np.ndarray
     design: Any
     f: np.ndarray
@@ -293,10 +283,6 @@ class DebiasedCounts:
     parts: list[tuple[int, Any]]
     var: np.ndarray
     zones: Any
-
-    def __init__(self, **fields: Any) -> None:
-        for name in self.__slots__:
-            setattr(self, name, fields[name])
 
     @property
     def statistic(self) -> str:
