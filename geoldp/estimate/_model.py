@@ -347,7 +347,7 @@ def _loglik_simulated(
     sims: np.ndarray,
     cell: np.ndarray,
     n_cells: int,
-    freq: np.ndarray | None = None,
+    freq: np.ndarray,
 ) -> np.ndarray:
     """(N, K) composite log-likelihood from the simulations (positions independent given the candidate).
 
@@ -361,14 +361,12 @@ def _loglik_simulated(
 
     ℓ_jc = Σ_i log q̂_{c,i}(z_ji) depends on the released trajectory only through its cells, so each
     position's table log q̂_{c,i}(z) (cells x K) is computed once and the rows are looked up in it.
-    ``freq`` (n, cells): the f_i to use; default the cell frequencies of ``released`` itself.
+    ``freq`` (n, cells): the f_i of every position (:func:`cell_frequencies`).
     """
     out = np.zeros((released.shape[0], cand.shape[0]))
     for i in range(cand.shape[1]):
         obs = cell[released[:, i]]
-        table = channel_table(
-            i, cand, sims, cell, n_cells, _cell_freq(obs, n_cells) if freq is None else freq[i]
-        )
+        table = channel_table(i, cand, sims, cell, n_cells, freq[i])
         block = max(1, _BLOCK // cand.shape[0])
         for a in range(0, obs.size, block):
             out[a : a + block] += table[obs[a : a + block]]
@@ -397,13 +395,10 @@ class SimulatedChannel:
         return np.stack([channel_table(i, *args, self.freq[i]) for i in range(self.cand.shape[1])])
 
 
-def _cell_freq(obs: np.ndarray, n_cells: int) -> np.ndarray:
-    return np.bincount(obs, minlength=n_cells) / obs.size
-
-
 def cell_frequencies(released: np.ndarray, cell: np.ndarray, n_cells: int) -> np.ndarray:
     """(n, cells): the released cell frequency f_i of every position (the back-off of the channel)."""
-    return np.array([_cell_freq(cell[released[:, i]], n_cells) for i in range(released.shape[1])])
+    obs = cell[released]
+    return np.array([np.bincount(obs[:, i], minlength=n_cells) / obs.shape[0] for i in range(obs.shape[1])])
 
 
 def channel_table(
