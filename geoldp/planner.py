@@ -18,6 +18,10 @@ needs for a target error.
 * Shrunk reports (``report:*:shrunk``) post-process the same release with :func:`shrink_to_baseline`
   (positive-part James–Stein toward the uniform answer): never far from the baseline when the release
   carries little, close to the plain estimate when it carries much.
+* Empirical-Bayes reports (``report:*:eb``; one visited zone, ℓ = 2 or 3 padded, the OD pair) post-process
+  the same release with :func:`shrink_empirical_bayes`: toward the mix of the no-data answers
+  (:func:`no_data_shapes`) the release itself is closest to, cell by cell, each cell keeping as much of
+  its own estimate as its signal over its noise allows.
 * Padded reports (``report:visited_zone:pad<ℓ>``, ``padded`` = ℓ 3; ℓ ∈ {2, 3, 5, 8}, plain or
   ``:shrunk``) pad each trajectory's set of visited zones to ℓ and report one sampled item; ℓ × the
   debiased frequency estimates the **visit counts** (exact for trajectories with at most ℓ zones), where
@@ -92,9 +96,12 @@ __all__ = [
     "Simulation",
     "blend",
     "inverse_variance",
+    "no_data_shapes",
     "plan",
     "register_design",
+    "shrink_empirical_bayes",
     "shrink_to_baseline",
+    "shrunk_counts",
     "trajectory_rms",
     "uniform_answer",
     "uniform_visits",
@@ -214,37 +221,111 @@ def _report_frequencies(sim: Simulation, des: rrel.Design) -> np.ndarray:
     return f * (sim.n / len(sim.seqs))
 
 
-def _report_design(statistic: str, pad: int, *, shrink: bool = False) -> DesignSpec:
+def _report_design(statistic: str, pad: int, *, estimator: str = "projected") -> DesignSpec:
     def simulate(sim: Simulation, question: str) -> tuple[list[np.ndarray], np.ndarray | None]:
-        return _report_answers(sim, statistic, pad, sim.epsilon, shrink=shrink)
+        return _report_answers(sim, statistic, pad, sim.epsilon, estimator=estimator)
 
     questions = ("od_flows",) if statistic == "od" else ("zone_visits", "hotspots", "range_counts")
     return DesignSpec(questions, simulate, "report")
 
 
+def no_data_shapes(zone_of_point: np.ndarray, n_zones: int, lengths: Any, *, od: bool) -> np.ndarray:
+    """The no-data answers' shapes a report's estimate is shrunk toward (rows; public inputs only).
+
+    For OD flows the outer product of P's zone shares; for zone questions P's zone shares (one visit per
+    trajectory) and :func:`uniform_visits` over the public ``lengths`` (every point a uniform draw from P).
+
+    Examples
+    --------
+    >>> no_data_shapes(np.array([0, 0, 1, 2]), 2, [1, 3], od=False).round(3).tolist()
+    [[0.5, 0.25], [1.375, 0.828]]
+    """
+    share = uniform_answer(zone_of_point, n_zones, od=od)
+    if od:
+        return share[None, :]
+    return np.vstack([share, uniform_visits(zone_of_point, n_zones, lengths)])
+
+
+def shrunk_counts(estimates: pd.DataFrame, points: Any, zones: Any, *, lengths: Any = None) -> pd.Series:
+    """A report's counts shrunk toward the no-data answers: the answer of the ``report:*:eb`` designs.
+
+    Post-processing of a release (:func:`shrink_empirical_bayes` on its ``estimate`` and ``std_error``),
+    reading only the estimate table, the public points and the zones the reports were made over, and
+    optionally the public length distribution.
+
+    Parameters
+    ----------
+    estimates : pandas.DataFrame
+        :func:`geoldp.reports.estimate_counts` of a ``"visited_zone"`` or ``"od"`` report table (without
+        ``include_outside``).
+    points : PointSet, GeoDataFrame or array of (lon, lat)
+        The public points (P).
+    zones : GeoDataFrame or GeoSeries
+        The same public zones as the reports'.
+    lengths : array_like of int, optional
+        The trajectories' lengths, public or assumed (one per trajectory, or a sample of the
+        distribution): adds :func:`uniform_visits` to the shapes of zone visits. Without it the zone
+        counts are shrunk toward P's zone shares alone; OD counts always toward their outer product.
+
+    Returns
+    -------
+    pandas.Series
+        ``shrunk``, one value per row of ``estimates`` (same index), non-negative, summing to the
+        estimate's total.
+    """
+    caller = "geoldp.planner.shrunk_counts"
+    ps = _frames.as_pointset(points, caller=caller)
+    z = check_zones(zones, caller=caller)
+    zone_of_point = zone_of_vertices(z, np.asarray(ps.lon), np.asarray(ps.lat))
+    od = list(getattr(estimates, "index", pd.Index([])).names) == ["origin", "destination"]
+    cells = z.size**2 if od else z.size
+    if not (
+        isinstance(estimates, pd.DataFrame)
+        and {"estimate", "std_error"} <= set(estimates.columns)
+        and len(estimates) == cells
+    ):
+        raise ValueError(
+            f"{caller} needs the table of geoldp.reports.estimate_counts(reports, zones) of a visited-zone "
+            f"or OD report over these {z.size} zones ({cells} rows, columns estimate and std_error; without "
+            "include_outside)."
+        )
+    if od or lengths is None:
+        shapes = uniform_answer(zone_of_point, z.size, od=od)
+    else:
+        shapes = no_data_shapes(zone_of_point, z.size, _length_pool(lengths, caller), od=False)
+    values = shrink_empirical_bayes(
+        estimates["estimate"].to_numpy(np.float64), estimates["std_error"].to_numpy(np.float64), shapes
+    )
+    return pd.Series(values, index=estimates.index, name="shrunk")
+
+
 def _report_answers(
-    sim: Simulation, statistic: str, pad: int, epsilon: float, *, shrink: bool, unbiased: bool = False
+    sim: Simulation, statistic: str, pad: int, epsilon: float, *, estimator: str
 ) -> tuple[list[np.ndarray], np.ndarray]:
     """Simulated estimates of a report design at ``epsilon`` (closed-form variance, Gaussian noise).
 
-    ``unbiased``: the debiased estimate itself (neither projected nor shrunk), as an inverse-variance
-    combination needs it."""
+    ``estimator``: ``"projected"`` (the estimator's non-negative projection), ``"shrunk"``
+    (:func:`shrink_to_baseline`), ``"eb"`` (:func:`shrink_empirical_bayes`) or ``"unbiased"`` (the
+    debiased estimate itself, as an inverse-variance combination needs it)."""
     des = rrel.design(statistic, sim.n_zones, epsilon, pad_length=pad, caller="geoldp.plan")
     f = _report_frequencies(sim, des)
     var = rest.count_variance(f, sim.n, des.oracle, single=statistic == "od")
     sd = np.sqrt(var)
-    target = uniform_answer(sim.zone_of_point, sim.n_zones, od=statistic == "od")
+    od = statistic == "od"
+    lengths = [len(s) for s in sim.seqs]
     out = []
     for _ in range(_REPS):
         noisy = f + sd * sim.rng.standard_normal(f.shape[0])
-        if unbiased:
-            out.append(_answer(sim, statistic, noisy * pad))
-        elif shrink:
+        unbiased, se = _answer(sim, statistic, noisy * pad), _answer(sim, statistic, sd * pad)
+        if estimator == "unbiased":
+            out.append(unbiased)
+        elif estimator == "shrunk":
             out.append(
-                shrink_to_baseline(
-                    _answer(sim, statistic, noisy * pad), _answer(sim, statistic, sd * pad), target
-                )
+                shrink_to_baseline(unbiased, se, uniform_answer(sim.zone_of_point, sim.n_zones, od=od))
             )
+        elif estimator == "eb":
+            shapes = no_data_shapes(sim.zone_of_point, sim.n_zones, lengths, od=od)
+            out.append(shrink_empirical_bayes(unbiased, se, shapes))
         else:
             out.append(_answer(sim, statistic, rest.project_simplex(noisy, float(sim.n)) * pad))
     return out, _answer(sim, statistic, rest.Z95 * sd * pad)
@@ -260,7 +341,7 @@ def _coarse_report_design(statistic: str, pad: int) -> DesignSpec:
         zc = zone_of_vertices(coarse, np.asarray(sim.ps.lon), np.asarray(sim.ps.lat))
         matrix = spread_matrix(sim.zone_of_point, zc, sim.n_zones, coarse.size)
         csim = Simulation(sim.ps, zc, coarse.size, sim.seqs, sim.n, sim.epsilon, sim.rng, coarse)
-        ests, _ = _report_answers(csim, statistic, pad, sim.epsilon, shrink=True)
+        ests, _ = _report_answers(csim, statistic, pad, sim.epsilon, estimator="shrunk")
         # biased by the spreading: no interval is claimed
         return [spread_counts(e, matrix, od=statistic == "od") for e in ests], None
 
@@ -338,6 +419,74 @@ def shrink_to_baseline(estimate: Any, std_error: Any, baseline: Any) -> np.ndarr
     return rest.project_simplex(target + weight * (est - target), total)
 
 
+def shrink_empirical_bayes(estimate: Any, std_error: Any, shapes: Any) -> np.ndarray:
+    """Shrink an unbiased count estimate cell by cell toward no-data shapes fitted to it (empirical Bayes).
+
+    Post-processing of a release: it reads the estimate, its standard errors and public shapes only (the
+    no-data answers, e.g. P's zone shares and :func:`uniform_visits`). The target is the non-negative
+    combination of the shapes closest to the estimate (least squares), so the release itself says which
+    no-data answer, or which mix of them, it is nearest. Each cell's true count is modelled as the target
+    plus a deviation of variance τ²·target (over-dispersion proportional to the count, as in a
+    Gamma–Poisson model); τ² is estimated from the release by the method of moments,
+    ``max(0, Σ ((estimate − target)² − se²) / Σ target)``, and each cell keeps the share
+    ``τ²·targetᵢ / (τ²·targetᵢ + seᵢ²)`` of its own deviation. A release with less signal than noise
+    returns the fitted target; a precise one is left almost as it is; cells with a large no-data count
+    keep more of their own estimate than near-empty ones. The result is projected onto the non-negative
+    counts with the estimate's total (as ``estimate_counts``' ``projected`` column).
+
+    Parameters
+    ----------
+    estimate : array_like
+        Unbiased estimated counts (e.g. ``estimate_counts(...)["estimate"]``).
+    std_error : array_like
+        Their standard errors (same shape).
+    shapes : array_like
+        One no-data shape (same length as ``estimate``) or several stacked as rows; only their span
+        matters (they are scaled by the fit).
+
+    Returns
+    -------
+    numpy.ndarray
+
+    See Also
+    --------
+    shrink_to_baseline : one weight for every cell, toward one shape.
+
+    Examples
+    --------
+    A release whose deviations from the shape are within its noise returns the fitted shape:
+
+    >>> shrink_empirical_bayes([12.0, 9.0, 3.0], [10.0, 10.0, 10.0], [2.0, 1.0, 1.0]).round(6).tolist()
+    [12.0, 6.0, 6.0]
+
+    A precise release keeps its own counts:
+
+    >>> shrink_empirical_bayes([30.0, 0.0, 10.0], [0.1, 0.1, 0.1], [1.0, 1.0, 1.0]).round(1).tolist()
+    [30.0, 0.0, 10.0]
+    """
+    from scipy.optimize import nnls
+
+    est = np.asarray(estimate, dtype=np.float64)
+    se = np.asarray(std_error, dtype=np.float64)
+    basis = np.atleast_2d(np.asarray(shapes, dtype=np.float64))
+    if est.ndim != 1 or se.shape != est.shape or basis.shape[1] != est.shape[0]:
+        raise ValueError(
+            "shrink_empirical_bayes needs an estimate, standard errors of the same length and shapes "
+            f"with one value per cell; got {est.shape}, {se.shape} and {basis.shape}."
+        )
+    total = max(float(est.sum()), 0.0)
+    coef, _ = nnls(basis.T, est)
+    target = basis.T @ coef
+    if not target.sum() > 0:  # nothing of the shapes fits: an even spread of the total
+        target = np.full(est.shape, total / max(est.size, 1))
+    gap = (est - target) ** 2
+    tau2 = max(0.0, float(np.sum(gap - se**2)) / float(target.sum())) if target.sum() > 0 else 0.0
+    prior = tau2 * target
+    with np.errstate(invalid="ignore", divide="ignore"):
+        keep = np.where(prior + se**2 > 0, prior / (prior + se**2), 1.0)
+    return rest.project_simplex(target + keep * (est - target), total)
+
+
 def blend(report_answer: np.ndarray, trajectory_answer: np.ndarray, report_share: float) -> np.ndarray:
     """A hybrid's answer: the report's and the trajectories' answers weighted by their shares of ε.
 
@@ -359,7 +508,7 @@ def _hybrid_design(mechanism: str, report_share: float) -> DesignSpec:
         # a simulation only (no release): the split of geoldp.hybrid.split_epsilon up to an ulp
         eps_rep = sim.epsilon * report_share
         eps_traj = sim.epsilon - eps_rep
-        reps, _ = _report_answers(sim, statistic, 1, eps_rep, shrink=True)
+        reps, _ = _report_answers(sim, statistic, 1, eps_rep, estimator="shrunk")
         trajectory = Simulation(
             sim.ps, sim.zone_of_point, sim.n_zones, sim.seqs, sim.n, eps_traj, sim.rng, sim.zones
         )
@@ -432,7 +581,7 @@ def _ivw_hybrid_design(mechanism: str, report_share: float) -> DesignSpec:
         od = _needs(question) == "od"
         statistic, pad = ("od", 1) if od else ("visited_zone", _IVW_PAD)
         eps_rep = sim.epsilon * report_share
-        reps, half = _report_answers(sim, statistic, pad, eps_rep, shrink=False, unbiased=True)
+        reps, half = _report_answers(sim, statistic, pad, eps_rep, estimator="unbiased")
         se = half / rest.Z95
         trajectory = Simulation(
             sim.ps, sim.zone_of_point, sim.n_zones, sim.seqs, sim.n, sim.epsilon - eps_rep, sim.rng, sim.zones
@@ -514,16 +663,20 @@ DESIGNS: dict[str, DesignSpec] = {
     "report:visited_zone:padded": _report_design("visited_zone", 3),
     "report:visited_zone:pad2": _report_design("visited_zone", 2),
     "report:visited_zone:pad5": _report_design("visited_zone", 5),
-    "report:visited_zone:pad2:shrunk": _report_design("visited_zone", 2, shrink=True),
-    "report:visited_zone:padded:shrunk": _report_design("visited_zone", 3, shrink=True),
-    "report:visited_zone:pad5:shrunk": _report_design("visited_zone", 5, shrink=True),
-    "report:visited_zone:pad8:shrunk": _report_design("visited_zone", 8, shrink=True),
+    "report:visited_zone:pad2:shrunk": _report_design("visited_zone", 2, estimator="shrunk"),
+    "report:visited_zone:padded:shrunk": _report_design("visited_zone", 3, estimator="shrunk"),
+    "report:visited_zone:pad5:shrunk": _report_design("visited_zone", 5, estimator="shrunk"),
+    "report:visited_zone:pad8:shrunk": _report_design("visited_zone", 8, estimator="shrunk"),
     "report:visited_zone:coarse": _coarse_report_design("visited_zone", 2),
     "report:visited_zone:coarse:pad5": _coarse_report_design("visited_zone", 5),
     "report:od:coarse": _coarse_report_design("od", 1),
     "report:od": _report_design("od", 1),
-    "report:visited_zone:shrunk": _report_design("visited_zone", 1, shrink=True),
-    "report:od:shrunk": _report_design("od", 1, shrink=True),
+    "report:visited_zone:shrunk": _report_design("visited_zone", 1, estimator="shrunk"),
+    "report:od:shrunk": _report_design("od", 1, estimator="shrunk"),
+    "report:visited_zone:eb": _report_design("visited_zone", 1, estimator="eb"),
+    "report:visited_zone:pad2:eb": _report_design("visited_zone", 2, estimator="eb"),
+    "report:visited_zone:padded:eb": _report_design("visited_zone", 3, estimator="eb"),
+    "report:od:eb": _report_design("od", 1, estimator="eb"),
     "hybrid:atp+report@0.5": _hybrid_design("atp", 0.5),
     "hybrid:atp+report:ivw@0.5": _ivw_hybrid_design("atp", 0.5),
     "hybrid:atp+report:ivw@0.75": _ivw_hybrid_design("atp", 0.75),
@@ -639,9 +792,11 @@ def _walks(
     return [walk[i, : int(m)].copy() for i, m in enumerate(lengths)]
 
 
-def _lengths(lengths: Any, size: int, rng: np.random.Generator, caller: str) -> np.ndarray:
+def _length_pool(lengths: Any, caller: str) -> np.ndarray:
+    """The checked lengths (an int, or a non-empty list of ints ≥ 1) as an int64 array."""
+    pool: np.ndarray
     if isinstance(lengths, int | np.integer) and not isinstance(lengths, bool):
-        arr = np.full(size, int(lengths), dtype=np.int64)
+        pool = np.array([int(lengths)], dtype=np.int64)
     else:
         try:
             pool = np.asarray(lengths)
@@ -652,10 +807,14 @@ def _lengths(lengths: Any, size: int, rng: np.random.Generator, caller: str) -> 
                 f"The 'lengths' parameter of {caller} must be an int or a non-empty list of ints (trajectory "
                 "lengths to draw from)."
             )
-        arr = rng.choice(pool.astype(np.int64), size=size)
-    if arr.min() < 1:
+    if pool.min() < 1:
         raise ValueError(f"The 'lengths' of {caller} must be >= 1.")
-    return arr
+    return pool.astype(np.int64)
+
+
+def _lengths(lengths: Any, size: int, rng: np.random.Generator, caller: str) -> np.ndarray:
+    pool = _length_pool(lengths, caller)
+    return np.full(size, pool[0]) if pool.size == 1 and np.ndim(lengths) == 0 else rng.choice(pool, size=size)
 
 
 def _baselines(sim: Simulation, question: str, median: int) -> dict[str, np.ndarray]:

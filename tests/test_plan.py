@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import warnings
 
 import numpy as np
 import pytest
@@ -174,6 +175,99 @@ def test_shrink_lowers_the_squared_error_of_noisy_releases():
     assert shrunk < 0.8 * raw
 
 
+def test_empirical_bayes_returns_the_fitted_shape_when_the_release_is_noise():
+    # least squares: c = (2·12 + 9 + 3) / (4 + 1 + 1) = 6, target (12, 6, 6); the deviations (0, 3, −3)
+    # are below the noise (se 10), so τ² = 0 and every cell takes the target
+    out = planner.shrink_empirical_bayes([12.0, 9.0, 3.0], [10.0] * 3, [2.0, 1.0, 1.0])
+    assert out.tolist() == pytest.approx([12.0, 6.0, 6.0])
+
+
+def test_empirical_bayes_fits_a_mix_of_shapes_and_keeps_a_precise_release():
+    shapes = np.array([[1.0, 0.0, 1.0, 2.0], [0.0, 1.0, 1.0, 0.0]])
+    est = 3.0 * shapes[0] + 5.0 * shapes[1]  # on the span: the target is the estimate itself
+    assert planner.shrink_empirical_bayes(est, [50.0] * 4, shapes) == pytest.approx(est)
+    off = np.array([50.0, 30.0, 20.0, 0.0])  # far from the span, precise: kept, with its total
+    out = planner.shrink_empirical_bayes(off, [0.1] * 4, shapes)
+    assert out.sum() == pytest.approx(off.sum())
+    assert np.abs(out - off).max() < 0.05
+    assert (out >= 0).all()
+
+
+def test_empirical_bayes_beats_one_weight_when_counts_differ_in_size():
+    # true counts deviate from the shape by about 30 % of their size; five large zones and 45 small ones,
+    # equal noise: one James–Stein weight must serve both, the per-cell weights keep the large zones'
+    # estimates and pull the small ones in (200 seeded draws)
+    gen = np.random.default_rng(7)
+    shape = np.concatenate([np.full(5, 200.0), np.full(45, 5.0)])
+    se = np.full(50, 10.0)
+    raw = one = per_cell = 0.0
+    for _ in range(200):
+        truth = shape * np.exp(0.3 * gen.standard_normal(50))
+        est = truth + se * gen.standard_normal(50)
+        raw += np.sum((est - truth) ** 2)
+        one += np.sum((planner.shrink_to_baseline(est, se, shape) - truth) ** 2)
+        per_cell += np.sum((planner.shrink_empirical_bayes(est, se, shape) - truth) ** 2)
+    assert per_cell < 0.7 * one < 0.7 * raw
+
+
+def test_empirical_bayes_refuses_shapes_of_another_length():
+    with pytest.raises(ValueError, match="one value per cell"):
+        planner.shrink_empirical_bayes([1.0, 2.0], [1.0, 1.0], [1.0, 1.0, 1.0])
+
+
+def test_no_data_shapes_are_the_baselines():
+    zp = np.array([0, 0, 1, 2, 1])
+    rows = planner.no_data_shapes(zp, 2, [1, 4], od=False)
+    assert rows[0] == pytest.approx(planner.uniform_answer(zp, 2, od=False))
+    assert rows[1] == pytest.approx(planner.uniform_visits(zp, 2, [1, 4]))
+    assert planner.no_data_shapes(zp, 2, [1, 4], od=True).shape == (1, 4)
+
+
+def _report_estimates(statistic, **kwargs):
+    import geopandas as gpd
+    import shapely
+
+    from geoldp.reports import estimate_counts
+
+    gen = np.random.default_rng(3)
+    lines = [shapely.linestrings(PTS[gen.integers(0, len(PTS), 3)]) for _ in range(400)]
+    trips = gpd.GeoDataFrame(geometry=lines, crs="EPSG:4326")
+    with warnings.catch_warnings():  # few reports for 17² OD pairs: the no-data-level warning is expected
+        warnings.simplefilter("ignore", geoldp.GeoLDPWarning)
+        rep = geoldp.report(trips, ZONES, statistic=statistic, epsilon=2.0, rng=4)
+    return estimate_counts(rep, ZONES, **kwargs)
+
+
+@pytest.mark.parametrize("statistic", ["visited_zone", "od"])
+def test_shrunk_counts_keep_the_table_index_and_total(statistic):
+    est = _report_estimates(statistic)
+    out = planner.shrunk_counts(est, PTS, ZONES, lengths=[2, 3])
+    assert out.index.equals(est.index) and out.name == "shrunk"
+    assert (out >= 0).all() and out.sum() == pytest.approx(max(est["estimate"].sum(), 0.0))
+
+
+def test_shrunk_counts_take_the_uniform_visits_shape_with_lengths():
+    # an estimate on the uniform-visits shape, with noise far above its deviations: with the lengths the
+    # shape is in the span and comes back; without them the target is P's shares, which differ from it
+    est = _report_estimates("visited_zone")
+    from geoldp.reports.zones import check_zones, zone_of_vertices
+
+    zp = zone_of_vertices(check_zones(ZONES, caller="test"), PTS[:, 0], PTS[:, 1])
+    shape = planner.uniform_visits(zp, len(ZONES), [40]) * 30.0
+    noisy = est.assign(estimate=shape, std_error=1e6)
+    assert planner.shrunk_counts(noisy, PTS, ZONES, lengths=[40]).to_numpy() == pytest.approx(shape)
+    shares = planner.shrunk_counts(noisy, PTS, ZONES).to_numpy()
+    assert np.abs(shares - shape).max() > 1.0
+
+
+def test_shrunk_counts_refuse_another_table():
+    est = _report_estimates("visited_zone", include_outside=True)
+    with pytest.raises(ValueError, match="without include_outside"):
+        planner.shrunk_counts(est, PTS, ZONES)
+    with pytest.raises(TypeError, match="lengths"):
+        planner.shrunk_counts(_report_estimates("visited_zone"), PTS, ZONES, lengths=[2.5])
+
+
 def test_hybrid_and_shrunk_designs_are_in_the_table():
     t = geoldp.plan(PTS, ZONES, epsilon=4.0, n=500, lengths=[2, 3], question="od_flows", rng=2)
     assert {"report:od:shrunk", "hybrid:atp+report@0.5"} <= set(t.index)
@@ -219,6 +313,8 @@ def test_padded_and_coarse_designs_are_in_the_table():
     assert pads | {"report:visited_zone:coarse", "report:visited_zone:coarse:pad5"} <= set(t.index)
     od = geoldp.plan(PTS, ZONES, epsilon=4.0, n=500, lengths=[2, 3], question="od_flows", rng=2)
     assert "report:od:coarse" in od.index and np.isnan(od.loc["report:od:coarse", "interval_width"])
+    eb = {"report:visited_zone:eb", "report:visited_zone:pad2:eb", "report:visited_zone:padded:eb"}
+    assert eb <= set(t.index) and "report:od:eb" in od.index
 
 
 def test_padded_reports_count_visits_where_one_sample_counts_shares():
