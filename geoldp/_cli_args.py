@@ -67,6 +67,17 @@ def report_warnings(stderr: TextIO) -> Iterator[None]:
             print(line, file=stderr)
 
 
+def lengths(text: str) -> list[int]:
+    """An argument type: comma-separated trajectory lengths, each an integer >= 1 (e.g. ``2,3,5,8``)."""
+    try:
+        values = [int(v) for v in text.split(",")]
+    except ValueError:
+        values = []
+    if not values or min(values) < 1:
+        raise argparse.ArgumentTypeError(f"must be comma-separated integers >= 1, e.g. 2,3,8; got {text!r}")
+    return values
+
+
 def int_at_least(low: int, what: str | None = None) -> Callable[[str], int]:
     """An argument type: an integer ``>= low`` (``what`` names it in the message)."""
     name = what or f"an integer >= {low}"

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, NoReturn, TextIO
 # command imports what it needs inside its function).
 from geoldp._cli_args import UsageError, UserError, check_name, check_output, existing_file, stage
 from geoldp._cli_args import bbox as _bbox
+from geoldp._cli_args import lengths as _lengths
 from geoldp._cli_args import one_line as _one_line
 from geoldp._cli_args import positive_float as _positive_float
 from geoldp._cli_args import positive_int as _positive_int
@@ -360,10 +361,7 @@ def _cmd_evaluate(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> i
 
 def _cmd_plan(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     points_path = existing_file(args.points, "POINTS")
-    try:
-        lengths = [int(v) for v in str(args.lengths).split(",")]
-    except ValueError:
-        raise UserError(f"--lengths must be comma-separated ints, e.g. 2,3,8; got '{args.lengths}'") from None
+    lengths = args.lengths
     import pandas as pd
 
     from geoldp import io as gio
@@ -672,7 +670,13 @@ def build_parser() -> argparse.ArgumentParser:
         "--epsilon", type=_positive_float, required=True, metavar="EPS", help="budget per trajectory"
     )
     pl.add_argument("--n", type=int, required=True, metavar="N", help="number of users (trajectories)")
-    pl.add_argument("--lengths", default="2,3,5,8", metavar="L,L,...", help="trajectory lengths to draw from")
+    pl.add_argument(
+        "--lengths",
+        type=_lengths,
+        default="2,3,5,8",
+        metavar="L,L,...",
+        help="trajectory lengths to draw from",
+    )
     pl.add_argument(
         "--question", choices=("zone_visits", "hotspots", "od_flows", "range_counts"), default="zone_visits"
     )

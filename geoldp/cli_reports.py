@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 from geoldp._cli_args import bbox as _bbox
 from geoldp._cli_args import check_output, existing_file, stage, usage
 from geoldp._cli_args import int_at_least as _int_at_least
+from geoldp._cli_args import lengths as _lengths
 from geoldp._cli_args import one_line as _one_line
 from geoldp._cli_args import positive_float as _positive_float
 from geoldp._cli_args import report_warnings as _report_warnings
@@ -467,12 +468,17 @@ def _cmd_report_estimate(args: argparse.Namespace, stdout: TextIO, stderr: TextI
 
     src = existing_file(args.reports, "REPORTS")
     zones, zone_files = _zones(args)
+    if args.lengths is not None and args.shrink is None:
+        usage(args, "--lengths goes with --shrink POINTS")
+    shrink_path = None if args.shrink is None else existing_file(args.shrink, "--shrink")
     out_path = Path(args.output)
     if out_path.suffix.lower() not in (".gpkg", ".geojson", ".json"):
         raise ValueError(f"cannot write '{args.output}': use one of the suffixes .geojson, .gpkg, .json")
     with stage(f"cannot read REPORTS '{args.reports}'"):
         table = read_report_table(src)
     statistic = table.attrs["geoldp"]["statistic"]
+    if shrink_path is not None and statistic not in ("visited_zone", "od"):
+        usage(args, "--shrink takes visited-zone or OD reports")
     names = {"visited_zone": ["zone_visits", "hotspots"], "od": ["od_flows"]}.get(statistic, ["transitions"])
     # every file the layers go to, checked before any is written (one per layer for GeoJSON)
     geojson = out_path.suffix.lower() != ".gpkg"
@@ -486,19 +492,31 @@ def _cmd_report_estimate(args: argparse.Namespace, stdout: TextIO, stderr: TextI
     for target in targets:
         try:
             _safe_write.check_output(
-                target, overwrite=args.overwrite, inputs=[src, *zone_files], what="output"
+                target,
+                overwrite=args.overwrite,
+                inputs=[src, *zone_files, *([shrink_path] if shrink_path else [])],
+                what="output",
             )
         except ValueError as exc:
             raise ValueError(str(exc).replace("overwrite=True (CLI: --overwrite)", "--overwrite")) from None
     # refuses zones other than the reports' own (digest)
     est = estimate_counts(table, zones, max_set_size=args.max_set_size)
-    est = est.rename(columns={"support": "raw"})
     extra = ["std_error", "projected"]
+    if shrink_path is not None:
+        from geoldp import io as gio
+        from geoldp.planner import shrunk_counts
+
+        with stage(f"cannot read POINTS '{args.shrink}'"):
+            points = gio.read_points(shrink_path)
+        est["shrunk"] = shrunk_counts(est, points, zones, lengths=args.lengths)
+        extra.append("shrunk")
+    est = est.rename(columns={"support": "raw"})
+    rank = "estimate" if shrink_path is None else "shrunk"
     lay: dict[str, Any] = {}
     if statistic == "visited_zone":
         zl = glayers.zone_layer(est, zones)
         lay["zone_visits"] = zl.assign(**{c: est[c].to_numpy() for c in extra})
-        order = np.lexsort((np.arange(len(est)), -est["estimate"].to_numpy()))[: args.k]
+        order = np.lexsort((np.arange(len(est)), -est[rank].to_numpy()))[: args.k]
         top = est.iloc[order]
         hot = glayers.zone_layer(top, zones)
         hot.insert(1, "rank", np.arange(1, len(top) + 1))
@@ -529,7 +547,9 @@ def _add_report_estimate(sub: Any) -> None:
             "between them (transitions), with 95% intervals, and write them as layers of a GeoPackage or "
             "one GeoJSON file per layer: columns estimate (unbiased), std_error, lower, upper, width, "
             "projected (non-negative, summing to the number of reports) and raw (reports supporting the "
-            "zone, before debiasing). The zones must be the reports' own (checked against the ledger)."
+            "zone, before debiasing); with --shrink also shrunk (the estimate shrunk zone by zone toward "
+            "the no-data answers of the public points, as far as its noise allows; the hotspots are then "
+            "ranked by it). The zones must be the reports' own (checked against the ledger)."
         ),
     )
     p.add_argument("reports", metavar="REPORTS", help="a report table written by 'geoldp report'")
@@ -548,6 +568,22 @@ def _add_report_estimate(sub: Any) -> None:
             "(the outside included) or on the transitions it makes, known without the data; narrows "
             "the upper ends (default: the whole domain)"
         ),
+    )
+    p.add_argument(
+        "--shrink",
+        metavar="POINTS",
+        default=None,
+        help=(
+            "public points: add a column shrunk, the estimate shrunk toward their no-data answers "
+            "(empirical Bayes; visited-zone and OD reports)"
+        ),
+    )
+    p.add_argument(
+        "--lengths",
+        type=_lengths,
+        default=None,
+        metavar="L,L,...",
+        help="with --shrink: public or assumed trip lengths (adds the uniform-visits answer to the shapes)",
     )
     p.add_argument("--overwrite", action="store_true", help="replace existing outputs")
     p.set_defaults(func=_warned(_cmd_report_estimate), command_parser=p)

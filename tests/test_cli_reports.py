@@ -522,3 +522,31 @@ def test_an_incomplete_report_ledger_is_one_line(files, tmp_path, capsys):
     side.write_text(json.dumps(led))
     code, _, err = _run(["report-estimate", rep, "--points", d / "P.gpkg", "-o", tmp_path / "e.gpkg"], capsys)
     assert code == 1 and "not a complete report ledger" in err and err.count("\n") == 1
+
+
+def test_report_estimate_shrinks_toward_the_public_points(files, tmp_path, capsys):
+    d, _, pts = files
+    rep = tmp_path / "vz.csv"
+    grid = ["--points", d / "P.gpkg", "--cell-km", 2]
+    code, _, err = _run(["report", d / "trips.gpkg", *grid, "--epsilon", 2, "--seed", 7, "-o", rep], capsys)
+    assert code == 0, err
+    out = tmp_path / "vz.gpkg"
+    shrink = ["--shrink", d / "P.gpkg", "--lengths", "3"]
+    code, _, err = _run(["report-estimate", rep, *grid, *shrink, "-o", out], capsys)
+    assert code == 0, err
+    zones = metrics.zone_grid(pts, cell_km=2)
+    est = estimate_counts(cli_reports.read_report_table(rep), zones)
+    want = geoldp.planner.shrunk_counts(est, pts, zones, lengths=[3])
+    layer = gpd.read_file(out, layer="zone_visits")
+    np.testing.assert_allclose(layer["shrunk"], want.to_numpy())
+    hot = gpd.read_file(out, layer="hotspots")
+    assert hot["shrunk"].is_monotonic_decreasing  # ranked by the shrunk counts
+    # --lengths alone, a missing points file, a bad length: one line each, nothing written
+    for extra, words in (
+        (["--lengths", "3"], "--lengths goes with --shrink"),
+        (["--shrink", tmp_path / "none.gpkg"], "none.gpkg"),
+        (["--shrink", d / "P.gpkg", "--lengths", "0,2"], "integers >= 1"),
+    ):
+        target = tmp_path / "x.gpkg"
+        code, _, err = _run(["report-estimate", rep, *grid, *extra, "-o", target], capsys)
+        assert code != 0 and words in err and not target.exists()
