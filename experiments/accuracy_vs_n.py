@@ -9,8 +9,10 @@ no-data baselines (uniform over P, constant at P's 1-median, P's zone shares) on
 How each design is run at every n (bounded, so that all of it fits in minutes):
 
 - **Reports** (one visited zone, ℓ = 3 padded visited zones, the OD pair; the shrunk variants of
-  :func:`geoldp.planner.shrink_to_baseline`; and shrunk padded reports at ℓ = 5 and 8, whose ℓ-scaled
-  estimates are visit counts rather than sampled-zone frequencies): the estimator's closed-form variance
+  :func:`geoldp.planner.shrink_to_baseline`; the empirical-Bayes variants of
+  :func:`geoldp.planner.shrink_empirical_bayes` (one visited zone, ℓ = 2, the OD pair); and shrunk
+  padded reports at ℓ = 5 and 8, whose ℓ-scaled estimates are visit counts rather than sampled-zone
+  frequencies): the estimator's closed-form variance
   (:func:`geoldp.reports.estimators.count_variance`) around the expected report counts of the
   bootstrapped population, Gaussian noise, the same projection as ``estimate_counts``. At n = 10^3 and
   10^4 the real pipeline (``geoldp.report`` + ``estimate_counts`` on the bootstrapped trajectories) is
@@ -71,13 +73,16 @@ QUESTIONS = ("zone_visits", "hotspots", "od_flows", "range_counts")
 #: Public target errors for "users needed" (a collector's choice, fixed before looking at any data).
 TARGETS = {"zone_visits": 0.1, "hotspots": 0.2, "od_flows": 0.5, "range_counts": 0.2}
 REPORTS = {
-    "report:visited_zone": ("visited_zone", 1, False),
-    "report:visited_zone:padded": ("visited_zone", 3, False),
-    "report:visited_zone:shrunk": ("visited_zone", 1, True),
-    "report:visited_zone:pad5:shrunk": ("visited_zone", 5, True),
-    "report:visited_zone:pad8:shrunk": ("visited_zone", 8, True),
-    "report:od": ("od", 1, False),
-    "report:od:shrunk": ("od", 1, True),
+    "report:visited_zone": ("visited_zone", 1, "projected"),
+    "report:visited_zone:padded": ("visited_zone", 3, "projected"),
+    "report:visited_zone:shrunk": ("visited_zone", 1, "shrunk"),
+    "report:visited_zone:eb": ("visited_zone", 1, "eb"),
+    "report:visited_zone:pad2:eb": ("visited_zone", 2, "eb"),
+    "report:visited_zone:pad5:shrunk": ("visited_zone", 5, "shrunk"),
+    "report:visited_zone:pad8:shrunk": ("visited_zone", 8, "shrunk"),
+    "report:od": ("od", 1, "projected"),
+    "report:od:shrunk": ("od", 1, "shrunk"),
+    "report:od:eb": ("od", 1, "eb"),
 }
 SEED = shared.SEED + 100
 
@@ -119,9 +124,9 @@ class Population:
         return f
 
 
-def report_closed_form(pop, w, n, stat, pad, shrink, eps, zp, rng):
+def report_closed_form(pop, w, n, stat, pad, estimator, eps, zp, rng, lengths):
     """(visits or OD) of a report design by the closed-form variance (see the module notes)."""
-    from geoldp.planner import shrink_to_baseline, uniform_answer
+    from geoldp.planner import no_data_shapes, shrink_empirical_bayes, shrink_to_baseline, uniform_answer
     from geoldp.reports import estimators as rest
     from geoldp.reports import release as rrel
 
@@ -134,8 +139,12 @@ def report_closed_form(pop, w, n, stat, pad, shrink, eps, zp, rng):
     def cells(v):
         return v[: (k + 1) ** 2].reshape(k + 1, k + 1)[:k, :k].reshape(-1) if stat == "od" else v[:k]
 
-    if shrink:
-        return shrink_to_baseline(cells(noisy * pad), cells(sd * pad), uniform_answer(zp, k, od=stat == "od"))
+    od = stat == "od"
+    if estimator == "shrunk":
+        return shrink_to_baseline(cells(noisy * pad), cells(sd * pad), uniform_answer(zp, k, od=od))
+    if estimator == "eb":  # the public length distribution, as the uniform baseline uses it
+        shapes = no_data_shapes(zp, k, lengths, od=od)
+        return shrink_empirical_bayes(cells(noisy * pad), cells(sd * pad), shapes)
     return cells(rest.project_simplex(noisy, float(n)) * pad)
 
 
@@ -210,13 +219,13 @@ def run_dataset(name, args, log):
                 for mech in ("tp", "atp", "pointem"):
                     rp, u = pools[(mech, eps)], rel_w[(mech, eps)]
                     ans[mech] = (rp.visits(u), rp.od(u))
-                for label, (stat, pad, shrink) in REPORTS.items():
-                    v = report_closed_form(pop, w, n, stat, pad, shrink, eps, zp, gen)
+                for label, (stat, pad, estimator) in REPORTS.items():
+                    v = report_closed_form(pop, w, n, stat, pad, estimator, eps, zp, gen, lengths)
                     ans[label] = (v, None) if stat == "visited_zone" else (None, v)
                 for s in SPLITS:
                     rp, u = pools[("atp", eps * (1 - s))], rel_w[("atp", eps * (1 - s))]
-                    rv = report_closed_form(pop, w, n, "visited_zone", 1, True, eps * s, zp, gen)
-                    ro = report_closed_form(pop, w, n, "od", 1, True, eps * s, zp, gen)
+                    rv = report_closed_form(pop, w, n, "visited_zone", 1, "shrunk", eps * s, zp, gen, lengths)
+                    ro = report_closed_form(pop, w, n, "od", 1, "shrunk", eps * s, zp, gen, lengths)
                     ans[f"hybrid:atp+report@{s:g}"] = (blend(rv, rp.visits(u), s), blend(ro, rp.od(u), s))
                 # LDPTrace: the n users' reports in aggregate, at most SYNTH synthetic trajectories
                 wi = w.astype(np.int64)
@@ -265,8 +274,8 @@ def run_dataset(name, args, log):
                 # the real report pipeline at small n, as a check of the closed form
                 if n in REAL_NS and rep == 0:
                     boot = trips.iloc[np.repeat(np.arange(size), wi)].reset_index(drop=True)
-                    for label, (stat, pad, shrink) in REPORTS.items():
-                        if shrink:
+                    for label, (stat, pad, estimator) in REPORTS.items():
+                        if estimator != "projected":
                             continue
                         est = estimate_counts(
                             report(boot, zones, statistic=stat, epsilon=eps, pad_length=pad, rng=SEED + n),
@@ -342,6 +351,9 @@ STYLE = {
     "report:visited_zone:pad8:shrunk": ("tab:gray", "-."),
     "report:od": ("tab:red", "-"),
     "report:od:shrunk": ("tab:pink", "-"),
+    "report:visited_zone:eb": ("tab:red", ":"),
+    "report:visited_zone:pad2:eb": ("tab:purple", ":"),
+    "report:od:eb": ("tab:pink", ":"),
     "hybrid:atp+report@0.25": ("tab:olive", "--"),
     "hybrid:atp+report@0.5": ("tab:olive", "-."),
     "hybrid:atp+report@0.75": ("tab:olive", ":"),
