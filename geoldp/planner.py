@@ -114,6 +114,9 @@ QUESTIONS = ("zone_visits", "hotspots", "od_flows", "range_counts")
 _SIM_MAX = 2000
 #: Repetitions of each simulated release (the expected error is their mean).
 _REPS = 3
+#: Repetitions of a report design's closed-form simulation: cheap, and a shrunk report's error varies much
+#: from draw to draw, so more of them keep the plan's ranking of close designs from being a coin toss.
+_REPORT_REPS = 20
 
 
 @dataclass
@@ -300,7 +303,7 @@ def shrunk_counts(estimates: pd.DataFrame, points: Any, zones: Any, *, lengths: 
 
 
 def _report_answers(
-    sim: Simulation, statistic: str, pad: int, epsilon: float, *, estimator: str
+    sim: Simulation, statistic: str, pad: int, epsilon: float, *, estimator: str, reps: int = _REPORT_REPS
 ) -> tuple[list[np.ndarray], np.ndarray]:
     """Simulated estimates of a report design at ``epsilon`` (closed-form variance, Gaussian noise).
 
@@ -314,7 +317,7 @@ def _report_answers(
     od = statistic == "od"
     lengths = [len(s) for s in sim.seqs]
     out = []
-    for _ in range(_REPS):
+    for _ in range(reps):
         noisy = f + sd * sim.rng.standard_normal(f.shape[0])
         unbiased, se = _answer(sim, statistic, noisy * pad), _answer(sim, statistic, sd * pad)
         if estimator == "unbiased":
@@ -508,7 +511,7 @@ def _hybrid_design(mechanism: str, report_share: float) -> DesignSpec:
         # a simulation only (no release): the split of geoldp.hybrid.split_epsilon up to an ulp
         eps_rep = sim.epsilon * report_share
         eps_traj = sim.epsilon - eps_rep
-        reps, _ = _report_answers(sim, statistic, 1, eps_rep, estimator="shrunk")
+        reps, _ = _report_answers(sim, statistic, 1, eps_rep, estimator="shrunk", reps=_REPS)
         trajectory = Simulation(
             sim.ps, sim.zone_of_point, sim.n_zones, sim.seqs, sim.n, eps_traj, sim.rng, sim.zones
         )
@@ -581,7 +584,7 @@ def _ivw_hybrid_design(mechanism: str, report_share: float) -> DesignSpec:
         od = _needs(question) == "od"
         statistic, pad = ("od", 1) if od else ("visited_zone", _IVW_PAD)
         eps_rep = sim.epsilon * report_share
-        reps, half = _report_answers(sim, statistic, pad, eps_rep, estimator="unbiased")
+        reps, half = _report_answers(sim, statistic, pad, eps_rep, estimator="unbiased", reps=_REPS)
         se = half / rest.Z95
         trajectory = Simulation(
             sim.ps, sim.zone_of_point, sim.n_zones, sim.seqs, sim.n, sim.epsilon - eps_rep, sim.rng, sim.zones

@@ -137,7 +137,7 @@ def test_cli_plan(tmp_path):
     assert "recommended:" in out.getvalue() and "baseline:uniform" in out.getvalue()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         bad = cli.main(["plan", str(path), "--epsilon", "4", "--n", "300", "--lengths", "a,b"])
-    assert bad == 1 and "Traceback" not in err.getvalue() and "--lengths" in err.getvalue()
+    assert bad == 2 and "Traceback" not in err.getvalue() and "--lengths" in err.getvalue()  # a usage error
 
 
 def test_cli_plan_help(capsys):
