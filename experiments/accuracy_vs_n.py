@@ -351,9 +351,10 @@ STYLE = {
     "report:visited_zone:pad8:shrunk": ("tab:gray", "-."),
     "report:od": ("tab:red", "-"),
     "report:od:shrunk": ("tab:pink", "-"),
-    "report:visited_zone:eb": ("tab:red", ":"),
-    "report:visited_zone:pad2:eb": ("tab:purple", ":"),
-    "report:od:eb": ("tab:pink", ":"),
+    # solid, in colours of their own: dotted lines are the planner's
+    "report:visited_zone:eb": ("#1b9e77", "-"),
+    "report:visited_zone:pad2:eb": ("#7570b3", "-"),
+    "report:od:eb": ("#d95f02", "-"),
     "hybrid:atp+report@0.25": ("tab:olive", "--"),
     "hybrid:atp+report@0.5": ("tab:olive", "-."),
     "hybrid:atp+report@0.75": ("tab:olive", ":"),
