@@ -477,6 +477,14 @@ def shrink_empirical_bayes(estimate: Any, std_error: Any, shapes: Any) -> np.nda
             "shrink_empirical_bayes needs an estimate, standard errors of the same length and shapes "
             f"with one value per cell; got {est.shape}, {se.shape} and {basis.shape}."
         )
+    if not (np.isfinite(est).all() and np.isfinite(se).all() and (se >= 0).all()):
+        raise ValueError(
+            "shrink_empirical_bayes needs finite estimates and finite, non-negative standard errors."
+        )
+    if not (np.isfinite(basis).all() and (basis >= 0).all()):
+        raise ValueError(
+            "The shapes of shrink_empirical_bayes must be finite and non-negative (no-data counts)."
+        )
     total = max(float(est.sum()), 0.0)
     coef, _ = nnls(basis.T, est)
     target = basis.T @ coef

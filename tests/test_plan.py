@@ -210,9 +210,18 @@ def test_empirical_bayes_beats_one_weight_when_counts_differ_in_size():
     assert per_cell < 0.7 * one < 0.7 * raw
 
 
-def test_empirical_bayes_refuses_shapes_of_another_length():
-    with pytest.raises(ValueError, match="one value per cell"):
-        planner.shrink_empirical_bayes([1.0, 2.0], [1.0, 1.0], [1.0, 1.0, 1.0])
+@pytest.mark.parametrize(
+    ("args", "match"),
+    [
+        (([1.0, 2.0], [1.0, 1.0], [1.0, 1.0, 1.0]), "one value per cell"),
+        (([np.nan, 2.0], [1.0, 1.0], [1.0, 1.0]), "finite estimates"),
+        (([1.0, 2.0], [-1.0, 1.0], [1.0, 1.0]), "non-negative standard errors"),
+        (([1.0, 2.0], [1.0, 1.0], [1.0, -1.0]), "shapes .* non-negative"),
+    ],
+)
+def test_empirical_bayes_refuses_bad_input(args, match):
+    with pytest.raises(ValueError, match=match):
+        planner.shrink_empirical_bayes(*args)
 
 
 def test_no_data_shapes_are_the_baselines():
