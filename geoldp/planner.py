@@ -439,10 +439,8 @@ def shrink_empirical_bayes(estimate: Any, std_error: Any, shapes: Any) -> np.nda
 
     Parameters
     ----------
-    estimate : array_like
-        Unbiased estimated counts (e.g. ``estimate_counts(...)["estimate"]``).
-    std_error : array_like
-        Their standard errors (same shape).
+    estimate, std_error : array_like
+        Unbiased estimated counts and their standard errors, as for :func:`shrink_to_baseline`.
     shapes : array_like
         One no-data shape (same length as ``estimate``) or several stacked as rows; only their span
         matters (they are scaled by the fit).
