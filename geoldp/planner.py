@@ -315,19 +315,18 @@ def _report_answers(
     var = rest.count_variance(f, sim.n, des.oracle, single=statistic == "od")
     sd = np.sqrt(var)
     od = statistic == "od"
-    lengths = [len(s) for s in sim.seqs]
+    se = _answer(sim, statistic, sd * pad)
+    baseline = uniform_answer(sim.zone_of_point, sim.n_zones, od=od)
+    shapes = no_data_shapes(sim.zone_of_point, sim.n_zones, [len(s) for s in sim.seqs], od=od)
     out = []
     for _ in range(reps):
         noisy = f + sd * sim.rng.standard_normal(f.shape[0])
-        unbiased, se = _answer(sim, statistic, noisy * pad), _answer(sim, statistic, sd * pad)
+        unbiased = _answer(sim, statistic, noisy * pad)
         if estimator == "unbiased":
             out.append(unbiased)
         elif estimator == "shrunk":
-            out.append(
-                shrink_to_baseline(unbiased, se, uniform_answer(sim.zone_of_point, sim.n_zones, od=od))
-            )
+            out.append(shrink_to_baseline(unbiased, se, baseline))
         elif estimator == "eb":
-            shapes = no_data_shapes(sim.zone_of_point, sim.n_zones, lengths, od=od)
             out.append(shrink_empirical_bayes(unbiased, se, shapes))
         else:
             out.append(_answer(sim, statistic, rest.project_simplex(noisy, float(sim.n)) * pad))
