@@ -280,13 +280,13 @@ def shrunk_counts(estimates: pd.DataFrame, points: Any, zones: Any, *, lengths: 
     ps = _frames.as_pointset(points, caller=caller)
     z = check_zones(zones, caller=caller)
     zone_of_point = zone_of_vertices(z, np.asarray(ps.lon), np.asarray(ps.lat))
-    od = list(getattr(estimates, "index", pd.Index([])).names) == ["origin", "destination"]
+    if not isinstance(estimates, pd.DataFrame):
+        raise TypeError(
+            f"The 'estimates' of {caller} must be the DataFrame of geoldp.reports.estimate_counts."
+        )
+    od = list(estimates.index.names) == ["origin", "destination"]
     cells = z.size**2 if od else z.size
-    if not (
-        isinstance(estimates, pd.DataFrame)
-        and {"estimate", "std_error"} <= set(estimates.columns)
-        and len(estimates) == cells
-    ):
+    if not ({"estimate", "std_error"} <= set(estimates.columns) and len(estimates) == cells):
         raise ValueError(
             f"{caller} needs the table of geoldp.reports.estimate_counts(reports, zones) of a visited-zone "
             f"or OD report over these {z.size} zones ({cells} rows, columns estimate and std_error; without "
@@ -316,8 +316,10 @@ def _report_answers(
     sd = np.sqrt(var)
     od = statistic == "od"
     se = _answer(sim, statistic, sd * pad)
-    baseline = uniform_answer(sim.zone_of_point, sim.n_zones, od=od)
-    shapes = no_data_shapes(sim.zone_of_point, sim.n_zones, [len(s) for s in sim.seqs], od=od)
+    if estimator == "shrunk":
+        baseline = uniform_answer(sim.zone_of_point, sim.n_zones, od=od)
+    elif estimator == "eb":
+        shapes = no_data_shapes(sim.zone_of_point, sim.n_zones, [len(s) for s in sim.seqs], od=od)
     out = []
     for _ in range(reps):
         noisy = f + sd * sim.rng.standard_normal(f.shape[0])
@@ -822,7 +824,9 @@ def _length_pool(lengths: Any, caller: str) -> np.ndarray:
 
 def _lengths(lengths: Any, size: int, rng: np.random.Generator, caller: str) -> np.ndarray:
     pool = _length_pool(lengths, caller)
-    return np.full(size, pool[0]) if pool.size == 1 and np.ndim(lengths) == 0 else rng.choice(pool, size=size)
+    if np.ndim(lengths) == 0:  # one length for every trajectory: nothing to draw
+        return np.full(size, pool[0])
+    return rng.choice(pool, size=size)
 
 
 def _baselines(sim: Simulation, question: str, median: int) -> dict[str, np.ndarray]:

@@ -275,6 +275,8 @@ def test_shrunk_counts_refuse_another_table():
         planner.shrunk_counts(est, PTS, ZONES)
     with pytest.raises(TypeError, match="lengths"):
         planner.shrunk_counts(_report_estimates("visited_zone"), PTS, ZONES, lengths=[2.5])
+    with pytest.raises(TypeError, match="'estimates'"):
+        planner.shrunk_counts([1.0, 2.0], PTS, ZONES)
 
 
 def test_hybrid_and_shrunk_designs_are_in_the_table():
