@@ -170,9 +170,9 @@ def split_halves(n_traj: int, max_traj: int, rng: np.random.Generator) -> tuple[
     return np.sort(perm[: min(max_traj, half)]), np.sort(perm[half:][:max_traj])
 
 
-def report_answer(trips, zones, zp, k, stat, pad, estimator, eps, seed, lengths):
+def report_answer(trips, points, zones, zp, k, stat, pad, estimator, eps, seed, lengths):
     """(visits or OD counts, interval coverage-ready estimate table) of one real report release."""
-    from geoldp.planner import no_data_shapes, shrink_empirical_bayes, shrink_to_baseline, uniform_answer
+    from geoldp.planner import shrink_to_baseline, shrunk_counts, uniform_answer
     from geoldp.reports import estimate_counts, report
 
     rep = report(trips, zones, statistic=stat, epsilon=eps, pad_length=pad, rng=seed)
@@ -183,7 +183,7 @@ def report_answer(trips, zones, zp, k, stat, pad, estimator, eps, seed, lengths)
     if estimator == "shrunk":
         value = shrink_to_baseline(unbiased, se, uniform_answer(zp, k, od=stat == "od"))
     elif estimator == "eb":  # the public length distribution, as the uniform baseline uses it
-        value = shrink_empirical_bayes(unbiased, se, no_data_shapes(zp, k, lengths, od=stat == "od"))
+        value = shrunk_counts(est, points, zones, lengths=lengths).to_numpy()
     else:
         value = est["projected"].to_numpy()
     return value, est
@@ -231,7 +231,9 @@ def measure(name, seqs, trips, points, zones, eps, args):
     for label, (stat, pad, estimator) in REPORTS.items():
         answers[label] = []
         for r in range(REPS):
-            value, est = report_answer(trips, zones, zp, k, stat, pad, estimator, eps, SEED + 2 + r, lengths)
+            value, est = report_answer(
+                trips, points, zones, zp, k, stat, pad, estimator, eps, SEED + 2 + r, lengths
+            )
             answers[label].append((value, None) if stat == "visited_zone" else (None, value))
             if r == 0 and estimator == "projected" and (stat == "od" or pad > 1):
                 truth = counts_of(seqs, zp, k)[0 if stat == "visited_zone" else 1]
@@ -248,9 +250,9 @@ def measure(name, seqs, trips, points, zones, eps, args):
     answers["hybrid:atp+report@0.5"] = []
     for r in range(REPS):
         rv, _ = report_answer(
-            trips, zones, zp, k, "visited_zone", 1, "shrunk", eps / 2, SEED + 20 + r, lengths
+            trips, points, zones, zp, k, "visited_zone", 1, "shrunk", eps / 2, SEED + 20 + r, lengths
         )
-        ro, _ = report_answer(trips, zones, zp, k, "od", 1, "shrunk", eps / 2, SEED + 30 + r, lengths)
+        ro, _ = report_answer(trips, points, zones, zp, k, "od", 1, "shrunk", eps / 2, SEED + 30 + r, lengths)
         answers["hybrid:atp+report@0.5"].append((blend(rv, tv[r], 0.5), blend(ro, to[r], 0.5)))
     weights = {}
     for label, share in IVW.items():

@@ -466,10 +466,10 @@ def _cmd_report_estimate(args: argparse.Namespace, stdout: TextIO, stderr: TextI
     from geoldp.reports import estimate_counts
     from geoldp.reports.release import n_reports
 
-    src = existing_file(args.reports, "REPORTS")
-    zones, zone_files = _zones(args)
     if args.lengths is not None and args.shrink is None:
         usage(args, "--lengths goes with --shrink POINTS")
+    src = existing_file(args.reports, "REPORTS")
+    zones, zone_files = _zones(args)
     shrink_path = None if args.shrink is None else existing_file(args.shrink, "--shrink")
     out_path = Path(args.output)
     if out_path.suffix.lower() not in (".gpkg", ".geojson", ".json"):
