@@ -304,7 +304,8 @@ def region_setup(j, tab, slots, a, ri, cr, tol_pt, eager, stack, work, reg):
         k_lo, k_hi = _cal.candidate_range(cr.r_hat, cr.b)
         s = slots[j, k_lo + 1, k_hi + 1]
         if s >= 0:
-            r_est = _reg.region_header(cr, reg)
+            grouped = ri.lam.shape[0] >= _reg.STRADDLE_MIN_POINTS  # as build_table carried groups
+            r_est = _reg.region_header(cr, reg, grouped)
             if ri.has_tree:
                 _reg.region_from_eta(a, ri, tab[j, a, 1 + 2 * s], tab[j, a, 2 + 2 * s], eager, reg)
             else:

@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import numpy as np
 import pytest
@@ -269,7 +270,9 @@ def test_em_over_all_points_equals_em_over_an_empty_domain(town, prop):
                     if full:
                         y = FS.em_full(ix.lam[x], ix.phi[x], eps, ix, w, KEY, *prop)
                     else:
-                        y = FS.em(ix.lam[x], ix.phi[x], eps, ix, cp, w, True, 0, 0, mm, None, KEY, *prop)
+                        y = FS.em(
+                            ix.lam[x], ix.phi[x], eps, ix, cp, w, True, 0, 0, mm, None, None, KEY, *prop
+                        )
                     got.append(int(y))
                 draws.append(got)
                 states.append((w.state.copy(), w.stats.copy()))
@@ -511,6 +514,68 @@ def test_straddling_groups_keep_the_eta_interval_exact(town, input_mapping):
     assert caught > 0.05 * tried
 
 
+class _RegionPlan(NamedTuple):
+    """The two fields of the driver's ``RegionPlan`` that :func:`FG.member` reads."""
+
+    region: AR.RegionIndex
+    tol_pt: float
+
+
+@pytest.mark.parametrize("input_mapping", [False, True])
+def test_refine_narrows_a_grouped_region_and_keeps_every_decision(town, input_mapping):
+    """A region whose η interval came from a traversal that carried straddling groups is narrowed by
+    ``refine`` (one traversal without groups) before any exact pass: the narrowed R̃ interval still holds
+    the exact R̃, the superset radius stays, membership is d ≤ R̃ for every point, and most copies with a
+    point inside the first interval are then settled without the exact pass. Without carried groups
+    ``refine`` leaves the record as it is."""
+    P, _, _ = town
+    idx = F.get_index(P)
+    ri = AR.region_index(idx)
+    m = len(P)
+    stack = np.zeros(AR.STACK, dtype=np.int64)
+    work = np.zeros(8)
+    reg = np.zeros(AR.N_REGION)
+    w = F.new_work(m, max(int(idx.gi[1]), 1), 2)
+    dq = np.zeros((8, 3))
+    dint = np.zeros(8, dtype=np.int64)
+    rng = np.random.default_rng(7 + input_mapping)
+    row = np.empty(m)
+    ambiguous = refined_only = 0
+    for b, eps_r in ((0.358155424611167, 0.5), (0.0304, 4.0)):
+        for a in rng.integers(0, m, 12):
+            a = int(a)
+            K.haversine_from_one(idx.lam[a], idx.phi[a], idx.lam, idx.phi, row)
+            dr = float(row.max())
+            for r_hat in np.linspace(-b, 1 + b, 9):
+                cr = _copy_region(r_hat, b, eps_r, dr, input_mapping)
+                AR.region_setup_tol(a, ri, cr, 200.0, 1e9, True, stack, work, reg)  # eager: the exact R̃
+                r_exact = reg[AR.F_LO]
+                tol_pt = float(rng.choice([2.0, 200.0]))
+                AR.region_setup_tol(a, ri, cr, tol_pt, 1e9, False, stack, work, reg)
+                lo, hi, sup = reg[AR.F_LO], reg[AR.F_HI], reg[AR.F_SUPER]
+                inside = (row >= lo) & (row <= hi)
+                FG.dom_reset(dint)
+                FG.dom_region(dint, a)
+                rp = _RegionPlan(ri, tol_pt)
+                got = np.array(
+                    [FG.member(p, idx.lam, idx.phi, idx.xyz, dq, dint, reg, rp, w, 2, True) for p in range(m)]
+                )
+                assert np.array_equal(got, row <= r_exact)
+                assert reg[AR.F_SUPER] == sup
+                assert lo <= reg[AR.F_LO] <= r_exact <= reg[AR.F_HI] <= hi
+                if inside.any():
+                    ambiguous += 1
+                    refined_only += reg[AR.F_RES] == 0.0
+                # no carried groups: refine does nothing
+                AR.region_setup_tol(a, ri, cr, tol_pt, 0.0, False, stack, work, reg)
+                before = reg.copy()
+                AR.refine(a, ri, tol_pt, w.rstack, w.rwork, reg)
+                assert np.array_equal(reg, before)
+    # the refinement really runs, and it settles most of those copies without the exact pass
+    assert ambiguous >= 10
+    assert refined_only > 0.5 * ambiguous
+
+
 def test_calibrate_is_monotone_in_eta():
     # the certified R̃ interval relies on it (ALGORITHM §8.5)
     rng = np.random.default_rng(3)
@@ -592,7 +657,10 @@ def test_domain_supersets_and_membership_are_exact(town, g, centred):
         assert covered.sum() == total
         assert not np.any(truth & ~covered), "superset misses a member"
         member = np.array(
-            [FG.member(p, idx.lam, idx.phi, idx.xyz, dq, dint, dflt, g, centred) for p in range(m)]
+            [
+                FG.member(p, idx.lam, idx.phi, idx.xyz, dq, dint, dflt, None, None, g, centred)
+                for p in range(m)
+            ]
         )
         assert np.array_equal(member, truth)
 

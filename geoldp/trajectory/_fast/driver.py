@@ -358,8 +358,8 @@ def _copies(flat, s0, n, t, key, prop1, prop2, ix, cp, rp, w, dflt):
                 continue
             x = flat[s0 + i]
             yy[c, i] = em(
-                lam[x], phi[x], cp.eps_piv[n, c], ix, cp, w, o_full, o_runs, np.int64(0), o_total, dflt, key,
-                prop1, prop2,
+                lam[x], phi[x], cp.eps_piv[n, c], ix, cp, w, o_full, o_runs, np.int64(0), o_total, dflt, rp,
+                key, prop1, prop2,
             )  # fmt: skip
         # non-pivots: k-RR of the direction from each neighbouring perturbed pivot, then EM on the domain
         for i in range(n):
@@ -387,8 +387,8 @@ def _copies(flat, s0, n, t, key, prop1, prop2, ix, cp, rp, w, dflt):
                 n_sets = ns if attempt == 0 else np.int64(1)
                 first = np.int64(max(attempt - 1, 0))
                 y = _em_sectors(
-                    lam[x], phi[x], eps, ix, cp, w, dflt, n_sets, s_apex, s_dir, first, has_reg, reg_c, key,
-                    prop1, prop2,
+                    lam[x], phi[x], eps, ix, cp, w, dflt, rp, n_sets, s_apex, s_dir, first, has_reg, reg_c,
+                    key, prop1, prop2,
                 )  # fmt: skip
                 if y >= 0:
                     if attempt > 0:
@@ -412,6 +412,7 @@ def _copies(flat, s0, n, t, key, prop1, prop2, ix, cp, rp, w, dflt):
                     np.int64(0),
                     o_total,
                     dflt,
+                    rp,
                     key,
                     prop1,
                     prop2,
@@ -424,7 +425,9 @@ def _copies(flat, s0, n, t, key, prop1, prop2, ix, cp, rp, w, dflt):
 
 
 @_jit
-def _em_sectors(xl, xp, eps, ix, cp, w, dflt, ns, s_apex, s_dir, first, has_reg, reg_c, key, prop1, prop2):
+def _em_sectors(
+    xl, xp, eps, ix, cp, w, dflt, rp, ns, s_apex, s_dir, first, has_reg, reg_c, key, prop1, prop2
+):
     """EM over Ω ∩ the ``ns`` sector sets starting at ``s_apex[first]`` (−1 iff that set is empty)."""
     m = ix.lam.shape[0]
     dint = w.dint
@@ -460,7 +463,7 @@ def _em_sectors(xl, xp, eps, ix, cp, w, dflt, ns, s_apex, s_dir, first, has_reg,
             w.rows[4],
             w.rows[5],
         )
-    return em(xl, xp, eps, ix, cp, w, not use_grid, n_runs, np.int64(3), total, dflt, key, prop1, prop2)
+    return em(xl, xp, eps, ix, cp, w, not use_grid, n_runs, np.int64(3), total, dflt, rp, key, prop1, prop2)
 
 
 def _run_exports() -> dict:

@@ -456,10 +456,11 @@ def pos_of(k, n_runs, lo, hi, cum):
 
 
 @_jit
-def member(p, lam, phi, xyz, dq, dint, dflt, g, centred):
+def member(p, lam, phi, xyz, dq, dint, dflt, rp, w, g, centred):
     """Exact membership of P_p in Ω ∩ ⋂ GetPointSet(apex_k, dir_k) (the reference's kernels and argument
     order). Dot-product tests with margins decide the clear cases; only points within the margins of a
-    boundary are decided by the kernels."""
+    boundary are decided by the kernels. ``dflt`` is the copy's region record, ``rp`` ATP's
+    ``RegionPlan`` (both None for TP) and ``w`` the thread's ``Work`` (its traversal scratch)."""
     x = xyz[p, 0]
     y = xyz[p, 1]
     z = xyz[p, 2]
@@ -471,6 +472,11 @@ def member(p, lam, phi, xyz, dq, dint, dflt, g, centred):
         # dflt is the region record of _atp_region: d(c, p) > R̃_hi → out, d(c, p) < R̃_lo → in
         if dot < dflt[_reg.F_COS_HI] - _MG_DOT:
             return False
+        if dot <= dflt[_reg.F_COS_LO] + _MG_DOT and dflt[_reg.F_RES] == 0.0 and rp is not None:
+            # p lies in the certified interval of R̃: first narrow it (once per copy, see _reg.refine)
+            _reg.refine(c, rp.region, rp.tol_pt, w.rstack, w.rwork, dflt)
+            if dot < dflt[_reg.F_COS_HI] - _MG_DOT:
+                return False
         if dot <= dflt[_reg.F_COS_LO] + _MG_DOT:
             if dflt[_reg.F_RES] == 0.0:
                 # p lies in the certified interval of R̃: compute the exact R̃ (one O(|P|) pass)

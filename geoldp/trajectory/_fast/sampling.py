@@ -25,7 +25,7 @@ _SMALL_DOMAIN = 24  # |U| at or below this: enumerate directly
 
 
 @_jit_inline
-def em(xl, xp, eps, ix, cp, w, full, n_runs, row0, total, dflt, key, prop1, prop2):
+def em(xl, xp, eps, ix, cp, w, full, n_runs, row0, total, dflt, rp, key, prop1, prop2):
     """Exact EM draw over D = (U ∩ domain); U = P if ``full`` else the runs. Returns −1 iff D is empty.
 
     The inputs are the driver's records (:mod:`geoldp.trajectory._fast.driver`): ``ix`` (P's arrays,
@@ -67,7 +67,7 @@ def em(xl, xp, eps, ix, cp, w, full, n_runs, row0, total, dflt, key, prop1, prop
                 p = k
             else:
                 p = order[pos_of(k, n_runs, lo, hi, cum)]
-            if not member(p, lam, phi, xyz, dq, dint, dflt, g, centred):
+            if not member(p, lam, phi, xyz, dq, dint, dflt, rp, w, g, centred):
                 continue
             weight = math.exp(em_log_weight(eps, haversine_rad(xl, xp, lam[p], phi[p]), delta))
             if stream_uniform(key, buf, state) < weight:
@@ -76,14 +76,14 @@ def em(xl, xp, eps, ix, cp, w, full, n_runs, row0, total, dflt, key, prop1, prop
     n = np.int64(0)  # not a literal: one specialisation of the stream draws
     if full:
         for p in range(total):
-            if member(p, lam, phi, xyz, dq, dint, dflt, g, centred):
+            if member(p, lam, phi, xyz, dq, dint, dflt, rp, w, g, centred):
                 sc_idx[n] = p
                 n += 1
     else:
         for r in range(n_runs):
             for pos in range(lo[r], hi[r]):
                 p = order[pos]
-                if member(p, lam, phi, xyz, dq, dint, dflt, g, centred):
+                if member(p, lam, phi, xyz, dq, dint, dflt, rp, w, g, centred):
                     sc_idx[n] = p
                     n += 1
     if n == 0:
