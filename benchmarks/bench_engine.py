@@ -83,6 +83,7 @@ def _one_size(m: int, n_trips: int, mechanisms, epsilons, seed: int, frame: bool
             "rss_mib": _rss(),
             "atp_regions": (stats or {}).get("atp_regions", 0),
             "exact_eta_passes": (stats or {}).get("exact_eta_passes", 0),
+            "refined_regions": (stats or {}).get("refined_regions", 0),
         }
         r.update(extra or {})
         rows.append(r)
@@ -208,7 +209,7 @@ def _table(rows: list[dict]) -> str:
         "clock",
         "points/s",
         "peak RSS MiB",
-        "regions / exact η",
+        "regions / refined / exact η",
     )
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in rows:
@@ -217,7 +218,8 @@ def _table(rows: list[dict]) -> str:
         pps = f"{r['points_per_s']:,.0f}" if r["points"] else "-"
         if "speedup" in r:
             pps += f" ({r['speedup']:.2f}×)"
-        reg = f"{r['atp_regions']:,} / {r['exact_eta_passes']:,}" if r["atp_regions"] else "-"
+        refined = r.get("refined_regions", 0)  # absent from the JSON of older versions
+        reg = f"{r['atp_regions']:,} / {refined:,} / {r['exact_eta_passes']:,}" if r["atp_regions"] else "-"
         cells = [r.get("checkout", "."), f"{r['m']:,}", name, f"{r['epsilon']:g}", r["path"]]
         cells += [f"{r['points']:,}"]
         cells += [f"{r['seconds']:.2f}", r["clock"], pps, f"{r['rss_mib']:.0f}", reg]

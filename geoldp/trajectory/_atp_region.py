@@ -932,17 +932,17 @@ def refine(a, ri, tol_pt, stack, work, reg):
     costs about a quarter of that pass and leaves about half a metre, so the pass is rarely needed. Its
     interval is certified like the first and both contain the exact R̃, so their intersection does. The
     superset radius stays the first interval's: the samplers draw from the same candidates and every
-    decision is the exact one, so the output for a key is unchanged.
+    decision is the exact one, so the output for a key is unchanged. Returns whether it traversed.
     """
     if reg[_F_REFINED] == 1.0 or reg[F_RES] == 1.0 or not ri.has_tree:
-        return
+        return False
     reg[_F_REFINED] = 1.0
     has_k, d_lo, d_hi = _cal.candidate_band(reg[_F_RHAT], reg[_F_B], reg[_F_DR], reg[_F_INP] == 1.0)
     eta_interval(a, ri, has_k, d_lo, d_hi, tol_pt, 0.0, reg[_F_EPSR], stack, work)
-    if work[1] < 0.0:
-        return  # did not settle: the exact pass decides
-    lo, hi = _radius_interval(work[0], work[1], reg)
-    _set_radius(reg, max(lo, reg[F_LO]), min(hi, reg[F_HI]))
+    if work[1] >= 0.0:  # else it did not settle: the exact pass decides
+        lo, hi = _radius_interval(work[0], work[1], reg)
+        _set_radius(reg, max(lo, reg[F_LO]), min(hi, reg[F_HI]))
+    return True
 
 
 @_jit

@@ -612,6 +612,29 @@ def test_lazy_region_gives_the_output_of_the_exact_region(town, eps, monkeypatch
             assert 0 < stats["exact_eta_passes"] < stats["atp_regions"]
 
 
+def test_refined_regions_give_the_output_of_the_exact_region(monkeypatch):
+    """At the size where the region's traversal carries straddling groups, the copies that meet a point in
+    their interval are refined before any exact pass, and the output for a key is the one of regions
+    settled exactly at once."""
+    m = AR.STRADDLE_MIN_POINTS
+    lon, lat, flat, offsets, _ = synthetic_city_arrays(m, 300, min_len=2, max_len=8, seed=4)
+    P = PointSet(lon, lat)
+    mech = ATP(epsilon=4.0)
+    monkeypatch.setattr(AT, "ENABLED", [False])  # the quadtree route
+    F.COLLECT_STATS = True
+    try:
+        lazy = F.perturb_fast(flat, offsets, P, mech, KEY, 0)
+        stats = F.last_stats()
+        monkeypatch.setattr(F, "_EAGER_REGION", [True])
+        eager = F.perturb_fast(flat, offsets, P, mech, KEY, 0)
+    finally:
+        F.COLLECT_STATS = False
+    assert np.array_equal(lazy, eager)
+    # some copies were refined, and fewer of them needed the exact pass
+    assert stats["refined_regions"] > 0
+    assert stats["exact_eta_passes"] < stats["refined_regions"]
+
+
 @pytest.mark.parametrize("g", [2, 4, 6, 12])
 @pytest.mark.parametrize("centred", [True, False])
 def test_domain_supersets_and_membership_are_exact(town, g, centred):

@@ -63,7 +63,8 @@ ST_MERGE_FULL = 8
 ST_MERGE_CAND = 9
 ST_MERGE_EXACT = 10
 ST_EM_CALLS = 11
-N_STATS = 12
+ST_REFINED = 12
+N_STATS = 13
 STAT_NAMES = (
     "proposals",
     "enumerations",
@@ -77,6 +78,7 @@ STAT_NAMES = (
     "merge_candidates",
     "merge_exact_evals",
     "em_calls",
+    "refined_regions",
 )
 
 
@@ -474,7 +476,8 @@ def member(p, lam, phi, xyz, dq, dint, dflt, rp, w, g, centred):
             return False
         if dot <= dflt[_reg.F_COS_LO] + _MG_DOT and dflt[_reg.F_RES] == 0.0 and rp is not None:
             # p lies in the certified interval of R̃: first narrow it (once per copy, see _reg.refine)
-            _reg.refine(c, rp.region, rp.tol_pt, w.rstack, w.rwork, dflt)
+            if _reg.refine(c, rp.region, rp.tol_pt, w.rstack, w.rwork, dflt):
+                w.stats[ST_REFINED] += 1
             if dot < dflt[_reg.F_COS_HI] - _MG_DOT:
                 return False
         if dot <= dflt[_reg.F_COS_LO] + _MG_DOT:
