@@ -588,6 +588,20 @@ def test_calibrate_is_monotone_in_eta():
         assert np.all(np.diff(vals) >= -1e-9 * dr)
 
 
+def _lazy_and_eager(P, flat, offsets, mech, monkeypatch):
+    """The fast path's output with regions settled lazily (default) and at once; the lazy run's counters."""
+    F.COLLECT_STATS = True
+    try:
+        lazy = F.perturb_fast(flat, offsets, P, mech, KEY, 3)
+        stats = F.last_stats()
+        monkeypatch.setattr(F, "_EAGER_REGION", [True])
+        eager = F.perturb_fast(flat, offsets, P, mech, KEY, 3)
+        monkeypatch.setattr(F, "_EAGER_REGION", [False])
+    finally:
+        F.COLLECT_STATS = False
+    return lazy, eager, stats
+
+
 @pytest.mark.parametrize("eps", [1.0, 4.0, 10.0])
 def test_lazy_region_gives_the_output_of_the_exact_region(town, eps, monkeypatch):
     """Settling Ω lazily (default) and exactly at once give bit-identical output for a key; and the lazy
@@ -597,15 +611,7 @@ def test_lazy_region_gives_the_output_of_the_exact_region(town, eps, monkeypatch
     monkeypatch.setattr(AT, "ENABLED", [False])  # the quadtree route (test_atp_table covers the table's)
     for tol in (2.0, 500.0):
         monkeypatch.setattr(F, "_REGION_TOL_PT", tol)
-        F.COLLECT_STATS = True
-        try:
-            lazy = F.perturb_fast(flat, offsets, P, mech, KEY, 3)
-            stats = F.last_stats()
-            monkeypatch.setattr(F, "_EAGER_REGION", [True])
-            eager = F.perturb_fast(flat, offsets, P, mech, KEY, 3)
-            monkeypatch.setattr(F, "_EAGER_REGION", [False])
-        finally:
-            F.COLLECT_STATS = False
+        lazy, eager, stats = _lazy_and_eager(P, flat, offsets, mech, monkeypatch)
         assert np.array_equal(lazy, eager)
         assert stats["atp_regions"] > 0
         if tol == 500.0:
@@ -621,14 +627,7 @@ def test_refined_regions_give_the_output_of_the_exact_region(monkeypatch):
     P = PointSet(lon, lat)
     mech = ATP(epsilon=4.0)
     monkeypatch.setattr(AT, "ENABLED", [False])  # the quadtree route
-    F.COLLECT_STATS = True
-    try:
-        lazy = F.perturb_fast(flat, offsets, P, mech, KEY, 0)
-        stats = F.last_stats()
-        monkeypatch.setattr(F, "_EAGER_REGION", [True])
-        eager = F.perturb_fast(flat, offsets, P, mech, KEY, 0)
-    finally:
-        F.COLLECT_STATS = False
+    lazy, eager, stats = _lazy_and_eager(P, flat, offsets, mech, monkeypatch)
     assert np.array_equal(lazy, eager)
     # some copies were refined, and fewer of them needed the exact pass
     assert stats["refined_regions"] > 0
