@@ -87,7 +87,7 @@ STRADDLE_MIN_POINTS = 50_000
 #    input mapping, η_lo, η_hi, refined]
 F_LO, F_COS_LO, F_HI, F_COS_HI, F_RES, F_SUPER = 0, 1, 2, 3, 4, 5
 _F_RHAT, _F_B, _F_EPSR, _F_EPSD, _F_REST, _F_DR, _F_INP, _F_ETA_LO, _F_ETA_HI = 6, 7, 8, 9, 10, 11, 12, 13, 14
-_F_REFINED = 15  # 1 once refine ran for this copy
+_F_REFINED = 15  # 1 when refine has nothing (more) to do for this copy
 N_REGION = 16
 
 

@@ -31,8 +31,8 @@ def em(xl, xp, eps, ix, cp, w, full, n_runs, row0, total, dflt, rp, key, prop1, 
     The inputs are the driver's records (:mod:`geoldp.trajectory._fast.driver`): ``ix`` (P's arrays,
     ``KernelIndex``), ``cp`` (the sectors, ``CopyPlan``) and ``w`` (the thread's scratch arrays,
     counters and stream, ``Work``). The domain is ``w.dint``/``w.dq`` (with ``dflt``, the copy's region
-    record, or None); U is the ``n_runs`` grid runs of ``w.rows[row0:row0 + 3]`` (starts, ends, cumulative
-    sizes) holding ``total`` points.
+    record, and ``rp``, ATP's ``RegionPlan`` whose tree can narrow it, or both None); U is the ``n_runs``
+    grid runs of ``w.rows[row0:row0 + 3]`` (starts, ends, cumulative sizes) holding ``total`` points.
 
     Phase 1: ``prop1`` proposals uniform over U, accepted iff p ∈ D and u < w_p. Phase 2: enumerate D
     (membership only). Phase 3: ``prop2`` proposals uniform over D, accepted iff u < w_p. Phase 4: inverse
