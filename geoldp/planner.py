@@ -312,9 +312,8 @@ def _report_answers(
     debiased estimate itself, as an inverse-variance combination needs it)."""
     des = rrel.design(statistic, sim.n_zones, epsilon, pad_length=pad, caller="geoldp.plan")
     f = _report_frequencies(sim, des)
-    var = rest.count_variance(f, sim.n, des.oracle, single=statistic == "od")
-    sd = np.sqrt(var)
     od = statistic == "od"
+    sd = np.sqrt(rest.count_variance(f, sim.n, des.oracle, single=od))
     se = _answer(sim, statistic, sd * pad)
     if estimator == "shrunk":
         baseline = uniform_answer(sim.zone_of_point, sim.n_zones, od=od)

@@ -65,6 +65,7 @@ __all__ = [
     "region_setup_tol",
     "refine",
     "resolve",
+    "straddle_limit",
 ]
 
 # node record columns
@@ -839,8 +840,14 @@ def region_setup(a, ri, cr, tol_pt, eager, stack, work, reg):
     """Fill the region record ``reg`` for anchor ``a`` of P's :class:`RegionIndex` ``ri`` and the copy's
     :class:`CopyRegion` ``cr`` (ΔR, released r̂): the certified R̃ interval, or the exact R̃ when ``eager``
     or without a tree (straddling groups: ``STRADDLE``)."""
-    straddle = STRADDLE if ri.lam.shape[0] >= STRADDLE_MIN_POINTS else 0.0
-    region_setup_tol(a, ri, cr, tol_pt, straddle, eager, stack, work, reg)
+    region_setup_tol(a, ri, cr, tol_pt, straddle_limit(ri.lam.shape[0]), eager, stack, work, reg)
+
+
+@_jit
+def straddle_limit(m):
+    """The straddling-group limit (metres) of the η traversal over a P of ``m`` points: ``STRADDLE`` from
+    ``STRADDLE_MIN_POINTS`` on, else 0 (every straddling node opened)."""
+    return STRADDLE if m >= STRADDLE_MIN_POINTS else 0.0
 
 
 @_jit

@@ -182,7 +182,7 @@ def build_table(index, b: float, eps_r: float, input_mapping: bool, tol_pt: floa
     A function of P and public options only (SW half-width ``b``, radius budget ``eps_r``, the mapping,
     the traversal's tolerance ``tol_pt``).
     """
-    straddle = _reg.STRADDLE if index.m >= _reg.STRADDLE_MIN_POINTS else 0.0  # as region_setup
+    straddle = _reg.straddle_limit.py_func(index.m)  # as region_setup (the Python function: no compile)
     n_slots = pairs.shape[0]
     out = np.zeros((index.m, 1 + 2 * n_slots))
     _BUILD(
@@ -304,8 +304,7 @@ def region_setup(j, tab, slots, a, ri, cr, tol_pt, eager, stack, work, reg):
         k_lo, k_hi = _cal.candidate_range(cr.r_hat, cr.b)
         s = slots[j, k_lo + 1, k_hi + 1]
         if s >= 0:
-            grouped = ri.lam.shape[0] >= _reg.STRADDLE_MIN_POINTS  # as build_table carried groups
-            r_est = _reg.region_header(cr, reg, grouped)
+            r_est = _reg.region_header(cr, reg, _reg.straddle_limit(ri.lam.shape[0]) > 0.0)  # as built
             if ri.has_tree:
                 _reg.region_from_eta(a, ri, tab[j, a, 1 + 2 * s], tab[j, a, 2 + 2 * s], eager, reg)
             else:
