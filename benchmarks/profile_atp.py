@@ -9,8 +9,8 @@ Plain script. On ``geoldp.datasets.synthetic_city_arrays(m, trips, min_len=2, ma
    exact distribution, the copy's budgets — and times each numba stage of the region module on them in a
    compiled loop (no Python call overhead): ΔR (``farthest``), the η traversal (``eta_interval``, with its
    node / point / straddle counters), the whole ``region_setup`` (traversal + R̃ interval), the refinement (the
-   traversal without groups, charged at the kernel's measured fraction of refined regions), the exact pass
-   (``resolve``, charged per copy at the kernel's measured exact-pass fraction);
+   traversals of each refinement level, charged at the kernel's measured fraction of copies that took
+   it), the exact pass (``resolve``, charged per copy at the kernel's measured exact-pass fraction);
 3. times the anchor EM as the PointEM kernel on one-point trajectories at the copy's anchor budget (the
    same EM over all of P), and the TP kernel on the same trips as a reference for the shared parts
    (pivots, non-pivots, merge);
@@ -199,7 +199,10 @@ def main(argv=None) -> int:
     t_tp = time.process_time() - t0
     _fast.COLLECT_STATS = False
     frac_exact = st["exact_eta_passes"] / max(1, st["atp_regions"])
-    frac_refined = st["refined_regions"] / max(1, st["atp_regions"])
+    # refine's levels (AR.REFINE_STRADDLE): the copies that took each
+    frac_levels = [
+        st[name] / max(1, st["atp_regions"]) for name in ("refined_regions", "refined_without_groups")
+    ]
 
     # the public inputs of a sample of copies
     rng = np.random.default_rng(0)
@@ -314,19 +317,24 @@ def main(argv=None) -> int:
         _fast.perturb_fast(sel, one, points, pm, key, 0)
         t_em += time.process_time() - t0
 
-    # the refinement: the traversal without groups, on the copies that meet a point in their interval
-    t0 = time.process_time()
-    loop_eta(ahat, *args_t, r_hat, b, eps_r, drs, inp, tol, 0.0, stack, work, cnt)
-    t_ref = time.process_time() - t0
+    # the refinement: one traversal per level, on the copies that still meet a point in their interval
+    t_ref = []
+    for limit in AR.REFINE_STRADDLE:
+        t0 = time.process_time()
+        loop_eta(ahat, *args_t, r_hat, b, eps_r, drs, inp, tol, limit, stack, work, cnt)
+        t_ref.append(time.process_time() - t0)
 
     stages = [
         ("anchor EM (PointEM kernel, ε_anchor, over P)", t_em * us),
         ("ΔR (farthest)", t_far * us),
         ("η traversal (eta_interval)", t_eta * us),
         ("region setup other (R̃ interval, calibrate)", (t_setup - t_eta) * us),
-        (
-            f"refinement (traversal without groups, {t_ref * us:,.0f} µs) × {frac_refined:.4f} of copies",
-            t_ref * us * frac_refined,
+        *(
+            (
+                f"refinement (traversal, groups up to {limit:g} m, {t * us:,.0f} µs) × {frac:.4f} of copies",
+                t * us * frac,
+            )
+            for limit, t, frac in zip(AR.REFINE_STRADDLE, t_ref, frac_levels, strict=True)
         ),
         (f"exact pass (resolve, {t_res * us:,.0f} µs) × {frac_exact:.4f} of copies", t_res * us * frac_exact),
     ]

@@ -82,13 +82,17 @@ STRADDLE = 2.0
 # ... only for |P| ≥ STRADDLE_MIN_POINTS: below, the exact pass is cheap and carrying lost in the benchmark
 # (|P| = 1e4: 37k → 28k points/s, the exact passes rising from 0.1 % to 4 % of copies).
 STRADDLE_MIN_POINTS = 50_000
+# The group limits (metres) of refine's traversals, coarse to fine, each run only while a copy's sampler
+# still meets a point inside the R̃ interval left by the previous one (0: no groups, about half a metre).
+# At 10⁶ points a traversal at 0.3 m costs about an eighth of one without groups and leaves about 10 m.
+REFINE_STRADDLE = (0.3, 0.0)
 
 # region record (float64[N_REGION]) shared with the samplers:
 #   [R̃_lo, cos(R̃_lo/R), R̃_hi, cos(R̃_hi/R), resolved, superset radius, r̂, b, ε_R, ε_decay, R̂, ΔR,
-#    input mapping, η_lo, η_hi, refined]
+#    input mapping, η_lo, η_hi, group limit of the last traversal]
 F_LO, F_COS_LO, F_HI, F_COS_HI, F_RES, F_SUPER = 0, 1, 2, 3, 4, 5
 _F_RHAT, _F_B, _F_EPSR, _F_EPSD, _F_REST, _F_DR, _F_INP, _F_ETA_LO, _F_ETA_HI = 6, 7, 8, 9, 10, 11, 12, 13, 14
-_F_REFINED = 15  # 1 when refine has nothing (more) to do for this copy
+_F_REFINED = 15  # the group limit of the copy's last η traversal (0: refine has nothing more to do)
 N_REGION = 16
 
 
@@ -853,7 +857,7 @@ def straddle_limit(m):
 @_jit
 def region_setup_tol(a, ri, cr, tol_pt, straddle, eager, stack, work, reg):
     """:func:`region_setup` with the straddling-group limit ``straddle`` (metres) given (tests, benches)."""
-    r_est = region_header(cr, reg, straddle > 0.0)
+    r_est = region_header(cr, reg, straddle)
     has_k, d_lo, d_hi = _cal.candidate_band(cr.r_hat, cr.b, cr.dr, cr.inp)
     if ri.has_tree:
         eta_interval(a, ri, has_k, d_lo, d_hi, tol_pt, straddle, cr.eps_r, stack, work)
@@ -877,10 +881,10 @@ def region_exact(reg, rt):
 
 
 @_jit
-def region_header(cr, reg, grouped):
+def region_header(cr, reg, straddle):
     """Fill the parameter fields of the region record ``reg`` from the :class:`CopyRegion` ``cr`` (not yet
-    resolved; ``grouped``: its η interval will come from a traversal that carried straddling groups, which
-    :func:`refine` may narrow); returns R̂."""
+    resolved; ``straddle``: the group limit of the traversal its η interval will come from, which
+    :func:`refine` may narrow when positive); returns R̂."""
     r_est = _cal.sw_estimate(cr.r_hat, cr.b, cr.dr)
     reg[_F_RHAT] = cr.r_hat
     reg[_F_B] = cr.b
@@ -890,7 +894,7 @@ def region_header(cr, reg, grouped):
     reg[_F_DR] = cr.dr
     reg[_F_INP] = 1.0 if cr.inp else 0.0
     reg[F_RES] = 0.0
-    reg[_F_REFINED] = 0.0 if grouped else 1.0
+    reg[_F_REFINED] = straddle
     return r_est
 
 
@@ -930,26 +934,35 @@ def _radius_interval(e_lo, e_hi, reg):
 
 @_jit
 def refine(a, ri, tol_pt, stack, work, reg):
-    """Narrow the R̃ interval of the unresolved region record ``reg`` (anchor ``a``) by a traversal that
-    carries no straddling group, at most once per copy; a no-op where the first traversal carried none
-    (see :func:`region_header`).
+    """Narrow the R̃ interval of the unresolved region record ``reg`` (anchor ``a``) by one more traversal,
+    with the next group limit of ``REFINE_STRADDLE`` below the copy's last one; a no-op once a traversal
+    carried no straddling group (see :func:`region_header`). Returns the level it ran (its index in
+    ``REFINE_STRADDLE``), or −1 if none.
 
     At 10⁵ points the grouped traversal of :func:`region_setup` leaves an interval of about 30 m, so about
-    one copy in fifteen meets a point inside it, which would cost the exact O(|P|) pass. This traversal
-    costs about a quarter of that pass and leaves about half a metre, so the pass is rarely needed. Its
-    interval is certified like the first and both contain the exact R̃, so their intersection does. The
-    superset radius stays the first interval's: the samplers draw from the same candidates and every
-    decision is the exact one, so the output for a key is unchanged. Returns whether it traversed.
+    one copy in fifteen meets a point inside it, which would cost the exact O(|P|) pass. The finer
+    traversals cost a fraction of that pass (the last, without groups, about a quarter) and leave about
+    half a metre, so the pass is rarely needed. Each interval is certified like the first and all contain
+    the exact R̃, so their intersection does. The superset radius stays the first interval's: the samplers
+    draw from the same candidates and every decision is the exact one, so the output for a key is
+    unchanged.
     """
-    if reg[_F_REFINED] == 1.0 or reg[F_RES] == 1.0 or not ri.has_tree:
-        return False
-    reg[_F_REFINED] = 1.0
+    last = reg[_F_REFINED]
+    if last <= 0.0 or reg[F_RES] == 1.0 or not ri.has_tree:
+        return -1
+    level = len(REFINE_STRADDLE) - 1
+    for i in range(len(REFINE_STRADDLE)):
+        if REFINE_STRADDLE[i] < last:
+            level = i
+            break
+    limit = REFINE_STRADDLE[level]
+    reg[_F_REFINED] = limit
     has_k, d_lo, d_hi = _cal.candidate_band(reg[_F_RHAT], reg[_F_B], reg[_F_DR], reg[_F_INP] == 1.0)
-    eta_interval(a, ri, has_k, d_lo, d_hi, tol_pt, 0.0, reg[_F_EPSR], stack, work)
-    if work[1] >= 0.0:  # else it did not settle: the exact pass decides
+    eta_interval(a, ri, has_k, d_lo, d_hi, tol_pt, limit, reg[_F_EPSR], stack, work)
+    if work[1] >= 0.0:  # else it did not settle: a finer traversal or the exact pass decides
         lo, hi = _radius_interval(work[0], work[1], reg)
         _set_radius(reg, max(lo, reg[F_LO]), min(hi, reg[F_HI]))
-    return True
+    return level
 
 
 @_jit

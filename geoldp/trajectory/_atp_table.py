@@ -304,7 +304,7 @@ def region_setup(j, tab, slots, a, ri, cr, tol_pt, eager, stack, work, reg):
         k_lo, k_hi = _cal.candidate_range(cr.r_hat, cr.b)
         s = slots[j, k_lo + 1, k_hi + 1]
         if s >= 0:
-            r_est = _reg.region_header(cr, reg, _reg.straddle_limit(ri.lam.shape[0]) > 0.0)  # as built
+            r_est = _reg.region_header(cr, reg, _reg.straddle_limit(ri.lam.shape[0]))  # as built
             if ri.has_tree:
                 _reg.region_from_eta(a, ri, tab[j, a, 1 + 2 * s], tab[j, a, 2 + 2 * s], eager, reg)
             else:
