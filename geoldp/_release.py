@@ -257,7 +257,9 @@ def warn_near_uniform(
     warnings.warn(
         f"{affected} trajectory(ies) get a budget per point (epsilon/n) below {NEAR_UNIFORM_EPSILON} "
         "(the epsilon is shared by all their points), so their output is close to uniform noise over the "
-        f"public points. {advice}",
+        f"public points. {advice} Another design (an aggregate report, LDPTrace) may answer your question "
+        "at this epsilon: compare them before collecting with "
+        "geoldp.plan(points, zones, epsilon=..., n=..., lengths=...) (command line: geoldp plan).",
         PrivacyWarning,
         stacklevel=stacklevel + 1,
     )
