@@ -199,9 +199,9 @@ def main(argv=None) -> int:
     t_tp = time.process_time() - t0
     _fast.COLLECT_STATS = False
     frac_exact = st["exact_eta_passes"] / max(1, st["atp_regions"])
-    # refine's levels (AR.REFINE_STRADDLE): the copies that took each
+    # refine's levels (coarse, without groups): the share of copies that took each
     frac_levels = [
-        st[name] / max(1, st["atp_regions"]) for name in ("refined_regions", "refined_without_groups")
+        st[name] / max(1, st["atp_regions"]) for name in ("refined_coarse", "refined_without_groups")
     ]
 
     # the public inputs of a sample of copies
@@ -319,7 +319,8 @@ def main(argv=None) -> int:
 
     # the refinement: one traversal per level, on the copies that still meet a point in their interval
     t_ref = []
-    for limit in AR.REFINE_STRADDLE:
+    limits = (AR.REFINE_COARSE_M * 1e6 / idx.m, 0.0)
+    for limit in limits:
         t0 = time.process_time()
         loop_eta(ahat, *args_t, r_hat, b, eps_r, drs, inp, tol, limit, stack, work, cnt)
         t_ref.append(time.process_time() - t0)
@@ -334,7 +335,7 @@ def main(argv=None) -> int:
                 f"refinement (traversal, groups up to {limit:g} m, {t * us:,.0f} µs) × {frac:.4f} of copies",
                 t * us * frac,
             )
-            for limit, t, frac in zip(AR.REFINE_STRADDLE, t_ref, frac_levels, strict=True)
+            for limit, t, frac in zip(limits, t_ref, frac_levels, strict=True)
         ),
         (f"exact pass (resolve, {t_res * us:,.0f} µs) × {frac_exact:.4f} of copies", t_res * us * frac_exact),
     ]

@@ -82,10 +82,11 @@ STRADDLE = 2.0
 # ... only for |P| ≥ STRADDLE_MIN_POINTS: below, the exact pass is cheap and carrying lost in the benchmark
 # (|P| = 1e4: 37k → 28k points/s, the exact passes rising from 0.1 % to 4 % of copies).
 STRADDLE_MIN_POINTS = 50_000
-# The group limits (metres) of refine's traversals, coarse to fine, each run only while a copy's sampler
-# still meets a point inside the R̃ interval left by the previous one (0: no groups, about half a metre).
-# At 10⁶ points a traversal at 0.3 m costs about an eighth of one without groups and leaves about 10 m.
-REFINE_STRADDLE = (0.3, 0.0)
+# refine's coarse level: a traversal with groups up to REFINE_COARSE_M metres at 10⁶ points, a limit that
+# scales like 1/|P| as a node's sway does, so it runs only where it is below STRADDLE (above 150,000
+# points); below, refine goes straight to the traversal without groups. At 10⁶ points the coarse traversal
+# costs about a seventh of the one without groups and leaves about 10 m instead of 30 (A/B: 1.2–1.3× ATP).
+REFINE_COARSE_M = 0.3
 
 # region record (float64[N_REGION]) shared with the samplers:
 #   [R̃_lo, cos(R̃_lo/R), R̃_hi, cos(R̃_hi/R), resolved, superset radius, r̂, b, ε_R, ε_decay, R̂, ΔR,
@@ -934,28 +935,25 @@ def _radius_interval(e_lo, e_hi, reg):
 
 @_jit
 def refine(a, ri, tol_pt, stack, work, reg):
-    """Narrow the R̃ interval of the unresolved region record ``reg`` (anchor ``a``) by one more traversal,
-    with the next group limit of ``REFINE_STRADDLE`` below the copy's last one; a no-op once a traversal
-    carried no straddling group (see :func:`region_header`). Returns the level it ran (its index in
-    ``REFINE_STRADDLE``), or −1 if none.
+    """Narrow the R̃ interval of the unresolved region record ``reg`` (anchor ``a``) by one more traversal
+    with a finer group limit: the coarse level (``REFINE_COARSE_M``, scaled to |P|) if it is below the
+    copy's last limit, else none; a no-op once a traversal carried no straddling group (see
+    :func:`region_header`). Returns the level it ran (0 coarse, 1 without groups) or −1.
 
     At 10⁵ points the grouped traversal of :func:`region_setup` leaves an interval of about 30 m, so about
-    one copy in fifteen meets a point inside it, which would cost the exact O(|P|) pass. The finer
-    traversals cost a fraction of that pass (the last, without groups, about a quarter) and leave about
-    half a metre, so the pass is rarely needed. Each interval is certified like the first and all contain
-    the exact R̃, so their intersection does. The superset radius stays the first interval's: the samplers
-    draw from the same candidates and every decision is the exact one, so the output for a key is
-    unchanged.
+    one copy in fifteen meets a point inside it, which would cost the exact O(|P|) pass. The traversal
+    without groups costs about a quarter of that pass and leaves about half a metre, so the pass is rarely
+    needed; at 10⁶ points the coarse one first settles most such copies at a seventh of that cost. Each
+    interval is certified like the first and all contain the exact R̃, so their intersection does. The
+    superset radius stays the first interval's: the samplers draw from the same candidates and every
+    decision is the exact one, so the output for a key is unchanged.
     """
     last = reg[_F_REFINED]
     if last <= 0.0 or reg[F_RES] == 1.0 or not ri.has_tree:
         return -1
-    level = len(REFINE_STRADDLE) - 1
-    for i in range(len(REFINE_STRADDLE)):
-        if REFINE_STRADDLE[i] < last:
-            level = i
-            break
-    limit = REFINE_STRADDLE[level]
+    coarse = REFINE_COARSE_M * 1e6 / ri.lam.shape[0]
+    level = 0 if coarse < last else 1
+    limit = coarse if level == 0 else 0.0
     reg[_F_REFINED] = limit
     has_k, d_lo, d_hi = _cal.candidate_band(reg[_F_RHAT], reg[_F_B], reg[_F_DR], reg[_F_INP] == 1.0)
     eta_interval(a, ri, has_k, d_lo, d_hi, tol_pt, limit, reg[_F_EPSR], stack, work)
