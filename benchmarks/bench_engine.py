@@ -83,7 +83,11 @@ def _one_size(m: int, n_trips: int, mechanisms, epsilons, seed: int, frame: bool
             "rss_mib": _rss(),
             "atp_regions": (stats or {}).get("atp_regions", 0),
             "exact_eta_passes": (stats or {}).get("exact_eta_passes", 0),
-            "refined_regions": (stats or {}).get("refined_regions", 0),
+            # refine's traversals (older versions: one per refined copy, "refined_regions")
+            "refinements": sum(
+                (stats or {}).get(k, 0)
+                for k in ("refinements_coarse", "refinements_without_groups", "refined_regions")
+            ),
         }
         r.update(extra or {})
         rows.append(r)
@@ -209,7 +213,7 @@ def _table(rows: list[dict]) -> str:
         "clock",
         "points/s",
         "peak RSS MiB",
-        "regions / refined / exact η",
+        "regions / refinements / exact η",
     )
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in rows:
@@ -218,7 +222,7 @@ def _table(rows: list[dict]) -> str:
         pps = f"{r['points_per_s']:,.0f}" if r["points"] else "-"
         if "speedup" in r:
             pps += f" ({r['speedup']:.2f}×)"
-        refined = r.get("refined_regions", 0)  # absent from the JSON of older versions
+        refined = r.get("refinements", r.get("refined_regions", 0))  # absent from the JSON of older versions
         reg = f"{r['atp_regions']:,} / {refined:,} / {r['exact_eta_passes']:,}" if r["atp_regions"] else "-"
         cells = [r.get("checkout", "."), f"{r['m']:,}", name, f"{r['epsilon']:g}", r["path"]]
         cells += [f"{r['points']:,}"]

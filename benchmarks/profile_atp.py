@@ -201,7 +201,7 @@ def main(argv=None) -> int:
     frac_exact = st["exact_eta_passes"] / max(1, st["atp_regions"])
     # refine's levels (coarse, without groups): the share of copies that took each
     frac_levels = [
-        st[name] / max(1, st["atp_regions"]) for name in ("refined_coarse", "refined_without_groups")
+        st[name] / max(1, st["atp_regions"]) for name in ("refinements_coarse", "refinements_without_groups")
     ]
 
     # the public inputs of a sample of copies
@@ -286,8 +286,8 @@ def main(argv=None) -> int:
         f"TP kernel {t_tp:.2f} s = {n_pts / t_tp:,.0f}"
     )
     print(
-        f"kernel regions / refined / exact η: {st['atp_regions']:,} / {st.get('refined_regions', 0):,} "
-        f"/ {st['exact_eta_passes']:,} "
+        f"kernel regions / refinements (coarse, without groups) / exact η: {st['atp_regions']:,} / "
+        f"{st['refinements_coarse']:,}, {st['refinements_without_groups']:,} / {st['exact_eta_passes']:,} "
         f"(compiled STRADDLE = {AR.STRADDLE}); sampled copies {k:,}; Taylor tolerance {tol:g} m per point"
     )
     print()

@@ -63,8 +63,8 @@ ST_MERGE_FULL = 8
 ST_MERGE_CAND = 9
 ST_MERGE_EXACT = 10
 ST_EM_CALLS = 11
-ST_REFINED = 12  # copies refined; then one slot per level of _reg.refine (coarse, without groups)
-N_STATS = 15
+ST_REFINED = 12  # one slot per level of _reg.refine: coarse, without groups
+N_STATS = 14
 STAT_NAMES = (
     "proposals",
     "enumerations",
@@ -78,9 +78,8 @@ STAT_NAMES = (
     "merge_candidates",
     "merge_exact_evals",
     "em_calls",
-    "refined_regions",  # copies whose region refine narrowed
-    "refined_coarse",  # its traversals at the coarse level
-    "refined_without_groups",  # its traversals without groups
+    "refinements_coarse",  # refine's traversals at the coarse level
+    "refinements_without_groups",  # ... and without groups
 )
 
 
@@ -478,15 +477,11 @@ def member(p, lam, phi, xyz, dq, dint, dflt, rp, w, g, centred):
             return False
         if dot <= dflt[_reg.F_COS_LO] + _MG_DOT and dflt[_reg.F_RES] == 0.0 and rp is not None:
             # p lies in the certified interval of R̃: first narrow it (coarse to fine, see _reg.refine)
-            first = True
             while True:
                 level = _reg.refine(c, rp.region, rp.tol_pt, w.rstack, w.rwork, dflt)
                 if level < 0:
                     break
-                if first:
-                    w.stats[ST_REFINED] += 1
-                    first = False
-                w.stats[ST_REFINED + 1 + level] += 1
+                w.stats[ST_REFINED + level] += 1
                 if dot < dflt[_reg.F_COS_HI] - _MG_DOT:
                     return False
                 if dot > dflt[_reg.F_COS_LO] + _MG_DOT:
