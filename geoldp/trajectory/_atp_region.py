@@ -85,7 +85,8 @@ STRADDLE_MIN_POINTS = 50_000
 # refine's coarse level: a traversal with groups up to REFINE_COARSE_M metres at 10⁶ points, a limit that
 # scales like 1/|P| as a node's sway does, so it runs only where it is below STRADDLE (above 150,000
 # points); below, refine goes straight to the traversal without groups. At 10⁶ points the coarse traversal
-# costs about a seventh of the one without groups and leaves about 10 m instead of 30 (A/B: 1.2–1.3× ATP).
+# costs about a seventh of the one without groups and leaves about 10 m instead of 30: about 11 % of an ATP
+# copy saved there (benchmarks/profile_atp.py --m 1000000).
 REFINE_COARSE_M = 0.3
 
 # region record (float64[N_REGION]) shared with the samplers:
