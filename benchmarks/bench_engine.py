@@ -23,7 +23,9 @@ from the trajectories outlives a call (there is no ATP calibration cache), so ro
 
 ``--source DIR`` (repeatable) runs every size's subprocess once per checkout, interleaved round by round
 (``--rounds``), with ``PYTHONPATH=DIR``: before/after comparisons measured in one run on the same load. With
-``--no-atp-table`` the ATP rows are also measured with the public table over P turned off (``atp-notable``).
+``--no-atp-table`` the ATP rows are also measured with the public table over P turned off (``atp-notable``);
+with ``--precompute`` also with the table built ahead by ``geoldp.trajectory.precompute``
+(``atp-precomputed``, last: its ``precompute`` row includes the build).
 
 ``--first-call`` instead measures the CPU time of the first ``perturb_trajectories`` call per mechanism
 in a fresh process with an empty numba cache directory (``NUMBA_CACHE_DIR`` set to a new temporary
@@ -103,13 +105,18 @@ def _one_size(m: int, n_trips: int, mechanisms, epsilons, seed: int, frame: bool
         for eps in epsilons:
             points = geoldp.PointSet(lon, lat)  # fresh: no spatial index yet
             _ = points.diameter_m  # the exact diameter (part of every PointSet's construction; not timed)
-            cls = {"tp": geoldp.TP, "atp": geoldp.ATP, "atp-notable": geoldp.ATP, "pointem": geoldp.PointEM}
+            cls = {"tp": geoldp.TP, "pointem": geoldp.PointEM}
+            cls.update(dict.fromkeys(("atp", "atp-notable", "atp-precomputed"), geoldp.ATP))
             mech = cls[name](epsilon=eps)
             # compile/load the numba code on a tiny point set, so the precompute row below is index only
             tiny = geoldp.PointSet(lon[:50], lat[:50])
             geoldp.perturb_trajectories([[0, 1, 2]], tiny, mechanism=mech, rng=1)
             t0 = time.process_time()
             geoldp.perturb_trajectories(trajs[:20], points, mechanism=mech, rng=1)
+            if name == "atp-precomputed":
+                from geoldp.trajectory import precompute
+
+                assert precompute(points, mechanism=mech), "no table at this size"
             row(name, eps, "precompute", time.process_time() - t0, 0)
             t0 = time.process_time()
             geoldp.perturb_trajectories(trajs, points, mechanism=mech, rng=2)
@@ -218,7 +225,7 @@ def _table(rows: list[dict]) -> str:
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in rows:
         name = r["mechanism"].upper() if r["mechanism"] != "pointem" else "PointEM"
-        name = name.replace("-NOTABLE", " (no table)")
+        name = name.replace("-NOTABLE", " (no table)").replace("-PRECOMPUTED", " (precomputed)")
         pps = f"{r['points_per_s']:,.0f}" if r["points"] else "-"
         if "speedup" in r:
             pps += f" ({r['speedup']:.2f}×)"
@@ -248,6 +255,7 @@ def main(argv=None) -> int:
     parser.add_argument("--source", action="append", help="checkout to time (repeatable; default: this one)")
     parser.add_argument("--rounds", type=int, default=1, help="rounds over the checkouts (interleaved)")
     parser.add_argument("--no-atp-table", action="store_true", help="also ATP with the table turned off")
+    parser.add_argument("--precompute", action="store_true", help="also ATP with its table built ahead")
     parser.add_argument("--_child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.first_call:
@@ -271,6 +279,8 @@ def main(argv=None) -> int:
     mechanisms = list(args.mechanisms)
     if args.no_atp_table and "atp" in mechanisms:
         mechanisms.insert(mechanisms.index("atp") + 1, "atp-notable")
+    if args.precompute and "atp" in mechanisms:
+        mechanisms.append("atp-precomputed")
     for m in sizes:
         for _ in range(args.rounds):
             for src in sources:

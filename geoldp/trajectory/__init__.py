@@ -7,8 +7,8 @@ https://arxiv.org/abs/2307.09339
 from __future__ import annotations
 
 from geoldp.trajectory.atp import ATP
-from geoldp.trajectory.engine import perturb_trajectories
+from geoldp.trajectory.engine import perturb_trajectories, precompute
 from geoldp.trajectory.pointem import PointEM
 from geoldp.trajectory.tp import TP
 
-__all__ = ["ATP", "TP", "PointEM", "perturb_trajectories"]
+__all__ = ["ATP", "TP", "PointEM", "perturb_trajectories", "precompute"]

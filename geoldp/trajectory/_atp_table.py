@@ -62,10 +62,13 @@ def _estimated_build_s(m: int, n_slots: int) -> float:
     return m * n_slots * _SLOT_US * math.sqrt(m) * 1e-6
 
 
-def wants_table(m: int, n_copies: int, n_slots: int = 24) -> bool:
-    """Whether building the table for |P| = ``m`` pays for a call with ``n_copies`` ATP copies."""
+def wants_table(m: int, n_copies: int | None, n_slots: int = 24) -> bool:
+    """Whether building the table for |P| = ``m`` pays for a call with ``n_copies`` ATP copies (``None``:
+    asked for ahead of the calls, by :func:`geoldp.trajectory.precompute`: wherever a table is kept)."""
     if m > TABLE_MAX_POINTS:
         return False
+    if n_copies is None:
+        return True
     return _estimated_build_s(m, n_slots) <= _FREE_S or n_copies * _SAVED_US >= m * n_slots * _SLOT_US
 
 
@@ -212,18 +215,18 @@ def half_widths(mechanism, sw_b: np.ndarray, eps_rad: np.ndarray, lengths: np.nd
     return np.array([[float(_mech.sw_half_width(radius)), radius]])
 
 
-def plan_tables(index, budgets: np.ndarray, n_traj: int, plan, tol_pt: float):
+def plan_tables(index, budgets: np.ndarray, n_traj: int | None, plan, tol_pt: float):
     """The tables a call uses: ``(tables float64[n, m, w], keys float64[n, 2], slots int64[n, 12, 12])``.
 
     One table per (b, ε_R) in ``budgets`` (``keys``; one under every budget split, :func:`half_widths`);
     ``slots[j, k_lo + 1, k_hi + 1]`` is the band's slot in table j or −1. Built where it pays for a call
-    of ``n_traj`` trajectories (:func:`wants_table`), otherwise used only if already cached. The tables
-    hold public values only (P and options); the number of trajectories (visible in the release) only
-    decides whether one is built.
+    of ``n_traj`` trajectories (:func:`wants_table`; ``None``: wherever one is kept), otherwise used only
+    if already cached. The tables hold public values only (P and options); the number of trajectories
+    (visible in the release) only decides whether one is built.
     """
     if not ENABLED[0]:
         return _NONE
-    build = wants_table(index.m, 2 * int(n_traj))
+    build = wants_table(index.m, None if n_traj is None else 2 * int(n_traj))
     found = []
     for b, eps_r in budgets:
         key = (

@@ -33,6 +33,7 @@ __all__ = [
     "check_budgets",
     "kernel_state",
     "perturb_trajectories",
+    "precompute",
     "resolve_mechanism",
     "run",
     "run_with_key",
@@ -291,6 +292,61 @@ def perturb_trajectories(
         if return_diagnostics:
             result.append(diags)
         return outputs if len(result) == 1 else tuple(result)
+
+
+def precompute(points, *, mechanism="atp", epsilon=None, **options) -> bool:
+    """Build, ahead of the releases, the public structures that ``mechanism``'s releases over ``points`` read.
+
+    A release builds what it needs of them itself: P's spatial index always and, for ATP, its quadtree and
+    the public table over P (per point, ΔR and the certified η interval of every Square-Wave band) only
+    where the call's own trajectories repay the table's build (about 30 s per ε at |P| = 10⁵, from about
+    430,000 trajectories in one call there). A campaign that releases over the same point set in many
+    smaller calls builds them here once instead: they are cached with the point set and every later
+    release over it with the same public configuration uses them (ATP at |P| = 10⁵: about 2.4× faster
+    per trajectory). Releases are bit-identical with or without them.
+
+    Parameters
+    ----------
+    points : PointSet
+        The public location set P.
+    mechanism : {"atp", "tp", "pointem"} or mechanism object, default "atp"
+        As in :func:`perturb_trajectories`: the table depends on ε and the mechanism's options.
+    epsilon : float, optional
+        Total budget per trajectory; required with a name.
+    **options
+        Mechanism options when ``mechanism`` is a name.
+
+    Returns
+    -------
+    bool
+        Whether ATP's public tables are ready for this configuration: ``False`` for TP and PointEM (they use
+        only the spatial index) and above 100,000 points, where no table is kept (its build grows like
+        |P|^1.5; ATP then takes its certified traversal per copy).
+
+    Raises
+    ------
+    TypeError, ValueError
+        As :func:`perturb_trajectories` for ``points``, ``mechanism``, ``epsilon`` and options.
+
+    Notes
+    -----
+    Everything built depends on P and the mechanism's public configuration only, never on trajectories.
+
+    Examples
+    --------
+    >>> from geoldp import PointSet
+    >>> from geoldp.trajectory import precompute
+    >>> pts = PointSet([0.0, 0.01, 0.02, 0.03], [0.0, 0.01, 0.0, 0.01])
+    >>> precompute(pts, mechanism="atp", epsilon=4.0)
+    True
+    """
+    with release_scope():  # the budget splits it reads are public, but kept only as a release keeps them
+        caller = "precompute"
+        points = _check_points(points, caller)
+        mech = resolve_mechanism(mechanism, epsilon, options, caller=caller)
+        from geoldp.trajectory._fast import precompute as _precompute
+
+        return bool(_precompute(points, mech))
 
 
 def check_n_jobs(n_jobs, caller: str) -> int:

@@ -181,3 +181,48 @@ def test_two_budgets_give_two_tables_the_kernel_can_find():
         single, _, _ = index.atp_table((b, eps_r, False, 2.0, 1024, False))
         assert np.array_equal(tables[j, :, : single.shape[2]], single[0])
     assert AT.find(keys, budgets[0, 0], budgets[1, 1]) == -1
+
+
+@pytest.mark.parametrize("kwargs", [{"epsilon": 4.0}, {"epsilon": 2.0, "sw_output": "continuous"}])
+def test_precompute_builds_the_table_a_small_call_then_uses(kwargs, monkeypatch):
+    """``precompute`` builds the table a call too small to repay it would not build; the call then reads it
+    (the table the call asks for is the one built: its keys match), and its release is the one without."""
+    m = 5_000
+    mech = ATP(**kwargs)
+    flat, offsets = _layout(m, 20, seed=6)
+    assert not AT.wants_table(m, 2 * 20)  # this call alone would not build it
+    monkeypatch.setattr(AT, "ENABLED", [False])
+    want = _release(_points(m, seed=24), mech, flat, offsets)
+    monkeypatch.setattr(AT, "ENABLED", [True])
+    P = _points(m, seed=24)
+    assert geoldp.trajectory.precompute(P, mechanism=mech)
+    index = F.get_index(P)
+    built = dict(index._atp_tables)
+    assert built
+    asked = []
+    plan_tables = AT.plan_tables
+
+    def spy(index, budgets, n_traj, plan, tol_pt):
+        out = plan_tables(index, budgets, n_traj, plan, tol_pt)
+        asked.append(out[1].shape[0] == budgets.shape[0])
+        return out
+
+    monkeypatch.setattr(AT, "plan_tables", spy)
+    assert np.array_equal(_release(P, mech, flat, offsets), want)
+    assert asked == [True]  # every table the call asked for was there
+    assert dict(index._atp_tables) == built  # and nothing new was built
+
+
+def test_precompute_of_tp_pointem_and_large_sets_builds_no_table_and_checks_its_input(monkeypatch):
+    P = _points(300, seed=25)
+    assert geoldp.trajectory.precompute(P, mechanism="tp", epsilon=4.0) is False
+    assert geoldp.trajectory.precompute(P, mechanism="pointem", epsilon=4.0) is False
+    assert not F.get_index(P)._atp_tables
+    monkeypatch.setattr(AT, "TABLE_MAX_POINTS", 299)  # above the cut-off: the traversal, no table
+    assert geoldp.trajectory.precompute(P, mechanism="atp", epsilon=4.0) is False
+    with pytest.raises(TypeError, match="'points' parameter of precompute"):
+        geoldp.trajectory.precompute(np.zeros((3, 2)), mechanism="atp", epsilon=4.0)
+    with pytest.raises(ValueError, match="mechanism"):
+        geoldp.trajectory.precompute(P, mechanism="nope", epsilon=4.0)
+    with pytest.raises(TypeError, match="options"):
+        geoldp.trajectory.precompute(P, mechanism=ATP(epsilon=4.0), sw_output="continuous")

@@ -6,6 +6,6 @@ compiled loop over trajectories), :mod:`.grid` (the spatial index, domains, supe
 and :mod:`.anchor` (ATP's anchor p_α); ATP's region Ω is :mod:`geoldp.trajectory._atp_region`.
 """
 
-from geoldp.trajectory._fast.driver import kernel_state, perturb_fast
+from geoldp.trajectory._fast.driver import kernel_state, perturb_fast, precompute
 
-__all__ = ["kernel_state", "perturb_fast"]
+__all__ = ["kernel_state", "perturb_fast", "precompute"]

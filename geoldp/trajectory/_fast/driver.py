@@ -120,7 +120,7 @@ from geoldp.trajectory._fast.sampling import (
 )
 from geoldp.trajectory.merge import TAU_FACTOR
 
-__all__ = ["FastIndex", "get_index", "kernel_state", "last_stats", "perturb_fast"]
+__all__ = ["FastIndex", "get_index", "kernel_state", "last_stats", "perturb_fast", "precompute"]
 
 # Counters of the last call, kept only when a benchmark opts in: some of them (proposals, fallbacks) are
 # aggregates of the private inputs, so by default nothing is kept after a call.
@@ -588,6 +588,26 @@ def kernel_state(mechanism) -> str:
     import os
 
     return "cached" if os.path.exists(index_path) else "compile"
+
+
+def precompute(points, mechanism) -> bool:
+    """Build the public structures of ``points`` that ``mechanism``'s releases read: P's spatial index and,
+    for ATP, its quadtree and public tables over P (:mod:`geoldp.trajectory._atp_table`; none above
+    ``TABLE_MAX_POINTS`` points). They are cached with the point set, as a release would cache them.
+    Returns whether ATP's tables are ready. Reads P and the mechanism's public configuration only.
+    """
+    index = get_index(points)
+    plan = mechanism.sampler_plan
+    if plan.kernel_kind != 2:
+        return False
+    index.tree()
+    index.kdtree()
+    # the radius budget is the same share of a copy's budget for every length: length 2 gives every call's key
+    lengths = np.array([2], dtype=np.int64)
+    *_, eps_rad, sw_b, _ = _tables(mechanism, lengths, index.m)
+    budgets = _tab.half_widths(mechanism, sw_b, eps_rad, lengths)
+    tables = _tab.plan_tables(index, budgets, None, plan, float(_REGION_TOL_PT))
+    return tables[0].shape[0] == budgets.shape[0]
 
 
 def perturb_fast(flat_idx, offsets, points, mechanism, key, first_stream, n_jobs: int = 1) -> np.ndarray:
