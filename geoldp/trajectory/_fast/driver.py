@@ -600,14 +600,22 @@ def precompute(points, mechanism) -> bool:
     plan = mechanism.sampler_plan
     if plan.kernel_kind != 2:
         return False
-    index.tree()
-    index.kdtree()
     # the radius budget is the same share of a copy's budget for every length: length 2 gives every call's key
     lengths = np.array([2], dtype=np.int64)
     *_, eps_rad, sw_b, _ = _tables(mechanism, lengths, index.m)
+    tables, n_wanted = _atp_structures(index, mechanism, sw_b, eps_rad, lengths, None)
+    return tables[0].shape[0] == n_wanted
+
+
+def _atp_structures(index, mechanism, sw_b, eps_rad, lengths, n_traj):
+    """ATP's structures of P (quadtree, k-d tree) and its public tables (:func:`_atp_table.plan_tables`, for
+    a call of ``n_traj`` trajectories; ``None``: built wherever one is kept); returns the tables and how
+    many the call's budgets ask for. Built whatever the input: their presence says nothing of it."""
+    index.tree()
+    index.kdtree()
     budgets = _tab.half_widths(mechanism, sw_b, eps_rad, lengths)
-    tables = _tab.plan_tables(index, budgets, None, plan, float(_REGION_TOL_PT))
-    return tables[0].shape[0] == budgets.shape[0]
+    tables = _tab.plan_tables(index, budgets, n_traj, mechanism.sampler_plan, float(_REGION_TOL_PT))
+    return tables, budgets.shape[0]
 
 
 def perturb_fast(flat_idx, offsets, points, mechanism, key, first_stream, n_jobs: int = 1) -> np.ndarray:
@@ -662,11 +670,8 @@ def perturb_fast(flat_idx, offsets, points, mechanism, key, first_stream, n_jobs
             eps_np,
             lie,
         )
-    if kind == 2:  # ATP's structures of P, built whatever the input: their presence says nothing of it
-        index.tree()
-        index.kdtree()
-        budgets = _tab.half_widths(mechanism, sw_b, eps_rad, lengths)
-        tables = _tab.plan_tables(index, budgets, n_traj, plan, float(_REGION_TOL_PT))
+    if kind == 2:
+        tables, _ = _atp_structures(index, mechanism, sw_b, eps_rad, lengths, n_traj)
     rp = None  # TP and PointEM (and ATP without a trajectory of length ≥ 2): no anchor, no region
     if kind == 2 and np.any(lengths >= 2):
         rp = RegionPlan(
