@@ -18,6 +18,7 @@ from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
 
 HERE = Path(__file__).resolve().parent
+SOURCES = HERE / "src"
 NAMES = ("geoldp._aot_kernels", "geoldp._aot_kernels_nrt")
 
 
@@ -49,14 +50,14 @@ class BuildKernels(build_ext):
 def _build_kernels(target: Path) -> list[Path]:
     # the build compiles the kernels' callees with numba's JIT on the way: keep that cache out of the user's
     os.environ.setdefault("NUMBA_CACHE_DIR", tempfile.mkdtemp(prefix="geoldp-build-"))
-    sys.path.insert(0, str(HERE))  # the sources being built (their digest goes into the extension)
+    sys.path.insert(0, str(SOURCES))  # the sources being built (their digest goes into the extension)
     try:
         from geoldp._aot_build import build
 
         # the digest is taken over the package as installed (build_py has copied it next to the target)
         return build(target, target)
     finally:
-        sys.path.remove(str(HERE))
+        sys.path.remove(str(SOURCES))
 
 
 # One placeholder per extension: it makes the wheel platform-specific; BuildKernels produces the files.

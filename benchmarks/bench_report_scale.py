@@ -80,7 +80,7 @@ def main() -> None:
     parser.add_argument("--n", type=int, default=1_000_000, help="reports per case (default 10^6)")
     parser.add_argument("--case", action="append", choices=CASES, default=None, help="repeatable")
     args = parser.parse_args()
-    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    env = dict(os.environ, PYTHONPATH=str(ROOT / "src") + os.pathsep + os.environ.get("PYTHONPATH", ""))
     rows = []
     for case in args.case or CASES:
         done = subprocess.run(

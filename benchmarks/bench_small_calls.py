@@ -49,6 +49,12 @@ print(json.dumps(out))
 """
 
 
+def _sources(checkout: str) -> str:
+    """The folder to put on PYTHONPATH for a checkout (its src/ folder, or the checkout for an old layout)."""
+    inner = os.path.join(checkout, "src")
+    return inner if os.path.isdir(os.path.join(inner, "geoldp")) else checkout
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--source", action="append", help="checkout to time (repeatable; default: this one)")
@@ -60,7 +66,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as cwd:  # `python -c` puts the working directory first on sys.path
         for _ in range(args.rounds):
             for src in sources:
-                env = dict(os.environ, PYTHONPATH=src)
+                env = dict(os.environ, PYTHONPATH=_sources(src))
                 cmd = [sys.executable, "-c", CHILD, str(args.calls), *MECHANISMS]
                 proc = subprocess.run(cmd, env=env, cwd=cwd, capture_output=True, text=True, check=True)
                 for mech, ms in json.loads(proc.stdout.strip().splitlines()[-1]).items():

@@ -48,7 +48,8 @@ def main() -> None:
         "--source", default=str(ROOT), help="checkout whose geoldp to time (default: this one)"
     )
     args = parser.parse_args()
-    env = dict(os.environ, PYTHONPATH=args.source)
+    inner = os.path.join(args.source, "src")  # an old checkout has no src/ folder
+    env = dict(os.environ, PYTHONPATH=inner if os.path.isdir(inner) else args.source)
     times: dict[str, list[float]] = {name: [] for name in COMMANDS}
     with tempfile.TemporaryDirectory() as cwd:
         for cmd in COMMANDS.values():  # warm the OS file cache once

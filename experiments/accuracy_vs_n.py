@@ -54,7 +54,7 @@ import pandas as pd
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "experiments"))
-sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "src"))
 
 import designs as shared  # noqa: E402  (the loader and the seeded split of experiments/designs.py)
 

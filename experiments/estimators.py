@@ -44,7 +44,7 @@ import numpy as np
 import pandas as pd
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "src"))
 sys.path.insert(0, str(REPO / "experiments"))
 DEFAULT_DATA = REPO.parent / "shared" / "data"
 if not DEFAULT_DATA.exists():

@@ -48,7 +48,7 @@ import numpy as np
 import pandas as pd
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "src"))
 DEFAULT_DATA = Path("/work/shared/data")
 DEFAULT_OUT = REPO / "docs" / "results"
 DATASETS = ("chi_atp", "nyc_atp", "cps_atp")

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 PACKAGE = "geoldp"
-ROOT = Path(__file__).resolve().parents[1] / PACKAGE
+ROOT = Path(__file__).resolve().parents[1] / "src" / PACKAGE
 
 #: The layers, lowest first (the same table as docs/architecture.md). A module may import modules of its
 #: own layer or of a lower one, never of a higher one. A package name stands for all its submodules.
@@ -246,13 +246,13 @@ def test_the_private_name_check_can_fail(source, expected, tmp_path, monkeypatch
 def test_docs_declare_the_same_layers():
     import re
 
-    page = (ROOT.parent / "docs" / "architecture.md").read_text(encoding="utf-8")
+    page = (ROOT.parents[1] / "docs" / "architecture.md").read_text(encoding="utf-8")
     documented = []
     for line in page.splitlines():
         if re.match(r"\|\s*\d+\.", line):
             cell = line.split("|")[2]
             names = re.findall(r"`([^`]+)`", cell)
-            documented.append({"__init__" if n == "geoldp/__init__.py" else n for n in names})
+            documented.append({"__init__" if n == "src/geoldp/__init__.py" else n for n in names})
     assert documented == [set(layer) for layer in LAYERS]
 
 

@@ -43,7 +43,7 @@ _LINE_START = re.compile(r"^\s*(?:#+|//|\*|-|>)?\s*§")
 
 def _sources() -> list[Path]:
     files: list[Path] = []
-    for top in ("geoldp", "tests", "benchmarks", "experiments"):
+    for top in ("src/geoldp", "tests", "benchmarks", "experiments"):
         base = ROOT / top
         if base.is_dir():
             files += sorted(p for p in base.rglob("*") if p.suffix in (".py", ".md") and p.is_file())

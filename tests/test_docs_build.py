@@ -63,7 +63,7 @@ def html_dir(tmp_path_factory) -> Path:
         assert (path / "index.html").is_file(), f"GEOLDP_DOCS_HTML={given} holds no built docs"
         return path
     out = tmp_path_factory.mktemp("html")
-    env = dict(os.environ, CI="true", PYTHONPATH=str(ROOT))  # CI=true: offline, intersphinx off
+    env = dict(os.environ, CI="true", PYTHONPATH=str(ROOT / "src"))  # CI=true: offline, intersphinx off
     proc = subprocess.run(
         [sys.executable, "-m", "sphinx", "-W", "--keep-going", "-q", "-b", "html", str(DOCS), str(out)],
         env=env,

@@ -316,7 +316,7 @@ def test_mypy_checks_the_calls_of_the_estimators_and_the_accessor_methods(tmp_pa
     header = "from geoldp import estimate\nfrom geoldp.accessor import LDPAccessor\n"
     snippet.write_text(header + "\n".join(calls) + "\n")
     root = Path(__file__).resolve().parents[1]
-    monkeypatch.setenv("MYPYPATH", str(root))  # this checkout of geoldp, not an installed one
+    monkeypatch.setenv("MYPYPATH", str(root / "src"))  # this checkout of geoldp, not an installed one
     out, err, _ = api.run(
         [str(snippet), "--config-file", str(root / "pyproject.toml"), "--cache-dir", str(tmp_path / "cache")]
     )

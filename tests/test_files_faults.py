@@ -82,7 +82,7 @@ def _default_sigint() -> None:
 def _run_child(target: Path, n: int, mode: str) -> subprocess.Popen:
     env = {
         **os.environ,
-        "PYTHONPATH": str(ROOT),
+        "PYTHONPATH": str(ROOT / "src"),
         "NUMBA_DISABLE_JIT": os.environ.get("NUMBA_DISABLE_JIT", "0"),
     }
     return subprocess.Popen(
@@ -435,7 +435,7 @@ def _signal_at(argv: list[str], point: str, sig: int, tmp_path: Path) -> tuple[i
     resume = tmp_path / f"resume-{point}-{sig}"
     env = {
         **os.environ,
-        "PYTHONPATH": str(ROOT),
+        "PYTHONPATH": str(ROOT / "src"),
         "GEOLDP_TEST_PAUSE": point,
         "GEOLDP_TEST_RESUME": str(resume),
     }
@@ -731,7 +731,7 @@ def test_cli_ctrl_c_during_start_up_imports_exits_130_with_one_line(tmp_path, cl
     (hook / "sitecustomize.py").write_text(CTRL_C_AT_IMPORT)
     out_dir = tmp_path / "out"
     out_dir.mkdir()
-    env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{hook}", "GEOLDP_TEST_CTRL_C": module}
+    env = {**os.environ, "PYTHONPATH": f"{ROOT / 'src'}{os.pathsep}{hook}", "GEOLDP_TEST_CTRL_C": module}
     script = tmp_path / "geoldp-program"  # what pip writes for the entry point geoldp.__main__:run
     script.write_text("import sys\nfrom geoldp.__main__ import run\nsys.exit(run())\n")
     start = ["-m", "geoldp"] if entry == "python -m geoldp" else [str(script)]
@@ -748,7 +748,7 @@ def test_cli_ctrl_c_during_start_up_imports_exits_130_with_one_line(tmp_path, cl
 def test_cli_ctrl_c_at_random_moments_of_a_run(tmp_path, cli_inputs):
     """A real Ctrl-C at seeded delays after the command line began loading (after Python's own start-up,
     whose `site` step runs no geoldp code): exit 130 with one line, or the run finished first."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
     delays = np.random.default_rng(7).uniform(0.0, 1.5, size=12)
     for k, delay in enumerate(np.sort(delays)):
         out = tmp_path / f"o{k}.geojson"

@@ -28,7 +28,7 @@ def test_floor_only_pins_and_extras():
     names = {re.split(r"[<>=\[ ]", r)[0].lower() for r in project["dependencies"]}
     assert {"numpy", "pandas", "geopandas", "shapely", "pyproj", "scikit-learn"} <= names
     assert project["scripts"]["geoldp"] == "geoldp.__main__:run"
-    assert (ROOT / "geoldp" / "py.typed").exists()
+    assert (ROOT / "src" / "geoldp" / "py.typed").exists()
 
 
 def _readme_commands():
