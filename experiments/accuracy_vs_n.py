@@ -9,8 +9,8 @@ no-data baselines (uniform over P, constant at P's 1-median, P's zone shares) on
 How each design is run at every n (bounded, so that all of it fits in minutes):
 
 - **Reports** (one visited zone, ℓ = 3 padded visited zones, the OD pair; the shrunk variants of
-  :func:`geoldp.planner.shrink_to_baseline`; the empirical-Bayes variants of
-  :func:`geoldp.planner.shrink_empirical_bayes` (one visited zone, ℓ = 2, the OD pair); and shrunk
+  :func:`geoldp.shrinkage.shrink_to_baseline`; the empirical-Bayes variants of
+  :func:`geoldp.shrinkage.shrink_empirical_bayes` (one visited zone, ℓ = 2, the OD pair); and shrunk
   padded reports at ℓ = 5 and 8, whose ℓ-scaled estimates are visit counts rather than sampled-zone
   frequencies): the estimator's closed-form variance
   (:func:`geoldp.reports.estimators.count_variance`) around the expected report counts of the
@@ -25,7 +25,7 @@ How each design is run at every n (bounded, so that all of it fits in minutes):
   (OUE sums, ``geoldp.ldptrace.collect``); at most ``SYNTH`` synthetic trajectories are drawn from the
   model and their counts scaled to n.
 - **Hybrids** (report share s ∈ {0.25, 0.5, 0.75} of ε): ATP at (1 − s)ε from its pool and a shrunk
-  report at sε, answers blended by :func:`geoldp.planner.blend`.
+  report at sε, answers blended by :func:`geoldp.shrinkage.blend`.
 
 The planner's view: ``geoldp.plan`` (with the held-out half as the public prior, and with no prior) gives
 its expected error of the report designs at each n (dotted lines), and ``users_needed`` for a fixed public
@@ -126,7 +126,8 @@ class Population:
 
 def report_closed_form(pop, w, n, stat, pad, estimator, eps, zp, rng, lengths):
     """(visits or OD) of a report design by the closed-form variance (see the module notes)."""
-    from geoldp.planner import no_data_shapes, shrink_empirical_bayes, shrink_to_baseline, uniform_answer
+    from geoldp.shrinkage import shrink_empirical_bayes, shrink_to_baseline
+    from geoldp.nodata import no_data_shapes, uniform_answer
     from geoldp.reports import estimators as rest
     from geoldp.reports import release as rrel
 
@@ -151,7 +152,9 @@ def report_closed_form(pop, w, n, stat, pad, estimator, eps, zp, rng, lengths):
 def run_dataset(name, args, log):
     import geoldp
     from geoldp import ldptrace, metrics
-    from geoldp.planner import blend, error_of, uniform_answer, uniform_visits
+    from geoldp.planner import error_of
+    from geoldp.shrinkage import blend
+    from geoldp.nodata import uniform_answer, uniform_visits
     from geoldp.reports import estimate_counts, report, zone_grid
     from geoldp.reports.zones import check_zones, zone_of_vertices
 
@@ -486,7 +489,7 @@ def markdown_page(df: pd.DataFrame, planned: pd.DataFrame, pngs: list[str], out:
         "  trajectory's visited zones to ℓ = 5 or 8 and scale by ℓ, so that they estimate visit counts",
         "  (the one-zone report estimates each trajectory's 1/|set| share of each zone it visits).",
         "  `:eb` (one visited zone, ℓ = 2, the OD pair): the unbiased estimate shrunk zone by zone toward",
-        "  the mix of no-data answers the release fits best (`geoldp.planner.shrink_empirical_bayes`)",
+        "  the mix of no-data answers the release fits best (`geoldp.shrinkage.shrink_empirical_bayes`)",
         "  (no crosses, as for the shrunk reports: the real pipeline is run for the projected estimates).",
         f"- **TP, ATP, PointEM** (raw counts): each trajectory of the evaluation half is released {POOL}",
         "  times once and each bootstrapped user gets one of her trajectory's releases. Beyond about",

@@ -12,12 +12,12 @@ distribution), hotspots (1 − top-10 precision), OD flows (L1 over ordered zone
 Designs measured: TP, ATP and PointEM (raw counts of the release), LDPTrace (6 x 6 grid over P's box;
 the synthetic trajectories' counts), the reports (``geoldp.report`` + ``geoldp.reports.estimate_counts``:
 one visited zone, ℓ ∈ {2, 3, 5, 8} padded visited zones (visit counts), the OD pair; projected
-estimate), coarse-to-fine reports (one report over :func:`geoldp.designs.coarse_zones`, spread back by
+estimate), coarse-to-fine reports (one report over :func:`geoldp.designs.coarse.coarse_zones`, spread back by
 P), the same reports shrunk
-toward the uniform answer (:func:`geoldp.planner.shrink_to_baseline`, post-processing), a hybrid
-(ATP at ε/2 plus a shrunk report at ε/2, answers blended by :func:`geoldp.planner.blend`), two
+toward the uniform answer (:func:`geoldp.shrinkage.shrink_to_baseline`, post-processing), a hybrid
+(ATP at ε/2 plus a shrunk report at ε/2, answers blended by :func:`geoldp.shrinkage.blend`), two
 inverse-variance hybrids (one :func:`geoldp.hybrid` release: ATP and a padded or OD report, combined per
-cell by :func:`geoldp.planner.inverse_variance` with ATP's RMS error from
+cell by :func:`geoldp.shrinkage.inverse_variance` with ATP's RMS error from
 :func:`geoldp.planner.trajectory_rms`, public inputs only); and the
 no-data baselines (uniform over P, constant at P's 1-median, P's zone shares). Trajectory designs and
 LDPTrace are measured over three seeded releases (their mean error), reports over three seeded report tables.
@@ -153,7 +153,7 @@ REPORTS = {
     "report:visited_zone:padded:eb": ("visited_zone", 3, "eb"),
     "report:od:eb": ("od", 1, "eb"),
 }
-#: Coarse-to-fine designs: (statistic, pad length); the report is over geoldp.designs.coarse_zones, shrunk.
+#: Coarse-to-fine designs: (statistic, pad length); the report is over geoldp.designs.coarse.coarse_zones, shrunk.
 COARSE = {
     "report:visited_zone:coarse": ("visited_zone", 2),
     "report:visited_zone:coarse:pad5": ("visited_zone", 5),
@@ -172,7 +172,8 @@ def split_halves(n_traj: int, max_traj: int, rng: np.random.Generator) -> tuple[
 
 def report_answer(trips, points, zones, zp, k, stat, pad, estimator, eps, seed, lengths):
     """(visits or OD counts, interval coverage-ready estimate table) of one real report release."""
-    from geoldp.planner import shrink_to_baseline, shrunk_counts, uniform_answer
+    from geoldp.shrinkage import shrink_to_baseline, shrunk_counts
+    from geoldp.nodata import uniform_answer
     from geoldp.reports import estimate_counts, report
 
     rep = report(trips, zones, statistic=stat, epsilon=eps, pad_length=pad, rng=seed)
@@ -192,11 +193,12 @@ def report_answer(trips, points, zones, zp, k, stat, pad, estimator, eps, seed, 
 def coarse_answer(trips, zones, ps, stat, pad, eps, seed):
     """Counts over the asked zones from one real report over the coarse grid (shrunk, then spread)."""
     from geoldp import designs
-    from geoldp.planner import shrink_to_baseline, uniform_answer
+    from geoldp.shrinkage import shrink_to_baseline
+    from geoldp.nodata import uniform_answer
     from geoldp.reports import estimate_counts, report
     from geoldp.reports.zones import check_zones, zone_of_vertices
 
-    coarse = designs.coarse_zones(zones)
+    coarse = designs.coarse.coarse_zones(zones)
     zc = zone_of_vertices(check_zones(coarse, caller="designs"), ps.lon, ps.lat)
     kc = len(coarse)
     rep = report(trips, coarse, statistic=stat, epsilon=eps, pad_length=pad, rng=seed)
@@ -207,14 +209,15 @@ def coarse_answer(trips, zones, ps, stat, pad, eps, seed):
     value = shrink_to_baseline(
         est["estimate"].to_numpy(), est["std_error"].to_numpy(), uniform_answer(zc, kc, od=od)
     )
-    return designs.spread_counts(value, designs.spread_of_points(zones, coarse, ps.lon, ps.lat), od=od)
+    return designs.coarse.spread_counts(value, designs.coarse.spread_of_points(zones, coarse, ps.lon, ps.lat), od=od)
 
 
 def measure(name, seqs, trips, points, zones, eps, args):
     """Measured answers {design: list of (visits, od)} on the evaluation trajectories."""
     import geoldp
     from geoldp.planner import DESIGNS as PLANNED
-    from geoldp.planner import Simulation, blend
+    from geoldp.planner import Simulation
+    from geoldp.shrinkage import blend
     from geoldp.reports.zones import check_zones, zone_of_vertices
 
     z = check_zones(zones, caller="designs")
@@ -275,10 +278,11 @@ def release_counts(traj, z, k):
 def ivw_answers(trips, points, zones, z, zp, k, seqs, eps, share):
     """Inverse-variance hybrid: one geoldp.hybrid release per repetition and statistic (ATP at ε·(1 − share),
     a report at ε·share: padded visited zones, or the OD pair), combined per cell by
-    geoldp.planner.inverse_variance with the report's standard errors and ATP's RMS error simulated by
+    geoldp.shrinkage.inverse_variance with the report's standard errors and ATP's RMS error simulated by
     geoldp.planner.trajectory_rms from public inputs (random walks over P, the public lengths)."""
     import geoldp
-    from geoldp.planner import inverse_variance, trajectory_rms
+    from geoldp.planner import trajectory_rms
+    from geoldp.shrinkage import inverse_variance
     from geoldp.reports import estimate_counts, project_simplex
 
     lengths = [len(s) for s in seqs]
@@ -328,7 +332,8 @@ def run(args) -> pd.DataFrame:
     warnings.simplefilter("ignore", GeoLDPWarning)  # the no-data-level warning is measured here
     from geoldp import metrics
     from geoldp.planner import DESIGNS as PLANNED
-    from geoldp.planner import error_of, uniform_answer, uniform_visits
+    from geoldp.planner import error_of
+    from geoldp.nodata import uniform_answer, uniform_visits
     from geoldp.reports import zone_grid
 
     rows = []
@@ -454,10 +459,10 @@ def write_markdown(df: pd.DataFrame, path: Path, command: str, seconds: float) -
         "frequency-oracle report per trajectory, oracle chosen automatically, the non-negative",
         "`projected` estimate of `geoldp.reports.estimate_counts`; `padded` = ℓ = 3 visited zones);",
         "`report:*:shrunk` (the unbiased estimate shrunk toward the uniform answer by",
-        "`geoldp.planner.shrink_to_baseline`, post-processing of the same release);",
+        "`geoldp.shrinkage.shrink_to_baseline`, post-processing of the same release);",
         "`report:*:eb` (one visited zone, ℓ = 2, `padded`, the OD pair: the unbiased estimate shrunk",
         "cell by cell toward the non-negative mix of the no-data shapes, P's zone shares and the uniform",
-        "visits, that fits the release best, `geoldp.planner.shrink_empirical_bayes`; post-processing);",
+        "visits, that fits the release best, `geoldp.shrinkage.shrink_empirical_bayes`; post-processing);",
         "`report:visited_zone:pad<ℓ>` (ℓ = 2, 5; `padded` = 3; plain or `:shrunk`, ℓ = 8 shrunk only):",
         "each trajectory's visited zones padded to ℓ, one sampled, the estimate scaled by ℓ, so that it",
         "estimates **visit counts** (exact for trajectories with at most ℓ zones), where the one-zone",
@@ -472,13 +477,13 @@ def write_markdown(df: pd.DataFrame, path: Path, command: str, seconds: float) -
         "`hybrid:atp+report:ivw@s` (s = 0.5, 0.75 the report's share of ε; one `geoldp.hybrid` release",
         "at the whole ε, the script asserts that its two ledgers add up to the budget): a padded report",
         "(ℓ = 3, visit counts; the OD report for OD flows) and ATP's raw counts of the same cells,",
-        "combined per cell by inverse variance (`geoldp.planner.inverse_variance`) with the report's",
+        "combined per cell by inverse variance (`geoldp.shrinkage.inverse_variance`) with the report's",
         "standard error and, for ATP, its RMS error per cell simulated before the release from public",
         "inputs (`geoldp.planner.trajectory_rms`: random walks over P with the public lengths), then",
         "projected on the non-negative counts. The two",
         "no-data baselines use P only: *uniform* (every point a uniform draw from P, with the public",
         "lengths: a zone holding a share s of P is visited by 1 − (1 − s)^L of the trajectories of",
-        "length L, `geoldp.planner.uniform_visits`; for OD the outer product of the shares),",
+        "length L, `geoldp.nodata.uniform_visits`; for OD the outer product of the shares),",
         "*constant* (everything in the zone of P's 1-median) and, for the zone questions, *shares* (one",
         "visit per trajectory spread over the zones like P's points, the uniform answer of earlier",
         "versions of this page: real trajectories revisit few zones, so it is often the closer guess of",

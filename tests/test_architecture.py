@@ -20,6 +20,7 @@ ROOT = Path(__file__).resolve().parents[1] / "src" / PACKAGE
 LAYERS: list[tuple[str, ...]] = [
     (
         "errors",
+        "questions",
         "_versions",
         "_validation",
         "_kernels",
@@ -37,7 +38,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("_frames", "_zones"),  # the one GeoPandas <-> arrays boundary; the one zone validator
     # budget_strategies: the shared per-user driver (needs only accounting), run by perturb and report
     ("budget_strategies", "queries", "_release", "estimate", "ldptrace", "reports"),  # release pipelines
-    ("metrics", "prepare", "planner", "designs"),  # utility metrics; GPS preparation; the planner
+    ("metrics", "prepare", "nodata", "shrinkage"),  # utility metrics; GPS preparation; no-data answers
     (
         "accessor",
         "dask",
@@ -50,12 +51,15 @@ LAYERS: list[tuple[str, ...]] = [
         "hybrids",
         "combined",
     ),  # drivers, I/O, maps
+    ("designs",),  # the ways to collect, as objects that release, account and answer
+    ("planner",),  # ranks designs
     (
         "datasets",
         "demo",
         "cli",
         "cli_campaign",
         "cli_reports",
+        "cli_collect",
         "_cli_args",
         "__main__",
         "__init__",

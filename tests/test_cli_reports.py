@@ -536,7 +536,7 @@ def test_report_estimate_shrinks_toward_the_public_points(files, tmp_path, capsy
     assert code == 0, err
     zones = metrics.zone_grid(pts, cell_km=2)
     est = estimate_counts(cli_reports.read_report_table(rep), zones)
-    want = geoldp.planner.shrunk_counts(est, pts, zones, lengths=[3])
+    want = geoldp.shrinkage.shrunk_counts(est, pts, zones, lengths=[3])
     layer = gpd.read_file(out, layer="zone_visits")
     np.testing.assert_allclose(layer["shrunk"], want.to_numpy())
     hot = gpd.read_file(out, layer="hotspots")

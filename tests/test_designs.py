@@ -1,4 +1,4 @@
-"""Coarse-to-fine designs: the coarse grid, the spreading (post-processing) and the privacy of the release."""
+"""Designs: every way to collect as an object (release, ledger, answer), and the coarse-to-fine zones."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ PTS = np.random.default_rng(3).uniform(0.0, 1.0, size=(400, 2))
 
 
 def test_coarse_grid_nests_the_fine_grid():
-    coarse = designs.coarse_zones(FINE)
+    coarse = designs.coarse.coarse_zones(FINE)
     assert len(coarse) == 25 and coarse.crs == FINE.crs
     # four fine cell centres in every coarse cell: the 5 x 5 grid nests the 10 x 10
     x = (FINE["col"].to_numpy() + 0.5) / 10
@@ -28,19 +28,19 @@ def test_coarse_grid_nests_the_fine_grid():
 
 def test_coarse_cells_rejects_bad_input():
     with pytest.raises(ValueError, match="n_zones"):
-        designs.coarse_cells(0)
+        designs.coarse.coarse_cells(0)
 
 
 def test_spread_keeps_every_count_of_a_coarse_cell_with_points():
-    coarse = designs.coarse_zones(FINE)
-    m = designs.spread_of_points(FINE, coarse, PTS[:, 0], PTS[:, 1])
+    coarse = designs.coarse.coarse_zones(FINE)
+    m = designs.coarse.spread_of_points(FINE, coarse, PTS[:, 0], PTS[:, 1])
     assert m.shape == (100, 25)
     sums = m.sum(axis=0)
     assert np.allclose(sums[sums > 0], 1.0)
     counts = np.random.default_rng(1).uniform(0, 50, size=25) * (sums > 0)
-    fine = designs.spread_counts(counts, m)
+    fine = designs.coarse.spread_counts(counts, m)
     assert fine.sum() == pytest.approx(counts.sum())
-    od = designs.spread_counts(np.outer(counts, counts).reshape(-1), m, od=True)
+    od = designs.coarse.spread_counts(np.outer(counts, counts).reshape(-1), m, od=True)
     assert od.shape == (100 * 100,) and od.sum() == pytest.approx(counts.sum() ** 2)
     # a fine zone's share is its share of the coarse cell's public points
     zf = zone_of_vertices(check_zones(FINE, caller="test"), PTS[:, 0], PTS[:, 1])
@@ -50,13 +50,13 @@ def test_spread_keeps_every_count_of_a_coarse_cell_with_points():
 
 
 def test_spread_rejects_a_wrong_shape():
-    m = designs.spread_matrix([0, 1], [0, 0], 2, 1)
+    m = designs.coarse.spread_matrix([0, 1], [0, 0], 2, 1)
     with pytest.raises(ValueError, match="coarse counts"):
-        designs.spread_counts([1.0, 2.0], m)
+        designs.coarse.spread_counts([1.0, 2.0], m)
     with pytest.raises(ValueError, match="pair counts"):
-        designs.spread_counts([1.0, 2.0], m, od=True)
+        designs.coarse.spread_counts([1.0, 2.0], m, od=True)
     with pytest.raises(ValueError, match="one asked zone"):
-        designs.spread_matrix([0, 1], [0], 2, 1)
+        designs.coarse.spread_matrix([0, 1], [0], 2, 1)
 
 
 def _trips(m: int) -> gpd.GeoDataFrame:
@@ -67,7 +67,7 @@ def _trips(m: int) -> gpd.GeoDataFrame:
 
 @pytest.mark.parametrize("epsilon", [1.0, 4.0])
 def test_coarse_design_is_one_release_of_the_whole_budget(epsilon):
-    coarse = designs.coarse_zones(FINE)
+    coarse = designs.coarse.coarse_zones(FINE)
     rep = geoldp.report(_trips(3000), coarse, epsilon=epsilon, pad_length=2, rng=0)
     ledger = rep.attrs["geoldp"]["ledger"]
     assert ledger["max_total_epsilon"] == pytest.approx(epsilon)
@@ -84,3 +84,66 @@ def test_padded_counts_estimate_visits_where_one_sample_estimates_shares():
         assert abs(padded.loc[z, "estimate"] - m) <= 4 * padded.loc[z, "std_error"]
         assert abs(single.loc[z, "estimate"] - m / 3) <= 4 * single.loc[z, "std_error"]
         assert single.loc[z, "estimate"] + 4 * single.loc[z, "std_error"] < m
+
+
+# ------------------------------------------------------------------------------------------------------
+# the collection model: every planned design is an object that releases, accounts and answers
+
+
+def _city():
+    from geoldp.datasets import synthetic_city
+    from geoldp.reports import zone_grid
+
+    pts, trips = synthetic_city(n_points=200, n_trips=150, seed=3)
+    return pts, trips, zone_grid(tuple(pts.total_bounds), cells=3)
+
+
+def test_every_planned_name_is_a_design_with_that_name():
+    from geoldp import planner
+
+    for name in planner.DESIGNS:
+        question = "od_flows" if ":od" in name else "zone_visits"
+        assert designs.design(name, question=question).name == name
+
+
+@pytest.mark.parametrize("name", ["atp", "report:visited_zone:pad2:eb", "report:od:coarse", "ldptrace"])
+def test_a_design_answers_with_the_one_table(name):
+    pts, trips, zones = _city()
+    question = "od_flows" if ":od" in name else "zone_visits"
+    d = designs.design(name, question=question)
+    released, answer = d.collect(trips, question, epsilon=4.0, points=pts, zones=zones, rng=0)
+    assert tuple(answer.columns) == designs.ANSWER_COLUMNS
+    assert len(answer) == (len(zones) ** 2 if question == "od_flows" else len(zones))
+    assert answer.attrs["design"] == name and answer.attrs["question"] == question
+    assert sum(d.ledger(4.0).values()) == pytest.approx(4.0)
+    again = d.release(trips, epsilon=4.0, points=pts, zones=zones, rng=0)  # seeded: the same release
+    assert d.answer(again, question, points=pts, zones=zones).equals(answer)
+    assert len(designs.to_layer(answer, zones)) == len(answer)
+
+
+def test_a_design_runs_as_its_release_function_does():
+    pts, trips, zones = _city()
+    d = designs.design("report:visited_zone:padded")
+    via_design = d.release(trips, epsilon=2.0, zones=zones, rng=5)
+    direct = geoldp.report(trips, zones, statistic="visited_zone", epsilon=2.0, pad_length=3, rng=5)
+    assert via_design.drop(columns=[]).equals(direct)
+
+
+def test_a_composition_splits_its_budget_and_the_plan_returns_a_design():
+    pts, trips, zones = _city()
+    d = designs.design("hybrid:atp+report@0.25")
+    assert d.ledger(4.0) == {"atp": 3.0, "report:visited_zone:shrunk": 1.0}
+    table = geoldp.plan(
+        pts, zones, epsilon=4.0, n=150, lengths=4, rng=0, designs=["atp", "report:visited_zone"]
+    )
+    best = table.best
+    assert best is None or best.name == table.attrs["recommended"]
+
+
+def test_bad_design_names_and_questions_are_refused_by_name():
+    with pytest.raises(ValueError, match="Unknown design 'nope'"):
+        designs.design("nope")
+    with pytest.raises(ValueError, match="pad<ℓ>"):
+        designs.design("report:visited_zone:padx")
+    with pytest.raises(ValueError, match="must be one of .od_flows."):
+        designs.design("report:od").answer(None, "zone_visits")  # the question is checked first

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import geoldp
-from geoldp import cli, planner
+from geoldp import cli, nodata, planner, shrinkage
 from geoldp.reports import zone_grid
 
 PTS = np.random.default_rng(0).uniform(0.0, 1.0, size=(150, 2))
@@ -148,13 +148,13 @@ def test_cli_plan_help(capsys):
 
 def test_shrink_returns_the_baseline_when_the_release_is_noise():
     # the gap to the baseline (norm² 9 + 1 + 1 = 11) is below the noise (3 × 100²): weight 0
-    out = planner.shrink_to_baseline([7.0, 1.0, 4.0], [100.0] * 3, [2.0, 1.0, 1.0])
+    out = shrinkage.shrink_to_baseline([7.0, 1.0, 4.0], [100.0] * 3, [2.0, 1.0, 1.0])
     assert out.tolist() == pytest.approx([6.0, 3.0, 3.0])
 
 
 def test_shrink_keeps_a_precise_release_and_its_total():
     est = np.array([50.0, 30.0, 20.0, 0.0])
-    out = planner.shrink_to_baseline(est, [0.1] * 4, [1.0, 1.0, 1.0, 1.0])
+    out = shrinkage.shrink_to_baseline(est, [0.1] * 4, [1.0, 1.0, 1.0, 1.0])
     assert out.sum() == pytest.approx(est.sum())
     assert np.abs(out - est).max() < 0.05  # weight 1 − 0.04 / 1400 on a gap of at most 25
     assert (out >= 0).all()
@@ -171,23 +171,23 @@ def test_shrink_lowers_the_squared_error_of_noisy_releases():
     for _ in range(200):
         est = truth + se * gen.standard_normal(50)
         raw += np.sum((est - truth) ** 2)
-        shrunk += np.sum((planner.shrink_to_baseline(est, se, np.ones(50)) - truth) ** 2)
+        shrunk += np.sum((shrinkage.shrink_to_baseline(est, se, np.ones(50)) - truth) ** 2)
     assert shrunk < 0.8 * raw
 
 
 def test_empirical_bayes_returns_the_fitted_shape_when_the_release_is_noise():
     # least squares: c = (2·12 + 9 + 3) / (4 + 1 + 1) = 6, target (12, 6, 6); the deviations (0, 3, −3)
     # are below the noise (se 10), so τ² = 0 and every cell takes the target
-    out = planner.shrink_empirical_bayes([12.0, 9.0, 3.0], [10.0] * 3, [2.0, 1.0, 1.0])
+    out = shrinkage.shrink_empirical_bayes([12.0, 9.0, 3.0], [10.0] * 3, [2.0, 1.0, 1.0])
     assert out.tolist() == pytest.approx([12.0, 6.0, 6.0])
 
 
 def test_empirical_bayes_fits_a_mix_of_shapes_and_keeps_a_precise_release():
     shapes = np.array([[1.0, 0.0, 1.0, 2.0], [0.0, 1.0, 1.0, 0.0]])
     est = 3.0 * shapes[0] + 5.0 * shapes[1]  # on the span: the target is the estimate itself
-    assert planner.shrink_empirical_bayes(est, [50.0] * 4, shapes) == pytest.approx(est)
+    assert shrinkage.shrink_empirical_bayes(est, [50.0] * 4, shapes) == pytest.approx(est)
     off = np.array([50.0, 30.0, 20.0, 0.0])  # far from the span, precise: kept, with its total
-    out = planner.shrink_empirical_bayes(off, [0.1] * 4, shapes)
+    out = shrinkage.shrink_empirical_bayes(off, [0.1] * 4, shapes)
     assert out.sum() == pytest.approx(off.sum())
     assert np.abs(out - off).max() < 0.05
     assert (out >= 0).all()
@@ -205,8 +205,8 @@ def test_empirical_bayes_beats_one_weight_when_counts_differ_in_size():
         truth = shape * np.exp(0.3 * gen.standard_normal(50))
         est = truth + se * gen.standard_normal(50)
         raw += np.sum((est - truth) ** 2)
-        one += np.sum((planner.shrink_to_baseline(est, se, shape) - truth) ** 2)
-        per_cell += np.sum((planner.shrink_empirical_bayes(est, se, shape) - truth) ** 2)
+        one += np.sum((shrinkage.shrink_to_baseline(est, se, shape) - truth) ** 2)
+        per_cell += np.sum((shrinkage.shrink_empirical_bayes(est, se, shape) - truth) ** 2)
     assert per_cell < 0.7 * one < 0.7 * raw
 
 
@@ -221,15 +221,15 @@ def test_empirical_bayes_beats_one_weight_when_counts_differ_in_size():
 )
 def test_empirical_bayes_refuses_bad_input(args, match):
     with pytest.raises(ValueError, match=match):
-        planner.shrink_empirical_bayes(*args)
+        shrinkage.shrink_empirical_bayes(*args)
 
 
 def test_no_data_shapes_are_the_baselines():
     zp = np.array([0, 0, 1, 2, 1])
-    rows = planner.no_data_shapes(zp, 2, [1, 4], od=False)
-    assert rows[0] == pytest.approx(planner.uniform_answer(zp, 2, od=False))
-    assert rows[1] == pytest.approx(planner.uniform_visits(zp, 2, [1, 4]))
-    assert planner.no_data_shapes(zp, 2, [1, 4], od=True).shape == (1, 4)
+    rows = nodata.no_data_shapes(zp, 2, [1, 4], od=False)
+    assert rows[0] == pytest.approx(nodata.uniform_answer(zp, 2, od=False))
+    assert rows[1] == pytest.approx(nodata.uniform_visits(zp, 2, [1, 4]))
+    assert nodata.no_data_shapes(zp, 2, [1, 4], od=True).shape == (1, 4)
 
 
 def _report_estimates(statistic, **kwargs):
@@ -250,7 +250,7 @@ def _report_estimates(statistic, **kwargs):
 @pytest.mark.parametrize("statistic", ["visited_zone", "od"])
 def test_shrunk_counts_keep_the_table_index_and_total(statistic):
     est = _report_estimates(statistic)
-    out = planner.shrunk_counts(est, PTS, ZONES, lengths=[2, 3])
+    out = shrinkage.shrunk_counts(est, PTS, ZONES, lengths=[2, 3])
     assert out.index.equals(est.index) and out.name == "shrunk"
     assert (out >= 0).all() and out.sum() == pytest.approx(max(est["estimate"].sum(), 0.0))
 
@@ -262,21 +262,21 @@ def test_shrunk_counts_take_the_uniform_visits_shape_with_lengths():
     from geoldp.reports.zones import check_zones, zone_of_vertices
 
     zp = zone_of_vertices(check_zones(ZONES, caller="test"), PTS[:, 0], PTS[:, 1])
-    shape = planner.uniform_visits(zp, len(ZONES), [40]) * 30.0
+    shape = nodata.uniform_visits(zp, len(ZONES), [40]) * 30.0
     noisy = est.assign(estimate=shape, std_error=1e6)
-    assert planner.shrunk_counts(noisy, PTS, ZONES, lengths=[40]).to_numpy() == pytest.approx(shape)
-    shares = planner.shrunk_counts(noisy, PTS, ZONES).to_numpy()
+    assert shrinkage.shrunk_counts(noisy, PTS, ZONES, lengths=[40]).to_numpy() == pytest.approx(shape)
+    shares = shrinkage.shrunk_counts(noisy, PTS, ZONES).to_numpy()
     assert np.abs(shares - shape).max() > 1.0
 
 
 def test_shrunk_counts_refuse_another_table():
     est = _report_estimates("visited_zone", include_outside=True)
     with pytest.raises(ValueError, match="without include_outside"):
-        planner.shrunk_counts(est, PTS, ZONES)
+        shrinkage.shrunk_counts(est, PTS, ZONES)
     with pytest.raises(TypeError, match="lengths"):
-        planner.shrunk_counts(_report_estimates("visited_zone"), PTS, ZONES, lengths=[2.5])
+        shrinkage.shrunk_counts(_report_estimates("visited_zone"), PTS, ZONES, lengths=[2.5])
     with pytest.raises(TypeError, match="'estimates'"):
-        planner.shrunk_counts([1.0, 2.0], PTS, ZONES)
+        shrinkage.shrunk_counts([1.0, 2.0], PTS, ZONES)
 
 
 def test_hybrid_and_shrunk_designs_are_in_the_table():
@@ -351,9 +351,9 @@ def test_uniform_baseline_counts_the_visits_of_trajectories_of_uniform_points():
     for length in lengths:
         z = np.unique(zone_of_point[rng.integers(0, 500, size=length)])
         simulated[z[z < k]] += 1
-    expected = planner.uniform_visits(zone_of_point, k, lengths)
+    expected = nodata.uniform_visits(zone_of_point, k, lengths)
     sd = np.sqrt(expected * (1 - expected / lengths.size))  # a sum of independent Bernoullis: at most this
     assert np.all(np.abs(simulated - expected) <= 4 * sd)
-    share = planner.uniform_answer(zone_of_point, k, od=False)
+    share = nodata.uniform_answer(zone_of_point, k, od=False)
     assert np.all(expected > 1.5 * share * lengths.size)  # the one-point answer is far below it
-    np.testing.assert_allclose(planner.uniform_visits(zone_of_point, k, np.ones(10, int)), 10 * share)
+    np.testing.assert_allclose(nodata.uniform_visits(zone_of_point, k, np.ones(10, int)), 10 * share)

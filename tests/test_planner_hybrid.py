@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import geoldp
-from geoldp import planner
+from geoldp import planner, shrinkage
 from geoldp.reports import zone_grid
 
 PTS = np.random.default_rng(0).uniform(0.0, 1.0, size=(150, 2))
@@ -20,7 +20,7 @@ def test_inverse_variance_matches_the_formula_and_is_never_less_precise_than_a_p
     rng = np.random.default_rng(1)
     x = rng.normal(size=(3, 20))
     s = rng.uniform(0.5, 3.0, size=(3, 20))
-    est, se = planner.inverse_variance(x, s)
+    est, se = shrinkage.inverse_variance(x, s)
     w = 1.0 / s**2
     assert np.allclose(est, (w * x).sum(axis=0) / w.sum(axis=0))
     assert np.allclose(se, w.sum(axis=0) ** -0.5)
@@ -28,11 +28,11 @@ def test_inverse_variance_matches_the_formula_and_is_never_less_precise_than_a_p
 
 
 def test_inverse_variance_leaves_out_a_part_without_an_error():
-    est, se = planner.inverse_variance(
+    est, se = shrinkage.inverse_variance(
         [[1.0, 2.0, 3.0], [9.0, 9.0, 9.0]], [[1.0, 1.0, np.nan], [np.nan, 0.0, 1.0]]
     )
     assert est.tolist() == [1.0, 2.0, 9.0] and se.tolist() == [1.0, 1.0, 1.0]
-    est, _ = planner.inverse_variance([[1.0], [2.0]], [[np.nan], [0.0]])
+    est, _ = shrinkage.inverse_variance([[1.0], [2.0]], [[np.nan], [0.0]])
     assert np.isnan(est[0])
 
 
@@ -43,7 +43,7 @@ def test_inverse_variance_of_unbiased_parts_is_unbiased_with_the_stated_variance
     draws = 40_000
     a = 5.0 + rng.normal(0.0, 1.0, draws)
     b = 5.0 + rng.normal(0.0, 2.0, draws)
-    est, se = planner.inverse_variance([a, b], [np.ones(draws), np.full(draws, 2.0)])
+    est, se = shrinkage.inverse_variance([a, b], [np.ones(draws), np.full(draws, 2.0)])
     assert abs(est.mean() - 5.0) < 4 * math.sqrt(0.8 / draws)
     assert est.var() == pytest.approx(0.8, rel=0.04)
     assert np.allclose(se, math.sqrt(0.8))
@@ -51,9 +51,9 @@ def test_inverse_variance_of_unbiased_parts_is_unbiased_with_the_stated_variance
 
 def test_inverse_variance_refuses_mismatched_errors():
     with pytest.raises(ValueError, match="std_errors"):
-        planner.inverse_variance([[1.0, 2.0]], [[1.0]])
+        shrinkage.inverse_variance([[1.0, 2.0]], [[1.0]])
     with pytest.raises(ValueError, match="std_errors"):
-        planner.inverse_variance([], [])
+        shrinkage.inverse_variance([], [])
 
 
 @pytest.mark.parametrize("question", ["zone_visits", "od_flows", "range_counts"])

@@ -391,6 +391,13 @@ def _cmd_plan(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
             print(table.to_string(float_format=lambda v: f"{v:.4f}"), file=stdout)
         verdict = "" if table.attrs["beats_baselines"] else " (no design beats the no-data baselines)"
         print(f"recommended: {table.attrs['recommended']}{verdict}", file=stdout)
+        if table.best is not None:
+            print(
+                f"run it: geoldp collect TRIPS --design {table.best.name} --question {args.question} "
+                f"--epsilon {args.epsilon:g} --points {args.points} --cell-km {args.cell_km:g} "
+                "-o ANSWER.gpkg",
+                file=stdout,
+            )
     return 0
 
 
@@ -415,7 +422,7 @@ def build_parser() -> argparse.ArgumentParser:
     -------
     argparse.ArgumentParser
     """
-    from geoldp import cli_campaign, cli_reports
+    from geoldp import cli_campaign, cli_collect, cli_reports
 
     parser = _Parser(
         prog=PROG,
@@ -655,6 +662,7 @@ def build_parser() -> argparse.ArgumentParser:
     e.set_defaults(func=_cmd_evaluate)
     cli_campaign.register(sub)  # prepare, points, estimate
     cli_reports.register(sub)  # report, report-estimate, synthesize
+    cli_collect.register(sub)  # collect: any design by its planned name
 
     pl = sub.add_parser(
         "plan",

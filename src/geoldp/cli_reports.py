@@ -504,7 +504,7 @@ def _cmd_report_estimate(args: argparse.Namespace, stdout: TextIO, stderr: TextI
     extra = ["std_error", "projected"]
     if shrink_path is not None:
         from geoldp import io as gio
-        from geoldp.planner import shrunk_counts
+        from geoldp.shrinkage import shrunk_counts
 
         with stage(f"cannot read POINTS '{args.shrink}'"):
             points = gio.read_points(shrink_path)

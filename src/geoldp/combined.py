@@ -67,6 +67,7 @@ import pandas as pd
 from geoldp import budget_strategies, layers, ldptrace
 from geoldp._random import resolve_rng
 from geoldp._validation import check_int_min, check_option, check_real
+from geoldp.questions import Question
 from geoldp.reports.estimators import DebiasedCounts, debiased_counts
 from geoldp.reports.release import n_reports, statistic_items
 from geoldp.reports.zones import check_zones, zone_of_vertices
@@ -74,7 +75,7 @@ from geoldp.reports.zones import check_zones, zone_of_vertices
 __all__ = ["QUESTIONS", "combine", "part_estimates"]
 
 #: The questions :func:`combine` answers.
-QUESTIONS = ("zone_visits", "od_flows", "range_counts")
+QUESTIONS = tuple(q.value for q in Question if q is not Question.HOTSPOTS)
 
 #: The report statistic that answers each question (range counts over regions are visits of the regions).
 _REPORT_STATISTIC = {"zone_visits": "visited_zone", "od_flows": "od", "range_counts": "visited_zone"}

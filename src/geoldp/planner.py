@@ -28,9 +28,9 @@ needs for a target error.
   ℓ = 1 estimates sampled-zone frequencies (each trajectory counted 1/|set| in each of its zones). The
   planner picks ℓ by simulating each on the population drawn from the public length distribution.
 * Coarse-to-fine reports (``report:*:coarse``) report over a coarser public grid
-  (:func:`geoldp.designs.coarse_zones`, about half the zones' resolution per side; visited zones with
+  (:func:`geoldp.designs.coarse.coarse_zones`, about half the zones' resolution per side; visited zones with
   ℓ = 2, or 5 for ``coarse:pad5``), shrink the coarse estimate, and spread it to the asked zones by P's
-  points within each coarse cell (:func:`geoldp.designs.spread_counts`): less noise, a bias where the
+  points within each coarse cell (:func:`geoldp.designs.coarse.spread_counts`): less noise, a bias where the
   population is not spread like P. Each is one report at the whole ε; the rest is post-processing.
 * The hybrid (``hybrid:atp+report@0.5``) splits ε between an ATP trajectory and a shrunk report and
   averages their answers (:func:`blend`). It mixes two scales where the question is about zone visits:
@@ -81,11 +81,15 @@ import pandas as pd
 
 from geoldp import _frames, ldptrace, metrics
 from geoldp._validation import check_epsilon, check_int_range, check_option
-from geoldp.designs import coarse_zones, spread_counts, spread_matrix
+from geoldp.designs import Design, design
+from geoldp.designs.coarse import coarse_zones, spread_counts, spread_matrix
 from geoldp.geo import haversine_array_m
+from geoldp.nodata import length_pool, no_data_shapes, uniform_answer, uniform_visits
+from geoldp.questions import Question
 from geoldp.reports import estimators as rest
 from geoldp.reports import release as rrel
 from geoldp.reports.zones import check_zones, zone_of_vertices
+from geoldp.shrinkage import blend, inverse_variance, shrink_empirical_bayes, shrink_to_baseline
 from geoldp.trajectory import perturb_trajectories
 
 __all__ = [
@@ -93,22 +97,15 @@ __all__ = [
     "POPULATIONS",
     "QUESTIONS",
     "DesignSpec",
+    "PlanTable",
     "Simulation",
-    "blend",
-    "inverse_variance",
-    "no_data_shapes",
     "plan",
     "register_design",
-    "shrink_empirical_bayes",
-    "shrink_to_baseline",
-    "shrunk_counts",
     "trajectory_rms",
-    "uniform_answer",
-    "uniform_visits",
 ]
 
 #: The questions a plan can be asked.
-QUESTIONS = ("zone_visits", "hotspots", "od_flows", "range_counts")
+QUESTIONS = tuple(q.value for q in Question)
 
 #: Trajectories in a simulated population (at most; never more than ``n``).
 _SIM_MAX = 2000
@@ -178,6 +175,26 @@ class Simulation:
         return np.bincount(o[ok] * k + d[ok], minlength=k * k).astype(np.float64)
 
 
+class PlanTable(pd.DataFrame):
+    """The table :func:`plan` returns: a DataFrame whose :attr:`best` is the recommended design, to run."""
+
+    @property
+    def _constructor(self) -> type[pd.DataFrame]:  # slices and copies are plain tables
+        return pd.DataFrame
+
+    @property
+    def best(self) -> Design | None:
+        """The recommended :class:`geoldp.designs.Design`, ready to ``release`` and ``answer``.
+
+        None when no design beats the better no-data baseline: then the baseline itself (``uniform``,
+        ``constant`` or ``shares``, computed from P alone) is the answer, and no ε need be spent.
+        """
+        name = self.attrs.get("recommended")
+        if name is None or name not in DESIGNS:
+            return None
+        return design(name, question=self.attrs.get("question"))
+
+
 @dataclass(frozen=True)
 class DesignSpec:
     """A design the planner can simulate.
@@ -232,76 +249,6 @@ def _report_design(statistic: str, pad: int, *, estimator: str = "projected") ->
     return DesignSpec(questions, simulate, "report")
 
 
-def no_data_shapes(zone_of_point: np.ndarray, n_zones: int, lengths: Any, *, od: bool) -> np.ndarray:
-    """The no-data answers' shapes a report's estimate is shrunk toward (rows; public inputs only).
-
-    For OD flows the outer product of P's zone shares; for zone questions P's zone shares (one visit per
-    trajectory) and :func:`uniform_visits` over the public ``lengths`` (every point a uniform draw from P).
-
-    Examples
-    --------
-    >>> no_data_shapes(np.array([0, 0, 1, 2]), 2, [1, 3], od=False).round(3).tolist()
-    [[0.5, 0.25], [1.375, 0.828]]
-    """
-    share = uniform_answer(zone_of_point, n_zones, od=od)
-    if od:
-        return share[None, :]
-    return np.vstack([share, uniform_visits(zone_of_point, n_zones, lengths)])
-
-
-def shrunk_counts(estimates: pd.DataFrame, points: Any, zones: Any, *, lengths: Any = None) -> pd.Series:
-    """A report's counts shrunk toward the no-data answers: the answer of the ``report:*:eb`` designs.
-
-    Post-processing of a release (:func:`shrink_empirical_bayes` on its ``estimate`` and ``std_error``),
-    reading only the estimate table, the public points and the zones the reports were made over, and
-    optionally the public length distribution.
-
-    Parameters
-    ----------
-    estimates : pandas.DataFrame
-        :func:`geoldp.reports.estimate_counts` of a ``"visited_zone"`` or ``"od"`` report table (without
-        ``include_outside``).
-    points : PointSet, GeoDataFrame or array of (lon, lat)
-        The public points (P).
-    zones : GeoDataFrame or GeoSeries
-        The same public zones as the reports'.
-    lengths : array_like of int, optional
-        The trajectories' lengths, public or assumed (one per trajectory, or a sample of the
-        distribution): adds :func:`uniform_visits` to the shapes of zone visits. Without it the zone
-        counts are shrunk toward P's zone shares alone; OD counts always toward their outer product.
-
-    Returns
-    -------
-    pandas.Series
-        ``shrunk``, one value per row of ``estimates`` (same index), non-negative, summing to the
-        estimate's total.
-    """
-    caller = "geoldp.planner.shrunk_counts"
-    ps = _frames.as_pointset(points, caller=caller)
-    z = check_zones(zones, caller=caller)
-    zone_of_point = zone_of_vertices(z, np.asarray(ps.lon), np.asarray(ps.lat))
-    if not isinstance(estimates, pd.DataFrame):
-        raise TypeError(
-            f"The 'estimates' of {caller} must be the DataFrame of geoldp.reports.estimate_counts."
-        )
-    od = list(estimates.index.names) == ["origin", "destination"]
-    cells = z.size**2 if od else z.size
-    if not ({"estimate", "std_error"} <= set(estimates.columns) and len(estimates) == cells):
-        raise ValueError(
-            f"{caller} needs the table of geoldp.reports.estimate_counts(reports, zones) of a visited-zone "
-            f"or OD report over these {z.size} zones ({cells} rows, columns estimate and std_error; without "
-            "include_outside)."
-        )
-    if od or lengths is None:
-        shapes = uniform_answer(zone_of_point, z.size, od=od)
-    else:
-        shapes = no_data_shapes(zone_of_point, z.size, _length_pool(lengths, caller), od=False)
-    values = shrink_empirical_bayes(
-        estimates["estimate"].to_numpy(np.float64), estimates["std_error"].to_numpy(np.float64), shapes
-    )
-    return pd.Series(values, index=estimates.index, name="shrunk")
-
-
 def _report_answers(
     sim: Simulation, statistic: str, pad: int, epsilon: float, *, estimator: str, reps: int = _REPORT_REPS
 ) -> tuple[list[np.ndarray], np.ndarray]:
@@ -335,7 +282,7 @@ def _report_answers(
 
 
 def _coarse_report_design(statistic: str, pad: int) -> DesignSpec:
-    """A shrunk report over :func:`geoldp.designs.coarse_zones` of the asked zones, spread back to them."""
+    """A shrunk report over :func:`~geoldp.designs.coarse.coarse_zones` of the asked zones, spread back."""
 
     def simulate(sim: Simulation, question: str) -> tuple[list[np.ndarray], np.ndarray | None]:
         if sim.zones is None:
@@ -350,163 +297,6 @@ def _coarse_report_design(statistic: str, pad: int) -> DesignSpec:
 
     questions = ("od_flows",) if statistic == "od" else ("zone_visits", "hotspots", "range_counts")
     return DesignSpec(questions, simulate, "report")
-
-
-def uniform_answer(zone_of_point: np.ndarray, n_zones: int, *, od: bool) -> np.ndarray:
-    """The uniform no-data answer's shape: zone shares of P (their outer product for OD), summing to ≤ 1."""
-    share = np.bincount(zone_of_point, minlength=n_zones + 1)[:n_zones].astype(np.float64)
-    share /= max(zone_of_point.shape[0], 1)
-    return np.outer(share, share).reshape(-1) if od else share
-
-
-def uniform_visits(zone_of_point: np.ndarray, n_zones: int, lengths: Any) -> np.ndarray:
-    """Expected number of trajectories visiting each zone when every point is a uniform draw from P.
-
-    A trajectory of length L whose points are independent uniform draws from P visits a zone of share s
-    with probability 1 − (1 − s)^L, so the no-data answer to "how many trajectories visit each zone" is
-    Σ_i 1 − (1 − s)^{L_i} over the (public) lengths: about L·s·n for small shares, not the s·n of one
-    point per trajectory.
-
-    Parameters
-    ----------
-    zone_of_point : ndarray of int
-        Zone position of every public point (``n_zones`` = outside).
-    n_zones : int
-    lengths : array_like of int
-        The trajectories' lengths (public, or the assumed public distribution's draws), one per trajectory.
-
-    Returns
-    -------
-    ndarray of float, shape (n_zones,)
-    """
-    share = uniform_answer(zone_of_point, n_zones, od=False)
-    values, counts = np.unique(np.asarray(lengths, dtype=np.int64), return_counts=True)
-    miss = (1.0 - share)[:, None] ** values[None, :]  # zone × distinct length
-    return (counts[None, :] * (1.0 - miss)).sum(axis=1)
-
-
-def shrink_to_baseline(estimate: Any, std_error: Any, baseline: Any) -> np.ndarray:
-    """Shrink an unbiased count estimate toward the uniform no-data answer (positive-part James–Stein).
-
-    Post-processing of a release: it reads the estimate, its standard errors and the public baseline
-    shape only. The baseline is scaled to the estimate's total; the weight of the estimate is
-    ``max(0, 1 − Σ se² / Σ (estimate − baseline)²)``, so a release that carries less signal than noise
-    returns the baseline, and a precise one is left almost as it is. The result is projected onto the
-    non-negative counts with the estimate's total (as ``estimate_counts``' ``projected`` column).
-
-    Parameters
-    ----------
-    estimate : array_like
-        Unbiased estimated counts (e.g. ``estimate_counts(...)["estimate"]``).
-    std_error : array_like
-        Their standard errors (same shape).
-    baseline : array_like
-        The no-data answer's shape (e.g. :func:`uniform_answer`); only its proportions matter.
-
-    Returns
-    -------
-    numpy.ndarray
-
-    Examples
-    --------
-    >>> shrink_to_baseline([10.0, -2.0, 4.0], [100.0, 100.0, 100.0], [1.0, 1.0, 1.0]).tolist()
-    [4.0, 4.0, 4.0]
-    """
-    est = np.asarray(estimate, dtype=np.float64)
-    se = np.asarray(std_error, dtype=np.float64)
-    base = np.asarray(baseline, dtype=np.float64)
-    total = max(float(est.sum()), 0.0)
-    target = base / base.sum() * total if base.sum() > 0 else np.full(est.shape, total / max(est.size, 1))
-    gap = float(np.sum((est - target) ** 2))
-    weight = max(0.0, 1.0 - float(np.sum(se**2)) / gap) if gap > 0 else 0.0
-    return rest.project_simplex(target + weight * (est - target), total)
-
-
-def shrink_empirical_bayes(estimate: Any, std_error: Any, shapes: Any) -> np.ndarray:
-    """Shrink an unbiased count estimate cell by cell toward no-data shapes fitted to it (empirical Bayes).
-
-    Post-processing of a release: it reads the estimate, its standard errors and public shapes only (the
-    no-data answers, e.g. P's zone shares and :func:`uniform_visits`). The target is the non-negative
-    combination of the shapes closest to the estimate (least squares), so the release itself says which
-    no-data answer, or which mix of them, it is nearest. Each cell's true count is modelled as the target
-    plus a deviation of variance τ²·target (over-dispersion proportional to the count, as in a
-    Gamma–Poisson model); τ² is estimated from the release by the method of moments,
-    ``max(0, Σ ((estimate − target)² − se²) / Σ target)``, and each cell keeps the share
-    ``τ²·targetᵢ / (τ²·targetᵢ + seᵢ²)`` of its own deviation. A release with less signal than noise
-    returns the fitted target; a precise one is left almost as it is; cells with a large no-data count
-    keep more of their own estimate than near-empty ones. The result is projected onto the non-negative
-    counts with the estimate's total (as ``estimate_counts``' ``projected`` column).
-
-    Parameters
-    ----------
-    estimate, std_error : array_like
-        Unbiased estimated counts and their standard errors, as for :func:`shrink_to_baseline`.
-    shapes : array_like
-        One no-data shape (same length as ``estimate``) or several stacked as rows; only their span
-        matters (they are scaled by the fit).
-
-    Returns
-    -------
-    numpy.ndarray
-
-    See Also
-    --------
-    shrink_to_baseline : one weight for every cell, toward one shape.
-
-    Examples
-    --------
-    A release whose deviations from the shape are within its noise returns the fitted shape:
-
-    >>> shrink_empirical_bayes([12.0, 9.0, 3.0], [10.0, 10.0, 10.0], [2.0, 1.0, 1.0]).round(6).tolist()
-    [12.0, 6.0, 6.0]
-
-    A precise release keeps its own counts:
-
-    >>> shrink_empirical_bayes([30.0, 0.0, 10.0], [0.1, 0.1, 0.1], [1.0, 1.0, 1.0]).round(1).tolist()
-    [30.0, 0.0, 10.0]
-    """
-    from scipy.optimize import nnls
-
-    est = np.asarray(estimate, dtype=np.float64)
-    se = np.asarray(std_error, dtype=np.float64)
-    basis = np.atleast_2d(np.asarray(shapes, dtype=np.float64))
-    if est.ndim != 1 or se.shape != est.shape or basis.shape[1] != est.shape[0]:
-        raise ValueError(
-            "shrink_empirical_bayes needs an estimate, standard errors of the same length and shapes "
-            f"with one value per cell; got {est.shape}, {se.shape} and {basis.shape}."
-        )
-    if not (np.isfinite(est).all() and np.isfinite(se).all() and (se >= 0).all()):
-        raise ValueError(
-            "shrink_empirical_bayes needs finite estimates and finite, non-negative standard errors."
-        )
-    if not (np.isfinite(basis).all() and (basis >= 0).all()):
-        raise ValueError(
-            "The shapes of shrink_empirical_bayes must be finite and non-negative (no-data counts)."
-        )
-    total = max(float(est.sum()), 0.0)
-    coef, _ = nnls(basis.T, est)
-    target = basis.T @ coef
-    if not target.sum() > 0:  # nothing of the shapes fits: an even spread of the total
-        target = np.full(est.shape, total / max(est.size, 1))
-    gap = (est - target) ** 2
-    tau2 = max(0.0, float(np.sum(gap - se**2)) / float(target.sum())) if target.sum() > 0 else 0.0
-    prior = tau2 * target
-    with np.errstate(invalid="ignore", divide="ignore"):
-        keep = np.where(prior + se**2 > 0, prior / (prior + se**2), 1.0)
-    return rest.project_simplex(target + keep * (est - target), total)
-
-
-def blend(report_answer: np.ndarray, trajectory_answer: np.ndarray, report_share: float) -> np.ndarray:
-    """A hybrid's answer: the report's and the trajectories' answers weighted by their shares of ε.
-
-    Examples
-    --------
-    >>> blend(np.array([4.0, 0.0]), np.array([0.0, 4.0]), 0.75).tolist()
-    [3.0, 1.0]
-    """
-    return report_share * np.asarray(report_answer, float) + (1.0 - report_share) * np.asarray(
-        trajectory_answer, float
-    )
 
 
 def _hybrid_design(mechanism: str, report_share: float) -> DesignSpec:
@@ -525,56 +315,6 @@ def _hybrid_design(mechanism: str, report_share: float) -> DesignSpec:
         return [blend(r, t, report_share) for r, t in zip(reps, trajs, strict=True)], None
 
     return DesignSpec(QUESTIONS, simulate, "hybrid")
-
-
-def inverse_variance(estimates: Any, std_errors: Any) -> tuple[np.ndarray, np.ndarray]:
-    """Cell by cell, the inverse-variance weighted mean of independent estimates of the same counts.
-
-    ``x̂ = Σ_i x̂_i / σ_i² / Σ_i 1 / σ_i²`` and ``σ̂ = (Σ_i 1 / σ_i²)^-1/2``: the minimum-variance
-    unbiased combination when the parts are unbiased and independent; for a biased part, pass its
-    root-mean-square error as ``σ_i`` (the weights then minimise the mean squared error when the errors
-    are independent). Post-processing: it reads the estimates and their errors only. A part whose error
-    is not finite or not positive does not weigh on that cell; a cell no part weighs on is NaN.
-    (:func:`geoldp.combine` does the same for release tables, with each part's own interval.)
-
-    Parameters
-    ----------
-    estimates : sequence of array_like
-        One vector of estimates per part (same shape).
-    std_errors : sequence of array_like
-        Their standard errors (or root-mean-square errors), same shapes.
-
-    Returns
-    -------
-    (numpy.ndarray, numpy.ndarray)
-        The combined estimates and their standard errors.
-
-    Raises
-    ------
-    ValueError
-        No part, or parts and errors of different numbers or shapes.
-
-    Examples
-    --------
-    >>> est, se = inverse_variance([[10.0, 4.0], [20.0, 8.0]], [[1.0, 2.0], [2.0, 2.0]])
-    >>> est.tolist(), se.round(3).tolist()
-    ([12.0, 6.0], [0.894, 1.414])
-    """
-    x = np.asarray(estimates, dtype=np.float64)
-    s = np.asarray(std_errors, dtype=np.float64)
-    if x.ndim < 1 or x.shape[0] == 0 or x.shape != s.shape:
-        raise ValueError(
-            "geoldp.planner.inverse_variance needs one std_errors vector per estimates vector, of the same "
-            f"shape (got {x.shape} and {s.shape})."
-        )
-    ok = np.isfinite(x) & np.isfinite(s) & (s > 0)
-    w = np.where(ok, 1.0 / np.where(ok, s, 1.0) ** 2, 0.0)
-    total = w.sum(axis=0)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        est = (w * np.where(ok, x, 0.0)).sum(axis=0) / total
-        se = 1.0 / np.sqrt(total)
-    est[total == 0] = np.nan
-    return est, se
 
 
 #: Visited zones the inverse-variance hybrids pad to (the ``padded`` report's ℓ; a fixed choice).
@@ -801,28 +541,8 @@ def _walks(
     return [walk[i, : int(m)].copy() for i, m in enumerate(lengths)]
 
 
-def _length_pool(lengths: Any, caller: str) -> np.ndarray:
-    """The checked lengths (an int, or a non-empty list of ints ≥ 1) as an int64 array."""
-    pool: np.ndarray
-    if isinstance(lengths, int | np.integer) and not isinstance(lengths, bool):
-        pool = np.array([int(lengths)], dtype=np.int64)
-    else:
-        try:
-            pool = np.asarray(lengths)
-        except Exception:  # pragma: no cover - numpy raises many kinds
-            pool = np.zeros(0)
-        if pool.ndim != 1 or pool.size == 0 or pool.dtype.kind not in "iu":
-            raise TypeError(
-                f"The 'lengths' parameter of {caller} must be an int or a non-empty list of ints (trajectory "
-                "lengths to draw from)."
-            )
-    if pool.min() < 1:
-        raise ValueError(f"The 'lengths' of {caller} must be >= 1.")
-    return pool.astype(np.int64)
-
-
 def _lengths(lengths: Any, size: int, rng: np.random.Generator, caller: str) -> np.ndarray:
-    pool = _length_pool(lengths, caller)
+    pool = length_pool(lengths, caller)
     if np.ndim(lengths) == 0:  # one length for every trajectory: nothing to draw
         return np.full(size, pool[0])
     return rng.choice(pool, size=size)
@@ -868,7 +588,7 @@ def plan(
     target_error: float | None = None,
     designs: Any = None,
     rng: Any = None,
-) -> pd.DataFrame:
+) -> PlanTable:
     """Expected error of every design for a question, from public inputs only, before any ε is spent.
 
     Parameters
@@ -904,8 +624,10 @@ def plan(
 
     Returns
     -------
-    pandas.DataFrame
-        One row per design and per baseline (index ``design``): ``kind``, ``error`` (expected, lower is
+    PlanTable
+        A DataFrame whose ``best`` is the recommended design object (:mod:`geoldp.designs`), to
+        ``release`` and ``answer`` as it is (None when a no-data baseline is recommended). One row per
+        design and per baseline (index ``design``): ``kind``, ``error`` (expected, lower is
         better), ``error_sd`` (over the repetitions), ``interval_width`` (mean 95 % width, NaN where the
         design has no interval), ``users_needed`` (for ``target_error``; NaN when more users do not get
         there), ``recommended`` (one row True). ``attrs`` holds the question, ε, n, the target error,
@@ -958,6 +680,7 @@ def plan(
         best = str(baselines[score].idxmin())
     table["recommended"] = table.index == best
     first = next(iter(tables.values()))
+    table = PlanTable(table)
     table.attrs = {
         "question": question,
         "epsilon": epsilon,

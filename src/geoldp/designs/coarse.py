@@ -33,7 +33,7 @@ def coarse_cells(n_zones: int) -> int:
     (5, 2, 1)
     """
     if isinstance(n_zones, bool) or not isinstance(n_zones, int | np.integer) or n_zones < 1:
-        raise ValueError("The 'n_zones' parameter of geoldp.designs.coarse_cells must be an int >= 1.")
+        raise ValueError("The 'n_zones' parameter of geoldp.designs.coarse.coarse_cells must be an int >= 1.")
     return max(1, int(round(math.sqrt(int(n_zones)) / 2.0)))
 
 
@@ -58,7 +58,7 @@ def coarse_zones(zones: Any, *, cells: int | None = None) -> Any:
     >>> len(coarse_zones(zone_grid((0.0, 0.0, 1.0, 1.0), cells=10)))
     25
     """
-    z = check_zones(zones, caller="geoldp.designs.coarse_zones")
+    z = check_zones(zones, caller="geoldp.designs.coarse.coarse_zones")
     return zone_grid(z.series, cells=coarse_cells(z.size) if cells is None else cells)
 
 
@@ -104,8 +104,8 @@ def spread_of_points(zones: Any, coarse: Any, lon: Any, lat: Any) -> np.ndarray:
     >>> spread_of_points(fine, coarse, [0.1, 0.2, 0.9], [0.1, 0.2, 0.9]).ravel().tolist()
     [0.6666666666666666, 0.0, 0.0, 0.3333333333333333]
     """
-    zf = check_zones(zones, caller="geoldp.designs.spread_of_points")
-    zc = check_zones(coarse, caller="geoldp.designs.spread_of_points")
+    zf = check_zones(zones, caller="geoldp.designs.coarse.spread_of_points")
+    zc = check_zones(coarse, caller="geoldp.designs.coarse.spread_of_points")
     lon, lat = np.asarray(lon, dtype=np.float64), np.asarray(lat, dtype=np.float64)
     return spread_matrix(zone_of_vertices(zf, lon, lat), zone_of_vertices(zc, lon, lat), zf.size, zc.size)
 

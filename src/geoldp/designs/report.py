@@ -1,0 +1,196 @@
+"""Report designs: one ε-LDP frequency-oracle report per trajectory over public zones, and its estimator.
+
+A report design is the statistic reported (``visited_zone`` or ``od``), the padding ℓ of a trajectory's
+set of visited zones, whether the report is made over a coarser public grid and spread back to the asked
+zones, and the estimator that reads the reports (post-processing, no privacy cost):
+
+``projected``
+    the unbiased estimate projected on the non-negative counts with the reports' total, with the
+    estimator's 95 % interval of the count;
+``shrunk``
+    shrunk toward P's zone shares (:func:`geoldp.shrinkage.shrink_to_baseline`);
+``eb``
+    shrunk cell by cell toward the no-data answers (:func:`geoldp.shrinkage.shrunk_counts`).
+
+Names: ``report:<statistic>[:coarse][:pad<ℓ> | :padded][:shrunk | :eb]`` (``padded`` is ℓ = 3; a coarse
+visited-zone report pads to ℓ = 2 unless told, and is always shrunk before it is spread).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import numpy as np
+import pandas as pd
+
+from geoldp import _frames
+from geoldp.designs._counts import zone_index
+from geoldp.designs.base import Design, answer_table, register_kind
+from geoldp.designs.coarse import coarse_zones, spread_counts, spread_of_points
+from geoldp.nodata import uniform_answer
+from geoldp.questions import Question
+from geoldp.reports.estimators import estimate_counts
+from geoldp.reports.release import report
+from geoldp.reports.zones import check_zones, zone_of_vertices
+from geoldp.shrinkage import shrink_to_baseline, shrunk_counts
+
+__all__ = ["ReportDesign"]
+
+_STATISTICS = ("visited_zone", "od")
+_ESTIMATORS = ("projected", "shrunk", "eb")
+#: ℓ named by a word of its own
+_PADDED = 3
+
+
+@dataclass(frozen=True)
+class ReportDesign(Design):
+    """One report per trajectory over public zones (or a coarser grid over them), read by an estimator.
+
+    Parameters
+    ----------
+    statistic : {"visited_zone", "od"}
+    pad_length : int, default 1
+        ℓ: a trajectory's set of visited zones is padded to ℓ and one item is reported.
+    estimator : {"projected", "shrunk", "eb"}, default "projected"
+    coarse : bool, default False
+        Report over :func:`geoldp.designs.coarse.coarse_zones` of the asked zones, shrink, and spread the
+        answer back to them by P's points (a bias where people are not spread like P; no interval).
+    """
+
+    kind: ClassVar[str] = "report"
+    statistic: str = "visited_zone"
+    pad_length: int = 1
+    estimator: str = "projected"
+    coarse: bool = False
+
+    def __post_init__(self) -> None:
+        if self.statistic not in _STATISTICS:
+            raise ValueError(f"statistic must be one of {_STATISTICS}; got {self.statistic!r}")
+        if self.estimator not in _ESTIMATORS:
+            raise ValueError(f"estimator must be one of {_ESTIMATORS}; got {self.estimator!r}")
+        if not isinstance(self.pad_length, int) or self.pad_length < 1:
+            raise ValueError(f"pad_length must be an int >= 1; got {self.pad_length!r}")
+        if self.statistic == "od" and self.pad_length != 1:
+            raise ValueError("an OD report has one pair per trajectory: pad_length must be 1")
+        if self.coarse and self.estimator != "shrunk":
+            raise ValueError("a coarse report is shrunk before it is spread: estimator must be 'shrunk'")
+
+    @property
+    def name(self) -> str:  # noqa: D102
+        words = ["report", self.statistic]
+        if self.coarse:
+            words.append("coarse")
+        if self.pad_length != _default_pad(self.statistic, self.coarse):
+            words.append(
+                "padded" if self.pad_length == _PADDED and not self.coarse else f"pad{self.pad_length}"
+            )
+        if self.estimator != "projected" and not self.coarse:
+            words.append(self.estimator)
+        return ":".join(words)
+
+    @property
+    def questions(self) -> tuple[Question, ...]:  # noqa: D102
+        if self.statistic == "od":
+            return (Question.OD_FLOWS,)
+        return (Question.ZONE_VISITS, Question.HOTSPOTS, Question.RANGE_COUNTS)
+
+    def report_zones(self, zones: Any) -> Any:
+        """The public zones the reports are made over: ``zones``, or the coarse grid over them."""
+        return coarse_zones(zones) if self.coarse else zones
+
+    def release(  # noqa: D102
+        self,
+        trips: Any,
+        *,
+        epsilon: float,
+        points: Any = None,
+        zones: Any = None,
+        rng: Any = None,
+        accountant: Any = None,
+        user_col: Any = None,
+    ) -> Any:
+        if zones is None:
+            raise ValueError(f"The design {self.name!r} reports over public zones: pass zones=...")
+        return report(
+            trips,
+            self.report_zones(zones),
+            statistic=self.statistic,
+            epsilon=epsilon,
+            pad_length=self.pad_length,
+            rng=rng,
+            accountant=accountant,
+            user_col=user_col,
+        )
+
+    def answer(  # noqa: D102
+        self, released: Any, question: Any, *, points: Any = None, zones: Any = None
+    ) -> pd.DataFrame:
+        q = self._question(question)
+        caller = f"the answer of design {self.name!r}"
+        od = self.statistic == "od"
+        asked = self.report_zones(zones)
+        table = estimate_counts(released, asked)
+        unbiased = table["estimate"].to_numpy(np.float64)
+        index = zone_index(zones, od=od, caller=caller)
+        if self.estimator == "projected":
+            return answer_table(
+                index,
+                table["projected"],
+                lower=table["lower"],
+                upper=table["upper"],
+                std_error=table["std_error"],
+                raw=unbiased,
+                question=q,
+                design=self.name,
+                covers="95 % interval of each cell's count (cell by cell, not simultaneous)",
+            )
+        if points is None:
+            raise ValueError(f"The answer of design {self.name!r} shrinks toward P's shares: pass points=P.")
+        ps = _frames.as_pointset(points, caller=caller)
+        lon, lat = np.asarray(ps.lon), np.asarray(ps.lat)
+        if self.estimator == "eb":
+            values = shrunk_counts(table, ps, asked).to_numpy(np.float64)
+        else:
+            z = check_zones(asked, caller=caller)
+            baseline = uniform_answer(zone_of_vertices(z, lon, lat), z.size, od=od)
+            values = shrink_to_baseline(unbiased, table["std_error"].to_numpy(np.float64), baseline)
+        if self.coarse:
+            matrix = spread_of_points(zones, asked, lon, lat)
+            values = spread_counts(values, matrix, od=od)
+            unbiased = spread_counts(unbiased, matrix, od=od)
+        return answer_table(
+            index,
+            values,
+            raw=unbiased,
+            question=q,
+            design=self.name,
+            covers="no interval: a shrunk estimate is biased toward the no-data answer",
+        )
+
+
+def _default_pad(statistic: str, coarse: bool) -> int:
+    return 2 if coarse and statistic == "visited_zone" else 1
+
+
+def _parse(words: list[str], question: Question | None) -> Design:
+    statistic = words[1]
+    rest = words[2:]
+    coarse = "coarse" in rest
+    pad = _default_pad(statistic, coarse)
+    estimator = "shrunk" if coarse else "projected"
+    for word in rest:
+        if word == "coarse":
+            continue
+        if word == "padded":
+            pad = _PADDED
+        elif word.startswith("pad") and word[3:].isdigit():
+            pad = int(word[3:])
+        elif word in _ESTIMATORS:
+            estimator = word
+        else:
+            raise ValueError(f"unknown word {word!r} (coarse, padded, pad<ℓ>, shrunk or eb)")
+    return ReportDesign(statistic, pad, estimator, coarse)
+
+
+register_kind("report", _parse)

@@ -1,0 +1,91 @@
+"""Trajectory designs: every trajectory released by TP, ATP or PointEM over the public point set P."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import pandas as pd
+
+from geoldp.designs._counts import released_counts, zone_index
+from geoldp.designs.base import Design, answer_table, register_kind
+from geoldp.questions import ALL, Question
+from geoldp.trajectory.engine import MECHANISMS
+
+__all__ = ["TrajectoryDesign"]
+
+
+@dataclass(frozen=True)
+class TrajectoryDesign(Design):
+    """Release every trajectory with a trajectory mechanism; answer with the release's own counts.
+
+    The answer is the raw count of released trajectories per zone (or zone pair), as the planner
+    simulates it: no interval is claimed (:func:`geoldp.estimate.visit_counts` estimates the original
+    counts with intervals from the same release).
+
+    Parameters
+    ----------
+    mechanism : {"tp", "atp", "pointem"}
+    """
+
+    kind: ClassVar[str] = "trajectory"
+    mechanism: str = "atp"
+
+    def __post_init__(self) -> None:
+        if self.mechanism not in MECHANISMS:
+            raise ValueError(f"mechanism must be one of {sorted(MECHANISMS)}; got {self.mechanism!r}")
+
+    @property
+    def name(self) -> str:  # noqa: D102
+        return self.mechanism
+
+    @property
+    def questions(self) -> tuple[Question, ...]:  # noqa: D102
+        return ALL
+
+    def release(  # noqa: D102
+        self,
+        trips: Any,
+        *,
+        epsilon: float,
+        points: Any = None,
+        zones: Any = None,
+        rng: Any = None,
+        accountant: Any = None,
+        user_col: Any = None,
+    ) -> Any:
+        if points is None:
+            raise ValueError(f"The design {self.name!r} releases over a public point set: pass points=P.")
+        return trips.ldp.perturb(
+            points,
+            mechanism=self.mechanism,
+            epsilon=epsilon,
+            rng=rng,
+            accountant=accountant,
+            user_col=user_col,
+        )
+
+    def answer(  # noqa: D102
+        self, released: Any, question: Any, *, points: Any = None, zones: Any = None
+    ) -> pd.DataFrame:
+        q = self._question(question)
+        caller = f"the answer of design {self.name!r}"
+        counts = released_counts(released, zones, q, caller=caller)
+        return answer_table(
+            zone_index(zones, od=q.is_od, caller=caller),
+            counts,
+            raw=counts,
+            question=q,
+            design=self.name,
+            covers="no interval: the released trajectories' own counts",
+        )
+
+
+def _parse(words: list[str], question: Question | None) -> Design:
+    if len(words) != 1:
+        raise ValueError("a trajectory design is a mechanism name alone ('tp', 'atp' or 'pointem')")
+    return TrajectoryDesign(words[0])
+
+
+for _name in MECHANISMS:
+    register_kind(_name, _parse)
