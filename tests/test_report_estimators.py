@@ -150,7 +150,8 @@ def test_padded_interval_covers_large_sets(oracle):
         e, se = est["estimate"].to_numpy(), est["std_error"].to_numpy()
         old.append((e - Z95 * se <= truth) & (truth <= e + Z95 * se))
         new.append((est["lower"].to_numpy() <= truth) & (truth <= est["upper"].to_numpy()))
-        assert np.array_equal(est["lower"].to_numpy(), e - Z95 * se)  # only the upper end moves
+        # only the upper end moves (the lower one is clipped at 0: a count is never negative)
+        assert np.array_equal(est["lower"].to_numpy(), np.clip(e - Z95 * se, 0, len(gdf)))
         assert (est["upper"] <= len(gdf)).all() and (est["upper"] >= est["lower"]).all()
     k = reps * truth.size
     # the symmetric interval around the padded estimand misses most visit counts here...
@@ -204,7 +205,8 @@ def test_padded_public_set_size_bound():
     assert ((tight["lower"] <= truth) & (truth <= tight["upper"])).mean() >= 0.8
     # a bound of at most ℓ says the counts are unbiased: the symmetric interval; above the domain: clipped
     sym = estimate_counts(rep, GRID9, max_set_size=2)
-    assert np.array_equal(sym["upper"], sym["estimate"] + Z95 * sym["std_error"])
+    n = len(gdf)
+    assert np.array_equal(sym["upper"], np.clip(sym["estimate"] + Z95 * sym["std_error"], sym["lower"], n))
     assert estimate_counts(rep, GRID9, max_set_size=10**6).equals(estimate_counts(rep, GRID9))
     with pytest.raises(ValueError, match="max_set_size"):
         estimate_counts(rep, GRID9, max_set_size=0)
@@ -215,16 +217,38 @@ def test_padded_public_set_size_bound():
         estimate_counts(od, GRID9, max_set_size=3)
 
 
-@pytest.mark.parametrize("statistic", ["visited_zone", "od", "transitions"])
-def test_unpadded_and_pair_intervals_unchanged(statistic):
-    # no missing mass to bound (ℓ = 1 estimates shares; OD has one pair): estimate ± 1.96·std_error, not
-    # clipped, bit for bit
-    pad = 1
-    rep = report(big_sets(), GRID9, statistic=statistic, epsilon=2.0, pad_length=pad, rng=9)
+def test_pair_intervals_are_symmetric_and_clipped_to_the_reports():
+    # one pair per trajectory: no missing mass to bound; estimate ± 1.96·std_error within [0, n]
+    gdf = big_sets()
+    rep = report(gdf, GRID9, statistic="od", epsilon=2.0, rng=9)
     est = estimate_counts(rep, GRID9, include_outside=True)
-    e, se = est["estimate"].to_numpy(), est["std_error"].to_numpy()
-    assert np.array_equal(est["lower"].to_numpy(), e - Z95 * se)
-    assert np.array_equal(est["upper"].to_numpy(), e + Z95 * se)
+    e, se, n = est["estimate"].to_numpy(), est["std_error"].to_numpy(), len(gdf)
+    assert np.array_equal(est["lower"].to_numpy(), np.clip(e - Z95 * se, 0, n))
+    assert np.array_equal(est["upper"].to_numpy(), np.clip(e + Z95 * se, np.clip(e - Z95 * se, 0, n), n))
+
+
+@pytest.mark.parametrize("statistic", ["visited_zone", "od"])
+def test_answers_lie_within_their_own_bounds(statistic):
+    # the point estimate of the count inside its interval, and everything within [0, number of reports],
+    # for small n too (where an unclipped interval could lie wholly above n)
+    gdf = big_sets().iloc[:30]
+    for pad in (1, 2, 5) if statistic == "visited_zone" else (1,):
+        for seed in range(5):
+            rep = report(gdf, GRID9, statistic=statistic, epsilon=1.0, pad_length=pad, rng=seed)
+            est = estimate_counts(rep, GRID9)
+            lo, hi, pr = (est[c].to_numpy() for c in ("lower", "upper", "projected"))
+            assert ((0 <= lo) & (lo <= pr) & (pr <= hi) & (hi <= len(gdf))).all()
+
+
+def test_one_zone_interval_covers_the_visit_count():
+    # ℓ = 1 estimates each trajectory's share 1/|S| of a zone; the interval bounds the visit count itself
+    gdf = big_sets()
+    truth = true_counts(gdf, GRID9).to_numpy()
+    covered = []
+    for seed in range(10):
+        est = estimate_counts(report(gdf, GRID9, epsilon=4.0, pad_length=1, rng=300 + seed), GRID9)
+        covered.append((est["lower"].to_numpy() <= truth) & (truth <= est["upper"].to_numpy()))
+    assert np.mean(covered) >= _coverage_floor(np.size(covered)), np.mean(covered)
 
 
 def test_padded_transition_interval_covers_many_transitions():
@@ -239,7 +263,7 @@ def test_padded_transition_interval_covers_many_transitions():
         e, se = est["estimate"].to_numpy(), est["std_error"].to_numpy()
         old.append((e - Z95 * se <= truth) & (truth <= e + Z95 * se))
         new.append((est["lower"].to_numpy() <= truth) & (truth <= est["upper"].to_numpy()))
-        assert np.array_equal(est["lower"].to_numpy(), e - Z95 * se)  # only the upper end moves
+        assert np.array_equal(est["lower"].to_numpy(), np.clip(e - Z95 * se, 0, len(gdf)))  # upper moves
     busy = truth >= 20  # transitions made often enough for the padding's loss to show
     old_busy = np.mean(np.asarray(old)[:, busy])
     assert old_busy < _coverage_floor(reps * int(busy.sum())), old_busy  # the symmetric one fails there

@@ -628,10 +628,16 @@ def plan(
         A DataFrame whose ``best`` is the recommended design object (:mod:`geoldp.designs`), to
         ``release`` and ``answer`` as it is (None when a no-data baseline is recommended). One row per
         design and per baseline (index ``design``): ``kind``, ``error`` (expected, lower is
-        better), ``error_sd`` (over the repetitions), ``interval_width`` (mean 95 % width, NaN where the
-        design has no interval), ``users_needed`` (for ``target_error``; NaN when more users do not get
-        there), ``recommended`` (one row True). ``attrs`` holds the question, ε, n, the target error,
-        the recommended design and whether it beats the better baseline.
+        better), ``error_sd`` (over the repetitions), ``error_se`` (the standard error of ``error``),
+        ``error_low`` and ``error_high`` (the predicted error's 95 % interval: the repetitions' noise, and
+        with ``population="robust"`` the spread over the populations), ``interval_width`` (mean 95 %
+        width, NaN where the design has no interval), ``users_needed`` (the users at which the design's
+        expected error reaches the target error ``attrs["target_error"]``; NaN when more users do not
+        get there), ``recommended`` (one row True). A design is recommended only when it beats the
+        better baseline on every simulated population by more than 1.96 of its ``error_se``; else the
+        baseline with the smallest worst error over the no-data populations is (its worst error in
+        ``error_worst_population``). ``attrs`` holds the question, ε, n, the target error, the
+        recommended design, whether it beats the better baseline, and the margin rule.
 
     Raises
     ------
@@ -671,13 +677,18 @@ def plan(
         sim = Simulation(ps, zone_of_point, z.size, seqs, n, epsilon, gen, z)
         tables[label] = _population_table(sim, question, names, median, target_error)
     table = _combine(tables)
-    baselines = table[table["kind"] == "baseline"]
     candidates = table[table["kind"] != "baseline"]
     score = "regret" if "regret" in table.columns else "error"
-    best = str(candidates[score].idxmin()) if len(candidates) else str(baselines[score].idxmin())
-    beats = bool(len(candidates) and candidates.loc[best, score] < baselines[score].min())
+    best = str(candidates[score].idxmin()) if len(candidates) else ""
+    beats = bool(best) and _beats_above_noise(tables, best)
     if not beats:
-        best = str(baselines[score].idxmin())
+        # the no-data answer to fall back on: the one whose worst error over the no-data populations is
+        # smallest (baselines cost nothing to simulate, so every population is tried, not only the asked one)
+        worst = _baseline_worst_errors(
+            ps, zone_of_point, z, lengths, size, prior, n, epsilon, question, median
+        )
+        table["error_worst_population"] = worst.reindex(table.index)
+        best = str(worst.idxmin())
     table["recommended"] = table.index == best
     first = next(iter(tables.values()))
     table = PlanTable(table)
@@ -690,8 +701,48 @@ def plan(
         "target_error": first.attrs["target_error"] if target_error is None else float(target_error),
         "recommended": best,
         "beats_baselines": beats,
+        "margin": "a design is recommended only when it beats the better baseline on every simulated "
+        "population by more than 1.96 standard errors of its simulated error",
     }
     return table
+
+
+def _beats_above_noise(tables: dict[str, pd.DataFrame], name: str) -> bool:
+    """Whether design ``name`` beats the better baseline on every population by more than its noise."""
+    for t in tables.values():
+        best_baseline = float(t.loc[t["kind"] == "baseline", "error"].min())
+        if not best_baseline - float(t.loc[name, "error"]) > rest.Z95 * float(t.loc[name, "error_se"]):
+            return False
+    return True
+
+
+def _baseline_worst_errors(
+    ps: Any,
+    zone_of_point: np.ndarray,
+    z: Any,
+    lengths: Any,
+    size: int,
+    prior: Any,
+    n: int,
+    epsilon: float,
+    question: str,
+    median: int,
+) -> pd.Series:
+    """Each baseline's largest error over the no-data populations (the prior alone, if one is given).
+
+    Seeded by the public inputs' sizes, not by the plan's generator, so the designs' simulations (and the
+    plan's table) are the same as without this step.
+    """
+    gen = np.random.default_rng([size, len(zone_of_point), z.size])
+    pops = _populations(ps, lengths, size, prior, "robust", gen, "geoldp.plan")
+    errors = {}
+    for label, seqs in pops.items():
+        sim = Simulation(ps, zone_of_point, z.size, seqs, n, epsilon, gen, z)
+        truth = _truth(sim, question)
+        errors[label] = {
+            k: error_of(question, truth, v, n) for k, v in _baselines(sim, question, median).items()
+        }
+    return pd.DataFrame(errors).max(axis=1)
 
 
 def _populations(
@@ -789,18 +840,24 @@ def _population_table(
     truth = _truth(sim, question)
     rows: dict[str, dict[str, Any]] = {}
     for name, est in _baselines(sim, question, median).items():
-        rows[name] = {"kind": "baseline", "error": error_of(question, truth, est, n), "error_sd": 0.0}
-        rows[name]["interval_width"] = math.nan
+        error = error_of(question, truth, est, n)
+        rows[name] = {"kind": "baseline", "error": error, "error_sd": 0.0, "error_se": 0.0}
+        rows[name].update(error_low=error, error_high=error, interval_width=math.nan)
     best_baseline = min(r["error"] for r in rows.values())
     target = 0.5 * best_baseline if target_error is None else float(target_error)
     for name in names:
         spec = DESIGNS[name]
         ests, half = spec.simulate(sim, question)
         errs = [error_of(question, truth, e, n) for e in ests]
+        se = float(np.std(errs, ddof=1) / math.sqrt(len(errs))) if len(errs) > 1 else 0.0
+        mean = float(np.mean(errs))
         rows[name] = {
             "kind": spec.kind,
-            "error": float(np.mean(errs)),
+            "error": mean,
             "error_sd": float(np.std(errs)),
+            "error_se": se,
+            "error_low": max(mean - rest.Z95 * se, 0.0),
+            "error_high": mean + rest.Z95 * se,
             "interval_width": _width_of(question, truth, half, n),
         }
         rows[name]["users_needed"] = _users_needed(sim, question, name, spec, target, rows[name]["error"])
@@ -820,6 +877,11 @@ def _combine(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
     out = first[["kind"]].copy()
     out["error"] = errors.mean(axis=1)
     out["error_sd"] = pd.DataFrame({k: t["error_sd"] for k, t in tables.items()}).mean(axis=1)
+    ses = pd.DataFrame({k: t["error_se"] for k, t in tables.items()})
+    out["error_se"] = np.sqrt((ses**2).sum(axis=1)) / len(tables)
+    # the interval of the predicted error spans the populations (which one is real is not known)
+    out["error_low"] = pd.DataFrame({k: t["error_low"] for k, t in tables.items()}).min(axis=1)
+    out["error_high"] = pd.DataFrame({k: t["error_high"] for k, t in tables.items()}).max(axis=1)
     out["interval_width"] = pd.DataFrame({k: t["interval_width"] for k, t in tables.items()}).mean(axis=1)
     # users needed on the hardest population (NaN if any population does not get there)
     out["users_needed"] = pd.DataFrame({k: t["users_needed"] for k, t in tables.items()}).max(

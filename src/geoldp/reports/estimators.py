@@ -17,13 +17,13 @@ probability that user u's sampled item is v. So Var C(v) = Σ r_u(1 − r_u), wh
 * for sets: at most n·r̄(1 − r̄), r̄ the mean of r_u (concavity), which also covers the randomness of
   the sampled item.
 
-The plug-in c is f̂ clipped to [0, n]. The 95 % interval is estimate ± 1.96·std_error (not clipped:
-clipping would break its coverage), except for padded set counts (below). ``projected`` is the
-post-processed estimate: the Euclidean
-projection of f̂ over the whole domain onto {x ≥ 0, Σx = n} (the set the true values lie in), scaled by ℓ;
-it is never negative and its cells sum to the number of reports.
+The plug-in c is f̂ clipped to [0, n]. The 95 % interval is estimate ± 1.96·std_error, except for set
+counts (below), clipped to [0, n]: the count lies there, so clipping never drops it. ``projected`` is the
+point estimate of the count: the Euclidean projection of f̂ over the whole domain onto {x ≥ 0, Σx = n}
+(the set the true values lie in), scaled by ℓ, then kept inside the cell's interval; it is never negative
+and never above n.
 
-Padded set counts (ℓ > 1: visited zones, or transitions). A trajectory whose set S has s = |S| items
+Set counts (visited zones, or transitions; ℓ = 1 included). A trajectory whose set S has s = |S| items
 (zones it visits, or distinct transitions it makes) and holds v adds min(1, ℓ/s) to the estimand
 e(v) = E[ℓ·f̂(v)] and 1 to the count c(v). So e(v) ≤ c(v), and the missing mass
 c(v) − e(v) = Σ over the holders with s > ℓ of (1 − ℓ/s). With a public bound M on s (by default the
@@ -34,9 +34,10 @@ holders. Hence
     e(v) ≤ c(v) ≤ e(v) + min((1 − ℓ/M)·N, (M/ℓ − 1)·e(v)).
 
 N is released by the padding itself: dummy 0 is sampled (with probability 1/ℓ) exactly by the
-trajectories with s < ℓ, so N = n − ℓ·E f̂(dummy 0). The interval is
+trajectories with s < ℓ, so N = n − ℓ·E f̂(dummy 0) (with ℓ = 1 for visited zones there is no dummy:
+every trajectory has a zone, N = n). The interval is
 
-    lower = ℓf̂(v) − 1.96·se,   upper = min(n, e⁺ + min((1 − ℓ/M)·N⁺, (M/ℓ − 1)·max(e⁺, 0))),
+    lower = max(0, ℓf̂(v) − 1.96·se),   upper = min(n, e⁺ + min((1 − ℓ/M)·N⁺, (M/ℓ − 1)·max(e⁺, 0))),
 
 with e⁺ = ℓf̂(v) + z·se and N⁺ = n − ℓ·(f̂(dummy 0) − z·se(dummy 0)) (clipped to [0, n]), z the 1.25 %
 one-sided normal quantile. The lower end misses c(v) only when it misses e(v) (2.5 %), the upper only
@@ -189,21 +190,26 @@ def estimate_counts(
     pandas.DataFrame
         ``"visited_zone"``: one row per zone (index ``zone``); ``"od"`` and ``"transitions"``: one row per
         ordered pair (index ``origin``, ``destination``; transitions skip a == b). Columns ``estimate``
-        (unbiased, may be negative), ``std_error``, ``lower``, ``upper`` (95 %), ``projected``
-        (non-negative, post-processed) and ``support`` (the raw support count).
+        (unbiased for the estimand below: it may be negative or above the number of reports, and outside
+        the interval), ``std_error``, ``lower``, ``upper`` (95 % for the **count**, within [0, number of
+        reports]), ``projected`` (the point estimate of the count: the non-negative projection of the
+        estimates with the reports' total, then kept inside [``lower``, ``upper``]) and ``support`` (the
+        raw support count). The intervals are cell by cell, not simultaneous: over many cells some miss.
 
         ``estimate`` and ``std_error`` are those of ℓ·f̂: for ``"visited_zone"`` with ℓ > 1 that
         estimates Σ min(1, ℓ/|S|) over the trajectories visiting the zone (|S| the number of zones a
         trajectory visits), which is below the visit count when some trajectories visit more than ℓ
-        zones. ``lower`` and ``upper`` always bound the **visit count** itself: ``lower`` is
-        estimate − 1.96·std_error, and ``upper`` adds the most the trajectories visiting more than ℓ
-        zones can be missing (bounded with the padding dummies' own count of the trajectories with
-        fewer than ℓ zones and ``max_set_size``; see the module notes), at most the number of reports.
+        zones (with ℓ = 1: each trajectory's share 1/|S|). ``lower`` and ``upper`` always bound the
+        **visit count** itself: ``lower`` is estimate − 1.96·std_error (at least 0), and ``upper`` adds
+        the most the trajectories visiting more than ℓ zones can be missing (bounded with the padding
+        dummies' own count of the trajectories with fewer than ℓ zones and ``max_set_size``; see the
+        module notes), at most the number of reports.
         The interval covers the visit count with probability at least 95 % (a union bound over its
         three one-sided bounds, up to their normal approximations) whatever the set sizes; it is
         conservative, and can be far wider than 2·1.96·std_error when many trajectories visit more than
-        ℓ zones; padded ``"transitions"`` likewise for the trajectories making each transition. Elsewhere
-        (ℓ = 1, ``"od"``) the interval is estimate ± 1.96·std_error of the estimated quantity.
+        ℓ zones; padded ``"transitions"`` likewise for the trajectories making each transition. For
+        ``"od"`` (one pair per trajectory) and with ``max_set_size`` ≤ ℓ the interval is
+        estimate ± 1.96·std_error, clipped to [0, number of reports].
 
     Raises
     ------
@@ -232,25 +238,28 @@ def estimate_counts(
     >>> estimate_counts(rep2, zones)["upper"].round().tolist()
     [400.0, 17.0, 50.0, 400.0]
     >>> estimate_counts(rep2, zones, max_set_size=2)["upper"].round().tolist()
-    [458.0, 5.0, 18.0, 433.0]
+    [400.0, 5.0, 18.0, 400.0]
     """
     caller = "geoldp.reports.estimate_counts"
     dc = debiased_counts(
         reports, zones, include_outside=include_outside, max_set_size=max_set_size, caller=caller
     )
     est, se = dc.estimate, dc.std_error
-    lower = est - Z95 * se
+    n = float(dc.n)
+    # a count lies in [0, n]: clipping the interval to it never drops the true count
+    lower = np.clip(est - Z95 * se, 0.0, n)
     upper = est + Z95 * se
-    # ℓ = 1 estimates each trajectory's share 1/|S| (no missing mass to bound); M ≤ ℓ: unbiased counts
-    if dc.padded and dc.pad_length > 1:
-        upper = np.maximum(lower, padded_upper(dc.f, dc.var, dc.n, dc.design, dc.max_set_size)[dc.keep])
+    if dc.padded:  # sets (ℓ = 1 included): the estimand is below the count by the large sets' missing mass
+        upper = padded_upper(dc.f, dc.var, dc.n, dc.design, dc.max_set_size)[dc.keep]
+    upper = np.clip(upper, lower, n)
+    projected = np.clip((project_simplex(dc.f, n) * dc.pad_length)[dc.keep], lower, upper)
     out = pd.DataFrame(
         {
             "estimate": est,
             "std_error": se,
             "lower": lower,
             "upper": upper,
-            "projected": (project_simplex(dc.f, float(dc.n)) * dc.pad_length)[dc.keep],
+            "projected": projected,
             "support": dc.counts[dc.keep],
         },
         index=dc.index,
