@@ -15,6 +15,7 @@ from pathlib import Path
 
 import geopandas as gpd
 import numpy as np
+import pandas as pd
 import pytest
 import shapely
 
@@ -150,8 +151,15 @@ def zone_truth_of_release(out, pts):
 
 def test_intervals_contain_the_estimate_and_hotspots_are_ranked():
     out, pts = released_frame()
-    h = estimate.hotspots(out, pts, zones=ZONES, k=5, rng=0, n_boot=10, n_candidates=300, n_sims=4)
-    assert list(h["rank"]) == [1, 2, 3, 4, 5]
+    kw = dict(rng=0, n_boot=10, n_candidates=300, n_sims=4)
+    h = estimate.hotspots(out, pts, zones=ZONES, k=5, **kw)
+    visits = estimate.visit_counts(out, pts, zones=ZONES, **kw)
+    supported = visits[visits["supported"]]
+    # ranked among the supported zones only: noise is never ranked
+    assert h["supported"].all() and h.attrs["supported_cells"] == len(supported)
+    assert list(h["rank"]) == list(range(1, min(5, len(supported)) + 1))
+    assert set(h.index) == set(supported["estimate"].nlargest(len(h)).index)
+    assert ("note" in h.attrs) == supported.empty
     assert np.all(np.diff(h["estimate"].to_numpy()) <= 0)
     assert np.all(h["lower"] <= h["estimate"]) and np.all(h["estimate"] <= h["upper"])
     od = estimate.od_flows(out, pts, ZONES, rng=0, n_boot=10, n_candidates=300, n_sims=4)
@@ -358,7 +366,9 @@ def test_accessor_shortcuts_read_the_ledger():
         estimate.range_counts(out, pts, circle, **kw)
     )
     assert out.ldp.estimate_od_flows(pts, ZONES, **kw).equals(estimate.od_flows(out, pts, ZONES, **kw))
-    assert len(out.ldp.estimate_hotspots(pts, k=3, zones=ZONES, **kw)) == 3
+    assert out.ldp.estimate_hotspots(pts, k=3, zones=ZONES, **kw).equals(
+        estimate.hotspots(out, pts, k=3, zones=ZONES, **kw)
+    )
     den = out.ldp.denoise(pts, rng=0, n_candidates=200, n_sims=2)
     assert den.index.equals(out.index) and den.crs == out.crs
     assert out.ldp.fit_population(pts, **kw).visit_counts(ZONES).equals(direct)
@@ -594,3 +604,19 @@ def test_total_has_an_interval_that_covers_and_says_when_the_release_cannot_tell
         if eps == 40.0:
             assert total["upper"] - total["lower"] < 0.5 * truth, total
     assert _misses_are_plausible(n_cases - covered, n_cases), covered
+
+
+def test_unseeded_estimates_are_reproducible_from_the_files():
+    # estimation is post-processing: without rng its randomness comes from a digest of the release and the
+    # settings, so two analysts get the same table; another rng draws another one; attrs say which
+    out, pts = released_frame()
+    kw = dict(n_boot=5, n_candidates=300, n_sims=4)
+    one = estimate.visit_counts(out, pts, zones=ZONES, **kw)
+    two = estimate.visit_counts(out.copy(), pts, zones=ZONES, **kw)
+    pd.testing.assert_frame_equal(one, two)
+    assert one.attrs["estimator"]["randomness"] == "digest of the release"
+    seeded = estimate.visit_counts(out, pts, zones=ZONES, rng=1, **kw)
+    assert seeded.attrs["estimator"]["randomness"] == "rng"
+    assert not seeded["estimate"].equals(one["estimate"])
+    other = estimate.visit_counts(out, pts, zones=ZONES, **{**kw, "n_sims": 5})  # other settings, other key
+    assert not other["estimate"].equals(one["estimate"])

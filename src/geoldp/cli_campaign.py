@@ -596,14 +596,26 @@ def _cmd_estimate(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> i
     )
     with stage(f"cannot write '{args.output}'"):
         written = glayers.write_layers(lay, out_path, overwrite=args.overwrite)
-    sizes = ", ".join(f"{name} ({len(v)})" for name, v in lay.items())
+    sizes = ", ".join(f"{name} ({_supported_cells(v)})" for name, v in lay.items())
     print(
-        f"{PROG}: estimated {sizes} from {len(released)} released trips, {args.level:.0%} intervals",
+        f"{PROG}: estimated {sizes} from {len(released)} released trips, {args.level:.0%} intervals "
+        "(cell by cell)",
         file=stderr,
     )
+    if "hotspots" in lay and "note" in lay["hotspots"].attrs:
+        print(f"{PROG}: {lay['hotspots'].attrs['note']}", file=stderr)
     for path in written:
         print(path, file=stdout)
     return 0
+
+
+def _supported_cells(layer: Any) -> str:
+    """``k of N cells supported`` for a layer (its own counts for hotspots, ranked among the supported)."""
+    if "supported_cells" in layer.attrs:
+        among = f"{layer.attrs['supported_cells']} of {layer.attrs['cells']}"
+        return f"{len(layer)} ranked among the {among} cells supported"
+    supported = int(layer["supported"].astype(bool).sum()) if "supported" in layer.columns else 0
+    return f"{supported} of {len(layer)} cells supported"
 
 
 class _CellKm(argparse.Action):

@@ -31,6 +31,7 @@ import pandas as pd
 
 from geoldp import _formats, budget_strategies
 from geoldp import points as public_points
+from geoldp.estimate._ranking import top_supported
 
 __all__ = [
     "LAYER_NAMES",
@@ -184,22 +185,22 @@ def regions_layer(table: pd.DataFrame, regions: Any) -> Any:
 
 
 def _sum_tables(tables: list[pd.DataFrame], keys: list[str] | None = None) -> pd.DataFrame:
+    """The parts' tables added up; a cell is supported when every part supports it (conservative)."""
     if len(tables) == 1:
         return tables[0]
     if keys is None:
         total = tables[0][_VALUES].copy()
+        supported = tables[0]["supported"].astype(bool)
         for t in tables[1:]:
             total = total.add(t[_VALUES], fill_value=0.0)
+            supported = supported & t["supported"].astype(bool).reindex(supported.index, fill_value=False)
+        total["supported"] = supported
         return total
     both = pd.concat(tables, ignore_index=True)
-    return both.groupby(keys, sort=True)[_VALUES].sum().reset_index()
-
-
-def _top_k(table: pd.DataFrame, k: int) -> pd.DataFrame:
-    order = np.lexsort((np.arange(len(table)), -table["estimate"].to_numpy()))[:k]
-    out = table.iloc[order].copy()
-    out.insert(0, "rank", np.arange(1, len(out) + 1))
-    return out
+    grouped = both.groupby(keys, sort=True)
+    total = grouped[_VALUES].sum()
+    total["supported"] = grouped["supported"].all() & (grouped.size() == len(tables))
+    return total.reset_index()
 
 
 def estimate_layers(
@@ -233,7 +234,8 @@ def estimate_layers(
     layers : sequence of str, default ("zone_visits", "od_flows", "hotspots")
         Any of :data:`LAYER_NAMES`.
     k : int, default 10
-        Number of hotspot zones.
+        Number of hotspot zones, ranked among the supported zones only (none supported: an empty layer
+        whose ``attrs["note"]`` says so).
     **fit_kwargs
         Passed to :func:`geoldp.estimate.fit` (``rng``, ``n_candidates``, ``n_boot``, ``level`` ...).
 
@@ -278,7 +280,9 @@ def estimate_layers(
         if name == "zone_visits":
             out[name] = zone_layer(_sum_tables(tables["_zones"]), zones)
         elif name == "hotspots":
-            out[name] = zone_layer(_top_k(_sum_tables(tables["_zones"]), k), zones)
+            top = top_supported(_sum_tables(tables["_zones"]), k)
+            out[name] = zone_layer(top, zones)
+            out[name].attrs.update(top.attrs)
         elif name == "od_flows":
             out[name] = od_layer(_sum_tables(tables[name], ["origin", "destination"]), zones)
         elif name == "point_visits":

@@ -35,6 +35,7 @@ denoise        a point estimate of every released trajectory made of public poin
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Annotated, Any, TypedDict, Unpack
 
 import numpy as np
@@ -45,6 +46,7 @@ from geoldp._docstrings import doc, shared_keywords
 from geoldp._random import resolve_rng
 from geoldp._validation import check_int_min, check_positive_km, check_real
 from geoldp.estimate import _denoise, _inputs, _model
+from geoldp.estimate._ranking import top_supported
 
 __all__ = ["Population", "denoise", "fit", "hotspots", "od_flows", "range_counts", "visit_counts"]
 
@@ -83,16 +85,21 @@ def _prepare(released: Any, points: Any, fit: _EstimateKeywords, caller: str) ->
     for n in sorted({s.shape[0] for s in rel.seqs}):
         mech.check_budgets(n, ps.size)
     options = _options(fit, caller)
-    key = resolve_rng(fit["rng"]).stream_key()
-    return Population(_Fit(ps, source, mech, rel, options, key, released))
+    if fit["rng"] is None:  # post-processing: a digest of the public inputs seeds it at no privacy cost
+        key, drawn = _inputs.digest_key(rel.seqs, ps, mech, options), "digest of the release"
+    else:
+        key, drawn = resolve_rng(fit["rng"]).stream_key(), "rng"
+    return Population(_Fit(ps, source, mech, rel, options, key, released, drawn))
 
 
 class _Fit:
     """The validated inputs of one fit and, once a query needs it, the fitted model (never the originals)."""
 
-    def __init__(self, ps, source, mech, rel, options, key, released) -> None:
+    def __init__(self, ps, source, mech, rel, options, key, released, drawn) -> None:
         self.ps, self.source, self.mech, self.rel = ps, source, mech, rel
         self.options, self.key, self.released = options, key, released
+        # how the estimator's randomness was drawn, with its settings, recorded beside every answer
+        self.settings = {"randomness": drawn, **dataclasses.asdict(options)}
         self.fitted: _model.Model | None = None
 
     def model(self) -> _model.Model:
@@ -208,13 +215,13 @@ class Population:
             out[col] = table[col].to_numpy()
         keep = (out["estimate"] > 1e-9) | (out["raw"] > 0)
         out = out[keep].reset_index(drop=True)
-        out.attrs["total"] = dict(table.attrs["total"])
+        out.attrs = {"total": dict(table.attrs["total"]), "estimator": dict(table.attrs["estimator"])}
         return out
 
     def hotspots(self, k: int = 10, zones: Any = None) -> pd.DataFrame:
         """The top-k public points (or zones) by estimated visits: see :func:`hotspots`."""
         k = check_int_min(k, "k", minimum=1, caller="geoldp.estimate.Population.hotspots")
-        return _top_k(self.visit_counts(zones), k)
+        return top_supported(self.visit_counts(zones), k)
 
     def denoise(self) -> Any:
         """A point estimate of every original trajectory made of public points: see :func:`denoise`."""
@@ -253,15 +260,8 @@ class Population:
             "raw": float(raw[-1]),
             "supported": bool(sup[-1]),
         }
+        out.attrs["estimator"] = dict(self._state.settings)
         return out
-
-
-def _top_k(table: pd.DataFrame, k: int) -> pd.DataFrame:
-    """The k rows with the largest estimates (ties by position), with a ``rank`` column 1..k."""
-    order = np.lexsort((np.arange(len(table)), -table["estimate"].to_numpy()))[:k]
-    out = table.iloc[order].copy()
-    out.insert(0, "rank", np.arange(1, len(out) + 1))
-    return out
 
 
 def _region_members(regions, how: str, st: _Fit, caller: str):
@@ -350,10 +350,12 @@ _FIT_DOC = """
     mechanism_options : dict, optional
         Options of a named mechanism (``granularity``, ``split``, ...), as given to the mechanism.
     rng : {None, int, array_like[ints], SeedSequence, BitGenerator, Generator}, optional
-        Seeds the simulations, the candidate library, the cross-validation folds and the bootstrap
-        (``None``: the OS CSPRNG), each from its own stream: the estimate is a random function of the
-        release, P, the configuration and ``rng`` only (not of ``n_boot``); the seed changes it within
-        its Monte-Carlo error.
+        Seeds the simulations, the candidate library, the cross-validation folds and the bootstrap, each
+        from its own stream. ``None`` derives the seed from a digest of the release, P, the mechanism's
+        configuration and these settings (estimation is post-processing: this costs no privacy), so two
+        analysts get the same answer from the same files; another ``rng`` draws another answer within
+        its Monte-Carlo error. Every table records how it was drawn, with the settings, in
+        ``attrs["estimator"]``.
     n_candidates : int, default 3000
         Proposal candidates per released length (at most twice the number of releases, at least 200); the
         library also holds up to as many released trajectories of that length.
@@ -565,12 +567,14 @@ def hotspots(
     Returns
     -------
     pandas.DataFrame
-        ``k`` rows (fewer if there are fewer points/zones) sorted by decreasing estimate (ties by position),
-        the index of :func:`visit_counts`, columns ``rank`` (1..k), ``estimate``, ``lower``, ``upper``,
-        ``raw``, ``supported``.
+        At most ``k`` rows, ranked among the **supported** points/zones only (a row the release cannot
+        tell from no data is never ranked; none supported: no row, and ``attrs["note"]`` says so),
+        sorted by decreasing estimate (ties by position), the index of :func:`visit_counts`, columns
+        ``rank`` (1..k), ``estimate``, ``lower``, ``upper``, ``raw``, ``supported``;
+        ``attrs["supported_cells"]`` and ``attrs["cells"]`` count the rows ranked among and all rows.
     """
     k = check_int_min(k, "k", minimum=1, caller="geoldp.estimate.hotspots")
-    return _top_k(visit_counts(released, points, zones=zones, **fit), k)
+    return top_supported(visit_counts(released, points, zones=zones, **fit), k)
 
 
 @shared_keywords(_ModelKeywords)  # no interval: not n_boot, level

@@ -11,6 +11,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
@@ -258,3 +260,20 @@ def region_members(regions: Any, ps: PointSet, *, crs: Any, caller: str) -> tupl
                 f"Region {i} of {caller} must be a circle (lon, lat, radius_km) or a Polygon/MultiPolygon."
             )
     return out, pd.RangeIndex(len(out), name="region")
+
+
+def digest_key(seqs: list[np.ndarray], ps: PointSet, mech: Any, options: Any) -> np.ndarray:
+    """A 256-bit stream key (``uint32[8]``) from a digest of the release and the public configuration.
+
+    The release (its index sequences, in order), P's coordinates, the mechanism's public configuration
+    and the estimator's settings: the same files and settings give the same key, on any machine.
+    """
+    h = hashlib.sha256(b"geoldp.estimate key v1")
+    lengths = np.array([s.shape[0] for s in seqs], dtype=np.int64)
+    h.update(lengths.tobytes())
+    h.update(np.concatenate(seqs).astype(np.int64).tobytes() if seqs else b"")
+    h.update(np.ascontiguousarray(ps.lon, dtype=np.float64).tobytes())
+    h.update(np.ascontiguousarray(ps.lat, dtype=np.float64).tobytes())
+    h.update(repr(mech).encode())
+    h.update(repr(sorted(dataclasses.asdict(options).items())).encode())
+    return np.frombuffer(h.digest(), dtype=np.uint32).copy()
