@@ -184,8 +184,20 @@ def test_report_estimate_writes_layers_with_intervals(files, tmp_path, capsys):
         capsys,
     )
     assert code == 0, err
-    flows = gpd.read_file(tmp_path / "od.od_flows.geojson")
-    assert len(flows) == len(zones) ** 2 and set(flows.geom_type) == {"LineString"}
+    flows = gpd.read_file(tmp_path / "od.od_flows.geojson")  # sparse: the supported pairs only
+    assert flows["supported"].all() and (flows["lower"] > 0).all() and set(flows.geom_type) <= {"LineString"}
+    assert f"{len(flows)} of {len(zones) ** 2} cells supported" in err
+    code, _, err = _run(
+        ["report-estimate", od, "--points", d / "P.gpkg", "--cell-km", 2, "--all-cells", "--simultaneous"]
+        + ["-o", tmp_path / "all.geojson"],
+        capsys,
+    )
+    assert code == 0 and "simultaneous" in err, err
+    every = gpd.read_file(tmp_path / "all.od_flows.geojson")
+    assert len(every) == len(zones) ** 2 and set(every.geom_type) == {"LineString"}
+    # family-wise intervals are wider than the cell-by-cell ones, never narrower
+    merged = every.merge(flows, on=["origin", "destination"], suffixes=("", "_cell"))
+    assert (merged["upper"] >= merged["upper_cell"]).all() and (merged["lower"] <= merged["lower_cell"]).all()
     # the bound applies to visited-zone reports only: one line, no traceback
     code, _, err = _run(["report-estimate", od, *bound, "-o", tmp_path / "od4.geojson"], capsys)
     assert code != 0 and "max_set_size" in err and "Traceback" not in err

@@ -460,9 +460,8 @@ def _add_synthesize(sub: Any) -> None:
 
 
 def _cmd_report_estimate(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
-    import numpy as np
-
     from geoldp import layers as glayers
+    from geoldp.estimate._ranking import top_supported
     from geoldp.reports import estimate_counts
     from geoldp.reports.release import n_reports
 
@@ -500,7 +499,8 @@ def _cmd_report_estimate(args: argparse.Namespace, stdout: TextIO, stderr: TextI
         except ValueError as exc:
             raise ValueError(str(exc).replace("overwrite=True (CLI: --overwrite)", "--overwrite")) from None
     # refuses zones other than the reports' own (digest)
-    est = estimate_counts(table, zones, max_set_size=args.max_set_size)
+    est = estimate_counts(table, zones, max_set_size=args.max_set_size, simultaneous=args.simultaneous)
+    est["supported"] = est["lower"] > 0  # the interval excludes no trajectory at all
     extra = ["std_error", "projected"]
     if shrink_path is not None:
         from geoldp import io as gio
@@ -513,23 +513,25 @@ def _cmd_report_estimate(args: argparse.Namespace, stdout: TextIO, stderr: TextI
     est = est.rename(columns={"support": "raw"})
     rank = "estimate" if shrink_path is None else "shrunk"
     lay: dict[str, Any] = {}
+    supported = f"{int(est['supported'].sum())} of {len(est)} cells supported"
     if statistic == "visited_zone":
         zl = glayers.zone_layer(est, zones)
         lay["zone_visits"] = zl.assign(**{c: est[c].to_numpy() for c in extra})
-        order = np.lexsort((np.arange(len(est)), -est[rank].to_numpy()))[: args.k]
-        top = est.iloc[order]
-        hot = glayers.zone_layer(top, zones)
-        hot.insert(1, "rank", np.arange(1, len(top) + 1))
+        top = top_supported(est, args.k, by=rank)  # noise is never ranked
+        hot = glayers.zone_layer(top.drop(columns="rank"), zones)
+        hot.insert(1, "rank", top["rank"].to_numpy())
         lay["hotspots"] = hot.assign(**{c: top[c].to_numpy() for c in extra})
     else:
-        flows = est.reset_index()
+        # sparse: the supported pairs only (at most one per report can be non-zero), unless asked for all
+        flows = est.reset_index() if args.all_cells else est[est["supported"]].reset_index()
         name = "od_flows" if statistic == "od" else "transitions"
         lay[name] = glayers.od_layer(flows, zones).assign(**{c: flows[c].to_numpy() for c in extra})
     with stage(f"cannot write '{args.output}'"):
         written = glayers.write_layers(lay, out_path, overwrite=args.overwrite)
     print(
         f"{PROG}: estimated {', '.join(f'{k} ({len(v)})' for k, v in lay.items())} from "
-        f"{n_reports(table)} reports, 95% intervals",
+        f"{n_reports(table)} reports, 95% intervals "
+        f"({'simultaneous' if args.simultaneous else 'cell by cell'}); {supported}",
         file=stderr,
     )
     for path in written:
@@ -584,6 +586,16 @@ def _add_report_estimate(sub: Any) -> None:
         default=None,
         metavar="L,L,...",
         help="with --shrink: public or assumed trip lengths (adds the uniform-visits answer to the shapes)",
+    )
+    p.add_argument(
+        "--simultaneous",
+        action="store_true",
+        help="family-wise 95%% intervals: all cells' intervals hold together (wider; to read a map whole)",
+    )
+    p.add_argument(
+        "--all-cells",
+        action="store_true",
+        help="OD and transition reports: write every zone pair (default: the supported pairs only)",
     )
     p.add_argument("--overwrite", action="store_true", help="replace existing outputs")
     p.set_defaults(func=_warned(_cmd_report_estimate), command_parser=p)

@@ -6,8 +6,8 @@ import numpy as np
 import pandas as pd
 
 
-def top_supported(table: pd.DataFrame, k: int) -> pd.DataFrame:
-    """The ``k`` supported rows with the largest estimates (ties by position), ranked 1..k.
+def top_supported(table: pd.DataFrame, k: int, *, by: str = "estimate") -> pd.DataFrame:
+    """The ``k`` supported rows with the largest ``by`` (ties by position), ranked 1..k.
 
     A row that is not ``supported`` cannot be told from what a population without data gives, so it is
     never ranked: with no supported row the result is empty, and ``attrs`` says so. ``attrs`` holds
@@ -15,7 +15,7 @@ def top_supported(table: pd.DataFrame, k: int) -> pd.DataFrame:
     """
     supported = np.asarray(table["supported"].to_numpy(), dtype=bool)
     rows = np.flatnonzero(supported)
-    order = rows[np.lexsort((rows, -table["estimate"].to_numpy()[rows]))][:k]
+    order = rows[np.lexsort((rows, -table[by].to_numpy()[rows]))][:k]
     out = table.iloc[order].copy()
     out.insert(0, "rank", np.arange(1, len(out) + 1))
     out.attrs = {**table.attrs, "supported_cells": int(rows.size), "cells": len(table)}
