@@ -99,6 +99,11 @@ def main(
     plan = geoldp.plan(P, zones, epsilon=epsilon, n=len(trips), lengths=max_points, rng=rng)
     print(plan[["kind", "error", "interval_width", "recommended"]].round(3).to_string())
     print(f"recommended for zone visits: {plan.attrs['recommended']}")
+    # plan.best is the recommended design itself (None when a no-data baseline is the better answer):
+    # best.collect(trips, "zone_visits", epsilon=..., points=P, zones=zones, accountant=...) releases and
+    # answers with it; on the command line, geoldp collect TRIPS --design NAME ... (printed by geoldp plan)
+    if plan.best is not None:
+        print(f"run it with: {plan.best!r}, ledger {plan.best.ledger(epsilon)}")
     # [/plan]
 
     # [perturb]
