@@ -147,3 +147,72 @@ def test_bad_design_names_and_questions_are_refused_by_name():
         designs.design("report:visited_zone:padx")
     with pytest.raises(ValueError, match="must be one of .od_flows."):
         designs.design("report:od").answer(None, "zone_visits")  # the question is checked first
+
+
+# ------------------------------------------------------------------------------------------------------
+# the private pilot: what the planner needs, under ε-LDP
+
+
+def _pilot_city(n_trips: int = 2000):
+    from geoldp.datasets import synthetic_city
+    from geoldp.reports import zone_grid
+
+    pts, trips = synthetic_city(n_points=300, n_trips=n_trips, seed=4)
+    return pts, trips, zone_grid(tuple(pts.total_bounds), cells=5)
+
+
+def test_the_pilot_splits_its_budget_exactly_and_is_charged_once():
+    pilot = designs.Pilot()
+    split = pilot.ledger(3.0)
+    assert list(split) == ["length_class", "zone_count_class", "coarse_cell"]
+    assert sum(split.values()) <= 3.0 and sum(split.values()) == pytest.approx(3.0)
+    pts, trips, zones = _pilot_city(60)
+    trips["user"] = np.arange(len(trips)) % 20
+    acc = geoldp.BudgetAccountant(12.0)
+    rep = pilot.release(trips, epsilon=3.0, zones=zones, rng=0, accountant=acc, user_col="user")
+    assert rep.index.equals(trips.index) and rep.attrs["geoldp"]["split"] == split
+    assert acc.remaining(0) == pytest.approx(12.0 - 3 * 3.0)  # user 0's three trips, ε = 3 each in all
+    with pytest.raises(geoldp.BudgetError):
+        pilot.release(trips, epsilon=3.0, zones=zones, rng=1, accountant=acc, user_col="user")
+
+
+def test_each_pilot_report_keeps_its_true_class_at_the_k_rr_rate():
+    # k-RR at the ledger's share of ε: the true class is kept with p = e^ε / (e^ε + k − 1)
+    from geoldp.mechanisms.krr import krr_constants
+
+    pilot = designs.Pilot(length_edges=(100,), zone_edges=(100,), shares=(0.25, 0.25, 0.5))
+    pts, trips, zones = _pilot_city(2000)  # every trip: length class 0, zone-count class 0
+    rep = pilot.release(trips, epsilon=2.0, zones=zones, rng=3)
+    for col, eps in pilot.ledger(2.0).items():
+        if col == "coarse_cell":
+            continue
+        p, _, _ = krr_constants(2, eps)
+        kept = float((rep[col] == 0).mean())
+        assert abs(kept - p) <= 4 * np.sqrt(p * (1 - p) / len(rep)), (col, kept, p)
+
+
+def test_the_pilot_estimate_recovers_the_population_histograms():
+    pilot = designs.Pilot()
+    pts, trips, zones = _pilot_city(3000)
+    est = pilot.estimate(pilot.release(trips, epsilon=24.0, zones=zones, rng=5), zones)
+    lengths = trips.geometry.count_coordinates().to_numpy()
+    truth = np.bincount(np.searchsorted(pilot.length_edges, lengths, side="right"), minlength=12) / len(trips)
+    assert np.abs(est.length_pmf - truth).sum() < 0.05
+    for pmf in (est.length_pmf, est.zone_count_pmf, est.cell_pmf):
+        assert (pmf >= 0).all() and pmf.sum() == pytest.approx(1.0)
+    drawn = est.draw_lengths(5000, np.random.default_rng(0))
+    assert drawn.min() >= 1 and abs(np.median(drawn) - np.median(lengths)) <= 2
+    with pytest.raises(ValueError, match="not the zones"):
+        pilot.estimate(pilot.release(trips.iloc[:10], epsilon=2.0, zones=zones, rng=0), zones.iloc[:4])
+
+
+def test_the_planner_plans_from_a_pilot_without_private_lengths():
+    pilot = designs.Pilot()
+    pts, trips, zones = _pilot_city(400)
+    est = pilot.estimate(pilot.release(trips, epsilon=24.0, zones=zones, rng=6), zones)
+    table = geoldp.plan(
+        pts, zones, epsilon=4.0, n=400, pilot=est, rng=0, designs=["pointem", "report:visited_zone"]
+    )
+    assert "pilot" in table.attrs["population"] and table["recommended"].sum() == 1
+    with pytest.raises(TypeError, match="lengths"):
+        geoldp.plan(pts, zones, epsilon=4.0, n=400, rng=0)

@@ -140,6 +140,65 @@ def test_cli_plan(tmp_path):
     assert bad == 2 and "Traceback" not in err.getvalue() and "--lengths" in err.getvalue()  # a usage error
 
 
+def test_cli_pilot_then_plan_then_collect(tmp_path, capsys):
+    # a campaign with no prior and no private lengths: pilot reports, a plan fitted to them, and the
+    # recommended design run by the command the plan prints
+    from geoldp.datasets import synthetic_city
+
+    pts, trips = synthetic_city(n_points=200, n_trips=300, seed=8)
+    pts.to_file(tmp_path / "P.gpkg")
+    trips.iloc[:100].to_file(tmp_path / "pilot_trips.gpkg")
+    trips.iloc[100:].to_file(tmp_path / "trips.gpkg")
+    pilot = tmp_path / "pilot.csv"
+    common = ["--points", str(tmp_path / "P.gpkg"), "--cell-km", "3"]
+    assert (
+        cli.main(["pilot", str(tmp_path / "pilot_trips.gpkg"), "--epsilon", "20", "-o", str(pilot), *common])
+        == 0
+    )
+    assert "pilot reports of 100 trips" in capsys.readouterr().err
+    plan_args = [
+        "plan",
+        str(tmp_path / "P.gpkg"),
+        "--epsilon",
+        "4",
+        "--n",
+        "200",
+        "--cell-km",
+        "3",
+        "--seed",
+        "0",
+    ]
+    assert cli.main([*plan_args, "--pilot", str(pilot)]) == 0
+    out = capsys.readouterr().out
+    assert "recommended:" in out
+    name = out.split("recommended: ")[1].split()[0]
+    answer = tmp_path / "answer.gpkg"
+    if name.startswith("baseline:"):  # a no-data answer: nothing to collect
+        name = "report:visited_zone"
+    code = cli.main(
+        [
+            "collect",
+            str(tmp_path / "trips.gpkg"),
+            "--design",
+            name,
+            "--epsilon",
+            "4",
+            "-o",
+            str(answer),
+            *common,
+        ]
+    )
+    err = capsys.readouterr().err
+    assert code == 0, err
+    assert "cells supported" in err and answer.exists()
+    # a pilot file must be one: another CSV is refused with one line
+    other = tmp_path / "other.csv"
+    other.write_text("a,b\n1,2\n")
+    assert cli.main([*plan_args, "--pilot", str(other)]) != 0
+    err = capsys.readouterr().err
+    assert "no pilot ledger" in err and "Traceback" not in err
+
+
 def test_cli_plan_help(capsys):
     assert cli.main(["plan", "--help"]) == 0
     out = capsys.readouterr().out

@@ -376,14 +376,21 @@ def _cmd_plan(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
             with stage(f"cannot read PRIOR '{args.prior}'"):
                 prior = gio.read_trajectories(existing_file(args.prior, "PRIOR"))
         zones = metrics.zone_grid(points, cell_km=args.cell_km)
+        pilot = None
+        if args.pilot is not None:
+            from geoldp import cli_collect
+
+            with stage(f"cannot read --pilot '{args.pilot}'"):
+                pilot = cli_collect.pilot_estimate(existing_file(args.pilot, "--pilot"), zones)
         table = plan(
             points,
             zones,
             epsilon=args.epsilon,
             n=args.n,
-            lengths=lengths,
+            lengths=None if pilot is not None else lengths,
             question=args.question,
             prior=prior,
+            pilot=pilot,
             population=args.population,
             rng=args.seed,
         )
@@ -692,6 +699,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--cell-km", type=_positive_float, default=1.5, metavar="KM", help="zone side (default 1.5)"
     )
     pl.add_argument("--prior", metavar="FILE", default=None, help="a public prior population of trajectories")
+    pl.add_argument(
+        "--pilot",
+        metavar="PILOT.csv",
+        default=None,
+        help="private pilot reports (geoldp pilot, same --cell-km): the populations are fitted to them",
+    )
     pl.add_argument(
         "--population",
         choices=("spread", "hubs", "mixed", "robust"),

@@ -1,4 +1,5 @@
-"""``geoldp collect``: run any design by the name ``geoldp plan`` prints, and write its answer as a layer.
+"""``geoldp collect`` and ``geoldp pilot``: run a design by the name ``geoldp plan`` prints (its answer
+as a layer), and the private pilot the planner fits its populations to.
 
 One command from a recommendation to a map: the design (:func:`geoldp.designs.design`) releases the
 trips under ε per trip, and its answer to the question (post-processing of the release, P and the
@@ -84,8 +85,116 @@ def _cmd_collect(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> in
     return 0
 
 
+#: Largest pilot table read (bytes): three small integers a trip.
+MAX_PILOT_BYTES = 1 << 30
+
+
+def write_pilot(reports: Any, path: Path, *, overwrite: bool) -> list[Path]:
+    """Pilot reports as CSV (rows in order, no index) with their ledger sidecar, written as one unit."""
+    from geoldp import io as gio
+
+    data = reports.reset_index(drop=True).to_csv(index=False).encode("utf-8")
+    return gio.write_bytes_with_ledger(data, dict(reports.attrs["geoldp"]), path, overwrite=overwrite)
+
+
+def read_pilot(path: Path) -> Any:
+    """Pilot reports written by :func:`write_pilot` (``geoldp pilot``), ledger and columns checked."""
+    import io as stdio
+
+    import numpy as np
+    import pandas as pd
+
+    from geoldp import _formats
+    from geoldp import io as gio
+    from geoldp.designs.pilot import COLUMNS
+
+    ledger = gio.read_ledger(path)
+    if not isinstance(ledger, dict) or ledger.get("mechanism") != "pilot":
+        raise ValueError(
+            f"'{path}' has no pilot ledger ({path.name}.ledger.json): write it with geoldp pilot"
+        )
+    data = _formats.read_regular(path, "geoldp plan --pilot", limit=MAX_PILOT_BYTES)
+    table = pd.read_csv(stdio.BytesIO(data), dtype=str, keep_default_na=False)
+    if tuple(table.columns) != COLUMNS:
+        raise ValueError(f"'{path}' has columns {list(table.columns)[:5]}; a pilot table has {list(COLUMNS)}")
+    out = pd.DataFrame(index=pd.RangeIndex(len(table)))
+    for col in COLUMNS:
+        values = pd.to_numeric(table[col], errors="coerce").to_numpy()
+        bad = ~np.isfinite(values) | (values < 0) | (values != np.round(values))
+        if bad.any():
+            raise ValueError(f"row {int(bad.argmax())} of '{path}': '{col}' is not a class number")
+        out[col] = values.astype(np.int64)
+    out.attrs = {"geoldp": ledger}
+    return out
+
+
+def pilot_estimate(path: Path, zones: Any) -> Any:
+    """The :class:`~geoldp.designs.PilotEstimate` of a pilot file over the campaign's zones."""
+    from geoldp.designs import Pilot
+
+    reports = read_pilot(path)
+    led = reports.attrs["geoldp"]
+    pilot = Pilot(tuple(led["length_edges"]), tuple(led["zone_edges"]), tuple(_shares(led)))
+    return pilot.estimate(reports, zones)
+
+
+def _shares(led: dict[str, Any]) -> list[float]:
+    split = [float(v) for v in led["split"].values()]
+    return [v / sum(split) for v in split]
+
+
+def _cmd_pilot(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
+    from geoldp import cli_campaign
+    from geoldp import io as gio
+    from geoldp.designs import Pilot
+
+    trips_path = existing_file(args.trips, "TRIPS")
+    points_path = existing_file(args.points, "--points")
+    inputs = [trips_path, points_path] + ([existing_file(args.zones, "--zones")] if args.zones else [])
+    out_path = check_output(args.output, overwrite=args.overwrite, inputs=inputs, suffixes=(".csv",))
+    with _report_warnings(stderr):
+        with stage(f"cannot read --points '{args.points}'"):
+            points = gio.read_points(points_path)
+        zones = cli_campaign.evaluate_zones(args, points)
+        with stage(f"cannot read TRIPS '{args.trips}'"):
+            trips = gio.read_trajectories(trips_path)
+        reports = Pilot().release(trips, epsilon=args.epsilon, zones=zones, rng=args.seed)
+        with stage(f"cannot write '{args.output}'"):
+            written = write_pilot(reports, out_path, overwrite=args.overwrite)
+    split = ", ".join(f"{k} {v:g}" for k, v in reports.attrs["geoldp"]["split"].items())
+    print(f"{PROG}: pilot reports of {len(reports)} trips (epsilon per trip: {split})", file=stderr)
+    for path in written:
+        print(path, file=stdout)
+    return 0
+
+
 def register(sub: Any) -> None:
-    """Add the ``collect`` command to the ``geoldp`` subparsers."""
+    """Add the ``collect`` and ``pilot`` commands to the ``geoldp`` subparsers."""
+    q = sub.add_parser(
+        "pilot",
+        help="the private pilot: a public share of the users reports what the planner needs",
+        description=(
+            "Release ε-LDP pilot reports of TRIPS (a public share of the users, chosen by the collector): "
+            "each trip's length class, number of distinct zones visited and one visited cell of a coarse "
+            "grid, with k-ary randomized response, --epsilon per trip in all. geoldp plan --pilot FILE fits "
+            "its populations to them instead of needing the private lengths."
+        ),
+    )
+    q.add_argument("trips", metavar="TRIPS", help="the pilot users' trajectories")
+    q.add_argument("--epsilon", type=_positive_float, required=True, metavar="EPS", help="budget per trip")
+    q.add_argument("--points", required=True, metavar="POINTS", help="the public points P")
+    q.add_argument("--zones", metavar="FILE", default=None, help="public zones (default: a --cell-km grid)")
+    q.add_argument(
+        "--cell-km",
+        type=_positive_float,
+        default=1.5,
+        metavar="KM",
+        help="zone side over POINTS (default 1.5)",
+    )
+    q.add_argument("-o", "--output", required=True, metavar="PILOT.csv", help="the pilot reports (CSV)")
+    q.add_argument("--seed", type=_seed, default=None, help="seeded release: for experiments only")
+    q.add_argument("--overwrite", action="store_true", help="replace an existing output")
+    q.set_defaults(func=_cmd_pilot, command_parser=q)
     p = sub.add_parser(
         "collect",
         help="run a design by the name geoldp plan prints, and write its answer as a GIS layer",

@@ -83,6 +83,7 @@ from geoldp import _frames, ldptrace, metrics
 from geoldp._validation import check_epsilon, check_int_range, check_option
 from geoldp.designs import Design, design
 from geoldp.designs.coarse import coarse_zones, spread_counts, spread_matrix
+from geoldp.designs.pilot import PilotEstimate
 from geoldp.geo import haversine_array_m
 from geoldp.nodata import length_pool, no_data_shapes, uniform_answer, uniform_visits
 from geoldp.questions import Question
@@ -503,7 +504,13 @@ POPULATIONS = ("spread", "hubs", "mixed", "robust")
 
 
 def _walks(
-    ps: Any, lengths: np.ndarray, rng: np.random.Generator, *, population: str = "spread", hubs: int = 10
+    ps: Any,
+    lengths: np.ndarray,
+    rng: np.random.Generator,
+    *,
+    population: str = "spread",
+    hubs: int = 10,
+    starts: np.ndarray | None = None,
 ) -> list[np.ndarray]:
     """Random walks over P whose steps follow the published displacement law (:data:`_STEP_BETA`).
 
@@ -516,10 +523,11 @@ def _walks(
     """
     size = ps.size
     nb = _neighbours(ps, _NEAR + 1)[:, 1:] if size > 1 else np.zeros((size, 0), dtype=np.int64)
-    hub = rng.choice(size, size=min(hubs, size), replace=False)
+    # with a pilot, the walks start where its visited cells say (hubs among those starts), else anywhere in P
+    hub = rng.choice(size, size=min(hubs, size), replace=False) if starts is None else starts[:hubs]
     w = 1.0 / np.arange(1, hub.shape[0] + 1)
     starts = hub[rng.choice(hub.shape[0], size=lengths.shape[0], p=w / w.sum())]
-    spread = rng.integers(0, size, size=lengths.shape[0])
+    spread = rng.integers(0, size, size=lengths.shape[0]) if starts is None else starts
     if population == "spread":
         starts = spread
     elif population == "mixed":
@@ -581,9 +589,10 @@ def plan(
     *,
     epsilon: float,
     n: int,
-    lengths: Any,
+    lengths: Any = None,
     question: str = "zone_visits",
     prior: Any = None,
+    pilot: PilotEstimate | None = None,
     population: str = "spread",
     target_error: float | None = None,
     designs: Any = None,
@@ -601,12 +610,18 @@ def plan(
         The budget of one trajectory.
     n : int
         The number of users (trajectories) the collection will have.
-    lengths : int or list of int
-        Trajectory lengths (public or assumed): one length, or a list to draw lengths from.
+    lengths : int or list of int, optional
+        Trajectory lengths (public or assumed): one length, or a list to draw lengths from. Needed unless
+        ``pilot`` is given (its estimated length classes are drawn from instead).
     question : {"zone_visits", "hotspots", "od_flows", "range_counts"}, default "zone_visits"
     prior : GeoDataFrame of LineStrings, optional
         A **public** prior population (for example last year's published data). Its trajectories are
         snapped to P and used instead of the random walks.
+    pilot : PilotEstimate, optional
+        Without a public prior: the estimate of a private pilot (:class:`geoldp.designs.Pilot`, ε-LDP
+        reports of a public share of the users). The simulated walks take its lengths, start in its
+        visited cells, and are of the kind whose numbers of distinct zones are closest to its own. Its ε
+        is spent by the pilot users: plan the rest of the users (``n``) with what they have left.
     population : {"spread", "hubs", "mixed", "robust"}, default "spread"
         Without ``prior``: where the simulated random walks start: anywhere in P (a population spread
         like P; right when P is where people go, such as visited places), at a few random hubs (a
@@ -671,7 +686,15 @@ def plan(
     zone_of_point = zone_of_vertices(z, np.asarray(ps.lon), np.asarray(ps.lat))
     size = min(n, _SIM_MAX)
     median = int(metrics.one_median(ps))
-    populations = _populations(ps, lengths, size, prior, population, gen, caller)
+    if pilot is not None:
+        if prior is not None or not isinstance(pilot, PilotEstimate):
+            raise TypeError(f"The 'pilot' of {caller} is a PilotEstimate (Pilot.estimate), without a prior.")
+        populations = {"pilot": _pilot_population(ps, pilot, size, gen, zone_of_point, z.size)}
+        lengths = pilot.draw_lengths(size, np.random.default_rng(pilot.n))  # the baselines' populations
+    elif lengths is None:
+        raise TypeError(f"{caller} needs public or assumed 'lengths', or a private 'pilot' estimate.")
+    else:
+        populations = _populations(ps, lengths, size, prior, population, gen, caller)
     tables = {}
     for label, seqs in populations.items():
         sim = Simulation(ps, zone_of_point, z.size, seqs, n, epsilon, gen, z)
@@ -697,7 +720,11 @@ def plan(
         "epsilon": epsilon,
         "n": n,
         "simulated_trajectories": size,
-        "population": "prior" if prior is not None else f"random walks ({population})",
+        "population": "prior"
+        if prior is not None
+        else f"random walks fitted to a pilot of {pilot.n} reports"
+        if pilot is not None
+        else f"random walks ({population})",
         "target_error": first.attrs["target_error"] if target_error is None else float(target_error),
         "recommended": best,
         "beats_baselines": beats,
@@ -748,7 +775,8 @@ def _baseline_worst_errors(
 def _populations(
     ps: Any, lengths: Any, size: int, prior: Any, population: str, gen: np.random.Generator, caller: str
 ) -> dict[str, list[np.ndarray]]:
-    """The simulated populations (label → trajectories as indices into P): the prior, or random walks."""
+    """The simulated populations (label → trajectories as indices into P): the prior, the pilot's, or
+    random walks."""
     if prior is not None:
         tr = _frames.trajectory_arrays(prior, name="prior", caller=caller)
         idx = np.asarray(ps.nearest(tr.lon, tr.lat)[0], dtype=np.int64)
@@ -759,6 +787,31 @@ def _populations(
     kinds = POPULATIONS[:3] if population == "robust" else (population,)
     drawn = _lengths(lengths, size, gen, caller)
     return {k: _walks(ps, drawn, gen, population=k) for k in kinds}
+
+
+def _pilot_population(
+    ps: Any,
+    pilot: PilotEstimate,
+    size: int,
+    gen: np.random.Generator,
+    zone_of_point: np.ndarray,
+    n_zones: int,
+) -> list[np.ndarray]:
+    """Random walks fitted to a pilot: its lengths, starts in its visited cells, and of the three kinds of
+    walk the one whose numbers of distinct zones are closest to the pilot's (L1 between the class shares)."""
+    coarse = check_zones(pilot.coarse, caller="geoldp.plan")
+    cell_of_point = zone_of_vertices(coarse, np.asarray(ps.lon), np.asarray(ps.lat))
+    lengths = pilot.draw_lengths(size, gen)
+    starts = pilot.draw_starts(cell_of_point, size, gen)
+    best, best_gap = [], math.inf
+    for kind in POPULATIONS[:3]:
+        seqs = _walks(ps, lengths, gen, population=kind, starts=starts)
+        counts = np.array([np.unique(zone_of_point[s][zone_of_point[s] < n_zones]).size for s in seqs])
+        shares = np.bincount(pilot.zone_count_classes(counts), minlength=pilot.zone_count_pmf.shape[0])
+        gap = float(np.abs(shares / max(len(seqs), 1) - pilot.zone_count_pmf).sum())
+        if gap < best_gap:
+            best, best_gap = seqs, gap
+    return best
 
 
 def trajectory_rms(

@@ -18,6 +18,7 @@ from typing import Any
 
 from geoldp.designs.base import ANSWER_COLUMNS, Design, answer_table, parse, to_layer
 from geoldp.designs.composition import Composition
+from geoldp.designs.pilot import Pilot, PilotEstimate
 from geoldp.designs.report import ReportDesign
 from geoldp.designs.synthesis import SynthesisDesign
 from geoldp.designs.trajectory import TrajectoryDesign
@@ -26,6 +27,8 @@ __all__ = [
     "ANSWER_COLUMNS",
     "Composition",
     "Design",
+    "Pilot",
+    "PilotEstimate",
     "ReportDesign",
     "SynthesisDesign",
     "TrajectoryDesign",
