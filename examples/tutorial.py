@@ -27,8 +27,9 @@ from geoldp import io, layers, points, prepare
 AREA = (116.25, 39.80, 116.50, 40.05)
 SPACING_M = 500  # public grid spacing, metres
 EPSILON = 4.0  # budget of ONE trajectory
-TOTAL_EPSILON = 8.0  # what each user may spend over all releases
-MAX_PER_USER = 2  # trips released per user: TOTAL_EPSILON / EPSILON (the others are dropped)
+TOTAL_EPSILON = 9.0  # what each user may spend over all releases
+PILOT_EPSILON = 1.0  # the private pilot's budget, for one trip of each pilot user
+MAX_PER_USER = 2  # trips released per user: (TOTAL_EPSILON - PILOT_EPSILON) / EPSILON (others dropped)
 # [/settings]
 
 
@@ -92,13 +93,26 @@ def main(
     # [/save-trips]
 
     # [plan]
-    # which design answers "where do people go?" best at this budget, from public inputs only (P, the
-    # zones, epsilon, the number of rows and the length cap), before any budget is spent: each design is
-    # simulated on populations made up from P, next to the two no-data baselines
+    # every release of the campaign is charged to one budget file, the pilot's first
+    acc = (
+        geoldp.BudgetAccountant.load(budget_path)
+        if budget_path.exists()
+        else geoldp.BudgetAccountant(TOTAL_EPSILON)
+    )
+    # no public prior: a private pilot. A public share of the users (every fifth, by id) reports for one trip,
+    # under PILOT_EPSILON, its length class, its number of distinct zones and one coarse cell it visits
     zones = geoldp.metrics.zone_grid(P, cell_km=1.5)
-    plan = geoldp.plan(P, zones, epsilon=epsilon, n=len(trips), lengths=max_points, rng=rng)
-    print(plan[["kind", "error", "interval_width", "recommended"]].round(3).to_string())
-    print(f"recommended for zone visits: {plan.attrs['recommended']}")
+    pilot_users = sorted(trips["user_id"].unique())[::5]
+    first_trips = trips[trips["user_id"].isin(pilot_users)].groupby("user_id").head(1)
+    pilot = geoldp.designs.Pilot()
+    reports = pilot.release(
+        first_trips, epsilon=PILOT_EPSILON, zones=zones, accountant=acc, user_col="user_id", rng=rng
+    )
+    # which design answers "where do people go?" best at this budget: each design is simulated on
+    # populations fitted to the pilot's estimates (post-processing), next to the no-data baselines
+    plan = geoldp.plan(P, zones, epsilon=epsilon, n=len(trips), pilot=pilot.estimate(reports, zones), rng=rng)
+    print(plan[["kind", "error", "error_low", "error_high", "recommended"]].round(3).to_string())
+    print(f"recommended for zone visits: {plan.attrs['recommended']} ({plan.attrs['population']})")
     # plan.best is the recommended design itself (None when a no-data baseline is the better answer):
     # best.collect(trips, "zone_visits", epsilon=..., points=P, zones=zones, accountant=...) releases and
     # answers with it; on the command line, geoldp collect TRIPS --design NAME ... (printed by geoldp plan)
@@ -107,10 +121,6 @@ def main(
     # [/plan]
 
     # [perturb]
-    if budget_path.exists():
-        acc = geoldp.BudgetAccountant.load(budget_path)
-    else:
-        acc = geoldp.BudgetAccountant(TOTAL_EPSILON)
     released = trips.ldp.perturb(
         P,
         mechanism="atp",

@@ -118,10 +118,12 @@ def test_tutorial_end_to_end(tmp_path, fixes_df, suffix, capsys):
     assert estimates == ["zone_visits", "od_flows", "hotspots"]
     assert sorted(p.name for p in private.iterdir()) == sorted(["budget.json", fixes.name, "trips.gpkg"])
     _check_release(gpkg)
-    # every user spent two of her three trips at ε = 4, all of the total; the file is with the private data
+    # every user spent two of her three trips at ε = 4; every fifth user also the pilot's ε = 1, all of the
+    # total; the file is with the private data
     acc = geoldp.BudgetAccountant.load(private / "budget.json")
     assert len(acc) == N_USERS
-    assert all(acc.remaining(f"u{u:03d}") == 0.0 for u in range(N_USERS))
+    for u in range(N_USERS):
+        assert acc.remaining(f"u{u:03d}") == (0.0 if u % 5 == 0 else tutorial.PILOT_EPSILON), u
     printed = capsys.readouterr().out
     assert f"{N_USERS * TRIPS_PER_USER} trips" in printed
     assert f"released {N_USERS * tutorial.MAX_PER_USER} of {N_USERS * TRIPS_PER_USER} trips" in printed

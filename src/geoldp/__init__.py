@@ -21,10 +21,12 @@ from geoldp.errors import BudgetError, DomainError, GeoLDPError, GeoLDPWarning, 
 
 if TYPE_CHECKING:
     from geoldp import datasets as datasets
+    from geoldp import designs as designs
     from geoldp import estimate, points
     from geoldp import io as io
     from geoldp import plotting as plotting
     from geoldp import prepare as prepare
+    from geoldp import questions as questions
     from geoldp._versions import show_versions
     from geoldp.accounting import BudgetAccountant
     from geoldp.budget import Ledger
@@ -96,6 +98,7 @@ _SUBMODULES = (
     "budget_strategies",
     "combined",
     "datasets",
+    "designs",
     "estimate",
     "hybrids",
     "io",
@@ -104,6 +107,7 @@ _SUBMODULES = (
     "plotting",
     "points",
     "prepare",
+    "questions",
     "reports",
 )
 
