@@ -153,9 +153,10 @@ def warn_if_no_data_level(des: Design, n: int, *, stacklevel: int = 2) -> None:
         f"(statistic={des.statistic!r}, oracle={des.oracle.name!r}), the standard error of one {what}'s "
         f"estimated share ({se_share:.3g}) is at least the share each {what} has when nothing is known "
         f"(1/{des.base} = {fair:.3g}): estimates from these reports will not be told from no data. About "
-        f"{n_needed} reports would be needed at this epsilon; fewer zones, a larger epsilon or another "
-        "design may fit: compare the designs before collecting with "
-        "geoldp.plan(points, zones, epsilon=..., n=..., lengths=...) (command line: geoldp plan).",
+        f"{n_needed} reports would bring that standard error below 1/{des.base} at this epsilon (this "
+        "warning's target; geoldp plan's users_needed targets half the better no-data baseline's error "
+        "instead). Fewer zones, a larger epsilon or another design may fit: compare the designs before "
+        "collecting with geoldp.plan(points, zones, epsilon=..., n=...) (command line: geoldp plan).",
         GeoLDPWarning,
         stacklevel=stacklevel + 1,
     )
