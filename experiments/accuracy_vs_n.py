@@ -126,10 +126,10 @@ class Population:
 
 def report_closed_form(pop, w, n, stat, pad, estimator, eps, zp, rng, lengths):
     """(visits or OD) of a report design by the closed-form variance (see the module notes)."""
-    from geoldp.shrinkage import shrink_empirical_bayes, shrink_to_baseline
     from geoldp.nodata import no_data_shapes, uniform_answer
     from geoldp.reports import estimators as rest
     from geoldp.reports import release as rrel
+    from geoldp.shrinkage import shrink_empirical_bayes, shrink_to_baseline
 
     des = rrel.design(stat, pop.k, eps, pad_length=pad, caller="accuracy_vs_n")
     f = pop.report_frequencies(w, des)
@@ -152,11 +152,11 @@ def report_closed_form(pop, w, n, stat, pad, estimator, eps, zp, rng, lengths):
 def run_dataset(name, args, log):
     import geoldp
     from geoldp import ldptrace, metrics
-    from geoldp.planner import error_of
-    from geoldp.shrinkage import blend
     from geoldp.nodata import uniform_answer, uniform_visits
+    from geoldp.planner import error_of
     from geoldp.reports import estimate_counts, report, zone_grid
     from geoldp.reports.zones import check_zones, zone_of_vertices
+    from geoldp.shrinkage import blend
 
     rng = np.random.default_rng(shared.SEED)
     points, all_seqs, all_trips = shared.load(args.data / name, 10**9, rng)

@@ -153,14 +153,16 @@ REPORTS = {
     "report:visited_zone:padded:eb": ("visited_zone", 3, "eb"),
     "report:od:eb": ("od", 1, "eb"),
 }
-#: Coarse-to-fine designs: (statistic, pad length); the report is over geoldp.designs.coarse.coarse_zones, shrunk.
+#: Coarse-to-fine designs: (statistic, pad length); one report over designs.coarse.coarse_zones, shrunk.
 COARSE = {
     "report:visited_zone:coarse": ("visited_zone", 2),
     "report:visited_zone:coarse:pad5": ("visited_zone", 5),
     "report:od:coarse": ("od", 1),
 }
 REPS = 3
-PLANNER_MODES = ("prior", "no prior", "robust")
+PLANNER_MODES = ("prior", "no prior", "robust", "pilot")
+#: Pilot users (drawn from the held-out half: a public share of the users, not evaluated on): this share of n.
+PILOT_SHARE = 0.2
 
 
 def split_halves(n_traj: int, max_traj: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
@@ -172,9 +174,9 @@ def split_halves(n_traj: int, max_traj: int, rng: np.random.Generator) -> tuple[
 
 def report_answer(trips, points, zones, zp, k, stat, pad, estimator, eps, seed, lengths):
     """(visits or OD counts, interval coverage-ready estimate table) of one real report release."""
-    from geoldp.shrinkage import shrink_to_baseline, shrunk_counts
     from geoldp.nodata import uniform_answer
     from geoldp.reports import estimate_counts, report
+    from geoldp.shrinkage import shrink_to_baseline, shrunk_counts
 
     rep = report(trips, zones, statistic=stat, epsilon=eps, pad_length=pad, rng=seed)
     # privacy: every report design is this one release; its ledger's ε is the whole budget
@@ -193,10 +195,10 @@ def report_answer(trips, points, zones, zp, k, stat, pad, estimator, eps, seed, 
 def coarse_answer(trips, zones, ps, stat, pad, eps, seed):
     """Counts over the asked zones from one real report over the coarse grid (shrunk, then spread)."""
     from geoldp import designs
-    from geoldp.shrinkage import shrink_to_baseline
     from geoldp.nodata import uniform_answer
     from geoldp.reports import estimate_counts, report
     from geoldp.reports.zones import check_zones, zone_of_vertices
+    from geoldp.shrinkage import shrink_to_baseline
 
     coarse = designs.coarse.coarse_zones(zones)
     zc = zone_of_vertices(check_zones(coarse, caller="designs"), ps.lon, ps.lat)
@@ -209,7 +211,9 @@ def coarse_answer(trips, zones, ps, stat, pad, eps, seed):
     value = shrink_to_baseline(
         est["estimate"].to_numpy(), est["std_error"].to_numpy(), uniform_answer(zc, kc, od=od)
     )
-    return designs.coarse.spread_counts(value, designs.coarse.spread_of_points(zones, coarse, ps.lon, ps.lat), od=od)
+    return designs.coarse.spread_counts(
+        value, designs.coarse.spread_of_points(zones, coarse, ps.lon, ps.lat), od=od
+    )
 
 
 def measure(name, seqs, trips, points, zones, eps, args):
@@ -217,8 +221,8 @@ def measure(name, seqs, trips, points, zones, eps, args):
     import geoldp
     from geoldp.planner import DESIGNS as PLANNED
     from geoldp.planner import Simulation
-    from geoldp.shrinkage import blend
     from geoldp.reports.zones import check_zones, zone_of_vertices
+    from geoldp.shrinkage import blend
 
     z = check_zones(zones, caller="designs")
     ps = geoldp.PointSet(points.lon.to_numpy(), points.lat.to_numpy())
@@ -282,8 +286,8 @@ def ivw_answers(trips, points, zones, z, zp, k, seqs, eps, share):
     geoldp.planner.trajectory_rms from public inputs (random walks over P, the public lengths)."""
     import geoldp
     from geoldp.planner import trajectory_rms
-    from geoldp.shrinkage import inverse_variance
     from geoldp.reports import estimate_counts, project_simplex
+    from geoldp.shrinkage import inverse_variance
 
     lengths = [len(s) for s in seqs]
     n = len(seqs)
@@ -331,9 +335,9 @@ def run(args) -> pd.DataFrame:
 
     warnings.simplefilter("ignore", GeoLDPWarning)  # the no-data-level warning is measured here
     from geoldp import metrics
+    from geoldp.nodata import uniform_answer, uniform_visits
     from geoldp.planner import DESIGNS as PLANNED
     from geoldp.planner import error_of
-    from geoldp.nodata import uniform_answer, uniform_visits
     from geoldp.reports import zone_grid
 
     rows = []
@@ -351,8 +355,17 @@ def run(args) -> pd.DataFrame:
         zones = zone_grid(points, cells=CELLS)
         n = len(seqs)
         lengths = [len(s) for s in seqs]
+        pilot_rows = rng.choice(
+            len(prior), size=min(len(prior), max(100, int(PILOT_SHARE * n))), replace=False
+        )
         for eps in args.eps:
             t0 = time.time()
+            # the pilot users spend their own ε on the pilot (they are not in the evaluation half)
+            pilot_design = geoldp.designs.Pilot()
+            pilot_reports = pilot_design.release(
+                prior.iloc[pilot_rows], epsilon=eps, zones=zones, rng=SEED + 50
+            )
+            pilot = pilot_design.estimate(pilot_reports, zones)
             answers, cover, weights, zp, k, ps = measure(name, seqs, trips, points, zones, eps, args)
             vis, od = counts_of(seqs, zp, k)
             med = int(zp[metrics.one_median(ps)])
@@ -375,7 +388,8 @@ def run(args) -> pd.DataFrame:
                         zones,
                         epsilon=eps,
                         n=n,
-                        lengths=lengths,
+                        lengths=None if mode == "pilot" else lengths,
+                        pilot=pilot if mode == "pilot" else None,
                         question=q,
                         designs=answering,
                         prior=prior if mode == "prior" else None,
@@ -634,6 +648,30 @@ def write_markdown(df: pd.DataFrame, path: Path, command: str, seconds: float) -
     for (q, mode), g in pk.groupby(["question", "planner"], sort=False):
         gap = (g["planned error"] - g["measured error"]).abs().median()
         lines.append(f"| {q} | {mode} | {gap:.3f} | {g['measured error'].median():.3f} |")
+    lines.append("")
+    # calibration and safety of each planner mode over all its picks
+    better = (
+        df[df["design"].str.startswith("baseline")].groupby(["dataset", "epsilon", "question"])["error"].min()
+    )
+    pk["better baseline"] = [better.loc[(r.dataset, r.epsilon, r.question)] for r in pk.itertuples()]
+    ratio = pk["measured error"] / pk["planned error"]
+    pk["calibrated"] = (ratio >= 0.67) & (ratio <= 1.5)
+    pk["over 2x baseline"] = pk["measured error"] > 2 * pk["better baseline"]
+    lines += [
+        "## Calibration and safety of the planner",
+        "",
+        "Per planner mode: the picks whose measured error is within [0.67, 1.5] times the error the",
+        "planner predicted for them, and the picks whose measured error is more than twice the better",
+        "no-data baseline's (an answer worse than knowing nothing):",
+        "",
+        "| planner | settings | predicted within [0.67, 1.5] | measured > 2 × better baseline |",
+        "|---|---|---|---|",
+    ]
+    for mode, g in pk.groupby("planner", sort=False):
+        lines.append(
+            f"| {mode} | {len(g)} | {int(g['calibrated'].sum())}/{len(g)} | "
+            f"{int(g['over 2x baseline'].sum())}/{len(g)} |"
+        )
     lines.append("")
     if "atp_weight" in df.columns and df["atp_weight"].notna().any():
         wt = df[df["atp_weight"].notna() & df["question"].isin(["zone_visits", "od_flows"])]
