@@ -262,6 +262,7 @@ def run_unpadded(raw_flat, raw_off, box: Box, eps: float, seed: int):
     reveals the length. Built from geoldp.ldptrace's public pieces to measure what the padding costs.
     """
     from geoldp import ldptrace
+    from geoldp.mechanisms import oracles
 
     rng = np.random.default_rng(seed)
     grid = ldptrace.Grid(box.minx, box.miny, box.maxx, box.maxy, n=box.n)
@@ -270,8 +271,8 @@ def run_unpadded(raw_flat, raw_off, box: Box, eps: float, seed: int):
     n, d = len(lengths), grid.size
     split1 = ldptrace.budget_split(eps, 1)
     true_len = np.bincount(np.minimum(lengths, d) - 1, minlength=d)
-    length_counts = ldptrace.oue_estimate(
-        ldptrace.oue_counts(true_len, n, split1["length"], rng=rng), n, split1["length"]
+    length_counts = oracles.oue_estimate(
+        oracles.oue_counts(true_len, n, split1["length"], rng=rng), n, split1["length"]
     )
     cum = np.cumsum(length_counts)
     hit = np.flatnonzero(cum >= 0.9 * cum[-1])  # the published rule (as geoldp.ldptrace)
@@ -283,14 +284,12 @@ def run_unpadded(raw_flat, raw_off, box: Box, eps: float, seed: int):
     src = np.repeat(starts, used - 1) + k
     codes = cells[src] * 8 + ldptrace.move_codes(cells[src], cells[src + 1], grid)
     m = int((used - 1).sum())  # only the real transitions: the count of reports depends on the length
-    moves = ldptrace.oue_estimate(
-        ldptrace.oue_counts(np.bincount(codes, minlength=8 * d), m, e, rng=rng), m, e
-    )
-    start = ldptrace.oue_estimate(
-        ldptrace.oue_counts(np.bincount(cells[starts], minlength=d), n, e, rng=rng), n, e
+    moves = oracles.oue_estimate(oracles.oue_counts(np.bincount(codes, minlength=8 * d), m, e, rng=rng), m, e)
+    start = oracles.oue_estimate(
+        oracles.oue_counts(np.bincount(cells[starts], minlength=d), n, e, rng=rng), n, e
     )
     end_cells = cells[starts + used - 1]
-    end = ldptrace.oue_estimate(ldptrace.oue_counts(np.bincount(end_cells, minlength=d), n, e, rng=rng), n, e)
+    end = oracles.oue_estimate(oracles.oue_counts(np.bincount(end_cells, minlength=d), n, e, rng=rng), n, e)
     moves = moves.reshape(d, 8)
     moves[grid.neighbours() < 0] = 0.0
     model = ldptrace.LDPTraceModel(

@@ -16,6 +16,7 @@ from shapely import LineString
 import geoldp
 from geoldp import ldptrace
 from geoldp.errors import BudgetError
+from geoldp.mechanisms import oracles
 
 # --------------------------------------------------------------------------------------------------
 # the user-side randomiser (OUE)
@@ -27,7 +28,7 @@ def test_oue_exact_ratio_is_at_most_e_eps_and_tight(eps):
     d = 4
     vectors = list(itertools.product([0, 1], repeat=d))
     values = [-1, 0, 1, 2, 3]  # -1: an empty report (padding), which must be as private as a real one
-    pmf = {v: np.array([ldptrace.oue_pmf(b, v, eps) for b in vectors]) for v in values}
+    pmf = {v: np.array([oracles.oue_pmf(v, b, eps) for b in vectors]) for v in values}
     for v in values:
         assert pmf[v].sum() == pytest.approx(1.0, abs=1e-12)
     worst = max(float(np.max(pmf[a] / pmf[b])) for a in values for b in values)
@@ -37,7 +38,7 @@ def test_oue_exact_ratio_is_at_most_e_eps_and_tight(eps):
 
 
 def test_oue_probabilities_follow_the_formula():
-    p, q = ldptrace.oue_probabilities(2.0)
+    p, q = oracles.oue_probabilities(2.0)
     assert p == 0.5 and q == pytest.approx(1 / (math.e**2 + 1))
 
 
@@ -46,14 +47,14 @@ def test_oue_perturb_black_box_audit_matches_the_pmf():
     eps, d, m = 1.0, 3, 60_000
     vectors = list(itertools.product([0, 1], repeat=d))
     for value in (0, 2, -1):
-        bits = ldptrace.oue_perturb(np.full(m, value), d, eps, rng=123 + value)
+        bits = oracles.oue_perturb(np.full(m, value), d, eps, rng=123 + value)
         codes = bits.astype(np.int64) @ (2 ** np.arange(d)[::-1])
         freq = np.bincount(codes, minlength=2**d) / m
-        expected = np.array([ldptrace.oue_pmf(b, value, eps) for b in vectors])
+        expected = np.array([oracles.oue_pmf(value, b, eps) for b in vectors])
         sd = np.sqrt(expected * (1 - expected) / m)
         assert np.all(np.abs(freq - expected) <= 5 * sd)  # 5 σ per cell: a false alarm has p < 1e-5
-    a = ldptrace.oue_perturb(np.zeros(m, dtype=int), d, eps, rng=1)
-    b = ldptrace.oue_perturb(np.ones(m, dtype=int), d, eps, rng=2)
+    a = oracles.oue_perturb(np.zeros(m, dtype=int), d, eps, rng=1)
+    b = oracles.oue_perturb(np.ones(m, dtype=int), d, eps, rng=2)
     pa = np.bincount(a.astype(int) @ (2 ** np.arange(d)[::-1]), minlength=8) / m
     pb = np.bincount(b.astype(int) @ (2 ** np.arange(d)[::-1]), minlength=8) / m
     # empirical ratio within e^ε up to its sampling error (delta method, 5 σ)
@@ -63,22 +64,22 @@ def test_oue_perturb_black_box_audit_matches_the_pmf():
 
 def test_oue_perturb_rejects_values_outside_the_domain():
     with pytest.raises(ValueError, match="values"):
-        ldptrace.oue_perturb([4], 4, 1.0, rng=0)
+        oracles.oue_perturb([4], 4, 1.0, rng=0)
 
 
 def test_aggregate_counts_have_the_distribution_of_summed_reports():
     # oue_counts (binomial shortcut) against the moments of a sum of per-user OUE vectors
     eps, m, reps = 1.0, 400, 1000
     c = np.array([0, 100, 250, 50])
-    p, q = ldptrace.oue_probabilities(eps)
-    draws = np.array([ldptrace.oue_counts(c, m, eps, rng=s) for s in range(reps)])
+    p, q = oracles.oue_probabilities(eps)
+    draws = np.array([oracles.oue_counts(c, m, eps, rng=s) for s in range(reps)])
     mean = c * p + (m - c) * q
     var = c * p * (1 - p) + (m - c) * q * (1 - q)
     assert np.all(np.abs(draws.mean(0) - mean) <= 5 * np.sqrt(var / reps))
     assert np.all(np.abs(draws.var(0, ddof=1) / var - 1) <= 5 * np.sqrt(2 / (reps - 1)))
     # and the per-user randomiser, summed, has the same mean
     values = np.repeat(np.arange(4), [0, 100, 250, 50])  # 400 reports, 50 of them value 3
-    sums = np.array([ldptrace.oue_perturb(values, 4, eps, rng=s).sum(0) for s in range(200)])
+    sums = np.array([oracles.oue_perturb(values, 4, eps, rng=s).sum(0) for s in range(200)])
     c2 = np.array([0, 100, 250, 50])
     mean2 = c2 * p + (m - c2) * q
     var2 = c2 * p * (1 - p) + (m - c2) * q * (1 - q)
@@ -89,9 +90,9 @@ def test_oue_estimate_is_unbiased():
     eps, m = 2.0, 1000
     c = np.array([0, 10, 500, 490])
     est = np.mean(
-        [ldptrace.oue_estimate(ldptrace.oue_counts(c, m, eps, rng=s), m, eps) for s in range(2000)], 0
+        [oracles.oue_estimate(ldptrace.oue_counts(c, m, eps, rng=s), m, eps) for s in range(2000)], 0
     )
-    p, q = ldptrace.oue_probabilities(eps)
+    p, q = oracles.oue_probabilities(eps)
     sd = np.sqrt((c * p * (1 - p) + (m - c) * q * (1 - q)) / (p - q) ** 2 / 800)
     assert np.all(np.abs(est - c) <= 5 * sd)
 
@@ -208,7 +209,7 @@ def test_model_estimates_are_unbiased_at_moderate_epsilon():
     cells, offsets = ldptrace.cell_sequences(xy[:, 0], xy[:, 1], np.arange(0, 2 * n + 1, 2), grid)
     model = ldptrace.collect(cells, offsets, grid, 8.0, rng=4)
     eps_r = model.split["per_report"]
-    p, q = ldptrace.oue_probabilities(eps_r)
+    p, q = oracles.oue_probabilities(eps_r)
     m = n * (model.max_length - 1)
     c = np.zeros((16, 8))
     c[0, 6], c[0, 7] = (~diag).sum(), diag.sum()

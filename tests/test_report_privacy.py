@@ -19,7 +19,7 @@ import scipy.stats
 from shapely.geometry import LineString, Point
 
 from geoldp.mechanisms import krr_constants
-from geoldp.reports import oracles as fo
+from geoldp.mechanisms import oracles as fo
 from geoldp.reports import release, report, zone_grid
 
 # Small report tables are below the no-data noise level on purpose; that warning has its own tests.
@@ -237,9 +237,9 @@ def test_sampler_matches_the_exact_pmf_and_rejects_a_mutant(case, monkeypatch):
     p_mut = report_pmf(mut, tuple(items.tolist()))
     lam = n * float(((p_mut - probs) ** 2 / probs).sum())
     assert lam >= 3 * crit, "power precondition: the mutant is not detectable at this N"
-    real_krr, real_oue = release.krr_constants, fo.oue_bit_probabilities
+    real_krr, real_oue = release.krr_constants, fo.oue_probabilities
     monkeypatch.setattr(release, "krr_constants", lambda k, e: real_krr(k, 1.25 * e))
-    monkeypatch.setattr(fo, "oue_bit_probabilities", lambda e: real_oue(1.25 * e))
+    monkeypatch.setattr(fo, "oue_probabilities", lambda e: real_oue(1.25 * e))
     counts_mut = sampled_counts(
         report(gdf, zones, statistic=statistic, epsilon=eps, oracle=oracle, pad_length=pad, rng=7), des
     )

@@ -19,8 +19,9 @@ from test_report_privacy import all_sets, check_matrix, chi2_passes, report_pmf,
 
 import geoldp
 from geoldp.budget_strategies import EPSILON_COLUMN, split_epsilon
-from geoldp.reports import estimate_counts, oracles, release, report, true_counts, zone_grid
-from geoldp.reports.oracles import split_oracle
+from geoldp.mechanisms import oracles
+from geoldp.mechanisms.oracles import split_oracle
+from geoldp.reports import estimate_counts, release, report, true_counts, zone_grid
 from geoldp.reports.release import design_of
 
 pytestmark = pytest.mark.filterwarnings("ignore:.*told from no data:geoldp.errors.GeoLDPWarning")

@@ -24,7 +24,8 @@ vectors: the collector only needs the sum of the reports, and the sum of m indep
 bit by bit, ``Binomial(c_j, 1/2) + Binomial(m − c_j, q)`` where c_j is the number of reports whose true
 value is j (the bits of one report are independent, so are different reports). :func:`oue_counts` draws
 exactly that, by inverse CDF from the project's random source. The user-side randomiser itself is
-:func:`oue_perturb` (one bit vector per user), for a deployment where users report from their devices.
+:func:`~geoldp.mechanisms.oracles.oue_perturb` (one bit vector per user), for a deployment where users
+report from their devices.
 
 Differences from the published code: the grid comes from a public box (the published code uses the
 data's own bounding box, which is private); points outside the box are clamped to the nearest edge cell;
@@ -45,10 +46,11 @@ import numpy as np
 
 from geoldp import _frames, _release
 from geoldp import points as public_points
-from geoldp._random import RandomSource, resolve_rng
+from geoldp._random import resolve_rng
 from geoldp._validation import check_epsilon, check_float_range, check_int_min, check_real
 from geoldp._versions import geoldp_version
 from geoldp.budget import exact_share
+from geoldp.mechanisms.oracles import oue_counts, oue_estimate
 
 __all__ = [
     "LENGTH_SHARE",
@@ -59,11 +61,6 @@ __all__ = [
     "cell_sequences",
     "collect",
     "move_codes",
-    "oue_counts",
-    "oue_estimate",
-    "oue_perturb",
-    "oue_pmf",
-    "oue_probabilities",
     "synthesize",
     "synthetic_cells",
     "synthesize_cells",
@@ -83,114 +80,6 @@ END_BASE, END_STEP = 0.3, 0.2
 GRID_MAX = 256
 
 _HALF_ULP = 2.0**-54  # centres uniforms on the 2⁻⁵³ grid inside (0, 1) for inverse CDFs
-
-
-# --------------------------------------------------------------------------------------------------
-# OUE, the user-side randomiser and its aggregate
-# --------------------------------------------------------------------------------------------------
-
-
-def oue_probabilities(epsilon: float) -> tuple[float, float]:
-    """OUE's ``(p, q)``: a true bit stays 1 with p = 1/2, any other bit becomes 1 with q = 1/(e^ε + 1).
-
-    Examples
-    --------
-    >>> oue_probabilities(math.log(3))
-    (0.5, 0.25)
-    """
-    eps = check_epsilon(epsilon, caller="oue_probabilities")
-    return 0.5, 1.0 / (math.exp(eps) + 1.0)
-
-
-def oue_perturb(values: Any, d: int, epsilon: float, *, rng: Any = None) -> np.ndarray:
-    """The user-side OUE randomiser: one perturbed bit vector per value (vectorised over users).
-
-    Parameters
-    ----------
-    values : array_like of int, shape (m,)
-        The true value of each report, in ``{0, …, d − 1}``, or ``-1`` for an empty report (no true bit).
-    d : int
-        Domain size (public).
-    epsilon : float
-        Budget of one report.
-    rng : optional
-        See :func:`geoldp._random.resolve_rng` (``None``: the OS CSPRNG).
-
-    Returns
-    -------
-    ndarray of bool, shape (m, d)
-
-    Examples
-    --------
-    >>> oue_perturb([0, 2, -1], 4, 1.0, rng=0).shape
-    (3, 4)
-    """
-    caller = "oue_perturb"
-    d = check_int_min(d, "d", minimum=1, caller=caller)
-    values = np.asarray(values, dtype=np.int64).reshape(-1)
-    if values.size and (values.min() < -1 or values.max() >= d):
-        raise ValueError(f"The 'values' of {caller} must be in {{-1, 0, …, d − 1}} (d = {d}).")
-    p, q = oue_probabilities(epsilon)
-    source = resolve_rng(rng)
-    bits = source.uniform((values.size, d)) < q
-    rows = np.flatnonzero(values >= 0)
-    bits[rows, values[rows]] = source.uniform(rows.size) < p
-    return bits
-
-
-def oue_pmf(bits: Any, value: int, epsilon: float) -> float:
-    """Exact probability that :func:`oue_perturb` turns ``value`` (or -1, empty) into ``bits``."""
-    bits = np.asarray(bits, dtype=bool).reshape(-1)
-    p, q = oue_probabilities(epsilon)
-    probs = np.where(bits, q, 1.0 - q)
-    if value >= 0:
-        probs[value] = p if bits[value] else 1.0 - p
-    return float(np.prod(probs))
-
-
-def _binomial(n: np.ndarray, prob: float, source: RandomSource) -> np.ndarray:
-    """Binomial(n_j, prob) draws by inverse CDF of one uniform each (exact up to float rounding)."""
-    from scipy.stats import binom
-
-    n = np.asarray(n, dtype=np.int64)
-    u = source.uniform(n.shape) + _HALF_ULP
-    return np.asarray(binom.ppf(u, n, prob), dtype=np.int64)
-
-
-def oue_counts(true_counts: Any, n_reports: int, epsilon: float, *, rng: Any = None) -> np.ndarray:
-    """The sum of ``n_reports`` OUE reports, drawn from its exact distribution without per-user vectors.
-
-    Bit j of the sum is ``Binomial(c_j, 1/2) + Binomial(n_reports − c_j, q)`` with c_j = ``true_counts[j]``
-    (reports whose true value is j; the other reports, empty ones included, have bit j at q). This is the
-    distribution of ``oue_perturb(values, d, ε).sum(axis=0)`` for any ``values`` with these counts.
-
-    Parameters
-    ----------
-    true_counts : array_like of int, shape (d,)
-    n_reports : int
-        Number of reports, ≥ ``sum(true_counts)``.
-    epsilon : float
-        Budget of one report.
-    rng : optional
-        ``None``: the OS CSPRNG; an int seeds NumPy (experiments and tests only).
-
-    Returns
-    -------
-    ndarray of int64, shape (d,)
-    """
-    c = np.asarray(true_counts, dtype=np.int64)
-    n_reports = int(n_reports)
-    if c.size and (c.min() < 0 or c.sum() > n_reports):
-        raise ValueError("oue_counts needs 0 ≤ true_counts and sum(true_counts) ≤ n_reports.")
-    p, q = oue_probabilities(epsilon)
-    source = resolve_rng(rng)
-    return _binomial(c, p, source) + _binomial(n_reports - c, q, source)
-
-
-def oue_estimate(counts: Any, n_reports: int, epsilon: float) -> np.ndarray:
-    """Unbiased estimate of the true counts from the summed OUE reports: (C − m q) / (p − q)."""
-    p, q = oue_probabilities(epsilon)
-    return (np.asarray(counts, dtype=np.float64) - n_reports * q) / (p - q)
 
 
 # --------------------------------------------------------------------------------------------------

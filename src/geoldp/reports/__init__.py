@@ -8,14 +8,14 @@ trajectory:
   the ledger in ``attrs["geoldp"]``;
 * :func:`estimate_counts` — debiased counts with 95 % intervals and a non-negative projection;
 * :func:`zone_grid` — a grid of zones over a public area (for example the public point set);
-* :mod:`geoldp.reports.oracles` — k-RR, OUE and OLH with their exact pmfs and variances,
+* :mod:`geoldp.mechanisms.oracles` — k-RR, OUE and OLH with their exact pmfs and variances,
   :func:`choose_oracle`.
 """
 
 from __future__ import annotations
 
+from geoldp.mechanisms.oracles import ORACLES, Oracle, choose_oracle, oracle
 from geoldp.reports.estimators import estimate_counts, project_simplex, true_counts
-from geoldp.reports.oracles import ORACLES, Oracle, choose_oracle, oracle
 from geoldp.reports.release import STATISTICS, design, report
 from geoldp.reports.zones import zone_grid
 

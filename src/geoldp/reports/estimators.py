@@ -66,7 +66,7 @@ import pandas as pd
 
 from geoldp._validation import check_int_range
 from geoldp.budget_strategies import EPSILON_COLUMN
-from geoldp.reports import oracles as fo
+from geoldp.mechanisms import oracles as fo
 from geoldp.reports.release import design_of, ledger_of, part_epsilons
 from geoldp.reports.zones import check_zones
 

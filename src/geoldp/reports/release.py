@@ -40,7 +40,7 @@ from geoldp._validation import check_epsilon, check_int_range, check_option
 from geoldp._versions import geoldp_version
 from geoldp.errors import GeoLDPWarning
 from geoldp.mechanisms import krr_constants
-from geoldp.reports import oracles as fo
+from geoldp.mechanisms import oracles as fo
 from geoldp.reports.zones import Zones, check_zones, zone_of_vertices
 
 __all__ = [
@@ -82,7 +82,7 @@ class Design:
     pad_length : int
     n_dummies : int
         Dummy values ``base, …, base + n_dummies − 1``.
-    oracle : geoldp.reports.oracles.Oracle
+    oracle : geoldp.mechanisms.oracles.Oracle
         Over ``d = base + n_dummies`` values.
     """
 
@@ -134,7 +134,7 @@ def warn_if_no_data_level(des: Design, n: int, *, stacklevel: int = 2) -> None:
 
     The standard error of one domain value's estimated share of ``n`` reports,
     ``sqrt(Var₁/n)`` with ``Var₁`` the oracle's data-independent count variance per report
-    (:meth:`~geoldp.reports.oracles.Oracle.count_variance`), is compared with the share ``1/base`` each
+    (:meth:`~geoldp.mechanisms.oracles.Oracle.count_variance`), is compared with the share ``1/base`` each
     real value has in a uniform (no-data) population. When the noise is at least that large, no value's
     estimate can be told from that of an empty value or a uniform population: one closed-form
     :class:`~geoldp.GeoLDPWarning`, naming the number of reports that would bring it below.
@@ -202,7 +202,7 @@ def _draw(
         seeds = np.empty(n, dtype=np.int64)
         out = fo.sample_olh(*args, np.int64(o.g), lie, seeds, np.empty(n, dtype=np.int64))
         return {"seed": seeds, "report": out}
-    p, q = fo.oue_bit_probabilities(o.epsilon)
+    p, q = fo.oue_probabilities(o.epsilon)
     packed = fo.sample_oue(*args, np.int64(o.d), p, q, np.zeros((n, (o.d + 7) // 8), dtype=np.uint8))
     return {"bits": [row.tobytes() for row in packed]}
 

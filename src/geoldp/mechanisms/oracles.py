@@ -1,5 +1,7 @@
 """Frequency oracles: k-RR, OUE and OLH over a public domain {0, …, d−1}, with their exact pmfs.
 
+The one owner of the oracles: the aggregate reports, LDPTrace, the combination and the planner read them here.
+
 Each oracle releases one value ``x`` of a public domain of size ``d`` under ε-LDP. The collector counts,
 for every domain value ``v``, how many reports *support* it (k-RR: the report equals v; OUE: bit v is
 set; OLH: the report's hash of v equals its value) and debiases the count:
@@ -20,7 +22,7 @@ OLH      a hash seed s (uniform 32 bits) and k-RR over    e^ε/(e^ε+g−1)     
 =======  ===============================================  ======================  =================
 
 Every pmf here is the one the sampler draws from (one source of truth): :func:`krr_pmf`,
-:func:`oue_bit_probabilities` and :func:`olh_pmf` are what the tests enumerate. k-RR and OUE are
+:func:`oue_probabilities` and :func:`olh_pmf` are what the tests enumerate. k-RR and OUE are
 tightly ε-LDP (the largest pmf ratio between two inputs is exactly e^ε). For OLH the ratio is that of
 k-RR on g values for every seed, so it is ε-LDP for *any* hash function; the hash only matters for
 utility (q* = 1/g needs Pr_s[H_s(v) = H_s(x)] = 1/g for v ≠ x, which the 64-bit mixer here meets to
@@ -36,13 +38,22 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numba
 import numpy as np
 
 from geoldp._kernels import jit as _jit  # the one kernel decorator
-from geoldp._random import stream_bernoulli, stream_integers, stream_next_u32, stream_reset
-from geoldp.mechanisms import krr_constants
+from geoldp._random import (
+    RandomSource,
+    resolve_rng,
+    stream_bernoulli,
+    stream_integers,
+    stream_next_u32,
+    stream_reset,
+)
+from geoldp._validation import check_int_min
+from geoldp.mechanisms.krr import krr_constants
 
 __all__ = [
     "ORACLES",
@@ -54,8 +65,11 @@ __all__ = [
     "olh_pmf",
     "olh_range",
     "oracle",
-    "oue_bit_probabilities",
+    "oue_counts",
+    "oue_estimate",
+    "oue_perturb",
     "oue_pmf",
+    "oue_probabilities",
     "split_oracle",
 ]
 
@@ -64,6 +78,9 @@ ORACLES = ("krr", "oue", "olh")
 
 #: ``"auto"`` does not pick OUE above this domain size: an OUE report holds d bits.
 OUE_MAX_DOMAIN = 4096
+
+#: Centres uniforms on the 2⁻⁵³ grid inside (0, 1) for inverse CDFs.
+_HALF_ULP = 2.0**-54
 
 #: OLH hashes into at most this many values (a g beyond it gains nothing measurable).
 _OLH_G_MAX = 1 << 30
@@ -88,12 +105,14 @@ def krr_pmf(x: int, d: int, epsilon: float) -> np.ndarray:
     return out
 
 
-def oue_bit_probabilities(epsilon: float) -> tuple[float, float]:
+def oue_probabilities(epsilon: float) -> tuple[float, float]:
     """``(p, q)`` of OUE: bit x is set with probability p = 1/2, every other bit with q = 1/(e^ε + 1).
+
+    The one definition, read by every OUE sampler (the reports' and LDPTrace's) and by :func:`oue_pmf`.
 
     Examples
     --------
-    >>> oue_bit_probabilities(math.log(3.0))
+    >>> oue_probabilities(math.log(3.0))
     (0.5, 0.25)
     """
     t = math.exp(-float(epsilon))
@@ -101,11 +120,12 @@ def oue_bit_probabilities(epsilon: float) -> tuple[float, float]:
 
 
 def oue_pmf(x: int, bits: np.ndarray, epsilon: float) -> float:
-    """Exact probability that an OUE report of ``x`` is the bit vector ``bits`` (length d)."""
-    p, q = oue_bit_probabilities(epsilon)
-    bits = np.asarray(bits, dtype=bool)
+    """Exact probability that an OUE report of ``x`` (or -1: an empty report) is the bit vector ``bits``."""
+    p, q = oue_probabilities(epsilon)
+    bits = np.asarray(bits, dtype=bool).reshape(-1)
     probs = np.where(bits, q, 1.0 - q)
-    probs[int(x)] = p if bits[int(x)] else 1.0 - p
+    if int(x) >= 0:
+        probs[int(x)] = p if bits[int(x)] else 1.0 - p
     return float(np.prod(probs))
 
 
@@ -215,7 +235,7 @@ def oracle(name: str, d: int, epsilon: float) -> Oracle:
         p, q, _ = krr_constants(int(d), float(epsilon))
         return Oracle("krr", int(d), float(epsilon), p, q)
     if name == "oue":
-        p, q = oue_bit_probabilities(epsilon)
+        p, q = oue_probabilities(epsilon)
         return Oracle("oue", int(d), float(epsilon), p, q)
     if name == "olh":
         g = olh_range(epsilon)
@@ -336,3 +356,89 @@ def olh_support(seeds, values, d, g, counts):
             if _hash(s, v, g) == y:
                 counts[v] += 1
     return counts
+
+
+# --------------------------------------------------------------------------------------------------
+# OUE, one report per user and the sum of many (LDPTrace draws the sum directly)
+# --------------------------------------------------------------------------------------------------
+
+
+def oue_perturb(values: Any, d: int, epsilon: float, *, rng: Any = None) -> np.ndarray:
+    """The user-side OUE randomiser: one perturbed bit vector per value (vectorised over users).
+
+    Parameters
+    ----------
+    values : array_like of int, shape (m,)
+        The true value of each report, in ``{0, …, d − 1}``, or ``-1`` for an empty report (no true bit).
+    d : int
+        Domain size (public).
+    epsilon : float
+        Budget of one report.
+    rng : optional
+        See :func:`geoldp._random.resolve_rng` (``None``: the OS CSPRNG).
+
+    Returns
+    -------
+    ndarray of bool, shape (m, d)
+
+    Examples
+    --------
+    >>> oue_perturb([0, 2, -1], 4, 1.0, rng=0).shape
+    (3, 4)
+    """
+    caller = "oue_perturb"
+    d = check_int_min(d, "d", minimum=1, caller=caller)
+    values = np.asarray(values, dtype=np.int64).reshape(-1)
+    if values.size and (values.min() < -1 or values.max() >= d):
+        raise ValueError(f"The 'values' of {caller} must be in {{-1, 0, …, d − 1}} (d = {d}).")
+    p, q = oue_probabilities(epsilon)
+    source = resolve_rng(rng)
+    bits = source.uniform((values.size, d)) < q
+    rows = np.flatnonzero(values >= 0)
+    bits[rows, values[rows]] = source.uniform(rows.size) < p
+    return bits
+
+
+def _binomial(n: np.ndarray, prob: float, source: RandomSource) -> np.ndarray:
+    """Binomial(n_j, prob) draws by inverse CDF of one uniform each (exact up to float rounding)."""
+    from scipy.stats import binom
+
+    n = np.asarray(n, dtype=np.int64)
+    u = source.uniform(n.shape) + _HALF_ULP
+    return np.asarray(binom.ppf(u, n, prob), dtype=np.int64)
+
+
+def oue_counts(true_counts: Any, n_reports: int, epsilon: float, *, rng: Any = None) -> np.ndarray:
+    """The sum of ``n_reports`` OUE reports, drawn from its exact distribution without per-user vectors.
+
+    Bit j of the sum is ``Binomial(c_j, 1/2) + Binomial(n_reports − c_j, q)`` with c_j = ``true_counts[j]``
+    (reports whose true value is j; the other reports, empty ones included, have bit j at q). This is the
+    distribution of ``oue_perturb(values, d, ε).sum(axis=0)`` for any ``values`` with these counts.
+
+    Parameters
+    ----------
+    true_counts : array_like of int, shape (d,)
+    n_reports : int
+        Number of reports, ≥ ``sum(true_counts)``.
+    epsilon : float
+        Budget of one report.
+    rng : optional
+        ``None``: the OS CSPRNG; an int seeds NumPy (experiments and tests only).
+
+    Returns
+    -------
+    ndarray of int64, shape (d,)
+    """
+    c = np.asarray(true_counts, dtype=np.int64)
+    n_reports = int(n_reports)
+    if c.size and (c.min() < 0 or c.sum() > n_reports):
+        raise ValueError("oue_counts needs 0 ≤ true_counts and sum(true_counts) ≤ n_reports.")
+    p, q = oue_probabilities(epsilon)
+    source = resolve_rng(rng)
+    return _binomial(c, p, source) + _binomial(n_reports - c, q, source)
+
+
+def oue_estimate(counts: Any, n_reports: int, epsilon: float) -> np.ndarray:
+    """Unbiased estimate of the true counts from the summed OUE reports: (C − m q) / (p − q)."""
+    p, q = oue_probabilities(epsilon)
+    return (np.asarray(counts, dtype=np.float64) - n_reports * q) / (p - q)
