@@ -79,7 +79,6 @@ __all__ = [
     "grid_cells",
     "local_xy_km",
     "select",
-    "one_median",
 ]
 
 #: EM iteration counts compared by cross-validation (0 = the library's prior).
@@ -811,41 +810,6 @@ def _stream(key: np.ndarray, n: int, purpose: int) -> np.random.Generator:
     return np.random.default_rng(np.random.SeedSequence(words, spawn_key=(int(n), int(purpose))))
 
 
-def one_median(ps) -> int:
-    """The public point minimising the sum of central angles to P (the constant no-data population).
-
-    Exact (blocks of rows) up to 5,000 points; above, the 64 public points nearest the normalised mean
-    direction are compared, then the 64 nearest the best until none improves (a local optimum of a convex
-    sum, exact for points spread over a city). Ties: the lowest index.
-    """
-    xyz = np.asarray(ps.xyz, dtype=np.float64)
-    m = xyz.shape[0]
-
-    def sums(idx: np.ndarray) -> np.ndarray:
-        out = np.empty(idx.size)
-        block = max(1, _BLOCK // m)
-        for a in range(0, idx.size, block):
-            out[a : a + block] = _angles(xyz[idx[a : a + block]], xyz).sum(axis=1)
-        return out
-
-    if m <= 5000:
-        return int(np.argmin(sums(np.arange(m))))
-
-    def near(u: np.ndarray) -> np.ndarray:
-        return np.sort(np.argpartition(-(xyz @ u), 63)[:64])
-
-    centre = xyz.mean(axis=0)
-    cand = near(centre / max(float(np.linalg.norm(centre)), 1e-300))
-    tot = sums(cand)
-    best, best_sum = int(cand[np.argmin(tot)]), float(tot.min())
-    while True:
-        cand = near(xyz[best])
-        tot = sums(cand)
-        if float(tot.min()) >= best_sum:
-            return best
-        best, best_sum = int(cand[np.argmin(tot)]), float(tot.min())
-
-
 def fit(seqs: list[np.ndarray], ps, mech, *, key: np.ndarray, options: FitOptions) -> Model:
     """Fit the population model to released index sequences (see the module notes)."""
     lengths = np.fromiter((s.shape[0] for s in seqs), dtype=np.int64, count=len(seqs))
@@ -855,7 +819,7 @@ def fit(seqs: list[np.ndarray], ps, mech, *, key: np.ndarray, options: FitOption
     prior /= prior.sum()
     exact = getattr(mech, "name", None) == "pointem"
     cell, n_cells = (np.zeros(0, dtype=np.int64), 0) if exact else grid_cells(ps, options.cell_km)
-    median = one_median(ps) if options.library != "released" else -1
+    median = ps.one_median() if options.library != "released" else -1
     groups = []
     offset = 0
     for n in np.unique(lengths):
