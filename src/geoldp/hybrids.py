@@ -92,11 +92,11 @@ def hybrid(
     (2.0, 2.0)
     """
     from geoldp._random import resolve_rng
-    from geoldp._validation import check_epsilon
+    from geoldp._validation import check_release_epsilon
 
     caller = "geoldp.hybrid"
     gdf = _frames.check_frame(gdf, caller=caller)
-    epsilon = check_epsilon(epsilon, caller=caller)
+    epsilon = check_release_epsilon(epsilon, caller=caller)
     if isinstance(fraction, bool) or not isinstance(fraction, int | float) or not 0.0 < float(fraction) < 1.0:
         raise ValueError(f"The 'fraction' parameter of {caller} must be a float in (0, 1). Got {fraction!r}.")
     eps_traj, eps_rep = split_epsilon(epsilon, fraction)

@@ -46,12 +46,20 @@ import numpy as np
 from geoldp import _frames, _release
 from geoldp import points as public_points
 from geoldp._random import RandomSource, resolve_rng
-from geoldp._validation import check_epsilon, check_float_range, check_int_min, check_real
+from geoldp._validation import (
+    check_count,
+    check_epsilon,
+    check_float_range,
+    check_int_min,
+    check_real,
+    check_release_epsilon,
+)
 from geoldp._versions import geoldp_version
 from geoldp.budget import exact_share
 
 __all__ = [
     "LENGTH_SHARE",
+    "MAX_SYNTHETIC",
     "Grid",
     "LDPTraceModel",
     "auto_grid_size",
@@ -81,6 +89,9 @@ END_BASE, END_STEP = 0.3, 0.2
 
 #: Largest grid side accepted (8 N² transition bits per report).
 GRID_MAX = 256
+#: Most synthetic trajectories one call writes (``n_synthetic``): each is a LineString of up to L cells,
+#: some hundreds of bytes, so 10⁷ already take gigabytes. Ask for more in several calls.
+MAX_SYNTHETIC = 10_000_000
 
 _HALF_ULP = 2.0**-54  # centres uniforms on the 2⁻⁵³ grid inside (0, 1) for inverse CDFs
 
@@ -637,7 +648,7 @@ def synthesize(
 
     caller = "geoldp.synthesize"
     trips = _frames.check_frame(trips, caller=caller)
-    eps = check_epsilon(epsilon, caller=caller)
+    eps = check_release_epsilon(epsilon, caller=caller)
     quantile = check_real(quantile, "quantile", caller=caller)
     if not 0.0 < quantile <= 1.0:
         raise ValueError(f"The 'quantile' parameter of {caller} must be in (0, 1]. Got {quantile!r}.")
@@ -646,7 +657,7 @@ def synthesize(
             f"{caller} needs exactly one of 'bounds' (a public box) or 'points' (public points) for the grid."
         )
     if n_synthetic is not None:
-        n_synthetic = check_int_min(n_synthetic, "n_synthetic", minimum=1, caller=caller)
+        n_synthetic = check_count(n_synthetic, "n_synthetic", caller=caller, maximum=MAX_SYNTHETIC)
     if length_domain is not None:
         length_domain = check_int_min(length_domain, "length_domain", minimum=1, caller=caller)
     source = resolve_rng(rng)
