@@ -727,6 +727,14 @@ def request(
     ps, ps_source = _frames.resolve_points(points, caller=caller)
     n_jobs = engine.check_n_jobs(n_jobs, caller)
     spend = Spend(frame, accountant, user_col, caller=caller, advice=refusal_advice)
+    _frames.warn_if_fixes(
+        frame,
+        traj_id_col=traj_id_col,
+        caller=caller,
+        option="traj_id_col= (command line: --traj-id-col)",
+        ignore=(user_col,),
+        stacklevel=4,
+    )
     return Request(
         caller,
         mech,

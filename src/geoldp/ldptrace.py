@@ -662,6 +662,9 @@ def synthesize(
         length_domain = check_int_min(length_domain, "length_domain", minimum=1, caller=caller)
     source = resolve_rng(rng)
     spend = _release.Spend(trips, accountant, user_col, caller=caller)  # refuse, draw, commit: in order
+    _frames.warn_if_fixes(
+        trips, traj_id_col=traj_id_col, caller=caller, option="traj_id_col=", ignore=(user_col,)
+    )
     ft = _frames.extract(
         trips, traj_id_col=traj_id_col, time_col=time_col, on_invalid=on_invalid, caller=caller
     )

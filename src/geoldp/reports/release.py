@@ -329,6 +329,9 @@ def report(
 
     Warns
     -----
+    PrivacyWarning
+        Point rows (each a one-point trip) with a column that looks like a time or a repeated trip id:
+        they may be GPS fixes of longer trips, each reported at the full ε (group them first).
     GeoLDPWarning
         Before any draw, when the noise of one value's estimated share (closed form, from ε, the
         oracle, the domain size and the number of reports) is at least the share each value has in a
@@ -350,6 +353,7 @@ def report(
     gdf = _frames.check_frame(gdf, caller=caller)
     z = check_zones(zones, caller=caller)
     des = design(statistic, z.size, epsilon, oracle=oracle, pad_length=pad_length, caller=caller)
+    _frames.warn_if_fixes(gdf, traj_id_col=None, caller=caller, option=None, ignore=(user_col,))
     if user_budget != "trajectory" or max_per_user is not None or select_trips != "first":
         return _report_per_user(
             gdf,
