@@ -907,3 +907,66 @@ def test_a_commit_record_that_cannot_be_trusted_is_refused_and_nothing_moves(tmp
             reader(target)
     assert _snapshot(tmp_path) == before and _hidden(tmp_path) == litter  # nothing renamed or removed
     assert (tmp_path / "victim.txt").read_bytes() == b"unrelated"
+
+
+# -- recovery touches only regular files it wrote, under exact names ---------------------------------------
+
+
+@pytest.mark.parametrize(
+    "tamper",
+    [
+        "target: a sibling of the same stem",
+        "removal: a sibling of the same stem",
+        "removal: the stem with another suffix",
+        "removal: a symlink under an exact name",
+        "staged: a symlink to a file outside the folder",
+    ],
+)
+def test_recovery_touches_only_its_own_regular_files(tmp_path, monkeypatch, tamper):
+    import json
+
+    target, record, doc = _record_of_a_killed_write(tmp_path, monkeypatch)
+    (tmp_path / "out_sibling.csv").write_bytes(b"sibling")
+    (tmp_path / "out.gpkg").write_bytes(b"same stem, another file")
+    outside = tmp_path.parent / f"{tmp_path.name}-outside"
+    outside.mkdir()
+    if tamper.startswith("target"):
+        doc["files"][0]["target"] = "out_sibling.csv"
+    elif tamper == "removal: a sibling of the same stem":
+        doc["remove"] = ["out_sibling.csv"]
+    elif tamper == "removal: the stem with another suffix":
+        doc["remove"] = ["out.gpkg"]
+    elif tamper == "removal: a symlink under an exact name":
+        (outside / "precious").write_bytes(b"precious")
+        (tmp_path / "out.csv.ledger.json").unlink()
+        (tmp_path / "out.csv.ledger.json").symlink_to(outside / "precious")
+        doc["remove"] = ["out.csv.ledger.json"]
+    else:  # the staged temporary replaced by a link to a file with the same content elsewhere
+        staged = tmp_path / doc["files"][0]["staged"]
+        (outside / "copy").write_bytes(staged.read_bytes())
+        staged.unlink()
+        staged.symlink_to(outside / "copy")
+    record.write_text(json.dumps(doc))
+    before, litter, elsewhere = _snapshot(tmp_path), _hidden(tmp_path), _snapshot(outside)
+    links = {n: os.readlink(tmp_path / n) for n in os.listdir(tmp_path) if (tmp_path / n).is_symlink()}
+    for reader in (gio.read_ledger, gio.read_trajectories):
+        with pytest.raises(ValueError, match="geoldp-commit"):
+            reader(target)
+    assert _snapshot(tmp_path) == before and _hidden(tmp_path) == litter  # nothing renamed or removed
+    assert {n: os.readlink(tmp_path / n) for n in links} == links
+    assert not target.is_symlink()
+    assert (tmp_path / "out_sibling.csv").read_bytes() == b"sibling"
+    assert _snapshot(outside) == elsewhere
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".geojson", ".gpkg", ".shp"])
+def test_recovery_of_each_format_still_finishes_with_exact_names(tmp_path, suffix, monkeypatch):
+    target = tmp_path / f"out{suffix}"
+    (tmp_path / "out_sibling.csv").write_bytes(b"sibling")
+    gio.write_file(_released(5), target)
+    _die_at(monkeypatch, "journal")
+    with pytest.raises(_Killed):
+        gio.write_file(_released(7), target, overwrite=True)
+    monkeypatch.undo()
+    assert gio.read_ledger(target)["epsilon"] == 7.0 and _hidden(tmp_path) == []
+    assert (tmp_path / "out_sibling.csv").read_bytes() == b"sibling"

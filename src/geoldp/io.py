@@ -91,7 +91,7 @@ WRITE_FORMATS = _formats.WRITE_FORMATS
 def ledger_path(path: str | os.PathLike[str]) -> Path:
     """Sidecar path of the ledger written next to ``path``: ``<path>.ledger.json``."""
     p = Path(path)
-    return p.with_name(p.name + ".ledger.json")
+    return p.with_name(p.name + _safe_write.LEDGER_TAIL)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -459,9 +459,9 @@ def _parquet_bytes(gdf: Any) -> bytes:
     return buf.getvalue()
 
 
-_SHP_PARTS = (".shp", ".shx", ".dbf", ".prj", ".cpg")
+_SHP_PARTS = _safe_write.SHAPEFILE_PARTS
 # files other tools keep next to a Shapefile (spatial indexes, projection notes): part of its set too
-_SHP_EXTRA = (".qix", ".sbn", ".sbx", ".qpj")
+_SHP_EXTRA = _safe_write.SHAPEFILE_EXTRA
 
 
 def _shapefile_parts(p: Path) -> list[Path]:
