@@ -82,6 +82,12 @@ _WKT_NAMES = ("geometry", "wkt", "geom", "the_geom")
 _LON_NAMES = ("lon", "lng", "long", "longitude", "x")
 _LAT_NAMES = ("lat", "latitude", "y")
 _TAIL_BYTES = 1 << 20
+#: A table's column names are not quoted in messages: in a file without a header row they are its first
+#: row of data.
+_COLUMNS_UNQUOTED = (
+    "The file has {} column(s), whose names are not quoted here (without a header row they would be the "
+    "first row of data)."
+)
 _MAX_LEDGER_BYTES = _formats.MAX_LEDGER_BYTES
 
 #: Output formats of :func:`write_file`, by file suffix.
@@ -231,14 +237,17 @@ def _read_sidecar(side: Path, data_path: Path | None, caller: str) -> dict[str, 
 
 def _member_ledger(data: bytes, name: str, caller: str) -> dict[str, Any] | None:
     """The top-level ``"geoldp"`` member of a GeoJSON (written last by :func:`to_geojson`), or None."""
-    tail = data[-_TAIL_BYTES:] if len(data) > _TAIL_BYTES else data
-    at = tail.rfind(b'"geoldp": ')
+    tail = (data[-_TAIL_BYTES:] if len(data) > _TAIL_BYTES else data).decode("utf-8", errors="replace")
+    at = tail.rfind('"geoldp": ')
     value: Any = None
     if at >= 0:
         try:
-            value, _ = json.JSONDecoder().raw_decode(tail[at + 10 :].decode("utf-8", errors="replace"))
+            value, end = json.JSONDecoder().raw_decode(tail, at + 10)
         except json.JSONDecodeError:
             value = None
+        else:  # the top-level member is the document's last: only its closing brace follows it
+            if tail[end:].strip() != "}":
+                value = None
     if value is None and len(data) <= _TAIL_BYTES and b'"geoldp"' in data:
         try:
             doc = json.loads(data)
@@ -780,7 +789,7 @@ def _from_table(df: pd.DataFrame, *, wkt_col: Any, lon_col: Any, lat_col: Any, c
     if wkt_col is not None:
         if wkt_col not in df.columns:
             raise ValueError(
-                f"{source}: WKT column {wkt_col!r} not found. Available columns: {[str(c) for c in cols]}."
+                f"{source}: WKT column {wkt_col!r} not found. {_COLUMNS_UNQUOTED.format(len(cols))}"
             )
         values = df[wkt_col]
         try:
@@ -792,9 +801,8 @@ def _from_table(df: pd.DataFrame, *, wkt_col: Any, lon_col: Any, lat_col: Any, c
     if lon_col is None or lat_col is None or lon_col not in df.columns or lat_col not in df.columns:
         raise ValueError(
             f"{source}: found neither a WKT column (one of {list(_WKT_NAMES)}) nor lon/lat columns (one of "
-            f"{list(_LON_NAMES)} and one of {list(_LAT_NAMES)}). "
-            f"Available columns: {[str(c) for c in cols]}. "
-            "Pass wkt_col= or lon_col=/lat_col=."
+            f"{list(_LON_NAMES)} and one of {list(_LAT_NAMES)}). {_COLUMNS_UNQUOTED.format(len(cols))} "
+            "Pass wkt_col= or lon_col=/lat_col= (command line: --wkt-col, --lon-col/--lat-col)."
         )
     lon = pd.to_numeric(df[lon_col], errors="coerce").to_numpy(dtype=np.float64)
     lat = pd.to_numeric(df[lat_col], errors="coerce").to_numpy(dtype=np.float64)
@@ -986,7 +994,23 @@ def _read_gpx(data: bytes, name: str, caller: str) -> Any:
     return pts[[*keep, *rest, pts.geometry.name]].reset_index(drop=True)
 
 
-def _read_any(
+def _read_any(path: str | os.PathLike[str], **kw: Any) -> tuple[Any, bytes | None]:
+    """:func:`_read_frame`, with every library error on a malformed file turned into a ValueError naming
+    the file (its message withheld: GDAL, shapely, pyproj and the decompressors can quote the contents)."""
+    try:
+        return _read_frame(path, **kw)
+    except (ValueError, TypeError, OSError, MemoryError):
+        raise
+    except Exception as exc:
+        name = os.fspath(path) if isinstance(path, str | os.PathLike) else type(path).__name__
+        raise ValueError(
+            f"{kw['caller']}: cannot read '{name}': the file is malformed or truncated "
+            f"({type(exc).__name__}; its message is withheld because it can quote the file's contents). "
+            "Check the file with the program that wrote it, or write it again."
+        ) from None
+
+
+def _read_frame(
     path: str | os.PathLike[str],
     *,
     layer: Any,
@@ -1293,18 +1317,21 @@ def read_points(
         caller=caller,
         allow_vsi=allow_vsi,
     )
+    name = Path(os.fspath(path)).name
     if len(gdf) == 0:
-        raise _no_rows(Path(os.fspath(path)).name, layer, caller)
+        raise _no_rows(name, layer, caller)
     geoms = np.asarray(gdf.geometry.values, dtype=object)
     missing = shapely.is_missing(geoms)
     pos = np.flatnonzero(missing)
     if pos.size:
-        raise ValueError(f"{caller}: row position {int(pos[0])} has a missing geometry.")
+        raise ValueError(f"{caller}: row position {int(pos[0])} of '{name}' has a missing geometry.")
     types = shapely.get_type_id(geoms)
     pos = np.flatnonzero(types != 0)
     if pos.size:
-        raise TypeError(f"{caller}: row position {int(pos[0])} is not a Point; public points must be Points.")
+        raise TypeError(
+            f"{caller}: row position {int(pos[0])} of '{name}' is not a Point; public points must be Points."
+        )
     pos = np.flatnonzero(shapely.is_empty(geoms))
     if pos.size:
-        raise ValueError(f"{caller}: row position {int(pos[0])} is an empty Point.")
+        raise ValueError(f"{caller}: row position {int(pos[0])} of '{name}' is an empty Point.")
     return gdf
