@@ -175,6 +175,12 @@ def check_name(path: str, what: str = "output") -> None:
             "plain file name"
         )
     name = Path(path).name
+    from geoldp._safe_write import check_utf8_name
+
+    try:
+        check_utf8_name(name, f"the {what}")
+    except ValueError as exc:
+        raise UserError(str(exc)) from None
     if '"' in name or "'" in name:
         raise UserError(
             f"the {what} name {name[:60]!r} holds a quote character, which GIS tools and shells garble; "

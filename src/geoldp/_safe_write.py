@@ -58,6 +58,7 @@ __all__ = [
     "Terminated",
     "atomic_file",
     "check_output",
+    "check_utf8_name",
     "cleanup_on_sigterm",
     "commit_record_path",
     "family",
@@ -169,6 +170,26 @@ def cleanup_on_sigterm() -> Iterator[None]:
 def temp_name(path: Path, suffix: str = "") -> Path:
     """A fresh hidden temporary name next to ``path`` (ending in ``suffix``, for drivers that care)."""
     return path.with_name(f".{path.name}{TEMP_TAG}{secrets.token_hex(6)}{suffix}")
+
+
+def check_utf8_name(name: str, what: str) -> None:
+    """Refuse a file name that is not valid UTF-8 (bytes of another encoding, kept by Python as surrogates).
+
+    GDAL (GeoPackage, FlatGeobuf, Shapefile) and Parquet cannot open such a name, so every output refuses
+    it alike, before anything is written. ``what`` begins the message (e.g. ``"write_file: the output"``).
+
+    Raises
+    ------
+    ValueError
+        Naming the fix.
+    """
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValueError(
+            f"{what} name {name[:60]!r} is not valid UTF-8 (it holds bytes of another encoding), which "
+            "GDAL, Parquet and most GIS tools cannot open; choose a UTF-8 name. Nothing was written."
+        ) from None
 
 
 def fsync_dir(directory: Path) -> None:

@@ -349,6 +349,7 @@ def _check_names(paths: list[Path], caller: str) -> None:
                 "character (GDAL cannot write some formats under such a name); choose a plain name. "
                 "Nothing was written."
             )
+        _safe_write.check_utf8_name(q.name, f"{caller}: the output")
         parent = q.parent if str(q.parent) else Path(".")
         try:
             limit = int(os.pathconf(parent, "PC_NAME_MAX"))
