@@ -970,3 +970,77 @@ def test_recovery_of_each_format_still_finishes_with_exact_names(tmp_path, suffi
     monkeypatch.undo()
     assert gio.read_ledger(target)["epsilon"] == 7.0 and _hidden(tmp_path) == []
     assert (tmp_path / "out_sibling.csv").read_bytes() == b"sibling"
+
+
+# -- a layer set (estimate -o X.gpkg / X.geojson) is written as one unit -----------------------------------
+
+
+def _layer_set(n: int) -> dict:
+    import geopandas as gpd
+    import shapely
+
+    def frame(k):
+        return gpd.GeoDataFrame(
+            {"estimate": np.arange(n, dtype=float) + k}, geometry=[shapely.Point(116.3, 39.9)] * n, crs=4326
+        )
+
+    return {"zone_visits": frame(0), "od_flows": frame(1), "hotspots": frame(2)}
+
+
+def _set_state(tmp_path: Path, suffix: str) -> dict:
+    import geopandas as gpd
+
+    if suffix == ".gpkg":
+        import pyogrio
+
+        p = tmp_path / "est.gpkg"
+        return {str(n): len(gpd.read_file(p, layer=str(n))) for n in pyogrio.list_layers(p)[:, 0]}
+    return {
+        name: len(gio.read_trajectories(tmp_path / f"est.{name}.geojson"))
+        for name in ("zone_visits", "od_flows", "hotspots")
+    }
+
+
+@pytest.mark.parametrize("suffix", [".gpkg", ".geojson"])
+@pytest.mark.parametrize("point", ["staged", "journal", "rename"])
+def test_a_layer_set_killed_during_its_write_is_old_or_new_whole(tmp_path, suffix, point, monkeypatch):
+    from geoldp import layers
+
+    layers.write_layers(_layer_set(3), tmp_path / f"est{suffix}")
+    old = _set_state(tmp_path, suffix)
+    _die_at(monkeypatch, point)
+    try:
+        layers.write_layers(_layer_set(5), tmp_path / f"est{suffix}", overwrite=True)
+        killed = False
+    except _Killed:
+        killed = True
+    monkeypatch.undo()
+    state = _set_state(tmp_path, suffix)  # a reader of the set (each layer file) after the kill
+    assert state in (old, {k: 5 for k in old}), state
+    if killed and point != "staged":
+        assert state == {k: 5 for k in old}  # committed: finished by the reader
+    assert [n for n in os.listdir(tmp_path) if n.startswith(".")] == [] or point == "staged"
+
+
+def test_a_layer_set_that_fails_half_way_leaves_the_old_set(tmp_path, monkeypatch):
+    import geopandas as gpd
+
+    from geoldp import layers
+
+    layers.write_layers(_layer_set(3), tmp_path / "est.gpkg")
+    before = _snapshot(tmp_path)
+    calls = []
+    real = gpd.GeoDataFrame.to_file
+
+    def second_layer_fails(self, *args, **kwargs):
+        calls.append(1)
+        if len(calls) == 2:
+            raise OSError(28, "No space left on device")
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(gpd.GeoDataFrame, "to_file", second_layer_fails)
+    with pytest.raises(OSError, match="No space left|previous files"):
+        layers.write_layers(_layer_set(5), tmp_path / "est.gpkg", overwrite=True)
+    monkeypatch.undo()
+    assert _snapshot(tmp_path) == before and _hidden(tmp_path) == []
+    assert _set_state(tmp_path, ".gpkg") == {"zone_visits": 3, "od_flows": 3, "hotspots": 3}

@@ -52,6 +52,8 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
+from geoldp._formats import ESTIMATE_LAYERS
+
 __all__ = [
     "AtomicFile",
     "Group",
@@ -727,13 +729,25 @@ def _roll_forward(unit: Path, record: dict[str, Any], *, live: bool) -> None:
 
 def family(unit: str | os.PathLike[str]) -> frozenset[str]:
     """The exact names a group of ``unit`` writes or removes: the data file, its ledger sidecar and, for a
-    Shapefile, its parts (those geoldp writes and the indexes other tools keep next to it)."""
+    Shapefile, its parts (those geoldp writes and the indexes other tools keep next to it), for a GeoJSON
+    name the files of a layer set written under it (``<stem>.<layer>.geojson``)."""
     name = Path(os.fspath(unit)).name
     names = {name, name + LEDGER_TAIL}
     stem, suffix = os.path.splitext(name)
     if suffix.lower() == ".shp":
         names |= {stem + ext for ext in (*SHAPEFILE_PARTS, *SHAPEFILE_EXTRA)} | {name + ".xml"}
+    if suffix.lower() in (".geojson", ".json"):  # a layer set: <stem>.<layer><suffix> per estimate layer
+        names |= {f"{stem}.{layer}{suffix}" for layer in ESTIMATE_LAYERS}
     return frozenset(names)
+
+
+def _set_unit(path: Path) -> Path | None:
+    """For a layer file ``<stem>.<layer>.geojson`` of a layer set, the set's unit ``<stem>.geojson``."""
+    stem, suffix = os.path.splitext(path.name)
+    base, dot, layer = stem.rpartition(".")
+    if dot and base and layer in ESTIMATE_LAYERS and suffix.lower() in (".geojson", ".json"):
+        return path.with_name(base + suffix)
+    return None
 
 
 def _is_not(kind: Any, path: Path) -> bool:
@@ -798,6 +812,9 @@ def recover(unit: str | os.PathLike[str]) -> bool:
         The rename cannot be done here (e.g. a read-only folder); the message says how to complete it.
     """
     p = Path(os.fspath(unit))
+    layer_set = _set_unit(p)
+    if layer_set is not None:  # a layer file: finish an interrupted write of its set first
+        recover(layer_set)
     record_path = commit_record_path(p)
     try:
         st = os.lstat(record_path)

@@ -69,12 +69,14 @@ from geoldp.errors import GeoLDPWarning
 
 __all__ = [
     "WRITE_FORMATS",
+    "layer_set_paths",
     "ledger_path",
     "read_ledger",
     "read_points",
     "read_trajectories",
     "to_geojson",
     "write_file",
+    "write_layer_set",
     "write_ledger",
 ]
 
@@ -682,6 +684,92 @@ def write_file(
             "partial file was left",
         ) from None
     return written
+
+
+def layer_set_paths(path: str | os.PathLike[str], names: Any) -> dict[str, Path]:
+    """The files of a layer set written to ``path``: ``{name: path}``, one GeoPackage for all the layers
+    (``path`` itself), or one GeoJSON file ``<stem>.<name><suffix>`` per layer."""
+    p = Path(os.fspath(path))
+    if p.suffix.lower() == ".gpkg":
+        return {name: p for name in names}
+    return {name: p.with_name(f"{p.stem}.{name}{p.suffix}") for name in names}
+
+
+def write_layer_set(
+    frames: dict[str, Any], path: str | os.PathLike[str], *, overwrite: bool = False
+) -> list[Path]:
+    """Write several frames as one unit: the layers of one GeoPackage, or one GeoJSON file per layer.
+
+    Every file is complete under a temporary name before any is named, and the names are given through
+    one commit record (see the module notes): a reader sees the old set or the new one, never a mix, and
+    a write killed during the renames is finished by the next reader or writer of the set.
+
+    Parameters
+    ----------
+    frames : dict of str to geopandas.GeoDataFrame
+        The layers, by name (GeoPackage layer names, or the ``<name>`` of ``<stem>.<name>.geojson``).
+    path : str or os.PathLike
+        A ``.gpkg`` file, or a ``.geojson``/``.json`` path naming the set.
+    overwrite : bool, default False
+        Replace existing files (otherwise an existing one is an error, before anything is written).
+
+    Returns
+    -------
+    list of pathlib.Path
+        The files written.
+
+    Raises
+    ------
+    ValueError
+        Another suffix, no layers, a bad name, an existing file without ``overwrite``.
+    """
+    caller = "write_layers"
+    p = Path(os.fspath(path))
+    suffix = p.suffix.lower()
+    if suffix not in (".gpkg", ".geojson", ".json"):
+        raise ValueError(f"{caller} writes .gpkg or .geojson files, not '{p.name}'.")
+    if not frames:
+        raise ValueError(f"{caller}: no layers to write.")
+    for frame in frames.values():
+        _check_gdf(frame, caller)
+    targets = layer_set_paths(p, frames)
+    files = list(dict.fromkeys(targets.values()))
+    _safe_write.recover(p)  # an earlier write of the set interrupted after it was complete
+    _check_names(files, caller)
+    for target in files:
+        _safe_write.check_output(target, overwrite=overwrite, what="output")
+    try:
+        with _safe_write.group(overwrite=overwrite, unit=p) as g:
+            if suffix == ".gpkg":
+                _formats.pyogrio_module(caller)
+                tmp = _safe_write.temp_name(p, ".gpkg")
+                try:
+                    for i, (name, frame) in enumerate(frames.items()):
+                        _without_index(frame).to_file(
+                            tmp, driver="GPKG", layer=name, mode="a" if i else "w", engine="pyogrio"
+                        )
+                except BaseException as exc:
+                    for leftover in (tmp, *(Path(f"{tmp}{tail}") for tail in ("-journal", "-wal", "-shm"))):
+                        with contextlib.suppress(OSError):
+                            leftover.unlink()
+                    if isinstance(exc, ValueError | TypeError | OSError) or not isinstance(exc, Exception):
+                        raise
+                    raise _gdal_write_error(p) from None  # GDAL's message can quote values
+                g.add_file(tmp, p)  # the group owns it from here
+            else:
+                for name, frame in frames.items():
+                    g.add_bytes(
+                        targets[name], _geojson_bytes(_without_index(frame), member=True, caller=caller)
+                    )
+    except OSError as exc:
+        if not exc.errno:
+            raise
+        raise OSError(
+            exc.errno,
+            f"cannot write '{p}': {os.strerror(exc.errno)}; the previous files (if any) are unchanged and no "
+            "partial file was left",
+        ) from None
+    return files
 
 
 def to_geojson(
