@@ -56,6 +56,7 @@ from geoldp._validation import (
 )
 from geoldp._versions import geoldp_version
 from geoldp.budget import exact_share
+from geoldp.errors import GeoLDPWarning
 
 __all__ = [
     "LENGTH_SHARE",
@@ -674,7 +675,7 @@ def synthesize(
         box = _public_bounds(points, crs, caller)
     else:
         box = _check_bounds(bounds, caller)
-        _warn_if_private_box(ft, crs, box)
+    _warn_outside(ft, crs, box, caller)
     n_users = ft.n_trajectories
     if grid_size == "auto":
         if length_hint is None:
@@ -737,22 +738,24 @@ def synthesize(
     return out
 
 
-def _warn_if_private_box(ft: Any, crs: Any, box: tuple[float, float, float, float]) -> None:
-    """PrivacyWarning when ``bounds`` are exactly the trips' own bounding box (then the grid is private)."""
+def _warn_outside(ft: Any, crs: Any, box: tuple[float, float, float, float], caller: str) -> None:
+    """GeoLDPWarning with the number of trajectories that leave the public box (their vertices there go
+    to the nearest edge cell). Only a local count: nothing here reaches the release or its ledger, and
+    the box is never compared with the trips' own extent (that would make a public choice depend on them)."""
     import warnings
 
-    from geoldp.errors import PrivacyWarning
-
     x, y = _input_xy(ft, crs)
-    own = np.array([x.min(), y.min(), x.max(), y.max()]) if x.size else np.full(4, np.nan)
-    span = max(box[2] - box[0], box[3] - box[1])
-    same = bool(np.all(np.abs(own - np.asarray(box)) <= 1e-9 * span))
-    del x, y, own
-    if same:
+    tol = 1e-9 * max(box[2] - box[0], box[3] - box[1])  # the round trip through lon/lat, not a departure
+    out = (x < box[0] - tol) | (x > box[2] + tol) | (y < box[1] - tol) | (y > box[3] + tol)
+    owner = np.repeat(np.arange(ft.n_trajectories), np.diff(ft.offsets))
+    n_out = int(np.unique(owner[out]).size)
+    del x, y, out, owner
+    if n_out:
         warnings.warn(
-            "The 'bounds' of geoldp.synthesize are the bounding box of the trajectories themselves, which "
-            "makes the grid depend on private data. Use a public box (a city's or a region's extent).",
-            PrivacyWarning,
+            f"{n_out} of the {ft.n_trajectories} trajectories passed to {caller} have a vertex outside the "
+            "grid's box; those vertices are counted in the nearest edge cell. Use a public box that "
+            "covers the area (a city's or a region's extent).",
+            GeoLDPWarning,
             stacklevel=3,
         )
 
