@@ -41,11 +41,12 @@ __all__ = [
 #: the data: an error (usually a unit slip such as ``1e-300`` for ``1.0``), not only a warning.
 MIN_EPSILON = 1e-3
 
-#: Largest ε a release of any kind accepts: 53·ln 2 ≈ 36.74. Every sampler turns uniform draws of
-#: ``Generator.random()`` into outputs, and those draws lie on a grid of 2⁻⁵³: no output of a Bernoulli or
-#: inverse-CDF draw can be less likely than 2⁻⁵³ (unless it is impossible), so the ratio of two outputs'
-#: probabilities, e^ε, cannot exceed 2⁵³. Above this ε a sampler draws exactly as it does at it (its
-#: effective ε stops growing) while the ledger would state the larger value.
+#: Largest ε a release of any kind accepts: 53·ln 2 ≈ 36.74. Every sampler turns uniform draws into
+#: outputs (``Generator.random()``, the OS source and the seeded streams alike), and those draws lie on a
+#: grid of 2⁻⁵³: no Bernoulli draw ``u < q`` (k-RR, OUE, OLH, SW) can have a probability in (0, 2⁻⁵³), so
+#: the ratio of two outputs' probabilities, e^ε, cannot exceed 2⁵³. Above this ε a sampler draws exactly as
+#: it does at it (its effective ε stops growing) while the ledger would state the larger value. (The
+#: exponential mechanism's stage budgets have a stricter float-margin limit of their own.)
 MAX_EPSILON = 53.0 * math.log(2.0)
 
 #: Largest count a public parameter may ask for (trajectories to synthesise or simulate, bootstrap
