@@ -338,6 +338,7 @@ def test_point_rows_output_follow_trajectory_positions(toy_point_frame, city_poi
 
 
 def test_point_rows_without_traj_id_are_one_point_trajectories(toy_point_frame, city_points):
+    toy_point_frame = toy_point_frame.drop(columns=["traj_id", "time"])  # one-point trips, not fixes
     seqs = toy_point_frame.ldp.snap(city_points)
     assert [len(s) for s in seqs] == [1] * len(toy_point_frame)
     out = run(toy_point_frame, city_points)
@@ -719,7 +720,8 @@ def test_point_rows_with_an_id_or_without_fix_columns_do_not_warn(city_points_gd
         kinds["perturb"](_fixes_frame(trip_id=np.repeat([1, 2, 3], 4)), traj_id_col="trip_id")
         kinds["synthesize"](_fixes_frame(trip_id=np.repeat([1, 2, 3], 4)), traj_id_col="trip_id")
         kinds["perturb"](_fixes_frame(poi_id=np.arange(12), name=[f"p{i}" for i in range(12)]))  # unique ids
-        kinds["report"](_fixes_frame(user=np.repeat([1, 2], 6)), user_col="user")  # a declared user column
+        acc = geoldp.BudgetAccountant(100.0)
+        kinds["report"](_fixes_frame(user=np.repeat([1, 2], 6)), user_col="user", accountant=acc)  # declared
 
 
 def test_cli_point_rows_that_look_like_fixes_warn(tmp_path, city_points_gdf, capsys):
