@@ -572,8 +572,9 @@ def test_total_has_an_interval_that_covers_and_says_when_the_release_cannot_tell
 
     At ε = 8 the release's distinct-zone count of a trajectory hardly depends on the original's (the
     channel's slope is not significant), so no estimate of the total is learned from the release: the
-    interval must still cover the truth and the total must be flagged unsupported. At ε = 36 (near the top of the release range) with PointEM
-    the channel is informative: the interval covers and is narrower than half the true total."""
+    interval must still cover the truth and the total must be flagged unsupported. At ε = 36 (near the top
+    of the release range) with PointEM the channel is informative: the interval covers and is narrower than
+    half the true total."""
     covered, n_cases = 0, 0
     for mech, eps, seed in [("tp", 8.0, 0), ("atp", 8.0, 1), ("pointem", 8.0, 2), ("pointem", 36.0, 3)]:
         trajs = population(seed)
