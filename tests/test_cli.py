@@ -1100,3 +1100,20 @@ def test_sweep_every_command_at_and_beyond_its_bounds(sweep_files, tmp_path, arg
     line = _single_error_line(err)
     if want.startswith("error:"):  # the line names the parameter at fault
         assert want[len("error:") :] in line and "usage" not in line, line
+
+
+def test_out_of_memory_is_one_line_that_says_what_to_do(files, tmp_path, monkeypatch, capsys):
+    from geoldp import _release
+
+    def no_memory(*args, **kwargs):
+        raise MemoryError("Unable to allocate 22.9 MiB for an array with shape (1000000, 3)")
+
+    monkeypatch.setattr(_release, "request", no_memory)  # as under a tight address-space limit
+    trips, points = files
+    code = main(
+        ["perturb", str(trips), "--points", str(points), "--epsilon", "4", "-o", str(tmp_path / "o.csv")]
+    )
+    line = _single_error_line(capsys.readouterr().err)
+    assert code == 1 and "out of memory (Unable to allocate 22.9 MiB" in line
+    assert "split the input, use fewer public points, or raise the memory limit" in line
+    assert "MemoryError" not in line
