@@ -742,3 +742,22 @@ def test_cli_point_rows_that_look_like_fixes_warn(tmp_path, city_points_gdf, cap
     assert "geoldp: warning: PrivacyWarning: The 12 Point rows" in err and "--traj-id-col" in err
     assert main([*base, "--traj-id-col", "trip", "-o", str(tmp_path / "b.csv")]) == 0
     assert "PrivacyWarning: The 12 Point rows" not in capsys.readouterr().err
+
+
+@pytest.mark.filterwarnings("ignore::geoldp.GeoLDPWarning")
+def test_dask_point_rows_with_a_time_column_warn_from_the_schema(city_points_gdf):
+    dask_geopandas = pytest.importorskip("dask_geopandas")
+    import geoldp.dask
+    from geoldp.errors import PrivacyWarning
+    from geoldp.reports import zone_grid
+
+    frame = _fixes_frame(time=pd.date_range("2020-01-01", periods=12, freq="1min"))
+    ddf = dask_geopandas.from_geopandas(frame, npartitions=2)
+    with pytest.warns(PrivacyWarning, match=r"Point rows passed to .* no trajectory id.* column 'time'"):
+        geoldp.dask.perturb(ddf, city_points_gdf, epsilon=4.0, rng=0)
+    with pytest.warns(PrivacyWarning, match=r"Point rows passed to .* no trajectory id.* column 'time'"):
+        geoldp.dask.report(ddf, zone_grid(city_points_gdf), epsilon=4.0, rng=0)
+    plain = dask_geopandas.from_geopandas(_fixes_frame(name=[f"p{i}" for i in range(12)]), npartitions=2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", PrivacyWarning)
+        geoldp.dask.perturb(plain, city_points_gdf, epsilon=4.0, rng=0)

@@ -972,7 +972,14 @@ def _fix_column(frame: pd.DataFrame, ignore: tuple) -> tuple[Any, str] | None:
 
 
 def warn_if_fixes(
-    frame: Any, *, traj_id_col: Any, caller: str, option: str | None, ignore: tuple = (), stacklevel: int = 3
+    frame: Any,
+    *,
+    traj_id_col: Any,
+    caller: str,
+    option: str | None,
+    ignore: tuple = (),
+    stacklevel: int = 3,
+    point_rows: bool | None = None,
 ) -> None:
     """Warn when Point rows without a trajectory id look like fixes of longer trips.
 
@@ -981,21 +988,25 @@ def warn_if_fixes(
     when a column looks like a time or like an id repeated over rows; ``option`` names the fix the caller
     offers (e.g. ``"traj_id_col= (command line: --traj-id-col)"``), ``None`` when it has none; ``ignore``
     the columns the caller already knows the meaning of (``user_col``). Local only: nothing of it reaches a
-    release.
+    release. ``point_rows`` tells a driver's answer for a frame it holds only the schema of (the empty
+    ``_meta`` of a Dask frame): then only a time-like column (by dtype or name) is looked for.
     """
-    if traj_id_col is not None or not isinstance(frame, pd.DataFrame) or len(frame) < 2:
+    if traj_id_col is not None or not isinstance(frame, pd.DataFrame):
         return
-    geoms = np.asarray(frame.geometry.values, dtype=object)
-    present = geoms[~shapely.is_missing(geoms)]
-    if present.size < 2 or not bool(np.all(shapely.get_type_id(present) == 0)):  # 0: Point
+    if point_rows is None:
+        geoms = np.asarray(frame.geometry.values, dtype=object)
+        present = geoms[~shapely.is_missing(geoms)]
+        point_rows = present.size >= 2 and bool(np.all(shapely.get_type_id(present) == 0))  # 0: Point
+    if not point_rows:
         return
     found = _fix_column(frame, tuple(c for c in ignore if c is not None))
     if found is None:
         return
     col, what = found
     grouped = "" if option is None else f"name the column of trip ids with {option}, or "
+    rows = f"{len(frame)} Point rows" if len(frame) else "Point rows"
     warnings.warn(
-        f"The {len(frame)} Point rows passed to {caller} have no trajectory id, so each is released as a "
+        f"The {rows} passed to {caller} have no trajectory id, so each is released as a "
         f"one-point trajectory at the full epsilon, yet column {str(col)!r} looks like {what}. If the rows "
         f"are GPS fixes of longer trips, {grouped}build one LineString per trip first with "
         "geoldp.prepare.trajectories_from_points (command line: geoldp prepare --traj-id-col), so that each "
