@@ -249,6 +249,13 @@ def test_counts_that_size_an_allocation_are_bounded_before_allocating():
         estimate.visit_counts(rel, points, n_boot=10**9, rng=0)
     with pytest.raises(ValueError, match=r"'n_sims' parameter of .*\[1, 1000\]"):
         estimate.visit_counts(rel, points, n_sims=10**9, rng=0)
+    with pytest.raises(ValueError, match=r"'length_domain' parameter of geoldp.synthesize .*10000\]"):
+        geoldp.synthesize(trips, epsilon=2.0, points=points, length_domain=10**12, rng=0)
+    with pytest.raises(ValueError, match=r"'cells' parameter of .*zone_grid asks for .*MAX_ZONES = 1000000"):
+        zone_grid(points, cells=10**12)
+    with pytest.raises(ValueError, match=r"'cells' parameter of .*zone_grid asks for"):
+        zone_grid(points, cells=(1001, 1000))
+    assert len(zone_grid(points, cells=(1000, 1))) == 1000
     with pytest.raises(ValueError, match=r"'n_trips' parameter of synthetic_city .*100000000\]"):
         synthetic_city(n_trips=10**12)
     with pytest.raises(ValueError, match=r"'n_points' parameter of synthetic_city .*2000000\]"):

@@ -47,6 +47,7 @@ from geoldp import _frames, _release
 from geoldp import points as public_points
 from geoldp._random import RandomSource, resolve_rng
 from geoldp._validation import (
+    MAX_LENGTH,
     check_count,
     check_epsilon,
     check_float_range,
@@ -660,7 +661,7 @@ def synthesize(
     if n_synthetic is not None:
         n_synthetic = check_count(n_synthetic, "n_synthetic", caller=caller, maximum=MAX_SYNTHETIC)
     if length_domain is not None:
-        length_domain = check_int_min(length_domain, "length_domain", minimum=1, caller=caller)
+        length_domain = check_count(length_domain, "length_domain", caller=caller, maximum=MAX_LENGTH)
     source = resolve_rng(rng)
     spend = _release.Spend(trips, accountant, user_col, caller=caller)  # refuse, draw, commit: in order
     _frames.warn_if_fixes(
