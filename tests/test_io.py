@@ -196,7 +196,7 @@ def test_read_csv_errors(tmp_path):
 
 def test_read_trajectories_checks_columns(tmp_path, perturbed):
     path = gio.to_geojson(perturbed, tmp_path / "o.geojson")
-    with pytest.raises(ValueError, match=r"\['traj'\].*Available columns"):
+    with pytest.raises(ValueError, match=r"\['traj'\].*column\(s\), whose names are not quoted"):
         gio.read_trajectories(path, traj_id_col="traj")
 
 
@@ -353,6 +353,9 @@ def test_a_headerless_csv_is_not_quoted_in_the_message(tmp_path):
         assert "SECRET" not in str(info.value) and "fixes.csv" in str(info.value)
     with pytest.raises(ValueError, match="WKT column 'wkt' not found") as info:
         gio.read_trajectories(path, wkt_col="wkt")
+    assert "SECRET" not in str(info.value)
+    with pytest.raises(ValueError, match="traj_id_col/time_col.*'trip'") as info:
+        gio.read_trajectories(path, lon_col="116.33", lat_col="39.91", traj_id_col="trip")
     assert "SECRET" not in str(info.value)
 
 

@@ -1350,9 +1350,12 @@ def read_trajectories(
     name = Path(os.fspath(path)).name
     if len(gdf) == 0:
         raise _no_rows(name, layer, caller)
-    cols = [c for c in (traj_id_col, time_col) if c is not None]
-    if cols:
-        _frames.check_columns(gdf, cols, parameter="traj_id_col/time_col", caller=caller)
+    missing = [str(c) for c in (traj_id_col, time_col) if c is not None and c not in gdf.columns]
+    if missing:  # the file's own names are not listed: without a header row they are a row of data
+        raise ValueError(
+            f"The 'traj_id_col/time_col' parameter of {caller} names columns that are not in '{name}': "
+            f"{missing}. {_COLUMNS_UNQUOTED.format(len(gdf.columns))}"
+        )
     if time_col is not None:
         gdf = _parse_time(gdf, time_col, caller)
     found = None
