@@ -227,6 +227,18 @@ def test_every_release_kind_runs_at_both_ends_of_the_range(release_calls, kind):
         assert len(release_calls[kind](epsilon)) > 0
 
 
+def test_hybrid_refuses_a_part_below_the_range(release_calls):
+    import geoldp
+    from geoldp.datasets import synthetic_city
+    from geoldp.reports import zone_grid
+
+    points, trips = synthetic_city(n_points=40, n_trips=12, max_len=5, seed=1)
+    with pytest.raises(
+        ValueError, match=r"'epsilon' parameter of geoldp.hybrid \(0.0015\) split by fraction"
+    ):
+        geoldp.hybrid(trips, points, zone_grid(points, cells=3), epsilon=0.0015, rng=0)
+
+
 def test_counts_that_size_an_allocation_are_bounded_before_allocating():
     import geoldp
     from geoldp import estimate
