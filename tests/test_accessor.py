@@ -132,8 +132,8 @@ def _mix(name, toy_lines, toy_point_frame):
         return toy_lines.to_crs("EPSG:32650"), {}
     if name == "points_grouped":
         return toy_point_frame, {"traj_id_col": "traj_id", "time_col": "time"}
-    if name == "points_single":
-        return toy_point_frame, {}
+    if name == "points_single":  # one-point trips: no column that looks like fixes of longer trips
+        return toy_point_frame.drop(columns=["traj_id", "time"]), {}
     g = toy_lines.copy()
     g.index = pd.Index(["x", "x", "y", "x"])
     return g, {}

@@ -968,3 +968,152 @@ def test_progress_bar_by_itself_only_for_long_runs_on_a_terminal(tmp_path, files
         out = tmp_path / f"o{k}.geojson"  # a new output each time: outputs are never overwritten silently
         assert main(_perturb_argv(trips_path, points_path, out, "--seed", "1", *extra)) == 0
         assert _tqdm_bar(err.getvalue()) is expected, (min_rows, extra)
+
+
+# -- the sweep: every command with values at and beyond each bound ends in one clean line or a result ------
+
+_CATCH_ALL = (
+    "MemoryError",
+    "ZeroDivisionError",
+    "OverflowError",
+    "RecursionError",
+    "Traceback",
+    "unknown error",
+)
+
+
+@pytest.fixture(scope="module")
+def sweep_files(tmp_path_factory):
+    from geoldp.reports import report, zone_grid
+
+    d = tmp_path_factory.mktemp("sweep")
+    points, trips = synthetic_city(n_points=40, n_trips=12, max_len=5, seed=2)
+    trips.to_file(d / "T.geojson", driver="GeoJSON")
+    points.to_file(d / "P.geojson", driver="GeoJSON")
+    geoldp.io.write_file(trips.ldp.perturb(points, epsilon=4.0, rng=0), d / "rel.gpkg")
+    rep = report(trips, zone_grid(points, cells=3), epsilon=4.0, rng=0)
+    from geoldp.cli_reports import write_report_table
+
+    write_report_table(rep, d / "rep.csv")
+    zone_grid(points, cells=3).to_file(d / "Z.geojson", driver="GeoJSON")
+    return d
+
+
+BIG = "1000000000000"
+EPS_BEYOND = [
+    "5e-324",
+    "1e-300",
+    "1e-20",
+    "0.000999",
+    "36.7369",
+    "40",
+    "700",
+    "1e10",
+    "1e308",
+    "nan",
+    "inf",
+    "0",
+]
+EPS_AT = ["0.001", "36.7368"]
+
+
+def _sweep_cases():
+    cases = []
+    per_eps = {
+        "perturb": lambda e: ["perturb", "{T}", "--points", "{P}", "--epsilon", e],
+        "report": lambda e: ["report", "{T}", "--points", "{P}", "--cell-km", "3", "--epsilon", e],
+        "synthesize": lambda e: ["synthesize", "{T}", "--points", "{P}", "--epsilon", e],
+        "plan": lambda e: ["plan", "{P}", "--epsilon", e, "--n", "50", "--lengths", "2"],
+        "evaluate": lambda e: (
+            ["evaluate", "{T}", "{rel}", "--points", "{P}", "--estimate", "--mechanism", "atp"]
+            + ["--epsilon", e]
+        ),
+    }
+    for cmd, argv in per_eps.items():
+        for e in EPS_BEYOND:
+            cases.append(pytest.param(argv(e), "error:epsilon", id=f"{cmd} --epsilon {e}"))
+        if cmd != "evaluate":  # its --epsilon must agree with the release's ledger (4)
+            for e in EPS_AT:
+                cases.append(pytest.param(argv(e), "either", id=f"{cmd} --epsilon {e} (at the bound)"))
+    counts = [
+        (
+            ["synthesize", "{T}", "--points", "{P}", "--epsilon", "2", "--n-synthetic", BIG],
+            "error:n_synthetic",
+        ),
+        (["synthesize", "{T}", "--points", "{P}", "--epsilon", "2", "--grid-size", BIG], "error:grid_size"),
+        (["plan", "{P}", "--epsilon", "2", "--n", "1000000000000000"], "error:'n'"),
+        (["plan", "{P}", "--epsilon", "2", "--n", "100", "--lengths", "1000000000"], "error:lengths"),
+        (["plan", "{P}", "--epsilon", "2", "--n", "100", "--lengths", "2,10001"], "error:lengths"),
+        (["estimate", "{rel}", "--points", "{P}", "--n-boot", "1000000000"], "error:n_boot"),
+        (["estimate", "{rel}", "--points", "{P}", "--n-boot", "0", "--n-candidates", BIG], "either"),
+        (["estimate", "{rel}", "--points", "{P}", "--n-boot", "0", "--k", BIG], "either"),
+        (["demo", "--n-trips", BIG], "error:n_trips"),
+        (["demo", "--n-points", BIG], "error:n_points"),
+        (
+            ["report", "{T}", "--points", "{P}", "--cell-km", "3", "--epsilon", "2", "--pad-length", BIG],
+            "either",
+        ),
+        (["report-estimate", "{rep}", "--zones", "{Z}", "--k", BIG], "either"),
+        (["report-estimate", "{rep}", "--zones", "{Z}", "--max-set-size", BIG], "either"),
+        (["prepare", "{T}", "--min-points", BIG], "error:--min-points"),
+        (["prepare", "{T}", "--max-points", BIG], "either"),
+        (["points", "--area=116.3,39.9,116.4,40.0", "--grid", "1", "--thin", BIG], "error"),
+        (["points", "--area=116.3,39.9,116.4,40.0", "--h3", "99"], "error"),
+        (
+            [
+                "perturb",
+                "{T}",
+                "--points",
+                "{P}",
+                "--epsilon",
+                "2",
+                "--user-col",
+                "trip_id",
+                "--max-per-user",
+                BIG,
+            ],
+            "either",
+        ),
+    ]
+    for argv, want in counts:
+        cases.append(pytest.param(argv, want, id=" ".join(a for a in argv if "{" not in a)))
+    return cases
+
+
+@pytest.mark.filterwarnings("ignore")
+@pytest.mark.parametrize("argv, want", _sweep_cases())
+def test_sweep_every_command_at_and_beyond_its_bounds(sweep_files, tmp_path, argv, want, capsys):
+    d = sweep_files
+    names = {"T": d / "T.geojson", "P": d / "P.geojson", "rel": d / "rel.gpkg", "rep": d / "rep.csv"}
+    names["Z"] = d / "Z.geojson"
+    args = [a.format(**{k: str(v) for k, v in names.items()}) for a in argv]
+    if args[0] not in ("plan", "evaluate"):
+        out = tmp_path / ("out.csv" if args[0] in ("report",) else "out.gpkg")
+        args += ["-o", str(out)]
+    code = main(args)
+    err = capsys.readouterr().err
+    assert not any(word in err for word in _CATCH_ALL), err
+    if code == 0:
+        assert want in ("ok", "either"), f"accepted: {args}"
+        return
+    assert want.startswith("error") or want == "either", err
+    line = _single_error_line(err)
+    if want.startswith("error:"):  # the line names the parameter at fault
+        assert want[len("error:") :] in line and "usage" not in line, line
+
+
+def test_out_of_memory_is_one_line_that_says_what_to_do(files, tmp_path, monkeypatch, capsys):
+    from geoldp import _release
+
+    def no_memory(*args, **kwargs):
+        raise MemoryError("Unable to allocate 22.9 MiB for an array with shape (1000000, 3)")
+
+    monkeypatch.setattr(_release, "request", no_memory)  # as under a tight address-space limit
+    trips, points = files
+    code = main(
+        ["perturb", str(trips), "--points", str(points), "--epsilon", "4", "-o", str(tmp_path / "o.csv")]
+    )
+    line = _single_error_line(capsys.readouterr().err)
+    assert code == 1 and "out of memory (Unable to allocate 22.9 MiB" in line
+    assert "split the input, use fewer public points, or raise the memory limit" in line
+    assert "MemoryError" not in line

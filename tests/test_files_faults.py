@@ -907,3 +907,140 @@ def test_a_commit_record_that_cannot_be_trusted_is_refused_and_nothing_moves(tmp
             reader(target)
     assert _snapshot(tmp_path) == before and _hidden(tmp_path) == litter  # nothing renamed or removed
     assert (tmp_path / "victim.txt").read_bytes() == b"unrelated"
+
+
+# -- recovery touches only regular files it wrote, under exact names ---------------------------------------
+
+
+@pytest.mark.parametrize(
+    "tamper",
+    [
+        "target: a sibling of the same stem",
+        "removal: a sibling of the same stem",
+        "removal: the stem with another suffix",
+        "removal: a symlink under an exact name",
+        "staged: a symlink to a file outside the folder",
+    ],
+)
+def test_recovery_touches_only_its_own_regular_files(tmp_path, monkeypatch, tamper):
+    import json
+
+    target, record, doc = _record_of_a_killed_write(tmp_path, monkeypatch)
+    (tmp_path / "out_sibling.csv").write_bytes(b"sibling")
+    (tmp_path / "out.gpkg").write_bytes(b"same stem, another file")
+    outside = tmp_path.parent / f"{tmp_path.name}-outside"
+    outside.mkdir()
+    if tamper.startswith("target"):
+        doc["files"][0]["target"] = "out_sibling.csv"
+    elif tamper == "removal: a sibling of the same stem":
+        doc["remove"] = ["out_sibling.csv"]
+    elif tamper == "removal: the stem with another suffix":
+        doc["remove"] = ["out.gpkg"]
+    elif tamper == "removal: a symlink under an exact name":
+        (outside / "precious").write_bytes(b"precious")
+        (tmp_path / "out.csv.ledger.json").unlink()
+        (tmp_path / "out.csv.ledger.json").symlink_to(outside / "precious")
+        doc["remove"] = ["out.csv.ledger.json"]
+    else:  # the staged temporary replaced by a link to a file with the same content elsewhere
+        staged = tmp_path / doc["files"][0]["staged"]
+        (outside / "copy").write_bytes(staged.read_bytes())
+        staged.unlink()
+        staged.symlink_to(outside / "copy")
+    record.write_text(json.dumps(doc))
+    before, litter, elsewhere = _snapshot(tmp_path), _hidden(tmp_path), _snapshot(outside)
+    links = {n: os.readlink(tmp_path / n) for n in os.listdir(tmp_path) if (tmp_path / n).is_symlink()}
+    for reader in (gio.read_ledger, gio.read_trajectories):
+        with pytest.raises(ValueError, match="geoldp-commit"):
+            reader(target)
+    assert _snapshot(tmp_path) == before and _hidden(tmp_path) == litter  # nothing renamed or removed
+    assert {n: os.readlink(tmp_path / n) for n in links} == links
+    assert not target.is_symlink()
+    assert (tmp_path / "out_sibling.csv").read_bytes() == b"sibling"
+    assert _snapshot(outside) == elsewhere
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".geojson", ".gpkg", ".shp"])
+def test_recovery_of_each_format_still_finishes_with_exact_names(tmp_path, suffix, monkeypatch):
+    target = tmp_path / f"out{suffix}"
+    (tmp_path / "out_sibling.csv").write_bytes(b"sibling")
+    gio.write_file(_released(5), target)
+    _die_at(monkeypatch, "journal")
+    with pytest.raises(_Killed):
+        gio.write_file(_released(7), target, overwrite=True)
+    monkeypatch.undo()
+    assert gio.read_ledger(target)["epsilon"] == 7.0 and _hidden(tmp_path) == []
+    assert (tmp_path / "out_sibling.csv").read_bytes() == b"sibling"
+
+
+# -- a layer set (estimate -o X.gpkg / X.geojson) is written as one unit -----------------------------------
+
+
+def _layer_set(n: int) -> dict:
+    import geopandas as gpd
+    import shapely
+
+    def frame(k):
+        return gpd.GeoDataFrame(
+            {"estimate": np.arange(n, dtype=float) + k}, geometry=[shapely.Point(116.3, 39.9)] * n, crs=4326
+        )
+
+    return {"zone_visits": frame(0), "od_flows": frame(1), "hotspots": frame(2)}
+
+
+def _set_state(tmp_path: Path, suffix: str) -> dict:
+    import geopandas as gpd
+
+    if suffix == ".gpkg":
+        import pyogrio
+
+        p = tmp_path / "est.gpkg"
+        return {str(n): len(gpd.read_file(p, layer=str(n))) for n in pyogrio.list_layers(p)[:, 0]}
+    return {
+        name: len(gio.read_trajectories(tmp_path / f"est.{name}.geojson"))
+        for name in ("zone_visits", "od_flows", "hotspots")
+    }
+
+
+@pytest.mark.parametrize("suffix", [".gpkg", ".geojson"])
+@pytest.mark.parametrize("point", ["staged", "journal", "rename"])
+def test_a_layer_set_killed_during_its_write_is_old_or_new_whole(tmp_path, suffix, point, monkeypatch):
+    from geoldp import layers
+
+    layers.write_layers(_layer_set(3), tmp_path / f"est{suffix}")
+    old = _set_state(tmp_path, suffix)
+    _die_at(monkeypatch, point)
+    try:
+        layers.write_layers(_layer_set(5), tmp_path / f"est{suffix}", overwrite=True)
+        killed = False
+    except _Killed:
+        killed = True
+    monkeypatch.undo()
+    state = _set_state(tmp_path, suffix)  # a reader of the set (each layer file) after the kill
+    assert state in (old, {k: 5 for k in old}), state
+    if killed and point != "staged":
+        assert state == {k: 5 for k in old}  # committed: finished by the reader
+    assert [n for n in os.listdir(tmp_path) if n.startswith(".")] == [] or point == "staged"
+
+
+def test_a_layer_set_that_fails_half_way_leaves_the_old_set(tmp_path, monkeypatch):
+    import geopandas as gpd
+
+    from geoldp import layers
+
+    layers.write_layers(_layer_set(3), tmp_path / "est.gpkg")
+    before = _snapshot(tmp_path)
+    calls = []
+    real = gpd.GeoDataFrame.to_file
+
+    def second_layer_fails(self, *args, **kwargs):
+        calls.append(1)
+        if len(calls) == 2:
+            raise OSError(28, "No space left on device")
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(gpd.GeoDataFrame, "to_file", second_layer_fails)
+    with pytest.raises(OSError, match="No space left|previous files"):
+        layers.write_layers(_layer_set(5), tmp_path / "est.gpkg", overwrite=True)
+    monkeypatch.undo()
+    assert _snapshot(tmp_path) == before and _hidden(tmp_path) == []
+    assert _set_state(tmp_path, ".gpkg") == {"zone_visits": 3, "od_flows": 3, "hotspots": 3}

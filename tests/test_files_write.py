@@ -522,3 +522,22 @@ def test_long_but_acceptable_names_write_both_files(tmp_path, release, suffix):
     path = tmp_path / ("y" * (200 - len(suffix)) + suffix)
     assert gio.write_file(release, path) == [path, gio.ledger_path(path)]
     assert len(gio.read_trajectories(path, ledger=True)) == len(release)
+
+
+# -- one rule for file names that are not UTF-8 -----------------------------------------------------------
+
+NON_UTF8 = os.fsdecode(b"out\xff")
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".geojson", ".gpkg", ".parquet", ".fgb", ".shp"])
+def test_every_output_refuses_a_name_that_is_not_utf8_alike(tmp_path, release, suffix, capsys):
+    target = tmp_path / (NON_UTF8 + suffix)
+    with pytest.raises(ValueError, match=r"is not valid UTF-8 .* choose a UTF-8 name\. Nothing was written"):
+        gio.write_file(release, target)
+    assert os.listdir(tmp_path) == []
+    gio.write_file(release, tmp_path / f"café{suffix}")  # any UTF-8 name is fine
+    trips = tmp_path / "trips.geojson"
+    release.to_file(trips, driver="GeoJSON")
+    code = main(["perturb", str(trips), "--points", str(trips), "--epsilon", "1", "-o", str(target)])
+    err = capsys.readouterr().err
+    assert code == 1 and err.count("\n") == 1 and "is not valid UTF-8" in err

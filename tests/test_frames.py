@@ -338,6 +338,7 @@ def test_point_rows_output_follow_trajectory_positions(toy_point_frame, city_poi
 
 
 def test_point_rows_without_traj_id_are_one_point_trajectories(toy_point_frame, city_points):
+    toy_point_frame = toy_point_frame.drop(columns=["traj_id", "time"])  # one-point trips, not fixes
     seqs = toy_point_frame.ldp.snap(city_points)
     assert [len(s) for s in seqs] == [1] * len(toy_point_frame)
     out = run(toy_point_frame, city_points)
@@ -657,3 +658,106 @@ def test_a_missing_value_in_any_column_is_worded_alike(toy_point_frame, city_poi
             f"column {column!r}. Fill or drop such rows first."
         )
     assert acc.spent == {}
+
+
+# -- Point rows that look like GPS fixes of longer trips warn before a full-ε release each ----------------
+
+
+def _fixes_frame(**cols):
+    n = 12
+    return gpd.GeoDataFrame(
+        cols,
+        geometry=gpd.points_from_xy(116.33 + np.arange(n) * 1e-3, 39.91 + np.arange(n) * 1e-4),
+        crs="EPSG:4326",
+    )
+
+
+FIX_COLUMNS = {
+    "time column": {"time": pd.date_range("2020-01-01", periods=12, freq="1min")},
+    "text time named ts": {"ts": [f"2020-01-01T00:{m:02d}:00" for m in range(12)]},
+    "repeated trip id": {"trip_id": np.repeat([1, 2, 3], 4)},
+    "repeated tracker": {"tracker": np.repeat(["a", "b"], 6)},
+}
+
+
+def _release_kinds(city_points):
+    from geoldp.reports import zone_grid
+
+    zones = zone_grid(
+        city_points.to_geodataframe() if hasattr(city_points, "to_geodataframe") else city_points
+    )
+    return {
+        "perturb": lambda f, **kw: f.ldp.perturb(city_points, epsilon=4.0, rng=0, **kw),
+        "report": lambda f, **kw: geoldp.report(f, zones, epsilon=4.0, rng=0, **kw),
+        "synthesize": lambda f, **kw: geoldp.synthesize(f, epsilon=4.0, points=city_points, rng=0, **kw),
+        "hybrid": lambda f, **kw: geoldp.hybrid(f, city_points, zones, epsilon=4.0, rng=0, **kw),
+    }
+
+
+@pytest.mark.filterwarnings("ignore::geoldp.GeoLDPWarning")  # near-uniform and no-data-level notes
+@pytest.mark.parametrize("kind", ["perturb", "report", "synthesize", "hybrid"])
+@pytest.mark.parametrize("cols", list(FIX_COLUMNS), ids=list(FIX_COLUMNS))
+def test_point_rows_that_look_like_fixes_warn(city_points_gdf, kind, cols):
+    from geoldp.errors import PrivacyWarning
+
+    call = _release_kinds(city_points_gdf)[kind]
+    frame = _fixes_frame(**FIX_COLUMNS[cols])
+    col = next(iter(FIX_COLUMNS[cols]))
+    option = "" if kind == "report" else r"traj_id_col="
+    with pytest.warns(
+        PrivacyWarning, match=rf"12 Point rows .* no trajectory id.* column '{col}' .*{option}"
+    ):
+        call(frame)
+
+
+@pytest.mark.filterwarnings("ignore::geoldp.GeoLDPWarning")
+def test_point_rows_with_an_id_or_without_fix_columns_do_not_warn(city_points_gdf):
+    from geoldp.errors import PrivacyWarning
+
+    kinds = _release_kinds(city_points_gdf)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", PrivacyWarning)
+        kinds["perturb"](_fixes_frame(trip_id=np.repeat([1, 2, 3], 4)), traj_id_col="trip_id")
+        kinds["synthesize"](_fixes_frame(trip_id=np.repeat([1, 2, 3], 4)), traj_id_col="trip_id")
+        kinds["perturb"](_fixes_frame(poi_id=np.arange(12), name=[f"p{i}" for i in range(12)]))  # unique ids
+        acc = geoldp.BudgetAccountant(100.0)
+        kinds["report"](_fixes_frame(user=np.repeat([1, 2], 6)), user_col="user", accountant=acc)  # declared
+
+
+def test_cli_point_rows_that_look_like_fixes_warn(tmp_path, city_points_gdf, capsys):
+    from geoldp.cli import main
+
+    n = 12
+    pd.DataFrame(
+        {
+            "trip": np.repeat(["a", "b", "c"], 4),
+            "lon": 116.33 + np.arange(n) * 1e-3,
+            "lat": 39.91 + np.arange(n) * 1e-4,
+        }
+    ).to_csv(tmp_path / "fixes.csv", index=False)
+    city_points_gdf.to_file(tmp_path / "P.geojson", driver="GeoJSON")
+    base = ["perturb", str(tmp_path / "fixes.csv"), "--points", str(tmp_path / "P.geojson"), "--epsilon", "4"]
+    assert main([*base, "-o", str(tmp_path / "a.csv")]) == 0
+    err = capsys.readouterr().err
+    assert "geoldp: warning: PrivacyWarning: The 12 Point rows" in err and "--traj-id-col" in err
+    assert main([*base, "--traj-id-col", "trip", "-o", str(tmp_path / "b.csv")]) == 0
+    assert "PrivacyWarning: The 12 Point rows" not in capsys.readouterr().err
+
+
+@pytest.mark.filterwarnings("ignore::geoldp.GeoLDPWarning")
+def test_dask_point_rows_with_a_time_column_warn_from_the_schema(city_points_gdf):
+    dask_geopandas = pytest.importorskip("dask_geopandas")
+    import geoldp.dask
+    from geoldp.errors import PrivacyWarning
+    from geoldp.reports import zone_grid
+
+    frame = _fixes_frame(time=pd.date_range("2020-01-01", periods=12, freq="1min"))
+    ddf = dask_geopandas.from_geopandas(frame, npartitions=2)
+    with pytest.warns(PrivacyWarning, match=r"Point rows passed to .* no trajectory id.* column 'time'"):
+        geoldp.dask.perturb(ddf, city_points_gdf, epsilon=4.0, rng=0)
+    with pytest.warns(PrivacyWarning, match=r"Point rows passed to .* no trajectory id.* column 'time'"):
+        geoldp.dask.report(ddf, zone_grid(city_points_gdf), epsilon=4.0, rng=0)
+    plain = dask_geopandas.from_geopandas(_fixes_frame(name=[f"p{i}" for i in range(12)]), npartitions=2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", PrivacyWarning)
+        geoldp.dask.perturb(plain, city_points_gdf, epsilon=4.0, rng=0)

@@ -181,7 +181,10 @@ def test_read_csv_explicit_columns_and_crs(tmp_path):
 def test_read_csv_errors(tmp_path):
     path = tmp_path / "bad.csv"
     pd.DataFrame({"a": [1], "b": [2]}).to_csv(path, index=False)
-    with pytest.raises(ValueError, match=r"found neither a WKT column .*Available columns: \['a', 'b'\]"):
+    with pytest.raises(
+        ValueError,
+        match=r"found neither a WKT column .*The file has 2 column\(s\), whose names are not quoted",
+    ):
         gio.read_trajectories(path)
     path2 = tmp_path / "wkt.csv"
     pd.DataFrame({"geometry": ["not wkt"]}).to_csv(path2, index=False)
@@ -193,7 +196,7 @@ def test_read_csv_errors(tmp_path):
 
 def test_read_trajectories_checks_columns(tmp_path, perturbed):
     path = gio.to_geojson(perturbed, tmp_path / "o.geojson")
-    with pytest.raises(ValueError, match=r"\['traj'\].*Available columns"):
+    with pytest.raises(ValueError, match=r"\['traj'\].*column\(s\), whose names are not quoted"):
         gio.read_trajectories(path, traj_id_col="traj")
 
 
@@ -217,11 +220,11 @@ def test_read_points(tmp_path, city_points_gdf, toy_lines):
     assert_same_geometry(back, city_points_gdf)
     lines = tmp_path / "lines.geojson"
     toy_lines.to_file(lines, driver="GeoJSON")
-    with pytest.raises(TypeError, match="row position 0 is not a Point"):
+    with pytest.raises(TypeError, match="row position 0 of .lines.geojson. is not a Point"):
         gio.read_points(lines)
     csv = tmp_path / "p.csv"
     pd.DataFrame({"x": [116.3, np.nan], "y": [39.9, 39.9]}).to_csv(csv, index=False)
-    with pytest.raises(ValueError, match="row position 1 has a missing geometry"):
+    with pytest.raises(ValueError, match="row position 1 of .p.csv. has a missing geometry"):
         gio.read_points(csv)
 
 
@@ -279,3 +282,105 @@ def test_csv_floats_round_trip_exactly(tmp_path):
     pd.DataFrame({"lon": lon, "lat": [39.9, 39.95]}).to_csv(tmp_path / "p.csv", index=False)
     back = gio.read_points(tmp_path / "p.csv")
     np.testing.assert_array_equal(back.geometry.x.to_numpy(), lon)
+
+
+# -- every reader error a ValueError/TypeError naming the file, quoting none of its contents ---------------
+
+
+def _csv_bytes(toy_lines) -> bytes:
+    import io
+
+    buf = io.StringIO()
+    pd.DataFrame({"id": range(len(toy_lines)), "geometry": toy_lines.geometry.to_wkt()}).to_csv(
+        buf, index=False
+    )
+    return buf.getvalue().encode()
+
+
+@pytest.mark.parametrize(
+    "name, make",
+    [
+        ("bad.csv.xz", lambda raw: b"\xfd7zXZ\x00" + b"garbage" * 10),
+        ("trunc.csv.xz", lambda raw: __import__("lzma").compress(raw)[:40]),
+        ("bad.csv.zip", lambda raw: b"PK\x03\x04" + b"garbage" * 10),
+        ("trunc.csv.zip", lambda raw: b"PK\x03\x04\x14\x00"),
+        ("trunc.csv.gz", lambda raw: __import__("gzip").compress(raw)[:40]),
+        ("trunc.csv.bz2", lambda raw: __import__("bz2").compress(raw)[:40]),
+    ],
+)
+def test_malformed_compressed_files_are_value_errors_naming_the_file(tmp_path, toy_lines, name, make):
+    path = tmp_path / name
+    path.write_bytes(make(_csv_bytes(toy_lines)))
+    for reader in (gio.read_trajectories, gio.read_points):
+        with pytest.raises(ValueError, match=rf"'{tmp_path}/{name}'|'{name}'"):
+            reader(path)
+
+
+@pytest.mark.parametrize(
+    "exc",
+    [
+        shapely.errors.GEOSException("POINT (116.3 SECRET"),
+        __import__("zipfile").BadZipFile("SECRET"),
+        __import__("lzma").LZMAError("SECRET"),
+        NotImplementedError("SECRET"),
+        RuntimeError("SECRET"),
+        AttributeError("SECRET"),
+        __import__("pyproj").exceptions.CRSError("http://SECRET.example/crs"),
+        KeyError("SECRET"),
+    ],
+    ids=lambda e: type(e).__name__,
+)
+def test_every_library_exception_while_reading_is_a_value_error_naming_the_file(tmp_path, monkeypatch, exc):
+    path = tmp_path / "trips.csv"
+    path.write_text('id,geometry\n1,"LINESTRING (116.3 39.9, 116.4 39.95)"\n')
+
+    def broken(*args, **kwargs):
+        raise exc
+
+    monkeypatch.setattr(gio, "_read_frame", broken)
+    for reader in (gio.read_trajectories, gio.read_points):
+        with pytest.raises(ValueError, match=rf"cannot read '{path}': the file is malformed") as info:
+            reader(path)
+        assert "SECRET" not in str(info.value) and type(exc).__name__ in str(info.value)
+
+
+def test_a_headerless_csv_is_not_quoted_in_the_message(tmp_path):
+    path = tmp_path / "fixes.csv"
+    path.write_text("SECRET_NAME_42,39.91,116.33\nSECRET_NAME_43,39.92,116.34\n")
+    for reader in (gio.read_trajectories, gio.read_points):
+        with pytest.raises(ValueError, match="has 3 column") as info:
+            reader(path)
+        assert "SECRET" not in str(info.value) and "fixes.csv" in str(info.value)
+    with pytest.raises(ValueError, match="WKT column 'wkt' not found") as info:
+        gio.read_trajectories(path, wkt_col="wkt")
+    assert "SECRET" not in str(info.value)
+    with pytest.raises(ValueError, match="traj_id_col/time_col.*'trip'") as info:
+        gio.read_trajectories(path, lon_col="116.33", lat_col="39.91", traj_id_col="trip")
+    assert "SECRET" not in str(info.value)
+
+
+@pytest.mark.parametrize(
+    "value",
+    ["hello", {"mechanism": "atp", "epsilon": 1.0, "release_id": "x"}, {"not": "a ledger"}],
+    ids=["text", "ledger-like dict", "dict"],
+)
+@pytest.mark.parametrize("where", ["first feature", "last feature"])
+def test_a_geoldp_feature_property_is_not_the_files_ledger(tmp_path, value, where):
+    feature = {
+        "type": "Feature",
+        "geometry": {"type": "LineString", "coordinates": [[116.3, 39.9], [116.4, 39.95]]},
+    }
+    feats = [dict(feature, properties={"name": "a"}), dict(feature, properties={"name": "b"})]
+    k = 0 if where == "first feature" else 1
+    feats[k] = {"type": "Feature", "geometry": feature["geometry"], "properties": {"geoldp": value}}
+    path = tmp_path / "third_party.geojson"
+    path.write_text(json.dumps({"type": "FeatureCollection", "features": feats}))
+    assert gio.read_ledger(path) is None
+    assert gio.read_trajectories(path).attrs == {}
+
+
+def test_the_top_level_member_written_by_geoldp_is_still_the_ledger(tmp_path, perturbed):
+    path = tmp_path / "rel.geojson"
+    gio.to_geojson(perturbed, path)
+    assert gio.read_ledger(path)["mechanism"] == perturbed.attrs["geoldp"]["mechanism"]
+    assert gio.read_trajectories(path).attrs["geoldp"]["mechanism"] == perturbed.attrs["geoldp"]["mechanism"]

@@ -307,10 +307,29 @@ def test_synthesize_bad_parameters_name_themselves(trips, kwargs, error, match):
         geoldp.synthesize(trips, epsilon=1.0, rng=0, **kwargs)
 
 
-def test_synthesize_warns_when_the_box_is_the_trips_own(trips):
+def test_synthesize_box_warning_does_not_compare_the_box_with_the_trips(trips):
+    import warnings
+
+    # whether a warning is given must not depend on the private trips' own box: the same public box
+    # warns the same for trips that span it exactly and for trips well inside it
     box = tuple(trips.total_bounds)
-    with pytest.warns(geoldp.PrivacyWarning, match="bounding box of the trajectories"):
-        geoldp.synthesize(trips, epsilon=1.0, bounds=box, rng=0)
+    inside = trips.copy()
+    centre = shapely.Point((box[0] + box[2]) / 2, (box[1] + box[3]) / 2)
+    inside.geometry = trips.geometry.scale(0.5, 0.5, origin=centre)
+    for frame in (trips, inside):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            geoldp.synthesize(frame, epsilon=1.0, bounds=box, rng=0)
+
+
+def test_synthesize_counts_the_trips_leaving_the_box_without_releasing_it(trips):
+    box = (0.0, 0.0, 3.0, 3.0)  # cuts some trips
+    b = trips.geometry.bounds
+    leave = int(((b["maxx"] > 3.0) | (b["maxy"] > 3.0) | (b["minx"] < 0) | (b["miny"] < 0)).sum())
+    assert 0 < leave < len(trips)
+    with pytest.warns(geoldp.GeoLDPWarning, match=rf"^{leave} of the {len(trips)} trajectories .* outside"):
+        syn = geoldp.synthesize(trips, epsilon=1.0, bounds=box, rng=0)
+    assert not [k for k in syn.attrs["geoldp"] if "outside" in k]  # the count is not released
 
 
 def test_synthesize_rejects_bad_epsilon(trips):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import warnings
 
 import geopandas as gpd
@@ -305,3 +306,104 @@ def test_budget_helpers_live_with_the_release_pipeline():
     assert prep.point_budget is _release.point_budget
     assert prep.suggest_max_points is _release.suggest_max_points
     assert prep.NEAR_UNIFORM_EPSILON == _release.NEAR_UNIFORM_EPSILON
+
+
+# -- prepare checks what a release checks ------------------------------------------------------------------
+
+
+def _prepare_cli(argv, capsys):
+    from geoldp.cli import main
+
+    code = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    assert "Traceback" not in err
+    return code, out, err
+
+
+def _fix_table(tmp_path, n=40, step="1min"):
+    df = pd.DataFrame(
+        {
+            "tid": ["a"] * (n // 2) + ["b"] * (n - n // 2),
+            "time": pd.date_range("2020-01-01", periods=n, freq=step).astype(str),
+            "lon": 116.3 + np.arange(n) * 1e-3,
+            "lat": 39.9 + np.arange(n) * 1e-3,
+        }
+    )
+    path = tmp_path / "fixes.csv"
+    df.to_csv(path, index=False)
+    return path
+
+
+@pytest.mark.parametrize(
+    "wkt, match",
+    [
+        ("LINESTRING (525021 5038593, 525100 5038700)", "outside lon \\[-180, 180\\]"),
+        ("LINESTRING (116.3 39.9, NaN 39.95, 116.4 39.96)", "NaN coordinate"),
+    ],
+    ids=["utm metres as lon/lat", "nan"],
+)
+def test_prepare_refuses_coordinates_a_release_refuses(tmp_path, capsys, wkt, match):
+    path = tmp_path / "trips.csv"
+    path.write_text(f'id,geometry\n1,"LINESTRING (116.3 39.9, 116.4 39.95)"\n2,"{wkt}"\n')
+    code, _, err = _prepare_cli(["prepare", path, "-o", tmp_path / "out.geojson"], capsys)
+    assert code == 1 and not (tmp_path / "out.geojson").exists()
+    (line,) = [x for x in err.splitlines() if x.startswith("geoldp: error:")]
+    assert re.search("Row position 1 .*" + match, line)
+    # the Python twin
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # shapely: "invalid value encountered" (NaN)
+        geoms = shapely.from_wkt(["LINESTRING (0 0, 1 1)", wkt])
+    frame = gpd.GeoDataFrame({"id": [1, 2]}, geometry=geoms, crs=4326)
+    with pytest.raises(ValueError, match="Row position 1 .*" + match):
+        prep.drop_short_trips(frame)
+
+
+def test_min_points_applies_to_linestring_input(tmp_path, toy_lines, capsys):
+    with pytest.warns(GeoLDPWarning, match=r"^2 trip\(s\) with fewer than 3 point\(s\) were dropped"):
+        out = prep.drop_short_trips(toy_lines, min_points=3)
+    assert list(out.index) == [toy_lines.index[0], toy_lines.index[2]]
+    assert out.crs == toy_lines.crs and list(out.columns) == list(toy_lines.columns)
+    path = tmp_path / "trips.geojson"
+    toy_lines.to_file(path, driver="GeoJSON")
+    code, _, err = _prepare_cli(["prepare", path, "--min-points", 3, "-o", tmp_path / "a.geojson"], capsys)
+    assert code == 0 and "geoldp: warning: GeoLDPWarning: 2 trip(s) with fewer than 3" in err
+    assert len(gpd.read_file(tmp_path / "a.geojson")) == 2
+    code, _, err = _prepare_cli(
+        ["prepare", path, "--min-points", 10**9, "-o", tmp_path / "b.geojson"], capsys
+    )
+    assert code == 1 and "no trip is left: every trip has fewer than --min-points 1000000000 points" in err
+    assert "--area" not in err and "--max-km" not in err
+
+
+def test_an_empty_result_blames_the_option_that_emptied_it(tmp_path, capsys):
+    fixes = _fix_table(tmp_path)
+    base = ["prepare", fixes, "--traj-id-col", "tid", "--time-col", "time"]
+    code, _, err = _prepare_cli([*base, "--max-gap", "10s", "-o", tmp_path / "a.gpkg"], capsys)
+    assert code == 1 and "no trip is left after splitting at --max-gap 10s" in err and "--area" not in err
+    code, _, err = _prepare_cli([*base, "--min-points", "100", "-o", tmp_path / "b.gpkg"], capsys)
+    assert code == 1 and "fewer than --min-points 100 points" in err and "--area" not in err
+    code, _, err = _prepare_cli([*base, "--area=0,0,1,1", "-o", tmp_path / "c.gpkg"], capsys)
+    assert code == 1 and "no trip is left after --area" in err and "--max-km" not in err
+
+
+@pytest.mark.parametrize("gap", ["10", "2.5", " 10 "])
+def test_max_gap_needs_a_unit_for_date_times(tmp_path, capsys, gap):
+    fixes = _fix_table(tmp_path)
+    argv = ["prepare", fixes, "--traj-id-col", "tid", "--time-col", "time", "--max-gap", gap]
+    code, _, err = _prepare_cli([*argv, "-o", tmp_path / "a.gpkg"], capsys)
+    assert code == 1 and "needs a unit" in err and "min'" in err and not (tmp_path / "a.gpkg").exists()
+    code, _, _ = _prepare_cli([*argv[:-1], "10min", "-o", tmp_path / "b.gpkg"], capsys)
+    assert code == 0
+
+
+def test_max_gap_bare_number_python(toy_point_frame):
+    for gap in (10, 2.5, "10", np.int64(3)):
+        with pytest.raises(ValueError, match="'max_gap' parameter .* needs a unit .* a bare number"):
+            prep.trajectories_from_points(toy_point_frame, "traj_id", "time", max_gap=gap)
+    gdf = gpd.GeoDataFrame(
+        {"id": [1] * 5, "t": [0.0, 1.0, 2.0, 10.0, 11.0]},
+        geometry=gpd.points_from_xy(np.linspace(116.3, 116.4, 5), [39.9] * 5),
+        crs=4326,
+    )
+    # a numeric time column takes a number, also as the text the command line passes
+    assert list(prep.trajectories_from_points(gdf, "id", "t", max_gap="5")["n_points"]) == [3, 2]

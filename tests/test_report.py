@@ -78,7 +78,7 @@ def test_accountant_charges_each_row_to_its_user():
     u = int(gdf["user"].iloc[0])
     assert acc.spent_by(u) == pytest.approx(1.5 * int((gdf["user"] == u).sum()))
     with pytest.raises(geoldp.BudgetError):
-        report(gdf, ZONES, epsilon=90.0, rng=0, accountant=acc, user_col="user")
+        report(gdf, ZONES, epsilon=36.0, rng=0, accountant=acc, user_col="user")
     assert acc.spent_by(u) == pytest.approx(1.5 * int((gdf["user"] == u).sum()))  # nothing charged
 
 
@@ -168,7 +168,7 @@ def test_hybrid_splits_one_budget_between_both_releases():
     # a total past the accountant is refused before either part is drawn or charged
     spent = acc.spent_by(u)
     with pytest.raises(geoldp.BudgetError):
-        hybrid(gdf, pts, ZONES, epsilon=50.0, rng=4, accountant=acc, user_col="user")
+        hybrid(gdf, pts, ZONES, epsilon=36.0, rng=4, accountant=acc, user_col="user")
     assert acc.spent_by(u) == spent
     for eps in (0.1, 1 / 3, 7.3, 1e-6):
         for f in (0.1, 0.3, 0.7, 1 / 3):

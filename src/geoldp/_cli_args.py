@@ -30,6 +30,7 @@ __all__ = [
     "seed",
     "stage",
     "usage",
+    "warned",
 ]
 
 #: Longest output file name (bytes, UTF-8), leaving room for ``.ledger.json`` and the temporary names
@@ -65,6 +66,17 @@ def report_warnings(stderr: TextIO) -> Iterator[None]:
         if line not in seen:
             seen.add(line)
             print(line, file=stderr)
+
+
+def warned(command: Callable[..., int]) -> Callable[..., int]:
+    """A command (``command(args, stdout, stderr)``) whose warnings are printed as ``geoldp: warning:``
+    lines once it succeeds (see :func:`report_warnings`)."""
+
+    def run(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
+        with report_warnings(stderr):
+            return command(args, stdout, stderr)
+
+    return run
 
 
 def lengths(text: str) -> list[int]:
@@ -163,6 +175,12 @@ def check_name(path: str, what: str = "output") -> None:
             "plain file name"
         )
     name = Path(path).name
+    from geoldp._safe_write import check_utf8_name
+
+    try:
+        check_utf8_name(name, f"the {what}")
+    except ValueError as exc:
+        raise UserError(str(exc)) from None
     if '"' in name or "'" in name:
         raise UserError(
             f"the {what} name {name[:60]!r} holds a quote character, which GIS tools and shells garble; "

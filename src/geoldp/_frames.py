@@ -39,7 +39,7 @@ import shapely
 from pyproj import CRS, Transformer
 
 from geoldp._validation import check_no_missing, check_time_kinds
-from geoldp.errors import GeoLDPWarning
+from geoldp.errors import GeoLDPWarning, PrivacyWarning
 
 __all__ = [
     "TYPE_NAMES",
@@ -60,6 +60,7 @@ __all__ = [
     "resolve_points",
     "snap",
     "trajectory_arrays",
+    "warn_if_fixes",
 ]
 
 WGS84 = CRS.from_epsg(4326)
@@ -921,4 +922,95 @@ def as_regions(regions: Any, *, caller: str) -> tuple[list[Region], bool]:
     raise TypeError(
         f"The 'region' parameter of {caller} must be a Polygon, a circle (lon, lat, radius_km), a list of "
         f"those or a GeoSeries of Polygons. Got {type(regions).__name__} instead."
+    )
+
+
+# --------------------------------------------------------------------------------------------------
+# Point rows that look like GPS fixes
+# --------------------------------------------------------------------------------------------------
+
+#: Column names (lower case) that say "the time of a fix".
+_TIME_NAMES = frozenset({"time", "timestamp", "datetime", "date_time", "ts", "t", "when"})
+#: Words (lower case) of a column name that say "the trip or the person a fix belongs to".
+_ID_WORDS = frozenset(
+    {
+        "id",
+        "uid",
+        "traj",
+        "trajectory",
+        "trip",
+        "track",
+        "tracker",
+        "user",
+        "vehicle",
+        "taxi",
+        "device",
+        "person",
+    }
+)
+
+
+def _fix_column(frame: pd.DataFrame, ignore: tuple) -> tuple[Any, str] | None:
+    """A column that suggests the rows are fixes of longer trips: ``(label, what it looks like)``."""
+    import re
+
+    skip = {frame.geometry.name, *ignore}
+    for col in frame.columns:
+        if col in skip:
+            continue
+        name = str(col).lower()
+        if pd.api.types.is_datetime64_any_dtype(frame[col]) or name in _TIME_NAMES or "time" in name:
+            return col, "a time"
+    for col in frame.columns:
+        if col in skip:
+            continue
+        words = {w for w in re.split(r"[^a-z]+", str(col).lower()) if w}
+        id_like = bool(words & _ID_WORDS) or str(col).lower().endswith("id")
+        if id_like and not frame[col].is_unique:  # the same id on several rows: one trip's fixes
+            return col, "a trajectory id"
+    return None
+
+
+def warn_if_fixes(
+    frame: Any,
+    *,
+    traj_id_col: Any,
+    caller: str,
+    option: str | None,
+    ignore: tuple = (),
+    stacklevel: int = 3,
+    point_rows: bool | None = None,
+) -> None:
+    """Warn when Point rows without a trajectory id look like fixes of longer trips.
+
+    Each such row is released as a one-point trajectory at the full ε: 3,000 fixes of a few trips become
+    3,000 releases about the same people. The warning (a :class:`~geoldp.errors.PrivacyWarning`) is given
+    when a column looks like a time or like an id repeated over rows; ``option`` names the fix the caller
+    offers (e.g. ``"traj_id_col= (command line: --traj-id-col)"``), ``None`` when it has none; ``ignore``
+    the columns the caller already knows the meaning of (``user_col``). Local only: nothing of it reaches a
+    release. ``point_rows`` tells a driver's answer for a frame it holds only the schema of (the empty
+    ``_meta`` of a Dask frame): then only a time-like column (by dtype or name) is looked for.
+    """
+    if traj_id_col is not None or not isinstance(frame, pd.DataFrame):
+        return
+    if point_rows is None:
+        geoms = np.asarray(frame.geometry.values, dtype=object)
+        present = geoms[~shapely.is_missing(geoms)]
+        point_rows = present.size >= 2 and bool(np.all(shapely.get_type_id(present) == 0))  # 0: Point
+    if not point_rows:
+        return
+    found = _fix_column(frame, tuple(c for c in ignore if c is not None))
+    if found is None:
+        return
+    col, what = found
+    grouped = "" if option is None else f"name the column of trip ids with {option}, or "
+    rows = f"{len(frame)} Point rows" if len(frame) else "Point rows"
+    warnings.warn(
+        f"The {rows} passed to {caller} have no trajectory id, so each is released as a "
+        f"one-point trajectory at the full epsilon, yet column {str(col)!r} looks like {what}. If the rows "
+        f"are GPS fixes of longer trips, {grouped}build one LineString per trip first with "
+        "geoldp.prepare.trajectories_from_points (command line: geoldp prepare --traj-id-col), so that each "
+        "trip shares one epsilon.",
+        PrivacyWarning,
+        stacklevel=stacklevel,
     )

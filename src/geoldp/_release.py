@@ -50,7 +50,13 @@ import pandas as pd
 from geoldp import _frames, accounting
 from geoldp import points as public_points
 from geoldp._random import resolve_rng
-from geoldp._validation import check_int_min, check_positive_km, check_real
+from geoldp._validation import (
+    MIN_EPSILON,
+    check_int_min,
+    check_positive_km,
+    check_real,
+    check_release_epsilon,
+)
 from geoldp._versions import geoldp_version
 from geoldp.errors import PrivacyWarning
 from geoldp.trajectory import engine
@@ -72,11 +78,6 @@ __all__ = [
 #: Budget per point (ε/n) below which the output is called "close to uniform" (see module notes).
 NEAR_UNIFORM_EPSILON = 0.1
 
-#: Smallest ε (per trajectory) a release accepts: below it even a one-point trajectory is released by an
-#: exponential mechanism with ε′ ≤ ε < 0.001, so the nearest public point is at most e^{0.0005} ≈ 1.0005
-#: times as likely as the farthest one. The output is then uniform noise, whatever the data: an error
-#: (usually a unit slip such as ``1e-300`` for ``1.0``), not only a warning.
-MIN_EPSILON = 1e-3
 
 #: Up to this many distinct trajectory lengths, the provenance lists the ledger of every length.
 LEDGER_LENGTHS_MAX = 16
@@ -128,15 +129,10 @@ def _longest_ok(mech: Any, threshold: float) -> int:
 
 
 def check_min_epsilon(mech: Any, *, caller: str) -> None:
-    """Refuse a mechanism whose ε is below :data:`MIN_EPSILON` (its output would be uniform noise)."""
+    """Refuse a mechanism whose ε is outside the release range of :func:`check_release_epsilon`."""
     eps = getattr(mech, "epsilon", None)
-    if isinstance(eps, int | float | Fraction) and float(eps) < MIN_EPSILON:
-        raise ValueError(
-            f"The 'epsilon' parameter of {caller} is {float(eps):g}, below the smallest budget geoldp "
-            f"releases with, {MIN_EPSILON:g}: at that ε every output point is, to within 0.05 %, a uniform "
-            "draw from the public points, whatever the data. Use ε per trajectory (e.g. 1 to 10, as in the "
-            "paper)."
-        )
+    if isinstance(eps, int | float | Fraction):
+        check_release_epsilon(eps, caller=caller)
 
 
 def point_budget(
@@ -723,12 +719,22 @@ def request(
     """
     kept = _frames.check_columns(frame, keep_columns, parameter="keep_columns", caller=caller)
     snap_max_km = check_positive_km(snap_max_km, "snap_max_km", caller=caller)
+    if epsilon is not None:  # the one range of every release, before a mechanism is built (or warns)
+        check_release_epsilon(epsilon, caller=caller)
     mech = resolve_mechanism(mechanism, epsilon, options, caller=caller)
     check_min_epsilon(mech, caller=caller)
     source = resolve_rng(rng)
     ps, ps_source = _frames.resolve_points(points, caller=caller)
     n_jobs = engine.check_n_jobs(n_jobs, caller)
     spend = Spend(frame, accountant, user_col, caller=caller, advice=refusal_advice)
+    _frames.warn_if_fixes(
+        frame,
+        traj_id_col=traj_id_col,
+        caller=caller,
+        option="traj_id_col= (command line: --traj-id-col)",
+        ignore=(user_col,),
+        stacklevel=4,
+    )
     return Request(
         caller,
         mech,

@@ -52,14 +52,18 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
+from geoldp._formats import ESTIMATE_LAYERS
+
 __all__ = [
     "AtomicFile",
     "Group",
     "Terminated",
     "atomic_file",
     "check_output",
+    "check_utf8_name",
     "cleanup_on_sigterm",
     "commit_record_path",
+    "family",
     "file_digest",
     "fsync_dir",
     "group",
@@ -74,6 +78,11 @@ __all__ = [
 
 TEMP_TAG = ".geoldp-tmp-"
 COMMIT_TAG = ".geoldp-commit"
+#: The tail of a data file's ledger sidecar: ``<data file>.ledger.json``.
+LEDGER_TAIL = ".ledger.json"
+#: The parts of a Shapefile geoldp writes (``.shp`` last), and those other tools keep next to it.
+SHAPEFILE_PARTS = (".shp", ".shx", ".dbf", ".prj", ".cpg")
+SHAPEFILE_EXTRA = (".qix", ".sbn", ".sbx", ".qpj")
 _MAX_RECORD_BYTES = 1 << 20
 PAUSE_ENV = "GEOLDP_TEST_PAUSE"
 RESUME_ENV = "GEOLDP_TEST_RESUME"
@@ -163,6 +172,26 @@ def cleanup_on_sigterm() -> Iterator[None]:
 def temp_name(path: Path, suffix: str = "") -> Path:
     """A fresh hidden temporary name next to ``path`` (ending in ``suffix``, for drivers that care)."""
     return path.with_name(f".{path.name}{TEMP_TAG}{secrets.token_hex(6)}{suffix}")
+
+
+def check_utf8_name(name: str, what: str) -> None:
+    """Refuse a file name that is not valid UTF-8 (bytes of another encoding, kept by Python as surrogates).
+
+    GDAL (GeoPackage, FlatGeobuf, Shapefile) and Parquet cannot open such a name, so every output refuses
+    it alike, before anything is written. ``what`` begins the message (e.g. ``"write_file: the output"``).
+
+    Raises
+    ------
+    ValueError
+        Naming the fix.
+    """
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValueError(
+            f"{what} name {name[:60]!r} is not valid UTF-8 (it holds bytes of another encoding), which "
+            "GDAL, Parquet and most GIS tools cannot open; choose a UTF-8 name. Nothing was written."
+        ) from None
 
 
 def fsync_dir(directory: Path) -> None:
@@ -640,8 +669,23 @@ def _roll_forward(unit: Path, record: dict[str, Any], *, live: bool) -> None:
     directory = unit.parent if str(unit.parent) else Path(".")
     overwrite = record["overwrite"]
     files = record["files"]
-    for entry in files if not live else ():  # a recovery checks every file before it changes anything
+    for name in record["remove"] if not live else ():  # a recovery checks every file before any change
+        if _is_not(stat.S_ISREG, directory / name):
+            raise ValueError(
+                f"The commit record '{commit_record_path(unit)}' would remove '{directory / name}', which is "
+                "not a regular file (a link or a folder); geoldp changed nothing. Remove the record, then "
+                "write the output again."
+            )
+    for entry in files if not live else ():
         staged = directory / entry["staged"]
+        folder = staged.parent  # a link standing for the group's temporary folder is refused too
+        bad = folder if folder != directory and _is_not(stat.S_ISDIR, folder) else staged
+        if _is_not(stat.S_ISDIR if bad is folder else stat.S_ISREG, bad):
+            raise ValueError(
+                f"The commit record '{commit_record_path(unit)}' names the temporary file '{bad}', which is "
+                "not a regular file (a link or a folder); geoldp changed nothing. Remove both, then write "
+                "the output again."
+            )
         if os.path.lexists(staged) and file_digest(staged) != (entry["bytes"], entry["sha256"]):
             raise ValueError(
                 f"The commit record '{commit_record_path(unit)}' does not match its temporary file "
@@ -683,11 +727,42 @@ def _roll_forward(unit: Path, record: dict[str, Any], *, live: bool) -> None:
     fsync_dir(directory)
 
 
+def family(unit: str | os.PathLike[str]) -> frozenset[str]:
+    """The exact names a group of ``unit`` writes or removes: the data file, its ledger sidecar and, for a
+    Shapefile, its parts (those geoldp writes and the indexes other tools keep next to it), for a GeoJSON
+    name the files of a layer set written under it (``<stem>.<layer>.geojson``)."""
+    name = Path(os.fspath(unit)).name
+    names = {name, name + LEDGER_TAIL}
+    stem, suffix = os.path.splitext(name)
+    if suffix.lower() == ".shp":
+        names |= {stem + ext for ext in (*SHAPEFILE_PARTS, *SHAPEFILE_EXTRA)} | {name + ".xml"}
+    if suffix.lower() in (".geojson", ".json"):  # a layer set: <stem>.<layer><suffix> per estimate layer
+        names |= {f"{stem}.{layer}{suffix}" for layer in ESTIMATE_LAYERS}
+    return frozenset(names)
+
+
+def _set_unit(path: Path) -> Path | None:
+    """For a layer file ``<stem>.<layer>.geojson`` of a layer set, the set's unit ``<stem>.geojson``."""
+    stem, suffix = os.path.splitext(path.name)
+    base, dot, layer = stem.rpartition(".")
+    if dot and base and layer in ESTIMATE_LAYERS and suffix.lower() in (".geojson", ".json"):
+        return path.with_name(base + suffix)
+    return None
+
+
+def _is_not(kind: Any, path: Path) -> bool:
+    """True if ``path`` exists (links not followed) and is not of ``kind`` (``stat.S_ISREG`` ...)."""
+    try:
+        return not kind(os.lstat(path).st_mode)
+    except FileNotFoundError:
+        return False
+
+
 def _record_problem(record: Any, unit: Path) -> str | None:
     """Why ``record`` is not a commit record of ``unit`` that may be carried out (None if it is one).
 
-    Only names of ``unit``'s own family in its own directory: the record can rename a temporary file of
-    this output onto a name that begins like the output's, and nothing else.
+    Only names of ``unit``'s own family (:func:`family`) in its own directory: the record can rename a
+    temporary file of this output onto one of those exact names, remove one of them, and nothing else.
     """
     if not isinstance(record, dict) or record.get("geoldp_commit") != 1 or record.get("unit") != unit.name:
         return "it is not a geoldp commit record of this file"
@@ -696,15 +771,10 @@ def _record_problem(record: Any, unit: Path) -> str | None:
     files = record.get("files")
     if not isinstance(files, list) or not files:
         return "it is malformed"
-    stem = Path(unit.name).stem
+    names = family(unit)
 
     def own(name: Any) -> bool:
-        return (
-            isinstance(name, str)
-            and name not in ("", ".", "..")
-            and os.path.basename(name) == name
-            and name.startswith(stem)
-        )
+        return isinstance(name, str) and name in names
 
     if not all(own(name) for name in record["remove"]):
         return "it names files of another output"
@@ -742,6 +812,9 @@ def recover(unit: str | os.PathLike[str]) -> bool:
         The rename cannot be done here (e.g. a read-only folder); the message says how to complete it.
     """
     p = Path(os.fspath(unit))
+    layer_set = _set_unit(p)
+    if layer_set is not None:  # a layer file: finish an interrupted write of its set first
+        recover(layer_set)
     record_path = commit_record_path(p)
     try:
         st = os.lstat(record_path)

@@ -14,18 +14,54 @@ from fractions import Fraction
 import numpy as np
 
 __all__ = [
+    "MAX_COUNT",
+    "MAX_EPSILON",
+    "MAX_LENGTH",
+    "MAX_PLAN_USERS",
+    "MIN_EPSILON",
     "check_bool",
+    "check_count",
     "check_epsilon",
     "check_float_range",
     "check_int_min",
     "check_int_range",
+    "check_lengths",
     "check_max_km",
     "check_no_missing",
     "check_option",
     "check_positive_km",
     "check_real",
+    "check_release_epsilon",
     "check_time_kinds",
 ]
+
+#: Smallest ε (per trajectory, row or user) a release of any kind accepts: below it even a one-point
+#: trajectory is released by an exponential mechanism with ε′ ≤ ε < 0.001, so the nearest public point is at
+#: most e^{0.0005} ≈ 1.0005 times as likely as the farthest one. The output is then uniform noise, whatever
+#: the data: an error (usually a unit slip such as ``1e-300`` for ``1.0``), not only a warning.
+MIN_EPSILON = 1e-3
+
+#: Largest ε a release of any kind accepts: 53·ln 2 ≈ 36.74. Every sampler turns uniform draws into
+#: outputs (``Generator.random()``, the OS source and the seeded streams alike), and those draws lie on a
+#: grid of 2⁻⁵³: no Bernoulli draw ``u < q`` (k-RR, OUE, OLH, SW) can have a probability in (0, 2⁻⁵³), so
+#: the ratio of two outputs' probabilities, e^ε, cannot exceed 2⁵³. Above this ε a sampler draws exactly as
+#: it does at it (its effective ε stops growing) while the ledger would state the larger value. (The
+#: exponential mechanism's stage budgets have a stricter float-margin limit of their own.)
+MAX_EPSILON = 53.0 * math.log(2.0)
+
+#: Largest count a public parameter may ask for (trajectories to synthesise or simulate, bootstrap
+#: rounds, a trajectory length): 10⁸. Each unit takes at least a few bytes of memory, so a larger request
+#: is a slip (a unit or a stray digit) that would otherwise end in a MemoryError after a long wait.
+MAX_COUNT = 100_000_000
+
+#: Most users a plan is made for (``n``): its simulation of the report designs holds about 0.6 kB per
+#: user (10⁷ users: 5.7 GB, 48 s). Plans for more users differ little from a plan for 10⁷.
+MAX_PLAN_USERS = 10_000_000
+
+#: Longest trajectory (in points) a public length parameter may name (a planner's or a model's lengths):
+#: 10⁴. Already past about 370 points every point of a trajectory gets less than ε/n = 0.1 of the largest
+#: ε, so its release is close to uniform; a larger value is a slip (a unit or a stray digit).
+MAX_LENGTH = 10_000
 
 
 def _fmt(value) -> str:
@@ -110,6 +146,103 @@ def check_epsilon(epsilon, *, caller: str, name: str = "epsilon", maximum: float
             f"Got {_fmt(epsilon)} instead."
         )
     return value
+
+
+def check_release_epsilon(epsilon, *, caller: str, name: str = "epsilon") -> float:
+    """Validate the ε of a release (perturb, report, synthesize, hybrid, plan, estimate ...).
+
+    One range for every release kind: ``[MIN_EPSILON, MAX_EPSILON]`` = [0.001, 53·ln 2 ≈ 36.74] (see
+    :data:`MIN_EPSILON` and :data:`MAX_EPSILON` for why).
+
+    Raises
+    ------
+    TypeError
+        Not a real number.
+    ValueError
+        NaN, infinite, ≤ 0, or outside the range; the message names the parameter and the range.
+
+    Examples
+    --------
+    >>> check_release_epsilon(4, caller="report")
+    4.0
+    """
+    value = check_real(epsilon, name, caller=caller)
+    if MIN_EPSILON <= value <= MAX_EPSILON:
+        return value
+    rng = f"[{MIN_EPSILON:g}, {MAX_EPSILON:.4g}]"
+    if 0.0 < value < MIN_EPSILON:
+        why = (
+            f"{value:g} is below the smallest budget geoldp releases with, {MIN_EPSILON:g}: at that ε every "
+            "output is, to within 0.05 %, a uniform draw, whatever the data"
+        )
+    elif MAX_EPSILON < value < math.inf:
+        why = (
+            f"{value:g} is above {MAX_EPSILON:.4g} (53·ln 2), where the samplers, which draw on a grid of "
+            "2⁻⁵³, stop changing: the release would be no more accurate than at that ε"
+        )
+    else:
+        why = f"got {_fmt(epsilon)}"
+    raise ValueError(
+        f"The {name!r} parameter of {caller} must be a float in the range {rng}; {why}. Use ε per "
+        "trajectory (e.g. 1 to 10, as in the paper)."
+    )
+
+
+def check_count(value, name: str, *, caller: str, minimum: int = 1, maximum: int = MAX_COUNT) -> int:
+    """Validate a count that sizes an allocation: an int in ``[minimum, maximum]`` (default max 10⁸).
+
+    Checked before anything is allocated, so that a slip ends in this error, not in a MemoryError.
+
+    Raises
+    ------
+    TypeError
+        Not an integer.
+    ValueError
+        Out of range; the message names the parameter and the limit.
+
+    Examples
+    --------
+    >>> check_count(1000, "n_synthetic", caller="synthesize")
+    1000
+    """
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (numbers.Integral, np.integer)):
+        raise TypeError(
+            f"The {name!r} parameter of {caller} must be an int. Got {_fmt(value)} of type "
+            f"{type(value).__name__} instead."
+        )
+    number = int(value)
+    if not minimum <= number <= maximum:
+        raise ValueError(
+            f"The {name!r} parameter of {caller} must be an int in the range [{minimum}, {maximum}]; got "
+            f"{number}. A larger request is refused before it allocates memory it cannot get: ask for at "
+            f"most {maximum}."
+        )
+    return number
+
+
+def check_lengths(lengths, *, caller: str, name: str = "lengths"):
+    """Refuse a trajectory length above :data:`MAX_LENGTH` in an int or a list of ints, before anything is
+    sized by it; return ``lengths`` unchanged (its type and the lower end are the caller's to check).
+
+    Raises
+    ------
+    ValueError
+        A length above :data:`MAX_LENGTH`; the message names the parameter and the limit.
+
+    Examples
+    --------
+    >>> check_lengths([2, 3, 8], caller="plan")
+    [2, 3, 8]
+    """
+    values = [lengths] if np.ndim(lengths) == 0 else np.ravel(np.asarray(lengths, dtype=object)).tolist()
+    for value in values:
+        if _is_real_number(value) and not value <= MAX_LENGTH:
+            raise ValueError(
+                f"The {name!r} parameter of {caller} holds {_fmt(value)}, more than the longest trajectory "
+                f"geoldp models, {MAX_LENGTH} points (past about 370 points every point gets less than ε/n "
+                "= 0.1, a near-uniform release). Use lengths of at most that."
+            )
+    return lengths
 
 
 def check_option(value, name: str, allowed, caller: str, *, case_insensitive: bool = False):

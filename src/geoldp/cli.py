@@ -844,6 +844,13 @@ def _run(argv: Sequence[str] | None = None) -> int:
         if os.environ.get("GEOLDP_TRACEBACK"):
             raise
         detail = exc.strerror if isinstance(exc, OSError) and exc.strerror else _one_line(exc)
+        if isinstance(exc, MemoryError):  # what to do about it, not only what happened
+            detail = (
+                f"out of memory ({detail}): the input or the public points need more memory than this "
+                "process may use; split the input, use fewer public points, or raise the memory limit"
+            )
+            print(f"{PROG}: error: {detail}", file=stderr)
+            return 1
         print(f"{PROG}: error: {type(exc).__name__}: {_one_line(detail)}", file=stderr)
         return 1
     except Exception as exc:  # anything else (a bug, RecursionError, ...): still one line, no traceback

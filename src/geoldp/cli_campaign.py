@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from geoldp._cli_args import bbox as _bbox
-from geoldp._cli_args import check_output, existing_file, stage, usage
+from geoldp._cli_args import check_output, existing_file, stage, usage, warned
 from geoldp._cli_args import int_at_least as _int_at_least
 from geoldp._cli_args import positive_float as _positive_float
 from geoldp._cli_args import seed as _seed
@@ -333,9 +333,11 @@ def _cmd_prepare(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> in
     elif kinds <= {"LineString"}:
         if args.max_gap is not None:
             usage(args, "--max-gap splits Point rows; FIXES already holds LineStrings")
-        trips = fixes
+        trips = prepare.drop_short_trips(fixes, args.min_points)  # the checks perturb makes, and --min-points
     else:
         raise ValueError(f"FIXES must hold Point rows or LineStrings, not {sorted(kinds)}")
+    if len(trips) == 0 and n_in:
+        raise ValueError(_empty_after(args))
     n_built = len(trips)
     dropped_outside = 0
     if args.area is not None:
@@ -362,8 +364,9 @@ def _cmd_prepare(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> in
         del dist_m, xy
         dropped_outside = int(far.sum())
         trips = trips[~far]
-    if len(trips) == 0:
-        raise ValueError("no trip is left after --area/--max-km: check the area or the distance")
+    if len(trips) == 0 and n_built:
+        option = "--area" if args.area is not None else "--max-km"
+        raise ValueError(f"no trip is left after {option}: check the area or the distance")
     trips = trips.reset_index(drop=True)
     if args.simplify is not None:
         trips = prepare.simplify(trips, args.simplify, max_points=args.max_points)
@@ -381,6 +384,17 @@ def _cmd_prepare(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> in
     for path in written:
         print(path, file=stdout)
     return 0
+
+
+def _empty_after(args: argparse.Namespace) -> str:
+    """Why no trip was built: the options that emptied the data, named as the user gave them."""
+    shorter = f"every trip has fewer than --min-points {args.min_points} points"
+    if args.max_gap is not None:
+        return (
+            f"no trip is left after splitting at --max-gap {args.max_gap}: {shorter}. Use a larger gap (with "
+            "a unit, e.g. 30min) or a smaller --min-points"
+        )
+    return f"no trip is left: {shorter}. Use a smaller --min-points"
 
 
 def _clip_vertices(trips: Any, wgs: Any, area: tuple[float, ...], min_points: int) -> tuple[Any, int]:
@@ -469,7 +483,7 @@ def _add_prepare(sub: Any) -> None:
     )
     _add_table_options(p, "FIXES")
     p.add_argument("--overwrite", action="store_true", help="replace an existing OUT")
-    p.set_defaults(func=_cmd_prepare, command_parser=p)
+    p.set_defaults(func=warned(_cmd_prepare), command_parser=p)
 
 
 # ------------------------------------------------------------------------------------------------------

@@ -21,7 +21,7 @@ import argparse
 import io as _stdio
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import Any, TextIO
 
 from geoldp._cli_args import bbox as _bbox
 from geoldp._cli_args import check_output, existing_file, stage, usage
@@ -29,11 +29,8 @@ from geoldp._cli_args import int_at_least as _int_at_least
 from geoldp._cli_args import lengths as _lengths
 from geoldp._cli_args import one_line as _one_line
 from geoldp._cli_args import positive_float as _positive_float
-from geoldp._cli_args import report_warnings as _report_warnings
 from geoldp._cli_args import seed as _seed
-
-if TYPE_CHECKING:
-    from collections.abc import Callable
+from geoldp._cli_args import warned as _warned
 
 __all__ = ["read_report_table", "register", "write_report_table"]
 
@@ -45,16 +42,6 @@ STATISTICS = ("visited_zone", "od", "transitions")
 ORACLES = ("krr", "oue", "olh")
 #: The largest report table read (a 10^6-row OUE table over 10^3 zones is about 260 MB).
 MAX_TABLE_BYTES = 4 << 30
-
-
-def _warned(command: Callable[[argparse.Namespace, TextIO, TextIO], int]) -> Callable[..., int]:
-    """Run a command with its warnings printed as ``geoldp: warning:`` lines once it succeeds."""
-
-    def run(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
-        with _report_warnings(stderr):
-            return command(args, stdout, stderr)
-
-    return run
 
 
 # ------------------------------------------------------------------------------------------------------

@@ -271,7 +271,7 @@ def perturb(
     >>> out = geoldp.dask.perturb(ddf, pois, mechanism="atp", epsilon=4.0).compute()  # doctest: +SKIP
     """
     dask = _checked_dask(ddf, _CALLER, "gdf.ldp.perturb(...)")
-    from geoldp import _release
+    from geoldp import _frames, _release
 
     for name in ("traj_id_col", "time_col"):
         if name in options:
@@ -294,6 +294,9 @@ def perturb(
         user_col=user_col,
     )
     stats, offsets, type_ids, users = _first_pass(dask, ddf, req.charged_col, req.area_crs, _CALLER)
+    _frames.warn_if_fixes(  # from the schema: the partitions cannot be grouped into trips
+        meta, traj_id_col=None, caller=_CALLER, option=None, ignore=(user_col,), point_rows=type_ids == {0}
+    )
     area = None if req.area_crs is None else _data_box(stats, req.area_crs)
     length_counts: dict[int, int] = {}
     for _, counts, _, _, _ in stats:
@@ -497,7 +500,7 @@ def report(
     >>> rep = geoldp.dask.report(ddf, zone_grid(pois, cells=10), epsilon=4.0).compute()  # doctest: +SKIP
     """
     dask = _checked_dask(ddf, _REPORT_CALLER, "geoldp.report(gdf, ...)")
-    from geoldp import _release
+    from geoldp import _frames, _release
     from geoldp._random import resolve_rng
     from geoldp.reports import release
     from geoldp.reports.zones import check_zones
@@ -510,6 +513,14 @@ def report(
     source = resolve_rng(rng)
     spend = _release.Spend(meta, accountant, user_col, caller=_REPORT_CALLER)  # before any pass
     stats, offsets, type_ids, users = _first_pass(dask, ddf, spend.user_col, None, _REPORT_CALLER)
+    _frames.warn_if_fixes(  # from the schema: the partitions cannot be grouped into trips
+        meta,
+        traj_id_col=None,
+        caller=_REPORT_CALLER,
+        option=None,
+        ignore=(user_col,),
+        point_rows=type_ids == {0},
+    )
     n = int(sum(s[0] for s in stats))
     del stats
     spend.refuse(users, des.oracle.epsilon)

@@ -26,7 +26,11 @@ import numbers
 
 import numpy as np
 
+from geoldp._validation import MAX_COUNT, MAX_LENGTH
 from geoldp.geo import KM_PER_DEGREE
+
+#: Most public points :func:`synthetic_city` draws (as many as :func:`geoldp.points.grid` builds).
+MAX_CITY_POINTS = 2_000_000
 
 __all__ = ["synthetic_city", "synthetic_city_arrays"]
 
@@ -222,10 +226,15 @@ def synthetic_city_arrays(
     kind : ndarray of int8, shape (n_points,)
         0 centre, 1 hub, 2 road, 3 suburb.
     """
-    n_points = _check_int(n_points, "n_points", 2)
-    n_trips = _check_int(n_trips, "n_trips", 0)
+    n_points = _check_int(n_points, "n_points", 2, MAX_CITY_POINTS)
+    n_trips = _check_int(n_trips, "n_trips", 0, MAX_COUNT)
     min_len = _check_int(min_len, "min_len", 2)
-    max_len = _check_int(max_len, "max_len", min_len)
+    max_len = _check_int(max_len, "max_len", min_len, MAX_LENGTH)
+    if n_trips * max_len > MAX_COUNT:
+        raise ValueError(
+            f"synthetic_city: n_trips={n_trips} trips of up to max_len={max_len} points would hold up to "
+            f"{n_trips * max_len} points, more than {MAX_COUNT}. Ask for fewer or shorter trips."
+        )
     extent_km = _check_real(extent_km, "extent_km", 0.0, 2000.0, open_low=True)
     try:
         lon0, lat0 = center

@@ -92,14 +92,20 @@ def hybrid(
     (2.0, 2.0)
     """
     from geoldp._random import resolve_rng
-    from geoldp._validation import check_epsilon
+    from geoldp._validation import MIN_EPSILON, check_release_epsilon
 
     caller = "geoldp.hybrid"
     gdf = _frames.check_frame(gdf, caller=caller)
-    epsilon = check_epsilon(epsilon, caller=caller)
+    epsilon = check_release_epsilon(epsilon, caller=caller)
     if isinstance(fraction, bool) or not isinstance(fraction, int | float) or not 0.0 < float(fraction) < 1.0:
         raise ValueError(f"The 'fraction' parameter of {caller} must be a float in (0, 1). Got {fraction!r}.")
     eps_traj, eps_rep = split_epsilon(epsilon, fraction)
+    if min(eps_traj, eps_rep) < MIN_EPSILON:  # each part is a release of its own: the same lower end
+        raise ValueError(
+            f"The 'epsilon' parameter of {caller} ({epsilon:g}) split by fraction={float(fraction):g} gives "
+            f"a part of {min(eps_traj, eps_rep):g}, below the smallest budget a release takes, "
+            f"{MIN_EPSILON:g}. Use a larger epsilon or a fraction nearer 0.5."
+        )
     # refuse the whole ε up front (nothing drawn or charged); the parts charge themselves below
     accounting.charge_release(accountant, gdf, user_col, epsilon, caller=caller)
     source = resolve_rng(rng)  # once: both parts draw their stream keys from this one source

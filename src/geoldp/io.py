@@ -69,12 +69,14 @@ from geoldp.errors import GeoLDPWarning
 
 __all__ = [
     "WRITE_FORMATS",
+    "layer_set_paths",
     "ledger_path",
     "read_ledger",
     "read_points",
     "read_trajectories",
     "to_geojson",
     "write_file",
+    "write_layer_set",
     "write_ledger",
 ]
 
@@ -82,6 +84,12 @@ _WKT_NAMES = ("geometry", "wkt", "geom", "the_geom")
 _LON_NAMES = ("lon", "lng", "long", "longitude", "x")
 _LAT_NAMES = ("lat", "latitude", "y")
 _TAIL_BYTES = 1 << 20
+#: A table's column names are not quoted in messages: in a file without a header row they are its first
+#: row of data.
+_COLUMNS_UNQUOTED = (
+    "The file has {} column(s), whose names are not quoted here (without a header row they would be the "
+    "first row of data)."
+)
 _MAX_LEDGER_BYTES = _formats.MAX_LEDGER_BYTES
 
 #: Output formats of :func:`write_file`, by file suffix.
@@ -91,7 +99,7 @@ WRITE_FORMATS = _formats.WRITE_FORMATS
 def ledger_path(path: str | os.PathLike[str]) -> Path:
     """Sidecar path of the ledger written next to ``path``: ``<path>.ledger.json``."""
     p = Path(path)
-    return p.with_name(p.name + ".ledger.json")
+    return p.with_name(p.name + _safe_write.LEDGER_TAIL)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -231,14 +239,17 @@ def _read_sidecar(side: Path, data_path: Path | None, caller: str) -> dict[str, 
 
 def _member_ledger(data: bytes, name: str, caller: str) -> dict[str, Any] | None:
     """The top-level ``"geoldp"`` member of a GeoJSON (written last by :func:`to_geojson`), or None."""
-    tail = data[-_TAIL_BYTES:] if len(data) > _TAIL_BYTES else data
-    at = tail.rfind(b'"geoldp": ')
+    tail = (data[-_TAIL_BYTES:] if len(data) > _TAIL_BYTES else data).decode("utf-8", errors="replace")
+    at = tail.rfind('"geoldp": ')
     value: Any = None
     if at >= 0:
         try:
-            value, _ = json.JSONDecoder().raw_decode(tail[at + 10 :].decode("utf-8", errors="replace"))
+            value, end = json.JSONDecoder().raw_decode(tail, at + 10)
         except json.JSONDecodeError:
             value = None
+        else:  # the top-level member is the document's last: only its closing brace follows it
+            if tail[end:].strip() != "}":
+                value = None
     if value is None and len(data) <= _TAIL_BYTES and b'"geoldp"' in data:
         try:
             doc = json.loads(data)
@@ -340,6 +351,7 @@ def _check_names(paths: list[Path], caller: str) -> None:
                 "character (GDAL cannot write some formats under such a name); choose a plain name. "
                 "Nothing was written."
             )
+        _safe_write.check_utf8_name(q.name, f"{caller}: the output")
         parent = q.parent if str(q.parent) else Path(".")
         try:
             limit = int(os.pathconf(parent, "PC_NAME_MAX"))
@@ -459,9 +471,9 @@ def _parquet_bytes(gdf: Any) -> bytes:
     return buf.getvalue()
 
 
-_SHP_PARTS = (".shp", ".shx", ".dbf", ".prj", ".cpg")
+_SHP_PARTS = _safe_write.SHAPEFILE_PARTS
 # files other tools keep next to a Shapefile (spatial indexes, projection notes): part of its set too
-_SHP_EXTRA = (".qix", ".sbn", ".sbx", ".qpj")
+_SHP_EXTRA = _safe_write.SHAPEFILE_EXTRA
 
 
 def _shapefile_parts(p: Path) -> list[Path]:
@@ -674,6 +686,92 @@ def write_file(
     return written
 
 
+def layer_set_paths(path: str | os.PathLike[str], names: Any) -> dict[str, Path]:
+    """The files of a layer set written to ``path``: ``{name: path}``, one GeoPackage for all the layers
+    (``path`` itself), or one GeoJSON file ``<stem>.<name><suffix>`` per layer."""
+    p = Path(os.fspath(path))
+    if p.suffix.lower() == ".gpkg":
+        return {name: p for name in names}
+    return {name: p.with_name(f"{p.stem}.{name}{p.suffix}") for name in names}
+
+
+def write_layer_set(
+    frames: dict[str, Any], path: str | os.PathLike[str], *, overwrite: bool = False
+) -> list[Path]:
+    """Write several frames as one unit: the layers of one GeoPackage, or one GeoJSON file per layer.
+
+    Every file is complete under a temporary name before any is named, and the names are given through
+    one commit record (see the module notes): a reader sees the old set or the new one, never a mix, and
+    a write killed during the renames is finished by the next reader or writer of the set.
+
+    Parameters
+    ----------
+    frames : dict of str to geopandas.GeoDataFrame
+        The layers, by name (GeoPackage layer names, or the ``<name>`` of ``<stem>.<name>.geojson``).
+    path : str or os.PathLike
+        A ``.gpkg`` file, or a ``.geojson``/``.json`` path naming the set.
+    overwrite : bool, default False
+        Replace existing files (otherwise an existing one is an error, before anything is written).
+
+    Returns
+    -------
+    list of pathlib.Path
+        The files written.
+
+    Raises
+    ------
+    ValueError
+        Another suffix, no layers, a bad name, an existing file without ``overwrite``.
+    """
+    caller = "write_layers"
+    p = Path(os.fspath(path))
+    suffix = p.suffix.lower()
+    if suffix not in (".gpkg", ".geojson", ".json"):
+        raise ValueError(f"{caller} writes .gpkg or .geojson files, not '{p.name}'.")
+    if not frames:
+        raise ValueError(f"{caller}: no layers to write.")
+    for frame in frames.values():
+        _check_gdf(frame, caller)
+    targets = layer_set_paths(p, frames)
+    files = list(dict.fromkeys(targets.values()))
+    _safe_write.recover(p)  # an earlier write of the set interrupted after it was complete
+    _check_names(files, caller)
+    for target in files:
+        _safe_write.check_output(target, overwrite=overwrite, what="output")
+    try:
+        with _safe_write.group(overwrite=overwrite, unit=p) as g:
+            if suffix == ".gpkg":
+                _formats.pyogrio_module(caller)
+                tmp = _safe_write.temp_name(p, ".gpkg")
+                try:
+                    for i, (name, frame) in enumerate(frames.items()):
+                        _without_index(frame).to_file(
+                            tmp, driver="GPKG", layer=name, mode="a" if i else "w", engine="pyogrio"
+                        )
+                except BaseException as exc:
+                    for leftover in (tmp, *(Path(f"{tmp}{tail}") for tail in ("-journal", "-wal", "-shm"))):
+                        with contextlib.suppress(OSError):
+                            leftover.unlink()
+                    if isinstance(exc, ValueError | TypeError | OSError) or not isinstance(exc, Exception):
+                        raise
+                    raise _gdal_write_error(p) from None  # GDAL's message can quote values
+                g.add_file(tmp, p)  # the group owns it from here
+            else:
+                for name, frame in frames.items():
+                    g.add_bytes(
+                        targets[name], _geojson_bytes(_without_index(frame), member=True, caller=caller)
+                    )
+    except OSError as exc:
+        if not exc.errno:
+            raise
+        raise OSError(
+            exc.errno,
+            f"cannot write '{p}': {os.strerror(exc.errno)}; the previous files (if any) are unchanged and no "
+            "partial file was left",
+        ) from None
+    return files
+
+
 def to_geojson(
     gdf: Any, path: str | os.PathLike[str], *, ledger: bool | str = True, overwrite: bool = False
 ) -> Path:
@@ -780,7 +878,7 @@ def _from_table(df: pd.DataFrame, *, wkt_col: Any, lon_col: Any, lat_col: Any, c
     if wkt_col is not None:
         if wkt_col not in df.columns:
             raise ValueError(
-                f"{source}: WKT column {wkt_col!r} not found. Available columns: {[str(c) for c in cols]}."
+                f"{source}: WKT column {wkt_col!r} not found. {_COLUMNS_UNQUOTED.format(len(cols))}"
             )
         values = df[wkt_col]
         try:
@@ -792,9 +890,8 @@ def _from_table(df: pd.DataFrame, *, wkt_col: Any, lon_col: Any, lat_col: Any, c
     if lon_col is None or lat_col is None or lon_col not in df.columns or lat_col not in df.columns:
         raise ValueError(
             f"{source}: found neither a WKT column (one of {list(_WKT_NAMES)}) nor lon/lat columns (one of "
-            f"{list(_LON_NAMES)} and one of {list(_LAT_NAMES)}). "
-            f"Available columns: {[str(c) for c in cols]}. "
-            "Pass wkt_col= or lon_col=/lat_col=."
+            f"{list(_LON_NAMES)} and one of {list(_LAT_NAMES)}). {_COLUMNS_UNQUOTED.format(len(cols))} "
+            "Pass wkt_col= or lon_col=/lat_col= (command line: --wkt-col, --lon-col/--lat-col)."
         )
     lon = pd.to_numeric(df[lon_col], errors="coerce").to_numpy(dtype=np.float64)
     lat = pd.to_numeric(df[lat_col], errors="coerce").to_numpy(dtype=np.float64)
@@ -986,7 +1083,23 @@ def _read_gpx(data: bytes, name: str, caller: str) -> Any:
     return pts[[*keep, *rest, pts.geometry.name]].reset_index(drop=True)
 
 
-def _read_any(
+def _read_any(path: str | os.PathLike[str], **kw: Any) -> tuple[Any, bytes | None]:
+    """:func:`_read_frame`, with every library error on a malformed file turned into a ValueError naming
+    the file (its message withheld: GDAL, shapely, pyproj and the decompressors can quote the contents)."""
+    try:
+        return _read_frame(path, **kw)
+    except (ValueError, TypeError, OSError, MemoryError):
+        raise
+    except Exception as exc:
+        name = os.fspath(path) if isinstance(path, str | os.PathLike) else type(path).__name__
+        raise ValueError(
+            f"{kw['caller']}: cannot read '{name}': the file is malformed or truncated "
+            f"({type(exc).__name__}; its message is withheld because it can quote the file's contents). "
+            "Check the file with the program that wrote it, or write it again."
+        ) from None
+
+
+def _read_frame(
     path: str | os.PathLike[str],
     *,
     layer: Any,
@@ -1237,9 +1350,12 @@ def read_trajectories(
     name = Path(os.fspath(path)).name
     if len(gdf) == 0:
         raise _no_rows(name, layer, caller)
-    cols = [c for c in (traj_id_col, time_col) if c is not None]
-    if cols:
-        _frames.check_columns(gdf, cols, parameter="traj_id_col/time_col", caller=caller)
+    missing = [str(c) for c in (traj_id_col, time_col) if c is not None and c not in gdf.columns]
+    if missing:  # the file's own names are not listed: without a header row they are a row of data
+        raise ValueError(
+            f"The 'traj_id_col/time_col' parameter of {caller} names columns that are not in '{name}': "
+            f"{missing}. {_COLUMNS_UNQUOTED.format(len(gdf.columns))}"
+        )
     if time_col is not None:
         gdf = _parse_time(gdf, time_col, caller)
     found = None
@@ -1293,18 +1409,21 @@ def read_points(
         caller=caller,
         allow_vsi=allow_vsi,
     )
+    name = Path(os.fspath(path)).name
     if len(gdf) == 0:
-        raise _no_rows(Path(os.fspath(path)).name, layer, caller)
+        raise _no_rows(name, layer, caller)
     geoms = np.asarray(gdf.geometry.values, dtype=object)
     missing = shapely.is_missing(geoms)
     pos = np.flatnonzero(missing)
     if pos.size:
-        raise ValueError(f"{caller}: row position {int(pos[0])} has a missing geometry.")
+        raise ValueError(f"{caller}: row position {int(pos[0])} of '{name}' has a missing geometry.")
     types = shapely.get_type_id(geoms)
     pos = np.flatnonzero(types != 0)
     if pos.size:
-        raise TypeError(f"{caller}: row position {int(pos[0])} is not a Point; public points must be Points.")
+        raise TypeError(
+            f"{caller}: row position {int(pos[0])} of '{name}' is not a Point; public points must be Points."
+        )
     pos = np.flatnonzero(shapely.is_empty(geoms))
     if pos.size:
-        raise ValueError(f"{caller}: row position {int(pos[0])} is an empty Point.")
+        raise ValueError(f"{caller}: row position {int(pos[0])} of '{name}' is an empty Point.")
     return gdf

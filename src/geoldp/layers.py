@@ -301,7 +301,8 @@ def write_layers(
 ) -> list[Path]:
     """Write estimate layers: all into one GeoPackage (one layer each), or one GeoJSON file per layer.
 
-    Written through :func:`geoldp.io.write_file` (atomic, never overwriting without ``overwrite``).
+    Written as one unit through :func:`geoldp.io.write_layer_set` (every file complete before any is named,
+    never overwriting without ``overwrite``).
 
     Parameters
     ----------
@@ -319,21 +320,4 @@ def write_layers(
     """
     from geoldp import io as gio
 
-    p = Path(os.fspath(path))
-    if not layers:
-        raise ValueError("write_layers: no layers to write.")
-    suffix = p.suffix.lower()
-    if suffix == ".gpkg":
-        written: list[Path] = []
-        for i, (name, layer) in enumerate(layers.items()):
-            written = gio.write_file(
-                layer, p, overwrite=overwrite and i == 0, sidecar=False, layer=name, add_layer=i > 0
-            )
-        return written[:1]
-    if suffix in (".geojson", ".json"):
-        targets = {name: p.with_name(f"{p.stem}.{name}{p.suffix}") for name in layers}
-        out = []
-        for name, layer in layers.items():
-            out.extend(gio.write_file(layer, targets[name], overwrite=overwrite, sidecar=False))
-        return out
-    raise ValueError(f"write_layers writes .gpkg or .geojson files, not '{p.name}'.")
+    return gio.write_layer_set(dict(layers), path, overwrite=overwrite)

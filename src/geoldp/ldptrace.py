@@ -47,13 +47,23 @@ import numpy as np
 from geoldp import _frames, _release
 from geoldp import points as public_points
 from geoldp._random import resolve_rng
-from geoldp._validation import check_epsilon, check_float_range, check_int_min, check_real
+from geoldp._validation import (
+    MAX_LENGTH,
+    check_count,
+    check_epsilon,
+    check_float_range,
+    check_int_min,
+    check_real,
+    check_release_epsilon,
+)
 from geoldp._versions import geoldp_version
 from geoldp.budget import exact_share
+from geoldp.errors import GeoLDPWarning
 from geoldp.mechanisms.oracles import oue_counts, oue_estimate
 
 __all__ = [
     "LENGTH_SHARE",
+    "MAX_SYNTHETIC",
     "Grid",
     "LDPTraceModel",
     "auto_grid_size",
@@ -78,6 +88,9 @@ END_BASE, END_STEP = 0.3, 0.2
 
 #: Largest grid side accepted (8 N² transition bits per report).
 GRID_MAX = 256
+#: Most synthetic trajectories one call writes (``n_synthetic``): each is a LineString of up to L cells,
+#: some hundreds of bytes, so 10⁷ already take gigabytes. Ask for more in several calls.
+MAX_SYNTHETIC = 10_000_000
 
 _HALF_ULP = 2.0**-54  # centres uniforms on the 2⁻⁵³ grid inside (0, 1) for inverse CDFs
 
@@ -526,7 +539,7 @@ def synthesize(
 
     caller = "geoldp.synthesize"
     trips = _frames.check_frame(trips, caller=caller)
-    eps = check_epsilon(epsilon, caller=caller)
+    eps = check_release_epsilon(epsilon, caller=caller)
     quantile = check_real(quantile, "quantile", caller=caller)
     if not 0.0 < quantile <= 1.0:
         raise ValueError(f"The 'quantile' parameter of {caller} must be in (0, 1]. Got {quantile!r}.")
@@ -535,11 +548,14 @@ def synthesize(
             f"{caller} needs exactly one of 'bounds' (a public box) or 'points' (public points) for the grid."
         )
     if n_synthetic is not None:
-        n_synthetic = check_int_min(n_synthetic, "n_synthetic", minimum=1, caller=caller)
+        n_synthetic = check_count(n_synthetic, "n_synthetic", caller=caller, maximum=MAX_SYNTHETIC)
     if length_domain is not None:
-        length_domain = check_int_min(length_domain, "length_domain", minimum=1, caller=caller)
+        length_domain = check_count(length_domain, "length_domain", caller=caller, maximum=MAX_LENGTH)
     source = resolve_rng(rng)
     spend = _release.Spend(trips, accountant, user_col, caller=caller)  # refuse, draw, commit: in order
+    _frames.warn_if_fixes(
+        trips, traj_id_col=traj_id_col, caller=caller, option="traj_id_col=", ignore=(user_col,)
+    )
     ft = _frames.extract(
         trips, traj_id_col=traj_id_col, time_col=time_col, on_invalid=on_invalid, caller=caller
     )
@@ -549,7 +565,7 @@ def synthesize(
         box = _public_bounds(points, crs, caller)
     else:
         box = _check_bounds(bounds, caller)
-        _warn_if_private_box(ft, crs, box)
+    _warn_outside(ft, crs, box, caller)
     n_users = ft.n_trajectories
     if grid_size == "auto":
         if length_hint is None:
@@ -612,22 +628,24 @@ def synthesize(
     return out
 
 
-def _warn_if_private_box(ft: Any, crs: Any, box: tuple[float, float, float, float]) -> None:
-    """PrivacyWarning when ``bounds`` are exactly the trips' own bounding box (then the grid is private)."""
+def _warn_outside(ft: Any, crs: Any, box: tuple[float, float, float, float], caller: str) -> None:
+    """GeoLDPWarning with the number of trajectories that leave the public box (their vertices there go
+    to the nearest edge cell). Only a local count: nothing here reaches the release or its ledger, and
+    the box is never compared with the trips' own extent (that would make a public choice depend on them)."""
     import warnings
 
-    from geoldp.errors import PrivacyWarning
-
     x, y = _input_xy(ft, crs)
-    own = np.array([x.min(), y.min(), x.max(), y.max()]) if x.size else np.full(4, np.nan)
-    span = max(box[2] - box[0], box[3] - box[1])
-    same = bool(np.all(np.abs(own - np.asarray(box)) <= 1e-9 * span))
-    del x, y, own
-    if same:
+    tol = 1e-9 * max(box[2] - box[0], box[3] - box[1])  # the round trip through lon/lat, not a departure
+    out = (x < box[0] - tol) | (x > box[2] + tol) | (y < box[1] - tol) | (y > box[3] + tol)
+    owner = np.repeat(np.arange(ft.n_trajectories), np.diff(ft.offsets))
+    n_out = int(np.unique(owner[out]).size)
+    del x, y, out, owner
+    if n_out:
         warnings.warn(
-            "The 'bounds' of geoldp.synthesize are the bounding box of the trajectories themselves, which "
-            "makes the grid depend on private data. Use a public box (a city's or a region's extent).",
-            PrivacyWarning,
+            f"{n_out} of the {ft.n_trajectories} trajectories passed to {caller} have a vertex outside the "
+            "grid's box; those vertices are counted in the nearest edge cell. Use a public box that "
+            "covers the area (a city's or a region's extent).",
+            GeoLDPWarning,
             stacklevel=3,
         )
 

@@ -80,7 +80,13 @@ import numpy as np
 import pandas as pd
 
 from geoldp import _frames, ldptrace, metrics
-from geoldp._validation import check_epsilon, check_int_range, check_option
+from geoldp._validation import (
+    MAX_PLAN_USERS,
+    check_count,
+    check_lengths,
+    check_option,
+    check_release_epsilon,
+)
 from geoldp.designs import Design, design
 from geoldp.designs.coarse import coarse_zones, spread_counts, spread_matrix
 from geoldp.designs.pilot import PilotEstimate
@@ -671,8 +677,9 @@ def plan(
     caller = "geoldp.plan"
     question = check_option(question, "question", QUESTIONS, caller, case_insensitive=True)
     population = check_option(population, "population", POPULATIONS, caller, case_insensitive=True)
-    epsilon = check_epsilon(epsilon, caller=caller, maximum=700.0)
-    n = check_int_range(n, "n", caller=caller, minimum=1)
+    epsilon = check_release_epsilon(epsilon, caller=caller)
+    n = check_count(n, "n", caller=caller, maximum=MAX_PLAN_USERS)
+    check_lengths(lengths, caller=caller)
     ps = _frames.as_pointset(points, caller=caller)
     z = check_zones(zones, caller=caller)
     if target_error is not None and not (isinstance(target_error, int | float) and target_error > 0):
@@ -866,8 +873,9 @@ def trajectory_rms(
     question = check_option(question, "question", QUESTIONS, caller, case_insensitive=True)
     mechanism = check_option(mechanism, "mechanism", ("atp", "tp", "pointem"), caller, case_insensitive=True)
     population = check_option(population, "population", POPULATIONS[:3], caller, case_insensitive=True)
-    epsilon = check_epsilon(epsilon, caller=caller, maximum=700.0)
-    n = check_int_range(n, "n", caller=caller, minimum=1)
+    epsilon = check_release_epsilon(epsilon, caller=caller)
+    n = check_count(n, "n", caller=caller, maximum=MAX_PLAN_USERS)
+    check_lengths(lengths, caller=caller)
     ps = _frames.as_pointset(points, caller=caller)
     z = check_zones(zones, caller=caller)
     gen = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)

@@ -52,6 +52,7 @@ __all__ = [
     "MIN_EPSILON",
     "NEAR_UNIFORM_EPSILON",
     "drop_consecutive_duplicates",
+    "drop_short_trips",
     "point_budget",
     "resample",
     "simplify",
@@ -68,10 +69,31 @@ MAX_VERTICES = 20_000_000
 # --------------------------------------------------------------------------------------------------
 
 
+def _bare_number(value: Any) -> bool:
+    """True for a number, or a text that is only a number (no unit): ``10``, ``"10"``, ``" 2.5 "``."""
+    if isinstance(value, bool):
+        return False
+    if isinstance(value, int | float | np.integer | np.floating):
+        return True
+    if isinstance(value, str):
+        try:
+            float(value)
+        except ValueError:
+            return False
+        return True
+    return False
+
+
 def _gap_value(max_gap: Any, times: pd.Series) -> Any:
     if max_gap is None:
         return None
     if pd.api.types.is_datetime64_any_dtype(times) or pd.api.types.is_timedelta64_dtype(times):
+        if _bare_number(max_gap):  # pandas would read 10 as 10 nanoseconds
+            raise ValueError(
+                f"The 'max_gap' parameter of trajectories_from_points (command line: --max-gap) needs a unit "
+                f"for a date-time column, e.g. '{str(max_gap).strip()}min' or '{str(max_gap).strip()}s'. "
+                f"Got {max_gap!r}, a bare number."
+            )
         try:
             gap = pd.Timedelta(max_gap)
         except (TypeError, ValueError):
@@ -82,6 +104,8 @@ def _gap_value(max_gap: Any, times: pd.Series) -> Any:
         if pd.isna(gap) or gap <= pd.Timedelta(0):
             raise ValueError("The 'max_gap' parameter of trajectories_from_points must be positive.")
         return gap
+    if isinstance(max_gap, str) and _bare_number(max_gap):  # a number typed on the command line
+        max_gap = float(max_gap)
     if isinstance(max_gap, bool) or not isinstance(max_gap, int | float | np.integer | np.floating):
         raise TypeError(
             "The 'max_gap' parameter of trajectories_from_points must be a number for a numeric time "
@@ -116,6 +140,7 @@ def trajectories_from_points(
     max_gap : Timedelta, str or number, optional
         Start a new trajectory where consecutive points are more than ``max_gap`` apart in time
         (``"30min"``, ``pd.Timedelta(...)``, or a number for a numeric time column). Needs ``time_col``.
+        For a date-time column it needs a unit: a bare number (``10``, ``"10"``) is refused.
     min_points : int, default 2
         Segments with fewer points are dropped (a LineString needs two vertices), with one
         :class:`~geoldp.GeoLDPWarning` giving the count.
@@ -291,6 +316,52 @@ def _to_input_crs(ft: Any, lon: np.ndarray, lat: np.ndarray) -> tuple[np.ndarray
     tr = Transformer.from_crs(_frames.WGS84, ft.crs, always_xy=True)
     x, y = tr.transform(lon, lat)
     return np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)
+
+
+def drop_short_trips(gdf: Any, min_points: int = 2) -> Any:
+    """Drop LineString rows with fewer than ``min_points`` vertices, after checking every coordinate.
+
+    The counterpart for LineString input of ``min_points`` of :func:`trajectories_from_points`, with the
+    checks a release makes: a missing or empty geometry, a NaN or infinite coordinate, or one outside lon
+    [-180, 180] / lat [-90, 90] in EPSG:4326 (e.g. UTM metres in a file labelled lon/lat) is an error
+    naming the row position.
+
+    Parameters
+    ----------
+    gdf : geopandas.GeoDataFrame
+        LineString rows, with a CRS.
+    min_points : int, default 2
+        Rows with fewer vertices are dropped, with one :class:`~geoldp.GeoLDPWarning` giving the count.
+
+    Returns
+    -------
+    geopandas.GeoDataFrame
+        The rows kept (a copy, with their index, columns and CRS).
+
+    Raises
+    ------
+    TypeError
+        Non-LineString rows; ``min_points`` not an int.
+    ValueError
+        A row with an invalid or impossible coordinate (names the row position); ``min_points`` < 1.
+
+    Examples
+    --------
+    >>> from geoldp.prepare import drop_short_trips
+    >>> trips = drop_short_trips(trips, min_points=5)  # doctest: +SKIP
+    """
+    caller = "drop_short_trips"
+    min_points = check_int_min(min_points, "min_points", minimum=1, caller=caller)
+    gdf, _ = _linestring_frame(gdf, caller)  # refuses NaN, inf and out-of-range coordinates, naming the row
+    keep = shapely.get_num_coordinates(np.asarray(gdf.geometry.values, dtype=object)) >= min_points
+    n_drop = int((~keep).sum())
+    if n_drop:
+        warnings.warn(
+            f"{n_drop} trip(s) with fewer than {min_points} point(s) were dropped.",
+            GeoLDPWarning,
+            stacklevel=2,
+        )
+    return gdf[keep].copy()
 
 
 def drop_consecutive_duplicates(gdf: Any, points: Any = None) -> Any:

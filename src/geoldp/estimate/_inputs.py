@@ -22,6 +22,7 @@ import shapely
 from pyproj import CRS
 
 from geoldp import _frames
+from geoldp._validation import check_release_epsilon
 from geoldp._zones import check_polygons, first_zone, lonlat_to
 from geoldp.geo import haversine_m
 from geoldp.pointset import PointSet
@@ -131,6 +132,8 @@ def resolve_release_mechanism(
         if options:
             raise TypeError(f"{caller} got mechanism options together with a ledger; pass only one of them.")
     else:
+        if epsilon is not None:  # the one range of every release, before a mechanism is built (or warns)
+            check_release_epsilon(epsilon, caller=caller)
         mech = engine.resolve_mechanism(mechanism, epsilon, options, caller=caller)
         epsilon = None  # checked against the object by the engine
     if epsilon is not None:
@@ -151,6 +154,7 @@ def resolve_release_mechanism(
                 f"The mechanism given to {caller} ({mech.name}, epsilon={mech.epsilon!r}) conflicts with the "
                 f"ledger of the release ({led_name}, epsilon={led_eps!r}); omit mechanism= to use the ledger."
             )
+    check_release_epsilon(mech.epsilon, caller=caller)  # the range every release is made in
     return mech
 
 

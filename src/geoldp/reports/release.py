@@ -36,7 +36,7 @@ import pandas as pd
 
 from geoldp import _frames, _release
 from geoldp._random import resolve_rng
-from geoldp._validation import check_epsilon, check_int_range, check_option
+from geoldp._validation import check_int_range, check_option, check_release_epsilon
 from geoldp._versions import geoldp_version
 from geoldp.errors import GeoLDPWarning
 from geoldp.mechanisms import krr_constants
@@ -64,9 +64,6 @@ STATISTICS = ("visited_zone", "od", "transitions")
 
 #: Smallest possible set size of each statistic (public): padding needs pad_length − this many dummies.
 _MIN_SET = {"visited_zone": 1, "od": 1, "transitions": 0}
-
-#: The report's ε is capped as k-RR's (ALGORITHM §3.4).
-_EPS_MAX = 700.0
 
 
 class Design:
@@ -114,7 +111,7 @@ def design(
         An unknown statistic or oracle, an invalid ε, or ``pad_length`` < 1 (naming the parameter).
     """
     statistic = check_option(statistic, "statistic", STATISTICS, caller, case_insensitive=True)
-    epsilon = check_epsilon(epsilon, caller=caller, maximum=_EPS_MAX)
+    epsilon = check_release_epsilon(epsilon, caller=caller)
     oracle = check_option(oracle, "oracle", ("auto", *fo.ORACLES), caller, case_insensitive=True)
     pad_length = check_int_range(pad_length, "pad_length", caller=caller, minimum=1)
     if statistic == "od" and pad_length != 1:
@@ -333,6 +330,9 @@ def report(
 
     Warns
     -----
+    PrivacyWarning
+        Point rows (each a one-point trip) with a column that looks like a time or a repeated trip id:
+        they may be GPS fixes of longer trips, each reported at the full ε (group them first).
     GeoLDPWarning
         Before any draw, when the noise of one value's estimated share (closed form, from ε, the
         oracle, the domain size and the number of reports) is at least the share each value has in a
@@ -354,6 +354,7 @@ def report(
     gdf = _frames.check_frame(gdf, caller=caller)
     z = check_zones(zones, caller=caller)
     des = design(statistic, z.size, epsilon, oracle=oracle, pad_length=pad_length, caller=caller)
+    _frames.warn_if_fixes(gdf, traj_id_col=None, caller=caller, option=None, ignore=(user_col,))
     if user_budget != "trajectory" or max_per_user is not None or select_trips != "first":
         return _report_per_user(
             gdf,

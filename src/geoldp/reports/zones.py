@@ -18,7 +18,10 @@ from pyproj import CRS
 
 from geoldp._zones import check_polygons, first_zone, lonlat_to
 
-__all__ = ["Zones", "check_zones", "zone_grid", "zone_of_vertices"]
+#: Most zones :func:`zone_grid` builds (as ``geoldp.metrics.MAX_ZONES``); a finer grid is refused up front.
+MAX_ZONES = 1_000_000
+
+__all__ = ["MAX_ZONES", "Zones", "check_zones", "zone_grid", "zone_of_vertices"]
 
 
 class Zones:
@@ -99,6 +102,12 @@ def zone_grid(area: Any, *, cells: int | tuple[int, int] = 10, crs: Any = None) 
         if isinstance(v, bool | np.bool_) or not isinstance(v, int | np.integer) or int(v) < 1:
             raise ValueError(f"The 'cells' parameter of {caller} must be an int >= 1 or a pair of them.")
     nx, ny = int(nx), int(ny)
+    if nx * ny > MAX_ZONES:
+        raise ValueError(
+            f"The 'cells' parameter of {caller} asks for {nx} x {ny} = {nx * ny} zones, more than "
+            f"geoldp.reports.zones.MAX_ZONES = {MAX_ZONES}. Use fewer cells (or raise MAX_ZONES if you have "
+            "the memory)."
+        )
     bounds: tuple[float, ...]
     if isinstance(area, PointSet):
         bounds = (float(area.lon.min()), float(area.lat.min()), float(area.lon.max()), float(area.lat.max()))

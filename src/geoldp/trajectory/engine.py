@@ -20,6 +20,7 @@ from collections.abc import Iterable, Mapping
 import numpy as np
 
 from geoldp._random import ChaChaRandomSource, RandomSource, resolve_rng
+from geoldp._validation import check_release_epsilon
 from geoldp.budget import ReleaseCache, release_scope
 from geoldp.pointset import PointSet
 from geoldp.trajectory import _reference as _ref
@@ -229,7 +230,9 @@ def perturb_trajectories(
         Case-insensitive name, or a :class:`TP`, :class:`ATP` or :class:`PointEM` object (then ``epsilon``
         may be omitted, and options must not be given).
     epsilon : float, optional
-        Total budget per trajectory; required with a name.
+        Total budget per trajectory; required with a name. In the range of every release,
+        [0.001, 53·ln 2 ≈ 36.74] (:func:`geoldp._validation.check_release_epsilon`); a mechanism object
+        passed alone keeps only its primitives' limits (for audits at a large ε).
     return_ledger : bool, default False
         Also return the budget ledger of every trajectory.
     return_diagnostics : bool, default False
@@ -276,6 +279,8 @@ def perturb_trajectories(
     with release_scope():
         caller = "perturb_trajectories"
         points = _check_points(points, caller)
+        if epsilon is not None:  # a budget asked for is a release's: its one range (an object keeps its own)
+            check_release_epsilon(epsilon, caller=caller)
         mech = resolve_mechanism(mechanism, epsilon, options, caller=caller)
         trajs = validate_trajectories(trajectories, points.size, caller=caller)
         check_budgets(mech, [t.shape[0] for t in trajs], points.size)
