@@ -90,7 +90,7 @@ def test_oue_estimate_is_unbiased():
     eps, m = 2.0, 1000
     c = np.array([0, 10, 500, 490])
     est = np.mean(
-        [oracles.oue_estimate(ldptrace.oue_counts(c, m, eps, rng=s), m, eps) for s in range(2000)], 0
+        [oracles.oue_estimate(oracles.oue_counts(c, m, eps, rng=s), m, eps) for s in range(2000)], 0
     )
     p, q = oracles.oue_probabilities(eps)
     sd = np.sqrt((c * p * (1 - p) + (m - c) * q * (1 - q)) / (p - q) ** 2 / 800)
