@@ -285,6 +285,12 @@ class BudgetAccountant:
         if self._store is not None:
             self._store.close()
 
+    def __enter__(self) -> BudgetAccountant:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
     def hold_charges(self, output: str | os.PathLike[str] | None) -> None:
         """Record the following charges as *pending* until :meth:`confirm` (a store only).
 

@@ -610,6 +610,11 @@ class Store:
                 self._backend.close()
             self._pid = -1  # reconnect on next use
 
+    def __del__(self) -> None:  # an unreferenced store closes its connection (no warning at exit)
+        with contextlib.suppress(Exception):
+            if os.getpid() == self._pid:
+                self._backend.close()
+
     def __enter__(self) -> Store:
         return self
 
