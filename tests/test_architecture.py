@@ -31,7 +31,8 @@ LAYERS: list[tuple[str, ...]] = [
         "_aot",
     ),  # foundations
     ("geo",),  # sphere geometry
-    ("budget", "pointset", "accounting", "points"),  # budgets, ledgers, accounting; public point sets
+    # store: the transactional store of budgets, spends and reports, below the accountant that uses it
+    ("budget", "pointset", "store", "accounting", "points"),  # budgets, ledgers, the store, accounting; P
     ("mechanisms",),  # the ε-LDP primitives
     ("trajectory",),  # TP, ATP, PointEM and the array engine
     ("_frames", "_zones"),  # the one GeoPandas <-> arrays boundary; the one zone validator
@@ -56,6 +57,7 @@ LAYERS: list[tuple[str, ...]] = [
         "cli",
         "cli_campaign",
         "cli_reports",
+        "cli_accountant",
         "_cli_args",
         "__main__",
         "__init__",
