@@ -186,8 +186,10 @@ class _Refused(Exception):
 
 
 def _exact(text: Any, where: str) -> Fraction:
+    # "p/q" or "p" as written by str(Fraction): two ints, without Fraction's slower parsing of text
     try:
-        value = Fraction(str(text))
+        num, _, den = str(text).partition("/")
+        value = Fraction(int(num), int(den) if den else 1)
     except (ValueError, ZeroDivisionError):
         raise ValueError(f"The store holds a malformed exact value in {where}.") from None
     if value < 0:
@@ -712,13 +714,14 @@ class Store:
 
     # -- writing ------------------------------------------------------------------------------------
     def _add(self, cur: Any, spent: dict[str, Fraction], costs: Mapping[str, Fraction], now: Any) -> None:
-        """Add ``costs`` to the locked budgets ``spent`` (updated in place) and write the new totals."""
-        m = self._backend.mark
-        for u, c in costs.items():
-            spent[u] = spent.get(u, Fraction(0)) + c
+        """Add ``costs`` to the locked budgets ``spent`` and write the new totals."""
+        self._write(cur, {u: spent.get(u, Fraction(0)) + c for u, c in costs.items()}, now)
+
+    def _write(self, cur: Any, totals: Mapping[str, Fraction], now: Any) -> None:
+        """Write the new totals of the (locked) budgets of some users."""
         cur.executemany(
-            _insert(m, "geoldp_budgets", _BUDGET, upsert="user_id"),
-            [(u, float(spent[u]), str(spent[u]), now) for u in sorted(costs)],
+            _insert(self._backend.mark, "geoldp_budgets", _BUDGET, upsert="user_id"),
+            [(u, float(totals[u]), str(totals[u]), now) for u in sorted(totals)],
         )
 
     def charge(
@@ -865,6 +868,7 @@ class Store:
         """
         m = self._backend.mark
         records = list(records)
+        exact: dict[float, Fraction] = {}  # one exact value per distinct epsilon
 
         def body(cur: Any) -> list[str]:
             now = self._backend.now()
@@ -878,42 +882,37 @@ class Store:
                 )
                 stored.update(d for (d,) in cur.fetchall())
             outcomes: list[str] = []
-            costs: dict[str, Fraction] = {}
-            new: list[Report] = []
+            running = dict(spent)  # each user's spend with the records taken so far
+            touched: set[str] = set()
+            new: list[tuple[Report, Fraction]] = []
             for r in records:
                 if r.record_digest in stored:
                     outcomes.append("duplicate")
                     continue
-                c = Fraction(float(r.epsilon))
-                have = spent.get(r.user_id, Fraction(0)) + costs.get(r.user_id, Fraction(0))
-                if have + c > self.total_exact:
+                c = exact.get(r.epsilon) or exact.setdefault(r.epsilon, Fraction(float(r.epsilon)))
+                after = running.get(r.user_id, Fraction(0)) + c
+                if after > self.total_exact:
                     outcomes.append("over budget")
                     continue
-                costs[r.user_id] = costs.get(r.user_id, Fraction(0)) + c
+                running[r.user_id] = after
+                touched.add(r.user_id)
                 stored.add(r.record_digest)
-                new.append(r)
+                new.append((r, c))
                 outcomes.append("stored")
             if new:
-                self._add(cur, spent, costs, now)
+                self._write(cur, {u: running[u] for u in touched}, now)
                 cur.executemany(
                     _insert(m, "geoldp_spends", _SPEND),
                     [
-                        (
-                            r.record_digest,
-                            r.user_id,
-                            "report",
-                            float(r.epsilon),
-                            str(Fraction(float(r.epsilon))),
-                        )
-                        + ("committed", None, now)
-                        for r in new
+                        (r.record_digest, r.user_id, "report", float(c), str(c), "committed", None, now)
+                        for r, c in new
                     ],
                 )
                 cur.executemany(
                     _insert(m, "geoldp_reports", _REPORT),
                     [
-                        (campaign_id, r.user_id, r.record_digest, float(r.epsilon), r.payload, r.ledger, now)
-                        for r in new
+                        (campaign_id, r.user_id, r.record_digest, float(c), r.payload, r.ledger, now)
+                        for r, c in new
                     ],
                 )
             return outcomes
