@@ -8,7 +8,7 @@ from files::
         --area=116.2,39.8,116.5,40.1 -o trips.gpkg
     geoldp points --grid 1000 --area=116.2,39.8,116.5,40.1 -o P.gpkg
     geoldp perturb trips.gpkg --points P.gpkg --epsilon 4 --user-col user --max-per-user 2 \\
-        --accountant budget.json --total-epsilon 8 -o release.gpkg
+        --accountant budget.gpkg --total-epsilon 8 -o release.gpkg
     geoldp estimate release.gpkg --points P.gpkg --cell-km 2 -o estimates.gpkg
 
 Errors are one line ``geoldp: error: ...`` (see :mod:`geoldp.cli`): this module raises ``ValueError``
@@ -80,7 +80,7 @@ def extend_perturb(p: argparse.ArgumentParser) -> None:
     )
     g.add_argument(
         "--accountant",
-        metavar="FILE",
+        metavar="STORE",
         default=None,
         help="each user's budget record (geoldp.BudgetAccountant): a GeoPackage file (created with "
         "--total-epsilon; a JSON accountant of an earlier geoldp is migrated to FILE.gpkg) or a PostgreSQL "
@@ -143,11 +143,11 @@ def perturb_options(args: argparse.Namespace) -> dict[str, Any]:
     if (strategy or args.accountant is not None) and args.user_col is None:
         usage(args, "--accountant, --user-budget split and --max-per-user need --user-col C (the user ids)")
     if args.user_col is not None and not strategy and args.accountant is None:
-        usage(args, "--user-col goes with --accountant FILE, --user-budget split or --max-per-user K")
+        usage(args, "--user-col goes with --accountant STORE, --user-budget split or --max-per-user K")
     if args.kept_rows is not None and args.max_per_user is None:
         usage(args, "--kept-rows goes with --max-per-user K")
     if args.total_epsilon is not None and args.accountant is None:
-        usage(args, "--total-epsilon goes with --accountant FILE")
+        usage(args, "--total-epsilon goes with --accountant STORE")
     if args.kept_rows is not None:
         from geoldp import _safe_write
 

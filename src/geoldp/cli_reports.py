@@ -4,7 +4,7 @@ Beside ``geoldp perturb`` (a whole trajectory per user), a collector can release
 trip or an LDPTrace synthetic set, from files, with the same per-user budget options::
 
     geoldp report trips.gpkg --points P.gpkg --cell-km 2 --statistic od --epsilon 4 \\
-        --user-col user --max-per-user 1 --accountant budget.json --total-epsilon 8 -o od.csv
+        --user-col user --max-per-user 1 --accountant budget.gpkg --total-epsilon 8 -o od.csv
     geoldp report-estimate od.csv --points P.gpkg --cell-km 2 -o od_estimates.gpkg
     geoldp synthesize trips.gpkg --points P.gpkg --grid-size 8 --epsilon 4 -o synthetic.gpkg
 
