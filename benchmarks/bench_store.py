@@ -120,6 +120,17 @@ def run(target: str, args: argparse.Namespace) -> dict[str, object]:
     }
 
 
+def _cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as fh:
+            for line in fh:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.machine()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--records", type=int, default=100_000)
@@ -149,7 +160,7 @@ def main() -> None:
         finally:
             with psycopg.connect(args.postgres, autocommit=True) as conn:
                 conn.execute(f"DROP SCHEMA {schema} CASCADE")
-    print(f"machine: {platform.machine()}, {os.cpu_count()} logical CPUs, load {os.getloadavg()[0]:.1f}")
+    print(f"machine: {_cpu_model()}, {os.cpu_count()} logical CPUs, load {os.getloadavg()[0]:.1f}")
     print(f"{args.records} records, {args.users} users (total {TOTAL:g}, {PER_USER} records of 1 each), "
           f"{args.processes} processes, {args.batch} records per transaction")  # fmt: skip
     head = (
@@ -157,6 +168,7 @@ def main() -> None:
         "wall s",
         "records/s",
         "CPU s (all processes)",
+        "records per CPU s",
         "load at start",
         "stored",
         "refused (over budget)",
@@ -165,10 +177,11 @@ def main() -> None:
         "lost or duplicated records",
     )
     print("| " + " | ".join(head) + " |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+    print("|---" * len(head) + "|")
     for name, r in rows:
         print(
-            f"| {name} | {r['wall_s']:.1f} | {r['records_per_s']:,.0f} | {r['cpu_s']:.1f} | {r['load']:.1f} "
+            f"| {name} | {r['wall_s']:.1f} | {r['records_per_s']:,.0f} | {r['cpu_s']:.1f} "
+            f"| {args.records / r['cpu_s']:,.0f} | {r['load']:.1f} "
             f"| {r['n_reports']} | {r['over budget']} | {r['duplicate']} | {r['overspent_users']} "
             f"| {r['lost_or_duplicated']} |"
         )

@@ -86,7 +86,7 @@ def open_accountant(args: argparse.Namespace) -> Any:
     location, legacy = accounting.store_path(given)
     if not stores.is_url(location):
         names = [given, location] + ([legacy] if legacy else [])
-        names += [location + suffix for suffix in ("-wal", "-shm", "-journal")]
+        names += [location + suffix for suffix in ("-wal", "-shm", "-journal", stores.LOCK_SUFFIX)]
         for role, path in _files_of(args):
             if any(_same(name, path) for name in names):
                 usage(

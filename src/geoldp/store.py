@@ -43,6 +43,11 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, TypeVar
 
+try:
+    import fcntl
+except ImportError:  # pragma: no cover (Windows: SQLite's own wait only)
+    fcntl = None  # type: ignore[assignment]
+
 __all__ = [
     "FORMAT",
     "VERSION",
@@ -62,6 +67,8 @@ GPKG_USER_VERSION = 10400
 BUSY_SECONDS = 120.0
 #: Rows per statement when a list of keys goes into ``IN (...)`` (below SQLite's variable limit).
 _CHUNK = 5000
+#: The advisory lock file next to a SQLite store (see ``_SQLite``).
+LOCK_SUFFIX = "-lock"
 #: Transactions retried after a deadlock or serialization failure (PostgreSQL).
 _RETRIES = 20
 
@@ -223,7 +230,13 @@ def _chunks(items: Sequence[_T], size: int = _CHUNK) -> Iterator[Sequence[_T]]:
 
 
 class _SQLite:
-    """A GeoPackage file: one write transaction at a time (``BEGIN IMMEDIATE``)."""
+    """A GeoPackage file: one write transaction at a time (``BEGIN IMMEDIATE``).
+
+    Writers of a store also queue on an advisory lock file next to it (``<store>-lock``, like SQLite's
+    ``-wal`` and ``-shm``): SQLite's own wait polls with sleeps of up to 100 ms, so under contention the
+    write lock would sit free while every waiter sleeps; the kernel wakes the next writer as soon as the
+    lock file is released. SQLite's locking stays what guarantees one writer at a time.
+    """
 
     mark = "?"
     name = "SQLite"
@@ -233,6 +246,7 @@ class _SQLite:
         self.conn = sqlite3.connect(path, timeout=BUSY_SECONDS, isolation_level=None, check_same_thread=False)
         self.conn.execute(f"PRAGMA busy_timeout = {int(BUSY_SECONDS * 1000)}")
         self.conn.execute("PRAGMA foreign_keys = ON")
+        self._queue: int | None = None  # the lock file, opened once the file is known to be a store
 
     def now(self) -> Any:
         now = datetime.datetime.now(datetime.UTC)
@@ -240,15 +254,22 @@ class _SQLite:
 
     @contextlib.contextmanager
     def transaction(self, write: bool = True) -> Iterator[Any]:
-        cur = self.conn.cursor()
-        cur.execute("BEGIN IMMEDIATE" if write else "BEGIN")
+        queued = write and self._queue is not None and fcntl is not None
+        if queued:
+            fcntl.flock(self._queue, fcntl.LOCK_EX)  # type: ignore[arg-type]
         try:
-            yield cur
-        except BaseException:
-            with contextlib.suppress(sqlite3.Error):
-                cur.execute("ROLLBACK")
-            raise
-        cur.execute("COMMIT")
+            cur = self.conn.cursor()
+            cur.execute("BEGIN IMMEDIATE" if write else "BEGIN")
+            try:
+                yield cur
+            except BaseException:
+                with contextlib.suppress(sqlite3.Error):
+                    cur.execute("ROLLBACK")
+                raise
+            cur.execute("COMMIT")
+        finally:
+            if queued:
+                fcntl.flock(self._queue, fcntl.LOCK_UN)  # type: ignore[arg-type]
 
     def run(self, body: Callable[[Any], _T], *, write: bool = True) -> _T:
         with self.transaction(write) as cur:
@@ -293,9 +314,15 @@ class _SQLite:
 
     def configure(self) -> None:
         self.conn.execute("PRAGMA synchronous = FULL")  # a committed spend survives a power loss
+        if fcntl is not None and self._queue is None:
+            with contextlib.suppress(OSError):  # a folder we cannot write to: SQLite's wait alone
+                self._queue = os.open(self.path + LOCK_SUFFIX, os.O_RDWR | os.O_CREAT, 0o600)
 
     def close(self) -> None:
         self.conn.close()
+        if self._queue is not None:
+            os.close(self._queue)
+            self._queue = None
 
 
 class _Postgres:
