@@ -251,3 +251,15 @@ def test_a_kill_between_the_charge_and_the_write_is_reconciled(tmp_path, trips_f
     assert code == 0 and "confirmed" in out and stored.pending() == [] and stored.spent_by("u1") == 4.0
     code, out, _ = _run(["accountant", "show", acc], capsys)
     assert code == 0 and "users charged: 5" in out and "pending releases: 0" in out and "u1" not in out
+
+
+def test_the_cli_charges_a_store_on_either_back_end(store_target, tmp_path, trips_file, capsys):
+    out = tmp_path / "r.gpkg"
+    code, _, err = _run(_perturb(trips_file, store_target, out, "--total-epsilon", "6"), capsys)
+    assert code == 0, err
+    code, _, err = _run(_perturb(trips_file, store_target, tmp_path / "again.gpkg"), capsys)
+    assert code == 1 and "5 of the 5 user(s)" in err and not (tmp_path / "again.gpkg").exists()
+    code, shown, _ = _run(["accountant", "show", store_target], capsys)
+    assert code == 0 and "users charged: 5" in shown and "pending releases: 0" in shown
+    with geoldp.BudgetAccountant.open(store_target) as acc:
+        assert acc.spent == {f"u{i}": 4.0 for i in range(5)}

@@ -83,6 +83,7 @@ def open_accountant(args: argparse.Namespace) -> Any:
     from geoldp import store as stores
 
     given = os.fspath(args.accountant)
+    shown = stores.redact(given) if stores.is_url(given) else given  # never a password in a message
     location, legacy = accounting.store_path(given)
     if not stores.is_url(location):
         names = [given, location] + ([legacy] if legacy else [])
@@ -102,7 +103,7 @@ def open_accountant(args: argparse.Namespace) -> Any:
             )
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        with stage(f"cannot open the accountant '{given}'"):
+        with stage(f"cannot open the accountant '{shown}'"):
             acc = accounting.BudgetAccountant.open(given, total_epsilon=args.total_epsilon)
     for w in caught:
         print(f"{PROG}: note: {' '.join(str(w.message).split())}", file=sys.stderr)
@@ -128,8 +129,10 @@ def confirm_release(options: dict[str, Any], released: Any) -> None:
 
 def _cmd_accountant(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     from geoldp import accounting
+    from geoldp import store as stores
 
-    with stage(f"cannot open the accountant '{args.store}'"):
+    shown = stores.redact(args.store) if stores.is_url(args.store) else args.store
+    with stage(f"cannot open the accountant '{shown}'"):
         acc = accounting.BudgetAccountant.open(args.store)
     try:
         pending = acc.pending()

@@ -38,6 +38,7 @@ import sqlite3
 import stat
 import threading
 import time
+import weakref
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
@@ -426,6 +427,13 @@ def _read_spent(cur: Any, mark: str, users: Sequence[str]) -> dict[str, Fraction
 # the store
 
 
+def _close_quietly(backend: Any, pid: int) -> None:
+    """Close a back end's connection in the process that opened it (a forked child leaves it alone)."""
+    if os.getpid() == pid:
+        with contextlib.suppress(Exception):
+            backend.close()
+
+
 def _sqlite_path(path: str | os.PathLike[str], create: bool) -> str:
     """The file a SQLite store lives in: links followed to their target (a dangling link is refused),
     only a regular file accepted; a new file is created empty, readable by its owner only."""
@@ -479,9 +487,8 @@ class Store:
 
     def __init__(self, target: str, backend: Any, config: Mapping[str, Any]) -> None:
         self._target = target
-        self._backend = backend
-        self._pid = os.getpid()
         self._lock = threading.RLock()
+        self._attach(backend)
         self.location = redact(target) if is_url(target) else target
         self.total_exact = _exact(config["total_epsilon_exact"], "geoldp_accountant")
         self.total_epsilon = float(config["total_epsilon"])
@@ -624,25 +631,30 @@ class Store:
         return config
 
     # -- plumbing -----------------------------------------------------------------------------------
+    def _attach(self, backend: Any) -> None:
+        """Use ``backend`` (a connection of this process), closed with the store or when it is collected.
+
+        A ``weakref.finalize`` rather than ``__del__``: the collector runs it before the finalisers of the
+        objects it holds, so a connection is never collected open (which psycopg reports as a warning).
+        """
+        self._backend = backend
+        self._pid = os.getpid()
+        self._closer = weakref.finalize(self, _close_quietly, backend, self._pid)
+
     def _run(self, body: Callable[[Any], _T], *, write: bool = True) -> _T:
         with self._lock:
-            if os.getpid() != self._pid:  # a forked child: never use the parent's connection
-                self._backend = _Postgres(self._target) if is_url(self._target) else _SQLite(self._target)
-                self._backend.configure()
-                self._pid = os.getpid()
+            if os.getpid() != self._pid:  # closed, or a forked child: never use the parent's connection
+                self._closer.detach()
+                backend = _Postgres(self._target) if is_url(self._target) else _SQLite(self._target)
+                backend.configure()
+                self._attach(backend)
             return self._backend.run(body, write=write)
 
     def close(self) -> None:
         """Close the connection (a later call reconnects)."""
         with self._lock:
-            if os.getpid() == self._pid:
-                self._backend.close()
+            self._closer()
             self._pid = -1  # reconnect on next use
-
-    def __del__(self) -> None:  # an unreferenced store closes its connection (no warning at exit)
-        with contextlib.suppress(Exception):
-            if os.getpid() == self._pid:
-                self._backend.close()
 
     def __enter__(self) -> Store:
         return self
