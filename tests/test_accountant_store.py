@@ -263,3 +263,17 @@ def test_the_cli_charges_a_store_on_either_back_end(store_target, tmp_path, trip
     assert code == 0 and "users charged: 5" in shown and "pending releases: 0" in shown
     with geoldp.BudgetAccountant.open(store_target) as acc:
         assert acc.spent == {f"u{i}": 4.0 for i in range(5)}
+
+
+def test_the_cli_migrates_a_json_accountant_and_keeps_the_file(tmp_path, trips_file, capsys):
+    old = geoldp.BudgetAccountant(9.0)
+    old.charge({"u0": 1.0})
+    path = tmp_path / "budget.json"
+    old.save(path)
+    before = _digest(path)
+    code, _, err = _run(_perturb(trips_file, path, tmp_path / "r.gpkg"), capsys)
+    assert code == 0, err
+    assert "note:" in err and "migrated" in err and str(tmp_path / "budget.gpkg") in err
+    assert _digest(path) == before
+    with geoldp.BudgetAccountant.open(tmp_path / "budget.gpkg") as acc:
+        assert acc.spent_by("u0") == 5.0 and acc.spent_by("u1") == 4.0
