@@ -112,6 +112,19 @@ _CONFIG = "format, version, total_epsilon, total_epsilon_exact, migrated_from, m
 _BUDGET = "user_id, spent_epsilon, spent_exact, updated_utc"
 _SPEND = "release_id, user_id, kind, epsilon, epsilon_exact, state, output, charged_utc"
 _REPORT = "campaign_id, user_id, record_digest, epsilon, payload, ledger, received_utc"
+#: PostgreSQL types of the columns that are not text (for the arrays of a bulk insert).
+_PG_TYPES = {
+    "spent_epsilon": "float8",
+    "epsilon": "float8",
+    "total_epsilon": "float8",
+    "version": "int8",
+    "fid": "int8",
+    "created_utc": "timestamptz",
+    "updated_utc": "timestamptz",
+    "charged_utc": "timestamptz",
+    "registered_utc": "timestamptz",
+    "received_utc": "timestamptz",
+}
 _INDEXES = (
     "CREATE INDEX IF NOT EXISTS geoldp_spends_user ON geoldp_spends (user_id)",
     "CREATE INDEX IF NOT EXISTS geoldp_spends_state ON geoldp_spends (state)",
@@ -216,9 +229,12 @@ def _insert(mark: str, table: str, columns: str, *, upsert: str | None = None) -
     return sql
 
 
-def _in(mark: str, n: int) -> str:
-    """``IN (mark, ...)`` for ``n`` values."""
-    return f"IN ({', '.join([mark] * n)})"
+def _where_in(mark: str, column: str, values: Sequence[str]) -> tuple[str, tuple[Any, ...]]:
+    """``column IN (?, ...)`` (SQLite) or ``column = ANY(%s)`` (PostgreSQL: one array parameter), with its
+    parameters."""
+    if mark == "?":
+        return f"{column} IN ({', '.join('?' * len(values))})", tuple(values)
+    return f"{column} = ANY(%s)", (list(values),)
 
 
 def _chunks(items: Sequence[_T], size: int = _CHUNK) -> Iterator[Sequence[_T]]:
@@ -275,6 +291,12 @@ class _SQLite:
     def run(self, body: Callable[[Any], _T], *, write: bool = True) -> _T:
         with self.transaction(write) as cur:
             return body(cur)
+
+    def insert(
+        self, cur: Any, table: str, columns: str, rows: Sequence[tuple[Any, ...]], upsert: str = ""
+    ) -> None:
+        """Insert ``rows`` (tuples in the order of ``columns``); ``upsert``: see :func:`_insert`."""
+        cur.executemany(_insert(self.mark, table, columns, upsert=upsert or None), rows)
 
     def lock_users(self, cur: Any, users: Sequence[str], now: Any) -> dict[str, Fraction]:
         # BEGIN IMMEDIATE already holds the database's write lock: reading is enough
@@ -362,6 +384,20 @@ class _Postgres:
                 time.sleep(random.uniform(0.0, 0.01 * (attempt + 1)))  # noqa: S311 (back-off jitter only)
         raise AssertionError("unreachable")
 
+    def insert(
+        self, cur: Any, table: str, columns: str, rows: Sequence[tuple[Any, ...]], upsert: str = ""
+    ) -> None:
+        """Insert ``rows`` in one statement (one array per column, ``unnest``): not one per row."""
+        if not rows:
+            return
+        names = [c.strip() for c in columns.split(",")]
+        arrays = ", ".join(f"%b::{_PG_TYPES.get(name, 'text')}[]" for name in names)  # binary: fast
+        sql = f"INSERT INTO {table} ({', '.join(names)}) SELECT * FROM unnest({arrays})"
+        if upsert:
+            sets = ", ".join(f"{c} = excluded.{c}" for c in names if c != upsert)
+            sql += f" ON CONFLICT ({upsert}) DO UPDATE SET {sets}"
+        cur.execute(sql, [list(col) for col in zip(*rows, strict=True)])
+
     def lock_users(self, cur: Any, users: Sequence[str], now: Any) -> dict[str, Fraction]:
         if not users:
             return {}
@@ -415,10 +451,8 @@ class _Postgres:
 def _read_spent(cur: Any, mark: str, users: Sequence[str]) -> dict[str, Fraction]:
     out: dict[str, Fraction] = {}
     for part in _chunks(list(users)):
-        cur.execute(
-            f"SELECT user_id, spent_exact FROM geoldp_budgets WHERE user_id {_in(mark, len(part))}",
-            tuple(part),
-        )
+        where, params = _where_in(mark, "user_id", part)
+        cur.execute(f"SELECT user_id, spent_exact FROM geoldp_budgets WHERE {where}", params)
         out.update({u: _exact(s, "geoldp_budgets") for u, s in cur.fetchall()})
     return out
 
@@ -601,12 +635,14 @@ class Store:
                 )
                 rows = sorted((u, s) for u, s in initial.items() if s > 0)
                 if rows:
-                    cur.executemany(
-                        _insert(m, "geoldp_budgets", _BUDGET), [(u, float(s), str(s), now) for u, s in rows]
+                    backend.insert(
+                        cur, "geoldp_budgets", _BUDGET, [(u, float(s), str(s), now) for u, s in rows]
                     )
                     release = f"migrated:{migrated_sha256 or 'initial'}"
-                    cur.executemany(
-                        _insert(m, "geoldp_spends", _SPEND),
+                    backend.insert(
+                        cur,
+                        "geoldp_spends",
+                        _SPEND,
                         [
                             (release, u, "migrated", float(s), str(s), "committed", migrated_from, now)
                             for u, s in rows
@@ -758,10 +794,8 @@ class Store:
 
     def _write(self, cur: Any, totals: Mapping[str, Fraction], now: Any) -> None:
         """Write the new totals of the (locked) budgets of some users."""
-        cur.executemany(
-            _insert(self._backend.mark, "geoldp_budgets", _BUDGET, upsert="user_id"),
-            [(u, float(totals[u]), str(totals[u]), now) for u in sorted(totals)],
-        )
+        rows = [(u, float(totals[u]), str(totals[u]), now) for u in sorted(totals)]
+        self._backend.insert(cur, "geoldp_budgets", _BUDGET, rows, upsert="user_id")
 
     def charge(
         self,
@@ -816,8 +850,10 @@ class Store:
             if over:
                 raise _Refused(over)
             self._add(cur, spent, wanted, now)
-            cur.executemany(
-                _insert(m, "geoldp_spends", _SPEND),
+            self._backend.insert(
+                cur,
+                "geoldp_spends",
+                _SPEND,
                 [
                     (release_id, u, "release", float(c), str(c), state, pending_output, now)
                     for u, c in sorted(wanted.items())
@@ -915,10 +951,8 @@ class Store:
             digests = [r.record_digest for r in records]
             stored: set[str] = set()
             for part in _chunks(digests):
-                cur.execute(
-                    f"SELECT record_digest FROM geoldp_reports WHERE record_digest {_in(m, len(part))}",
-                    tuple(part),
-                )
+                where, params = _where_in(m, "record_digest", part)
+                cur.execute(f"SELECT record_digest FROM geoldp_reports WHERE {where}", params)
                 stored.update(d for (d,) in cur.fetchall())
             outcomes: list[str] = []
             running = dict(spent)  # each user's spend with the records taken so far
@@ -940,15 +974,19 @@ class Store:
                 outcomes.append("stored")
             if new:
                 self._write(cur, {u: running[u] for u in touched}, now)
-                cur.executemany(
-                    _insert(m, "geoldp_spends", _SPEND),
+                self._backend.insert(
+                    cur,
+                    "geoldp_spends",
+                    _SPEND,
                     [
                         (r.record_digest, r.user_id, "report", float(c), str(c), "committed", None, now)
                         for r, c in new
                     ],
                 )
-                cur.executemany(
-                    _insert(m, "geoldp_reports", _REPORT),
+                self._backend.insert(
+                    cur,
+                    "geoldp_reports",
+                    _REPORT,
                     [
                         (campaign_id, r.user_id, r.record_digest, float(c), r.payload, r.ledger, now)
                         for r, c in new
