@@ -125,11 +125,9 @@ _PG_TYPES = {
     "registered_utc": "timestamptz",
     "received_utc": "timestamptz",
 }
-_INDEXES = (
-    "CREATE INDEX IF NOT EXISTS geoldp_spends_user ON geoldp_spends (user_id)",
-    "CREATE INDEX IF NOT EXISTS geoldp_spends_state ON geoldp_spends (state)",
-    "CREATE INDEX IF NOT EXISTS geoldp_reports_campaign ON geoldp_reports (campaign_id)",
-)
+#: Besides the unique keys (a spend by release and user, a report by digest, a budget by user): only what
+#: reading a campaign's reports needs; every index is written by every append, so there are no others.
+_INDEXES = ("CREATE INDEX IF NOT EXISTS geoldp_reports_campaign ON geoldp_reports (campaign_id)",)
 
 _WGS84_WKT = (
     'GEOGCS["WGS 84",DATUM["WGS_1984",SPHEROID["WGS 84",6378137,298.257223563,AUTHORITY["EPSG","7030"]],'
