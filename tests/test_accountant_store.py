@@ -277,3 +277,14 @@ def test_the_cli_migrates_a_json_accountant_and_keeps_the_file(tmp_path, trips_f
     assert _digest(path) == before
     with geoldp.BudgetAccountant.open(tmp_path / "budget.gpkg") as acc:
         assert acc.spent_by("u0") == 5.0 and acc.spent_by("u1") == 4.0
+
+
+def test_a_json_copy_of_a_stored_accountant_never_replaces_the_store(tmp_path):
+    with geoldp.BudgetAccountant.open(tmp_path / "acc.gpkg", total_epsilon=2.0) as acc:
+        acc.charge({"u": 1.0})
+        before = _digest(tmp_path / "acc.gpkg")
+        with pytest.raises(ValueError, match="own store"):
+            acc.save(tmp_path / "acc.gpkg")
+        assert _digest(tmp_path / "acc.gpkg") == before
+        acc.save(tmp_path / "copy.json")
+    assert geoldp.BudgetAccountant.load(tmp_path / "copy.json").spent == {"u": 1.0}

@@ -574,10 +574,23 @@ class BudgetAccountant:
         The file is written in full under a temporary identity in the same folder, fsynced, then given its
         name in one atomic rename (the layer every geoldp output goes through): a crash, Ctrl-C or
         ``kill -9`` mid-write leaves the previous file intact, never a truncated one, and no temporary
-        file. The file carries a SHA-256 checksum of its content, checked by :meth:`load`.
+        file. The file carries a SHA-256 checksum of its content, checked by :meth:`load`. For an accountant
+        kept in a store (:meth:`open`) it is a copy: the store goes on being charged, and ``path`` may not
+        be the store's own file (that would replace the store).
         """
         from geoldp import _safe_write
+        from geoldp import store as stores
 
+        location = self.location
+        if location is not None and not stores.is_url(location):
+            target = os.path.realpath(os.fspath(path))
+            if any(
+                target == location + suffix for suffix in ("", "-wal", "-shm", "-journal", stores.LOCK_SUFFIX)
+            ):
+                raise ValueError(
+                    f"BudgetAccountant.save would replace the accountant's own store '{location}'; save the "
+                    "JSON copy to another file."
+                )
         data = json.dumps(self.to_dict(), indent=1).encode("utf-8")
         _safe_write.write_bytes(path, data, overwrite=True)
 
