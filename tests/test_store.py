@@ -91,6 +91,8 @@ def test_reports_are_stored_once_with_their_spend(store_target):
         again = store.append_reports("c1", [rec("a", "d1", 1.0), rec("a", "d4", 2.0)])
         assert again == ["duplicate", "stored"]
         assert store.count("geoldp_reports") == 3 and store.count("geoldp_spends") == 3
+        assert [r[0] for r in store.reports("c1")] == ["d1", "d3", "d4"] and store.reports("other") == []
+        assert store.reports("c1")[0][1:] == (json.dumps({"v": "d1"}), json.dumps({"epsilon": 1.0}))
         assert store.spent() == {"a": Fraction(3), "b": Fraction(3)}
         assert store.verify() == CLEAN
 

@@ -745,6 +745,24 @@ class Store:
 
         return self._run(body, write=False)
 
+    def reports(self, campaign_id: str) -> list[tuple[str, str, str]]:
+        """The reports stored for one campaign, in the order received: ``(record_digest, payload, ledger)``.
+
+        What a collector's estimators read: the released values and their public ledger entries, never the
+        user ids the store keeps beside them.
+        """
+        m = self._backend.mark
+
+        def body(cur: Any) -> list[tuple[str, str, str]]:
+            cur.execute(
+                "SELECT record_digest, payload, ledger FROM geoldp_reports "
+                f"WHERE campaign_id = {m} ORDER BY fid",
+                (campaign_id,),
+            )
+            return [(str(d), str(p), str(led)) for d, p, led in cur.fetchall()]
+
+        return self._run(body, write=False)
+
     def verify(self) -> dict[str, int]:
         """Check the store's invariants; return the count of violations of each (all 0 for a sound store).
 
