@@ -5,6 +5,8 @@
 - ``toy_lines``: LineString trajectories whose vertices lie *off* the public set (so input coordinates can
   never coincide with output coordinates), with distinctive attribute values for no-leak checks.
 - ``toy_point_frame``: the same kind of data as Point rows with ``traj_id`` and an unsorted ``time``.
+- ``store_target``: where a :mod:`geoldp.store` lives, once a new GeoPackage file and once a new schema of
+  the PostgreSQL server named by ``GEOLDP_TEST_POSTGRES_URL`` (``.ci/run`` starts one; skipped without).
 
 A hypothesis profile ``ci`` (deadline=None, derandomized) is registered and loaded when ``CI`` is set; the
 ``dev`` profile (deadline=None) otherwise.
@@ -13,6 +15,7 @@ A hypothesis profile ``ci`` (deadline=None, derandomized) is registered and load
 from __future__ import annotations
 
 import os
+import uuid
 
 import numpy as np
 import pandas as pd
@@ -119,3 +122,37 @@ def toy_point_frame():
         geometry=gpd.points_from_xy(lon, lat),
         crs="EPSG:4326",
     )
+
+
+#: The PostgreSQL server of the store tests (``.ci/run`` starts a throwaway one and sets it).
+POSTGRES_URL_ENV = "GEOLDP_TEST_POSTGRES_URL"
+
+
+def postgres_schema_url() -> tuple[str, str]:
+    """A new, empty schema on the test server: ``(url with that schema as its search path, schema)``."""
+    url = os.environ.get(POSTGRES_URL_ENV)
+    if not url:
+        pytest.skip(f"no PostgreSQL server: {POSTGRES_URL_ENV} is not set (.ci/run starts one)")
+    psycopg = pytest.importorskip("psycopg", reason='needs psycopg: pip install "geoldp[postgres]"')
+    schema = "t_" + uuid.uuid4().hex[:16]
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute(f"CREATE SCHEMA {schema}")
+    return f"{url}{'&' if '?' in url else '?'}options=-csearch_path%3D{schema}", schema
+
+
+def drop_postgres_schema(schema: str) -> None:
+    import psycopg
+
+    with psycopg.connect(os.environ[POSTGRES_URL_ENV], autocommit=True) as conn:
+        conn.execute(f"DROP SCHEMA {schema} CASCADE")
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def store_target(request, tmp_path):
+    """A new store's target: a GeoPackage path, or a PostgreSQL URL on a schema of its own."""
+    if request.param == "sqlite":
+        yield str(tmp_path / "store.gpkg")
+        return
+    url, schema = postgres_schema_url()
+    yield url
+    drop_postgres_schema(schema)

@@ -32,7 +32,8 @@ LAYERS: list[tuple[str, ...]] = [
         "_aot",
     ),  # foundations
     ("geo",),  # sphere geometry
-    ("budget", "pointset", "accounting", "points"),  # budgets, ledgers, accounting; public point sets
+    # store: the transactional store of budgets, spends and reports, below the accountant that uses it
+    ("budget", "pointset", "store", "accounting", "points"),  # budgets, ledgers, the store, accounting; P
     ("mechanisms",),  # the ε-LDP primitives
     ("trajectory",),  # TP, ATP, PointEM and the array engine
     ("_frames", "_zones"),  # the one GeoPandas <-> arrays boundary; the one zone validator
@@ -60,6 +61,7 @@ LAYERS: list[tuple[str, ...]] = [
         "cli_campaign",
         "cli_reports",
         "cli_collect",
+        "cli_accountant",
         "_cli_args",
         "__main__",
         "__init__",

@@ -133,7 +133,7 @@ def test_points_command_writes_the_public_grid(tmp_path, capsys):
 
 def test_perturb_with_accountant_and_max_per_user(tmp_path, fixes_file, capsys):
     trips_path = _prepare(tmp_path, fixes_file, capsys)
-    acc_path = tmp_path / "budget.json"
+    acc_path = tmp_path / "budget.gpkg"
     base = ["perturb", trips_path, "--grid", "1000", AREA, "--epsilon", "4", "--seed", "1"]
     # 3 trips of user 000 at 4 each pass a total of 8: refused, naming the fix, nothing charged
     code, _, err = _run(
@@ -151,7 +151,7 @@ def test_perturb_with_accountant_and_max_per_user(tmp_path, fixes_file, capsys):
         capsys,
     )
     assert code == 1 and "--max-per-user" in err and "--user-budget split" in err
-    assert not acc_path.exists() and not (tmp_path / "r0.gpkg").exists()
+    assert geoldp.BudgetAccountant.open(acc_path).spent == {} and not (tmp_path / "r0.gpkg").exists()
     out = tmp_path / "r1.gpkg"
     kept = tmp_path / "kept.csv"
     code, _, err = _run(
@@ -161,7 +161,7 @@ def test_perturb_with_accountant_and_max_per_user(tmp_path, fixes_file, capsys):
     )  # fmt: skip
     assert code == 0, err
     assert "kept 5 of 6 rows" in err
-    acc = geoldp.BudgetAccountant.load(acc_path)
+    acc = geoldp.BudgetAccountant.open(acc_path)
     assert acc.spent == {0: 8.0, 2: 8.0, 19: 4.0}  # "000" is charged as the user 0
     trips = gpd.read_file(trips_path)
     rows = pd.read_csv(kept)["row"].to_numpy()
@@ -187,7 +187,7 @@ def test_perturb_with_accountant_and_max_per_user(tmp_path, fixes_file, capsys):
         capsys,
     )
     assert code == 1 and "2 of the 3 user(s)" in err
-    assert geoldp.BudgetAccountant.load(acc_path).spent == acc.spent
+    assert geoldp.BudgetAccountant.open(acc_path).spent == acc.spent
 
 
 def test_perturb_split_and_estimate(tmp_path, fixes_file, capsys):
@@ -206,7 +206,7 @@ def test_perturb_split_and_estimate(tmp_path, fixes_file, capsys):
     assert all("id" not in f for f in doc["features"])
     eps = sorted({f["properties"]["epsilon"] for f in doc["features"]})
     assert eps == pytest.approx([2.0, 3.0, 6.0])
-    assert geoldp.BudgetAccountant.load(acc_path).spent == {0: 6.0, 2: 6.0, 19: 6.0}
+    assert geoldp.BudgetAccountant.open(acc_path).spent == {0: 6.0, 2: 6.0, 19: 6.0}
     # estimate from the release alone: P rebuilt from its recipe
     est = tmp_path / "est.gpkg"
     code, stdout, err = _run(

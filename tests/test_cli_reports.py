@@ -205,7 +205,7 @@ def test_report_estimate_writes_layers_with_intervals(files, tmp_path, capsys):
 
 def test_per_user_options_and_the_accountant(files, tmp_path, capsys):
     d, trips, _ = files
-    acc = tmp_path / "acc.json"
+    acc = tmp_path / "acc.gpkg"
     out = tmp_path / "od.csv"
     kept = tmp_path / "kept.csv"
     code, _, err = _run(
@@ -239,12 +239,12 @@ def test_per_user_options_and_the_accountant(files, tmp_path, capsys):
     assert "charged the release to 200 user(s)" in err and "kept 200 of 600 rows" in err
     assert len(cli_reports.read_report_table(out)) == 200
     assert pd.read_csv(kept)["row"].tolist() == list(range(200))  # the first trip of each user
-    spent = geoldp.BudgetAccountant.load(acc)
-    assert spent.spent_by("000") == 3.0
+    spent = geoldp.BudgetAccountant.open(acc)
+    assert spent.spent_by("000") == 3.0 and spent.pending() == []  # confirmed once written
     led = json.loads((tmp_path / "od.csv.ledger.json").read_text())
     assert led["user_budget"]["max_per_user"] == 1
-    # a second release would take every user past 4: refused, nothing written, the file unchanged
-    before = acc.read_bytes()
+    # a second release would take every user past 4: refused, nothing written, nothing charged
+    before = spent.spent
     code, _, err = _run(
         [
             "report",
@@ -265,7 +265,7 @@ def test_per_user_options_and_the_accountant(files, tmp_path, capsys):
         capsys,
     )
     assert code == 1 and err.count("\n") == 1 and "budget" in err.lower(), err
-    assert not (tmp_path / "again.csv").exists() and acc.read_bytes() == before
+    assert not (tmp_path / "again.csv").exists() and geoldp.BudgetAccountant.open(acc).spent == before
 
 
 @pytest.mark.parametrize("oracle", ["auto", "olh"])
@@ -277,7 +277,7 @@ def test_split_report_round_trips_charges_each_user_her_epsilon_and_estimates(
     users = [f"{u:03d}" for u in range(120) for _ in range(u % 4 + 1)]
     many = gpd.GeoDataFrame({"user": users}, geometry=list(trips.geometry[: len(users)]), crs="EPSG:4326")
     many.to_file(tmp_path / "many.gpkg")
-    acc, out = tmp_path / "acc.json", tmp_path / "split.csv"
+    acc, out = tmp_path / "acc.gpkg", tmp_path / "split.csv"
     base = [
         "report",
         tmp_path / "many.gpkg",
@@ -313,7 +313,7 @@ def test_split_report_round_trips_charges_each_user_her_epsilon_and_estimates(
     pd.testing.assert_frame_equal(estimate_counts(table, zones), estimate_counts(same, zones))
     assert table["epsilon"].dtype == np.float64
     assert all(table[c].dtype == np.int64 for c in ("seed", "report") if c in table.columns)
-    spent = geoldp.BudgetAccountant.load(acc)
+    spent = geoldp.BudgetAccountant.open(acc)
     assert max(spent.spent_by(u) for u in spent.spent) <= 4.0
     assert spent.spent_by("003") == pytest.approx(4.0)  # 4 trips at 1.0 each
     led = json.loads((tmp_path / "split.csv.ledger.json").read_text())

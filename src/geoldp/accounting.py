@@ -16,8 +16,21 @@ of 1.0 only if the exact binary sum does.
 
 One user is one user: an int id and its decimal string (``7``, ``"7"``, ``"007"``, ``np.int64(7)``) are
 the same user (see :func:`user_key`), so a person whose rows come once from an int column and once from
-a str column pays once. Check-and-spend is atomic (a lock), so threads sharing an accountant never
-overspend. A saved file carries a SHA-256 checksum of its content and is checked on load.
+a str column pays once.
+
+Where the accountant lives
+--------------------------
+``BudgetAccountant(total)`` keeps its record in memory, for one Python process: check-and-spend holds a
+lock, so threads sharing it never overspend; :meth:`~BudgetAccountant.save` and
+:meth:`~BudgetAccountant.load` copy it to and from a JSON file with a SHA-256 checksum.
+
+``BudgetAccountant.open(path_or_url, total_epsilon=...)`` keeps it in a transactional store
+(:mod:`geoldp.store`): a GeoPackage file (SQLite) or a PostgreSQL database. Every check-and-spend is one
+database transaction, so any number of processes may share one accountant (every CLI ``--accountant``
+is one of these) and none overspends; each spend is recorded with its release id (a release charged
+twice is charged once). A JSON accountant of an earlier geoldp given to :meth:`~BudgetAccountant.open`
+is migrated, once, to a store next to it (``budget.json`` -> ``budget.gpkg``); the JSON file is kept,
+unchanged, and no longer charged.
 
 Ledgers of combined frames
 --------------------------
@@ -59,6 +72,7 @@ from geoldp.errors import BudgetError, GeoLDPWarning
 __all__ = [
     "FORMAT",
     "BudgetAccountant",
+    "store_path",
     "PendingCharge",
     "ReleaseLedger",
     "charge_release",
@@ -164,8 +178,8 @@ class BudgetAccountant:
     -----
     The accountant holds the user ids it has charged: it is the data holder's record, keep it with the
     private data (never publish it). Users are keyed by :func:`user_key`: ``7``, ``"7"`` and ``"007"``
-    are one user. Every check-and-spend holds a lock, so threads may share one accountant (separate
-    processes must not share one file: each would save over the other's spends).
+    are one user. This constructor keeps the record in memory (threads may share it: check-and-spend
+    holds a lock); :meth:`open` keeps it in a transactional store that processes may share.
 
     Examples
     --------
@@ -177,22 +191,137 @@ class BudgetAccountant:
     1.0
     """
 
-    __slots__ = ("_lock", "_spent", "_total")
+    __slots__ = ("_hold", "_lock", "_releases", "_spent", "_store", "_total", "migrated_from")
 
     def __init__(self, total_epsilon: float) -> None:
         self._total = check_epsilon(total_epsilon, caller="BudgetAccountant", name="total_epsilon")
         self._spent: dict[int | str, Fraction] = {}
+        self._releases: dict[str, dict[int | str, Fraction]] = {}  # release id -> its costs (in memory)
         self._lock = threading.RLock()
+        self._store: Any = None  # a geoldp.store.Store for an accountant opened with open()
+        self._hold: str | None = None
+        self.migrated_from: str | None = None
 
-    # -- copies: the lock is not part of the state ----------------------------------------------------
-    def __getstate__(self) -> tuple[float, dict[int | str, Fraction]]:
+    # -- copies: the lock (and a store's connection) are not part of the state ---------------------------
+    def __getstate__(self) -> tuple[Any, ...]:
         with self._lock:
-            return self._total, dict(self._spent)
+            if self._store is not None:
+                return ("store", self._store.target, self._hold)
+            return self._total, dict(self._spent), dict(self._releases)
 
-    def __setstate__(self, state: tuple[float, dict[int | str, Fraction]]) -> None:
-        self._total, spent = state
-        self._spent = dict(spent)
+    def __setstate__(self, state: tuple[Any, ...]) -> None:
         self._lock = threading.RLock()
+        self._store, self._hold, self.migrated_from = None, None, None
+        self._spent, self._releases = {}, {}
+        if state[0] == "store":
+            from geoldp import store as stores
+
+            self._store = stores.Store.open(state[1])
+            self._total = self._store.total_epsilon
+            self._hold = state[2]
+            return
+        self._total, spent = state[0], state[1]
+        self._spent = dict(spent)
+        self._releases = dict(state[2]) if len(state) > 2 else {}
+
+    # -- a store shared by processes -----------------------------------------------------------------
+    @classmethod
+    def open(cls, target: str | os.PathLike[str], *, total_epsilon: float | None = None) -> BudgetAccountant:
+        """An accountant kept in a transactional store that processes may share (created if new).
+
+        Parameters
+        ----------
+        target : str or path-like
+            A file (a GeoPackage; a link is followed to its target, a link to nothing is refused) or a
+            PostgreSQL URL (``postgresql://user@host/db``; needs ``pip install "geoldp[postgres]"``).
+            A path ending in ``.json``, or a file holding a JSON accountant saved by :meth:`save`, names
+            the store next to it (:func:`store_path`): a JSON accountant there is migrated to that store
+            the first time (the JSON file is kept unchanged and is no longer charged).
+        total_epsilon : float, optional
+            Each user's total budget: needed to create a store; for an existing store it must be the
+            store's own total.
+
+        Returns
+        -------
+        BudgetAccountant
+            Every check-and-spend is one database transaction: processes sharing the store never take a
+            user past the total together.
+
+        Raises
+        ------
+        FileNotFoundError
+            No store there and no ``total_epsilon`` to create one.
+        ValueError
+            Not a geoldp store (another GeoPackage or database, any other file), a total that differs
+            from the store's, or a JSON accountant that changed after it was migrated.
+
+        Examples
+        --------
+        >>> acc = geoldp.BudgetAccountant.open("budget.gpkg", total_epsilon=8.0)  # doctest: +SKIP
+        >>> r = trips.ldp.perturb(P, epsilon=4.0, accountant=acc, user_col="user")  # doctest: +SKIP
+        """
+        from geoldp import store as stores
+
+        if total_epsilon is not None:
+            total_epsilon = check_epsilon(total_epsilon, caller="BudgetAccountant.open", name="total_epsilon")
+        location, legacy = store_path(target)
+        acc = cls.__new__(cls)
+        acc.__setstate__((1.0, {}))
+        if legacy is None:
+            acc._store = stores.Store.open(location, total_epsilon=total_epsilon)
+        else:
+            acc._store = _migrate(legacy, location, total_epsilon)
+            acc.migrated_from = legacy
+        acc._total = acc._store.total_epsilon
+        return acc
+
+    @property
+    def location(self) -> str | None:
+        """Where the accountant is kept: the store's real path or URL (no password); None in memory."""
+        return None if self._store is None else str(self._store.location)
+
+    def close(self) -> None:
+        """Close the store's connection (the next use reopens it); nothing to do in memory."""
+        if self._store is not None:
+            self._store.close()
+
+    def __enter__(self) -> BudgetAccountant:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def hold_charges(self, output: str | os.PathLike[str] | None) -> None:
+        """Record the following charges as *pending* until :meth:`confirm` (a store only).
+
+        For a program that writes the release to ``output`` after it is charged: a pending spend counts
+        like any other, and :meth:`pending` lists it with ``output``, so that a release whose program was
+        killed before it could confirm can be reconciled (``geoldp accountant reconcile``). ``None``
+        records the charges as committed again (the default).
+        """
+        if self._store is None:
+            raise ValueError("Only an accountant kept in a store (BudgetAccountant.open) holds charges.")
+        self._hold = None if output is None else os.path.abspath(os.fspath(output))
+
+    def pending(self) -> list[dict[str, Any]]:
+        """The releases charged as pending and not yet confirmed (empty in memory).
+
+        Each is a dict with ``release_id``, ``output`` (the file it was to be written to), ``charged_utc``
+        and ``users`` (how many users it charged).
+        """
+        return [] if self._store is None else self._store.pending()
+
+    def confirm(self, release_id: str) -> bool:
+        """Confirm a pending release (its output was written); False if no pending release has that id."""
+        return self._store is not None and self._store.confirm(str(release_id)) > 0
+
+    def refund(self, release_id: str) -> bool:
+        """Undo a pending release's charge (it was never written); False if no pending release has that id.
+
+        Only a release whose output does not exist may be refunded: a release that left the program has
+        spent its budget, whatever happened afterwards.
+        """
+        return self._store is not None and self._store.refund(str(release_id)) > 0
 
     # -- queries ------------------------------------------------------------------------------------
     @property
@@ -200,29 +329,41 @@ class BudgetAccountant:
         """Each user's total budget."""
         return self._total
 
+    def _spent_of(self, users: Any = None) -> dict[int | str, Fraction]:
+        """Exact spends of ``users`` (keys), or of every user charged; from the store when there is one."""
+        if self._store is None:
+            with self._lock:
+                if users is None:
+                    return dict(self._spent)
+                return {u: self._spent[u] for u in users if u in self._spent}
+        texts = None if users is None else [_user_text(u) for u in users]
+        return {_check_user(t, where="a stored user id"): s for t, s in self._store.spent(texts).items()}
+
     @property
     def spent(self) -> dict[int | str, float]:
         """``{user: ε spent}`` for every user charged so far (a copy)."""
-        with self._lock:
-            return {u: float(s) for u, s in self._spent.items()}
+        return {u: float(s) for u, s in self._spent_of().items()}
 
     def spent_by(self, user: Any) -> float:
         """The budget ``user`` has spent (0 for a user never charged)."""
-        return float(self._spent.get(_check_user(user, where="'user'"), Fraction(0)))
+        key = _check_user(user, where="'user'")
+        return float(self._spent_of([key]).get(key, Fraction(0)))
 
     def remaining(self, user: Any) -> float:
         """The budget ``user`` has left: ``total_epsilon - spent`` (rounded down, never negative)."""
-        left = Fraction(self._total) - self._spent.get(_check_user(user, where="'user'"), Fraction(0))
+        key = _check_user(user, where="'user'")
+        left = Fraction(self._total) - self._spent_of([key]).get(key, Fraction(0))
         value = float(left)
         if Fraction(value) > left:  # round towards 0 so that a charge of `remaining` always fits
             value = math.nextafter(value, 0.0)
         return max(value, 0.0)
 
     def __len__(self) -> int:
-        return len(self._spent)
+        return len(self._spent_of())
 
     def __repr__(self) -> str:  # no user ids
-        return f"BudgetAccountant(total_epsilon={self._total!r}, users={len(self._spent)})"
+        where = "" if self._store is None else f", store={self._store.location!r}"
+        return f"BudgetAccountant(total_epsilon={self._total!r}, users={len(self)}{where})"
 
     # -- charging -----------------------------------------------------------------------------------
     def _costs(self, costs: Mapping[Any, Any]) -> dict[int | str, Fraction]:
@@ -268,42 +409,85 @@ class BudgetAccountant:
         # callers hold self._lock (an RLock: taking it again here is cheap and keeps direct calls safe)
         with self._lock:
             total = Fraction(self._total)
-            over = [u for u, c in costs.items() if self._spent.get(u, Fraction(0)) + c > total]
+            spent = self._spent_of(costs)
+            over = [u for u, c in costs.items() if spent.get(u, Fraction(0)) + c > total]
         if over:
-            raise BudgetError(
-                f"Release refused (nothing was drawn or charged): it would take {len(over)} of the "
-                f"{len(costs)} user(s) in it past their total budget of {self._total:g}. Drop their rows "
-                "(BudgetAccountant.remaining(user) gives each user's budget left), release fewer "
-                "trajectories per user, or use a smaller epsilon."
-            )
+            self._refusal(len(over), len(costs), late=False)
 
-    def _spend(self, costs: dict[int | str, Fraction]) -> None:
-        """Check and add ``costs`` as one step: no other thread's spend can come in between."""
+    def _refusal(self, n_over: int, n_users: int, *, late: bool) -> None:
+        if late:
+            raise BudgetError(
+                f"Release refused when it was charged: since it was checked, other releases charged to this "
+                f"accountant (another process sharing it) took {n_over} of the {n_users} user(s) in it too "
+                f"close to their total budget of {self._total:g}. Nothing was charged and the release was "
+                "discarded (nothing was written). Check the budgets left and run it again."
+            )
+        raise BudgetError(
+            f"Release refused (nothing was drawn or charged): it would take {n_over} of the "
+            f"{n_users} user(s) in it past their total budget of {self._total:g}. Drop their rows "
+            "(BudgetAccountant.remaining(user) gives each user's budget left), release fewer "
+            "trajectories per user, or use a smaller epsilon."
+        )
+
+    def _spend(
+        self, costs: dict[int | str, Fraction], release_id: str | None = None, *, late: bool = False
+    ) -> None:
+        """Check and add ``costs`` as one step: no other thread's (or, in a store, process's) spend can come
+        in between. A release id already charged is not charged again."""
+        if self._store is not None:
+            rid = release_id if release_id is not None else uuid.uuid4().hex
+            over = self._store.charge(
+                rid, {_user_text(u): c for u, c in costs.items()}, pending_output=self._hold
+            )
+            if over:
+                self._refusal(len(over), len(costs), late=late)
+            return
         with self._lock:
-            self._refuse(costs)
+            if release_id is not None and release_id in self._releases:
+                if self._releases[release_id] != costs:
+                    raise ValueError(
+                        f"The release id {release_id!r} was charged before with other users or costs; a "
+                        "release id names one release."
+                    )
+                return
+            total = Fraction(self._total)
+            over = [u for u, c in costs.items() if self._spent.get(u, Fraction(0)) + c > total]
+            if over:
+                self._refusal(len(over), len(costs), late=late)
             for u, c in costs.items():
                 self._spent[u] = self._spent.get(u, Fraction(0)) + c
+            if release_id is not None:
+                self._releases[release_id] = dict(costs)
 
-    def charge(self, costs: Mapping[Any, Any]) -> None:
+    def charge(self, costs: Mapping[Any, Any], *, release_id: str | None = None) -> None:
         """Charge ``{user: ε}`` all at once, or nothing if any user would exceed the total.
+
+        Parameters
+        ----------
+        costs : mapping
+            ``{user: ε}``.
+        release_id : str, optional
+            The release charged: a release id charged before (with the same costs) is not charged again,
+            so a charge sent twice counts once. Without one, every call is a new charge.
 
         Raises
         ------
         BudgetError
             As :meth:`check`; then nothing is charged.
+        ValueError
+            ``release_id`` was charged before with other costs.
         """
-        self._spend(self._costs(costs))
+        self._spend(self._costs(costs), None if release_id is None else str(release_id))
 
     # -- persistence --------------------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
         """A JSON-able dict with a checksum; per-user spends are exact fractions as strings (``"3/2"``)."""
-        with self._lock:
-            data: dict[str, Any] = {
-                "format": FORMAT,
-                "version": _VERSION,
-                "total_epsilon": self._total,
-                "spent": [[u, str(s)] for u, s in self._spent.items()],
-            }
+        data: dict[str, Any] = {
+            "format": FORMAT,
+            "version": _VERSION,
+            "total_epsilon": self._total,
+            "spent": [[u, str(s)] for u, s in self._spent_of().items()],
+        }
         data["sha256"] = _digest(data)
         return data
 
@@ -390,10 +574,23 @@ class BudgetAccountant:
         The file is written in full under a temporary identity in the same folder, fsynced, then given its
         name in one atomic rename (the layer every geoldp output goes through): a crash, Ctrl-C or
         ``kill -9`` mid-write leaves the previous file intact, never a truncated one, and no temporary
-        file. The file carries a SHA-256 checksum of its content, checked by :meth:`load`.
+        file. The file carries a SHA-256 checksum of its content, checked by :meth:`load`. For an accountant
+        kept in a store (:meth:`open`) it is a copy: the store goes on being charged, and ``path`` may not
+        be the store's own file (that would replace the store).
         """
         from geoldp import _safe_write
+        from geoldp import store as stores
 
+        location = self.location
+        if location is not None and not stores.is_url(location):
+            target = os.path.realpath(os.fspath(path))
+            if any(
+                target == location + suffix for suffix in ("", "-wal", "-shm", "-journal", stores.LOCK_SUFFIX)
+            ):
+                raise ValueError(
+                    f"BudgetAccountant.save would replace the accountant's own store '{location}'; save the "
+                    "JSON copy to another file."
+                )
         data = json.dumps(self.to_dict(), indent=1).encode("utf-8")
         _safe_write.write_bytes(path, data, overwrite=True)
 
@@ -471,15 +668,34 @@ class PendingCharge:
         self.user_col = user_col
         self.epsilon = epsilon
 
-    def commit(self) -> None:
-        """Charge the accountant (once); re-checks and adds as one step, so no charge made in between (by
-        this thread or another) can overdraw."""
+    def commit(self, release_id: str | None = None) -> None:
+        """Charge the accountant (once), under ``release_id``; re-checks and adds as one step, so no charge
+        made in between (by this thread, another, or another process sharing a store) can overdraw.
+
+        Raises
+        ------
+        BudgetError
+            Another charge made since the check left some user too little budget: nothing is charged,
+            and the release must be discarded.
+        """
         with self._acc._lock:
             if self._done:
                 return
-            self._acc._spend(self._costs)
+            self._acc._spend(self._costs, release_id, late=True)
             self._done = True
             self._costs = {}  # private per-user counts do not outlive the release
+
+    @classmethod
+    def merge(cls, charges: list[PendingCharge]) -> PendingCharge:
+        """One charge for the parts of one release (each part's costs added up), to commit once."""
+        first = charges[0]
+        costs: dict[int | str, Fraction] = {}
+        for charge in charges:
+            if charge._acc is not first._acc:
+                raise ValueError("Charges of one release go to one accountant.")
+            for u, c in charge._costs.items():
+                costs[u] = costs.get(u, Fraction(0)) + c
+        return cls(first._acc, costs, first.user_col, first.epsilon)
 
     def ledger(self) -> dict[str, Any]:
         """Public settings only (no user ids, no counts)."""
@@ -616,6 +832,85 @@ def charge_release(
     return PendingCharge(accountant, costs, user_col, float(epsilon))
 
 
+def _user_text(key: int | str) -> str:
+    """A user key as the store keeps it: an int's decimal digits, a string as it is (see the notes)."""
+    # a str key that is all digits only stays a str past int()'s digit limit, longer than any int's text:
+    # the two kinds never share a text, and user_key(text) gives the key back
+    return str(key)
+
+
+def store_path(target: str | os.PathLike[str]) -> tuple[str, str | None]:
+    """Where :meth:`BudgetAccountant.open` keeps the accountant named ``target``: ``(store, json)``.
+
+    A URL is its own store. A file holding a JSON accountant (saved by :meth:`BudgetAccountant.save`)
+    has its store next to it: ``budget.json`` -> ``budget.gpkg`` (``acc`` -> ``acc.gpkg``), and ``json`` is
+    that file (links followed), to migrate; a path ending in ``.json`` that does not exist names the same
+    ``.gpkg``. Any other path is the store itself (``json`` None).
+    """
+    from geoldp import store as stores
+
+    if stores.is_url(target):
+        return str(target), None
+    given = os.fspath(target)
+    if not isinstance(given, str):
+        raise TypeError("The accountant's path must be a str or os.PathLike of str.")
+    legacy = _holds_json(given)
+    if not legacy and not (given.lower().endswith(".json") and not os.path.lexists(given)):
+        return given, None
+    base = os.path.realpath(given) if legacy else given
+    stem = base[: -len(".json")] if base.lower().endswith(".json") else base
+    return stem + ".gpkg", (base if legacy else None)
+
+
+def _holds_json(path: str) -> bool:
+    """Whether ``path`` is a regular file whose first non-blank byte opens a JSON object."""
+    try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            return False
+        with open(path, "rb") as fh:
+            head = fh.read(64).lstrip()
+    except OSError:
+        return False
+    return head.startswith(b"{")
+
+
+def _migrate(legacy: str, location: str, total_epsilon: float | None) -> Any:
+    """The store of the JSON accountant ``legacy``: created from it the first time, checked afterwards."""
+    from geoldp import store as stores
+
+    with open(legacy, "rb") as fh:
+        raw = fh.read()
+    sha = hashlib.sha256(raw).hexdigest()
+    old = BudgetAccountant.load(legacy)
+    if total_epsilon is not None and Fraction(total_epsilon) != Fraction(old.total_epsilon):
+        raise ValueError(
+            f"The JSON accountant '{legacy}' keeps a total of {old.total_epsilon:g} per user, not "
+            f"{total_epsilon:g}."
+        )
+    initial = {_user_text(u): s for u, s in old._spent.items()}
+    store = stores.Store.open(
+        location, total_epsilon=old.total_epsilon, initial=initial, migrated_from=legacy, migrated_sha256=sha
+    )
+    if store.migrated_sha256 != sha:
+        store.close()
+        if store.migrated_from is None:
+            why = "was not made from it"
+        else:
+            why = "was made from an earlier version of it (the JSON file changed after it was migrated)"
+        raise ValueError(
+            f"The JSON accountant '{legacy}' has its store at '{location}', which {why}. Open the store "
+            "itself, or move one of the two files away."
+        )
+    if store.created:
+        warnings.warn(
+            f"The JSON accountant '{legacy}' was migrated to the store '{location}', which is charged from "
+            "now on (the JSON file is kept, unchanged, and no longer charged).",
+            GeoLDPWarning,
+            stacklevel=_user_stacklevel(),
+        )
+    return store
+
+
 def _user_stacklevel() -> int:
     """The ``stacklevel`` that points a warning at the first frame outside geoldp, pandas and geopandas."""
     frame: Any = sys._getframe(1)
@@ -727,6 +1022,6 @@ def finish_release(
     else:
         out["release_id"] = uuid.uuid4().hex  # os.urandom: never derived from the seed or the data
     if charge is not None:
-        charge.commit()
+        charge.commit(out["release_id"])
         out["accounting"] = charge.ledger()
     return out

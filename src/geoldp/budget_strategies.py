@@ -260,7 +260,7 @@ def perturb_per_user(
             )
         out = release(frame, points, epsilon=epsilon, traj_id_col=traj_id_col, rng=source, **kwargs)
         if charge is not None:
-            charge.commit()
+            charge.commit(out.attrs["geoldp"]["release_id"])
             out.attrs["geoldp"]["accounting"] = charge.ledger()
         out.attrs["geoldp"]["user_budget"] = rule
         return out
@@ -327,8 +327,8 @@ def perturb_per_user(
     for key in ("release_id", "points", "accounting"):
         base.pop(key, None)
     out, ledger = (finish or _finish_frame)(combined, base, first, points)
-    for charge in charges:
-        charge.commit()
+    if charges:  # the parts are one release: one charge under its id
+        accounting.PendingCharge.merge(charges).commit(ledger["release_id"])
     if charges:
         ledger["accounting"] = {
             **charges[0].ledger(),

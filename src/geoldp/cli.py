@@ -212,7 +212,7 @@ def _cmd_perturb(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> in
             raise UserError(f"the output '{args.output}' is the {what} file; choose another output path")
     out_path = check_output(args.output, overwrite=args.overwrite, inputs=inputs)
 
-    from geoldp import cli_campaign
+    from geoldp import cli_accountant, cli_campaign
     from geoldp import io as gio
 
     options: dict[str, Any] = dict(args.option or [])
@@ -252,6 +252,7 @@ def _cmd_perturb(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> in
         cli_campaign.finish_perturb(args, campaign, trips, out, stderr)
         with stage(f"cannot write '{args.output}'"):
             written = write_frame(out, out_path, overwrite=args.overwrite, inputs=inputs)
+        cli_accountant.confirm_release(campaign, out)  # the accountant's pending charge, now written
     seeded = ", seeded" if args.seed is not None else ""
     print(
         f"{PROG}: perturbed {len(out)} rows with {args.mechanism.upper()} "
@@ -429,7 +430,7 @@ def build_parser() -> argparse.ArgumentParser:
     -------
     argparse.ArgumentParser
     """
-    from geoldp import cli_campaign, cli_collect, cli_reports
+    from geoldp import cli_accountant, cli_campaign, cli_collect, cli_reports
 
     parser = _Parser(
         prog=PROG,
@@ -670,6 +671,7 @@ def build_parser() -> argparse.ArgumentParser:
     cli_campaign.register(sub)  # prepare, points, estimate
     cli_reports.register(sub)  # report, report-estimate, synthesize
     cli_collect.register(sub)  # collect: any design by its planned name
+    cli_accountant.register(sub)  # accountant show, accountant reconcile
 
     pl = sub.add_parser(
         "plan",

@@ -8,7 +8,7 @@ from files::
         --area=116.2,39.8,116.5,40.1 -o trips.gpkg
     geoldp points --grid 1000 --area=116.2,39.8,116.5,40.1 -o P.gpkg
     geoldp perturb trips.gpkg --points P.gpkg --epsilon 4 --user-col user --max-per-user 2 \\
-        --accountant budget.json --total-epsilon 8 -o release.gpkg
+        --accountant budget.gpkg --total-epsilon 8 -o release.gpkg
     geoldp estimate release.gpkg --points P.gpkg --cell-km 2 -o estimates.gpkg
 
 Errors are one line ``geoldp: error: ...`` (see :mod:`geoldp.cli`): this module raises ``ValueError``
@@ -80,11 +80,12 @@ def extend_perturb(p: argparse.ArgumentParser) -> None:
     )
     g.add_argument(
         "--accountant",
-        metavar="FILE",
+        metavar="STORE",
         default=None,
-        help="a JSON budget record per user (geoldp.BudgetAccountant): loaded if it exists (else created "
-        "with --total-epsilon), the release is refused if it would take a user past her total, and the "
-        "file is updated before the release is written. Keep it private, with the data",
+        help="each user's budget record (geoldp.BudgetAccountant): a GeoPackage file (created with "
+        "--total-epsilon; a JSON accountant of an earlier geoldp is migrated to FILE.gpkg) or a PostgreSQL "
+        "URL. The release is refused if it would take a user past her total; the charge is one transaction, "
+        "so several commands may share one accountant. Keep it private, with the data",
     )
     g.add_argument(
         "--total-epsilon",
@@ -136,19 +137,17 @@ def text_columns(args: argparse.Namespace, path: Path) -> dict[str, Any]:
 
 def perturb_options(args: argparse.Namespace) -> dict[str, Any]:
     """The extra keyword arguments of ``gdf.ldp.perturb`` for the per-user options (accountant loaded)."""
-    from geoldp import BudgetAccountant
-
     strategy = args.user_budget != "trajectory" or args.max_per_user is not None
     if args.select_trips != "first" and args.max_per_user is None:
         usage(args, "--select-trips goes with --max-per-user K")
     if (strategy or args.accountant is not None) and args.user_col is None:
         usage(args, "--accountant, --user-budget split and --max-per-user need --user-col C (the user ids)")
     if args.user_col is not None and not strategy and args.accountant is None:
-        usage(args, "--user-col goes with --accountant FILE, --user-budget split or --max-per-user K")
+        usage(args, "--user-col goes with --accountant STORE, --user-budget split or --max-per-user K")
     if args.kept_rows is not None and args.max_per_user is None:
         usage(args, "--kept-rows goes with --max-per-user K")
     if args.total_epsilon is not None and args.accountant is None:
-        usage(args, "--total-epsilon goes with --accountant FILE")
+        usage(args, "--total-epsilon goes with --accountant STORE")
     if args.kept_rows is not None:
         from geoldp import _safe_write
 
@@ -161,25 +160,10 @@ def perturb_options(args: argparse.Namespace) -> dict[str, Any]:
         return out
     out["user_col"] = args.user_col
     if args.accountant is not None:
-        path = Path(args.accountant)
-        if path.exists():
-            with stage(f"cannot read the accountant '{args.accountant}'"):
-                acc = BudgetAccountant.load(path)
-            if args.total_epsilon is not None and args.total_epsilon != acc.total_epsilon:
-                raise ValueError(
-                    f"--total-epsilon {args.total_epsilon:g} differs from the total {acc.total_epsilon:g} of "
-                    f"the accountant '{args.accountant}'; omit --total-epsilon"
-                )
-        else:
-            if args.total_epsilon is None:
-                raise ValueError(
-                    f"the accountant '{args.accountant}' does not exist; create it with --total-epsilon T "
-                    "(each user's total budget)"
-                )
-            if not path.parent.is_dir() and str(path.parent):
-                raise ValueError(f"the directory of the accountant '{args.accountant}' does not exist")
-            acc = BudgetAccountant(args.total_epsilon)
-        out["accountant"] = acc
+        from geoldp import cli_accountant
+
+        # refused if it is a file this command reads or writes; charges held until the output is written
+        out["accountant"] = cli_accountant.open_accountant(args)
     if strategy:
         out.update(
             user_budget=args.user_budget, max_per_user=args.max_per_user, select_trips=args.select_trips
@@ -195,10 +179,8 @@ def finish_perturb(
         out.attrs["geoldp"]["points"]["file"] = Path(args.points).name  # the name only, not the folder
     acc = options.get("accountant")
     if acc is not None:
-        # saved before the release is written: a crash in between over-counts, never under-counts
-        with stage(f"cannot write the accountant '{args.accountant}'"):
-            acc.save(args.accountant)
-        print(f"{PROG}: charged the release to {len(acc)} user(s) in '{args.accountant}'", file=stderr)
+        # charged (pending) before the release is written, confirmed after: see geoldp.cli_accountant
+        print(f"{PROG}: charged the release to {len(acc)} user(s) in '{acc.location}'", file=stderr)
     if getattr(args, "kept_rows", None) is not None:
         import numpy as np
 

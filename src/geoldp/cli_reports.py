@@ -4,7 +4,7 @@ Beside ``geoldp perturb`` (a whole trajectory per user), a collector can release
 trip or an LDPTrace synthetic set, from files, with the same per-user budget options::
 
     geoldp report trips.gpkg --points P.gpkg --cell-km 2 --statistic od --epsilon 4 \\
-        --user-col user --max-per-user 1 --accountant budget.json --total-epsilon 8 -o od.csv
+        --user-col user --max-per-user 1 --accountant budget.gpkg --total-epsilon 8 -o od.csv
     geoldp report-estimate od.csv --points P.gpkg --cell-km 2 -o od_estimates.gpkg
     geoldp synthesize trips.gpkg --points P.gpkg --grid-size 8 --epsilon 4 -o synthetic.gpkg
 
@@ -263,7 +263,7 @@ def _table_options(p: argparse.ArgumentParser) -> None:
 
 
 def _cmd_report(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
-    from geoldp import cli_campaign, reports
+    from geoldp import cli_accountant, cli_campaign, reports
 
     trips_path = existing_file(args.trips, "TRIPS")
     zones, zone_files = _zones(args)
@@ -286,6 +286,7 @@ def _cmd_report(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int
     cli_campaign.finish_perturb(args, options, trips, out, stderr)  # accountant, kept rows
     with stage(f"cannot write '{args.output}'"):
         written = write_report_table(out, out_path, overwrite=args.overwrite)
+    cli_accountant.confirm_release(options, out)  # the accountant's pending charge, now written
     led = out.attrs["geoldp"]
     unit = "per user, shared by her trips" if args.user_budget == "split" else "per trip"
     print(
@@ -355,7 +356,7 @@ def _grid_size(text: str) -> int | str:
 
 
 def _cmd_synthesize(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
-    from geoldp import cli_campaign, ldptrace
+    from geoldp import cli_accountant, cli_campaign, ldptrace
     from geoldp import io as gio
     from geoldp._random import resolve_rng
 
@@ -390,6 +391,7 @@ def _cmd_synthesize(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) ->
     cli_campaign.finish_perturb(args, per_user["options"], trips, kept, stderr)
     with stage(f"cannot write '{args.output}'"):
         written = gio.write_file(out, out_path, overwrite=args.overwrite, inputs=tuple(inputs))
+    cli_accountant.confirm_release(per_user["options"], out)  # the accountant's pending charge, now written
     grid = out.attrs["geoldp"]["grid"]
     print(
         f"{PROG}: synthesised {len(out)} trips from {len(kept)} (LDPTrace, {grid['n']}x{grid['n']} grid, "
