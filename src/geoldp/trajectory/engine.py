@@ -27,6 +27,7 @@ from geoldp.trajectory._base import PRIVACY_WARNING_EPSILON
 from geoldp.trajectory.atp import ATP
 from geoldp.trajectory.pointem import PointEM
 from geoldp.trajectory.tp import TP
+from geoldp.trajectory.tracs import TraCSC, TraCSD
 
 __all__ = [
     "MECHANISMS",
@@ -41,8 +42,14 @@ __all__ = [
 ]
 
 #: Case-insensitive registry of mechanism names.
-MECHANISMS: Mapping[str, type[TP] | type[ATP] | type[PointEM]] = {"tp": TP, "atp": ATP, "pointem": PointEM}
-_MECH_TYPES = (TP, ATP, PointEM)
+MECHANISMS: Mapping[str, type[TP] | type[ATP] | type[PointEM] | type[TraCSD] | type[TraCSC]] = {
+    "tp": TP,
+    "atp": ATP,
+    "pointem": PointEM,
+    "tracs-d": TraCSD,
+    "tracs-c": TraCSC,
+}
+_MECH_TYPES = (TP, ATP, PointEM, TraCSD, TraCSC)
 _SAMPLERS = ("fast", "reference")
 #: Mechanism objects built from a name, ε and options (public configuration only; kept only once a
 #: release returned, like the budget splits). ε above the warning threshold is never memoised, so the
@@ -81,8 +88,8 @@ def resolve_mechanism(mechanism, epsilon=None, options: Mapping | None = None, *
         return mechanism
     if not isinstance(mechanism, str):
         raise TypeError(
-            f"The 'mechanism' parameter of {caller} must be a name in {tuple(MECHANISMS)} or a TP, ATP or "
-            f"PointEM object. Got {type(mechanism).__name__} instead."
+            f"The 'mechanism' parameter of {caller} must be a name in {tuple(MECHANISMS)} or a TP, ATP, "
+            f"PointEM, TraCSD or TraCSC object. Got {type(mechanism).__name__} instead."
         )
     cls = MECHANISMS.get(mechanism.lower())
     if cls is None:
@@ -277,6 +284,7 @@ def perturb_trajectories(
         caller = "perturb_trajectories"
         points = _check_points(points, caller)
         mech = resolve_mechanism(mechanism, epsilon, options, caller=caller)
+        check_discrete(mech, caller)
         trajs = validate_trajectories(trajectories, points.size, caller=caller)
         check_budgets(mech, [t.shape[0] for t in trajs], points.size)
         n_jobs = check_n_jobs(n_jobs, caller)
@@ -344,9 +352,21 @@ def precompute(points, *, mechanism="atp", epsilon=None, **options) -> bool:
         caller = "precompute"
         points = _check_points(points, caller)
         mech = resolve_mechanism(mechanism, epsilon, options, caller=caller)
+        if getattr(mech, "continuous", False):
+            return False  # TraCS reads no public point set
         from geoldp.trajectory._fast import precompute as _precompute
 
         return bool(_precompute(points, mech))
+
+
+def check_discrete(mech, caller: str) -> None:
+    """Refuse a continuous-space mechanism (TraCS) where index sequences into P are perturbed."""
+    if getattr(mech, "continuous", False):
+        raise ValueError(
+            f"{caller} perturbs index sequences into a public point set; {mech.name!r} releases coordinates "
+            "inside a public box: use geoldp.trajectory.perturb_coordinates or gdf.ldp.perturb(..., "
+            f"mechanism={mech.name!r}, bounds=...)."
+        )
 
 
 def check_n_jobs(n_jobs, caller: str) -> int:
