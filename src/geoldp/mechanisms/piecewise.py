@@ -39,7 +39,7 @@ import numpy as np
 
 from geoldp._kernels import TWO_PI, jit, jit_inline
 from geoldp._random import resolve_rng
-from geoldp._validation import check_epsilon
+from geoldp._validation import check_epsilon, check_int_range
 
 __all__ = [
     "PIECEWISE_EPS_MAX",
@@ -133,6 +133,34 @@ def _real_array(values, name: str, caller: str) -> np.ndarray:
     return arr.astype(np.float64)
 
 
+def _overlap(edges: np.ndarray, centre: np.ndarray, half: float, *, open_ends: bool) -> np.ndarray:
+    """Length of [edges[j], edges[j + 1]] ∩ [centre − half, centre + half] for every bucket j.
+
+    Computed relative to the centre (as the Square-Wave bucket masses), so a window narrower than the
+    float spacing near it keeps its full length 2·half; with ``open_ends`` the outer edges are open, so
+    that rounding of a window that touches an end of the range never cuts it.
+    """
+    width = np.diff(edges)
+    cut = edges.copy()
+    if open_ends:
+        cut[0] = -np.inf
+        cut[-1] = np.inf
+    return np.clip(np.minimum(cut[1:] - centre, half) - np.maximum(cut[:-1] - centre, -half), 0.0, width)
+
+
+def _overlap_offsets(edges: np.ndarray, anchor, lo, hi) -> np.ndarray:
+    """Length of [edges[j], edges[j + 1]] ∩ [anchor + lo, anchor + hi], measured from the anchor."""
+    width = np.diff(edges)
+    return np.clip(np.minimum(edges[1:] - anchor, hi) - np.maximum(edges[:-1] - anchor, lo), 0.0, width)
+
+
+def _masses(overlap: np.ndarray, w: float, epsilon: float, length: float) -> np.ndarray:
+    """Bucket masses (w·e^{−ε/2} + (e^{ε/2} − e^{−ε/2})·overlap)/length of the two-level density."""
+    hi = math.exp(0.5 * epsilon)
+    lo = math.exp(-0.5 * epsilon)
+    return (w * lo + (hi - lo) * overlap) / length
+
+
 @dataclass(frozen=True)
 class _Piecewise:
     """Shared parts: ε validation and the two density levels."""
@@ -218,6 +246,19 @@ class PiecewiseLinear(_Piecewise):
         outside = yc - inside
         return np.clip(inside * math.exp(0.5 * self.epsilon) + outside * math.exp(-0.5 * self.epsilon), 0, 1)
 
+    def probabilities(self, v, buckets: int = 1024) -> np.ndarray:
+        """Exact probability of each of ``buckets`` equal buckets of [0, 1], shape (M,) or (n, M).
+
+        Mass of bucket B_j = w·e^{−ε/2} + (e^{ε/2} − e^{−ε/2})·|B_j ∩ window|, w = 1/M: between
+        w·e^{−ε/2} and w·e^{ε/2} for every input, so any two rows differ by at most e^ε.
+        """
+        lo, _ = self.window(v)
+        m = check_int_range(buckets, "buckets", caller=type(self).__name__, minimum=1)
+        c = self.half_width
+        edges = np.linspace(0.0, 1.0, m + 1)
+        overlap = _overlap(edges, lo[..., None] + c, c, open_ends=True)
+        return _masses(overlap, 1.0 / m, self.epsilon, 1.0)
+
     def perturb(self, v, *, rng=None) -> np.ndarray:
         """Release one noisy value in [0, 1] per input (same shape as ``v``)."""
         arr = self._inputs(v)
@@ -290,6 +331,26 @@ class PiecewiseCircular(_Piecewise):
         hi_d = math.exp(0.5 * self.epsilon) / TWO_PI
         lo_d = math.exp(-0.5 * self.epsilon) / TWO_PI
         return np.clip(inside * hi_d + outside * lo_d, 0.0, 1.0)
+
+    def probabilities(self, theta, buckets: int = 1024) -> np.ndarray:
+        """Exact probability of each of ``buckets`` equal arcs of [0, 2π), shape (M,) or (n, M).
+
+        Mass of arc B_j = (w·e^{−ε/2} + (e^{ε/2} − e^{−ε/2})·|B_j ∩ arc(θ)|)/(2π), w = 2π/M.
+        """
+        theta = self._inputs(theta)[..., None]
+        m = check_int_range(buckets, "buckets", caller=type(self).__name__, minimum=1)
+        a = self.half_width
+        edges = np.linspace(0.0, TWO_PI, m + 1)
+        # the arc as up to two pieces, each measured from an anchor it contains exactly (θ, 0 or 2π), so
+        # that a piece cut by the wrap keeps its length to the rounding of a (not of 2π)
+        wrap_low = theta - a < 0.0
+        wrap_high = theta + a >= TWO_PI
+        lo = np.where(wrap_low, -theta, -a)
+        hi = np.where(wrap_high, TWO_PI - theta, a)
+        overlap = _overlap_offsets(edges, theta, lo, hi)
+        overlap = overlap + np.where(wrap_low, _overlap_offsets(edges, TWO_PI, theta - a, 0.0), 0.0)
+        overlap = overlap + np.where(wrap_high, _overlap_offsets(edges, 0.0, 0.0, (theta - TWO_PI) + a), 0.0)
+        return _masses(overlap, TWO_PI / m, self.epsilon, TWO_PI)
 
     def perturb(self, theta, *, rng=None) -> np.ndarray:
         """Release one noisy direction in [0, 2π) per input (same shape as ``theta``)."""
