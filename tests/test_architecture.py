@@ -34,7 +34,11 @@ LAYERS: list[tuple[str, ...]] = [
     ("budget", "pointset", "accounting", "points"),  # budgets, ledgers, accounting; public point sets
     ("mechanisms",),  # the ε-LDP primitives
     ("trajectory",),  # TP, ATP, PointEM and the array engine
-    ("_frames", "_zones"),  # the one GeoPandas <-> arrays boundary; the one zone validator
+    (
+        "_frames",
+        "_zones",
+        "_box",
+    ),  # the one GeoPandas <-> arrays boundary; the one zone validator; TraCS's box
     # budget_strategies: the shared per-user driver (needs only accounting), run by perturb and report
     ("budget_strategies", "queries", "_release", "estimate", "ldptrace", "reports"),  # release pipelines
     ("metrics", "prepare", "planner", "designs"),  # utility metrics; GPS preparation; the planner
@@ -261,6 +265,7 @@ def test_docs_declare_the_same_layers():
 #: boundary (``_frames``, ``_zones``) instead, or add the module here deliberately.
 GEO_LIBRARIES = ("geopandas", "pyproj", "shapely")
 GEO_IMPORTERS: dict[str, set[str]] = {
+    "geoldp._box": {"pyproj"},
     "geoldp._frames": {"geopandas", "pyproj", "shapely"},
     "geoldp._release": {"geopandas"},
     "geoldp._zones": {"geopandas", "pyproj", "shapely"},

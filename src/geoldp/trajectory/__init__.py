@@ -7,10 +7,10 @@ https://arxiv.org/abs/2307.09339
 from __future__ import annotations
 
 from geoldp.trajectory.atp import ATP
-from geoldp.trajectory.engine import perturb_trajectories, precompute
+from geoldp.trajectory.engine import perturb_coordinates, perturb_trajectories, precompute
 from geoldp.trajectory.pointem import PointEM
 from geoldp.trajectory.tp import TP
-from geoldp.trajectory.tracs import TraCSC, TraCSD, perturb_coordinates
+from geoldp.trajectory.tracs import TraCSC, TraCSD
 
 __all__ = [
     "ATP",

@@ -33,6 +33,7 @@ __all__ = [
     "MECHANISMS",
     "check_budgets",
     "kernel_state",
+    "perturb_coordinates",
     "perturb_trajectories",
     "precompute",
     "resolve_mechanism",
@@ -547,3 +548,88 @@ def _perturb_with_transcript(trajectory, points, mechanism, *, rng):
     ctx = _ref.Context(mech, points, traj.shape[0])
     out, runs = _ref.perturb_one(ctx, points.lam[traj], points.phi[traj], source)
     return out, _ref.transcript_of(runs), mech.ledger(traj.shape[0]), _ref.diagnostics_of(ctx, runs)
+
+
+def perturb_coordinates(
+    trajectories,
+    *,
+    mechanism="tracs-d",
+    epsilon=None,
+    rng=None,
+    return_ledger: bool = False,
+    **options,
+):
+    """Release trajectories of planar coordinates with TraCS-D or TraCS-C (no public point set needed).
+
+    Parameters
+    ----------
+    trajectories : sequence of (n, 2) float arrays
+        Each trajectory's locations, in the planar units of ``bounds`` (a projected CRS). One trajectory is
+        the unit of privacy: it receives the whole ``epsilon``.
+    mechanism : {"tracs-d", "tracs-c"} or TraCSD / TraCSC object, default "tracs-d"
+    epsilon : float, optional
+        Budget per trajectory; required with a name.
+    rng : {None, int, array_like[ints], SeedSequence, BitGenerator, Generator}, optional
+        ``None`` (default) uses the operating system's CSPRNG; anything else seeds NumPy (experiments and
+        tests only).
+    return_ledger : bool, default False
+        Also return each trajectory's ledger.
+    **options
+        ``bounds`` (required with a name), ``direction_share``, ``origin`` (TraCS-D), ``x_share`` (TraCS-C).
+
+    Returns
+    -------
+    outputs : list of (n, 2) float arrays
+    ledgers : list of Ledger
+        Only with ``return_ledger=True``.
+
+    Raises
+    ------
+    TypeError, ValueError
+        A bad mechanism, ε, option, or a trajectory that is not an (n ≥ 1, 2) array of finite numbers (the
+        message gives its position).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from geoldp.trajectory import perturb_coordinates
+    >>> out = perturb_coordinates([np.array([[10.0, 20.0], [30.0, 40.0]])], mechanism="tracs-c",
+    ...                           epsilon=2.0, bounds=(0, 0, 100, 100), rng=0)
+    >>> out[0].shape
+    (2, 2)
+    """
+    caller = "perturb_coordinates"
+    with release_scope():
+        return _perturb_coordinates(trajectories, mechanism, epsilon, rng, return_ledger, options, caller)
+
+
+def _perturb_coordinates(trajectories, mechanism, epsilon, rng, return_ledger, options, caller):
+    mech = resolve_mechanism(mechanism, epsilon, options, caller=caller)
+    if not getattr(mech, "continuous", False):
+        raise ValueError(
+            f"{caller} releases coordinates with 'tracs-d' or 'tracs-c'; use perturb_trajectories for "
+            f"{mech.name!r}."
+        )
+    arrays = []
+    for pos, traj in enumerate(trajectories):
+        arr = np.asarray(traj)
+        if arr.dtype.kind not in "iuf" or arr.ndim != 2 or arr.shape[1] != 2 or arr.shape[0] == 0:
+            raise ValueError(f"Trajectory {pos} passed to {caller} must be an (n >= 1, 2) array of numbers.")
+        arr = arr.astype(np.float64)
+        if not np.all(np.isfinite(arr)):
+            raise ValueError(f"Trajectory {pos} passed to {caller} has a NaN or infinite coordinate.")
+        arrays.append(arr)
+    lengths = [a.shape[0] for a in arrays]
+    for n in sorted(set(lengths)):
+        mech.check_budgets(n)
+    source = resolve_rng(rng)
+    outputs: list[np.ndarray] = []
+    if arrays:
+        flat = np.concatenate(arrays)
+        offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+        ox, oy = mech.perturb_xy(flat[:, 0], flat[:, 1], offsets, key=source.stream_key())
+        out = np.column_stack([ox, oy])
+        outputs = [out[offsets[i] : offsets[i + 1]] for i in range(len(arrays))]
+    if return_ledger:
+        return outputs, [mech.ledger(n) for n in lengths]
+    return outputs

@@ -43,7 +43,7 @@ from typing import ClassVar
 import numpy as np
 
 from geoldp._kernels import TWO_PI, jit, jit_inline
-from geoldp._random import resolve_rng, stream_bernoulli, stream_reset, stream_uniform
+from geoldp._random import stream_bernoulli, stream_reset, stream_uniform
 from geoldp._validation import check_option
 from geoldp.budget import Ledger, LedgerEntry, exact_share
 from geoldp.mechanisms.piecewise import (
@@ -63,7 +63,6 @@ __all__ = [
     "check_box",
     "direction_and_distance",
     "edge_distance",
-    "perturb_coordinates",
 ]
 
 #: The paper's direction share π/(π + 1) of each location's budget (as the exact value of the float).
@@ -239,10 +238,12 @@ class _TraCS:
     name: ClassVar[str] = ""
     #: The ledger kinds of a location's two stages, in draw order.
     stage_kinds: ClassVar[tuple[str, str]] = ("", "")
+    #: What each of the two stages releases (provenance).
+    stage_names: ClassVar[tuple[str, str]] = ("", "")
     #: Releases continuous coordinates (no public point set needed; snapping to one is post-processing).
     continuous: ClassVar[bool] = True
 
-    def _common(self, share) -> None:
+    def _common(self) -> None:
         caller = type(self).__name__
         object.__setattr__(self, "epsilon", coerce_epsilon(self.epsilon, caller))
         object.__setattr__(self, "bounds", check_box(self.bounds, caller=caller))
@@ -286,7 +287,7 @@ class _TraCS:
             A stage budget that is 0 (ε too small for n) or above the piecewise limit (50).
         """
         caller = type(self).__name__
-        for kind, eps in zip(self.stage_kinds, self.stage_budgets(n), strict=True):
+        for kind, eps in zip(self.stage_names, self.stage_budgets(n), strict=True):
             if not (eps > 0.0 and math.isfinite(eps)):
                 raise ValueError(f"The {kind} budget of {caller} ({eps!r}) for length {n} must be > 0.")
             if eps > PIECEWISE_EPS_MAX:
@@ -371,13 +372,14 @@ class TraCSD(_TraCS):
 
     name: ClassVar[str] = "tracs-d"
     stage_kinds: ClassVar[tuple[str, str]] = ("direction_pw", "distance_pw")
+    stage_names: ClassVar[tuple[str, str]] = ("direction", "distance")
 
     def __post_init__(self) -> None:
         caller = type(self).__name__
         object.__setattr__(self, "_share", _check_share(self.direction_share, "direction_share", caller))
         object.__setattr__(self, "direction_share", self._share)
         object.__setattr__(self, "origin", check_option(self.origin, "origin", _ORIGINS, caller))
-        self._common(self._share)
+        self._common()
 
     @property
     def origin_point(self) -> tuple[float, float]:
@@ -426,12 +428,13 @@ class TraCSC(_TraCS):
 
     name: ClassVar[str] = "tracs-c"
     stage_kinds: ClassVar[tuple[str, str]] = ("coordinate_pw", "coordinate_pw")
+    stage_names: ClassVar[tuple[str, str]] = ("x", "y")
 
     def __post_init__(self) -> None:
         caller = type(self).__name__
         object.__setattr__(self, "_share", _check_share(self.x_share, "x_share", caller))
         object.__setattr__(self, "x_share", self._share)
-        self._common(self._share)
+        self._common()
 
     def _run(self, x, y, offsets, box, eps_a, eps_b, key, first, buf, state, out_x, out_y) -> None:
         _tracs_c_kernel(x, y, offsets, box, eps_a, eps_b, key, first, buf, state, out_x, out_y)
@@ -439,84 +442,3 @@ class TraCSC(_TraCS):
     def options(self) -> dict:
         """JSON-able description of the mechanism and every option (for provenance)."""
         return self._options("x_share")
-
-
-def perturb_coordinates(
-    trajectories,
-    *,
-    mechanism="tracs-d",
-    epsilon=None,
-    rng=None,
-    return_ledger: bool = False,
-    **options,
-):
-    """Release trajectories of planar coordinates with TraCS-D or TraCS-C (no public point set needed).
-
-    Parameters
-    ----------
-    trajectories : sequence of (n, 2) float arrays
-        Each trajectory's locations, in the planar units of ``bounds`` (a projected CRS). One trajectory is
-        the unit of privacy: it receives the whole ``epsilon``.
-    mechanism : {"tracs-d", "tracs-c"} or TraCSD / TraCSC object, default "tracs-d"
-    epsilon : float, optional
-        Budget per trajectory; required with a name.
-    rng : {None, int, array_like[ints], SeedSequence, BitGenerator, Generator}, optional
-        ``None`` (default) uses the operating system's CSPRNG; anything else seeds NumPy (experiments and
-        tests only).
-    return_ledger : bool, default False
-        Also return each trajectory's ledger.
-    **options
-        ``bounds`` (required with a name), ``direction_share``, ``origin`` (TraCS-D), ``x_share`` (TraCS-C).
-
-    Returns
-    -------
-    outputs : list of (n, 2) float arrays
-    ledgers : list of Ledger
-        Only with ``return_ledger=True``.
-
-    Raises
-    ------
-    TypeError, ValueError
-        A bad mechanism, ε, option, or a trajectory that is not an (n ≥ 1, 2) array of finite numbers (the
-        message gives its position).
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> out = perturb_coordinates([np.array([[10.0, 20.0], [30.0, 40.0]])], mechanism="tracs-c",
-    ...                           epsilon=2.0, bounds=(0, 0, 100, 100), rng=0)
-    >>> out[0].shape
-    (2, 2)
-    """
-    from geoldp.trajectory.engine import resolve_mechanism
-
-    caller = "perturb_coordinates"
-    mech = resolve_mechanism(mechanism, epsilon, options, caller=caller)
-    if not getattr(mech, "continuous", False):
-        raise ValueError(
-            f"{caller} releases coordinates with 'tracs-d' or 'tracs-c'; use perturb_trajectories for "
-            f"{mech.name!r}."
-        )
-    arrays = []
-    for pos, traj in enumerate(trajectories):
-        arr = np.asarray(traj)
-        if arr.dtype.kind not in "iuf" or arr.ndim != 2 or arr.shape[1] != 2 or arr.shape[0] == 0:
-            raise ValueError(f"Trajectory {pos} passed to {caller} must be an (n >= 1, 2) array of numbers.")
-        arr = arr.astype(np.float64)
-        if not np.all(np.isfinite(arr)):
-            raise ValueError(f"Trajectory {pos} passed to {caller} has a NaN or infinite coordinate.")
-        arrays.append(arr)
-    lengths = [a.shape[0] for a in arrays]
-    for n in sorted(set(lengths)):
-        mech.check_budgets(n)
-    source = resolve_rng(rng)
-    outputs: list[np.ndarray] = []
-    if arrays:
-        flat = np.concatenate(arrays)
-        offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
-        ox, oy = mech.perturb_xy(flat[:, 0], flat[:, 1], offsets, key=source.stream_key())
-        out = np.column_stack([ox, oy])
-        outputs = [out[offsets[i] : offsets[i + 1]] for i in range(len(arrays))]
-    if return_ledger:
-        return outputs, [mech.ledger(n) for n in lengths]
-    return outputs
