@@ -129,6 +129,9 @@ def test_errors_and_the_box_warning(city):
     with warnings.catch_warnings():
         warnings.simplefilter("error", PrivacyWarning)
         trips.ldp.perturb(mechanism="tracs-c", epsilon=8.0, bounds=box, rng=0)
+    x0, y0, x1, y1 = box
+    with pytest.warns(geoldp.GeoLDPWarning, match=r"vertex\(es\) in \d+ row\(s\).*outside the 'bounds' box"):
+        trips.ldp.perturb(mechanism="tracs-d", epsilon=1.0, bounds=(x0, y0, 0.5 * (x0 + x1), y1), rng=0)
     before = trips.copy()
     trips.ldp.perturb(mechanism="tracs-d", epsilon=1.0, bounds=box, rng=0)
     assert trips.equals(before)
@@ -158,6 +161,37 @@ def test_planar_box_of_a_lon_lat_box_contains_it():
     assert np.all((x >= x0) & (x <= x1) & (y >= y0) & (y <= y1))
     assert abs(x[2]) < 1e-6 and abs(y[2]) < 1e-6  # the centre of the box is the origin of the plane
     assert 0 < box.max_scale_distortion < 1e-5
+
+
+def test_cli_perturb_tracs(tmp_path, city, capsys):
+    import json
+
+    import geopandas as gpd
+
+    from geoldp.cli import main
+
+    points, trips = city
+    trips_path, points_path = tmp_path / "trips.geojson", tmp_path / "points.geojson"
+    trips.to_file(trips_path, driver="GeoJSON")
+    points.to_file(points_path, driver="GeoJSON")
+    box = ",".join(str(v) for v in public_box(trips))
+    out = tmp_path / "out.geojson"
+    args = ["perturb", str(trips_path), "--mechanism", "tracs-d", "--epsilon", "4", f"--bounds={box}"]
+    assert main([*args, "-o", str(out), "--seed", "1"]) == 0
+    ledger = json.loads((tmp_path / "out.geojson.ledger.json").read_text())
+    assert ledger["mechanism"] == "tracs-d" and ledger["box"]["bounds"] == list(public_box(trips))
+    assert len(gpd.read_file(out)) == len(trips)
+    snapped = tmp_path / "snapped.geojson"
+    assert main([*args, "--points", str(points_path), "-o", str(snapped)]) == 0
+    pxy = {tuple(p) for p in shapely.get_coordinates(points.geometry.values).round(9)}
+    got = shapely.get_coordinates(gpd.read_file(snapped).geometry.values).round(9)
+    assert all(tuple(v) in pxy for v in got)
+    capsys.readouterr()
+    base = ["perturb", str(trips_path), "--epsilon", "4", "-o", str(tmp_path / "x.geojson")]
+    assert main([*base, "--mechanism", "tracs-c"]) == 2
+    assert "--bounds" in capsys.readouterr().err
+    assert main([*base, "--points", str(points_path), f"--bounds={box}"]) == 2
+    assert "--bounds goes with" in capsys.readouterr().err
 
 
 dask_geopandas = pytest.importorskip("dask_geopandas")

@@ -26,9 +26,9 @@ import numpy as np
 from pyproj import CRS, Transformer
 
 from geoldp._frames import WGS84
-from geoldp.errors import PrivacyWarning
+from geoldp.errors import GeoLDPWarning, PrivacyWarning
 
-__all__ = ["PlanarBox", "planar_box", "warn_if_box_from"]
+__all__ = ["PlanarBox", "planar_box", "warn_if_box_from", "warn_outside"]
 
 #: Points per side of the box when its boundary is projected (the rectangle must contain the whole box).
 _DENSIFY = 256
@@ -158,3 +158,24 @@ def warn_if_box_from(frame: Any, box: PlanarBox, *, stacklevel: int = 2) -> bool
             stacklevel=stacklevel + 1,
         )
     return same
+
+
+def warn_outside(ft: Any, x: np.ndarray, y: np.ndarray, box: PlanarBox, *, caller: str) -> int:
+    """Warn (GeoLDPWarning, counts only) about vertices outside the planar box; return their number.
+
+    They are released as the nearest point of the box (the guarantee holds for any input), so their
+    outputs cannot reflect where they were.
+    """
+    x0, y0, x1, y1 = box.planar_bounds
+    outside = (x < x0) | (x > x1) | (y < y0) | (y > y1)
+    count = int(outside.sum())
+    if count:
+        rows = int(np.unique(ft.vertex_rows[outside]).size)
+        warnings.warn(
+            f"{count} vertex(es) in {rows} row(s) of the trajectories passed to {caller} lie outside the "
+            "'bounds' box: each is released as the nearest point of the box, so its output cannot reflect "
+            "where it was. Use a public box that covers the area of the collection.",
+            GeoLDPWarning,
+            stacklevel=5,
+        )
+    return count

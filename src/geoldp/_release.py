@@ -535,6 +535,8 @@ class Request:
             caller=self.caller,
         )
         if self.box is not None:  # continuous space: nothing to snap before the release
+            ft.memo["plane"] = self.box.to_plane(ft.lon, ft.lat)
+            _box.warn_outside(ft, *ft.memo["plane"], self.box, caller=self.caller)
             return ft, []
         seqs, dist = _frames.snap(ft, self.ps, snap_max_km=self.snap_max_km, caller=self.caller)
         del dist  # private: never leaves this function
@@ -673,7 +675,7 @@ class Plan:
         """
         req = self.request
         box = req.box
-        x, y = box.to_plane(ft.lon, ft.lat)
+        x, y = ft.memo.pop("plane", None) or box.to_plane(ft.lon, ft.lat)
         ox, oy = req.mech.perturb_xy(x, y, ft.offsets, key=self.key, first_stream=offset)
         del x, y
         if self.xy is None:
