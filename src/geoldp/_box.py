@@ -18,6 +18,7 @@ bounds and discards them.
 
 from __future__ import annotations
 
+import threading
 import warnings
 from dataclasses import dataclass
 from typing import Any
@@ -34,6 +35,24 @@ __all__ = ["PlanarBox", "planar_box", "warn_if_box_from", "warn_outside"]
 _DENSIFY = 256
 #: A data frame whose bounds match the box to this fraction of its span is taken as its source.
 _SAME_RTOL = 1e-9
+
+
+_LOCAL = threading.local()
+
+
+def _transformer(src: CRS, dst: CRS) -> Transformer:
+    """A Transformer from ``src`` to ``dst`` (always_xy), built once per thread (building one takes ~50 ms;
+    a Transformer must not be shared between threads). The cache holds public CRSs only."""
+    cache = getattr(_LOCAL, "cache", None)
+    if cache is None:
+        cache = _LOCAL.cache = {}
+    key = (src.to_wkt(), dst.to_wkt())
+    tr = cache.get(key)
+    if tr is None:
+        if len(cache) >= 16:
+            cache.clear()
+        tr = cache[key] = Transformer.from_crs(src, dst, always_xy=True)
+    return tr
 
 
 @dataclass(frozen=True)
@@ -65,19 +84,19 @@ class PlanarBox:
 
     def to_plane(self, lon: np.ndarray, lat: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """WGS 84 coordinates (as the frame boundary extracts them) to the plane."""
-        x, y = Transformer.from_crs(WGS84, self.plane, always_xy=True).transform(lon, lat)
+        x, y = _transformer(CRS.from_user_input(WGS84), self.plane).transform(lon, lat)
         return np.ascontiguousarray(x, dtype=np.float64), np.ascontiguousarray(y, dtype=np.float64)
 
     def to_crs(self, x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Planar coordinates to the trajectories' CRS (the output's)."""
         if self.plane.equals(self.crs):
             return np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)
-        ox, oy = Transformer.from_crs(self.plane, self.crs, always_xy=True).transform(x, y)
+        ox, oy = _transformer(self.plane, self.crs).transform(x, y)
         return np.asarray(ox, dtype=np.float64), np.asarray(oy, dtype=np.float64)
 
     def to_wgs84(self, x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Planar coordinates to WGS 84 (to snap released locations to public points)."""
-        lon, lat = Transformer.from_crs(self.plane, WGS84, always_xy=True).transform(x, y)
+        lon, lat = _transformer(self.plane, CRS.from_user_input(WGS84)).transform(x, y)
         return np.asarray(lon, dtype=np.float64), np.asarray(lat, dtype=np.float64)
 
     def record(self) -> dict[str, Any]:
