@@ -335,7 +335,7 @@ def _provenance(
     policy: str,
     lengths: np.ndarray,
     snap_max_km: float | None,
-    snap_warn_km: float,
+    snap_warn_km: float | None,
     kind: str,
     traj_id_col: Any,
     time_col: Any,
@@ -535,8 +535,8 @@ class Request:
             caller=self.caller,
         )
         if self.box is not None:  # continuous space: nothing to snap before the release
-            ft.memo["plane"] = self.box.to_plane(ft.lon, ft.lat)
-            _box.warn_outside(ft, *ft.memo["plane"], self.box, caller=self.caller)
+            x, y = ft.memo["plane"] = self.box.to_plane(ft.lon, ft.lat)
+            _box.warn_outside(ft, x, y, self.box, caller=self.caller)
             return ft, []
         seqs, dist = _frames.snap(ft, self.ps, snap_max_km=self.snap_max_km, caller=self.caller)
         del dist  # private: never leaves this function
@@ -702,6 +702,8 @@ class Plan:
             )
         else:
             outputs = self.perturb(seqs, offset=offset, progress=progress)
+            if self.xy is None:  # a plan without public points perturbs in continuous space only
+                raise RuntimeError(f"{self.request.caller}: the release has no public points.")
             geometry = _frames.build_geometry(ft, outputs, self.xy, len(frame))
         data = {c: frame[c].copy(deep=True) for c in self.columns if c != self.geom_col}
         out_frame = pd.DataFrame(data, index=frame.index.copy())

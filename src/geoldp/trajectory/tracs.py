@@ -37,7 +37,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from fractions import Fraction
-from numbers import Real
+from numbers import Rational, Real
 from typing import ClassVar
 
 import numpy as np
@@ -112,7 +112,7 @@ def _check_share(value, name: str, caller: str) -> Fraction:
             f"Got {type(value).__name__} instead."
         )
     try:
-        share = Fraction(value)
+        share = Fraction(value) if isinstance(value, Rational) else Fraction(float(value))
     except (ValueError, OverflowError):
         share = None
     if share is None or not (0 < share < 1):
