@@ -2,8 +2,9 @@
 the frame path (``gdf.ldp.perturb``, lon/lat input, continuous output and snapped to public points).
 
 Plain script, synthetic planar data (uniform in a 40 km box; trajectories of 4 locations; ε = 4 per
-trajectory). Each figure is the best of ``--repeat`` runs after a warm-up (compilation excluded), wall
-time of a single thread (``NUMBA_NUM_THREADS`` does not matter: the kernels are sequential). The target is
+trajectory). Each figure is the best of ``--repeat`` runs after a warm-up (compilation excluded), in CPU
+time of the process (``time.process_time``: the machine is shared, so wall time depends on the load; the
+kernels run on one thread). The target is
 at least 10⁶ points per second for the kernel (Θ(1) work per location).
 
 Usage::
@@ -32,9 +33,9 @@ LENGTH = 4
 def best(fn, repeat: int) -> float:
     times = []
     for _ in range(repeat):
-        t0 = time.perf_counter()
+        t0 = time.process_time()
         fn()
-        times.append(time.perf_counter() - t0)
+        times.append(time.process_time() - t0)
     return min(times)
 
 

@@ -63,6 +63,7 @@ __all__ = [
     "check_box",
     "direction_and_distance",
     "edge_distance",
+    "edge_distance_cs",
 ]
 
 #: The paper's direction share π/(π + 1) of each location's budget (as the exact value of the float).
@@ -123,15 +124,13 @@ def _check_share(value, name: str, caller: str) -> Fraction:
 
 
 @jit_inline
-def edge_distance(rx, ry, phi, x0, y0, x1, y1):
-    """Distance from (rx, ry) (inside the box) to the box's edge along direction φ (radians from +x).
+def edge_distance_cs(rx, ry, c, s, x0, y0, x1, y1):
+    """Distance from (rx, ry) (inside the box) to the box's edge along the unit vector (c, s).
 
     A component below :data:`_AXIS` in magnitude counts as 0: cos(3π/2) rounds to −1.8·10⁻¹⁶, which
     would otherwise make a ray along the box's edge leave the box at once (the drift this ignores is at
     most 10⁻¹² of the distance; outputs are clamped to the box).
     """
-    c = math.cos(phi)
-    s = math.sin(phi)
     d = math.inf
     if c > _AXIS:
         d = min(d, (x1 - rx) / c)
@@ -144,6 +143,12 @@ def edge_distance(rx, ry, phi, x0, y0, x1, y1):
     if not (d > 0.0):  # the reference on the edge, pointing out (or rounding just below 0)
         d = 0.0
     return d
+
+
+@jit_inline
+def edge_distance(rx, ry, phi, x0, y0, x1, y1):
+    """Distance from (rx, ry) (inside the box) to the box's edge along direction φ (radians from +x)."""
+    return edge_distance_cs(rx, ry, math.cos(phi), math.sin(phi), x0, y0, x1, y1)
 
 
 @jit_inline
@@ -171,10 +176,12 @@ def direction_and_distance(px, py, rx, ry, x0, y0, x1, y1):
         theta += TWO_PI
     if theta >= TWO_PI:
         theta = 0.0
-    d = edge_distance(rx, ry, theta, x0, y0, x1, y1)
+    r = math.hypot(dx, dy)
+    # the edge distance along the location's own direction (dx, dy)/r: no trigonometry needed
+    d = edge_distance_cs(rx, ry, dx / r, dy / r, x0, y0, x1, y1)
     if not (d > 0.0):
         return theta, 0.0
-    return theta, _clamp(math.hypot(dx, dy) / d, 0.0, 1.0)
+    return theta, _clamp(r / d, 0.0, 1.0)
 
 
 @jit
@@ -197,9 +204,11 @@ def _tracs_d_kernel(x, y, offsets, box, origin, eps_a, eps_b, key, first_stream,
             phi = circular_sample(theta, a, h, stream_uniform(key, buf, state))
             h = stream_bernoulli(key, buf, state, high_b)
             w = linear_sample(v, c, h, stream_uniform(key, buf, state))
-            r = w * edge_distance(rx, ry, phi, x0, y0, x1, y1)
-            ox = _clamp(rx + r * math.cos(phi), x0, x1)
-            oy = _clamp(ry + r * math.sin(phi), y0, y1)
+            cp = math.cos(phi)
+            sp = math.sin(phi)
+            r = w * edge_distance_cs(rx, ry, cp, sp, x0, y0, x1, y1)
+            ox = _clamp(rx + r * cp, x0, x1)
+            oy = _clamp(ry + r * sp, y0, y1)
             out_x[i] = ox
             out_y[i] = oy
             rx = ox
