@@ -50,6 +50,7 @@ __all__ = [
     "linear_params",
     "linear_sample",
     "linear_window_start",
+    "split_uniform",
 ]
 
 #: Largest ε a piecewise mechanism accepts (see the module notes).
@@ -68,6 +69,21 @@ def circular_params(epsilon):
     """``(a, high)``: half-width a = π·t/(1 + t) of the arc and its mass 1/(1 + t), t = e^{−ε/2}."""
     t = math.exp(-0.5 * epsilon)
     return math.pi * t / (1.0 + t), 1.0 / (1.0 + t)
+
+
+@jit_inline
+def split_uniform(u, high):
+    """One uniform u ∈ [0, 1) as the window branch (u < high) and a fresh uniform for the position.
+
+    Given the branch, u/high (resp. (u − high)/(1 − high)) is uniform on [0, 1): the trajectory kernels
+    draw one uniform per stage instead of a ``bernoulli`` and a ``uniform`` (half the random words).
+    """
+    if u < high:
+        return True, u / high
+    w = (u - high) / (1.0 - high)
+    if w >= 1.0:  # 1 − high rounds at large ε
+        w = 0.9999999999999999
+    return False, w
 
 
 @jit_inline

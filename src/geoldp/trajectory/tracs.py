@@ -24,7 +24,8 @@ sequential composition makes each location (ε/n)-LDP and the trajectory ε-LDP 
 trajectories of the same length n, as TP and ATP; the length itself is released).
 
 Randomness: trajectory ``i`` draws from the ChaCha20 stream ``offset + i`` under one key (as the fast path
-of TP/ATP), per location: direction (or x) branch, uniform, then distance (or y) branch, uniform.
+of TP/ATP), per location one uniform for the direction (or x) and one for the distance (or y), each split
+into the window branch and the position (:func:`geoldp.mechanisms.piecewise.split_uniform`).
 
 References
 ----------
@@ -43,7 +44,7 @@ from typing import ClassVar
 import numpy as np
 
 from geoldp._kernels import TWO_PI, jit, jit_inline
-from geoldp._random import stream_bernoulli, stream_reset, stream_uniform
+from geoldp._random import stream_reset, stream_uniform
 from geoldp._validation import check_option
 from geoldp.budget import Ledger, LedgerEntry, exact_share
 from geoldp.mechanisms.piecewise import (
@@ -52,6 +53,7 @@ from geoldp.mechanisms.piecewise import (
     circular_sample,
     linear_params,
     linear_sample,
+    split_uniform,
 )
 from geoldp.trajectory._base import coerce_epsilon, fraction_str, warn_large_epsilon
 from geoldp.trajectory.tp import check_length
@@ -200,10 +202,10 @@ def _tracs_d_kernel(x, y, offsets, box, origin, eps_a, eps_b, key, first_stream,
             px = _clamp(x[i], x0, x1)
             py = _clamp(y[i], y0, y1)
             theta, v = direction_and_distance(px, py, rx, ry, x0, y0, x1, y1)
-            h = stream_bernoulli(key, buf, state, high_a)
-            phi = circular_sample(theta, a, h, stream_uniform(key, buf, state))
-            h = stream_bernoulli(key, buf, state, high_b)
-            w = linear_sample(v, c, h, stream_uniform(key, buf, state))
+            h, u = split_uniform(stream_uniform(key, buf, state), high_a)
+            phi = circular_sample(theta, a, h, u)
+            h, u = split_uniform(stream_uniform(key, buf, state), high_b)
+            w = linear_sample(v, c, h, u)
             cp = math.cos(phi)
             sp = math.sin(phi)
             r = w * edge_distance_cs(rx, ry, cp, sp, x0, y0, x1, y1)
@@ -228,10 +230,10 @@ def _tracs_c_kernel(x, y, offsets, box, eps_a, eps_b, key, first_stream, buf, st
         for i in range(offsets[t], offsets[t + 1]):
             u = _clamp((x[i] - x0) / wx, 0.0, 1.0)
             v = _clamp((y[i] - y0) / wy, 0.0, 1.0)
-            h = stream_bernoulli(key, buf, state, high_a)
-            su = linear_sample(u, ca, h, stream_uniform(key, buf, state))
-            h = stream_bernoulli(key, buf, state, high_b)
-            sv = linear_sample(v, cb, h, stream_uniform(key, buf, state))
+            h, w = split_uniform(stream_uniform(key, buf, state), high_a)
+            su = linear_sample(u, ca, h, w)
+            h, w = split_uniform(stream_uniform(key, buf, state), high_b)
+            sv = linear_sample(v, cb, h, w)
             out_x[i] = _clamp(x0 + su * wx, box[0], box[2])
             out_y[i] = _clamp(y0 + sv * wy, box[1], box[3])
 
