@@ -612,24 +612,35 @@ def _perturb_coordinates(trajectories, mechanism, epsilon, rng, return_ledger, o
         )
     arrays = []
     for pos, traj in enumerate(trajectories):
-        arr = np.asarray(traj)
-        if arr.dtype.kind not in "iuf" or arr.ndim != 2 or arr.shape[1] != 2 or arr.shape[0] == 0:
+        if type(traj) is np.ndarray and traj.dtype == np.float64 and traj.ndim == 2 and traj.shape[1] == 2:
+            arr = traj  # the common case: finiteness is checked below, all at once
+        else:
+            arr = np.asarray(traj)
+            if arr.dtype.kind not in "iuf" or arr.ndim != 2 or arr.shape[1] != 2:
+                raise ValueError(
+                    f"Trajectory {pos} passed to {caller} must be an (n >= 1, 2) array of numbers."
+                )
+            arr = arr.astype(np.float64)
+        if arr.shape[0] == 0:
             raise ValueError(f"Trajectory {pos} passed to {caller} must be an (n >= 1, 2) array of numbers.")
-        arr = arr.astype(np.float64)
-        if not np.all(np.isfinite(arr)):
-            raise ValueError(f"Trajectory {pos} passed to {caller} has a NaN or infinite coordinate.")
         arrays.append(arr)
     lengths = [a.shape[0] for a in arrays]
-    for n in sorted(set(lengths)):
-        mech.check_budgets(n)
-    source = resolve_rng(rng)
     outputs: list[np.ndarray] = []
     if arrays:
         flat = np.concatenate(arrays)
-        offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+        offsets = np.zeros(len(arrays) + 1, dtype=np.int64)
+        np.cumsum(lengths, out=offsets[1:])
+        bad = ~np.isfinite(flat).all(axis=1)
+        if bad.any():
+            pos = int(np.searchsorted(offsets, np.flatnonzero(bad)[0], side="right") - 1)
+            raise ValueError(f"Trajectory {pos} passed to {caller} has a NaN or infinite coordinate.")
+        for n in sorted(set(lengths)):
+            mech.check_budgets(n)
+        source = resolve_rng(rng)
         ox, oy = mech.perturb_xy(flat[:, 0], flat[:, 1], offsets, key=source.stream_key())
         out = np.column_stack([ox, oy])
-        outputs = [out[offsets[i] : offsets[i + 1]] for i in range(len(arrays))]
+        bounds = offsets.tolist()  # Python ints slice faster than numpy ones
+        outputs = [out[bounds[i] : bounds[i + 1]] for i in range(len(arrays))]
     if return_ledger:
         return outputs, [mech.ledger(n) for n in lengths]
     return outputs
