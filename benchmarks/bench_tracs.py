@@ -65,7 +65,7 @@ def main() -> None:
         t = best(lambda m=mech: m.perturb_xy(xy[:, 0], xy[:, 1], offsets, key=key), args.repeat)
         rows.append((mech.name, "kernel (perturb_xy)", n, n / t))
         trajs = np.split(xy, offsets[1:-1])
-        t = best(lambda m=mech: perturb_coordinates(trajs, mechanism=m, rng=0), args.repeat)
+        t = best(lambda m=mech, tr=trajs: perturb_coordinates(tr, mechanism=m, rng=0), args.repeat)
         rows.append((mech.name, "perturb_coordinates (list of arrays)", n, n / t))
 
     # the frame path: lon/lat LineStrings in a public box around Chicago, a local plane derived from it
@@ -77,7 +77,9 @@ def main() -> None:
     lon, lat = pb.to_wgs84(px, py)
     inside = (lon > lonlat_box[0]) & (lon < lonlat_box[2]) & (lat > lonlat_box[1]) & (lat < lonlat_box[3])
     lon, lat = np.where(inside, lon, -87.75), np.where(inside, lat, 41.8)
-    lines = shapely.linestrings(np.column_stack([lon, lat]), indices=np.repeat(np.arange(m // LENGTH), LENGTH))
+    lines = shapely.linestrings(
+        np.column_stack([lon, lat]), indices=np.repeat(np.arange(m // LENGTH), LENGTH)
+    )
     trips = gpd.GeoDataFrame(geometry=lines, crs="EPSG:4326")
     public = geoldp.points.grid(lonlat_box, 500.0)
     with warnings.catch_warnings():
@@ -90,7 +92,9 @@ def main() -> None:
             )
             rows.append((name, "gdf.ldp.perturb, continuous", m, m / t))
             t = best(
-                lambda nm=name: trips.ldp.perturb(public, mechanism=nm, epsilon=4.0, bounds=lonlat_box, rng=0),
+                lambda nm=name: trips.ldp.perturb(
+                    public, mechanism=nm, epsilon=4.0, bounds=lonlat_box, rng=0
+                ),
                 args.repeat,
             )
             rows.append((name, f"gdf.ldp.perturb, snapped to {len(public):,} public points", m, m / t))
