@@ -307,7 +307,7 @@ class PiecewiseCircular(_Piecewise):
     --------
     >>> pc = PiecewiseCircular(epsilon=2.0)
     >>> round(pc.half_width, 6)
-    0.844902
+    0.844904
     """
 
     @property
