@@ -41,8 +41,10 @@ from fractions import Fraction
 from numbers import Rational, Real
 from typing import ClassVar
 
+import numba
 import numpy as np
 
+from geoldp._aot import Entry, array
 from geoldp._kernels import TWO_PI, jit, jit_inline
 from geoldp._random import stream_reset, stream_uniform
 from geoldp._validation import check_option
@@ -236,6 +238,24 @@ def _tracs_c_kernel(x, y, offsets, box, eps_a, eps_b, key, first_stream, buf, st
             sv = linear_sample(v, cb, h, w)
             out_x[i] = _clamp(x0 + su * wx, box[0], box[2])
             out_y[i] = _clamp(y0 + sv * wy, box[1], box[3])
+
+
+# Python calls the two kernels through their compiled exports when geoldp was installed with them
+# (geoldp._aot: the first call then compiles nothing), otherwise through numba's JIT.
+_F1 = array(numba.float64, 1)
+_I1 = array(numba.int64, 1)
+_U1 = array(numba.uint32, 1)
+_I8 = numba.int64
+_NONE = numba.types.none
+# (mypy: each name turns from a numba dispatcher into an Entry, which calls like one)
+_tracs_d_kernel = Entry(  # type: ignore[assignment]
+    _tracs_d_kernel,
+    {"tracs_d_kernel": _NONE(_F1, _F1, _I1, _F1, _F1, _F1, _F1, _U1, _I8, _U1, _I1, _F1, _F1)},
+)
+_tracs_c_kernel = Entry(  # type: ignore[assignment]
+    _tracs_c_kernel,
+    {"tracs_c_kernel": _NONE(_F1, _F1, _I1, _F1, _F1, _F1, _U1, _I8, _U1, _I1, _F1, _F1)},
+)
 
 
 @dataclass(frozen=True, kw_only=True)
