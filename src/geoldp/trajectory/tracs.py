@@ -247,12 +247,11 @@ _I1 = array(numba.int64, 1)
 _U1 = array(numba.uint32, 1)
 _I8 = numba.int64
 _NONE = numba.types.none
-# (mypy: each name turns from a numba dispatcher into an Entry, which calls like one)
-_tracs_d_kernel = Entry(  # type: ignore[assignment]
+_tracs_d_kernel = Entry(
     _tracs_d_kernel,
     {"tracs_d_kernel": _NONE(_F1, _F1, _I1, _F1, _F1, _F1, _F1, _U1, _I8, _U1, _I1, _F1, _F1)},
 )
-_tracs_c_kernel = Entry(  # type: ignore[assignment]
+_tracs_c_kernel = Entry(
     _tracs_c_kernel,
     {"tracs_c_kernel": _NONE(_F1, _F1, _I1, _F1, _F1, _F1, _U1, _I8, _U1, _I1, _F1, _F1)},
 )
