@@ -36,7 +36,11 @@ LAYERS: list[tuple[str, ...]] = [
     ("budget", "pointset", "store", "accounting", "points"),  # budgets, ledgers, the store, accounting; P
     ("mechanisms",),  # the ε-LDP primitives
     ("trajectory",),  # TP, ATP, PointEM and the array engine
-    ("_frames", "_zones"),  # the one GeoPandas <-> arrays boundary; the one zone validator
+    (
+        "_frames",
+        "_zones",
+        "_box",
+    ),  # the one GeoPandas <-> arrays boundary; the one zone validator; TraCS's box
     # budget_strategies: the shared per-user driver (needs only accounting), run by perturb and report
     ("budget_strategies", "queries", "_release", "estimate", "ldptrace", "reports"),  # release pipelines
     ("metrics", "prepare", "nodata", "shrinkage"),  # utility metrics; GPS preparation; no-data answers
@@ -267,6 +271,7 @@ def test_docs_declare_the_same_layers():
 #: boundary (``_frames``, ``_zones``) instead, or add the module here deliberately.
 GEO_LIBRARIES = ("geopandas", "pyproj", "shapely")
 GEO_IMPORTERS: dict[str, set[str]] = {
+    "geoldp._box": {"pyproj"},
     "geoldp._frames": {"geopandas", "pyproj", "shapely"},
     "geoldp._release": {"geopandas"},
     "geoldp._zones": {"geopandas", "pyproj", "shapely"},

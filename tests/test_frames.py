@@ -441,7 +441,11 @@ class _CountingSource:
         ({"epsilon": True}, TypeError, "epsilon"),
         ({"epsilon": "1"}, TypeError, "epsilon"),
         ({"epsilon": None}, TypeError, "epsilon"),
-        ({"mechanism": "xyz"}, ValueError, r"mechanism='xyz'.*one of \('tp', 'atp', 'pointem'\)"),
+        (
+            {"mechanism": "xyz"},
+            ValueError,
+            r"mechanism='xyz'.*one of \('tp', 'atp', 'pointem', 'tracs-d', 'tracs-c'\)",
+        ),
         ({"mechanism": 3}, TypeError, "'mechanism' parameter"),
         ({"granularity": "north"}, (ValueError, TypeError), "granularity"),
         ({"keep_columns": ["nope"]}, ValueError, r"'keep_columns' .*\['nope'\]"),

@@ -28,6 +28,7 @@ KERNEL_MODULES = (
     "geoldp.trajectory._atp_region",
     "geoldp.trajectory._fast.anchor",
     "geoldp.trajectory._fast.driver",
+    "geoldp.trajectory.tracs",
 )
 
 

@@ -652,7 +652,15 @@ def build_geometry(
         flat = np.concatenate([np.asarray(o, dtype=np.int64).reshape(-1) for o in outputs])
     if flat.size != len(ft.lon):
         raise RuntimeError("engine returned sequences of the wrong length")  # pragma: no cover
-    coords = np.column_stack([px[flat], py[flat]])
+    return geometry_from_coords(ft, np.column_stack([px[flat], py[flat]]), n_rows)
+
+
+def geometry_from_coords(ft: TrajectoryArrays, coords: np.ndarray, n_rows: int) -> np.ndarray:
+    """A geometry array aligned with the input rows from output vertices ``coords`` (N, 2), in ``ft``'s
+    vertex order (rows left out by ``on_invalid="null"`` get ``None``)."""
+    result = np.full(n_rows, None, dtype=object)
+    if ft.n_trajectories == 0:
+        return result
     if ft.kind == "LineString":
         traj_of_vertex = np.repeat(np.arange(ft.n_trajectories), ft.lengths)
         lines = shapely.linestrings(coords, indices=traj_of_vertex)

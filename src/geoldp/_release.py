@@ -47,7 +47,7 @@ from typing import Any, overload
 import numpy as np
 import pandas as pd
 
-from geoldp import _frames, accounting
+from geoldp import _box, _frames, accounting
 from geoldp import points as public_points
 from geoldp._random import resolve_rng
 from geoldp._validation import (
@@ -81,6 +81,9 @@ NEAR_UNIFORM_EPSILON = 0.1
 
 #: Up to this many distinct trajectory lengths, the provenance lists the ledger of every length.
 LEDGER_LENGTHS_MAX = 16
+
+#: How a continuous-space release with public points maps its released locations onto them.
+_CONTINUOUS_SNAP = "released locations moved to the nearest public point (post-processing)"
 
 #: Trajectories per engine call when a progress bar is shown.
 _PROGRESS_CHUNK_MAX = 5_000
@@ -328,13 +331,14 @@ def _provenance(
     policy: str,
     lengths: np.ndarray,
     snap_max_km: float | None,
-    snap_warn_km: float,
+    snap_warn_km: float | None,
     kind: str,
     traj_id_col: Any,
     time_col: Any,
     keep_columns: list[Any],
     on_invalid: str,
     ledger_cache: dict[int, Any],
+    box: Any = None,
 ) -> dict[str, Any]:
     """The release's ``attrs["geoldp"]``: public settings only, never the seed or a private value."""
     options = _json_safe(mech.options()) if hasattr(mech, "options") else {}
@@ -352,7 +356,9 @@ def _provenance(
             "method": "nearest public point (haversine)",
             "snap_max_km": snap_max_km,
             "warn_beyond_km": snap_warn_km,
-        },
+        }
+        if box is None
+        else {"method": _CONTINUOUS_SNAP if snap_warn_km is not None else "none (continuous coordinates)"},
         "input": {
             "geometry": kind,
             "traj_id_col": None if traj_id_col is None else str(traj_id_col),
@@ -365,6 +371,16 @@ def _provenance(
         "geoldp_version": geoldp_version(),
         "rng": policy,
     }
+    if box is not None:
+        prov["box"] = box.record()
+        # each location's budget and its split, for every released length (the ledger has them by kind)
+        prov["per_location"] = {
+            str(n): {
+                "epsilon": mech.location_budget(n),
+                "stages": dict(zip(mech.stage_names, mech.stage_budgets(n), strict=True)),
+            }
+            for n in sorted({int(v) for v in np.unique(lengths)})[:LEDGER_LENGTHS_MAX]
+        }
     return _json_safe(prov)
 
 
@@ -480,6 +496,8 @@ class Request:
     n_jobs: int = 1
     points: Any = None
     spend: Spend | None = None
+    #: The public box and plane of a continuous-space mechanism (TraCS), else ``None``.
+    box: Any = None
 
     @property
     def policy(self) -> str:
@@ -497,6 +515,8 @@ class Request:
 
         A driver that cannot pass the whole frame to :meth:`plan` computes the data's bounds in it.
         """
+        if self.box is not None:
+            return self.box.crs
         attrs = getattr(self.points, "attrs", None)
         area = attrs.get(public_points.AREA_KEY) if isinstance(attrs, dict) else None
         return area["crs"] if isinstance(area, dict) else None
@@ -510,6 +530,10 @@ class Request:
             on_invalid=self.on_invalid,
             caller=self.caller,
         )
+        if self.box is not None:  # continuous space: nothing to snap before the release
+            x, y = ft.memo["plane"] = self.box.to_plane(ft.lon, ft.lat)
+            _box.warn_outside(ft, x, y, self.box, caller=self.caller)
+            return ft, []
         seqs, dist = _frames.snap(ft, self.ps, snap_max_km=self.snap_max_km, caller=self.caller)
         del dist  # private: never leaves this function
         return ft, seqs
@@ -541,10 +565,12 @@ class Request:
             raise RuntimeError(f"{self.caller}: a release is planned once, from its request.")
         if area is not None:
             public_points.warn_if_area_from(area, self.points, stacklevel=stacklevel + 1)
+            if self.box is not None:
+                _box.warn_if_box_from(area, self.box, stacklevel=stacklevel + 1)
         # refuse before any random draw (the key is drawn below); committed by finish()
         spend.refuse(users, self.mech.epsilon, traj_id_col=self.traj_id_col if kind == "Point" else None)
         lengths = np.asarray(lengths, dtype=np.int64)
-        engine.check_budgets(self.mech, lengths.tolist(), self.ps.size)  # before any draw
+        engine.check_budgets(self.mech, lengths.tolist(), 0 if self.ps is None else self.ps.size)
         ledgers: dict[int, Any] = {}
         warn_near_uniform(self.mech, lengths, stacklevel=stacklevel + 1, cache=ledgers)
 
@@ -563,16 +589,18 @@ class Request:
             policy=self.policy,
             lengths=lengths,
             snap_max_km=self.snap_max_km,
-            snap_warn_km=float(self.ps.diameter_km),
+            snap_warn_km=None if self.ps is None else float(self.ps.diameter_km),
             kind=kind,
             traj_id_col=self.traj_id_col,
             time_col=self.time_col,
             keep_columns=extra,
             on_invalid=self.on_invalid,
             ledger_cache=ledgers,
+            box=self.box,
         )
         provenance.update(extra_provenance or {})
-        xy = _frames.public_xy(self.ps, crs, self.ps_source)  # public data only; computed before drawing
+        # public data only; computed before drawing
+        xy = None if self.ps is None else _frames.public_xy(self.ps, crs, self.ps_source)
         key = spend.draw(self.source, needed=bool(lengths.size))  # drawn once, after all validation
         order = [c for c in columns if c in released or c == geom_col]
         # the plan (which Dask puts in its task graph) holds the key drawn from the source, never the source
@@ -598,7 +626,7 @@ class Plan:
     policy: str
     columns: list[Any]
     geom_col: Any
-    xy: tuple[np.ndarray, np.ndarray]
+    xy: tuple[np.ndarray, np.ndarray] | None
     key: np.ndarray | None
     provenance: dict[str, Any]
 
@@ -635,6 +663,25 @@ class Plan:
                 bar.update(len(part))
         return out
 
+    def release_coordinates(self, ft: Any, *, offset: int = 0) -> np.ndarray:
+        """Release the vertices of ``ft`` in continuous space (TraCS): (N, 2) output coordinates in the
+        frame's CRS, moved to the nearest public point when the release has public points.
+
+        Trajectory ``i`` uses stream ``offset + i`` (chunk invariant, as :meth:`perturb`).
+        """
+        req = self.request
+        box = req.box
+        x, y = ft.memo.pop("plane", None) or box.to_plane(ft.lon, ft.lat)
+        ox, oy = req.mech.perturb_xy(x, y, ft.offsets, key=self.key, first_stream=offset)
+        del x, y
+        if self.xy is None:
+            return np.column_stack(box.to_crs(ox, oy))
+        # post-processing: the released location's nearest public point
+        lon, lat = box.to_wgs84(ox, oy)
+        idx, _ = req.ps.nearest(lon, lat)
+        idx = np.asarray(idx, dtype=np.int64).reshape(-1)
+        return np.column_stack([self.xy[0][idx], self.xy[1][idx]])
+
     def apply(
         self, frame: Any, ft: Any, seqs: list[np.ndarray], *, offset: int = 0, progress: bool = False
     ) -> Any:
@@ -645,8 +692,15 @@ class Plan:
             out = frame[self.columns].copy()
             out.attrs = {"geoldp": self.provenance}
             return out
-        outputs = self.perturb(seqs, offset=offset, progress=progress)
-        geometry = _frames.build_geometry(ft, outputs, self.xy, len(frame))
+        if self.request.box is not None:
+            geometry = _frames.geometry_from_coords(
+                ft, self.release_coordinates(ft, offset=offset), len(frame)
+            )
+        else:
+            outputs = self.perturb(seqs, offset=offset, progress=progress)
+            if self.xy is None:  # a plan without public points perturbs in continuous space only
+                raise RuntimeError(f"{self.request.caller}: the release has no public points.")
+            geometry = _frames.build_geometry(ft, outputs, self.xy, len(frame))
         data = {c: frame[c].copy(deep=True) for c in self.columns if c != self.geom_col}
         out_frame = pd.DataFrame(data, index=frame.index.copy())
         out_frame[self.geom_col] = gpd.GeoSeries(geometry, index=frame.index.copy(), crs=frame.crs).values
@@ -721,10 +775,21 @@ def request(
     snap_max_km = check_positive_km(snap_max_km, "snap_max_km", caller=caller)
     if epsilon is not None:  # the one range of every release, before a mechanism is built (or warns)
         check_release_epsilon(epsilon, caller=caller)
-    mech = resolve_mechanism(mechanism, epsilon, options, caller=caller)
+    mech, box = _resolve_with_box(frame, mechanism, epsilon, options, caller=caller)
     check_min_epsilon(mech, caller=caller)
+    if box is not None and snap_max_km is not None:
+        raise ValueError(
+            f"The 'snap_max_km' parameter of {caller} limits how far an input vertex is snapped to the "
+            f"public points; {mech.name!r} does not snap its input (it releases locations in the public "
+            "box), so leave it out."
+        )
     source = resolve_rng(rng)
-    ps, ps_source = _frames.resolve_points(points, caller=caller)
+    if points is None and box is None:
+        raise TypeError(
+            f"{caller} needs the public points ('points') for mechanism {mech.name!r}; only 'tracs-d' and "
+            "'tracs-c' release without them (in a public box, bounds=...)."
+        )
+    ps, ps_source = (None, None) if points is None else _frames.resolve_points(points, caller=caller)
     n_jobs = engine.check_n_jobs(n_jobs, caller)
     spend = Spend(frame, accountant, user_col, caller=caller, advice=refusal_advice)
     _frames.warn_if_fixes(
@@ -749,4 +814,41 @@ def request(
         n_jobs,
         points,
         spend,
+        box,
     )
+
+
+def _resolve_with_box(
+    frame: Any, mechanism: Any, epsilon: Any, options: dict[str, Any], *, caller: str
+) -> tuple[Any, Any]:
+    """The mechanism and, for a continuous-space one (TraCS), its public box and plane.
+
+    A TraCS name takes ``bounds=(minx, miny, maxx, maxy)`` in the frame's CRS; for a longitude/latitude
+    CRS the mechanism is built on the box in the local plane (:func:`geoldp._box.planar_box`). A TraCS
+    object's bounds are planar, so it needs a frame in a projected CRS.
+    """
+    name = mechanism.lower() if isinstance(mechanism, str) else None
+    cls = engine.MECHANISMS.get(name) if name is not None else type(mechanism)
+    if not getattr(cls, "continuous", False):
+        return resolve_mechanism(mechanism, epsilon, options, caller=caller), None
+    crs = _frames.require_crs(getattr(frame, "crs", None), what="trajectories", caller=caller)
+    if name is None:
+        if crs.is_geographic:
+            raise ValueError(
+                f"A {type(mechanism).__name__} object passed to {caller} holds planar bounds, but the "
+                "trajectories are in a longitude/latitude CRS: pass mechanism="
+                f"{mechanism.name!r} with bounds=(minx, miny, maxx, maxy) in degrees (a local projection "
+                "is derived from the box), or project the trajectories first (gdf.to_crs(...))."
+            )
+        mech = resolve_mechanism(mechanism, epsilon, options, caller=caller)
+        return mech, _box.planar_box(mech.bounds, crs, caller=caller)
+    if "bounds" not in options:
+        raise TypeError(
+            f"{caller} needs bounds=(minx, miny, maxx, maxy) for mechanism {name!r}: the public box, in the "
+            "trajectories' CRS, fixed before the data is seen (e.g. a city's extent)."
+        )
+    from geoldp.trajectory.tracs import check_box
+
+    box = _box.planar_box(check_box(options["bounds"], caller=caller), crs, caller=caller)
+    planar = {**options, "bounds": box.planar_bounds}
+    return resolve_mechanism(mechanism, epsilon, planar, caller=caller), box

@@ -125,7 +125,7 @@ def snap(
 
 
 @doc(
-    summary="Perturb every trajectory of a GeoDataFrame under ε-LDP (TP, ATP or PointEM).",
+    summary="Perturb every trajectory of a GeoDataFrame under ε-LDP (TP, ATP, PointEM, TraCS-D or TraCS-C).",
     frame_parameter=_FRAME_PARAMETER,
     frame="``gdf``",
     see_also="",
@@ -133,7 +133,7 @@ def snap(
 )
 def perturb(
     gdf: Any,
-    points: Any,
+    points: Any = None,
     *,
     mechanism: Any = "atp",
     epsilon: float | None = None,
@@ -157,12 +157,17 @@ def perturb(
     Parameters
     ----------
     {frame_parameter}
-    points : PointSet, GeoDataFrame or GeoSeries of Points
-        The public point set P. Every input vertex is snapped to its nearest public point, and every
-        output vertex is a public point (bit-identical to P transformed into the input CRS).
-    mechanism : {"atp", "tp", "pointem"} or mechanism object, default "atp"
+    points : PointSet, GeoDataFrame or GeoSeries of Points, optional
+        The public point set P. Every output vertex is a public point (bit-identical to P transformed
+        into the input CRS). TP, ATP and PointEM need it: every input vertex is snapped to its nearest
+        public point. TraCS-D and TraCS-C do not: without it they release continuous coordinates; with
+        it each released location is moved to its nearest public point (post-processing).
+    mechanism : {"atp", "tp", "pointem", "tracs-d", "tracs-c"} or mechanism object, default "atp"
         Case-insensitive name, or a configured :class:`~geoldp.ATP` / :class:`~geoldp.TP` /
-        :class:`~geoldp.PointEM` (then ``epsilon`` and ``options`` must not be given).
+        :class:`~geoldp.PointEM` / :class:`~geoldp.trajectory.TraCSD` / :class:`~geoldp.trajectory.TraCSC`
+        (then ``epsilon`` and ``options`` must not be given). TraCS-D and TraCS-C need
+        ``bounds=(minx, miny, maxx, maxy)``: a public box in the frame's CRS (for longitude/latitude, a
+        local azimuthal equidistant projection is derived from the box; see "Mechanisms").
     epsilon : float
         The privacy budget of **one trajectory** (one row, or one ``traj_id_col`` group).
     keep_columns : list of column labels, optional
@@ -208,7 +213,8 @@ def perturb(
         Which trajectories ``max_per_user`` keeps: the first or last in row order, or a random subset
         (drawn with ``rng``).
     **options
-        Mechanism options (``granularity``, ``split``, ``sw_buckets`` ...) when ``mechanism`` is a name.
+        Mechanism options (``granularity``, ``split``, ``sw_buckets`` ...; ``bounds``,
+        ``direction_share``, ``origin``, ``x_share`` for TraCS) when ``mechanism`` is a name.
 
     Returns
     -------
@@ -381,7 +387,8 @@ class LDPAccessor:
     perturb = method_of(
         perturb,
         summary=(
-            "Perturb every trajectory of this frame under ε-LDP (TP, ATP or PointEM); return a new frame."
+            "Perturb every trajectory of this frame under ε-LDP (TP, ATP, PointEM, TraCS); "
+            "return a new frame."
         ),
         frame_parameter="",
         see_also="geoldp.accessor.perturb : the same as a function of the frame.",
@@ -874,13 +881,13 @@ class GeoSeriesLDPAccessor:
         s = self._obj
         return gpd.GeoDataFrame({"geometry": s.values}, index=s.index, geometry="geometry", crs=s.crs)
 
-    def perturb(self, points: Any, *, epsilon: float | None = None, **kwargs: Any) -> Any:
+    def perturb(self, points: Any = None, *, epsilon: float | None = None, **kwargs: Any) -> Any:
         """Perturb every trajectory of this GeoSeries under ε-LDP: see :meth:`LDPAccessor.perturb`.
 
         Parameters
         ----------
-        points : PointSet, GeoDataFrame or GeoSeries of Points
-            The public point set P.
+        points : PointSet, GeoDataFrame or GeoSeries of Points, optional
+            The public point set P (optional for TraCS-D and TraCS-C, which take ``bounds=``).
         epsilon : float
             The budget of one trajectory (one element).
         **kwargs

@@ -36,7 +36,16 @@ __all__ = [
 ]
 
 #: The stage kinds a ledger entry may carry.
-KINDS = ("anchor_em", "radius_sw", "pivot_em", "direction_krr", "point_em")
+KINDS = (
+    "anchor_em",
+    "radius_sw",
+    "pivot_em",
+    "direction_krr",
+    "point_em",
+    "direction_pw",
+    "distance_pw",
+    "coordinate_pw",
+)
 
 
 def exact_share(epsilon: float, fraction: Fraction) -> float:
@@ -249,7 +258,8 @@ class LedgerEntry:
     copy : {"A", "B", None}
         The copy the stage belongs to; ``None`` for single-copy mechanisms (PointEM, n = 1).
     kind : str
-        One of ``"anchor_em"``, ``"radius_sw"``, ``"pivot_em"``, ``"direction_krr"``, ``"point_em"``.
+        One of ``"anchor_em"``, ``"radius_sw"``, ``"pivot_em"``, ``"direction_krr"``, ``"point_em"``, and
+        for TraCS the piecewise stages ``"direction_pw"``, ``"distance_pw"``, ``"coordinate_pw"``.
     positions : tuple of int
         1-based trajectory positions the stage concerns.
     epsilon : float

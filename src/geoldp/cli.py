@@ -201,7 +201,16 @@ def _show_progress(args: argparse.Namespace, stderr: TextIO, n_rows: int) -> boo
 
 
 def _cmd_perturb(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
-    points_path, grid_points = _public_points(args)  # usage errors first, as argparse's own
+    continuous = args.mechanism.startswith("tracs")  # TraCS: a public box, public points optional
+    if continuous != (args.bounds is not None):
+        raise UsageError(
+            f"--mechanism {args.mechanism} needs --bounds MINX,MINY,MAXX,MAXY (a public box in the CRS of "
+            "TRIPS)"
+            if continuous
+            else "--bounds goes with --mechanism tracs-d or tracs-c"
+        )
+    no_points = continuous and args.points is None and args.grid is None and args.area is None
+    points_path, grid_points = (None, None) if no_points else _public_points(args)  # usage errors first
     trips_path = existing_file(args.trips, "TRIPS")
     inputs = [p for p in (trips_path, points_path) if p is not None]
     for what, path in (("TRIPS", trips_path), ("POINTS", points_path)):
@@ -218,6 +227,8 @@ def _cmd_perturb(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> in
     options: dict[str, Any] = dict(args.option or [])
     if args.granularity is not None:
         options["granularity"] = args.granularity
+    if continuous:
+        options["bounds"] = args.bounds
 
     read_kwargs: dict[str, Any] = {
         name: getattr(args, name)
@@ -475,8 +486,17 @@ def build_parser() -> argparse.ArgumentParser:
         "--mechanism",
         default="atp",
         type=str.lower,
-        choices=("tp", "atp", "pointem"),
-        help="the mechanism (default: atp)",
+        choices=("tp", "atp", "pointem", "tracs-d", "tracs-c"),
+        help="the mechanism (default: atp); tracs-d and tracs-c release in a public box (--bounds), "
+        "with --points or --grid their released locations are moved to the nearest public point",
+    )
+    p.add_argument(
+        "--bounds",
+        type=_bbox,
+        metavar="MINX,MINY,MAXX,MAXY",
+        default=None,
+        help="for tracs-d/tracs-c: the PUBLIC box, in the CRS of TRIPS (lon/lat degrees for EPSG:4326), "
+        "never the bounds of TRIPS",
     )
     p.add_argument(
         "--epsilon",

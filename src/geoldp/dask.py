@@ -178,7 +178,7 @@ def _perturb_partition(part: Any, *, plan: Any, offsets: tuple[int, ...], number
 
 def perturb(
     ddf: Any,
-    points: Any,
+    points: Any = None,
     *,
     mechanism: Any = "atp",
     epsilon: float | None = None,
@@ -201,11 +201,12 @@ def perturb(
         One LineString per row (one trajectory per row; Point rows are one-point trajectories), with a CRS.
         Point rows grouped by a trajectory id are not supported here, because a trajectory could span
         partitions: build LineStrings first with :func:`geoldp.prepare.trajectories_from_points`.
-    points : PointSet, GeoDataFrame or GeoSeries of Points
-        The public point set P (in memory; it is sent to every partition). As in ``gdf.ldp.perturb``, a
+    points : PointSet, GeoDataFrame or GeoSeries of Points, optional
+        The public point set P (in memory; it is sent to every partition); optional for TraCS-D and
+        TraCS-C, which take ``bounds=(minx, miny, maxx, maxy)`` instead. As in ``gdf.ldp.perturb``, a
         :class:`~geoldp.PrivacyWarning` says so when it was built by :mod:`geoldp.points` over exactly the
         bounds of ``ddf`` (computed in the first pass, compared and discarded).
-    mechanism : {"atp", "tp", "pointem"} or mechanism object, default "atp"
+    mechanism : {"atp", "tp", "pointem", "tracs-d", "tracs-c"} or mechanism object, default "atp"
         As in ``gdf.ldp.perturb``.
     epsilon : float
         The privacy budget of one trajectory (one row).
@@ -361,13 +362,13 @@ class DaskLDPAccessor:
 
         self._obj = _frames.accessor_target(obj, dask_geopandas.GeoDataFrame)
 
-    def perturb(self, points: Any, **kwargs: Any) -> Any:
+    def perturb(self, points: Any = None, **kwargs: Any) -> Any:
         """Perturb every row under ε-LDP, lazily: :func:`geoldp.dask.perturb` on this frame.
 
         Parameters
         ----------
-        points : PointSet, GeoDataFrame or GeoSeries of Points
-            The public point set P.
+        points : PointSet, GeoDataFrame or GeoSeries of Points, optional
+            The public point set P (optional for TraCS-D and TraCS-C, which take ``bounds=``).
         **kwargs
             ``mechanism``, ``epsilon``, ``keep_columns``, ``snap_max_km``, ``rng``, ``accountant``,
             ``user_col`` and mechanism options, as in :func:`geoldp.dask.perturb`.

@@ -14,6 +14,7 @@ import pytest
 import geoldp
 from geoldp import _aot
 from geoldp.datasets import synthetic_city_arrays
+from geoldp.trajectory import perturb_coordinates
 
 NEEDS_EXTENSION = pytest.mark.skipif(
     _aot.extension() is None, reason="the compiled kernels are not installed (no C compiler at install time)"
@@ -81,6 +82,9 @@ def test_every_export_signature_is_the_type_of_a_real_call(monkeypatch):
             trajs = _trajectories(m)
             kw = dict(options, mechanism=mech, epsilon=4.0, rng=seed, n_jobs=n_jobs)
             geoldp.perturb_trajectories(trajs, P, **kw)
+    for mech in ("tracs-d", "tracs-c"):  # the continuous-space kernels
+        xy = [np.array([[1.0, 2.0], [3.0, 4.0]]), np.array([[5.0, 5.0]])]
+        perturb_coordinates(xy, mechanism=mech, epsilon=4.0, bounds=(0, 0, 10, 10), rng=1)
     # every route taken went to an export, never to the JIT (the types matched a declared signature) ...
     for name, entry in entries.items():
         assert all(target is not entry._jit for target in entry._routes.values()), name
@@ -185,6 +189,10 @@ def test_a_first_call_with_the_extension_compiles_nothing(tmp_path):
         "for mech in ('pointem', 'tp', 'atp'):\n"
         "    trajs = [np.arange(6), np.arange(1)]\n"
         "    geoldp.perturb_trajectories(trajs, P, mechanism=mech, epsilon=4.0, rng=0)\n"
+        "from geoldp.trajectory import perturb_coordinates\n"
+        "for mech in ('tracs-d', 'tracs-c'):\n"
+        "    xy = [np.ones((3, 2))]\n"
+        "    perturb_coordinates(xy, mechanism=mech, epsilon=4.0, bounds=(0, 0, 9, 9), rng=0)\n"
         "from geoldp.trajectory.engine import kernel_state\n"
         "print(kernel_state(geoldp.TP(epsilon=1.0)))\n"
     )

@@ -110,7 +110,11 @@ def test_mechanism_objects_and_names(pts):
 @pytest.mark.parametrize(
     ("kwargs", "exc", "match"),
     [
-        ({"mechanism": "geo-ind", "epsilon": 1.0}, ValueError, r"must be one of \('tp', 'atp', 'pointem'\)"),
+        (
+            {"mechanism": "geo-ind", "epsilon": 1.0},
+            ValueError,
+            r"must be one of \('tp', 'atp', 'pointem', 'tracs-d', 'tracs-c'\)",
+        ),
         ({"mechanism": 3, "epsilon": 1.0}, TypeError, "'mechanism' parameter"),
         ({"mechanism": "tp"}, TypeError, "'epsilon' parameter of perturb_trajectories is required"),
         ({"mechanism": "tp", "epsilon": float("nan")}, ValueError, "'epsilon' parameter of TP"),

@@ -1,4 +1,5 @@
-"""Local-DP primitives on plain numpy arrays: k-RR, the exponential mechanism and Square-Wave.
+"""Local-DP primitives on plain numpy arrays: k-RR, the exponential mechanism, Square-Wave and the piecewise
+mechanisms (a segment, the circle).
 
 Each mechanism is an immutable, keyword-only object with ``probabilities``/``log_probabilities`` (the exact
 output distribution) and ``perturb(..., rng=None)``; the functions ``krr``, ``exponential`` and
@@ -16,6 +17,7 @@ from geoldp.mechanisms.exponential import (
     exponential,
 )
 from geoldp.mechanisms.krr import KRR, krr, krr_constants, krr_lie_probability
+from geoldp.mechanisms.piecewise import PIECEWISE_EPS_MAX, PiecewiseCircular, PiecewiseLinear
 from geoldp.mechanisms.square_wave import (
     SquareWave,
     square_wave,
@@ -26,7 +28,10 @@ from geoldp.mechanisms.square_wave import (
 
 __all__ = [
     "KRR",
+    "PIECEWISE_EPS_MAX",
     "ExponentialMechanism",
+    "PiecewiseCircular",
+    "PiecewiseLinear",
     "SquareWave",
     "check_em_epsilon",
     "em_epsilon_limit",

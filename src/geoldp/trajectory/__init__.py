@@ -1,4 +1,4 @@
-"""Trajectory mechanisms TP, ATP and PointEM, and the engine entry point.
+"""Trajectory mechanisms TP, ATP, PointEM, TraCS-D and TraCS-C, and the engine entry points.
 
 Zhang, Ye, Chen, Hu, Han. Trajectory Data Collection with Local Differential Privacy. PVLDB 16(10), 2023.
 https://arxiv.org/abs/2307.09339
@@ -7,8 +7,18 @@ https://arxiv.org/abs/2307.09339
 from __future__ import annotations
 
 from geoldp.trajectory.atp import ATP
-from geoldp.trajectory.engine import perturb_trajectories, precompute
+from geoldp.trajectory.engine import perturb_coordinates, perturb_trajectories, precompute
 from geoldp.trajectory.pointem import PointEM
 from geoldp.trajectory.tp import TP
+from geoldp.trajectory.tracs import TraCSC, TraCSD
 
-__all__ = ["ATP", "TP", "PointEM", "perturb_trajectories", "precompute"]
+__all__ = [
+    "ATP",
+    "TP",
+    "PointEM",
+    "TraCSC",
+    "TraCSD",
+    "perturb_coordinates",
+    "perturb_trajectories",
+    "precompute",
+]

@@ -28,11 +28,13 @@ from geoldp.trajectory._base import PRIVACY_WARNING_EPSILON
 from geoldp.trajectory.atp import ATP
 from geoldp.trajectory.pointem import PointEM
 from geoldp.trajectory.tp import TP
+from geoldp.trajectory.tracs import TraCSC, TraCSD
 
 __all__ = [
     "MECHANISMS",
     "check_budgets",
     "kernel_state",
+    "perturb_coordinates",
     "perturb_trajectories",
     "precompute",
     "resolve_mechanism",
@@ -42,8 +44,14 @@ __all__ = [
 ]
 
 #: Case-insensitive registry of mechanism names.
-MECHANISMS: Mapping[str, type[TP] | type[ATP] | type[PointEM]] = {"tp": TP, "atp": ATP, "pointem": PointEM}
-_MECH_TYPES = (TP, ATP, PointEM)
+MECHANISMS: Mapping[str, type[TP] | type[ATP] | type[PointEM] | type[TraCSD] | type[TraCSC]] = {
+    "tp": TP,
+    "atp": ATP,
+    "pointem": PointEM,
+    "tracs-d": TraCSD,
+    "tracs-c": TraCSC,
+}
+_MECH_TYPES = (TP, ATP, PointEM, TraCSD, TraCSC)
 _SAMPLERS = ("fast", "reference")
 #: Mechanism objects built from a name, ε and options (public configuration only; kept only once a
 #: release returned, like the budget splits). ε above the warning threshold is never memoised, so the
@@ -82,8 +90,8 @@ def resolve_mechanism(mechanism, epsilon=None, options: Mapping | None = None, *
         return mechanism
     if not isinstance(mechanism, str):
         raise TypeError(
-            f"The 'mechanism' parameter of {caller} must be a name in {tuple(MECHANISMS)} or a TP, ATP or "
-            f"PointEM object. Got {type(mechanism).__name__} instead."
+            f"The 'mechanism' parameter of {caller} must be a name in {tuple(MECHANISMS)} or a TP, ATP, "
+            f"PointEM, TraCSD or TraCSC object. Got {type(mechanism).__name__} instead."
         )
     cls = MECHANISMS.get(mechanism.lower())
     if cls is None:
@@ -282,6 +290,7 @@ def perturb_trajectories(
         if epsilon is not None:  # a budget asked for is a release's: its one range (an object keeps its own)
             check_release_epsilon(epsilon, caller=caller)
         mech = resolve_mechanism(mechanism, epsilon, options, caller=caller)
+        check_discrete(mech, caller)
         trajs = validate_trajectories(trajectories, points.size, caller=caller)
         check_budgets(mech, [t.shape[0] for t in trajs], points.size)
         n_jobs = check_n_jobs(n_jobs, caller)
@@ -349,9 +358,21 @@ def precompute(points, *, mechanism="atp", epsilon=None, **options) -> bool:
         caller = "precompute"
         points = _check_points(points, caller)
         mech = resolve_mechanism(mechanism, epsilon, options, caller=caller)
+        if getattr(mech, "continuous", False):
+            return False  # TraCS reads no public point set
         from geoldp.trajectory._fast import precompute as _precompute
 
         return bool(_precompute(points, mech))
+
+
+def check_discrete(mech, caller: str) -> None:
+    """Refuse a continuous-space mechanism (TraCS) where index sequences into P are perturbed."""
+    if getattr(mech, "continuous", False):
+        raise ValueError(
+            f"{caller} perturbs index sequences into a public point set; {mech.name!r} releases coordinates "
+            "inside a public box: use geoldp.trajectory.perturb_coordinates or gdf.ldp.perturb(..., "
+            f"mechanism={mech.name!r}, bounds=...)."
+        )
 
 
 def check_n_jobs(n_jobs, caller: str) -> int:
@@ -532,3 +553,99 @@ def _perturb_with_transcript(trajectory, points, mechanism, *, rng):
     ctx = _ref.Context(mech, points, traj.shape[0])
     out, runs = _ref.perturb_one(ctx, points.lam[traj], points.phi[traj], source)
     return out, _ref.transcript_of(runs), mech.ledger(traj.shape[0]), _ref.diagnostics_of(ctx, runs)
+
+
+def perturb_coordinates(
+    trajectories,
+    *,
+    mechanism="tracs-d",
+    epsilon=None,
+    rng=None,
+    return_ledger: bool = False,
+    **options,
+):
+    """Release trajectories of planar coordinates with TraCS-D or TraCS-C (no public point set needed).
+
+    Parameters
+    ----------
+    trajectories : sequence of (n, 2) float arrays
+        Each trajectory's locations, in the planar units of ``bounds`` (a projected CRS). One trajectory is
+        the unit of privacy: it receives the whole ``epsilon``.
+    mechanism : {"tracs-d", "tracs-c"} or TraCSD / TraCSC object, default "tracs-d"
+    epsilon : float, optional
+        Budget per trajectory; required with a name.
+    rng : {None, int, array_like[ints], SeedSequence, BitGenerator, Generator}, optional
+        ``None`` (default) uses the operating system's CSPRNG; anything else seeds NumPy (experiments and
+        tests only).
+    return_ledger : bool, default False
+        Also return each trajectory's ledger.
+    **options
+        ``bounds`` (required with a name), ``direction_share``, ``origin`` (TraCS-D), ``x_share`` (TraCS-C).
+
+    Returns
+    -------
+    outputs : list of (n, 2) float arrays
+    ledgers : list of Ledger
+        Only with ``return_ledger=True``.
+
+    Raises
+    ------
+    TypeError, ValueError
+        A bad mechanism, ε, option, or a trajectory that is not an (n ≥ 1, 2) array of finite numbers (the
+        message gives its position).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from geoldp.trajectory import perturb_coordinates
+    >>> out = perturb_coordinates([np.array([[10.0, 20.0], [30.0, 40.0]])], mechanism="tracs-c",
+    ...                           epsilon=2.0, bounds=(0, 0, 100, 100), rng=0)
+    >>> out[0].shape
+    (2, 2)
+    """
+    caller = "perturb_coordinates"
+    with release_scope():
+        return _perturb_coordinates(trajectories, mechanism, epsilon, rng, return_ledger, options, caller)
+
+
+def _perturb_coordinates(trajectories, mechanism, epsilon, rng, return_ledger, options, caller):
+    mech = resolve_mechanism(mechanism, epsilon, options, caller=caller)
+    if not getattr(mech, "continuous", False):
+        raise ValueError(
+            f"{caller} releases coordinates with 'tracs-d' or 'tracs-c'; use perturb_trajectories for "
+            f"{mech.name!r}."
+        )
+    arrays = []
+    for pos, traj in enumerate(trajectories):
+        if type(traj) is np.ndarray and traj.dtype == np.float64 and traj.ndim == 2 and traj.shape[1] == 2:
+            arr = traj  # the common case: finiteness is checked below, all at once
+        else:
+            arr = np.asarray(traj)
+            if arr.dtype.kind not in "iuf" or arr.ndim != 2 or arr.shape[1] != 2:
+                raise ValueError(
+                    f"Trajectory {pos} passed to {caller} must be an (n >= 1, 2) array of numbers."
+                )
+            arr = arr.astype(np.float64)
+        if arr.shape[0] == 0:
+            raise ValueError(f"Trajectory {pos} passed to {caller} must be an (n >= 1, 2) array of numbers.")
+        arrays.append(arr)
+    lengths = [a.shape[0] for a in arrays]
+    outputs: list[np.ndarray] = []
+    if arrays:
+        flat = np.concatenate(arrays)
+        offsets = np.zeros(len(arrays) + 1, dtype=np.int64)
+        np.cumsum(lengths, out=offsets[1:])
+        bad = ~np.isfinite(flat).all(axis=1)
+        if bad.any():
+            pos = int(np.searchsorted(offsets, np.flatnonzero(bad)[0], side="right") - 1)
+            raise ValueError(f"Trajectory {pos} passed to {caller} has a NaN or infinite coordinate.")
+        for n in sorted(set(lengths)):
+            mech.check_budgets(n)
+        source = resolve_rng(rng)
+        ox, oy = mech.perturb_xy(flat[:, 0], flat[:, 1], offsets, key=source.stream_key())
+        out = np.column_stack([ox, oy])
+        bounds = offsets.tolist()  # Python ints slice faster than numpy ones
+        outputs = [out[bounds[i] : bounds[i + 1]] for i in range(len(arrays))]
+    if return_ledger:
+        return outputs, [mech.ledger(n) for n in lengths]
+    return outputs
