@@ -590,11 +590,12 @@ def kernel_state(mechanism) -> str:
     return "cached" if os.path.exists(index_path) else "compile"
 
 
-def precompute(points, mechanism) -> bool:
+def precompute(points, mechanism, n_jobs: int = 1) -> bool:
     """Build the public structures of ``points`` that ``mechanism``'s releases read: P's spatial index and,
     for ATP, its quadtree and public tables over P (:mod:`geoldp.trajectory._atp_table`; none above
-    ``TABLE_MAX_POINTS`` points). They are cached with the point set, as a release would cache them.
-    Returns whether ATP's tables are ready. Reads P and the mechanism's public configuration only.
+    ``TABLE_MAX_POINTS`` points; built with ``n_jobs`` threads). They are cached with the point set, as a
+    release would cache them, and the tables on disk. Returns whether ATP's tables are ready. Reads P and
+    the mechanism's public configuration only.
     """
     index = get_index(points)
     plan = mechanism.sampler_plan
@@ -603,18 +604,21 @@ def precompute(points, mechanism) -> bool:
     # the radius budget is the same share of a copy's budget for every length: length 2 gives every call's key
     lengths = np.array([2], dtype=np.int64)
     *_, eps_rad, sw_b, _ = _tables(mechanism, lengths, index.m)
-    tables, n_wanted = _atp_structures(index, mechanism, sw_b, eps_rad, lengths, None)
+    tables, n_wanted = _atp_structures(index, mechanism, sw_b, eps_rad, lengths, None, n_jobs)
     return tables[0].shape[0] == n_wanted
 
 
-def _atp_structures(index, mechanism, sw_b, eps_rad, lengths, n_traj):
+def _atp_structures(index, mechanism, sw_b, eps_rad, lengths, n_traj, n_jobs):
     """ATP's structures of P (quadtree, k-d tree) and its public tables (:func:`_atp_table.plan_tables`, for
-    a call of ``n_traj`` trajectories; ``None``: built wherever one is kept); returns the tables and how
-    many the call's budgets ask for. Built whatever the input: their presence says nothing of it."""
+    a call of ``n_traj`` trajectories; ``None``: built wherever one is kept; ``n_jobs`` threads); returns
+    the tables and how many the call's budgets ask for. Built whatever the input: their presence says
+    nothing of it."""
     index.tree()
     index.kdtree()
     budgets = _tab.half_widths(mechanism, sw_b, eps_rad, lengths)
-    tables = _tab.plan_tables(index, budgets, n_traj, mechanism.sampler_plan, float(_REGION_TOL_PT))
+    tables = _tab.plan_tables(
+        index, budgets, n_traj, mechanism.sampler_plan, float(_REGION_TOL_PT), n_jobs=n_jobs
+    )
     return tables, budgets.shape[0]
 
 
@@ -671,7 +675,7 @@ def perturb_fast(flat_idx, offsets, points, mechanism, key, first_stream, n_jobs
             lie,
         )
     if kind == 2:
-        tables, _ = _atp_structures(index, mechanism, sw_b, eps_rad, lengths, n_traj)
+        tables, _ = _atp_structures(index, mechanism, sw_b, eps_rad, lengths, n_traj, n_jobs)
     rp = None  # TP and PointEM (and ATP without a trajectory of length ≥ 2): no anchor, no region
     if kind == 2 and np.any(lengths >= 2):
         rp = RegionPlan(
