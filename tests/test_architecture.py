@@ -29,6 +29,7 @@ LAYERS: list[tuple[str, ...]] = [
         "_numba_cache",
         "_docstrings",
         "_aot",
+        "_progress",
     ),  # foundations
     ("geo",),  # sphere geometry
     ("budget", "pointset", "accounting", "points"),  # budgets, ledgers, accounting; public point sets

@@ -17,10 +17,20 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn, TextIO
 
+from geoldp import _progress
+
 # the output formats of `geoldp perturb` are those of geoldp.io.write_file, by file suffix. Only light
 # modules at the top: `--help`, `--version` and usage errors answer before numba or GeoPandas load (every
 # command imports what it needs inside its function).
-from geoldp._cli_args import UsageError, UserError, check_name, check_output, existing_file, stage
+from geoldp._cli_args import (
+    UsageError,
+    UserError,
+    check_name,
+    check_output,
+    existing_file,
+    join_negative_boxes,
+    stage,
+)
 from geoldp._cli_args import bbox as _bbox
 from geoldp._cli_args import lengths as _lengths
 from geoldp._cli_args import one_line as _one_line
@@ -733,6 +743,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (ValueError, AttributeError, OSError):  # not the main thread, or no SIGTERM
         previous = None
     code = 130
+    _progress.use_lines()  # long stages: one "geoldp: ..." line each on stderr
     try:
         code = _run(argv)
     except Terminated:
@@ -741,6 +752,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"{PROG}: interrupted", file=sys.stderr)
     finally:
+        _progress.use_lines(False)
         ending = argv is None  # run as a program: the process ends now
         if previous is not None:
             # a signal during interpreter shutdown would print a traceback from a library's thread or
@@ -775,7 +787,7 @@ def _run(argv: Sequence[str] | None = None) -> int:
     stdout, stderr = sys.stdout, sys.stderr
     parser = build_parser()
     try:
-        args = parser.parse_args(argv)
+        args = parser.parse_args(join_negative_boxes(sys.argv[1:] if argv is None else argv))
     except UsageError as exc:
         print(f"{PROG}: error: {_one_line(exc)}", file=stderr)
         return 2
@@ -793,7 +805,8 @@ def _run(argv: Sequence[str] | None = None) -> int:
         return 0
     func: Callable[[argparse.Namespace, TextIO, TextIO], int] = args.func
     try:
-        return func(args, stdout, stderr)
+        with _report_warnings(stderr):  # every command's warnings as "geoldp: warning: ..." lines
+            return func(args, stdout, stderr)
     except UsageError as exc:
         print(f"{PROG}: error: {_one_line(exc)}", file=stderr)
         return 2

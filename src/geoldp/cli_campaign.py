@@ -338,17 +338,9 @@ def _cmd_prepare(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> in
         raise ValueError(f"FIXES must hold Point rows or LineStrings, not {sorted(kinds)}")
     n_built = len(trips)
     dropped_outside = 0
-    if args.area is not None:
-        box = shapely.box(*args.area)
-        wgs = trips.to_crs(4326) if not trips.crs.equals("EPSG:4326") else trips
-        if args.outside == "drop":
-            inside = shapely.contains_properly(box, wgs.geometry.values) | shapely.covers(
-                box, wgs.geometry.values
-            )
-            dropped_outside = int((~inside).sum())
-            trips = trips[inside]
-        else:  # clip: drop the vertices outside the box; a trip leaving the box is split there
-            trips, dropped_outside = _clip_vertices(trips, wgs, args.area, args.min_points)
+    if args.area is not None:  # clip: a trip leaving the box is split there; drop: it is dropped
+        trips = prepare.clip_to_area(trips, args.area, outside=args.outside, min_points=args.min_points)
+        dropped_outside = int(trips.attrs.get("dropped", 0))
     elif args.points is not None:
         from geoldp import PointSet
 
@@ -376,38 +368,15 @@ def _cmd_prepare(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> in
     with stage(f"cannot write '{args.output}'"):
         written = gio.write_file(trips, out_path, overwrite=args.overwrite, inputs=tuple(inputs))
     what = f"{n_in} rows" + (f" ({n_built} trips before the area filter)" if n_built != len(trips) else "")
-    extra = f"; {dropped_outside} trip(s) wholly outside the area dropped" if dropped_outside else ""
+    why = {
+        "clip": "with no run of --min-points fixes inside the area",
+        "drop": "leaving the area",
+    }.get(args.outside if args.area is not None else "", f"with a fix farther than {args.max_km} km from P")
+    extra = f"; {dropped_outside} trip(s) {why} dropped" if dropped_outside else ""
     print(f"{PROG}: prepared {len(trips)} trips from {what}{extra} (private: keep this file)", file=stderr)
     for path in written:
         print(path, file=stdout)
     return 0
-
-
-def _clip_vertices(trips: Any, wgs: Any, area: tuple[float, ...], min_points: int) -> tuple[Any, int]:
-    """Keep each trip's runs of consecutive vertices inside ``area`` (one trip per run of >= min_points)."""
-    import geopandas as gpd
-    import numpy as np
-    import shapely
-
-    geoms = np.asarray(trips.geometry.values)
-    xy_in = shapely.get_coordinates(geoms)
-    xy = shapely.get_coordinates(np.asarray(wgs.geometry.values))
-    counts = shapely.get_num_coordinates(geoms)
-    owner = np.repeat(np.arange(len(trips)), counts)
-    inside = (xy[:, 0] >= area[0]) & (xy[:, 0] <= area[2]) & (xy[:, 1] >= area[1]) & (xy[:, 1] <= area[3])
-    start = np.ones(len(xy), dtype=bool)
-    start[1:] = (owner[1:] != owner[:-1]) | (inside[1:] != inside[:-1])
-    run = np.cumsum(start) - 1
-    keep = inside
-    run_len = np.bincount(run[keep], minlength=int(run.max()) + 1 if run.size else 0)
-    keep = keep & (run_len[run] >= min_points)
-    runs, first = np.unique(run[keep], return_index=True)
-    rows = owner[keep][first]
-    lines = shapely.linestrings(xy_in[keep], indices=np.searchsorted(runs, run[keep]))
-    data = trips.drop(columns=trips.geometry.name).iloc[rows].reset_index(drop=True)
-    out = gpd.GeoDataFrame(data, geometry=np.asarray(lines), crs=trips.crs)
-    out = out.rename_geometry(trips.geometry.name) if trips.geometry.name != "geometry" else out
-    return out, int(len(trips) - np.unique(rows).size)
 
 
 def _add_prepare(sub: Any) -> None:
@@ -592,6 +561,7 @@ def _cmd_estimate(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> i
         regions=regions,
         layers=args.layers,
         k=args.k,
+        progress=True,  # one "geoldp: ..." line per stage
         **fit,
     )
     with stage(f"cannot write '{args.output}'"):
