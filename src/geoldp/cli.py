@@ -605,7 +605,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="N",
         help="seed of the city and of the perturbation (demo/experiments only)",
     )
-    d.add_argument("--no-plot", action="store_true", help="do not draw the PNG map")
+    d.add_argument("--no-plot", action="store_true", help="do not draw the PNG maps and the web map")
     d.add_argument("--overwrite", action="store_true", help="replace the files of an earlier run in DIR")
     d.set_defaults(func=_cmd_demo)
 
