@@ -333,3 +333,54 @@ def test_the_area_clip_is_a_python_function_and_the_cli_uses_it(tmp_path, fixes_
         prepare.clip_to_area(trips, (1, 2, 0, 3))
     with pytest.raises(ValueError, match="'outside' parameter"):
         prepare.clip_to_area(trips, BOX, outside="keep")
+
+
+def test_evaluate_takes_a_max_per_user_release_with_its_kept_rows(tmp_path, fixes_file, capsys):
+    trips_path = _prepare(tmp_path, fixes_file, capsys)
+    out, kept = tmp_path / "r.gpkg", tmp_path / "kept.csv"
+    code, _, err = _run(
+        ["perturb", trips_path, "--grid", "1000", AREA, "--epsilon", "4", "--seed", "1", "--user-col",
+         "tracker", "--max-per-user", "1", "--kept-rows", kept, "-o", out],
+        capsys,
+    )  # fmt: skip
+    assert code == 0, err
+    code, _, err = _run(["evaluate", trips_path, out], capsys)
+    assert code == 1 and "--kept-rows CSV" in err  # 6 rows against 3: says how
+    code, table, err = _run(["evaluate", trips_path, out, "--kept-rows", kept], capsys)
+    assert code == 0, err
+    assert "NE_km" in table
+    bad = tmp_path / "bad.csv"
+    bad.write_text("row\n2\n1\n")
+    code, _, err = _run(["evaluate", trips_path, out, "--kept-rows", bad], capsys)
+    assert code == 1 and "increasing row positions" in err
+
+
+def test_points_written_by_the_cli_keep_their_recipe_in_the_release_ledger(tmp_path, fixes_file, capsys):
+    """As in Python (a release over gp.grid(...) records its provenance and recipe), a release over the
+    file 'geoldp points' wrote records them too; an edited points file does not pass for the grid."""
+    trips_path = _prepare(tmp_path, fixes_file, capsys)
+    pts = tmp_path / "P.gpkg"
+    code, stdout, err = _run(["points", "--grid", "1000", AREA, "-o", pts], capsys)
+    assert code == 0, err
+    assert str(pts) + ".points.json" in stdout.split()
+    out = tmp_path / "r.gpkg"
+    code, _, err = _run(
+        ["perturb", trips_path, "--points", pts, "--epsilon", "4", "--seed", "1", "-o", out], capsys
+    )
+    assert code == 0, err
+    record = geoldp.io.read_trajectories(out, ledger=True).attrs["geoldp"]["points"]
+    python = gp.ledger_record(gp.grid(BOX, 1000))
+    assert record["provenance"] == python["provenance"] and record["recipe"] == python["recipe"]
+    assert record["recipe"]["area"] == list(BOX)
+    moved = gpd.read_file(pts)
+    moved.geometry = moved.geometry.translate(0.001, 0.0)
+    moved.to_file(pts, driver="GPKG")  # edited after 'geoldp points': the record no longer applies
+    code, _, err = _run(
+        ["perturb", trips_path, "--points", pts, "--epsilon", "4", "--seed", "1", "-o", tmp_path / "s.gpkg"],
+        capsys,
+    )  # fmt: skip
+    assert code == 0 and "geoldp: warning:" in err and "does not describe the points" in err
+    assert (
+        geoldp.io.read_trajectories(tmp_path / "s.gpkg", ledger=True).attrs["geoldp"]["points"].get("recipe")
+        is None
+    )

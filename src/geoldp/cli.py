@@ -224,6 +224,7 @@ def _cmd_perturb(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> in
 
     from geoldp import cli_campaign
     from geoldp import io as gio
+    from geoldp import points as gpoints
 
     options: dict[str, Any] = dict(args.option or [])
     if args.granularity is not None:
@@ -243,6 +244,7 @@ def _cmd_perturb(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> in
         if points_path is not None:
             with stage(f"cannot read POINTS '{args.points}'"):
                 points = gio.read_points(points_path, **({"crs": args.points_crs} if args.points_crs else {}))
+                points = gpoints.load_provenance(points, points_path)  # the recipe 'geoldp points' kept
         trips = _prepare_trips(trips, args)
         progress = _show_progress(args, stderr, len(trips))
         campaign = cli_campaign.perturb_options(args)  # per-user budget, accountant
@@ -325,6 +327,7 @@ def _cmd_evaluate(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> i
     with _report_warnings(stderr):
         with stage(f"cannot read ORIGINAL '{args.original}'"):
             original = gio.read_trajectories(original_path)
+        original = cli_campaign.kept_original(args, original)  # --kept-rows of a --max-per-user release
         with stage(f"cannot read PERTURBED '{args.perturbed}'"):
             perturbed = gio.read_trajectories(perturbed_path)
         cli_campaign.check_evaluate_inputs(original, perturbed)  # before any long computation

@@ -60,9 +60,10 @@ def _read_kwargs(args: argparse.Namespace) -> dict[str, Any]:
 
 def _read_points(path: Path, label: str) -> Any:
     from geoldp import io as gio
+    from geoldp import points as gp
 
     with stage(f"cannot read {label} '{path}'"):
-        return gio.read_points(path)
+        return gp.load_provenance(gio.read_points(path), path)  # with the recipe 'geoldp points' kept
 
 
 # ------------------------------------------------------------------------------------------------------
@@ -234,7 +235,37 @@ def extend_evaluate(e: argparse.ArgumentParser) -> None:
         default=None,
         help="public zones (polygons) for the zone and OD errors, instead of the --cell-km grid",
     )
+    e.add_argument(
+        "--kept-rows",
+        metavar="CSV",
+        default=None,
+        help="for a release made with --max-per-user: the ORIGINAL rows it holds (the CSV written by "
+        "'geoldp perturb ... --kept-rows CSV')",
+    )
     e.set_defaults(command_parser=e)
+
+
+def kept_original(args: argparse.Namespace, original: Any) -> Any:
+    """The ORIGINAL rows a ``--max-per-user`` release holds, from ``--kept-rows CSV`` (else all rows)."""
+    import numpy as np
+    import pandas as pd
+
+    if getattr(args, "kept_rows", None) is None:
+        return original
+    path = existing_file(args.kept_rows, "--kept-rows")
+    with stage(f"cannot read --kept-rows '{args.kept_rows}'"):
+        table = pd.read_csv(path)
+    rows = table["row"].to_numpy() if "row" in table.columns else np.array([])
+    if (
+        "row" not in table.columns
+        or not np.issubdtype(rows.dtype, np.integer)
+        or (rows.size and (rows.min() < 0 or rows.max() >= len(original) or np.any(np.diff(rows) <= 0)))
+    ):
+        raise ValueError(
+            f"--kept-rows '{args.kept_rows}' must be the CSV 'geoldp perturb --kept-rows' writes: a column "
+            f"'row' of increasing row positions of ORIGINAL (0 to {len(original) - 1})"
+        )
+    return original.iloc[rows]
 
 
 def evaluate_zones(args: argparse.Namespace, points: Any) -> Any:
@@ -271,7 +302,8 @@ def check_evaluate_inputs(original: Any, perturbed: Any) -> None:
         raise ValueError(
             f"ORIGINAL has {len(original)} rows and PERTURBED {len(perturbed)}: evaluate compares them row "
             "by row. Compare the release with the file it was made from (for a release made with "
-            "--max-per-user, the rows kept; for --max-points or --simplify, the output of 'geoldp prepare')."
+            "--max-per-user, pass the rows it kept: perturb with --kept-rows CSV, then evaluate with "
+            "--kept-rows CSV; for --max-points or --simplify, the output of 'geoldp prepare')."
         )
     a = shapely.get_num_coordinates(original.geometry.values)
     b = shapely.get_num_coordinates(perturbed.geometry.values)
@@ -468,6 +500,9 @@ def _cmd_points(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int
     pts = pts.reset_index(drop=True)
     with stage(f"cannot write '{args.output}'"):
         written = gio.write_file(pts, out_path, overwrite=args.overwrite, inputs=tuple(inputs))
+        # the provenance and recipe, which the file format drops, for the ledgers of later releases
+        side = gp.save_provenance(pts, out_path, overwrite=True)
+        written += [side] if side is not None else []
     print(
         f"{PROG}: wrote {len(pts)} public points ({pts.attrs.get(gp.PROVENANCE_KEY)}; digest "
         f"{gp.digest_of(pts)[:19]}...)",
