@@ -215,8 +215,6 @@ def explore_release(
     >>> m = out.ldp.explore(original=trips, points=pois)  # doctest: +SKIP
     >>> m.save("compare.html")  # doctest: +SKIP
     """
-    import shapely
-
     from geoldp._validation import check_int_min
 
     folium = _folium()
@@ -258,9 +256,7 @@ def explore_release(
                 thinned.append((name, len(keep), len(geoms)))
             shown = geoms.iloc[keep]
             # 1e-6 degrees (0.1 m) is finer than any public point set: the page is about half the size
-            frame = shown.to_frame("geometry").set_geometry(
-                shapely.set_precision(shown.values, 1e-6, mode="pointwise"), crs=shown.crs
-            )
+            frame = shown.set_precision(1e-6, mode="pointwise").to_frame("geometry")
             frame["row"] = [str(label) for label in shown.index]
             path = _layer_style(name, len(keep), style_kwds)
             folium.GeoJson(
