@@ -34,9 +34,15 @@ class BuildKernels(build_ext):
         try:
             built = _build_kernels(target)
         except Exception as exc:  # no compiler, no numba ...: the package works without the extension
+            compiler = _compiler()
+            why = f"{type(exc).__name__}: {exc}" if compiler else "no C compiler found"
             print(
-                f"geoldp: the compiled kernels were not built ({type(exc).__name__}: {exc}); numba will "
-                "compile them on first use instead.",
+                f"geoldp: warning: the compiled kernels were not built ({why}). geoldp works without them, "
+                "but its first call then compiles them, once per installation (about 10-40 s). To fix: "
+                "install a C compiler (Debian/Ubuntu: sudo apt install build-essential; Fedora: sudo dnf "
+                "install gcc; macOS: xcode-select --install; Windows: Microsoft C++ Build Tools), then "
+                "reinstall geoldp: pip install --force-reinstall --no-deps geoldp (or pip install -e . in "
+                "a clone).",
                 file=sys.stderr,
             )
             return
@@ -45,6 +51,22 @@ class BuildKernels(build_ext):
 
     def get_outputs(self) -> list[str]:
         return [p for p in (self.get_ext_fullpath(n) for n in NAMES) if os.path.exists(p)]
+
+
+def _compiler() -> str | None:
+    """The C compiler setuptools would call, if one is on PATH."""
+    import shutil
+
+    from setuptools._distutils.ccompiler import new_compiler
+    from setuptools._distutils.sysconfig import customize_compiler
+
+    try:
+        cc = new_compiler()
+        customize_compiler(cc)
+        exe = getattr(cc, "compiler", None) or [getattr(cc, "cc", "cc")]
+        return shutil.which(exe[0] if isinstance(exe, list) else exe)
+    except Exception:  # an unusual platform: say nothing about the compiler
+        return "unknown"
 
 
 def _build_kernels(target: Path) -> list[Path]:

@@ -8,13 +8,19 @@
 - ``store_target``: where a :mod:`geoldp.store` lives, once a new GeoPackage file and once a new schema of
   the PostgreSQL server named by ``GEOLDP_TEST_POSTGRES_URL`` (``.ci/run`` starts one; skipped without).
 
+ATP's public tables kept on disk (geoldp.trajectory._table_store) go to a temporary folder of the test
+session (``GEOLDP_CACHE_DIR``, inherited by the subprocesses the tests start), never the user's cache.
+
 A hypothesis profile ``ci`` (deadline=None, derandomized) is registered and loaded when ``CI`` is set; the
 ``dev`` profile (deadline=None) otherwise.
 """
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
+import tempfile
 import uuid
 
 import numpy as np
@@ -35,6 +41,10 @@ try:  # hypothesis is a test extra; property tests import-skip without it
     settings.load_profile("ci" if os.environ.get("CI") else "dev")
 except ImportError:  # pragma: no cover
     pass
+
+_CACHE = tempfile.mkdtemp(prefix="geoldp-test-cache-")
+atexit.register(shutil.rmtree, _CACHE, ignore_errors=True)
+os.environ["GEOLDP_CACHE_DIR"] = _CACHE
 
 # 7 public points in central Beijing, deliberately asymmetric (no two at equal distance from the centre)
 CITY_LON = np.array([116.3200, 116.3475, 116.3890, 116.4052, 116.4310, 116.3611, 116.4605])

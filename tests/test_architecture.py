@@ -30,6 +30,7 @@ LAYERS: list[tuple[str, ...]] = [
         "_numba_cache",
         "_docstrings",
         "_aot",
+        "_progress",
     ),  # foundations
     ("geo",),  # sphere geometry
     # store: the transactional store of budgets, spends and reports, below the accountant that uses it

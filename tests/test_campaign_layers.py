@@ -6,6 +6,7 @@ import json
 
 import geopandas as gpd
 import numpy as np
+import pandas as pd
 import pytest
 from shapely import LineString
 
@@ -153,3 +154,28 @@ def test_estimators_refuse_another_point_set(P, release):
         estimate.visit_counts(out, gp.grid(AREA, 900), n_boot=0, n_candidates=10, rng=0)
     with pytest.raises(ValueError, match="not the public point set of the release"):
         estimate.fit(out, P.iloc[::-1], rng=0)
+
+
+def test_estimate_layers_reports_its_stages_and_the_layers_do_not_change(release, capsys):
+    """progress=True: on the CLI one "geoldp: ..." line per stage (the fit's per length, each layer's);
+    the layers are those without progress."""
+    from geoldp import _progress
+
+    _, out = release
+    kw = {"layers": ("zone_visits", "od_flows"), "rng": 0, "n_candidates": 200, "n_boot": 3}
+    quiet = layers.estimate_layers(out, **kw)
+    assert capsys.readouterr().err == ""
+    _progress.use_lines()
+    try:
+        loud = layers.estimate_layers(out, progress=True, **kw)
+    finally:
+        _progress.use_lines(False)
+    err = capsys.readouterr().err.splitlines()
+    assert all(line.startswith("geoldp: ") for line in err)
+    assert "geoldp: fitting the population model: simulating length 4 (1/2)" in err
+    assert any(line.startswith("geoldp: estimate layers: od flows (2/2)") for line in err)
+    assert any(line.startswith("geoldp: intervals: bootstrap of length 4") for line in err)
+    for name in kw["layers"]:
+        pd.testing.assert_frame_equal(pd.DataFrame(loud[name]), pd.DataFrame(quiet[name]))
+    with pytest.raises(TypeError, match="'progress' parameter of estimate_layers"):
+        layers.estimate_layers(out, progress="yes", **kw)

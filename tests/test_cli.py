@@ -654,6 +654,7 @@ def test_evaluate_estimate_prints_estimated_and_denoised(tmp_path, files, capsys
     assert code == 0, captured.err
     header = captured.out.splitlines()[0].split()
     assert header == ["release", "ATP", "raw", "ATP", "estimated", "ATP", "denoised", "uniform", "constant"]
+    assert "geoldp: fitting the population model: simulating length" in captured.err  # no silent wait
     assert main(["evaluate", str(trips_path), str(out), "--estimate"]) == 1
     assert "--points" in capsys.readouterr().err
     assert main([*ev, "--mechanism", "atp"]) == 1

@@ -281,3 +281,106 @@ def test_estimate_fit_rows_must_be_in_the_hundreds(tmp_path, capsys):
         ["estimate", tmp_path / "r.geojson", "-o", tmp_path / "e.gpkg", "--fit-rows", "50"], capsys
     )
     assert code == 2 and "--fit-rows" in err and "Traceback" not in err
+
+
+def test_prepare_says_which_trips_it_dropped_and_prints_warnings_as_geoldp_lines(tmp_path, capsys):
+    fixes = _fixes()
+    lone = pd.DataFrame([("999", 0, 116.33, 39.93, "2008-12-11T09:00:00+00:00")], columns=fixes.columns)
+    path = tmp_path / "fixes.csv"
+    pd.concat([fixes, lone]).to_csv(path, index=False)
+    out = tmp_path / "trips.gpkg"
+    code, _, err = _run(
+        ["prepare", path, "--traj-id-col", "tracker", "--time-col", "time", "--max-gap", "10min", AREA,
+         "--outside", "drop", "-o", out],
+        capsys,
+    )  # fmt: skip
+    assert code == 0, err
+    assert "1 trip(s) leaving the area dropped" in err  # user 019's trip walks out of the box
+    warnings = [line for line in err.splitlines() if "warning" in line.lower()]
+    assert warnings and all(line.startswith("geoldp: warning: ") for line in warnings)  # the lone fix
+    assert ".py:" not in err and "warnings.warn" not in err  # no source line, no file name
+
+
+def test_a_box_starting_with_a_minus_sign_needs_no_equals_sign(tmp_path, capsys):
+    from geoldp._cli_args import join_negative_boxes
+
+    out = tmp_path / "P.geojson"
+    argv = ["points", "--grid", "2000", "--area", "-122.52,37.70,-122.35,37.83", "-o", out]
+    code, _, err = _run(argv, capsys)
+    assert code == 0, err
+    assert gpd.read_file(out).total_bounds[0] >= -122.52
+    assert join_negative_boxes(["--area", "-1,2,3,4", "--x", "-5"]) == ["--area=-1,2,3,4", "--x", "-5"]
+    assert join_negative_boxes(["--area", "--overwrite"]) == ["--area", "--overwrite"]  # argparse says it
+
+
+def test_the_area_clip_is_a_python_function_and_the_cli_uses_it(tmp_path, fixes_file, capsys):
+    from geoldp import prepare
+
+    df = _fixes().assign(time=lambda d: pd.to_datetime(d["time"]))
+    fixes = gpd.GeoDataFrame(df, geometry=gpd.points_from_xy(df["lon"], df["lat"]), crs="EPSG:4326")
+    trips = prepare.trajectories_from_points(fixes, "tracker", "time", max_gap="10min")
+    before = trips.copy()
+    clipped = prepare.clip_to_area(trips, BOX)
+    dropped = prepare.clip_to_area(trips, BOX, outside="drop")
+    pd.testing.assert_frame_equal(trips, before)  # the input is not changed
+    assert len(clipped) == 6 and len(dropped) == 5 and dropped.attrs["dropped"] == 1
+    xy = clipped.get_coordinates()
+    assert xy.x.between(BOX[0], BOX[2]).all() and xy.y.between(BOX[1], BOX[3]).all()
+    assert clipped.geometry.count_coordinates().sum() == trips.geometry.count_coordinates().sum() - 10
+    cli = gpd.read_file(_prepare(tmp_path, fixes_file, capsys))
+    assert sorted(cli.geometry.count_coordinates()) == sorted(clipped.geometry.count_coordinates())
+    with pytest.raises(ValueError, match="'area' parameter of clip_to_area"):
+        prepare.clip_to_area(trips, (1, 2, 0, 3))
+    with pytest.raises(ValueError, match="'outside' parameter"):
+        prepare.clip_to_area(trips, BOX, outside="keep")
+
+
+def test_evaluate_takes_a_max_per_user_release_with_its_kept_rows(tmp_path, fixes_file, capsys):
+    trips_path = _prepare(tmp_path, fixes_file, capsys)
+    out, kept = tmp_path / "r.gpkg", tmp_path / "kept.csv"
+    code, _, err = _run(
+        ["perturb", trips_path, "--grid", "1000", AREA, "--epsilon", "4", "--seed", "1", "--user-col",
+         "tracker", "--max-per-user", "1", "--kept-rows", kept, "-o", out],
+        capsys,
+    )  # fmt: skip
+    assert code == 0, err
+    code, _, err = _run(["evaluate", trips_path, out], capsys)
+    assert code == 1 and "--kept-rows CSV" in err  # 6 rows against 3: says how
+    code, table, err = _run(["evaluate", trips_path, out, "--kept-rows", kept], capsys)
+    assert code == 0, err
+    assert "NE_km" in table
+    bad = tmp_path / "bad.csv"
+    bad.write_text("row\n2\n1\n")
+    code, _, err = _run(["evaluate", trips_path, out, "--kept-rows", bad], capsys)
+    assert code == 1 and "increasing row positions" in err
+
+
+def test_points_written_by_the_cli_keep_their_recipe_in_the_release_ledger(tmp_path, fixes_file, capsys):
+    """As in Python (a release over gp.grid(...) records its provenance and recipe), a release over the
+    file 'geoldp points' wrote records them too; an edited points file does not pass for the grid."""
+    trips_path = _prepare(tmp_path, fixes_file, capsys)
+    pts = tmp_path / "P.gpkg"
+    code, stdout, err = _run(["points", "--grid", "1000", AREA, "-o", pts], capsys)
+    assert code == 0, err
+    assert str(pts) + ".points.json" in stdout.split()
+    out = tmp_path / "r.gpkg"
+    code, _, err = _run(
+        ["perturb", trips_path, "--points", pts, "--epsilon", "4", "--seed", "1", "-o", out], capsys
+    )
+    assert code == 0, err
+    record = geoldp.io.read_trajectories(out, ledger=True).attrs["geoldp"]["points"]
+    python = gp.ledger_record(gp.grid(BOX, 1000))
+    assert record["provenance"] == python["provenance"] and record["recipe"] == python["recipe"]
+    assert record["recipe"]["area"] == list(BOX)
+    moved = gpd.read_file(pts)
+    moved.geometry = moved.geometry.translate(0.001, 0.0)
+    moved.to_file(pts, driver="GPKG")  # edited after 'geoldp points': the record no longer applies
+    code, _, err = _run(
+        ["perturb", trips_path, "--points", pts, "--epsilon", "4", "--seed", "1", "-o", tmp_path / "s.gpkg"],
+        capsys,
+    )  # fmt: skip
+    assert code == 0 and "geoldp: warning:" in err and "does not describe the points" in err
+    assert (
+        geoldp.io.read_trajectories(tmp_path / "s.gpkg", ledger=True).attrs["geoldp"]["points"].get("recipe")
+        is None
+    )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import io
 import json
 import os
@@ -48,6 +49,9 @@ def test_demo_command_writes_files_and_prints_table(tmp_path, capsys):
     } <= names
     for png in ("map.png", "density.png"):
         assert (out_dir / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    if importlib.util.find_spec("folium") is not None:  # the web map: release over the originals
+        page = (out_dir / "map.html").read_text(encoding="utf-8")
+        assert "L.map(" in page and '"released"' in page and '"original"' in page
     original = gpd.read_file(out_dir / "original.geojson")
     points = gpd.read_file(out_dir / "points.geojson")
     assert len(original) == 40

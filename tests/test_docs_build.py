@@ -76,11 +76,16 @@ def html_dir(tmp_path_factory) -> Path:
 
 
 def _toctree_pages() -> list[str]:
-    """The pages listed in the index's toctree (read from the source, not from the built HTML)."""
+    """The pages listed in the index's toctrees (read from the source, not from the built HTML)."""
     text = (DOCS / "index.md").read_text(encoding="utf-8")
-    block = re.search(r"```\{toctree\}\n(.*?)```", text, re.S)
-    assert block, "docs/index.md has no toctree"
-    return [ln.strip() for ln in block.group(1).splitlines() if ln.strip() and not ln.strip().startswith(":")]
+    blocks = re.findall(r"```\{toctree\}\n(.*?)```", text, re.S)
+    assert blocks, "docs/index.md has no toctree"
+    return [
+        ln.strip()
+        for block in blocks
+        for ln in block.splitlines()
+        if ln.strip() and not ln.strip().startswith(":")
+    ]
 
 
 class _SidebarLinks(HTMLParser):

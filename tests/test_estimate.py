@@ -262,6 +262,7 @@ _MODEL_DEFAULTS = {
     "n_iter": "cv",
     "cell_km": None,
     "fit_rows": 5000,
+    "progress": False,
 }
 _INTERVAL_DEFAULTS = {"n_boot": 30, "level": 0.95}
 _ESTIMATORS = [

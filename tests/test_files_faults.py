@@ -74,6 +74,18 @@ CHILD = textwrap.dedent(
 )
 
 
+@pytest.fixture(autouse=True)
+def _ctrl_c_raises():
+    """Python's Ctrl-C handler in this process for each test: a job started in the background by a shell
+    (the README's test command in CI, ``pytest &``) inherits SIGINT ignored, and the tests that press Ctrl-C
+    in this process would then see nothing happen."""
+    previous = signal.getsignal(signal.SIGINT)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    if previous is not None:  # None: a handler set outside Python, which cannot be put back
+        signal.signal(signal.SIGINT, previous)
+
+
 def _default_sigint() -> None:
     # a job started in the background by a shell inherits SIGINT ignored; the child must see Ctrl-C
     signal.signal(signal.SIGINT, signal.SIG_DFL)

@@ -96,6 +96,9 @@ def test_plot_zone_density_one_panel_per_entry_shared_scale():
     l1 = metrics.zone_visit_error(ORIG, PERT, zones, points=P)["l1"]
     assert f"L1 to original: {l1:.2f}" in axes[1].get_title()
     assert len(fig.axes) == 4  # three maps and one shared colour bar
+    # a scale bar with the zone size in the first panel (0.5 km zones: the metric grid's side)
+    notes = [t.get_text() for t in axes[0].texts]
+    assert any(n.endswith("km; zones: 0.5 km") or n.endswith("m; zones: 0.5 km") for n in notes), notes
     fig.canvas.draw()
     with pytest.raises(ValueError, match="one finite count per zone"):
         plot_zone_density({"x": [1.0]}, zones)

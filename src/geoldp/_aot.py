@@ -19,6 +19,7 @@ the extension off (the benchmarks compare both).
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import os
 import threading
 from collections.abc import Callable, Mapping
@@ -27,7 +28,23 @@ from typing import Any
 
 from numba.core import types
 
-__all__ = ["Entry", "array", "enabled", "entries", "extension", "kernel_digest"]
+__all__ = [
+    "COMPILER_ADVICE",
+    "Entry",
+    "array",
+    "enabled",
+    "entries",
+    "extension",
+    "installed",
+    "kernel_digest",
+]
+
+#: How to get the compiled kernels where they are missing (said at install and at the first call)
+COMPILER_ADVICE = (
+    "install a C compiler (Debian/Ubuntu: sudo apt install build-essential; Fedora: sudo dnf install gcc; "
+    "macOS: xcode-select --install; Windows: Microsoft C++ Build Tools), then reinstall geoldp: "
+    "pip install --force-reinstall --no-deps geoldp (or pip install -e . in a clone)"
+)
 
 #: The compiled extensions (kernels without and with numba's reference counting; see geoldp._aot_build)
 EXTENSIONS = ("geoldp._aot_kernels", "geoldp._aot_kernels_nrt")
@@ -84,6 +101,14 @@ def _load() -> tuple[Any, ...] | None:
         if built_from != kernel_digest():
             return None
     return tuple(modules)
+
+
+def installed() -> bool:
+    """Whether the compiled extensions were installed at all (importable, whatever their digest)."""
+    try:
+        return all(importlib.util.find_spec(name) is not None for name in EXTENSIONS)
+    except (ImportError, ValueError):
+        return False
 
 
 def enabled() -> bool:

@@ -79,6 +79,32 @@ def warned(command: Callable[..., int]) -> Callable[..., int]:
     return run
 
 
+#: The options that take a lon/lat box (its first number is often negative)
+BOX_OPTIONS = ("--area", "--bounds")
+
+
+def join_negative_boxes(argv: Sequence[str]) -> list[str]:
+    """``--area -122.5,37.7,-122.3,37.8`` as ``--area=-122.5,...``: argparse would take the box, which
+    starts with a minus sign, for an option and stop with "expected one argument"."""
+    out: list[str] = []
+    args = list(argv)
+    i = 0
+    while i < len(args):
+        token = args[i]
+        if token in BOX_OPTIONS and i + 1 < len(args) and args[i + 1].startswith("-"):
+            try:
+                bbox(args[i + 1])
+            except argparse.ArgumentTypeError:
+                pass
+            else:
+                out.append(f"{token}={args[i + 1]}")
+                i += 2
+                continue
+        out.append(token)
+        i += 1
+    return out
+
+
 def lengths(text: str) -> list[int]:
     """An argument type: comma-separated trajectory lengths, each an integer >= 1 (e.g. ``2,3,5,8``)."""
     try:

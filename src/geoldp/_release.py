@@ -49,6 +49,7 @@ import pandas as pd
 
 from geoldp import _box, _frames, accounting
 from geoldp import points as public_points
+from geoldp._progress import tqdm_class
 from geoldp._random import resolve_rng
 from geoldp._validation import (
     MIN_EPSILON,
@@ -711,18 +712,8 @@ class Plan:
 
 
 def _tqdm() -> Any:
-    """tqdm's bar: a notebook widget where ipywidgets is installed, else a text bar; None without tqdm."""
-    import importlib.util
-
-    try:
-        if importlib.util.find_spec("ipywidgets") is None:
-            # tqdm.auto would pick its notebook bar in Jupyter, then warn that ipywidgets is missing
-            from tqdm.std import tqdm
-        else:
-            from tqdm.auto import tqdm
-    except (ImportError, ValueError):  # tqdm is optional: no bar
-        return None
-    return tqdm
+    """tqdm's bar (:func:`geoldp._progress.tqdm_class`: a widget in notebooks); None without tqdm."""
+    return tqdm_class()
 
 
 #: What the progress report says while the kernels are made ready, by :func:`engine.kernel_state`.

@@ -654,17 +654,33 @@ class LDPAccessor:
         example_frame=_EXAMPLE_FRAME,
     )
 
-    def explore(self, original: Any = None, points: Any = None, *, denoised: Any = None) -> Any:
+    def explore(
+        self,
+        original: Any = None,
+        points: Any = None,
+        *,
+        denoised: Any = None,
+        max_rows: int | None = 2_000,
+        style_kwds: dict[str, Any] | None = None,
+        tiles: str | None = "OpenStreetMap",
+    ) -> Any:
         """An interactive folium map of this release, with one toggleable layer per frame.
 
         Parameters
         ----------
         original : geopandas.GeoDataFrame or geopandas.GeoSeries, optional
-            The original trajectories (any CRS), drawn under the release for comparison.
+            The original trajectories (any CRS), drawn over the release for comparison.
         points : geopandas.GeoDataFrame, geopandas.GeoSeries or geoldp.PointSet, optional
             The public point set (its layer starts hidden).
         denoised : geopandas.GeoDataFrame or geopandas.GeoSeries, optional
             Trajectories the collector estimated from the release.
+        max_rows : int or None, default 2000
+            At most this many trajectories per layer (evenly spaced rows, said on the map); ``None``: all.
+        style_kwds : dict, optional
+            Leaflet path options for every layer, or under a layer's name for that layer only (as in
+            ``GeoDataFrame.explore``).
+        tiles : str or None, default "OpenStreetMap"
+            The background; ``None`` for none (the page itself renders offline).
 
         Returns
         -------
@@ -691,7 +707,15 @@ class LDPAccessor:
         """
         from geoldp import explore
 
-        return explore.explore_release(self._obj, original, points, denoised=denoised)
+        return explore.explore_release(
+            self._obj,
+            original,
+            points,
+            denoised=denoised,
+            max_rows=max_rows,
+            style_kwds=style_kwds,
+            tiles=tiles,
+        )
 
     # -- collector-side estimators (geoldp.estimate); the mechanism is read from this frame's ledger --------
 

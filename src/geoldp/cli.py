@@ -17,10 +17,20 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn, TextIO
 
+from geoldp import _progress
+
 # the output formats of `geoldp perturb` are those of geoldp.io.write_file, by file suffix. Only light
 # modules at the top: `--help`, `--version` and usage errors answer before numba or GeoPandas load (every
 # command imports what it needs inside its function).
-from geoldp._cli_args import UsageError, UserError, check_name, check_output, existing_file, stage
+from geoldp._cli_args import (
+    UsageError,
+    UserError,
+    check_name,
+    check_output,
+    existing_file,
+    join_negative_boxes,
+    stage,
+)
 from geoldp._cli_args import bbox as _bbox
 from geoldp._cli_args import lengths as _lengths
 from geoldp._cli_args import one_line as _one_line
@@ -223,6 +233,7 @@ def _cmd_perturb(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> in
 
     from geoldp import cli_accountant, cli_campaign
     from geoldp import io as gio
+    from geoldp import points as gpoints
 
     options: dict[str, Any] = dict(args.option or [])
     if args.granularity is not None:
@@ -244,6 +255,7 @@ def _cmd_perturb(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> in
         if points_path is not None:
             with stage(f"cannot read POINTS '{args.points}'"):
                 points = gio.read_points(points_path, **({"crs": args.points_crs} if args.points_crs else {}))
+                points = gpoints.load_provenance(points, points_path)  # the recipe 'geoldp points' kept
         trips = _prepare_trips(trips, args)
         progress = _show_progress(args, stderr, len(trips))
         campaign = cli_campaign.perturb_options(args)  # per-user budget, accountant
@@ -327,6 +339,7 @@ def _cmd_evaluate(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> i
     with _report_warnings(stderr):
         with stage(f"cannot read ORIGINAL '{args.original}'"):
             original = gio.read_trajectories(original_path)
+        original = cli_campaign.kept_original(args, original)  # --kept-rows of a --max-per-user release
         with stage(f"cannot read PERTURBED '{args.perturbed}'"):
             perturbed = gio.read_trajectories(perturbed_path)
         cli_campaign.check_evaluate_inputs(original, perturbed)  # before any long computation
@@ -343,7 +356,10 @@ def _cmd_evaluate(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> i
             estimate=args.estimate,
             mechanism=args.mechanism,
             epsilon=args.epsilon,
-            estimate_options={"n_candidates": args.n_candidates, "n_boot": 0} if args.estimate else None,
+            # the estimators' stages, one "geoldp: ..." line each
+            estimate_options={"n_candidates": args.n_candidates, "n_boot": 0, "progress": True}
+            if args.estimate
+            else None,
         )
         # one column per release (the perturbed file, then the no-data baselines), one row per metric
         with pd.option_context("display.width", 120, "display.max_columns", 50, "display.max_rows", 200):
@@ -630,7 +646,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="N",
         help="seed of the city and of the perturbation (demo/experiments only)",
     )
-    d.add_argument("--no-plot", action="store_true", help="do not draw the PNG map")
+    d.add_argument("--no-plot", action="store_true", help="do not draw the PNG maps and the web map")
     d.add_argument("--overwrite", action="store_true", help="replace the files of an earlier run in DIR")
     d.set_defaults(func=_cmd_demo)
 
@@ -776,6 +792,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (ValueError, AttributeError, OSError):  # not the main thread, or no SIGTERM
         previous = None
     code = 130
+    _progress.use_lines()  # long stages: one "geoldp: ..." line each on stderr
     try:
         code = _run(argv)
     except Terminated:
@@ -784,6 +801,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"{PROG}: interrupted", file=sys.stderr)
     finally:
+        _progress.use_lines(False)
         ending = argv is None  # run as a program: the process ends now
         if previous is not None:
             # a signal during interpreter shutdown would print a traceback from a library's thread or
@@ -818,7 +836,7 @@ def _run(argv: Sequence[str] | None = None) -> int:
     stdout, stderr = sys.stdout, sys.stderr
     parser = build_parser()
     try:
-        args = parser.parse_args(argv)
+        args = parser.parse_args(join_negative_boxes(sys.argv[1:] if argv is None else argv))
     except UsageError as exc:
         print(f"{PROG}: error: {_one_line(exc)}", file=stderr)
         return 2
@@ -836,7 +854,8 @@ def _run(argv: Sequence[str] | None = None) -> int:
         return 0
     func: Callable[[argparse.Namespace, TextIO, TextIO], int] = args.func
     try:
-        return func(args, stdout, stderr)
+        with _report_warnings(stderr):  # every command's warnings as "geoldp: warning: ..." lines
+            return func(args, stdout, stderr)
     except UsageError as exc:
         print(f"{PROG}: error: {_one_line(exc)}", file=stderr)
         return 2

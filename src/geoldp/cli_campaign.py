@@ -60,9 +60,10 @@ def _read_kwargs(args: argparse.Namespace) -> dict[str, Any]:
 
 def _read_points(path: Path, label: str) -> Any:
     from geoldp import io as gio
+    from geoldp import points as gp
 
     with stage(f"cannot read {label} '{path}'"):
-        return gio.read_points(path)
+        return gp.load_provenance(gio.read_points(path), path)  # with the recipe 'geoldp points' kept
 
 
 # ------------------------------------------------------------------------------------------------------
@@ -216,7 +217,37 @@ def extend_evaluate(e: argparse.ArgumentParser) -> None:
         default=None,
         help="public zones (polygons) for the zone and OD errors, instead of the --cell-km grid",
     )
+    e.add_argument(
+        "--kept-rows",
+        metavar="CSV",
+        default=None,
+        help="for a release made with --max-per-user: the ORIGINAL rows it holds (the CSV written by "
+        "'geoldp perturb ... --kept-rows CSV')",
+    )
     e.set_defaults(command_parser=e)
+
+
+def kept_original(args: argparse.Namespace, original: Any) -> Any:
+    """The ORIGINAL rows a ``--max-per-user`` release holds, from ``--kept-rows CSV`` (else all rows)."""
+    import numpy as np
+    import pandas as pd
+
+    if getattr(args, "kept_rows", None) is None:
+        return original
+    path = existing_file(args.kept_rows, "--kept-rows")
+    with stage(f"cannot read --kept-rows '{args.kept_rows}'"):
+        table = pd.read_csv(path)
+    rows = table["row"].to_numpy() if "row" in table.columns else np.array([])
+    if (
+        "row" not in table.columns
+        or not np.issubdtype(rows.dtype, np.integer)
+        or (rows.size and (rows.min() < 0 or rows.max() >= len(original) or np.any(np.diff(rows) <= 0)))
+    ):
+        raise ValueError(
+            f"--kept-rows '{args.kept_rows}' must be the CSV 'geoldp perturb --kept-rows' writes: a column "
+            f"'row' of increasing row positions of ORIGINAL (0 to {len(original) - 1})"
+        )
+    return original.iloc[rows]
 
 
 def evaluate_zones(args: argparse.Namespace, points: Any) -> Any:
@@ -253,7 +284,8 @@ def check_evaluate_inputs(original: Any, perturbed: Any) -> None:
         raise ValueError(
             f"ORIGINAL has {len(original)} rows and PERTURBED {len(perturbed)}: evaluate compares them row "
             "by row. Compare the release with the file it was made from (for a release made with "
-            "--max-per-user, the rows kept; for --max-points or --simplify, the output of 'geoldp prepare')."
+            "--max-per-user, pass the rows it kept: perturb with --kept-rows CSV, then evaluate with "
+            "--kept-rows CSV; for --max-points or --simplify, the output of 'geoldp prepare')."
         )
     a = shapely.get_num_coordinates(original.geometry.values)
     b = shapely.get_num_coordinates(perturbed.geometry.values)
@@ -322,17 +354,9 @@ def _cmd_prepare(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> in
         raise ValueError(_empty_after(args))
     n_built = len(trips)
     dropped_outside = 0
-    if args.area is not None:
-        box = shapely.box(*args.area)
-        wgs = trips.to_crs(4326) if not trips.crs.equals("EPSG:4326") else trips
-        if args.outside == "drop":
-            inside = shapely.contains_properly(box, wgs.geometry.values) | shapely.covers(
-                box, wgs.geometry.values
-            )
-            dropped_outside = int((~inside).sum())
-            trips = trips[inside]
-        else:  # clip: drop the vertices outside the box; a trip leaving the box is split there
-            trips, dropped_outside = _clip_vertices(trips, wgs, args.area, args.min_points)
+    if args.area is not None:  # clip: a trip leaving the box is split there; drop: it is dropped
+        trips = prepare.clip_to_area(trips, args.area, outside=args.outside, min_points=args.min_points)
+        dropped_outside = int(trips.attrs.get("dropped", 0))
     elif args.points is not None:
         from geoldp import PointSet
 
@@ -361,7 +385,11 @@ def _cmd_prepare(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> in
     with stage(f"cannot write '{args.output}'"):
         written = gio.write_file(trips, out_path, overwrite=args.overwrite, inputs=tuple(inputs))
     what = f"{n_in} rows" + (f" ({n_built} trips before the area filter)" if n_built != len(trips) else "")
-    extra = f"; {dropped_outside} trip(s) wholly outside the area dropped" if dropped_outside else ""
+    why = {
+        "clip": "with no run of --min-points fixes inside the area",
+        "drop": "leaving the area",
+    }.get(args.outside if args.area is not None else "", f"with a fix farther than {args.max_km} km from P")
+    extra = f"; {dropped_outside} trip(s) {why} dropped" if dropped_outside else ""
     print(f"{PROG}: prepared {len(trips)} trips from {what}{extra} (private: keep this file)", file=stderr)
     for path in written:
         print(path, file=stdout)
@@ -377,33 +405,6 @@ def _empty_after(args: argparse.Namespace) -> str:
             "a unit, e.g. 30min) or a smaller --min-points"
         )
     return f"no trip is left: {shorter}. Use a smaller --min-points"
-
-
-def _clip_vertices(trips: Any, wgs: Any, area: tuple[float, ...], min_points: int) -> tuple[Any, int]:
-    """Keep each trip's runs of consecutive vertices inside ``area`` (one trip per run of >= min_points)."""
-    import geopandas as gpd
-    import numpy as np
-    import shapely
-
-    geoms = np.asarray(trips.geometry.values)
-    xy_in = shapely.get_coordinates(geoms)
-    xy = shapely.get_coordinates(np.asarray(wgs.geometry.values))
-    counts = shapely.get_num_coordinates(geoms)
-    owner = np.repeat(np.arange(len(trips)), counts)
-    inside = (xy[:, 0] >= area[0]) & (xy[:, 0] <= area[2]) & (xy[:, 1] >= area[1]) & (xy[:, 1] <= area[3])
-    start = np.ones(len(xy), dtype=bool)
-    start[1:] = (owner[1:] != owner[:-1]) | (inside[1:] != inside[:-1])
-    run = np.cumsum(start) - 1
-    keep = inside
-    run_len = np.bincount(run[keep], minlength=int(run.max()) + 1 if run.size else 0)
-    keep = keep & (run_len[run] >= min_points)
-    runs, first = np.unique(run[keep], return_index=True)
-    rows = owner[keep][first]
-    lines = shapely.linestrings(xy_in[keep], indices=np.searchsorted(runs, run[keep]))
-    data = trips.drop(columns=trips.geometry.name).iloc[rows].reset_index(drop=True)
-    out = gpd.GeoDataFrame(data, geometry=np.asarray(lines), crs=trips.crs)
-    out = out.rename_geometry(trips.geometry.name) if trips.geometry.name != "geometry" else out
-    return out, int(len(trips) - np.unique(rows).size)
 
 
 def _add_prepare(sub: Any) -> None:
@@ -495,6 +496,9 @@ def _cmd_points(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int
     pts = pts.reset_index(drop=True)
     with stage(f"cannot write '{args.output}'"):
         written = gio.write_file(pts, out_path, overwrite=args.overwrite, inputs=tuple(inputs))
+        # the provenance and recipe, which the file format drops, for the ledgers of later releases
+        side = gp.save_provenance(pts, out_path, overwrite=True)
+        written += [side] if side is not None else []
     print(
         f"{PROG}: wrote {len(pts)} public points ({pts.attrs.get(gp.PROVENANCE_KEY)}; digest "
         f"{gp.digest_of(pts)[:19]}...)",
@@ -588,6 +592,7 @@ def _cmd_estimate(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> i
         regions=regions,
         layers=args.layers,
         k=args.k,
+        progress=True,  # one "geoldp: ..." line per stage
         **fit,
     )
     with stage(f"cannot write '{args.output}'"):

@@ -39,6 +39,7 @@ __all__ = [
     "DemoResult",
     "format_table",
     "run_demo",
+    "save_comparison_html",
     "save_comparison_map",
     "save_density_map",
     "utility_table",
@@ -46,6 +47,7 @@ __all__ = [
 
 _GEOJSON_OUTPUTS = ("points.geojson", "original.geojson", "tp.geojson", "atp.geojson")
 _FIGURE_OUTPUTS = ("map.png", "density.png")
+_WEB_OUTPUTS = ("map.html",)
 
 #: Radii (km) of the PRQ columns of the demo table.
 DEMO_DELTAS_KM = (0.5, 1.0, 2.0)
@@ -66,7 +68,8 @@ class DemoResult:
         The utility table (one row per release: "TP raw", "ATP raw", "ATP estimated", "ATP denoised",
         then the baselines "uniform" and "constant"; see :func:`utility_table`).
     files : dict of str to pathlib.Path
-        The files written, by role ("original", "points", "tp", "atp", "map", "density").
+        The files written, by role ("original", "points", "tp", "atp", "map", "density", "map_html": the
+        interactive map of the ATP release over the originals, written where folium is installed).
     seconds : float
         Wall-clock time of the perturbation step (both mechanisms).
     """
@@ -277,6 +280,33 @@ def save_comparison_map(
     return _save_figure(fig, path, dpi=dpi, overwrite=overwrite)
 
 
+def save_comparison_html(
+    original: gpd.GeoDataFrame,
+    released: gpd.GeoDataFrame,
+    path: str | Path,
+    *,
+    points: Any = None,
+    overwrite: bool = False,
+) -> Path | None:
+    """Write the interactive comparison map (:func:`geoldp.explore.explore_release`: the release over the
+    originals, the public points) as one HTML page that renders offline; ``None`` without folium.
+
+    The page holds the original trajectories: it is as private as they are. It is written atomically,
+    over an existing file only with ``overwrite=True``.
+    """
+    import importlib.util
+
+    if importlib.util.find_spec("folium") is None:
+        return None
+    from geoldp import _safe_write
+    from geoldp.explore import explore_release
+
+    fmap = explore_release(released, original, points)
+    path = Path(path)
+    _safe_write.write_bytes(path, fmap.get_root().render().encode("utf-8"), overwrite=overwrite)
+    return path
+
+
 def save_density_map(
     counts: Mapping[str, Any],
     zones: gpd.GeoDataFrame,
@@ -340,7 +370,13 @@ def _print_plan(points: Any, n: int, epsilon: float, seed: int, out: TextIO) -> 
     print(
         "Planning before any budget is spent (geoldp.plan, public inputs only): expected zone-visit", file=out
     )
-    print("L1 error of each design on simulated populations over the public points:", file=out)
+    print(
+        "L1 error of each design (0 = exact, 2 = disjoint) on populations SIMULATED over the public points",
+        file=out,
+    )
+    print(
+        "(the utility table further down measures zone_l1 on the demo's own trips: other numbers):", file=out
+    )
     shown = table[["kind", "error", "recommended"]].copy()
     shown["error"] = shown["error"].round(3)
     print(shown.to_string(), file=out)
@@ -420,7 +456,9 @@ def run_demo(
     out = sys.stdout if stream is None else stream
     has_matplotlib = importlib.util.find_spec("matplotlib") is not None
     if output is not None:  # every output checked before any work: nothing is half-written or clobbered
+        has_folium = importlib.util.find_spec("folium") is not None
         names = [*_GEOJSON_OUTPUTS, *(_FIGURE_OUTPUTS if plot and has_matplotlib else ())]
+        names += list(_WEB_OUTPUTS if plot and has_folium else ())
         if os.path.isdir(output):
             for name in names:
                 _safe_write.check_output(Path(output) / name, overwrite=overwrite, what="demo output")
@@ -474,6 +512,7 @@ def run_demo(
     print(
         "zone_l1 / od_l1: L1 distance of the visit / origin-destination distributions over 1.5 km", file=out
     )
+    print("  (the planner's 'error' above is the same L1, expected on simulated populations)", file=out)
     print(
         "zones (0 = exact, 2 = disjoint). hotspot_overlap: share of the top-10 public points found.", file=out
     )
@@ -533,11 +572,19 @@ def run_demo(
             counts["ATP estimated"] = atp_zones
             counts["uniform"] = metrics.zone_visit_counts(uniform, zones, points=points)
             files["density"] = save_density_map(counts, zones, folder / "density.png", overwrite=overwrite)
+        if plot:  # the interactive map: the ATP release over the originals (an HTML page)
+            html = save_comparison_html(
+                trips, perturbed["ATP"], folder / "map.html", points=points, overwrite=overwrite
+            )
+            if html is not None:
+                files["map_html"] = html
         print("Files written:", file=out)
         for role, path in files.items():
             print(f"  {role:<9} {path}", file=out)
         if plot and not has_matplotlib:
             print('Map skipped: matplotlib is not installed (pip install "geoldp[plot]").', file=out)
+        if plot and "map_html" not in files:
+            print('Web map skipped: folium is not installed (pip install "geoldp[explore]").', file=out)
     print(
         f"Perturbation time: {seconds:.1f} s for {2 * len(trips)} trajectory releases "
         "(TP and ATP; without the kernels compiled at install, the first run includes numba's compilation).",

@@ -3,13 +3,26 @@
 folium is an optional dependency (``pip install "geoldp[explore]"``); it is imported inside
 :func:`explore_release`, so ``import geoldp.explore`` works without it. The method
 ``released.ldp.explore(...)`` calls :func:`explore_release`.
+
+The maps work offline: the Leaflet library is written into the page (from the ``xstatic-leaflet`` package
+of the ``explore`` extra) instead of being loaded from a CDN, so a saved page renders with no network (the
+background tiles, which do need it, then stay blank). Without that package the page loads Leaflet from
+folium's CDN as before.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["LAYER_STYLES", "explore_estimates", "explore_release"]
+__all__ = ["LAYER_STYLES", "MAX_ROWS", "explore_estimates", "explore_release"]
+
+#: Trajectories drawn per layer by default: more rows are thinned to this many, evenly spaced (the map
+#: says so)
+MAX_ROWS = 2_000
+#: Up to this many rows a layer is drawn with the opacity and weight of :data:`LAYER_STYLES`; more rows get
+#: thinner, fainter lines (by ``sqrt(FULL_STYLE_ROWS / rows)``), so that overlapping lines build up density
+#: instead of an opaque block.
+FULL_STYLE_ROWS = 100
 
 #: Colour of each layer (the colour-blind-safe Okabe-Ito palette) and whether it is shown when the map opens.
 LAYER_STYLES: dict[str, dict[str, Any]] = {
@@ -54,6 +67,89 @@ def _as_wgs84_geoseries(obj: Any, name: str) -> Any:
     return geoms.to_crs("EPSG:4326")
 
 
+def _inline_leaflet(fmap: Any) -> bool:
+    """Write Leaflet's JavaScript and CSS into the page of ``fmap`` instead of linking folium's CDNs (the
+    page then renders offline). Returns False, changing nothing, without the ``xstatic-leaflet`` package.
+
+    Only Leaflet is kept: folium's other default assets (jQuery, Bootstrap, icon fonts) serve markers and
+    popups these maps do not use.
+    """
+    import base64
+    import re
+    from pathlib import Path
+
+    try:
+        import xstatic.pkg.leaflet as xleaflet
+    except ImportError:
+        return False
+    folium = _folium()
+    base = Path(xleaflet.BASE_DIR)
+    js = (base / "leaflet.js").read_text(encoding="utf-8")
+    css = (base / "leaflet.css").read_text(encoding="utf-8")
+
+    def data_uri(match: Any) -> str:
+        png = base / match.group(1)
+        if not png.is_file():
+            return match.group(0)
+        return "url(data:image/png;base64," + base64.b64encode(png.read_bytes()).decode("ascii") + ")"
+
+    css = re.sub(r"url\((images/[A-Za-z0-9_.-]+\.png)\)", data_uri, css)
+    fmap.default_js = []
+    fmap.default_css = []
+    header = fmap.get_root().header
+    header.add_child(folium.Element(f"<style>{css}</style>"), name="geoldp_leaflet_css")
+    header.add_child(folium.Element(f"<script>{js}</script>"), name="geoldp_leaflet_js")
+    return True
+
+
+def _new_map(tiles: str | None) -> Any:
+    """A folium map with a scale bar, Leaflet inlined where possible (see :func:`_inline_leaflet`)."""
+    fmap = _folium().Map(tiles=tiles, control_scale=True)
+    _inline_leaflet(fmap)
+    return fmap
+
+
+def _thin(n: int, max_rows: int | None) -> Any:
+    """Positions of the rows drawn: all, or ``max_rows`` evenly spaced ones (the same for every layer, so
+    that a released trajectory is drawn with its original)."""
+    import numpy as np
+
+    if max_rows is None or n <= max_rows:
+        return np.arange(n)
+    return np.unique(np.linspace(0, n - 1, max_rows).round().astype(np.int64))
+
+
+def _layer_style(name: str, n_drawn: int, style_kwds: dict[str, Any]) -> dict[str, Any]:
+    """Leaflet path options of a trajectory layer: its colour, weight and opacity scaled to the rows drawn,
+    then ``style_kwds`` (options for every layer, and a layer's own under its name)."""
+    base = LAYER_STYLES[name]
+    scale = min(1.0, (FULL_STYLE_ROWS / max(n_drawn, 1)) ** 0.5)
+    style = {
+        "color": base["color"],
+        "weight": max(1.0, base["weight"] * scale**0.5),
+        "opacity": max(0.08, base["opacity"] * scale),
+    }
+    style.update({k: v for k, v in style_kwds.items() if k not in LAYER_STYLES})
+    own = style_kwds.get(name, {})
+    if not isinstance(own, dict):
+        raise TypeError(
+            f"style_kwds[{name!r}] of explore must be a dict of Leaflet path options, e.g. "
+            f"{{'{name}': {{'color': 'red', 'weight': 1}}}}. Got {type(own).__name__}."
+        )
+    style.update(own)
+    return style
+
+
+def _caption(fmap: Any, text: str) -> None:
+    """A note in the map's lower left corner (which rows the map shows)."""
+    html = (
+        '<div class="geoldp-caption" style="position: fixed; left: 10px; bottom: 64px; z-index: 1000; '
+        "background: rgba(255, 255, 255, 0.85); padding: 2px 6px; font: 12px sans-serif; "
+        f'border-radius: 3px;">{text}</div>'
+    )
+    fmap.get_root().html.add_child(_folium().Element(html), name="geoldp_caption")
+
+
 def explore_release(
     released: Any,
     original: Any = None,
@@ -62,6 +158,8 @@ def explore_release(
     denoised: Any = None,
     tiles: str | None = "OpenStreetMap",
     m: Any = None,
+    max_rows: int | None = MAX_ROWS,
+    style_kwds: dict[str, Any] | None = None,
 ) -> Any:
     """An interactive map with one toggleable layer each for the trajectories and the public points.
 
@@ -80,22 +178,32 @@ def explore_release(
         offline the background stays blank: pass ``None`` for a plain one). Ignored with ``m``.
     m : folium.Map, optional
         Add the layers to this map (e.g. one made by :func:`explore_estimates`) instead of a new one.
+    max_rows : int or None, default 2000
+        Draw at most this many trajectories per layer: above it, evenly spaced rows (the same positions in
+        every layer), and the map says how many of how many it shows. ``None`` draws every row (a page of
+        10⁴ trajectories is several megabytes and slow to pan).
+    style_kwds : dict, optional
+        Leaflet path options (``color``, ``weight``, ``opacity``, ``dashArray`` ...) for every trajectory
+        layer, as in ``GeoDataFrame.explore``; under a layer's name (``"original"``, ``"released"``,
+        ``"denoised"``), a dict of options for that layer only, e.g.
+        ``{"weight": 1, "released": {"color": "black"}}``. By default the colours of
+        :data:`LAYER_STYLES`, with weight and opacity lowered as the rows drawn grow.
 
     Returns
     -------
     folium.Map
         Layers named ``"original"``, ``"released"``, ``"denoised"`` and ``"public points"`` (those given),
         a layer control, and a tooltip with the row label on every trajectory. Display it in a notebook or
-        write it with ``.save("map.html")``.
+        write it with ``.save("map.html")``; the page needs no network but for the background tiles.
 
     Raises
     ------
     ImportError
         folium is not installed.
     TypeError
-        A frame is not a GeoDataFrame/GeoSeries (or PointSet for ``points``).
+        A frame is not a GeoDataFrame/GeoSeries (or PointSet for ``points``); ``style_kwds`` not a dict.
     ValueError
-        A frame has no CRS.
+        A frame has no CRS; ``max_rows`` below 1.
 
     Notes
     -----
@@ -107,18 +215,31 @@ def explore_release(
     >>> m = out.ldp.explore(original=trips, points=pois)  # doctest: +SKIP
     >>> m.save("compare.html")  # doctest: +SKIP
     """
+    from geoldp._validation import check_int_min
+
     folium = _folium()
+    if max_rows is not None:
+        max_rows = check_int_min(max_rows, "max_rows", minimum=1, caller="explore")
+    if style_kwds is None:
+        style_kwds = {}
+    if not isinstance(style_kwds, dict):
+        raise TypeError(
+            "The 'style_kwds' parameter of explore must be a dict of Leaflet path options, e.g. "
+            f"{{'weight': 1, 'released': {{'color': 'black'}}}}. Got {type(style_kwds).__name__}."
+        )
+    # released first: drawn underneath, so the originals (and the estimate) stay visible on top of its noise
     layers = {
         layer: _as_wgs84_geoseries(obj, param)
         for layer, param, obj in (
-            ("original", "original", original),
             ("released", "released", released),
             ("denoised", "denoised", denoised),
+            ("original", "original", original),
             ("public points", "points", points),
         )
         if obj is not None or layer == "released"
     }
-    fmap = folium.Map(tiles=tiles, control_scale=True) if m is None else m
+    fmap = _new_map(tiles) if m is None else m
+    thinned = []
     for name, geoms in layers.items():
         style = LAYER_STYLES[name]
         group = folium.FeatureGroup(name=name, show=style["show"])
@@ -130,19 +251,27 @@ def explore_release(
                 ),
             ).add_to(group)
         else:
-            frame = geoms.to_frame("geometry")
-            frame["row"] = [str(label) for label in geoms.index]
-            color, weight, opacity = style["color"], style["weight"], style["opacity"]
+            keep = _thin(len(geoms), max_rows)
+            if len(keep) < len(geoms):
+                thinned.append((name, len(keep), len(geoms)))
+            shown = geoms.iloc[keep]
+            # 1e-6 degrees (0.1 m) is finer than any public point set: the page is about half the size
+            frame = shown.set_precision(1e-6, mode="pointwise").to_frame("geometry")
+            frame["row"] = [str(label) for label in shown.index]
+            path = _layer_style(name, len(keep), style_kwds)
             folium.GeoJson(
                 frame.to_json(drop_id=True),
-                style_function=lambda _f, c=color, w=weight, o=opacity: {
-                    "color": c,
-                    "weight": w,
-                    "opacity": o,
-                },
+                style_function=lambda _f, path=path: path,
                 tooltip=folium.GeoJsonTooltip(fields=["row"], aliases=[f"{name} row"]),
             ).add_to(group)
         group.add_to(fmap)
+    if thinned:
+        _, shown_n, total = thinned[0]
+        _caption(
+            fmap,
+            f"showing {shown_n:,} of {total:,} trajectories per layer (evenly spaced rows; "
+            "max_rows=None draws every row)",
+        )
     folium.LayerControl(collapsed=False).add_to(fmap)
     bounds = [g.total_bounds for g in layers.values() if len(g) and not g.is_empty.all()]
     if bounds:
@@ -226,7 +355,7 @@ def explore_estimates(
     for c in ("estimate", "lower", "upper"):
         frame[c] = frame[c].round(2)
     frame["_share"] = values / top
-    fmap = folium.Map(tiles=tiles, control_scale=True) if m is None else m
+    fmap = _new_map(tiles) if m is None else m
     kinds = set(z.geom_type)
 
     def style(feature: Any) -> dict[str, Any]:

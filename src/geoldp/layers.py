@@ -31,6 +31,8 @@ import pandas as pd
 
 from geoldp import _formats, budget_strategies
 from geoldp import points as public_points
+from geoldp._progress import stages
+from geoldp._validation import check_bool
 from geoldp.estimate._ranking import top_supported
 
 __all__ = [
@@ -212,6 +214,7 @@ def estimate_layers(
     regions: Any = None,
     layers: Any = ("zone_visits", "od_flows", "hotspots"),
     k: int = 10,
+    progress: bool = False,
     **fit_kwargs: Any,
 ) -> dict[str, Any]:
     """Estimate zone visits, OD flows, hotspots (and point visits, range counts) as GIS layers.
@@ -236,6 +239,9 @@ def estimate_layers(
     k : int, default 10
         Number of hotspot zones, ranked among the supported zones only (none supported: an empty layer
         whose ``attrs["note"]`` says so).
+    progress : bool, default False
+        Report the stages (the fit's, then each layer's) on a progress bar (tqdm; a widget in notebooks).
+        The layers do not change.
     **fit_kwargs
         Passed to :func:`geoldp.estimate.fit` (``rng``, ``n_candidates``, ``n_boot``, ``level`` ...).
 
@@ -262,19 +268,26 @@ def estimate_layers(
     points = points_for(released, points)
     if zones is None:
         zones = metrics.zone_grid(points, cell_km=cell_km)
+    progress = check_bool(progress, "progress", caller="estimate_layers")
     parts = budget_strategies.release_parts(released)
     tables: dict[str, list[pd.DataFrame]] = {n: [] for n in names}
-    for part in parts:
-        pop = estimate.fit(part, points, **fit_kwargs)
-        if "zone_visits" in names or "hotspots" in names:
-            zv = pop.visit_counts(zones)
-            tables.setdefault("_zones", []).append(zv)
-        if "od_flows" in names:
-            tables["od_flows"].append(pop.od_flows(zones))
-        if "point_visits" in names:
-            tables["point_visits"].append(pop.visit_counts())
-        if "range_counts" in names:
-            tables["range_counts"].append(pop.range_counts(regions))
+    queries = [q for q in ("zone_visits", "od_flows", "point_visits", "range_counts") if q in names]
+    if "hotspots" in names and "zone_visits" not in names:
+        queries.insert(0, "zone_visits")
+    with stages("estimate layers", len(parts) * len(queries), enabled=progress) as report:
+        for j, part in enumerate(parts):
+            pop = estimate.fit(part, points, progress=progress, **fit_kwargs)
+            of_part = f" (part {j + 1} of {len(parts)})" if len(parts) > 1 else ""
+            for query in queries:
+                report(query.replace("_", " ") + of_part)
+                if query == "zone_visits":
+                    tables.setdefault("_zones", []).append(pop.visit_counts(zones))
+                elif query == "od_flows":
+                    tables["od_flows"].append(pop.od_flows(zones))
+                elif query == "point_visits":
+                    tables["point_visits"].append(pop.visit_counts())
+                else:
+                    tables["range_counts"].append(pop.range_counts(regions))
     out: dict[str, Any] = {}
     for name in names:
         if name == "zone_visits":

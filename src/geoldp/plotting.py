@@ -330,10 +330,42 @@ def plot_zone_density(
         ax.set_ylabel("")
     for ax in axes[len(labels) :]:
         ax.set_axis_off()
+    side = _zone_side_km(zones)
+    _scale_bar(axes[0], b, mid_lat, f"zones: {side:.2g} km" if side else "")
     sm = _pyplot().cm.ScalarMappable(norm=norm, cmap=cmap)
     cbar = fig.colorbar(sm, ax=axes[: len(labels)].tolist(), shrink=0.8, pad=0.02, aspect=25)
     cbar.set_label("share of zone visits (%)")
     return fig
+
+
+def _zone_side_km(zones: Any) -> float | None:
+    """The side of a square of the zones' median area, km (None if the area cannot be measured)."""
+    try:
+        area = zones.to_crs(zones.estimate_utm_crs()).area
+    except Exception:  # no UTM zone fits (a global layer): no size in the label
+        return None
+    med = float(np.median(area)) if len(area) else 0.0
+    return med**0.5 / 1000.0 if med > 0 else None
+
+
+def _scale_bar(ax: Any, bounds: Any, mid_lat: float, note: str = "") -> None:
+    """A scale bar of a round length (about a fifth of the width) in the lower left of ``ax`` (lon/lat),
+    with ``note`` (the zone size) after its length."""
+    km_per_deg = 111.32 * max(np.cos(np.radians(mid_lat)), 1e-3)
+    width_km = (bounds[2] - bounds[0]) * km_per_deg
+    if not width_km > 0:
+        return
+    target = width_km / 5.0
+    step = 10.0 ** np.floor(np.log10(target))
+    length = max(m * step for m in (1, 2, 5) if m * step <= target)
+    x0 = bounds[0] + 0.05 * (bounds[2] - bounds[0])
+    y0 = bounds[1] + 0.05 * (bounds[3] - bounds[1])
+    x1 = x0 + length / km_per_deg
+    ax.plot([x0, x1], [y0, y0], color="black", linewidth=2, solid_capstyle="butt", zorder=5)
+    label = f"{length:g} km" if length >= 1 else f"{length * 1000:g} m"
+    label = f"{label}; {note}" if note else label
+    ax.text(x0, y0 + 0.02 * (bounds[3] - bounds[1]), label, ha="left", va="bottom", fontsize="small",
+            zorder=5, bbox={"facecolor": "white", "alpha": 0.8, "edgecolor": "none", "pad": 1})  # fmt: skip
 
 
 # --------------------------------------------------------------------------------------------------

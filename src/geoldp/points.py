@@ -35,8 +35,11 @@ from geoldp.errors import PrivacyWarning
 __all__ = [
     "MAX_POINTS",
     "PROVENANCE_KEY",
+    "SIDECAR_SUFFIX",
     "digest_of",
     "from_recipe",
+    "load_provenance",
+    "save_provenance",
     "grid",
     "h3_cells",
     "ledger_record",
@@ -47,6 +50,9 @@ __all__ = [
     "warn_if_area_from",
 ]
 
+#: Suffix of the file that keeps a point set's provenance and area next to its data file (a file format
+#: drops ``attrs``): ``P.gpkg`` → ``P.gpkg.points.json``.
+SIDECAR_SUFFIX = ".points.json"
 #: ``attrs`` key of a point set's provenance string.
 PROVENANCE_KEY = "geoldp_points"
 #: ``attrs`` key of the bounds and CRS of the area a point set was built over (for the area guard).
@@ -698,3 +704,92 @@ def warn_if_area_from(frame: Any, points: Any, *, stacklevel: int = 2) -> bool:
             stacklevel=stacklevel + 1,
         )
     return same
+
+
+def _sidecar(path: Any) -> Any:
+    from pathlib import Path
+
+    p = Path(path)
+    return p.with_name(p.name + SIDECAR_SUFFIX)
+
+
+def save_provenance(points: Any, path: Any, *, overwrite: bool = False) -> Any:
+    """Keep a point set's provenance and area next to the file it was written to, for :func:`load_provenance`.
+
+    A file format keeps no ``attrs``; this writes ``<path>.points.json`` (atomically) with the provenance,
+    the area (so the recipe of a grid or H3 set, :func:`recipe_of`) and the digest of the points
+    (:func:`digest_of`), which ties it to exactly these points. Everything in it is public.
+
+    Returns
+    -------
+    pathlib.Path or None
+        The file written; ``None`` when ``points`` carry no provenance.
+    """
+    import json
+
+    from geoldp._safe_write import write_bytes
+
+    attrs = getattr(points, "attrs", None) or {}
+    if not isinstance(attrs.get(PROVENANCE_KEY), str):
+        return None
+    record = {"provenance": attrs[PROVENANCE_KEY], "digest": digest_of(points)}
+    if isinstance(attrs.get(AREA_KEY), dict):
+        record["area"] = attrs[AREA_KEY]
+    side = _sidecar(path)
+    write_bytes(side, json.dumps(record, indent=1, sort_keys=True).encode("utf-8"), overwrite=overwrite)
+    return side
+
+
+def load_provenance(points: Any, path: Any) -> Any:
+    """``points`` read from ``path``, with the provenance and area kept by :func:`save_provenance`.
+
+    The record is used only if it describes exactly these points (its digest): a file edited since, or
+    a record of another file, is ignored with a :class:`~geoldp.GeoLDPWarning`. Without a record the
+    points are returned unchanged.
+
+    Returns
+    -------
+    geopandas.GeoDataFrame
+        ``points`` (a copy with ``attrs`` set when a record applies).
+    """
+    import json
+    import warnings
+    from pathlib import Path
+
+    from geoldp.errors import GeoLDPWarning
+
+    side = _sidecar(path)
+    try:
+        text = side.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return points
+    except OSError as exc:
+        warnings.warn(
+            f"Cannot read {side.name} ({exc.strerror}); the points' recipe is not kept.",
+            GeoLDPWarning,
+            stacklevel=2,
+        )
+        return points
+    try:
+        record = json.loads(text)
+        ok = (
+            isinstance(record, dict)
+            and isinstance(record.get("provenance"), str)
+            and record.get("digest") == digest_of(points)
+            and isinstance(record.get("area", {}), dict)
+        )
+    except ValueError:
+        ok = False
+    if not ok:
+        warnings.warn(
+            f"{side.name} does not describe the points in {Path(path).name} (edited since, or another "
+            "file's); their provenance and recipe are not kept. Write it again with 'geoldp points'.",
+            GeoLDPWarning,
+            stacklevel=2,
+        )
+        return points
+    out = points.copy()
+    out.attrs = dict(points.attrs, **{PROVENANCE_KEY: record["provenance"]})
+    if "area" in record:
+        out.attrs[AREA_KEY] = record["area"]
+    return out

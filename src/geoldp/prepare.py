@@ -6,6 +6,8 @@ point, and its output is close to uniform noise over the public point set. The h
 into short, meaningful trajectories *before* perturbation:
 
 - :func:`trajectories_from_points`: Point rows → one LineString per trajectory, split at time gaps;
+- :func:`clip_to_area`: keep the part of each trajectory inside a public lon/lat box (split where it
+  leaves and re-enters), or drop the trajectories that leave it;
 - :func:`drop_consecutive_duplicates`: remove vertices that repeat the previous one (optionally after
   snapping to the public points, so stops do not eat the budget);
 - :func:`resample`: at most ``max_points`` vertices and/or one vertex every ``spacing_m`` metres;
@@ -51,6 +53,7 @@ __all__ = [
     "MAX_VERTICES",
     "MIN_EPSILON",
     "NEAR_UNIFORM_EPSILON",
+    "clip_to_area",
     "drop_consecutive_duplicates",
     "drop_short_trips",
     "point_budget",
@@ -562,3 +565,83 @@ def _match_subsequence(x: np.ndarray, y: np.ndarray, sub: np.ndarray) -> np.ndar
             j += 1
     keep.append(n - 1)
     return np.asarray(keep, dtype=np.int64)
+
+
+def clip_to_area(gdf: Any, area: Any, *, outside: str = "clip", min_points: int = 2) -> Any:
+    """Keep the trajectories, or their parts, inside a public lon/lat box.
+
+    Parameters
+    ----------
+    gdf : geopandas.GeoDataFrame
+        LineString trajectories, with a CRS.
+    area : (min_lon, min_lat, max_lon, max_lat)
+        The box, in degrees (EPSG:4326). It must be public: chosen without looking at the trajectories.
+    outside : {"clip", "drop"}, default "clip"
+        ``"clip"``: drop the vertices outside the box; a trajectory that leaves the box and comes back
+        becomes one row per run of consecutive vertices inside (each with the original row's columns),
+        and runs shorter than ``min_points`` are dropped. ``"drop"``: drop every trajectory with a vertex
+        outside the box (those that leave it), keep the others whole.
+    min_points : int, default 2
+        With ``"clip"``: the fewest vertices a kept run has.
+
+    Returns
+    -------
+    geopandas.GeoDataFrame
+        The kept rows, in input order, geometry in the input CRS, a fresh RangeIndex; the input is not
+        changed. ``attrs["dropped"]`` is the number of input trajectories with nothing kept.
+
+    Raises
+    ------
+    TypeError
+        Not a GeoDataFrame of LineStrings.
+    ValueError
+        A malformed box, an unknown ``outside``, ``min_points`` below 2.
+
+    Examples
+    --------
+    >>> from geoldp.prepare import clip_to_area
+    >>> inside = clip_to_area(trips, (-122.52, 37.70, -122.35, 37.83))  # doctest: +SKIP
+    """
+    import geopandas as gpd
+
+    caller = "clip_to_area"
+    try:
+        box = tuple(float(v) for v in area)
+    except (TypeError, ValueError):
+        box = ()
+    if len(box) != 4 or not (box[0] < box[2] and box[1] < box[3]) or not np.all(np.isfinite(box)):
+        raise ValueError(
+            f"The 'area' parameter of {caller} must be (min_lon, min_lat, max_lon, max_lat) with min < max, "
+            f"e.g. (-122.52, 37.70, -122.35, 37.83). Got {area!r}."
+        )
+    if outside not in ("clip", "drop"):
+        raise ValueError(f"The 'outside' parameter of {caller} must be 'clip' or 'drop'. Got {outside!r}.")
+    min_points = check_int_min(min_points, "min_points", minimum=2, caller=caller)
+    _linestring_frame(gdf, caller)
+    wgs = gdf.to_crs(4326) if not gdf.crs.equals("EPSG:4326") else gdf
+    geoms = np.asarray(gdf.geometry.values)
+    xy = shapely.get_coordinates(np.asarray(wgs.geometry.values))
+    counts = shapely.get_num_coordinates(geoms)
+    owner = np.repeat(np.arange(len(gdf)), counts)
+    inside = (xy[:, 0] >= box[0]) & (xy[:, 0] <= box[2]) & (xy[:, 1] >= box[1]) & (xy[:, 1] <= box[3])
+    if outside == "drop":
+        leaves = np.zeros(len(gdf), dtype=bool)
+        np.logical_or.at(leaves, owner, ~inside)
+        out = gdf[~leaves].reset_index(drop=True)
+        out.attrs = dict(gdf.attrs, dropped=int(leaves.sum()))
+        return out
+    start = np.ones(len(xy), dtype=bool)
+    start[1:] = (owner[1:] != owner[:-1]) | (inside[1:] != inside[:-1])
+    run = np.cumsum(start) - 1
+    run_len = np.bincount(run[inside], minlength=int(run.max()) + 1 if run.size else 0)
+    keep = inside & (run_len[run] >= min_points)
+    runs, first = np.unique(run[keep], return_index=True)
+    rows = owner[keep][first]
+    xy_in = shapely.get_coordinates(geoms)  # the input CRS's coordinates of the kept vertices
+    lines = shapely.linestrings(xy_in[keep], indices=np.searchsorted(runs, run[keep]))
+    data = gdf.drop(columns=gdf.geometry.name).iloc[rows].reset_index(drop=True)
+    out = gpd.GeoDataFrame(data, geometry=np.asarray(lines), crs=gdf.crs)
+    if gdf.geometry.name != "geometry":
+        out = out.rename_geometry(gdf.geometry.name)
+    out.attrs = dict(gdf.attrs, dropped=int(len(gdf) - np.unique(rows).size))
+    return out

@@ -214,3 +214,28 @@ def test_the_kernel_stage_says_loading(monkeypatch):
     assert kernel_state(geoldp.PointEM(epsilon=1.0)) == "cached"  # "loading compiled kernels"
     monkeypatch.setattr(_aot, "_ENABLED", [False])
     assert kernel_state(geoldp.PointEM(epsilon=1.0)) in {"cached", "compile"}  # numba's own cache
+
+
+def test_a_first_call_that_compiles_without_installed_kernels_says_so_with_the_fix(monkeypatch):
+    """Installed without a C compiler: the first call that compiles warns once, naming the fix; where the
+    kernels are installed (or the user turned them off) it is silent."""
+    import warnings
+
+    from geoldp.errors import GeoLDPWarning
+    from geoldp.trajectory._fast import driver as _fast
+
+    mech = geoldp.PointEM(epsilon=1.0)
+    monkeypatch.setattr(_fast, "_COMPILE_WARNED", [])
+    monkeypatch.setattr(_fast, "kernel_state", lambda mechanism: "compile")
+    monkeypatch.setattr(_fast, "_aot_installed", lambda: False)
+    with pytest.warns(GeoLDPWarning, match="not installed .* C compiler.*pip install --force-reinstall"):
+        _fast.warn_if_compiling(mech)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        _fast.warn_if_compiling(mech)  # once per process
+        monkeypatch.setattr(_fast, "_COMPILE_WARNED", [])
+        monkeypatch.setattr(_fast, "_aot_installed", lambda: True)
+        _fast.warn_if_compiling(mech)  # installed (maybe stale after an edit): nothing to fix
+        monkeypatch.setattr(_fast, "_aot_installed", lambda: False)
+        monkeypatch.setenv("GEOLDP_AOT", "0")
+        _fast.warn_if_compiling(mech)  # turned off on purpose

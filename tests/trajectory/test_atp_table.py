@@ -202,8 +202,8 @@ def test_precompute_builds_the_table_a_small_call_then_uses(kwargs, monkeypatch)
     asked = []
     plan_tables = AT.plan_tables
 
-    def spy(index, budgets, n_traj, plan, tol_pt):
-        out = plan_tables(index, budgets, n_traj, plan, tol_pt)
+    def spy(index, budgets, n_traj, plan, tol_pt, n_jobs=1):
+        out = plan_tables(index, budgets, n_traj, plan, tol_pt, n_jobs)
         asked.append(out[1].shape[0] == budgets.shape[0])
         return out
 

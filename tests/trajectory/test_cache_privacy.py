@@ -22,6 +22,7 @@ import pytest
 import geoldp
 from geoldp.budget import ReleaseCache
 from geoldp.datasets import synthetic_city_arrays
+from geoldp.trajectory._table_store import DemandCounts
 
 
 def _fingerprint(obj, seen, depth=0):
@@ -33,6 +34,9 @@ def _fingerprint(obj, seen, depth=0):
     if isinstance(obj, ReleaseCache):
         # keyed by the lengths and ε of returned releases only: checked by the release-cache tests below
         return "<release cache>"
+    if isinstance(obj, DemandCounts):
+        # how many ATP copies were asked for (twice the trajectories released): checked below
+        return "<release counts>"
     if callable(obj) and not isinstance(obj, (dict, list, tuple, set, np.ndarray)):
         # numba dispatchers, methods: their compiled-code caches depend on argument types, not values
         return "<callable>"
@@ -111,6 +115,28 @@ def test_secret_run_leaves_no_state(public_points, mechanism, reference):
         geoldp.perturb_trajectories(secret, P, rng=seed, **kw)
     after = _state(P)
     assert _diff(before, after) == []
+
+
+def test_the_counts_of_atp_copies_depend_on_the_number_of_trajectories_only(tmp_path, monkeypatch):
+    """The counts ATP keeps to decide when its public table pays (in memory and on disk) are the same after
+    secret trajectories as after as many public ones: a function of the release's size only."""
+    from geoldp.trajectory import _table_store
+    from geoldp.trajectory._fast import grid
+
+    lon, lat, *_ = synthetic_city_arrays(1500, 0, seed=12)
+    seen = []
+    for seed in (1, 2):
+        monkeypatch.setenv("GEOLDP_CACHE_DIR", str(tmp_path / str(seed)))
+        monkeypatch.setattr(_table_store, "_DEMAND", DemandCounts())
+        monkeypatch.setattr(grid, "_INDEX_CACHE", weakref.WeakKeyDictionary())
+        P = geoldp.PointSet(lon, lat)
+        rng = np.random.default_rng(seed)
+        trips = [rng.integers(0, len(P), int(k)).astype(np.int64) for k in rng.integers(2, 9, 40)]
+        geoldp.perturb_trajectories(trips, P, mechanism="atp", epsilon=4.0, rng=seed)
+        _table_store._flush()
+        files = {p.name: p.read_bytes() for p in (tmp_path / str(seed) / "atp-tables").iterdir()}
+        seen.append((files, dict(grid.get_index(P)._atp_demand)))
+    assert seen[0] == seen[1] and seen[0][0]  # a count was kept, the same
 
 
 # ------------------------------------------------------------------------------------------------------

@@ -44,7 +44,7 @@ import scipy.sparse as sp
 
 from geoldp._docstrings import doc, shared_keywords
 from geoldp._random import resolve_rng
-from geoldp._validation import check_count, check_int_min, check_positive_km, check_real
+from geoldp._validation import check_bool, check_count, check_int_min, check_positive_km, check_real
 from geoldp.estimate import _denoise, _inputs, _model
 from geoldp.estimate._ranking import top_supported
 
@@ -85,6 +85,7 @@ def _options(fit: _EstimateKeywords, caller: str) -> _model.FitOptions:
         cell_km=None if cell_km is None else float(cell_km),
         level=float(level),
         fit_rows=check_int_min(fit["fit_rows"], "fit_rows", minimum=10, caller=caller),
+        progress=check_bool(fit["progress"], "progress", caller=caller),
     )
 
 
@@ -348,6 +349,7 @@ class _ModelKeywords(TypedDict, total=False):
     n_iter: Annotated[int | str, "cv"]
     cell_km: Annotated[float | None, None]
     fit_rows: Annotated[int, 5000]
+    progress: Annotated[bool, False]
 
 
 class _EstimateKeywords(_ModelKeywords, total=False):
@@ -395,6 +397,9 @@ _FIT_DOC = """
         data), and each count is the sample's posterior mean count times the length's number of releases,
         its variance adding that of the sampling. Time and memory then stop growing with the release
         except for the raw counts and the channel check (``docs/collector.md``, Cost).
+    progress : bool, default False
+        Report the fit's stages (simulations and fit per released length, the bootstrap) on a progress bar
+        (tqdm; a widget in notebooks); the result does not change.
     n_boot : int, default 30
         Bootstrap replicates for the interval (0: no interval, NaN bounds).
     level : float, default 0.95

@@ -60,6 +60,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.special import ndtri
 
+from geoldp._progress import stages
 from geoldp.geo import EARTH_RADIUS_M, KM_PER_DEGREE
 from geoldp.trajectory.engine import run_with_key
 
@@ -102,6 +103,7 @@ class FitOptions:
     library: str = "mixed"  # "mixed" (proposal incl. uniform draws + releases), "proposal" or "released"
     start: str = "cv"  # EM's starting weights: one of STARTS, or "cv" (chosen with n_iter)
     fit_rows: int = 5000  # a length with more releases fits its weights on a uniform sample of this many
+    progress: bool = False  # report the stages (geoldp._progress); never changes the result
 
 
 #: Rows whose smallest likelihood ratio exp(ℓ_jc − max_c ℓ_jc) is below this keep their log-likelihoods: a
@@ -558,8 +560,10 @@ class Model:
         """
         if self._intervals_done:
             return
-        for g in self.groups:
-            _fit_intervals(g, self.options, _stream(self.key, g.n, _BOOT))
+        with stages("intervals", len(self.groups), enabled=self.options.progress) as report:
+            for g in self.groups:
+                report(f"bootstrap of length {g.n}")
+                _fit_intervals(g, self.options, _stream(self.key, g.n, _BOOT))
         self._intervals_done = True
 
     def estimate(self, values) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -820,49 +824,55 @@ def fit(seqs: list[np.ndarray], ps, mech, *, key: np.ndarray, options: FitOption
     exact = getattr(mech, "name", None) == "pointem"
     cell, n_cells = (np.zeros(0, dtype=np.int64), 0) if exact else grid_cells(ps, options.cell_km)
     median = ps.one_median() if options.library != "released" else -1
-    groups = []
-    offset = 0
-    for n in np.unique(lengths):
-        n = int(n)
-        gen = _stream(key, n, _LIBRARY)  # proposals: public post-processing, one stream per length
-        rows = np.flatnonzero(lengths == n)
-        released = np.stack([seqs[r] for r in rows])
-        sub = fit_sample(rows.size, options.fit_rows, key, n)
-        fitted = released if sub is None else released[sub]  # the rows the weights are fitted on
-        k = int(min(options.n_candidates, max(200, 2 * fitted.shape[0])))
-        parts, source = [], []
-        if options.library != "released":
-            ku = k // 3  # a third of the proposal: independent uniform draws from P (the no-data population)
-            parts += [_candidates(ps, n, k - ku, prior, gen), gen.integers(0, m, size=(ku, n))]
-            parts.append(np.full((1, n), median, dtype=np.int64))  # the other no-data population
-            source += [np.full(k - ku, PROPOSAL), np.full(ku, UNIFORM), np.full(1, CONSTANT)]
-        if options.library != "proposal":
-            pick = gen.permutation(fitted.shape[0])[:k]  # source: a position among the fitted rows
-            parts.append(fitted[pick])
-            source.append(pick.astype(np.int64))
-        cand = np.concatenate(parts)
-        row_loglik: Callable[[np.ndarray], np.ndarray]
-        if exact:
-            row_loglik = partial(_loglik_pointem, cand=cand, ps=ps, mech=mech)
-            sims = _simulate(cand, _CHANNEL_SIMS, ps, mech, key, offset)  # for the channel check only
-            offset += cand.shape[0] * _CHANNEL_SIMS
-        else:
-            sims = _simulate(cand, options.n_sims, ps, mech, key, offset)
-            offset += cand.shape[0] * options.n_sims
-            all_sims = np.ascontiguousarray(sims, dtype=np.int32) if sub is not None else sims
-            # the back-off f_i is the cell frequency of every release of the length (the fitted rows'
-            # when all are fitted), the same for every row: no released cell has probability 0
-            freq = cell_frequencies(released, cell, n_cells)
-            row_loglik = SimulatedChannel(cand, all_sims, cell, n_cells, freq)
-        src = np.concatenate(source).astype(np.int64)
-        kept = np.ascontiguousarray(sims[:, :_CHANNEL_SIMS], dtype=np.int32)
-        lik = Lik.from_log(row_loglik(fitted))
-        g = Group(n, rows, released, cand, lik, src, sims=kept)
-        if sub is not None:
-            g.fit_rows, g.row_loglik = sub, row_loglik
-        groups.append(g)
-    for g in groups:
-        _fit_group(g, options, _stream(key, g.n, _FOLDS))
+    n_stages = 2 * len(np.unique(lengths))
+    with stages("fitting the population model", n_stages, enabled=options.progress) as report:
+        groups = []
+        offset = 0
+        for n in np.unique(lengths):
+            n = int(n)
+            report(f"simulating length {n}")
+            gen = _stream(key, n, _LIBRARY)  # proposals: public post-processing, one stream per length
+            rows = np.flatnonzero(lengths == n)
+            released = np.stack([seqs[r] for r in rows])
+            sub = fit_sample(rows.size, options.fit_rows, key, n)
+            fitted = released if sub is None else released[sub]  # the rows the weights are fitted on
+            k = int(min(options.n_candidates, max(200, 2 * fitted.shape[0])))
+            parts, source = [], []
+            if options.library != "released":
+                ku = (
+                    k // 3
+                )  # a third of the proposal: independent uniform draws from P (the no-data population)
+                parts += [_candidates(ps, n, k - ku, prior, gen), gen.integers(0, m, size=(ku, n))]
+                parts.append(np.full((1, n), median, dtype=np.int64))  # the other no-data population
+                source += [np.full(k - ku, PROPOSAL), np.full(ku, UNIFORM), np.full(1, CONSTANT)]
+            if options.library != "proposal":
+                pick = gen.permutation(fitted.shape[0])[:k]  # source: a position among the fitted rows
+                parts.append(fitted[pick])
+                source.append(pick.astype(np.int64))
+            cand = np.concatenate(parts)
+            row_loglik: Callable[[np.ndarray], np.ndarray]
+            if exact:
+                row_loglik = partial(_loglik_pointem, cand=cand, ps=ps, mech=mech)
+                sims = _simulate(cand, _CHANNEL_SIMS, ps, mech, key, offset)  # for the channel check only
+                offset += cand.shape[0] * _CHANNEL_SIMS
+            else:
+                sims = _simulate(cand, options.n_sims, ps, mech, key, offset)
+                offset += cand.shape[0] * options.n_sims
+                all_sims = np.ascontiguousarray(sims, dtype=np.int32) if sub is not None else sims
+                # the back-off f_i is the cell frequency of every release of the length (the fitted rows'
+                # when all are fitted), the same for every row: no released cell has probability 0
+                freq = cell_frequencies(released, cell, n_cells)
+                row_loglik = SimulatedChannel(cand, all_sims, cell, n_cells, freq)
+            src = np.concatenate(source).astype(np.int64)
+            kept = np.ascontiguousarray(sims[:, :_CHANNEL_SIMS], dtype=np.int32)
+            lik = Lik.from_log(row_loglik(fitted))
+            g = Group(n, rows, released, cand, lik, src, sims=kept)
+            if sub is not None:
+                g.fit_rows, g.row_loglik = sub, row_loglik
+            groups.append(g)
+        for g in groups:
+            report(f"fitting length {g.n}")
+            _fit_group(g, options, _stream(key, g.n, _FOLDS))
     return Model(ps, groups, len(seqs), options.level, options, np.asarray(key, dtype=np.uint32))
 
 

@@ -15,8 +15,9 @@ superset the samplers draw proposals from are bit for bit today's: releases are 
 the table. A band the table has no slot for (possible with continuous SW output) takes the traversal.
 
 The table is public like the grid index (it depends on P and public options only) and is cached with
-P's fast index. Building it costs one traversal per point and band slot, so it is built only where it pays
-(:func:`wants_table`).
+P's fast index, and on disk for later processes (:mod:`geoldp.trajectory._table_store`). Building it costs
+one traversal per point and band slot, so it is built only once the calls over P repay it, counted across
+calls (:func:`wants_table`, :func:`plan_tables`).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ import numpy as np
 from geoldp._aot import Entry, array
 from geoldp._kernels import jit as _jit  # the one kernel decorator
 from geoldp.trajectory import _atp_region as _reg
+from geoldp.trajectory import _table_store as _store
 from geoldp.trajectory import calibration as _cal
 
 __all__ = [
@@ -50,12 +52,14 @@ ENABLED = [True]
 # shared by every band), and it saves a copy about _SAVED_US·√|P| µs (its traversal and ΔR search), both
 # measured by benchmarks/profile_atp.py --table on one core (|P| = 1,000 to 60,000; above 50,000 points the
 # straddling groups make both smaller, the ratio smaller still). It is built when the estimated build is
-# at most _FREE_S seconds or the call's copies repay it, and never above TABLE_MAX_POINTS points (34 MiB
-# at 10⁵; the build grows like |P|^1.5).
+# at most _FREE_S seconds or the copies of the calls so far repay it, and never above TABLE_MAX_POINTS
+# points (34 MiB at 10⁵; the build grows like |P|^1.5).
 TABLE_MAX_POINTS = 100_000
 _FREE_S = 0.05
 _SLOT_US = 0.16
 _SAVED_US = 0.45
+# a thread of the build fills at least this many rows (fewer: the threads cost more than they save)
+_MIN_ROWS_PER_JOB = 2_000
 
 
 def _estimated_build_s(m: int, n_slots: int) -> float:
@@ -63,8 +67,9 @@ def _estimated_build_s(m: int, n_slots: int) -> float:
 
 
 def wants_table(m: int, n_copies: int | None, n_slots: int = 24) -> bool:
-    """Whether building the table for |P| = ``m`` pays for a call with ``n_copies`` ATP copies (``None``:
-    asked for ahead of the calls, by :func:`geoldp.trajectory.precompute`: wherever a table is kept)."""
+    """Whether building the table for |P| = ``m`` pays for calls with ``n_copies`` ATP copies in all
+    (``None``: asked for ahead of the calls, by :func:`geoldp.trajectory.precompute`: wherever a table is
+    kept)."""
     if m > TABLE_MAX_POINTS:
         return False
     if n_copies is None:
@@ -113,9 +118,10 @@ def _table_work(n_slots: int) -> TableWork:
     )  # fmt: skip
 
 
-@numba.njit(cache=True)
-def _build(ri, b, eps_r, inp, tol_pt, straddle, pairs, tw, out):
-    """Fill the table ``out`` over P's region index ``ri`` for the bands ``pairs`` (scratch: ``tw``)."""
+@numba.njit(cache=True, nogil=True)  # nogil: the build runs in threads (n_jobs)
+def _build(ri, b, eps_r, inp, tol_pt, straddle, pairs, a0, a1, tw, out):
+    """Fill rows ``a0`` to ``a1 - 1`` of the table ``out`` over P's region index ``ri`` for the bands
+    ``pairs`` (scratch: ``tw``)."""
     stack = tw.stack
     work = tw.work
     has_k = tw.has_k
@@ -127,9 +133,8 @@ def _build(ri, b, eps_r, inp, tol_pt, straddle, pairs, tw, out):
     lam = ri.lam
     phi = ri.phi
     xyz = ri.xyz
-    m = lam.shape[0]
     n_slots = pairs.shape[0]
-    for a in range(m):
+    for a in range(a0, a1):
         if ri.has_tree:
             dr = _reg.farthest(a, ri, stack)
         else:
@@ -173,25 +178,43 @@ _BUILD = Entry(
     {
         "atp_table": numba.void(
             _reg.REGION_INDEX_TYPE, numba.float64, numba.float64, numba.boolean, numba.float64, numba.float64,
-            _I2, _TABLE_WORK, _F2,
+            _I2, numba.int64, numba.int64, _TABLE_WORK, _F2,
         )
     },
 )  # fmt: skip
 
 
-def build_table(index, b: float, eps_r: float, input_mapping: bool, tol_pt: float, pairs: np.ndarray):
+def build_table(
+    index, b: float, eps_r: float, input_mapping: bool, tol_pt: float, pairs: np.ndarray, n_jobs: int = 1
+):
     """The table of ``index`` (a FastIndex) for the bands ``pairs``: float64[m, 1 + 2·len(pairs)].
 
     A function of P and public options only (SW half-width ``b``, radius budget ``eps_r``, the mapping,
-    the traversal's tolerance ``tol_pt``).
+    the traversal's tolerance ``tol_pt``). ``n_jobs`` threads fill contiguous blocks of rows (each row is
+    computed alone: the table is the same for any ``n_jobs``).
     """
     straddle = _reg.straddle_limit.py_func(index.m)  # as region_setup (the Python function: no compile)
     n_slots = pairs.shape[0]
-    out = np.zeros((index.m, 1 + 2 * n_slots))
-    _BUILD(
-        _reg.region_index(index), float(b), float(eps_r), bool(input_mapping), float(tol_pt), float(straddle),
-        np.ascontiguousarray(pairs, dtype=np.int64), _table_work(n_slots), out,
-    )  # fmt: skip
+    m = index.m
+    out = np.zeros((m, 1 + 2 * n_slots))
+    ri = _reg.region_index(index)
+    pairs = np.ascontiguousarray(pairs, dtype=np.int64)
+
+    def rows(a0: int, a1: int) -> None:
+        _BUILD(
+            ri, float(b), float(eps_r), bool(input_mapping), float(tol_pt), float(straddle), pairs,
+            np.int64(a0), np.int64(a1), _table_work(n_slots), out,
+        )  # fmt: skip
+
+    n_jobs = max(1, min(int(n_jobs), m // _MIN_ROWS_PER_JOB))
+    if n_jobs == 1:
+        rows(0, m)
+    else:
+        from concurrent.futures import ThreadPoolExecutor
+
+        cuts = np.linspace(0, m, 4 * n_jobs + 1).astype(np.int64).tolist()  # a few blocks per thread
+        with ThreadPoolExecutor(max_workers=n_jobs) as pool:
+            list(pool.map(rows, cuts[:-1], cuts[1:]))
     out.setflags(write=False)
     return out
 
@@ -215,18 +238,20 @@ def half_widths(mechanism, sw_b: np.ndarray, eps_rad: np.ndarray, lengths: np.nd
     return np.array([[float(_mech.sw_half_width(radius)), radius]])
 
 
-def plan_tables(index, budgets: np.ndarray, n_traj: int | None, plan, tol_pt: float):
+def plan_tables(index, budgets: np.ndarray, n_traj: int | None, plan, tol_pt: float, n_jobs: int = 1):
     """The tables a call uses: ``(tables float64[n, m, w], keys float64[n, 2], slots int64[n, 12, 12])``.
 
     One table per (b, ε_R) in ``budgets`` (``keys``; one under every budget split, :func:`half_widths`);
-    ``slots[j, k_lo + 1, k_hi + 1]`` is the band's slot in table j or −1. Built where it pays for a call
-    of ``n_traj`` trajectories (:func:`wants_table`; ``None``: wherever one is kept), otherwise used only
-    if already cached. The tables hold public values only (P and options); the number of trajectories
-    (visible in the release) only decides whether one is built.
+    ``slots[j, k_lo + 1, k_hi + 1]`` is the band's slot in table j or −1. A table is taken from memory,
+    else from the disk cache (:mod:`geoldp.trajectory._table_store`), else built (with ``n_jobs``
+    threads) once the calls over P with these options repay it: this call's ``n_traj`` trajectories and
+    every earlier call's, in this process and (with the disk cache) in earlier ones (:func:`wants_table`;
+    ``None``: asked for ahead of the calls, built wherever one is kept). A table that costs more than a
+    trifle to build is kept on disk. The tables hold public values only (P and options); the number of
+    trajectories (visible in every release) only decides when one is built.
     """
     if not ENABLED[0]:
         return _NONE
-    build = wants_table(index.m, None if n_traj is None else 2 * int(n_traj))
     found = []
     for b, eps_r in budgets:
         key = (
@@ -237,7 +262,9 @@ def plan_tables(index, budgets: np.ndarray, n_traj: int | None, plan, tol_pt: fl
             int(plan.sw_buckets),
             bool(plan.continuous_sw),
         )
-        cached = index.atp_table(key, (lambda key=key: _make(index, key)) if build else None)
+        cached = index.atp_table(key)
+        if cached is None and index.m <= TABLE_MAX_POINTS:
+            cached = index.atp_table(key, lambda key=key: _obtain(index, key, n_traj, n_jobs))
         if cached is not None:
             found.append(cached)
     if not found:
@@ -254,6 +281,31 @@ def plan_tables(index, budgets: np.ndarray, n_traj: int | None, plan, tol_pt: fl
     )
 
 
+def _obtain(index, key: tuple, n_traj: int | None, n_jobs: int):
+    """The plan entry of ``key``: kept on disk, or built if the calls so far repay it; else ``None``.
+
+    Runs under the index's table lock (one thread decides and builds)."""
+    m = index.m
+    if _estimated_build_s(m, 24) <= _FREE_S:  # built at once; not worth a file
+        return _make(index, key, n_jobs)
+    digest = index.digest()
+    kept = _store.load(digest, key, m)
+    if kept is not None:
+        entry = _make(index, key, n_jobs, kept)
+        if entry is not None:
+            return entry
+    if n_traj is not None:
+        copies = 2 * int(n_traj)
+        total = _store.add_demand(digest, key, copies)
+        if total is None:  # no disk cache: the calls of this process
+            total = index.atp_demand(key, copies)
+        if not wants_table(m, total):
+            return None
+    entry = _make(index, key, n_jobs)
+    _store.save(digest, key, entry[0][0])
+    return entry
+
+
 def _frozen(a: np.ndarray) -> np.ndarray:
     a.setflags(write=False)  # cached and shared: read-only (also the compiled signature's type)
     return a
@@ -267,15 +319,19 @@ _NONE = (
 )
 
 
-def _make(index, key):
+def _make(index, key, n_jobs: int = 1, table: np.ndarray | None = None):
     """The plan entry ``(table[np.newaxis], keys float64[1, 2], slots int64[1, 12, 12])`` of a cache key of
-    :func:`plan_tables` (read-only arrays, ready for the kernel)."""
+    :func:`plan_tables` (read-only arrays, ready for the kernel), built, or from a kept ``table`` (``None``
+    if its width does not fit the bands: a foreign file)."""
     b, eps_r, input_mapping, tol_pt, buckets, continuous = key
     pairs = band_pairs(b, buckets, continuous)
     slots = np.full((1, 12, 12), -1, dtype=np.int64)
     for s, (k_lo, k_hi) in enumerate(pairs):
         slots[0, k_lo + 1, k_hi + 1] = s
-    table = build_table(index, b, eps_r, input_mapping, tol_pt, pairs)
+    if table is None:
+        table = build_table(index, b, eps_r, input_mapping, tol_pt, pairs, n_jobs)
+    elif table.shape[1] != 1 + 2 * pairs.shape[0]:
+        return None
     return table[np.newaxis], _frozen(np.array([[b, eps_r]])), _frozen(slots)
 
 

@@ -308,16 +308,18 @@ def perturb_trajectories(
         return outputs if len(result) == 1 else tuple(result)
 
 
-def precompute(points, *, mechanism="atp", epsilon=None, **options) -> bool:
+def precompute(points, *, mechanism="atp", epsilon=None, n_jobs: int = 1, **options) -> bool:
     """Build, ahead of the releases, the public structures that ``mechanism``'s releases over ``points`` read.
 
     A release builds what it needs of them itself: P's spatial index always and, for ATP, its quadtree and
     the public table over P (per point, ΔR and the certified η interval of every Square-Wave band) only
-    where the call's own trajectories repay the table's build (about 30 s per ε at |P| = 10⁵, from about
-    430,000 trajectories in one call there). A campaign that releases over the same point set in many
-    smaller calls builds them here once instead: they are cached with the point set and every later
-    release over it with the same public configuration uses them (ATP, calls of 20,000 trajectories:
-    about 5× faster at |P| = 10⁴, 1.6–2.6× at 10⁵). Releases are bit-identical with or without them.
+    once the calls over the point set with the same public configuration repay the table's build (about
+    30 s per ε at |P| = 10⁵, repaid by about 430,000 trajectories there), counted across calls and, through
+    a table kept on disk, across processes. A campaign that knows it will release
+    over the same point set many times can build them here at once instead: they are cached with the point
+    set (the table also on disk) and every later release over it with the same public configuration uses
+    them (ATP, calls of 20,000 trajectories: about 5× faster at |P| = 10⁴, 1.6–2.6× at 10⁵). Releases are
+    bit-identical with or without them.
 
     Parameters
     ----------
@@ -327,6 +329,8 @@ def precompute(points, *, mechanism="atp", epsilon=None, **options) -> bool:
         As in :func:`perturb_trajectories`: the table depends on ε and the mechanism's options.
     epsilon : float, optional
         Total budget per trajectory; required with a name.
+    n_jobs : int, default 1
+        Threads that build the table (``-1``: every core); the table is the same for any ``n_jobs``.
     **options
         Mechanism options when ``mechanism`` is a name.
 
@@ -358,11 +362,12 @@ def precompute(points, *, mechanism="atp", epsilon=None, **options) -> bool:
         caller = "precompute"
         points = _check_points(points, caller)
         mech = resolve_mechanism(mechanism, epsilon, options, caller=caller)
+        n_jobs = check_n_jobs(n_jobs, caller)
         if getattr(mech, "continuous", False):
             return False  # TraCS reads no public point set
         from geoldp.trajectory._fast import precompute as _precompute
 
-        return bool(_precompute(points, mech))
+        return bool(_precompute(points, mech, n_jobs))
 
 
 def check_discrete(mech, caller: str) -> None:

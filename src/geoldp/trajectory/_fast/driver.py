@@ -82,8 +82,9 @@ from typing import NamedTuple
 import numba
 import numpy as np
 
-from geoldp._aot import Entry, array
+from geoldp._aot import COMPILER_ADVICE, Entry, array
 from geoldp._aot import enabled as _aot_enabled
+from geoldp._aot import installed as _aot_installed
 from geoldp._kernels import EARTH_RADIUS_M, bearing_rad, haversine_rad, sector
 from geoldp._kernels import jit as _jit  # the one kernel decorator
 from geoldp._random import stream_reset
@@ -590,11 +591,43 @@ def kernel_state(mechanism) -> str:
     return "cached" if os.path.exists(index_path) else "compile"
 
 
-def precompute(points, mechanism) -> bool:
+def warn_if_compiling(mechanism) -> None:
+    """Warn, once per process, that this first call compiles the kernels because the compiled ones were
+    never installed (no C compiler at install time), with the fix. Silent where the user turned them off
+    (``GEOLDP_AOT=0``) or where numba's cache already holds them."""
+    if _COMPILE_WARNED or not _aot_env_on() or _aot_installed():
+        return
+    if kernel_state(mechanism) != "compile":
+        return
+    _COMPILE_WARNED.append(True)
+    import warnings
+
+    from geoldp.errors import GeoLDPWarning
+
+    warnings.warn(
+        "geoldp's compiled kernels are not installed (no C compiler when geoldp was installed?), so numba "
+        "compiles them now: this first call waits about 10-40 s, once per installation (the result is "
+        f"cached). To skip that wait: {COMPILER_ADVICE}.",
+        GeoLDPWarning,
+        stacklevel=5,
+    )
+
+
+_COMPILE_WARNED: list[bool] = []
+
+
+def _aot_env_on() -> bool:
+    import os
+
+    return os.environ.get("GEOLDP_AOT", "1") != "0"
+
+
+def precompute(points, mechanism, n_jobs: int = 1) -> bool:
     """Build the public structures of ``points`` that ``mechanism``'s releases read: P's spatial index and,
     for ATP, its quadtree and public tables over P (:mod:`geoldp.trajectory._atp_table`; none above
-    ``TABLE_MAX_POINTS`` points). They are cached with the point set, as a release would cache them.
-    Returns whether ATP's tables are ready. Reads P and the mechanism's public configuration only.
+    ``TABLE_MAX_POINTS`` points; built with ``n_jobs`` threads). They are cached with the point set, as a
+    release would cache them, and the tables on disk. Returns whether ATP's tables are ready. Reads P and
+    the mechanism's public configuration only.
     """
     index = get_index(points)
     plan = mechanism.sampler_plan
@@ -603,18 +636,21 @@ def precompute(points, mechanism) -> bool:
     # the radius budget is the same share of a copy's budget for every length: length 2 gives every call's key
     lengths = np.array([2], dtype=np.int64)
     *_, eps_rad, sw_b, _ = _tables(mechanism, lengths, index.m)
-    tables, n_wanted = _atp_structures(index, mechanism, sw_b, eps_rad, lengths, None)
+    tables, n_wanted = _atp_structures(index, mechanism, sw_b, eps_rad, lengths, None, n_jobs)
     return tables[0].shape[0] == n_wanted
 
 
-def _atp_structures(index, mechanism, sw_b, eps_rad, lengths, n_traj):
+def _atp_structures(index, mechanism, sw_b, eps_rad, lengths, n_traj, n_jobs):
     """ATP's structures of P (quadtree, k-d tree) and its public tables (:func:`_atp_table.plan_tables`, for
-    a call of ``n_traj`` trajectories; ``None``: built wherever one is kept); returns the tables and how
-    many the call's budgets ask for. Built whatever the input: their presence says nothing of it."""
+    a call of ``n_traj`` trajectories; ``None``: built wherever one is kept; ``n_jobs`` threads); returns
+    the tables and how many the call's budgets ask for. Built whatever the input: their presence says
+    nothing of it."""
     index.tree()
     index.kdtree()
     budgets = _tab.half_widths(mechanism, sw_b, eps_rad, lengths)
-    tables = _tab.plan_tables(index, budgets, n_traj, mechanism.sampler_plan, float(_REGION_TOL_PT))
+    tables = _tab.plan_tables(
+        index, budgets, n_traj, mechanism.sampler_plan, float(_REGION_TOL_PT), n_jobs=n_jobs
+    )
     return tables, budgets.shape[0]
 
 
@@ -656,6 +692,8 @@ def perturb_fast(flat_idx, offsets, points, mechanism, key, first_stream, n_jobs
     lengths = np.diff(offsets)
     plan = mechanism.sampler_plan
     kind = plan.kernel_kind
+    if kind not in _WARM:
+        warn_if_compiling(mechanism)
     g, eps_single, eps_piv, eps_np, lie, eps_anc, eps_rad, sw_b, eps_dec = _tables(mechanism, lengths, m)
     ix = kernel_index(index)
     cp = None  # PointEM: no copies (its kernel compiles only the EM over P)
@@ -671,7 +709,7 @@ def perturb_fast(flat_idx, offsets, points, mechanism, key, first_stream, n_jobs
             lie,
         )
     if kind == 2:
-        tables, _ = _atp_structures(index, mechanism, sw_b, eps_rad, lengths, n_traj)
+        tables, _ = _atp_structures(index, mechanism, sw_b, eps_rad, lengths, n_traj, n_jobs)
     rp = None  # TP and PointEM (and ATP without a trajectory of length ≥ 2): no anchor, no region
     if kind == 2 and np.any(lengths >= 2):
         rp = RegionPlan(

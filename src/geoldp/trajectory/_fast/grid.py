@@ -23,6 +23,7 @@ import numpy as np
 from geoldp._kernels import bearing_rad, haversine_rad, sector
 from geoldp._kernels import jit as _jit  # the one kernel decorator
 from geoldp.trajectory import _atp_region as _reg
+from geoldp.trajectory._table_store import DemandCounts, points_digest
 
 __all__ = [
     "DI_AP",
@@ -170,6 +171,8 @@ class FastIndex:
         self._tree: _reg.Tree | None = None
         # ATP's public tables over P, by their public options: see _atp_table
         self._atp_tables: dict[tuple, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+        self._atp_demand = DemandCounts()  # copies asked for per table key (release sizes only)
+        self._digest: str | None = None
 
     def tree(self):
         """The quadtree of the ATP region (lazy; public: P only), or None without a grid."""
@@ -187,10 +190,24 @@ class FastIndex:
                 tab = self._atp_tables.get(key)
                 if tab is None:
                     tab = make()
-                    while len(self._atp_tables) >= _ATP_TABLES:
-                        self._atp_tables.pop(next(iter(self._atp_tables)))
-                    self._atp_tables[key] = tab
+                    if tab is not None:  # None: not built (the calls so far do not repay it)
+                        while len(self._atp_tables) >= _ATP_TABLES:
+                            self._atp_tables.pop(next(iter(self._atp_tables)))
+                        self._atp_tables[key] = tab
         return tab
+
+    def atp_demand(self, key: tuple, copies: int) -> int:
+        """Add ``copies`` ATP copies asked for under ``key`` to this process's count; return the total (a
+        count of released trajectories, which every release shows; see _atp_table.plan_tables)."""
+        total = self._atp_demand.get(key, 0) + int(copies)
+        self._atp_demand[key] = total
+        return total
+
+    def digest(self) -> str:
+        """SHA-256 of P's coordinates (names P's tables kept on disk; computed once)."""
+        if self._digest is None:
+            self._digest = points_digest(self.lam, self.phi)
+        return self._digest
 
     def kdtree(self):
         """The cKDTree over the unit vectors of P (:attr:`geoldp.PointSet.tree`; for the ATP anchor p_α)."""
