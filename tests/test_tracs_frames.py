@@ -137,6 +137,16 @@ def test_errors_and_the_box_warning(city):
     assert trips.equals(before)
 
 
+def test_estimators_refuse_a_tracs_release(city):
+    points, trips = city
+    out = trips.ldp.perturb(points, mechanism="tracs-c", epsilon=4.0, bounds=public_box(trips), rng=1)
+    with pytest.raises(ValueError, match="estimators model TP, ATP and PointEM"):
+        out.ldp.estimate_visits(points)
+    with pytest.raises(ValueError, match="estimators model TP, ATP and PointEM"):
+        mech = geoldp.trajectory.TraCSD(epsilon=4.0, bounds=(0.0, 0.0, 1.0, 1.0))
+        geoldp.estimate.visit_counts(out, points, mechanism=mech)
+
+
 def test_accountant_and_per_user_budget(city):
     _, trips = city
     box = public_box(trips)

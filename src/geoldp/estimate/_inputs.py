@@ -67,6 +67,18 @@ def check_release_points(released: Any, ps: PointSet, *, caller: str) -> None:
         )
 
 
+def _refuse_continuous(name: str, caller: str) -> None:
+    """The estimators simulate releases over P with TP, ATP or PointEM; a TraCS release is not one."""
+    cls = engine.MECHANISMS.get(str(name).lower())
+    if getattr(cls, "continuous", False):
+        raise ValueError(
+            f"The release given to {caller} was made with {str(name).lower()!r}: geoldp's estimators model "
+            "TP, ATP and PointEM releases (their population model runs the mechanism over P), not "
+            "continuous-space ones. Use the release's own counts instead (geoldp.queries.visit_counts, "
+            "geoldp.evaluate)."
+        )
+
+
 def _mechanism_from_ledger(ledger: dict, caller: str):
     rule = ledger.get("user_budget")
     if isinstance(rule, dict) and rule.get("strategy") == "split":  # rows with different budgets
@@ -82,6 +94,7 @@ def _mechanism_from_ledger(ledger: dict, caller: str):
             f"The ledger given to {caller} has no 'mechanism' and 'epsilon' entries; pass mechanism= and "
             "epsilon= explicitly."
         )
+    _refuse_continuous(name, caller)
     opts = dict(ledger.get("options") or {})
     for key in _LEDGER_SKIP:
         opts.pop(key, None)
@@ -135,6 +148,7 @@ def resolve_release_mechanism(
         if epsilon is not None:  # the one range of every release, before a mechanism is built (or warns)
             check_release_epsilon(epsilon, caller=caller)
         mech = engine.resolve_mechanism(mechanism, epsilon, options, caller=caller)
+        _refuse_continuous(mech.name, caller)
         epsilon = None  # checked against the object by the engine
     if epsilon is not None:
         from geoldp._validation import check_epsilon
