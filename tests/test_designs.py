@@ -106,7 +106,9 @@ def test_every_planned_name_is_a_design_with_that_name():
         assert designs.design(name, question=question).name == name
 
 
-@pytest.mark.parametrize("name", ["atp", "report:visited_zone:pad2:eb", "report:od:coarse", "ldptrace"])
+@pytest.mark.parametrize(
+    "name", ["atp", "tracs-c", "report:visited_zone:pad2:eb", "report:od:coarse", "ldptrace"]
+)
 def test_a_design_answers_with_the_one_table(name):
     pts, trips, zones = _city()
     question = "od_flows" if ":od" in name else "zone_visits"

@@ -8,6 +8,8 @@ design, the no-data baselines (uniform over P; constant at P's 1-median; for the
 zone shares, one visit per trajectory), the recommended design, and the number of users each design
 needs for a target error.
 
+* TraCS-D and TraCS-C (``tracs-d``, ``tracs-c``) are simulated in P's lon/lat box (public), their released
+  locations snapped to P, as :class:`geoldp.designs.TrajectoryDesign` runs them.
 * Trajectory designs (TP, ATP, PointEM) are simulated: each simulated trajectory is released with
   :func:`geoldp.perturb_trajectories` and the raw counts of the release are compared with the truth.
 * LDPTrace (:func:`geoldp.synthesize`, on a 6 × 6 grid over P's box) is simulated: the collection of
@@ -80,6 +82,7 @@ import numpy as np
 import pandas as pd
 
 from geoldp import _frames, ldptrace, metrics
+from geoldp._box import planar_box
 from geoldp._validation import (
     MAX_PLAN_USERS,
     check_count,
@@ -97,7 +100,7 @@ from geoldp.reports import estimators as rest
 from geoldp.reports import release as rrel
 from geoldp.reports.zones import check_zones, zone_of_vertices
 from geoldp.shrinkage import blend, inverse_variance, shrink_empirical_bayes, shrink_to_baseline
-from geoldp.trajectory import perturb_trajectories
+from geoldp.trajectory import perturb_coordinates, perturb_trajectories
 
 __all__ = [
     "DESIGNS",
@@ -229,6 +232,38 @@ def _trajectory_design(mechanism: str) -> DesignSpec:
             rel = perturb_trajectories(sim.seqs, sim.ps, mechanism=mechanism, epsilon=sim.epsilon, rng=seed)
             counts = sim.od(rel) if _needs(question) == "od" else sim.visits(rel)
             out.append(counts * scale)
+        return out, None
+
+    return DesignSpec(QUESTIONS, simulate, "trajectory")
+
+
+def _continuous_design(mechanism: str) -> DesignSpec:
+    """TraCS-D or TraCS-C in P's lon/lat box (public), the released locations snapped to P."""
+
+    def simulate(sim: Simulation, question: str) -> tuple[list[np.ndarray], np.ndarray | None]:
+        lon, lat = np.asarray(sim.ps.lon), np.asarray(sim.ps.lat)
+        box = (float(lon.min()), float(lat.min()), float(lon.max()), float(lat.max()))
+        if not (box[2] > box[0] and box[3] > box[1]):  # a P on one line: widen its box by a tiny margin
+            box = (box[0] - 1e-6, box[1] - 1e-6, box[2] + 1e-6, box[3] + 1e-6)
+        plane = planar_box(box, "EPSG:4326", caller="geoldp.plan")
+        x, y = plane.to_plane(lon, lat)
+        xy = np.column_stack([x, y])
+        cuts = np.cumsum([s.shape[0] for s in sim.seqs])[:-1]
+        out = []
+        for _ in range(_REPS):
+            seed = int(sim.rng.integers(2**63 - 1))
+            rel = perturb_coordinates(
+                [xy[s] for s in sim.seqs],
+                mechanism=mechanism,
+                epsilon=sim.epsilon,
+                rng=seed,
+                bounds=plane.planar_bounds,
+            )
+            flat = np.concatenate(rel)
+            rlon, rlat = plane.to_wgs84(flat[:, 0], flat[:, 1])
+            seqs = np.split(np.asarray(sim.ps.nearest(rlon, rlat)[0], dtype=np.int64), cuts)
+            counts = sim.od(seqs) if _needs(question) == "od" else sim.visits(seqs)
+            out.append(counts * (sim.n / len(sim.seqs)))
         return out, None
 
     return DesignSpec(QUESTIONS, simulate, "trajectory")
@@ -414,6 +449,8 @@ DESIGNS: dict[str, DesignSpec] = {
     "tp": _trajectory_design("tp"),
     "atp": _trajectory_design("atp"),
     "pointem": _trajectory_design("pointem"),
+    "tracs-d": _continuous_design("tracs-d"),
+    "tracs-c": _continuous_design("tracs-c"),
     "ldptrace": _ldptrace_design(6),
     "report:visited_zone": _report_design("visited_zone", 1),
     "report:visited_zone:padded": _report_design("visited_zone", 3),

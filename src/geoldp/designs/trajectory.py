@@ -5,8 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+import numpy as np
 import pandas as pd
 
+from geoldp import _frames
 from geoldp.designs._counts import released_counts, zone_index
 from geoldp.designs.base import Design, answer_table, register_kind
 from geoldp.questions import ALL, Question
@@ -19,13 +21,16 @@ __all__ = ["TrajectoryDesign"]
 class TrajectoryDesign(Design):
     """Release every trajectory with a trajectory mechanism; answer with the release's own counts.
 
+    TraCS-D and TraCS-C (``"tracs-d"``, ``"tracs-c"``) release in the bounding box of P (public) and their
+    locations are snapped to P (post-processing), so that they answer on the same zones.
+
     The answer is the raw count of released trajectories per zone (or zone pair), as the planner
     simulates it: no interval is claimed (:func:`geoldp.estimate.visit_counts` estimates the original
     counts with intervals from the same release).
 
     Parameters
     ----------
-    mechanism : {"tp", "atp", "pointem"}
+    mechanism : {"tp", "atp", "pointem", "tracs-d", "tracs-c"}
     """
 
     kind: ClassVar[str] = "trajectory"
@@ -56,6 +61,9 @@ class TrajectoryDesign(Design):
     ) -> Any:
         if points is None:
             raise ValueError(f"The design {self.name!r} releases over a public point set: pass points=P.")
+        options = {}
+        if self.continuous:  # TraCS: in P's box (public), then snapped to P (post-processing)
+            options["bounds"] = public_box(trips, points, caller=f"the design {self.name!r}")
         return trips.ldp.perturb(
             points,
             mechanism=self.mechanism,
@@ -63,7 +71,13 @@ class TrajectoryDesign(Design):
             rng=rng,
             accountant=accountant,
             user_col=user_col,
+            **options,
         )
+
+    @property
+    def continuous(self) -> bool:
+        """Whether the mechanism releases continuous coordinates in a public box (TraCS-D, TraCS-C)."""
+        return bool(getattr(MECHANISMS[self.mechanism], "continuous", False))
 
     def answer(  # noqa: D102
         self, released: Any, question: Any, *, points: Any = None, zones: Any = None
@@ -81,9 +95,16 @@ class TrajectoryDesign(Design):
         )
 
 
+def public_box(trips: Any, points: Any, *, caller: str) -> tuple[float, float, float, float]:
+    """The bounding box of the public points P in the trips' CRS: a public box for a TraCS release."""
+    ps, source = _frames.resolve_points(points, caller=caller)
+    x, y = _frames.public_xy(ps, trips.crs, source)
+    return float(np.min(x)), float(np.min(y)), float(np.max(x)), float(np.max(y))
+
+
 def _parse(words: list[str], question: Question | None) -> Design:
     if len(words) != 1:
-        raise ValueError("a trajectory design is a mechanism name alone ('tp', 'atp' or 'pointem')")
+        raise ValueError(f"a trajectory design is a mechanism name alone (one of {sorted(MECHANISMS)})")
     return TrajectoryDesign(words[0])
 
 
