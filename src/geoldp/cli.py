@@ -419,6 +419,7 @@ def _cmd_plan(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
             question=args.question,
             prior=prior,
             pilot=pilot,
+            progress=True,
             population=args.population,
             rng=args.seed,
         )

@@ -83,6 +83,7 @@ import pandas as pd
 
 from geoldp import _frames, ldptrace, metrics
 from geoldp._box import planar_box
+from geoldp._progress import stages
 from geoldp._validation import (
     MAX_PLAN_USERS,
     check_count,
@@ -640,6 +641,7 @@ def plan(
     target_error: float | None = None,
     designs: Any = None,
     rng: Any = None,
+    progress: bool = False,
 ) -> PlanTable:
     """Expected error of every design for a question, from public inputs only, before any ε is spent.
 
@@ -679,6 +681,9 @@ def plan(
         Names from :data:`DESIGNS` (default: all that answer the question).
     rng : {None, int, Generator, ...}, optional
         Simulation randomness (public; the plan reads no private data). Seed it for a reproducible table.
+    progress : bool, default False
+        Report each design simulated on a progress bar (tqdm; a widget in notebooks; one line per design
+        on the command line). The table does not change.
 
     Returns
     -------
@@ -740,9 +745,10 @@ def plan(
     else:
         populations = _populations(ps, lengths, size, prior, population, gen, caller)
     tables = {}
-    for label, seqs in populations.items():
-        sim = Simulation(ps, zone_of_point, z.size, seqs, n, epsilon, gen, z)
-        tables[label] = _population_table(sim, question, names, median, target_error)
+    with stages("planning", len(populations) * len(names), enabled=bool(progress)) as report:
+        for label, seqs in populations.items():
+            sim = Simulation(ps, zone_of_point, z.size, seqs, n, epsilon, gen, z)
+            tables[label] = _population_table(sim, question, names, median, target_error, report)
     table = _combine(tables)
     candidates = table[table["kind"] != "baseline"]
     score = "regret" if "regret" in table.columns else "error"
@@ -931,7 +937,12 @@ def _rms(sim: Simulation, question: str, mechanism: str) -> np.ndarray:
 
 
 def _population_table(
-    sim: Simulation, question: str, names: list[str], median: int, target_error: float | None
+    sim: Simulation,
+    question: str,
+    names: list[str],
+    median: int,
+    target_error: float | None,
+    report: Callable[[str], None] = lambda name: None,
 ) -> pd.DataFrame:
     """Every design's and baseline's expected error on one simulated population."""
     n = sim.n
@@ -944,6 +955,7 @@ def _population_table(
     best_baseline = min(r["error"] for r in rows.values())
     target = 0.5 * best_baseline if target_error is None else float(target_error)
     for name in names:
+        report(name)
         spec = DESIGNS[name]
         ests, half = spec.simulate(sim, question)
         errs = [error_of(question, truth, e, n) for e in ests]
