@@ -135,7 +135,7 @@ def test_cli_plan(tmp_path):
         code = cli.main(["plan", str(path), "--epsilon", "4", "--n", "300", "--seed", "0", "--cell-km", "3"])
     assert code == 0, err.getvalue()
     assert "recommended:" in out.getvalue() and "baseline:uniform" in out.getvalue()
-    assert "geoldp: planning: atp" in err.getvalue() and "planning: done in" in err.getvalue()  # no silent wait
+    assert "geoldp: planning: atp" in err.getvalue() and "planning: done in" in err.getvalue()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         bad = cli.main(["plan", str(path), "--epsilon", "4", "--n", "300", "--lengths", "a,b"])
     assert bad == 2 and "Traceback" not in err.getvalue() and "--lengths" in err.getvalue()  # a usage error

@@ -133,14 +133,7 @@ def pilot_estimate(path: Path, zones: Any) -> Any:
     from geoldp.designs import Pilot
 
     reports = read_pilot(path)
-    led = reports.attrs["geoldp"]
-    pilot = Pilot(tuple(led["length_edges"]), tuple(led["zone_edges"]), tuple(_shares(led)))
-    return pilot.estimate(reports, zones)
-
-
-def _shares(led: dict[str, Any]) -> list[float]:
-    split = [float(v) for v in led["split"].values()]
-    return [v / sum(split) for v in split]
+    return Pilot.of_reports(reports).estimate(reports, zones)
 
 
 def _cmd_pilot(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:

@@ -124,6 +124,19 @@ class Pilot:
                 f"The shares of a Pilot must be three positive floats summing to 1; got {self.shares!r}."
             )
 
+    @classmethod
+    def of_reports(cls, reports: pd.DataFrame) -> Pilot:
+        """The pilot whose reports these are (its public configuration, read from their ledger)."""
+        led = reports.attrs.get("geoldp") if isinstance(reports, pd.DataFrame) else None
+        if not isinstance(led, dict) or led.get("mechanism") != "pilot":
+            raise ValueError("These are not the reports of Pilot.release (no pilot ledger).")
+        split = [float(led["split"][col]) for col in COLUMNS]
+        total = sum(split)
+        shares = (split[0] / total, split[1] / total, split[2] / total)
+        return cls(
+            tuple(int(e) for e in led["length_edges"]), tuple(int(e) for e in led["zone_edges"]), shares
+        )
+
     def ledger(self, epsilon: float) -> dict[str, float]:
         """ε of each of the three reports (they add up to ``epsilon``, never more)."""
         first, rest = hybrids.split_epsilon(float(epsilon), self.shares[0])
