@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 
 from geoldp import metrics
+from geoldp.designs.base import answer_table
 from geoldp.questions import Question
 from geoldp.reports.zones import check_zones
 
@@ -29,3 +30,13 @@ def released_counts(trajectories: Any, zones: Any, question: Question, *, caller
         index = zone_index(zones, od=False, caller=caller)
         return table.reindex(index=index, columns=index, fill_value=0).to_numpy(np.float64).reshape(-1)
     return metrics.zone_visit_counts(trajectories, zones).to_numpy(np.float64)
+
+
+def counts_answer(
+    trajectories: Any, zones: Any, question: Question, *, design: str, covers: str
+) -> pd.DataFrame:
+    """The answer table of a release of trajectories: their own counts, no interval (``covers`` says why)."""
+    caller = f"the answer of design {design!r}"
+    counts = released_counts(trajectories, zones, question, caller=caller)
+    index = zone_index(zones, od=question.is_od, caller=caller)
+    return answer_table(index, counts, raw=counts, question=question, design=design, covers=covers)

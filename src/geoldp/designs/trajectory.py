@@ -9,8 +9,8 @@ import numpy as np
 import pandas as pd
 
 from geoldp import _frames
-from geoldp.designs._counts import released_counts, zone_index
-from geoldp.designs.base import Design, answer_table, register_kind
+from geoldp.designs._counts import counts_answer
+from geoldp.designs.base import Design, register_kind
 from geoldp.questions import ALL, Question
 from geoldp.trajectory.engine import MECHANISMS
 
@@ -82,14 +82,10 @@ class TrajectoryDesign(Design):
     def answer(  # noqa: D102
         self, released: Any, question: Any, *, points: Any = None, zones: Any = None
     ) -> pd.DataFrame:
-        q = self._question(question)
-        caller = f"the answer of design {self.name!r}"
-        counts = released_counts(released, zones, q, caller=caller)
-        return answer_table(
-            zone_index(zones, od=q.is_od, caller=caller),
-            counts,
-            raw=counts,
-            question=q,
+        return counts_answer(
+            released,
+            zones,
+            self._question(question),
             design=self.name,
             covers="no interval: the released trajectories' own counts",
         )
