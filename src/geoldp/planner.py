@@ -86,6 +86,7 @@ from geoldp._box import planar_box
 from geoldp._progress import stages
 from geoldp._validation import (
     MAX_PLAN_USERS,
+    MIN_EPSILON,
     check_count,
     check_lengths,
     check_option,
@@ -218,6 +219,8 @@ class DesignSpec:
     questions: tuple[str, ...]
     simulate: Callable[[Simulation, str], tuple[list[np.ndarray], np.ndarray | None]]
     kind: str
+    #: The smallest ε per trajectory the design can release with (a hybrid splits it in two parts).
+    min_epsilon: float = MIN_EPSILON
 
 
 def _needs(question: str) -> str:
@@ -357,7 +360,7 @@ def _hybrid_design(mechanism: str, report_share: float) -> DesignSpec:
         trajs, _ = _trajectory_design(mechanism).simulate(trajectory, question)
         return [blend(r, t, report_share) for r, t in zip(reps, trajs, strict=True)], None
 
-    return DesignSpec(QUESTIONS, simulate, "hybrid")
+    return DesignSpec(QUESTIONS, simulate, "hybrid", MIN_EPSILON / min(report_share, 1.0 - report_share))
 
 
 #: Visited zones the inverse-variance hybrids pad to (the ``padded`` report's ℓ; a fixed choice).
@@ -394,7 +397,7 @@ def _ivw_hybrid_design(mechanism: str, report_share: float) -> DesignSpec:
         # the trajectory part is biased: no interval is claimed
         return out, None
 
-    return DesignSpec(QUESTIONS, simulate, "hybrid")
+    return DesignSpec(QUESTIONS, simulate, "hybrid", MIN_EPSILON / min(report_share, 1.0 - report_share))
 
 
 def _truth(sim: Simulation, question: str) -> np.ndarray:
@@ -730,6 +733,8 @@ def plan(
     for name in names:
         if name not in DESIGNS:
             raise ValueError(f"Unknown design {name!r} in {caller}; choose from {sorted(DESIGNS)}.")
+    # a design that cannot release at this ε (a hybrid's parts below the smallest budget) is not simulated
+    names = [name for name in names if epsilon >= DESIGNS[name].min_epsilon]
     gen = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
 
     zone_of_point = zone_of_vertices(z, np.asarray(ps.lon), np.asarray(ps.lat))

@@ -117,8 +117,12 @@ def test_mechanism_objects_and_names(pts):
         ),
         ({"mechanism": 3, "epsilon": 1.0}, TypeError, "'mechanism' parameter"),
         ({"mechanism": "tp"}, TypeError, "'epsilon' parameter of perturb_trajectories is required"),
-        ({"mechanism": "tp", "epsilon": float("nan")}, ValueError, "'epsilon' parameter of TP"),
-        ({"mechanism": "tp", "epsilon": "1"}, TypeError, "'epsilon' parameter of TP"),
+        (
+            {"mechanism": "tp", "epsilon": float("nan")},
+            ValueError,
+            "'epsilon' parameter of perturb_trajectories",
+        ),
+        ({"mechanism": "tp", "epsilon": "1"}, TypeError, "'epsilon' parameter of perturb_trajectories"),
         (
             {"mechanism": "tp", "epsilon": 1.0, "colour": "red"},
             TypeError,
