@@ -35,6 +35,7 @@ def _write_release(released: Any, path: Path, overwrite: bool) -> list[Path]:
 def _cmd_collect(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     from geoldp import cli_campaign, designs
     from geoldp import io as gio
+    from geoldp._progress import stages
 
     question = Question(args.question)
     try:
@@ -63,9 +64,11 @@ def _cmd_collect(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> in
         zones = cli_campaign.evaluate_zones(args, points)
         with stage(f"cannot read TRIPS '{args.trips}'"):
             trips = gio.read_trajectories(trips_path)
-        released, answer = design.collect(
-            trips, question, epsilon=args.epsilon, points=points, zones=zones, rng=args.seed
-        )
+        with stages(f"collecting with {design.name}", 2, enabled=True) as report:
+            report(f"releasing {len(trips)} trips")
+            released = design.release(trips, epsilon=args.epsilon, points=points, zones=zones, rng=args.seed)
+            report(f"answering {question.value}")
+            answer = design.answer(released, question, points=points, zones=zones)
         layer = designs.to_layer(answer, zones)
         with stage(f"cannot write '{args.output}'"):
             written = gio.write_file(layer, out_path, overwrite=args.overwrite, sidecar=False)

@@ -383,6 +383,7 @@ def _cmd_synthesize(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) ->
         n_synthetic=args.n_synthetic,
         quantile=args.quantile,
         rng=source,
+        progress=True,
         **per_user["release"],
     )
     rule = _rule(args)
@@ -450,6 +451,7 @@ def _add_synthesize(sub: Any) -> None:
 
 def _cmd_report_estimate(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     from geoldp import layers as glayers
+    from geoldp._progress import stages
     from geoldp.estimate._ranking import top_supported
     from geoldp.reports import estimate_counts
     from geoldp.reports.release import n_reports
@@ -488,7 +490,10 @@ def _cmd_report_estimate(args: argparse.Namespace, stdout: TextIO, stderr: TextI
         except ValueError as exc:
             raise ValueError(str(exc).replace("overwrite=True (CLI: --overwrite)", "--overwrite")) from None
     # refuses zones other than the reports' own (digest)
-    est = estimate_counts(table, zones, max_set_size=args.max_set_size, simultaneous=args.simultaneous)
+    with stages("estimating", 2, enabled=True) as report:
+        report(f"counts of {n_reports(table)} reports")
+        est = estimate_counts(table, zones, max_set_size=args.max_set_size, simultaneous=args.simultaneous)
+        report("layers")
     est["supported"] = est["lower"] > 0  # the interval excludes no trajectory at all
     extra = ["std_error", "projected"]
     if shrink_path is not None:

@@ -46,6 +46,7 @@ import numpy as np
 
 from geoldp import _frames, _release
 from geoldp import points as public_points
+from geoldp._progress import stages
 from geoldp._random import resolve_rng
 from geoldp._validation import (
     MAX_LENGTH,
@@ -472,6 +473,7 @@ def synthesize(
     rng: Any = None,
     accountant: Any = None,
     user_col: Any = None,
+    progress: bool = False,
 ) -> Any:
     """Synthesise trajectories with LDPTrace: each trajectory is reported under ε-LDP, the data is synthetic.
 
@@ -509,6 +511,9 @@ def synthesize(
         Charge ε per trajectory to its user (refused before any draw if over budget); needs ``user_col``.
     user_col : column label, optional
         The column of user ids, for ``accountant``.
+    progress : bool, default False
+        Report the stages (the reports and the model, the sampling) on a progress bar (tqdm; a widget in
+        notebooks; one line per stage on the command line). The output does not change.
 
     Returns
     -------
@@ -581,13 +586,16 @@ def synthesize(
     d_len = grid.size if length_domain is None else length_domain
     spend.refuse(trips, eps, traj_id_col=traj_id_col if ft.kind == "Point" else None)
     spend.draw(source, needed=False)  # LDPTrace draws from the source itself, not from a stream key
-    x, y = _input_xy(ft, crs)
-    cells, offsets = cell_sequences(x, y, ft.offsets, grid)
-    del x, y
-    model = collect(cells, offsets, grid, eps, length_domain=d_len, quantile=quantile, rng=source)
-    del cells, offsets  # the private grid trajectories end here; only the estimates go on
-    n_out = n_users if n_synthetic is None else n_synthetic
-    syn, syn_off = synthesize_cells(model, n_out, rng=source)
+    with stages("synthesizing", 2, enabled=bool(progress)) as report:
+        report("reports and the model")
+        x, y = _input_xy(ft, crs)
+        cells, offsets = cell_sequences(x, y, ft.offsets, grid)
+        del x, y
+        model = collect(cells, offsets, grid, eps, length_domain=d_len, quantile=quantile, rng=source)
+        del cells, offsets  # the private grid trajectories end here; only the estimates go on
+        n_out = n_users if n_synthetic is None else n_synthetic
+        report(f"sampling {n_out} synthetic trajectories")
+        syn, syn_off = synthesize_cells(model, n_out, rng=source)
     cx, cy = grid.centres()
     lengths = np.diff(syn_off)
     # a one-cell trajectory becomes a two-vertex LineString on its centre
