@@ -33,7 +33,6 @@ from __future__ import annotations
 import contextlib
 import datetime
 import os
-import random
 import sqlite3
 import stat
 import threading
@@ -379,7 +378,8 @@ class _Postgres:
             except self._retry:
                 if attempt == _RETRIES - 1:
                     raise
-                time.sleep(random.uniform(0.0, 0.01 * (attempt + 1)))  # noqa: S311 (back-off jitter only)
+                # back-off jitter from the OS, not from any global random state
+                time.sleep(int.from_bytes(os.urandom(2), "big") / 65536.0 * 0.01 * (attempt + 1))
         raise AssertionError("unreachable")
 
     def insert(
