@@ -177,6 +177,8 @@ class Pilot:
         z = check_zones(zones, caller=caller)
         coarse = check_zones(coarse_zones(z.series), caller=caller)
         charge = accounting.charge_release(accountant, trips, user_col, epsilon, caller=caller)
+        # Point rows are one-point trajectories here at the whole ε each: say so when they look like fixes
+        _frames.warn_if_fixes(trips, traj_id_col=None, caller=caller, option=None, ignore=(user_col,))
         tr = _frames.trajectory_arrays(trips, name="trips", caller=caller)
         source = resolve_rng(rng)
         lengths = np.diff(tr.offsets)
