@@ -68,7 +68,8 @@ est = estimate_counts(rep, zones)
 t_estimate, peak_estimate = cpu() - t0, peak_mib()
 assert len(est) == (len(zones) if statistic == "visited_zone" else len(zones) ** 2)
 print(json.dumps({
-    "n": n, "statistic": statistic, "oracle": oracle, "domain": rep.attrs["geoldp"]["domain"]["size"],
+    "n": n, "statistic": statistic, "oracle": oracle,
+    "domain": geoldp.ledger_of(rep).settings["domain"]["size"],
     "release_cpu_s": t_release, "estimate_cpu_s": t_estimate, "setup_peak_mib": base_peak,
     "release_peak_mib": peak_release, "estimate_peak_mib": peak_estimate,
 }))

@@ -37,8 +37,8 @@ def main(n_trips: int, out_dir: Path) -> None:
     print("output columns:", list(atp.columns))
 
     # 3. The privacy ledger travels with the frame (never the seed).
-    ledger = atp.attrs["geoldp"]
-    print("ledger keys:", sorted(ledger))
+    ledger = atp.ldp.ledger
+    print("ledger:", ledger.mechanism, ledger.epsilon, sorted(ledger.settings))
 
     # 4. Utility: distance between original and perturbed points, and more.
     for name, frame in (("TP", tp), ("ATP", atp)):

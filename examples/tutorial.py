@@ -132,8 +132,8 @@ def main(
         rng=rng,
     )
     acc.save(budget_path)
-    ledger = released.attrs["geoldp"]
-    mech, eps = ledger["mechanism"], ledger["epsilon"]
+    ledger = released.ldp.ledger
+    mech, eps = ledger.mechanism, ledger.epsilon
     print(f"released {len(released)} of {len(trips)} trips with {mech} at ε = {eps} each")
     print(f"a user has {acc.remaining(trips['user_id'].iloc[0])} of ε = {acc.total_epsilon} left")
     # [/perturb]

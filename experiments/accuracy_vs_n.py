@@ -131,7 +131,7 @@ def report_closed_form(pop, w, n, stat, pad, estimator, eps, zp, rng, lengths):
     from geoldp.reports import release as rrel
     from geoldp.shrinkage import shrink_empirical_bayes, shrink_to_baseline
 
-    des = rrel.design(stat, pop.k, eps, pad_length=pad, caller="accuracy_vs_n")
+    des = rrel.scheme(stat, pop.k, eps, pad_length=pad, caller="accuracy_vs_n")
     f = pop.report_frequencies(w, des)
     sd = np.sqrt(rest.count_variance(f, n, des.oracle, single=stat == "od"))
     noisy = f + sd * rng.standard_normal(f.shape[0])

@@ -252,7 +252,7 @@ def run_geoldp(lines, box: Box, eps: float, seed: int):
     lengths = np.where(two_same, 1, n_coords)
     cells = cells_all[keep]
     offsets = np.concatenate([[0], np.cumsum(lengths)])
-    return cells, offsets, seconds, out.attrs["geoldp"]["max_length"]
+    return cells, offsets, seconds, out.ldp.ledger.settings["max_length"]
 
 
 def run_unpadded(raw_flat, raw_off, box: Box, eps: float, seed: int):

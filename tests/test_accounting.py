@@ -269,7 +269,7 @@ def test_parts_of_one_release_keep_its_ledger(toy_lines, city_points):
         extra = a.join(a.geometry.rename("copy").to_frame())
     assert again.attrs["geoldp"] == a.attrs["geoldp"]  # post-processing of one release: still correct
     assert extra.attrs["geoldp"] == a.attrs["geoldp"]
-    assert isinstance(again.attrs["geoldp"], geoldp.accounting.ReleaseLedger)  # a later concat still warns
+    assert isinstance(again.attrs["geoldp"], geoldp.ledger.ReleaseRecord)  # a later concat still warns
     b = toy_lines.ldp.perturb(city_points, epsilon=4.0, rng=2)
     with pytest.warns(geoldp.GeoLDPWarning, match="drops the ledger"):
         assert "geoldp" not in pd.concat([again, b]).attrs
@@ -561,11 +561,11 @@ def test_the_release_pipeline_keeps_refuse_draw_commit_in_order():
         spend.draw(resolve_rng(1))  # before the check
     spend.refuse(frame, 1.0)
     with pytest.raises(RuntimeError, match="order"):
-        spend.finish({"rng": "seeded"})  # before the draw
+        spend.finish({"mechanism": "tp", "epsilon": 1.0, "rng": "seeded"})  # before the draw
     assert acc.spent == {}  # checked, not charged
     assert spend.draw(resolve_rng(1)).shape == (8,)
-    ledger = spend.finish({"rng": "seeded"})
-    assert acc.spent == {"a": 2.0, "b": 1.0} and ledger["accounting"]["user_col"] == "user"
+    ledger = spend.finish({"mechanism": "tp", "epsilon": 1.0, "rng": "seeded"})
+    assert acc.spent == {"a": 2.0, "b": 1.0} and ledger.accounting["user_col"] == "user"
     with pytest.raises(geoldp.BudgetError, match="1 of the 2 user"):  # refused before any draw
         Spend(frame, acc, "user", caller="C").refuse(frame, 0.5)
     with pytest.raises(ValueError, match="'user_col' parameter of C names a column"):  # no row read

@@ -20,6 +20,7 @@ ROOT = Path(__file__).resolve().parents[1] / "src" / PACKAGE
 LAYERS: list[tuple[str, ...]] = [
     (
         "errors",
+        "ledger",
         "questions",
         "_versions",
         "_validation",

@@ -247,7 +247,7 @@ def test_ledger_extras_match_the_accessor(city):
     full, again = lazy.compute(), lazy.compute()
     led = full.attrs["geoldp"]
     expected = trips.ldp.perturb(grid, mechanism="tp", epsilon=2.0, rng=4).attrs["geoldp"]
-    assert isinstance(led, geoldp.accounting.ReleaseLedger)
+    assert isinstance(led, geoldp.ledger.ReleaseRecord)
     assert set(led) == set(expected) | {"partitioned"}
     assert led["points"] == expected["points"]
     assert led["points"]["provenance"] == geoldp.points.provenance_of(grid) is not None

@@ -373,7 +373,7 @@ def test_sidecar_that_does_not_fit_leaves_the_old_pair(tmp_path, suffix, fresh, 
     assert _state(tmp_path) == before  # fresh: nothing at all; overwrite: the old pair, byte for byte
     assert _hidden(tmp_path) == []  # no temporary file, directory or commit record
     if not fresh:
-        assert gio.read_ledger(target)["epsilon"] == 5.0  # the old pair still matches
+        assert gio.read_ledger(target).epsilon == 5.0  # the old pair still matches
 
 
 @pytest.fixture
@@ -538,12 +538,12 @@ def _check_after_signal(
         if new or sig != signal.SIGKILL:
             assert _hidden(out_dir) == []
         assert len(gio.read_trajectories(target, ledger=True)) == 7
-        assert gio.read_ledger(target)["epsilon"] == 7.0  # data and sidecar match (size, SHA-256)
+        assert gio.read_ledger(target).epsilon == 7.0  # data and sidecar match (size, SHA-256)
     else:
         assert _state(out_dir) == before  # a reader never rolls an uncommitted write forward
     # whatever a kill -9 left behind, the next write cleans up
     gio.write_file(_released(9), target, overwrite=True)
-    assert _hidden(out_dir) == [] and gio.read_ledger(target)["epsilon"] == 9.0
+    assert _hidden(out_dir) == [] and gio.read_ledger(target).epsilon == 9.0
 
 
 def _writer_case(
@@ -629,7 +629,7 @@ def _cli_case(tmp_path, cli_inputs, suffix, point, name, fresh):
     assert "Traceback" not in err, err[-3000:]
     lines = [line for line in err.splitlines() if not line.startswith("geoldp-test-pause")]
     if point not in ("write", "commit"):  # held until the new pair was in place
-        assert gio.read_ledger(target)["mechanism"] == "atp" and len(gio.read_trajectories(target)) == 20
+        assert gio.read_ledger(target).mechanism == "atp" and len(gio.read_trajectories(target)) == 20
     else:
         assert _state(out_dir) == before
     assert _hidden(out_dir) == []
@@ -782,11 +782,11 @@ def test_cli_ctrl_c_at_random_moments_of_a_run(tmp_path, cli_inputs):
         lines = [ln for ln in err.splitlines() if not ln.startswith("import time:")]
         assert "Traceback" not in err, (delay, err[-3000:])
         if child.returncode == 0:  # finished before the signal: the complete output
-            assert gio.read_ledger(out)["mechanism"] == "atp"
+            assert gio.read_ledger(out).mechanism == "atp"
             continue
         assert child.returncode == 130 and lines == ["geoldp: interrupted"], (delay, child.returncode, lines)
         if out.exists():  # Ctrl-C came while the files were renamed: held until the pair was in place
-            assert gio.read_ledger(out)["mechanism"] == "atp"
+            assert gio.read_ledger(out).mechanism == "atp"
         assert _hidden(tmp_path) == []
 
 
@@ -820,12 +820,12 @@ def test_a_reader_during_the_renames_finishes_them_and_the_writer_still_succeeds
 
     def pause(name: str) -> None:
         if name == point:  # another process reads the output while the writer renames its files
-            seen.append(gio.read_ledger(target)["epsilon"])
+            seen.append(gio.read_ledger(target).epsilon)
 
     monkeypatch.setattr(_safe_write, "pause_point", pause)
     gio.write_file(_released(7), target, overwrite=True)
     assert seen == [7.0]  # the reader finished the commit: the new pair, never half of it
-    assert gio.read_ledger(target)["epsilon"] == 7.0 and len(gio.read_trajectories(target)) == 7
+    assert gio.read_ledger(target).epsilon == 7.0 and len(gio.read_trajectories(target)) == 7
     assert sorted(os.listdir(tmp_path)) == ["out.csv", "out.csv.ledger.json"]
 
 
@@ -854,7 +854,7 @@ def test_kill_9_after_the_record_is_finished_by_the_next_reader_in_process(tmp_p
     monkeypatch.undo()
     assert any(n.endswith(".geoldp-commit") for n in _hidden(tmp_path))
     assert len(gio.read_trajectories(target, ledger=True)) == 7  # finished first, then read
-    assert gio.read_ledger(target)["epsilon"] == 7.0 and _hidden(tmp_path) == []
+    assert gio.read_ledger(target).epsilon == 7.0 and _hidden(tmp_path) == []
 
 
 def test_a_commit_that_cannot_be_finished_here_says_how(tmp_path, monkeypatch):
@@ -872,7 +872,7 @@ def test_a_commit_that_cannot_be_finished_here_says_how(tmp_path, monkeypatch):
     with pytest.raises(OSError, match="interrupted after it was complete.*make the folder writable"):
         gio.read_ledger(target)
     monkeypatch.undo()
-    assert gio.read_ledger(target)["epsilon"] == 7.0 and _hidden(tmp_path) == []
+    assert gio.read_ledger(target).epsilon == 7.0 and _hidden(tmp_path) == []
 
 
 def _record_of_a_killed_write(tmp_path: Path, monkeypatch) -> tuple[Path, Path, dict]:
@@ -980,7 +980,7 @@ def test_recovery_of_each_format_still_finishes_with_exact_names(tmp_path, suffi
     with pytest.raises(_Killed):
         gio.write_file(_released(7), target, overwrite=True)
     monkeypatch.undo()
-    assert gio.read_ledger(target)["epsilon"] == 7.0 and _hidden(tmp_path) == []
+    assert gio.read_ledger(target).epsilon == 7.0 and _hidden(tmp_path) == []
     assert (tmp_path / "out_sibling.csv").read_bytes() == b"sibling"
 
 

@@ -69,7 +69,7 @@ def test_to_geojson_does_not_overwrite_by_default(tmp_path, release):
     assert path.read_bytes() == before
     release.ldp.to_geojson(path, overwrite=True, ledger="sidecar")
     assert "geoldp" not in json.loads(path.read_text())
-    assert gio.read_ledger(path)["mechanism"] == "atp"
+    assert gio.read_ledger(path).mechanism == "atp"
     with pytest.raises(TypeError, match="overwrite"):
         gio.to_geojson(release, tmp_path / "b.geojson", overwrite="yes")
 

@@ -108,7 +108,7 @@ def test_gpkg_round_trip(tmp_path, perturbed):
     doc = json.loads(side.read_text())
     assert doc.pop("data_file")["sha256"] == hashlib.sha256(path.read_bytes()).hexdigest()
     assert doc == json.loads(json.dumps(perturbed.attrs["geoldp"]))
-    assert gio.read_ledger(path) == doc
+    assert gio.read_ledger(path).record() == doc
 
 
 def test_gpkg_round_trip_projected(tmp_path, toy_lines, city_points):
@@ -231,7 +231,7 @@ def test_read_points(tmp_path, city_points_gdf, toy_lines):
 def test_ledger_round_trips_through_files(tmp_path, perturbed):
     want = json.loads(json.dumps(perturbed.attrs["geoldp"]))
     gj = gio.to_geojson(perturbed, tmp_path / "o.geojson")
-    assert gio.read_ledger(gj) == want
+    assert gio.read_ledger(gj).record() == want
     assert gio.read_trajectories(gj).attrs["geoldp"] == want
     gpkg = tmp_path / "o.gpkg"
     perturbed.to_file(gpkg, driver="GPKG")
@@ -256,8 +256,8 @@ def test_read_back_ledgers_are_release_ledgers(tmp_path, toy_lines, city_points)
     b.to_file(tmp_path / "b.gpkg", driver="GPKG")
     gio.write_ledger(b, tmp_path / "b.gpkg")
     rb = gio.read_trajectories(tmp_path / "b.gpkg", ledger=True)
-    assert isinstance(ra.attrs["geoldp"], geoldp.accounting.ReleaseLedger)
-    assert isinstance(rb.attrs["geoldp"], geoldp.accounting.ReleaseLedger)
+    assert isinstance(ra.attrs["geoldp"], geoldp.ledger.ReleaseRecord)
+    assert isinstance(rb.attrs["geoldp"], geoldp.ledger.ReleaseRecord)
     assert ra.attrs["geoldp"]["release_id"] != rb.attrs["geoldp"]["release_id"]
     with pytest.warns(geoldp.GeoLDPWarning, match="drops the ledger"):
         both = pd.concat([ra, rb])
@@ -274,7 +274,7 @@ def test_read_ledger_large_geojson_tail(tmp_path, perturbed, monkeypatch):
     big.attrs = perturbed.attrs
     path = gio.to_geojson(big, tmp_path / "big.geojson")
     assert path.stat().st_size > 4096
-    assert gio.read_ledger(path)["mechanism"] == "atp"
+    assert gio.read_ledger(path).mechanism == "atp"
 
 
 def test_csv_floats_round_trip_exactly(tmp_path):
@@ -382,5 +382,5 @@ def test_a_geoldp_feature_property_is_not_the_files_ledger(tmp_path, value, wher
 def test_the_top_level_member_written_by_geoldp_is_still_the_ledger(tmp_path, perturbed):
     path = tmp_path / "rel.geojson"
     gio.to_geojson(perturbed, path)
-    assert gio.read_ledger(path)["mechanism"] == perturbed.attrs["geoldp"]["mechanism"]
+    assert gio.read_ledger(path).mechanism == perturbed.attrs["geoldp"]["mechanism"]
     assert gio.read_trajectories(path).attrs["geoldp"]["mechanism"] == perturbed.attrs["geoldp"]["mechanism"]

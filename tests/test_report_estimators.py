@@ -163,7 +163,7 @@ def test_padded_interval_covers_large_sets(oracle):
 def test_padded_large_set_count_from_the_dummies():
     # n − ℓ·f̂(dummy 0) is unbiased for the trajectories with at least ℓ zones (the bound's N)
     from geoldp.reports.estimators import debiased, support_counts
-    from geoldp.reports.release import design_of, ledger_of
+    from geoldp.reports.release import report_ledger, scheme_of
 
     gdf = big_sets()
     sizes = _set_sizes(gdf)
@@ -171,7 +171,7 @@ def test_padded_large_set_count_from_the_dummies():
         vals, ses = [], []
         for seed in range(10):
             rep = report(gdf, GRID9, epsilon=2.0, oracle="krr", pad_length=ell, rng=300 + seed)
-            des = design_of(ledger_of(rep, caller="test"))
+            des = scheme_of(report_ledger(rep, caller="test"))
             counts, n = support_counts(rep, des)
             f, var = debiased(counts, n, des.oracle, single=False)
             vals.append(n - ell * f[des.base])

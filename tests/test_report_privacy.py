@@ -113,7 +113,7 @@ def test_choose_oracle_follows_the_variance_formulas():
 # --------------------------------------------------------------------------------------------------
 
 
-def item_pmf(des: release.Design, x: int) -> np.ndarray:
+def item_pmf(des: release.ReportScheme, x: int) -> np.ndarray:
     """Exact output pmf of the oracle for item x (OUE: over all bit vectors, as integers)."""
     o = des.oracle
     if o.name == "krr":
@@ -122,7 +122,7 @@ def item_pmf(des: release.Design, x: int) -> np.ndarray:
     return np.array([fo.oue_pmf(x, np.array(y), o.epsilon) for y in outputs])
 
 
-def report_pmf(des: release.Design, items: tuple[int, ...]) -> np.ndarray:
+def report_pmf(des: release.ReportScheme, items: tuple[int, ...]) -> np.ndarray:
     """The report's pmf for one item set: the padded set's items, each with probability 1/max(|S|, ℓ)."""
     m = max(len(items), des.pad_length)
     padded = list(items) + [des.base + j for j in range(m - len(items))]
@@ -148,7 +148,7 @@ def test_report_pmf_bound_over_every_input_pair(statistic, oracle, pad, eps):
     if statistic == "od" and pad != 1:
         pytest.skip("OD is a single pair")
     n_zones = 1 if (oracle == "oue" and statistic != "visited_zone") else 2
-    des = release.design(statistic, n_zones, eps, oracle=oracle, pad_length=pad, caller="test")
+    des = release.scheme(statistic, n_zones, eps, oracle=oracle, pad_length=pad, caller="test")
     if des.oracle.name == "oue" and des.d > 9:
         pytest.skip("too many bit vectors to enumerate")
     P = np.stack([report_pmf(des, s) for s in all_sets(statistic, n_zones)])
@@ -157,8 +157,8 @@ def test_report_pmf_bound_over_every_input_pair(statistic, oracle, pad, eps):
 
 def test_report_pmf_catches_a_mutant_budget():
     # the same check on a mechanism run at 1.25 ε must fail (the test can fail)
-    des = release.design("od", 1, 1.0, oracle="krr", caller="test")
-    bad = release.Design("od", 1, 1, fo.oracle("krr", des.d, 1.25))
+    des = release.scheme("od", 1, 1.0, oracle="krr", caller="test")
+    bad = release.ReportScheme("od", 1, 1, fo.oracle("krr", des.d, 1.25))
     P = np.stack([report_pmf(bad, s) for s in all_sets("od", 1)])
     with pytest.raises(AssertionError):
         check_matrix(P, 1.0, tight=False)
@@ -188,7 +188,7 @@ def chi2_passes(counts: np.ndarray, probs: np.ndarray) -> tuple[bool, float, flo
     return outside == 0 and x2 < crit, x2, crit
 
 
-def sampled_counts(rep, des: release.Design) -> np.ndarray:
+def sampled_counts(rep, des: release.ReportScheme) -> np.ndarray:
     if des.oracle.name == "krr":
         return np.bincount(rep["report"].to_numpy(), minlength=des.d).astype(float)
     bits = np.unpackbits(
@@ -214,7 +214,7 @@ def test_sampler_matches_the_exact_pmf_and_rejects_a_mutant(case, monkeypatch):
     statistic, oracle, coords, pad, eps = case
     zones = ZONES if not (oracle == "oue" and statistic == "transitions") else ZONES.iloc[:1]
     n = 20_000
-    des = release.design(statistic, len(zones), eps, oracle=oracle, pad_length=pad, caller="test")
+    des = release.scheme(statistic, len(zones), eps, oracle=oracle, pad_length=pad, caller="test")
     gdf = frame_of(coords, n)
     from geoldp.reports.zones import check_zones, zone_of_vertices
 
@@ -233,7 +233,7 @@ def test_sampler_matches_the_exact_pmf_and_rejects_a_mutant(case, monkeypatch):
     assert ok, (case, x2, crit)
 
     # mutant: the sampler run at 1.25 ε (the ledger still says ε)
-    mut = release.Design(statistic, len(zones), pad, fo.oracle(oracle, des.d, 1.25 * eps))
+    mut = release.ReportScheme(statistic, len(zones), pad, fo.oracle(oracle, des.d, 1.25 * eps))
     p_mut = report_pmf(mut, tuple(items.tolist()))
     lam = n * float(((p_mut - probs) ** 2 / probs).sum())
     assert lam >= 3 * crit, "power precondition: the mutant is not detectable at this N"
@@ -250,7 +250,7 @@ def test_olh_sampler_keeps_the_hash_with_probability_p_star():
     eps, n = 2.0, 20_000
     gdf = frame_of([A, B], n)
     rep = report(gdf, ZONES, statistic="od", epsilon=eps, oracle="olh", rng=3)
-    des = release.design("od", 2, eps, oracle="olh", caller="test")
+    des = release.scheme("od", 2, eps, oracle="olh", caller="test")
     x = 0 * 3 + 1  # origin zone 0, destination zone 1
     kept = fo.olh_hash(rep["seed"].to_numpy(), x, des.oracle.g) == rep["report"].to_numpy()
     p = krr_constants(des.oracle.g, eps)[0]

@@ -22,7 +22,7 @@ from geoldp.budget_strategies import EPSILON_COLUMN, split_epsilon
 from geoldp.mechanisms import oracles
 from geoldp.mechanisms.oracles import split_oracle
 from geoldp.reports import estimate_counts, release, report, true_counts, zone_grid
-from geoldp.reports.release import design_of
+from geoldp.reports.release import scheme_of
 
 pytestmark = pytest.mark.filterwarnings("ignore:.*told from no data:geoldp.errors.GeoLDPWarning")
 
@@ -86,7 +86,7 @@ def test_every_row_is_eps_over_k_ldp_and_a_user_spends_at_most_eps(statistic, or
     # the report of every row, at its part's design, is within e^{ε/k} over every pair of private inputs
     assert {float(p["epsilon"]) for p in led["ledger"]["by_part"]} == set(row_eps.tolist())
     for part in led["ledger"]["by_part"]:
-        des = design_of(led, part["epsilon"])
+        des = scheme_of(geoldp.ledger_of(rep), part["epsilon"])
         assert des.oracle.epsilon == part["epsilon"] and des.oracle.name == led["oracle"]
         if des.oracle.name == "oue" and des.d > 9:
             continue  # too many bit vectors to enumerate (the oracle itself is checked exactly elsewhere)
@@ -111,7 +111,7 @@ def test_the_sampler_of_each_part_runs_at_its_own_budget(oracle):
         gdf, zones, statistic="od", epsilon=eps, oracle=oracle, rng=9, user_col="user", user_budget="split"
     )
     assert set(rep[EPSILON_COLUMN]) == {split_epsilon(eps, 2)}
-    des = design_of(rep.attrs["geoldp"], split_epsilon(eps, 2))
+    des = scheme_of(geoldp.ledger_of(rep), split_epsilon(eps, 2))
     from geoldp.reports.zones import check_zones, zone_of_vertices
 
     z = check_zones(zones, caller="test")
@@ -121,7 +121,7 @@ def test_the_sampler_of_each_part_runs_at_its_own_budget(oracle):
     counts = sampled_counts(rep, des)
     ok, x2, crit = chi2_passes(counts, probs)
     assert ok, (x2, crit)
-    full = release.Design("od", len(zones), 1, oracles.oracle(oracle, des.d, eps))
+    full = release.ReportScheme("od", len(zones), 1, oracles.oracle(oracle, des.d, eps))
     p_full = report_pmf(full, item)
     assert len(rep) * float(((p_full - probs) ** 2 / probs).sum()) >= 3 * crit  # power precondition
     assert not chi2_passes(counts, p_full)[0]

@@ -95,9 +95,9 @@ def _check_release(gpkg: Path) -> None:
     assert all(tuple(p) in pub for p in rel)
     ledger = io.read_ledger(gpkg)  # the sidecar, checked against the GeoPackage's size and SHA-256
     assert ledger is not None
-    assert ledger["mechanism"] == "atp"
-    assert ledger["epsilon"] == tutorial.EPSILON
-    assert "grid(" in str(ledger.get("points"))
+    assert ledger.mechanism == "atp"
+    assert ledger.epsilon == tutorial.EPSILON
+    assert "grid(" in str(ledger.points)
 
 
 @pytest.mark.parametrize("suffix", [".csv", ".csv.gz"])
@@ -209,5 +209,5 @@ def test_docs_cli_commands_run(tmp_path, fixes_df, monkeypatch, capsys):
             assert info["geometry_type"] == "LineString"
             assert info["features"] == N_USERS * tutorial.MAX_PER_USER
             ledger = io.read_ledger(out)
-            assert ledger["mechanism"] == "atp" and ledger["epsilon"] == tutorial.EPSILON
-            assert ledger["user_budget"]["max_per_user"] == tutorial.MAX_PER_USER
+            assert ledger.mechanism == "atp" and ledger.epsilon == tutorial.EPSILON
+            assert ledger.user_budget["max_per_user"] == tutorial.MAX_PER_USER

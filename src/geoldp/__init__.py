@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from geoldp.hybrids import hybrid
     from geoldp.interop import from_movingpandas, from_trackintel, to_movingpandas, to_trackintel
     from geoldp.ldptrace import synthesize
+    from geoldp.ledger import ReleaseLedger, ledger_of
     from geoldp.metrics import evaluate
     from geoldp.planner import plan
     from geoldp.pointset import PointSet
@@ -54,6 +55,7 @@ __all__ = [
     "PointEM",
     "PointSet",
     "PrivacyWarning",
+    "ReleaseLedger",
     "__version__",
     "combine",
     "estimate",
@@ -61,6 +63,7 @@ __all__ = [
     "from_movingpandas",
     "from_trackintel",
     "hybrid",
+    "ledger_of",
     "perturb_trajectories",
     "plan",
     "points",
@@ -79,6 +82,8 @@ _NAMES = {
     "perturb_trajectories": "geoldp.trajectory",
     "BudgetAccountant": "geoldp.accounting",
     "Ledger": "geoldp.budget",
+    "ReleaseLedger": "geoldp.ledger",
+    "ledger_of": "geoldp.ledger",
     "PointSet": "geoldp.pointset",
     "evaluate": "geoldp.metrics",
     "plan": "geoldp.planner",

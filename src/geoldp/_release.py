@@ -60,6 +60,7 @@ from geoldp._validation import (
 )
 from geoldp._versions import geoldp_version
 from geoldp.errors import PrivacyWarning
+from geoldp.ledger import ReleaseLedger, attach
 from geoldp.trajectory import engine
 
 __all__ = [
@@ -341,7 +342,7 @@ def _provenance(
     ledger_cache: dict[int, Any],
     box: Any = None,
 ) -> dict[str, Any]:
-    """The release's ``attrs["geoldp"]``: public settings only, never the seed or a private value."""
+    """The release's ledger record: public settings only, never the seed or a private value."""
     options = _json_safe(mech.options()) if hasattr(mech, "options") else {}
     granularity = getattr(mech, "granularity_value", None)
     prov = {
@@ -461,7 +462,7 @@ class Spend:
 
     def finish(
         self, provenance: dict[str, Any], *, released: Any = None, points: Any = None, ps: Any = None
-    ) -> accounting.ReleaseLedger:
+    ) -> ReleaseLedger:
         """The release's ledger (:func:`geoldp.accounting.finish_release`), committing the held charge.
 
         ``points`` (with ``ps``, P as resolved) adds their provenance and the ``"points"`` record.
@@ -476,7 +477,7 @@ class Spend:
         self._pending = None
         if points is not None:
             # what a collector needs to rebuild or verify P: the recipe (box, spacing, CRS) and a digest
-            ledger["points"] = public_points.ledger_record(points, ps)
+            ledger = ledger.replace(points=public_points.ledger_record(points, ps))
         return ledger
 
 
@@ -608,7 +609,7 @@ class Request:
         # nor the held charge
         return Plan(replace(self, source=None, spend=None), self.policy, order, geom_col, xy, key, provenance)
 
-    def finish(self, plan: Plan, *, released: Any = None) -> accounting.ReleaseLedger:
+    def finish(self, plan: Plan, *, released: Any = None) -> ReleaseLedger:
         """The plan's ledger, completed (release id, the points' record) and the accountant charged.
 
         ``released`` is the in-memory release (a seeded one gets a digest of itself as its id); without
@@ -691,7 +692,8 @@ class Plan:
 
         if len(frame) == 0:  # an empty partition
             out = frame[self.columns].copy()
-            out.attrs = {"geoldp": self.provenance}
+            out.attrs = {}
+            attach(out, self.provenance)
             return out
         if self.request.box is not None:
             geometry = _frames.geometry_from_coords(
@@ -707,7 +709,8 @@ class Plan:
         out_frame[self.geom_col] = gpd.GeoSeries(geometry, index=frame.index.copy(), crs=frame.crs).values
         # column order: kept columns in input order, geometry where it was in the input
         out = gpd.GeoDataFrame(out_frame, geometry=self.geom_col, crs=frame.crs)[self.columns]
-        out.attrs = {"geoldp": self.provenance}
+        out.attrs = {}
+        attach(out, self.provenance)
         return out
 
 

@@ -34,6 +34,7 @@ from geoldp import _frames, _release, budget_strategies, metrics
 from geoldp._docstrings import doc, fill, method_of
 from geoldp._release import resolve_mechanism
 from geoldp._validation import check_bool, check_positive_km
+from geoldp.ledger import ReleaseLedger, attach, ledger_of
 
 __all__ = ["LDPAccessor", "perturb", "resolve_mechanism", "snap"]
 
@@ -221,7 +222,7 @@ def perturb(
     geopandas.GeoDataFrame
         A new frame with the input's index (duplicates included), row order, CRS and geometry column
         name, holding the perturbed geometry (same geometry type and vertex count per row), plus
-        ``traj_id_col`` for Point input and ``keep_columns``. ``out.attrs["geoldp"]`` holds the
+        ``traj_id_col`` for Point input and ``keep_columns``. Its ledger (``out.ldp.ledger``) holds the
         provenance (mechanism, ε, split, granularity, options, ledger by kind, snapping settings,
         geoldp version, RNG policy ``"os-csprng"`` or ``"seeded"``, a unique ``release_id``, the public
         points' provenance from :mod:`geoldp.points`, the accountant settings), never the seed and never
@@ -311,7 +312,7 @@ def perturb(
         area=gdf,
     )
     out = plan.apply(gdf, ft, seqs, progress=progress)
-    out.attrs["geoldp"] = req.finish(plan, released=out)
+    attach(out, req.finish(plan, released=out))
     return out
 
 
@@ -329,7 +330,7 @@ points : PointSet, GeoDataFrame or GeoSeries of Points
 {parameters}
 **kwargs
     Passed to :func:`geoldp.estimate.{function}`: ``mechanism``/``epsilon`` (default: read from this
-    frame's ledger ``attrs["geoldp"]``; a conflicting value is an error), ``rng``, ``n_candidates``,
+    frame's ledger, ``frame.ldp.ledger``; a conflicting value is an error), ``rng``, ``n_candidates``,
     ``n_sims``, ``n_iter``, {options}.
 
 Returns
@@ -384,6 +385,17 @@ class LDPAccessor:
 
         self._obj = _frames.accessor_target(obj, gpd.GeoDataFrame)
 
+    @property
+    def ledger(self) -> ReleaseLedger | None:
+        """The ledger of this release (what it spent and how), or ``None`` for a frame that is not one.
+
+        Returns
+        -------
+        ReleaseLedger or None
+            See :class:`geoldp.ledger.ReleaseLedger`.
+        """
+        return ledger_of(self._obj)
+
     perturb = method_of(
         perturb,
         summary=(
@@ -395,7 +407,7 @@ class LDPAccessor:
         examples=_examples(
             '>>> out = trips.ldp.perturb(pois, mechanism="atp", epsilon=4.0, rng=0)'
             "  # rng: for experiments only",
-            '>>> out.index.equals(trips.index), out.crs == trips.crs, out.attrs["geoldp"]["epsilon"]',
+            ">>> out.index.equals(trips.index), out.crs == trips.crs, out.ldp.ledger.epsilon",
             "(True, True, 4.0)",
         ),
         frame="the frame",
@@ -417,8 +429,8 @@ class LDPAccessor:
         Returns
         -------
         pandas.DataFrame
-            The report table (same index and order; the kept rows with ``max_per_user``), ledger in
-            ``attrs["geoldp"]``.
+            The report table (same index and order; the kept rows with ``max_per_user``), its ledger
+            read by :func:`geoldp.ledger_of`.
         """
         from geoldp import reports
 
@@ -468,7 +480,7 @@ class LDPAccessor:
         path : str or os.PathLike
             Output file (``.geojson`` recommended).
         ledger : bool or "sidecar", default True
-            ``True``: the provenance ``attrs["geoldp"]`` becomes a top-level ``"geoldp"`` member of the
+            ``True``: the ledger (``ldp.ledger``) becomes a top-level ``"geoldp"`` member of the
             FeatureCollection. ``"sidecar"``: it is written to ``<path>.ledger.json`` instead. ``False``: not
             written.
         overwrite : bool, default False
@@ -848,7 +860,7 @@ class LDPAccessor:
         Returns
         -------
         geopandas.GeoDataFrame
-            Synthetic LineStrings on public cell centres, with the ledger in ``attrs["geoldp"]``.
+            Synthetic LineStrings on public cell centres, with their ledger (``ldp.ledger``).
 
         Examples
         --------
@@ -893,6 +905,17 @@ class GeoSeriesLDPAccessor:
 
         self._obj = _frames.accessor_target(obj, gpd.GeoSeries)
 
+    @property
+    def ledger(self) -> ReleaseLedger | None:
+        """The ledger of this release (what it spent and how), or ``None`` for a frame that is not one.
+
+        Returns
+        -------
+        ReleaseLedger or None
+            See :class:`geoldp.ledger.ReleaseLedger`.
+        """
+        return ledger_of(self._obj)
+
     def _frame(self, kwargs: dict[str, Any], caller: str) -> Any:
         import geopandas as gpd
 
@@ -923,7 +946,7 @@ class GeoSeriesLDPAccessor:
         -------
         geopandas.GeoSeries
             The perturbed geometries with this series' index, order, name and CRS; the provenance (ledger)
-            is in ``attrs["geoldp"]``.
+            is ``out.ldp.ledger``.
 
         Examples
         --------
@@ -931,7 +954,7 @@ class GeoSeriesLDPAccessor:
         >>> pois = geoldp.PointSet([0.0, 0.01, 0.02, 0.03], [0.0, 0.01, 0.0, 0.01])
         >>> s = gpd.GeoSeries([shapely.LineString([(0, 0), (0.02, 0)])], crs="EPSG:4326")
         >>> out = s.ldp.perturb(pois, mechanism="tp", epsilon=8.0, rng=0)
-        >>> out.index.equals(s.index), out.crs == s.crs, out.attrs["geoldp"]["mechanism"]
+        >>> out.index.equals(s.index), out.crs == s.crs, out.ldp.ledger.mechanism
         (True, True, 'tp')
         """
         out = perturb(self._frame(kwargs, "perturb"), points, epsilon=epsilon, **kwargs)

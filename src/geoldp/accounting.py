@@ -1,6 +1,6 @@
 """Privacy-budget accounting across releases: :class:`BudgetAccountant`, and the ledger of combined frames.
 
-A single release spends ε per trajectory (its ledger, ``released.attrs["geoldp"]``, says how). A user who
+A single release spends ε per trajectory (its :class:`~geoldp.ledger.ReleaseLedger` says how). A user who
 contributes several trajectories, to one release or to several, spends the sum (sequential composition):
 ``k`` trajectories of user ``u`` at ε each cost ``u`` ``k·ε``. A :class:`BudgetAccountant` keeps that sum
 per user across calls and refuses, before any random draw, a release that would take a user past the
@@ -56,7 +56,6 @@ import numbers
 import os
 import re
 import stat
-import sys
 import threading
 import uuid
 import warnings
@@ -68,13 +67,13 @@ import numpy as np
 
 from geoldp._validation import check_epsilon, check_no_missing
 from geoldp.errors import BudgetError, GeoLDPWarning
+from geoldp.ledger import ReleaseLedger, user_stacklevel
 
 __all__ = [
     "FORMAT",
     "BudgetAccountant",
     "store_path",
     "PendingCharge",
-    "ReleaseLedger",
     "charge_release",
     "finish_release",
     "user_key",
@@ -523,7 +522,7 @@ class BudgetAccountant:
                 "detected; its entries are checked and ids that are one user (7 and '7') merged. Save it "
                 "again to add a checksum.",
                 GeoLDPWarning,
-                stacklevel=_user_stacklevel(),
+                stacklevel=user_stacklevel(),
             )
         elif not isinstance(data.get("sha256"), str) or data["sha256"] != _digest_or_none(data):
             raise ValueError(
@@ -906,69 +905,9 @@ def _migrate(legacy: str, location: str, total_epsilon: float | None) -> Any:
             f"The JSON accountant '{legacy}' was migrated to the store '{location}', which is charged from "
             "now on (the JSON file is kept, unchanged, and no longer charged).",
             GeoLDPWarning,
-            stacklevel=_user_stacklevel(),
+            stacklevel=user_stacklevel(),
         )
     return store
-
-
-def _user_stacklevel() -> int:
-    """The ``stacklevel`` that points a warning at the first frame outside geoldp, pandas and geopandas."""
-    frame: Any = sys._getframe(1)
-    level = 1
-    while frame is not None and str(frame.f_globals.get("__name__", "")).split(".")[0] in (
-        "geoldp",
-        "pandas",
-        "geopandas",
-    ):
-        frame, level = frame.f_back, level + 1
-    return level
-
-
-def _called_from_pandas_finalize() -> bool:
-    """Whether this comparison runs inside pandas' ``__finalize__`` (concat / merge / join of attrs)."""
-    frame: Any = sys._getframe(2)
-    for _ in range(4):
-        if frame is None:
-            return False
-        if frame.f_code.co_name == "__finalize__" and str(frame.f_globals.get("__name__", "")).startswith(
-            "pandas"
-        ):
-            return True
-        frame = frame.f_back
-    return False
-
-
-class ReleaseLedger(dict):
-    """The provenance/ledger dict of one release (``released.attrs["geoldp"]``), with a ``release_id``.
-
-    A plain dict for every use (JSON, pickling, ``==``). One addition: when pandas compares the ledgers
-    of two *different* releases while combining frames (``pd.concat``, ``merge``, ``join``), it drops the
-    ledger, and this class raises a :class:`~geoldp.GeoLDPWarning` saying so.
-    """
-
-    __slots__ = ()
-    __hash__ = None  # a dict
-
-    def __eq__(self, other: object) -> bool:
-        equal = dict.__eq__(self, other)
-        if (
-            equal is False
-            and isinstance(other, ReleaseLedger)
-            and self.get("release_id") != other.get("release_id")
-            and _called_from_pandas_finalize()
-        ):
-            warnings.warn(
-                "Combining different geoldp releases: pandas drops the ledger (attrs['geoldp']) of the "
-                "result, since no single ledger describes it. A user whose trajectories are in several "
-                "releases has spent the sum of their epsilons; track that with geoldp.BudgetAccountant.",
-                GeoLDPWarning,
-                stacklevel=_user_stacklevel(),
-            )
-        return equal
-
-    def __ne__(self, other: object) -> bool:
-        equal = self.__eq__(other)
-        return equal if equal is NotImplemented else not equal
 
 
 def _content_id(released: Any, provenance: Mapping[str, Any]) -> str:
@@ -1015,13 +954,13 @@ def finish_release(
     -------
     ReleaseLedger
     """
-    out = ReleaseLedger(provenance)
-    out["points"] = {"provenance": points_provenance}
-    if released is not None and out.get("rng") == "seeded":
-        out["release_id"] = _content_id(released, out)  # equal only for identical releases
+    record = dict(provenance)
+    record["points"] = {"provenance": points_provenance}
+    if released is not None and record.get("rng") == "seeded":
+        record["release_id"] = _content_id(released, record)  # equal only for identical releases
     else:
-        out["release_id"] = uuid.uuid4().hex  # os.urandom: never derived from the seed or the data
+        record["release_id"] = uuid.uuid4().hex  # os.urandom: never derived from the seed or the data
     if charge is not None:
-        charge.commit(out["release_id"])
-        out["accounting"] = charge.ledger()
-    return out
+        charge.commit(record["release_id"])
+        record["accounting"] = charge.ledger()
+    return ReleaseLedger.from_record(record)

@@ -18,8 +18,9 @@ the aggregate reports of :func:`geoldp.report`, whose rows are estimated part by
     not appear in the output. The output's index says which rows were kept (the input's index labels);
     :func:`select_per_user` gives the same choice as a mask. Each kept trajectory gets ε.
 
-Both can be combined (keep at most k, then split ε over the kept ones). The ledger
-(``released.attrs["geoldp"]["user_budget"]``) records the rule, never a user id or a per-user count.
+Both can be combined (keep at most k, then split ε over the kept ones). The release's ledger (its
+``user_budget``, see :class:`~geoldp.ledger.ReleaseLedger`) records the rule, never a user id or a per-user
+count.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ import pandas as pd
 from geoldp import accounting
 from geoldp._random import resolve_rng
 from geoldp._validation import check_int_min
+from geoldp.ledger import ReleaseLedger, attach, ledger_of, require
 
 __all__ = [
     "EPSILON_COLUMN",
@@ -192,7 +194,7 @@ def perturb_per_user(
     rng: Any,
     caller: str,
     configure: Callable[[list[tuple[float, int]]], dict[str, Any]] | None = None,
-    finish: Callable[[Any, dict[str, Any], dict[str, Any], Any], tuple[Any, dict[str, Any]]] | None = None,
+    finish: Callable[[Any, ReleaseLedger, ReleaseLedger, Any], tuple[Any, ReleaseLedger]] | None = None,
     **kwargs: Any,
 ) -> Any:
     """Release ``gdf`` under a per-user budget strategy (the driver behind ``user_budget``/``max_per_user``).
@@ -259,10 +261,11 @@ def perturb_per_user(
                 advice=REFUSAL_ADVICE,
             )
         out = release(frame, points, epsilon=epsilon, traj_id_col=traj_id_col, rng=source, **kwargs)
+        led = require(out, what="The release", caller=caller)
         if charge is not None:
-            charge.commit(out.attrs["geoldp"]["release_id"])
-            out.attrs["geoldp"]["accounting"] = charge.ledger()
-        out.attrs["geoldp"]["user_budget"] = rule
+            charge.commit(str(led.release_id))
+            led = led.replace(accounting=charge.ledger())
+        attach(out, led.replace(user_budget=rule))
         return out
 
     if EPSILON_COLUMN in frame.columns:
@@ -293,29 +296,27 @@ def perturb_per_user(
         )
     outs: list[tuple[np.ndarray, Any]] = []
     ledgers: list[dict[str, Any]] = []
-    first: dict[str, Any] = {}
+    first: ReleaseLedger | None = None
     for k in parts:
         pos = np.flatnonzero(k_of_row == k)
         eps_k = split_epsilon(epsilon, k)
         part = release(frame.iloc[pos], points, epsilon=eps_k, traj_id_col=traj_id_col, rng=source, **kwargs)
         part[EPSILON_COLUMN] = eps_k
-        led = dict(part.attrs["geoldp"])
-        first = first if outs else led
+        led = require(part, what="A part of the release", caller=caller)
+        first = first if first is not None else led
         outs.append((pos, part))
-        ledgers.append({"epsilon": eps_k, "trips_per_user": int(k), "ledger": led.get("ledger", {})})
+        ledgers.append({"epsilon": eps_k, "trips_per_user": int(k), "ledger": led.settings.get("ledger", {})})
         part.attrs = {}  # the parts' ledgers differ: pandas would drop them with a warning
     order = np.concatenate([pos for pos, _ in outs])
     combined = pd.concat([p for _, p in outs], axis=0) if len(outs) > 1 else outs[0][1]
     combined = combined.iloc[np.argsort(order, kind="stable")]
-    base = dict(first)
-    base.update(
-        {
-            "epsilon": epsilon,
-            "unit": "one user: her epsilon is shared by her trajectories in this release",
-            "ledger": {"unit": "one trajectory, per part", "by_part": ledgers},
-        }
+    if first is None:  # unreachable: every user is in one part
+        raise RuntimeError(f"{caller}: a split release without parts.")
+    base = first.with_settings(
+        unit="one user: her epsilon is shared by her trajectories in this release",
+        ledger={"unit": "one trajectory, per part", "by_part": ledgers},
+        unprotected_columns=[*first.settings.get("unprotected_columns", []), EPSILON_COLUMN],
     )
-    base["unprotected_columns"] = list(base.get("unprotected_columns", [])) + [EPSILON_COLUMN]
     rule.update(
         {
             "epsilon_per_user": epsilon,
@@ -323,25 +324,25 @@ def perturb_per_user(
             "note": "each row's epsilon column tells how many trips its user contributed to this release",
         }
     )
-    base["user_budget"] = rule
-    for key in ("release_id", "points", "accounting"):
-        base.pop(key, None)
+    base = base.replace(epsilon=epsilon, user_budget=rule, release_id=None, points=None, accounting=None)
     out, ledger = (finish or _finish_frame)(combined, base, first, points)
     if charges:  # the parts are one release: one charge under its id
-        accounting.PendingCharge.merge(charges).commit(ledger["release_id"])
-    if charges:
-        ledger["accounting"] = {
-            **charges[0].ledger(),
-            "composition": "sequential per user: her trips share her epsilon (k trips at epsilon/k each)",
-        }
-    out.attrs = {"geoldp": ledger}
+        accounting.PendingCharge.merge(charges).commit(str(ledger.release_id))
+        ledger = ledger.replace(
+            accounting={
+                **charges[0].ledger(),
+                "composition": "sequential per user: her trips share her epsilon (k trips at epsilon/k each)",
+            }
+        )
+    out.attrs = {}
+    attach(out, ledger)
     del k_of_row
     return out
 
 
 def _finish_frame(
-    combined: Any, base: dict[str, Any], first: dict[str, Any], points: Any
-) -> tuple[Any, dict[str, Any]]:
+    combined: Any, base: ReleaseLedger, first: ReleaseLedger, points: Any
+) -> tuple[Any, ReleaseLedger]:
     """The ``finish`` of a ``gdf.ldp.perturb`` split release: a GeoDataFrame with P's provenance."""
     import geopandas as gpd
 
@@ -349,10 +350,10 @@ def _finish_frame(
 
     out = gpd.GeoDataFrame(combined, geometry=combined.geometry.name, crs=combined.crs)
     ledger = accounting.finish_release(
-        base, released=out, points_provenance=public_points.provenance_of(points)
+        base.record(), released=out, points_provenance=public_points.provenance_of(points)
     )
-    ledger["points"] = first.get("points", ledger["points"])  # the parts' P: the same for all
-    return out, ledger
+    # the parts' P: the same for all
+    return out, ledger.replace(points=first.points if first.points is not None else ledger.points)
 
 
 def release_parts(released: Any) -> list[Any]:
@@ -365,15 +366,15 @@ def release_parts(released: Any) -> list[Any]:
     Parameters
     ----------
     released : geopandas.GeoDataFrame
-        A release with its ledger in ``attrs["geoldp"]``.
+        A release with its ledger.
 
     Returns
     -------
     list of geopandas.GeoDataFrame
     """
-    ledger: Any = released.attrs.get("geoldp") if isinstance(released.attrs, dict) else None
-    rule = ledger.get("user_budget") if isinstance(ledger, dict) else None
-    if not isinstance(ledger, dict) or not isinstance(rule, dict) or rule.get("strategy") != "split":
+    ledger = ledger_of(released)
+    rule = None if ledger is None else ledger.user_budget
+    if ledger is None or not isinstance(rule, dict) or rule.get("strategy") != "split":
         return [released]
     if EPSILON_COLUMN not in released.columns:
         raise ValueError(
@@ -381,12 +382,14 @@ def release_parts(released: Any) -> list[Any]:
             "read the whole release file."
         )
     out = []
-    for part in ledger["ledger"]["by_part"]:
+    kept = [c for c in ledger.settings.get("unprotected_columns", []) if c != EPSILON_COLUMN]
+    for part in ledger.settings["ledger"]["by_part"]:
         eps = float(part["epsilon"])
         rows = released[released[EPSILON_COLUMN].to_numpy() == eps].drop(columns=[EPSILON_COLUMN])
-        led = {k: v for k, v in ledger.items() if k not in ("user_budget", "accounting")}
-        led.update({"epsilon": eps, "ledger": part["ledger"], "unit": "one row = one trajectory"})
-        led["unprotected_columns"] = [c for c in ledger.get("unprotected_columns", []) if c != EPSILON_COLUMN]
-        rows.attrs = {"geoldp": led}
+        led = ledger.replace(epsilon=eps, user_budget=None, accounting=None).with_settings(
+            ledger=part["ledger"], unit="one row = one trajectory", unprotected_columns=kept
+        )
+        rows.attrs = {}
+        attach(rows, led)
         out.append(rows)
     return out

@@ -115,7 +115,7 @@ def write_frame(
 
     The write is atomic and refuses to overwrite (see :func:`geoldp.io.write_file`). GeoJSON is RFC 7946
     (WGS 84, ledger also as a top-level ``"geoldp"`` member); other formats go through GeoPandas. For every
-    format, the ledger in ``gdf.attrs["geoldp"]``, if any, is also written to a JSON sidecar
+    format, the frame's ledger, if any, is also written to a JSON sidecar
     ``<path>.ledger.json`` (after the data file; it records the data file's SHA-256).
 
     Parameters

@@ -27,6 +27,7 @@ import warnings
 from typing import Any, TextIO
 
 from geoldp._cli_args import stage, usage
+from geoldp.ledger import ledger_of
 
 __all__ = ["confirm_release", "open_accountant", "register"]
 
@@ -116,8 +117,8 @@ def confirm_release(options: dict[str, Any], released: Any) -> None:
     acc = options.get("accountant")
     if acc is None or acc.location is None:
         return
-    ledger = released.attrs.get("geoldp") if isinstance(released.attrs, dict) else None
-    release_id = ledger.get("release_id") if isinstance(ledger, dict) else None
+    ledger = ledger_of(released)
+    release_id = None if ledger is None else ledger.release_id
     if release_id is not None:
         acc.confirm(str(release_id))
     acc.close()
@@ -163,7 +164,7 @@ def _reconcile(
                 ledger = gio.read_ledger(output)  # finishes an interrupted write of the pair first
             except (OSError, ValueError):
                 ledger = None
-            found = isinstance(ledger, dict) and ledger.get("release_id") == rid
+            found = ledger is not None and ledger.release_id == rid
             if not found:  # a file is there, but not this release: it may have been replaced since
                 print(f"{rid}: '{output}' exists but does not hold this release; kept pending", file=stdout)
                 kept += 1

@@ -27,6 +27,7 @@ from geoldp._cli_args import check_output, existing_file, stage, usage, warned
 from geoldp._cli_args import int_at_least as _int_at_least
 from geoldp._cli_args import positive_float as _positive_float
 from geoldp._cli_args import seed as _seed
+from geoldp.ledger import attach, ledger_of
 
 __all__ = [
     "check_evaluate_inputs",
@@ -176,8 +177,10 @@ def finish_perturb(
     args: argparse.Namespace, options: dict[str, Any], trips: Any, out: Any, stderr: TextIO
 ) -> None:
     """After the release: record the points file, save the accountant, report the rows kept."""
-    if getattr(args, "points", None) and isinstance(out.attrs.get("geoldp", {}).get("points"), dict):
-        out.attrs["geoldp"]["points"]["file"] = Path(args.points).name  # the name only, not the folder
+    led = ledger_of(out)
+    if getattr(args, "points", None) and led is not None and isinstance(led.points, dict):
+        # the name only, not the folder
+        attach(out, led.replace(points={**led.points, "file": Path(args.points).name}))
     acc = options.get("accountant")
     if acc is not None:
         # charged (pending) before the release is written, confirmed after: see geoldp.cli_accountant
@@ -568,7 +571,7 @@ def _cmd_estimate(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> i
     )
     with stage(f"cannot read RELEASE '{args.release}'"):
         released = gio.read_trajectories(src, ledger=True)
-    if not isinstance(released.attrs.get("geoldp"), dict):
+    if ledger_of(released) is None:
         raise ValueError(
             f"RELEASE '{args.release}' has no geoldp ledger (its .ledger.json sidecar): the estimators need "
             "the mechanism and epsilon it records"

@@ -17,6 +17,7 @@ from geoldp._cli_args import check_output, existing_file, stage, usage
 from geoldp._cli_args import positive_float as _positive_float
 from geoldp._cli_args import report_warnings as _report_warnings
 from geoldp._cli_args import seed as _seed
+from geoldp.ledger import attach, require
 from geoldp.questions import Question
 
 PROG = "geoldp"
@@ -97,7 +98,8 @@ def write_pilot(reports: Any, path: Path, *, overwrite: bool) -> list[Path]:
     from geoldp import io as gio
 
     data = reports.reset_index(drop=True).to_csv(index=False).encode("utf-8")
-    return gio.write_bytes_with_ledger(data, dict(reports.attrs["geoldp"]), path, overwrite=overwrite)
+    led = require(reports, what="The pilot reports", caller="write_pilot", mechanism="pilot")
+    return gio.write_bytes_with_ledger(data, led, path, overwrite=overwrite)
 
 
 def read_pilot(path: Path) -> Any:
@@ -112,7 +114,7 @@ def read_pilot(path: Path) -> Any:
     from geoldp.designs.pilot import COLUMNS
 
     ledger = gio.read_ledger(path)
-    if not isinstance(ledger, dict) or ledger.get("mechanism") != "pilot":
+    if ledger is None or ledger.mechanism != "pilot":
         raise ValueError(
             f"'{path}' has no pilot ledger ({path.name}.ledger.json): write it with geoldp pilot"
         )
@@ -127,7 +129,7 @@ def read_pilot(path: Path) -> Any:
         if bad.any():
             raise ValueError(f"row {int(bad.argmax())} of '{path}': '{col}' is not a class number")
         out[col] = values.astype(np.int64)
-    out.attrs = {"geoldp": ledger}
+    attach(out, ledger)
     return out
 
 
@@ -157,7 +159,10 @@ def _cmd_pilot(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
         reports = Pilot().release(trips, epsilon=args.epsilon, zones=zones, rng=args.seed)
         with stage(f"cannot write '{args.output}'"):
             written = write_pilot(reports, out_path, overwrite=args.overwrite)
-    split = ", ".join(f"{k} {v:g}" for k, v in reports.attrs["geoldp"]["split"].items())
+    split = ", ".join(
+        f"{k} {v:g}"
+        for k, v in require(reports, what="The pilot reports", caller=PROG).settings["split"].items()
+    )
     print(f"{PROG}: pilot reports of {len(reports)} trips (epsilon per trip: {split})", file=stderr)
     for path in written:
         print(path, file=stdout)

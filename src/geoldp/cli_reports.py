@@ -31,6 +31,7 @@ from geoldp._cli_args import one_line as _one_line
 from geoldp._cli_args import positive_float as _positive_float
 from geoldp._cli_args import seed as _seed
 from geoldp._cli_args import warned as _warned
+from geoldp.ledger import attach, require
 
 __all__ = ["read_report_table", "register", "write_report_table"]
 
@@ -62,9 +63,9 @@ def write_report_table(table: Any, path: str | os.PathLike[str], *, overwrite: b
     import pandas as pd
 
     from geoldp import io as gio
-    from geoldp.reports.release import ledger_of
+    from geoldp.reports.release import report_ledger
 
-    ledger = ledger_of(table, caller="write_report_table")
+    ledger = report_ledger(table, caller="write_report_table")
     p = Path(os.fspath(path))
     out = pd.DataFrame(index=pd.RangeIndex(len(table)))
     for col in table.columns:
@@ -91,19 +92,19 @@ def read_report_table(path: str | os.PathLike[str]) -> Any:
 
     from geoldp import _formats
     from geoldp import io as gio
-    from geoldp.reports.release import design_of, part_epsilons
+    from geoldp.reports.release import part_epsilons, scheme_of
 
     p = Path(os.fspath(path))
     caller = "read_report_table"
     ledger = gio.read_ledger(p)
-    if not isinstance(ledger, dict) or ledger.get("mechanism") != "report":
+    if ledger is None or ledger.mechanism != "report":
         raise ValueError(
             f"'{p}' has no report ledger ({p.name}.ledger.json): write report tables with geoldp report"
         )
     try:
-        des = design_of(ledger)
+        des = scheme_of(ledger)
         epsilons = part_epsilons(ledger)  # a user_budget='split' table: one design per epsilon part
-        parts = {eps: design_of(ledger, eps) for eps in epsilons or ()}
+        parts = {eps: scheme_of(ledger, eps) for eps in epsilons or ()}
     except (KeyError, TypeError, ValueError) as exc:
         raise ValueError(
             f"the ledger of '{p}' is not a complete report ledger ({_one_line(exc)}); regenerate the release"
@@ -167,7 +168,7 @@ def read_report_table(path: str | os.PathLike[str]) -> Any:
             table[col] = full if not ok.all() else np.asarray(full, dtype=np.int64)
     if epsilons is not None:
         table["epsilon"] = row_eps
-    table.attrs = {"geoldp": ledger}
+    attach(table, ledger)
     return table
 
 
@@ -287,7 +288,7 @@ def _cmd_report(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int
     with stage(f"cannot write '{args.output}'"):
         written = write_report_table(out, out_path, overwrite=args.overwrite)
     cli_accountant.confirm_release(options, out)  # the accountant's pending charge, now written
-    led = out.attrs["geoldp"]
+    led = require(out, what="The reports", caller=PROG).settings
     unit = "per user, shared by her trips" if args.user_budget == "split" else "per trip"
     print(
         f"{PROG}: reported {len(out)} trips ({led['statistic']}, {led['oracle']} over "
@@ -388,12 +389,12 @@ def _cmd_synthesize(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) ->
     )
     rule = _rule(args)
     if rule is not None:
-        out.attrs["geoldp"]["user_budget"] = rule
+        attach(out, require(out, what="The synthetic trips", caller=PROG).replace(user_budget=rule))
     cli_campaign.finish_perturb(args, per_user["options"], trips, kept, stderr)
     with stage(f"cannot write '{args.output}'"):
         written = gio.write_file(out, out_path, overwrite=args.overwrite, inputs=tuple(inputs))
     cli_accountant.confirm_release(per_user["options"], out)  # the accountant's pending charge, now written
-    grid = out.attrs["geoldp"]["grid"]
+    grid = require(out, what="The synthetic trips", caller=PROG).settings["grid"]
     print(
         f"{PROG}: synthesised {len(out)} trips from {len(kept)} (LDPTrace, {grid['n']}x{grid['n']} grid, "
         f"epsilon={args.epsilon:g} per trip{', seeded' if args.seed is not None else ''})",
@@ -466,7 +467,7 @@ def _cmd_report_estimate(args: argparse.Namespace, stdout: TextIO, stderr: TextI
         raise ValueError(f"cannot write '{args.output}': use one of the suffixes .geojson, .gpkg, .json")
     with stage(f"cannot read REPORTS '{args.reports}'"):
         table = read_report_table(src)
-    statistic = table.attrs["geoldp"]["statistic"]
+    statistic = require(table, what="REPORTS", caller=PROG).settings["statistic"]
     if shrink_path is not None and statistic not in ("visited_zone", "od"):
         usage(args, "--shrink takes visited-zone or OD reports")
     names = {"visited_zone": ["zone_visits", "hotspots"], "od": ["od_flows"]}.get(statistic, ["transitions"])

@@ -67,6 +67,7 @@ import pandas as pd
 from geoldp import budget_strategies, layers, ldptrace
 from geoldp._random import resolve_rng
 from geoldp._validation import check_int_min, check_option, check_real
+from geoldp.ledger import ReleaseLedger, ledger_of, require
 from geoldp.questions import Question
 from geoldp.reports.estimators import DebiasedCounts, debiased_counts
 from geoldp.reports.release import n_reports, statistic_items
@@ -100,14 +101,8 @@ def _query_index(zones: Any, question: str) -> pd.Index:
     )
 
 
-def _ledger(part: Any) -> dict[str, Any]:
-    attrs = getattr(part, "attrs", None)
-    led = attrs.get("geoldp") if isinstance(attrs, dict) else None
-    return led if isinstance(led, dict) else {}
-
-
-def _kind(led: dict[str, Any]) -> str:
-    mech = str(led.get("mechanism", "")).lower()
+def _kind(led: ReleaseLedger | None) -> str:
+    mech = "" if led is None else led.mechanism.lower()
     if mech == "report":
         return "report"
     if mech == "ldptrace":
@@ -117,11 +112,11 @@ def _kind(led: dict[str, Any]) -> str:
     return ""
 
 
-def _population_size(part: Any, kind: str, led: dict[str, Any]) -> int:
+def _population_size(part: Any, kind: str, led: ReleaseLedger) -> int:
     if kind == "report":
         return n_reports(part)
     if kind == "synthetic":
-        return int(led["n_users"])
+        return int(led.settings["n_users"])
     return len(part)
 
 
@@ -131,7 +126,8 @@ def _population_size(part: Any, kind: str, led: dict[str, Any]) -> int:
 
 def _report_part(table: Any, zones: Any, max_set_size: int | None) -> DebiasedCounts:
     """A report's debiased counts (refuses other zones by their digest); rows in the zones' order."""
-    statistic = _ledger(table).get("statistic")
+    led = ledger_of(table)
+    statistic = None if led is None else led.settings.get("statistic")
     bound = max_set_size if statistic in ("visited_zone", "transitions") else None
     return debiased_counts(table, zones, max_set_size=bound, caller="geoldp.combine")
 
@@ -189,12 +185,12 @@ def _synthetic_counts(
 
 
 def _synthetic_part(
-    syn: Any, zones: Any, question: str, led: dict[str, Any], n_boot: int, source: Any
+    syn: Any, zones: Any, question: str, led: ReleaseLedger, n_boot: int, source: Any
 ) -> tuple[np.ndarray, np.ndarray]:
     z = check_zones(zones, caller="geoldp.combine")
     grid, cells, offsets, lon, lat = ldptrace.synthetic_cells(syn, caller="geoldp.combine")
     zone_of_cell = zone_of_vertices(z, lon, lat)  # the synthetic vertices are cell centres
-    n_users, n_syn = int(led["n_users"]), int(offsets.shape[0] - 1)
+    n_users, n_syn = int(led.settings["n_users"]), int(offsets.shape[0] - 1)
     scale = n_users / n_syn
     est = _synthetic_counts(cells, offsets, zone_of_cell, question, z.size) * scale
     # parametric bootstrap: the synthetic set plays the population; collect, fit and synthesise again
@@ -209,9 +205,9 @@ def _synthetic_part(
             cells[flat],
             off,
             grid,
-            float(led["epsilon"]),
-            length_domain=int(led["length_domain"]),
-            quantile=float(led["quantile"]),
+            led.epsilon,
+            length_domain=int(led.settings["length_domain"]),
+            quantile=float(led.settings["quantile"]),
             rng=source,
         )
         c2, o2 = ldptrace.synthesize_cells(model, n_syn, rng=source)
@@ -288,15 +284,15 @@ def _estimates(
     sizes: dict[int, int] = {}
     seen: dict[str, int] = {}
     for i, part in enumerate(parts):
-        led = _ledger(part)
+        led = ledger_of(part)
         kind = _kind(led)
-        if not kind:
+        if led is None or not kind:
             raise ValueError(
-                f"Part {i} passed to {caller} is not a geoldp release with its ledger (attrs['geoldp']): "
+                f"Part {i} passed to {caller} is not a geoldp release with its ledger: "
                 "give report tables, TP/ATP/PointEM releases or synthetic sets as returned (or read back "
                 "with their ledger sidecar)."
             )
-        rid = led.get("release_id")
+        rid = led.release_id
         if isinstance(rid, str):
             if rid in seen:
                 raise ValueError(
@@ -309,8 +305,8 @@ def _estimates(
         info: dict[str, Any] = {
             "part": i,
             "kind": kind,
-            "mechanism": str(led.get("mechanism")),
-            "epsilon": float(led["epsilon"]) if "epsilon" in led else None,
+            "mechanism": led.mechanism,
+            "epsilon": led.epsilon,
             "release_id": rid,
             "trajectories": size,
             "used": True,
@@ -318,11 +314,10 @@ def _estimates(
             "unbiased": kind == "report",
         }
         if kind == "report":
-            if led.get("statistic") != _REPORT_STATISTIC[question]:
-                info.update(
-                    used=False, reason=f"a report of {led.get('statistic')!r} does not answer {question}"
-                )
-            elif led["domain"].get("zones_digest") != z.digest():
+            statistic = led.settings.get("statistic")
+            if statistic != _REPORT_STATISTIC[question]:
+                info.update(used=False, reason=f"a report of {statistic!r} does not answer {question}")
+            elif led.settings["domain"].get("zones_digest") != z.digest():
                 raise ValueError(
                     f"Part {i} passed to {caller} is a report over other zones than 'zones' (its ledger's "
                     "zone "
@@ -359,7 +354,14 @@ def _estimates(
         elif d["kind"] == "trajectory":
             e, s = _trajectory_part(part, zones, question, index, points, options, source)
         else:
-            e, s = _synthetic_part(part, zones, question, _ledger(part), n_boot, source)
+            e, s = _synthetic_part(
+                part,
+                zones,
+                question,
+                require(part, what=f"Part {d['part']}", caller="geoldp.combine"),
+                n_boot,
+                source,
+            )
         ests[f"part{d['part']}"], ses[f"part{d['part']}"] = e, s
     return pd.DataFrame(ests, index=index), pd.DataFrame(ses, index=index), described, counts
 
@@ -393,7 +395,7 @@ def combine(
     parts : list
         Releases of the same trajectories, in any mix: report tables (:func:`geoldp.report`),
         TP/ATP/PointEM releases (``gdf.ldp.perturb``) and LDPTrace synthetic sets
-        (:func:`geoldp.synthesize`), each with its ledger in ``attrs["geoldp"]``.
+        (:func:`geoldp.synthesize`), each with its ledger.
     zones : GeoDataFrame or GeoSeries of polygons
         The public zones (for ``"range_counts"``: the regions). Report parts must have been made over
         these zones (checked against their ledger).

@@ -23,6 +23,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from geoldp.ledger import attach
+
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
@@ -233,8 +235,8 @@ def perturb(
     -------
     dask_geopandas.GeoDataFrame
         Lazy; same partitions, index and CRS as ``ddf``, with the perturbed geometry and ``keep_columns``.
-        Each computed partition (and the computed frame) carries the same ledger in ``.attrs["geoldp"]``
-        as ``gdf.ldp.perturb`` (a :class:`~geoldp.accounting.ReleaseLedger` with a ``release_id``, the
+        Each computed partition (and the computed frame) carries the same ledger (:func:`geoldp.ledger_of`)
+        as ``gdf.ldp.perturb`` (a :class:`~geoldp.ledger.ReleaseLedger` with a ``release_id``, the
         public points' provenance and, with ``accountant``, its settings), plus the partitioning.
 
     Raises
@@ -320,9 +322,10 @@ def perturb(
     del users, area
     # The ledger is completed once per graph, from public values only (released=None: a random id), so
     # every partition carries the same one and pandas keeps it when the partitions are concatenated.
-    plan = replace(plan, provenance=req.finish(plan))
+    plan = replace(plan, provenance=req.finish(plan).record())
     out_meta = meta[plan.columns].copy()
-    out_meta.attrs = {"geoldp": plan.provenance}
+    out_meta.attrs = {}
+    attach(out_meta, plan.provenance)
     # Each partition's global offset is bound into its own task, so computing a subset of partitions
     # (``out.partitions[k]``, ``out.head()``) gives exactly the rows of the full result. (With
     # map_partitions' ``partition_info``, a selected partition would be renumbered from 0 and reuse the
@@ -433,7 +436,8 @@ def _report_partition(
         raise type(exc)(
             f"In partition {number} (its row positions start at global position {offset}): {exc}"
         ) from exc
-    out.attrs = {"geoldp": ledger}  # the same ledger in every partition: pandas keeps it on concat
+    out.attrs = {}
+    attach(out, ledger)  # the same ledger in every partition: pandas keeps it on concat
     return out
 
 
@@ -470,7 +474,7 @@ def report(
     -------
     dask.dataframe.DataFrame
         Lazy; the same index and partitions as ``ddf``, the columns of :func:`geoldp.report`, and its
-        ledger in ``attrs["geoldp"]`` of every computed partition (plus the partitioning; the
+        ledger of every computed partition (plus the partitioning; the
         ``release_id`` is a random id, seeded or not).
 
     Raises
@@ -508,7 +512,7 @@ def report(
 
     meta = ddf._meta
     z = check_zones(zones, caller=_REPORT_CALLER)
-    des = release.design(
+    des = release.scheme(
         statistic, z.size, epsilon, oracle=oracle, pad_length=pad_length, caller=_REPORT_CALLER
     )
     source = resolve_rng(rng)
@@ -533,7 +537,8 @@ def report(
     prov["partitioned"] = {"backend": "dask", "npartitions": int(ddf.npartitions)}
     ledger = spend.finish(prov)
     out_meta = release.empty_table(des, meta.index)
-    out_meta.attrs = {"geoldp": ledger}
+    out_meta.attrs = {}
+    attach(out_meta, ledger)
     task = dask.delayed(_report_partition, pure=True)
     parts = [
         task(part, des=des, zones=z, key=key, ledger=ledger, offsets=offsets, number=k)

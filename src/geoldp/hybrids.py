@@ -15,6 +15,7 @@ from fractions import Fraction
 from typing import Any
 
 from geoldp import _frames, accounting
+from geoldp.ledger import attach, require
 from geoldp.reports import report
 
 __all__ = ["hybrid", "split_epsilon"]
@@ -84,11 +85,12 @@ def hybrid(
     --------
     >>> import geopandas as gpd
     >>> from shapely.geometry import LineString, Point
+    >>> from geoldp import ledger_of
     >>> from geoldp.reports import zone_grid
     >>> pts = gpd.GeoDataFrame(geometry=[Point(0.1 * i, 0.1 * i) for i in range(6)], crs="EPSG:4326")
     >>> trips = gpd.GeoDataFrame(geometry=[LineString([(0.0, 0.0), (0.5, 0.5)])] * 8, crs="EPSG:4326")
     >>> traj, rep = hybrid(trips, pts, zone_grid(pts, cells=2), epsilon=4.0, rng=0)
-    >>> traj.attrs["geoldp"]["epsilon"], rep.attrs["geoldp"]["epsilon"]
+    >>> ledger_of(traj).epsilon, ledger_of(rep).epsilon
     (2.0, 2.0)
     """
     from geoldp._random import resolve_rng
@@ -133,8 +135,10 @@ def hybrid(
         "trajectory_epsilon": eps_traj,
         "report_epsilon": eps_rep,
         "composition": "sequential: both releases of a row together spend at most total_epsilon",
-        "release_ids": [traj.attrs["geoldp"]["release_id"], rep.attrs["geoldp"]["release_id"]],
     }
-    traj.attrs["geoldp"]["hybrid"] = dict(note)
-    rep.attrs["geoldp"]["hybrid"] = dict(note)
+    traj_ledger = require(traj, what="The trajectory part", caller=caller)
+    rep_ledger = require(rep, what="The report part", caller=caller)
+    note["release_ids"] = [traj_ledger.release_id, rep_ledger.release_id]
+    attach(traj, traj_ledger.replace(hybrid=dict(note)))
+    attach(rep, rep_ledger.replace(hybrid=dict(note)))
     return traj, rep

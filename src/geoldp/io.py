@@ -3,8 +3,8 @@
 Writing
 -------
 - :func:`to_geojson` writes RFC 7946 GeoJSON: WGS 84 (lon, lat) coordinates, no ``crs`` member, and the
-  privacy ledger (``gdf.attrs["geoldp"]``) as a top-level foreign member ``"geoldp"`` (allowed by RFC 7946
-  §6.1 and ignored by QGIS/GDAL) or as a sidecar JSON file ``<path>.ledger.json``.
+  privacy ledger (:class:`~geoldp.ledger.ReleaseLedger`) as a top-level foreign member ``"geoldp"``
+  (allowed by RFC 7946 §6.1 and ignored by QGIS/GDAL) or as a sidecar JSON file ``<path>.ledger.json``.
 - :func:`write_file` writes GeoJSON, GeoPackage, GeoParquet, FlatGeobuf, Shapefile or CSV (by suffix), with
   the ledger in a sidecar ``<path>.ledger.json``. Every format keeps the rows in the frame's order with
   their vertex counts; FlatGeobuf is written without a spatial index for that reason (GDAL's index would
@@ -54,18 +54,19 @@ import errno
 import hashlib
 import io as _stdio
 import json
-import math
 import os
 import shutil
 import warnings
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from geoldp import _formats, _frames, _safe_write, _validation, accounting
+from geoldp import _formats, _frames, _safe_write, _validation
 from geoldp.errors import GeoLDPWarning
+from geoldp.ledger import ATTRS_KEY, ReleaseLedger, attach, ledger_of, record_problem
 
 __all__ = [
     "WRITE_FORMATS",
@@ -106,37 +107,19 @@ def ledger_path(path: str | os.PathLike[str]) -> Path:
 # the ledger
 
 
-def _ledger_problem(value: Any) -> str | None:
-    """Why ``value`` is not a geoldp ledger (None if it is one)."""
-    if not isinstance(value, dict):
-        return "it is not a JSON object"
-    mech = value.get("mechanism")
-    if not isinstance(mech, str) or not mech:
-        return "it has no 'mechanism' text"
-    eps = value.get("epsilon")
-    if isinstance(eps, bool) or not isinstance(eps, int | float) or not (math.isfinite(eps) and eps > 0):
-        return "its 'epsilon' is not a positive finite number"
-    for key in ("ledger", "options", "input", "snap"):
-        if key in value and not isinstance(value[key], dict):
-            return f"its {key!r} member is not a JSON object"
-    if "unprotected_columns" in value and not isinstance(value["unprotected_columns"], list):
-        return "its 'unprotected_columns' member is not a list"
-    return None
-
-
 def _data_record(size: int, sha256: str, name: str) -> dict[str, Any]:
     return {"name": name, "bytes": int(size), "sha256": sha256}
 
 
-def _ledger_bytes(ledger: dict[str, Any], record: dict[str, Any] | None) -> bytes:
-    doc = dict(ledger)
+def _ledger_bytes(ledger: ReleaseLedger | Mapping[str, Any], record: dict[str, Any] | None) -> bytes:
+    doc = ledger.record() if isinstance(ledger, ReleaseLedger) else dict(ledger)
     if record is not None:
         doc["data_file"] = record
     return (json.dumps(doc, indent=2, sort_keys=True, default=_json_default) + "\n").encode("utf-8")
 
 
 def write_ledger(gdf: Any, path: str | os.PathLike[str], *, overwrite: bool = False) -> Path | None:
-    """Write ``gdf.attrs["geoldp"]`` as JSON next to the data file ``path``; return the sidecar path.
+    """Write the frame's ledger as JSON next to the data file ``path``; return the sidecar path.
 
     The sidecar ``<path>.ledger.json`` is written atomically and records the size and SHA-256 of the data
     file as it is now (``"data_file"``), so write the data first. Returns None (and writes nothing) when
@@ -147,7 +130,7 @@ def write_ledger(gdf: Any, path: str | os.PathLike[str], *, overwrite: bool = Fa
     ValueError
         The sidecar exists and ``overwrite`` is False, or it is a symlink.
     """
-    ledger = getattr(gdf, "attrs", {}).get("geoldp")
+    ledger = ledger_of(gdf)
     if ledger is None:
         return None
     p = Path(path)
@@ -162,7 +145,11 @@ def write_ledger(gdf: Any, path: str | os.PathLike[str], *, overwrite: bool = Fa
 
 
 def write_bytes_with_ledger(
-    data: bytes, ledger: dict[str, Any], path: str | os.PathLike[str], *, overwrite: bool = False
+    data: bytes,
+    ledger: ReleaseLedger | Mapping[str, Any],
+    path: str | os.PathLike[str],
+    *,
+    overwrite: bool = False,
 ) -> list[Path]:
     """Write ``data`` to ``path`` and ``ledger`` to its sidecar ``<path>.ledger.json`` as one unit.
 
@@ -214,7 +201,7 @@ def _parse_ledger(data: bytes, name: str, caller: str) -> dict[str, Any]:
         raise ValueError(
             f"{caller}: the ledger file '{name}' is not valid JSON; remove or regenerate it."
         ) from None
-    problem = _ledger_problem(value)
+    problem = record_problem(value)
     if problem is not None:
         raise ValueError(f"{caller}: '{name}' is not a geoldp ledger ({problem}); remove or regenerate it.")
     return value
@@ -258,7 +245,7 @@ def _member_ledger(data: bytes, name: str, caller: str) -> dict[str, Any] | None
         value = doc.get("geoldp") if isinstance(doc, dict) else None
     if value is None:
         return None
-    problem = _ledger_problem(value)
+    problem = record_problem(value)
     if problem is not None:
         raise ValueError(
             f"{caller}: the 'geoldp' member of '{name}' is not a geoldp ledger ({problem}); remove the "
@@ -269,7 +256,7 @@ def _member_ledger(data: bytes, name: str, caller: str) -> dict[str, Any] | None
 
 def read_ledger(
     path: str | os.PathLike[str], *, sidecar: str | os.PathLike[str] | bool | None = None
-) -> dict[str, Any] | None:
+) -> ReleaseLedger | None:
     """Read the privacy ledger of a data file; None if there is none.
 
     Parameters
@@ -289,7 +276,7 @@ def read_ledger(
 
     Examples
     --------
-    >>> geoldp.io.read_ledger("perturbed.geojson")["mechanism"]  # doctest: +SKIP
+    >>> geoldp.io.read_ledger("perturbed.geojson").mechanism  # doctest: +SKIP
     'atp'
     """
     caller = "read_ledger"
@@ -298,14 +285,14 @@ def read_ledger(
         raise TypeError(f"The 'sidecar' parameter of {caller} must be a path, a bool or None.")
     _safe_write.recover(p)  # a write of the pair interrupted after it was complete: finish it first
     if isinstance(sidecar, str | os.PathLike):
-        return _read_sidecar(Path(sidecar), p if p.is_file() else None, caller)
+        return ReleaseLedger.from_record(_read_sidecar(Path(sidecar), p if p.is_file() else None, caller))
     if p.suffix.lower() in {".geojson", ".json"} and p.is_file():
         member = _member_ledger(_formats.read_regular(p, caller), str(p), caller)
         if member is not None:
-            return member
+            return ReleaseLedger.from_record(member)
     side = ledger_path(p)
     if sidecar is not False and os.path.lexists(side):
-        return _read_sidecar(side, p if p.is_file() else None, caller)
+        return ReleaseLedger.from_record(_read_sidecar(side, p if p.is_file() else None, caller))
     return None
 
 
@@ -383,9 +370,9 @@ def _geojson_bytes(gdf: Any, *, member: bool, caller: str) -> bytes:
     drop_id = isinstance(gdf.index, pd.RangeIndex) and gdf.index.start == 0 and gdf.index.step == 1
     geo = wgs.to_geo_dict(na="null", drop_id=drop_id)
     geo.pop("crs", None)  # RFC 7946: no crs member; coordinates are WGS 84
-    prov = gdf.attrs.get("geoldp")
+    prov = ledger_of(gdf)
     if member and prov is not None:
-        geo["geoldp"] = prov
+        geo[ATTRS_KEY] = prov.record()
     try:
         text = json.dumps(geo, default=_json_default, allow_nan=False)
     except ValueError:
@@ -456,7 +443,7 @@ def _gdal_bytes(gdf: Any, driver: str, layer: str) -> bytes:
 def _without_index(gdf: Any) -> Any:
     """A release (a frame with a geoldp ledger) is written without its index: the gaps of a subset's index
     (rows dropped by ``max_per_user``) would show which rows were left out. Other frames keep it."""
-    if "geoldp" not in gdf.attrs or (
+    if ledger_of(gdf) is None or (
         isinstance(gdf.index, pd.RangeIndex) and gdf.index.start == 0 and gdf.index.step == 1
     ):
         return gdf
@@ -581,7 +568,7 @@ def write_file(
     overwrite : bool, default False
         Replace an existing output (and its sidecar). Without it an existing file is an error.
     sidecar : bool, default True
-        Also write ``gdf.attrs["geoldp"]`` (if any) to ``<path>.ledger.json``.
+        Also write the frame's ledger (if any) to ``<path>.ledger.json``.
     inputs : sequence of paths
         Files this output must not be (or resolve to, or be a hard link of): the data the release was made
         from. Checked for the data file and the sidecar.
@@ -626,7 +613,7 @@ def write_file(
     inputs = tuple(inputs)
     _safe_write.recover(p)  # an earlier write interrupted after it was complete is finished first
     _safe_write.check_output(p, overwrite=overwrite or add_layer, inputs=inputs)
-    ledger = gdf.attrs.get("geoldp") if sidecar else None
+    ledger = ledger_of(gdf) if sidecar else None
     side = ledger_path(p)
     _check_names([p, side] if ledger is not None else [p], caller)
     if ledger is not None:
@@ -787,7 +774,7 @@ def to_geojson(
     path : str or os.PathLike
         Output file (``.geojson`` recommended).
     ledger : bool or "sidecar", default True
-        ``True``: the provenance/ledger ``gdf.attrs["geoldp"]`` becomes a top-level ``"geoldp"`` member of
+        ``True``: the frame's ledger becomes a top-level ``"geoldp"`` member of
         the FeatureCollection. ``"sidecar"``: it is written to ``<path>.ledger.json`` instead.
         ``False``: not written.
     overwrite : bool, default False
@@ -827,7 +814,7 @@ def to_geojson(
     if isinstance(path, str | os.PathLike):
         _safe_write.recover(path)  # an earlier write interrupted after it was complete is finished first
     p = _safe_write.check_output(path, overwrite=overwrite)
-    prov = gdf.attrs.get("geoldp")
+    prov = ledger_of(gdf)
     side = ledger_path(p)
     _check_names([p, side] if ledger == "sidecar" and prov is not None else [p], caller)
     if ledger == "sidecar" and prov is not None:
@@ -1304,7 +1291,7 @@ def read_trajectories(
     dtype : dtype or dict, optional
         CSV only: passed to :func:`pandas.read_csv`, overriding the text default of the id columns.
     ledger : bool or path, default False
-        The sidecar ledger to attach as ``attrs["geoldp"]``: ``True`` reads ``<path>.ledger.json``, a path
+        The sidecar ledger to attach to the frame: ``True`` reads ``<path>.ledger.json``, a path
         reads that file (both validated and checked against this data file). A GeoJSON's own ``"geoldp"``
         member is attached in any case; no other file is read unless asked for.
     allow_vsi : bool, default False
@@ -1315,8 +1302,8 @@ def read_trajectories(
     Returns
     -------
     geopandas.GeoDataFrame
-        With ``attrs["geoldp"]`` set when the file carries a geoldp ledger (see :func:`read_ledger`), as
-        a :class:`geoldp.accounting.ReleaseLedger`: combining two different read-back releases warns.
+        With its ledger (:func:`geoldp.ledger_of`) when the file carries one (see :func:`read_ledger`), as
+        on a release: combining two different read-back releases warns.
 
     Raises
     ------
@@ -1366,8 +1353,9 @@ def read_trajectories(
         if ledger is True and not os.path.lexists(side):
             raise FileNotFoundError(f"{caller}: ledger=True but there is no sidecar '{side}'.")
         found = _read_sidecar(side, Path(os.fspath(path)), caller)
-    # a ReleaseLedger, as on the release itself: pd.concat of two different read-back releases warns
-    gdf.attrs = {"geoldp": accounting.ReleaseLedger(found)} if found is not None else {}
+    # attached as on the release itself: pd.concat of two different read-back releases warns
+    gdf.attrs = {}
+    attach(gdf, found)
     return gdf
 
 

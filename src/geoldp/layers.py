@@ -34,6 +34,7 @@ from geoldp import points as public_points
 from geoldp._progress import stages
 from geoldp._validation import check_bool
 from geoldp.estimate._ranking import top_supported
+from geoldp.ledger import ledger_of
 
 __all__ = [
     "LAYER_NAMES",
@@ -50,20 +51,14 @@ LAYER_NAMES = _formats.ESTIMATE_LAYERS
 _VALUES = ["estimate", "lower", "upper", "raw"]
 
 
-def _ledger(released: Any) -> dict[str, Any]:
-    attrs = getattr(released, "attrs", None)
-    led = attrs.get("geoldp") if isinstance(attrs, dict) else None
-    return led if isinstance(led, dict) else {}
-
-
 def points_for(released: Any, points: Any = None) -> Any:
     """The public points of a release: rebuilt from its ledger's recipe, or ``points`` checked against it.
 
     Parameters
     ----------
     released : geopandas.GeoDataFrame
-        A release with its ledger (``attrs["geoldp"]``, as read back by :func:`geoldp.io.read_trajectories`
-        from the file and its sidecar).
+        A release with its ledger (as returned, or read back by :func:`geoldp.io.read_trajectories` from
+        the file and its sidecar).
     points : PointSet, GeoDataFrame or GeoSeries of Points, optional
         The public points. Checked against the ledger's digest of P when it records one.
 
@@ -78,7 +73,8 @@ def points_for(released: Any, points: Any = None) -> Any:
         ``points`` do not match the release's digest (another set, other order, moved points); no
         ``points`` and no recipe in the ledger.
     """
-    record = _ledger(released).get("points")
+    led = ledger_of(released)
+    record: Any = None if led is None else led.points
     record = record if isinstance(record, dict) else {}
     digest = record.get("digest")
     if points is None:

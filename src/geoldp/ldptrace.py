@@ -60,6 +60,7 @@ from geoldp._validation import (
 from geoldp._versions import geoldp_version
 from geoldp.budget import exact_share
 from geoldp.errors import GeoLDPWarning
+from geoldp.ledger import attach, require
 from geoldp.mechanisms.oracles import oue_counts, oue_estimate
 
 __all__ = [
@@ -520,7 +521,7 @@ def synthesize(
     geopandas.GeoDataFrame
         ``n_synthetic`` synthetic LineStrings (a fresh ``RangeIndex``: rows are not the input's rows) in
         the CRS of ``trips``, whose vertices are cell centres (a one-cell trajectory repeats its centre).
-        ``attrs["geoldp"]`` holds the ledger: mechanism ``"ldptrace"``, ε per trajectory, the split, the
+        Their ledger (``syn.ldp.ledger``): mechanism ``"ldptrace"``, ε per trajectory, the split, the
         grid recipe, L, the RNG policy, the release id, never the seed or a private value.
 
     Raises
@@ -536,7 +537,7 @@ def synthesize(
     >>> from shapely import LineString
     >>> trips = gpd.GeoDataFrame(geometry=[LineString([(0.1, 0.1), (0.5, 0.9)])] * 50, crs="EPSG:3857")
     >>> syn = geoldp.synthesize(trips, epsilon=4.0, bounds=(0, 0, 1, 1), rng=0)
-    >>> len(syn), syn.attrs["geoldp"]["mechanism"]
+    >>> len(syn), syn.ldp.ledger.mechanism
     (50, 'ldptrace')
     """
     import geopandas as gpd
@@ -632,7 +633,7 @@ def synthesize(
         "geoldp_version": geoldp_version(),
         "rng": str(getattr(source, "policy", "os-csprng")),
     }
-    out.attrs["geoldp"] = spend.finish(ledger, released=out, points=points)
+    attach(out, spend.finish(ledger, released=out, points=points))
     return out
 
 
@@ -682,14 +683,14 @@ def synthetic_cells(
     Raises
     ------
     ValueError
-        No LDPTrace ledger in ``synthetic.attrs["geoldp"]``.
+        ``synthetic`` carries no LDPTrace ledger.
     """
     from pyproj import CRS, Transformer
 
-    led = synthetic.attrs.get("geoldp") if isinstance(getattr(synthetic, "attrs", None), dict) else None
-    if not isinstance(led, dict) or led.get("mechanism") != "ldptrace" or "grid" not in led:
-        raise ValueError(f"{caller}: the synthetic set has no LDPTrace ledger (attrs['geoldp']).")
-    g = led["grid"]
+    led = require(synthetic, what="The synthetic set", caller=caller, mechanism="ldptrace")
+    g = led.settings.get("grid")
+    if not isinstance(g, dict):
+        raise ValueError(f"{caller}: the synthetic set's LDPTrace ledger records no grid.")
     minx, miny, maxx, maxy = (float(b) for b in g["bounds"])
     grid = Grid(minx, miny, maxx, maxy, n=int(g["n"]))
     crs = CRS.from_user_input(g["crs"])

@@ -273,7 +273,7 @@ def _continuous_design(mechanism: str) -> DesignSpec:
     return DesignSpec(QUESTIONS, simulate, "trajectory")
 
 
-def _report_frequencies(sim: Simulation, des: rrel.Design) -> np.ndarray:
+def _report_frequencies(sim: Simulation, des: rrel.ReportScheme) -> np.ndarray:
     """Expected number of reports of each domain value (sampling probabilities summed over users)."""
     k = sim.n_zones + 1
     f = np.zeros(des.d, dtype=np.float64)
@@ -303,7 +303,7 @@ def _report_answers(
     ``estimator``: ``"projected"`` (the estimator's non-negative projection), ``"shrunk"``
     (:func:`shrink_to_baseline`), ``"eb"`` (:func:`shrink_empirical_bayes`) or ``"unbiased"`` (the
     debiased estimate itself, as an inverse-variance combination needs it)."""
-    des = rrel.design(statistic, sim.n_zones, epsilon, pad_length=pad, caller="geoldp.plan")
+    des = rrel.scheme(statistic, sim.n_zones, epsilon, pad_length=pad, caller="geoldp.plan")
     f = _report_frequencies(sim, des)
     od = statistic == "od"
     sd = np.sqrt(rest.count_variance(f, sim.n, des.oracle, single=od))

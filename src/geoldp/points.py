@@ -4,7 +4,7 @@ Every builder returns a :class:`geopandas.GeoDataFrame` of Points that is accept
 is (``gdf.ldp.perturb(points, ...)``, :class:`geoldp.PointSet.from_geodataframe`, the CLI), and records
 where it came from in ``points.attrs["geoldp_points"]`` (a short string such as
 ``"grid(kind=square, spacing_m=500, area=bbox, crs=EPSG:4326)"``). A release perturbed onto such a point
-set carries that string in its ledger (``released.attrs["geoldp"]["points"]``), with what a collector
+set carries that string in its ledger (``geoldp.ledger_of(released).points``), with what a collector
 needs to rebuild or check P: the recipe of a grid or H3 set over a bounding box (the public box, spacing or
 resolution, CRS; :func:`recipe_of`, :func:`from_recipe`) and a digest of P's coordinates
 (:func:`digest_of`).

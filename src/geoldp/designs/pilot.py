@@ -28,6 +28,7 @@ from geoldp import _frames, accounting, hybrids
 from geoldp._random import resolve_rng
 from geoldp._validation import check_epsilon
 from geoldp.designs.coarse import coarse_zones
+from geoldp.ledger import attach, require
 from geoldp.mechanisms.krr import KRR, krr_constants
 from geoldp.reports.estimators import project_simplex
 from geoldp.reports.zones import check_zones, zone_of_vertices
@@ -127,14 +128,16 @@ class Pilot:
     @classmethod
     def of_reports(cls, reports: pd.DataFrame) -> Pilot:
         """The pilot whose reports these are (its public configuration, read from their ledger)."""
-        led = reports.attrs.get("geoldp") if isinstance(reports, pd.DataFrame) else None
-        if not isinstance(led, dict) or led.get("mechanism") != "pilot":
-            raise ValueError("These are not the reports of Pilot.release (no pilot ledger).")
-        split = [float(led["split"][col]) for col in COLUMNS]
+        settings = require(
+            reports, what="The reports", caller="geoldp.designs.Pilot.of_reports", mechanism="pilot"
+        ).settings
+        split = [float(settings["split"][col]) for col in COLUMNS]
         total = sum(split)
         shares = (split[0] / total, split[1] / total, split[2] / total)
         return cls(
-            tuple(int(e) for e in led["length_edges"]), tuple(int(e) for e in led["zone_edges"]), shares
+            tuple(int(e) for e in settings["length_edges"]),
+            tuple(int(e) for e in settings["zone_edges"]),
+            shares,
         )
 
     def ledger(self, epsilon: float) -> dict[str, float]:
@@ -170,7 +173,7 @@ class Pilot:
         -------
         pandas.DataFrame
             The columns ``length_class``, ``zone_count_class`` and ``coarse_cell`` (each a k-RR report),
-            the input's index, and the ledger in ``attrs["geoldp"]``.
+            the input's index, and their ledger (:func:`geoldp.ledger_of`).
         """
         caller = "geoldp.designs.Pilot.release"
         epsilon = check_epsilon(epsilon, caller=caller)
@@ -218,17 +221,14 @@ class Pilot:
             "zones_digest": z.digest(),
             "rng": source.policy,
         }
-        out.attrs = {"geoldp": accounting.finish_release(provenance, charge=charge)}
+        out.attrs = {}
+        attach(out, accounting.finish_release(provenance, charge=charge))
         return out
 
     def estimate(self, reports: pd.DataFrame, zones: Any) -> PilotEstimate:
         """The debiased histograms of pilot reports (post-processing: the reports and the zones only)."""
         caller = "geoldp.designs.Pilot.estimate"
-        led = reports.attrs.get("geoldp") if isinstance(reports, pd.DataFrame) else None
-        if not isinstance(led, dict) or led.get("mechanism") != "pilot":
-            raise ValueError(
-                f"The reports passed to {caller} are not the table of Pilot.release (no pilot ledger)."
-            )
+        led = require(reports, what="The reports", caller=caller, mechanism="pilot").settings
         z = check_zones(zones, caller=caller)
         if z.digest() != led["zones_digest"]:
             raise ValueError(f"The zones passed to {caller} are not the zones the pilot was made over.")

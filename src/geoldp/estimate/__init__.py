@@ -2,7 +2,7 @@
 
 Every function reads only the release (a GeoDataFrame of released LineStrings in any CRS, or a sequence of
 index arrays into P), the public point set P and the public mechanism configuration (a name with ε and
-options, a TP/ATP/PointEM object, or the ledger ``attrs["geoldp"]`` the release carries). It never sees the
+options, a TP/ATP/PointEM object, or the ledger the release carries). It never sees the
 original trajectories, so it costs no privacy.
 
 How the estimates are made (derived in ``docs/collector.md``): for each released length n, a population
@@ -362,7 +362,7 @@ class _EstimateKeywords(_ModelKeywords, total=False):
 _FIT_DOC = """
     mechanism : None, {"tp", "atp", "pointem"}, TP/ATP/PointEM object or dict, default None
         The public configuration of the mechanism that produced ``released``. ``None`` reads the ledger
-        ``released.attrs["geoldp"]`` (the output of ``GeoDataFrame.ldp.perturb``); a dict is such a ledger.
+        the release's ledger (the output of ``GeoDataFrame.ldp.perturb``); a dict is such a ledger's record.
     epsilon : float, optional
         The per-trajectory budget, with a mechanism name; must agree with the ledger when both are given.
     mechanism_options : dict, optional

@@ -1,7 +1,7 @@
 """Input handling shared by the collector-side estimators (reusable by evaluate, the demo and the CLI).
 
 - :func:`resolve_release_mechanism`: the public mechanism, from a name + ε + options, a mechanism object, a
-  ledger dict, or the release's own ledger ``attrs["geoldp"]``; conflicts are errors.
+  ledger dict, or the release's own ledger; conflicts are errors.
 - :func:`resolve_public_points`: a :class:`~geoldp.PointSet` from a PointSet, a GeoDataFrame/GeoSeries of
   Points or an (m, 2) array of (lon, lat).
 - :func:`released_sequences`: released LineStrings (any CRS) or index arrays → index arrays into P. A
@@ -25,6 +25,7 @@ from geoldp import _frames
 from geoldp._validation import check_release_epsilon
 from geoldp._zones import check_polygons, first_zone, lonlat_to
 from geoldp.geo import haversine_m
+from geoldp.ledger import ReleaseLedger, ledger_of, record_problem
 from geoldp.pointset import PointSet
 from geoldp.trajectory import engine
 
@@ -43,19 +44,12 @@ MATCH_TOLERANCE_M = 1e-3
 _LEDGER_SKIP = ("mechanism", "epsilon", "granularity_value")
 
 
-def _ledger_of(released: Any) -> dict | None:
-    attrs = getattr(released, "attrs", None)
-    if isinstance(attrs, dict) and isinstance(attrs.get("geoldp"), dict):
-        return attrs["geoldp"]
-    return None
-
-
 def check_release_points(released: Any, ps: PointSet, *, caller: str) -> None:
     """Refuse public points that are not those the release's ledger records (by their digest)."""
     from geoldp.points import digest_of
 
-    ledger = _ledger_of(released)
-    record: Any = ledger.get("points") if ledger is not None else None
+    ledger = ledger_of(released)
+    record: Any = ledger.points if ledger is not None else None
     record = record if isinstance(record, dict) else {}
     digest = record.get("digest")
     if isinstance(digest, str) and digest_of(ps) != digest:
@@ -79,23 +73,17 @@ def _refuse_continuous(name: str, caller: str) -> None:
         )
 
 
-def _mechanism_from_ledger(ledger: dict, caller: str):
-    rule = ledger.get("user_budget")
+def _mechanism_from_ledger(ledger: ReleaseLedger, caller: str) -> Any:
+    rule = ledger.user_budget
     if isinstance(rule, dict) and rule.get("strategy") == "split":  # rows with different budgets
         raise ValueError(
             f"The release given to {caller} shares each user's epsilon over her trips (user_budget='split'), "
             "so its rows have different budgets; estimate each part of "
             "geoldp.budget_strategies.release_parts(released) and add the estimates."
         )
-    name = ledger.get("mechanism")
-    eps = ledger.get("epsilon")
-    if not isinstance(name, str) or eps is None:
-        raise ValueError(
-            f"The ledger given to {caller} has no 'mechanism' and 'epsilon' entries; pass mechanism= and "
-            "epsilon= explicitly."
-        )
+    name, eps = ledger.mechanism, ledger.epsilon
     _refuse_continuous(name, caller)
-    opts = dict(ledger.get("options") or {})
+    opts = dict(ledger.settings.get("options") or {})
     for key in _LEDGER_SKIP:
         opts.pop(key, None)
     # JSON forms back to the option types (the ledger stores Fractions as strings, tuples as lists)
@@ -118,7 +106,7 @@ def resolve_release_mechanism(
     Parameters
     ----------
     mechanism : None, str, TP/ATP/PointEM object or dict
-        ``None`` reads the ledger ``released.attrs["geoldp"]``; a dict is such a ledger.
+        ``None`` reads the release's ledger (:func:`geoldp.ledger_of`); a dict is such a ledger's record.
     epsilon : float, optional
         Needed with a name; must agree with the object's or the ledger's ε when both are given.
     options : dict, optional
@@ -131,15 +119,21 @@ def resolve_release_mechanism(
     TypeError
         A mechanism of the wrong type.
     """
-    ledger = _ledger_of(released)
+    ledger = ledger_of(released)
     if isinstance(mechanism, dict):
-        ledger, mechanism = mechanism, None
+        problem = record_problem(mechanism)
+        if problem is not None:
+            raise ValueError(
+                f"The ledger given to {caller} is not a geoldp ledger ({problem}); pass mechanism= and "
+                "epsilon= explicitly."
+            )
+        ledger, mechanism = ReleaseLedger.from_record(mechanism), None
     if mechanism is None:
         if ledger is None:
             raise ValueError(
                 f"{caller} needs the mechanism's public configuration: pass mechanism= (a name with "
-                "epsilon=, or a TP/ATP/PointEM object), or a release that carries its ledger in "
-                "attrs['geoldp'] (the output of GeoDataFrame.ldp.perturb)."
+                "epsilon=, or a TP/ATP/PointEM object), or a release that carries its ledger (the "
+                "output of GeoDataFrame.ldp.perturb, or a release file read with its ledger)."
             )
         mech = _mechanism_from_ledger(ledger, caller)
         if options:
@@ -160,10 +154,8 @@ def resolve_release_mechanism(
                 f"(epsilon={mech.epsilon!r}); omit epsilon= to use the ledger's."
             )
     if ledger is not None and mechanism is not None:
-        led_name, led_eps = ledger.get("mechanism"), ledger.get("epsilon")
-        if (led_name is not None and str(led_name).lower() != mech.name) or (
-            led_eps is not None and float(led_eps) != mech.epsilon
-        ):
+        led_name, led_eps = ledger.mechanism, ledger.epsilon
+        if led_name.lower() != mech.name or led_eps != mech.epsilon:
             raise ValueError(
                 f"The mechanism given to {caller} ({mech.name}, epsilon={mech.epsilon!r}) conflicts with the "
                 f"ledger of the release ({led_name}, epsilon={led_eps!r}); omit mechanism= to use the ledger."
@@ -209,8 +201,8 @@ def released_sequences(released: Any, ps: PointSet, *, caller: str) -> Release:
         released = gpd.GeoDataFrame(geometry=released)
     if isinstance(released, gpd.GeoDataFrame):
         frame = _frames.check_frame(released, caller=caller, name="released")
-        ledger = _ledger_of(released) or {}
-        traj_id_col = (ledger.get("input") or {}).get("traj_id_col")
+        ledger = ledger_of(released)
+        traj_id_col = None if ledger is None else (ledger.settings.get("input") or {}).get("traj_id_col")
         if traj_id_col is not None and traj_id_col not in frame.columns:
             traj_id_col = None
         ft = _frames.extract(frame, traj_id_col=traj_id_col, caller=caller, warn_zm=False)

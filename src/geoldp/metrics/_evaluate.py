@@ -16,6 +16,7 @@ from geoldp._frames import TrajectoryArrays, as_pointset, as_regions, trajectory
 from geoldp._random import resolve_rng
 from geoldp._validation import check_int_min
 from geoldp.geo import haversine_array_m
+from geoldp.ledger import ledger_of
 from geoldp.metrics._baselines import BASELINES, baseline_release, uniform_ne_prq
 from geoldp.metrics._distributions import check_dist_args, diameters_km, histogram_jsd, lengths_km
 from geoldp.metrics._hotspots import hotspot_scores
@@ -71,10 +72,8 @@ def _release_entries(perturbed: Any, label: Any, caller: str) -> list[tuple[str,
 
 
 def _ledger_mechanism(release: Any) -> str | None:
-    attrs = getattr(release, "attrs", None)
-    ledger = attrs.get("geoldp", {}) if isinstance(attrs, dict) else {}
-    mech = ledger.get("mechanism") if isinstance(ledger, dict) else None
-    return str(mech) if mech else None
+    led = ledger_of(release)
+    return None if led is None else led.mechanism
 
 
 def _mechanism_name(mechanism: Any) -> str:
@@ -174,7 +173,7 @@ def evaluate(
         :func:`geoldp.queries.visit_counts`), so snap raw GPS originals to P first (``gdf.ldp.snap``).
     label : str, optional
         Row label of a single release. Default: ``"<MECHANISM> raw"`` from the release's ledger
-        (``attrs["geoldp"]``), else ``"perturbed"``.
+        (:func:`geoldp.ledger_of`), else ``"perturbed"``.
     baselines : "auto" or sequence of {"uniform", "constant"}, default "auto"
         Baseline rows to add after the releases. They are computed from the public point set:
         ``"auto"`` adds both when ``points`` is given and none otherwise; an explicit list without
@@ -210,7 +209,7 @@ def evaluate(
         only the release, the public points and the public mechanism configuration, never ``original``.
     mechanism : str, mechanism object or dict, optional
         Public configuration of the mechanism behind the releases, for ``estimate=True``; default: each
-        release's ledger (``attrs["geoldp"]``, the output of ``GeoDataFrame.ldp.perturb``).
+        release's ledger (the output of ``GeoDataFrame.ldp.perturb``).
     epsilon : float, optional
         The per-trajectory budget, with a mechanism name (see :func:`geoldp.estimate.visit_counts`).
     estimate_options : dict, optional

@@ -5,7 +5,7 @@ for **one** ε-LDP report of a chosen statistic over public zones instead of a w
 trajectory:
 
 * :func:`report` — the release (``gdf.ldp.report(zones, ...)`` is the same): one report per row, with
-  the ledger in ``attrs["geoldp"]``;
+  its ledger (:func:`geoldp.ledger_of`);
 * :func:`estimate_counts` — debiased counts with 95 % intervals and a non-negative projection;
 * :func:`zone_grid` — a grid of zones over a public area (for example the public point set);
 * :mod:`geoldp.mechanisms.oracles` — k-RR, OUE and OLH with their exact pmfs and variances,
@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from geoldp.mechanisms.oracles import ORACLES, Oracle, choose_oracle, oracle
 from geoldp.reports.estimators import estimate_counts, project_simplex, true_counts
-from geoldp.reports.release import STATISTICS, design, report
+from geoldp.reports.release import STATISTICS, report, scheme
 from geoldp.reports.zones import zone_grid
 
 __all__ = [
@@ -24,11 +24,11 @@ __all__ = [
     "STATISTICS",
     "Oracle",
     "choose_oracle",
-    "design",
     "estimate_counts",
     "oracle",
     "project_simplex",
     "report",
+    "scheme",
     "true_counts",
     "zone_grid",
 ]

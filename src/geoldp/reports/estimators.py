@@ -66,8 +66,9 @@ import pandas as pd
 
 from geoldp._validation import check_int_range
 from geoldp.budget_strategies import EPSILON_COLUMN
+from geoldp.ledger import ReleaseLedger
 from geoldp.mechanisms import oracles as fo
-from geoldp.reports.release import design_of, ledger_of, part_epsilons
+from geoldp.reports.release import part_epsilons, report_ledger, scheme_of
 from geoldp.reports.zones import check_zones
 
 __all__ = [
@@ -384,13 +385,13 @@ def debiased_counts(
         The whole domain's debiased frequencies and variances, the reports' design, the returned rows,
         and the public bound ``max_set_size`` (default: the domain's size).
     """
-    led = ledger_of(reports, caller=caller)
-    des = design_of(led)
+    led = report_ledger(reports, caller=caller)
+    des = scheme_of(led)
     labels: Any = pd.RangeIndex(des.n_zones)
     z = None
     if zones is not None:
         z = check_zones(zones, caller=caller)
-        if z.size != des.n_zones or z.digest() != led["domain"].get("zones_digest"):
+        if z.size != des.n_zones or z.digest() != led.settings["domain"].get("zones_digest"):
             raise ValueError(
                 f"The 'zones' passed to {caller} are not the zones the reports were made over "
                 f"({z.size} zones given, {des.n_zones} in the reports' ledger, or different geometry)."
@@ -416,7 +417,7 @@ def debiased_counts(
     )
 
 
-def _debiased_parts(reports: Any, led: dict[str, Any], des: Any, caller: str) -> list[tuple]:
+def _debiased_parts(reports: Any, led: ReleaseLedger, des: Any, caller: str) -> list[tuple]:
     """``(C, n, f̂, Var f̂, oracle)`` of each ε part of the table (one part without a per-user budget).
 
     Each part (its rows share one ``epsilon`` value) is debiased with its own design; the parts hold
@@ -429,7 +430,7 @@ def _debiased_parts(reports: Any, led: dict[str, Any], des: Any, caller: str) ->
     else:
         # a slice without rows has no part: debiasing no rows gives the zeros under any design
         parts = [
-            (reports.iloc[np.flatnonzero(rows)], design_of(led, eps))
+            (reports.iloc[np.flatnonzero(rows)], scheme_of(led, eps))
             for eps, rows in _split_rows(reports, epsilons, caller)
         ] or [(reports, des)]
     sums = []

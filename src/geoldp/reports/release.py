@@ -39,17 +39,18 @@ from geoldp._random import resolve_rng
 from geoldp._validation import check_int_range, check_option, check_release_epsilon
 from geoldp._versions import geoldp_version
 from geoldp.errors import GeoLDPWarning
+from geoldp.ledger import ReleaseLedger, attach, ledger_of
 from geoldp.mechanisms import krr_constants
 from geoldp.mechanisms import oracles as fo
 from geoldp.reports.zones import Zones, check_zones, zone_of_vertices
 
 __all__ = [
     "STATISTICS",
-    "Design",
-    "design",
-    "design_of",
+    "ReportScheme",
+    "scheme",
+    "scheme_of",
     "empty_table",
-    "ledger_of",
+    "report_ledger",
     "n_reports",
     "part_epsilons",
     "release_provenance",
@@ -66,7 +67,7 @@ STATISTICS = ("visited_zone", "od", "transitions")
 _MIN_SET = {"visited_zone": 1, "od": 1, "transitions": 0}
 
 
-class Design:
+class ReportScheme:
     """The public configuration of a report (domain, padding, oracle): no private data.
 
     Attributes
@@ -100,9 +101,9 @@ class Design:
         return self.base + self.n_dummies
 
 
-def design(
+def scheme(
     statistic: str, n_zones: int, epsilon: float, *, oracle: str = "auto", pad_length: int = 1, caller: str
-) -> Design:
+) -> ReportScheme:
     """Validate a report configuration and choose the oracle (public inputs only).
 
     Raises
@@ -118,15 +119,15 @@ def design(
         raise ValueError(
             f"The 'pad_length' parameter of {caller} must be 1 for statistic='od' (one pair per trajectory)."
         )
-    probe = Design(statistic, n_zones, pad_length, fo.oracle("krr", 2, epsilon))
+    probe = ReportScheme(statistic, n_zones, pad_length, fo.oracle("krr", 2, epsilon))
     d = probe.d
     if d < 2:
         raise ValueError(f"The report domain of {caller} must have at least 2 values.")
     name = fo.choose_oracle(d, epsilon) if oracle == "auto" else oracle
-    return Design(statistic, n_zones, pad_length, fo.oracle(name, d, epsilon))
+    return ReportScheme(statistic, n_zones, pad_length, fo.oracle(name, d, epsilon))
 
 
-def warn_if_no_data_level(des: Design, n: int, *, stacklevel: int = 2) -> None:
+def warn_if_no_data_level(des: ReportScheme, n: int, *, stacklevel: int = 2) -> None:
     """Warn, before any draw, when the release cannot be told from no data (public inputs only).
 
     The standard error of one domain value's estimated share of ``n`` reports,
@@ -184,7 +185,7 @@ def statistic_items(statistic: str, zone: np.ndarray, offsets: np.ndarray, n_zon
 
 
 def _draw(
-    des: Design, key: np.ndarray, set_offsets: np.ndarray, items: np.ndarray, offset: int = 0
+    des: ReportScheme, key: np.ndarray, set_offsets: np.ndarray, items: np.ndarray, offset: int = 0
 ) -> dict[str, Any]:
     """Draw the reports (trajectory i on stream ``offset + i``); returns the report columns."""
     n = set_offsets.shape[0] - 1
@@ -204,7 +205,7 @@ def _draw(
     return {"bits": [row.tobytes() for row in packed]}
 
 
-def _provenance(des: Design, zones: Zones, policy: str, kind: str) -> dict[str, Any]:
+def _provenance(des: ReportScheme, zones: Zones, policy: str, kind: str) -> dict[str, Any]:
     o = des.oracle
     eps = float(o.epsilon)
     return {
@@ -243,10 +244,13 @@ def _content_id(table: pd.DataFrame, provenance: dict[str, Any]) -> str:
     return h.hexdigest()[:32]
 
 
-def _set_seeded_release_id(table: pd.DataFrame, ledger: dict[str, Any]) -> None:
+def seeded_release_id(table: pd.DataFrame, ledger: ReleaseLedger) -> ReleaseLedger:
     """A seeded table's ``release_id`` is a digest of the table and its ledger (else the random one kept)."""
-    if ledger.get("rng") == "seeded":
-        ledger["release_id"] = _content_id(table, {k: v for k, v in ledger.items() if k != "release_id"})
+    if ledger.settings.get("rng") != "seeded":
+        return ledger
+    record = ledger.record()
+    record.pop("release_id", None)
+    return ledger.replace(release_id=_content_id(table, record))
 
 
 def report(
@@ -318,7 +322,7 @@ def report(
         One row per input row (same index and order; only the kept rows with ``max_per_user``): column
         ``report`` (k-RR: the reported value; OLH: with ``seed``) or ``bits`` (OUE: the packed bit vector,
         ``numpy.packbits`` order), and ``epsilon`` with ``user_budget="split"``.
-        ``attrs["geoldp"]`` holds the ledger (statistic, oracle and its parameters, domain, ε, RNG
+        Its ledger (:func:`geoldp.ledger_of`) records the statistic, oracle and its parameters, domain, ε, RNG
         policy, a ``release_id``); estimate with :func:`geoldp.reports.estimate_counts`.
 
     Raises
@@ -347,13 +351,15 @@ def report(
     >>> trips = gpd.GeoDataFrame(geometry=[LineString([(0.1, 0.1), (0.9, 0.9)])] * 500, crs="EPSG:4326")
     >>> zones = zone_grid((0.0, 0.0, 1.0, 1.0), cells=2)
     >>> rep = report(trips, zones, statistic="od", epsilon=2.0, rng=0)
-    >>> rep.attrs["geoldp"]["oracle"], rep.attrs["geoldp"]["domain"]["size"], len(rep)
+    >>> from geoldp import ledger_of
+    >>> led = ledger_of(rep)
+    >>> led.settings["oracle"], led.settings["domain"]["size"], len(rep)
     ('oue', 25, 500)
     """
     caller = "geoldp.report"
     gdf = _frames.check_frame(gdf, caller=caller)
     z = check_zones(zones, caller=caller)
-    des = design(statistic, z.size, epsilon, oracle=oracle, pad_length=pad_length, caller=caller)
+    des = scheme(statistic, z.size, epsilon, oracle=oracle, pad_length=pad_length, caller=caller)
     _frames.warn_if_fixes(gdf, traj_id_col=None, caller=caller, option=None, ignore=(user_col,))
     if user_budget != "trajectory" or max_per_user is not None or select_trips != "first":
         return _report_per_user(
@@ -383,14 +389,12 @@ def report(
     del set_offsets, items  # private: never outlive the call
     prov = release_provenance(des, z, source.policy, ft.kind)
     prov["input"]["on_invalid"] = on_invalid
-    ledger = spend.finish(prov)
-    _set_seeded_release_id(out, ledger)
-    out.attrs = {"geoldp": ledger}
+    attach(out, seeded_release_id(out, spend.finish(prov)))
     return out
 
 
 def _report_per_user(
-    gdf: Any, zones: Any, des: Design, *, oracle: str, caller: str, **kw: Any
+    gdf: Any, zones: Any, des: ReportScheme, *, oracle: str, caller: str, **kw: Any
 ) -> pd.DataFrame:
     """:func:`report` under a per-user budget: the shared driver of :mod:`geoldp.budget_strategies`."""
     from geoldp import accounting, budget_strategies
@@ -416,10 +420,11 @@ def _report_per_user(
             return {}
         return {"oracle": fo.split_oracle(des.d, parts)}
 
-    def finish(combined: Any, base: dict[str, Any], first: dict[str, Any], points: Any) -> tuple:
-        ledger = accounting.finish_release(base)  # a report has no P: its "points" record is empty
-        _set_seeded_release_id(combined, ledger)
-        return combined, ledger
+    def finish(
+        combined: Any, base: ReleaseLedger, first: ReleaseLedger, points: Any
+    ) -> tuple[Any, ReleaseLedger]:
+        ledger = accounting.finish_release(base.record())  # a report has no P: its "points" record is empty
+        return combined, seeded_release_id(combined, ledger)
 
     return budget_strategies.perturb_per_user(
         one,
@@ -434,14 +439,14 @@ def _report_per_user(
     )
 
 
-def _items(des: Design, z: Zones, ft: Any) -> tuple:
+def _items(des: ReportScheme, z: Zones, ft: Any) -> tuple:
     """The private item sets of extracted trajectories ``ft`` (CSR, see :func:`statistic_items`)."""
     zone = zone_of_vertices(z, ft.lon, ft.lat)
     return statistic_items(des.statistic, zone, ft.offsets, z.size)
 
 
 def _table(
-    des: Design, key: np.ndarray, set_offsets: Any, items: Any, ft: Any, index: pd.Index, *, offset: int
+    des: ReportScheme, key: np.ndarray, set_offsets: Any, items: Any, ft: Any, index: pd.Index, *, offset: int
 ) -> pd.DataFrame:
     """The report table of extracted trajectories ``ft`` (trajectory i on stream ``offset + i``)."""
     columns = _draw(des, key, set_offsets, items, offset)
@@ -461,13 +466,13 @@ def _table(
     return out
 
 
-def release_provenance(des: Design, zones: Zones, policy: str, kind: str) -> dict[str, Any]:
+def release_provenance(des: ReportScheme, zones: Zones, policy: str, kind: str) -> dict[str, Any]:
     """The public ledger of a report release before :func:`geoldp.accounting.finish_release`."""
     return _provenance(des, zones, policy, kind)
 
 
 def report_partition(
-    part: Any, des: Design, zones: Zones, key: np.ndarray, *, offset: int, caller: str
+    part: Any, des: ReportScheme, zones: Zones, key: np.ndarray, *, offset: int, caller: str
 ) -> pd.DataFrame:
     """Reports of one partition of a partitioned release whose first row has global position ``offset``.
 
@@ -481,7 +486,7 @@ def report_partition(
     return _table(des, key, set_offsets, items, ft, part.index, offset=offset)
 
 
-def empty_table(des: Design, index: Any = None) -> pd.DataFrame:
+def empty_table(des: ReportScheme, index: Any = None) -> pd.DataFrame:
     """A report table with no rows and the columns (and dtypes) of the design's oracle."""
     index = pd.RangeIndex(0) if index is None else index[:0]
     name = des.oracle.name
@@ -497,33 +502,34 @@ def n_reports(table: pd.DataFrame) -> int:
     return int(table[col].notna().sum())
 
 
-def ledger_of(table: Any, *, caller: str) -> dict[str, Any]:
-    """The ledger of a report table (``attrs["geoldp"]``), checked."""
+def report_ledger(table: Any, *, caller: str) -> ReleaseLedger:
+    """The ledger of a report table, checked."""
     if not isinstance(table, pd.DataFrame):
         raise TypeError(
             f"The 'reports' parameter of {caller} must be the DataFrame returned by geoldp.report. "
             f"Got {type(table).__name__} instead."
         )
-    led = table.attrs.get("geoldp")
-    if not isinstance(led, dict) or led.get("mechanism") != "report":
+    led = ledger_of(table)
+    if led is None or led.mechanism != "report":
         raise ValueError(
-            f"The 'reports' passed to {caller} carry no report ledger (attrs['geoldp']): pass the table "
-            "returned by geoldp.report, or parts of it (pandas keeps the ledger through slicing)."
+            f"The 'reports' passed to {caller} carry no report ledger: pass the table returned by "
+            "geoldp.report, or parts of it (pandas keeps the ledger through slicing)."
         )
     return led
 
 
-def part_epsilons(led: dict[str, Any]) -> list[float] | None:
+def part_epsilons(led: ReleaseLedger) -> list[float] | None:
     """The per-row budgets of a ``user_budget="split"`` report ledger (``None`` for a one-budget table)."""
-    rule = led.get("user_budget")
+    rule = led.user_budget
     if not isinstance(rule, dict) or rule.get("strategy") != "split":
         return None
-    return [float(part["epsilon"]) for part in led["ledger"]["by_part"]]
+    return [float(part["epsilon"]) for part in led.settings["ledger"]["by_part"]]
 
 
-def design_of(led: dict[str, Any], epsilon: float | None = None) -> Design:
+def scheme_of(led: ReleaseLedger, epsilon: float | None = None) -> ReportScheme:
     """Rebuild the public design from a ledger (at ``epsilon``: one part of a split table)."""
-    dom = led["domain"]
-    eps = float(led["epsilon"] if epsilon is None else epsilon)
-    des = Design(str(led["statistic"]), int(dom["zones"]), int(dom["pad_length"]), fo.oracle("krr", 2, eps))
-    return Design(des.statistic, des.n_zones, des.pad_length, fo.oracle(str(led["oracle"]), des.d, eps))
+    dom, statistic = led.settings["domain"], str(led.settings["statistic"])
+    eps = float(led.epsilon if epsilon is None else epsilon)
+    des = ReportScheme(statistic, int(dom["zones"]), int(dom["pad_length"]), fo.oracle("krr", 2, eps))
+    oracle = fo.oracle(str(led.settings["oracle"]), des.d, eps)
+    return ReportScheme(statistic, des.n_zones, des.pad_length, oracle)
