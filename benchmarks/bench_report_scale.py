@@ -35,7 +35,8 @@ import json, resource, sys, warnings
 import numpy as np
 import geopandas as gpd
 import geoldp
-from geoldp.reports import estimate_counts, zone_grid
+from geoldp.reports import estimate_counts
+from geoldp import zone_grid
 
 def cpu():
     r = resource.getrusage(resource.RUSAGE_SELF)

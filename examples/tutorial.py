@@ -101,7 +101,7 @@ def main(
     )
     # no public prior: a private pilot. A public share of the users (every fifth, by id) reports for one trip,
     # under PILOT_EPSILON, its length class, its number of distinct zones and one coarse cell it visits
-    zones = geoldp.metrics.zone_grid(P, cell_km=1.5)
+    zones = geoldp.zone_grid(P, cell_km=1.5)
     pilot_users = sorted(trips["user_id"].unique())[::5]
     first_trips = trips[trips["user_id"].isin(pilot_users)].groupby("user_id").head(1)
     pilot = geoldp.designs.Pilot()

@@ -151,12 +151,12 @@ def report_closed_form(pop, w, n, stat, pad, estimator, eps, zp, rng, lengths):
 
 def run_dataset(name, args, log):
     import geoldp
-    from geoldp import ldptrace, metrics
+    from geoldp import ldptrace, metrics, zone_grid
     from geoldp.nodata import uniform_answer, uniform_visits
     from geoldp.planner import error_of
-    from geoldp.reports import estimate_counts, report, zone_grid
-    from geoldp.reports.zones import check_zones, zone_of_vertices
+    from geoldp.reports import estimate_counts, report
     from geoldp.shrinkage import blend
+    from geoldp.zones import check_zones, zone_of_vertices
 
     rng = np.random.default_rng(shared.SEED)
     points, all_seqs, all_trips = shared.load(args.data / name, 10**9, rng)

@@ -31,6 +31,8 @@ import warnings
 import numpy as np
 import pandas as pd
 
+import geoldp
+
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -44,14 +46,13 @@ def main() -> None:
     import geopandas as gpd
     import shapely
 
-    import geoldp
     from geoldp import datasets, metrics
     from geoldp.combined import combine, part_estimates
     from geoldp.reports import estimate_counts, true_counts
 
     points, trips = datasets.synthetic_city(n_points=400, n_trips=args.trips, seed=0)
     trips = trips[["geometry"]]
-    zones = metrics.zone_grid(points, cell_km=4.0)
+    zones = geoldp.zone_grid(points, cell_km=4.0)
     truth = true_counts(trips, zones).to_numpy(np.float64)
     gen = np.random.default_rng(0)
     # the no-data baselines (uniform over P, constant at P's 1-median), with the trips' own lengths

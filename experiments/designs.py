@@ -197,8 +197,8 @@ def coarse_answer(trips, zones, ps, stat, pad, eps, seed):
     from geoldp import designs
     from geoldp.nodata import uniform_answer
     from geoldp.reports import estimate_counts, report
-    from geoldp.reports.zones import check_zones, zone_of_vertices
     from geoldp.shrinkage import shrink_to_baseline
+    from geoldp.zones import check_zones, zone_of_vertices
 
     coarse = designs.coarse.coarse_zones(zones)
     zc = zone_of_vertices(check_zones(coarse, caller="designs"), ps.lon, ps.lat)
@@ -221,8 +221,8 @@ def measure(name, seqs, trips, points, zones, eps, args):
     import geoldp
     from geoldp.planner import DESIGNS as PLANNED
     from geoldp.planner import Simulation
-    from geoldp.reports.zones import check_zones, zone_of_vertices
     from geoldp.shrinkage import blend
+    from geoldp.zones import check_zones, zone_of_vertices
 
     z = check_zones(zones, caller="designs")
     ps = geoldp.PointSet(points.lon.to_numpy(), points.lat.to_numpy())
@@ -271,7 +271,7 @@ def release_counts(traj, z, k):
     """(visits, OD counts) of a released trajectory frame (its vertices are public points)."""
     import shapely
 
-    from geoldp.reports.zones import zone_of_vertices
+    from geoldp.zones import zone_of_vertices
 
     xy, row = shapely.get_coordinates(np.asarray(traj.geometry), return_index=True)
     zone = zone_of_vertices(z, xy[:, 0], xy[:, 1])
@@ -334,11 +334,10 @@ def run(args) -> pd.DataFrame:
     from geoldp.errors import GeoLDPWarning
 
     warnings.simplefilter("ignore", GeoLDPWarning)  # the no-data-level warning is measured here
-    from geoldp import metrics
+    from geoldp import metrics, zone_grid
     from geoldp.nodata import uniform_answer, uniform_visits
     from geoldp.planner import DESIGNS as PLANNED
     from geoldp.planner import error_of
-    from geoldp.reports import zone_grid
 
     rows = []
     for name in args.datasets:

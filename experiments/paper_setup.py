@@ -17,7 +17,7 @@ TP and ATP together with the no-data baselines ``uniform`` and ``constant`` (1-m
 from P and the trajectory lengths only: NE, PRQ, range-count error over public circles (centred on the public
 points nearest to a 5 x 5 lattice over P's bounding box, radii 1, 2, 3 km; 0.25, 0.5, 0.75 km for cps_atp),
 visit-density and OD-flow errors over
-1.5 km square zones (``geoldp.metrics.zone_grid``), hotspot overlap and the length / diameter JSD. It adds
+1.5 km square zones (``geoldp.zone_grid``), hotspot overlap and the length / diameter JSD. It adds
 at ε = 4, for each of PointEM, TP and ATP, the rows ``<MECH> estimated`` (zone, OD, range and visit counts
 of ``geoldp.estimate`` from the release alone) and ``<MECH> denoised`` (``geoldp.estimate.denoise``,
 evaluated as a release). All rows go to ``evaluate.csv``.
@@ -50,6 +50,8 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+
+import geoldp
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_DATA = REPO.parent / "shared" / "data"
@@ -156,8 +158,6 @@ def perturb(
         return np.split(flat, np.cumsum(lengths)[:-1])
     import warnings
 
-    import geoldp
-
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", geoldp.PrivacyWarning)  # ε > 10 never happens here; be explicit
         if sampler == "fast":
@@ -205,7 +205,6 @@ def evaluate_rows(
 ) -> pd.DataFrame:
     """geoldp.evaluate of the raw releases at one ε, the no-data baselines and, at ESTIMATE_EPSILON, the
     collector-side estimates of every mechanism's release (rows "<MECH> estimated" and "<MECH> denoised")."""
-    import geoldp
 
     entries = {f"{RELEASE_LABEL[m]} raw": out for m, out in outputs.items() if m in RELEASE_LABEL}
     kw = dict(points=points, zones=zones, regions=regions, delta_km=deltas)
@@ -284,7 +283,6 @@ def machine_info() -> dict:
         info["uncommitted_library_files"] = [line[3:] for line in dirty if line.strip()]
     except (OSError, subprocess.CalledProcessError):
         pass
-    import geoldp
 
     info["geoldp"] = geoldp.__version__
     info["numpy"] = np.__version__
@@ -363,8 +361,6 @@ def main(argv: list[str] | None = None) -> int:
         log("no data set found; nothing to do (skipping).")
         return 0
 
-    import geoldp
-
     args.out.mkdir(parents=True, exist_ok=True)
     records, exact_tables, timings, eval_tables = [], [], [], []
     t_start = time.perf_counter()
@@ -407,7 +403,7 @@ def main(argv: list[str] | None = None) -> int:
                 log(f"{name} {mech:8s} ε={eps:<4g} NE={np.mean(last):.4f} km ({reps} reps, {dt:.1f} s)")
         if kept:
             t0 = time.perf_counter()
-            zones = geoldp.metrics.zone_grid(points, cell_km=ZONE_KM)
+            zones = geoldp.zone_grid(points, cell_km=ZONE_KM)
             regions = public_regions(points, REGION_RADII_KM.get(name, DEFAULT_REGION_RADII_KM))
             for eps in sorted(kept):
                 eval_tables.append(evaluate_rows(name, eps, kept[eps], trajs, points, zones, regions, deltas))

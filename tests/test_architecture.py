@@ -40,7 +40,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("trajectory",),  # TP, ATP, PointEM and the array engine
     (
         "_frames",
-        "_zones",
+        "zones",
         "_box",
     ),  # the one GeoPandas <-> arrays boundary; the one zone validator; TraCS's box
     # budget_strategies: the shared per-user driver (needs only accounting), run by perturb and report

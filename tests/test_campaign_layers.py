@@ -10,6 +10,7 @@ import pandas as pd
 import pytest
 from shapely import LineString
 
+import geoldp
 from geoldp import PointSet, layers
 from geoldp import points as gp
 
@@ -90,9 +91,8 @@ def test_estimate_layers_and_files(P, release, tmp_path):
         out, cell_km=3.0, rng=0, n_candidates=200, n_boot=5, layers=("zone_visits", "od_flows", "hotspots")
     )
     zv, od, hot = lay["zone_visits"], lay["od_flows"], lay["hotspots"]
-    from geoldp import metrics
 
-    zones = metrics.zone_grid(P, cell_km=3.0)
+    zones = geoldp.zone_grid(P, cell_km=3.0)
     assert len(zv) == len(zones) and zv["zone"].tolist() == list(zones.index)
     assert set(zv.geom_type) == {"Polygon"} and set(od.geom_type) == {"LineString"}
     for layer in (zv, od, hot):

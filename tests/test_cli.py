@@ -985,7 +985,8 @@ _CATCH_ALL = (
 
 @pytest.fixture(scope="module")
 def sweep_files(tmp_path_factory):
-    from geoldp.reports import report, zone_grid
+    from geoldp import zone_grid
+    from geoldp.reports import report
 
     d = tmp_path_factory.mktemp("sweep")
     points, trips = synthetic_city(n_points=40, n_trips=12, max_len=5, seed=2)

@@ -141,7 +141,7 @@ def test_report_estimate_writes_layers_with_intervals(files, tmp_path, capsys):
     names = [n for n, _ in pyogrio.list_layers(gpkg)]
     assert names == ["zone_visits", "hotspots"]
     layer = gpd.read_file(gpkg, layer="zone_visits")
-    zones = metrics.zone_grid(pts, cell_km=2)
+    zones = geoldp.zone_grid(pts, cell_km=2)
     est = estimate_counts(cli_reports.read_report_table(rep), zones)
     np.testing.assert_allclose(layer["estimate"], est["estimate"])
     np.testing.assert_allclose(layer["upper"] - layer["lower"], layer["width"])
@@ -443,7 +443,7 @@ def test_report_estimate_refuses_other_zones_and_tampered_tables(files, tmp_path
 
 def test_read_report_table_checks_every_cell(files, tmp_path):
     d, trips, pts = files
-    zones = metrics.zone_grid(pts, cell_km=2)
+    zones = geoldp.zone_grid(pts, cell_km=2)
     for oracle, col, bad in (("krr", "report", "999"), ("oue", "bits", "zz"), ("olh", "seed", "x")):
         rep = geoldp.report(trips, zones, epsilon=2.0, oracle=oracle, rng=1)
         path = tmp_path / f"{oracle}.csv"
@@ -546,7 +546,7 @@ def test_report_estimate_shrinks_toward_the_public_points(files, tmp_path, capsy
     shrink = ["--shrink", d / "P.gpkg", "--lengths", "3"]
     code, _, err = _run(["report-estimate", rep, *grid, *shrink, "-o", out], capsys)
     assert code == 0, err
-    zones = metrics.zone_grid(pts, cell_km=2)
+    zones = geoldp.zone_grid(pts, cell_km=2)
     est = estimate_counts(cli_reports.read_report_table(rep), zones)
     want = geoldp.shrinkage.shrunk_counts(est, pts, zones, lengths=[3])
     layer = gpd.read_file(out, layer="zone_visits")

@@ -15,8 +15,9 @@ import pytest
 from shapely.geometry import LineString, Point
 
 import geoldp
+from geoldp import zone_grid
 from geoldp.combined import combine, part_estimates
-from geoldp.reports import estimate_counts, report, true_counts, zone_grid
+from geoldp.reports import estimate_counts, report, true_counts
 from geoldp.reports.estimators import Z95, debiased_counts
 
 pytestmark = pytest.mark.filterwarnings("ignore:.*told from no data:geoldp.errors.GeoLDPWarning")

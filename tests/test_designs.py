@@ -8,9 +8,9 @@ import pytest
 from shapely.geometry import LineString
 
 import geoldp
-from geoldp import designs
-from geoldp.reports import estimate_counts, zone_grid
-from geoldp.reports.zones import check_zones, zone_of_vertices
+from geoldp import designs, zone_grid
+from geoldp.reports import estimate_counts
+from geoldp.zones import check_zones, zone_of_vertices
 
 FINE = zone_grid((0.0, 0.0, 1.0, 1.0), cells=10)
 PTS = np.random.default_rng(3).uniform(0.0, 1.0, size=(400, 2))
@@ -91,8 +91,8 @@ def test_padded_counts_estimate_visits_where_one_sample_estimates_shares():
 
 
 def _city():
+    from geoldp import zone_grid
     from geoldp.datasets import synthetic_city
-    from geoldp.reports import zone_grid
 
     pts, trips = synthetic_city(n_points=200, n_trips=150, seed=3)
     return pts, trips, zone_grid(tuple(pts.total_bounds), cells=3)
@@ -156,8 +156,8 @@ def test_bad_design_names_and_questions_are_refused_by_name():
 
 
 def _pilot_city(n_trips: int = 2000):
+    from geoldp import zone_grid
     from geoldp.datasets import synthetic_city
-    from geoldp.reports import zone_grid
 
     pts, trips = synthetic_city(n_points=300, n_trips=n_trips, seed=4)
     return pts, trips, zone_grid(tuple(pts.total_bounds), cells=5)

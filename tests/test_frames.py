@@ -685,7 +685,7 @@ FIX_COLUMNS = {
 
 
 def _release_kinds(city_points):
-    from geoldp.reports import zone_grid
+    from geoldp import zone_grid
 
     zones = zone_grid(
         city_points.to_geodataframe() if hasattr(city_points, "to_geodataframe") else city_points
@@ -752,8 +752,8 @@ def test_cli_point_rows_that_look_like_fixes_warn(tmp_path, city_points_gdf, cap
 def test_dask_point_rows_with_a_time_column_warn_from_the_schema(city_points_gdf):
     dask_geopandas = pytest.importorskip("dask_geopandas")
     import geoldp.dask
+    from geoldp import zone_grid
     from geoldp.errors import PrivacyWarning
-    from geoldp.reports import zone_grid
 
     frame = _fixes_frame(time=pd.date_range("2020-01-01", periods=12, freq="1min"))
     ddf = dask_geopandas.from_geopandas(frame, npartitions=2)

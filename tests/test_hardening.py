@@ -13,6 +13,7 @@ import pandas as pd
 import pytest
 import shapely
 
+import geoldp
 from geoldp import io as gio
 
 # ------------------------------------------------------------------------------------ reading inputs
@@ -233,23 +234,20 @@ def test_h3_cells_refuses_fine_resolutions_over_a_city_up_front(resolution):
 
 @pytest.mark.parametrize("cell_km", [1e-3, 1e-300, 5e-324])
 def test_zone_grid_refuses_tiny_cells_up_front(city_points, cell_km):
-    from geoldp import metrics
 
     with pytest.raises(
-        ValueError, match="'cell_km' parameter of zone_grid .* more than geoldp.metrics.MAX_ZONES"
+        ValueError, match="'cell_km' parameter of geoldp.zone_grid .* more than geoldp.zones.MAX_ZONES"
     ):
-        metrics.zone_grid(city_points, cell_km=cell_km)
+        geoldp.zone_grid(city_points, cell_km=cell_km)
 
 
 def test_zone_grid_limit_can_be_raised(city_points, monkeypatch):
-    from geoldp import metrics
-
-    n = len(metrics.zone_grid(city_points, cell_km=0.5))
-    monkeypatch.setattr(metrics, "MAX_ZONES", n - 1)
+    n = len(geoldp.zone_grid(city_points, cell_km=0.5))
+    monkeypatch.setattr(geoldp.zones, "MAX_ZONES", n - 1)
     with pytest.raises(ValueError, match="MAX_ZONES"):
-        metrics.zone_grid(city_points, cell_km=0.5)
-    monkeypatch.setattr(metrics, "MAX_ZONES", n)
-    assert len(metrics.zone_grid(city_points, cell_km=0.5)) == n
+        geoldp.zone_grid(city_points, cell_km=0.5)
+    monkeypatch.setattr(geoldp.zones, "MAX_ZONES", n)
+    assert len(geoldp.zone_grid(city_points, cell_km=0.5)) == n
 
 
 @pytest.mark.parametrize("spacing", [0.01, 1e-300, 5e-324])

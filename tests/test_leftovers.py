@@ -185,7 +185,8 @@ def _krr_reports_needed(d, base, eps):
 
 
 def test_report_warns_at_the_no_data_level_with_the_numbers_and_the_planner():
-    from geoldp.reports import report, zone_grid
+    from geoldp import zone_grid
+    from geoldp.reports import report
 
     zones = zone_grid((0.0, 0.0, 2.0, 2.0), cells=2)  # 4 zones + outside = 5 values
     need = _krr_reports_needed(5, 5, 1.0)
@@ -202,7 +203,8 @@ def test_report_warns_at_the_no_data_level_with_the_numbers_and_the_planner():
 
 
 def test_report_warning_is_raised_before_any_draw_and_reads_only_public_inputs(monkeypatch):
-    from geoldp.reports import release, report, zone_grid
+    from geoldp import zone_grid
+    from geoldp.reports import release, report
 
     zones = zone_grid((0.0, 0.0, 2.0, 2.0), cells=4)
     texts = []
@@ -230,7 +232,8 @@ def test_report_warning_is_raised_before_any_draw_and_reads_only_public_inputs(m
 def test_dask_report_equals_the_in_memory_report(oracle, npartitions):
     dask_geopandas = pytest.importorskip("dask_geopandas")
     import geoldp.dask
-    from geoldp.reports import estimate_counts, report, zone_grid
+    from geoldp import zone_grid
+    from geoldp.reports import estimate_counts, report
 
     zones = zone_grid((0.0, 0.0, 2.0, 2.0), cells=2)
     gdf = _report_trips(120, seed=5)
@@ -253,7 +256,7 @@ def test_dask_report_equals_the_in_memory_report(oracle, npartitions):
 def test_dask_report_checks_before_drawing_and_warns_like_in_memory():
     dask_geopandas = pytest.importorskip("dask_geopandas")
     import geoldp.dask
-    from geoldp.reports import zone_grid
+    from geoldp import zone_grid
 
     zones = zone_grid((0.0, 0.0, 2.0, 2.0), cells=2)
     ddf = dask_geopandas.from_geopandas(_report_trips(10), npartitions=2)
@@ -268,7 +271,7 @@ def test_dask_report_checks_before_drawing_and_warns_like_in_memory():
 def test_dask_accessor_report_is_geoldp_dask_report():
     dask_geopandas = pytest.importorskip("dask_geopandas")
     import geoldp.dask
-    from geoldp.reports import zone_grid
+    from geoldp import zone_grid
 
     zones = zone_grid((0.0, 0.0, 2.0, 2.0), cells=2)
     ddf = dask_geopandas.from_geopandas(_report_trips(80), npartitions=2)
@@ -281,7 +284,7 @@ def test_dask_accessor_report_is_geoldp_dask_report():
 def test_dask_report_charges_each_user_and_refuses_before_drawing():
     dask_geopandas = pytest.importorskip("dask_geopandas")
     import geoldp.dask
-    from geoldp.reports import zone_grid
+    from geoldp import zone_grid
 
     zones = zone_grid((0.0, 0.0, 2.0, 2.0), cells=2)
     trips = _report_trips(60).assign(user=np.arange(60) % 4)  # 15 rows per user

@@ -10,6 +10,7 @@ import pandas as pd
 import pytest
 import shapely
 
+import geoldp
 from geoldp import _frames, metrics
 from geoldp.geo import haversine_array_m
 from geoldp.metrics import (
@@ -326,10 +327,10 @@ def test_evaluate_hotspot_columns_equal_hotspot_preservation():
 
 
 def test_max_zones_is_read_from_the_package_at_call_time(monkeypatch):
-    n = len(metrics.zone_grid(P, cell_km=50.0))
-    monkeypatch.setattr(metrics, "MAX_ZONES", n - 1)
+    n = len(geoldp.zone_grid(P, cell_km=50.0))
+    monkeypatch.setattr(geoldp.zones, "MAX_ZONES", n - 1)
     with pytest.raises(ValueError, match=f"MAX_ZONES = {n - 1}"):
-        metrics.zone_grid(P, cell_km=50.0)
+        geoldp.zone_grid(P, cell_km=50.0)
 
 
 # ------------------------------------------------------------------------------------------------------
@@ -414,7 +415,7 @@ Q = np.array([[0.0, 0.0], [0.02, 0.0], [0.0, 0.02]])
 def test_zone_grid_squares_cover_the_public_points():
     rng = np.random.default_rng(3)
     pts = np.column_stack([rng.uniform(-87.9, -87.5, 300), rng.uniform(41.6, 42.0, 300)])
-    z = metrics.zone_grid(pts, cell_km=1.5)
+    z = geoldp.zone_grid(pts, cell_km=1.5)
     assert z.crs.to_epsg() == 4326 and z.index.name == "zone"
     assert z.index.tolist() == list(range(len(z)))
     n_cols = int(z["col"].max()) + 1
@@ -431,13 +432,13 @@ def test_zone_grid_squares_cover_the_public_points():
     inside = shapely.contains_xy(np.asarray(z.geometry.values)[:, None], pts[:, 0], pts[:, 1])
     np.testing.assert_array_equal(inside.sum(axis=0), 1)
     # a function of P only: same P, same grid
-    assert z.geom_equals(metrics.zone_grid(pts.copy(), cell_km=1.5)).all()
+    assert z.geom_equals(geoldp.zone_grid(pts.copy(), cell_km=1.5)).all()
     with pytest.raises(ValueError, match="cell_km"):
-        metrics.zone_grid(pts, cell_km=0)
+        geoldp.zone_grid(pts, cell_km=0)
 
 
 def test_zone_visit_counts_hand_example():
-    z = metrics.zone_grid(Q)
+    z = geoldp.zone_grid(Q, cell_km=1.5)
     assert len(z) == 4
     # traj 0 visits zone 0 twice and zone 1 (counts once each); traj 1 zone 1; traj 2 zone 2
     got = metrics.zone_visit_counts([[0, 0, 1], [1], [2]], z, points=Q)
@@ -464,7 +465,7 @@ def test_zone_visit_error_hand_values():
     assert metrics.zone_visit_error([[0, 1]], [[1, 0]], points=Q) == {"l1": 0.0, "jsd": 0.0}
     # counts instead of a release: array, Series (missing zones = 0), DataFrame with an 'estimate' column;
     # scale does not matter (normalised) and negative estimates count as 0
-    z = metrics.zone_grid(Q)
+    z = geoldp.zone_grid(Q, cell_km=1.5)
     for counts in (
         np.array([5.0, 0.0, 0.0, 0.0]),
         pd.Series([3.0], index=pd.Index([0], name="zone")),
@@ -479,7 +480,7 @@ def test_zone_visit_error_hand_values():
 
 
 def test_od_counts_and_flow_error_hand_values():
-    z = metrics.zone_grid(Q)
+    z = geoldp.zone_grid(Q, cell_km=1.5)
     od = metrics.od_counts([[0, 1], [0, 2, 1], [2]], z, points=Q)
     assert od.to_dict("list") == {"origin": [0, 2], "destination": [1, 2], "count": [2.0, 1.0]}
     # p = {(0,1): 1/2, (1,0): 1/2}, q = {(0,1): 1}: L1 = 1/2 + 1/2 = 1
@@ -594,7 +595,7 @@ def test_constant_fails_the_aggregate_metrics():
 
 
 def test_evaluate_mapping_and_count_entries():
-    z = metrics.zone_grid(P)
+    z = geoldp.zone_grid(P, cell_km=1.5)
     truth = metrics.zone_visit_counts(ORIG, z, points=P)
     est = {"zone_counts": truth.to_numpy()}
     t = evaluate(ORIG, {"A raw": PERT, "A estimated": est}, points=P, k=2, zones=z)
@@ -609,7 +610,7 @@ def test_evaluate_mapping_and_count_entries():
 
 def test_evaluate_label_from_the_ledger():
     g = as_gdf(PERT)
-    g.attrs["geoldp"] = {"mechanism": "atp"}
+    g.attrs["geoldp"] = {"mechanism": "atp", "epsilon": 1.0}
     t = evaluate(as_gdf(ORIG), g, points=P, k=2)
     assert t.index[0] == "ATP raw"
 

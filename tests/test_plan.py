@@ -9,8 +9,7 @@ import numpy as np
 import pytest
 
 import geoldp
-from geoldp import cli, nodata, planner, shrinkage
-from geoldp.reports import zone_grid
+from geoldp import cli, nodata, planner, shrinkage, zone_grid
 
 PTS = np.random.default_rng(0).uniform(0.0, 1.0, size=(150, 2))
 ZONES = zone_grid((0.0, 0.0, 1.0, 1.0), cells=4)
@@ -319,7 +318,7 @@ def test_shrunk_counts_take_the_uniform_visits_shape_with_lengths():
     # an estimate on the uniform-visits shape, with noise far above its deviations: with the lengths the
     # shape is in the span and comes back; without them the target is P's shares, which differ from it
     est = _report_estimates("visited_zone")
-    from geoldp.reports.zones import check_zones, zone_of_vertices
+    from geoldp.zones import check_zones, zone_of_vertices
 
     zp = zone_of_vertices(check_zones(ZONES, caller="test"), PTS[:, 0], PTS[:, 1])
     shape = nodata.uniform_visits(zp, len(ZONES), [40]) * 30.0

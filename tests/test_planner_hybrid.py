@@ -8,8 +8,7 @@ import numpy as np
 import pytest
 
 import geoldp
-from geoldp import planner, shrinkage
-from geoldp.reports import zone_grid
+from geoldp import planner, shrinkage, zone_grid
 
 PTS = np.random.default_rng(0).uniform(0.0, 1.0, size=(150, 2))
 ZONES = zone_grid((0.0, 0.0, 1.0, 1.0), cells=4)

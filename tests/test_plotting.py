@@ -10,6 +10,7 @@ matplotlib = pytest.importorskip("matplotlib")
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
+import geoldp  # noqa: E402
 from geoldp import metrics  # noqa: E402
 from geoldp.plotting import (  # noqa: E402
     plot_trajectories,
@@ -83,7 +84,7 @@ def test_plot_utility_errors():
 
 
 def test_plot_zone_density_one_panel_per_entry_shared_scale():
-    zones = metrics.zone_grid(P, cell_km=0.5)
+    zones = geoldp.zone_grid(P, cell_km=0.5)
     counts = {
         "original": metrics.zone_visit_counts(ORIG, zones, points=P),
         "raw": metrics.zone_visit_counts(PERT, zones, points=P).to_numpy(),

@@ -9,7 +9,8 @@ import pytest
 from shapely.geometry import LineString, Point
 
 import geoldp
-from geoldp.reports import release, report, true_counts, zone_grid
+from geoldp import zone_grid
+from geoldp.reports import release, report, true_counts
 
 # Small report tables are below the no-data noise level on purpose; that warning has its own tests.
 pytestmark = pytest.mark.filterwarnings("ignore:.*told from no data:geoldp.errors.GeoLDPWarning")

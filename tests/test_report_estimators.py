@@ -10,7 +10,8 @@ import pandas as pd
 import pytest
 from shapely.geometry import LineString
 
-from geoldp.reports import estimate_counts, project_simplex, report, true_counts, zone_grid
+from geoldp import zone_grid
+from geoldp.reports import estimate_counts, project_simplex, report, true_counts
 from geoldp.reports.estimators import Z95
 
 # Small report tables are below the no-data noise level on purpose; that warning has its own tests.
@@ -184,7 +185,7 @@ def _set_sizes(gdf):
     """Number of distinct zones (the outside category included) each trip visits (the private sizes)."""
     from geoldp import _frames
     from geoldp.reports.release import statistic_items
-    from geoldp.reports.zones import check_zones, zone_of_vertices
+    from geoldp.zones import check_zones, zone_of_vertices
 
     z = check_zones(GRID9, caller="test")
     ft = _frames.extract(gdf, caller="test")

@@ -18,9 +18,10 @@ import pytest
 import scipy.stats
 from shapely.geometry import LineString, Point
 
+from geoldp import zone_grid
 from geoldp.mechanisms import krr_constants
 from geoldp.mechanisms import oracles as fo
-from geoldp.reports import release, report, zone_grid
+from geoldp.reports import release, report
 
 # Small report tables are below the no-data noise level on purpose; that warning has its own tests.
 pytestmark = pytest.mark.filterwarnings("ignore:.*told from no data:geoldp.errors.GeoLDPWarning")
@@ -216,7 +217,7 @@ def test_sampler_matches_the_exact_pmf_and_rejects_a_mutant(case, monkeypatch):
     n = 20_000
     des = release.scheme(statistic, len(zones), eps, oracle=oracle, pad_length=pad, caller="test")
     gdf = frame_of(coords, n)
-    from geoldp.reports.zones import check_zones, zone_of_vertices
+    from geoldp.zones import check_zones, zone_of_vertices
 
     z = check_zones(zones, caller="test")
     offs, items = release.statistic_items(

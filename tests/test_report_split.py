@@ -18,10 +18,11 @@ from shapely.geometry import LineString
 from test_report_privacy import all_sets, check_matrix, chi2_passes, report_pmf, sampled_counts
 
 import geoldp
+from geoldp import zone_grid
 from geoldp.budget_strategies import EPSILON_COLUMN, split_epsilon
 from geoldp.mechanisms import oracles
 from geoldp.mechanisms.oracles import split_oracle
-from geoldp.reports import estimate_counts, release, report, true_counts, zone_grid
+from geoldp.reports import estimate_counts, release, report, true_counts
 from geoldp.reports.release import scheme_of
 
 pytestmark = pytest.mark.filterwarnings("ignore:.*told from no data:geoldp.errors.GeoLDPWarning")
@@ -112,7 +113,7 @@ def test_the_sampler_of_each_part_runs_at_its_own_budget(oracle):
     )
     assert set(rep[EPSILON_COLUMN]) == {split_epsilon(eps, 2)}
     des = scheme_of(geoldp.ledger_of(rep), split_epsilon(eps, 2))
-    from geoldp.reports.zones import check_zones, zone_of_vertices
+    from geoldp.zones import check_zones, zone_of_vertices
 
     z = check_zones(zones, caller="test")
     zone = zone_of_vertices(z, np.array([c[0] for c in coords]), np.array([c[1] for c in coords]))

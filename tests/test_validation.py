@@ -181,9 +181,8 @@ def test_check_count_and_check_lengths():
 def _release_calls():
     """Every release kind as ``kind -> call(epsilon)`` on a small public setting (synthetic data)."""
     import geoldp
-    from geoldp import estimate
+    from geoldp import estimate, zone_grid
     from geoldp.datasets import synthetic_city
-    from geoldp.reports import zone_grid
 
     points, trips = synthetic_city(n_points=40, n_trips=12, max_len=5, seed=1)
     zones = zone_grid(points, cells=3)
@@ -229,8 +228,8 @@ def test_every_release_kind_runs_at_both_ends_of_the_range(release_calls, kind):
 
 def test_hybrid_refuses_a_part_below_the_range(release_calls):
     import geoldp
+    from geoldp import zone_grid
     from geoldp.datasets import synthetic_city
-    from geoldp.reports import zone_grid
 
     points, trips = synthetic_city(n_points=40, n_trips=12, max_len=5, seed=1)
     with pytest.raises(
@@ -241,10 +240,9 @@ def test_hybrid_refuses_a_part_below_the_range(release_calls):
 
 def test_counts_that_size_an_allocation_are_bounded_before_allocating():
     import geoldp
-    from geoldp import estimate
+    from geoldp import estimate, zone_grid
     from geoldp._validation import MAX_PLAN_USERS
     from geoldp.datasets import synthetic_city
-    from geoldp.reports import zone_grid
 
     points, trips = synthetic_city(n_points=40, n_trips=12, max_len=5, seed=1)
     zones = zone_grid(points, cells=3)

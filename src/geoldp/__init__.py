@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from geoldp.pointset import PointSet
     from geoldp.reports import report
     from geoldp.trajectory import ATP, TP, PointEM, perturb_trajectories
+    from geoldp.zones import zone_grid
 
     __version__: str
 
@@ -72,6 +73,7 @@ __all__ = [
     "synthesize",
     "to_movingpandas",
     "to_trackintel",
+    "zone_grid",
 ]
 
 # public name -> the module that defines it
@@ -96,6 +98,7 @@ _NAMES = {
     "from_trackintel": "geoldp.interop",
     "to_movingpandas": "geoldp.interop",
     "to_trackintel": "geoldp.interop",
+    "zone_grid": "geoldp.zones",
 }
 # submodules reachable as attributes right after ``import geoldp``
 _SUBMODULES = (
@@ -114,6 +117,7 @@ _SUBMODULES = (
     "prepare",
     "questions",
     "reports",
+    "zones",
 )
 
 

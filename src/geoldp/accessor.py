@@ -761,7 +761,7 @@ class LDPAccessor:
         returns=fill(_ESTIMATE_RETURNS, rows="public point (P's order) or zone (the zones' index)"),
         raises="; zones without a CRS",
         see_also=_ESTIMATOR,
-        examples=">>> out.ldp.estimate_visits(pois, zones=geoldp.metrics.zone_grid(pois))  # doctest: +SKIP",
+        examples=">>> out.ldp.estimate_visits(pois, zones=geoldp.zone_grid(pois, cell_km=2))  # doctest: +SKIP",  # noqa: E501
     )
     def estimate_visits(self, points: Any, *, zones: Any = None, **kwargs: Any) -> Any:
         from geoldp import estimate
@@ -802,7 +802,7 @@ class LDPAccessor:
                 ``raw``, ``supported``.""",
         raises="; zones without a CRS",
         see_also=_ESTIMATOR,
-        examples=">>> out.ldp.estimate_od_flows(pois, geoldp.metrics.zone_grid(pois))  # doctest: +SKIP",
+        examples=">>> out.ldp.estimate_od_flows(pois, geoldp.zone_grid(pois, cell_km=1.5))  # doctest: +SKIP",
     )
     def estimate_od_flows(self, points: Any, zones: Any, **kwargs: Any) -> Any:
         from geoldp import estimate

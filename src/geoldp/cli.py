@@ -39,6 +39,7 @@ from geoldp._cli_args import positive_int as _positive_int
 from geoldp._cli_args import report_warnings as _report_warnings
 from geoldp._cli_args import seed as _seed
 from geoldp._formats import WRITE_FORMATS
+from geoldp.zones import zone_grid
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -393,7 +394,6 @@ def _cmd_plan(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     import pandas as pd
 
     from geoldp import io as gio
-    from geoldp import metrics
     from geoldp.planner import plan
 
     with _report_warnings(stderr):
@@ -403,7 +403,7 @@ def _cmd_plan(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
         if args.prior is not None:
             with stage(f"cannot read PRIOR '{args.prior}'"):
                 prior = gio.read_trajectories(existing_file(args.prior, "PRIOR"))
-        zones = metrics.zone_grid(points, cell_km=args.cell_km)
+        zones = zone_grid(points, cell_km=args.cell_km)
         pilot = None
         if args.pilot is not None:
             from geoldp import cli_collect

@@ -28,6 +28,7 @@ from geoldp._cli_args import int_at_least as _int_at_least
 from geoldp._cli_args import positive_float as _positive_float
 from geoldp._cli_args import seed as _seed
 from geoldp.ledger import attach, ledger_of
+from geoldp.zones import zone_grid
 
 __all__ = [
     "check_evaluate_inputs",
@@ -255,11 +256,10 @@ def kept_original(args: argparse.Namespace, original: Any) -> Any:
 
 def evaluate_zones(args: argparse.Namespace, points: Any) -> Any:
     """The zones of ``geoldp evaluate``: the ``--zones`` file, or the --cell-km grid over P."""
-    from geoldp import metrics
 
     if getattr(args, "zones", None) is not None:
         return _read_zones(existing_file(args.zones, "--zones"))
-    return "auto" if points is None else metrics.zone_grid(points, cell_km=args.cell_km)
+    return "auto" if points is None else zone_grid(points, cell_km=args.cell_km)
 
 
 def _read_zones(path: Path) -> Any:

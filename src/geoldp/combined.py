@@ -71,7 +71,7 @@ from geoldp.ledger import ReleaseLedger, ledger_of, require
 from geoldp.questions import Question
 from geoldp.reports.estimators import DebiasedCounts, debiased_counts
 from geoldp.reports.release import n_reports, statistic_items
-from geoldp.reports.zones import check_zones, zone_of_vertices
+from geoldp.zones import check_zones, zone_of_vertices
 
 __all__ = ["QUESTIONS", "combine", "part_estimates"]
 
@@ -450,7 +450,7 @@ def combine(
     >>> import geopandas as gpd
     >>> from shapely.geometry import LineString
     >>> import geoldp
-    >>> from geoldp.reports import zone_grid
+    >>> from geoldp import zone_grid
     >>> trips = gpd.GeoDataFrame(geometry=[LineString([(0.1, 0.1), (0.9, 0.9)])] * 400, crs="EPSG:4326")
     >>> zones = zone_grid((0.0, 0.0, 1.0, 1.0), cells=2)
     >>> a = geoldp.report(trips, zones, epsilon=2.0, pad_length=2, rng=1)

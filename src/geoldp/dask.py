@@ -500,7 +500,7 @@ def report(
     Examples
     --------
     >>> import dask_geopandas, geoldp.dask  # doctest: +SKIP
-    >>> from geoldp.reports import zone_grid  # doctest: +SKIP
+    >>> from geoldp import zone_grid  # doctest: +SKIP
     >>> ddf = dask_geopandas.from_geopandas(trips, npartitions=8)  # doctest: +SKIP
     >>> rep = geoldp.dask.report(ddf, zone_grid(pois, cells=10), epsilon=4.0).compute()  # doctest: +SKIP
     """
@@ -508,7 +508,7 @@ def report(
     from geoldp import _frames, _release
     from geoldp._random import resolve_rng
     from geoldp.reports import release
-    from geoldp.reports.zones import check_zones
+    from geoldp.zones import check_zones
 
     meta = ddf._meta
     z = check_zones(zones, caller=_REPORT_CALLER)

@@ -28,6 +28,7 @@ import numpy as np
 
 from geoldp import _safe_write
 from geoldp.errors import PrivacyWarning
+from geoldp.zones import zone_grid
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
@@ -359,10 +360,9 @@ DEMO_PLAN_DESIGNS = ("tp", "atp", "ldptrace", "report:visited_zone", "report:vis
 
 def _print_plan(points: Any, n: int, epsilon: float, seed: int, out: TextIO) -> None:
     """Print which design :func:`geoldp.plan` recommends for zone visits, from public inputs only."""
-    from geoldp import metrics
     from geoldp.planner import plan
 
-    zones = metrics.zone_grid(points, cell_km=1.5)
+    zones = zone_grid(points, cell_km=1.5)
     # public inputs only: P, the zones, ε, the number of rows and an assumed length distribution (2-8)
     table = plan(
         points, zones, epsilon=epsilon, n=n, lengths=list(range(2, 9)), designs=DEMO_PLAN_DESIGNS, rng=seed
@@ -554,7 +554,7 @@ def run_demo(
             from geoldp import estimate, metrics
 
             t1 = time.perf_counter()
-            zones = metrics.zone_grid(points)
+            zones = zone_grid(points, cell_km=1.5)
             opts = dict(DEMO_ESTIMATE_OPTIONS)
             denoised = estimate.denoise(
                 perturbed["ATP"], points, rng=seed, **{k: v for k, v in opts.items() if k != "n_boot"}

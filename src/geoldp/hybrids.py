@@ -86,7 +86,7 @@ def hybrid(
     >>> import geopandas as gpd
     >>> from shapely.geometry import LineString, Point
     >>> from geoldp import ledger_of
-    >>> from geoldp.reports import zone_grid
+    >>> from geoldp import zone_grid
     >>> pts = gpd.GeoDataFrame(geometry=[Point(0.1 * i, 0.1 * i) for i in range(6)], crs="EPSG:4326")
     >>> trips = gpd.GeoDataFrame(geometry=[LineString([(0.0, 0.0), (0.5, 0.5)])] * 8, crs="EPSG:4326")
     >>> traj, rep = hybrid(trips, pts, zone_grid(pts, cells=2), epsilon=4.0, rng=0)

@@ -35,6 +35,7 @@ from geoldp._progress import stages
 from geoldp._validation import check_bool
 from geoldp.estimate._ranking import top_supported
 from geoldp.ledger import ledger_of
+from geoldp.zones import zone_grid
 
 __all__ = [
     "LAYER_NAMES",
@@ -225,7 +226,7 @@ def estimate_layers(
     points : PointSet, GeoDataFrame or GeoSeries of Points, optional
         The public points; default rebuilt from the ledger's recipe (:func:`points_for`).
     zones : GeoDataFrame of polygons, optional
-        The zones; default :func:`geoldp.metrics.zone_grid` of P with ``cell_km`` (public: built from P).
+        The zones; default :func:`geoldp.zone_grid` of P with ``cell_km`` (public: built from P).
     cell_km : float, default 1.5
         Side of the default zones, km.
     regions : GeoDataFrame of polygons, optional
@@ -251,7 +252,7 @@ def estimate_layers(
     ValueError
         An unknown layer name, ``range_counts`` without ``regions``, P not matching the release.
     """
-    from geoldp import estimate, metrics
+    from geoldp import estimate
 
     names = [layers] if isinstance(layers, str) else list(layers)
     bad = [n for n in names if n not in LAYER_NAMES]
@@ -263,7 +264,7 @@ def estimate_layers(
         raise ValueError("The 'range_counts' layer of estimate_layers needs regions= (polygons).")
     points = points_for(released, points)
     if zones is None:
-        zones = metrics.zone_grid(points, cell_km=cell_km)
+        zones = zone_grid(points, cell_km=cell_km)
     progress = check_bool(progress, "progress", caller="estimate_layers")
     parts = budget_strategies.release_parts(released)
     tables: dict[str, list[pd.DataFrame]] = {n: [] for n in names}

@@ -100,9 +100,9 @@ from geoldp.nodata import length_pool, no_data_shapes, uniform_answer, uniform_v
 from geoldp.questions import Question
 from geoldp.reports import estimators as rest
 from geoldp.reports import release as rrel
-from geoldp.reports.zones import check_zones, zone_of_vertices
 from geoldp.shrinkage import blend, inverse_variance, shrink_empirical_bayes, shrink_to_baseline
 from geoldp.trajectory import perturb_coordinates, perturb_trajectories
+from geoldp.zones import check_zones, zone_of_vertices
 
 __all__ = [
     "DESIGNS",
@@ -713,7 +713,7 @@ def plan(
     Examples
     --------
     >>> import numpy as np
-    >>> from geoldp.reports import zone_grid
+    >>> from geoldp import zone_grid
     >>> pts = np.random.default_rng(0).uniform(0, 1, size=(200, 2))
     >>> table = plan(pts, zone_grid((0.0, 0.0, 1.0, 1.0), cells=4), epsilon=4.0, n=1000, lengths=4, rng=0)
     >>> table.attrs["recommended"] in table.index
@@ -910,7 +910,7 @@ def trajectory_rms(
     Examples
     --------
     >>> import numpy as np
-    >>> from geoldp.reports import zone_grid
+    >>> from geoldp import zone_grid
     >>> pts = np.random.default_rng(0).uniform(0, 1, size=(100, 2))
     >>> zones = zone_grid((0.0, 0.0, 1.0, 1.0), cells=2)
     >>> rms = trajectory_rms(pts, zones, epsilon=2.0, n=300, lengths=3, rng=0)

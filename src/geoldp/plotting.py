@@ -262,7 +262,7 @@ def plot_zone_density(
         Label → counts per zone: a Series indexed by the zones' index, a DataFrame with an ``estimate``
         column, or an array in zone order. Negative values are drawn as 0.
     zones : GeoDataFrame of polygons
-        The zones (any CRS; drawn in EPSG:4326), e.g. :func:`geoldp.metrics.zone_grid`.
+        The zones (any CRS; drawn in EPSG:4326), e.g. :func:`geoldp.zone_grid`.
     reference : str, optional
         Label the L1 distances refer to; default the first entry (e.g. "original").
     points : PointSet, GeoDataFrame of Points or (m, 2) array, optional

@@ -18,7 +18,7 @@ import pandas as pd
 from geoldp import _frames
 from geoldp.nodata import length_pool, no_data_shapes, uniform_answer
 from geoldp.reports import estimators as rest
-from geoldp.reports.zones import check_zones, zone_of_vertices
+from geoldp.zones import check_zones, zone_of_vertices
 
 __all__ = ["blend", "inverse_variance", "shrink_empirical_bayes", "shrink_to_baseline", "shrunk_counts"]
 

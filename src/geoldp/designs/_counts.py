@@ -10,7 +10,7 @@ import pandas as pd
 from geoldp import metrics
 from geoldp.designs.base import answer_table
 from geoldp.questions import Question
-from geoldp.reports.zones import check_zones
+from geoldp.zones import check_zones
 
 
 def zone_index(zones: Any, *, od: bool, caller: str) -> pd.Index:

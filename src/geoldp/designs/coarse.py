@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from geoldp.reports.zones import check_zones, zone_grid, zone_of_vertices
+from geoldp.zones import check_zones, zone_grid, zone_of_vertices
 
 __all__ = ["coarse_cells", "coarse_zones", "spread_counts", "spread_matrix", "spread_of_points"]
 
@@ -50,11 +50,11 @@ def coarse_zones(zones: Any, *, cells: int | None = None) -> Any:
     Returns
     -------
     geopandas.GeoDataFrame
-        The coarse grid (as :func:`geoldp.reports.zone_grid`).
+        The coarse grid (as :func:`geoldp.zone_grid`).
 
     Examples
     --------
-    >>> from geoldp.reports import zone_grid
+    >>> from geoldp import zone_grid
     >>> len(coarse_zones(zone_grid((0.0, 0.0, 1.0, 1.0), cells=10)))
     25
     """
@@ -99,7 +99,7 @@ def spread_of_points(zones: Any, coarse: Any, lon: Any, lat: Any) -> np.ndarray:
 
     Examples
     --------
-    >>> from geoldp.reports import zone_grid
+    >>> from geoldp import zone_grid
     >>> fine, coarse = zone_grid((0.0, 0.0, 1.0, 1.0), cells=2), zone_grid((0.0, 0.0, 1.0, 1.0), cells=1)
     >>> spread_of_points(fine, coarse, [0.1, 0.2, 0.9], [0.1, 0.2, 0.9]).ravel().tolist()
     [0.6666666666666666, 0.0, 0.0, 0.3333333333333333]

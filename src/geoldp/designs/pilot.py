@@ -31,7 +31,7 @@ from geoldp.designs.coarse import coarse_zones
 from geoldp.ledger import attach, require
 from geoldp.mechanisms.krr import KRR, krr_constants
 from geoldp.reports.estimators import project_simplex
-from geoldp.reports.zones import check_zones, zone_of_vertices
+from geoldp.zones import check_zones, zone_of_vertices
 
 __all__ = ["Pilot", "PilotEstimate"]
 

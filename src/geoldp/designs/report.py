@@ -32,8 +32,8 @@ from geoldp.nodata import uniform_answer
 from geoldp.questions import Question
 from geoldp.reports.estimators import estimate_counts
 from geoldp.reports.release import report
-from geoldp.reports.zones import check_zones, zone_of_vertices
 from geoldp.shrinkage import shrink_to_baseline, shrunk_counts
+from geoldp.zones import check_zones, zone_of_vertices
 
 __all__ = ["ReportDesign"]
 

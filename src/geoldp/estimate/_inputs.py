@@ -23,11 +23,11 @@ from pyproj import CRS
 
 from geoldp import _frames
 from geoldp._validation import check_release_epsilon
-from geoldp._zones import check_polygons, first_zone, lonlat_to
 from geoldp.geo import haversine_m
 from geoldp.ledger import ReleaseLedger, ledger_of, record_problem
 from geoldp.pointset import PointSet
 from geoldp.trajectory import engine
+from geoldp.zones import check_polygons, first_zone, lonlat_to
 
 __all__ = [
     "check_release_points",

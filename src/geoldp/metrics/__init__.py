@@ -41,13 +41,9 @@ from geoldp.metrics._scores import (
 from geoldp.metrics._zoning import (
     od_counts,
     od_flow_error,
-    zone_grid,
     zone_visit_counts,
     zone_visit_error,
 )
-
-#: Most zones :func:`zone_grid` builds; a finer grid is refused up front (raise it to allow one).
-MAX_ZONES = 1_000_000
 
 __all__ = [
     "baseline_release",
@@ -61,7 +57,6 @@ __all__ = [
     "one_median",
     "preservation_range_query",
     "range_query_error",
-    "zone_grid",
     "zone_visit_counts",
     "zone_visit_error",
 ]

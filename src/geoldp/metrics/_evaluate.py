@@ -23,7 +23,6 @@ from geoldp.metrics._hotspots import hotspot_scores
 from geoldp.metrics._pairing import pair, per_trajectory_mean, point_distances_m
 from geoldp.metrics._scores import check_deltas, range_query_error, resolve_sanity_bound
 from geoldp.metrics._zoning import (
-    Zones,
     counts_vector,
     normalise,
     od_of,
@@ -35,6 +34,7 @@ from geoldp.metrics._zoning import (
 )
 from geoldp.pointset import PointSet
 from geoldp.queries import check_how, distinct_visits, range_counts
+from geoldp.zones import Zones
 
 
 def _auto_regions(lon: np.ndarray, lat: np.ndarray, grid: int = 4) -> list[tuple[float, float, float]]:
@@ -188,7 +188,7 @@ def evaluate(
         columns. ``table.attrs["evaluate"]["regions"]`` says where they came from: ``"points"``,
         ``"originals"``, ``"given"`` or ``None``.
     zones : "auto", None or GeoDataFrame of polygons, default "auto"
-        Zones of the visit-density and OD columns. ``"auto"``: :func:`zone_grid` of ``points`` (about
+        Zones of the visit-density and OD columns. ``"auto"``: :func:`geoldp.zone_grid` of ``points`` (about
         1.5 km squares over P's bounding box; skipped without ``points``). ``None`` skips them.
     sanity_bound : "auto" or float, default "auto"
         See :func:`range_query_error`.

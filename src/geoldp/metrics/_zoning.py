@@ -1,15 +1,11 @@
-"""Zones: the public km grid, validated zones, visit density and origin-destination flows.
+"""Visit density and origin-destination flows over public zones (:mod:`geoldp.zones`), and their errors.
 
-:func:`zone_grid` builds zones of a given size in km from P (the zones of :func:`evaluate` and of the
-collector-side estimates). :func:`geoldp.reports.zone_grid` is the other grid of the package, on purpose:
-it splits a public area into a given *number* of cells, in the area's own CRS, because the number of
-zones is what sets the domain (and the noise) of an aggregate report.
+``zones="auto"`` is :func:`geoldp.zone_grid` of P with cells of :data:`geoldp.zones.AUTO_CELL_KM` km.
 """
 
 from __future__ import annotations
 
 import math
-import numbers
 from typing import Any
 
 import numpy as np
@@ -17,142 +13,13 @@ import pandas as pd
 
 from geoldp._docstrings import doc
 from geoldp._frames import TrajectoryArrays, as_pointset, trajectory_arrays
-from geoldp._zones import check_polygons, lonlat_to
-from geoldp.geo import KM_PER_DEGREE
 from geoldp.metrics._distributions import jensen_shannon
 from geoldp.pointset import PointSet
-
-
-def max_zones() -> int:
-    """The largest grid :func:`zone_grid` builds: ``geoldp.metrics.MAX_ZONES``, read at every call (the
-    public setting a user raises lives on the package, not here)."""
-    from geoldp import metrics
-
-    return int(metrics.MAX_ZONES)
-
-
-def zone_grid(points: Any, cell_km: float = 1.5) -> Any:
-    """A square grid of zones of about ``cell_km`` km over the bounding box of the public points.
-
-    The grid is built from the public point set only, so it can be shared by metrics and collector-side
-    estimators without touching private data. Cells are ``cell_km / 111.195`` degrees of latitude high and
-    ``cell_km / (111.195 cos φ̄)`` degrees of longitude wide (φ̄ the middle latitude of the box), so they
-    are squares of ``cell_km`` at φ̄ and within a few per cent of it over a city. The grid has
-    ``floor(width / cell) + 1`` columns and as many rows (likewise), centred on the box, so every public
-    point lies strictly inside it. Empty cells are kept: the index depends on P and ``cell_km`` only.
-
-    Parameters
-    ----------
-    points : PointSet, GeoDataFrame of Points or (m, 2) array of (lon, lat)
-        The public point set P.
-    cell_km : float, default 1.5
-        Side of a cell in km, > 0. A grid of more than :data:`MAX_ZONES` zones is refused before it is
-        built (``ValueError`` with the size it would have); set ``geoldp.metrics.MAX_ZONES`` higher to
-        allow it.
-
-    Returns
-    -------
-    geopandas.GeoDataFrame
-        One square Polygon per zone in EPSG:4326, row-major from the south-west corner; index ``zone``
-        (0, 1, ..., ``row * n_cols + col``), columns ``row``, ``col`` and ``geometry``.
-
-    See Also
-    --------
-    geoldp.reports.zone_grid : a given *number* of cells over a public area in its own CRS, exactly its
-        bounds (the zones of an aggregate report, whose noise depends on how many zones there are).
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> P = np.array([[0.0, 0.0], [0.02, 0.0], [0.0, 0.02]])   # 2.2 km x 2.2 km
-    >>> z = zone_grid(P, cell_km=1.5)
-    >>> len(z), z.index.name, list(z.columns)
-    (4, 'zone', ['row', 'col', 'geometry'])
-    """
-    import geopandas as gpd
-    import shapely
-
-    caller = "zone_grid"
-    if (
-        isinstance(cell_km, bool)
-        or not isinstance(cell_km, numbers.Real)
-        or not (0.0 < float(cell_km) < math.inf)
-    ):
-        raise ValueError(
-            f"The 'cell_km' parameter of {caller} must be a float in the range (0, inf). Got {cell_km!r}."
-        )
-    pts = as_pointset(points, caller=caller)
-    lon0, lon1 = float(pts.lon.min()), float(pts.lon.max())
-    lat0, lat1 = float(pts.lat.min()), float(pts.lat.max())
-    dlat = float(cell_km) / KM_PER_DEGREE
-    dlon = dlat / max(math.cos(math.radians(0.5 * (lat0 + lat1))), 1e-6)
-    # the size is checked before anything is allocated (a tiny cell_km would need terabytes)
-    fx = (lon1 - lon0) / dlon if dlon > 0 else math.inf
-    fy = (lat1 - lat0) / dlat if dlat > 0 else math.inf
-    cells = (math.floor(fx) + 1) * (math.floor(fy) + 1) if math.isfinite(fx * fy) else math.inf
-    limit = max_zones()
-    if cells > limit:
-        raise ValueError(
-            f"The 'cell_km' parameter of {caller} ({float(cell_km):g} km) would build {cells:.3g} zones "
-            f"over the public points, more than geoldp.metrics.MAX_ZONES = {limit}. Use a larger "
-            "cell_km, or raise geoldp.metrics.MAX_ZONES if you have the memory (each zone is a polygon)."
-        )
-    nx = int(math.floor(fx)) + 1
-    ny = int(math.floor(fy)) + 1
-    x0 = 0.5 * (lon0 + lon1) - 0.5 * nx * dlon
-    y0 = 0.5 * (lat0 + lat1) - 0.5 * ny * dlat
-    row, col = (a.ravel() for a in np.meshgrid(np.arange(ny), np.arange(nx), indexing="ij"))
-    geoms = shapely.box(x0 + col * dlon, y0 + row * dlat, x0 + (col + 1) * dlon, y0 + (row + 1) * dlat)
-    return gpd.GeoDataFrame(
-        {"row": row.astype(np.int64), "col": col.astype(np.int64)},
-        geometry=geoms,
-        crs="EPSG:4326",
-        index=pd.RangeIndex(nx * ny, name="zone"),
-    )
-
-
-class Zones:
-    """Validated zones: polygons, their CRS, index and a spatial index for point-in-zone look-ups."""
-
-    def __init__(self, zones: Any, caller: str) -> None:
-        import shapely
-
-        zones, geoms, self.crs = check_polygons(zones, name="zones", caller=caller, accepts=" or 'auto'")
-        self.series = zones  # the polygons, for a collector-side estimate over the same zones
-        self.index = zones.index
-        self.size = len(zones)
-        self.tree = shapely.STRtree(geoms)
-        self._points_zone: tuple[PointSet, np.ndarray] | None = None
-
-    def assign_xy(self, xy: np.ndarray) -> np.ndarray:
-        """Zone position of every (x, y) in the zones' CRS; -1 outside all zones, lowest position on ties."""
-        import shapely
-
-        out = np.full(xy.shape[0], self.size, dtype=np.int64)
-        if xy.shape[0]:
-            inp, hit = self.tree.query(shapely.points(xy), predicate="intersects")
-            np.minimum.at(out, inp, hit.astype(np.int64))
-        out[out == self.size] = -1
-        return out
-
-    def assign_trajectories(self, tr: TrajectoryArrays, pts: PointSet | None = None) -> np.ndarray:
-        """Zone position of every vertex (cached on ``tr`` for the duration of one call)."""
-        key = ("zones", id(self))
-        if key not in tr.memo:
-            if tr.index is not None and pts is not None:  # index input: assign P once, then look up
-                tr.memo[key] = self.assign_points(pts)[tr.index]
-            else:
-                tr.memo[key] = self.assign_xy(tr.xy_in(self.crs))
-        return tr.memo[key]
-
-    def assign_points(self, pts: PointSet) -> np.ndarray:
-        """Zone position of every public point."""
-        if self._points_zone is None or self._points_zone[0] is not pts:
-            self._points_zone = (pts, self.assign_xy(np.column_stack(lonlat_to(pts.lon, pts.lat, self.crs))))
-        return self._points_zone[1]
+from geoldp.zones import AUTO_CELL_KM, Zones, check_zones, zone_grid
 
 
 def zone_arg(zones: Any, pts: PointSet | None, caller: str) -> Zones | None:
+    """The zones of a metric: ``None``, validated polygons, or ``"auto"`` (a km grid over P)."""
     if zones is None:
         return None
     if isinstance(zones, Zones):
@@ -165,8 +32,8 @@ def zone_arg(zones: Any, pts: PointSet | None, caller: str) -> Zones | None:
                 f"zones='auto' in {caller} builds the zones from the public point set: pass `points=`, or "
                 "pass `zones=` (a GeoDataFrame of polygons)."
             )
-        return Zones(zone_grid(pts), caller)
-    return Zones(zones, caller)
+        return check_zones(zone_grid(pts, cell_km=AUTO_CELL_KM), caller=caller)
+    return check_zones(zones, caller=caller, accepts=" or 'auto'")
 
 
 def _required_zones(zones: Any, pts: PointSet | None, caller: str) -> Zones:
@@ -178,7 +45,7 @@ def _required_zones(zones: Any, pts: PointSet | None, caller: str) -> Zones:
 
 def zone_counts_of(tr: TrajectoryArrays, zn: Zones, pts: PointSet | None = None) -> np.ndarray:
     """Distinct trajectories visiting each zone (zone order)."""
-    z = zn.assign_trajectories(tr, pts)
+    z = zn.of_trajectories(tr, pts)
     ok = z >= 0
     key = np.unique(tr.codes[ok] * np.int64(zn.size) + z[ok])
     return np.bincount(key % zn.size, minlength=zn.size).astype(np.float64)
@@ -186,7 +53,7 @@ def zone_counts_of(tr: TrajectoryArrays, zn: Zones, pts: PointSet | None = None)
 
 def od_of(tr: TrajectoryArrays, zn: Zones, pts: PointSet | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Sparse OD counts: keys ``origin * n_zones + destination`` (zone positions) and counts."""
-    z = zn.assign_trajectories(tr, pts)
+    z = zn.of_trajectories(tr, pts)
     o, d = z[tr.offsets[:-1]], z[tr.offsets[1:] - 1]
     ok = (o >= 0) & (d >= 0)
     keys, counts = np.unique(o[ok] * np.int64(zn.size) + d[ok], return_counts=True)
@@ -278,7 +145,7 @@ def zone_visit_counts(trajectories: Any, zones: Any = "auto", *, points: Any = N
     trajectories : GeoDataFrame, GeoSeries or sequence of array_like of int
         Trajectories (any CRS), or index arrays into ``points``.
     zones : "auto" or GeoDataFrame/GeoSeries of polygons, default "auto"
-        Zones in any CRS. ``"auto"``: :func:`zone_grid` of ``points`` (1.5 km cells).
+        Zones in any CRS. ``"auto"``: :func:`geoldp.zone_grid` of ``points`` (1.5 km cells).
     points : PointSet, GeoDataFrame of Points or (m, 2) array, optional
         Public point set; required for index input and for ``zones="auto"``.
 

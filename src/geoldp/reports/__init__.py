@@ -7,7 +7,7 @@ trajectory:
 * :func:`report` — the release (``gdf.ldp.report(zones, ...)`` is the same): one report per row, with
   its ledger (:func:`geoldp.ledger_of`);
 * :func:`estimate_counts` — debiased counts with 95 % intervals and a non-negative projection;
-* :func:`zone_grid` — a grid of zones over a public area (for example the public point set);
+* :func:`geoldp.zone_grid` — a grid of zones over a public area (for example the public point set);
 * :mod:`geoldp.mechanisms.oracles` — k-RR, OUE and OLH with their exact pmfs and variances,
   :func:`choose_oracle`.
 """
@@ -17,7 +17,6 @@ from __future__ import annotations
 from geoldp.mechanisms.oracles import ORACLES, Oracle, choose_oracle, oracle
 from geoldp.reports.estimators import estimate_counts, project_simplex, true_counts
 from geoldp.reports.release import STATISTICS, report, scheme
-from geoldp.reports.zones import zone_grid
 
 __all__ = [
     "ORACLES",
@@ -30,5 +29,4 @@ __all__ = [
     "report",
     "scheme",
     "true_counts",
-    "zone_grid",
 ]

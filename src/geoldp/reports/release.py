@@ -42,7 +42,7 @@ from geoldp.errors import GeoLDPWarning
 from geoldp.ledger import ReleaseLedger, attach, ledger_of
 from geoldp.mechanisms import krr_constants
 from geoldp.mechanisms import oracles as fo
-from geoldp.reports.zones import Zones, check_zones, zone_of_vertices
+from geoldp.zones import Zones, check_zones, zone_of_vertices
 
 __all__ = [
     "STATISTICS",
@@ -276,7 +276,7 @@ def report(
     gdf : geopandas.GeoDataFrame
         One LineString per row (one trajectory), or Point rows (each a one-point trajectory). Any CRS.
     zones : GeoDataFrame or GeoSeries of Polygons/MultiPolygons
-        **Public** zones (for example :func:`geoldp.reports.zone_grid` over the public points). A vertex
+        **Public** zones (for example :func:`geoldp.zone_grid` over the public points). A vertex
         in no zone counts as the *outside* category, which is part of the domain; where zones overlap
         the first one wins.
     statistic : {"visited_zone", "od", "transitions"}, default "visited_zone"
@@ -347,7 +347,7 @@ def report(
     --------
     >>> import geopandas as gpd
     >>> from shapely.geometry import LineString
-    >>> from geoldp.reports import zone_grid
+    >>> from geoldp import zone_grid
     >>> trips = gpd.GeoDataFrame(geometry=[LineString([(0.1, 0.1), (0.9, 0.9)])] * 500, crs="EPSG:4326")
     >>> zones = zone_grid((0.0, 0.0, 1.0, 1.0), cells=2)
     >>> rep = report(trips, zones, statistic="od", epsilon=2.0, rng=0)
