@@ -64,11 +64,6 @@ LAYERS: list[tuple[str, ...]] = [
         "datasets",
         "demo",
         "cli",
-        "cli_campaign",
-        "cli_reports",
-        "cli_collect",
-        "cli_accountant",
-        "_cli_args",
         "__main__",
         "__init__",
         "_aot_build",
@@ -276,11 +271,10 @@ GEO_IMPORTERS: dict[str, set[str]] = {
     "geoldp._box": {"pyproj"},
     "geoldp._frames": {"geopandas", "pyproj", "shapely"},
     "geoldp._release": {"geopandas"},
-    "geoldp._zones": {"geopandas", "pyproj", "shapely"},
     "geoldp.accessor": {"geopandas"},
     "geoldp.accounting": {"shapely"},
     "geoldp.budget_strategies": {"geopandas"},
-    "geoldp.cli_campaign": {"geopandas", "shapely"},
+    "geoldp.cli.campaign": {"geopandas", "shapely"},
     "geoldp.dask": {"geopandas", "shapely"},
     "geoldp.datasets": {"geopandas", "shapely"},
     "geoldp.demo": {"geopandas", "shapely"},
@@ -298,7 +292,7 @@ GEO_IMPORTERS: dict[str, set[str]] = {
     "geoldp.prepare": {"geopandas", "pyproj", "shapely"},
     "geoldp.queries": {"shapely"},
     "geoldp.reports.estimators": {"geopandas"},
-    "geoldp.reports.zones": {"geopandas", "pyproj", "shapely"},
+    "geoldp.zones": {"geopandas", "pyproj", "shapely"},
 }
 
 

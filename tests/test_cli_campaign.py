@@ -256,7 +256,7 @@ def test_evaluate_checks_rows_on_reading(tmp_path, fixes_file, capsys):
     short = tmp_path / "short.gpkg"
     assert _run(["prepare", trips_path, "--max-points", "5", "-o", short], capsys)[0] == 0
     zones = tmp_path / "zones.geojson"
-    geoldp.metrics.zone_grid(gp.grid(BOX, 1000), cell_km=2.0).to_file(zones, driver="GeoJSON")
+    geoldp.zone_grid(gp.grid(BOX, 1000), cell_km=2.0).to_file(zones, driver="GeoJSON")
     code, stdout, err = _run(["evaluate", short, out, "--zones", zones], capsys)
     assert code == 0, err
     assert "zone_l1" in stdout
@@ -302,7 +302,7 @@ def test_prepare_says_which_trips_it_dropped_and_prints_warnings_as_geoldp_lines
 
 
 def test_a_box_starting_with_a_minus_sign_needs_no_equals_sign(tmp_path, capsys):
-    from geoldp._cli_args import join_negative_boxes
+    from geoldp.cli._args import join_negative_boxes
 
     out = tmp_path / "P.geojson"
     argv = ["points", "--grid", "2000", "--area", "-122.52,37.70,-122.35,37.83", "-o", out]

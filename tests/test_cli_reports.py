@@ -11,8 +11,9 @@ import pytest
 from shapely.geometry import LineString, Point
 
 import geoldp
-from geoldp import cli_reports, metrics
+from geoldp import metrics
 from geoldp.cli import main
+from geoldp.cli import reports as cli_reports
 from geoldp.reports import estimate_counts
 
 pytestmark = pytest.mark.filterwarnings("ignore:.*told from no data:geoldp.errors.GeoLDPWarning")
@@ -75,7 +76,7 @@ def test_report_file_round_trips_and_equals_the_library_release(files, tmp_path,
     assert code == 0, err
     assert stdout.split() == [str(out), str(out) + ".ledger.json"]
     back = cli_reports.read_report_table(out)
-    zones = metrics.zone_grid(gpd.read_file(d / "P.gpkg"), cell_km=2)
+    zones = geoldp.zone_grid(gpd.read_file(d / "P.gpkg"), cell_km=2)
     same = geoldp.report(
         geoldp.io.read_trajectories(d / "trips.gpkg"),
         zones,
@@ -295,7 +296,7 @@ def test_split_report_round_trips_charges_each_user_her_epsilon_and_estimates(
     table = cli_reports.read_report_table(out)
     assert "user" not in table.columns and table.columns[-1] == "epsilon"
     # the same table as the library release with the same seed (values and dtypes)
-    zones = metrics.zone_grid(gpd.read_file(d / "P.gpkg"), cell_km=1.5)
+    zones = geoldp.zone_grid(gpd.read_file(d / "P.gpkg"), cell_km=1.5)
     same = geoldp.report(
         many,
         zones,

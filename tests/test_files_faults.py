@@ -774,7 +774,7 @@ def test_cli_ctrl_c_at_random_moments_of_a_run(tmp_path, cli_inputs):
         )
         assert child.stderr is not None
         for line in child.stderr:  # -X importtime: one line per module, once it is loaded
-            if line.rstrip().endswith("| geoldp._cli_args"):
+            if line.rstrip().endswith("| geoldp.cli._args"):
                 break
         time.sleep(float(delay))
         child.send_signal(signal.SIGINT)

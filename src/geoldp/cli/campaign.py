@@ -22,11 +22,11 @@ import sys
 from pathlib import Path
 from typing import Any, TextIO
 
-from geoldp._cli_args import bbox as _bbox
-from geoldp._cli_args import check_output, existing_file, stage, usage, warned
-from geoldp._cli_args import int_at_least as _int_at_least
-from geoldp._cli_args import positive_float as _positive_float
-from geoldp._cli_args import seed as _seed
+from geoldp.cli._args import bbox as _bbox
+from geoldp.cli._args import check_output, existing_file, stage, usage, warned
+from geoldp.cli._args import int_at_least as _int_at_least
+from geoldp.cli._args import positive_float as _positive_float
+from geoldp.cli._args import seed as _seed
 from geoldp.ledger import attach, ledger_of
 from geoldp.zones import zone_grid
 
@@ -163,7 +163,7 @@ def perturb_options(args: argparse.Namespace) -> dict[str, Any]:
         return out
     out["user_col"] = args.user_col
     if args.accountant is not None:
-        from geoldp import cli_accountant
+        from geoldp.cli import accountant as cli_accountant
 
         # refused if it is a file this command reads or writes; charges held until the output is written
         out["accountant"] = cli_accountant.open_accountant(args)
@@ -184,7 +184,7 @@ def finish_perturb(
         attach(out, led.replace(points={**led.points, "file": Path(args.points).name}))
     acc = options.get("accountant")
     if acc is not None:
-        # charged (pending) before the release is written, confirmed after: see geoldp.cli_accountant
+        # charged (pending) before the release is written, confirmed after: see geoldp.cli.accountant
         print(f"{PROG}: charged the release to {len(acc)} user(s) in '{acc.location}'", file=stderr)
     if getattr(args, "kept_rows", None) is not None:
         import numpy as np

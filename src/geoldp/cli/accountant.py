@@ -26,7 +26,7 @@ import sys
 import warnings
 from typing import Any, TextIO
 
-from geoldp._cli_args import stage, usage
+from geoldp.cli._args import stage, usage
 from geoldp.ledger import ledger_of
 
 __all__ = ["confirm_release", "open_accountant", "register"]

@@ -23,14 +23,14 @@ import os
 from pathlib import Path
 from typing import Any, TextIO
 
-from geoldp._cli_args import bbox as _bbox
-from geoldp._cli_args import check_output, existing_file, stage, usage
-from geoldp._cli_args import int_at_least as _int_at_least
-from geoldp._cli_args import lengths as _lengths
-from geoldp._cli_args import one_line as _one_line
-from geoldp._cli_args import positive_float as _positive_float
-from geoldp._cli_args import seed as _seed
-from geoldp._cli_args import warned as _warned
+from geoldp.cli._args import bbox as _bbox
+from geoldp.cli._args import check_output, existing_file, stage, usage
+from geoldp.cli._args import int_at_least as _int_at_least
+from geoldp.cli._args import lengths as _lengths
+from geoldp.cli._args import one_line as _one_line
+from geoldp.cli._args import positive_float as _positive_float
+from geoldp.cli._args import seed as _seed
+from geoldp.cli._args import warned as _warned
 from geoldp.ledger import attach, require
 
 __all__ = ["read_report_table", "register", "write_report_table"]
@@ -193,8 +193,8 @@ def _add_zone_options(p: argparse.ArgumentParser) -> None:
 
 def _zones(args: argparse.Namespace) -> tuple[Any, list[Path]]:
     """The public zones (``--zones`` file or the ``--cell-km`` grid over ``--points``) and the files read."""
-    from geoldp import cli_campaign
     from geoldp import io as gio
+    from geoldp.cli import campaign as cli_campaign
 
     if (args.zones is None) == (args.points is None):
         usage(args, "give either --zones FILE or --points POINTS (zones: a --cell-km grid over them)")
@@ -208,8 +208,8 @@ def _zones(args: argparse.Namespace) -> tuple[Any, list[Path]]:
 
 
 def _read_trips(args: argparse.Namespace, path: Path) -> Any:
-    from geoldp import cli_campaign
     from geoldp import io as gio
+    from geoldp.cli import campaign as cli_campaign
 
     kwargs = {n: getattr(args, n) for n in ("crs", "wkt_col", "lon_col", "lat_col") if getattr(args, n, None)}
     kwargs.update(cli_campaign.text_columns(args, path))  # user ids such as "000" stay text
@@ -220,7 +220,8 @@ def _read_trips(args: argparse.Namespace, path: Path) -> Any:
 def _per_user(args: argparse.Namespace, trips: Any, source: Any) -> tuple[Any, dict[str, Any]]:
     """Apply ``--max-per-user`` (a public selection rule) and load the accountant, for ``synthesize``;
     ``--user-budget split`` is refused: an LDPTrace model needs one ε for every trip."""
-    from geoldp import budget_strategies, cli_campaign
+    from geoldp import budget_strategies
+    from geoldp.cli import campaign as cli_campaign
 
     options = cli_campaign.perturb_options(args)  # the same checks and accountant file as perturb
     if options.get("user_budget", "trajectory") != "trajectory":
@@ -264,7 +265,9 @@ def _table_options(p: argparse.ArgumentParser) -> None:
 
 
 def _cmd_report(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
-    from geoldp import cli_accountant, cli_campaign, reports
+    from geoldp import reports
+    from geoldp.cli import accountant as cli_accountant
+    from geoldp.cli import campaign as cli_campaign
 
     trips_path = existing_file(args.trips, "TRIPS")
     zones, zone_files = _zones(args)
@@ -302,7 +305,7 @@ def _cmd_report(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int
 
 
 def _add_report(sub: Any) -> None:
-    from geoldp import cli_campaign
+    from geoldp.cli import campaign as cli_campaign
 
     p = sub.add_parser(
         "report",
@@ -357,9 +360,11 @@ def _grid_size(text: str) -> int | str:
 
 
 def _cmd_synthesize(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
-    from geoldp import cli_accountant, cli_campaign, ldptrace
     from geoldp import io as gio
+    from geoldp import ldptrace
     from geoldp._random import resolve_rng
+    from geoldp.cli import accountant as cli_accountant
+    from geoldp.cli import campaign as cli_campaign
 
     if (args.points is None) == (args.area is None):
         usage(args, "give either --points POINTS (their box is the grid's) or --area MINX,MINY,MAXX,MAXY")
@@ -406,8 +411,8 @@ def _cmd_synthesize(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) ->
 
 
 def _add_synthesize(sub: Any) -> None:
-    from geoldp import cli_campaign
     from geoldp._formats import WRITE_FORMATS
+    from geoldp.cli import campaign as cli_campaign
 
     p = sub.add_parser(
         "synthesize",

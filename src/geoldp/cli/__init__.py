@@ -18,11 +18,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn, TextIO
 
 from geoldp import _progress
+from geoldp._formats import WRITE_FORMATS
 
 # the output formats of `geoldp perturb` are those of geoldp.io.write_file, by file suffix. Only light
 # modules at the top: `--help`, `--version` and usage errors answer before numba or GeoPandas load (every
 # command imports what it needs inside its function).
-from geoldp._cli_args import (
+from geoldp.cli._args import (
     UsageError,
     UserError,
     check_name,
@@ -31,14 +32,13 @@ from geoldp._cli_args import (
     join_negative_boxes,
     stage,
 )
-from geoldp._cli_args import bbox as _bbox
-from geoldp._cli_args import lengths as _lengths
-from geoldp._cli_args import one_line as _one_line
-from geoldp._cli_args import positive_float as _positive_float
-from geoldp._cli_args import positive_int as _positive_int
-from geoldp._cli_args import report_warnings as _report_warnings
-from geoldp._cli_args import seed as _seed
-from geoldp._formats import WRITE_FORMATS
+from geoldp.cli._args import bbox as _bbox
+from geoldp.cli._args import lengths as _lengths
+from geoldp.cli._args import one_line as _one_line
+from geoldp.cli._args import positive_float as _positive_float
+from geoldp.cli._args import positive_int as _positive_int
+from geoldp.cli._args import report_warnings as _report_warnings
+from geoldp.cli._args import seed as _seed
 from geoldp.zones import zone_grid
 
 if TYPE_CHECKING:
@@ -232,9 +232,10 @@ def _cmd_perturb(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> in
             raise UserError(f"the output '{args.output}' is the {what} file; choose another output path")
     out_path = check_output(args.output, overwrite=args.overwrite, inputs=inputs)
 
-    from geoldp import cli_accountant, cli_campaign
     from geoldp import io as gio
     from geoldp import points as gpoints
+    from geoldp.cli import accountant as cli_accountant
+    from geoldp.cli import campaign as cli_campaign
 
     options: dict[str, Any] = dict(args.option or [])
     if args.granularity is not None:
@@ -334,8 +335,9 @@ def _cmd_evaluate(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> i
 
     import pandas as pd
 
-    from geoldp import cli_campaign, metrics
     from geoldp import io as gio
+    from geoldp import metrics
+    from geoldp.cli import campaign as cli_campaign
 
     with _report_warnings(stderr):
         with stage(f"cannot read ORIGINAL '{args.original}'"):
@@ -406,7 +408,7 @@ def _cmd_plan(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
         zones = zone_grid(points, cell_km=args.cell_km)
         pilot = None
         if args.pilot is not None:
-            from geoldp import cli_collect
+            from geoldp.cli import collect as cli_collect
 
             with stage(f"cannot read --pilot '{args.pilot}'"):
                 pilot = cli_collect.pilot_estimate(existing_file(args.pilot, "--pilot"), zones)
@@ -458,7 +460,10 @@ def build_parser() -> argparse.ArgumentParser:
     -------
     argparse.ArgumentParser
     """
-    from geoldp import cli_accountant, cli_campaign, cli_collect, cli_reports
+    from geoldp.cli import accountant as cli_accountant
+    from geoldp.cli import campaign as cli_campaign
+    from geoldp.cli import collect as cli_collect
+    from geoldp.cli import reports as cli_reports
 
     parser = _Parser(
         prog=PROG,

@@ -13,10 +13,10 @@ import argparse
 from pathlib import Path
 from typing import Any, TextIO
 
-from geoldp._cli_args import check_output, existing_file, stage, usage
-from geoldp._cli_args import positive_float as _positive_float
-from geoldp._cli_args import report_warnings as _report_warnings
-from geoldp._cli_args import seed as _seed
+from geoldp.cli._args import check_output, existing_file, stage, usage
+from geoldp.cli._args import positive_float as _positive_float
+from geoldp.cli._args import report_warnings as _report_warnings
+from geoldp.cli._args import seed as _seed
 from geoldp.ledger import attach, require
 from geoldp.questions import Question
 
@@ -25,8 +25,8 @@ PROG = "geoldp"
 
 def _write_release(released: Any, path: Path, overwrite: bool) -> list[Path]:
     """The release as a file: trajectories as a GIS file, a report table as CSV (with the ledger)."""
-    from geoldp import cli_reports
     from geoldp import io as gio
+    from geoldp.cli import reports as cli_reports
 
     if hasattr(released, "geometry"):
         return gio.write_file(released, path, overwrite=overwrite)
@@ -34,9 +34,10 @@ def _write_release(released: Any, path: Path, overwrite: bool) -> list[Path]:
 
 
 def _cmd_collect(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
-    from geoldp import cli_campaign, designs
+    from geoldp import designs
     from geoldp import io as gio
     from geoldp._progress import stages
+    from geoldp.cli import campaign as cli_campaign
 
     question = Question(args.question)
     try:
@@ -142,8 +143,8 @@ def pilot_estimate(path: Path, zones: Any) -> Any:
 
 
 def _cmd_pilot(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
-    from geoldp import cli_campaign
     from geoldp import io as gio
+    from geoldp.cli import campaign as cli_campaign
     from geoldp.designs import Pilot
 
     trips_path = existing_file(args.trips, "TRIPS")
