@@ -11,7 +11,6 @@ import pytest
 from shapely.geometry import LineString, Point
 
 import geoldp
-from geoldp import metrics
 from geoldp.cli import main
 from geoldp.cli import reports as cli_reports
 from geoldp.reports import estimate_counts
