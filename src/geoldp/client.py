@@ -60,6 +60,10 @@ _LOCK = threading.Lock()
 #: The marker of the kernel sources in geoldp's files (the digest the compiled kernels carry covers every
 #: source file that holds it; spelled in two parts so that this file is not one of them).
 _KERNEL_MARK = b"num" + b"ba"
+#: Snapping: points whose unit-vector dot product is within this of the largest are candidates (rounding of
+#: a dot product is about 1e−16); beyond 168° (cos = −0.978) the haversine kernel loses digits: full scan.
+_SNAP_DOT_TOL = 1e-11
+_FAR_COS = -0.978
 
 
 # ------------------------------------------------------------------------------------------------------
@@ -407,9 +411,30 @@ class Client:
         )
 
     def _snap(self, lon: np.ndarray, lat: np.ndarray, kernels: Any) -> np.ndarray:
-        """The nearest public point of each vertex (exact haversine, ties to the lowest index)."""
+        """The nearest public point of each vertex: the minimiser of geoldp's haversine kernel, ties to the
+        lowest index (as :meth:`geoldp.PointSet.nearest`).
+
+        Dot products of unit vectors propose the points within ``_SNAP_DOT_TOL`` of the largest (rounding
+        of a dot product is about 1e−16, so the kernel's minimiser is among them) and the kernel decides
+        among them; a vertex whose nearest point is more than ``_FAR_COS``'s angle away is scanned fully.
+        """
+        lam, phi = lon * _DEG2RAD, lat * _DEG2RAD
+        cphi = np.cos(phi)
+        q = np.column_stack([cphi * np.cos(lam), cphi * np.sin(lam), np.sin(phi)])
+        dots = self._index.xyz @ q.T
+        best = dots.max(axis=0)
         out = np.empty(lon.shape[0], dtype=np.int64)
-        kernels[0].nearest_scan_rows(lon * _DEG2RAD, lat * _DEG2RAD, self._lam, self._phi, out)
+        plain = kernels[0]
+        for j in range(lon.shape[0]):
+            if not best[j] >= _FAR_COS:
+                out[j] = plain.nearest_scan(float(lam[j]), float(phi[j]), self._lam, self._phi)
+                continue
+            cand = np.flatnonzero(dots[:, j] >= best[j] - _SNAP_DOT_TOL)
+            if cand.shape[0] == 1:
+                out[j] = cand[0]
+                continue
+            sub_lam, sub_phi = _readonly(self._lam[cand]), _readonly(self._phi[cand])
+            out[j] = cand[plain.nearest_scan(float(lam[j]), float(phi[j]), sub_lam, sub_phi)]
         return out
 
     def _tables(self, n: int) -> tuple[np.ndarray, ...]:
