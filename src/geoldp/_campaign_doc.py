@@ -158,7 +158,8 @@ def record_digest(record: Mapping[str, Any]) -> str:
 # campaigns
 
 
-def _refuse_constant(name: str) -> Any:
+def refuse_constant(name: str) -> Any:
+    """Refuse NaN and infinity while parsing JSON (``json.loads(..., parse_constant=refuse_constant)``)."""
     raise ValueError(f"holds {name}, which JSON does not allow")
 
 
@@ -184,7 +185,7 @@ def load_campaign(path: str | os.PathLike[str]) -> dict[str, Any]:
     with open(name, "rb") as fh:
         data = fh.read()
     try:
-        document = json.loads(data.decode("utf-8"), parse_constant=_refuse_constant)
+        document = json.loads(data.decode("utf-8"), parse_constant=refuse_constant)
     except (UnicodeDecodeError, json.JSONDecodeError, ValueError, RecursionError) as exc:
         raise ValueError(f"{where} is not a JSON campaign file ({exc}).") from None
     return check_campaign(document, where=where)
