@@ -434,6 +434,10 @@ def _cmd_plan(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
                 "-o ANSWER.gpkg",
                 file=stdout,
             )
+        if args.campaign_out is not None and table.best is not None:
+            from geoldp import cli_field
+
+            print(cli_field.campaign_from_plan(args, table.best, points, zones, stderr), file=stdout)
     return 0
 
 
@@ -458,7 +462,7 @@ def build_parser() -> argparse.ArgumentParser:
     -------
     argparse.ArgumentParser
     """
-    from geoldp import cli_accountant, cli_campaign, cli_collect, cli_reports
+    from geoldp import cli_accountant, cli_campaign, cli_collect, cli_field, cli_reports
 
     parser = _Parser(
         prog=PROG,
@@ -709,6 +713,7 @@ def build_parser() -> argparse.ArgumentParser:
     cli_reports.register(sub)  # report, report-estimate, synthesize
     cli_collect.register(sub)  # collect: any design by its planned name
     cli_accountant.register(sub)  # accountant show, accountant reconcile
+    cli_field.register(sub)  # campaign, respond, ingest, answer: a collection in the field
 
     pl = sub.add_parser(
         "plan",
@@ -752,6 +757,13 @@ def build_parser() -> argparse.ArgumentParser:
         "all three (robust: the pick with the smallest worst regret)",
     )
     pl.add_argument("--seed", type=int, default=None, help="seed of the simulation (reproducible table)")
+    pl.add_argument(
+        "--campaign-out",
+        metavar="CAMPAIGN.json",
+        default=None,
+        help="write the recommended design's campaign file (geoldp campaign create) for devices to answer",
+    )
+    pl.add_argument("--overwrite", action="store_true", help="replace an existing --campaign-out file")
     pl.set_defaults(func=_cmd_plan)
 
     i = sub.add_parser(
