@@ -27,7 +27,7 @@ import numpy as np
 
 from geoldp import _campaign_doc as doc
 from geoldp import _frames
-from geoldp._safe_write import write_bytes
+from geoldp._safe_write import check_output, write_bytes
 from geoldp._validation import check_int_range, check_release_epsilon
 from geoldp.designs import ReportDesign, TrajectoryDesign, design
 from geoldp.designs.base import Design
@@ -153,7 +153,14 @@ class Campaign:
         Returns
         -------
         pathlib.Path
+
+        Raises
+        ------
+        ValueError
+            The file exists (without ``overwrite``), is a link or not a regular file, or its folder is
+            missing.
         """
+        check_output(path, overwrite=overwrite, what="campaign")
         write_bytes(path, self.to_bytes(), overwrite=overwrite)
         return Path(path)
 

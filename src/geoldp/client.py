@@ -171,6 +171,10 @@ class _Stream:
         b = self.word() >> 6
         return float(a * 67108864 + b) * (1.0 / 9007199254740992.0)
 
+    def bernoulli(self, p: float) -> bool:
+        """``uniform() < p``."""
+        return self.uniform() < p
+
     def integers(self, k: int) -> int:
         """Uniform on {0, …, k−1} by bitmask rejection on 64-bit words."""
         if k <= 1:
@@ -582,29 +586,35 @@ class Client:
             todo[idx[hit]] = False
         return out
 
-    def _report(self, lon: np.ndarray, lat: np.ndarray, key: np.ndarray) -> dict[str, Any]:
+    def items(self, lon: np.ndarray, lat: np.ndarray) -> list[int]:
+        """The private item set a report design samples from: the visited zones, or the (origin, end) pair."""
         zone = self._zone_of(lon, lat)
         k = self._n_zones + 1
         if self._statistic == "od":
-            items = [int(zone[0]) * k + int(zone[-1])]
-        else:
-            items = [int(v) for v in np.unique(zone)]
-        stream = _Stream(key, 0)
+            return [int(zone[0]) * k + int(zone[-1])]
+        return [int(v) for v in np.unique(zone)]
+
+    def report_of(self, items: list[int], source: Any) -> dict[str, Any]:
+        """The oracle's report of one item set, drawn from ``source``.
+
+        ``source`` has ``integers(k)``, ``bernoulli(p)`` and ``word()`` (a uniform 32-bit word); the
+        report draws in the order of geoldp's compiled samplers: the padded item, then the oracle.
+        """
         size = len(items)
-        j = stream.integers(max(size, self._pad))
+        j = source.integers(max(size, self._pad))
         x = items[j] if j < size else self._base + (j - size)
         eps = self.epsilon
         if self._oracle == "krr":
-            return {"value": _krr_value(stream, x, self._d, _krr_lie(self._d, eps))}
+            return {"value": _krr_value(source, x, self._d, _krr_lie(self._d, eps))}
         if self._oracle == "olh":
             g = olh_range(eps)
-            seed = stream.word()
-            return {"seed": seed, "value": _krr_value(stream, _olh_hash(seed, x, g), g, _krr_lie(g, eps))}
+            seed = int(source.word())
+            return {"seed": seed, "value": _krr_value(source, _olh_hash(seed, x, g), g, _krr_lie(g, eps))}
         t = math.exp(-eps)
         p, q = 0.5, t / (1.0 + t)
         bits = np.zeros((self._d + 7) // 8, dtype=np.uint8)
         for v in range(self._d):
-            if stream.uniform() < (p if v == x else q):
+            if source.bernoulli(p if v == x else q):
                 bits[v >> 3] |= np.uint8(1 << (7 - (v & 7)))
         return {"bits": bits.tobytes().hex()}
 
@@ -628,7 +638,7 @@ class Client:
         if self.kind == "trajectory":
             payload = self._trajectory_report(lon, lat, key)
         else:
-            payload = self._report(lon, lat, key)
+            payload = self.report_of(self.items(lon, lat), _Stream(key, 0))
         return {
             "format": RECORD_FORMAT,
             "version": RECORD_VERSION,
@@ -666,9 +676,9 @@ def _krr_lie(k: int, epsilon: float) -> float:
     return (k - 1) * t / (1.0 + (k - 1) * t)
 
 
-def _krr_value(stream: _Stream, x: int, k: int, lie: float) -> int:
-    if stream.uniform() < lie:
-        j = stream.integers(k - 1)
+def _krr_value(source: Any, x: int, k: int, lie: float) -> int:
+    if source.bernoulli(lie):
+        j = source.integers(k - 1)
         return j + 1 if j >= x else j
     return x
 
