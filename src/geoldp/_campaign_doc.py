@@ -50,6 +50,8 @@ RECORD_FORMAT = "geoldp.report"
 RECORD_VERSION = 1
 #: The design kinds a campaign can hold (one randomiser per user each).
 KINDS = ("trajectory", "report")
+#: OLH's largest hash range (as geoldp's oracles).
+OLH_G_MAX = 1 << 30
 #: Largest campaign file read (bytes): P of 10⁶ points is about 40 MB of JSON.
 MAX_CAMPAIGN_BYTES = 256 * 1024 * 1024
 
@@ -497,4 +499,6 @@ def _check_payload(payload: Any, campaign: Mapping[str, Any], where: str) -> Non
 
 def olh_range(epsilon: float) -> int:
     """OLH's hash range g = round(e^ε) + 1, at least 2 (as :func:`geoldp.mechanisms.oracles.olh_range`)."""
-    return max(2, round(math.exp(epsilon)) + 1)
+    if float(epsilon) > math.log(OLH_G_MAX):
+        return OLH_G_MAX
+    return max(2, int(round(math.exp(float(epsilon)))) + 1)
