@@ -18,6 +18,7 @@ Devices answer with :func:`geoldp.client.respond`; the collector takes the answe
 
 from __future__ import annotations
 
+import math
 import os
 from fractions import Fraction
 from pathlib import Path
@@ -28,7 +29,7 @@ import numpy as np
 from geoldp import _campaign_doc as doc
 from geoldp import _frames
 from geoldp._safe_write import check_output, write_bytes
-from geoldp._validation import check_int_range, check_release_epsilon
+from geoldp._validation import check_int_range, check_real, check_release_epsilon
 from geoldp.designs import ReportDesign, TrajectoryDesign, design
 from geoldp.designs.base import Design
 from geoldp.reports.release import design as report_design
@@ -239,9 +240,14 @@ class Campaign:
         total = (
             eps
             if user_total_epsilon is None
-            else check_release_epsilon(user_total_epsilon, caller=_CALLER, name="user_total_epsilon")
+            else check_real(user_total_epsilon, "user_total_epsilon", caller=_CALLER)
         )
-        if total < eps:
+        if not total < math.inf:
+            raise ValueError(
+                f"The 'user_total_epsilon' parameter of {_CALLER} must be a finite float. Got {total!r} "
+                "instead."
+            )
+        if not total >= eps:
             raise ValueError(
                 f"The 'user_total_epsilon' parameter of {_CALLER} ({total:g}) is below 'epsilon' "
                 f"({eps:g}): no "

@@ -188,19 +188,21 @@ def _cmd_respond(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> in
 
 
 def _cmd_ingest(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
-    from geoldp.campaign import Campaign
+    from geoldp import _campaign_doc
     from geoldp.ingest import ingest
 
-    campaign = Campaign.read(existing_file(args.campaign, "CAMPAIGN"))
+    campaign_path = existing_file(args.campaign, "CAMPAIGN")
+    document = _campaign_doc.load_campaign(campaign_path)
     files = [existing_file(f, "REPORTS") for f in args.reports]
     target = _store_target(args.store)
-    summary = ingest(campaign, files, store=target, batch=args.batch)
+    summary = ingest(campaign_path, files, store=target, batch=args.batch)
     for refusal in summary.refused[: args.max_errors]:
         print(f"{PROG}: refused: {refusal}", file=stderr)
     if len(summary.refused) > args.max_errors:
         print(f"{PROG}: refused: ... and {len(summary.refused) - args.max_errors} more", file=stderr)
     print(
-        f"{PROG}: ingested {summary.read} records of campaign {campaign.id[:12]}... into {_where(target)}: "
+        f"{PROG}: ingested {summary.read} records of campaign {document['id'][:12]}... into "
+        f"{_where(target)}: "
         f"{summary.stored} stored, {summary.duplicates} already stored, {summary.over_budget} over their "
         f"user's budget (not stored, not charged), {len(summary.refused)} refused",
         file=stdout,

@@ -19,13 +19,15 @@ import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from geoldp import _campaign_doc as doc
-from geoldp.campaign import Campaign
 from geoldp.store import Report, Store, is_url
+
+if TYPE_CHECKING:
+    from geoldp.campaign import Campaign
 
 __all__ = ["IngestSummary", "Refusal", "answer", "ingest", "release_of"]
 
@@ -74,15 +76,17 @@ class IngestSummary:
         return self.stored + self.duplicates + self.over_budget + len(self.refused)
 
 
-def _campaign(campaign: Any) -> Campaign:
-    if isinstance(campaign, Campaign):
-        return campaign
+def _document(campaign: Any) -> dict[str, Any]:
+    """The checked document of a campaign file's path or of a :class:`~geoldp.campaign.Campaign`."""
     if isinstance(campaign, (str, os.PathLike)):
-        return Campaign.read(campaign)
-    raise TypeError(
-        "The 'campaign' parameter must be a geoldp.campaign.Campaign or a campaign file's path. Got "
-        f"{type(campaign).__name__} instead."
-    )
+        return doc.load_campaign(campaign)
+    document = getattr(campaign, "document", None)
+    if not isinstance(document, dict):
+        raise TypeError(
+            "The 'campaign' parameter must be a geoldp.campaign.Campaign or a campaign file's path. Got "
+            f"{type(campaign).__name__} instead."
+        )
+    return doc.check_campaign(document)
 
 
 def _open_store(store: Any, total: float) -> tuple[Store, bool]:
@@ -172,7 +176,7 @@ def ingest(
         A malformed campaign, a store with another total per user or another document under the
         campaign's id.
     """
-    c = _campaign(campaign)
+    document = _document(campaign)
     if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
         raise ValueError(
             f"The 'batch' parameter of geoldp.ingest.ingest must be an int >= 1. Got {batch!r} instead."
@@ -181,19 +185,20 @@ def ingest(
     for p in paths:
         if not p.is_file():
             raise FileNotFoundError(f"The report file '{os.fspath(p)}' does not exist.")
-    st, opened = _open_store(store, c.user_total_epsilon)
+    cid = document["id"]
+    st, opened = _open_store(store, float(document["user_total_epsilon"]))
     summary = IngestSummary()
     try:
-        st.add_campaign(c.id, doc.canonical(c.document).decode("utf-8"))
+        st.add_campaign(cid, doc.canonical(document).decode("utf-8"))
         for p in paths:
             pending: list[Report] = []
-            for row in _records(p, c.document, summary.refused):
+            for row in _records(p, document, summary.refused):
                 pending.append(row)
                 if len(pending) >= batch:
-                    _append(st, c.id, pending, summary)
+                    _append(st, cid, pending, summary)
                     pending = []
             if pending:
-                _append(st, c.id, pending, summary)
+                _append(st, cid, pending, summary)
     finally:
         if opened:
             st.close()
@@ -216,6 +221,8 @@ def _append(store: Store, campaign_id: str, rows: list[Report], summary: IngestS
 
 def stored_campaign(store: Any, campaign_id: str) -> Campaign:
     """The campaign registered in ``store`` under ``campaign_id`` (a unique prefix of it is enough)."""
+    from geoldp.campaign import Campaign
+
     st, opened = (store, False) if isinstance(store, Store) else (Store.open(store), True)
     try:
         ids = [c for c in st.campaigns() if c.startswith(str(campaign_id))]
@@ -304,7 +311,7 @@ def answer(store: Any, campaign: Any, question: Any) -> Any:
     """
     st, opened = (store, False) if isinstance(store, Store) else (Store.open(store), True)
     try:
-        c = campaign if isinstance(campaign, Campaign) else stored_campaign(st, str(campaign))
+        c = stored_campaign(st, campaign) if isinstance(campaign, str) else campaign
         rows = st.reports(c.id)
     finally:
         if opened:
