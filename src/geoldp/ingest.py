@@ -106,15 +106,20 @@ def _open_store(store: Any, total: float) -> tuple[Store, bool]:
     return Store.open(store, total_epsilon=total), True
 
 
-def _ledger_entry(record: dict[str, Any]) -> str:
-    """The public ledger entry stored beside a report: campaign, design, ε, record id, rng policy."""
-    entry = {k: record[k] for k in ("campaign", "design", "epsilon", "record_id", "rng")}
-    return doc.canonical(entry).decode("utf-8")
+def _ledger_entry(campaign: dict[str, Any]) -> tuple[str, str]:
+    """The public ledger entry stored beside a report, as a prefix and suffix around its record id and rng
+    policy (the canonical JSON of campaign, design, ε, record id, rng: the other members are the campaign's).
+    """
+    head = doc.canonical(
+        {"campaign": campaign["id"], "design": campaign["design"], "epsilon": campaign["epsilon"]}
+    )
+    return head.decode("utf-8")[:-1] + ',"record_id":"', '","rng":"'
 
 
 def _records(path: Path, campaign: dict[str, Any], refused: list[Refusal]) -> Iterator[Report]:
     """The valid records of one JSON Lines file, as store rows; malformed lines go to ``refused``."""
     name = os.fspath(path)
+    head, middle = _ledger_entry(campaign)
     with open(path, "rb") as fh:
         for number, raw in enumerate(fh, start=1):
             if len(raw) > MAX_LINE_BYTES:
@@ -139,7 +144,7 @@ def _records(path: Path, campaign: dict[str, Any], refused: list[Refusal]) -> It
                 record_digest=doc.record_digest(record),
                 epsilon=float(record["epsilon"]),
                 payload=doc.canonical(record["report"]).decode("utf-8"),
-                ledger=_ledger_entry(record),
+                ledger=f'{head}{record["record_id"]}{middle}{record["rng"]}"}}',  # checked: hex and a policy
             )
 
 
