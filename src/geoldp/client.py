@@ -734,20 +734,25 @@ def _coordinates(trajectory: Any) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _client(campaign: Any) -> Client:
+    """The prepared :class:`Client` of a campaign: kept per process by id (or by file and its stat)."""
     if isinstance(campaign, Client):
         return campaign
-    cid = None
-    if isinstance(campaign, dict):
-        cid = campaign.get("id")
-    elif not isinstance(campaign, (str, os.PathLike)):
-        cid = getattr(getattr(campaign, "document", None), "get", lambda _: None)("id")
-    if isinstance(cid, str) and cid in _PREPARED:
+    if isinstance(campaign, (str, os.PathLike)):
+        try:
+            st = os.stat(campaign)
+            key = f"{os.path.realpath(campaign)}\0{st.st_mtime_ns}\0{st.st_size}"
+        except OSError:
+            key = None  # Client() says what is wrong with it
+    else:
+        document = getattr(campaign, "document", campaign)
+        key = document.get("id") if isinstance(document, dict) else None
+    if isinstance(key, str) and key in _PREPARED:
         with _LOCK:
-            _PREPARED.move_to_end(cid)
-        return _PREPARED[cid]
+            _PREPARED.move_to_end(key)
+        return _PREPARED[key]
     client = Client(campaign)
     with _LOCK:
-        _PREPARED[client.id] = client
+        _PREPARED[key if isinstance(key, str) else client.id] = client
         while len(_PREPARED) > _PREPARED_MAX:
             _PREPARED.popitem(last=False)
     return client
