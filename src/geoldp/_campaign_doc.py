@@ -491,7 +491,7 @@ def _check_payload(payload: Any, campaign: Mapping[str, Any], where: str) -> Non
             and len(bits) == 2 * n_bytes
             and re.fullmatch(r"[0-9a-f]*", bits) is not None
         )
-        if ok and d % 8:
+        if ok and d % 8 and isinstance(bits, str):
             ok = int(bits[-2:], 16) & ((1 << (8 - d % 8)) - 1) == 0  # the padding bits of the last byte
         if not ok:
             raise ValueError(f"{where}: an OUE report is {{'bits': hex}} of {n_bytes} bytes ({d} bits).")

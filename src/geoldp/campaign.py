@@ -112,12 +112,12 @@ class Campaign:
         if zones is None:
             return None
         import geopandas as gpd
-        from shapely.geometry import MultiPolygon, Polygon
+        import shapely
 
         geoms = []
         for zone in zones["polygons"]:
-            parts = [Polygon(p[0], p[1:]) for p in zone]
-            geoms.append(parts[0] if len(parts) == 1 else MultiPolygon(parts))
+            parts = [shapely.Polygon(p[0], p[1:]) for p in zone]
+            geoms.append(parts[0] if len(parts) == 1 else shapely.MultiPolygon(parts))
         return gpd.GeoDataFrame(geometry=geoms, index=list(zones["labels"]), crs="EPSG:4326")
 
     def __repr__(self) -> str:
@@ -299,11 +299,10 @@ class Campaign:
             "parameters": None,
             "client": None,
         }
-        if kind == "trajectory":
+        if isinstance(des, TrajectoryDesign):
             document["parameters"] = {"mechanism": des.name, "max_points": max_points}
             document["client"] = _trajectory_client(des, eps, ps, max_points)
-        else:
-            assert isinstance(des, ReportDesign)  # noqa: S101 (the branch above)
+        elif isinstance(des, ReportDesign):
             if zones_4326 is None:
                 raise ValueError(
                     f"The design {des.name!r} reports over public zones: pass zones=... to {_CALLER}."
@@ -336,12 +335,12 @@ def _label(value: Any) -> Any:
 
 def _zones_doc(zones: Any) -> dict[str, Any]:
     """Zones (EPSG:4326 polygons) as the campaign holds them: labels, rings of [lon, lat], digest."""
-    from shapely.geometry import MultiPolygon
+    import shapely
 
     geoms = zones.geometry if hasattr(zones, "geometry") else zones
     polygons = []
     for geom in geoms:
-        parts = list(geom.geoms) if isinstance(geom, MultiPolygon) else [geom]
+        parts = list(geom.geoms) if isinstance(geom, shapely.MultiPolygon) else [geom]
         polygons.append(
             [
                 [[[float(x), float(y)] for x, y, *_ in ring.coords] for ring in (p.exterior, *p.interiors)]

@@ -253,7 +253,7 @@ def release_of(campaign: Campaign, payloads: Iterable[str]) -> Any:
     """
     import geopandas as gpd
     import pandas as pd
-    from shapely.geometry import LineString, Point
+    import shapely
 
     reports = [json.loads(p) for p in payloads]
     d = campaign.document
@@ -264,7 +264,7 @@ def release_of(campaign: Campaign, payloads: Iterable[str]) -> Any:
         for r in reports:
             idx = np.asarray(r["points"], dtype=np.int64)
             xy = np.column_stack([lon[idx], lat[idx]])
-            geoms.append(LineString(xy) if len(idx) > 1 else Point(xy[0]))
+            geoms.append(shapely.LineString(xy) if len(idx) > 1 else shapely.Point(xy[0]))
         return gpd.GeoDataFrame(geometry=geoms, crs="EPSG:4326")
     from geoldp.accounting import finish_release
     from geoldp.reports.release import design as report_design
