@@ -152,8 +152,13 @@ def zones_digest(labels: Sequence[str], polygons: Sequence[Any]) -> str:
 
 
 def record_digest(record: Mapping[str, Any]) -> str:
-    """SHA-256 (hex) of a report record's canonical JSON: the key a record is stored once under."""
-    return hashlib.sha256(canonical(dict(record))).hexdigest()
+    """The key a record is stored once under: SHA-256 (hex) of its campaign id, user id and record id.
+
+    A record is its id: sending it again, however it was re-serialised, stores and charges it once; a
+    different report under an id already stored is the same record for the store, and is not stored.
+    """
+    key = f"{record['campaign']}\0{record['user']}\0{record['record_id']}"
+    return hashlib.sha256(key.encode("utf-8")).hexdigest()
 
 
 # ------------------------------------------------------------------------------------------------------

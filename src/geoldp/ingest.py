@@ -4,7 +4,7 @@ Devices send report records (:func:`geoldp.client.respond`), one JSON object per
 file. :func:`ingest` checks every record against the campaign (format, campaign id, design, ε, the
 report's domain) and appends the valid ones to a :class:`~geoldp.store.Store` in transactions that each
 charge every record's user and store the record together: a user past her total (the campaign's
-``user_total_epsilon``) is refused, a record sent twice (byte for byte: the same digest) is stored once,
+``user_total_epsilon``) is refused, a record sent twice (the same user and record id) is stored once,
 and a process killed at any moment leaves every stored record with its spend and no spend without its
 record. Any number of ingest processes may run at once on one store (SQLite or PostgreSQL).
 
