@@ -214,7 +214,9 @@ def test_kill_9_during_ingest_leaves_every_record_with_its_spend(store_target, t
     f = _write(tmp_path / "all.jsonl", recs)
     Store.open(store_target, total_epsilon=1000.0).close()
     partial: list[int] = []
-    for trial, delay in enumerate(np.random.default_rng(38).uniform(0.2, 1.0, size=4)):
+    for trial, delay in enumerate(np.random.default_rng(38).uniform(0.0, 0.3, size=4)):
+        with Store.open(store_target) as store:
+            before = store.count("geoldp_reports")
         child = subprocess.Popen(
             [sys.executable, "-c", KILLED, str(path), store_target, str(f)],
             env=_env(),
@@ -223,6 +225,14 @@ def test_kill_9_during_ingest_leaves_every_record_with_its_spend(store_target, t
             text=True,
         )
         assert child.stdout is not None and child.stdout.readline().strip() == "ready"
+        deadline = time.monotonic() + 120
+        with Store.open(store_target) as store:  # the child is writing: then kill it at a random moment
+            while (
+                store.count("geoldp_reports") == before
+                and time.monotonic() < deadline
+                and child.poll() is None
+            ):
+                time.sleep(0.01)
         time.sleep(float(delay))
         child.send_signal(signal.SIGKILL)
         child.communicate(timeout=60)
