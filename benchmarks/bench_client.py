@@ -73,9 +73,8 @@ def main() -> None:
             check=True,
         )
     r = json.loads(run.stdout)
-    print(
-        f"|P| = {args.points}, campaign file {size / 1e3:.0f} kB; heavy modules imported: {r['heavy'] or 'none'}"
-    )
+    heavy = r["heavy"] or "none"
+    print(f"|P| = {args.points}, campaign file {size / 1e3:.0f} kB; heavy modules imported: {heavy}")
     print(
         f"import numpy {r['numpy_s']:.3f} s, import geoldp.client (beyond numpy) "
         f"{r['client_import_s']:.3f} s, "
