@@ -220,3 +220,10 @@ def test_the_campaign_path_is_prepared_once(tmp_path):
     b = client.respond(campaign("pointem").document, np.array([[116.35, 39.95]]), user="u", rng=1)
     assert a == b and campaign("pointem").id in client._PREPARED
     assert len(points()) == len(b and campaign("pointem").document["points"]["lon"])
+
+
+def test_the_clients_kernel_digest_is_geoldps():
+    # the client computes the digest of the kernel sources without the JIT compiler; it must be geoldp's
+    from geoldp import _aot
+
+    assert client._fingerprint(ROOT / "src" / "geoldp") == _aot.kernel_digest(ROOT / "src" / "geoldp")
