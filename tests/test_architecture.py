@@ -32,6 +32,7 @@ LAYERS: list[tuple[str, ...]] = [
         "_docstrings",
         "_aot",
         "_progress",
+        "_campaign_doc",
     ),  # foundations
     ("geo",),  # sphere geometry
     # store: the transactional store of budgets, spends and reports, below the accountant that uses it
@@ -44,7 +45,17 @@ LAYERS: list[tuple[str, ...]] = [
         "_box",
     ),  # the one GeoPandas <-> arrays boundary; the one zone validator; TraCS's box
     # budget_strategies: the shared per-user driver (needs only accounting), run by perturb and report
-    ("budget_strategies", "queries", "_release", "estimate", "ldptrace", "reports"),  # release pipelines
+    # client: one user's randomiser on her device (numpy and the compiled kernels; the full geoldp only as
+    # its fallback)
+    (
+        "budget_strategies",
+        "queries",
+        "_release",
+        "estimate",
+        "ldptrace",
+        "reports",
+        "client",
+    ),  # release pipelines
     ("metrics", "prepare", "nodata", "shrinkage"),  # utility metrics; GPS preparation; no-data answers
     (
         "accessor",
@@ -58,7 +69,7 @@ LAYERS: list[tuple[str, ...]] = [
         "hybrids",
         "combined",
     ),  # drivers, I/O, maps
-    ("designs",),  # the ways to collect, as objects that release, account and answer
+    ("designs", "campaign", "ingest"),  # the ways to collect, as objects; campaigns and their ingest
     ("planner",),  # ranks designs
     (
         "datasets",
@@ -274,11 +285,14 @@ GEO_IMPORTERS: dict[str, set[str]] = {
     "geoldp.accessor": {"geopandas"},
     "geoldp.accounting": {"shapely"},
     "geoldp.budget_strategies": {"geopandas"},
+    # a campaign file holds its zones as rings of lon/lat, and ingest rebuilds a release's trajectories
+    "geoldp.campaign": {"geopandas", "shapely"},
     "geoldp.cli.campaign": {"geopandas", "shapely"},
     "geoldp.dask": {"geopandas", "shapely"},
     "geoldp.datasets": {"geopandas", "shapely"},
     "geoldp.demo": {"geopandas", "shapely"},
     "geoldp.estimate": {"geopandas"},
+    "geoldp.ingest": {"geopandas", "shapely"},
     "geoldp.estimate._inputs": {"geopandas", "pyproj", "shapely"},
     "geoldp.explore": {"geopandas"},
     "geoldp.interop": {"geopandas", "shapely"},

@@ -745,6 +745,26 @@ class Store:
 
         return self._run(body, write=False)
 
+    def campaign(self, campaign_id: str) -> str | None:
+        """The public configuration (JSON text) a campaign was registered with, or None."""
+        m = self._backend.mark
+
+        def body(cur: Any) -> str | None:
+            cur.execute(f"SELECT document FROM geoldp_campaigns WHERE campaign_id = {m}", (campaign_id,))
+            row = cur.fetchone()
+            return None if row is None else str(row[0])
+
+        return self._run(body, write=False)
+
+    def campaigns(self) -> list[str]:
+        """The ids of the campaigns registered, in the order registered."""
+
+        def body(cur: Any) -> list[str]:
+            cur.execute("SELECT campaign_id FROM geoldp_campaigns ORDER BY fid")
+            return [str(c) for (c,) in cur.fetchall()]
+
+        return self._run(body, write=False)
+
     def reports(self, campaign_id: str) -> list[tuple[str, str, str]]:
         """The reports stored for one campaign, in the order received: ``(record_digest, payload, ledger)``.
 

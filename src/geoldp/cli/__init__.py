@@ -436,6 +436,10 @@ def _cmd_plan(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
                 "-o ANSWER.gpkg",
                 file=stdout,
             )
+        if args.campaign_out is not None and table.best is not None:
+            from geoldp.cli import field as cli_field
+
+            print(cli_field.campaign_from_plan(args, table.best, points, zones, stderr), file=stdout)
     return 0
 
 
@@ -463,6 +467,7 @@ def build_parser() -> argparse.ArgumentParser:
     from geoldp.cli import accountant as cli_accountant
     from geoldp.cli import campaign as cli_campaign
     from geoldp.cli import collect as cli_collect
+    from geoldp.cli import field as cli_field
     from geoldp.cli import reports as cli_reports
 
     parser = _Parser(
@@ -714,6 +719,7 @@ def build_parser() -> argparse.ArgumentParser:
     cli_reports.register(sub)  # report, report-estimate, synthesize
     cli_collect.register(sub)  # collect: any design by its planned name
     cli_accountant.register(sub)  # accountant show, accountant reconcile
+    cli_field.register(sub)  # campaign, respond, ingest, answer: a collection in the field
 
     pl = sub.add_parser(
         "plan",
@@ -757,6 +763,13 @@ def build_parser() -> argparse.ArgumentParser:
         "all three (robust: the pick with the smallest worst regret)",
     )
     pl.add_argument("--seed", type=int, default=None, help="seed of the simulation (reproducible table)")
+    pl.add_argument(
+        "--campaign-out",
+        metavar="CAMPAIGN.json",
+        default=None,
+        help="write the recommended design's campaign file (geoldp campaign create) for devices to answer",
+    )
+    pl.add_argument("--overwrite", action="store_true", help="replace an existing --campaign-out file")
     pl.set_defaults(func=_cmd_plan)
 
     i = sub.add_parser(

@@ -1,0 +1,509 @@
+"""The campaign file and the report record: their one format, read and checked with the standard library.
+
+A **campaign** is the public configuration of one collection, as a JSON document: the design and its
+parameters, ε and its split, the public points P (with a digest), the zones where the design uses them,
+and what a user's device needs to run the design's randomiser. It is content-addressed: its ``id`` is the
+SHA-256 of its canonical JSON without the ``id`` member, so two collectors who publish the same
+configuration publish the same id, and a file that was edited no longer matches its id.
+
+A **report record** is what one user's device sends back: one report of one trajectory under the
+campaign's ε, with its ledger entry (campaign id, user id, design, ε, record id).
+
+This module is the one reader and checker of both, used by the client on a device (so it imports the
+standard library only) and by the collector's :mod:`geoldp.campaign` and :mod:`geoldp.ingest`. Every
+refusal is a ``ValueError`` that names the file (and the line of a record) and says what to do.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import re
+import struct
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+__all__ = [
+    "CAMPAIGN_FORMAT",
+    "CAMPAIGN_VERSION",
+    "KINDS",
+    "RECORD_FORMAT",
+    "RECORD_KEYS",
+    "RECORD_VERSION",
+    "campaign_id",
+    "canonical",
+    "check_campaign",
+    "check_record",
+    "load_campaign",
+    "points_digest",
+    "record_digest",
+    "zones_digest",
+]
+
+#: The ``format`` member of a campaign file and the version this geoldp writes and reads.
+CAMPAIGN_FORMAT = "geoldp.campaign"
+CAMPAIGN_VERSION = 1
+#: The ``format`` member of a report record and its version.
+RECORD_FORMAT = "geoldp.report"
+RECORD_VERSION = 1
+#: The design kinds a campaign can hold (one randomiser per user each).
+KINDS = ("trajectory", "report")
+#: OLH's largest hash range (as geoldp's oracles).
+OLH_G_MAX = 1 << 30
+#: Largest campaign file read (bytes): P of 10⁶ points is about 40 MB of JSON.
+MAX_CAMPAIGN_BYTES = 256 * 1024 * 1024
+
+_TOP_KEYS = frozenset(
+    {
+        "format",
+        "version",
+        "id",
+        "kind",
+        "design",
+        "epsilon",
+        "epsilon_exact",
+        "user_total_epsilon",
+        "ledger",
+        "points",
+        "zones",
+        "report_zones",
+        "parameters",
+        "client",
+    }
+)
+_POINTS_KEYS = frozenset({"lon", "lat", "digest", "diameter_m"})
+_ZONES_KEYS = frozenset({"labels", "polygons", "crs", "digest"})
+_PARAMETER_KEYS = {
+    "trajectory": frozenset({"mechanism", "max_points"}),
+    "report": frozenset(
+        {"statistic", "pad_length", "oracle", "n_zones", "base", "domain", "estimator", "coarse"}
+    ),
+}
+_CLIENT_KEYS = {
+    "trajectory": frozenset(
+        {
+            "kernel",
+            "grid",
+            "plan",
+            "tau",
+            "proposals",
+            "region_tol",
+            "region_record",
+            "stack",
+            "stats",
+            "lengths",
+        }
+    ),
+    "report": frozenset(),
+}
+_GRID_KEYS = frozenset({"gf", "gi", "basis", "cell_start", "order", "levels"})
+_PLAN_KEYS = frozenset(
+    {
+        "granularity",
+        "centred",
+        "balanced",
+        "neighbour_fallback",
+        "vector_mean",
+        "sw_buckets",
+        "continuous_sw",
+        "input_mapping",
+    }
+)
+#: The members of a report record, every one required.
+RECORD_KEYS = frozenset(
+    {"format", "version", "record_id", "campaign", "user", "design", "epsilon", "report", "rng"}
+)
+_HEX64 = re.compile(r"[0-9a-f]{64}")
+_HEX32 = re.compile(r"[0-9a-f]{32}")
+#: Longest user id accepted (characters).
+MAX_USER_CHARS = 256
+
+
+def canonical(document: Any) -> bytes:
+    """The canonical JSON bytes of ``document``: sorted keys, no spaces, UTF-8, no NaN or infinity.
+
+    Floats are written by ``repr`` (the shortest text that reads back to the same float), so a document
+    read and written again is byte-identical.
+    """
+    return json.dumps(
+        document, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+    ).encode("utf-8")
+
+
+def campaign_id(document: Mapping[str, Any]) -> str:
+    """The id of a campaign document: SHA-256 (hex) of its canonical JSON without the ``id`` member."""
+    return hashlib.sha256(canonical({k: v for k, v in document.items() if k != "id"})).hexdigest()
+
+
+def points_digest(lon: Sequence[float], lat: Sequence[float]) -> str:
+    """SHA-256 (hex) of P's coordinates: ``b"lon"``, the longitudes, ``b"lat"``, the latitudes (float64)."""
+    h = hashlib.sha256(b"lon")
+    h.update(struct.pack(f"<{len(lon)}d", *lon))
+    h.update(b"lat")
+    h.update(struct.pack(f"<{len(lat)}d", *lat))
+    return h.hexdigest()
+
+
+def zones_digest(labels: Sequence[str], polygons: Sequence[Any]) -> str:
+    """SHA-256 (hex) of the zones' labels and polygon rings (their canonical JSON)."""
+    return hashlib.sha256(canonical({"labels": list(labels), "polygons": list(polygons)})).hexdigest()
+
+
+def record_digest(record: Mapping[str, Any]) -> str:
+    """The key a record is stored once under: SHA-256 (hex) of its campaign id, user id and record id.
+
+    A record is its id: sending it again, however it was re-serialised, stores and charges it once; a
+    different report under an id already stored is the same record for the store, and is not stored.
+    """
+    key = f"{record['campaign']}\0{record['user']}\0{record['record_id']}"
+    return hashlib.sha256(key.encode("utf-8")).hexdigest()
+
+
+# ------------------------------------------------------------------------------------------------------
+# campaigns
+
+
+def refuse_constant(name: str) -> Any:
+    """Refuse NaN and infinity while parsing JSON (``json.loads(..., parse_constant=refuse_constant)``)."""
+    raise ValueError(f"holds {name}, which JSON does not allow")
+
+
+def load_campaign(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """Read and check a campaign file; return its document.
+
+    Raises
+    ------
+    FileNotFoundError
+        No such file.
+    ValueError
+        Not a campaign file of this version, a digest that does not match, or a member that is missing,
+        unknown or malformed; the message names the file.
+    """
+    name = os.fspath(path)
+    where = f"The campaign file '{name}'"
+    try:
+        size = os.path.getsize(name)
+    except FileNotFoundError:
+        raise FileNotFoundError(f"{where} does not exist.") from None
+    if size > MAX_CAMPAIGN_BYTES:
+        raise ValueError(f"{where} is larger than {MAX_CAMPAIGN_BYTES // 2**20} MiB: not a campaign file.")
+    with open(name, "rb") as fh:
+        data = fh.read()
+    try:
+        document = json.loads(data.decode("utf-8"), parse_constant=refuse_constant)
+    except (UnicodeDecodeError, json.JSONDecodeError, ValueError, RecursionError) as exc:
+        raise ValueError(f"{where} is not a JSON campaign file ({exc}).") from None
+    return check_campaign(document, where=where)
+
+
+def _fail(where: str, what: str) -> ValueError:
+    return ValueError(f"{where} {what}")
+
+
+def _keys(value: Any, allowed: frozenset[str], where: str, member: str) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise _fail(where, f"has a malformed '{member}' member (an object is expected).")
+    missing = sorted(allowed - set(value))
+    unknown = sorted(set(value) - allowed)
+    if unknown:
+        raise _fail(
+            where,
+            f"has unknown member(s) {unknown} in '{member}': it was written by another program or a newer "
+            "geoldp, or edited; this geoldp reads campaign files of version "
+            f"{CAMPAIGN_VERSION} only.",
+        )
+    if missing:
+        raise _fail(where, f"lacks the member(s) {missing} in '{member}'.")
+    return value
+
+
+def _finite_list(value: Any, where: str, member: str, *, length: int | None = None) -> list[float]:
+    if not isinstance(value, list) or not all(
+        isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in value
+    ):
+        raise _fail(where, f"has a malformed '{member}' (a list of finite numbers is expected).")
+    if length is not None and len(value) != length:
+        raise _fail(where, f"has {len(value)} values in '{member}', not {length}.")
+    return [float(v) for v in value]
+
+
+def _int(value: Any, where: str, member: str, *, minimum: int = 0) -> int:
+    if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
+        raise _fail(where, f"has a malformed '{member}' (an int >= {minimum} is expected).")
+    return value
+
+
+def check_campaign(document: Any, *, where: str = "The campaign") -> dict[str, Any]:
+    """Check a campaign document (format, version, members, digests); return it.
+
+    Parameters
+    ----------
+    document : dict
+        The parsed JSON.
+    where : str
+        How messages name it (``"The campaign file 'c.json'"``).
+
+    Returns
+    -------
+    dict
+
+    Raises
+    ------
+    ValueError
+        See :func:`load_campaign`.
+    """
+    if not isinstance(document, dict) or document.get("format") != CAMPAIGN_FORMAT:
+        raise _fail(where, f"is not a geoldp campaign (its 'format' is not {CAMPAIGN_FORMAT!r}).")
+    if document.get("version") != CAMPAIGN_VERSION:
+        raise _fail(
+            where,
+            f"has format version {document.get('version')!r}; this geoldp reads version {CAMPAIGN_VERSION}: "
+            "ask the collector for a file of that version, or use the geoldp that wrote it.",
+        )
+    _keys(document, _TOP_KEYS, where, "the campaign")
+    cid = document["id"]
+    if not isinstance(cid, str) or _HEX64.fullmatch(cid) is None or cid != campaign_id(document):
+        raise _fail(
+            where,
+            "does not match its id (the SHA-256 of its content): it was edited or damaged after it was "
+            "published; download the collector's file again.",
+        )
+    kind = document["kind"]
+    if kind not in KINDS:
+        raise _fail(where, f"has kind {kind!r}; one of {KINDS} is expected.")
+    if not isinstance(document["design"], str) or not document["design"]:
+        raise _fail(where, "has a malformed 'design' (a design name such as 'atp' is expected).")
+    for member in ("epsilon", "user_total_epsilon"):
+        eps = document[member]
+        if not isinstance(eps, float) or not (0.0 < eps < math.inf):
+            raise _fail(where, f"has a malformed '{member}' (a positive float is expected).")
+    if document["user_total_epsilon"] < document["epsilon"]:
+        raise _fail(where, "has a 'user_total_epsilon' below its 'epsilon': no user could send a report.")
+    if not isinstance(document["epsilon_exact"], str) or not isinstance(document["ledger"], dict):
+        raise _fail(where, "has a malformed 'epsilon_exact' or 'ledger'.")
+    points = document["points"]
+    if points is not None:
+        _keys(points, _POINTS_KEYS, where, "points")
+        lon = _finite_list(points["lon"], where, "points.lon")
+        lat = _finite_list(points["lat"], where, "points.lat", length=len(lon))
+        if len(lon) < 2:
+            raise _fail(where, "has fewer than 2 public points.")
+        if points["digest"] != points_digest(lon, lat):
+            raise _fail(where, "has public points that do not match their digest: download the file again.")
+        diameter = points["diameter_m"]
+        if not isinstance(diameter, float) or not (0.0 < diameter < math.inf):
+            raise _fail(where, "has a malformed 'points.diameter_m'.")
+    for member in ("zones", "report_zones"):
+        zones = document[member]
+        if zones is None:
+            continue
+        _keys(zones, _ZONES_KEYS, where, member)
+        labels, polygons = zones["labels"], zones["polygons"]
+        if not isinstance(labels, list) or not isinstance(polygons, list) or len(labels) != len(polygons):
+            raise _fail(where, f"has malformed '{member}' (as many labels as polygons are expected).")
+        if not polygons:
+            raise _fail(where, f"has no zones in '{member}'.")
+        if zones["crs"] != "EPSG:4326":
+            raise _fail(where, f"has '{member}' in {zones['crs']!r}; campaign zones are in EPSG:4326.")
+        if zones["digest"] != zones_digest(labels, polygons):
+            raise _fail(where, f"has '{member}' that do not match their digest: download the file again.")
+        for k, zone in enumerate(polygons):
+            _check_zone(zone, where, f"{member}.polygons[{k}]")
+    parameters = _keys(document["parameters"], _PARAMETER_KEYS[kind], where, "parameters")
+    client = document["client"]
+    if kind == "trajectory":
+        if points is None:
+            raise _fail(where, "is a trajectory campaign without public points.")
+        _int(parameters["max_points"], where, "parameters.max_points", minimum=1)
+        _check_trajectory_client(client, len(points["lon"]), parameters["max_points"], where)
+    else:
+        if document["report_zones"] is None:
+            raise _fail(where, "is a report campaign without 'report_zones'.")
+        n_zones = len(document["report_zones"]["polygons"])
+        if _int(parameters["n_zones"], where, "parameters.n_zones", minimum=1) != n_zones:
+            raise _fail(where, "has a 'parameters.n_zones' that is not the number of its report zones.")
+        if parameters["oracle"] not in ("krr", "oue", "olh"):
+            raise _fail(where, "has an unknown 'parameters.oracle'.")
+        if parameters["statistic"] not in ("visited_zone", "od"):
+            raise _fail(where, "has an unknown 'parameters.statistic'.")
+        _int(parameters["pad_length"], where, "parameters.pad_length", minimum=1)
+        _int(parameters["base"], where, "parameters.base", minimum=2)
+        _int(parameters["domain"], where, "parameters.domain", minimum=2)
+        if client is not None:
+            raise _fail(where, "has a 'client' member for a report campaign (null is expected).")
+    return document
+
+
+def _check_zone(zone: Any, where: str, member: str) -> None:
+    """A zone: a list of polygons, each a list of rings, each a closed list of at least 4 [lon, lat]."""
+    ok = isinstance(zone, list) and len(zone) > 0
+    if ok:
+        for polygon in zone:
+            if not (isinstance(polygon, list) and polygon):
+                ok = False
+                break
+            for ring in polygon:
+                if not (isinstance(ring, list) and len(ring) >= 4 and ring[0] == ring[-1]):
+                    ok = False
+                    break
+                for vertex in ring:
+                    if not (
+                        isinstance(vertex, list)
+                        and len(vertex) == 2
+                        and all(isinstance(c, (int, float)) and not isinstance(c, bool) for c in vertex)
+                        and all(math.isfinite(c) for c in vertex)
+                    ):
+                        ok = False
+                        break
+    if not ok:
+        raise _fail(where, f"has a malformed zone '{member}' (polygons of closed [lon, lat] rings).")
+
+
+def _check_trajectory_client(client: Any, m: int, max_points: int, where: str) -> None:
+    client = _keys(client, _CLIENT_KEYS["trajectory"], where, "client")
+    if client["kernel"] not in ("run_tp", "run_atp", "run_pointem"):
+        raise _fail(where, "has an unknown 'client.kernel'.")
+    grid = _keys(client["grid"], _GRID_KEYS, where, "client.grid")
+    _keys(client["plan"], _PLAN_KEYS, where, "client.plan")
+    _finite_list(grid["gf"], where, "client.grid.gf", length=12)
+    gi = grid["gi"]
+    if not (isinstance(gi, list) and len(gi) == 3 and all(isinstance(v, int) and v >= 0 for v in gi)):
+        raise _fail(where, "has a malformed 'client.grid.gi'.")
+    order, cell_start = grid["order"], grid["cell_start"]
+    if not (isinstance(order, list) and sorted(order) == list(range(m))):
+        raise _fail(where, "has a 'client.grid.order' that is not a permutation of the public points.")
+    if not (
+        isinstance(cell_start, list)
+        and len(cell_start) == gi[0] * gi[1] + 1
+        and cell_start[0] == 0
+        and cell_start[-1] == m
+        and all(isinstance(v, int) for v in cell_start)
+        and all(a <= b for a, b in zip(cell_start, cell_start[1:], strict=False))
+    ):
+        raise _fail(where, "has a malformed 'client.grid.cell_start'.")
+    lengths = client["lengths"]
+    if not (isinstance(lengths, list) and len(lengths) == max_points + 1):
+        raise _fail(where, "has a 'client.lengths' table that does not cover 1 to max_points.")
+    for n, row in enumerate(lengths):
+        if row is None or isinstance(row, str):
+            continue  # not releasable (the reason), or length 0
+        flat = row if n < 1 or not isinstance(row[0], list) else [v for part in row for v in part]
+        _finite_list(flat, where, f"client.lengths[{n}]")
+
+
+# ------------------------------------------------------------------------------------------------------
+# report records
+
+
+def check_record(record: Any, campaign: Mapping[str, Any], *, where: str) -> dict[str, Any]:
+    """Check one report record against its campaign (format, campaign id, design, ε, domain).
+
+    Parameters
+    ----------
+    record : dict
+        The parsed JSON of one record.
+    campaign : dict
+        The campaign document (checked).
+    where : str
+        How messages name the record (``"reports.jsonl line 3"``).
+
+    Returns
+    -------
+    dict
+        The record.
+
+    Raises
+    ------
+    ValueError
+        A malformed record, a record of another campaign, design or ε, or a report outside the domain.
+    """
+    if not isinstance(record, dict):
+        raise ValueError(f"{where}: not a report record (a JSON object is expected).")
+    if record.get("format") != RECORD_FORMAT or record.get("version") != RECORD_VERSION:
+        raise ValueError(
+            f"{where}: not a geoldp report record of version {RECORD_VERSION} (format "
+            f"{record.get('format')!r}, "
+            f"version {record.get('version')!r})."
+        )
+    missing = sorted(RECORD_KEYS - set(record))
+    unknown = sorted(set(record) - RECORD_KEYS)
+    if missing or unknown:
+        raise ValueError(f"{where}: a report record with missing {missing} or unknown {unknown} members.")
+    if record["campaign"] != campaign["id"]:
+        raise ValueError(
+            f"{where}: a record of another campaign ({str(record['campaign'])[:16]}...), not of this one."
+        )
+    if record["design"] != campaign["design"]:
+        raise ValueError(
+            f"{where}: a record of design {record['design']!r}; the campaign's is {campaign['design']!r}."
+        )
+    eps = record["epsilon"]
+    if not isinstance(eps, float) or eps != campaign["epsilon"]:
+        raise ValueError(f"{where}: a record at epsilon {eps!r}; the campaign's is {campaign['epsilon']!r}.")
+    if not isinstance(record["record_id"], str) or _HEX32.fullmatch(record["record_id"]) is None:
+        raise ValueError(f"{where}: a malformed 'record_id' (32 lowercase hex digits are expected).")
+    user = record["user"]
+    if not isinstance(user, str) or not user.strip() or len(user) > MAX_USER_CHARS:
+        raise ValueError(
+            f"{where}: a malformed 'user' (a non-empty string of at most {MAX_USER_CHARS} characters)."
+        )
+    if record["rng"] not in ("os-csprng", "seeded"):
+        raise ValueError(f"{where}: a malformed 'rng' ('os-csprng' or 'seeded').")
+    _check_payload(record["report"], campaign, where)
+    return record
+
+
+def _is_int(value: Any, low: int, high: int) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and low <= value < high
+
+
+def _check_payload(payload: Any, campaign: Mapping[str, Any], where: str) -> None:
+    kind = campaign["kind"]
+    if kind == "trajectory":
+        m = len(campaign["points"]["lon"])
+        limit = campaign["parameters"]["max_points"]
+        if not isinstance(payload, dict) or set(payload) != {"points"}:
+            raise ValueError(f"{where}: a trajectory report is {{'points': [indices into P]}}.")
+        pts = payload["points"]
+        if not (isinstance(pts, list) and 1 <= len(pts) <= limit and all(_is_int(v, 0, m) for v in pts)):
+            raise ValueError(
+                f"{where}: the report's 'points' must be 1 to {limit} public point indices (0 to {m - 1})."
+            )
+        return
+    parameters = campaign["parameters"]
+    oracle, d = parameters["oracle"], parameters["domain"]
+    if oracle == "krr":
+        if not (isinstance(payload, dict) and set(payload) == {"value"} and _is_int(payload["value"], 0, d)):
+            raise ValueError(f"{where}: a k-RR report is {{'value': v}} with 0 <= v < {d}.")
+    elif oracle == "olh":
+        g = olh_range(campaign["epsilon"])
+        if not (
+            isinstance(payload, dict)
+            and set(payload) == {"seed", "value"}
+            and _is_int(payload["seed"], 0, 2**32)
+            and _is_int(payload["value"], 0, g)
+        ):
+            raise ValueError(
+                f"{where}: an OLH report is {{'seed': s, 'value': v}} with s < 2**32 and v < {g}."
+            )
+    else:
+        n_bytes = (d + 7) // 8
+        bits = payload.get("bits") if isinstance(payload, dict) and set(payload) == {"bits"} else None
+        ok = (
+            isinstance(bits, str)
+            and len(bits) == 2 * n_bytes
+            and re.fullmatch(r"[0-9a-f]*", bits) is not None
+        )
+        if ok and d % 8 and isinstance(bits, str):
+            ok = int(bits[-2:], 16) & ((1 << (8 - d % 8)) - 1) == 0  # the padding bits of the last byte
+        if not ok:
+            raise ValueError(f"{where}: an OUE report is {{'bits': hex}} of {n_bytes} bytes ({d} bits).")
+
+
+def olh_range(epsilon: float) -> int:
+    """OLH's hash range g = round(e^ε) + 1, at least 2 (as :func:`geoldp.mechanisms.oracles.olh_range`)."""
+    if float(epsilon) > math.log(OLH_G_MAX):
+        return OLH_G_MAX
+    return max(2, int(round(math.exp(float(epsilon)))) + 1)

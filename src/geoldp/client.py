@@ -1,0 +1,801 @@
+"""One user's randomiser: a report of one trajectory under a published campaign, on the user's device.
+
+Local differential privacy means the randomiser runs where the data is. This module is what a device
+runs: it reads the campaign file the collector published (:mod:`geoldp.campaign`), takes one trajectory
+(longitude/latitude in degrees, WGS 84) and returns one report record, ready to be sent as one line of
+JSON. Nothing else leaves the device: the record holds the released report and its ledger entry
+(campaign id, user id, design, ε, a record id), never the trajectory.
+
+It needs numpy only: ``import geoldp.client`` loads neither GeoPandas, Shapely, pyproj, scikit-learn nor
+the JIT compiler. The trajectory designs (TP, ATP, PointEM) run the kernels geoldp compiled when it was
+installed (``geoldp._aot_kernels``), the same code as a release on the collector's side; where they are
+missing or stale, the client falls back to the full geoldp (slower to import, same output). The report
+designs run a pure-Python ChaCha20 stream that consumes draws exactly as geoldp's compiled samplers do.
+
+A seeded call (``rng=`` an int or a numpy Generator; for tests and experiments only) gives exactly the
+report that the central release of the same design gives for that trajectory with the same seed (the
+record id then comes from the seed too). Without ``rng`` every draw comes from the operating system's
+cryptographic source (``os.urandom``), as for every geoldp release.
+
+Examples
+--------
+>>> import numpy as np, geoldp.client
+>>> record = geoldp.client.respond("campaign.json", np.array([[116.30, 39.90], [116.31, 39.91]]),
+...                                user="device-17")  # doctest: +SKIP
+>>> sorted(record)  # doctest: +SKIP
+['campaign', 'design', 'epsilon', 'format', 'record_id', 'report', 'rng', 'user', 'version']
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import json
+import math
+import numbers
+import os
+import threading
+from collections import OrderedDict
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from geoldp._campaign_doc import (
+    RECORD_FORMAT,
+    RECORD_VERSION,
+    check_campaign,
+    load_campaign,
+    olh_range,
+)
+
+__all__ = ["Client", "respond", "to_json_line"]
+
+#: The one degree→radian factor (as :func:`geoldp.geo.to_radians`).
+_DEG2RAD = math.pi / 180.0
+#: Campaigns prepared in this process, by id (a few: a device usually answers one).
+_PREPARED: OrderedDict[str, Client] = OrderedDict()
+_PREPARED_MAX = 4
+_LOCK = threading.Lock()
+#: The marker of the kernel sources in geoldp's files (the digest the compiled kernels carry covers every
+#: source file that holds it; spelled in two parts so that this file is not one of them).
+_KERNEL_MARK = b"num" + b"ba"
+#: Snapping: points whose unit-vector dot product is within this of the largest are candidates (rounding of
+#: a dot product is about 1e−16); beyond 168° (cos = −0.978) the haversine kernel loses digits: full scan.
+_SNAP_DOT_TOL = 1e-11
+_FAR_COS = -0.978
+
+
+# ------------------------------------------------------------------------------------------------------
+# randomness: the key of a report's stream, and the ChaCha20 stream in Python
+
+
+def _generator(rng: Any) -> np.random.Generator | None:
+    """``None`` for the OS source, else the numpy Generator of a seed (as geoldp's ``rng`` everywhere)."""
+    if rng is None:
+        return None
+    if isinstance(rng, (np.random.Generator, np.random.BitGenerator, np.random.SeedSequence)):
+        return np.random.default_rng(rng)
+    bad = TypeError(
+        "The 'rng' parameter of geoldp.client.respond must be None, an int, an array_like of ints, a numpy "
+        f"SeedSequence, BitGenerator or Generator. Got {type(rng).__name__} instead."
+    )
+    if isinstance(rng, (bool, np.bool_)):
+        raise bad
+    if isinstance(rng, (numbers.Integral, np.integer)):
+        if int(rng) < 0:
+            raise ValueError(f"The 'rng' parameter must be a non-negative int seed. Got {int(rng)} instead.")
+        return np.random.default_rng(int(rng))
+    if isinstance(rng, (list, tuple, np.ndarray)):
+        arr = np.asarray(rng)
+        if arr.dtype.kind not in "iu" or arr.size == 0:
+            raise bad
+        if np.any(arr < 0):
+            raise ValueError("The 'rng' parameter must contain non-negative ints.")
+        return np.random.default_rng(arr)
+    raise bad
+
+
+def _key_and_id(gen: np.random.Generator | None) -> tuple[np.ndarray, str]:
+    """The stream key (``uint32[8]``, drawn first, as a release draws its one key) and the record id."""
+    if gen is None:
+        return np.frombuffer(os.urandom(32), dtype=np.uint32).copy(), os.urandom(16).hex()
+    key = gen.integers(0, 2**32, size=8, dtype=np.uint32)
+    return key, gen.bytes(16).hex()
+
+
+_M32 = 0xFFFFFFFF
+
+
+def _qr(x: list[int], a: int, b: int, c: int, d: int) -> None:
+    xa, xb, xc, xd = x[a], x[b], x[c], x[d]
+    xa = (xa + xb) & _M32
+    xd ^= xa
+    xd = ((xd << 16) | (xd >> 16)) & _M32
+    xc = (xc + xd) & _M32
+    xb ^= xc
+    xb = ((xb << 12) | (xb >> 20)) & _M32
+    xa = (xa + xb) & _M32
+    xd ^= xa
+    xd = ((xd << 8) | (xd >> 24)) & _M32
+    xc = (xc + xd) & _M32
+    xb ^= xc
+    xb = ((xb << 7) | (xb >> 25)) & _M32
+    x[a], x[b], x[c], x[d] = xa, xb, xc, xd
+
+
+class _Stream:
+    """One ChaCha20 stream under a key, consumed word by word as geoldp's compiled stream functions do.
+
+    Block ``c`` of stream ``s`` is the ChaCha20 block with words 12/13 the low/high half of ``c`` and 14/15
+    those of ``s`` (see :mod:`geoldp._random`); draws: a uniform is two words (27 + 26 bits), an integer
+    below k is bitmask rejection on two words, a Bernoulli is a uniform below p.
+    """
+
+    def __init__(self, key: np.ndarray, stream: int) -> None:
+        self._key = [int(w) for w in key]
+        self._stream = int(stream)
+        self._counter = 0
+        self._buf: list[int] = []
+        self._pos = 16
+
+    def _block(self) -> list[int]:
+        c, s = self._counter, self._stream
+        j = [0x61707865, 0x3320646E, 0x79622D32, 0x6B206574, *self._key]
+        j += [c & _M32, c >> 32, s & _M32, s >> 32]
+        x = list(j)
+        for _ in range(10):
+            _qr(x, 0, 4, 8, 12)
+            _qr(x, 1, 5, 9, 13)
+            _qr(x, 2, 6, 10, 14)
+            _qr(x, 3, 7, 11, 15)
+            _qr(x, 0, 5, 10, 15)
+            _qr(x, 1, 6, 11, 12)
+            _qr(x, 2, 7, 8, 13)
+            _qr(x, 3, 4, 9, 14)
+        return [(a + b) & _M32 for a, b in zip(x, j, strict=True)]
+
+    def word(self) -> int:
+        """The next 32-bit word."""
+        if self._pos >= 16:
+            self._buf = self._block()
+            self._counter += 1
+            self._pos = 0
+        w = self._buf[self._pos]
+        self._pos += 1
+        return w
+
+    def uniform(self) -> float:
+        """A float on the 2⁻⁵³ grid in [0, 1)."""
+        a = self.word() >> 5
+        b = self.word() >> 6
+        return float(a * 67108864 + b) * (1.0 / 9007199254740992.0)
+
+    def bernoulli(self, p: float) -> bool:
+        """``uniform() < p``."""
+        return self.uniform() < p
+
+    def integers(self, k: int) -> int:
+        """Uniform on {0, …, k−1} by bitmask rejection on 64-bit words."""
+        if k <= 1:
+            return 0
+        shift = 64 - (k - 1).bit_length()
+        while True:
+            a = self.word()
+            b = self.word()
+            cand = ((a << 32) | b) >> shift
+            if cand < k:
+                return cand
+
+
+# ------------------------------------------------------------------------------------------------------
+# the compiled kernels
+
+
+def _fingerprint(root: Path) -> int:
+    """The digest of the kernel sources under ``root``, as the compiled kernels record theirs."""
+    h = hashlib.sha256()
+    for path in sorted(root.rglob("*.py")):
+        data = path.read_bytes()
+        if _KERNEL_MARK in data:
+            h.update(path.relative_to(root).as_posix().encode() + b"\0" + data + b"\0")
+    return int(h.hexdigest()[:15], 16)
+
+
+_KERNELS: list[Any] = []
+
+
+def _kernels() -> tuple[Any, Any] | None:
+    """geoldp's compiled kernels (without and with reference counting), or None: absent, stale, or off."""
+    if _KERNELS:
+        return _KERNELS[0]
+    with _LOCK:
+        if not _KERNELS:
+            found = None
+            if os.environ.get("GEOLDP_AOT", "1") != "0":
+                try:
+                    plain = importlib.import_module("geoldp._aot_kernels")
+                    nrt = importlib.import_module("geoldp._aot_kernels_nrt")
+                    digest = _fingerprint(Path(__file__).resolve().parent)
+                    if int(plain.kernel_digest()) == digest == int(nrt.kernel_digest()):
+                        found = (plain, nrt)
+                except (ImportError, AttributeError, OSError, ValueError):
+                    found = None
+            _KERNELS.append(found)
+    return _KERNELS[0]
+
+
+class _Index(NamedTuple):
+    lam: np.ndarray
+    phi: np.ndarray
+    xyz: np.ndarray
+    sxyz: np.ndarray
+    order: np.ndarray
+    gf: np.ndarray
+    gi: np.ndarray
+    basis: np.ndarray
+    cell_start: np.ndarray
+    delta: float
+
+
+class _Copies(NamedTuple):
+    tau: float
+    g: int
+    centred: bool
+    balanced: bool
+    nb_fallback: bool
+    eps_piv: np.ndarray
+    eps_np: np.ndarray
+    lie: np.ndarray
+
+
+class _RegionIndex(NamedTuple):
+    lam: np.ndarray
+    phi: np.ndarray
+    xyz: np.ndarray
+    sxyz: np.ndarray
+    order: np.ndarray
+    cell_start: np.ndarray
+    nodes: np.ndarray
+    levels: np.ndarray
+    has_tree: bool
+
+
+class _Region(NamedTuple):
+    anchors: np.ndarray
+    region: _RegionIndex
+    tol_pt: float
+    eager: bool
+    eps_anc: np.ndarray
+    eps_rad: np.ndarray
+    sw_b: np.ndarray
+    eps_dec: np.ndarray
+    buckets: int
+    continuous: bool
+    input_mapping: bool
+    tables: np.ndarray
+    table_keys: np.ndarray
+    table_slots: np.ndarray
+
+
+class _Work(NamedTuple):
+    buf: np.ndarray
+    state: np.ndarray
+    iwork: np.ndarray
+    fwork: np.ndarray
+    rows: np.ndarray
+    dq: np.ndarray
+    hp: np.ndarray
+    dint: np.ndarray
+    yy: np.ndarray
+    rstack: np.ndarray
+    rwork: np.ndarray
+    stats: np.ndarray
+
+
+def _readonly(a: np.ndarray) -> np.ndarray:
+    a = np.ascontiguousarray(a)
+    a.flags.writeable = False
+    return a
+
+
+# ------------------------------------------------------------------------------------------------------
+# the client
+
+
+def _document(campaign: Any) -> tuple[dict[str, Any], str]:
+    """The checked campaign document of a path, a document or a :class:`geoldp.campaign.Campaign`."""
+    if isinstance(campaign, (str, os.PathLike)):
+        return load_campaign(campaign), f"The campaign file '{os.fspath(campaign)}'"
+    document = getattr(campaign, "document", campaign)
+    if not isinstance(document, dict):
+        raise TypeError(
+            "The 'campaign' parameter of geoldp.client must be a campaign file's path, its document (a dict) "
+            f"or a geoldp.campaign.Campaign. Got {type(campaign).__name__} instead."
+        )
+    return check_campaign(document), "The campaign"
+
+
+class Client:
+    """A campaign prepared for one user's reports (its public arrays built once).
+
+    Parameters
+    ----------
+    campaign : str, path-like, dict or geoldp.campaign.Campaign
+        The campaign file, its document, or the object.
+
+    Notes
+    -----
+    Preparing reads P and builds what the design's randomiser reads of it (radians, unit vectors, the
+    grid order and, for ATP, the quadtree of its region): public data only, O(|P|) memory, a few
+    milliseconds for 10⁴ points. Reports then cost about the design's own kernel time.
+    """
+
+    def __init__(self, campaign: Any) -> None:
+        document, where = _document(campaign)
+        self.document = document
+        self.where = where
+        self.id: str = document["id"]
+        self.kind: str = document["kind"]
+        self.design: str = document["design"]
+        self.epsilon: float = document["epsilon"]
+        if self.kind == "trajectory":
+            self._prepare_trajectory()
+        else:
+            self._prepare_report()
+
+    def __repr__(self) -> str:
+        return f"Client(design={self.design!r}, epsilon={self.epsilon!r}, campaign={self.id[:12]!r})"
+
+    # -- trajectory designs (TP, ATP, PointEM) -----------------------------------------------------
+    def _prepare_trajectory(self) -> None:
+        doc = self.document
+        pts, client = doc["points"], doc["client"]
+        lon = np.asarray(pts["lon"], dtype=np.float64)
+        lat = np.asarray(pts["lat"], dtype=np.float64)
+        lam = lon * _DEG2RAD
+        phi = lat * _DEG2RAD
+        cphi = np.cos(phi)
+        xyz = np.column_stack([cphi * np.cos(lam), cphi * np.sin(lam), np.sin(phi)])
+        grid = client["grid"]
+        order = np.asarray(grid["order"], dtype=np.int64)
+        self._m = int(lon.shape[0])
+        self._max_points = int(doc["parameters"]["max_points"])
+        self._lengths = client["lengths"]
+        self._plan = client["plan"]
+        self._kernel = client["kernel"]
+        self._props = (int(client["proposals"][0]), int(client["proposals"][1]))
+        self._region_tol = float(client["region_tol"])
+        self._region_record = int(client["region_record"])
+        self._stack = int(client["stack"])
+        self._n_stats = int(client["stats"])
+        self._lam, self._phi = _readonly(lam), _readonly(phi)
+        self._index = _Index(
+            self._lam,
+            self._phi,
+            _readonly(xyz),
+            np.ascontiguousarray(xyz[order]),
+            order,
+            np.asarray(grid["gf"], dtype=np.float64),
+            np.asarray(grid["gi"], dtype=np.int64),
+            np.ascontiguousarray(np.asarray(grid["basis"], dtype=np.float64).reshape(3, 3)),
+            np.asarray(grid["cell_start"], dtype=np.int64),
+            float(pts["diameter_m"]),
+        )
+        self._tau = float(client["tau"])
+        self._region: _RegionIndex | None = None
+        if self._kernel == "run_atp":
+            levels = np.asarray(grid["levels"], dtype=np.int64).reshape(-1, 3)
+            use_grid = int(self._index.gi[2]) == 1
+            nodes = np.zeros((1, 12))
+            kernels = _kernels()
+            if use_grid:
+                off = int(levels[-1, 0] + levels[-1, 1] * levels[-1, 2])
+                nodes = np.zeros((off, 12))
+                nu, nv = int(self._index.gi[0]), int(self._index.gi[1])
+                if kernels is not None:
+                    kernels[1].region_tree(self._index.sxyz, self._index.cell_start, nu, nv, levels, nodes)
+            else:
+                levels = np.zeros((1, 3), dtype=np.int64)
+            self._region = _RegionIndex(
+                self._lam,
+                self._phi,
+                self._index.xyz,
+                self._index.sxyz,
+                order,
+                self._index.cell_start,
+                nodes,
+                levels,
+                use_grid,
+            )
+        self._no_tables = (
+            _readonly(np.zeros((0, self._m, 1))),
+            _readonly(np.zeros((0, 2))),
+            _readonly(np.zeros((0, 12, 12), dtype=np.int64)),
+        )
+
+    def _snap(self, lon: np.ndarray, lat: np.ndarray, kernels: Any) -> np.ndarray:
+        """The nearest public point of each vertex: the minimiser of geoldp's haversine kernel, ties to the
+        lowest index (as :meth:`geoldp.PointSet.nearest`).
+
+        Dot products of unit vectors propose the points within ``_SNAP_DOT_TOL`` of the largest (rounding
+        of a dot product is about 1e−16, so the kernel's minimiser is among them) and the kernel decides
+        among them; a vertex whose nearest point is more than ``_FAR_COS``'s angle away is scanned fully.
+        """
+        lam, phi = lon * _DEG2RAD, lat * _DEG2RAD
+        cphi = np.cos(phi)
+        q = np.column_stack([cphi * np.cos(lam), cphi * np.sin(lam), np.sin(phi)])
+        dots = self._index.xyz @ q.T
+        best = dots.max(axis=0)
+        out = np.empty(lon.shape[0], dtype=np.int64)
+        plain = kernels[0]
+        for j in range(lon.shape[0]):
+            if not best[j] >= _FAR_COS:
+                out[j] = plain.nearest_scan(float(lam[j]), float(phi[j]), self._lam, self._phi)
+                continue
+            cand = np.flatnonzero(dots[:, j] >= best[j] - _SNAP_DOT_TOL)
+            if cand.shape[0] == 1:
+                out[j] = cand[0]
+                continue
+            sub_lam, sub_phi = _readonly(self._lam[cand]), _readonly(self._phi[cand])
+            out[j] = cand[plain.nearest_scan(float(lam[j]), float(phi[j]), sub_lam, sub_phi)]
+        return out
+
+    def _tables(self, n: int) -> tuple[np.ndarray, ...]:
+        row = self._lengths[n]
+        if row is None or isinstance(row, str):
+            reason = row or "not releasable"
+            raise ValueError(
+                f"A trajectory of {n} points cannot be released under this campaign: {reason}. "
+                "Resample it to "
+                "another number of points."
+            )
+        eps_single = np.zeros(n + 1)
+        tabs = [np.zeros((n + 1, 2)) for _ in range(7)]
+        if not isinstance(row[0], list):
+            eps_single[n] = float(row[0])
+        else:
+            for c in range(2):
+                for k in range(7):
+                    tabs[k][n, c] = float(row[c][k])
+        return (eps_single, *tabs)
+
+    def _trajectory_report(self, lon: np.ndarray, lat: np.ndarray, key: np.ndarray) -> dict[str, Any]:
+        n = lon.shape[0]
+        kernels = _kernels()
+        if kernels is None:
+            return {"points": self._fallback(lon, lat, key)}
+        flat = self._snap(lon, lat, kernels)
+        eps_single, eps_piv, eps_np, lie, eps_anc, eps_rad, sw_b, eps_dec = self._tables(n)
+        offsets = np.array([0, n], dtype=np.int64)
+        out = np.empty(n, dtype=np.int64)
+        m = self._m
+        n_rows = int(self._index.gi[1])
+        work = _Work(
+            np.zeros(16, dtype=np.uint32),
+            np.zeros(3, dtype=np.int64),
+            np.zeros((2, max(m, 4)), dtype=np.int64),
+            np.zeros((4, max(m, 64))),
+            np.zeros((6, n_rows), dtype=np.int64),
+            np.zeros((8, 3)),
+            np.zeros((40, 3)),
+            np.zeros(8, dtype=np.int64),
+            np.zeros((2, n), dtype=np.int64),
+            np.zeros(self._stack, dtype=np.int64),
+            np.zeros(8),
+            np.zeros(self._n_stats, dtype=np.int64),
+        )
+        head = (flat, offsets, key, np.int64(0), eps_single, self._props[0], self._props[1], out, self._index)
+        plain, nrt = kernels
+        if self._kernel == "run_pointem":
+            plain.run_pointem(*head, None, None, work, None)
+            return {"points": out.tolist()}
+        plan = self._plan
+        copies = _Copies(
+            self._tau,
+            int(plan["granularity"]),
+            bool(plan["centred"]),
+            bool(plan["balanced"]),
+            bool(plan["neighbour_fallback"]),
+            eps_piv,
+            eps_np,
+            lie,
+        )
+        if self._kernel == "run_tp" or n == 1:  # ATP's one-point trajectories: no anchor, no region
+            plain.run_tp(*head, copies, None, work, None)
+            return {"points": out.tolist()}
+        alam, aphi = np.empty(1), np.empty(1)
+        nrt.anchor_points(flat, offsets, self._lam, self._phi, bool(plan["vector_mean"]), alam, aphi)
+        anchor = plain.nearest_scan(float(alam[0]), float(aphi[0]), self._lam, self._phi)
+        assert self._region is not None  # noqa: S101 (prepared for run_atp)
+        region = _Region(
+            np.array([anchor], dtype=np.int64),
+            self._region,
+            self._region_tol,
+            False,
+            eps_anc,
+            eps_rad,
+            sw_b,
+            eps_dec,
+            int(plan["sw_buckets"]),
+            bool(plan["continuous_sw"]),
+            bool(plan["input_mapping"]),
+            *self._no_tables,
+        )
+        plain.run_atp(*head, copies, region, work, np.zeros(self._region_record))
+        return {"points": out.tolist()}
+
+    def _fallback(self, lon: np.ndarray, lat: np.ndarray, key: np.ndarray) -> list[int]:
+        """Without geoldp's compiled kernels: the full geoldp (the JIT compiler), same output."""
+        from geoldp.pointset import PointSet
+        from geoldp.trajectory import engine
+
+        pts = self.document["points"]
+        ps = PointSet(np.asarray(pts["lon"]), np.asarray(pts["lat"]))
+        idx, _ = ps.nearest(lon, lat)
+        self._tables(lon.shape[0])  # the same refusal of a length the campaign cannot release
+        mech = engine.resolve_mechanism(self.design, self.epsilon, {}, caller="geoldp.client")
+        out = engine.run_with_key([np.asarray(idx, dtype=np.int64)], ps, mech, key=key)
+        return [int(v) for v in out[0]]
+
+    # -- report designs -------------------------------------------------------------------------------
+    def _prepare_report(self) -> None:
+        doc = self.document
+        par = doc["parameters"]
+        self._statistic = par["statistic"]
+        self._oracle = par["oracle"]
+        self._pad = int(par["pad_length"])
+        self._base = int(par["base"])
+        self._d = int(par["domain"])
+        self._n_zones = int(par["n_zones"])
+        self._zones = [
+            [[np.asarray(ring, dtype=np.float64) for ring in polygon] for polygon in zone]
+            for zone in doc["report_zones"]["polygons"]
+        ]
+        self._bbox = [
+            (
+                min(float(p[0][:, 0].min()) for p in zone),
+                min(float(p[0][:, 1].min()) for p in zone),
+                max(float(p[0][:, 0].max()) for p in zone),
+                max(float(p[0][:, 1].max()) for p in zone),
+            )
+            for zone in self._zones
+        ]
+
+    def _zone_of(self, lon: np.ndarray, lat: np.ndarray) -> np.ndarray:
+        """The first zone that contains each vertex or has it on its boundary; ``n_zones`` for none."""
+        out = np.full(lon.shape[0], self._n_zones, dtype=np.int64)
+        todo = np.ones(lon.shape[0], dtype=bool)
+        for k, zone in enumerate(self._zones):
+            x0, y0, x1, y1 = self._bbox[k]
+            cand = todo & (lon >= x0) & (lon <= x1) & (lat >= y0) & (lat <= y1)
+            if not cand.any():
+                continue
+            idx = np.flatnonzero(cand)
+            hit = np.zeros(idx.shape[0], dtype=bool)
+            for polygon in zone:
+                inside, edge = _in_ring(polygon[0], lon[idx], lat[idx])
+                hit |= edge
+                inside &= ~edge
+                for hole in polygon[1:]:
+                    in_hole, on_hole = _in_ring(hole, lon[idx], lat[idx])
+                    hit |= on_hole
+                    inside &= ~(in_hole & ~on_hole)
+                hit |= inside
+            out[idx[hit]] = k
+            todo[idx[hit]] = False
+        return out
+
+    def items(self, lon: np.ndarray, lat: np.ndarray) -> list[int]:
+        """The private item set a report design samples from: the visited zones, or the (origin, end) pair."""
+        zone = self._zone_of(lon, lat)
+        k = self._n_zones + 1
+        if self._statistic == "od":
+            return [int(zone[0]) * k + int(zone[-1])]
+        return [int(v) for v in np.unique(zone)]
+
+    def report_of(self, items: list[int], source: Any) -> dict[str, Any]:
+        """The oracle's report of one item set, drawn from ``source``.
+
+        ``source`` has ``integers(k)``, ``bernoulli(p)`` and ``word()`` (a uniform 32-bit word); the
+        report draws in the order of geoldp's compiled samplers: the padded item, then the oracle.
+        """
+        size = len(items)
+        j = source.integers(max(size, self._pad))
+        x = items[j] if j < size else self._base + (j - size)
+        eps = self.epsilon
+        if self._oracle == "krr":
+            return {"value": _krr_value(source, x, self._d, _krr_lie(self._d, eps))}
+        if self._oracle == "olh":
+            g = olh_range(eps)
+            seed = int(source.word())
+            return {"seed": seed, "value": _krr_value(source, _olh_hash(seed, x, g), g, _krr_lie(g, eps))}
+        t = math.exp(-eps)
+        p, q = 0.5, t / (1.0 + t)
+        bits = np.zeros((self._d + 7) // 8, dtype=np.uint8)
+        for v in range(self._d):
+            if source.bernoulli(p if v == x else q):
+                bits[v >> 3] |= np.uint8(1 << (7 - (v & 7)))
+        return {"bits": bits.tobytes().hex()}
+
+    # -- the record -----------------------------------------------------------------------------------
+    def respond(self, trajectory: Any, *, user: str, rng: Any = None) -> dict[str, Any]:
+        """One report record of ``trajectory`` for ``user`` (see :func:`respond`)."""
+        if not isinstance(user, str) or not user.strip() or len(user) > 256:
+            raise (TypeError if not isinstance(user, str) else ValueError)(
+                "The 'user' parameter of geoldp.client.respond must be a non-empty string of at most 256 "
+                f"characters (the user's id at the collector). Got {type(user).__name__} instead."
+            )
+        lon, lat = _coordinates(trajectory)
+        if self.kind == "trajectory" and lon.shape[0] > self._max_points:
+            raise ValueError(
+                f"The trajectory has {lon.shape[0]} points; this campaign releases at most "
+                f"{self._max_points}. "
+                f"Resample or simplify it to at most {self._max_points} points first."
+            )
+        gen = _generator(rng)  # every check above comes before the first draw
+        key, record_id = _key_and_id(gen)
+        if self.kind == "trajectory":
+            payload = self._trajectory_report(lon, lat, key)
+        else:
+            payload = self.report_of(self.items(lon, lat), _Stream(key, 0))
+        return {
+            "format": RECORD_FORMAT,
+            "version": RECORD_VERSION,
+            "record_id": record_id,
+            "campaign": self.id,
+            "user": user,
+            "design": self.design,
+            "epsilon": self.epsilon,
+            "report": payload,
+            "rng": "os-csprng" if gen is None else "seeded",
+        }
+
+
+def _in_ring(ring: np.ndarray, x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(inside, on_edge)`` of points against a closed ring (crossing number; edges exactly)."""
+    inside = np.zeros(x.shape[0], dtype=bool)
+    edge = np.zeros(x.shape[0], dtype=bool)
+    for i in range(ring.shape[0] - 1):
+        x1, y1 = ring[i]
+        x2, y2 = ring[i + 1]
+        cross = (x2 - x1) * (y - y1) - (y2 - y1) * (x - x1)
+        within = (np.minimum(x1, x2) <= x) & (x <= np.maximum(x1, x2))
+        within &= (np.minimum(y1, y2) <= y) & (y <= np.maximum(y1, y2))
+        edge |= within & (cross == 0.0)
+        if y1 != y2:
+            straddle = (y1 > y) != (y2 > y)
+            xs = x1 + (y - y1) * (x2 - x1) / (y2 - y1)
+            inside ^= straddle & (x < xs)
+    return inside, edge
+
+
+def _krr_lie(k: int, epsilon: float) -> float:
+    """k-RR's total lie probability ``(k−1)e^{−ε}/(1 + (k−1)e^{−ε})`` (as geoldp.mechanisms.krr_constants)."""
+    t = math.exp(-epsilon)
+    return (k - 1) * t / (1.0 + (k - 1) * t)
+
+
+def _krr_value(source: Any, x: int, k: int, lie: float) -> int:
+    if source.bernoulli(lie):
+        j = source.integers(k - 1)
+        return j + 1 if j >= x else j
+    return x
+
+
+_M64 = (1 << 64) - 1
+
+
+def _olh_hash(seed: int, v: int, g: int) -> int:
+    """OLH's public hash H_seed(v) in {0, …, g−1} (splitmix64's finaliser, as geoldp's oracles)."""
+    z = ((seed << 32) ^ v) & _M64
+    z = (z * 0x9E3779B97F4A7C15 + 0x632BE59BD9B4E019) & _M64
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _M64
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _M64
+    return (z ^ (z >> 31)) % g
+
+
+def _coordinates(trajectory: Any) -> tuple[np.ndarray, np.ndarray]:
+    """(lon, lat) float64 arrays of a trajectory given as an (n, 2) array or a (lon, lat) pair."""
+    if isinstance(trajectory, tuple) and len(trajectory) == 2:
+        lon = np.asarray(trajectory[0], dtype=np.float64).reshape(-1)
+        lat = np.asarray(trajectory[1], dtype=np.float64).reshape(-1)
+        if lon.shape != lat.shape:
+            raise ValueError("The 'trajectory' parameter's lon and lat must have the same length.")
+    else:
+        try:
+            arr = np.asarray(trajectory, dtype=np.float64)
+        except (TypeError, ValueError):
+            raise TypeError(
+                "The 'trajectory' parameter of geoldp.client.respond must be an (n, 2) array of (lon, lat) "
+                f"degrees or a (lon, lat) pair of arrays. Got {type(trajectory).__name__} instead."
+            ) from None
+        if arr.ndim != 2 or arr.shape[1] != 2:
+            raise ValueError(
+                "The 'trajectory' parameter of geoldp.client.respond must be an (n, 2) array of (lon, lat) "
+                f"degrees. Got shape {arr.shape} instead."
+            )
+        lon, lat = np.ascontiguousarray(arr[:, 0]), np.ascontiguousarray(arr[:, 1])
+    if lon.shape[0] == 0:
+        raise ValueError("The 'trajectory' parameter of geoldp.client.respond has no points.")
+    bad = ~(np.isfinite(lon) & np.isfinite(lat))
+    if bad.any():
+        raise ValueError(
+            f"Point {int(np.flatnonzero(bad)[0])} of the trajectory has a NaN or infinite coordinate."
+        )
+    out = ~((np.abs(lat) <= 90.0) & (np.abs(lon) <= 180.0))
+    if out.any():
+        raise ValueError(
+            f"Point {int(np.flatnonzero(out)[0])} of the trajectory is outside lon [-180, 180], lat "
+            "[-90, 90]: "
+            "the client takes WGS 84 longitude and latitude in degrees, longitude first."
+        )
+    return lon, lat
+
+
+def _client(campaign: Any) -> Client:
+    """The prepared :class:`Client` of a campaign: kept per process by id (or by file and its stat)."""
+    if isinstance(campaign, Client):
+        return campaign
+    if isinstance(campaign, (str, os.PathLike)):
+        try:
+            st = os.stat(campaign)
+            key = f"{os.path.realpath(campaign)}\0{st.st_mtime_ns}\0{st.st_size}"
+        except OSError:
+            key = None  # Client() says what is wrong with it
+    else:
+        document = getattr(campaign, "document", campaign)
+        key = document.get("id") if isinstance(document, dict) else None
+    if isinstance(key, str) and key in _PREPARED:
+        with _LOCK:
+            _PREPARED.move_to_end(key)
+        return _PREPARED[key]
+    client = Client(campaign)
+    with _LOCK:
+        _PREPARED[key if isinstance(key, str) else client.id] = client
+        while len(_PREPARED) > _PREPARED_MAX:
+            _PREPARED.popitem(last=False)
+    return client
+
+
+def respond(campaign: Any, trajectory: Any, *, user: str, rng: Any = None) -> dict[str, Any]:
+    """One user's report record of one trajectory under a campaign.
+
+    Parameters
+    ----------
+    campaign : str, path-like, dict, geoldp.campaign.Campaign or Client
+        The campaign file the collector published (checked: format, version and digest), its document,
+        or a prepared :class:`Client` (faster for many reports: P is prepared once).
+    trajectory : array_like of shape (n, 2), or (lon, lat) pair of arrays
+        The user's trajectory in WGS 84 degrees, longitude first. It never leaves this call.
+    user : str
+        The user's id at the collector (the collector charges her budget under it).
+    rng : {None, int, array_like[ints], SeedSequence, BitGenerator, Generator}, optional
+        ``None`` (default) draws from the operating system's cryptographic source. A seed is for tests
+        and experiments only: it reproduces the central release of the same design with the same seed.
+
+    Returns
+    -------
+    dict
+        The record (JSON-able): ``format``, ``version``, ``record_id``, ``campaign`` (its id), ``user``,
+        ``design``, ``epsilon``, ``report`` (the released values: indices into P for a trajectory design,
+        the oracle's report for a report design) and ``rng`` (the policy, never the seed). Send it as one
+        line of JSON (:func:`to_json_line`).
+
+    Raises
+    ------
+    TypeError, ValueError
+        A malformed campaign (naming the file), trajectory, user or ``rng``; a trajectory longer than the
+        campaign's ``max_points``. All checks come before the first random draw.
+
+    Notes
+    -----
+    The record's ε is the campaign's: one report spends exactly that much of the user's budget (every
+    stage of the design's split included), whatever the trajectory.
+    """
+    return _client(campaign).respond(trajectory, user=user, rng=rng)
+
+
+def to_json_line(record: dict[str, Any]) -> str:
+    """A record as one line of JSON (no newline inside; end it with ``"\\n"`` in a JSON Lines file)."""
+    return json.dumps(record, separators=(",", ":"), ensure_ascii=False, allow_nan=False)

@@ -1,0 +1,333 @@
+"""Ingest: take the users' report records into the collection store, and answer questions from it.
+
+Devices send report records (:func:`geoldp.client.respond`), one JSON object per line of a JSON Lines
+file. :func:`ingest` checks every record against the campaign (format, campaign id, design, ε, the
+report's domain) and appends the valid ones to a :class:`~geoldp.store.Store` in transactions that each
+charge every record's user and store the record together: a user past her total (the campaign's
+``user_total_epsilon``) is refused, a record sent twice (the same user and record id) is stored once,
+and a process killed at any moment leaves every stored record with its spend and no spend without its
+record. Any number of ingest processes may run at once on one store (SQLite or PostgreSQL).
+
+:func:`release_of` rebuilds the release a design's ``answer`` reads from the stored reports, and
+:func:`answer` gives the one answer table of a question (:meth:`geoldp.designs.Design.answer`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from geoldp import _campaign_doc as doc
+from geoldp.store import Report, Store, is_url
+
+if TYPE_CHECKING:
+    from geoldp.campaign import Campaign
+
+__all__ = ["IngestSummary", "Refusal", "answer", "ingest", "release_of"]
+
+#: Records per transaction (each transaction charges and stores its records together).
+DEFAULT_BATCH = 500
+#: Longest line read from a report file (bytes): an OUE report over 10⁶ values is 250 kB of hex.
+MAX_LINE_BYTES = 4 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """A record refused before it reached the store: its file, line (1-based) and the reason."""
+
+    file: str
+    line: int
+    reason: str
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}: {self.reason}"
+
+
+@dataclass
+class IngestSummary:
+    """What one :func:`ingest` call did.
+
+    Attributes
+    ----------
+    stored : int
+        Records stored (each with its user's spend).
+    duplicates : int
+        Records the store held already (or that came twice in this call): stored once, charged once.
+    over_budget : int
+        Records that would have taken their user past her total: neither stored nor charged.
+    refused : list of Refusal
+        Malformed records and records of another campaign, design or ε, with their file and line.
+    """
+
+    stored: int = 0
+    duplicates: int = 0
+    over_budget: int = 0
+    refused: list[Refusal] = field(default_factory=list)
+
+    @property
+    def read(self) -> int:
+        """Records read (every line that was not blank)."""
+        return self.stored + self.duplicates + self.over_budget + len(self.refused)
+
+
+def _document(campaign: Any) -> dict[str, Any]:
+    """The checked document of a campaign file's path or of a :class:`~geoldp.campaign.Campaign`."""
+    if isinstance(campaign, (str, os.PathLike)):
+        return doc.load_campaign(campaign)
+    document = getattr(campaign, "document", None)
+    if not isinstance(document, dict):
+        raise TypeError(
+            "The 'campaign' parameter must be a geoldp.campaign.Campaign or a campaign file's path. Got "
+            f"{type(campaign).__name__} instead."
+        )
+    return doc.check_campaign(document)
+
+
+def _open_store(store: Any, total: float) -> tuple[Store, bool]:
+    """``(store, opened here)``: a Store as it is, or a path/URL opened (created with ``total`` if new)."""
+    if isinstance(store, Store):
+        if store.total_epsilon != total:
+            raise ValueError(
+                f"The store {store.location} keeps a total of {store.total_epsilon:g} per user; the "
+                f"campaign's is {total:g}: use a store made for this campaign."
+            )
+        return store, False
+    if not (isinstance(store, (str, os.PathLike)) and (is_url(store) or os.fspath(store))):
+        raise TypeError(
+            "The 'store' parameter must be a GeoPackage path, a postgresql:// URL or a geoldp.store.Store. "
+            f"Got {type(store).__name__} instead."
+        )
+    return Store.open(store, total_epsilon=total), True
+
+
+def _ledger_entry(campaign: dict[str, Any]) -> tuple[str, str]:
+    """The public ledger entry stored beside a report, as a prefix and suffix around its record id and rng
+    policy (the canonical JSON of campaign, design, ε, record id, rng: the other members are the campaign's).
+    """
+    head = doc.canonical(
+        {"campaign": campaign["id"], "design": campaign["design"], "epsilon": campaign["epsilon"]}
+    )
+    return head.decode("utf-8")[:-1] + ',"record_id":"', '","rng":"'
+
+
+def _records(path: Path, campaign: dict[str, Any], refused: list[Refusal]) -> Iterator[Report]:
+    """The valid records of one JSON Lines file, as store rows; malformed lines go to ``refused``."""
+    name = os.fspath(path)
+    head, middle = _ledger_entry(campaign)
+    with open(path, "rb") as fh:
+        for number, raw in enumerate(fh, start=1):
+            if len(raw) > MAX_LINE_BYTES:
+                refused.append(Refusal(name, number, f"a line longer than {MAX_LINE_BYTES} bytes"))
+                continue
+            if not raw.strip():
+                continue
+            where = f"{name}:{number}"
+            try:
+                record = json.loads(raw.decode("utf-8"), parse_constant=doc.refuse_constant)
+                doc.check_record(record, campaign, where=where)
+            except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+                reason = str(exc)
+                if reason.startswith(where + ": "):
+                    reason = reason[len(where) + 2 :]
+                else:
+                    reason = f"not a JSON report record ({reason})"
+                refused.append(Refusal(name, number, reason))
+                continue
+            yield Report(
+                user_id=record["user"],
+                record_digest=doc.record_digest(record),
+                epsilon=float(record["epsilon"]),
+                payload=doc.canonical(record["report"]).decode("utf-8"),
+                ledger=f'{head}{record["record_id"]}{middle}{record["rng"]}"}}',  # checked: hex and a policy
+            )
+
+
+def ingest(
+    campaign: Any,
+    files: Iterable[str | os.PathLike[str]],
+    *,
+    store: Any,
+    batch: int = DEFAULT_BATCH,
+) -> IngestSummary:
+    """Check report records against their campaign and append them to the store, charging each user.
+
+    Parameters
+    ----------
+    campaign : Campaign or path
+        The campaign the records answer (it is registered in the store).
+    files : iterable of paths
+        JSON Lines files of report records (:func:`geoldp.client.respond`, one record per line).
+    store : path, URL or Store
+        The collection store: a GeoPackage file (created if new) or a ``postgresql://`` URL; created with
+        the campaign's ``user_total_epsilon`` as each user's total (an existing store must keep the same).
+    batch : int, default 500
+        Records per transaction.
+
+    Returns
+    -------
+    IngestSummary
+
+    Raises
+    ------
+    FileNotFoundError
+        A report file or the campaign file does not exist.
+    ValueError
+        A malformed campaign, a store with another total per user or another document under the
+        campaign's id.
+    """
+    document = _document(campaign)
+    if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
+        raise ValueError(
+            f"The 'batch' parameter of geoldp.ingest.ingest must be an int >= 1. Got {batch!r} instead."
+        )
+    paths = [Path(f) for f in files]
+    for p in paths:
+        if not p.is_file():
+            raise FileNotFoundError(f"The report file '{os.fspath(p)}' does not exist.")
+    cid = document["id"]
+    st, opened = _open_store(store, float(document["user_total_epsilon"]))
+    summary = IngestSummary()
+    try:
+        st.add_campaign(cid, doc.canonical(document).decode("utf-8"))
+        for p in paths:
+            pending: list[Report] = []
+            for row in _records(p, document, summary.refused):
+                pending.append(row)
+                if len(pending) >= batch:
+                    _append(st, cid, pending, summary)
+                    pending = []
+            if pending:
+                _append(st, cid, pending, summary)
+    finally:
+        if opened:
+            st.close()
+    return summary
+
+
+def _append(store: Store, campaign_id: str, rows: list[Report], summary: IngestSummary) -> None:
+    for outcome in store.append_reports(campaign_id, rows):
+        if outcome == "stored":
+            summary.stored += 1
+        elif outcome == "duplicate":
+            summary.duplicates += 1
+        else:
+            summary.over_budget += 1
+
+
+# ------------------------------------------------------------------------------------------------------
+# reading the reports back
+
+
+def stored_campaign(store: Any, campaign_id: str) -> Campaign:
+    """The campaign registered in ``store`` under ``campaign_id`` (a unique prefix of it is enough)."""
+    from geoldp.campaign import Campaign
+
+    st, opened = (store, False) if isinstance(store, Store) else (Store.open(store), True)
+    try:
+        ids = [c for c in st.campaigns() if c.startswith(str(campaign_id))]
+        if len(ids) != 1:
+            known = ", ".join(c[:12] for c in st.campaigns()) or "none"
+            raise ValueError(
+                f"The store {st.location} holds {'no' if not ids else 'more than one'} campaign with the id "
+                f"{campaign_id!r} (campaigns: {known}); name one by its id or a unique prefix of it."
+            )
+        text = st.campaign(ids[0])
+    finally:
+        if opened:
+            st.close()
+    assert text is not None  # noqa: S101 (listed just above)
+    return Campaign(doc.check_campaign(json.loads(text), where=f"The campaign {ids[0][:12]}... in the store"))
+
+
+def release_of(campaign: Campaign, payloads: Iterable[str]) -> Any:
+    """The release a design's ``answer`` reads, rebuilt from stored report payloads (JSON text).
+
+    Trajectory designs: a GeoDataFrame of the released trajectories (P's points, EPSG:4326). Report
+    designs: the report table with its ledger, as :func:`geoldp.report` returns it.
+    """
+    import geopandas as gpd
+    import pandas as pd
+    import shapely
+
+    reports = [json.loads(p) for p in payloads]
+    d = campaign.document
+    if d["kind"] == "trajectory":
+        lon = np.asarray(d["points"]["lon"])
+        lat = np.asarray(d["points"]["lat"])
+        geoms = []
+        for r in reports:
+            idx = np.asarray(r["points"], dtype=np.int64)
+            xy = np.column_stack([lon[idx], lat[idx]])
+            geoms.append(shapely.LineString(xy) if len(idx) > 1 else shapely.Point(xy[0]))
+        return gpd.GeoDataFrame(geometry=geoms, crs="EPSG:4326")
+    from geoldp.accounting import finish_release
+    from geoldp.ledger import attach
+    from geoldp.reports.release import release_provenance
+    from geoldp.reports.release import scheme as report_design
+    from geoldp.zones import check_zones
+
+    par = d["parameters"]
+    caller = "geoldp.ingest.release_of"
+    zones = check_zones(campaign.zones(reported=True), caller=caller)
+    des = report_design(
+        par["statistic"],
+        zones.size,
+        campaign.epsilon,
+        oracle=par["oracle"],
+        pad_length=par["pad_length"],
+        caller=caller,
+    )
+    if par["oracle"] == "oue":
+        table = pd.DataFrame({"bits": pd.Series([bytes.fromhex(r["bits"]) for r in reports], dtype=object)})
+    elif par["oracle"] == "olh":
+        table = pd.DataFrame(
+            {
+                "seed": np.array([r["seed"] for r in reports], dtype=np.int64),
+                "report": np.array([r["value"] for r in reports], dtype=np.int64),
+            }
+        )
+    else:
+        table = pd.DataFrame({"report": np.array([r["value"] for r in reports], dtype=np.int64)})
+    attach(table, finish_release(release_provenance(des, zones, "os-csprng", "LineString")))
+    return table
+
+
+def answer(store: Any, campaign: Any, question: Any) -> Any:
+    """The answer table to ``question`` from the reports of ``campaign`` in ``store``.
+
+    Parameters
+    ----------
+    store : path, URL or Store
+    campaign : Campaign, or str
+        The campaign, or its id (or a unique prefix) as registered in the store.
+    question : Question or str
+        ``"zone_visits"``, ``"hotspots"``, ``"od_flows"``, ``"range_counts"`` (as the design answers).
+
+    Returns
+    -------
+    pandas.DataFrame
+        The one answer table (:func:`geoldp.designs.answer_table`); ``attrs["reports"]`` is the number
+        of reports it reads.
+    """
+    st, opened = (store, False) if isinstance(store, Store) else (Store.open(store), True)
+    try:
+        c = stored_campaign(st, campaign) if isinstance(campaign, str) else campaign
+        rows = st.reports(c.id)
+    finally:
+        if opened:
+            st.close()
+    if not rows:
+        raise ValueError(f"The store holds no reports of the campaign {c.id[:12]}...: ingest them first.")
+    zones = c.zones()
+    if zones is None:
+        raise ValueError(f"The campaign {c.id[:12]}... has no zones to answer over.")
+    released = release_of(c, (payload for _, payload, _ in rows))
+    table = c.design().answer(released, question, points=c.points(), zones=zones)
+    table.attrs["reports"] = len(rows)
+    return table

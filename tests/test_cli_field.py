@@ -1,0 +1,138 @@
+"""``geoldp campaign``, ``respond``, ``ingest``, ``answer`` and ``plan --campaign-out``, as commands."""
+
+from __future__ import annotations
+
+import json
+
+import geopandas as gpd
+import numpy as np
+import pytest
+from field_support import points, trajectory
+from shapely.geometry import LineString
+
+from geoldp import cli
+from geoldp.campaign import Campaign
+
+pytestmark = pytest.mark.filterwarnings("ignore:.*told from no data:geoldp.errors.GeoLDPWarning")
+pytest.importorskip("pyogrio")
+
+
+def run(args: list[str], capsys) -> tuple[int, str, str]:
+    code = cli.main([str(a) for a in args])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.fixture
+def files(tmp_path):
+    points().to_file(tmp_path / "P.gpkg")
+    rng = np.random.default_rng(4)
+    trips = gpd.GeoDataFrame(
+        {"user": [f"u{i % 30}" for i in range(40)]},
+        geometry=[LineString(trajectory(rng, 4)) for _ in range(40)],
+        crs="EPSG:4326",
+    )
+    trips.to_file(tmp_path / "trips.gpkg")
+    return tmp_path
+
+
+@pytest.mark.parametrize("design", ["atp", "report:visited_zone"])
+def test_a_whole_campaign_from_the_command_line(files, capsys, design):
+    d = files
+    code, out, err = run(
+        ["campaign", "create", "--design", design, "--epsilon", "2", "--points", d / "P.gpkg",
+         "--cell-km", "3",
+         "-o", d / "c.json"],
+        capsys,
+    )  # fmt: skip
+    assert code == 0, err
+    assert out.strip() == str(d / "c.json") and f"design {design}" in err
+    cid = Campaign.read(d / "c.json").id
+    code, out, _ = run(["campaign", "show", d / "c.json"], capsys)
+    assert code == 0 and cid in out
+    assert run(["campaign", "verify", d / "c.json"], capsys)[0] == 0
+    code, out, err = run(
+        ["respond", d / "c.json", d / "trips.gpkg", "--user-col", "user", "-o", d / "r.jsonl"], capsys
+    )
+    assert code == 0, err
+    lines = (d / "r.jsonl").read_text().splitlines()
+    assert len(lines) == 40 and json.loads(lines[0])["campaign"] == cid
+    code, out, err = run(["ingest", d / "c.json", d / "r.jsonl", "--store", d / "s.gpkg"], capsys)
+    assert code == 0, err
+    assert "30 stored, 0 already stored, 10 over their user's budget" in out
+    code, out, err = run(
+        [
+            "answer",
+            "--store",
+            d / "s.gpkg",
+            "--campaign",
+            cid[:8],
+            "--question",
+            "zone_visits",
+            "-o",
+            d / "a.gpkg",
+        ],
+        capsys,
+    )
+    assert code == 0, err
+    layer = gpd.read_file(d / "a.gpkg")
+    assert {"estimate", "lower", "upper", "supported"} <= set(layer.columns) and "30 reports" in err
+
+
+def test_refusals_are_one_line_with_the_right_status(files, capsys):
+    d = files
+    Campaign.create("tp", epsilon=2.0, points=points(), max_points=8).write(d / "c.json")
+    code, _, err = run(
+        [
+            "campaign",
+            "create",
+            "--design",
+            "tp",
+            "--epsilon",
+            "2",
+            "--points",
+            d / "P.gpkg",
+            "-o",
+            d / "c.json",
+        ],
+        capsys,
+    )
+    assert code == 1 and "already exists" in err and "--overwrite" in err and "Traceback" not in err
+    code, _, err = run(["campaign", "create", "--design", "ldptrace", "--epsilon", "2",
+                        "--points", d / "P.gpkg",
+                        "-o", d / "x.json"], capsys)  # fmt: skip
+    assert code == 1 and "cannot be run as a campaign" in err and err.count("\n") == 1
+    (d / "bad.json").write_text("{}")
+    code, _, err = run(["campaign", "show", d / "bad.json"], capsys)
+    assert code == 1 and "bad.json' is not a geoldp campaign" in err
+    (d / "r.jsonl").write_text('{"not": "a record"}\n')
+    code, out, err = run(["ingest", d / "c.json", d / "r.jsonl", "--store", d / "s.gpkg"], capsys)
+    assert (
+        code == 1 and f"refused: {d / 'r.jsonl'}:1: not a geoldp report record" in err and "1 refused" in out
+    )
+    code, _, err = run(["answer", "--store", d / "s.gpkg", "--campaign", "ffff", "-o", d / "a.gpkg"], capsys)
+    assert code == 1 and "no campaign with the id 'ffff'" in err
+    code, _, err = run(
+        ["answer", "--store", d / "none.gpkg", "--campaign", "ffff", "-o", d / "a.gpkg"], capsys
+    )
+    assert code == 1 and "does not exist" in err
+    long = gpd.GeoDataFrame(geometry=[LineString(trajectory(np.random.default_rng(1), 9))], crs="EPSG:4326")
+    long.to_file(d / "long.gpkg")
+    code, _, err = run(["respond", d / "c.json", d / "long.gpkg", "-o", d / "l.jsonl"], capsys)
+    assert code == 1 and "row position 0 of TRIPS" in err and "at most 8" in err
+    assert not (d / "l.jsonl").exists()  # nothing half-written
+
+
+def test_plan_writes_the_recommended_designs_campaign(files, capsys):
+    d = files
+    code, out, err = run(
+        ["plan", d / "P.gpkg", "--epsilon", "2", "--n", "50", "--lengths", "2", "--cell-km", "3",
+         "--seed", "1",
+         "--campaign-out", d / "c.json"],
+        capsys,
+    )  # fmt: skip
+    assert code == 0, err
+    c = Campaign.read(d / "c.json")
+    recommended = out.split("recommended: ")[1].split()[0]
+    assert c.design_name == recommended and str(d / "c.json") in out and c.epsilon == 2.0
+    assert c.zones() is not None and len(c.zones()) > 0

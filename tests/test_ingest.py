@@ -1,0 +1,247 @@
+"""Ingest: records checked against their campaign, each user charged once per record in one transaction.
+
+Every test runs on SQLite and, where ``GEOLDP_TEST_POSTGRES_URL`` names a server, on PostgreSQL.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from field_support import campaign, trajectory
+
+from geoldp import _campaign_doc as doc
+from geoldp import client, designs
+from geoldp.ingest import answer, ingest, release_of, stored_campaign
+from geoldp.store import Store
+
+ROOT = Path(__file__).resolve().parents[1]
+CLEAN = {
+    "budget_mismatch": 0,
+    "overspent": 0,
+    "report_without_spend": 0,
+    "spend_without_report": 0,
+    "duplicate_reports": 0,
+}
+pytestmark = pytest.mark.filterwarnings("ignore:.*told from no data:geoldp.errors.GeoLDPWarning")
+
+
+def _env() -> dict[str, str]:
+    return {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+
+
+def _write(path: Path, records: list[dict]) -> Path:
+    path.write_text("".join(client.to_json_line(r) + "\n" for r in records))
+    return path
+
+
+def _records(c, users: int, per_user: int, seed: int = 0) -> list[dict]:
+    rng = np.random.default_rng(seed)
+    device = client.Client(c)
+    seeds = iter(np.random.SeedSequence(seed).spawn(users * per_user))
+    return [
+        device.respond(trajectory(rng, int(rng.integers(1, 6))), user=f"user-{u}", rng=next(seeds))
+        for u in range(users)
+        for _ in range(per_user)
+    ]
+
+
+@pytest.mark.parametrize("name", ["atp", "report:visited_zone"])
+def test_ingest_charges_each_user_once_per_record(store_target, tmp_path, name):
+    c = campaign(name, 2.0, 4.0)  # each user may send two reports
+    recs = _records(c, users=10, per_user=3)
+    # four records sent twice: user-0's first two and user-1's first are stored once, user-0's third is over
+    f = _write(tmp_path / "a.jsonl", recs + recs[:4])
+    summary = ingest(c, [f], store=store_target, batch=7)
+    assert (summary.stored, summary.duplicates, summary.over_budget, summary.refused) == (20, 3, 11, [])
+    again = ingest(c, [f], store=store_target)
+    assert (again.stored, again.duplicates, again.over_budget) == (0, 23, 11)
+    with Store.open(store_target) as store:
+        assert store.verify() == CLEAN
+        assert set(store.spent().values()) == {4}
+        assert store.count("geoldp_reports") == 20
+        assert stored_campaign(store, c.id[:8]) == c
+
+
+def _bad_lines(c, other) -> list[tuple[str, str]]:
+    good = client.respond(c, np.array([[116.35, 39.95]]), user="u", rng=1)
+
+    def edit(**kw):
+        return json.dumps({**good, **kw})
+
+    return [
+        ("{not json", "not a JSON report record"),
+        ("[1, 2]", "not a report record"),
+        (json.dumps({**good, "version": 2}), "not a geoldp report record of version 1"),
+        (json.dumps({k: v for k, v in good.items() if k != "rng"}), r"missing \['rng'\]"),
+        (edit(extra=1), r"unknown \['extra'\]"),
+        (
+            client.to_json_line(client.respond(other, np.array([[116.35, 39.95]]), user="u", rng=1)),
+            "another campaign",
+        ),
+        (edit(design="tp"), "a record of design 'tp'"),
+        (edit(epsilon=3.0), "at epsilon 3.0"),
+        (edit(record_id="xyz"), "record_id"),
+        (edit(user=""), "'user'"),
+        (edit(report={"points": [0, 10_000]}), "indices of public points|public point indices"),
+        (edit(report={"points": []}), "public point indices"),
+        ('{"a": NaN}', "NaN"),
+    ]
+
+
+def test_malformed_and_foreign_records_are_refused_with_file_and_line(tmp_path):
+    c, other = campaign("atp"), campaign("atp", 2.5)
+    lines = _bad_lines(c, other)
+    good = client.to_json_line(client.respond(c, np.array([[116.35, 39.95]]), user="v", rng=2))
+    f = tmp_path / "mixed.jsonl"
+    f.write_text(good + "\n\n" + "".join(line + "\n" for line, _ in lines))
+    summary = ingest(c, [f], store=tmp_path / "s.gpkg")
+    assert summary.stored == 1 and len(summary.refused) == len(lines)
+    for refusal, (_, match), number in zip(summary.refused, lines, range(3, 3 + len(lines)), strict=True):
+        assert refusal.file == str(f) and refusal.line == number
+        assert pytest.importorskip("re").search(match, refusal.reason), (refusal, match)
+        assert str(refusal).startswith(f"{f}:{number}: ")
+
+
+@pytest.mark.parametrize(
+    ("name", "payload", "match"),
+    [
+        ("report:visited_zone", {"value": 99}, "k-RR report"),
+        ("report:od", {"bits": "00"}, "OUE report"),
+        ("report:od", {"value": 1}, "OUE report"),
+    ],
+)
+def test_report_payloads_outside_the_domain_are_refused(tmp_path, name, payload, match):
+    c = campaign(name, 4.0 if name == "report:visited_zone" else 2.0)
+    rec = {**client.respond(c, np.array([[116.35, 39.95]]), user="u", rng=1), "report": payload}
+    with pytest.raises(ValueError, match=match):
+        doc.check_record(rec, c.document, where="r.jsonl:1")
+
+
+def test_ingest_refuses_a_store_for_another_total(tmp_path):
+    Store.open(tmp_path / "s.gpkg", total_epsilon=9.0).close()
+    f = _write(tmp_path / "a.jsonl", _records(campaign("tp"), 1, 1))
+    with pytest.raises(ValueError, match="keeps a total of 9 per user, not 2"):
+        ingest(campaign("tp"), [f], store=tmp_path / "s.gpkg")
+    with pytest.raises(FileNotFoundError, match="does not exist"):
+        ingest(campaign("tp"), [tmp_path / "none.jsonl"], store=tmp_path / "s.gpkg")
+
+
+@pytest.mark.parametrize(
+    ("name", "question"),
+    [("atp", "zone_visits"), ("report:visited_zone", "hotspots"), ("report:od", "od_flows")],
+)
+def test_answer_reads_the_stored_reports_through_the_design(tmp_path, name, question):
+    c = campaign(name, 2.0)
+    recs = _records(c, users=40, per_user=1, seed=3)
+    store = tmp_path / "s.gpkg"
+    ingest(c, [_write(tmp_path / "a.jsonl", recs)], store=store)
+    table = answer(store, c.id[:10], question)
+    released = release_of(c, [doc.canonical(r["report"]).decode() for r in recs])
+    expected = designs.design(name).answer(released, question, points=c.points(), zones=c.zones())
+    assert table.attrs["reports"] == 40 and table.attrs["design"] == name
+    np.testing.assert_array_equal(table["estimate"].to_numpy(), expected["estimate"].to_numpy())
+    assert list(table.index) == list(expected.index)
+    with pytest.raises(ValueError, match="no campaign with the id"):
+        answer(store, "ffff", question)
+
+
+# ------------------------------------------------------------------------------------------------------
+# processes
+
+
+INGEST = """
+import json, sys
+from geoldp.ingest import ingest
+s = ingest(sys.argv[1], sys.argv[3:], store=sys.argv[2], batch=int(sys.argv[2 + 0] and 50))
+print(json.dumps([s.stored, s.duplicates, s.over_budget, len(s.refused)]))
+"""
+
+
+def test_concurrent_ingest_processes_never_overspend_nor_lose_a_record(store_target, tmp_path):
+    c = campaign("report:visited_zone", 2.0, 4.0)
+    path = c.write(tmp_path / "c.json")
+    recs = _records(c, users=60, per_user=4, seed=5)  # 240 records; 120 fit the users' budgets
+    files = []
+    for k in range(4):  # each process sends its quarter and a quarter of another's: every record twice
+        mine = recs[k::4] + recs[(k + 1) % 4 :: 4]
+        files.append(str(_write(tmp_path / f"p{k}.jsonl", mine)))
+    Store.open(store_target, total_epsilon=4.0).close()
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", INGEST, str(path), store_target, f],
+            env=_env(),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for f in files
+    ]
+    outs = []
+    for p in procs:
+        out, err = p.communicate(timeout=600)
+        assert p.returncode == 0, err
+        outs.append(json.loads(out))
+    stored = sum(o[0] for o in outs)
+    with Store.open(store_target) as store:
+        assert store.verify() == CLEAN
+        assert max(store.spent().values()) == 4  # every budget filled, never passed
+        assert store.count("geoldp_reports") == stored == 120  # none lost, none twice
+        digests = {d for d, _, _ in store.reports(c.id)}
+    assert digests <= {doc.record_digest(r) for r in recs}
+
+
+KILLED = """
+import sys
+from geoldp.ingest import ingest
+print("ready", flush=True)
+ingest(sys.argv[1], [sys.argv[3]], store=sys.argv[2], batch=2)
+"""
+
+
+def test_kill_9_during_ingest_leaves_every_record_with_its_spend(store_target, tmp_path):
+    c = campaign("report:visited_zone", 2.0, 1000.0)
+    path = c.write(tmp_path / "c.json")
+    template = _records(c, users=1, per_user=1, seed=6)[0]  # valid records, cheaply: new ids and users
+    recs = [{**template, "record_id": f"{i:032x}", "user": f"user-{i % 100}"} for i in range(2000)]
+    f = _write(tmp_path / "all.jsonl", recs)
+    Store.open(store_target, total_epsilon=1000.0).close()
+    partial: list[int] = []
+    for trial, delay in enumerate(np.random.default_rng(38).uniform(0.0, 0.3, size=4)):
+        with Store.open(store_target) as store:
+            before = store.count("geoldp_reports")
+        child = subprocess.Popen(
+            [sys.executable, "-c", KILLED, str(path), store_target, str(f)],
+            env=_env(),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        assert child.stdout is not None and child.stdout.readline().strip() == "ready"
+        deadline = time.monotonic() + 120
+        with Store.open(store_target) as store:  # the child is writing: then kill it at a random moment
+            while (
+                store.count("geoldp_reports") == before
+                and time.monotonic() < deadline
+                and child.poll() is None
+            ):
+                time.sleep(0.01)
+        time.sleep(float(delay))
+        child.send_signal(signal.SIGKILL)
+        child.communicate(timeout=60)
+        with Store.open(store_target) as store:
+            assert store.verify() == CLEAN, trial
+            partial.append(store.count("geoldp_reports"))
+    assert any(0 < n < len(recs) for n in partial), partial  # some kill landed mid-ingest
+    summary = ingest(c, [f], store=store_target)  # the rest goes in; what was in is not charged again
+    with Store.open(store_target) as store:
+        assert store.verify() == CLEAN
+        assert store.count("geoldp_reports") == len(recs) == summary.stored + summary.duplicates
+        assert set(store.spent().values()) == {40}
