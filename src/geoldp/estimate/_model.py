@@ -304,7 +304,7 @@ def _angles(xa: np.ndarray, xb: np.ndarray) -> np.ndarray:
 
 
 def em_log_normaliser(ps, units: np.ndarray, coef: float) -> np.ndarray:
-    """log Z(u) = log Σ_r exp(−coef·d(P_u, P_r)) for the public points ``units`` (d in metres).
+    """The log-partition log Z(u) = log Σ_r exp(−coef·d(P_u, P_r)) over the public points ``units``, d in m.
 
     Blocks of rows keep memory at O(block · |P|); no |P| x |P| matrix is formed.
     """
@@ -618,8 +618,11 @@ class Model:
         return np.sqrt(np.maximum(var + extra, 0.0))
 
     def _sums(self, values, z: float):
-        """Per count, summed over lengths: estimate, variance, bootstrap replicates (B, T) or None, the
-        plausible models' range, the no-data estimates (D, T) and the channel check."""
+        """Per-count estimates, variances and checks, summed over lengths.
+
+        Per count, summed over lengths: estimate, variance, bootstrap replicates (B, T) or None, the
+        plausible models' range, the no-data estimates (D, T) and the channel check.
+        """
         self.intervals()
         z = float(ndtri(0.5 + self.level / 2.0))
         est = var = boot = low = high = None

@@ -275,8 +275,11 @@ def evaluate(
 
 
 class _Setup:
-    """What :func:`evaluate` knows before it scores a release: checked parameters, P, the public regions
-    and zones, and the statistics of the originals (``truth``), each computed once."""
+    """What :func:`evaluate` knows before it scores a release.
+
+    What :func:`evaluate` knows before it scores a release: checked parameters, P, the public regions
+    and zones, and the statistics of the originals (``truth``), each computed once.
+    """
 
     def __init__(
         self, caller: str, to: TrajectoryArrays, pts: PointSet | None, deltas: np.ndarray, k: int, bins: int

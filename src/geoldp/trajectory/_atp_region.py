@@ -111,8 +111,11 @@ class Tree:
 
 
 class RegionIndex(NamedTuple):
-    """What the region kernels read of P (numba types it as a named tuple; read-only in the kernels): the
-    arrays of its FastIndex and of its quadtree (``has_tree`` False: a placeholder quadtree, never read)."""
+    """What the region kernels read of P.
+
+    What the region kernels read of P (numba types it as a named tuple; read-only in the kernels): the
+    arrays of its FastIndex and of its quadtree (``has_tree`` False: a placeholder quadtree, never read).
+    """
 
     lam: np.ndarray
     phi: np.ndarray
@@ -137,8 +140,11 @@ REGION_INDEX_TYPE = numba.types.NamedTuple(
 
 
 class CopyRegion(NamedTuple):
-    """A copy's region parameters: the released r̂, the SW half-width ``b``, the radius and decay budgets,
-    ΔR of the perturbed anchor and the distance mapping (``inp``: input mapping)."""
+    """A copy's region parameters.
+
+    A copy's region parameters: the released r̂, the SW half-width ``b``, the radius and decay budgets,
+    ΔR of the perturbed anchor and the distance mapping (``inp``: input mapping).
+    """
 
     r_hat: float
     b: float
@@ -278,9 +284,12 @@ def asin_dist(h):
 
 @_jit
 def farthest(a, ri, stack):
-    """ΔR = max_p haversine(P_a, P_p), exactly (``ri`` a :class:`RegionIndex` with a tree): branch and bound
+    """ΔR of anchor ``a``, exactly, by branch and bound.
+
+    ΔR = max_p haversine(P_a, P_p), exactly (``ri`` a :class:`RegionIndex` with a tree): branch and bound
     on the node balls (chord), then the reference kernel on every point whose chord is within the rounding
-    bound of the maximum."""
+    bound of the maximum.
+    """
     lam = ri.lam
     phi = ri.phi
     xyz = ri.xyz
@@ -382,8 +391,11 @@ def _third_bound(s):
 
 @jit_inline
 def _band_sides(has_k, lo, hi, h_lo, h_hi, mg):
-    """Whether a node whose chords to the anchor lie in [``lo``, ``hi``] is wholly inside the candidate band
-    (chords ``h_lo``..``h_hi``, margin ``mg``) and whether it is wholly outside (always, without a band)."""
+    """Whether a node is wholly inside or wholly outside the candidate band.
+
+    Whether a node whose chords to the anchor lie in [``lo``, ``hi``] is wholly inside the candidate band
+    (chords ``h_lo``..``h_hi``, margin ``mg``) and whether it is wholly outside (always, without a band).
+    """
     if not has_k:
         return False, True
     return lo > h_lo + mg and hi < h_hi - mg, hi < h_lo - mg or lo > h_hi + mg
@@ -391,8 +403,11 @@ def _band_sides(has_k, lo, hi, h_lo, h_hi, mg):
 
 @jit_inline
 def _node_sum(rec, cnt, dx, dy, dz, r):
-    """A node's distance sum to the anchor by its second-order Taylor expansion (``cnt`` points, centroid
-    offset (``dx``, ``dy``, ``dz``), chord ``r``) and the allowance for its own rounding."""
+    """A node's distance sum to the anchor, by a Taylor expansion, and its rounding allowance.
+
+    A node's distance sum to the anchor by its second-order Taylor expansion (``cnt`` points, centroid
+    offset (``dx``, ``dy``, ``dz``), chord ``r``) and the allowance for its own rounding.
+    """
     # n·ψ(r) + ½ tr(H Q), H = ψ''·ûûᵀ + (ψ'/r)(I − ûûᵀ), ψ(r) = 2R·asin(r/2)
     ux = dx / r
     uy = dy / r
@@ -413,8 +428,11 @@ def _node_sum(rec, cnt, dx, dy, dz, r):
 
 @jit_inline
 def _group_bounds_mm(lo, hi):
-    """Whole-millimetre bounds [l, u] of the distances of a node whose chords lie in [``lo``, ``hi``],
-    rounded outwards (the margins cover the chord formula's and the kernel's rounding)."""
+    """Whole-millimetre bounds of the distances of a node.
+
+    Whole-millimetre bounds [l, u] of the distances of a node whose chords lie in [``lo``, ``hi``],
+    rounded outwards (the margins cover the chord formula's and the kernel's rounding).
+    """
     dl = asin_dist(0.5 * max(lo, 0.0)) * (1.0 - 1e-12) - 1e-6
     du = asin_dist(0.5 * min(hi, 2.0)) * (1.0 + 1e-12) + 1e-6
     return int(math.floor(dl * 1e3)) - 1, int(math.ceil(du * 1e3)) + 1
@@ -473,7 +491,9 @@ def eta_interval(a, ri, has_k, d_lo, d_hi, tol_pt, straddle, eps_r, stack, out):
 
 @_jit
 def _eta_interval(a, ri, has_k, d_lo, d_hi, tol_pt, straddle, eps_r, free, stack, out):
-    """Certified η interval for anchor ``a`` over P's :class:`RegionIndex` ``ri`` (with a tree), before the
+    """Certified η interval for anchor ``a``.
+
+    Certified η interval for anchor ``a`` over P's :class:`RegionIndex` ``ri`` (with a tree), before the
     pad of :func:`region_setup`.
 
     ``out`` = [η_lo, η_hi, Σ_P d lower, Σ_P d upper, |C| of the settled points, nodes visited, points
@@ -615,8 +635,11 @@ def _eta_interval(a, ri, has_k, d_lo, d_hi, tol_pt, straddle, eps_r, free, stack
 
 @_jit
 def _eta_finish(s_val, s_err, a_val, a_err, n_c, n_unc, u_lo, u_hi, n_groups, has_k, m, q, free, stack, out):
-    """The η interval of a finished traversal from its sums (``out`` as :func:`_eta_interval`'s; the carried
-    groups in ``stack[_GROUPS:]``): shared by the one-band and the all-bands traversal."""
+    """The η interval of a finished traversal from its sums.
+
+    The η interval of a finished traversal from its sums (``out`` as :func:`_eta_interval`'s; the carried
+    groups in ``stack[_GROUPS:]``): shared by the one-band and the all-bands traversal.
+    """
     # the chord formula's own error (~1e−9 m per point) and the summation's rounding
     s_err += 1e-8 * m + 1e-12 * abs(s_val)
     a_err += 1e-8 * m + 1e-12 * abs(a_val)
@@ -659,9 +682,12 @@ _A_W = 11
 ACC_WIDTH = _A_W
 
 
+# A numba kernel: exempt from C901, as splitting it into calls changes what numba compiles.
 @_jit
-def eta_intervals(a, ri, has_k, d_lo, d_hi, tol_pt, straddle, eps_r, stack, groups, acc, work, out):
-    """:func:`eta_interval` of anchor ``a`` for every band ``j`` (``has_k[j]``, ``d_lo[j]``, ``d_hi[j]``;
+def eta_intervals(a, ri, has_k, d_lo, d_hi, tol_pt, straddle, eps_r, stack, groups, acc, work, out):  # noqa: C901
+    """Certified η intervals of anchor ``a`` for every band, in one traversal.
+
+    :func:`eta_interval` of anchor ``a`` for every band ``j`` (``has_k[j]``, ``d_lo[j]``, ``d_hi[j]``;
     at most ``MAX_BANDS``) in one traversal: ``out[j] = (η_lo, η_hi)``, bit for bit the one-band traversal's.
 
     A node is opened when some band would open it, and a stack entry carries the bands still descending
@@ -843,16 +869,22 @@ def _set_radius(reg, lo, hi):
 
 @_jit
 def region_setup(a, ri, cr, tol_pt, eager, stack, work, reg):
-    """Fill the region record ``reg`` for anchor ``a`` of P's :class:`RegionIndex` ``ri`` and the copy's
+    """Fill the region record ``reg`` for anchor ``a``.
+
+    Fill the region record ``reg`` for anchor ``a`` of P's :class:`RegionIndex` ``ri`` and the copy's
     :class:`CopyRegion` ``cr`` (ΔR, released r̂): the certified R̃ interval, or the exact R̃ when ``eager``
-    or without a tree (straddling groups: ``STRADDLE``)."""
+    or without a tree (straddling groups: ``STRADDLE``).
+    """
     region_setup_tol(a, ri, cr, tol_pt, straddle_limit(ri.lam.shape[0]), eager, stack, work, reg)
 
 
 @_jit
 def straddle_limit(m):
-    """The straddling-group limit (metres) of the η traversal over a P of ``m`` points: ``STRADDLE`` from
-    ``STRADDLE_MIN_POINTS`` on, else 0 (every straddling node opened)."""
+    """The straddling-group limit (metres) of the η traversal.
+
+    The straddling-group limit (metres) of the η traversal over a P of ``m`` points: ``STRADDLE`` from
+    ``STRADDLE_MIN_POINTS`` on, else 0 (every straddling node opened).
+    """
     return STRADDLE if m >= STRADDLE_MIN_POINTS else 0.0
 
 
@@ -884,9 +916,12 @@ def region_exact(reg, rt):
 
 @_jit
 def region_header(cr, reg, straddle):
-    """Fill the parameter fields of the region record ``reg`` from the :class:`CopyRegion` ``cr`` (not yet
+    """Fill the parameter fields of the region record ``reg``; return R̂.
+
+    Fill the parameter fields of the region record ``reg`` from the :class:`CopyRegion` ``cr`` (not yet
     resolved; ``straddle``: the group limit of the traversal its η interval will come from, which
-    :func:`refine` may narrow when positive); returns R̂."""
+    :func:`refine` may narrow when positive); returns R̂.
+    """
     r_est = _cal.sw_estimate(cr.r_hat, cr.b, cr.dr)
     reg[_F_RHAT] = cr.r_hat
     reg[_F_B] = cr.b
@@ -902,8 +937,11 @@ def region_header(cr, reg, straddle):
 
 @_jit
 def region_from_eta(a, ri, e_lo, e_hi, eager, reg):
-    """The R̃ interval of ``reg`` (filled by :func:`region_header`) from a certified η interval
-    [``e_lo``, ``e_hi``] before the pad for the exact pass's own rounding; resolved at once if ``eager``."""
+    """The R̃ interval of ``reg`` from a certified η interval.
+
+    The R̃ interval of ``reg`` (filled by :func:`region_header`) from a certified η interval
+    [``e_lo``, ``e_hi``] before the pad for the exact pass's own rounding; resolved at once if ``eager``.
+    """
     lo, hi = _radius_interval(e_lo, e_hi, reg)
     _set_radius(reg, lo, hi)
     reg[F_SUPER] = hi
@@ -913,8 +951,11 @@ def region_from_eta(a, ri, e_lo, e_hi, eager, reg):
 
 @_jit
 def _radius_interval(e_lo, e_hi, reg):
-    """The certified R̃ interval of a certified η interval [``e_lo``, ``e_hi``], padded for the exact
-    pass's own rounding (the padded η interval is noted in ``reg``)."""
+    """The certified R̃ interval of a certified η interval, padded.
+
+    The certified R̃ interval of a certified η interval [``e_lo``, ``e_hi``], padded for the exact
+    pass's own rounding (the padded η interval is noted in ``reg``).
+    """
     pad = 1e-9 * abs(e_hi) + 1e-6
     e_lo -= pad
     e_hi += pad
@@ -936,7 +977,9 @@ def _radius_interval(e_lo, e_hi, reg):
 
 @_jit
 def refine(a, ri, tol_pt, stack, work, reg):
-    """Narrow the R̃ interval of the unresolved region record ``reg`` (anchor ``a``) by one more traversal
+    """Narrow the R̃ interval of an unresolved region record by one more traversal.
+
+    Narrow the R̃ interval of the unresolved region record ``reg`` (anchor ``a``) by one more traversal
     with a finer group limit: the coarse level (``REFINE_COARSE_M``, scaled to |P|) if it is below the
     copy's last limit, else none; a no-op once a traversal carried no straddling group (see
     :func:`region_header`). Returns the level it ran (0 coarse, 1 without groups) or −1.

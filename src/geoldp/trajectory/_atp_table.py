@@ -67,9 +67,12 @@ def _estimated_build_s(m: int, n_slots: int) -> float:
 
 
 def wants_table(m: int, n_copies: int | None, n_slots: int = 24) -> bool:
-    """Whether building the table for |P| = ``m`` pays for calls with ``n_copies`` ATP copies in all
+    """Whether building the table for |P| = ``m`` pays.
+
+    Whether building the table for |P| = ``m`` pays for calls with ``n_copies`` ATP copies in all
     (``None``: asked for ahead of the calls, by :func:`geoldp.trajectory.precompute`: wherever a table is
-    kept)."""
+    kept).
+    """
     if m > TABLE_MAX_POINTS:
         return False
     if n_copies is None:
@@ -120,8 +123,11 @@ def _table_work(n_slots: int) -> TableWork:
 
 @numba.njit(cache=True, nogil=True)  # nogil: the build runs in threads (n_jobs)
 def _build(ri, b, eps_r, inp, tol_pt, straddle, pairs, a0, a1, tw, out):
-    """Fill rows ``a0`` to ``a1 - 1`` of the table ``out`` over P's region index ``ri`` for the bands
-    ``pairs`` (scratch: ``tw``)."""
+    """Fill rows ``a0`` to ``a1 - 1`` of the table ``out``.
+
+    Fill rows ``a0`` to ``a1 - 1`` of the table ``out`` over P's region index ``ri`` for the bands
+    ``pairs`` (scratch: ``tw``).
+    """
     stack = tw.stack
     work = tw.work
     has_k = tw.has_k
@@ -220,7 +226,9 @@ def build_table(
 
 
 def half_widths(mechanism, sw_b: np.ndarray, eps_rad: np.ndarray, lengths: np.ndarray) -> np.ndarray:
-    """The (b, ε_R) of an ATP call's tables: float64[n, 2], those of the longest length (both copies), or of
+    """The (b, ε_R) pairs of an ATP call's tables.
+
+    The (b, ε_R) of an ATP call's tables: float64[n, 2], those of the longest length (both copies), or of
     length 2 if no trajectory has two points.
 
     The radius budget is a fraction of the copy budget, the same for every length and copy under every
@@ -284,7 +292,8 @@ def plan_tables(index, budgets: np.ndarray, n_traj: int | None, plan, tol_pt: fl
 def _obtain(index, key: tuple, n_traj: int | None, n_jobs: int):
     """The plan entry of ``key``: kept on disk, or built if the calls so far repay it; else ``None``.
 
-    Runs under the index's table lock (one thread decides and builds)."""
+    Runs under the index's table lock (one thread decides and builds).
+    """
     m = index.m
     if _estimated_build_s(m, 24) <= _FREE_S:  # built at once; not worth a file
         return _make(index, key, n_jobs)
@@ -320,9 +329,12 @@ _NONE = (
 
 
 def _make(index, key, n_jobs: int = 1, table: np.ndarray | None = None):
-    """The plan entry ``(table[np.newaxis], keys float64[1, 2], slots int64[1, 12, 12])`` of a cache key of
+    """The plan entry of a cache key of :func:`plan_tables`.
+
+    The plan entry ``(table[np.newaxis], keys float64[1, 2], slots int64[1, 12, 12])`` of a cache key of
     :func:`plan_tables` (read-only arrays, ready for the kernel), built, or from a kept ``table`` (``None``
-    if its width does not fit the bands: a foreign file)."""
+    if its width does not fit the bands: a foreign file).
+    """
     b, eps_r, input_mapping, tol_pt, buckets, continuous = key
     pairs = band_pairs(b, buckets, continuous)
     slots = np.full((1, 12, 12), -1, dtype=np.int64)
@@ -346,8 +358,11 @@ def find(keys, b, eps_r):
 
 @_jit
 def anchor_radius(j, tab, a, ri, stack):
-    """ΔR of anchor ``a`` of P's region index ``ri`` (:class:`geoldp.trajectory._atp_region.RegionIndex`):
-    from table ``j`` (≥ 0), else by the quadtree or a scan (the same value)."""
+    """ΔR of anchor ``a``, from a table or by a traversal.
+
+    ΔR of anchor ``a`` of P's region index ``ri`` (:class:`geoldp.trajectory._atp_region.RegionIndex`):
+    from table ``j`` (≥ 0), else by the quadtree or a scan (the same value).
+    """
     if j >= 0:
         return tab[j, a, 0]
     if ri.has_tree:
@@ -357,8 +372,11 @@ def anchor_radius(j, tab, a, ri, stack):
 
 @_jit
 def region_setup(j, tab, slots, a, ri, cr, tol_pt, eager, stack, work, reg):
-    """:func:`geoldp.trajectory._atp_region.region_setup` from table ``j`` (≥ 0) where it has the band
-    (the same region record, bit for bit), else by the traversal."""
+    """The region record of an anchor, from a table or by a traversal.
+
+    :func:`geoldp.trajectory._atp_region.region_setup` from table ``j`` (≥ 0) where it has the band
+    (the same region record, bit for bit), else by the traversal.
+    """
     if j >= 0:
         k_lo, k_hi = _cal.candidate_range(cr.r_hat, cr.b)
         s = slots[j, k_lo + 1, k_hi + 1]

@@ -1,4 +1,6 @@
-"""ATP's anchor p_α on the fast path: the exact-kernel nearest public point to each trajectory's mean
+"""ATP's anchor p_α on the fast path.
+
+ATP's anchor p_α on the fast path: the exact-kernel nearest public point to each trajectory's mean
 location (ties → lowest index), exactly as the reference's ``anchor_location`` and nearest-point rule.
 
 The mean replicates numpy's pairwise summation bit for bit; a KD-tree proposes candidates and the exact
@@ -22,13 +24,13 @@ __all__ = ["nearest_anchors", "np_mean"]
 
 @numba.njit(cache=True)
 def np_mean(a, n):
-    """numpy's pairwise sum of a[:n] divided by n (bit-identical to ``np.mean`` of a contiguous array)."""
+    """NumPy's pairwise sum of a[:n] divided by n (bit-identical to ``np.mean`` of a contiguous array)."""
     return _pairwise(a, np.int64(0), n) / n  # np.int64: no literal specialisation
 
 
 @numba.njit(cache=True)
 def _pairwise_leaf(a, start, n):
-    """numpy's ``pairwise_sum`` for n <= 128 (8 accumulators, then the tail)."""
+    """NumPy's ``pairwise_sum`` for n <= 128 (8 accumulators, then the tail)."""
     if n < 8:
         res = 0.0
         for i in range(n):
@@ -63,7 +65,7 @@ def _pairwise_leaf(a, start, n):
 
 @numba.njit(cache=True)
 def _pairwise(a, start, n):
-    """numpy's recursive pairwise summation of a[start:start+n], evaluated with an explicit stack."""
+    """NumPy's recursive pairwise summation of a[start:start+n], evaluated with an explicit stack."""
     if n <= 128:
         return _pairwise_leaf(a, start, n)
     st_s = np.empty(128, dtype=np.int64)

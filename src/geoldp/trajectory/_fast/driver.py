@@ -258,9 +258,12 @@ def new_work(m: int, n_rows: int, max_len: int) -> Work:
 
 @_jit
 def _run(flat, offsets, key, first_stream, eps_single, prop1, prop2, out, ix, cp, rp, w, dflt):
-    """Perturb every trajectory. ``cp`` (two copies) is None for PointEM, ``rp`` (ATP's anchor and region)
+    """Perturb every trajectory.
+
+    Perturb every trajectory. ``cp`` (two copies) is None for PointEM, ``rp`` (ATP's anchor and region)
     and ``dflt`` (the copy's region record) are None for TP and PointEM. All arrays come from Python
-    (this function runs without NRT)."""
+    (this function runs without NRT).
+    """
     lam = ix.lam
     phi = ix.phi
     for t in range(offsets.shape[0] - 1):
@@ -278,8 +281,9 @@ def _run(flat, offsets, key, first_stream, eps_single, prop1, prop2, out, ix, cp
             out[s0 + i] = merge_position(w.yy[0, i], w.yy[1, i], ix, cp, w)
 
 
+# A numba kernel: exempt from C901, as splitting it into calls changes what numba compiles.
 @_jit
-def _copies(flat, s0, n, t, key, prop1, prop2, ix, cp, rp, w, dflt):
+def _copies(flat, s0, n, t, key, prop1, prop2, ix, cp, rp, w, dflt):  # noqa: C901
     """Copies A and B of trajectory ``t`` (``flat[s0:s0 + n]``, n ≥ 2) into ``w.yy``, in transcript order."""
     lam = ix.lam
     phi = ix.phi
@@ -592,9 +596,12 @@ def kernel_state(mechanism) -> str:
 
 
 def warn_if_compiling(mechanism) -> None:
-    """Warn, once per process, that this first call compiles the kernels because the compiled ones were
+    """Warn, once per process, that this first call compiles the kernels.
+
+    Warn, once per process, that this first call compiles the kernels because the compiled ones were
     never installed (no C compiler at install time), with the fix. Silent where the user turned them off
-    (``GEOLDP_AOT=0``) or where numba's cache already holds them."""
+    (``GEOLDP_AOT=0``) or where numba's cache already holds them.
+    """
     if _COMPILE_WARNED or not _aot_env_on() or _aot_installed():
         return
     if kernel_state(mechanism) != "compile":
@@ -623,7 +630,9 @@ def _aot_env_on() -> bool:
 
 
 def precompute(points, mechanism, n_jobs: int = 1) -> bool:
-    """Build the public structures of ``points`` that ``mechanism``'s releases read: P's spatial index and,
+    """Build the public structures of ``points`` that ``mechanism``'s releases read.
+
+    Build the public structures of ``points`` that ``mechanism``'s releases read: P's spatial index and,
     for ATP, its quadtree and public tables over P (:mod:`geoldp.trajectory._atp_table`; none above
     ``TABLE_MAX_POINTS`` points; built with ``n_jobs`` threads). They are cached with the point set, as a
     release would cache them, and the tables on disk. Returns whether ATP's tables are ready. Reads P and
@@ -641,10 +650,13 @@ def precompute(points, mechanism, n_jobs: int = 1) -> bool:
 
 
 def _atp_structures(index, mechanism, sw_b, eps_rad, lengths, n_traj, n_jobs):
-    """ATP's structures of P (quadtree, k-d tree) and its public tables (:func:`_atp_table.plan_tables`, for
+    """ATP's structures of P and its public tables.
+
+    ATP's structures of P (quadtree, k-d tree) and its public tables (:func:`_atp_table.plan_tables`, for
     a call of ``n_traj`` trajectories; ``None``: built wherever one is kept; ``n_jobs`` threads); returns
     the tables and how many the call's budgets ask for. Built whatever the input: their presence says
-    nothing of it."""
+    nothing of it.
+    """
     index.tree()
     index.kdtree()
     budgets = _tab.half_widths(mechanism, sw_b, eps_rad, lengths)

@@ -181,9 +181,12 @@ class FastIndex:
         return self._tree
 
     def atp_table(self, key: tuple, make=None):
-        """ATP's public table, its key and band slots under ``key`` (P and public options only; see
+        """ATP's public table, its key and band slots under ``key``.
+
+        ATP's public table, its key and band slots under ``key`` (P and public options only; see
         _atp_table), built by ``make()`` if not cached, or None. At most ``_ATP_TABLES`` are kept (the
-        oldest is dropped)."""
+        oldest is dropped).
+        """
         tab = self._atp_tables.get(key)
         if tab is None and make is not None:
             with _ATP_TABLE_LOCK:  # concurrent calls on one P (threads, Dask) build it once
@@ -197,8 +200,11 @@ class FastIndex:
         return tab
 
     def atp_demand(self, key: tuple, copies: int) -> int:
-        """Add ``copies`` ATP copies asked for under ``key`` to this process's count; return the total (a
-        count of released trajectories, which every release shows; see _atp_table.plan_tables)."""
+        """Count ATP copies asked for under ``key``; return the total.
+
+        Add ``copies`` ATP copies asked for under ``key`` to this process's count; return the total (a
+        count of released trajectories, which every release shows; see _atp_table.plan_tables).
+        """
         total = self._atp_demand.get(key, 0) + int(copies)
         self._atp_demand[key] = total
         return total
@@ -313,8 +319,9 @@ def dom_sector(dq, hp, dint, apex, d, g, centred, lam, phi, basis):
     dint[DI_NQ] = nh
 
 
+# A numba kernel: exempt from C901, as splitting it into calls changes what numba compiles.
 @_jit
-def ranges(gf, gi, cell_start, hp, nh, has_disk, du, dv, dl, lo, hi, cum):
+def ranges(gf, gi, cell_start, hp, nh, has_disk, du, dv, dl, lo, hi, cum):  # noqa: C901
     """Runs of cell-sorted positions whose cells may meet {half-planes} ∩ {disc}; returns (n_runs, total).
 
     Half-plane k < nh (≤ 8): hp[k,0]·u + hp[k,1]·v + hp[k,2] ≥ −_MG. Disc: (u−du)² + (v−dv)² ≤ dl².
@@ -475,12 +482,16 @@ def pos_of(k, n_runs, lo, hi, cum):
     return lo[a] + (k - before)
 
 
+# A numba kernel: exempt from C901, as splitting it into calls changes what numba compiles.
 @_jit
-def member(p, lam, phi, xyz, dq, dint, dflt, rp, w, g, centred):
-    """Exact membership of P_p in Ω ∩ ⋂ GetPointSet(apex_k, dir_k) (the reference's kernels and argument
+def member(p, lam, phi, xyz, dq, dint, dflt, rp, w, g, centred):  # noqa: C901
+    """Exact membership of P_p in the region and every sector.
+
+    Exact membership of P_p in Ω ∩ ⋂ GetPointSet(apex_k, dir_k) (the reference's kernels and argument
     order). Dot-product tests with margins decide the clear cases; only points within the margins of a
     boundary are decided by the kernels. ``dflt`` is the copy's region record, ``rp`` ATP's
-    ``RegionPlan`` (both None for TP) and ``w`` the thread's ``Work`` (its traversal scratch)."""
+    ``RegionPlan`` (both None for TP) and ``w`` the thread's ``Work`` (its traversal scratch).
+    """
     x = xyz[p, 0]
     y = xyz[p, 1]
     z = xyz[p, 2]

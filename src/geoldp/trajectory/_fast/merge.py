@@ -1,4 +1,6 @@
-"""The merge of the two perturbed copies on the fast path (ALGORITHM §5.6), bit-identical to
+"""The merge of the two perturbed copies on the fast path (ALGORITHM §5.6).
+
+The merge of the two perturbed copies on the fast path (ALGORITHM §5.6), bit-identical to
 :func:`geoldp.trajectory.merge.merge_choice`: only the grid runs that meet the strip around the arc y_A–y_B
 are scanned (the argument is in :mod:`geoldp.trajectory._fast.driver`).
 """
@@ -29,7 +31,9 @@ def _chord_dist(ax, ay, az, bx, by, bz):
 
 @_jit
 def _slab(dab, gap, nn):
-    """Bound on |p·n| for every p with d(p, y_A) + d(p, y_B) <= dab + ``gap`` (metres), n the computed
+    """Bound on |p·n| for every p near the arc y_A–y_B.
+
+    Bound on |p·n| for every p with d(p, y_A) + d(p, y_B) <= dab + ``gap`` (metres), n the computed
     unit normal of the great circle through y_A, y_B (``nn`` = |y_A × y_B| before normalising), for
     dab < 0.45πR.
 
@@ -58,8 +62,9 @@ def _score(p, ya, yb, lam, phi, n, sc_idx, sc_cdf, sc_aux):
     sc_aux[n] = abs(da - db)
 
 
+# A numba kernel: exempt from C901, as splitting it into calls changes what numba compiles.
 @_jit_inline
-def merge_position(ya, yb, ix, cp, w):
+def merge_position(ya, yb, ix, cp, w):  # noqa: C901
     """Merged output of one position (ALGORITHM §5.6), bit-identical to ``merge_choice``.
 
     ``ya``, ``yb`` are the two copies' outputs; ``ix`` (P's arrays and grid, ``KernelIndex``), ``cp``

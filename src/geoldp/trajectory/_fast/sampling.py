@@ -24,8 +24,9 @@ MAX_PROPOSALS_D = 64  # phase-3 proposals (uniform over the enumerated domain) b
 _SMALL_DOMAIN = 24  # |U| at or below this: enumerate directly
 
 
+# A numba kernel: exempt from C901, as splitting it into calls changes what numba compiles.
 @_jit_inline
-def em(xl, xp, eps, ix, cp, w, full, n_runs, row0, total, dflt, rp, key, prop1, prop2):
+def em(xl, xp, eps, ix, cp, w, full, n_runs, row0, total, dflt, rp, key, prop1, prop2):  # noqa: C901
     """Exact EM draw over D = (U ∩ domain); U = P if ``full`` else the runs. Returns −1 iff D is empty.
 
     The inputs are the driver's records (:mod:`geoldp.trajectory._fast.driver`): ``ix`` (P's arrays,
@@ -152,8 +153,11 @@ def em_full(xl, xp, eps, ix, w, key, prop1, prop2):
 
 @_jit_inline
 def _draw_log_weights(sc_cdf, n, top, key, buf, state):
-    """Inverse-CDF draw of a slot of ``sc_cdf[:n]`` (log-weights, maximum ``top``), the reference's pmf:
-    max-subtracted, normalised. ``sc_cdf`` is overwritten with the CDF."""
+    """Inverse-CDF draw of a slot of ``sc_cdf[:n]``.
+
+    Inverse-CDF draw of a slot of ``sc_cdf[:n]`` (log-weights, maximum ``top``), the reference's pmf:
+    max-subtracted, normalised. ``sc_cdf`` is overwritten with the CDF.
+    """
     s = 0.0
     for i in range(n):
         s += math.exp(sc_cdf[i] - top)
