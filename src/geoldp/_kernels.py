@@ -20,8 +20,8 @@ from geoldp._aot import Entry, array
 if TYPE_CHECKING:
     import numpy as np
 
-#: A kernel's integer argument: a Python int or a numpy integer (numba types both as a machine integer).
-KernelInt: TypeAlias = "int | np.integer[Any]"
+#: A kernel's integer argument: a Python int or an int64 (numba types both as a machine integer).
+KernelInt: TypeAlias = "int | np.int64"
 
 __all__ = [
     "EARTH_RADIUS_M",

@@ -471,7 +471,7 @@ def stream_integers(key: np.ndarray, buf: np.ndarray, state: np.ndarray, k: Kern
 
 @jit
 def stream_categorical_cdf(
-    key: np.ndarray, buf: np.ndarray, state: np.ndarray, cdf: np.ndarray, n: KernelInt
+    key: np.ndarray, buf: np.ndarray, state: np.ndarray, cdf: np.ndarray, n: int
 ) -> int:
     """Inverse CDF over ``cdf[:n]`` at ``u``.
 

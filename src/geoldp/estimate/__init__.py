@@ -35,14 +35,9 @@ denoise        a point estimate of every released trajectory made of public poin
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from geoldp.pointset import PointSet
-
 import dataclasses
-from typing import Annotated, Any, TypedDict, Unpack
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Annotated, Any, TypedDict, Unpack
 
 import numpy as np
 import pandas as pd
@@ -53,6 +48,9 @@ from geoldp._random import resolve_rng
 from geoldp._validation import check_bool, check_count, check_int_min, check_positive_km, check_real
 from geoldp.estimate import _denoise, _inputs, _model
 from geoldp.estimate._ranking import top_supported
+
+if TYPE_CHECKING:
+    from geoldp.pointset import PointSet
 
 __all__ = [
     "MAX_BOOT",

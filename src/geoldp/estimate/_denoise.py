@@ -20,15 +20,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from geoldp._kernels import KernelInt
-    from geoldp.estimate._model import Group, Model
-    from geoldp.pointset import PointSet
-
 import numpy as np
 
 from geoldp._kernels import jit, jit_inline
 from geoldp.estimate._model import SimulatedChannel, local_xy_km
+
+if TYPE_CHECKING:
+    from geoldp._kernels import KernelInt
+    from geoldp.estimate._model import Group, Model
+    from geoldp.pointset import PointSet
 
 __all__ = ["MEDIAN_CELLS", "pooled_medians", "pooled_medians_from_tables", "posterior_medoids"]
 

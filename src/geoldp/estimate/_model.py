@@ -51,26 +51,23 @@ mechanism and a key for the simulations. Nothing outlives a call (no caches).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
-
-import numpy.typing as npt
-
-if TYPE_CHECKING:
-    from geoldp.pointset import PointSet
-
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import numpy.typing as npt
 import scipy.sparse as sp
 from scipy.special import ndtri
 
 from geoldp._progress import stages
 from geoldp.geo import EARTH_RADIUS_M, KM_PER_DEGREE
 from geoldp.trajectory.engine import run_with_key
+
+if TYPE_CHECKING:
+    from geoldp.pointset import PointSet
 
 __all__ = [
     "BASELINES",

@@ -283,7 +283,7 @@ class _Setup:
 
     def __init__(
         self, caller: str, to: TrajectoryArrays, pts: PointSet | None, deltas: np.ndarray, k: int, bins: int
-    ):
+    ) -> None:
         self.caller, self.to, self.pts, self.deltas, self.bins = caller, to, pts, deltas, bins
         self.k = min(k, pts.size) if pts is not None else None  # hotspots, capped at |P|
         self.regs: Any = None

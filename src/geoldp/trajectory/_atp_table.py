@@ -23,7 +23,7 @@ calls (:func:`wants_table`, :func:`plan_tables`).
 from __future__ import annotations
 
 import math
-from typing import NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
 import numba
 import numpy as np
@@ -33,6 +33,11 @@ from geoldp._kernels import jit as _jit  # the one kernel decorator
 from geoldp.trajectory import _atp_region as _reg
 from geoldp.trajectory import _table_store as _store
 from geoldp.trajectory import calibration as _cal
+
+if TYPE_CHECKING:
+    from geoldp._kernels import KernelInt
+    from geoldp.trajectory._atp_region import CopyRegion, RegionIndex
+    from geoldp.trajectory._fast.grid import FastIndex
 
 __all__ = [
     "ENABLED",
@@ -122,7 +127,19 @@ def _table_work(n_slots: int) -> TableWork:
 
 
 @numba.njit(cache=True, nogil=True)  # nogil: the build runs in threads (n_jobs)
-def _build(ri, b, eps_r, inp, tol_pt, straddle, pairs, a0, a1, tw, out):
+def _build(
+    ri: RegionIndex,
+    b: float,
+    eps_r: float,
+    inp: bool,
+    tol_pt: float,
+    straddle: float,
+    pairs: np.ndarray,
+    a0: KernelInt,
+    a1: KernelInt,
+    tw: TableWork,
+    out: np.ndarray,
+) -> None:
     """Fill rows ``a0`` to ``a1 - 1`` of the table ``out``.
 
     Fill rows ``a0`` to ``a1 - 1`` of the table ``out`` over P's region index ``ri`` for the bands
@@ -191,8 +208,14 @@ _BUILD = Entry(
 
 
 def build_table(
-    index, b: float, eps_r: float, input_mapping: bool, tol_pt: float, pairs: np.ndarray, n_jobs: int = 1
-):
+    index: FastIndex,
+    b: float,
+    eps_r: float,
+    input_mapping: bool,
+    tol_pt: float,
+    pairs: np.ndarray,
+    n_jobs: int = 1,
+) -> np.ndarray:
     """The table of ``index`` (a FastIndex) for the bands ``pairs``: float64[m, 1 + 2·len(pairs)].
 
     A function of P and public options only (SW half-width ``b``, radius budget ``eps_r``, the mapping,
@@ -225,7 +248,7 @@ def build_table(
     return out
 
 
-def half_widths(mechanism, sw_b: np.ndarray, eps_rad: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+def half_widths(mechanism: Any, sw_b: np.ndarray, eps_rad: np.ndarray, lengths: np.ndarray) -> np.ndarray:
     """The (b, ε_R) pairs of an ATP call's tables.
 
     The (b, ε_R) of an ATP call's tables: float64[n, 2], those of the longest length (both copies), or of
@@ -246,7 +269,9 @@ def half_widths(mechanism, sw_b: np.ndarray, eps_rad: np.ndarray, lengths: np.nd
     return np.array([[float(_mech.sw_half_width(radius)), radius]])
 
 
-def plan_tables(index, budgets: np.ndarray, n_traj: int | None, plan, tol_pt: float, n_jobs: int = 1):
+def plan_tables(
+    index: FastIndex, budgets: np.ndarray, n_traj: int | None, plan: Any, tol_pt: float, n_jobs: int = 1
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The tables a call uses: ``(tables float64[n, m, w], keys float64[n, 2], slots int64[n, 12, 12])``.
 
     One table per (b, ε_R) in ``budgets`` (``keys``; one under every budget split, :func:`half_widths`);
@@ -289,7 +314,9 @@ def plan_tables(index, budgets: np.ndarray, n_traj: int | None, plan, tol_pt: fl
     )
 
 
-def _obtain(index, key: tuple, n_traj: int | None, n_jobs: int):
+def _obtain(
+    index: FastIndex, key: tuple, n_traj: int | None, n_jobs: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
     """The plan entry of ``key``: kept on disk, or built if the calls so far repay it; else ``None``.
 
     Runs under the index's table lock (one thread decides and builds).
@@ -310,7 +337,9 @@ def _obtain(index, key: tuple, n_traj: int | None, n_jobs: int):
             total = index.atp_demand(key, copies)
         if not wants_table(m, total):
             return None
-    entry = _make(index, key, n_jobs)
+    entry = cast(
+        tuple[np.ndarray, np.ndarray, np.ndarray], _make(index, key, n_jobs)
+    )  # no kept table: not None
     _store.save(digest, key, entry[0][0])
     return entry
 
@@ -328,7 +357,9 @@ _NONE = (
 )
 
 
-def _make(index, key, n_jobs: int = 1, table: np.ndarray | None = None):
+def _make(
+    index: FastIndex, key: tuple[Any, ...], n_jobs: int = 1, table: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
     """The plan entry of a cache key of :func:`plan_tables`.
 
     The plan entry ``(table[np.newaxis], keys float64[1, 2], slots int64[1, 12, 12])`` of a cache key of
@@ -348,7 +379,7 @@ def _make(index, key, n_jobs: int = 1, table: np.ndarray | None = None):
 
 
 @_jit
-def find(keys, b, eps_r):
+def find(keys: np.ndarray, b: float, eps_r: float) -> KernelInt:
     """The table of half-width ``b`` and radius budget ``eps_r``, or −1."""
     for j in range(keys.shape[0]):
         if keys[j, 0] == b and keys[j, 1] == eps_r:
@@ -357,7 +388,7 @@ def find(keys, b, eps_r):
 
 
 @_jit
-def anchor_radius(j, tab, a, ri, stack):
+def anchor_radius(j: KernelInt, tab: np.ndarray, a: KernelInt, ri: RegionIndex, stack: np.ndarray) -> float:
     """ΔR of anchor ``a``, from a table or by a traversal.
 
     ΔR of anchor ``a`` of P's region index ``ri`` (:class:`geoldp.trajectory._atp_region.RegionIndex`):
@@ -371,7 +402,19 @@ def anchor_radius(j, tab, a, ri, stack):
 
 
 @_jit
-def region_setup(j, tab, slots, a, ri, cr, tol_pt, eager, stack, work, reg):
+def region_setup(
+    j: KernelInt,
+    tab: np.ndarray,
+    slots: np.ndarray,
+    a: KernelInt,
+    ri: RegionIndex,
+    cr: CopyRegion,
+    tol_pt: float,
+    eager: bool,
+    stack: np.ndarray,
+    work: np.ndarray,
+    reg: np.ndarray,
+) -> None:
     """The region record of an anchor, from a table or by a traversal.
 
     :func:`geoldp.trajectory._atp_region.region_setup` from table ``j`` (≥ 0) where it has the band

@@ -8,6 +8,7 @@ are scanned (the argument is in :mod:`geoldp.trajectory._fast.driver`).
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -17,11 +18,15 @@ from geoldp._kernels import jit_inline as _jit_inline  # leaf kernels on records
 from geoldp.trajectory._atp_region import asin_dist
 from geoldp.trajectory._fast.grid import ST_MERGE_CAND, ST_MERGE_EXACT, ST_MERGE_FULL, gnomonic, ranges
 
+if TYPE_CHECKING:
+    from geoldp._kernels import KernelInt
+    from geoldp.trajectory._fast.driver import CopyPlan, KernelIndex, Work
+
 __all__ = ["merge_position"]
 
 
 @_jit
-def _chord_dist(ax, ay, az, bx, by, bz):
+def _chord_dist(ax: float, ay: float, az: float, bx: float, by: float, bz: float) -> float:
     """Great-circle distance from the chord of two unit vectors (accurate, not the reference kernel)."""
     dx = ax - bx
     dy = ay - by
@@ -30,7 +35,7 @@ def _chord_dist(ax, ay, az, bx, by, bz):
 
 
 @_jit
-def _slab(dab, gap, nn):
+def _slab(dab: float, gap: float, nn: float) -> float:
     """Bound on |p·n| for every p near the arc y_A–y_B.
 
     Bound on |p·n| for every p with d(p, y_A) + d(p, y_B) <= dab + ``gap`` (metres), n the computed
@@ -53,7 +58,17 @@ def _slab(dab, gap, nn):
 
 
 @_jit_inline
-def _score(p, ya, yb, lam, phi, n, sc_idx, sc_cdf, sc_aux):
+def _score(
+    p: KernelInt,
+    ya: KernelInt,
+    yb: KernelInt,
+    lam: np.ndarray,
+    phi: np.ndarray,
+    n: KernelInt,
+    sc_idx: np.ndarray,
+    sc_cdf: np.ndarray,
+    sc_aux: np.ndarray,
+) -> None:
     """Candidate ``p`` in slot ``n``: s(p) = d(p, y_A) + d(p, y_B) and u(p) = |d(p, y_A) − d(p, y_B)|."""
     sc_idx[n] = p
     da = haversine_rad(lam[ya], phi[ya], lam[p], phi[p])
@@ -64,7 +79,7 @@ def _score(p, ya, yb, lam, phi, n, sc_idx, sc_cdf, sc_aux):
 
 # A numba kernel: exempt from C901, as splitting it into calls changes what numba compiles.
 @_jit_inline
-def merge_position(ya, yb, ix, cp, w):  # noqa: C901
+def merge_position(ya: KernelInt, yb: KernelInt, ix: KernelIndex, cp: CopyPlan, w: Work) -> KernelInt:  # noqa: C901
     """Merged output of one position (ALGORITHM §5.6), bit-identical to ``merge_choice``.
 
     ``ya``, ``yb`` are the two copies' outputs; ``ix`` (P's arrays and grid, ``KernelIndex``), ``cp``
