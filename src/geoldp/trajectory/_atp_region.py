@@ -41,7 +41,6 @@ from geoldp.trajectory import calibration as _cal
 
 if TYPE_CHECKING:
     from geoldp._kernels import KernelInt
-    from geoldp.trajectory._fast.grid import FastIndex
 
 __all__ = [
     "F_RES",
@@ -254,7 +253,7 @@ _BUILD = Entry(
 )  # fmt: skip
 
 
-def build_tree(index: FastIndex) -> Tree:
+def build_tree(index: Any) -> Tree:
     """The quadtree of ``index`` (a FastIndex with a grid): O(|P| log |P|) time, O(|P|) memory."""
     nu, nv = int(index.gi[0]), int(index.gi[1])
     levels = []
@@ -275,7 +274,7 @@ def build_tree(index: FastIndex) -> Tree:
     return Tree(nodes, lev)
 
 
-def region_index(index: FastIndex) -> RegionIndex:
+def region_index(index: Any) -> RegionIndex:
     """The :class:`RegionIndex` of ``index`` (a FastIndex): its arrays and quadtree, or a placeholder tree."""
     tree = index.tree()
     if tree is None:

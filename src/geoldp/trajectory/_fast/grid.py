@@ -29,7 +29,6 @@ from geoldp.trajectory._table_store import DemandCounts, points_digest
 if TYPE_CHECKING:
     from geoldp._kernels import KernelInt
     from geoldp.pointset import PointSet
-    from geoldp.trajectory._fast.driver import RegionPlan, Work
 
 __all__ = [
     "DI_AP",
@@ -522,8 +521,8 @@ def member(  # noqa: C901
     dq: np.ndarray,
     dint: np.ndarray,
     dflt: np.ndarray,
-    rp: RegionPlan,
-    w: Work,
+    rp: Any,
+    w: Any,
     g: KernelInt,
     centred: bool,
 ) -> bool:

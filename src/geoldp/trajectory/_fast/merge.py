@@ -8,7 +8,7 @@ are scanned (the argument is in :mod:`geoldp.trajectory._fast.driver`).
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -20,7 +20,6 @@ from geoldp.trajectory._fast.grid import ST_MERGE_CAND, ST_MERGE_EXACT, ST_MERGE
 
 if TYPE_CHECKING:
     from geoldp._kernels import KernelInt
-    from geoldp.trajectory._fast.driver import CopyPlan, KernelIndex, Work
 
 __all__ = ["merge_position"]
 
@@ -79,7 +78,7 @@ def _score(
 
 # A numba kernel: exempt from C901, as splitting it into calls changes what numba compiles.
 @_jit_inline
-def merge_position(ya: KernelInt, yb: KernelInt, ix: KernelIndex, cp: CopyPlan, w: Work) -> KernelInt:  # noqa: C901
+def merge_position(ya: KernelInt, yb: KernelInt, ix: Any, cp: Any, w: Any) -> KernelInt:  # noqa: C901
     """Merged output of one position (ALGORITHM §5.6), bit-identical to ``merge_choice``.
 
     ``ya``, ``yb`` are the two copies' outputs; ``ix`` (P's arrays and grid, ``KernelIndex``), ``cp``

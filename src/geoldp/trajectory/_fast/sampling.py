@@ -8,7 +8,7 @@ membership are :mod:`geoldp.trajectory._fast.grid`'s.
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -20,7 +20,6 @@ from geoldp.trajectory._fast.grid import ST_EM_CALLS, ST_EMPTY, ST_ENUMERATIONS,
 
 if TYPE_CHECKING:
     from geoldp._kernels import KernelInt
-    from geoldp.trajectory._fast.driver import CopyPlan, KernelIndex, RegionPlan, Work
 
 __all__ = ["MAX_PROPOSALS", "MAX_PROPOSALS_D", "em", "em_full", "krr", "sw_bucket", "sw_cdf", "sw_continuous"]
 
@@ -35,15 +34,15 @@ def em(  # noqa: C901
     xl: float,
     xp: float,
     eps: float,
-    ix: KernelIndex,
-    cp: CopyPlan,
-    w: Work,
+    ix: Any,
+    cp: Any,
+    w: Any,
     full: bool,
     n_runs: KernelInt,
     row0: KernelInt,
     total: KernelInt,
     dflt: np.ndarray,
-    rp: RegionPlan,
+    rp: Any,
     key: np.ndarray,
     prop1: KernelInt,
     prop2: KernelInt,
@@ -135,8 +134,8 @@ def em_full(
     xl: float,
     xp: float,
     eps: float,
-    ix: KernelIndex,
-    w: Work,
+    ix: Any,
+    w: Any,
     key: np.ndarray,
     prop1: KernelInt,
     prop2: KernelInt,
