@@ -19,6 +19,7 @@ import sys
 import tempfile
 import warnings
 from pathlib import Path
+from typing import Any
 
 EXTENSION = "_aot_kernels"
 #: The modules whose kernels Python calls through an Entry (importing them makes the entries).
@@ -38,7 +39,7 @@ KERNEL_MODULES = (
 EXTENSIONS = {False: EXTENSION, True: EXTENSION + "_nrt"}
 
 
-def uses_nrt(func) -> bool:
+def uses_nrt(func: Any) -> bool:
     """Whether numba compiles ``func`` (a dispatcher) with reference counting."""
     return bool(func.targetoptions.get("_nrt", True))
 
@@ -70,13 +71,13 @@ def make_ccs(package: Path) -> list:
     return list(ccs.values())
 
 
-def _release_gil(pycc_compiler) -> None:
+def _release_gil(pycc_compiler: Any) -> None:
     """Compile the exports with ``release_gil`` (numba's ``nogil``): threads of ``n_jobs`` run in parallel."""
     flags_class = pycc_compiler.Flags
     if getattr(flags_class, "_geoldp_nogil", False):
         return
 
-    def flags():
+    def flags() -> Any:
         f = flags_class()
         f.release_gil = True
         return f

@@ -42,7 +42,7 @@ def _block(value: str) -> list[str]:
 
 
 def fill(template: str, **params: str) -> str:
-    """``template`` (a docstring, any indentation) with its ``{name}`` placeholders for ``params`` filled.
+    r"""``template`` (a docstring, any indentation) with its ``{name}`` placeholders for ``params`` filled.
 
     Parameters
     ----------
@@ -64,7 +64,7 @@ def fill(template: str, **params: str) -> str:
 
     Examples
     --------
-    >>> print(fill("A {what}.\\n\\n    {body}\\n    Keep {'braces'}.", what="cat", body="line 1\\nline 2"))
+    >>> print(fill("A {what}.\n\n    {body}\n    Keep {'braces'}.", what="cat", body="line 1\nline 2"))
     A cat.
     <BLANKLINE>
     line 1

@@ -292,9 +292,9 @@ def _check_crs_member(value: Any, where: str, name: str, caller: str) -> None:
 
 
 def check_geojson_crs(data: bytes, name: str, caller: str) -> None:
-    """Refuse a GeoJSON whose ``crs`` members (top level, features, geometries) are not local CRS names.
+    r"""Refuse a GeoJSON whose ``crs`` members (top level, features, geometries) are not local CRS names.
 
-    GDAL looks members up case-insensitively and json decodes ``\\u`` escapes, so the document is parsed
+    GDAL looks members up case-insensitively and json decodes ``\u`` escapes, so the document is parsed
     whenever a ``crs`` key could be present in any spelling.
     """
     if _CRS_KEY.search(data) is None:

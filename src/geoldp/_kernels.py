@@ -10,11 +10,18 @@ All angles are in radians. Use :func:`geoldp.geo.to_radians` to convert degrees.
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 import numba
 from numba.extending import typeof_impl
 
 from geoldp._aot import Entry, array
+
+if TYPE_CHECKING:
+    import numpy as np
+
+#: A kernel's integer argument: a Python int or an int64 (numba types both as a machine integer).
+KernelInt: TypeAlias = "int | np.int64"
 
 __all__ = [
     "EARTH_RADIUS_M",
@@ -48,7 +55,7 @@ jit_inline = numba.njit(cache=True, _nrt=False, nogil=True, inline="always")  # 
 
 
 @numba.njit(cache=True)
-def haversine_rad(lam1, phi1, lam2, phi2):
+def haversine_rad(lam1: float, phi1: float, lam2: float, phi2: float) -> float:
     """Haversine distance in metres between (lam1, phi1) and (lam2, phi2), radians (ALGORITHM §2.1).
 
     ``h`` is clamped to [0, 1]. The expression is symmetric in its two points, bitwise:
@@ -66,7 +73,7 @@ def haversine_rad(lam1, phi1, lam2, phi2):
 
 
 @numba.njit(cache=True)
-def bearing_rad(lam1, phi1, lam2, phi2):
+def bearing_rad(lam1: float, phi1: float, lam2: float, phi2: float) -> float:
     """Initial great-circle bearing from point 1 to point 2, clockwise from north, in [0, 2π).
 
     Identical coordinates give 0 (ALGORITHM §2.2).
@@ -85,7 +92,7 @@ def bearing_rad(lam1, phi1, lam2, phi2):
 
 
 @numba.njit(cache=True)
-def sector(theta, g, centred):
+def sector(theta: float, g: KernelInt, centred: bool) -> KernelInt:
     """Sector index of bearing ``theta`` (radians, [0, 2π)) for granularity ``g`` (ALGORITHM §2.4).
 
     ``centred=True``: sector d = [(2d−1)π/g, (2d+1)π/g), i.e. ``floor(θ·g/(2π) + 1/2) mod g``.
@@ -101,13 +108,15 @@ def sector(theta, g, centred):
 
 
 @numba.njit(cache=True)
-def em_log_weight(epsilon, d, delta):
+def em_log_weight(epsilon: float, d: float, delta: float) -> float:
     """Log-weight of the exponential mechanism: ``-(ε′·d) / (2Δ)`` (ALGORITHM §3.2)."""
     return -(epsilon * d) / (2.0 * delta)
 
 
 @numba.njit(cache=True)
-def haversine_rad_many(lam1, phi1, lam2, phi2, out):
+def haversine_rad_many(
+    lam1: np.ndarray, phi1: np.ndarray, lam2: np.ndarray, phi2: np.ndarray, out: np.ndarray
+) -> np.ndarray:
     """Element-wise :func:`haversine_rad` over equal-length 1-D arrays, written into ``out``."""
     for i in range(out.shape[0]):
         out[i] = haversine_rad(lam1[i], phi1[i], lam2[i], phi2[i])
@@ -115,7 +124,9 @@ def haversine_rad_many(lam1, phi1, lam2, phi2, out):
 
 
 @numba.njit(cache=True)
-def bearing_rad_many(lam1, phi1, lam2, phi2, out):
+def bearing_rad_many(
+    lam1: np.ndarray, phi1: np.ndarray, lam2: np.ndarray, phi2: np.ndarray, out: np.ndarray
+) -> np.ndarray:
     """Element-wise :func:`bearing_rad` over equal-length 1-D arrays, written into ``out``."""
     for i in range(out.shape[0]):
         out[i] = bearing_rad(lam1[i], phi1[i], lam2[i], phi2[i])
@@ -123,7 +134,7 @@ def bearing_rad_many(lam1, phi1, lam2, phi2, out):
 
 
 @numba.njit(cache=True)
-def sector_many(theta, g, centred, out):
+def sector_many(theta: np.ndarray, g: KernelInt, centred: bool, out: np.ndarray) -> np.ndarray:
     """Element-wise :func:`sector` over a 1-D array, written into ``out`` (int64)."""
     for i in range(out.shape[0]):
         out[i] = sector(theta[i], g, centred)
@@ -131,7 +142,9 @@ def sector_many(theta, g, centred, out):
 
 
 @numba.njit(cache=True)
-def haversine_cross(lam1, phi1, lam2, phi2, out):
+def haversine_cross(
+    lam1: np.ndarray, phi1: np.ndarray, lam2: np.ndarray, phi2: np.ndarray, out: np.ndarray
+) -> np.ndarray:
     """Distances in metres between every point of (lam1, phi1) (rows) and of (lam2, phi2) (columns)."""
     for i in range(lam1.shape[0]):
         for j in range(lam2.shape[0]):
@@ -140,7 +153,9 @@ def haversine_cross(lam1, phi1, lam2, phi2, out):
 
 
 @numba.njit(cache=True)
-def haversine_from_one(lam0, phi0, lam, phi, out):
+def haversine_from_one(
+    lam0: float, phi0: float, lam: np.ndarray, phi: np.ndarray, out: np.ndarray
+) -> np.ndarray:
     """Distances in metres from one point to every point of (lam, phi)."""
     for i in range(out.shape[0]):
         out[i] = haversine_rad(lam0, phi0, lam[i], phi[i])
@@ -148,7 +163,9 @@ def haversine_from_one(lam0, phi0, lam, phi, out):
 
 
 @numba.njit(cache=True)
-def bearing_from_one(lam0, phi0, lam, phi, out):
+def bearing_from_one(
+    lam0: float, phi0: float, lam: np.ndarray, phi: np.ndarray, out: np.ndarray
+) -> np.ndarray:
     """Bearings from one point to every point of (lam, phi)."""
     for i in range(out.shape[0]):
         out[i] = bearing_rad(lam0, phi0, lam[i], phi[i])
@@ -156,7 +173,7 @@ def bearing_from_one(lam0, phi0, lam, phi, out):
 
 
 @numba.njit(cache=True)
-def max_pairwise_brute(lam, phi):
+def max_pairwise_brute(lam: np.ndarray, phi: np.ndarray) -> float:
     """Exact maximum pairwise :func:`haversine_rad` by brute force, O(m²) time, O(1) memory."""
     m = lam.shape[0]
     best = 0.0
@@ -171,7 +188,7 @@ def max_pairwise_brute(lam, phi):
 
 
 @numba.njit(cache=True)
-def max_over_pairs(lam, phi, left, right):
+def max_over_pairs(lam: np.ndarray, phi: np.ndarray, left: np.ndarray, right: np.ndarray) -> float:
     """Maximum of :func:`haversine_rad` over the index pairs (left[k], right[k])."""
     best = 0.0
     for k in range(left.shape[0]):
@@ -184,7 +201,15 @@ def max_over_pairs(lam, phi, left, right):
 
 
 @numba.njit(cache=True)
-def max_pairwise_sorted(lam, phi, order, r, best, rel_margin, abs_margin):
+def max_pairwise_sorted(
+    lam: np.ndarray,
+    phi: np.ndarray,
+    order: np.ndarray,
+    r: np.ndarray,
+    best: float,
+    rel_margin: float,
+    abs_margin: float,
+) -> float:
     """Exact max pairwise haversine by triangle-inequality pruning around a centre c.
 
     ``order`` sorts the points by ``r = d(c, p)`` descending, ``best`` is a lower bound (an actual pair
@@ -212,7 +237,7 @@ def max_pairwise_sorted(lam, phi, order, r, best, rel_margin, abs_margin):
 
 
 @numba.njit(cache=True)
-def farthest_from(lam, phi, i):
+def farthest_from(lam: np.ndarray, phi: np.ndarray, i: KernelInt) -> tuple[int, float]:
     """Index and distance of the point farthest from point ``i`` (first one on ties)."""
     best = -1.0
     arg = 0
@@ -227,7 +252,7 @@ def farthest_from(lam, phi, i):
 # Kernels that Python code calls (the point set's diameter): through their compiled exports when geoldp was
 # installed with them (geoldp._aot), otherwise these very numba functions; numba code calls the latter.
 @typeof_impl.register(Entry)
-def _typeof_entry(entry, context):
+def _typeof_entry(entry: Entry, context: Any) -> Any:
     # numba code that names an entry calls its numba function (the compiled exports serve Python callers)
     return typeof_impl(entry._jit, context)
 

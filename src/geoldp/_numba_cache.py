@@ -1,4 +1,4 @@
-"""Where numba keeps geoldp's compiled-code cache: a per-user directory, never inside the installed package.
+r"""Where numba keeps geoldp's compiled-code cache: a per-user directory, never inside the installed package.
 
 geoldp's kernels use ``numba.njit(cache=True)``. By default numba writes that cache next to the source,
 into ``site-packages/geoldp/**/__pycache__``. Those files are not in the wheel's RECORD, so ``pip
@@ -9,7 +9,7 @@ module is imported first by ``geoldp/__init__.py``), point numba's cache directo
 
 1. a directory the user chose (``NUMBA_CACHE_DIR``, or ``cache_dir`` in a ``.numba_config.yaml``) is kept;
 2. otherwise ``$XDG_CACHE_HOME/geoldp/numba/<fingerprint>`` (``~/.cache/geoldp/numba/…``;
-   ``%LOCALAPPDATA%\\geoldp\\numba\\…`` on Windows, ``~/Library/Caches/geoldp/numba/…`` on macOS), where
+   ``%LOCALAPPDATA%\geoldp\numba\…`` on Windows, ``~/Library/Caches/geoldp/numba/…`` on macOS), where
    the fingerprint is a digest of every geoldp source file that uses numba (see below);
 3. if that cannot be created or written, a fresh private temporary directory, removed at exit: the cache
    then lasts one process, but geoldp still works and still writes nothing into its own package.

@@ -57,11 +57,13 @@ from __future__ import annotations
 
 import numbers
 import os
+from typing import Any
 
 import numba
 import numpy as np
+import numpy.typing as npt
 
-from geoldp._kernels import jit
+from geoldp._kernels import KernelInt, jit
 
 __all__ = [
     "ChaChaRandomSource",
@@ -82,7 +84,7 @@ __all__ = [
 _TWO_M53 = 2.0**-53
 
 
-def _check_k(k) -> int:
+def _check_k(k: object) -> int:
     if isinstance(k, (bool, np.bool_)) or not isinstance(k, (numbers.Integral, np.integer)):
         raise ValueError(f"integers(k) needs an int 1 <= k < 2**63. Got {k!r} instead.")
     if not 1 <= int(k) < 2**63:
@@ -91,9 +93,12 @@ def _check_k(k) -> int:
 
 
 @numba.njit(cache=True)
-def _categorical_rows(pmf, u, out):
-    """Row-wise inverse CDF: first i with u[r] < cumsum(pmf[r])[i] (sequential sums, as ``np.cumsum``);
-    if none, the last index with positive mass."""
+def _categorical_rows(pmf: np.ndarray, u: np.ndarray, out: np.ndarray) -> np.ndarray:
+    """Row-wise inverse CDF of ``pmf`` at ``u``.
+
+    Row-wise inverse CDF: first i with u[r] < cumsum(pmf[r])[i] (sequential sums, as ``np.cumsum``);
+    if none, the last index with positive mass.
+    """
     n, k = pmf.shape
     for r in range(n):
         acc = 0.0
@@ -111,7 +116,7 @@ def _categorical_rows(pmf, u, out):
     return out
 
 
-def _categorical_from_uniform(pmf: np.ndarray, u) -> np.ndarray | int:
+def _categorical_from_uniform(pmf: np.ndarray, u: float | np.ndarray) -> np.ndarray | int:
     """Inverse CDF with the rounding guard; ``pmf`` 1-D with scalar u, or 2-D with one u per row."""
     pmf = np.asarray(pmf, dtype=np.float64)
     if pmf.ndim == 1:
@@ -140,11 +145,11 @@ class RandomSource:
 
     policy: str = "abstract"
 
-    def uniform(self, size=None):
+    def uniform(self, size: int | tuple[int, ...] | None = None) -> Any:
         """Float(s) on the 2⁻⁵³ grid in [0, 1)."""
         raise NotImplementedError
 
-    def integers(self, k, size=None):
+    def integers(self, k: int, size: int | tuple[int, ...] | None = None) -> Any:
         """Uniform integer(s) in {0, …, k−1}, unbiased."""
         raise NotImplementedError
 
@@ -152,13 +157,13 @@ class RandomSource:
         """A fresh 256-bit key as ``uint32[8]``."""
         raise NotImplementedError
 
-    def bernoulli(self, p, size=None):
+    def bernoulli(self, p: float | np.ndarray, size: int | tuple[int, ...] | None = None) -> Any:
         """``uniform() < p``; with ``size``, a boolean array of independent draws."""
         if size is None:
             return bool(self.uniform() < p)
         return np.asarray(self.uniform(size) < p, dtype=bool)
 
-    def categorical(self, pmf):
+    def categorical(self, pmf: npt.ArrayLike) -> Any:
         """Inverse-CDF draw from ``pmf`` (1-D → int; 2-D → one int64 per row, rows in order)."""
         pmf = np.asarray(pmf, dtype=np.float64)
         if pmf.ndim == 1:
@@ -201,13 +206,13 @@ class OSRandomSource(RandomSource):
             filled += take
         return out
 
-    def uniform(self, size=None):
+    def uniform(self, size: int | tuple[int, ...] | None = None) -> Any:
         """Float(s) ``(w >> 11) · 2⁻⁵³`` from 64-bit OS random words."""
         n = 1 if size is None else int(np.prod(size))
         u = (self._words(n) >> np.uint64(11)).astype(np.float64) * _TWO_M53
         return float(u[0]) if size is None else u.reshape(size)
 
-    def integers(self, k, size=None):
+    def integers(self, k: int, size: int | tuple[int, ...] | None = None) -> Any:
         """Unbiased integers in {0, …, k−1} by bitmask rejection on 64-bit words."""
         k = _check_k(k)
         n = 1 if size is None else int(np.prod(size))
@@ -243,13 +248,13 @@ class NumpyRandomSource(RandomSource):
             raise TypeError("NumpyRandomSource needs a numpy.random.Generator.")
         self.generator = generator
 
-    def uniform(self, size=None):
+    def uniform(self, size: int | tuple[int, ...] | None = None) -> Any:
         """``Generator.random`` (53-bit floats on the 2⁻⁵³ grid)."""
         if size is None:
             return float(self.generator.random())
         return self.generator.random(size)
 
-    def integers(self, k, size=None):
+    def integers(self, k: int, size: int | tuple[int, ...] | None = None) -> Any:
         """``Generator.integers(0, k)`` (unbiased)."""
         k = _check_k(k)
         if size is None:
@@ -261,7 +266,7 @@ class NumpyRandomSource(RandomSource):
         return self.generator.integers(0, 2**32, size=8, dtype=np.uint32)
 
 
-def resolve_rng(rng) -> RandomSource:
+def resolve_rng(rng: Any) -> RandomSource:
     """Normalise the SPEC 7 ``rng`` argument into a :class:`RandomSource` (call once, at the entry point).
 
     Parameters
@@ -314,7 +319,9 @@ _MASK32 = np.uint64(0xFFFFFFFF)
 
 
 @numba.njit(cache=True, _nrt=False, inline="always")  # type: ignore[call-overload]
-def _qr(a, b, c, d):
+def _qr(
+    a: np.uint64, b: np.uint64, c: np.uint64, d: np.uint64
+) -> tuple[np.uint64, np.uint64, np.uint64, np.uint64]:
     a = (a + b) & _MASK32
     d ^= a
     d = ((d << np.uint64(16)) | (d >> np.uint64(16))) & _MASK32
@@ -331,7 +338,7 @@ def _qr(a, b, c, d):
 
 
 @jit
-def chacha_block(key, counter, stream, out):
+def chacha_block(key: np.ndarray, counter: np.uint64, stream: np.uint64, out: np.ndarray) -> None:
     """One ChaCha20 block (20 rounds) into ``out`` (``uint32[16]``); see the module docstring for the layout.
 
     The state is kept in registers (no allocation), so numba code can call it in its hottest loop.
@@ -396,14 +403,14 @@ def chacha_block(key, counter, stream, out):
 # reference counting: with it, every call that passes arrays pays atomic increments, about 4x slower in the
 # fast path's hot loop).
 @jit
-def stream_reset(state, stream):
+def stream_reset(state: np.ndarray, stream: KernelInt) -> None:
     """Reset ``state`` (``int64[3]``) to the start of ``stream``: [stream, block 0, position 16 = empty]."""
     state[0] = stream
     state[1] = 0
     state[2] = 16
 
 
-def stream_state(stream: int = 0):
+def stream_state(stream: int = 0) -> tuple[np.ndarray, np.ndarray]:
     """Allocate ``(buf, state)`` for a stream (``uint32[16]``, ``int64[3]``), positioned at its start."""
     buf = np.zeros(16, dtype=np.uint32)
     state = np.zeros(3, dtype=np.int64)
@@ -412,7 +419,7 @@ def stream_state(stream: int = 0):
 
 
 @numba.njit(cache=True, _nrt=False, inline="always")  # type: ignore[call-overload]
-def _next_word(key, buf, state):
+def _next_word(key: np.ndarray, buf: np.ndarray, state: np.ndarray) -> np.uint64:
     """Next 32-bit word as uint64 (refills ``buf`` with the next block when exhausted)."""
     if state[2] >= 16:
         chacha_block(key, np.uint64(state[1]), np.uint64(state[0]), buf)
@@ -424,13 +431,13 @@ def _next_word(key, buf, state):
 
 
 @jit
-def stream_next_u32(key, buf, state):
+def stream_next_u32(key: np.ndarray, buf: np.ndarray, state: np.ndarray) -> np.uint32:
     """Next 32-bit word of the stream (refills ``buf`` with the next block when exhausted)."""
     return np.uint32(_next_word(key, buf, state))
 
 
 @jit
-def stream_uniform(key, buf, state):
+def stream_uniform(key: np.ndarray, buf: np.ndarray, state: np.ndarray) -> float:
     """53-bit uniform in [0, 1): ``((a >> 5)·2²⁶ + (b >> 6))·2⁻⁵³`` from the next two words a, b."""
     a = _next_word(key, buf, state) >> np.uint64(5)
     b = _next_word(key, buf, state) >> np.uint64(6)
@@ -438,13 +445,13 @@ def stream_uniform(key, buf, state):
 
 
 @jit
-def stream_bernoulli(key, buf, state, p):
+def stream_bernoulli(key: np.ndarray, buf: np.ndarray, state: np.ndarray, p: float) -> bool:
     """``stream_uniform(...) < p``."""
     return stream_uniform(key, buf, state) < p
 
 
 @jit
-def stream_integers(key, buf, state, k):
+def stream_integers(key: np.ndarray, buf: np.ndarray, state: np.ndarray, k: KernelInt) -> int | np.int64:
     """Uniform on {0, …, k−1} (k ≥ 1) by bitmask rejection on 64-bit words (a = high, b = low word)."""
     if k <= 1:
         return 0
@@ -463,9 +470,14 @@ def stream_integers(key, buf, state, k):
 
 
 @jit
-def stream_categorical_cdf(key, buf, state, cdf, n):
-    """Inverse CDF over ``cdf[:n]`` (cumulative sums of a pmf): first i with u < cdf[i]; rounding guard
-    returns the last index whose cumulative value is larger than its predecessor's (positive mass)."""
+def stream_categorical_cdf(
+    key: np.ndarray, buf: np.ndarray, state: np.ndarray, cdf: np.ndarray, n: int
+) -> int:
+    """Inverse CDF over ``cdf[:n]`` at ``u``.
+
+    Inverse CDF over ``cdf[:n]`` (cumulative sums of a pmf): first i with u < cdf[i]; rounding guard
+    returns the last index whose cumulative value is larger than its predecessor's (positive mass).
+    """
     u = stream_uniform(key, buf, state)
     lo = 0
     hi = n
@@ -497,7 +509,7 @@ class ChaChaRandomSource(RandomSource):
     policy : str, default "seeded"
     """
 
-    def __init__(self, key, stream: int = 0, policy: str = "seeded") -> None:
+    def __init__(self, key: npt.ArrayLike, stream: int = 0, policy: str = "seeded") -> None:
         key = np.asarray(key)
         if key.shape != (8,):
             raise ValueError("ChaChaRandomSource needs a key of 8 uint32 words.")
@@ -505,7 +517,7 @@ class ChaChaRandomSource(RandomSource):
         self.policy = policy
         self._buf, self._state = stream_state(stream)
 
-    def uniform(self, size=None):
+    def uniform(self, size: int | tuple[int, ...] | None = None) -> Any:
         """Stream uniform(s), see :func:`stream_uniform`."""
         if size is None:
             return float(stream_uniform(self.key, self._buf, self._state))
@@ -515,7 +527,7 @@ class ChaChaRandomSource(RandomSource):
             out[i] = stream_uniform(self.key, self._buf, self._state)
         return out.reshape(size)
 
-    def integers(self, k, size=None):
+    def integers(self, k: int, size: int | tuple[int, ...] | None = None) -> Any:
         """Stream integer(s), see :func:`stream_integers`."""
         k = _check_k(k)
         if size is None:

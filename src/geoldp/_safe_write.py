@@ -658,25 +658,16 @@ def _appeared(path: Path) -> ValueError:
     )
 
 
-def _roll_forward(unit: Path, record: dict[str, Any], *, live: bool) -> None:
-    """Carry out a commit record: the removals, then each rename in order; then remove the record.
-
-    ``live``: the writer itself, just after placing the record. Otherwise a recovery (:func:`recover`),
-    which checks each temporary file against the record first. A temporary file already gone was renamed
-    by an earlier attempt (or a concurrent recovery). Without ``overwrite`` a name taken meanwhile by
-    another file rolls the group back instead: the names this group took are freed, nothing else changes.
-    """
-    directory = unit.parent if str(unit.parent) else Path(".")
-    overwrite = record["overwrite"]
-    files = record["files"]
-    for name in record["remove"] if not live else ():  # a recovery checks every file before any change
+def _check_record(unit: Path, record: dict[str, Any], directory: Path) -> None:
+    """Refuse a commit record whose removals or temporary files are not what it says (a recovery's check)."""
+    for name in record["remove"]:
         if _is_not(stat.S_ISREG, directory / name):
             raise ValueError(
                 f"The commit record '{commit_record_path(unit)}' would remove '{directory / name}', which is "
                 "not a regular file (a link or a folder); geoldp changed nothing. Remove the record, then "
                 "write the output again."
             )
-    for entry in files if not live else ():
+    for entry in record["files"]:
         staged = directory / entry["staged"]
         folder = staged.parent  # a link standing for the group's temporary folder is refused too
         bad = folder if folder != directory and _is_not(stat.S_ISDIR, folder) else staged
@@ -691,6 +682,34 @@ def _roll_forward(unit: Path, record: dict[str, Any], *, live: bool) -> None:
                 f"The commit record '{commit_record_path(unit)}' does not match its temporary file "
                 f"'{staged}'; geoldp changed nothing. Remove both, then write the output again."
             )
+
+
+def _roll_back(unit: Path, directory: Path, named: list[Path], unplaced: list[dict[str, Any]]) -> None:
+    """Free the names this group took (``named``), drop its ``unplaced`` temporary files and its record."""
+    for ours in named:  # the names were free when the write began: free them again
+        with contextlib.suppress(OSError):
+            os.unlink(ours)
+    for later in unplaced:
+        with contextlib.suppress(OSError):
+            os.unlink(directory / later["staged"])
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(commit_record_path(unit))
+    fsync_dir(directory)
+
+
+def _roll_forward(unit: Path, record: dict[str, Any], *, live: bool) -> None:
+    """Carry out a commit record: the removals, then each rename in order; then remove the record.
+
+    ``live``: the writer itself, just after placing the record. Otherwise a recovery (:func:`recover`),
+    which checks each temporary file against the record first. A temporary file already gone was renamed
+    by an earlier attempt (or a concurrent recovery). Without ``overwrite`` a name taken meanwhile by
+    another file rolls the group back instead: the names this group took are freed, nothing else changes.
+    """
+    directory = unit.parent if str(unit.parent) else Path(".")
+    overwrite = record["overwrite"]
+    files = record["files"]
+    if not live:  # a recovery checks every file before any change
+        _check_record(unit, record, directory)
     for name in record["remove"]:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(directory / name)
@@ -703,15 +722,7 @@ def _roll_forward(unit: Path, record: dict[str, Any], *, live: bool) -> None:
                 _rename(staged, target, overwrite=overwrite)
             except FileExistsError:
                 if not (target.is_file() and file_digest(target) == expected):
-                    for ours in named:  # the names were free when the write began: free them again
-                        with contextlib.suppress(OSError):
-                            os.unlink(ours)
-                    for later in files[n:]:
-                        with contextlib.suppress(OSError):
-                            os.unlink(directory / later["staged"])
-                    with contextlib.suppress(FileNotFoundError):
-                        os.unlink(commit_record_path(unit))
-                    fsync_dir(directory)
+                    _roll_back(unit, directory, named, files[n:])
                     raise _appeared(target) from None
                 os.unlink(staged)  # renamed by an earlier attempt that stopped before this unlink
             named.append(target)
@@ -728,9 +739,12 @@ def _roll_forward(unit: Path, record: dict[str, Any], *, live: bool) -> None:
 
 
 def family(unit: str | os.PathLike[str]) -> frozenset[str]:
-    """The exact names a group of ``unit`` writes or removes: the data file, its ledger sidecar and, for a
+    """The exact file names a write group of ``unit`` touches.
+
+    The exact names a group of ``unit`` writes or removes: the data file, its ledger sidecar and, for a
     Shapefile, its parts (those geoldp writes and the indexes other tools keep next to it), for a GeoJSON
-    name the files of a layer set written under it (``<stem>.<layer>.geojson``)."""
+    name the files of a layer set written under it (``<stem>.<layer>.geojson``).
+    """
     name = Path(os.fspath(unit)).name
     names = {name, name + LEDGER_TAIL}
     stem, suffix = os.path.splitext(name)

@@ -83,7 +83,7 @@ def exact_share(epsilon: float, fraction: Fraction) -> float:
     return value
 
 
-def _ratio(x) -> tuple[int, int]:
+def _ratio(x: Any) -> tuple[int, int]:
     """The exact value of ``x`` as (numerator, denominator > 0), without building a Fraction if possible."""
     if type(x) is float or type(x) is int:
         return x.as_integer_ratio()
@@ -190,7 +190,7 @@ class ReleaseCache:
             self._store = {}
 
 
-def check_fractions(fracs, caller: str) -> tuple[Fraction, ...]:
+def check_fractions(fracs: Iterable[Any], caller: str) -> tuple[Fraction, ...]:
     """Validate budget fractions: each a non-negative real number, summing to exactly 1 as rationals.
 
     Floats are converted exactly (``Fraction(0.1)`` is not 1/10), so ``(0.1, 0.2, 0.7)`` is rejected:

@@ -206,7 +206,7 @@ _KERNELS: list[Any] = []
 
 
 def _kernels() -> tuple[Any, Any] | None:
-    """geoldp's compiled kernels (without and with reference counting), or None: absent, stale, or off."""
+    """The compiled kernels (without and with reference counting), or None: absent, stale, or off."""
     if _KERNELS:
         return _KERNELS[0]
     with _LOCK:
@@ -415,8 +415,9 @@ class Client:
         )
 
     def _snap(self, lon: np.ndarray, lat: np.ndarray, kernels: Any) -> np.ndarray:
-        """The nearest public point of each vertex: the minimiser of geoldp's haversine kernel, ties to the
-        lowest index (as :meth:`geoldp.PointSet.nearest`).
+        """The nearest public point of each vertex, ties to the lowest index.
+
+        The minimiser of geoldp's haversine kernel, as :meth:`geoldp.PointSet.nearest`.
 
         Dot products of unit vectors propose the points within ``_SNAP_DOT_TOL`` of the largest (rounding
         of a dot product is about 1e−16, so the kernel's minimiser is among them) and the kernel decides
@@ -797,5 +798,5 @@ def respond(campaign: Any, trajectory: Any, *, user: str, rng: Any = None) -> di
 
 
 def to_json_line(record: dict[str, Any]) -> str:
-    """A record as one line of JSON (no newline inside; end it with ``"\\n"`` in a JSON Lines file)."""
+    """A record as one line of JSON (no newline inside; end each line with a newline in a JSON Lines file)."""
     return json.dumps(record, separators=(",", ":"), ensure_ascii=False, allow_nan=False)

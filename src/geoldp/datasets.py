@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import math
 import numbers
+from typing import Any
 
 import numpy as np
 
@@ -38,7 +39,7 @@ _MIN_SEPARATION_KM = 1e-5  # 1 cm; PointSet treats < 1 mm as a duplicate
 _SNAP_K = 8
 
 
-def _check_int(value, name, low, high=None):
+def _check_int(value: object, name: str, low: int, high: int | None = None) -> int:
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         raise TypeError(
             f"The '{name}' parameter of synthetic_city must be an int in the range "
@@ -53,7 +54,7 @@ def _check_int(value, name, low, high=None):
     return value
 
 
-def _check_real(value, name, low, high, *, open_low=False):
+def _check_real(value: object, name: str, low: float, high: float, *, open_low: bool = False) -> float:
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise TypeError(
             f"The '{name}' parameter of synthetic_city must be a float in the range "
@@ -68,7 +69,9 @@ def _check_real(value, name, low, high, *, open_low=False):
     return value
 
 
-def _draw_points(n_points, half, gen):
+def _draw_points(
+    n_points: int, half: float, gen: np.random.Generator
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Return (x_km, y_km, kind_code, hub_xy) for the clustered public points."""
     n_hubs = 5
     # Hubs on a ring at 35-70 % of the half-extent, evenly spread in angle with jitter.
@@ -125,7 +128,16 @@ def _draw_points(n_points, half, gen):
     return xs, ys, kinds, hub_xy
 
 
-def _draw_trips(xy, kinds, hub_xy, n_trips, min_len, max_len, half, gen):
+def _draw_trips(
+    xy: np.ndarray,
+    kinds: np.ndarray,
+    hub_xy: np.ndarray,
+    n_trips: int,
+    min_len: int,
+    max_len: int,
+    half: float,
+    gen: np.random.Generator,
+) -> tuple[np.ndarray, np.ndarray]:
     """Return (flat_idx, offsets) of trip-like index sequences over the points ``xy``."""
     from scipy.spatial import cKDTree
 
@@ -139,7 +151,7 @@ def _draw_trips(xy, kinds, hub_xy, n_trips, min_len, max_len, half, gen):
     catch = np.asarray(catch).reshape(len(attractors), n_catch)
     min_trip_km = min(0.5, half / 10.0)
 
-    def endpoint(size):
+    def endpoint(size: int) -> np.ndarray:
         from_attr = gen.uniform(0.0, 1.0, size) < 0.5
         idx = gen.integers(0, m, size)
         a = gen.integers(0, len(attractors), size)
@@ -206,8 +218,8 @@ def synthetic_city_arrays(
     max_len: int = 8,
     extent_km: float = 20.0,
     center: tuple[float, float] = (-87.6298, 41.8781),
-    seed=0,
-):
+    seed: Any = 0,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Array form of :func:`synthetic_city` (no GeoPandas objects).
 
     Parameters
@@ -267,8 +279,8 @@ def synthetic_city(
     extent_km: float = 20.0,
     center: tuple[float, float] = (-87.6298, 41.8781),
     jitter_m: float = 0.0,
-    seed=0,
-):
+    seed: Any = 0,
+) -> tuple[Any, Any]:
     """Generate a deterministic synthetic city: clustered public points and trip-like trajectories.
 
     Parameters
@@ -351,7 +363,7 @@ def synthetic_city(
     return points, trips
 
 
-def _seed_entropy(seed):
+def _seed_entropy(seed: Any) -> int:
     """Entropy for the jitter stream, derived deterministically from ``seed``."""
     if isinstance(seed, numbers.Integral) and not isinstance(seed, bool):
         return int(seed)

@@ -68,7 +68,9 @@ def _as_wgs84_geoseries(obj: Any, name: str) -> Any:
 
 
 def _inline_leaflet(fmap: Any) -> bool:
-    """Write Leaflet's JavaScript and CSS into the page of ``fmap`` instead of linking folium's CDNs (the
+    """Embed Leaflet in the page of ``fmap`` so that it renders offline.
+
+    Write Leaflet's JavaScript and CSS into the page of ``fmap`` instead of linking folium's CDNs (the
     page then renders offline). Returns False, changing nothing, without the ``xstatic-leaflet`` package.
 
     Only Leaflet is kept: folium's other default assets (jQuery, Bootstrap, icon fonts) serve markers and
@@ -110,8 +112,11 @@ def _new_map(tiles: str | None) -> Any:
 
 
 def _thin(n: int, max_rows: int | None) -> Any:
-    """Positions of the rows drawn: all, or ``max_rows`` evenly spaced ones (the same for every layer, so
-    that a released trajectory is drawn with its original)."""
+    """Positions of the rows drawn.
+
+    Positions of the rows drawn: all, or ``max_rows`` evenly spaced ones (the same for every layer, so
+    that a released trajectory is drawn with its original).
+    """
     import numpy as np
 
     if max_rows is None or n <= max_rows:
@@ -120,8 +125,11 @@ def _thin(n: int, max_rows: int | None) -> Any:
 
 
 def _layer_style(name: str, n_drawn: int, style_kwds: dict[str, Any]) -> dict[str, Any]:
-    """Leaflet path options of a trajectory layer: its colour, weight and opacity scaled to the rows drawn,
-    then ``style_kwds`` (options for every layer, and a layer's own under its name)."""
+    """Leaflet path options of a trajectory layer.
+
+    Leaflet path options of a trajectory layer: its colour, weight and opacity scaled to the rows drawn,
+    then ``style_kwds`` (options for every layer, and a layer's own under its name).
+    """
     base = LAYER_STYLES[name]
     scale = min(1.0, (FULL_STYLE_ROWS / max(n_drawn, 1)) ** 0.5)
     style = {

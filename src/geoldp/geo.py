@@ -8,8 +8,11 @@ distances are in metres; bearings are radians clockwise from north in [0, 2π).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from geoldp import _kernels
 from geoldp._kernels import EARTH_RADIUS_M
@@ -30,7 +33,7 @@ KM_PER_DEGREE = EARTH_RADIUS_M / 1000.0 * math.pi / 180.0
 _CONVENTIONS = ("centred", "floor")
 
 
-def to_radians(lon, lat):
+def to_radians(lon: npt.ArrayLike, lat: npt.ArrayLike) -> tuple[np.ndarray, np.ndarray]:
     """Convert (lon, lat) degrees to (λ, φ) radians: the only degree→radian conversion in geoldp.
 
     Parameters
@@ -54,17 +57,19 @@ def to_radians(lon, lat):
     return lam, phi
 
 
-def _apply4(kernel, a, b, c, d):
+def _apply4(
+    kernel: Callable[..., Any], a: npt.ArrayLike, b: npt.ArrayLike, c: npt.ArrayLike, d: npt.ArrayLike
+) -> Any:
     a, b, c, d = np.broadcast_arrays(*(np.asarray(x, np.float64) for x in (a, b, c, d)))
     shape = a.shape
     flat = [np.ascontiguousarray(x).reshape(-1) for x in (a, b, c, d)]
     out = np.empty(flat[0].shape[0], dtype=np.float64)
     kernel(flat[0], flat[1], flat[2], flat[3], out)
-    out = out.reshape(shape)
-    return out[()] if out.ndim == 0 else out
+    res = out.reshape(shape)
+    return res[()] if res.ndim == 0 else res
 
 
-def haversine_m(lon1, lat1, lon2, lat2):
+def haversine_m(lon1: npt.ArrayLike, lat1: npt.ArrayLike, lon2: npt.ArrayLike, lat2: npt.ArrayLike) -> Any:
     """Haversine distance in metres between (lon1, lat1) and (lon2, lat2), degrees (ALGORITHM §2.1).
 
     Broadcasts like a numpy ufunc; ``R = EARTH_RADIUS_M``; symmetric and 0 for identical points.
@@ -89,12 +94,14 @@ def haversine_m(lon1, lat1, lon2, lat2):
     return _apply4(_kernels.haversine_rad_many, lam1, phi1, lam2, phi2)
 
 
-def haversine_array_m(lon1, lat1, lon2, lat2) -> np.ndarray:
+def haversine_array_m(
+    lon1: npt.ArrayLike, lat1: npt.ArrayLike, lon2: npt.ArrayLike, lat2: npt.ArrayLike
+) -> np.ndarray:
     """:func:`haversine_m` as a float64 array (0-d for scalar input), for array code."""
     return np.asarray(haversine_m(lon1, lat1, lon2, lat2), dtype=np.float64)
 
 
-def bearing(lon1, lat1, lon2, lat2):
+def bearing(lon1: npt.ArrayLike, lat1: npt.ArrayLike, lon2: npt.ArrayLike, lat2: npt.ArrayLike) -> Any:
     """Initial great-circle bearing from point 1 to point 2 in radians, clockwise from north, [0, 2π).
 
     Identical points give 0 (ALGORITHM §2.2). Broadcasts like a numpy ufunc.
@@ -119,7 +126,7 @@ def bearing(lon1, lat1, lon2, lat2):
     return _apply4(_kernels.bearing_rad_many, lam1, phi1, lam2, phi2)
 
 
-def sector_index(theta, g, convention="centred"):
+def sector_index(theta: npt.ArrayLike, g: int, convention: str = "centred") -> Any:
     """Sector index of bearings ``theta`` for ``g`` sectors (ALGORITHM §2.4).
 
     Parameters

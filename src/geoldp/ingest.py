@@ -107,8 +107,9 @@ def _open_store(store: Any, total: float) -> tuple[Store, bool]:
 
 
 def _ledger_entry(campaign: dict[str, Any]) -> tuple[str, str]:
-    """The public ledger entry stored beside a report, as a prefix and suffix around its record id and rng
-    policy (the canonical JSON of campaign, design, ε, record id, rng: the other members are the campaign's).
+    """The public ledger entry stored beside a report, as a prefix and suffix around its record id and rng.
+
+    The canonical JSON of campaign, design, ε, record id, rng: the other members are the campaign's.
     """
     head = doc.canonical(
         {"campaign": campaign["id"], "design": campaign["design"], "epsilon": campaign["epsilon"]}

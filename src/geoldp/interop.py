@@ -63,7 +63,7 @@ def _trackintel() -> Any:
 
 @contextmanager
 def _quiet_deprecations() -> Iterator[None]:
-    """movingpandas calls pandas APIs that pandas 3 deprecates; those warnings are not the user's to fix."""
+    """Silence the pandas 3 deprecations that movingpandas triggers; they are not the user's to fix."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)
         warnings.simplefilter("ignore", FutureWarning)
@@ -243,7 +243,7 @@ def to_movingpandas(released: Any, *, times: Any = None, obj_id_col: Any = None)
 
 
 def from_trackintel(triplegs: Any) -> Any:
-    """trackintel ``Triplegs`` as a GeoDataFrame of LineStrings: tripleg id as index, ``user_id`` kept.
+    """The trackintel ``Triplegs`` as a GeoDataFrame of LineStrings: tripleg id as index, ``user_id`` kept.
 
     Parameters
     ----------

@@ -57,7 +57,7 @@ import json
 import os
 import shutil
 import warnings
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -441,8 +441,11 @@ def _gdal_bytes(gdf: Any, driver: str, layer: str) -> bytes:
 
 
 def _without_index(gdf: Any) -> Any:
-    """A release (a frame with a geoldp ledger) is written without its index: the gaps of a subset's index
-    (rows dropped by ``max_per_user``) would show which rows were left out. Other frames keep it."""
+    """Whether a frame is written with its index.
+
+    A release (a frame with a geoldp ledger) is written without its index: the gaps of a subset's index
+    (rows dropped by ``max_per_user``) would show which rows were left out. Other frames keep it.
+    """
     if ledger_of(gdf) is None or (
         isinstance(gdf.index, pd.RangeIndex) and gdf.index.start == 0 and gdf.index.step == 1
     ):
@@ -541,6 +544,54 @@ def _stage_gpkg_layer(gdf: Any, p: Path, layer: str, tmp: Path, g: _safe_write.G
     return tmp
 
 
+def _write_format(p: Path, *, layer: str | None, add_layer: bool, sidecar: bool, caller: str) -> str:
+    """The output format of ``p`` (its suffix), with ``layer``, ``add_layer`` and ``sidecar`` checked."""
+    fmt = WRITE_FORMATS.get(p.suffix.lower())
+    if fmt is None:
+        raise ValueError(
+            f"Cannot infer the output format of '{p}'; use one of the suffixes "
+            f"{', '.join(sorted(WRITE_FORMATS))}."
+        )
+    if not isinstance(add_layer, bool) or not isinstance(sidecar, bool):
+        raise TypeError(f"The 'add_layer' and 'sidecar' parameters of {caller} must be bools.")
+    if add_layer and (fmt != "GPKG" or not isinstance(layer, str) or not layer):
+        raise ValueError("add_layer=True needs a .gpkg output and a layer name (layer='...').")
+    if layer is not None and fmt != "GPKG":
+        raise ValueError(f"layer= applies to GeoPackage output only, not to '{p.name}'.")
+    return fmt
+
+
+def _serialise(
+    gdf: Any, fmt: str, p: Path, *, layer: str | None, add_layer: bool, caller: str
+) -> bytes | None:
+    """The bytes of ``gdf`` in ``fmt``, or None for a format that GDAL writes to disk (Shapefile, a layer)."""
+    if fmt == "GeoJSON":
+        return _geojson_bytes(gdf, member=True, caller=caller)
+    if fmt == "CSV":
+        return _csv_bytes(gdf, caller)
+    if fmt == "Parquet":
+        return _parquet_bytes(gdf)
+    if fmt in ("GPKG", "FlatGeobuf") and not add_layer:
+        return _gdal_bytes(gdf, fmt, layer or p.stem)
+    return None
+
+
+def _stage_on_disk(
+    gdf: Any, fmt: str, p: Path, layer: str, tmp: Path, g: _safe_write.Group
+) -> tuple[int, str]:
+    """Stage a Shapefile or a GeoPackage layer in group ``g``; return the staged file's size and SHA-256."""
+    try:
+        if fmt == "ESRI Shapefile":
+            staged = _stage_shapefile(gdf, p, tmp, g)
+        else:
+            staged = _stage_gpkg_layer(gdf, p, layer, tmp, g)
+    except (ValueError, TypeError, OSError):
+        raise
+    except Exception:  # GDAL failed writing to disk: its message can quote values
+        raise _gdal_write_error(p) from None
+    return _safe_write.file_digest(staged)
+
+
 def write_file(
     gdf: Any,
     path: str | os.PathLike[str],
@@ -598,18 +649,7 @@ def write_file(
     caller = "write_file"
     _check_gdf(gdf, caller)
     p = Path(os.fspath(path))
-    fmt = WRITE_FORMATS.get(p.suffix.lower())
-    if fmt is None:
-        raise ValueError(
-            f"Cannot infer the output format of '{p}'; use one of the suffixes "
-            f"{', '.join(sorted(WRITE_FORMATS))}."
-        )
-    if not isinstance(add_layer, bool) or not isinstance(sidecar, bool):
-        raise TypeError(f"The 'add_layer' and 'sidecar' parameters of {caller} must be bools.")
-    if add_layer and (fmt != "GPKG" or not isinstance(layer, str) or not layer):
-        raise ValueError("add_layer=True needs a .gpkg output and a layer name (layer='...').")
-    if layer is not None and fmt != "GPKG":
-        raise ValueError(f"layer= applies to GeoPackage output only, not to '{p.name}'.")
+    fmt = _write_format(p, layer=layer, add_layer=add_layer, sidecar=sidecar, caller=caller)
     inputs = tuple(inputs)
     _safe_write.recover(p)  # an earlier write interrupted after it was complete is finished first
     _safe_write.check_output(p, overwrite=overwrite or add_layer, inputs=inputs)
@@ -625,15 +665,7 @@ def write_file(
             _safe_write.check_output(part, overwrite=overwrite, inputs=inputs, what="Shapefile part")
     # serialise first: a frame that cannot be written leaves every file as it was
     gdf = _without_index(gdf)
-    data: bytes | None = None
-    if fmt == "GeoJSON":
-        data = _geojson_bytes(gdf, member=True, caller=caller)
-    elif fmt == "CSV":
-        data = _csv_bytes(gdf, caller)
-    elif fmt == "Parquet":
-        data = _parquet_bytes(gdf)
-    elif fmt in ("GPKG", "FlatGeobuf") and not add_layer:
-        data = _gdal_bytes(gdf, fmt, layer or p.stem)
+    data = _serialise(gdf, fmt, p, layer=layer, add_layer=add_layer, caller=caller)
     written = [p]
     try:
         for stale in (p, side):  # what a killed earlier write of this output left behind
@@ -648,16 +680,7 @@ def write_file(
                 g.add_bytes(p, data)
                 size, digest = len(data), hashlib.sha256(data).hexdigest()
             else:
-                try:
-                    if fmt == "ESRI Shapefile":
-                        staged = _stage_shapefile(gdf, p, tmp, g)
-                    else:
-                        staged = _stage_gpkg_layer(gdf, p, str(layer), tmp, g)
-                except (ValueError, TypeError, OSError):
-                    raise
-                except Exception:  # GDAL failed writing to disk: its message can quote values
-                    raise _gdal_write_error(p) from None
-                size, digest = _safe_write.file_digest(staged)
+                size, digest = _stage_on_disk(gdf, fmt, p, str(layer), tmp, g)
             if ledger is not None:
                 record = _data_record(size, digest, p.name)
                 g.add_bytes(side, _ledger_bytes(ledger, record))  # named after the data file
@@ -674,8 +697,11 @@ def write_file(
 
 
 def layer_set_paths(path: str | os.PathLike[str], names: Any) -> dict[str, Path]:
-    """The files of a layer set written to ``path``: ``{name: path}``, one GeoPackage for all the layers
-    (``path`` itself), or one GeoJSON file ``<stem>.<name><suffix>`` per layer."""
+    """The files of a layer set written to ``path``.
+
+    The files of a layer set written to ``path``: ``{name: path}``, one GeoPackage for all the layers
+    (``path`` itself), or one GeoJSON file ``<stem>.<name><suffix>`` per layer.
+    """
     p = Path(os.fspath(path))
     if p.suffix.lower() == ".gpkg":
         return {name: p for name in names}
@@ -1071,8 +1097,11 @@ def _read_gpx(data: bytes, name: str, caller: str) -> Any:
 
 
 def _read_any(path: str | os.PathLike[str], **kw: Any) -> tuple[Any, bytes | None]:
-    """:func:`_read_frame`, with every library error on a malformed file turned into a ValueError naming
-    the file (its message withheld: GDAL, shapely, pyproj and the decompressors can quote the contents)."""
+    """Read a frame, turning library errors on a malformed file into a ValueError.
+
+    :func:`_read_frame`, with every library error on a malformed file turned into a ValueError naming
+    the file (its message withheld: GDAL, shapely, pyproj and the decompressors can quote the contents).
+    """
     try:
         return _read_frame(path, **kw)
     except (ValueError, TypeError, OSError, MemoryError):
@@ -1086,22 +1115,8 @@ def _read_any(path: str | os.PathLike[str], **kw: Any) -> tuple[Any, bytes | Non
         ) from None
 
 
-def _read_frame(
-    path: str | os.PathLike[str],
-    *,
-    layer: Any,
-    crs: Any,
-    wkt_col: Any,
-    lon_col: Any,
-    lat_col: Any,
-    caller: str,
-    dtype: Any = None,
-    id_cols: list[Any] | None = None,
-    allow_vsi: bool = False,
-) -> tuple[Any, bytes | None]:
-    """The frame read from ``path`` and, for GeoJSON, the file's bytes (for its ledger member)."""
-    import geopandas as gpd
-
+def _check_read_args(*, allow_vsi: Any, layer: Any, crs: Any, caller: str) -> Any:
+    """Check ``allow_vsi`` and ``layer`` of a read; return ``crs`` as a pyproj CRS (or None)."""
     if not isinstance(allow_vsi, bool):
         raise TypeError(
             f"The 'allow_vsi' parameter of {caller} must be a bool. Got {type(allow_vsi).__name__}."
@@ -1120,6 +1135,79 @@ def _read_frame(
                 f"The 'crs' parameter of {caller} is not a CRS pyproj understands. Got {crs!r}; pass e.g. "
                 "'EPSG:4326'."
             ) from None
+    return crs
+
+
+def _read_parquet(
+    det: _formats.Detected, name: str, caller: str, table: Callable[[Any], Any]
+) -> tuple[Any, bool]:
+    """A (Geo)Parquet file as a frame, and whether it was a plain table (read through ``table``)."""
+    import geopandas as gpd
+    import pyarrow.parquet as pq
+
+    try:
+        meta = pq.read_schema(det.path).metadata or {}
+        if b"geo" in meta:
+            return gpd.read_parquet(det.path), False
+        # a plain Parquet table without GeoParquet metadata
+        return table(pd.read_parquet(det.path)), True
+    except (ValueError, TypeError, OSError) as exc:
+        if isinstance(exc, FileNotFoundError):
+            raise
+        raise ValueError(
+            f"{caller}: cannot read '{name}' as (Geo)Parquet: the file is malformed or its geo "
+            "metadata is invalid. Check the file; its contents are not quoted here."
+        ) from None
+
+
+def _read_gdal_bytes(det: _formats.Detected, *, layer: Any, name: str, caller: str) -> tuple[Any, bytes]:
+    """A GeoPackage, GeoJSON, GPX or other GDAL file, read from a snapshot of its bytes: (frame, bytes)."""
+    if det.fmt == "GPKG":
+        raw = _sqlite_snapshot(det.path, name, caller)
+    else:
+        raw = _formats.read_regular(det.path, caller)
+    if det.fmt == "GeoJSON":
+        _formats.check_geojson_crs(raw, name, caller)
+    if det.fmt == "GPX":
+        return _read_gpx(raw, name, caller), raw
+    gdf = _gdal_read(raw, layer=layer, name=name, fmt=det.fmt, caller=caller)
+    if det.fmt == "GPKG":
+        _check_gpkg_blobs(raw, gdf, layer=layer, name=name, caller=caller)
+    return gdf, raw
+
+
+def _with_crs(gdf: Any, crs: Any, name: str, caller: str) -> Any:
+    """``gdf`` in ``crs`` (declared if it has none, else reprojected); unchanged for ``crs=None``."""
+    if crs is None:
+        return gdf
+    try:
+        if gdf.crs is None:
+            gdf = gdf.set_crs(crs)
+        elif not gdf.crs.equals(crs):
+            gdf = gdf.to_crs(crs)
+    except Exception:
+        raise ValueError(
+            f"{caller}: cannot use crs={crs!r} for '{name}'; pass a CRS pyproj understands "
+            "(e.g. 'EPSG:4326')."
+        ) from None
+    return gdf
+
+
+def _read_frame(
+    path: str | os.PathLike[str],
+    *,
+    layer: Any,
+    crs: Any,
+    wkt_col: Any,
+    lon_col: Any,
+    lat_col: Any,
+    caller: str,
+    dtype: Any = None,
+    id_cols: list[Any] | None = None,
+    allow_vsi: bool = False,
+) -> tuple[Any, bytes | None]:
+    """The frame read from ``path`` and, for GeoJSON, the file's bytes (for its ledger member)."""
+    crs = _check_read_args(allow_vsi=allow_vsi, layer=layer, crs=crs, caller=caller)
     if isinstance(path, str | os.PathLike):
         # a geoldp write of this file interrupted after it was complete (kill -9 between the renames of
         # its files): finish it, so that the file read is the new one, whole, with its own sidecar
@@ -1132,78 +1220,33 @@ def _read_frame(
         name = det
     else:
         name = det.path.name
-        if det.fmt == "CSV":
-            df = _read_csv(det, dtype=dtype, id_cols=list(id_cols or []), caller=caller)
-            return (
-                _from_table(
-                    df,
-                    wkt_col=wkt_col,
-                    lon_col=lon_col,
-                    lat_col=lat_col,
-                    crs=table_crs,
-                    source=f"{caller} '{name}'",
-                ),
-                None,
-            )
-        if det.fmt == "Parquet":
-            import pyarrow.parquet as pq
 
-            try:
-                meta = pq.read_schema(det.path).metadata or {}
-                if b"geo" in meta:
-                    gdf = gpd.read_parquet(det.path)
-                else:  # a plain Parquet table without GeoParquet metadata
-                    df = pd.read_parquet(det.path)
-                    return (
-                        _from_table(
-                            df,
-                            wkt_col=wkt_col,
-                            lon_col=lon_col,
-                            lat_col=lat_col,
-                            crs=table_crs,
-                            source=f"{caller} '{name}'",
-                        ),
-                        None,
-                    )
-            except (ValueError, TypeError, OSError) as exc:
-                if isinstance(exc, FileNotFoundError):
-                    raise
-                raise ValueError(
-                    f"{caller}: cannot read '{name}' as (Geo)Parquet: the file is malformed or its geo "
-                    "metadata is invalid. Check the file; its contents are not quoted here."
-                ) from None
+        def table(df: Any) -> Any:
+            return _from_table(
+                df,
+                wkt_col=wkt_col,
+                lon_col=lon_col,
+                lat_col=lat_col,
+                crs=table_crs,
+                source=f"{caller} '{name}'",
+            )
+
+        if det.fmt == "CSV":
+            return table(_read_csv(det, dtype=dtype, id_cols=list(id_cols or []), caller=caller)), None
+        if det.fmt == "Parquet":
+            gdf, plain = _read_parquet(det, name, caller, table)
+            if plain:  # a table read through _from_table: as the CSV, returned as it is
+                return gdf, None
         elif det.fmt == "Shapefile":
             gdf = _gdal_read(str(det.path.resolve()), layer=layer, name=name, fmt=det.fmt, caller=caller)
         else:
-            if det.fmt == "GPKG":
-                raw = _sqlite_snapshot(det.path, name, caller)
-            else:
-                raw = _formats.read_regular(det.path, caller)
-            if det.fmt == "GeoJSON":
-                _formats.check_geojson_crs(raw, name, caller)
-            if det.fmt == "GPX":
-                gdf = _read_gpx(raw, name, caller)
-            else:
-                gdf = _gdal_read(raw, layer=layer, name=name, fmt=det.fmt, caller=caller)
-                if det.fmt == "GPKG":
-                    _check_gpkg_blobs(raw, gdf, layer=layer, name=name, caller=caller)
+            gdf, raw = _read_gdal_bytes(det, layer=layer, name=name, caller=caller)
     if not _has_geometry(gdf):
         raise ValueError(
             f"{caller}: '{name}' has no geometry column (a plain table); geoldp reads Point or LineString "
             "features. Check the file (and layer=)."
         )
-    if crs is not None:
-        try:
-            if gdf.crs is None:
-                gdf = gdf.set_crs(crs)
-            elif not gdf.crs.equals(crs):
-                gdf = gdf.to_crs(crs)
-        except Exception:
-            raise ValueError(
-                f"{caller}: cannot use crs={crs!r} for '{name}'; pass a CRS pyproj understands "
-                "(e.g. 'EPSG:4326')."
-            ) from None
-    return gdf, raw
+    return _with_crs(gdf, crs, name, caller), raw
 
 
 def _has_geometry(gdf: Any) -> bool:

@@ -137,7 +137,7 @@ class Grid:
         return ix * n + iy
 
     def centres(self) -> tuple[np.ndarray, np.ndarray]:
-        """x and y of every cell centre (public)."""
+        """The x and y of every cell centre (public)."""
         k = np.arange(self.size)
         ix, iy = np.divmod(k, self.n)
         x = self.minx + (ix + 0.5) * (self.maxx - self.minx) / self.n
@@ -638,9 +638,12 @@ def synthesize(
 
 
 def _warn_outside(ft: Any, crs: Any, box: tuple[float, float, float, float], caller: str) -> None:
-    """GeoLDPWarning with the number of trajectories that leave the public box (their vertices there go
+    """Warn about trajectories that leave the public box.
+
+    GeoLDPWarning with the number of trajectories that leave the public box (their vertices there go
     to the nearest edge cell). Only a local count: nothing here reaches the release or its ledger, and
-    the box is never compared with the trips' own extent (that would make a public choice depend on them)."""
+    the box is never compared with the trips' own extent (that would make a public choice depend on them).
+    """
     import warnings
 
     x, y = _input_xy(ft, crs)

@@ -162,7 +162,9 @@ def _to_crs(geom: Any, src: Any, dst: Any) -> Any:
     return shapely.transform(geom, lambda xy: np.column_stack(tr.transform(xy[:, 0], xy[:, 1])))
 
 
-def _points_frame(x: np.ndarray, y: np.ndarray, crs: Any, provenance: str, bounds, extra=None) -> Any:
+def _points_frame(
+    x: np.ndarray, y: np.ndarray, crs: Any, provenance: str, bounds: Any, extra: Any = None
+) -> Any:
     import geopandas as gpd
 
     data = {} if extra is None else dict(extra)

@@ -10,8 +10,11 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from geoldp._random import RandomSource
 
@@ -41,7 +44,7 @@ class EnumeratingSource(RandomSource):
         self.arity: list[int] = []
         self.weight = 1.0
 
-    def _branch(self, probs) -> int:
+    def _branch(self, probs: Sequence[float] | np.ndarray) -> int:
         if self.pos == len(self.script):
             self.script.append(0)
         i = self.script[self.pos]
@@ -50,7 +53,7 @@ class EnumeratingSource(RandomSource):
         self.weight *= float(probs[i])
         return i
 
-    def uniform(self, size=None):
+    def uniform(self, size: int | tuple[int, ...] | None = None) -> Any:
         """Not enumerable; raises ``NotImplementedError``."""
         raise NotImplementedError("EnumeratingSource cannot enumerate a continuous uniform draw.")
 
@@ -58,14 +61,14 @@ class EnumeratingSource(RandomSource):
         opts = [(v, w) for v, w in ((False, 1.0 - p), (True, p)) if w > 0]
         return opts[self._branch([w for _, w in opts])][0]
 
-    def bernoulli(self, p, size=None):
+    def bernoulli(self, p: float | np.ndarray, size: int | tuple[int, ...] | None = None) -> Any:
         """Forced Bernoulli branch(es); ``p`` may be an array broadcast against ``size``."""
         if size is None:
             return self._bern1(float(p))
         ps = np.broadcast_to(np.asarray(p, dtype=np.float64), (int(np.prod(size)),))
         return np.array([self._bern1(float(x)) for x in ps], dtype=bool).reshape(size)
 
-    def integers(self, k, size=None):
+    def integers(self, k: int, size: int | tuple[int, ...] | None = None) -> Any:
         """Forced uniform integer(s) on {0, …, k−1}."""
         k = int(k)
         if size is None:
@@ -77,7 +80,7 @@ class EnumeratingSource(RandomSource):
         support = np.flatnonzero(pmf > 0)
         return int(support[self._branch(pmf[support])])
 
-    def categorical(self, pmf):
+    def categorical(self, pmf: npt.ArrayLike) -> Any:
         """Forced categorical draw(s) over the positive-mass entries of ``pmf`` (1-D or one per row)."""
         pmf = np.asarray(pmf, dtype=np.float64)
         if pmf.ndim == 1:
@@ -89,7 +92,7 @@ class EnumeratingSource(RandomSource):
         raise NotImplementedError("EnumeratingSource has no stream key.")
 
 
-def _key(y):
+def _key(y: Any) -> Any:
     if isinstance(y, np.ndarray):
         return tuple(y.reshape(-1).tolist()) if y.ndim else y.item()
     if isinstance(y, np.generic):
@@ -99,7 +102,7 @@ def _key(y):
     return y
 
 
-def exact_distribution(fn, x, *, max_paths: int = 10**6) -> dict:
+def exact_distribution(fn: Callable[..., Any], x: Any, *, max_paths: int = 10**6) -> dict:
     """Exact output distribution of ``fn(x, rng=source)`` by enumerating every random path.
 
     Parameters
@@ -147,7 +150,7 @@ def ldp_tolerance(epsilon: float) -> float:
     return epsilon * 1e-9 + 1e-14
 
 
-def max_log_ratio(matrix) -> float:
+def max_log_ratio(matrix: npt.ArrayLike) -> float:
     """Column-wise max of ``ln max_x P[x, y] − ln min_x P[x, y]`` over outputs y (rows = inputs).
 
     Returns ``inf`` if the supports differ between rows (some column has both zero and positive entries).
@@ -172,7 +175,7 @@ def max_log_ratio(matrix) -> float:
         return float(np.max(np.log(cols.max(axis=0)) - np.log(cols.min(axis=0))))
 
 
-def assert_ldp(matrix, epsilon: float, *, check_rows: bool = True) -> float:
+def assert_ldp(matrix: npt.ArrayLike, epsilon: float, *, check_rows: bool = True) -> float:
     """Assert the exact ε-LDP criteria and return the max log-ratio.
 
     The criteria: (a) every row sums to 1 (within 1e−12), (b) all rows have the same support, (c) the

@@ -36,7 +36,8 @@ denoise        a point estimate of every released trajectory made of public poin
 from __future__ import annotations
 
 import dataclasses
-from typing import Annotated, Any, TypedDict, Unpack
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Annotated, Any, TypedDict, Unpack
 
 import numpy as np
 import pandas as pd
@@ -47,6 +48,9 @@ from geoldp._random import resolve_rng
 from geoldp._validation import check_bool, check_count, check_int_min, check_positive_km, check_real
 from geoldp.estimate import _denoise, _inputs, _model
 from geoldp.estimate._ranking import top_supported
+
+if TYPE_CHECKING:
+    from geoldp.pointset import PointSet
 
 __all__ = [
     "MAX_BOOT",
@@ -112,7 +116,17 @@ def _prepare(released: Any, points: Any, fit: _EstimateKeywords, caller: str) ->
 class _Fit:
     """The validated inputs of one fit and, once a query needs it, the fitted model (never the originals)."""
 
-    def __init__(self, ps, source, mech, rel, options, key, released, drawn) -> None:
+    def __init__(
+        self,
+        ps: PointSet,
+        source: Any,
+        mech: Any,
+        rel: _inputs.Release,
+        options: _model.FitOptions,
+        key: np.ndarray,
+        released: Any,
+        drawn: str,
+    ) -> None:
         self.ps, self.source, self.mech, self.rel = ps, source, mech, rel
         self.options, self.key, self.released = options, key, released
         # how the estimator's randomness was drawn, with its settings, recorded beside every answer
@@ -176,7 +190,7 @@ class Population:
         inc = sp.csr_matrix((np.ones(rows.size), (rows, cols)), shape=(st.ps.size, len(members)))
         size = st.ps.size
 
-        def values(cand: np.ndarray):
+        def values(cand: np.ndarray) -> Any:
             k, n = cand.shape
             hit = sp.csr_matrix(
                 (np.ones(k * n), (np.repeat(np.arange(k), n), cand.reshape(-1))), shape=(k, size)
@@ -209,7 +223,7 @@ class Population:
         seen.discard(-1)
         keys = np.array(sorted(seen), dtype=np.int64)
 
-        def values(cand: np.ndarray):
+        def values(cand: np.ndarray) -> Any:
             p = pairs(cand)
             col = np.searchsorted(keys, p)
             # every pair a candidate or the release takes is in keys; a simulated release of the channel
@@ -261,9 +275,9 @@ class Population:
             return series
         return out
 
-    def _table(self, values, index) -> pd.DataFrame:
+    def _table(self, values: Callable[[np.ndarray], Any], index: pd.Index) -> pd.DataFrame:
         # one more column, the per-trajectory sum (the total), estimated like every count
-        def with_total(cand: np.ndarray):
+        def with_total(cand: np.ndarray) -> Any:
             v = sp.csr_matrix(values(cand))
             return sp.hstack([v, sp.csr_matrix(v.sum(axis=1))]).tocsr()
 
@@ -281,7 +295,7 @@ class Population:
         return out
 
 
-def _region_members(regions, how: str, st: _Fit, caller: str):
+def _region_members(regions: Any, how: str, st: _Fit, caller: str) -> tuple[list[np.ndarray], Any]:
     """Validated regions: the public points in each and the regions' index."""
     if how != "points":
         raise ValueError(
@@ -292,10 +306,10 @@ def _region_members(regions, how: str, st: _Fit, caller: str):
     return _inputs.region_members(regions, st.ps, crs=crs, caller=caller)
 
 
-def _visit_matrix(label: np.ndarray, n_labels: int):
+def _visit_matrix(label: np.ndarray, n_labels: int) -> Callable[[np.ndarray], Any]:
     """Per-candidate distinct-visit indicator of each label (points or zones; label -1 is ignored)."""
 
-    def values(cand: np.ndarray):
+    def values(cand: np.ndarray) -> Any:
         k, n = cand.shape
         lab = label[cand]
         rows = np.repeat(np.arange(k), n)
@@ -308,7 +322,7 @@ def _visit_matrix(label: np.ndarray, n_labels: int):
     return values
 
 
-def _raw(values, seqs) -> np.ndarray:
+def _raw(values: Callable[[np.ndarray], Any], seqs: list[np.ndarray]) -> np.ndarray:
     """The same query on the release itself (the 'raw' statistic)."""
     out = None
     for n in sorted({s.shape[0] for s in seqs}):
@@ -320,7 +334,9 @@ def _raw(values, seqs) -> np.ndarray:
     return out
 
 
-def _frame(est, lo, hi, raw, supported, index) -> pd.DataFrame:
+def _frame(
+    est: np.ndarray, lo: np.ndarray, hi: np.ndarray, raw: np.ndarray, supported: np.ndarray, index: pd.Index
+) -> pd.DataFrame:
     return pd.DataFrame(
         {
             "estimate": est,

@@ -18,10 +18,17 @@ built once per length.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from geoldp._kernels import jit, jit_inline
 from geoldp.estimate._model import SimulatedChannel, local_xy_km
+
+if TYPE_CHECKING:
+    from geoldp._kernels import KernelInt
+    from geoldp.estimate._model import Group, Model
+    from geoldp.pointset import PointSet
 
 __all__ = ["MEDIAN_CELLS", "pooled_medians", "pooled_medians_from_tables", "posterior_medoids"]
 
@@ -53,7 +60,18 @@ def _geometric_median(post: np.ndarray, pts: np.ndarray) -> np.ndarray:
 
 
 @jit_inline
-def _pooled_weiszfeld(post, pj, out, j, i, pool, steps, mass, centre, wts):  # pragma: no cover
+def _pooled_weiszfeld(
+    post: np.ndarray,
+    pj: KernelInt,
+    out: np.ndarray,
+    j: KernelInt,
+    i: KernelInt,
+    pool: tuple[np.ndarray, np.ndarray, np.ndarray],
+    steps: KernelInt,
+    mass: np.ndarray,
+    centre: np.ndarray,
+    wts: np.ndarray,
+) -> None:  # pragma: no cover
     """``out[j, i]``: pool the candidates' points at position i by cell under ``post[pj]``, then iterate.
 
     ``pool`` = (order, starts, points): position i's candidates sorted by cell (``order[i]``), where each
@@ -113,7 +131,15 @@ def _pooled_weiszfeld(post, pj, out, j, i, pool, steps, mass, centre, wts):  # p
 
 
 @jit
-def pooled_medians(post, pool, steps, mass, centre, wts, out):  # pragma: no cover
+def pooled_medians(
+    post: np.ndarray,
+    pool: tuple[np.ndarray, np.ndarray, np.ndarray],
+    steps: KernelInt,
+    mass: np.ndarray,
+    centre: np.ndarray,
+    wts: np.ndarray,
+    out: np.ndarray,
+) -> np.ndarray:  # pragma: no cover
     """Weiszfeld iterations over the candidates pooled by cell, for every row and position.
 
     ``post`` (B, K) posteriors; ``pool`` the candidates by cell (see ``_pooled_weiszfeld``); ``mass``
@@ -128,8 +154,17 @@ def pooled_medians(post, pool, steps, mass, centre, wts, out):  # pragma: no cov
 
 @jit
 def pooled_medians_from_tables(
-    tables, cells, logw, pool, steps, post, mass, centre, wts, out
-):  # pragma: no cover
+    tables: np.ndarray,
+    cells: np.ndarray,
+    logw: np.ndarray,
+    pool: tuple[np.ndarray, np.ndarray, np.ndarray],
+    steps: KernelInt,
+    post: np.ndarray,
+    mass: np.ndarray,
+    centre: np.ndarray,
+    wts: np.ndarray,
+    out: np.ndarray,
+) -> np.ndarray:  # pragma: no cover
     """:func:`pooled_medians` of TP/ATP rows, their posteriors computed row by row from the tables.
 
     ``tables`` (n, cells, K) log q̂ of :class:`~geoldp.estimate._model.SimulatedChannel` (float32: they
@@ -160,7 +195,7 @@ def pooled_medians_from_tables(
     return out
 
 
-def _pooling(ps, cand: np.ndarray, xyz: np.ndarray) -> tuple[tuple[np.ndarray, ...], int]:
+def _pooling(ps: PointSet, cand: np.ndarray, xyz: np.ndarray) -> tuple[tuple[np.ndarray, ...], int]:
     """The candidates of every position sorted by pooling cell (see ``_pooled_weiszfeld``), most cells.
 
     Cells: a square grid of side Δ/``MEDIAN_CELLS`` over P's local plane (public: P only).
@@ -194,22 +229,24 @@ def _log_posterior(ll: np.ndarray, w: np.ndarray) -> np.ndarray:
     return ll
 
 
-def _pooled_group(g, ps, xyz: np.ndarray, res: np.ndarray) -> None:
+def _pooled_group(g: Group, ps: PointSet, xyz: np.ndarray, res: np.ndarray) -> None:
     """Denoise every released row of a length fitted on a sample (see the module notes)."""
     pool, most = _pooling(ps, g.cand, xyz)
     mass, centre, wts = np.empty(most), np.empty((3, most)), np.empty(most)
     channel = g.row_loglik
-    simulated = isinstance(channel, SimulatedChannel)
-    if simulated:
-        tables = channel.tables().astype(np.float32)
+    if channel is None:  # set together with fit_rows, which the caller checked
+        raise RuntimeError("A length fitted on a sample has no row likelihood.")
+    simulated = channel if isinstance(channel, SimulatedChannel) else None
+    if simulated is not None:
+        tables = simulated.tables().astype(np.float32)
         with np.errstate(divide="ignore"):
             logw = np.log(np.asarray(g.w, dtype=np.float64))
         post = np.empty((1, g.cand.shape[0]))
     for a0 in range(0, g.released.shape[0], _LIKELIHOOD_BLOCK):
         rows = g.released[a0 : a0 + _LIKELIHOOD_BLOCK]
         y = np.empty((*rows.shape, 3))
-        if simulated:
-            z = np.ascontiguousarray(channel.cell[rows])
+        if simulated is not None:
+            z = np.ascontiguousarray(simulated.cell[rows])
             pooled_medians_from_tables(tables, z, logw, pool, _WEISZFELD_STEPS, post, mass, centre, wts, y)
         else:
             p = _log_posterior(channel(rows), g.w)
@@ -219,7 +256,7 @@ def _pooled_group(g, ps, xyz: np.ndarray, res: np.ndarray) -> None:
         res[a0 : a0 + rows.shape[0]] = np.asarray(idx, dtype=np.int64).reshape(rows.shape)
 
 
-def posterior_medoids(model, n_rows: int) -> list[np.ndarray]:
+def posterior_medoids(model: Model, n_rows: int) -> list[np.ndarray]:
     """Denoised index arrays of every released trajectory, in release order."""
     ps = model.ps
     xyz = np.asarray(ps.xyz, dtype=np.float64)

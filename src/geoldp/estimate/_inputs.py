@@ -100,7 +100,7 @@ def _mechanism_from_ledger(ledger: ReleaseLedger, caller: str) -> Any:
 
 def resolve_release_mechanism(
     mechanism: Any, epsilon: Any, options: dict | None, released: Any, *, caller: str
-):
+) -> Any:
     """The mechanism that produced ``released`` (public configuration only).
 
     Parameters

@@ -52,17 +52,22 @@ mechanism and a key for the simulations. Nothing outlives a call (no caches).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import numpy.typing as npt
 import scipy.sparse as sp
 from scipy.special import ndtri
 
 from geoldp._progress import stages
 from geoldp.geo import EARTH_RADIUS_M, KM_PER_DEGREE
 from geoldp.trajectory.engine import run_with_key
+
+if TYPE_CHECKING:
+    from geoldp.pointset import PointSet
 
 __all__ = [
     "BASELINES",
@@ -245,13 +250,15 @@ class Group:
         return self.lik.posterior(a, b, self.w if w is None else w)
 
 
-def local_xy_km(lon, lat, lon0: float, lat0: float) -> tuple[np.ndarray, np.ndarray]:
+def local_xy_km(
+    lon: npt.ArrayLike, lat: npt.ArrayLike, lon0: float, lat0: float
+) -> tuple[np.ndarray, np.ndarray]:
     """Equirectangular coordinates (km) around (lon0, lat0): enough for a public grid."""
     dlon = (np.asarray(lon, dtype=np.float64) - lon0 + 180.0) % 360.0 - 180.0
     return dlon * math.cos(math.radians(lat0)) * KM_PER_DEGREE, (np.asarray(lat) - lat0) * KM_PER_DEGREE
 
 
-def grid_cells(ps, cell_km: float | None) -> tuple[np.ndarray, int]:
+def grid_cells(ps: PointSet, cell_km: float | None) -> tuple[np.ndarray, int]:
     """Cell of every public point on a square grid of side ``cell_km`` (default Δ/16); empty cells dropped."""
     if cell_km is None:
         cell_km = max(ps.diameter_km / 16.0, 1e-6)
@@ -263,7 +270,7 @@ def grid_cells(ps, cell_km: float | None) -> tuple[np.ndarray, int]:
     return cell.astype(np.int64).reshape(-1), int(cell.max()) + 1
 
 
-def _candidates(ps, n: int, k: int, prior: np.ndarray, gen: np.random.Generator) -> np.ndarray:
+def _candidates(ps: PointSet, n: int, k: int, prior: np.ndarray, gen: np.random.Generator) -> np.ndarray:
     """K public candidate trajectories of length n: a proposal over P (its weights are fitted later).
 
     Each candidate has a centre drawn from ``prior`` over P (half uniform, half the released visit
@@ -289,7 +296,9 @@ def _candidates(ps, n: int, k: int, prior: np.ndarray, gen: np.random.Generator)
     return out
 
 
-def _simulate(cand: np.ndarray, n_sims: int, ps, mech, key: np.ndarray, offset: int) -> np.ndarray:
+def _simulate(
+    cand: np.ndarray, n_sims: int, ps: PointSet, mech: Any, key: np.ndarray, offset: int
+) -> np.ndarray:
     """Release every candidate ``n_sims`` times with the mechanism: (K, S, n) point indices."""
     k, n = cand.shape
     reps = np.repeat(cand, n_sims, axis=0)
@@ -303,8 +312,8 @@ def _angles(xa: np.ndarray, xb: np.ndarray) -> np.ndarray:
     return 2.0 * np.arcsin(np.minimum(np.sqrt(chord2) / 2.0, 1.0))
 
 
-def em_log_normaliser(ps, units: np.ndarray, coef: float) -> np.ndarray:
-    """log Z(u) = log Σ_r exp(−coef·d(P_u, P_r)) for the public points ``units`` (d in metres).
+def em_log_normaliser(ps: PointSet, units: np.ndarray, coef: float) -> np.ndarray:
+    """The log-partition log Z(u) = log Σ_r exp(−coef·d(P_u, P_r)) over the public points ``units``, d in m.
 
     Blocks of rows keep memory at O(block · |P|); no |P| x |P| matrix is formed.
     """
@@ -319,12 +328,12 @@ def em_log_normaliser(ps, units: np.ndarray, coef: float) -> np.ndarray:
     return out
 
 
-def pointem_coefficient(ps, mech, n: int) -> float:
+def pointem_coefficient(ps: PointSet, mech: Any, n: int) -> float:
     """ε_n / (2Δ) in 1/m: the exponent's scale of PointEM's per-point exponential mechanism."""
     return float(mech.point_budget(n)) / (2.0 * float(ps.diameter_m))
 
 
-def _loglik_pointem(released: np.ndarray, cand: np.ndarray, ps, mech) -> np.ndarray:
+def _loglik_pointem(released: np.ndarray, cand: np.ndarray, ps: PointSet, mech: Any) -> np.ndarray:
     """(N, K) exact log-likelihood of PointEM: Σ_i [−coef·d(c_i, y_i) − log Z(c_i)]."""
     n = cand.shape[1]
     coef = pointem_coefficient(ps, mech, n)
@@ -477,7 +486,9 @@ def _starts(source: np.ndarray, library: str) -> tuple[str, ...]:
     return tuple(s for s in STARTS if have[s])
 
 
-def choose(lik: Lik, source: np.ndarray, starts, checkpoints, gen) -> tuple[tuple, list]:
+def choose(
+    lik: Lik, source: np.ndarray, starts: Sequence[Any], checkpoints: Sequence[int], gen: np.random.Generator
+) -> tuple[tuple, list]:
     """Two-fold cross-validation over released rows: the chosen (start, iterations) and the plausible ones.
 
     Every (start, iterations) is scored by the held-out log-likelihood of the released rows. A model is
@@ -544,7 +555,7 @@ def select(per_row: np.ndarray, starts: tuple, checkpoints: tuple) -> tuple[tupl
 class Model:
     """The fitted population model: one :class:`Group` per released length."""
 
-    ps: object
+    ps: PointSet
     groups: list
     n_rows: int
     level: float
@@ -566,7 +577,9 @@ class Model:
                 _fit_intervals(g, self.options, _stream(self.key, g.n, _BOOT))
         self._intervals_done = True
 
-    def estimate(self, values) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    def estimate(
+        self, values: Callable[[np.ndarray], Any]
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """Estimate, interval and support of the count of original trajectories with indicator ``values``.
 
         ``values(cand)`` maps a (K, n) candidate array to a (K, T) sparse 0/1 matrix. With the posterior
@@ -607,7 +620,7 @@ class Model:
             supported &= (row < a - tol) | (row > b + tol)
         return est, lower, upper, supported
 
-    def sd(self, values) -> np.ndarray:
+    def sd(self, values: Callable[[np.ndarray], Any]) -> np.ndarray:
         """The standard deviation of each count before any range widening: sqrt(var + bootstrap variance).
 
         The posterior variance, the variance of sampling the fitted rows (lengths fitted on a sample) and
@@ -617,9 +630,12 @@ class Model:
         extra = 0.0 if boot is None else boot.var(axis=0, ddof=1)
         return np.sqrt(np.maximum(var + extra, 0.0))
 
-    def _sums(self, values, z: float):
-        """Per count, summed over lengths: estimate, variance, bootstrap replicates (B, T) or None, the
-        plausible models' range, the no-data estimates (D, T) and the channel check."""
+    def _sums(self, values: Callable[[np.ndarray], Any], z: float) -> tuple[Any, ...]:
+        """Per-count estimates, variances and checks, summed over lengths.
+
+        Per count, summed over lengths: estimate, variance, bootstrap replicates (B, T) or None, the
+        plausible models' range, the no-data estimates (D, T) and the channel check.
+        """
         self.intervals()
         z = float(ndtri(0.5 + self.level / 2.0))
         est = var = boot = low = high = None
@@ -677,7 +693,7 @@ class _Channel:
     def cap(self) -> np.ndarray | None:
         return None if self.sums is None else self.sums[4]
 
-    def add(self, g: Group, values, v, z: float) -> None:
+    def add(self, g: Group, values: Callable[[np.ndarray], Any], v: Any, z: float) -> None:
         t = v.shape[1]
         y = sp.csr_matrix(values(g.released))
         if g.sims is None or g.sims.shape[1] == 0:
@@ -718,23 +734,25 @@ class _Channel:
         return lo, np.maximum(hi, lo)
 
 
-def _colsum(m) -> np.ndarray:
+def _colsum(m: Any) -> np.ndarray:
     return np.asarray(m.sum(axis=0), dtype=np.float64).reshape(-1)
 
 
-def _colmin(m) -> np.ndarray:
+def _colmin(m: Any) -> np.ndarray:
     if m.shape[0] == 0:
         return np.zeros(m.shape[1])
     return np.maximum(np.asarray(m.min(axis=0).toarray(), dtype=np.float64).reshape(-1), 0.0)
 
 
-def _colmax(m) -> np.ndarray:
+def _colmax(m: Any) -> np.ndarray:
     if m.shape[0] == 0:
         return np.zeros(m.shape[1])
     return np.maximum(np.asarray(m.max(axis=0).toarray(), dtype=np.float64).reshape(-1), 0.0)
 
 
-def _moments(v, a_mat, y, z: float, weight: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _moments(
+    v: Any, a_mat: Any, y: Any, z: float, weight: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Moment estimate, its variance and whether the channel is informative, per column (see _Channel).
 
     A weighted least-squares fit over the candidates (``weight`` sums to 1; its effective size sets the
@@ -765,7 +783,7 @@ def _moments(v, a_mat, y, z: float, weight: np.ndarray) -> tuple[np.ndarray, np.
 
 
 def _posterior_counts(
-    g: Group, v, w: np.ndarray, variance: bool = True
+    g: Group, v: Any, w: np.ndarray, variance: bool = True
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Σ_j E[V_t | y_j], Σ_j Var[V_t | y_j] and Σ_j E[V_t | y_j]² for the values ``v`` under weights ``w``.
 
@@ -814,7 +832,7 @@ def _stream(key: np.ndarray, n: int, purpose: int) -> np.random.Generator:
     return np.random.default_rng(np.random.SeedSequence(words, spawn_key=(int(n), int(purpose))))
 
 
-def fit(seqs: list[np.ndarray], ps, mech, *, key: np.ndarray, options: FitOptions) -> Model:
+def fit(seqs: list[np.ndarray], ps: PointSet, mech: Any, *, key: np.ndarray, options: FitOptions) -> Model:
     """Fit the population model to released index sequences (see the module notes)."""
     lengths = np.fromiter((s.shape[0] for s in seqs), dtype=np.int64, count=len(seqs))
     m = ps.size
@@ -888,7 +906,7 @@ def fit_sample(n_rows: int, fit_rows: int, key: np.ndarray, n: int) -> np.ndarra
     return np.sort(_stream(key, n, _SUBSAMPLE).choice(n_rows, size=fit_rows, replace=False))
 
 
-def _fit_group(g: Group, options: FitOptions, gen) -> None:
+def _fit_group(g: Group, options: FitOptions, gen: np.random.Generator) -> None:
     """The point estimate's weights: start and iterations by cross-validation, then EM on all rows."""
     nrel = g.lik.shape[0]
     starts = _starts(g.source, options.library) if options.start == "cv" else (options.start,)
@@ -900,7 +918,7 @@ def _fit_group(g: Group, options: FitOptions, gen) -> None:
     g.no_data_w = np.array([_start_weights(g.source, st, nrel) for st in nd]).reshape(len(nd), -1)
 
 
-def _fit_intervals(g: Group, options: FitOptions, gen) -> None:
+def _fit_intervals(g: Group, options: FitOptions, gen: np.random.Generator) -> None:
     """The other plausible models (the ends of each start's plausible stretch) and the bootstrap."""
     nrel = g.lik.shape[0]
     ends = []

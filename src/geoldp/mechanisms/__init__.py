@@ -1,4 +1,6 @@
-"""Local-DP primitives on plain numpy arrays: k-RR, the exponential mechanism, Square-Wave and the piecewise
+"""Local-DP primitives on plain numpy arrays.
+
+Local-DP primitives on plain numpy arrays: k-RR, the exponential mechanism, Square-Wave and the piecewise
 mechanisms (a segment, the circle).
 
 Each mechanism is an immutable, keyword-only object with ``probabilities``/``log_probabilities`` (the exact

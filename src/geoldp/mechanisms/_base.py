@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import numpy.typing as npt
 
 #: Upper ε limit of k-RR and Square-Wave (ALGORITHM §3.4).
 EPS_MAX = 700.0
@@ -10,7 +11,7 @@ EPS_MAX = 700.0
 CHUNK_CELLS = 1 << 22
 
 
-def int_array(x, name: str, caller: str) -> np.ndarray:
+def int_array(x: npt.ArrayLike, name: str, caller: str) -> np.ndarray:
     """Coerce ``x`` to an int64 array; ``TypeError`` for non-integer dtypes (bool included)."""
     arr = np.asarray(x)
     if arr.dtype.kind not in "iu":

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import math
+from typing import Any, NoReturn
 
 import numpy as np
+import numpy.typing as npt
 
 from geoldp import _kernels
 from geoldp._random import resolve_rng
@@ -30,7 +32,9 @@ def em_epsilon_limit(m: int) -> float:
     return 2.0 * (52.0 * math.log(2.0) - math.log(10.0) - 2.0 * math.log(m))
 
 
-def check_em_epsilon(epsilon, m: int, *, caller: str, stage: str = "EM", name: str = "epsilon") -> float:
+def check_em_epsilon(
+    epsilon: object, m: int, *, caller: str, stage: str = "EM", name: str = "epsilon"
+) -> float:
     """Validate an EM budget (finite, > 0) and the float-margin rule; ``ValueError`` names the stage."""
     eps = check_epsilon(epsilon, caller=caller, name=name)
     limit = em_epsilon_limit(m)
@@ -52,7 +56,13 @@ def _distances(x_lam: np.ndarray, x_phi: np.ndarray, points: PointSet, domain: n
 
 
 def em_log_weights(
-    x_lam, x_phi, points: PointSet, domain, epsilon: float, *, shift: bool = False
+    x_lam: npt.ArrayLike,
+    x_phi: npt.ArrayLike,
+    points: PointSet,
+    domain: np.ndarray | None,
+    epsilon: float,
+    *,
+    shift: bool = False,
 ) -> np.ndarray:
     """Unnormalised EM log-weights ``ℓ_r = −(ε′·d(x, P_r)) / (2Δ)`` for r in ``domain``.
 
@@ -144,7 +154,7 @@ class ExponentialMechanism:
     points: PointSet
     domain: np.ndarray | None
 
-    def __init__(self, *, epsilon, points, domain=None) -> None:
+    def __init__(self, *, epsilon: float, points: PointSet, domain: npt.ArrayLike | None = None) -> None:
         if not isinstance(points, PointSet):
             raise TypeError(
                 "The 'points' parameter of ExponentialMechanism must be a PointSet. "
@@ -175,10 +185,10 @@ class ExponentialMechanism:
         object.__setattr__(self, "points", points)
         object.__setattr__(self, "domain", dom)
 
-    def __setattr__(self, name, value):
+    def __setattr__(self, name: str, value: Any) -> NoReturn:
         raise AttributeError("ExponentialMechanism is immutable.")
 
-    def __reduce__(self):
+    def __reduce__(self) -> tuple[Any, ...]:
         domain = None if self.domain is None else np.array(self.domain)
         return (_rebuild_em, (self.epsilon, self.points, domain))
 
@@ -186,7 +196,7 @@ class ExponentialMechanism:
         dom = "None" if self.domain is None else f"<{self.domain.size} indices>"
         return f"ExponentialMechanism(epsilon={self.epsilon!r}, points={self.points!r}, domain={dom})"
 
-    def __eq__(self, other) -> bool:
+    def __eq__(self, other: object) -> bool:
         if not isinstance(other, ExponentialMechanism):
             return NotImplemented
         same_dom = (self.domain is None and other.domain is None) or (
@@ -201,7 +211,7 @@ class ExponentialMechanism:
         """The ordered output set S (int64 indices)."""
         return np.arange(self.points.size, dtype=np.int64) if self.domain is None else np.array(self.domain)
 
-    def _inputs(self, lon, lat):
+    def _inputs(self, lon: npt.ArrayLike, lat: npt.ArrayLike) -> tuple[np.ndarray, np.ndarray]:
         lon = np.asarray(lon, dtype=np.float64)
         lat = np.asarray(lat, dtype=np.float64)
         lon, lat = np.broadcast_arrays(lon, lat)
@@ -213,21 +223,24 @@ class ExponentialMechanism:
             )
         return to_radians(lon, lat)
 
-    def log_weights(self, lon, lat, *, shift: bool = False) -> np.ndarray:
-        """Unnormalised log-weights over :attr:`support` for locations (lon, lat) in degrees (see
-        :func:`em_log_weights`)."""
+    def log_weights(self, lon: npt.ArrayLike, lat: npt.ArrayLike, *, shift: bool = False) -> np.ndarray:
+        """Unnormalised log-weights over :attr:`support` for locations in degrees.
+
+        Unnormalised log-weights over :attr:`support` for locations (lon, lat) in degrees (see
+        :func:`em_log_weights`).
+        """
         lam, phi = self._inputs(lon, lat)
         return em_log_weights(lam, phi, self.points, self.domain, self.epsilon, shift=shift)
 
-    def log_probabilities(self, lon, lat) -> np.ndarray:
+    def log_probabilities(self, lon: npt.ArrayLike, lat: npt.ArrayLike) -> np.ndarray:
         """Exact log-pmf over :attr:`support`: shape (|S|,) for a scalar location, (n, |S|) for arrays."""
         return _log_normalise(self.log_weights(lon, lat, shift=True))
 
-    def probabilities(self, lon, lat) -> np.ndarray:
+    def probabilities(self, lon: npt.ArrayLike, lat: npt.ArrayLike) -> np.ndarray:
         """Exact pmf over :attr:`support` (``exp(ℓ − max ℓ)`` normalised), the vector the sampler uses."""
         return _normalise(self.log_weights(lon, lat, shift=True))
 
-    def perturb(self, lon, lat, *, rng=None) -> np.ndarray:
+    def perturb(self, lon: npt.ArrayLike, lat: npt.ArrayLike, *, rng: Any = None) -> np.ndarray:
         """Release one public point index per input location (int64, same shape as the broadcast input)."""
         lam, phi = self._inputs(lon, lat)
         source = resolve_rng(rng)
@@ -251,10 +264,18 @@ class ExponentialMechanism:
         return out.reshape(shape)
 
 
-def _rebuild_em(epsilon, points, domain):
+def _rebuild_em(epsilon: float, points: PointSet, domain: np.ndarray | None) -> ExponentialMechanism:
     return ExponentialMechanism(epsilon=epsilon, points=points, domain=domain)
 
 
-def exponential(lon, lat, *, points, epsilon, domain=None, rng=None) -> np.ndarray:
+def exponential(
+    lon: npt.ArrayLike,
+    lat: npt.ArrayLike,
+    *,
+    points: PointSet,
+    epsilon: float,
+    domain: npt.ArrayLike | None = None,
+    rng: Any = None,
+) -> np.ndarray:
     """Exponential mechanism, functional form of :class:`ExponentialMechanism` (see there)."""
     return ExponentialMechanism(epsilon=epsilon, points=points, domain=domain).perturb(lon, lat, rng=rng)

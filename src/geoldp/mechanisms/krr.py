@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from geoldp._random import resolve_rng
 from geoldp._validation import check_epsilon, check_int_range
@@ -71,7 +73,7 @@ class KRR:
     epsilon: float
     k: int
 
-    def __init__(self, *, epsilon, k) -> None:
+    def __init__(self, *, epsilon: float, k: int) -> None:
         object.__setattr__(self, "epsilon", check_epsilon(epsilon, caller="KRR", maximum=EPS_MAX))
         object.__setattr__(self, "k", check_int_range(k, "k", caller="KRR", minimum=2))
 
@@ -80,13 +82,13 @@ class KRR:
         """The total lie probability L."""
         return krr_lie_probability(self.k, self.epsilon)
 
-    def _inputs(self, x) -> np.ndarray:
+    def _inputs(self, x: npt.ArrayLike) -> np.ndarray:
         arr = int_array(x, "x", "KRR")
         if arr.size and (arr.min() < 0 or arr.max() >= self.k):
             raise ValueError(f"The 'x' parameter of KRR must hold values in [0, {self.k - 1}].")
         return arr
 
-    def log_probabilities(self, x) -> np.ndarray:
+    def log_probabilities(self, x: npt.ArrayLike) -> np.ndarray:
         """Log-pmf over {0, …, k−1}: shape (k,) for scalar x, (n, k) for an array."""
         arr = self._inputs(x)
         t = math.exp(-self.epsilon)
@@ -96,7 +98,7 @@ class KRR:
         np.put_along_axis(out, arr[..., None], log_p, axis=-1)
         return out
 
-    def probabilities(self, x) -> np.ndarray:
+    def probabilities(self, x: npt.ArrayLike) -> np.ndarray:
         """Pmf over {0, …, k−1}: shape (k,) for scalar x, (n, k) for an array."""
         arr = self._inputs(x)
         p, q, _ = krr_constants(self.k, self.epsilon)
@@ -104,7 +106,7 @@ class KRR:
         np.put_along_axis(out, arr[..., None], p, axis=-1)
         return out
 
-    def perturb(self, x, *, rng=None) -> np.ndarray:
+    def perturb(self, x: npt.ArrayLike, *, rng: Any = None) -> np.ndarray:
         """Perturb values in {0, …, k−1}; returns an int64 array of the same shape.
 
         Raises
@@ -128,6 +130,6 @@ class KRR:
         return out.reshape(arr.shape)
 
 
-def krr(x, *, k, epsilon, rng=None) -> np.ndarray:
+def krr(x: npt.ArrayLike, *, k: int, epsilon: float, rng: Any = None) -> np.ndarray:
     """k-RR on {0, …, k−1}: functional form of :class:`KRR` (see there)."""
     return KRR(epsilon=epsilon, k=k).perturb(x, rng=rng)

@@ -42,7 +42,9 @@ from typing import Any
 
 import numba
 import numpy as np
+import numpy.typing as npt
 
+from geoldp._kernels import KernelInt
 from geoldp._kernels import jit as _jit  # the one kernel decorator
 from geoldp._random import (
     RandomSource,
@@ -143,7 +145,7 @@ def olh_range(epsilon: float) -> int:
 
 
 @_jit
-def _mix64(z):
+def _mix64(z: np.uint64) -> np.uint64:
     # splitmix64's finaliser: a bijection on 64-bit words with good avalanche
     z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
     z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
@@ -151,19 +153,19 @@ def _mix64(z):
 
 
 @_jit
-def _hash(seed, v, g):
+def _hash(seed: KernelInt, v: KernelInt, g: KernelInt) -> np.int64:
     z = (np.uint64(seed) << np.uint64(32)) ^ np.uint64(v)
     return np.int64(_mix64(z * np.uint64(0x9E3779B97F4A7C15) + np.uint64(0x632BE59BD9B4E019)) % np.uint64(g))
 
 
 @numba.njit(cache=True)
-def _hash_many(seeds, values, g, out):
+def _hash_many(seeds: np.ndarray, values: np.ndarray, g: KernelInt, out: np.ndarray) -> np.ndarray:
     for i in range(seeds.shape[0]):
         out[i] = _hash(seeds[i], values[i], g)
     return out
 
 
-def olh_hash(seed, value, g: int) -> np.ndarray:
+def olh_hash(seed: npt.ArrayLike, value: npt.ArrayLike, g: int) -> np.ndarray:
     """The OLH hash H_seed(value) in {0, …, g−1} (public; broadcast over arrays of seeds and values)."""
     s, v = np.broadcast_arrays(np.asarray(seed, dtype=np.int64), np.asarray(value, dtype=np.int64))
     out = np.empty(s.size, dtype=np.int64)
@@ -289,7 +291,16 @@ def split_oracle(d: int, parts: list[tuple[float, int]]) -> str:
 
 
 @_jit
-def _pick(key, buf, state, items, lo, hi, pad, base):
+def _pick(
+    key: np.ndarray,
+    buf: np.ndarray,
+    state: np.ndarray,
+    items: np.ndarray,
+    lo: KernelInt,
+    hi: KernelInt,
+    pad: KernelInt,
+    base: KernelInt,
+) -> int:
     """Padding-and-sampling: one item of ``items[lo:hi]`` padded with dummies base, base+1, … to ``pad``."""
     size = hi - lo
     m = size if size > pad else pad
@@ -300,7 +311,9 @@ def _pick(key, buf, state, items, lo, hi, pad, base):
 
 
 @_jit
-def _krr_value(key, buf, state, x, k, lie):
+def _krr_value(
+    key: np.ndarray, buf: np.ndarray, state: np.ndarray, x: KernelInt, k: KernelInt, lie: float
+) -> KernelInt:
     if stream_bernoulli(key, buf, state, lie):
         j = stream_integers(key, buf, state, k - 1)
         return j + 1 if j >= x else j
@@ -308,7 +321,17 @@ def _krr_value(key, buf, state, x, k, lie):
 
 
 @numba.njit(cache=True)
-def sample_krr(key, offset, offsets, items, pad, base, d, lie, out):
+def sample_krr(
+    key: np.ndarray,
+    offset: KernelInt,
+    offsets: np.ndarray,
+    items: np.ndarray,
+    pad: KernelInt,
+    base: KernelInt,
+    d: KernelInt,
+    lie: float,
+    out: np.ndarray,
+) -> np.ndarray:
     """k-RR reports; ``out[i]`` is the report of set ``items[offsets[i]:offsets[i+1]]``."""
     buf = np.zeros(16, dtype=np.uint32)
     state = np.zeros(3, dtype=np.int64)
@@ -320,7 +343,18 @@ def sample_krr(key, offset, offsets, items, pad, base, d, lie, out):
 
 
 @numba.njit(cache=True)
-def sample_oue(key, offset, offsets, items, pad, base, d, p, q, out):
+def sample_oue(
+    key: np.ndarray,
+    offset: KernelInt,
+    offsets: np.ndarray,
+    items: np.ndarray,
+    pad: KernelInt,
+    base: KernelInt,
+    d: KernelInt,
+    p: float,
+    q: float,
+    out: np.ndarray,
+) -> np.ndarray:
     """OUE reports as packed bits (``np.packbits`` order: bit v is ``out[i, v // 8] >> (7 − v % 8)``)."""
     buf = np.zeros(16, dtype=np.uint32)
     state = np.zeros(3, dtype=np.int64)
@@ -334,7 +368,18 @@ def sample_oue(key, offset, offsets, items, pad, base, d, p, q, out):
 
 
 @numba.njit(cache=True)
-def sample_olh(key, offset, offsets, items, pad, base, g, lie, seeds, out):
+def sample_olh(
+    key: np.ndarray,
+    offset: KernelInt,
+    offsets: np.ndarray,
+    items: np.ndarray,
+    pad: KernelInt,
+    base: KernelInt,
+    g: KernelInt,
+    lie: float,
+    seeds: np.ndarray,
+    out: np.ndarray,
+) -> np.ndarray:
     """OLH reports: a uniform 32-bit seed, then k-RR over g values of the seed's hash of the item."""
     buf = np.zeros(16, dtype=np.uint32)
     state = np.zeros(3, dtype=np.int64)
@@ -348,7 +393,9 @@ def sample_olh(key, offset, offsets, items, pad, base, g, lie, seeds, out):
 
 
 @numba.njit(cache=True)
-def olh_support(seeds, values, d, g, counts):
+def olh_support(
+    seeds: np.ndarray, values: np.ndarray, d: KernelInt, g: KernelInt, counts: np.ndarray
+) -> np.ndarray:
     """``counts[v]`` += number of reports whose hash of v equals their value (O(n·d))."""
     for i in range(seeds.shape[0]):
         s, y = seeds[i], values[i]

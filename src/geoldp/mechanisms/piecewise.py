@@ -34,8 +34,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from geoldp._kernels import TWO_PI, jit, jit_inline
 from geoldp._random import resolve_rng
@@ -58,21 +60,21 @@ PIECEWISE_EPS_MAX = 50.0
 
 
 @jit_inline
-def linear_params(epsilon):
+def linear_params(epsilon: float) -> tuple[float, float]:
     """``(C, high)``: half-width C = t/(2(1 + t)) of the window and its mass 1/(1 + t), t = e^{−ε/2}."""
     t = math.exp(-0.5 * epsilon)
     return 0.5 * t / (1.0 + t), 1.0 / (1.0 + t)
 
 
 @jit_inline
-def circular_params(epsilon):
+def circular_params(epsilon: float) -> tuple[float, float]:
     """``(a, high)``: half-width a = π·t/(1 + t) of the arc and its mass 1/(1 + t), t = e^{−ε/2}."""
     t = math.exp(-0.5 * epsilon)
     return math.pi * t / (1.0 + t), 1.0 / (1.0 + t)
 
 
 @jit_inline
-def split_uniform(u, high):
+def split_uniform(u: float, high: float) -> tuple[bool, float]:
     """One uniform u ∈ [0, 1) as the window branch (u < high) and a fresh uniform for the position.
 
     Given the branch, u/high (resp. (u − high)/(1 − high)) is uniform on [0, 1): the trajectory kernels
@@ -87,7 +89,7 @@ def split_uniform(u, high):
 
 
 @jit_inline
-def linear_window_start(v, c):
+def linear_window_start(v: float, c: float) -> float:
     """Start l(v) = min(max(v − C, 0), 1 − 2C) of the high-density window [l, l + 2C] of input v."""
     lo = v - c
     if lo < 0.0:
@@ -99,7 +101,7 @@ def linear_window_start(v, c):
 
 
 @jit_inline
-def linear_sample(v, c, high, u):
+def linear_sample(v: float, c: float, high: bool, u: float) -> float:
     """One linear piecewise output for input v ∈ [0, 1]: ``high`` = the window branch, ``u`` uniform."""
     lo = linear_window_start(v, c)
     if high:
@@ -116,7 +118,7 @@ def linear_sample(v, c, high, u):
 
 
 @jit_inline
-def circular_sample(theta, a, high, u):
+def circular_sample(theta: float, a: float, high: bool, u: float) -> float:
     """One circular piecewise output for θ ∈ [0, 2π): ``high`` = the arc branch, ``u`` uniform."""
     if high:
         y = theta + a * (2.0 * u - 1.0)
@@ -129,20 +131,22 @@ def circular_sample(theta, a, high, u):
 
 
 @jit
-def _linear_many(v, epsilon, high, u, out):
+def _linear_many(v: np.ndarray, epsilon: float, high: np.ndarray, u: np.ndarray, out: np.ndarray) -> None:
     c, _ = linear_params(epsilon)
     for i in range(out.shape[0]):
         out[i] = linear_sample(v[i], c, high[i], u[i])
 
 
 @jit
-def _circular_many(theta, epsilon, high, u, out):
+def _circular_many(
+    theta: np.ndarray, epsilon: float, high: np.ndarray, u: np.ndarray, out: np.ndarray
+) -> None:
     a, _ = circular_params(epsilon)
     for i in range(out.shape[0]):
         out[i] = circular_sample(theta[i], a, high[i], u[i])
 
 
-def _real_array(values, name: str, caller: str) -> np.ndarray:
+def _real_array(values: npt.ArrayLike, name: str, caller: str) -> np.ndarray:
     arr = np.asarray(values)
     if arr.dtype.kind not in "iuf":
         raise TypeError(f"The {name!r} parameter of {caller} must be real numbers. Got dtype {arr.dtype}.")
@@ -164,7 +168,9 @@ def _overlap(edges: np.ndarray, centre: np.ndarray, half: float, *, open_ends: b
     return np.clip(np.minimum(cut[1:] - centre, half) - np.maximum(cut[:-1] - centre, -half), 0.0, width)
 
 
-def _overlap_offsets(edges: np.ndarray, anchor, lo, hi) -> np.ndarray:
+def _overlap_offsets(
+    edges: np.ndarray, anchor: np.ndarray | float, lo: np.ndarray | float, hi: np.ndarray | float
+) -> np.ndarray:
     """Length of [edges[j], edges[j + 1]] ∩ [anchor + lo, anchor + hi], measured from the anchor."""
     width = np.diff(edges)
     return np.clip(np.minimum(edges[1:] - anchor, hi) - np.maximum(edges[:-1] - anchor, lo), 0.0, width)
@@ -183,7 +189,7 @@ class _Piecewise:
 
     epsilon: float
 
-    def __init__(self, *, epsilon) -> None:
+    def __init__(self, *, epsilon: float) -> None:
         caller = type(self).__name__
         object.__setattr__(self, "epsilon", check_epsilon(epsilon, caller=caller, maximum=PIECEWISE_EPS_MAX))
 
@@ -192,7 +198,7 @@ class _Piecewise:
         """Probability 1/(1 + e^{−ε/2}) of the high-density window."""
         return 1.0 / (1.0 + math.exp(-0.5 * self.epsilon))
 
-    def _draw(self, n: int, rng) -> tuple[np.ndarray, np.ndarray]:
+    def _draw(self, n: int, rng: Any) -> tuple[np.ndarray, np.ndarray]:
         source = resolve_rng(rng)
         high = np.asarray(source.bernoulli(self.high_mass, size=n), dtype=np.bool_)
         u = np.asarray(source.uniform(n), dtype=np.float64)
@@ -234,27 +240,27 @@ class PiecewiseLinear(_Piecewise):
         """C = t/(2(1 + t)), t = e^{−ε/2}."""
         return float(linear_params(self.epsilon)[0])
 
-    def _inputs(self, v) -> np.ndarray:
+    def _inputs(self, v: npt.ArrayLike) -> np.ndarray:
         arr = _real_array(v, "v", type(self).__name__)
         if not np.all((arr >= 0.0) & (arr <= 1.0)):
             raise ValueError(f"The 'v' parameter of {type(self).__name__} must be in [0, 1] (clip first).")
         return arr
 
-    def window(self, v) -> tuple[np.ndarray, np.ndarray]:
+    def window(self, v: npt.ArrayLike) -> tuple[np.ndarray, np.ndarray]:
         """The high-density window ``(l(v), l(v) + 2C)`` of each input."""
         v = self._inputs(v)
         c = self.half_width
         lo = np.clip(v - c, 0.0, 1.0 - 2.0 * c)
         return lo, lo + 2.0 * c
 
-    def density(self, y, v) -> np.ndarray:
+    def density(self, y: npt.ArrayLike, v: npt.ArrayLike) -> np.ndarray:
         """Density of the output at y for input v (0 outside [0, 1])."""
         lo, hi = self.window(v)
         y = np.asarray(y, dtype=np.float64)
         level = np.where((y >= lo) & (y <= hi), math.exp(0.5 * self.epsilon), math.exp(-0.5 * self.epsilon))
         return np.where((y >= 0.0) & (y <= 1.0), level, 0.0)
 
-    def cdf(self, y, v) -> np.ndarray:
+    def cdf(self, y: npt.ArrayLike, v: npt.ArrayLike) -> np.ndarray:
         """Probability that the output is ≤ y, for input v."""
         lo, hi = self.window(v)
         yc = np.clip(np.asarray(y, dtype=np.float64), 0.0, 1.0)
@@ -262,7 +268,7 @@ class PiecewiseLinear(_Piecewise):
         outside = yc - inside
         return np.clip(inside * math.exp(0.5 * self.epsilon) + outside * math.exp(-0.5 * self.epsilon), 0, 1)
 
-    def probabilities(self, v, buckets: int = 1024) -> np.ndarray:
+    def probabilities(self, v: npt.ArrayLike, buckets: int = 1024) -> np.ndarray:
         """Exact probability of each of ``buckets`` equal buckets of [0, 1], shape (M,) or (n, M).
 
         Mass of bucket B_j = w·e^{−ε/2} + (e^{ε/2} − e^{−ε/2})·|B_j ∩ window|, w = 1/M: between
@@ -275,7 +281,7 @@ class PiecewiseLinear(_Piecewise):
         overlap = _overlap(edges, lo[..., None] + c, c, open_ends=True)
         return _masses(overlap, 1.0 / m, self.epsilon, 1.0)
 
-    def perturb(self, v, *, rng=None) -> np.ndarray:
+    def perturb(self, v: npt.ArrayLike, *, rng: Any = None) -> np.ndarray:
         """Release one noisy value in [0, 1] per input (same shape as ``v``)."""
         arr = self._inputs(v)
         flat = np.ascontiguousarray(arr.reshape(-1))
@@ -312,10 +318,10 @@ class PiecewiseCircular(_Piecewise):
 
     @property
     def half_width(self) -> float:
-        """a = π·t/(1 + t), t = e^{−ε/2}."""
+        """The constant a = π·t/(1 + t), t = e^{−ε/2}."""
         return float(circular_params(self.epsilon)[0])
 
-    def _inputs(self, theta) -> np.ndarray:
+    def _inputs(self, theta: npt.ArrayLike) -> np.ndarray:
         arr = _real_array(theta, "theta", type(self).__name__)
         if not np.all((arr >= 0.0) & (arr < TWO_PI)):
             raise ValueError(
@@ -323,7 +329,7 @@ class PiecewiseCircular(_Piecewise):
             )
         return arr
 
-    def density(self, phi, theta) -> np.ndarray:
+    def density(self, phi: npt.ArrayLike, theta: npt.ArrayLike) -> np.ndarray:
         """Density of the output at φ for input θ (0 outside [0, 2π))."""
         theta = self._inputs(theta)
         phi = np.asarray(phi, dtype=np.float64)
@@ -332,7 +338,7 @@ class PiecewiseCircular(_Piecewise):
         level = np.where(d <= self.half_width, math.exp(0.5 * self.epsilon), math.exp(-0.5 * self.epsilon))
         return np.where((phi >= 0.0) & (phi < TWO_PI), level / TWO_PI, 0.0)
 
-    def cdf(self, phi, theta) -> np.ndarray:
+    def cdf(self, phi: npt.ArrayLike, theta: npt.ArrayLike) -> np.ndarray:
         """Probability that the output is ≤ φ (measured from 0), for input θ."""
         theta = self._inputs(theta)
         a = self.half_width
@@ -348,7 +354,7 @@ class PiecewiseCircular(_Piecewise):
         lo_d = math.exp(-0.5 * self.epsilon) / TWO_PI
         return np.clip(inside * hi_d + outside * lo_d, 0.0, 1.0)
 
-    def probabilities(self, theta, buckets: int = 1024) -> np.ndarray:
+    def probabilities(self, theta: npt.ArrayLike, buckets: int = 1024) -> np.ndarray:
         """Exact probability of each of ``buckets`` equal arcs of [0, 2π), shape (M,) or (n, M).
 
         Mass of arc B_j = (w·e^{−ε/2} + (e^{ε/2} − e^{−ε/2})·|B_j ∩ arc(θ)|)/(2π), w = 2π/M.
@@ -368,7 +374,7 @@ class PiecewiseCircular(_Piecewise):
         overlap = overlap + np.where(wrap_high, _overlap_offsets(edges, 0.0, 0.0, (theta - TWO_PI) + a), 0.0)
         return _masses(overlap, TWO_PI / m, self.epsilon, TWO_PI)
 
-    def perturb(self, theta, *, rng=None) -> np.ndarray:
+    def perturb(self, theta: npt.ArrayLike, *, rng: Any = None) -> np.ndarray:
         """Release one noisy direction in [0, 2π) per input (same shape as ``theta``)."""
         arr = self._inputs(theta)
         flat = np.ascontiguousarray(arr.reshape(-1))

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numba
 import numpy as np
+import numpy.typing as npt
 
 from geoldp._random import resolve_rng
 from geoldp._validation import check_epsilon, check_int_range
@@ -53,7 +55,9 @@ def sw_densities(epsilon: float) -> tuple[float, float, float]:
 
 
 @numba.njit(cache=True)
-def _masses_kernel(v, edges, b, w, p, q, out):
+def _masses_kernel(
+    v: np.ndarray, edges: np.ndarray, b: float, w: float, p: float, q: float, out: np.ndarray
+) -> np.ndarray:
     n, m = out.shape
     for r in range(n):
         for j in range(m):
@@ -66,7 +70,7 @@ def _masses_kernel(v, edges, b, w, p, q, out):
     return out
 
 
-def sw_bucket_masses(v, epsilon: float, M: int) -> np.ndarray:
+def sw_bucket_masses(v: npt.ArrayLike, epsilon: float, M: int) -> np.ndarray:
     """Exact probability of each of the M public buckets of [−b, 1+b] for inputs v ∈ [0, 1].
 
     Mass of bucket j = w·q_sw + (p_sw − q_sw)·|B_j ∩ [v − b, v + b]|, w = (1 + 2b)/M. The overlap is
@@ -129,7 +133,7 @@ class SquareWave:
     buckets: int = 1024
     continuous: bool = False
 
-    def __init__(self, *, epsilon, buckets=1024, continuous=False) -> None:
+    def __init__(self, *, epsilon: float, buckets: int = 1024, continuous: bool = False) -> None:
         object.__setattr__(self, "epsilon", check_epsilon(epsilon, caller="SquareWave", maximum=EPS_MAX))
         buckets = check_int_range(buckets, "buckets", caller="SquareWave", minimum=2)
         object.__setattr__(self, "buckets", buckets)
@@ -146,7 +150,7 @@ class SquareWave:
 
     @property
     def bucket_width(self) -> float:
-        """w = (1 + 2b)/M."""
+        """The width w = (1 + 2b)/M."""
         return (1.0 + 2.0 * self.b) / self.buckets
 
     @property
@@ -154,7 +158,7 @@ class SquareWave:
         """Released value of each bucket, −b + (j + ½)·w."""
         return -self.b + (np.arange(self.buckets) + 0.5) * self.bucket_width
 
-    def _inputs(self, v) -> np.ndarray:
+    def _inputs(self, v: npt.ArrayLike) -> np.ndarray:
         arr = np.asarray(v)
         if arr.dtype.kind not in "iuf":
             raise TypeError(f"The 'v' parameter of SquareWave must be real numbers. Got dtype {arr.dtype}.")
@@ -163,16 +167,19 @@ class SquareWave:
             raise ValueError("The 'v' parameter of SquareWave must be in [0, 1] (clip first).")
         return arr
 
-    def probabilities(self, v) -> np.ndarray:
-        """Exact bucket masses (M,) or (n, M): the pmf of the bucketed output (for ``continuous=True``, the
-        probability that the float falls in each bucket)."""
+    def probabilities(self, v: npt.ArrayLike) -> np.ndarray:
+        """Exact bucket masses of the output.
+
+        Exact bucket masses (M,) or (n, M): the pmf of the bucketed output (for ``continuous=True``, the
+        probability that the float falls in each bucket).
+        """
         return sw_bucket_masses(self._inputs(v), self.epsilon, self.buckets)
 
-    def log_probabilities(self, v) -> np.ndarray:
+    def log_probabilities(self, v: npt.ArrayLike) -> np.ndarray:
         """Natural log of :meth:`probabilities`."""
         return np.log(self.probabilities(v))
 
-    def density(self, y, v) -> np.ndarray:
+    def density(self, y: npt.ArrayLike, v: npt.ArrayLike) -> np.ndarray:
         """Density of the continuous output at y for input v (0 outside [−b, 1 + b])."""
         v = self._inputs(v)
         y = np.asarray(y, dtype=np.float64)
@@ -180,7 +187,7 @@ class SquareWave:
         inside = (y >= -b) & (y <= 1.0 + b)
         return np.where(inside, np.where(np.abs(y - v) <= b, p, q), 0.0)
 
-    def cdf(self, y, v) -> np.ndarray:
+    def cdf(self, y: npt.ArrayLike, v: npt.ArrayLike) -> np.ndarray:
         """CDF of the continuous output at y for input v."""
         v = self._inputs(v)
         y = np.asarray(y, dtype=np.float64)
@@ -191,7 +198,7 @@ class SquareWave:
         low_right = np.clip(yc - (v + b), 0.0, None)
         return np.clip(q * low_left + p * high + q * low_right, 0.0, 1.0)
 
-    def perturb_bucket(self, v, *, rng=None) -> np.ndarray:
+    def perturb_bucket(self, v: npt.ArrayLike, *, rng: Any = None) -> np.ndarray:
         """Bucketed release as bucket indices j ∈ {0, …, M−1} (int64, shape of v)."""
         arr = self._inputs(v)
         source = resolve_rng(rng)
@@ -204,7 +211,7 @@ class SquareWave:
             out[start:stop] = np.asarray(source.categorical(masses), dtype=np.int64)
         return out.reshape(arr.shape)
 
-    def perturb(self, v, *, rng=None) -> np.ndarray:
+    def perturb(self, v: npt.ArrayLike, *, rng: Any = None) -> np.ndarray:
         """Release noisy values in [−b, 1 + b] (bucket midpoints, or floats if ``continuous``)."""
         if not self.continuous:
             j = self.perturb_bucket(v, rng=rng)
@@ -222,6 +229,6 @@ class SquareWave:
         return y.reshape(arr.shape)
 
 
-def square_wave(v, *, epsilon, buckets=1024, rng=None) -> np.ndarray:
+def square_wave(v: npt.ArrayLike, *, epsilon: float, buckets: int = 1024, rng: Any = None) -> np.ndarray:
     """Bucketed Square-Wave release, functional form of :class:`SquareWave` (see there)."""
     return SquareWave(epsilon=epsilon, buckets=buckets).perturb(v, rng=rng)

@@ -275,12 +275,15 @@ def evaluate(
 
 
 class _Setup:
-    """What :func:`evaluate` knows before it scores a release: checked parameters, P, the public regions
-    and zones, and the statistics of the originals (``truth``), each computed once."""
+    """What :func:`evaluate` knows before it scores a release.
+
+    What :func:`evaluate` knows before it scores a release: checked parameters, P, the public regions
+    and zones, and the statistics of the originals (``truth``), each computed once.
+    """
 
     def __init__(
         self, caller: str, to: TrajectoryArrays, pts: PointSet | None, deltas: np.ndarray, k: int, bins: int
-    ):
+    ) -> None:
         self.caller, self.to, self.pts, self.deltas, self.bins = caller, to, pts, deltas, bins
         self.k = min(k, pts.size) if pts is not None else None  # hotspots, capped at |P|
         self.regs: Any = None

@@ -15,10 +15,10 @@ from geoldp.queries import check_how, range_counts
 
 
 def normalized_error(original: Any, perturbed: Any, *, points: Any = None) -> float:
-    """Normalised error (NE) in km: the mean over trajectories of the mean point displacement.
+    r"""Normalised error (NE) in km: the mean over trajectories of the mean point displacement.
 
-    .. math:: NE = \\frac{1}{|T|} \\sum_{\\tau \\in T} \\frac{1}{|\\tau|}
-              \\sum_{i=1}^{|\\tau|} d(x_i, \\hat x_i)
+    .. math:: NE = \frac{1}{|T|} \sum_{\tau \in T} \frac{1}{|\tau|}
+              \sum_{i=1}^{|\tau|} d(x_i, \hat x_i)
 
     with d the haversine distance in km (ALGORITHM §13.2). Lower is better; 0 for identical inputs.
 
@@ -70,10 +70,10 @@ def check_deltas(delta_km: Any, caller: str) -> tuple[np.ndarray, bool]:
 def preservation_range_query(
     original: Any, perturbed: Any, delta_km: Any, *, points: Any = None
 ) -> float | np.ndarray:
-    """Preservation range query PRQ(δ): mean share of points displaced by at most δ km.
+    r"""Preservation range query PRQ(δ): mean share of points displaced by at most δ km.
 
-    .. math:: PRQ(\\delta) = \\frac{1}{|T|} \\sum_{\\tau \\in T} \\frac{1}{|\\tau|}
-              \\sum_{i=1}^{|\\tau|} 1[d(x_i, \\hat x_i) \\le \\delta]
+    .. math:: PRQ(\delta) = \frac{1}{|T|} \sum_{\tau \in T} \frac{1}{|\tau|}
+              \sum_{i=1}^{|\tau|} 1[d(x_i, \hat x_i) \le \delta]
 
     (ALGORITHM §13.2). Higher is better; 1 for identical inputs.
 
@@ -136,12 +136,12 @@ def range_query_error(
     sanity_bound: Any = "auto",
     how: str = "points",
 ) -> pd.DataFrame:
-    """Relative error of range-count queries (trajectories passing through each region).
+    r"""Relative error of range-count queries (trajectories passing through each region).
 
     For every region R, with c(R) the number of original trajectories passing through R and ĉ(R) the number
     of perturbed ones (see :func:`geoldp.queries.range_count`),
 
-    .. math:: RE(R) = \\frac{|\\hat c(R) - c(R)|}{\\max(c(R), b)}
+    .. math:: RE(R) = \frac{|\hat c(R) - c(R)|}{\max(c(R), b)}
 
     The **sanity bound** b keeps regions with tiny true counts from dominating (and avoids division by 0):
     by default b = max(1, 1 % of the number of trajectories), the convention of the trajectory-synthesis

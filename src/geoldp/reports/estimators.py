@@ -165,87 +165,87 @@ def estimate_counts(
 ) -> pd.DataFrame:
     """Estimated counts with 95 % intervals from a report table of :func:`geoldp.report`.
 
-        Parameters
-        ----------
-        reports : pandas.DataFrame
-            The report table (or a slice of it: pandas keeps its ledger). A table made with
-            ``user_budget="split"`` is estimated part by part (its rows grouped by the ``epsilon`` column,
-            which must be kept) and the parts added (see the module notes).
-        zones : GeoDataFrame or GeoSeries, optional
-            The **same** public zones the reports were made over (checked against the ledger's digest);
-            labels the rows with the zones' index. Without it, zones are labelled 0, 1, ….
-        include_outside : bool, default False
-            Also return the outside category (label ``"outside"``).
-        geometry : bool, default False
-            For ``"visited_zone"`` with ``zones``: return a GeoDataFrame with each zone's geometry.
-        max_set_size : int, optional
-            For padded ``"visited_zone"`` or ``"transitions"`` reports (``pad_length`` ℓ > 1): a **public**
-            bound M on the number of zones (the outside category included) one trajectory visits, or of the
-            distinct transitions it makes, known without looking at the data (for example from the
-            trajectories' public maximum number of points). Default: the domain's size (the zones + 1, or
-            their ordered pairs). A smaller M narrows the upper ends; an M below a trajectory's true number
-            of items voids their guarantee. With M ≤ ℓ the counts are unbiased and the interval is
-            symmetric.
-        simultaneous : bool, default False
-            Family-wise intervals: all the returned rows' intervals cover their counts together with
-            probability at least 95 % (Bonferroni: each at the level 1 − 5 %/rows). Wider; use them when a
-            map or a list of cells is read as a whole (which cells are busy), not one cell at a time.
+    Parameters
+    ----------
+    reports : pandas.DataFrame
+        The report table (or a slice of it: pandas keeps its ledger). A table made with
+        ``user_budget="split"`` is estimated part by part (its rows grouped by the ``epsilon`` column,
+        which must be kept) and the parts added (see the module notes).
+    zones : GeoDataFrame or GeoSeries, optional
+        The **same** public zones the reports were made over (checked against the ledger's digest);
+        labels the rows with the zones' index. Without it, zones are labelled 0, 1, ….
+    include_outside : bool, default False
+        Also return the outside category (label ``"outside"``).
+    geometry : bool, default False
+        For ``"visited_zone"`` with ``zones``: return a GeoDataFrame with each zone's geometry.
+    max_set_size : int, optional
+        For padded ``"visited_zone"`` or ``"transitions"`` reports (``pad_length`` ℓ > 1): a **public**
+        bound M on the number of zones (the outside category included) one trajectory visits, or of the
+        distinct transitions it makes, known without looking at the data (for example from the
+        trajectories' public maximum number of points). Default: the domain's size (the zones + 1, or
+        their ordered pairs). A smaller M narrows the upper ends; an M below a trajectory's true number
+        of items voids their guarantee. With M ≤ ℓ the counts are unbiased and the interval is
+        symmetric.
+    simultaneous : bool, default False
+        Family-wise intervals: all the returned rows' intervals cover their counts together with
+        probability at least 95 % (Bonferroni: each at the level 1 − 5 %/rows). Wider; use them when a
+        map or a list of cells is read as a whole (which cells are busy), not one cell at a time.
 
-        Returns
-        -------
-        pandas.DataFrame
-            ``"visited_zone"``: one row per zone (index ``zone``); ``"od"`` and ``"transitions"``: one row per
-            ordered pair (index ``origin``, ``destination``; transitions skip a == b). Columns ``estimate``
-            (unbiased for the estimand below: it may be negative or above the number of reports, and outside
-            the interval), ``std_error``, ``lower``, ``upper`` (95 % for the **count**, within [0, number of
-            reports]), ``projected`` (the point estimate of the count: the non-negative projection of the
-            estimates with the reports' total, then kept inside [``lower``, ``upper``]) and ``support`` (the
-            raw support count). The intervals are cell by cell, not simultaneous: over many cells some miss.
+    Returns
+    -------
+    pandas.DataFrame
+        ``"visited_zone"``: one row per zone (index ``zone``); ``"od"`` and ``"transitions"``: one row per
+        ordered pair (index ``origin``, ``destination``; transitions skip a == b). Columns ``estimate``
+        (unbiased for the estimand below: it may be negative or above the number of reports, and outside
+        the interval), ``std_error``, ``lower``, ``upper`` (95 % for the **count**, within [0, number of
+        reports]), ``projected`` (the point estimate of the count: the non-negative projection of the
+        estimates with the reports' total, then kept inside [``lower``, ``upper``]) and ``support`` (the
+        raw support count). The intervals are cell by cell, not simultaneous: over many cells some miss.
 
-            ``estimate`` and ``std_error`` are those of ℓ·f̂: for ``"visited_zone"`` with ℓ > 1 that
-            estimates Σ min(1, ℓ/|S|) over the trajectories visiting the zone (|S| the number of zones a
-            trajectory visits), which is below the visit count when some trajectories visit more than ℓ
-            zones (with ℓ = 1: each trajectory's share 1/|S|). ``lower`` and ``upper`` always bound the
-            **visit count** itself: ``lower`` is estimate − 1.96·std_error (at least 0), and ``upper`` adds
-            the most the trajectories visiting more than ℓ zones can be missing (bounded with the padding
-            dummies' own count of the trajectories with fewer than ℓ zones and ``max_set_size``; see the
-            module notes), at most the number of reports.
-            The interval covers the visit count with probability at least 95 % (a union bound over its
-            three one-sided bounds, up to their normal approximations) whatever the set sizes; it is
-            conservative, and can be far wider than 2·1.96·std_error when many trajectories visit more than
-            ℓ zones; padded ``"transitions"`` likewise for the trajectories making each transition. For
-            ``"od"`` (one pair per trajectory) and with ``max_set_size`` ≤ ℓ the interval is
-            estimate ± 1.96·std_error, clipped to [0, number of reports].
+        ``estimate`` and ``std_error`` are those of ℓ·f̂: for ``"visited_zone"`` with ℓ > 1 that
+        estimates Σ min(1, ℓ/|S|) over the trajectories visiting the zone (|S| the number of zones a
+        trajectory visits), which is below the visit count when some trajectories visit more than ℓ
+        zones (with ℓ = 1: each trajectory's share 1/|S|). ``lower`` and ``upper`` always bound the
+        **visit count** itself: ``lower`` is estimate − 1.96·std_error (at least 0), and ``upper`` adds
+        the most the trajectories visiting more than ℓ zones can be missing (bounded with the padding
+        dummies' own count of the trajectories with fewer than ℓ zones and ``max_set_size``; see the
+        module notes), at most the number of reports.
+        The interval covers the visit count with probability at least 95 % (a union bound over its
+        three one-sided bounds, up to their normal approximations) whatever the set sizes; it is
+        conservative, and can be far wider than 2·1.96·std_error when many trajectories visit more than
+        ℓ zones; padded ``"transitions"`` likewise for the trajectories making each transition. For
+        ``"od"`` (one pair per trajectory) and with ``max_set_size`` ≤ ℓ the interval is
+        estimate ± 1.96·std_error, clipped to [0, number of reports].
 
-        Raises
-        ------
-        TypeError, ValueError
-            Not a report table; zones that differ from the reports' zones; ``max_set_size`` not a positive
-            int, or given for ``"od"`` reports (one pair per trajectory: nothing to bound).
+    Raises
+    ------
+    TypeError, ValueError
+        Not a report table; zones that differ from the reports' zones; ``max_set_size`` not a positive
+        int, or given for ``"od"`` reports (one pair per trajectory: nothing to bound).
 
-        Examples
-        --------
-        >>> import geopandas as gpd
-        >>> from shapely.geometry import LineString
-        >>> from geoldp.reports import report
-    from geoldp import zone_grid
-        >>> trips = gpd.GeoDataFrame(geometry=[LineString([(0.1, 0.1), (0.9, 0.9)])] * 400, crs="EPSG:4326")
-        >>> zones = zone_grid((0.0, 0.0, 1.0, 1.0), cells=2)
-        >>> est = estimate_counts(report(trips, zones, epsilon=4.0, rng=1), zones)
-        >>> est.columns.tolist()
-        ['estimate', 'std_error', 'lower', 'upper', 'projected', 'support']
-        >>> bool(est.loc[0, "lower"] < 200 < est.loc[0, "upper"])
-        True
+    Examples
+    --------
+    >>> import geopandas as gpd
+    >>> from shapely.geometry import LineString
+    >>> from geoldp.reports import report
+    >>> from geoldp import zone_grid
+    >>> trips = gpd.GeoDataFrame(geometry=[LineString([(0.1, 0.1), (0.9, 0.9)])] * 400, crs="EPSG:4326")
+    >>> zones = zone_grid((0.0, 0.0, 1.0, 1.0), cells=2)
+    >>> est = estimate_counts(report(trips, zones, epsilon=4.0, rng=1), zones)
+    >>> est.columns.tolist()
+    ['estimate', 'std_error', 'lower', 'upper', 'projected', 'support']
+    >>> bool(est.loc[0, "lower"] < 200 < est.loc[0, "upper"])
+    True
 
-        Padded reports (ℓ = 2): by default the upper ends allow trips visiting up to all 5 values (4 zones
-        and the outside category), at most the 400 reports; a public bound of 2 zones per trip (each trip
-        here visits 2) makes the counts unbiased and the interval symmetric:
+    Padded reports (ℓ = 2): by default the upper ends allow trips visiting up to all 5 values (4 zones
+    and the outside category), at most the 400 reports; a public bound of 2 zones per trip (each trip
+    here visits 2) makes the counts unbiased and the interval symmetric:
 
-        >>> rep2 = report(trips, zones, epsilon=4.0, pad_length=2, rng=1)
-        >>> estimate_counts(rep2, zones)["upper"].round().tolist()
-        [400.0, 17.0, 50.0, 400.0]
-        >>> estimate_counts(rep2, zones, max_set_size=2)["upper"].round().tolist()
-        [400.0, 5.0, 18.0, 400.0]
+    >>> rep2 = report(trips, zones, epsilon=4.0, pad_length=2, rng=1)
+    >>> estimate_counts(rep2, zones)["upper"].round().tolist()
+    [400.0, 17.0, 50.0, 400.0]
+    >>> estimate_counts(rep2, zones, max_set_size=2)["upper"].round().tolist()
+    [400.0, 5.0, 18.0, 400.0]
     """
     caller = "geoldp.reports.estimate_counts"
     dc = debiased_counts(

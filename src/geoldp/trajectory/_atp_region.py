@@ -29,7 +29,7 @@ Everything here is a function of public values (P, â, the released r̂) only. N
 from __future__ import annotations
 
 import math
-from typing import NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numba
 import numpy as np
@@ -38,6 +38,9 @@ from geoldp._aot import Entry, array
 from geoldp._kernels import EARTH_RADIUS_M, haversine_rad, jit_inline
 from geoldp._kernels import jit as _jit  # the one kernel decorator
 from geoldp.trajectory import calibration as _cal
+
+if TYPE_CHECKING:
+    from geoldp._kernels import KernelInt
 
 __all__ = [
     "F_RES",
@@ -105,14 +108,17 @@ class Tree:
     ``levels`` int64[n_levels, 3] (offset, n_cols, n_rows); level 0 is the grid's cells.
     """
 
-    def __init__(self, nodes, levels) -> None:
+    def __init__(self, nodes: np.ndarray, levels: np.ndarray) -> None:
         self.nodes = nodes
         self.levels = levels
 
 
 class RegionIndex(NamedTuple):
-    """What the region kernels read of P (numba types it as a named tuple; read-only in the kernels): the
-    arrays of its FastIndex and of its quadtree (``has_tree`` False: a placeholder quadtree, never read)."""
+    """What the region kernels read of P.
+
+    What the region kernels read of P (numba types it as a named tuple; read-only in the kernels): the
+    arrays of its FastIndex and of its quadtree (``has_tree`` False: a placeholder quadtree, never read).
+    """
 
     lam: np.ndarray
     phi: np.ndarray
@@ -137,8 +143,11 @@ REGION_INDEX_TYPE = numba.types.NamedTuple(
 
 
 class CopyRegion(NamedTuple):
-    """A copy's region parameters: the released r̂, the SW half-width ``b``, the radius and decay budgets,
-    ΔR of the perturbed anchor and the distance mapping (``inp``: input mapping)."""
+    """A copy's region parameters.
+
+    A copy's region parameters: the released r̂, the SW half-width ``b``, the radius and decay budgets,
+    ΔR of the perturbed anchor and the distance mapping (``inp``: input mapping).
+    """
 
     r_hat: float
     b: float
@@ -149,7 +158,16 @@ class CopyRegion(NamedTuple):
 
 
 @numba.njit(cache=True)
-def _node_moments(sxyz, cell_start, nu, r0, r1, c0, c1, out):
+def _node_moments(
+    sxyz: np.ndarray,
+    cell_start: np.ndarray,
+    nu: KernelInt,
+    r0: KernelInt,
+    r1: KernelInt,
+    c0: KernelInt,
+    c1: KernelInt,
+    out: np.ndarray,
+) -> None:
     n = 0
     sx = 0.0
     sy = 0.0
@@ -201,7 +219,14 @@ def _node_moments(sxyz, cell_start, nu, r0, r1, c0, c1, out):
 
 
 @numba.njit(cache=True)
-def _build(sxyz, cell_start, nu, nv, levels, nodes):
+def _build(
+    sxyz: np.ndarray,
+    cell_start: np.ndarray,
+    nu: KernelInt,
+    nv: KernelInt,
+    levels: np.ndarray,
+    nodes: np.ndarray,
+) -> None:
     for lv in range(levels.shape[0]):
         off = levels[lv, 0]
         cols = levels[lv, 1]
@@ -228,7 +253,7 @@ _BUILD = Entry(
 )  # fmt: skip
 
 
-def build_tree(index) -> Tree:
+def build_tree(index: Any) -> Tree:
     """The quadtree of ``index`` (a FastIndex with a grid): O(|P| log |P|) time, O(|P|) memory."""
     nu, nv = int(index.gi[0]), int(index.gi[1])
     levels = []
@@ -249,7 +274,7 @@ def build_tree(index) -> Tree:
     return Tree(nodes, lev)
 
 
-def region_index(index) -> RegionIndex:
+def region_index(index: Any) -> RegionIndex:
     """The :class:`RegionIndex` of ``index`` (a FastIndex): its arrays and quadtree, or a placeholder tree."""
     tree = index.tree()
     if tree is None:
@@ -264,7 +289,7 @@ def region_index(index) -> RegionIndex:
 
 
 @_jit
-def asin_dist(h):
+def asin_dist(h: float) -> float:
     """2R·asin(h) for a half-chord h ∈ [0, 1] (the fast path's chord distance)."""
     if h < 0.01:
         h2 = h * h
@@ -277,10 +302,13 @@ def asin_dist(h):
 
 
 @_jit
-def farthest(a, ri, stack):
-    """ΔR = max_p haversine(P_a, P_p), exactly (``ri`` a :class:`RegionIndex` with a tree): branch and bound
+def farthest(a: KernelInt, ri: RegionIndex, stack: np.ndarray) -> float:
+    """ΔR of anchor ``a``, exactly, by branch and bound.
+
+    ΔR = max_p haversine(P_a, P_p), exactly (``ri`` a :class:`RegionIndex` with a tree): branch and bound
     on the node balls (chord), then the reference kernel on every point whose chord is within the rounding
-    bound of the maximum."""
+    bound of the maximum.
+    """
     lam = ri.lam
     phi = ri.phi
     xyz = ri.xyz
@@ -350,7 +378,7 @@ def farthest(a, ri, stack):
 
 
 @_jit
-def farthest_scan(a, lam, phi, xyz):
+def farthest_scan(a: KernelInt, lam: np.ndarray, phi: np.ndarray, xyz: np.ndarray) -> float:
     """ΔR by a full scan (no grid): chord maximum, then the kernel on the near-maximal points."""
     m = lam.shape[0]
     best = 0.0
@@ -375,24 +403,30 @@ def farthest_scan(a, lam, phi, xyz):
 
 
 @_jit
-def _third_bound(s):
+def _third_bound(s: float) -> float:
     """Bound of |d³/dt³ 2R·asin(|x + t·u|/2)| for |x| ≥ s, |x| ≤ 1 (unit sphere chord units)."""
     return EARTH_RADIUS_M * (1.25 + 1.34 / (s * s))
 
 
 @jit_inline
-def _band_sides(has_k, lo, hi, h_lo, h_hi, mg):
-    """Whether a node whose chords to the anchor lie in [``lo``, ``hi``] is wholly inside the candidate band
-    (chords ``h_lo``..``h_hi``, margin ``mg``) and whether it is wholly outside (always, without a band)."""
+def _band_sides(has_k: bool, lo: float, hi: float, h_lo: float, h_hi: float, mg: float) -> tuple[Any, ...]:
+    """Whether a node is wholly inside or wholly outside the candidate band.
+
+    Whether a node whose chords to the anchor lie in [``lo``, ``hi``] is wholly inside the candidate band
+    (chords ``h_lo``..``h_hi``, margin ``mg``) and whether it is wholly outside (always, without a band).
+    """
     if not has_k:
         return False, True
     return lo > h_lo + mg and hi < h_hi - mg, hi < h_lo - mg or lo > h_hi + mg
 
 
 @jit_inline
-def _node_sum(rec, cnt, dx, dy, dz, r):
-    """A node's distance sum to the anchor by its second-order Taylor expansion (``cnt`` points, centroid
-    offset (``dx``, ``dy``, ``dz``), chord ``r``) and the allowance for its own rounding."""
+def _node_sum(rec: np.ndarray, cnt: float, dx: float, dy: float, dz: float, r: float) -> tuple[Any, ...]:
+    """A node's distance sum to the anchor, by a Taylor expansion, and its rounding allowance.
+
+    A node's distance sum to the anchor by its second-order Taylor expansion (``cnt`` points, centroid
+    offset (``dx``, ``dy``, ``dz``), chord ``r``) and the allowance for its own rounding.
+    """
     # n·ψ(r) + ½ tr(H Q), H = ψ''·ûûᵀ + (ψ'/r)(I − ûûᵀ), ψ(r) = 2R·asin(r/2)
     ux = dx / r
     uy = dy / r
@@ -412,16 +446,28 @@ def _node_sum(rec, cnt, dx, dy, dz, r):
 
 
 @jit_inline
-def _group_bounds_mm(lo, hi):
-    """Whole-millimetre bounds [l, u] of the distances of a node whose chords lie in [``lo``, ``hi``],
-    rounded outwards (the margins cover the chord formula's and the kernel's rounding)."""
+def _group_bounds_mm(lo: float, hi: float) -> tuple[Any, ...]:
+    """Whole-millimetre bounds of the distances of a node.
+
+    Whole-millimetre bounds [l, u] of the distances of a node whose chords lie in [``lo``, ``hi``],
+    rounded outwards (the margins cover the chord formula's and the kernel's rounding).
+    """
     dl = asin_dist(0.5 * max(lo, 0.0)) * (1.0 - 1e-12) - 1e-6
     du = asin_dist(0.5 * min(hi, 2.0)) * (1.0 + 1e-12) + 1e-6
     return int(math.floor(dl * 1e3)) - 1, int(math.ceil(du * 1e3)) + 1
 
 
 @_jit
-def _classify(d, d_lo, d_hi, tol, a, q, lam, phi):
+def _classify(
+    d: float,
+    d_lo: float,
+    d_hi: float,
+    tol: float,
+    a: KernelInt,
+    q: KernelInt,
+    lam: np.ndarray,
+    phi: np.ndarray,
+) -> tuple[Any, ...]:
     """Membership of C for a point at chord-formula distance d; kernel near a threshold."""
     if abs(d - d_lo) <= tol or abs(d - d_hi) <= tol:
         de = haversine_rad(lam[a], phi[a], lam[q], phi[q])
@@ -430,7 +476,9 @@ def _classify(d, d_lo, d_hi, tol, a, q, lam, phi):
 
 
 @_jit
-def _dinkelbach(n0, w0, stack, n_groups, q, upper, free):
+def _dinkelbach(
+    n0: float, w0: float, stack: np.ndarray, n_groups: KernelInt, q: float, upper: bool, free: bool
+) -> float:
     """Extreme of η = (n0 + Σ_j w_j n_j d_j)/(w0 + Σ_j w_j n_j) over w_j ∈ {q, 1} (see :func:`eta_interval`).
 
     ``upper``: the maximum with d_j = u_j (group column 2), else the minimum with d_j = l_j (column 1).
@@ -466,14 +514,39 @@ def _dinkelbach(n0, w0, stack, n_groups, q, upper, free):
 
 
 @_jit
-def eta_interval(a, ri, has_k, d_lo, d_hi, tol_pt, straddle, eps_r, stack, out):
+def eta_interval(
+    a: KernelInt,
+    ri: RegionIndex,
+    has_k: bool,
+    d_lo: float,
+    d_hi: float,
+    tol_pt: float,
+    straddle: float,
+    eps_r: float,
+    stack: np.ndarray,
+    out: np.ndarray,
+) -> None:
     """Certified η interval for anchor ``a``: see :func:`_eta_interval` (``out`` as there)."""
     _eta_interval(a, ri, has_k, d_lo, d_hi, tol_pt, straddle, eps_r, True, stack, out)
 
 
 @_jit
-def _eta_interval(a, ri, has_k, d_lo, d_hi, tol_pt, straddle, eps_r, free, stack, out):
-    """Certified η interval for anchor ``a`` over P's :class:`RegionIndex` ``ri`` (with a tree), before the
+def _eta_interval(
+    a: KernelInt,
+    ri: RegionIndex,
+    has_k: bool,
+    d_lo: float,
+    d_hi: float,
+    tol_pt: float,
+    straddle: float,
+    eps_r: float,
+    free: bool,
+    stack: np.ndarray,
+    out: np.ndarray,
+) -> None:
+    """Certified η interval for anchor ``a``.
+
+    Certified η interval for anchor ``a`` over P's :class:`RegionIndex` ``ri`` (with a tree), before the
     pad of :func:`region_setup`.
 
     ``out`` = [η_lo, η_hi, Σ_P d lower, Σ_P d upper, |C| of the settled points, nodes visited, points
@@ -614,9 +687,28 @@ def _eta_interval(a, ri, has_k, d_lo, d_hi, tol_pt, straddle, eps_r, free, stack
 
 
 @_jit
-def _eta_finish(s_val, s_err, a_val, a_err, n_c, n_unc, u_lo, u_hi, n_groups, has_k, m, q, free, stack, out):
-    """The η interval of a finished traversal from its sums (``out`` as :func:`_eta_interval`'s; the carried
-    groups in ``stack[_GROUPS:]``): shared by the one-band and the all-bands traversal."""
+def _eta_finish(
+    s_val: float,
+    s_err: float,
+    a_val: float,
+    a_err: float,
+    n_c: KernelInt,
+    n_unc: KernelInt,
+    u_lo: float,
+    u_hi: float,
+    n_groups: KernelInt,
+    has_k: bool,
+    m: KernelInt,
+    q: float,
+    free: bool,
+    stack: np.ndarray,
+    out: np.ndarray,
+) -> None:
+    """The η interval of a finished traversal from its sums.
+
+    The η interval of a finished traversal from its sums (``out`` as :func:`_eta_interval`'s; the carried
+    groups in ``stack[_GROUPS:]``): shared by the one-band and the all-bands traversal.
+    """
     # the chord formula's own error (~1e−9 m per point) and the summation's rounding
     s_err += 1e-8 * m + 1e-12 * abs(s_val)
     a_err += 1e-8 * m + 1e-12 * abs(a_val)
@@ -659,9 +751,26 @@ _A_W = 11
 ACC_WIDTH = _A_W
 
 
+# A numba kernel: exempt from C901, as splitting it into calls changes what numba compiles.
 @_jit
-def eta_intervals(a, ri, has_k, d_lo, d_hi, tol_pt, straddle, eps_r, stack, groups, acc, work, out):
-    """:func:`eta_interval` of anchor ``a`` for every band ``j`` (``has_k[j]``, ``d_lo[j]``, ``d_hi[j]``;
+def eta_intervals(  # noqa: C901
+    a: KernelInt,
+    ri: RegionIndex,
+    has_k: np.ndarray,
+    d_lo: np.ndarray,
+    d_hi: np.ndarray,
+    tol_pt: float,
+    straddle: float,
+    eps_r: float,
+    stack: np.ndarray,
+    groups: np.ndarray,
+    acc: np.ndarray,
+    work: np.ndarray,
+    out: np.ndarray,
+) -> None:
+    """Certified η intervals of anchor ``a`` for every band, in one traversal.
+
+    :func:`eta_interval` of anchor ``a`` for every band ``j`` (``has_k[j]``, ``d_lo[j]``, ``d_hi[j]``;
     at most ``MAX_BANDS``) in one traversal: ``out[j] = (η_lo, η_hi)``, bit for bit the one-band traversal's.
 
     A node is opened when some band would open it, and a stack entry carries the bands still descending
@@ -806,7 +915,16 @@ def eta_intervals(a, ri, has_k, d_lo, d_hi, tol_pt, straddle, eps_r, stack, grou
 
 
 @_jit
-def eta_exact(a, lam, phi, xyz, has_k, d_lo, d_hi, eps_r):
+def eta_exact(
+    a: KernelInt,
+    lam: np.ndarray,
+    phi: np.ndarray,
+    xyz: np.ndarray,
+    has_k: bool,
+    d_lo: float,
+    d_hi: float,
+    eps_r: float,
+) -> float:
     """η of ALGORITHM §8.4 by one O(|P|) pass (chord distances, kernel near a threshold)."""
     m = lam.shape[0]
     ax = xyz[a, 0]
@@ -834,7 +952,7 @@ def eta_exact(a, lam, phi, xyz, has_k, d_lo, d_hi, eps_r):
 
 
 @_jit
-def _set_radius(reg, lo, hi):
+def _set_radius(reg: np.ndarray, lo: float, hi: float) -> None:
     reg[F_LO] = lo
     reg[F_COS_LO] = math.cos(lo / EARTH_RADIUS_M)
     reg[F_HI] = hi
@@ -842,22 +960,47 @@ def _set_radius(reg, lo, hi):
 
 
 @_jit
-def region_setup(a, ri, cr, tol_pt, eager, stack, work, reg):
-    """Fill the region record ``reg`` for anchor ``a`` of P's :class:`RegionIndex` ``ri`` and the copy's
+def region_setup(
+    a: KernelInt,
+    ri: RegionIndex,
+    cr: CopyRegion,
+    tol_pt: float,
+    eager: bool,
+    stack: np.ndarray,
+    work: np.ndarray,
+    reg: np.ndarray,
+) -> None:
+    """Fill the region record ``reg`` for anchor ``a``.
+
+    Fill the region record ``reg`` for anchor ``a`` of P's :class:`RegionIndex` ``ri`` and the copy's
     :class:`CopyRegion` ``cr`` (ΔR, released r̂): the certified R̃ interval, or the exact R̃ when ``eager``
-    or without a tree (straddling groups: ``STRADDLE``)."""
+    or without a tree (straddling groups: ``STRADDLE``).
+    """
     region_setup_tol(a, ri, cr, tol_pt, straddle_limit(ri.lam.shape[0]), eager, stack, work, reg)
 
 
 @_jit
-def straddle_limit(m):
-    """The straddling-group limit (metres) of the η traversal over a P of ``m`` points: ``STRADDLE`` from
-    ``STRADDLE_MIN_POINTS`` on, else 0 (every straddling node opened)."""
+def straddle_limit(m: KernelInt) -> float:
+    """The straddling-group limit (metres) of the η traversal.
+
+    The straddling-group limit (metres) of the η traversal over a P of ``m`` points: ``STRADDLE`` from
+    ``STRADDLE_MIN_POINTS`` on, else 0 (every straddling node opened).
+    """
     return STRADDLE if m >= STRADDLE_MIN_POINTS else 0.0
 
 
 @_jit
-def region_setup_tol(a, ri, cr, tol_pt, straddle, eager, stack, work, reg):
+def region_setup_tol(
+    a: KernelInt,
+    ri: RegionIndex,
+    cr: CopyRegion,
+    tol_pt: float,
+    straddle: float,
+    eager: bool,
+    stack: np.ndarray,
+    work: np.ndarray,
+    reg: np.ndarray,
+) -> None:
     """:func:`region_setup` with the straddling-group limit ``straddle`` (metres) given (tests, benches)."""
     r_est = region_header(cr, reg, straddle)
     has_k, d_lo, d_hi = _cal.candidate_band(cr.r_hat, cr.b, cr.dr, cr.inp)
@@ -875,7 +1018,7 @@ def region_setup_tol(a, ri, cr, tol_pt, straddle, eager, stack, work, reg):
 
 
 @_jit
-def region_exact(reg, rt):
+def region_exact(reg: np.ndarray, rt: float) -> None:
     """Set the region record ``reg`` (filled by :func:`region_header`) to the exact R̃ = ``rt``."""
     _set_radius(reg, rt, rt)
     reg[F_RES] = 1.0
@@ -883,10 +1026,13 @@ def region_exact(reg, rt):
 
 
 @_jit
-def region_header(cr, reg, straddle):
-    """Fill the parameter fields of the region record ``reg`` from the :class:`CopyRegion` ``cr`` (not yet
+def region_header(cr: CopyRegion, reg: np.ndarray, straddle: float) -> float:
+    """Fill the parameter fields of the region record ``reg``; return R̂.
+
+    Fill the parameter fields of the region record ``reg`` from the :class:`CopyRegion` ``cr`` (not yet
     resolved; ``straddle``: the group limit of the traversal its η interval will come from, which
-    :func:`refine` may narrow when positive); returns R̂."""
+    :func:`refine` may narrow when positive); returns R̂.
+    """
     r_est = _cal.sw_estimate(cr.r_hat, cr.b, cr.dr)
     reg[_F_RHAT] = cr.r_hat
     reg[_F_B] = cr.b
@@ -901,9 +1047,14 @@ def region_header(cr, reg, straddle):
 
 
 @_jit
-def region_from_eta(a, ri, e_lo, e_hi, eager, reg):
-    """The R̃ interval of ``reg`` (filled by :func:`region_header`) from a certified η interval
-    [``e_lo``, ``e_hi``] before the pad for the exact pass's own rounding; resolved at once if ``eager``."""
+def region_from_eta(
+    a: KernelInt, ri: RegionIndex, e_lo: float, e_hi: float, eager: bool, reg: np.ndarray
+) -> None:
+    """The R̃ interval of ``reg`` from a certified η interval.
+
+    The R̃ interval of ``reg`` (filled by :func:`region_header`) from a certified η interval
+    [``e_lo``, ``e_hi``] before the pad for the exact pass's own rounding; resolved at once if ``eager``.
+    """
     lo, hi = _radius_interval(e_lo, e_hi, reg)
     _set_radius(reg, lo, hi)
     reg[F_SUPER] = hi
@@ -912,9 +1063,12 @@ def region_from_eta(a, ri, e_lo, e_hi, eager, reg):
 
 
 @_jit
-def _radius_interval(e_lo, e_hi, reg):
-    """The certified R̃ interval of a certified η interval [``e_lo``, ``e_hi``], padded for the exact
-    pass's own rounding (the padded η interval is noted in ``reg``)."""
+def _radius_interval(e_lo: float, e_hi: float, reg: np.ndarray) -> tuple[Any, ...]:
+    """The certified R̃ interval of a certified η interval, padded.
+
+    The certified R̃ interval of a certified η interval [``e_lo``, ``e_hi``], padded for the exact
+    pass's own rounding (the padded η interval is noted in ``reg``).
+    """
     pad = 1e-9 * abs(e_hi) + 1e-6
     e_lo -= pad
     e_hi += pad
@@ -935,8 +1089,12 @@ def _radius_interval(e_lo, e_hi, reg):
 
 
 @_jit
-def refine(a, ri, tol_pt, stack, work, reg):
-    """Narrow the R̃ interval of the unresolved region record ``reg`` (anchor ``a``) by one more traversal
+def refine(
+    a: KernelInt, ri: RegionIndex, tol_pt: float, stack: np.ndarray, work: np.ndarray, reg: np.ndarray
+) -> KernelInt:
+    """Narrow the R̃ interval of an unresolved region record by one more traversal.
+
+    Narrow the R̃ interval of the unresolved region record ``reg`` (anchor ``a``) by one more traversal
     with a finer group limit: the coarse level (``REFINE_COARSE_M``, scaled to |P|) if it is below the
     copy's last limit, else none; a no-op once a traversal carried no straddling group (see
     :func:`region_header`). Returns the level it ran (0 coarse, 1 without groups) or −1.
@@ -965,7 +1123,7 @@ def refine(a, ri, tol_pt, stack, work, reg):
 
 
 @_jit
-def resolve(a, lam, phi, xyz, reg):
+def resolve(a: KernelInt, lam: np.ndarray, phi: np.ndarray, xyz: np.ndarray, reg: np.ndarray) -> None:
     """Replace the R̃ interval of ``reg`` by the exact R̃ (one O(|P|) pass)."""
     has_k, d_lo, d_hi = _cal.candidate_band(reg[_F_RHAT], reg[_F_B], reg[_F_DR], reg[_F_INP] == 1.0)
     eta = eta_exact(a, lam, phi, xyz, has_k, d_lo, d_hi, reg[_F_EPSR])

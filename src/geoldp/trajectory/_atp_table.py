@@ -23,7 +23,7 @@ calls (:func:`wants_table`, :func:`plan_tables`).
 from __future__ import annotations
 
 import math
-from typing import NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
 import numba
 import numpy as np
@@ -33,6 +33,11 @@ from geoldp._kernels import jit as _jit  # the one kernel decorator
 from geoldp.trajectory import _atp_region as _reg
 from geoldp.trajectory import _table_store as _store
 from geoldp.trajectory import calibration as _cal
+
+if TYPE_CHECKING:
+    from geoldp._kernels import KernelInt
+    from geoldp.trajectory._atp_region import CopyRegion, RegionIndex
+    from geoldp.trajectory._fast.grid import FastIndex
 
 __all__ = [
     "ENABLED",
@@ -67,9 +72,12 @@ def _estimated_build_s(m: int, n_slots: int) -> float:
 
 
 def wants_table(m: int, n_copies: int | None, n_slots: int = 24) -> bool:
-    """Whether building the table for |P| = ``m`` pays for calls with ``n_copies`` ATP copies in all
+    """Whether building the table for |P| = ``m`` pays.
+
+    Whether building the table for |P| = ``m`` pays for calls with ``n_copies`` ATP copies in all
     (``None``: asked for ahead of the calls, by :func:`geoldp.trajectory.precompute`: wherever a table is
-    kept)."""
+    kept).
+    """
     if m > TABLE_MAX_POINTS:
         return False
     if n_copies is None:
@@ -119,9 +127,24 @@ def _table_work(n_slots: int) -> TableWork:
 
 
 @numba.njit(cache=True, nogil=True)  # nogil: the build runs in threads (n_jobs)
-def _build(ri, b, eps_r, inp, tol_pt, straddle, pairs, a0, a1, tw, out):
-    """Fill rows ``a0`` to ``a1 - 1`` of the table ``out`` over P's region index ``ri`` for the bands
-    ``pairs`` (scratch: ``tw``)."""
+def _build(
+    ri: RegionIndex,
+    b: float,
+    eps_r: float,
+    inp: bool,
+    tol_pt: float,
+    straddle: float,
+    pairs: np.ndarray,
+    a0: KernelInt,
+    a1: KernelInt,
+    tw: TableWork,
+    out: np.ndarray,
+) -> None:
+    """Fill rows ``a0`` to ``a1 - 1`` of the table ``out``.
+
+    Fill rows ``a0`` to ``a1 - 1`` of the table ``out`` over P's region index ``ri`` for the bands
+    ``pairs`` (scratch: ``tw``).
+    """
     stack = tw.stack
     work = tw.work
     has_k = tw.has_k
@@ -185,8 +208,14 @@ _BUILD = Entry(
 
 
 def build_table(
-    index, b: float, eps_r: float, input_mapping: bool, tol_pt: float, pairs: np.ndarray, n_jobs: int = 1
-):
+    index: FastIndex,
+    b: float,
+    eps_r: float,
+    input_mapping: bool,
+    tol_pt: float,
+    pairs: np.ndarray,
+    n_jobs: int = 1,
+) -> np.ndarray:
     """The table of ``index`` (a FastIndex) for the bands ``pairs``: float64[m, 1 + 2·len(pairs)].
 
     A function of P and public options only (SW half-width ``b``, radius budget ``eps_r``, the mapping,
@@ -219,8 +248,10 @@ def build_table(
     return out
 
 
-def half_widths(mechanism, sw_b: np.ndarray, eps_rad: np.ndarray, lengths: np.ndarray) -> np.ndarray:
-    """The (b, ε_R) of an ATP call's tables: float64[n, 2], those of the longest length (both copies), or of
+def half_widths(mechanism: Any, sw_b: np.ndarray, eps_rad: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """The (b, ε_R) pairs of an ATP call's tables.
+
+    The (b, ε_R) of an ATP call's tables: float64[n, 2], those of the longest length (both copies), or of
     length 2 if no trajectory has two points.
 
     The radius budget is a fraction of the copy budget, the same for every length and copy under every
@@ -238,7 +269,9 @@ def half_widths(mechanism, sw_b: np.ndarray, eps_rad: np.ndarray, lengths: np.nd
     return np.array([[float(_mech.sw_half_width(radius)), radius]])
 
 
-def plan_tables(index, budgets: np.ndarray, n_traj: int | None, plan, tol_pt: float, n_jobs: int = 1):
+def plan_tables(
+    index: FastIndex, budgets: np.ndarray, n_traj: int | None, plan: Any, tol_pt: float, n_jobs: int = 1
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The tables a call uses: ``(tables float64[n, m, w], keys float64[n, 2], slots int64[n, 12, 12])``.
 
     One table per (b, ε_R) in ``budgets`` (``keys``; one under every budget split, :func:`half_widths`);
@@ -281,10 +314,13 @@ def plan_tables(index, budgets: np.ndarray, n_traj: int | None, plan, tol_pt: fl
     )
 
 
-def _obtain(index, key: tuple, n_traj: int | None, n_jobs: int):
+def _obtain(
+    index: FastIndex, key: tuple, n_traj: int | None, n_jobs: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
     """The plan entry of ``key``: kept on disk, or built if the calls so far repay it; else ``None``.
 
-    Runs under the index's table lock (one thread decides and builds)."""
+    Runs under the index's table lock (one thread decides and builds).
+    """
     m = index.m
     if _estimated_build_s(m, 24) <= _FREE_S:  # built at once; not worth a file
         return _make(index, key, n_jobs)
@@ -301,7 +337,9 @@ def _obtain(index, key: tuple, n_traj: int | None, n_jobs: int):
             total = index.atp_demand(key, copies)
         if not wants_table(m, total):
             return None
-    entry = _make(index, key, n_jobs)
+    entry = cast(
+        tuple[np.ndarray, np.ndarray, np.ndarray], _make(index, key, n_jobs)
+    )  # no kept table: not None
     _store.save(digest, key, entry[0][0])
     return entry
 
@@ -319,10 +357,15 @@ _NONE = (
 )
 
 
-def _make(index, key, n_jobs: int = 1, table: np.ndarray | None = None):
-    """The plan entry ``(table[np.newaxis], keys float64[1, 2], slots int64[1, 12, 12])`` of a cache key of
+def _make(
+    index: FastIndex, key: tuple[Any, ...], n_jobs: int = 1, table: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """The plan entry of a cache key of :func:`plan_tables`.
+
+    The plan entry ``(table[np.newaxis], keys float64[1, 2], slots int64[1, 12, 12])`` of a cache key of
     :func:`plan_tables` (read-only arrays, ready for the kernel), built, or from a kept ``table`` (``None``
-    if its width does not fit the bands: a foreign file)."""
+    if its width does not fit the bands: a foreign file).
+    """
     b, eps_r, input_mapping, tol_pt, buckets, continuous = key
     pairs = band_pairs(b, buckets, continuous)
     slots = np.full((1, 12, 12), -1, dtype=np.int64)
@@ -336,7 +379,7 @@ def _make(index, key, n_jobs: int = 1, table: np.ndarray | None = None):
 
 
 @_jit
-def find(keys, b, eps_r):
+def find(keys: np.ndarray, b: float, eps_r: float) -> KernelInt:
     """The table of half-width ``b`` and radius budget ``eps_r``, or −1."""
     for j in range(keys.shape[0]):
         if keys[j, 0] == b and keys[j, 1] == eps_r:
@@ -345,9 +388,12 @@ def find(keys, b, eps_r):
 
 
 @_jit
-def anchor_radius(j, tab, a, ri, stack):
-    """ΔR of anchor ``a`` of P's region index ``ri`` (:class:`geoldp.trajectory._atp_region.RegionIndex`):
-    from table ``j`` (≥ 0), else by the quadtree or a scan (the same value)."""
+def anchor_radius(j: KernelInt, tab: np.ndarray, a: KernelInt, ri: RegionIndex, stack: np.ndarray) -> float:
+    """ΔR of anchor ``a``, from a table or by a traversal.
+
+    ΔR of anchor ``a`` of P's region index ``ri`` (:class:`geoldp.trajectory._atp_region.RegionIndex`):
+    from table ``j`` (≥ 0), else by the quadtree or a scan (the same value).
+    """
     if j >= 0:
         return tab[j, a, 0]
     if ri.has_tree:
@@ -356,9 +402,24 @@ def anchor_radius(j, tab, a, ri, stack):
 
 
 @_jit
-def region_setup(j, tab, slots, a, ri, cr, tol_pt, eager, stack, work, reg):
-    """:func:`geoldp.trajectory._atp_region.region_setup` from table ``j`` (≥ 0) where it has the band
-    (the same region record, bit for bit), else by the traversal."""
+def region_setup(
+    j: KernelInt,
+    tab: np.ndarray,
+    slots: np.ndarray,
+    a: KernelInt,
+    ri: RegionIndex,
+    cr: CopyRegion,
+    tol_pt: float,
+    eager: bool,
+    stack: np.ndarray,
+    work: np.ndarray,
+    reg: np.ndarray,
+) -> None:
+    """The region record of an anchor, from a table or by a traversal.
+
+    :func:`geoldp.trajectory._atp_region.region_setup` from table ``j`` (≥ 0) where it has the band
+    (the same region record, bit for bit), else by the traversal.
+    """
     if j >= 0:
         k_lo, k_hi = _cal.candidate_range(cr.r_hat, cr.b)
         s = slots[j, k_lo + 1, k_hi + 1]

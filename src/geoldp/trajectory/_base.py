@@ -84,7 +84,7 @@ def warn_large_epsilon(epsilon: float, caller: str, stacklevel: int) -> None:
         )
 
 
-def coerce_epsilon(epsilon, caller: str) -> float:
+def coerce_epsilon(epsilon: object, caller: str) -> float:
     """Validate ε for a trajectory mechanism (finite real > 0, not bool) and return it as a float."""
     return check_epsilon(epsilon, caller=caller)
 

@@ -15,13 +15,18 @@ Nothing here is public API.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import numpy.typing as npt
 
 from geoldp.trajectory import _reference as _ref
 from geoldp.trajectory.split import COPIES
+
+if TYPE_CHECKING:
+    from geoldp.pointset import PointSet
 
 __all__ = [
     "CopyDistribution",
@@ -67,7 +72,7 @@ class CopyDistribution:
         return seqs, out
 
 
-def _batch(points, X) -> tuple[np.ndarray, np.ndarray]:
+def _batch(points: PointSet, X: npt.ArrayLike) -> tuple[np.ndarray, np.ndarray]:
     X = np.asarray(X, dtype=np.int64)
     if X.ndim == 1:
         X = X[:, None]
@@ -75,9 +80,9 @@ def _batch(points, X) -> tuple[np.ndarray, np.ndarray]:
 
 
 def copy_distribution(
-    mechanism,
-    points,
-    X,
+    mechanism: Any,
+    points: PointSet,
+    X: npt.ArrayLike,
     copy: str | None,
     *,
     run_cls: type | None = None,
@@ -164,14 +169,16 @@ def copy_distribution(
     )
 
 
-def _copy_total(ctx, copy) -> float:
+def _copy_total(ctx: _ref.Context, copy: str | None) -> float:
     from fractions import Fraction
 
     led = ctx.mechanism.ledger(ctx.n)
     return float(sum((Fraction(e.epsilon) for e in led if e.copy == copy), Fraction(0)))
 
 
-def full_distributions(mechanism, points, X, **kwargs) -> list[CopyDistribution]:
+def full_distributions(
+    mechanism: Any, points: PointSet, X: npt.ArrayLike, **kwargs: Any
+) -> list[CopyDistribution]:
     """Per-copy distributions of a whole run: [A, B] for TP/ATP with n ≥ 2, [single] otherwise."""
     X = np.asarray(X, dtype=np.int64)
     n = 1 if X.ndim == 1 else X.shape[1]
@@ -179,7 +186,9 @@ def full_distributions(mechanism, points, X, **kwargs) -> list[CopyDistribution]
     return [copy_distribution(mechanism, points, X, c, **kwargs) for c in copies]
 
 
-def merged_distribution(mechanism, points, dists: list[CopyDistribution]) -> tuple[np.ndarray, np.ndarray]:
+def merged_distribution(
+    mechanism: Any, points: PointSet, dists: list[CopyDistribution]
+) -> tuple[np.ndarray, np.ndarray]:
     """Exact distribution of the final (merged) output: (sequences (U, n), probs (B, U))."""
     if len(dists) == 1:
         return dists[0].point_marginal()
@@ -203,7 +212,15 @@ def merged_distribution(mechanism, points, dists: list[CopyDistribution]) -> tup
     return seqs, out
 
 
-def next_stage(mechanism, points, x, prefix, copy: str | None, *, run_cls: type | None = None):
+def next_stage(
+    mechanism: Any,
+    points: PointSet,
+    x: npt.ArrayLike,
+    prefix: Sequence[Any],
+    copy: str | None,
+    *,
+    run_cls: type | None = None,
+) -> Any:
     """Exact-pmf interface: the next stage (kind, ε, public parameters, pmf) of ``copy`` after ``prefix``.
 
     ``x`` is one private trajectory (indices into P) and ``prefix`` the released outputs of the copy's
@@ -219,7 +236,15 @@ def next_stage(mechanism, points, x, prefix, copy: str | None, *, run_cls: type 
     return None if run.done else run.stage()
 
 
-def sample_copy(mechanism, points, x, copy: str | None, source, *, run_cls: type | None = None) -> tuple:
+def sample_copy(
+    mechanism: Any,
+    points: PointSet,
+    x: npt.ArrayLike,
+    copy: str | None,
+    source: Any,
+    *,
+    run_cls: type | None = None,
+) -> tuple:
     """Run the real sampler on one copy of one trajectory; returns the copy's released outputs.
 
     This is the sampled side that the tests compare with the exact pmf.

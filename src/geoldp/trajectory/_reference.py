@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import numba
 import numpy as np
@@ -36,6 +36,11 @@ from geoldp import mechanisms as _mech
 from geoldp.trajectory import calibration as _cal
 from geoldp.trajectory.merge import TAU_FACTOR, merge_index
 from geoldp.trajectory.split import COPIES, CopyBudgets, stage_plan
+
+if TYPE_CHECKING:
+    from geoldp._kernels import KernelInt
+    from geoldp._random import RandomSource
+    from geoldp.pointset import PointSet
 
 __all__: list[str] = []
 
@@ -51,7 +56,7 @@ _CACHE_BYTES = 16_000_000  # per-context cache of sector / distance rows from pu
 class Context:
     """Public quantities of one (mechanism, point set, trajectory length) combination."""
 
-    def __init__(self, mechanism, points, n: int) -> None:
+    def __init__(self, mechanism: Any, points: PointSet, n: int) -> None:
         self.mechanism = mechanism
         self.points = points
         self.n = int(n)
@@ -176,7 +181,9 @@ class Private:
 
 
 @numba.njit(cache=True)
-def sectors_to(lam0, phi0, lam, phi, g, centred, out):
+def sectors_to(
+    lam0: float, phi0: float, lam: np.ndarray, phi: np.ndarray, g: KernelInt, centred: bool, out: np.ndarray
+) -> np.ndarray:
     """``out[b] = sec_g(θ((lam0, phi0) → (lam[b], phi[b])))``: sectors of targets seen from one origin."""
     for b in range(out.shape[0]):
         out[b] = _kernels.sector(_kernels.bearing_rad(lam0, phi0, lam[b], phi[b]), g, centred)
@@ -245,7 +252,7 @@ def _shared(arr: np.ndarray) -> bool:
     return arr.shape[0] == 1 or arr.strides[0] == 0
 
 
-def _rows(value, B: int) -> np.ndarray:
+def _rows(value: Any, B: int) -> np.ndarray:
     """Broadcast a public value to a leading batch axis of length B (a view, no copy)."""
     arr = np.asarray(value)
     if B == 1:
@@ -319,7 +326,7 @@ class _CopyRun:
         return new
 
     # -- hooks (the conforming versions; mutants override these) ---------------------------------------
-    def _em_sensitivity(self, dist: np.ndarray, domain: np.ndarray) -> np.ndarray:
+    def _em_sensitivity(self, dist: np.ndarray, domain: np.ndarray | None) -> np.ndarray:
         """EM sensitivity per row: the global diameter Δ of P, whatever the domain (ALGORITHM §3.2)."""
         return _rows(self.ctx.delta, self.priv.B)
 
@@ -400,10 +407,18 @@ class _CopyRun:
         st.public["fallback"] = branch
         return st
 
-    def _em_stage(self, kind, positions, epsilon, dist, domain, private_input) -> Stage:
+    def _em_stage(
+        self,
+        kind: str,
+        positions: tuple[int, ...],
+        epsilon: float,
+        dist: np.ndarray,
+        domain: np.ndarray | None,
+        private_input: np.ndarray | None,
+    ) -> Stage:
         B = self.priv.B
         delta = self._em_sensitivity(dist, domain)
-        pmf = em_pmf_rows(epsilon, dist, domain, delta)
+        pmf = em_pmf_rows(epsilon, dist, cast(np.ndarray, domain), delta)  # set before any EM stage
         public = {"domain": domain, "delta": delta}
         if self.ctx.record_public:
             public["epsilon"] = _rows(epsilon, B)
@@ -413,7 +428,7 @@ class _CopyRun:
                     public[key] = self.region_info[key]
         return Stage(self.copy, kind, positions, epsilon, self.ctx.point_labels, pmf, public, private_input)
 
-    def _centre_rows(self):
+    def _centre_rows(self) -> tuple[np.ndarray, np.ndarray, bool]:
         """(centres, distances (B, m), shared) for the region centre of every row."""
         ctx, B = self.ctx, self.priv.B
         centre = self._region_centre()
@@ -424,7 +439,7 @@ class _CopyRun:
             dist = np.stack([ctx.distances_from(int(c)) for c in centre])
         return centre, dist, shared
 
-    def _radius_stage(self, positions) -> Stage:
+    def _radius_stage(self, positions: tuple[int, ...]) -> Stage:
         ctx, priv, B = self.ctx, self.priv, self.priv.B
         eps_r = self.budgets.radius
         centre, dist, shared = self._centre_rows()
@@ -501,7 +516,7 @@ class _CopyRun:
         return domain, branch
 
     # -- advancing -------------------------------------------------------------------------------------
-    def advance(self, y, stage: Stage | None = None) -> None:
+    def advance(self, y: Any, stage: Stage | None = None) -> None:
         """Record the released output ``y`` of the current stage and update the public state."""
         kind, positions = self.plan[self.s]
         eps = stage.epsilon if stage is not None else None
@@ -518,7 +533,7 @@ class _CopyRun:
         self.transcript.append((self.copy, kind, positions, eps, y))
         self.s += 1
 
-    def _finish_region(self, y) -> None:
+    def _finish_region(self, y: Any) -> None:
         ctx, B = self.ctx, self.priv.B
         _, dist, shared = self._centre_rows()
         b_half = ctx.sw_b[self.copy]
@@ -557,12 +572,12 @@ class _CopyRun:
 # ------------------------------------------------------------------------------------------------------
 
 
-def draw_stage(stage: Stage, source) -> object:
+def draw_stage(stage: Stage, source: RandomSource) -> object:
     """Draw the released output of a single-row stage through ``source`` (ALGORITHM §3, §4)."""
     if stage.kind == "direction_krr":
         x = int(cast(np.ndarray, stage.private_input)[0])
         k = stage.outputs.shape[0]
-        if source.bernoulli(stage.krr_lie):
+        if source.bernoulli(cast(float, stage.krr_lie)):
             j = int(source.integers(k - 1))
             return j + (j >= x)
         return x
@@ -577,7 +592,7 @@ def draw_stage(stage: Stage, source) -> object:
     return int(stage.outputs[int(source.categorical(stage.pmf[0]))])
 
 
-def new_runs(ctx: Context, priv: Private, run_cls=None) -> list[_CopyRun]:
+def new_runs(ctx: Context, priv: Private, run_cls: type[_CopyRun] | None = None) -> list[_CopyRun]:
     """The copy runs of one trajectory in transcript order (one run for single-copy mechanisms)."""
     cls = run_cls or RUN_CLASS
     if ctx.single:
@@ -589,7 +604,9 @@ def new_runs(ctx: Context, priv: Private, run_cls=None) -> list[_CopyRun]:
 RUN_CLASS: type = _CopyRun
 
 
-def perturb_one(ctx: Context, x_lam: np.ndarray, x_phi: np.ndarray, source) -> tuple[np.ndarray, list]:
+def perturb_one(
+    ctx: Context, x_lam: np.ndarray, x_phi: np.ndarray, source: RandomSource
+) -> tuple[np.ndarray, list]:
     """Run the reference algorithm on one trajectory; returns (output indices, copy runs)."""
     priv = Private(ctx, x_lam[None, :], x_phi[None, :])
     runs = new_runs(ctx, priv)
@@ -598,7 +615,7 @@ def perturb_one(ctx: Context, x_lam: np.ndarray, x_phi: np.ndarray, source) -> t
     return output_of(ctx, runs), runs
 
 
-def sample_run(run: _CopyRun, source) -> _CopyRun:
+def sample_run(run: _CopyRun, source: RandomSource) -> _CopyRun:
     """Draw every remaining stage of one copy run through ``source`` (the sampler's only loop)."""
     while not run.done:
         st = run.stage()

@@ -44,8 +44,11 @@ __all__ = ["ENABLED", "DemandCounts", "add_demand", "cache_dir", "load", "points
 
 
 class DemandCounts(dict):
-    """Counts of ATP copies asked for per (P, options): twice the number of trajectories of each call,
-    which its release shows. The only state a release leaves behind besides public structures of P."""
+    """Counts of ATP copies asked for per (P, options).
+
+    Counts of ATP copies asked for per (P, options): twice the number of trajectories of each call,
+    which its release shows. The only state a release leaves behind besides public structures of P.
+    """
 
 
 MAGIC = b"GEOLDP-ATP-TABLE\n"
@@ -109,8 +112,11 @@ def _ignore(path: Path, why: str) -> None:
 
 
 def load(digest: str, key: tuple, m: int) -> np.ndarray | None:
-    """The kept table of (P, options), |P| = ``m``, if a valid file holds it, else ``None`` (a bad file: a
-    warning). The caller checks the width against the bands of ``key``."""
+    """The kept table of (P, options), if a valid file holds it.
+
+    The kept table of (P, options), |P| = ``m``, if a valid file holds it, else ``None`` (a bad file: a
+    warning). The caller checks the width against the bands of ``key``.
+    """
     path = _path(digest, key, ".atptable")
     if path is None:
         return None

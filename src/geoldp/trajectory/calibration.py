@@ -11,9 +11,14 @@ Distances are in metres (any common unit works: only ratios and comparisons matt
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING, Any
 
 import numba
 import numpy as np
+
+if TYPE_CHECKING:
+    from geoldp._kernels import KernelInt
+
 
 __all__ = [
     "BRANCH_C_EMPTY",
@@ -40,7 +45,7 @@ BRANCH_C_EMPTY = 2
 
 
 @numba.njit(cache=True)
-def atp_radius_input(r_max, delta_r):
+def atp_radius_input(r_max: float, delta_r: float) -> float:
     """SW input r = min(1, R_max/ΔR) (ALGORITHM §8.2); 0 when ΔR ≤ 0 (degenerate point set)."""
     if not (delta_r > 0.0):
         return 0.0
@@ -53,22 +58,25 @@ def atp_radius_input(r_max, delta_r):
 
 
 @numba.njit(cache=True)
-def sw_bucket_midpoint(j, b, buckets):
+def sw_bucket_midpoint(j: KernelInt, b: float, buckets: KernelInt) -> float:
     """Released value r̂ = −b + (j + ½)·w of SW bucket ``j``, w = (1 + 2b)/M (ALGORITHM §3.3)."""
     w = (1.0 + 2.0 * b) / buckets
     return -b + (j + 0.5) * w
 
 
 @numba.njit(cache=True)
-def sw_estimate(r_hat, b, delta_r):
+def sw_estimate(r_hat: float, b: float, delta_r: float) -> float:
     """Mapping back R̂ = (r̂ + b)·ΔR/(2b + 1) (ALGORITHM §3.3, the paper's formula)."""
     return (r_hat + b) * delta_r / (2.0 * b + 1.0)
 
 
 @numba.njit(cache=True)
-def candidate_range(r_hat, b):
-    """(k_lo, k_hi): the smallest and largest k with test value v = k/10 within ``b`` of ``r_hat``
-    (ALGORITHM §8.4 step 2); (−1, −1) when K is empty."""
+def candidate_range(r_hat: float, b: float) -> tuple[Any, ...]:
+    """The smallest and largest k with test value within ``b`` of ``r_hat``.
+
+    (k_lo, k_hi): the smallest and largest k with test value v = k/10 within ``b`` of ``r_hat``
+    (ALGORITHM §8.4 step 2); (−1, −1) when K is empty.
+    """
     k_lo = -1
     k_hi = -1
     for k in range(11):
@@ -81,9 +89,12 @@ def candidate_range(r_hat, b):
 
 
 @numba.njit(cache=True)
-def band_distance(k, b, delta_r, input_mapping):
-    """D(v_k) of the test value v_k = k/10 (ALGORITHM §8.4 step 3; ``input_mapping`` as in
-    :func:`calibration_centre`)."""
+def band_distance(k: KernelInt, b: float, delta_r: float, input_mapping: bool) -> float:
+    """D(v_k) of the test value v_k = k/10.
+
+    D(v_k) of the test value v_k = k/10 (ALGORITHM §8.4 step 3; ``input_mapping`` as in
+    :func:`calibration_centre`).
+    """
     v = k / 10.0
     if input_mapping:
         return v * delta_r
@@ -91,7 +102,7 @@ def band_distance(k, b, delta_r, input_mapping):
 
 
 @numba.njit(cache=True)
-def candidate_band(r_hat, b, delta_r, input_mapping):
+def candidate_band(r_hat: float, b: float, delta_r: float, input_mapping: bool) -> tuple[Any, ...]:
     """(K non-empty, D_lo, D_hi) of ALGORITHM §8.4 steps 2–3: the distance band of the candidates C.
 
     K holds the test values v = k/10 (k = 0..10) within ``b`` of ``r_hat``; the band maps its smallest
@@ -109,7 +120,9 @@ def candidate_band(r_hat, b, delta_r, input_mapping):
 
 
 @numba.njit(cache=True)
-def calibration_centre(dist, r_hat, b, eps_r, delta_r, input_mapping):
+def calibration_centre(
+    dist: np.ndarray, r_hat: float, b: float, eps_r: float, delta_r: float, input_mapping: bool
+) -> tuple[Any, ...]:
     """Calibration centre η of Eq. 9 (ALGORITHM §8.4).
 
     Parameters
@@ -162,7 +175,7 @@ def calibration_centre(dist, r_hat, b, eps_r, delta_r, input_mapping):
 
 
 @numba.njit(cache=True)
-def calibrate(r_est, eta, delta_r, eps_decay):
+def calibrate(r_est: float, eta: float, delta_r: float, eps_decay: float) -> float:
     """Calibrated radius R̃ of Eqs. 10–12 (ALGORITHM §8.5).
 
     ``r_est`` is R̂; ``eps_decay`` is the ε of the decay factor (option C7: ε_R by default).
@@ -181,7 +194,7 @@ def calibrate(r_est, eta, delta_r, eps_decay):
 
 
 @numba.njit(cache=True)
-def region_mask(dist, r_tilde, out):
+def region_mask(dist: np.ndarray, r_tilde: float, out: np.ndarray) -> np.ndarray:
     """Ω as a boolean mask: ``out[p] = dist[p] <= R̃`` (ALGORITHM §8.6). Returns ``out``."""
     for p in range(dist.shape[0]):
         out[p] = dist[p] <= r_tilde

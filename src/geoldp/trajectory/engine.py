@@ -15,9 +15,11 @@ resolves ``rng`` once, and runs the sampler:
 from __future__ import annotations
 
 import numbers
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, NoReturn
 
 import numpy as np
+import numpy.typing as npt
 
 from geoldp._random import ChaChaRandomSource, RandomSource, resolve_rng
 from geoldp._validation import check_release_epsilon
@@ -61,7 +63,9 @@ _MECH_CACHE = ReleaseCache(maxsize=32)
 _CHECKED = ReleaseCache(maxsize=1024)
 
 
-def resolve_mechanism(mechanism, epsilon=None, options: Mapping | None = None, *, caller: str):
+def resolve_mechanism(
+    mechanism: Any, epsilon: float | None = None, options: Mapping | None = None, *, caller: str
+) -> Any:
     """Return a mechanism object from a name (plus ``epsilon`` and options) or pass an object through.
 
     Raises
@@ -111,7 +115,7 @@ def resolve_mechanism(mechanism, epsilon=None, options: Mapping | None = None, *
     return _construct(cls, epsilon, options, caller)
 
 
-def _construct(cls, epsilon, options: dict, caller: str):
+def _construct(cls: Any, epsilon: float | None, options: dict, caller: str) -> Any:
     """``cls(epsilon=epsilon, **options)`` with an unknown option reported by name."""
     try:
         return cls(epsilon=epsilon, **options)
@@ -127,7 +131,7 @@ def _construct(cls, epsilon, options: dict, caller: str):
         raise
 
 
-def validate_trajectories(trajectories, m: int, *, caller: str) -> list[np.ndarray]:
+def validate_trajectories(trajectories: Iterable[Any], m: int, *, caller: str) -> list[np.ndarray]:
     """Check a sequence of trajectories (1-D integer arrays of indices into P) and return int64 copies.
 
     Raises
@@ -186,13 +190,13 @@ def validate_trajectories(trajectories, m: int, *, caller: str) -> list[np.ndarr
     return np.split(flat, offsets)  # fresh int64 arrays (views of one private copy)
 
 
-def _raise_out_of_range(pos: int, m: int, caller: str):
+def _raise_out_of_range(pos: int, m: int, caller: str) -> NoReturn:
     raise ValueError(
         f"Trajectory {pos} passed to {caller} has an index out of range; indices must be in [0, {m})."
     )
 
 
-def _check_points(points, caller: str) -> PointSet:
+def _check_points(points: object, caller: str) -> PointSet:
     if not isinstance(points, PointSet):
         raise TypeError(
             f"The 'points' parameter of {caller} must be a geoldp.PointSet. Got {type(points).__name__} "
@@ -201,30 +205,30 @@ def _check_points(points, caller: str) -> PointSet:
     return points
 
 
-def check_budgets(mech, lengths, m: int) -> None:
+def check_budgets(mech: Any, lengths: Iterable[int], m: int) -> None:
     """Check every derived stage budget of ``mech`` for each distinct trajectory length (before any draw)."""
     for n in sorted(set(lengths)):
         # a pass is memoised (public configuration: the mechanism, a length, |P|); a failure raises each time
         _CHECKED.get((mech, int(n), int(m)), _check_length_budgets, mech, int(n), int(m))
 
 
-def _check_length_budgets(mech, n: int, m: int) -> bool:
+def _check_length_budgets(mech: Any, n: int, m: int) -> bool:
     mech.check_budgets(n, m)
     return True
 
 
 def perturb_trajectories(
-    trajectories,
-    points,
+    trajectories: Iterable[Any],
+    points: PointSet,
     *,
-    mechanism="atp",
-    epsilon=None,
+    mechanism: Any = "atp",
+    epsilon: float | None = None,
     return_ledger: bool = False,
     return_diagnostics: bool = False,
-    rng=None,
+    rng: Any = None,
     n_jobs: int = 1,
-    **options,
-):
+    **options: Any,
+) -> Any:
     """Perturb trajectories of public-point indices under ε-LDP with TP, ATP or PointEM.
 
     Parameters
@@ -308,7 +312,9 @@ def perturb_trajectories(
         return outputs if len(result) == 1 else tuple(result)
 
 
-def precompute(points, *, mechanism="atp", epsilon=None, n_jobs: int = 1, **options) -> bool:
+def precompute(
+    points: PointSet, *, mechanism: Any = "atp", epsilon: float | None = None, n_jobs: int = 1, **options: Any
+) -> bool:
     """Build, ahead of the releases, the public structures that ``mechanism``'s releases over ``points`` read.
 
     A release builds what it needs of them itself: P's spatial index always and, for ATP, its quadtree and
@@ -370,7 +376,7 @@ def precompute(points, *, mechanism="atp", epsilon=None, n_jobs: int = 1, **opti
         return bool(_precompute(points, mech, n_jobs))
 
 
-def check_discrete(mech, caller: str) -> None:
+def check_discrete(mech: Any, caller: str) -> None:
     """Refuse a continuous-space mechanism (TraCS) where index sequences into P are perturbed."""
     if getattr(mech, "continuous", False):
         raise ValueError(
@@ -380,7 +386,7 @@ def check_discrete(mech, caller: str) -> None:
         )
 
 
-def check_n_jobs(n_jobs, caller: str) -> int:
+def check_n_jobs(n_jobs: object, caller: str) -> int:
     """``n_jobs`` as a positive thread count (``-1`` → every core)."""
     import os
 
@@ -395,11 +401,11 @@ def check_n_jobs(n_jobs, caller: str) -> int:
 
 
 def run(
-    trajectories,
-    points,
-    mechanism,
+    trajectories: Sequence[np.ndarray],
+    points: PointSet,
+    mechanism: Any,
     *,
-    rng,
+    rng: Any,
     offset: int = 0,
     sampler: str = "fast",
     progress: bool = False,
@@ -439,11 +445,11 @@ def run(
 
 
 def run_with_key(
-    trajectories,
-    points,
-    mechanism,
+    trajectories: Sequence[np.ndarray],
+    points: PointSet,
+    mechanism: Any,
     *,
-    key,
+    key: np.ndarray | None,
     offset: int = 0,
     policy: str = "seeded",
     sampler: str = "fast",
@@ -480,7 +486,7 @@ def run_with_key(
     return outputs
 
 
-def kernel_state(mechanism) -> str:
+def kernel_state(mechanism: Any) -> str:
     """``"ready"``, ``"cached"`` or ``"compile"``: what the first call of ``mechanism`` waits for.
 
     See :func:`geoldp.trajectory._fast.kernel_state`; it reads only this process's state and numba's cache
@@ -491,14 +497,14 @@ def kernel_state(mechanism) -> str:
     return state(mechanism)
 
 
-def _fast_impl():
+def _fast_impl() -> Callable[..., np.ndarray]:
     """The compiled fast path (imported on first use; numba is a hard dependency, so it always imports)."""
     from geoldp.trajectory._fast import perturb_fast
 
     return perturb_fast
 
 
-def _progress(items, progress: bool):
+def _progress(items: Any, progress: bool) -> Any:
     if not progress:
         return items
     try:
@@ -508,14 +514,22 @@ def _progress(items, progress: bool):
     return tqdm(items, desc="perturbing", unit="traj")
 
 
-def _context(cache: dict, mechanism, points, n: int) -> _ref.Context:
+def _context(cache: dict, mechanism: Any, points: PointSet, n: int) -> _ref.Context:
     ctx = cache.get(n)
     if ctx is None:
         ctx = cache[n] = _ref.Context(mechanism, points, n)
     return ctx
 
 
-def _run_reference(trajs, points, mechanism, source, *, diagnostics: bool = False, progress: bool = False):
+def _run_reference(
+    trajs: Sequence[np.ndarray],
+    points: PointSet,
+    mechanism: Any,
+    source: RandomSource,
+    *,
+    diagnostics: bool = False,
+    progress: bool = False,
+) -> Any:
     cache: dict[int, _ref.Context] = {}
     outputs = []
     agg = _new_diagnostics() if diagnostics else None
@@ -546,7 +560,7 @@ def _add_diagnostics(agg: dict, d: dict) -> None:
         agg["eta_branch"][copy["eta_branch"]] += 1
 
 
-def _perturb_with_transcript(trajectory, points, mechanism, *, rng):
+def _perturb_with_transcript(trajectory: npt.ArrayLike, points: PointSet, mechanism: Any, *, rng: Any) -> Any:
     """Private, for tests only: one trajectory → (output, transcript, ledger, diagnostics). Never public.
 
     ``transcript`` lists (copy, kind, positions, ε_stage, released output) in stage order (ALGORITHM §5.9).
@@ -561,14 +575,14 @@ def _perturb_with_transcript(trajectory, points, mechanism, *, rng):
 
 
 def perturb_coordinates(
-    trajectories,
+    trajectories: Any,
     *,
-    mechanism="tracs-d",
-    epsilon=None,
-    rng=None,
+    mechanism: Any = "tracs-d",
+    epsilon: float | None = None,
+    rng: Any = None,
     return_ledger: bool = False,
-    **options,
-):
+    **options: Any,
+) -> Any:
     """Release trajectories of planar coordinates with TraCS-D or TraCS-C (no public point set needed).
 
     Parameters
@@ -613,7 +627,15 @@ def perturb_coordinates(
         return _perturb_coordinates(trajectories, mechanism, epsilon, rng, return_ledger, options, caller)
 
 
-def _perturb_coordinates(trajectories, mechanism, epsilon, rng, return_ledger, options, caller):
+def _perturb_coordinates(
+    trajectories: Any,
+    mechanism: Any,
+    epsilon: float | None,
+    rng: Any,
+    return_ledger: bool,
+    options: Mapping[str, Any],
+    caller: str,
+) -> Any:
     mech = resolve_mechanism(mechanism, epsilon, options, caller=caller)
     if not getattr(mech, "continuous", False):
         raise ValueError(

@@ -19,7 +19,7 @@ import math
 from collections.abc import Mapping, Sequence
 from fractions import Fraction
 from numbers import Integral, Real
-from typing import cast
+from typing import Any, cast
 
 __all__ = [
     "DEFAULT_CANDIDATES",
@@ -123,7 +123,7 @@ def granularity_reading_c_default(x: float) -> int:
     return 12
 
 
-def normalise_lookup_table(table, *, caller: str) -> tuple[tuple[float, int], ...]:
+def normalise_lookup_table(table: Any, *, caller: str) -> tuple[tuple[float, int], ...]:
     """Validate a granularity lookup table and return it as sorted ``((eps_upper, g), ...)`` pairs.
 
     ``table`` is a mapping ``{epsilon_upper_bound: g}`` or a sequence of ``(epsilon_upper_bound, g)`` pairs.
@@ -160,7 +160,7 @@ def normalise_lookup_table(table, *, caller: str) -> tuple[tuple[float, int], ..
     return tuple(pairs)
 
 
-def check_g(g, *, caller: str, name: str) -> int:
+def check_g(g: object, *, caller: str, name: str) -> int:
     if isinstance(g, bool) or not isinstance(g, Integral):
         raise TypeError(
             f"The '{name}' parameter of {caller} must be an int in the range [{G_MIN}, {G_MAX}]. "
@@ -177,7 +177,7 @@ def check_g(g, *, caller: str, name: str) -> int:
 
 def choose_granularity(
     epsilon: float,
-    granularity="auto",
+    granularity: Any = "auto",
     *,
     reading: str = "C",
     candidates: Sequence[int] = DEFAULT_CANDIDATES,

@@ -7,10 +7,15 @@ distance rows, callable from Python and from the fast path.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numba
 import numpy as np
 
 from geoldp import _kernels
+
+if TYPE_CHECKING:
+    from geoldp._kernels import KernelInt
 
 __all__ = ["TAU_FACTOR", "merge_choice", "merge_index"]
 
@@ -19,7 +24,9 @@ TAU_FACTOR = 1e-12
 
 
 @numba.njit(cache=True)
-def merge_choice(y_a, y_b, d_a, d_b, tau, balanced):
+def merge_choice(
+    y_a: KernelInt, y_b: KernelInt, d_a: np.ndarray, d_b: np.ndarray, tau: float, balanced: bool
+) -> KernelInt:
     """Merged output index for one position (ALGORITHM §5.6).
 
     Parameters
@@ -66,7 +73,16 @@ def merge_choice(y_a, y_b, d_a, d_b, tau, balanced):
 
 
 @numba.njit(cache=True)
-def merge_index(y_a, y_b, lam, phi, tau, balanced, d_a, d_b):
+def merge_index(
+    y_a: KernelInt,
+    y_b: KernelInt,
+    lam: np.ndarray,
+    phi: np.ndarray,
+    tau: float,
+    balanced: bool,
+    d_a: np.ndarray,
+    d_b: np.ndarray,
+) -> KernelInt:
     """Merge one position given P's coordinates (radians); ``d_a``/``d_b`` are scratch rows of length m."""
     if y_a == y_b:
         return y_a

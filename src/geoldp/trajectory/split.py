@@ -15,15 +15,19 @@ only once a release with it has been returned.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from fractions import Fraction
 from types import MappingProxyType
+from typing import TYPE_CHECKING, Any
 
 import numba
 
 from geoldp._aot import Entry
 from geoldp.budget import Ledger, LedgerEntry, ReleaseCache, exact_share
+
+if TYPE_CHECKING:
+    from geoldp._kernels import KernelInt
 
 __all__ = [
     "COPIES",
@@ -49,7 +53,7 @@ ATP_FRACTIONS = (Fraction(1, 16), Fraction(3, 16), Fraction(9, 16), Fraction(3, 
 
 
 @numba.njit(cache=True)
-def is_pivot(copy, position):
+def is_pivot(copy: KernelInt, position: KernelInt) -> bool:
     """True if 1-based ``position`` is a pivot of ``copy`` (0 = A: even positions; 1 = B: odd positions)."""
     if copy == 0:
         return position % 2 == 0
@@ -101,7 +105,7 @@ class CopyBudgets:
     shares: Mapping[str, Fraction]
 
 
-def copy_shares(n: int, copy: str, fractions, split: str) -> dict[str, Fraction]:
+def copy_shares(n: int, copy: str, fractions: Iterable[Any], split: str) -> dict[str, Fraction]:
     """Exact share of the **total** ε of each single stage of one copy (n ≥ 2).
 
     Parameters
@@ -132,7 +136,7 @@ _BUDGETS = ReleaseCache(maxsize=1024)
 _LEDGERS = ReleaseCache(maxsize=1024)
 
 
-def _copy_shares(n: int, copy: str, fractions, split: str) -> tuple[tuple[str, Fraction], ...]:
+def _copy_shares(n: int, copy: str, fractions: Iterable[Any], split: str) -> tuple[tuple[str, Fraction], ...]:
     f_anchor, f_radius, f_dir, f_pt = (Fraction(f) for f in fractions)
     half = Fraction(1, 2)
     n_piv = len(pivot_positions(n, copy))
@@ -150,7 +154,7 @@ def _copy_shares(n: int, copy: str, fractions, split: str) -> tuple[tuple[str, F
     )
 
 
-def copy_budgets(epsilon: float, n: int, copy: str, fractions, split: str) -> CopyBudgets:
+def copy_budgets(epsilon: float, n: int, copy: str, fractions: Iterable[Any], split: str) -> CopyBudgets:
     """Float stage budgets of one copy: :func:`geoldp.budget.exact_share` of :func:`copy_shares`."""
     fractions = tuple(fractions)
     return _BUDGETS.get(
@@ -158,7 +162,7 @@ def copy_budgets(epsilon: float, n: int, copy: str, fractions, split: str) -> Co
     )
 
 
-def _copy_budgets(epsilon: float, n: int, copy: str, fractions, split: str) -> CopyBudgets:
+def _copy_budgets(epsilon: float, n: int, copy: str, fractions: tuple[Any, ...], split: str) -> CopyBudgets:
     # read-only: one cached object is shared by every call with this key
     shares = MappingProxyType(copy_shares(n, copy, fractions, split))
     return CopyBudgets(
@@ -193,7 +197,7 @@ def stage_plan(n: int, copy: str, *, anchor: bool) -> tuple[tuple[str, tuple[int
     return tuple(plan)
 
 
-def build_ledger(epsilon: float, n: int, fractions, split: str, *, anchor: bool) -> Ledger:
+def build_ledger(epsilon: float, n: int, fractions: Iterable[Any], split: str, *, anchor: bool) -> Ledger:
     """Ledger of a two-copy run (TP: ``anchor=False``; ATP: ``anchor=True``); n = 1 → one EM with ε."""
     # a Ledger is immutable (frozen, tuples of frozen entries), so one cached object can be shared
     fractions, anchor = tuple(fractions), bool(anchor)
@@ -202,7 +206,7 @@ def build_ledger(epsilon: float, n: int, fractions, split: str, *, anchor: bool)
     )
 
 
-def _build_ledger(epsilon: float, n: int, fractions, split: str, anchor: bool) -> Ledger:
+def _build_ledger(epsilon: float, n: int, fractions: tuple[Any, ...], split: str, anchor: bool) -> Ledger:
     if n == 1:
         return Ledger((LedgerEntry(None, "point_em", (1,), float(epsilon), Fraction(1)),), float(epsilon))
     entries = []

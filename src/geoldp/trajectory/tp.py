@@ -201,7 +201,7 @@ class TwoCopyMechanism:
         }
 
 
-def check_length(n, caller: str) -> int:
+def check_length(n: object, caller: str) -> int:
     if isinstance(n, bool) or not isinstance(n, int) and not hasattr(n, "__index__"):
         raise TypeError(f"The trajectory length passed to {caller}.ledger must be an int.")
     n = int(n)

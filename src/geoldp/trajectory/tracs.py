@@ -39,7 +39,7 @@ import math
 from dataclasses import dataclass, field
 from fractions import Fraction
 from numbers import Rational, Real
-from typing import ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numba
 import numpy as np
@@ -60,6 +60,9 @@ from geoldp.mechanisms.piecewise import (
 from geoldp.trajectory._base import coerce_epsilon, fraction_str, warn_large_epsilon
 from geoldp.trajectory.tp import check_length
 
+if TYPE_CHECKING:
+    from geoldp._kernels import KernelInt
+
 __all__ = [
     "DEFAULT_DIRECTION_SHARE",
     "TraCSC",
@@ -78,7 +81,7 @@ _ORIGINS = ("centre", "corner")
 _AXIS = 1e-12
 
 
-def check_box(bounds, *, caller: str) -> tuple[float, float, float, float]:
+def check_box(bounds: Any, *, caller: str) -> tuple[float, float, float, float]:
     """Validate a public box ``(minx, miny, maxx, maxy)``: four finite reals with minx < maxx, miny < maxy.
 
     Raises
@@ -110,7 +113,7 @@ def check_box(bounds, *, caller: str) -> tuple[float, float, float, float]:
     return x0, y0, x1, y1
 
 
-def _check_share(value, name: str, caller: str) -> Fraction:
+def _check_share(value: object, name: str, caller: str) -> Fraction:
     if isinstance(value, bool) or not isinstance(value, Real):
         raise TypeError(
             f"The {name!r} parameter of {caller} must be a real number in (0, 1). "
@@ -128,7 +131,9 @@ def _check_share(value, name: str, caller: str) -> Fraction:
 
 
 @jit_inline
-def edge_distance_cs(rx, ry, c, s, x0, y0, x1, y1):
+def edge_distance_cs(
+    rx: float, ry: float, c: float, s: float, x0: float, y0: float, x1: float, y1: float
+) -> float:
     """Distance from (rx, ry) (inside the box) to the box's edge along the unit vector (c, s).
 
     A component below :data:`_AXIS` in magnitude counts as 0: cos(3π/2) rounds to −1.8·10⁻¹⁶, which
@@ -150,13 +155,13 @@ def edge_distance_cs(rx, ry, c, s, x0, y0, x1, y1):
 
 
 @jit_inline
-def edge_distance(rx, ry, phi, x0, y0, x1, y1):
+def edge_distance(rx: float, ry: float, phi: float, x0: float, y0: float, x1: float, y1: float) -> float:
     """Distance from (rx, ry) (inside the box) to the box's edge along direction φ (radians from +x)."""
     return edge_distance_cs(rx, ry, math.cos(phi), math.sin(phi), x0, y0, x1, y1)
 
 
 @jit_inline
-def _clamp(v, lo, hi):
+def _clamp(v: float, lo: float, hi: float) -> float:
     if v < lo:
         return lo
     if v > hi:
@@ -165,7 +170,9 @@ def _clamp(v, lo, hi):
 
 
 @jit_inline
-def direction_and_distance(px, py, rx, ry, x0, y0, x1, y1):
+def direction_and_distance(
+    px: float, py: float, rx: float, ry: float, x0: float, y0: float, x1: float, y1: float
+) -> tuple[Any, ...]:
     """The private inputs of TraCS-D for location (px, py) and reference (rx, ry), both inside the box.
 
     Returns ``(θ, v)``: the direction in [0, 2π) (0 when the location equals the reference) and the
@@ -189,7 +196,21 @@ def direction_and_distance(px, py, rx, ry, x0, y0, x1, y1):
 
 
 @jit
-def _tracs_d_kernel(x, y, offsets, box, origin, eps_a, eps_b, key, first_stream, buf, state, out_x, out_y):
+def _tracs_d_kernel(
+    x: np.ndarray,
+    y: np.ndarray,
+    offsets: np.ndarray,
+    box: np.ndarray,
+    origin: np.ndarray,
+    eps_a: np.ndarray,
+    eps_b: np.ndarray,
+    key: np.ndarray,
+    first_stream: KernelInt,
+    buf: np.ndarray,
+    state: np.ndarray,
+    out_x: np.ndarray,
+    out_y: np.ndarray,
+) -> None:
     x0 = box[0]
     y0 = box[1]
     x1 = box[2]
@@ -220,7 +241,20 @@ def _tracs_d_kernel(x, y, offsets, box, origin, eps_a, eps_b, key, first_stream,
 
 
 @jit
-def _tracs_c_kernel(x, y, offsets, box, eps_a, eps_b, key, first_stream, buf, state, out_x, out_y):
+def _tracs_c_kernel(
+    x: np.ndarray,
+    y: np.ndarray,
+    offsets: np.ndarray,
+    box: np.ndarray,
+    eps_a: np.ndarray,
+    eps_b: np.ndarray,
+    key: np.ndarray,
+    first_stream: KernelInt,
+    buf: np.ndarray,
+    state: np.ndarray,
+    out_x: np.ndarray,
+    out_y: np.ndarray,
+) -> None:
     x0 = box[0]
     y0 = box[1]
     wx = box[2] - box[0]
@@ -331,7 +365,9 @@ class _TraCS:
         table = np.array([self.stage_budgets(int(n)) for n in distinct], dtype=np.float64).reshape(-1, 2)
         return np.ascontiguousarray(table[inverse, 0]), np.ascontiguousarray(table[inverse, 1])
 
-    def perturb_xy(self, x, y, offsets, *, key, first_stream: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    def perturb_xy(
+        self, x: np.ndarray, y: np.ndarray, offsets: np.ndarray, *, key: np.ndarray, first_stream: int = 0
+    ) -> tuple[np.ndarray, np.ndarray]:
         """Release flat planar vertices (trajectory t is ``[offsets[t], offsets[t + 1])``), stream per t.
 
         Internal driver of the releases: inputs are validated, ``key`` is a ``uint32[8]`` stream key.
@@ -351,7 +387,21 @@ class _TraCS:
         self._run(x, y, offsets, box, eps_a, eps_b, key, np.int64(first_stream), buf, state, out_x, out_y)
         return out_x, out_y
 
-    def _run(self, x, y, offsets, box, eps_a, eps_b, key, first, buf, state, out_x, out_y) -> None:
+    def _run(
+        self,
+        x: np.ndarray,
+        y: np.ndarray,
+        offsets: np.ndarray,
+        box: np.ndarray,
+        eps_a: np.ndarray,
+        eps_b: np.ndarray,
+        key: np.ndarray,
+        first: KernelInt,
+        buf: np.ndarray,
+        state: np.ndarray,
+        out_x: np.ndarray,
+        out_y: np.ndarray,
+    ) -> None:
         raise NotImplementedError
 
     def _options(self, share_name: str) -> dict:
@@ -419,7 +469,21 @@ class TraCSD(_TraCS):
             return x0, y0
         return 0.5 * (x0 + x1), 0.5 * (y0 + y1)
 
-    def _run(self, x, y, offsets, box, eps_a, eps_b, key, first, buf, state, out_x, out_y) -> None:
+    def _run(
+        self,
+        x: np.ndarray,
+        y: np.ndarray,
+        offsets: np.ndarray,
+        box: np.ndarray,
+        eps_a: np.ndarray,
+        eps_b: np.ndarray,
+        key: np.ndarray,
+        first: KernelInt,
+        buf: np.ndarray,
+        state: np.ndarray,
+        out_x: np.ndarray,
+        out_y: np.ndarray,
+    ) -> None:
         origin = np.array(self.origin_point, dtype=np.float64)
         _tracs_d_kernel(x, y, offsets, box, origin, eps_a, eps_b, key, first, buf, state, out_x, out_y)
 
@@ -466,7 +530,21 @@ class TraCSC(_TraCS):
         object.__setattr__(self, "x_share", self._share)
         self._common()
 
-    def _run(self, x, y, offsets, box, eps_a, eps_b, key, first, buf, state, out_x, out_y) -> None:
+    def _run(
+        self,
+        x: np.ndarray,
+        y: np.ndarray,
+        offsets: np.ndarray,
+        box: np.ndarray,
+        eps_a: np.ndarray,
+        eps_b: np.ndarray,
+        key: np.ndarray,
+        first: KernelInt,
+        buf: np.ndarray,
+        state: np.ndarray,
+        out_x: np.ndarray,
+        out_y: np.ndarray,
+    ) -> None:
         _tracs_c_kernel(x, y, offsets, box, eps_a, eps_b, key, first, buf, state, out_x, out_y)
 
     def options(self) -> dict:

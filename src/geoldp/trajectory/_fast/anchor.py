@@ -1,4 +1,6 @@
-"""ATP's anchor p_α on the fast path: the exact-kernel nearest public point to each trajectory's mean
+"""ATP's anchor p_α on the fast path.
+
+ATP's anchor p_α on the fast path: the exact-kernel nearest public point to each trajectory's mean
 location (ties → lowest index), exactly as the reference's ``anchor_location`` and nearest-point rule.
 
 The mean replicates numpy's pairwise summation bit for bit; a KD-tree proposes candidates and the exact
@@ -8,6 +10,7 @@ kernel decides (full scan when the candidates may miss a tie).
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 import numba
 import numpy as np
@@ -17,18 +20,21 @@ from geoldp._kernels import haversine_rad
 from geoldp._kernels import jit as _jit  # the one kernel decorator
 from geoldp.trajectory._fast.grid import FastIndex
 
+if TYPE_CHECKING:
+    from geoldp._kernels import KernelInt
+
 __all__ = ["nearest_anchors", "np_mean"]
 
 
 @numba.njit(cache=True)
-def np_mean(a, n):
-    """numpy's pairwise sum of a[:n] divided by n (bit-identical to ``np.mean`` of a contiguous array)."""
+def np_mean(a: np.ndarray, n: KernelInt) -> float:
+    """NumPy's pairwise sum of a[:n] divided by n (bit-identical to ``np.mean`` of a contiguous array)."""
     return _pairwise(a, np.int64(0), n) / n  # np.int64: no literal specialisation
 
 
 @numba.njit(cache=True)
-def _pairwise_leaf(a, start, n):
-    """numpy's ``pairwise_sum`` for n <= 128 (8 accumulators, then the tail)."""
+def _pairwise_leaf(a: np.ndarray, start: KernelInt, n: KernelInt) -> float:
+    """NumPy's ``pairwise_sum`` for n <= 128 (8 accumulators, then the tail)."""
     if n < 8:
         res = 0.0
         for i in range(n):
@@ -62,8 +68,8 @@ def _pairwise_leaf(a, start, n):
 
 
 @numba.njit(cache=True)
-def _pairwise(a, start, n):
-    """numpy's recursive pairwise summation of a[start:start+n], evaluated with an explicit stack."""
+def _pairwise(a: np.ndarray, start: KernelInt, n: KernelInt) -> float:
+    """NumPy's recursive pairwise summation of a[start:start+n], evaluated with an explicit stack."""
     if n <= 128:
         return _pairwise_leaf(a, start, n)
     st_s = np.empty(128, dtype=np.int64)
@@ -108,7 +114,15 @@ def _pairwise(a, start, n):
 
 
 @numba.njit(cache=True)
-def _anchor_points(flat, offsets, lam, phi, vector, out_lam, out_phi):
+def _anchor_points(
+    flat: np.ndarray,
+    offsets: np.ndarray,
+    lam: np.ndarray,
+    phi: np.ndarray,
+    vector: bool,
+    out_lam: np.ndarray,
+    out_phi: np.ndarray,
+) -> None:
     """Mean location α of every trajectory (radians), exactly as the reference's ``anchor_location``."""
     n_traj = offsets.shape[0] - 1
     bl = np.empty(64)
@@ -145,7 +159,9 @@ def _anchor_points(flat, offsets, lam, phi, vector, out_lam, out_phi):
 
 
 @_jit
-def _nearest_exact(alam, aphi, cand, lam, phi, out):
+def _nearest_exact(
+    alam: np.ndarray, aphi: np.ndarray, cand: np.ndarray, lam: np.ndarray, phi: np.ndarray, out: np.ndarray
+) -> None:
     """Among candidates ``cand[t, :]`` (−1 = none), the exact-kernel nearest P point; ties → lowest index.
 
     Returns the number of rows whose candidate list may be incomplete (all k candidates within the tie
@@ -168,7 +184,7 @@ def _nearest_exact(alam, aphi, cand, lam, phi, out):
 
 
 @_jit
-def _nearest_scan(alam, aphi, lam, phi):
+def _nearest_scan(alam: float, aphi: float, lam: np.ndarray, phi: np.ndarray) -> KernelInt:
     """Exact ``argmin_p haversine(α, P_p)`` (first minimum) by a full scan: the reference's rule."""
     best = np.inf
     bi = 0
@@ -181,7 +197,9 @@ def _nearest_scan(alam, aphi, lam, phi):
 
 
 @_jit
-def _nearest_scan_rows(alam, aphi, lam, phi, out):
+def _nearest_scan_rows(
+    alam: np.ndarray, aphi: np.ndarray, lam: np.ndarray, phi: np.ndarray, out: np.ndarray
+) -> None:
     """:func:`_nearest_scan` of every row (small calls: cheaper than querying the KD-tree)."""
     for t in range(alam.shape[0]):
         out[t] = _nearest_scan(alam[t], aphi[t], lam, phi)
@@ -205,7 +223,7 @@ _NEAREST_SCAN = Entry(_nearest_scan, {"nearest_scan": numba.int64(numba.float64,
 _NEAREST_SCAN_ROWS = Entry(_nearest_scan_rows, {"nearest_scan_rows": numba.void(_F1, _F1, _RF1, _RF1, _I1)})
 
 
-def nearest_anchors(flat, offsets, index: FastIndex, vector: bool) -> np.ndarray:
+def nearest_anchors(flat: np.ndarray, offsets: np.ndarray, index: FastIndex, vector: bool) -> np.ndarray:
     """p_α of every trajectory: the exact-kernel nearest P point to the mean location; ties → lowest index."""
     n_traj = offsets.shape[0] - 1
     alam = np.empty(n_traj)

@@ -77,7 +77,7 @@ the part an enumeration touches is committed).
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numba
 import numpy as np
@@ -120,6 +120,10 @@ from geoldp.trajectory._fast.sampling import (
     sw_continuous,
 )
 from geoldp.trajectory.merge import TAU_FACTOR
+
+if TYPE_CHECKING:
+    from geoldp._kernels import KernelInt
+    from geoldp.pointset import PointSet
 
 __all__ = ["FastIndex", "get_index", "kernel_state", "last_stats", "perturb_fast", "precompute"]
 
@@ -257,10 +261,27 @@ def new_work(m: int, n_rows: int, max_len: int) -> Work:
 
 
 @_jit
-def _run(flat, offsets, key, first_stream, eps_single, prop1, prop2, out, ix, cp, rp, w, dflt):
-    """Perturb every trajectory. ``cp`` (two copies) is None for PointEM, ``rp`` (ATP's anchor and region)
+def _run(
+    flat: np.ndarray,
+    offsets: np.ndarray,
+    key: np.ndarray,
+    first_stream: KernelInt,
+    eps_single: np.ndarray,
+    prop1: KernelInt,
+    prop2: KernelInt,
+    out: np.ndarray,
+    ix: KernelIndex,
+    cp: CopyPlan,
+    rp: RegionPlan,
+    w: Work,
+    dflt: np.ndarray,
+) -> None:
+    """Perturb every trajectory.
+
+    Perturb every trajectory. ``cp`` (two copies) is None for PointEM, ``rp`` (ATP's anchor and region)
     and ``dflt`` (the copy's region record) are None for TP and PointEM. All arrays come from Python
-    (this function runs without NRT)."""
+    (this function runs without NRT).
+    """
     lam = ix.lam
     phi = ix.phi
     for t in range(offsets.shape[0] - 1):
@@ -278,8 +299,22 @@ def _run(flat, offsets, key, first_stream, eps_single, prop1, prop2, out, ix, cp
             out[s0 + i] = merge_position(w.yy[0, i], w.yy[1, i], ix, cp, w)
 
 
+# A numba kernel: exempt from C901, as splitting it into calls changes what numba compiles.
 @_jit
-def _copies(flat, s0, n, t, key, prop1, prop2, ix, cp, rp, w, dflt):
+def _copies(  # noqa: C901
+    flat: np.ndarray,
+    s0: KernelInt,
+    n: KernelInt,
+    t: KernelInt,
+    key: np.ndarray,
+    prop1: KernelInt,
+    prop2: KernelInt,
+    ix: KernelIndex,
+    cp: CopyPlan,
+    rp: RegionPlan,
+    w: Work,
+    dflt: np.ndarray,
+) -> None:
     """Copies A and B of trajectory ``t`` (``flat[s0:s0 + n]``, n ≥ 2) into ``w.yy``, in transcript order."""
     lam = ix.lam
     phi = ix.phi
@@ -427,8 +462,24 @@ def _copies(flat, s0, n, t, key, prop1, prop2, ix, cp, rp, w, dflt):
 
 @_jit
 def _em_sectors(
-    xl, xp, eps, ix, cp, w, dflt, rp, ns, s_apex, s_dir, first, has_reg, reg_c, key, prop1, prop2
-):
+    xl: float,
+    xp: float,
+    eps: float,
+    ix: KernelIndex,
+    cp: CopyPlan,
+    w: Work,
+    dflt: np.ndarray,
+    rp: RegionPlan,
+    ns: KernelInt,
+    s_apex: np.ndarray,
+    s_dir: np.ndarray,
+    first: KernelInt,
+    has_reg: bool,
+    reg_c: KernelInt,
+    key: np.ndarray,
+    prop1: KernelInt,
+    prop2: KernelInt,
+) -> KernelInt:
     """EM over Ω ∩ the ``ns`` sector sets starting at ``s_apex[first]`` (−1 iff that set is empty)."""
     m = ix.lam.shape[0]
     dint = w.dint
@@ -506,7 +557,7 @@ _RUN = Entry(_run, _run_exports())
 _LENGTH_ROWS = ReleaseCache(maxsize=1024)
 
 
-def _length_row(mechanism, n: int):
+def _length_row(mechanism: Any, n: int) -> tuple[float, Any]:
     """One length's row of :func:`_tables`: ``(eps_single, None)`` or ``(0.0, (row of copy A, of copy B))``.
 
     A pure function of the mechanism's configuration (frozen, compared field by field) and the length.
@@ -539,7 +590,7 @@ def _length_row(mechanism, n: int):
     return 0.0, tuple(rows)
 
 
-def _tables(mechanism, lengths, m):
+def _tables(mechanism: Any, lengths: np.ndarray, m: int) -> tuple[Any, ...]:
     """Per-length stage budgets, k-RR lie probabilities and SW half-widths (the reference's helpers)."""
     n_max = int(lengths.max()) if lengths.size else 1
     shape2 = (n_max + 1, 2)
@@ -567,7 +618,7 @@ def _tables(mechanism, lengths, m):
     return g, eps_single, eps_piv, eps_np, lie, eps_anc, eps_rad, sw_b, eps_dec
 
 
-def kernel_state(mechanism) -> str:
+def kernel_state(mechanism: Any) -> str:
     """What the first fast-path call of ``mechanism`` in this process waits for (for progress reports).
 
     Returns
@@ -591,10 +642,13 @@ def kernel_state(mechanism) -> str:
     return "cached" if os.path.exists(index_path) else "compile"
 
 
-def warn_if_compiling(mechanism) -> None:
-    """Warn, once per process, that this first call compiles the kernels because the compiled ones were
+def warn_if_compiling(mechanism: Any) -> None:
+    """Warn, once per process, that this first call compiles the kernels.
+
+    Warn, once per process, that this first call compiles the kernels because the compiled ones were
     never installed (no C compiler at install time), with the fix. Silent where the user turned them off
-    (``GEOLDP_AOT=0``) or where numba's cache already holds them."""
+    (``GEOLDP_AOT=0``) or where numba's cache already holds them.
+    """
     if _COMPILE_WARNED or not _aot_env_on() or _aot_installed():
         return
     if kernel_state(mechanism) != "compile":
@@ -622,8 +676,10 @@ def _aot_env_on() -> bool:
     return os.environ.get("GEOLDP_AOT", "1") != "0"
 
 
-def precompute(points, mechanism, n_jobs: int = 1) -> bool:
-    """Build the public structures of ``points`` that ``mechanism``'s releases read: P's spatial index and,
+def precompute(points: PointSet, mechanism: Any, n_jobs: int = 1) -> bool:
+    """Build the public structures of ``points`` that ``mechanism``'s releases read.
+
+    Build the public structures of ``points`` that ``mechanism``'s releases read: P's spatial index and,
     for ATP, its quadtree and public tables over P (:mod:`geoldp.trajectory._atp_table`; none above
     ``TABLE_MAX_POINTS`` points; built with ``n_jobs`` threads). They are cached with the point set, as a
     release would cache them, and the tables on disk. Returns whether ATP's tables are ready. Reads P and
@@ -640,11 +696,22 @@ def precompute(points, mechanism, n_jobs: int = 1) -> bool:
     return tables[0].shape[0] == n_wanted
 
 
-def _atp_structures(index, mechanism, sw_b, eps_rad, lengths, n_traj, n_jobs):
-    """ATP's structures of P (quadtree, k-d tree) and its public tables (:func:`_atp_table.plan_tables`, for
+def _atp_structures(
+    index: FastIndex,
+    mechanism: Any,
+    sw_b: np.ndarray,
+    eps_rad: np.ndarray,
+    lengths: np.ndarray,
+    n_traj: int | None,
+    n_jobs: int,
+) -> tuple[Any, int]:
+    """ATP's structures of P and its public tables.
+
+    ATP's structures of P (quadtree, k-d tree) and its public tables (:func:`_atp_table.plan_tables`, for
     a call of ``n_traj`` trajectories; ``None``: built wherever one is kept; ``n_jobs`` threads); returns
     the tables and how many the call's budgets ask for. Built whatever the input: their presence says
-    nothing of it."""
+    nothing of it.
+    """
     index.tree()
     index.kdtree()
     budgets = _tab.half_widths(mechanism, sw_b, eps_rad, lengths)
@@ -654,7 +721,15 @@ def _atp_structures(index, mechanism, sw_b, eps_rad, lengths, n_traj, n_jobs):
     return tables, budgets.shape[0]
 
 
-def perturb_fast(flat_idx, offsets, points, mechanism, key, first_stream, n_jobs: int = 1) -> np.ndarray:
+def perturb_fast(
+    flat_idx: np.ndarray,
+    offsets: np.ndarray,
+    points: PointSet,
+    mechanism: Any,
+    key: np.ndarray,
+    first_stream: int,
+    n_jobs: int = 1,
+) -> np.ndarray:
     """Perturb trajectories given as flat indices into ``points`` with the numba fast path.
 
     Parameters

@@ -16,7 +16,8 @@ from __future__ import annotations
 import math
 import threading
 import weakref
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -24,6 +25,10 @@ from geoldp._kernels import bearing_rad, haversine_rad, sector
 from geoldp._kernels import jit as _jit  # the one kernel decorator
 from geoldp.trajectory import _atp_region as _reg
 from geoldp.trajectory._table_store import DemandCounts, points_digest
+
+if TYPE_CHECKING:
+    from geoldp._kernels import KernelInt
+    from geoldp.pointset import PointSet
 
 __all__ = [
     "DI_AP",
@@ -109,7 +114,7 @@ class FastIndex:
         Unit vectors in cell-sorted order.
     """
 
-    def __init__(self, points) -> None:
+    def __init__(self, points: PointSet) -> None:
         xyz = np.ascontiguousarray(points.xyz, dtype=np.float64)
         m = xyz.shape[0]
         mean = xyz.mean(axis=0)
@@ -174,16 +179,19 @@ class FastIndex:
         self._atp_demand = DemandCounts()  # copies asked for per table key (release sizes only)
         self._digest: str | None = None
 
-    def tree(self):
+    def tree(self) -> Any:
         """The quadtree of the ATP region (lazy; public: P only), or None without a grid."""
         if self._tree is None and self.use_grid:
             self._tree = _reg.build_tree(self)
         return self._tree
 
-    def atp_table(self, key: tuple, make=None):
-        """ATP's public table, its key and band slots under ``key`` (P and public options only; see
+    def atp_table(self, key: tuple, make: Callable[..., Any] | None = None) -> Any:
+        """ATP's public table, its key and band slots under ``key``.
+
+        ATP's public table, its key and band slots under ``key`` (P and public options only; see
         _atp_table), built by ``make()`` if not cached, or None. At most ``_ATP_TABLES`` are kept (the
-        oldest is dropped)."""
+        oldest is dropped).
+        """
         tab = self._atp_tables.get(key)
         if tab is None and make is not None:
             with _ATP_TABLE_LOCK:  # concurrent calls on one P (threads, Dask) build it once
@@ -197,8 +205,11 @@ class FastIndex:
         return tab
 
     def atp_demand(self, key: tuple, copies: int) -> int:
-        """Add ``copies`` ATP copies asked for under ``key`` to this process's count; return the total (a
-        count of released trajectories, which every release shows; see _atp_table.plan_tables)."""
+        """Count ATP copies asked for under ``key``; return the total.
+
+        Add ``copies`` ATP copies asked for under ``key`` to this process's count; return the total (a
+        count of released trajectories, which every release shows; see _atp_table.plan_tables).
+        """
         total = self._atp_demand.get(key, 0) + int(copies)
         self._atp_demand[key] = total
         return total
@@ -209,7 +220,7 @@ class FastIndex:
             self._digest = points_digest(self.lam, self.phi)
         return self._digest
 
-    def kdtree(self):
+    def kdtree(self) -> Any:
         """The cKDTree over the unit vectors of P (:attr:`geoldp.PointSet.tree`; for the ATP anchor p_α)."""
         return self._kdtree
 
@@ -219,7 +230,7 @@ _ATP_TABLES = 4  # ATP tables kept per index (one per budget ε and mapping in u
 _ATP_TABLE_LOCK = threading.Lock()
 
 
-def get_index(points) -> FastIndex:
+def get_index(points: PointSet) -> FastIndex:
     """The cached :class:`FastIndex` of ``points`` (built on first use)."""
     try:
         idx = _INDEX_CACHE.get(points)
@@ -240,7 +251,7 @@ def get_index(points) -> FastIndex:
 
 
 @_jit
-def gnomonic(x, y, z, gf, basis):
+def gnomonic(x: float, y: float, z: float, gf: np.ndarray, basis: np.ndarray) -> tuple[Any, ...]:
     w = x * basis[0, 0] + y * basis[0, 1] + z * basis[0, 2]
     u = (x * basis[1, 0] + y * basis[1, 1] + z * basis[1, 2]) / w
     v = (x * basis[2, 0] + y * basis[2, 1] + z * basis[2, 2]) / w
@@ -260,21 +271,32 @@ DI_AP = 4
 
 
 @_jit
-def dom_reset(dint):
+def dom_reset(dint: np.ndarray) -> None:
     dint[DI_NQ] = 0
     dint[DI_NS] = 0
     dint[DI_REG] = 0
 
 
 @_jit
-def dom_region(dint, centre):
+def dom_region(dint: np.ndarray, centre: KernelInt) -> None:
     """Add Ω around ``centre``; its radius (an interval until resolved) is the copy's region record."""
     dint[DI_REG] = 1
     dint[DI_RC] = centre
 
 
 @_jit
-def dom_sector(dq, hp, dint, apex, d, g, centred, lam, phi, basis):
+def dom_sector(
+    dq: np.ndarray,
+    hp: np.ndarray,
+    dint: np.ndarray,
+    apex: KernelInt,
+    d: KernelInt,
+    g: KernelInt,
+    centred: bool,
+    lam: np.ndarray,
+    phi: np.ndarray,
+    basis: np.ndarray,
+) -> None:
     """Add GetPointSet(apex, d): exact test (apex, d) and its two bounding half-spaces."""
     k = dint[DI_NS]
     dint[DI_AP + 2 * k] = apex
@@ -313,8 +335,22 @@ def dom_sector(dq, hp, dint, apex, d, g, centred, lam, phi, basis):
     dint[DI_NQ] = nh
 
 
+# A numba kernel: exempt from C901, as splitting it into calls changes what numba compiles.
 @_jit
-def ranges(gf, gi, cell_start, hp, nh, has_disk, du, dv, dl, lo, hi, cum):
+def ranges(  # noqa: C901
+    gf: np.ndarray,
+    gi: np.ndarray,
+    cell_start: np.ndarray,
+    hp: np.ndarray,
+    nh: KernelInt,
+    has_disk: bool,
+    du: float,
+    dv: float,
+    dl: float,
+    lo: np.ndarray,
+    hi: np.ndarray,
+    cum: np.ndarray,
+) -> tuple[Any, ...]:
     """Runs of cell-sorted positions whose cells may meet {half-planes} ∩ {disc}; returns (n_runs, total).
 
     Half-plane k < nh (≤ 8): hp[k,0]·u + hp[k,1]·v + hp[k,2] ≥ −_MG. Disc: (u−du)² + (v−dv)² ≤ dl².
@@ -461,7 +497,7 @@ def ranges(gf, gi, cell_start, hp, nh, has_disk, du, dv, dl, lo, hi, cum):
 
 
 @_jit
-def pos_of(k, n_runs, lo, hi, cum):
+def pos_of(k: int, n_runs: int, lo: np.ndarray, hi: np.ndarray, cum: np.ndarray) -> int:
     """Cell-sorted position of the k-th element (0-based) of the runs."""
     a = 0
     b = n_runs - 1
@@ -475,12 +511,28 @@ def pos_of(k, n_runs, lo, hi, cum):
     return lo[a] + (k - before)
 
 
+# A numba kernel: exempt from C901, as splitting it into calls changes what numba compiles.
 @_jit
-def member(p, lam, phi, xyz, dq, dint, dflt, rp, w, g, centred):
-    """Exact membership of P_p in Ω ∩ ⋂ GetPointSet(apex_k, dir_k) (the reference's kernels and argument
+def member(  # noqa: C901
+    p: KernelInt,
+    lam: np.ndarray,
+    phi: np.ndarray,
+    xyz: np.ndarray,
+    dq: np.ndarray,
+    dint: np.ndarray,
+    dflt: np.ndarray,
+    rp: Any,
+    w: Any,
+    g: KernelInt,
+    centred: bool,
+) -> bool:
+    """Exact membership of P_p in the region and every sector.
+
+    Exact membership of P_p in Ω ∩ ⋂ GetPointSet(apex_k, dir_k) (the reference's kernels and argument
     order). Dot-product tests with margins decide the clear cases; only points within the margins of a
     boundary are decided by the kernels. ``dflt`` is the copy's region record, ``rp`` ATP's
-    ``RegionPlan`` (both None for TP) and ``w`` the thread's ``Work`` (its traversal scratch)."""
+    ``RegionPlan`` (both None for TP) and ``w`` the thread's ``Work`` (its traversal scratch).
+    """
     x = xyz[p, 0]
     y = xyz[p, 1]
     z = xyz[p, 2]

@@ -1,4 +1,6 @@
-"""The merge of the two perturbed copies on the fast path (ALGORITHM §5.6), bit-identical to
+"""The merge of the two perturbed copies on the fast path (ALGORITHM §5.6).
+
+The merge of the two perturbed copies on the fast path (ALGORITHM §5.6), bit-identical to
 :func:`geoldp.trajectory.merge.merge_choice`: only the grid runs that meet the strip around the arc y_A–y_B
 are scanned (the argument is in :mod:`geoldp.trajectory._fast.driver`).
 """
@@ -6,6 +8,7 @@ are scanned (the argument is in :mod:`geoldp.trajectory._fast.driver`).
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -15,11 +18,14 @@ from geoldp._kernels import jit_inline as _jit_inline  # leaf kernels on records
 from geoldp.trajectory._atp_region import asin_dist
 from geoldp.trajectory._fast.grid import ST_MERGE_CAND, ST_MERGE_EXACT, ST_MERGE_FULL, gnomonic, ranges
 
+if TYPE_CHECKING:
+    from geoldp._kernels import KernelInt
+
 __all__ = ["merge_position"]
 
 
 @_jit
-def _chord_dist(ax, ay, az, bx, by, bz):
+def _chord_dist(ax: float, ay: float, az: float, bx: float, by: float, bz: float) -> float:
     """Great-circle distance from the chord of two unit vectors (accurate, not the reference kernel)."""
     dx = ax - bx
     dy = ay - by
@@ -28,8 +34,10 @@ def _chord_dist(ax, ay, az, bx, by, bz):
 
 
 @_jit
-def _slab(dab, gap, nn):
-    """Bound on |p·n| for every p with d(p, y_A) + d(p, y_B) <= dab + ``gap`` (metres), n the computed
+def _slab(dab: float, gap: float, nn: float) -> float:
+    """Bound on |p·n| for every p near the arc y_A–y_B.
+
+    Bound on |p·n| for every p with d(p, y_A) + d(p, y_B) <= dab + ``gap`` (metres), n the computed
     unit normal of the great circle through y_A, y_B (``nn`` = |y_A × y_B| before normalising), for
     dab < 0.45πR.
 
@@ -49,7 +57,17 @@ def _slab(dab, gap, nn):
 
 
 @_jit_inline
-def _score(p, ya, yb, lam, phi, n, sc_idx, sc_cdf, sc_aux):
+def _score(
+    p: KernelInt,
+    ya: KernelInt,
+    yb: KernelInt,
+    lam: np.ndarray,
+    phi: np.ndarray,
+    n: KernelInt,
+    sc_idx: np.ndarray,
+    sc_cdf: np.ndarray,
+    sc_aux: np.ndarray,
+) -> None:
     """Candidate ``p`` in slot ``n``: s(p) = d(p, y_A) + d(p, y_B) and u(p) = |d(p, y_A) − d(p, y_B)|."""
     sc_idx[n] = p
     da = haversine_rad(lam[ya], phi[ya], lam[p], phi[p])
@@ -58,8 +76,9 @@ def _score(p, ya, yb, lam, phi, n, sc_idx, sc_cdf, sc_aux):
     sc_aux[n] = abs(da - db)
 
 
+# A numba kernel: exempt from C901, as splitting it into calls changes what numba compiles.
 @_jit_inline
-def merge_position(ya, yb, ix, cp, w):
+def merge_position(ya: KernelInt, yb: KernelInt, ix: Any, cp: Any, w: Any) -> KernelInt:  # noqa: C901
     """Merged output of one position (ALGORITHM §5.6), bit-identical to ``merge_choice``.
 
     ``ya``, ``yb`` are the two copies' outputs; ``ix`` (P's arrays and grid, ``KernelIndex``), ``cp``

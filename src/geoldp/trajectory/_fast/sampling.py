@@ -8,6 +8,7 @@ membership are :mod:`geoldp.trajectory._fast.grid`'s.
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -17,6 +18,9 @@ from geoldp._kernels import jit_inline as _jit_inline  # leaf kernels on records
 from geoldp._random import stream_categorical_cdf, stream_integers, stream_uniform
 from geoldp.trajectory._fast.grid import ST_EM_CALLS, ST_EMPTY, ST_ENUMERATIONS, ST_PROPOSALS, member, pos_of
 
+if TYPE_CHECKING:
+    from geoldp._kernels import KernelInt
+
 __all__ = ["MAX_PROPOSALS", "MAX_PROPOSALS_D", "em", "em_full", "krr", "sw_bucket", "sw_cdf", "sw_continuous"]
 
 MAX_PROPOSALS = 48  # phase-1 proposals (uniform over the superset) before enumerating the domain
@@ -24,8 +28,25 @@ MAX_PROPOSALS_D = 64  # phase-3 proposals (uniform over the enumerated domain) b
 _SMALL_DOMAIN = 24  # |U| at or below this: enumerate directly
 
 
+# A numba kernel: exempt from C901, as splitting it into calls changes what numba compiles.
 @_jit_inline
-def em(xl, xp, eps, ix, cp, w, full, n_runs, row0, total, dflt, rp, key, prop1, prop2):
+def em(  # noqa: C901
+    xl: float,
+    xp: float,
+    eps: float,
+    ix: Any,
+    cp: Any,
+    w: Any,
+    full: bool,
+    n_runs: KernelInt,
+    row0: KernelInt,
+    total: KernelInt,
+    dflt: np.ndarray,
+    rp: Any,
+    key: np.ndarray,
+    prop1: KernelInt,
+    prop2: KernelInt,
+) -> KernelInt:
     """Exact EM draw over D = (U ∩ domain); U = P if ``full`` else the runs. Returns −1 iff D is empty.
 
     The inputs are the driver's records (:mod:`geoldp.trajectory._fast.driver`): ``ix`` (P's arrays,
@@ -109,7 +130,16 @@ def em(xl, xp, eps, ix, cp, w, full, n_runs, row0, total, dflt, rp, key, prop1, 
 
 
 @_jit_inline
-def em_full(xl, xp, eps, ix, w, key, prop1, prop2):
+def em_full(
+    xl: float,
+    xp: float,
+    eps: float,
+    ix: Any,
+    w: Any,
+    key: np.ndarray,
+    prop1: KernelInt,
+    prop2: KernelInt,
+) -> KernelInt:
     """Exact EM draw over all of P: :func:`em` with an empty domain (same draws, same output, tested).
 
     PointEM, single-point trajectories and ATP's anchor need nothing else, so their kernels compile
@@ -151,9 +181,14 @@ def em_full(xl, xp, eps, ix, w, key, prop1, prop2):
 
 
 @_jit_inline
-def _draw_log_weights(sc_cdf, n, top, key, buf, state):
-    """Inverse-CDF draw of a slot of ``sc_cdf[:n]`` (log-weights, maximum ``top``), the reference's pmf:
-    max-subtracted, normalised. ``sc_cdf`` is overwritten with the CDF."""
+def _draw_log_weights(
+    sc_cdf: np.ndarray, n: KernelInt, top: float, key: np.ndarray, buf: np.ndarray, state: np.ndarray
+) -> KernelInt:
+    """Inverse-CDF draw of a slot of ``sc_cdf[:n]``.
+
+    Inverse-CDF draw of a slot of ``sc_cdf[:n]`` (log-weights, maximum ``top``), the reference's pmf:
+    max-subtracted, normalised. ``sc_cdf`` is overwritten with the CDF.
+    """
     s = 0.0
     for i in range(n):
         s += math.exp(sc_cdf[i] - top)
@@ -164,7 +199,9 @@ def _draw_log_weights(sc_cdf, n, top, key, buf, state):
 
 
 @_jit
-def krr(x, g, lie, key, buf, state):
+def krr(
+    x: KernelInt, g: KernelInt, lie: float, key: np.ndarray, buf: np.ndarray, state: np.ndarray
+) -> KernelInt:
     """k-RR (ALGORITHM §3.1): lie with probability L, then uniform over the g − 1 other values."""
     if stream_uniform(key, buf, state) < lie:
         j = stream_integers(key, buf, state, g - 1)
@@ -175,7 +212,7 @@ def krr(x, g, lie, key, buf, state):
 
 
 @_jit
-def sw_cdf(j, v, b, pw, qw, w):
+def sw_cdf(j: KernelInt, v: float, b: float, pw: float, qw: float, w: float) -> float:
     """Closed-form cumulative mass of buckets 0…j−1 (ALGORITHM §3.3)."""
     ov = j * w - v
     if ov < 0.0:
@@ -186,7 +223,9 @@ def sw_cdf(j, v, b, pw, qw, w):
 
 
 @_jit
-def sw_bucket(v, eps, b, buckets, key, buf, state):
+def sw_bucket(
+    v: float, eps: float, b: float, buckets: int, key: np.ndarray, buf: np.ndarray, state: np.ndarray
+) -> int:
     """Bucketed SW: inverse of the exact bucket-mass CDF (first j with u < F(j+1))."""
     t = math.exp(-eps)
     p = 1.0 / (2.0 * b + t)
@@ -207,7 +246,9 @@ def sw_bucket(v, eps, b, buckets, key, buf, state):
 
 
 @_jit
-def sw_continuous(v, eps, b, key, buf, state):
+def sw_continuous(
+    v: float, eps: float, b: float, key: np.ndarray, buf: np.ndarray, state: np.ndarray
+) -> float:
     """Continuous SW (option C8), the reference's sampler."""
     t = math.exp(-eps)
     if stream_uniform(key, buf, state) < 2.0 * b / (2.0 * b + t):
