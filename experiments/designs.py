@@ -216,8 +216,11 @@ def coarse_answer(trips, zones, ps, stat, pad, eps, seed):
     )
 
 
-def measure(name, seqs, trips, points, zones, eps, args):
-    """Measured answers {design: list of (visits, od)} on the evaluation trajectories."""
+def measure(name, seqs, trips, points, zones, eps, args, lengths=None):
+    """Measured answers {design: list of (visits, od)} on the evaluation trajectories.
+
+    ``lengths``: the length distribution the estimators that need one (``:eb``, the inverse-variance
+    hybrids' ATP RMS) take as public; default the evaluation trajectories' own (the assumed public one)."""
     import geoldp
     from geoldp.planner import DESIGNS as PLANNED
     from geoldp.planner import Simulation
@@ -234,7 +237,7 @@ def measure(name, seqs, trips, points, zones, eps, args):
         vis, _ = PLANNED[d].simulate(sim, "zone_visits")
         od, _ = PLANNED[d].simulate(sim, "od_flows")
         answers[d] = list(zip(vis, od, strict=True))
-    lengths = [len(s) for s in seqs]
+    lengths = [len(s) for s in seqs] if lengths is None else list(lengths)
     for label, (stat, pad, estimator) in REPORTS.items():
         answers[label] = []
         for r in range(REPS):
@@ -263,7 +266,7 @@ def measure(name, seqs, trips, points, zones, eps, args):
         answers["hybrid:atp+report@0.5"].append((blend(rv, tv[r], 0.5), blend(ro, to[r], 0.5)))
     weights = {}
     for label, share in IVW.items():
-        answers[label], weights[label] = ivw_answers(trips, points, zones, z, zp, k, seqs, eps, share)
+        answers[label], weights[label] = ivw_answers(trips, points, zones, z, zp, k, seqs, eps, share, lengths)
     return answers, cover, weights, zp, k, ps
 
 
@@ -279,7 +282,7 @@ def release_counts(traj, z, k):
     return counts_of(np.split(np.arange(zone.shape[0]), cuts), zone, k)
 
 
-def ivw_answers(trips, points, zones, z, zp, k, seqs, eps, share):
+def ivw_answers(trips, points, zones, z, zp, k, seqs, eps, share, lengths=None):
     """Inverse-variance hybrid: one geoldp.hybrid release per repetition and statistic (ATP at ε·(1 − share),
     a report at ε·share: padded visited zones, or the OD pair), combined per cell by
     geoldp.shrinkage.inverse_variance with the report's standard errors and ATP's RMS error simulated by
@@ -289,7 +292,7 @@ def ivw_answers(trips, points, zones, z, zp, k, seqs, eps, share):
     from geoldp.reports import estimate_counts, project_simplex
     from geoldp.shrinkage import inverse_variance
 
-    lengths = [len(s) for s in seqs]
+    lengths = [len(s) for s in seqs] if lengths is None else list(lengths)
     n = len(seqs)
     out = []
     weight = {"zone_visits": [], "od_flows": []}

@@ -218,3 +218,33 @@ def test_the_planner_plans_from_a_pilot_without_private_lengths():
     assert "pilot" in table.attrs["population"] and table["recommended"].sum() == 1
     with pytest.raises(TypeError, match="lengths"):
         geoldp.plan(pts, zones, epsilon=4.0, n=400, rng=0)
+
+
+def test_pilot_lengths_respect_a_public_maximum():
+    pilot = designs.Pilot()
+    pts, trips, zones = _pilot_city(600)
+    est = pilot.estimate(pilot.release(trips, epsilon=1.0, zones=zones, rng=7), zones)
+    drawn = est.draw_lengths(4000, np.random.default_rng(1), maximum=5)
+    assert drawn.min() >= 1 and drawn.max() <= 5
+    free = est.draw_lengths(4000, np.random.default_rng(1))
+    assert free.max() > 5  # without the bound the noisy upper classes are drawn from (ε = 1: noise in all)
+
+
+def test_a_public_maximum_length_bounds_the_recommended_report_and_replaces_the_lengths():
+    # no lengths, no pilot: the public maximum alone plans; a recommended visited-zone report carries it as
+    # its bound on set sizes (a trip of L points visits at most L zones), which narrows its upper ends
+    pts, trips, zones = _pilot_city(2000)
+    table = geoldp.plan(
+        pts, zones, epsilon=8.0, n=20000, max_length=6, rng=0, designs=["report:visited_zone:padded"]
+    )
+    assert table.attrs["max_length"] == 6
+    if table.attrs["beats_baselines"]:
+        assert table.best.max_set_size == 6
+    bounded = designs.ReportDesign("visited_zone", 3, max_set_size=6)
+    plain = designs.ReportDesign("visited_zone", 3)
+    rel = plain.release(trips, epsilon=4.0, zones=zones, rng=2)
+    a, b = bounded.answer(rel, "zone_visits", zones=zones), plain.answer(rel, "zone_visits", zones=zones)
+    assert (a["upper"] <= b["upper"] + 1e-9).all() and (a["upper"] < b["upper"]).any()
+    assert (a["lower"] == b["lower"]).all()
+    with pytest.raises(ValueError, match="max_set_size"):
+        designs.ReportDesign("visited_zone", 3, max_set_size=0)

@@ -73,6 +73,7 @@ The simulated population is not the real one: the planner says what a design can
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -95,6 +96,7 @@ from geoldp._validation import (
 from geoldp.designs import Design, design
 from geoldp.designs.coarse import coarse_zones, spread_counts, spread_matrix
 from geoldp.designs.pilot import PilotEstimate
+from geoldp.designs.report import ReportDesign
 from geoldp.geo import haversine_array_m
 from geoldp.nodata import length_pool, no_data_shapes, uniform_answer, uniform_visits
 from geoldp.questions import Question
@@ -204,7 +206,11 @@ class PlanTable(pd.DataFrame):
         name = self.attrs.get("recommended")
         if name is None or name not in DESIGNS:
             return None
-        return design(name, question=self.attrs.get("question"))
+        out = design(name, question=self.attrs.get("question"))
+        bound = self.attrs.get("max_length")
+        if bound is not None and isinstance(out, ReportDesign) and out.statistic == "visited_zone":
+            out = dataclasses.replace(out, max_set_size=int(bound))  # a trip of L points visits ≤ L zones
+        return out
 
 
 @dataclass(frozen=True)
@@ -558,23 +564,27 @@ def _walks(
     population: str = "spread",
     hubs: int = 10,
     starts: np.ndarray | None = None,
+    step_scale: float = 1.0,
 ) -> list[np.ndarray]:
     """Random walks over P whose steps follow the published displacement law (:data:`_STEP_BETA`).
 
     Each step goes to one of the current point's 8 nearest points or to one of 56 uniform draws from P
-    (which stand for the rest of P), with probability proportional to ``(d + 1.5 km)^-1.75``.
+    (which stand for the rest of P), with probability proportional to ``(d / s + 1.5 km)^-1.75``, ``s`` the
+    ``step_scale`` (1: the published law; below 1, shorter steps: trips that stay near their start).
 
     ``"hubs"``: every walk starts at one of a few random public points (Zipf weights), a concentrated
     population; ``"spread"``: at a uniformly random public point, a population spread like P;
-    ``"mixed"``: half of each.
+    ``"mixed"``: half of each. ``starts`` (one public point per walk, e.g. drawn from a pilot's visited
+    cells) replaces the uniform starts: ``"spread"`` starts there, ``"hubs"`` at a few of them.
     """
     size = ps.size
     nb = _neighbours(ps, _NEAR + 1)[:, 1:] if size > 1 else np.zeros((size, 0), dtype=np.int64)
+    given = starts
     # with a pilot, the walks start where its visited cells say (hubs among those starts), else anywhere in P
-    hub = rng.choice(size, size=min(hubs, size), replace=False) if starts is None else starts[:hubs]
+    hub = rng.choice(size, size=min(hubs, size), replace=False) if given is None else given[:hubs]
     w = 1.0 / np.arange(1, hub.shape[0] + 1)
     starts = hub[rng.choice(hub.shape[0], size=lengths.shape[0], p=w / w.sum())]
-    spread = rng.integers(0, size, size=lengths.shape[0]) if starts is None else starts
+    spread = rng.integers(0, size, size=lengths.shape[0]) if given is None else given
     if population == "spread":
         starts = spread
     elif population == "mixed":
@@ -588,7 +598,7 @@ def _walks(
         cur = walk[:, j - 1]
         cand = np.concatenate([nb[cur], rng.integers(0, size, size=(cur.shape[0], _FAR))], axis=1)
         d = haversine_array_m(lon[cur][:, None], lat[cur][:, None], lon[cand], lat[cand]) / 1000.0
-        wts = np.power(np.asarray(d) + _STEP_R0_KM, -_STEP_BETA)
+        wts = np.power(np.asarray(d) / step_scale + _STEP_R0_KM, -_STEP_BETA)
         wts[:, nb.shape[1] :] *= far_weight
         cdf = np.cumsum(wts, axis=1)
         pick = (cdf < rng.random((cur.shape[0], 1)) * cdf[:, -1:]).sum(axis=1)
@@ -637,6 +647,7 @@ def plan(
     epsilon: float,
     n: int,
     lengths: Any = None,
+    max_length: int | None = None,
     question: str = "zone_visits",
     prior: Any = None,
     pilot: PilotEstimate | None = None,
@@ -660,7 +671,14 @@ def plan(
         The number of users (trajectories) the collection will have.
     lengths : int or list of int, optional
         Trajectory lengths (public or assumed): one length, or a list to draw lengths from. Needed unless
-        ``pilot`` is given (its estimated length classes are drawn from instead).
+        ``pilot`` is given (its estimated length classes are drawn from instead) or ``max_length`` is.
+    max_length : int, optional
+        A **public** maximum number of points of a trajectory (for example the cut a collection app
+        enforces), known without looking at the data. Without ``lengths`` and ``pilot`` the simulated
+        lengths are drawn uniformly from 2 .. ``max_length``; with a ``pilot`` its length classes are
+        drawn from up to ``max_length``. The recommended report design (``best``) then bounds each
+        trajectory's number of visited zones by it (``max_set_size``), which narrows the upper ends of
+        padded intervals (:func:`geoldp.reports.estimate_counts`).
     question : {"zone_visits", "hotspots", "od_flows", "range_counts"}, default "zone_visits"
     prior : GeoDataFrame of LineStrings, optional
         A **public** prior population (for example last year's published data). Its trajectories are
@@ -725,6 +743,10 @@ def plan(
     epsilon = check_release_epsilon(epsilon, caller=caller)
     n = check_count(n, "n", caller=caller, maximum=MAX_PLAN_USERS)
     check_lengths(lengths, caller=caller)
+    if max_length is not None:
+        max_length = check_count(max_length, "max_length", caller=caller, maximum=MAX_PLAN_USERS)
+        if lengths is None and pilot is None:  # the public bound replaces a private length distribution
+            lengths = list(range(min(2, max_length), max_length + 1))
     ps = _frames.as_pointset(points, caller=caller)
     z = check_zones(zones, caller=caller)
     if target_error is not None and not (isinstance(target_error, int | float) and target_error > 0):
@@ -743,8 +765,9 @@ def plan(
     if pilot is not None:
         if prior is not None or not isinstance(pilot, PilotEstimate):
             raise TypeError(f"The 'pilot' of {caller} is a PilotEstimate (Pilot.estimate), without a prior.")
-        populations = {"pilot": _pilot_population(ps, pilot, size, gen, zone_of_point, z.size)}
-        lengths = pilot.draw_lengths(size, np.random.default_rng(pilot.n))  # the baselines' populations
+        populations = _pilot_populations(ps, pilot, size, gen, zone_of_point, z.size, max_length)
+        # the baselines' populations
+        lengths = pilot.draw_lengths(size, np.random.default_rng(pilot.n), maximum=max_length)
     elif lengths is None:
         raise TypeError(f"{caller} needs public or assumed 'lengths', or a private 'pilot' estimate.")
     else:
@@ -782,6 +805,7 @@ def plan(
         else f"random walks ({population})",
         "target_error": first.attrs["target_error"] if target_error is None else float(target_error),
         "recommended": best,
+        "max_length": max_length,
         "beats_baselines": beats,
         "margin": "a design is recommended only when it beats the better baseline on every simulated "
         "population by more than 1.96 standard errors of its simulated error",
@@ -844,29 +868,39 @@ def _populations(
     return {k: _walks(ps, drawn, gen, population=k) for k in kinds}
 
 
-def _pilot_population(
+#: Step scales of the walks fitted to a pilot (:func:`_walks`' ``step_scale``; 1 is the published law).
+_PILOT_STEP_SCALES: tuple[float, ...] = (1.0,)
+#: How many of the best-fitting walk populations a pilot plan is simulated on (more than one: the plan
+#: recommends as ``population="robust"`` does, over those).
+_PILOT_FITS = 1
+
+
+def _pilot_populations(
     ps: Any,
     pilot: PilotEstimate,
     size: int,
     gen: np.random.Generator,
     zone_of_point: np.ndarray,
     n_zones: int,
-) -> list[np.ndarray]:
-    """Random walks fitted to a pilot: its lengths, starts in its visited cells, and of the three kinds of
-    walk the one whose numbers of distinct zones are closest to the pilot's (L1 between the class shares)."""
+    max_length: int | None = None,
+) -> dict[str, list[np.ndarray]]:
+    """Random walks fitted to a pilot: its lengths, starts in its visited cells, and of the kinds of walk
+    (three start rules × :data:`_PILOT_STEP_SCALES`) the :data:`_PILOT_FITS` whose numbers of distinct zones
+    are closest to the pilot's (L1 between the class shares)."""
     coarse = check_zones(pilot.coarse, caller="geoldp.plan")
     cell_of_point = zone_of_vertices(coarse, np.asarray(ps.lon), np.asarray(ps.lat))
-    lengths = pilot.draw_lengths(size, gen)
+    lengths = pilot.draw_lengths(size, gen, maximum=max_length)
     starts = pilot.draw_starts(cell_of_point, size, gen)
-    best, best_gap = [], math.inf
-    for kind in POPULATIONS[:3]:
-        seqs = _walks(ps, lengths, gen, population=kind, starts=starts)
-        counts = np.array([np.unique(zone_of_point[s][zone_of_point[s] < n_zones]).size for s in seqs])
-        shares = np.bincount(pilot.zone_count_classes(counts), minlength=pilot.zone_count_pmf.shape[0])
-        gap = float(np.abs(shares / max(len(seqs), 1) - pilot.zone_count_pmf).sum())
-        if gap < best_gap:
-            best, best_gap = seqs, gap
-    return best
+    fits = []
+    for scale in _PILOT_STEP_SCALES:
+        for kind in POPULATIONS[:3]:
+            seqs = _walks(ps, lengths, gen, population=kind, starts=starts, step_scale=scale)
+            counts = np.array([np.unique(zone_of_point[s][zone_of_point[s] < n_zones]).size for s in seqs])
+            shares = np.bincount(pilot.zone_count_classes(counts), minlength=pilot.zone_count_pmf.shape[0])
+            gap = float(np.abs(shares / max(len(seqs), 1) - pilot.zone_count_pmf).sum())
+            fits.append((gap, len(fits), f"pilot:{kind}@{scale:g}", seqs))
+    fits.sort(key=lambda f: (f[0], f[1]))
+    return {label: seqs for _, _, label, seqs in fits[: max(1, _PILOT_FITS)]}
 
 
 def trajectory_rms(

@@ -63,12 +63,39 @@ class PilotEstimate:
     n: int
     coarse: Any = field(repr=False)
 
-    def draw_lengths(self, size: int, rng: np.random.Generator) -> np.ndarray:
-        """Lengths drawn from the estimated classes, uniform within a class (the last: up to 2× its edge)."""
+    def draw_lengths(self, size: int, rng: np.random.Generator, *, maximum: int | None = None) -> np.ndarray:
+        """Lengths drawn from the estimated classes, uniform within a class (the last: up to 2× its edge).
+
+        Parameters
+        ----------
+        size : int
+            How many lengths to draw.
+        rng : numpy.random.Generator
+            Simulation randomness (public).
+        maximum : int, optional
+            A public maximum length: the classes above it are left out (their share goes to the others)
+            and a class reaching past it is drawn up to it.
+
+        Returns
+        -------
+        numpy.ndarray
+            ``size`` int64 lengths, each at least 1.
+        """
         edges = np.asarray(self.length_edges, dtype=np.int64)
         lo = np.concatenate([[1], edges])
         hi = np.concatenate([edges, [2 * edges[-1]]])
-        cls = rng.choice(lo.shape[0], size=size, p=self.length_pmf)
+        pmf = np.asarray(self.length_pmf, dtype=np.float64)
+        if maximum is not None:
+            hi = np.minimum(hi, int(maximum) + 1)
+            pmf = np.where(lo <= int(maximum), pmf, 0.0)
+            lo = np.minimum(lo, int(maximum))
+            hi = np.maximum(hi, lo + 1)
+            pmf = (
+                pmf / pmf.sum()
+                if pmf.sum() > 0
+                else np.where(lo <= int(maximum), 1.0, 0.0) / (lo <= int(maximum)).sum()
+            )
+        cls = rng.choice(lo.shape[0], size=size, p=pmf)
         return rng.integers(lo[cls], hi[cls]).astype(np.int64)
 
     def zone_count_classes(self, counts: np.ndarray) -> np.ndarray:
