@@ -266,7 +266,9 @@ def measure(name, seqs, trips, points, zones, eps, args, lengths=None):
         answers["hybrid:atp+report@0.5"].append((blend(rv, tv[r], 0.5), blend(ro, to[r], 0.5)))
     weights = {}
     for label, share in IVW.items():
-        answers[label], weights[label] = ivw_answers(trips, points, zones, z, zp, k, seqs, eps, share, lengths)
+        answers[label], weights[label] = ivw_answers(
+            trips, points, zones, z, zp, k, seqs, eps, share, lengths
+        )
     return answers, cover, weights, zp, k, ps
 
 

@@ -444,11 +444,12 @@ def _targets(jd: pd.DataFrame, checks: pd.DataFrame, args) -> list[str]:
         lines += [
             f"Planner `{variant}`. Per data set (a setting is one ε and one question): picks within 10 %",
             "of the best realised row (designs and baselines), predicted error within [0.67, 1.5] of the",
-            "realised one, picks realised above twice the better baseline, and the realised error inside the plan's",
-            "interval (`error_low`, `error_high`).",
+            "realised one, picks realised above twice the better baseline, and the realised error inside",
+            "the plan's interval (`error_low`, `error_high`).",
             "",
             "| mode | data set | settings | pick within 10 % (≥ 85 %) "
-            "| predicted within [0.67, 1.5] (≥ 90 %) | realised > 2 × better baseline (0) | realised inside the predicted interval |",
+            "| predicted within [0.67, 1.5] (≥ 90 %) | realised > 2 × better baseline (0) "
+            "| realised inside the predicted interval |",
             "|---|---|---|---|---|---|---|",
         ]
         for mode, jm in jv.groupby("mode", sort=False):
