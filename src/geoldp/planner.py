@@ -157,15 +157,22 @@ class Simulation:
     epsilon: float
     rng: np.random.Generator
     zones: Any = None  # the checked public zones (for designs whose output is not on P, e.g. LDPTrace)
+    #: Results that depend on the trajectories and the zones but not on n (shared by the simulations of
+    #: other sizes made from this one, e.g. for ``users_needed``); keyed with the ids of the objects they
+    #: were computed from, which each entry keeps alive.
+    cache: dict[Any, Any] = dataclasses.field(default_factory=dict, repr=False, compare=False)
+
+    def cached(self, name: Any, compute: Callable[[], Any], *parts: Any) -> Any:
+        """``compute()`` once per (``name``, these trajectories, zones of P and ``parts`` objects)."""
+        key = (name, id(self.seqs), id(self.zone_of_point), *(id(p) for p in parts))
+        hit = self.cache.get(key)
+        if hit is None:
+            hit = self.cache[key] = (compute(), self.seqs, self.zone_of_point, parts)
+        return hit[0]
 
     def visits(self, seqs: list[np.ndarray]) -> np.ndarray:
         """Trajectories visiting each zone (outside excluded)."""
-        k = self.n_zones
-        out = np.zeros(k, dtype=np.float64)
-        for s in seqs:
-            z = np.unique(self.zone_of_point[s])
-            out[z[z < k]] += 1
-        return out
+        return self.visits_of_zones([self.zone_of_point[s] for s in seqs])
 
     def od(self, seqs: list[np.ndarray]) -> np.ndarray:
         """OD counts over zone pairs (``k × k`` flattened; an endpoint outside is left out)."""
@@ -174,11 +181,13 @@ class Simulation:
     def visits_of_zones(self, zone_seqs: list[np.ndarray]) -> np.ndarray:
         """Trajectories visiting each zone, from each trajectory's sequence of zone positions."""
         k = self.n_zones
-        out = np.zeros(k, dtype=np.float64)
-        for z in zone_seqs:
-            u = np.unique(z)
-            out[u[u < k]] += 1
-        return out
+        if not zone_seqs:
+            return np.zeros(k, dtype=np.float64)
+        zone = np.concatenate(zone_seqs).astype(np.int64)
+        row = np.repeat(np.arange(len(zone_seqs), dtype=np.int64), [z.shape[0] for z in zone_seqs])
+        pairs = np.unique(row * (k + 1) + zone)  # each (trajectory, zone) once
+        zone = pairs % (k + 1)
+        return np.bincount(zone[zone < k], minlength=k).astype(np.float64)
 
     def od_of_zones(self, zone_seqs: list[np.ndarray]) -> np.ndarray:
         """OD counts over zone pairs from each trajectory's sequence of zone positions."""
@@ -282,14 +291,19 @@ def _continuous_design(mechanism: str) -> DesignSpec:
 def _report_frequencies(sim: Simulation, des: rrel.Design) -> np.ndarray:
     """Expected number of reports of each domain value (sampling probabilities summed over users)."""
     k = sim.n_zones + 1
-    f = np.zeros(des.d, dtype=np.float64)
-    for s in sim.seqs:
-        z = sim.zone_of_point[s]
-        items = np.unique(z) if des.statistic == "visited_zone" else np.array([z[0] * k + z[-1]])
-        m = max(items.shape[0], des.pad_length)
-        f[items] += 1.0 / m
-        if m > items.shape[0]:
-            f[des.base : des.base + m - items.shape[0]] += 1.0 / m
+
+    def per_trajectory() -> np.ndarray:
+        f = np.zeros(des.d, dtype=np.float64)
+        for s in sim.seqs:
+            z = sim.zone_of_point[s]
+            items = np.unique(z) if des.statistic == "visited_zone" else np.array([z[0] * k + z[-1]])
+            m = max(items.shape[0], des.pad_length)
+            f[items] += 1.0 / m
+            if m > items.shape[0]:
+                f[des.base : des.base + m - items.shape[0]] += 1.0 / m
+        return f
+
+    f = sim.cached(("frequencies", des.statistic, des.pad_length, des.d, des.base), per_trajectory)
     return f * (sim.n / len(sim.seqs))
 
 
@@ -339,10 +353,14 @@ def _coarse_report_design(statistic: str, pad: int) -> DesignSpec:
     def simulate(sim: Simulation, question: str) -> tuple[list[np.ndarray], np.ndarray | None]:
         if sim.zones is None:
             raise ValueError("A coarse-to-fine design needs the simulation's zones.")
-        coarse = check_zones(coarse_zones(sim.zones.series), caller="geoldp.plan")
-        zc = zone_of_vertices(coarse, np.asarray(sim.ps.lon), np.asarray(sim.ps.lat))
-        matrix = spread_matrix(sim.zone_of_point, zc, sim.n_zones, coarse.size)
-        csim = Simulation(sim.ps, zc, coarse.size, sim.seqs, sim.n, sim.epsilon, sim.rng, coarse)
+
+        def coarse_grid() -> tuple[Any, np.ndarray, Any]:
+            coarse = check_zones(coarse_zones(sim.zones.series), caller="geoldp.plan")
+            zc = zone_of_vertices(coarse, np.asarray(sim.ps.lon), np.asarray(sim.ps.lat))
+            return coarse, zc, spread_matrix(sim.zone_of_point, zc, sim.n_zones, coarse.size)
+
+        coarse, zc, matrix = sim.cached("coarse", coarse_grid, sim.zones)
+        csim = Simulation(sim.ps, zc, coarse.size, sim.seqs, sim.n, sim.epsilon, sim.rng, coarse, sim.cache)
         ests, _ = _report_answers(csim, statistic, pad, sim.epsilon, estimator="shrunk")
         # biased by the spreading: no interval is claimed
         return [spread_counts(e, matrix, od=statistic == "od") for e in ests], None
@@ -408,7 +426,8 @@ def _ivw_hybrid_design(mechanism: str, report_share: float) -> DesignSpec:
 
 def _truth(sim: Simulation, question: str) -> np.ndarray:
     """The simulated population's exact answer at the scale of ``sim.n`` users."""
-    counts = sim.od(sim.seqs) if _needs(question) == "od" else sim.visits(sim.seqs)
+    od = _needs(question) == "od"
+    counts = sim.cached(("truth", od), lambda: sim.od(sim.seqs) if od else sim.visits(sim.seqs))
     return counts * (sim.n / len(sim.seqs))
 
 
@@ -1052,7 +1071,7 @@ def _users_needed(
     for factor in (2.0**e for e in range(-6, 13)):
         m = max(1, int(round(sim.n * factor)))
         trial = Simulation(
-            sim.ps, sim.zone_of_point, sim.n_zones, sim.seqs, m, sim.epsilon, sim.rng, sim.zones
+            sim.ps, sim.zone_of_point, sim.n_zones, sim.seqs, m, sim.epsilon, sim.rng, sim.zones, sim.cache
         )
         truth = _truth(trial, question)
         ests, _ = spec.simulate(trial, question)
