@@ -18,8 +18,6 @@ import argparse
 import time
 import warnings
 
-import numpy as np
-
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
