@@ -465,6 +465,10 @@ def write_markdown(df: pd.DataFrame, path: Path, command: str, seconds: float) -
     lines = [
         "# Collection designs side by side, and how well the planner picks",
         "",
+        "In sample (the planner's inputs come from the data sets it is judged on). The same judged out of",
+        "sample, without a prior, through a private pilot whose users' ε is counted: [Out of sample: the",
+        "planner with a private pilot](designs_oos.md).",
+        "",
         "What was measured: for each data set and ε (per trajectory), the error of each design's answer",
         "to four questions against the exact answer of the evaluation trajectories (lower is better):",
         "**zone visits** (L1 distance of the normalised distinct-visit distribution over the zones, 0 to",
