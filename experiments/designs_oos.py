@@ -96,6 +96,12 @@ VARIANTS = {
     "fix": {"_PILOT_STEP_SCALES": (1.0,), "_PILOT_FITS": 1},
     "scales": {"_PILOT_STEP_SCALES": (0.1, 0.3, 1.0), "_PILOT_FITS": 1},
     "scales-top3": {"_PILOT_STEP_SCALES": (0.1, 0.3, 1.0), "_PILOT_FITS": 3},
+    "shrunk-cells": {"_PILOT_STEP_SCALES": (1.0,), "_PILOT_FITS": 1, "_PILOT_SHRINK_CELLS": True},
+    "scales+shrunk-cells": {
+        "_PILOT_STEP_SCALES": (0.1, 0.3, 1.0),
+        "_PILOT_FITS": 1,
+        "_PILOT_SHRINK_CELLS": True,
+    },
 }
 #: Report designs with an interval: (statistic, ℓ)
 CHECKED = {

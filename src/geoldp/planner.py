@@ -892,6 +892,10 @@ _PILOT_STEP_SCALES: tuple[float, ...] = (1.0,)
 #: How many of the best-fitting walk populations a pilot plan is simulated on (more than one: the plan
 #: recommends as ``population="robust"`` does, over those).
 _PILOT_FITS = 1
+#: Shrink the pilot's visited-cell shares toward P's shares of the cells by their noise (positive-part
+#: James–Stein, :func:`shrink_to_baseline`) before the walks start in them: a noisy pilot (small, or at a
+#: small ε) then starts them where P is, a precise one where its users went.
+_PILOT_SHRINK_CELLS = False
 
 
 def _pilot_populations(
@@ -909,6 +913,11 @@ def _pilot_populations(
     coarse = check_zones(pilot.coarse, caller="geoldp.plan")
     cell_of_point = zone_of_vertices(coarse, np.asarray(ps.lon), np.asarray(ps.lat))
     lengths = pilot.draw_lengths(size, gen, maximum=max_length)
+    if _PILOT_SHRINK_CELLS and pilot.cell_std_error is not None and pilot.n > 0:
+        k = pilot.cell_pmf.shape[0]
+        p_shares = np.bincount(cell_of_point, minlength=k)[:k].astype(np.float64)
+        shrunk = shrink_to_baseline(pilot.cell_pmf * pilot.n, pilot.cell_std_error * pilot.n, p_shares)
+        pilot = dataclasses.replace(pilot, cell_pmf=shrunk / max(shrunk.sum(), 1e-300))
     starts = pilot.draw_starts(cell_of_point, size, gen)
     fits = []
     for scale in _PILOT_STEP_SCALES:

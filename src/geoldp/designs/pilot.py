@@ -53,6 +53,9 @@ class PilotEstimate:
         The number of pilot reports.
     coarse : GeoDataFrame
         The coarse public grid the cells are of.
+    cell_std_error : ndarray, optional
+        The standard error of each share of ``cell_pmf`` before its projection (k-RR's variance at the
+        estimate): how much of the estimated spread of visited cells is noise.
     """
 
     length_edges: tuple[int, ...]
@@ -62,6 +65,7 @@ class PilotEstimate:
     cell_pmf: np.ndarray
     n: int
     coarse: Any = field(repr=False)
+    cell_std_error: np.ndarray | None = field(default=None, repr=False)
 
     def draw_lengths(self, size: int, rng: np.random.Generator, *, maximum: int | None = None) -> np.ndarray:
         """Lengths drawn from the estimated classes, uniform within a class (the last: up to 2× its edge).
@@ -262,11 +266,17 @@ class Pilot:
         coarse = coarse_zones(z.series)
         sizes = (len(self.length_edges) + 1, len(self.zone_edges) + 1, int(led["coarse_cells"]) + 1)
         n = len(reports)
-        pmfs = []
+        pmfs, ses = [], []
         for col, k in zip(COLUMNS, sizes, strict=True):
             counts = np.bincount(reports[col].to_numpy(np.int64), minlength=k).astype(np.float64)
             p, q, _ = krr_constants(k, float(led["split"][col]))
             unbiased = (counts - n * q) / (p - q)
             pmf = project_simplex(unbiased, float(n)) / n if n else np.full(k, 1.0 / k)
             pmfs.append(pmf)
-        return PilotEstimate(self.length_edges, self.zone_edges, pmfs[0], pmfs[1], pmfs[2], n, coarse)
+            # k-RR's variance of a debiased count c: (n q (1 − q) + c (p − q)(1 − p − q)) / (p − q)²
+            c = np.clip(unbiased, 0.0, float(n))
+            var = (n * q * (1.0 - q) + c * (p - q) * (1.0 - p - q)) / (p - q) ** 2
+            ses.append(np.sqrt(var) / max(n, 1))
+        return PilotEstimate(
+            self.length_edges, self.zone_edges, pmfs[0], pmfs[1], pmfs[2], n, coarse, cell_std_error=ses[2]
+        )
