@@ -624,45 +624,50 @@ def _how(args, seconds: float | None) -> list[str]:
 
 def reproducible_check(args) -> None:
     """Run ``geoldp estimate`` twice without a seed on one seeded ATP release; compare every layer."""
+    import os
     import subprocess
     import tempfile
 
     import geopandas as gpd
 
-    import geoldp
-
     points, zones, seqs, trips = evaluation_set(args.data, "cps_atp", 400)
+    env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
+
+    def geoldp_cli(*argv: str) -> None:
+        subprocess.run([sys.executable, "-m", "geoldp", *argv], check=True, capture_output=True, env=env)
+
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
-        P = geoldp.PointSet(points.lon.to_numpy(), points.lat.to_numpy())
-        out = trips.ldp.perturb(geoldp.ATP(epsilon=4.0, points=P), rng=SEED)
-        rel = tmp / "release.geojson"
-        out.ldp.to_geojson(rel) if hasattr(out.ldp, "to_geojson") else out.to_file(rel, driver="GeoJSON")
-        pts = tmp / "points.geojson"
-        points.to_file(pts, driver="GeoJSON")
+        trips.to_file(tmp / "trips.gpkg")
+        points[["geometry"]].to_file(tmp / "points.gpkg")
+        # one seeded ATP release (experiments only), then two unseeded estimates of it
+        rel = tmp / "release.gpkg"
+        geoldp_cli(
+            "perturb",
+            str(tmp / "trips.gpkg"),
+            "--points",
+            str(tmp / "points.gpkg"),
+            "--epsilon",
+            "4",
+            "--seed",
+            str(SEED),
+            "-o",
+            str(rel),
+        )
         outs = []
         for i in range(2):
             target = tmp / f"est{i}.gpkg"
-            cmd = [
-                sys.executable,
-                "-m",
-                "geoldp",
+            geoldp_cli(
                 "estimate",
                 str(rel),
                 "--points",
-                str(pts),
+                str(tmp / "points.gpkg"),
                 "-o",
                 str(target),
                 "--n-boot",
                 "50",
                 "--n-candidates",
                 "300",
-            ]
-            subprocess.run(
-                cmd,
-                check=True,
-                capture_output=True,
-                env={**__import__("os").environ, "PYTHONPATH": str(REPO / "src")},
             )
             outs.append(target)
         import pyogrio

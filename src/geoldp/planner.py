@@ -919,7 +919,7 @@ def _pilot_populations(
         shrunk = shrink_to_baseline(pilot.cell_pmf * pilot.n, pilot.cell_std_error * pilot.n, p_shares)
         pilot = dataclasses.replace(pilot, cell_pmf=shrunk / max(shrunk.sum(), 1e-300))
     starts = pilot.draw_starts(cell_of_point, size, gen)
-    fits = []
+    fits: list[tuple[float, int, str, list[np.ndarray]]] = []
     for scale in _PILOT_STEP_SCALES:
         for kind in POPULATIONS[:3]:
             seqs = _walks(ps, lengths, gen, population=kind, starts=starts, step_scale=scale)
