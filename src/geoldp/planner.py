@@ -898,6 +898,17 @@ _PILOT_FITS = 1
 _PILOT_SHRINK_CELLS = False
 
 
+def _shrunk_cells(pilot: PilotEstimate, cell_of_point: np.ndarray) -> PilotEstimate:
+    """The pilot with its visited-cell shares shrunk toward P's shares of the cells by their noise
+    (:func:`shrink_to_baseline`: P's shares for a pilot that is all noise, its own for a precise one)."""
+    if pilot.cell_std_error is None or pilot.n <= 0:
+        return pilot
+    k = pilot.cell_pmf.shape[0]
+    p_shares = np.bincount(cell_of_point, minlength=k)[:k].astype(np.float64)
+    shrunk = shrink_to_baseline(pilot.cell_pmf * pilot.n, pilot.cell_std_error * pilot.n, p_shares)
+    return dataclasses.replace(pilot, cell_pmf=shrunk / max(float(shrunk.sum()), 1e-300))
+
+
 def _pilot_populations(
     ps: Any,
     pilot: PilotEstimate,
@@ -913,11 +924,8 @@ def _pilot_populations(
     coarse = check_zones(pilot.coarse, caller="geoldp.plan")
     cell_of_point = zone_of_vertices(coarse, np.asarray(ps.lon), np.asarray(ps.lat))
     lengths = pilot.draw_lengths(size, gen, maximum=max_length)
-    if _PILOT_SHRINK_CELLS and pilot.cell_std_error is not None and pilot.n > 0:
-        k = pilot.cell_pmf.shape[0]
-        p_shares = np.bincount(cell_of_point, minlength=k)[:k].astype(np.float64)
-        shrunk = shrink_to_baseline(pilot.cell_pmf * pilot.n, pilot.cell_std_error * pilot.n, p_shares)
-        pilot = dataclasses.replace(pilot, cell_pmf=shrunk / max(shrunk.sum(), 1e-300))
+    if _PILOT_SHRINK_CELLS:
+        pilot = _shrunk_cells(pilot, cell_of_point)
     starts = pilot.draw_starts(cell_of_point, size, gen)
     fits: list[tuple[float, int, str, list[np.ndarray]]] = []
     for scale in _PILOT_STEP_SCALES:
