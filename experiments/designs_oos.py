@@ -46,8 +46,10 @@ only, and is judged here leave-one-out (see ``docs/results/designs_oos.md``).
 Stages (each writes into ``--out``, default docs/results): ``measure`` → ``designs_oos_measured.csv`` (each
 design's realised error per setting) and ``designs_oos_checks.csv`` (interval consistency and coverage);
 ``hybrid-checks`` → ``designs_oos_checks_hybrid.csv`` (the same for the inverse-variance hybrids'
-answer tables, :class:`geoldp.designs` as ``geoldp collect`` runs them); ``plan`` → ``designs_oos_plans.csv`` (each planner mode's pick, predicted error and interval);
-``report`` → ``designs_oos.md``. ``all`` runs the three. Seeded (experiments only). Exits 0 with a message
+answer tables, :mod:`geoldp.designs` as ``geoldp collect`` runs them); ``plan`` →
+``designs_oos_plans.csv`` (each planner mode's pick, predicted error and interval); ``reproducible`` →
+``designs_oos_reproducible.json`` (two unseeded ``geoldp estimate`` runs compared); ``report`` →
+``designs_oos.md``. ``all`` runs them all. Seeded (experiments only). Exits 0 with a message
 when the data directory is absent.
 
 Usage::
