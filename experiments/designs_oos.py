@@ -685,9 +685,29 @@ def _how(args, seconds: float | None) -> list[str]:
         "",
         *doc[2:],
         "",
-        f"Command: `nice -n 10 python experiments/designs_oos.py all` (max {args.max_traj} trajectories per"
-        f" data set){'' if seconds is None else f', run time {seconds:.0f} s'}. Machine: {model},"
-        f" {os.cpu_count()} cores shared with other jobs, Python {platform.python_version()}.",
+        "Commands (at most 2000 trajectories per data set; the stages were run side by side, in the"
+        " background, on a machine shared with other jobs):",
+        "",
+        "```console",
+        "nice -n 10 python experiments/designs_oos.py measure",
+        "nice -n 10 python experiments/designs_oos.py hybrid-checks --eps 4",
+        "for v in fix scales shrunk-cells; do",
+        "  nice -n 10 python experiments/designs_oos.py plan --modes pilot --variant $v",
+        "done",
+        "nice -n 10 python experiments/designs_oos.py plan --modes 'no prior (public bound)' --variant fix",
+        "nice -n 10 python experiments/designs_oos.py reproducible",
+        "python experiments/designs_oos.py report",
+        "```",
+        "",
+        "(`all` runs every stage once with the default variant.) The measured rows of the two",
+        "inverse-variance hybrids took ATP's per-cell RMS (`geoldp.planner.trajectory_rms`) from walks drawn",
+        "by the planner code before the start-rule correction above (all its walks started at a few hubs);",
+        "the planner variants simulate them with the corrected walks. The hybrids' interval check",
+        "(`geoldp.designs`, the corrected code) ran at ε = 4 only, for time."
+        + ("" if seconds is None else f" Run time {seconds:.0f} s."),
+        "",
+        f"Machine: {model}, {os.cpu_count()} cores shared with other jobs (load 4–9 during the runs),"
+        f" Python {platform.python_version()}, numpy {np.__version__}, pandas {pd.__version__}.",
         "",
     ]
 
