@@ -491,7 +491,7 @@ def report_stage(args, seconds: float | None = None) -> None:
         "[Collection designs side by side](designs.md).",
         "",
     ]
-    lines += _leave_one_out(jd)
+    lines += _leave_one_out(jd, checks)
     lines += _targets(jd, checks, args)
     lines += _tables(jd, measured)
     lines += _how(args, seconds)
@@ -504,7 +504,7 @@ def _training(test: str) -> list[str]:
     return [d for d in ATP_SETS if d != test]
 
 
-def _leave_one_out(jd: pd.DataFrame) -> list[str]:
+def _leave_one_out(jd: pd.DataFrame, checks: pd.DataFrame) -> list[str]:
     """The headline: per test set, the planner variant chosen on its training sets (most good picks,
     pilot mode), and a per-question calibration factor of the predicted error (the median realised /
     predicted ratio of the training sets' picks), applied to the test set's predictions."""
@@ -534,6 +534,7 @@ def _leave_one_out(jd: pd.DataFrame) -> list[str]:
         t["chosen"] = chosen
         rows.append(t)
     lo = pd.concat(rows, ignore_index=True)
+    lines += _glance(lo, checks)
     lines += [
         "## Headline: leave one data set out, pilot mode",
         "",
@@ -567,6 +568,36 @@ def _leave_one_out(jd: pd.DataFrame) -> list[str]:
             f"{_share(g['interval_covers'])} | {_share(g['covers_after'])} |"
         )
     lines.append("")
+    return lines
+
+
+def _glance(lo: pd.DataFrame, checks: pd.DataFrame) -> list[str]:
+    """Each target, met or missed, with its out-of-sample figure."""
+
+    def verdict(ok: bool) -> str:
+        return "**met**" if ok else "**missed**"
+
+    good, cal = lo["good"].mean(), lo["calibrated"].mean()
+    over = int(lo["over_2x_baseline"].sum())
+    above = int(checks["projected_above_n"].sum())
+    outside = int(checks["projected_outside_interval"].sum())
+    cov = checks["coverage"]
+    lines = [
+        "## The targets at a glance (pilot mode, leave one data set out, all five test sets)",
+        "",
+        f"- Pick within 10 % of the best realised row in ≥ 85 % of settings: {good:.0%} "
+        f"({int(lo['good'].sum())}/{len(lo)}): {verdict(good >= 0.85)}.",
+        f"- Predicted error within [0.67, 1.5] of the realised one in ≥ 90 %: {cal:.0%} "
+        f"({int(lo['calibrated'].sum())}/{len(lo)}): {verdict(cal >= 0.9)}.",
+        f"- Never a pick realised above 2 × the better no-data baseline: {over} of {len(lo)} picks: "
+        f"{verdict(over == 0)}.",
+        f"- 0 cells with `projected` > n and 0 with the estimate outside its own interval: {above} and "
+        f"{outside} of {int(checks['cells'].sum())} cells ({len(checks)} answer tables): "
+        f"{verdict(above == 0 and outside == 0)}.",
+        f"- Coverage ≥ 90 % of every interval, of the quantity its question names: {int((cov >= 0.9).sum())}"
+        f"/{len(cov)} tables (lowest {cov.min():.3f}): {verdict(bool((cov >= 0.9).all()))}.",
+        "",
+    ]
     return lines
 
 
