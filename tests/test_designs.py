@@ -271,3 +271,17 @@ def test_the_pilots_cell_shares_shrink_toward_p_by_their_noise():
             np.testing.assert_allclose(shrunk, p_shares, atol=1e-9)
         else:
             assert np.abs(shrunk - est.cell_pmf).sum() < 0.05 < np.abs(est.cell_pmf - p_shares).sum()
+
+
+@pytest.mark.parametrize("question", ["zone_visits", "od_flows"])
+def test_the_inverse_variance_hybrid_answers_inside_its_own_clipped_interval(question):
+    # counts lie in [0, n]: the combined interval is clipped to it (it still covers the count) and the
+    # answer stays inside its own interval; the unclipped combination is kept in `raw`
+    pts, trips, zones = _pilot_city(300)
+    d = designs.design("hybrid:atp+report:ivw@0.5", question=question)
+    with pytest.warns(geoldp.GeoLDPWarning, match="will not be told from no data"):  # small on purpose
+        _, ans = d.collect(trips, question, epsilon=2.0, points=pts, zones=zones, rng=4)
+    n = len(trips)
+    lo, hi, est = ans["lower"].to_numpy(), ans["upper"].to_numpy(), ans["estimate"].to_numpy()
+    assert (lo >= 0).all() and (hi <= n).all() and (lo <= est).all() and (est <= hi).all()
+    assert (ans["raw"] < 0).any()  # at ε = 2 on 300 trips some combined counts come out below 0
