@@ -597,6 +597,15 @@ def _glance(lo: pd.DataFrame, checks: pd.DataFrame) -> list[str]:
         f"- Coverage ≥ 90 % of every interval, of the quantity its question names: {int((cov >= 0.9).sum())}"
         f"/{len(cov)} tables (lowest {cov.min():.3f}): {verdict(bool((cov >= 0.9).all()))}.",
         "",
+        "What this means for a collection without a prior: the answers a design gives are consistent with",
+        "their own intervals, and those intervals cover; but the planner's choice among designs and its",
+        "predicted error are not yet to be trusted out of sample. Its populations, random walks over P",
+        "fitted to the pilot's three histograms, look more like P than real trips do: designs that lean on",
+        "P (the coarse-to-fine reports, shares-shrunk reports) look better in simulation than they turn",
+        "out, and on check-in data, whose P is the visited places, P's own shares rank the busiest zones",
+        "exactly, which the simulated populations do not show (the hotspot picks above twice the",
+        "baseline). Compare the pick with the baselines in the tables below before spending ε.",
+        "",
     ]
     return lines
 
