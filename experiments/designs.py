@@ -174,13 +174,14 @@ def split_halves(n_traj: int, max_traj: int, rng: np.random.Generator) -> tuple[
 
 def report_answer(trips, points, zones, zp, k, stat, pad, estimator, eps, seed, lengths):
     """(visits or OD counts, interval coverage-ready estimate table) of one real report release."""
+    from geoldp import ledger_of
     from geoldp.nodata import uniform_answer
     from geoldp.reports import estimate_counts, report
     from geoldp.shrinkage import shrink_to_baseline, shrunk_counts
 
     rep = report(trips, zones, statistic=stat, epsilon=eps, pad_length=pad, rng=seed)
     # privacy: every report design is this one release; its ledger's ε is the whole budget
-    assert abs(rep.attrs["geoldp"]["ledger"]["max_total_epsilon"] - eps) < 1e-12
+    assert abs(ledger_of(rep).settings["ledger"]["max_total_epsilon"] - eps) < 1e-12
     est = estimate_counts(rep, zones)
     unbiased, se = est["estimate"].to_numpy(), est["std_error"].to_numpy()
     if estimator == "shrunk":
@@ -194,7 +195,7 @@ def report_answer(trips, points, zones, zp, k, stat, pad, estimator, eps, seed, 
 
 def coarse_answer(trips, zones, ps, stat, pad, eps, seed):
     """Counts over the asked zones from one real report over the coarse grid (shrunk, then spread)."""
-    from geoldp import designs
+    from geoldp import designs, ledger_of
     from geoldp.nodata import uniform_answer
     from geoldp.reports import estimate_counts, report
     from geoldp.shrinkage import shrink_to_baseline
@@ -205,7 +206,7 @@ def coarse_answer(trips, zones, ps, stat, pad, eps, seed):
     kc = len(coarse)
     rep = report(trips, coarse, statistic=stat, epsilon=eps, pad_length=pad, rng=seed)
     # privacy: the design is this one release; its ledger's ε is the whole budget
-    assert abs(rep.attrs["geoldp"]["ledger"]["max_total_epsilon"] - eps) < 1e-12
+    assert abs(ledger_of(rep).settings["ledger"]["max_total_epsilon"] - eps) < 1e-12
     est = estimate_counts(rep, coarse)
     od = stat == "od"
     value = shrink_to_baseline(
@@ -216,8 +217,11 @@ def coarse_answer(trips, zones, ps, stat, pad, eps, seed):
     )
 
 
-def measure(name, seqs, trips, points, zones, eps, args):
-    """Measured answers {design: list of (visits, od)} on the evaluation trajectories."""
+def measure(name, seqs, trips, points, zones, eps, args, lengths=None):
+    """Measured answers {design: list of (visits, od)} on the evaluation trajectories.
+
+    ``lengths``: the length distribution the estimators that need one (``:eb``, the inverse-variance
+    hybrids' ATP RMS) take as public; default the evaluation trajectories' own (the assumed public one)."""
     import geoldp
     from geoldp.planner import DESIGNS as PLANNED
     from geoldp.planner import Simulation
@@ -234,7 +238,7 @@ def measure(name, seqs, trips, points, zones, eps, args):
         vis, _ = PLANNED[d].simulate(sim, "zone_visits")
         od, _ = PLANNED[d].simulate(sim, "od_flows")
         answers[d] = list(zip(vis, od, strict=True))
-    lengths = [len(s) for s in seqs]
+    lengths = [len(s) for s in seqs] if lengths is None else list(lengths)
     for label, (stat, pad, estimator) in REPORTS.items():
         answers[label] = []
         for r in range(REPS):
@@ -263,7 +267,9 @@ def measure(name, seqs, trips, points, zones, eps, args):
         answers["hybrid:atp+report@0.5"].append((blend(rv, tv[r], 0.5), blend(ro, to[r], 0.5)))
     weights = {}
     for label, share in IVW.items():
-        answers[label], weights[label] = ivw_answers(trips, points, zones, z, zp, k, seqs, eps, share)
+        answers[label], weights[label] = ivw_answers(
+            trips, points, zones, z, zp, k, seqs, eps, share, lengths
+        )
     return answers, cover, weights, zp, k, ps
 
 
@@ -279,17 +285,18 @@ def release_counts(traj, z, k):
     return counts_of(np.split(np.arange(zone.shape[0]), cuts), zone, k)
 
 
-def ivw_answers(trips, points, zones, z, zp, k, seqs, eps, share):
+def ivw_answers(trips, points, zones, z, zp, k, seqs, eps, share, lengths=None):
     """Inverse-variance hybrid: one geoldp.hybrid release per repetition and statistic (ATP at ε·(1 − share),
     a report at ε·share: padded visited zones, or the OD pair), combined per cell by
     geoldp.shrinkage.inverse_variance with the report's standard errors and ATP's RMS error simulated by
     geoldp.planner.trajectory_rms from public inputs (random walks over P, the public lengths)."""
     import geoldp
+    from geoldp import ledger_of
     from geoldp.planner import trajectory_rms
     from geoldp.reports import estimate_counts, project_simplex
     from geoldp.shrinkage import inverse_variance
 
-    lengths = [len(s) for s in seqs]
+    lengths = [len(s) for s in seqs] if lengths is None else list(lengths)
     n = len(seqs)
     out = []
     weight = {"zone_visits": [], "od_flows": []}
@@ -313,9 +320,9 @@ def ivw_answers(trips, points, zones, z, zp, k, seqs, eps, share):
                 report_options={"pad_length": pad},
             )
             # privacy: the design is this one hybrid release; its two parts' ledgers add up to the budget
-            spent = traj.attrs["geoldp"]["ledger"]["max_total_epsilon"]
-            spent += rep.attrs["geoldp"]["ledger"]["max_total_epsilon"]
-            assert abs(spent - eps) < 1e-9 and traj.attrs["geoldp"]["hybrid"]["total_epsilon"] == eps
+            spent = ledger_of(traj).settings["ledger"]["max_total_epsilon"]
+            spent += ledger_of(rep).settings["ledger"]["max_total_epsilon"]
+            assert abs(spent - eps) < 1e-9 and ledger_of(traj).hybrid["total_epsilon"] == eps
             est = estimate_counts(rep, zones)
             counts = release_counts(traj, z, k)[0 if stat == "visited_zone" else 1]
             se = est["std_error"].to_numpy()
@@ -458,6 +465,10 @@ def judge(g: pd.DataFrame, question: str, pick: str) -> dict:
 def write_markdown(df: pd.DataFrame, path: Path, command: str, seconds: float) -> None:
     lines = [
         "# Collection designs side by side, and how well the planner picks",
+        "",
+        "In sample (the planner's inputs come from the data sets it is judged on). The same judged out of",
+        "sample, without a prior, through a private pilot whose users' ε is counted: [Out of sample: the",
+        "planner with a private pilot](designs_oos.md).",
         "",
         "What was measured: for each data set and ε (per trajectory), the error of each design's answer",
         "to four questions against the exact answer of the evaluation trajectories (lower is better):",

@@ -218,3 +218,70 @@ def test_the_planner_plans_from_a_pilot_without_private_lengths():
     assert "pilot" in table.attrs["population"] and table["recommended"].sum() == 1
     with pytest.raises(TypeError, match="lengths"):
         geoldp.plan(pts, zones, epsilon=4.0, n=400, rng=0)
+
+
+def test_pilot_lengths_respect_a_public_maximum():
+    pilot = designs.Pilot()
+    pts, trips, zones = _pilot_city(600)
+    est = pilot.estimate(pilot.release(trips, epsilon=1.0, zones=zones, rng=7), zones)
+    drawn = est.draw_lengths(4000, np.random.default_rng(1), maximum=5)
+    assert drawn.min() >= 1 and drawn.max() <= 5
+    free = est.draw_lengths(4000, np.random.default_rng(1))
+    assert free.max() > 5  # without the bound the noisy upper classes are drawn from (ε = 1: noise in all)
+
+
+def test_a_public_maximum_length_bounds_the_recommended_report_and_replaces_the_lengths():
+    # no lengths, no pilot: the public maximum alone plans; a recommended visited-zone report carries it as
+    # its bound on set sizes (a trip of L points visits at most L zones), which narrows its upper ends
+    pts, trips, zones = _pilot_city(2000)
+    table = geoldp.plan(
+        pts, zones, epsilon=8.0, n=20000, max_length=6, rng=0, designs=["report:visited_zone:padded"]
+    )
+    assert table.attrs["max_length"] == 6
+    if table.attrs["beats_baselines"]:
+        assert table.best.max_set_size == 6
+    bounded = designs.ReportDesign("visited_zone", 3, max_set_size=6)
+    plain = designs.ReportDesign("visited_zone", 3)
+    rel = plain.release(trips, epsilon=4.0, zones=zones, rng=2)
+    a, b = bounded.answer(rel, "zone_visits", zones=zones), plain.answer(rel, "zone_visits", zones=zones)
+    assert (a["upper"] <= b["upper"] + 1e-9).all() and (a["upper"] < b["upper"]).any()
+    assert (a["lower"] == b["lower"]).all()
+    with pytest.raises(ValueError, match="max_set_size"):
+        designs.ReportDesign("visited_zone", 3, max_set_size=0)
+
+
+def test_the_pilots_cell_shares_shrink_toward_p_by_their_noise():
+    # a pilot of 40 reports at ε = 0.05 is noise: its cells are replaced by P's shares of them; one of 3000
+    # reports at ε = 24 is precise: its shares are kept (up to the k-RR noise, ~1/sqrt(3000) per cell)
+    from geoldp import planner
+    from geoldp.zones import check_zones, zone_of_vertices
+
+    pilot = designs.Pilot()
+    pts, trips, zones = _pilot_city(3000)
+    for n_rep, eps, close_to_p in ((40, 0.05, True), (3000, 24.0, False)):
+        est = pilot.estimate(pilot.release(trips.iloc[:n_rep], epsilon=eps, zones=zones, rng=8), zones)
+        assert est.cell_std_error is not None and est.cell_std_error.shape == est.cell_pmf.shape
+        cells = zone_of_vertices(
+            check_zones(est.coarse, caller="test"), pts.geometry.x.to_numpy(), pts.geometry.y.to_numpy()
+        )
+        p_shares = np.bincount(cells, minlength=est.cell_pmf.size)[: est.cell_pmf.size] / len(cells)
+        shrunk = planner._shrunk_cells(est, cells).cell_pmf
+        assert shrunk.sum() == pytest.approx(1.0) and (shrunk >= 0).all()
+        if close_to_p:
+            np.testing.assert_allclose(shrunk, p_shares, atol=1e-9)
+        else:
+            assert np.abs(shrunk - est.cell_pmf).sum() < 0.05 < np.abs(est.cell_pmf - p_shares).sum()
+
+
+@pytest.mark.parametrize("question", ["zone_visits", "od_flows"])
+def test_the_inverse_variance_hybrid_answers_inside_its_own_clipped_interval(question):
+    # counts lie in [0, n]: the combined interval is clipped to it (it still covers the count) and the
+    # answer stays inside its own interval; the unclipped combination is kept in `raw`
+    pts, trips, zones = _pilot_city(300)
+    d = designs.design("hybrid:atp+report:ivw@0.5", question=question)
+    with pytest.warns(geoldp.GeoLDPWarning, match="will not be told from no data"):  # small on purpose
+        _, ans = d.collect(trips, question, epsilon=2.0, points=pts, zones=zones, rng=4)
+    n = len(trips)
+    lo, hi, est = ans["lower"].to_numpy(), ans["upper"].to_numpy(), ans["estimate"].to_numpy()
+    assert (lo >= 0).all() and (hi <= n).all() and (lo <= est).all() and (est <= hi).all()
+    assert (ans["raw"] < 0).any()  # at ε = 2 on 300 trips some combined counts come out below 0

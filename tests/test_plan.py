@@ -416,3 +416,18 @@ def test_uniform_baseline_counts_the_visits_of_trajectories_of_uniform_points():
     share = nodata.uniform_answer(zone_of_point, k, od=False)
     assert np.all(expected > 1.5 * share * lengths.size)  # the one-point answer is far below it
     np.testing.assert_allclose(nodata.uniform_visits(zone_of_point, k, np.ones(10, int)), 10 * share)
+
+
+def test_spread_walks_start_anywhere_and_hub_walks_at_a_few_points():
+    # "spread" draws each start uniformly from P (many distinct starts), "hubs" from at most 10 points;
+    # given starts (a pilot's), "spread" keeps them as they are
+    ps = geoldp.PointSet(PTS[:, 0], PTS[:, 1])
+    lengths = np.full(600, 2)
+    spread = planner._walks(ps, lengths, np.random.default_rng(0), population="spread")
+    hubs = planner._walks(ps, lengths, np.random.default_rng(0), population="hubs")
+    assert len({int(s[0]) for s in hubs}) <= 10
+    # 600 uniform draws from 150 points leave about 150·(1 − e^−4) ≈ 147 distinct; far above 10
+    assert len({int(s[0]) for s in spread}) > 100
+    given = np.arange(600) % 150
+    kept = planner._walks(ps, lengths, np.random.default_rng(0), population="spread", starts=given)
+    assert [int(s[0]) for s in kept] == given.tolist()

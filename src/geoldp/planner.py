@@ -73,6 +73,7 @@ The simulated population is not the real one: the planner says what a design can
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -95,6 +96,7 @@ from geoldp._validation import (
 from geoldp.designs import Design, design
 from geoldp.designs.coarse import coarse_zones, spread_counts, spread_matrix
 from geoldp.designs.pilot import PilotEstimate
+from geoldp.designs.report import ReportDesign
 from geoldp.geo import haversine_array_m
 from geoldp.nodata import length_pool, no_data_shapes, uniform_answer, uniform_visits
 from geoldp.questions import Question
@@ -155,15 +157,22 @@ class Simulation:
     epsilon: float
     rng: np.random.Generator
     zones: Any = None  # the checked public zones (for designs whose output is not on P, e.g. LDPTrace)
+    #: Results that depend on the trajectories and the zones but not on n (shared by the simulations of
+    #: other sizes made from this one, e.g. for ``users_needed``); keyed with the ids of the objects they
+    #: were computed from, which each entry keeps alive.
+    cache: dict[Any, Any] = dataclasses.field(default_factory=dict, repr=False, compare=False)
+
+    def cached(self, name: Any, compute: Callable[[], Any], *parts: Any) -> Any:
+        """``compute()`` once per (``name``, these trajectories, zones of P and ``parts`` objects)."""
+        key = (name, id(self.seqs), id(self.zone_of_point), *(id(p) for p in parts))
+        hit = self.cache.get(key)
+        if hit is None:
+            hit = self.cache[key] = (compute(), self.seqs, self.zone_of_point, parts)
+        return hit[0]
 
     def visits(self, seqs: list[np.ndarray]) -> np.ndarray:
         """Trajectories visiting each zone (outside excluded)."""
-        k = self.n_zones
-        out = np.zeros(k, dtype=np.float64)
-        for s in seqs:
-            z = np.unique(self.zone_of_point[s])
-            out[z[z < k]] += 1
-        return out
+        return self.visits_of_zones([self.zone_of_point[s] for s in seqs])
 
     def od(self, seqs: list[np.ndarray]) -> np.ndarray:
         """OD counts over zone pairs (``k × k`` flattened; an endpoint outside is left out)."""
@@ -172,11 +181,13 @@ class Simulation:
     def visits_of_zones(self, zone_seqs: list[np.ndarray]) -> np.ndarray:
         """Trajectories visiting each zone, from each trajectory's sequence of zone positions."""
         k = self.n_zones
-        out = np.zeros(k, dtype=np.float64)
-        for z in zone_seqs:
-            u = np.unique(z)
-            out[u[u < k]] += 1
-        return out
+        if not zone_seqs:
+            return np.zeros(k, dtype=np.float64)
+        zone = np.concatenate(zone_seqs).astype(np.int64)
+        row = np.repeat(np.arange(len(zone_seqs), dtype=np.int64), [z.shape[0] for z in zone_seqs])
+        pairs = np.unique(row * (k + 1) + zone)  # each (trajectory, zone) once
+        zone = pairs % (k + 1)
+        return np.bincount(zone[zone < k], minlength=k).astype(np.float64)
 
     def od_of_zones(self, zone_seqs: list[np.ndarray]) -> np.ndarray:
         """OD counts over zone pairs from each trajectory's sequence of zone positions."""
@@ -204,7 +215,11 @@ class PlanTable(pd.DataFrame):
         name = self.attrs.get("recommended")
         if name is None or name not in DESIGNS:
             return None
-        return design(name, question=self.attrs.get("question"))
+        out = design(name, question=self.attrs.get("question"))
+        bound = self.attrs.get("max_length")
+        if bound is not None and isinstance(out, ReportDesign) and out.statistic == "visited_zone":
+            out = dataclasses.replace(out, max_set_size=int(bound))  # a trip of L points visits ≤ L zones
+        return out
 
 
 @dataclass(frozen=True)
@@ -276,14 +291,19 @@ def _continuous_design(mechanism: str) -> DesignSpec:
 def _report_frequencies(sim: Simulation, des: rrel.ReportScheme) -> np.ndarray:
     """Expected number of reports of each domain value (sampling probabilities summed over users)."""
     k = sim.n_zones + 1
-    f = np.zeros(des.d, dtype=np.float64)
-    for s in sim.seqs:
-        z = sim.zone_of_point[s]
-        items = np.unique(z) if des.statistic == "visited_zone" else np.array([z[0] * k + z[-1]])
-        m = max(items.shape[0], des.pad_length)
-        f[items] += 1.0 / m
-        if m > items.shape[0]:
-            f[des.base : des.base + m - items.shape[0]] += 1.0 / m
+
+    def per_trajectory() -> np.ndarray:
+        f = np.zeros(des.d, dtype=np.float64)
+        for s in sim.seqs:
+            z = sim.zone_of_point[s]
+            items = np.unique(z) if des.statistic == "visited_zone" else np.array([z[0] * k + z[-1]])
+            m = max(items.shape[0], des.pad_length)
+            f[items] += 1.0 / m
+            if m > items.shape[0]:
+                f[des.base : des.base + m - items.shape[0]] += 1.0 / m
+        return f
+
+    f = sim.cached(("frequencies", des.statistic, des.pad_length, des.d, des.base), per_trajectory)
     return f * (sim.n / len(sim.seqs))
 
 
@@ -333,10 +353,14 @@ def _coarse_report_design(statistic: str, pad: int) -> DesignSpec:
     def simulate(sim: Simulation, question: str) -> tuple[list[np.ndarray], np.ndarray | None]:
         if sim.zones is None:
             raise ValueError("A coarse-to-fine design needs the simulation's zones.")
-        coarse = check_zones(coarse_zones(sim.zones.series), caller="geoldp.plan")
-        zc = zone_of_vertices(coarse, np.asarray(sim.ps.lon), np.asarray(sim.ps.lat))
-        matrix = spread_matrix(sim.zone_of_point, zc, sim.n_zones, coarse.size)
-        csim = Simulation(sim.ps, zc, coarse.size, sim.seqs, sim.n, sim.epsilon, sim.rng, coarse)
+
+        def coarse_grid() -> tuple[Any, np.ndarray, Any]:
+            coarse = check_zones(coarse_zones(sim.zones.series), caller="geoldp.plan")
+            zc = zone_of_vertices(coarse, np.asarray(sim.ps.lon), np.asarray(sim.ps.lat))
+            return coarse, zc, spread_matrix(sim.zone_of_point, zc, sim.n_zones, coarse.size)
+
+        coarse, zc, matrix = sim.cached("coarse", coarse_grid, sim.zones)
+        csim = Simulation(sim.ps, zc, coarse.size, sim.seqs, sim.n, sim.epsilon, sim.rng, coarse, sim.cache)
         ests, _ = _report_answers(csim, statistic, pad, sim.epsilon, estimator="shrunk")
         # biased by the spreading: no interval is claimed
         return [spread_counts(e, matrix, od=statistic == "od") for e in ests], None
@@ -402,7 +426,8 @@ def _ivw_hybrid_design(mechanism: str, report_share: float) -> DesignSpec:
 
 def _truth(sim: Simulation, question: str) -> np.ndarray:
     """The simulated population's exact answer at the scale of ``sim.n`` users."""
-    counts = sim.od(sim.seqs) if _needs(question) == "od" else sim.visits(sim.seqs)
+    od = _needs(question) == "od"
+    counts = sim.cached(("truth", od), lambda: sim.od(sim.seqs) if od else sim.visits(sim.seqs))
     return counts * (sim.n / len(sim.seqs))
 
 
@@ -558,23 +583,27 @@ def _walks(
     population: str = "spread",
     hubs: int = 10,
     starts: np.ndarray | None = None,
+    step_scale: float = 1.0,
 ) -> list[np.ndarray]:
     """Random walks over P whose steps follow the published displacement law (:data:`_STEP_BETA`).
 
     Each step goes to one of the current point's 8 nearest points or to one of 56 uniform draws from P
-    (which stand for the rest of P), with probability proportional to ``(d + 1.5 km)^-1.75``.
+    (which stand for the rest of P), with probability proportional to ``(d / s + 1.5 km)^-1.75``, ``s`` the
+    ``step_scale`` (1: the published law; below 1, shorter steps: trips that stay near their start).
 
     ``"hubs"``: every walk starts at one of a few random public points (Zipf weights), a concentrated
     population; ``"spread"``: at a uniformly random public point, a population spread like P;
-    ``"mixed"``: half of each.
+    ``"mixed"``: half of each. ``starts`` (one public point per walk, e.g. drawn from a pilot's visited
+    cells) replaces the uniform starts: ``"spread"`` starts there, ``"hubs"`` at a few of them.
     """
     size = ps.size
     nb = _neighbours(ps, _NEAR + 1)[:, 1:] if size > 1 else np.zeros((size, 0), dtype=np.int64)
+    given = starts
     # with a pilot, the walks start where its visited cells say (hubs among those starts), else anywhere in P
-    hub = rng.choice(size, size=min(hubs, size), replace=False) if starts is None else starts[:hubs]
+    hub = rng.choice(size, size=min(hubs, size), replace=False) if given is None else given[:hubs]
     w = 1.0 / np.arange(1, hub.shape[0] + 1)
     starts = hub[rng.choice(hub.shape[0], size=lengths.shape[0], p=w / w.sum())]
-    spread = rng.integers(0, size, size=lengths.shape[0]) if starts is None else starts
+    spread = rng.integers(0, size, size=lengths.shape[0]) if given is None else given
     if population == "spread":
         starts = spread
     elif population == "mixed":
@@ -588,7 +617,7 @@ def _walks(
         cur = walk[:, j - 1]
         cand = np.concatenate([nb[cur], rng.integers(0, size, size=(cur.shape[0], _FAR))], axis=1)
         d = haversine_array_m(lon[cur][:, None], lat[cur][:, None], lon[cand], lat[cand]) / 1000.0
-        wts = np.power(np.asarray(d) + _STEP_R0_KM, -_STEP_BETA)
+        wts = np.power(np.asarray(d) / step_scale + _STEP_R0_KM, -_STEP_BETA)
         wts[:, nb.shape[1] :] *= far_weight
         cdf = np.cumsum(wts, axis=1)
         pick = (cdf < rng.random((cur.shape[0], 1)) * cdf[:, -1:]).sum(axis=1)
@@ -637,6 +666,7 @@ def plan(
     epsilon: float,
     n: int,
     lengths: Any = None,
+    max_length: int | None = None,
     question: str = "zone_visits",
     prior: Any = None,
     pilot: PilotEstimate | None = None,
@@ -660,7 +690,14 @@ def plan(
         The number of users (trajectories) the collection will have.
     lengths : int or list of int, optional
         Trajectory lengths (public or assumed): one length, or a list to draw lengths from. Needed unless
-        ``pilot`` is given (its estimated length classes are drawn from instead).
+        ``pilot`` is given (its estimated length classes are drawn from instead) or ``max_length`` is.
+    max_length : int, optional
+        A **public** maximum number of points of a trajectory (for example the cut a collection app
+        enforces), known without looking at the data. Without ``lengths`` and ``pilot`` the simulated
+        lengths are drawn uniformly from 2 .. ``max_length``; with a ``pilot`` its length classes are
+        drawn from up to ``max_length``. The recommended report design (``best``) then bounds each
+        trajectory's number of visited zones by it (``max_set_size``), which narrows the upper ends of
+        padded intervals (:func:`geoldp.reports.estimate_counts`).
     question : {"zone_visits", "hotspots", "od_flows", "range_counts"}, default "zone_visits"
     prior : GeoDataFrame of LineStrings, optional
         A **public** prior population (for example last year's published data). Its trajectories are
@@ -725,6 +762,10 @@ def plan(
     epsilon = check_release_epsilon(epsilon, caller=caller)
     n = check_count(n, "n", caller=caller, maximum=MAX_PLAN_USERS)
     check_lengths(lengths, caller=caller)
+    if max_length is not None:
+        max_length = check_count(max_length, "max_length", caller=caller, maximum=MAX_PLAN_USERS)
+        if lengths is None and pilot is None:  # the public bound replaces a private length distribution
+            lengths = list(range(min(2, max_length), max_length + 1))
     ps = _frames.as_pointset(points, caller=caller)
     z = check_zones(zones, caller=caller)
     if target_error is not None and not (isinstance(target_error, int | float) and target_error > 0):
@@ -743,8 +784,9 @@ def plan(
     if pilot is not None:
         if prior is not None or not isinstance(pilot, PilotEstimate):
             raise TypeError(f"The 'pilot' of {caller} is a PilotEstimate (Pilot.estimate), without a prior.")
-        populations = {"pilot": _pilot_population(ps, pilot, size, gen, zone_of_point, z.size)}
-        lengths = pilot.draw_lengths(size, np.random.default_rng(pilot.n))  # the baselines' populations
+        populations = _pilot_populations(ps, pilot, size, gen, zone_of_point, z.size, max_length)
+        # the baselines' populations
+        lengths = pilot.draw_lengths(size, np.random.default_rng(pilot.n), maximum=max_length)
     elif lengths is None:
         raise TypeError(f"{caller} needs public or assumed 'lengths', or a private 'pilot' estimate.")
     else:
@@ -782,6 +824,7 @@ def plan(
         else f"random walks ({population})",
         "target_error": first.attrs["target_error"] if target_error is None else float(target_error),
         "recommended": best,
+        "max_length": max_length,
         "beats_baselines": beats,
         "margin": "a design is recommended only when it beats the better baseline on every simulated "
         "population by more than 1.96 standard errors of its simulated error",
@@ -844,29 +887,56 @@ def _populations(
     return {k: _walks(ps, drawn, gen, population=k) for k in kinds}
 
 
-def _pilot_population(
+#: Step scales of the walks fitted to a pilot (:func:`_walks`' ``step_scale``; 1 is the published law).
+_PILOT_STEP_SCALES: tuple[float, ...] = (1.0,)
+#: How many of the best-fitting walk populations a pilot plan is simulated on (more than one: the plan
+#: recommends as ``population="robust"`` does, over those).
+_PILOT_FITS = 1
+#: Shrink the pilot's visited-cell shares toward P's shares of the cells by their noise (positive-part
+#: James–Stein, :func:`shrink_to_baseline`) before the walks start in them: a noisy pilot (small, or at a
+#: small ε) then starts them where P is, a precise one where its users went.
+_PILOT_SHRINK_CELLS = False
+
+
+def _shrunk_cells(pilot: PilotEstimate, cell_of_point: np.ndarray) -> PilotEstimate:
+    """The pilot with its visited-cell shares shrunk toward P's shares of the cells by their noise
+    (:func:`shrink_to_baseline`: P's shares for a pilot that is all noise, its own for a precise one)."""
+    if pilot.cell_std_error is None or pilot.n <= 0:
+        return pilot
+    k = pilot.cell_pmf.shape[0]
+    p_shares = np.bincount(cell_of_point, minlength=k)[:k].astype(np.float64)
+    shrunk = shrink_to_baseline(pilot.cell_pmf * pilot.n, pilot.cell_std_error * pilot.n, p_shares)
+    return dataclasses.replace(pilot, cell_pmf=shrunk / max(float(shrunk.sum()), 1e-300))
+
+
+def _pilot_populations(
     ps: Any,
     pilot: PilotEstimate,
     size: int,
     gen: np.random.Generator,
     zone_of_point: np.ndarray,
     n_zones: int,
-) -> list[np.ndarray]:
-    """Random walks fitted to a pilot: its lengths, starts in its visited cells, and of the three kinds of
-    walk the one whose numbers of distinct zones are closest to the pilot's (L1 between the class shares)."""
+    max_length: int | None = None,
+) -> dict[str, list[np.ndarray]]:
+    """Random walks fitted to a pilot: its lengths, starts in its visited cells, and of the kinds of walk
+    (three start rules × :data:`_PILOT_STEP_SCALES`) the :data:`_PILOT_FITS` whose numbers of distinct zones
+    are closest to the pilot's (L1 between the class shares)."""
     coarse = check_zones(pilot.coarse, caller="geoldp.plan")
     cell_of_point = zone_of_vertices(coarse, np.asarray(ps.lon), np.asarray(ps.lat))
-    lengths = pilot.draw_lengths(size, gen)
+    lengths = pilot.draw_lengths(size, gen, maximum=max_length)
+    if _PILOT_SHRINK_CELLS:
+        pilot = _shrunk_cells(pilot, cell_of_point)
     starts = pilot.draw_starts(cell_of_point, size, gen)
-    best, best_gap = [], math.inf
-    for kind in POPULATIONS[:3]:
-        seqs = _walks(ps, lengths, gen, population=kind, starts=starts)
-        counts = np.array([np.unique(zone_of_point[s][zone_of_point[s] < n_zones]).size for s in seqs])
-        shares = np.bincount(pilot.zone_count_classes(counts), minlength=pilot.zone_count_pmf.shape[0])
-        gap = float(np.abs(shares / max(len(seqs), 1) - pilot.zone_count_pmf).sum())
-        if gap < best_gap:
-            best, best_gap = seqs, gap
-    return best
+    fits: list[tuple[float, int, str, list[np.ndarray]]] = []
+    for scale in _PILOT_STEP_SCALES:
+        for kind in POPULATIONS[:3]:
+            seqs = _walks(ps, lengths, gen, population=kind, starts=starts, step_scale=scale)
+            counts = np.array([np.unique(zone_of_point[s][zone_of_point[s] < n_zones]).size for s in seqs])
+            shares = np.bincount(pilot.zone_count_classes(counts), minlength=pilot.zone_count_pmf.shape[0])
+            gap = float(np.abs(shares / max(len(seqs), 1) - pilot.zone_count_pmf).sum())
+            fits.append((gap, len(fits), f"pilot:{kind}@{scale:g}", seqs))
+    fits.sort(key=lambda f: (f[0], f[1]))
+    return {label: seqs for _, _, label, seqs in fits[: max(1, _PILOT_FITS)]}
 
 
 def trajectory_rms(
@@ -1018,7 +1088,7 @@ def _users_needed(
     for factor in (2.0**e for e in range(-6, 13)):
         m = max(1, int(round(sim.n * factor)))
         trial = Simulation(
-            sim.ps, sim.zone_of_point, sim.n_zones, sim.seqs, m, sim.epsilon, sim.rng, sim.zones
+            sim.ps, sim.zone_of_point, sim.n_zones, sim.seqs, m, sim.epsilon, sim.rng, sim.zones, sim.cache
         )
         truth = _truth(trial, question)
         ests, _ = spec.simulate(trial, question)

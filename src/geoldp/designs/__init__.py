@@ -55,7 +55,7 @@ def design(name: Any, *, question: Any = None) -> Design:
     Examples
     --------
     >>> design("report:visited_zone:padded:eb")
-    ReportDesign(statistic='visited_zone', pad_length=3, estimator='eb', coarse=False)
+    ReportDesign(statistic='visited_zone', pad_length=3, estimator='eb', coarse=False, max_set_size=None)
     >>> design("report:visited_zone:padded:eb").name
     'report:visited_zone:padded:eb'
     """

@@ -54,6 +54,9 @@ class PilotEstimate:
         The number of pilot reports.
     coarse : GeoDataFrame
         The coarse public grid the cells are of.
+    cell_std_error : ndarray, optional
+        The standard error of each share of ``cell_pmf`` before its projection (k-RR's variance at the
+        estimate): how much of the estimated spread of visited cells is noise.
     """
 
     length_edges: tuple[int, ...]
@@ -63,13 +66,41 @@ class PilotEstimate:
     cell_pmf: np.ndarray
     n: int
     coarse: Any = field(repr=False)
+    cell_std_error: np.ndarray | None = field(default=None, repr=False)
 
-    def draw_lengths(self, size: int, rng: np.random.Generator) -> np.ndarray:
-        """Lengths drawn from the estimated classes, uniform within a class (the last: up to 2× its edge)."""
+    def draw_lengths(self, size: int, rng: np.random.Generator, *, maximum: int | None = None) -> np.ndarray:
+        """Lengths drawn from the estimated classes, uniform within a class (the last: up to 2× its edge).
+
+        Parameters
+        ----------
+        size : int
+            How many lengths to draw.
+        rng : numpy.random.Generator
+            Simulation randomness (public).
+        maximum : int, optional
+            A public maximum length: the classes above it are left out (their share goes to the others)
+            and a class reaching past it is drawn up to it.
+
+        Returns
+        -------
+        numpy.ndarray
+            ``size`` int64 lengths, each at least 1.
+        """
         edges = np.asarray(self.length_edges, dtype=np.int64)
         lo = np.concatenate([[1], edges])
         hi = np.concatenate([edges, [2 * edges[-1]]])
-        cls = rng.choice(lo.shape[0], size=size, p=self.length_pmf)
+        pmf = np.asarray(self.length_pmf, dtype=np.float64)
+        if maximum is not None:
+            hi = np.minimum(hi, int(maximum) + 1)
+            pmf = np.where(lo <= int(maximum), pmf, 0.0)
+            lo = np.minimum(lo, int(maximum))
+            hi = np.maximum(hi, lo + 1)
+            pmf = (
+                pmf / pmf.sum()
+                if pmf.sum() > 0
+                else np.where(lo <= int(maximum), 1.0, 0.0) / (lo <= int(maximum)).sum()
+            )
+        cls = rng.choice(lo.shape[0], size=size, p=pmf)
         return rng.integers(lo[cls], hi[cls]).astype(np.int64)
 
     def zone_count_classes(self, counts: np.ndarray) -> np.ndarray:
@@ -235,11 +266,17 @@ class Pilot:
         coarse = coarse_zones(z.series)
         sizes = (len(self.length_edges) + 1, len(self.zone_edges) + 1, int(led["coarse_cells"]) + 1)
         n = len(reports)
-        pmfs = []
+        pmfs, ses = [], []
         for col, k in zip(COLUMNS, sizes, strict=True):
             counts = np.bincount(reports[col].to_numpy(np.int64), minlength=k).astype(np.float64)
             p, q, _ = krr_constants(k, float(led["split"][col]))
             unbiased = (counts - n * q) / (p - q)
             pmf = project_simplex(unbiased, float(n)) / n if n else np.full(k, 1.0 / k)
             pmfs.append(pmf)
-        return PilotEstimate(self.length_edges, self.zone_edges, pmfs[0], pmfs[1], pmfs[2], n, coarse)
+            # k-RR's variance of a debiased count c: (n q (1 − q) + c (p − q)(1 − p − q)) / (p − q)²
+            c = np.clip(unbiased, 0.0, float(n))
+            var = (n * q * (1.0 - q) + c * (p - q) * (1.0 - p - q)) / (p - q) ** 2
+            ses.append(np.sqrt(var) / max(n, 1))
+        return PilotEstimate(
+            self.length_edges, self.zone_edges, pmfs[0], pmfs[1], pmfs[2], n, coarse, cell_std_error=ses[2]
+        )

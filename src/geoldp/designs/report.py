@@ -56,6 +56,11 @@ class ReportDesign(Design):
     coarse : bool, default False
         Report over :func:`geoldp.designs.coarse.coarse_zones` of the asked zones, shrink, and spread the
         answer back to them by P's points (a bias where people are not spread like P; no interval).
+    max_set_size : int, optional
+        A **public** bound on the number of zones one trajectory visits (the outside category included),
+        for example its public maximum number of points: the upper ends of a visited-zone report's
+        intervals allow for at most that many (:func:`geoldp.reports.estimate_counts`). Default: the
+        number of zones + 1 (no bound).
     """
 
     kind: ClassVar[str] = "report"
@@ -63,6 +68,7 @@ class ReportDesign(Design):
     pad_length: int = 1
     estimator: str = "projected"
     coarse: bool = False
+    max_set_size: int | None = None
 
     def __post_init__(self) -> None:
         if self.statistic not in _STATISTICS:
@@ -75,6 +81,12 @@ class ReportDesign(Design):
             raise ValueError("an OD report has one pair per trajectory: pad_length must be 1")
         if self.coarse and self.estimator != "shrunk":
             raise ValueError("a coarse report is shrunk before it is spread: estimator must be 'shrunk'")
+        if self.max_set_size is not None and (
+            isinstance(self.max_set_size, bool)
+            or not isinstance(self.max_set_size, int)
+            or self.max_set_size < 1
+        ):
+            raise ValueError(f"max_set_size must be an int >= 1 or None; got {self.max_set_size!r}")
 
     @property
     def name(self) -> str:  # noqa: D102
@@ -130,7 +142,8 @@ class ReportDesign(Design):
         caller = f"the answer of design {self.name!r}"
         od = self.statistic == "od"
         asked = self.report_zones(zones)
-        table = estimate_counts(released, asked)
+        bound = None if od else self.max_set_size
+        table = estimate_counts(released, asked, max_set_size=bound)
         unbiased = table["estimate"].to_numpy(np.float64)
         index = zone_index(zones, od=od, caller=caller)
         if self.estimator == "projected":

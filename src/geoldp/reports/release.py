@@ -5,7 +5,7 @@ oracle, padding, ``rng``) before any row is read; validate the rows (:func:`geol
 check the accountant before any draw; draw **one** stream key; report row ``i`` with the ChaCha20 stream
 ``i`` (so a seeded release does not depend on chunking); assemble the report table and its ledger.
 
-The statistic of a trajectory is computed from its vertices' zones (:mod:`geoldp.reports.zones`) and
+The statistic of a trajectory is computed from its vertices' zones (:mod:`geoldp.zones`) and
 lives only inside this call:
 
 ``"visited_zone"``
