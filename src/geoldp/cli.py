@@ -39,6 +39,7 @@ from geoldp._cli_args import positive_int as _positive_int
 from geoldp._cli_args import report_warnings as _report_warnings
 from geoldp._cli_args import seed as _seed
 from geoldp._formats import WRITE_FORMATS
+from geoldp._memory import is_out_of_memory
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -251,6 +252,7 @@ def _cmd_perturb(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> in
     with _report_warnings(stderr):
         with stage(f"cannot read TRIPS '{args.trips}'"):
             trips = gio.read_trajectories(trips_path, **read_kwargs)
+        cli_campaign.check_columns(args, trips, f"TRIPS '{args.trips}'")
         points = grid_points
         if points_path is not None:
             with stage(f"cannot read POINTS '{args.points}'"):
@@ -763,6 +765,18 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _lean_arrow_allocator() -> None:
+    """Let Arrow (pandas' string columns) use the C allocator in this process, unless the user chose one.
+
+    Arrow's default allocator (mimalloc) reserves 1 GiB of address space on its first allocation; under a
+    2 GiB address-space limit (``ulimit -v``) that left too little for a 10^6-point public set. The choice
+    is read when pyarrow is loaded, so it is made only if pyarrow is not loaded yet (the command line, not
+    a Python session calling :func:`main`); results do not depend on it.
+    """
+    if "pyarrow" not in sys.modules:
+        os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", "system")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``geoldp`` command line.
 
@@ -794,6 +808,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         previous = None
     code = 130
     _progress.use_lines()  # long stages: one "geoldp: ..." line each on stderr
+    _lean_arrow_allocator()
     try:
         code = _run(argv)
     except Terminated:
@@ -867,6 +882,8 @@ def _run(argv: Sequence[str] | None = None) -> int:
         # Validation errors of the library: the message grammar names the parameter or the row position.
         if os.environ.get("GEOLDP_TRACEBACK"):
             raise
+        if isinstance(exc, ImportError) and is_out_of_memory(exc):  # a library that could not be mapped
+            return _out_of_memory(exc, stderr)
         message = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
         print(f"{PROG}: error: {_one_line(message)}", file=stderr)
         return 1
@@ -885,14 +902,9 @@ def _run(argv: Sequence[str] | None = None) -> int:
         # A file that cannot be read or written (a full disk, permissions), or a numeric failure: one line.
         if os.environ.get("GEOLDP_TRACEBACK"):
             raise
+        if is_out_of_memory(exc):  # a MemoryError, or a library that could not be mapped (OSError)
+            return _out_of_memory(exc, stderr)
         detail = exc.strerror if isinstance(exc, OSError) and exc.strerror else _one_line(exc)
-        if isinstance(exc, MemoryError):  # what to do about it, not only what happened
-            detail = (
-                f"out of memory ({detail}): the input or the public points need more memory than this "
-                "process may use; split the input, use fewer public points, or raise the memory limit"
-            )
-            print(f"{PROG}: error: {detail}", file=stderr)
-            return 1
         print(f"{PROG}: error: {type(exc).__name__}: {_one_line(detail)}", file=stderr)
         return 1
     except Exception as exc:  # anything else (a bug, RecursionError, ...): still one line, no traceback
@@ -901,9 +913,24 @@ def _run(argv: Sequence[str] | None = None) -> int:
         return _unexpected(exc, stderr)
 
 
+def _out_of_memory(exc: BaseException, stderr: TextIO) -> int:
+    """The one line for a MemoryError, or a library that could not be loaded for lack of memory."""
+    detail = _one_line(exc)
+    if not isinstance(exc, MemoryError):
+        detail = f"a compiled library could not be loaded: {detail}"
+    print(
+        f"{PROG}: error: out of memory ({detail[:300]}): the input or the public points need more memory "
+        "than this process may use; split the input, use fewer public points, or raise the memory limit",
+        file=stderr,
+    )
+    return 1
+
+
 def _unexpected(exc: BaseException, stderr: TextIO) -> int:
     """One line for an error geoldp did not foresee; GEOLDP_TRACEBACK=1 gives the traceback instead."""
-    kind = "out of memory" if isinstance(exc, MemoryError) else type(exc).__name__
+    if is_out_of_memory(exc):
+        return _out_of_memory(exc, stderr)
+    kind = type(exc).__name__
     print(
         f"{PROG}: error: unexpected {kind}: {_one_line(exc)[:200]} (run with GEOLDP_TRACEBACK=1 for the "
         "traceback of a bug report)",

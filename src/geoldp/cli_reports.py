@@ -213,7 +213,9 @@ def _read_trips(args: argparse.Namespace, path: Path) -> Any:
     kwargs = {n: getattr(args, n) for n in ("crs", "wkt_col", "lon_col", "lat_col") if getattr(args, n, None)}
     kwargs.update(cli_campaign.text_columns(args, path))  # user ids such as "000" stay text
     with stage(f"cannot read TRIPS '{args.trips}'"):
-        return gio.read_trajectories(path, **kwargs)
+        trips = gio.read_trajectories(path, **kwargs)
+    cli_campaign.check_columns(args, trips, f"TRIPS '{args.trips}'")
+    return trips
 
 
 def _per_user(args: argparse.Namespace, trips: Any, source: Any) -> tuple[Any, dict[str, Any]]:

@@ -46,7 +46,7 @@ import shapely
 
 from geoldp import _frames
 from geoldp._release import MIN_EPSILON, NEAR_UNIFORM_EPSILON, point_budget, suggest_max_points
-from geoldp._validation import check_float_range, check_int_min
+from geoldp._validation import check_float_range, check_int_min, missing_column
 from geoldp.errors import GeoLDPWarning
 
 __all__ = [
@@ -253,7 +253,7 @@ def _keep_columns(df: Any, keep: Any, traj_id_col: Any, time_col: Any) -> list:
         reserved |= {time_col, f"{time_col}_start", f"{time_col}_end"}
     for col in keep:
         if col not in df.columns:
-            raise ValueError(f"The 'keep' column {col!r} of trajectories_from_points is not in the frame.")
+            raise missing_column("keep", "trajectories_from_points", col, df.columns)
         if col in reserved:
             raise ValueError(
                 f"The 'keep' column {col!r} of trajectories_from_points clashes with an output column; "
