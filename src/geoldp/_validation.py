@@ -19,6 +19,7 @@ __all__ = [
     "MAX_EPSILON",
     "MAX_LENGTH",
     "MAX_LISTED_COLUMNS",
+    "MAX_PAD_LENGTH",
     "MAX_PLAN_USERS",
     "MIN_EPSILON",
     "available_columns",
@@ -66,6 +67,11 @@ MAX_PLAN_USERS = 10_000_000
 #: 10⁴. Already past about 370 points every point of a trajectory gets less than ε/n = 0.1 of the largest
 #: ε, so its release is close to uniform; a larger value is a slip (a unit or a stray digit).
 MAX_LENGTH = 10_000
+
+#: Largest ``pad_length`` (ℓ) a report accepts (``geoldp.reports.MAX_PAD_LENGTH``): :data:`MAX_LENGTH`.
+#: Padding a set to more items than a trajectory visits only adds dummies: the estimate's standard error
+#: grows with ℓ, so a larger ℓ is a slip (a unit or a stray digit), refused before any work.
+MAX_PAD_LENGTH = MAX_LENGTH
 
 
 def _fmt(value) -> str:

@@ -362,6 +362,7 @@ def _cmd_evaluate(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> i
             estimate_options={"n_candidates": args.n_candidates, "n_boot": 0, "progress": True}
             if args.estimate
             else None,
+            progress=True,  # one "geoldp: evaluating: ..." line per stage
         )
         # one column per release (the perturbed file, then the no-data baselines), one row per metric
         with pd.option_context("display.width", 120, "display.max_columns", 50, "display.max_rows", 200):

@@ -26,11 +26,13 @@ from typing import Any, TextIO
 from geoldp._cli_args import bbox as _bbox
 from geoldp._cli_args import check_output, existing_file, stage, usage
 from geoldp._cli_args import int_at_least as _int_at_least
+from geoldp._cli_args import int_in_range as _int_in_range
 from geoldp._cli_args import lengths as _lengths
 from geoldp._cli_args import one_line as _one_line
 from geoldp._cli_args import positive_float as _positive_float
 from geoldp._cli_args import seed as _seed
 from geoldp._cli_args import warned as _warned
+from geoldp._validation import MAX_PAD_LENGTH
 
 __all__ = ["read_report_table", "register", "write_report_table"]
 
@@ -283,6 +285,7 @@ def _cmd_report(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int
         oracle=args.oracle,
         pad_length=args.pad_length,
         rng=args.seed,
+        progress=True,  # one line per stage
         **options,
     )
     cli_campaign.finish_perturb(args, options, trips, out, stderr)  # accountant, kept rows
@@ -333,7 +336,7 @@ def _add_report(sub: Any) -> None:
     )
     p.add_argument(
         "--pad-length",
-        type=_int_at_least(1),
+        type=_int_in_range(1, MAX_PAD_LENGTH, "geoldp.reports.MAX_PAD_LENGTH"),
         default=1,
         metavar="L",
         help="padding-and-sampling length of the set statistics (1 for od): counts are unbiased for trips "

@@ -35,8 +35,15 @@ import numpy as np
 import pandas as pd
 
 from geoldp import _frames, _release
+from geoldp._progress import stages
 from geoldp._random import resolve_rng
-from geoldp._validation import check_int_range, check_option, check_release_epsilon
+from geoldp._validation import (
+    MAX_PAD_LENGTH,
+    check_bool,
+    check_int_range,
+    check_option,
+    check_release_epsilon,
+)
 from geoldp._versions import geoldp_version
 from geoldp.errors import GeoLDPWarning
 from geoldp.mechanisms import krr_constants
@@ -44,6 +51,7 @@ from geoldp.mechanisms import oracles as fo
 from geoldp.reports.zones import Zones, check_zones, zone_of_vertices
 
 __all__ = [
+    "MAX_PAD_LENGTH",
     "STATISTICS",
     "Design",
     "design",
@@ -114,6 +122,12 @@ def design(
     epsilon = check_release_epsilon(epsilon, caller=caller)
     oracle = check_option(oracle, "oracle", ("auto", *fo.ORACLES), caller, case_insensitive=True)
     pad_length = check_int_range(pad_length, "pad_length", caller=caller, minimum=1)
+    if pad_length > MAX_PAD_LENGTH:
+        raise ValueError(
+            f"The 'pad_length' parameter of {caller} must be an int in the range [1, {MAX_PAD_LENGTH}] "
+            "(geoldp.reports.MAX_PAD_LENGTH): padding a trajectory's set to more items than it visits only "
+            f"adds dummies, and the estimate's error grows with pad_length. Got {pad_length} instead."
+        )
     if statistic == "od" and pad_length != 1:
         raise ValueError(
             f"The 'pad_length' parameter of {caller} must be 1 for statistic='od' (one pair per trajectory)."
@@ -264,6 +278,7 @@ def report(
     user_budget: str = "trajectory",
     max_per_user: int | None = None,
     select_trips: str = "first",
+    progress: bool = False,
 ) -> pd.DataFrame:
     """One ε-LDP aggregate report per trajectory (row) over public zones.
 
@@ -311,6 +326,9 @@ def report(
         index tells which rows were kept); combined with ``"split"``, ε is shared by the kept ones.
     select_trips : {"first", "last", "random"}, default "first"
         Which trajectories ``max_per_user`` keeps (``"random"`` draws with ``rng``).
+    progress : bool, default False
+        Report the stages (the rows, the zones of their vertices, the draws) on a progress bar (tqdm; a
+        widget in notebooks; one line per stage on the command line). The output does not change.
 
     Returns
     -------
@@ -351,6 +369,7 @@ def report(
     ('oue', 25, 500)
     """
     caller = "geoldp.report"
+    progress = check_bool(progress, "progress", caller=caller)
     gdf = _frames.check_frame(gdf, caller=caller)
     z = check_zones(zones, caller=caller)
     des = design(statistic, z.size, epsilon, oracle=oracle, pad_length=pad_length, caller=caller)
@@ -370,17 +389,22 @@ def report(
             max_per_user=max_per_user,
             select_trips=select_trips,
             caller=caller,
+            progress=progress,
         )
     source = resolve_rng(rng)
     spend = _release.Spend(gdf, accountant, user_col, caller=caller)  # refuse, draw, commit: in order
-    ft = _frames.extract(gdf, on_invalid=on_invalid, caller=caller)
-    spend.refuse(gdf, des.oracle.epsilon)
-    # the number of reports is released (one per valid row): a public input of the check
-    warn_if_no_data_level(des, int(np.count_nonzero(ft.valid)), stacklevel=2)
-    set_offsets, items = _items(des, z, ft)
-    key = spend.draw(source)  # once, after every check
-    out = _table(des, key, set_offsets, items, ft, gdf.index, offset=0)
-    del set_offsets, items  # private: never outlive the call
+    with stages("reporting", 3, enabled=progress) as stage:
+        stage(f"checking {len(gdf)} rows")
+        ft = _frames.extract(gdf, on_invalid=on_invalid, caller=caller)
+        spend.refuse(gdf, des.oracle.epsilon)
+        # the number of reports is released (one per valid row): a public input of the check
+        warn_if_no_data_level(des, int(np.count_nonzero(ft.valid)), stacklevel=2)
+        stage(f"zones of {ft.lon.shape[0]} vertices")
+        set_offsets, items = _items(des, z, ft)
+        stage(f"{des.oracle.name} reports over {des.d} values")
+        key = spend.draw(source)  # once, after every check
+        out = _table(des, key, set_offsets, items, ft, gdf.index, offset=0)
+        del set_offsets, items  # private: never outlive the call
     prov = release_provenance(des, z, source.policy, ft.kind)
     prov["input"]["on_invalid"] = on_invalid
     ledger = spend.finish(prov)
@@ -396,6 +420,7 @@ def _report_per_user(
     from geoldp import accounting, budget_strategies
 
     on_invalid = kw.pop("on_invalid")
+    progress = kw.pop("progress")
     _frames.extract(gdf, on_invalid=on_invalid, caller=caller)  # every row checked before any draw
     statistic, pad_length = des.statistic, des.pad_length
 
@@ -409,6 +434,7 @@ def _report_per_user(
             pad_length=pad_length,
             rng=rng,
             on_invalid=on_invalid,
+            progress=progress,  # each part's stages
         )
 
     def configure(parts: list[tuple[float, int]]) -> dict[str, Any]:
