@@ -114,3 +114,41 @@ def test_evaluate_reports_its_stages(city):
         "geoldp: evaluating: scoring 'ATP raw' (2/3)",
         "geoldp: evaluating: the no-data baselines (3/3)",
     ]
+
+
+def test_tiny_grid_spacing_is_refused_by_its_limit_not_a_zero_division():
+    with pytest.raises(ValueError, match=r"spacing_m=1e-300 .* about inf points, more than .*MAX_POINTS"):
+        geoldp.points.grid((116.3, 39.9, 116.4, 40.0), 1e-300)
+
+
+@pytest.mark.parametrize(
+    ("gap", "match"),
+    [
+        ("1e12s", r"must be a duration such as '30min'.* Got '1e12s'"),  # beyond pandas' range
+        ("soon", r"must be a duration such as '30min'.* Got 'soon'"),
+        ("nan", r"e\.g\. '10min' or '10s'\. Got 'nan', a bare number"),
+    ],
+)
+def test_max_gap_text_that_is_no_duration(gap, match):
+    import geopandas as gpd
+
+    fixes = gpd.GeoDataFrame(
+        {
+            "trip": [1, 1, 1],
+            "t": pd.to_datetime(["2026-01-01 00:00", "2026-01-01 00:01", "2026-01-01 00:30"]),
+        },
+        geometry=gpd.points_from_xy([0.0, 0.001, 0.002], [0.0, 0.0, 0.0]),
+        crs="EPSG:4326",
+    )
+    with pytest.raises(ValueError, match=match):
+        geoldp.prepare.trajectories_from_points(fixes, "trip", "t", max_gap=gap)
+
+
+def test_explicit_oue_over_a_huge_domain_is_refused_before_any_draw(city):
+    from geoldp.reports import MAX_OUE_DOMAIN, design
+
+    assert design("transitions", 1000, 2.0, oracle="oue", caller="t").d <= MAX_OUE_DOMAIN  # 1001² + 1 values
+    with pytest.raises(
+        ValueError, match=r"'oue' over 1212202 values, more than geoldp.reports.MAX_OUE_DOMAIN"
+    ):
+        design("transitions", 1100, 2.0, oracle="oue", caller="t")  # 1101² + 1 values: 148 KiB a report

@@ -1077,6 +1077,13 @@ def _sweep_cases():
             "error",
         ),
         (["report", "{T}", "--zones", "{notzones}", "--epsilon", "2"], "error:no geometry column"),
+        (
+            ["report", "{T}", "--points", "{P}", "--cell-km", "0.05", "--epsilon", "2"]
+            + ["--statistic", "transitions", "--oracle", "oue"],
+            "error:MAX_OUE_DOMAIN",
+        ),
+        (["points", "--area=116.3,39.9,116.4,40.0", "--grid", "1e-300"], "error:MAX_POINTS"),
+        (["prepare", "{T}", "--max-gap", "1e12s"], "error"),
         (["report-estimate", "{rep}", "--zones", "{Z}", "--k", BIG], "either"),
         (["report-estimate", "{rep}", "--zones", "{Z}", "--max-set-size", BIG], "either"),
         (["prepare", "{T}", "--min-points", BIG], "error:--min-points"),

@@ -16,10 +16,11 @@ from __future__ import annotations
 
 from geoldp.mechanisms.oracles import ORACLES, Oracle, choose_oracle, oracle
 from geoldp.reports.estimators import estimate_counts, project_simplex, true_counts
-from geoldp.reports.release import MAX_PAD_LENGTH, STATISTICS, design, report
+from geoldp.reports.release import MAX_OUE_DOMAIN, MAX_PAD_LENGTH, STATISTICS, design, report
 from geoldp.reports.zones import zone_grid
 
 __all__ = [
+    "MAX_OUE_DOMAIN",
     "MAX_PAD_LENGTH",
     "ORACLES",
     "STATISTICS",

@@ -51,6 +51,7 @@ from geoldp.mechanisms import oracles as fo
 from geoldp.reports.zones import Zones, check_zones, zone_of_vertices
 
 __all__ = [
+    "MAX_OUE_DOMAIN",
     "MAX_PAD_LENGTH",
     "STATISTICS",
     "Design",
@@ -69,6 +70,10 @@ __all__ = [
 
 #: The statistics a report can carry.
 STATISTICS = ("visited_zone", "od", "transitions")
+
+#: Largest domain ``oracle="oue"`` may be asked for: 2²⁰ values. An OUE report holds one bit per value
+#: (128 KiB a report here); beyond it a table of reports would not fit in memory ("auto" picks OLH there).
+MAX_OUE_DOMAIN = 1 << 20
 
 #: Smallest possible set size of each statistic (public): padding needs pad_length − this many dummies.
 _MIN_SET = {"visited_zone": 1, "od": 1, "transitions": 0}
@@ -137,6 +142,12 @@ def design(
     if d < 2:
         raise ValueError(f"The report domain of {caller} must have at least 2 values.")
     name = fo.choose_oracle(d, epsilon) if oracle == "auto" else oracle
+    if name == "oue" and d > MAX_OUE_DOMAIN:
+        raise ValueError(
+            f"The 'oracle' parameter of {caller} is 'oue' over {d} values, more than "
+            f"geoldp.reports.MAX_OUE_DOMAIN = {MAX_OUE_DOMAIN}: an OUE report holds one bit per value, so "
+            "the reports would not fit in memory. Use oracle='olh' or 'auto', or fewer zones."
+        )
     return Design(statistic, n_zones, pad_length, fo.oracle(name, d, epsilon))
 
 
