@@ -31,6 +31,7 @@ LAYERS: list[tuple[str, ...]] = [
         "_docstrings",
         "_aot",
         "_progress",
+        "_memory",
     ),  # foundations
     ("geo",),  # sphere geometry
     # store: the transactional store of budgets, spends and reports, below the accountant that uses it
