@@ -33,6 +33,7 @@ LAYERS: list[tuple[str, ...]] = [
         "_aot",
         "_progress",
         "_campaign_doc",
+        "_memory",
     ),  # foundations
     ("geo",),  # sphere geometry
     # store: the transactional store of budgets, spends and reports, below the accountant that uses it

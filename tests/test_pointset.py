@@ -399,3 +399,67 @@ def test_one_kdtree_per_point_set():
     tree = ps.tree
     assert ps.has_tree and get_index(ps).kdtree() is tree
     np.testing.assert_array_equal(tree.data, ps.xyz)
+
+
+def _duplicates_by_kdtree(lam, phi, xyz):
+    """The oracle: every pair within 1 mm (k-d tree candidates, haversine decides), later point marked."""
+    from scipy.spatial import cKDTree
+
+    from geoldp import _kernels
+    from geoldp.pointset import DUPLICATE_TOLERANCE_M, EARTH_RADIUS_M
+
+    pairs = cKDTree(xyz * EARTH_RADIUS_M).query_pairs(r=DUPLICATE_TOLERANCE_M * 1.01, output_type="ndarray")
+    dup = np.zeros(lam.shape[0], dtype=bool)
+    if pairs.size:
+        i, j = pairs[:, 0].astype(np.int64), pairs[:, 1].astype(np.int64)
+        d = np.empty(i.shape[0])
+        _kernels.haversine_rad_many(lam[i], phi[i], lam[j], phi[j], d)
+        close = d < DUPLICATE_TOLERANCE_M
+        dup[np.maximum(i[close], j[close])] = True
+    return dup
+
+
+@pytest.mark.parametrize("case", range(40))
+def test_duplicate_mask_matches_a_kdtree_oracle(case):
+    from geoldp.geo import to_radians
+    from geoldp.pointset import _duplicate_mask, _unit_vectors
+
+    rng = np.random.default_rng(case)
+    n = int(rng.integers(2, 2000))
+    if case % 3 == 0:  # a 10 m box: many pairs near the tolerance
+        lon, lat = rng.uniform(10, 10.0001, n), rng.uniform(50, 50.0001, n)
+    else:
+        lon, lat = rng.uniform(-180, 180, n), rng.uniform(-90, 90, n)
+    k = int(rng.integers(0, n))
+    at, src = rng.integers(0, n, k), rng.integers(0, n, k)
+    jitter = 10 ** rng.uniform(-12, -7, k)[:, None] * rng.normal(size=(k, 2))  # 0.1 µm ... 1 m
+    lon[at] = np.clip(lon[src] + jitter[:, 0], -180, 180)
+    lat[at] = np.clip(lat[src] + jitter[:, 1], -90, 90)
+    if case % 5 == 0:  # the poles (any longitude), ±180°, and exact copies
+        lat[:4], lon[:4] = 90.0, rng.uniform(-180, 180, 4)
+        lon[4:6], lat[4:6] = [180.0, -180.0], 0.0
+        lon[6:9], lat[6:9] = lon[10], lat[10]
+    lam, phi = to_radians(lon, lat)
+    xyz = _unit_vectors(lam, phi)
+    expected = _duplicates_by_kdtree(lam, phi, xyz)
+    assert np.array_equal(_duplicate_mask(lam, phi, xyz), expected)
+    if case == 0:
+        assert expected.sum() > 10  # the planted pairs are there
+
+
+def test_duplicate_mask_many_copies_and_a_crowded_millimetre():
+    from geoldp.geo import to_radians
+    from geoldp.pointset import _duplicate_mask, _unit_vectors
+
+    rng = np.random.default_rng(3)
+    # 20,000 copies of one location: linear, not 2·10^8 pairs; the first copy is kept
+    lon = np.r_[5.0, np.full(20_000, 1.0), 7.0]
+    lat = np.r_[5.0, np.full(20_000, 2.0), 7.0]
+    lam, phi = to_radians(lon, lat)
+    dup = _duplicate_mask(lam, phi, _unit_vectors(lam, phi))
+    assert np.flatnonzero(~dup).tolist() == [0, 1, 20_001]
+    # 1,500 distinct locations within about 1 mm: one crowded cube, exact all the same
+    lon, lat = 10 + rng.uniform(0, 1e-8, 1500), 50 + rng.uniform(0, 1e-8, 1500)
+    lam, phi = to_radians(lon, lat)
+    xyz = _unit_vectors(lam, phi)
+    assert np.array_equal(_duplicate_mask(lam, phi, xyz), _duplicates_by_kdtree(lam, phi, xyz))

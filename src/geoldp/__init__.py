@@ -122,10 +122,14 @@ _SUBMODULES = (
 
 
 def __getattr__(name: str) -> Any:
+    from geoldp._memory import loading  # a compiled library that cannot be mapped: a MemoryError
+
     if name in _NAMES:
-        value = getattr(importlib.import_module(_NAMES[name]), name)
+        with loading(f"geoldp.{name} (with its compiled libraries)"):
+            value = getattr(importlib.import_module(_NAMES[name]), name)
     elif name in _SUBMODULES:
-        value = importlib.import_module(f"geoldp.{name}")
+        with loading(f"geoldp.{name} (with its compiled libraries)"):
+            value = importlib.import_module(f"geoldp.{name}")
     elif name == "__version__":
         from geoldp._versions import geoldp_version
 

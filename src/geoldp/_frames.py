@@ -38,7 +38,7 @@ import pandas as pd
 import shapely
 from pyproj import CRS, Transformer
 
-from geoldp._validation import check_no_missing, check_time_kinds
+from geoldp._validation import available_columns, check_no_missing, check_time_kinds
 from geoldp.errors import GeoLDPWarning, PrivacyWarning
 
 __all__ = [
@@ -168,10 +168,9 @@ def check_columns(gdf: Any, columns: Any, *, parameter: str, caller: str) -> lis
     columns = list(columns)
     missing = [c for c in columns if c not in gdf.columns]
     if missing:
-        available = [str(c) for c in gdf.columns]
         raise ValueError(
             f"The {parameter!r} parameter of {caller} names columns that are not in the frame: "
-            f"{[str(c) for c in missing]}. Available columns: {available}."
+            f"{[str(c) for c in missing]}. {available_columns(gdf.columns)}"
         )
     return columns
 
@@ -402,7 +401,7 @@ def extract(
         if missing_cols:
             raise ValueError(
                 f"{caller}: column(s) {[str(c) for c in missing_cols]} not found (traj_id_col/time_col). "
-                f"Available columns: {[str(c) for c in gdf.columns]}."
+                f"{available_columns(gdf.columns)}"
             )
     n_rows = len(gdf)
     geoms = np.asarray(gdf.geometry.values, dtype=object)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 import numbers
 from fractions import Fraction
+from typing import Any
 
 import numpy as np
 
@@ -17,8 +18,11 @@ __all__ = [
     "MAX_COUNT",
     "MAX_EPSILON",
     "MAX_LENGTH",
+    "MAX_LISTED_COLUMNS",
+    "MAX_PAD_LENGTH",
     "MAX_PLAN_USERS",
     "MIN_EPSILON",
+    "available_columns",
     "check_bool",
     "check_count",
     "check_epsilon",
@@ -33,6 +37,7 @@ __all__ = [
     "check_real",
     "check_release_epsilon",
     "check_time_kinds",
+    "missing_column",
 ]
 
 #: Smallest ε (per trajectory, row or user) a release of any kind accepts: below it even a one-point
@@ -62,6 +67,11 @@ MAX_PLAN_USERS = 10_000_000
 #: 10⁴. Already past about 370 points every point of a trajectory gets less than ε/n = 0.1 of the largest
 #: ε, so its release is close to uniform; a larger value is a slip (a unit or a stray digit).
 MAX_LENGTH = 10_000
+
+#: Largest ``pad_length`` (ℓ) a report accepts (``geoldp.reports.MAX_PAD_LENGTH``): :data:`MAX_LENGTH`.
+#: Padding a set to more items than a trajectory visits only adds dummies: the estimate's standard error
+#: grows with ℓ, so a larger ℓ is a slip (a unit or a stray digit), refused before any work.
+MAX_PAD_LENGTH = MAX_LENGTH
 
 
 def _fmt(value) -> str:
@@ -486,3 +496,58 @@ def check_no_missing(
             f"Row position {pos} of the {frame} passed to {caller} has a missing {what} in column "
             f"{column!r}. Fill or drop such rows first."
         )
+
+
+#: Most column names an error message lists (a frame of thousands of columns gets the first ones and a count).
+MAX_LISTED_COLUMNS = 50
+
+
+def available_columns(columns: Any) -> str:
+    """``"Available columns: [...]."``: the names of ``columns`` (names only), for a missing-column error.
+
+    Parameters
+    ----------
+    columns : iterable of column labels
+        The columns of the frame (``frame.columns``).
+
+    Returns
+    -------
+    str
+        The sentence, listing at most :data:`MAX_LISTED_COLUMNS` names and the count of the others.
+    """
+    names = [str(c) for c in columns]
+    if not names:
+        return "The frame has no columns."
+    more = len(names) - MAX_LISTED_COLUMNS
+    if more > 0:
+        return f"Available columns: {names[:MAX_LISTED_COLUMNS]} and {more} more."
+    return f"Available columns: {names}."
+
+
+def missing_column(
+    parameter: str, caller: str, column: Any, columns: Any, *, where: str = "the frame"
+) -> ValueError:
+    """The ``ValueError`` for a ``*_col`` parameter naming a column that ``where`` lacks.
+
+    Parameters
+    ----------
+    parameter : str
+        The parameter's name (``"user_col"``).
+    caller : str
+        The public function or method.
+    column : column label
+        The label given.
+    columns : iterable of column labels
+        The columns there are, listed in the message (names only).
+    where : str, default "the frame"
+        What lacks the column, for the message.
+
+    Returns
+    -------
+    ValueError
+        To raise.
+    """
+    return ValueError(
+        f"The {parameter!r} parameter of {caller} names a column that is not in {where}: {str(column)!r}. "
+        f"{available_columns(columns)}"
+    )

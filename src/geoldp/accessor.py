@@ -638,6 +638,8 @@ class LDPAccessor:
             Public configuration of the release's mechanism for ``estimate=True`` (default: its ledger).
         estimate_options : dict, optional
             Estimator parameters (``n_candidates``, ``n_sims``, ``n_boot``, ...).
+        progress : bool, default False
+            Report the stages on a progress bar (one line per stage on the command line).
 
         Returns
         -------

@@ -65,7 +65,7 @@ from typing import Any
 
 import numpy as np
 
-from geoldp._validation import check_epsilon, check_no_missing
+from geoldp._validation import check_epsilon, check_no_missing, missing_column
 from geoldp.errors import BudgetError, GeoLDPWarning
 from geoldp.ledger import ReleaseLedger, user_stacklevel
 
@@ -729,7 +729,7 @@ def check_charge_parameters(accountant: Any, user_col: Any, columns: Any, *, cal
             "each row's user id."
         )
     if user_col not in columns:
-        raise ValueError(f"The 'user_col' parameter of {caller} names a column that is not in the frame.")
+        raise missing_column("user_col", caller, user_col, columns)
     return True
 
 
@@ -742,7 +742,7 @@ def user_ids(frame: Any, user_col: Any, *, caller: str) -> Any:
         A column that is not in the frame, or a missing user id (named by row position).
     """
     if user_col not in frame.columns:
-        raise ValueError(f"The 'user_col' parameter of {caller} names a column that is not in the frame.")
+        raise missing_column("user_col", caller, user_col, frame.columns)
     users = frame[user_col]
     check_no_missing(users, what="user id", column=user_col, caller=caller)
     return users

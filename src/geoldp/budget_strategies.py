@@ -35,7 +35,7 @@ import pandas as pd
 
 from geoldp import accounting
 from geoldp._random import resolve_rng
-from geoldp._validation import check_int_min
+from geoldp._validation import check_int_min, missing_column
 from geoldp.ledger import ReleaseLedger, attach, ledger_of, require
 
 __all__ = [
@@ -152,6 +152,8 @@ def select_per_user(
             f"The 'select_trips' parameter of {caller} must be one of {SELECT}. Got {select_trips!r}."
         )
     _check_user_col(gdf, user_col, caller)
+    if traj_id_col is not None and traj_id_col not in gdf.columns:
+        raise missing_column("traj_id_col", caller, traj_id_col, gdf.columns)
     return _select(gdf, user_col, k, select_trips, traj_id_col, resolve_rng(rng))
 
 

@@ -65,8 +65,9 @@ import numpy as np
 import pandas as pd
 
 from geoldp import budget_strategies, layers, ldptrace
+from geoldp._progress import stages
 from geoldp._random import resolve_rng
-from geoldp._validation import check_int_min, check_option, check_real
+from geoldp._validation import check_bool, check_int_range, check_option, check_real
 from geoldp.ledger import ReleaseLedger, ledger_of, require
 from geoldp.questions import Question
 from geoldp.reports.estimators import DebiasedCounts, debiased_counts
@@ -261,11 +262,14 @@ def _estimates(
     estimate_options: dict[str, Any] | None,
     n_boot: int,
     rng: Any,
+    progress: bool = False,
 ) -> tuple[pd.DataFrame, pd.DataFrame, list[dict[str, Any]], dict[str, DebiasedCounts]]:
     """:func:`part_estimates`, and the debiased counts of every report part used (by column)."""
     caller = "geoldp.combine"
     question = check_option(question, "question", QUESTIONS, caller, case_insensitive=True)
-    n_boot = check_int_min(n_boot, "n_boot", minimum=2, caller=caller)
+    from geoldp.estimate import MAX_BOOT
+
+    n_boot = check_int_range(n_boot, "n_boot", minimum=2, maximum=MAX_BOOT, caller=caller)
     if isinstance(parts, pd.DataFrame) or not isinstance(parts, list | tuple):
         raise TypeError(
             f"The 'parts' parameter of {caller} must be a list of releases (report tables, trajectory "
@@ -344,26 +348,49 @@ def _estimates(
                 "same trajectories (for example both halves of geoldp.hybrid)."
             )
     ests, ses, counts = {}, {}, {}
-    for d in used:
-        part = parts[d["part"]]
-        if d["kind"] == "report":
-            dc = counts[f"part{d['part']}"] = _report_part(part, zones, max_set_size)
-            e, s = dc.estimate, dc.std_error  # zones (pairs) in their positions' order, as index is
-            d["unbiased"] = not dc.padded
-            d["reason"] = _report_reason(dc)
-        elif d["kind"] == "trajectory":
-            e, s = _trajectory_part(part, zones, question, index, points, options, source)
-        else:
-            e, s = _synthetic_part(
-                part,
-                zones,
-                question,
-                require(part, what=f"Part {d['part']}", caller="geoldp.combine"),
-                n_boot,
-                source,
+    with stages("combining", len(used), enabled=progress) as report:
+        for d in used:
+            report(f"part {d['part']}: {_STAGE[d['kind']]} of {d['trajectories']} trajectories")
+            e, s = _part_estimate(
+                d, parts[d["part"]], zones, question, index, points, options, n_boot, max_set_size, source
             )
-        ests[f"part{d['part']}"], ses[f"part{d['part']}"] = e, s
+            if d["kind"] == "report":
+                counts[f"part{d['part']}"] = e
+                e, s = e.estimate, e.std_error  # zones (pairs) in their positions' order, as index is
+            ests[f"part{d['part']}"], ses[f"part{d['part']}"] = e, s
     return pd.DataFrame(ests, index=index), pd.DataFrame(ses, index=index), described, counts
+
+
+#: What estimating a part of each kind does (the progress stage names).
+_STAGE = {
+    "report": "debiasing the reports",
+    "trajectory": "fitting the population model",
+    "synthetic": "bootstrap re-syntheses",
+}
+
+
+def _part_estimate(
+    d: dict[str, Any],
+    part: Any,
+    zones: Any,
+    question: str,
+    index: pd.Index,
+    points: Any,
+    options: dict[str, Any],
+    n_boot: int,
+    max_set_size: int | None,
+    source: Any,
+) -> tuple[Any, Any]:
+    """One used part's estimate and standard error (a report: its debiased counts, and None)."""
+    if d["kind"] == "report":
+        dc = _report_part(part, zones, max_set_size)
+        d["unbiased"] = not dc.padded
+        d["reason"] = _report_reason(dc)
+        return dc, None
+    if d["kind"] == "trajectory":
+        return _trajectory_part(part, zones, question, index, points, options, source)
+    led = require(part, what=f"Part {d['part']}", caller="geoldp.combine")
+    return _synthetic_part(part, zones, question, led, n_boot, source)
 
 
 def _report_reason(dc: DebiasedCounts) -> str:
@@ -387,6 +414,7 @@ def combine(
     estimate_options: dict[str, Any] | None = None,
     n_boot: int = 20,
     rng: Any = None,
+    progress: bool = False,
 ) -> pd.DataFrame:
     """One estimate per zone (or zone pair, or region) from several releases of the same trajectories.
 
@@ -415,10 +443,14 @@ def combine(
     estimate_options : dict, optional
         Passed to :func:`geoldp.estimate.fit` for trajectory parts (``n_candidates``, ``n_boot`` ...).
     n_boot : int, default 20
-        Bootstrap re-syntheses of a synthetic part, for its variance (≥ 2).
+        Bootstrap re-syntheses of a synthetic part, for its variance (2 to ``geoldp.estimate.MAX_BOOT``).
     rng : optional
         Randomness of the trajectory fits and the bootstrap (``None``: the OS CSPRNG; an int:
         reproducible).
+    progress : bool, default False
+        Report the parts as they are estimated on a progress bar (tqdm; a widget in notebooks; one line
+        per part on the command line). A trajectory part's model fit is the long one (tens of seconds
+        for thousands of trajectories). The result does not change.
 
     Returns
     -------
@@ -465,6 +497,8 @@ def combine(
         raise ValueError(f"The 'level' parameter of {caller} must be in (0, 1). Got {level!r}.")
     options = dict(estimate_options or {})
     options.setdefault("level", level)
+    progress = check_bool(progress, "progress", caller=caller)
+    options.setdefault("progress", progress)  # a trajectory part's fit: its own stages
     ests, ses, described, counts = _estimates(
         parts,
         zones,
@@ -474,6 +508,7 @@ def combine(
         estimate_options=options,
         n_boot=n_boot,
         rng=rng,
+        progress=progress,
     )
     x = ests.to_numpy(np.float64, copy=True)
     cols = {c: j for j, c in enumerate(ests.columns)}

@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from geoldp._validation import missing_column
 from geoldp.errors import GeoLDPWarning, PrivacyWarning
 
 __all__ = ["PLACEHOLDER_START", "from_movingpandas", "from_trackintel", "to_movingpandas", "to_trackintel"]
@@ -199,7 +200,7 @@ def to_movingpandas(released: Any, *, times: Any = None, obj_id_col: Any = None)
     caller = "geoldp.to_movingpandas"
     released = _check_released(released, caller)
     if obj_id_col is not None and obj_id_col not in released.columns:
-        raise ValueError(f"The 'obj_id_col' parameter of {caller} names a column that is not in 'released'.")
+        raise missing_column("obj_id_col", caller, obj_id_col, released.columns, where="'released'")
     lookup: Mapping[Any, Any] | None = None
     if times is not None:
         if isinstance(times, mpd.TrajectoryCollection):

@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 
 from geoldp._frames import as_pointset, trajectory_arrays
+from geoldp._validation import missing_column
 from geoldp.geo import KM_PER_DEGREE
 from geoldp.metrics._pairing import check_same_rows
 
@@ -558,6 +559,8 @@ def plot_intervals(
     _check_estimates(table, "table", caller)
     if isinstance(k, bool) or not isinstance(k, numbers.Integral) or k < 1:
         raise ValueError(f"The 'k' parameter of {caller} must be an int >= 1. Got {k!r}.")
+    if label_col is not None and label_col not in table.columns:
+        raise missing_column("label_col", caller, label_col, table.columns, where="'table'")
     plt = _pyplot()
     est = table["estimate"].to_numpy(dtype=np.float64)
     order = np.lexsort((np.arange(len(table)), -est))[: int(k)]

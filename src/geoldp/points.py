@@ -272,8 +272,8 @@ def grid(area: Any, spacing_m: float, *, kind: str = "square", crs: Any = None) 
     polygon, area_crs, what = _area(area, crs, caller=caller)
     dy = spacing if kind == "square" else spacing * math.sqrt(3.0) / 2.0
     true_area = _true_area_m2(polygon, area_crs)
-    _check_estimate(
-        true_area / (spacing * dy), true_area, caller, f"spacing_m={spacing:g}", "a larger spacing_m"
+    _check_estimate(  # divided in turn: spacing·dy underflows to 0 for spacings near 1e-300
+        true_area / spacing / dy, true_area, caller, f"spacing_m={spacing:g}", "a larger spacing_m"
     )
     metric = _local_metric_crs(polygon, area_crs)
     # densify before projecting so that the edges of a lon/lat box follow their true (curved) shape

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 import warnings
 from typing import Any, cast
@@ -10,6 +11,7 @@ import numpy as np
 
 from geoldp import _kernels
 from geoldp._kernels import EARTH_RADIUS_M
+from geoldp._memory import loading
 from geoldp._validation import check_int_range
 from geoldp.errors import GeoLDPWarning
 from geoldp.geo import haversine_array_m, to_radians
@@ -20,6 +22,10 @@ __all__ = ["DUPLICATE_TOLERANCE_M", "PointSet"]
 DUPLICATE_TOLERANCE_M = 1e-3
 _BRUTE_FORCE_MAX = 256
 _QUERY_CHUNK = 8192
+#: odd multipliers of the cube hash of :func:`_duplicate_mask`
+_CUBE_HASH = np.array(
+    [0x9E3779B97F4A7C15 - (1 << 64), 0x632BE59BD9B4E019, 0x2545F4914F6CDD1D], dtype=np.int64
+)
 
 
 def _readonly(a: np.ndarray) -> np.ndarray:
@@ -53,22 +59,73 @@ def _unit_vectors(lam: np.ndarray, phi: np.ndarray) -> np.ndarray:
 
 
 def _duplicate_mask(lam: np.ndarray, phi: np.ndarray, xyz: np.ndarray) -> np.ndarray:
-    """True for every point that has an *earlier* point within DUPLICATE_TOLERANCE_M (haversine)."""
-    from scipy.spatial import cKDTree
+    """True for every point that has an *earlier* point within DUPLICATE_TOLERANCE_M (haversine).
 
-    tree = cKDTree(xyz * EARTH_RADIUS_M)
-    # chord <= arc, so every pair closer than the tolerance is among these candidate pairs
-    pairs = tree.query_pairs(r=DUPLICATE_TOLERANCE_M * (1 + 1e-6), output_type="ndarray")
-    dup = np.zeros(lam.shape[0], dtype=bool)
-    if pairs.size:
-        i = pairs[:, 0].astype(np.int64)
-        j = pairs[:, 1].astype(np.int64)
-        d = np.empty(i.shape[0])
-        _kernels.haversine_rad_many(lam[i], phi[i], lam[j], phi[j], d)
-        close = d < DUPLICATE_TOLERANCE_M
-        later = np.maximum(i[close], j[close])
-        dup[later] = True
+    Sorting only, O(m log m) time and O(m) memory, without a spatial index (so without SciPy, whose
+    import maps OpenBLAS: under an address-space limit that import failed, or crashed, on large sets):
+
+    1. exact copies of an earlier (lon, lat) row are duplicates (many copies of one location would
+       otherwise make one large group of candidates below);
+    2. two locations within the tolerance are within a chord s of each other (chord ≤ arc), so each of
+       their three Cartesian coordinates (in metres) differs by less than s. Cut space into cubes of side
+       2s, shifted by 0 or s along each axis (8 grids): an interval shorter than s contains at most one
+       multiple of s, so in at least one of the 8 grids the two share a cube. The points sharing a cube
+       in any grid are the candidate pairs, and the haversine kernel decides each.
+    """
+    m = lam.shape[0]
+    dup = np.zeros(m, dtype=bool)
+    # stable sort on a hash of the (lon, lat) bits: equal rows are adjacent (unless a colliding row falls
+    # between them; the cubes below still find that copy) in index order, so the first is the earliest
+    bits = np.column_stack([lam, phi]).view(np.int64)
+    order = np.argsort(bits @ _CUBE_HASH[:2], kind="stable")
+    same = (lam[order[1:]] == lam[order[:-1]]) & (phi[order[1:]] == phi[order[:-1]])
+    dup[order[1:][same]] = True
+    rep = np.flatnonzero(~dup)
+    if rep.shape[0] < 2:
+        return dup
+    side = DUPLICATE_TOLERANCE_M * 1.001  # the margin (1 µm) dwarfs the rounding of xyz·R (~1 nm)
+    pts = xyz[rep] * EARTH_RADIUS_M
+    for shift in itertools.product((0.0, side), repeat=3):
+        cells = np.floor((pts + np.asarray(shift)) / (2.0 * side)).astype(np.int64)
+        # one int64 key per cube (a hash: cubes that collide only add candidate pairs, never lose one)
+        key = cells @ _CUBE_HASH  # wraps around on overflow, as intended
+        o = np.argsort(key)
+        c = key[o]
+        new = np.ones(o.shape[0], dtype=bool)
+        new[1:] = c[1:] != c[:-1]
+        starts = np.flatnonzero(new)
+        sizes = np.diff(np.append(starts, o.shape[0]))
+        for k in np.unique(sizes[sizes > 1]):
+            _mark_close_in_cubes(lam, phi, rep[o], starts[sizes == k], int(k), dup)
     return dup
+
+
+def _mark_close_in_cubes(
+    lam: np.ndarray, phi: np.ndarray, members: np.ndarray, starts: np.ndarray, k: int, dup: np.ndarray
+) -> None:
+    """Mark the later point of every pair within the tolerance among cubes of ``k`` points each.
+
+    ``members[s:s + k]`` are the point indices of the cube starting at ``s``. Pairs are evaluated in
+    chunks of about 2**20, so memory stays O(m) whatever the cube sizes (large cubes cost O(k²) time).
+    """
+    if k <= 1024:
+        iu, ju = np.triu_indices(k, 1)
+        per = max(1, (1 << 20) // iu.shape[0])
+        for lo in range(0, starts.shape[0], per):
+            s = starts[lo : lo + per, None]
+            _mark_pairs(lam, phi, members[s + iu].ravel(), members[s + ju].ravel(), dup)
+        return
+    for s in starts:  # a cube of many points (thousands of distinct locations within 2 mm): row by row
+        group = members[s : s + k]
+        for r in range(k - 1):
+            _mark_pairs(lam, phi, np.full(k - 1 - r, group[r]), group[r + 1 :], dup)
+
+
+def _mark_pairs(lam: np.ndarray, phi: np.ndarray, i: np.ndarray, j: np.ndarray, dup: np.ndarray) -> None:
+    d = np.empty(i.shape[0])
+    _kernels.haversine_rad_many(lam[i], phi[i], lam[j], phi[j], d)
+    close = d < DUPLICATE_TOLERANCE_M
+    dup[np.maximum(i[close], j[close])] = True
 
 
 def _exact_diameter(lam: np.ndarray, phi: np.ndarray, xyz: np.ndarray, tree: Any) -> float:
@@ -308,7 +365,8 @@ class PointSet:
         """
         if self._tree is not None and self._diameter is not None:
             return
-        from scipy.spatial import cKDTree
+        with loading("SciPy's k-d tree (scipy.spatial), for the nearest public points,"):
+            from scipy.spatial import cKDTree
 
         # chord length between unit vectors is monotone in the great-circle distance, so the Euclidean
         # nearest neighbour over the unit vectors is the haversine-nearest one (up to rounding, which

@@ -37,6 +37,7 @@ with a ``ValueError``: the output would be uniform noise even for a one-point tr
 
 from __future__ import annotations
 
+import math
 import warnings
 from typing import Any
 
@@ -46,7 +47,7 @@ import shapely
 
 from geoldp import _frames
 from geoldp._release import MIN_EPSILON, NEAR_UNIFORM_EPSILON, point_budget, suggest_max_points
-from geoldp._validation import check_float_range, check_int_min
+from geoldp._validation import check_float_range, check_int_min, missing_column
 from geoldp.errors import GeoLDPWarning
 
 __all__ = [
@@ -92,14 +93,22 @@ def _gap_value(max_gap: Any, times: pd.Series) -> Any:
         return None
     if pd.api.types.is_datetime64_any_dtype(times) or pd.api.types.is_timedelta64_dtype(times):
         if _bare_number(max_gap):  # pandas would read 10 as 10 nanoseconds
+            number = str(max_gap).strip()
+            if not math.isfinite(float(number)):
+                number = "10"
             raise ValueError(
                 f"The 'max_gap' parameter of trajectories_from_points (command line: --max-gap) needs a unit "
-                f"for a date-time column, e.g. '{str(max_gap).strip()}min' or '{str(max_gap).strip()}s'. "
+                f"for a date-time column, e.g. '{number}min' or '{number}s'. "
                 f"Got {max_gap!r}, a bare number."
             )
         try:
             gap = pd.Timedelta(max_gap)
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, OverflowError):
+            if isinstance(max_gap, str):  # text pandas cannot read as a duration, or one beyond its range
+                raise ValueError(
+                    "The 'max_gap' parameter of trajectories_from_points (command line: --max-gap) must be a "
+                    f"duration such as '30min', '2h' or '1d' (at most about 292 years). Got {max_gap[:40]!r}."
+                ) from None
             raise TypeError(
                 "The 'max_gap' parameter of trajectories_from_points must be a pandas.Timedelta or a string "
                 f"like '30min' for a datetime time column. Got {type(max_gap).__name__} instead."
@@ -253,7 +262,7 @@ def _keep_columns(df: Any, keep: Any, traj_id_col: Any, time_col: Any) -> list:
         reserved |= {time_col, f"{time_col}_start", f"{time_col}_end"}
     for col in keep:
         if col not in df.columns:
-            raise ValueError(f"The 'keep' column {col!r} of trajectories_from_points is not in the frame.")
+            raise missing_column("keep", "trajectories_from_points", col, df.columns)
         if col in reserved:
             raise ValueError(
                 f"The 'keep' column {col!r} of trajectories_from_points clashes with an output column; "

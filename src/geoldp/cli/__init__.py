@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, NoReturn, TextIO
 
 from geoldp import _progress
 from geoldp._formats import WRITE_FORMATS
+from geoldp._memory import is_out_of_memory
 
 # the output formats of `geoldp perturb` are those of geoldp.io.write_file, by file suffix. Only light
 # modules at the top: `--help`, `--version` and usage errors answer before numba or GeoPandas load (every
@@ -253,6 +254,7 @@ def _cmd_perturb(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> in
     with _report_warnings(stderr):
         with stage(f"cannot read TRIPS '{args.trips}'"):
             trips = gio.read_trajectories(trips_path, **read_kwargs)
+        cli_campaign.check_columns(args, trips, f"TRIPS '{args.trips}'")
         points = grid_points
         if points_path is not None:
             with stage(f"cannot read POINTS '{args.points}'"):
@@ -363,6 +365,7 @@ def _cmd_evaluate(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> i
             estimate_options={"n_candidates": args.n_candidates, "n_boot": 0, "progress": True}
             if args.estimate
             else None,
+            progress=True,  # one "geoldp: evaluating: ..." line per stage
         )
         # one column per release (the perturbed file, then the no-data baselines), one row per metric
         with pd.option_context("display.width", 120, "display.max_columns", 50, "display.max_rows", 200):
@@ -781,6 +784,18 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _lean_arrow_allocator() -> None:
+    """Let Arrow (pandas' string columns) use the C allocator in this process, unless the user chose one.
+
+    Arrow's default allocator (mimalloc) reserves 1 GiB of address space on its first allocation; under a
+    2 GiB address-space limit (``ulimit -v``) that left too little for a 10^6-point public set. The choice
+    is read when pyarrow is loaded, so it is made only if pyarrow is not loaded yet (the command line, not
+    a Python session calling :func:`main`); results do not depend on it.
+    """
+    if "pyarrow" not in sys.modules:
+        os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", "system")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``geoldp`` command line.
 
@@ -812,6 +827,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         previous = None
     code = 130
     _progress.use_lines()  # long stages: one "geoldp: ..." line each on stderr
+    _lean_arrow_allocator()
     try:
         code = _run(argv)
     except Terminated:
@@ -885,6 +901,8 @@ def _run(argv: Sequence[str] | None = None) -> int:
         # Validation errors of the library: the message grammar names the parameter or the row position.
         if os.environ.get("GEOLDP_TRACEBACK"):
             raise
+        if isinstance(exc, ImportError) and is_out_of_memory(exc):  # a library that could not be mapped
+            return _out_of_memory(exc, stderr)
         message = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
         print(f"{PROG}: error: {_one_line(message)}", file=stderr)
         return 1
@@ -903,14 +921,9 @@ def _run(argv: Sequence[str] | None = None) -> int:
         # A file that cannot be read or written (a full disk, permissions), or a numeric failure: one line.
         if os.environ.get("GEOLDP_TRACEBACK"):
             raise
+        if is_out_of_memory(exc):  # a MemoryError, or a library that could not be mapped (OSError)
+            return _out_of_memory(exc, stderr)
         detail = exc.strerror if isinstance(exc, OSError) and exc.strerror else _one_line(exc)
-        if isinstance(exc, MemoryError):  # what to do about it, not only what happened
-            detail = (
-                f"out of memory ({detail}): the input or the public points need more memory than this "
-                "process may use; split the input, use fewer public points, or raise the memory limit"
-            )
-            print(f"{PROG}: error: {detail}", file=stderr)
-            return 1
         print(f"{PROG}: error: {type(exc).__name__}: {_one_line(detail)}", file=stderr)
         return 1
     except Exception as exc:  # anything else (a bug, RecursionError, ...): still one line, no traceback
@@ -919,9 +932,24 @@ def _run(argv: Sequence[str] | None = None) -> int:
         return _unexpected(exc, stderr)
 
 
+def _out_of_memory(exc: BaseException, stderr: TextIO) -> int:
+    """The one line for a MemoryError, or a library that could not be loaded for lack of memory."""
+    detail = _one_line(exc)
+    if not isinstance(exc, MemoryError):
+        detail = f"a compiled library could not be loaded: {detail}"
+    print(
+        f"{PROG}: error: out of memory ({detail[:300]}): the input or the public points need more memory "
+        "than this process may use; split the input, use fewer public points, or raise the memory limit",
+        file=stderr,
+    )
+    return 1
+
+
 def _unexpected(exc: BaseException, stderr: TextIO) -> int:
     """One line for an error geoldp did not foresee; GEOLDP_TRACEBACK=1 gives the traceback instead."""
-    kind = "out of memory" if isinstance(exc, MemoryError) else type(exc).__name__
+    if is_out_of_memory(exc):
+        return _out_of_memory(exc, stderr)
+    kind = type(exc).__name__
     print(
         f"{PROG}: error: unexpected {kind}: {_one_line(exc)[:200]} (run with GEOLDP_TRACEBACK=1 for the "
         "traceback of a bug report)",

@@ -132,6 +132,22 @@ def int_at_least(low: int, what: str | None = None) -> Callable[[str], int]:
     return parse
 
 
+def int_in_range(low: int, high: int, limit: str) -> Callable[[str], int]:
+    """An argument type: an integer in ``[low, high]``; ``limit`` names the public constant ``high`` is."""
+    name = f"an integer in [{low}, {high}] ({limit})"
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"must be {name}, got {text[:40]!r}") from None
+        if not (low <= value <= high):
+            raise argparse.ArgumentTypeError(f"must be {name}, got {text[:40]!r}")
+        return value
+
+    return parse
+
+
 #: An integer >= 1.
 positive_int = int_at_least(1, "a positive integer")
 #: A seed: an integer >= 0.

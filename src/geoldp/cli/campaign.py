@@ -138,6 +138,28 @@ def text_columns(args: argparse.Namespace, path: Path) -> dict[str, Any]:
     return {"dtype": {c: str for c in cols}}
 
 
+#: The column options of the commands, checked against the file right after reading it.
+_COLUMN_OPTIONS = (("user_col", "--user-col"), ("keep_columns", "--keep-columns"), ("keep", "--keep"))
+
+
+def check_columns(args: argparse.Namespace, frame: Any, what: str) -> None:
+    """Refuse a ``--user-col``/``--keep-columns``/``--keep`` column that the file read as ``what`` lacks.
+
+    Like the readers' own messages, the file's column names are counted, not quoted: without a header row
+    they would be the first row of data.
+    """
+    for name, option in _COLUMN_OPTIONS:
+        value = getattr(args, name, None)
+        for col in [value] if isinstance(value, str) else (value or []):
+            if col not in frame.columns:
+                raise ValueError(
+                    f"{option} names a column that is not in {what}: {col!r}. It was read with "
+                    f"{len(frame.columns) - 1} column(s) besides the geometry, whose names are not quoted "
+                    "here (without a header row they would be the first row of data): check the spelling "
+                    "(names are case-sensitive) and the header row."
+                )
+
+
 def perturb_options(args: argparse.Namespace) -> dict[str, Any]:
     """The extra keyword arguments of ``gdf.ldp.perturb`` for the per-user options (accountant loaded)."""
     strategy = args.user_budget != "trajectory" or args.max_per_user is not None
@@ -271,6 +293,11 @@ def _read_zones(path: Path) -> Any:
     with stage(f"cannot read the polygons '{path}'"):
         _formats.detect(path, "geoldp")  # a local file whose content matches its suffix
         zones = gpd.read_file(path)
+    if not isinstance(zones, gpd.GeoDataFrame):  # e.g. a CSV without a geometry column
+        raise ValueError(
+            f"the polygons '{path}' have no geometry column: write the zones as polygons with a CRS "
+            "(GeoJSON, GeoPackage, ...), or use --points P --cell-km KM for a grid of zones over P"
+        )
     if zones.crs is None:
         raise ValueError(f"the polygons '{path}' have no CRS")
     bad = ~zones.geom_type.isin(["Polygon", "MultiPolygon"]).to_numpy()
@@ -329,6 +356,7 @@ def _cmd_prepare(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> in
         fixes = gio.read_trajectories(
             src, traj_id_col=args.traj_id_col, time_col=args.time_col, **read_kwargs
         )
+    check_columns(args, fixes, f"FIXES '{args.fixes}'")
     n_in = len(fixes)
     kinds = set(fixes.geom_type.dropna().unique())
     if kinds <= {"Point"}:

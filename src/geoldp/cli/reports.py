@@ -23,9 +23,11 @@ import os
 from pathlib import Path
 from typing import Any, TextIO
 
+from geoldp._validation import MAX_PAD_LENGTH
 from geoldp.cli._args import bbox as _bbox
 from geoldp.cli._args import check_output, existing_file, stage, usage
 from geoldp.cli._args import int_at_least as _int_at_least
+from geoldp.cli._args import int_in_range as _int_in_range
 from geoldp.cli._args import lengths as _lengths
 from geoldp.cli._args import one_line as _one_line
 from geoldp.cli._args import positive_float as _positive_float
@@ -214,7 +216,9 @@ def _read_trips(args: argparse.Namespace, path: Path) -> Any:
     kwargs = {n: getattr(args, n) for n in ("crs", "wkt_col", "lon_col", "lat_col") if getattr(args, n, None)}
     kwargs.update(cli_campaign.text_columns(args, path))  # user ids such as "000" stay text
     with stage(f"cannot read TRIPS '{args.trips}'"):
-        return gio.read_trajectories(path, **kwargs)
+        trips = gio.read_trajectories(path, **kwargs)
+    cli_campaign.check_columns(args, trips, f"TRIPS '{args.trips}'")
+    return trips
 
 
 def _per_user(args: argparse.Namespace, trips: Any, source: Any) -> tuple[Any, dict[str, Any]]:
@@ -285,6 +289,7 @@ def _cmd_report(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int
         oracle=args.oracle,
         pad_length=args.pad_length,
         rng=args.seed,
+        progress=True,  # one line per stage
         **options,
     )
     cli_campaign.finish_perturb(args, options, trips, out, stderr)  # accountant, kept rows
@@ -335,7 +340,7 @@ def _add_report(sub: Any) -> None:
     )
     p.add_argument(
         "--pad-length",
-        type=_int_at_least(1),
+        type=_int_in_range(1, MAX_PAD_LENGTH, "geoldp.reports.MAX_PAD_LENGTH"),
         default=1,
         metavar="L",
         help="padding-and-sampling length of the set statistics (1 for od): counts are unbiased for trips "

@@ -12,7 +12,7 @@ import numpy.typing as npt
 
 from geoldp._random import resolve_rng
 from geoldp._validation import check_epsilon, check_int_range
-from geoldp.mechanisms._base import CHUNK_CELLS, EPS_MAX
+from geoldp.mechanisms._base import CHUNK_CELLS, EPS_MAX, MAX_SW_BUCKETS
 
 __all__ = ["SquareWave", "square_wave", "sw_bucket_masses", "sw_densities", "sw_half_width"]
 
@@ -105,7 +105,8 @@ class SquareWave:
     epsilon : float
         Budget, 0 < ε ≤ 700.
     buckets : int, default 1024
-        Number M ≥ 2 of equal public buckets of the output range [−b, 1 + b].
+        Number M of equal public buckets of the output range [−b, 1 + b], 2 ≤ M ≤ 10⁶
+        (``geoldp.mechanisms._base.MAX_SW_BUCKETS``).
     continuous : bool, default False
         Release a float instead of a bucket midpoint. **Not recommended:** reachable floats leak
         information (Mironov); the bucketed default is exactly ε-LDP.
@@ -135,7 +136,7 @@ class SquareWave:
 
     def __init__(self, *, epsilon: float, buckets: int = 1024, continuous: bool = False) -> None:
         object.__setattr__(self, "epsilon", check_epsilon(epsilon, caller="SquareWave", maximum=EPS_MAX))
-        buckets = check_int_range(buckets, "buckets", caller="SquareWave", minimum=2)
+        buckets = check_int_range(buckets, "buckets", caller="SquareWave", minimum=2, maximum=MAX_SW_BUCKETS)
         object.__setattr__(self, "buckets", buckets)
         if not isinstance(continuous, (bool, np.bool_)):
             raise TypeError(

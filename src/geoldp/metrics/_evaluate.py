@@ -13,8 +13,9 @@ import numpy as np
 import pandas as pd
 
 from geoldp._frames import TrajectoryArrays, as_pointset, as_regions, trajectory_arrays
+from geoldp._progress import stages
 from geoldp._random import resolve_rng
-from geoldp._validation import check_int_min
+from geoldp._validation import check_bool, check_int_min
 from geoldp.geo import haversine_array_m
 from geoldp.ledger import ledger_of
 from geoldp.metrics._baselines import BASELINES, baseline_release, uniform_ne_prq
@@ -148,6 +149,7 @@ def evaluate(
     mechanism: Any = None,
     epsilon: float | None = None,
     estimate_options: dict | None = None,
+    progress: bool = False,
 ) -> pd.DataFrame:
     """Utility of one or several releases next to the no-data baselines, as one table.
 
@@ -216,6 +218,9 @@ def evaluate(
         Keyword arguments for every estimator (``n_candidates``, ``n_sims``, ``n_boot``, ``n_iter``,
         ``cell_km``, ``mechanism_options``); the defaults are those of :mod:`geoldp.estimate`. Smaller
         values are faster and noisier.
+    progress : bool, default False
+        Report the stages (the originals, each release, the baselines, the estimates) on a progress bar
+        (tqdm; a widget in notebooks; one line per stage on the command line). The table does not change.
 
     Returns
     -------
@@ -247,6 +252,7 @@ def evaluate(
     (['perturbed', 'uniform', 'constant'], 0.0)
     """
     caller = "evaluate"
+    progress = check_bool(progress, "progress", caller=caller)
     s = _setup(original, points, delta_km, regions, zones, sanity_bound, k, bins, caller)
     _check_estimate_args(estimate, estimate_options, s.pts, caller)
     if label is None and mechanism is not None and not _ledger_mechanism(perturbed):
@@ -257,14 +263,23 @@ def evaluate(
     labels = [lab for lab, _ in entries] + [x for both in derived.values() for x in both] + list(bases)
     if len(set(labels)) != len(labels):
         raise ValueError(f"The release labels of {caller} must be unique; got {labels}.")
-    s.resolve_public_inputs(regions, zones, sanity_bound)
-
-    rows = {lab: _entry_row(s, obj, lab, "perturbed") for lab, obj in entries}
-    source = resolve_rng(rng) if (bases or derived) else None  # normalised once
-    base_rows, median = _baseline_rows(s, bases, source)  # drawn first: they do not depend on `estimate`
-    if derived:
-        options = dict(estimate_options or {})
-        rows = _with_estimates(s, entries, rows, derived, mechanism, epsilon, options, source)
+    n_stages = 1 + len(entries) + bool(bases) + bool(derived)
+    with stages("evaluating", n_stages, enabled=progress) as stage:
+        stage(f"the {s.to.n_trajectories} original trajectories")
+        s.resolve_public_inputs(regions, zones, sanity_bound)
+        rows = {}
+        for lab, obj in entries:
+            stage(f"scoring {lab!r}")
+            rows[lab] = _entry_row(s, obj, lab, "perturbed")
+        source = resolve_rng(rng) if (bases or derived) else None  # normalised once
+        if bases:
+            stage("the no-data baselines")
+        base_rows, median = _baseline_rows(s, bases, source)  # drawn first: they do not depend on `estimate`
+        if derived:
+            stage("estimates from the releases")
+            options = dict(estimate_options or {})
+            options.setdefault("progress", progress)  # the fits' own stages
+            rows = _with_estimates(s, entries, rows, derived, mechanism, epsilon, options, source)
     rows.update(base_rows)
     return _table(s, rows, median)
 

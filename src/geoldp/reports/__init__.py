@@ -16,9 +16,11 @@ from __future__ import annotations
 
 from geoldp.mechanisms.oracles import ORACLES, Oracle, choose_oracle, oracle
 from geoldp.reports.estimators import estimate_counts, project_simplex, true_counts
-from geoldp.reports.release import STATISTICS, report, scheme
+from geoldp.reports.release import MAX_OUE_DOMAIN, MAX_PAD_LENGTH, STATISTICS, report, scheme
 
 __all__ = [
+    "MAX_OUE_DOMAIN",
+    "MAX_PAD_LENGTH",
     "ORACLES",
     "STATISTICS",
     "Oracle",

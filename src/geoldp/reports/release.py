@@ -35,8 +35,15 @@ import numpy as np
 import pandas as pd
 
 from geoldp import _frames, _release
+from geoldp._progress import stages
 from geoldp._random import resolve_rng
-from geoldp._validation import check_int_range, check_option, check_release_epsilon
+from geoldp._validation import (
+    MAX_PAD_LENGTH,
+    check_bool,
+    check_int_range,
+    check_option,
+    check_release_epsilon,
+)
 from geoldp._versions import geoldp_version
 from geoldp.errors import GeoLDPWarning
 from geoldp.ledger import ReleaseLedger, attach, ledger_of
@@ -45,6 +52,8 @@ from geoldp.mechanisms import oracles as fo
 from geoldp.zones import Zones, check_zones, zone_of_vertices
 
 __all__ = [
+    "MAX_OUE_DOMAIN",
+    "MAX_PAD_LENGTH",
     "STATISTICS",
     "ReportScheme",
     "scheme",
@@ -62,6 +71,10 @@ __all__ = [
 
 #: The statistics a report can carry.
 STATISTICS = ("visited_zone", "od", "transitions")
+
+#: Largest domain ``oracle="oue"`` may be asked for: 2²⁰ values. An OUE report holds one bit per value
+#: (128 KiB a report here); beyond it a table of reports would not fit in memory ("auto" picks OLH there).
+MAX_OUE_DOMAIN = 1 << 20
 
 #: Smallest possible set size of each statistic (public): padding needs pad_length − this many dummies.
 _MIN_SET = {"visited_zone": 1, "od": 1, "transitions": 0}
@@ -115,6 +128,12 @@ def scheme(
     epsilon = check_release_epsilon(epsilon, caller=caller)
     oracle = check_option(oracle, "oracle", ("auto", *fo.ORACLES), caller, case_insensitive=True)
     pad_length = check_int_range(pad_length, "pad_length", caller=caller, minimum=1)
+    if pad_length > MAX_PAD_LENGTH:
+        raise ValueError(
+            f"The 'pad_length' parameter of {caller} must be an int in the range [1, {MAX_PAD_LENGTH}] "
+            "(geoldp.reports.MAX_PAD_LENGTH): padding a trajectory's set to more items than it visits only "
+            f"adds dummies, and the estimate's error grows with pad_length. Got {pad_length} instead."
+        )
     if statistic == "od" and pad_length != 1:
         raise ValueError(
             f"The 'pad_length' parameter of {caller} must be 1 for statistic='od' (one pair per trajectory)."
@@ -124,6 +143,12 @@ def scheme(
     if d < 2:
         raise ValueError(f"The report domain of {caller} must have at least 2 values.")
     name = fo.choose_oracle(d, epsilon) if oracle == "auto" else oracle
+    if name == "oue" and d > MAX_OUE_DOMAIN:
+        raise ValueError(
+            f"The 'oracle' parameter of {caller} is 'oue' over {d} values, more than "
+            f"geoldp.reports.MAX_OUE_DOMAIN = {MAX_OUE_DOMAIN}: an OUE report holds one bit per value, so "
+            "the reports would not fit in memory. Use oracle='olh' or 'auto', or fewer zones."
+        )
     return ReportScheme(statistic, n_zones, pad_length, fo.oracle(name, d, epsilon))
 
 
@@ -268,6 +293,7 @@ def report(
     user_budget: str = "trajectory",
     max_per_user: int | None = None,
     select_trips: str = "first",
+    progress: bool = False,
 ) -> pd.DataFrame:
     """One ε-LDP aggregate report per trajectory (row) over public zones.
 
@@ -315,6 +341,9 @@ def report(
         index tells which rows were kept); combined with ``"split"``, ε is shared by the kept ones.
     select_trips : {"first", "last", "random"}, default "first"
         Which trajectories ``max_per_user`` keeps (``"random"`` draws with ``rng``).
+    progress : bool, default False
+        Report the stages (the rows, the zones of their vertices, the draws) on a progress bar (tqdm; a
+        widget in notebooks; one line per stage on the command line). The output does not change.
 
     Returns
     -------
@@ -357,6 +386,7 @@ def report(
     ('oue', 25, 500)
     """
     caller = "geoldp.report"
+    progress = check_bool(progress, "progress", caller=caller)
     gdf = _frames.check_frame(gdf, caller=caller)
     z = check_zones(zones, caller=caller)
     des = scheme(statistic, z.size, epsilon, oracle=oracle, pad_length=pad_length, caller=caller)
@@ -376,17 +406,22 @@ def report(
             max_per_user=max_per_user,
             select_trips=select_trips,
             caller=caller,
+            progress=progress,
         )
     source = resolve_rng(rng)
     spend = _release.Spend(gdf, accountant, user_col, caller=caller)  # refuse, draw, commit: in order
-    ft = _frames.extract(gdf, on_invalid=on_invalid, caller=caller)
-    spend.refuse(gdf, des.oracle.epsilon)
-    # the number of reports is released (one per valid row): a public input of the check
-    warn_if_no_data_level(des, int(np.count_nonzero(ft.valid)), stacklevel=2)
-    set_offsets, items = _items(des, z, ft)
-    key = spend.draw(source)  # once, after every check
-    out = _table(des, key, set_offsets, items, ft, gdf.index, offset=0)
-    del set_offsets, items  # private: never outlive the call
+    with stages("reporting", 3, enabled=progress) as stage:
+        stage(f"checking {len(gdf)} rows")
+        ft = _frames.extract(gdf, on_invalid=on_invalid, caller=caller)
+        spend.refuse(gdf, des.oracle.epsilon)
+        # the number of reports is released (one per valid row): a public input of the check
+        warn_if_no_data_level(des, int(np.count_nonzero(ft.valid)), stacklevel=2)
+        stage(f"zones of {ft.lon.shape[0]} vertices")
+        set_offsets, items = _items(des, z, ft)
+        stage(f"{des.oracle.name} reports over {des.d} values")
+        key = spend.draw(source)  # once, after every check
+        out = _table(des, key, set_offsets, items, ft, gdf.index, offset=0)
+        del set_offsets, items  # private: never outlive the call
     prov = release_provenance(des, z, source.policy, ft.kind)
     prov["input"]["on_invalid"] = on_invalid
     attach(out, seeded_release_id(out, spend.finish(prov)))
@@ -400,6 +435,7 @@ def _report_per_user(
     from geoldp import accounting, budget_strategies
 
     on_invalid = kw.pop("on_invalid")
+    progress = kw.pop("progress")
     _frames.extract(gdf, on_invalid=on_invalid, caller=caller)  # every row checked before any draw
     statistic, pad_length = des.statistic, des.pad_length
 
@@ -413,6 +449,7 @@ def _report_per_user(
             pad_length=pad_length,
             rng=rng,
             on_invalid=on_invalid,
+            progress=progress,  # each part's stages
         )
 
     def configure(parts: list[tuple[float, int]]) -> dict[str, Any]:

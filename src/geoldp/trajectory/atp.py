@@ -9,6 +9,7 @@ from typing import ClassVar
 
 from geoldp._validation import check_int_range, check_option
 from geoldp.budget import check_fractions, exact_share
+from geoldp.mechanisms._base import MAX_SW_BUCKETS
 from geoldp.trajectory._base import SamplerPlan, fraction_str
 from geoldp.trajectory.split import ATP_FRACTIONS
 from geoldp.trajectory.tp import TwoCopyMechanism
@@ -33,7 +34,7 @@ class ATP(TwoCopyMechanism):
         (anchor, radius, directions, points) fractions of each copy's budget ε/2; non-negative, summing to
         exactly 1 as rationals (else :class:`~geoldp.BudgetError`). Every stage needs a positive share.
     sw_buckets : int, default 1024
-        Number M ≥ 2 of public Square-Wave output buckets.
+        Number M of public Square-Wave output buckets, 2 ≤ M ≤ 10⁶ (``MAX_SW_BUCKETS``).
     sw_output : {"bucketed", "continuous"}, default "bucketed"
         Square-Wave output; continuous output leaks through reachable floats (documented limitation).
     distance_mapping : {"output", "input"}, default "output"
@@ -96,7 +97,10 @@ class ATP(TwoCopyMechanism):
                 f"points). Got {len(fr)} instead."
             )
         set_(self, "fractions", fr)
-        set_(self, "sw_buckets", check_int_range(self.sw_buckets, "sw_buckets", caller=caller, minimum=2))
+        buckets = check_int_range(
+            self.sw_buckets, "sw_buckets", caller=caller, minimum=2, maximum=MAX_SW_BUCKETS
+        )
+        set_(self, "sw_buckets", buckets)
         set_(self, "sw_output", check_option(self.sw_output, "sw_output", ("bucketed", "continuous"), caller))
         set_(
             self,
