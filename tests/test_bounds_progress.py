@@ -145,10 +145,10 @@ def test_max_gap_text_that_is_no_duration(gap, match):
 
 
 def test_explicit_oue_over_a_huge_domain_is_refused_before_any_draw(city):
-    from geoldp.reports import MAX_OUE_DOMAIN, design
+    from geoldp.reports import MAX_OUE_DOMAIN, scheme
 
-    assert design("transitions", 1000, 2.0, oracle="oue", caller="t").d <= MAX_OUE_DOMAIN  # 1001² + 1 values
+    assert scheme("transitions", 1000, 2.0, oracle="oue", caller="t").d <= MAX_OUE_DOMAIN  # 1001² + 1 values
     with pytest.raises(
         ValueError, match=r"'oue' over 1212202 values, more than geoldp.reports.MAX_OUE_DOMAIN"
     ):
-        design("transitions", 1100, 2.0, oracle="oue", caller="t")  # 1101² + 1 values: 148 KiB a report
+        scheme("transitions", 1100, 2.0, oracle="oue", caller="t")  # 1101² + 1 values: 148 KiB a report

@@ -125,8 +125,18 @@ def test_refusals_are_one_line_with_the_right_status(files, capsys):
 
 def test_plan_writes_the_recommended_designs_campaign(files, capsys):
     d = files
+    # few users: no design beats the no-data baselines, so there is no campaign to write
     code, out, err = run(
         ["plan", d / "P.gpkg", "--epsilon", "2", "--n", "50", "--lengths", "2", "--cell-km", "3",
+         "--seed", "1", "--campaign-out", d / "none.json"],
+        capsys,
+    )  # fmt: skip
+    assert "no design beats" in out
+    errors = [line for line in err.splitlines() if line.startswith("geoldp: error:")]
+    assert code == 1 and len(errors) == 1 and "no campaign written" in errors[0], err
+    assert not (d / "none.json").exists()
+    code, out, err = run(
+        ["plan", d / "P.gpkg", "--epsilon", "8", "--n", "20000", "--lengths", "2", "--cell-km", "3",
          "--seed", "1",
          "--campaign-out", d / "c.json"],
         capsys,
@@ -134,5 +144,5 @@ def test_plan_writes_the_recommended_designs_campaign(files, capsys):
     assert code == 0, err
     c = Campaign.read(d / "c.json")
     recommended = out.split("recommended: ")[1].split()[0]
-    assert c.design_name == recommended and str(d / "c.json") in out and c.epsilon == 2.0
+    assert c.design_name == recommended and str(d / "c.json") in out and c.epsilon == 8.0
     assert c.zones() is not None and len(c.zones()) > 0

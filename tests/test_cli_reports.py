@@ -365,7 +365,7 @@ def test_synthesize_still_refuses_a_split_budget(files, tmp_path, capsys):
         (
             ["--points", "P.gpkg", "--epsilon", 4, "--user-col", "nobody", "--user-budget", "split"],
             1,
-            "user_col",
+            "--user-col names a column",
         ),
         (["--points", "P.gpkg", "--epsilon", 4, "--max-per-user", 1], 2, "need --user-col"),
         (["--points", "P.gpkg", "--epsilon", -1], 1, "epsilon"),

@@ -28,7 +28,6 @@ import numpy as np
 
 from geoldp import _safe_write
 from geoldp.errors import PrivacyWarning
-from geoldp.zones import zone_grid
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
@@ -361,6 +360,7 @@ DEMO_PLAN_DESIGNS = ("tp", "atp", "ldptrace", "report:visited_zone", "report:vis
 def _print_plan(points: Any, n: int, epsilon: float, seed: int, out: TextIO) -> None:
     """Print which design :func:`geoldp.plan` recommends for zone visits, from public inputs only."""
     from geoldp.planner import plan
+    from geoldp.zones import zone_grid
 
     zones = zone_grid(points, cell_km=1.5)
     # public inputs only: P, the zones, ε, the number of rows and an assumed length distribution (2-8)
@@ -452,6 +452,7 @@ def run_demo(
     ['TP raw', 'ATP raw', 'ATP estimated', 'ATP denoised', 'uniform', 'constant']
     """
     from geoldp.datasets import synthetic_city  # importing geoldp registers the .ldp accessor
+    from geoldp.zones import zone_grid
 
     out = sys.stdout if stream is None else stream
     has_matplotlib = importlib.util.find_spec("matplotlib") is not None

@@ -40,7 +40,6 @@ from geoldp.cli._args import positive_float as _positive_float
 from geoldp.cli._args import positive_int as _positive_int
 from geoldp.cli._args import report_warnings as _report_warnings
 from geoldp.cli._args import seed as _seed
-from geoldp.zones import zone_grid
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -394,6 +393,8 @@ def _cmd_evaluate(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> i
 
 
 def _cmd_plan(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
+    from geoldp.zones import zone_grid
+
     points_path = existing_file(args.points, "POINTS")
     lengths = args.lengths
     import pandas as pd
@@ -438,6 +439,12 @@ def _cmd_plan(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
                 f"--epsilon {args.epsilon:g} --points {args.points} --cell-km {args.cell_km:g} "
                 "-o ANSWER.gpkg",
                 file=stdout,
+            )
+        if args.campaign_out is not None and table.best is None:
+            raise UserError(
+                f"no campaign written to '{args.campaign_out}': no design beats the no-data baselines for "
+                f"{args.question} here (see the table); to collect anyway, write the campaign of a design "
+                "you choose with geoldp campaign create --design NAME"
             )
         if args.campaign_out is not None and table.best is not None:
             from geoldp.cli import field as cli_field

@@ -28,7 +28,6 @@ from geoldp.cli._args import int_at_least as _int_at_least
 from geoldp.cli._args import positive_float as _positive_float
 from geoldp.cli._args import seed as _seed
 from geoldp.ledger import attach, ledger_of
-from geoldp.zones import zone_grid
 
 __all__ = [
     "check_evaluate_inputs",
@@ -278,6 +277,7 @@ def kept_original(args: argparse.Namespace, original: Any) -> Any:
 
 def evaluate_zones(args: argparse.Namespace, points: Any) -> Any:
     """The zones of ``geoldp evaluate``: the ``--zones`` file, or the --cell-km grid over P."""
+    from geoldp.zones import zone_grid
 
     if getattr(args, "zones", None) is not None:
         return _read_zones(existing_file(args.zones, "--zones"))
