@@ -83,7 +83,7 @@ def test_trajectories_from_points_keeps_per_trajectory_columns(toy_point_frame, 
     "keep, message",
     [
         (["speed"], "'keep' column 'speed' .* changes within a trajectory segment"),
-        (["nope"], "'keep' column 'nope' .* is not in the frame"),
+        (["nope"], "'keep' parameter .* not in the frame: 'nope'"),
         (["time"], "'keep' column 'time' .* clashes with an output column"),
         (["traj_id"], "clashes with an output column"),
     ],
