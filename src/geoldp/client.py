@@ -508,7 +508,8 @@ class Client:
         alam, aphi = np.empty(1), np.empty(1)
         nrt.anchor_points(flat, offsets, self._lam, self._phi, bool(plan["vector_mean"]), alam, aphi)
         anchor = plain.nearest_scan(float(alam[0]), float(aphi[0]), self._lam, self._phi)
-        assert self._region is not None  # noqa: S101 (prepared for run_atp)
+        if self._region is None:  # prepared with the kernels of run_atp: unreachable otherwise
+            raise RuntimeError("geoldp.client: the ATP region arrays were not prepared.")
         region = _Region(
             np.array([anchor], dtype=np.int64),
             self._region,

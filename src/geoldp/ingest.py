@@ -238,11 +238,12 @@ def stored_campaign(store: Any, campaign_id: str) -> Campaign:
                 f"The store {st.location} holds {'no' if not ids else 'more than one'} campaign with the id "
                 f"{campaign_id!r} (campaigns: {known}); name one by its id or a unique prefix of it."
             )
-        text = st.campaign(ids[0])
+        text, location = st.campaign(ids[0]), st.location
     finally:
         if opened:
             st.close()
-    assert text is not None  # noqa: S101 (listed just above)
+    if text is None:  # listed just above: only a concurrent removal gets here
+        raise ValueError(f"The campaign {ids[0][:12]}... is no longer in the store {location}.")
     return Campaign(doc.check_campaign(json.loads(text), where=f"The campaign {ids[0][:12]}... in the store"))
 
 
