@@ -907,16 +907,8 @@ class GeoSeriesLDPAccessor:
 
         self._obj = _frames.accessor_target(obj, gpd.GeoSeries)
 
-    @property
-    def ledger(self) -> ReleaseLedger | None:
-        """The ledger of this release (what it spent and how), or ``None`` for a frame that is not one.
-
-        Returns
-        -------
-        ReleaseLedger or None
-            See :class:`geoldp.ledger.ReleaseLedger`.
-        """
-        return ledger_of(self._obj)
+    # the same property as the frame accessor's: it reads only ``self._obj``
+    ledger = LDPAccessor.ledger
 
     def _frame(self, kwargs: dict[str, Any], caller: str) -> Any:
         import geopandas as gpd
