@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 import geoldp
-from geoldp import _numba_cache
+from geoldp._core import numba_cache as _numba_cache
 
 SOURCE = Path(geoldp.__file__).resolve().parent
 

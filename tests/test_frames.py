@@ -415,7 +415,7 @@ class _CountingSource:
     """Wraps a seeded source and counts every draw (validation must precede the first one)."""
 
     def __init__(self):
-        from geoldp._random import resolve_rng
+        from geoldp._core.randomness import resolve_rng
 
         self.inner = resolve_rng(0)
         self.calls = 0
@@ -549,7 +549,7 @@ def test_I32_scale_one_long_trajectory_many_points():
 
 
 def test_as_pointset_is_the_one_normalisation_of_public_points():
-    from geoldp import _frames
+    from geoldp._core import frames as _frames
 
     ps = PointSet([0.0, 0.01, 0.02], [0.0, 0.0, 0.01])
     assert _frames.as_pointset(ps, caller="t") is ps
@@ -567,7 +567,7 @@ def test_as_pointset_is_the_one_normalisation_of_public_points():
 
 
 def test_trajectory_arrays_from_geometries_and_indices_agree():
-    from geoldp import _frames
+    from geoldp._core import frames as _frames
 
     ps = PointSet([0.0, 0.01, 0.02], [0.0, 0.0, 0.01])
     lines = gpd.GeoSeries(
@@ -588,7 +588,7 @@ def test_trajectory_arrays_from_geometries_and_indices_agree():
 
 def test_one_reader_of_public_points_one_wording(toy_lines):
     # the same bad public points get the same message from a release and from an analysis
-    from geoldp import _frames
+    from geoldp._core import frames as _frames
 
     good = gpd.GeoDataFrame(geometry=gpd.points_from_xy([116.3, 116.4], [39.9, 39.95]), crs="EPSG:4326")
     bad = {
@@ -621,7 +621,7 @@ def test_one_reader_of_public_points_one_wording(toy_lines):
     ],
 )
 def test_both_trajectory_readers_word_a_bad_row_alike(geometry, problem):
-    from geoldp import _frames
+    from geoldp._core import frames as _frames
 
     if isinstance(geometry, list):
         with warnings.catch_warnings():
@@ -702,7 +702,7 @@ def _release_kinds(city_points):
 @pytest.mark.parametrize("kind", ["perturb", "report", "synthesize", "hybrid"])
 @pytest.mark.parametrize("cols", list(FIX_COLUMNS), ids=list(FIX_COLUMNS))
 def test_point_rows_that_look_like_fixes_warn(city_points_gdf, kind, cols):
-    from geoldp.errors import PrivacyWarning
+    from geoldp._core.errors import PrivacyWarning
 
     call = _release_kinds(city_points_gdf)[kind]
     frame = _fixes_frame(**FIX_COLUMNS[cols])
@@ -716,7 +716,7 @@ def test_point_rows_that_look_like_fixes_warn(city_points_gdf, kind, cols):
 
 @pytest.mark.filterwarnings("ignore::geoldp.GeoLDPWarning")
 def test_point_rows_with_an_id_or_without_fix_columns_do_not_warn(city_points_gdf):
-    from geoldp.errors import PrivacyWarning
+    from geoldp._core.errors import PrivacyWarning
 
     kinds = _release_kinds(city_points_gdf)
     with warnings.catch_warnings():
@@ -753,7 +753,7 @@ def test_dask_point_rows_with_a_time_column_warn_from_the_schema(city_points_gdf
     dask_geopandas = pytest.importorskip("dask_geopandas")
     import geoldp.dask
     from geoldp import zone_grid
-    from geoldp.errors import PrivacyWarning
+    from geoldp._core.errors import PrivacyWarning
 
     frame = _fixes_frame(time=pd.date_range("2020-01-01", periods=12, freq="1min"))
     ddf = dask_geopandas.from_geopandas(frame, npartitions=2)

@@ -48,7 +48,7 @@ def test_time_column_of_one_kind_is_accepted(city_points):
     assert len(out) == 3
 
 
-@pytest.mark.filterwarnings("ignore:GDAL reported:geoldp.errors.GeoLDPWarning")  # GDAL: mixed field types
+@pytest.mark.filterwarnings("ignore:GDAL reported:geoldp.GeoLDPWarning")  # GDAL: mixed field types
 @pytest.mark.parametrize("values", [[1, "2020-01-01T00:00:00Z", 3], [1, "later", 3]])
 def test_time_column_mixing_kinds_in_a_file_is_refused(tmp_path, values):
     feats = [
@@ -338,7 +338,7 @@ def test_tiny_epsilon_is_refused_by_dask(toy_lines, city_points):
 
 
 def test_smallest_accepted_epsilon_only_warns(toy_lines, city_points):
-    from geoldp.errors import PrivacyWarning
+    from geoldp._core.errors import PrivacyWarning
     from geoldp.prepare import MIN_EPSILON
 
     with pytest.warns(PrivacyWarning, match="close to uniform noise"):

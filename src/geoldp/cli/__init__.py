@@ -17,9 +17,9 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn, TextIO
 
-from geoldp import _progress
-from geoldp._formats import WRITE_FORMATS
-from geoldp._memory import is_out_of_memory
+from geoldp._core import progress as _progress
+from geoldp._core.formats import WRITE_FORMATS
+from geoldp._core.memory import is_out_of_memory
 
 # the output formats of `geoldp perturb` are those of geoldp.io.write_file, by file suffix. Only light
 # modules at the top: `--help`, `--version` and usage errors answer before numba or GeoPandas load (every
@@ -44,7 +44,7 @@ from geoldp.cli._args import seed as _seed
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
-__all__ = ["build_parser", "main"]
+__all__ = ["main"]
 
 PROG = "geoldp"
 
@@ -66,7 +66,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _version() -> str:
-    from geoldp._versions import geoldp_version
+    from geoldp._core.versions import geoldp_version
 
     return geoldp_version()
 
@@ -376,7 +376,7 @@ def _cmd_evaluate(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> i
                 file=stderr,
             )
         if args.plot is not None:
-            from geoldp import _safe_write
+            from geoldp._core import safe_write as _safe_write
             from geoldp.demo import save_comparison_map
 
             # drawn under a temporary name in the same directory, then renamed: never a partial image
@@ -454,7 +454,7 @@ def _cmd_plan(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
 
 
 def _cmd_info(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
-    from geoldp._versions import show_versions
+    from geoldp._core.versions import show_versions
 
     print(
         f"{PROG} {_version()}: trajectory collection under local differential privacy (TP, ATP)", file=stdout
@@ -823,7 +823,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """
     import signal
 
-    from geoldp._safe_write import Terminated
+    from geoldp._core.safe_write import Terminated
 
     def terminate(signum: int, frame: Any) -> None:
         raise Terminated()
@@ -873,7 +873,7 @@ def _run(argv: Sequence[str] | None = None) -> int:
         The exit status: 0 on success, 1 for bad input data or parameters, 2 for command-line usage
         errors.
     """
-    from geoldp.errors import GeoLDPError
+    from geoldp._core.errors import GeoLDPError
 
     stdout, stderr = sys.stdout, sys.stderr
     parser = build_parser()

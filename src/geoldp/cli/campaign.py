@@ -22,22 +22,12 @@ import sys
 from pathlib import Path
 from typing import Any, TextIO
 
+from geoldp._core.ledger import attach, ledger_of
 from geoldp.cli._args import bbox as _bbox
 from geoldp.cli._args import check_output, existing_file, stage, usage, warned
 from geoldp.cli._args import int_at_least as _int_at_least
 from geoldp.cli._args import positive_float as _positive_float
 from geoldp.cli._args import seed as _seed
-from geoldp.ledger import attach, ledger_of
-
-__all__ = [
-    "check_evaluate_inputs",
-    "text_columns",
-    "extend_evaluate",
-    "extend_perturb",
-    "finish_perturb",
-    "perturb_options",
-    "register",
-]
 
 PROG = "geoldp"
 
@@ -173,7 +163,7 @@ def perturb_options(args: argparse.Namespace) -> dict[str, Any]:
     if args.total_epsilon is not None and args.accountant is None:
         usage(args, "--total-epsilon goes with --accountant STORE")
     if args.kept_rows is not None:
-        from geoldp import _safe_write
+        from geoldp._core import safe_write as _safe_write
 
         try:
             _safe_write.check_output(Path(args.kept_rows), overwrite=args.overwrite, what="--kept-rows")
@@ -210,7 +200,7 @@ def finish_perturb(
     if getattr(args, "kept_rows", None) is not None:
         import numpy as np
 
-        from geoldp import _safe_write
+        from geoldp._core import safe_write as _safe_write
 
         rows = (
             np.flatnonzero(trips.index.isin(out.index)) if len(out) != len(trips) else np.arange(len(trips))
@@ -288,7 +278,7 @@ def _read_zones(path: Path) -> Any:
     """Public polygons (zones or regions) from a local file, checked: a CRS, polygons only."""
     import geopandas as gpd
 
-    from geoldp import _formats
+    from geoldp._core import formats as _formats
 
     with stage(f"cannot read the polygons '{path}'"):
         _formats.detect(path, "geoldp")  # a local file whose content matches its suffix
@@ -657,7 +647,7 @@ class _CellKm(argparse.Action):
 
 
 def _add_estimate(sub: Any) -> None:
-    from geoldp._formats import ESTIMATE_LAYERS as LAYER_NAMES
+    from geoldp._core.formats import ESTIMATE_LAYERS as LAYER_NAMES
 
     p = sub.add_parser(
         "estimate",

@@ -23,7 +23,8 @@ import os
 from pathlib import Path
 from typing import Any, TextIO
 
-from geoldp._validation import MAX_PAD_LENGTH
+from geoldp._core.ledger import attach, require
+from geoldp._core.validation import MAX_PAD_LENGTH
 from geoldp.cli._args import bbox as _bbox
 from geoldp.cli._args import check_output, existing_file, stage, usage
 from geoldp.cli._args import int_at_least as _int_at_least
@@ -33,9 +34,6 @@ from geoldp.cli._args import one_line as _one_line
 from geoldp.cli._args import positive_float as _positive_float
 from geoldp.cli._args import seed as _seed
 from geoldp.cli._args import warned as _warned
-from geoldp.ledger import attach, require
-
-__all__ = ["read_report_table", "register", "write_report_table"]
 
 PROG = "geoldp"
 SEED_HELP = "integer seed, for experiments only; omit for deployment (OS CSPRNG). Never written out."
@@ -92,8 +90,8 @@ def read_report_table(path: str | os.PathLike[str]) -> Any:
     import numpy as np
     import pandas as pd
 
-    from geoldp import _formats
     from geoldp import io as gio
+    from geoldp._core import formats as _formats
     from geoldp.reports.release import part_epsilons, scheme_of
 
     p = Path(os.fspath(path))
@@ -367,7 +365,7 @@ def _grid_size(text: str) -> int | str:
 def _cmd_synthesize(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     from geoldp import io as gio
     from geoldp import ldptrace
-    from geoldp._random import resolve_rng
+    from geoldp._core.randomness import resolve_rng
     from geoldp.cli import accountant as cli_accountant
     from geoldp.cli import campaign as cli_campaign
 
@@ -416,7 +414,7 @@ def _cmd_synthesize(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) ->
 
 
 def _add_synthesize(sub: Any) -> None:
-    from geoldp._formats import WRITE_FORMATS
+    from geoldp._core.formats import WRITE_FORMATS
     from geoldp.cli import campaign as cli_campaign
 
     p = sub.add_parser(
@@ -462,7 +460,7 @@ def _add_synthesize(sub: Any) -> None:
 
 def _cmd_report_estimate(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     from geoldp import layers as glayers
-    from geoldp._progress import stages
+    from geoldp._core.progress import stages
     from geoldp.estimate._ranking import top_supported
     from geoldp.reports import estimate_counts
     from geoldp.reports.release import n_reports
@@ -488,7 +486,7 @@ def _cmd_report_estimate(args: argparse.Namespace, stdout: TextIO, stderr: TextI
         if geojson
         else [out_path]
     )
-    from geoldp import _safe_write
+    from geoldp._core import safe_write as _safe_write
 
     for target in targets:
         try:

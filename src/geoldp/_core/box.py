@@ -27,9 +27,9 @@ from typing import Any
 import numpy as np
 from pyproj import CRS, Transformer
 
-from geoldp._frames import WGS84
-from geoldp._kernels import EARTH_RADIUS_M
-from geoldp.errors import GeoLDPWarning, PrivacyWarning
+from geoldp._core.errors import GeoLDPWarning, PrivacyWarning
+from geoldp._core.frames import WGS84
+from geoldp._core.kernels import EARTH_RADIUS_M
 
 __all__ = ["PlanarBox", "planar_box", "warn_if_box_from", "warn_outside"]
 
