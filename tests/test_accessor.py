@@ -408,7 +408,9 @@ def test_R5_seeded_output_does_not_depend_on_chunking(city_points):
     from geoldp.trajectory import engine
 
     seqs = gdf.ldp.snap(city_points)
-    mech = acc.resolve_mechanism("atp", EPS, {}, caller="test")
+    from geoldp._release import resolve_mechanism
+
+    mech = resolve_mechanism("atp", EPS, {}, caller="test")
     key = resolve_rng(77).stream_key()
     parts = []
     for start in range(0, len(seqs), 17):

@@ -48,6 +48,8 @@ import shapely
 from geoldp._core import frames as _frames
 from geoldp._core.errors import GeoLDPWarning
 from geoldp._core.validation import check_float_range, check_int_min, missing_column
+from geoldp._release import MIN_EPSILON as MIN_EPSILON
+from geoldp._release import NEAR_UNIFORM_EPSILON as NEAR_UNIFORM_EPSILON
 from geoldp._release import point_budget, suggest_max_points
 
 __all__ = [
