@@ -159,8 +159,10 @@ def _configure_numba() -> None:
 
 
 class _LazyAccessor:
-    """``DataFrame.ldp`` (or ``Series.ldp``) until first used; then imports :mod:`geoldp.accessor`, which
-    registers both accessors itself."""
+    """``DataFrame.ldp`` (or ``Series.ldp``) until first used.
+
+    Then it imports :mod:`geoldp.accessor`, which registers both accessors itself.
+    """
 
     def __init__(self, series: bool = False) -> None:
         self._series = series

@@ -70,8 +70,9 @@ def _partition_stats(
     number: int = 0,
     caller: str = _CALLER,
 ) -> tuple[int, dict[int, int], set[int], Any, Any]:
-    """Row count, trajectory lengths (length -> count), geometry type ids, user column and bounds of one
-    partition.
+    """Row count, trajectory lengths, geometry type ids, user column and bounds of one partition.
+
+    The lengths are a mapping length -> count.
 
     The first three are released by the output anyway (row count, vertex counts, geometry type). The user
     column (only with an accountant) and the bounds in ``area_crs`` (only when the public points record
@@ -101,8 +102,10 @@ def _partition_stats(
 
 
 def _data_box(stats: Any, crs: Any) -> Any:
-    """A one-row frame with the partitions' combined bounds (in ``crs``), for the area check of the
-    release pipeline; ``None`` when no partition has bounds."""
+    """A one-row frame with the partitions' combined bounds (in ``crs``).
+
+    It feeds the area check of the release pipeline; ``None`` when no partition has bounds.
+    """
     import geopandas as gpd
     import shapely
 
@@ -454,8 +457,7 @@ def report(
     accountant: Any = None,
     user_col: Any = None,
 ) -> Any:
-    """One ε-LDP aggregate report per row of a Dask GeoDataFrame: the Dask counterpart of
-    :func:`geoldp.report`.
+    """One ε-LDP aggregate report per row of a Dask GeoDataFrame: the Dask :func:`geoldp.report`.
 
     Row ``i`` (global position) uses random stream ``i`` of one stream key drawn per call, so with the
     same ``rng`` the computed result equals ``geoldp.report(ddf.compute(), zones, ...)`` row for row,

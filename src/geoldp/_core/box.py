@@ -43,8 +43,11 @@ _LOCAL = threading.local()
 
 
 def _transformer(src: CRS, dst: CRS) -> Transformer:
-    """A Transformer from ``src`` to ``dst`` (always_xy), built once per thread (building one takes ~50 ms;
-    a Transformer must not be shared between threads). The cache holds public CRSs only."""
+    """A Transformer from ``src`` to ``dst`` (always_xy), built once per thread.
+
+    Building one takes ~50 ms, and a Transformer must not be shared between threads. The cache holds
+    public CRSs only.
+    """
     cache = getattr(_LOCAL, "cache", None)
     if cache is None:
         cache = _LOCAL.cache = {}

@@ -231,8 +231,10 @@ def check_count(value: Any, name: str, *, caller: str, minimum: int = 1, maximum
 
 
 def check_lengths(lengths: Any, *, caller: str, name: str = "lengths") -> Any:
-    """Refuse a trajectory length above :data:`MAX_LENGTH` in an int or a list of ints, before anything is
-    sized by it; return ``lengths`` unchanged (its type and the lower end are the caller's to check).
+    """Refuse a trajectory length above :data:`MAX_LENGTH` in an int or a list of ints.
+
+    The check runs before anything is sized by a length; ``lengths`` is returned unchanged (its type and
+    the lower end are the caller's to check).
 
     Raises
     ------
