@@ -94,16 +94,37 @@ GRID_SPACING_M = 1000.0
 GPS_RULES = {"tdrive_600": (30, "15min"), "geolife_small_mpd": (10, "5min")}
 MODES = ("pilot", "no prior (public bound)")
 #: Planner variants compared (settings of geoldp.planner's pilot fit; ``main`` is the code as it is).
+_WALKS = {"_PILOT_MODEL": "walks", "_PILOT_PLAUSIBLE": 1, "_PILOT_BASELINE_FALLBACK": False}
 VARIANTS = {
     "main": {},
-    "fix": {"_PILOT_STEP_SCALES": (1.0,), "_PILOT_FITS": 1},
-    "scales": {"_PILOT_STEP_SCALES": (0.1, 0.3, 1.0), "_PILOT_FITS": 1},
-    "scales-top3": {"_PILOT_STEP_SCALES": (0.1, 0.3, 1.0), "_PILOT_FITS": 3},
-    "shrunk-cells": {"_PILOT_STEP_SCALES": (1.0,), "_PILOT_FITS": 1, "_PILOT_SHRINK_CELLS": True},
+    "fix": {**_WALKS, "_PILOT_STEP_SCALES": (1.0,), "_PILOT_FITS": 1},
+    "scales": {**_WALKS, "_PILOT_STEP_SCALES": (0.1, 0.3, 1.0), "_PILOT_FITS": 1},
+    "scales-top3": {**_WALKS, "_PILOT_STEP_SCALES": (0.1, 0.3, 1.0), "_PILOT_FITS": 3},
+    "shrunk-cells": {**_WALKS, "_PILOT_STEP_SCALES": (1.0,), "_PILOT_FITS": 1, "_PILOT_SHRINK_CELLS": True},
     "scales+shrunk-cells": {
+        **_WALKS,
         "_PILOT_STEP_SCALES": (0.1, 0.3, 1.0),
         "_PILOT_FITS": 1,
         "_PILOT_SHRINK_CELLS": True,
+    },
+    # populations less like P: hot-point starts × step scales, fitted on both pilot histograms with a
+    # penalty for P-likeness; one population
+    "concentrated": {
+        "_PILOT_MODEL": "concentrated",
+        "_PILOT_PLAUSIBLE": 1,
+        "_PILOT_BASELINE_FALLBACK": False,
+    },
+    # the same, simulated on three plausible populations (best score, least and most P-like within the
+    # pilot's noise): the predicted interval spans them, the margin rule asks a design to beat the better
+    # baseline on each, and the fallback baseline is the one whose worst error over them is smallest
+    "plausible": {"_PILOT_MODEL": "concentrated", "_PILOT_PLAUSIBLE": 3, "_PILOT_BASELINE_FALLBACK": True},
+    # the published walks (three start rules × three step scales), simulated on the three closest to the
+    # pilot's distinct-zone classes, with the same interval, margin and fallback as `plausible`
+    "walks-plausible": {
+        **_WALKS,
+        "_PILOT_STEP_SCALES": (0.1, 0.3, 1.0),
+        "_PILOT_FITS": 3,
+        "_PILOT_BASELINE_FALLBACK": True,
     },
 }
 #: Report designs with an interval: (statistic, ℓ)

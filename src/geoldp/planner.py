@@ -795,8 +795,12 @@ def plan(
     if not beats:
         # the no-data answer to fall back on: the one whose worst error over the no-data populations is
         # smallest (baselines cost nothing to simulate, so every population is tried, not only the asked one)
-        worst = _baseline_worst_errors(
-            ps, zone_of_point, z, lengths, size, prior, n, epsilon, question, median
+        worst = (
+            _worst_over(tables)
+            if pilot is not None and _PILOT_BASELINE_FALLBACK
+            else _baseline_worst_errors(
+                ps, zone_of_point, z, lengths, size, prior, n, epsilon, question, median
+            )
         )
         table["error_worst_population"] = worst.reindex(table.index)
         best = str(worst.idxmin())
@@ -830,6 +834,11 @@ def _beats_above_noise(tables: dict[str, pd.DataFrame], name: str) -> bool:
         if not best_baseline - float(t.loc[name, "error"]) > rest.Z95 * float(t.loc[name, "error_se"]):
             return False
     return True
+
+
+def _worst_over(tables: dict[str, pd.DataFrame]) -> pd.Series:
+    """Each baseline's largest error over the simulated populations (the pilot's plausible ones)."""
+    return pd.DataFrame({k: t.loc[t["kind"] == "baseline", "error"] for k, t in tables.items()}).max(axis=1)
 
 
 def _baseline_worst_errors(
@@ -918,6 +927,10 @@ def _pilot_populations(
     if _PILOT_SHRINK_CELLS:
         pilot = _shrunk_cells(pilot, cell_of_point)
     starts = pilot.draw_starts(cell_of_point, size, gen)
+    if _PILOT_MODEL == "concentrated":
+        return _concentrated_populations(
+            ps, pilot, lengths, starts, gen, zone_of_point, n_zones, cell_of_point
+        )
     fits: list[tuple[float, int, str, list[np.ndarray]]] = []
     for scale in _PILOT_STEP_SCALES:
         for kind in POPULATIONS[:3]:
@@ -927,7 +940,104 @@ def _pilot_populations(
             gap = float(np.abs(shares / max(len(seqs), 1) - pilot.zone_count_pmf).sum())
             fits.append((gap, len(fits), f"pilot:{kind}@{scale:g}", seqs))
     fits.sort(key=lambda f: (f[0], f[1]))
-    return {label: seqs for _, _, label, seqs in fits[: max(1, _PILOT_FITS)]}
+    # the first fits in full, the others (population uncertainty) on a smaller sample of their walks
+    return {
+        label: seqs if i == 0 else seqs[:_PILOT_EXTRA_SIZE]
+        for i, (_, _, label, seqs) in enumerate(fits[: max(1, _PILOT_FITS)])
+    }
+
+
+#: How a pilot's populations are built: ``"walks"`` (the start rules × :data:`_PILOT_STEP_SCALES`, the
+#: one closest to the pilot's distinct-zone classes) or ``"concentrated"``
+#: (:func:`_concentrated_populations`).
+_PILOT_MODEL = "walks"
+#: Concentrations of the concentrated model: (the share of the walks that start at a few hot points, how
+#: many hot points), from walks that start where the pilot's cells say to nearly all at three points.
+_PILOT_CONCENTRATIONS: tuple[tuple[float, int], ...] = ((0.0, 1), (0.5, 10), (0.9, 10), (1.0, 3))
+#: Step scales of the concentrated model (1: the published law; below 1, trips that stay near their start).
+_PILOT_CONCENTRATED_SCALES: tuple[float, ...] = (1.0, 0.3, 0.1)
+#: Weight of the penalty for looking like P (one minus half the L1 distance between the population's
+#: zone-visit shares and P's zone shares, in [0, 1]) added to a candidate's misfit.
+_PILOT_P_PENALTY = 1.0
+#: Plausible populations simulated (population uncertainty): 1, the best score; 2, also the least P-like
+#: plausible one; 3, also the most P-like plausible one.
+_PILOT_PLAUSIBLE = 1
+#: Walks of each plausible population after the first (a smaller sample of it: the spread of the predicted
+#: error over the populations is wanted, not a second precise estimate).
+_PILOT_EXTRA_SIZE = 500
+#: A candidate is plausible when its misfit is within this of the best one's (mean squared standardised
+#: gap per class of the pilot's two histograms, added).
+_PILOT_PLAUSIBLE_GAP = 1.0
+#: Without a design above the noise, fall back on the baseline whose worst error over the pilot's
+#: populations (not over walks anywhere in P) is smallest.
+_PILOT_BASELINE_FALLBACK = False
+
+
+def _misfit(
+    observed: np.ndarray, std_error: np.ndarray | None, simulated: np.ndarray, n: int, size: int
+) -> float:
+    """Mean squared gap between a pilot histogram and a population's, in units of their variances."""
+    se = np.full(observed.shape[0], 1.0 / math.sqrt(max(n, 1))) if std_error is None else std_error
+    var = se**2 + simulated * (1.0 - simulated) / max(size, 1) + 1e-12
+    return float(np.mean((simulated - observed) ** 2 / var))
+
+
+def _concentrated_populations(
+    ps: Any,
+    pilot: PilotEstimate,
+    lengths: np.ndarray,
+    starts: np.ndarray,
+    gen: np.random.Generator,
+    zone_of_point: np.ndarray,
+    n_zones: int,
+    cell_of_point: np.ndarray,
+) -> dict[str, list[np.ndarray]]:
+    """Walks fitted to a pilot that may be less like P than walks anywhere are.
+
+    Candidates: step scales (:data:`_PILOT_CONCENTRATED_SCALES`) × concentrations
+    (:data:`_PILOT_CONCENTRATIONS`: a share of the walks starts at one of a few hot points drawn from
+    the pilot's starts, the rest at their own start). Each is scored by its misfit to both pilot
+    histograms (distinct-zone classes, and one visited coarse cell as the pilot samples it) in units
+    of their noise, plus :data:`_PILOT_P_PENALTY` × its likeness to P. The best score is simulated,
+    and with :data:`_PILOT_PLAUSIBLE` > 1 also the least (then the most) P-like of the plausible ones.
+    """
+    n_cells = pilot.cell_pmf.shape[0]
+    p_shares = uniform_answer(zone_of_point, n_zones, od=False)
+    cands: list[tuple[float, float, str, list[np.ndarray]]] = []
+    for scale in _PILOT_CONCENTRATED_SCALES:
+        for conc, n_hot in _PILOT_CONCENTRATIONS:
+            hot = starts[: max(1, n_hot)]  # hot points drawn as the pilot's cells say (Zipf weights)
+            w = 1.0 / np.arange(1, hot.shape[0] + 1)
+            at_hot = gen.random(starts.shape[0]) < conc
+            first = np.where(
+                at_hot, hot[gen.choice(hot.shape[0], size=starts.shape[0], p=w / w.sum())], starts
+            )
+            seqs = _walks(ps, lengths, gen, population="spread", starts=first, step_scale=scale)
+            zones_of = [zone_of_point[s] for s in seqs]
+            counts = np.array([np.unique(zz[zz < n_zones]).size for zz in zones_of])
+            zc = np.bincount(pilot.zone_count_classes(counts), minlength=pilot.zone_count_pmf.shape[0])
+            cells = np.zeros(n_cells)
+            for s in seqs:
+                u = np.unique(cell_of_point[s])
+                cells[u] += 1.0 / u.shape[0]
+            size = len(seqs)
+            fit = _misfit(pilot.zone_count_pmf, pilot.zone_count_std_error, zc / size, pilot.n, size)
+            fit += _misfit(pilot.cell_pmf, pilot.cell_std_error, cells / size, pilot.n, size)
+            visited = np.concatenate([np.unique(zz) for zz in zones_of])
+            visits = np.bincount(visited, minlength=n_zones + 1)[:n_zones]
+            like = 1.0 - 0.5 * float(np.abs(_normalised(visits) - p_shares).sum())
+            cands.append((fit, like, f"pilot:c{conc:g}x{n_hot}@{scale:g}", seqs))
+    best_fit = min(c[0] for c in cands)
+    plausible = [c for c in cands if c[0] <= best_fit + _PILOT_PLAUSIBLE_GAP]
+    chosen = [min(cands, key=lambda c: c[0] + _PILOT_P_PENALTY * c[1])]
+    if _PILOT_PLAUSIBLE >= 2:
+        chosen.append(min(plausible, key=lambda c: c[1]))
+    if _PILOT_PLAUSIBLE >= 3:
+        chosen.append(max(plausible, key=lambda c: c[1]))
+    out: dict[str, list[np.ndarray]] = {}
+    for _, _, label, seqs in chosen:  # the walks are independent: the first ones are a random sample
+        out.setdefault(label, seqs if not out else seqs[:_PILOT_EXTRA_SIZE])
+    return out
 
 
 def trajectory_rms(

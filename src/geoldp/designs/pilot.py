@@ -56,6 +56,8 @@ class PilotEstimate:
     cell_std_error : ndarray, optional
         The standard error of each share of ``cell_pmf`` before its projection (k-RR's variance at the
         estimate): how much of the estimated spread of visited cells is noise.
+    zone_count_std_error : ndarray, optional
+        The same for each share of ``zone_count_pmf``.
     """
 
     length_edges: tuple[int, ...]
@@ -66,6 +68,7 @@ class PilotEstimate:
     n: int
     coarse: Any = field(repr=False)
     cell_std_error: np.ndarray | None = field(default=None, repr=False)
+    zone_count_std_error: np.ndarray | None = field(default=None, repr=False)
 
     def draw_lengths(self, size: int, rng: np.random.Generator, *, maximum: int | None = None) -> np.ndarray:
         """Lengths drawn from the estimated classes, uniform within a class (the last: up to 2× its edge).
@@ -277,5 +280,13 @@ class Pilot:
             var = (n * q * (1.0 - q) + c * (p - q) * (1.0 - p - q)) / (p - q) ** 2
             ses.append(np.sqrt(var) / max(n, 1))
         return PilotEstimate(
-            self.length_edges, self.zone_edges, pmfs[0], pmfs[1], pmfs[2], n, coarse, cell_std_error=ses[2]
+            self.length_edges,
+            self.zone_edges,
+            pmfs[0],
+            pmfs[1],
+            pmfs[2],
+            n,
+            coarse,
+            cell_std_error=ses[2],
+            zone_count_std_error=ses[1],
         )
