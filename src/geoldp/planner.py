@@ -49,6 +49,9 @@ needs for a target error.
 The no-data populations are random walks over P whose steps follow a published law of human
 displacements (Gonzalez et al., Nature 2008), never a constant fitted to the data it is judged on;
 ``population="robust"`` simulates three start rules and recommends the row with the smallest worst regret.
+With a private pilot (:class:`geoldp.designs.Pilot`) the walks take its lengths, start in its visited
+cells and stay near their start or not; the plan is simulated on the three kinds of walk closest to its
+distinct-zone classes, its predicted errors' intervals spanning them (population uncertainty).
 
 The designs are a registry (:data:`DESIGNS`, name → :class:`DesignSpec`); add one with
 :func:`register_design`.
@@ -695,9 +698,14 @@ def plan(
         snapped to P and used instead of the random walks.
     pilot : PilotEstimate, optional
         Without a public prior: the estimate of a private pilot (:class:`geoldp.designs.Pilot`, ε-LDP
-        reports of a public share of the users). The simulated walks take its lengths, start in its
-        visited cells, and are of the kind whose numbers of distinct zones are closest to its own. Its ε
-        is spent by the pilot users: plan the rest of the users (``n``) with what they have left.
+        reports of a public share of the users). The simulated walks take its lengths and start in its
+        visited cells; of nine kinds (three start rules × three step lengths: trips that stay near their
+        start or not), the plan is simulated on the three whose numbers of distinct zones are closest to
+        the pilot's, which of them is real being unknown: it recommends as ``population="robust"``
+        does, the predicted error's interval spans the three, a design is recommended only when it
+        beats the better baseline on each, and otherwise the baseline with the smallest worst error
+        over them is. Its ε is spent by the pilot users: plan the rest of the users (``n``) with what
+        they have left.
     population : {"spread", "hubs", "mixed", "robust"}, default "spread"
         Without ``prior``: where the simulated random walks start: anywhere in P (a population spread
         like P; right when P is where people go, such as visited places), at a few random hubs (a
@@ -724,13 +732,14 @@ def plan(
         design and per baseline (index ``design``): ``kind``, ``error`` (expected, lower is
         better), ``error_sd`` (over the repetitions), ``error_se`` (the standard error of ``error``),
         ``error_low`` and ``error_high`` (the predicted error's 95 % interval: the repetitions' noise, and
-        with ``population="robust"`` the spread over the populations), ``interval_width`` (mean 95 %
-        width, NaN where the design has no interval), ``users_needed`` (the users at which the design's
-        expected error reaches the target error ``attrs["target_error"]``; NaN when more users do not
-        get there), ``recommended`` (one row True). A design is recommended only when it beats the
-        better baseline on every simulated population by more than 1.96 of its ``error_se``; else the
-        baseline with the smallest worst error over the no-data populations is (its worst error in
-        ``error_worst_population``). ``attrs`` holds the question, ε, n, the target error, the
+        with ``population="robust"`` or a ``pilot`` the spread over the populations), ``interval_width``
+        (mean 95 % width, NaN where the design has no interval), ``users_needed`` (the users at which the
+        design's expected error reaches the target error ``attrs["target_error"]``; NaN when more users
+        do not get there), ``recommended`` (one row True). A design is recommended only when it beats
+        the better baseline on every simulated population by more than 1.96 of its ``error_se``; else
+        the baseline with the smallest worst error over the no-data populations (the pilot's, with a
+        pilot) is (its worst error in ``error_worst_population``). ``attrs`` holds the question, ε, n,
+        the target error, the
         recommended design, whether it beats the better baseline, and the margin rule.
 
     Raises
@@ -888,10 +897,11 @@ def _populations(
 
 
 #: Step scales of the walks fitted to a pilot (:func:`_walks`' ``step_scale``; 1 is the published law).
-_PILOT_STEP_SCALES: tuple[float, ...] = (1.0,)
+_PILOT_STEP_SCALES: tuple[float, ...] = (0.1, 0.3, 1.0)
 #: How many of the best-fitting walk populations a pilot plan is simulated on (more than one: the plan
-#: recommends as ``population="robust"`` does, over those).
-_PILOT_FITS = 1
+#: recommends as ``population="robust"`` does, over those, and its interval spans them: the uncertainty
+#: about which population is real, not only the simulation noise).
+_PILOT_FITS = 3
 #: Shrink the pilot's visited-cell shares toward P's shares of the cells by their noise (positive-part
 #: James–Stein, :func:`shrink_to_baseline`) before the walks start in them: a noisy pilot (small, or at a
 #: small ε) then starts them where P is, a precise one where its users went.
@@ -970,7 +980,7 @@ _PILOT_EXTRA_SIZE = 500
 _PILOT_PLAUSIBLE_GAP = 1.0
 #: Without a design above the noise, fall back on the baseline whose worst error over the pilot's
 #: populations (not over walks anywhere in P) is smallest.
-_PILOT_BASELINE_FALLBACK = False
+_PILOT_BASELINE_FALLBACK = True
 
 
 def _misfit(
