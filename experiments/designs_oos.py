@@ -907,7 +907,7 @@ def _how(args, seconds: float | None) -> list[str]:
         "the planner variants simulate them with the corrected walks. The hybrids' interval check",
         "(`geoldp.designs`, the corrected code) ran at ε = 4 only, for time. The last four variants'",
         "plan stages ran side by side (`--out` a scratch directory each, their `designs_oos_plans.csv` rows",
-        "then added to this one); each took 3–6 CPU minutes (the table above), 25–40 minutes of wall",
+        "then added to this one); each took 3–7 CPU minutes (the table above), 20–40 minutes of wall",
         "time on the shared machine. `main` is the code's default (now `walks-plausible`)."
         + ("" if seconds is None else f" Run time {seconds:.0f} s."),
         "",
