@@ -244,9 +244,15 @@ class Population:
         )
         for col in _COLUMNS:
             out[col] = table[col].to_numpy()
+        record = dict(table.attrs["estimator"]["fallback"])
         keep = (out["estimate"] > 1e-9) | (out["raw"] > 0)
+        if "model" in record:  # the model's own estimates, of the rows kept
+            model = np.asarray(record["model"], dtype=np.float64)
+            keep |= model > 1e-9
+            record["model"] = model[keep.to_numpy()].tolist()
         out = out[keep].reset_index(drop=True)
-        out.attrs = {"total": dict(table.attrs["total"]), "estimator": dict(table.attrs["estimator"])}
+        estimator = {**table.attrs["estimator"], "fallback": record}
+        out.attrs = {"total": dict(table.attrs["total"]), "estimator": estimator}
         return out
 
     def hotspots(self, k: int = 10, zones: Any = None) -> pd.DataFrame:
@@ -281,8 +287,10 @@ class Population:
             v = sp.csr_matrix(values(cand))
             return sp.hstack([v, sp.csr_matrix(v.sum(axis=1))]).tocsr()
 
-        est, lo, hi, sup = self._state.model().estimate(with_total)
+        model = self._state.model()
+        est, lo, hi, sup = model.estimate(with_total)
         raw = _raw(with_total, self._state.rel.seqs)
+        est, lo, hi, sup, record = _fallback(model, with_total, est, lo, hi, sup, raw)
         out = _frame(est[:-1], lo[:-1], hi[:-1], raw[:-1], sup[:-1], index)
         out.attrs["total"] = {
             "estimate": float(est[-1]),
@@ -291,8 +299,54 @@ class Population:
             "raw": float(raw[-1]),
             "supported": bool(sup[-1]),
         }
-        out.attrs["estimator"] = dict(self._state.settings)
+        out.attrs["estimator"] = {**self._state.settings, "fallback": record}
         return out
+
+
+#: The rule that guards a count answer against the raw release and the no-data answers (see
+#: :func:`_fallback`); ``"none"`` keeps the model's answer (experiments compare the rules).
+FALLBACK = "moment"
+#: The held-out checks (mode and margin of :meth:`geoldp.estimate._model.Model.release_check`) by rule.
+_RULES = {"moment": ("moment", 0.0), "moment1": ("moment", 1.0), "split": ("release", 0.0), "splitraw": ("release-raw", 0.0)}
+
+
+def _fallback(
+    model: _model.Model,
+    values: Callable[[np.ndarray], Any],
+    est: np.ndarray,
+    lo: np.ndarray,
+    hi: np.ndarray,
+    sup: np.ndarray,
+    raw: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict]:
+    """The answer a count table reports: the model's, unless its held-out check prefers an alternative.
+
+    The last column is the total; the check reads the other columns and its choice applies to all. The
+    interval is widened to hold the reported estimate; a no-data answer is never ``supported``. The
+    record (``attrs["estimator"]["fallback"]``) names the answer, the held-out distances and holds the
+    model's own estimates (``model``).
+    """
+    record: dict[str, Any] = {"rule": FALLBACK, "answer": "model"}
+    if FALLBACK == "none":
+        return est, lo, hi, sup, record
+    if FALLBACK == "support":  # per cell: the model where supported, the raw count elsewhere
+        new = np.where(sup, est, raw.astype(np.float64))
+        record["answer"] = f"model in {int(sup[:-1].sum())} supported cells, raw elsewhere"
+    else:
+        mode, margin = _RULES[FALLBACK]
+        check = model.release_check(values, est.shape[0] - 1, mode=mode, margin=margin)
+        record["answer"] = check.answer
+        record["score"] = {k: round(float(v), 6) for k, v in check.score.items()}
+        if check.answer == "model":
+            return est, lo, hi, sup, record
+        new = raw.astype(np.float64) if check.answer == "released" else np.asarray(check.prior[check.answer])
+        if check.answer in ("uniform", "constant"):
+            total = float(np.sum(new))
+            new = np.append(new, total) if new.shape[0] == est.shape[0] - 1 else new
+            sup = np.zeros_like(sup)
+    record["model"] = est[:-1].tolist()
+    new = np.asarray(new, dtype=np.float64)
+    return new, np.minimum(lo, new), np.maximum(hi, new), sup, record
 
 
 def _region_members(regions: Any, how: str, st: _Fit, caller: str) -> tuple[list[np.ndarray], Any]:

@@ -551,6 +551,26 @@ def select(per_row: np.ndarray, starts: tuple, checkpoints: tuple) -> tuple[tupl
     return (starts[int(s)], int(checkpoints[int(j)])), plausible
 
 
+#: Uniform draws from P per released length for the uniform no-data answer of :meth:`Model.release_check`.
+PRIOR_DRAWS = 10_000
+#: The answers :meth:`Model.release_check` compares: the model's first, then its alternatives.
+CHECKED = ("model", "released", "uniform", "constant")
+
+
+@dataclass
+class ReleaseCheck:
+    """The outcome of :meth:`Model.release_check`.
+
+    ``answer``: ``"model"``, ``"released"`` (the raw release's own count), ``"uniform"`` or ``"constant"``
+    (the no-data answers); ``score``: each candidate answer's held-out score (lower is better);
+    ``prior``: the no-data answers (prior mean counts of the uniform and the constant populations).
+    """
+
+    answer: str
+    score: dict
+    prior: dict
+
+
 @dataclass
 class Model:
     """The fitted population model: one :class:`Group` per released length."""
@@ -619,6 +639,105 @@ class Model:
             tol = 1e-9 * max(1.0, float(self.n_rows))
             supported &= (row < a - tol) | (row > b + tol)
         return est, lower, upper, supported
+
+    def release_check(
+        self, values: Callable[[np.ndarray], Any], columns: int, mode: str = "moment", margin: float = 0.0
+    ) -> ReleaseCheck:
+        """Held-out check of the model's answer against the raw release and the no-data answers.
+
+        Each length's released rows (those the weights are fitted on) are split in two halves (a draw from
+        the key's own stream, never from the data). On each half the model is refitted as it was (same
+        start and iterations, without the candidates copied from the other half) and the four answers are
+        formed from that half alone: the model's, the raw release's (the half's own count), and the two
+        no-data answers (prior mean counts of uniform draws from P and of the trajectory at P's
+        1-median). They are then scored on the other half over the first ``columns`` columns of
+        ``values``:
+
+        - ``mode="moment"`` (truth space): against the channel's moment estimate of the other half's
+          counts (:class:`_Channel`: unbiased where the channel is informative, and independent of the
+          answers), squared differences weighted by its inverse variance, over the informative columns.
+          An independent unbiased target ranks the answers as their squared error against the truth
+          would, up to noise;
+        - ``mode="release"`` (release space): each answer's population pushed through the channel (the
+          mean of the kept simulated releases of its candidates) against the other half's release, the
+          summed absolute difference.
+
+        The model's answer is kept unless an alternative scores lower by more than ``margin`` standard
+        errors of the difference (summed over the terms); then the lowest-scoring alternative's answer is
+        returned (see :class:`ReleaseCheck`). Post-processing: the release, P and the public configuration.
+        """
+        score = dict.fromkeys(CHECKED, 0.0)
+        terms: dict[str, list] = {name: [] for name in CHECKED}
+        prior: dict[str, Any] = {name: None for name in ("uniform", "constant")}
+        z = float(ndtri(0.975))
+        for g in self.groups:
+            v = sp.csr_matrix(values(g.cand))[:, :columns]
+            # the no-data answers, prior mean counts (no release read): the trajectory at P's 1-median,
+            # and for uniform draws from P the mean over PRIOR_DRAWS fresh draws (the library holds few)
+            gen = _stream(self.key, g.n, _CHECK)
+            draws = gen.integers(0, self.ps.size, size=(PRIOR_DRAWS, g.n))
+            per_row = {
+                "uniform": np.asarray(sp.csr_matrix(values(draws))[:, :columns].mean(axis=0)).reshape(-1),
+                "constant": np.asarray(v.T @ _start_weights(g.source, "constant", 1.0)).reshape(-1),
+            }
+            for name, part in per_row.items():
+                prior[name] = float(g.rows.size) * part + (0.0 if prior[name] is None else prior[name])
+            if g.sims is None or g.sims.shape[1] == 0 or g.lik.shape[0] < 4:
+                continue
+            sims = g.sims.astype(np.int64)
+            resp = sp.csr_matrix(values(sims[:, 0]))[:, :columns]
+            for s in range(1, sims.shape[1]):
+                resp = resp + sp.csr_matrix(values(sims[:, s]))[:, :columns]
+            resp = sp.csr_matrix(resp / float(sims.shape[1]))  # (K, T) the channel's mean response
+            fitted = g.released if g.fit_rows is None else g.released[g.fit_rows]
+            y = sp.csr_matrix(values(fitted))[:, :columns]
+            fold = gen.permutation(fitted.shape[0]) % 2
+            cand_fold = np.where(g.source >= 0, fold[np.maximum(g.source, 0)], -1)
+            k = g.cand.shape[0]
+            for f in (0, 1):
+                train, test = np.flatnonzero(fold == f), np.flatnonzero(fold != f)
+                keep = cand_fold != 1 - f
+                ratio = test.size / max(train.size, 1)
+                w_model = _start_weights(g.source, g.start, float(train.size), keep)
+                if g.start != "constant":
+                    w_model = _em(g.lik.take(train), w_model, g.n_iter)
+                weights = {
+                    "model": w_model,
+                    "released": _start_weights(g.source, "released", float(train.size), keep),
+                    "uniform": _start_weights(g.source, "uniform", float(train.size), keep),
+                    "constant": _start_weights(g.source, "constant", float(train.size), keep),
+                }
+                if mode in ("release", "release-raw"):
+                    obs = np.asarray(y[test].sum(axis=0)).reshape(-1)
+                    for name, w in weights.items():
+                        pred = ratio * np.asarray(resp.T @ w).reshape(-1)
+                        if name == "released" and mode == "release-raw":  # the half's own release
+                            pred = ratio * np.asarray(y[train].sum(axis=0)).reshape(-1)
+                        d = g.scale * np.abs(pred - obs)
+                        score[name] += float(d.sum())
+                        terms[name].append(d)
+                    continue
+                share = 0.5 * w_model / max(float(w_model.sum()), 1e-300) + 0.5 / k
+                target, var, ok = _moments(v, resp, y[test], z, share)
+                ok &= var > 0
+                answers = {
+                    "model": ratio * np.asarray(v.T @ w_model).reshape(-1),
+                    "released": ratio * np.asarray(y[train].sum(axis=0)).reshape(-1),
+                    "uniform": test.size * per_row["uniform"],
+                    "constant": test.size * per_row["constant"],
+                }
+                for name, a in answers.items():
+                    d = g.scale * (a[ok] - target[ok]) ** 2 / var[ok]
+                    score[name] += float(d.sum())
+                    terms[name].append(d)
+        flat = {name: np.concatenate(t) if t else np.zeros(0) for name, t in terms.items()}
+        answer = "model"
+        best = min(CHECKED[1:], key=lambda name: score[name])
+        diff = flat["model"] - flat[best]
+        se = float(np.std(diff, ddof=1) * np.sqrt(diff.size)) if diff.size > 1 else 0.0
+        if score[best] < score["model"] - margin * se:
+            answer = best
+        return ReleaseCheck(answer, score, prior)
 
     def sd(self, values: Callable[[np.ndarray], Any]) -> np.ndarray:
         """The standard deviation of each count before any range widening: sqrt(var + bootstrap variance).
@@ -823,7 +942,7 @@ def _sampling_variance(g: Group, e: np.ndarray, sq: np.ndarray) -> np.ndarray:
 #: Simulated releases kept per candidate (and simulated for PointEM) for :class:`_Channel`.
 _CHANNEL_SIMS = 8
 #: Purposes of the random streams derived from the key (see :func:`_stream`).
-_LIBRARY, _FOLDS, _BOOT, _SUBSAMPLE = 0, 1, 2, 3
+_LIBRARY, _FOLDS, _BOOT, _SUBSAMPLE, _CHECK = 0, 1, 2, 3, 4
 
 
 def _stream(key: np.ndarray, n: int, purpose: int) -> np.random.Generator:
