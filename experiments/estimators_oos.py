@@ -77,7 +77,7 @@ DATASETS = TUNING + TESTS
 EPSILONS = (1.0, 4.0, 8.0)
 SEED = 20261205
 #: The fallback rules compared (``geoldp.estimate.FALLBACK``): none = the population model's own answer.
-RULES = ("none", "split", "splitraw", "support")
+RULES = ("none", "split", "split2se", "splitraw", "support")
 QUESTIONS = (
     ("denoise", "trajectories", "NE (km)"),
     ("visit_counts", "points", "point L1"),

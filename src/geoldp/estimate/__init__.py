@@ -303,11 +303,12 @@ class Population:
         return out
 
 
-#: The rule that guards a count answer against the raw release and the no-data answers (see
-#: :func:`_fallback`); ``"none"`` keeps the model's answer (experiments compare the rules).
-FALLBACK = "moment"
-#: The held-out checks (mode and margin of :meth:`geoldp.estimate._model.Model.release_check`) by rule.
-_RULES = {"moment": ("moment", 0.0), "moment1": ("moment", 1.0), "split": ("release", 0.0), "splitraw": ("release-raw", 0.0)}
+#: The rule that guards every count answer (see :func:`_fallback`): ``"split"`` (the default), or the
+#: alternatives measured beside it in ``docs/results/estimators_oos.md``: ``"split2se"`` (the same check,
+#: falling back only when the alternative is closer by two standard errors), ``"splitraw"`` (the same check,
+#: the raw release predicting the other half by its own counts), ``"support"`` (the model's count where
+#: ``supported``, the raw count elsewhere) and ``"none"`` (the model's answer, unchecked).
+FALLBACK = "split"
 
 
 def _fallback(
@@ -319,33 +320,40 @@ def _fallback(
     sup: np.ndarray,
     raw: np.ndarray,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict]:
-    """The answer a count table reports: the model's, unless its held-out check prefers an alternative.
+    """The answer a count table reports: the model's, unless a held-out check of the release prefers another.
 
-    The last column is the total; the check reads the other columns and its choice applies to all. The
-    interval is widened to hold the reported estimate; a no-data answer is never ``supported``. The
-    record (``attrs["estimator"]["fallback"]``) names the answer, the held-out distances and holds the
-    model's own estimates (``model``).
+    :meth:`~geoldp.estimate._model.Model.release_check` compares the model's answer with the raw
+    release's and the two no-data answers (uniform draws from P, every point at P's 1-median) on held-out
+    halves of the release; the closest wins. The last column is the total: the check reads the others and
+    its choice applies to all. The interval is widened to hold the reported estimate; a no-data answer is
+    never ``supported``. The record (``attrs["estimator"]["fallback"]``): ``rule``, ``answer`` (``model``,
+    ``raw``, ``uniform`` or ``constant``), ``score`` (each answer's held-out distance) and, when the
+    answer is not the model's, ``model`` (the model's own estimates, row by row).
     """
     record: dict[str, Any] = {"rule": FALLBACK, "answer": "model"}
     if FALLBACK == "none":
         return est, lo, hi, sup, record
-    if FALLBACK == "support":  # per cell: the model where supported, the raw count elsewhere
+    if FALLBACK == "support":
         new = np.where(sup, est, raw.astype(np.float64))
-        record["answer"] = f"model in {int(sup[:-1].sum())} supported cells, raw elsewhere"
+        record["answer"] = "model where supported, raw elsewhere"
     else:
-        mode, margin = _RULES[FALLBACK]
-        check = model.release_check(values, est.shape[0] - 1, mode=mode, margin=margin)
-        record["answer"] = check.answer
-        record["score"] = {k: round(float(v), 6) for k, v in check.score.items()}
+        check = model.release_check(
+            values,
+            est.shape[0] - 1,
+            raw_as_release=FALLBACK == "splitraw",
+            margin=2.0 if FALLBACK == "split2se" else 0.0,
+        )
+        names = {"released": "raw"}
+        record["answer"] = names.get(check.answer, check.answer)
+        record["score"] = {names.get(k, k): round(float(v), 6) for k, v in check.score.items()}
         if check.answer == "model":
             return est, lo, hi, sup, record
-        new = raw.astype(np.float64) if check.answer == "released" else np.asarray(check.prior[check.answer])
-        if check.answer in ("uniform", "constant"):
-            total = float(np.sum(new))
-            new = np.append(new, total) if new.shape[0] == est.shape[0] - 1 else new
-            sup = np.zeros_like(sup)
+        if check.answer == "released":
+            new = raw.astype(np.float64)
+        else:  # a no-data answer: nothing in it is learned from the release
+            prior = np.asarray(check.prior[check.answer], dtype=np.float64)
+            new, sup = np.append(prior, prior.sum()), np.zeros_like(sup)
     record["model"] = est[:-1].tolist()
-    new = np.asarray(new, dtype=np.float64)
     return new, np.minimum(lo, new), np.maximum(hi, new), sup, record
 
 

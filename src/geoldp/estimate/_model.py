@@ -553,6 +553,8 @@ def select(per_row: np.ndarray, starts: tuple, checkpoints: tuple) -> tuple[tupl
 
 #: Uniform draws from P per released length for the uniform no-data answer of :meth:`Model.release_check`.
 PRIOR_DRAWS = 10_000
+#: Simulated releases of the constant trajectory per released length in :meth:`Model.release_check`.
+PRIOR_SIMS = 1_000
 #: The answers :meth:`Model.release_check` compares: the model's first, then its alternatives.
 CHECKED = ("model", "released", "uniform", "constant")
 
@@ -581,6 +583,7 @@ class Model:
     level: float
     options: FitOptions = field(default_factory=FitOptions)
     key: np.ndarray = field(default_factory=lambda: np.zeros(8, dtype=np.uint32))
+    mech: Any = None  # the public mechanism (for the held-out check's simulations)
     _intervals_done: bool = False
 
     def intervals(self) -> None:
@@ -641,35 +644,33 @@ class Model:
         return est, lower, upper, supported
 
     def release_check(
-        self, values: Callable[[np.ndarray], Any], columns: int, mode: str = "moment", margin: float = 0.0
+        self,
+        values: Callable[[np.ndarray], Any],
+        columns: int,
+        *,
+        raw_as_release: bool = False,
+        margin: float = 0.0,
     ) -> ReleaseCheck:
-        """Held-out check of the model's answer against the raw release and the no-data answers.
+        """Held-out check of the model's answer against the raw release's and the no-data answers.
 
-        Each length's released rows (those the weights are fitted on) are split in two halves (a draw from
-        the key's own stream, never from the data). On each half the model is refitted as it was (same
-        start and iterations, without the candidates copied from the other half) and the four answers are
-        formed from that half alone: the model's, the raw release's (the half's own count), and the two
-        no-data answers (prior mean counts of uniform draws from P and of the trajectory at P's
-        1-median). They are then scored on the other half over the first ``columns`` columns of
-        ``values``:
+        Each length's released rows (those the weights are fitted on) are split in two halves by a draw
+        from the key's own stream (never from the data). On each half the model is refitted as it was
+        (same start and iterations, without the library's copies of the other half's rows), and each
+        answer is a population formed from that half alone: the model's, the raw release's (the half's
+        released trajectories taken as the population), uniform draws from P and the trajectory at P's
+        1-median. Each population is pushed through the channel (the mean of the kept simulated releases
+        of its candidates, so the real mechanism and not the composite likelihood) and compared with the
+        other half's release over the first ``columns`` columns of ``values``: the summed absolute
+        difference of the counts (scaled by the rows each length stands for). ``raw_as_release``: the raw
+        release's prediction is the half's own counts instead (no second pass through the channel).
 
-        - ``mode="moment"`` (truth space): against the channel's moment estimate of the other half's
-          counts (:class:`_Channel`: unbiased where the channel is informative, and independent of the
-          answers), squared differences weighted by its inverse variance, over the informative columns.
-          An independent unbiased target ranks the answers as their squared error against the truth
-          would, up to noise;
-        - ``mode="release"`` (release space): each answer's population pushed through the channel (the
-          mean of the kept simulated releases of its candidates) against the other half's release, the
-          summed absolute difference.
-
-        The model's answer is kept unless an alternative scores lower by more than ``margin`` standard
-        errors of the difference (summed over the terms); then the lowest-scoring alternative's answer is
-        returned (see :class:`ReleaseCheck`). Post-processing: the release, P and the public configuration.
+        The model's answer is kept unless the closest alternative is closer by more than ``margin``
+        standard errors of the difference (from its spread over columns, lengths and halves); then that
+        alternative's. Post-processing: the release, P and the public configuration only.
         """
         score = dict.fromkeys(CHECKED, 0.0)
         terms: dict[str, list] = {name: [] for name in CHECKED}
         prior: dict[str, Any] = {name: None for name in ("uniform", "constant")}
-        z = float(ndtri(0.975))
         for g in self.groups:
             v = sp.csr_matrix(values(g.cand))[:, :columns]
             # the no-data answers, prior mean counts (no release read): the trajectory at P's 1-median,
@@ -683,61 +684,45 @@ class Model:
             for name, part in per_row.items():
                 prior[name] = float(g.rows.size) * part + (0.0 if prior[name] is None else prior[name])
             if g.sims is None or g.sims.shape[1] == 0 or g.lik.shape[0] < 4:
-                continue
+                continue  # too few rows to split (their answer is the raw release's, see choose)
             sims = g.sims.astype(np.int64)
             resp = sp.csr_matrix(values(sims[:, 0]))[:, :columns]
             for s in range(1, sims.shape[1]):
                 resp = resp + sp.csr_matrix(values(sims[:, s]))[:, :columns]
-            resp = sp.csr_matrix(resp / float(sims.shape[1]))  # (K, T) the channel's mean response
+            resp = sp.lil_matrix(resp / float(sims.shape[1]))  # (K, T) the channel's mean response
+            # the constant is one candidate: its few kept releases would make its prediction far noisier
+            # than that of a population spread over many candidates, so it is released PRIOR_SIMS times
+            const = np.flatnonzero(g.source == CONSTANT)
+            if const.size and self.mech is not None:
+                key = gen.integers(0, 2**32, size=8, dtype=np.uint32)
+                rel = run_with_key([g.cand[const[0]]] * PRIOR_SIMS, self.ps, self.mech, key=key)
+                resp[const[0]] = sp.csr_matrix(values(np.stack(rel)))[:, :columns].mean(axis=0)
+            resp = resp.tocsr()
             fitted = g.released if g.fit_rows is None else g.released[g.fit_rows]
             y = sp.csr_matrix(values(fitted))[:, :columns]
             fold = gen.permutation(fitted.shape[0]) % 2
             cand_fold = np.where(g.source >= 0, fold[np.maximum(g.source, 0)], -1)
-            k = g.cand.shape[0]
             for f in (0, 1):
                 train, test = np.flatnonzero(fold == f), np.flatnonzero(fold != f)
                 keep = cand_fold != 1 - f
+                obs = np.asarray(y[test].sum(axis=0)).reshape(-1)
                 ratio = test.size / max(train.size, 1)
-                w_model = _start_weights(g.source, g.start, float(train.size), keep)
-                if g.start != "constant":
-                    w_model = _em(g.lik.take(train), w_model, g.n_iter)
-                weights = {
-                    "model": w_model,
-                    "released": _start_weights(g.source, "released", float(train.size), keep),
-                    "uniform": _start_weights(g.source, "uniform", float(train.size), keep),
-                    "constant": _start_weights(g.source, "constant", float(train.size), keep),
-                }
-                if mode in ("release", "release-raw"):
-                    obs = np.asarray(y[test].sum(axis=0)).reshape(-1)
-                    for name, w in weights.items():
-                        pred = ratio * np.asarray(resp.T @ w).reshape(-1)
-                        if name == "released" and mode == "release-raw":  # the half's own release
-                            pred = ratio * np.asarray(y[train].sum(axis=0)).reshape(-1)
-                        d = g.scale * np.abs(pred - obs)
-                        score[name] += float(d.sum())
-                        terms[name].append(d)
-                    continue
-                share = 0.5 * w_model / max(float(w_model.sum()), 1e-300) + 0.5 / k
-                target, var, ok = _moments(v, resp, y[test], z, share)
-                ok &= var > 0
-                answers = {
-                    "model": ratio * np.asarray(v.T @ w_model).reshape(-1),
-                    "released": ratio * np.asarray(y[train].sum(axis=0)).reshape(-1),
-                    "uniform": test.size * per_row["uniform"],
-                    "constant": test.size * per_row["constant"],
-                }
-                for name, a in answers.items():
-                    d = g.scale * (a[ok] - target[ok]) ** 2 / var[ok]
-                    score[name] += float(d.sum())
-                    terms[name].append(d)
-        flat = {name: np.concatenate(t) if t else np.zeros(0) for name, t in terms.items()}
-        answer = "model"
+                for name in CHECKED:
+                    start = g.start if name == "model" else name
+                    w = _start_weights(g.source, start, float(train.size), keep)
+                    if name == "model" and start != "constant":  # EM keeps the constant where it is
+                        w = _em(g.lik.take(train), w, g.n_iter)
+                    pred = ratio * np.asarray(resp.T @ w).reshape(-1)
+                    if name == "released" and raw_as_release:
+                        pred = ratio * np.asarray(y[train].sum(axis=0)).reshape(-1)
+                    terms[name].append(g.scale * np.abs(pred - obs))
+                    score[name] += float(terms[name][-1].sum())
         best = min(CHECKED[1:], key=lambda name: score[name])
-        diff = flat["model"] - flat[best]
-        se = float(np.std(diff, ddof=1) * np.sqrt(diff.size)) if diff.size > 1 else 0.0
-        if score[best] < score["model"] - margin * se:
-            answer = best
-        return ReleaseCheck(answer, score, prior)
+        gap = score["model"] - score[best]
+        if gap > 0 and margin > 0:
+            diff = np.concatenate(terms["model"]) - np.concatenate(terms[best])
+            gap -= margin * float(np.std(diff, ddof=1) * math.sqrt(diff.size)) if diff.size > 1 else 0.0
+        return ReleaseCheck(best if gap > 0 else "model", score, prior)
 
     def sd(self, values: Callable[[np.ndarray], Any]) -> np.ndarray:
         """The standard deviation of each count before any range widening: sqrt(var + bootstrap variance).
@@ -1010,7 +995,8 @@ def fit(seqs: list[np.ndarray], ps: PointSet, mech: Any, *, key: np.ndarray, opt
         for g in groups:
             report(f"fitting length {g.n}")
             _fit_group(g, options, _stream(key, g.n, _FOLDS))
-    return Model(ps, groups, len(seqs), options.level, options, np.asarray(key, dtype=np.uint32))
+    key = np.asarray(key, dtype=np.uint32)
+    return Model(ps, groups, len(seqs), options.level, options, key, mech=mech)
 
 
 def fit_sample(n_rows: int, fit_rows: int, key: np.ndarray, n: int) -> np.ndarray | None:
