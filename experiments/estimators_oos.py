@@ -10,16 +10,16 @@ Every estimator of :mod:`geoldp.estimate` (one :func:`geoldp.estimate.fit` per r
 
 Questions and errors (lower is better):
 
-============  =================================================  ==============================================
-estimator     question                                           error
-============  =================================================  ==============================================
-denoise       every trajectory                                   NE: mean point distance to the original (km)
-visit_counts  distinct trajectories per public point             L1 of the normalised distribution
-visit_counts  distinct trajectories per zone                     L1 of the normalised distribution
-range_counts  trajectories through each circle (1-3 km)          mean relative error (:func:`error_of`)
-hotspots      top-10 zones                                       1 − top-10 precision (abstention: a miss)
-od_flows      origin zone x destination zone                     L1 of the normalised distribution
-============  =================================================  ==============================================
+============  ===========================================  ============================================
+estimator     question                                     error
+============  ===========================================  ============================================
+denoise       every trajectory                             NE: mean point distance to the original (km)
+visit_counts  distinct trajectories per public point       L1 of the normalised distribution
+visit_counts  distinct trajectories per zone               L1 of the normalised distribution
+range_counts  trajectories through each circle (1-3 km)    mean relative error (planner.error_of)
+hotspots      top-10 zones                                 1 − top-10 precision (abstention: a miss)
+od_flows      origin zone x destination zone               L1 of the normalised distribution
+============  ===========================================  ============================================
 
 Data (``/work/shared/data``), prepared exactly as ``experiments/designs_oos.py`` does (same seeds): chi_atp,
 nyc_atp, cps_atp (their public P; at most ``--max-traj`` trajectories of the evaluation half) — **the sets
@@ -77,7 +77,7 @@ DATASETS = TUNING + TESTS
 EPSILONS = (1.0, 4.0, 8.0)
 SEED = 20261205
 #: The fallback rules compared (``geoldp.estimate.FALLBACK``): none = the population model's own answer.
-RULES = ("none", "split", "split2se", "splitraw", "support")
+RULES = ("none", "split", "support")
 QUESTIONS = (
     ("denoise", "trajectories", "NE (km)"),
     ("visit_counts", "points", "point L1"),
@@ -131,7 +131,9 @@ def ne_km(orig, est, lon, lat) -> float:
     from geoldp.geo import haversine_m
 
     return float(
-        np.mean([np.mean(haversine_m(lon[x], lat[x], lon[y], lat[y])) for x, y in zip(orig, est, strict=True)])
+        np.mean(
+            [np.mean(haversine_m(lon[x], lat[x], lon[y], lat[y])) for x, y in zip(orig, est, strict=True)]
+        )
         / 1000.0
     )
 
@@ -139,7 +141,12 @@ def ne_km(orig, est, lon, lat) -> float:
 def error(question: str, truth: np.ndarray, est: np.ndarray, n: int) -> float:
     from geoldp.planner import error_of
 
-    q = {"zone L1": "zone_visits", "point L1": "zone_visits", "OD L1": "od_flows", "range MRE": "range_counts"}
+    q = {
+        "zone L1": "zone_visits",
+        "point L1": "zone_visits",
+        "OD L1": "od_flows",
+        "range MRE": "range_counts",
+    }
     return error_of(q[question], truth, est, n)
 
 
@@ -233,7 +240,9 @@ class Setting:
 # --------------------------------------------------------------------------------------------------
 
 
-def answers(st: Setting, mech: str, eps: float, seed: int, n_boot: int, rules: list[str]) -> tuple[dict, dict]:
+def answers(
+    st: Setting, mech: str, eps: float, seed: int, n_boot: int, rules: list[str]
+) -> tuple[dict, dict]:
     """{question: {answer: value}} and the fallback records of one seeded release.
 
     One fit answers every question under every rule (``estimate.FALLBACK``): the answer ``none`` is the
@@ -275,7 +284,9 @@ def answers(st: Setting, mech: str, eps: float, seed: int, n_boot: int, rules: l
                     out[q]["raw"] = raw
             out["1 − top-10 precision"][rule] = ("ranked", st.zones.index.get_indexer(hs.index))
             out["1 − top-10 precision"][rule + " (ranked)"] = ("ranked", ranked(vz["estimate"].to_numpy()))
-            notes["1 − top-10 precision"][rule] = f"{len(hs)} ranked of {hs.attrs.get('supported_cells')} supported"
+            notes["1 − top-10 precision"][rule] = (
+                f"{len(hs)} rows of {hs.attrs.get('supported_cells')} supported"
+            )
             if rule == rules[0]:
                 out["1 − top-10 precision"]["raw"] = ("ranked", ranked(vz["raw"].to_numpy()))
     finally:
@@ -308,7 +319,8 @@ def run(args) -> pd.DataFrame:
             continue
         t0 = time.process_time()
         st = Setting(args.data, name, args.max_traj)
-        log(f"{name}: {len(st.seqs)} trajectories, |P| = {st.ps.size}, {st.k} zones, {len(st.regions)} circles")
+        size = f"{len(st.seqs)} trajectories, |P| = {st.ps.size}"
+        log(f"{name}: {size}, {st.k} zones, {len(st.regions)} circles")
         for mech in args.mechanisms:
             for eps in args.eps:
                 for s in range(args.seeds):
@@ -360,14 +372,19 @@ def summarise(df: pd.DataFrame) -> pd.DataFrame:
         base = g[better].to_numpy()
         s = len(g)
         d_raw, d_base = e - raw, e - base
-        se = lambda d: float(np.std(d, ddof=1) / np.sqrt(s)) if s > 1 else float("nan")  # noqa: E731
+
+        def se(d: np.ndarray, s: int = s) -> float:
+            return float(np.std(d, ddof=1) / np.sqrt(s)) if s > 1 else float("nan")
+
         worse_raw = d_raw.mean() > 2.0 * se(d_raw)
         worse_base = d_base.mean() > 2.0 * se(d_base)  # the baselines are exact: the estimate's noise
         out.append(
             dict(
                 zip(keys, key, strict=True),
                 seeds=s,
-                answers=";".join(sorted({str(a) for a in g["answer"] if str(a) and str(a) != "nan"})),
+                answers=", ".join(
+                    f"{a} {c}" for a, c in g["answer"].dropna().astype(str).value_counts().items() if a
+                ),
                 error=float(e.mean()),
                 error_sd=float(np.std(e, ddof=1)) if s > 1 else float("nan"),
                 raw=float(raw.mean()),
@@ -388,7 +405,7 @@ def summarise(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def md_table(df: pd.DataFrame) -> str:
-    """A GitHub markdown table (floats to 3 decimals)."""
+    """A GitHub markdown table (floats to 3 decimals, booleans as yes/no)."""
 
     def cell(v) -> str:
         if isinstance(v, bool | np.bool_):
@@ -399,20 +416,142 @@ def md_table(df: pd.DataFrame) -> str:
 
     head = "| " + " | ".join(map(str, df.columns)) + " |"
     rule = "|" + "---|" * len(df.columns)
-    return "\n".join([head, rule] + ["| " + " | ".join(cell(v) for v in row) + " |" for row in df.itertuples(index=False)])
+    body = ["| " + " | ".join(cell(v) for v in row) + " |" for row in df.itertuples(index=False)]
+    return "\n".join([head, rule, *body])
+
+
+def _pm(mean: float, sd: float) -> str:
+    return f"{mean:.3f} ± {sd:.3f}" if np.isfinite(sd) else f"{mean:.3f}"
+
+
+def _flag(row) -> str:
+    return "**worse than both**" if row.worse_than_both else ("worse than raw" if row.worse_than_raw else "")
+
+
+def comparison(summary: pd.DataFrame, rules: list[str]) -> pd.DataFrame:
+    """One row per (data set, ε, question): raw, baselines and each rule's error with its flag."""
+    keys = ["dataset", "epsilon", "estimator", "question"]
+    rows = []
+    for key, g in summary.groupby(keys, sort=False):
+        g = g.set_index("rule")
+        first = g.iloc[0]
+        row = dict(zip(["data set", "ε", "estimator", "question"], key, strict=True))
+        row["raw"] = _pm(first.raw, first.raw_sd)
+        row["uniform"], row["constant"] = first.uniform, first.constant
+        for rule in rules:
+            if rule in g.index:
+                r = g.loc[rule]
+                row[rule] = _pm(r.error, r.error_sd) + (" " + _flag(r) if _flag(r) else "")
+                if rule not in ("none", "support"):
+                    row[f"{rule}: answers"] = r.answers
+        rows.append(row)
+    return pd.DataFrame(rows)
 
 
 def write_markdown(df: pd.DataFrame, path: Path, command: str, cpu: float) -> None:
-    est = summarise(df)
-    mod = est.iloc[:0]
+    summary = summarise(df)
+    rules = [r for r in RULES if r in set(summary["rule"])]
+    counts = (
+        summary[~summary["estimator"].isin(["hotspots"])]
+        .groupby(["role", "rule"], sort=False)
+        .agg(
+            settings=("worse_than_both", "size"),
+            worse_than_both=("worse_than_both", "sum"),
+            worse_than_raw=("worse_than_raw", "sum"),
+        )
+        .reset_index()
+    )
+    ratio = summary.assign(
+        vs_raw=summary["error"] / summary["raw"],
+        vs_best=summary["error"]
+        / np.minimum(summary["raw"], np.minimum(summary["uniform"], summary["constant"])),
+    )
+    counts = counts.merge(
+        ratio[ratio["estimator"] != "hotspots"]
+        .groupby(["role", "rule"])[["vs_raw", "vs_best"]]
+        .mean()
+        .reset_index(),
+        on=["role", "rule"],
+    )
+    counts.columns = [
+        "sets",
+        "rule",
+        "settings",
+        "worse than both",
+        "worse than raw",
+        "mean error / raw",
+        "mean error / best of raw and baselines",
+    ]
+    counts = counts.iloc[:, [1, 0, 2, 3, 4, 5, 6]]
     lines = [
-        "# Collector-side estimators out of sample: the estimate against the raw release and the no-data answers",
+        "# Collector-side estimators out of sample: every answer against the raw release and no data",
         "",
-        f"Generated by `{command}` ({platform.processor() or platform.machine()}, "
-        f"{cpu / 60:.1f} CPU-minutes). See the script's docstring for the data, questions and errors.",
+        f"Generated by `nice -n 10 {command}` ({platform.machine()}, 2 shared cores; "
+        f"{cpu / 60:.1f} CPU-minutes in all, "
+        f"{df.drop_duplicates(['dataset', 'epsilon', 'seed'])['fit_cpu_s'].sum() / 60:.1f}"
+        " for the releases, fits and queries, the rest for loading and the truth). Data, questions, errors "
+        "and rules: the docstring of `experiments/estimators_oos.py`. ATP, ε per trajectory, "
+        f"{df['seed'].nunique()} seeded releases per setting (each with its own estimator seed); at most "
+        f"{df['n'].max()} trajectories per data set (a seeded draw).",
+        "",
+        "**Worse than both** (the target): the mean error over the releases exceeds the raw release's and "
+        "the better no-data baseline's by more than two standard errors of the paired difference (the "
+        "baselines are exact, so against them the noise is the estimate's own). Values are mean ± sd over "
+        "the releases.",
+        "",
+        "**Rules** (`geoldp.estimate.FALLBACK`, applied to every count table: visit, range and OD counts, "
+        "and so hotspots): `none` is the population model's own answer (the estimator before the rule); "
+        "`split` (the default) refits the model on half of each length's released rows and keeps its "
+        "answer only if no alternative — the raw release, uniform draws from P, every point at P's "
+        "1-median, each taken as a population — predicts the other half's release (through the simulated "
+        "channel) as well; `support` keeps the model's count only where the table says `supported`, the "
+        "raw count elsewhere. The rule was chosen on chi_atp, nyc_atp and cps_atp (`tuning`) and is "
+        "judged on tdrive_600 and geolife_small_mpd (`test`).",
+        "",
+        "## Summary (every count question; hotspots below)",
+        "",
+        md_table(counts),
+        "",
+        "## Per setting",
+        "",
+        "`answers`: the answer the rule gave over the releases (how many times each).",
         "",
     ]
-    path.write_text("\n".join(lines + [md_table(est), "", md_table(mod)]))
+    table = comparison(summary, rules)
+    for est in ("visit_counts", "range_counts", "od_flows"):
+        lines += [f"### {est}", "", md_table(table[table["estimator"] == est].drop(columns="estimator")), ""]
+    den = table[table["estimator"] == "denoise"][["data set", "ε", "raw", "uniform", "constant", "none"]]
+    lines += [
+        "### denoise (NE, km; no rule: its answer is the same under every rule)",
+        "",
+        md_table(den.rename(columns={"none": "denoise"})),
+        "",
+    ]
+    hs = summary[summary["estimator"] == "hotspots"]
+    hs_table = []
+    for key, g in hs.groupby(["dataset", "epsilon"], sort=False):
+        g = g.set_index("rule")
+        first = g.iloc[0]
+        row = {"data set": key[0], "ε": key[1], "raw": _pm(first.raw, first.raw_sd)}
+        row["uniform"], row["constant"] = first.uniform, first.constant
+        for rule in rules:
+            if rule in g.index:
+                row[f"{rule}: table"] = _pm(g.loc[rule].error, g.loc[rule].error_sd)
+                ranked_ = g.loc[f"{rule} (ranked)"]
+                row[f"{rule}: ranked estimate"] = _pm(ranked_.error, ranked_.error_sd)
+        row["split: table rows"] = g.loc["split"].answers if "split" in g.index else ""
+        hs_table.append(row)
+    lines += [
+        "### hotspots (1 − top-10 precision)",
+        "",
+        "`table`: the hotspots table as returned, which ranks only supported zones and is empty (an explicit "
+        "'no supported hotspot' answer) when none is; scored as misses. `ranked estimate`: the top 10 of the "
+        "visit-count estimate itself, for comparison.",
+        "",
+        md_table(pd.DataFrame(hs_table)),
+        "",
+    ]
+    path.write_text("\n".join(lines), encoding="utf-8")
 
 
 def main(argv=None) -> int:
@@ -426,7 +565,9 @@ def main(argv=None) -> int:
     ap.add_argument("--max-traj", type=int, default=400)
     ap.add_argument("--n-boot", type=int, default=30)
     ap.add_argument("--tag", default="", help="suffix of the output files")
-    ap.add_argument("--rules", nargs="+", default=list(RULES), help="fallback rules compared (estimate.FALLBACK)")
+    ap.add_argument(
+        "--rules", nargs="+", default=list(RULES), help="fallback rules compared (estimate.FALLBACK)"
+    )
     args = ap.parse_args(argv)
     if not args.data.is_dir():
         print(f"data directory {args.data} not found; nothing to do", flush=True)
@@ -438,7 +579,9 @@ def main(argv=None) -> int:
         return 0
     args.out.mkdir(parents=True, exist_ok=True)
     df.to_csv(args.out / f"estimators_oos{args.tag}.csv", index=False)
-    command = "python experiments/estimators_oos.py" + "".join(" " + a for a in (sys.argv[1:] if argv is None else argv))
+    command = "python experiments/estimators_oos.py" + "".join(
+        " " + a for a in (sys.argv[1:] if argv is None else argv)
+    )
     write_markdown(df, args.out / f"estimators_oos{args.tag}.md", command, time.process_time() - t0)
     log(f"wrote {args.out / f'estimators_oos{args.tag}.md'}")
     return 0

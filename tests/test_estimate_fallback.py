@@ -68,12 +68,24 @@ def test_a_release_of_the_constant_population_is_answered_by_the_constant():
 
     med = P.one_median()
     trajs = [np.full(2 + s % 2, med) for s in range(300)]
-    rel = perturb_trajectories(trajs, P, mechanism="atp", epsilon=8.0, rng=7)
-    pop = estimate.fit(rel, P, mechanism="atp", epsilon=8.0, rng=8, n_boot=0, **FAST)
+    rel = perturb_trajectories(trajs, P, mechanism="tp", epsilon=8.0, rng=7)
+    pop = estimate.fit(rel, P, mechanism="tp", epsilon=8.0, rng=8, n_boot=0, **FAST)
     table = pop.visit_counts(zone_grid((0.0, 0.0, 0.2, 0.2), cells=3))
     score = table.attrs["estimator"]["fallback"]["score"]
-    assert score["constant"] < min(score["raw"], score["uniform"])
-    assert table.attrs["estimator"]["fallback"]["answer"] in ("model", "constant")
+    assert score["constant"] < min(score["model"], score["raw"], score["uniform"])
+    assert table.attrs["estimator"]["fallback"]["answer"] == "constant"
+    expected = np.zeros(len(table))
+    expected[table.index.get_loc(table.index[_zone_of_median()])] = 300.0
+    np.testing.assert_allclose(table["estimate"].to_numpy(), expected)
+    assert not table["supported"].any()
+
+
+def _zone_of_median() -> int:
+    from geoldp import zone_grid
+    from geoldp.estimate import _inputs
+
+    zone, _ = _inputs.zone_of_points(zone_grid((0.0, 0.0, 0.2, 0.2), cells=3), P, caller="test")
+    return int(zone[P.one_median()])
 
 
 @pytest.mark.parametrize("answer", ["released", "uniform", "constant"])

@@ -304,8 +304,7 @@ class Population:
 
 
 #: The rule that guards every count answer (see :func:`_fallback`): ``"split"`` (the default), or the
-#: alternatives measured beside it in ``docs/results/estimators_oos.md``: ``"split2se"`` (the same check,
-#: falling back only when the alternative is closer by two standard errors), ``"splitraw"`` (the same check,
+#: alternatives measured beside it in ``docs/results/estimators_oos.md``: ``"splitraw"`` (the same check,
 #: the raw release predicting the other half by its own counts), ``"support"`` (the model's count where
 #: ``supported``, the raw count elsewhere) and ``"none"`` (the model's answer, unchecked).
 FALLBACK = "split"
@@ -337,12 +336,7 @@ def _fallback(
         new = np.where(sup, est, raw.astype(np.float64))
         record["answer"] = "model where supported, raw elsewhere"
     else:
-        check = model.release_check(
-            values,
-            est.shape[0] - 1,
-            raw_as_release=FALLBACK == "splitraw",
-            margin=2.0 if FALLBACK == "split2se" else 0.0,
-        )
+        check = model.release_check(values, est.shape[0] - 1, raw_as_release=FALLBACK == "splitraw")
         names = {"released": "raw"}
         record["answer"] = names.get(check.answer, check.answer)
         record["score"] = {names.get(k, k): round(float(v), 6) for k, v in check.score.items()}

@@ -649,7 +649,6 @@ class Model:
         columns: int,
         *,
         raw_as_release: bool = False,
-        margin: float = 0.0,
     ) -> ReleaseCheck:
         """Held-out check of the model's answer against the raw release's and the no-data answers.
 
@@ -664,12 +663,10 @@ class Model:
         difference of the counts (scaled by the rows each length stands for). ``raw_as_release``: the raw
         release's prediction is the half's own counts instead (no second pass through the channel).
 
-        The model's answer is kept unless the closest alternative is closer by more than ``margin``
-        standard errors of the difference (from its spread over columns, lengths and halves); then that
-        alternative's. Post-processing: the release, P and the public configuration only.
+        The model's answer is kept when no alternative is closer; otherwise the closest alternative's.
+        Post-processing: the release, P and the public configuration only.
         """
         score = dict.fromkeys(CHECKED, 0.0)
-        terms: dict[str, list] = {name: [] for name in CHECKED}
         prior: dict[str, Any] = {name: None for name in ("uniform", "constant")}
         for g in self.groups:
             v = sp.csr_matrix(values(g.cand))[:, :columns]
@@ -715,14 +712,9 @@ class Model:
                     pred = ratio * np.asarray(resp.T @ w).reshape(-1)
                     if name == "released" and raw_as_release:
                         pred = ratio * np.asarray(y[train].sum(axis=0)).reshape(-1)
-                    terms[name].append(g.scale * np.abs(pred - obs))
-                    score[name] += float(terms[name][-1].sum())
+                    score[name] += g.scale * float(np.abs(pred - obs).sum())
         best = min(CHECKED[1:], key=lambda name: score[name])
-        gap = score["model"] - score[best]
-        if gap > 0 and margin > 0:
-            diff = np.concatenate(terms["model"]) - np.concatenate(terms[best])
-            gap -= margin * float(np.std(diff, ddof=1) * math.sqrt(diff.size)) if diff.size > 1 else 0.0
-        return ReleaseCheck(best if gap > 0 else "model", score, prior)
+        return ReleaseCheck(best if score[best] < score["model"] else "model", score, prior)
 
     def sd(self, values: Callable[[np.ndarray], Any]) -> np.ndarray:
         """The standard deviation of each count before any range widening: sqrt(var + bootstrap variance).
