@@ -34,19 +34,29 @@ its spread.
 baseline's by more than its noise, i.e. the mean paired difference over seeds exceeds two of its standard
 errors for both comparisons.
 
-Answers compared per estimator (``answer`` column):
+Rules compared (``geoldp.estimate.FALLBACK``, set for each query of the same fit; ``rule`` column):
 
-- ``estimate``: the estimator as shipped (its ``estimate`` column; for denoise its output);
-- ``model``: the population model's own answer before any fallback (``attrs["estimator"]["fallback"]``
-  records it; the same as ``estimate`` when the estimator has no fallback rule).
+- ``none``: the population model's own answer (the estimators before any rule);
+- ``split``: a held-out check of the release (:meth:`geoldp.estimate._model.Model.release_check`): the
+  model refitted on half of each length's rows is kept unless the raw release, uniform draws from P or
+  the constant at P's 1-median, each taken as a population and pushed through the simulated channel,
+  predicts the other half's released counts better (then that answer);
+- ``support``: every count table reports the model's count where it is ``supported`` and the raw count
+  elsewhere;
+- ``support-range`` (the default): the same for range counts only; the other tables are the model's.
+
+For hotspots the table as returned (only supported zones are ranked; an empty table is an explicit "no
+supported hotspot" answer, scored as misses) and, as ``<rule> (ranked)``, the top 10 of the zone-visit
+estimate. Denoise has no rule (its answer is the same in every row).
 
 Outputs (``--out``, default docs/results): ``estimators_oos.csv`` (one row per data set, ε, mechanism,
-seed, estimator, question and answer: error, raw error, baselines' errors) and ``estimators_oos.md`` (the
-summary). Seeded (experiments only). Exits 0 with a message when the data directory is absent.
+seed, estimator, question and rule: error, raw error, baselines' errors, the answer given) and
+``estimators_oos.md`` (the summary). Seeded (experiments only). Exits 0 with a message when the data
+directory is absent.
 
 Usage::
 
-    nice -n 10 python experiments/estimators_oos.py                     # everything (about 10 CPU-minutes)
+    nice -n 10 python experiments/estimators_oos.py      # everything (about 10 CPU-minutes)
     python experiments/estimators_oos.py --datasets cps_atp --eps 4 --seeds 2
 """
 
@@ -76,8 +86,8 @@ TESTS = ("tdrive_600", "geolife_small_mpd")
 DATASETS = TUNING + TESTS
 EPSILONS = (1.0, 4.0, 8.0)
 SEED = 20261205
-#: The fallback rules compared (``geoldp.estimate.FALLBACK``): none = the population model's own answer.
-RULES = ("none", "split", "support")
+#: The rules compared (``geoldp.estimate.FALLBACK``): none = the model's answer; support-range the default.
+RULES = ("none", "split", "support", "support-range")
 QUESTIONS = (
     ("denoise", "trajectories", "NE (km)"),
     ("visit_counts", "points", "point L1"),
@@ -499,14 +509,14 @@ def write_markdown(df: pd.DataFrame, path: Path, command: str, cpu: float) -> No
         "baselines are exact, so against them the noise is the estimate's own). Values are mean ± sd over "
         "the releases.",
         "",
-        "**Rules** (`geoldp.estimate.FALLBACK`, applied to every count table: visit, range and OD counts, "
-        "and so hotspots): `none` is the population model's own answer (the estimator before the rule); "
-        "`split` (the default) refits the model on half of each length's released rows and keeps its "
-        "answer only if no alternative — the raw release, uniform draws from P, every point at P's "
-        "1-median, each taken as a population — predicts the other half's release (through the simulated "
-        "channel) as well; `support` keeps the model's count only where the table says `supported`, the "
-        "raw count elsewhere. The rule was chosen on chi_atp, nyc_atp and cps_atp (`tuning`) and is "
-        "judged on tdrive_600 and geolife_small_mpd (`test`).",
+        "**Rules** (`geoldp.estimate.FALLBACK`): `none` is the population model's own answer (the "
+        "estimators before any rule); `split` refits the model on half of each length's released rows and "
+        "keeps its answer only if no alternative — the raw release, uniform draws from P, every point at "
+        "P's 1-median, each taken as a population — predicts the other half's release (through the "
+        "simulated channel) as well; `support` reports, in every count table, the model's count where the "
+        "table flags it `supported` and the raw count elsewhere; `support-range` (**the default**) does "
+        "so for range counts only. The rule was chosen on chi_atp, nyc_atp and cps_atp (`tuning`) and is "
+        "judged on tdrive_600 and geolife_small_mpd (`test`, out of sample).",
         "",
         "## Summary (every count question; hotspots below)",
         "",

@@ -1,8 +1,9 @@
-"""The held-out check that guards every count answer of geoldp.estimate against the raw release and no data.
+"""The rules that guard the count answers of geoldp.estimate against the raw release and no data.
 
-A count table reports the population model's answer unless a held-out split of the release itself finds
-the raw release's answer or a no-data answer (uniform draws from P, every point at P's 1-median) closer;
-``attrs["estimator"]["fallback"]`` says which answer it gives and keeps the model's own.
+Default (``support-range``): a range count the table does not flag supported is the raw release's count;
+the other tables are the model's. The alternative ``split`` rule (a held-out check of the release) is
+tested through ``estimate.FALLBACK``. ``attrs["estimator"]["fallback"]`` says which answer a table gives
+and keeps the model's own.
 """
 
 from __future__ import annotations
@@ -40,22 +41,55 @@ def _tables(pop: estimate.Population) -> list:
     return [pop.visit_counts(), pop.visit_counts(zones), pop.range_counts(CIRCLES), pop.od_flows(zones)]
 
 
-def test_every_count_table_records_its_answer_and_holds_it_in_its_interval(population):
-    for table in _tables(population):
-        record = table.attrs["estimator"]["fallback"]
-        assert record["rule"] == "split"
-        assert record["answer"] in ("model", "raw", "uniform", "constant")
-        assert set(record["score"]) == {"model", "raw", "uniform", "constant"}
-        est = table["estimate"].to_numpy()
-        assert np.all(table["lower"].to_numpy() <= est + 1e-9)
-        assert np.all(est <= table["upper"].to_numpy() + 1e-9)
-        if record["answer"] != "model":
-            assert len(record["model"]) == len(table)
+def test_range_counts_report_the_raw_count_where_not_supported(population, monkeypatch):
+    monkeypatch.setattr(estimate, "FALLBACK", "none")
+    model = population.range_counts(CIRCLES)
+    monkeypatch.setattr(estimate, "FALLBACK", "support-range")
+    table = population.range_counts(CIRCLES)
+    record = table.attrs["estimator"]["fallback"]
+    assert record["rule"] == "support-range"
+    sup = table["supported"].to_numpy()
+    np.testing.assert_array_equal(sup, model["supported"].to_numpy())
+    est = table["estimate"].to_numpy()
+    np.testing.assert_array_equal(est[~sup], table["raw"].to_numpy()[~sup])
+    np.testing.assert_array_equal(est[sup], model["estimate"].to_numpy()[sup])
+    if not sup.all():
+        np.testing.assert_array_equal(record["model"], model["estimate"].to_numpy())
+    assert np.all((table["lower"] <= est) & (est <= table["upper"]))
 
 
-def test_the_check_tells_a_spread_release_from_the_constant(population):
+def test_the_other_count_tables_are_the_models(population, monkeypatch):
     from geoldp import zone_grid
 
+    zones = zone_grid((0.0, 0.0, 0.2, 0.2), cells=3)
+    checked = [population.visit_counts(), population.visit_counts(zones), population.od_flows(zones)]
+    monkeypatch.setattr(estimate, "FALLBACK", "none")
+    model = [population.visit_counts(), population.visit_counts(zones), population.od_flows(zones)]
+    for a, b in zip(checked, model, strict=True):
+        assert a.attrs["estimator"]["fallback"] == {"rule": "support-range", "answer": "model"}
+        np.testing.assert_array_equal(a["estimate"], b["estimate"])
+
+
+def test_every_rule_records_its_answer_and_holds_it_in_its_interval(population, monkeypatch):
+    for rule in ("support", "split", "splitraw"):
+        monkeypatch.setattr(estimate, "FALLBACK", rule)
+        for table in _tables(population):
+            record = table.attrs["estimator"]["fallback"]
+            assert record["rule"] == rule
+            if rule.startswith("split"):
+                assert record["answer"] in ("model", "raw", "uniform", "constant")
+                assert set(record["score"]) == {"model", "raw", "uniform", "constant"}
+            est = table["estimate"].to_numpy()
+            assert np.all(table["lower"].to_numpy() <= est + 1e-9)
+            assert np.all(est <= table["upper"].to_numpy() + 1e-9)
+            if record["answer"] != "model":
+                assert len(record["model"]) == len(table)
+
+
+def test_the_check_tells_a_spread_release_from_the_constant(population, monkeypatch):
+    from geoldp import zone_grid
+
+    monkeypatch.setattr(estimate, "FALLBACK", "split")
     record = population.visit_counts(zone_grid((0.0, 0.0, 0.2, 0.2), cells=3)).attrs["estimator"]["fallback"]
     score = record["score"]
     # 20 % of the trajectories anywhere in P: every point at the 1-median explains the other half worst
@@ -63,9 +97,10 @@ def test_the_check_tells_a_spread_release_from_the_constant(population):
     assert record["answer"] != "constant"
 
 
-def test_a_release_of_the_constant_population_is_answered_by_the_constant():
+def test_a_release_of_the_constant_population_is_answered_by_the_constant(monkeypatch):
     from geoldp import zone_grid
 
+    monkeypatch.setattr(estimate, "FALLBACK", "split")
     med = P.one_median()
     trajs = [np.full(2 + s % 2, med) for s in range(300)]
     rel = perturb_trajectories(trajs, P, mechanism="tp", epsilon=8.0, rng=7)
@@ -127,6 +162,7 @@ def _no_data(answer: str) -> np.ndarray:
 
 
 def test_the_constant_answer_puts_every_trajectory_at_the_one_median(population, monkeypatch):
+    monkeypatch.setattr(estimate, "FALLBACK", "split")
     real = _model.Model.release_check
     monkeypatch.setattr(
         _model.Model,
@@ -141,19 +177,17 @@ def test_the_constant_answer_puts_every_trajectory_at_the_one_median(population,
     np.testing.assert_allclose(table["estimate"].to_numpy(), expected)
 
 
-def test_no_rule_gives_the_models_answer_and_the_check_is_reproducible(population, monkeypatch):
+def test_the_check_is_reproducible(population, monkeypatch):
+    monkeypatch.setattr(estimate, "FALLBACK", "split")
     checked = population.range_counts(CIRCLES)
     again = population.range_counts(CIRCLES)
     assert checked.attrs["estimator"]["fallback"] == again.attrs["estimator"]["fallback"]
-    monkeypatch.setattr(estimate, "FALLBACK", "none")
-    model = population.range_counts(CIRCLES)
-    assert model.attrs["estimator"]["fallback"] == {"rule": "none", "answer": "model"}
-    if checked.attrs["estimator"]["fallback"]["answer"] == "model":
-        np.testing.assert_array_equal(model["estimate"], checked["estimate"])
+    np.testing.assert_array_equal(checked["estimate"], again["estimate"])
 
 
-def test_the_check_reads_only_the_release_and_its_key():
+def test_the_check_reads_only_the_release_and_its_key(monkeypatch):
     """Two fits of the same release with the same rng make the same choice; the originals never enter."""
+    monkeypatch.setattr(estimate, "FALLBACK", "split")
     rel = perturb_trajectories(corner_population(4, 200), P, mechanism="tp", epsilon=2.0, rng=5)
     a = estimate.visit_counts(rel, P, mechanism="tp", epsilon=2.0, rng=6, n_boot=0, **FAST)
     b = estimate.visit_counts(rel, P, mechanism="tp", epsilon=2.0, rng=6, n_boot=0, **FAST)
