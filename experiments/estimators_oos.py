@@ -518,7 +518,7 @@ def write_markdown(df: pd.DataFrame, path: Path, command: str, cpu: float) -> No
         "so for range counts only. The rule was chosen on chi_atp, nyc_atp and cps_atp (`tuning`) and is "
         "judged on tdrive_600 and geolife_small_mpd (`test`, out of sample).",
         "",
-        "## Summary (every count question; hotspots below)",
+        "## Summary (every question but hotspots: denoise and the four count questions)",
         "",
         md_table(counts),
         "",
