@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable, Iterator
+import re
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -117,10 +118,150 @@ def _ledger_entry(campaign: dict[str, Any]) -> tuple[str, str]:
     return head.decode("utf-8")[:-1] + ',"record_id":"', '","rng":"'
 
 
+#: One JSON decoder for every line (``json.loads`` with an argument builds a new decoder per call).
+_DECODER = json.JSONDecoder(parse_constant=doc.refuse_constant)
+_RECORD_ID = re.compile(r"[0-9a-f]{32}")
+_HEX = re.compile(r"[0-9a-f]*")
+_RNGS = frozenset({"os-csprng", "seeded"})
+
+
+def _loads(text: str) -> Any:
+    """``json.loads(text, parse_constant=refuse_constant)``, with one decoder for all lines."""
+    if text.startswith("\ufeff"):  # as json.loads
+        raise json.JSONDecodeError("Unexpected UTF-8 BOM (decode using utf-8-sig)", text, 0)
+    return _DECODER.decode(text)
+
+
+def _points_writer(m: int, limit: int) -> Callable[[Any], str | None]:
+    def points(payload: Any) -> str | None:
+        if type(payload) is not dict or len(payload) != 1:
+            return None
+        pts = payload.get("points")
+        if (
+            type(pts) is not list
+            or not 1 <= len(pts) <= limit
+            or set(map(type, pts)) != {int}  # no bool, no float: plain ints only
+            or min(pts) < 0
+            or max(pts) >= m
+        ):
+            return None
+        return '{"points":[' + ",".join(map(str, pts)) + "]}"
+
+    return points
+
+
+def _krr_writer(d: int) -> Callable[[Any], str | None]:
+    def krr(payload: Any) -> str | None:
+        if type(payload) is not dict or len(payload) != 1:
+            return None
+        v = payload.get("value")
+        return f'{{"value":{v}}}' if type(v) is int and 0 <= v < d else None
+
+    return krr
+
+
+def _olh_writer(g: int) -> Callable[[Any], str | None]:
+    def olh(payload: Any) -> str | None:
+        if type(payload) is not dict or len(payload) != 2:
+            return None
+        s, v = payload.get("seed"), payload.get("value")
+        if type(s) is int and type(v) is int and 0 <= s < 2**32 and 0 <= v < g:
+            return f'{{"seed":{s},"value":{v}}}'
+        return None
+
+    return olh
+
+
+def _oue_writer(d: int) -> Callable[[Any], str | None]:
+    n_chars, pad = 2 * ((d + 7) // 8), (1 << (8 - d % 8)) - 1 if d % 8 else 0
+
+    def oue(payload: Any) -> str | None:
+        if type(payload) is not dict or len(payload) != 1:
+            return None
+        bits = payload.get("bits")
+        if type(bits) is not str or len(bits) != n_chars or _HEX.fullmatch(bits) is None:
+            return None
+        if pad and int(bits[-2:], 16) & pad:  # the padding bits of the last byte
+            return None
+        return f'{{"bits":"{bits}"}}'
+
+    return oue
+
+
+def _payload_writer(campaign: dict[str, Any]) -> Callable[[Any], str | None]:
+    """A function giving the canonical JSON text of a report payload that is surely valid, else None.
+
+    The quick path of the common case: a payload it accepts is one that :func:`check_record` accepts,
+    and its text is the payload's canonical JSON (:func:`canonical`), written without the encoder. For
+    anything else it returns None and the record takes the full check (which refuses it with its reason,
+    or accepts it: then its text is encoded as usual).
+    """
+    if campaign["kind"] == "trajectory":
+        return _points_writer(len(campaign["points"]["lon"]), int(campaign["parameters"]["max_points"]))
+    parameters = campaign["parameters"]
+    oracle, d = parameters["oracle"], int(parameters["domain"])
+    if oracle == "krr":
+        return _krr_writer(d)
+    if oracle == "olh":
+        return _olh_writer(doc.olh_range(campaign["epsilon"]))
+    if oracle == "oue":
+        return _oue_writer(d)
+    return lambda payload: None
+
+
+def _quick_check(campaign: dict[str, Any]) -> Callable[[Any], str | None]:
+    """A function giving the payload text of a record that is surely valid for ``campaign``, else None.
+
+    Every condition is one of :func:`check_record`'s, or stricter (exact types), so a record it accepts
+    is one that the full check accepts; a record it does not accept takes the full check.
+    """
+    keys = doc.RECORD_KEYS
+    expected = (doc.RECORD_FORMAT, campaign["id"], campaign["design"])
+    epsilon = campaign["epsilon"]
+    longest = doc.MAX_USER_CHARS
+    payload_text = _payload_writer(campaign)
+    record_id, rngs = _RECORD_ID.fullmatch, _RNGS
+
+    def check(record: Any) -> str | None:
+        if type(record) is not dict or record.keys() != keys:
+            return None
+        version, eps, rid, user, rng = (
+            record["version"],
+            record["epsilon"],
+            record["record_id"],
+            record["user"],
+            record["rng"],
+        )
+        if (
+            (record["format"], record["campaign"], record["design"]) != expected
+            or type(version) is not int
+            or version != doc.RECORD_VERSION
+            or type(eps) is not float
+            or eps != epsilon
+            or type(rid) is not str
+            or record_id(rid) is None
+            or type(user) is not str
+            or not 0 < len(user) <= longest
+            or not user.strip()
+            or type(rng) is not str
+            or rng not in rngs
+        ):
+            return None
+        return payload_text(record["report"])
+
+    return check
+
+
 def _records(path: Path, campaign: dict[str, Any], refused: list[Refusal]) -> Iterator[Report]:
-    """The valid records of one JSON Lines file, as store rows; malformed lines go to ``refused``."""
+    """The valid records of one JSON Lines file, as store rows; malformed lines go to ``refused``.
+
+    Each record passes the quick check (:func:`_quick_check`) or the full one (:func:`check_record`),
+    which gives the reason of a refusal.
+    """
     name = os.fspath(path)
     head, middle = _ledger_entry(campaign)
+    quick = _quick_check(campaign)
+    digest = doc.record_digest
     with open(path, "rb") as fh:
         for number, raw in enumerate(fh, start=1):
             if len(raw) > MAX_LINE_BYTES:
@@ -128,11 +269,13 @@ def _records(path: Path, campaign: dict[str, Any], refused: list[Refusal]) -> It
                 continue
             if not raw.strip():
                 continue
-            where = f"{name}:{number}"
             try:
-                record = json.loads(raw.decode("utf-8"), parse_constant=doc.refuse_constant)
-                doc.check_record(record, campaign, where=where)
+                record = _loads(raw.decode("utf-8"))
+                payload = quick(record)
+                if payload is None:
+                    doc.check_record(record, campaign, where=f"{name}:{number}")
             except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+                where = f"{name}:{number}"
                 reason = str(exc)
                 if reason.startswith(where + ": "):
                     reason = reason[len(where) + 2 :]
@@ -140,11 +283,13 @@ def _records(path: Path, campaign: dict[str, Any], refused: list[Refusal]) -> It
                     reason = f"not a JSON report record ({reason})"
                 refused.append(Refusal(name, number, reason))
                 continue
+            if payload is None:  # valid, off the quick path
+                payload = doc.canonical(record["report"]).decode("utf-8")
             yield Report(
                 user_id=record["user"],
-                record_digest=doc.record_digest(record),
+                record_digest=digest(record),
                 epsilon=float(record["epsilon"]),
-                payload=doc.canonical(record["report"]).decode("utf-8"),
+                payload=payload,
                 ledger=f'{head}{record["record_id"]}{middle}{record["rng"]}"}}',  # checked: hex and a policy
             )
 
