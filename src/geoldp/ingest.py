@@ -125,11 +125,25 @@ _HEX = re.compile(r"[0-9a-f]*")
 _RNGS = frozenset({"os-csprng", "seeded"})
 
 
+_SCAN = _DECODER.scan_once
+_SPACE = re.compile(r"[ \t\n\r]*").match  # JSON's whitespace, as the decoder skips it
+
+
 def _loads(text: str) -> Any:
-    """``json.loads(text, parse_constant=refuse_constant)``, with one decoder for all lines."""
-    if text.startswith("\ufeff"):  # as json.loads
+    """``json.loads(text, parse_constant=refuse_constant)``: the same value or the same error.
+
+    One decoder for all lines, called as ``json.JSONDecoder.decode`` calls it.
+    """
+    if text.startswith("\ufeff"):
         raise json.JSONDecodeError("Unexpected UTF-8 BOM (decode using utf-8-sig)", text, 0)
-    return _DECODER.decode(text)
+    try:
+        value, end = _SCAN(text, _SPACE(text).end())
+    except StopIteration as err:
+        raise json.JSONDecodeError("Expecting value", text, err.value) from None
+    end = _SPACE(text, end).end()
+    if end != len(text):
+        raise json.JSONDecodeError("Extra data", text, end)
+    return value
 
 
 def _points_writer(m: int, limit: int) -> Callable[[Any], str | None]:
@@ -267,7 +281,7 @@ def _records(path: Path, campaign: dict[str, Any], refused: list[Refusal]) -> It
             if len(raw) > MAX_LINE_BYTES:
                 refused.append(Refusal(name, number, f"a line longer than {MAX_LINE_BYTES} bytes"))
                 continue
-            if not raw.strip():
+            if raw.isspace():  # a blank line (never empty: each holds its newline or text)
                 continue
             try:
                 record = _loads(raw.decode("utf-8"))
