@@ -363,8 +363,6 @@ class _SQLite:
 
     def configure(self) -> None:
         self.conn.execute("PRAGMA synchronous = FULL")  # a committed spend survives a power loss
-        for _p in filter(None, os.environ.get("XX_PRAGMAS", "").split(";")):  # XXX experiment
-            self.conn.execute(_p)
         if fcntl is not None and self._queue is None:
             with contextlib.suppress(OSError):  # a folder we cannot write to: SQLite's wait alone
                 self._queue = os.open(self.path + LOCK_SUFFIX, os.O_RDWR | os.O_CREAT, 0o600)
