@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 __all__ = ["IngestSummary", "Refusal", "answer", "ingest", "release_of"]
 
 #: Records per transaction (each transaction charges and stores its records together).
-DEFAULT_BATCH = 500
+DEFAULT_BATCH = 2000
 #: Longest line read from a report file (bytes): an OUE report over 10⁶ values is 250 kB of hex.
 MAX_LINE_BYTES = 4 * 1024 * 1024
 
@@ -123,10 +123,9 @@ _DECODER = json.JSONDecoder(parse_constant=doc.refuse_constant)
 _RECORD_ID = re.compile(r"[0-9a-f]{32}")
 _HEX = re.compile(r"[0-9a-f]*")
 _RNGS = frozenset({"os-csprng", "seeded"})
-
-
-_SCAN = _DECODER.scan_once
-_SPACE = re.compile(r"[ \t\n\r]*").match  # JSON's whitespace, as the decoder skips it
+#: The decoder's scanner (what ``JSONDecoder.raw_decode`` calls) and JSON's whitespace, as it skips it.
+_SCAN: Callable[[str, int], tuple[Any, int]] = _DECODER.scan_once  # type: ignore[attr-defined]
+_SPACE = re.compile(r"[ \t\n\r]*").match
 
 
 def _loads(text: str) -> Any:
@@ -137,10 +136,10 @@ def _loads(text: str) -> Any:
     if text.startswith("\ufeff"):
         raise json.JSONDecodeError("Unexpected UTF-8 BOM (decode using utf-8-sig)", text, 0)
     try:
-        value, end = _SCAN(text, _SPACE(text).end())
+        value, end = _SCAN(text, _SPACE(text).end())  # type: ignore[union-attr]  # always matches
     except StopIteration as err:
         raise json.JSONDecodeError("Expecting value", text, err.value) from None
-    end = _SPACE(text, end).end()
+    end = _SPACE(text, end).end()  # type: ignore[union-attr]
     if end != len(text):
         raise json.JSONDecodeError("Extra data", text, end)
     return value
@@ -326,8 +325,8 @@ def ingest(
     store : path, URL or Store
         The collection store: a GeoPackage file (created if new) or a ``postgresql://`` URL; created with
         the campaign's ``user_total_epsilon`` as each user's total (an existing store must keep the same).
-    batch : int, default 500
-        Records per transaction.
+    batch : int, default 2000
+        Records per transaction (each transaction commits, with a flush to disk, once).
 
     Returns
     -------

@@ -678,6 +678,9 @@ class Store:
                         ],
                     )
                 created = True
+            return configuration(cur)
+
+        def configuration(cur: Any) -> dict[str, Any]:
             cur.execute(f"SELECT {_CONFIG} FROM geoldp_accountant WHERE fid = 1")
             row = cur.fetchone()
             if row is None or row[0] != FORMAT:
@@ -688,7 +691,10 @@ class Store:
                 )
             return dict(zip(_CONFIG.split(", "), row, strict=True))
 
-        config = backend.run(body)
+        # an existing store is read without the write lock (processes opening it together do not queue);
+        # a new one is created in a write transaction, which checks again
+        found = backend.run(lambda cur: configuration(cur) if backend.has_schema(cur) else None, write=False)
+        config = found if found is not None else backend.run(body)
         config["created"] = created
         if created:
             backend.after_create()
@@ -984,6 +990,11 @@ class Store:
             The id is registered with another document.
         """
         m = self._backend.mark
+        registered = self.campaign(campaign_id)  # read first: no write transaction when it is there
+        if registered is not None:
+            if registered != document:
+                raise ValueError(f"The campaign {campaign_id!r} is registered with another document.")
+            return False
 
         def body(cur: Any) -> bool:
             cur.execute(f"SELECT document FROM geoldp_campaigns WHERE campaign_id = {m}", (campaign_id,))
