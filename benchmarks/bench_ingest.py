@@ -2,13 +2,13 @@
 
 Plain script. The whole path a collector runs: each process calls :func:`geoldp.ingest.ingest` on its own
 JSON Lines file (every line parsed, checked against the campaign: format, campaign id, design, ε, the
-report's domain; its digest computed) and appends the records in transactions of ``--batch`` records,
-each charging every record's user and storing the record. The campaign is ``report:visited_zone`` at
-ε = 1 over a 5 × 5 grid (an OUE report per record: 26 bits, as 8 hex digits) with each user's total 8; record ``i`` belongs to user
-``i mod U`` (U = N/10: every user sends 10 records, two of which must be refused) and goes to process
-``i mod P``, and every process also re-sends 5 % of another process's records (stored once). The records
-are real client output (:func:`geoldp.client.respond`, 500 devices) given distinct record ids and users,
-so that making 10⁵ of them takes seconds.
+report's domain; its digest computed) and appends the records in transactions of ``--batch`` records, each
+charging every record's user and storing the record. The campaign is ``report:visited_zone`` at ε = 1 over a
+5 × 5 grid (an OUE report per record: 26 bits, as 8 hex digits) with each user's total 8; record ``i``
+belongs to user ``i mod U`` (U = N/10: every user sends 10 records, two of which must be refused) and goes
+to process ``i mod P``, and every process also re-sends 5 % of another process's records (stored once). The
+records are real client output (:func:`geoldp.client.respond`, 500 devices) given distinct record ids and
+users, so that making 10⁵ of them takes seconds.
 
 Checked afterwards from the store alone: no user past her total, each user's total equal to the sum of
 her spends, every report with its spend, no record stored twice, the records the processes were told
