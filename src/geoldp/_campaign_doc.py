@@ -16,8 +16,6 @@ refusal is a ``ValueError`` that names the file (and the line of a record) and s
 
 from __future__ import annotations
 
-import hashlib
-import json
 import math
 import os
 import re
@@ -127,6 +125,8 @@ def canonical(document: Any) -> bytes:
     Floats are written by ``repr`` (the shortest text that reads back to the same float), so a document
     read and written again is byte-identical.
     """
+    import json  # here, not at the top: ``import geoldp.client`` stays light (2-5 ms each)
+
     return json.dumps(
         document, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
     ).encode("utf-8")
@@ -134,11 +134,13 @@ def canonical(document: Any) -> bytes:
 
 def campaign_id(document: Mapping[str, Any]) -> str:
     """The id of a campaign document: SHA-256 (hex) of its canonical JSON without the ``id`` member."""
-    return hashlib.sha256(canonical({k: v for k, v in document.items() if k != "id"})).hexdigest()
+    return _sha256(canonical({k: v for k, v in document.items() if k != "id"}))
 
 
 def points_digest(lon: Sequence[float], lat: Sequence[float]) -> str:
     """SHA-256 (hex) of P's coordinates: ``b"lon"``, the longitudes, ``b"lat"``, the latitudes (float64)."""
+    import hashlib
+
     h = hashlib.sha256(b"lon")
     h.update(struct.pack(f"<{len(lon)}d", *lon))
     h.update(b"lat")
@@ -148,7 +150,7 @@ def points_digest(lon: Sequence[float], lat: Sequence[float]) -> str:
 
 def zones_digest(labels: Sequence[str], polygons: Sequence[Any]) -> str:
     """SHA-256 (hex) of the zones' labels and polygon rings (their canonical JSON)."""
-    return hashlib.sha256(canonical({"labels": list(labels), "polygons": list(polygons)})).hexdigest()
+    return _sha256(canonical({"labels": list(labels), "polygons": list(polygons)}))
 
 
 def record_digest(record: Mapping[str, Any]) -> str:
@@ -158,7 +160,13 @@ def record_digest(record: Mapping[str, Any]) -> str:
     different report under an id already stored is the same record for the store, and is not stored.
     """
     key = f"{record['campaign']}\0{record['user']}\0{record['record_id']}"
-    return hashlib.sha256(key.encode("utf-8")).hexdigest()
+    return _sha256(key.encode("utf-8"))
+
+
+def _sha256(data: bytes) -> str:
+    import hashlib  # here, not at the top: ``import geoldp.client`` stays light
+
+    return hashlib.sha256(data).hexdigest()
 
 
 # ------------------------------------------------------------------------------------------------------
@@ -191,9 +199,11 @@ def load_campaign(path: str | os.PathLike[str]) -> dict[str, Any]:
         raise ValueError(f"{where} is larger than {MAX_CAMPAIGN_BYTES // 2**20} MiB: not a campaign file.")
     with open(name, "rb") as fh:
         data = fh.read()
+    import json
+
     try:
         document = json.loads(data.decode("utf-8"), parse_constant=refuse_constant)
-    except (UnicodeDecodeError, json.JSONDecodeError, ValueError, RecursionError) as exc:
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:  # JSONDecodeError is a ValueError
         raise ValueError(f"{where} is not a JSON campaign file ({exc}).") from None
     return check_campaign(document, where=where)
 
