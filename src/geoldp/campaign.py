@@ -30,7 +30,7 @@ from geoldp import _campaign_doc as doc
 from geoldp import _frames
 from geoldp._safe_write import check_output, write_bytes
 from geoldp._validation import check_int_range, check_real, check_release_epsilon
-from geoldp.designs import ReportDesign, TrajectoryDesign, design
+from geoldp.designs import Composition, ReportDesign, TrajectoryDesign, design
 from geoldp.designs.base import Design
 from geoldp.reports.release import scheme as report_design
 from geoldp.trajectory import _atp_region as region
@@ -92,6 +92,9 @@ class Campaign:
 
     def design(self) -> Design:
         """The :class:`~geoldp.designs.Design` object of the campaign."""
+        par = self.document["parameters"]
+        if self.document["kind"] == "hybrid" and par["report"]["statistic"] == "od":
+            return design(self.design_name, question="od_flows")  # a hybrid reports OD pairs for OD flows
         return design(self.design_name)
 
     def points(self) -> Any:
@@ -178,12 +181,12 @@ class Campaign:
             Anything derived differs from what geoldp computes.
         """
         again = Campaign.create(
-            self.design_name,
+            self.design(),
             epsilon=self.epsilon,
             points=self.points(),
             zones=self.zones(),
             user_total_epsilon=self.user_total_epsilon,
-            max_points=(self.document["parameters"] or {}).get("max_points", DEFAULT_MAX_POINTS),
+            max_points=_max_points(self.document),
         )
         if again.id != self.id:
             differ = sorted(k for k in self.document if k != "id" and self.document[k] != again.document[k])
@@ -254,16 +257,7 @@ class Campaign:
                 "user could send a report."
             )
         max_points = check_int_range(max_points, "max_points", caller=_CALLER, minimum=1, maximum=100_000)
-        if isinstance(des, TrajectoryDesign) and not des.continuous:
-            kind = "trajectory"
-        elif isinstance(des, ReportDesign):
-            kind = "report"
-        else:
-            raise ValueError(
-                f"The design {des.name!r} cannot be run as a campaign of per-user reports yet: use "
-                "one of 'tp', "
-                "'atp', 'pointem' or a 'report:...' design (geoldp collect runs the others centrally)."
-            )
+        kind = _kind_of(des)
         pts_doc = None
         ps = None
         if points is not None:
@@ -276,7 +270,7 @@ class Campaign:
                 "digest": doc.points_digest(lon, lat),
                 "diameter_m": float(ps.diameter_m),
             }
-        elif kind == "trajectory":
+        elif kind != "report":
             raise ValueError(
                 f"The design {des.name!r} releases over public points: pass points=P to {_CALLER}."
             )
@@ -299,30 +293,72 @@ class Campaign:
             "parameters": None,
             "client": None,
         }
+        if kind != "trajectory" and zones_4326 is None:
+            raise ValueError(
+                f"The design {des.name!r} reports over public zones: pass zones=... to {_CALLER}."
+            )
         if isinstance(des, TrajectoryDesign):
             document["parameters"] = {"mechanism": des.name, "max_points": max_points}
             document["client"] = _trajectory_client(des, eps, ps, max_points)
         elif isinstance(des, ReportDesign):
-            if zones_4326 is None:
-                raise ValueError(
-                    f"The design {des.name!r} reports over public zones: pass zones=... to {_CALLER}."
-                )
             reported = des.report_zones(zones_4326)
-            n_zones = len(reported)
-            rdes = report_design(des.statistic, n_zones, eps, pad_length=des.pad_length, caller=_CALLER)
             document["report_zones"] = _zones_doc(reported)
+            document["parameters"] = _report_parameters(des, eps, len(reported))
+        else:  # a composition: one trajectory and one report per trajectory, ε split as the central hybrid
+            eps_traj, eps_rep = des.ledger(eps).values()
+            traj = TrajectoryDesign(des.mechanism)
+            document["report_zones"] = _zones_doc(zones_4326)
             document["parameters"] = {
-                "statistic": des.statistic,
-                "pad_length": des.pad_length,
-                "oracle": rdes.oracle.name,
-                "n_zones": n_zones,
-                "base": rdes.base,
-                "domain": rdes.d,
-                "estimator": des.estimator,
-                "coarse": des.coarse,
+                "report_share": float(des.report_share),
+                "combiner": des.combiner,
+                "trajectory": {"mechanism": traj.name, "max_points": max_points, "epsilon": eps_traj},
+                "report": {
+                    **_report_parameters(des.report_part, eps_rep, len(zones_4326)),
+                    "epsilon": eps_rep,
+                },
             }
+            document["client"] = _trajectory_client(traj, eps_traj, ps, max_points)
         document["id"] = doc.campaign_id(document)
         return cls(document)
+
+
+def _kind_of(des: Design) -> str:
+    """The campaign kind of a design, or the refusal of one a campaign cannot hold."""
+    if isinstance(des, TrajectoryDesign):
+        return "trajectory"
+    if isinstance(des, ReportDesign):
+        return "report"
+    if isinstance(des, Composition) and not TrajectoryDesign(des.mechanism).continuous:
+        return "hybrid"
+    raise ValueError(
+        f"The design {des.name!r} cannot be run as a campaign of per-user reports: a campaign holds "
+        "'tp', 'atp', 'pointem', 'tracs-d', 'tracs-c', a 'report:...' design or a 'hybrid:...' of TP, ATP "
+        "or PointEM and a report. LDPTrace's collector asks its users in two rounds (the second round's "
+        "length depends on the first's reports) and synthesises from their sum: run it with "
+        "geoldp collect."
+    )
+
+
+def _max_points(document: dict[str, Any]) -> int:
+    par = document["parameters"] or {}
+    if document["kind"] == "hybrid":
+        par = par["trajectory"]
+    return int(par.get("max_points", DEFAULT_MAX_POINTS))
+
+
+def _report_parameters(des: ReportDesign, eps: float, n_zones: int) -> dict[str, Any]:
+    """The public parameters of a report design over ``n_zones`` zones at ``eps`` (its oracle, its domain)."""
+    rdes = report_design(des.statistic, n_zones, eps, pad_length=des.pad_length, caller=_CALLER)
+    return {
+        "statistic": des.statistic,
+        "pad_length": des.pad_length,
+        "oracle": rdes.oracle.name,
+        "n_zones": n_zones,
+        "base": rdes.base,
+        "domain": rdes.d,
+        "estimator": des.estimator,
+        "coarse": des.coarse,
+    }
 
 
 def _label(value: Any) -> Any:
@@ -380,8 +416,45 @@ def _length_row(mech: Any, n: int, m: int) -> Any:
     return rows
 
 
+def _tracs_client(des: TrajectoryDesign, eps: float, ps: Any, max_points: int) -> dict[str, Any]:
+    """What a device's TraCS randomiser reads: the central release's plane and box, each length's budgets.
+
+    The box is P's bounding box (public), as :meth:`TrajectoryDesign.release` takes it.
+    """
+    import re
+
+    from geoldp import _box
+
+    lon, lat = np.asarray(ps.lon, dtype=np.float64), np.asarray(ps.lat, dtype=np.float64)
+    bounds = (float(np.min(lon)), float(np.min(lat)), float(np.max(lon)), float(np.max(lat)))
+    box = _box.planar_box(bounds, "EPSG:4326", caller=_CALLER)
+    plane = {  # read from the definition itself: the client projects with exactly these numbers
+        k: float(v) for k, v in re.findall(r"\+(lat_0|lon_0|R)=(\S+)", box.plane_definition)
+    }
+    mech = engine.resolve_mechanism(des.mechanism, eps, {"bounds": box.planar_bounds}, caller=_CALLER)
+    origin = getattr(mech, "origin_point", None)
+
+    def row(n: int) -> Any:
+        try:
+            mech.check_budgets(n)
+        except ValueError as exc:
+            return str(exc)
+        return [float(v) for v in mech.stage_budgets(n)]
+
+    return {
+        "kernel": "tracs_d_kernel" if des.mechanism == "tracs-d" else "tracs_c_kernel",
+        "plane": {"lat_0": plane["lat_0"], "lon_0": plane["lon_0"], "radius_m": plane["R"]},
+        "bounds": list(bounds),
+        "planar_bounds": [float(v) for v in box.planar_bounds],
+        "origin": None if origin is None else [float(v) for v in origin],
+        "lengths": [None] + [row(n) for n in range(1, max_points + 1)],
+    }
+
+
 def _trajectory_client(des: TrajectoryDesign, eps: float, ps: Any, max_points: int) -> dict[str, Any]:
     """What a device's randomiser reads of P and the design: P's grid, the plan, each length's budgets."""
+    if des.continuous:
+        return _tracs_client(des, eps, ps, max_points)
     mech = engine.resolve_mechanism(des.mechanism, eps, {}, caller=_CALLER)
     index = fast_grid.get_index(ps)
     plan = mech.sampler_plan

@@ -41,9 +41,11 @@ import numpy as np
 from geoldp._campaign_doc import (
     RECORD_FORMAT,
     RECORD_VERSION,
+    TRACS_KERNELS,
     check_campaign,
     load_campaign,
     olh_range,
+    part_views,
 )
 
 __all__ = ["Client", "respond", "to_json_line"]
@@ -93,12 +95,97 @@ def _generator(rng: Any) -> np.random.Generator | None:
     raise bad
 
 
-def _key_and_id(gen: np.random.Generator | None) -> tuple[np.ndarray, str]:
-    """The stream key (``uint32[8]``, drawn first, as a release draws its one key) and the record id."""
+def _keys_and_id(gen: np.random.Generator | None, count: int = 1) -> tuple[list[np.ndarray], str]:
+    """The stream keys (``uint32[8]`` each) and the record id.
+
+    The keys are drawn first, one per part, in the order the central release draws them.
+    """
     if gen is None:
-        return np.frombuffer(os.urandom(32), dtype=np.uint32).copy(), os.urandom(16).hex()
-    key = gen.integers(0, 2**32, size=8, dtype=np.uint32)
-    return key, gen.bytes(16).hex()
+        keys = [np.frombuffer(os.urandom(32), dtype=np.uint32).copy() for _ in range(count)]
+        return keys, os.urandom(16).hex()
+    keys = [gen.integers(0, 2**32, size=8, dtype=np.uint32) for _ in range(count)]
+    return keys, gen.bytes(16).hex()
+
+
+# ------------------------------------------------------------------------------------------------------
+# the plane of TraCS: PROJ's spherical azimuthal equidistant projection, operation for operation
+
+#: PROJ's degree→radian factor (its ``DEG_TO_RAD``) and the inverse's radian→degree factor.
+_PROJ_DEG_TO_RAD = 0.017453292519943296
+_PROJ_RAD_TO_DEG = 180.0 / math.pi
+_AEQD_TOL = 1e-14
+_AEQD_EPS10 = 1e-10
+
+
+def _adjlon(lam: float) -> float:
+    """PROJ's ``adjlon``: a longitude (radians) into [−π, π]."""
+    if abs(lam) < math.pi + 1e-12:
+        return lam
+    lam = math.fmod(lam + math.pi, 2.0 * math.pi)
+    return lam + math.pi if lam < 0.0 else lam - math.pi
+
+
+def aeqd_forward(
+    lon: np.ndarray, lat: np.ndarray, lat_0: float, lon_0: float, radius_m: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """WGS 84 degrees to the plane ``+proj=aeqd +lat_0 +lon_0 +R +units=m`` (as pyproj transforms).
+
+    The operations of PROJ's spherical forward (``aeqd_s_forward``, oblique aspect, with its unit
+    conversion and longitude reduction) in its order, with the C library's ``sin``, ``cos`` and ``acos``
+    through :mod:`math`: pyproj's output, bit for bit (a test compares them on 10⁵ points). A point
+    antipodal to the centre has no image (ValueError).
+    """
+    phi0, lam0 = lat_0 * _PROJ_DEG_TO_RAD, lon_0 * _PROJ_DEG_TO_RAD
+    sinph0, cosph0 = math.sin(phi0), math.cos(phi0)
+    x, y = np.empty(lon.shape[0]), np.empty(lon.shape[0])
+    sin, cos = math.sin, math.cos
+    for i, (lo, la) in enumerate(zip(lon.tolist(), lat.tolist(), strict=True)):
+        lam = _adjlon(lo * _PROJ_DEG_TO_RAD - lam0)
+        phi = la * _PROJ_DEG_TO_RAD
+        cosphi, sinphi = cos(phi), sin(phi)
+        cosphi_x_coslam = cosphi * cos(lam)
+        cc = sinph0 * sinphi + cosph0 * cosphi_x_coslam
+        if abs(abs(cc) - 1.0) < _AEQD_TOL:
+            if cc < 0.0:
+                raise ValueError(f"Point {i} of the trajectory is antipodal to the campaign's box.")
+            xx = yy = 0.0  # the centre (PROJ's geodesic branch gives 0 there too)
+        else:
+            yy = math.acos(cc)
+            yy /= sin(yy)
+            xx = yy * cosphi * sin(lam)
+            yy *= cosph0 * sinphi - sinph0 * cosphi_x_coslam
+        x[i] = radius_m * xx
+        y[i] = radius_m * yy
+    return x, y
+
+
+def aeqd_inverse(
+    x: np.ndarray, y: np.ndarray, lat_0: float, lon_0: float, radius_m: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """The plane of :func:`aeqd_forward` back to WGS 84 degrees (PROJ's ``aeqd_s_inverse``).
+
+    Within one unit in the last place of pyproj's output (equal to it for more than 99.9 % of points).
+    """
+    phi0, lam0 = lat_0 * _PROJ_DEG_TO_RAD, lon_0 * _PROJ_DEG_TO_RAD
+    sinph0, cosph0 = math.sin(phi0), math.cos(phi0)
+    ra = 1.0 / radius_m
+    lon, lat = np.empty(x.shape[0]), np.empty(x.shape[0])
+    for i, (xi, yi) in enumerate(zip(x.tolist(), y.tolist(), strict=True)):
+        xx, yy = xi * ra, yi * ra
+        c_rh = math.hypot(xx, yy)
+        if c_rh < _AEQD_EPS10:
+            phi, lam = phi0, 0.0
+        else:
+            c_rh = min(c_rh, math.pi)
+            sinc, cosc = math.sin(c_rh), math.cos(c_rh)
+            v = cosc * sinph0 + yy * sinc * cosph0 / c_rh
+            phi = math.copysign(0.5 * math.pi, v) if abs(v) >= 1.0 else math.asin(v)
+            yy = (cosc - sinph0 * math.sin(phi)) * c_rh
+            xx *= sinc * cosph0
+            lam = 0.0 if yy == 0.0 else math.atan2(xx, yy)
+        lon[i] = _adjlon(lam + lam0) * _PROJ_RAD_TO_DEG
+        lat[i] = phi * _PROJ_RAD_TO_DEG
+    return lon, lat
 
 
 _M32 = 0xFFFFFFFF
@@ -341,21 +428,109 @@ class Client:
     milliseconds for 10⁴ points. Reports then cost about the design's own kernel time.
     """
 
-    def __init__(self, campaign: Any) -> None:
-        document, where = _document(campaign)
+    def __init__(self, campaign: Any, *, _part: dict[str, Any] | None = None) -> None:
+        document, where = _document(campaign) if _part is None else (_part, "A part of the campaign")
         self.document = document
         self.where = where
         self.id: str = document["id"]
         self.kind: str = document["kind"]
         self.design: str = document["design"]
         self.epsilon: float = document["epsilon"]
-        if self.kind == "trajectory":
+        #: The parts a report holds (a hybrid: its trajectory and its report, in the central draw order).
+        self._parts: dict[str, Client] = {}
+        if self.kind == "hybrid":
+            self._parts = {k: Client(None, _part=v) for k, v in part_views(document).items()}
+            self._max_points = self._parts["trajectory"]._max_points
+        elif self.kind == "trajectory" and document["client"]["kernel"] in TRACS_KERNELS:
+            self._prepare_tracs()
+        elif self.kind == "trajectory":
             self._prepare_trajectory()
         else:
             self._prepare_report()
 
     def __repr__(self) -> str:
         return f"Client(design={self.design!r}, epsilon={self.epsilon!r}, campaign={self.id[:12]!r})"
+
+    # -- TraCS-D and TraCS-C: in the plane of the campaign's box, then snapped to P ------------------
+    def _prepare_tracs(self) -> None:
+        doc = self.document
+        client = doc["client"]
+        self._points_of_p(doc["points"])
+        self._max_points = int(doc["parameters"]["max_points"])
+        self._lengths = client["lengths"]
+        self._kernel = client["kernel"]
+        plane = client["plane"]
+        self._plane = (float(plane["lat_0"]), float(plane["lon_0"]), float(plane["radius_m"]))
+        self._box = _readonly(np.asarray(client["planar_bounds"], dtype=np.float64))
+        origin = client["origin"] if client["origin"] is not None else [0.0, 0.0]
+        self._origin = _readonly(np.asarray(origin, dtype=np.float64))
+
+    def _points_of_p(self, pts: dict[str, Any]) -> None:
+        """P in radians and as unit vectors (what snapping reads)."""
+        lon = np.asarray(pts["lon"], dtype=np.float64)
+        lat = np.asarray(pts["lat"], dtype=np.float64)
+        lam, phi = lon * _DEG2RAD, lat * _DEG2RAD
+        cphi = np.cos(phi)
+        self._m = int(lon.shape[0])
+        self._lam, self._phi = _readonly(lam), _readonly(phi)
+        self._xyz = _readonly(np.column_stack([cphi * np.cos(lam), cphi * np.sin(lam), np.sin(phi)]))
+
+    def _tracs_report(self, lon: np.ndarray, lat: np.ndarray, key: np.ndarray) -> dict[str, Any]:
+        """TraCS's release of the trajectory in the plane, then each released location's nearest point of P.
+
+        The plane and box are the central release's (:func:`aeqd_forward`); snapping to P is
+        post-processing of the released locations, as the central design does it.
+        """
+        n = lon.shape[0]
+        eps_a, eps_b = (np.array([float(v)]) for v in self._lengths[n])
+        x, y = aeqd_forward(lon, lat, *self._plane)
+        offsets = np.array([0, n], dtype=np.int64)
+        out_x, out_y = np.empty(n), np.empty(n)
+        kernels = _kernels()
+        if kernels is None:
+            out_x, out_y = self._tracs_fallback(x, y, offsets, key)
+        else:
+            buf, state = np.zeros(16, dtype=np.uint32), np.zeros(3, dtype=np.int64)
+            if self._kernel == "tracs_d_kernel":
+                kernels[0].tracs_d_kernel(
+                    x, y, offsets, self._box, self._origin, eps_a, eps_b, key, 0, buf, state, out_x, out_y
+                )
+            else:
+                kernels[0].tracs_c_kernel(
+                    x, y, offsets, self._box, eps_a, eps_b, key, 0, buf, state, out_x, out_y
+                )
+        rlon, rlat = aeqd_inverse(out_x, out_y, *self._plane)
+        if kernels is None:
+            from geoldp.pointset import PointSet
+
+            pts = self.document["points"]
+            idx, _ = PointSet(np.asarray(pts["lon"]), np.asarray(pts["lat"])).nearest(rlon, rlat)
+            return {"points": np.atleast_1d(np.asarray(idx, dtype=np.int64)).tolist()}
+        return {"points": self._snap(rlon, rlat, kernels).tolist()}
+
+    def _tracs_fallback(
+        self, x: np.ndarray, y: np.ndarray, offsets: np.ndarray, key: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Without geoldp's compiled kernels: the mechanism of the full geoldp (the JIT compiler)."""
+        from geoldp.trajectory import engine
+
+        bounds = tuple(float(v) for v in self._box)
+        mech = engine.resolve_mechanism(self.design, self.epsilon, {"bounds": bounds}, caller="geoldp.client")
+        return mech.perturb_xy(x, y, offsets, key=key)  # type: ignore[no-any-return]
+
+    def _check_length(self, n: int) -> None:
+        """Refuse, before any draw, a length the campaign cannot release (or longer than its maximum)."""
+        if n > self._max_points:
+            raise ValueError(
+                f"The trajectory has {n} points; this campaign releases at most {self._max_points}. "
+                f"Resample or simplify it to at most {self._max_points} points first."
+            )
+        row = self._lengths[n]
+        if row is None or isinstance(row, str):
+            raise ValueError(
+                f"A trajectory of {n} points cannot be released under this campaign: "
+                f"{row or 'not releasable'}. Resample it to another number of points."
+            )
 
     # -- trajectory designs (TP, ATP, PointEM) -----------------------------------------------------
     def _prepare_trajectory(self) -> None:
@@ -380,10 +555,11 @@ class Client:
         self._stack = int(client["stack"])
         self._n_stats = int(client["stats"])
         self._lam, self._phi = _readonly(lam), _readonly(phi)
+        self._xyz = _readonly(xyz)
         self._index = _Index(
             self._lam,
             self._phi,
-            _readonly(xyz),
+            self._xyz,
             np.ascontiguousarray(xyz[order]),
             order,
             np.asarray(grid["gf"], dtype=np.float64),
@@ -436,7 +612,7 @@ class Client:
         lam, phi = lon * _DEG2RAD, lat * _DEG2RAD
         cphi = np.cos(phi)
         q = np.column_stack([cphi * np.cos(lam), cphi * np.sin(lam), np.sin(phi)])
-        dots = self._index.xyz @ q.T
+        dots = self._xyz @ q.T
         best = dots.max(axis=0)
         out = np.empty(lon.shape[0], dtype=np.int64)
         plain = kernels[0]
@@ -630,6 +806,14 @@ class Client:
                 bits[v >> 3] |= np.uint8(1 << (7 - (v & 7)))
         return {"bits": bits.tobytes().hex()}
 
+    def _payload(self, lon: np.ndarray, lat: np.ndarray, key: np.ndarray) -> dict[str, Any]:
+        """The report of one part of the trajectory, drawn from the stream of ``key`` (stream 0)."""
+        if self.kind == "report":
+            return self.report_of(self.items(lon, lat), _Stream(key, 0))
+        if self._kernel in TRACS_KERNELS:
+            return self._tracs_report(lon, lat, key)
+        return self._trajectory_report(lon, lat, key)
+
     # -- the record -----------------------------------------------------------------------------------
     def respond(self, trajectory: Any, *, user: str, rng: Any = None) -> dict[str, Any]:
         """One report record of ``trajectory`` for ``user`` (see :func:`respond`)."""
@@ -639,18 +823,15 @@ class Client:
                 f"characters (the user's id at the collector). Got {type(user).__name__} instead."
             )
         lon, lat = _coordinates(trajectory)
-        if self.kind == "trajectory" and lon.shape[0] > self._max_points:
-            raise ValueError(
-                f"The trajectory has {lon.shape[0]} points; this campaign releases at most "
-                f"{self._max_points}. "
-                f"Resample or simplify it to at most {self._max_points} points first."
-            )
+        parts = self._parts or {self.kind: self}
+        if "trajectory" in parts:
+            parts["trajectory"]._check_length(lon.shape[0])
         gen = _generator(rng)  # every check above comes before the first draw
-        key, record_id = _key_and_id(gen)
-        if self.kind == "trajectory":
-            payload = self._trajectory_report(lon, lat, key)
-        else:
-            payload = self.report_of(self.items(lon, lat), _Stream(key, 0))
+        keys, record_id = _keys_and_id(gen, len(parts))
+        payloads = {
+            kind: part._payload(lon, lat, key) for (kind, part), key in zip(parts.items(), keys, strict=True)
+        }
+        payload = payloads if self._parts else payloads[self.kind]
         return {
             "format": RECORD_FORMAT,
             "version": RECORD_VERSION,
