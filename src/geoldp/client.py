@@ -132,8 +132,9 @@ def aeqd_forward(
 
     The operations of PROJ's spherical forward (``aeqd_s_forward``, oblique aspect, with its unit
     conversion and longitude reduction) in its order, with the C library's ``sin``, ``cos`` and ``acos``
-    through :mod:`math`: pyproj's output, bit for bit (a test compares them on 10⁵ points). A point
-    antipodal to the centre has no image (ValueError).
+    through :mod:`math`: pyproj's output, bit for bit (a test compares them on 10⁵ points), except within
+    about a metre of the centre (:func:`_aeqd_near_centre`: within 1e−8 m there). A point antipodal to the
+    centre has no image (ValueError).
     """
     phi0, lam0 = lat_0 * _PROJ_DEG_TO_RAD, lon_0 * _PROJ_DEG_TO_RAD
     sinph0, cosph0 = math.sin(phi0), math.cos(phi0)
@@ -148,7 +149,7 @@ def aeqd_forward(
         if abs(abs(cc) - 1.0) < _AEQD_TOL:
             if cc < 0.0:
                 raise ValueError(f"Point {i} of the trajectory is antipodal to the campaign's box.")
-            xx = yy = 0.0  # the centre (PROJ's geodesic branch gives 0 there too)
+            xx, yy = _aeqd_near_centre(lam, phi, phi0)
         else:
             yy = math.acos(cc)
             yy /= sin(yy)
@@ -159,12 +160,29 @@ def aeqd_forward(
     return x, y
 
 
+def _aeqd_near_centre(lam: float, phi: float, phi0: float) -> tuple[float, float]:
+    """Within about a metre of the centre PROJ takes the geodesic (``aeqd_e_forward``) on the unit sphere.
+
+    The great-circle distance and azimuth by the haversine and ``atan2``: PROJ's value to within a few
+    units in the last place of its degree conversions (1e−8 m at most), not bit for bit.
+    """
+    if abs(lam) < _AEQD_EPS10 and abs(phi - phi0) < _AEQD_EPS10:
+        return 0.0, 0.0
+    h = math.sin(0.5 * (phi - phi0)) ** 2 + math.cos(phi0) * math.cos(phi) * math.sin(0.5 * lam) ** 2
+    s12 = 2.0 * math.asin(min(1.0, math.sqrt(h)))
+    azi = math.atan2(
+        math.cos(phi) * math.sin(lam),
+        math.cos(phi0) * math.sin(phi) - math.sin(phi0) * math.cos(phi) * math.cos(lam),
+    )
+    return s12 * math.sin(azi), s12 * math.cos(azi)
+
+
 def aeqd_inverse(
     x: np.ndarray, y: np.ndarray, lat_0: float, lon_0: float, radius_m: float
 ) -> tuple[np.ndarray, np.ndarray]:
     """The plane of :func:`aeqd_forward` back to WGS 84 degrees (PROJ's ``aeqd_s_inverse``).
 
-    Within one unit in the last place of pyproj's output (equal to it for more than 99.9 % of points).
+    Within 1e−13 degrees of pyproj's output (equal to it, bit for bit, for more than 99 % of points).
     """
     phi0, lam0 = lat_0 * _PROJ_DEG_TO_RAD, lon_0 * _PROJ_DEG_TO_RAD
     sinph0, cosph0 = math.sin(phi0), math.cos(phi0)
