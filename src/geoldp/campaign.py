@@ -213,8 +213,13 @@ class Campaign:
         Parameters
         ----------
         design_name : str or Design
-            The design, as :func:`geoldp.plan` names it: ``"tp"``, ``"atp"``, ``"pointem"``, or a report
-            design such as ``"report:visited_zone"``, ``"report:od:eb"``, ``"report:visited_zone:coarse"``.
+            The design, as :func:`geoldp.plan` names it (or the design it recommends): ``"tp"``, ``"atp"``,
+            ``"pointem"``, ``"tracs-d"``, ``"tracs-c"``, a report design such as ``"report:visited_zone"``,
+            ``"report:od:eb"``, ``"report:visited_zone:coarse"``, or a hybrid such as
+            ``"hybrid:atp+report@0.5"`` (pass the :class:`~geoldp.designs.Composition` itself for one that
+            reports OD pairs). TraCS releases in the plane of P's bounding box, as its central release,
+            and the device snaps the released locations to P. A hybrid's device sends one report per
+            part, ε split as :func:`geoldp.hybrid` splits it.
         epsilon : float
             The budget of one report (one trajectory).
         points : PointSet, GeoDataFrame of Points or (m, 2) array of (lon, lat), optional
@@ -235,8 +240,9 @@ class Campaign:
         Raises
         ------
         TypeError, ValueError
-            An unknown design, a design a campaign cannot hold (LDPTrace, hybrids, the pilot, TraCS), an
-            invalid ε, missing points or zones, or ``user_total_epsilon`` below ``epsilon``.
+            An unknown design, a design a campaign cannot hold (LDPTrace, whose collector asks in two
+            rounds; a hybrid of TraCS), an invalid ε, missing points or zones, or ``user_total_epsilon``
+            below ``epsilon``.
         """
         des = design(design_name)
         eps = check_release_epsilon(epsilon, caller=_CALLER)
