@@ -1,6 +1,7 @@
-"""The per-user client: its import time and one ATP report's latency on a campaign over a 10⁴-point P.
+"""The per-user client: its import time and one report's latency on a campaign over a 10⁴-point P.
 
-Plain script. Writes an ATP campaign (ε = 4) over ``--points`` random public points in a 0.3° box, then,
+Plain script. Writes a campaign of ``--design`` (default ATP; ε = 4) over ``--points`` random public points
+in a 0.3° box (and a 4 × 4 zone grid over it, for report and hybrid designs), then,
 in a fresh process (pin it to one core with ``taskset -c N`` to measure one core), times
 ``import numpy``, ``import geoldp.client`` beyond numpy, reading and preparing the campaign, and
 ``--reports`` reports of trajectories of 2, 20 and 64 points with the operating system's randomness
@@ -9,6 +10,7 @@ in a fresh process (pin it to one core with ``taskset -c N`` to measure one core
 Usage::
 
     taskset -c 0 python benchmarks/bench_client.py --points 10000
+    taskset -c 0 python benchmarks/bench_client.py --points 10000 --design tracs-d
 """
 
 from __future__ import annotations
@@ -51,18 +53,22 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--points", type=int, default=10_000)
     parser.add_argument("--reports", type=int, default=40)
+    parser.add_argument("--design", default="atp", help="the campaign's design (default atp)")
     args = parser.parse_args()
     sys.path.insert(0, str(ROOT / "src"))
     import geopandas as gpd
     import numpy as np
 
+    from geoldp import zone_grid
     from geoldp.campaign import Campaign
 
     rng = np.random.default_rng(1)
     lon, lat = 116.3 + rng.random(args.points) * 0.3, 39.9 + rng.random(args.points) * 0.3
     points = gpd.GeoDataFrame(geometry=gpd.points_from_xy(lon, lat), crs="EPSG:4326")
     with tempfile.TemporaryDirectory() as tmp:
-        path = Campaign.create("atp", epsilon=4.0, points=points).write(Path(tmp) / "campaign.json")
+        zones = zone_grid((116.3, 39.9, 116.6, 40.2), cells=4)
+        campaign = Campaign.create(args.design, epsilon=4.0, points=points, zones=zones)
+        path = campaign.write(Path(tmp) / "campaign.json")
         size = path.stat().st_size
         env = {"PYTHONPATH": str(ROOT / "src")}
         run = subprocess.run(
@@ -74,7 +80,8 @@ def main() -> None:
         )
     r = json.loads(run.stdout)
     heavy = r["heavy"] or "none"
-    print(f"|P| = {args.points}, campaign file {size / 1e3:.0f} kB; heavy modules imported: {heavy}")
+    print(f"design {args.design}, |P| = {args.points}, campaign file {size / 1e3:.0f} kB")
+    print(f"heavy modules imported: {heavy}")
     print(
         f"import numpy {r['numpy_s']:.3f} s, import geoldp.client (beyond numpy) "
         f"{r['client_import_s']:.3f} s, "

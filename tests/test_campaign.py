@@ -9,6 +9,7 @@ import pytest
 from field_support import campaign, points, zones
 
 from geoldp import _campaign_doc as doc
+from geoldp import client
 from geoldp.campaign import Campaign
 from geoldp.trajectory._fast import driver
 
@@ -166,8 +167,6 @@ def test_every_design_the_planner_recommends_has_a_campaign_but_ldptrace():
 
 
 def _hybrid_record(c: Campaign) -> dict:
-    from geoldp import client
-
     return client.respond(c, np.array([[116.31, 39.91], [116.39, 39.99]]), user="u", rng=1)
 
 
@@ -206,3 +205,16 @@ def test_a_tracs_campaign_refuses_a_malformed_plane():
     _redigest(document)
     with pytest.raises(ValueError, match="malformed 'client.plane'"):
         Campaign(document)
+
+
+def test_the_parts_of_a_hybrid_are_campaigns_of_their_own_kind():
+    c = campaign("hybrid:atp+report@0.5", 2.0)
+    traj, rep = c.part("trajectory"), c.part("report")
+    assert (traj.epsilon, rep.epsilon) == (1.0, 1.0) and traj.id == rep.id == c.id
+    assert traj.document["client"] == c.document["client"] and rep.document["parameters"]["oracle"] == "krr"
+    record = client.respond(c, np.array([[116.31, 39.91], [116.39, 39.99]]), user="u", rng=1)
+    for kind, part in (("trajectory", traj), ("report", rep)):
+        doc._check_payload(record["report"][kind], part.document, "line 1")
+    assert campaign("atp").part("trajectory") is campaign("atp")
+    with pytest.raises(ValueError, match="'kind' parameter"):
+        campaign("atp").part("report")

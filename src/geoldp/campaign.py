@@ -97,6 +97,29 @@ class Campaign:
             return design(self.design_name, question="od_flows")  # a hybrid reports OD pairs for OD flows
         return design(self.design_name)
 
+    def part(self, kind: str) -> Campaign:
+        """One part of the campaign as if it were alone: ``"trajectory"`` or ``"report"`` of a hybrid.
+
+        The part has the campaign's id, points and zones, and its own kind, design, ε, parameters and
+        client arrays; a record's report of that part is ``record["report"][kind]``. A trajectory or
+        report campaign is its own one part.
+
+        Raises
+        ------
+        ValueError
+            The campaign has no such part.
+        """
+        views = doc.part_views(self.document)
+        if kind not in views:
+            raise ValueError(
+                f"The 'kind' parameter must be one of {sorted(views)} for this campaign. Got {kind!r}."
+            )
+        if self.document["kind"] != "hybrid":
+            return self
+        part = object.__new__(Campaign)
+        part.document = views[kind]  # a view of a checked document: not checked again (its id is the whole's)
+        return part
+
     def points(self) -> Any:
         """The public points P as a :class:`~geoldp.PointSet` (None where the design needs none)."""
         pts = self.document["points"]
@@ -310,7 +333,8 @@ class Campaign:
             reported = des.report_zones(zones_4326)
             document["report_zones"] = _zones_doc(reported)
             document["parameters"] = _report_parameters(des, eps, len(reported))
-        else:  # a composition: one trajectory and one report per trajectory, ε split as the central hybrid
+        elif isinstance(des, Composition) and zones_4326 is not None:
+            # one trajectory and one report per trajectory, ε split as the central hybrid
             eps_traj, eps_rep = des.ledger(eps).values()
             traj = TrajectoryDesign(des.mechanism)
             document["report_zones"] = _zones_doc(zones_4326)

@@ -456,6 +456,7 @@ class Client:
         self.epsilon: float = document["epsilon"]
         #: The parts a report holds (a hybrid: its trajectory and its report, in the central draw order).
         self._parts: dict[str, Client] = {}
+        self._max_points: int = 0  # the longest trajectory a trajectory part releases
         if self.kind == "hybrid":
             self._parts = {k: Client(None, _part=v) for k, v in part_views(document).items()}
             self._max_points = self._parts["trajectory"]._max_points
@@ -534,7 +535,8 @@ class Client:
 
         bounds = tuple(float(v) for v in self._box)
         mech = engine.resolve_mechanism(self.design, self.epsilon, {"bounds": bounds}, caller="geoldp.client")
-        return mech.perturb_xy(x, y, offsets, key=key)  # type: ignore[no-any-return]
+        out_x, out_y = mech.perturb_xy(x, y, offsets, key=key)
+        return out_x, out_y
 
     def _check_length(self, n: int) -> None:
         """Refuse, before any draw, a length the campaign cannot release (or longer than its maximum)."""
