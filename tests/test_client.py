@@ -319,3 +319,20 @@ def test_the_clients_kernel_digest_is_geoldps():
     from geoldp import _aot
 
     assert client._fingerprint(ROOT / "src" / "geoldp") == _aot.kernel_digest(ROOT / "src" / "geoldp")
+
+
+def test_a_pilot_device_gives_the_central_pilot_reports():
+    from geoldp.designs import Pilot
+
+    c = Campaign.create("pilot", epsilon=3.0, points=points(), zones=zones())
+    assert c.document["kind"] == "pilot" and c.design() == Pilot()
+    assert list(c.ledger.values()) == c.document["parameters"]["split"] == list(Pilot().ledger(3.0).values())
+    rng = np.random.default_rng(11)
+    for seed in range(8):
+        xy = trajectory(rng, int(rng.integers(1, 12)))
+        record = client.respond(c, xy, user="u", rng=seed)
+        central = Pilot().release(frame(xy), epsilon=3.0, zones=c.zones(), rng=seed).iloc[0]
+        assert record["report"] == {k: int(v) for k, v in central.items()}, seed
+        check_record(record, c.document, where="line 1")
+    unseeded = client.respond(c, trajectory(rng, 3), user="u")
+    assert unseeded["rng"] == "os-csprng" and set(unseeded["report"]) == set(c.ledger)

@@ -221,3 +221,66 @@ def test_hybrid_client_parts_are_exactly_within_the_split(name, eps):
     mech = engine.resolve_mechanism(traj.design, traj.epsilon, {}, caller="test")
     assert mech.epsilon == traj.epsilon
     assert traj._lengths[3] == campaign(traj.design, traj.epsilon).document["client"]["lengths"][3]
+
+
+# ---- the pilot: three k-RR reports, one of a visited coarse cell picked uniformly --------------------
+
+
+class _PilotSource(_Source):
+    """The enumerating source, with the pick of a visited cell enumerated over ``M`` equal parts of [0, 1)."""
+
+    M = 12  # a multiple of every number of visited cells below (1 to 4): each cell gets an equal share
+
+    def uniform(self) -> float:
+        return (int(self.inner.integers(self.M)) + 0.5) / self.M
+
+
+@pytest.mark.parametrize("eps", [0.5, 3.0])
+def test_pilot_client_is_exactly_eps_ldp(eps):
+    from field_support import points, zones
+
+    from geoldp.campaign import Campaign
+    from geoldp.designs import Pilot
+
+    pilot = Pilot(length_edges=(2, 4), zone_edges=(1, 2, 3), shares=(0.25, 0.25, 0.5))
+    c = client.Client(Campaign.create(pilot, epsilon=eps, points=points(), zones=zones()))
+    assert c._coarse[2] <= 4
+    x0, y0, x1, y1 = 116.30, 39.90, 116.40, 40.00
+    trips = [
+        [(x0 + 0.01, y0 + 0.01)],
+        [(x1 - 0.01, y1 - 0.01), (x1 - 0.01, y1 - 0.02)],
+        [(x0 + 0.01, y0 + 0.01), (x1 - 0.01, y1 - 0.01), (x0 + 0.01, y1 - 0.01), (x1 - 0.01, y0 + 0.01)],
+        [(x0 - 1.0, y0 - 1.0), (x0 + 0.05, y0 + 0.05), (x1 - 0.02, y0 + 0.05)],
+        [(x0 + 0.05, y0 + 0.05)] * 5,
+    ]
+    dists = []
+    for trip in trips:
+        lon, lat = np.array(trip, dtype=np.float64).T.copy()
+        dists.append(
+            exact_distribution(
+                lambda x, rng, lon=lon, lat=lat: tuple(
+                    sorted(c.pilot_report(lon, lat, _PilotSource(rng)).items())
+                ),
+                0,
+            )
+        )
+    outputs = sorted(set().union(*dists))
+    matrix = np.array([[d.get(y, 0.0) for y in outputs] for d in dists])
+    assert_ldp(matrix, eps)
+    split = c.document["parameters"]["split"]
+    assert sum(Fraction(v) for v in split) <= Fraction(eps)
+
+
+def test_a_pilot_client_randomising_at_twice_its_split_is_caught(monkeypatch):
+    real = client.Client._prepare_pilot
+
+    def doubled(self):
+        real(self)
+        split = self.document["parameters"]["split"]
+        self._pilot_krr = [
+            (k, client._krr_lie(k, 2 * e)) for (k, _), e in zip(self._pilot_krr, split, strict=True)
+        ]
+
+    monkeypatch.setattr(client.Client, "_prepare_pilot", doubled)
+    with pytest.raises(AssertionError, match="exceeds epsilon"):
+        test_pilot_client_is_exactly_eps_ldp(3.0)

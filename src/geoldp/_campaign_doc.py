@@ -48,7 +48,7 @@ CAMPAIGN_VERSION = 1
 RECORD_FORMAT = "geoldp.report"
 RECORD_VERSION = 1
 #: The design kinds a campaign can hold (one randomiser per user each).
-KINDS = ("trajectory", "report", "hybrid")
+KINDS = ("trajectory", "report", "hybrid", "pilot")
 #: OLH's largest hash range (as geoldp's oracles).
 OLH_G_MAX = 1 << 30
 #: Largest campaign file read (bytes): P of 10⁶ points is about 40 MB of JSON.
@@ -80,7 +80,10 @@ _PARAMETER_KEYS = {
         {"statistic", "pad_length", "oracle", "n_zones", "base", "domain", "estimator", "coarse"}
     ),
     "hybrid": frozenset({"report_share", "combiner", "trajectory", "report"}),
+    "pilot": frozenset({"length_edges", "zone_edges", "shares", "split", "n_zones", "n_cells"}),
 }
+#: The three reports of a pilot, in the order of its budget split.
+PILOT_COLUMNS = ("length_class", "zone_count_class", "coarse_cell")
 _CLIENT_KEYS = {
     "trajectory": frozenset(
         {
@@ -381,9 +384,38 @@ def part_views(document: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     return views
 
 
+def _check_pilot(view: Mapping[str, Any], where: str) -> None:
+    """A pilot: its public classes, a split within ε, the zones and the coarse cells it reports over."""
+    from fractions import Fraction
+
+    par = view["parameters"]
+    for member in ("length_edges", "zone_edges"):
+        edges = par[member]
+        if not (
+            isinstance(edges, list)
+            and edges
+            and all(_is_int(e, 0, 2**31) for e in edges)
+            and all(a < b for a, b in zip(edges, edges[1:], strict=False))
+        ):
+            raise _fail(where, f"has a malformed 'parameters.{member}' (increasing ints).")
+    _finite_list(par["shares"], where, "parameters.shares", length=3)
+    split = _finite_list(par["split"], where, "parameters.split", length=3)
+    if min(split) <= 0.0 or sum(Fraction(v) for v in split) > Fraction(view["epsilon"]):
+        raise _fail(where, "has a pilot split that is not positive or adds up to more than its 'epsilon'.")
+    if view["zones"] is None or view["report_zones"] is None or view["client"] is not None:
+        raise _fail(where, "is a pilot campaign without its zones and coarse cells (or with a 'client').")
+    if _int(par["n_zones"], where, "parameters.n_zones", minimum=1) != len(view["zones"]["polygons"]):
+        raise _fail(where, "has a 'parameters.n_zones' that is not the number of its zones.")
+    if _int(par["n_cells"], where, "parameters.n_cells", minimum=1) != len(view["report_zones"]["polygons"]):
+        raise _fail(where, "has a 'parameters.n_cells' that is not the number of its coarse cells.")
+
+
 def _check_part(view: Mapping[str, Any], where: str) -> None:
     """One part of a campaign: a trajectory randomiser over P, or a report over the report zones."""
     parameters, client, points = view["parameters"], view["client"], view["points"]
+    if view["kind"] == "pilot":
+        _check_pilot(view, where)
+        return
     if view["kind"] == "trajectory":
         if points is None:
             raise _fail(where, "is a trajectory campaign without public points.")
@@ -571,6 +603,19 @@ def _check_payload(payload: Any, campaign: Mapping[str, Any], where: str) -> Non
 
 def _check_one_payload(payload: Any, campaign: Mapping[str, Any], where: str) -> None:
     kind = campaign["kind"]
+    if kind == "pilot":
+        par = campaign["parameters"]
+        sizes = (len(par["length_edges"]) + 1, len(par["zone_edges"]) + 1, par["n_cells"] + 1)
+        if not (
+            isinstance(payload, dict)
+            and set(payload) == set(PILOT_COLUMNS)
+            and all(_is_int(payload[c], 0, k) for c, k in zip(PILOT_COLUMNS, sizes, strict=True))
+        ):
+            raise ValueError(
+                f"{where}: a pilot report is {{'length_class': a, 'zone_count_class': b, 'coarse_cell': c}} "
+                f"with a < {sizes[0]}, b < {sizes[1]}, c < {sizes[2]}."
+            )
+        return
     if kind == "trajectory":
         m = len(campaign["points"]["lon"])
         limit = campaign["parameters"]["max_points"]

@@ -30,8 +30,9 @@ from geoldp import _campaign_doc as doc
 from geoldp import _frames
 from geoldp._safe_write import check_output, write_bytes
 from geoldp._validation import check_int_range, check_real, check_release_epsilon
-from geoldp.designs import Composition, ReportDesign, TrajectoryDesign, design
+from geoldp.designs import Composition, Pilot, ReportDesign, TrajectoryDesign, design
 from geoldp.designs.base import Design
+from geoldp.designs.coarse import coarse_zones
 from geoldp.reports.release import scheme as report_design
 from geoldp.trajectory import _atp_region as region
 from geoldp.trajectory import engine
@@ -90,9 +91,11 @@ class Campaign:
         """How a report's ε is split among the design's releases."""
         return dict(self.document["ledger"])
 
-    def design(self) -> Design:
-        """The :class:`~geoldp.designs.Design` object of the campaign."""
+    def design(self) -> Design | Pilot:
+        """The :class:`~geoldp.designs.Design` object of the campaign (a :class:`~geoldp.designs.Pilot`)."""
         par = self.document["parameters"]
+        if self.document["kind"] == "pilot":
+            return Pilot(tuple(par["length_edges"]), tuple(par["zone_edges"]), tuple(par["shares"]))
         if self.document["kind"] == "hybrid" and par["report"]["statistic"] == "od":
             return design(self.design_name, question="od_flows")  # a hybrid reports OD pairs for OD flows
         return design(self.design_name)
@@ -267,7 +270,13 @@ class Campaign:
             rounds; a hybrid of TraCS), an invalid ε, missing points or zones, or ``user_total_epsilon``
             below ``epsilon``.
         """
-        des = design(design_name)
+        des: Design | Pilot = (
+            design_name
+            if isinstance(design_name, Pilot)
+            else Pilot()
+            if design_name == "pilot"
+            else design(design_name)
+        )
         eps = check_release_epsilon(epsilon, caller=_CALLER)
         total = (
             eps
@@ -299,9 +308,9 @@ class Campaign:
                 "digest": doc.points_digest(lon, lat),
                 "diameter_m": float(ps.diameter_m),
             }
-        elif kind != "report":
+        elif kind in ("trajectory", "hybrid"):
             raise ValueError(
-                f"The design {des.name!r} releases over public points: pass points=P to {_CALLER}."
+                f"The design {_name_of(des)!r} releases over public points: pass points=P to {_CALLER}."
             )
         zones_4326 = None
         if zones is not None:
@@ -311,7 +320,7 @@ class Campaign:
             "format": doc.CAMPAIGN_FORMAT,
             "version": doc.CAMPAIGN_VERSION,
             "kind": kind,
-            "design": des.name,
+            "design": _name_of(des),
             "epsilon": eps,
             "epsilon_exact": str(Fraction(eps)),
             "user_total_epsilon": float(total),
@@ -324,36 +333,65 @@ class Campaign:
         }
         if kind != "trajectory" and zones_4326 is None:
             raise ValueError(
-                f"The design {des.name!r} reports over public zones: pass zones=... to {_CALLER}."
+                f"The design {_name_of(des)!r} reports over public zones: pass zones=... to {_CALLER}."
             )
-        if isinstance(des, TrajectoryDesign):
-            document["parameters"] = {"mechanism": des.name, "max_points": max_points}
-            document["client"] = _trajectory_client(des, eps, ps, max_points)
-        elif isinstance(des, ReportDesign):
-            reported = des.report_zones(zones_4326)
-            document["report_zones"] = _zones_doc(reported)
-            document["parameters"] = _report_parameters(des, eps, len(reported))
-        elif isinstance(des, Composition) and zones_4326 is not None:
-            # one trajectory and one report per trajectory, ε split as the central hybrid
-            eps_traj, eps_rep = des.ledger(eps).values()
-            traj = TrajectoryDesign(des.mechanism)
-            document["report_zones"] = _zones_doc(zones_4326)
-            document["parameters"] = {
-                "report_share": float(des.report_share),
-                "combiner": des.combiner,
-                "trajectory": {"mechanism": traj.name, "max_points": max_points, "epsilon": eps_traj},
-                "report": {
-                    **_report_parameters(des.report_part, eps_rep, len(zones_4326)),
-                    "epsilon": eps_rep,
-                },
-            }
-            document["client"] = _trajectory_client(traj, eps_traj, ps, max_points)
+        document.update(_kind_members(des, eps, ps, zones_4326, max_points))
         document["id"] = doc.campaign_id(document)
         return cls(document)
 
 
-def _kind_of(des: Design) -> str:
+def _name_of(des: Design | Pilot) -> str:
+    return "pilot" if isinstance(des, Pilot) else des.name
+
+
+def _kind_members(
+    des: Design | Pilot, eps: float, ps: Any, zones_4326: Any, max_points: int
+) -> dict[str, Any]:
+    """The members of the document that depend on the kind: parameters, report zones, client arrays."""
+    if isinstance(des, TrajectoryDesign):
+        return {
+            "parameters": {"mechanism": des.name, "max_points": max_points},
+            "client": _trajectory_client(des, eps, ps, max_points),
+        }
+    if isinstance(des, ReportDesign):
+        reported = des.report_zones(zones_4326)
+        return {
+            "report_zones": _zones_doc(reported),
+            "parameters": _report_parameters(des, eps, len(reported)),
+        }
+    if isinstance(des, Pilot):  # the coarse grid over the campaign's zones, as Pilot.release lays it
+        coarse = coarse_zones(zones_4326)
+        return {
+            "report_zones": _zones_doc(coarse.geometry),
+            "parameters": {
+                "length_edges": [int(e) for e in des.length_edges],
+                "zone_edges": [int(e) for e in des.zone_edges],
+                "shares": [float(v) for v in des.shares],
+                "split": [float(v) for v in des.ledger(eps).values()],
+                "n_zones": len(zones_4326),
+                "n_cells": len(coarse),
+            },
+        }
+    # a composition: one trajectory and one report per trajectory, ε split as the central hybrid
+    eps_traj, eps_rep = des.ledger(eps).values()
+    comp: Composition = des  # type: ignore[assignment]
+    traj = TrajectoryDesign(comp.mechanism)
+    return {
+        "report_zones": _zones_doc(zones_4326),
+        "parameters": {
+            "report_share": float(comp.report_share),
+            "combiner": comp.combiner,
+            "trajectory": {"mechanism": traj.name, "max_points": max_points, "epsilon": eps_traj},
+            "report": {**_report_parameters(comp.report_part, eps_rep, len(zones_4326)), "epsilon": eps_rep},
+        },
+        "client": _trajectory_client(traj, eps_traj, ps, max_points),
+    }
+
+
+def _kind_of(des: Design | Pilot) -> str:
     """The campaign kind of a design, or the refusal of one a campaign cannot hold."""
+    if isinstance(des, Pilot):
+        return "pilot"
     if isinstance(des, TrajectoryDesign):
         return "trajectory"
     if isinstance(des, ReportDesign):
@@ -361,7 +399,7 @@ def _kind_of(des: Design) -> str:
     if isinstance(des, Composition) and not TrajectoryDesign(des.mechanism).continuous:
         return "hybrid"
     raise ValueError(
-        f"The design {des.name!r} cannot be run as a campaign of per-user reports: a campaign holds "
+        f"The design {_name_of(des)!r} cannot be run as a campaign of per-user reports: a campaign holds "
         "'tp', 'atp', 'pointem', 'tracs-d', 'tracs-c', a 'report:...' design or a 'hybrid:...' of TP, ATP "
         "or PointEM and a report. LDPTrace's collector asks its users in two rounds (the second round's "
         "length depends on the first's reports) and synthesises from their sum: run it with "

@@ -39,6 +39,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from geoldp._campaign_doc import (
+    PILOT_COLUMNS,
     RECORD_FORMAT,
     RECORD_VERSION,
     TRACS_KERNELS,
@@ -290,6 +291,22 @@ class _Stream:
                 return cand
 
 
+class _GeneratorDraws:
+    """A seeded numpy Generator drawn as geoldp's ``NumpyRandomSource`` draws one row (arrays of size 1)."""
+
+    def __init__(self, gen: np.random.Generator) -> None:
+        self._gen = gen
+
+    def uniform(self) -> float:
+        return float(self._gen.random(1)[0])
+
+    def bernoulli(self, p: float) -> bool:
+        return self.uniform() < p
+
+    def integers(self, k: int) -> int:
+        return int(self._gen.integers(0, k, size=1, dtype=np.int64)[0])
+
+
 # ------------------------------------------------------------------------------------------------------
 # the compiled kernels
 
@@ -464,6 +481,8 @@ class Client:
             self._prepare_tracs()
         elif self.kind == "trajectory":
             self._prepare_trajectory()
+        elif self.kind == "pilot":
+            self._prepare_pilot()
         else:
             self._prepare_report()
 
@@ -756,43 +775,42 @@ class Client:
         self._base = int(par["base"])
         self._d = int(par["domain"])
         self._n_zones = int(par["n_zones"])
-        self._zones = [
-            [[np.asarray(ring, dtype=np.float64) for ring in polygon] for polygon in zone]
-            for zone in doc["report_zones"]["polygons"]
-        ]
-        self._bbox = [
-            (
-                min(float(p[0][:, 0].min()) for p in zone),
-                min(float(p[0][:, 1].min()) for p in zone),
-                max(float(p[0][:, 0].max()) for p in zone),
-                max(float(p[0][:, 1].max()) for p in zone),
-            )
-            for zone in self._zones
-        ]
+        self._zone_table = _zone_table(doc["report_zones"]["polygons"])
 
     def _zone_of(self, lon: np.ndarray, lat: np.ndarray) -> np.ndarray:
         """The first zone that contains each vertex or has it on its boundary; ``n_zones`` for none."""
-        out = np.full(lon.shape[0], self._n_zones, dtype=np.int64)
-        todo = np.ones(lon.shape[0], dtype=bool)
-        for k, zone in enumerate(self._zones):
-            x0, y0, x1, y1 = self._bbox[k]
-            cand = todo & (lon >= x0) & (lon <= x1) & (lat >= y0) & (lat <= y1)
-            if not cand.any():
-                continue
-            idx = np.flatnonzero(cand)
-            hit = np.zeros(idx.shape[0], dtype=bool)
-            for polygon in zone:
-                inside, edge = _in_ring(polygon[0], lon[idx], lat[idx])
-                hit |= edge
-                inside &= ~edge
-                for hole in polygon[1:]:
-                    in_hole, on_hole = _in_ring(hole, lon[idx], lat[idx])
-                    hit |= on_hole
-                    inside &= ~(in_hole & ~on_hole)
-                hit |= inside
-            out[idx[hit]] = k
-            todo[idx[hit]] = False
-        return out
+        return _zone_lookup(self._zone_table, lon, lat)
+
+    # -- the pilot: three k-RR reports (length class, number of zones visited, one coarse cell) ------
+    def _prepare_pilot(self) -> None:
+        par = self.document["parameters"]
+        self._length_edges = np.asarray(par["length_edges"], dtype=np.int64)
+        self._zone_edges = np.asarray(par["zone_edges"], dtype=np.int64)
+        self._fine = _zone_table(self.document["zones"]["polygons"])
+        self._coarse = _zone_table(self.document["report_zones"]["polygons"])
+        sizes = (len(par["length_edges"]) + 1, len(par["zone_edges"]) + 1, int(par["n_cells"]) + 1)
+        self._pilot_krr = [(k, _krr_lie(k, float(e))) for k, e in zip(sizes, par["split"], strict=True)]
+
+    def pilot_report(self, lon: np.ndarray, lat: np.ndarray, source: Any) -> dict[str, int]:
+        """The pilot's three reports, drawn as :meth:`geoldp.designs.Pilot.release` draws one row's.
+
+        ``source`` has ``uniform()``, ``integers(k)`` and ``bernoulli(p)``: first the uniform that picks
+        the reported cell among the visited ones, then each k-RR report in turn.
+        """
+        zone = _zone_lookup(self._fine, lon, lat)
+        n_zones = int(np.unique(zone[zone < self._fine[2]]).size)
+        visited = np.unique(_zone_lookup(self._coarse, lon, lat))
+        count = int(visited.size)
+        pick = min(int(source.uniform() * count), count - 1)
+        truths = (
+            int(np.searchsorted(self._length_edges, lon.shape[0], side="right")),
+            int(np.searchsorted(self._zone_edges, n_zones, side="right")),
+            int(visited[pick]),
+        )
+        return {
+            col: _krr_value(source, x, k, lie)
+            for col, x, (k, lie) in zip(PILOT_COLUMNS, truths, self._pilot_krr, strict=True)
+        }
 
     def items(self, lon: np.ndarray, lat: np.ndarray) -> list[int]:
         """The private item set a report design samples from: the visited zones, or the (origin, end) pair."""
@@ -847,11 +865,24 @@ class Client:
         if "trajectory" in parts:
             parts["trajectory"]._check_length(lon.shape[0])
         gen = _generator(rng)  # every check above comes before the first draw
+        if self.kind == "pilot":  # the central pilot draws from its source directly (no stream key)
+            payload, record_id = self._pilot_record(lon, lat, gen)
+            return self._record(payload, record_id, user, gen)
         keys, record_id = _keys_and_id(gen, len(parts))
         payloads = {
             kind: part._payload(lon, lat, key) for (kind, part), key in zip(parts.items(), keys, strict=True)
         }
         payload = payloads if self._parts else payloads[self.kind]
+        return self._record(payload, record_id, user, gen)
+
+    def _pilot_record(self, lon: np.ndarray, lat: np.ndarray, gen: Any) -> tuple[dict[str, Any], str]:
+        if gen is None:  # a ChaCha20 stream under a key from the OS: the same draws, from the OS's entropy
+            key = np.frombuffer(os.urandom(32), dtype=np.uint32).copy()
+            return self.pilot_report(lon, lat, _Stream(key, 0)), os.urandom(16).hex()
+        payload = self.pilot_report(lon, lat, _GeneratorDraws(gen))
+        return payload, gen.bytes(16).hex()
+
+    def _record(self, payload: Any, record_id: str, user: str, gen: Any) -> dict[str, Any]:
         return {
             "format": RECORD_FORMAT,
             "version": RECORD_VERSION,
@@ -863,6 +894,49 @@ class Client:
             "report": payload,
             "rng": "os-csprng" if gen is None else "seeded",
         }
+
+
+def _zone_table(polygons: list[Any]) -> tuple[list[Any], list[tuple[float, float, float, float]], int]:
+    """Zones as the client looks vertices up in them: rings as arrays, each zone's box, their number."""
+    zones = [
+        [[np.asarray(ring, dtype=np.float64) for ring in polygon] for polygon in zone] for zone in polygons
+    ]
+    boxes = [
+        (
+            min(float(p[0][:, 0].min()) for p in zone),
+            min(float(p[0][:, 1].min()) for p in zone),
+            max(float(p[0][:, 0].max()) for p in zone),
+            max(float(p[0][:, 1].max()) for p in zone),
+        )
+        for zone in zones
+    ]
+    return zones, boxes, len(zones)
+
+
+def _zone_lookup(table: tuple[list[Any], list[Any], int], lon: np.ndarray, lat: np.ndarray) -> np.ndarray:
+    """The first zone that contains each vertex or has it on its boundary; the number of zones for none."""
+    zones, boxes, n = table
+    out = np.full(lon.shape[0], n, dtype=np.int64)
+    todo = np.ones(lon.shape[0], dtype=bool)
+    for k, zone in enumerate(zones):
+        x0, y0, x1, y1 = boxes[k]
+        cand = todo & (lon >= x0) & (lon <= x1) & (lat >= y0) & (lat <= y1)
+        if not cand.any():
+            continue
+        idx = np.flatnonzero(cand)
+        hit = np.zeros(idx.shape[0], dtype=bool)
+        for polygon in zone:
+            inside, edge = _in_ring(polygon[0], lon[idx], lat[idx])
+            hit |= edge
+            inside &= ~edge
+            for hole in polygon[1:]:
+                in_hole, on_hole = _in_ring(hole, lon[idx], lat[idx])
+                hit |= on_hole
+                inside &= ~(in_hole & ~on_hole)
+            hit |= inside
+        out[idx[hit]] = k
+        todo[idx[hit]] = False
+    return out
 
 
 def _in_ring(ring: np.ndarray, x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
