@@ -3,7 +3,8 @@
 Plain script. Writes a campaign of ``--design`` (default ATP; ε = 4) over ``--points`` random public points
 in a 0.3° box (and a 4 × 4 zone grid over it, for report and hybrid designs), then,
 in a fresh process (pin it to one core with ``taskset -c N`` to measure one core), times
-``import numpy``, ``import geoldp.client`` beyond numpy, reading and preparing the campaign, and
+``import numpy``, ``import geoldp.client`` beyond numpy (bytecode cached, as installed), reading and
+preparing the campaign, and
 ``--reports`` reports of trajectories of 2, 20 and 64 points with the operating system's randomness
 (median and 95th percentile). Also lists the heavy modules the import loaded (there must be none).
 
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -70,10 +72,13 @@ def main() -> None:
         campaign = Campaign.create(args.design, epsilon=4.0, points=points, zones=zones)
         path = campaign.write(Path(tmp) / "campaign.json")
         size = path.stat().st_size
-        env = {"PYTHONPATH": str(ROOT / "src")}
+        # bytecode cached, as for an installed package (a session may run with PYTHONDONTWRITEBYTECODE)
+        env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "PYTHONPYCACHEPREFIX": str(Path(tmp) / "pyc")}
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
+        subprocess.run([sys.executable, "-c", "import geoldp.client"], env=env, check=True)  # the cache
         run = subprocess.run(
             [sys.executable, "-c", DEVICE, str(path), str(args.reports)],
-            env={**__import__("os").environ, **env},
+            env=env,
             capture_output=True,
             text=True,
             check=True,

@@ -91,11 +91,16 @@ class Campaign:
         """How a report's ε is split among the design's releases."""
         return dict(self.document["ledger"])
 
-    def design(self) -> Design | Pilot:
-        """The :class:`~geoldp.designs.Design` object of the campaign (a :class:`~geoldp.designs.Pilot`)."""
+    def design(self) -> Design:
+        """The :class:`~geoldp.designs.Design` object of the campaign.
+
+        A pilot campaign's is its :class:`~geoldp.designs.Pilot` (which releases and estimates, but
+        answers no question itself).
+        """
         par = self.document["parameters"]
         if self.document["kind"] == "pilot":
-            return Pilot(tuple(par["length_edges"]), tuple(par["zone_edges"]), tuple(par["shares"]))
+            pilot = Pilot(tuple(par["length_edges"]), tuple(par["zone_edges"]), tuple(par["shares"]))
+            return pilot  # type: ignore[return-value]
         if self.document["kind"] == "hybrid" and par["report"]["statistic"] == "od":
             return design(self.design_name, question="od_flows")  # a hybrid reports OD pairs for OD flows
         return design(self.design_name)
@@ -148,6 +153,28 @@ class Campaign:
             parts = [shapely.Polygon(p[0], p[1:]) for p in zone]
             geoms.append(parts[0] if len(parts) == 1 else shapely.MultiPolygon(parts))
         return gpd.GeoDataFrame(geometry=geoms, index=list(zones["labels"]), crs="EPSG:4326")
+
+    def summary(self) -> str:
+        """One line that says what the campaign collects (what ``geoldp campaign show`` prints)."""
+        d = self.document
+        split = ", ".join(f"{k} {v:g}" for k, v in self.ledger.items())
+        parts = [f"campaign {self.id}", f"design {self.design_name} (epsilon per report: {split})"]
+        parts.append(f"each user's total {self.user_total_epsilon:g}")
+        if d["points"] is not None:
+            parts.append(f"{len(d['points']['lon'])} public points")
+        if d["zones"] is not None:
+            parts.append(f"{len(d['zones']['labels'])} zones")
+        for kind, view in doc.part_views(d).items():
+            par = view["parameters"]
+            if kind == "trajectory":
+                parts.append(f"trajectories of at most {par['max_points']} points")
+            elif kind == "report":
+                parts.append(f"{par['oracle']} reports over {par['domain']} values")
+            else:
+                parts.append(
+                    f"three k-RR reports (length class, zones visited, one of {par['n_cells']} cells)"
+                )
+        return "; ".join(parts)
 
     def __repr__(self) -> str:
         return f"Campaign(design={self.design_name!r}, epsilon={self.epsilon!r}, id={self.id[:12]!r}...)"

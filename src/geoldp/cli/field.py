@@ -92,20 +92,7 @@ def campaign_from_plan(
 
 
 def _describe(campaign: Any, out: TextIO) -> None:
-    d = campaign.document
-    split = ", ".join(f"{k} {v:g}" for k, v in campaign.ledger.items())
-    parts = [f"campaign {campaign.id}", f"design {campaign.design_name} (epsilon per report: {split})"]
-    parts.append(f"each user's total {campaign.user_total_epsilon:g}")
-    if d["points"] is not None:
-        parts.append(f"{len(d['points']['lon'])} public points")
-    if d["zones"] is not None:
-        parts.append(f"{len(d['zones']['labels'])} zones")
-    if d["kind"] == "trajectory":
-        parts.append(f"trajectories of at most {d['parameters']['max_points']} points")
-    else:
-        par = d["parameters"]
-        parts.append(f"{par['oracle']} reports over {par['domain']} values")
-    print(f"{PROG}: " + "; ".join(parts), file=out)
+    print(f"{PROG}: " + campaign.summary(), file=out)
 
 
 def _cmd_show(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
