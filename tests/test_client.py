@@ -336,3 +336,39 @@ def test_a_pilot_device_gives_the_central_pilot_reports():
         check_record(record, c.document, where="line 1")
     unseeded = client.respond(c, trajectory(rng, 3), user="u")
     assert unseeded["rng"] == "os-csprng" and set(unseeded["report"]) == set(c.ledger)
+
+
+def test_every_design_responds_with_numpy_alone(tmp_path):
+    """A device's first reports of every kind load none of the heavy modules (with the compiled kernels)."""
+    if client._kernels() is None:
+        pytest.skip("geoldp's compiled kernels are not installed (the client falls back to the full geoldp)")
+    names = ["atp", "tracs-d", "tracs-c", "hybrid:atp+report@0.5", "report:od"]
+    paths = [str(campaign(n, 4.0).write(tmp_path / f"c{i}.json")) for i, n in enumerate(names)]
+    paths.append(str(Campaign.create("pilot", epsilon=2.0, zones=zones()).write(tmp_path / "pilot.json")))
+    code = (
+        "import sys, numpy as np, geoldp.client as gc\n"
+        "xy = np.array([[116.31, 39.91], [116.35, 39.97], [116.39, 39.93]])\n"
+        "for p in sys.argv[1:]:\n"
+        "    gc.respond(p, xy, user='u')\n"
+        f"print(sorted({{m.split('.')[0] for m in sys.modules}} & set({HEAVY!r})))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code, *paths],
+        env={**os.environ, "PYTHONPATH": str(ROOT / "src")},
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert out.strip() == "[]"
+
+
+def test_unseeded_parts_each_draw_their_key_from_the_os(monkeypatch):
+    calls = []
+    real = os.urandom
+    monkeypatch.setattr(client.os, "urandom", lambda n: calls.append(n) or real(n))
+    xy = trajectory(np.random.default_rng(1), 4)
+    client.respond(campaign("hybrid:atp+report@0.5", 2.0), xy, user="u")
+    assert calls == [32, 32, 16]  # the trajectory's key, the report's key, the record id
+    calls.clear()
+    client.respond(campaign("tracs-d", 4.0), xy, user="u")
+    assert calls == [32, 16]
