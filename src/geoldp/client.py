@@ -7,10 +7,14 @@ JSON. Nothing else leaves the device: the record holds the released report and i
 (campaign id, user id, design, ε, a record id), never the trajectory.
 
 It needs numpy only: ``import geoldp.client`` loads neither GeoPandas, Shapely, pyproj, scikit-learn nor
-the JIT compiler. The trajectory designs (TP, ATP, PointEM) run the kernels geoldp compiled when it was
-installed (``geoldp._aot_kernels``), the same code as a release on the collector's side; where they are
-missing or stale, the client falls back to the full geoldp (slower to import, same output). The report
-designs run a pure-Python ChaCha20 stream that consumes draws exactly as geoldp's compiled samplers do.
+the JIT compiler. The trajectory designs (TP, ATP, PointEM, TraCS-D, TraCS-C) run the kernels geoldp
+compiled when it was installed (``geoldp._aot_kernels``), the same code as a release on the collector's
+side; where they are missing or stale, the client falls back to the full geoldp (slower to import, same
+output). TraCS works in the plane of the campaign's box: :func:`aeqd_forward` is PROJ's spherical
+azimuthal equidistant projection, operation for operation, so the client needs no pyproj. The report
+designs run a pure-Python ChaCha20 stream that consumes draws exactly as geoldp's compiled samplers do. A
+hybrid sends one report per part (its trajectory, then its report, each under its own stream key, ε split
+as the campaign says); a pilot sends its three k-RR reports.
 
 A seeded call (``rng=`` an int or a numpy Generator; for tests and experiments only) gives exactly the
 report that the central release of the same design gives for that trajectory with the same seed (the
@@ -49,7 +53,7 @@ from geoldp._campaign_doc import (
     part_views,
 )
 
-__all__ = ["Client", "respond", "to_json_line"]
+__all__ = ["Client", "aeqd_forward", "aeqd_inverse", "respond", "to_json_line"]
 
 #: The one degree→radian factor (as :func:`geoldp.geo.to_radians`).
 _DEG2RAD = math.pi / 180.0
@@ -1066,8 +1070,9 @@ def respond(campaign: Any, trajectory: Any, *, user: str, rng: Any = None) -> di
     dict
         The record (JSON-able): ``format``, ``version``, ``record_id``, ``campaign`` (its id), ``user``,
         ``design``, ``epsilon``, ``report`` (the released values: indices into P for a trajectory design,
-        the oracle's report for a report design) and ``rng`` (the policy, never the seed). Send it as one
-        line of JSON (:func:`to_json_line`).
+        the oracle's report for a report design, ``{"trajectory": ..., "report": ...}`` for a hybrid, the
+        three class reports for a pilot) and ``rng`` (the policy, never the seed). Send it as one line of
+        JSON (:func:`to_json_line`).
 
     Raises
     ------
