@@ -288,7 +288,9 @@ GEO_IMPORTERS: dict[str, set[str]] = {
     "geoldp.budget_strategies": {"geopandas"},
     # a campaign file holds its zones as rings of lon/lat, and ingest rebuilds a release's trajectories
     "geoldp.campaign": {"geopandas", "shapely"},
-    "geoldp.cli.campaign": {"geopandas", "shapely"},
+    "geoldp.cli._read": {"geopandas"},
+    "geoldp.cli.evaluate": {"shapely"},
+    "geoldp.cli.prepare": {"geopandas", "shapely"},
     "geoldp.dask": {"geopandas", "shapely"},
     "geoldp.datasets": {"geopandas", "shapely"},
     "geoldp.demo": {"geopandas", "shapely"},

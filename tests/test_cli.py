@@ -954,7 +954,7 @@ def test_progress_bar_by_itself_only_for_long_runs_on_a_terminal(tmp_path, files
     pytest.importorskip("tqdm")
     import io
 
-    import geoldp.cli as cli
+    from geoldp.cli import perturb as cli_perturb
 
     class TerminalStderr(io.StringIO):
         def isatty(self):
@@ -963,7 +963,7 @@ def test_progress_bar_by_itself_only_for_long_runs_on_a_terminal(tmp_path, files
     trips_path, points_path = files
     cases = [(10**9, [], False), (25, [], True), (25, ["--no-progress"], False)]
     for k, (min_rows, extra, expected) in enumerate(cases):
-        monkeypatch.setattr(cli, "PROGRESS_MIN_ROWS", min_rows)
+        monkeypatch.setattr(cli_perturb, "PROGRESS_MIN_ROWS", min_rows)
         err = TerminalStderr()
         monkeypatch.setattr(sys, "stderr", err)
         out = tmp_path / f"o{k}.geojson"  # a new output each time: outputs are never overwritten silently

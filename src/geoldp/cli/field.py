@@ -12,6 +12,7 @@ import argparse
 from pathlib import Path
 from typing import Any, TextIO
 
+from geoldp.cli import _read
 from geoldp.cli._args import UserError, check_output, existing_file, stage, usage
 from geoldp.cli._args import int_at_least as _int_at_least
 from geoldp.cli._args import positive_float as _positive_float
@@ -19,7 +20,7 @@ from geoldp.cli._args import report_warnings as _report_warnings
 from geoldp.cli._args import seed as _seed
 from geoldp.questions import Question
 
-__all__ = ["campaign_from_plan", "register"]
+__all__ = ["campaign_from_plan", "add_parser"]
 
 PROG = "geoldp"
 
@@ -49,7 +50,6 @@ def _where(target: str) -> str:
 def _cmd_create(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     from geoldp import io as gio
     from geoldp.campaign import Campaign
-    from geoldp.cli import campaign as cli_campaign
 
     points_path = existing_file(args.points, "--points")
     inputs = [points_path] + ([existing_file(args.zones, "--zones")] if args.zones else [])
@@ -59,7 +59,7 @@ def _cmd_create(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int
     with _report_warnings(stderr):
         with stage(f"cannot read --points '{args.points}'"):
             points = gio.read_points(points_path)
-        zones = cli_campaign.evaluate_zones(args, points)
+        zones = _read.zones_for(args, points)
         campaign = Campaign.create(
             args.design,
             epsilon=args.epsilon,
@@ -247,7 +247,7 @@ def _cmd_answer(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int
 # the parsers
 
 
-def register(sub: Any) -> None:
+def add_parser(sub: Any) -> None:
     """Add ``campaign``, ``respond``, ``ingest`` and ``answer`` to the ``geoldp`` subparsers."""
     c = sub.add_parser(
         "campaign",
