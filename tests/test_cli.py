@@ -1153,3 +1153,38 @@ def test_out_of_memory_is_one_line_that_says_what_to_do(files, tmp_path, monkeyp
     assert code == 1 and "out of memory (Unable to allocate 22.9 MiB" in line
     assert "split the input, use fewer public points, or raise the memory limit" in line
     assert "MemoryError" not in line
+
+
+# -- geoldp plan --max-length: a public bound on trajectory length, passed to geoldp.plan ----------------
+
+
+def test_plan_max_length_is_the_public_bound_of_the_planner(files, monkeypatch, capsys):
+    import geoldp.planner
+
+    _, points_path = files
+    seen = []
+    real = geoldp.planner.plan
+
+    def spy(*args, **kwargs):
+        seen.append(kwargs)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(geoldp.planner, "plan", spy)
+    base = ["plan", str(points_path), "--epsilon", "4", "--n", "200", "--seed", "0", "--cell-km", "3"]
+    assert main([*base, "--max-length", "6", "--question", "zone_visits"]) == 0, capsys.readouterr().err
+    assert "recommended:" in capsys.readouterr().out
+    # the bound replaces the assumed lengths (drawn from 2..6 by the planner), and without it they stay
+    assert seen[-1]["max_length"] == 6 and seen[-1]["lengths"] is None
+    assert main(base) == 0
+    capsys.readouterr()
+    assert seen[-1]["max_length"] is None and seen[-1]["lengths"] == [2, 3, 5, 8]
+    assert main([*base, "--lengths", "3,4", "--max-length", "4"]) == 0
+    capsys.readouterr()
+    assert seen[-1]["lengths"] == [3, 4] and seen[-1]["max_length"] == 4
+    # a bad bound is a usage error naming the option, one line, before anything is simulated
+    n_calls = len(seen)
+    for bad in ("0", "-3", "x", "2.5"):
+        assert main([*base, "--max-length", bad]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "--max-length" in err and "positive integer" in err, err
+    assert len(seen) == n_calls
