@@ -249,6 +249,14 @@ def _cmd_answer(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int
 
 def add_parser(sub: Any) -> None:
     """Add ``campaign``, ``respond``, ``ingest`` and ``answer`` to the ``geoldp`` subparsers."""
+    _add_campaign(sub)
+    _add_respond(sub)
+    _add_ingest(sub)
+    _add_answer(sub)
+
+
+def _add_campaign(sub: Any) -> None:
+    """Add ``geoldp campaign``."""
     c = sub.add_parser(
         "campaign",
         help="publish, show or verify a campaign file (a collection's public configuration)",
@@ -309,6 +317,9 @@ def add_parser(sub: Any) -> None:
     ve.add_argument("campaign", metavar="CAMPAIGN", help="the campaign file")
     ve.set_defaults(func=_cmd_verify, command_parser=ve)
 
+
+def _add_respond(sub: Any) -> None:
+    """Add ``geoldp respond``."""
     r = sub.add_parser(
         "respond",
         help="simulate devices: one report record per trip of TRIPS (JSON Lines)",
@@ -327,6 +338,9 @@ def add_parser(sub: Any) -> None:
     r.add_argument("--overwrite", action="store_true", help="replace an existing output")
     r.set_defaults(func=_cmd_respond, command_parser=r)
 
+
+def _add_ingest(sub: Any) -> None:
+    """Add ``geoldp ingest``."""
     i = sub.add_parser(
         "ingest",
         help="check report records and store them, charging each user's budget",
@@ -357,6 +371,9 @@ def add_parser(sub: Any) -> None:
     )
     i.set_defaults(func=_cmd_ingest, command_parser=i)
 
+
+def _add_answer(sub: Any) -> None:
+    """Add ``geoldp answer``."""
     a = sub.add_parser(
         "answer",
         help="answer a question from a campaign's stored reports, as a GIS layer",

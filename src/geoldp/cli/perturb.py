@@ -301,6 +301,14 @@ def add_parser(sub: Any) -> None:
         metavar="OUT",
         help=f"output file; the suffix selects the format ({', '.join(WRITE_FORMATS)})",
     )
+    _add_reading_options(p)  # the columns of TRIPS, the mechanism's options, --overwrite
+    _add_preparation_options(p)  # --simplify, --max-points, the progress bar
+    _budget.add_options(p)  # --user-col, --accountant, --user-budget, --max-per-user
+    p.set_defaults(func=_cmd_perturb)
+
+
+def _add_reading_options(p: argparse.ArgumentParser) -> None:
+    """Add how TRIPS and POINTS are read, the mechanism's options and ``--overwrite``."""
     p.add_argument(
         "--traj-id-col",
         metavar="C",
@@ -364,6 +372,10 @@ def add_parser(sub: Any) -> None:
         default=None,
         help="CRS of POINTS coordinates for CSV input (default EPSG:4326), or declared if the file has none",
     )
+
+
+def _add_preparation_options(p: argparse.ArgumentParser) -> None:
+    """Add ``--simplify`` and ``--max-points`` (applied before the release) and the progress options."""
     p.add_argument(
         "--simplify",
         type=_nonnegative_float,
@@ -387,5 +399,3 @@ def add_parser(sub: Any) -> None:
         "trajectories on, when stderr is a terminal)",
     )
     progress.add_argument("--no-progress", action="store_true", help="never show a progress bar")
-    _budget.add_options(p)  # --user-col, --accountant, --user-budget, --max-per-user
-    p.set_defaults(func=_cmd_perturb)
