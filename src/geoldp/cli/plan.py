@@ -5,8 +5,9 @@ from __future__ import annotations
 import argparse
 from typing import Any, TextIO
 
+from geoldp._validation import MAX_LENGTH
 from geoldp.cli._args import UserError, existing_file, stage
-from geoldp.cli._args import int_at_least as _int_at_least
+from geoldp.cli._args import int_in_range as _int_in_range
 from geoldp.cli._args import lengths as _lengths
 from geoldp.cli._args import positive_float as _positive_float
 from geoldp.cli._args import report_warnings as _report_warnings
@@ -107,7 +108,7 @@ def add_parser(sub: Any) -> None:
     )
     pl.add_argument(
         "--max-length",
-        type=_int_at_least(1, "a positive integer"),
+        type=_int_in_range(1, MAX_LENGTH, "the longest trajectory geoldp models"),
         default=None,
         metavar="N",
         help="a PUBLIC bound on the points of a trajectory (e.g. the cut the collection app enforces): "
