@@ -404,11 +404,13 @@ def test_R4_identical_rows_get_independent_outputs(city_points):
 def test_R5_seeded_output_does_not_depend_on_chunking(city_points):
     gdf = many_lines(50)
     whole = gdf.ldp.perturb(city_points, epsilon=EPS, rng=77)
-    from geoldp._random import resolve_rng
+    from geoldp._core.randomness import resolve_rng
     from geoldp.trajectory import engine
 
     seqs = gdf.ldp.snap(city_points)
-    mech = acc.resolve_mechanism("atp", EPS, {}, caller="test")
+    from geoldp._release import resolve_mechanism
+
+    mech = resolve_mechanism("atp", EPS, {}, caller="test")
     key = resolve_rng(77).stream_key()
     parts = []
     for start in range(0, len(seqs), 17):

@@ -12,7 +12,8 @@ import pandas as pd
 import pytest
 
 import geoldp
-from geoldp import _progress, datasets, zone_grid
+from geoldp import datasets, zone_grid
+from geoldp._core import progress as _progress
 from geoldp.cli import main
 from geoldp.reports import MAX_PAD_LENGTH
 

@@ -9,8 +9,8 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
+from geoldp._core.errors import BudgetError
 from geoldp.budget import Ledger, LedgerEntry, check_fractions, exact_share
-from geoldp.errors import BudgetError
 
 EPSILONS = [1e-6, 0.1, 1 / 3, 1.0, 3.0, 10.0, 100.0]
 NS = [1, 2, 3, 10, 1000]

@@ -445,7 +445,7 @@ def test_perturb_writes_file_and_ledger(tmp_path, files, city, suffix, capsys):
     assert '"seed"' not in text.lower().replace('"seeded"', "")
 
 
-@pytest.mark.filterwarnings("ignore:.*close to uniform noise:geoldp.errors.PrivacyWarning")
+@pytest.mark.filterwarnings("ignore:.*close to uniform noise:geoldp.PrivacyWarning")
 def test_perturb_equals_accessor_with_same_seed(tmp_path, files, city, capsys):
     trips_path, points_path = files
     out = tmp_path / "out.parquet"

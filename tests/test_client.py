@@ -13,12 +13,12 @@ import pytest
 from field_support import campaign, frame, points, trajectory
 
 from geoldp import client, designs
-from geoldp._random import ChaChaRandomSource
+from geoldp._core.randomness import ChaChaRandomSource
 from geoldp.mechanisms import krr_constants
 from geoldp.mechanisms import oracles as fo
 
 ROOT = Path(__file__).resolve().parents[1]
-pytestmark = pytest.mark.filterwarnings("ignore:.*told from no data:geoldp.errors.GeoLDPWarning")
+pytestmark = pytest.mark.filterwarnings("ignore:.*told from no data:geoldp.GeoLDPWarning")
 
 HEAVY = ("geopandas", "shapely", "pyproj", "sklearn", "numba", "pandas", "scipy")
 DESIGNS = [
@@ -224,6 +224,6 @@ def test_the_campaign_path_is_prepared_once(tmp_path):
 
 def test_the_clients_kernel_digest_is_geoldps():
     # the client computes the digest of the kernel sources without the JIT compiler; it must be geoldp's
-    from geoldp import _aot
+    from geoldp._core import aot as _aot
 
     assert client._fingerprint(ROOT / "src" / "geoldp") == _aot.kernel_digest(ROOT / "src" / "geoldp")

@@ -20,7 +20,7 @@ from field_support import campaign
 from geoldp import client
 from geoldp.testing import EnumeratingSource, assert_ldp, exact_distribution, max_log_ratio
 
-pytestmark = pytest.mark.filterwarnings("ignore:.*told from no data:geoldp.errors.GeoLDPWarning")
+pytestmark = pytest.mark.filterwarnings("ignore:.*told from no data:geoldp.GeoLDPWarning")
 
 
 class _Source:

@@ -22,7 +22,7 @@ MECHANISMS = ["tp", "atp", "pointem"]
 
 # The synthetic trips (up to 7 points) at ε ≤ 4 get a per-point budget below the near-uniform threshold;
 # that PrivacyWarning is tested by the accessor's and prepare's own tests, not here.
-pytestmark = pytest.mark.filterwarnings("ignore:.*close to uniform noise:geoldp.errors.PrivacyWarning")
+pytestmark = pytest.mark.filterwarnings("ignore:.*close to uniform noise:geoldp.PrivacyWarning")
 
 
 @pytest.fixture(scope="module")
@@ -210,7 +210,7 @@ def test_subset_of_partitions_gives_the_same_rows(city):
 
 def test_task_graph_holds_the_key_not_the_random_source(city):
     # the plan bound into every partition task carries the stream key drawn once, never the source
-    from geoldp._random import RandomSource
+    from geoldp._core.randomness import RandomSource
 
     points, trips = city
     ddf = dask_geopandas.from_geopandas(trips, npartitions=3)
@@ -250,7 +250,7 @@ def test_ledger_extras_match_the_accessor(city):
     full, again = lazy.compute(), lazy.compute()
     led = full.attrs["geoldp"]
     expected = trips.ldp.perturb(grid, mechanism="tp", epsilon=2.0, rng=4).attrs["geoldp"]
-    assert isinstance(led, geoldp.ledger.ReleaseRecord)
+    assert isinstance(led, geoldp._core.ledger.ReleaseRecord)
     assert set(led) == set(expected) | {"partitioned"}
     assert led["points"] == expected["points"]
     assert led["points"]["provenance"] == geoldp.points.provenance_of(grid) is not None

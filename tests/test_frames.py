@@ -417,7 +417,7 @@ class _CountingSource:
     """Wraps a seeded source and counts every draw (validation must precede the first one)."""
 
     def __init__(self):
-        from geoldp._random import resolve_rng
+        from geoldp._core.randomness import resolve_rng
 
         self.inner = resolve_rng(0)
         self.calls = 0
@@ -551,7 +551,7 @@ def test_I32_scale_one_long_trajectory_many_points():
 
 
 def test_as_pointset_is_the_one_normalisation_of_public_points():
-    from geoldp import _frames
+    from geoldp._core import frames as _frames
 
     ps = PointSet([0.0, 0.01, 0.02], [0.0, 0.0, 0.01])
     assert _frames.as_pointset(ps, caller="t") is ps
@@ -569,7 +569,7 @@ def test_as_pointset_is_the_one_normalisation_of_public_points():
 
 
 def test_trajectory_arrays_from_geometries_and_indices_agree():
-    from geoldp import _frames
+    from geoldp._core import frames as _frames
 
     ps = PointSet([0.0, 0.01, 0.02], [0.0, 0.0, 0.01])
     lines = gpd.GeoSeries(
@@ -590,7 +590,7 @@ def test_trajectory_arrays_from_geometries_and_indices_agree():
 
 def test_one_reader_of_public_points_one_wording(toy_lines):
     # the same bad public points get the same message from a release and from an analysis
-    from geoldp import _frames
+    from geoldp._core import frames as _frames
 
     good = gpd.GeoDataFrame(geometry=gpd.points_from_xy([116.3, 116.4], [39.9, 39.95]), crs="EPSG:4326")
     bad = {
@@ -623,7 +623,7 @@ def test_one_reader_of_public_points_one_wording(toy_lines):
     ],
 )
 def test_both_trajectory_readers_word_a_bad_row_alike(geometry, problem):
-    from geoldp import _frames
+    from geoldp._core import frames as _frames
 
     if isinstance(geometry, list):
         with warnings.catch_warnings():
@@ -704,7 +704,7 @@ def _release_kinds(city_points):
 @pytest.mark.parametrize("kind", ["perturb", "report", "synthesize", "hybrid"])
 @pytest.mark.parametrize("cols", list(FIX_COLUMNS), ids=list(FIX_COLUMNS))
 def test_point_rows_that_look_like_fixes_warn(city_points_gdf, kind, cols):
-    from geoldp.errors import PrivacyWarning
+    from geoldp._core.errors import PrivacyWarning
 
     call = _release_kinds(city_points_gdf)[kind]
     frame = _fixes_frame(**FIX_COLUMNS[cols])
@@ -718,7 +718,7 @@ def test_point_rows_that_look_like_fixes_warn(city_points_gdf, kind, cols):
 
 @pytest.mark.filterwarnings("ignore::geoldp.GeoLDPWarning")
 def test_point_rows_with_an_id_or_without_fix_columns_do_not_warn(city_points_gdf):
-    from geoldp.errors import PrivacyWarning
+    from geoldp._core.errors import PrivacyWarning
 
     kinds = _release_kinds(city_points_gdf)
     with warnings.catch_warnings():
@@ -755,7 +755,7 @@ def test_dask_point_rows_with_a_time_column_warn_from_the_schema(city_points_gdf
     dask_geopandas = pytest.importorskip("dask_geopandas")
     import geoldp.dask
     from geoldp import zone_grid
-    from geoldp.errors import PrivacyWarning
+    from geoldp._core.errors import PrivacyWarning
 
     frame = _fixes_frame(time=pd.date_range("2020-01-01", periods=12, freq="1min"))
     ddf = dask_geopandas.from_geopandas(frame, npartitions=2)
@@ -801,7 +801,7 @@ def test_time_column_of_one_kind_is_accepted(city_points):
     assert len(out) == 3
 
 
-@pytest.mark.filterwarnings("ignore:GDAL reported:geoldp.errors.GeoLDPWarning")  # GDAL: mixed field types
+@pytest.mark.filterwarnings("ignore:GDAL reported:geoldp.GeoLDPWarning")  # GDAL: mixed field types
 @pytest.mark.parametrize("values", [[1, "2020-01-01T00:00:00Z", 3], [1, "later", 3]])
 def test_time_column_mixing_kinds_in_a_file_is_refused(tmp_path, values):
     feats = [

@@ -11,8 +11,9 @@ import pytest
 import shapely
 
 import geoldp
-from geoldp import _frames, metrics
-from geoldp.geo import haversine_array_m
+from geoldp import metrics
+from geoldp._core import frames as _frames
+from geoldp._core.geo import haversine_array_m
 from geoldp.metrics import (
     _distributions,
     _hotspots,
@@ -422,7 +423,7 @@ def test_zone_grid_squares_cover_the_public_points():
     np.testing.assert_array_equal(z.index, z["row"] * n_cols + z["col"])
     # sides about 1.5 km (haversine): exact at the middle latitude, within 1 % over 0.4 degrees
     b = z.geometry.bounds.to_numpy()
-    from geoldp.geo import haversine_m
+    from geoldp._core.geo import haversine_m
 
     height = haversine_m(b[:, 0], b[:, 1], b[:, 0], b[:, 3]) / 1000
     width = haversine_m(b[:, 0], b[:, 1], b[:, 2], b[:, 1]) / 1000
@@ -506,7 +507,7 @@ def test_one_median_is_the_brute_force_argmin():
         pts = np.column_stack(
             [rng.normal(-73.9, 0.05, m) + rng.exponential(0.05, m), rng.normal(40.7, 0.04, m)]
         )
-        from geoldp.geo import haversine_m
+        from geoldp._core.geo import haversine_m
 
         d = haversine_m(pts[:, None, 0], pts[:, None, 1], pts[None, :, 0], pts[None, :, 1])
         brute = int(np.argmin(d.sum(axis=1)))
@@ -698,7 +699,7 @@ def as_gdf_for(pts, trajs):
 
 def _grid_circles(lon0, lon1, lat0, lat1, grid=4):
     """The documented automatic regions: grid x grid circles over a box, radius 1/8 of its diagonal."""
-    from geoldp.geo import haversine_m
+    from geoldp._core.geo import haversine_m
 
     radius = float(haversine_m(lon0, lat0, lon1, lat1)) / 1000.0 / (2 * grid)
     xs = lon0 + (np.arange(grid) + 0.5) * (lon1 - lon0) / grid

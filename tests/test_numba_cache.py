@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 import geoldp
-from geoldp import _numba_cache
+from geoldp._core import numba_cache as _numba_cache
 
 SOURCE = Path(geoldp.__file__).resolve().parent
 
@@ -82,7 +82,8 @@ def test_fingerprint_follows_the_numba_sources_only(tmp_path):
     shutil.copytree(SOURCE, package, ignore=shutil.ignore_patterns("__pycache__"))
     before = _numba_cache.source_fingerprint(package)
     assert before == _numba_cache.source_fingerprint(SOURCE)
-    (package / "errors.py").write_text((package / "errors.py").read_text() + "\n# a module without kernels\n")
+    errors = package / "_core" / "errors.py"
+    errors.write_text(errors.read_text() + "\n# a module without kernels\n")
     assert _numba_cache.source_fingerprint(package) == before
     region = package / "trajectory" / "_atp_region.py"
     region.write_text(region.read_text() + "\n# changed\n")

@@ -13,10 +13,10 @@ import pytest
 import shapely
 
 import geoldp
-from geoldp import _kernels
-from geoldp.errors import GeoLDPWarning
-from geoldp.geo import EARTH_RADIUS_M, bearing, haversine_m
-from geoldp.pointset import PointSet
+from geoldp._core import kernels as _kernels
+from geoldp._core.errors import GeoLDPWarning
+from geoldp._core.geo import EARTH_RADIUS_M, bearing, haversine_m
+from geoldp._core.pointset import PointSet
 
 
 def brute_diameter(ps):
@@ -241,8 +241,8 @@ def test_diameter_large_sets_fast():
 
 def _brute_nearest(ps, qlon, qlat):
     """Reference rule: argmin of the haversine kernel over all points, first minimum (lowest index)."""
-    from geoldp import _kernels
-    from geoldp.geo import to_radians
+    from geoldp._core import kernels as _kernels
+    from geoldp._core.geo import to_radians
 
     lam, phi = to_radians(np.asarray(qlon, float), np.asarray(qlat, float))
     out = np.empty(lam.shape[0], dtype=np.int64)
@@ -350,7 +350,7 @@ def test_nearest_ties_on_a_meridian_go_to_the_lowest_index():
 
 
 def test_exact_lookup_with_colliding_keys_is_still_the_nearest(monkeypatch):
-    from geoldp import pointset
+    from geoldp._core import pointset
 
     # a weak key (the longitude's bits alone): points on one meridian collide, queries off P share keys
     monkeypatch.setattr(pointset, "_exact_keys", lambda lam, phi: (lam + 0.0).view(np.uint64).copy())
@@ -407,8 +407,8 @@ def _duplicates_by_kdtree(lam, phi, xyz):
     """The oracle: every pair within 1 mm (k-d tree candidates, haversine decides), later point marked."""
     from scipy.spatial import cKDTree
 
-    from geoldp import _kernels
-    from geoldp.pointset import DUPLICATE_TOLERANCE_M, EARTH_RADIUS_M
+    from geoldp._core import kernels as _kernels
+    from geoldp._core.pointset import DUPLICATE_TOLERANCE_M, EARTH_RADIUS_M
 
     pairs = cKDTree(xyz * EARTH_RADIUS_M).query_pairs(r=DUPLICATE_TOLERANCE_M * 1.01, output_type="ndarray")
     dup = np.zeros(lam.shape[0], dtype=bool)
@@ -423,8 +423,8 @@ def _duplicates_by_kdtree(lam, phi, xyz):
 
 @pytest.mark.parametrize("case", range(40))
 def test_duplicate_mask_matches_a_kdtree_oracle(case):
-    from geoldp.geo import to_radians
-    from geoldp.pointset import _duplicate_mask, _unit_vectors
+    from geoldp._core.geo import to_radians
+    from geoldp._core.pointset import _duplicate_mask, _unit_vectors
 
     rng = np.random.default_rng(case)
     n = int(rng.integers(2, 2000))
@@ -450,8 +450,8 @@ def test_duplicate_mask_matches_a_kdtree_oracle(case):
 
 
 def test_duplicate_mask_many_copies_and_a_crowded_millimetre():
-    from geoldp.geo import to_radians
-    from geoldp.pointset import _duplicate_mask, _unit_vectors
+    from geoldp._core.geo import to_radians
+    from geoldp._core.pointset import _duplicate_mask, _unit_vectors
 
     rng = np.random.default_rng(3)
     # 20,000 copies of one location: linear, not 2·10^8 pairs; the first copy is kept

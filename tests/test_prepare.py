@@ -14,7 +14,7 @@ from conftest import LINE_COORDS
 
 from geoldp import GeoLDPWarning, PrivacyWarning
 from geoldp import prepare as prep
-from geoldp.geo import haversine_m
+from geoldp._core.geo import haversine_m
 
 
 def coords_of(geom):

@@ -15,7 +15,7 @@ from geoldp import GeoLDPWarning, zone_grid
 from geoldp.reports import release, report, true_counts
 
 # Small report tables are below the no-data noise level on purpose; that warning has its own tests.
-pytestmark = pytest.mark.filterwarnings("ignore:.*told from no data:geoldp.errors.GeoLDPWarning")
+pytestmark = pytest.mark.filterwarnings("ignore:.*told from no data:geoldp.GeoLDPWarning")
 
 ZONES = zone_grid((0.0, 0.0, 2.0, 2.0), cells=2)  # zones 0..3; centres below
 C = [(0.5, 0.5), (1.5, 0.5), (0.5, 1.5), (1.5, 1.5)]

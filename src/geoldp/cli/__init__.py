@@ -23,8 +23,8 @@ import os
 import sys
 from typing import TYPE_CHECKING, Any, NoReturn, TextIO
 
-from geoldp import _progress
-from geoldp._memory import is_out_of_memory
+from geoldp._core import progress as _progress
+from geoldp._core.memory import is_out_of_memory
 
 # Only light modules at the top: `--help`, `--version` and usage errors answer before numba or GeoPandas
 # load (every command imports what it needs inside its handler).
@@ -34,7 +34,7 @@ from geoldp.cli._args import one_line as _one_line
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
-__all__ = ["COMMANDS", "build_parser", "main"]
+__all__ = ["main"]
 
 PROG = "geoldp"
 
@@ -121,7 +121,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """
     import signal
 
-    from geoldp._safe_write import Terminated
+    from geoldp._core.safe_write import Terminated
 
     def terminate(signum: int, frame: Any) -> None:
         raise Terminated()
@@ -207,8 +207,8 @@ def _call(
     stderr: TextIO,
 ) -> int:
     """Run a command's handler; every error it raises becomes one ``geoldp: error:`` line and a status."""
+    from geoldp._core.errors import GeoLDPError
     from geoldp.cli._args import report_warnings
-    from geoldp.errors import GeoLDPError
 
     try:
         with report_warnings(stderr):  # every command's warnings as "geoldp: warning: ..." lines

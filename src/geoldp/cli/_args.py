@@ -232,7 +232,7 @@ def check_name(path: str, what: str = "output") -> None:
             "plain file name"
         )
     name = Path(path).name
-    from geoldp._safe_write import check_utf8_name
+    from geoldp._core.safe_write import check_utf8_name
 
     try:
         check_utf8_name(name, f"the {what}")
@@ -265,11 +265,12 @@ def check_output(
     Refused, each with a :class:`UserError` naming the fix: a name with control or quote characters or
     longer than :data:`MAX_OUTPUT_NAME_BYTES`, a suffix not in ``suffixes`` (default: the formats of
     :func:`geoldp.io.write_file`), a directory that does not exist, and an existing output, one of
-    ``inputs`` or a link (see :func:`geoldp._safe_write.check_output`), for the file and, with ``ledger``,
+    ``inputs`` or a link (see
+    :func:`geoldp._core.safe_write.check_output`), for the file and, with ``ledger``,
     its ledger sidecar. ``what`` names the file in the messages. Nothing is written.
     """
-    from geoldp import _safe_write
-    from geoldp._formats import WRITE_FORMATS
+    from geoldp._core import safe_write as _safe_write
+    from geoldp._core.formats import WRITE_FORMATS
     from geoldp.io import ledger_path
 
     check_name(path, what)

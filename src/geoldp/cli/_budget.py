@@ -12,10 +12,10 @@ import argparse
 from pathlib import Path
 from typing import Any, TextIO
 
+from geoldp._core.ledger import attach, ledger_of
 from geoldp.cli._args import int_at_least as _int_at_least
 from geoldp.cli._args import positive_float as _positive_float
 from geoldp.cli._args import stage, usage
-from geoldp.ledger import attach, ledger_of
 
 __all__ = ["add_options", "finish", "options"]
 
@@ -91,7 +91,7 @@ def options(args: argparse.Namespace) -> dict[str, Any]:
     if args.total_epsilon is not None and args.accountant is None:
         usage(args, "--total-epsilon goes with --accountant STORE")
     if args.kept_rows is not None:
-        from geoldp import _safe_write
+        from geoldp._core import safe_write as _safe_write
 
         try:
             _safe_write.check_output(Path(args.kept_rows), overwrite=args.overwrite, what="--kept-rows")
@@ -126,7 +126,7 @@ def finish(args: argparse.Namespace, options: dict[str, Any], trips: Any, out: A
     if getattr(args, "kept_rows", None) is not None:
         import numpy as np
 
-        from geoldp import _safe_write
+        from geoldp._core import safe_write as _safe_write
 
         rows = (
             np.flatnonzero(trips.index.isin(out.index)) if len(out) != len(trips) else np.arange(len(trips))

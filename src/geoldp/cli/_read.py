@@ -105,7 +105,7 @@ def read_zones(path: Path) -> Any:
     """Public polygons (zones or regions) from a local file, checked: a CRS, polygons only."""
     import geopandas as gpd
 
-    from geoldp import _formats
+    from geoldp._core import formats as _formats
 
     with stage(f"cannot read the polygons '{path}'"):
         _formats.detect(path, "geoldp")  # a local file whose content matches its suffix

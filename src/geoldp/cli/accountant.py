@@ -26,10 +26,8 @@ import sys
 import warnings
 from typing import Any, TextIO
 
+from geoldp._core.ledger import ledger_of
 from geoldp.cli._args import stage, usage
-from geoldp.ledger import ledger_of
-
-__all__ = ["confirm_release", "open_accountant", "add_parser"]
 
 PROG = "geoldp"
 

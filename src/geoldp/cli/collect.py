@@ -15,12 +15,12 @@ import argparse
 from pathlib import Path
 from typing import Any, TextIO
 
+from geoldp._core.ledger import attach, require
 from geoldp.cli import _read
 from geoldp.cli._args import check_output, existing_file, stage, usage
 from geoldp.cli._args import positive_float as _positive_float
 from geoldp.cli._args import report_warnings as _report_warnings
 from geoldp.cli._args import seed as _seed
-from geoldp.ledger import attach, require
 from geoldp.questions import Question
 
 PROG = "geoldp"
@@ -39,7 +39,7 @@ def _write_release(released: Any, path: Path, overwrite: bool) -> list[Path]:
 def _cmd_collect(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     from geoldp import designs
     from geoldp import io as gio
-    from geoldp._progress import stages
+    from geoldp._core.progress import stages
 
     question = Question(args.question)
     try:
@@ -112,8 +112,8 @@ def read_pilot(path: Path) -> Any:
     import numpy as np
     import pandas as pd
 
-    from geoldp import _formats
     from geoldp import io as gio
+    from geoldp._core import formats as _formats
     from geoldp.designs.pilot import COLUMNS
 
     ledger = gio.read_ledger(path)

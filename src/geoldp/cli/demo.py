@@ -13,8 +13,6 @@ from geoldp.cli._args import positive_int as _positive_int
 from geoldp.cli._args import report_warnings as _report_warnings
 from geoldp.cli._args import seed as _seed
 
-__all__ = ["add_parser"]
-
 
 def _cmd_demo(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     from geoldp.demo import run_demo

@@ -11,14 +11,12 @@ import argparse
 from pathlib import Path
 from typing import Any, TextIO
 
+from geoldp._core.ledger import ledger_of
 from geoldp.cli import _read
 from geoldp.cli._args import check_output, existing_file, stage, usage
 from geoldp.cli._args import int_at_least as _int_at_least
 from geoldp.cli._args import positive_float as _positive_float
 from geoldp.cli._args import seed as _seed
-from geoldp.ledger import ledger_of
-
-__all__ = ["add_parser"]
 
 PROG = "geoldp"
 
@@ -101,7 +99,7 @@ class _CellKm(argparse.Action):
 
 def add_parser(sub: Any) -> None:
     """Add ``geoldp estimate`` to the ``geoldp`` subparsers."""
-    from geoldp._formats import ESTIMATE_LAYERS as LAYER_NAMES
+    from geoldp._core.formats import ESTIMATE_LAYERS as LAYER_NAMES
 
     p = sub.add_parser(
         "estimate",

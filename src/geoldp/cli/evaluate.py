@@ -10,8 +10,6 @@ from geoldp.cli._args import UserError, check_output, existing_file, stage
 from geoldp.cli._args import positive_float as _positive_float
 from geoldp.cli._args import report_warnings as _report_warnings
 
-__all__ = ["add_parser"]
-
 PROG = "geoldp"
 
 
@@ -79,7 +77,7 @@ def _cmd_evaluate(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> i
                 file=stderr,
             )
         if args.plot is not None:
-            from geoldp import _safe_write
+            from geoldp._core import safe_write as _safe_write
             from geoldp.demo import save_comparison_map
 
             # drawn under a temporary name in the same directory, then renamed: never a partial image

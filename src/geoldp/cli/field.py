@@ -20,8 +20,6 @@ from geoldp.cli._args import report_warnings as _report_warnings
 from geoldp.cli._args import seed as _seed
 from geoldp.questions import Question
 
-__all__ = ["campaign_from_plan", "add_parser"]
-
 PROG = "geoldp"
 
 
@@ -138,7 +136,7 @@ def _cmd_respond(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> in
 
     from geoldp import client
     from geoldp import io as gio
-    from geoldp._safe_write import atomic_file
+    from geoldp._core.safe_write import atomic_file
 
     campaign_path = existing_file(args.campaign, "CAMPAIGN")
     trips_path = existing_file(args.trips, "TRIPS")

@@ -5,20 +5,18 @@ from __future__ import annotations
 import argparse
 from typing import Any, TextIO
 
-__all__ = ["add_parser", "version"]
-
 PROG = "geoldp"
 
 
 def version() -> str:
     """The installed geoldp version."""
-    from geoldp._versions import geoldp_version
+    from geoldp._core.versions import geoldp_version
 
     return geoldp_version()
 
 
 def _cmd_info(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
-    from geoldp._versions import show_versions
+    from geoldp._core.versions import show_versions
 
     print(
         f"{PROG} {version()}: trajectory collection under local differential privacy (TP, ATP)", file=stdout

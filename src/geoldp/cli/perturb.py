@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
-from geoldp._formats import WRITE_FORMATS
+from geoldp._core.formats import WRITE_FORMATS
 from geoldp.cli import _budget, _read
 from geoldp.cli._args import UsageError, UserError, check_output, existing_file, stage
 from geoldp.cli._args import bbox as _bbox
@@ -23,8 +23,6 @@ from geoldp.cli._args import positive_float as _positive_float
 from geoldp.cli._args import positive_int as _positive_int
 from geoldp.cli._args import report_warnings as _report_warnings
 from geoldp.cli._args import seed as _seed
-
-__all__ = ["add_parser", "write_frame"]
 
 PROG = "geoldp"
 

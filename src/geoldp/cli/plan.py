@@ -5,14 +5,12 @@ from __future__ import annotations
 import argparse
 from typing import Any, TextIO
 
-from geoldp._validation import MAX_LENGTH
+from geoldp._core.validation import MAX_LENGTH
 from geoldp.cli._args import UserError, existing_file, stage
 from geoldp.cli._args import int_in_range as _int_in_range
 from geoldp.cli._args import lengths as _lengths
 from geoldp.cli._args import positive_float as _positive_float
 from geoldp.cli._args import report_warnings as _report_warnings
-
-__all__ = ["add_parser"]
 
 PROG = "geoldp"
 #: The trajectory lengths drawn from without --lengths, --max-length or --pilot.

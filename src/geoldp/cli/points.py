@@ -12,8 +12,6 @@ from geoldp.cli._args import int_at_least as _int_at_least
 from geoldp.cli._args import positive_float as _positive_float
 from geoldp.cli._args import seed as _seed
 
-__all__ = ["add_parser"]
-
 PROG = "geoldp"
 
 

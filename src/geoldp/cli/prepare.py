@@ -19,8 +19,6 @@ from geoldp.cli._args import check_output, existing_file, stage, usage, warned
 from geoldp.cli._args import int_at_least as _int_at_least
 from geoldp.cli._args import positive_float as _positive_float
 
-__all__ = ["add_parser"]
-
 PROG = "geoldp"
 
 

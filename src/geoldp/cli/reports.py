@@ -23,7 +23,8 @@ import os
 from pathlib import Path
 from typing import Any, TextIO
 
-from geoldp._validation import MAX_PAD_LENGTH
+from geoldp._core.ledger import attach, require
+from geoldp._core.validation import MAX_PAD_LENGTH
 from geoldp.cli import _budget, _read
 from geoldp.cli._args import check_output, existing_file, stage, usage
 from geoldp.cli._args import int_at_least as _int_at_least
@@ -33,9 +34,6 @@ from geoldp.cli._args import one_line as _one_line
 from geoldp.cli._args import positive_float as _positive_float
 from geoldp.cli._args import seed as _seed
 from geoldp.cli._args import warned as _warned
-from geoldp.ledger import attach, require
-
-__all__ = ["add_parser", "read_report_table", "write_report_table"]
 
 PROG = "geoldp"
 SEED_HELP = "integer seed, for experiments only; omit for deployment (OS CSPRNG). Never written out."
@@ -92,8 +90,8 @@ def read_report_table(path: str | os.PathLike[str]) -> Any:
     import numpy as np
     import pandas as pd
 
-    from geoldp import _formats
     from geoldp import io as gio
+    from geoldp._core import formats as _formats
     from geoldp.reports.release import part_epsilons, scheme_of
 
     p = Path(os.fspath(path))
@@ -322,7 +320,7 @@ def _add_report(sub: Any) -> None:
 
 def _cmd_report_estimate(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     from geoldp import layers as glayers
-    from geoldp._progress import stages
+    from geoldp._core.progress import stages
     from geoldp.estimate._ranking import top_supported
     from geoldp.reports import estimate_counts
     from geoldp.reports.release import n_reports
@@ -348,7 +346,7 @@ def _cmd_report_estimate(args: argparse.Namespace, stdout: TextIO, stderr: TextI
         if geojson
         else [out_path]
     )
-    from geoldp import _safe_write
+    from geoldp._core import safe_write as _safe_write
 
     for target in targets:
         try:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 from typing import Any, TextIO
 
+from geoldp._core.ledger import attach, require
 from geoldp.cli import _budget, _read
 from geoldp.cli._args import bbox as _bbox
 from geoldp.cli._args import check_output, existing_file, stage, usage
@@ -19,9 +20,6 @@ from geoldp.cli._args import int_at_least as _int_at_least
 from geoldp.cli._args import positive_float as _positive_float
 from geoldp.cli._args import seed as _seed
 from geoldp.cli._args import warned as _warned
-from geoldp.ledger import attach, require
-
-__all__ = ["add_parser"]
 
 PROG = "geoldp"
 SEED_HELP = "integer seed, for experiments only; omit for deployment (OS CSPRNG). Never written out."
@@ -73,7 +71,7 @@ def _grid_size(text: str) -> int | str:
 def _cmd_synthesize(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     from geoldp import io as gio
     from geoldp import ldptrace
-    from geoldp._random import resolve_rng
+    from geoldp._core.randomness import resolve_rng
     from geoldp.cli import accountant as cli_accountant
 
     if (args.points is None) == (args.area is None):
@@ -122,7 +120,7 @@ def _cmd_synthesize(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) ->
 
 def add_parser(sub: Any) -> None:
     """Add ``geoldp synthesize`` to the ``geoldp`` subparsers."""
-    from geoldp._formats import WRITE_FORMATS
+    from geoldp._core.formats import WRITE_FORMATS
 
     p = sub.add_parser(
         "synthesize",
