@@ -13,7 +13,7 @@ from geoldp import client
 from geoldp.campaign import Campaign
 from geoldp.trajectory._fast import driver
 
-pytestmark = pytest.mark.filterwarnings("ignore:.*told from no data:geoldp.errors.GeoLDPWarning")
+pytestmark = pytest.mark.filterwarnings("ignore:.*told from no data:geoldp.GeoLDPWarning")
 
 
 @pytest.mark.parametrize("name", ["atp", "tp", "pointem", "report:visited_zone", "report:od:eb"])

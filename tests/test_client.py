@@ -14,7 +14,7 @@ from field_support import campaign, frame, points, trajectory, zones
 
 from geoldp import client, designs
 from geoldp._campaign_doc import check_record
-from geoldp._random import ChaChaRandomSource
+from geoldp._core.randomness import ChaChaRandomSource
 from geoldp.campaign import Campaign
 from geoldp.hybrids import split_epsilon
 from geoldp.mechanisms import krr_constants
@@ -22,8 +22,8 @@ from geoldp.mechanisms import oracles as fo
 
 ROOT = Path(__file__).resolve().parents[1]
 pytestmark = [
-    pytest.mark.filterwarnings("ignore:.*told from no data:geoldp.errors.GeoLDPWarning"),
-    pytest.mark.filterwarnings("ignore:.*lie outside the 'bounds' box:geoldp.errors.GeoLDPWarning"),
+    pytest.mark.filterwarnings("ignore:.*told from no data:geoldp.GeoLDPWarning"),
+    pytest.mark.filterwarnings("ignore:.*lie outside the 'bounds' box:geoldp.GeoLDPWarning"),
 ]
 
 HEAVY = ("geopandas", "shapely", "pyproj", "sklearn", "numba", "pandas", "scipy")
@@ -129,7 +129,7 @@ def test_the_clients_plane_is_pyprojs_aeqd(lat0, lon0):
     """The numpy/math projection is pyproj's forward bit for bit; its inverse within one ulp."""
     from pyproj import CRS, Transformer
 
-    from geoldp._kernels import EARTH_RADIUS_M
+    from geoldp._core.kernels import EARTH_RADIUS_M
 
     r = EARTH_RADIUS_M
     plane = CRS.from_proj4(f"+proj=aeqd +lat_0={lat0!r} +lon_0={lon0!r} +R={r!r} +units=m +no_defs")
@@ -152,7 +152,7 @@ def test_the_clients_plane_is_pyprojs_aeqd(lat0, lon0):
 
 
 def test_the_tracs_campaign_holds_the_central_plane():
-    from geoldp import _box
+    from geoldp._core import box as _box
 
     c = campaign("tracs-d", 4.0)
     cl = c.document["client"]
@@ -316,7 +316,7 @@ def test_the_campaign_path_is_prepared_once(tmp_path):
 
 def test_the_clients_kernel_digest_is_geoldps():
     # the client computes the digest of the kernel sources without the JIT compiler; it must be geoldp's
-    from geoldp import _aot
+    from geoldp._core import aot as _aot
 
     assert client._fingerprint(ROOT / "src" / "geoldp") == _aot.kernel_digest(ROOT / "src" / "geoldp")
 

@@ -22,8 +22,8 @@ from geoldp import client
 from geoldp.testing import EnumeratingSource, assert_ldp, exact_distribution, max_log_ratio
 
 pytestmark = [
-    pytest.mark.filterwarnings("ignore:.*told from no data:geoldp.errors.GeoLDPWarning"),
-    pytest.mark.filterwarnings("ignore::geoldp.errors.PrivacyWarning"),  # large budgets tested on purpose
+    pytest.mark.filterwarnings("ignore:.*told from no data:geoldp.GeoLDPWarning"),
+    pytest.mark.filterwarnings("ignore::geoldp.PrivacyWarning"),  # large budgets tested on purpose
 ]
 
 

@@ -27,9 +27,9 @@ from typing import Any
 import numpy as np
 
 from geoldp import _campaign_doc as doc
-from geoldp import _frames
-from geoldp._safe_write import check_output, write_bytes
-from geoldp._validation import check_int_range, check_real, check_release_epsilon
+from geoldp._core import frames as _frames
+from geoldp._core.safe_write import check_output, write_bytes
+from geoldp._core.validation import check_int_range, check_real, check_release_epsilon
 from geoldp.designs import Composition, Pilot, ReportDesign, TrajectoryDesign, design
 from geoldp.designs.base import Design
 from geoldp.designs.coarse import coarse_zones
@@ -41,7 +41,7 @@ from geoldp.trajectory._fast import sampling
 from geoldp.trajectory.merge import TAU_FACTOR
 from geoldp.zones import check_zones
 
-__all__ = ["DEFAULT_MAX_POINTS", "Campaign"]
+__all__ = ["Campaign"]
 
 #: The longest trajectory (points) a campaign releases unless told otherwise.
 DEFAULT_MAX_POINTS = 64
@@ -133,7 +133,7 @@ class Campaign:
         pts = self.document["points"]
         if pts is None:
             return None
-        from geoldp.pointset import PointSet
+        from geoldp._core.pointset import PointSet
 
         return PointSet(np.asarray(pts["lon"]), np.asarray(pts["lat"]))
 
@@ -518,7 +518,7 @@ def _tracs_client(des: TrajectoryDesign, eps: float, ps: Any, max_points: int) -
     """
     import re
 
-    from geoldp import _box
+    from geoldp._core import box as _box
 
     lon, lat = np.asarray(ps.lon, dtype=np.float64), np.asarray(ps.lat, dtype=np.float64)
     bounds = (float(np.min(lon)), float(np.min(lat)), float(np.max(lon)), float(np.max(lat)))

@@ -53,9 +53,9 @@ from geoldp._campaign_doc import (
     part_views,
 )
 
-__all__ = ["Client", "aeqd_forward", "aeqd_inverse", "respond", "to_json_line"]
+__all__ = ["respond", "to_json_line"]
 
-#: The one degree→radian factor (as :func:`geoldp.geo.to_radians`).
+#: The one degree→radian factor (as :func:`geoldp._core.geo.to_radians`).
 _DEG2RAD = math.pi / 180.0
 #: Campaigns prepared in this process, by id (a few: a device usually answers one).
 _PREPARED: OrderedDict[str, Client] = OrderedDict()
@@ -235,7 +235,8 @@ class _Stream:
     """One ChaCha20 stream under a key, consumed word by word as geoldp's compiled stream functions do.
 
     Block ``c`` of stream ``s`` is the ChaCha20 block with words 12/13 the low/high half of ``c`` and 14/15
-    those of ``s`` (see :mod:`geoldp._random`); draws: a uniform is two words (27 + 26 bits), an integer
+    those of ``s`` (see :mod:`geoldp._core.randomness`);
+    draws: a uniform is two words (27 + 26 bits), an integer
     below k is bitmask rejection on two words, a Bernoulli is a uniform below p.
     """
 
@@ -543,7 +544,7 @@ class Client:
                 )
         rlon, rlat = aeqd_inverse(out_x, out_y, *self._plane)
         if kernels is None:
-            from geoldp.pointset import PointSet
+            from geoldp._core.pointset import PointSet
 
             pts = self.document["points"]
             idx, _ = PointSet(np.asarray(pts["lon"]), np.asarray(pts["lat"])).nearest(rlon, rlat)
@@ -758,7 +759,7 @@ class Client:
 
     def _fallback(self, lon: np.ndarray, lat: np.ndarray, key: np.ndarray) -> list[int]:
         """Without geoldp's compiled kernels: the full geoldp (the JIT compiler), same output."""
-        from geoldp.pointset import PointSet
+        from geoldp._core.pointset import PointSet
         from geoldp.trajectory import engine
 
         pts = self.document["points"]
