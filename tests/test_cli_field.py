@@ -13,7 +13,7 @@ from shapely.geometry import LineString
 from geoldp import cli
 from geoldp.campaign import Campaign
 
-pytestmark = pytest.mark.filterwarnings("ignore:.*told from no data:geoldp.errors.GeoLDPWarning")
+pytestmark = pytest.mark.filterwarnings("ignore:.*told from no data:geoldp.GeoLDPWarning")
 pytest.importorskip("pyogrio")
 
 

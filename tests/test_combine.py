@@ -16,11 +16,11 @@ from shapely.geometry import LineString, Point
 
 import geoldp
 from geoldp import zone_grid
-from geoldp.combined import combine, part_estimates
+from geoldp.designs.combine import combine, part_estimates
 from geoldp.reports import estimate_counts, report, true_counts
 from geoldp.reports.estimators import Z95, debiased_counts
 
-pytestmark = pytest.mark.filterwarnings("ignore:.*told from no data:geoldp.errors.GeoLDPWarning")
+pytestmark = pytest.mark.filterwarnings("ignore:.*told from no data:geoldp.GeoLDPWarning")
 
 ZONES = zone_grid((0.0, 0.0, 2.0, 2.0), cells=2)
 C = [(0.5, 0.5), (1.5, 0.5), (0.5, 1.5), (1.5, 1.5)]

@@ -90,7 +90,7 @@ def test_range_counts_closer_to_truth_than_raw():
 
 
 def test_denoise_beats_raw_release_on_ne():
-    from geoldp.geo import haversine_m
+    from geoldp._core.geo import haversine_m
 
     def ne(a, b):
         return np.mean(

@@ -31,7 +31,7 @@ CLEAN = {
     "spend_without_report": 0,
     "duplicate_reports": 0,
 }
-pytestmark = pytest.mark.filterwarnings("ignore:.*told from no data:geoldp.errors.GeoLDPWarning")
+pytestmark = pytest.mark.filterwarnings("ignore:.*told from no data:geoldp.GeoLDPWarning")
 
 
 def _env() -> dict[str, str]:

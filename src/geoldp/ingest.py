@@ -30,7 +30,7 @@ from geoldp.store import Report, Store, is_url
 if TYPE_CHECKING:
     from geoldp.campaign import Campaign
 
-__all__ = ["IngestSummary", "Refusal", "answer", "ingest", "release_of"]
+__all__ = ["answer", "ingest"]
 
 #: Records per transaction (each transaction charges and stores its records together).
 DEFAULT_BATCH = 2000
@@ -426,8 +426,8 @@ def release_of(campaign: Campaign, payloads: Iterable[str]) -> Any:
             xy = np.column_stack([lon[idx], lat[idx]])
             geoms.append(shapely.LineString(xy) if len(idx) > 1 else shapely.Point(xy[0]))
         return gpd.GeoDataFrame(geometry=geoms, crs="EPSG:4326")
+    from geoldp._core.ledger import attach
     from geoldp.accounting import finish_release
-    from geoldp.ledger import attach
     from geoldp.reports.release import release_provenance
     from geoldp.reports.release import scheme as report_design
     from geoldp.zones import check_zones

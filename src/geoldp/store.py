@@ -48,13 +48,7 @@ try:
 except ImportError:  # pragma: no cover (Windows: SQLite's own wait only)
     fcntl = None  # type: ignore[assignment]
 
-__all__ = [
-    "FORMAT",
-    "VERSION",
-    "Report",
-    "Store",
-    "is_url",
-]
+__all__ = ["Report", "Store"]
 
 #: The ``format`` of a store's configuration row.
 FORMAT = "geoldp.store"

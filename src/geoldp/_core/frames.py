@@ -38,8 +38,8 @@ import pandas as pd
 import shapely
 from pyproj import CRS, Transformer
 
-from geoldp._validation import available_columns, check_no_missing, check_time_kinds
-from geoldp.errors import GeoLDPWarning, PrivacyWarning
+from geoldp._core.errors import GeoLDPWarning, PrivacyWarning
+from geoldp._core.validation import available_columns, check_no_missing, check_time_kinds
 
 __all__ = [
     "TYPE_NAMES",
@@ -692,7 +692,7 @@ def as_pointset(points: Any, *, caller: str, release: bool = False) -> Any:
     """
     import geopandas as gpd
 
-    from geoldp.pointset import PointSet
+    from geoldp._core.pointset import PointSet
 
     if isinstance(points, PointSet):
         return points
@@ -991,7 +991,7 @@ def warn_if_fixes(
     """Warn when Point rows without a trajectory id look like fixes of longer trips.
 
     Each such row is released as a one-point trajectory at the full ε: 3,000 fixes of a few trips become
-    3,000 releases about the same people. The warning (a :class:`~geoldp.errors.PrivacyWarning`) is given
+    3,000 releases about the same people. The warning (a :class:`~geoldp.PrivacyWarning`) is given
     when a column looks like a time or like an id repeated over rows; ``option`` names the fix the caller
     offers (e.g. ``"traj_id_col= (command line: --traj-id-col)"``), ``None`` when it has none; ``ignore``
     the columns the caller already knows the meaning of (``user_col``). Local only: nothing of it reaches a

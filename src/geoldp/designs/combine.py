@@ -65,16 +65,14 @@ import numpy as np
 import pandas as pd
 
 from geoldp import budget_strategies, layers, ldptrace
-from geoldp._progress import stages
-from geoldp._random import resolve_rng
-from geoldp._validation import check_bool, check_int_range, check_option, check_real
-from geoldp.ledger import ReleaseLedger, ledger_of, require
+from geoldp._core.ledger import ReleaseLedger, ledger_of, require
+from geoldp._core.progress import stages
+from geoldp._core.randomness import resolve_rng
+from geoldp._core.validation import check_bool, check_int_range, check_option, check_real
 from geoldp.questions import Question
 from geoldp.reports.estimators import DebiasedCounts, debiased_counts
 from geoldp.reports.release import n_reports, statistic_items
 from geoldp.zones import check_zones, zone_of_vertices
-
-__all__ = ["QUESTIONS", "combine", "part_estimates"]
 
 #: The questions :func:`combine` answers.
 QUESTIONS = tuple(q.value for q in Question if q is not Question.HOTSPOTS)
