@@ -174,13 +174,13 @@ def _cmd_respond(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> in
 
 def _cmd_ingest(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     from geoldp import _campaign_doc
-    from geoldp.ingest import ingest
+    from geoldp.ingest import DEFAULT_BATCH, ingest
 
     campaign_path = existing_file(args.campaign, "CAMPAIGN")
     document = _campaign_doc.load_campaign(campaign_path)
     files = [existing_file(f, "REPORTS") for f in args.reports]
     target = _store_target(args.store)
-    summary = ingest(campaign_path, files, store=target, batch=args.batch)
+    summary = ingest(campaign_path, files, store=target, batch=args.batch or DEFAULT_BATCH)
     for refusal in summary.refused[: args.max_errors]:
         print(f"{PROG}: refused: {refusal}", file=stderr)
     if len(summary.refused) > args.max_errors:
@@ -345,7 +345,11 @@ def _add_ingest(sub: Any) -> None:
         help="a GeoPackage file (created if new) or a postgresql:// URL",
     )
     i.add_argument(
-        "--batch", type=_int_at_least(1, "--batch"), default=500, metavar="N", help="records per transaction"
+        "--batch",
+        type=_int_at_least(1, "--batch"),
+        default=None,
+        metavar="N",
+        help="records per transaction (default: geoldp.ingest.DEFAULT_BATCH, 2000)",
     )
     i.add_argument(
         "--max-errors",
