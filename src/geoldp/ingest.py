@@ -211,6 +211,8 @@ def _payload_writer(campaign: dict[str, Any]) -> Callable[[Any], str | None]:
     """
     if campaign["kind"] == "trajectory":
         return _points_writer(len(campaign["points"]["lon"]), int(campaign["parameters"]["max_points"]))
+    if campaign["kind"] != "report":  # hybrids and pilots: every record takes the full check
+        return lambda payload: None
     parameters = campaign["parameters"]
     oracle, d = parameters["oracle"], int(parameters["domain"])
     if oracle == "krr":
@@ -409,7 +411,8 @@ def release_of(campaign: Campaign, payloads: Iterable[str]) -> Any:
     """The release a design's ``answer`` reads, rebuilt from stored report payloads (JSON text).
 
     Trajectory designs: a GeoDataFrame of the released trajectories (P's points, EPSG:4326). Report
-    designs: the report table with its ledger, as :func:`geoldp.report` returns it.
+    designs: the report table with its ledger, as :func:`geoldp.report` returns it. Hybrid designs: the
+    pair (trajectories, reports), each part rebuilt as if it were alone, as :func:`geoldp.hybrid` returns it.
     """
     import geopandas as gpd
     import pandas as pd
@@ -417,6 +420,16 @@ def release_of(campaign: Campaign, payloads: Iterable[str]) -> Any:
 
     reports = [json.loads(p) for p in payloads]
     d = campaign.document
+    if d["kind"] == "hybrid":
+        return tuple(
+            release_of(campaign.part(kind), (json.dumps(r[kind]) for r in reports))
+            for kind in ("trajectory", "report")
+        )
+    if d["kind"] not in ("trajectory", "report"):
+        raise ValueError(
+            f"The reports of a {d['kind']} campaign answer no question (a pilot's reports feed the planner: "
+            "geoldp plan --pilot); answer the campaign of the design the planner recommends instead."
+        )
     if d["kind"] == "trajectory":
         lon = np.asarray(d["points"]["lon"])
         lat = np.asarray(d["points"]["lat"])
@@ -425,7 +438,21 @@ def release_of(campaign: Campaign, payloads: Iterable[str]) -> Any:
             idx = np.asarray(r["points"], dtype=np.int64)
             xy = np.column_stack([lon[idx], lat[idx]])
             geoms.append(shapely.LineString(xy) if len(idx) > 1 else shapely.Point(xy[0]))
-        return gpd.GeoDataFrame(geometry=geoms, crs="EPSG:4326")
+        released = gpd.GeoDataFrame(geometry=geoms, crs="EPSG:4326")
+        from geoldp._core.ledger import ReleaseLedger, attach
+        from geoldp.points import ledger_record
+
+        # the public part of the central ledger that the estimators read: the mechanism, its ε and P
+        attach(
+            released,
+            ReleaseLedger(
+                mechanism=str(d["design"]),
+                epsilon=campaign.epsilon,
+                points=ledger_record(campaign.points()),
+                settings={"rng": "os-csprng", "source": "reports ingested into a store"},
+            ),
+        )
+        return released
     from geoldp._core.ledger import attach
     from geoldp.accounting import finish_release
     from geoldp.reports.release import release_provenance

@@ -59,6 +59,9 @@ interval of width 0) does not weigh on that query.
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
+import json
 from typing import Any
 
 import numpy as np
@@ -109,6 +112,25 @@ def _kind(led: ReleaseLedger | None) -> str:
     if mech in _TRAJECTORY_MECHANISMS:
         return "trajectory"
     return ""
+
+
+def _analysis_seed(parts: Any, zones_digest: str, question: str, options: dict[str, Any], n_boot: int) -> Any:
+    """A seed from a digest of the parts (ledger records and contents, in order) and the settings."""
+    h = hashlib.sha256(b"geoldp.combine key v1")
+    h.update(repr((zones_digest, question, sorted(options.items(), key=str), n_boot)).encode())
+    for part in parts:
+        led = ledger_of(part)
+        # the ledger's public settings, without what differs between copies of one release's content
+        # (its random id, what an accountant charged)
+        record = None if led is None else dataclasses.replace(led, release_id=None, accounting=None).record()
+        h.update(json.dumps(record, sort_keys=True, default=str).encode())
+        if isinstance(part, pd.DataFrame):
+            for name in part.columns:
+                column = part[name]
+                to_wkb = getattr(column, "to_wkb", None)
+                data = b"\0".join(to_wkb()) if callable(to_wkb) else repr(column.tolist()).encode()
+                h.update(repr(name).encode() + b"\0" + data)
+    return np.random.SeedSequence(np.frombuffer(h.digest(), dtype=np.uint32).tolist())
 
 
 def _population_size(part: Any, kind: str, led: ReleaseLedger) -> int:
@@ -280,7 +302,9 @@ def _estimates(
     index = _query_index(z.series, question)
     options = dict(estimate_options or {})
     options.setdefault("level", 0.95)
-    source = resolve_rng(rng)  # once: every fit and bootstrap draws from it
+    # once: every fit and bootstrap draws from it; by default a digest of what is analysed, so that two
+    # analysts get the same answer from the same files
+    source = resolve_rng(_analysis_seed(parts, z.digest(), question, options, n_boot) if rng is None else rng)
 
     described: list[dict[str, Any]] = []
     sizes: dict[int, int] = {}
@@ -443,8 +467,9 @@ def combine(
     n_boot : int, default 20
         Bootstrap re-syntheses of a synthetic part, for its variance (2 to ``geoldp.estimate.MAX_BOOT``).
     rng : optional
-        Randomness of the trajectory fits and the bootstrap (``None``: the OS CSPRNG; an int:
-        reproducible).
+        Randomness of the trajectory fits and the bootstrap. ``None``: derived from a digest of the parts
+        (their ledgers and contents) and the settings, so the same releases give the same answer on any
+        machine (post-processing: no privacy cost); an int or a generator: that stream instead.
     progress : bool, default False
         Report the parts as they are estimated on a progress bar (tqdm; a widget in notebooks; one line
         per part on the command line). A trajectory part's model fit is the long one (tens of seconds
