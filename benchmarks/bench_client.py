@@ -62,7 +62,7 @@ def main() -> None:
     import numpy as np
 
     from geoldp import zone_grid
-    from geoldp.campaign import Campaign
+    from geoldp.field.campaign import Campaign
 
     rng = np.random.default_rng(1)
     lon, lat = 116.3 + rng.random(args.points) * 0.3, 39.9 + rng.random(args.points) * 0.3

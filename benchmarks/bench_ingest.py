@@ -1,6 +1,7 @@
 """Concurrent ingest of report records: P processes taking N JSON Lines records of one campaign into a store.
 
-Plain script. The whole path a collector runs: each process calls :func:`geoldp.ingest.ingest` on its own
+Plain script. The whole path a collector runs: each process calls
+:func:`geoldp.field.ingest.ingest` on its own
 JSON Lines file (every line parsed, checked against the campaign: format, campaign id, design, ε, the
 report's domain; its digest computed) and appends the records in transactions of ``--batch`` records, each
 charging every record's user and storing the record. The campaign is ``report:visited_zone`` at ε = 1 over a
@@ -53,7 +54,7 @@ def _campaign(folder: Path) -> Path:
     import geopandas as gpd
 
     from geoldp import zone_grid
-    from geoldp.campaign import Campaign
+    from geoldp.field.campaign import Campaign
 
     rng = np.random.default_rng(1)
     lon = BOX[0] + rng.random(500) * (BOX[2] - BOX[0])
@@ -100,7 +101,7 @@ def _files(campaign: Path, folder: Path, args: argparse.Namespace) -> list[Path]
 def _worker(
     campaign: str, target: str, path: str, batch: int, start: mp.synchronize.Event, out: mp.Queue
 ) -> None:
-    from geoldp.ingest import ingest
+    from geoldp.field.ingest import ingest
 
     with open(path, "rb") as fh:
         fh.read(1)  # the file is there
@@ -165,7 +166,7 @@ def run(target: str, campaign: Path, files: list[Path], args: argparse.Namespace
     ]
     for proc in procs:
         proc.start()
-    time.sleep(3.0)  # every process imported geoldp.ingest
+    time.sleep(3.0)  # every process imported geoldp.field.ingest
     load = os.getloadavg()[0]
     server_cpu = _server_cpu(server)
     t0 = time.perf_counter()

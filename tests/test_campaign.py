@@ -10,7 +10,7 @@ from field_support import campaign, points, zones
 
 from geoldp import _campaign_doc as doc
 from geoldp import client
-from geoldp.campaign import Campaign
+from geoldp.field.campaign import Campaign
 from geoldp.trajectory._fast import driver
 
 pytestmark = pytest.mark.filterwarnings("ignore:.*told from no data:geoldp.GeoLDPWarning")

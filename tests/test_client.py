@@ -15,7 +15,7 @@ from field_support import campaign, frame, points, trajectory, zones
 from geoldp import client, designs
 from geoldp._campaign_doc import check_record
 from geoldp._core.randomness import ChaChaRandomSource
-from geoldp.campaign import Campaign
+from geoldp.field.campaign import Campaign
 from geoldp.hybrids import split_epsilon
 from geoldp.mechanisms import krr_constants
 from geoldp.mechanisms import oracles as fo

@@ -239,8 +239,8 @@ class _PilotSource(_Source):
 def test_pilot_client_is_exactly_eps_ldp(eps):
     from field_support import points, zones
 
-    from geoldp.campaign import Campaign
     from geoldp.designs import Pilot
+    from geoldp.field.campaign import Campaign
 
     pilot = Pilot(length_edges=(2, 4), zone_edges=(1, 2, 3), shares=(0.25, 0.25, 0.5))
     c = client.Client(Campaign.create(pilot, epsilon=eps, points=points(), zones=zones()))

@@ -20,7 +20,7 @@ from field_support import campaign, trajectory
 
 from geoldp import _campaign_doc as doc
 from geoldp import client, designs
-from geoldp.ingest import answer, ingest, release_of, stored_campaign
+from geoldp.field.ingest import answer, ingest, release_of, stored_campaign
 from geoldp.store import Report, Store
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -185,7 +185,7 @@ def test_a_pilot_campaign_answers_no_question(tmp_path):
 
 INGEST = """
 import json, sys
-from geoldp.ingest import ingest
+from geoldp.field.ingest import ingest
 s = ingest(sys.argv[1], sys.argv[3:], store=sys.argv[2], batch=int(sys.argv[2 + 0] and 50))
 print(json.dumps([s.stored, s.duplicates, s.over_budget, len(s.refused)]))
 """
@@ -226,7 +226,7 @@ def test_concurrent_ingest_processes_never_overspend_nor_lose_a_record(store_tar
 
 KILLED = """
 import sys
-from geoldp.ingest import ingest
+from geoldp.field.ingest import ingest
 print("ready", flush=True)
 ingest(sys.argv[1], [sys.argv[3]], store=sys.argv[2], batch=2)
 """
@@ -325,7 +325,7 @@ def _mutations(record: dict) -> list[dict]:
     [("atp", None), ("report:visited_zone", None), ("report:od", None), ("report:visited_zone", "olh")],
 )
 def test_the_quick_check_accepts_only_what_the_full_check_accepts(name, oracle):
-    from geoldp.ingest import _quick_check
+    from geoldp.field.ingest import _quick_check
 
     c = campaign(name, 2.0)
     document = c.document

@@ -10,7 +10,8 @@ A **report record** is what one user's device sends back: one report of one traj
 campaign's ε, with its ledger entry (campaign id, user id, design, ε, record id).
 
 This module is the one reader and checker of both, used by the client on a device (so it imports the
-standard library only) and by the collector's :mod:`geoldp.campaign` and :mod:`geoldp.ingest`. Every
+standard library only) and by the collector's :mod:`geoldp.field.campaign` and
+:mod:`geoldp.field.ingest`. Every
 refusal is a ``ValueError`` that names the file (and the line of a record) and says what to do.
 """
 
@@ -42,7 +43,7 @@ __all__ = [
 ]
 
 #: The ``format`` member of a campaign file and the version this geoldp writes and reads.
-CAMPAIGN_FORMAT = "geoldp.campaign"
+CAMPAIGN_FORMAT = "geoldp.field.campaign"
 CAMPAIGN_VERSION = 1
 #: The ``format`` member of a report record and its version.
 RECORD_FORMAT = "geoldp.report"

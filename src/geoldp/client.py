@@ -1,7 +1,7 @@
 """One user's randomiser: a report of one trajectory under a published campaign, on the user's device.
 
 Local differential privacy means the randomiser runs where the data is. This module is what a device
-runs: it reads the campaign file the collector published (:mod:`geoldp.campaign`), takes one trajectory
+runs: it reads the campaign file the collector published (:mod:`geoldp.field.campaign`), takes one trajectory
 (longitude/latitude in degrees, WGS 84) and returns one report record, ready to be sent as one line of
 JSON. Nothing else leaves the device: the record holds the released report and its ledger entry
 (campaign id, user id, design, ε, a record id), never the trajectory.
@@ -441,14 +441,14 @@ def _readonly(a: np.ndarray) -> np.ndarray:
 
 
 def _document(campaign: Any) -> tuple[dict[str, Any], str]:
-    """The checked campaign document of a path, a document or a :class:`geoldp.campaign.Campaign`."""
+    """The checked campaign document of a path, a document or a :class:`geoldp.field.campaign.Campaign`."""
     if isinstance(campaign, (str, os.PathLike)):
         return load_campaign(campaign), f"The campaign file '{os.fspath(campaign)}'"
     document = getattr(campaign, "document", campaign)
     if not isinstance(document, dict):
         raise TypeError(
             "The 'campaign' parameter of geoldp.client must be a campaign file's path, its document (a dict) "
-            f"or a geoldp.campaign.Campaign. Got {type(campaign).__name__} instead."
+            f"or a geoldp.field.campaign.Campaign. Got {type(campaign).__name__} instead."
         )
     return check_campaign(document), "The campaign"
 
@@ -458,7 +458,7 @@ class Client:
 
     Parameters
     ----------
-    campaign : str, path-like, dict or geoldp.campaign.Campaign
+    campaign : str, path-like, dict or geoldp.field.campaign.Campaign
         The campaign file, its document, or the object.
 
     Notes
@@ -1055,7 +1055,7 @@ def respond(campaign: Any, trajectory: Any, *, user: str, rng: Any = None) -> di
 
     Parameters
     ----------
-    campaign : str, path-like, dict, geoldp.campaign.Campaign or Client
+    campaign : str, path-like, dict, geoldp.field.campaign.Campaign or Client
         The campaign file the collector published (checked: format, version and digest), its document,
         or a prepared :class:`Client` (faster for many reports: P is prepared once).
     trajectory : array_like of shape (n, 2), or (lon, lat) pair of arrays

@@ -47,7 +47,7 @@ def _where(target: str) -> str:
 
 def _cmd_create(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     from geoldp import io as gio
-    from geoldp.campaign import Campaign
+    from geoldp.field.campaign import Campaign
 
     points_path = existing_file(args.points, "--points")
     inputs = [points_path] + ([existing_file(args.zones, "--zones")] if args.zones else [])
@@ -77,7 +77,7 @@ def campaign_from_plan(
     args: argparse.Namespace, design: Any, points: Any, zones: Any, stderr: TextIO
 ) -> Path:
     """``geoldp plan --campaign-out FILE``: the recommended design's campaign, written to FILE."""
-    from geoldp.campaign import Campaign
+    from geoldp.field.campaign import Campaign
 
     out_path = check_output(
         args.campaign_out, overwrite=args.overwrite, suffixes=(".json",), ledger=False, what="--campaign-out"
@@ -94,7 +94,7 @@ def _describe(campaign: Any, out: TextIO) -> None:
 
 
 def _cmd_show(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
-    from geoldp.campaign import Campaign
+    from geoldp.field.campaign import Campaign
 
     campaign = Campaign.read(existing_file(args.campaign, "CAMPAIGN"))
     _describe(campaign, stdout)
@@ -102,7 +102,7 @@ def _cmd_show(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
 
 
 def _cmd_verify(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
-    from geoldp.campaign import Campaign
+    from geoldp.field.campaign import Campaign
 
     campaign = Campaign.read(existing_file(args.campaign, "CAMPAIGN"))
     with _report_warnings(stderr):
@@ -174,7 +174,7 @@ def _cmd_respond(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> in
 
 def _cmd_ingest(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     from geoldp import _campaign_doc
-    from geoldp.ingest import DEFAULT_BATCH, ingest
+    from geoldp.field.ingest import DEFAULT_BATCH, ingest
 
     campaign_path = existing_file(args.campaign, "CAMPAIGN")
     document = _campaign_doc.load_campaign(campaign_path)
@@ -198,7 +198,7 @@ def _cmd_ingest(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int
 def _cmd_answer(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     from geoldp import designs
     from geoldp import io as gio
-    from geoldp.ingest import answer, stored_campaign
+    from geoldp.field.ingest import answer, stored_campaign
     from geoldp.store import Store, is_url
 
     if not is_url(args.store):
@@ -349,7 +349,7 @@ def _add_ingest(sub: Any) -> None:
         type=_int_at_least(1, "--batch"),
         default=None,
         metavar="N",
-        help="records per transaction (default: geoldp.ingest.DEFAULT_BATCH, 2000)",
+        help="records per transaction (default: geoldp.field.ingest.DEFAULT_BATCH, 2000)",
     )
     i.add_argument(
         "--max-errors",

@@ -28,7 +28,7 @@ from geoldp import _campaign_doc as doc
 from geoldp.store import Report, Store, is_url
 
 if TYPE_CHECKING:
-    from geoldp.campaign import Campaign
+    from geoldp.field.campaign import Campaign
 
 __all__ = ["answer", "ingest"]
 
@@ -78,13 +78,14 @@ class IngestSummary:
 
 
 def _document(campaign: Any) -> dict[str, Any]:
-    """The checked document of a campaign file's path or of a :class:`~geoldp.campaign.Campaign`."""
+    """The checked document of a campaign file's path or of a :class:`~geoldp.field.campaign.Campaign`."""
     if isinstance(campaign, (str, os.PathLike)):
         return doc.load_campaign(campaign)
     document = getattr(campaign, "document", None)
     if not isinstance(document, dict):
         raise TypeError(
-            "The 'campaign' parameter must be a geoldp.campaign.Campaign or a campaign file's path. Got "
+            "The 'campaign' parameter must be a geoldp.field.campaign.Campaign or a campaign file's path. "
+            "Got "
             f"{type(campaign).__name__} instead."
         )
     return doc.check_campaign(document)
@@ -345,7 +346,7 @@ def ingest(
     document = _document(campaign)
     if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
         raise ValueError(
-            f"The 'batch' parameter of geoldp.ingest.ingest must be an int >= 1. Got {batch!r} instead."
+            f"The 'batch' parameter of geoldp.field.ingest.ingest must be an int >= 1. Got {batch!r} instead."
         )
     paths = [Path(f) for f in files]
     for p in paths:
@@ -387,7 +388,7 @@ def _append(store: Store, campaign_id: str, rows: list[Report], summary: IngestS
 
 def stored_campaign(store: Any, campaign_id: str) -> Campaign:
     """The campaign registered in ``store`` under ``campaign_id`` (a unique prefix of it is enough)."""
-    from geoldp.campaign import Campaign
+    from geoldp.field.campaign import Campaign
 
     st, opened = (store, False) if isinstance(store, Store) else (Store.open(store), True)
     try:
@@ -460,7 +461,7 @@ def release_of(campaign: Campaign, payloads: Iterable[str]) -> Any:
     from geoldp.zones import check_zones
 
     par = d["parameters"]
-    caller = "geoldp.ingest.release_of"
+    caller = "geoldp.field.ingest.release_of"
     zones = check_zones(campaign.zones(reported=True), caller=caller)
     des = report_design(
         par["statistic"],

@@ -8,12 +8,12 @@ the design reports over them, and the public arrays of P the design's randomiser
 the SHA-256 of its content, so a device, the collector's store and a reader of the results all name the
 same configuration, and a file edited after it was published is refused.
 
->>> import geoldp.campaign  # doctest: +SKIP
->>> c = geoldp.campaign.Campaign.create("atp", epsilon=4.0, points=P, zones=zones)  # doctest: +SKIP
+>>> import geoldp.field.campaign  # doctest: +SKIP
+>>> c = geoldp.field.campaign.Campaign.create("atp", epsilon=4.0, points=P, zones=zones)  # doctest: +SKIP
 >>> c.write("campaign.json")  # doctest: +SKIP
 
 Devices answer with :func:`geoldp.client.respond`; the collector takes the answers in with
-:func:`geoldp.ingest.ingest` and answers questions from the store (:func:`geoldp.ingest.answer`).
+:func:`geoldp.field.ingest.ingest` and answers questions from the store (:func:`geoldp.field.ingest.answer`).
 """
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ __all__ = ["Campaign"]
 DEFAULT_MAX_POINTS = 64
 #: The fast path's tolerance of ATP's certified region (metres per point), as its driver uses it.
 REGION_TOLERANCE_M = 2.0
-_CALLER = "geoldp.campaign.Campaign.create"
+_CALLER = "geoldp.field.campaign.Campaign.create"
 
 
 class Campaign:
