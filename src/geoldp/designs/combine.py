@@ -272,6 +272,54 @@ def part_estimates(
     return ests, ses, described
 
 
+def _describe_part(
+    i: int, part: Any, seen: dict[str, int], *, question: str, zones_digest: str, n_boot: int
+) -> dict[str, Any]:
+    """What part ``i`` is and whether it answers ``question``; refuses a repeat or other zones."""
+    caller = "geoldp.combine"
+    led = ledger_of(part)
+    kind = _kind(led)
+    if led is None or not kind:
+        raise ValueError(
+            f"Part {i} passed to {caller} is not a geoldp release with its ledger: "
+            "give report tables, TP/ATP/PointEM releases or synthetic sets as returned (or read back "
+            "with their ledger sidecar)."
+        )
+    rid = led.release_id
+    if isinstance(rid, str):
+        if rid in seen:
+            raise ValueError(
+                f"Parts {seen[rid]} and {i} passed to {caller} are the same release (release id "
+                f"{rid[:12]}...): their noise is not independent, so they cannot be combined."
+            )
+        seen[rid] = i
+    info: dict[str, Any] = {
+        "part": i,
+        "kind": kind,
+        "mechanism": led.mechanism,
+        "epsilon": led.epsilon,
+        "release_id": rid,
+        "trajectories": _population_size(part, kind, led),
+        "used": True,
+        "reason": "",
+        "unbiased": kind == "report",
+    }
+    if kind == "report":
+        statistic = led.settings.get("statistic")
+        if statistic != _REPORT_STATISTIC[question]:
+            info.update(used=False, reason=f"a report of {statistic!r} does not answer {question}")
+        elif led.settings["domain"].get("zones_digest") != zones_digest:
+            raise ValueError(
+                f"Part {i} passed to {caller} is a report over other zones than 'zones' (its ledger's zone "
+                "digest differs): every part must be about the same zones."
+            )
+    elif kind == "trajectory":
+        info["reason"] = "model-based estimate (geoldp.estimate); its interval gives the variance"
+    else:
+        info["reason"] = f"model-based (LDPTrace synthesis); variance from {n_boot} bootstrap re-syntheses"
+    return info
+
+
 def _estimates(
     parts: Any,
     zones: Any,
@@ -307,55 +355,11 @@ def _estimates(
     source = resolve_rng(_analysis_seed(parts, z.digest(), question, options, n_boot) if rng is None else rng)
 
     described: list[dict[str, Any]] = []
-    sizes: dict[int, int] = {}
     seen: dict[str, int] = {}
     for i, part in enumerate(parts):
-        led = ledger_of(part)
-        kind = _kind(led)
-        if led is None or not kind:
-            raise ValueError(
-                f"Part {i} passed to {caller} is not a geoldp release with its ledger: "
-                "give report tables, TP/ATP/PointEM releases or synthetic sets as returned (or read back "
-                "with their ledger sidecar)."
-            )
-        rid = led.release_id
-        if isinstance(rid, str):
-            if rid in seen:
-                raise ValueError(
-                    f"Parts {seen[rid]} and {i} passed to {caller} are the same release (release id "
-                    f"{rid[:12]}...): their noise is not independent, so they cannot be combined."
-                )
-            seen[rid] = i
-        size = _population_size(part, kind, led)
-        sizes[i] = size
-        info: dict[str, Any] = {
-            "part": i,
-            "kind": kind,
-            "mechanism": led.mechanism,
-            "epsilon": led.epsilon,
-            "release_id": rid,
-            "trajectories": size,
-            "used": True,
-            "reason": "",
-            "unbiased": kind == "report",
-        }
-        if kind == "report":
-            statistic = led.settings.get("statistic")
-            if statistic != _REPORT_STATISTIC[question]:
-                info.update(used=False, reason=f"a report of {statistic!r} does not answer {question}")
-            elif led.settings["domain"].get("zones_digest") != z.digest():
-                raise ValueError(
-                    f"Part {i} passed to {caller} is a report over other zones than 'zones' (its ledger's "
-                    "zone "
-                    "digest differs): every part must be about the same zones."
-                )
-        elif kind == "trajectory":
-            info["reason"] = "model-based estimate (geoldp.estimate); its interval gives the variance"
-        else:
-            info["reason"] = (
-                f"model-based (LDPTrace synthesis); variance from {n_boot} bootstrap re-syntheses"
-            )
-        described.append(info)
+        described.append(
+            _describe_part(i, part, seen, question=question, zones_digest=z.digest(), n_boot=n_boot)
+        )
     used = [d for d in described if d["used"]]
     if not used:
         reasons = "; ".join(f"part {d['part']}: {d['reason']}" for d in described)
