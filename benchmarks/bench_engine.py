@@ -57,7 +57,7 @@ def _rss() -> float:
 
 def _one_size(m: int, n_trips: int, mechanisms, epsilons, seed: int, frame: bool, n_jobs: int) -> list[dict]:
     import geoldp
-    from geoldp._random import resolve_rng
+    from geoldp._core.randomness import resolve_rng
     from geoldp.datasets import synthetic_city, synthetic_city_arrays
     from geoldp.trajectory._fast import driver as _fast
 

@@ -32,7 +32,7 @@ def cpu():
     return r.ru_utime + r.ru_stime
 import numpy as np
 import geoldp
-from geoldp import _aot
+from geoldp._core import aot as _aot
 t_import = cpu()
 from geoldp.datasets import synthetic_city_arrays
 lon, lat, *_ = synthetic_city_arrays(300, 5, seed=1)

@@ -31,7 +31,7 @@ import json, sys, time
 import numpy as np
 import geoldp
 from geoldp.datasets import synthetic_city_arrays
-from geoldp.pointset import PointSet
+from geoldp._core.pointset import PointSet
 
 lon, lat, _, _, _ = synthetic_city_arrays(300, 5, seed=1)
 points = PointSet(lon, lat)

@@ -50,7 +50,7 @@ def main() -> None:
     import shapely
 
     import geoldp
-    from geoldp._box import planar_box
+    from geoldp._core.box import planar_box
     from geoldp.trajectory import TraCSC, TraCSD, perturb_coordinates
 
     rng = np.random.default_rng(1)

@@ -89,7 +89,7 @@ def _sw_release(r, eps, b, buckets, continuous, rng):
 def _table_rows(sizes, trips: int, eps: float) -> int:
     """Build cost of ATP's public table over P and the kernel's CPU µs per copy without and with it."""
     import geoldp
-    from geoldp._random import resolve_rng
+    from geoldp._core.randomness import resolve_rng
     from geoldp.datasets import synthetic_city_arrays
     from geoldp.mechanisms import sw_half_width
     from geoldp.trajectory import _atp_table as AT
@@ -160,8 +160,8 @@ def main(argv=None) -> int:
         return _table_rows(args.table, args.trips, args.epsilon)
 
     import geoldp
-    from geoldp import _kernels as K
-    from geoldp._random import resolve_rng
+    from geoldp._core import kernels as K
+    from geoldp._core.randomness import resolve_rng
     from geoldp.datasets import synthetic_city_arrays
     from geoldp.mechanisms import sw_half_width
     from geoldp.trajectory import _atp_region as AR

@@ -89,7 +89,7 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
 
     import geoldp
-    from geoldp._random import resolve_rng
+    from geoldp._core.randomness import resolve_rng
     from geoldp.datasets import synthetic_city_arrays
     from geoldp.trajectory._fast import driver as D
     from geoldp.trajectory._fast import merge as M

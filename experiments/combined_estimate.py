@@ -47,7 +47,7 @@ def main() -> None:
     import shapely
 
     from geoldp import datasets, metrics
-    from geoldp.combined import combine, part_estimates
+    from geoldp.designs.combine import combine, part_estimates
     from geoldp.reports import estimate_counts, true_counts
 
     points, trips = datasets.synthetic_city(n_points=400, n_trips=args.trips, seed=0)

@@ -338,7 +338,7 @@ def run(args) -> pd.DataFrame:
     import warnings
 
     import geoldp
-    from geoldp.errors import GeoLDPWarning
+    from geoldp._core.errors import GeoLDPWarning
 
     warnings.simplefilter("ignore", GeoLDPWarning)  # the no-data-level warning is measured here
     from geoldp import metrics, zone_grid

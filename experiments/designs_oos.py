@@ -239,7 +239,7 @@ def interval_checks(trips, zones, seqs, zp, k, eps, n_main, name):
 
 
 def measure_stage(args) -> None:
-    from geoldp.errors import GeoLDPWarning
+    from geoldp._core.errors import GeoLDPWarning
     from geoldp.planner import DESIGNS as PLANNED
     from geoldp.planner import error_of
 
@@ -314,7 +314,7 @@ def measure_stage(args) -> None:
 def hybrid_checks_stage(args) -> None:
     """Consistency and coverage of the inverse-variance hybrids' answer tables (geoldp.designs, as run)."""
     import geoldp
-    from geoldp.errors import GeoLDPWarning
+    from geoldp._core.errors import GeoLDPWarning
     from geoldp.zones import check_zones, zone_of_vertices
 
     warnings.simplefilter("ignore", GeoLDPWarning)
@@ -379,7 +379,7 @@ def _merge(new: pd.DataFrame, path: Path, keys: list[str]) -> None:
 
 def plan_stage(args) -> None:
     import geoldp
-    from geoldp.errors import GeoLDPWarning
+    from geoldp._core.errors import GeoLDPWarning
     from geoldp.planner import DESIGNS as PLANNED
 
     warnings.simplefilter("ignore", GeoLDPWarning)

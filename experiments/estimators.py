@@ -129,7 +129,7 @@ def within_length_slope(trajs, rel, zone_of) -> float:
 
 
 def ne_prq(orig, rel, lon, lat, delta_km: float) -> tuple[float, float]:
-    from geoldp.geo import haversine_m
+    from geoldp._core.geo import haversine_m
 
     ne, prq = [], []
     for x, y in zip(orig, rel, strict=True):
@@ -140,7 +140,7 @@ def ne_prq(orig, rel, lon, lat, delta_km: float) -> tuple[float, float]:
 
 
 def one_median(lon: np.ndarray, lat: np.ndarray) -> int:
-    from geoldp.geo import haversine_m
+    from geoldp._core.geo import haversine_m
 
     best, arg = np.inf, 0
     for a in range(0, lon.size, 500):

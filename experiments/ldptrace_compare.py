@@ -490,7 +490,7 @@ def main(argv=None) -> int:
     if old.exists():  # keep the other data sets' rows of an earlier run
         prev = pd.read_csv(old)
         df = pd.concat([prev[~prev["dataset"].isin(args.datasets)], df], ignore_index=True)
-    from geoldp import _safe_write
+    from geoldp._core import safe_write as _safe_write
 
     _safe_write.write_bytes(args.out / "ldptrace.csv", df.to_csv(index=False).encode(), overwrite=True)
     write_report(df, args.out / "ldptrace.md")
@@ -520,7 +520,7 @@ def timing_at_scale(args, code_dir) -> int:
                 log(str(row))
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    from geoldp import _safe_write
+    from geoldp._core import safe_write as _safe_write
 
     text = pd.DataFrame(rows).to_csv(index=False)
     _safe_write.write_bytes(args.out / "ldptrace_scale.csv", text.encode(), overwrite=True)
@@ -630,7 +630,7 @@ def write_report(df: pd.DataFrame, path: Path) -> None:
             )
         lines.append("")
     text = "\n".join(lines) + "\n"
-    from geoldp import _safe_write
+    from geoldp._core import safe_write as _safe_write
 
     _safe_write.write_bytes(path, text.encode(), overwrite=True)  # a generated report: replaced on purpose
     print(json.dumps({"written": str(path)}))

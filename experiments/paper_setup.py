@@ -99,7 +99,7 @@ def load_dataset(folder: Path) -> tuple[np.ndarray, np.ndarray, list[np.ndarray]
 
 
 def distance_matrix_m(lon: np.ndarray, lat: np.ndarray) -> np.ndarray:
-    from geoldp.geo import haversine_array_m
+    from geoldp._core.geo import haversine_array_m
 
     return haversine_array_m(lon[:, None], lat[:, None], lon[None, :], lat[None, :])
 

@@ -218,7 +218,7 @@ def geoldp_run(mech: str, trajs, box, eps_traj, seed: int, **options) -> tuple[l
 
     Returns the released trajectories (lon/lat) and the seconds spent in the perturbation itself.
     """
-    from geoldp._box import planar_box
+    from geoldp._core.box import planar_box
     from geoldp.trajectory import perturb_coordinates
 
     pb = planar_box(box, "EPSG:4326", caller="tracs_compare")

@@ -13,7 +13,7 @@ import math
 
 import numpy as np
 
-from geoldp import _kernels
+from geoldp._core import kernels as _kernels
 from geoldp.trajectory import _reference as _ref
 
 

@@ -24,8 +24,8 @@ import pytest
 from shapely.geometry import LineString
 
 import geoldp
+from geoldp._core.errors import BudgetError, GeoLDPWarning
 from geoldp.cli import main
-from geoldp.errors import BudgetError, GeoLDPWarning
 
 ROOT = Path(__file__).resolve().parents[1]
 AREA = "--area=116.30,39.90,116.40,40.00"

@@ -269,7 +269,7 @@ def test_parts_of_one_release_keep_its_ledger(toy_lines, city_points):
         extra = a.join(a.geometry.rename("copy").to_frame())
     assert again.attrs["geoldp"] == a.attrs["geoldp"]  # post-processing of one release: still correct
     assert extra.attrs["geoldp"] == a.attrs["geoldp"]
-    assert isinstance(again.attrs["geoldp"], geoldp.ledger.ReleaseRecord)  # a later concat still warns
+    assert isinstance(again.attrs["geoldp"], geoldp._core.ledger.ReleaseRecord)  # a later concat still warns
     b = toy_lines.ldp.perturb(city_points, epsilon=4.0, rng=2)
     with pytest.warns(geoldp.GeoLDPWarning, match="drops the ledger"):
         assert "geoldp" not in pd.concat([again, b]).attrs
@@ -551,7 +551,7 @@ def test_from_dict_checks_the_record_too():
 def test_the_release_pipeline_keeps_refuse_draw_commit_in_order():
     # every driver (perturb, report, their Dask forms) spends through one Spend: no key before the
     # accountant's check, no ledger (and no commit) before the key
-    from geoldp._random import resolve_rng
+    from geoldp._core.randomness import resolve_rng
     from geoldp._release import Spend
 
     frame = pd.DataFrame({"user": ["a", "a", "b"]})

@@ -18,33 +18,14 @@ ROOT = Path(__file__).resolve().parents[1] / "src" / PACKAGE
 #: The layers, lowest first (the same table as docs/architecture.md). A module may import modules of its
 #: own layer or of a lower one, never of a higher one. A package name stands for all its submodules.
 LAYERS: list[tuple[str, ...]] = [
-    (
-        "errors",
-        "ledger",
-        "questions",
-        "_versions",
-        "_validation",
-        "_kernels",
-        "_random",
-        "_formats",
-        "_safe_write",
-        "_numba_cache",
-        "_docstrings",
-        "_aot",
-        "_progress",
-        "_campaign_doc",
-        "_memory",
-    ),  # foundations
-    ("geo",),  # sphere geometry
+    # _core: the private foundation package (errors, the release ledger, validation, randomness, files,
+    # kernels, geometry, the point set, the GeoPandas <-> arrays boundary, TraCS's box)
+    ("_core", "questions", "_campaign_doc"),  # foundations
     # store: the transactional store of budgets, spends and reports, below the accountant that uses it
-    ("budget", "pointset", "store", "accounting", "points"),  # budgets, ledgers, the store, accounting; P
+    ("budget", "store", "accounting", "points"),  # budgets, ledgers, the store, accounting; P
     ("mechanisms",),  # the ε-LDP primitives
     ("trajectory",),  # TP, ATP, PointEM and the array engine
-    (
-        "_frames",
-        "zones",
-        "_box",
-    ),  # the one GeoPandas <-> arrays boundary; the one zone validator; TraCS's box
+    ("zones",),  # the one zone validator, Zones object, grid builder and point-in-zone rule
     # budget_strategies: the shared per-user driver (needs only accounting), run by perturb and report
     # client: one user's randomiser on her device (numpy and the compiled kernels; the full geoldp only as
     # its fallback)
@@ -68,9 +49,8 @@ LAYERS: list[tuple[str, ...]] = [
         "explore",
         "layers",
         "hybrids",
-        "combined",
     ),  # drivers, I/O, maps
-    ("designs", "campaign", "ingest"),  # the ways to collect, as objects; campaigns and their ingest
+    ("designs", "field"),  # the ways to collect, as objects; campaigns and their ingest (field)
     ("planner",),  # ranks designs
     (
         "datasets",
@@ -178,7 +158,7 @@ def test_every_module_has_a_layer():
 
 def test_the_graph_is_read():
     # guards against a silently empty graph (a broken walker would pass every test below)
-    assert "geoldp._frames" in GRAPH["geoldp.queries"]
+    assert "geoldp._core.frames" in GRAPH["geoldp.queries"]
     assert "geoldp._release" in GRAPH["geoldp.accessor"]
     assert "geoldp.trajectory.engine" in GRAPH["geoldp._release"]
 
@@ -251,7 +231,7 @@ def test_no_module_imports_another_modules_private_names():
             "from geoldp import prepare\nprepare._warn_near_uniform(1)\n",
             {"geoldp.prepare._warn_near_uniform"},
         ),
-        ("from geoldp import _frames\n_frames.extract(1)\n", set()),
+        ("from geoldp._core import frames\nframes.extract(1)\n", set()),
         ("from geoldp.mechanisms._base import EPS_MAX\n", set()),
     ],
 )
@@ -280,20 +260,22 @@ def test_docs_declare_the_same_layers():
 #: boundary (``_frames``, ``_zones``) instead, or add the module here deliberately.
 GEO_LIBRARIES = ("geopandas", "pyproj", "shapely")
 GEO_IMPORTERS: dict[str, set[str]] = {
-    "geoldp._box": {"pyproj"},
-    "geoldp._frames": {"geopandas", "pyproj", "shapely"},
+    "geoldp._core.box": {"pyproj"},
+    "geoldp._core.frames": {"geopandas", "pyproj", "shapely"},
     "geoldp._release": {"geopandas"},
     "geoldp.accessor": {"geopandas"},
     "geoldp.accounting": {"shapely"},
     "geoldp.budget_strategies": {"geopandas"},
     # a campaign file holds its zones as rings of lon/lat, and ingest rebuilds a release's trajectories
-    "geoldp.campaign": {"geopandas", "shapely"},
-    "geoldp.cli.campaign": {"geopandas", "shapely"},
+    "geoldp.field.campaign": {"geopandas", "shapely"},
+    "geoldp.cli._read": {"geopandas"},
+    "geoldp.cli.evaluate": {"shapely"},
+    "geoldp.cli.prepare": {"geopandas", "shapely"},
     "geoldp.dask": {"geopandas", "shapely"},
     "geoldp.datasets": {"geopandas", "shapely"},
     "geoldp.demo": {"geopandas", "shapely"},
     "geoldp.estimate": {"geopandas"},
-    "geoldp.ingest": {"geopandas", "shapely"},
+    "geoldp.field.ingest": {"geopandas", "shapely"},
     "geoldp.estimate._inputs": {"geopandas", "pyproj", "shapely"},
     "geoldp.explore": {"geopandas"},
     "geoldp.interop": {"geopandas", "shapely"},
@@ -303,7 +285,7 @@ GEO_IMPORTERS: dict[str, set[str]] = {
     "geoldp.metrics._zoning": {"geopandas", "shapely"},
     "geoldp.plotting": {"geopandas"},
     "geoldp.points": {"geopandas", "pyproj", "shapely"},
-    "geoldp.pointset": {"geopandas"},
+    "geoldp._core.pointset": {"geopandas"},
     "geoldp.prepare": {"geopandas", "pyproj", "shapely"},
     "geoldp.queries": {"shapely"},
     "geoldp.reports.estimators": {"geopandas"},
@@ -351,3 +333,46 @@ def test_the_geospatial_check_can_fail(source, expected, tmp_path):
     path = tmp_path / "probe.py"
     path.write_text(source, encoding="utf-8")
     assert _geo_imports(path) == expected
+
+
+def _public_names() -> set[str]:
+    """``module.name`` for every name in a public module's ``__all__`` (private modules excluded)."""
+    names = set()
+    for module, path in MODULES.items():
+        if any(_is_private(part) for part in module.split(".")):
+            continue
+        for node in ast.parse(path.read_text(encoding="utf-8")).body:
+            targets = node.targets if isinstance(node, ast.Assign) else []
+            if any(getattr(target, "id", None) == "__all__" for target in targets):
+                names |= {f"{module}.{name}" for name in ast.literal_eval(node.value)}
+    return names
+
+
+def _api_reference_names() -> set[str]:
+    """The names docs/api.md documents, as ``module.name`` (autosummary entries under a currentmodule)."""
+    import re
+
+    page = (ROOT.parents[1] / "docs" / "api.md").read_text(encoding="utf-8")
+    names, current = set(), None
+    for line in page.splitlines():
+        text = line.strip()
+        if match := re.match(r"\.\. currentmodule:: (\S+)", text):
+            current = match.group(1)
+        elif match := re.match(r"\.\. auto(?:class|function|data):: (\S+)", text):
+            names.add(match.group(1))
+        elif current and line.startswith("   ") and re.fullmatch(r"[A-Za-z_][\w.]*", text):
+            names.add(f"{current}.{text}")
+    return names
+
+
+def test_the_api_reference_documents_exactly_the_public_names():
+    # a name in an __all__ is a promise to users: the API reference shows each one, and nothing else
+    public = {name for name in _public_names() if not name.startswith("geoldp.__") and name not in MODULES}
+    documented = _api_reference_names() - set(MODULES)
+    assert sorted(public - documented) == [], "public names missing from docs/api.md"
+    assert sorted(documented - public) == [], "docs/api.md documents names that are in no __all__"
+
+
+def test_the_public_surface_stays_small():
+    # what a newcomer has to learn: every module __all__ plus the package root, at most 150 names
+    assert 100 < len(_public_names()) <= 150

@@ -159,7 +159,7 @@ def test_estimators_refuse_another_point_set(P, release):
 def test_estimate_layers_reports_its_stages_and_the_layers_do_not_change(release, capsys):
     """progress=True: on the CLI one "geoldp: ..." line per stage (the fit's per length, each layer's);
     the layers are those without progress."""
-    from geoldp import _progress
+    from geoldp._core import progress as _progress
 
     _, out = release
     kw = {"layers": ("zone_visits", "od_flows"), "rng": 0, "n_candidates": 200, "n_boot": 3}

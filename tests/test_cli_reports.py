@@ -15,7 +15,7 @@ from geoldp.cli import main
 from geoldp.cli import reports as cli_reports
 from geoldp.reports import estimate_counts
 
-pytestmark = pytest.mark.filterwarnings("ignore:.*told from no data:geoldp.errors.GeoLDPWarning")
+pytestmark = pytest.mark.filterwarnings("ignore:.*told from no data:geoldp.GeoLDPWarning")
 
 
 @pytest.fixture(scope="module")

@@ -1,4 +1,4 @@
-"""The shared-docstring machinery (geoldp._docstrings) and where the package uses it."""
+"""The shared-docstring machinery (geoldp._core.docstrings) and where the package uses it."""
 
 from __future__ import annotations
 
@@ -8,8 +8,9 @@ from typing import Annotated, TypedDict, Unpack
 
 import pytest
 
-from geoldp import _docstrings, accessor, estimate
-from geoldp._docstrings import doc, fill, method_of, shared_keywords
+from geoldp import accessor, estimate
+from geoldp._core import docstrings as _docstrings
+from geoldp._core.docstrings import doc, fill, method_of, shared_keywords
 
 
 def test_fill_indents_a_block_like_its_placeholder_and_leaves_other_braces():

@@ -96,7 +96,7 @@ def test_range_counts_of_the_model_closer_to_truth_than_raw():
 
 
 def test_denoise_beats_raw_release_on_ne():
-    from geoldp.geo import haversine_m
+    from geoldp._core.geo import haversine_m
 
     def ne(a, b):
         return np.mean(

@@ -3,7 +3,7 @@
 After every fault each output must be the old file (byte for byte), the new complete file, or absent, with
 no temporary file left (or, after kill -9, none left once the next write ran) and no traceback. The fast
 tests kill the writer deterministically in the middle of writing its bytes (a patched writer sends the
-signal to itself) or at the named pause points of geoldp._safe_write (GEOLDP_TEST_PAUSE); the slow ones
+signal to itself) or at the named pause points of geoldp._core.safe_write (GEOLDP_TEST_PAUSE); the slow ones
 run the whole matrix of formats, points and signals, and kill a subprocess writing a large frame after a
 short, seeded delay. A full disk where only the ledger sidecar fails is simulated by a patched writer and,
 where mounting is permitted (root), by a small tmpfs.
@@ -34,7 +34,8 @@ CHILD = textwrap.dedent(
     """
     import os, signal, sys
     import numpy as np, geopandas as gpd, shapely
-    from geoldp import io as gio, _safe_write
+    from geoldp import io as gio
+    from geoldp._core import safe_write as _safe_write
 
     target, n, mode = sys.argv[1], int(sys.argv[2]), sys.argv[3]
     rng = np.random.default_rng(0)
@@ -163,7 +164,7 @@ def test_sigterm_during_a_shapefile_write_leaves_no_temporary_directory(tmp_path
 def test_ctrl_c_in_the_middle_of_a_write_keeps_the_old_file(tmp_path, suffix, monkeypatch):
     import geopandas as gpd
 
-    from geoldp import _safe_write
+    from geoldp._core import safe_write as _safe_write
 
     target = tmp_path / f"out{suffix}"
     before = _write_old(target)
@@ -352,7 +353,7 @@ def test_sidecar_that_does_not_fit_leaves_the_old_pair(tmp_path, suffix, fresh, 
     """The disk is full for the sidecar, or for the small commit record written after every data file."""
     import errno
 
-    from geoldp import _safe_write
+    from geoldp._core import safe_write as _safe_write
 
     target = tmp_path / f"out{suffix}"
     if not fresh:
@@ -659,7 +660,7 @@ def test_cli_signal_while_writing(tmp_path, cli_inputs, suffix, point, name, fre
 
 
 def test_signals_held_delivers_ctrl_c_after_the_block():
-    from geoldp import _safe_write
+    from geoldp._core import safe_write as _safe_write
 
     reached = []
     with pytest.raises(KeyboardInterrupt):
@@ -673,7 +674,7 @@ def test_signals_held_delivers_ctrl_c_after_the_block():
 def test_to_geojson_sidecar_that_does_not_fit_writes_nothing(tmp_path, monkeypatch):
     import errno
 
-    from geoldp import _safe_write
+    from geoldp._core import safe_write as _safe_write
 
     original = _safe_write.AtomicFile.write
 
@@ -730,8 +731,8 @@ def _perturb_argv(cli_inputs: Path, out: Path) -> list[str]:
     "module",
     [
         "geoldp.cli",  # the command line itself, before main() runs
-        "geoldp._formats",  # one of its imports
-        "geoldp._safe_write",  # imported by main() before it handles signals
+        "geoldp._core.formats",  # one of its imports
+        "geoldp._core.safe_write",  # imported by main() before it handles signals
         "geoldp.io",  # inside the command (a KeyboardInterrupt that passed through exec)
     ],
 )
@@ -799,7 +800,7 @@ class _Killed(BaseException):
 
 
 def _die_at(monkeypatch, where: str) -> None:
-    from geoldp import _safe_write
+    from geoldp._core import safe_write as _safe_write
 
     def pause(point: str) -> None:
         if point == where:
@@ -812,7 +813,7 @@ def _die_at(monkeypatch, where: str) -> None:
 def test_a_reader_during_the_renames_finishes_them_and_the_writer_still_succeeds(
     tmp_path, point, monkeypatch
 ):
-    from geoldp import _safe_write
+    from geoldp._core import safe_write as _safe_write
 
     target = tmp_path / "out.csv"
     gio.write_file(_released(5), target)
@@ -831,7 +832,7 @@ def test_a_reader_during_the_renames_finishes_them_and_the_writer_still_succeeds
 
 @pytest.mark.parametrize(("point", "taken"), [("journal", "out.csv"), ("rename", "out.csv.ledger.json")])
 def test_a_fresh_name_taken_during_the_commit_rolls_the_write_back(tmp_path, point, taken, monkeypatch):
-    from geoldp import _safe_write
+    from geoldp._core import safe_write as _safe_write
 
     def pause(name: str) -> None:
         if name == point:  # another program creates one of the names after the commit began

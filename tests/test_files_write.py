@@ -172,7 +172,7 @@ def test_failed_serialisation_keeps_the_previous_file_and_sidecar(tmp_path, rele
 
 
 def test_write_error_after_the_temp_file_is_opened_leaves_nothing(tmp_path, release, monkeypatch):
-    from geoldp import _safe_write
+    from geoldp._core import safe_write as _safe_write
 
     path = tmp_path / "out.csv"
     gio.write_file(release, path, sidecar=False)
@@ -383,7 +383,7 @@ def scattered_release():
     points, trips = synthetic_city(n_points=80, n_trips=60, max_len=6, seed=11)
     trips = trips.iloc[::-1].reset_index(drop=True)  # the city's own order could be spatially sorted
     trips["trip_key"] = [f"k{(i * 37) % 60:02d}" for i in range(len(trips))]
-    from geoldp.errors import PrivacyWarning
+    from geoldp._core.errors import PrivacyWarning
 
     with pytest.warns(PrivacyWarning, match="unprotected"):
         return trips.ldp.perturb(points, epsilon=4.0, rng=1, keep_columns=["trip_key"])
@@ -421,7 +421,7 @@ def _csv_cells(path):
 
 @pytest.mark.parametrize("text", FORMULAS)
 def test_csv_neutralises_formula_text_in_values_ids_and_names(tmp_path, city_points, text):
-    from geoldp.errors import PrivacyWarning
+    from geoldp._core.errors import PrivacyWarning
 
     rows = gpd.GeoDataFrame(
         {

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import warnings
 
 import geopandas as gpd
@@ -15,6 +16,7 @@ from pyproj import Transformer
 import geoldp
 from geoldp import GeoLDPWarning, PointSet
 from geoldp import accessor as acc
+from geoldp import io as gio
 
 EPS = 4.0
 
@@ -415,7 +417,7 @@ class _CountingSource:
     """Wraps a seeded source and counts every draw (validation must precede the first one)."""
 
     def __init__(self):
-        from geoldp._random import resolve_rng
+        from geoldp._core.randomness import resolve_rng
 
         self.inner = resolve_rng(0)
         self.calls = 0
@@ -549,7 +551,7 @@ def test_I32_scale_one_long_trajectory_many_points():
 
 
 def test_as_pointset_is_the_one_normalisation_of_public_points():
-    from geoldp import _frames
+    from geoldp._core import frames as _frames
 
     ps = PointSet([0.0, 0.01, 0.02], [0.0, 0.0, 0.01])
     assert _frames.as_pointset(ps, caller="t") is ps
@@ -567,7 +569,7 @@ def test_as_pointset_is_the_one_normalisation_of_public_points():
 
 
 def test_trajectory_arrays_from_geometries_and_indices_agree():
-    from geoldp import _frames
+    from geoldp._core import frames as _frames
 
     ps = PointSet([0.0, 0.01, 0.02], [0.0, 0.0, 0.01])
     lines = gpd.GeoSeries(
@@ -588,7 +590,7 @@ def test_trajectory_arrays_from_geometries_and_indices_agree():
 
 def test_one_reader_of_public_points_one_wording(toy_lines):
     # the same bad public points get the same message from a release and from an analysis
-    from geoldp import _frames
+    from geoldp._core import frames as _frames
 
     good = gpd.GeoDataFrame(geometry=gpd.points_from_xy([116.3, 116.4], [39.9, 39.95]), crs="EPSG:4326")
     bad = {
@@ -621,7 +623,7 @@ def test_one_reader_of_public_points_one_wording(toy_lines):
     ],
 )
 def test_both_trajectory_readers_word_a_bad_row_alike(geometry, problem):
-    from geoldp import _frames
+    from geoldp._core import frames as _frames
 
     if isinstance(geometry, list):
         with warnings.catch_warnings():
@@ -702,7 +704,7 @@ def _release_kinds(city_points):
 @pytest.mark.parametrize("kind", ["perturb", "report", "synthesize", "hybrid"])
 @pytest.mark.parametrize("cols", list(FIX_COLUMNS), ids=list(FIX_COLUMNS))
 def test_point_rows_that_look_like_fixes_warn(city_points_gdf, kind, cols):
-    from geoldp.errors import PrivacyWarning
+    from geoldp._core.errors import PrivacyWarning
 
     call = _release_kinds(city_points_gdf)[kind]
     frame = _fixes_frame(**FIX_COLUMNS[cols])
@@ -716,7 +718,7 @@ def test_point_rows_that_look_like_fixes_warn(city_points_gdf, kind, cols):
 
 @pytest.mark.filterwarnings("ignore::geoldp.GeoLDPWarning")
 def test_point_rows_with_an_id_or_without_fix_columns_do_not_warn(city_points_gdf):
-    from geoldp.errors import PrivacyWarning
+    from geoldp._core.errors import PrivacyWarning
 
     kinds = _release_kinds(city_points_gdf)
     with warnings.catch_warnings():
@@ -753,7 +755,7 @@ def test_dask_point_rows_with_a_time_column_warn_from_the_schema(city_points_gdf
     dask_geopandas = pytest.importorskip("dask_geopandas")
     import geoldp.dask
     from geoldp import zone_grid
-    from geoldp.errors import PrivacyWarning
+    from geoldp._core.errors import PrivacyWarning
 
     frame = _fixes_frame(time=pd.date_range("2020-01-01", periods=12, freq="1min"))
     ddf = dask_geopandas.from_geopandas(frame, npartitions=2)
@@ -765,3 +767,56 @@ def test_dask_point_rows_with_a_time_column_warn_from_the_schema(city_points_gdf
     with warnings.catch_warnings():
         warnings.simplefilter("error", PrivacyWarning)
         geoldp.dask.perturb(plain, city_points_gdf, epsilon=4.0, rng=0)
+
+
+# ----------------------------------------------------- the time column of Point rows: one kind of value
+
+
+def _point_rows(times):
+    return gpd.GeoDataFrame(
+        {"tid": ["a"] * len(times), "t": pd.Series(times, dtype=object)},
+        geometry=[shapely.Point(116.32 + 0.01 * i, 39.91) for i in range(len(times))],
+        crs="EPSG:4326",
+    )
+
+
+@pytest.mark.parametrize(
+    "times",
+    [[3, "2020-01-01T00:00:00", 1], [1.5, "x", 2.5], [pd.Timestamp("2020-01-01"), 5, 6]],
+    ids=["int and iso text", "float and text", "datetime and int"],
+)
+def test_time_column_mixing_kinds_is_refused(city_points, times):
+    with pytest.raises(ValueError, match="time column 't' .* mixes kinds of value"):
+        _point_rows(times).ldp.perturb(city_points, epsilon=4.0, rng=0, traj_id_col="tid", time_col="t")
+
+
+def test_time_column_of_one_kind_is_accepted(city_points):
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the near-uniform budget warning is not the point here
+        out = _point_rows([3, 2.5, 1]).ldp.perturb(
+            city_points, epsilon=4.0, rng=0, traj_id_col="tid", time_col="t"
+        )
+    assert len(out) == 3
+
+
+@pytest.mark.filterwarnings("ignore:GDAL reported:geoldp.GeoLDPWarning")  # GDAL: mixed field types
+@pytest.mark.parametrize("values", [[1, "2020-01-01T00:00:00Z", 3], [1, "later", 3]])
+def test_time_column_mixing_kinds_in_a_file_is_refused(tmp_path, values):
+    feats = [
+        {
+            "type": "Feature",
+            "geometry": {"type": "Point", "coordinates": [116.3 + 0.01 * i, 39.9]},
+            "properties": {"tid": "a", "t": v},
+        }
+        for i, v in enumerate(values)
+    ]
+    path = tmp_path / "m.geojson"
+    path.write_text(json.dumps({"type": "FeatureCollection", "features": feats}))
+    with pytest.raises(ValueError, match="time column 't'"):
+        gio.read_trajectories(path, traj_id_col="tid", time_col="t")
+    # an object column of numbers and text built in memory is refused by the reader's parser too
+    frame = _point_rows(values)
+    with pytest.raises(ValueError, match="mixes kinds"):
+        gio._parse_time(frame, "t", "read_trajectories")

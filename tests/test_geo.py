@@ -7,8 +7,8 @@ import math
 import numpy as np
 import pytest
 
-from geoldp import _kernels
-from geoldp.geo import EARTH_RADIUS_M, bearing, haversine_m, sector_index, to_radians
+from geoldp._core import kernels as _kernels
+from geoldp._core.geo import EARTH_RADIUS_M, bearing, haversine_m, sector_index, to_radians
 
 # (a, b, d [m], theta [rad], centred g=2/4/6/12, floor g=2/4/6/12) from ALGORITHM §12
 VECTORS = [

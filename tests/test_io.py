@@ -256,8 +256,8 @@ def test_read_back_ledgers_are_release_ledgers(tmp_path, toy_lines, city_points)
     b.to_file(tmp_path / "b.gpkg", driver="GPKG")
     gio.write_ledger(b, tmp_path / "b.gpkg")
     rb = gio.read_trajectories(tmp_path / "b.gpkg", ledger=True)
-    assert isinstance(ra.attrs["geoldp"], geoldp.ledger.ReleaseRecord)
-    assert isinstance(rb.attrs["geoldp"], geoldp.ledger.ReleaseRecord)
+    assert isinstance(ra.attrs["geoldp"], geoldp._core.ledger.ReleaseRecord)
+    assert isinstance(rb.attrs["geoldp"], geoldp._core.ledger.ReleaseRecord)
     assert ra.attrs["geoldp"]["release_id"] != rb.attrs["geoldp"]["release_id"]
     with pytest.warns(geoldp.GeoLDPWarning, match="drops the ledger"):
         both = pd.concat([ra, rb])

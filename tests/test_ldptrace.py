@@ -15,7 +15,7 @@ from shapely import LineString
 
 import geoldp
 from geoldp import ldptrace
-from geoldp.errors import BudgetError
+from geoldp._core.errors import BudgetError
 from geoldp.mechanisms import oracles
 
 # --------------------------------------------------------------------------------------------------

@@ -11,8 +11,9 @@ import pytest
 import shapely
 
 import geoldp
-from geoldp import _frames, metrics
-from geoldp.geo import haversine_array_m
+from geoldp import metrics
+from geoldp._core import frames as _frames
+from geoldp._core.geo import haversine_array_m
 from geoldp.metrics import (
     _distributions,
     _hotspots,
@@ -422,7 +423,7 @@ def test_zone_grid_squares_cover_the_public_points():
     np.testing.assert_array_equal(z.index, z["row"] * n_cols + z["col"])
     # sides about 1.5 km (haversine): exact at the middle latitude, within 1 % over 0.4 degrees
     b = z.geometry.bounds.to_numpy()
-    from geoldp.geo import haversine_m
+    from geoldp._core.geo import haversine_m
 
     height = haversine_m(b[:, 0], b[:, 1], b[:, 0], b[:, 3]) / 1000
     width = haversine_m(b[:, 0], b[:, 1], b[:, 2], b[:, 1]) / 1000
@@ -506,7 +507,7 @@ def test_one_median_is_the_brute_force_argmin():
         pts = np.column_stack(
             [rng.normal(-73.9, 0.05, m) + rng.exponential(0.05, m), rng.normal(40.7, 0.04, m)]
         )
-        from geoldp.geo import haversine_m
+        from geoldp._core.geo import haversine_m
 
         d = haversine_m(pts[:, None, 0], pts[:, None, 1], pts[None, :, 0], pts[None, :, 1])
         brute = int(np.argmin(d.sum(axis=1)))
@@ -698,7 +699,7 @@ def as_gdf_for(pts, trajs):
 
 def _grid_circles(lon0, lon1, lat0, lat1, grid=4):
     """The documented automatic regions: grid x grid circles over a box, radius 1/8 of its diagonal."""
-    from geoldp.geo import haversine_m
+    from geoldp._core.geo import haversine_m
 
     radius = float(haversine_m(lon0, lat0, lon1, lat1)) / 1000.0 / (2 * grid)
     xs = lon0 + (np.arange(grid) + 0.5) * (lon1 - lon0) / grid
@@ -724,3 +725,27 @@ def test_evaluate_auto_regions_come_from_the_points_not_the_originals():
     assert on_p.attrs["evaluate"]["regions"] == "given"
     assert evaluate(as_gdf(orig), as_gdf(pert)).attrs["evaluate"]["regions"] == "originals"
     assert evaluate(orig, pert, regions=None, **kw).attrs["evaluate"]["regions"] is None
+
+
+# --------------------------------------------------------------------------- evaluate's numeric options
+
+
+@pytest.mark.parametrize(
+    "kwargs, exc, match",
+    [
+        ({"k": 0}, ValueError, "'k' parameter of evaluate must be an int >= 1"),
+        ({"k": -3}, ValueError, "'k' parameter"),
+        ({"k": 2.5}, TypeError, "'k' parameter"),
+        ({"k": True}, TypeError, "'k' parameter"),
+        ({"bins": 0}, ValueError, "'bins' parameter of evaluate must be an int >= 1"),
+        ({"bins": -1}, ValueError, "'bins' parameter"),
+        ({"bins": 1.5}, ValueError, "'bins' parameter"),
+    ],
+)
+def test_evaluate_numeric_options(city_points, kwargs, exc, match):
+    from geoldp import metrics
+
+    with pytest.raises(exc, match=match):
+        metrics.evaluate([[0, 1], [2]], [[0, 1], [2]], points=city_points, **kwargs)
+    table = metrics.evaluate([[0, 1], [2]], [[0, 1], [2]], points=city_points, k=1, bins=1)
+    assert table.loc["perturbed", "hotspot_overlap"] == 1.0  # identical releases, one hotspot

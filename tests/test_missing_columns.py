@@ -81,7 +81,7 @@ def test_missing_column_lists_the_available_ones(city, name):
 
 
 def test_many_columns_are_listed_up_to_a_limit():
-    from geoldp._validation import MAX_LISTED_COLUMNS, missing_column
+    from geoldp._core.validation import MAX_LISTED_COLUMNS, missing_column
 
     message = str(missing_column("user_col", "f", "nope", [f"c{i}" for i in range(500)]))
     assert f"c{MAX_LISTED_COLUMNS - 1}'" in message and f"c{MAX_LISTED_COLUMNS}'" not in message

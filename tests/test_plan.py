@@ -352,7 +352,7 @@ def test_walk_steps_follow_the_displacement_law():
     walks = planner._walks(ps, np.full(400, 6), gen)
     a = np.concatenate([w[:-1] for w in walks])
     b = np.concatenate([w[1:] for w in walks])
-    from geoldp.geo import haversine_array_m
+    from geoldp._core.geo import haversine_array_m
 
     step = haversine_array_m(pts[a, 0], pts[a, 1], pts[b, 0], pts[b, 1])
     rand = haversine_array_m(pts[a, 0], pts[a, 1], pts[gen.permutation(a), 0], pts[gen.permutation(a), 1])

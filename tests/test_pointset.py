@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import pickle
+import re
 import warnings
 
 import geopandas as gpd
@@ -11,10 +12,11 @@ import numpy as np
 import pytest
 import shapely
 
-from geoldp import _kernels
-from geoldp.errors import GeoLDPWarning
-from geoldp.geo import EARTH_RADIUS_M, bearing, haversine_m
-from geoldp.pointset import PointSet
+import geoldp
+from geoldp._core import kernels as _kernels
+from geoldp._core.errors import GeoLDPWarning
+from geoldp._core.geo import EARTH_RADIUS_M, bearing, haversine_m
+from geoldp._core.pointset import PointSet
 
 
 def brute_diameter(ps):
@@ -239,8 +241,8 @@ def test_diameter_large_sets_fast():
 
 def _brute_nearest(ps, qlon, qlat):
     """Reference rule: argmin of the haversine kernel over all points, first minimum (lowest index)."""
-    from geoldp import _kernels
-    from geoldp.geo import to_radians
+    from geoldp._core import kernels as _kernels
+    from geoldp._core.geo import to_radians
 
     lam, phi = to_radians(np.asarray(qlon, float), np.asarray(qlat, float))
     out = np.empty(lam.shape[0], dtype=np.int64)
@@ -348,7 +350,7 @@ def test_nearest_ties_on_a_meridian_go_to_the_lowest_index():
 
 
 def test_exact_lookup_with_colliding_keys_is_still_the_nearest(monkeypatch):
-    from geoldp import pointset
+    from geoldp._core import pointset
 
     # a weak key (the longitude's bits alone): points on one meridian collide, queries off P share keys
     monkeypatch.setattr(pointset, "_exact_keys", lambda lam, phi: (lam + 0.0).view(np.uint64).copy())
@@ -405,8 +407,8 @@ def _duplicates_by_kdtree(lam, phi, xyz):
     """The oracle: every pair within 1 mm (k-d tree candidates, haversine decides), later point marked."""
     from scipy.spatial import cKDTree
 
-    from geoldp import _kernels
-    from geoldp.pointset import DUPLICATE_TOLERANCE_M, EARTH_RADIUS_M
+    from geoldp._core import kernels as _kernels
+    from geoldp._core.pointset import DUPLICATE_TOLERANCE_M, EARTH_RADIUS_M
 
     pairs = cKDTree(xyz * EARTH_RADIUS_M).query_pairs(r=DUPLICATE_TOLERANCE_M * 1.01, output_type="ndarray")
     dup = np.zeros(lam.shape[0], dtype=bool)
@@ -421,8 +423,8 @@ def _duplicates_by_kdtree(lam, phi, xyz):
 
 @pytest.mark.parametrize("case", range(40))
 def test_duplicate_mask_matches_a_kdtree_oracle(case):
-    from geoldp.geo import to_radians
-    from geoldp.pointset import _duplicate_mask, _unit_vectors
+    from geoldp._core.geo import to_radians
+    from geoldp._core.pointset import _duplicate_mask, _unit_vectors
 
     rng = np.random.default_rng(case)
     n = int(rng.integers(2, 2000))
@@ -448,8 +450,8 @@ def test_duplicate_mask_matches_a_kdtree_oracle(case):
 
 
 def test_duplicate_mask_many_copies_and_a_crowded_millimetre():
-    from geoldp.geo import to_radians
-    from geoldp.pointset import _duplicate_mask, _unit_vectors
+    from geoldp._core.geo import to_radians
+    from geoldp._core.pointset import _duplicate_mask, _unit_vectors
 
     rng = np.random.default_rng(3)
     # 20,000 copies of one location: linear, not 2·10^8 pairs; the first copy is kept
@@ -463,3 +465,42 @@ def test_duplicate_mask_many_copies_and_a_crowded_millimetre():
     lam, phi = to_radians(lon, lat)
     xyz = _unit_vectors(lam, phi)
     assert np.array_equal(_duplicate_mask(lam, phi, xyz), _duplicates_by_kdtree(lam, phi, xyz))
+
+
+# ----------------------------------------------- duplicate points: the warning names a call that exists
+
+
+def _dup_points():
+    lon = [116.30, 116.31, 116.32, 116.30, 116.33]  # the 4th repeats the 1st
+    lat = [39.90, 39.91, 39.90, 39.90, 39.92]
+    return gpd.GeoDataFrame(geometry=gpd.points_from_xy(lon, lat), crs="EPSG:4326")
+
+
+def _trips():
+    rows = [
+        shapely.linestrings([[116.301, 39.901], [116.311, 39.909], [116.321, 39.902]]),
+        shapely.linestrings([[116.329, 39.918], [116.305, 39.903]]),
+    ]
+    return gpd.GeoDataFrame({"v": [1, 2]}, geometry=rows, crs="EPSG:4326")
+
+
+def test_duplicate_points_warning_names_a_call_that_exists_and_silences_it():
+    pts = _dup_points()
+    # reached through a call that takes no deduplication argument
+    with pytest.warns(GeoLDPWarning, match="duplicate") as rec:
+        _trips().ldp.perturb(pts, epsilon=4.0, mechanism="pointem", rng=1)
+    text = " ".join(str(w.message) for w in rec if "duplicate" in str(w.message))
+    assert "pass deduplicate=True" not in text
+    call = re.search(r"geoldp\.PointSet\.from_geodataframe\(points, deduplicate=True\)", text)
+    assert call, text
+    # the named call works, keeps one point per location, and the release then runs without the warning
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        ps = geoldp.PointSet.from_geodataframe(pts, deduplicate=True)
+        assert len(ps) == 4
+        out = _trips().ldp.perturb(ps, epsilon=4.0, mechanism="pointem", rng=1)
+    assert len(out) == 2
+    # the other spelling named in the message works too
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert len(geoldp.PointSet(pts.geometry.x, pts.geometry.y, deduplicate=True)) == 4

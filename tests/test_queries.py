@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import shapely
 
-from geoldp.geo import haversine_m as _haversine_m
+from geoldp._core.geo import haversine_m as _haversine_m
 from geoldp.queries import debiased_visit_counts, range_count, visit_counts
 
 R_KM = 6371.0

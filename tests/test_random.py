@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import scipy.stats
 
-from geoldp._random import (
+from geoldp._core.randomness import (
     ChaChaRandomSource,
     NumpyRandomSource,
     OSRandomSource,

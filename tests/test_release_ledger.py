@@ -13,7 +13,7 @@ import pytest
 import shapely
 
 import geoldp
-from geoldp.ledger import ReleaseLedger, attach, ledger_of, record_problem, require
+from geoldp._core.ledger import ReleaseLedger, attach, ledger_of, record_problem, require
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "geoldp"
 
@@ -90,7 +90,7 @@ def test_concat_of_two_releases_drops_the_ledger_with_a_warning(release):
 
 
 def test_only_the_ledger_module_touches_a_frames_ledger():
-    # one reader and one writer: every other module goes through geoldp.ledger
+    # one reader and one writer: every other module goes through geoldp._core.ledger
     pattern = re.compile(r"""attrs(\[|\.get\(|\.pop\(|\.setdefault\()\s*["']geoldp["']""")
     offenders = [
         f"{path.relative_to(SRC)}:{n}"

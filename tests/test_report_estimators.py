@@ -15,7 +15,7 @@ from geoldp.reports import estimate_counts, project_simplex, report, true_counts
 from geoldp.reports.estimators import Z95
 
 # Small report tables are below the no-data noise level on purpose; that warning has its own tests.
-pytestmark = pytest.mark.filterwarnings("ignore:.*told from no data:geoldp.errors.GeoLDPWarning")
+pytestmark = pytest.mark.filterwarnings("ignore:.*told from no data:geoldp.GeoLDPWarning")
 
 ZONES = zone_grid((0.0, 0.0, 2.0, 2.0), cells=2)
 C = [(0.5, 0.5), (1.5, 0.5), (0.5, 1.5), (1.5, 1.5)]
@@ -183,7 +183,7 @@ def test_padded_large_set_count_from_the_dummies():
 
 def _set_sizes(gdf):
     """Number of distinct zones (the outside category included) each trip visits (the private sizes)."""
-    from geoldp import _frames
+    from geoldp._core import frames as _frames
     from geoldp.reports.release import statistic_items
     from geoldp.zones import check_zones, zone_of_vertices
 

@@ -24,7 +24,7 @@ from geoldp.mechanisms import oracles as fo
 from geoldp.reports import release, report
 
 # Small report tables are below the no-data noise level on purpose; that warning has its own tests.
-pytestmark = pytest.mark.filterwarnings("ignore:.*told from no data:geoldp.errors.GeoLDPWarning")
+pytestmark = pytest.mark.filterwarnings("ignore:.*told from no data:geoldp.GeoLDPWarning")
 
 EPS_GRID = (1e-6, 0.1, math.log(3.0), 1.0, 2.0, 5.0, 20.0)
 

@@ -25,7 +25,7 @@ from geoldp.mechanisms.oracles import split_oracle
 from geoldp.reports import estimate_counts, release, report, true_counts
 from geoldp.reports.release import scheme_of
 
-pytestmark = pytest.mark.filterwarnings("ignore:.*told from no data:geoldp.errors.GeoLDPWarning")
+pytestmark = pytest.mark.filterwarnings("ignore:.*told from no data:geoldp.GeoLDPWarning")
 
 ZONES = zone_grid((0.0, 0.0, 2.0, 2.0), cells=2)
 C = [(0.5, 0.5), (1.5, 0.5), (0.5, 1.5), (1.5, 1.5)]

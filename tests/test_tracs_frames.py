@@ -9,11 +9,11 @@ import pytest
 import shapely
 
 import geoldp
-from geoldp._box import planar_box
+from geoldp._core.box import planar_box
+from geoldp._core.errors import PrivacyWarning
 from geoldp.datasets import synthetic_city
-from geoldp.errors import PrivacyWarning
 
-pytestmark = pytest.mark.filterwarnings("ignore:.*close to uniform noise:geoldp.errors.PrivacyWarning")
+pytestmark = pytest.mark.filterwarnings("ignore:.*close to uniform noise:geoldp.PrivacyWarning")
 MECHS = ["tracs-d", "tracs-c"]
 
 

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from geoldp._validation import check_epsilon, check_int_range, check_option, check_real
+from geoldp._core.validation import check_epsilon, check_int_range, check_option, check_real
 
 VALID = [
     5e-324,
@@ -116,7 +116,7 @@ def test_check_int_range():
     ],
 )
 def test_check_time_kinds(values, ok):
-    from geoldp._validation import check_time_kinds
+    from geoldp._core.validation import check_time_kinds
 
     series = pd.Series(values, dtype=object)
     if ok:
@@ -131,7 +131,7 @@ def test_check_time_kinds(values, ok):
 
 
 def test_release_epsilon_range_is_documented_and_enforced():
-    from geoldp._validation import MAX_EPSILON, MIN_EPSILON, check_release_epsilon
+    from geoldp._core.validation import MAX_EPSILON, MIN_EPSILON, check_release_epsilon
 
     assert MIN_EPSILON == 1e-3
     assert MAX_EPSILON == pytest.approx(53 * math.log(2))  # the 2⁻⁵³ grid of Generator.random()
@@ -156,13 +156,13 @@ def test_grid_of_the_uniform_draws_is_where_the_bound_comes_from():
     # e^ε for a ratio p/q of such draws cannot exceed 2⁵³ (the bound's reason, checked on the generator)
     u = np.random.default_rng(0).random(100_000)
     assert np.all(u * 2.0**53 == np.floor(u * 2.0**53))
-    from geoldp._validation import MAX_EPSILON
+    from geoldp._core.validation import MAX_EPSILON
 
     assert math.exp(MAX_EPSILON) == pytest.approx(2.0**53)
 
 
 def test_check_count_and_check_lengths():
-    from geoldp._validation import MAX_LENGTH, check_count, check_lengths
+    from geoldp._core.validation import MAX_LENGTH, check_count, check_lengths
 
     assert check_count(np.int64(5), "n", caller="f") == 5
     assert check_count(0, "n", caller="f", minimum=0, maximum=3) == 0
@@ -216,11 +216,11 @@ def test_every_release_kind_refuses_an_epsilon_outside_the_one_range(release_cal
         release_calls[kind](epsilon)
 
 
-@pytest.mark.filterwarnings("ignore::geoldp.errors.PrivacyWarning")
-@pytest.mark.filterwarnings("ignore::geoldp.errors.GeoLDPWarning")
+@pytest.mark.filterwarnings("ignore::geoldp.PrivacyWarning")
+@pytest.mark.filterwarnings("ignore::geoldp.GeoLDPWarning")
 @pytest.mark.parametrize("kind", ["perturb", "report", "synthesize", "plan"])
 def test_every_release_kind_runs_at_both_ends_of_the_range(release_calls, kind):
-    from geoldp._validation import MAX_EPSILON, MIN_EPSILON
+    from geoldp._core.validation import MAX_EPSILON, MIN_EPSILON
 
     for epsilon in (MIN_EPSILON, MAX_EPSILON):
         assert len(release_calls[kind](epsilon)) > 0
@@ -241,7 +241,7 @@ def test_hybrid_refuses_a_part_below_the_range(release_calls):
 def test_counts_that_size_an_allocation_are_bounded_before_allocating():
     import geoldp
     from geoldp import estimate, zone_grid
-    from geoldp._validation import MAX_PLAN_USERS
+    from geoldp._core.validation import MAX_PLAN_USERS
     from geoldp.datasets import synthetic_city
 
     points, trips = synthetic_city(n_points=40, n_trips=12, max_len=5, seed=1)
@@ -272,3 +272,30 @@ def test_counts_that_size_an_allocation_are_bounded_before_allocating():
         synthetic_city(n_points=10**12)
     with pytest.raises(ValueError, match=r"synthetic_city: n_trips=10000000 trips of up to max_len=100"):
         synthetic_city(n_trips=10**7, max_len=100)
+
+
+# -------------------------------------------------------- the smallest epsilon, refused before any draw
+
+
+@pytest.mark.parametrize("epsilon", [1e-300, 5e-324, 1e-6, 0.000999])
+def test_tiny_epsilon_is_refused_before_any_draw(toy_lines, city_points, epsilon):
+    from geoldp import BudgetAccountant
+    from geoldp.prepare import MIN_EPSILON
+
+    assert epsilon < MIN_EPSILON == 1e-3
+    acc = BudgetAccountant(10.0)
+    frame = toy_lines.assign(user=range(len(toy_lines)))
+    with pytest.raises(
+        ValueError, match="'epsilon' parameter of GeoDataFrame.ldp.perturb .* below the smallest"
+    ):
+        frame.ldp.perturb(city_points, epsilon=epsilon, rng=0, accountant=acc, user_col="user")
+    assert acc.remaining(0) == 10.0  # nothing charged
+
+
+def test_smallest_accepted_epsilon_only_warns(toy_lines, city_points):
+    from geoldp._core.errors import PrivacyWarning
+    from geoldp.prepare import MIN_EPSILON
+
+    with pytest.warns(PrivacyWarning, match="close to uniform noise"):
+        out = toy_lines.ldp.perturb(city_points, epsilon=MIN_EPSILON, rng=0)
+    assert len(out) == len(toy_lines)

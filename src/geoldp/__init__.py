@@ -13,11 +13,10 @@ module loads on the first ``gdf.ldp``.
 from __future__ import annotations
 
 import importlib
-import importlib.abc
 import sys
 from typing import TYPE_CHECKING, Any
 
-from geoldp.errors import BudgetError, DomainError, GeoLDPError, GeoLDPWarning, PrivacyWarning
+from geoldp._core.errors import BudgetError, DomainError, GeoLDPError, GeoLDPWarning, PrivacyWarning
 
 if TYPE_CHECKING:
     from geoldp import datasets as datasets
@@ -27,17 +26,18 @@ if TYPE_CHECKING:
     from geoldp import plotting as plotting
     from geoldp import prepare as prepare
     from geoldp import questions as questions
-    from geoldp._versions import show_versions
+    from geoldp._core.geo import haversine_array_m, haversine_m
+    from geoldp._core.ledger import ReleaseLedger, ledger_of
+    from geoldp._core.pointset import PointSet
+    from geoldp._core.versions import show_versions
     from geoldp.accounting import BudgetAccountant
     from geoldp.budget import Ledger
-    from geoldp.combined import combine
+    from geoldp.designs.combine import combine
     from geoldp.hybrids import hybrid
     from geoldp.interop import from_movingpandas, from_trackintel, to_movingpandas, to_trackintel
     from geoldp.ldptrace import synthesize
-    from geoldp.ledger import ReleaseLedger, ledger_of
     from geoldp.metrics import evaluate
     from geoldp.planner import plan
-    from geoldp.pointset import PointSet
     from geoldp.reports import report
     from geoldp.trajectory import ATP, TP, PointEM, perturb_trajectories
     from geoldp.zones import zone_grid
@@ -64,6 +64,8 @@ __all__ = [
     "from_movingpandas",
     "from_trackintel",
     "hybrid",
+    "haversine_array_m",
+    "haversine_m",
     "ledger_of",
     "perturb_trajectories",
     "plan",
@@ -84,27 +86,28 @@ _NAMES = {
     "perturb_trajectories": "geoldp.trajectory",
     "BudgetAccountant": "geoldp.accounting",
     "Ledger": "geoldp.budget",
-    "ReleaseLedger": "geoldp.ledger",
-    "ledger_of": "geoldp.ledger",
-    "PointSet": "geoldp.pointset",
+    "ReleaseLedger": "geoldp._core.ledger",
+    "ledger_of": "geoldp._core.ledger",
+    "PointSet": "geoldp._core.pointset",
     "evaluate": "geoldp.metrics",
     "plan": "geoldp.planner",
     "report": "geoldp.reports",
     "synthesize": "geoldp.ldptrace",
     "hybrid": "geoldp.hybrids",
-    "combine": "geoldp.combined",
-    "show_versions": "geoldp._versions",
+    "combine": "geoldp.designs.combine",
+    "show_versions": "geoldp._core.versions",
     "from_movingpandas": "geoldp.interop",
     "from_trackintel": "geoldp.interop",
     "to_movingpandas": "geoldp.interop",
     "to_trackintel": "geoldp.interop",
     "zone_grid": "geoldp.zones",
+    "haversine_m": "geoldp._core.geo",
+    "haversine_array_m": "geoldp._core.geo",
 }
 # submodules reachable as attributes right after ``import geoldp``
 _SUBMODULES = (
     "accounting",
     "budget_strategies",
-    "combined",
     "datasets",
     "designs",
     "estimate",
@@ -122,7 +125,7 @@ _SUBMODULES = (
 
 
 def __getattr__(name: str) -> Any:
-    from geoldp._memory import loading  # a compiled library that cannot be mapped: a MemoryError
+    from geoldp._core.memory import loading  # a compiled library that cannot be mapped: a MemoryError
 
     if name in _NAMES:
         with loading(f"geoldp.{name} (with its compiled libraries)"):
@@ -131,7 +134,7 @@ def __getattr__(name: str) -> Any:
         with loading(f"geoldp.{name} (with its compiled libraries)"):
             value = importlib.import_module(f"geoldp.{name}")
     elif name == "__version__":
-        from geoldp._versions import geoldp_version
+        from geoldp._core.versions import geoldp_version
 
         value = geoldp_version()
     else:
@@ -151,12 +154,14 @@ def __dir__() -> list[str]:
 def _configure_numba() -> None:
     # Points numba's on-disk cache away from the installed package before any geoldp kernel is decorated
     # with ``numba.njit(cache=True)`` (every such module imports numba first, which runs this hook).
-    importlib.import_module("geoldp._numba_cache")
+    importlib.import_module("geoldp._core.numba_cache")
 
 
 class _LazyAccessor:
-    """``DataFrame.ldp`` (or ``Series.ldp``) until first used; then imports :mod:`geoldp.accessor`, which
-    registers both accessors itself."""
+    """``DataFrame.ldp`` (or ``Series.ldp``) until first used.
+
+    Then it imports :mod:`geoldp.accessor`, which registers both accessors itself.
+    """
 
     def __init__(self, series: bool = False) -> None:
         self._series = series
@@ -202,8 +207,11 @@ _AFTER_IMPORT = {
 }
 
 
-class _AfterImport(importlib.abc.MetaPathFinder):
+class _AfterImport:
     """Runs ``_AFTER_IMPORT[name]`` right after the module ``name`` has been executed, then steps aside.
+
+    A meta path finder by its ``find_spec`` alone (not a subclass of ``importlib.abc.MetaPathFinder``, whose
+    import costs 20 ms: ``import geoldp.client`` stays light).
 
     It finds nothing itself: it asks the finders after it for the module's spec and wraps its loader's
     ``exec_module``, so the module is imported exactly as it would be without geoldp.

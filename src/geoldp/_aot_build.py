@@ -1,4 +1,4 @@
-"""Build step: compile the exports of every :class:`geoldp._aot.Entry` into geoldp's kernel extensions.
+"""Build step: compile the exports of every :class:`geoldp._core.aot.Entry` into geoldp's kernel extensions.
 
 Run by ``setup.py`` (``build_ext``) when geoldp is installed, or by hand::
 
@@ -9,7 +9,7 @@ It uses numba's ahead-of-time compiler (``numba.pycc``) and a C compiler. The ex
 the GIL as the numba kernels do (``nogil``), use numba's reference counting where the kernel does (plain
 ``numba.njit``: ``_aot_kernels_nrt``) and not where it does not (``_nrt=False``: ``_aot_kernels``), and
 export ``kernel_digest()``: the digest of the kernel sources they were compiled from, which
-:mod:`geoldp._aot` checks before using them.
+:mod:`geoldp._core.aot` checks before using them.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from typing import Any
 EXTENSION = "_aot_kernels"
 #: The modules whose kernels Python calls through an Entry (importing them makes the entries).
 KERNEL_MODULES = (
-    "geoldp._kernels",
+    "geoldp._core.kernels",
     "geoldp.trajectory.split",
     "geoldp.trajectory._atp_region",
     "geoldp.trajectory._fast.anchor",
@@ -34,7 +34,7 @@ KERNEL_MODULES = (
 
 
 #: The two extensions: kernels compiled without numba's reference counting (the allocation-free
-#: ``geoldp._kernels.jit`` ones) and with it (plain ``numba.njit``); each export goes where its numba
+#: ``geoldp._core.kernels.jit`` ones) and with it (plain ``numba.njit``); each export goes where its numba
 #: function's setting says, so that its code is the code numba's JIT would compile.
 EXTENSIONS = {False: EXTENSION, True: EXTENSION + "_nrt"}
 
@@ -53,7 +53,7 @@ def make_ccs(package: Path) -> list:
         from numba.pycc import CC
         from numba.pycc import compiler as pycc_compiler
 
-    from geoldp import _aot
+    from geoldp._core import aot as _aot
 
     _release_gil(pycc_compiler)
     digest = _aot.kernel_digest(package)

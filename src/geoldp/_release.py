@@ -5,7 +5,7 @@ Every frame-level release (``gdf.ldp.perturb``, :func:`geoldp.dask.perturb`) run
 1. :func:`request` validates the public parameters (columns, ``snap_max_km``, mechanism, ε, options,
    ``rng``, public points, accountant and user column) before anything reads a row;
 2. :meth:`Request.snap_frame` validates the rows and snaps them to the public points
-   (:mod:`geoldp._frames`);
+   (:mod:`geoldp._core.frames`);
 3. :meth:`Request.plan` warns when the public points were built over the data's own bounds, refuses
    (:class:`~geoldp.BudgetError`) a release the accountant cannot afford, checks every derived stage
    budget for the released trajectory lengths, emits the warnings (budget per point, unprotected
@@ -47,20 +47,22 @@ from typing import Any, overload
 import numpy as np
 import pandas as pd
 
-from geoldp import _box, _frames, accounting
+from geoldp import accounting
 from geoldp import points as public_points
-from geoldp._progress import tqdm_class
-from geoldp._random import resolve_rng
-from geoldp._validation import (
+from geoldp._core import box as _box
+from geoldp._core import frames as _frames
+from geoldp._core.errors import PrivacyWarning
+from geoldp._core.ledger import ReleaseLedger, attach
+from geoldp._core.progress import tqdm_class
+from geoldp._core.randomness import resolve_rng
+from geoldp._core.validation import (
     MIN_EPSILON,
     check_int_min,
     check_positive_km,
     check_real,
     check_release_epsilon,
 )
-from geoldp._versions import geoldp_version
-from geoldp.errors import PrivacyWarning
-from geoldp.ledger import ReleaseLedger, attach
+from geoldp._core.versions import geoldp_version
 from geoldp.trajectory import engine
 
 __all__ = [
@@ -715,7 +717,7 @@ class Plan:
 
 
 def _tqdm() -> Any:
-    """tqdm's bar (:func:`geoldp._progress.tqdm_class`: a widget in notebooks); None without tqdm."""
+    """tqdm's bar (:func:`geoldp._core.progress.tqdm_class`: a widget in notebooks); None without tqdm."""
     return tqdm_class()
 
 
@@ -818,7 +820,7 @@ def _resolve_with_box(
     """The mechanism and, for a continuous-space one (TraCS), its public box and plane.
 
     A TraCS name takes ``bounds=(minx, miny, maxx, maxy)`` in the frame's CRS; for a longitude/latitude
-    CRS the mechanism is built on the box in the local plane (:func:`geoldp._box.planar_box`). A TraCS
+    CRS the mechanism is built on the box in the local plane (:func:`geoldp._core.box.planar_box`). A TraCS
     object's bounds are planar, so it needs a frame in a projected CRS.
     """
     name = mechanism.lower() if isinstance(mechanism, str) else None

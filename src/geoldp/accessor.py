@@ -30,13 +30,13 @@ from typing import Any
 
 import pandas as pd
 
-from geoldp import _frames, _release, budget_strategies, metrics
-from geoldp._docstrings import doc, fill, method_of
-from geoldp._release import resolve_mechanism
-from geoldp._validation import check_bool, check_positive_km
-from geoldp.ledger import ReleaseLedger, attach, ledger_of
+from geoldp import _release, budget_strategies, metrics
+from geoldp._core import frames as _frames
+from geoldp._core.docstrings import doc, fill, method_of
+from geoldp._core.ledger import ReleaseLedger, attach, ledger_of
+from geoldp._core.validation import check_bool, check_positive_km
 
-__all__ = ["LDPAccessor", "perturb", "resolve_mechanism", "snap"]
+__all__ = ["GeoSeriesLDPAccessor", "LDPAccessor"]
 
 
 #: The toy release of the accessor's examples: four public points ``pois`` and two trips ``trips``.
@@ -316,7 +316,7 @@ def perturb(
     return out
 
 
-# The docstring of every estimator method: what differs is given to `doc` (geoldp._docstrings).
+# The docstring of every estimator method: what differs is given to `doc` (geoldp._core.docstrings).
 _ESTIMATOR_METHOD = """
 {summary}
 
@@ -392,7 +392,7 @@ class LDPAccessor:
         Returns
         -------
         ReleaseLedger or None
-            See :class:`geoldp.ledger.ReleaseLedger`.
+            See :class:`geoldp.ReleaseLedger`.
         """
         return ledger_of(self._obj)
 

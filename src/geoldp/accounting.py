@@ -1,6 +1,6 @@
 """Privacy-budget accounting across releases: :class:`BudgetAccountant`, and the ledger of combined frames.
 
-A single release spends ε per trajectory (its :class:`~geoldp.ledger.ReleaseLedger` says how). A user who
+A single release spends ε per trajectory (its :class:`~geoldp.ReleaseLedger` says how). A user who
 contributes several trajectories, to one release or to several, spends the sum (sequential composition):
 ``k`` trajectories of user ``u`` at ε each cost ``u`` ``k·ε``. A :class:`BudgetAccountant` keeps that sum
 per user across calls and refuses, before any random draw, a release that would take a user past the
@@ -65,19 +65,9 @@ from typing import Any
 
 import numpy as np
 
-from geoldp._validation import check_epsilon, check_no_missing, missing_column
-from geoldp.errors import BudgetError, GeoLDPWarning
-from geoldp.ledger import ReleaseLedger, user_stacklevel
-
-__all__ = [
-    "FORMAT",
-    "BudgetAccountant",
-    "store_path",
-    "PendingCharge",
-    "charge_release",
-    "finish_release",
-    "user_key",
-]
+from geoldp._core.errors import BudgetError, GeoLDPWarning
+from geoldp._core.ledger import ReleaseLedger, user_stacklevel
+from geoldp._core.validation import check_epsilon, check_no_missing, missing_column
 
 #: The ``"format"`` member of a saved accountant.
 FORMAT = "geoldp.BudgetAccountant"
@@ -577,8 +567,8 @@ class BudgetAccountant:
         kept in a store (:meth:`open`) it is a copy: the store goes on being charged, and ``path`` may not
         be the store's own file (that would replace the store).
         """
-        from geoldp import _safe_write
         from geoldp import store as stores
+        from geoldp._core import safe_write as _safe_write
 
         location = self.location
         if location is not None and not stores.is_url(location):

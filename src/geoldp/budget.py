@@ -23,17 +23,7 @@ from typing import Any, cast
 
 import numpy as np
 
-from geoldp.errors import BudgetError
-
-__all__ = [
-    "KINDS",
-    "Ledger",
-    "LedgerEntry",
-    "ReleaseCache",
-    "check_fractions",
-    "exact_share",
-    "release_scope",
-]
+from geoldp._core.errors import BudgetError
 
 #: The stage kinds a ledger entry may carry.
 KINDS = (

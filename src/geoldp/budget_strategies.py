@@ -19,7 +19,7 @@ the aggregate reports of :func:`geoldp.report`, whose rows are estimated part by
     :func:`select_per_user` gives the same choice as a mask. Each kept trajectory gets ε.
 
 Both can be combined (keep at most k, then split ε over the kept ones). The release's ledger (its
-``user_budget``, see :class:`~geoldp.ledger.ReleaseLedger`) records the rule, never a user id or a per-user
+``user_budget``, see :class:`~geoldp.ReleaseLedger`) records the rule, never a user id or a per-user
 count.
 """
 
@@ -34,20 +34,11 @@ import numpy as np
 import pandas as pd
 
 from geoldp import accounting
-from geoldp._random import resolve_rng
-from geoldp._validation import check_int_min, missing_column
-from geoldp.ledger import ReleaseLedger, attach, ledger_of, require
+from geoldp._core.ledger import ReleaseLedger, attach, ledger_of, require
+from geoldp._core.randomness import resolve_rng
+from geoldp._core.validation import check_int_min, missing_column
 
-__all__ = [
-    "EPSILON_COLUMN",
-    "SELECT",
-    "REFUSAL_ADVICE",
-    "USER_BUDGETS",
-    "perturb_per_user",
-    "release_parts",
-    "select_per_user",
-    "split_epsilon",
-]
+__all__ = ["release_parts", "select_per_user"]
 
 #: ``user_budget`` values: ε per trajectory (the default) or ε per user shared over her trajectories.
 USER_BUDGETS = ("trajectory", "split")
@@ -212,7 +203,7 @@ def perturb_per_user(
     (before its ``release_id``) into ``(release, ledger)``; by default a GeoDataFrame with the points'
     provenance.
     """
-    from geoldp._validation import check_epsilon
+    from geoldp._core.validation import check_epsilon
 
     if user_budget not in USER_BUDGETS:
         raise ValueError(

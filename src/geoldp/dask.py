@@ -23,12 +23,12 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from geoldp.ledger import attach
+from geoldp._core.ledger import attach
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-__all__ = ["DaskLDPAccessor", "perturb", "register_accessor", "report"]
+__all__ = ["DaskLDPAccessor", "perturb", "report"]
 
 _CALLER = "geoldp.dask.perturb"
 
@@ -55,7 +55,7 @@ def _checked_dask(ddf: Any, caller: str, in_memory: str) -> Any:
             f"The 'ddf' parameter of {caller} must be a dask_geopandas.GeoDataFrame. Got "
             f"{type(ddf).__name__}. For an in-memory frame use {in_memory}."
         )
-    from geoldp import _frames
+    from geoldp._core import frames as _frames
 
     _frames.require_crs(ddf.crs, what="trajectories", caller=caller)  # the in-memory frame's message
     return dask
@@ -70,8 +70,9 @@ def _partition_stats(
     number: int = 0,
     caller: str = _CALLER,
 ) -> tuple[int, dict[int, int], set[int], Any, Any]:
-    """Row count, trajectory lengths (length -> count), geometry type ids, user column and bounds of one
-    partition.
+    """Row count, trajectory lengths, geometry type ids, user column and bounds of one partition.
+
+    The lengths are a mapping length -> count.
 
     The first three are released by the output anyway (row count, vertex counts, geometry type). The user
     column (only with an accountant) and the bounds in ``area_crs`` (only when the public points record
@@ -101,8 +102,10 @@ def _partition_stats(
 
 
 def _data_box(stats: Any, crs: Any) -> Any:
-    """A one-row frame with the partitions' combined bounds (in ``crs``), for the area check of the
-    release pipeline; ``None`` when no partition has bounds."""
+    """A one-row frame with the partitions' combined bounds (in ``crs``).
+
+    It feeds the area check of the release pipeline; ``None`` when no partition has bounds.
+    """
     import geopandas as gpd
     import shapely
 
@@ -117,7 +120,7 @@ def _data_box(stats: Any, crs: Any) -> Any:
 
 def _refuse_mixed_types(per_partition: list[set[int]], caller: str) -> None:
     """One geometry type across all partitions, as for an in-memory frame (missing rows aside)."""
-    from geoldp import _frames
+    from geoldp._core import frames as _frames
 
     first: dict[int, int] = {}
     for number, types in enumerate(per_partition):
@@ -236,7 +239,7 @@ def perturb(
     dask_geopandas.GeoDataFrame
         Lazy; same partitions, index and CRS as ``ddf``, with the perturbed geometry and ``keep_columns``.
         Each computed partition (and the computed frame) carries the same ledger (:func:`geoldp.ledger_of`)
-        as ``gdf.ldp.perturb`` (a :class:`~geoldp.ledger.ReleaseLedger` with a ``release_id``, the
+        as ``gdf.ldp.perturb`` (a :class:`~geoldp.ReleaseLedger` with a ``release_id``, the
         public points' provenance and, with ``accountant``, its settings), plus the partitioning.
 
     Raises
@@ -274,7 +277,8 @@ def perturb(
     >>> out = geoldp.dask.perturb(ddf, pois, mechanism="atp", epsilon=4.0).compute()  # doctest: +SKIP
     """
     dask = _checked_dask(ddf, _CALLER, "gdf.ldp.perturb(...)")
-    from geoldp import _frames, _release
+    from geoldp import _release
+    from geoldp._core import frames as _frames
 
     for name in ("traj_id_col", "time_col"):
         if name in options:
@@ -361,7 +365,7 @@ class DaskLDPAccessor:
     def __init__(self, obj: Any) -> None:
         import dask_geopandas
 
-        from geoldp import _frames
+        from geoldp._core import frames as _frames
 
         self._obj = _frames.accessor_target(obj, dask_geopandas.GeoDataFrame)
 
@@ -453,8 +457,7 @@ def report(
     accountant: Any = None,
     user_col: Any = None,
 ) -> Any:
-    """One ε-LDP aggregate report per row of a Dask GeoDataFrame: the Dask counterpart of
-    :func:`geoldp.report`.
+    """One ε-LDP aggregate report per row of a Dask GeoDataFrame: the Dask :func:`geoldp.report`.
 
     Row ``i`` (global position) uses random stream ``i`` of one stream key drawn per call, so with the
     same ``rng`` the computed result equals ``geoldp.report(ddf.compute(), zones, ...)`` row for row,
@@ -505,8 +508,9 @@ def report(
     >>> rep = geoldp.dask.report(ddf, zone_grid(pois, cells=10), epsilon=4.0).compute()  # doctest: +SKIP
     """
     dask = _checked_dask(ddf, _REPORT_CALLER, "geoldp.report(gdf, ...)")
-    from geoldp import _frames, _release
-    from geoldp._random import resolve_rng
+    from geoldp import _release
+    from geoldp._core import frames as _frames
+    from geoldp._core.randomness import resolve_rng
     from geoldp.reports import release
     from geoldp.zones import check_zones
 

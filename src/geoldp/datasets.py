@@ -27,13 +27,13 @@ from typing import Any
 
 import numpy as np
 
-from geoldp._validation import MAX_COUNT, MAX_LENGTH
-from geoldp.geo import KM_PER_DEGREE
+from geoldp._core.geo import KM_PER_DEGREE
+from geoldp._core.validation import MAX_COUNT, MAX_LENGTH
 
 #: Most public points :func:`synthetic_city` draws (as many as :func:`geoldp.points.grid` builds).
 MAX_CITY_POINTS = 2_000_000
 
-__all__ = ["synthetic_city", "synthetic_city_arrays"]
+__all__ = ["synthetic_city"]
 
 _MIN_SEPARATION_KM = 1e-5  # 1 cm; PointSet treats < 1 mm as a duplicate
 _SNAP_K = 8

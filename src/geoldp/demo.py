@@ -26,8 +26,8 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 import numpy as np
 
-from geoldp import _safe_write
-from geoldp.errors import PrivacyWarning
+from geoldp._core import safe_write as _safe_write
+from geoldp._core.errors import PrivacyWarning
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
@@ -35,15 +35,7 @@ if TYPE_CHECKING:
     import geopandas as gpd
     import pandas as pd
 
-__all__ = [
-    "DemoResult",
-    "format_table",
-    "run_demo",
-    "save_comparison_html",
-    "save_comparison_map",
-    "save_density_map",
-    "utility_table",
-]
+__all__ = ["run_demo"]
 
 _GEOJSON_OUTPUTS = ("points.geojson", "original.geojson", "tp.geojson", "atp.geojson")
 _FIGURE_OUTPUTS = ("map.png", "density.png")
@@ -298,7 +290,7 @@ def save_comparison_html(
 
     if importlib.util.find_spec("folium") is None:
         return None
-    from geoldp import _safe_write
+    from geoldp._core import safe_write as _safe_write
     from geoldp.explore import explore_release
 
     fmap = explore_release(released, original, points)

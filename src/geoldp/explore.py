@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["LAYER_STYLES", "MAX_ROWS", "explore_estimates", "explore_release"]
+__all__ = ["explore_estimates", "explore_release"]
 
 #: Trajectories drawn per layer by default: more rows are thinned to this many, evenly spaced (the map
 #: says so)
@@ -47,7 +47,7 @@ def _as_wgs84_geoseries(obj: Any, name: str) -> Any:
     """The geometries of ``obj`` (GeoDataFrame, GeoSeries or PointSet) in WGS 84; attributes are dropped."""
     import geopandas as gpd
 
-    from geoldp.pointset import PointSet
+    from geoldp._core.pointset import PointSet
 
     if isinstance(obj, PointSet):
         geoms = gpd.GeoSeries(gpd.points_from_xy(obj.lon, obj.lat), crs=obj.crs)
@@ -223,7 +223,7 @@ def explore_release(
     >>> m = out.ldp.explore(original=trips, points=pois)  # doctest: +SKIP
     >>> m.save("compare.html")  # doctest: +SKIP
     """
-    from geoldp._validation import check_int_min
+    from geoldp._core.validation import check_int_min
 
     folium = _folium()
     if max_rows is not None:

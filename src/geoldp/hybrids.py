@@ -14,11 +14,10 @@ import math
 from fractions import Fraction
 from typing import Any
 
-from geoldp import _frames, accounting
-from geoldp.ledger import attach, require
+from geoldp import accounting
+from geoldp._core import frames as _frames
+from geoldp._core.ledger import attach, require
 from geoldp.reports import report
-
-__all__ = ["hybrid", "split_epsilon"]
 
 
 def split_epsilon(epsilon: float, fraction: float) -> tuple[float, float]:
@@ -93,8 +92,8 @@ def hybrid(
     >>> ledger_of(traj).epsilon, ledger_of(rep).epsilon
     (2.0, 2.0)
     """
-    from geoldp._random import resolve_rng
-    from geoldp._validation import MIN_EPSILON, check_release_epsilon
+    from geoldp._core.randomness import resolve_rng
+    from geoldp._core.validation import MIN_EPSILON, check_release_epsilon
 
     caller = "geoldp.hybrid"
     gdf = _frames.check_frame(gdf, caller=caller)

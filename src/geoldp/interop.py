@@ -27,10 +27,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from geoldp._validation import missing_column
-from geoldp.errors import GeoLDPWarning, PrivacyWarning
-
-__all__ = ["PLACEHOLDER_START", "from_movingpandas", "from_trackintel", "to_movingpandas", "to_trackintel"]
+from geoldp._core.errors import GeoLDPWarning, PrivacyWarning
+from geoldp._core.validation import missing_column
 
 #: The time of the first vertex when no ``times`` are given (then one second per vertex).
 PLACEHOLDER_START = pd.Timestamp("1970-01-01")  # naive, as movingpandas keeps times; UTC for trackintel

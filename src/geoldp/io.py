@@ -3,7 +3,7 @@
 Writing
 -------
 - :func:`to_geojson` writes RFC 7946 GeoJSON: WGS 84 (lon, lat) coordinates, no ``crs`` member, and the
-  privacy ledger (:class:`~geoldp.ledger.ReleaseLedger`) as a top-level foreign member ``"geoldp"``
+  privacy ledger (:class:`~geoldp.ReleaseLedger`) as a top-level foreign member ``"geoldp"``
   (allowed by RFC 7946 §6.1 and ignored by QGIS/GDAL) or as a sidecar JSON file ``<path>.ledger.json``.
 - :func:`write_file` writes GeoJSON, GeoPackage, GeoParquet, FlatGeobuf, Shapefile or CSV (by suffix), with
   the ledger in a sidecar ``<path>.ledger.json``. Every format keeps the rows in the frame's order with
@@ -12,7 +12,7 @@ Writing
   column name beginning with ``= + - @``, a tab or a carriage return) gets a leading single quote, the
   OWASP rule against CSV injection; numeric columns are written as numbers.
 - Every write is **atomic** (a complete temporary file in the target directory, fsynced, then renamed; see
-  :mod:`geoldp._safe_write`): after an error, Ctrl-C, ``kill -9`` or a full disk the previous file (or no
+  :mod:`geoldp._core.safe_write`): after an error, Ctrl-C, ``kill -9`` or a full disk the previous file (or no
   file) remains, never a partial one. An existing output is an error unless ``overwrite=True``; a symlink at
   an output path is refused; an output may not be one of the ``inputs`` (hard links included). A GeoPackage
   is replaced whole (its other layers are *not* kept) unless ``add_layer=True`` names a new layer.
@@ -33,7 +33,7 @@ Writing
 Reading
 -------
 :func:`read_trajectories` and :func:`read_points` read only the file they are given, in an allow-listed
-format whose content is checked against its name (see :mod:`geoldp._formats`): GeoJSON, GeoPackage,
+format whose content is checked against its name (see :mod:`geoldp._core.formats`): GeoJSON, GeoPackage,
 GeoParquet, FlatGeobuf, Shapefile, GPX, and CSV (also ``.csv.gz``, ``.csv.bz2``, ``.csv.xz``, ``.csv.zip``)
 with a WKT column or lon/lat columns. VRT files and other indirections are refused; ``/vsi*`` paths and
 archives need ``allow_vsi=True``; nothing is ever fetched over the network. A sidecar ledger is read only
@@ -64,22 +64,14 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from geoldp import _formats, _frames, _safe_write, _validation
-from geoldp.errors import GeoLDPWarning
-from geoldp.ledger import ATTRS_KEY, ReleaseLedger, attach, ledger_of, record_problem
+from geoldp._core import formats as _formats
+from geoldp._core import frames as _frames
+from geoldp._core import safe_write as _safe_write
+from geoldp._core import validation as _validation
+from geoldp._core.errors import GeoLDPWarning
+from geoldp._core.ledger import ATTRS_KEY, ReleaseLedger, attach, ledger_of, record_problem
 
-__all__ = [
-    "WRITE_FORMATS",
-    "layer_set_paths",
-    "ledger_path",
-    "read_ledger",
-    "read_points",
-    "read_trajectories",
-    "to_geojson",
-    "write_file",
-    "write_layer_set",
-    "write_ledger",
-]
+__all__ = ["read_ledger", "read_points", "read_trajectories", "to_geojson", "write_file", "write_ledger"]
 
 _WKT_NAMES = ("geometry", "wkt", "geom", "the_geom")
 _LON_NAMES = ("lon", "lng", "long", "longitude", "x")

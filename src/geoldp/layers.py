@@ -29,23 +29,16 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from geoldp import _formats, budget_strategies
+from geoldp import budget_strategies
 from geoldp import points as public_points
-from geoldp._progress import stages
-from geoldp._validation import check_bool
+from geoldp._core import formats as _formats
+from geoldp._core.ledger import ledger_of
+from geoldp._core.progress import stages
+from geoldp._core.validation import check_bool
 from geoldp.estimate._ranking import top_supported
-from geoldp.ledger import ledger_of
 from geoldp.zones import zone_grid
 
-__all__ = [
-    "LAYER_NAMES",
-    "estimate_layers",
-    "od_layer",
-    "points_for",
-    "regions_layer",
-    "write_layers",
-    "zone_layer",
-]
+__all__ = ["estimate_layers", "od_layer", "regions_layer", "write_layers", "zone_layer"]
 
 #: The layers :func:`estimate_layers` can make, in the order they are written.
 LAYER_NAMES = _formats.ESTIMATE_LAYERS

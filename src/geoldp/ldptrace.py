@@ -44,11 +44,14 @@ from typing import Any
 
 import numpy as np
 
-from geoldp import _frames, _release
+from geoldp import _release
 from geoldp import points as public_points
-from geoldp._progress import stages
-from geoldp._random import resolve_rng
-from geoldp._validation import (
+from geoldp._core import frames as _frames
+from geoldp._core.errors import GeoLDPWarning
+from geoldp._core.ledger import attach, require
+from geoldp._core.progress import stages
+from geoldp._core.randomness import resolve_rng
+from geoldp._core.validation import (
     MAX_LENGTH,
     check_count,
     check_epsilon,
@@ -57,26 +60,11 @@ from geoldp._validation import (
     check_real,
     check_release_epsilon,
 )
-from geoldp._versions import geoldp_version
+from geoldp._core.versions import geoldp_version
 from geoldp.budget import exact_share
-from geoldp.errors import GeoLDPWarning
-from geoldp.ledger import attach, require
 from geoldp.mechanisms.oracles import oue_counts, oue_estimate
 
-__all__ = [
-    "LENGTH_SHARE",
-    "MAX_SYNTHETIC",
-    "Grid",
-    "LDPTraceModel",
-    "auto_grid_size",
-    "budget_split",
-    "cell_sequences",
-    "collect",
-    "move_codes",
-    "synthesize",
-    "synthetic_cells",
-    "synthesize_cells",
-]
+__all__ = ["Grid", "LDPTraceModel", "collect", "synthesize_cells"]
 
 #: Share of ε spent on the length report (the rest goes to start, end and transitions).
 LENGTH_SHARE = Fraction(1, 10)

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["length_pool", "no_data_shapes", "uniform_answer", "uniform_visits"]
+__all__ = ["no_data_shapes", "uniform_answer", "uniform_visits"]
 
 
 def uniform_answer(zone_of_point: np.ndarray, n_zones: int, *, od: bool) -> np.ndarray:

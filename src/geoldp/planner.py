@@ -82,10 +82,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from geoldp import _frames, ldptrace, metrics
-from geoldp._box import planar_box
-from geoldp._progress import stages
-from geoldp._validation import (
+from geoldp import ldptrace, metrics
+from geoldp._core import frames as _frames
+from geoldp._core.box import planar_box
+from geoldp._core.geo import haversine_array_m
+from geoldp._core.progress import stages
+from geoldp._core.validation import (
     MAX_PLAN_USERS,
     MIN_EPSILON,
     check_count,
@@ -97,7 +99,6 @@ from geoldp.designs import Design, design
 from geoldp.designs.coarse import coarse_zones, spread_counts, spread_matrix
 from geoldp.designs.pilot import PilotEstimate
 from geoldp.designs.report import ReportDesign
-from geoldp.geo import haversine_array_m
 from geoldp.nodata import length_pool, no_data_shapes, uniform_answer, uniform_visits
 from geoldp.questions import Question
 from geoldp.reports import estimators as rest
@@ -106,17 +107,7 @@ from geoldp.shrinkage import blend, inverse_variance, shrink_empirical_bayes, sh
 from geoldp.trajectory import perturb_coordinates, perturb_trajectories
 from geoldp.zones import check_zones, zone_of_vertices
 
-__all__ = [
-    "DESIGNS",
-    "POPULATIONS",
-    "QUESTIONS",
-    "DesignSpec",
-    "PlanTable",
-    "Simulation",
-    "plan",
-    "register_design",
-    "trajectory_rms",
-]
+__all__ = ["PlanTable", "trajectory_rms"]
 
 #: The questions a plan can be asked.
 QUESTIONS = tuple(q.value for q in Question)

@@ -12,9 +12,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from geoldp._frames import as_pointset, trajectory_arrays
-from geoldp._validation import missing_column
-from geoldp.geo import KM_PER_DEGREE
+from geoldp._core.frames import as_pointset, trajectory_arrays
+from geoldp._core.geo import KM_PER_DEGREE
+from geoldp._core.validation import missing_column
 from geoldp.metrics._pairing import check_same_rows
 
 __all__ = [

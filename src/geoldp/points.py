@@ -29,17 +29,12 @@ from typing import Any
 
 import numpy as np
 
-from geoldp._validation import check_int_range, check_real
-from geoldp.errors import PrivacyWarning
+from geoldp._core.errors import PrivacyWarning
+from geoldp._core.validation import check_int_range, check_real
 
 __all__ = [
-    "MAX_POINTS",
-    "PROVENANCE_KEY",
-    "SIDECAR_SUFFIX",
     "digest_of",
     "from_recipe",
-    "load_provenance",
-    "save_provenance",
     "grid",
     "h3_cells",
     "ledger_record",
@@ -489,7 +484,7 @@ def thin(points: Any, n: int, *, rng: Any = None) -> Any:
     """
     import geopandas as gpd
 
-    from geoldp._random import resolve_rng
+    from geoldp._core.randomness import resolve_rng
 
     caller = "geoldp.points.thin"
     if not isinstance(points, gpd.GeoDataFrame | gpd.GeoSeries):
@@ -624,7 +619,7 @@ def digest_of(points: Any) -> str:
 
     import geopandas as gpd
 
-    from geoldp.pointset import PointSet
+    from geoldp._core.pointset import PointSet
 
     if isinstance(points, gpd.GeoDataFrame):
         points = PointSet.from_geodataframe(points)
@@ -729,7 +724,7 @@ def save_provenance(points: Any, path: Any, *, overwrite: bool = False) -> Any:
     """
     import json
 
-    from geoldp._safe_write import write_bytes
+    from geoldp._core.safe_write import write_bytes
 
     attrs = getattr(points, "attrs", None) or {}
     if not isinstance(attrs.get(PROVENANCE_KEY), str):
@@ -758,7 +753,7 @@ def load_provenance(points: Any, path: Any) -> Any:
     import warnings
     from pathlib import Path
 
-    from geoldp.errors import GeoLDPWarning
+    from geoldp._core.errors import GeoLDPWarning
 
     side = _sidecar(path)
     try:

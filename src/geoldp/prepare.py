@@ -45,15 +45,14 @@ import numpy as np
 import pandas as pd
 import shapely
 
-from geoldp import _frames
-from geoldp._release import MIN_EPSILON, NEAR_UNIFORM_EPSILON, point_budget, suggest_max_points
-from geoldp._validation import check_float_range, check_int_min, missing_column
-from geoldp.errors import GeoLDPWarning
+from geoldp._core import frames as _frames
+from geoldp._core.errors import GeoLDPWarning
+from geoldp._core.validation import check_float_range, check_int_min, missing_column
+from geoldp._release import MIN_EPSILON as MIN_EPSILON
+from geoldp._release import NEAR_UNIFORM_EPSILON as NEAR_UNIFORM_EPSILON
+from geoldp._release import point_budget, suggest_max_points
 
 __all__ = [
-    "MAX_VERTICES",
-    "MIN_EPSILON",
-    "NEAR_UNIFORM_EPSILON",
     "clip_to_area",
     "drop_consecutive_duplicates",
     "drop_short_trips",
@@ -419,7 +418,7 @@ def drop_consecutive_duplicates(gdf: Any, points: Any = None) -> Any:
 
 
 def _cumulative_m(lon: np.ndarray, lat: np.ndarray) -> np.ndarray:
-    from geoldp.geo import haversine_m
+    from geoldp._core.geo import haversine_m
 
     if lon.size < 2:
         return np.zeros(lon.size)

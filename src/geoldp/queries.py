@@ -23,16 +23,16 @@ from typing import Any
 import numpy as np
 import shapely
 
-from geoldp._frames import Region, TrajectoryArrays, as_pointset, as_regions, trajectory_arrays
-from geoldp._validation import check_max_km
-from geoldp.geo import EARTH_RADIUS_M, to_radians
-from geoldp.geo import haversine_array_m as _haversine_m
+from geoldp._core.frames import Region, TrajectoryArrays, as_pointset, as_regions, trajectory_arrays
+from geoldp._core.geo import EARTH_RADIUS_M, to_radians
+from geoldp._core.geo import haversine_array_m as _haversine_m
+from geoldp._core.validation import check_max_km
 
-__all__ = ["debiased_visit_counts", "range_count", "visit_counts"]
+__all__ = ["range_count"]
 
 
 # --------------------------------------------------------------------------------------------------
-# geometry helpers (geoldp.geo holds the one haversine implementation)
+# geometry helpers (geoldp._core.geo holds the one haversine implementation)
 # --------------------------------------------------------------------------------------------------
 
 

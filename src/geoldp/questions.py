@@ -9,7 +9,7 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Any
 
-__all__ = ["Question", "question"]
+__all__ = ["Question"]
 
 
 class Question(StrEnum):

@@ -15,12 +15,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from geoldp import _frames
+from geoldp._core import frames as _frames
 from geoldp.nodata import length_pool, no_data_shapes, uniform_answer
 from geoldp.reports import estimators as rest
 from geoldp.zones import check_zones, zone_of_vertices
-
-__all__ = ["blend", "inverse_variance", "shrink_empirical_bayes", "shrink_to_baseline", "shrunk_counts"]
 
 
 def shrink_to_baseline(estimate: Any, std_error: Any, baseline: Any) -> np.ndarray:

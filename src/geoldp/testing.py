@@ -1,6 +1,7 @@
 """Public test utilities for local-DP conformance: exact output distributions and exact ε-LDP checks.
 
-* :class:`EnumeratingSource` — a :class:`~geoldp._random.RandomSource` that *forces* branch choices instead of
+* :class:`EnumeratingSource` — a :class:`~geoldp._core.randomness.RandomSource`
+  that *forces* branch choices instead of
   drawing, so :func:`exact_distribution` can enumerate every random path of a mechanism through its real
   code and accumulate the exact output distribution.
 * :func:`max_log_ratio` / :func:`assert_ldp` — the exact criteria (a) rows sum to 1, (b) equal supports,
@@ -16,9 +17,9 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from geoldp._random import RandomSource
+from geoldp._core.randomness import RandomSource
 
-__all__ = ["EnumeratingSource", "assert_ldp", "exact_distribution", "ldp_tolerance", "max_log_ratio"]
+__all__ = ["assert_ldp", "exact_distribution", "max_log_ratio"]
 
 
 class EnumeratingSource(RandomSource):

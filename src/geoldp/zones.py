@@ -31,21 +31,9 @@ import pandas as pd
 import shapely
 from pyproj import CRS, Transformer
 
-from geoldp import _frames
-from geoldp.geo import KM_PER_DEGREE
-from geoldp.pointset import PointSet
-
-__all__ = [
-    "AUTO_CELL_KM",
-    "MAX_ZONES",
-    "Zones",
-    "check_polygons",
-    "check_zones",
-    "first_zone",
-    "lonlat_to",
-    "zone_grid",
-    "zone_of_vertices",
-]
+from geoldp._core import frames as _frames
+from geoldp._core.geo import KM_PER_DEGREE
+from geoldp._core.pointset import PointSet
 
 #: Most zones :func:`zone_grid` builds; a finer grid is refused before anything is allocated. Read at every
 #: call, so it can be raised (``geoldp.zones.MAX_ZONES = ...``) where the memory allows.
@@ -216,7 +204,7 @@ class Zones:
         return self._points_zone[1]
 
     def of_trajectories(self, tr: Any, pts: PointSet | None = None) -> np.ndarray:
-        """Zone position of every vertex of :class:`~geoldp._frames.TrajectoryArrays` (-1 outside).
+        """Zone position of every vertex of :class:`~geoldp._core.frames.TrajectoryArrays` (-1 outside).
 
         Cached on ``tr`` for the duration of one call; index input looks P's zones up.
         """

@@ -7,8 +7,8 @@ import pickle
 import numpy as np
 import pytest
 
+from geoldp._core.pointset import PointSet
 from geoldp.mechanisms import KRR, ExponentialMechanism, SquareWave
-from geoldp.pointset import PointSet
 
 PS = PointSet([116.30, 116.35, 116.41, 116.44, 116.50], [39.90, 39.95, 39.91, 39.99, 39.93])
 

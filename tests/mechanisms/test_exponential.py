@@ -15,11 +15,11 @@ import numpy as np
 import pytest
 from mech_stats import chi2_gof, counts_of, noncentrality, passes
 
-from geoldp import _kernels
-from geoldp._random import RandomSource
-from geoldp.geo import haversine_m
+from geoldp._core import kernels as _kernels
+from geoldp._core.geo import haversine_m
+from geoldp._core.pointset import PointSet
+from geoldp._core.randomness import RandomSource
 from geoldp.mechanisms import ExponentialMechanism, check_em_epsilon, em_epsilon_limit, exponential
-from geoldp.pointset import PointSet
 from geoldp.testing import EnumeratingSource, assert_ldp, exact_distribution
 
 mpmath.mp.dps = 50

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from mech_stats import counts_of, noncentrality, passes
 
-from geoldp._random import resolve_rng
+from geoldp._core.randomness import resolve_rng
 from geoldp.mechanisms import KRR, krr, krr_constants, krr_lie_probability
 from geoldp.testing import assert_ldp, exact_distribution, max_log_ratio
 

@@ -18,7 +18,7 @@ import pytest
 import scipy.stats
 from mech_stats import chi2_gof, counts_of, noncentrality
 
-from geoldp import _random
+from geoldp._core import randomness as _random
 from geoldp.mechanisms import PIECEWISE_EPS_MAX, PiecewiseCircular, PiecewiseLinear
 from geoldp.testing import assert_ldp, ldp_tolerance, max_log_ratio
 

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import geoldp
-from geoldp import _aot
+from geoldp._core import aot as _aot
 from geoldp.datasets import synthetic_city_arrays
 from geoldp.trajectory import perturb_coordinates
 
@@ -110,7 +110,7 @@ def _forget_budget_splits():
 
 
 def test_other_argument_types_go_to_numba(monkeypatch):
-    from geoldp import _kernels
+    from geoldp._core import kernels as _kernels
 
     lam = np.linspace(0.0, 0.01, 7)
     phi = np.linspace(0.0, 0.02, 7)
@@ -135,7 +135,7 @@ def test_an_extension_built_from_other_sources_is_not_used(monkeypatch):
 def test_numba_code_that_names_an_entry_calls_its_numba_function():
     import numba
 
-    from geoldp import _kernels
+    from geoldp._core import kernels as _kernels
 
     @numba.njit
     def through_entry(lam, phi, out):
@@ -221,7 +221,7 @@ def test_a_first_call_that_compiles_without_installed_kernels_says_so_with_the_f
     kernels are installed (or the user turned them off) it is silent."""
     import warnings
 
-    from geoldp.errors import GeoLDPWarning
+    from geoldp._core.errors import GeoLDPWarning
     from geoldp.trajectory._fast import driver as _fast
 
     mech = geoldp.PointEM(epsilon=1.0)

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 import geoldp
-from geoldp import _kernels as K
+from geoldp._core import kernels as K
 from geoldp.datasets import synthetic_city_arrays
 from geoldp.mechanisms import sw_half_width
 from geoldp.trajectory import ATP

@@ -190,7 +190,7 @@ def test_a_frame_release_refused_by_a_warning_leaves_the_caches_as_they_were(pub
     # the GeoDataFrame path: the near-uniform PrivacyWarning, an error under pytest's filterwarnings
     import shapely
 
-    from geoldp.errors import PrivacyWarning
+    from geoldp._core.errors import PrivacyWarning
 
     P = public_points
     idx = np.random.default_rng(8).integers(0, len(P), 41)

@@ -16,10 +16,10 @@ import pytest
 from trajectory_support import chi_square, city, make, noncentrality
 
 from geoldp import client
-from geoldp.campaign import Campaign
+from geoldp.field.campaign import Campaign
 from geoldp.trajectory import ATP, TP, _exact
 
-pytestmark = pytest.mark.filterwarnings("ignore::geoldp.errors.PrivacyWarning")
+pytestmark = pytest.mark.filterwarnings("ignore::geoldp.PrivacyWarning")
 
 
 def _exact_pmf(mech, pts, x, run_cls=None) -> dict:

@@ -10,7 +10,7 @@ import pytest
 from trajectory_support import city, make
 
 from geoldp import ATP, TP, Ledger, PointEM, perturb_trajectories
-from geoldp._random import NumpyRandomSource
+from geoldp._core.randomness import NumpyRandomSource
 from geoldp.trajectory import engine
 from geoldp.trajectory.engine import _perturb_with_transcript
 

@@ -19,8 +19,8 @@ import pytest
 from trajectory_support import chi_square, city, make, noncentrality
 
 from geoldp import PointSet
-from geoldp import _kernels as K
-from geoldp import _random as R
+from geoldp._core import kernels as K
+from geoldp._core import randomness as R
 from geoldp.datasets import synthetic_city_arrays
 from geoldp.mechanisms import sw_half_width
 from geoldp.trajectory import ATP, TP, PointEM, _exact
@@ -717,7 +717,7 @@ def test_duplicate_public_points_fit_exact_pmf():
     # which the dot-product filters must leave to the kernels (sector 0, exact ties in the merge)
     from trajectory_support import CITY_LAT, CITY_LON
 
-    from geoldp.errors import GeoLDPWarning
+    from geoldp._core.errors import GeoLDPWarning
 
     with pytest.warns(GeoLDPWarning, match="duplicate"):
         P = PointSet(np.r_[CITY_LON[:5], CITY_LON[1]], np.r_[CITY_LAT[:5], CITY_LAT[1]])

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 from trajectory_support import chi_square, city, make, noncentrality
 
-from geoldp._random import NumpyRandomSource
+from geoldp._core.randomness import NumpyRandomSource
 from geoldp.trajectory import ATP, TP, _exact, engine
 
 

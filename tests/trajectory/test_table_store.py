@@ -18,8 +18,8 @@ import numpy as np
 import pytest
 
 import geoldp
+from geoldp._core.errors import GeoLDPWarning
 from geoldp.datasets import synthetic_city_arrays
-from geoldp.errors import GeoLDPWarning
 from geoldp.trajectory import ATP
 from geoldp.trajectory import _atp_table as AT
 from geoldp.trajectory import _table_store as TS

@@ -17,7 +17,8 @@ import numpy as np
 import pytest
 import scipy.stats
 
-from geoldp import PointSet, _random
+from geoldp import PointSet
+from geoldp._core import randomness as _random
 from geoldp.mechanisms import PiecewiseCircular, PiecewiseLinear
 from geoldp.testing import assert_ldp
 from geoldp.trajectory import TraCSC, TraCSD, perturb_coordinates, perturb_trajectories
@@ -25,7 +26,7 @@ from geoldp.trajectory.tracs import DEFAULT_DIRECTION_SHARE, direction_and_dista
 
 BOX = (0.0, 0.0, 4000.0, 2000.0)
 # large budgets are tested on purpose (they still add noise); their warning is tested in test_mechanisms
-pytestmark = pytest.mark.filterwarnings("ignore::geoldp.errors.PrivacyWarning")
+pytestmark = pytest.mark.filterwarnings("ignore::geoldp.PrivacyWarning")
 
 
 def box_points() -> np.ndarray:

@@ -9,9 +9,10 @@ import warnings
 import numpy as np
 import scipy.stats
 
-from geoldp import PointSet, geo
-from geoldp._random import NumpyRandomSource, RandomSource
-from geoldp.errors import PrivacyWarning
+from geoldp import PointSet
+from geoldp._core import geo
+from geoldp._core.errors import PrivacyWarning
+from geoldp._core.randomness import NumpyRandomSource, RandomSource
 from geoldp.mechanisms import em_log_weights, krr_lie_probability, sw_bucket_masses
 from geoldp.trajectory import _exact
 from geoldp.trajectory import _reference as _ref

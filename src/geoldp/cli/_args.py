@@ -1,5 +1,6 @@
-"""Argument types, errors, input and output checks shared by the command-line modules (``cli``,
-``cli_campaign``, ``cli_reports``): every command words the same mistake the same way.
+"""Argument types, errors, input and output checks shared by the command modules of :mod:`geoldp.cli`.
+
+Every command words the same mistake the same way.
 
 Light on purpose: only the standard library at import, so that ``geoldp --help`` stays fast.
 """
@@ -21,6 +22,7 @@ __all__ = [
     "bbox",
     "check_name",
     "check_output",
+    "epsilon",
     "existing_file",
     "int_at_least",
     "one_line",
@@ -69,8 +71,10 @@ def report_warnings(stderr: TextIO) -> Iterator[None]:
 
 
 def warned(command: Callable[..., int]) -> Callable[..., int]:
-    """A command (``command(args, stdout, stderr)``) whose warnings are printed as ``geoldp: warning:``
-    lines once it succeeds (see :func:`report_warnings`)."""
+    """A command whose warnings are printed as ``geoldp: warning:`` lines once it succeeds.
+
+    ``command(args, stdout, stderr)`` is wrapped in :func:`report_warnings`.
+    """
 
     def run(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
         with report_warnings(stderr):
@@ -84,8 +88,11 @@ BOX_OPTIONS = ("--area", "--bounds")
 
 
 def join_negative_boxes(argv: Sequence[str]) -> list[str]:
-    """``--area -122.5,37.7,-122.3,37.8`` as ``--area=-122.5,...``: argparse would take the box, which
-    starts with a minus sign, for an option and stop with "expected one argument"."""
+    """``--area -122.5,37.7,-122.3,37.8`` rewritten as ``--area=-122.5,...``.
+
+    Else argparse would take the box, which starts with a minus sign, for an option and stop with
+    "expected one argument".
+    """
     out: list[str] = []
     args = list(argv)
     i = 0
@@ -154,6 +161,14 @@ positive_int = int_at_least(1, "a positive integer")
 seed = int_at_least(0, "a non-negative integer")
 
 
+def epsilon(text: str) -> float:
+    """An argument type: a number (the syntax only; the library checks the range, one grammar everywhere)."""
+    try:
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a number, got {text!r}") from None
+
+
 def positive_float(text: str) -> float:
     """An argument type: a finite number > 0."""
     try:
@@ -217,7 +232,7 @@ def check_name(path: str, what: str = "output") -> None:
             "plain file name"
         )
     name = Path(path).name
-    from geoldp._safe_write import check_utf8_name
+    from geoldp._core.safe_write import check_utf8_name
 
     try:
         check_utf8_name(name, f"the {what}")
@@ -250,11 +265,12 @@ def check_output(
     Refused, each with a :class:`UserError` naming the fix: a name with control or quote characters or
     longer than :data:`MAX_OUTPUT_NAME_BYTES`, a suffix not in ``suffixes`` (default: the formats of
     :func:`geoldp.io.write_file`), a directory that does not exist, and an existing output, one of
-    ``inputs`` or a link (see :func:`geoldp._safe_write.check_output`), for the file and, with ``ledger``,
+    ``inputs`` or a link (see
+    :func:`geoldp._core.safe_write.check_output`), for the file and, with ``ledger``,
     its ledger sidecar. ``what`` names the file in the messages. Nothing is written.
     """
-    from geoldp import _safe_write
-    from geoldp._formats import WRITE_FORMATS
+    from geoldp._core import safe_write as _safe_write
+    from geoldp._core.formats import WRITE_FORMATS
     from geoldp.io import ledger_path
 
     check_name(path, what)

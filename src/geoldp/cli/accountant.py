@@ -26,10 +26,8 @@ import sys
 import warnings
 from typing import Any, TextIO
 
+from geoldp._core.ledger import ledger_of
 from geoldp.cli._args import stage, usage
-from geoldp.ledger import ledger_of
-
-__all__ = ["confirm_release", "open_accountant", "register"]
 
 PROG = "geoldp"
 
@@ -188,7 +186,7 @@ def _reconcile(
     return 0
 
 
-def register(sub: Any) -> None:
+def add_parser(sub: Any) -> None:
     """Add ``geoldp accountant {show,reconcile} STORE`` to the sub-command parsers."""
     p = sub.add_parser(
         "accountant",

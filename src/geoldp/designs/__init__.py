@@ -16,7 +16,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from geoldp.designs.base import ANSWER_COLUMNS, Design, answer_table, parse, to_layer
+from geoldp.designs.base import ANSWER_COLUMNS as ANSWER_COLUMNS
+from geoldp.designs.base import Design, answer_table, parse, to_layer
 from geoldp.designs.composition import Composition
 from geoldp.designs.pilot import Pilot, PilotEstimate
 from geoldp.designs.report import ReportDesign
@@ -24,7 +25,6 @@ from geoldp.designs.synthesis import SynthesisDesign
 from geoldp.designs.trajectory import TrajectoryDesign
 
 __all__ = [
-    "ANSWER_COLUMNS",
     "Composition",
     "Design",
     "Pilot",

@@ -19,8 +19,6 @@ import pandas as pd
 from geoldp import layers
 from geoldp.questions import Question, question
 
-__all__ = ["ANSWER_COLUMNS", "Design", "answer_table", "parse", "register_kind", "to_layer"]
-
 #: The columns of every answer table, in this order. ``estimate`` is the design's answer; ``lower`` and
 #: ``upper`` its interval (NaN where the design claims none); ``std_error`` where defined; ``supported``
 #: whether the interval excludes zero; ``raw`` the count before

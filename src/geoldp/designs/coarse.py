@@ -21,7 +21,7 @@ import numpy as np
 
 from geoldp.zones import check_zones, zone_grid, zone_of_vertices
 
-__all__ = ["coarse_cells", "coarse_zones", "spread_counts", "spread_matrix", "spread_of_points"]
+__all__ = ["coarse_zones", "spread_counts"]
 
 
 def coarse_cells(n_zones: int) -> int:

@@ -14,15 +14,14 @@ from typing import Any, ClassVar
 import numpy as np
 import pandas as pd
 
-from geoldp import combined, hybrids
+from geoldp import hybrids
+from geoldp.designs import combine as combined
 from geoldp.designs._counts import zone_index
 from geoldp.designs.base import Design, answer_table, register_kind
 from geoldp.designs.report import ReportDesign
 from geoldp.designs.trajectory import TrajectoryDesign
 from geoldp.questions import ALL, Question
 from geoldp.shrinkage import blend
-
-__all__ = ["Composition"]
 
 _COMBINERS = ("blend", "ivw")
 #: Visited zones the inverse-variance composition pads its report to (ℓ = 3 estimates visit counts).

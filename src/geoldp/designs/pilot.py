@@ -24,16 +24,15 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from geoldp import _frames, accounting, hybrids
-from geoldp._random import resolve_rng
-from geoldp._validation import check_epsilon
+from geoldp import accounting, hybrids
+from geoldp._core import frames as _frames
+from geoldp._core.ledger import attach, require
+from geoldp._core.randomness import resolve_rng
+from geoldp._core.validation import check_epsilon
 from geoldp.designs.coarse import coarse_zones
-from geoldp.ledger import attach, require
 from geoldp.mechanisms.krr import KRR, krr_constants
 from geoldp.reports.estimators import project_simplex
 from geoldp.zones import check_zones, zone_of_vertices
-
-__all__ = ["Pilot", "PilotEstimate"]
 
 #: The report columns, in the order of the budget shares.
 COLUMNS = ("length_class", "zone_count_class", "coarse_cell")

@@ -24,7 +24,7 @@ from typing import Any, ClassVar
 import numpy as np
 import pandas as pd
 
-from geoldp import _frames
+from geoldp._core import frames as _frames
 from geoldp.designs._counts import zone_index
 from geoldp.designs.base import Design, answer_table, register_kind
 from geoldp.designs.coarse import coarse_zones, spread_counts, spread_of_points
@@ -34,8 +34,6 @@ from geoldp.reports.estimators import estimate_counts
 from geoldp.reports.release import report
 from geoldp.shrinkage import shrink_to_baseline, shrunk_counts
 from geoldp.zones import check_zones, zone_of_vertices
-
-__all__ = ["ReportDesign"]
 
 _STATISTICS = ("visited_zone", "od")
 _ESTIMATORS = ("projected", "shrunk", "eb")

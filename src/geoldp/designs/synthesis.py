@@ -12,8 +12,6 @@ from geoldp.designs._counts import counts_answer
 from geoldp.designs.base import Design, register_kind
 from geoldp.questions import ALL, Question
 
-__all__ = ["SynthesisDesign"]
-
 _DEFAULT_GRID = 6
 
 

@@ -8,13 +8,11 @@ from typing import Any, ClassVar
 import numpy as np
 import pandas as pd
 
-from geoldp import _frames
+from geoldp._core import frames as _frames
 from geoldp.designs._counts import counts_answer
 from geoldp.designs.base import Design, register_kind
 from geoldp.questions import ALL, Question
 from geoldp.trajectory.engine import MECHANISMS
-
-__all__ = ["TrajectoryDesign"]
 
 
 @dataclass(frozen=True)

@@ -46,26 +46,16 @@ import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 
-from geoldp._docstrings import doc, shared_keywords
-from geoldp._random import resolve_rng
-from geoldp._validation import check_bool, check_count, check_int_min, check_positive_km, check_real
+from geoldp._core.docstrings import doc, shared_keywords
+from geoldp._core.randomness import resolve_rng
+from geoldp._core.validation import check_bool, check_count, check_int_min, check_positive_km, check_real
 from geoldp.estimate import _denoise, _inputs, _model
 from geoldp.estimate._ranking import top_supported
 
 if TYPE_CHECKING:
-    from geoldp.pointset import PointSet
+    from geoldp._core.pointset import PointSet
 
-__all__ = [
-    "MAX_BOOT",
-    "MAX_SIMS",
-    "Population",
-    "denoise",
-    "fit",
-    "hotspots",
-    "od_flows",
-    "range_counts",
-    "visit_counts",
-]
+__all__ = ["Population", "denoise", "fit", "hotspots", "od_flows", "range_counts", "visit_counts"]
 
 #: Most bootstrap replicates (``n_boot``) an estimate draws: each holds a value per zone (or zone pair), and
 #: 10⁴ replicates already pin a 95 % interval's ends far below the sampling noise.
@@ -271,7 +261,7 @@ class Population:
         out_seqs = _denoise.posterior_medoids(st.model(), len(st.rel.seqs))
         if st.rel.frame is None:
             return out_seqs
-        from geoldp import _frames
+        from geoldp._core import frames as _frames
 
         xy = _frames.public_xy(st.ps, st.rel.frame.crs, st.source)
         geoms = _frames.build_geometry(st.rel.ft, out_seqs, xy, len(st.rel.frame))
@@ -417,7 +407,7 @@ def _frame(
 class _ModelKeywords(TypedDict, total=False):
     """The keyword parameters of every estimator, ``Annotated[type, default]``: their one definition.
 
-    Each estimator takes them as ``**fit: Unpack[...]`` (see :func:`geoldp._docstrings.shared_keywords`);
+    Each estimator takes them as ``**fit: Unpack[...]`` (see :func:`geoldp._core.docstrings.shared_keywords`);
     they are documented once, in ``_FIT_DOC``.
     """
 

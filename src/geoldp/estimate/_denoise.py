@@ -22,13 +22,13 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from geoldp._kernels import jit, jit_inline
+from geoldp._core.kernels import jit, jit_inline
 from geoldp.estimate._model import SimulatedChannel, local_xy_km
 
 if TYPE_CHECKING:
-    from geoldp._kernels import KernelInt
+    from geoldp._core.kernels import KernelInt
+    from geoldp._core.pointset import PointSet
     from geoldp.estimate._model import Group, Model
-    from geoldp.pointset import PointSet
 
 __all__ = ["MEDIAN_CELLS", "pooled_medians", "pooled_medians_from_tables", "posterior_medoids"]
 

@@ -21,11 +21,11 @@ import numpy as np
 import shapely
 from pyproj import CRS
 
-from geoldp import _frames
-from geoldp._validation import check_release_epsilon
-from geoldp.geo import haversine_m
-from geoldp.ledger import ReleaseLedger, ledger_of, record_problem
-from geoldp.pointset import PointSet
+from geoldp._core import frames as _frames
+from geoldp._core.geo import haversine_m
+from geoldp._core.ledger import ReleaseLedger, ledger_of, record_problem
+from geoldp._core.pointset import PointSet
+from geoldp._core.validation import check_release_epsilon
 from geoldp.trajectory import engine
 from geoldp.zones import check_polygons, first_zone, lonlat_to
 
@@ -145,7 +145,7 @@ def resolve_release_mechanism(
         _refuse_continuous(mech.name, caller)
         epsilon = None  # checked against the object by the engine
     if epsilon is not None:
-        from geoldp._validation import check_epsilon
+        from geoldp._core.validation import check_epsilon
 
         eps = check_epsilon(epsilon, caller=caller)
         if eps != mech.epsilon:

@@ -62,12 +62,12 @@ import numpy.typing as npt
 import scipy.sparse as sp
 from scipy.special import ndtri
 
-from geoldp._progress import stages
-from geoldp.geo import EARTH_RADIUS_M, KM_PER_DEGREE
+from geoldp._core.geo import EARTH_RADIUS_M, KM_PER_DEGREE
+from geoldp._core.progress import stages
 from geoldp.trajectory.engine import run_with_key
 
 if TYPE_CHECKING:
-    from geoldp.pointset import PointSet
+    from geoldp._core.pointset import PointSet
 
 __all__ = [
     "BASELINES",
@@ -108,7 +108,7 @@ class FitOptions:
     library: str = "mixed"  # "mixed" (proposal incl. uniform draws + releases), "proposal" or "released"
     start: str = "cv"  # EM's starting weights: one of STARTS, or "cv" (chosen with n_iter)
     fit_rows: int = 5000  # a length with more releases fits its weights on a uniform sample of this many
-    progress: bool = False  # report the stages (geoldp._progress); never changes the result
+    progress: bool = False  # report the stages (geoldp._core.progress); never changes the result
 
 
 #: Rows whose smallest likelihood ratio exp(ℓ_jc − max_c ℓ_jc) is below this keep their log-likelihoods: a

@@ -5,7 +5,7 @@ mechanisms (a segment, the circle).
 
 Each mechanism is an immutable, keyword-only object with ``probabilities``/``log_probabilities`` (the exact
 output distribution) and ``perturb(..., rng=None)``; the functions ``krr``, ``exponential`` and
-``square_wave`` are one-call shortcuts. All randomness goes through :mod:`geoldp._random`
+``square_wave`` are one-call shortcuts. All randomness goes through :mod:`geoldp._core.randomness`
 (``rng=None`` → OS CSPRNG).
 """
 
@@ -13,37 +13,55 @@ from __future__ import annotations
 
 from geoldp.mechanisms.exponential import (
     ExponentialMechanism,
-    check_em_epsilon,
-    em_epsilon_limit,
-    em_log_weights,
     exponential,
 )
-from geoldp.mechanisms.krr import KRR, krr, krr_constants, krr_lie_probability
-from geoldp.mechanisms.piecewise import PIECEWISE_EPS_MAX, PiecewiseCircular, PiecewiseLinear
+from geoldp.mechanisms.exponential import (
+    check_em_epsilon as check_em_epsilon,
+)
+from geoldp.mechanisms.exponential import (
+    em_epsilon_limit as em_epsilon_limit,
+)
+from geoldp.mechanisms.exponential import (
+    em_log_weights as em_log_weights,
+)
+from geoldp.mechanisms.krr import (
+    KRR,
+    krr,
+)
+from geoldp.mechanisms.krr import (
+    krr_constants as krr_constants,
+)
+from geoldp.mechanisms.krr import (
+    krr_lie_probability as krr_lie_probability,
+)
+from geoldp.mechanisms.piecewise import (
+    PIECEWISE_EPS_MAX as PIECEWISE_EPS_MAX,
+)
+from geoldp.mechanisms.piecewise import (
+    PiecewiseCircular,
+    PiecewiseLinear,
+)
 from geoldp.mechanisms.square_wave import (
     SquareWave,
     square_wave,
-    sw_bucket_masses,
-    sw_densities,
-    sw_half_width,
+)
+from geoldp.mechanisms.square_wave import (
+    sw_bucket_masses as sw_bucket_masses,
+)
+from geoldp.mechanisms.square_wave import (
+    sw_densities as sw_densities,
+)
+from geoldp.mechanisms.square_wave import (
+    sw_half_width as sw_half_width,
 )
 
 __all__ = [
     "KRR",
-    "PIECEWISE_EPS_MAX",
     "ExponentialMechanism",
     "PiecewiseCircular",
     "PiecewiseLinear",
     "SquareWave",
-    "check_em_epsilon",
-    "em_epsilon_limit",
-    "em_log_weights",
     "exponential",
     "krr",
-    "krr_constants",
-    "krr_lie_probability",
     "square_wave",
-    "sw_bucket_masses",
-    "sw_densities",
-    "sw_half_width",
 ]

@@ -8,14 +8,12 @@ from typing import Any, NoReturn
 import numpy as np
 import numpy.typing as npt
 
-from geoldp import _kernels
-from geoldp._random import resolve_rng
-from geoldp._validation import check_epsilon
-from geoldp.geo import to_radians
+from geoldp._core import kernels as _kernels
+from geoldp._core.geo import to_radians
+from geoldp._core.pointset import PointSet
+from geoldp._core.randomness import resolve_rng
+from geoldp._core.validation import check_epsilon
 from geoldp.mechanisms._base import CHUNK_CELLS
-from geoldp.pointset import PointSet
-
-__all__ = ["ExponentialMechanism", "em_epsilon_limit", "em_log_weights", "exponential"]
 
 
 def em_epsilon_limit(m: int) -> float:

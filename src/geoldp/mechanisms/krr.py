@@ -9,11 +9,9 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from geoldp._random import resolve_rng
-from geoldp._validation import check_epsilon, check_int_range
+from geoldp._core.randomness import resolve_rng
+from geoldp._core.validation import check_epsilon, check_int_range
 from geoldp.mechanisms._base import EPS_MAX, int_array
-
-__all__ = ["KRR", "krr", "krr_constants", "krr_lie_probability"]
 
 
 def krr_constants(k: int, epsilon: float) -> tuple[float, float, float]:

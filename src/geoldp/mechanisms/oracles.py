@@ -44,9 +44,9 @@ import numba
 import numpy as np
 import numpy.typing as npt
 
-from geoldp._kernels import KernelInt
-from geoldp._kernels import jit as _jit  # the one kernel decorator
-from geoldp._random import (
+from geoldp._core.kernels import KernelInt
+from geoldp._core.kernels import jit as _jit  # the one kernel decorator
+from geoldp._core.randomness import (
     RandomSource,
     resolve_rng,
     stream_bernoulli,
@@ -54,26 +54,10 @@ from geoldp._random import (
     stream_next_u32,
     stream_reset,
 )
-from geoldp._validation import check_int_min
+from geoldp._core.validation import check_int_min
 from geoldp.mechanisms.krr import krr_constants
 
-__all__ = [
-    "ORACLES",
-    "OUE_MAX_DOMAIN",
-    "Oracle",
-    "choose_oracle",
-    "krr_pmf",
-    "olh_hash",
-    "olh_pmf",
-    "olh_range",
-    "oracle",
-    "oue_counts",
-    "oue_estimate",
-    "oue_perturb",
-    "oue_pmf",
-    "oue_probabilities",
-    "split_oracle",
-]
+__all__ = ["oue_counts", "oue_estimate", "oue_perturb", "oue_pmf", "oue_probabilities"]
 
 #: The oracle names accepted by ``oracle=`` (besides ``"auto"``).
 ORACLES = ("krr", "oue", "olh")
@@ -422,7 +406,7 @@ def oue_perturb(values: Any, d: int, epsilon: float, *, rng: Any = None) -> np.n
     epsilon : float
         Budget of one report.
     rng : optional
-        See :func:`geoldp._random.resolve_rng` (``None``: the OS CSPRNG).
+        See :func:`geoldp._core.randomness.resolve_rng` (``None``: the OS CSPRNG).
 
     Returns
     -------

@@ -39,21 +39,9 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from geoldp._kernels import TWO_PI, jit, jit_inline
-from geoldp._random import resolve_rng
-from geoldp._validation import check_epsilon, check_int_range
-
-__all__ = [
-    "PIECEWISE_EPS_MAX",
-    "PiecewiseCircular",
-    "PiecewiseLinear",
-    "circular_params",
-    "circular_sample",
-    "linear_params",
-    "linear_sample",
-    "linear_window_start",
-    "split_uniform",
-]
+from geoldp._core.kernels import TWO_PI, jit, jit_inline
+from geoldp._core.randomness import resolve_rng
+from geoldp._core.validation import check_epsilon, check_int_range
 
 #: Largest ε a piecewise mechanism accepts (see the module notes).
 PIECEWISE_EPS_MAX = 50.0

@@ -10,11 +10,9 @@ import numba
 import numpy as np
 import numpy.typing as npt
 
-from geoldp._random import resolve_rng
-from geoldp._validation import check_epsilon, check_int_range
+from geoldp._core.randomness import resolve_rng
+from geoldp._core.validation import check_epsilon, check_int_range
 from geoldp.mechanisms._base import CHUNK_CELLS, EPS_MAX, MAX_SW_BUCKETS
-
-__all__ = ["SquareWave", "square_wave", "sw_bucket_masses", "sw_densities", "sw_half_width"]
 
 _SERIES_FACT = [math.factorial(m) for m in range(2, 12)]
 

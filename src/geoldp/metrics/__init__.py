@@ -28,7 +28,7 @@ from geoldp.metrics._baselines import BASELINES as BASELINES
 from geoldp.metrics._baselines import baseline_release, one_median
 from geoldp.metrics._distributions import diameter_error, length_error
 from geoldp.metrics._evaluate import COUNT_KEYS as COUNT_KEYS
-from geoldp.metrics._evaluate import evaluate
+from geoldp.metrics._evaluate import evaluate as evaluate
 from geoldp.metrics._hotspots import hotspot_preservation
 from geoldp.metrics._scores import (
     normalised_error as normalised_error,
@@ -48,7 +48,6 @@ from geoldp.metrics._zoning import (
 __all__ = [
     "baseline_release",
     "diameter_error",
-    "evaluate",
     "hotspot_preservation",
     "length_error",
     "normalized_error",

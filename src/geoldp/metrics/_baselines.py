@@ -6,10 +6,10 @@ from typing import Any
 
 import numpy as np
 
-from geoldp._frames import TrajectoryArrays, as_pointset
-from geoldp.geo import haversine_array_m
+from geoldp._core.frames import TrajectoryArrays, as_pointset
+from geoldp._core.geo import haversine_array_m
+from geoldp._core.pointset import PointSet
 from geoldp.metrics._pairing import per_trajectory_mean
-from geoldp.pointset import PointSet
 
 
 def one_median(points: Any, *, exact_max: int = 5000, n_candidates: int = 64) -> int:
@@ -84,7 +84,7 @@ def baseline_release(kind: str, points: Any, lengths: Any, *, rng: Any = None) -
     if kind == "constant":
         flat = np.full(total, one_median(pts), dtype=np.int64)
     else:
-        from geoldp._random import resolve_rng
+        from geoldp._core.randomness import resolve_rng
 
         flat = np.asarray(resolve_rng(rng).integers(pts.size, size=total), dtype=np.int64).reshape(total)
     return np.split(flat, np.cumsum(n)[:-1]) if n.size else []

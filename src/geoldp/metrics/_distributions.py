@@ -7,9 +7,9 @@ from typing import Any
 
 import numpy as np
 
-from geoldp._docstrings import doc
-from geoldp._frames import TrajectoryArrays
-from geoldp.geo import haversine_array_m
+from geoldp._core.docstrings import doc
+from geoldp._core.frames import TrajectoryArrays
+from geoldp._core.geo import haversine_array_m
 from geoldp.metrics._pairing import pair
 
 

@@ -12,12 +12,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from geoldp._frames import TrajectoryArrays, as_pointset, as_regions, trajectory_arrays
-from geoldp._progress import stages
-from geoldp._random import resolve_rng
-from geoldp._validation import check_bool, check_int_min
-from geoldp.geo import haversine_array_m
-from geoldp.ledger import ledger_of
+from geoldp._core.frames import TrajectoryArrays, as_pointset, as_regions, trajectory_arrays
+from geoldp._core.geo import haversine_array_m
+from geoldp._core.ledger import ledger_of
+from geoldp._core.pointset import PointSet
+from geoldp._core.progress import stages
+from geoldp._core.randomness import resolve_rng
+from geoldp._core.validation import check_bool, check_int_min
 from geoldp.metrics._baselines import BASELINES, baseline_release, uniform_ne_prq
 from geoldp.metrics._distributions import check_dist_args, diameters_km, histogram_jsd, lengths_km
 from geoldp.metrics._hotspots import hotspot_scores
@@ -33,7 +34,6 @@ from geoldp.metrics._zoning import (
     zone_arg,
     zone_counts_of,
 )
-from geoldp.pointset import PointSet
 from geoldp.queries import check_how, distinct_visits, range_counts
 from geoldp.zones import Zones
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from geoldp._validation import check_max_km
+from geoldp._core.validation import check_max_km
 from geoldp.metrics._pairing import pair
 from geoldp.queries import distinct_visits
 

@@ -6,9 +6,9 @@ from typing import Any
 
 import numpy as np
 
-from geoldp._frames import TrajectoryArrays, as_pointset, trajectory_arrays
-from geoldp.geo import haversine_array_m
-from geoldp.pointset import PointSet
+from geoldp._core.frames import TrajectoryArrays, as_pointset, trajectory_arrays
+from geoldp._core.geo import haversine_array_m
+from geoldp._core.pointset import PointSet
 
 
 def pair(

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from geoldp._frames import as_regions
+from geoldp._core.frames import as_regions
 from geoldp.metrics._pairing import pair, per_trajectory_mean, point_distances_m
 from geoldp.queries import check_how, range_counts
 

@@ -11,10 +11,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from geoldp._docstrings import doc
-from geoldp._frames import TrajectoryArrays, as_pointset, trajectory_arrays
+from geoldp._core.docstrings import doc
+from geoldp._core.frames import TrajectoryArrays, as_pointset, trajectory_arrays
+from geoldp._core.pointset import PointSet
 from geoldp.metrics._distributions import jensen_shannon
-from geoldp.pointset import PointSet
 from geoldp.zones import AUTO_CELL_KM, Zones, check_zones, zone_grid
 
 

@@ -14,21 +14,32 @@ trajectory:
 
 from __future__ import annotations
 
-from geoldp.mechanisms.oracles import ORACLES, Oracle, choose_oracle, oracle
-from geoldp.reports.estimators import estimate_counts, project_simplex, true_counts
-from geoldp.reports.release import MAX_OUE_DOMAIN, MAX_PAD_LENGTH, STATISTICS, report, scheme
+from geoldp.mechanisms.oracles import ORACLES as ORACLES
+from geoldp.mechanisms.oracles import Oracle as Oracle
+from geoldp.mechanisms.oracles import choose_oracle, oracle
+from geoldp.reports.estimators import (
+    estimate_counts as estimate_counts,
+)
+from geoldp.reports.estimators import (
+    project_simplex as project_simplex,
+)
+from geoldp.reports.estimators import (
+    true_counts as true_counts,
+)
+from geoldp.reports.release import (
+    MAX_OUE_DOMAIN as MAX_OUE_DOMAIN,
+)
+from geoldp.reports.release import (
+    MAX_PAD_LENGTH as MAX_PAD_LENGTH,
+)
+from geoldp.reports.release import (
+    STATISTICS as STATISTICS,
+)
+from geoldp.reports.release import (
+    report as report,
+)
+from geoldp.reports.release import (
+    scheme as scheme,
+)
 
-__all__ = [
-    "MAX_OUE_DOMAIN",
-    "MAX_PAD_LENGTH",
-    "ORACLES",
-    "STATISTICS",
-    "Oracle",
-    "choose_oracle",
-    "estimate_counts",
-    "oracle",
-    "project_simplex",
-    "report",
-    "scheme",
-    "true_counts",
-]
+__all__ = ["choose_oracle", "oracle"]

@@ -64,25 +64,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from geoldp._validation import check_int_range
+from geoldp._core.ledger import ReleaseLedger
+from geoldp._core.validation import check_int_range
 from geoldp.budget_strategies import EPSILON_COLUMN
-from geoldp.ledger import ReleaseLedger
 from geoldp.mechanisms import oracles as fo
 from geoldp.reports.release import part_epsilons, report_ledger, scheme_of
 from geoldp.zones import check_zones
-
-__all__ = [
-    "Z95",
-    "DebiasedCounts",
-    "count_variance",
-    "debiased",
-    "debiased_counts",
-    "estimate_counts",
-    "padded_upper",
-    "project_simplex",
-    "support_counts",
-    "true_counts",
-]
 
 #: The two-sided 95 % normal quantile.
 Z95 = 1.959963984540054
@@ -522,8 +509,8 @@ def true_counts(
     pandas.Series
         Named ``count``.
     """
-    from geoldp import _frames
-    from geoldp._validation import check_option
+    from geoldp._core import frames as _frames
+    from geoldp._core.validation import check_option
     from geoldp.reports.release import STATISTICS, statistic_items
     from geoldp.zones import zone_of_vertices
 

@@ -1,7 +1,7 @@
 """One ε-LDP aggregate report per trajectory: the release of :func:`geoldp.report`.
 
 Steps (the same order as every geoldp release): validate the public parameters (zones, statistic, ε,
-oracle, padding, ``rng``) before any row is read; validate the rows (:func:`geoldp._frames.extract`);
+oracle, padding, ``rng``) before any row is read; validate the rows (:func:`geoldp._core.frames.extract`);
 check the accountant before any draw; draw **one** stream key; report row ``i`` with the ChaCha20 stream
 ``i`` (so a seeded release does not depend on chunking); assemble the report table and its ledger.
 
@@ -34,40 +34,23 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from geoldp import _frames, _release
-from geoldp._progress import stages
-from geoldp._random import resolve_rng
-from geoldp._validation import (
+from geoldp import _release
+from geoldp._core import frames as _frames
+from geoldp._core.errors import GeoLDPWarning
+from geoldp._core.ledger import ReleaseLedger, attach, ledger_of
+from geoldp._core.progress import stages
+from geoldp._core.randomness import resolve_rng
+from geoldp._core.validation import (
     MAX_PAD_LENGTH,
     check_bool,
     check_int_range,
     check_option,
     check_release_epsilon,
 )
-from geoldp._versions import geoldp_version
-from geoldp.errors import GeoLDPWarning
-from geoldp.ledger import ReleaseLedger, attach, ledger_of
+from geoldp._core.versions import geoldp_version
 from geoldp.mechanisms import krr_constants
 from geoldp.mechanisms import oracles as fo
 from geoldp.zones import Zones, check_zones, zone_of_vertices
-
-__all__ = [
-    "MAX_OUE_DOMAIN",
-    "MAX_PAD_LENGTH",
-    "STATISTICS",
-    "ReportScheme",
-    "scheme",
-    "scheme_of",
-    "empty_table",
-    "report_ledger",
-    "n_reports",
-    "part_epsilons",
-    "release_provenance",
-    "report",
-    "report_partition",
-    "statistic_items",
-    "warn_if_no_data_level",
-]
 
 #: The statistics a report can carry.
 STATISTICS = ("visited_zone", "od", "transitions")

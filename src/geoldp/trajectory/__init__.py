@@ -6,19 +6,16 @@ https://arxiv.org/abs/2307.09339
 
 from __future__ import annotations
 
-from geoldp.trajectory.atp import ATP
-from geoldp.trajectory.engine import perturb_coordinates, perturb_trajectories, precompute
-from geoldp.trajectory.pointem import PointEM
-from geoldp.trajectory.tp import TP
+from geoldp.trajectory.atp import ATP as ATP
+from geoldp.trajectory.engine import (
+    perturb_coordinates,
+    precompute,
+)
+from geoldp.trajectory.engine import (
+    perturb_trajectories as perturb_trajectories,
+)
+from geoldp.trajectory.pointem import PointEM as PointEM
+from geoldp.trajectory.tp import TP as TP
 from geoldp.trajectory.tracs import TraCSC, TraCSD
 
-__all__ = [
-    "ATP",
-    "TP",
-    "PointEM",
-    "TraCSC",
-    "TraCSD",
-    "perturb_coordinates",
-    "perturb_trajectories",
-    "precompute",
-]
+__all__ = ["TraCSC", "TraCSD", "perturb_coordinates", "precompute"]

@@ -34,13 +34,13 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import numba
 import numpy as np
 
-from geoldp._aot import Entry, array
-from geoldp._kernels import EARTH_RADIUS_M, haversine_rad, jit_inline
-from geoldp._kernels import jit as _jit  # the one kernel decorator
+from geoldp._core.aot import Entry, array
+from geoldp._core.kernels import EARTH_RADIUS_M, haversine_rad, jit_inline
+from geoldp._core.kernels import jit as _jit  # the one kernel decorator
 from geoldp.trajectory import calibration as _cal
 
 if TYPE_CHECKING:
-    from geoldp._kernels import KernelInt
+    from geoldp._core.kernels import KernelInt
 
 __all__ = [
     "F_RES",

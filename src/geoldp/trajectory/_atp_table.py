@@ -28,14 +28,14 @@ from typing import TYPE_CHECKING, Any, NamedTuple, cast
 import numba
 import numpy as np
 
-from geoldp._aot import Entry, array
-from geoldp._kernels import jit as _jit  # the one kernel decorator
+from geoldp._core.aot import Entry, array
+from geoldp._core.kernels import jit as _jit  # the one kernel decorator
 from geoldp.trajectory import _atp_region as _reg
 from geoldp.trajectory import _table_store as _store
 from geoldp.trajectory import calibration as _cal
 
 if TYPE_CHECKING:
-    from geoldp._kernels import KernelInt
+    from geoldp._core.kernels import KernelInt
     from geoldp.trajectory._atp_region import CopyRegion, RegionIndex
     from geoldp.trajectory._fast.grid import FastIndex
 

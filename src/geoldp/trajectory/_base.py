@@ -11,8 +11,8 @@ import warnings
 from dataclasses import dataclass
 from fractions import Fraction
 
-from geoldp._validation import check_epsilon
-from geoldp.errors import PrivacyWarning
+from geoldp._core.errors import PrivacyWarning
+from geoldp._core.validation import check_epsilon
 
 __all__ = [
     "KRR_SW_MAX_EPSILON",
@@ -74,7 +74,7 @@ def check_stage_budget(kind: str, epsilon: float, m: int, caller: str) -> None:
 
 
 def warn_large_epsilon(epsilon: float, caller: str, stacklevel: int) -> None:
-    """Emit a :class:`~geoldp.errors.PrivacyWarning` when ε > 10 (outside the paper's evaluated range)."""
+    """Emit a :class:`~geoldp.PrivacyWarning` when ε > 10 (outside the paper's evaluated range)."""
     if epsilon > PRIVACY_WARNING_EPSILON:
         warnings.warn(
             f"epsilon={epsilon:g} for {caller} is above {PRIVACY_WARNING_EPSILON:g}, outside the range the "

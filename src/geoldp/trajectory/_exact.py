@@ -26,7 +26,7 @@ from geoldp.trajectory import _reference as _ref
 from geoldp.trajectory.split import COPIES
 
 if TYPE_CHECKING:
-    from geoldp.pointset import PointSet
+    from geoldp._core.pointset import PointSet
 
 __all__ = [
     "CopyDistribution",

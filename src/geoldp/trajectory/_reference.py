@@ -4,7 +4,7 @@ One run of a mechanism on one trajectory is a sequence of *stages* (ALGORITHM §
 copy B's, each stage being one primitive call (anchor EM, radius SW, pivot EM, direction k-RR, point EM).
 This module computes, for the next stage, its public parameters and its exact conditional pmf given the
 transcript prefix (what the exact enumerator walks), and the sampler draws from exactly that pmf
-through the :class:`~geoldp._random.RandomSource` interface (``bernoulli``/``integers`` for k-RR,
+through the :class:`~geoldp._core.randomness.RandomSource` interface (``bernoulli``/``integers`` for k-RR,
 ``categorical`` for EM and bucketed SW, ``uniform`` only for the continuous-SW option).
 
 The state machine works on a **batch** of B private trajectories of the same length n that share one
@@ -31,16 +31,16 @@ from typing import TYPE_CHECKING, Any, cast
 import numba
 import numpy as np
 
-from geoldp import _kernels
 from geoldp import mechanisms as _mech
+from geoldp._core import kernels as _kernels
 from geoldp.trajectory import calibration as _cal
 from geoldp.trajectory.merge import TAU_FACTOR, merge_index
 from geoldp.trajectory.split import COPIES, CopyBudgets, stage_plan
 
 if TYPE_CHECKING:
-    from geoldp._kernels import KernelInt
-    from geoldp._random import RandomSource
-    from geoldp.pointset import PointSet
+    from geoldp._core.kernels import KernelInt
+    from geoldp._core.pointset import PointSet
+    from geoldp._core.randomness import RandomSource
 
 __all__: list[str] = []
 
@@ -263,7 +263,8 @@ def _rows(value: Any, B: int) -> np.ndarray:
 def em_pmf_rows(epsilon: float, dist: np.ndarray, domain: np.ndarray, delta: np.ndarray) -> np.ndarray:
     """Exact EM pmf per row over all of P, zero outside each row's domain (ALGORITHM §3.2).
 
-    Log-weights ``−(ε′·d)/(2Δ)`` (the expression of :func:`geoldp._kernels.em_log_weight`), max-subtracted
+    Log-weights ``−(ε′·d)/(2Δ)`` (the expression of
+    :func:`geoldp._core.kernels.em_log_weight`), max-subtracted
     in log space, then normalised.
     """
     ell = -(epsilon * dist) / (2.0 * delta[:, None])

@@ -13,9 +13,9 @@ the kernels' source fingerprint:
     the table is built once these calls repay it, counted across calls and processes. Twice the number of
     trajectories released, which every release shows: nothing about the data.
 
-Files are written atomically (:mod:`geoldp._safe_write`). On read, a file that does not parse, whose
+Files are written atomically (:mod:`geoldp._core.safe_write`). On read, a file that does not parse, whose
 checksum does not match, or that describes another P, other options or other kernels is ignored with a
-:class:`~geoldp.errors.GeoLDPWarning` and rebuilt; nothing in it is trusted before these checks, and it
+:class:`~geoldp.GeoLDPWarning` and rebuilt; nothing in it is trusted before these checks, and it
 holds numbers only (no pickle). ``<cache>`` is ``$GEOLDP_CACHE_DIR`` or the user's cache folder
 (``~/.cache/geoldp`` on Linux); ``GEOLDP_TABLE_CACHE=0`` turns the disk cache off.
 """
@@ -36,9 +36,9 @@ from pathlib import Path
 
 import numpy as np
 
-from geoldp._numba_cache import source_fingerprint
-from geoldp._safe_write import write_bytes
-from geoldp.errors import GeoLDPWarning
+from geoldp._core.errors import GeoLDPWarning
+from geoldp._core.numba_cache import source_fingerprint
+from geoldp._core.safe_write import write_bytes
 
 __all__ = ["ENABLED", "DemandCounts", "add_demand", "cache_dir", "load", "points_digest", "save"]
 

@@ -7,14 +7,12 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import ClassVar
 
-from geoldp._validation import check_int_range, check_option
+from geoldp._core.validation import check_int_range, check_option
 from geoldp.budget import check_fractions, exact_share
 from geoldp.mechanisms._base import MAX_SW_BUCKETS
 from geoldp.trajectory._base import SamplerPlan, fraction_str
 from geoldp.trajectory.split import ATP_FRACTIONS
 from geoldp.trajectory.tp import TwoCopyMechanism
-
-__all__ = ["ATP"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -90,7 +88,7 @@ class ATP(TwoCopyMechanism):
         set_ = object.__setattr__
         fr = check_fractions(self.fractions, caller)
         if len(fr) != 4:
-            from geoldp.errors import BudgetError
+            from geoldp._core.errors import BudgetError
 
             raise BudgetError(
                 f"The 'fractions' parameter of {caller} must have 4 entries (anchor, radius, directions, "

@@ -17,24 +17,8 @@ import numba
 import numpy as np
 
 if TYPE_CHECKING:
-    from geoldp._kernels import KernelInt
+    from geoldp._core.kernels import KernelInt
 
-
-__all__ = [
-    "BRANCH_C_EMPTY",
-    "BRANCH_K_EMPTY",
-    "BRANCH_WEIGHTED",
-    "atp_radius_input",
-    "band_distance",
-    "calibrate",
-    "calibration_centre",
-    "candidate_band",
-    "candidate_range",
-    "region_indices",
-    "region_mask",
-    "sw_bucket_midpoint",
-    "sw_estimate",
-]
 
 #: η is the weighted mean over the candidates C (ALGORITHM §8.4 step 5).
 BRANCH_WEIGHTED = 0

@@ -7,7 +7,7 @@ resolves ``rng`` once, and runs the sampler:
 - ``sampler="fast"`` (default): the numba fast path :func:`geoldp.trajectory._fast.perturb_fast`, driven by
   a counter-based ChaCha20 stream per trajectory (stream id = global trajectory index) under one key drawn
   from the source, so seeded output does not depend on chunking. If the fast path is not importable the
-  reference path is driven by the same streams (:class:`geoldp._random.ChaChaRandomSource`).
+  reference path is driven by the same streams (:class:`geoldp._core.randomness.ChaChaRandomSource`).
 - ``sampler="reference"``: the normative pure-Python path of :mod:`._reference`, drawing through the
   randomness interface of the given source in trajectory order (tests pass enumerating sources).
 """
@@ -21,29 +21,16 @@ from typing import Any, NoReturn
 import numpy as np
 import numpy.typing as npt
 
-from geoldp._random import ChaChaRandomSource, RandomSource, resolve_rng
-from geoldp._validation import check_release_epsilon
+from geoldp._core.pointset import PointSet
+from geoldp._core.randomness import ChaChaRandomSource, RandomSource, resolve_rng
+from geoldp._core.validation import check_release_epsilon
 from geoldp.budget import ReleaseCache, release_scope
-from geoldp.pointset import PointSet
 from geoldp.trajectory import _reference as _ref
 from geoldp.trajectory._base import PRIVACY_WARNING_EPSILON
 from geoldp.trajectory.atp import ATP
 from geoldp.trajectory.pointem import PointEM
 from geoldp.trajectory.tp import TP
 from geoldp.trajectory.tracs import TraCSC, TraCSD
-
-__all__ = [
-    "MECHANISMS",
-    "check_budgets",
-    "kernel_state",
-    "perturb_coordinates",
-    "perturb_trajectories",
-    "precompute",
-    "resolve_mechanism",
-    "run",
-    "run_with_key",
-    "validate_trajectories",
-]
 
 #: Case-insensitive registry of mechanism names.
 MECHANISMS: Mapping[str, type[TP] | type[ATP] | type[PointEM] | type[TraCSD] | type[TraCSC]] = {
@@ -83,7 +70,7 @@ def resolve_mechanism(
                 f"object instead, e.g. {type(mechanism).__name__}(epsilon=..., {sorted(options)[0]}=...)."
             )
         if epsilon is not None:
-            from geoldp._validation import check_epsilon
+            from geoldp._core.validation import check_epsilon
 
             eps = check_epsilon(epsilon, caller=caller)
             if eps != mechanism.epsilon:
@@ -243,7 +230,7 @@ def perturb_trajectories(
         may be omitted, and options must not be given).
     epsilon : float, optional
         Total budget per trajectory; required with a name. In the range of every release,
-        [0.001, 53·ln 2 ≈ 36.74] (:func:`geoldp._validation.check_release_epsilon`); a mechanism object
+        [0.001, 53·ln 2 ≈ 36.74] (:func:`geoldp._core.validation.check_release_epsilon`); a mechanism object
         passed alone keeps only its primitives' limits (for audits at a large ε).
     return_ledger : bool, default False
         Also return the budget ledger of every trajectory.
@@ -390,7 +377,7 @@ def check_n_jobs(n_jobs: object, caller: str) -> int:
     """``n_jobs`` as a positive thread count (``-1`` → every core)."""
     import os
 
-    from geoldp._validation import check_int_range
+    from geoldp._core.validation import check_int_range
 
     n = check_int_range(n_jobs, "n_jobs", caller=caller, minimum=-1)
     if n == 0:

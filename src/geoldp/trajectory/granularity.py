@@ -21,19 +21,6 @@ from fractions import Fraction
 from numbers import Integral, Real
 from typing import Any, cast
 
-__all__ = [
-    "DEFAULT_CANDIDATES",
-    "DEFAULT_EPSILON_FRACTION",
-    "G_MAX",
-    "G_MIN",
-    "choose_granularity",
-    "granularity_argmax",
-    "granularity_reading_c_default",
-    "normalise_lookup_table",
-    "score_a",
-    "score_c",
-]
-
 #: The paper's candidate granularities D_c.
 DEFAULT_CANDIDATES: tuple[int, ...] = (2, 4, 6, 12)
 #: ε_eff = 3ε/8: the direction share (3/4) of one copy (ε/2).
@@ -161,6 +148,7 @@ def normalise_lookup_table(table: Any, *, caller: str) -> tuple[tuple[float, int
 
 
 def check_g(g: object, *, caller: str, name: str) -> int:
+    """Return ``g`` as an int in ``[G_MIN, G_MAX]``, or raise naming ``name`` and ``caller``."""
     if isinstance(g, bool) or not isinstance(g, Integral):
         raise TypeError(
             f"The '{name}' parameter of {caller} must be an int in the range [{G_MIN}, {G_MAX}]. "

@@ -12,12 +12,10 @@ from typing import TYPE_CHECKING
 import numba
 import numpy as np
 
-from geoldp import _kernels
+from geoldp._core import kernels as _kernels
 
 if TYPE_CHECKING:
-    from geoldp._kernels import KernelInt
-
-__all__ = ["TAU_FACTOR", "merge_choice", "merge_index"]
+    from geoldp._core.kernels import KernelInt
 
 #: τ = TAU_FACTOR · Δ: the tolerance under which two sums (or imbalances) count as tied.
 TAU_FACTOR = 1e-12

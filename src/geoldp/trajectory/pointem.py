@@ -10,8 +10,6 @@ from geoldp.budget import Ledger, LedgerEntry, exact_share
 from geoldp.trajectory._base import SamplerPlan, check_stage_budget, coerce_epsilon, warn_large_epsilon
 from geoldp.trajectory.tp import check_length
 
-__all__ = ["PointEM"]
-
 
 @dataclass(frozen=True, kw_only=True)
 class PointEM:

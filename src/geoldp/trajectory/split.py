@@ -23,26 +23,11 @@ from typing import TYPE_CHECKING, Any
 
 import numba
 
-from geoldp._aot import Entry
+from geoldp._core.aot import Entry
 from geoldp.budget import Ledger, LedgerEntry, ReleaseCache, exact_share
 
 if TYPE_CHECKING:
-    from geoldp._kernels import KernelInt
-
-__all__ = [
-    "COPIES",
-    "CopyBudgets",
-    "TP_FRACTIONS",
-    "ATP_FRACTIONS",
-    "copy_budgets",
-    "copy_shares",
-    "direction_pairs",
-    "is_pivot",
-    "non_pivot_positions",
-    "pivot_positions",
-    "stage_plan",
-    "build_ledger",
-]
+    from geoldp._core.kernels import KernelInt
 
 #: The two copies in transcript order.
 COPIES = ("A", "B")

@@ -8,7 +8,7 @@ from fractions import Fraction
 from numbers import Real
 from typing import ClassVar
 
-from geoldp._validation import check_option
+from geoldp._core.validation import check_option
 from geoldp.budget import Ledger
 from geoldp.trajectory._base import (
     SamplerPlan,
@@ -25,8 +25,6 @@ from geoldp.trajectory.granularity import (
     normalise_lookup_table,
 )
 from geoldp.trajectory.split import COPIES, TP_FRACTIONS, CopyBudgets, build_ledger, copy_budgets
-
-__all__ = ["TP"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -202,6 +200,7 @@ class TwoCopyMechanism:
 
 
 def check_length(n: object, caller: str) -> int:
+    """Return the trajectory length ``n`` as an int ≥ 1, or raise naming ``caller``'s ``ledger``."""
     if isinstance(n, bool) or not isinstance(n, int) and not hasattr(n, "__index__"):
         raise TypeError(f"The trajectory length passed to {caller}.ledger must be an int.")
     n = int(n)

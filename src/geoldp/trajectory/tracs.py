@@ -44,10 +44,10 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numba
 import numpy as np
 
-from geoldp._aot import Entry, array
-from geoldp._kernels import TWO_PI, jit, jit_inline
-from geoldp._random import stream_reset, stream_uniform
-from geoldp._validation import check_option
+from geoldp._core.aot import Entry, array
+from geoldp._core.kernels import TWO_PI, jit, jit_inline
+from geoldp._core.randomness import stream_reset, stream_uniform
+from geoldp._core.validation import check_option
 from geoldp.budget import Ledger, LedgerEntry, exact_share
 from geoldp.mechanisms.piecewise import (
     PIECEWISE_EPS_MAX,
@@ -61,17 +61,7 @@ from geoldp.trajectory._base import coerce_epsilon, fraction_str, warn_large_eps
 from geoldp.trajectory.tp import check_length
 
 if TYPE_CHECKING:
-    from geoldp._kernels import KernelInt
-
-__all__ = [
-    "DEFAULT_DIRECTION_SHARE",
-    "TraCSC",
-    "TraCSD",
-    "check_box",
-    "direction_and_distance",
-    "edge_distance",
-    "edge_distance_cs",
-]
+    from geoldp._core.kernels import KernelInt
 
 #: The paper's direction share π/(π + 1) of each location's budget (as the exact value of the float).
 DEFAULT_DIRECTION_SHARE = Fraction(math.pi / (math.pi + 1.0))
@@ -275,7 +265,7 @@ def _tracs_c_kernel(
 
 
 # Python calls the two kernels through their compiled exports when geoldp was installed with them
-# (geoldp._aot: the first call then compiles nothing), otherwise through numba's JIT.
+# (geoldp._core.aot: the first call then compiles nothing), otherwise through numba's JIT.
 _F1 = array(numba.float64, 1)
 _I1 = array(numba.int64, 1)
 _U1 = array(numba.uint32, 1)

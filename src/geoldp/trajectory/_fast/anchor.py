@@ -15,13 +15,13 @@ from typing import TYPE_CHECKING
 import numba
 import numpy as np
 
-from geoldp._aot import Entry, array
-from geoldp._kernels import haversine_rad
-from geoldp._kernels import jit as _jit  # the one kernel decorator
+from geoldp._core.aot import Entry, array
+from geoldp._core.kernels import haversine_rad
+from geoldp._core.kernels import jit as _jit  # the one kernel decorator
 from geoldp.trajectory._fast.grid import FastIndex
 
 if TYPE_CHECKING:
-    from geoldp._kernels import KernelInt
+    from geoldp._core.kernels import KernelInt
 
 __all__ = ["nearest_anchors", "np_mean"]
 
@@ -209,7 +209,7 @@ def _nearest_scan_rows(
 #: same answer: the tree route is exact, and its near ties are settled by the same scan)
 SCAN_PAIRS = 4096
 
-# called from Python: through their compiled exports when installed (geoldp._aot)
+# called from Python: through their compiled exports when installed (geoldp._core.aot)
 _F1 = array(numba.float64, 1)
 _RF1 = array(numba.float64, 1, readonly=True)  # P's coordinates
 _I1 = array(numba.int64, 1)

@@ -8,7 +8,8 @@ never builds a length-|P| probability vector when it can avoid it.
 Randomness
 ----------
 Trajectory ``i`` (0-based within the call) draws from the ChaCha20 stream ``first_stream + i`` under
-``key`` (:mod:`geoldp._random`). The output of a trajectory therefore depends only on the key, its global
+``key``
+(:mod:`geoldp._core.randomness`). The output of a trajectory therefore depends only on the key, its global
 index and its data: chunking the input differently gives identical output. Within a trajectory the draws
 are consumed in transcript order (ALGORITHM §5.9): copy A then copy B; per copy the anchor EM and radius SW
 (ATP), the pivot EMs in ascending position, then per non-pivot its k-RR(s), left first, and its EM. Each
@@ -68,7 +69,7 @@ over trajectories); the kernels it calls live in one module per concern of the p
 
 Implementation notes: the numba functions that do not allocate are compiled with ``_nrt=False`` (reference
 counting of array arguments made every call pay atomic operations: ~4× slower), and the ChaCha20 block is
-computed in registers (same words as :mod:`geoldp._random`, tested).
+computed in registers (same words as :mod:`geoldp._core.randomness`, tested).
 
 Memory is O(|P| + total points): the grid (CSR, a few length-|P| arrays), the ATP quadtree (12 float64 per
 node, ~0.45 nodes per point) and six length-|P| work arrays per thread (allocated lazily by the OS: only
@@ -82,12 +83,12 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import numba
 import numpy as np
 
-from geoldp._aot import COMPILER_ADVICE, Entry, array
-from geoldp._aot import enabled as _aot_enabled
-from geoldp._aot import installed as _aot_installed
-from geoldp._kernels import EARTH_RADIUS_M, bearing_rad, haversine_rad, sector
-from geoldp._kernels import jit as _jit  # the one kernel decorator
-from geoldp._random import stream_reset
+from geoldp._core.aot import COMPILER_ADVICE, Entry, array
+from geoldp._core.aot import enabled as _aot_enabled
+from geoldp._core.aot import installed as _aot_installed
+from geoldp._core.kernels import EARTH_RADIUS_M, bearing_rad, haversine_rad, sector
+from geoldp._core.kernels import jit as _jit  # the one kernel decorator
+from geoldp._core.randomness import stream_reset
 from geoldp.budget import ReleaseCache
 from geoldp.trajectory import _atp_region as _reg
 from geoldp.trajectory import _atp_table as _tab
@@ -122,8 +123,8 @@ from geoldp.trajectory._fast.sampling import (
 from geoldp.trajectory.merge import TAU_FACTOR
 
 if TYPE_CHECKING:
-    from geoldp._kernels import KernelInt
-    from geoldp.pointset import PointSet
+    from geoldp._core.kernels import KernelInt
+    from geoldp._core.pointset import PointSet
 
 __all__ = ["FastIndex", "get_index", "kernel_state", "last_stats", "perturb_fast", "precompute"]
 
@@ -625,7 +626,7 @@ def kernel_state(mechanism: Any) -> str:
     -------
     str
         ``"ready"`` (its kernel already ran in this process), ``"cached"`` (the kernels compiled at
-        install time are in use, see :mod:`geoldp._aot`, or numba's on-disk cache has an index for the
+        install time are in use, see :mod:`geoldp._core.aot`, or numba's on-disk cache has an index for the
         driver kernel: loading takes a fraction of a second to a second) or ``"compile"`` (no cache: numba
         compiles the kernels, which takes seconds to tens of seconds once per installation and version).
     """
@@ -656,7 +657,7 @@ def warn_if_compiling(mechanism: Any) -> None:
     _COMPILE_WARNED.append(True)
     import warnings
 
-    from geoldp.errors import GeoLDPWarning
+    from geoldp._core.errors import GeoLDPWarning
 
     warnings.warn(
         "geoldp's compiled kernels are not installed (no C compiler when geoldp was installed?), so numba "

@@ -21,14 +21,14 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from geoldp._kernels import bearing_rad, haversine_rad, sector
-from geoldp._kernels import jit as _jit  # the one kernel decorator
+from geoldp._core.kernels import bearing_rad, haversine_rad, sector
+from geoldp._core.kernels import jit as _jit  # the one kernel decorator
 from geoldp.trajectory import _atp_region as _reg
 from geoldp.trajectory._table_store import DemandCounts, points_digest
 
 if TYPE_CHECKING:
-    from geoldp._kernels import KernelInt
-    from geoldp.pointset import PointSet
+    from geoldp._core.kernels import KernelInt
+    from geoldp._core.pointset import PointSet
 
 __all__ = [
     "DI_AP",
@@ -247,7 +247,7 @@ def get_index(points: PointSet) -> FastIndex:
 # ----------------------------------------------------------------------------------------------------
 
 
-# Random draws come from geoldp._random's ChaCha20 ``stream_*`` functions (imported above).
+# Random draws come from geoldp._core.randomness's ChaCha20 ``stream_*`` functions (imported above).
 
 
 @_jit

@@ -12,14 +12,14 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from geoldp._kernels import EARTH_RADIUS_M, haversine_rad
-from geoldp._kernels import jit as _jit  # the one kernel decorator
-from geoldp._kernels import jit_inline as _jit_inline  # leaf kernels on records
+from geoldp._core.kernels import EARTH_RADIUS_M, haversine_rad
+from geoldp._core.kernels import jit as _jit  # the one kernel decorator
+from geoldp._core.kernels import jit_inline as _jit_inline  # leaf kernels on records
 from geoldp.trajectory._atp_region import asin_dist
 from geoldp.trajectory._fast.grid import ST_MERGE_CAND, ST_MERGE_EXACT, ST_MERGE_FULL, gnomonic, ranges
 
 if TYPE_CHECKING:
-    from geoldp._kernels import KernelInt
+    from geoldp._core.kernels import KernelInt
 
 __all__ = ["merge_position"]
 

@@ -1,6 +1,6 @@
 """Exact samplers of the fast path: EM over a domain, k-RR and SW, drawing on the ChaCha20 streams.
 
-The draws come from :mod:`geoldp._random`'s ``stream_*`` functions (one stream per trajectory). The
+The draws come from :mod:`geoldp._core.randomness`'s ``stream_*`` functions (one stream per trajectory). The
 exactness of the phased EM sampler is argued in :mod:`geoldp.trajectory._fast.driver`; domains and
 membership are :mod:`geoldp.trajectory._fast.grid`'s.
 """
@@ -12,14 +12,14 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from geoldp._kernels import em_log_weight, haversine_rad
-from geoldp._kernels import jit as _jit  # the one kernel decorator
-from geoldp._kernels import jit_inline as _jit_inline  # leaf kernels on records
-from geoldp._random import stream_categorical_cdf, stream_integers, stream_uniform
+from geoldp._core.kernels import em_log_weight, haversine_rad
+from geoldp._core.kernels import jit as _jit  # the one kernel decorator
+from geoldp._core.kernels import jit_inline as _jit_inline  # leaf kernels on records
+from geoldp._core.randomness import stream_categorical_cdf, stream_integers, stream_uniform
 from geoldp.trajectory._fast.grid import ST_EM_CALLS, ST_EMPTY, ST_ENUMERATIONS, ST_PROPOSALS, member, pos_of
 
 if TYPE_CHECKING:
-    from geoldp._kernels import KernelInt
+    from geoldp._core.kernels import KernelInt
 
 __all__ = ["MAX_PROPOSALS", "MAX_PROPOSALS_D", "em", "em_full", "krr", "sw_bucket", "sw_cdf", "sw_continuous"]
 

@@ -1,10 +1,10 @@
 """Numba kernels: the one implementation of the geometric formulas (ALGORITHM §2).
 
 Every piece of geoldp that computes a distance, a bearing or a sector index calls these functions
-(directly from numba code, or through the broadcasting wrappers of :mod:`geoldp.geo`), so the true
+(directly from numba code, or through the broadcasting wrappers of :mod:`geoldp._core.geo`), so the true
 sector fed to k-RR and the domain built by GetPointSet use bit-identical arithmetic (ALGORITHM §2.4).
 
-All angles are in radians. Use :func:`geoldp.geo.to_radians` to convert degrees.
+All angles are in radians. Use :func:`geoldp._core.geo.to_radians` to convert degrees.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 import numba
 from numba.extending import typeof_impl
 
-from geoldp._aot import Entry, array
+from geoldp._core.aot import Entry, array
 
 if TYPE_CHECKING:
     import numpy as np
@@ -46,7 +46,7 @@ TWO_PI = 2.0 * math.pi
 #: reference counting: with it, every call that passes arrays costs atomic increments/decrements, which
 #: dominated the run time (~4x slower). nogil: the drivers run in threads (``n_jobs``, Dask's threaded
 #: scheduler) without holding the GIL. ``cache=True`` caches each kernel next to its own module's cache
-#: entry (in the cache directory geoldp._numba_cache chooses).
+#: entry (in the cache directory geoldp._core.numba_cache chooses).
 jit = numba.njit(cache=True, _nrt=False, nogil=True)  # type: ignore[call-overload]
 #: :data:`jit` for a leaf kernel that takes records (named tuples of arrays) and runs once per point:
 #: inlined into its callers, so a call does not pass every field of every record (TP and PointEM were
@@ -250,7 +250,7 @@ def farthest_from(lam: np.ndarray, phi: np.ndarray, i: KernelInt) -> tuple[int, 
 
 
 # Kernels that Python code calls (the point set's diameter): through their compiled exports when geoldp was
-# installed with them (geoldp._aot), otherwise these very numba functions; numba code calls the latter.
+# installed with them (geoldp._core.aot), otherwise these very numba functions; numba code calls the latter.
 @typeof_impl.register(Entry)
 def _typeof_entry(entry: Entry, context: Any) -> Any:
     # numba code that names an entry calls its numba function (the compiled exports serve Python callers)

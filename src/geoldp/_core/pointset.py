@@ -9,12 +9,12 @@ from typing import Any, cast
 
 import numpy as np
 
-from geoldp import _kernels
-from geoldp._kernels import EARTH_RADIUS_M
-from geoldp._memory import loading
-from geoldp._validation import check_int_range
-from geoldp.errors import GeoLDPWarning
-from geoldp.geo import haversine_array_m, to_radians
+from geoldp._core import kernels as _kernels
+from geoldp._core.errors import GeoLDPWarning
+from geoldp._core.geo import haversine_array_m, to_radians
+from geoldp._core.kernels import EARTH_RADIUS_M
+from geoldp._core.memory import loading
+from geoldp._core.validation import check_int_range
 
 __all__ = ["DUPLICATE_TOLERANCE_M", "PointSet"]
 
@@ -34,7 +34,7 @@ def _readonly(a: np.ndarray) -> np.ndarray:
     return a
 
 
-def _coords(values, name: str, caller: str) -> np.ndarray:
+def _coords(values: Any, name: str, caller: str) -> np.ndarray:
     arr = np.asarray(values)
     if arr.dtype == object or arr.dtype.kind not in "iuf":
         raise TypeError(
@@ -137,7 +137,7 @@ def _exact_diameter(lam: np.ndarray, phi: np.ndarray, xyz: np.ndarray, tree: Any
        direction, r_p = d(c, p); by the triangle inequality only pairs with r_p + r_q ≥ L can be longer
        than L.
        Sorting r descending lets a numba double loop stop early; L is raised as longer pairs are found
-       (:func:`geoldp._kernels.max_pairwise_sorted`).
+       (:func:`geoldp._core.kernels.max_pairwise_sorted`).
     4. L ≥ 0.9·πR (sets spread around the globe): d(p, q) ≥ L iff q lies within chord 2·cos(L/2R) of the
        antipode −p, a small ball, so P's k-d tree on the unit vectors returns the few candidate pairs.
 
@@ -220,7 +220,7 @@ class PointSet:
         Longitudes in [−180, 180] and latitudes in [−90, 90], degrees WGS 84; at least 2 points.
     deduplicate : bool, default False
         Public points closer than 1 mm (haversine) describe one location. By default they are kept and a
-        :class:`~geoldp.errors.GeoLDPWarning` reports how many there are (duplicates are harmless for privacy
+        :class:`~geoldp.GeoLDPWarning` reports how many there are (duplicates are harmless for privacy
         but give one location more EM weight). With ``deduplicate=True`` only the first point of each group
         is kept, silently.
 
@@ -229,7 +229,7 @@ class PointSet:
     lon, lat : numpy.ndarray
         Read-only float64 coordinates in degrees (bit-identical to the input, after deduplication).
     lam, phi : numpy.ndarray
-        Read-only radians (:func:`geoldp.geo.to_radians`).
+        Read-only radians (:func:`geoldp._core.geo.to_radians`).
     xyz : numpy.ndarray
         Read-only (m, 3) unit vectors.
     size : int
@@ -288,7 +288,7 @@ class PointSet:
     _exact: tuple[np.ndarray, ...] | None
     _hash: int | None  # of the coordinates, on first use
 
-    def __init__(self, lon, lat, *, deduplicate: bool = False) -> None:
+    def __init__(self, lon: Any, lat: Any, *, deduplicate: bool = False) -> None:
         lon = _coords(lon, "lon", "PointSet")
         lat = _coords(lat, "lat", "PointSet")
         if lon.shape != lat.shape:
@@ -344,7 +344,15 @@ class PointSet:
                 )
         self._set(lon, lat, lam, phi, xyz, None)
 
-    def _set(self, lon, lat, lam, phi, xyz, diameter) -> None:
+    def _set(
+        self,
+        lon: np.ndarray,
+        lat: np.ndarray,
+        lam: np.ndarray,
+        phi: np.ndarray,
+        xyz: np.ndarray,
+        diameter: float | None,
+    ) -> None:
         object.__setattr__(self, "_lon", _readonly(np.array(lon, dtype=np.float64)))
         object.__setattr__(self, "_lat", _readonly(np.array(lat, dtype=np.float64)))
         object.__setattr__(self, "_lam", _readonly(np.array(lam, dtype=np.float64)))
@@ -377,23 +385,23 @@ class PointSet:
         object.__setattr__(self, "_exact", _exact_table(self._lam, self._phi))
         object.__setattr__(self, "_tree", tree)  # last: has_tree is True once all are built
 
-    def __setattr__(self, name, value):
+    def __setattr__(self, name: str, value: Any) -> None:
         raise AttributeError("PointSet is immutable.")
 
-    def __delattr__(self, name):
+    def __delattr__(self, name: str) -> None:
         raise AttributeError("PointSet is immutable.")
 
     # -- pickling ------------------------------------------------------------------------------------
-    def __getstate__(self):
+    def __getstate__(self) -> Any:
         return {"lon": np.array(self._lon), "lat": np.array(self._lat), "diameter": self._diameter}
 
-    def __setstate__(self, state):
+    def __setstate__(self, state: Any) -> None:
         lon = np.asarray(state["lon"], dtype=np.float64)
         lat = np.asarray(state["lat"], dtype=np.float64)
         lam, phi = to_radians(lon, lat)
         self._set(lon, lat, lam, phi, _unit_vectors(lam, phi), state["diameter"])
 
-    def __reduce__(self):
+    def __reduce__(self) -> Any:
         return (_rebuild, (self.__getstate__(),))
 
     # -- basic attributes ----------------------------------------------------------------------------
@@ -463,7 +471,7 @@ class PointSet:
         whatever that call asked (the spatial index, a cKDTree over the unit vectors, among them)."""
         return self._tree is not None
 
-    def __eq__(self, other) -> bool:
+    def __eq__(self, other: object) -> bool:
         if not isinstance(other, PointSet):
             return NotImplemented
         if other is self:
@@ -486,11 +494,11 @@ class PointSet:
         return f"PointSet(size={self.size})"
 
     # -- queries -------------------------------------------------------------------------------------
-    def _index(self, index, name: str = "index") -> int:
+    def _index(self, index: Any, name: str = "index") -> int:
         index = check_int_range(index, name, caller="PointSet", minimum=0, maximum=self.size - 1)
         return index
 
-    def _targets(self, targets) -> np.ndarray:
+    def _targets(self, targets: Any) -> np.ndarray:
         if targets is None:
             return np.arange(self.size, dtype=np.int64)
         t = np.asarray(targets)
@@ -505,7 +513,7 @@ class PointSet:
             )
         return t
 
-    def distances_m(self, index, targets=None) -> np.ndarray:
+    def distances_m(self, index: Any, targets: Any = None) -> np.ndarray:
         """Haversine distances in metres from point ``index`` to ``targets`` (indices; default all points)."""
         i = self._index(index)
         t = self._targets(targets)
@@ -513,7 +521,7 @@ class PointSet:
         _kernels.haversine_from_one(self._lam[i], self._phi[i], self._lam[t], self._phi[t], out)
         return out
 
-    def bearings(self, index, targets=None) -> np.ndarray:
+    def bearings(self, index: Any, targets: Any = None) -> np.ndarray:
         """Initial bearings in radians from point ``index`` to ``targets`` (default all points)."""
         i = self._index(index)
         t = self._targets(targets)
@@ -521,10 +529,10 @@ class PointSet:
         _kernels.bearing_from_one(self._lam[i], self._phi[i], self._lam[t], self._phi[t], out)
         return out
 
-    def within(self, index, radius_km) -> np.ndarray:
+    def within(self, index: Any, radius_km: Any) -> np.ndarray:
         """Sorted indices r with ``d(P_index, P_r) <= radius_km·1000`` (haversine kernel; includes
         ``index``)."""
-        from geoldp._validation import check_real
+        from geoldp._core.validation import check_real
 
         radius = check_real(radius_km, "radius_km", caller="PointSet.within")
         if not radius >= 0.0:
@@ -594,7 +602,7 @@ class PointSet:
                 return best
             best, best_sum = int(cand[j]), float(sums[j])
 
-    def nearest(self, lon, lat):
+    def nearest(self, lon: Any, lat: Any) -> Any:
         """Nearest public point to each (lon, lat) (degrees): exact haversine nearest, ties → lowest index.
 
         Parameters
@@ -606,9 +614,9 @@ class PointSet:
         -------
         idx : numpy.ndarray of int64
             Index of the nearest point (scalar 0-d results are returned as numpy scalars): the minimiser of
-            the haversine kernel of :mod:`geoldp._kernels`; among equal distances, the lowest index.
+            the haversine kernel of :mod:`geoldp._core.kernels`; among equal distances, the lowest index.
         dist_m : numpy.ndarray of float64
-            Haversine distance in metres (computed with the kernel of :mod:`geoldp._kernels`).
+            Haversine distance in metres (computed with the kernel of :mod:`geoldp._core.kernels`).
 
         Notes
         -----
@@ -691,7 +699,7 @@ class PointSet:
 
     # -- GeoPandas interop ---------------------------------------------------------------------------
     @classmethod
-    def from_geoseries(cls, gs, *, deduplicate: bool = False) -> PointSet:
+    def from_geoseries(cls, gs: Any, *, deduplicate: bool = False) -> PointSet:
         """Build from a GeoSeries of Points in any CRS (reprojected to EPSG:4326).
 
         Raises
@@ -723,7 +731,7 @@ class PointSet:
         return cls(lon, lat, deduplicate=deduplicate)
 
     @classmethod
-    def from_geodataframe(cls, gdf, *, deduplicate: bool = False) -> PointSet:
+    def from_geodataframe(cls, gdf: Any, *, deduplicate: bool = False) -> PointSet:
         """Build from the active geometry of a GeoDataFrame of Points (any CRS)."""
         import geopandas as gpd
 
@@ -731,7 +739,7 @@ class PointSet:
             raise TypeError(f"from_geodataframe needs a geopandas.GeoDataFrame. Got {type(gdf).__name__}.")
         return cls.from_geoseries(gdf.geometry, deduplicate=deduplicate)
 
-    def to_geoseries(self, crs=None):
+    def to_geoseries(self, crs: Any = None) -> Any:
         """The points as a GeoSeries in EPSG:4326, or reprojected to ``crs``."""
         import geopandas as gpd
 
@@ -739,7 +747,7 @@ class PointSet:
         return gs if crs is None else gs.to_crs(crs)
 
 
-def _rebuild(state) -> PointSet:
+def _rebuild(state: Any) -> PointSet:
     obj = PointSet.__new__(PointSet)
     obj.__setstate__(state)
     return obj

@@ -1,6 +1,6 @@
 """Geometry on the sphere: the one degree→radian conversion, haversine, bearings and sectors.
 
-These are broadcasting numpy wrappers over the numba kernels of :mod:`geoldp._kernels`, which hold the
+These are broadcasting numpy wrappers over the numba kernels of :mod:`geoldp._core.kernels`, which hold the
 one implementation of each formula (ALGORITHM §2). Coordinates are (lon, lat) in degrees, WGS 84;
 distances are in metres; bearings are radians clockwise from north in [0, 2π).
 """
@@ -14,8 +14,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from geoldp import _kernels
-from geoldp._kernels import EARTH_RADIUS_M
+from geoldp._core import kernels as _kernels
+from geoldp._core.kernels import EARTH_RADIUS_M
 
 __all__ = [
     "EARTH_RADIUS_M",
@@ -149,7 +149,7 @@ def sector_index(theta: npt.ArrayLike, g: int, convention: str = "centred") -> A
     >>> int(sector_index(math.pi / 2, 2)), int(sector_index(math.pi / 2, 2, convention="floor"))
     (1, 0)
     """
-    from geoldp._validation import check_int_range, check_option
+    from geoldp._core.validation import check_int_range, check_option
 
     convention = check_option(convention, "convention", _CONVENTIONS, "sector_index")
     g = check_int_range(g, "g", caller="sector_index", minimum=2)

@@ -27,3 +27,9 @@ class GeoLDPWarning(UserWarning):
 
 class PrivacyWarning(GeoLDPWarning):
     """A configuration is legal but weakens the privacy story (ε > 10, kept attribute columns)."""
+
+
+# Named by their public home, so that tracebacks, warnings filters and pickles say ``geoldp.BudgetError``.
+for _cls in (GeoLDPError, BudgetError, DomainError, GeoLDPWarning, PrivacyWarning):
+    _cls.__module__ = "geoldp"
+del _cls

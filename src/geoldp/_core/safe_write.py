@@ -52,7 +52,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
-from geoldp._formats import ESTIMATE_LAYERS
+from geoldp._core.formats import ESTIMATE_LAYERS
 
 __all__ = [
     "AtomicFile",

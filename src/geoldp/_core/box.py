@@ -27,9 +27,9 @@ from typing import Any
 import numpy as np
 from pyproj import CRS, Transformer
 
-from geoldp._frames import WGS84
-from geoldp._kernels import EARTH_RADIUS_M
-from geoldp.errors import GeoLDPWarning, PrivacyWarning
+from geoldp._core.errors import GeoLDPWarning, PrivacyWarning
+from geoldp._core.frames import WGS84
+from geoldp._core.kernels import EARTH_RADIUS_M
 
 __all__ = ["PlanarBox", "planar_box", "warn_if_box_from", "warn_outside"]
 
@@ -43,8 +43,11 @@ _LOCAL = threading.local()
 
 
 def _transformer(src: CRS, dst: CRS) -> Transformer:
-    """A Transformer from ``src`` to ``dst`` (always_xy), built once per thread (building one takes ~50 ms;
-    a Transformer must not be shared between threads). The cache holds public CRSs only."""
+    """A Transformer from ``src`` to ``dst`` (always_xy), built once per thread.
+
+    Building one takes ~50 ms, and a Transformer must not be shared between threads. The cache holds
+    public CRSs only.
+    """
     cache = getattr(_LOCAL, "cache", None)
     if cache is None:
         cache = _LOCAL.cache = {}

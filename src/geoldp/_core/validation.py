@@ -74,7 +74,7 @@ MAX_LENGTH = 10_000
 MAX_PAD_LENGTH = MAX_LENGTH
 
 
-def _fmt(value) -> str:
+def _fmt(value: Any) -> str:
     if isinstance(value, np.generic):
         return repr(value.item())
     if isinstance(value, Fraction):
@@ -83,13 +83,13 @@ def _fmt(value) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-def _is_real_number(value) -> bool:
+def _is_real_number(value: Any) -> bool:
     if isinstance(value, (bool, np.bool_)):
         return False
     return isinstance(value, (numbers.Real, np.integer, np.floating))
 
 
-def check_real(value, name: str, *, caller: str) -> float:
+def check_real(value: Any, name: str, *, caller: str) -> float:
     """Return ``value`` as a float if it is a real number (not bool, str, complex, Decimal, None).
 
     Raises
@@ -112,7 +112,7 @@ def check_real(value, name: str, *, caller: str) -> float:
         ) from None
 
 
-def check_epsilon(epsilon, *, caller: str, name: str = "epsilon", maximum: float | None = None) -> float:
+def check_epsilon(epsilon: Any, *, caller: str, name: str = "epsilon", maximum: float | None = None) -> float:
     """Validate a privacy budget and return it as a float.
 
     Parameters
@@ -158,7 +158,7 @@ def check_epsilon(epsilon, *, caller: str, name: str = "epsilon", maximum: float
     return value
 
 
-def check_release_epsilon(epsilon, *, caller: str, name: str = "epsilon") -> float:
+def check_release_epsilon(epsilon: Any, *, caller: str, name: str = "epsilon") -> float:
     """Validate the ε of a release (perturb, report, synthesize, hybrid, plan, estimate ...).
 
     One range for every release kind: ``[MIN_EPSILON, MAX_EPSILON]`` = [0.001, 53·ln 2 ≈ 36.74] (see
@@ -198,7 +198,7 @@ def check_release_epsilon(epsilon, *, caller: str, name: str = "epsilon") -> flo
     )
 
 
-def check_count(value, name: str, *, caller: str, minimum: int = 1, maximum: int = MAX_COUNT) -> int:
+def check_count(value: Any, name: str, *, caller: str, minimum: int = 1, maximum: int = MAX_COUNT) -> int:
     """Validate a count that sizes an allocation: an int in ``[minimum, maximum]`` (default max 10⁸).
 
     Checked before anything is allocated, so that a slip ends in this error, not in a MemoryError.
@@ -230,9 +230,11 @@ def check_count(value, name: str, *, caller: str, minimum: int = 1, maximum: int
     return number
 
 
-def check_lengths(lengths, *, caller: str, name: str = "lengths"):
-    """Refuse a trajectory length above :data:`MAX_LENGTH` in an int or a list of ints, before anything is
-    sized by it; return ``lengths`` unchanged (its type and the lower end are the caller's to check).
+def check_lengths(lengths: Any, *, caller: str, name: str = "lengths") -> Any:
+    """Refuse a trajectory length above :data:`MAX_LENGTH` in an int or a list of ints.
+
+    The check runs before anything is sized by a length; ``lengths`` is returned unchanged (its type and
+    the lower end are the caller's to check).
 
     Raises
     ------
@@ -255,7 +257,7 @@ def check_lengths(lengths, *, caller: str, name: str = "lengths"):
     return lengths
 
 
-def check_option(value, name: str, allowed, caller: str, *, case_insensitive: bool = False):
+def check_option(value: Any, name: str, allowed: Any, caller: str, *, case_insensitive: bool = False) -> Any:
     """Return ``value`` if it is one of ``allowed``, else raise ``ValueError`` listing the options.
 
     With ``case_insensitive=True`` a string is matched ignoring case and the canonical spelling from
@@ -279,7 +281,7 @@ def check_option(value, name: str, allowed, caller: str, *, case_insensitive: bo
 
 
 def check_int_range(
-    value, name: str, *, caller: str, minimum: int | None = None, maximum: int | None = None
+    value: Any, name: str, *, caller: str, minimum: int | None = None, maximum: int | None = None
 ) -> int:
     """Validate an integer parameter (Python or numpy int, not bool) in ``[minimum, maximum]``.
 
@@ -313,7 +315,7 @@ def check_int_range(
     return value
 
 
-def check_bool(value, name: str, *, caller: str) -> bool:
+def check_bool(value: Any, name: str, *, caller: str) -> bool:
     """Return ``value`` as a bool if it is a Python or numpy bool.
 
     Raises
@@ -333,7 +335,7 @@ def check_bool(value, name: str, *, caller: str) -> bool:
     return bool(value)
 
 
-def check_max_km(max_km, *, caller: str) -> float | None:
+def check_max_km(max_km: Any, *, caller: str) -> float | None:
     """Validate a snapping tolerance of the analyses: None, or a float in [0, inf).
 
     Raises
@@ -359,7 +361,7 @@ def check_max_km(max_km, *, caller: str) -> float | None:
     return float(max_km)
 
 
-def check_positive_km(value, name: str, *, caller: str) -> float | None:
+def check_positive_km(value: Any, name: str, *, caller: str) -> float | None:
     """Validate an optional distance in km: None, or a float in the range (0, inf).
 
     Raises
@@ -390,7 +392,7 @@ def check_positive_km(value, name: str, *, caller: str) -> float | None:
     return number
 
 
-def check_int_min(value, name: str, *, minimum: int, caller: str) -> int:
+def check_int_min(value: Any, name: str, *, minimum: int, caller: str) -> int:
     """Validate an integer parameter (Python or numpy int, not bool) that must be ``>= minimum``.
 
     Raises
@@ -417,7 +419,9 @@ def check_int_min(value, name: str, *, minimum: int, caller: str) -> int:
     return int(value)
 
 
-def check_float_range(value, name: str, *, caller: str, minimum: float = 0.0, closed: bool = False) -> float:
+def check_float_range(
+    value: Any, name: str, *, caller: str, minimum: float = 0.0, closed: bool = False
+) -> float:
     """Validate a real number in ``(minimum, inf)`` (or ``[minimum, inf)`` with ``closed=True``).
 
     Raises
@@ -447,7 +451,7 @@ def check_float_range(value, name: str, *, caller: str, minimum: float = 0.0, cl
 _MIXED_KINDS = ("mixed", "mixed-integer")
 
 
-def check_time_kinds(values, name, *, caller: str) -> None:
+def check_time_kinds(values: Any, name: str, *, caller: str) -> None:
     """Refuse a time column whose values mix kinds (numbers with text or dates, say).
 
     Sorting such a column orders by kind first (every number before every text), which is no time order.
@@ -477,7 +481,13 @@ def check_time_kinds(values, name, *, caller: str) -> None:
 
 
 def check_no_missing(
-    values, *, what: str, column, caller: str, rows=None, frame: str = "trajectories"
+    values: Any,
+    *,
+    what: str,
+    column: Any,
+    caller: str,
+    rows: Any = None,
+    frame: str = "trajectories",
 ) -> None:
     """Refuse a missing value (NaN, None, NaT) in a column of the rows being released, naming its row.
 

@@ -24,7 +24,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from geoldp.errors import GeoLDPWarning
+from geoldp._core.errors import GeoLDPWarning
 
 __all__ = ["ReleaseLedger", "attach", "ledger_of", "record_problem", "require"]
 

@@ -57,7 +57,7 @@ _STALE_SECONDS = 7 * 24 * 3600
 
 def source_fingerprint(root: Path | None = None) -> str:
     """16 hex digits of SHA-256 over the geoldp source files that mention numba (paths and contents)."""
-    root = Path(__file__).resolve().parent if root is None else Path(root)
+    root = Path(__file__).resolve().parent.parent if root is None else Path(root)
     h = hashlib.sha256()
     for path in sorted(root.rglob("*.py")):
         data = path.read_bytes()

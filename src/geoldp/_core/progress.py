@@ -32,7 +32,7 @@ def use_lines(on: bool = True) -> None:
 
 
 def tqdm_class() -> Any:
-    """tqdm's bar: a notebook widget where ipywidgets is installed, else a text bar; None without tqdm."""
+    """The tqdm bar class: a notebook widget where ipywidgets is installed, else text; None without tqdm."""
     import importlib.util
 
     try:

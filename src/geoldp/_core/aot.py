@@ -70,12 +70,12 @@ def array(dtype: Any, ndim: int, *, readonly: bool = False) -> types.Array:
 def kernel_digest(package: Path | None = None) -> int:
     """The digest of the kernel sources under ``package`` (default: this installed package), as an int.
 
-    The first 15 hex digits of :func:`geoldp._numba_cache.source_fingerprint`: every geoldp source file
+    The first 15 hex digits of :func:`geoldp._core.numba_cache.source_fingerprint`: every geoldp source file
     that mentions numba, paths and contents.
     """
-    from geoldp._numba_cache import source_fingerprint
+    from geoldp._core.numba_cache import source_fingerprint
 
-    root = Path(__file__).resolve().parent if package is None else Path(package)
+    root = Path(__file__).resolve().parent.parent if package is None else Path(package)
     return int(source_fingerprint(root)[:15], 16)
 
 

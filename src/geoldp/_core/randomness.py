@@ -63,7 +63,7 @@ import numba
 import numpy as np
 import numpy.typing as npt
 
-from geoldp._kernels import KernelInt, jit
+from geoldp._core.kernels import KernelInt, jit
 
 __all__ = [
     "ChaChaRandomSource",

@@ -38,8 +38,8 @@ import pandas as pd
 import shapely
 from pyproj import CRS, Transformer
 
-from geoldp._validation import available_columns, check_no_missing, check_time_kinds
-from geoldp.errors import GeoLDPWarning, PrivacyWarning
+from geoldp._core.errors import GeoLDPWarning, PrivacyWarning
+from geoldp._core.validation import available_columns, check_no_missing, check_time_kinds
 
 __all__ = [
     "TYPE_NAMES",
@@ -361,6 +361,16 @@ def _time_key(values: pd.Series, rows: np.ndarray, *, caller: str, time_col: str
     return np.asarray(codes, dtype=np.int64)
 
 
+def _require_columns(gdf: Any, traj_id_col: Any, time_col: Any, *, caller: str) -> None:
+    """Refuse a ``traj_id_col`` or ``time_col`` that names no column of ``gdf``."""
+    missing_cols = [c for c in (traj_id_col, time_col) if c is not None and c not in gdf.columns]
+    if missing_cols:
+        raise ValueError(
+            f"{caller}: column(s) {[str(c) for c in missing_cols]} not found (traj_id_col/time_col). "
+            f"{available_columns(gdf.columns)}"
+        )
+
+
 def extract(
     gdf: Any,
     *,
@@ -395,14 +405,7 @@ def extract(
     if on_invalid not in _ON_INVALID:
         raise ValueError(f"Got on_invalid={on_invalid!r}; `on_invalid` must be one of {_ON_INVALID}.")
     crs = require_crs(gdf.crs, what="trajectories", caller=caller)
-    cols = [c for c in (traj_id_col, time_col) if c is not None]
-    if cols:
-        missing_cols = [c for c in cols if c not in gdf.columns]
-        if missing_cols:
-            raise ValueError(
-                f"{caller}: column(s) {[str(c) for c in missing_cols]} not found (traj_id_col/time_col). "
-                f"{available_columns(gdf.columns)}"
-            )
+    _require_columns(gdf, traj_id_col, time_col, caller=caller)
     n_rows = len(gdf)
     geoms = np.asarray(gdf.geometry.values, dtype=object)
     missing = shapely.is_missing(geoms)
@@ -692,7 +695,7 @@ def as_pointset(points: Any, *, caller: str, release: bool = False) -> Any:
     """
     import geopandas as gpd
 
-    from geoldp.pointset import PointSet
+    from geoldp._core.pointset import PointSet
 
     if isinstance(points, PointSet):
         return points
@@ -991,7 +994,7 @@ def warn_if_fixes(
     """Warn when Point rows without a trajectory id look like fixes of longer trips.
 
     Each such row is released as a one-point trajectory at the full ε: 3,000 fixes of a few trips become
-    3,000 releases about the same people. The warning (a :class:`~geoldp.errors.PrivacyWarning`) is given
+    3,000 releases about the same people. The warning (a :class:`~geoldp.PrivacyWarning`) is given
     when a column looks like a time or like an id repeated over rows; ``option`` names the fix the caller
     offers (e.g. ``"traj_id_col= (command line: --traj-id-col)"``), ``None`` when it has none; ``ignore``
     the columns the caller already knows the meaning of (``user_col``). Local only: nothing of it reaches a
