@@ -138,7 +138,7 @@ def uniform_hits(share: np.ndarray, lengths: np.ndarray) -> np.ndarray:
 
 
 def ne_km(orig, est, lon, lat) -> float:
-    from geoldp._core.geo import haversine_m
+    from geoldp import haversine_m
 
     return float(
         np.mean(
@@ -234,7 +234,7 @@ class Setting:
                     hotspot_error(t, ranked(v)) if q.startswith("1 −") else error(q, t, v, n)
                 )
         # NE of the baselines, exact: the constant's distance, and the mean distance to a uniform draw
-        from geoldp._core.geo import haversine_m
+        from geoldp import haversine_m
 
         self.base_err["constant"]["NE (km)"] = ne_km(seqs, [np.full(s.shape[0], med) for s in seqs], lon, lat)
         pts_used = np.unique(np.concatenate(seqs))
