@@ -1,20 +1,24 @@
-"""The per-user client: its import time and one ATP report's latency on a campaign over a 10⁴-point P.
+"""The per-user client: its import time and one report's latency on a campaign over a 10⁴-point P.
 
-Plain script. Writes an ATP campaign (ε = 4) over ``--points`` random public points in a 0.3° box, then,
+Plain script. Writes a campaign of ``--design`` (default ATP; ε = 4) over ``--points`` random public points
+in a 0.3° box (and a 4 × 4 zone grid over it, for report and hybrid designs), then,
 in a fresh process (pin it to one core with ``taskset -c N`` to measure one core), times
-``import numpy``, ``import geoldp.client`` beyond numpy, reading and preparing the campaign, and
+``import numpy``, ``import geoldp.client`` beyond numpy (bytecode cached, as installed), reading and
+preparing the campaign, and
 ``--reports`` reports of trajectories of 2, 20 and 64 points with the operating system's randomness
 (median and 95th percentile). Also lists the heavy modules the import loaded (there must be none).
 
 Usage::
 
     taskset -c 0 python benchmarks/bench_client.py --points 10000
+    taskset -c 0 python benchmarks/bench_client.py --points 10000 --design tracs-d
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -51,30 +55,38 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--points", type=int, default=10_000)
     parser.add_argument("--reports", type=int, default=40)
+    parser.add_argument("--design", default="atp", help="the campaign's design (default atp)")
     args = parser.parse_args()
     sys.path.insert(0, str(ROOT / "src"))
     import geopandas as gpd
     import numpy as np
 
-    from geoldp.campaign import Campaign
+    from geoldp import zone_grid
+    from geoldp.field.campaign import Campaign
 
     rng = np.random.default_rng(1)
     lon, lat = 116.3 + rng.random(args.points) * 0.3, 39.9 + rng.random(args.points) * 0.3
     points = gpd.GeoDataFrame(geometry=gpd.points_from_xy(lon, lat), crs="EPSG:4326")
     with tempfile.TemporaryDirectory() as tmp:
-        path = Campaign.create("atp", epsilon=4.0, points=points).write(Path(tmp) / "campaign.json")
+        zones = zone_grid((116.3, 39.9, 116.6, 40.2), cells=4)
+        campaign = Campaign.create(args.design, epsilon=4.0, points=points, zones=zones)
+        path = campaign.write(Path(tmp) / "campaign.json")
         size = path.stat().st_size
-        env = {"PYTHONPATH": str(ROOT / "src")}
+        # bytecode cached, as for an installed package (a session may run with PYTHONDONTWRITEBYTECODE)
+        env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "PYTHONPYCACHEPREFIX": str(Path(tmp) / "pyc")}
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
+        subprocess.run([sys.executable, "-c", "import geoldp.client"], env=env, check=True)  # the cache
         run = subprocess.run(
             [sys.executable, "-c", DEVICE, str(path), str(args.reports)],
-            env={**__import__("os").environ, **env},
+            env=env,
             capture_output=True,
             text=True,
             check=True,
         )
     r = json.loads(run.stdout)
     heavy = r["heavy"] or "none"
-    print(f"|P| = {args.points}, campaign file {size / 1e3:.0f} kB; heavy modules imported: {heavy}")
+    print(f"design {args.design}, |P| = {args.points}, campaign file {size / 1e3:.0f} kB")
+    print(f"heavy modules imported: {heavy}")
     print(
         f"import numpy {r['numpy_s']:.3f} s, import geoldp.client (beyond numpy) "
         f"{r['client_import_s']:.3f} s, "

@@ -1,21 +1,24 @@
 """Concurrent ingest of report records: P processes taking N JSON Lines records of one campaign into a store.
 
-Plain script. The whole path a collector runs: each process calls :func:`geoldp.ingest.ingest` on its own
+Plain script. The whole path a collector runs: each process calls
+:func:`geoldp.field.ingest.ingest` on its own
 JSON Lines file (every line parsed, checked against the campaign: format, campaign id, design, ε, the
-report's domain; its digest computed) and appends the records in transactions of ``--batch`` records,
-each charging every record's user and storing the record. The campaign is ``report:visited_zone`` at
-ε = 1 over a 5 × 5 grid (a k-RR report per record) with each user's total 8; record ``i`` belongs to user
-``i mod U`` (U = N/10: every user sends 10 records, two of which must be refused) and goes to process
-``i mod P``, and every process also re-sends 5 % of another process's records (stored once). The records
-are real client output (:func:`geoldp.client.respond`, 500 devices) given distinct record ids and users,
-so that making 10⁵ of them takes seconds.
+report's domain; its digest computed) and appends the records in transactions of ``--batch`` records, each
+charging every record's user and storing the record. The campaign is ``report:visited_zone`` at ε = 1 over a
+5 × 5 grid (an OUE report per record: 26 bits, as 8 hex digits) with each user's total 8; record ``i``
+belongs to user ``i mod U`` (U = N/10: every user sends 10 records, two of which must be refused) and goes
+to process ``i mod P``, and every process also re-sends 5 % of another process's records (stored once). The
+records are real client output (:func:`geoldp.client.respond`, 500 devices) given distinct record ids and
+users, so that making 10⁵ of them takes seconds.
 
 Checked afterwards from the store alone: no user past her total, each user's total equal to the sum of
 her spends, every report with its spend, no record stored twice, the records the processes were told
 are stored all there, exactly N·8/10 stored. Reported: wall time from the common start to the last
 process's end (the processes have imported geoldp and read their files' first bytes before the start),
-records per second, CPU seconds of all processes, and the load average at the start (the machine may be
-shared).
+records per second, CPU seconds of all ingest processes and per record read, the CPU seconds of the
+PostgreSQL server's processes (when it runs on this machine and its data folder is readable: its CPU
+shares the same cores), and the load average at the start and the end (the machine may be shared: the
+CPU per record does not depend on the load, the records per second do).
 
 Usage::
 
@@ -51,7 +54,7 @@ def _campaign(folder: Path) -> Path:
     import geopandas as gpd
 
     from geoldp import zone_grid
-    from geoldp.campaign import Campaign
+    from geoldp.field.campaign import Campaign
 
     rng = np.random.default_rng(1)
     lon = BOX[0] + rng.random(500) * (BOX[2] - BOX[0])
@@ -98,7 +101,7 @@ def _files(campaign: Path, folder: Path, args: argparse.Namespace) -> list[Path]
 def _worker(
     campaign: str, target: str, path: str, batch: int, start: mp.synchronize.Event, out: mp.Queue
 ) -> None:
-    from geoldp.ingest import ingest
+    from geoldp.field.ingest import ingest
 
     with open(path, "rb") as fh:
         fh.read(1)  # the file is there
@@ -110,11 +113,51 @@ def _worker(
     out.put((time.perf_counter(), cpu, counts, len(summary.refused)))
 
 
+def _postmaster(url: str) -> int | None:
+    """The process id of a PostgreSQL server on this machine (its data folder readable), else None."""
+    try:
+        import psycopg
+
+        with psycopg.connect(url, autocommit=True) as conn:
+            row = conn.execute("SHOW data_directory").fetchone()
+        with open(os.path.join(str(row[0]) if row else "", "postmaster.pid"), encoding="utf-8") as fh:
+            return int(fh.readline())
+    except Exception:  # another machine, no rights: the server's CPU is not measured
+        return None
+
+
+def _server_cpu(pid: int | None) -> float | None:
+    """CPU seconds of a server process and all its children, live and ended, from ``/proc`` (Linux)."""
+    if pid is None:
+        return None
+    tick = os.sysconf("SC_CLK_TCK")
+
+    def fields(p: int | str) -> list[str]:
+        with open(f"/proc/{p}/stat", encoding="utf-8") as fh:
+            return fh.read().rsplit(")", 1)[1].split()
+
+    try:
+        own = fields(pid)
+        total = sum(int(v) for v in own[11:15])  # utime, stime, and those of the children it waited for
+        for entry in os.listdir("/proc"):
+            if entry.isdigit():
+                try:
+                    f = fields(entry)
+                except OSError:
+                    continue
+                if int(f[1]) == pid:  # a live child (backend, writer): its own time so far
+                    total += int(f[11]) + int(f[12])
+        return total / tick
+    except (OSError, ValueError, IndexError):
+        return None
+
+
 def run(target: str, campaign: Path, files: list[Path], args: argparse.Namespace) -> dict[str, object]:
     """One timed run on a new store at ``target``; raises on any violated invariant."""
-    from geoldp.store import Store
+    from geoldp.store import Store, is_url
 
     Store.open(target, total_epsilon=TOTAL).close()
+    server = _postmaster(target) if is_url(target) else None
     ctx = mp.get_context("spawn")
     start, out = ctx.Event(), ctx.Queue()
     procs = [
@@ -123,8 +166,9 @@ def run(target: str, campaign: Path, files: list[Path], args: argparse.Namespace
     ]
     for proc in procs:
         proc.start()
-    time.sleep(3.0)  # every process imported geoldp.ingest
+    time.sleep(3.0)  # every process imported geoldp.field.ingest
     load = os.getloadavg()[0]
+    server_cpu = _server_cpu(server)
     t0 = time.perf_counter()
     start.set()
     ends, totals, cpu, refused = [], {"stored": 0, "duplicate": 0, "over budget": 0}, 0.0, 0
@@ -140,6 +184,9 @@ def run(target: str, campaign: Path, files: list[Path], args: argparse.Namespace
         if proc.exitcode != 0:
             raise RuntimeError(f"a worker failed (exit {proc.exitcode})")
     wall = max(ends) - t0
+    after = _server_cpu(server)
+    server_cpu = None if server_cpu is None or after is None else after - server_cpu
+    load_end = os.getloadavg()[0]
     with Store.open(target) as store:
         problems = store.verify()
         spent = store.spent()
@@ -156,7 +203,16 @@ def run(target: str, campaign: Path, files: list[Path], args: argparse.Namespace
         raise AssertionError(
             f"store invariants violated: {checks}, {n_reports} stored of {expected} expected"
         )
-    return {"wall_s": wall, "cpu_s": cpu, "load": load, "n_reports": n_reports, **checks, **totals}
+    return {
+        "wall_s": wall,
+        "cpu_s": cpu,
+        "server_cpu_s": server_cpu,
+        "load": load,
+        "load_end": load_end,
+        "n_reports": n_reports,
+        **checks,
+        **totals,
+    }
 
 
 def _cpu_model() -> str:
@@ -174,7 +230,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--records", type=int, default=100_000)
     parser.add_argument("--processes", type=int, default=8)
-    parser.add_argument("--batch", type=int, default=500, help="records per transaction")
+    parser.add_argument("--batch", type=int, default=2000, help="records per transaction")
     parser.add_argument("--users", type=int, default=None, help="default: records / 10")
     parser.add_argument("--postgres", default=os.environ.get("GEOLDP_TEST_POSTGRES_URL"))
     parser.add_argument("--backends", default="sqlite,postgres")
@@ -216,9 +272,10 @@ def main() -> None:
         "store",
         "wall s",
         "records/s",
-        "CPU s (all processes)",
-        "records per CPU s",
-        "load at start",
+        "CPU s (ingest processes)",
+        "CPU µs per record",
+        "server CPU s",
+        "load (1 min) at start / end",
         "stored",
         "refused (over budget)",
         "re-sent, stored once",
@@ -226,14 +283,21 @@ def main() -> None:
         "lost or duplicated records",
     )
     print("| " + " | ".join(head) + " |")
-    print("|---" * len(head) + "|")
+    print("|---" + "|---:" * (len(head) - 1) + "|")
+    n_read = args.records + sum(
+        len(range(p, args.records, args.processes)[::20]) for p in range(args.processes)
+    )
     for name, r in rows:
+        server = "–" if r["server_cpu_s"] is None else f"{r['server_cpu_s']:.1f}"
         print(
             f"| {name} | {r['wall_s']:.1f} | {args.records / r['wall_s']:,.0f} | {r['cpu_s']:.1f} "
-            f"| {args.records / r['cpu_s']:,.0f} | {r['load']:.1f} | {r['n_reports']:,} "
-            f"| {r['over budget']:,} "
+            f"| {r['cpu_s'] / n_read * 1e6:.0f} | {server} | {r['load']:.1f} / {r['load_end']:.1f} "
+            f"| {r['n_reports']:,} | {r['over budget']:,} "
             f"| {r['duplicate']:,} | {r['overspent_users']} | {r['lost_or_duplicated']} |"
         )
+    print(
+        f"CPU µs per record: the ingest processes' CPU over the {n_read:,} records read (re-sent included)."
+    )
 
 
 if __name__ == "__main__":

@@ -34,7 +34,7 @@ N_DEVICES = 200 if os.environ.get("GEOLDP_EXAMPLES_SMALL") else 1000
 def publish(folder: Path) -> Path:
     """The collector's side: a public grid P, zones over it, and the campaign file devices download."""
     from geoldp import points, zone_grid
-    from geoldp.campaign import Campaign
+    from geoldp.field.campaign import Campaign
 
     grid = points.grid(AREA, spacing_m=500)  # public points from the public area only
     zones = zone_grid(AREA, cells=4)  # 16 public zones
@@ -77,7 +77,7 @@ def main(folder: Path) -> None:
     # [/respond]
     print(f"{N_DEVICES} devices answered: {reports}")
     # [ingest]
-    from geoldp.ingest import ingest
+    from geoldp.field.ingest import ingest
 
     store = folder / "store.gpkg"
     summary = ingest(campaign_path, [reports], store=store)
@@ -85,8 +85,8 @@ def main(folder: Path) -> None:
     # [/ingest]
     # [answer]
     from geoldp import designs
-    from geoldp.campaign import Campaign
-    from geoldp.ingest import answer
+    from geoldp.field.campaign import Campaign
+    from geoldp.field.ingest import answer
 
     campaign = Campaign.read(campaign_path)
     table = answer(store, campaign, "zone_visits")

@@ -9,7 +9,7 @@ import numpy as np
 from shapely.geometry import LineString, Point
 
 from geoldp import zone_grid
-from geoldp.campaign import Campaign
+from geoldp.field.campaign import Campaign
 
 BOX = (116.30, 39.90, 116.40, 40.00)
 

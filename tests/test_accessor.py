@@ -568,3 +568,73 @@ def test_accessor_methods_have_full_numpydoc_docstrings(name):
     params = inspect.signature(method).parameters.values()
     expected = {("**" + p.name) if p.kind is p.VAR_KEYWORD else p.name for p in params if p.name != "self"}
     assert documented == expected, name
+
+
+# -------------------------------------------- GeoSeries.ldp: the frame path for a series of LineStrings
+
+
+def _series():
+    rows = [
+        shapely.linestrings([[116.301, 39.901], [116.311, 39.909], [116.321, 39.902]]),
+        shapely.linestrings([[116.329, 39.918], [116.305, 39.903]]),
+        shapely.linestrings([[116.312, 39.911], [116.318, 39.913], [116.325, 39.91], [116.302, 39.9]]),
+    ]
+    return gpd.GeoSeries(rows, index=["b", "a", "b"], crs="EPSG:4326", name="route")
+
+
+def _points():
+    lon = [116.30, 116.31, 116.32, 116.33, 116.305]
+    lat = [39.90, 39.91, 39.90, 39.92, 39.915]
+    return geoldp.PointSet(lon, lat)
+
+
+@pytest.mark.parametrize("mechanism", ["tp", "atp", "pointem"])
+def test_geoseries_accessor_equals_the_frame_path(mechanism):
+    s, pts = _series(), _points()
+    before = s.copy()
+    out = s.ldp.perturb(pts, mechanism=mechanism, epsilon=6.0, rng=7)
+    frame = gpd.GeoDataFrame(geometry=s.rename("geometry"), crs=s.crs)
+    ref = frame.ldp.perturb(pts, mechanism=mechanism, epsilon=6.0, rng=7)
+    assert isinstance(out, gpd.GeoSeries)
+    assert out.index.equals(s.index) and out.name == "route" and out.crs == s.crs
+    assert shapely.equals_exact(np.asarray(out.values), np.asarray(ref.geometry.values), tolerance=0).all()
+    assert list(shapely.get_num_coordinates(out.values)) == [3, 2, 4]
+    ledger = out.attrs["geoldp"]
+    assert ledger["mechanism"] == mechanism and ledger["epsilon"] == 6.0
+    assert shapely.equals_exact(np.asarray(before.values), np.asarray(s.values), tolerance=0).all()
+
+
+def test_geoseries_accessor_refuses_frame_only_arguments_and_plain_series():
+    import pandas as pd
+
+    with pytest.raises(TypeError, match=r"'keep_columns'.*GeoDataFrame"):
+        _series().ldp.perturb(_points(), epsilon=4.0, keep_columns=["x"])
+    with pytest.raises(TypeError, match="'user_col'"):
+        _series().ldp.perturb(_points(), epsilon=4.0, user_col="u")
+    assert not hasattr(pd.Series([1.0, 2.0]), "ldp")
+    with pytest.raises(AttributeError, match="GeoSeries"):
+        pd.Series([1.0]).ldp  # noqa: B018
+
+
+def test_geoseries_snap_equals_frame_snap():
+    s, pts = _series(), _points()
+    frame = gpd.GeoDataFrame(geometry=s.rename("geometry"), crs=s.crs)
+    got = s.ldp.snap(pts)
+    ref = frame.ldp.snap(pts)
+    assert [a.tolist() for a in got] == [b.tolist() for b in ref]
+
+
+def test_series_accessor_registered_lazily_without_warnings():
+    import subprocess
+    import sys
+
+    code = (
+        "import warnings; warnings.simplefilter('error'); import geoldp, pandas as pd, geopandas as gpd; "
+        "import shapely; s = gpd.GeoSeries([shapely.Point(0, 0)], crs='EPSG:4326'); "
+        "print(type(s.ldp).__name__, type(gpd.GeoDataFrame(geometry=s).ldp).__name__)"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["GeoSeriesLDPAccessor", "LDPAccessor"]

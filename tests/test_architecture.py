@@ -50,7 +50,7 @@ LAYERS: list[tuple[str, ...]] = [
         "layers",
         "hybrids",
     ),  # drivers, I/O, maps
-    ("designs", "campaign", "ingest"),  # the ways to collect, as objects; campaigns and their ingest
+    ("designs", "field"),  # the ways to collect, as objects; campaigns and their ingest (field)
     ("planner",),  # ranks designs
     (
         "datasets",
@@ -267,13 +267,15 @@ GEO_IMPORTERS: dict[str, set[str]] = {
     "geoldp.accounting": {"shapely"},
     "geoldp.budget_strategies": {"geopandas"},
     # a campaign file holds its zones as rings of lon/lat, and ingest rebuilds a release's trajectories
-    "geoldp.campaign": {"geopandas", "shapely"},
-    "geoldp.cli.campaign": {"geopandas", "shapely"},
+    "geoldp.field.campaign": {"geopandas", "shapely"},
+    "geoldp.cli._read": {"geopandas"},
+    "geoldp.cli.evaluate": {"shapely"},
+    "geoldp.cli.prepare": {"geopandas", "shapely"},
     "geoldp.dask": {"geopandas", "shapely"},
     "geoldp.datasets": {"geopandas", "shapely"},
     "geoldp.demo": {"geopandas", "shapely"},
     "geoldp.estimate": {"geopandas"},
-    "geoldp.ingest": {"geopandas", "shapely"},
+    "geoldp.field.ingest": {"geopandas", "shapely"},
     "geoldp.estimate._inputs": {"geopandas", "pyproj", "shapely"},
     "geoldp.explore": {"geopandas"},
     "geoldp.interop": {"geopandas", "shapely"},

@@ -153,3 +153,41 @@ def test_explicit_oue_over_a_huge_domain_is_refused_before_any_draw(city):
         ValueError, match=r"'oue' over 1212202 values, more than geoldp.reports.MAX_OUE_DOMAIN"
     ):
         scheme("transitions", 1100, 2.0, oracle="oue", caller="t")  # 1101² + 1 values: 148 KiB a report
+
+
+# --------------------------------------------- the kernel stage shown before the release's progress bar
+
+
+@pytest.mark.parametrize(
+    ("state", "stage"), [("compile", "compiling kernels (first run only)"), ("ready", None)]
+)
+def test_progress_shows_the_kernel_stage_before_the_bar(monkeypatch, toy_lines, city_points, state, stage):
+    from geoldp import _release
+    from geoldp.trajectory import engine
+
+    bars: list[dict] = []
+
+    class Bar:  # records what geoldp asks tqdm for
+        def __init__(self, **kwargs):
+            bars.append(dict(kwargs, updates=0))
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return False
+
+        def update(self, n):
+            bars[-1]["updates"] += n
+
+    plain = toy_lines.ldp.perturb(city_points, epsilon=4.0, rng=5)
+    monkeypatch.setattr(_release, "_tqdm", lambda: Bar)
+    monkeypatch.setattr(engine, "kernel_state", lambda mechanism: state)
+    shown = toy_lines.ldp.perturb(city_points, epsilon=4.0, rng=5, progress=True)
+    assert shown.geometry.equals(plain.geometry)  # the warm-up uses none of the release's randomness
+    descs = [b["desc"] for b in bars]
+    if stage is None:
+        assert descs == ["geoldp"]
+    else:  # the stage first, then the bar (whose rate and ETA start after it)
+        assert descs == [f"geoldp: {stage}", "geoldp"] and bars[0]["updates"] == 1
+    assert bars[-1]["total"] == len(toy_lines) == bars[-1]["updates"]

@@ -108,3 +108,53 @@ def test_ledger():
     }
     with pytest.raises(AttributeError, match="cannot assign"):
         led.epsilon = 2.0  # frozen
+
+
+# ------------------------------------------ the cached split is the exact one; exact_share's arithmetic
+
+
+def test_cached_budget_split_is_the_exact_one_and_read_only():
+    # the split is cached per (configuration, ε, length): a hit must give what a fresh computation gives
+    from fractions import Fraction
+
+    from geoldp.budget import exact_share, release_scope
+    from geoldp.trajectory import split
+
+    for eps, n, copy in [(4.0, 5, "A"), (4, 5, "A"), (0.1, 17, "B"), (Fraction(1, 3), 2, "B")]:
+        fresh = split._copy_budgets(eps, n, copy, split.ATP_FRACTIONS, "grouped")
+        with release_scope():
+            assert split.copy_budgets(eps, n, copy, list(split.ATP_FRACTIONS), "grouped") == fresh
+        assert split.copy_budgets(eps, n, copy, split.ATP_FRACTIONS, "grouped") == fresh
+        for share in fresh.shares.values():
+            assert Fraction(exact_share(eps, share)) <= Fraction(eps) * share
+    with pytest.raises(TypeError):
+        split.copy_budgets(4.0, 5, "A", split.ATP_FRACTIONS, "uniform").shares["pivot_em"] = Fraction(1)
+    with release_scope():
+        ledger = split.build_ledger(4.0, 5, split.ATP_FRACTIONS, "uniform", anchor=True)
+    assert ledger.total() <= Fraction(4) and ledger is split.build_ledger(
+        4.0, 5, split.ATP_FRACTIONS, "uniform", anchor=True
+    )
+
+
+def test_exact_share_is_the_exact_rounded_down_product():
+    # the integer arithmetic of exact_share against Fraction arithmetic, on awkward values
+    import math
+    from fractions import Fraction
+
+    import numpy as np
+
+    from geoldp.budget import exact_share
+
+    rng = np.random.default_rng(0)
+    values = [1e-300, 5e-324, 0.1, 1.0, 3.0, 7.25, 1e300, Fraction(1, 3), 4, np.float64(0.3)]
+    values += [float(x) for x in rng.uniform(0.001, 50.0, 200)]
+    shares = [Fraction(0), Fraction(1), Fraction(1, 3), Fraction(3, 64), Fraction(9, 16 * 999), 0.5, 1]
+    shares += [Fraction(int(a), int(b)) for a, b in rng.integers(1, 10**6, (200, 2))]
+    for eps in values:
+        for share in shares:
+            exact = Fraction(eps) * Fraction(share)
+            value = float(exact)
+            if Fraction(value) > exact:
+                value = math.nextafter(value, 0.0)
+            got = exact_share(eps, share)
+            assert got == value and type(got) is float, (eps, share)

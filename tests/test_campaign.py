@@ -9,7 +9,8 @@ import pytest
 from field_support import campaign, points, zones
 
 from geoldp import _campaign_doc as doc
-from geoldp.campaign import Campaign
+from geoldp import client
+from geoldp.field.campaign import Campaign
 from geoldp.trajectory._fast import driver
 
 pytestmark = pytest.mark.filterwarnings("ignore:.*told from no data:geoldp.GeoLDPWarning")
@@ -137,3 +138,83 @@ def test_every_length_up_to_max_points_has_its_stage_budgets():
     assert rows[0] is None and len(rows) == 6
     assert rows[1] == [2.0]  # one point: one EM at the whole budget
     assert all(len(r) == 2 and len(r[0]) == 7 for r in rows[2:])  # two copies, seven stage values each
+
+
+@pytest.mark.parametrize(
+    "name", ["tracs-d", "tracs-c", "hybrid:atp+report@0.5", "hybrid:atp+report:ivw@0.75"]
+)
+def test_tracs_and_hybrid_campaigns_round_trip_and_verify(tmp_path, name):
+    c = campaign(name, 4.0)
+    again = Campaign.read(c.write(tmp_path / "c.json"))
+    assert again == c and again.design().name == name
+    again.verify()
+    assert sum(c.ledger.values()) <= 4.0
+
+
+def test_every_design_the_planner_recommends_has_a_campaign_but_ldptrace():
+    from geoldp import designs
+    from geoldp.planner import DESIGNS
+
+    for name in DESIGNS:
+        for question in ("zone_visits", "od_flows"):
+            des = designs.design(name, question=question)
+            if name == "ldptrace":
+                with pytest.raises(ValueError, match="LDPTrace's collector asks its users in two rounds"):
+                    Campaign.create(des, epsilon=2.0, points=points(), zones=zones(), max_points=4)
+                continue
+            c = Campaign.create(des, epsilon=2.0, points=points(), zones=zones(), max_points=4)
+            assert c.design() == des, (name, question)
+
+
+def _hybrid_record(c: Campaign) -> dict:
+    return client.respond(c, np.array([[116.31, 39.91], [116.39, 39.99]]), user="u", rng=1)
+
+
+@pytest.mark.parametrize(
+    ("edit", "match"),
+    [
+        (lambda r: r["report"].pop("report"), "a hybrid report is"),
+        (
+            lambda r: r["report"]["trajectory"].update(points=[10**6]),
+            r"trajectory part.*public point indices",
+        ),
+        (lambda r: r["report"]["report"].update(value=10**6), r"report part.*k-RR report"),
+    ],
+)
+def test_a_hybrid_record_is_checked_part_by_part(edit, match):
+    c = campaign("hybrid:atp+report@0.5", 2.0)
+    record = _hybrid_record(c)
+    assert doc.check_record(record, c.document, where="line 1") is record
+    edit(record)
+    with pytest.raises(ValueError, match=match):
+        doc.check_record(record, c.document, where="line 1")
+
+
+def test_a_hybrid_whose_parts_overspend_is_refused(tmp_path):
+    c = campaign("hybrid:atp+report@0.5", 2.0)
+    document = json.loads(c.to_bytes())
+    document["parameters"]["report"]["epsilon"] = 2.0  # 2 + 2 > 2, consistently re-digested
+    _redigest(document)
+    with pytest.raises(ValueError, match="add up to more than its 'epsilon'"):
+        Campaign(document)
+
+
+def test_a_tracs_campaign_refuses_a_malformed_plane():
+    document = json.loads(campaign("tracs-d", 4.0).to_bytes())
+    document["client"]["plane"]["lat_0"] = 95.0
+    _redigest(document)
+    with pytest.raises(ValueError, match="malformed 'client.plane'"):
+        Campaign(document)
+
+
+def test_the_parts_of_a_hybrid_are_campaigns_of_their_own_kind():
+    c = campaign("hybrid:atp+report@0.5", 2.0)
+    traj, rep = c.part("trajectory"), c.part("report")
+    assert (traj.epsilon, rep.epsilon) == (1.0, 1.0) and traj.id == rep.id == c.id
+    assert traj.document["client"] == c.document["client"] and rep.document["parameters"]["oracle"] == "krr"
+    record = client.respond(c, np.array([[116.31, 39.91], [116.39, 39.99]]), user="u", rng=1)
+    for kind, part in (("trajectory", traj), ("report", rep)):
+        doc._check_payload(record["report"][kind], part.document, "line 1")
+    assert campaign("atp").part("trajectory") is campaign("atp")
+    with pytest.raises(ValueError, match="'kind' parameter"):
+        campaign("atp").part("report")

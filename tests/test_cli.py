@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 import geopandas as gpd
 import numpy as np
@@ -954,7 +956,7 @@ def test_progress_bar_by_itself_only_for_long_runs_on_a_terminal(tmp_path, files
     pytest.importorskip("tqdm")
     import io
 
-    import geoldp.cli as cli
+    from geoldp.cli import perturb as cli_perturb
 
     class TerminalStderr(io.StringIO):
         def isatty(self):
@@ -963,7 +965,7 @@ def test_progress_bar_by_itself_only_for_long_runs_on_a_terminal(tmp_path, files
     trips_path, points_path = files
     cases = [(10**9, [], False), (25, [], True), (25, ["--no-progress"], False)]
     for k, (min_rows, extra, expected) in enumerate(cases):
-        monkeypatch.setattr(cli, "PROGRESS_MIN_ROWS", min_rows)
+        monkeypatch.setattr(cli_perturb, "PROGRESS_MIN_ROWS", min_rows)
         err = TerminalStderr()
         monkeypatch.setattr(sys, "stderr", err)
         out = tmp_path / f"o{k}.geojson"  # a new output each time: outputs are never overwritten silently
@@ -1153,3 +1155,75 @@ def test_out_of_memory_is_one_line_that_says_what_to_do(files, tmp_path, monkeyp
     assert code == 1 and "out of memory (Unable to allocate 22.9 MiB" in line
     assert "split the input, use fewer public points, or raise the memory limit" in line
     assert "MemoryError" not in line
+
+
+# -- geoldp plan --max-length: a public bound on trajectory length, passed to geoldp.plan ----------------
+
+
+def test_plan_max_length_is_the_public_bound_of_the_planner(files, monkeypatch, capsys):
+    import geoldp.planner
+
+    _, points_path = files
+    seen = []
+    real = geoldp.planner.plan
+
+    def spy(*args, **kwargs):
+        seen.append(kwargs)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(geoldp.planner, "plan", spy)
+    base = ["plan", str(points_path), "--epsilon", "4", "--n", "200", "--seed", "0", "--cell-km", "3"]
+    assert main([*base, "--max-length", "6", "--question", "zone_visits"]) == 0, capsys.readouterr().err
+    assert "recommended:" in capsys.readouterr().out
+    # the bound replaces the assumed lengths (drawn from 2..6 by the planner), and without it they stay
+    assert seen[-1]["max_length"] == 6 and seen[-1]["lengths"] is None
+    assert main(base) == 0
+    capsys.readouterr()
+    assert seen[-1]["max_length"] is None and seen[-1]["lengths"] == [2, 3, 5, 8]
+    assert main([*base, "--lengths", "3,4", "--max-length", "4"]) == 0
+    capsys.readouterr()
+    assert seen[-1]["lengths"] == [3, 4] and seen[-1]["max_length"] == 4
+    # a bad bound is a usage error naming the option, one line, before anything is simulated
+    n_calls = len(seen)
+    for bad in ("0", "-3", "x", "2.5", "10001"):  # above the longest trajectory geoldp models (10^4 points)
+        assert main([*base, "--max-length", bad]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "--max-length" in err and "[1, 10000]" in err, err
+    assert len(seen) == n_calls
+
+
+# ------------------------------- a light start: --help, --version and usage errors load no heavy module
+
+
+SOURCE = Path(geoldp.__file__).resolve().parent
+
+
+HEAVY = ("numba", "geopandas", "pandas", "geoldp.estimate", "geoldp.trajectory", "geoldp.accessor")
+
+
+def _python(code: str, tmp_path: Path) -> str:
+    env = dict(os.environ, PYTHONPATH=str(SOURCE.parent))
+    proc = subprocess.run(
+        [sys.executable, "-W", "error", "-c", code],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout
+
+
+@pytest.mark.parametrize(
+    ("argv", "status"), [(["--version"], 0), (["--help"], 0), (["perturb", "--help"], 0), (["perturb"], 2)]
+)
+def test_cli_answers_help_version_and_usage_errors_without_heavy_imports(tmp_path, argv, status):
+    code = (
+        "import contextlib, io, sys\n"
+        "from geoldp.cli import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):\n"
+        f"    rc = main({argv!r})\n"
+        f"print(rc, [m for m in {HEAVY!r} if m in sys.modules])\n"
+    )
+    assert _python(code, tmp_path).split(maxsplit=1) == [str(status), "[]\n"]

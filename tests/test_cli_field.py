@@ -11,7 +11,7 @@ from field_support import points, trajectory
 from shapely.geometry import LineString
 
 from geoldp import cli
-from geoldp.campaign import Campaign
+from geoldp.field.campaign import Campaign
 
 pytestmark = pytest.mark.filterwarnings("ignore:.*told from no data:geoldp.GeoLDPWarning")
 pytest.importorskip("pyogrio")

@@ -360,7 +360,7 @@ def test_whole_world_or_too_fine_grid_is_refused_up_front(workdir, area, grid):
     ids=lambda e: type(e).__name__,
 )
 def test_unexpected_failures_are_one_line(workdir, monkeypatch, exc):
-    from geoldp import cli
+    from geoldp.cli import perturb as cli_perturb
 
     d, _ = workdir
 
@@ -368,7 +368,7 @@ def test_unexpected_failures_are_one_line(workdir, monkeypatch, exc):
         raise exc
 
     monkeypatch.delenv("GEOLDP_TRACEBACK", raising=False)
-    monkeypatch.setattr(cli, "_prepare_trips", fail)  # after reading, outside any file stage
+    monkeypatch.setattr(cli_perturb, "_prepare_trips", fail)  # after reading, outside any file stage
     argv = _perturb_argv(d, d / "trips.geojson")
     code, _, err = run(argv)
     if isinstance(exc, KeyboardInterrupt):

@@ -10,15 +10,21 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from field_support import campaign, frame, points, trajectory
+from field_support import campaign, frame, points, trajectory, zones
 
 from geoldp import client, designs
+from geoldp._campaign_doc import check_record
 from geoldp._core.randomness import ChaChaRandomSource
+from geoldp.field.campaign import Campaign
+from geoldp.hybrids import split_epsilon
 from geoldp.mechanisms import krr_constants
 from geoldp.mechanisms import oracles as fo
 
 ROOT = Path(__file__).resolve().parents[1]
-pytestmark = pytest.mark.filterwarnings("ignore:.*told from no data:geoldp.GeoLDPWarning")
+pytestmark = [
+    pytest.mark.filterwarnings("ignore:.*told from no data:geoldp.GeoLDPWarning"),
+    pytest.mark.filterwarnings("ignore:.*lie outside the 'bounds' box:geoldp.GeoLDPWarning"),
+]
 
 HEAVY = ("geopandas", "shapely", "pyproj", "sklearn", "numba", "pandas", "scipy")
 DESIGNS = [
@@ -30,6 +36,10 @@ DESIGNS = [
     ("report:visited_zone:padded", 2.0),
     ("report:visited_zone:coarse", 2.0),
     ("report:od", 2.0),
+    ("tracs-d", 4.0),
+    ("tracs-c", 4.0),
+    ("hybrid:atp+report@0.5", 2.0),  # k-RR report
+    ("hybrid:tp+report:ivw@0.25", 4.0),  # padded report, OUE
 ]
 
 
@@ -50,13 +60,17 @@ def test_import_needs_numpy_only():
     assert float(out[0]) < 1.0  # the target is 0.2 s beyond numpy on an idle core; CI machines are shared
 
 
-def _central(name: str, eps: float, xy: np.ndarray, seed: int) -> dict:
+def _central(name: str, eps: float, xy: np.ndarray, seed: int, c=None) -> dict:
     """The central release of one trajectory, as the payload the client sends."""
-    c = campaign(name, eps)
-    released = designs.design(name).release(
-        frame(xy), epsilon=eps, points=c.points(), zones=c.zones(), rng=seed
-    )
-    if c.document["kind"] == "trajectory":
+    c = campaign(name, eps) if c is None else c
+    released = c.design().release(frame(xy), epsilon=eps, points=c.points(), zones=c.zones(), rng=seed)
+    if c.document["kind"] == "hybrid":
+        return {"trajectory": _payload(released[0], c), "report": _payload(released[1], c)}
+    return _payload(released, c)
+
+
+def _payload(released, c) -> dict:
+    if "geometry" in released.columns:
         coords = np.asarray(released.geometry.iloc[0].coords)
         idx, _ = c.points().nearest(coords[:, 0], coords[:, 1])
         return {"points": np.atleast_1d(idx).tolist()}
@@ -78,6 +92,84 @@ def test_seeded_client_gives_the_central_release(name, eps):
         assert record["report"] == _central(name, eps, xy, seed), (name, seed)
         assert record["rng"] == "seeded" and record["epsilon"] == eps and record["design"] == name
         assert record["campaign"] == c.id and record["user"] == "u-1"
+        check_record(record, c.document, where="the record")
+
+
+def test_an_od_hybrid_reports_od_pairs_as_the_central_one():
+    des = designs.design("hybrid:atp+report@0.5", question="od_flows")
+    c = Campaign.create(des, epsilon=2.0, points=points(), zones=zones(), max_points=16)
+    assert c.document["parameters"]["report"]["statistic"] == "od" and c.design() == des
+    rng = np.random.default_rng(2)
+    for seed in range(4):
+        xy = trajectory(rng, int(rng.integers(2, 9)))
+        assert client.respond(c, xy, user="u", rng=seed)["report"] == _central("", 2.0, xy, seed, c)
+
+
+def test_hybrid_parts_split_epsilon_as_the_central_hybrid():
+    c = campaign("hybrid:tp+report:ivw@0.25", 4.0)
+    par = c.document["parameters"]
+    assert (par["trajectory"]["epsilon"], par["report"]["epsilon"]) == split_epsilon(4.0, 0.75)
+    assert par["report"]["pad_length"] == 3 and c.ledger == {"tp": 3.0, "report:visited_zone:padded": 1.0}
+
+
+@pytest.mark.parametrize("name", ["tracs-d", "tracs-c"])
+def test_tracs_lengths_the_campaign_cannot_release_are_refused_before_any_draw(monkeypatch, name):
+    c = client.Client(campaign(name, 4.0))
+    c._lengths = [*c._lengths[:3], "too small a budget", *c._lengths[4:]]  # as for a tiny epsilon
+    monkeypatch.setattr(client.os, "urandom", lambda n: pytest.fail("drew before checking"))
+    with pytest.raises(ValueError, match="3 points cannot be released .* too small a budget"):
+        c.respond(trajectory(np.random.default_rng(0), 3), user="u")
+
+
+CENTRES = [(39.95, 116.35), (-33.9, 151.2), (0.3, -60.0), (51.5, -0.12), (64.1, -21.9), (-54.8, -68.3)]
+
+
+@pytest.mark.parametrize(("lat0", "lon0"), CENTRES)
+def test_the_clients_plane_is_pyprojs_aeqd(lat0, lon0):
+    """The numpy/math projection is pyproj's forward bit for bit; its inverse within one ulp."""
+    from pyproj import CRS, Transformer
+
+    from geoldp._core.kernels import EARTH_RADIUS_M
+
+    r = EARTH_RADIUS_M
+    plane = CRS.from_proj4(f"+proj=aeqd +lat_0={lat0!r} +lon_0={lon0!r} +R={r!r} +units=m +no_defs")
+    rng = np.random.default_rng(abs(int(lat0 * 100)))
+    span = np.array([1e-6, 0.01, 0.3, 3.0])[rng.integers(0, 4, 20_000)]
+    lon = np.clip(lon0 + (rng.random(20_000) - 0.5) * 2 * span, -180, 180)
+    lat = lat0 + (rng.random(20_000) - 0.5) * 2 * span
+    lon, lat = np.r_[lon, lon0], np.r_[lat, lat0]  # the centre itself
+    x, y = Transformer.from_crs(CRS.from_epsg(4326), plane, always_xy=True).transform(lon, lat)
+    cx, cy = client.aeqd_forward(lon, lat, lat0, lon0, r)
+    near = np.hypot(x, y) < 2.0  # PROJ's geodesic branch, within about a metre of the centre
+    assert 0 < near.sum() < 0.3 * near.size  # a quarter of the points lie within 0.2 m of it
+    assert np.array_equal(cx[~near], x[~near]) and np.array_equal(cy[~near], y[~near])
+    assert np.max(np.abs(cx - x)) <= 1e-8 and np.max(np.abs(cy - y)) <= 1e-8
+    back_lon, back_lat = Transformer.from_crs(plane, CRS.from_epsg(4326), always_xy=True).transform(x, y)
+    clon, clat = client.aeqd_inverse(np.asarray(x), np.asarray(y), lat0, lon0, r)
+    # a few units in the last place of the coordinates' scale (1e-14 degrees is 1 nm)
+    assert np.max(np.abs(clon - back_lon)) <= 1e-13 and np.max(np.abs(clat - back_lat)) <= 1e-13
+    assert np.mean((clon == back_lon) & (clat == back_lat)) > 0.99
+
+
+def test_the_tracs_campaign_holds_the_central_plane():
+    from geoldp._core import box as _box
+
+    c = campaign("tracs-d", 4.0)
+    cl = c.document["client"]
+    box = _box.planar_box(tuple(cl["bounds"]), "EPSG:4326", caller="test")
+    plane = cl["plane"]
+    assert box.plane_definition == (
+        f"+proj=aeqd +lat_0={plane['lat_0']!r} +lon_0={plane['lon_0']!r} +R={plane['radius_m']!r} +units=m "
+        "+no_defs"
+    )
+    assert cl["planar_bounds"] == list(box.planar_bounds)
+    ps = c.points()
+    assert cl["bounds"] == [
+        float(ps.lon.min()),
+        float(ps.lat.min()),
+        float(ps.lon.max()),
+        float(ps.lat.max()),
+    ]
 
 
 def test_seeded_records_repeat_and_unseeded_draw_from_the_os(monkeypatch):
@@ -227,3 +319,56 @@ def test_the_clients_kernel_digest_is_geoldps():
     from geoldp._core import aot as _aot
 
     assert client._fingerprint(ROOT / "src" / "geoldp") == _aot.kernel_digest(ROOT / "src" / "geoldp")
+
+
+def test_a_pilot_device_gives_the_central_pilot_reports():
+    from geoldp.designs import Pilot
+
+    c = Campaign.create("pilot", epsilon=3.0, points=points(), zones=zones())
+    assert c.document["kind"] == "pilot" and c.design() == Pilot()
+    assert list(c.ledger.values()) == c.document["parameters"]["split"] == list(Pilot().ledger(3.0).values())
+    rng = np.random.default_rng(11)
+    for seed in range(8):
+        xy = trajectory(rng, int(rng.integers(1, 12)))
+        record = client.respond(c, xy, user="u", rng=seed)
+        central = Pilot().release(frame(xy), epsilon=3.0, zones=c.zones(), rng=seed).iloc[0]
+        assert record["report"] == {k: int(v) for k, v in central.items()}, seed
+        check_record(record, c.document, where="line 1")
+    unseeded = client.respond(c, trajectory(rng, 3), user="u")
+    assert unseeded["rng"] == "os-csprng" and set(unseeded["report"]) == set(c.ledger)
+
+
+def test_every_design_responds_with_numpy_alone(tmp_path):
+    """A device's first reports of every kind load none of the heavy modules (with the compiled kernels)."""
+    if client._kernels() is None:
+        pytest.skip("geoldp's compiled kernels are not installed (the client falls back to the full geoldp)")
+    names = ["atp", "tracs-d", "tracs-c", "hybrid:atp+report@0.5", "report:od"]
+    paths = [str(campaign(n, 4.0).write(tmp_path / f"c{i}.json")) for i, n in enumerate(names)]
+    paths.append(str(Campaign.create("pilot", epsilon=2.0, zones=zones()).write(tmp_path / "pilot.json")))
+    code = (
+        "import sys, numpy as np, geoldp.client as gc\n"
+        "xy = np.array([[116.31, 39.91], [116.35, 39.97], [116.39, 39.93]])\n"
+        "for p in sys.argv[1:]:\n"
+        "    gc.respond(p, xy, user='u')\n"
+        f"print(sorted({{m.split('.')[0] for m in sys.modules}} & set({HEAVY!r})))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code, *paths],
+        env={**os.environ, "PYTHONPATH": str(ROOT / "src")},
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert out.strip() == "[]"
+
+
+def test_unseeded_parts_each_draw_their_key_from_the_os(monkeypatch):
+    calls = []
+    real = os.urandom
+    monkeypatch.setattr(client.os, "urandom", lambda n: calls.append(n) or real(n))
+    xy = trajectory(np.random.default_rng(1), 4)
+    client.respond(campaign("hybrid:atp+report@0.5", 2.0), xy, user="u")
+    assert calls == [32, 32, 16]  # the trajectory's key, the report's key, the record id
+    calls.clear()
+    client.respond(campaign("tracs-d", 4.0), xy, user="u")
+    assert calls == [32, 16]

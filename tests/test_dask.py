@@ -5,11 +5,14 @@ from __future__ import annotations
 import builtins
 import warnings
 
+import geopandas as gpd
 import numpy as np
+import pandas as pd
 import pytest
 import shapely
 
 import geoldp
+from geoldp import GeoLDPWarning
 from geoldp.datasets import synthetic_city
 
 dask_geopandas = pytest.importorskip("dask_geopandas")
@@ -307,3 +310,187 @@ def test_area_from_the_data_warns_as_in_memory(city):
     with warnings.catch_warnings():
         warnings.filterwarnings("error", message=".*bounds of the trajectories")
         geoldp.dask.perturb(ddf, public, mechanism="tp", epsilon=2.0, rng=1)
+
+
+# ---------------------------------------- partitions checked like a frame: geometry types, CRS, epsilon
+
+
+def test_dask_partitions_with_mixed_geometry_types_are_refused(city_points):
+    dask_geopandas = pytest.importorskip("dask_geopandas")
+    import geoldp.dask
+
+    lines = gpd.GeoDataFrame(
+        geometry=[shapely.LineString([(116.32, 39.90), (116.35, 39.93)])] * 3, crs="EPSG:4326"
+    )
+    points = gpd.GeoDataFrame(geometry=[shapely.Point(116.33, 39.91)] * 3, crs="EPSG:4326")
+    frame = pd.concat([lines, points], ignore_index=True)
+    for npartitions, where in ((2, "partitions 0 and 1 hold"), (1, "partition 0 holds")):
+        ddf = dask_geopandas.from_geopandas(frame, npartitions=npartitions)
+        pair = "(LineString and Point|Point and LineString) rows"
+        with pytest.raises(ValueError, match=f"Mixed geometry types .*{where} {pair}"):
+            geoldp.dask.perturb(ddf, city_points, epsilon=4.0, rng=0)
+
+
+def test_dask_partition_in_another_crs_is_refused(toy_lines, city_points):
+    pytest.importorskip("dask_geopandas")
+    import dask
+    import dask.dataframe as dd
+    import dask_geopandas
+
+    import geoldp.dask
+
+    a, b = toy_lines.iloc[:2], toy_lines.iloc[2:].to_crs(3857)
+    parts = dd.from_delayed([dask.delayed(a), dask.delayed(b)], meta=a.iloc[:0], verify_meta=False)
+    ddf = dask_geopandas.from_dask_dataframe(parts)
+    with pytest.raises(ValueError, match="Partition 1 .* is in EPSG:3857, but the frame declares EPSG:4326"):
+        geoldp.dask.perturb(ddf, city_points, epsilon=4.0, rng=0)
+
+
+def test_tiny_epsilon_is_refused_by_dask(toy_lines, city_points):
+    dask_geopandas = pytest.importorskip("dask_geopandas")
+    import geoldp.dask
+
+    ddf = dask_geopandas.from_geopandas(toy_lines, npartitions=2)
+    with pytest.raises(ValueError, match="below the smallest"):
+        geoldp.dask.perturb(ddf, city_points, epsilon=1e-300, rng=0)
+
+
+# ------------------------------------------------------- ddf.ldp: the accessor of dask_geopandas frames
+
+
+def _series():
+    rows = [
+        shapely.linestrings([[116.301, 39.901], [116.311, 39.909], [116.321, 39.902]]),
+        shapely.linestrings([[116.329, 39.918], [116.305, 39.903]]),
+        shapely.linestrings([[116.312, 39.911], [116.318, 39.913], [116.325, 39.91], [116.302, 39.9]]),
+    ]
+    return gpd.GeoSeries(rows, index=["b", "a", "b"], crs="EPSG:4326", name="route")
+
+
+def _points():
+    lon = [116.30, 116.31, 116.32, 116.33, 116.305]
+    lat = [39.90, 39.91, 39.90, 39.92, 39.915]
+    return geoldp.PointSet(lon, lat)
+
+
+@pytest.mark.parametrize("order", ["geoldp.dask first", "dask first"])
+def test_dask_accessor_registered_in_either_import_order(order):
+    pytest.importorskip("dask_geopandas")
+    import subprocess
+    import sys
+
+    first, second = ("geoldp.dask", "dask_geopandas")
+    if order == "dask first":
+        first, second = second, first
+    code = (
+        f"import warnings; warnings.simplefilter('error'); import {first}; import {second}; "
+        "import dask.dataframe as dd; print(dd.DataFrame.ldp.__name__)"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "DaskLDPAccessor"
+
+
+def test_dask_accessor_equals_geoldp_dask_perturb():
+    dask_geopandas = pytest.importorskip("dask_geopandas")
+    import geoldp.dask
+
+    lines = _series().iloc[:2]
+    gdf = gpd.GeoDataFrame({"k": [1, 2]}, geometry=lines.values, index=lines.index, crs=lines.crs)
+    ddf = dask_geopandas.from_geopandas(gdf, npartitions=2)
+    pts = _points()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", geoldp.PrivacyWarning)  # short trips: per-point budget warning
+        got = ddf.ldp.perturb(pts, mechanism="atp", epsilon=6.0, rng=3).compute()
+        ref = geoldp.dask.perturb(ddf, pts, mechanism="atp", epsilon=6.0, rng=3).compute()
+    assert got.index.equals(ref.index)
+    assert got.geometry.geom_equals_exact(ref.geometry, tolerance=0).all()
+    assert got.attrs["geoldp"]["mechanism"] == "atp"
+    with pytest.raises(AttributeError, match="dask_geopandas.GeoDataFrame"):
+        dask_geopandas.from_geopandas(gdf, npartitions=1).to_dask_dataframe().ldp  # noqa: B018
+
+
+# ----------------------------------------------------------------------------------- geoldp.dask.report
+
+
+def _report_trips(n, seed=0):
+    from shapely.geometry import LineString
+
+    g = np.random.default_rng(seed)
+    rows = [LineString(g.uniform(0.05, 1.95, (3, 2))) for _ in range(n)]
+    return gpd.GeoDataFrame(geometry=rows, crs="EPSG:4326")
+
+
+@pytest.mark.parametrize("oracle", ["krr", "oue", "olh"])
+@pytest.mark.parametrize("npartitions", [1, 3])
+def test_dask_report_equals_the_in_memory_report(oracle, npartitions):
+    dask_geopandas = pytest.importorskip("dask_geopandas")
+    import geoldp.dask
+    from geoldp import zone_grid
+    from geoldp.reports import estimate_counts, report
+
+    zones = zone_grid((0.0, 0.0, 2.0, 2.0), cells=2)
+    gdf = _report_trips(120, seed=5)
+    gdf.index = gdf.index * 10 + 7  # a non-default index is kept
+    ddf = dask_geopandas.from_geopandas(gdf, npartitions=npartitions)
+    got = geoldp.dask.report(ddf, zones, statistic="visited_zone", epsilon=3.0, oracle=oracle, rng=11)
+    got = got.compute()
+    ref = report(gdf, zones, statistic="visited_zone", epsilon=3.0, oracle=oracle, rng=11)
+    assert got.index.equals(ref.index) and list(got.columns) == list(ref.columns)
+    for col in ref.columns:
+        assert got[col].tolist() == ref[col].tolist()
+    led = got.attrs["geoldp"]
+    assert led["oracle"] == oracle and led["epsilon"] == 3.0
+    assert led["partitioned"] == {"backend": "dask", "npartitions": npartitions}
+    # the collector's estimator reads the computed table as it reads an in-memory one
+    a, b = estimate_counts(got, zones), estimate_counts(ref, zones)
+    assert np.array_equal(a["estimate"].to_numpy(), b["estimate"].to_numpy())
+
+
+def test_dask_report_checks_before_drawing_and_warns_like_in_memory():
+    dask_geopandas = pytest.importorskip("dask_geopandas")
+    import geoldp.dask
+    from geoldp import zone_grid
+
+    zones = zone_grid((0.0, 0.0, 2.0, 2.0), cells=2)
+    ddf = dask_geopandas.from_geopandas(_report_trips(10), npartitions=2)
+    with pytest.raises(TypeError, match="dask_geopandas.GeoDataFrame"):
+        geoldp.dask.report(_report_trips(10), zones, epsilon=1.0)
+    with pytest.raises(ValueError, match="statistic"):
+        geoldp.dask.report(ddf, zones, statistic="nope", epsilon=1.0)
+    with pytest.warns(GeoLDPWarning, match="told from no data"):
+        geoldp.dask.report(ddf, zones, epsilon=1.0, oracle="krr", rng=0)
+
+
+def test_dask_accessor_report_is_geoldp_dask_report():
+    dask_geopandas = pytest.importorskip("dask_geopandas")
+    import geoldp.dask
+    from geoldp import zone_grid
+
+    zones = zone_grid((0.0, 0.0, 2.0, 2.0), cells=2)
+    ddf = dask_geopandas.from_geopandas(_report_trips(80), npartitions=2)
+    a = ddf.ldp.report(zones, statistic="od", epsilon=4.0, rng=2).compute()
+    b = geoldp.dask.report(ddf, zones, statistic="od", epsilon=4.0, rng=2).compute()
+    assert a.index.equals(b.index)
+    assert all(a[c].tolist() == b[c].tolist() for c in b.columns)
+
+
+def test_dask_report_charges_each_user_and_refuses_before_drawing():
+    dask_geopandas = pytest.importorskip("dask_geopandas")
+    import geoldp.dask
+    from geoldp import zone_grid
+
+    zones = zone_grid((0.0, 0.0, 2.0, 2.0), cells=2)
+    trips = _report_trips(60).assign(user=np.arange(60) % 4)  # 15 rows per user
+    ddf = dask_geopandas.from_geopandas(trips, npartitions=3)
+    acc = geoldp.BudgetAccountant(40.0)
+    out = geoldp.dask.report(ddf, zones, epsilon=2.0, accountant=acc, user_col="user", rng=1)
+    assert acc.spent == {0: 30.0, 1: 30.0, 2: 30.0, 3: 30.0}
+    assert "user" not in out.columns
+    gen = np.random.default_rng(5)
+    state = gen.bit_generator.state
+    with pytest.raises(geoldp.BudgetError):  # 30 + 15 * 1 > 40
+        geoldp.dask.report(ddf, zones, epsilon=1.0, accountant=acc, user_col="user", rng=gen)
+    assert gen.bit_generator.state == state and acc.spent_by(0) == 30.0

@@ -9,6 +9,7 @@ import json
 import lzma
 import os
 import socket
+import sqlite3
 import threading
 import zipfile
 
@@ -662,3 +663,57 @@ def test_bad_read_arguments_are_type_or_value_errors(tmp_path):
         gio.read_trajectories(path, allow_vsi="yes")
     with pytest.raises(ValueError, match="not a readable CSV"):
         gio.read_trajectories(path, dtype={"lon": "int8"})
+
+
+# ------------------------------------------------ GeoPackage geometry blobs and tables without geometry
+
+
+def _gpkg_with_blob(path, blob):
+    frame = gpd.GeoDataFrame(
+        {"tid": ["a", "b", "c"]},
+        geometry=[shapely.LineString([(116.3, 39.9), (116.31 + 0.01 * i, 39.91)]) for i in range(3)],
+        crs="EPSG:4326",
+    )
+    frame.to_file(path, driver="GPKG", layer="t")
+    con = sqlite3.connect(path)
+    for fn in ("ST_IsEmpty", "ST_MinX", "ST_MaxX", "ST_MinY", "ST_MaxY"):  # the R-tree triggers call them
+        con.create_function(fn, 1, lambda b: 0)
+    con.execute("UPDATE t SET geom = ? WHERE fid = 2", (blob,))
+    con.commit()
+    con.close()
+
+
+@pytest.mark.parametrize(
+    "blob",
+    [
+        bytes(np.random.default_rng(1).integers(0, 256, 40, dtype=np.uint8)),
+        b"GP\x00\x01\xe6\x10\x00\x00zz",
+        b"z",
+    ],
+    ids=["random bytes", "header then garbage", "one byte"],
+)
+@pytest.mark.parametrize("reader", ["read_trajectories", "read_points"])
+def test_gpkg_with_garbage_geometry_blobs_is_refused(tmp_path, blob, reader):
+    path = tmp_path / "bad.gpkg"
+    _gpkg_with_blob(path, blob)
+    with pytest.raises(
+        ValueError, match="'bad.gpkg' holds geometry data that is not a valid .*row position 1"
+    ):
+        getattr(gio, reader)(path)
+
+
+def test_gpkg_with_a_null_geometry_is_read_as_missing(tmp_path):
+    path = tmp_path / "null.gpkg"
+    _gpkg_with_blob(path, None)
+    back = gio.read_trajectories(path)
+    assert back.geometry.isna().tolist() == [False, True, False]  # a missing row, reported when used
+
+
+@pytest.mark.parametrize("reader", ["read_trajectories", "read_points"])
+def test_gpkg_table_without_geometry_is_a_clear_error(tmp_path, reader):
+    import pyogrio
+
+    path = tmp_path / "table.gpkg"
+    pyogrio.write_dataframe(pd.DataFrame({"a": [1, 2]}), path, driver="GPKG", layer="t")
+    with pytest.raises(ValueError, match="'table.gpkg' has no geometry column"):
+        getattr(gio, reader)(path)

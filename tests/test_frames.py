@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import warnings
 
 import geopandas as gpd
@@ -15,6 +16,7 @@ from pyproj import Transformer
 import geoldp
 from geoldp import GeoLDPWarning, PointSet
 from geoldp import accessor as acc
+from geoldp import io as gio
 
 EPS = 4.0
 
@@ -765,3 +767,56 @@ def test_dask_point_rows_with_a_time_column_warn_from_the_schema(city_points_gdf
     with warnings.catch_warnings():
         warnings.simplefilter("error", PrivacyWarning)
         geoldp.dask.perturb(plain, city_points_gdf, epsilon=4.0, rng=0)
+
+
+# ----------------------------------------------------- the time column of Point rows: one kind of value
+
+
+def _point_rows(times):
+    return gpd.GeoDataFrame(
+        {"tid": ["a"] * len(times), "t": pd.Series(times, dtype=object)},
+        geometry=[shapely.Point(116.32 + 0.01 * i, 39.91) for i in range(len(times))],
+        crs="EPSG:4326",
+    )
+
+
+@pytest.mark.parametrize(
+    "times",
+    [[3, "2020-01-01T00:00:00", 1], [1.5, "x", 2.5], [pd.Timestamp("2020-01-01"), 5, 6]],
+    ids=["int and iso text", "float and text", "datetime and int"],
+)
+def test_time_column_mixing_kinds_is_refused(city_points, times):
+    with pytest.raises(ValueError, match="time column 't' .* mixes kinds of value"):
+        _point_rows(times).ldp.perturb(city_points, epsilon=4.0, rng=0, traj_id_col="tid", time_col="t")
+
+
+def test_time_column_of_one_kind_is_accepted(city_points):
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the near-uniform budget warning is not the point here
+        out = _point_rows([3, 2.5, 1]).ldp.perturb(
+            city_points, epsilon=4.0, rng=0, traj_id_col="tid", time_col="t"
+        )
+    assert len(out) == 3
+
+
+@pytest.mark.filterwarnings("ignore:GDAL reported:geoldp.GeoLDPWarning")  # GDAL: mixed field types
+@pytest.mark.parametrize("values", [[1, "2020-01-01T00:00:00Z", 3], [1, "later", 3]])
+def test_time_column_mixing_kinds_in_a_file_is_refused(tmp_path, values):
+    feats = [
+        {
+            "type": "Feature",
+            "geometry": {"type": "Point", "coordinates": [116.3 + 0.01 * i, 39.9]},
+            "properties": {"tid": "a", "t": v},
+        }
+        for i, v in enumerate(values)
+    ]
+    path = tmp_path / "m.geojson"
+    path.write_text(json.dumps({"type": "FeatureCollection", "features": feats}))
+    with pytest.raises(ValueError, match="time column 't'"):
+        gio.read_trajectories(path, traj_id_col="tid", time_col="t")
+    # an object column of numbers and text built in memory is refused by the reader's parser too
+    frame = _point_rows(values)
+    with pytest.raises(ValueError, match="mixes kinds"):
+        gio._parse_time(frame, "t", "read_trajectories")

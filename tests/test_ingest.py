@@ -11,6 +11,7 @@ import signal
 import subprocess
 import sys
 import time
+from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
@@ -19,8 +20,8 @@ from field_support import campaign, trajectory
 
 from geoldp import _campaign_doc as doc
 from geoldp import client, designs
-from geoldp.ingest import answer, ingest, release_of, stored_campaign
-from geoldp.store import Store
+from geoldp.field.ingest import answer, ingest, release_of, stored_campaign
+from geoldp.store import Report, Store
 
 ROOT = Path(__file__).resolve().parents[1]
 CLEAN = {
@@ -42,12 +43,12 @@ def _write(path: Path, records: list[dict]) -> Path:
     return path
 
 
-def _records(c, users: int, per_user: int, seed: int = 0) -> list[dict]:
+def _records(c, users: int, per_user: int, seed: int = 0, min_points: int = 1) -> list[dict]:
     rng = np.random.default_rng(seed)
     device = client.Client(c)
     seeds = iter(np.random.SeedSequence(seed).spawn(users * per_user))
     return [
-        device.respond(trajectory(rng, int(rng.integers(1, 6))), user=f"user-{u}", rng=next(seeds))
+        device.respond(trajectory(rng, int(rng.integers(min_points, 6))), user=f"user-{u}", rng=next(seeds))
         for u in range(users)
         for _ in range(per_user)
     ]
@@ -136,21 +137,46 @@ def test_ingest_refuses_a_store_for_another_total(tmp_path):
 
 @pytest.mark.parametrize(
     ("name", "question"),
-    [("atp", "zone_visits"), ("report:visited_zone", "hotspots"), ("report:od", "od_flows")],
+    [
+        ("atp", "zone_visits"),
+        ("report:visited_zone", "hotspots"),
+        ("report:od", "od_flows"),
+        ("hybrid:atp+report@0.5", "zone_visits"),
+        ("hybrid:atp+report:ivw@0.25", "zone_visits"),
+    ],
 )
 def test_answer_reads_the_stored_reports_through_the_design(tmp_path, name, question):
     c = campaign(name, 2.0)
-    recs = _records(c, users=40, per_user=1, seed=3)
+    # the inverse-variance hybrid fits geoldp.estimate's model to the trajectories, which takes
+    # LineStrings (two points or more) as a central release of LineStrings holds
+    recs = _records(c, users=40, per_user=1, seed=3, min_points=2 if "ivw" in name else 1)
     store = tmp_path / "s.gpkg"
     ingest(c, [_write(tmp_path / "a.jsonl", recs)], store=store)
     table = answer(store, c.id[:10], question)
-    released = release_of(c, [doc.canonical(r["report"]).decode() for r in recs])
+    st = Store.open(store)
+    try:  # the store's order: a model-based answer (the inverse-variance hybrid) depends on the order
+        payloads = [payload for _, payload, _ in st.reports(c.id)]
+    finally:
+        st.close()
+    assert sorted(payloads) == sorted(doc.canonical(r["report"]).decode() for r in recs)
+    released = release_of(c, payloads)
     expected = designs.design(name).answer(released, question, points=c.points(), zones=c.zones())
     assert table.attrs["reports"] == 40 and table.attrs["design"] == name
     np.testing.assert_array_equal(table["estimate"].to_numpy(), expected["estimate"].to_numpy())
+    again = answer(store, c.id, question)  # unseeded analyses are reproducible
+    np.testing.assert_array_equal(again["estimate"].to_numpy(), table["estimate"].to_numpy())
     assert list(table.index) == list(expected.index)
     with pytest.raises(ValueError, match="no campaign with the id"):
         answer(store, "ffff", question)
+
+
+def test_a_pilot_campaign_answers_no_question(tmp_path):
+    c = campaign("pilot", 2.0)
+    recs = _records(c, users=10, per_user=1, seed=4)
+    store = tmp_path / "s.gpkg"
+    ingest(c, [_write(tmp_path / "a.jsonl", recs)], store=store)
+    with pytest.raises(ValueError, match="answer no question"):
+        answer(store, c, "zone_visits")
 
 
 # ------------------------------------------------------------------------------------------------------
@@ -159,7 +185,7 @@ def test_answer_reads_the_stored_reports_through_the_design(tmp_path, name, ques
 
 INGEST = """
 import json, sys
-from geoldp.ingest import ingest
+from geoldp.field.ingest import ingest
 s = ingest(sys.argv[1], sys.argv[3:], store=sys.argv[2], batch=int(sys.argv[2 + 0] and 50))
 print(json.dumps([s.stored, s.duplicates, s.over_budget, len(s.refused)]))
 """
@@ -200,7 +226,7 @@ def test_concurrent_ingest_processes_never_overspend_nor_lose_a_record(store_tar
 
 KILLED = """
 import sys
-from geoldp.ingest import ingest
+from geoldp.field.ingest import ingest
 print("ready", flush=True)
 ingest(sys.argv[1], [sys.argv[3]], store=sys.argv[2], batch=2)
 """
@@ -245,3 +271,146 @@ def test_kill_9_during_ingest_leaves_every_record_with_its_spend(store_target, t
         assert store.verify() == CLEAN
         assert store.count("geoldp_reports") == len(recs) == summary.stored + summary.duplicates
         assert set(store.spent().values()) == {40}
+
+
+def _mutations(record: dict) -> list[dict]:
+    """Records one edit away from a valid one: wrong types, values at and past every limit."""
+    out = []
+    for key, values in {
+        "format": ["geoldp.reports", None],
+        "version": [True, 1.0, 2, "1"],
+        "campaign": ["0" * 64, None],
+        "design": ["tp", None],
+        "epsilon": [int(record["epsilon"]), record["epsilon"] + 1e-9, True, None],
+        "record_id": ["A" * 32, "0" * 31, "0" * 33, 7],
+        "user": ["", " ", "\t", "u" * 256, "u" * 257, 7, None],
+        "rng": ["numpy", ["seeded"], None],
+    }.items():
+        out += [{**record, key: v} for v in values]
+    out += [{k: v for k, v in record.items() if k != key} for key in record]  # each member missing
+    out += [{**record, "extra": 1}, [record], "record", None]
+    payload = record["report"]
+    edits: list = [None, [], {}, {**payload, "extra": 1}]
+    for key, value in payload.items():
+        if isinstance(value, list):  # trajectory indices
+            edits += [
+                {key: []},
+                {key: value + [True]},
+                {key: value + [1.0]},
+                {key: value + [-1]},
+                {key: value + [199]},
+                {key: value + [200]},
+                {key: [0] * 16},
+                {key: [0] * 17},
+                {key: value + ["1"]},
+            ]
+        elif isinstance(value, str):  # OUE bits
+            edits += [
+                {key: value.upper()},
+                {key: value[:-2]},
+                {key: value + "00"},
+                {key: value[:-2] + "ff"},
+                {key: value[:-2] + "0f"},
+                {key: value[:-2] + "f0"},
+                {key: value[:-2] + "g0"},
+            ]
+        else:
+            edits += [{**payload, key: v} for v in (True, 1.0, -1, 9, 10, 11, 2**32 - 1, 2**32, "1", None)]
+    out += [{**record, "report": e} for e in edits]
+    return out
+
+
+@pytest.mark.parametrize(
+    ("name", "oracle"),
+    [("atp", None), ("report:visited_zone", None), ("report:od", None), ("report:visited_zone", "olh")],
+)
+def test_the_quick_check_accepts_only_what_the_full_check_accepts(name, oracle):
+    from geoldp.field.ingest import _quick_check
+
+    c = campaign(name, 2.0)
+    document = c.document
+    good = client.respond(c, np.array([[116.35, 39.95], [116.36, 39.97]]), user="u", rng=1)
+    if oracle is not None:  # a campaign whose oracle is OLH: the document edited (the checks read it only)
+        document = {**document, "parameters": {**document["parameters"], "oracle": oracle}}
+        good = {**good, "report": {"seed": 12345, "value": 3}}
+    quick = _quick_check(document)
+    # the quick path is the one valid records take, and writes the canonical text of the payload
+    assert quick(good) == doc.canonical(good["report"]).decode("utf-8")
+    records = _mutations(good)
+    accepted = 0
+    for record in records:
+        text = quick(record)
+        try:
+            doc.check_record(record, document, where="r.jsonl:1")
+        except ValueError:
+            assert text is None, record  # refused by the full check: never accepted by the quick one
+            continue
+        accepted += 1
+        assert text in (None, doc.canonical(record["report"]).decode("utf-8")), record
+    assert 0 < accepted < len(records)  # the edits hold valid records and invalid ones
+
+
+def test_a_batch_refuses_each_record_as_records_taken_one_at_a_time(store_target, tmp_path):
+    """A duplicate, an over-budget user and malformed lines inside one transaction's batch: the same
+    outcomes, refusals (line and reason) and stored records as with one record per transaction."""
+    c = campaign("report:visited_zone", 2.0, 4.0)  # two records per user
+    recs = _records(c, users=6, per_user=3, seed=7)  # user-k's third record is over budget
+    good = client.respond(c, np.array([[116.35, 39.95]]), user="v", rng=2)
+    lines = [client.to_json_line(r) for r in recs[:8]]
+    lines += [
+        client.to_json_line(recs[0]),  # a duplicate of line 1 in the same batch
+        "{not json",
+        json.dumps({**good, "report": {"value": 99}}),  # outside the domain
+        json.dumps({**good, "epsilon": 3.0}),
+        "",  # blank: skipped, still counted as a line
+    ]
+    lines += [client.to_json_line(r) for r in recs[8:]]
+    lines.append(json.dumps({**good, "user": " "}))
+    f = tmp_path / "batch.jsonl"
+    f.write_text("".join(line + "\n" for line in lines))
+    results = []
+    for k, batch in enumerate((1000, 1)):
+        target = store_target if k == 0 else str(tmp_path / "one-by-one.gpkg")
+        summary = ingest(c, [f], store=target, batch=batch)
+        with Store.open(target) as store:
+            assert store.verify() == CLEAN
+            kept = sorted(d for d, _, _ in store.reports(c.id))
+            spent = store.spent()
+        refusals = [(r.line, r.reason) for r in summary.refused]
+        results.append((summary.stored, summary.duplicates, summary.over_budget, refusals, kept, spent))
+    assert results[0] == results[1]
+    stored, duplicates, over, refusals, kept, spent = results[0]
+    assert (stored, duplicates, over) == (12, 1, 6)
+    assert [n for n, _ in refusals] == [10, 11, 12, 24]
+    assert refusals[0][1].startswith("not a JSON report record (")
+    assert (
+        "k-RR report" in refusals[1][1] and "at epsilon 3.0" in refusals[2][1] and "'user'" in refusals[3][1]
+    )
+    for (n, reason), line in zip(refusals[1:], [lines[10], lines[11], lines[23]], strict=True):
+        with pytest.raises(ValueError) as err:  # the reason is the full check's, without file and line
+            doc.check_record(json.loads(line), c.document, where=f"{f}:{n}")
+        assert str(err.value) == f"{f}:{n}: {reason}"
+    assert kept == sorted({doc.record_digest(r) for r in recs} - {doc.record_digest(r) for r in recs[2::3]})
+    assert set(spent.values()) == {4}
+
+
+def test_the_store_checks_a_batch_exactly_at_the_total(store_target):
+    """Budgets summed exactly in a batch: thirds of a total of 1 fill it; a float sum would pass it."""
+    third = 1 / 3  # the float nearest 1/3 (a little below it): three of them are just below 1
+    with Store.open(store_target, total_epsilon=1.0) as store:
+        recs = [Report("a", f"d{i}", third, "{}", "{}") for i in range(4)]
+        recs += [Report("b", "e0", 0.1, "{}", "{}"), Report("b", "e1", 0.9, "{}", "{}")]
+        recs += [Report("b", "e2", 2.0**-60, "{}", "{}")]  # 0.1 + 0.9 (exactly) is above 1 already
+        assert store.append_reports("c", recs) == ["stored"] * 3 + [
+            "over budget",
+            "stored",
+            "over budget",
+        ] + ["stored"]
+        assert store.spent()["a"] == 3 * Fraction(third) and store.spent()["b"] == Fraction(0.1) + Fraction(
+            2.0**-60
+        )
+        assert store.verify() == CLEAN
+        for bad in (0.0, -1.0, float("nan"), float("inf")):
+            with pytest.raises(ValueError, match="epsilon must be a finite number > 0"):
+                store.append_reports("c", [Report("z", "z", bad, "{}", "{}")])
+        assert store.count("geoldp_reports") == 5

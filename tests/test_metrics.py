@@ -725,3 +725,27 @@ def test_evaluate_auto_regions_come_from_the_points_not_the_originals():
     assert on_p.attrs["evaluate"]["regions"] == "given"
     assert evaluate(as_gdf(orig), as_gdf(pert)).attrs["evaluate"]["regions"] == "originals"
     assert evaluate(orig, pert, regions=None, **kw).attrs["evaluate"]["regions"] is None
+
+
+# --------------------------------------------------------------------------- evaluate's numeric options
+
+
+@pytest.mark.parametrize(
+    "kwargs, exc, match",
+    [
+        ({"k": 0}, ValueError, "'k' parameter of evaluate must be an int >= 1"),
+        ({"k": -3}, ValueError, "'k' parameter"),
+        ({"k": 2.5}, TypeError, "'k' parameter"),
+        ({"k": True}, TypeError, "'k' parameter"),
+        ({"bins": 0}, ValueError, "'bins' parameter of evaluate must be an int >= 1"),
+        ({"bins": -1}, ValueError, "'bins' parameter"),
+        ({"bins": 1.5}, ValueError, "'bins' parameter"),
+    ],
+)
+def test_evaluate_numeric_options(city_points, kwargs, exc, match):
+    from geoldp import metrics
+
+    with pytest.raises(exc, match=match):
+        metrics.evaluate([[0, 1], [2]], [[0, 1], [2]], points=city_points, **kwargs)
+    table = metrics.evaluate([[0, 1], [2]], [[0, 1], [2]], points=city_points, k=1, bins=1)
+    assert table.loc["perturbed", "hotspot_overlap"] == 1.0  # identical releases, one hotspot

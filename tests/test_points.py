@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import sys
 import warnings
 
@@ -434,3 +435,94 @@ def test_missing_optional_dependency_says_what_to_install(tmp_path, monkeypatch,
     monkeypatch.setitem(sys.modules, module, None)  # makes `import module` raise ImportError
     with pytest.raises(ImportError, match=r"geoldp\[points\]"):
         call(path)
+
+
+# ------------------------------- road nodes: osmium's errors wrapped; grid and H3 size guards, up front
+
+
+_OSM_BAD = {
+    "garbage.osm.pbf": b"\x00\xffgarbage" * 10,
+    "unknown.xyz": b"hello",
+    "entity.osm": (
+        b'<?xml version="1.0"?>\n<!DOCTYPE osm [<!ENTITY s SYSTEM "file:///etc/hostname">]>\n'
+        b'<osm version="0.6"><node id="1" lat="1" lon="1" version="1"><tag k="n" v="&s;"/></node></osm>'
+    ),
+    "truncated.osm": b'<osm version="0.6"><node id="1" lat="1" lon="1"',
+}
+
+
+@pytest.mark.parametrize("name", sorted(_OSM_BAD))
+def test_road_nodes_wraps_osmium_errors(tmp_path, name):
+    pytest.importorskip("osmium")
+    from geoldp import points
+
+    path = tmp_path / name
+    path.write_bytes(_OSM_BAD[name])
+    with pytest.raises(ValueError, match=f"cannot read the OpenStreetMap extract '{name}'") as info:
+        points.road_nodes(path)
+    assert "hostname" not in str(info.value)
+
+
+def test_road_nodes_refuses_a_fifo(tmp_path):
+    pytest.importorskip("osmium")
+    from geoldp import points
+
+    fifo = tmp_path / "f.osm"
+    os.mkfifo(fifo)
+    with pytest.raises(ValueError, match="not a regular file"):
+        points.road_nodes(fifo)
+
+
+@pytest.mark.parametrize(
+    "area, spacing, match",
+    [
+        (
+            (-180, -90, 180, 90),
+            1000,
+            "would build about 5.1e\\+08 points, more than geoldp.points.MAX_POINTS",
+        ),
+        (
+            (116.2, 39.8, 116.5, 40.0),
+            0.5,
+            "spacing_m=0.5 over an area of 569.1 km² would build about 2.28e\\+09",
+        ),
+        ((-180, -90, 180, 90), 500_000, "too large for one metric grid"),  # a few points, folded up
+        ((-180, -60, 180, 60), 1_000_000, "too large for one metric grid"),
+    ],
+)
+def test_grid_refuses_huge_or_global_areas_up_front(area, spacing, match):
+    import time
+
+    from geoldp import points
+
+    start = time.process_time()
+    with pytest.raises(ValueError, match=match):
+        points.grid(area, spacing)
+    assert time.process_time() - start < 3.0
+
+
+def test_grid_limit_can_be_raised_and_lowered(monkeypatch):
+    from geoldp import points
+
+    box = (116.30, 39.90, 116.40, 39.96)  # about 8.5 km x 6.7 km: about 570 points at 300 m
+    n = len(points.grid(box, 300))
+    monkeypatch.setattr(points, "MAX_POINTS", n // 2)
+    with pytest.raises(ValueError, match=f"MAX_POINTS = {n // 2}"):
+        points.grid(box, 300)
+    monkeypatch.setattr(points, "MAX_POINTS", n)
+    assert len(points.grid(box, 300)) == n
+
+
+@pytest.mark.parametrize("resolution", [13, 14, 15])
+def test_h3_cells_refuses_fine_resolutions_over_a_city_up_front(resolution):
+    pytest.importorskip("h3")
+    import time
+
+    from geoldp import points
+
+    start = time.process_time()
+    with pytest.raises(
+        ValueError, match=f"resolution={resolution} over an area of .* more than geoldp.points"
+    ):
+        points.h3_cells((116.2, 39.8, 116.5, 40.0), resolution)
+    assert time.process_time() - start < 3.0

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import pickle
+import re
 import warnings
 
 import geopandas as gpd
@@ -11,6 +12,7 @@ import numpy as np
 import pytest
 import shapely
 
+import geoldp
 from geoldp._core import kernels as _kernels
 from geoldp._core.errors import GeoLDPWarning
 from geoldp._core.geo import EARTH_RADIUS_M, bearing, haversine_m
@@ -463,3 +465,42 @@ def test_duplicate_mask_many_copies_and_a_crowded_millimetre():
     lam, phi = to_radians(lon, lat)
     xyz = _unit_vectors(lam, phi)
     assert np.array_equal(_duplicate_mask(lam, phi, xyz), _duplicates_by_kdtree(lam, phi, xyz))
+
+
+# ----------------------------------------------- duplicate points: the warning names a call that exists
+
+
+def _dup_points():
+    lon = [116.30, 116.31, 116.32, 116.30, 116.33]  # the 4th repeats the 1st
+    lat = [39.90, 39.91, 39.90, 39.90, 39.92]
+    return gpd.GeoDataFrame(geometry=gpd.points_from_xy(lon, lat), crs="EPSG:4326")
+
+
+def _trips():
+    rows = [
+        shapely.linestrings([[116.301, 39.901], [116.311, 39.909], [116.321, 39.902]]),
+        shapely.linestrings([[116.329, 39.918], [116.305, 39.903]]),
+    ]
+    return gpd.GeoDataFrame({"v": [1, 2]}, geometry=rows, crs="EPSG:4326")
+
+
+def test_duplicate_points_warning_names_a_call_that_exists_and_silences_it():
+    pts = _dup_points()
+    # reached through a call that takes no deduplication argument
+    with pytest.warns(GeoLDPWarning, match="duplicate") as rec:
+        _trips().ldp.perturb(pts, epsilon=4.0, mechanism="pointem", rng=1)
+    text = " ".join(str(w.message) for w in rec if "duplicate" in str(w.message))
+    assert "pass deduplicate=True" not in text
+    call = re.search(r"geoldp\.PointSet\.from_geodataframe\(points, deduplicate=True\)", text)
+    assert call, text
+    # the named call works, keeps one point per location, and the release then runs without the warning
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        ps = geoldp.PointSet.from_geodataframe(pts, deduplicate=True)
+        assert len(ps) == 4
+        out = _trips().ldp.perturb(ps, epsilon=4.0, mechanism="pointem", rng=1)
+    assert len(out) == 2
+    # the other spelling named in the message works too
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert len(geoldp.PointSet(pts.geometry.x, pts.geometry.y, deduplicate=True)) == 4

@@ -407,3 +407,45 @@ def test_max_gap_bare_number_python(toy_point_frame):
     )
     # a numeric time column takes a number, also as the text the command line passes
     assert list(prep.trajectories_from_points(gdf, "id", "t", max_gap="5")["n_points"]) == [3, 2]
+
+
+# -------------------------------------------------- resample's size guard and suggest_max_points' limit
+
+
+@pytest.mark.parametrize("spacing", [0.01, 1e-300, 5e-324])
+def test_resample_refuses_tiny_spacing_up_front(toy_lines, spacing):
+    import time
+    import warnings
+
+    from geoldp import prepare
+
+    big = pd.concat([toy_lines] * 500, ignore_index=True)  # 2,000 rows of a few km each
+    start = time.process_time()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no overflow warning on the way
+        with pytest.raises(ValueError, match="'spacing_m' parameter of resample .*MAX_VERTICES"):
+            prepare.resample(big, spacing_m=spacing)
+    assert time.process_time() - start < 5.0
+
+
+def test_resample_limit_counts_max_points_and_can_be_raised(toy_lines, monkeypatch):
+    from geoldp import prepare
+
+    monkeypatch.setattr(prepare, "MAX_VERTICES", 40)
+    with pytest.raises(ValueError, match="MAX_VERTICES = 40"):
+        prepare.resample(toy_lines, spacing_m=10.0)
+    out = prepare.resample(toy_lines, spacing_m=10.0, max_points=5)  # at most 4 x 5 vertices
+    assert shapely.get_num_coordinates(np.asarray(out.geometry.values)).max() <= 5
+    monkeypatch.setattr(prepare, "MAX_VERTICES", 10**9)
+    assert len(prepare.resample(toy_lines, spacing_m=10.0)) == len(toy_lines)
+
+
+@pytest.mark.parametrize(
+    "limit, exc", [(0, ValueError), (-1, ValueError), (1.0, TypeError), (True, TypeError)]
+)
+def test_suggest_max_points_limit(limit, exc):
+    from geoldp.prepare import suggest_max_points
+
+    with pytest.raises(exc, match="'limit' parameter of suggest_max_points"):
+        suggest_max_points("atp", epsilon=4.0, limit=limit)
+    assert suggest_max_points("atp", epsilon=4.0, limit=1) == 1

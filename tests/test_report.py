@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import geopandas as gpd
 import numpy as np
 import pandas as pd
@@ -9,7 +11,7 @@ import pytest
 from shapely.geometry import LineString, Point
 
 import geoldp
-from geoldp import zone_grid
+from geoldp import GeoLDPWarning, zone_grid
 from geoldp.reports import release, report, true_counts
 
 # Small report tables are below the no-data noise level on purpose; that warning has its own tests.
@@ -190,3 +192,65 @@ def test_hybrid_is_public_and_the_accessor_is_the_same_release():
     pd.testing.assert_frame_equal(a_rep, b_rep)
     assert a_traj.geometry.equals(b_traj.geometry)
     assert a_traj.attrs["geoldp"]["hybrid"] == b_traj.attrs["geoldp"]["hybrid"]
+
+
+# ------------------------------------------------------------ the no-data-level warning, before drawing
+
+
+def _report_trips(n, seed=0):
+    from shapely.geometry import LineString
+
+    g = np.random.default_rng(seed)
+    rows = [LineString(g.uniform(0.05, 1.95, (3, 2))) for _ in range(n)]
+    return gpd.GeoDataFrame(geometry=rows, crs="EPSG:4326")
+
+
+def _krr_reports_needed(d, base, eps):
+    # k-RR (Wang et al. 2017): p* = e^ε/(e^ε+d−1), q* = 1/(e^ε+d−1); the debiased count of a value has the
+    # data-independent variance n·q*(1−q*)/(p*−q*)², so its share's standard error is below 1/base once
+    # n > base²·q*(1−q*)/(p*−q*)².
+    import math
+
+    e = math.exp(eps)
+    p, q = e / (e + d - 1), 1.0 / (e + d - 1)
+    return math.floor(base**2 * q * (1 - q) / (p - q) ** 2) + 1
+
+
+def test_report_warns_at_the_no_data_level_with_the_numbers_and_the_planner():
+    from geoldp import zone_grid
+    from geoldp.reports import report
+
+    zones = zone_grid((0.0, 0.0, 2.0, 2.0), cells=2)  # 4 zones + outside = 5 values
+    need = _krr_reports_needed(5, 5, 1.0)
+    assert need == 49  # hand check: q* = 1/(e+4), p* − q* = (e−1)/(e+4); 25·q*(1−q*)/(p*−q*)² = 48.4
+    with pytest.warns(GeoLDPWarning, match="told from no data") as rec:
+        report(_report_trips(need - 1), zones, epsilon=1.0, oracle="krr", rng=0)
+    msg = str(rec[0].message)
+    assert f"About {need} reports" in msg and "geoldp.plan(" in msg and "geoldp plan" in msg
+    assert callable(geoldp.plan)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        report(_report_trips(need), zones, epsilon=1.0, oracle="krr", rng=0)
+        report(_report_trips(need - 1), zones, epsilon=4.0, oracle="krr", rng=0)  # more budget: fine
+
+
+def test_report_warning_is_raised_before_any_draw_and_reads_only_public_inputs(monkeypatch):
+    from geoldp import zone_grid
+    from geoldp.reports import release, report
+
+    zones = zone_grid((0.0, 0.0, 2.0, 2.0), cells=4)
+    texts = []
+    for seed in (1, 2):  # two different private data sets of the same size: the same warning
+        with pytest.warns(GeoLDPWarning, match="told from no data") as rec:
+            report(_report_trips(30, seed=seed), zones, statistic="od", epsilon=2.0, rng=0)
+        texts.append(str(rec[0].message))
+    assert texts[0] == texts[1]
+
+    def no_draw(*args, **kwargs):
+        raise AssertionError("drew before warning")
+
+    monkeypatch.setattr(release, "_draw", no_draw)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", GeoLDPWarning)
+        with pytest.raises(GeoLDPWarning, match="told from no data"):
+            report(_report_trips(30), zones, statistic="od", epsilon=2.0, rng=0)

@@ -272,3 +272,30 @@ def test_counts_that_size_an_allocation_are_bounded_before_allocating():
         synthetic_city(n_points=10**12)
     with pytest.raises(ValueError, match=r"synthetic_city: n_trips=10000000 trips of up to max_len=100"):
         synthetic_city(n_trips=10**7, max_len=100)
+
+
+# -------------------------------------------------------- the smallest epsilon, refused before any draw
+
+
+@pytest.mark.parametrize("epsilon", [1e-300, 5e-324, 1e-6, 0.000999])
+def test_tiny_epsilon_is_refused_before_any_draw(toy_lines, city_points, epsilon):
+    from geoldp import BudgetAccountant
+    from geoldp.prepare import MIN_EPSILON
+
+    assert epsilon < MIN_EPSILON == 1e-3
+    acc = BudgetAccountant(10.0)
+    frame = toy_lines.assign(user=range(len(toy_lines)))
+    with pytest.raises(
+        ValueError, match="'epsilon' parameter of GeoDataFrame.ldp.perturb .* below the smallest"
+    ):
+        frame.ldp.perturb(city_points, epsilon=epsilon, rng=0, accountant=acc, user_col="user")
+    assert acc.remaining(0) == 10.0  # nothing charged
+
+
+def test_smallest_accepted_epsilon_only_warns(toy_lines, city_points):
+    from geoldp._core.errors import PrivacyWarning
+    from geoldp.prepare import MIN_EPSILON
+
+    with pytest.warns(PrivacyWarning, match="close to uniform noise"):
+        out = toy_lines.ldp.perturb(city_points, epsilon=MIN_EPSILON, rng=0)
+    assert len(out) == len(toy_lines)

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 import shapely
 
+import geoldp
 from geoldp import PointSet, estimate, metrics, reports
 
 P = PointSet(np.linspace(0.0, 0.1, 12), np.zeros(12))
@@ -75,3 +76,24 @@ def test_estimate_type_errors_are_type_errors():
         estimate.visit_counts(RELEASE, P, mechanism="tp", epsilon=1.0, cell_km="1")
     with pytest.raises(ValueError, match="'n_sims' parameter"):  # a value error stays one
         estimate.visit_counts(RELEASE, P, mechanism="tp", epsilon=1.0, n_sims=0)
+
+
+# --------------------------------------------------------------------- zone_grid's size guard, up front
+
+
+@pytest.mark.parametrize("cell_km", [1e-3, 1e-300, 5e-324])
+def test_zone_grid_refuses_tiny_cells_up_front(city_points, cell_km):
+
+    with pytest.raises(
+        ValueError, match="'cell_km' parameter of geoldp.zone_grid .* more than geoldp.zones.MAX_ZONES"
+    ):
+        geoldp.zone_grid(city_points, cell_km=cell_km)
+
+
+def test_zone_grid_limit_can_be_raised(city_points, monkeypatch):
+    n = len(geoldp.zone_grid(city_points, cell_km=0.5))
+    monkeypatch.setattr(geoldp.zones, "MAX_ZONES", n - 1)
+    with pytest.raises(ValueError, match="MAX_ZONES"):
+        geoldp.zone_grid(city_points, cell_km=0.5)
+    monkeypatch.setattr(geoldp.zones, "MAX_ZONES", n)
+    assert len(geoldp.zone_grid(city_points, cell_km=0.5)) == n

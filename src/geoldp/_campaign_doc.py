@@ -10,14 +10,13 @@ A **report record** is what one user's device sends back: one report of one traj
 campaign's ε, with its ledger entry (campaign id, user id, design, ε, record id).
 
 This module is the one reader and checker of both, used by the client on a device (so it imports the
-standard library only) and by the collector's :mod:`geoldp.campaign` and :mod:`geoldp.ingest`. Every
+standard library only) and by the collector's :mod:`geoldp.field.campaign` and
+:mod:`geoldp.field.ingest`. Every
 refusal is a ``ValueError`` that names the file (and the line of a record) and says what to do.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 import math
 import os
 import re
@@ -38,18 +37,19 @@ __all__ = [
     "check_record",
     "load_campaign",
     "points_digest",
+    "part_views",
     "record_digest",
     "zones_digest",
 ]
 
 #: The ``format`` member of a campaign file and the version this geoldp writes and reads.
-CAMPAIGN_FORMAT = "geoldp.campaign"
+CAMPAIGN_FORMAT = "geoldp.field.campaign"
 CAMPAIGN_VERSION = 1
 #: The ``format`` member of a report record and its version.
 RECORD_FORMAT = "geoldp.report"
 RECORD_VERSION = 1
 #: The design kinds a campaign can hold (one randomiser per user each).
-KINDS = ("trajectory", "report")
+KINDS = ("trajectory", "report", "hybrid", "pilot")
 #: OLH's largest hash range (as geoldp's oracles).
 OLH_G_MAX = 1 << 30
 #: Largest campaign file read (bytes): P of 10⁶ points is about 40 MB of JSON.
@@ -80,7 +80,11 @@ _PARAMETER_KEYS = {
     "report": frozenset(
         {"statistic", "pad_length", "oracle", "n_zones", "base", "domain", "estimator", "coarse"}
     ),
+    "hybrid": frozenset({"report_share", "combiner", "trajectory", "report"}),
+    "pilot": frozenset({"length_edges", "zone_edges", "shares", "split", "n_zones", "n_cells"}),
 }
+#: The three reports of a pilot, in the order of its budget split.
+PILOT_COLUMNS = ("length_class", "zone_count_class", "coarse_cell")
 _CLIENT_KEYS = {
     "trajectory": frozenset(
         {
@@ -97,7 +101,12 @@ _CLIENT_KEYS = {
         }
     ),
     "report": frozenset(),
+    # TraCS-D and TraCS-C: the plane and the box of the central release, each length's stage budgets
+    "tracs": frozenset({"kernel", "plane", "bounds", "planar_bounds", "origin", "lengths"}),
 }
+#: The kernels of a trajectory campaign's client: over P's grid, or in a plane (TraCS).
+GRID_KERNELS = ("run_tp", "run_atp", "run_pointem")
+TRACS_KERNELS = ("tracs_d_kernel", "tracs_c_kernel")
 _GRID_KEYS = frozenset({"gf", "gi", "basis", "cell_start", "order", "levels"})
 _PLAN_KEYS = frozenset(
     {
@@ -127,6 +136,8 @@ def canonical(document: Any) -> bytes:
     Floats are written by ``repr`` (the shortest text that reads back to the same float), so a document
     read and written again is byte-identical.
     """
+    import json  # here, not at the top: ``import geoldp.client`` stays light (2-5 ms each)
+
     return json.dumps(
         document, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
     ).encode("utf-8")
@@ -134,11 +145,13 @@ def canonical(document: Any) -> bytes:
 
 def campaign_id(document: Mapping[str, Any]) -> str:
     """The id of a campaign document: SHA-256 (hex) of its canonical JSON without the ``id`` member."""
-    return hashlib.sha256(canonical({k: v for k, v in document.items() if k != "id"})).hexdigest()
+    return _sha256(canonical({k: v for k, v in document.items() if k != "id"}))
 
 
 def points_digest(lon: Sequence[float], lat: Sequence[float]) -> str:
     """SHA-256 (hex) of P's coordinates: ``b"lon"``, the longitudes, ``b"lat"``, the latitudes (float64)."""
+    import hashlib
+
     h = hashlib.sha256(b"lon")
     h.update(struct.pack(f"<{len(lon)}d", *lon))
     h.update(b"lat")
@@ -148,7 +161,7 @@ def points_digest(lon: Sequence[float], lat: Sequence[float]) -> str:
 
 def zones_digest(labels: Sequence[str], polygons: Sequence[Any]) -> str:
     """SHA-256 (hex) of the zones' labels and polygon rings (their canonical JSON)."""
-    return hashlib.sha256(canonical({"labels": list(labels), "polygons": list(polygons)})).hexdigest()
+    return _sha256(canonical({"labels": list(labels), "polygons": list(polygons)}))
 
 
 def record_digest(record: Mapping[str, Any]) -> str:
@@ -158,7 +171,13 @@ def record_digest(record: Mapping[str, Any]) -> str:
     different report under an id already stored is the same record for the store, and is not stored.
     """
     key = f"{record['campaign']}\0{record['user']}\0{record['record_id']}"
-    return hashlib.sha256(key.encode("utf-8")).hexdigest()
+    return _sha256(key.encode("utf-8"))
+
+
+def _sha256(data: bytes) -> str:
+    import hashlib  # here, not at the top: ``import geoldp.client`` stays light
+
+    return hashlib.sha256(data).hexdigest()
 
 
 # ------------------------------------------------------------------------------------------------------
@@ -191,9 +210,11 @@ def load_campaign(path: str | os.PathLike[str]) -> dict[str, Any]:
         raise ValueError(f"{where} is larger than {MAX_CAMPAIGN_BYTES // 2**20} MiB: not a campaign file.")
     with open(name, "rb") as fh:
         data = fh.read()
+    import json
+
     try:
         document = json.loads(data.decode("utf-8"), parse_constant=refuse_constant)
-    except (UnicodeDecodeError, json.JSONDecodeError, ValueError, RecursionError) as exc:
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:  # JSONDecodeError is a ValueError
         raise ValueError(f"{where} is not a JSON campaign file ({exc}).") from None
     return check_campaign(document, where=where)
 
@@ -312,28 +333,110 @@ def check_campaign(document: Any, *, where: str = "The campaign") -> dict[str, A
         for k, zone in enumerate(polygons):
             _check_zone(zone, where, f"{member}.polygons[{k}]")
     parameters = _keys(document["parameters"], _PARAMETER_KEYS[kind], where, "parameters")
-    client = document["client"]
-    if kind == "trajectory":
+    if kind == "hybrid":
+        _check_hybrid(document, parameters, where)
+    for view in part_views(document).values():
+        _check_part(view, where)
+    return document
+
+
+def _check_hybrid(document: Mapping[str, Any], parameters: Mapping[str, Any], where: str) -> None:
+    """A hybrid's parts: their parameters (each with its ε) and a split whose exact sum is at most ε."""
+    from fractions import Fraction
+
+    share = parameters["report_share"]
+    if not isinstance(share, float) or not 0.0 < share < 1.0:
+        raise _fail(where, "has a malformed 'parameters.report_share' (a float in (0, 1) is expected).")
+    if parameters["combiner"] not in ("blend", "ivw"):
+        raise _fail(where, "has an unknown 'parameters.combiner'.")
+    total = Fraction(0)
+    for part in ("trajectory", "report"):
+        allowed = _PARAMETER_KEYS[part] | {"epsilon"}
+        eps = _keys(parameters[part], allowed, where, f"parameters.{part}")["epsilon"]
+        if not isinstance(eps, float) or not (0.0 < eps < math.inf):
+            raise _fail(where, f"has a malformed 'parameters.{part}.epsilon' (a positive float is expected).")
+        total += Fraction(eps)
+    if total > Fraction(document["epsilon"]):
+        raise _fail(where, "has parts whose budgets add up to more than its 'epsilon'.")
+
+
+def part_views(document: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """The randomisers of a (checked) campaign, by kind: each a view of the campaign as if it were alone.
+
+    A trajectory or report campaign is its own one part. A hybrid has two, ``"trajectory"`` and
+    ``"report"``: each view has the part's ``kind``, ``design``, ``epsilon``, ``parameters`` and
+    ``client``, and shares the campaign's id, points and zones. A device sends one report per part.
+    """
+    kind = document["kind"]
+    if kind != "hybrid":
+        return {kind: dict(document)}
+    par = document["parameters"]
+    views = {}
+    for part in ("trajectory", "report"):
+        own = {k: v for k, v in par[part].items() if k != "epsilon"}
+        views[part] = {
+            **document,
+            "kind": part,
+            "design": own["mechanism"] if part == "trajectory" else "report",
+            "epsilon": par[part]["epsilon"],
+            "parameters": own,
+            "client": document["client"] if part == "trajectory" else None,
+        }
+    return views
+
+
+def _check_pilot(view: Mapping[str, Any], where: str) -> None:
+    """A pilot: its public classes, a split within ε, the zones and the coarse cells it reports over."""
+    from fractions import Fraction
+
+    par = view["parameters"]
+    for member in ("length_edges", "zone_edges"):
+        edges = par[member]
+        if not (
+            isinstance(edges, list)
+            and edges
+            and all(_is_int(e, 0, 2**31) for e in edges)
+            and all(a < b for a, b in zip(edges, edges[1:], strict=False))
+        ):
+            raise _fail(where, f"has a malformed 'parameters.{member}' (increasing ints).")
+    _finite_list(par["shares"], where, "parameters.shares", length=3)
+    split = _finite_list(par["split"], where, "parameters.split", length=3)
+    if min(split) <= 0.0 or sum(Fraction(v) for v in split) > Fraction(view["epsilon"]):
+        raise _fail(where, "has a pilot split that is not positive or adds up to more than its 'epsilon'.")
+    if view["zones"] is None or view["report_zones"] is None or view["client"] is not None:
+        raise _fail(where, "is a pilot campaign without its zones and coarse cells (or with a 'client').")
+    if _int(par["n_zones"], where, "parameters.n_zones", minimum=1) != len(view["zones"]["polygons"]):
+        raise _fail(where, "has a 'parameters.n_zones' that is not the number of its zones.")
+    if _int(par["n_cells"], where, "parameters.n_cells", minimum=1) != len(view["report_zones"]["polygons"]):
+        raise _fail(where, "has a 'parameters.n_cells' that is not the number of its coarse cells.")
+
+
+def _check_part(view: Mapping[str, Any], where: str) -> None:
+    """One part of a campaign: a trajectory randomiser over P, or a report over the report zones."""
+    parameters, client, points = view["parameters"], view["client"], view["points"]
+    if view["kind"] == "pilot":
+        _check_pilot(view, where)
+        return
+    if view["kind"] == "trajectory":
         if points is None:
             raise _fail(where, "is a trajectory campaign without public points.")
         _int(parameters["max_points"], where, "parameters.max_points", minimum=1)
         _check_trajectory_client(client, len(points["lon"]), parameters["max_points"], where)
-    else:
-        if document["report_zones"] is None:
-            raise _fail(where, "is a report campaign without 'report_zones'.")
-        n_zones = len(document["report_zones"]["polygons"])
-        if _int(parameters["n_zones"], where, "parameters.n_zones", minimum=1) != n_zones:
-            raise _fail(where, "has a 'parameters.n_zones' that is not the number of its report zones.")
-        if parameters["oracle"] not in ("krr", "oue", "olh"):
-            raise _fail(where, "has an unknown 'parameters.oracle'.")
-        if parameters["statistic"] not in ("visited_zone", "od"):
-            raise _fail(where, "has an unknown 'parameters.statistic'.")
-        _int(parameters["pad_length"], where, "parameters.pad_length", minimum=1)
-        _int(parameters["base"], where, "parameters.base", minimum=2)
-        _int(parameters["domain"], where, "parameters.domain", minimum=2)
-        if client is not None:
-            raise _fail(where, "has a 'client' member for a report campaign (null is expected).")
-    return document
+        return
+    if view["report_zones"] is None:
+        raise _fail(where, "is a report campaign without 'report_zones'.")
+    n_zones = len(view["report_zones"]["polygons"])
+    if _int(parameters["n_zones"], where, "parameters.n_zones", minimum=1) != n_zones:
+        raise _fail(where, "has a 'parameters.n_zones' that is not the number of its report zones.")
+    if parameters["oracle"] not in ("krr", "oue", "olh"):
+        raise _fail(where, "has an unknown 'parameters.oracle'.")
+    if parameters["statistic"] not in ("visited_zone", "od"):
+        raise _fail(where, "has an unknown 'parameters.statistic'.")
+    _int(parameters["pad_length"], where, "parameters.pad_length", minimum=1)
+    _int(parameters["base"], where, "parameters.base", minimum=2)
+    _int(parameters["domain"], where, "parameters.domain", minimum=2)
+    if client is not None:
+        raise _fail(where, "has a 'client' member for a report campaign (null is expected).")
 
 
 def _check_zone(zone: Any, where: str, member: str) -> None:
@@ -361,9 +464,39 @@ def _check_zone(zone: Any, where: str, member: str) -> None:
         raise _fail(where, f"has a malformed zone '{member}' (polygons of closed [lon, lat] rings).")
 
 
+def _check_tracs_client(client: Any, max_points: int, where: str) -> None:
+    client = _keys(client, _CLIENT_KEYS["tracs"], where, "client")
+    plane = _keys(client["plane"], frozenset({"lat_0", "lon_0", "radius_m"}), where, "client.plane")
+    lat0, lon0, radius = _finite_list(
+        [plane["lat_0"], plane["lon_0"], plane["radius_m"]], where, "client.plane"
+    )
+    if not (abs(lat0) < 90.0 and abs(lon0) <= 180.0 and radius > 0.0):
+        raise _fail(where, "has a malformed 'client.plane' (lat_0 in (-90, 90), lon_0, radius_m > 0).")
+    for member in ("bounds", "planar_bounds"):
+        x0, y0, x1, y1 = _finite_list(client[member], where, f"client.{member}", length=4)
+        if not (x0 < x1 and y0 < y1):
+            raise _fail(where, f"has an empty 'client.{member}' box.")
+    if client["kernel"] == "tracs_d_kernel":
+        _finite_list(client["origin"], where, "client.origin", length=2)
+    elif client["origin"] is not None:
+        raise _fail(where, "has a 'client.origin' for TraCS-C (null is expected).")
+    lengths = client["lengths"]
+    if not (isinstance(lengths, list) and len(lengths) == max_points + 1):
+        raise _fail(where, "has a 'client.lengths' table that does not cover 1 to max_points.")
+    for n, row in enumerate(lengths):
+        if row is not None and not isinstance(row, str):
+            a, b = _finite_list(row, where, f"client.lengths[{n}]", length=2)
+            if not (a > 0.0 and b > 0.0):
+                raise _fail(where, f"has a non-positive stage budget in 'client.lengths[{n}]'.")
+
+
 def _check_trajectory_client(client: Any, m: int, max_points: int, where: str) -> None:
+    kernel = client.get("kernel") if isinstance(client, dict) else None
+    if kernel in TRACS_KERNELS:
+        _check_tracs_client(client, max_points, where)
+        return
     client = _keys(client, _CLIENT_KEYS["trajectory"], where, "client")
-    if client["kernel"] not in ("run_tp", "run_atp", "run_pointem"):
+    if kernel not in GRID_KERNELS:
         raise _fail(where, "has an unknown 'client.kernel'.")
     grid = _keys(client["grid"], _GRID_KEYS, where, "client.grid")
     _keys(client["plan"], _PLAN_KEYS, where, "client.plan")
@@ -460,7 +593,30 @@ def _is_int(value: Any, low: int, high: int) -> bool:
 
 
 def _check_payload(payload: Any, campaign: Mapping[str, Any], where: str) -> None:
+    if campaign["kind"] == "hybrid":
+        if not isinstance(payload, dict) or set(payload) != {"trajectory", "report"}:
+            raise ValueError(f"{where}: a hybrid report is {{'trajectory': ..., 'report': ...}}.")
+        for part, view in part_views(campaign).items():
+            _check_one_payload(payload[part], view, f"{where} ({part} part)")
+        return
+    _check_one_payload(payload, campaign, where)
+
+
+def _check_one_payload(payload: Any, campaign: Mapping[str, Any], where: str) -> None:
     kind = campaign["kind"]
+    if kind == "pilot":
+        par = campaign["parameters"]
+        sizes = (len(par["length_edges"]) + 1, len(par["zone_edges"]) + 1, par["n_cells"] + 1)
+        if not (
+            isinstance(payload, dict)
+            and set(payload) == set(PILOT_COLUMNS)
+            and all(_is_int(payload[c], 0, k) for c, k in zip(PILOT_COLUMNS, sizes, strict=True))
+        ):
+            raise ValueError(
+                f"{where}: a pilot report is {{'length_class': a, 'zone_count_class': b, 'coarse_cell': c}} "
+                f"with a < {sizes[0]}, b < {sizes[1]}, c < {sizes[2]}."
+            )
+        return
     if kind == "trajectory":
         m = len(campaign["points"]["lon"])
         limit = campaign["parameters"]["max_points"]

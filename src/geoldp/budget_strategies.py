@@ -172,6 +172,47 @@ def _trips_per_user(gdf: Any, user_col: Any, traj_id_col: Any) -> np.ndarray:
     return counts.reindex(users).to_numpy()
 
 
+def _check_strategy(
+    gdf: Any,
+    *,
+    epsilon: Any,
+    user_col: Any,
+    accountant: Any,
+    user_budget: str,
+    max_per_user: Any,
+    select_trips: str,
+    caller: str,
+) -> tuple[int | None, float]:
+    """The checked public parameters of a per-user release: ``(max_per_user, epsilon)``."""
+    from geoldp._core.validation import check_epsilon
+
+    if user_budget not in USER_BUDGETS:
+        raise ValueError(
+            f"The 'user_budget' parameter of {caller} must be one of {USER_BUDGETS}. Got {user_budget!r}."
+        )
+    if max_per_user is not None:
+        max_per_user = check_int_min(max_per_user, "max_per_user", minimum=1, caller=caller)
+    if select_trips not in SELECT:
+        raise ValueError(
+            f"The 'select_trips' parameter of {caller} must be one of {SELECT}. Got {select_trips!r}."
+        )
+    if select_trips != "first" and max_per_user is None:
+        raise ValueError(f"The 'select_trips' parameter of {caller} goes with 'max_per_user'.")
+    if accountant is not None and not isinstance(accountant, accounting.BudgetAccountant):
+        raise TypeError(
+            f"The 'accountant' parameter of {caller} must be a geoldp.BudgetAccountant. "
+            f"Got {type(accountant).__name__}."
+        )
+    _check_user_col(gdf, user_col, caller)
+    if not isinstance(epsilon, int | float | np.integer | np.floating) or isinstance(epsilon, bool):
+        raise TypeError(
+            f"The 'epsilon' parameter of {caller} must be a float with user_budget/max_per_user: pass the "
+            "mechanism by name (mechanism='atp', epsilon=...)."
+        )
+    epsilon = check_epsilon(epsilon, caller=caller)
+    return max_per_user, epsilon
+
+
 def perturb_per_user(
     release: Callable[..., Any],
     gdf: Any,
@@ -203,32 +244,16 @@ def perturb_per_user(
     (before its ``release_id``) into ``(release, ledger)``; by default a GeoDataFrame with the points'
     provenance.
     """
-    from geoldp._core.validation import check_epsilon
-
-    if user_budget not in USER_BUDGETS:
-        raise ValueError(
-            f"The 'user_budget' parameter of {caller} must be one of {USER_BUDGETS}. Got {user_budget!r}."
-        )
-    if max_per_user is not None:
-        max_per_user = check_int_min(max_per_user, "max_per_user", minimum=1, caller=caller)
-    if select_trips not in SELECT:
-        raise ValueError(
-            f"The 'select_trips' parameter of {caller} must be one of {SELECT}. Got {select_trips!r}."
-        )
-    if select_trips != "first" and max_per_user is None:
-        raise ValueError(f"The 'select_trips' parameter of {caller} goes with 'max_per_user'.")
-    if accountant is not None and not isinstance(accountant, accounting.BudgetAccountant):
-        raise TypeError(
-            f"The 'accountant' parameter of {caller} must be a geoldp.BudgetAccountant. "
-            f"Got {type(accountant).__name__}."
-        )
-    _check_user_col(gdf, user_col, caller)
-    if not isinstance(epsilon, int | float | np.integer | np.floating) or isinstance(epsilon, bool):
-        raise TypeError(
-            f"The 'epsilon' parameter of {caller} must be a float with user_budget/max_per_user: pass the "
-            "mechanism by name (mechanism='atp', epsilon=...)."
-        )
-    epsilon = check_epsilon(epsilon, caller=caller)
+    max_per_user, epsilon = _check_strategy(
+        gdf,
+        epsilon=epsilon,
+        user_col=user_col,
+        accountant=accountant,
+        user_budget=user_budget,
+        max_per_user=max_per_user,
+        select_trips=select_trips,
+        caller=caller,
+    )
     source = resolve_rng(rng)  # once, for the selection and every part
 
     rule: dict[str, Any] = {"strategy": user_budget, "user_col": str(user_col)}

@@ -1,16 +1,20 @@
 """One user's randomiser: a report of one trajectory under a published campaign, on the user's device.
 
 Local differential privacy means the randomiser runs where the data is. This module is what a device
-runs: it reads the campaign file the collector published (:mod:`geoldp.campaign`), takes one trajectory
+runs: it reads the campaign file the collector published (:mod:`geoldp.field.campaign`), takes one trajectory
 (longitude/latitude in degrees, WGS 84) and returns one report record, ready to be sent as one line of
 JSON. Nothing else leaves the device: the record holds the released report and its ledger entry
 (campaign id, user id, design, ε, a record id), never the trajectory.
 
 It needs numpy only: ``import geoldp.client`` loads neither GeoPandas, Shapely, pyproj, scikit-learn nor
-the JIT compiler. The trajectory designs (TP, ATP, PointEM) run the kernels geoldp compiled when it was
-installed (``geoldp._aot_kernels``), the same code as a release on the collector's side; where they are
-missing or stale, the client falls back to the full geoldp (slower to import, same output). The report
-designs run a pure-Python ChaCha20 stream that consumes draws exactly as geoldp's compiled samplers do.
+the JIT compiler. The trajectory designs (TP, ATP, PointEM, TraCS-D, TraCS-C) run the kernels geoldp
+compiled when it was installed (``geoldp._aot_kernels``), the same code as a release on the collector's
+side; where they are missing or stale, the client falls back to the full geoldp (slower to import, same
+output). TraCS works in the plane of the campaign's box: :func:`aeqd_forward` is PROJ's spherical
+azimuthal equidistant projection, operation for operation, so the client needs no pyproj. The report
+designs run a pure-Python ChaCha20 stream that consumes draws exactly as geoldp's compiled samplers do. A
+hybrid sends one report per part (its trajectory, then its report, each under its own stream key, ε split
+as the campaign says); a pilot sends its three k-RR reports.
 
 A seeded call (``rng=`` an int or a numpy Generator; for tests and experiments only) gives exactly the
 report that the central release of the same design gives for that trajectory with the same seed (the
@@ -28,25 +32,25 @@ Examples
 
 from __future__ import annotations
 
-import hashlib
+import _thread
 import importlib
-import json
 import math
 import numbers
 import os
-import threading
 from collections import OrderedDict
-from pathlib import Path
 from typing import Any, NamedTuple
 
 import numpy as np
 
 from geoldp._campaign_doc import (
+    PILOT_COLUMNS,
     RECORD_FORMAT,
     RECORD_VERSION,
+    TRACS_KERNELS,
     check_campaign,
     load_campaign,
     olh_range,
+    part_views,
 )
 
 __all__ = ["respond", "to_json_line"]
@@ -56,7 +60,7 @@ _DEG2RAD = math.pi / 180.0
 #: Campaigns prepared in this process, by id (a few: a device usually answers one).
 _PREPARED: OrderedDict[str, Client] = OrderedDict()
 _PREPARED_MAX = 4
-_LOCK = threading.Lock()
+_LOCK = _thread.allocate_lock()  # (``threading`` costs 2 ms to import; this is its Lock)
 #: The marker of the kernel sources in geoldp's files (the digest the compiled kernels carry covers every
 #: source file that holds it; spelled in two parts so that this file is not one of them).
 _KERNEL_MARK = b"num" + b"ba"
@@ -96,12 +100,115 @@ def _generator(rng: Any) -> np.random.Generator | None:
     raise bad
 
 
-def _key_and_id(gen: np.random.Generator | None) -> tuple[np.ndarray, str]:
-    """The stream key (``uint32[8]``, drawn first, as a release draws its one key) and the record id."""
+def _keys_and_id(gen: np.random.Generator | None, count: int = 1) -> tuple[list[np.ndarray], str]:
+    """The stream keys (``uint32[8]`` each) and the record id.
+
+    The keys are drawn first, one per part, in the order the central release draws them.
+    """
     if gen is None:
-        return np.frombuffer(os.urandom(32), dtype=np.uint32).copy(), os.urandom(16).hex()
-    key = gen.integers(0, 2**32, size=8, dtype=np.uint32)
-    return key, gen.bytes(16).hex()
+        keys = [np.frombuffer(os.urandom(32), dtype=np.uint32).copy() for _ in range(count)]
+        return keys, os.urandom(16).hex()
+    keys = [gen.integers(0, 2**32, size=8, dtype=np.uint32) for _ in range(count)]
+    return keys, gen.bytes(16).hex()
+
+
+# ------------------------------------------------------------------------------------------------------
+# the plane of TraCS: PROJ's spherical azimuthal equidistant projection, operation for operation
+
+#: PROJ's degree→radian factor (its ``DEG_TO_RAD``) and the inverse's radian→degree factor.
+_PROJ_DEG_TO_RAD = 0.017453292519943296
+_PROJ_RAD_TO_DEG = 180.0 / math.pi
+_AEQD_TOL = 1e-14
+_AEQD_EPS10 = 1e-10
+
+
+def _adjlon(lam: float) -> float:
+    """PROJ's ``adjlon``: a longitude (radians) into [−π, π]."""
+    if abs(lam) < math.pi + 1e-12:
+        return lam
+    lam = math.fmod(lam + math.pi, 2.0 * math.pi)
+    return lam + math.pi if lam < 0.0 else lam - math.pi
+
+
+def aeqd_forward(
+    lon: np.ndarray, lat: np.ndarray, lat_0: float, lon_0: float, radius_m: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """WGS 84 degrees to the plane ``+proj=aeqd +lat_0 +lon_0 +R +units=m`` (as pyproj transforms).
+
+    The operations of PROJ's spherical forward (``aeqd_s_forward``, oblique aspect, with its unit
+    conversion and longitude reduction) in its order, with the C library's ``sin``, ``cos`` and ``acos``
+    through :mod:`math`: pyproj's output, bit for bit (a test compares them on 10⁵ points), except within
+    about a metre of the centre (:func:`_aeqd_near_centre`: within 1e−8 m there). A point antipodal to the
+    centre has no image (ValueError).
+    """
+    phi0, lam0 = lat_0 * _PROJ_DEG_TO_RAD, lon_0 * _PROJ_DEG_TO_RAD
+    sinph0, cosph0 = math.sin(phi0), math.cos(phi0)
+    x, y = np.empty(lon.shape[0]), np.empty(lon.shape[0])
+    sin, cos = math.sin, math.cos
+    for i, (lo, la) in enumerate(zip(lon.tolist(), lat.tolist(), strict=True)):
+        lam = _adjlon(lo * _PROJ_DEG_TO_RAD - lam0)
+        phi = la * _PROJ_DEG_TO_RAD
+        cosphi, sinphi = cos(phi), sin(phi)
+        cosphi_x_coslam = cosphi * cos(lam)
+        cc = sinph0 * sinphi + cosph0 * cosphi_x_coslam
+        if abs(abs(cc) - 1.0) < _AEQD_TOL:
+            if cc < 0.0:
+                raise ValueError(f"Point {i} of the trajectory is antipodal to the campaign's box.")
+            xx, yy = _aeqd_near_centre(lam, phi, phi0)
+        else:
+            yy = math.acos(cc)
+            yy /= sin(yy)
+            xx = yy * cosphi * sin(lam)
+            yy *= cosph0 * sinphi - sinph0 * cosphi_x_coslam
+        x[i] = radius_m * xx
+        y[i] = radius_m * yy
+    return x, y
+
+
+def _aeqd_near_centre(lam: float, phi: float, phi0: float) -> tuple[float, float]:
+    """Within about a metre of the centre PROJ takes the geodesic (``aeqd_e_forward``) on the unit sphere.
+
+    The great-circle distance and azimuth by the haversine and ``atan2``: PROJ's value to within a few
+    units in the last place of its degree conversions (1e−8 m at most), not bit for bit.
+    """
+    if abs(lam) < _AEQD_EPS10 and abs(phi - phi0) < _AEQD_EPS10:
+        return 0.0, 0.0
+    h = math.sin(0.5 * (phi - phi0)) ** 2 + math.cos(phi0) * math.cos(phi) * math.sin(0.5 * lam) ** 2
+    s12 = 2.0 * math.asin(min(1.0, math.sqrt(h)))
+    azi = math.atan2(
+        math.cos(phi) * math.sin(lam),
+        math.cos(phi0) * math.sin(phi) - math.sin(phi0) * math.cos(phi) * math.cos(lam),
+    )
+    return s12 * math.sin(azi), s12 * math.cos(azi)
+
+
+def aeqd_inverse(
+    x: np.ndarray, y: np.ndarray, lat_0: float, lon_0: float, radius_m: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """The plane of :func:`aeqd_forward` back to WGS 84 degrees (PROJ's ``aeqd_s_inverse``).
+
+    Within 1e−13 degrees of pyproj's output (equal to it, bit for bit, for more than 99 % of points).
+    """
+    phi0, lam0 = lat_0 * _PROJ_DEG_TO_RAD, lon_0 * _PROJ_DEG_TO_RAD
+    sinph0, cosph0 = math.sin(phi0), math.cos(phi0)
+    ra = 1.0 / radius_m
+    lon, lat = np.empty(x.shape[0]), np.empty(x.shape[0])
+    for i, (xi, yi) in enumerate(zip(x.tolist(), y.tolist(), strict=True)):
+        xx, yy = xi * ra, yi * ra
+        c_rh = math.hypot(xx, yy)
+        if c_rh < _AEQD_EPS10:
+            phi, lam = phi0, 0.0
+        else:
+            c_rh = min(c_rh, math.pi)
+            sinc, cosc = math.sin(c_rh), math.cos(c_rh)
+            v = cosc * sinph0 + yy * sinc * cosph0 / c_rh
+            phi = math.copysign(0.5 * math.pi, v) if abs(v) >= 1.0 else math.asin(v)
+            yy = (cosc - sinph0 * math.sin(phi)) * c_rh
+            xx *= sinc * cosph0
+            lam = 0.0 if yy == 0.0 else math.atan2(xx, yy)
+        lon[i] = _adjlon(lam + lam0) * _PROJ_RAD_TO_DEG
+        lat[i] = phi * _PROJ_RAD_TO_DEG
+    return lon, lat
 
 
 _M32 = 0xFFFFFFFF
@@ -189,17 +296,46 @@ class _Stream:
                 return cand
 
 
+class _GeneratorDraws:
+    """A seeded numpy Generator drawn as geoldp's ``NumpyRandomSource`` draws one row (arrays of size 1)."""
+
+    def __init__(self, gen: np.random.Generator) -> None:
+        self._gen = gen
+
+    def uniform(self) -> float:
+        return float(self._gen.random(1)[0])
+
+    def bernoulli(self, p: float) -> bool:
+        return self.uniform() < p
+
+    def integers(self, k: int) -> int:
+        return int(self._gen.integers(0, k, size=1, dtype=np.int64)[0])
+
+
 # ------------------------------------------------------------------------------------------------------
 # the compiled kernels
 
 
-def _fingerprint(root: Path) -> int:
-    """The digest of the kernel sources under ``root``, as the compiled kernels record theirs."""
+def _fingerprint(root: str | os.PathLike[str]) -> int:
+    """The digest of the kernel sources under ``root``, as the compiled kernels record theirs.
+
+    The files in the order of ``sorted(Path(root).rglob("*.py"))`` (by their path's parts), read with
+    ``os.walk``: ``pathlib`` costs 9 ms to import and a device imports this module once per report run.
+    """
+    import hashlib
+
+    top = os.fspath(root)
+    found: list[tuple[str, ...]] = []
+    for folder, _dirs, files in os.walk(top):
+        rel = os.path.relpath(folder, top)
+        parts = () if rel == os.curdir else tuple(rel.split(os.sep))
+        found.extend((*parts, name) for name in files if name.endswith(".py"))
     h = hashlib.sha256()
-    for path in sorted(root.rglob("*.py")):
-        data = path.read_bytes()
+    for parts in sorted(found):
+        with open(os.path.join(top, *parts), "rb") as fh:
+            data = fh.read()
         if _KERNEL_MARK in data:
-            h.update(path.relative_to(root).as_posix().encode() + b"\0" + data + b"\0")
+            h.update("/".join(parts).encode() + b"\0" + data + b"\0")
     return int(h.hexdigest()[:15], 16)
 
 
@@ -217,7 +353,7 @@ def _kernels() -> tuple[Any, Any] | None:
                 try:
                     plain = importlib.import_module("geoldp._aot_kernels")
                     nrt = importlib.import_module("geoldp._aot_kernels_nrt")
-                    digest = _fingerprint(Path(__file__).resolve().parent)
+                    digest = _fingerprint(os.path.dirname(os.path.realpath(__file__)))
                     if int(plain.kernel_digest()) == digest == int(nrt.kernel_digest()):
                         found = (plain, nrt)
                 except (ImportError, AttributeError, OSError, ValueError):
@@ -305,14 +441,14 @@ def _readonly(a: np.ndarray) -> np.ndarray:
 
 
 def _document(campaign: Any) -> tuple[dict[str, Any], str]:
-    """The checked campaign document of a path, a document or a :class:`geoldp.campaign.Campaign`."""
+    """The checked campaign document of a path, a document or a :class:`geoldp.field.campaign.Campaign`."""
     if isinstance(campaign, (str, os.PathLike)):
         return load_campaign(campaign), f"The campaign file '{os.fspath(campaign)}'"
     document = getattr(campaign, "document", campaign)
     if not isinstance(document, dict):
         raise TypeError(
             "The 'campaign' parameter of geoldp.client must be a campaign file's path, its document (a dict) "
-            f"or a geoldp.campaign.Campaign. Got {type(campaign).__name__} instead."
+            f"or a geoldp.field.campaign.Campaign. Got {type(campaign).__name__} instead."
         )
     return check_campaign(document), "The campaign"
 
@@ -322,7 +458,7 @@ class Client:
 
     Parameters
     ----------
-    campaign : str, path-like, dict or geoldp.campaign.Campaign
+    campaign : str, path-like, dict or geoldp.field.campaign.Campaign
         The campaign file, its document, or the object.
 
     Notes
@@ -332,21 +468,113 @@ class Client:
     milliseconds for 10⁴ points. Reports then cost about the design's own kernel time.
     """
 
-    def __init__(self, campaign: Any) -> None:
-        document, where = _document(campaign)
+    def __init__(self, campaign: Any, *, _part: dict[str, Any] | None = None) -> None:
+        document, where = _document(campaign) if _part is None else (_part, "A part of the campaign")
         self.document = document
         self.where = where
         self.id: str = document["id"]
         self.kind: str = document["kind"]
         self.design: str = document["design"]
         self.epsilon: float = document["epsilon"]
-        if self.kind == "trajectory":
+        #: The parts a report holds (a hybrid: its trajectory and its report, in the central draw order).
+        self._parts: dict[str, Client] = {}
+        self._max_points: int = 0  # the longest trajectory a trajectory part releases
+        if self.kind == "hybrid":
+            self._parts = {k: Client(None, _part=v) for k, v in part_views(document).items()}
+            self._max_points = self._parts["trajectory"]._max_points
+        elif self.kind == "trajectory" and document["client"]["kernel"] in TRACS_KERNELS:
+            self._prepare_tracs()
+        elif self.kind == "trajectory":
             self._prepare_trajectory()
+        elif self.kind == "pilot":
+            self._prepare_pilot()
         else:
             self._prepare_report()
 
     def __repr__(self) -> str:
         return f"Client(design={self.design!r}, epsilon={self.epsilon!r}, campaign={self.id[:12]!r})"
+
+    # -- TraCS-D and TraCS-C: in the plane of the campaign's box, then snapped to P ------------------
+    def _prepare_tracs(self) -> None:
+        doc = self.document
+        client = doc["client"]
+        self._points_of_p(doc["points"])
+        self._max_points = int(doc["parameters"]["max_points"])
+        self._lengths = client["lengths"]
+        self._kernel = client["kernel"]
+        plane = client["plane"]
+        self._plane = (float(plane["lat_0"]), float(plane["lon_0"]), float(plane["radius_m"]))
+        self._box = _readonly(np.asarray(client["planar_bounds"], dtype=np.float64))
+        origin = client["origin"] if client["origin"] is not None else [0.0, 0.0]
+        self._origin = _readonly(np.asarray(origin, dtype=np.float64))
+
+    def _points_of_p(self, pts: dict[str, Any]) -> None:
+        """P in radians and as unit vectors (what snapping reads)."""
+        lon = np.asarray(pts["lon"], dtype=np.float64)
+        lat = np.asarray(pts["lat"], dtype=np.float64)
+        lam, phi = lon * _DEG2RAD, lat * _DEG2RAD
+        cphi = np.cos(phi)
+        self._m = int(lon.shape[0])
+        self._lam, self._phi = _readonly(lam), _readonly(phi)
+        self._xyz = _readonly(np.column_stack([cphi * np.cos(lam), cphi * np.sin(lam), np.sin(phi)]))
+
+    def _tracs_report(self, lon: np.ndarray, lat: np.ndarray, key: np.ndarray) -> dict[str, Any]:
+        """TraCS's release of the trajectory in the plane, then each released location's nearest point of P.
+
+        The plane and box are the central release's (:func:`aeqd_forward`); snapping to P is
+        post-processing of the released locations, as the central design does it.
+        """
+        n = lon.shape[0]
+        eps_a, eps_b = (np.array([float(v)]) for v in self._lengths[n])
+        x, y = aeqd_forward(lon, lat, *self._plane)
+        offsets = np.array([0, n], dtype=np.int64)
+        out_x, out_y = np.empty(n), np.empty(n)
+        kernels = _kernels()
+        if kernels is None:
+            out_x, out_y = self._tracs_fallback(x, y, offsets, key)
+        else:
+            buf, state = np.zeros(16, dtype=np.uint32), np.zeros(3, dtype=np.int64)
+            if self._kernel == "tracs_d_kernel":
+                kernels[0].tracs_d_kernel(
+                    x, y, offsets, self._box, self._origin, eps_a, eps_b, key, 0, buf, state, out_x, out_y
+                )
+            else:
+                kernels[0].tracs_c_kernel(
+                    x, y, offsets, self._box, eps_a, eps_b, key, 0, buf, state, out_x, out_y
+                )
+        rlon, rlat = aeqd_inverse(out_x, out_y, *self._plane)
+        if kernels is None:
+            from geoldp._core.pointset import PointSet
+
+            pts = self.document["points"]
+            idx, _ = PointSet(np.asarray(pts["lon"]), np.asarray(pts["lat"])).nearest(rlon, rlat)
+            return {"points": np.atleast_1d(np.asarray(idx, dtype=np.int64)).tolist()}
+        return {"points": self._snap(rlon, rlat, kernels).tolist()}
+
+    def _tracs_fallback(
+        self, x: np.ndarray, y: np.ndarray, offsets: np.ndarray, key: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Without geoldp's compiled kernels: the mechanism of the full geoldp (the JIT compiler)."""
+        from geoldp.trajectory import engine
+
+        bounds = tuple(float(v) for v in self._box)
+        mech = engine.resolve_mechanism(self.design, self.epsilon, {"bounds": bounds}, caller="geoldp.client")
+        out_x, out_y = mech.perturb_xy(x, y, offsets, key=key)
+        return out_x, out_y
+
+    def _check_length(self, n: int) -> None:
+        """Refuse, before any draw, a length the campaign cannot release (or longer than its maximum)."""
+        if n > self._max_points:
+            raise ValueError(
+                f"The trajectory has {n} points; this campaign releases at most {self._max_points}. "
+                f"Resample or simplify it to at most {self._max_points} points first."
+            )
+        row = self._lengths[n]
+        if row is None or isinstance(row, str):
+            raise ValueError(
+                f"A trajectory of {n} points cannot be released under this campaign: "
+                f"{row or 'not releasable'}. Resample it to another number of points."
+            )
 
     # -- trajectory designs (TP, ATP, PointEM) -----------------------------------------------------
     def _prepare_trajectory(self) -> None:
@@ -371,10 +599,11 @@ class Client:
         self._stack = int(client["stack"])
         self._n_stats = int(client["stats"])
         self._lam, self._phi = _readonly(lam), _readonly(phi)
+        self._xyz = _readonly(xyz)
         self._index = _Index(
             self._lam,
             self._phi,
-            _readonly(xyz),
+            self._xyz,
             np.ascontiguousarray(xyz[order]),
             order,
             np.asarray(grid["gf"], dtype=np.float64),
@@ -427,7 +656,7 @@ class Client:
         lam, phi = lon * _DEG2RAD, lat * _DEG2RAD
         cphi = np.cos(phi)
         q = np.column_stack([cphi * np.cos(lam), cphi * np.sin(lam), np.sin(phi)])
-        dots = self._index.xyz @ q.T
+        dots = self._xyz @ q.T
         best = dots.max(axis=0)
         out = np.empty(lon.shape[0], dtype=np.int64)
         plain = kernels[0]
@@ -551,43 +780,42 @@ class Client:
         self._base = int(par["base"])
         self._d = int(par["domain"])
         self._n_zones = int(par["n_zones"])
-        self._zones = [
-            [[np.asarray(ring, dtype=np.float64) for ring in polygon] for polygon in zone]
-            for zone in doc["report_zones"]["polygons"]
-        ]
-        self._bbox = [
-            (
-                min(float(p[0][:, 0].min()) for p in zone),
-                min(float(p[0][:, 1].min()) for p in zone),
-                max(float(p[0][:, 0].max()) for p in zone),
-                max(float(p[0][:, 1].max()) for p in zone),
-            )
-            for zone in self._zones
-        ]
+        self._zone_table = _zone_table(doc["report_zones"]["polygons"])
 
     def _zone_of(self, lon: np.ndarray, lat: np.ndarray) -> np.ndarray:
         """The first zone that contains each vertex or has it on its boundary; ``n_zones`` for none."""
-        out = np.full(lon.shape[0], self._n_zones, dtype=np.int64)
-        todo = np.ones(lon.shape[0], dtype=bool)
-        for k, zone in enumerate(self._zones):
-            x0, y0, x1, y1 = self._bbox[k]
-            cand = todo & (lon >= x0) & (lon <= x1) & (lat >= y0) & (lat <= y1)
-            if not cand.any():
-                continue
-            idx = np.flatnonzero(cand)
-            hit = np.zeros(idx.shape[0], dtype=bool)
-            for polygon in zone:
-                inside, edge = _in_ring(polygon[0], lon[idx], lat[idx])
-                hit |= edge
-                inside &= ~edge
-                for hole in polygon[1:]:
-                    in_hole, on_hole = _in_ring(hole, lon[idx], lat[idx])
-                    hit |= on_hole
-                    inside &= ~(in_hole & ~on_hole)
-                hit |= inside
-            out[idx[hit]] = k
-            todo[idx[hit]] = False
-        return out
+        return _zone_lookup(self._zone_table, lon, lat)
+
+    # -- the pilot: three k-RR reports (length class, number of zones visited, one coarse cell) ------
+    def _prepare_pilot(self) -> None:
+        par = self.document["parameters"]
+        self._length_edges = np.asarray(par["length_edges"], dtype=np.int64)
+        self._zone_edges = np.asarray(par["zone_edges"], dtype=np.int64)
+        self._fine = _zone_table(self.document["zones"]["polygons"])
+        self._coarse = _zone_table(self.document["report_zones"]["polygons"])
+        sizes = (len(par["length_edges"]) + 1, len(par["zone_edges"]) + 1, int(par["n_cells"]) + 1)
+        self._pilot_krr = [(k, _krr_lie(k, float(e))) for k, e in zip(sizes, par["split"], strict=True)]
+
+    def pilot_report(self, lon: np.ndarray, lat: np.ndarray, source: Any) -> dict[str, int]:
+        """The pilot's three reports, drawn as :meth:`geoldp.designs.Pilot.release` draws one row's.
+
+        ``source`` has ``uniform()``, ``integers(k)`` and ``bernoulli(p)``: first the uniform that picks
+        the reported cell among the visited ones, then each k-RR report in turn.
+        """
+        zone = _zone_lookup(self._fine, lon, lat)
+        n_zones = int(np.unique(zone[zone < self._fine[2]]).size)
+        visited = np.unique(_zone_lookup(self._coarse, lon, lat))
+        count = int(visited.size)
+        pick = min(int(source.uniform() * count), count - 1)
+        truths = (
+            int(np.searchsorted(self._length_edges, lon.shape[0], side="right")),
+            int(np.searchsorted(self._zone_edges, n_zones, side="right")),
+            int(visited[pick]),
+        )
+        return {
+            col: _krr_value(source, x, k, lie)
+            for col, x, (k, lie) in zip(PILOT_COLUMNS, truths, self._pilot_krr, strict=True)
+        }
 
     def items(self, lon: np.ndarray, lat: np.ndarray) -> list[int]:
         """The private item set a report design samples from: the visited zones, or the (origin, end) pair."""
@@ -621,6 +849,14 @@ class Client:
                 bits[v >> 3] |= np.uint8(1 << (7 - (v & 7)))
         return {"bits": bits.tobytes().hex()}
 
+    def _payload(self, lon: np.ndarray, lat: np.ndarray, key: np.ndarray) -> dict[str, Any]:
+        """The report of one part of the trajectory, drawn from the stream of ``key`` (stream 0)."""
+        if self.kind == "report":
+            return self.report_of(self.items(lon, lat), _Stream(key, 0))
+        if self._kernel in TRACS_KERNELS:
+            return self._tracs_report(lon, lat, key)
+        return self._trajectory_report(lon, lat, key)
+
     # -- the record -----------------------------------------------------------------------------------
     def respond(self, trajectory: Any, *, user: str, rng: Any = None) -> dict[str, Any]:
         """One report record of ``trajectory`` for ``user`` (see :func:`respond`)."""
@@ -630,18 +866,28 @@ class Client:
                 f"characters (the user's id at the collector). Got {type(user).__name__} instead."
             )
         lon, lat = _coordinates(trajectory)
-        if self.kind == "trajectory" and lon.shape[0] > self._max_points:
-            raise ValueError(
-                f"The trajectory has {lon.shape[0]} points; this campaign releases at most "
-                f"{self._max_points}. "
-                f"Resample or simplify it to at most {self._max_points} points first."
-            )
+        parts = self._parts or {self.kind: self}
+        if "trajectory" in parts:
+            parts["trajectory"]._check_length(lon.shape[0])
         gen = _generator(rng)  # every check above comes before the first draw
-        key, record_id = _key_and_id(gen)
-        if self.kind == "trajectory":
-            payload = self._trajectory_report(lon, lat, key)
-        else:
-            payload = self.report_of(self.items(lon, lat), _Stream(key, 0))
+        if self.kind == "pilot":  # the central pilot draws from its source directly (no stream key)
+            payload, record_id = self._pilot_record(lon, lat, gen)
+            return self._record(payload, record_id, user, gen)
+        keys, record_id = _keys_and_id(gen, len(parts))
+        payloads = {
+            kind: part._payload(lon, lat, key) for (kind, part), key in zip(parts.items(), keys, strict=True)
+        }
+        payload = payloads if self._parts else payloads[self.kind]
+        return self._record(payload, record_id, user, gen)
+
+    def _pilot_record(self, lon: np.ndarray, lat: np.ndarray, gen: Any) -> tuple[dict[str, Any], str]:
+        if gen is None:  # a ChaCha20 stream under a key from the OS: the same draws, from the OS's entropy
+            key = np.frombuffer(os.urandom(32), dtype=np.uint32).copy()
+            return self.pilot_report(lon, lat, _Stream(key, 0)), os.urandom(16).hex()
+        payload = self.pilot_report(lon, lat, _GeneratorDraws(gen))
+        return payload, gen.bytes(16).hex()
+
+    def _record(self, payload: Any, record_id: str, user: str, gen: Any) -> dict[str, Any]:
         return {
             "format": RECORD_FORMAT,
             "version": RECORD_VERSION,
@@ -653,6 +899,49 @@ class Client:
             "report": payload,
             "rng": "os-csprng" if gen is None else "seeded",
         }
+
+
+def _zone_table(polygons: list[Any]) -> tuple[list[Any], list[tuple[float, float, float, float]], int]:
+    """Zones as the client looks vertices up in them: rings as arrays, each zone's box, their number."""
+    zones = [
+        [[np.asarray(ring, dtype=np.float64) for ring in polygon] for polygon in zone] for zone in polygons
+    ]
+    boxes = [
+        (
+            min(float(p[0][:, 0].min()) for p in zone),
+            min(float(p[0][:, 1].min()) for p in zone),
+            max(float(p[0][:, 0].max()) for p in zone),
+            max(float(p[0][:, 1].max()) for p in zone),
+        )
+        for zone in zones
+    ]
+    return zones, boxes, len(zones)
+
+
+def _zone_lookup(table: tuple[list[Any], list[Any], int], lon: np.ndarray, lat: np.ndarray) -> np.ndarray:
+    """The first zone that contains each vertex or has it on its boundary; the number of zones for none."""
+    zones, boxes, n = table
+    out = np.full(lon.shape[0], n, dtype=np.int64)
+    todo = np.ones(lon.shape[0], dtype=bool)
+    for k, zone in enumerate(zones):
+        x0, y0, x1, y1 = boxes[k]
+        cand = todo & (lon >= x0) & (lon <= x1) & (lat >= y0) & (lat <= y1)
+        if not cand.any():
+            continue
+        idx = np.flatnonzero(cand)
+        hit = np.zeros(idx.shape[0], dtype=bool)
+        for polygon in zone:
+            inside, edge = _in_ring(polygon[0], lon[idx], lat[idx])
+            hit |= edge
+            inside &= ~edge
+            for hole in polygon[1:]:
+                in_hole, on_hole = _in_ring(hole, lon[idx], lat[idx])
+                hit |= on_hole
+                inside &= ~(in_hole & ~on_hole)
+            hit |= inside
+        out[idx[hit]] = k
+        todo[idx[hit]] = False
+    return out
 
 
 def _in_ring(ring: np.ndarray, x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -766,7 +1055,7 @@ def respond(campaign: Any, trajectory: Any, *, user: str, rng: Any = None) -> di
 
     Parameters
     ----------
-    campaign : str, path-like, dict, geoldp.campaign.Campaign or Client
+    campaign : str, path-like, dict, geoldp.field.campaign.Campaign or Client
         The campaign file the collector published (checked: format, version and digest), its document,
         or a prepared :class:`Client` (faster for many reports: P is prepared once).
     trajectory : array_like of shape (n, 2), or (lon, lat) pair of arrays
@@ -782,8 +1071,9 @@ def respond(campaign: Any, trajectory: Any, *, user: str, rng: Any = None) -> di
     dict
         The record (JSON-able): ``format``, ``version``, ``record_id``, ``campaign`` (its id), ``user``,
         ``design``, ``epsilon``, ``report`` (the released values: indices into P for a trajectory design,
-        the oracle's report for a report design) and ``rng`` (the policy, never the seed). Send it as one
-        line of JSON (:func:`to_json_line`).
+        the oracle's report for a report design, ``{"trajectory": ..., "report": ...}`` for a hybrid, the
+        three class reports for a pilot) and ``rng`` (the policy, never the seed). Send it as one line of
+        JSON (:func:`to_json_line`).
 
     Raises
     ------
@@ -801,4 +1091,6 @@ def respond(campaign: Any, trajectory: Any, *, user: str, rng: Any = None) -> di
 
 def to_json_line(record: dict[str, Any]) -> str:
     """A record as one line of JSON (no newline inside; end each line with a newline in a JSON Lines file)."""
+    import json
+
     return json.dumps(record, separators=(",", ":"), ensure_ascii=False, allow_nan=False)

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime
+import math
 import os
 import sqlite3
 import stat
@@ -39,9 +40,8 @@ import threading
 import time
 import weakref
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 try:
     import fcntl
@@ -178,9 +178,11 @@ def redact(url: str) -> str:
     return f"{head}{sep}{user}{':***' if ':' in creds else ''}@{rest}"
 
 
-@dataclass(frozen=True)
-class Report:
-    """One report record to append: its user, digest (unique), ε, and the JSON payload and ledger entry."""
+class Report(NamedTuple):
+    """One report record to append: its user, digest (unique), ε, and the JSON payload and ledger entry.
+
+    A named tuple (immutable, and quick to make: ingest makes one per record).
+    """
 
     user_id: str
     record_digest: str
@@ -207,6 +209,31 @@ def _exact(text: Any, where: str) -> Fraction:
     if value < 0:
         raise ValueError(f"The store holds a negative value in {where}.")
     return value
+
+
+def _ratio(text: Any, where: str) -> tuple[int, int]:
+    """``(numerator, denominator > 0)`` of an exact value as :func:`_exact` reads it, not reduced.
+
+    The integers that :meth:`Store.append_reports` adds and compares without building fractions.
+    """
+    try:
+        num, _, den = str(text).partition("/")
+        n, d = int(num), int(den) if den else 1
+    except ValueError:
+        raise ValueError(f"The store holds a malformed exact value in {where}.") from None
+    if d == 0:
+        raise ValueError(f"The store holds a malformed exact value in {where}.")
+    if d < 0:
+        n, d = -n, -d
+    if n < 0:
+        raise ValueError(f"The store holds a negative value in {where}.")
+    return n, d
+
+
+def _text(num: int, den: int) -> str:
+    """``str(Fraction(num, den))`` for ``den > 0``, without building the fraction."""
+    g = math.gcd(num, den)
+    return str(num // g) if den == g else f"{num // g}/{den // g}"
 
 
 def _insert(mark: str, table: str, columns: str, *, upsert: str | None = None) -> str:
@@ -289,7 +316,9 @@ class _SQLite:
         """Insert ``rows`` (tuples in the order of ``columns``); ``upsert``: see :func:`_insert`."""
         cur.executemany(_insert(self.mark, table, columns, upsert=upsert or None), rows)
 
-    def lock_users(self, cur: Any, users: Sequence[str], now: Any) -> dict[str, Fraction]:
+    def lock_users(self, cur: Any, users: Sequence[str], now: Any) -> dict[str, str]:
+        """``{user: spent, exact text}`` of ``users`` (those with a budget row), locked until the end of
+        the transaction."""
         # BEGIN IMMEDIATE already holds the database's write lock: reading is enough
         return _read_spent(cur, self.mark, users)
 
@@ -390,7 +419,9 @@ class _Postgres:
             sql += f" ON CONFLICT ({upsert}) DO UPDATE SET {sets}"
         cur.execute(sql, [list(col) for col in zip(*rows, strict=True)])
 
-    def lock_users(self, cur: Any, users: Sequence[str], now: Any) -> dict[str, Fraction]:
+    def lock_users(self, cur: Any, users: Sequence[str], now: Any) -> dict[str, str]:
+        """``{user: spent, exact text}`` of ``users`` (a zero row created for a new user), locked until the
+        end of the transaction."""
         if not users:
             return {}
         ordered = sorted(users)
@@ -405,7 +436,7 @@ class _Postgres:
             "FOR UPDATE",
             (ordered,),
         )
-        return {u: _exact(s, "geoldp_budgets") for u, s in cur.fetchall()}
+        return dict(cur.fetchall())
 
     def has_schema(self, cur: Any) -> bool:
         cur.execute("SELECT to_regclass('geoldp_accountant') IS NOT NULL")
@@ -440,12 +471,12 @@ class _Postgres:
         self.conn.close()
 
 
-def _read_spent(cur: Any, mark: str, users: Sequence[str]) -> dict[str, Fraction]:
-    out: dict[str, Fraction] = {}
+def _read_spent(cur: Any, mark: str, users: Sequence[str]) -> dict[str, str]:
+    out: dict[str, str] = {}
     for part in _chunks(list(users)):
         where, params = _where_in(mark, "user_id", part)
         cur.execute(f"SELECT user_id, spent_exact FROM geoldp_budgets WHERE {where}", params)
-        out.update({u: _exact(s, "geoldp_budgets") for u, s in cur.fetchall()})
+        out.update(cur.fetchall())
     return out
 
 
@@ -641,6 +672,9 @@ class Store:
                         ],
                     )
                 created = True
+            return configuration(cur)
+
+        def configuration(cur: Any) -> dict[str, Any]:
             cur.execute(f"SELECT {_CONFIG} FROM geoldp_accountant WHERE fid = 1")
             row = cur.fetchone()
             if row is None or row[0] != FORMAT:
@@ -651,7 +685,10 @@ class Store:
                 )
             return dict(zip(_CONFIG.split(", "), row, strict=True))
 
-        config = backend.run(body)
+        # an existing store is read without the write lock (processes opening it together do not queue);
+        # a new one is created in a write transaction, which checks again
+        found = backend.run(lambda cur: configuration(cur) if backend.has_schema(cur) else None, write=False)
+        config = found if found is not None else backend.run(body)
         config["created"] = created
         if created:
             backend.after_create()
@@ -708,7 +745,9 @@ class Store:
                 cur.execute("SELECT user_id, spent_exact FROM geoldp_budgets")
                 rows = {u: _exact(s, "geoldp_budgets") for u, s in cur.fetchall()}
             else:
-                rows = _read_spent(cur, m, sorted(set(users)))
+                rows = {
+                    u: _exact(s, "geoldp_budgets") for u, s in _read_spent(cur, m, sorted(set(users))).items()
+                }
             return {u: s for u, s in rows.items() if s > 0}
 
         return self._run(body, write=False)
@@ -818,9 +857,9 @@ class Store:
         return self._run(body, write=False)
 
     # -- writing ------------------------------------------------------------------------------------
-    def _add(self, cur: Any, spent: dict[str, Fraction], costs: Mapping[str, Fraction], now: Any) -> None:
-        """Add ``costs`` to the locked budgets ``spent`` and write the new totals."""
-        self._write(cur, {u: spent.get(u, Fraction(0)) + c for u, c in costs.items()}, now)
+    def _add(self, cur: Any, spent: Mapping[str, str], costs: Mapping[str, Fraction], now: Any) -> None:
+        """Add ``costs`` to the locked budgets ``spent`` (exact text) and write the new totals."""
+        self._write(cur, {u: _exact(spent.get(u, "0"), "geoldp_budgets") + c for u, c in costs.items()}, now)
 
     def _write(self, cur: Any, totals: Mapping[str, Fraction], now: Any) -> None:
         """Write the new totals of the (locked) budgets of some users."""
@@ -876,7 +915,9 @@ class Store:
                         "release id names one release."
                     )
                 return []  # charged once already: sent twice, charged once
-            over = [u for u in users if spent.get(u, Fraction(0)) + wanted[u] > self.total_exact]
+            over = [
+                u for u in users if _exact(spent.get(u, "0"), "geoldp_budgets") + wanted[u] > self.total_exact
+            ]
             if over:
                 raise _Refused(over)
             self._add(cur, spent, wanted, now)
@@ -943,6 +984,11 @@ class Store:
             The id is registered with another document.
         """
         m = self._backend.mark
+        registered = self.campaign(campaign_id)  # read first: no write transaction when it is there
+        if registered is not None:
+            if registered != document:
+                raise ValueError(f"The campaign {campaign_id!r} is registered with another document.")
+            return False
 
         def body(cur: Any) -> bool:
             cur.execute(f"SELECT document FROM geoldp_campaigns WHERE campaign_id = {m}", (campaign_id,))
@@ -970,47 +1016,87 @@ class Store:
         -------
         list of str
             One outcome per record.
+
+        Raises
+        ------
+        ValueError
+            A record's ε is not a finite number > 0.
         """
         m = self._backend.mark
         records = list(records)
-        exact: dict[float, Fraction] = {}  # one exact value per distinct epsilon
+        # each distinct ε once: its exact ratio, and the float and text its spends are written with
+        costs: dict[float, tuple[int, int, float, str]] = {}
+        for r in records:
+            if r.epsilon not in costs:
+                eps = float(r.epsilon)
+                if not (math.isfinite(eps) and eps > 0):
+                    raise ValueError(
+                        f"A report's epsilon must be a finite number > 0. Got {r.epsilon!r} (record "
+                        f"{r.record_digest!r})."
+                    )
+                num, den = eps.as_integer_ratio()
+                costs[r.epsilon] = (num, den, eps, _text(num, den))
+        total = self.total_exact
 
         def body(cur: Any) -> list[str]:
             now = self._backend.now()
-            spent = self._backend.lock_users(cur, sorted({r.user_id for r in records}), now)
+            spent = {
+                u: _ratio(s, "geoldp_budgets")
+                for u, s in self._backend.lock_users(cur, sorted({r.user_id for r in records}), now).items()
+            }
             digests = [r.record_digest for r in records]
             stored: set[str] = set()
             for part in _chunks(digests):
                 where, params = _where_in(m, "record_digest", part)
                 cur.execute(f"SELECT record_digest FROM geoldp_reports WHERE {where}", params)
                 stored.update(d for (d,) in cur.fetchall())
+            # exact arithmetic in integers: every value a multiple of 1/unit (no fraction per record)
+            unit = math.lcm(
+                total.denominator, *(c[1] for c in costs.values()), *(d for _, d in spent.values())
+            )
+            limit = total.numerator * (unit // total.denominator)
+            step = {e: num * (unit // den) for e, (num, den, _, _) in costs.items()}
+            running = {u: n * (unit // d) for u, (n, d) in spent.items()}  # each user's spend so far
             outcomes: list[str] = []
-            running = dict(spent)  # each user's spend with the records taken so far
             touched: set[str] = set()
-            new: list[tuple[Report, Fraction]] = []
+            new: list[Report] = []
             for r in records:
                 if r.record_digest in stored:
                     outcomes.append("duplicate")
                     continue
-                c = exact.get(r.epsilon) or exact.setdefault(r.epsilon, Fraction(float(r.epsilon)))
-                after = running.get(r.user_id, Fraction(0)) + c
-                if after > self.total_exact:
+                after = running.get(r.user_id, 0) + step[r.epsilon]
+                if after > limit:
                     outcomes.append("over budget")
                     continue
                 running[r.user_id] = after
                 touched.add(r.user_id)
                 stored.add(r.record_digest)
-                new.append((r, c))
+                new.append(r)
                 outcomes.append("stored")
             if new:
-                self._write(cur, {u: running[u] for u in touched}, now)
+                self._backend.insert(
+                    cur,
+                    "geoldp_budgets",
+                    _BUDGET,
+                    [(u, running[u] / unit, _text(running[u], unit), now) for u in sorted(touched)],
+                    upsert="user_id",
+                )
                 self._backend.insert(
                     cur,
                     "geoldp_spends",
                     _SPEND,
                     [
-                        (r.record_digest, r.user_id, "report", float(c), str(c), "committed", None, now)
-                        for r, c in new
+                        (
+                            r.record_digest,
+                            r.user_id,
+                            "report",
+                            costs[r.epsilon][2],
+                            costs[r.epsilon][3],
+                            "committed",
+                            None,
+                            now,
+                        )
+                        for r in new
                     ],
                 )
                 self._backend.insert(
@@ -1018,8 +1104,16 @@ class Store:
                     "geoldp_reports",
                     _REPORT,
                     [
-                        (campaign_id, r.user_id, r.record_digest, float(c), r.payload, r.ledger, now)
-                        for r, c in new
+                        (
+                            campaign_id,
+                            r.user_id,
+                            r.record_digest,
+                            costs[r.epsilon][2],
+                            r.payload,
+                            r.ledger,
+                            now,
+                        )
+                        for r in new
                     ],
                 )
             return outcomes

@@ -16,7 +16,7 @@ import pytest
 from trajectory_support import chi_square, city, make, noncentrality
 
 from geoldp import client
-from geoldp.campaign import Campaign
+from geoldp.field.campaign import Campaign
 from geoldp.trajectory import ATP, TP, _exact
 
 pytestmark = pytest.mark.filterwarnings("ignore::geoldp.PrivacyWarning")

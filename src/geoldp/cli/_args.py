@@ -1,5 +1,6 @@
-"""Argument types, errors, input and output checks shared by the command-line modules (``cli``,
-``cli_campaign``, ``cli_reports``): every command words the same mistake the same way.
+"""Argument types, errors, input and output checks shared by the command modules of :mod:`geoldp.cli`.
+
+Every command words the same mistake the same way.
 
 Light on purpose: only the standard library at import, so that ``geoldp --help`` stays fast.
 """
@@ -21,6 +22,7 @@ __all__ = [
     "bbox",
     "check_name",
     "check_output",
+    "epsilon",
     "existing_file",
     "int_at_least",
     "one_line",
@@ -69,8 +71,10 @@ def report_warnings(stderr: TextIO) -> Iterator[None]:
 
 
 def warned(command: Callable[..., int]) -> Callable[..., int]:
-    """A command (``command(args, stdout, stderr)``) whose warnings are printed as ``geoldp: warning:``
-    lines once it succeeds (see :func:`report_warnings`)."""
+    """A command whose warnings are printed as ``geoldp: warning:`` lines once it succeeds.
+
+    ``command(args, stdout, stderr)`` is wrapped in :func:`report_warnings`.
+    """
 
     def run(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
         with report_warnings(stderr):
@@ -84,8 +88,11 @@ BOX_OPTIONS = ("--area", "--bounds")
 
 
 def join_negative_boxes(argv: Sequence[str]) -> list[str]:
-    """``--area -122.5,37.7,-122.3,37.8`` as ``--area=-122.5,...``: argparse would take the box, which
-    starts with a minus sign, for an option and stop with "expected one argument"."""
+    """``--area -122.5,37.7,-122.3,37.8`` rewritten as ``--area=-122.5,...``.
+
+    Else argparse would take the box, which starts with a minus sign, for an option and stop with
+    "expected one argument".
+    """
     out: list[str] = []
     args = list(argv)
     i = 0
@@ -152,6 +159,14 @@ def int_in_range(low: int, high: int, limit: str) -> Callable[[str], int]:
 positive_int = int_at_least(1, "a positive integer")
 #: A seed: an integer >= 0.
 seed = int_at_least(0, "a non-negative integer")
+
+
+def epsilon(text: str) -> float:
+    """An argument type: a number (the syntax only; the library checks the range, one grammar everywhere)."""
+    try:
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a number, got {text!r}") from None
 
 
 def positive_float(text: str) -> float:

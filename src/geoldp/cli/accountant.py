@@ -186,7 +186,7 @@ def _reconcile(
     return 0
 
 
-def register(sub: Any) -> None:
+def add_parser(sub: Any) -> None:
     """Add ``geoldp accountant {show,reconcile} STORE`` to the sub-command parsers."""
     p = sub.add_parser(
         "accountant",

@@ -1,5 +1,7 @@
-"""``geoldp collect`` and ``geoldp pilot``: run a design by the name ``geoldp plan`` prints (its answer
-as a layer), and the private pilot the planner fits its populations to.
+"""``geoldp collect`` and ``geoldp pilot``: run a design by its planned name, and the private pilot.
+
+``collect`` runs a design by the name ``geoldp plan`` prints and writes its answer as a layer; ``pilot``
+releases the private pilot the planner fits its populations to.
 
 One command from a recommendation to a map: the design (:func:`geoldp.designs.design`) releases the
 trips under ε per trip, and its answer to the question (post-processing of the release, P and the
@@ -14,6 +16,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from geoldp._core.ledger import attach, require
+from geoldp.cli import _read
 from geoldp.cli._args import check_output, existing_file, stage, usage
 from geoldp.cli._args import positive_float as _positive_float
 from geoldp.cli._args import report_warnings as _report_warnings
@@ -37,7 +40,6 @@ def _cmd_collect(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> in
     from geoldp import designs
     from geoldp import io as gio
     from geoldp._core.progress import stages
-    from geoldp.cli import campaign as cli_campaign
 
     question = Question(args.question)
     try:
@@ -63,7 +65,7 @@ def _cmd_collect(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> in
     with _report_warnings(stderr):
         with stage(f"cannot read --points '{args.points}'"):
             points = gio.read_points(points_path)
-        zones = cli_campaign.evaluate_zones(args, points)
+        zones = _read.zones_for(args, points)
         with stage(f"cannot read TRIPS '{args.trips}'"):
             trips = gio.read_trajectories(trips_path)
         with stages(f"collecting with {design.name}", 2, enabled=True) as report:
@@ -144,7 +146,6 @@ def pilot_estimate(path: Path, zones: Any) -> Any:
 
 def _cmd_pilot(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     from geoldp import io as gio
-    from geoldp.cli import campaign as cli_campaign
     from geoldp.designs import Pilot
 
     trips_path = existing_file(args.trips, "TRIPS")
@@ -154,7 +155,7 @@ def _cmd_pilot(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     with _report_warnings(stderr):
         with stage(f"cannot read --points '{args.points}'"):
             points = gio.read_points(points_path)
-        zones = cli_campaign.evaluate_zones(args, points)
+        zones = _read.zones_for(args, points)
         with stage(f"cannot read TRIPS '{args.trips}'"):
             trips = gio.read_trajectories(trips_path)
         reports = Pilot().release(trips, epsilon=args.epsilon, zones=zones, rng=args.seed)
@@ -170,7 +171,7 @@ def _cmd_pilot(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     return 0
 
 
-def register(sub: Any) -> None:
+def add_parser(sub: Any) -> None:
     """Add the ``collect`` and ``pilot`` commands to the ``geoldp`` subparsers."""
     q = sub.add_parser(
         "pilot",

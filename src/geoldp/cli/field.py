@@ -12,6 +12,7 @@ import argparse
 from pathlib import Path
 from typing import Any, TextIO
 
+from geoldp.cli import _read
 from geoldp.cli._args import UserError, check_output, existing_file, stage, usage
 from geoldp.cli._args import int_at_least as _int_at_least
 from geoldp.cli._args import positive_float as _positive_float
@@ -46,8 +47,7 @@ def _where(target: str) -> str:
 
 def _cmd_create(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     from geoldp import io as gio
-    from geoldp.campaign import Campaign
-    from geoldp.cli import campaign as cli_campaign
+    from geoldp.field.campaign import Campaign
 
     points_path = existing_file(args.points, "--points")
     inputs = [points_path] + ([existing_file(args.zones, "--zones")] if args.zones else [])
@@ -57,7 +57,7 @@ def _cmd_create(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int
     with _report_warnings(stderr):
         with stage(f"cannot read --points '{args.points}'"):
             points = gio.read_points(points_path)
-        zones = cli_campaign.evaluate_zones(args, points)
+        zones = _read.zones_for(args, points)
         campaign = Campaign.create(
             args.design,
             epsilon=args.epsilon,
@@ -77,7 +77,7 @@ def campaign_from_plan(
     args: argparse.Namespace, design: Any, points: Any, zones: Any, stderr: TextIO
 ) -> Path:
     """``geoldp plan --campaign-out FILE``: the recommended design's campaign, written to FILE."""
-    from geoldp.campaign import Campaign
+    from geoldp.field.campaign import Campaign
 
     out_path = check_output(
         args.campaign_out, overwrite=args.overwrite, suffixes=(".json",), ledger=False, what="--campaign-out"
@@ -90,24 +90,11 @@ def campaign_from_plan(
 
 
 def _describe(campaign: Any, out: TextIO) -> None:
-    d = campaign.document
-    split = ", ".join(f"{k} {v:g}" for k, v in campaign.ledger.items())
-    parts = [f"campaign {campaign.id}", f"design {campaign.design_name} (epsilon per report: {split})"]
-    parts.append(f"each user's total {campaign.user_total_epsilon:g}")
-    if d["points"] is not None:
-        parts.append(f"{len(d['points']['lon'])} public points")
-    if d["zones"] is not None:
-        parts.append(f"{len(d['zones']['labels'])} zones")
-    if d["kind"] == "trajectory":
-        parts.append(f"trajectories of at most {d['parameters']['max_points']} points")
-    else:
-        par = d["parameters"]
-        parts.append(f"{par['oracle']} reports over {par['domain']} values")
-    print(f"{PROG}: " + "; ".join(parts), file=out)
+    print(f"{PROG}: " + campaign.summary(), file=out)
 
 
 def _cmd_show(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
-    from geoldp.campaign import Campaign
+    from geoldp.field.campaign import Campaign
 
     campaign = Campaign.read(existing_file(args.campaign, "CAMPAIGN"))
     _describe(campaign, stdout)
@@ -115,7 +102,7 @@ def _cmd_show(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
 
 
 def _cmd_verify(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
-    from geoldp.campaign import Campaign
+    from geoldp.field.campaign import Campaign
 
     campaign = Campaign.read(existing_file(args.campaign, "CAMPAIGN"))
     with _report_warnings(stderr):
@@ -187,13 +174,13 @@ def _cmd_respond(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> in
 
 def _cmd_ingest(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     from geoldp import _campaign_doc
-    from geoldp.ingest import ingest
+    from geoldp.field.ingest import DEFAULT_BATCH, ingest
 
     campaign_path = existing_file(args.campaign, "CAMPAIGN")
     document = _campaign_doc.load_campaign(campaign_path)
     files = [existing_file(f, "REPORTS") for f in args.reports]
     target = _store_target(args.store)
-    summary = ingest(campaign_path, files, store=target, batch=args.batch)
+    summary = ingest(campaign_path, files, store=target, batch=args.batch or DEFAULT_BATCH)
     for refusal in summary.refused[: args.max_errors]:
         print(f"{PROG}: refused: {refusal}", file=stderr)
     if len(summary.refused) > args.max_errors:
@@ -211,7 +198,7 @@ def _cmd_ingest(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int
 def _cmd_answer(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     from geoldp import designs
     from geoldp import io as gio
-    from geoldp.ingest import answer, stored_campaign
+    from geoldp.field.ingest import answer, stored_campaign
     from geoldp.store import Store, is_url
 
     if not is_url(args.store):
@@ -245,8 +232,16 @@ def _cmd_answer(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int
 # the parsers
 
 
-def register(sub: Any) -> None:
+def add_parser(sub: Any) -> None:
     """Add ``campaign``, ``respond``, ``ingest`` and ``answer`` to the ``geoldp`` subparsers."""
+    _add_campaign(sub)
+    _add_respond(sub)
+    _add_ingest(sub)
+    _add_answer(sub)
+
+
+def _add_campaign(sub: Any) -> None:
+    """Add ``geoldp campaign``."""
     c = sub.add_parser(
         "campaign",
         help="publish, show or verify a campaign file (a collection's public configuration)",
@@ -307,6 +302,9 @@ def register(sub: Any) -> None:
     ve.add_argument("campaign", metavar="CAMPAIGN", help="the campaign file")
     ve.set_defaults(func=_cmd_verify, command_parser=ve)
 
+
+def _add_respond(sub: Any) -> None:
+    """Add ``geoldp respond``."""
     r = sub.add_parser(
         "respond",
         help="simulate devices: one report record per trip of TRIPS (JSON Lines)",
@@ -325,6 +323,9 @@ def register(sub: Any) -> None:
     r.add_argument("--overwrite", action="store_true", help="replace an existing output")
     r.set_defaults(func=_cmd_respond, command_parser=r)
 
+
+def _add_ingest(sub: Any) -> None:
+    """Add ``geoldp ingest``."""
     i = sub.add_parser(
         "ingest",
         help="check report records and store them, charging each user's budget",
@@ -344,7 +345,11 @@ def register(sub: Any) -> None:
         help="a GeoPackage file (created if new) or a postgresql:// URL",
     )
     i.add_argument(
-        "--batch", type=_int_at_least(1, "--batch"), default=500, metavar="N", help="records per transaction"
+        "--batch",
+        type=_int_at_least(1, "--batch"),
+        default=None,
+        metavar="N",
+        help="records per transaction (default: geoldp.field.ingest.DEFAULT_BATCH, 2000)",
     )
     i.add_argument(
         "--max-errors",
@@ -355,6 +360,9 @@ def register(sub: Any) -> None:
     )
     i.set_defaults(func=_cmd_ingest, command_parser=i)
 
+
+def _add_answer(sub: Any) -> None:
+    """Add ``geoldp answer``."""
     a = sub.add_parser(
         "answer",
         help="answer a question from a campaign's stored reports, as a GIS layer",

@@ -1,12 +1,12 @@
-"""The other designs on the command line: ``geoldp report``, ``report-estimate`` and ``synthesize``.
+r"""Aggregate reports on the command line: ``geoldp report`` and ``geoldp report-estimate``.
 
 Beside ``geoldp perturb`` (a whole trajectory per user), a collector can release one aggregate report per
-trip or an LDPTrace synthetic set, from files, with the same per-user budget options::
+trip over public zones, from files, with the same per-user budget options, and estimate counts from the
+table::
 
-    geoldp report trips.gpkg --points P.gpkg --cell-km 2 --statistic od --epsilon 4 \\
+    geoldp report trips.gpkg --points P.gpkg --cell-km 2 --statistic od --epsilon 4 \
         --user-col user --max-per-user 1 --accountant budget.gpkg --total-epsilon 8 -o od.csv
     geoldp report-estimate od.csv --points P.gpkg --cell-km 2 -o od_estimates.gpkg
-    geoldp synthesize trips.gpkg --points P.gpkg --grid-size 8 --epsilon 4 -o synthetic.gpkg
 
 A report release is a CSV table, one row per released trip in input order (``report``; OLH adds
 ``seed``; OUE has ``bits``, the packed bit vector in hexadecimal), with its ledger in
@@ -25,7 +25,7 @@ from typing import Any, TextIO
 
 from geoldp._core.ledger import attach, require
 from geoldp._core.validation import MAX_PAD_LENGTH
-from geoldp.cli._args import bbox as _bbox
+from geoldp.cli import _budget, _read
 from geoldp.cli._args import check_output, existing_file, stage, usage
 from geoldp.cli._args import int_at_least as _int_at_least
 from geoldp.cli._args import int_in_range as _int_in_range
@@ -118,58 +118,78 @@ def read_report_table(path: str | os.PathLike[str]) -> Any:
     if list(raw.columns) != want:
         raise ValueError(f"'{p}' has columns {list(raw.columns)[:5]}; a {o.name} report table has {want}")
     table = pd.DataFrame(index=pd.RangeIndex(len(raw)))
-    g_of_row = None
+    row_eps = g_of_row = None
     if epsilons is not None:
-        try:  # Python's float(): the exact value written (repr), unlike a fast CSV float parser
-            row_eps = np.array([float(t) for t in raw["epsilon"].to_numpy()], dtype=np.float64)
-        except ValueError:
-            row_eps = np.full(len(raw), np.nan)
-        unknown = ~np.isin(row_eps, np.asarray(epsilons, dtype=np.float64))
-        if unknown.any():
-            raise ValueError(
-                f"row {int(np.argmax(unknown))} of '{p}': 'epsilon' is not one of the budgets in its ledger"
-            )
+        row_eps = _row_epsilons(raw, epsilons, p)
         if o.name == "olh":  # OLH's hash range depends on each part's budget
             g_of_row = np.zeros(len(raw), dtype=np.int64)
             for eps, part in parts.items():
                 g_of_row[row_eps == eps] = part.oracle.g
     if o.name == "oue":
-        width = (o.d + 7) // 8
-        cells = raw["bits"].to_numpy()
-        bits = np.full(len(cells), None, dtype=object)
-        for i, text in enumerate(cells):  # one bytes object per row is the table's own layout
-            if text == "":
-                continue
-            if len(text) != 2 * width:
-                raise ValueError(f"row {i} of '{p}' is not a {o.d}-bit OUE report ({width} bytes in hex)")
-            try:
-                bits[i] = bytes.fromhex(text)
-            except ValueError:
-                raise ValueError(f"row {i} of '{p}' is not hexadecimal") from None
-        table["bits"] = bits
+        table["bits"] = _oue_cells(raw["bits"].to_numpy(), o.d, p)
     else:
         top = {"report": o.g if o.name == "olh" else o.d, "seed": 1 << 32}
         for col in (c for c in want if c != "epsilon"):
-            text = raw[col].to_numpy()
-            ok = text != ""
-            digits = np.char.isdigit(text.astype(str)) | ~ok
-            if not digits.all():
-                raise ValueError(f"row {int(np.argmin(digits))} of '{p}': column {col!r} must hold integers")
-            values = text[ok].astype(np.int64)
-            limit = g_of_row[ok] if (col == "report" and g_of_row is not None) else top[col]
-            bad = np.flatnonzero(values >= limit)
-            if bad.size:
-                raise ValueError(
-                    f"row {int(np.flatnonzero(ok)[bad[0]])} of '{p}': {col!r} is outside its domain"
-                )
-            full = pd.array(np.zeros(len(text), dtype=np.int64), dtype="Int64")
-            full[:] = pd.NA
-            full[ok] = values
-            table[col] = full if not ok.all() else np.asarray(full, dtype=np.int64)
+            limit = g_of_row if (col == "report" and g_of_row is not None) else top[col]
+            table[col] = _integer_cells(raw[col].to_numpy(), col, limit, p)
     if epsilons is not None:
         table["epsilon"] = row_eps
     attach(table, ledger)
     return table
+
+
+def _row_epsilons(raw: Any, epsilons: Any, p: Path) -> Any:
+    """The ``epsilon`` column of a split table, each a budget of its ledger (else the row is named)."""
+    import numpy as np
+
+    try:  # Python's float(): the exact value written (repr), unlike a fast CSV float parser
+        row_eps = np.array([float(t) for t in raw["epsilon"].to_numpy()], dtype=np.float64)
+    except ValueError:
+        row_eps = np.full(len(raw), np.nan)
+    unknown = ~np.isin(row_eps, np.asarray(epsilons, dtype=np.float64))
+    if unknown.any():
+        raise ValueError(
+            f"row {int(np.argmax(unknown))} of '{p}': 'epsilon' is not one of the budgets in its ledger"
+        )
+    return row_eps
+
+
+def _oue_cells(cells: Any, d: int, p: Path) -> Any:
+    """OUE bit vectors from their hexadecimal cells (an empty cell: no report), one bytes object per row."""
+    import numpy as np
+
+    width = (d + 7) // 8
+    bits = np.full(len(cells), None, dtype=object)
+    for i, text in enumerate(cells):  # one bytes object per row is the table's own layout
+        if text == "":
+            continue
+        if len(text) != 2 * width:
+            raise ValueError(f"row {i} of '{p}' is not a {d}-bit OUE report ({width} bytes in hex)")
+        try:
+            bits[i] = bytes.fromhex(text)
+        except ValueError:
+            raise ValueError(f"row {i} of '{p}' is not hexadecimal") from None
+    return bits
+
+
+def _integer_cells(text: Any, col: str, limit: Any, p: Path) -> Any:
+    """A column of integers in ``[0, limit)`` (``limit`` a number or one per row); empty cells missing."""
+    import numpy as np
+    import pandas as pd
+
+    ok = text != ""
+    digits = np.char.isdigit(text.astype(str)) | ~ok
+    if not digits.all():
+        raise ValueError(f"row {int(np.argmin(digits))} of '{p}': column {col!r} must hold integers")
+    values = text[ok].astype(np.int64)
+    bound = limit[ok] if isinstance(limit, np.ndarray) else limit
+    bad = np.flatnonzero(values >= bound)
+    if bad.size:
+        raise ValueError(f"row {int(np.flatnonzero(ok)[bad[0]])} of '{p}': {col!r} is outside its domain")
+    full = pd.array(np.zeros(len(text), dtype=np.int64), dtype="Int64")
+    full[:] = pd.NA
+    full[ok] = values
+    return full if not ok.all() else np.asarray(full, dtype=np.int64)
 
 
 # ------------------------------------------------------------------------------------------------------
@@ -194,72 +214,16 @@ def _add_zone_options(p: argparse.ArgumentParser) -> None:
 def _zones(args: argparse.Namespace) -> tuple[Any, list[Path]]:
     """The public zones (``--zones`` file or the ``--cell-km`` grid over ``--points``) and the files read."""
     from geoldp import io as gio
-    from geoldp.cli import campaign as cli_campaign
 
     if (args.zones is None) == (args.points is None):
         usage(args, "give either --zones FILE or --points POINTS (zones: a --cell-km grid over them)")
     if args.zones is not None:
         path = existing_file(args.zones, "--zones")
-        return cli_campaign.evaluate_zones(args, None), [path]
+        return _read.zones_for(args, None), [path]
     path = existing_file(args.points, "POINTS")
     with stage(f"cannot read POINTS '{args.points}'"):
         points = gio.read_points(path)
-    return cli_campaign.evaluate_zones(args, points), [path]
-
-
-def _read_trips(args: argparse.Namespace, path: Path) -> Any:
-    from geoldp import io as gio
-    from geoldp.cli import campaign as cli_campaign
-
-    kwargs = {n: getattr(args, n) for n in ("crs", "wkt_col", "lon_col", "lat_col") if getattr(args, n, None)}
-    kwargs.update(cli_campaign.text_columns(args, path))  # user ids such as "000" stay text
-    with stage(f"cannot read TRIPS '{args.trips}'"):
-        trips = gio.read_trajectories(path, **kwargs)
-    cli_campaign.check_columns(args, trips, f"TRIPS '{args.trips}'")
-    return trips
-
-
-def _per_user(args: argparse.Namespace, trips: Any, source: Any) -> tuple[Any, dict[str, Any]]:
-    """Apply ``--max-per-user`` (a public selection rule) and load the accountant, for ``synthesize``;
-    ``--user-budget split`` is refused: an LDPTrace model needs one ε for every trip."""
-    from geoldp import budget_strategies
-    from geoldp.cli import campaign as cli_campaign
-
-    options = cli_campaign.perturb_options(args)  # the same checks and accountant file as perturb
-    if options.get("user_budget", "trajectory") != "trajectory":
-        raise ValueError(
-            f"--user-budget split is not available for '{args.command}': its model needs one epsilon for "
-            "every trip. Keep at most K trips per user with --max-per-user K (and --epsilon per trip) instead"
-        )
-    kept = trips
-    if options.get("max_per_user") is not None:
-        keep = budget_strategies.select_per_user(
-            trips, args.user_col, args.max_per_user, select_trips=args.select_trips, rng=source
-        )
-        kept = trips.iloc[keep.nonzero()[0]]
-    release = {k: options[k] for k in ("user_col", "accountant") if k in options}
-    if "accountant" not in release:
-        release.pop("user_col", None)
-    return kept, {"options": options, "release": release}
-
-
-def _rule(args: argparse.Namespace) -> dict[str, Any] | None:
-    if args.max_per_user is None:
-        return None
-    return {
-        "strategy": "trajectory",
-        "user_col": str(args.user_col),
-        "max_per_user": args.max_per_user,
-        "select_trips": args.select_trips,
-        "dropped_rows_released": False,
-    }
-
-
-def _table_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--crs", metavar="CRS", default=None, help="CRS of TRIPS coordinates for CSV input")
-    p.add_argument("--wkt-col", metavar="C", default=None, help="CSV input: the WKT geometry column of TRIPS")
-    p.add_argument("--lon-col", metavar="C", default=None, help="CSV input: the longitude column of TRIPS")
-    p.add_argument("--lat-col", metavar="C", default=None, help="CSV input: the latitude column of TRIPS")
+    return _read.zones_for(args, points), [path]
 
 
 # ------------------------------------------------------------------------------------------------------
@@ -269,16 +233,15 @@ def _table_options(p: argparse.ArgumentParser) -> None:
 def _cmd_report(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     from geoldp import reports
     from geoldp.cli import accountant as cli_accountant
-    from geoldp.cli import campaign as cli_campaign
 
     trips_path = existing_file(args.trips, "TRIPS")
     zones, zone_files = _zones(args)
     out_path = check_output(
         args.output, overwrite=args.overwrite, inputs=[trips_path, *zone_files], suffixes=(".csv",)
     )
-    trips = _read_trips(args, trips_path)
+    trips = _read.read_trips(args, trips_path)
     # the same checks and accountant file as perturb; the per-user options go to geoldp.report as they are
-    options = cli_campaign.perturb_options(args)
+    options = _budget.options(args)
     out = reports.report(
         trips,
         zones,
@@ -290,7 +253,7 @@ def _cmd_report(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int
         progress=True,  # one line per stage
         **options,
     )
-    cli_campaign.finish_perturb(args, options, trips, out, stderr)  # accountant, kept rows
+    _budget.finish(args, options, trips, out, stderr)  # accountant, kept rows
     with stage(f"cannot write '{args.output}'"):
         written = write_report_table(out, out_path, overwrite=args.overwrite)
     cli_accountant.confirm_release(options, out)  # the accountant's pending charge, now written
@@ -308,7 +271,6 @@ def _cmd_report(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int
 
 
 def _add_report(sub: Any) -> None:
-    from geoldp.cli import campaign as cli_campaign
 
     p = sub.add_parser(
         "report",
@@ -346,112 +308,10 @@ def _add_report(sub: Any) -> None:
     )
     p.add_argument("--seed", type=_seed, default=None, metavar="N", help=SEED_HELP)
     _add_zone_options(p)
-    _table_options(p)
+    _read.add_table_options(p, "TRIPS")
     p.add_argument("--overwrite", action="store_true", help="replace an existing OUT (and its ledger)")
-    cli_campaign.extend_perturb(p)  # --user-col, --accountant, --total-epsilon, --user-budget, --max-per-user
+    _budget.add_options(p)  # --user-col, --accountant, --total-epsilon, --user-budget, --max-per-user
     p.set_defaults(func=_warned(_cmd_report), command_parser=p)
-
-
-# ------------------------------------------------------------------------------------------------------
-# geoldp synthesize
-
-
-def _grid_size(text: str) -> int | str:
-    if text.strip().lower() == "auto":
-        return "auto"
-    return _int_at_least(1, "'auto' or an integer >= 1")(text)
-
-
-def _cmd_synthesize(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
-    from geoldp import io as gio
-    from geoldp import ldptrace
-    from geoldp._core.randomness import resolve_rng
-    from geoldp.cli import accountant as cli_accountant
-    from geoldp.cli import campaign as cli_campaign
-
-    if (args.points is None) == (args.area is None):
-        usage(args, "give either --points POINTS (their box is the grid's) or --area MINX,MINY,MAXX,MAXY")
-    trips_path = existing_file(args.trips, "TRIPS")
-    inputs = [trips_path]
-    points = None
-    if args.points is not None:
-        inputs.append(existing_file(args.points, "POINTS"))
-        with stage(f"cannot read POINTS '{args.points}'"):
-            points = gio.read_points(inputs[-1])
-    out_path = check_output(args.output, overwrite=args.overwrite, inputs=inputs)
-    trips = _read_trips(args, trips_path)
-    source = resolve_rng(args.seed)
-    kept, per_user = _per_user(args, trips, source)
-    out = ldptrace.synthesize(
-        kept,
-        epsilon=args.epsilon,
-        bounds=args.area,
-        points=points,
-        grid_size=args.grid_size,
-        length_hint=args.length_hint,
-        n_synthetic=args.n_synthetic,
-        quantile=args.quantile,
-        rng=source,
-        progress=True,
-        **per_user["release"],
-    )
-    rule = _rule(args)
-    if rule is not None:
-        attach(out, require(out, what="The synthetic trips", caller=PROG).replace(user_budget=rule))
-    cli_campaign.finish_perturb(args, per_user["options"], trips, kept, stderr)
-    with stage(f"cannot write '{args.output}'"):
-        written = gio.write_file(out, out_path, overwrite=args.overwrite, inputs=tuple(inputs))
-    cli_accountant.confirm_release(per_user["options"], out)  # the accountant's pending charge, now written
-    grid = require(out, what="The synthetic trips", caller=PROG).settings["grid"]
-    print(
-        f"{PROG}: synthesised {len(out)} trips from {len(kept)} (LDPTrace, {grid['n']}x{grid['n']} grid, "
-        f"epsilon={args.epsilon:g} per trip{', seeded' if args.seed is not None else ''})",
-        file=stderr,
-    )
-    for path in written:
-        print(path, file=stdout)
-    return 0
-
-
-def _add_synthesize(sub: Any) -> None:
-    from geoldp._core.formats import WRITE_FORMATS
-    from geoldp.cli import campaign as cli_campaign
-
-    p = sub.add_parser(
-        "synthesize",
-        help="synthesise trips with LDPTrace (epsilon-LDP reports, synthetic output)",
-        description=(
-            "Every trip of TRIPS reports its length, start and end cells and moves on a public N x N grid "
-            "with OUE under epsilon-LDP (LDPTrace, Du et al., PVLDB 2023); the collector fits a Markov model "
-            "and writes synthetic trips made of cell centres (not the input's rows), with the ledger."
-        ),
-    )
-    p.add_argument("trips", metavar="TRIPS", help="trips: one LineString per row")
-    p.add_argument(
-        "-o", "--output", required=True, metavar="OUT", help=f"synthetic trips ({', '.join(WRITE_FORMATS)})"
-    )
-    p.add_argument("--epsilon", required=True, type=float, metavar="E", help="privacy budget per trip (row)")
-    p.add_argument("--points", metavar="POINTS", default=None, help="public points: their box is the grid's")
-    p.add_argument(
-        "--area",
-        type=_bbox,
-        metavar="MINX,MINY,MAXX,MAXY",
-        default=None,
-        help="instead of --points: a PUBLIC box in the CRS of TRIPS (--area=-122.5,... for a minus sign)",
-    )
-    p.add_argument(
-        "--grid-size", type=_grid_size, default=6, metavar="N", help="grid side N, or 'auto' (default 6)"
-    )
-    p.add_argument(
-        "--length-hint", type=_positive_float, default=None, metavar="L", help="typical length, for auto"
-    )
-    p.add_argument("--n-synthetic", type=_int_at_least(1), default=None, metavar="N", help="synthetic trips")
-    p.add_argument("--quantile", type=float, default=0.9, metavar="Q", help="length quantile (default 0.9)")
-    p.add_argument("--seed", type=_seed, default=None, metavar="N", help=SEED_HELP)
-    _table_options(p)
-    p.add_argument("--overwrite", action="store_true", help="replace an existing OUT (and its ledger)")
-    cli_campaign.extend_perturb(p)
-    p.set_defaults(func=_warned(_cmd_synthesize), command_parser=p)
 
 
 # ------------------------------------------------------------------------------------------------------
@@ -604,8 +464,7 @@ def _add_report_estimate(sub: Any) -> None:
     p.set_defaults(func=_warned(_cmd_report_estimate), command_parser=p)
 
 
-def register(sub: Any) -> None:
-    """Add the ``report``, ``synthesize`` and ``report-estimate`` commands to the ``geoldp`` subparsers."""
+def add_parser(sub: Any) -> None:
+    """Add the ``report`` and ``report-estimate`` commands to the ``geoldp`` subparsers."""
     _add_report(sub)
     _add_report_estimate(sub)
-    _add_synthesize(sub)

@@ -551,6 +551,28 @@ def select(per_row: np.ndarray, starts: tuple, checkpoints: tuple) -> tuple[tupl
     return (starts[int(s)], int(checkpoints[int(j)])), plausible
 
 
+#: Uniform draws from P per released length for the uniform no-data answer of :meth:`Model.release_check`.
+PRIOR_DRAWS = 10_000
+#: Simulated releases of the constant trajectory per released length in :meth:`Model.release_check`.
+PRIOR_SIMS = 1_000
+#: The answers :meth:`Model.release_check` compares: the model's first, then its alternatives.
+CHECKED = ("model", "released", "uniform", "constant")
+
+
+@dataclass
+class ReleaseCheck:
+    """The outcome of :meth:`Model.release_check`.
+
+    ``answer``: ``"model"``, ``"released"`` (the raw release's own count), ``"uniform"`` or ``"constant"``
+    (the no-data answers); ``score``: each candidate answer's held-out score (lower is better);
+    ``prior``: the no-data answers (prior mean counts of the uniform and the constant populations).
+    """
+
+    answer: str
+    score: dict
+    prior: dict
+
+
 @dataclass
 class Model:
     """The fitted population model: one :class:`Group` per released length."""
@@ -561,6 +583,7 @@ class Model:
     level: float
     options: FitOptions = field(default_factory=FitOptions)
     key: np.ndarray = field(default_factory=lambda: np.zeros(8, dtype=np.uint32))
+    mech: Any = None  # the public mechanism (for the held-out check's simulations)
     _intervals_done: bool = False
 
     def intervals(self) -> None:
@@ -619,6 +642,79 @@ class Model:
             tol = 1e-9 * max(1.0, float(self.n_rows))
             supported &= (row < a - tol) | (row > b + tol)
         return est, lower, upper, supported
+
+    def release_check(
+        self,
+        values: Callable[[np.ndarray], Any],
+        columns: int,
+        *,
+        raw_as_release: bool = False,
+    ) -> ReleaseCheck:
+        """Held-out check of the model's answer against the raw release's and the no-data answers.
+
+        Each length's released rows (those the weights are fitted on) are split in two halves by a draw
+        from the key's own stream (never from the data). On each half the model is refitted as it was
+        (same start and iterations, without the library's copies of the other half's rows), and each
+        answer is a population formed from that half alone: the model's, the raw release's (the half's
+        released trajectories taken as the population), uniform draws from P and the trajectory at P's
+        1-median. Each population is pushed through the channel (the mean of the kept simulated releases
+        of its candidates, so the real mechanism and not the composite likelihood) and compared with the
+        other half's release over the first ``columns`` columns of ``values``: the summed absolute
+        difference of the counts (scaled by the rows each length stands for). ``raw_as_release``: the raw
+        release's prediction is the half's own counts instead (no second pass through the channel).
+
+        The model's answer is kept when no alternative is closer; otherwise the closest alternative's.
+        Post-processing: the release, P and the public configuration only.
+        """
+        score = dict.fromkeys(CHECKED, 0.0)
+        prior: dict[str, Any] = {name: None for name in ("uniform", "constant")}
+        for g in self.groups:
+            v = sp.csr_matrix(values(g.cand))[:, :columns]
+            # the no-data answers, prior mean counts (no release read): the trajectory at P's 1-median,
+            # and for uniform draws from P the mean over PRIOR_DRAWS fresh draws (the library holds few)
+            gen = _stream(self.key, g.n, _CHECK)
+            draws = gen.integers(0, self.ps.size, size=(PRIOR_DRAWS, g.n))
+            per_row = {
+                "uniform": np.asarray(sp.csr_matrix(values(draws))[:, :columns].mean(axis=0)).reshape(-1),
+                "constant": np.asarray(v.T @ _start_weights(g.source, "constant", 1.0)).reshape(-1),
+            }
+            for name, part in per_row.items():
+                prior[name] = float(g.rows.size) * part + (0.0 if prior[name] is None else prior[name])
+            if g.sims is None or g.sims.shape[1] == 0 or g.lik.shape[0] < 4:
+                continue  # too few rows to split (their answer is the raw release's, see choose)
+            sims = g.sims.astype(np.int64)
+            resp = sp.csr_matrix(values(sims[:, 0]))[:, :columns]
+            for s in range(1, sims.shape[1]):
+                resp = resp + sp.csr_matrix(values(sims[:, s]))[:, :columns]
+            resp = sp.lil_matrix(resp / float(sims.shape[1]))  # (K, T) the channel's mean response
+            # the constant is one candidate: its few kept releases would make its prediction far noisier
+            # than that of a population spread over many candidates, so it is released PRIOR_SIMS times
+            const = np.flatnonzero(g.source == CONSTANT)
+            if const.size and self.mech is not None:
+                key = gen.integers(0, 2**32, size=8, dtype=np.uint32)
+                rel = run_with_key([g.cand[const[0]]] * PRIOR_SIMS, self.ps, self.mech, key=key)
+                resp[const[0]] = sp.csr_matrix(values(np.stack(rel)))[:, :columns].mean(axis=0)
+            resp = resp.tocsr()
+            fitted = g.released if g.fit_rows is None else g.released[g.fit_rows]
+            y = sp.csr_matrix(values(fitted))[:, :columns]
+            fold = gen.permutation(fitted.shape[0]) % 2
+            cand_fold = np.where(g.source >= 0, fold[np.maximum(g.source, 0)], -1)
+            for f in (0, 1):
+                train, test = np.flatnonzero(fold == f), np.flatnonzero(fold != f)
+                keep = cand_fold != 1 - f
+                obs = np.asarray(y[test].sum(axis=0)).reshape(-1)
+                ratio = test.size / max(train.size, 1)
+                for name in CHECKED:
+                    start = g.start if name == "model" else name
+                    w = _start_weights(g.source, start, float(train.size), keep)
+                    if name == "model" and start != "constant":  # EM keeps the constant where it is
+                        w = _em(g.lik.take(train), w, g.n_iter)
+                    pred = ratio * np.asarray(resp.T @ w).reshape(-1)
+                    if name == "released" and raw_as_release:
+                        pred = ratio * np.asarray(y[train].sum(axis=0)).reshape(-1)
+                    score[name] += g.scale * float(np.abs(pred - obs).sum())
+        best = min(CHECKED[1:], key=lambda name: score[name])
+        return ReleaseCheck(best if score[best] < score["model"] else "model", score, prior)
 
     def sd(self, values: Callable[[np.ndarray], Any]) -> np.ndarray:
         """The standard deviation of each count before any range widening: sqrt(var + bootstrap variance).
@@ -823,7 +919,7 @@ def _sampling_variance(g: Group, e: np.ndarray, sq: np.ndarray) -> np.ndarray:
 #: Simulated releases kept per candidate (and simulated for PointEM) for :class:`_Channel`.
 _CHANNEL_SIMS = 8
 #: Purposes of the random streams derived from the key (see :func:`_stream`).
-_LIBRARY, _FOLDS, _BOOT, _SUBSAMPLE = 0, 1, 2, 3
+_LIBRARY, _FOLDS, _BOOT, _SUBSAMPLE, _CHECK = 0, 1, 2, 3, 4
 
 
 def _stream(key: np.ndarray, n: int, purpose: int) -> np.random.Generator:
@@ -891,7 +987,8 @@ def fit(seqs: list[np.ndarray], ps: PointSet, mech: Any, *, key: np.ndarray, opt
         for g in groups:
             report(f"fitting length {g.n}")
             _fit_group(g, options, _stream(key, g.n, _FOLDS))
-    return Model(ps, groups, len(seqs), options.level, options, np.asarray(key, dtype=np.uint32))
+    key = np.asarray(key, dtype=np.uint32)
+    return Model(ps, groups, len(seqs), options.level, options, key, mech=mech)
 
 
 def fit_sample(n_rows: int, fit_rows: int, key: np.ndarray, n: int) -> np.ndarray | None:

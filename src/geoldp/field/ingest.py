@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable, Iterator
+import re
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -27,12 +28,12 @@ from geoldp import _campaign_doc as doc
 from geoldp.store import Report, Store, is_url
 
 if TYPE_CHECKING:
-    from geoldp.campaign import Campaign
+    from geoldp.field.campaign import Campaign
 
 __all__ = ["answer", "ingest"]
 
 #: Records per transaction (each transaction charges and stores its records together).
-DEFAULT_BATCH = 500
+DEFAULT_BATCH = 2000
 #: Longest line read from a report file (bytes): an OUE report over 10⁶ values is 250 kB of hex.
 MAX_LINE_BYTES = 4 * 1024 * 1024
 
@@ -77,13 +78,14 @@ class IngestSummary:
 
 
 def _document(campaign: Any) -> dict[str, Any]:
-    """The checked document of a campaign file's path or of a :class:`~geoldp.campaign.Campaign`."""
+    """The checked document of a campaign file's path or of a :class:`~geoldp.field.campaign.Campaign`."""
     if isinstance(campaign, (str, os.PathLike)):
         return doc.load_campaign(campaign)
     document = getattr(campaign, "document", None)
     if not isinstance(document, dict):
         raise TypeError(
-            "The 'campaign' parameter must be a geoldp.campaign.Campaign or a campaign file's path. Got "
+            "The 'campaign' parameter must be a geoldp.field.campaign.Campaign or a campaign file's path. "
+            "Got "
             f"{type(campaign).__name__} instead."
         )
     return doc.check_campaign(document)
@@ -117,22 +119,179 @@ def _ledger_entry(campaign: dict[str, Any]) -> tuple[str, str]:
     return head.decode("utf-8")[:-1] + ',"record_id":"', '","rng":"'
 
 
+#: One JSON decoder for every line (``json.loads`` with an argument builds a new decoder per call).
+_DECODER = json.JSONDecoder(parse_constant=doc.refuse_constant)
+_RECORD_ID = re.compile(r"[0-9a-f]{32}")
+_HEX = re.compile(r"[0-9a-f]*")
+_RNGS = frozenset({"os-csprng", "seeded"})
+#: The decoder's scanner (what ``JSONDecoder.raw_decode`` calls) and JSON's whitespace, as it skips it.
+_SCAN: Callable[[str, int], tuple[Any, int]] = _DECODER.scan_once  # type: ignore[attr-defined]
+_SPACE = re.compile(r"[ \t\n\r]*").match
+
+
+def _loads(text: str) -> Any:
+    """``json.loads(text, parse_constant=refuse_constant)``: the same value or the same error.
+
+    One decoder for all lines, called as ``json.JSONDecoder.decode`` calls it.
+    """
+    if text.startswith("\ufeff"):
+        raise json.JSONDecodeError("Unexpected UTF-8 BOM (decode using utf-8-sig)", text, 0)
+    try:
+        value, end = _SCAN(text, _SPACE(text).end())  # type: ignore[union-attr]  # always matches
+    except StopIteration as err:
+        raise json.JSONDecodeError("Expecting value", text, err.value) from None
+    end = _SPACE(text, end).end()  # type: ignore[union-attr]
+    if end != len(text):
+        raise json.JSONDecodeError("Extra data", text, end)
+    return value
+
+
+def _points_writer(m: int, limit: int) -> Callable[[Any], str | None]:
+    def points(payload: Any) -> str | None:
+        if type(payload) is not dict or len(payload) != 1:
+            return None
+        pts = payload.get("points")
+        if (
+            type(pts) is not list
+            or not 1 <= len(pts) <= limit
+            or set(map(type, pts)) != {int}  # no bool, no float: plain ints only
+            or min(pts) < 0
+            or max(pts) >= m
+        ):
+            return None
+        return '{"points":[' + ",".join(map(str, pts)) + "]}"
+
+    return points
+
+
+def _krr_writer(d: int) -> Callable[[Any], str | None]:
+    def krr(payload: Any) -> str | None:
+        if type(payload) is not dict or len(payload) != 1:
+            return None
+        v = payload.get("value")
+        return f'{{"value":{v}}}' if type(v) is int and 0 <= v < d else None
+
+    return krr
+
+
+def _olh_writer(g: int) -> Callable[[Any], str | None]:
+    def olh(payload: Any) -> str | None:
+        if type(payload) is not dict or len(payload) != 2:
+            return None
+        s, v = payload.get("seed"), payload.get("value")
+        if type(s) is int and type(v) is int and 0 <= s < 2**32 and 0 <= v < g:
+            return f'{{"seed":{s},"value":{v}}}'
+        return None
+
+    return olh
+
+
+def _oue_writer(d: int) -> Callable[[Any], str | None]:
+    n_chars, pad = 2 * ((d + 7) // 8), (1 << (8 - d % 8)) - 1 if d % 8 else 0
+
+    def oue(payload: Any) -> str | None:
+        if type(payload) is not dict or len(payload) != 1:
+            return None
+        bits = payload.get("bits")
+        if type(bits) is not str or len(bits) != n_chars or _HEX.fullmatch(bits) is None:
+            return None
+        if pad and int(bits[-2:], 16) & pad:  # the padding bits of the last byte
+            return None
+        return f'{{"bits":"{bits}"}}'
+
+    return oue
+
+
+def _payload_writer(campaign: dict[str, Any]) -> Callable[[Any], str | None]:
+    """A function giving the canonical JSON text of a report payload that is surely valid, else None.
+
+    The quick path of the common case: a payload it accepts is one that :func:`check_record` accepts,
+    and its text is the payload's canonical JSON (:func:`canonical`), written without the encoder. For
+    anything else it returns None and the record takes the full check (which refuses it with its reason,
+    or accepts it: then its text is encoded as usual).
+    """
+    if campaign["kind"] == "trajectory":
+        return _points_writer(len(campaign["points"]["lon"]), int(campaign["parameters"]["max_points"]))
+    if campaign["kind"] != "report":  # hybrids and pilots: every record takes the full check
+        return lambda payload: None
+    parameters = campaign["parameters"]
+    oracle, d = parameters["oracle"], int(parameters["domain"])
+    if oracle == "krr":
+        return _krr_writer(d)
+    if oracle == "olh":
+        return _olh_writer(doc.olh_range(campaign["epsilon"]))
+    if oracle == "oue":
+        return _oue_writer(d)
+    return lambda payload: None
+
+
+def _quick_check(campaign: dict[str, Any]) -> Callable[[Any], str | None]:
+    """A function giving the payload text of a record that is surely valid for ``campaign``, else None.
+
+    Every condition is one of :func:`check_record`'s, or stricter (exact types), so a record it accepts
+    is one that the full check accepts; a record it does not accept takes the full check.
+    """
+    keys = doc.RECORD_KEYS
+    expected = (doc.RECORD_FORMAT, campaign["id"], campaign["design"])
+    epsilon = campaign["epsilon"]
+    longest = doc.MAX_USER_CHARS
+    payload_text = _payload_writer(campaign)
+    record_id, rngs = _RECORD_ID.fullmatch, _RNGS
+
+    def check(record: Any) -> str | None:
+        if type(record) is not dict or record.keys() != keys:
+            return None
+        version, eps, rid, user, rng = (
+            record["version"],
+            record["epsilon"],
+            record["record_id"],
+            record["user"],
+            record["rng"],
+        )
+        if (
+            (record["format"], record["campaign"], record["design"]) != expected
+            or type(version) is not int
+            or version != doc.RECORD_VERSION
+            or type(eps) is not float
+            or eps != epsilon
+            or type(rid) is not str
+            or record_id(rid) is None
+            or type(user) is not str
+            or not 0 < len(user) <= longest
+            or not user.strip()
+            or type(rng) is not str
+            or rng not in rngs
+        ):
+            return None
+        return payload_text(record["report"])
+
+    return check
+
+
 def _records(path: Path, campaign: dict[str, Any], refused: list[Refusal]) -> Iterator[Report]:
-    """The valid records of one JSON Lines file, as store rows; malformed lines go to ``refused``."""
+    """The valid records of one JSON Lines file, as store rows; malformed lines go to ``refused``.
+
+    Each record passes the quick check (:func:`_quick_check`) or the full one (:func:`check_record`),
+    which gives the reason of a refusal.
+    """
     name = os.fspath(path)
     head, middle = _ledger_entry(campaign)
+    quick = _quick_check(campaign)
+    digest = doc.record_digest
     with open(path, "rb") as fh:
         for number, raw in enumerate(fh, start=1):
             if len(raw) > MAX_LINE_BYTES:
                 refused.append(Refusal(name, number, f"a line longer than {MAX_LINE_BYTES} bytes"))
                 continue
-            if not raw.strip():
+            if raw.isspace():  # a blank line (never empty: each holds its newline or text)
                 continue
-            where = f"{name}:{number}"
             try:
-                record = json.loads(raw.decode("utf-8"), parse_constant=doc.refuse_constant)
-                doc.check_record(record, campaign, where=where)
+                record = _loads(raw.decode("utf-8"))
+                payload = quick(record)
+                if payload is None:
+                    doc.check_record(record, campaign, where=f"{name}:{number}")
             except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+                where = f"{name}:{number}"
                 reason = str(exc)
                 if reason.startswith(where + ": "):
                     reason = reason[len(where) + 2 :]
@@ -140,11 +299,13 @@ def _records(path: Path, campaign: dict[str, Any], refused: list[Refusal]) -> It
                     reason = f"not a JSON report record ({reason})"
                 refused.append(Refusal(name, number, reason))
                 continue
+            if payload is None:  # valid, off the quick path
+                payload = doc.canonical(record["report"]).decode("utf-8")
             yield Report(
                 user_id=record["user"],
-                record_digest=doc.record_digest(record),
+                record_digest=digest(record),
                 epsilon=float(record["epsilon"]),
-                payload=doc.canonical(record["report"]).decode("utf-8"),
+                payload=payload,
                 ledger=f'{head}{record["record_id"]}{middle}{record["rng"]}"}}',  # checked: hex and a policy
             )
 
@@ -167,8 +328,8 @@ def ingest(
     store : path, URL or Store
         The collection store: a GeoPackage file (created if new) or a ``postgresql://`` URL; created with
         the campaign's ``user_total_epsilon`` as each user's total (an existing store must keep the same).
-    batch : int, default 500
-        Records per transaction.
+    batch : int, default 2000
+        Records per transaction (each transaction commits, with a flush to disk, once).
 
     Returns
     -------
@@ -185,7 +346,7 @@ def ingest(
     document = _document(campaign)
     if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
         raise ValueError(
-            f"The 'batch' parameter of geoldp.ingest.ingest must be an int >= 1. Got {batch!r} instead."
+            f"The 'batch' parameter of geoldp.field.ingest.ingest must be an int >= 1. Got {batch!r} instead."
         )
     paths = [Path(f) for f in files]
     for p in paths:
@@ -227,7 +388,7 @@ def _append(store: Store, campaign_id: str, rows: list[Report], summary: IngestS
 
 def stored_campaign(store: Any, campaign_id: str) -> Campaign:
     """The campaign registered in ``store`` under ``campaign_id`` (a unique prefix of it is enough)."""
-    from geoldp.campaign import Campaign
+    from geoldp.field.campaign import Campaign
 
     st, opened = (store, False) if isinstance(store, Store) else (Store.open(store), True)
     try:
@@ -251,7 +412,8 @@ def release_of(campaign: Campaign, payloads: Iterable[str]) -> Any:
     """The release a design's ``answer`` reads, rebuilt from stored report payloads (JSON text).
 
     Trajectory designs: a GeoDataFrame of the released trajectories (P's points, EPSG:4326). Report
-    designs: the report table with its ledger, as :func:`geoldp.report` returns it.
+    designs: the report table with its ledger, as :func:`geoldp.report` returns it. Hybrid designs: the
+    pair (trajectories, reports), each part rebuilt as if it were alone, as :func:`geoldp.hybrid` returns it.
     """
     import geopandas as gpd
     import pandas as pd
@@ -259,6 +421,16 @@ def release_of(campaign: Campaign, payloads: Iterable[str]) -> Any:
 
     reports = [json.loads(p) for p in payloads]
     d = campaign.document
+    if d["kind"] == "hybrid":
+        return tuple(
+            release_of(campaign.part(kind), (json.dumps(r[kind]) for r in reports))
+            for kind in ("trajectory", "report")
+        )
+    if d["kind"] not in ("trajectory", "report"):
+        raise ValueError(
+            f"The reports of a {d['kind']} campaign answer no question (a pilot's reports feed the planner: "
+            "geoldp plan --pilot); answer the campaign of the design the planner recommends instead."
+        )
     if d["kind"] == "trajectory":
         lon = np.asarray(d["points"]["lon"])
         lat = np.asarray(d["points"]["lat"])
@@ -267,7 +439,21 @@ def release_of(campaign: Campaign, payloads: Iterable[str]) -> Any:
             idx = np.asarray(r["points"], dtype=np.int64)
             xy = np.column_stack([lon[idx], lat[idx]])
             geoms.append(shapely.LineString(xy) if len(idx) > 1 else shapely.Point(xy[0]))
-        return gpd.GeoDataFrame(geometry=geoms, crs="EPSG:4326")
+        released = gpd.GeoDataFrame(geometry=geoms, crs="EPSG:4326")
+        from geoldp._core.ledger import ReleaseLedger, attach
+        from geoldp.points import ledger_record
+
+        # the public part of the central ledger that the estimators read: the mechanism, its ε and P
+        attach(
+            released,
+            ReleaseLedger(
+                mechanism=str(d["design"]),
+                epsilon=campaign.epsilon,
+                points=ledger_record(campaign.points()),
+                settings={"rng": "os-csprng", "source": "reports ingested into a store"},
+            ),
+        )
+        return released
     from geoldp._core.ledger import attach
     from geoldp.accounting import finish_release
     from geoldp.reports.release import release_provenance
@@ -275,7 +461,7 @@ def release_of(campaign: Campaign, payloads: Iterable[str]) -> Any:
     from geoldp.zones import check_zones
 
     par = d["parameters"]
-    caller = "geoldp.ingest.release_of"
+    caller = "geoldp.field.ingest.release_of"
     zones = check_zones(campaign.zones(reported=True), caller=caller)
     des = report_design(
         par["statistic"],

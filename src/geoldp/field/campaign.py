@@ -8,12 +8,12 @@ the design reports over them, and the public arrays of P the design's randomiser
 the SHA-256 of its content, so a device, the collector's store and a reader of the results all name the
 same configuration, and a file edited after it was published is refused.
 
->>> import geoldp.campaign  # doctest: +SKIP
->>> c = geoldp.campaign.Campaign.create("atp", epsilon=4.0, points=P, zones=zones)  # doctest: +SKIP
+>>> import geoldp.field.campaign  # doctest: +SKIP
+>>> c = geoldp.field.campaign.Campaign.create("atp", epsilon=4.0, points=P, zones=zones)  # doctest: +SKIP
 >>> c.write("campaign.json")  # doctest: +SKIP
 
 Devices answer with :func:`geoldp.client.respond`; the collector takes the answers in with
-:func:`geoldp.ingest.ingest` and answers questions from the store (:func:`geoldp.ingest.answer`).
+:func:`geoldp.field.ingest.ingest` and answers questions from the store (:func:`geoldp.field.ingest.answer`).
 """
 
 from __future__ import annotations
@@ -30,8 +30,9 @@ from geoldp import _campaign_doc as doc
 from geoldp._core import frames as _frames
 from geoldp._core.safe_write import check_output, write_bytes
 from geoldp._core.validation import check_int_range, check_real, check_release_epsilon
-from geoldp.designs import ReportDesign, TrajectoryDesign, design
+from geoldp.designs import Composition, Pilot, ReportDesign, TrajectoryDesign, design
 from geoldp.designs.base import Design
+from geoldp.designs.coarse import coarse_zones
 from geoldp.reports.release import scheme as report_design
 from geoldp.trajectory import _atp_region as region
 from geoldp.trajectory import engine
@@ -46,7 +47,7 @@ __all__ = ["Campaign"]
 DEFAULT_MAX_POINTS = 64
 #: The fast path's tolerance of ATP's certified region (metres per point), as its driver uses it.
 REGION_TOLERANCE_M = 2.0
-_CALLER = "geoldp.campaign.Campaign.create"
+_CALLER = "geoldp.field.campaign.Campaign.create"
 
 
 class Campaign:
@@ -91,8 +92,41 @@ class Campaign:
         return dict(self.document["ledger"])
 
     def design(self) -> Design:
-        """The :class:`~geoldp.designs.Design` object of the campaign."""
+        """The :class:`~geoldp.designs.Design` object of the campaign.
+
+        A pilot campaign's is its :class:`~geoldp.designs.Pilot` (which releases and estimates, but
+        answers no question itself).
+        """
+        par = self.document["parameters"]
+        if self.document["kind"] == "pilot":
+            pilot = Pilot(tuple(par["length_edges"]), tuple(par["zone_edges"]), tuple(par["shares"]))
+            return pilot  # type: ignore[return-value]
+        if self.document["kind"] == "hybrid" and par["report"]["statistic"] == "od":
+            return design(self.design_name, question="od_flows")  # a hybrid reports OD pairs for OD flows
         return design(self.design_name)
+
+    def part(self, kind: str) -> Campaign:
+        """One part of the campaign as if it were alone: ``"trajectory"`` or ``"report"`` of a hybrid.
+
+        The part has the campaign's id, points and zones, and its own kind, design, ε, parameters and
+        client arrays; a record's report of that part is ``record["report"][kind]``. A trajectory or
+        report campaign is its own one part.
+
+        Raises
+        ------
+        ValueError
+            The campaign has no such part.
+        """
+        views = doc.part_views(self.document)
+        if kind not in views:
+            raise ValueError(
+                f"The 'kind' parameter must be one of {sorted(views)} for this campaign. Got {kind!r}."
+            )
+        if self.document["kind"] != "hybrid":
+            return self
+        part = object.__new__(Campaign)
+        part.document = views[kind]  # a view of a checked document: not checked again (its id is the whole's)
+        return part
 
     def points(self) -> Any:
         """The public points P as a :class:`~geoldp.PointSet` (None where the design needs none)."""
@@ -119,6 +153,28 @@ class Campaign:
             parts = [shapely.Polygon(p[0], p[1:]) for p in zone]
             geoms.append(parts[0] if len(parts) == 1 else shapely.MultiPolygon(parts))
         return gpd.GeoDataFrame(geometry=geoms, index=list(zones["labels"]), crs="EPSG:4326")
+
+    def summary(self) -> str:
+        """One line that says what the campaign collects (what ``geoldp campaign show`` prints)."""
+        d = self.document
+        split = ", ".join(f"{k} {v:g}" for k, v in self.ledger.items())
+        parts = [f"campaign {self.id}", f"design {self.design_name} (epsilon per report: {split})"]
+        parts.append(f"each user's total {self.user_total_epsilon:g}")
+        if d["points"] is not None:
+            parts.append(f"{len(d['points']['lon'])} public points")
+        if d["zones"] is not None:
+            parts.append(f"{len(d['zones']['labels'])} zones")
+        for kind, view in doc.part_views(d).items():
+            par = view["parameters"]
+            if kind == "trajectory":
+                parts.append(f"trajectories of at most {par['max_points']} points")
+            elif kind == "report":
+                parts.append(f"{par['oracle']} reports over {par['domain']} values")
+            else:
+                parts.append(
+                    f"three k-RR reports (length class, zones visited, one of {par['n_cells']} cells)"
+                )
+        return "; ".join(parts)
 
     def __repr__(self) -> str:
         return f"Campaign(design={self.design_name!r}, epsilon={self.epsilon!r}, id={self.id[:12]!r}...)"
@@ -178,12 +234,12 @@ class Campaign:
             Anything derived differs from what geoldp computes.
         """
         again = Campaign.create(
-            self.design_name,
+            self.design(),
             epsilon=self.epsilon,
             points=self.points(),
             zones=self.zones(),
             user_total_epsilon=self.user_total_epsilon,
-            max_points=(self.document["parameters"] or {}).get("max_points", DEFAULT_MAX_POINTS),
+            max_points=_max_points(self.document),
         )
         if again.id != self.id:
             differ = sorted(k for k in self.document if k != "id" and self.document[k] != again.document[k])
@@ -210,8 +266,13 @@ class Campaign:
         Parameters
         ----------
         design_name : str or Design
-            The design, as :func:`geoldp.plan` names it: ``"tp"``, ``"atp"``, ``"pointem"``, or a report
-            design such as ``"report:visited_zone"``, ``"report:od:eb"``, ``"report:visited_zone:coarse"``.
+            The design, as :func:`geoldp.plan` names it (or the design it recommends): ``"tp"``, ``"atp"``,
+            ``"pointem"``, ``"tracs-d"``, ``"tracs-c"``, a report design such as ``"report:visited_zone"``,
+            ``"report:od:eb"``, ``"report:visited_zone:coarse"``, or a hybrid such as
+            ``"hybrid:atp+report@0.5"`` (pass the :class:`~geoldp.designs.Composition` itself for one that
+            reports OD pairs). TraCS releases in the plane of P's bounding box, as its central release,
+            and the device snaps the released locations to P. A hybrid's device sends one report per
+            part, ε split as :func:`geoldp.hybrid` splits it.
         epsilon : float
             The budget of one report (one trajectory).
         points : PointSet, GeoDataFrame of Points or (m, 2) array of (lon, lat), optional
@@ -232,10 +293,17 @@ class Campaign:
         Raises
         ------
         TypeError, ValueError
-            An unknown design, a design a campaign cannot hold (LDPTrace, hybrids, the pilot, TraCS), an
-            invalid ε, missing points or zones, or ``user_total_epsilon`` below ``epsilon``.
+            An unknown design, a design a campaign cannot hold (LDPTrace, whose collector asks in two
+            rounds; a hybrid of TraCS), an invalid ε, missing points or zones, or ``user_total_epsilon``
+            below ``epsilon``.
         """
-        des = design(design_name)
+        des: Design | Pilot = (
+            design_name
+            if isinstance(design_name, Pilot)
+            else Pilot()
+            if design_name == "pilot"
+            else design(design_name)
+        )
         eps = check_release_epsilon(epsilon, caller=_CALLER)
         total = (
             eps
@@ -254,16 +322,7 @@ class Campaign:
                 "user could send a report."
             )
         max_points = check_int_range(max_points, "max_points", caller=_CALLER, minimum=1, maximum=100_000)
-        if isinstance(des, TrajectoryDesign) and not des.continuous:
-            kind = "trajectory"
-        elif isinstance(des, ReportDesign):
-            kind = "report"
-        else:
-            raise ValueError(
-                f"The design {des.name!r} cannot be run as a campaign of per-user reports yet: use "
-                "one of 'tp', "
-                "'atp', 'pointem' or a 'report:...' design (geoldp collect runs the others centrally)."
-            )
+        kind = _kind_of(des)
         pts_doc = None
         ps = None
         if points is not None:
@@ -276,9 +335,9 @@ class Campaign:
                 "digest": doc.points_digest(lon, lat),
                 "diameter_m": float(ps.diameter_m),
             }
-        elif kind == "trajectory":
+        elif kind in ("trajectory", "hybrid"):
             raise ValueError(
-                f"The design {des.name!r} releases over public points: pass points=P to {_CALLER}."
+                f"The design {_name_of(des)!r} releases over public points: pass points=P to {_CALLER}."
             )
         zones_4326 = None
         if zones is not None:
@@ -288,7 +347,7 @@ class Campaign:
             "format": doc.CAMPAIGN_FORMAT,
             "version": doc.CAMPAIGN_VERSION,
             "kind": kind,
-            "design": des.name,
+            "design": _name_of(des),
             "epsilon": eps,
             "epsilon_exact": str(Fraction(eps)),
             "user_total_epsilon": float(total),
@@ -299,30 +358,102 @@ class Campaign:
             "parameters": None,
             "client": None,
         }
-        if isinstance(des, TrajectoryDesign):
-            document["parameters"] = {"mechanism": des.name, "max_points": max_points}
-            document["client"] = _trajectory_client(des, eps, ps, max_points)
-        elif isinstance(des, ReportDesign):
-            if zones_4326 is None:
-                raise ValueError(
-                    f"The design {des.name!r} reports over public zones: pass zones=... to {_CALLER}."
-                )
-            reported = des.report_zones(zones_4326)
-            n_zones = len(reported)
-            rdes = report_design(des.statistic, n_zones, eps, pad_length=des.pad_length, caller=_CALLER)
-            document["report_zones"] = _zones_doc(reported)
-            document["parameters"] = {
-                "statistic": des.statistic,
-                "pad_length": des.pad_length,
-                "oracle": rdes.oracle.name,
-                "n_zones": n_zones,
-                "base": rdes.base,
-                "domain": rdes.d,
-                "estimator": des.estimator,
-                "coarse": des.coarse,
-            }
+        if kind != "trajectory" and zones_4326 is None:
+            raise ValueError(
+                f"The design {_name_of(des)!r} reports over public zones: pass zones=... to {_CALLER}."
+            )
+        document.update(_kind_members(des, eps, ps, zones_4326, max_points))
         document["id"] = doc.campaign_id(document)
         return cls(document)
+
+
+def _name_of(des: Design | Pilot) -> str:
+    return "pilot" if isinstance(des, Pilot) else des.name
+
+
+def _kind_members(
+    des: Design | Pilot, eps: float, ps: Any, zones_4326: Any, max_points: int
+) -> dict[str, Any]:
+    """The members of the document that depend on the kind: parameters, report zones, client arrays."""
+    if isinstance(des, TrajectoryDesign):
+        return {
+            "parameters": {"mechanism": des.name, "max_points": max_points},
+            "client": _trajectory_client(des, eps, ps, max_points),
+        }
+    if isinstance(des, ReportDesign):
+        reported = des.report_zones(zones_4326)
+        return {
+            "report_zones": _zones_doc(reported),
+            "parameters": _report_parameters(des, eps, len(reported)),
+        }
+    if isinstance(des, Pilot):  # the coarse grid over the campaign's zones, as Pilot.release lays it
+        coarse = coarse_zones(zones_4326)
+        return {
+            "report_zones": _zones_doc(coarse.geometry),
+            "parameters": {
+                "length_edges": [int(e) for e in des.length_edges],
+                "zone_edges": [int(e) for e in des.zone_edges],
+                "shares": [float(v) for v in des.shares],
+                "split": [float(v) for v in des.ledger(eps).values()],
+                "n_zones": len(zones_4326),
+                "n_cells": len(coarse),
+            },
+        }
+    # a composition: one trajectory and one report per trajectory, ε split as the central hybrid
+    eps_traj, eps_rep = des.ledger(eps).values()
+    comp: Composition = des  # type: ignore[assignment]
+    traj = TrajectoryDesign(comp.mechanism)
+    return {
+        "report_zones": _zones_doc(zones_4326),
+        "parameters": {
+            "report_share": float(comp.report_share),
+            "combiner": comp.combiner,
+            "trajectory": {"mechanism": traj.name, "max_points": max_points, "epsilon": eps_traj},
+            "report": {**_report_parameters(comp.report_part, eps_rep, len(zones_4326)), "epsilon": eps_rep},
+        },
+        "client": _trajectory_client(traj, eps_traj, ps, max_points),
+    }
+
+
+def _kind_of(des: Design | Pilot) -> str:
+    """The campaign kind of a design, or the refusal of one a campaign cannot hold."""
+    if isinstance(des, Pilot):
+        return "pilot"
+    if isinstance(des, TrajectoryDesign):
+        return "trajectory"
+    if isinstance(des, ReportDesign):
+        return "report"
+    if isinstance(des, Composition) and not TrajectoryDesign(des.mechanism).continuous:
+        return "hybrid"
+    raise ValueError(
+        f"The design {_name_of(des)!r} cannot be run as a campaign of per-user reports: a campaign holds "
+        "'tp', 'atp', 'pointem', 'tracs-d', 'tracs-c', a 'report:...' design or a 'hybrid:...' of TP, ATP "
+        "or PointEM and a report. LDPTrace's collector asks its users in two rounds (the second round's "
+        "length depends on the first's reports) and synthesises from their sum: run it with "
+        "geoldp collect."
+    )
+
+
+def _max_points(document: dict[str, Any]) -> int:
+    par = document["parameters"] or {}
+    if document["kind"] == "hybrid":
+        par = par["trajectory"]
+    return int(par.get("max_points", DEFAULT_MAX_POINTS))
+
+
+def _report_parameters(des: ReportDesign, eps: float, n_zones: int) -> dict[str, Any]:
+    """The public parameters of a report design over ``n_zones`` zones at ``eps`` (its oracle, its domain)."""
+    rdes = report_design(des.statistic, n_zones, eps, pad_length=des.pad_length, caller=_CALLER)
+    return {
+        "statistic": des.statistic,
+        "pad_length": des.pad_length,
+        "oracle": rdes.oracle.name,
+        "n_zones": n_zones,
+        "base": rdes.base,
+        "domain": rdes.d,
+        "estimator": des.estimator,
+        "coarse": des.coarse,
+    }
 
 
 def _label(value: Any) -> Any:
@@ -380,8 +511,45 @@ def _length_row(mech: Any, n: int, m: int) -> Any:
     return rows
 
 
+def _tracs_client(des: TrajectoryDesign, eps: float, ps: Any, max_points: int) -> dict[str, Any]:
+    """What a device's TraCS randomiser reads: the central release's plane and box, each length's budgets.
+
+    The box is P's bounding box (public), as :meth:`TrajectoryDesign.release` takes it.
+    """
+    import re
+
+    from geoldp._core import box as _box
+
+    lon, lat = np.asarray(ps.lon, dtype=np.float64), np.asarray(ps.lat, dtype=np.float64)
+    bounds = (float(np.min(lon)), float(np.min(lat)), float(np.max(lon)), float(np.max(lat)))
+    box = _box.planar_box(bounds, "EPSG:4326", caller=_CALLER)
+    plane = {  # read from the definition itself: the client projects with exactly these numbers
+        k: float(v) for k, v in re.findall(r"\+(lat_0|lon_0|R)=(\S+)", box.plane_definition)
+    }
+    mech = engine.resolve_mechanism(des.mechanism, eps, {"bounds": box.planar_bounds}, caller=_CALLER)
+    origin = getattr(mech, "origin_point", None)
+
+    def row(n: int) -> Any:
+        try:
+            mech.check_budgets(n)
+        except ValueError as exc:
+            return str(exc)
+        return [float(v) for v in mech.stage_budgets(n)]
+
+    return {
+        "kernel": "tracs_d_kernel" if des.mechanism == "tracs-d" else "tracs_c_kernel",
+        "plane": {"lat_0": plane["lat_0"], "lon_0": plane["lon_0"], "radius_m": plane["R"]},
+        "bounds": list(bounds),
+        "planar_bounds": [float(v) for v in box.planar_bounds],
+        "origin": None if origin is None else [float(v) for v in origin],
+        "lengths": [None] + [row(n) for n in range(1, max_points + 1)],
+    }
+
+
 def _trajectory_client(des: TrajectoryDesign, eps: float, ps: Any, max_points: int) -> dict[str, Any]:
     """What a device's randomiser reads of P and the design: P's grid, the plan, each length's budgets."""
+    if des.continuous:
+        return _tracs_client(des, eps, ps, max_points)
     mech = engine.resolve_mechanism(des.mechanism, eps, {}, caller=_CALLER)
     index = fast_grid.get_index(ps)
     plan = mech.sampler_plan
