@@ -14,6 +14,7 @@ import pandas as pd
 import pytest
 import shapely
 from conftest import CITY_LAT, CITY_LON, SECRET_ID, SECRET_TIME
+from routes_support import route_points, route_series
 
 import geoldp
 from geoldp import GeoLDPWarning, PrivacyWarning
@@ -573,24 +574,9 @@ def test_accessor_methods_have_full_numpydoc_docstrings(name):
 # -------------------------------------------- GeoSeries.ldp: the frame path for a series of LineStrings
 
 
-def _series():
-    rows = [
-        shapely.linestrings([[116.301, 39.901], [116.311, 39.909], [116.321, 39.902]]),
-        shapely.linestrings([[116.329, 39.918], [116.305, 39.903]]),
-        shapely.linestrings([[116.312, 39.911], [116.318, 39.913], [116.325, 39.91], [116.302, 39.9]]),
-    ]
-    return gpd.GeoSeries(rows, index=["b", "a", "b"], crs="EPSG:4326", name="route")
-
-
-def _points():
-    lon = [116.30, 116.31, 116.32, 116.33, 116.305]
-    lat = [39.90, 39.91, 39.90, 39.92, 39.915]
-    return geoldp.PointSet(lon, lat)
-
-
 @pytest.mark.parametrize("mechanism", ["tp", "atp", "pointem"])
 def test_geoseries_accessor_equals_the_frame_path(mechanism):
-    s, pts = _series(), _points()
+    s, pts = route_series(), route_points()
     before = s.copy()
     out = s.ldp.perturb(pts, mechanism=mechanism, epsilon=6.0, rng=7)
     frame = gpd.GeoDataFrame(geometry=s.rename("geometry"), crs=s.crs)
@@ -608,16 +594,16 @@ def test_geoseries_accessor_refuses_frame_only_arguments_and_plain_series():
     import pandas as pd
 
     with pytest.raises(TypeError, match=r"'keep_columns'.*GeoDataFrame"):
-        _series().ldp.perturb(_points(), epsilon=4.0, keep_columns=["x"])
+        route_series().ldp.perturb(route_points(), epsilon=4.0, keep_columns=["x"])
     with pytest.raises(TypeError, match="'user_col'"):
-        _series().ldp.perturb(_points(), epsilon=4.0, user_col="u")
+        route_series().ldp.perturb(route_points(), epsilon=4.0, user_col="u")
     assert not hasattr(pd.Series([1.0, 2.0]), "ldp")
     with pytest.raises(AttributeError, match="GeoSeries"):
         pd.Series([1.0]).ldp  # noqa: B018
 
 
 def test_geoseries_snap_equals_frame_snap():
-    s, pts = _series(), _points()
+    s, pts = route_series(), route_points()
     frame = gpd.GeoDataFrame(geometry=s.rename("geometry"), crs=s.crs)
     got = s.ldp.snap(pts)
     ref = frame.ldp.snap(pts)

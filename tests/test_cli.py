@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import json
-import os
 import re
 import subprocess
 import sys
-from pathlib import Path
 
 import geopandas as gpd
 import numpy as np
@@ -1190,40 +1188,3 @@ def test_plan_max_length_is_the_public_bound_of_the_planner(files, monkeypatch, 
         err = capsys.readouterr().err
         assert err.count("\n") == 1 and "--max-length" in err and "[1, 10000]" in err, err
     assert len(seen) == n_calls
-
-
-# ------------------------------- a light start: --help, --version and usage errors load no heavy module
-
-
-SOURCE = Path(geoldp.__file__).resolve().parent
-
-
-HEAVY = ("numba", "geopandas", "pandas", "geoldp.estimate", "geoldp.trajectory", "geoldp.accessor")
-
-
-def _python(code: str, tmp_path: Path) -> str:
-    env = dict(os.environ, PYTHONPATH=str(SOURCE.parent))
-    proc = subprocess.run(
-        [sys.executable, "-W", "error", "-c", code],
-        env=env,
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert proc.returncode == 0, proc.stderr
-    return proc.stdout
-
-
-@pytest.mark.parametrize(
-    ("argv", "status"), [(["--version"], 0), (["--help"], 0), (["perturb", "--help"], 0), (["perturb"], 2)]
-)
-def test_cli_answers_help_version_and_usage_errors_without_heavy_imports(tmp_path, argv, status):
-    code = (
-        "import contextlib, io, sys\n"
-        "from geoldp.cli import main\n"
-        "with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):\n"
-        f"    rc = main({argv!r})\n"
-        f"print(rc, [m for m in {HEAVY!r} if m in sys.modules])\n"
-    )
-    assert _python(code, tmp_path).split(maxsplit=1) == [str(status), "[]\n"]

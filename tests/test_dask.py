@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import shapely
+from routes_support import route_points, route_series
 
 import geoldp
 from geoldp import GeoLDPWarning
@@ -358,21 +359,6 @@ def test_tiny_epsilon_is_refused_by_dask(toy_lines, city_points):
 # ------------------------------------------------------- ddf.ldp: the accessor of dask_geopandas frames
 
 
-def _series():
-    rows = [
-        shapely.linestrings([[116.301, 39.901], [116.311, 39.909], [116.321, 39.902]]),
-        shapely.linestrings([[116.329, 39.918], [116.305, 39.903]]),
-        shapely.linestrings([[116.312, 39.911], [116.318, 39.913], [116.325, 39.91], [116.302, 39.9]]),
-    ]
-    return gpd.GeoSeries(rows, index=["b", "a", "b"], crs="EPSG:4326", name="route")
-
-
-def _points():
-    lon = [116.30, 116.31, 116.32, 116.33, 116.305]
-    lat = [39.90, 39.91, 39.90, 39.92, 39.915]
-    return geoldp.PointSet(lon, lat)
-
-
 @pytest.mark.parametrize("order", ["geoldp.dask first", "dask first"])
 def test_dask_accessor_registered_in_either_import_order(order):
     pytest.importorskip("dask_geopandas")
@@ -397,10 +383,10 @@ def test_dask_accessor_equals_geoldp_dask_perturb():
     dask_geopandas = pytest.importorskip("dask_geopandas")
     import geoldp.dask
 
-    lines = _series().iloc[:2]
+    lines = route_series().iloc[:2]
     gdf = gpd.GeoDataFrame({"k": [1, 2]}, geometry=lines.values, index=lines.index, crs=lines.crs)
     ddf = dask_geopandas.from_geopandas(gdf, npartitions=2)
-    pts = _points()
+    pts = route_points()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", geoldp.PrivacyWarning)  # short trips: per-point budget warning
         got = ddf.ldp.perturb(pts, mechanism="atp", epsilon=6.0, rng=3).compute()

@@ -65,3 +65,18 @@ def test_lazy_names_are_the_real_objects():
         assert getattr(geoldp, name) is not None
     with pytest.raises(AttributeError, match="no attribute 'nope'"):
         geoldp.nope  # noqa: B018
+
+
+# the command line answers --help, --version and usage errors without loading a heavy module
+@pytest.mark.parametrize(
+    ("argv", "status"), [(["--version"], 0), (["--help"], 0), (["perturb", "--help"], 0), (["perturb"], 2)]
+)
+def test_cli_answers_help_version_and_usage_errors_without_heavy_imports(tmp_path, argv, status):
+    code = (
+        "import contextlib, io, sys\n"
+        "from geoldp.cli import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):\n"
+        f"    rc = main({argv!r})\n"
+        f"print(rc, [m for m in {HEAVY!r} if m in sys.modules])\n"
+    )
+    assert _python(code, tmp_path).split(maxsplit=1) == [str(status), "[]\n"]
