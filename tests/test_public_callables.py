@@ -256,22 +256,14 @@ CASES: dict[str, tuple[Callable_, list[Bad]]] = {
             Bad("k", 0),
             Bad("k", 2.5),
             Bad("bins", 0),
-            Bad(
-                "epsilon",
-                NAN,
-                gap="geoldp.evaluate checks epsilon only with estimate=True: NaN passes silently",
-            ),
+            Bad("epsilon", NAN),
         ],
     ),
     "zone_grid": (
         Callable_("geoldp.zone_grid", _zone_grid, {"cells": 3}),
         [
             Bad("cells", 0),
-            Bad(
-                "cells",
-                "three",
-                gap="geoldp.zones._check_cells unpacks a string: 'too many values to unpack'",
-            ),
+            Bad("cells", "three"),
             Bad("cell_km", -1.0),
             Bad("cell_km", NAN),
         ],
@@ -359,23 +351,14 @@ CASES: dict[str, tuple[Callable_, list[Bad]]] = {
     "designs.design": (
         Callable_("geoldp.designs.design", _design, {"name": "atp"}),
         [
-            Bad(
-                "name",
-                "nope",
-                ("atp", "tp", "pointem", "report"),
-                gap="geoldp.designs.design: 'Unknown design ...' does not name the 'name' parameter",
-            ),
+            Bad("name", "nope", ("atp", "tp", "pointem", "report")),
         ],
     ),
     "reports.choose_oracle": (
         Callable_("geoldp.reports.choose_oracle", _choose_oracle, {"d": 10, "epsilon": 2.0}),
         [
-            Bad(
-                "d", -1, gap="geoldp.mechanisms.oracles.choose_oracle: AssertionError 'unreachable' for d < 1"
-            ),
-            Bad(
-                "epsilon", NAN, gap="choose_oracle: 'cannot convert float NaN to integer', no parameter named"
-            ),
+            Bad("d", -1),
+            Bad("epsilon", NAN),
         ],
     ),
     "mechanisms.KRR": (

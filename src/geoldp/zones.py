@@ -264,7 +264,12 @@ def zone_of_vertices(zones: Zones, lon: np.ndarray, lat: np.ndarray) -> np.ndarr
 
 
 def _check_cells(cells: Any, caller: str) -> tuple[int, int]:
-    nx, ny = (cells, cells) if isinstance(cells, int | np.integer) else tuple(cells)
+    try:
+        nx, ny = (cells, cells) if isinstance(cells, int | np.integer) else tuple(cells)
+    except (TypeError, ValueError):  # not a pair: a string, a float, a triple ...
+        raise ValueError(
+            f"The 'cells' parameter of {caller} must be an int >= 1 or a pair of them. Got {cells!r}."
+        ) from None
     for v in (nx, ny):
         if isinstance(v, bool | np.bool_) or not isinstance(v, int | np.integer) or int(v) < 1:
             raise ValueError(f"The 'cells' parameter of {caller} must be an int >= 1 or a pair of them.")

@@ -223,7 +223,8 @@ def parse(name: Any, *, question: Any = None, caller: str = "geoldp.designs.desi
     parser = _KINDS.get(head)
     if parser is None:
         raise ValueError(
-            f"Unknown design {name!r} in {caller}: a design name starts with one of {sorted(_KINDS)} "
+            f"Unknown design {name!r} for the 'name' parameter of {caller}: a design name starts with one of "
+            f"{sorted(_KINDS)} "
             "(geoldp plan prints the names it ranks)."
         )
     try:

@@ -54,7 +54,7 @@ from geoldp._core.randomness import (
     stream_next_u32,
     stream_reset,
 )
-from geoldp._core.validation import check_int_min
+from geoldp._core.validation import check_epsilon, check_int_min, check_int_range
 from geoldp.mechanisms.krr import krr_constants
 
 __all__ = ["oue_counts", "oue_estimate", "oue_perturb", "oue_pmf", "oue_probabilities"]
@@ -241,6 +241,8 @@ def choose_oracle(d: int, epsilon: float) -> str:
     >>> choose_oracle(5, 2.0), choose_oracle(500, 2.0), choose_oracle(10_000, 2.0)
     ('krr', 'oue', 'olh')
     """
+    d = check_int_range(d, "d", minimum=1, caller="choose_oracle")
+    epsilon = check_epsilon(epsilon, caller="choose_oracle")
     return split_oracle(d, [(epsilon, 1)])
 
 

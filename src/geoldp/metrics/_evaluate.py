@@ -18,7 +18,7 @@ from geoldp._core.ledger import ledger_of
 from geoldp._core.pointset import PointSet
 from geoldp._core.progress import stages
 from geoldp._core.randomness import resolve_rng
-from geoldp._core.validation import check_bool, check_int_min
+from geoldp._core.validation import check_bool, check_epsilon, check_int_min
 from geoldp.metrics._baselines import BASELINES, baseline_release, uniform_ne_prq
 from geoldp.metrics._distributions import check_dist_args, diameters_km, histogram_jsd, lengths_km
 from geoldp.metrics._hotspots import hotspot_scores
@@ -253,6 +253,8 @@ def evaluate(
     """
     caller = "evaluate"
     progress = check_bool(progress, "progress", caller=caller)
+    if epsilon is not None:  # checked whether or not it is used, so a bad value is never silently kept
+        epsilon = check_epsilon(epsilon, caller=caller)
     s = _setup(original, points, delta_km, regions, zones, sanity_bound, k, bins, caller)
     _check_estimate_args(estimate, estimate_options, s.pts, caller)
     if label is None and mechanism is not None and not _ledger_mechanism(perturbed):
