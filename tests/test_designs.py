@@ -285,3 +285,13 @@ def test_the_inverse_variance_hybrid_answers_inside_its_own_clipped_interval(que
     lo, hi, est = ans["lower"].to_numpy(), ans["upper"].to_numpy(), ans["estimate"].to_numpy()
     assert (lo >= 0).all() and (hi <= n).all() and (lo <= est).all() and (est <= hi).all()
     assert (ans["raw"] < 0).any()  # at ε = 2 on 300 trips some combined counts come out below 0
+
+
+def test_a_maximum_length_beyond_the_longest_trajectory_is_refused_at_once():
+    # the bound is a trajectory length (at most MAX_LENGTH points), not a number of users: a huge value
+    # is refused before anything is simulated
+    from geoldp._core.validation import MAX_LENGTH
+
+    pts, _, zones = _pilot_city(200)
+    with pytest.raises(ValueError, match="max_length"):
+        geoldp.plan(pts, zones, epsilon=4.0, n=1000, max_length=MAX_LENGTH + 1, rng=0)

@@ -91,6 +91,7 @@ from geoldp._core.box import planar_box
 from geoldp._core.geo import haversine_array_m
 from geoldp._core.progress import stages
 from geoldp._core.validation import (
+    MAX_LENGTH,
     MAX_PLAN_USERS,
     MIN_EPSILON,
     check_count,
@@ -763,7 +764,7 @@ def plan(
     n = check_count(n, "n", caller=caller, maximum=MAX_PLAN_USERS)
     check_lengths(lengths, caller=caller)
     if max_length is not None:
-        max_length = check_count(max_length, "max_length", caller=caller, maximum=MAX_PLAN_USERS)
+        max_length = check_count(max_length, "max_length", caller=caller, maximum=MAX_LENGTH)
         if lengths is None and pilot is None:  # the public bound replaces a private length distribution
             lengths = list(range(min(2, max_length), max_length + 1))
     ps = _frames.as_pointset(points, caller=caller)
