@@ -304,40 +304,47 @@ def check_campaign(document: Any, *, where: str = "The campaign") -> dict[str, A
         raise _fail(where, "has a 'user_total_epsilon' below its 'epsilon': no user could send a report.")
     if not isinstance(document["epsilon_exact"], str) or not isinstance(document["ledger"], dict):
         raise _fail(where, "has a malformed 'epsilon_exact' or 'ledger'.")
-    points = document["points"]
-    if points is not None:
-        _keys(points, _POINTS_KEYS, where, "points")
-        lon = _finite_list(points["lon"], where, "points.lon")
-        lat = _finite_list(points["lat"], where, "points.lat", length=len(lon))
-        if len(lon) < 2:
-            raise _fail(where, "has fewer than 2 public points.")
-        if points["digest"] != points_digest(lon, lat):
-            raise _fail(where, "has public points that do not match their digest: download the file again.")
-        diameter = points["diameter_m"]
-        if not isinstance(diameter, float) or not (0.0 < diameter < math.inf):
-            raise _fail(where, "has a malformed 'points.diameter_m'.")
+    if document["points"] is not None:
+        _check_points(document["points"], where)
     for member in ("zones", "report_zones"):
-        zones = document[member]
-        if zones is None:
-            continue
-        _keys(zones, _ZONES_KEYS, where, member)
-        labels, polygons = zones["labels"], zones["polygons"]
-        if not isinstance(labels, list) or not isinstance(polygons, list) or len(labels) != len(polygons):
-            raise _fail(where, f"has malformed '{member}' (as many labels as polygons are expected).")
-        if not polygons:
-            raise _fail(where, f"has no zones in '{member}'.")
-        if zones["crs"] != "EPSG:4326":
-            raise _fail(where, f"has '{member}' in {zones['crs']!r}; campaign zones are in EPSG:4326.")
-        if zones["digest"] != zones_digest(labels, polygons):
-            raise _fail(where, f"has '{member}' that do not match their digest: download the file again.")
-        for k, zone in enumerate(polygons):
-            _check_zone(zone, where, f"{member}.polygons[{k}]")
+        if document[member] is not None:
+            _check_zones(document[member], where, member)
     parameters = _keys(document["parameters"], _PARAMETER_KEYS[kind], where, "parameters")
     if kind == "hybrid":
         _check_hybrid(document, parameters, where)
     for view in part_views(document).values():
         _check_part(view, where)
     return document
+
+
+def _check_points(points: Any, where: str) -> None:
+    """The public points: coordinates, at least two, their digest and diameter."""
+    _keys(points, _POINTS_KEYS, where, "points")
+    lon = _finite_list(points["lon"], where, "points.lon")
+    lat = _finite_list(points["lat"], where, "points.lat", length=len(lon))
+    if len(lon) < 2:
+        raise _fail(where, "has fewer than 2 public points.")
+    if points["digest"] != points_digest(lon, lat):
+        raise _fail(where, "has public points that do not match their digest: download the file again.")
+    diameter = points["diameter_m"]
+    if not isinstance(diameter, float) or not (0.0 < diameter < math.inf):
+        raise _fail(where, "has a malformed 'points.diameter_m'.")
+
+
+def _check_zones(zones: Any, where: str, member: str) -> None:
+    """One zones member: labels and polygons, EPSG:4326, their digest, every polygon."""
+    _keys(zones, _ZONES_KEYS, where, member)
+    labels, polygons = zones["labels"], zones["polygons"]
+    if not isinstance(labels, list) or not isinstance(polygons, list) or len(labels) != len(polygons):
+        raise _fail(where, f"has malformed '{member}' (as many labels as polygons are expected).")
+    if not polygons:
+        raise _fail(where, f"has no zones in '{member}'.")
+    if zones["crs"] != "EPSG:4326":
+        raise _fail(where, f"has '{member}' in {zones['crs']!r}; campaign zones are in EPSG:4326.")
+    if zones["digest"] != zones_digest(labels, polygons):
+        raise _fail(where, f"has '{member}' that do not match their digest: download the file again.")
+    for k, zone in enumerate(polygons):
+        _check_zone(zone, where, f"{member}.polygons[{k}]")
 
 
 def _check_hybrid(document: Mapping[str, Any], parameters: Mapping[str, Any], where: str) -> None:
