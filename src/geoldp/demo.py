@@ -280,8 +280,9 @@ def save_comparison_html(
     points: Any = None,
     overwrite: bool = False,
 ) -> Path | None:
-    """Write the interactive comparison map (:func:`geoldp.explore.explore_release`: the release over the
-    originals, the public points) as one HTML page that renders offline; ``None`` without folium.
+    """Write the interactive comparison map as one HTML page that renders offline; ``None`` without folium.
+
+    The map is :func:`geoldp.explore.explore_release`: the release over the originals, the public points.
 
     The page holds the original trajectories: it is as private as they are. It is written atomically,
     over an existing file only with ``overwrite=True``.
@@ -383,6 +384,19 @@ def _print_plan(points: Any, n: int, epsilon: float, seed: int, out: TextIO) -> 
     print("", file=out, flush=True)
 
 
+def _privacy_notes(caught: list[warnings.WarningMessage]) -> list[str]:
+    """The distinct PrivacyWarning texts among ``caught``; every other warning is re-issued unchanged."""
+    notes: list[str] = []
+    for w in caught:
+        if issubclass(w.category, PrivacyWarning):
+            text = " ".join(str(w.message).split())
+            if text not in notes:
+                notes.append(text)
+        else:
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    return notes
+
+
 def run_demo(
     output: str | Path | None = "geoldp-demo",
     *,
@@ -477,14 +491,7 @@ def run_demo(
             "ATP": trips.ldp.perturb(points, mechanism="atp", epsilon=epsilon, rng=rng),
         }
     seconds = time.perf_counter() - t0
-    notes = []
-    for w in caught:
-        if issubclass(w.category, PrivacyWarning):
-            text = " ".join(str(w.message).split())
-            if text not in notes:
-                notes.append(text)
-        else:  # anything else is re-issued unchanged
-            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    notes = _privacy_notes(caught)
 
     text = f"Perturbed in {seconds:.1f} s; evaluating and estimating from the ATP release ..."
     print(text, file=out, flush=True)

@@ -658,8 +658,10 @@ def build_geometry(
 
 
 def geometry_from_coords(ft: TrajectoryArrays, coords: np.ndarray, n_rows: int) -> np.ndarray:
-    """A geometry array aligned with the input rows from output vertices ``coords`` (N, 2), in ``ft``'s
-    vertex order (rows left out by ``on_invalid="null"`` get ``None``)."""
+    """A geometry array aligned with the input rows, from output vertices ``coords`` (N, 2).
+
+    ``coords`` are in ``ft``'s vertex order; rows left out by ``on_invalid="null"`` get ``None``.
+    """
     result = np.full(n_rows, None, dtype=object)
     if ft.n_trajectories == 0:
         return result
