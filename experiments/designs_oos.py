@@ -140,6 +140,45 @@ VARIANTS = {
         "_PILOT_BASELINE_FALLBACK": True,
     },
 }
+#: Variants whose pilot users report **LDPTrace** (:func:`geoldp.synthesize`, their whole ε) instead of
+#: the three histograms; the plan's public ``prior`` is the synthetic population, placed on P
+#: (post-processing of the ε-LDP release and public inputs only). Settings: ``grid`` (an int side over
+#: P's box; ``"zones"``: the zones' own 10 × 10 grid over their bounds; ``"auto"``: the published rule
+#: with the pilot size and the public length hint :data:`MAX_LENGTH`), ``place`` (``"centre"``: each
+#: synthetic cell at the point of P nearest its centre; ``"cell"``: a uniform point of P in the cell),
+#: ``lengths`` (``"cells"``: one point per synthetic cell; ``"public"``: a length drawn uniformly from
+#: the cells' count .. :data:`MAX_LENGTH`, the extra points in the trajectory's cells), ``count``
+#: (synthetic trajectories: ``"n"``, as many as the plan simulates; ``"pilot"``, as many as the pilot
+#: users) and ``mix`` (also simulate the walks fitted to the synthetic population's own histograms, a
+#: plausible-populations set as ``walks-plausible``).
+SYNTH_VARIANTS: dict[str, dict] = {
+    "ldptrace:6": {"grid": 6, "place": "cell", "lengths": "public", "count": "n", "mix": False},
+    "ldptrace:6:centres": {"grid": 6, "place": "centre", "lengths": "cells", "count": "n", "mix": False},
+    "ldptrace:zones": {"grid": "zones", "place": "cell", "lengths": "public", "count": "n", "mix": False},
+    "ldptrace:zones:cells": {
+        "grid": "zones",
+        "place": "cell",
+        "lengths": "cells",
+        "count": "n",
+        "mix": False,
+    },
+    "ldptrace:6:cells": {"grid": 6, "place": "cell", "lengths": "cells", "count": "n", "mix": False},
+    "ldptrace:auto": {"grid": "auto", "place": "cell", "lengths": "public", "count": "n", "mix": False},
+    "ldptrace:zones:pilot-count": {
+        "grid": "zones",
+        "place": "cell",
+        "lengths": "public",
+        "count": "pilot",
+        "mix": False,
+    },
+    "ldptrace:zones:cells+walks": {
+        "grid": "zones",
+        "place": "cell",
+        "lengths": "cells",
+        "count": "n",
+        "mix": True,
+    },
+}
 #: Report designs with an interval: (statistic, ℓ)
 CHECKED = {
     "report:visited_zone": ("visited_zone", 1),
@@ -227,6 +266,107 @@ def pilot_estimate(trips, zones, eps: float, rows: np.ndarray):
     led = geoldp.ledger_of(reports)
     assert led.epsilon == eps and sum(led.settings["split"].values()) <= eps * (1 + 1e-12)
     return design.estimate(reports, zones)
+
+
+def synthetic_pilot(trips, points, zones, eps: float, rows: np.ndarray, size: int, spec: dict):
+    """The pilot users' LDPTrace release (ε each) and the population placed on P from it (public).
+
+    Returns (the synthetic release, the population as LineStrings over P's points, and as P indices).
+    """
+    import geopandas as gpd
+    import shapely
+
+    import geoldp
+    from geoldp import ldptrace
+
+    grid = spec["grid"]
+    kw = {}
+    if grid == "zones":
+        z = zones.geometry if hasattr(zones, "geometry") else zones
+        kw = {"bounds": tuple(float(b) for b in z.total_bounds), "grid_size": ins.CELLS}
+    elif grid == "auto":
+        kw = {"points": points, "grid_size": "auto", "length_hint": float(MAX_LENGTH)}
+    else:
+        kw = {"points": points, "grid_size": int(grid)}
+    n_syn = len(rows) if spec["count"] == "pilot" else size
+    # the length reports' domain is the public maximum length (longer grid trajectories report it)
+    syn = geoldp.synthesize(
+        trips.iloc[rows], epsilon=eps, n_synthetic=n_syn, length_domain=MAX_LENGTH, rng=SEED + 50, **kw
+    )
+    # privacy: one release at the whole ε of each pilot user
+    led = geoldp.ledger_of(syn)
+    assert led.epsilon == eps and led.settings["n_users"] == len(rows)
+    # from here on: the synthetic release (its cells, from its ledger's grid) and public P only
+    g, cells, offsets, clon, clat = ldptrace.synthetic_cells(syn, caller="designs_oos")
+    lon, lat = points.lon.to_numpy(), points.lat.to_numpy()
+    p_cell = g.cells(lon, lat)
+    ps = geoldp.PointSet(lon, lat)
+    nearest = np.asarray(ps.nearest(clon, clat)[0], dtype=np.int64)
+    order = np.argsort(p_cell, kind="stable")
+    members = np.bincount(p_cell, minlength=g.size)
+    first = np.concatenate([[0], np.cumsum(members)])
+    gen = np.random.default_rng([SEED, 51, len(rows)])
+    lines, seqs = [], []
+    for a, b in zip(offsets[:-1], offsets[1:], strict=True):
+        c = cells[a:b]
+        m = c.shape[0]
+        if spec["lengths"] == "public":
+            length = int(gen.integers(max(2, min(m, MAX_LENGTH)), MAX_LENGTH + 1))
+        else:
+            length = max(1, min(m, MAX_LENGTH))
+        if m >= length:  # evenly spaced cells, the first and the last kept
+            slots = c[np.round(np.linspace(0, m - 1, length)).astype(np.int64)]
+        else:  # one point per cell, the extra points in cells drawn uniformly, in the trajectory's order
+            extra = np.bincount(gen.integers(0, m, length - m), minlength=m)
+            slots = np.repeat(c, 1 + extra)
+        if spec["place"] == "cell":
+            k = members[slots]
+            at = first[slots] + (gen.uniform(size=slots.shape[0]) * np.maximum(k, 1)).astype(np.int64)
+            idx = np.where(k > 0, order[np.minimum(at, order.shape[0] - 1)], nearest[slots])
+        else:
+            idx = nearest[slots]
+        if idx.shape[0] == 1:
+            idx = np.repeat(idx, 2)
+        seqs.append(idx)
+        lines.append(shapely.linestrings(np.column_stack([lon[idx], lat[idx]])))
+    return syn, gpd.GeoDataFrame(geometry=lines, crs="EPSG:4326"), seqs
+
+
+def population_pilot(seqs, points, zones):
+    """A :class:`geoldp.designs.PilotEstimate` of a (public, synthetic) population's own histograms.
+
+    Exact shares, no noise: the population is post-processing of the synthetic release. Its visited-cell
+    share is the expected share of one visited coarse cell sampled uniformly per trajectory.
+    """
+    from geoldp.designs.coarse import coarse_zones
+    from geoldp.designs.pilot import Pilot, PilotEstimate
+    from geoldp.zones import check_zones, zone_of_vertices
+
+    conf = Pilot()
+    z = check_zones(zones, caller="designs_oos")
+    coarse = coarse_zones(z.series)
+    cz = check_zones(coarse, caller="designs_oos")
+    lon, lat = points.lon.to_numpy(), points.lat.to_numpy()
+    zp = zone_of_vertices(z, lon, lat)
+    cp = zone_of_vertices(cz, lon, lat)
+    lengths = np.array([s.shape[0] for s in seqs])
+    counts = np.array([np.unique(zp[s][zp[s] < z.size]).size for s in seqs])
+    cells = np.zeros(cz.size + 1)
+    for s in seqs:
+        v = np.unique(cp[s])
+        cells[v] += 1.0 / v.size
+    n = len(seqs)
+    length_cls = np.searchsorted(conf.length_edges, lengths, side="right")
+    zone_cls = np.searchsorted(conf.zone_edges, counts, side="right")
+    return PilotEstimate(
+        conf.length_edges,
+        conf.zone_edges,
+        np.bincount(length_cls, minlength=len(conf.length_edges) + 1) / n,
+        np.bincount(zone_cls, minlength=len(conf.zone_edges) + 1) / n,
+        cells / n,
+        n,
+        coarse,
+    )
 
 
 # --------------------------------------------------------------------------------------------------
@@ -421,6 +561,10 @@ def plan_stage(args) -> None:
 
     for attr, value in VARIANTS.get(args.variant, {}).items():
         setattr(planner, attr, value)
+    synth = SYNTH_VARIANTS.get(args.variant)
+    if synth is not None and synth["mix"]:
+        for attr, value in VARIANTS["walks-plausible"].items():
+            setattr(planner, attr, value)
     rows = []
     for name in args.datasets:
         if not (args.data / name).exists():
@@ -429,7 +573,17 @@ def plan_stage(args) -> None:
         n = len(seqs)
         prow, mrow = pilot_split(n)
         for eps in args.eps:
-            pilot = pilot_estimate(trips, zones, eps, prow)
+            extra = {}
+            if synth is None:
+                pilot = pilot_estimate(trips, zones, eps, prow)
+            else:  # the pilot users report LDPTrace: the plan reads the synthetic population only
+                size = min(len(mrow), planner._SIM_MAX)
+                _, prior, syn_seqs = synthetic_pilot(trips, points, zones, eps, prow, size, synth)
+                if synth["mix"]:
+                    pilot = population_pilot(syn_seqs, points, zones)
+                    extra = {"synthetic": syn_seqs}
+                else:
+                    pilot = None
             for q in ins.QUESTIONS:
                 answering = [d for d in ins.DESIGNS if q in PLANNED[d].questions]
                 for mode in args.modes:
@@ -437,9 +591,12 @@ def plan_stage(args) -> None:
                     # the public maximum length bounds the pilot's length classes, or replaces the lengths
                     kw = {"pilot": pilot, "n": len(mrow)} if mode == "pilot" else {"n": n}
                     kw["max_length"] = MAX_LENGTH
-                    tab = geoldp.plan(
-                        points, zones, epsilon=eps, question=q, designs=answering, rng=SEED, **kw
-                    )
+                    if mode == "pilot" and synth is not None and not synth["mix"]:
+                        kw = {"prior": prior, "n": len(mrow), "max_length": MAX_LENGTH}
+                    with _extra_populations(planner, extra if mode == "pilot" else {}):
+                        tab = geoldp.plan(
+                            points, zones, epsilon=eps, question=q, designs=answering, rng=SEED, **kw
+                        )
                     pick = tab.attrs["recommended"]
                     rows.append(
                         {
@@ -466,6 +623,33 @@ def plan_stage(args) -> None:
                 old = old[[tuple(r) not in have for r in old[key].to_numpy().tolist()]]
                 new = pd.concat([old, new], ignore_index=True)
             new.to_csv(path, index=False)
+
+
+class _extra_populations:
+    """Within the block, a pilot plan also simulates these populations (first), beside its walks."""
+
+    def __init__(self, planner, extra: dict) -> None:
+        self.planner, self.extra, self.orig = planner, extra, planner._pilot_populations
+
+    def __enter__(self):
+        if self.extra:
+            orig, extra = self.orig, self.extra
+
+            def populations(*a, **k):
+                walks = orig(*a, **k)
+                size = len(next(iter(walks.values())))
+                gen = a[3]
+                out = {
+                    label: [seqs[i] for i in gen.choice(len(seqs), size=size, replace=len(seqs) < size)]
+                    for label, seqs in extra.items()
+                }
+                return {**out, **walks}
+
+            self.planner._pilot_populations = populations
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.planner._pilot_populations = self.orig
 
 
 # --------------------------------------------------------------------------------------------------
