@@ -231,6 +231,51 @@ def _qr(x: list[int], a: int, b: int, c: int, d: int) -> None:
     x[a], x[b], x[c], x[d] = xa, xb, xc, xd
 
 
+_SIGMA = np.array([0x61707865, 0x3320646E, 0x79622D32, 0x6B206574], dtype=np.uint32)
+_QUARTERS = (
+    (0, 4, 8, 12),
+    (1, 5, 9, 13),
+    (2, 6, 10, 14),
+    (3, 7, 11, 15),
+    (0, 5, 10, 15),
+    (1, 6, 11, 12),
+    (2, 7, 8, 13),
+    (3, 4, 9, 14),
+)
+
+
+def _rotl(v: np.ndarray, r: int) -> np.ndarray:
+    return (v << np.uint32(r)) | (v >> np.uint32(32 - r))
+
+
+def _chacha_blocks(key: np.ndarray, stream: int, first: int, count: int) -> np.ndarray:
+    """ChaCha20 blocks ``first`` to ``first + count − 1`` of a stream, vectorised: ``(count · 16,)`` words.
+
+    Word for word :meth:`_Stream._block` of each counter, in block order (numpy's uint32 arithmetic
+    wraps modulo 2³², as the ``& 0xFFFFFFFF`` of the scalar version).
+    """
+    c = np.arange(first, first + count, dtype=np.uint64)
+    j = np.empty((16, count), dtype=np.uint32)
+    j[0:4] = _SIGMA[:, None]
+    j[4:12] = np.asarray(key, dtype=np.uint32)[:, None]
+    j[12] = (c & np.uint64(_M32)).astype(np.uint32)
+    j[13] = (c >> np.uint64(32)).astype(np.uint32)
+    j[14] = np.uint32(stream & _M32)
+    j[15] = np.uint32(stream >> 32)
+    x = [j[i].copy() for i in range(16)]
+    for _ in range(10):
+        for a, b, cc, d in _QUARTERS:
+            x[a] += x[b]
+            x[d] = _rotl(x[d] ^ x[a], 16)
+            x[cc] += x[d]
+            x[b] = _rotl(x[b] ^ x[cc], 12)
+            x[a] += x[b]
+            x[d] = _rotl(x[d] ^ x[a], 8)
+            x[cc] += x[d]
+            x[b] = _rotl(x[b] ^ x[cc], 7)
+    return (np.stack(x) + j).T.reshape(-1)
+
+
 class _Stream:
     """One ChaCha20 stream under a key, consumed word by word as geoldp's compiled stream functions do.
 
@@ -278,6 +323,30 @@ class _Stream:
         a = self.word() >> 5
         b = self.word() >> 6
         return float(a * 67108864 + b) * (1.0 / 9007199254740992.0)
+
+    def words(self, k: int) -> np.ndarray:
+        """The next ``k`` words at once (uint32): the words ``k`` calls of :meth:`word` give."""
+        parts = []
+        take = min(16 - self._pos, k)
+        if take > 0:
+            parts.append(np.array(self._buf[self._pos : self._pos + take], dtype=np.uint32))
+            self._pos += take
+            k -= take
+        if k > 0:
+            n_blocks = -(-k // 16)
+            w = _chacha_blocks(np.asarray(self._key, dtype=np.uint32), self._stream, self._counter, n_blocks)
+            self._counter += n_blocks
+            parts.append(w[:k])
+            self._buf = [int(v) for v in w[(n_blocks - 1) * 16 :]]
+            self._pos = k - (n_blocks - 1) * 16
+        return np.concatenate(parts) if parts else np.zeros(0, dtype=np.uint32)
+
+    def uniforms(self, n: int) -> np.ndarray:
+        """The next ``n`` uniforms at once: the floats ``n`` calls of :meth:`uniform` give."""
+        w = self.words(2 * n).astype(np.uint64)
+        return ((w[0::2] >> np.uint64(5)) * np.uint64(67108864) + (w[1::2] >> np.uint64(6))).astype(
+            np.float64
+        ) * (1.0 / 9007199254740992.0)
 
     def bernoulli(self, p: float) -> bool:
         """``uniform() < p``."""
@@ -488,6 +557,8 @@ class Client:
             self._prepare_trajectory()
         elif self.kind == "pilot":
             self._prepare_pilot()
+        elif self.kind == "ldptrace":
+            self._prepare_ldptrace()
         else:
             self._prepare_report()
 
@@ -849,6 +920,74 @@ class Client:
                 bits[v >> 3] |= np.uint8(1 << (7 - (v & 7)))
         return {"bits": bits.tobytes().hex()}
 
+    # -- LDPTrace: round 1 (the length) or round 2 (start, end, transitions), OUE bit vectors ---------
+    def _prepare_ldptrace(self) -> None:
+        from geoldp._ldptrace_grid import Grid
+
+        par = self.document["parameters"]
+        self._grid = Grid(*(float(b) for b in par["grid"]["bounds"]), n=int(par["grid"]["n"]))
+        self._round = int(par["round"])
+        self._length_domain = int(par["length_domain"])
+        self._max_length = 0 if par["max_length"] is None else int(par["max_length"])
+        eps = float(par["length_epsilon"] if self._round == 1 else par["per_report"])
+        t = math.exp(-eps)  # as geoldp.mechanisms.oracles.oue_probabilities
+        self._oue_q = t / (1.0 + t)
+
+    def ldptrace_cells(self, lon: np.ndarray, lat: np.ndarray) -> np.ndarray:
+        """The grid trajectory of one trajectory (:func:`geoldp.ldptrace.cell_sequences`, its own code)."""
+        from geoldp._ldptrace_grid import cell_sequences
+
+        cells, _ = cell_sequences(lon, lat, np.array([0, lon.shape[0]]), self._grid)
+        return cells
+
+    def ldptrace_values(self, lon: np.ndarray, lat: np.ndarray) -> list[int]:
+        """The true value of each OUE report of this round, in the order drawn (−1: an empty report).
+
+        Round 1: the length in cells, capped at the length domain D, minus 1. Round 2: the start cell,
+        the end cell, then the L − 1 transitions (``cell · 8 + move``) of the trajectory truncated to L
+        cells, padded with empty reports.
+        """
+        from geoldp._ldptrace_grid import round2_values
+
+        cells = self.ldptrace_cells(lon, lat)
+        if self._round == 1:
+            return [min(int(cells.shape[0]), self._length_domain) - 1]
+        start, end, moves = round2_values(cells, self._max_length, self._grid)
+        return [start, end, *(int(v) for v in moves)]
+
+    def ldptrace_probabilities(self, values: list[int]) -> list[np.ndarray]:
+        """Each report's per-bit probabilities of a 1: 1/2 at its true value, q = 1/(e^ε′ + 1) elsewhere."""
+        sizes = (
+            [self._length_domain]
+            if self._round == 1
+            else [self._grid.size, self._grid.size] + [8 * self._grid.size] * (self._max_length - 1)
+        )
+        out = []
+        for v, d in zip(values, sizes, strict=True):
+            p = np.full(d, self._oue_q)
+            if v >= 0:
+                p[v] = 0.5
+            out.append(p)
+        return out
+
+    def ldptrace_report(self, lon: np.ndarray, lat: np.ndarray, source: Any) -> dict[str, Any]:
+        """The OUE reports of this round for one trajectory, each bit ``uniform < probability`` of ``source``.
+
+        ``source`` has ``uniforms(n)`` (n uniforms at once). The bit vectors are hex (bit v is bit
+        7 − v % 8 of byte v // 8), drawn in order: the length (round 1); start, end, transitions
+        (round 2).
+        """
+        probs = self.ldptrace_probabilities(self.ldptrace_values(lon, lat))
+        flat = np.concatenate(probs)
+        bits = source.uniforms(flat.shape[0]) < flat
+        hexes, at = [], 0
+        for p in probs:
+            hexes.append(np.packbits(bits[at : at + p.shape[0]]).tobytes().hex())
+            at += p.shape[0]
+        if self._round == 1:
+            return {"length": hexes[0]}
+        return {"start": hexes[0], "end": hexes[1], "transitions": hexes[2:]}
+
     def _payload(self, lon: np.ndarray, lat: np.ndarray, key: np.ndarray) -> dict[str, Any]:
         """The report of one part of the trajectory, drawn from the stream of ``key`` (stream 0)."""
         if self.kind == "report":
@@ -873,6 +1012,9 @@ class Client:
         if self.kind == "pilot":  # the central pilot draws from its source directly (no stream key)
             payload, record_id = self._pilot_record(lon, lat, gen)
             return self._record(payload, record_id, user, gen)
+        if self.kind == "ldptrace":
+            (key,), record_id = _keys_and_id(gen, 1)
+            return self._record(self.ldptrace_report(lon, lat, _Stream(key, 0)), record_id, user, gen)
         keys, record_id = _keys_and_id(gen, len(parts))
         payloads = {
             kind: part._payload(lon, lat, key) for (kind, part), key in zip(parts.items(), keys, strict=True)
