@@ -232,27 +232,34 @@ def _qr(x: list[int], a: int, b: int, c: int, d: int) -> None:
 
 
 _SIGMA = np.array([0x61707865, 0x3320646E, 0x79622D32, 0x6B206574], dtype=np.uint32)
-_QUARTERS = (
-    (0, 4, 8, 12),
-    (1, 5, 9, 13),
-    (2, 6, 10, 14),
-    (3, 7, 11, 15),
-    (0, 5, 10, 15),
-    (1, 6, 11, 12),
-    (2, 7, 8, 13),
-    (3, 4, 9, 14),
-)
+#: Lane orders that turn a row of four lanes left by 0, 1, 2, 3 (turning by 4 − k turns back by k).
+_TURN = tuple(np.array([(i + k) % 4 for i in range(4)]) for k in range(4))
+_SHIFTS = tuple(np.uint32(r) for r in (16, 16, 12, 20, 8, 24, 7, 25))
 
 
-def _rotl(v: np.ndarray, r: int) -> np.ndarray:
-    return (v << np.uint32(r)) | (v >> np.uint32(32 - r))
+def _quarter_rounds(a: np.ndarray, b: np.ndarray, c: np.ndarray, d: np.ndarray) -> None:
+    """ChaCha's quarter round on four rows of lanes at once, in place (uint32 wraps modulo 2³²)."""
+    s16, r16, s12, r20, s8, r24, s7, r25 = _SHIFTS
+    a += b
+    d ^= a
+    d[...] = (d << s16) | (d >> r16)
+    c += d
+    b ^= c
+    b[...] = (b << s12) | (b >> r20)
+    a += b
+    d ^= a
+    d[...] = (d << s8) | (d >> r24)
+    c += d
+    b ^= c
+    b[...] = (b << s7) | (b >> r25)
 
 
 def _chacha_blocks(key: np.ndarray, stream: int, first: int, count: int) -> np.ndarray:
     """ChaCha20 blocks ``first`` to ``first + count − 1`` of a stream, vectorised: ``(count · 16,)`` words.
 
-    Word for word :meth:`_Stream._block` of each counter, in block order (numpy's uint32 arithmetic
-    wraps modulo 2³², as the ``& 0xFFFFFFFF`` of the scalar version).
+    Word for word :meth:`_Stream._block` of each counter, in block order. The state is four rows of
+    four lanes (per block): a column round works on the rows as they are, a diagonal round on rows
+    b, c, d turned by 1, 2, 3 lanes, as SIMD implementations do.
     """
     c = np.arange(first, first + count, dtype=np.uint64)
     j = np.empty((16, count), dtype=np.uint32)
@@ -262,18 +269,14 @@ def _chacha_blocks(key: np.ndarray, stream: int, first: int, count: int) -> np.n
     j[13] = (c >> np.uint64(32)).astype(np.uint32)
     j[14] = np.uint32(stream & _M32)
     j[15] = np.uint32(stream >> 32)
-    x = [j[i].copy() for i in range(16)]
+    x = j.reshape(4, 4, count).copy()
+    a, b, cc, d = x[0], x[1], x[2], x[3]
     for _ in range(10):
-        for a, b, cc, d in _QUARTERS:
-            x[a] += x[b]
-            x[d] = _rotl(x[d] ^ x[a], 16)
-            x[cc] += x[d]
-            x[b] = _rotl(x[b] ^ x[cc], 12)
-            x[a] += x[b]
-            x[d] = _rotl(x[d] ^ x[a], 8)
-            x[cc] += x[d]
-            x[b] = _rotl(x[b] ^ x[cc], 7)
-    return (np.stack(x) + j).T.reshape(-1)
+        _quarter_rounds(a, b, cc, d)
+        b[...], cc[...], d[...] = b[_TURN[1]], cc[_TURN[2]], d[_TURN[3]]
+        _quarter_rounds(a, b, cc, d)
+        b[...], cc[...], d[...] = b[_TURN[3]], cc[_TURN[2]], d[_TURN[1]]
+    return (x.reshape(16, count) + j).T.reshape(-1)
 
 
 class _Stream:

@@ -603,6 +603,30 @@ def release_of(campaign: Campaign, payloads: Iterable[str]) -> Any:
     return table
 
 
+def model_of(campaign: Campaign, payloads: list[str]) -> Any:
+    """The :class:`~geoldp.ldptrace.LDPTraceModel` of an LDPTrace round-2 campaign's stored payloads.
+
+    The round-1 sums the campaign holds give the length estimates; the bit sums of the round-2 reports
+    (:func:`bit_sums`) go through :func:`geoldp.ldptrace.model_from_sums`, the code the central
+    :func:`geoldp.ldptrace.collect` ends with.
+    """
+    from geoldp import ldptrace
+    from geoldp.mechanisms.oracles import oue_estimate
+
+    par = campaign.document["parameters"]
+    n, L = int(par["grid"]["n"]), int(par["max_length"])
+    grid = ldptrace.Grid(*(float(b) for b in par["grid"]["bounds"]), n=n)
+    sums = (
+        bit_sums(payloads, "start", grid.size),
+        bit_sums(payloads, "end", grid.size),
+        bit_sums(payloads, "transitions", 8 * grid.size),
+    )
+    e1 = float(par["length_epsilon"])
+    length_counts = oue_estimate(np.asarray(par["length_sums"]), int(par["length_reports"]), e1)
+    split = {"length": e1, "per_report": float(par["per_report"]), "reports": L + 1}
+    return ldptrace.model_from_sums(grid, length_counts, L, split, sums, len(payloads))
+
+
 def synthesize_from(
     campaign: Campaign, payloads: list[str], *, n_synthetic: int | None = None, rng: Any = None
 ) -> Any:
@@ -619,7 +643,6 @@ def synthesize_from(
     from geoldp._core.validation import check_count
     from geoldp._core.versions import geoldp_version
     from geoldp.accounting import finish_release
-    from geoldp.mechanisms.oracles import oue_estimate
 
     caller = "geoldp.field.ingest.answer"
     par = campaign.document["parameters"]
@@ -632,17 +655,8 @@ def synthesize_from(
     if n_synthetic is not None:
         n_synthetic = check_count(n_synthetic, "n_synthetic", caller=caller, maximum=ldptrace.MAX_SYNTHETIC)
     source = resolve_rng(rng)
-    n, L = int(par["grid"]["n"]), int(par["max_length"])
-    grid = ldptrace.Grid(*(float(b) for b in par["grid"]["bounds"]), n=n)
-    sums = (
-        bit_sums(payloads, "start", grid.size),
-        bit_sums(payloads, "end", grid.size),
-        bit_sums(payloads, "transitions", 8 * grid.size),
-    )
-    e1 = float(par["length_epsilon"])
-    length_counts = oue_estimate(np.asarray(par["length_sums"]), int(par["length_reports"]), e1)
-    split = {"length": e1, "per_report": float(par["per_report"]), "reports": L + 1}
-    model = ldptrace.model_from_sums(grid, length_counts, L, split, sums, len(payloads))
+    model = model_of(campaign, payloads)
+    grid = model.grid
     n_out = len(payloads) if n_synthetic is None else n_synthetic
     cells, offsets = ldptrace.synthesize_cells(model, n_out, rng=source)
     out = ldptrace.synthetic_frame(grid, cells, offsets, "EPSG:4326")
