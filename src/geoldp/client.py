@@ -928,7 +928,8 @@ class Client:
         from geoldp._ldptrace_grid import Grid
 
         par = self.document["parameters"]
-        self._grid = Grid(*(float(b) for b in par["grid"]["bounds"]), n=int(par["grid"]["n"]))
+        x0, y0, x1, y1 = (float(b) for b in par["grid"]["bounds"])
+        self._grid = Grid(x0, y0, x1, y1, n=int(par["grid"]["n"]))
         self._round = int(par["round"])
         self._length_domain = int(par["length_domain"])
         self._max_length = 0 if par["max_length"] is None else int(par["max_length"])

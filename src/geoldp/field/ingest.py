@@ -615,7 +615,8 @@ def model_of(campaign: Campaign, payloads: list[str]) -> Any:
 
     par = campaign.document["parameters"]
     n, L = int(par["grid"]["n"]), int(par["max_length"])
-    grid = ldptrace.Grid(*(float(b) for b in par["grid"]["bounds"]), n=n)
+    x0, y0, x1, y1 = (float(b) for b in par["grid"]["bounds"])
+    grid = ldptrace.Grid(x0, y0, x1, y1, n=n)
     sums = (
         bit_sums(payloads, "start", grid.size),
         bit_sums(payloads, "end", grid.size),
