@@ -37,7 +37,9 @@ makes the reports ε-LDP for any two trajectories, at the price of the OUE noise
 
 from __future__ import annotations
 
+import json
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
@@ -335,6 +337,34 @@ def model_from_sums(
     moves = oue_estimate(sums[2], n_moves, eps_r).reshape(grid.size, 8)
     moves[grid.neighbours() < 0] = 0.0
     return LDPTraceModel(grid, length_counts, max_length, start, end, moves, n_users, split)
+
+
+def report_sums(payloads: Iterable[str], member: str, d: int) -> np.ndarray:
+    """The bit-by-bit sums of the OUE reports ``member`` of stored LDPTrace payloads (JSON text).
+
+    A member that is a list of bit vectors (the transitions) adds all of them. Returns int64 of shape
+    (d,): the sum the central simulation draws (:func:`geoldp.mechanisms.oracles.oue_counts`).
+    """
+    total = np.zeros(d, dtype=np.int64)
+    n_bytes = (d + 7) // 8
+    chunk: list[str] = []
+
+    def flush() -> None:
+        if chunk:
+            raw = np.frombuffer(bytes.fromhex("".join(chunk)), dtype=np.uint8).reshape(-1, n_bytes)
+            total[:] += np.unpackbits(raw, axis=1)[:, :d].sum(axis=0, dtype=np.int64)
+            chunk.clear()
+
+    for text in payloads:
+        value = json.loads(text)[member]
+        if isinstance(value, str):
+            chunk.append(value)
+        else:
+            chunk.extend(value)
+        if len(chunk) * n_bytes > 1 << 24:  # 16 MB of bits at a time
+            flush()
+    flush()
+    return total
 
 
 def _inverse_cdf(pmf: np.ndarray, u: np.ndarray) -> np.ndarray:

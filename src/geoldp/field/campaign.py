@@ -284,7 +284,7 @@ class Campaign:
         ValueError
             This is not an LDPTrace round-1 campaign, or the store holds none of its reports.
         """
-        from geoldp.field.ingest import bit_sums
+        from geoldp.ldptrace import report_sums
         from geoldp.store import Store
 
         d = self.document
@@ -306,7 +306,7 @@ class Campaign:
                 "them first (geoldp ingest), then ask for the next round."
             )
         par = d["parameters"]
-        sums = bit_sums([p for _, p, _ in rows], "length", int(par["length_domain"]))
+        sums = report_sums([p for _, p, _ in rows], "length", int(par["length_domain"]))
         return Campaign(_ldptrace_round2(d, sums, len(rows)))
 
     # -- building ---------------------------------------------------------------------------------------
@@ -678,9 +678,22 @@ def _trajectory_client(des: TrajectoryDesign, eps: float, ps: Any, max_points: i
 def _ldptrace_box(ps: Any, bounds: Any) -> list[float]:
     """The public box of LDPTrace's grid in degrees: ``bounds`` if given, else P's bounding box."""
     if bounds is not None:
-        from geoldp.ldptrace import _check_bounds
-
-        box = list(_check_bounds(bounds, _CALLER))
+        try:
+            box = [check_real(b, "bounds", caller=_CALLER) for b in bounds]
+        except TypeError:
+            raise TypeError(
+                f"The 'bounds' parameter of {_CALLER} must be (min lon, min lat, max lon, max lat) in "
+                "degrees."
+            ) from None
+        if (
+            len(box) != 4
+            or not all(math.isfinite(v) for v in box)
+            or not (box[2] > box[0] and box[3] > box[1])
+        ):
+            raise ValueError(
+                f"The 'bounds' parameter of {_CALLER} must be 4 finite numbers with minx < maxx and "
+                "miny < maxy."
+            )
         if not (-180.0 <= box[0] and box[2] <= 180.0 and -90.0 <= box[1] and box[3] <= 90.0):
             raise ValueError(
                 f"The 'bounds' parameter of {_CALLER} must be (min lon, min lat, max lon, max lat) in "

@@ -461,34 +461,6 @@ def _check_round1(store: Store, round2: dict[str, Any]) -> None:
         )
 
 
-def bit_sums(payloads: Iterable[str], member: str, d: int) -> np.ndarray:
-    """The bit-by-bit sums of the OUE reports ``member`` of stored LDPTrace payloads (JSON text).
-
-    A member that is a list of bit vectors (the transitions) adds all of them. Returns int64 of shape
-    (d,): the sum the central simulation draws (:func:`geoldp.mechanisms.oracles.oue_counts`).
-    """
-    total = np.zeros(d, dtype=np.int64)
-    n_bytes = (d + 7) // 8
-    chunk: list[str] = []
-
-    def flush() -> None:
-        if chunk:
-            raw = np.frombuffer(bytes.fromhex("".join(chunk)), dtype=np.uint8).reshape(-1, n_bytes)
-            total[:] += np.unpackbits(raw, axis=1)[:, :d].sum(axis=0, dtype=np.int64)
-            chunk.clear()
-
-    for text in payloads:
-        value = json.loads(text)[member]
-        if isinstance(value, str):
-            chunk.append(value)
-        else:
-            chunk.extend(value)
-        if len(chunk) * n_bytes > 1 << 24:  # 16 MB of bits at a time
-            flush()
-    flush()
-    return total
-
-
 def _append(store: Store, campaign_id: str, rows: list[Report], summary: IngestSummary) -> None:
     for outcome in store.append_reports(campaign_id, rows):
         if outcome == "stored":
@@ -606,9 +578,9 @@ def release_of(campaign: Campaign, payloads: Iterable[str]) -> Any:
 def model_of(campaign: Campaign, payloads: list[str]) -> Any:
     """The :class:`~geoldp.ldptrace.LDPTraceModel` of an LDPTrace round-2 campaign's stored payloads.
 
-    The round-1 sums the campaign holds give the length estimates; the bit sums of the round-2 reports
-    (:func:`bit_sums`) go through :func:`geoldp.ldptrace.model_from_sums`, the code the central
-    :func:`geoldp.ldptrace.collect` ends with.
+    The round-1 sums the campaign holds give the length estimates; the bit sums of the round-2
+    reports (:func:`geoldp.ldptrace.report_sums`) go through :func:`geoldp.ldptrace.model_from_sums`,
+    the code the central :func:`geoldp.ldptrace.collect` ends with.
     """
     from geoldp import ldptrace
     from geoldp.mechanisms.oracles import oue_estimate
@@ -618,9 +590,9 @@ def model_of(campaign: Campaign, payloads: list[str]) -> Any:
     x0, y0, x1, y1 = (float(b) for b in par["grid"]["bounds"])
     grid = ldptrace.Grid(x0, y0, x1, y1, n=n)
     sums = (
-        bit_sums(payloads, "start", grid.size),
-        bit_sums(payloads, "end", grid.size),
-        bit_sums(payloads, "transitions", 8 * grid.size),
+        ldptrace.report_sums(payloads, "start", grid.size),
+        ldptrace.report_sums(payloads, "end", grid.size),
+        ldptrace.report_sums(payloads, "transitions", 8 * grid.size),
     )
     e1 = float(par["length_epsilon"])
     length_counts = oue_estimate(np.asarray(par["length_sums"]), int(par["length_reports"]), e1)
