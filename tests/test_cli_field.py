@@ -194,3 +194,20 @@ def test_ldptrace_two_rounds_from_the_command_line(files, capsys):
     code, _, err = run(["answer", "--store", d / "s.gpkg", "--campaign", r2.id[:8], "--n-synthetic", "0",
                         "-o", d / "y.gpkg"], capsys)  # fmt: skip
     assert code == 2 and "--n-synthetic" in err
+
+
+def test_plan_campaign_out_writes_ldptraces_first_round(files, capsys):
+    """When the planner recommends LDPTrace, --campaign-out writes its round 1 and says what comes next."""
+    import argparse
+    import io
+
+    from geoldp import designs
+    from geoldp.cli import field as cli_field
+
+    d = files
+    args = argparse.Namespace(campaign_out=str(d / "ldp.json"), overwrite=False, epsilon=4.0)
+    err = io.StringIO()
+    path = cli_field.campaign_from_plan(args, designs.design("ldptrace"), points(), None, err)
+    c = Campaign.read(path)
+    assert c.document["kind"] == "ldptrace" and c.document["parameters"]["round"] == 1
+    assert c.document["parameters"]["total_epsilon"] == 4.0 and "campaign next-round" in err.getvalue()

@@ -457,3 +457,24 @@ def test_model_from_2000_device_records_matches_the_central_collect(tmp_path):
     total_sd = math.sqrt(float(np.sum(_oue_sd(true_moves[inside], 3 * n_users, pr) ** 2)))
     assert abs(float(fm.sum()) - float(true_moves.sum())) < 4.0 * total_sd
     print(f"max |z| {np.abs(z_all).max():.2f}, mean z² {np.mean(z_all**2):.3f} over {z_all.size} counts")
+
+
+def test_the_quick_check_takes_device_records_and_writes_their_canonical_text(two_rounds):
+    from geoldp.field import ingest as ingest_module
+
+    for c in (two_rounds["c1"], two_rounds["c2"], make_round2(two_rounds["c1"], 1)):
+        quick = ingest_module._quick_check(c.document)
+        record = client.respond(c, two_rounds["trips"][3], user="q", rng=3)
+        assert quick(record) == doc.canonical(record["report"]).decode()
+        key = "length" if "length" in record["report"] else "start"
+        edits = [
+            {**record["report"], key: record["report"][key][:-2]},
+            {**record["report"], key: record["report"][key].replace("0", "O")},
+            {**record["report"], "extra": "00"},
+        ]
+        for payload in edits:
+            bad = {**record, "report": payload}
+            assert quick(bad) is None
+            with pytest.raises(ValueError, match="LDPTrace round"):
+                doc.check_record(bad, c.document, where="x")
+    assert ingest_module.line_limit(two_rounds["c2"].document) >= ingest_module.MAX_LINE_BYTES

@@ -14,7 +14,9 @@ output). TraCS works in the plane of the campaign's box: :func:`aeqd_forward` is
 azimuthal equidistant projection, operation for operation, so the client needs no pyproj. The report
 designs run a pure-Python ChaCha20 stream that consumes draws exactly as geoldp's compiled samplers do. A
 hybrid sends one report per part (its trajectory, then its report, each under its own stream key, ε split
-as the campaign says); a pilot sends its three k-RR reports.
+as the campaign says); a pilot sends its three k-RR reports. LDPTrace's device sends the OUE bit vectors
+of its round (the length; or start, end and moves on the campaign's grid, with the cells the central
+path counts), each bit a uniform of the same ChaCha20 stream, generated in numpy.
 
 A seeded call (``rng=`` an int or a numpy Generator; for tests and experiments only) gives exactly the
 report that the central release of the same design gives for that trajectory with the same seed (the

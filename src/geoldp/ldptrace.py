@@ -23,9 +23,10 @@ Simulation of the collection
 vectors: the collector only needs the sum of the reports, and the sum of m independent OUE reports is,
 bit by bit, ``Binomial(c_j, 1/2) + Binomial(m − c_j, q)`` where c_j is the number of reports whose true
 value is j (the bits of one report are independent, so are different reports). :func:`oue_counts` draws
-exactly that, by inverse CDF from the project's random source. The user-side randomiser itself is
-:func:`~geoldp.mechanisms.oracles.oue_perturb` (one bit vector per user), for a deployment where users
-report from their devices.
+exactly that, by inverse CDF from the project's random source. In a collection in the field, the users'
+devices send the bit vectors themselves (:mod:`geoldp.client`, one campaign per round:
+:meth:`geoldp.field.campaign.Campaign.next_round`), and the collector builds the same model from their sums
+(:func:`model_from_sums`, which :func:`collect` ends with too).
 
 Differences from the published code: the grid comes from a public box (the published code uses the
 data's own bounding box, which is private); points outside the box are clamped to the nearest edge cell;

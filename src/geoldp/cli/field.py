@@ -92,6 +92,13 @@ def campaign_from_plan(
 
 def _describe(campaign: Any, out: TextIO) -> None:
     print(f"{PROG}: " + campaign.summary(), file=out)
+    par = campaign.document["parameters"]
+    if campaign.document["kind"] == "ldptrace" and par["round"] == 1:
+        print(
+            f"{PROG}: LDPTrace asks its users in two rounds: once this round's reports are ingested, write "
+            "the second with geoldp campaign next-round CAMPAIGN --store STORE -o ROUND2.json",
+            file=out,
+        )
 
 
 def _cmd_show(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:

@@ -79,7 +79,10 @@ class Campaign:
 
     @property
     def epsilon(self) -> float:
-        """The ε of one report (one trajectory)."""
+        """The ε of one report (one trajectory): what the store charges a record of this campaign.
+
+        For an LDPTrace round, the round's share of the user's ε (``parameters.total_epsilon``).
+        """
         return float(self.document["epsilon"])
 
     @property

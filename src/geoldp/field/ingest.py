@@ -9,7 +9,8 @@ and a process killed at any moment leaves every stored record with its spend and
 record. Any number of ingest processes may run at once on one store (SQLite or PostgreSQL).
 
 :func:`release_of` rebuilds the release a design's ``answer`` reads from the stored reports, and
-:func:`answer` gives the one answer table of a question (:meth:`geoldp.designs.Design.answer`).
+:func:`answer` gives the one answer table of a question (:meth:`geoldp.designs.Design.answer`), or, for
+LDPTrace's second round, synthetic trajectories from the model of the stored bit vectors.
 """
 
 from __future__ import annotations
