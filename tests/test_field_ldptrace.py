@@ -367,6 +367,7 @@ def test_round2_is_refused_without_its_round1_or_with_a_foreign_one(tmp_path, tw
     c2 = two_rounds["c2"]
     with pytest.raises(ValueError, match="does not hold the round 1"):
         ingest(c2, [two_rounds["dir"] / "r2.jsonl"], store=tmp_path / "empty.gpkg")
+    assert not (tmp_path / "empty.gpkg").exists()
     # a round 1 of another grid registered under the id the round 2 names (a store written by hand)
     foreign = round1(4.0, "ldptrace:grid5")
     with Store.open(tmp_path / "f.gpkg", total_epsilon=4.0) as st:

@@ -416,6 +416,17 @@ def ingest(
         if not p.is_file():
             raise FileNotFoundError(f"The report file '{os.fspath(p)}' does not exist.")
     cid = document["id"]
+    if (
+        document["kind"] == "ldptrace"
+        and document["parameters"]["round"] == 2
+        and isinstance(store, (str, os.PathLike))
+        and not is_url(store)
+        and not os.path.exists(store)
+    ):  # refused before a new, empty store is made
+        raise ValueError(
+            f"The store '{os.fspath(store)}' does not exist, so it does not hold the round 1 that the "
+            f"round-2 campaign {cid[:12]}... continues: ingest round 2 into the store of its round 1."
+        )
     st, opened = _open_store(store, float(document["user_total_epsilon"]))
     summary = IngestSummary()
     try:
