@@ -479,3 +479,13 @@ def test_the_quick_check_takes_device_records_and_writes_their_canonical_text(tw
             with pytest.raises(ValueError, match="LDPTrace round"):
                 doc.check_record(bad, c.document, where="x")
     assert ingest_module.line_limit(two_rounds["c2"].document) >= ingest_module.MAX_LINE_BYTES
+
+
+def test_an_unseeded_record_draws_its_key_and_id_from_the_os(monkeypatch, two_rounds):
+    calls = []
+    real = client.os.urandom
+    monkeypatch.setattr(client.os, "urandom", lambda n: calls.append(n) or real(n))
+    for c in (two_rounds["c1"], two_rounds["c2"]):
+        calls.clear()
+        client.respond(c, two_rounds["trips"][0], user="u")
+        assert calls == [32, 16]  # the stream's key, then the record id
