@@ -22,7 +22,6 @@ from geoldp.reports import estimators as rest
 from geoldp.reports import release as rrel
 from geoldp.shrinkage import shrink_empirical_bayes, shrink_to_baseline
 
-
 #: Repetitions of each simulated release (the expected error is their mean).
 REPS = 3
 #: Repetitions of a report design's closed-form simulation: cheap, and a shrunk report's error varies much
@@ -73,6 +72,14 @@ class Simulation:
         if hit is None:
             hit = self.cache[key] = (compute(), self.seqs, self.zone_of_point, parts)
         return hit[0]
+
+    def lonlat_box(self) -> tuple[float, float, float, float]:
+        """P's lon/lat bounding box (public), widened by a tiny margin when P lies on one line."""
+        lon, lat = np.asarray(self.ps.lon), np.asarray(self.ps.lat)
+        box = (float(lon.min()), float(lat.min()), float(lon.max()), float(lat.max()))
+        if not (box[2] > box[0] and box[3] > box[1]):
+            box = (box[0] - 1e-6, box[1] - 1e-6, box[2] + 1e-6, box[3] + 1e-6)
+        return box
 
     def visits(self, seqs: list[np.ndarray]) -> np.ndarray:
         """Trajectories visiting each zone (outside excluded)."""

@@ -78,9 +78,7 @@ class SynthesisDesign(Design):
         """The collection of ``sim.n`` users' reports on the grid over P's lon/lat box (public), the Markov
         model and as many synthetic trajectories as the population has, whose zone counts are scaled to n."""
         lon, lat = np.asarray(sim.ps.lon), np.asarray(sim.ps.lat)
-        box = (float(lon.min()), float(lat.min()), float(lon.max()), float(lat.max()))
-        if not (box[2] > box[0] and box[3] > box[1]):  # a P on one line: widen its box by a tiny margin
-            box = (box[0] - 1e-6, box[1] - 1e-6, box[2] + 1e-6, box[3] + 1e-6)
+        box = sim.lonlat_box()
         grid = ldptrace.Grid(*box, n=self.grid_size)
         # the collection is simulated for n users: the population repeated (LDPTrace's noise scales with n)
         reps = -(-sim.n // len(sim.seqs))

@@ -110,9 +110,7 @@ class TrajectoryDesign(Design):
     def _simulate_continuous(self, sim: Simulation) -> list[list[np.ndarray]]:
         """In P's lon/lat box (public), the released locations snapped to P."""
         lon, lat = np.asarray(sim.ps.lon), np.asarray(sim.ps.lat)
-        box = (float(lon.min()), float(lat.min()), float(lon.max()), float(lat.max()))
-        if not (box[2] > box[0] and box[3] > box[1]):  # a P on one line: widen its box by a tiny margin
-            box = (box[0] - 1e-6, box[1] - 1e-6, box[2] + 1e-6, box[3] + 1e-6)
+        box = sim.lonlat_box()
         plane = planar_box(box, "EPSG:4326", caller="geoldp.plan")
         x, y = plane.to_plane(lon, lat)
         xy = np.column_stack([x, y])
