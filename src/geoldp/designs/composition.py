@@ -21,7 +21,7 @@ from geoldp.designs import combine as combined
 from geoldp.designs._counts import zone_index
 from geoldp.designs.base import Design, answer_table, register_kind
 from geoldp.designs.report import ReportDesign
-from geoldp.designs.simulation import REPS, Simulated, Simulation, needs, report_answers, with_epsilon
+from geoldp.designs.simulation import REPS, Simulated, Simulation, report_answers, with_epsilon
 from geoldp.designs.trajectory import TrajectoryDesign, simulated_rms
 from geoldp.nodata import random_walks
 from geoldp.questions import ALL, Question
@@ -74,7 +74,7 @@ class Composition(Design):
         pad = _IVW_PAD if self.combiner == "ivw" and self.statistic == "visited_zone" else 1
         return ReportDesign(self.statistic, pad, "shrunk" if self.combiner == "blend" else "projected")
 
-    def for_question(self, question: Question) -> Design:
+    def for_question(self, question: Question) -> Composition:
         """The composition reporting OD pairs for OD flows, visited zones for every other question."""
         return dataclasses.replace(self, statistic="od" if Question(question).is_od else "visited_zone")
 
@@ -158,10 +158,10 @@ class Composition(Design):
         """Both parts simulated at their shares of ε (the question's statistic: OD pairs for OD flows)."""
         if self.combiner == "ivw":
             return self._simulate_ivw(sim, question), None
-        statistic = "od" if needs(question) == "od" else "visited_zone"
+        part = self.for_question(Question(question)).report_part
         # a simulation only (no release): the split of geoldp.hybrid.split_epsilon up to an ulp
         eps_rep = sim.epsilon * self.report_share
-        reps, _ = report_answers(sim, statistic, 1, eps_rep, estimator="shrunk", reps=REPS)
+        reps, _ = report_answers(sim, part.statistic, part.pad_length, eps_rep, estimator="shrunk", reps=REPS)
         traj = TrajectoryDesign(self.mechanism)
         trajs, _ = traj.simulate(with_epsilon(sim, sim.epsilon - eps_rep), question)
         return [blend(r, t, self.report_share) for r, t in zip(reps, trajs, strict=True)], None
@@ -170,10 +170,11 @@ class Composition(Design):
         """The padded report (the OD report for OD flows) and the trajectory's raw counts, combined per
         cell by the inverse of their squared errors, projected on the non-negative counts with their total.
         The trajectory part is biased: no interval is claimed."""
-        od = needs(question) == "od"
-        statistic, pad = ("od", 1) if od else ("visited_zone", _IVW_PAD)
+        part = self.for_question(Question(question)).report_part
         eps_rep = sim.epsilon * self.report_share
-        reps, half = report_answers(sim, statistic, pad, eps_rep, estimator="unbiased", reps=REPS)
+        reps, half = report_answers(
+            sim, part.statistic, part.pad_length, eps_rep, estimator="unbiased", reps=REPS
+        )
         se = half / rest.Z95
         trajectory = with_epsilon(sim, sim.epsilon - eps_rep)
         trajs, _ = TrajectoryDesign(self.mechanism).simulate(trajectory, question)
