@@ -147,6 +147,22 @@ def test_tutorial_end_to_end(tutorial_run):
     assert gpkg.read_bytes() == before
 
 
+def test_the_script_command_line_and_its_demo_data(tmp_path):
+    """What ``python examples/tutorial.py`` adds to ``main``: its options, and the simulated log it uses
+    without ``--fixes`` (the rest is ``main``, run end to end above)."""
+    import subprocess
+
+    proc = subprocess.run(
+        [sys.executable, str(SCRIPT), "--help"], capture_output=True, text=True, check=False, timeout=120
+    )
+    assert proc.returncode == 0 and "--fixes" in proc.stdout and "--epsilon" in proc.stdout
+    tutorial._demo_fixes(tmp_path / "fixes.csv", n_users=2)
+    log = pd.read_csv(tmp_path / "fixes.csv", parse_dates=["time"])
+    assert list(log.columns) == ["user_id", "time", "lon", "lat"]
+    assert sorted(log["user_id"].unique()) == ["u000", "u001"]
+    assert log.groupby("user_id")["time"].is_monotonic_increasing.all()  # one log per user, in time order
+
+
 def test_area_from_the_data_is_flagged(fixes_df, tmp_path):
     """The guard the tutorial mentions: a grid over the data's own bounds gives a PrivacyWarning."""
     fixes_df.head(600).to_csv(tmp_path / "f.csv", index=False)
