@@ -317,8 +317,10 @@ def test_the_campaign_path_is_prepared_once(tmp_path):
 def test_the_clients_kernel_digest_is_geoldps():
     # the client computes the digest of the kernel sources without the JIT compiler; it must be geoldp's
     from geoldp._core import aot as _aot
+    from geoldp._core import numba_cache
 
     assert client._fingerprint(ROOT / "src" / "geoldp") == _aot.kernel_digest(ROOT / "src" / "geoldp")
+    assert client._KERNEL_SOURCE.pattern == numba_cache.KERNEL_SOURCE.pattern
 
 
 def test_a_pilot_device_gives_the_central_pilot_reports():

@@ -39,6 +39,7 @@ import importlib
 import math
 import numbers
 import os
+import re
 from collections import OrderedDict
 from typing import Any, NamedTuple
 
@@ -63,9 +64,13 @@ _DEG2RAD = math.pi / 180.0
 _PREPARED: OrderedDict[str, Client] = OrderedDict()
 _PREPARED_MAX = 4
 _LOCK = _thread.allocate_lock()  # (``threading`` costs 2 ms to import; this is its Lock)
-#: The marker of the kernel sources in geoldp's files (the digest the compiled kernels carry covers every
-#: source file that holds it; spelled in two parts so that this file is not one of them).
-_KERNEL_MARK = b"num" + b"ba"
+#: The kernel sources among geoldp's files, whose digest the compiled kernels carry: a copy of
+#: :data:`geoldp._core.numba_cache.KERNEL_SOURCE` (whose module imports pathlib; a test compares them).
+_KERNEL_SOURCE = re.compile(
+    rb"^[ \t]*(?:import numba\b|from numba\b|from geoldp\._core\.kernels import|"
+    rb"from geoldp\._core import [^\n]*\bkernels\b)",
+    re.MULTILINE,
+)
 #: Snapping: points whose unit-vector dot product is within this of the largest are candidates (rounding of
 #: a dot product is about 1e−16); beyond 168° (cos = −0.978) the haversine kernel loses digits: full scan.
 _SNAP_DOT_TOL = 1e-11
@@ -408,7 +413,7 @@ def _fingerprint(root: str | os.PathLike[str]) -> int:
     for parts in sorted(found):
         with open(os.path.join(top, *parts), "rb") as fh:
             data = fh.read()
-        if _KERNEL_MARK in data:
+        if _KERNEL_SOURCE.search(data):
             h.update("/".join(parts).encode() + b"\0" + data + b"\0")
     return int(h.hexdigest()[:15], 16)
 
