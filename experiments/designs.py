@@ -223,8 +223,8 @@ def measure(name, seqs, trips, points, zones, eps, args, lengths=None):
     ``lengths``: the length distribution the estimators that need one (``:eb``, the inverse-variance
     hybrids' ATP RMS) take as public; default the evaluation trajectories' own (the assumed public one)."""
     import geoldp
+    from geoldp.designs.simulation import Simulation
     from geoldp.planner import DESIGNS as PLANNED
-    from geoldp.planner import Simulation
     from geoldp.shrinkage import blend
     from geoldp.zones import check_zones, zone_of_vertices
 
@@ -345,6 +345,7 @@ def run(args) -> pd.DataFrame:
     from geoldp.nodata import uniform_answer, uniform_visits
     from geoldp.planner import DESIGNS as PLANNED
     from geoldp.planner import error_of
+    from geoldp.questions import Question
 
     rows = []
     for name in args.datasets:
@@ -386,7 +387,7 @@ def run(args) -> pd.DataFrame:
             answers["baseline:shares"] = [(uniform_answer(zp, k, od=False) * n, None)]  # no OD answer
             for q in QUESTIONS:
                 truth = od if q == "od_flows" else vis
-                answering = [d for d in DESIGNS if q in PLANNED[d].questions]
+                answering = [d for d in DESIGNS if q in PLANNED[d].for_question(Question(q)).questions]
                 plans = {}
                 for mode in PLANNER_MODES:
                     tab = geoldp.plan(

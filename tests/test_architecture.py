@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parents[1] / "src" / PACKAGE
 LAYERS: list[tuple[str, ...]] = [
     # _core: the private foundation package (errors, the release ledger, validation, randomness, files,
     # kernels, geometry, the point set, the GeoPandas <-> arrays boundary, TraCS's box)
-    ("_core", "questions", "_campaign_doc"),  # foundations
+    ("_core", "questions", "_campaign_doc", "_ldptrace_grid"),  # foundations
     # store: the transactional store of budgets, spends and reports, below the accountant that uses it
     ("budget", "store", "accounting", "points"),  # budgets, ledgers, the store, accounting; P
     ("mechanisms",),  # the ε-LDP primitives

@@ -98,10 +98,10 @@ def test_refusals_are_one_line_with_the_right_status(files, capsys):
         capsys,
     )
     assert code == 1 and "already exists" in err and "--overwrite" in err and "Traceback" not in err
-    code, _, err = run(["campaign", "create", "--design", "ldptrace", "--epsilon", "2",
+    code, _, err = run(["campaign", "create", "--design", "hybrid:tracs-d+report@0.5", "--epsilon", "2",
                         "--points", d / "P.gpkg",
                         "-o", d / "x.json"], capsys)  # fmt: skip
-    assert code == 1 and "cannot be run as a campaign" in err and err.count("\n") == 1
+    assert code == 1 and "cannot be run as a campaign" in err and err.count("\n") == 1, err
     (d / "bad.json").write_text("{}")
     code, _, err = run(["campaign", "show", d / "bad.json"], capsys)
     assert code == 1 and "bad.json' is not a geoldp campaign" in err
@@ -146,3 +146,68 @@ def test_plan_writes_the_recommended_designs_campaign(files, capsys):
     recommended = out.split("recommended: ")[1].split()[0]
     assert c.design_name == recommended and str(d / "c.json") in out and c.epsilon == 8.0
     assert c.zones() is not None and len(c.zones()) > 0
+
+
+def test_ldptrace_two_rounds_from_the_command_line(files, capsys):
+    """Create, respond, ingest, next-round, respond, ingest, answer; each refusal one line, no traceback."""
+    d = files
+    create = ["campaign", "create", "--design", "ldptrace", "--epsilon", "4", "--points", d / "P.gpkg"]
+    code, out, err = run([*create, "--cell-km", "3", "-o", d / "r1.json"], capsys)
+    assert code == 0 and "LDPTrace round 1" in err, err
+    r1 = Campaign.read(d / "r1.json")
+    for rnd in (1, 2):
+        if rnd == 2:
+            code, out, err = run(
+                ["campaign", "next-round", d / "r1.json", "--store", d / "s.gpkg", "-o", d / "r2.json"],
+                capsys,
+            )
+            assert code == 0 and "LDPTrace round 2" in err and out.strip() == str(d / "r2.json"), err
+        c = d / f"r{rnd}.json"
+        code, _, err = run(["respond", c, d / "trips.gpkg", "--user-col", "user", "--seed", "1",
+                            "-o", d / f"r{rnd}.jsonl"], capsys)  # fmt: skip
+        assert code == 0, err
+        code, out, err = run(["ingest", c, d / f"r{rnd}.jsonl", "--store", d / "s.gpkg"], capsys)
+        assert code == 0 and "30 stored, 10 already stored, 0 over" in out, (out, err)  # 30 users
+    r2 = Campaign.read(d / "r2.json")
+    assert r2.document["parameters"]["round1"] == r1.id
+    code, out, err = run(["answer", "--store", d / "s.gpkg", "--campaign", r2.id[:8], "--seed", "3",
+                          "-o", d / "syn.gpkg"], capsys)  # fmt: skip
+    assert code == 0 and "30 synthetic trajectories" in err, err
+    syn = gpd.read_file(d / "syn.gpkg")
+    assert len(syn) == 30 and (syn.geom_type == "LineString").all()
+    code, out, err = run(["answer", "--store", d / "s.gpkg", "--campaign", r2.id[:8], "--question",
+                          "zone_visits", "--n-synthetic", "100", "-o", d / "zv.gpkg"], capsys)  # fmt: skip
+    assert code == 0 and "estimate" in gpd.read_file(d / "zv.gpkg").columns, err
+    refusals = [
+        (["answer", "--store", d / "s.gpkg", "--campaign", r1.id[:8], "-o", d / "x.gpkg"], "round 1"),
+        (
+            ["campaign", "next-round", d / "r2.json", "--store", d / "s.gpkg", "-o", d / "r3.json"],
+            "first round",
+        ),
+        (["campaign", "next-round", d / "r1.json", "--store", d / "none.gpkg", "-o", d / "r3.json"], "exist"),
+        (["ingest", d / "r2.json", d / "r2.jsonl", "--store", d / "other.gpkg"], "does not hold the round 1"),
+        (["ingest", d / "r2.json", d / "r1.jsonl", "--store", d / "s.gpkg"], "refused"),
+    ]
+    for args, match in refusals:
+        code, out, err = run(args, capsys)
+        assert code == 1 and match in out + err and "Traceback" not in err, (args, out, err)
+    code, _, err = run(["answer", "--store", d / "s.gpkg", "--campaign", r2.id[:8], "--n-synthetic", "0",
+                        "-o", d / "y.gpkg"], capsys)  # fmt: skip
+    assert code == 2 and "--n-synthetic" in err
+
+
+def test_plan_campaign_out_writes_ldptraces_first_round(files, capsys):
+    """When the planner recommends LDPTrace, --campaign-out writes its round 1 and says what comes next."""
+    import argparse
+    import io
+
+    from geoldp import designs
+    from geoldp.cli import field as cli_field
+
+    d = files
+    args = argparse.Namespace(campaign_out=str(d / "ldp.json"), overwrite=False, epsilon=4.0)
+    err = io.StringIO()
+    path = cli_field.campaign_from_plan(args, designs.design("ldptrace"), points(), None, err)
+    c = Campaign.read(path)
+    assert c.document["kind"] == "ldptrace" and c.document["parameters"]["round"] == 1
+    assert c.document["parameters"]["total_epsilon"] == 4.0 and "campaign next-round" in err.getvalue()

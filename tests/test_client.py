@@ -13,7 +13,7 @@ import pytest
 from field_support import campaign, frame, points, trajectory, zones
 
 from geoldp import client, designs
-from geoldp._campaign_doc import check_record
+from geoldp._campaign_doc import campaign_id, check_record
 from geoldp._core.randomness import ChaChaRandomSource
 from geoldp.field.campaign import Campaign
 from geoldp.hybrids import split_epsilon
@@ -317,8 +317,10 @@ def test_the_campaign_path_is_prepared_once(tmp_path):
 def test_the_clients_kernel_digest_is_geoldps():
     # the client computes the digest of the kernel sources without the JIT compiler; it must be geoldp's
     from geoldp._core import aot as _aot
+    from geoldp._core import numba_cache
 
     assert client._fingerprint(ROOT / "src" / "geoldp") == _aot.kernel_digest(ROOT / "src" / "geoldp")
+    assert client._KERNEL_SOURCE.pattern == numba_cache.KERNEL_SOURCE.pattern
 
 
 def test_a_pilot_device_gives_the_central_pilot_reports():
@@ -345,6 +347,13 @@ def test_every_design_responds_with_numpy_alone(tmp_path):
     names = ["atp", "tracs-d", "tracs-c", "hybrid:atp+report@0.5", "report:od"]
     paths = [str(campaign(n, 4.0).write(tmp_path / f"c{i}.json")) for i, n in enumerate(names)]
     paths.append(str(Campaign.create("pilot", epsilon=2.0, zones=zones()).write(tmp_path / "pilot.json")))
+    ldp = Campaign.create("ldptrace", epsilon=4.0, points=points(), zones=zones())  # both rounds
+    paths.append(str(ldp.write(tmp_path / "ldp1.json")))
+    second = ldp.document | {"epsilon": 3.5, "parameters": ldp.document["parameters"] | {
+        "round": 2, "round1": ldp.id, "max_length": 3, "per_report": 0.8, "length_reports": 1,
+        "length_sums": [0] * 36}}  # fmt: skip
+    second["id"] = campaign_id(second)
+    paths.append(str(Campaign(second).write(tmp_path / "ldp2.json")))
     code = (
         "import sys, numpy as np, geoldp.client as gc\n"
         "xy = np.array([[116.31, 39.91], [116.35, 39.97], [116.39, 39.93]])\n"

@@ -20,6 +20,8 @@ def test_examples_exist():
 def test_example_runs(script, tmp_path):
     if script.name.startswith("dask"):
         pytest.importorskip("dask_geopandas")
+    if script.name == "tutorial.py":
+        pytest.skip("run end to end by tests/test_tutorial.py (its code, its command line and its demo data)")
     env = dict(os.environ, GEOLDP_EXAMPLES_SMALL="1", MPLBACKEND="Agg", TMPDIR=str(tmp_path))
     proc = subprocess.run(
         [sys.executable, str(script)],

@@ -18,11 +18,17 @@ DOC = ROOT / "docs" / "field.md"
 
 
 def test_the_page_shows_the_script():
-    page, script = DOC.read_text(), SCRIPT.read_text()
-    markers = re.findall(r':start-after: "# \[(\w+)\]"', page)
-    assert {"settings", "publish", "device", "respond", "ingest", "answer"} <= set(markers)
-    for name in markers:
-        assert f"# [{name}]" in script and f"# [/{name}]" in script, name
+    page = DOC.read_text()
+    shown = re.findall(
+        r"\{literalinclude\} \.\./examples/(\w+\.py)\n:language: python\n:start-after: \"# \[(\w+)\]\"", page
+    )
+    assert {"settings", "publish", "device", "respond", "ingest", "answer"} <= {
+        name for script, name in shown if script == SCRIPT.name
+    }
+    assert ("field_ldptrace.py", "rounds") in shown  # LDPTrace's two rounds, from their own example
+    for script, name in shown:
+        text = (ROOT / "examples" / script).read_text()
+        assert f"# [{name}]" in text and f"# [/{name}]" in text, name
     assert "(field.md)" in (ROOT / "docs" / "tutorial.md").read_text()
 
 

@@ -85,6 +85,11 @@ def test_fingerprint_follows_the_numba_sources_only(tmp_path):
     errors = package / "_core" / "errors.py"
     errors.write_text(errors.read_text() + "\n# a module without kernels\n")
     assert _numba_cache.source_fingerprint(package) == before
+    # a module that only mentions numba in its prose is not a kernel source either
+    demo = package / "demo.py"
+    assert b"numba" in demo.read_bytes()
+    demo.write_text(demo.read_text() + "\n# numba is mentioned here, nothing compiled\n")
+    assert _numba_cache.source_fingerprint(package) == before
     region = package / "trajectory" / "_atp_region.py"
     region.write_text(region.read_text() + "\n# changed\n")
     assert _numba_cache.source_fingerprint(package) != before

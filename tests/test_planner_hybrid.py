@@ -9,6 +9,7 @@ import pytest
 
 import geoldp
 from geoldp import planner, shrinkage, zone_grid
+from geoldp.designs import ReportDesign
 
 PTS = np.random.default_rng(0).uniform(0.0, 1.0, size=(150, 2))
 ZONES = zone_grid((0.0, 0.0, 1.0, 1.0), cells=4)
@@ -94,11 +95,11 @@ def test_users_needed_uses_the_one_percent_floor_at_every_trial_size():
     # (floor 1 % of the users) is the same at every n, so the search returns the smallest trial size when
     # the target is above that error and NaN when it is below. A floor of one user at small trial sizes
     # (a larger share of few users) would make small trials look better and end the search early.
-    def simulate(sim, question):
-        truth = sim.visits(sim.seqs) * (sim.n / len(sim.seqs))
-        return [truth + 0.005 * sim.n], None
+    class FlatError(ReportDesign):
+        def simulate(self, sim, question):
+            return [sim.visits(sim.seqs) * (sim.n / len(sim.seqs)) + 0.005 * sim.n], None
 
-    planner.register_design("flat-error", planner.DesignSpec(("range_counts",), simulate, "report"))
+    planner.register_design(FlatError(), name="flat-error")
     try:
         zones = zone_grid((0.0, 0.0, 1.0, 1.0), cells=10)
         kw = dict(epsilon=1.0, n=2000, lengths=[2, 3], question="range_counts", designs=["flat-error"], rng=6)

@@ -7,9 +7,12 @@ keeps the page and the script in step, and the console commands of the page are 
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
+import io as io_text
 import re
 import shlex
+import shutil
 import sys
 from pathlib import Path
 
@@ -100,14 +103,24 @@ def _check_release(gpkg: Path) -> None:
     assert "grid(" in str(ledger.points)
 
 
-@pytest.mark.parametrize("suffix", [".csv", ".csv.gz"])
-def test_tutorial_end_to_end(tmp_path, fixes_df, suffix, capsys):
-    private = tmp_path / "private"
+@pytest.fixture(scope="module")
+def tutorial_run(tmp_path_factory, fixes_df):
+    """One run of the tutorial (compressed fixes; the CLI commands below read the plain CSV), shared by
+    the tests that check what it wrote, printed and charged: (folder, its GeoPackage, what it printed)."""
+    root = tmp_path_factory.mktemp("tutorial")
+    private = root / "private"
     private.mkdir()
-    fixes = private / f"fixes{suffix}"
+    fixes = private / "fixes.csv.gz"
     fixes_df.to_csv(fixes, index=False)  # pandas compresses by the .gz suffix
-    out = tmp_path / "release"
-    gpkg = tutorial.main(fixes, out, rng=1)
+    printed = io_text.StringIO()
+    with contextlib.redirect_stdout(printed):
+        gpkg = tutorial.main(fixes, root / "release", rng=1)
+    return root, gpkg, printed.getvalue()
+
+
+def test_tutorial_end_to_end(tutorial_run):
+    root, gpkg, printed = tutorial_run
+    private, out = root / "private", root / "release"
     assert gpkg == out / "released.gpkg"
     assert sorted(p.name for p in out.iterdir()) == [
         "estimates.gpkg",
@@ -116,7 +129,7 @@ def test_tutorial_end_to_end(tmp_path, fixes_df, suffix, capsys):
     ]
     estimates = [str(n) for n in pyogrio.list_layers(out / "estimates.gpkg")[:, 0]]
     assert estimates == ["zone_visits", "od_flows", "hotspots"]
-    assert sorted(p.name for p in private.iterdir()) == sorted(["budget.json", fixes.name, "trips.gpkg"])
+    assert sorted(p.name for p in private.iterdir()) == sorted(["budget.json", "fixes.csv.gz", "trips.gpkg"])
     _check_release(gpkg)
     # every user spent two of her three trips at ε = 4; every fifth user also the pilot's ε = 1, all of the
     # total; the file is with the private data
@@ -124,15 +137,30 @@ def test_tutorial_end_to_end(tmp_path, fixes_df, suffix, capsys):
     assert len(acc) == N_USERS
     for u in range(N_USERS):
         assert acc.remaining(f"u{u:03d}") == (0.0 if u % 5 == 0 else tutorial.PILOT_EPSILON), u
-    printed = capsys.readouterr().out
     assert f"{N_USERS * TRIPS_PER_USER} trips" in printed
     assert f"released {N_USERS * tutorial.MAX_PER_USER} of {N_USERS * TRIPS_PER_USER} trips" in printed
     assert "uniform" in printed and "constant" in printed
     # running again spends a second budget nobody has: refused before any draw, the release unchanged
     before = gpkg.read_bytes()
     with pytest.raises(geoldp.BudgetError):
-        tutorial.main(fixes, out, rng=2)
+        tutorial.main(private / "fixes.csv.gz", out, rng=2)
     assert gpkg.read_bytes() == before
+
+
+def test_the_script_command_line_and_its_demo_data(tmp_path):
+    """What ``python examples/tutorial.py`` adds to ``main``: its options, and the simulated log it uses
+    without ``--fixes`` (the rest is ``main``, run end to end above)."""
+    import subprocess
+
+    proc = subprocess.run(
+        [sys.executable, str(SCRIPT), "--help"], capture_output=True, text=True, check=False, timeout=120
+    )
+    assert proc.returncode == 0 and "--fixes" in proc.stdout and "--epsilon" in proc.stdout
+    tutorial._demo_fixes(tmp_path / "fixes.csv", n_users=2)
+    log = pd.read_csv(tmp_path / "fixes.csv", parse_dates=["time"])
+    assert list(log.columns) == ["user_id", "time", "lon", "lat"]
+    assert sorted(log["user_id"].unique()) == ["u000", "u001"]
+    assert log.groupby("user_id")["time"].is_monotonic_increasing.all()  # one log per user, in time order
 
 
 def test_area_from_the_data_is_flagged(fixes_df, tmp_path):
@@ -185,14 +213,15 @@ def _console_commands(doc: str) -> list[list[str]]:
     return commands
 
 
-def test_docs_cli_commands_run(tmp_path, fixes_df, monkeypatch, capsys):
+def test_docs_cli_commands_run(tmp_path, tutorial_run, fixes_df, monkeypatch, capsys):
     """Every ``$ geoldp ...`` command of the page runs as written, after the script, in its folder."""
     commands = _console_commands(DOC.read_text(encoding="utf-8"))
     assert commands, "docs/tutorial.md shows no geoldp command"
-    monkeypatch.chdir(tmp_path)
-    Path("private").mkdir()
+    # the script's folder as it left it (private/trips.gpkg is the CLI's input), copied: the shared run
+    # stays as it was for the other tests
+    shutil.copytree(tutorial_run[0], tmp_path / "run")
+    monkeypatch.chdir(tmp_path / "run")
     fixes_df.to_csv("private/fixes.csv", index=False)
-    tutorial.main("private/fixes.csv", "release", rng=3)  # writes private/trips.gpkg, the CLI's input
     assert [argv[1] for argv in commands] == ["prepare", "points", "perturb", "estimate"]
     for argv in commands:
         assert argv[0] == "geoldp"

@@ -48,8 +48,8 @@ CAMPAIGN_VERSION = 1
 #: The ``format`` member of a report record and its version.
 RECORD_FORMAT = "geoldp.report"
 RECORD_VERSION = 1
-#: The design kinds a campaign can hold (one randomiser per user each).
-KINDS = ("trajectory", "report", "hybrid", "pilot")
+#: The design kinds a campaign can hold (one randomiser per user each; LDPTrace's in two rounds).
+KINDS = ("trajectory", "report", "hybrid", "pilot", "ldptrace")
 #: OLH's largest hash range (as geoldp's oracles).
 OLH_G_MAX = 1 << 30
 #: Largest campaign file read (bytes): P of 10⁶ points is about 40 MB of JSON.
@@ -82,7 +82,27 @@ _PARAMETER_KEYS = {
     ),
     "hybrid": frozenset({"report_share", "combiner", "trajectory", "report"}),
     "pilot": frozenset({"length_edges", "zone_edges", "shares", "split", "n_zones", "n_cells"}),
+    "ldptrace": frozenset(
+        {
+            "round",
+            "total_epsilon",
+            "grid",
+            "length_domain",
+            "quantile",
+            "length_epsilon",
+            "round1",
+            "max_length",
+            "per_report",
+            "length_reports",
+            "length_sums",
+        }
+    ),
 }
+#: LDPTrace's grid in a campaign: its box (longitude, latitude), side N and CRS (WGS 84 only).
+_LDPTRACE_GRID_KEYS = frozenset({"bounds", "n", "crs"})
+#: LDPTrace's largest grid side (as :data:`geoldp._ldptrace_grid.GRID_MAX`) and length domain.
+LDPTRACE_GRID_MAX = 256
+LDPTRACE_MAX_DOMAIN = 100_000
 #: The three reports of a pilot, in the order of its budget split.
 PILOT_COLUMNS = ("length_class", "zone_count_class", "coarse_cell")
 _CLIENT_KEYS = {
@@ -126,6 +146,7 @@ RECORD_KEYS = frozenset(
 )
 _HEX64 = re.compile(r"[0-9a-f]{64}")
 _HEX32 = re.compile(r"[0-9a-f]{32}")
+_HEX = re.compile(r"[0-9a-f]*")
 #: Longest user id accepted (characters).
 MAX_USER_CHARS = 256
 
@@ -164,12 +185,16 @@ def zones_digest(labels: Sequence[str], polygons: Sequence[Any]) -> str:
     return _sha256(canonical({"labels": list(labels), "polygons": list(polygons)}))
 
 
-def record_digest(record: Mapping[str, Any]) -> str:
+def record_digest(record: Mapping[str, Any], *, per_user: bool = False) -> str:
     """The key a record is stored once under: SHA-256 (hex) of its campaign id, user id and record id.
 
     A record is its id: sending it again, however it was re-serialised, stores and charges it once; a
     different report under an id already stored is the same record for the store, and is not stored.
+    With ``per_user`` (each round of an LDPTrace campaign: one report per user) the key is the campaign
+    and the user alone, so a user's second record of the round, whatever its id, is not stored either.
     """
+    if per_user:
+        return _sha256(f"{record['campaign']}\0{record['user']}\0one per user".encode())
     key = f"{record['campaign']}\0{record['user']}\0{record['record_id']}"
     return _sha256(key.encode("utf-8"))
 
@@ -418,11 +443,94 @@ def _check_pilot(view: Mapping[str, Any], where: str) -> None:
         raise _fail(where, "has a 'parameters.n_cells' that is not the number of its coarse cells.")
 
 
+def _check_ldptrace_grid(grid: Any, where: str) -> int:
+    """LDPTrace's grid: a box in longitude and latitude and a side; return the number of cells."""
+    grid = _keys(grid, _LDPTRACE_GRID_KEYS, where, "parameters.grid")
+    x0, y0, x1, y1 = _finite_list(grid["bounds"], where, "parameters.grid.bounds", length=4)
+    if not (-180.0 <= x0 < x1 <= 180.0 and -90.0 <= y0 < y1 <= 90.0) or grid["crs"] != "EPSG:4326":
+        raise _fail(where, "has a malformed 'parameters.grid' (a lon/lat box with min < max, EPSG:4326).")
+    if not _is_int(grid["n"], 1, LDPTRACE_GRID_MAX + 1):
+        raise _fail(where, f"has a malformed 'parameters.grid.n' (an int in [1, {LDPTRACE_GRID_MAX}]).")
+    return int(grid["n"]) ** 2
+
+
+def _check_ldptrace(view: Mapping[str, Any], where: str) -> None:
+    """An LDPTrace round: its public grid and length domain, and budgets within each user's total exactly.
+
+    Round 1 (the length report) spends ``length_epsilon``, the campaign's ``epsilon``; round 2 continues
+    a round 1 (its id) with L from the round-1 sums it holds, and ``epsilon`` (what the store charges)
+    covers its L + 1 reports exactly: ``(L + 1) · per_report ≤ epsilon`` and ``length_epsilon + epsilon
+    ≤ total_epsilon ≤ user_total_epsilon``.
+    """
+    from fractions import Fraction
+
+    par = view["parameters"]
+    if view["client"] is not None or view["report_zones"] is not None:
+        raise _fail(where, "is an LDPTrace campaign with a 'client' or 'report_zones' (null is expected).")
+    _check_ldptrace_grid(par["grid"], where)
+    d = par["length_domain"]
+    if not _is_int(d, 1, LDPTRACE_MAX_DOMAIN + 1):
+        raise _fail(
+            where, f"has a malformed 'parameters.length_domain' (an int in [1, {LDPTRACE_MAX_DOMAIN}])."
+        )
+    q = par["quantile"]
+    if not (isinstance(q, float) and 0.0 < q <= 1.0):
+        raise _fail(where, "has a malformed 'parameters.quantile' (a float in (0, 1]).")
+    total, e1 = par["total_epsilon"], par["length_epsilon"]
+    for member, value in (("total_epsilon", total), ("length_epsilon", e1)):
+        if not isinstance(value, float) or not (0.0 < value < math.inf):
+            raise _fail(where, f"has a malformed 'parameters.{member}' (a positive float is expected).")
+    if Fraction(e1) * 10 > Fraction(total) or total > view["user_total_epsilon"]:
+        raise _fail(
+            where, "has a 'length_epsilon' above a tenth of 'total_epsilon', or a total above the user's."
+        )
+    rnd = par["round"]
+    if rnd == 1:
+        if any(
+            par[k] is not None
+            for k in ("round1", "max_length", "per_report", "length_reports", "length_sums")
+        ):
+            raise _fail(where, "is an LDPTrace round 1 with members of round 2 (null is expected).")
+        if view["epsilon"] != e1:
+            raise _fail(where, "is an LDPTrace round 1 whose 'epsilon' is not its 'length_epsilon'.")
+        return
+    if rnd != 2:
+        raise _fail(where, "has a malformed 'parameters.round' (1 or 2).")
+    _check_ldptrace_round2(view, par, where)
+
+
+def _check_ldptrace_round2(view: Mapping[str, Any], par: Mapping[str, Any], where: str) -> None:
+    from fractions import Fraction
+
+    if not (isinstance(par["round1"], str) and _HEX64.fullmatch(par["round1"])):
+        raise _fail(where, "has a malformed 'parameters.round1' (the id of the round 1 it continues).")
+    d = par["length_domain"]
+    L = par["max_length"]
+    if not _is_int(L, 1, d + 1):
+        raise _fail(where, f"has a malformed 'parameters.max_length' (an int in [1, {d}]).")
+    n1 = par["length_reports"]
+    if not _is_int(n1, 1, 2**62):
+        raise _fail(where, "has a malformed 'parameters.length_reports' (an int >= 1).")
+    sums = par["length_sums"]
+    if not (isinstance(sums, list) and len(sums) == d and all(_is_int(v, 0, n1 + 1) for v in sums)):
+        raise _fail(where, f"has a malformed 'parameters.length_sums' ({d} ints in [0, length_reports]).")
+    pr, eps = par["per_report"], view["epsilon"]
+    if not isinstance(pr, float) or not (0.0 < pr < math.inf):
+        raise _fail(where, "has a malformed 'parameters.per_report' (a positive float is expected).")
+    if (L + 1) * Fraction(pr) > Fraction(eps) or Fraction(par["length_epsilon"]) + Fraction(eps) > Fraction(
+        par["total_epsilon"]
+    ):
+        raise _fail(where, "has round budgets that add up to more than its 'total_epsilon'.")
+
+
 def _check_part(view: Mapping[str, Any], where: str) -> None:
     """One part of a campaign: a trajectory randomiser over P, or a report over the report zones."""
     parameters, client, points = view["parameters"], view["client"], view["points"]
     if view["kind"] == "pilot":
         _check_pilot(view, where)
+        return
+    if view["kind"] == "ldptrace":
+        _check_ldptrace(view, where)
         return
     if view["kind"] == "trajectory":
         if points is None:
@@ -609,8 +717,55 @@ def _check_payload(payload: Any, campaign: Mapping[str, Any], where: str) -> Non
     _check_one_payload(payload, campaign, where)
 
 
+def hex_bits_ok(bits: Any, d: int) -> bool:
+    """Whether ``bits`` is an OUE bit vector of ``d`` bits as hex: bit v is bit 7 − v % 8 of byte v // 8.
+
+    Lowercase hex of ``ceil(d / 8)`` bytes, the padding bits of the last byte 0.
+    """
+    if not (isinstance(bits, str) and len(bits) == 2 * ((d + 7) // 8) and _HEX.fullmatch(bits)):
+        return False
+    return not (d % 8 and int(bits[-2:], 16) & ((1 << (8 - d % 8)) - 1))
+
+
+def ldptrace_shapes(campaign: Mapping[str, Any]) -> dict[str, tuple[int, int]]:
+    """The reports of one LDPTrace record, by member: ``(bits of each report, number of reports)``.
+
+    Round 1: ``{"length": (D, 1)}``. Round 2: ``{"start": (N², 1), "end": (N², 1), "transitions":
+    (8 N², L − 1)}``; ``transitions`` is a list of L − 1 bit vectors (the others are one each).
+    """
+    par = campaign["parameters"]
+    if par["round"] == 1:
+        return {"length": (int(par["length_domain"]), 1)}
+    cells = int(par["grid"]["n"]) ** 2
+    return {"start": (cells, 1), "end": (cells, 1), "transitions": (8 * cells, int(par["max_length"]) - 1)}
+
+
+def _check_ldptrace_payload(payload: Any, campaign: Mapping[str, Any], where: str) -> None:
+    shapes = ldptrace_shapes(campaign)
+    ok = isinstance(payload, dict) and set(payload) == set(shapes)
+    for member, (d, count) in shapes.items():
+        if not ok:
+            break
+        value = payload[member]
+        if member == "transitions":
+            ok = isinstance(value, list) and len(value) == count and all(hex_bits_ok(v, d) for v in value)
+        else:
+            ok = hex_bits_ok(value, d)
+    if not ok:
+        what = ", ".join(
+            f"'{m}': {'a list of ' + str(c) + ' ' if m == 'transitions' else ''}hex of {d} bits"
+            for m, (d, c) in shapes.items()
+        )
+        raise ValueError(
+            f"{where}: an LDPTrace round {campaign['parameters']['round']} report is {{{what}}}."
+        )
+
+
 def _check_one_payload(payload: Any, campaign: Mapping[str, Any], where: str) -> None:
     kind = campaign["kind"]
+    if kind == "ldptrace":
+        _check_ldptrace_payload(payload, campaign, where)
+        return
     if kind == "pilot":
         par = campaign["parameters"]
         sizes = (len(par["length_edges"]) + 1, len(par["zone_edges"]) + 1, par["n_cells"] + 1)
@@ -654,14 +809,7 @@ def _check_one_payload(payload: Any, campaign: Mapping[str, Any], where: str) ->
     else:
         n_bytes = (d + 7) // 8
         bits = payload.get("bits") if isinstance(payload, dict) and set(payload) == {"bits"} else None
-        ok = (
-            isinstance(bits, str)
-            and len(bits) == 2 * n_bytes
-            and re.fullmatch(r"[0-9a-f]*", bits) is not None
-        )
-        if ok and d % 8 and isinstance(bits, str):
-            ok = int(bits[-2:], 16) & ((1 << (8 - d % 8)) - 1) == 0  # the padding bits of the last byte
-        if not ok:
+        if not hex_bits_ok(bits, d):
             raise ValueError(f"{where}: an OUE report is {{'bits': hex}} of {n_bytes} bytes ({d} bits).")
 
 

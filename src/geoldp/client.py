@@ -14,7 +14,9 @@ output). TraCS works in the plane of the campaign's box: :func:`aeqd_forward` is
 azimuthal equidistant projection, operation for operation, so the client needs no pyproj. The report
 designs run a pure-Python ChaCha20 stream that consumes draws exactly as geoldp's compiled samplers do. A
 hybrid sends one report per part (its trajectory, then its report, each under its own stream key, ε split
-as the campaign says); a pilot sends its three k-RR reports.
+as the campaign says); a pilot sends its three k-RR reports. LDPTrace's device sends the OUE bit vectors
+of its round (the length; or start, end and moves on the campaign's grid, with the cells the central
+path counts), each bit a uniform of the same ChaCha20 stream, generated in numpy.
 
 A seeded call (``rng=`` an int or a numpy Generator; for tests and experiments only) gives exactly the
 report that the central release of the same design gives for that trajectory with the same seed (the
@@ -37,6 +39,7 @@ import importlib
 import math
 import numbers
 import os
+import re
 from collections import OrderedDict
 from typing import Any, NamedTuple
 
@@ -61,9 +64,13 @@ _DEG2RAD = math.pi / 180.0
 _PREPARED: OrderedDict[str, Client] = OrderedDict()
 _PREPARED_MAX = 4
 _LOCK = _thread.allocate_lock()  # (``threading`` costs 2 ms to import; this is its Lock)
-#: The marker of the kernel sources in geoldp's files (the digest the compiled kernels carry covers every
-#: source file that holds it; spelled in two parts so that this file is not one of them).
-_KERNEL_MARK = b"num" + b"ba"
+#: The kernel sources among geoldp's files, whose digest the compiled kernels carry: a copy of
+#: :data:`geoldp._core.numba_cache.KERNEL_SOURCE` (whose module imports pathlib; a test compares them).
+_KERNEL_SOURCE = re.compile(
+    rb"^[ \t]*(?:import numba\b|from numba\b|from geoldp\._core\.kernels import|"
+    rb"from geoldp\._core import [^\n]*\bkernels\b)",
+    re.MULTILINE,
+)
 #: Snapping: points whose unit-vector dot product is within this of the largest are candidates (rounding of
 #: a dot product is about 1e−16); beyond 168° (cos = −0.978) the haversine kernel loses digits: full scan.
 _SNAP_DOT_TOL = 1e-11
@@ -231,6 +238,54 @@ def _qr(x: list[int], a: int, b: int, c: int, d: int) -> None:
     x[a], x[b], x[c], x[d] = xa, xb, xc, xd
 
 
+_SIGMA = np.array([0x61707865, 0x3320646E, 0x79622D32, 0x6B206574], dtype=np.uint32)
+#: Lane orders that turn a row of four lanes left by 0, 1, 2, 3 (turning by 4 − k turns back by k).
+_TURN = tuple(np.array([(i + k) % 4 for i in range(4)]) for k in range(4))
+_SHIFTS = tuple(np.uint32(r) for r in (16, 16, 12, 20, 8, 24, 7, 25))
+
+
+def _quarter_rounds(a: np.ndarray, b: np.ndarray, c: np.ndarray, d: np.ndarray) -> None:
+    """ChaCha's quarter round on four rows of lanes at once, in place (uint32 wraps modulo 2³²)."""
+    s16, r16, s12, r20, s8, r24, s7, r25 = _SHIFTS
+    a += b
+    d ^= a
+    d[...] = (d << s16) | (d >> r16)
+    c += d
+    b ^= c
+    b[...] = (b << s12) | (b >> r20)
+    a += b
+    d ^= a
+    d[...] = (d << s8) | (d >> r24)
+    c += d
+    b ^= c
+    b[...] = (b << s7) | (b >> r25)
+
+
+def _chacha_blocks(key: np.ndarray, stream: int, first: int, count: int) -> np.ndarray:
+    """ChaCha20 blocks ``first`` to ``first + count − 1`` of a stream, vectorised: ``(count · 16,)`` words.
+
+    Word for word :meth:`_Stream._block` of each counter, in block order. The state is four rows of
+    four lanes (per block): a column round works on the rows as they are, a diagonal round on rows
+    b, c, d turned by 1, 2, 3 lanes, as SIMD implementations do.
+    """
+    c = np.arange(first, first + count, dtype=np.uint64)
+    j = np.empty((16, count), dtype=np.uint32)
+    j[0:4] = _SIGMA[:, None]
+    j[4:12] = np.asarray(key, dtype=np.uint32)[:, None]
+    j[12] = (c & np.uint64(_M32)).astype(np.uint32)
+    j[13] = (c >> np.uint64(32)).astype(np.uint32)
+    j[14] = np.uint32(stream & _M32)
+    j[15] = np.uint32(stream >> 32)
+    x = j.reshape(4, 4, count).copy()
+    a, b, cc, d = x[0], x[1], x[2], x[3]
+    for _ in range(10):
+        _quarter_rounds(a, b, cc, d)
+        b[...], cc[...], d[...] = b[_TURN[1]], cc[_TURN[2]], d[_TURN[3]]
+        _quarter_rounds(a, b, cc, d)
+        b[...], cc[...], d[...] = b[_TURN[3]], cc[_TURN[2]], d[_TURN[1]]
+    return (x.reshape(16, count) + j).T.reshape(-1)
+
+
 class _Stream:
     """One ChaCha20 stream under a key, consumed word by word as geoldp's compiled stream functions do.
 
@@ -278,6 +333,30 @@ class _Stream:
         a = self.word() >> 5
         b = self.word() >> 6
         return float(a * 67108864 + b) * (1.0 / 9007199254740992.0)
+
+    def words(self, k: int) -> np.ndarray:
+        """The next ``k`` words at once (uint32): the words ``k`` calls of :meth:`word` give."""
+        parts = []
+        take = min(16 - self._pos, k)
+        if take > 0:
+            parts.append(np.array(self._buf[self._pos : self._pos + take], dtype=np.uint32))
+            self._pos += take
+            k -= take
+        if k > 0:
+            n_blocks = -(-k // 16)
+            w = _chacha_blocks(np.asarray(self._key, dtype=np.uint32), self._stream, self._counter, n_blocks)
+            self._counter += n_blocks
+            parts.append(w[:k])
+            self._buf = [int(v) for v in w[(n_blocks - 1) * 16 :]]
+            self._pos = k - (n_blocks - 1) * 16
+        return np.concatenate(parts) if parts else np.zeros(0, dtype=np.uint32)
+
+    def uniforms(self, n: int) -> np.ndarray:
+        """The next ``n`` uniforms at once: the floats ``n`` calls of :meth:`uniform` give."""
+        w = self.words(2 * n).astype(np.uint64)
+        return ((w[0::2] >> np.uint64(5)) * np.uint64(67108864) + (w[1::2] >> np.uint64(6))).astype(
+            np.float64
+        ) * (1.0 / 9007199254740992.0)
 
     def bernoulli(self, p: float) -> bool:
         """``uniform() < p``."""
@@ -334,7 +413,7 @@ def _fingerprint(root: str | os.PathLike[str]) -> int:
     for parts in sorted(found):
         with open(os.path.join(top, *parts), "rb") as fh:
             data = fh.read()
-        if _KERNEL_MARK in data:
+        if _KERNEL_SOURCE.search(data):
             h.update("/".join(parts).encode() + b"\0" + data + b"\0")
     return int(h.hexdigest()[:15], 16)
 
@@ -488,6 +567,8 @@ class Client:
             self._prepare_trajectory()
         elif self.kind == "pilot":
             self._prepare_pilot()
+        elif self.kind == "ldptrace":
+            self._prepare_ldptrace()
         else:
             self._prepare_report()
 
@@ -849,6 +930,75 @@ class Client:
                 bits[v >> 3] |= np.uint8(1 << (7 - (v & 7)))
         return {"bits": bits.tobytes().hex()}
 
+    # -- LDPTrace: round 1 (the length) or round 2 (start, end, transitions), OUE bit vectors ---------
+    def _prepare_ldptrace(self) -> None:
+        from geoldp._ldptrace_grid import Grid
+
+        par = self.document["parameters"]
+        x0, y0, x1, y1 = (float(b) for b in par["grid"]["bounds"])
+        self._grid = Grid(x0, y0, x1, y1, n=int(par["grid"]["n"]))
+        self._round = int(par["round"])
+        self._length_domain = int(par["length_domain"])
+        self._max_length = 0 if par["max_length"] is None else int(par["max_length"])
+        eps = float(par["length_epsilon"] if self._round == 1 else par["per_report"])
+        t = math.exp(-eps)  # as geoldp.mechanisms.oracles.oue_probabilities
+        self._oue_q = t / (1.0 + t)
+
+    def ldptrace_cells(self, lon: np.ndarray, lat: np.ndarray) -> np.ndarray:
+        """The grid trajectory of one trajectory (:func:`geoldp.ldptrace.cell_sequences`, its own code)."""
+        from geoldp._ldptrace_grid import cell_sequences
+
+        cells, _ = cell_sequences(lon, lat, np.array([0, lon.shape[0]]), self._grid)
+        return cells
+
+    def ldptrace_values(self, lon: np.ndarray, lat: np.ndarray) -> list[int]:
+        """The true value of each OUE report of this round, in the order drawn (−1: an empty report).
+
+        Round 1: the length in cells, capped at the length domain D, minus 1. Round 2: the start cell,
+        the end cell, then the L − 1 transitions (``cell · 8 + move``) of the trajectory truncated to L
+        cells, padded with empty reports.
+        """
+        from geoldp._ldptrace_grid import round2_values
+
+        cells = self.ldptrace_cells(lon, lat)
+        if self._round == 1:
+            return [min(int(cells.shape[0]), self._length_domain) - 1]
+        start, end, moves = round2_values(cells, self._max_length, self._grid)
+        return [start, end, *(int(v) for v in moves)]
+
+    def ldptrace_probabilities(self, values: list[int]) -> list[np.ndarray]:
+        """Each report's per-bit probabilities of a 1: 1/2 at its true value, q = 1/(e^ε′ + 1) elsewhere."""
+        sizes = (
+            [self._length_domain]
+            if self._round == 1
+            else [self._grid.size, self._grid.size] + [8 * self._grid.size] * (self._max_length - 1)
+        )
+        out = []
+        for v, d in zip(values, sizes, strict=True):
+            p = np.full(d, self._oue_q)
+            if v >= 0:
+                p[v] = 0.5
+            out.append(p)
+        return out
+
+    def ldptrace_report(self, lon: np.ndarray, lat: np.ndarray, source: Any) -> dict[str, Any]:
+        """The OUE reports of this round for one trajectory, each bit ``uniform < probability`` of ``source``.
+
+        ``source`` has ``uniforms(n)`` (n uniforms at once). The bit vectors are hex (bit v is bit
+        7 − v % 8 of byte v // 8), drawn in order: the length (round 1); start, end, transitions
+        (round 2).
+        """
+        probs = self.ldptrace_probabilities(self.ldptrace_values(lon, lat))
+        flat = np.concatenate(probs)
+        bits = source.uniforms(flat.shape[0]) < flat
+        hexes, at = [], 0
+        for p in probs:
+            hexes.append(np.packbits(bits[at : at + p.shape[0]]).tobytes().hex())
+            at += p.shape[0]
+        if self._round == 1:
+            return {"length": hexes[0]}
+        return {"start": hexes[0], "end": hexes[1], "transitions": hexes[2:]}
+
     def _payload(self, lon: np.ndarray, lat: np.ndarray, key: np.ndarray) -> dict[str, Any]:
         """The report of one part of the trajectory, drawn from the stream of ``key`` (stream 0)."""
         if self.kind == "report":
@@ -873,6 +1023,9 @@ class Client:
         if self.kind == "pilot":  # the central pilot draws from its source directly (no stream key)
             payload, record_id = self._pilot_record(lon, lat, gen)
             return self._record(payload, record_id, user, gen)
+        if self.kind == "ldptrace":
+            (key,), record_id = _keys_and_id(gen, 1)
+            return self._record(self.ldptrace_report(lon, lat, _Stream(key, 0)), record_id, user, gen)
         keys, record_id = _keys_and_id(gen, len(parts))
         payloads = {
             kind: part._payload(lon, lat, key) for (kind, part), key in zip(parts.items(), keys, strict=True)

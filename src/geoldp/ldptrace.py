@@ -23,9 +23,10 @@ Simulation of the collection
 vectors: the collector only needs the sum of the reports, and the sum of m independent OUE reports is,
 bit by bit, ``Binomial(c_j, 1/2) + Binomial(m − c_j, q)`` where c_j is the number of reports whose true
 value is j (the bits of one report are independent, so are different reports). :func:`oue_counts` draws
-exactly that, by inverse CDF from the project's random source. The user-side randomiser itself is
-:func:`~geoldp.mechanisms.oracles.oue_perturb` (one bit vector per user), for a deployment where users
-report from their devices.
+exactly that, by inverse CDF from the project's random source. In a collection in the field, the users'
+devices send the bit vectors themselves (:mod:`geoldp.client`, one campaign per round:
+:meth:`geoldp.field.campaign.Campaign.next_round`), and the collector builds the same model from their sums
+(:func:`model_from_sums`, which :func:`collect` ends with too).
 
 Differences from the published code: the grid comes from a public box (the published code uses the
 data's own bounding box, which is private); points outside the box are clamped to the nearest edge cell;
@@ -37,7 +38,9 @@ makes the reports ε-LDP for any two trajectories, at the price of the OUE noise
 
 from __future__ import annotations
 
+import json
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
@@ -61,6 +64,8 @@ from geoldp._core.validation import (
     check_release_epsilon,
 )
 from geoldp._core.versions import geoldp_version
+from geoldp._ldptrace_grid import GRID_MAX, Grid, cell_sequences, move_codes
+from geoldp._ldptrace_grid import MOVES as MOVES
 from geoldp.budget import exact_share
 from geoldp.mechanisms.oracles import oue_counts, oue_estimate
 
@@ -69,15 +74,10 @@ __all__ = ["Grid", "LDPTraceModel", "collect", "synthesize_cells"]
 #: Share of ε spent on the length report (the rest goes to start, end and transitions).
 LENGTH_SHARE = Fraction(1, 10)
 
-#: The 8 moves to adjacent cells, (dx, dy) in cell units; a transition report is ``cell * 8 + move``.
-MOVES = np.array([(-1, -1), (-1, 0), (-1, 1), (0, -1), (0, 1), (1, -1), (1, 0), (1, 1)], dtype=np.int64)
-
 #: The published code's end-state damping: at step j the end probability is multiplied by
 #: min(1, END_BASE + (j − 1) · END_STEP), so that very short synthetic trajectories are rarer.
 END_BASE, END_STEP = 0.3, 0.2
 
-#: Largest grid side accepted (8 N² transition bits per report).
-GRID_MAX = 256
 #: Most synthetic trajectories one call writes (``n_synthetic``): each is a LineString of up to L cells,
 #: some hundreds of bytes, so 10⁷ already take gigabytes. Ask for more in several calls.
 MAX_SYNTHETIC = 10_000_000
@@ -88,61 +88,6 @@ _HALF_ULP = 2.0**-54  # centres uniforms on the 2⁻⁵³ grid inside (0, 1) for
 # --------------------------------------------------------------------------------------------------
 # the public grid and the budget
 # --------------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Grid:
-    """A public N × N grid over a box ``(minx, miny, maxx, maxy)`` in some CRS.
-
-    Cell ``ix * n + iy`` covers column ``ix`` (along x) and row ``iy`` (along y). A point outside the box
-    belongs to the nearest edge cell (clamped), so the domain never depends on the data.
-    """
-
-    minx: float
-    miny: float
-    maxx: float
-    maxy: float
-    n: int
-
-    def __post_init__(self) -> None:
-        if not (self.maxx > self.minx and self.maxy > self.miny):
-            raise ValueError("A Grid needs minx < maxx and miny < maxy.")
-        if not 1 <= self.n <= GRID_MAX:
-            raise ValueError(f"A Grid's side n must be in [1, {GRID_MAX}].")
-
-    @property
-    def size(self) -> int:
-        """Number of cells, N²."""
-        return self.n * self.n
-
-    def cells(self, x: Any, y: Any) -> np.ndarray:
-        """Cell of every point (clamped to the box)."""
-        n = self.n
-        fx = (np.asarray(x, dtype=np.float64) - self.minx) / (self.maxx - self.minx)
-        fy = (np.asarray(y, dtype=np.float64) - self.miny) / (self.maxy - self.miny)
-        ix = np.clip(np.floor(fx * n), 0, n - 1).astype(np.int64)
-        iy = np.clip(np.floor(fy * n), 0, n - 1).astype(np.int64)
-        return ix * n + iy
-
-    def centres(self) -> tuple[np.ndarray, np.ndarray]:
-        """The x and y of every cell centre (public)."""
-        k = np.arange(self.size)
-        ix, iy = np.divmod(k, self.n)
-        x = self.minx + (ix + 0.5) * (self.maxx - self.minx) / self.n
-        y = self.miny + (iy + 0.5) * (self.maxy - self.miny) / self.n
-        return x, y
-
-    def neighbours(self) -> np.ndarray:
-        """``(N², 8)`` int64: the cell reached by each move of :data:`MOVES`, -1 outside the grid."""
-        ix, iy = np.divmod(np.arange(self.size), self.n)
-        nx = ix[:, None] + MOVES[None, :, 0]
-        ny = iy[:, None] + MOVES[None, :, 1]
-        inside = (nx >= 0) & (nx < self.n) & (ny >= 0) & (ny < self.n)
-        return np.where(inside, nx * self.n + ny, -1)
-
-    def to_dict(self) -> dict[str, Any]:
-        """The grid recipe (public), as recorded in the ledger."""
-        return {"bounds": [self.minx, self.miny, self.maxx, self.maxy], "n": self.n, "cells": self.size}
 
 
 def auto_grid_size(n_users: int, epsilon: float, length: float, *, lam: float = 2.5) -> int:
@@ -196,58 +141,39 @@ def budget_split(epsilon: float, max_length: int) -> dict[str, float]:
     }
 
 
+def field_split(epsilon: float, max_length: int) -> dict[str, float]:
+    """The budgets of the two rounds of a campaign in the field, each user's total at most ε exactly.
+
+    Round 1 spends ``length`` = ε/10 rounded down (as :func:`budget_split`); round 2 is one record that
+    the store charges ``round2`` = ε − ``length`` rounded down, and each of its L + 1 reports spends
+    ``per_report`` = ``round2`` / (L + 1) rounded down. As exact rationals ``(L + 1) · per_report ≤
+    round2`` and ``length + round2 ≤ ε``: a store that charges the two records never lets a user's
+    reports cost more than ε (``per_report`` is :func:`budget_split`'s or within a few ulps of it).
+
+    Examples
+    --------
+    >>> s = field_split(1.0, 4)
+    >>> s["reports"], s["length"] + s["round2"] <= 1.0
+    (5, True)
+    """
+    eps = check_epsilon(epsilon, caller="field_split")
+    L = check_int_min(max_length, "max_length", minimum=1, caller="field_split")
+    length = exact_share(eps, LENGTH_SHARE)
+    rest = Fraction(eps) - Fraction(length)
+    round2 = float(rest)
+    if Fraction(round2) > rest:
+        round2 = math.nextafter(round2, 0.0)
+    return {
+        "length": length,
+        "round2": round2,
+        "per_report": exact_share(round2, Fraction(1, L + 1)),
+        "reports": L + 1,
+    }
+
+
 # --------------------------------------------------------------------------------------------------
 # trajectories on the grid
 # --------------------------------------------------------------------------------------------------
-
-
-def cell_sequences(x: Any, y: Any, offsets: Any, grid: Grid) -> tuple[np.ndarray, np.ndarray]:
-    """Grid trajectories: cells of the vertices, repeats dropped, gaps filled by the diagonal-first path.
-
-    Consecutive vertices in the same cell count once; a move between non-adjacent cells goes through the
-    cells of the path that steps diagonally until one coordinate is reached, then straight (as the
-    published code), so that every step is one of the 8 :data:`MOVES`.
-
-    Returns
-    -------
-    cells : ndarray of int64
-    offsets : ndarray of int64, shape (T + 1,)
-        Trajectory ``t`` is ``cells[offsets[t]:offsets[t + 1]]`` (at least one cell each).
-    """
-    offsets = np.asarray(offsets, dtype=np.int64)
-    c = grid.cells(x, y)
-    t = offsets.shape[0] - 1
-    starts = offsets[:-1]
-    first = np.zeros(c.shape[0], dtype=bool)
-    first[starts[np.diff(offsets) > 0]] = True
-    keep = first.copy()
-    keep[1:] |= c[1:] != c[:-1]
-    traj = np.repeat(np.arange(t), np.diff(offsets))
-    c, traj = c[keep], traj[keep]
-    # steps to the next vertex of the same trajectory (the last vertex of each one emits only itself)
-    ix, iy = np.divmod(c, grid.n)
-    last = np.ones(c.shape[0], dtype=bool)
-    last[:-1] = traj[1:] != traj[:-1]
-    dx = np.zeros_like(ix)
-    dy = np.zeros_like(iy)
-    dx[:-1] = np.where(last[:-1], 0, ix[1:] - ix[:-1])
-    dy[:-1] = np.where(last[:-1], 0, iy[1:] - iy[:-1])
-    reps = np.maximum(np.maximum(np.abs(dx), np.abs(dy)), 1)
-    k = np.arange(int(reps.sum())) - np.repeat(np.cumsum(reps) - reps, reps)
-    src = np.repeat(np.arange(c.shape[0]), reps)
-    px = ix[src] + np.sign(dx[src]) * np.minimum(k, np.abs(dx[src]))
-    py = iy[src] + np.sign(dy[src]) * np.minimum(k, np.abs(dy[src]))
-    out = px * grid.n + py
-    counts = np.bincount(traj[src], minlength=t)
-    return out.astype(np.int64), np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
-
-
-def move_codes(a: np.ndarray, b: np.ndarray, grid: Grid) -> np.ndarray:
-    """Index into :data:`MOVES` of each step from cell ``a`` to the adjacent cell ``b``."""
-    ax, ay = np.divmod(np.asarray(a, dtype=np.int64), grid.n)
-    bx, by = np.divmod(np.asarray(b, dtype=np.int64), grid.n)
-    m = (bx - ax + 1) * 3 + (by - ay + 1)  # 0..8 in the 3 × 3 block, 4 = no move
-    return m - (m > 4)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -344,7 +270,7 @@ def collect(
     true_len = np.bincount(np.minimum(lengths, d_len) - 1, minlength=d_len)
     length_counts = oue_estimate(oue_counts(true_len, n_users, eps_len, rng=source), n_users, eps_len)
     del true_len
-    max_length = min(_length_quantile(length_counts, quantile), d_len)
+    max_length = length_cut(length_counts, d_len, quantile)
     split = budget_split(eps, max_length)
     eps_r = split["per_report"]
     # round 2: start, end and L - 1 transitions of the trajectory truncated to L cells
@@ -358,13 +284,88 @@ def collect(
     true_moves = np.bincount(codes, minlength=8 * grid.size)
     del codes, src, k, used
     n_moves = n_users * (max_length - 1)  # padded with empty reports
-    start = oue_estimate(oue_counts(true_start, n_users, eps_r, rng=source), n_users, eps_r)
-    end = oue_estimate(oue_counts(true_end, n_users, eps_r, rng=source), n_users, eps_r)
-    moves = oue_estimate(oue_counts(true_moves, n_moves, eps_r, rng=source), n_moves, eps_r)
+    start = oue_counts(true_start, n_users, eps_r, rng=source)
+    end = oue_counts(true_end, n_users, eps_r, rng=source)
+    moves = oue_counts(true_moves, n_moves, eps_r, rng=source)
     del true_start, true_end, true_moves
-    moves = moves.reshape(grid.size, 8)
+    return model_from_sums(grid, length_counts, max_length, split, (start, end, moves), n_users)
+
+
+def length_cut(length_counts: np.ndarray, length_domain: int, quantile: float) -> int:
+    """L: the ``quantile`` of the estimated length distribution (:func:`_length_quantile`), at most D.
+
+    Post-processing of the round-1 estimates only: the central simulation and the field's second round
+    (:meth:`geoldp.field.campaign.Campaign.next_round`) both fix L with it.
+    """
+    return min(_length_quantile(np.asarray(length_counts, dtype=np.float64), quantile), int(length_domain))
+
+
+def model_from_sums(
+    grid: Grid,
+    length_counts: np.ndarray,
+    max_length: int,
+    split: dict[str, float],
+    sums: tuple[np.ndarray, np.ndarray, np.ndarray],
+    n_users: int,
+) -> LDPTraceModel:
+    """The model of the round-2 report sums: their unbiased OUE estimates, moves off the grid at 0.
+
+    Parameters
+    ----------
+    grid : Grid
+    length_counts : ndarray, shape (D,)
+        The round-1 estimates.
+    max_length : int
+        L.
+    split : dict
+        The budgets (``per_report`` is the ε of each round-2 report).
+    sums : (start, end, moves)
+        The bit sums of the ``n_users`` start reports and end reports (N² bits each) and of the
+        ``n_users · (L − 1)`` transition reports, padding included (8 N² bits).
+    n_users : int
+        The number of users who sent round 2.
+
+    Returns
+    -------
+    LDPTraceModel
+        What :func:`collect` returns; the field's :func:`geoldp.field.ingest.answer` builds the same from
+        the stored reports.
+    """
+    eps_r = split["per_report"]
+    n_moves = n_users * (max_length - 1)
+    start = oue_estimate(sums[0], n_users, eps_r)
+    end = oue_estimate(sums[1], n_users, eps_r)
+    moves = oue_estimate(sums[2], n_moves, eps_r).reshape(grid.size, 8)
     moves[grid.neighbours() < 0] = 0.0
     return LDPTraceModel(grid, length_counts, max_length, start, end, moves, n_users, split)
+
+
+def report_sums(payloads: Iterable[str], member: str, d: int) -> np.ndarray:
+    """The bit-by-bit sums of the OUE reports ``member`` of stored LDPTrace payloads (JSON text).
+
+    A member that is a list of bit vectors (the transitions) adds all of them. Returns int64 of shape
+    (d,): the sum the central simulation draws (:func:`geoldp.mechanisms.oracles.oue_counts`).
+    """
+    total = np.zeros(d, dtype=np.int64)
+    n_bytes = (d + 7) // 8
+    chunk: list[str] = []
+
+    def flush() -> None:
+        if chunk:
+            raw = np.frombuffer(bytes.fromhex("".join(chunk)), dtype=np.uint8).reshape(-1, n_bytes)
+            total[:] += np.unpackbits(raw, axis=1)[:, :d].sum(axis=0, dtype=np.int64)
+            chunk.clear()
+
+    for text in payloads:
+        value = json.loads(text)[member]
+        if isinstance(value, str):
+            chunk.append(value)
+        else:
+            chunk.extend(value)
+        if len(chunk) * n_bytes > 1 << 24:  # 16 MB of bits at a time
+            flush()
+    flush()
+    return total
 
 
 def _inverse_cdf(pmf: np.ndarray, u: np.ndarray) -> np.ndarray:
@@ -528,9 +529,6 @@ def synthesize(
     >>> len(syn), syn.ldp.ledger.mechanism
     (50, 'ldptrace')
     """
-    import geopandas as gpd
-    import shapely
-
     caller = "geoldp.synthesize"
     trips = _frames.check_frame(trips, caller=caller)
     eps = check_release_epsilon(epsilon, caller=caller)
@@ -585,31 +583,9 @@ def synthesize(
         n_out = n_users if n_synthetic is None else n_synthetic
         report(f"sampling {n_out} synthetic trajectories")
         syn, syn_off = synthesize_cells(model, n_out, rng=source)
-    cx, cy = grid.centres()
-    lengths = np.diff(syn_off)
-    # a one-cell trajectory becomes a two-vertex LineString on its centre
-    reps = np.where(lengths[np.repeat(np.arange(n_out), lengths)] == 1, 2, 1)
-    flat = np.repeat(syn, reps)
-    idx = np.repeat(np.arange(n_out), np.maximum(lengths, 2))
-    geoms = shapely.linestrings(np.column_stack([cx[flat], cy[flat]]), indices=idx)
-    out = gpd.GeoDataFrame(geometry=geoms, crs=crs)
+    out = synthetic_frame(grid, syn, syn_off, crs)
     ledger = {
-        "mechanism": "ldptrace",
-        "epsilon": eps,
-        "unit": "one trajectory = one user",
-        "reference": "Du et al., LDPTrace, PVLDB 16(8), 2023",
-        "split": {
-            "length": model.split["length"],
-            "start": model.split["per_report"],
-            "end": model.split["per_report"],
-            "transitions": model.split["per_report"],
-            "transition_reports": model.max_length - 1,
-            "frequency_oracle": "OUE",
-        },
-        "grid": {**grid.to_dict(), "crs": crs.to_string(), "vertices": "cell centres"},
-        "length_domain": d_len,
-        "max_length": model.max_length,
-        "quantile": quantile,
+        **model_settings(model, eps, crs.to_string(), d_len, quantile),
         "n_users": n_users,
         "n_synthetic": n_out,
         "input": {
@@ -623,6 +599,48 @@ def synthesize(
     }
     attach(out, spend.finish(ledger, released=out, points=points))
     return out
+
+
+def synthetic_frame(grid: Grid, cells: np.ndarray, offsets: np.ndarray, crs: Any) -> Any:
+    """The synthetic grid trajectories as LineStrings through their cell centres (a fresh RangeIndex).
+
+    A one-cell trajectory becomes a two-vertex LineString on its centre.
+    """
+    import geopandas as gpd
+    import shapely
+
+    n_out = int(offsets.shape[0] - 1)
+    cx, cy = grid.centres()
+    lengths = np.diff(offsets)
+    reps = np.where(lengths[np.repeat(np.arange(n_out), lengths)] == 1, 2, 1)
+    flat = np.repeat(cells, reps)
+    idx = np.repeat(np.arange(n_out), np.maximum(lengths, 2))
+    geoms = shapely.linestrings(np.column_stack([cx[flat], cy[flat]]), indices=idx)
+    return gpd.GeoDataFrame(geometry=geoms, crs=crs)
+
+
+def model_settings(
+    model: LDPTraceModel, epsilon: float, crs: str, length_domain: int, quantile: float
+) -> dict[str, Any]:
+    """The public part of a synthetic release's ledger that the model fixes: ε, its split, the grid, L."""
+    return {
+        "mechanism": "ldptrace",
+        "epsilon": epsilon,
+        "unit": "one trajectory = one user",
+        "reference": "Du et al., LDPTrace, PVLDB 16(8), 2023",
+        "split": {
+            "length": model.split["length"],
+            "start": model.split["per_report"],
+            "end": model.split["per_report"],
+            "transitions": model.split["per_report"],
+            "transition_reports": model.max_length - 1,
+            "frequency_oracle": "OUE",
+        },
+        "grid": {**model.grid.to_dict(), "crs": crs, "vertices": "cell centres"},
+        "length_domain": length_domain,
+        "max_length": model.max_length,
+        "quantile": quantile,
+    }
 
 
 def _warn_outside(ft: Any, crs: Any, box: tuple[float, float, float, float], caller: str) -> None:

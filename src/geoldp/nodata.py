@@ -1,10 +1,11 @@
-"""The no-data answers: what a population without any data gives, from public inputs only.
+"""The no-data answers and populations: what a population without any data gives, from public inputs only.
 
 A release is worth reading where it says more than these. They are the planner's baselines, the
 shapes the shrinkage estimators shrink toward (:mod:`geoldp.shrinkage`) and the no-data rows of the
 answers: P's zone shares (one visit per trajectory, spread like the public points), and the expected
 visits when every point of a trajectory is a uniform draw from P, for public (or assumed) lengths.
-Nothing here reads private data.
+The planner's no-data populations are random walks over P whose steps follow a published law of
+human displacements (:func:`random_walks`). Nothing here reads private data.
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+
+from geoldp._core.geo import haversine_array_m
 
 __all__ = ["no_data_shapes", "uniform_answer", "uniform_visits"]
 
@@ -84,3 +87,72 @@ def length_pool(lengths: Any, caller: str) -> np.ndarray:
     if pool.min() < 1:
         raise ValueError(f"The 'lengths' of {caller} must be >= 1.")
     return pool.astype(np.int64)
+
+
+def _neighbours(ps: Any, k: int) -> np.ndarray:
+    """The k nearest public points of every public point (P's own k-d tree; O(|P| log |P|))."""
+    k = min(k, ps.size)
+    _, idx = ps.tree.query(ps.xyz, k=k)
+    return np.asarray(idx, dtype=np.int64).reshape(ps.size, k)
+
+
+#: Step law of the simulated walks, taken from a published study of human displacements and never fitted
+#: to any data set of this project: the chance of stepping to a public point at distance d is proportional to
+#: (d + 1.5 km)^-1.75 (Gonzalez, Hidalgo and Barabási, "Understanding individual human mobility patterns",
+#: Nature 453, 2008: Δr0 = 1.5 km, β = 1.75).
+STEP_R0_KM = 1.5
+STEP_BETA = 1.75
+#: Near candidates (nearest public points) and far candidates (uniform over P) of each step; the far ones
+#: stand for the rest of P (importance weights), so a step costs O(1) whatever |P|.
+NEAR = 8
+FAR = 56
+
+
+def random_walks(
+    ps: Any,
+    lengths: np.ndarray,
+    rng: np.random.Generator,
+    *,
+    population: str = "spread",
+    hubs: int = 10,
+    starts: np.ndarray | None = None,
+    step_scale: float = 1.0,
+) -> list[np.ndarray]:
+    """Random walks over P whose steps follow the published displacement law (:data:`STEP_BETA`).
+
+    Each step goes to one of the current point's 8 nearest points or to one of 56 uniform draws from P
+    (which stand for the rest of P), with probability proportional to ``(d / s + 1.5 km)^-1.75``, ``s`` the
+    ``step_scale`` (1: the published law; below 1, shorter steps: trips that stay near their start).
+
+    ``"hubs"``: every walk starts at one of a few random public points (Zipf weights), a concentrated
+    population; ``"spread"``: at a uniformly random public point, a population spread like P;
+    ``"mixed"``: half of each. ``starts`` (one public point per walk, e.g. drawn from a pilot's visited
+    cells) replaces the uniform starts: ``"spread"`` starts there, ``"hubs"`` at a few of them.
+    """
+    size = ps.size
+    nb = _neighbours(ps, NEAR + 1)[:, 1:] if size > 1 else np.zeros((size, 0), dtype=np.int64)
+    given = starts
+    # with a pilot, the walks start where its visited cells say (hubs among those starts), else anywhere in P
+    hub = rng.choice(size, size=min(hubs, size), replace=False) if given is None else given[:hubs]
+    w = 1.0 / np.arange(1, hub.shape[0] + 1)
+    starts = hub[rng.choice(hub.shape[0], size=lengths.shape[0], p=w / w.sum())]
+    spread = rng.integers(0, size, size=lengths.shape[0]) if given is None else given
+    if population == "spread":
+        starts = spread
+    elif population == "mixed":
+        starts = np.where(np.arange(lengths.shape[0]) % 2 == 0, starts, spread)
+    lon, lat = np.asarray(ps.lon), np.asarray(ps.lat)
+    width = int(lengths.max())
+    walk = np.empty((lengths.shape[0], width), dtype=np.int64)
+    walk[:, 0] = starts
+    far_weight = max(size - nb.shape[1] - 1, 0) / FAR
+    for j in range(1, width):
+        cur = walk[:, j - 1]
+        cand = np.concatenate([nb[cur], rng.integers(0, size, size=(cur.shape[0], FAR))], axis=1)
+        d = haversine_array_m(lon[cur][:, None], lat[cur][:, None], lon[cand], lat[cand]) / 1000.0
+        wts = np.power(np.asarray(d) / step_scale + STEP_R0_KM, -STEP_BETA)
+        wts[:, nb.shape[1] :] *= far_weight
+        cdf = np.cumsum(wts, axis=1)
+        pick = (cdf < rng.random((cur.shape[0], 1)) * cdf[:, -1:]).sum(axis=1)
+        walk[:, j] = cand[np.arange(cur.shape[0]), np.minimum(pick, cand.shape[1] - 1)]
+    return [walk[i, : int(m)].copy() for i, m in enumerate(lengths)]

@@ -53,8 +53,9 @@ With a private pilot (:class:`geoldp.designs.Pilot`) the walks take its lengths,
 cells and stay near their start or not; the plan is simulated on the three kinds of walk closest to its
 distinct-zone classes, its predicted errors' intervals spanning them (population uncertainty).
 
-The designs are a registry (:data:`DESIGNS`, name → :class:`DesignSpec`); add one with
-:func:`register_design`.
+The designs are :class:`geoldp.designs.Design` objects, each simulating itself (``Design.simulate``) on
+the population of a :class:`~geoldp.designs.simulation.Simulation`; the planner ranks :data:`DESIGNS`
+(name → design), to which :func:`register_design` adds one.
 
 Errors (lower is better):
 
@@ -79,36 +80,31 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from geoldp import ldptrace, metrics
+from geoldp import metrics
 from geoldp._core import frames as _frames
-from geoldp._core.box import planar_box
-from geoldp._core.geo import haversine_array_m
 from geoldp._core.progress import stages
 from geoldp._core.validation import (
     MAX_LENGTH,
     MAX_PLAN_USERS,
-    MIN_EPSILON,
     check_count,
     check_lengths,
     check_option,
     check_release_epsilon,
 )
 from geoldp.designs import Design, design
-from geoldp.designs.coarse import coarse_zones, spread_counts, spread_matrix
 from geoldp.designs.pilot import PilotEstimate
 from geoldp.designs.report import ReportDesign
-from geoldp.nodata import length_pool, no_data_shapes, uniform_answer, uniform_visits
+from geoldp.designs.simulation import Simulation, needs, truth
+from geoldp.designs.trajectory import simulated_rms
+from geoldp.nodata import length_pool, random_walks, uniform_answer, uniform_visits
 from geoldp.questions import Question
 from geoldp.reports import estimators as rest
-from geoldp.reports import release as rrel
-from geoldp.shrinkage import blend, inverse_variance, shrink_empirical_bayes, shrink_to_baseline
-from geoldp.trajectory import perturb_coordinates, perturb_trajectories
+from geoldp.shrinkage import shrink_to_baseline
 from geoldp.zones import check_zones, zone_of_vertices
 
 __all__ = ["PlanTable", "trajectory_rms"]
@@ -118,79 +114,6 @@ QUESTIONS = tuple(q.value for q in Question)
 
 #: Trajectories in a simulated population (at most; never more than ``n``).
 _SIM_MAX = 2000
-#: Repetitions of each simulated release (the expected error is their mean).
-_REPS = 3
-#: Repetitions of a report design's closed-form simulation: cheap, and a shrunk report's error varies much
-#: from draw to draw, so more of them keep the plan's ranking of close designs from being a coin toss.
-_REPORT_REPS = 20
-
-
-@dataclass
-class Simulation:
-    """A no-data population and the public configuration a design is simulated on (no private data).
-
-    Attributes
-    ----------
-    ps : PointSet
-    zone_of_point : ndarray
-        Zone position of every public point (``n_zones`` = outside).
-    n_zones : int
-    seqs : list of ndarray
-        The simulated trajectories (indices into P).
-    n : int
-        Users the plan is for (the population stands for n users).
-    epsilon : float
-    rng : numpy.random.Generator
-        Simulation randomness (public; never used for a release).
-    """
-
-    ps: Any
-    zone_of_point: np.ndarray
-    n_zones: int
-    seqs: list[np.ndarray]
-    n: int
-    epsilon: float
-    rng: np.random.Generator
-    zones: Any = None  # the checked public zones (for designs whose output is not on P, e.g. LDPTrace)
-    #: Results that depend on the trajectories and the zones but not on n (shared by the simulations of
-    #: other sizes made from this one, e.g. for ``users_needed``); keyed with the ids of the objects they
-    #: were computed from, which each entry keeps alive.
-    cache: dict[Any, Any] = dataclasses.field(default_factory=dict, repr=False, compare=False)
-
-    def cached(self, name: Any, compute: Callable[[], Any], *parts: Any) -> Any:
-        """``compute()`` once per (``name``, these trajectories, zones of P and ``parts`` objects)."""
-        key = (name, id(self.seqs), id(self.zone_of_point), *(id(p) for p in parts))
-        hit = self.cache.get(key)
-        if hit is None:
-            hit = self.cache[key] = (compute(), self.seqs, self.zone_of_point, parts)
-        return hit[0]
-
-    def visits(self, seqs: list[np.ndarray]) -> np.ndarray:
-        """Trajectories visiting each zone (outside excluded)."""
-        return self.visits_of_zones([self.zone_of_point[s] for s in seqs])
-
-    def od(self, seqs: list[np.ndarray]) -> np.ndarray:
-        """OD counts over zone pairs (``k × k`` flattened; an endpoint outside is left out)."""
-        return self.od_of_zones([self.zone_of_point[s] for s in seqs])
-
-    def visits_of_zones(self, zone_seqs: list[np.ndarray]) -> np.ndarray:
-        """Trajectories visiting each zone, from each trajectory's sequence of zone positions."""
-        k = self.n_zones
-        if not zone_seqs:
-            return np.zeros(k, dtype=np.float64)
-        zone = np.concatenate(zone_seqs).astype(np.int64)
-        row = np.repeat(np.arange(len(zone_seqs), dtype=np.int64), [z.shape[0] for z in zone_seqs])
-        pairs = np.unique(row * (k + 1) + zone)  # each (trajectory, zone) once
-        zone = pairs % (k + 1)
-        return np.bincount(zone[zone < k], minlength=k).astype(np.float64)
-
-    def od_of_zones(self, zone_seqs: list[np.ndarray]) -> np.ndarray:
-        """OD counts over zone pairs from each trajectory's sequence of zone positions."""
-        k = self.n_zones
-        o = np.array([z[0] for z in zone_seqs], dtype=np.int64)
-        d = np.array([z[-1] for z in zone_seqs], dtype=np.int64)
-        ok = (o < k) & (d < k)
-        return np.bincount(o[ok] * k + d[ok], minlength=k * k).astype(np.float64)
 
 
 class PlanTable(pd.DataFrame):
@@ -210,301 +133,54 @@ class PlanTable(pd.DataFrame):
         name = self.attrs.get("recommended")
         if name is None or name not in DESIGNS:
             return None
-        out = design(name, question=self.attrs.get("question"))
+        out = DESIGNS[name].for_question(Question(self.attrs["question"]))
         bound = self.attrs.get("max_length")
         if bound is not None and isinstance(out, ReportDesign) and out.statistic == "visited_zone":
             out = dataclasses.replace(out, max_set_size=int(bound))  # a trip of L points visits ≤ L zones
         return out
 
 
-@dataclass(frozen=True)
-class DesignSpec:
-    """A design the planner can simulate.
-
-    ``simulate(sim, question)`` returns ``(estimates, half_widths)``: a list of estimated answer vectors
-    (zone visits, or OD counts, at the scale of ``sim.n`` users; one per repetition) and the 95 %
-    interval half-width of each cell (or ``None`` when the design has no interval).
-    """
-
-    questions: tuple[str, ...]
-    simulate: Callable[[Simulation, str], tuple[list[np.ndarray], np.ndarray | None]]
-    kind: str
-    #: The smallest ε per trajectory the design can release with (a hybrid splits it in two parts).
-    min_epsilon: float = MIN_EPSILON
-
-
-def _needs(question: str) -> str:
-    return "od" if question == "od_flows" else "visits"
-
-
-def _trajectory_design(mechanism: str) -> DesignSpec:
-    def simulate(sim: Simulation, question: str) -> tuple[list[np.ndarray], np.ndarray | None]:
-        scale = sim.n / len(sim.seqs)
-        out = []
-        for _ in range(_REPS):
-            seed = int(sim.rng.integers(2**63 - 1))
-            rel = perturb_trajectories(sim.seqs, sim.ps, mechanism=mechanism, epsilon=sim.epsilon, rng=seed)
-            counts = sim.od(rel) if _needs(question) == "od" else sim.visits(rel)
-            out.append(counts * scale)
-        return out, None
-
-    return DesignSpec(QUESTIONS, simulate, "trajectory")
-
-
-def _continuous_design(mechanism: str) -> DesignSpec:
-    """TraCS-D or TraCS-C in P's lon/lat box (public), the released locations snapped to P."""
-
-    def simulate(sim: Simulation, question: str) -> tuple[list[np.ndarray], np.ndarray | None]:
-        lon, lat = np.asarray(sim.ps.lon), np.asarray(sim.ps.lat)
-        box = (float(lon.min()), float(lat.min()), float(lon.max()), float(lat.max()))
-        if not (box[2] > box[0] and box[3] > box[1]):  # a P on one line: widen its box by a tiny margin
-            box = (box[0] - 1e-6, box[1] - 1e-6, box[2] + 1e-6, box[3] + 1e-6)
-        plane = planar_box(box, "EPSG:4326", caller="geoldp.plan")
-        x, y = plane.to_plane(lon, lat)
-        xy = np.column_stack([x, y])
-        cuts = np.cumsum([s.shape[0] for s in sim.seqs])[:-1]
-        out = []
-        for _ in range(_REPS):
-            seed = int(sim.rng.integers(2**63 - 1))
-            rel = perturb_coordinates(
-                [xy[s] for s in sim.seqs],
-                mechanism=mechanism,
-                epsilon=sim.epsilon,
-                rng=seed,
-                bounds=plane.planar_bounds,
-            )
-            flat = np.concatenate(rel)
-            rlon, rlat = plane.to_wgs84(flat[:, 0], flat[:, 1])
-            seqs = np.split(np.asarray(sim.ps.nearest(rlon, rlat)[0], dtype=np.int64), cuts)
-            counts = sim.od(seqs) if _needs(question) == "od" else sim.visits(seqs)
-            out.append(counts * (sim.n / len(sim.seqs)))
-        return out, None
-
-    return DesignSpec(QUESTIONS, simulate, "trajectory")
+#: The designs the planner ranks, by name (:func:`geoldp.designs.design` builds each): every trajectory
+#: mechanism, LDPTrace, the report designs (one visited zone, padded ℓ, shrunk and empirical-Bayes
+#: estimators, coarse-to-fine, OD) and the hybrids. Add one with :func:`register_design`.
+PLANNED = (
+    "tp",
+    "atp",
+    "pointem",
+    "tracs-d",
+    "tracs-c",
+    "ldptrace",
+    "report:visited_zone",
+    "report:visited_zone:padded",
+    "report:visited_zone:pad2",
+    "report:visited_zone:pad5",
+    "report:visited_zone:pad2:shrunk",
+    "report:visited_zone:padded:shrunk",
+    "report:visited_zone:pad5:shrunk",
+    "report:visited_zone:pad8:shrunk",
+    "report:visited_zone:coarse",
+    "report:visited_zone:coarse:pad5",
+    "report:od:coarse",
+    "report:od",
+    "report:visited_zone:shrunk",
+    "report:od:shrunk",
+    "report:visited_zone:eb",
+    "report:visited_zone:pad2:eb",
+    "report:visited_zone:padded:eb",
+    "report:od:eb",
+    "hybrid:atp+report@0.5",
+    "hybrid:atp+report:ivw@0.5",
+    "hybrid:atp+report:ivw@0.75",
+)
+#: The designs :func:`plan` ranks (name → :class:`~geoldp.designs.Design`; each simulates itself).
+DESIGNS: dict[str, Design] = {name: design(name) for name in PLANNED}
 
 
-def _report_frequencies(sim: Simulation, des: rrel.ReportScheme) -> np.ndarray:
-    """Expected number of reports of each domain value (sampling probabilities summed over users)."""
-    k = sim.n_zones + 1
-
-    def per_trajectory() -> np.ndarray:
-        f = np.zeros(des.d, dtype=np.float64)
-        for s in sim.seqs:
-            z = sim.zone_of_point[s]
-            items = np.unique(z) if des.statistic == "visited_zone" else np.array([z[0] * k + z[-1]])
-            m = max(items.shape[0], des.pad_length)
-            f[items] += 1.0 / m
-            if m > items.shape[0]:
-                f[des.base : des.base + m - items.shape[0]] += 1.0 / m
-        return f
-
-    f = sim.cached(("frequencies", des.statistic, des.pad_length, des.d, des.base), per_trajectory)
-    return f * (sim.n / len(sim.seqs))
-
-
-def _report_design(statistic: str, pad: int, *, estimator: str = "projected") -> DesignSpec:
-    def simulate(sim: Simulation, question: str) -> tuple[list[np.ndarray], np.ndarray | None]:
-        return _report_answers(sim, statistic, pad, sim.epsilon, estimator=estimator)
-
-    questions = ("od_flows",) if statistic == "od" else ("zone_visits", "hotspots", "range_counts")
-    return DesignSpec(questions, simulate, "report")
-
-
-def _report_answers(
-    sim: Simulation, statistic: str, pad: int, epsilon: float, *, estimator: str, reps: int = _REPORT_REPS
-) -> tuple[list[np.ndarray], np.ndarray]:
-    """Simulated estimates of a report design at ``epsilon`` (closed-form variance, Gaussian noise).
-
-    ``estimator``: ``"projected"`` (the estimator's non-negative projection), ``"shrunk"``
-    (:func:`shrink_to_baseline`), ``"eb"`` (:func:`shrink_empirical_bayes`) or ``"unbiased"`` (the
-    debiased estimate itself, as an inverse-variance combination needs it)."""
-    des = rrel.scheme(statistic, sim.n_zones, epsilon, pad_length=pad, caller="geoldp.plan")
-    f = _report_frequencies(sim, des)
-    od = statistic == "od"
-    sd = np.sqrt(rest.count_variance(f, sim.n, des.oracle, single=od))
-    se = _answer(sim, statistic, sd * pad)
-    if estimator == "shrunk":
-        baseline = uniform_answer(sim.zone_of_point, sim.n_zones, od=od)
-    elif estimator == "eb":
-        shapes = no_data_shapes(sim.zone_of_point, sim.n_zones, [len(s) for s in sim.seqs], od=od)
-    out = []
-    for _ in range(reps):
-        noisy = f + sd * sim.rng.standard_normal(f.shape[0])
-        unbiased = _answer(sim, statistic, noisy * pad)
-        if estimator == "unbiased":
-            out.append(unbiased)
-        elif estimator == "shrunk":
-            out.append(shrink_to_baseline(unbiased, se, baseline))
-        elif estimator == "eb":
-            out.append(shrink_empirical_bayes(unbiased, se, shapes))
-        else:
-            out.append(_answer(sim, statistic, rest.project_simplex(noisy, float(sim.n)) * pad))
-    return out, _answer(sim, statistic, rest.Z95 * sd * pad)
-
-
-def _coarse_report_design(statistic: str, pad: int) -> DesignSpec:
-    """A shrunk report over :func:`~geoldp.designs.coarse.coarse_zones` of the asked zones, spread back."""
-
-    def simulate(sim: Simulation, question: str) -> tuple[list[np.ndarray], np.ndarray | None]:
-        if sim.zones is None:
-            raise ValueError("A coarse-to-fine design needs the simulation's zones.")
-
-        def coarse_grid() -> tuple[Any, np.ndarray, Any]:
-            coarse = check_zones(coarse_zones(sim.zones.series), caller="geoldp.plan")
-            zc = zone_of_vertices(coarse, np.asarray(sim.ps.lon), np.asarray(sim.ps.lat))
-            return coarse, zc, spread_matrix(sim.zone_of_point, zc, sim.n_zones, coarse.size)
-
-        coarse, zc, matrix = sim.cached("coarse", coarse_grid, sim.zones)
-        csim = Simulation(sim.ps, zc, coarse.size, sim.seqs, sim.n, sim.epsilon, sim.rng, coarse, sim.cache)
-        ests, _ = _report_answers(csim, statistic, pad, sim.epsilon, estimator="shrunk")
-        # biased by the spreading: no interval is claimed
-        return [spread_counts(e, matrix, od=statistic == "od") for e in ests], None
-
-    questions = ("od_flows",) if statistic == "od" else ("zone_visits", "hotspots", "range_counts")
-    return DesignSpec(questions, simulate, "report")
-
-
-def _hybrid_design(mechanism: str, report_share: float) -> DesignSpec:
-    """ε split: ``report_share`` to a shrunk report of the question's statistic, the rest to a trajectory."""
-
-    def simulate(sim: Simulation, question: str) -> tuple[list[np.ndarray], np.ndarray | None]:
-        statistic = "od" if _needs(question) == "od" else "visited_zone"
-        # a simulation only (no release): the split of geoldp.hybrid.split_epsilon up to an ulp
-        eps_rep = sim.epsilon * report_share
-        eps_traj = sim.epsilon - eps_rep
-        reps, _ = _report_answers(sim, statistic, 1, eps_rep, estimator="shrunk", reps=_REPS)
-        trajectory = Simulation(
-            sim.ps, sim.zone_of_point, sim.n_zones, sim.seqs, sim.n, eps_traj, sim.rng, sim.zones
-        )
-        trajs, _ = _trajectory_design(mechanism).simulate(trajectory, question)
-        return [blend(r, t, report_share) for r, t in zip(reps, trajs, strict=True)], None
-
-    return DesignSpec(QUESTIONS, simulate, "hybrid", MIN_EPSILON / min(report_share, 1.0 - report_share))
-
-
-#: Visited zones the inverse-variance hybrids pad to (the ``padded`` report's ℓ; a fixed choice).
-_IVW_PAD = 3
-
-
-def _ivw_hybrid_design(mechanism: str, report_share: float) -> DesignSpec:
-    """ε split: ``report_share`` to a padded report (visit counts; the OD report for OD flows), the rest to a
-    trajectory; the two answers combined per cell by :func:`inverse_variance`, then projected on the
-    non-negative counts with their total."""
-
-    def simulate(sim: Simulation, question: str) -> tuple[list[np.ndarray], np.ndarray | None]:
-        od = _needs(question) == "od"
-        statistic, pad = ("od", 1) if od else ("visited_zone", _IVW_PAD)
-        eps_rep = sim.epsilon * report_share
-        reps, half = _report_answers(sim, statistic, pad, eps_rep, estimator="unbiased", reps=_REPS)
-        se = half / rest.Z95
-        trajectory = Simulation(
-            sim.ps, sim.zone_of_point, sim.n_zones, sim.seqs, sim.n, sim.epsilon - eps_rep, sim.rng, sim.zones
-        )
-        trajs, _ = _trajectory_design(mechanism).simulate(trajectory, question)
-        # the trajectory part's error as the design computes it before any release (trajectory_rms): on
-        # its own random walks over P with the population's lengths, never on the population itself
-        walks = _walks(sim.ps, np.array([q.shape[0] for q in sim.seqs]), sim.rng, population="spread")
-        rms = _rms(
-            Simulation(sim.ps, sim.zone_of_point, sim.n_zones, walks, sim.n, trajectory.epsilon, sim.rng),
-            question,
-            mechanism,
-        )
-        out = []
-        for rep, traj in zip(reps, trajs, strict=True):
-            est, _ = inverse_variance([rep, traj], [se, rms])
-            out.append(rest.project_simplex(np.nan_to_num(est), max(float(np.nansum(est)), 0.0)))
-        # the trajectory part is biased: no interval is claimed
-        return out, None
-
-    return DesignSpec(QUESTIONS, simulate, "hybrid", MIN_EPSILON / min(report_share, 1.0 - report_share))
-
-
-def _truth(sim: Simulation, question: str) -> np.ndarray:
-    """The simulated population's exact answer at the scale of ``sim.n`` users."""
-    od = _needs(question) == "od"
-    counts = sim.cached(("truth", od), lambda: sim.od(sim.seqs) if od else sim.visits(sim.seqs))
-    return counts * (sim.n / len(sim.seqs))
-
-
-def _answer(sim: Simulation, statistic: str, values: np.ndarray) -> np.ndarray:
-    k = sim.n_zones
-    if statistic == "od":
-        return values[: (k + 1) ** 2].reshape(k + 1, k + 1)[:k, :k].reshape(-1)
-    return values[:k]
-
-
-def _ldptrace_design(grid_size: int) -> DesignSpec:
-    """LDPTrace (:func:`geoldp.synthesize`) on an N × N grid over P's lon/lat box (public)."""
-
-    def simulate(sim: Simulation, question: str) -> tuple[list[np.ndarray], np.ndarray | None]:
-        lon, lat = np.asarray(sim.ps.lon), np.asarray(sim.ps.lat)
-        box = (float(lon.min()), float(lat.min()), float(lon.max()), float(lat.max()))
-        if not (box[2] > box[0] and box[3] > box[1]):  # a P on one line: widen its box by a tiny margin
-            box = (box[0] - 1e-6, box[1] - 1e-6, box[2] + 1e-6, box[3] + 1e-6)
-        grid = ldptrace.Grid(*box, n=grid_size)
-        # the collection is simulated for n users: the population repeated (LDPTrace's noise scales with n)
-        reps = -(-sim.n // len(sim.seqs))
-        seqs = (sim.seqs * reps)[: sim.n]
-        lengths = np.array([s.shape[0] for s in seqs], dtype=np.int64)
-        idx = np.concatenate(seqs)
-        cells, offsets = ldptrace.cell_sequences(
-            lon[idx], lat[idx], np.concatenate([[0], np.cumsum(lengths)]), grid
-        )
-        cx, cy = grid.centres()
-        zone_of_cell = zone_of_vertices(sim.zones, cx, cy)
-        out = []
-        for _ in range(_REPS):
-            seed = int(sim.rng.integers(2**63 - 1))
-            model = ldptrace.collect(cells, offsets, grid, sim.epsilon, rng=seed)
-            syn, off = ldptrace.synthesize_cells(model, len(sim.seqs), rng=seed + 1)
-            zone_seqs = [zone_of_cell[syn[a:b]] for a, b in zip(off[:-1], off[1:], strict=True) if b > a]
-            counts = (
-                sim.od_of_zones(zone_seqs) if _needs(question) == "od" else sim.visits_of_zones(zone_seqs)
-            )
-            out.append(counts * (sim.n / max(len(zone_seqs), 1)))
-        return out, None
-
-    return DesignSpec(QUESTIONS, simulate, "synthesis")
-
-
-#: The designs the planner simulates (name → spec). Hybrids or other designs can be added with
-#: :func:`register_design`.
-DESIGNS: dict[str, DesignSpec] = {
-    "tp": _trajectory_design("tp"),
-    "atp": _trajectory_design("atp"),
-    "pointem": _trajectory_design("pointem"),
-    "tracs-d": _continuous_design("tracs-d"),
-    "tracs-c": _continuous_design("tracs-c"),
-    "ldptrace": _ldptrace_design(6),
-    "report:visited_zone": _report_design("visited_zone", 1),
-    "report:visited_zone:padded": _report_design("visited_zone", 3),
-    "report:visited_zone:pad2": _report_design("visited_zone", 2),
-    "report:visited_zone:pad5": _report_design("visited_zone", 5),
-    "report:visited_zone:pad2:shrunk": _report_design("visited_zone", 2, estimator="shrunk"),
-    "report:visited_zone:padded:shrunk": _report_design("visited_zone", 3, estimator="shrunk"),
-    "report:visited_zone:pad5:shrunk": _report_design("visited_zone", 5, estimator="shrunk"),
-    "report:visited_zone:pad8:shrunk": _report_design("visited_zone", 8, estimator="shrunk"),
-    "report:visited_zone:coarse": _coarse_report_design("visited_zone", 2),
-    "report:visited_zone:coarse:pad5": _coarse_report_design("visited_zone", 5),
-    "report:od:coarse": _coarse_report_design("od", 1),
-    "report:od": _report_design("od", 1),
-    "report:visited_zone:shrunk": _report_design("visited_zone", 1, estimator="shrunk"),
-    "report:od:shrunk": _report_design("od", 1, estimator="shrunk"),
-    "report:visited_zone:eb": _report_design("visited_zone", 1, estimator="eb"),
-    "report:visited_zone:pad2:eb": _report_design("visited_zone", 2, estimator="eb"),
-    "report:visited_zone:padded:eb": _report_design("visited_zone", 3, estimator="eb"),
-    "report:od:eb": _report_design("od", 1, estimator="eb"),
-    "hybrid:atp+report@0.5": _hybrid_design("atp", 0.5),
-    "hybrid:atp+report:ivw@0.5": _ivw_hybrid_design("atp", 0.5),
-    "hybrid:atp+report:ivw@0.75": _ivw_hybrid_design("atp", 0.75),
-}
-
-
-def register_design(name: str, spec: DesignSpec) -> None:
-    """Add (or replace) a design in :data:`DESIGNS`."""
-    if not isinstance(spec, DesignSpec):
-        raise TypeError("register_design needs a geoldp.planner.DesignSpec.")
-    DESIGNS[str(name)] = spec
+def register_design(des: Design, *, name: str | None = None) -> None:
+    """Add (or replace) a design the planner ranks, under its own name (or ``name``)."""
+    if not isinstance(des, Design):
+        raise TypeError("register_design needs a geoldp.designs.Design object, such as design('atp').")
+    DESIGNS[des.name if name is None else str(name)] = des
 
 
 # --------------------------------------------------------------------------------------------------
@@ -547,77 +223,9 @@ def _width_of(question: str, truth: np.ndarray, half: np.ndarray | None, n: int)
 # --------------------------------------------------------------------------------------------------
 
 
-def _neighbours(ps: Any, k: int) -> np.ndarray:
-    """The k nearest public points of every public point (P's own k-d tree; O(|P| log |P|))."""
-    k = min(k, ps.size)
-    _, idx = ps.tree.query(ps.xyz, k=k)
-    return np.asarray(idx, dtype=np.int64).reshape(ps.size, k)
-
-
-#: Step law of the simulated walks, taken from a published study of human displacements and never fitted
-#: to any data set of this project: the chance of stepping to a public point at distance d is proportional to
-#: (d + 1.5 km)^-1.75 (Gonzalez, Hidalgo and Barabási, "Understanding individual human mobility patterns",
-#: Nature 453, 2008: Δr0 = 1.5 km, β = 1.75).
-_STEP_R0_KM = 1.5
-_STEP_BETA = 1.75
-#: Near candidates (nearest public points) and far candidates (uniform over P) of each step; the far ones
-#: stand for the rest of P (importance weights), so a step costs O(1) whatever |P|.
-_NEAR = 8
-_FAR = 56
-
 #: The no-data populations: where the random walks start (``"robust"``: all three, the pick minimising the
 #: worst regret).
 POPULATIONS = ("spread", "hubs", "mixed", "robust")
-
-
-def _walks(
-    ps: Any,
-    lengths: np.ndarray,
-    rng: np.random.Generator,
-    *,
-    population: str = "spread",
-    hubs: int = 10,
-    starts: np.ndarray | None = None,
-    step_scale: float = 1.0,
-) -> list[np.ndarray]:
-    """Random walks over P whose steps follow the published displacement law (:data:`_STEP_BETA`).
-
-    Each step goes to one of the current point's 8 nearest points or to one of 56 uniform draws from P
-    (which stand for the rest of P), with probability proportional to ``(d / s + 1.5 km)^-1.75``, ``s`` the
-    ``step_scale`` (1: the published law; below 1, shorter steps: trips that stay near their start).
-
-    ``"hubs"``: every walk starts at one of a few random public points (Zipf weights), a concentrated
-    population; ``"spread"``: at a uniformly random public point, a population spread like P;
-    ``"mixed"``: half of each. ``starts`` (one public point per walk, e.g. drawn from a pilot's visited
-    cells) replaces the uniform starts: ``"spread"`` starts there, ``"hubs"`` at a few of them.
-    """
-    size = ps.size
-    nb = _neighbours(ps, _NEAR + 1)[:, 1:] if size > 1 else np.zeros((size, 0), dtype=np.int64)
-    given = starts
-    # with a pilot, the walks start where its visited cells say (hubs among those starts), else anywhere in P
-    hub = rng.choice(size, size=min(hubs, size), replace=False) if given is None else given[:hubs]
-    w = 1.0 / np.arange(1, hub.shape[0] + 1)
-    starts = hub[rng.choice(hub.shape[0], size=lengths.shape[0], p=w / w.sum())]
-    spread = rng.integers(0, size, size=lengths.shape[0]) if given is None else given
-    if population == "spread":
-        starts = spread
-    elif population == "mixed":
-        starts = np.where(np.arange(lengths.shape[0]) % 2 == 0, starts, spread)
-    lon, lat = np.asarray(ps.lon), np.asarray(ps.lat)
-    width = int(lengths.max())
-    walk = np.empty((lengths.shape[0], width), dtype=np.int64)
-    walk[:, 0] = starts
-    far_weight = max(size - nb.shape[1] - 1, 0) / _FAR
-    for j in range(1, width):
-        cur = walk[:, j - 1]
-        cand = np.concatenate([nb[cur], rng.integers(0, size, size=(cur.shape[0], _FAR))], axis=1)
-        d = haversine_array_m(lon[cur][:, None], lat[cur][:, None], lon[cand], lat[cand]) / 1000.0
-        wts = np.power(np.asarray(d) / step_scale + _STEP_R0_KM, -_STEP_BETA)
-        wts[:, nb.shape[1] :] *= far_weight
-        cdf = np.cumsum(wts, axis=1)
-        pick = (cdf < rng.random((cur.shape[0], 1)) * cdf[:, -1:]).sum(axis=1)
-        walk[:, j] = cand[np.arange(cur.shape[0]), np.minimum(pick, cand.shape[1] - 1)]
-    return [walk[i, : int(m)].copy() for i, m in enumerate(lengths)]
 
 
 def _lengths(lengths: Any, size: int, rng: np.random.Generator, caller: str) -> np.ndarray:
@@ -634,7 +242,7 @@ def _baselines(sim: Simulation, question: str, median: int) -> dict[str, np.ndar
     how many trajectories visit a zone, since real trajectories revisit few zones)."""
     k = sim.n_zones
     zm = int(sim.zone_of_point[median])
-    if _needs(question) == "od":
+    if needs(question) == "od":
         uni = uniform_answer(sim.zone_of_point, k, od=True) * sim.n
         const = np.zeros(k * k)
         if zm < k:
@@ -771,7 +379,9 @@ def plan(
     z = check_zones(zones, caller=caller)
     if target_error is not None and not (isinstance(target_error, int | float) and target_error > 0):
         raise ValueError(f"The 'target_error' parameter of {caller} must be a float > 0.")
-    names = [k for k, v in DESIGNS.items() if question in v.questions] if designs is None else list(designs)
+    asked = Question(question)
+    answering = [k for k, v in DESIGNS.items() if asked in v.for_question(asked).questions]
+    names = answering if designs is None else list(designs)
     for name in names:
         if name not in DESIGNS:
             raise ValueError(f"Unknown design {name!r} in {caller}; choose from {sorted(DESIGNS)}.")
@@ -873,9 +483,9 @@ def _baseline_worst_errors(
     errors = {}
     for label, seqs in pops.items():
         sim = Simulation(ps, zone_of_point, z.size, seqs, n, epsilon, gen, z)
-        truth = _truth(sim, question)
+        exact = truth(sim, question)
         errors[label] = {
-            k: error_of(question, truth, v, n) for k, v in _baselines(sim, question, median).items()
+            k: error_of(question, exact, v, n) for k, v in _baselines(sim, question, median).items()
         }
     return pd.DataFrame(errors).max(axis=1)
 
@@ -894,7 +504,7 @@ def _populations(
         return {"prior": [seqs[i] for i in gen.choice(len(seqs), size=size, replace=len(seqs) < size)]}
     kinds = POPULATIONS[:3] if population == "robust" else (population,)
     drawn = _lengths(lengths, size, gen, caller)
-    return {k: _walks(ps, drawn, gen, population=k) for k in kinds}
+    return {k: random_walks(ps, drawn, gen, population=k) for k in kinds}
 
 
 #: Step scales of the walks fitted to a pilot (:func:`_walks`' ``step_scale``; 1 is the published law).
@@ -945,7 +555,7 @@ def _pilot_populations(
     fits: list[tuple[float, int, str, list[np.ndarray]]] = []
     for scale in _PILOT_STEP_SCALES:
         for kind in POPULATIONS[:3]:
-            seqs = _walks(ps, lengths, gen, population=kind, starts=starts, step_scale=scale)
+            seqs = random_walks(ps, lengths, gen, population=kind, starts=starts, step_scale=scale)
             counts = np.array([np.unique(zone_of_point[s][zone_of_point[s] < n_zones]).size for s in seqs])
             shares = np.bincount(pilot.zone_count_classes(counts), minlength=pilot.zone_count_pmf.shape[0])
             gap = float(np.abs(shares / max(len(seqs), 1) - pilot.zone_count_pmf).sum())
@@ -1023,7 +633,7 @@ def _concentrated_populations(
             first = np.where(
                 at_hot, hot[gen.choice(hot.shape[0], size=starts.shape[0], p=w / w.sum())], starts
             )
-            seqs = _walks(ps, lengths, gen, population="spread", starts=first, step_scale=scale)
+            seqs = random_walks(ps, lengths, gen, population="spread", starts=first, step_scale=scale)
             zones_of = [zone_of_point[s] for s in seqs]
             counts = np.array([np.unique(zz[zz < n_zones]).size for zz in zones_of])
             zc = np.bincount(pilot.zone_count_classes(counts), minlength=pilot.zone_count_pmf.shape[0])
@@ -1068,7 +678,7 @@ def trajectory_rms(
 
     The error a trajectory part brings to an inverse-variance combination (:func:`inverse_variance`):
     the population of :func:`plan` (the public ``prior``, or random walks over P) is released
-    :data:`_REPS` times with ``mechanism`` at ``epsilon``, and each cell's deviation of the raw counts
+    three times with ``mechanism`` at ``epsilon``, and each cell's deviation of the raw counts
     (at the scale of ``n`` users) from the population's exact answer is averaged in square. It includes
     the mechanism's bias, which more users do not remove. It is at least the count one simulated
     trajectory stands for (the simulation's resolution). Public inputs only: no private data is read,
@@ -1111,16 +721,7 @@ def trajectory_rms(
     gen = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
     zone_of_point = zone_of_vertices(z, np.asarray(ps.lon), np.asarray(ps.lat))
     seqs = next(iter(_populations(ps, lengths, min(n, _SIM_MAX), prior, population, gen, caller).values()))
-    return _rms(Simulation(ps, zone_of_point, z.size, seqs, n, epsilon, gen, z), question, mechanism)
-
-
-def _rms(sim: Simulation, question: str, mechanism: str) -> np.ndarray:
-    """Per-cell RMS deviation of ``mechanism``'s raw counts from ``sim``'s truth, at least one simulated
-    trajectory's count."""
-    truth = _truth(sim, question)
-    ests, _ = _trajectory_design(mechanism).simulate(sim, question)
-    rms = np.sqrt(np.mean([(e - truth) ** 2 for e in ests], axis=0))
-    return np.maximum(rms, sim.n / len(sim.seqs))
+    return simulated_rms(Simulation(ps, zone_of_point, z.size, seqs, n, epsilon, gen, z), question, mechanism)
 
 
 def _population_table(
@@ -1133,31 +734,31 @@ def _population_table(
 ) -> pd.DataFrame:
     """Every design's and baseline's expected error on one simulated population."""
     n = sim.n
-    truth = _truth(sim, question)
+    exact = truth(sim, question)
     rows: dict[str, dict[str, Any]] = {}
     for name, est in _baselines(sim, question, median).items():
-        error = error_of(question, truth, est, n)
+        error = error_of(question, exact, est, n)
         rows[name] = {"kind": "baseline", "error": error, "error_sd": 0.0, "error_se": 0.0}
         rows[name].update(error_low=error, error_high=error, interval_width=math.nan)
     best_baseline = min(r["error"] for r in rows.values())
     target = 0.5 * best_baseline if target_error is None else float(target_error)
     for name in names:
         report(name)
-        spec = DESIGNS[name]
-        ests, half = spec.simulate(sim, question)
-        errs = [error_of(question, truth, e, n) for e in ests]
+        des = DESIGNS[name].for_question(Question(question))
+        ests, half = des.simulate(sim, question)
+        errs = [error_of(question, exact, e, n) for e in ests]
         se = float(np.std(errs, ddof=1) / math.sqrt(len(errs))) if len(errs) > 1 else 0.0
         mean = float(np.mean(errs))
         rows[name] = {
-            "kind": spec.kind,
+            "kind": des.kind,
             "error": mean,
             "error_sd": float(np.std(errs)),
             "error_se": se,
             "error_low": max(mean - rest.Z95 * se, 0.0),
             "error_high": mean + rest.Z95 * se,
-            "interval_width": _width_of(question, truth, half, n),
+            "interval_width": _width_of(question, exact, half, n),
         }
-        rows[name]["users_needed"] = _users_needed(sim, question, name, spec, target, rows[name]["error"])
+        rows[name]["users_needed"] = _users_needed(sim, question, des, target, rows[name]["error"])
     table = pd.DataFrame.from_dict(rows, orient="index")
     table.index.name = "design"
     table.attrs["target_error"] = target
@@ -1190,11 +791,9 @@ def _combine(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
     return out
 
 
-def _users_needed(
-    sim: Simulation, question: str, name: str, spec: DesignSpec, target: float, err: float
-) -> float:
+def _users_needed(sim: Simulation, question: str, des: Design, target: float, err: float) -> float:
     """Smallest n on a doubling grid whose expected error is at most ``target`` (NaN if none)."""
-    if spec.kind != "report":
+    if des.kind != "report":
         # raw trajectory counts are biased: more users do not remove the error (NaN unless already there)
         return float(sim.n) if err <= target else math.nan
     for factor in (2.0**e for e in range(-6, 13)):
@@ -1202,11 +801,11 @@ def _users_needed(
         trial = Simulation(
             sim.ps, sim.zone_of_point, sim.n_zones, sim.seqs, m, sim.epsilon, sim.rng, sim.zones, sim.cache
         )
-        truth = _truth(trial, question)
-        ests, _ = spec.simulate(trial, question)
+        exact = truth(trial, question)
+        ests, _ = des.simulate(trial, question)
         # judged at the plan's scale: the range-count floor is 1 % of the users at every trial size (at m
         # users, error_of's floor of one user would be a larger share of a small trial)
         scale = sim.n / m
-        if np.mean([error_of(question, truth * scale, e * scale, sim.n) for e in ests]) <= target:
+        if np.mean([error_of(question, exact * scale, e * scale, sim.n) for e in ests]) <= target:
             return float(m)
     return math.nan

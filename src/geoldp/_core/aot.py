@@ -71,7 +71,7 @@ def kernel_digest(package: Path | None = None) -> int:
     """The digest of the kernel sources under ``package`` (default: this installed package), as an int.
 
     The first 15 hex digits of :func:`geoldp._core.numba_cache.source_fingerprint`: every geoldp source file
-    that mentions numba, paths and contents.
+    that imports numba or geoldp's kernels module, paths and contents.
     """
     from geoldp._core.numba_cache import source_fingerprint
 

@@ -55,13 +55,22 @@ _FINGERPRINT = re.compile(r"[0-9a-f]{16}")
 _STALE_SECONDS = 7 * 24 * 3600
 
 
+#: A kernel source: a file that imports numba or geoldp's kernels module. A file that only mentions numba
+#: in its prose is not one, so editing it does not make the compiled kernels or their caches stale.
+KERNEL_SOURCE = re.compile(
+    rb"^[ \t]*(?:import numba\b|from numba\b|from geoldp\._core\.kernels import|"
+    rb"from geoldp\._core import [^\n]*\bkernels\b)",
+    re.MULTILINE,
+)
+
+
 def source_fingerprint(root: Path | None = None) -> str:
-    """16 hex digits of SHA-256 over the geoldp source files that mention numba (paths and contents)."""
+    """16 hex digits of SHA-256 over geoldp's kernel sources (:data:`KERNEL_SOURCE`; paths and contents)."""
     root = Path(__file__).resolve().parent.parent if root is None else Path(root)
     h = hashlib.sha256()
     for path in sorted(root.rglob("*.py")):
         data = path.read_bytes()
-        if b"numba" in data:
+        if KERNEL_SOURCE.search(data):
             h.update(path.relative_to(root).as_posix().encode() + b"\0" + data + b"\0")
     return h.hexdigest()[:16]
 

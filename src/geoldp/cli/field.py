@@ -1,6 +1,7 @@
 """``geoldp campaign``, ``respond``, ``ingest`` and ``answer``: a collection in the field.
 
-The collector publishes a campaign file (``campaign create``), each user's device answers it with one
+The collector publishes a campaign file (``campaign create``; LDPTrace's second round: ``campaign
+next-round``), each user's device answers it with one
 report (``geoldp.client.respond`` on the device; ``geoldp respond`` simulates many devices from a file of
 trips), the collector ingests the report files into a transactional store (``ingest``: each user's budget
 charged, every record stored once) and answers questions from the store as GIS layers (``answer``).
@@ -91,6 +92,13 @@ def campaign_from_plan(
 
 def _describe(campaign: Any, out: TextIO) -> None:
     print(f"{PROG}: " + campaign.summary(), file=out)
+    par = campaign.document["parameters"]
+    if campaign.document["kind"] == "ldptrace" and par["round"] == 1:
+        print(
+            f"{PROG}: LDPTrace asks its users in two rounds: once this round's reports are ingested, write "
+            "the second with geoldp campaign next-round CAMPAIGN --store STORE -o ROUND2.json",
+            file=out,
+        )
 
 
 def _cmd_show(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
@@ -195,6 +203,47 @@ def _cmd_ingest(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int
     return 1 if summary.refused else 0
 
 
+def _cmd_next_round(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
+    from geoldp.field.campaign import Campaign
+    from geoldp.store import Store, is_url
+
+    round1_path = existing_file(args.campaign, "ROUND1")
+    if not is_url(args.store):
+        existing_file(args.store, "--store")
+    out_path = check_output(
+        args.output, overwrite=args.overwrite, inputs=[round1_path], suffixes=(".json",), ledger=False
+    )
+    round1 = Campaign.read(round1_path)
+    with _report_warnings(stderr), Store.open(args.store) as store:
+        round2 = round1.next_round(store)
+    with stage(f"cannot write '{args.output}'"):
+        round2.write(out_path, overwrite=args.overwrite)
+    _describe(round2, stderr)
+    print(out_path, file=stdout)
+    return 0
+
+
+def _answer_synthetic(
+    args: argparse.Namespace, store: Any, campaign: Any, stdout: TextIO, stderr: TextIO
+) -> int:
+    """``geoldp answer`` of an LDPTrace round 2 without --question: the synthetic trajectories."""
+    from geoldp import io as gio
+    from geoldp.field.ingest import answer
+
+    synthetic = answer(store, campaign, n_synthetic=args.n_synthetic, rng=args.seed)
+    with stage(f"cannot write '{args.output}'"):
+        written = gio.write_file(synthetic, args.output_path, overwrite=args.overwrite, sidecar=False)
+    print(
+        f"{PROG}: {len(synthetic)} synthetic trajectories from {synthetic.attrs['reports']} round-2 "
+        f"reports of campaign {campaign.id[:12]}... (LDPTrace, L = "
+        f"{campaign.document['parameters']['max_length']})",
+        file=stderr,
+    )
+    for path in written:
+        print(path, file=stdout)
+    return 0
+
+
 def _cmd_answer(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     from geoldp import designs
     from geoldp import io as gio
@@ -204,16 +253,25 @@ def _cmd_answer(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int
     if not is_url(args.store):
         existing_file(args.store, "--store")
     out_path = check_output(args.output, overwrite=args.overwrite)
-    question = Question(args.question)
+    args.output_path = out_path
     with _report_warnings(stderr), Store.open(args.store) as store:
         campaign = stored_campaign(store, args.campaign)
+        ldptrace = campaign.document["kind"] == "ldptrace"
+        if not ldptrace and (args.n_synthetic is not None or args.seed is not None):
+            usage(args, "--n-synthetic and --seed are for an LDPTrace campaign's synthetic trajectories")
+        if ldptrace and args.question is None:
+            return _answer_synthetic(args, store, campaign, stdout, stderr)
+        question = Question(args.question or Question.ZONE_VISITS.value)
         if question not in campaign.design().questions:
             answered = ", ".join(q.value for q in campaign.design().questions)
             usage(
                 args,
                 f"the campaign's design {campaign.design_name!r} answers {answered}, not {question.value}",
             )
-        table = answer(store, campaign, question)
+        if ldptrace and campaign.zones() is None:
+            usage(args, "the campaign has no zones to answer a question over: leave out --question")
+        extra = {"n_synthetic": args.n_synthetic, "rng": args.seed} if ldptrace else {}
+        table = answer(store, campaign, question, **extra)
         layer = designs.to_layer(table, campaign.zones())
         with stage(f"cannot write '{args.output}'"):
             written = gio.write_file(layer, out_path, overwrite=args.overwrite, sidecar=False)
@@ -252,7 +310,7 @@ def _add_campaign(sub: Any) -> None:
             "reports in."
         ),
     )
-    csub = c.add_subparsers(dest="campaign_command", metavar="{create,show,verify}", required=True)
+    csub = c.add_subparsers(dest="campaign_command", metavar="{create,show,verify,next-round}", required=True)
     cr = csub.add_parser(
         "create",
         help="write the campaign file of a design",
@@ -301,6 +359,22 @@ def _add_campaign(sub: Any) -> None:
     )
     ve.add_argument("campaign", metavar="CAMPAIGN", help="the campaign file")
     ve.set_defaults(func=_cmd_verify, command_parser=ve)
+    nr = csub.add_parser(
+        "next-round",
+        help="write LDPTrace's round-2 campaign from the round-1 reports in a store",
+        description=(
+            "LDPTrace asks its users in two rounds. Read the round-1 (length) reports of ROUND1 from the "
+            "store, fix L (the length quantile of their estimate: post-processing only) and write the "
+            "round-2 campaign (start, end and L - 1 transition reports) that devices answer next."
+        ),
+    )
+    nr.add_argument("campaign", metavar="ROUND1", help="the round-1 campaign file")
+    nr.add_argument(
+        "--store", required=True, metavar="STORE", help="the store its reports were ingested into"
+    )
+    nr.add_argument("-o", "--output", required=True, metavar="ROUND2.json", help="the round-2 campaign file")
+    nr.add_argument("--overwrite", action="store_true", help="replace an existing campaign file")
+    nr.set_defaults(func=_cmd_next_round, command_parser=nr)
 
 
 def _add_respond(sub: Any) -> None:
@@ -368,12 +442,29 @@ def _add_answer(sub: Any) -> None:
         help="answer a question from a campaign's stored reports, as a GIS layer",
         description=(
             "Read the reports of one campaign from the store and write the design's answer to --question as "
-            "a GIS layer (zones with estimate, lower, upper, std_error, supported, raw; OD flows as lines)."
+            "a GIS layer (zones with estimate, lower, upper, std_error, supported, raw; OD flows as lines). "
+            "For an LDPTrace campaign, name its round 2: without --question the layer is its synthetic "
+            "trajectories."
         ),
     )
     a.add_argument("--store", required=True, metavar="STORE", help="the GeoPackage file or postgresql:// URL")
     a.add_argument("--campaign", required=True, metavar="ID", help="the campaign id (or a unique prefix)")
-    a.add_argument("--question", choices=[q.value for q in Question], default=Question.ZONE_VISITS.value)
+    a.add_argument(
+        "--question",
+        choices=[q.value for q in Question],
+        default=None,
+        help="the question (default zone_visits; an LDPTrace round 2 without it: its synthetic trajectories)",
+    )
+    a.add_argument(
+        "--n-synthetic",
+        type=_int_at_least(1, "--n-synthetic"),
+        default=None,
+        metavar="N",
+        help="LDPTrace: synthetic trajectories drawn (default: one per round-2 report)",
+    )
+    a.add_argument(
+        "--seed", type=_seed, default=None, help="LDPTrace: seeded synthesis, for experiments only"
+    )
     a.add_argument(
         "-o", "--output", required=True, metavar="ANSWER", help="the answer layer (.gpkg, .geojson ...)"
     )

@@ -8,8 +8,10 @@ turns a name into its object::
 
 The kinds: :class:`TrajectoryDesign` (TP, ATP, PointEM), :class:`ReportDesign` (aggregate reports over
 public zones, with padding, a coarse grid and an estimator), :class:`SynthesisDesign` (LDPTrace) and
-:class:`Composition` (a trajectory and a report under one budget). A new kind is one module that defines
-its :class:`Design` subclass and registers the first word of its names.
+:class:`Composition` (a trajectory and a report under one budget). Every design also simulates itself on a
+no-data population (:mod:`geoldp.designs.simulation`), which is how :func:`geoldp.plan` ranks them. A new
+kind is one module that defines its :class:`Design` subclass (``release``, ``answer``, ``simulate``) and
+registers the first word of its names, imported here.
 """
 
 from __future__ import annotations

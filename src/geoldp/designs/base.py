@@ -2,9 +2,11 @@
 
 A :class:`Design` holds the public parameters of one release kind. ``release`` runs the ε-LDP release on
 the users' trajectories (the only step that reads private data), ``ledger`` says how ε is split among its
-parts before anything is drawn, and ``answer`` turns a release into the one answer table for a question:
-post-processing that reads the release, P and the public zones only. The planner (:func:`geoldp.plan`)
-ranks designs and returns the one it recommends, so a recommendation is something you run.
+parts before anything is drawn, ``answer`` turns a release into the one answer table for a question
+(post-processing that reads the release, P and the public zones only), and ``simulate`` runs the design
+on a no-data population (:class:`~geoldp.designs.simulation.Simulation`). The planner
+(:func:`geoldp.plan`) ranks designs by their simulations and returns the one it recommends, so a
+recommendation is something you run.
 """
 
 from __future__ import annotations
@@ -17,6 +19,8 @@ import numpy as np
 import pandas as pd
 
 from geoldp import layers
+from geoldp._core.validation import MIN_EPSILON
+from geoldp.designs.simulation import Simulated, Simulation
 from geoldp.questions import Question, question
 
 #: The columns of every answer table, in this order. ``estimate`` is the design's answer; ``lower`` and
@@ -105,6 +109,35 @@ class Design(ABC):
     @abstractmethod
     def questions(self) -> tuple[Question, ...]:
         """The questions this design answers."""
+
+    def for_question(self, question: Question) -> Design:
+        """The design as it is run for ``question`` (itself, unless its release depends on the question)."""
+        return self
+
+    @property
+    def min_epsilon(self) -> float:
+        """The smallest ε per trajectory the design can release with (a composition splits it)."""
+        return MIN_EPSILON
+
+    @abstractmethod
+    def simulate(self, sim: Simulation, question: str) -> Simulated:
+        """The design run on a simulated no-data population, as :func:`geoldp.plan` ranks it.
+
+        Parameters
+        ----------
+        sim : Simulation
+            The population (indices into P), the public zones and ε; ``sim.rng`` is its randomness.
+        question : str
+            A question the design answers.
+
+        Returns
+        -------
+        estimates : list of ndarray
+            The estimated answer of each repetition at the scale of ``sim.n`` users: zone visits, or OD
+            counts over ordered zone pairs (``k × k`` flattened, origin-major).
+        half_widths : ndarray or None
+            The 95 % interval half-width per cell, None where the design claims no interval.
+        """
 
     def ledger(self, epsilon: float) -> dict[str, float]:
         """How a trajectory's ``epsilon`` is split among the design's releases (public, before any draw)."""

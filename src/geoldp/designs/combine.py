@@ -116,7 +116,7 @@ def _kind(led: ReleaseLedger | None) -> str:
 
 def _analysis_seed(parts: Any, zones_digest: str, question: str, options: dict[str, Any], n_boot: int) -> Any:
     """A seed from a digest of the parts (ledger records and contents, in order) and the settings."""
-    h = hashlib.sha256(b"geoldp.combine key v1")
+    h = hashlib.sha256(b"geoldp.combine key v2")
     h.update(repr((zones_digest, question, sorted(options.items(), key=str), n_boot)).encode())
     for part in parts:
         led = ledger_of(part)
@@ -128,9 +128,18 @@ def _analysis_seed(parts: Any, zones_digest: str, question: str, options: dict[s
             for name in part.columns:
                 column = part[name]
                 to_wkb = getattr(column, "to_wkb", None)
-                data = b"\0".join(to_wkb()) if callable(to_wkb) else repr(column.tolist()).encode()
+                data = b"\0".join(to_wkb()) if callable(to_wkb) else _column_bytes(column)
                 h.update(repr(name).encode() + b"\0" + data)
     return np.random.SeedSequence(np.frombuffer(h.digest(), dtype=np.uint32).tolist())
+
+
+def _column_bytes(column: pd.Series) -> bytes:
+    """A column's values as bytes for the digest: pandas' fixed-key row hashes and the dtype."""
+    try:
+        rows = pd.util.hash_pandas_object(column, index=False).to_numpy()
+    except TypeError:  # unhashable cells (lists, dicts): their text
+        return repr(column.tolist()).encode()
+    return str(column.dtype).encode() + b"\0" + rows.tobytes()
 
 
 def _population_size(part: Any, kind: str, led: ReleaseLedger) -> int:

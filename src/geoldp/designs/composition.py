@@ -8,6 +8,7 @@ weighted by their shares of ε (``blend``) or by the inverse of their variances 
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -15,13 +16,17 @@ import numpy as np
 import pandas as pd
 
 from geoldp import hybrids
+from geoldp._core.validation import MIN_EPSILON
 from geoldp.designs import combine as combined
 from geoldp.designs._counts import zone_index
 from geoldp.designs.base import Design, answer_table, register_kind
 from geoldp.designs.report import ReportDesign
-from geoldp.designs.trajectory import TrajectoryDesign
+from geoldp.designs.simulation import REPS, Simulated, Simulation, report_answers, with_epsilon
+from geoldp.designs.trajectory import TrajectoryDesign, simulated_rms
+from geoldp.nodata import random_walks
 from geoldp.questions import ALL, Question
-from geoldp.shrinkage import blend
+from geoldp.reports import estimators as rest
+from geoldp.shrinkage import blend, inverse_variance
 
 _COMBINERS = ("blend", "ivw")
 #: Visited zones the inverse-variance composition pads its report to (ℓ = 3 estimates visit counts).
@@ -41,7 +46,7 @@ class Composition(Design):
         What every trajectory reports (``od`` for OD flows).
     """
 
-    kind: ClassVar[str] = "composition"
+    kind: ClassVar[str] = "hybrid"
     mechanism: str = "atp"
     report_share: float = 0.5
     combiner: str = "blend"
@@ -68,6 +73,14 @@ class Composition(Design):
         """The report every trajectory makes."""
         pad = _IVW_PAD if self.combiner == "ivw" and self.statistic == "visited_zone" else 1
         return ReportDesign(self.statistic, pad, "shrunk" if self.combiner == "blend" else "projected")
+
+    def for_question(self, question: Question) -> Composition:
+        """The composition reporting OD pairs for OD flows, visited zones for every other question."""
+        return dataclasses.replace(self, statistic="od" if Question(question).is_od else "visited_zone")
+
+    @property
+    def min_epsilon(self) -> float:  # noqa: D102
+        return MIN_EPSILON / min(float(self.report_share), 1.0 - float(self.report_share))
 
     def ledger(self, epsilon: float) -> dict[str, float]:  # noqa: D102
         eps_traj, eps_rep = hybrids.split_epsilon(float(epsilon), 1.0 - float(self.report_share))
@@ -140,6 +153,41 @@ class Composition(Design):
             design=self.name,
             covers="no interval: a blend of a shrunk report and the released trajectories' counts",
         )
+
+    def simulate(self, sim: Simulation, question: str) -> Simulated:
+        """Both parts simulated at their shares of ε (the question's statistic: OD pairs for OD flows)."""
+        if self.combiner == "ivw":
+            return self._simulate_ivw(sim, question), None
+        part = self.for_question(Question(question)).report_part
+        # a simulation only (no release): the split of geoldp.hybrid.split_epsilon up to an ulp
+        eps_rep = sim.epsilon * self.report_share
+        reps, _ = report_answers(sim, part.statistic, part.pad_length, eps_rep, estimator="shrunk", reps=REPS)
+        traj = TrajectoryDesign(self.mechanism)
+        trajs, _ = traj.simulate(with_epsilon(sim, sim.epsilon - eps_rep), question)
+        return [blend(r, t, self.report_share) for r, t in zip(reps, trajs, strict=True)], None
+
+    def _simulate_ivw(self, sim: Simulation, question: str) -> list[np.ndarray]:
+        """The padded report (the OD report for OD flows) and the trajectory's raw counts, combined per
+        cell by the inverse of their squared errors, projected on the non-negative counts with their total.
+        The trajectory part is biased: no interval is claimed."""
+        part = self.for_question(Question(question)).report_part
+        eps_rep = sim.epsilon * self.report_share
+        reps, half = report_answers(
+            sim, part.statistic, part.pad_length, eps_rep, estimator="unbiased", reps=REPS
+        )
+        se = half / rest.Z95
+        trajectory = with_epsilon(sim, sim.epsilon - eps_rep)
+        trajs, _ = TrajectoryDesign(self.mechanism).simulate(trajectory, question)
+        # the trajectory part's error as the design computes it before any release (trajectory_rms): on
+        # its own random walks over P with the population's lengths, never on the population itself
+        walks = random_walks(sim.ps, np.array([q.shape[0] for q in sim.seqs]), sim.rng, population="spread")
+        own = Simulation(sim.ps, sim.zone_of_point, sim.n_zones, walks, sim.n, trajectory.epsilon, sim.rng)
+        rms = simulated_rms(own, question, self.mechanism)
+        out = []
+        for rep, traj in zip(reps, trajs, strict=True):
+            est, _ = inverse_variance([rep, traj], [se, rms])
+            out.append(rest.project_simplex(np.nan_to_num(est), max(float(np.nansum(est)), 0.0)))
+        return out
 
 
 def _combine_question(q: Question) -> str:

@@ -27,7 +27,8 @@ import pandas as pd
 from geoldp._core import frames as _frames
 from geoldp.designs._counts import zone_index
 from geoldp.designs.base import Design, answer_table, register_kind
-from geoldp.designs.coarse import coarse_zones, spread_counts, spread_of_points
+from geoldp.designs.coarse import coarse_zones, spread_counts, spread_matrix, spread_of_points
+from geoldp.designs.simulation import Simulated, Simulation, report_answers
 from geoldp.nodata import uniform_answer
 from geoldp.questions import Question
 from geoldp.reports.estimators import estimate_counts
@@ -178,6 +179,27 @@ class ReportDesign(Design):
             design=self.name,
             covers="no interval: a shrunk estimate is biased toward the no-data answer",
         )
+
+    def simulate(self, sim: Simulation, question: str) -> Simulated:
+        """In closed form: the population's expected report frequencies plus the estimator's noise.
+
+        A coarse report is simulated over the coarse grid of the asked zones, shrunk and spread back by
+        P's points; the spreading biases it, so no interval is claimed.
+        """
+        if not self.coarse:
+            return report_answers(sim, self.statistic, self.pad_length, sim.epsilon, estimator=self.estimator)
+        if sim.zones is None:
+            raise ValueError("A coarse-to-fine design needs the simulation's zones.")
+
+        def coarse_grid() -> tuple[Any, np.ndarray, Any]:
+            coarse = check_zones(coarse_zones(sim.zones.series), caller="geoldp.plan")
+            zc = zone_of_vertices(coarse, np.asarray(sim.ps.lon), np.asarray(sim.ps.lat))
+            return coarse, zc, spread_matrix(sim.zone_of_point, zc, sim.n_zones, coarse.size)
+
+        coarse, zc, matrix = sim.cached("coarse", coarse_grid, sim.zones)
+        csim = Simulation(sim.ps, zc, coarse.size, sim.seqs, sim.n, sim.epsilon, sim.rng, coarse, sim.cache)
+        ests, _ = report_answers(csim, self.statistic, self.pad_length, sim.epsilon, estimator="shrunk")
+        return [spread_counts(e, matrix, od=self.statistic == "od") for e in ests], None
 
 
 def _default_pad(statistic: str, coarse: bool) -> int:

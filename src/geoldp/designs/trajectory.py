@@ -9,9 +9,12 @@ import numpy as np
 import pandas as pd
 
 from geoldp._core import frames as _frames
+from geoldp._core.box import planar_box
 from geoldp.designs._counts import counts_answer
 from geoldp.designs.base import Design, register_kind
+from geoldp.designs.simulation import REPS, Simulated, Simulation, needs, truth
 from geoldp.questions import ALL, Question
+from geoldp.trajectory import perturb_coordinates, perturb_trajectories
 from geoldp.trajectory.engine import MECHANISMS
 
 
@@ -87,6 +90,54 @@ class TrajectoryDesign(Design):
             design=self.name,
             covers="no interval: the released trajectories' own counts",
         )
+
+    def simulate(self, sim: Simulation, question: str) -> Simulated:  # noqa: D102
+        seqs = self._simulate_continuous(sim) if self.continuous else self._simulate_on_points(sim)
+        counting = sim.od if needs(question) == "od" else sim.visits
+        return [counting(rel) * (sim.n / len(sim.seqs)) for rel in seqs], None
+
+    def _simulate_on_points(self, sim: Simulation) -> list[list[np.ndarray]]:
+        out = []
+        for _ in range(REPS):
+            seed = int(sim.rng.integers(2**63 - 1))
+            out.append(
+                perturb_trajectories(
+                    sim.seqs, sim.ps, mechanism=self.mechanism, epsilon=sim.epsilon, rng=seed
+                )
+            )
+        return out
+
+    def _simulate_continuous(self, sim: Simulation) -> list[list[np.ndarray]]:
+        """In P's lon/lat box (public), the released locations snapped to P."""
+        lon, lat = np.asarray(sim.ps.lon), np.asarray(sim.ps.lat)
+        box = sim.lonlat_box()
+        plane = planar_box(box, "EPSG:4326", caller="geoldp.plan")
+        x, y = plane.to_plane(lon, lat)
+        xy = np.column_stack([x, y])
+        cuts = np.cumsum([s.shape[0] for s in sim.seqs])[:-1]
+        out = []
+        for _ in range(REPS):
+            seed = int(sim.rng.integers(2**63 - 1))
+            rel = perturb_coordinates(
+                [xy[s] for s in sim.seqs],
+                mechanism=self.mechanism,
+                epsilon=sim.epsilon,
+                rng=seed,
+                bounds=plane.planar_bounds,
+            )
+            flat = np.concatenate(rel)
+            rlon, rlat = plane.to_wgs84(flat[:, 0], flat[:, 1])
+            out.append(np.split(np.asarray(sim.ps.nearest(rlon, rlat)[0], dtype=np.int64), cuts))
+        return out
+
+
+def simulated_rms(sim: Simulation, question: str, mechanism: str) -> np.ndarray:
+    """Per-cell RMS deviation of ``mechanism``'s raw counts from ``sim``'s truth, at least one simulated
+    trajectory's count (:func:`geoldp.planner.trajectory_rms` on a given population)."""
+    exact = truth(sim, question)
+    ests, _ = TrajectoryDesign(mechanism).simulate(sim, question)
+    rms = np.sqrt(np.mean([(e - exact) ** 2 for e in ests], axis=0))
+    return np.maximum(rms, sim.n / len(sim.seqs))
 
 
 def public_box(trips: Any, points: Any, *, caller: str) -> tuple[float, float, float, float]:

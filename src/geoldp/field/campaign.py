@@ -33,6 +33,7 @@ from geoldp._core.validation import check_int_range, check_real, check_release_e
 from geoldp.designs import Composition, Pilot, ReportDesign, TrajectoryDesign, design
 from geoldp.designs.base import Design
 from geoldp.designs.coarse import coarse_zones
+from geoldp.designs.synthesis import SynthesisDesign
 from geoldp.reports.release import scheme as report_design
 from geoldp.trajectory import _atp_region as region
 from geoldp.trajectory import engine
@@ -78,7 +79,10 @@ class Campaign:
 
     @property
     def epsilon(self) -> float:
-        """The ε of one report (one trajectory)."""
+        """The ε of one report (one trajectory): what the store charges a record of this campaign.
+
+        For an LDPTrace round, the round's share of the user's ε (``parameters.total_epsilon``).
+        """
         return float(self.document["epsilon"])
 
     @property
@@ -170,6 +174,8 @@ class Campaign:
                 parts.append(f"trajectories of at most {par['max_points']} points")
             elif kind == "report":
                 parts.append(f"{par['oracle']} reports over {par['domain']} values")
+            elif kind == "ldptrace":
+                parts.append(_ldptrace_summary(par))
             else:
                 parts.append(
                     f"three k-RR reports (length class, zones visited, one of {par['n_cells']} cells)"
@@ -233,6 +239,14 @@ class Campaign:
         ValueError
             Anything derived differs from what geoldp computes.
         """
+        if self.document["kind"] == "ldptrace":
+            again = _ldptrace_again(self)
+            if again.id != self.id:
+                raise ValueError(
+                    f"The campaign {self.id[:12]}... does not match what geoldp computes from its design, "
+                    "epsilon, grid and round-1 sums. Do not answer it."
+                )
+            return
         again = Campaign.create(
             self.design(),
             epsilon=self.epsilon,
@@ -249,6 +263,55 @@ class Campaign:
                 f"and points: {differ} differ. Do not answer it."
             )
 
+    def next_round(self, store: Any) -> Campaign:
+        """LDPTrace's round-2 campaign, from the round-1 reports of this campaign in ``store``.
+
+        The collector sums the stored round-1 length reports (bit by bit), estimates the length
+        distribution (:func:`~geoldp.mechanisms.oracles.oue_estimate`) and fixes L, its ``quantile``
+        (:func:`geoldp.ldptrace.length_cut`): post-processing of ε-LDP reports only. The round-2
+        campaign holds L, the sums it was fixed from, the budget of each of the L + 1 reports and the
+        id of this campaign; its ``epsilon`` is what the store charges a user's round-2 record, so that
+        her two records cost at most the campaign's total exactly (:func:`geoldp.ldptrace.field_split`).
+
+        Parameters
+        ----------
+        store : path, URL or geoldp.store.Store
+            The store the round-1 records were ingested into.
+
+        Returns
+        -------
+        Campaign
+
+        Raises
+        ------
+        ValueError
+            This is not an LDPTrace round-1 campaign, or the store holds none of its reports.
+        """
+        from geoldp.ldptrace import report_sums
+        from geoldp.store import Store
+
+        d = self.document
+        if d["kind"] != "ldptrace" or d["parameters"]["round"] != 1:
+            raise ValueError(
+                f"The campaign {self.id[:12]}... is not the first round of an LDPTrace campaign: only that "
+                "has a next round."
+            )
+        st, opened = (store, False) if isinstance(store, Store) else (Store.open(store), True)
+        try:
+            rows = st.reports(self.id)
+            location = st.location
+        finally:
+            if opened:
+                st.close()
+        if not rows:
+            raise ValueError(
+                f"The store {location} holds no round-1 reports of the campaign {self.id[:12]}...: ingest "
+                "them first (geoldp ingest), then ask for the next round."
+            )
+        par = d["parameters"]
+        sums = report_sums([p for _, p, _ in rows], "length", int(par["length_domain"]))
+        return Campaign(_ldptrace_round2(d, sums, len(rows)))
+
     # -- building ---------------------------------------------------------------------------------------
     @classmethod
     def create(
@@ -260,6 +323,9 @@ class Campaign:
         zones: Any = None,
         user_total_epsilon: float | None = None,
         max_points: int = DEFAULT_MAX_POINTS,
+        bounds: Any = None,
+        length_domain: int | None = None,
+        quantile: float = 0.9,
     ) -> Campaign:
         """The campaign of a design at ``epsilon`` over public points and zones.
 
@@ -272,9 +338,12 @@ class Campaign:
             ``"hybrid:atp+report@0.5"`` (pass the :class:`~geoldp.designs.Composition` itself for one that
             reports OD pairs). TraCS releases in the plane of P's bounding box, as its central release,
             and the device snaps the released locations to P. A hybrid's device sends one report per
-            part, ε split as :func:`geoldp.hybrid` splits it.
+            part, ε split as :func:`geoldp.hybrid` splits it. ``"ldptrace"`` (or ``"ldptrace:grid<N>"``)
+            gives the campaign of LDPTrace's **first round** (each user's length report); once its
+            reports are ingested, :meth:`next_round` gives the second.
         epsilon : float
-            The budget of one report (one trajectory).
+            The budget of one report (one trajectory). For LDPTrace, the budget of one trajectory over
+            both rounds: the round-1 campaign's own ``epsilon`` is its tenth (the length report).
         points : PointSet, GeoDataFrame of Points or (m, 2) array of (lon, lat), optional
             The public points P (needed by the trajectory designs; kept for the answers otherwise).
         zones : GeoDataFrame or GeoSeries of polygons, optional
@@ -285,6 +354,13 @@ class Campaign:
         max_points : int, default 64
             The longest trajectory a device reports (trajectory designs): a longer one must be resampled
             first. The stage budgets of every length up to it are in the file.
+        bounds : (min lon, min lat, max lon, max lat), optional
+            LDPTrace only: the public box of its grid in degrees (default: P's bounding box). The grid is
+            laid in longitude and latitude, as :func:`geoldp.synthesize` lays it over WGS 84 trips.
+        length_domain : int, optional
+            LDPTrace only: the longest grid trajectory a user reports (cells; default N²).
+        quantile : float, default 0.9
+            LDPTrace only: the length quantile L that round 2 fixes from the round-1 reports.
 
         Returns
         -------
@@ -293,8 +369,8 @@ class Campaign:
         Raises
         ------
         TypeError, ValueError
-            An unknown design, a design a campaign cannot hold (LDPTrace, whose collector asks in two
-            rounds; a hybrid of TraCS), an invalid ε, missing points or zones, or ``user_total_epsilon``
+            An unknown design, a design a campaign cannot hold (a hybrid of TraCS), an invalid ε,
+            missing points or zones (LDPTrace: neither points nor bounds), or ``user_total_epsilon``
             below ``epsilon``.
         """
         des: Design | Pilot = (
@@ -335,6 +411,11 @@ class Campaign:
                 "digest": doc.points_digest(lon, lat),
                 "diameter_m": float(ps.diameter_m),
             }
+        elif kind == "ldptrace" and bounds is None:
+            raise ValueError(
+                f"The design {_name_of(des)!r} lays its grid over a public box: pass points=P (its bounding "
+                f"box) or bounds=(min lon, min lat, max lon, max lat) to {_CALLER}."
+            )
         elif kind in ("trajectory", "hybrid"):
             raise ValueError(
                 f"The design {_name_of(des)!r} releases over public points: pass points=P to {_CALLER}."
@@ -358,11 +439,16 @@ class Campaign:
             "parameters": None,
             "client": None,
         }
-        if kind != "trajectory" and zones_4326 is None:
+        if kind not in ("trajectory", "ldptrace") and zones_4326 is None:
             raise ValueError(
                 f"The design {_name_of(des)!r} reports over public zones: pass zones=... to {_CALLER}."
             )
-        document.update(_kind_members(des, eps, ps, zones_4326, max_points))
+        if kind == "ldptrace":
+            assert isinstance(des, SynthesisDesign)
+            box = _ldptrace_box(ps, bounds)
+            document.update(_ldptrace_round1(des, eps, box, length_domain, quantile))
+        else:
+            document.update(_kind_members(des, eps, ps, zones_4326, max_points))
         document["id"] = doc.campaign_id(document)
         return cls(document)
 
@@ -419,6 +505,8 @@ def _kind_of(des: Design | Pilot) -> str:
     """The campaign kind of a design, or the refusal of one a campaign cannot hold."""
     if isinstance(des, Pilot):
         return "pilot"
+    if isinstance(des, SynthesisDesign):
+        return "ldptrace"
     if isinstance(des, TrajectoryDesign):
         return "trajectory"
     if isinstance(des, ReportDesign):
@@ -427,10 +515,8 @@ def _kind_of(des: Design | Pilot) -> str:
         return "hybrid"
     raise ValueError(
         f"The design {_name_of(des)!r} cannot be run as a campaign of per-user reports: a campaign holds "
-        "'tp', 'atp', 'pointem', 'tracs-d', 'tracs-c', a 'report:...' design or a 'hybrid:...' of TP, ATP "
-        "or PointEM and a report. LDPTrace's collector asks its users in two rounds (the second round's "
-        "length depends on the first's reports) and synthesises from their sum: run it with "
-        "geoldp collect."
+        "'tp', 'atp', 'pointem', 'tracs-d', 'tracs-c', 'ldptrace', a 'report:...' design or a "
+        "'hybrid:...' of TP, ATP or PointEM and a report."
     )
 
 
@@ -586,3 +672,150 @@ def _trajectory_client(des: TrajectoryDesign, eps: float, ps: Any, max_points: i
         "stats": int(fast_grid.N_STATS),
         "lengths": [None] + [_length_row(mech, n, m) for n in range(1, max_points + 1)],
     }
+
+
+# ------------------------------------------------------------------------------------------------------
+# LDPTrace: two rounds
+
+
+def _ldptrace_box(ps: Any, bounds: Any) -> list[float]:
+    """The public box of LDPTrace's grid in degrees: ``bounds`` if given, else P's bounding box."""
+    if bounds is not None:
+        try:
+            box = [check_real(b, "bounds", caller=_CALLER) for b in bounds]
+        except TypeError:
+            raise TypeError(
+                f"The 'bounds' parameter of {_CALLER} must be (min lon, min lat, max lon, max lat) in "
+                "degrees."
+            ) from None
+        if (
+            len(box) != 4
+            or not all(math.isfinite(v) for v in box)
+            or not (box[2] > box[0] and box[3] > box[1])
+        ):
+            raise ValueError(
+                f"The 'bounds' parameter of {_CALLER} must be 4 finite numbers with minx < maxx and "
+                "miny < maxy."
+            )
+        if not (-180.0 <= box[0] and box[2] <= 180.0 and -90.0 <= box[1] and box[3] <= 90.0):
+            raise ValueError(
+                f"The 'bounds' parameter of {_CALLER} must be (min lon, min lat, max lon, max lat) in "
+                "degrees (WGS 84)."
+            )
+        return box
+    lon, lat = np.asarray(ps.lon, dtype=np.float64), np.asarray(ps.lat, dtype=np.float64)
+    box = [float(np.min(lon)), float(np.min(lat)), float(np.max(lon)), float(np.max(lat))]
+    if not (box[2] > box[0] and box[3] > box[1]):
+        raise ValueError(f"The 'points' of {_CALLER} must span a box of positive width and height.")
+    return box
+
+
+def _ldptrace_round1(
+    des: SynthesisDesign, eps: float, box: list[float], length_domain: int | None, quantile: float
+) -> dict[str, Any]:
+    """The members of LDPTrace's round-1 campaign: the grid, D, the quantile and the length budget."""
+    from geoldp import ldptrace
+    from geoldp._core.validation import MAX_LENGTH, check_count
+
+    q = check_real(quantile, "quantile", caller=_CALLER)
+    if not 0.0 < q <= 1.0:
+        raise ValueError(f"The 'quantile' parameter of {_CALLER} must be in (0, 1]. Got {q!r}.")
+    n = des.grid_size
+    if n > ldptrace.GRID_MAX:
+        raise ValueError(f"The grid side of {des.name!r} must be at most {ldptrace.GRID_MAX}.")
+    d_len = n * n if length_domain is None else check_count(length_domain, "length_domain", caller=_CALLER)
+    if d_len > min(MAX_LENGTH, doc.LDPTRACE_MAX_DOMAIN):
+        raise ValueError(
+            f"The 'length_domain' parameter of {_CALLER} must be at most "
+            f"{min(MAX_LENGTH, doc.LDPTRACE_MAX_DOMAIN)} cells."
+        )
+    e1 = ldptrace.field_split(eps, 1)["length"]
+    return {
+        "epsilon": e1,
+        "epsilon_exact": str(Fraction(e1)),
+        "ledger": {"length": e1},
+        "parameters": {
+            "round": 1,
+            "total_epsilon": eps,
+            "grid": {"bounds": box, "n": n, "crs": "EPSG:4326"},
+            "length_domain": int(d_len),
+            "quantile": float(q),
+            "length_epsilon": e1,
+            "round1": None,
+            "max_length": None,
+            "per_report": None,
+            "length_reports": None,
+            "length_sums": None,
+        },
+        "client": None,
+        "report_zones": None,
+    }
+
+
+def _ldptrace_round2(round1: dict[str, Any], sums: np.ndarray, n_reports: int) -> dict[str, Any]:
+    """LDPTrace's round-2 document: L from the round-1 sums (post-processing), the budgets of its reports."""
+    from geoldp import ldptrace
+    from geoldp.mechanisms.oracles import oue_estimate
+
+    par = round1["parameters"]
+    e1 = float(par["length_epsilon"])
+    counts = oue_estimate(sums, n_reports, e1)
+    L = ldptrace.length_cut(counts, int(par["length_domain"]), float(par["quantile"]))
+    split = ldptrace.field_split(float(par["total_epsilon"]), L)
+    pr = split["per_report"]
+    document = {
+        **round1,
+        "epsilon": split["round2"],
+        "epsilon_exact": str(Fraction(split["round2"])),
+        "ledger": {"start": pr, "end": pr, "transitions": float((L - 1) * Fraction(pr))},
+        "parameters": {
+            **par,
+            "round": 2,
+            "round1": round1["id"],
+            "max_length": int(L),
+            "per_report": pr,
+            "length_reports": int(n_reports),
+            "length_sums": [int(v) for v in sums],
+        },
+    }
+    del document["id"]
+    document["id"] = doc.campaign_id(document)
+    return document
+
+
+def _ldptrace_again(campaign: Campaign) -> Campaign:
+    """A round's document recomputed from its public inputs (round 2: from the round-1 sums it holds)."""
+    d = campaign.document
+    par = d["parameters"]
+    first = Campaign.create(
+        d["design"],
+        epsilon=par["total_epsilon"],
+        points=campaign.points(),
+        zones=campaign.zones(),
+        user_total_epsilon=d["user_total_epsilon"],
+        bounds=par["grid"]["bounds"],
+        length_domain=par["length_domain"],
+        quantile=par["quantile"],
+    )
+    if par["round"] == 1:
+        return first
+    if first.id != par["round1"]:
+        raise ValueError(
+            f"The campaign {campaign.id[:12]}... does not continue the round 1 its grid, budget and "
+            "quantile give. Do not answer it."
+        )
+    return Campaign(_ldptrace_round2(first.document, np.asarray(par["length_sums"]), par["length_reports"]))
+
+
+def _ldptrace_summary(par: dict[str, Any]) -> str:
+    n = par["grid"]["n"]
+    if par["round"] == 1:
+        return (
+            f"LDPTrace round 1 (the length of each trajectory, OUE over {par['length_domain']} lengths) on "
+            f"a {n} x {n} grid; total per user over both rounds {par['total_epsilon']:g}"
+        )
+    return (
+        f"LDPTrace round 2 of {par['round1'][:12]}... ({par['max_length'] + 1} OUE reports: start, end, "
+        f"{par['max_length'] - 1} transitions, epsilon {par['per_report']:g} each) on a {n} x {n} grid, "
+        f"L = {par['max_length']} from {par['length_reports']} length reports"
+    )

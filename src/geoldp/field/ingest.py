@@ -9,7 +9,8 @@ and a process killed at any moment leaves every stored record with its spend and
 record. Any number of ingest processes may run at once on one store (SQLite or PostgreSQL).
 
 :func:`release_of` rebuilds the release a design's ``answer`` reads from the stored reports, and
-:func:`answer` gives the one answer table of a question (:meth:`geoldp.designs.Design.answer`).
+:func:`answer` gives the one answer table of a question (:meth:`geoldp.designs.Design.answer`), or, for
+LDPTrace's second round, synthetic trajectories from the model of the stored bit vectors.
 """
 
 from __future__ import annotations
@@ -202,6 +203,53 @@ def _oue_writer(d: int) -> Callable[[Any], str | None]:
     return oue
 
 
+def _ldptrace_writer(campaign: dict[str, Any]) -> Callable[[Any], str | None]:
+    """The quick check of an LDPTrace record: each member a hex string of its exact length, nothing else.
+
+    The hex digits and the padding bits are checked at once over the whole record (one regex on the
+    joined text, one look at each last byte), so a round-2 record of L reports costs a few microseconds.
+    """
+    shapes = doc.ldptrace_shapes(campaign)
+    keys = frozenset(shapes)
+    (d_one, _), many = next(iter(shapes.values())), shapes.get("transitions")
+    n_one = 2 * ((d_one + 7) // 8)
+    pad_one = (1 << (8 - d_one % 8)) - 1 if d_one % 8 else 0
+    if many is not None:  # round 2: start, end (N² bits each) and L − 1 transitions (8 N² bits)
+        n_many, count = 2 * ((many[0] + 7) // 8), many[1]
+
+    def round1(payload: Any) -> str | None:
+        if type(payload) is not dict or payload.keys() != keys:
+            return None
+        bits = payload["length"]
+        if type(bits) is not str or len(bits) != n_one or _HEX.fullmatch(bits) is None:
+            return None
+        if pad_one and int(bits[-2:], 16) & pad_one:
+            return None
+        return f'{{"length":"{bits}"}}'
+
+    def round2(payload: Any) -> str | None:
+        if type(payload) is not dict or payload.keys() != keys:
+            return None
+        start, end, moves = payload["start"], payload["end"], payload["transitions"]
+        if type(moves) is not list or len(moves) != count or type(start) is not str or type(end) is not str:
+            return None
+        if (
+            len(start) != n_one
+            or len(end) != n_one
+            or any(type(m) is not str or len(m) != n_many for m in moves)
+        ):
+            return None
+        joined = "".join(moves)
+        if _HEX.fullmatch(start + end + joined) is None:
+            return None
+        if pad_one and (int(start[-2:], 16) & pad_one or int(end[-2:], 16) & pad_one):
+            return None  # 8 N² bits are whole bytes: only start and end can have padding
+        listed = ",".join(f'"{m}"' for m in moves)
+        return f'{{"end":"{end}","start":"{start}","transitions":[{listed}]}}'
+
+    return round1 if many is None else round2
+
+
 def _payload_writer(campaign: dict[str, Any]) -> Callable[[Any], str | None]:
     """A function giving the canonical JSON text of a report payload that is surely valid, else None.
 
@@ -212,6 +260,8 @@ def _payload_writer(campaign: dict[str, Any]) -> Callable[[Any], str | None]:
     """
     if campaign["kind"] == "trajectory":
         return _points_writer(len(campaign["points"]["lon"]), int(campaign["parameters"]["max_points"]))
+    if campaign["kind"] == "ldptrace":
+        return _ldptrace_writer(campaign)
     if campaign["kind"] != "report":  # hybrids and pilots: every record takes the full check
         return lambda payload: None
     parameters = campaign["parameters"]
@@ -268,6 +318,18 @@ def _quick_check(campaign: dict[str, Any]) -> Callable[[Any], str | None]:
     return check
 
 
+def line_limit(campaign: dict[str, Any]) -> int:
+    """The longest line read for a campaign: :data:`MAX_LINE_BYTES`, or an LDPTrace record's size and 64 kB.
+
+    An LDPTrace round-2 record holds L + 1 bit vectors as hex (2 N² characters per transition): its size
+    follows from the public campaign alone.
+    """
+    if campaign["kind"] != "ldptrace":
+        return MAX_LINE_BYTES
+    size = sum(2 * ((d + 7) // 8 + 2) * count for d, count in doc.ldptrace_shapes(campaign).values())
+    return max(MAX_LINE_BYTES, size + 65536)
+
+
 def _records(path: Path, campaign: dict[str, Any], refused: list[Refusal]) -> Iterator[Report]:
     """The valid records of one JSON Lines file, as store rows; malformed lines go to ``refused``.
 
@@ -277,11 +339,12 @@ def _records(path: Path, campaign: dict[str, Any], refused: list[Refusal]) -> It
     name = os.fspath(path)
     head, middle = _ledger_entry(campaign)
     quick = _quick_check(campaign)
-    digest = doc.record_digest
+    one_per_user = campaign["kind"] == "ldptrace"  # each round of LDPTrace: one record per user
+    longest = line_limit(campaign)
     with open(path, "rb") as fh:
         for number, raw in enumerate(fh, start=1):
-            if len(raw) > MAX_LINE_BYTES:
-                refused.append(Refusal(name, number, f"a line longer than {MAX_LINE_BYTES} bytes"))
+            if len(raw) > longest:
+                refused.append(Refusal(name, number, f"a line longer than {longest} bytes"))
                 continue
             if raw.isspace():  # a blank line (never empty: each holds its newline or text)
                 continue
@@ -303,7 +366,7 @@ def _records(path: Path, campaign: dict[str, Any], refused: list[Refusal]) -> It
                 payload = doc.canonical(record["report"]).decode("utf-8")
             yield Report(
                 user_id=record["user"],
-                record_digest=digest(record),
+                record_digest=doc.record_digest(record, per_user=one_per_user),
                 epsilon=float(record["epsilon"]),
                 payload=payload,
                 ledger=f'{head}{record["record_id"]}{middle}{record["rng"]}"}}',  # checked: hex and a policy
@@ -353,9 +416,22 @@ def ingest(
         if not p.is_file():
             raise FileNotFoundError(f"The report file '{os.fspath(p)}' does not exist.")
     cid = document["id"]
+    if (
+        document["kind"] == "ldptrace"
+        and document["parameters"]["round"] == 2
+        and isinstance(store, (str, os.PathLike))
+        and not is_url(store)
+        and not os.path.exists(store)
+    ):  # refused before a new, empty store is made
+        raise ValueError(
+            f"The store '{os.fspath(store)}' does not exist, so it does not hold the round 1 that the "
+            f"round-2 campaign {cid[:12]}... continues: ingest round 2 into the store of its round 1."
+        )
     st, opened = _open_store(store, float(document["user_total_epsilon"]))
     summary = IngestSummary()
     try:
+        if document["kind"] == "ldptrace" and document["parameters"]["round"] == 2:
+            _check_round1(st, document)
         st.add_campaign(cid, doc.canonical(document).decode("utf-8"))
         for p in paths:
             pending: list[Report] = []
@@ -370,6 +446,31 @@ def ingest(
         if opened:
             st.close()
     return summary
+
+
+def _check_round1(store: Store, round2: dict[str, Any]) -> None:
+    """Refuse an LDPTrace round 2 whose round 1 is not in ``store`` (or differs from what it continues)."""
+    par = round2["parameters"]
+    text = store.campaign(par["round1"])
+    if text is None:
+        raise ValueError(
+            f"The store {store.location} does not hold the round 1 ({par['round1'][:12]}...) that the "
+            f"round-2 campaign {round2['id'][:12]}... continues: ingest round 2 into the store of its "
+            "round 1."
+        )
+    first = json.loads(text)
+    same = ("total_epsilon", "grid", "length_domain", "quantile", "length_epsilon")
+    if (
+        first.get("kind") != "ldptrace"
+        or first["parameters"]["round"] != 1
+        or any(first["parameters"][k] != par[k] for k in same)
+        or first["user_total_epsilon"] != round2["user_total_epsilon"]
+        or first["design"] != round2["design"]
+    ):
+        raise ValueError(
+            f"The round-2 campaign {round2['id'][:12]}... does not continue the round 1 stored under its id "
+            "(another grid, budget or quantile): it was not made by Campaign.next_round from that round."
+        )
 
 
 def _append(store: Store, campaign_id: str, rows: list[Report], summary: IngestSummary) -> None:
@@ -486,7 +587,81 @@ def release_of(campaign: Campaign, payloads: Iterable[str]) -> Any:
     return table
 
 
-def answer(store: Any, campaign: Any, question: Any) -> Any:
+def model_of(campaign: Campaign, payloads: list[str]) -> Any:
+    """The :class:`~geoldp.ldptrace.LDPTraceModel` of an LDPTrace round-2 campaign's stored payloads.
+
+    The round-1 sums the campaign holds give the length estimates; the bit sums of the round-2
+    reports (:func:`geoldp.ldptrace.report_sums`) go through :func:`geoldp.ldptrace.model_from_sums`,
+    the code the central :func:`geoldp.ldptrace.collect` ends with.
+    """
+    from geoldp import ldptrace
+    from geoldp.mechanisms.oracles import oue_estimate
+
+    par = campaign.document["parameters"]
+    n, L = int(par["grid"]["n"]), int(par["max_length"])
+    x0, y0, x1, y1 = (float(b) for b in par["grid"]["bounds"])
+    grid = ldptrace.Grid(x0, y0, x1, y1, n=n)
+    sums = (
+        ldptrace.report_sums(payloads, "start", grid.size),
+        ldptrace.report_sums(payloads, "end", grid.size),
+        ldptrace.report_sums(payloads, "transitions", 8 * grid.size),
+    )
+    e1 = float(par["length_epsilon"])
+    length_counts = oue_estimate(np.asarray(par["length_sums"]), int(par["length_reports"]), e1)
+    split = {"length": e1, "per_report": float(par["per_report"]), "reports": L + 1}
+    return ldptrace.model_from_sums(grid, length_counts, L, split, sums, len(payloads))
+
+
+def synthesize_from(
+    campaign: Campaign, payloads: list[str], *, n_synthetic: int | None = None, rng: Any = None
+) -> Any:
+    """LDPTrace's synthetic trajectories from the round-2 payloads of ``campaign`` (JSON text).
+
+    The sums of the stored bit vectors and the round-1 sums the campaign holds give the same
+    :class:`~geoldp.ldptrace.LDPTraceModel` as the central :func:`geoldp.ldptrace.collect`
+    (:func:`geoldp.ldptrace.model_from_sums`); the trajectories are drawn from it as
+    :func:`geoldp.synthesize` draws them. Post-processing of the reports only.
+    """
+    from geoldp import ldptrace
+    from geoldp._core.ledger import attach
+    from geoldp._core.randomness import resolve_rng
+    from geoldp._core.validation import check_count
+    from geoldp._core.versions import geoldp_version
+    from geoldp.accounting import finish_release
+
+    caller = "geoldp.field.ingest.answer"
+    par = campaign.document["parameters"]
+    if par["round"] != 2:
+        raise ValueError(
+            f"The campaign {campaign.id[:12]}... is LDPTrace's round 1 (the length reports): make its "
+            "round 2 (Campaign.next_round, geoldp campaign next-round), have the devices answer it, "
+            "ingest it, then answer the round-2 campaign."
+        )
+    if n_synthetic is not None:
+        n_synthetic = check_count(n_synthetic, "n_synthetic", caller=caller, maximum=ldptrace.MAX_SYNTHETIC)
+    source = resolve_rng(rng)
+    model = model_of(campaign, payloads)
+    grid = model.grid
+    n_out = len(payloads) if n_synthetic is None else n_synthetic
+    cells, offsets = ldptrace.synthesize_cells(model, n_out, rng=source)
+    out = ldptrace.synthetic_frame(grid, cells, offsets, "EPSG:4326")
+    eps = float(par["total_epsilon"])
+    settings = {
+        **ldptrace.model_settings(model, eps, "EPSG:4326", int(par["length_domain"]), float(par["quantile"])),
+        "n_users": len(payloads),
+        "n_synthetic": n_out,
+        "input": {"source": "reports ingested into a store", "round1": par["round1"], "round2": campaign.id},
+        "geoldp_version": geoldp_version(),
+        "rng": str(getattr(source, "policy", "os-csprng")),
+    }
+    attach(out, finish_release(settings, released=out))
+    out.attrs["reports"] = len(payloads)
+    return out
+
+
+def answer(
+    store: Any, campaign: Any, question: Any = None, *, n_synthetic: int | None = None, rng: Any = None
+) -> Any:
     """The answer table to ``question`` from the reports of ``campaign`` in ``store``.
 
     Parameters
@@ -494,14 +669,29 @@ def answer(store: Any, campaign: Any, question: Any) -> Any:
     store : path, URL or Store
     campaign : Campaign, or str
         The campaign, or its id (or a unique prefix) as registered in the store.
-    question : Question or str
+    question : Question or str, optional
         ``"zone_visits"``, ``"hotspots"``, ``"od_flows"``, ``"range_counts"`` (as the design answers).
+        Needed, except for LDPTrace's round 2, whose answer without a question is its synthetic
+        trajectories.
+    n_synthetic : int, optional
+        LDPTrace: the number of synthetic trajectories (default: one per round-2 report).
+    rng : optional
+        LDPTrace: the source of the synthetic draws (``None``: the OS CSPRNG; an int seeds NumPy, for
+        tests only). The other designs draw nothing here.
 
     Returns
     -------
-    pandas.DataFrame
+    pandas.DataFrame or geopandas.GeoDataFrame
         The one answer table (:func:`geoldp.designs.answer_table`); ``attrs["reports"]`` is the number
-        of reports it reads.
+        of reports it reads. LDPTrace without a question: the synthetic trajectories (LineStrings in
+        EPSG:4326, with their ledger, as :func:`geoldp.synthesize` returns them); with a question, the
+        counts of those trajectories in the campaign's zones.
+
+    Raises
+    ------
+    ValueError
+        No reports of the campaign in the store, no zones to answer over, no question (but for
+        LDPTrace), or LDPTrace's round 1 (whose reports only fix round 2).
     """
     st, opened = (store, False) if isinstance(store, Store) else (Store.open(store), True)
     try:
@@ -512,6 +702,20 @@ def answer(store: Any, campaign: Any, question: Any) -> Any:
             st.close()
     if not rows:
         raise ValueError(f"The store holds no reports of the campaign {c.id[:12]}...: ingest them first.")
+    if c.document["kind"] == "ldptrace":
+        synthetic = synthesize_from(c, [p for _, p, _ in rows], n_synthetic=n_synthetic, rng=rng)
+        if question is None:
+            return synthetic
+        if c.zones() is None:
+            raise ValueError(f"The campaign {c.id[:12]}... has no zones to answer {question!s} over.")
+        table = c.design().answer(synthetic, question, zones=c.zones())
+        table.attrs["reports"] = len(rows)
+        return table
+    if question is None:
+        raise ValueError(
+            "The 'question' parameter of geoldp.field.ingest.answer is needed for this campaign's design: "
+            "'zone_visits', 'hotspots', 'od_flows' or 'range_counts'."
+        )
     zones = c.zones()
     if zones is None:
         raise ValueError(f"The campaign {c.id[:12]}... has no zones to answer over.")
