@@ -417,6 +417,7 @@ def measure_stage(args) -> None:
     from geoldp._core.errors import GeoLDPWarning
     from geoldp.planner import DESIGNS as PLANNED
     from geoldp.planner import error_of
+    from geoldp.questions import Question
 
     warnings.simplefilter("ignore", GeoLDPWarning)
     from geoldp import metrics
@@ -457,7 +458,10 @@ def measure_stage(args) -> None:
             for q in ins.QUESTIONS:
                 truth = od if q == "od_flows" else vis
                 for label, reps in {**answers, **base}.items():
-                    if not (label.startswith("baseline") or q in PLANNED[label].questions):
+                    if not (
+                        label.startswith("baseline")
+                        or q in PLANNED[label].for_question(Question(q)).questions
+                    ):
                         continue
                     vals = [a[1] if q == "od_flows" else a[0] for a in reps]
                     if any(v is None for v in vals):
@@ -556,6 +560,7 @@ def plan_stage(args) -> None:
     import geoldp
     from geoldp._core.errors import GeoLDPWarning
     from geoldp.planner import DESIGNS as PLANNED
+    from geoldp.questions import Question
 
     warnings.simplefilter("ignore", GeoLDPWarning)
     from geoldp import planner
@@ -586,7 +591,7 @@ def plan_stage(args) -> None:
                 else:
                     pilot = None
             for q in ins.QUESTIONS:
-                answering = [d for d in ins.DESIGNS if q in PLANNED[d].questions]
+                answering = [d for d in ins.DESIGNS if q in PLANNED[d].for_question(Question(q)).questions]
                 for mode in args.modes:
                     t0 = time.process_time()
                     # the public maximum length bounds the pilot's length classes, or replaces the lengths
