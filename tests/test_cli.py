@@ -1188,3 +1188,27 @@ def test_plan_max_length_is_the_public_bound_of_the_planner(files, monkeypatch, 
         err = capsys.readouterr().err
         assert err.count("\n") == 1 and "--max-length" in err and "[1, 10000]" in err, err
     assert len(seen) == n_calls
+
+
+def test_collect_max_length_bounds_a_visited_zone_report_as_plan_does(files, tmp_path, capsys):
+    # the public bound that geoldp plan takes travels to the command it prints, and narrows the upper ends
+    # of a padded visited-zone report's intervals (a trip of 6 points visits at most 6 zones)
+    trips_path, points_path = files
+    common = ["--epsilon", "4", "--points", str(points_path), "--cell-km", "1", "--seed", "1"]
+    argv = ["collect", str(trips_path), "--design", "report:visited_zone:padded", *common]
+    assert main([*argv, "-o", str(tmp_path / "free.gpkg")]) == 0, capsys.readouterr().err
+    assert main([*argv, "--max-length", "2", "-o", str(tmp_path / "bound.gpkg")]) == 0, (
+        capsys.readouterr().err
+    )
+    free = gpd.read_file(tmp_path / "free.gpkg")
+    bound = gpd.read_file(tmp_path / "bound.gpkg")
+    np.testing.assert_array_equal(free["estimate"], bound["estimate"])  # the same release (seeded)
+    assert (bound["upper"] <= free["upper"] + 1e-9).all() and (bound["upper"] < free["upper"] - 1e-9).any()
+    capsys.readouterr()
+    assert main([*argv, "--max-length", "0", "-o", str(tmp_path / "x.gpkg")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--max-length" in err
+    plan = ["plan", str(points_path), "--epsilon", "4", "--n", "5000", "--seed", "0", "--cell-km", "3"]
+    assert main([*plan, "--max-length", "6"]) == 0
+    out = capsys.readouterr().out
+    assert "run it: geoldp collect" in out and "--max-length 6 " in out

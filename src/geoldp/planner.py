@@ -98,7 +98,6 @@ from geoldp._core.validation import (
 )
 from geoldp.designs import Design, design
 from geoldp.designs.pilot import PilotEstimate
-from geoldp.designs.report import ReportDesign
 from geoldp.designs.simulation import Simulation, needs, truth
 from geoldp.designs.trajectory import simulated_rms
 from geoldp.nodata import length_pool, random_walks, uniform_answer, uniform_visits
@@ -135,9 +134,7 @@ class PlanTable(pd.DataFrame):
             return None
         out = DESIGNS[name].for_question(Question(self.attrs["question"]))
         bound = self.attrs.get("max_length")
-        if bound is not None and isinstance(out, ReportDesign) and out.statistic == "visited_zone":
-            out = dataclasses.replace(out, max_set_size=int(bound))  # a trip of L points visits ≤ L zones
-        return out
+        return out if bound is None else out.bounded(int(bound))
 
 
 #: The designs the planner ranks, by name (:func:`geoldp.designs.design` builds each): every trajectory

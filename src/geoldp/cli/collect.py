@@ -16,8 +16,10 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from geoldp._core.ledger import attach, require
+from geoldp._core.validation import MAX_LENGTH
 from geoldp.cli import _read
 from geoldp.cli._args import check_output, existing_file, stage, usage
+from geoldp.cli._args import int_in_range as _int_in_range
 from geoldp.cli._args import positive_float as _positive_float
 from geoldp.cli._args import report_warnings as _report_warnings
 from geoldp.cli._args import seed as _seed
@@ -49,6 +51,8 @@ def _cmd_collect(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> in
     if question not in design.questions:
         answered = ", ".join(q.value for q in design.questions)
         usage(args, f"the design {design.name!r} answers {answered}, not {question.value}")
+    if args.max_length is not None:
+        design = design.bounded(args.max_length)
     trips_path = existing_file(args.trips, "TRIPS")
     points_path = existing_file(args.points, "--points")
     inputs = [trips_path, points_path]
@@ -221,6 +225,14 @@ def add_parser(sub: Any) -> None:
         help="zone side over POINTS (default 1.5)",
     )
     p.add_argument("--question", choices=[q.value for q in Question], default=Question.ZONE_VISITS.value)
+    p.add_argument(
+        "--max-length",
+        type=_int_in_range(1, MAX_LENGTH, "the longest trajectory geoldp models"),
+        default=None,
+        metavar="N",
+        help="a PUBLIC bound on the points of a trajectory (as given to geoldp plan): a visited-zone "
+        "report's intervals allow at most N zones per trip",
+    )
     p.add_argument(
         "-o", "--output", required=True, metavar="ANSWER", help="the answer layer (.gpkg, .geojson ...)"
     )

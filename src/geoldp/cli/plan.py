@@ -62,9 +62,10 @@ def _cmd_plan(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
         verdict = "" if table.attrs["beats_baselines"] else " (no design beats the no-data baselines)"
         print(f"recommended: {table.attrs['recommended']}{verdict}", file=stdout)
         if table.best is not None:
+            bound = "" if args.max_length is None else f"--max-length {args.max_length} "
             print(
                 f"run it: geoldp collect TRIPS --design {table.best.name} --question {args.question} "
-                f"--epsilon {args.epsilon:g} --points {args.points} --cell-km {args.cell_km:g} "
+                f"--epsilon {args.epsilon:g} --points {args.points} --cell-km {args.cell_km:g} {bound}"
                 "-o ANSWER.gpkg",
                 file=stdout,
             )

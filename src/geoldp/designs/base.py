@@ -110,6 +110,10 @@ class Design(ABC):
     def questions(self) -> tuple[Question, ...]:
         """The questions this design answers."""
 
+    def bounded(self, max_length: int) -> Design:
+        """The design told a **public** bound on the points of a trajectory (itself, unless it uses one)."""
+        return self
+
     def for_question(self, question: Question) -> Design:
         """The design as it is run for ``question`` (itself, unless its release depends on the question)."""
         return self

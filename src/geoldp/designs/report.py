@@ -18,6 +18,7 @@ visited-zone report pads to ℓ = 2 unless told, and is always shrunk before it 
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -105,6 +106,13 @@ class ReportDesign(Design):
         if self.statistic == "od":
             return (Question.OD_FLOWS,)
         return (Question.ZONE_VISITS, Question.HOTSPOTS, Question.RANGE_COUNTS)
+
+    def bounded(self, max_length: int) -> ReportDesign:
+        """A visited-zone report bounds each trajectory's set of zones by ``max_length`` (a trip of L points
+        visits at most L zones): the upper ends of its intervals allow no more (``max_set_size``)."""
+        if self.statistic != "visited_zone":
+            return self
+        return dataclasses.replace(self, max_set_size=int(max_length))
 
     def report_zones(self, zones: Any) -> Any:
         """The public zones the reports are made over: ``zones``, or the coarse grid over them."""
