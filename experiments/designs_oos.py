@@ -1244,7 +1244,7 @@ def _how(args, seconds: float | None) -> list[str]:
         "  nice -n 10 python experiments/designs_oos.py plan --modes pilot --variant $v",
         "done",
         "nice -n 10 python experiments/designs_oos.py plan --modes 'no prior (public bound)' --variant fix",
-        "# the LDPTrace pilot (each variant's plan stage; the measured rows are the ones above)",
+        "# the LDPTrace pilot: the plan stage of each variant (the measured rows are those above)",
         "for v in " + " ".join(SYNTH_VARIANTS) + "; do",
         "  nice -n 10 python experiments/designs_oos.py plan --modes pilot --variant $v",
         "done",
