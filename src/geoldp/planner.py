@@ -504,7 +504,8 @@ def _populations(
     return {k: random_walks(ps, drawn, gen, population=k) for k in kinds}
 
 
-#: Step scales of the walks fitted to a pilot (:func:`_walks`' ``step_scale``; 1 is the published law).
+#: Step scales of the walks fitted to a pilot (``step_scale`` of :func:`geoldp.nodata.random_walks`; 1 is the
+#: published law).
 _PILOT_STEP_SCALES: tuple[float, ...] = (0.1, 0.3, 1.0)
 #: How many of the best-fitting walk populations a pilot plan is simulated on (more than one: the plan
 #: recommends as ``population="robust"`` does, over those, and its interval spans them: the uncertainty
