@@ -16,12 +16,14 @@ def test_examples_exist():
     assert {p.name for p in EXAMPLES} >= {"quickstart.py", "raw_gps.py", "dask_perturb.py"}
 
 
-@pytest.mark.parametrize("script", EXAMPLES, ids=[p.name for p in EXAMPLES])
+#: tutorial.py runs end to end in tests/test_tutorial.py (its code, its command line and its demo data)
+SMOKED = [p for p in EXAMPLES if p.name != "tutorial.py"]
+
+
+@pytest.mark.parametrize("script", SMOKED, ids=[p.name for p in SMOKED])
 def test_example_runs(script, tmp_path):
     if script.name.startswith("dask"):
         pytest.importorskip("dask_geopandas")
-    if script.name == "tutorial.py":
-        pytest.skip("run end to end by tests/test_tutorial.py (its code, its command line and its demo data)")
     env = dict(os.environ, GEOLDP_EXAMPLES_SMALL="1", MPLBACKEND="Agg", TMPDIR=str(tmp_path))
     proc = subprocess.run(
         [sys.executable, str(script)],

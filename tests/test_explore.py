@@ -161,6 +161,8 @@ CHROMIUM = next(
 )
 
 
+# a headless browser: in the slow tier, which CI runs after installing Chromium (with the docs' checks)
+@pytest.mark.slow
 @pytest.mark.skipif(CHROMIUM is None, reason="no Chromium (apt-get install chromium)")
 def test_a_browser_offline_shows_both_layers_of_a_map_of_ten_thousand_rows(big_city, tmp_path):
     """Headless Chromium with every host unreachable renders the saved map; both the originals (blue) and
