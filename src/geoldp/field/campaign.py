@@ -443,8 +443,7 @@ class Campaign:
             raise ValueError(
                 f"The design {_name_of(des)!r} reports over public zones: pass zones=... to {_CALLER}."
             )
-        if kind == "ldptrace":
-            assert isinstance(des, SynthesisDesign)
+        if isinstance(des, SynthesisDesign):  # kind "ldptrace"
             box = _ldptrace_box(ps, bounds)
             document.update(_ldptrace_round1(des, eps, box, length_domain, quantile))
         else:
