@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import os
 import warnings
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import NoReturn, TextIO
@@ -189,6 +189,13 @@ def bbox(text: str) -> tuple[float, float, float, float]:
     if len(values) != 4:
         raise argparse.ArgumentTypeError(f"must be four numbers MINX,MINY,MAXX,MAXY, got {text!r}")
     return values[0], values[1], values[2], values[3]
+
+
+def print_written(written: Iterable[object], stdout: TextIO) -> int:
+    """Print every written path on stdout, one a line (what a script reads), and return exit status 0."""
+    for path in written:
+        print(path, file=stdout)
+    return 0
 
 
 def usage(args: argparse.Namespace, message: str) -> NoReturn:

@@ -18,7 +18,7 @@ from typing import Any, TextIO
 from geoldp._core.ledger import attach, require
 from geoldp._core.validation import MAX_LENGTH
 from geoldp.cli import _read
-from geoldp.cli._args import check_output, existing_file, stage, usage
+from geoldp.cli._args import check_output, existing_file, print_written, stage, usage
 from geoldp.cli._args import int_in_range as _int_in_range
 from geoldp.cli._args import positive_float as _positive_float
 from geoldp.cli._args import report_warnings as _report_warnings
@@ -91,9 +91,7 @@ def _cmd_collect(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> in
         f"{len(answer)} cells supported ({answer.attrs['covers']})",
         file=stderr,
     )
-    for path in written:
-        print(path, file=stdout)
-    return 0
+    return print_written(written, stdout)
 
 
 #: Largest pilot table read (bytes): three small integers a trip.
@@ -170,9 +168,7 @@ def _cmd_pilot(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
         for k, v in require(reports, what="The pilot reports", caller=PROG).settings["split"].items()
     )
     print(f"{PROG}: pilot reports of {len(reports)} trips (epsilon per trip: {split})", file=stderr)
-    for path in written:
-        print(path, file=stdout)
-    return 0
+    return print_written(written, stdout)
 
 
 def add_parser(sub: Any) -> None:

@@ -13,7 +13,7 @@ from typing import Any, TextIO
 
 from geoldp._core.ledger import ledger_of
 from geoldp.cli import _read
-from geoldp.cli._args import check_output, existing_file, stage, usage
+from geoldp.cli._args import check_output, existing_file, print_written, stage, usage
 from geoldp.cli._args import int_at_least as _int_at_least
 from geoldp.cli._args import positive_float as _positive_float
 from geoldp.cli._args import seed as _seed
@@ -77,9 +77,7 @@ def _cmd_estimate(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> i
     )
     if "hotspots" in lay and "note" in lay["hotspots"].attrs:
         print(f"{PROG}: {lay['hotspots'].attrs['note']}", file=stderr)
-    for path in written:
-        print(path, file=stdout)
-    return 0
+    return print_written(written, stdout)
 
 
 def _supported_cells(layer: Any) -> str:

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from geoldp.cli import _read
-from geoldp.cli._args import UserError, check_output, existing_file, stage, usage
+from geoldp.cli._args import UserError, check_output, existing_file, print_written, stage, usage
 from geoldp.cli._args import int_at_least as _int_at_least
 from geoldp.cli._args import positive_float as _positive_float
 from geoldp.cli._args import report_warnings as _report_warnings
@@ -239,9 +239,7 @@ def _answer_synthetic(
         f"{campaign.document['parameters']['max_length']})",
         file=stderr,
     )
-    for path in written:
-        print(path, file=stdout)
-    return 0
+    return print_written(written, stdout)
 
 
 def _cmd_answer(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
@@ -281,9 +279,7 @@ def _cmd_answer(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int
         f"({table.attrs['covers']})",
         file=stderr,
     )
-    for path in written:
-        print(path, file=stdout)
-    return 0
+    return print_written(written, stdout)
 
 
 # ------------------------------------------------------------------------------------------------------

@@ -16,7 +16,7 @@ from typing import Any, TextIO
 
 from geoldp._core.formats import WRITE_FORMATS
 from geoldp.cli import _budget, _read
-from geoldp.cli._args import UsageError, UserError, check_output, existing_file, stage
+from geoldp.cli._args import UsageError, UserError, check_output, existing_file, print_written, stage
 from geoldp.cli._args import bbox as _bbox
 from geoldp.cli._args import epsilon as _epsilon
 from geoldp.cli._args import positive_float as _positive_float
@@ -233,9 +233,7 @@ def _cmd_perturb(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> in
         f"(epsilon={args.epsilon:g} per {'user' if args.user_budget == 'split' else 'trajectory'}{seeded})",
         file=stderr,
     )
-    for path in written:
-        print(path, file=stdout)
-    return 0
+    return print_written(written, stdout)
 
 
 def add_parser(sub: Any) -> None:

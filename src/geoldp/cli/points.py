@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from geoldp.cli._args import bbox as _bbox
-from geoldp.cli._args import check_output, existing_file, stage, usage
+from geoldp.cli._args import check_output, existing_file, print_written, stage, usage
 from geoldp.cli._args import int_at_least as _int_at_least
 from geoldp.cli._args import positive_float as _positive_float
 from geoldp.cli._args import seed as _seed
@@ -46,9 +46,7 @@ def _cmd_points(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int
         f"{gp.digest_of(pts)[:19]}...)",
         file=stderr,
     )
-    for path in written:
-        print(path, file=stdout)
-    return 0
+    return print_written(written, stdout)
 
 
 def add_parser(sub: Any) -> None:

@@ -15,7 +15,7 @@ from typing import Any, TextIO
 
 from geoldp.cli import _read
 from geoldp.cli._args import bbox as _bbox
-from geoldp.cli._args import check_output, existing_file, stage, usage, warned
+from geoldp.cli._args import check_output, existing_file, print_written, stage, usage, warned
 from geoldp.cli._args import int_at_least as _int_at_least
 from geoldp.cli._args import positive_float as _positive_float
 
@@ -73,9 +73,7 @@ def _cmd_prepare(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> in
     }.get(args.outside if args.area is not None else "", f"with a fix farther than {args.max_km} km from P")
     extra = f"; {dropped_outside} trip(s) {why} dropped" if dropped_outside else ""
     print(f"{PROG}: prepared {len(trips)} trips from {what}{extra} (private: keep this file)", file=stderr)
-    for path in written:
-        print(path, file=stdout)
-    return 0
+    return print_written(written, stdout)
 
 
 def _build_trips(args: argparse.Namespace, fixes: Any) -> Any:

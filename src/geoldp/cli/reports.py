@@ -26,7 +26,7 @@ from typing import Any, TextIO
 from geoldp._core.ledger import attach, require
 from geoldp._core.validation import MAX_PAD_LENGTH
 from geoldp.cli import _budget, _read
-from geoldp.cli._args import check_output, existing_file, stage, usage
+from geoldp.cli._args import check_output, existing_file, print_written, stage, usage
 from geoldp.cli._args import int_at_least as _int_at_least
 from geoldp.cli._args import int_in_range as _int_in_range
 from geoldp.cli._args import lengths as _lengths
@@ -265,9 +265,7 @@ def _cmd_report(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int
         f"values, epsilon={args.epsilon:g} {unit}{', seeded' if args.seed is not None else ''})",
         file=stderr,
     )
-    for path in written:
-        print(path, file=stdout)
-    return 0
+    return print_written(written, stdout)
 
 
 def _add_report(sub: Any) -> None:
@@ -397,9 +395,7 @@ def _cmd_report_estimate(args: argparse.Namespace, stdout: TextIO, stderr: TextI
         f"({'simultaneous' if args.simultaneous else 'cell by cell'}); {supported}",
         file=stderr,
     )
-    for path in written:
-        print(path, file=stdout)
-    return 0
+    return print_written(written, stdout)
 
 
 def _add_report_estimate(sub: Any) -> None:

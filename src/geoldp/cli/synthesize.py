@@ -15,7 +15,7 @@ from typing import Any, TextIO
 from geoldp._core.ledger import attach, require
 from geoldp.cli import _budget, _read
 from geoldp.cli._args import bbox as _bbox
-from geoldp.cli._args import check_output, existing_file, stage, usage
+from geoldp.cli._args import check_output, existing_file, print_written, stage, usage
 from geoldp.cli._args import int_at_least as _int_at_least
 from geoldp.cli._args import positive_float as _positive_float
 from geoldp.cli._args import seed as _seed
@@ -113,9 +113,7 @@ def _cmd_synthesize(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) ->
         f"epsilon={args.epsilon:g} per trip{', seeded' if args.seed is not None else ''})",
         file=stderr,
     )
-    for path in written:
-        print(path, file=stdout)
-    return 0
+    return print_written(written, stdout)
 
 
 def add_parser(sub: Any) -> None:
