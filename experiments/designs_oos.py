@@ -837,19 +837,7 @@ def _synthetic(jd: pd.DataFrame, synthetic: pd.Series) -> list[str]:
         "walk-based planners for comparison). CPU: the plan stage's process time over the 80 settings",
         "(the LDPTrace release and the placement included).",
         "",
-        "| planner | "
-        + " | ".join(
-            f"{lab}: {c}"
-            for lab, _ in parts
-            for c in (
-                "pick within 10 %",
-                "predicted within [0.67, 1.5]",
-                "> 2 × better baseline",
-                "inside interval",
-            )
-        )
-        + " | CPU s |",
-        "|---|" + "---|" * 9,
+        *_variant_header(parts),
     ]
     for variant in [*syn, "walks-plausible", "shrunk-cells"]:
         g = pj[pj["variant"] == variant]
@@ -953,6 +941,13 @@ SYNTH_VERDICT: list[str] = [
 ]
 
 
+def _variant_header(parts) -> list[str]:
+    """The header rows of a variants table: four figures per group of data sets, then the CPU."""
+    figures = ("pick within 10 %", "predicted within [0.67, 1.5]", "> 2 × better baseline", "inside interval")
+    cells = " | ".join(f"{lab}: {c}" for lab, _ in parts for c in figures)
+    return [f"| planner | {cells} | CPU s |", "|---|" + "---|" * (1 + len(figures) * len(parts))]
+
+
 def _variant_row(g: pd.DataFrame) -> str:
     return (
         f"{_share(g['good'])} | {_share(g['calibrated'])} | {int(g['over_2x_baseline'].sum())} | "
@@ -1002,19 +997,7 @@ def _variants(jd: pd.DataFrame, measured: pd.DataFrame) -> list[str]:
         "variant throughout). *Fixed baselines*: the same no-data answer in every setting (no plan).",
         "CPU: the plan stage's process time over the 80 settings.",
         "",
-        "| planner | "
-        + " | ".join(
-            f"{lab}: {c}"
-            for lab, _ in parts
-            for c in (
-                "pick within 10 %",
-                "predicted within [0.67, 1.5]",
-                "> 2 × better baseline",
-                "inside interval",
-            )
-        )
-        + " | CPU s |",
-        "|---|" + "---|" * 9,
+        *_variant_header(parts),
     ]
     for variant, g in pj.groupby("variant", sort=False):
         cells = [_variant_row(g[g["dataset"].isin(sets)]) for _, sets in parts]
