@@ -516,15 +516,19 @@ def release_of(campaign: Campaign, payloads: Iterable[str]) -> Any:
     designs: the report table with its ledger, as :func:`geoldp.report` returns it. Hybrid designs: the
     pair (trajectories, reports), each part rebuilt as if it were alone, as :func:`geoldp.hybrid` returns it.
     """
+    return _release_of_reports(campaign, [json.loads(p) for p in payloads])
+
+
+def _release_of_reports(campaign: Campaign, reports: list[Any]) -> Any:
+    """:func:`release_of` from the decoded payloads (a hybrid's parts are passed on as they are)."""
     import geopandas as gpd
     import pandas as pd
     import shapely
 
-    reports = [json.loads(p) for p in payloads]
     d = campaign.document
     if d["kind"] == "hybrid":
         return tuple(
-            release_of(campaign.part(kind), (json.dumps(r[kind]) for r in reports))
+            _release_of_reports(campaign.part(kind), [r[kind] for r in reports])
             for kind in ("trajectory", "report")
         )
     if d["kind"] not in ("trajectory", "report"):
