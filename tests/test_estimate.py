@@ -150,6 +150,30 @@ def test_shapes_indices_and_crs_are_preserved():
     assert isinstance(s, gpd.GeoSeries) and s.index.equals(out.index)
 
 
+def test_one_point_trajectories_among_lines_are_read_as_such():
+    # a release collected in the field holds a device's one-point trajectory as a Point row among the
+    # LineStrings (a release's input refuses the mix: see the frames tests)
+    gen = np.random.default_rng(5)
+    trajs = [gen.choice(P.size, size=1 if i % 4 == 0 else 3) for i in range(80)]
+    released = perturb_trajectories(trajs, P, mechanism="atp", epsilon=4.0, rng=1)
+    geoms = [
+        shapely.Point(LON[t[0]], LAT[t[0]])
+        if len(t) == 1
+        else shapely.LineString(np.column_stack([LON[t], LAT[t]]))
+        for t in released
+    ]
+    frame = gpd.GeoDataFrame(geometry=geoms, crs="EPSG:4326", index=np.arange(80) * 3)
+    seqs = _inputs.released_sequences(frame, P, caller="test").seqs
+    assert [len(s) for s in seqs] == [len(t) for t in released]
+    assert all(np.array_equal(a, b) for a, b in zip(seqs, released, strict=True))
+    v = estimate.visit_counts(frame, P, zones=ZONES, mechanism="atp", epsilon=4.0, rng=0, **FAST)
+    assert float(v["raw"].sum()) == float(zone_truth(released).sum())
+    den = estimate.denoise(frame, P, mechanism="atp", epsilon=4.0, rng=0, n_candidates=300, n_sims=4)
+    assert den.index.equals(frame.index)
+    assert list(den.geom_type) == list(frame.geom_type)
+    assert np.array_equal(den.geometry.count_coordinates(), frame.geometry.count_coordinates())
+
+
 def zone_truth_of_release(out, pts):
     seqs = _inputs.released_sequences(out, P, caller="test").seqs
     return zone_truth(seqs)

@@ -285,8 +285,13 @@ def _first(mask: np.ndarray) -> int | None:
     return int(hits[0]) if hits.size else None
 
 
-def _raise_type_problems(type_ids: np.ndarray, missing: np.ndarray, *, caller: str) -> str:
-    """Check geometry types; return the kind ("Point" or "LineString") or raise TypeError."""
+def _raise_type_problems(
+    type_ids: np.ndarray, missing: np.ndarray, *, caller: str, one_point_rows: bool = False
+) -> str:
+    """Check geometry types; return the kind ("Point" or "LineString") or raise TypeError.
+
+    With ``one_point_rows`` Point rows may stand among LineString rows (the kind is then "LineString").
+    """
     present = ~missing
     for pos in np.flatnonzero(present & (type_ids == 5))[:1]:
         raise TypeError(
@@ -311,6 +316,8 @@ def _raise_type_problems(type_ids: np.ndarray, missing: np.ndarray, *, caller: s
     if first is None:  # every geometry is missing
         return "LineString"
     kind_id = int(type_ids[first])
+    if one_point_rows and (present & (type_ids == _LINESTRING)).any():
+        return "LineString"
     pos = _first(present & (type_ids != kind_id))
     if pos is not None:
         raise TypeError(
@@ -379,6 +386,7 @@ def extract(
     on_invalid: str = "raise",
     caller: str,
     warn_zm: bool = True,
+    one_point_rows: bool = False,
 ) -> TrajectoryArrays:
     """Validate the rows of ``gdf`` and extract WGS 84 trajectories.
 
@@ -397,6 +405,10 @@ def extract(
         Name used in messages.
     warn_zm : bool
         Emit one :class:`GeoLDPWarning` when Z/M values are dropped.
+    one_point_rows : bool
+        Accept Point rows among LineString rows, each a trajectory of length 1 (without ``traj_id_col``
+        only). A release's input refuses the mix (a Point row there may be a fix of another row's
+        trajectory); a release collected in the field holds it when a device's trajectory had one point.
 
     Returns
     -------
@@ -410,7 +422,9 @@ def extract(
     geoms = np.asarray(gdf.geometry.values, dtype=object)
     missing = shapely.is_missing(geoms)
     type_ids = shapely.get_type_id(geoms)
-    kind = _raise_type_problems(type_ids, missing, caller=caller)
+    kind = _raise_type_problems(
+        type_ids, missing, caller=caller, one_point_rows=one_point_rows and traj_id_col is None
+    )
 
     problem = np.full(n_rows, "", dtype=object)
 
@@ -666,9 +680,17 @@ def geometry_from_coords(ft: TrajectoryArrays, coords: np.ndarray, n_rows: int) 
     if ft.n_trajectories == 0:
         return result
     if ft.kind == "LineString":
-        traj_of_vertex = np.repeat(np.arange(ft.n_trajectories), ft.lengths)
-        lines = shapely.linestrings(coords, indices=traj_of_vertex)
-        result[ft.traj_rows] = lines
+        lengths = np.asarray(ft.lengths)
+        one = lengths == 1  # a one-point trajectory (a Point row among LineStrings) stays a Point
+        traj_of_vertex = np.repeat(np.arange(ft.n_trajectories), lengths)
+        if one.any():
+            single = one[traj_of_vertex]
+            result[ft.traj_rows[one]] = shapely.points(coords[single])
+            result[ft.traj_rows[~one]] = shapely.linestrings(
+                coords[~single], indices=np.repeat(np.arange(int((~one).sum())), lengths[~one])
+            )
+        else:
+            result[ft.traj_rows] = shapely.linestrings(coords, indices=traj_of_vertex)
     else:
         result[ft.vertex_rows] = shapely.points(coords)
     return result

@@ -526,7 +526,8 @@ def visit_counts(
     Parameters
     ----------
     released : GeoDataFrame, GeoSeries or sequence of array_like of int
-        The release: LineStrings whose vertices are public points (any CRS), or index arrays into
+        The release: LineStrings whose vertices are public points (any CRS; a Point row is a
+        trajectory of one point, as a release collected in the field holds), or index arrays into
         ``points``.
     points : PointSet, GeoDataFrame/GeoSeries of Points or (m, 2) array of (lon, lat)
         The public point set P the mechanism used (same order).

@@ -205,7 +205,10 @@ def released_sequences(released: Any, ps: PointSet, *, caller: str) -> Release:
         traj_id_col = None if ledger is None else (ledger.settings.get("input") or {}).get("traj_id_col")
         if traj_id_col is not None and traj_id_col not in frame.columns:
             traj_id_col = None
-        ft = _frames.extract(frame, traj_id_col=traj_id_col, caller=caller, warn_zm=False)
+        # a release collected in the field keeps a device's one-point trajectory as a Point row
+        ft = _frames.extract(
+            frame, traj_id_col=traj_id_col, caller=caller, warn_zm=False, one_point_rows=True
+        )
         idx, dist = ps.nearest(ft.lon, ft.lat)
         idx = np.asarray(idx, dtype=np.int64).reshape(-1)
         far = np.asarray(dist).reshape(-1) > MATCH_TOLERANCE_M
