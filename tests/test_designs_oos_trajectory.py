@@ -88,3 +88,24 @@ def test_denoised_prior_reads_the_release_only(oos: ModuleType, monkeypatch: Any
         2
     ]
     assert any(not np.array_equal(a, b) for a, b in zip(seqs, raw, strict=True))
+
+
+def test_the_bounds_judge_the_uniform_baseline_with_the_true_lengths_only(oos: ModuleType) -> None:
+    # the upper bounds' second judgement: the uniform baseline's error is replaced (true lengths), no
+    # other row changes, and a setting without a replacement keeps its measured value
+    measured = pd.DataFrame(
+        {
+            "dataset": ["a", "a", "a", "b"],
+            "epsilon": [1.0, 1.0, 1.0, 1.0],
+            "question": ["zone_visits", "zone_visits", "od_flows", "zone_visits"],
+            "design": ["baseline:uniform", "atp", "baseline:uniform", "baseline:uniform"],
+            "error": [0.9, 0.3, 0.8, 0.7],
+        }
+    )
+    uniform = pd.DataFrame({"dataset": ["a"], "epsilon": [1.0], "question": ["zone_visits"], "error": [0.1]})
+    out = oos._with_uniform(measured, uniform)
+    assert out["error"].tolist() == [0.1, 0.3, 0.8, 0.7]
+    assert measured["error"].tolist() == [0.9, 0.3, 0.8, 0.7]  # the input is left as it was
+    assert set(oos.ORACLE_VARIANTS).isdisjoint(
+        oos._walk_pool(pd.DataFrame({"variant": list(oos.ORACLE_VARIANTS)}))
+    )
