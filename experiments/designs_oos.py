@@ -1431,11 +1431,10 @@ def _glance(lo: pd.DataFrame, checks: pd.DataFrame) -> list[str]:
         "population: as many good picks as the default, worse predicted errors (below), and a pilot whose",
         "users release their trajectories, mixed with the walks: more good picks on chi/nyc/cps at two",
         "seeds, not on the GPS sets at the second (below). Two upper bounds say why (below): given the",
-        "population itself the",
-        "planner meets the three targets (71/80, 77/80, none above twice the baseline), given the pilot",
-        "users' true trajectories it does not (53/80, 50/80, 1): a pilot of 10 % of the users, even",
-        "without noise, does not hold enough of the population. Compare the pick with the baselines in",
-        "the tables below before spending ε.",
+        "population itself the planner meets the three targets (71/80, 77/80, none above twice the",
+        "baseline), given the pilot users' true trajectories it does not (53/80, 50/80, 1): a pilot of",
+        "10 % of the users, even without noise, does not hold enough of the population. Compare the pick",
+        "with the baselines in the tables below before spending ε.",
         "",
     ]
     return lines
