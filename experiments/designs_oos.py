@@ -81,6 +81,11 @@ DEFAULT_DATA = Path("/work/shared/data")
 DEFAULT_OUT = REPO / "docs" / "results"
 DATASETS = ("chi_atp", "nyc_atp", "cps_atp", "tdrive_600", "geolife_small_mpd")
 ATP_SETS = ("chi_atp", "nyc_atp", "cps_atp")
+#: The two groups of data sets the variants' tables report apart (where choices may be fitted; the GPS sets).
+PARTS = (
+    ("chi/nyc/cps", list(ATP_SETS)),
+    ("tdrive_600, geolife_small_mpd", ["tdrive_600", "geolife_small_mpd"]),
+)
 EPSILONS = (1.0, 2.0, 4.0, 8.0)
 SEED = ins.SEED
 #: The public share of the users who spend their ε on the pilot (fixed before any run).
@@ -912,10 +917,7 @@ def _synthetic(jd: pd.DataFrame, synthetic: pd.Series) -> list[str]:
     syn = [v for v in SYNTH_VARIANTS if (pj["variant"] == v).any()]
     if not syn:
         return []
-    parts = (
-        ("chi/nyc/cps", list(ATP_SETS)),
-        ("tdrive_600, geolife_small_mpd", ["tdrive_600", "geolife_small_mpd"]),
-    )
+    parts = PARTS
     lines = [
         "## The pilot users report LDPTrace (a synthetic population as the prior)",
         "",
@@ -927,12 +929,7 @@ def _synthetic(jd: pd.DataFrame, synthetic: pd.Series) -> list[str]:
         "",
         *_variant_header(parts),
     ]
-    for variant in [*syn, "walks-plausible", "shrunk-cells"]:
-        g = pj[pj["variant"] == variant]
-        if g.empty:
-            continue
-        cells = [_variant_row(g[g["dataset"].isin(sets)]) for _, sets in parts]
-        lines.append(f"| `{variant}` | {' | '.join(cells)} | {g['cpu_s'].sum():.0f} |")
+    lines += _variant_rows(pj, [*syn, "walks-plausible", "shrunk-cells"], parts)
     lines += [
         "",
         "Leave one data set out (as the headline): each test set planned with the variant that made the",
@@ -986,18 +983,10 @@ def _oracles(jd: pd.DataFrame, jd_true: pd.DataFrame) -> list[str]:
     if not oracles:
         return []
     pt = jd_true[(jd_true["mode"] == "pilot") & jd_true["variant"].isin(oracles)]
-    parts = (
-        ("chi/nyc/cps", list(ATP_SETS)),
-        ("tdrive_600, geolife_small_mpd", ["tdrive_600", "geolife_small_mpd"]),
-    )
+    parts = PARTS
     lines = ["## How far a population can take the planner (upper bounds)", "", *ORACLE_TEXT, ""]
     lines += [*_variant_header(parts)]
-    for variant in [*oracles, "walks-plausible", "trajectory:atp+walks"]:
-        g = pj[pj["variant"] == variant]
-        if g.empty:
-            continue
-        cells = [_variant_row(g[g["dataset"].isin(sets)]) for _, sets in parts]
-        lines.append(f"| `{variant}` | {' | '.join(cells)} | {g['cpu_s'].sum():.0f} |")
+    lines += _variant_rows(pj, [*oracles, "walks-plausible", "trajectory:atp+walks"], parts)
     lines += [
         "",
         "All 80 settings (no choice is fitted, so no leave-one-out is needed). *Uniform baseline*: the",
@@ -1045,10 +1034,7 @@ def _trajectory(jd: pd.DataFrame) -> list[str]:
     traj = [v for v in TRAJECTORY_VARIANTS if (pj["variant"] == v).any()]
     if not traj:
         return []
-    parts = (
-        ("chi/nyc/cps", list(ATP_SETS)),
-        ("tdrive_600, geolife_small_mpd", ["tdrive_600", "geolife_small_mpd"]),
-    )
+    parts = PARTS
     lines = [
         "## The pilot users release their trajectories (the release as the prior)",
         "",
@@ -1061,12 +1047,9 @@ def _trajectory(jd: pd.DataFrame) -> list[str]:
         "",
         *_variant_header(parts),
     ]
-    for variant in [*traj, "walks-plausible", "shrunk-cells", "ldptrace:zones:cells+walks"]:
-        g = pj[pj["variant"] == variant]
-        if g.empty:
-            continue
-        cells = [_variant_row(g[g["dataset"].isin(sets)]) for _, sets in parts]
-        lines.append(f"| `{variant}` | {' | '.join(cells)} | {g['cpu_s'].sum():.0f} |")
+    lines += _variant_rows(
+        pj, [*traj, "walks-plausible", "shrunk-cells", "ldptrace:zones:cells+walks"], parts
+    )
     lines += [
         "",
         "Leave one data set out (as the headline): each test set planned with the variant of a pool",
@@ -1281,6 +1264,17 @@ def _variant_header(parts) -> list[str]:
     return [f"| planner | {cells} | CPU s |", "|---|" + "---|" * (1 + len(figures) * len(parts))]
 
 
+def _variant_rows(pj: pd.DataFrame, variants: list[str], parts) -> list[str]:
+    """One row per measured variant: its four figures per group of data sets, then its CPU."""
+    lines = []
+    for variant in variants:
+        g = pj[pj["variant"] == variant]
+        if not g.empty:
+            cells = [_variant_row(g[g["dataset"].isin(sets)]) for _, sets in parts]
+            lines.append(f"| `{variant}` | {' | '.join(cells)} | {g['cpu_s'].sum():.0f} |")
+    return lines
+
+
 def _variant_row(g: pd.DataFrame) -> str:
     return (
         f"{_share(g['good'])} | {_share(g['calibrated'])} | {int(g['over_2x_baseline'].sum())} | "
@@ -1295,10 +1289,7 @@ def _variants(jd: pd.DataFrame, measured: pd.DataFrame) -> list[str]:
     pj = jd[jd["mode"] == "pilot"]
     if pj.empty:
         return []
-    parts = (
-        ("chi/nyc/cps", list(ATP_SETS)),
-        ("tdrive_600, geolife_small_mpd", ["tdrive_600", "geolife_small_mpd"]),
-    )
+    parts = PARTS
     lines = [
         "## Populations less like P, and population uncertainty",
         "",

@@ -7,9 +7,6 @@ no file of /work/shared/data is read.
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
 from types import ModuleType
 from typing import Any
 
@@ -18,26 +15,15 @@ import numpy as np
 import pandas as pd
 import pytest
 import shapely
+from experiment_support import load_experiment
 
 import geoldp
-
-EXPERIMENTS = Path(__file__).resolve().parents[1] / "experiments"
 
 
 @pytest.fixture(scope="module")
 def oos() -> ModuleType:
     """experiments/designs_oos.py as a module (it imports experiments/designs.py beside it)."""
-    sys.path.insert(0, str(EXPERIMENTS))
-    try:
-        spec = importlib.util.spec_from_file_location(
-            "designs_oos_trajectory_under_test", EXPERIMENTS / "designs_oos.py"
-        )
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-    finally:
-        sys.path.remove(str(EXPERIMENTS))
-    return module
+    return load_experiment("designs_oos", "designs_oos_trajectory_under_test")
 
 
 def _setting(seed: int = 0, m: int = 150) -> tuple[pd.DataFrame, gpd.GeoDataFrame]:
