@@ -436,6 +436,7 @@ def compact_population(seed: int, n: int = 500) -> list[np.ndarray]:
     return out
 
 
+@pytest.mark.slow  # an accuracy audit (CI's bounded slow step runs it)
 @pytest.mark.parametrize(
     "mech",
     [
