@@ -362,6 +362,8 @@ def trajectory_pilot(trips, points, eps: float, rows: np.ndarray, spec: dict):
     Returns (the release, the prior as LineStrings over P's points, and as P indices). The prior is the
     release, or its denoised estimate (post-processing: the release, P and the ledger's public settings).
     """
+    import shapely
+
     import geoldp
 
     release = trips.iloc[rows].ldp.perturb(
@@ -375,8 +377,6 @@ def trajectory_pilot(trips, points, eps: float, rows: np.ndarray, spec: dict):
     prior = release
     if spec["prior"] == "denoised":
         prior = geoldp.estimate.denoise(release, points, rng=SEED + 51)
-    import shapely
-
     ps = geoldp.PointSet(points.lon.to_numpy(), points.lat.to_numpy())
     xy, row = shapely.get_coordinates(np.asarray(prior.geometry), return_index=True)
     idx = np.asarray(ps.nearest(xy[:, 0], xy[:, 1])[0], dtype=np.int64)
@@ -634,13 +634,13 @@ def plan_stage(args) -> None:
         points, zones, seqs, trips = evaluation_set(args.data, name, args.max_traj)
         n = len(seqs)
         prow, mrow = pilot_split(n)
+        if oracle == "all":  # the population bound's own uniform baseline (true lengths), every ε
+            oracle_rows += oracle_uniform(name, points, zones, seqs, args.eps)
         for eps in args.eps:
             extra = {}
             t_release = time.process_time()
             if oracle is not None:  # an upper bound: the true trajectories as the prior (not private)
                 pilot, prior = None, trips.iloc[prow] if oracle == "pilot" else trips
-                if oracle == "all" and eps == args.eps[0]:
-                    oracle_rows += oracle_uniform(name, points, zones, seqs, args.eps)
             elif synth is None:
                 pilot = pilot_estimate(trips, zones, eps, prow)
             else:  # the pilot users report LDPTrace or their trajectories: the plan reads that release only
@@ -917,7 +917,6 @@ def _synthetic(jd: pd.DataFrame, synthetic: pd.Series) -> list[str]:
     syn = [v for v in SYNTH_VARIANTS if (pj["variant"] == v).any()]
     if not syn:
         return []
-    parts = PARTS
     lines = [
         "## The pilot users report LDPTrace (a synthetic population as the prior)",
         "",
@@ -927,9 +926,9 @@ def _synthetic(jd: pd.DataFrame, synthetic: pd.Series) -> list[str]:
         "walk-based planners for comparison). CPU: the plan stage's process time over the 80 settings",
         "(the LDPTrace release and the placement included).",
         "",
-        *_variant_header(parts),
+        *_variant_header(),
     ]
-    lines += _variant_rows(pj, [*syn, "walks-plausible", "shrunk-cells"], parts)
+    lines += _variant_rows(pj, [*syn, "walks-plausible", "shrunk-cells"])
     lines += [
         "",
         "Leave one data set out (as the headline): each test set planned with the variant that made the",
@@ -983,10 +982,9 @@ def _oracles(jd: pd.DataFrame, jd_true: pd.DataFrame) -> list[str]:
     if not oracles:
         return []
     pt = jd_true[(jd_true["mode"] == "pilot") & jd_true["variant"].isin(oracles)]
-    parts = PARTS
     lines = ["## How far a population can take the planner (upper bounds)", "", *ORACLE_TEXT, ""]
-    lines += [*_variant_header(parts)]
-    lines += _variant_rows(pj, [*oracles, "walks-plausible", "trajectory:atp+walks"], parts)
+    lines += [*_variant_header()]
+    lines += _variant_rows(pj, [*oracles, "walks-plausible", "trajectory:atp+walks"])
     lines += [
         "",
         "All 80 settings (no choice is fitted, so no leave-one-out is needed). *Uniform baseline*: the",
@@ -1034,7 +1032,6 @@ def _trajectory(jd: pd.DataFrame) -> list[str]:
     traj = [v for v in TRAJECTORY_VARIANTS if (pj["variant"] == v).any()]
     if not traj:
         return []
-    parts = PARTS
     lines = [
         "## The pilot users release their trajectories (the release as the prior)",
         "",
@@ -1045,11 +1042,9 @@ def _trajectory(jd: pd.DataFrame) -> list[str]:
         "plan stage's process time over the 80 settings (the trajectory release and the denoising",
         "included).",
         "",
-        *_variant_header(parts),
+        *_variant_header(),
     ]
-    lines += _variant_rows(
-        pj, [*traj, "walks-plausible", "shrunk-cells", "ldptrace:zones:cells+walks"], parts
-    )
+    lines += _variant_rows(pj, [*traj, "walks-plausible", "shrunk-cells", "ldptrace:zones:cells+walks"])
     lines += [
         "",
         "Leave one data set out (as the headline): each test set planned with the variant of a pool",
@@ -1257,20 +1252,20 @@ SYNTH_VERDICT: list[str] = [
 ]
 
 
-def _variant_header(parts) -> list[str]:
+def _variant_header() -> list[str]:
     """The header rows of a variants table: four figures per group of data sets, then the CPU."""
     figures = ("pick within 10 %", "predicted within [0.67, 1.5]", "> 2 × better baseline", "inside interval")
-    cells = " | ".join(f"{lab}: {c}" for lab, _ in parts for c in figures)
-    return [f"| planner | {cells} | CPU s |", "|---|" + "---|" * (1 + len(figures) * len(parts))]
+    cells = " | ".join(f"{lab}: {c}" for lab, _ in PARTS for c in figures)
+    return [f"| planner | {cells} | CPU s |", "|---|" + "---|" * (1 + len(figures) * len(PARTS))]
 
 
-def _variant_rows(pj: pd.DataFrame, variants: list[str], parts) -> list[str]:
+def _variant_rows(pj: pd.DataFrame, variants: list[str]) -> list[str]:
     """One row per measured variant: its four figures per group of data sets, then its CPU."""
     lines = []
     for variant in variants:
         g = pj[pj["variant"] == variant]
         if not g.empty:
-            cells = [_variant_row(g[g["dataset"].isin(sets)]) for _, sets in parts]
+            cells = [_variant_row(g[g["dataset"].isin(sets)]) for _, sets in PARTS]
             lines.append(f"| `{variant}` | {' | '.join(cells)} | {g['cpu_s'].sum():.0f} |")
     return lines
 
@@ -1289,7 +1284,6 @@ def _variants(jd: pd.DataFrame, measured: pd.DataFrame) -> list[str]:
     pj = jd[jd["mode"] == "pilot"]
     if pj.empty:
         return []
-    parts = PARTS
     lines = [
         "## Populations less like P, and population uncertainty",
         "",
@@ -1321,15 +1315,15 @@ def _variants(jd: pd.DataFrame, measured: pd.DataFrame) -> list[str]:
         "variant throughout). *Fixed baselines*: the same no-data answer in every setting (no plan).",
         "CPU: the plan stage's process time over the 80 settings.",
         "",
-        *_variant_header(parts),
+        *_variant_header(),
     ]
     for variant, g in pj.groupby("variant", sort=False):
-        cells = [_variant_row(g[g["dataset"].isin(sets)]) for _, sets in parts]
+        cells = [_variant_row(g[g["dataset"].isin(sets)]) for _, sets in PARTS]
         lines.append(f"| `{variant}` | {' | '.join(cells)} | {g['cpu_s'].sum():.0f} |")
     settings = pj[["dataset", "epsilon", "question"]].drop_duplicates()
     for base in ("baseline:uniform", "baseline:constant", "baseline:shares"):
         cells = []
-        for _, sets in parts:
+        for _, sets in PARTS:
             good, over, total = 0, 0, 0
             for r in settings[settings["dataset"].isin(sets)].itertuples(index=False):
                 g = measured[
