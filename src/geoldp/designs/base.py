@@ -147,7 +147,6 @@ class Design(ABC):
         """How a trajectory's ``epsilon`` is split among the design's releases (public, before any draw)."""
         return {self.name: float(epsilon)}
 
-    @abstractmethod
     def release(
         self,
         trips: Any,
@@ -183,6 +182,12 @@ class Design(ABC):
         GeoDataFrame, DataFrame or tuple of them
             The release with its ledger (a composition returns one release per part).
         """
+        common = {"epsilon": epsilon, "rng": rng, "accountant": accountant, "user_col": user_col}
+        return self._release(trips, points, zones, **common)
+
+    def _release(self, trips: Any, points: Any, zones: Any, **common: Any) -> Any:
+        # a kind defines this (``common``: epsilon, rng, accountant, user_col) or overrides release itself
+        raise NotImplementedError(f"The design {self.name!r} defines no release.")
 
     @abstractmethod
     def answer(self, released: Any, question: Any, *, points: Any = None, zones: Any = None) -> pd.DataFrame:

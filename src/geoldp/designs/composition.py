@@ -86,32 +86,18 @@ class Composition(Design):
         eps_traj, eps_rep = hybrids.split_epsilon(float(epsilon), 1.0 - float(self.report_share))
         return {self.mechanism: eps_traj, self.report_part.name: eps_rep}
 
-    def release(  # noqa: D102
-        self,
-        trips: Any,
-        *,
-        epsilon: float,
-        points: Any = None,
-        zones: Any = None,
-        rng: Any = None,
-        accountant: Any = None,
-        user_col: Any = None,
-    ) -> Any:
+    def _release(self, trips: Any, points: Any, zones: Any, **common: Any) -> Any:
         if points is None or zones is None:
             raise ValueError(f"The design {self.name!r} needs the public points and zones: pass both.")
-        part = self.report_part
         return hybrids.hybrid(
             trips,
             points,
             zones,
-            epsilon=epsilon,
             fraction=1.0 - float(self.report_share),
             mechanism=self.mechanism,
             statistic=self.statistic,
-            rng=rng,
-            accountant=accountant,
-            user_col=user_col,
-            report_options={"pad_length": part.pad_length},
+            report_options={"pad_length": self.report_part.pad_length},
+            **common,
         )
 
     def answer(  # noqa: D102

@@ -118,28 +118,11 @@ class ReportDesign(Design):
         """The public zones the reports are made over: ``zones``, or the coarse grid over them."""
         return coarse_zones(zones) if self.coarse else zones
 
-    def release(  # noqa: D102
-        self,
-        trips: Any,
-        *,
-        epsilon: float,
-        points: Any = None,
-        zones: Any = None,
-        rng: Any = None,
-        accountant: Any = None,
-        user_col: Any = None,
-    ) -> Any:
+    def _release(self, trips: Any, points: Any, zones: Any, **common: Any) -> Any:
         if zones is None:
             raise ValueError(f"The design {self.name!r} reports over public zones: pass zones=...")
         return report(
-            trips,
-            self.report_zones(zones),
-            statistic=self.statistic,
-            epsilon=epsilon,
-            pad_length=self.pad_length,
-            rng=rng,
-            accountant=accountant,
-            user_col=user_col,
+            trips, self.report_zones(zones), statistic=self.statistic, pad_length=self.pad_length, **common
         )
 
     def answer(  # noqa: D102

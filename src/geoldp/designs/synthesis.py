@@ -40,28 +40,10 @@ class SynthesisDesign(Design):
     def questions(self) -> tuple[Question, ...]:  # noqa: D102
         return ALL
 
-    def release(  # noqa: D102
-        self,
-        trips: Any,
-        *,
-        epsilon: float,
-        points: Any = None,
-        zones: Any = None,
-        rng: Any = None,
-        accountant: Any = None,
-        user_col: Any = None,
-    ) -> Any:
+    def _release(self, trips: Any, points: Any, zones: Any, **common: Any) -> Any:
         if points is None:
             raise ValueError(f"The design {self.name!r} lays its grid over P's box: pass points=P.")
-        return ldptrace.synthesize(
-            trips,
-            epsilon=epsilon,
-            points=points,
-            grid_size=self.grid_size,
-            rng=rng,
-            accountant=accountant,
-            user_col=user_col,
-        )
+        return ldptrace.synthesize(trips, points=points, grid_size=self.grid_size, **common)
 
     def answer(  # noqa: D102
         self, released: Any, question: Any, *, points: Any = None, zones: Any = None

@@ -49,31 +49,12 @@ class TrajectoryDesign(Design):
     def questions(self) -> tuple[Question, ...]:  # noqa: D102
         return ALL
 
-    def release(  # noqa: D102
-        self,
-        trips: Any,
-        *,
-        epsilon: float,
-        points: Any = None,
-        zones: Any = None,
-        rng: Any = None,
-        accountant: Any = None,
-        user_col: Any = None,
-    ) -> Any:
+    def _release(self, trips: Any, points: Any, zones: Any, **common: Any) -> Any:
         if points is None:
             raise ValueError(f"The design {self.name!r} releases over a public point set: pass points=P.")
-        options = {}
         if self.continuous:  # TraCS: in P's box (public), then snapped to P (post-processing)
-            options["bounds"] = public_box(trips, points, caller=f"the design {self.name!r}")
-        return trips.ldp.perturb(
-            points,
-            mechanism=self.mechanism,
-            epsilon=epsilon,
-            rng=rng,
-            accountant=accountant,
-            user_col=user_col,
-            **options,
-        )
+            common["bounds"] = public_box(trips, points, caller=f"the design {self.name!r}")
+        return trips.ldp.perturb(points, mechanism=self.mechanism, **common)
 
     @property
     def continuous(self) -> bool:
