@@ -64,6 +64,7 @@ from geoldp._core.validation import (
 )
 from geoldp._core.versions import geoldp_version
 from geoldp.trajectory import engine
+from geoldp.trajectory.engine import resolve_mechanism
 
 __all__ = [
     "LEDGER_LENGTHS_MAX",
@@ -91,20 +92,6 @@ _CONTINUOUS_SNAP = "released locations moved to the nearest public point (post-p
 
 #: Trajectories per engine call when a progress bar is shown.
 _PROGRESS_CHUNK_MAX = 5_000
-
-
-def resolve_mechanism(mechanism: Any, epsilon: Any, options: dict[str, Any], *, caller: str) -> Any:
-    """Return a validated mechanism object for a name (``"tp"``, ``"atp"``, ``"pointem"``) or an object.
-
-    Delegates to the engine's registry (:func:`geoldp.trajectory.engine.resolve_mechanism`), so names,
-    options and messages are the same everywhere.
-
-    Raises
-    ------
-    TypeError, ValueError
-        For an unknown name, a conflicting ε or options, and (from the mechanism) invalid ε or options.
-    """
-    return engine.resolve_mechanism(mechanism, epsilon, options, caller=caller)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -639,13 +626,19 @@ class Plan:
         if not seqs:
             return []
         req = self.request
+
+        def run(part: list[np.ndarray], start: int) -> list[np.ndarray]:
+            kw: dict[str, Any] = {
+                "key": self.key,
+                "offset": offset + start,
+                "policy": self.policy,
+                "n_jobs": req.n_jobs,
+            }
+            return list(engine.run_with_key(part, req.ps, req.mech, **kw))
+
         tqdm = _tqdm() if progress else None
         if tqdm is None:
-            return list(
-                engine.run_with_key(
-                    seqs, req.ps, req.mech, key=self.key, offset=offset, policy=self.policy, n_jobs=req.n_jobs
-                )
-            )
+            return run(seqs, 0)
         _warm_up(tqdm, seqs, req, self.policy)
         out: list[np.ndarray] = []
         chunk = max(1, min(_PROGRESS_CHUNK_MAX, -(-len(seqs) // 100)))
@@ -653,17 +646,7 @@ class Plan:
         with tqdm(total=len(seqs), unit="traj", desc="geoldp", leave=False) as bar:
             for start in range(0, len(seqs), chunk):
                 part = seqs[start : start + chunk]
-                out.extend(
-                    engine.run_with_key(
-                        part,
-                        req.ps,
-                        req.mech,
-                        key=self.key,
-                        offset=offset + start,
-                        policy=self.policy,
-                        n_jobs=req.n_jobs,
-                    )
-                )
+                out.extend(run(part, start))
                 bar.update(len(part))
         return out
 

@@ -174,7 +174,6 @@ def _trips_per_user(gdf: Any, user_col: Any, traj_id_col: Any) -> np.ndarray:
 
 def _check_strategy(
     gdf: Any,
-    *,
     epsilon: Any,
     user_col: Any,
     accountant: Any,
@@ -245,14 +244,7 @@ def perturb_per_user(
     provenance.
     """
     max_per_user, epsilon = _check_strategy(
-        gdf,
-        epsilon=epsilon,
-        user_col=user_col,
-        accountant=accountant,
-        user_budget=user_budget,
-        max_per_user=max_per_user,
-        select_trips=select_trips,
-        caller=caller,
+        gdf, epsilon, user_col, accountant, user_budget, max_per_user, select_trips, caller
     )
     source = resolve_rng(rng)  # once, for the selection and every part
 
@@ -266,18 +258,14 @@ def perturb_per_user(
         )
         if len(frame) == 0:  # unreachable: every user keeps at least one trip
             raise ValueError(f"{caller}: no rows left after max_per_user.")
+
+    def charge_of(rows: Any, eps: float) -> accounting.PendingCharge | None:
+        return accounting.charge_release(
+            accountant, rows, user_col, eps, traj_id_col=traj_id_col, caller=caller, advice=REFUSAL_ADVICE
+        )
+
     if user_budget == "trajectory":
-        charge = None
-        if accountant is not None:
-            charge = accounting.charge_release(
-                accountant,
-                frame,
-                user_col,
-                epsilon,
-                traj_id_col=traj_id_col,
-                caller=caller,
-                advice=REFUSAL_ADVICE,
-            )
+        charge = None if accountant is None else charge_of(frame, epsilon)
         out = release(frame, points, epsilon=epsilon, traj_id_col=traj_id_col, rng=source, **kwargs)
         led = require(out, what="The release", caller=caller)
         if charge is not None:
@@ -296,16 +284,7 @@ def perturb_per_user(
     charges: list[accounting.PendingCharge] = []
     if accountant is not None:
         for k in parts:  # disjoint users: checking each part alone is checking the whole release
-            rows = frame.iloc[np.flatnonzero(k_of_row == k)]
-            pending = accounting.charge_release(
-                accountant,
-                rows,
-                user_col,
-                split_epsilon(epsilon, k),
-                traj_id_col=traj_id_col,
-                caller=caller,
-                advice=REFUSAL_ADVICE,
-            )
+            pending = charge_of(frame.iloc[np.flatnonzero(k_of_row == k)], split_epsilon(epsilon, k))
             if pending is not None:
                 charges.append(pending)
     if configure is not None:  # public: each part's budget and row count, as the epsilon column shows
