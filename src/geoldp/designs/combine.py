@@ -82,13 +82,20 @@ QUESTIONS = tuple(q.value for q in Question if q is not Question.HOTSPOTS)
 
 #: The report statistic that answers each question (range counts over regions are visits of the regions).
 _REPORT_STATISTIC = {"zone_visits": "visited_zone", "od_flows": "od", "range_counts": "visited_zone"}
-_TRAJECTORY_MECHANISMS = ("tp", "atp", "pointem")
-
-
 def _normal_quantile(level: float) -> float:
     from scipy.stats import norm
 
     return float(norm.ppf(0.5 + level / 2.0))
+
+
+#: The kind of part each release mechanism makes.
+_KINDS = {
+    "report": "report",
+    "ldptrace": "synthetic",
+    "tp": "trajectory",
+    "atp": "trajectory",
+    "pointem": "trajectory",
+}
 
 
 def _query_index(zones: Any, question: str) -> pd.Index:
@@ -101,17 +108,6 @@ def _query_index(zones: Any, question: str) -> pd.Index:
         [np.asarray(labels, dtype=object)[a], np.asarray(labels, dtype=object)[b]],
         names=["origin", "destination"],
     )
-
-
-def _kind(led: ReleaseLedger | None) -> str:
-    mech = "" if led is None else led.mechanism.lower()
-    if mech == "report":
-        return "report"
-    if mech == "ldptrace":
-        return "synthetic"
-    if mech in _TRAJECTORY_MECHANISMS:
-        return "trajectory"
-    return ""
 
 
 def _analysis_seed(parts: Any, zones_digest: str, question: str, options: dict[str, Any], n_boot: int) -> Any:
@@ -208,10 +204,7 @@ def _synthetic_counts(
     _, items = statistic_items(stat, zone, offsets, k)
     width = (k + 1) ** 2 if stat == "od" else k + 1
     counts = np.bincount(items, minlength=width).astype(np.float64)
-    if stat == "od":
-        counts = counts.reshape(k + 1, k + 1)[:k, :k].reshape(-1)
-        return counts
-    return counts[:k]
+    return counts.reshape(k + 1, k + 1)[:k, :k].reshape(-1) if stat == "od" else counts[:k]
 
 
 def _synthetic_part(
@@ -287,7 +280,7 @@ def _describe_part(
     """What part ``i`` is and whether it answers ``question``; refuses a repeat or other zones."""
     caller = "geoldp.combine"
     led = ledger_of(part)
-    kind = _kind(led)
+    kind = "" if led is None else _KINDS.get(led.mechanism.lower(), "")
     if led is None or not kind:
         raise ValueError(
             f"Part {i} passed to {caller} is not a geoldp release with its ledger: "
@@ -386,12 +379,17 @@ def _estimates(
     with stages("combining", len(used), enabled=progress) as report:
         for d in used:
             report(f"part {d['part']}: {_STAGE[d['kind']]} of {d['trajectories']} trajectories")
-            e, s = _part_estimate(
-                d, parts[d["part"]], zones, question, index, points, options, n_boot, max_set_size, source
-            )
+            part = parts[d["part"]]
             if d["kind"] == "report":
-                counts[f"part{d['part']}"] = e
-                e, s = e.estimate, e.std_error  # zones (pairs) in their positions' order, as index is
+                dc = _report_part(part, zones, max_set_size)
+                d["unbiased"], d["reason"] = not dc.padded, _report_reason(dc)
+                counts[f"part{d['part']}"] = dc
+                e, s = dc.estimate, dc.std_error  # zones (pairs) in their positions' order, as index is
+            elif d["kind"] == "trajectory":
+                e, s = _trajectory_part(part, zones, question, index, points, options, source)
+            else:
+                led = require(part, what=f"Part {d['part']}", caller=caller)
+                e, s = _synthetic_part(part, zones, question, led, n_boot, source)
             ests[f"part{d['part']}"], ses[f"part{d['part']}"] = e, s
     return pd.DataFrame(ests, index=index), pd.DataFrame(ses, index=index), described, counts
 
@@ -402,30 +400,6 @@ _STAGE = {
     "trajectory": "fitting the population model",
     "synthetic": "bootstrap re-syntheses",
 }
-
-
-def _part_estimate(
-    d: dict[str, Any],
-    part: Any,
-    zones: Any,
-    question: str,
-    index: pd.Index,
-    points: Any,
-    options: dict[str, Any],
-    n_boot: int,
-    max_set_size: int | None,
-    source: Any,
-) -> tuple[Any, Any]:
-    """One used part's estimate and standard error (a report: its debiased counts, and None)."""
-    if d["kind"] == "report":
-        dc = _report_part(part, zones, max_set_size)
-        d["unbiased"] = not dc.padded
-        d["reason"] = _report_reason(dc)
-        return dc, None
-    if d["kind"] == "trajectory":
-        return _trajectory_part(part, zones, question, index, points, options, source)
-    led = require(part, what=f"Part {d['part']}", caller="geoldp.combine")
-    return _synthetic_part(part, zones, question, led, n_boot, source)
 
 
 def _report_reason(dc: DebiasedCounts) -> str:
