@@ -768,21 +768,21 @@ def _combine(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
     row's worst regret (its error minus the best row's on the same population), the score to minimise."""
     if len(tables) == 1:
         return next(iter(tables.values()))
-    first = next(iter(tables.values()))
-    errors = pd.DataFrame({k: t["error"] for k, t in tables.items()})
-    out = first[["kind"]].copy()
+
+    def by_population(column: str) -> pd.DataFrame:
+        return pd.DataFrame({k: t[column] for k, t in tables.items()})
+
+    errors = by_population("error")
+    out = next(iter(tables.values()))[["kind"]].copy()
     out["error"] = errors.mean(axis=1)
-    out["error_sd"] = pd.DataFrame({k: t["error_sd"] for k, t in tables.items()}).mean(axis=1)
-    ses = pd.DataFrame({k: t["error_se"] for k, t in tables.items()})
-    out["error_se"] = np.sqrt((ses**2).sum(axis=1)) / len(tables)
+    out["error_sd"] = by_population("error_sd").mean(axis=1)
+    out["error_se"] = np.sqrt((by_population("error_se") ** 2).sum(axis=1)) / len(tables)
     # the interval of the predicted error spans the populations (which one is real is not known)
-    out["error_low"] = pd.DataFrame({k: t["error_low"] for k, t in tables.items()}).min(axis=1)
-    out["error_high"] = pd.DataFrame({k: t["error_high"] for k, t in tables.items()}).max(axis=1)
-    out["interval_width"] = pd.DataFrame({k: t["interval_width"] for k, t in tables.items()}).mean(axis=1)
+    out["error_low"] = by_population("error_low").min(axis=1)
+    out["error_high"] = by_population("error_high").max(axis=1)
+    out["interval_width"] = by_population("interval_width").mean(axis=1)
     # users needed on the hardest population (NaN if any population does not get there)
-    out["users_needed"] = pd.DataFrame({k: t["users_needed"] for k, t in tables.items()}).max(
-        axis=1, skipna=False
-    )
+    out["users_needed"] = by_population("users_needed").max(axis=1, skipna=False)
     for k in tables:
         out[f"error_{k}"] = errors[k]
     out["regret"] = (errors - errors.min(axis=0)).max(axis=1)
@@ -796,9 +796,7 @@ def _users_needed(sim: Simulation, question: str, des: Design, target: float, er
         return float(sim.n) if err <= target else math.nan
     for factor in (2.0**e for e in range(-6, 13)):
         m = max(1, int(round(sim.n * factor)))
-        trial = Simulation(
-            sim.ps, sim.zone_of_point, sim.n_zones, sim.seqs, m, sim.epsilon, sim.rng, sim.zones, sim.cache
-        )
+        trial = dataclasses.replace(sim, n=m)  # the same population and cache, at m users
         exact = truth(trial, question)
         ests, _ = des.simulate(trial, question)
         # judged at the plan's scale: the range-count floor is 1 % of the users at every trial size (at m
