@@ -112,10 +112,8 @@ def release_scope() -> Iterator[None]:
     token = _SCOPE.set(scope)
     try:
         yield
-    except BaseException:
+    finally:  # on an exception nothing below runs: the scope's entries are dropped
         _SCOPE.reset(token)
-        raise
-    _SCOPE.reset(token)
     if scope.parent is not None:
         for cache, entries in scope.pending.items():
             scope.parent.pending.setdefault(cache, {}).update(entries)

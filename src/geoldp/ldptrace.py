@@ -172,11 +172,6 @@ def field_split(epsilon: float, max_length: int) -> dict[str, float]:
 
 
 # --------------------------------------------------------------------------------------------------
-# trajectories on the grid
-# --------------------------------------------------------------------------------------------------
-
-
-# --------------------------------------------------------------------------------------------------
 # the collection (users' reports, aggregated) and the model
 # --------------------------------------------------------------------------------------------------
 
@@ -212,13 +207,11 @@ class LDPTraceModel:
 
     def start_probabilities(self) -> np.ndarray:
         """Start distribution (clipped counts, normalised; uniform if every estimate is ≤ 0)."""
-        s = np.clip(self.start, 0.0, None)
-        return s / s.sum() if s.sum() > 0 else np.full(s.shape, 1.0 / s.size)
+        return _distribution(self.start)
 
     def length_probabilities(self) -> np.ndarray:
         """Distribution of lengths 1..D (clipped counts, normalised; uniform if all are ≤ 0)."""
-        s = np.clip(self.length_counts, 0.0, None)
-        return s / s.sum() if s.sum() > 0 else np.full(s.shape, 1.0 / s.size)
+        return _distribution(self.length_counts)
 
     def move_probabilities(self) -> np.ndarray:
         """``(N², 9)``: per cell, the 8 moves then the virtual end state, each row normalised.
@@ -229,6 +222,11 @@ class LDPTraceModel:
         rows = np.concatenate([np.clip(self.transitions, 0, None), np.clip(self.end, 0, None)[:, None]], 1)
         rows[:, :8][self.grid.neighbours() < 0] = 0.0
         return rows / (rows.sum(axis=1, keepdims=True) + 1e-8)
+
+
+def _distribution(counts: np.ndarray) -> np.ndarray:
+    s = np.clip(counts, 0.0, None)
+    return s / s.sum() if s.sum() > 0 else np.full(s.shape, 1.0 / s.size)
 
 
 def _length_quantile(counts: np.ndarray, quantile: float) -> int:
@@ -644,11 +642,10 @@ def model_settings(
 
 
 def _warn_outside(ft: Any, crs: Any, box: tuple[float, float, float, float], caller: str) -> None:
-    """Warn about trajectories that leave the public box.
+    """GeoLDPWarning with the number of trajectories that leave the public box (counted in edge cells).
 
-    GeoLDPWarning with the number of trajectories that leave the public box (their vertices there go
-    to the nearest edge cell). Only a local count: nothing here reaches the release or its ledger, and
-    the box is never compared with the trips' own extent (that would make a public choice depend on them).
+    Only a local count: nothing here reaches the release or its ledger, and the box is never compared
+    with the trips' own extent (that would make a public choice depend on them).
     """
     import warnings
 

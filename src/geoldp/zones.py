@@ -46,36 +46,13 @@ AUTO_CELL_KM = 1.5
 def check_polygons(
     obj: Any, *, name: str, caller: str, accepts: str = "", allow_empty: bool = False
 ) -> tuple[Any, np.ndarray, CRS]:
-    """Validate a GeoDataFrame/GeoSeries of Polygons/MultiPolygons with a CRS.
+    """``(series, geoms, crs)`` of a GeoDataFrame/GeoSeries of Polygons/MultiPolygons with a CRS.
 
-    Parameters
-    ----------
-    obj : GeoDataFrame or GeoSeries
-        The user's zones (or polygon regions); a GeoDataFrame stands for its active geometry.
-    name : str
-        The parameter's name in messages ("zones", "regions").
-    caller : str
-        The public function named in messages.
-    accepts : str, optional
-        What else the parameter accepts, appended to the type error (for example ``" or 'auto'"``).
-    allow_empty : bool, default False
-        Whether no rows is valid.
-
-    Returns
-    -------
-    series : GeoSeries
-        The polygons (the user's object, not copied).
-    geoms : numpy.ndarray of object
-        Their shapely geometries.
-    crs : pyproj.CRS
-        Their CRS.
-
-    Raises
-    ------
-    TypeError
-        Not a GeoDataFrame/GeoSeries, or a row that is not a (Multi)Polygon (named by position).
-    ValueError
-        No CRS, or no rows (unless ``allow_empty``).
+    ``series`` is the user's object (not copied; a GeoDataFrame's active geometry), ``geoms`` its shapely
+    geometries. ``name`` is the parameter in messages (``"zones"``, ``"regions"``) and ``accepts`` what
+    else it accepts, appended to the type error (e.g. ``" or 'auto'"``). TypeError: not a
+    GeoDataFrame/GeoSeries, or a row that is not a (Multi)Polygon (named by position); ValueError: no
+    CRS, or no rows (unless ``allow_empty``).
     """
     import geopandas as gpd
 
@@ -100,19 +77,7 @@ def check_polygons(
 
 
 def lonlat_to(lon: Any, lat: Any, crs: CRS) -> tuple[np.ndarray, np.ndarray]:
-    """WGS 84 (lon, lat) degrees as float64 (x, y) in ``crs`` (unchanged when ``crs`` is WGS 84).
-
-    Parameters
-    ----------
-    lon, lat : array_like
-        Degrees.
-    crs : pyproj.CRS
-        The target CRS.
-
-    Returns
-    -------
-    x, y : numpy.ndarray
-    """
+    """WGS 84 (lon, lat) degrees as float64 (x, y) in ``crs`` (unchanged when ``crs`` is WGS 84)."""
     if _frames.is_wgs84(crs):
         return np.asarray(lon, dtype=np.float64), np.asarray(lat, dtype=np.float64)
     x, y = Transformer.from_crs(_frames.WGS84, crs, always_xy=True).transform(
@@ -124,22 +89,9 @@ def lonlat_to(lon: Any, lat: Any, crs: CRS) -> tuple[np.ndarray, np.ndarray]:
 def first_zone(
     geoms: np.ndarray, x: np.ndarray, y: np.ndarray, *, outside: int, tree: Any = None
 ) -> np.ndarray:
-    """Position of the first polygon containing or touching each (x, y); ``outside`` for none.
+    """Position (int64) of the first polygon containing or touching each (x, y); ``outside`` for none.
 
-    Parameters
-    ----------
-    geoms : numpy.ndarray of object
-        The polygons, in the points' CRS.
-    x, y : numpy.ndarray
-        The points.
-    outside : int
-        The value of a point in no polygon.
-    tree : shapely.STRtree, optional
-        A spatial index of ``geoms`` (built here when not given).
-
-    Returns
-    -------
-    numpy.ndarray of int64
+    The points are in the polygons' CRS; ``tree`` is a spatial index of ``geoms`` (built here if not given).
     """
     out = np.full(np.asarray(x).shape[0], outside, dtype=np.int64)
     if out.size == 0:
@@ -219,27 +171,9 @@ class Zones:
 
 
 def check_zones(zones: Any, *, caller: str, accepts: str = "") -> Zones:
-    """Validate a GeoDataFrame/GeoSeries of Polygons/MultiPolygons with a CRS (at least one zone).
+    """The :class:`Zones` of a GeoDataFrame/GeoSeries of Polygons/MultiPolygons with a CRS and a row.
 
-    Parameters
-    ----------
-    zones : GeoDataFrame, GeoSeries or Zones
-        The zones (already validated :class:`Zones` are returned as they are).
-    caller : str
-        The public function named in messages.
-    accepts : str, optional
-        What else the caller's parameter accepts, for the type error.
-
-    Returns
-    -------
-    Zones
-
-    Raises
-    ------
-    TypeError
-        Not a GeoDataFrame/GeoSeries, or a row that is not a (Multi)Polygon (named by position).
-    ValueError
-        No CRS, or no zones.
+    :class:`Zones` are returned as they are; otherwise the errors of :func:`check_polygons`.
     """
     if isinstance(zones, Zones):
         return zones
@@ -248,18 +182,7 @@ def check_zones(zones: Any, *, caller: str, accepts: str = "") -> Zones:
 
 
 def zone_of_vertices(zones: Zones, lon: np.ndarray, lat: np.ndarray) -> np.ndarray:
-    """Zone position of every WGS 84 vertex; ``zones.size`` (the outside category of a report) for none.
-
-    Parameters
-    ----------
-    zones : Zones
-    lon, lat : numpy.ndarray
-        Degrees.
-
-    Returns
-    -------
-    numpy.ndarray of int64
-    """
+    """Zone position (int64) of every WGS 84 vertex; ``zones.size`` (a report's outside category) for none."""
     return zones.of_lonlat(lon, lat, outside=zones.size)
 
 

@@ -292,10 +292,9 @@ def evaluate(
 
 
 class _Setup:
-    """What :func:`evaluate` knows before it scores a release.
+    """What :func:`evaluate` knows before it scores a release, each computed once.
 
-    What :func:`evaluate` knows before it scores a release: checked parameters, P, the public regions
-    and zones, and the statistics of the originals (``truth``), each computed once.
+    Checked parameters, P, the public regions and zones, and the statistics of the originals (``truth``).
     """
 
     def __init__(

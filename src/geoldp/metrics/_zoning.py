@@ -261,11 +261,9 @@ def zone_visit_error(
 
 
 def _is_counts(obj: Any) -> bool:
-    if isinstance(obj, (pd.Series, pd.DataFrame)):
-        return True
-    if isinstance(obj, np.ndarray) and obj.dtype.kind == "f":
-        return True
-    return False
+    return isinstance(obj, (pd.Series, pd.DataFrame)) or (
+        isinstance(obj, np.ndarray) and obj.dtype.kind == "f"
+    )
 
 
 def _zone_side(obj: Any, pts: PointSet | None, zn: Zones, caller: str) -> np.ndarray:

@@ -213,7 +213,8 @@ def _draw(
     return {"bits": [row.tobytes() for row in packed]}
 
 
-def _provenance(des: ReportScheme, zones: Zones, policy: str, kind: str) -> dict[str, Any]:
+def release_provenance(des: ReportScheme, zones: Zones, policy: str, kind: str) -> dict[str, Any]:
+    """The public ledger of a report release before :func:`geoldp.accounting.finish_release`."""
     o = des.oracle
     eps = float(o.epsilon)
     return {
@@ -484,11 +485,6 @@ def _table(
             col[rows] = values
             out[name] = col if not ft.valid.all() else np.asarray(col, dtype=np.int64)
     return out
-
-
-def release_provenance(des: ReportScheme, zones: Zones, policy: str, kind: str) -> dict[str, Any]:
-    """The public ledger of a report release before :func:`geoldp.accounting.finish_release`."""
-    return _provenance(des, zones, policy, kind)
 
 
 def report_partition(
