@@ -682,11 +682,7 @@ class Model:
                 prior[name] = float(g.rows.size) * part + (0.0 if prior[name] is None else prior[name])
             if g.sims is None or g.sims.shape[1] == 0 or g.lik.shape[0] < 4:
                 continue  # too few rows to split (their answer is the raw release's, see choose)
-            sims = g.sims.astype(np.int64)
-            resp = sp.csr_matrix(values(sims[:, 0]))[:, :columns]
-            for s in range(1, sims.shape[1]):
-                resp = resp + sp.csr_matrix(values(sims[:, s]))[:, :columns]
-            resp = sp.lil_matrix(resp / float(sims.shape[1]))  # (K, T) the channel's mean response
+            resp = sp.lil_matrix(_mean_response(g.sims, values)[:, :columns])  # (K, T) the channel's mean
             # the constant is one candidate: its few kept releases would make its prediction far noisier
             # than that of a population spread over many candidates, so it is released PRIOR_SIMS times
             const = np.flatnonzero(g.source == CONSTANT)
@@ -733,7 +729,6 @@ class Model:
         plausible models' range, the no-data estimates (D, T) and the channel check.
         """
         self.intervals()
-        z = float(ndtri(0.5 + self.level / 2.0))
         est = var = boot = low = high = None
         nd: np.ndarray | None = None
         ch = _Channel()
@@ -795,19 +790,15 @@ class _Channel:
         if g.sims is None or g.sims.shape[1] == 0:
             est, var, ok = np.zeros(t), np.zeros(t), np.zeros(t, dtype=bool)
         else:
-            sims = g.sims.astype(np.int64)
-            a_mat = sp.csr_matrix(values(sims[:, 0]))
-            for s in range(1, sims.shape[1]):
-                a_mat = a_mat + sp.csr_matrix(values(sims[:, s]))
-            a_mat = a_mat / float(sims.shape[1])
+            a_mat = _mean_response(g.sims, values)
             k = g.cand.shape[0]
             fitted = np.asarray(g.w, dtype=np.float64)
             fitted = fitted / fitted.sum() if fitted.size == k and fitted.sum() > 0 else np.full(k, 1.0 / k)
             # half the fitted population (the candidates like the release), half the whole library
             est, var, ok = _moments(v, sp.csr_matrix(a_mat), y, z, 0.5 * fitted + 0.5 / k)
         # the range of a trajectory's value over the library and the releases (0..1 for an indicator)
-        top = np.maximum(np.maximum(_colmax(v), _colmax(y)), 1.0)
-        bottom = np.minimum(_colmin(v), _colmin(y))
+        top = np.maximum(np.maximum(_colext(v, "max"), _colext(y, "max")), 1.0)
+        bottom = np.minimum(_colext(v, "min"), _colext(y, "min"))
         n = float(g.rows.size)
         add = np.stack(
             [
@@ -830,20 +821,24 @@ class _Channel:
         return lo, np.maximum(hi, lo)
 
 
+def _mean_response(sims: np.ndarray, values: Callable[[np.ndarray], Any]) -> Any:
+    """(K, T) sparse: each candidate's mean value over its kept simulated releases ``sims`` (K, S', n)."""
+    sims = sims.astype(np.int64)
+    total = sp.csr_matrix(values(sims[:, 0]))
+    for s in range(1, sims.shape[1]):
+        total = total + sp.csr_matrix(values(sims[:, s]))
+    return sp.csr_matrix(total / float(sims.shape[1]))
+
+
 def _colsum(m: Any) -> np.ndarray:
     return np.asarray(m.sum(axis=0), dtype=np.float64).reshape(-1)
 
 
-def _colmin(m: Any) -> np.ndarray:
+def _colext(m: Any, which: str) -> np.ndarray:
+    """Each column's ``"min"`` or ``"max"``, at least 0 (0 for a matrix without rows)."""
     if m.shape[0] == 0:
         return np.zeros(m.shape[1])
-    return np.maximum(np.asarray(m.min(axis=0).toarray(), dtype=np.float64).reshape(-1), 0.0)
-
-
-def _colmax(m: Any) -> np.ndarray:
-    if m.shape[0] == 0:
-        return np.zeros(m.shape[1])
-    return np.maximum(np.asarray(m.max(axis=0).toarray(), dtype=np.float64).reshape(-1), 0.0)
+    return np.maximum(np.asarray(getattr(m, which)(axis=0).toarray(), dtype=np.float64).reshape(-1), 0.0)
 
 
 def _moments(
@@ -953,9 +948,7 @@ def fit(seqs: list[np.ndarray], ps: PointSet, mech: Any, *, key: np.ndarray, opt
             k = int(min(options.n_candidates, max(200, 2 * fitted.shape[0])))
             parts, source = [], []
             if options.library != "released":
-                ku = (
-                    k // 3
-                )  # a third of the proposal: independent uniform draws from P (the no-data population)
+                ku = k // 3  # a third of the proposal: independent uniform draws from P (no-data population)
                 parts += [_candidates(ps, n, k - ku, prior, gen), gen.integers(0, m, size=(ku, n))]
                 parts.append(np.full((1, n), median, dtype=np.int64))  # the other no-data population
                 source += [np.full(k - ku, PROPOSAL), np.full(ku, UNIFORM), np.full(1, CONSTANT)]
