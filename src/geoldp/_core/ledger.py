@@ -142,9 +142,7 @@ def record_problem(record: Any) -> str | None:
     mechanism, epsilon = record.get("mechanism"), record.get("epsilon")
     if not isinstance(mechanism, str) or not mechanism:
         return "it has no 'mechanism' text"
-    if isinstance(epsilon, bool) or not isinstance(epsilon, int | float):
-        return "its 'epsilon' is not a positive finite number"
-    if not (math.isfinite(epsilon) and epsilon > 0):
+    if isinstance(epsilon, bool) or not isinstance(epsilon, int | float) or not 0 < epsilon < math.inf:
         return "its 'epsilon' is not a positive finite number"
     for key in ("ledger", "options", "input", "snap", "points", "accounting", "user_budget", "hybrid"):
         if record.get(key) is not None and not isinstance(record[key], Mapping):
@@ -154,15 +152,15 @@ def record_problem(record: Any) -> str | None:
     return None
 
 
+#: The packages a warning's stack level skips (the user's code is the first frame outside them).
+_LIBRARIES = ("geoldp", "pandas", "geopandas")
+
+
 def user_stacklevel() -> int:
     """The ``stacklevel`` that points a warning at the first frame outside geoldp, pandas and geopandas."""
     frame: Any = sys._getframe(1)
     level = 1
-    while frame is not None and str(frame.f_globals.get("__name__", "")).split(".")[0] in (
-        "geoldp",
-        "pandas",
-        "geopandas",
-    ):
+    while frame is not None and str(frame.f_globals.get("__name__", "")).split(".")[0] in _LIBRARIES:
         frame, level = frame.f_back, level + 1
     return level
 

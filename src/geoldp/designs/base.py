@@ -189,7 +189,6 @@ class Design(ABC):
         # a kind defines this (``common``: epsilon, rng, accountant, user_col) or overrides release itself
         raise NotImplementedError(f"The design {self.name!r} defines no release.")
 
-    @abstractmethod
     def answer(self, released: Any, question: Any, *, points: Any = None, zones: Any = None) -> pd.DataFrame:
         """The answer table (:func:`answer_table`) to ``question`` from ``released`` (post-processing).
 
@@ -208,6 +207,11 @@ class Design(ABC):
             One row per zone (index ``zone``) or per ordered zone pair (``origin``, ``destination``),
             with the columns :data:`ANSWER_COLUMNS`.
         """
+        return self._answer(released, self._question(question), points, zones)
+
+    def _answer(self, released: Any, q: Question, points: Any, zones: Any) -> pd.DataFrame:
+        # a kind defines this (``q``: a question it answers) or overrides answer itself
+        raise NotImplementedError(f"The design {self.name!r} defines no answer.")
 
     def collect(
         self,

@@ -82,6 +82,8 @@ QUESTIONS = tuple(q.value for q in Question if q is not Question.HOTSPOTS)
 
 #: The report statistic that answers each question (range counts over regions are visits of the regions).
 _REPORT_STATISTIC = {"zone_visits": "visited_zone", "od_flows": "od", "range_counts": "visited_zone"}
+
+
 def _normal_quantile(level: float) -> float:
     from scipy.stats import norm
 

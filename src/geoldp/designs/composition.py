@@ -100,10 +100,7 @@ class Composition(Design):
             **common,
         )
 
-    def answer(  # noqa: D102
-        self, released: Any, question: Any, *, points: Any = None, zones: Any = None
-    ) -> pd.DataFrame:
-        q = self._question(question)
+    def _answer(self, released: Any, q: Question, points: Any, zones: Any) -> pd.DataFrame:
         trajectory, reports = released
         if self.combiner == "ivw":
             table = combined.combine(

@@ -125,10 +125,7 @@ class ReportDesign(Design):
             trips, self.report_zones(zones), statistic=self.statistic, pad_length=self.pad_length, **common
         )
 
-    def answer(  # noqa: D102
-        self, released: Any, question: Any, *, points: Any = None, zones: Any = None
-    ) -> pd.DataFrame:
-        q = self._question(question)
+    def _answer(self, released: Any, q: Question, points: Any, zones: Any) -> pd.DataFrame:
         caller = f"the answer of design {self.name!r}"
         od = self.statistic == "od"
         asked = self.report_zones(zones)

@@ -45,13 +45,11 @@ class SynthesisDesign(Design):
             raise ValueError(f"The design {self.name!r} lays its grid over P's box: pass points=P.")
         return ldptrace.synthesize(trips, points=points, grid_size=self.grid_size, **common)
 
-    def answer(  # noqa: D102
-        self, released: Any, question: Any, *, points: Any = None, zones: Any = None
-    ) -> pd.DataFrame:
+    def _answer(self, released: Any, q: Question, points: Any, zones: Any) -> pd.DataFrame:
         return counts_answer(
             released,
             zones,
-            self._question(question),
+            q,
             design=self.name,
             covers="no interval: counts of the synthetic trajectories",
         )

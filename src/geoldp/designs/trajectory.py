@@ -61,13 +61,11 @@ class TrajectoryDesign(Design):
         """Whether the mechanism releases continuous coordinates in a public box (TraCS-D, TraCS-C)."""
         return bool(getattr(MECHANISMS[self.mechanism], "continuous", False))
 
-    def answer(  # noqa: D102
-        self, released: Any, question: Any, *, points: Any = None, zones: Any = None
-    ) -> pd.DataFrame:
+    def _answer(self, released: Any, q: Question, points: Any, zones: Any) -> pd.DataFrame:
         return counts_answer(
             released,
             zones,
-            self._question(question),
+            q,
             design=self.name,
             covers="no interval: the released trajectories' own counts",
         )
