@@ -122,13 +122,6 @@ def _longest_ok(mech: Any, threshold: float) -> int:
     return n
 
 
-def check_min_epsilon(mech: Any, *, caller: str) -> None:
-    """Refuse a mechanism whose ε is outside the release range of :func:`check_release_epsilon`."""
-    eps = getattr(mech, "epsilon", None)
-    if isinstance(eps, int | float | Fraction):
-        check_release_epsilon(eps, caller=caller)
-
-
 def point_budget(
     mechanism: Any = "atp", n: int = 1, *, epsilon: float | None = None, **options: Any
 ) -> float:
@@ -755,7 +748,8 @@ def request(
     if epsilon is not None:  # the one range of every release, before a mechanism is built (or warns)
         check_release_epsilon(epsilon, caller=caller)
     mech, box = _resolve_with_box(frame, mechanism, epsilon, options, caller=caller)
-    check_min_epsilon(mech, caller=caller)
+    if isinstance(getattr(mech, "epsilon", None), int | float | Fraction):  # a mechanism object's own ε
+        check_release_epsilon(mech.epsilon, caller=caller)
     if box is not None and snap_max_km is not None:
         raise ValueError(
             f"The 'snap_max_km' parameter of {caller} limits how far an input vertex is snapped to the "

@@ -106,25 +106,24 @@ def _prepare(released: Any, points: Any, fit: _EstimateKeywords, caller: str) ->
     return Population(_Fit(ps, source, mech, rel, options, key, released, drawn))
 
 
+@dataclasses.dataclass(eq=False)
 class _Fit:
     """The validated inputs of one fit and, once a query needs it, the fitted model (never the originals)."""
 
-    def __init__(
-        self,
-        ps: PointSet,
-        source: Any,
-        mech: Any,
-        rel: _inputs.Release,
-        options: _model.FitOptions,
-        key: np.ndarray,
-        released: Any,
-        drawn: str,
-    ) -> None:
-        self.ps, self.source, self.mech, self.rel = ps, source, mech, rel
-        self.options, self.key, self.released = options, key, released
-        # how the estimator's randomness was drawn, with its settings, recorded beside every answer
-        self.settings = {"randomness": drawn, **dataclasses.asdict(options)}
-        self.fitted: _model.Model | None = None
+    ps: PointSet
+    source: Any
+    mech: Any
+    rel: _inputs.Release
+    options: _model.FitOptions
+    key: np.ndarray
+    released: Any
+    drawn: str
+    fitted: _model.Model | None = None
+
+    @property
+    def settings(self) -> dict[str, Any]:
+        """How the estimator's randomness was drawn, with its settings, recorded beside every answer."""
+        return {"randomness": self.drawn, **dataclasses.asdict(self.options)}
 
     def model(self) -> _model.Model:
         if self.fitted is None:

@@ -225,14 +225,10 @@ def released_sequences(released: Any, ps: PointSet, *, caller: str) -> Release:
     return Release(list(seqs))
 
 
-def _points_in(ps: PointSet, crs: CRS) -> tuple[np.ndarray, np.ndarray]:
-    return lonlat_to(ps.lon, ps.lat, crs)
-
-
 def zone_of_points(zones: Any, ps: PointSet, *, caller: str) -> tuple[np.ndarray, Any]:
     """Zone position of every public point (-1 outside every zone; the first zone when they overlap)."""
     series, geoms, crs = check_polygons(zones, name="zones", caller=caller)
-    x, y = _points_in(ps, crs)
+    x, y = lonlat_to(ps.lon, ps.lat, crs)
     return first_zone(geoms, x, y, outside=-1), series.index
 
 
@@ -246,7 +242,7 @@ def region_members(regions: Any, ps: PointSet, *, crs: Any, caller: str) -> tupl
 
     if isinstance(regions, gpd.GeoDataFrame | gpd.GeoSeries):
         series, geoms, gcrs = check_polygons(regions, name="regions", caller=caller, allow_empty=True)
-        x, y = _points_in(ps, gcrs)
+        x, y = lonlat_to(ps.lon, ps.lat, gcrs)
         return [np.flatnonzero(shapely.intersects_xy(g, x, y)) for g in geoms], series.index
     if _frames.is_circle(regions) or isinstance(regions, shapely.Geometry):
         regions = [regions]
@@ -266,7 +262,7 @@ def region_members(regions: Any, ps: PointSet, *, crs: Any, caller: str) -> tupl
             out.append(np.flatnonzero(d <= rad * 1000.0))
         elif isinstance(r, shapely.Geometry) and shapely.get_type_id(r) in (3, 6):
             if xy is None:
-                xy = _points_in(ps, CRS.from_user_input(crs))
+                xy = lonlat_to(ps.lon, ps.lat, CRS.from_user_input(crs))
             out.append(np.flatnonzero(shapely.intersects_xy(r, xy[0], xy[1])))
         else:
             raise TypeError(
