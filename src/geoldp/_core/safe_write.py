@@ -208,6 +208,14 @@ def fsync_dir(directory: Path) -> None:
         os.close(fd)
 
 
+def _fsync_file(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
 def _same_file(a: Path, b: Path) -> bool:
     try:
         return os.path.samefile(a, b)
@@ -317,64 +325,46 @@ class AtomicFile:
     def publish(self) -> None:
         """Give the finished file its name, atomically (the directory is not fsynced here)."""
         try:
-            if self._named is None:
-                self._link_unnamed()
+            if self._named is None and not self.overwrite:
+                self._link(self.path)  # link(2) never replaces: an existing file is an error, no race
             else:
-                _rename(self._named, self.path, overwrite=self.overwrite)
+                _rename(self.stage(), self.path, overwrite=self.overwrite)
                 self._named = None
         except FileExistsError:
-            raise ValueError(
-                f"The output file '{self.path}' appeared while it was being written; it was left untouched. "
-                "Pass overwrite=True (CLI: --overwrite) to replace it."
-            ) from None
+            raise _appeared(self.path) from None
         finally:
-            os.close(self._fd)
-            self._fd = -1
+            self._close_fd()
 
     def stage(self) -> Path:
         """Give the finished file a hidden temporary name next to its target (renamed later); return it."""
         if self._named is None:
             name = temp_name(self.path)
-            # linkat(AT_SYMLINK_FOLLOW), as in _link_unnamed: plain link(2) would not follow /proc's link
-            dfd = os.open(self._dir, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
-            try:
-                source = f"/proc/self/fd/{self._fd}"
-                os.link(source, name.name, src_dir_fd=dfd, dst_dir_fd=dfd, follow_symlinks=True)
-            finally:
-                os.close(dfd)
+            self._link(name)
             self._named = name
-        os.close(self._fd)
-        self._fd = -1
+        self._close_fd()
         return self._named
 
-    def _link_unnamed(self) -> None:
-        # linkat(AT_SYMLINK_FOLLOW) on /proc/self/fd/N gives the unnamed O_TMPFILE inode a name (Linux)
+    def _link(self, name: Path) -> None:
+        # linkat(AT_SYMLINK_FOLLOW) on /proc/self/fd/N gives the unnamed O_TMPFILE inode a name (Linux);
+        # plain link(2) would not follow /proc's link
         dfd = os.open(self._dir, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
-        at = {"src_dir_fd": dfd, "dst_dir_fd": dfd}
-        source = f"/proc/self/fd/{self._fd}"
         try:
-            if not self.overwrite:  # link(2) never replaces: an existing file is an error, no race
-                os.link(source, self.path.name, follow_symlinks=True, **at)
-                return
-            staged = temp_name(self.path).name
-            os.link(source, staged, follow_symlinks=True, **at)
-            try:
-                os.replace(staged, self.path.name, **at)
-            except BaseException:
-                with contextlib.suppress(OSError):
-                    os.unlink(staged, dir_fd=dfd)
-                raise
+            source = f"/proc/self/fd/{self._fd}"
+            os.link(source, name.name, src_dir_fd=dfd, dst_dir_fd=dfd, follow_symlinks=True)
         finally:
             os.close(dfd)
+
+    def _close_fd(self) -> None:
+        if self._fd >= 0:
+            with contextlib.suppress(OSError):
+                os.close(self._fd)
+            self._fd = -1
 
     def abort(self) -> None:
         """Discard the temporary file."""
         with contextlib.suppress(Exception):
             self.file.close()
-        if self._fd >= 0:
-            with contextlib.suppress(OSError):
-                os.close(self._fd)
-            self._fd = -1
+        self._close_fd()
         if self._named is not None:
             with contextlib.suppress(OSError):
                 os.unlink(self._named)
@@ -391,10 +381,6 @@ def atomic_file(path: str | os.PathLike[str], *, overwrite: bool) -> Iterator[At
     af = AtomicFile(Path(os.fspath(path)), overwrite=overwrite)
     try:
         yield af
-    except BaseException:
-        af.abort()
-        raise
-    try:
         af.commit()
     except BaseException:
         af.abort()
@@ -430,18 +416,9 @@ def publish(tmp: Path, path: Path, *, overwrite: bool) -> None:
 
     Without ``overwrite`` the rename is a ``link`` that fails if ``path`` exists; ``tmp`` is then removed.
     """
-    fd = os.open(tmp, os.O_RDONLY)
+    _fsync_file(tmp)
     try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    try:
-        _rename(tmp, path, overwrite=overwrite)
-    except FileExistsError:
-        raise ValueError(
-            f"The output file '{path}' appeared while it was being written; it was left untouched. "
-            "Pass overwrite=True (CLI: --overwrite) to replace it."
-        ) from None
+        _publish_file(tmp, path, overwrite=overwrite)
     finally:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
@@ -504,11 +481,7 @@ class Group:
         """Take a complete temporary file ``tmp`` (in the directory of ``path``); fsync it now."""
         target = Path(os.fspath(path))
         self._steps.append(("file", tmp, target))
-        fd = os.open(tmp, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+        _fsync_file(tmp)
         if self.unit is not None:  # for the commit record, outside the block where signals are held
             self._digests[len(self._steps) - 1] = file_digest(tmp)
         self._staged(target)
@@ -739,11 +712,11 @@ def _roll_forward(unit: Path, record: dict[str, Any], *, live: bool) -> None:
 
 
 def family(unit: str | os.PathLike[str]) -> frozenset[str]:
-    """The exact file names a write group of ``unit`` touches.
+    """The exact file names a write group of ``unit`` writes or removes.
 
-    The exact names a group of ``unit`` writes or removes: the data file, its ledger sidecar and, for a
-    Shapefile, its parts (those geoldp writes and the indexes other tools keep next to it), for a GeoJSON
-    name the files of a layer set written under it (``<stem>.<layer>.geojson``).
+    The data file, its ledger sidecar and, for a Shapefile, its parts (those geoldp writes and the indexes
+    other tools keep next to it), for a GeoJSON name the files of a layer set written under it
+    (``<stem>.<layer>.geojson``).
     """
     name = Path(os.fspath(unit)).name
     names = {name, name + LEDGER_TAIL}
