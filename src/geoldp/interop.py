@@ -39,25 +39,17 @@ _TIMES_WARNING = (
 )
 
 
-def _movingpandas() -> Any:
+def _optional(name: str) -> Any:
+    """The optional extra ``name`` (movingpandas or trackintel), or an ImportError saying how to get it."""
+    import importlib
+
     try:
         with warnings.catch_warnings():
             # movingpandas warns on import about its own optional extras (e.g. Stone Soup)
             warnings.simplefilter("ignore", UserWarning)
-            import movingpandas
-    except ImportError:  # optional extra
-        raise ImportError("This needs movingpandas: pip install 'geoldp[movingpandas]'.") from None
-    return movingpandas
-
-
-def _trackintel() -> Any:
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", UserWarning)
-            import trackintel
-    except ImportError:  # optional extra
-        raise ImportError("This needs trackintel: pip install 'geoldp[trackintel]'.") from None
-    return trackintel
+            return importlib.import_module(name)
+    except ImportError:
+        raise ImportError(f"This needs {name}: pip install 'geoldp[{name}]'.") from None
 
 
 @contextmanager
@@ -133,7 +125,7 @@ def from_movingpandas(tc: Any) -> Any:
     """
     import geopandas as gpd
 
-    mpd = _movingpandas()
+    mpd = _optional("movingpandas")
     caller = "geoldp.from_movingpandas"
     if isinstance(tc, mpd.Trajectory):
         trajs = [tc]
@@ -194,7 +186,7 @@ def to_movingpandas(released: Any, *, times: Any = None, obj_id_col: Any = None)
     import geopandas as gpd
     import shapely
 
-    mpd = _movingpandas()
+    mpd = _optional("movingpandas")
     caller = "geoldp.to_movingpandas"
     released = _check_released(released, caller)
     if obj_id_col is not None and obj_id_col not in released.columns:
@@ -264,7 +256,7 @@ def from_trackintel(triplegs: Any) -> Any:
     """
     import geopandas as gpd
 
-    _trackintel()
+    _optional("trackintel")
     caller = "geoldp.from_trackintel"
     if not isinstance(triplegs, gpd.GeoDataFrame):
         raise TypeError(
@@ -276,14 +268,12 @@ def from_trackintel(triplegs: Any) -> Any:
             f"The 'triplegs' given to {caller} have no 'user_id' column: not trackintel Triplegs."
         )
     _check_released(triplegs, caller)
-    geom = triplegs.geometry
-    out = gpd.GeoDataFrame(
+    return gpd.GeoDataFrame(
         {"user_id": triplegs["user_id"].to_numpy(copy=True)},
-        geometry=geom.to_numpy().copy(),
+        geometry=triplegs.geometry.to_numpy().copy(),
         index=triplegs.index.copy(),
         crs=triplegs.crs,
     )
-    return out
 
 
 def to_trackintel(released: Any, *, times: Any = None, user_col: Any = "user_id") -> Any:
@@ -325,7 +315,7 @@ def to_trackintel(released: Any, *, times: Any = None, user_col: Any = "user_id"
     """
     import geopandas as gpd
 
-    ti = _trackintel()
+    ti = _optional("trackintel")
     caller = "geoldp.to_trackintel"
     released = _check_released(released, caller)
     n = len(released)
