@@ -182,8 +182,8 @@ def _refuse_path(text: str, *, allow_vsi: bool, caller: str) -> None:
         )
 
 
-def read_regular(path: Path, caller: str, *, limit: int | None = None) -> bytes:
-    """The bytes of a regular file (checked with ``os.stat`` before opening; opened non-blocking)."""
+def _open_regular(path: Path | str, caller: str, limit: int | None = None) -> int:
+    """A non-blocking read-only descriptor of the regular file ``path`` (checked with ``os.stat`` first)."""
     try:
         st = os.stat(path)
     except FileNotFoundError:
@@ -194,7 +194,12 @@ def read_regular(path: Path, caller: str, *, limit: int | None = None) -> bytes:
         )
     if limit is not None and st.st_size > limit:
         raise ValueError(f"{caller}: '{path}' is larger than {limit} bytes; that is not a geoldp ledger.")
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    return os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+
+
+def read_regular(path: Path, caller: str, *, limit: int | None = None) -> bytes:
+    """The bytes of a regular file (checked with ``os.stat`` before opening; opened non-blocking)."""
+    fd = _open_regular(path, caller, limit)
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):  # replaced between the two checks
             raise ValueError(f"{caller}: '{path}' is not a regular file; name a file.")
@@ -227,15 +232,7 @@ def detect(path: Any, caller: str, *, allow_vsi: bool = False) -> Detected | str
         return text
     p = Path(text)
     fmt, compression = _by_name(p, caller)
-    try:
-        st = os.stat(p)
-    except FileNotFoundError:
-        raise FileNotFoundError(f"{caller}: no such file: '{text}'.") from None
-    if not stat.S_ISREG(st.st_mode):
-        raise ValueError(
-            f"{caller}: '{text}' is not a regular file (a directory, FIFO or device); name a file."
-        )
-    fd = os.open(p, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    fd = _open_regular(text, caller)
     try:
         head = os.read(fd, _HEAD)
     finally:
@@ -303,19 +300,13 @@ def check_geojson_crs(data: bytes, name: str, caller: str) -> None:
         doc = json.loads(data)
     except (ValueError, RecursionError):
         raise ValueError(f"{caller}: '{name}' is not valid JSON; check the file.") from None
-
-    def members(obj: Any) -> Iterator[tuple[str, Any]]:
-        if isinstance(obj, dict):
-            for key, value in obj.items():
-                if isinstance(key, str) and key.lower() == "crs":
-                    yield key, value
-
     stack: list[tuple[Any, str]] = [(doc, "top level")]
     while stack:
         obj, where = stack.pop()
-        for _, value in members(obj):
-            _check_crs_member(value, where, name, caller)
         if isinstance(obj, dict):
+            for key, value in obj.items():
+                if isinstance(key, str) and key.lower() == "crs":
+                    _check_crs_member(value, where, name, caller)
             for key in ("features", "geometry", "geometries"):
                 child = obj.get(key)
                 if isinstance(child, list):
@@ -327,11 +318,7 @@ def check_geojson_crs(data: bytes, name: str, caller: str) -> None:
 
 
 class _Refused(Exception):
-    """Raised inside the expat handlers of :func:`check_xml`."""
-
-
-class _WrongRoot(Exception):
-    """Raised inside the expat handlers of :func:`check_xml` for an unexpected document element."""
+    """Raised inside the expat handlers of :func:`check_xml` (``"root"``: another document element)."""
 
 
 _XML_CHUNK = 1 << 16
@@ -359,7 +346,7 @@ def check_xml(data: bytes, name: str, caller: str, *, root: str | None = None) -
         if not seen:
             seen.append(tag)
             if root is not None and tag.rpartition(":")[2] != root:
-                raise _WrongRoot
+                raise _Refused("root")
 
     parser = expat.ParserCreate()
     parser.SetParamEntityParsing(expat.XML_PARAM_ENTITY_PARSING_NEVER)
@@ -373,12 +360,12 @@ def check_xml(data: bytes, name: str, caller: str, *, root: str | None = None) -
         for start in range(0, len(data), _XML_CHUNK):
             parser.Parse(data[start : start + _XML_CHUNK], False)
         parser.Parse(b"", True)
-    except _WrongRoot:
-        raise ValueError(
-            f"{caller}: '{name}' is XML but its document element is not <{root}>; geoldp reads only "
-            f"{root.upper() if root else 'XML'} documents under that name. Rename or convert it."
-        ) from None
-    except _Refused:
+    except _Refused as exc:
+        if exc.args:
+            raise ValueError(
+                f"{caller}: '{name}' is XML but its document element is not <{root}>; geoldp reads only "
+                f"{root.upper() if root else 'XML'} documents under that name. Rename or convert it."
+            ) from None
         raise ValueError(
             f"{caller}: '{name}' declares a DOCTYPE, a DTD or XML entities; geoldp refuses them anywhere in "
             "the file (they can make the parser read other files or expand without bound). Remove the "
