@@ -87,10 +87,6 @@ def _utc(times: pd.Series) -> pd.Series:
     return t.dt.tz_localize("UTC") if t.dt.tz is None else t
 
 
-def _placeholder_times(n: int) -> pd.DatetimeIndex:
-    return pd.DatetimeIndex(PLACEHOLDER_START + pd.to_timedelta(np.arange(n), unit="s"))
-
-
 # ------------------------------------------------------------------------------------------------------
 # MovingPandas
 
@@ -207,7 +203,7 @@ def to_movingpandas(released: Any, *, times: Any = None, obj_id_col: Any = None)
     for pos, (label, geom) in enumerate(zip(released.index, released.geometry, strict=True)):
         xy = shapely.get_coordinates(geom)
         if lookup is None:
-            t = _placeholder_times(len(xy))
+            t = pd.DatetimeIndex(PLACEHOLDER_START + pd.to_timedelta(np.arange(len(xy)), unit="s"))
         else:
             if label not in lookup:
                 raise ValueError(

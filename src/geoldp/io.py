@@ -126,14 +126,8 @@ def write_ledger(gdf: Any, path: str | os.PathLike[str], *, overwrite: bool = Fa
     _safe_write.recover(p)  # an interrupted write of the data file and its sidecar is finished first
     side = _safe_write.check_output(ledger_path(p), overwrite=overwrite, inputs=(p,), what="ledger sidecar")
     record = (p.name, *_safe_write.file_digest(p)) if p.is_file() else None
-    try:
+    with _write_errors(side, always=True):
         _safe_write.write_bytes(side, _ledger_bytes(ledger, record), overwrite=overwrite)
-    except OSError as exc:
-        raise OSError(
-            exc.errno,
-            f"cannot write '{side}': {os.strerror(exc.errno) if exc.errno else 'I/O error'}; the previous "
-            "file (if any) is unchanged and no partial file was left",
-        ) from None
     return side
 
 
@@ -287,17 +281,17 @@ def _json_default(value: Any) -> Any:
 
 
 @contextlib.contextmanager
-def _write_errors(p: Path, previous: str = "file (if any) is") -> Iterator[None]:
-    """Reword an OSError of a write (errno kept) to say that the previous file is unchanged."""
+def _write_errors(p: Path, previous: str = "file (if any) is", *, always: bool = False) -> Iterator[None]:
+    """Reword an OSError of a write (errno kept; one without errno only if ``always``)."""
     try:
         yield
     except OSError as exc:
-        if not exc.errno:
+        if not (exc.errno or always):
             raise
         raise OSError(
             exc.errno,
-            f"cannot write '{p}': {os.strerror(exc.errno)}; the previous {previous} unchanged and no "
-            "partial file was left",
+            f"cannot write '{p}': {os.strerror(exc.errno) if exc.errno else 'I/O error'}; the previous "
+            f"{previous} unchanged and no partial file was left",
         ) from None
 
 
@@ -383,8 +377,7 @@ def _geojson_bytes(gdf: Any, *, member: bool, caller: str) -> bytes:
     if gdf.crs is None:
         raise ValueError(f"The GeoDataFrame passed to {caller} has no CRS. Use set_crs() to declare it.")
     wgs = gdf if _frames.is_wgs84(gdf.crs) else gdf.to_crs(_frames.WGS84)
-    drop_id = isinstance(gdf.index, pd.RangeIndex) and gdf.index.start == 0 and gdf.index.step == 1
-    geo = wgs.to_geo_dict(na="null", drop_id=drop_id)
+    geo = wgs.to_geo_dict(na="null", drop_id=_default_index(gdf))
     geo.pop("crs", None)  # RFC 7946: no crs member; coordinates are WGS 84
     prov = ledger_of(gdf)
     if member and prov is not None:
@@ -442,39 +435,20 @@ def _csv_bytes(gdf: Any, caller: str = "write_file") -> bytes:
 GPKG_VERSION = "1.2"
 
 
-def _gdal_bytes(gdf: Any, driver: str, layer: str) -> bytes:
-    _formats.pyogrio_module("write_file")
-    buf = _stdio.BytesIO()
-    # FlatGeobuf's spatial index stores the features in Hilbert-curve order: without it they keep the
-    # frame's row order ("same rows, same order"); readers then scan the file instead of using an index
-    options: dict[str, Any] = {}
-    if driver == "FlatGeobuf":
-        options["layer_options"] = {"SPATIAL_INDEX": "NO"}
-    elif driver == "GPKG":
-        options["VERSION"] = GPKG_VERSION
-    gdf.to_file(buf, driver=driver, layer=layer, engine="pyogrio", **options)
-    return buf.getvalue()
+def _default_index(gdf: Any) -> bool:
+    return isinstance(gdf.index, pd.RangeIndex) and gdf.index.start == 0 and gdf.index.step == 1
 
 
 def _without_index(gdf: Any) -> Any:
-    """Whether a frame is written with its index.
+    """The frame to write: a release (a frame with a geoldp ledger) without its index, others as they are.
 
-    A release (a frame with a geoldp ledger) is written without its index: the gaps of a subset's index
-    (rows dropped by ``max_per_user``) would show which rows were left out. Other frames keep it.
+    The gaps of a release's index (rows dropped by ``max_per_user``) would show which rows were left out.
     """
-    if ledger_of(gdf) is None or (
-        isinstance(gdf.index, pd.RangeIndex) and gdf.index.start == 0 and gdf.index.step == 1
-    ):
+    if ledger_of(gdf) is None or _default_index(gdf):
         return gdf
     out = gdf.reset_index(drop=True)
     out.attrs = dict(gdf.attrs)
     return out
-
-
-def _parquet_bytes(gdf: Any) -> bytes:
-    buf = _stdio.BytesIO()
-    gdf.to_parquet(buf)
-    return buf.getvalue()
 
 
 def _shapefile_parts(p: Path) -> list[Path]:
@@ -602,11 +576,20 @@ def _serialise(
         return _geojson_bytes(gdf, member=True, caller=caller)
     if fmt == "CSV":
         return _csv_bytes(gdf, caller)
+    if fmt == "ESRI Shapefile" or add_layer:
+        return None
+    buf = _stdio.BytesIO()
     if fmt == "Parquet":
-        return _parquet_bytes(gdf)
-    if fmt in ("GPKG", "FlatGeobuf") and not add_layer:
-        return _gdal_bytes(gdf, fmt, layer or p.stem)
-    return None
+        gdf.to_parquet(buf)
+        return buf.getvalue()
+    _formats.pyogrio_module(caller)
+    # FlatGeobuf's spatial index stores the features in Hilbert-curve order: without it they keep the
+    # frame's row order ("same rows, same order"); readers then scan the file instead of using an index
+    options: dict[str, Any] = (
+        {"layer_options": {"SPATIAL_INDEX": "NO"}} if fmt == "FlatGeobuf" else {"VERSION": GPKG_VERSION}
+    )
+    gdf.to_file(buf, driver=fmt, layer=layer or p.stem, engine="pyogrio", **options)
+    return buf.getvalue()
 
 
 def _stage_on_disk(
@@ -702,10 +685,10 @@ def write_file(
 
 
 def layer_set_paths(path: str | os.PathLike[str], names: Any) -> dict[str, Path]:
-    """The files of a layer set written to ``path``.
+    """The files of a layer set written to ``path``: ``{name: path}``.
 
-    The files of a layer set written to ``path``: ``{name: path}``, one GeoPackage for all the layers
-    (``path`` itself), or one GeoJSON file ``<stem>.<name><suffix>`` per layer.
+    One GeoPackage for all the layers (``path`` itself), or one GeoJSON file ``<stem>.<name><suffix>`` per
+    layer.
     """
     p = Path(os.fspath(path))
     if p.suffix.lower() == ".gpkg":
@@ -1052,10 +1035,10 @@ def _read_gpx(data: bytes, name: str, caller: str) -> Any:
 
 
 def _read_any(path: str | os.PathLike[str], **kw: Any) -> tuple[Any, bytes | None]:
-    """Read a frame, turning library errors on a malformed file into a ValueError.
+    """:func:`_read_frame`, with every library error on a malformed file turned into a ValueError.
 
-    :func:`_read_frame`, with every library error on a malformed file turned into a ValueError naming
-    the file (its message withheld: GDAL, shapely, pyproj and the decompressors can quote the contents).
+    The error names the file; the library's message is withheld (GDAL, shapely, pyproj and the
+    decompressors can quote the contents).
     """
     try:
         return _read_frame(path, **kw)
