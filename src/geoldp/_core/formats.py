@@ -69,6 +69,7 @@ WRITE_FORMATS = {
 }
 COMPRESSIONS = {".gz": "gzip", ".bz2": "bz2", ".xz": "xz", ".zip": "zip"}
 _MAGIC = {"gzip": b"\x1f\x8b", "bz2": b"BZh", "xz": b"\xfd7zXZ\x00", "zip": b"PK\x03\x04"}
+_SIGNATURES = {**_MAGIC, "Parquet": b"PAR1", "FlatGeobuf": b"fgb\x03fgb", "Shapefile": b"\x00\x00\x27\x0a"}
 _NETWORK_VSI = (
     "/vsicurl",
     "/vsis3",
@@ -130,18 +131,12 @@ def _sniff(head: bytes) -> str:
     """What the first bytes of a file look like."""
     if not head:
         return "empty"
-    for name, magic in _MAGIC.items():
+    for name, magic in _SIGNATURES.items():
         if head.startswith(magic):
             return name
     if head.startswith(b"SQLite format 3\x00"):
         app = head[68:72]
         return "GPKG" if app in (b"GPKG", b"GP10", b"GP11") else "SQLite"
-    if head.startswith(b"PAR1"):
-        return "Parquet"
-    if head.startswith(b"fgb\x03fgb"):
-        return "FlatGeobuf"
-    if head.startswith(b"\x00\x00\x27\x0a"):
-        return "Shapefile"
     text = head.lstrip(b"\xef\xbb\xbf \t\r\n")
     if text.startswith(b"<"):
         low = text.lower()

@@ -210,12 +210,7 @@ def check_count(value: Any, name: str, *, caller: str, minimum: int = 1, maximum
     >>> check_count(1000, "n_synthetic", caller="synthesize")
     1000
     """
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (numbers.Integral, np.integer)):
-        raise TypeError(
-            f"The {name!r} parameter of {caller} must be an int. Got {_fmt(value)} of type "
-            f"{type(value).__name__} instead."
-        )
-    number = int(value)
+    number = check_int_range(value, name, caller=caller)  # its type check and message
     if not minimum <= number <= maximum:
         raise ValueError(
             f"The {name!r} parameter of {caller} must be an int in the range [{minimum}, {maximum}]; got "
