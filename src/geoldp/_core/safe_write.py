@@ -1,30 +1,17 @@
 """Atomic, non-clobbering file output (used by :mod:`geoldp.io` and the CLI).
 
-Every file is written in full to a temporary file *in the target directory*, flushed and fsynced, and only
-then given its name with one atomic rename; the directory is fsynced afterwards. A reader therefore sees
-either the previous file (or no file) or the complete new one, never a partial file, whatever happens
-during the write (an exception, Ctrl-C, ``kill -9``, a full disk).
+The guarantees (a reader sees the previous file or the complete new one; existing outputs, symlinks and
+inputs refused before anything is written; data and sidecar, or a Shapefile's parts, committed as one
+unit through a commit record) are described in the notes of :mod:`geoldp.io`. How they are kept:
 
-On Linux the temporary file is an unnamed ``O_TMPFILE`` inode: if the process dies, the kernel frees it and
-nothing is left behind. Elsewhere (or on file systems without ``O_TMPFILE``) it is a hidden
-``.<name>.geoldp-tmp-<random>`` file, removed on any error or interrupt Python can see.
-
-Output paths are checked before anything is written (:func:`check_output`): a symlink at the output path is
-refused (it could point at a file the user did not name), an existing file is an error unless
-``overwrite=True``, and no output may be the same file as an input (``os.path.samefile``: hard links
-included).
-
-Several files that belong together (a data file and its ledger sidecar, the parts of a Shapefile) are
-written as one :class:`Group`: every file is first written in full under a temporary identity and fsynced
-(a full disk fails here, before any name changes). Then, with SIGINT and SIGTERM held: each file gets a
-hidden temporary name, a small *commit record* ``.<data file>.geoldp-commit`` listing the renames (with
-each new file's size and SHA-256) is written atomically next to the data file, the files are renamed
-into place in the order the caller chose, and the record is removed. The record is the commit point.
-A ``kill -9`` (or a power loss) before it leaves the old files untouched; after it, the next geoldp
-reader or writer of the output finds the record and finishes the renames (:func:`recover`), so the
-output is then the new complete set of files: never the new sidecar beside the old data. ``SIGTERM``
-during a write removes the temporary files before the process ends (as it would have, by the default
-action); a ``kill -9`` can leave hidden temporary files, which the next write of the output removes.
+- On Linux a file is first an unnamed ``O_TMPFILE`` inode, which the kernel frees if the process dies;
+  elsewhere (or on file systems without ``O_TMPFILE``) a hidden ``.<name>.geoldp-tmp-<random>`` file,
+  removed on any error or interrupt Python can see. It is fsynced, renamed, and the directory fsynced.
+- :func:`check_output` compares an output with the inputs by ``os.path.samefile`` (hard links included).
+- A :class:`Group`'s commit record ``.<data file>.geoldp-commit`` lists the renames, in the order the
+  caller chose, with each new file's size and SHA-256; it is the commit point, and :func:`recover`
+  carries out one left by a killed write. ``SIGTERM`` during a write removes the temporary files before
+  the process ends (as it would have, by the default action).
 
 For fault-injection tests, the environment variable ``GEOLDP_TEST_PAUSE`` (a comma-separated list of
 point names: ``write``, ``commit``, ``staged``, ``journal``, ``rename``, ``done``) makes a write print
