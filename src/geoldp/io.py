@@ -850,20 +850,21 @@ def _from_table(df: pd.DataFrame, *, wkt_col: Any, lon_col: Any, lat_col: Any, c
             geoms = shapely.from_wkt(values.astype(object).where(values.notna(), None).to_numpy())
         except shapely.errors.GEOSException:
             raise ValueError(f"{source}: column {wkt_col!r} holds text that is not valid WKT.") from None
-        rest = df.drop(columns=[wkt_col])
-        return gpd.GeoDataFrame(rest, geometry=gpd.GeoSeries(geoms, index=df.index, crs=crs), crs=crs)
-    if lon_col is None or lat_col is None or lon_col not in df.columns or lat_col not in df.columns:
+        used = [wkt_col]
+    elif lon_col is None or lat_col is None or lon_col not in df.columns or lat_col not in df.columns:
         raise ValueError(
             f"{source}: found neither a WKT column (one of {list(_WKT_NAMES)}) nor lon/lat columns (one of "
             f"{list(_LON_NAMES)} and one of {list(_LAT_NAMES)}). {_COLUMNS_UNQUOTED.format(len(cols))} "
             "Pass wkt_col= or lon_col=/lat_col= (command line: --wkt-col, --lon-col/--lat-col)."
         )
-    lon = pd.to_numeric(df[lon_col], errors="coerce").to_numpy(dtype=np.float64)
-    lat = pd.to_numeric(df[lat_col], errors="coerce").to_numpy(dtype=np.float64)
-    geoms = shapely.points(lon, lat)
-    geoms[np.isnan(lon) | np.isnan(lat)] = None
-    rest = df.drop(columns=[lon_col, lat_col])
-    return gpd.GeoDataFrame(rest, geometry=gpd.GeoSeries(geoms, index=df.index, crs=crs), crs=crs)
+    else:
+        lon = pd.to_numeric(df[lon_col], errors="coerce").to_numpy(dtype=np.float64)
+        lat = pd.to_numeric(df[lat_col], errors="coerce").to_numpy(dtype=np.float64)
+        geoms = shapely.points(lon, lat)
+        geoms[np.isnan(lon) | np.isnan(lat)] = None
+        used = [lon_col, lat_col]
+    geometry = gpd.GeoSeries(geoms, index=df.index, crs=crs)
+    return gpd.GeoDataFrame(df.drop(columns=used), geometry=geometry, crs=crs)
 
 
 def _is_id_name(name: Any) -> bool:
@@ -1221,15 +1222,14 @@ def _parse_time(gdf: Any, time_col: Any, caller: str) -> Any:
         "mixed-integer-float",
     )
     if not numeric and (pd.api.types.is_object_dtype(col) or pd.api.types.is_string_dtype(col)):
-        try:
-            parsed = pd.to_datetime(col, format="ISO8601")
-        except (ValueError, TypeError):
+        for fmt in ("ISO8601", "mixed"):  # ISO 8601 first: "mixed" guesses each value's format
             try:
-                parsed = pd.to_datetime(col, format="mixed")
+                parsed = pd.to_datetime(col, format=fmt)
+                break
             except (ValueError, TypeError):
-                raise ValueError(
-                    f"{caller}: the time column {time_col!r} holds values that are not dates/times."
-                ) from None
+                continue
+        else:
+            raise ValueError(f"{caller}: the time column {time_col!r} holds values that are not dates/times.")
         gdf = gdf.copy()
         gdf[time_col] = parsed
     return gdf
