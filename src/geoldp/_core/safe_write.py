@@ -438,8 +438,8 @@ class Group:
     Add each file (:meth:`add_bytes`, or :meth:`add_file` for a complete temporary file written by
     someone else, e.g. GDAL, in the target's directory or a temporary directory inside it, and
     :meth:`add_removal` for a stale file to remove); :meth:`commit` then applies the removals and names
-    the files added with ``first=True``, then the others, each in the order they were added. With more than
-    one name to change and a ``unit``, the commit goes through a commit record (see the module notes).
+    the files in the order they were added. With more than one name to change and a ``unit``, the commit
+    goes through a commit record (see the module notes).
     """
 
     def __init__(self, *, overwrite: bool, unit: str | os.PathLike[str] | None = None) -> None:
@@ -451,14 +451,11 @@ class Group:
         self._temp_dirs: list[Path] = []
         self._recorded = False  # the commit record is in place: the temporary files belong to it now
 
-    def add_bytes(self, path: str | os.PathLike[str], data: bytes, *, first: bool = False) -> AtomicFile:
-        """Write ``data`` in full under a temporary identity and fsync it; named by :meth:`commit`.
-
-        ``first=True``: named before the files added without it.
-        """
+    def add_bytes(self, path: str | os.PathLike[str], data: bytes) -> AtomicFile:
+        """Write ``data`` in full under a temporary identity and fsync it; named by :meth:`commit`."""
         target = Path(os.fspath(path))
         af = AtomicFile(target, overwrite=self.overwrite)
-        self._steps.append(("first" if first else "bytes", af, target))
+        self._steps.append(("bytes", af, target))
         af.write(data)
         af.finish()
         self._staged(target)
@@ -490,9 +487,8 @@ class Group:
             pause_point("write")
 
     def _ordered(self) -> list[tuple[int, str, Any, Path]]:
-        rank = {"remove": 0, "first": 1}
         steps = [(i, *step) for i, step in enumerate(self._steps)]
-        return sorted(steps, key=lambda step: rank.get(step[1], 2))
+        return sorted(steps, key=lambda step: step[1] != "remove")  # stable: removals first
 
     def commit(self) -> None:
         """Name every staged file in order, with SIGINT/SIGTERM held; fsync the directories.
@@ -519,7 +515,7 @@ class Group:
                     with contextlib.suppress(FileNotFoundError):
                         os.unlink(target)
                     continue
-                if kind in ("first", "bytes"):
+                if kind == "bytes":
                     item.publish()
                 else:
                     _publish_file(item, target, overwrite=self.overwrite)
@@ -545,7 +541,7 @@ class Group:
             if kind == "remove":
                 removals.append(target.name)
                 continue
-            if kind in ("first", "bytes"):
+            if kind == "bytes":
                 staged = item.stage()
                 size, digest = item.size, item.sha256.hexdigest()
             else:
@@ -585,7 +581,7 @@ class Group:
         if self._recorded:
             return
         for kind, item, _ in self._steps:
-            if kind in ("first", "bytes"):
+            if kind == "bytes":
                 item.abort()
             elif kind == "file":
                 with contextlib.suppress(OSError):
