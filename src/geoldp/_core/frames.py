@@ -494,9 +494,7 @@ def extract(
         )
 
     keep_v = valid[vrow]
-    lon, lat, vrow = lon[keep_v], lat[keep_v], vrow[keep_v]
-    lon = np.ascontiguousarray(lon, dtype=np.float64)
-    lat = np.ascontiguousarray(lat, dtype=np.float64)
+    lon, lat, vrow = lon[keep_v], lat[keep_v], vrow[keep_v]  # new contiguous float64 arrays
 
     if kind == "LineString":
         # vertices are already grouped by row, rows in input order
@@ -657,10 +655,9 @@ def build_geometry(
 
     Rows left out by ``on_invalid="null"`` get ``None``.
     """
-    px, py = xy
-    result = np.full(n_rows, None, dtype=object)
     if ft.n_trajectories == 0:
-        return result
+        return np.full(n_rows, None, dtype=object)
+    px, py = xy
     try:
         flat = np.concatenate(outputs)
     except ValueError:  # e.g. 0-d entries
