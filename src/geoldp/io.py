@@ -349,9 +349,8 @@ def _check_names(paths: list[Path], caller: str) -> None:
                 "Nothing was written."
             )
         _safe_write.check_utf8_name(q.name, f"{caller}: the output")
-        parent = q.parent if str(q.parent) else Path(".")
         try:
-            limit = int(os.pathconf(parent, "PC_NAME_MAX"))
+            limit = int(os.pathconf(q.parent, "PC_NAME_MAX"))
         except (OSError, ValueError, AttributeError):
             limit = 255
         temp = _safe_write.temp_name(q, ".gpkg" if q.suffix.lower() == ".gpkg" else "")  # as the writers do
@@ -469,7 +468,7 @@ def _gdal_errors(p: Path) -> Iterator[None]:
         raise
     except Exception:
         try:
-            full = shutil.disk_usage(p.parent if str(p.parent) else ".").free < (1 << 20)
+            full = shutil.disk_usage(p.parent).free < (1 << 20)
         except OSError:
             full = False
         raise OSError(errno.ENOSPC if full else errno.EIO, f"GDAL could not write '{p}'") from None

@@ -104,10 +104,6 @@ class Detected:
         self.path, self.fmt, self.compression = path, fmt, compression
 
 
-def _allowed_list() -> str:
-    return ", ".join(sorted(FORMATS)) + " (CSV also as .csv.gz, .csv.bz2, .csv.xz, .csv.zip)"
-
-
 def _by_name(p: Path, caller: str) -> tuple[str, str | None]:
     suffixes = [s.lower() for s in p.suffixes]
     if suffixes and suffixes[-1] in COMPRESSIONS:
@@ -121,7 +117,8 @@ def _by_name(p: Path, caller: str) -> tuple[str, str | None]:
     fmt = FORMATS.get(suffixes[-1]) if suffixes else None
     if fmt is None:
         raise ValueError(
-            f"{caller}: cannot tell the format of '{p.name}' from its name; geoldp reads {_allowed_list()}. "
+            f"{caller}: cannot tell the format of '{p.name}' from its name; geoldp reads "
+            f"{', '.join(sorted(FORMATS))} (CSV also as .csv.gz, .csv.bz2, .csv.xz, .csv.zip). "
             "Rename the file with the suffix of its format."
         )
     return fmt, None

@@ -231,7 +231,7 @@ def check_output(
         raise TypeError(f"The 'overwrite' parameter must be a bool. Got {type(overwrite).__name__}.")
     p = Path(os.fspath(path))
     name = os.fspath(path)
-    parent = p.parent if str(p.parent) else Path(".")
+    parent = p.parent
     if not parent.is_dir():
         raise ValueError(f"The directory of the {what} file '{name}' does not exist; create it first.")
     try:
@@ -272,7 +272,7 @@ class AtomicFile:
         self.sha256 = hashlib.sha256()
         self.size = 0
         self._named: Path | None = None
-        directory = path.parent if str(path.parent) else Path(".")
+        directory = path.parent
         self._dir = directory
         fd = -1
         tmpfile = getattr(os, "O_TMPFILE", 0)
@@ -409,12 +409,12 @@ def publish(tmp: Path, path: Path, *, overwrite: bool) -> None:
     finally:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
-    fsync_dir(path.parent if str(path.parent) else Path("."))
+    fsync_dir(path.parent)
 
 
 def remove_stale_temps(path: Path) -> None:
     """Remove temporary files/directories left next to ``path`` by a killed earlier write."""
-    directory = path.parent if str(path.parent) else Path(".")
+    directory = path.parent
     prefix = f".{path.name}{TEMP_TAG}"
     try:
         entries = list(os.scandir(directory))
@@ -482,7 +482,7 @@ class Group:
         self._steps.append(("remove", None, Path(os.fspath(path))))
 
     def _staged(self, target: Path) -> None:
-        self._dirs.add(target.parent if str(target.parent) else Path("."))
+        self._dirs.add(target.parent)
         if sum(kind != "remove" for kind, _, _ in self._steps) == 1:
             pause_point("write")
 
@@ -532,7 +532,7 @@ class Group:
             fsync_dir(directory)
 
     def _commit_recorded(self, unit: Path) -> None:
-        directory = unit.parent if str(unit.parent) else Path(".")
+        directory = unit.parent
         if any(target.parent != unit.parent for *_, target in self._steps):
             raise ValueError("The files of a group must share the directory of its unit.")
         files: list[dict[str, Any]] = []
@@ -661,7 +661,7 @@ def _roll_forward(unit: Path, record: dict[str, Any], *, live: bool) -> None:
     by an earlier attempt (or a concurrent recovery). Without ``overwrite`` a name taken meanwhile by
     another file rolls the group back instead: the names this group took are freed, nothing else changes.
     """
-    directory = unit.parent if str(unit.parent) else Path(".")
+    directory = unit.parent
     overwrite = record["overwrite"]
     files = record["files"]
     if not live:  # a recovery checks every file before any change
