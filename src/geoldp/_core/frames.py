@@ -373,16 +373,6 @@ def _time_key(values: pd.Series, rows: np.ndarray, *, caller: str, time_col: str
     return np.asarray(codes, dtype=np.int64)
 
 
-def _require_columns(gdf: Any, traj_id_col: Any, time_col: Any, *, caller: str) -> None:
-    """Refuse a ``traj_id_col`` or ``time_col`` that names no column of ``gdf``."""
-    missing_cols = [c for c in (traj_id_col, time_col) if c is not None and c not in gdf.columns]
-    if missing_cols:
-        raise ValueError(
-            f"{caller}: column(s) {[str(c) for c in missing_cols]} not found (traj_id_col/time_col). "
-            f"{available_columns(gdf.columns)}"
-        )
-
-
 def extract(
     gdf: Any,
     *,
@@ -422,7 +412,12 @@ def extract(
     if on_invalid not in _ON_INVALID:
         raise ValueError(f"Got on_invalid={on_invalid!r}; `on_invalid` must be one of {_ON_INVALID}.")
     crs = require_crs(gdf.crs, what="trajectories", caller=caller)
-    _require_columns(gdf, traj_id_col, time_col, caller=caller)
+    missing_cols = [str(c) for c in (traj_id_col, time_col) if c is not None and c not in gdf.columns]
+    if missing_cols:
+        raise ValueError(
+            f"{caller}: column(s) {missing_cols} not found (traj_id_col/time_col). "
+            f"{available_columns(gdf.columns)}"
+        )
     n_rows = len(gdf)
     geoms = np.asarray(gdf.geometry.values, dtype=object)
     missing = shapely.is_missing(geoms)
