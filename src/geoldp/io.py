@@ -160,22 +160,17 @@ def write_bytes_with_ledger(
     return _commit(p, data, ledger, overwrite=overwrite)
 
 
-def _parse_ledger(data: bytes, name: str, caller: str) -> dict[str, Any]:
+def _read_sidecar(side: Path, data_path: Path | None, caller: str) -> dict[str, Any]:
+    raw = _formats.read_regular(side, caller, limit=_MAX_LEDGER_BYTES)
     try:
-        value = json.loads(data)
+        value = json.loads(raw)
     except (ValueError, RecursionError):
         raise ValueError(
-            f"{caller}: the ledger file '{name}' is not valid JSON; remove or regenerate it."
+            f"{caller}: the ledger file '{side}' is not valid JSON; remove or regenerate it."
         ) from None
     problem = record_problem(value)
     if problem is not None:
-        raise ValueError(f"{caller}: '{name}' is not a geoldp ledger ({problem}); remove or regenerate it.")
-    return value
-
-
-def _read_sidecar(side: Path, data_path: Path | None, caller: str) -> dict[str, Any]:
-    raw = _formats.read_regular(side, caller, limit=_MAX_LEDGER_BYTES)
-    value = _parse_ledger(raw, str(side), caller)
+        raise ValueError(f"{caller}: '{side}' is not a geoldp ledger ({problem}); remove or regenerate it.")
     record = value.pop("data_file", None)
     if record is not None and data_path is not None:
         if not isinstance(record, dict) or not isinstance(record.get("sha256"), str):
