@@ -471,9 +471,7 @@ def _gdal_errors(p: Path) -> Iterator[None]:
 
 def _remove_gpkg(tmp: Path) -> None:
     """Remove a temporary GeoPackage and SQLite's files next to it."""
-    for leftover in (tmp, *(Path(f"{tmp}{tail}") for tail in ("-journal", "-wal", "-shm"))):
-        with contextlib.suppress(OSError):
-            leftover.unlink()
+    _safe_write.discard([tmp, *(Path(f"{tmp}{tail}") for tail in ("-journal", "-wal", "-shm"))])
 
 
 def _sqlite_copy(path: Path, dest: str | Path, then: Callable[[Any], Any]) -> Any:

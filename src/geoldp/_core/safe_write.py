@@ -50,6 +50,7 @@ __all__ = [
     "check_utf8_name",
     "cleanup_on_sigterm",
     "commit_record_path",
+    "discard",
     "family",
     "file_digest",
     "fsync_dir",
@@ -193,6 +194,13 @@ def fsync_dir(directory: Path) -> None:
         pass
     finally:
         os.close(fd)
+
+
+def discard(paths: Iterable[str | os.PathLike[str]]) -> None:
+    """Remove each file of ``paths`` that can be removed (temporary files, names to give back)."""
+    for path in paths:
+        with contextlib.suppress(OSError):
+            os.unlink(path)
 
 
 def _fsync_file(path: Path) -> None:
@@ -353,8 +361,7 @@ class AtomicFile:
             self.file.close()
         self._close_fd()
         if self._named is not None:
-            with contextlib.suppress(OSError):
-                os.unlink(self._named)
+            discard([self._named])
             self._named = None
 
 
@@ -524,9 +531,7 @@ class Group:
                     pause_point("rename")
         except BaseException:
             if not self.overwrite:  # the names were free: give them back
-                for target in named:
-                    with contextlib.suppress(OSError):
-                        os.unlink(target)
+                discard(named)
             raise
         for directory in self._dirs:
             fsync_dir(directory)
@@ -583,9 +588,7 @@ class Group:
         for kind, item, _ in self._steps:
             if kind == "bytes":
                 item.abort()
-            elif kind == "file":
-                with contextlib.suppress(OSError):
-                    os.unlink(item)
+        discard(item for kind, item, _ in self._steps if kind == "file")
         for directory in self._temp_dirs:
             shutil.rmtree(directory, ignore_errors=True)
 
@@ -642,12 +645,8 @@ def _check_record(unit: Path, record: dict[str, Any], directory: Path) -> None:
 
 def _roll_back(unit: Path, directory: Path, named: list[Path], unplaced: list[dict[str, Any]]) -> None:
     """Free the names this group took (``named``), drop its ``unplaced`` temporary files and its record."""
-    for ours in named:  # the names were free when the write began: free them again
-        with contextlib.suppress(OSError):
-            os.unlink(ours)
-    for later in unplaced:
-        with contextlib.suppress(OSError):
-            os.unlink(directory / later["staged"])
+    discard(named)  # the names were free when the write began: free them again
+    discard(directory / later["staged"] for later in unplaced)
     with contextlib.suppress(FileNotFoundError):
         os.unlink(commit_record_path(unit))
     fsync_dir(directory)
