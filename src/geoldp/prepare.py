@@ -199,9 +199,7 @@ def trajectories_from_points(
     rows = ft.vertex_rows  # sorted: by trajectory, then time
     traj_of_vertex = np.repeat(np.arange(ft.n_trajectories), ft.lengths)
     # new segment where the trajectory changes or the time gap is too large
-    brk = np.zeros(rows.size, dtype=bool)
-    brk[0] = True
-    brk[1:] = traj_of_vertex[1:] != traj_of_vertex[:-1]
+    brk = np.r_[True, traj_of_vertex[1:] != traj_of_vertex[:-1]]  # rows.size >= 1 (check_frame)
     times: Any = df[time_col].iloc[rows].reset_index(drop=True) if time_col is not None else None
     gap = _gap_value(max_gap, df[time_col]) if time_col is not None else None
     if gap is not None and rows.size > 1:
@@ -617,8 +615,7 @@ def clip_to_area(gdf: Any, area: Any, *, outside: str = "clip", min_points: int 
         out = gdf[~leaves].reset_index(drop=True)
         out.attrs = dict(gdf.attrs, dropped=int(leaves.sum()))
         return out
-    start = np.ones(len(xy), dtype=bool)
-    start[1:] = (owner[1:] != owner[:-1]) | (inside[1:] != inside[:-1])
+    start = np.r_[True, (owner[1:] != owner[:-1]) | (inside[1:] != inside[:-1])]  # len(xy) >= 2
     run = np.cumsum(start) - 1
     run_len = np.bincount(run[inside], minlength=int(run.max()) + 1 if run.size else 0)
     keep = inside & (run_len[run] >= min_points)
