@@ -39,34 +39,27 @@ _MIN_SEPARATION_KM = 1e-5  # 1 cm; PointSet treats < 1 mm as a duplicate
 _SNAP_K = 8
 
 
+def _range_error(kind: type[Exception], name: str, what: str, value: object) -> Exception:
+    return kind(f"The '{name}' parameter of synthetic_city must be {what}. Got {value!r} instead.")
+
+
 def _check_int(value: object, name: str, low: int, high: int | None = None) -> int:
+    what = f"an int in the range [{low}, {'inf' if high is None else high}]"
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(
-            f"The '{name}' parameter of synthetic_city must be an int in the range "
-            f"[{low}, {'inf' if high is None else high}]. Got {value!r} instead."
-        )
-    value = int(value)
-    if value < low or (high is not None and value > high):
-        raise ValueError(
-            f"The '{name}' parameter of synthetic_city must be an int in the range "
-            f"[{low}, {'inf' if high is None else high}]. Got {value!r} instead."
-        )
-    return value
+        raise _range_error(TypeError, name, what, value)
+    if int(value) < low or (high is not None and int(value) > high):
+        raise _range_error(ValueError, name, what, int(value))
+    return int(value)
 
 
 def _check_real(value: object, name: str, low: float, high: float, *, open_low: bool = False) -> float:
+    what = f"a float in the range {'(' if open_low else '['}{low}, {high}]"
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(
-            f"The '{name}' parameter of synthetic_city must be a float in the range "
-            f"{'(' if open_low else '['}{low}, {high}]. Got {value!r} instead."
-        )
-    value = float(value)
-    if not math.isfinite(value) or value < low or (open_low and value == low) or value > high:
-        raise ValueError(
-            f"The '{name}' parameter of synthetic_city must be a float in the range "
-            f"{'(' if open_low else '['}{low}, {high}]. Got {value!r} instead."
-        )
-    return value
+        raise _range_error(TypeError, name, what, value)
+    number = float(value)
+    if not math.isfinite(number) or number < low or (open_low and number == low) or number > high:
+        raise _range_error(ValueError, name, what, number)
+    return number
 
 
 def _draw_points(

@@ -39,25 +39,17 @@ _TIMES_WARNING = (
 )
 
 
-def _movingpandas() -> Any:
+def _optional(name: str) -> Any:
+    """The optional extra ``name`` (movingpandas or trackintel), or an ImportError saying how to get it."""
+    import importlib
+
     try:
         with warnings.catch_warnings():
             # movingpandas warns on import about its own optional extras (e.g. Stone Soup)
             warnings.simplefilter("ignore", UserWarning)
-            import movingpandas
-    except ImportError:  # optional extra
-        raise ImportError("This needs movingpandas: pip install 'geoldp[movingpandas]'.") from None
-    return movingpandas
-
-
-def _trackintel() -> Any:
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", UserWarning)
-            import trackintel
-    except ImportError:  # optional extra
-        raise ImportError("This needs trackintel: pip install 'geoldp[trackintel]'.") from None
-    return trackintel
+            return importlib.import_module(name)
+    except ImportError:
+        raise ImportError(f"This needs {name}: pip install 'geoldp[{name}]'.") from None
 
 
 @contextmanager
@@ -95,10 +87,6 @@ def _utc(times: pd.Series) -> pd.Series:
     return t.dt.tz_localize("UTC") if t.dt.tz is None else t
 
 
-def _placeholder_times(n: int) -> pd.DatetimeIndex:
-    return pd.DatetimeIndex(PLACEHOLDER_START + pd.to_timedelta(np.arange(n), unit="s"))
-
-
 # ------------------------------------------------------------------------------------------------------
 # MovingPandas
 
@@ -133,7 +121,7 @@ def from_movingpandas(tc: Any) -> Any:
     """
     import geopandas as gpd
 
-    mpd = _movingpandas()
+    mpd = _optional("movingpandas")
     caller = "geoldp.from_movingpandas"
     if isinstance(tc, mpd.Trajectory):
         trajs = [tc]
@@ -194,7 +182,7 @@ def to_movingpandas(released: Any, *, times: Any = None, obj_id_col: Any = None)
     import geopandas as gpd
     import shapely
 
-    mpd = _movingpandas()
+    mpd = _optional("movingpandas")
     caller = "geoldp.to_movingpandas"
     released = _check_released(released, caller)
     if obj_id_col is not None and obj_id_col not in released.columns:
@@ -215,7 +203,7 @@ def to_movingpandas(released: Any, *, times: Any = None, obj_id_col: Any = None)
     for pos, (label, geom) in enumerate(zip(released.index, released.geometry, strict=True)):
         xy = shapely.get_coordinates(geom)
         if lookup is None:
-            t = _placeholder_times(len(xy))
+            t = pd.DatetimeIndex(PLACEHOLDER_START + pd.to_timedelta(np.arange(len(xy)), unit="s"))
         else:
             if label not in lookup:
                 raise ValueError(
@@ -264,7 +252,7 @@ def from_trackintel(triplegs: Any) -> Any:
     """
     import geopandas as gpd
 
-    _trackintel()
+    _optional("trackintel")
     caller = "geoldp.from_trackintel"
     if not isinstance(triplegs, gpd.GeoDataFrame):
         raise TypeError(
@@ -276,14 +264,12 @@ def from_trackintel(triplegs: Any) -> Any:
             f"The 'triplegs' given to {caller} have no 'user_id' column: not trackintel Triplegs."
         )
     _check_released(triplegs, caller)
-    geom = triplegs.geometry
-    out = gpd.GeoDataFrame(
+    return gpd.GeoDataFrame(
         {"user_id": triplegs["user_id"].to_numpy(copy=True)},
-        geometry=geom.to_numpy().copy(),
+        geometry=triplegs.geometry.to_numpy().copy(),
         index=triplegs.index.copy(),
         crs=triplegs.crs,
     )
-    return out
 
 
 def to_trackintel(released: Any, *, times: Any = None, user_col: Any = "user_id") -> Any:
@@ -325,7 +311,7 @@ def to_trackintel(released: Any, *, times: Any = None, user_col: Any = "user_id"
     """
     import geopandas as gpd
 
-    ti = _trackintel()
+    ti = _optional("trackintel")
     caller = "geoldp.to_trackintel"
     released = _check_released(released, caller)
     n = len(released)

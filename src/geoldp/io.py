@@ -57,7 +57,7 @@ import json
 import os
 import shutil
 import warnings
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -99,14 +99,11 @@ def ledger_path(path: str | os.PathLike[str]) -> Path:
 # the ledger
 
 
-def _data_record(size: int, sha256: str, name: str) -> dict[str, Any]:
-    return {"name": name, "bytes": int(size), "sha256": sha256}
-
-
-def _ledger_bytes(ledger: ReleaseLedger | Mapping[str, Any], record: dict[str, Any] | None) -> bytes:
+def _ledger_bytes(ledger: ReleaseLedger | Mapping[str, Any], data: tuple[str, int, str] | None) -> bytes:
+    """The sidecar's JSON; ``data`` is the (name, size, SHA-256) of the data file it belongs to."""
     doc = ledger.record() if isinstance(ledger, ReleaseLedger) else dict(ledger)
-    if record is not None:
-        doc["data_file"] = record
+    if data is not None:
+        doc["data_file"] = {"name": data[0], "bytes": int(data[1]), "sha256": data[2]}
     return (json.dumps(doc, indent=2, sort_keys=True, default=_json_default) + "\n").encode("utf-8")
 
 
@@ -128,11 +125,9 @@ def write_ledger(gdf: Any, path: str | os.PathLike[str], *, overwrite: bool = Fa
     p = Path(path)
     _safe_write.recover(p)  # an interrupted write of the data file and its sidecar is finished first
     side = _safe_write.check_output(ledger_path(p), overwrite=overwrite, inputs=(p,), what="ledger sidecar")
-    record = None
-    if p.is_file():
-        size, digest = _safe_write.file_digest(p)
-        record = _data_record(size, digest, p.name)
-    _write_atomic(side, _ledger_bytes(ledger, record), overwrite=overwrite)
+    record = (p.name, *_safe_write.file_digest(p)) if p.is_file() else None
+    with _write_errors(side, always=True):
+        _safe_write.write_bytes(side, _ledger_bytes(ledger, record), overwrite=overwrite)
     return side
 
 
@@ -161,47 +156,21 @@ def write_bytes_with_ledger(
     OSError
         The files could not be written; the previous ones (if any) are unchanged.
     """
-    caller = "write_bytes_with_ledger"
-    if isinstance(path, str | os.PathLike):
-        _safe_write.recover(path)  # an earlier write interrupted after it was complete is finished first
-    p = _safe_write.check_output(path, overwrite=overwrite)
-    side = ledger_path(p)
-    _check_names([p, side], caller)
-    _safe_write.check_output(side, overwrite=overwrite, inputs=(p,), what="ledger sidecar")
-    for stale in (p, side):
-        _safe_write.remove_stale_temps(stale)
-    try:
-        with _safe_write.group(overwrite=overwrite, unit=p) as g:
-            g.add_bytes(p, data)
-            record = _data_record(len(data), hashlib.sha256(data).hexdigest(), p.name)
-            g.add_bytes(side, _ledger_bytes(ledger, record))
-    except OSError as exc:
-        if not exc.errno:
-            raise
-        raise OSError(
-            exc.errno,
-            f"cannot write '{p}': {os.strerror(exc.errno)}; the previous file (if any) is unchanged and no "
-            "partial file was left",
-        ) from None
-    return [p, side]
-
-
-def _parse_ledger(data: bytes, name: str, caller: str) -> dict[str, Any]:
-    try:
-        value = json.loads(data)
-    except (ValueError, RecursionError):
-        raise ValueError(
-            f"{caller}: the ledger file '{name}' is not valid JSON; remove or regenerate it."
-        ) from None
-    problem = record_problem(value)
-    if problem is not None:
-        raise ValueError(f"{caller}: '{name}' is not a geoldp ledger ({problem}); remove or regenerate it.")
-    return value
+    p = _check_outputs(path, overwrite=overwrite, sidecar=True, caller="write_bytes_with_ledger")
+    return _commit(p, data, ledger, overwrite=overwrite)
 
 
 def _read_sidecar(side: Path, data_path: Path | None, caller: str) -> dict[str, Any]:
     raw = _formats.read_regular(side, caller, limit=_MAX_LEDGER_BYTES)
-    value = _parse_ledger(raw, str(side), caller)
+    try:
+        value = json.loads(raw)
+    except (ValueError, RecursionError):
+        raise ValueError(
+            f"{caller}: the ledger file '{side}' is not valid JSON; remove or regenerate it."
+        ) from None
+    problem = record_problem(value)
+    if problem is not None:
+        raise ValueError(f"{caller}: '{side}' is not a geoldp ledger ({problem}); remove or regenerate it.")
     record = value.pop("data_file", None)
     if record is not None and data_path is not None:
         if not isinstance(record, dict) or not isinstance(record.get("sha256"), str):
@@ -306,15 +275,59 @@ def _json_default(value: Any) -> Any:
     return str(value)
 
 
-def _write_atomic(path: Path, data: bytes, *, overwrite: bool) -> _safe_write.AtomicFile:
+@contextlib.contextmanager
+def _write_errors(p: Path, previous: str = "file (if any) is", *, always: bool = False) -> Iterator[None]:
+    """Reword an OSError of a write (errno kept; one without errno only if ``always``)."""
     try:
-        return _safe_write.write_bytes(path, data, overwrite=overwrite)
+        yield
     except OSError as exc:
+        if not (exc.errno or always):
+            raise
         raise OSError(
             exc.errno,
-            f"cannot write '{path}': {os.strerror(exc.errno) if exc.errno else 'I/O error'}; the previous "
-            "file (if any) is unchanged and no partial file was left",
+            f"cannot write '{p}': {os.strerror(exc.errno) if exc.errno else 'I/O error'}; the previous "
+            f"{previous} unchanged and no partial file was left",
         ) from None
+
+
+def _check_outputs(
+    path: Any, *, overwrite: bool, sidecar: bool, caller: str, inputs: tuple[Any, ...] = ()
+) -> Path:
+    """Check the output ``path`` and, with ``sidecar``, its ledger sidecar, before anything is written."""
+    if isinstance(path, str | os.PathLike):
+        _safe_write.recover(path)  # an earlier write interrupted after it was complete is finished first
+    p = _safe_write.check_output(path, overwrite=overwrite, inputs=inputs)
+    side = ledger_path(p)
+    _check_names([p, side] if sidecar else [p], caller)
+    if sidecar:
+        _safe_write.check_output(side, overwrite=overwrite, inputs=(*inputs, p), what="ledger sidecar")
+    return p
+
+
+def _commit(
+    p: Path, data: bytes | Callable[[_safe_write.Group], tuple[int, str]], ledger: Any, *, overwrite: bool
+) -> list[Path]:
+    """Write ``data`` to ``p`` and ``ledger`` (if any) to its sidecar, as one unit (see the module notes).
+
+    ``data`` is the bytes, or a function that stages the file in the group and returns its size and SHA-256
+    (which the sidecar records).
+    """
+    side = ledger_path(p)
+    for stale in (p, side):  # what a killed earlier write of this output left behind
+        _safe_write.remove_stale_temps(stale)
+    with (
+        _write_errors(p),
+        _safe_write.cleanup_on_sigterm(),  # outside the group: SIGTERM cleans up all
+        _safe_write.group(overwrite=overwrite, unit=p) as g,
+    ):
+        if isinstance(data, bytes):
+            g.add_bytes(p, data)
+            size, digest = len(data), hashlib.sha256(data).hexdigest()
+        else:
+            size, digest = data(g)
+        if ledger is not None:
+            g.add_bytes(side, _ledger_bytes(ledger, (p.name, size, digest)))  # named after the data file
+    return [p] if ledger is None else [p, side]
 
 
 def _check_names(paths: list[Path], caller: str) -> None:
@@ -331,9 +344,8 @@ def _check_names(paths: list[Path], caller: str) -> None:
                 "Nothing was written."
             )
         _safe_write.check_utf8_name(q.name, f"{caller}: the output")
-        parent = q.parent if str(q.parent) else Path(".")
         try:
-            limit = int(os.pathconf(parent, "PC_NAME_MAX"))
+            limit = int(os.pathconf(q.parent, "PC_NAME_MAX"))
         except (OSError, ValueError, AttributeError):
             limit = 255
         temp = _safe_write.temp_name(q, ".gpkg" if q.suffix.lower() == ".gpkg" else "")  # as the writers do
@@ -359,8 +371,7 @@ def _geojson_bytes(gdf: Any, *, member: bool, caller: str) -> bytes:
     if gdf.crs is None:
         raise ValueError(f"The GeoDataFrame passed to {caller} has no CRS. Use set_crs() to declare it.")
     wgs = gdf if _frames.is_wgs84(gdf.crs) else gdf.to_crs(_frames.WGS84)
-    drop_id = isinstance(gdf.index, pd.RangeIndex) and gdf.index.start == 0 and gdf.index.step == 1
-    geo = wgs.to_geo_dict(na="null", drop_id=drop_id)
+    geo = wgs.to_geo_dict(na="null", drop_id=_default_index(gdf))
     geo.pop("crs", None)  # RFC 7946: no crs member; coordinates are WGS 84
     prov = ledger_of(gdf)
     if member and prov is not None:
@@ -418,59 +429,70 @@ def _csv_bytes(gdf: Any, caller: str = "write_file") -> bytes:
 GPKG_VERSION = "1.2"
 
 
-def _gdal_bytes(gdf: Any, driver: str, layer: str) -> bytes:
-    _formats.pyogrio_module("write_file")
-    buf = _stdio.BytesIO()
-    # FlatGeobuf's spatial index stores the features in Hilbert-curve order: without it they keep the
-    # frame's row order ("same rows, same order"); readers then scan the file instead of using an index
-    options: dict[str, Any] = {}
-    if driver == "FlatGeobuf":
-        options["layer_options"] = {"SPATIAL_INDEX": "NO"}
-    elif driver == "GPKG":
-        options["VERSION"] = GPKG_VERSION
-    gdf.to_file(buf, driver=driver, layer=layer, engine="pyogrio", **options)
-    return buf.getvalue()
+def _default_index(gdf: Any) -> bool:
+    return isinstance(gdf.index, pd.RangeIndex) and gdf.index.start == 0 and gdf.index.step == 1
 
 
 def _without_index(gdf: Any) -> Any:
-    """Whether a frame is written with its index.
+    """The frame to write: a release (a frame with a geoldp ledger) without its index, others as they are.
 
-    A release (a frame with a geoldp ledger) is written without its index: the gaps of a subset's index
-    (rows dropped by ``max_per_user``) would show which rows were left out. Other frames keep it.
+    The gaps of a release's index (rows dropped by ``max_per_user``) would show which rows were left out.
     """
-    if ledger_of(gdf) is None or (
-        isinstance(gdf.index, pd.RangeIndex) and gdf.index.start == 0 and gdf.index.step == 1
-    ):
+    if ledger_of(gdf) is None or _default_index(gdf):
         return gdf
     out = gdf.reset_index(drop=True)
     out.attrs = dict(gdf.attrs)
     return out
 
 
-def _parquet_bytes(gdf: Any) -> bytes:
-    buf = _stdio.BytesIO()
-    gdf.to_parquet(buf)
-    return buf.getvalue()
-
-
-_SHP_PARTS = _safe_write.SHAPEFILE_PARTS
-# files other tools keep next to a Shapefile (spatial indexes, projection notes): part of its set too
-_SHP_EXTRA = _safe_write.SHAPEFILE_EXTRA
-
-
 def _shapefile_parts(p: Path) -> list[Path]:
     """Every file of the Shapefile ``p`` other than ``p`` itself: written ones, then other tools' ones."""
-    return [p.with_suffix(ext) for ext in (*_SHP_PARTS[1:], *_SHP_EXTRA)] + [p.with_name(p.name + ".xml")]
+    exts = (*_safe_write.SHAPEFILE_PARTS[1:], *_safe_write.SHAPEFILE_EXTRA)
+    return [p.with_suffix(ext) for ext in exts] + [p.with_name(p.name + ".xml")]
 
 
-def _gdal_write_error(p: Path) -> OSError:
-    """An OSError for a failed GDAL write: ENOSPC when the file system is (nearly) full."""
+@contextlib.contextmanager
+def _gdal_errors(p: Path) -> Iterator[None]:
+    """GDAL failing to write ``p``: an OSError, ENOSPC when the file system is (nearly) full.
+
+    GDAL's own message is withheld: it can quote values.
+    """
     try:
-        full = shutil.disk_usage(p.parent if str(p.parent) else ".").free < (1 << 20)
-    except OSError:
-        full = False
-    code = errno.ENOSPC if full else errno.EIO
-    return OSError(code, f"GDAL could not write '{p}'")
+        yield
+    except (ValueError, TypeError, OSError):
+        raise
+    except Exception:
+        try:
+            full = shutil.disk_usage(p.parent).free < (1 << 20)
+        except OSError:
+            full = False
+        raise OSError(errno.ENOSPC if full else errno.EIO, f"GDAL could not write '{p}'") from None
+
+
+def _remove_gpkg(tmp: Path) -> None:
+    """Remove a temporary GeoPackage and SQLite's files next to it."""
+    _safe_write.discard([tmp, *(Path(f"{tmp}{tail}") for tail in ("-journal", "-wal", "-shm"))])
+
+
+def _sqlite_copy(path: Path, dest: str | Path, then: Callable[[Any], Any]) -> Any:
+    """Copy the SQLite database ``path`` to ``dest``; return ``then(copy)``.
+
+    SQLite's own copy, read-only on the original, under its shared lock: it keeps the committed rows still
+    in the ``-wal`` file and never a live writer's unfinished transaction.
+    """
+    import sqlite3
+    from urllib.parse import quote
+
+    source = sqlite3.connect(f"file:{quote(os.fspath(path.resolve()))}?mode=ro", uri=True, timeout=10.0)
+    try:
+        copy = sqlite3.connect(dest)
+        try:
+            source.backup(copy)
+            return then(copy)
+        finally:
+            copy.close()
+    finally:
+        source.close()
 
 
 def _stage_shapefile(gdf: Any, p: Path, tmp: Path, g: _safe_write.Group) -> Path:
@@ -483,7 +505,7 @@ def _stage_shapefile(gdf: Any, p: Path, tmp: Path, g: _safe_write.Group) -> Path
     os.mkdir(tmp)
     g.add_temp_dir(tmp)  # removed with the group's temporary files (kept while a commit record needs it)
     gdf.to_file(tmp / p.name, driver="ESRI Shapefile", engine="pyogrio")
-    written = [ext for ext in _SHP_PARTS if (tmp / (p.stem + ext)).exists()]
+    written = [ext for ext in _safe_write.SHAPEFILE_PARTS if (tmp / (p.stem + ext)).exists()]
     for old in _shapefile_parts(p):
         if old.suffix not in written and os.path.lexists(old):
             g.add_removal(old)
@@ -494,9 +516,6 @@ def _stage_shapefile(gdf: Any, p: Path, tmp: Path, g: _safe_write.Group) -> Path
 
 def _stage_gpkg_layer(gdf: Any, p: Path, layer: str, tmp: Path, g: _safe_write.Group) -> Path:
     """Copy an existing GeoPackage to ``tmp`` and add a new layer to the copy, which replaces the original."""
-    import sqlite3
-    from urllib.parse import quote
-
     pyogrio = _formats.pyogrio_module("write_file")
     if not p.is_file():
         raise ValueError(f"add_layer=True needs an existing GeoPackage; '{p}' does not exist.")
@@ -515,23 +534,11 @@ def _stage_gpkg_layer(gdf: Any, p: Path, layer: str, tmp: Path, g: _safe_write.G
             "close that program first, then add the layer."
         )
     try:
-        # SQLite's own copy (read-only on the original) keeps the rows still in its -wal file
-        source = sqlite3.connect(f"file:{quote(os.fspath(p.resolve()))}?mode=ro", uri=True, timeout=10.0)
-        try:
-            copy = sqlite3.connect(tmp)
-            try:
-                source.backup(copy)
-                copy.execute("PRAGMA journal_mode=DELETE")
-            finally:
-                copy.close()
-        finally:
-            source.close()
+        _sqlite_copy(p, tmp, lambda copy: copy.execute("PRAGMA journal_mode=DELETE"))
         gdf.to_file(tmp, driver="GPKG", layer=layer, mode="a", engine="pyogrio")
         g.add_file(tmp, p)
     except BaseException:
-        for leftover in (tmp, Path(f"{tmp}-journal"), Path(f"{tmp}-wal"), Path(f"{tmp}-shm")):
-            if leftover.exists():
-                leftover.unlink()
+        _remove_gpkg(tmp)
         raise
     return tmp
 
@@ -561,26 +568,31 @@ def _serialise(
         return _geojson_bytes(gdf, member=True, caller=caller)
     if fmt == "CSV":
         return _csv_bytes(gdf, caller)
+    if fmt == "ESRI Shapefile" or add_layer:
+        return None
+    buf = _stdio.BytesIO()
     if fmt == "Parquet":
-        return _parquet_bytes(gdf)
-    if fmt in ("GPKG", "FlatGeobuf") and not add_layer:
-        return _gdal_bytes(gdf, fmt, layer or p.stem)
-    return None
+        gdf.to_parquet(buf)
+        return buf.getvalue()
+    _formats.pyogrio_module(caller)
+    # FlatGeobuf's spatial index stores the features in Hilbert-curve order: without it they keep the
+    # frame's row order ("same rows, same order"); readers then scan the file instead of using an index
+    options: dict[str, Any] = (
+        {"layer_options": {"SPATIAL_INDEX": "NO"}} if fmt == "FlatGeobuf" else {"VERSION": GPKG_VERSION}
+    )
+    gdf.to_file(buf, driver=fmt, layer=layer or p.stem, engine="pyogrio", **options)
+    return buf.getvalue()
 
 
 def _stage_on_disk(
     gdf: Any, fmt: str, p: Path, layer: str, tmp: Path, g: _safe_write.Group
 ) -> tuple[int, str]:
     """Stage a Shapefile or a GeoPackage layer in group ``g``; return the staged file's size and SHA-256."""
-    try:
+    with _gdal_errors(p):
         if fmt == "ESRI Shapefile":
             staged = _stage_shapefile(gdf, p, tmp, g)
         else:
             staged = _stage_gpkg_layer(gdf, p, layer, tmp, g)
-    except (ValueError, TypeError, OSError):
-        raise
-    except Exception:  # GDAL failed writing to disk: its message can quote values
-        raise _gdal_write_error(p) from None
     return _safe_write.file_digest(staged)
 
 
@@ -643,56 +655,32 @@ def write_file(
     p = Path(os.fspath(path))
     fmt = _write_format(p, layer=layer, add_layer=add_layer, sidecar=sidecar, caller=caller)
     inputs = tuple(inputs)
-    _safe_write.recover(p)  # an earlier write interrupted after it was complete is finished first
-    _safe_write.check_output(p, overwrite=overwrite or add_layer, inputs=inputs)
     ledger = ledger_of(gdf) if sidecar else None
-    side = ledger_path(p)
-    _check_names([p, side] if ledger is not None else [p], caller)
-    if ledger is not None:
-        _safe_write.check_output(
-            side, overwrite=overwrite or add_layer, inputs=(*inputs, p), what="ledger sidecar"
-        )
+    _check_outputs(
+        p, overwrite=overwrite or add_layer, sidecar=ledger is not None, caller=caller, inputs=inputs
+    )
     if fmt == "ESRI Shapefile":  # the parts are one unit: all checked before any is touched
         for part in _shapefile_parts(p):
             _safe_write.check_output(part, overwrite=overwrite, inputs=inputs, what="Shapefile part")
     # serialise first: a frame that cannot be written leaves every file as it was
     gdf = _without_index(gdf)
     data = _serialise(gdf, fmt, p, layer=layer, add_layer=add_layer, caller=caller)
-    written = [p]
-    try:
-        for stale in (p, side):  # what a killed earlier write of this output left behind
-            _safe_write.remove_stale_temps(stale)
+    if data is None:
         tmp = _safe_write.temp_name(p, ".gpkg" if add_layer else "")
-        # the data and its sidecar are one group, committed through a commit record (see the module
-        # notes)
-        with contextlib.ExitStack() as stack:
-            stack.enter_context(_safe_write.cleanup_on_sigterm())  # outermost: SIGTERM cleans up all
-            g = stack.enter_context(_safe_write.group(overwrite=overwrite or add_layer, unit=p))
-            if data is not None:
-                g.add_bytes(p, data)
-                size, digest = len(data), hashlib.sha256(data).hexdigest()
-            else:
-                size, digest = _stage_on_disk(gdf, fmt, p, str(layer), tmp, g)
-            if ledger is not None:
-                record = _data_record(size, digest, p.name)
-                g.add_bytes(side, _ledger_bytes(ledger, record))  # named after the data file
-                written.append(side)
-    except OSError as exc:
-        if not exc.errno:
-            raise
-        raise OSError(
-            exc.errno,
-            f"cannot write '{p}': {os.strerror(exc.errno)}; the previous file (if any) is unchanged and no "
-            "partial file was left",
-        ) from None
-    return written
+        return _commit(
+            p,
+            lambda g: _stage_on_disk(gdf, fmt, p, str(layer), tmp, g),
+            ledger,
+            overwrite=overwrite or add_layer,
+        )
+    return _commit(p, data, ledger, overwrite=overwrite or add_layer)
 
 
 def layer_set_paths(path: str | os.PathLike[str], names: Any) -> dict[str, Path]:
-    """The files of a layer set written to ``path``.
+    """The files of a layer set written to ``path``: ``{name: path}``.
 
-    The files of a layer set written to ``path``: ``{name: path}``, one GeoPackage for all the layers
-    (``path`` itself), or one GeoJSON file ``<stem>.<name><suffix>`` per layer.
+    One GeoPackage for all the layers (``path`` itself), or one GeoJSON file ``<stem>.<name><suffix>`` per
+    layer.
     """
     p = Path(os.fspath(path))
     if p.suffix.lower() == ".gpkg":
@@ -743,37 +731,23 @@ def write_layer_set(
     _check_names(files, caller)
     for target in files:
         _safe_write.check_output(target, overwrite=overwrite, what="output")
-    try:
-        with _safe_write.group(overwrite=overwrite, unit=p) as g:
-            if suffix == ".gpkg":
-                _formats.pyogrio_module(caller)
-                tmp = _safe_write.temp_name(p, ".gpkg")
-                try:
+    with _write_errors(p, "files (if any) are"), _safe_write.group(overwrite=overwrite, unit=p) as g:
+        if suffix == ".gpkg":
+            _formats.pyogrio_module(caller)
+            tmp = _safe_write.temp_name(p, ".gpkg")
+            try:
+                with _gdal_errors(p):
                     for i, (name, frame) in enumerate(frames.items()):
                         _without_index(frame).to_file(
                             tmp, driver="GPKG", layer=name, mode="a" if i else "w", engine="pyogrio"
                         )
-                except BaseException as exc:
-                    for leftover in (tmp, *(Path(f"{tmp}{tail}") for tail in ("-journal", "-wal", "-shm"))):
-                        with contextlib.suppress(OSError):
-                            leftover.unlink()
-                    if isinstance(exc, ValueError | TypeError | OSError) or not isinstance(exc, Exception):
-                        raise
-                    raise _gdal_write_error(p) from None  # GDAL's message can quote values
-                g.add_file(tmp, p)  # the group owns it from here
-            else:
-                for name, frame in frames.items():
-                    g.add_bytes(
-                        targets[name], _geojson_bytes(_without_index(frame), member=True, caller=caller)
-                    )
-    except OSError as exc:
-        if not exc.errno:
-            raise
-        raise OSError(
-            exc.errno,
-            f"cannot write '{p}': {os.strerror(exc.errno)}; the previous files (if any) are unchanged and no "
-            "partial file was left",
-        ) from None
+            except BaseException:
+                _remove_gpkg(tmp)
+                raise
+            g.add_file(tmp, p)  # the group owns it from here
+        else:
+            for name, frame in frames.items():
+                g.add_bytes(targets[name], _geojson_bytes(_without_index(frame), member=True, caller=caller))
     return files
 
 
@@ -829,32 +803,10 @@ def to_geojson(
     _check_gdf(gdf, caller)
     if not (ledger is True or ledger is False or ledger == "sidecar"):
         raise ValueError(f"Got ledger={ledger!r}; `ledger` must be one of (True, False, 'sidecar').")
-    if isinstance(path, str | os.PathLike):
-        _safe_write.recover(path)  # an earlier write interrupted after it was complete is finished first
-    p = _safe_write.check_output(path, overwrite=overwrite)
-    prov = ledger_of(gdf)
-    side = ledger_path(p)
-    _check_names([p, side] if ledger == "sidecar" and prov is not None else [p], caller)
-    if ledger == "sidecar" and prov is not None:
-        _safe_write.check_output(side, overwrite=overwrite, inputs=(p,), what="ledger sidecar")
+    side = ledger_of(gdf) if ledger == "sidecar" else None
+    p = _check_outputs(path, overwrite=overwrite, sidecar=side is not None, caller=caller)
     data = _geojson_bytes(_without_index(gdf), member=ledger is True, caller=caller)
-    for stale in (p, side):
-        _safe_write.remove_stale_temps(stale)
-    try:
-        with _safe_write.group(overwrite=overwrite, unit=p) as g:  # one unit, as in write_file
-            g.add_bytes(p, data)
-            if ledger == "sidecar" and prov is not None:
-                record = _data_record(len(data), hashlib.sha256(data).hexdigest(), p.name)
-                g.add_bytes(side, _ledger_bytes(prov, record))
-    except OSError as exc:
-        if not exc.errno:
-            raise
-        raise OSError(
-            exc.errno,
-            f"cannot write '{p}': {os.strerror(exc.errno)}; the previous file (if any) is unchanged and no "
-            "partial file was left",
-        ) from None
-    return p
+    return _commit(p, data, side, overwrite=overwrite)[0]  # one unit, as in write_file
 
 
 # --------------------------------------------------------------------------------------------------
@@ -890,20 +842,21 @@ def _from_table(df: pd.DataFrame, *, wkt_col: Any, lon_col: Any, lat_col: Any, c
             geoms = shapely.from_wkt(values.astype(object).where(values.notna(), None).to_numpy())
         except shapely.errors.GEOSException:
             raise ValueError(f"{source}: column {wkt_col!r} holds text that is not valid WKT.") from None
-        rest = df.drop(columns=[wkt_col])
-        return gpd.GeoDataFrame(rest, geometry=gpd.GeoSeries(geoms, index=df.index, crs=crs), crs=crs)
-    if lon_col is None or lat_col is None or lon_col not in df.columns or lat_col not in df.columns:
+        used = [wkt_col]
+    elif lon_col is None or lat_col is None or lon_col not in df.columns or lat_col not in df.columns:
         raise ValueError(
             f"{source}: found neither a WKT column (one of {list(_WKT_NAMES)}) nor lon/lat columns (one of "
             f"{list(_LON_NAMES)} and one of {list(_LAT_NAMES)}). {_COLUMNS_UNQUOTED.format(len(cols))} "
             "Pass wkt_col= or lon_col=/lat_col= (command line: --wkt-col, --lon-col/--lat-col)."
         )
-    lon = pd.to_numeric(df[lon_col], errors="coerce").to_numpy(dtype=np.float64)
-    lat = pd.to_numeric(df[lat_col], errors="coerce").to_numpy(dtype=np.float64)
-    geoms = shapely.points(lon, lat)
-    geoms[np.isnan(lon) | np.isnan(lat)] = None
-    rest = df.drop(columns=[lon_col, lat_col])
-    return gpd.GeoDataFrame(rest, geometry=gpd.GeoSeries(geoms, index=df.index, crs=crs), crs=crs)
+    else:
+        lon = pd.to_numeric(df[lon_col], errors="coerce").to_numpy(dtype=np.float64)
+        lat = pd.to_numeric(df[lat_col], errors="coerce").to_numpy(dtype=np.float64)
+        geoms = shapely.points(lon, lat)
+        geoms[np.isnan(lon) | np.isnan(lat)] = None
+        used = [lon_col, lat_col]
+    geometry = gpd.GeoSeries(geoms, index=df.index, crs=crs)
+    return gpd.GeoDataFrame(df.drop(columns=used), geometry=geometry, crs=crs)
 
 
 def _is_id_name(name: Any) -> bool:
@@ -980,29 +933,15 @@ def _gdal_read(source: Any, *, layer: Any, name: str, fmt: str, caller: str) -> 
 
 
 def _sqlite_snapshot(path: Path, name: str, caller: str) -> bytes:
-    """A consistent copy, as bytes, of a SQLite database (a GeoPackage) with its WAL and journal applied.
+    """A consistent copy, as bytes, of a GeoPackage with its WAL applied (see :func:`_sqlite_copy`).
 
-    Committed rows can still be in ``<file>-wal`` (a writer holds the database open, or stopped before a
-    checkpoint), so the file's own bytes may miss them. SQLite opens the database read-only (no checkpoint,
-    no recovery, nothing next to it is written) under a shared lock, so a live writer's unfinished
-    transaction is never seen, and copies the committed state; GDAL gets the copy as bytes, as for the other
-    single-file formats, and never opens a path.
+    Committed rows can still be in ``<file>-wal``, so the file's own bytes may miss them. GDAL gets the copy
+    as bytes, as for the other single-file formats, and never opens a path.
     """
     import sqlite3
-    from urllib.parse import quote
 
-    uri = f"file:{quote(os.fspath(path.resolve()))}?mode=ro"
     try:
-        source = sqlite3.connect(uri, uri=True, timeout=10.0)
-        try:
-            copy = sqlite3.connect(":memory:")
-            try:
-                source.backup(copy)
-                data = bytearray(copy.serialize())
-            finally:
-                copy.close()
-        finally:
-            source.close()
+        data = bytearray(_sqlite_copy(path, ":memory:", lambda copy: copy.serialize()))
     except sqlite3.Error:
         raise ValueError(
             f"{caller}: cannot read a consistent copy of the GeoPackage '{name}': a writer holds it locked, "
@@ -1089,10 +1028,10 @@ def _read_gpx(data: bytes, name: str, caller: str) -> Any:
 
 
 def _read_any(path: str | os.PathLike[str], **kw: Any) -> tuple[Any, bytes | None]:
-    """Read a frame, turning library errors on a malformed file into a ValueError.
+    """:func:`_read_frame`, with every library error on a malformed file turned into a ValueError.
 
-    :func:`_read_frame`, with every library error on a malformed file turned into a ValueError naming
-    the file (its message withheld: GDAL, shapely, pyproj and the decompressors can quote the contents).
+    The error names the file; the library's message is withheld (GDAL, shapely, pyproj and the
+    decompressors can quote the contents).
     """
     try:
         return _read_frame(path, **kw)
@@ -1254,11 +1193,16 @@ def _has_geometry(gdf: Any) -> bool:
     return True
 
 
-def _no_rows(name: str, layer: Any, caller: str) -> ValueError:
-    where = f"layer {layer!r} of '{name}'" if layer is not None else f"'{name}'"
-    return ValueError(
-        f"{caller}: {where} holds no rows, so there is nothing to read; check the file (and layer=)."
-    )
+def _read_rows(path: Any, *, layer: Any, caller: str, **kw: Any) -> tuple[Any, bytes | None, Path]:
+    """:func:`_read_any`, refusing a file with no rows; with the path as a Path."""
+    gdf, raw = _read_any(path, layer=layer, caller=caller, **kw)
+    p = Path(os.fspath(path))
+    if len(gdf) == 0:
+        where = f"layer {layer!r} of '{p.name}'" if layer is not None else f"'{p.name}'"
+        raise ValueError(
+            f"{caller}: {where} holds no rows, so there is nothing to read; check the file (and layer=)."
+        )
+    return gdf, raw, p
 
 
 def _parse_time(gdf: Any, time_col: Any, caller: str) -> Any:
@@ -1270,15 +1214,14 @@ def _parse_time(gdf: Any, time_col: Any, caller: str) -> Any:
         "mixed-integer-float",
     )
     if not numeric and (pd.api.types.is_object_dtype(col) or pd.api.types.is_string_dtype(col)):
-        try:
-            parsed = pd.to_datetime(col, format="ISO8601")
-        except (ValueError, TypeError):
+        for fmt in ("ISO8601", "mixed"):  # ISO 8601 first: "mixed" guesses each value's format
             try:
-                parsed = pd.to_datetime(col, format="mixed")
+                parsed = pd.to_datetime(col, format=fmt)
+                break
             except (ValueError, TypeError):
-                raise ValueError(
-                    f"{caller}: the time column {time_col!r} holds values that are not dates/times."
-                ) from None
+                continue
+        else:
+            raise ValueError(f"{caller}: the time column {time_col!r} holds values that are not dates/times.")
         gdf = gdf.copy()
         gdf[time_col] = parsed
     return gdf
@@ -1357,7 +1300,7 @@ def read_trajectories(
         raise TypeError(
             f"The 'ledger' parameter of {caller} must be a bool or a path. Got {type(ledger).__name__}."
         )
-    gdf, raw = _read_any(
+    gdf, raw, p = _read_rows(
         path,
         layer=layer,
         crs=crs,
@@ -1369,9 +1312,7 @@ def read_trajectories(
         id_cols=[traj_id_col] if traj_id_col is not None else [],
         allow_vsi=allow_vsi,
     )
-    name = Path(os.fspath(path)).name
-    if len(gdf) == 0:
-        raise _no_rows(name, layer, caller)
+    name = p.name
     missing = [str(c) for c in (traj_id_col, time_col) if c is not None and c not in gdf.columns]
     if missing:  # the file's own names are not listed: without a header row they are a row of data
         raise ValueError(
@@ -1381,13 +1322,13 @@ def read_trajectories(
     if time_col is not None:
         gdf = _parse_time(gdf, time_col, caller)
     found = None
-    if raw is not None and Path(os.fspath(path)).suffix.lower() in {".geojson", ".json"}:
+    if raw is not None and p.suffix.lower() in {".geojson", ".json"}:
         found = _member_ledger(raw, name, caller)
     if ledger is not False:
-        side = ledger_path(Path(os.fspath(path))) if ledger is True else Path(os.fspath(ledger))
+        side = ledger_path(p) if ledger is True else Path(os.fspath(ledger))
         if ledger is True and not os.path.lexists(side):
             raise FileNotFoundError(f"{caller}: ledger=True but there is no sidecar '{side}'.")
-        found = _read_sidecar(side, Path(os.fspath(path)), caller)
+        found = _read_sidecar(side, p, caller)
     # attached as on the release itself: pd.concat of two different read-back releases warns
     gdf.attrs = {}
     attach(gdf, found)
@@ -1422,7 +1363,7 @@ def read_points(
     import shapely
 
     caller = "read_points"
-    gdf, _ = _read_any(
+    gdf, _, p = _read_rows(
         path,
         layer=layer,
         crs=crs,
@@ -1432,21 +1373,14 @@ def read_points(
         caller=caller,
         allow_vsi=allow_vsi,
     )
-    name = Path(os.fspath(path)).name
-    if len(gdf) == 0:
-        raise _no_rows(name, layer, caller)
     geoms = np.asarray(gdf.geometry.values, dtype=object)
-    missing = shapely.is_missing(geoms)
-    pos = np.flatnonzero(missing)
-    if pos.size:
-        raise ValueError(f"{caller}: row position {int(pos[0])} of '{name}' has a missing geometry.")
-    types = shapely.get_type_id(geoms)
-    pos = np.flatnonzero(types != 0)
-    if pos.size:
-        raise TypeError(
-            f"{caller}: row position {int(pos[0])} of '{name}' is not a Point; public points must be Points."
-        )
-    pos = np.flatnonzero(shapely.is_empty(geoms))
-    if pos.size:
-        raise ValueError(f"{caller}: row position {int(pos[0])} of '{name}' is an empty Point.")
+    checks: tuple[tuple[Callable[[Any], Any], type[Exception], str], ...] = (
+        (shapely.is_missing, ValueError, "has a missing geometry"),
+        (lambda g: shapely.get_type_id(g) != 0, TypeError, "is not a Point; public points must be Points"),
+        (shapely.is_empty, ValueError, "is an empty Point"),
+    )
+    for bad, error, what in checks:  # in this order: a missing geometry has no type
+        pos = np.flatnonzero(bad(geoms))
+        if pos.size:
+            raise error(f"{caller}: row position {int(pos[0])} of '{p.name}' {what}.")
     return gdf

@@ -199,9 +199,7 @@ def trajectories_from_points(
     rows = ft.vertex_rows  # sorted: by trajectory, then time
     traj_of_vertex = np.repeat(np.arange(ft.n_trajectories), ft.lengths)
     # new segment where the trajectory changes or the time gap is too large
-    brk = np.zeros(rows.size, dtype=bool)
-    brk[0] = True
-    brk[1:] = traj_of_vertex[1:] != traj_of_vertex[:-1]
+    brk = np.r_[True, traj_of_vertex[1:] != traj_of_vertex[:-1]]  # rows.size >= 1 (check_frame)
     times: Any = df[time_col].iloc[rows].reset_index(drop=True) if time_col is not None else None
     gap = _gap_value(max_gap, df[time_col]) if time_col is not None else None
     if gap is not None and rows.size > 1:
@@ -212,13 +210,7 @@ def trajectories_from_points(
     n_seg = int(seg_id[-1]) + 1 if seg_id.size else 0
     counts = np.bincount(seg_id, minlength=n_seg)
     keep_seg = counts >= min_points
-    n_drop = int((~keep_seg).sum())
-    if n_drop:
-        warnings.warn(
-            f"{n_drop} segment(s) with fewer than {min_points} point(s) were dropped.",
-            GeoLDPWarning,
-            stacklevel=2,
-        )
+    _warn_dropped(int((~keep_seg).sum()), "segment", min_points)
     geoms = np.asarray(df.geometry.values, dtype=object)[rows]
     xy = shapely.get_coordinates(geoms)  # 2-D: Z/M dropped
     keep_v = keep_seg[seg_id]
@@ -319,16 +311,6 @@ def _replace_geometry(gdf: Any, new_geoms: np.ndarray) -> Any:
     return out
 
 
-def _to_input_crs(ft: Any, lon: np.ndarray, lat: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    if _frames.is_wgs84(ft.crs):
-        return lon, lat
-    from pyproj import Transformer
-
-    tr = Transformer.from_crs(_frames.WGS84, ft.crs, always_xy=True)
-    x, y = tr.transform(lon, lat)
-    return np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)
-
-
 def drop_short_trips(gdf: Any, min_points: int = 2) -> Any:
     """Drop LineString rows with fewer than ``min_points`` vertices, after checking every coordinate.
 
@@ -365,14 +347,17 @@ def drop_short_trips(gdf: Any, min_points: int = 2) -> Any:
     min_points = check_int_min(min_points, "min_points", minimum=1, caller=caller)
     gdf, _ = _linestring_frame(gdf, caller)  # refuses NaN, inf and out-of-range coordinates, naming the row
     keep = shapely.get_num_coordinates(np.asarray(gdf.geometry.values, dtype=object)) >= min_points
-    n_drop = int((~keep).sum())
+    _warn_dropped(int((~keep).sum()), "trip", min_points)
+    return gdf[keep].copy()
+
+
+def _warn_dropped(n_drop: int, what: str, min_points: int) -> None:
     if n_drop:
         warnings.warn(
-            f"{n_drop} trip(s) with fewer than {min_points} point(s) were dropped.",
+            f"{n_drop} {what}(s) with fewer than {min_points} point(s) were dropped.",
             GeoLDPWarning,
-            stacklevel=2,
+            stacklevel=3,  # the public function's caller
         )
-    return gdf[keep].copy()
 
 
 def drop_consecutive_duplicates(gdf: Any, points: Any = None) -> Any:
@@ -424,11 +409,6 @@ def _cumulative_m(lon: np.ndarray, lat: np.ndarray) -> np.ndarray:
         return np.zeros(lon.size)
     seg = np.asarray(haversine_m(lon[:-1], lat[:-1], lon[1:], lat[1:]), dtype=np.float64)
     return np.concatenate([[0.0], np.cumsum(seg)])
-
-
-def _interpolate(lon: np.ndarray, lat: np.ndarray, cum: np.ndarray, at: np.ndarray) -> tuple[Any, Any]:
-    # linear in lon/lat between consecutive vertices (segments are short); exact at the vertices
-    return np.interp(at, cum, lon), np.interp(at, cum, lat)
 
 
 def resample(gdf: Any, *, max_points: int | None = None, spacing_m: float | None = None) -> Any:
@@ -499,11 +479,11 @@ def resample(gdf: Any, *, max_points: int | None = None, spacing_m: float | None
             at = np.linspace(0.0, total, int(max_points))
         if at is None:
             continue
-        if total > 0:
-            nl, nt = _interpolate(lon, lat, cum, at)
+        if total > 0:  # linear in lon/lat between consecutive vertices (short); exact at the vertices
+            nl, nt = np.interp(at, cum, lon), np.interp(at, cum, lat)
         else:  # stationary: keep the first vertices
             nl, nt = lon[: at.size], lat[: at.size]
-        x, y = _to_input_crs(ft, np.asarray(nl), np.asarray(nt))
+        x, y = (nl, nt) if _frames.is_wgs84(ft.crs) else _frames.transform_xy(nl, nt, _frames.WGS84, ft.crs)
         new[ft.traj_rows[t]] = shapely.linestrings(np.column_stack([x, y]))
     return _replace_geometry(gdf, new)
 
@@ -536,12 +516,9 @@ def simplify(gdf: Any, tolerance_m: float, *, max_points: int | None = None) -> 
     tolerance_m = check_float_range(tolerance_m, "tolerance_m", caller="simplify", closed=True)
     gdf, ft = _linestring_frame(gdf, caller)
     import geopandas as gpd
-    from pyproj import Transformer
 
-    wgs = gpd.GeoSeries(shapely.points(ft.lon, ft.lat), crs=_frames.WGS84)
-    utm = wgs.estimate_utm_crs()
-    px, py = Transformer.from_crs(_frames.WGS84, utm, always_xy=True).transform(ft.lon, ft.lat)
-    px, py = np.asarray(px), np.asarray(py)
+    utm = gpd.GeoSeries(shapely.points(ft.lon, ft.lat), crs=_frames.WGS84).estimate_utm_crs()
+    px, py = _frames.transform_xy(ft.lon, ft.lat, _frames.WGS84, utm)
     orig = shapely.get_coordinates(np.asarray(gdf.geometry.values, dtype=object))
     new = np.asarray(gdf.geometry.values, dtype=object).copy()
     for t in range(ft.n_trajectories):
@@ -638,8 +615,7 @@ def clip_to_area(gdf: Any, area: Any, *, outside: str = "clip", min_points: int 
         out = gdf[~leaves].reset_index(drop=True)
         out.attrs = dict(gdf.attrs, dropped=int(leaves.sum()))
         return out
-    start = np.ones(len(xy), dtype=bool)
-    start[1:] = (owner[1:] != owner[:-1]) | (inside[1:] != inside[:-1])
+    start = np.r_[True, (owner[1:] != owner[:-1]) | (inside[1:] != inside[:-1])]  # len(xy) >= 2
     run = np.cumsum(start) - 1
     run_len = np.bincount(run[inside], minlength=int(run.max()) + 1 if run.size else 0)
     keep = inside & (run_len[run] >= min_points)

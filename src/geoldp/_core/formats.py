@@ -69,6 +69,7 @@ WRITE_FORMATS = {
 }
 COMPRESSIONS = {".gz": "gzip", ".bz2": "bz2", ".xz": "xz", ".zip": "zip"}
 _MAGIC = {"gzip": b"\x1f\x8b", "bz2": b"BZh", "xz": b"\xfd7zXZ\x00", "zip": b"PK\x03\x04"}
+_SIGNATURES = {**_MAGIC, "Parquet": b"PAR1", "FlatGeobuf": b"fgb\x03fgb", "Shapefile": b"\x00\x00\x27\x0a"}
 _NETWORK_VSI = (
     "/vsicurl",
     "/vsis3",
@@ -103,10 +104,6 @@ class Detected:
         self.path, self.fmt, self.compression = path, fmt, compression
 
 
-def _allowed_list() -> str:
-    return ", ".join(sorted(FORMATS)) + " (CSV also as .csv.gz, .csv.bz2, .csv.xz, .csv.zip)"
-
-
 def _by_name(p: Path, caller: str) -> tuple[str, str | None]:
     suffixes = [s.lower() for s in p.suffixes]
     if suffixes and suffixes[-1] in COMPRESSIONS:
@@ -120,7 +117,8 @@ def _by_name(p: Path, caller: str) -> tuple[str, str | None]:
     fmt = FORMATS.get(suffixes[-1]) if suffixes else None
     if fmt is None:
         raise ValueError(
-            f"{caller}: cannot tell the format of '{p.name}' from its name; geoldp reads {_allowed_list()}. "
+            f"{caller}: cannot tell the format of '{p.name}' from its name; geoldp reads "
+            f"{', '.join(sorted(FORMATS))} (CSV also as .csv.gz, .csv.bz2, .csv.xz, .csv.zip). "
             "Rename the file with the suffix of its format."
         )
     return fmt, None
@@ -130,18 +128,12 @@ def _sniff(head: bytes) -> str:
     """What the first bytes of a file look like."""
     if not head:
         return "empty"
-    for name, magic in _MAGIC.items():
+    for name, magic in _SIGNATURES.items():
         if head.startswith(magic):
             return name
     if head.startswith(b"SQLite format 3\x00"):
         app = head[68:72]
         return "GPKG" if app in (b"GPKG", b"GP10", b"GP11") else "SQLite"
-    if head.startswith(b"PAR1"):
-        return "Parquet"
-    if head.startswith(b"fgb\x03fgb"):
-        return "FlatGeobuf"
-    if head.startswith(b"\x00\x00\x27\x0a"):
-        return "Shapefile"
     text = head.lstrip(b"\xef\xbb\xbf \t\r\n")
     if text.startswith(b"<"):
         low = text.lower()
@@ -182,8 +174,8 @@ def _refuse_path(text: str, *, allow_vsi: bool, caller: str) -> None:
         )
 
 
-def read_regular(path: Path, caller: str, *, limit: int | None = None) -> bytes:
-    """The bytes of a regular file (checked with ``os.stat`` before opening; opened non-blocking)."""
+def _open_regular(path: Path | str, caller: str, limit: int | None = None) -> int:
+    """A non-blocking read-only descriptor of the regular file ``path`` (checked with ``os.stat`` first)."""
     try:
         st = os.stat(path)
     except FileNotFoundError:
@@ -194,7 +186,12 @@ def read_regular(path: Path, caller: str, *, limit: int | None = None) -> bytes:
         )
     if limit is not None and st.st_size > limit:
         raise ValueError(f"{caller}: '{path}' is larger than {limit} bytes; that is not a geoldp ledger.")
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    return os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+
+
+def read_regular(path: Path, caller: str, *, limit: int | None = None) -> bytes:
+    """The bytes of a regular file (checked with ``os.stat`` before opening; opened non-blocking)."""
+    fd = _open_regular(path, caller, limit)
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):  # replaced between the two checks
             raise ValueError(f"{caller}: '{path}' is not a regular file; name a file.")
@@ -227,15 +224,7 @@ def detect(path: Any, caller: str, *, allow_vsi: bool = False) -> Detected | str
         return text
     p = Path(text)
     fmt, compression = _by_name(p, caller)
-    try:
-        st = os.stat(p)
-    except FileNotFoundError:
-        raise FileNotFoundError(f"{caller}: no such file: '{text}'.") from None
-    if not stat.S_ISREG(st.st_mode):
-        raise ValueError(
-            f"{caller}: '{text}' is not a regular file (a directory, FIFO or device); name a file."
-        )
-    fd = os.open(p, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    fd = _open_regular(text, caller)
     try:
         head = os.read(fd, _HEAD)
     finally:
@@ -303,19 +292,13 @@ def check_geojson_crs(data: bytes, name: str, caller: str) -> None:
         doc = json.loads(data)
     except (ValueError, RecursionError):
         raise ValueError(f"{caller}: '{name}' is not valid JSON; check the file.") from None
-
-    def members(obj: Any) -> Iterator[tuple[str, Any]]:
-        if isinstance(obj, dict):
-            for key, value in obj.items():
-                if isinstance(key, str) and key.lower() == "crs":
-                    yield key, value
-
     stack: list[tuple[Any, str]] = [(doc, "top level")]
     while stack:
         obj, where = stack.pop()
-        for _, value in members(obj):
-            _check_crs_member(value, where, name, caller)
         if isinstance(obj, dict):
+            for key, value in obj.items():
+                if isinstance(key, str) and key.lower() == "crs":
+                    _check_crs_member(value, where, name, caller)
             for key in ("features", "geometry", "geometries"):
                 child = obj.get(key)
                 if isinstance(child, list):
@@ -327,11 +310,7 @@ def check_geojson_crs(data: bytes, name: str, caller: str) -> None:
 
 
 class _Refused(Exception):
-    """Raised inside the expat handlers of :func:`check_xml`."""
-
-
-class _WrongRoot(Exception):
-    """Raised inside the expat handlers of :func:`check_xml` for an unexpected document element."""
+    """Raised inside the expat handlers of :func:`check_xml` (``"root"``: another document element)."""
 
 
 _XML_CHUNK = 1 << 16
@@ -359,7 +338,7 @@ def check_xml(data: bytes, name: str, caller: str, *, root: str | None = None) -
         if not seen:
             seen.append(tag)
             if root is not None and tag.rpartition(":")[2] != root:
-                raise _WrongRoot
+                raise _Refused("root")
 
     parser = expat.ParserCreate()
     parser.SetParamEntityParsing(expat.XML_PARAM_ENTITY_PARSING_NEVER)
@@ -373,12 +352,12 @@ def check_xml(data: bytes, name: str, caller: str, *, root: str | None = None) -
         for start in range(0, len(data), _XML_CHUNK):
             parser.Parse(data[start : start + _XML_CHUNK], False)
         parser.Parse(b"", True)
-    except _WrongRoot:
-        raise ValueError(
-            f"{caller}: '{name}' is XML but its document element is not <{root}>; geoldp reads only "
-            f"{root.upper() if root else 'XML'} documents under that name. Rename or convert it."
-        ) from None
-    except _Refused:
+    except _Refused as exc:
+        if exc.args:
+            raise ValueError(
+                f"{caller}: '{name}' is XML but its document element is not <{root}>; geoldp reads only "
+                f"{root.upper() if root else 'XML'} documents under that name. Rename or convert it."
+            ) from None
         raise ValueError(
             f"{caller}: '{name}' declares a DOCTYPE, a DTD or XML entities; geoldp refuses them anywhere in "
             "the file (they can make the parser read other files or expand without bound). Remove the "

@@ -60,6 +60,7 @@ __all__ = [
     "resolve_points",
     "snap",
     "trajectory_arrays",
+    "transform_xy",
     "warn_if_fixes",
 ]
 
@@ -181,6 +182,12 @@ def is_wgs84(crs: Any) -> bool:
     return bool(crs.equals(WGS84, ignore_axis_order=True))
 
 
+def transform_xy(x: Any, y: Any, source: Any, target: Any) -> tuple[np.ndarray, np.ndarray]:
+    """Coordinates ``(x, y)`` in ``source`` as float64 arrays in ``target`` (always_xy: lon before lat)."""
+    tx, ty = Transformer.from_crs(source, target, always_xy=True).transform(x, y)
+    return np.asarray(tx, dtype=np.float64), np.asarray(ty, dtype=np.float64)
+
+
 def require_crs(crs: Any, *, what: str, caller: str) -> CRS:
     """``crs`` as a pyproj CRS; a ValueError naming ``what`` (plural) and ``caller`` when it is missing."""
     if crs is None:
@@ -267,9 +274,7 @@ class TrajectoryArrays:
             return self.xy
         key = crs.to_wkt()
         if key not in self._reprojected:
-            tr = Transformer.from_crs(WGS84, crs, always_xy=True)
-            x, y = tr.transform(self.lon, self.lat)
-            self._reprojected[key] = np.column_stack([x, y])
+            self._reprojected[key] = np.column_stack(transform_xy(self.lon, self.lat, WGS84, crs))
         return self._reprojected[key]
 
     def segment_mask(self) -> np.ndarray:
@@ -368,16 +373,6 @@ def _time_key(values: pd.Series, rows: np.ndarray, *, caller: str, time_col: str
     return np.asarray(codes, dtype=np.int64)
 
 
-def _require_columns(gdf: Any, traj_id_col: Any, time_col: Any, *, caller: str) -> None:
-    """Refuse a ``traj_id_col`` or ``time_col`` that names no column of ``gdf``."""
-    missing_cols = [c for c in (traj_id_col, time_col) if c is not None and c not in gdf.columns]
-    if missing_cols:
-        raise ValueError(
-            f"{caller}: column(s) {[str(c) for c in missing_cols]} not found (traj_id_col/time_col). "
-            f"{available_columns(gdf.columns)}"
-        )
-
-
 def extract(
     gdf: Any,
     *,
@@ -417,7 +412,12 @@ def extract(
     if on_invalid not in _ON_INVALID:
         raise ValueError(f"Got on_invalid={on_invalid!r}; `on_invalid` must be one of {_ON_INVALID}.")
     crs = require_crs(gdf.crs, what="trajectories", caller=caller)
-    _require_columns(gdf, traj_id_col, time_col, caller=caller)
+    missing_cols = [str(c) for c in (traj_id_col, time_col) if c is not None and c not in gdf.columns]
+    if missing_cols:
+        raise ValueError(
+            f"{caller}: column(s) {missing_cols} not found (traj_id_col/time_col). "
+            f"{available_columns(gdf.columns)}"
+        )
     n_rows = len(gdf)
     geoms = np.asarray(gdf.geometry.values, dtype=object)
     missing = shapely.is_missing(geoms)
@@ -479,21 +479,17 @@ def extract(
                 _row_problem(problem[pos], pos, trajectories="trajectories", caller=caller, fix=fix)
             )
     valid = ~bad_rows
-    if warn_zm:
-        n_zm = int((zm & valid).sum())
-        if n_zm:
-            warnings.warn(
-                f"Z/M values of {n_zm} row(s) were dropped: geoldp perturbs 2-D locations only, and the "
-                "output is 2-D.",
-                GeoLDPWarning,
-                stacklevel=4,
-            )
     n_zm_rows = int((zm & valid).sum())
+    if warn_zm and n_zm_rows:
+        warnings.warn(
+            f"Z/M values of {n_zm_rows} row(s) were dropped: geoldp perturbs 2-D locations only, and the "
+            "output is 2-D.",
+            GeoLDPWarning,
+            stacklevel=4,
+        )
 
     keep_v = valid[vrow]
-    lon, lat, vrow = lon[keep_v], lat[keep_v], vrow[keep_v]
-    lon = np.ascontiguousarray(lon, dtype=np.float64)
-    lat = np.ascontiguousarray(lat, dtype=np.float64)
+    lon, lat, vrow = lon[keep_v], lat[keep_v], vrow[keep_v]  # new contiguous float64 arrays
 
     if kind == "LineString":
         # vertices are already grouped by row, rows in input order
@@ -567,9 +563,7 @@ def public_xy(ps: Any, crs: CRS, source: Any = None) -> tuple[np.ndarray, np.nda
             lon_chk, lat_chk = Transformer.from_crs(crs, WGS84, always_xy=True).transform(sx, sy)
             if np.array_equal(lon_chk, np.asarray(ps.lon)) and np.array_equal(lat_chk, np.asarray(ps.lat)):
                 return np.asarray(sx, dtype=np.float64), np.asarray(sy, dtype=np.float64)
-    tr = Transformer.from_crs(WGS84, crs, always_xy=True)
-    x, y = tr.transform(np.asarray(ps.lon), np.asarray(ps.lat))
-    return np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)
+    return transform_xy(np.asarray(ps.lon), np.asarray(ps.lat), WGS84, crs)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -656,10 +650,9 @@ def build_geometry(
 
     Rows left out by ``on_invalid="null"`` get ``None``.
     """
-    px, py = xy
-    result = np.full(n_rows, None, dtype=object)
     if ft.n_trajectories == 0:
-        return result
+        return np.full(n_rows, None, dtype=object)
+    px, py = xy
     try:
         flat = np.concatenate(outputs)
     except ValueError:  # e.g. 0-d entries
@@ -774,9 +767,7 @@ def _to_wgs84(x: np.ndarray, y: np.ndarray, crs: CRS) -> tuple[np.ndarray, np.nd
     """Coordinates in ``crs`` as WGS 84 (lon, lat) float64 arrays (copies when no transform is needed)."""
     if is_wgs84(crs):
         return np.array(x, dtype=np.float64), np.array(y, dtype=np.float64)
-    tr = Transformer.from_crs(crs, WGS84, always_xy=True)
-    lon, lat = tr.transform(x, y)
-    return np.asarray(lon, dtype=np.float64), np.asarray(lat, dtype=np.float64)
+    return transform_xy(x, y, crs, WGS84)
 
 
 def trajectory_arrays(obj: Any, points: Any = None, *, name: str, caller: str) -> TrajectoryArrays:

@@ -1,30 +1,17 @@
 """Atomic, non-clobbering file output (used by :mod:`geoldp.io` and the CLI).
 
-Every file is written in full to a temporary file *in the target directory*, flushed and fsynced, and only
-then given its name with one atomic rename; the directory is fsynced afterwards. A reader therefore sees
-either the previous file (or no file) or the complete new one, never a partial file, whatever happens
-during the write (an exception, Ctrl-C, ``kill -9``, a full disk).
+The guarantees (a reader sees the previous file or the complete new one; existing outputs, symlinks and
+inputs refused before anything is written; data and sidecar, or a Shapefile's parts, committed as one
+unit through a commit record) are described in the notes of :mod:`geoldp.io`. How they are kept:
 
-On Linux the temporary file is an unnamed ``O_TMPFILE`` inode: if the process dies, the kernel frees it and
-nothing is left behind. Elsewhere (or on file systems without ``O_TMPFILE``) it is a hidden
-``.<name>.geoldp-tmp-<random>`` file, removed on any error or interrupt Python can see.
-
-Output paths are checked before anything is written (:func:`check_output`): a symlink at the output path is
-refused (it could point at a file the user did not name), an existing file is an error unless
-``overwrite=True``, and no output may be the same file as an input (``os.path.samefile``: hard links
-included).
-
-Several files that belong together (a data file and its ledger sidecar, the parts of a Shapefile) are
-written as one :class:`Group`: every file is first written in full under a temporary identity and fsynced
-(a full disk fails here, before any name changes). Then, with SIGINT and SIGTERM held: each file gets a
-hidden temporary name, a small *commit record* ``.<data file>.geoldp-commit`` listing the renames (with
-each new file's size and SHA-256) is written atomically next to the data file, the files are renamed
-into place in the order the caller chose, and the record is removed. The record is the commit point.
-A ``kill -9`` (or a power loss) before it leaves the old files untouched; after it, the next geoldp
-reader or writer of the output finds the record and finishes the renames (:func:`recover`), so the
-output is then the new complete set of files: never the new sidecar beside the old data. ``SIGTERM``
-during a write removes the temporary files before the process ends (as it would have, by the default
-action); a ``kill -9`` can leave hidden temporary files, which the next write of the output removes.
+- On Linux a file is first an unnamed ``O_TMPFILE`` inode, which the kernel frees if the process dies;
+  elsewhere (or on file systems without ``O_TMPFILE``) a hidden ``.<name>.geoldp-tmp-<random>`` file,
+  removed on any error or interrupt Python can see. It is fsynced, renamed, and the directory fsynced.
+- :func:`check_output` compares an output with the inputs by ``os.path.samefile`` (hard links included).
+- A :class:`Group`'s commit record ``.<data file>.geoldp-commit`` lists the renames, in the order the
+  caller chose, with each new file's size and SHA-256; it is the commit point, and :func:`recover`
+  carries out one left by a killed write. ``SIGTERM`` during a write removes the temporary files before
+  the process ends (as it would have, by the default action).
 
 For fault-injection tests, the environment variable ``GEOLDP_TEST_PAUSE`` (a comma-separated list of
 point names: ``write``, ``commit``, ``staged``, ``journal``, ``rename``, ``done``) makes a write print
@@ -63,6 +50,7 @@ __all__ = [
     "check_utf8_name",
     "cleanup_on_sigterm",
     "commit_record_path",
+    "discard",
     "family",
     "file_digest",
     "fsync_dir",
@@ -208,6 +196,21 @@ def fsync_dir(directory: Path) -> None:
         os.close(fd)
 
 
+def discard(paths: Iterable[str | os.PathLike[str]]) -> None:
+    """Remove each file of ``paths`` that can be removed (temporary files, names to give back)."""
+    for path in paths:
+        with contextlib.suppress(OSError):
+            os.unlink(path)
+
+
+def _fsync_file(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
 def _same_file(a: Path, b: Path) -> bool:
     try:
         return os.path.samefile(a, b)
@@ -236,7 +239,7 @@ def check_output(
         raise TypeError(f"The 'overwrite' parameter must be a bool. Got {type(overwrite).__name__}.")
     p = Path(os.fspath(path))
     name = os.fspath(path)
-    parent = p.parent if str(p.parent) else Path(".")
+    parent = p.parent
     if not parent.is_dir():
         raise ValueError(f"The directory of the {what} file '{name}' does not exist; create it first.")
     try:
@@ -277,7 +280,7 @@ class AtomicFile:
         self.sha256 = hashlib.sha256()
         self.size = 0
         self._named: Path | None = None
-        directory = path.parent if str(path.parent) else Path(".")
+        directory = path.parent
         self._dir = directory
         fd = -1
         tmpfile = getattr(os, "O_TMPFILE", 0)
@@ -317,67 +320,48 @@ class AtomicFile:
     def publish(self) -> None:
         """Give the finished file its name, atomically (the directory is not fsynced here)."""
         try:
-            if self._named is None:
-                self._link_unnamed()
+            if self._named is None and not self.overwrite:
+                self._link(self.path)  # link(2) never replaces: an existing file is an error, no race
             else:
-                _rename(self._named, self.path, overwrite=self.overwrite)
+                _rename(self.stage(), self.path, overwrite=self.overwrite)
                 self._named = None
         except FileExistsError:
-            raise ValueError(
-                f"The output file '{self.path}' appeared while it was being written; it was left untouched. "
-                "Pass overwrite=True (CLI: --overwrite) to replace it."
-            ) from None
+            raise _appeared(self.path) from None
         finally:
-            os.close(self._fd)
-            self._fd = -1
+            self._close_fd()
 
     def stage(self) -> Path:
         """Give the finished file a hidden temporary name next to its target (renamed later); return it."""
         if self._named is None:
             name = temp_name(self.path)
-            # linkat(AT_SYMLINK_FOLLOW), as in _link_unnamed: plain link(2) would not follow /proc's link
-            dfd = os.open(self._dir, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
-            try:
-                source = f"/proc/self/fd/{self._fd}"
-                os.link(source, name.name, src_dir_fd=dfd, dst_dir_fd=dfd, follow_symlinks=True)
-            finally:
-                os.close(dfd)
+            self._link(name)
             self._named = name
-        os.close(self._fd)
-        self._fd = -1
+        self._close_fd()
         return self._named
 
-    def _link_unnamed(self) -> None:
-        # linkat(AT_SYMLINK_FOLLOW) on /proc/self/fd/N gives the unnamed O_TMPFILE inode a name (Linux)
+    def _link(self, name: Path) -> None:
+        # linkat(AT_SYMLINK_FOLLOW) on /proc/self/fd/N gives the unnamed O_TMPFILE inode a name (Linux);
+        # plain link(2) would not follow /proc's link
         dfd = os.open(self._dir, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
-        at = {"src_dir_fd": dfd, "dst_dir_fd": dfd}
-        source = f"/proc/self/fd/{self._fd}"
         try:
-            if not self.overwrite:  # link(2) never replaces: an existing file is an error, no race
-                os.link(source, self.path.name, follow_symlinks=True, **at)
-                return
-            staged = temp_name(self.path).name
-            os.link(source, staged, follow_symlinks=True, **at)
-            try:
-                os.replace(staged, self.path.name, **at)
-            except BaseException:
-                with contextlib.suppress(OSError):
-                    os.unlink(staged, dir_fd=dfd)
-                raise
+            source = f"/proc/self/fd/{self._fd}"
+            os.link(source, name.name, src_dir_fd=dfd, dst_dir_fd=dfd, follow_symlinks=True)
         finally:
             os.close(dfd)
+
+    def _close_fd(self) -> None:
+        if self._fd >= 0:
+            with contextlib.suppress(OSError):
+                os.close(self._fd)
+            self._fd = -1
 
     def abort(self) -> None:
         """Discard the temporary file."""
         with contextlib.suppress(Exception):
             self.file.close()
-        if self._fd >= 0:
-            with contextlib.suppress(OSError):
-                os.close(self._fd)
-            self._fd = -1
+        self._close_fd()
         if self._named is not None:
-            with contextlib.suppress(OSError):
-                os.unlink(self._named)
+            discard([self._named])
             self._named = None
 
 
@@ -391,10 +375,6 @@ def atomic_file(path: str | os.PathLike[str], *, overwrite: bool) -> Iterator[At
     af = AtomicFile(Path(os.fspath(path)), overwrite=overwrite)
     try:
         yield af
-    except BaseException:
-        af.abort()
-        raise
-    try:
         af.commit()
     except BaseException:
         af.abort()
@@ -430,27 +410,18 @@ def publish(tmp: Path, path: Path, *, overwrite: bool) -> None:
 
     Without ``overwrite`` the rename is a ``link`` that fails if ``path`` exists; ``tmp`` is then removed.
     """
-    fd = os.open(tmp, os.O_RDONLY)
+    _fsync_file(tmp)
     try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    try:
-        _rename(tmp, path, overwrite=overwrite)
-    except FileExistsError:
-        raise ValueError(
-            f"The output file '{path}' appeared while it was being written; it was left untouched. "
-            "Pass overwrite=True (CLI: --overwrite) to replace it."
-        ) from None
+        _publish_file(tmp, path, overwrite=overwrite)
     finally:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
-    fsync_dir(path.parent if str(path.parent) else Path("."))
+    fsync_dir(path.parent)
 
 
 def remove_stale_temps(path: Path) -> None:
     """Remove temporary files/directories left next to ``path`` by a killed earlier write."""
-    directory = path.parent if str(path.parent) else Path(".")
+    directory = path.parent
     prefix = f".{path.name}{TEMP_TAG}"
     try:
         entries = list(os.scandir(directory))
@@ -474,8 +445,8 @@ class Group:
     Add each file (:meth:`add_bytes`, or :meth:`add_file` for a complete temporary file written by
     someone else, e.g. GDAL, in the target's directory or a temporary directory inside it, and
     :meth:`add_removal` for a stale file to remove); :meth:`commit` then applies the removals and names
-    the files added with ``first=True``, then the others, each in the order they were added. With more than
-    one name to change and a ``unit``, the commit goes through a commit record (see the module notes).
+    the files in the order they were added. With more than one name to change and a ``unit``, the commit
+    goes through a commit record (see the module notes).
     """
 
     def __init__(self, *, overwrite: bool, unit: str | os.PathLike[str] | None = None) -> None:
@@ -487,14 +458,11 @@ class Group:
         self._temp_dirs: list[Path] = []
         self._recorded = False  # the commit record is in place: the temporary files belong to it now
 
-    def add_bytes(self, path: str | os.PathLike[str], data: bytes, *, first: bool = False) -> AtomicFile:
-        """Write ``data`` in full under a temporary identity and fsync it; named by :meth:`commit`.
-
-        ``first=True``: named before the files added without it.
-        """
+    def add_bytes(self, path: str | os.PathLike[str], data: bytes) -> AtomicFile:
+        """Write ``data`` in full under a temporary identity and fsync it; named by :meth:`commit`."""
         target = Path(os.fspath(path))
         af = AtomicFile(target, overwrite=self.overwrite)
-        self._steps.append(("first" if first else "bytes", af, target))
+        self._steps.append(("bytes", af, target))
         af.write(data)
         af.finish()
         self._staged(target)
@@ -504,11 +472,7 @@ class Group:
         """Take a complete temporary file ``tmp`` (in the directory of ``path``); fsync it now."""
         target = Path(os.fspath(path))
         self._steps.append(("file", tmp, target))
-        fd = os.open(tmp, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+        _fsync_file(tmp)
         if self.unit is not None:  # for the commit record, outside the block where signals are held
             self._digests[len(self._steps) - 1] = file_digest(tmp)
         self._staged(target)
@@ -525,14 +489,13 @@ class Group:
         self._steps.append(("remove", None, Path(os.fspath(path))))
 
     def _staged(self, target: Path) -> None:
-        self._dirs.add(target.parent if str(target.parent) else Path("."))
+        self._dirs.add(target.parent)
         if sum(kind != "remove" for kind, _, _ in self._steps) == 1:
             pause_point("write")
 
     def _ordered(self) -> list[tuple[int, str, Any, Path]]:
-        rank = {"remove": 0, "first": 1}
         steps = [(i, *step) for i, step in enumerate(self._steps)]
-        return sorted(steps, key=lambda step: rank.get(step[1], 2))
+        return sorted(steps, key=lambda step: step[1] != "remove")  # stable: removals first
 
     def commit(self) -> None:
         """Name every staged file in order, with SIGINT/SIGTERM held; fsync the directories.
@@ -559,7 +522,7 @@ class Group:
                     with contextlib.suppress(FileNotFoundError):
                         os.unlink(target)
                     continue
-                if kind in ("first", "bytes"):
+                if kind == "bytes":
                     item.publish()
                 else:
                     _publish_file(item, target, overwrite=self.overwrite)
@@ -568,15 +531,13 @@ class Group:
                     pause_point("rename")
         except BaseException:
             if not self.overwrite:  # the names were free: give them back
-                for target in named:
-                    with contextlib.suppress(OSError):
-                        os.unlink(target)
+                discard(named)
             raise
         for directory in self._dirs:
             fsync_dir(directory)
 
     def _commit_recorded(self, unit: Path) -> None:
-        directory = unit.parent if str(unit.parent) else Path(".")
+        directory = unit.parent
         if any(target.parent != unit.parent for *_, target in self._steps):
             raise ValueError("The files of a group must share the directory of its unit.")
         files: list[dict[str, Any]] = []
@@ -585,7 +546,7 @@ class Group:
             if kind == "remove":
                 removals.append(target.name)
                 continue
-            if kind in ("first", "bytes"):
+            if kind == "bytes":
                 staged = item.stage()
                 size, digest = item.size, item.sha256.hexdigest()
             else:
@@ -625,11 +586,9 @@ class Group:
         if self._recorded:
             return
         for kind, item, _ in self._steps:
-            if kind in ("first", "bytes"):
+            if kind == "bytes":
                 item.abort()
-            elif kind == "file":
-                with contextlib.suppress(OSError):
-                    os.unlink(item)
+        discard(item for kind, item, _ in self._steps if kind == "file")
         for directory in self._temp_dirs:
             shutil.rmtree(directory, ignore_errors=True)
 
@@ -686,12 +645,8 @@ def _check_record(unit: Path, record: dict[str, Any], directory: Path) -> None:
 
 def _roll_back(unit: Path, directory: Path, named: list[Path], unplaced: list[dict[str, Any]]) -> None:
     """Free the names this group took (``named``), drop its ``unplaced`` temporary files and its record."""
-    for ours in named:  # the names were free when the write began: free them again
-        with contextlib.suppress(OSError):
-            os.unlink(ours)
-    for later in unplaced:
-        with contextlib.suppress(OSError):
-            os.unlink(directory / later["staged"])
+    discard(named)  # the names were free when the write began: free them again
+    discard(directory / later["staged"] for later in unplaced)
     with contextlib.suppress(FileNotFoundError):
         os.unlink(commit_record_path(unit))
     fsync_dir(directory)
@@ -705,7 +660,7 @@ def _roll_forward(unit: Path, record: dict[str, Any], *, live: bool) -> None:
     by an earlier attempt (or a concurrent recovery). Without ``overwrite`` a name taken meanwhile by
     another file rolls the group back instead: the names this group took are freed, nothing else changes.
     """
-    directory = unit.parent if str(unit.parent) else Path(".")
+    directory = unit.parent
     overwrite = record["overwrite"]
     files = record["files"]
     if not live:  # a recovery checks every file before any change
@@ -739,11 +694,11 @@ def _roll_forward(unit: Path, record: dict[str, Any], *, live: bool) -> None:
 
 
 def family(unit: str | os.PathLike[str]) -> frozenset[str]:
-    """The exact file names a write group of ``unit`` touches.
+    """The exact file names a write group of ``unit`` writes or removes.
 
-    The exact names a group of ``unit`` writes or removes: the data file, its ledger sidecar and, for a
-    Shapefile, its parts (those geoldp writes and the indexes other tools keep next to it), for a GeoJSON
-    name the files of a layer set written under it (``<stem>.<layer>.geojson``).
+    The data file, its ledger sidecar and, for a Shapefile, its parts (those geoldp writes and the indexes
+    other tools keep next to it), for a GeoJSON name the files of a layer set written under it
+    (``<stem>.<layer>.geojson``).
     """
     name = Path(os.fspath(unit)).name
     names = {name, name + LEDGER_TAIL}

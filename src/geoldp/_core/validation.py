@@ -144,13 +144,8 @@ def check_epsilon(epsilon: Any, *, caller: str, name: str = "epsilon", maximum: 
     """
     value = check_real(epsilon, name, caller=caller)
     upper = math.inf if maximum is None else float(maximum)
-    if maximum is None:
-        ok = 0.0 < value < math.inf
-        rng = "(0, inf)"
-    else:
-        ok = 0.0 < value <= upper
-        rng = f"(0, {upper:g}]"
-    if not ok:
+    if not (0.0 < value < math.inf if maximum is None else 0.0 < value <= upper):
+        rng = "(0, inf)" if maximum is None else f"(0, {upper:g}]"
         raise ValueError(
             f"The {name!r} parameter of {caller} must be a float in the range {rng}. "
             f"Got {_fmt(epsilon)} instead."
@@ -215,12 +210,7 @@ def check_count(value: Any, name: str, *, caller: str, minimum: int = 1, maximum
     >>> check_count(1000, "n_synthetic", caller="synthesize")
     1000
     """
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (numbers.Integral, np.integer)):
-        raise TypeError(
-            f"The {name!r} parameter of {caller} must be an int. Got {_fmt(value)} of type "
-            f"{type(value).__name__} instead."
-        )
-    number = int(value)
+    number = check_int_range(value, name, caller=caller)  # its type check and message
     if not minimum <= number <= maximum:
         raise ValueError(
             f"The {name!r} parameter of {caller} must be an int in the range [{minimum}, {maximum}]; got "
@@ -350,11 +340,7 @@ def check_max_km(max_km: Any, *, caller: str) -> float | None:
     """
     if max_km is None:
         return None
-    if (
-        isinstance(max_km, (bool, np.bool_))
-        or not isinstance(max_km, (numbers.Real, np.integer, np.floating))
-        or not (0.0 <= float(max_km) < math.inf)
-    ):
+    if not _is_real_number(max_km) or not (0.0 <= float(max_km) < math.inf):
         raise ValueError(
             f"The 'max_km' parameter of {caller} must be None or a float in [0, inf). Got {_fmt(max_km)}."
         )
