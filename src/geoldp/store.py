@@ -178,6 +178,27 @@ def redact(url: str) -> str:
     return f"{head}{sep}{user}{':***' if ':' in creds else ''}@{rest}"
 
 
+@contextlib.contextmanager
+def opened(store: Any, total_epsilon: float | None = None) -> Iterator[Store]:
+    """``store`` as it is, or the store of a path or URL (created with ``total_epsilon`` if new), closed at
+    the end only if it was opened here; a given store must keep ``total_epsilon`` per user, if given."""
+    if isinstance(store, Store):
+        if total_epsilon is not None and store.total_epsilon != total_epsilon:
+            raise ValueError(
+                f"The store {store.location} keeps a total of {store.total_epsilon:g} per user; the "
+                f"campaign's is {total_epsilon:g}: use a store made for this campaign."
+            )
+        yield store
+        return
+    if not (isinstance(store, (str, os.PathLike)) and (is_url(store) or os.fspath(store))):
+        raise TypeError(
+            "The 'store' parameter must be a GeoPackage path, a postgresql:// URL or a geoldp.store.Store. "
+            f"Got {type(store).__name__} instead."
+        )
+    with Store.open(store, total_epsilon=total_epsilon) as st:
+        yield st
+
+
 class Report(NamedTuple):
     """One report record to append: its user, digest (unique), ε, and the JSON payload and ledger entry.
 

@@ -288,7 +288,7 @@ class Campaign:
             This is not an LDPTrace round-1 campaign, or the store holds none of its reports.
         """
         from geoldp.ldptrace import report_sums
-        from geoldp.store import Store
+        from geoldp.store import opened
 
         d = self.document
         if d["kind"] != "ldptrace" or d["parameters"]["round"] != 1:
@@ -296,13 +296,8 @@ class Campaign:
                 f"The campaign {self.id[:12]}... is not the first round of an LDPTrace campaign: only that "
                 "has a next round."
             )
-        st, opened = (store, False) if isinstance(store, Store) else (Store.open(store), True)
-        try:
-            rows = st.reports(self.id)
-            location = st.location
-        finally:
-            if opened:
-                st.close()
+        with opened(store) as st:
+            rows, location = st.reports(self.id), st.location
         if not rows:
             raise ValueError(
                 f"The store {location} holds no round-1 reports of the campaign {self.id[:12]}...: ingest "

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from geoldp import _campaign_doc as doc
-from geoldp.store import Report, Store, is_url
+from geoldp.store import Report, Store, is_url, opened
 
 if TYPE_CHECKING:
     from geoldp.field.campaign import Campaign
@@ -92,23 +92,6 @@ def _document(campaign: Any) -> dict[str, Any]:
     return doc.check_campaign(document)
 
 
-def _open_store(store: Any, total: float) -> tuple[Store, bool]:
-    """``(store, opened here)``: a Store as it is, or a path/URL opened (created with ``total`` if new)."""
-    if isinstance(store, Store):
-        if store.total_epsilon != total:
-            raise ValueError(
-                f"The store {store.location} keeps a total of {store.total_epsilon:g} per user; the "
-                f"campaign's is {total:g}: use a store made for this campaign."
-            )
-        return store, False
-    if not (isinstance(store, (str, os.PathLike)) and (is_url(store) or os.fspath(store))):
-        raise TypeError(
-            "The 'store' parameter must be a GeoPackage path, a postgresql:// URL or a geoldp.store.Store. "
-            f"Got {type(store).__name__} instead."
-        )
-    return Store.open(store, total_epsilon=total), True
-
-
 def _ledger_entry(campaign: dict[str, Any]) -> tuple[str, str]:
     """The public ledger entry stored beside a report, as a prefix and suffix around its record id and rng.
 
@@ -125,26 +108,13 @@ _DECODER = json.JSONDecoder(parse_constant=doc.refuse_constant)
 _RECORD_ID = re.compile(r"[0-9a-f]{32}")
 _HEX = re.compile(r"[0-9a-f]*")
 _RNGS = frozenset({"os-csprng", "seeded"})
-#: The decoder's scanner (what ``JSONDecoder.raw_decode`` calls) and JSON's whitespace, as it skips it.
-_SCAN: Callable[[str, int], tuple[Any, int]] = _DECODER.scan_once  # type: ignore[attr-defined]
-_SPACE = re.compile(r"[ \t\n\r]*").match
 
 
 def _loads(text: str) -> Any:
-    """``json.loads(text, parse_constant=refuse_constant)``: the same value or the same error.
-
-    One decoder for all lines, called as ``json.JSONDecoder.decode`` calls it.
-    """
-    if text.startswith("\ufeff"):
+    """``json.loads(text, parse_constant=refuse_constant)``: the same value or the same error."""
+    if text.startswith("\ufeff"):  # as json.loads refuses it (the decoder itself does not look)
         raise json.JSONDecodeError("Unexpected UTF-8 BOM (decode using utf-8-sig)", text, 0)
-    try:
-        value, end = _SCAN(text, _SPACE(text).end())  # type: ignore[union-attr]  # always matches
-    except StopIteration as err:
-        raise json.JSONDecodeError("Expecting value", text, err.value) from None
-    end = _SPACE(text, end).end()  # type: ignore[union-attr]
-    if end != len(text):
-        raise json.JSONDecodeError("Extra data", text, end)
-    return value
+    return _DECODER.decode(text)
 
 
 def _points_writer(m: int, limit: int) -> Callable[[Any], str | None]:
@@ -187,18 +157,23 @@ def _olh_writer(g: int) -> Callable[[Any], str | None]:
     return olh
 
 
-def _oue_writer(d: int) -> Callable[[Any], str | None]:
-    n_chars, pad = 2 * ((d + 7) // 8), (1 << (8 - d % 8)) - 1 if d % 8 else 0
+def _hex_shape(d: int) -> tuple[int, int]:
+    """The hex characters of an OUE bit vector of ``d`` bits, and the mask of its last byte's padding."""
+    return 2 * ((d + 7) // 8), (1 << (8 - d % 8)) - 1 if d % 8 else 0
+
+
+def _oue_writer(d: int, member: str = "bits") -> Callable[[Any], str | None]:
+    n_chars, pad = _hex_shape(d)
 
     def oue(payload: Any) -> str | None:
         if type(payload) is not dict or len(payload) != 1:
             return None
-        bits = payload.get("bits")
+        bits = payload.get(member)
         if type(bits) is not str or len(bits) != n_chars or _HEX.fullmatch(bits) is None:
             return None
         if pad and int(bits[-2:], 16) & pad:  # the padding bits of the last byte
             return None
-        return f'{{"bits":"{bits}"}}'
+        return f'{{"{member}":"{bits}"}}'
 
     return oue
 
@@ -206,26 +181,15 @@ def _oue_writer(d: int) -> Callable[[Any], str | None]:
 def _ldptrace_writer(campaign: dict[str, Any]) -> Callable[[Any], str | None]:
     """The quick check of an LDPTrace record: each member a hex string of its exact length, nothing else.
 
-    The hex digits and the padding bits are checked at once over the whole record (one regex on the
-    joined text, one look at each last byte), so a round-2 record of L reports costs a few microseconds.
+    Round 2's hex digits and padding bits are checked at once over the whole record (one regex on the
+    joined text, one look at each last byte), so a record of L reports costs a few microseconds.
     """
     shapes = doc.ldptrace_shapes(campaign)
+    if "transitions" not in shapes:  # round 1: one OUE report of the length
+        return _oue_writer(shapes["length"][0], "length")
     keys = frozenset(shapes)
-    (d_one, _), many = next(iter(shapes.values())), shapes.get("transitions")
-    n_one = 2 * ((d_one + 7) // 8)
-    pad_one = (1 << (8 - d_one % 8)) - 1 if d_one % 8 else 0
-    if many is not None:  # round 2: start, end (N² bits each) and L − 1 transitions (8 N² bits)
-        n_many, count = 2 * ((many[0] + 7) // 8), many[1]
-
-    def round1(payload: Any) -> str | None:
-        if type(payload) is not dict or payload.keys() != keys:
-            return None
-        bits = payload["length"]
-        if type(bits) is not str or len(bits) != n_one or _HEX.fullmatch(bits) is None:
-            return None
-        if pad_one and int(bits[-2:], 16) & pad_one:
-            return None
-        return f'{{"length":"{bits}"}}'
+    (n_one, pad_one), (n_many, _) = _hex_shape(shapes["start"][0]), _hex_shape(shapes["transitions"][0])
+    count = shapes["transitions"][1]
 
     def round2(payload: Any) -> str | None:
         if type(payload) is not dict or payload.keys() != keys:
@@ -242,12 +206,12 @@ def _ldptrace_writer(campaign: dict[str, Any]) -> Callable[[Any], str | None]:
         joined = "".join(moves)
         if _HEX.fullmatch(start + end + joined) is None:
             return None
-        if pad_one and (int(start[-2:], 16) & pad_one or int(end[-2:], 16) & pad_one):
+        if int(start[-2:], 16) & pad_one or int(end[-2:], 16) & pad_one:
             return None  # 8 N² bits are whole bytes: only start and end can have padding
         listed = ",".join(f'"{m}"' for m in moves)
         return f'{{"end":"{end}","start":"{start}","transitions":[{listed}]}}'
 
-    return round1 if many is None else round2
+    return round2
 
 
 def _payload_writer(campaign: dict[str, Any]) -> Callable[[Any], str | None]:
@@ -427,9 +391,8 @@ def ingest(
             f"The store '{os.fspath(store)}' does not exist, so it does not hold the round 1 that the "
             f"round-2 campaign {cid[:12]}... continues: ingest round 2 into the store of its round 1."
         )
-    st, opened = _open_store(store, float(document["user_total_epsilon"]))
     summary = IngestSummary()
-    try:
+    with opened(store, float(document["user_total_epsilon"])) as st:
         if document["kind"] == "ldptrace" and document["parameters"]["round"] == 2:
             _check_round1(st, document)
         st.add_campaign(cid, doc.canonical(document).decode("utf-8"))
@@ -442,9 +405,6 @@ def ingest(
                     pending = []
             if pending:
                 _append(st, cid, pending, summary)
-    finally:
-        if opened:
-            st.close()
     return summary
 
 
@@ -491,8 +451,7 @@ def stored_campaign(store: Any, campaign_id: str) -> Campaign:
     """The campaign registered in ``store`` under ``campaign_id`` (a unique prefix of it is enough)."""
     from geoldp.field.campaign import Campaign
 
-    st, opened = (store, False) if isinstance(store, Store) else (Store.open(store), True)
-    try:
+    with opened(store) as st:
         ids = [c for c in st.campaigns() if c.startswith(str(campaign_id))]
         if len(ids) != 1:
             known = ", ".join(c[:12] for c in st.campaigns()) or "none"
@@ -501,9 +460,6 @@ def stored_campaign(store: Any, campaign_id: str) -> Campaign:
                 f"{campaign_id!r} (campaigns: {known}); name one by its id or a unique prefix of it."
             )
         text, location = st.campaign(ids[0]), st.location
-    finally:
-        if opened:
-            st.close()
     if text is None:  # listed just above: only a concurrent removal gets here
         raise ValueError(f"The campaign {ids[0][:12]}... is no longer in the store {location}.")
     return Campaign(doc.check_campaign(json.loads(text), where=f"The campaign {ids[0][:12]}... in the store"))
@@ -697,13 +653,9 @@ def answer(
         No reports of the campaign in the store, no zones to answer over, no question (but for
         LDPTrace), or LDPTrace's round 1 (whose reports only fix round 2).
     """
-    st, opened = (store, False) if isinstance(store, Store) else (Store.open(store), True)
-    try:
+    with opened(store) as st:
         c = stored_campaign(st, campaign) if isinstance(campaign, str) else campaign
         rows = st.reports(c.id)
-    finally:
-        if opened:
-            st.close()
     if not rows:
         raise ValueError(f"The store holds no reports of the campaign {c.id[:12]}...: ingest them first.")
     if c.document["kind"] == "ldptrace":
