@@ -265,14 +265,22 @@ def _keys(value: Any, allowed: frozenset[str], where: str, member: str) -> dict[
     return value
 
 
+def _is_finite(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
 def _finite_list(value: Any, where: str, member: str, *, length: int | None = None) -> list[float]:
-    if not isinstance(value, list) or not all(
-        isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in value
-    ):
+    if not isinstance(value, list) or not all(_is_finite(v) for v in value):
         raise _fail(where, f"has a malformed '{member}' (a list of finite numbers is expected).")
     if length is not None and len(value) != length:
         raise _fail(where, f"has {len(value)} values in '{member}', not {length}.")
     return [float(v) for v in value]
+
+
+def _positive(value: Any, where: str, member: str) -> float:
+    if not isinstance(value, float) or not (0.0 < value < math.inf):
+        raise _fail(where, f"has a malformed '{member}' (a positive float is expected).")
+    return value
 
 
 def _int(value: Any, where: str, member: str, *, minimum: int = 0) -> int:
@@ -322,9 +330,7 @@ def check_campaign(document: Any, *, where: str = "The campaign") -> dict[str, A
     if not isinstance(document["design"], str) or not document["design"]:
         raise _fail(where, "has a malformed 'design' (a design name such as 'atp' is expected).")
     for member in ("epsilon", "user_total_epsilon"):
-        eps = document[member]
-        if not isinstance(eps, float) or not (0.0 < eps < math.inf):
-            raise _fail(where, f"has a malformed '{member}' (a positive float is expected).")
+        _positive(document[member], where, member)
     if document["user_total_epsilon"] < document["epsilon"]:
         raise _fail(where, "has a 'user_total_epsilon' below its 'epsilon': no user could send a report.")
     if not isinstance(document["epsilon_exact"], str) or not isinstance(document["ledger"], dict):
@@ -385,9 +391,7 @@ def _check_hybrid(document: Mapping[str, Any], parameters: Mapping[str, Any], wh
     for part in ("trajectory", "report"):
         allowed = _PARAMETER_KEYS[part] | {"epsilon"}
         eps = _keys(parameters[part], allowed, where, f"parameters.{part}")["epsilon"]
-        if not isinstance(eps, float) or not (0.0 < eps < math.inf):
-            raise _fail(where, f"has a malformed 'parameters.{part}.epsilon' (a positive float is expected).")
-        total += Fraction(eps)
+        total += Fraction(_positive(eps, where, f"parameters.{part}.epsilon"))
     if total > Fraction(document["epsilon"]):
         raise _fail(where, "has parts whose budgets add up to more than its 'epsilon'.")
 
@@ -476,10 +480,8 @@ def _check_ldptrace(view: Mapping[str, Any], where: str) -> None:
     q = par["quantile"]
     if not (isinstance(q, float) and 0.0 < q <= 1.0):
         raise _fail(where, "has a malformed 'parameters.quantile' (a float in (0, 1]).")
-    total, e1 = par["total_epsilon"], par["length_epsilon"]
-    for member, value in (("total_epsilon", total), ("length_epsilon", e1)):
-        if not isinstance(value, float) or not (0.0 < value < math.inf):
-            raise _fail(where, f"has a malformed 'parameters.{member}' (a positive float is expected).")
+    total = _positive(par["total_epsilon"], where, "parameters.total_epsilon")
+    e1 = _positive(par["length_epsilon"], where, "parameters.length_epsilon")
     if Fraction(e1) * 10 > Fraction(total) or total > view["user_total_epsilon"]:
         raise _fail(
             where, "has a 'length_epsilon' above a tenth of 'total_epsilon', or a total above the user's."
@@ -514,9 +516,7 @@ def _check_ldptrace_round2(view: Mapping[str, Any], par: Mapping[str, Any], wher
     sums = par["length_sums"]
     if not (isinstance(sums, list) and len(sums) == d and all(_is_int(v, 0, n1 + 1) for v in sums)):
         raise _fail(where, f"has a malformed 'parameters.length_sums' ({d} ints in [0, length_reports]).")
-    pr, eps = par["per_report"], view["epsilon"]
-    if not isinstance(pr, float) or not (0.0 < pr < math.inf):
-        raise _fail(where, "has a malformed 'parameters.per_report' (a positive float is expected).")
+    pr, eps = _positive(par["per_report"], where, "parameters.per_report"), view["epsilon"]
     if (L + 1) * Fraction(pr) > Fraction(eps) or Fraction(par["length_epsilon"]) + Fraction(eps) > Fraction(
         par["total_epsilon"]
     ):
@@ -556,27 +556,27 @@ def _check_part(view: Mapping[str, Any], where: str) -> None:
 
 def _check_zone(zone: Any, where: str, member: str) -> None:
     """A zone: a list of polygons, each a list of rings, each a closed list of at least 4 [lon, lat]."""
-    ok = isinstance(zone, list) and len(zone) > 0
-    if ok:
-        for polygon in zone:
-            if not (isinstance(polygon, list) and polygon):
-                ok = False
-                break
-            for ring in polygon:
-                if not (isinstance(ring, list) and len(ring) >= 4 and ring[0] == ring[-1]):
-                    ok = False
-                    break
-                for vertex in ring:
-                    if not (
-                        isinstance(vertex, list)
-                        and len(vertex) == 2
-                        and all(isinstance(c, (int, float)) and not isinstance(c, bool) for c in vertex)
-                        and all(math.isfinite(c) for c in vertex)
-                    ):
-                        ok = False
-                        break
-    if not ok:
+
+    def vertex(v: Any) -> bool:
+        return isinstance(v, list) and len(v) == 2 and all(_is_finite(c) for c in v)
+
+    def ring(r: Any) -> bool:
+        return isinstance(r, list) and len(r) >= 4 and r[0] == r[-1] and all(vertex(v) for v in r)
+
+    if not (
+        isinstance(zone, list)
+        and zone
+        and all(isinstance(p, list) and p and all(ring(r) for r in p) for p in zone)
+    ):
         raise _fail(where, f"has a malformed zone '{member}' (polygons of closed [lon, lat] rings).")
+
+
+def _length_rows(client: Mapping[str, Any], max_points: int, where: str) -> list[tuple[int, Any]]:
+    """The stage budgets of each length a client releases (lengths not releasable hold their reason)."""
+    lengths = client["lengths"]
+    if not (isinstance(lengths, list) and len(lengths) == max_points + 1):
+        raise _fail(where, "has a 'client.lengths' table that does not cover 1 to max_points.")
+    return [(n, row) for n, row in enumerate(lengths) if row is not None and not isinstance(row, str)]
 
 
 def _check_tracs_client(client: Any, max_points: int, where: str) -> None:
@@ -595,14 +595,10 @@ def _check_tracs_client(client: Any, max_points: int, where: str) -> None:
         _finite_list(client["origin"], where, "client.origin", length=2)
     elif client["origin"] is not None:
         raise _fail(where, "has a 'client.origin' for TraCS-C (null is expected).")
-    lengths = client["lengths"]
-    if not (isinstance(lengths, list) and len(lengths) == max_points + 1):
-        raise _fail(where, "has a 'client.lengths' table that does not cover 1 to max_points.")
-    for n, row in enumerate(lengths):
-        if row is not None and not isinstance(row, str):
-            a, b = _finite_list(row, where, f"client.lengths[{n}]", length=2)
-            if not (a > 0.0 and b > 0.0):
-                raise _fail(where, f"has a non-positive stage budget in 'client.lengths[{n}]'.")
+    for n, row in _length_rows(client, max_points, where):
+        a, b = _finite_list(row, where, f"client.lengths[{n}]", length=2)
+        if not (a > 0.0 and b > 0.0):
+            raise _fail(where, f"has a non-positive stage budget in 'client.lengths[{n}]'.")
 
 
 def _check_trajectory_client(client: Any, m: int, max_points: int, where: str) -> None:
@@ -631,12 +627,7 @@ def _check_trajectory_client(client: Any, m: int, max_points: int, where: str) -
         and all(a <= b for a, b in zip(cell_start, cell_start[1:], strict=False))
     ):
         raise _fail(where, "has a malformed 'client.grid.cell_start'.")
-    lengths = client["lengths"]
-    if not (isinstance(lengths, list) and len(lengths) == max_points + 1):
-        raise _fail(where, "has a 'client.lengths' table that does not cover 1 to max_points.")
-    for n, row in enumerate(lengths):
-        if row is None or isinstance(row, str):
-            continue  # not releasable (the reason), or length 0
+    for n, row in _length_rows(client, max_points, where):
         flat = row if n < 1 or not isinstance(row[0], list) else [v for part in row for v in part]
         _finite_list(flat, where, f"client.lengths[{n}]")
 
