@@ -561,10 +561,9 @@ class Client:
         if self.kind == "hybrid":
             self._parts = {k: Client(None, _part=v) for k, v in part_views(document).items()}
             self._max_points = self._parts["trajectory"]._max_points
-        elif self.kind == "trajectory" and document["client"]["kernel"] in TRACS_KERNELS:
-            self._prepare_tracs()
         elif self.kind == "trajectory":
-            self._prepare_trajectory()
+            self._prepare_points()
+            (self._prepare_tracs if self._kernel in TRACS_KERNELS else self._prepare_trajectory)()
         elif self.kind == "pilot":
             self._prepare_pilot()
         elif self.kind == "ldptrace":
@@ -577,27 +576,22 @@ class Client:
 
     # -- TraCS-D and TraCS-C: in the plane of the campaign's box, then snapped to P ------------------
     def _prepare_tracs(self) -> None:
-        doc = self.document
-        client = doc["client"]
-        self._points_of_p(doc["points"])
-        self._max_points = int(doc["parameters"]["max_points"])
-        self._lengths = client["lengths"]
-        self._kernel = client["kernel"]
+        client = self.document["client"]
         plane = client["plane"]
         self._plane = (float(plane["lat_0"]), float(plane["lon_0"]), float(plane["radius_m"]))
         self._box = _readonly(np.asarray(client["planar_bounds"], dtype=np.float64))
         origin = client["origin"] if client["origin"] is not None else [0.0, 0.0]
         self._origin = _readonly(np.asarray(origin, dtype=np.float64))
 
-    def _points_of_p(self, pts: dict[str, Any]) -> None:
-        """P in radians and as unit vectors (what snapping reads)."""
-        lon = np.asarray(pts["lon"], dtype=np.float64)
-        lat = np.asarray(pts["lat"], dtype=np.float64)
-        lam, phi = lon * _DEG2RAD, lat * _DEG2RAD
-        cphi = np.cos(phi)
-        self._m = int(lon.shape[0])
-        self._lam, self._phi = _readonly(lam), _readonly(phi)
-        self._xyz = _readonly(np.column_stack([cphi * np.cos(lam), cphi * np.sin(lam), np.sin(phi)]))
+    def _prepare_points(self) -> None:
+        """P in radians and as unit vectors (what snapping reads), and the lengths the campaign releases."""
+        doc = self.document
+        lam, phi, xyz = _unit_vectors(doc["points"]["lon"], doc["points"]["lat"])
+        self._m = int(lam.shape[0])
+        self._lam, self._phi, self._xyz = _readonly(lam), _readonly(phi), _readonly(xyz)
+        self._max_points = int(doc["parameters"]["max_points"])
+        self._lengths = doc["client"]["lengths"]
+        self._kernel = doc["client"]["kernel"]
 
     def _tracs_report(self, lon: np.ndarray, lat: np.ndarray, key: np.ndarray) -> dict[str, Any]:
         """TraCS's release of the trajectory in the plane, then each released location's nearest point of P.
@@ -643,8 +637,11 @@ class Client:
         out_x, out_y = mech.perturb_xy(x, y, offsets, key=key)
         return out_x, out_y
 
-    def _check_length(self, n: int) -> None:
-        """Refuse, before any draw, a length the campaign cannot release (or longer than its maximum)."""
+    def _check_length(self, n: int) -> Any:
+        """Refuse, before any draw, a length the campaign cannot release (or longer than its maximum).
+
+        Returns the length's stage budgets.
+        """
         if n > self._max_points:
             raise ValueError(
                 f"The trajectory has {n} points; this campaign releases at most {self._max_points}. "
@@ -656,36 +653,24 @@ class Client:
                 f"A trajectory of {n} points cannot be released under this campaign: "
                 f"{row or 'not releasable'}. Resample it to another number of points."
             )
+        return row
 
     # -- trajectory designs (TP, ATP, PointEM) -----------------------------------------------------
     def _prepare_trajectory(self) -> None:
-        doc = self.document
-        pts, client = doc["points"], doc["client"]
-        lon = np.asarray(pts["lon"], dtype=np.float64)
-        lat = np.asarray(pts["lat"], dtype=np.float64)
-        lam = lon * _DEG2RAD
-        phi = lat * _DEG2RAD
-        cphi = np.cos(phi)
-        xyz = np.column_stack([cphi * np.cos(lam), cphi * np.sin(lam), np.sin(phi)])
+        pts, client = self.document["points"], self.document["client"]
         grid = client["grid"]
         order = np.asarray(grid["order"], dtype=np.int64)
-        self._m = int(lon.shape[0])
-        self._max_points = int(doc["parameters"]["max_points"])
-        self._lengths = client["lengths"]
         self._plan = client["plan"]
-        self._kernel = client["kernel"]
         self._props = (int(client["proposals"][0]), int(client["proposals"][1]))
         self._region_tol = float(client["region_tol"])
         self._region_record = int(client["region_record"])
         self._stack = int(client["stack"])
         self._n_stats = int(client["stats"])
-        self._lam, self._phi = _readonly(lam), _readonly(phi)
-        self._xyz = _readonly(xyz)
         self._index = _Index(
             self._lam,
             self._phi,
             self._xyz,
-            np.ascontiguousarray(xyz[order]),
+            np.ascontiguousarray(self._xyz[order]),
             order,
             np.asarray(grid["gf"], dtype=np.float64),
             np.asarray(grid["gi"], dtype=np.int64),
@@ -734,9 +719,7 @@ class Client:
         of a dot product is about 1e−16, so the kernel's minimiser is among them) and the kernel decides
         among them; a vertex whose nearest point is more than ``_FAR_COS``'s angle away is scanned fully.
         """
-        lam, phi = lon * _DEG2RAD, lat * _DEG2RAD
-        cphi = np.cos(phi)
-        q = np.column_stack([cphi * np.cos(lam), cphi * np.sin(lam), np.sin(phi)])
+        lam, phi, q = _unit_vectors(lon, lat)
         dots = self._xyz @ q.T
         best = dots.max(axis=0)
         out = np.empty(lon.shape[0], dtype=np.int64)
@@ -754,14 +737,7 @@ class Client:
         return out
 
     def _tables(self, n: int) -> tuple[np.ndarray, ...]:
-        row = self._lengths[n]
-        if row is None or isinstance(row, str):
-            reason = row or "not releasable"
-            raise ValueError(
-                f"A trajectory of {n} points cannot be released under this campaign: {reason}. "
-                "Resample it to "
-                "another number of points."
-            )
+        row = self._check_length(n)
         eps_single = np.zeros(n + 1)
         tabs = [np.zeros((n + 1, 2)) for _ in range(7)]
         if not isinstance(row[0], list):
@@ -846,7 +822,7 @@ class Client:
         pts = self.document["points"]
         ps = PointSet(np.asarray(pts["lon"]), np.asarray(pts["lat"]))
         idx, _ = ps.nearest(lon, lat)
-        self._tables(lon.shape[0])  # the same refusal of a length the campaign cannot release
+        self._check_length(lon.shape[0])  # the same refusal of a length the campaign cannot release
         mech = engine.resolve_mechanism(self.design, self.epsilon, {}, caller="geoldp.client")
         out = engine.run_with_key([np.asarray(idx, dtype=np.int64)], ps, mech, key=key)
         return [int(v) for v in out[0]]
@@ -862,10 +838,6 @@ class Client:
         self._d = int(par["domain"])
         self._n_zones = int(par["n_zones"])
         self._zone_table = _zone_table(doc["report_zones"]["polygons"])
-
-    def _zone_of(self, lon: np.ndarray, lat: np.ndarray) -> np.ndarray:
-        """The first zone that contains each vertex or has it on its boundary; ``n_zones`` for none."""
-        return _zone_lookup(self._zone_table, lon, lat)
 
     # -- the pilot: three k-RR reports (length class, number of zones visited, one coarse cell) ------
     def _prepare_pilot(self) -> None:
@@ -900,7 +872,7 @@ class Client:
 
     def items(self, lon: np.ndarray, lat: np.ndarray) -> list[int]:
         """The private item set a report design samples from: the visited zones, or the (origin, end) pair."""
-        zone = self._zone_of(lon, lat)
+        zone = _zone_lookup(self._zone_table, lon, lat)
         k = self._n_zones + 1
         if self._statistic == "od":
             return [int(zone[0]) * k + int(zone[-1])]
@@ -1035,10 +1007,9 @@ class Client:
 
     def _pilot_record(self, lon: np.ndarray, lat: np.ndarray, gen: Any) -> tuple[dict[str, Any], str]:
         if gen is None:  # a ChaCha20 stream under a key from the OS: the same draws, from the OS's entropy
-            key = np.frombuffer(os.urandom(32), dtype=np.uint32).copy()
-            return self.pilot_report(lon, lat, _Stream(key, 0)), os.urandom(16).hex()
-        payload = self.pilot_report(lon, lat, _GeneratorDraws(gen))
-        return payload, gen.bytes(16).hex()
+            (key,), record_id = _keys_and_id(None)
+            return self.pilot_report(lon, lat, _Stream(key, 0)), record_id
+        return self.pilot_report(lon, lat, _GeneratorDraws(gen)), gen.bytes(16).hex()
 
     def _record(self, payload: Any, record_id: str, user: str, gen: Any) -> dict[str, Any]:
         return {
@@ -1052,6 +1023,13 @@ class Client:
             "report": payload,
             "rng": "os-csprng" if gen is None else "seeded",
         }
+
+
+def _unit_vectors(lon: Any, lat: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Degrees to radians, and the points as unit vectors (what snapping compares)."""
+    lam, phi = np.asarray(lon, dtype=np.float64) * _DEG2RAD, np.asarray(lat, dtype=np.float64) * _DEG2RAD
+    cphi = np.cos(phi)
+    return lam, phi, np.column_stack([cphi * np.cos(lam), cphi * np.sin(lam), np.sin(phi)])
 
 
 def _zone_table(polygons: list[Any]) -> tuple[list[Any], list[tuple[float, float, float, float]], int]:
