@@ -67,10 +67,7 @@ def _cmd_create(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int
             user_total_epsilon=args.user_total_epsilon,
             max_points=args.max_points,
         )
-        with stage(f"cannot write '{args.output}'"):
-            campaign.write(out_path, overwrite=args.overwrite)
-    _describe(campaign, stderr)
-    print(out_path, file=stdout)
+        print(_publish(campaign, args.output, out_path, args.overwrite, stderr), file=stdout)
     return 0
 
 
@@ -84,8 +81,13 @@ def campaign_from_plan(
         args.campaign_out, overwrite=args.overwrite, suffixes=(".json",), ledger=False, what="--campaign-out"
     )
     campaign = Campaign.create(design, epsilon=args.epsilon, points=points, zones=zones)
-    with stage(f"cannot write '{args.campaign_out}'"):
-        campaign.write(out_path, overwrite=args.overwrite)
+    return _publish(campaign, args.campaign_out, out_path, args.overwrite, stderr)
+
+
+def _publish(campaign: Any, given: str, out_path: Path, overwrite: bool, stderr: TextIO) -> Path:
+    """Write a campaign file (``given``: as the user named it) and say what it collects."""
+    with stage(f"cannot write '{given}'"):
+        campaign.write(out_path, overwrite=overwrite)
     _describe(campaign, stderr)
     return out_path
 
@@ -216,10 +218,7 @@ def _cmd_next_round(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) ->
     round1 = Campaign.read(round1_path)
     with _report_warnings(stderr), Store.open(args.store) as store:
         round2 = round1.next_round(store)
-    with stage(f"cannot write '{args.output}'"):
-        round2.write(out_path, overwrite=args.overwrite)
-    _describe(round2, stderr)
-    print(out_path, file=stdout)
+    print(_publish(round2, args.output, out_path, args.overwrite, stderr), file=stdout)
     return 0
 
 
