@@ -643,7 +643,7 @@ def _trajectory_client(des: TrajectoryDesign, eps: float, ps: Any, max_points: i
             "levels": levels,
         },
         "plan": {  # the sampler plan's switches, and its two counts
-            k: (int if k in ("granularity", "sw_buckets") else bool)(getattr(plan, k)) for k in doc._PLAN_KEYS
+            k: (int if k in ("granularity", "sw_buckets") else bool)(getattr(plan, k)) for k in doc.PLAN_KEYS
         },
         "tau": float(TAU_FACTOR * index.delta),
         "proposals": [int(sampling.MAX_PROPOSALS), int(sampling.MAX_PROPOSALS_D)],

@@ -106,7 +106,6 @@ def _ledger_entry(campaign: dict[str, Any]) -> tuple[str, str]:
 #: One JSON decoder for every line (``json.loads`` with an argument builds a new decoder per call).
 _DECODER = json.JSONDecoder(parse_constant=doc.refuse_constant)
 _RECORD_ID = re.compile(r"[0-9a-f]{32}")
-_HEX = re.compile(r"[0-9a-f]*")
 _RNGS = frozenset({"os-csprng", "seeded"})
 
 
@@ -115,128 +114,6 @@ def _loads(text: str) -> Any:
     if text.startswith("\ufeff"):  # as json.loads refuses it (the decoder itself does not look)
         raise json.JSONDecodeError("Unexpected UTF-8 BOM (decode using utf-8-sig)", text, 0)
     return _DECODER.decode(text)
-
-
-def _points_writer(m: int, limit: int) -> Callable[[Any], str | None]:
-    def points(payload: Any) -> str | None:
-        if type(payload) is not dict or len(payload) != 1:
-            return None
-        pts = payload.get("points")
-        if (
-            type(pts) is not list
-            or not 1 <= len(pts) <= limit
-            or set(map(type, pts)) != {int}  # no bool, no float: plain ints only
-            or min(pts) < 0
-            or max(pts) >= m
-        ):
-            return None
-        return '{"points":[' + ",".join(map(str, pts)) + "]}"
-
-    return points
-
-
-def _krr_writer(d: int) -> Callable[[Any], str | None]:
-    def krr(payload: Any) -> str | None:
-        if type(payload) is not dict or len(payload) != 1:
-            return None
-        v = payload.get("value")
-        return f'{{"value":{v}}}' if type(v) is int and 0 <= v < d else None
-
-    return krr
-
-
-def _olh_writer(g: int) -> Callable[[Any], str | None]:
-    def olh(payload: Any) -> str | None:
-        if type(payload) is not dict or len(payload) != 2:
-            return None
-        s, v = payload.get("seed"), payload.get("value")
-        if type(s) is int and type(v) is int and 0 <= s < 2**32 and 0 <= v < g:
-            return f'{{"seed":{s},"value":{v}}}'
-        return None
-
-    return olh
-
-
-def _hex_shape(d: int) -> tuple[int, int]:
-    """The hex characters of an OUE bit vector of ``d`` bits, and the mask of its last byte's padding."""
-    return 2 * ((d + 7) // 8), (1 << (8 - d % 8)) - 1 if d % 8 else 0
-
-
-def _oue_writer(d: int, member: str = "bits") -> Callable[[Any], str | None]:
-    n_chars, pad = _hex_shape(d)
-
-    def oue(payload: Any) -> str | None:
-        if type(payload) is not dict or len(payload) != 1:
-            return None
-        bits = payload.get(member)
-        if type(bits) is not str or len(bits) != n_chars or _HEX.fullmatch(bits) is None:
-            return None
-        if pad and int(bits[-2:], 16) & pad:  # the padding bits of the last byte
-            return None
-        return f'{{"{member}":"{bits}"}}'
-
-    return oue
-
-
-def _ldptrace_writer(campaign: dict[str, Any]) -> Callable[[Any], str | None]:
-    """The quick check of an LDPTrace record: each member a hex string of its exact length, nothing else.
-
-    Round 2's hex digits and padding bits are checked at once over the whole record (one regex on the
-    joined text, one look at each last byte), so a record of L reports costs a few microseconds.
-    """
-    shapes = doc.ldptrace_shapes(campaign)
-    if "transitions" not in shapes:  # round 1: one OUE report of the length
-        return _oue_writer(shapes["length"][0], "length")
-    keys = frozenset(shapes)
-    (n_one, pad_one), (n_many, _) = _hex_shape(shapes["start"][0]), _hex_shape(shapes["transitions"][0])
-    count = shapes["transitions"][1]
-
-    def round2(payload: Any) -> str | None:
-        if type(payload) is not dict or payload.keys() != keys:
-            return None
-        start, end, moves = payload["start"], payload["end"], payload["transitions"]
-        if type(moves) is not list or len(moves) != count or type(start) is not str or type(end) is not str:
-            return None
-        if (
-            len(start) != n_one
-            or len(end) != n_one
-            or any(type(m) is not str or len(m) != n_many for m in moves)
-        ):
-            return None
-        joined = "".join(moves)
-        if _HEX.fullmatch(start + end + joined) is None:
-            return None
-        if int(start[-2:], 16) & pad_one or int(end[-2:], 16) & pad_one:
-            return None  # 8 N² bits are whole bytes: only start and end can have padding
-        listed = ",".join(f'"{m}"' for m in moves)
-        return f'{{"end":"{end}","start":"{start}","transitions":[{listed}]}}'
-
-    return round2
-
-
-def _payload_writer(campaign: dict[str, Any]) -> Callable[[Any], str | None]:
-    """A function giving the canonical JSON text of a report payload that is surely valid, else None.
-
-    The quick path of the common case: a payload it accepts is one that :func:`check_record` accepts,
-    and its text is the payload's canonical JSON (:func:`canonical`), written without the encoder. For
-    anything else it returns None and the record takes the full check (which refuses it with its reason,
-    or accepts it: then its text is encoded as usual).
-    """
-    if campaign["kind"] == "trajectory":
-        return _points_writer(len(campaign["points"]["lon"]), int(campaign["parameters"]["max_points"]))
-    if campaign["kind"] == "ldptrace":
-        return _ldptrace_writer(campaign)
-    if campaign["kind"] != "report":  # hybrids and pilots: every record takes the full check
-        return lambda payload: None
-    parameters = campaign["parameters"]
-    oracle, d = parameters["oracle"], int(parameters["domain"])
-    if oracle == "krr":
-        return _krr_writer(d)
-    if oracle == "olh":
-        return _olh_writer(doc.olh_range(campaign["epsilon"]))
-    if oracle == "oue":
-        return _oue_writer(d)
-    return lambda payload: None
 
 
 def _quick_check(campaign: dict[str, Any]) -> Callable[[Any], str | None]:
@@ -249,7 +126,7 @@ def _quick_check(campaign: dict[str, Any]) -> Callable[[Any], str | None]:
     expected = (doc.RECORD_FORMAT, campaign["id"], campaign["design"])
     epsilon = campaign["epsilon"]
     longest = doc.MAX_USER_CHARS
-    payload_text = _payload_writer(campaign)
+    payload_text = doc.payload_writer(campaign)
     record_id, rngs = _RECORD_ID.fullmatch, _RNGS
 
     def check(record: Any) -> str | None:
