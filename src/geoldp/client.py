@@ -238,6 +238,10 @@ def _qr(x: list[int], a: int, b: int, c: int, d: int) -> None:
     x[a], x[b], x[c], x[d] = xa, xb, xc, xd
 
 
+#: A double round: the quarter rounds of the four columns, then of the four diagonals.
+_DOUBLE_ROUND = tuple(
+    (i, 4 + (i + k) % 4, 8 + (i + 2 * k) % 4, 12 + (i + 3 * k) % 4) for k in (0, 1) for i in range(4)
+)
 _SIGMA = np.array([0x61707865, 0x3320646E, 0x79622D32, 0x6B206574], dtype=np.uint32)
 #: Lane orders that turn a row of four lanes left by 0, 1, 2, 3 (turning by 4 − k turns back by k).
 _TURN = tuple(np.array([(i + k) % 4 for i in range(4)]) for k in range(4))
@@ -308,14 +312,8 @@ class _Stream:
         j += [c & _M32, c >> 32, s & _M32, s >> 32]
         x = list(j)
         for _ in range(10):
-            _qr(x, 0, 4, 8, 12)
-            _qr(x, 1, 5, 9, 13)
-            _qr(x, 2, 6, 10, 14)
-            _qr(x, 3, 7, 11, 15)
-            _qr(x, 0, 5, 10, 15)
-            _qr(x, 1, 6, 11, 12)
-            _qr(x, 2, 7, 8, 13)
-            _qr(x, 3, 4, 9, 14)
+            for a, b, c, d in _DOUBLE_ROUND:
+                _qr(x, a, b, c, d)
         return [(a + b) & _M32 for a, b in zip(x, j, strict=True)]
 
     def word(self) -> int:

@@ -36,12 +36,6 @@ def _store_target(text: str) -> str:
     return text
 
 
-def _where(target: str) -> str:
-    from geoldp.store import is_url, redact
-
-    return redact(target) if is_url(target) else f"'{target}'"
-
-
 # ------------------------------------------------------------------------------------------------------
 # campaign create | show | verify
 
@@ -185,19 +179,21 @@ def _cmd_respond(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> in
 def _cmd_ingest(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     from geoldp import _campaign_doc
     from geoldp.field.ingest import DEFAULT_BATCH, ingest
+    from geoldp.store import is_url, redact
 
     campaign_path = existing_file(args.campaign, "CAMPAIGN")
     document = _campaign_doc.load_campaign(campaign_path)
     files = [existing_file(f, "REPORTS") for f in args.reports]
     target = _store_target(args.store)
     summary = ingest(campaign_path, files, store=target, batch=args.batch or DEFAULT_BATCH)
+    where = redact(target) if is_url(target) else f"'{target}'"
     for refusal in summary.refused[: args.max_errors]:
         print(f"{PROG}: refused: {refusal}", file=stderr)
     if len(summary.refused) > args.max_errors:
         print(f"{PROG}: refused: ... and {len(summary.refused) - args.max_errors} more", file=stderr)
     print(
         f"{PROG}: ingested {summary.read} records of campaign {document['id'][:12]}... into "
-        f"{_where(target)}: "
+        f"{where}: "
         f"{summary.stored} stored, {summary.duplicates} already stored, {summary.over_budget} over their "
         f"user's budget (not stored, not charged), {len(summary.refused)} refused",
         file=stdout,

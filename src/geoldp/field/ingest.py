@@ -411,15 +411,11 @@ def _release_of_reports(campaign: Campaign, reports: list[Any]) -> Any:
     )
     if par["oracle"] == "oue":
         table = pd.DataFrame({"bits": pd.Series([bytes.fromhex(r["bits"]) for r in reports], dtype=object)})
-    elif par["oracle"] == "olh":
+    else:  # the release's columns and the payload members they hold
+        columns = {"seed": "seed", "report": "value"} if par["oracle"] == "olh" else {"report": "value"}
         table = pd.DataFrame(
-            {
-                "seed": np.array([r["seed"] for r in reports], dtype=np.int64),
-                "report": np.array([r["value"] for r in reports], dtype=np.int64),
-            }
+            {c: np.array([r[k] for r in reports], dtype=np.int64) for c, k in columns.items()}
         )
-    else:
-        table = pd.DataFrame({"report": np.array([r["value"] for r in reports], dtype=np.int64)})
     attach(table, finish_release(release_provenance(des, zones, "os-csprng", "LineString")))
     return table
 
