@@ -691,17 +691,8 @@ class Client:
                     kernels[1].region_tree(self._index.sxyz, self._index.cell_start, nu, nv, levels, nodes)
             else:
                 levels = np.zeros((1, 3), dtype=np.int64)
-            self._region = _RegionIndex(
-                self._lam,
-                self._phi,
-                self._index.xyz,
-                self._index.sxyz,
-                order,
-                self._index.cell_start,
-                nodes,
-                levels,
-                use_grid,
-            )
+            # P's arrays as the grid index holds them (lam, phi, xyz, sxyz, order), then the quadtree
+            self._region = _RegionIndex(*self._index[:5], self._index.cell_start, nodes, levels, use_grid)
         self._no_tables = (
             _readonly(np.zeros((0, self._m, 1))),
             _readonly(np.zeros((0, 2))),
