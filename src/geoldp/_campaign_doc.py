@@ -100,6 +100,8 @@ _PARAMETER_KEYS = {
 }
 #: LDPTrace's grid in a campaign: its box (longitude, latitude), side N and CRS (WGS 84 only).
 _LDPTRACE_GRID_KEYS = frozenset({"bounds", "n", "crs"})
+#: The parameters an LDPTrace round-2 campaign fixes (null in round 1).
+LDPTRACE_ROUND2_MEMBERS = ("round1", "max_length", "per_report", "length_reports", "length_sums")
 #: LDPTrace's largest grid side (as :data:`geoldp._ldptrace_grid.GRID_MAX`) and length domain.
 LDPTRACE_GRID_MAX = 256
 LDPTRACE_MAX_DOMAIN = 100_000
@@ -489,10 +491,7 @@ def _check_ldptrace(view: Mapping[str, Any], where: str) -> None:
         )
     rnd = par["round"]
     if rnd == 1:
-        if any(
-            par[k] is not None
-            for k in ("round1", "max_length", "per_report", "length_reports", "length_sums")
-        ):
+        if any(par[k] is not None for k in LDPTRACE_ROUND2_MEMBERS):
             raise _fail(where, "is an LDPTrace round 1 with members of round 2 (null is expected).")
         if view["epsilon"] != e1:
             raise _fail(where, "is an LDPTrace round 1 whose 'epsilon' is not its 'length_epsilon'.")
