@@ -885,11 +885,8 @@ class Client:
             return {"seed": seed, "value": _krr_value(source, _olh_hash(seed, x, g), g, _krr_lie(g, eps))}
         t = math.exp(-eps)
         p, q = 0.5, t / (1.0 + t)
-        bits = np.zeros((self._d + 7) // 8, dtype=np.uint8)
-        for v in range(self._d):
-            if source.bernoulli(p if v == x else q):
-                bits[v >> 3] |= np.uint8(1 << (7 - (v & 7)))
-        return {"bits": bits.tobytes().hex()}
+        bits = [source.bernoulli(p if v == x else q) for v in range(self._d)]
+        return {"bits": np.packbits(bits).tobytes().hex()}  # bit v: bit 7 − v % 8 of byte v // 8
 
     # -- LDPTrace: round 1 (the length) or round 2 (start, end, transitions), OUE bit vectors ---------
     def _prepare_ldptrace(self) -> None:
@@ -952,10 +949,8 @@ class Client:
         probs = self.ldptrace_probabilities(self.ldptrace_values(lon, lat))
         flat = np.concatenate(probs)
         bits = source.uniforms(flat.shape[0]) < flat
-        hexes, at = [], 0
-        for p in probs:
-            hexes.append(np.packbits(bits[at : at + p.shape[0]]).tobytes().hex())
-            at += p.shape[0]
+        ends = np.cumsum([p.shape[0] for p in probs])[:-1]
+        hexes = [np.packbits(b).tobytes().hex() for b in np.split(bits, ends)]
         if self._round == 1:
             return {"length": hexes[0]}
         return {"start": hexes[0], "end": hexes[1], "transitions": hexes[2:]}
