@@ -601,39 +601,24 @@ class Client:
         eps_a, eps_b = (np.array([float(v)]) for v in self._lengths[n])
         x, y = aeqd_forward(lon, lat, *self._plane)
         offsets = np.array([0, n], dtype=np.int64)
-        out_x, out_y = np.empty(n), np.empty(n)
         kernels = _kernels()
-        if kernels is None:
-            out_x, out_y = self._tracs_fallback(x, y, offsets, key)
-        else:
-            buf, state = np.zeros(16, dtype=np.uint32), np.zeros(3, dtype=np.int64)
-            if self._kernel == "tracs_d_kernel":
-                kernels[0].tracs_d_kernel(
-                    x, y, offsets, self._box, self._origin, eps_a, eps_b, key, 0, buf, state, out_x, out_y
-                )
-            else:
-                kernels[0].tracs_c_kernel(
-                    x, y, offsets, self._box, eps_a, eps_b, key, 0, buf, state, out_x, out_y
-                )
-        rlon, rlat = aeqd_inverse(out_x, out_y, *self._plane)
-        if kernels is None:
+        if kernels is None:  # the mechanism of the full geoldp (the JIT compiler), and PointSet's snapping
             from geoldp._core.pointset import PointSet
+            from geoldp.trajectory import engine
 
+            box = {"bounds": tuple(float(v) for v in self._box)}
+            mech = engine.resolve_mechanism(self.design, self.epsilon, box, caller="geoldp.client")
+            out_x, out_y = mech.perturb_xy(x, y, offsets, key=key)
+            rlon, rlat = aeqd_inverse(out_x, out_y, *self._plane)
             pts = self.document["points"]
             idx, _ = PointSet(np.asarray(pts["lon"]), np.asarray(pts["lat"])).nearest(rlon, rlat)
             return {"points": np.atleast_1d(np.asarray(idx, dtype=np.int64)).tolist()}
-        return {"points": self._snap(rlon, rlat, kernels).tolist()}
-
-    def _tracs_fallback(
-        self, x: np.ndarray, y: np.ndarray, offsets: np.ndarray, key: np.ndarray
-    ) -> tuple[np.ndarray, np.ndarray]:
-        """Without geoldp's compiled kernels: the mechanism of the full geoldp (the JIT compiler)."""
-        from geoldp.trajectory import engine
-
-        bounds = tuple(float(v) for v in self._box)
-        mech = engine.resolve_mechanism(self.design, self.epsilon, {"bounds": bounds}, caller="geoldp.client")
-        out_x, out_y = mech.perturb_xy(x, y, offsets, key=key)
-        return out_x, out_y
+        out_x, out_y = np.empty(n), np.empty(n)
+        buf, state = np.zeros(16, dtype=np.uint32), np.zeros(3, dtype=np.int64)
+        origin = (self._origin,) if self._kernel == "tracs_d_kernel" else ()  # TraCS-C has no origin
+        kernel = getattr(kernels[0], self._kernel)
+        kernel(x, y, offsets, self._box, *origin, eps_a, eps_b, key, 0, buf, state, out_x, out_y)
+        return {"points": self._snap(*aeqd_inverse(out_x, out_y, *self._plane), kernels).tolist()}
 
     def _check_length(self, n: int) -> Any:
         """Refuse, before any draw, a length the campaign cannot release (or longer than its maximum).
