@@ -15,6 +15,7 @@ LDPTrace's second round, synthetic trajectories from the model of the stored bit
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import re
@@ -257,12 +258,9 @@ def ingest(
         if not p.is_file():
             raise FileNotFoundError(f"The report file '{os.fspath(p)}' does not exist.")
     cid = document["id"]
+    round2 = document["kind"] == "ldptrace" and document["parameters"]["round"] == 2
     if (
-        document["kind"] == "ldptrace"
-        and document["parameters"]["round"] == 2
-        and isinstance(store, (str, os.PathLike))
-        and not is_url(store)
-        and not os.path.exists(store)
+        round2 and isinstance(store, (str, os.PathLike)) and not is_url(store) and not os.path.exists(store)
     ):  # refused before a new, empty store is made
         raise ValueError(
             f"The store '{os.fspath(store)}' does not exist, so it does not hold the round 1 that the "
@@ -270,17 +268,12 @@ def ingest(
         )
     summary = IngestSummary()
     with opened(store, float(document["user_total_epsilon"])) as st:
-        if document["kind"] == "ldptrace" and document["parameters"]["round"] == 2:
+        if round2:
             _check_round1(st, document)
         st.add_campaign(cid, doc.canonical(document).decode("utf-8"))
         for p in paths:
-            pending: list[Report] = []
-            for row in _records(p, document, summary.refused):
-                pending.append(row)
-                if len(pending) >= batch:
-                    _append(st, cid, pending, summary)
-                    pending = []
-            if pending:
+            rows = _records(p, document, summary.refused)
+            while pending := list(itertools.islice(rows, batch)):  # one transaction each
                 _append(st, cid, pending, summary)
     return summary
 
