@@ -490,7 +490,11 @@ class _Postgres:
         self.conn.close()
 
 
-def _read_spent(cur: Any, mark: str, users: Sequence[str]) -> dict[str, str]:
+def _read_spent(cur: Any, mark: str, users: Sequence[str] | None = None) -> dict[str, str]:
+    """``{user: spent, exact text}`` of ``users`` (those with a budget row), or of every user."""
+    if users is None:
+        cur.execute("SELECT user_id, spent_exact FROM geoldp_budgets")
+        return dict(cur.fetchall())
     out: dict[str, str] = {}
     for part in _chunks(list(users)):
         where, params = _where_in(mark, "user_id", part)
@@ -760,14 +764,8 @@ class Store:
         m = self._backend.mark
 
         def body(cur: Any) -> dict[str, Fraction]:
-            if users is None:
-                cur.execute("SELECT user_id, spent_exact FROM geoldp_budgets")
-                rows = {u: _exact(s, "geoldp_budgets") for u, s in cur.fetchall()}
-            else:
-                rows = {
-                    u: _exact(s, "geoldp_budgets") for u, s in _read_spent(cur, m, sorted(set(users))).items()
-                }
-            return {u: s for u, s in rows.items() if s > 0}
+            found = _read_spent(cur, m, None if users is None else sorted(set(users)))
+            return {u: s for u, text in found.items() if (s := _exact(text, "geoldp_budgets")) > 0}
 
         return self._run(body, write=False)
 
@@ -848,8 +846,9 @@ class Store:
             sums: dict[str, Fraction] = {}
             for u, e in cur.fetchall():
                 sums[u] = sums.get(u, Fraction(0)) + _exact(e, "geoldp_spends")
-            cur.execute("SELECT user_id, spent_exact FROM geoldp_budgets")
-            budgets = {u: _exact(s, "geoldp_budgets") for u, s in cur.fetchall()}
+            budgets = {
+                u: _exact(s, "geoldp_budgets") for u, s in _read_spent(cur, self._backend.mark).items()
+            }
             users = set(sums) | set(budgets)
             mismatch = sum(sums.get(u, Fraction(0)) != budgets.get(u, Fraction(0)) for u in users)
             over = sum(s > self.total_exact for s in budgets.values())
