@@ -561,7 +561,6 @@ class Client:
             self._max_points = self._parts["trajectory"]._max_points
         elif self.kind == "trajectory":
             self._prepare_points()
-            (self._prepare_tracs if self._kernel in TRACS_KERNELS else self._prepare_trajectory)()
         elif self.kind == "pilot":
             self._prepare_pilot()
         elif self.kind == "ldptrace":
@@ -582,7 +581,7 @@ class Client:
         self._origin = _readonly(np.asarray(origin, dtype=np.float64))
 
     def _prepare_points(self) -> None:
-        """P in radians and as unit vectors (what snapping reads), and the lengths the campaign releases."""
+        """P in radians and unit vectors (what snapping reads), the lengths released, the kernel's arrays."""
         doc = self.document
         lam, phi, xyz = _unit_vectors(doc["points"]["lon"], doc["points"]["lat"])
         self._m = int(lam.shape[0])
@@ -590,6 +589,7 @@ class Client:
         self._max_points = int(doc["parameters"]["max_points"])
         self._lengths = doc["client"]["lengths"]
         self._kernel = doc["client"]["kernel"]
+        (self._prepare_tracs if self._kernel in TRACS_KERNELS else self._prepare_trajectory)()
 
     def _tracs_report(self, lon: np.ndarray, lat: np.ndarray, key: np.ndarray) -> dict[str, Any]:
         """TraCS's release of the trajectory in the plane, then each released location's nearest point of P.
