@@ -396,8 +396,8 @@ def slow_check(monkeypatch):
 
     check = BudgetAccountant._refuse
 
-    def slow(self, costs):
-        check(self, costs)
+    def slow(self, costs, **kwargs):
+        check(self, costs, **kwargs)
         time.sleep(0.005)
 
     monkeypatch.setattr(BudgetAccountant, "_refuse", slow)

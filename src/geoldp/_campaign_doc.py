@@ -21,7 +21,7 @@ import math
 import os
 import re
 import struct
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 __all__ = [
@@ -100,6 +100,8 @@ _PARAMETER_KEYS = {
 }
 #: LDPTrace's grid in a campaign: its box (longitude, latitude), side N and CRS (WGS 84 only).
 _LDPTRACE_GRID_KEYS = frozenset({"bounds", "n", "crs"})
+#: The parameters an LDPTrace round-2 campaign fixes (null in round 1).
+LDPTRACE_ROUND2_MEMBERS = ("round1", "max_length", "per_report", "length_reports", "length_sums")
 #: LDPTrace's largest grid side (as :data:`geoldp._ldptrace_grid.GRID_MAX`) and length domain.
 LDPTRACE_GRID_MAX = 256
 LDPTRACE_MAX_DOMAIN = 100_000
@@ -128,7 +130,8 @@ _CLIENT_KEYS = {
 GRID_KERNELS = ("run_tp", "run_atp", "run_pointem")
 TRACS_KERNELS = ("tracs_d_kernel", "tracs_c_kernel")
 _GRID_KEYS = frozenset({"gf", "gi", "basis", "cell_start", "order", "levels"})
-_PLAN_KEYS = frozenset(
+#: The switches and counts of a trajectory client's sampler plan.
+PLAN_KEYS = frozenset(
     {
         "granularity",
         "centred",
@@ -265,14 +268,22 @@ def _keys(value: Any, allowed: frozenset[str], where: str, member: str) -> dict[
     return value
 
 
+def _is_finite(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
 def _finite_list(value: Any, where: str, member: str, *, length: int | None = None) -> list[float]:
-    if not isinstance(value, list) or not all(
-        isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in value
-    ):
+    if not isinstance(value, list) or not all(_is_finite(v) for v in value):
         raise _fail(where, f"has a malformed '{member}' (a list of finite numbers is expected).")
     if length is not None and len(value) != length:
         raise _fail(where, f"has {len(value)} values in '{member}', not {length}.")
     return [float(v) for v in value]
+
+
+def _positive(value: Any, where: str, member: str) -> float:
+    if not isinstance(value, float) or not (0.0 < value < math.inf):
+        raise _fail(where, f"has a malformed '{member}' (a positive float is expected).")
+    return value
 
 
 def _int(value: Any, where: str, member: str, *, minimum: int = 0) -> int:
@@ -322,9 +333,7 @@ def check_campaign(document: Any, *, where: str = "The campaign") -> dict[str, A
     if not isinstance(document["design"], str) or not document["design"]:
         raise _fail(where, "has a malformed 'design' (a design name such as 'atp' is expected).")
     for member in ("epsilon", "user_total_epsilon"):
-        eps = document[member]
-        if not isinstance(eps, float) or not (0.0 < eps < math.inf):
-            raise _fail(where, f"has a malformed '{member}' (a positive float is expected).")
+        _positive(document[member], where, member)
     if document["user_total_epsilon"] < document["epsilon"]:
         raise _fail(where, "has a 'user_total_epsilon' below its 'epsilon': no user could send a report.")
     if not isinstance(document["epsilon_exact"], str) or not isinstance(document["ledger"], dict):
@@ -385,9 +394,7 @@ def _check_hybrid(document: Mapping[str, Any], parameters: Mapping[str, Any], wh
     for part in ("trajectory", "report"):
         allowed = _PARAMETER_KEYS[part] | {"epsilon"}
         eps = _keys(parameters[part], allowed, where, f"parameters.{part}")["epsilon"]
-        if not isinstance(eps, float) or not (0.0 < eps < math.inf):
-            raise _fail(where, f"has a malformed 'parameters.{part}.epsilon' (a positive float is expected).")
-        total += Fraction(eps)
+        total += Fraction(_positive(eps, where, f"parameters.{part}.epsilon"))
     if total > Fraction(document["epsilon"]):
         raise _fail(where, "has parts whose budgets add up to more than its 'epsilon'.")
 
@@ -476,20 +483,15 @@ def _check_ldptrace(view: Mapping[str, Any], where: str) -> None:
     q = par["quantile"]
     if not (isinstance(q, float) and 0.0 < q <= 1.0):
         raise _fail(where, "has a malformed 'parameters.quantile' (a float in (0, 1]).")
-    total, e1 = par["total_epsilon"], par["length_epsilon"]
-    for member, value in (("total_epsilon", total), ("length_epsilon", e1)):
-        if not isinstance(value, float) or not (0.0 < value < math.inf):
-            raise _fail(where, f"has a malformed 'parameters.{member}' (a positive float is expected).")
+    total = _positive(par["total_epsilon"], where, "parameters.total_epsilon")
+    e1 = _positive(par["length_epsilon"], where, "parameters.length_epsilon")
     if Fraction(e1) * 10 > Fraction(total) or total > view["user_total_epsilon"]:
         raise _fail(
             where, "has a 'length_epsilon' above a tenth of 'total_epsilon', or a total above the user's."
         )
     rnd = par["round"]
     if rnd == 1:
-        if any(
-            par[k] is not None
-            for k in ("round1", "max_length", "per_report", "length_reports", "length_sums")
-        ):
+        if any(par[k] is not None for k in LDPTRACE_ROUND2_MEMBERS):
             raise _fail(where, "is an LDPTrace round 1 with members of round 2 (null is expected).")
         if view["epsilon"] != e1:
             raise _fail(where, "is an LDPTrace round 1 whose 'epsilon' is not its 'length_epsilon'.")
@@ -514,9 +516,7 @@ def _check_ldptrace_round2(view: Mapping[str, Any], par: Mapping[str, Any], wher
     sums = par["length_sums"]
     if not (isinstance(sums, list) and len(sums) == d and all(_is_int(v, 0, n1 + 1) for v in sums)):
         raise _fail(where, f"has a malformed 'parameters.length_sums' ({d} ints in [0, length_reports]).")
-    pr, eps = par["per_report"], view["epsilon"]
-    if not isinstance(pr, float) or not (0.0 < pr < math.inf):
-        raise _fail(where, "has a malformed 'parameters.per_report' (a positive float is expected).")
+    pr, eps = _positive(par["per_report"], where, "parameters.per_report"), view["epsilon"]
     if (L + 1) * Fraction(pr) > Fraction(eps) or Fraction(par["length_epsilon"]) + Fraction(eps) > Fraction(
         par["total_epsilon"]
     ):
@@ -556,27 +556,27 @@ def _check_part(view: Mapping[str, Any], where: str) -> None:
 
 def _check_zone(zone: Any, where: str, member: str) -> None:
     """A zone: a list of polygons, each a list of rings, each a closed list of at least 4 [lon, lat]."""
-    ok = isinstance(zone, list) and len(zone) > 0
-    if ok:
-        for polygon in zone:
-            if not (isinstance(polygon, list) and polygon):
-                ok = False
-                break
-            for ring in polygon:
-                if not (isinstance(ring, list) and len(ring) >= 4 and ring[0] == ring[-1]):
-                    ok = False
-                    break
-                for vertex in ring:
-                    if not (
-                        isinstance(vertex, list)
-                        and len(vertex) == 2
-                        and all(isinstance(c, (int, float)) and not isinstance(c, bool) for c in vertex)
-                        and all(math.isfinite(c) for c in vertex)
-                    ):
-                        ok = False
-                        break
-    if not ok:
+
+    def vertex(v: Any) -> bool:
+        return isinstance(v, list) and len(v) == 2 and all(_is_finite(c) for c in v)
+
+    def ring(r: Any) -> bool:
+        return isinstance(r, list) and len(r) >= 4 and r[0] == r[-1] and all(vertex(v) for v in r)
+
+    if not (
+        isinstance(zone, list)
+        and zone
+        and all(isinstance(p, list) and p and all(ring(r) for r in p) for p in zone)
+    ):
         raise _fail(where, f"has a malformed zone '{member}' (polygons of closed [lon, lat] rings).")
+
+
+def _length_rows(client: Mapping[str, Any], max_points: int, where: str) -> list[tuple[int, Any]]:
+    """The stage budgets of each length a client releases (lengths not releasable hold their reason)."""
+    lengths = client["lengths"]
+    if not (isinstance(lengths, list) and len(lengths) == max_points + 1):
+        raise _fail(where, "has a 'client.lengths' table that does not cover 1 to max_points.")
+    return [(n, row) for n, row in enumerate(lengths) if row is not None and not isinstance(row, str)]
 
 
 def _check_tracs_client(client: Any, max_points: int, where: str) -> None:
@@ -595,14 +595,10 @@ def _check_tracs_client(client: Any, max_points: int, where: str) -> None:
         _finite_list(client["origin"], where, "client.origin", length=2)
     elif client["origin"] is not None:
         raise _fail(where, "has a 'client.origin' for TraCS-C (null is expected).")
-    lengths = client["lengths"]
-    if not (isinstance(lengths, list) and len(lengths) == max_points + 1):
-        raise _fail(where, "has a 'client.lengths' table that does not cover 1 to max_points.")
-    for n, row in enumerate(lengths):
-        if row is not None and not isinstance(row, str):
-            a, b = _finite_list(row, where, f"client.lengths[{n}]", length=2)
-            if not (a > 0.0 and b > 0.0):
-                raise _fail(where, f"has a non-positive stage budget in 'client.lengths[{n}]'.")
+    for n, row in _length_rows(client, max_points, where):
+        a, b = _finite_list(row, where, f"client.lengths[{n}]", length=2)
+        if not (a > 0.0 and b > 0.0):
+            raise _fail(where, f"has a non-positive stage budget in 'client.lengths[{n}]'.")
 
 
 def _check_trajectory_client(client: Any, m: int, max_points: int, where: str) -> None:
@@ -614,7 +610,7 @@ def _check_trajectory_client(client: Any, m: int, max_points: int, where: str) -
     if kernel not in GRID_KERNELS:
         raise _fail(where, "has an unknown 'client.kernel'.")
     grid = _keys(client["grid"], _GRID_KEYS, where, "client.grid")
-    _keys(client["plan"], _PLAN_KEYS, where, "client.plan")
+    _keys(client["plan"], PLAN_KEYS, where, "client.plan")
     _finite_list(grid["gf"], where, "client.grid.gf", length=12)
     gi = grid["gi"]
     if not (isinstance(gi, list) and len(gi) == 3 and all(isinstance(v, int) and v >= 0 for v in gi)):
@@ -631,12 +627,7 @@ def _check_trajectory_client(client: Any, m: int, max_points: int, where: str) -
         and all(a <= b for a, b in zip(cell_start, cell_start[1:], strict=False))
     ):
         raise _fail(where, "has a malformed 'client.grid.cell_start'.")
-    lengths = client["lengths"]
-    if not (isinstance(lengths, list) and len(lengths) == max_points + 1):
-        raise _fail(where, "has a 'client.lengths' table that does not cover 1 to max_points.")
-    for n, row in enumerate(lengths):
-        if row is None or isinstance(row, str):
-            continue  # not releasable (the reason), or length 0
+    for n, row in _length_rows(client, max_points, where):
         flat = row if n < 1 or not isinstance(row[0], list) else [v for part in row for v in part]
         _finite_list(flat, where, f"client.lengths[{n}]")
 
@@ -717,16 +708,6 @@ def _check_payload(payload: Any, campaign: Mapping[str, Any], where: str) -> Non
     _check_one_payload(payload, campaign, where)
 
 
-def hex_bits_ok(bits: Any, d: int) -> bool:
-    """Whether ``bits`` is an OUE bit vector of ``d`` bits as hex: bit v is bit 7 − v % 8 of byte v // 8.
-
-    Lowercase hex of ``ceil(d / 8)`` bytes, the padding bits of the last byte 0.
-    """
-    if not (isinstance(bits, str) and len(bits) == 2 * ((d + 7) // 8) and _HEX.fullmatch(bits)):
-        return False
-    return not (d % 8 and int(bits[-2:], 16) & ((1 << (8 - d % 8)) - 1))
-
-
 def ldptrace_shapes(campaign: Mapping[str, Any]) -> dict[str, tuple[int, int]]:
     """The reports of one LDPTrace record, by member: ``(bits of each report, number of reports)``.
 
@@ -740,34 +721,9 @@ def ldptrace_shapes(campaign: Mapping[str, Any]) -> dict[str, tuple[int, int]]:
     return {"start": (cells, 1), "end": (cells, 1), "transitions": (8 * cells, int(par["max_length"]) - 1)}
 
 
-def _check_ldptrace_payload(payload: Any, campaign: Mapping[str, Any], where: str) -> None:
-    shapes = ldptrace_shapes(campaign)
-    ok = isinstance(payload, dict) and set(payload) == set(shapes)
-    for member, (d, count) in shapes.items():
-        if not ok:
-            break
-        value = payload[member]
-        if member == "transitions":
-            ok = isinstance(value, list) and len(value) == count and all(hex_bits_ok(v, d) for v in value)
-        else:
-            ok = hex_bits_ok(value, d)
-    if not ok:
-        what = ", ".join(
-            f"'{m}': {'a list of ' + str(c) + ' ' if m == 'transitions' else ''}hex of {d} bits"
-            for m, (d, c) in shapes.items()
-        )
-        raise ValueError(
-            f"{where}: an LDPTrace round {campaign['parameters']['round']} report is {{{what}}}."
-        )
-
-
 def _check_one_payload(payload: Any, campaign: Mapping[str, Any], where: str) -> None:
-    kind = campaign["kind"]
-    if kind == "ldptrace":
-        _check_ldptrace_payload(payload, campaign, where)
-        return
+    kind, par = campaign["kind"], campaign["parameters"]
     if kind == "pilot":
-        par = campaign["parameters"]
         sizes = (len(par["length_edges"]) + 1, len(par["zone_edges"]) + 1, par["n_cells"] + 1)
         if not (
             isinstance(payload, dict)
@@ -778,39 +734,150 @@ def _check_one_payload(payload: Any, campaign: Mapping[str, Any], where: str) ->
                 f"{where}: a pilot report is {{'length_class': a, 'zone_count_class': b, 'coarse_cell': c}} "
                 f"with a < {sizes[0]}, b < {sizes[1]}, c < {sizes[2]}."
             )
-        return
+    elif payload_writer(campaign)(payload) is None:
+        raise ValueError(f"{where}: {_payload_form(payload, campaign)}")
+
+
+def _payload_form(payload: Any, campaign: Mapping[str, Any]) -> str:
+    """What a payload of ``campaign`` (not a pilot's) must be, as a refusal says it."""
+    kind, par = campaign["kind"], campaign["parameters"]
+    if kind == "ldptrace":
+        what = ", ".join(
+            f"'{m}': {'a list of ' + str(c) + ' ' if m == 'transitions' else ''}hex of {d} bits"
+            for m, (d, c) in ldptrace_shapes(campaign).items()
+        )
+        return f"an LDPTrace round {par['round']} report is {{{what}}}."
     if kind == "trajectory":
-        m = len(campaign["points"]["lon"])
-        limit = campaign["parameters"]["max_points"]
         if not isinstance(payload, dict) or set(payload) != {"points"}:
-            raise ValueError(f"{where}: a trajectory report is {{'points': [indices into P]}}.")
-        pts = payload["points"]
-        if not (isinstance(pts, list) and 1 <= len(pts) <= limit and all(_is_int(v, 0, m) for v in pts)):
-            raise ValueError(
-                f"{where}: the report's 'points' must be 1 to {limit} public point indices (0 to {m - 1})."
-            )
-        return
-    parameters = campaign["parameters"]
-    oracle, d = parameters["oracle"], parameters["domain"]
-    if oracle == "krr":
-        if not (isinstance(payload, dict) and set(payload) == {"value"} and _is_int(payload["value"], 0, d)):
-            raise ValueError(f"{where}: a k-RR report is {{'value': v}} with 0 <= v < {d}.")
-    elif oracle == "olh":
+            return "a trajectory report is {'points': [indices into P]}."
+        m = len(campaign["points"]["lon"])
+        return f"the report's 'points' must be 1 to {par['max_points']} public point indices (0 to {m - 1})."
+    d = par["domain"]
+    if par["oracle"] == "krr":
+        return f"a k-RR report is {{'value': v}} with 0 <= v < {d}."
+    if par["oracle"] == "olh":
         g = olh_range(campaign["epsilon"])
-        if not (
-            isinstance(payload, dict)
-            and set(payload) == {"seed", "value"}
-            and _is_int(payload["seed"], 0, 2**32)
-            and _is_int(payload["value"], 0, g)
+        return f"an OLH report is {{'seed': s, 'value': v}} with s < 2**32 and v < {g}."
+    return f"an OUE report is {{'bits': hex}} of {(d + 7) // 8} bytes ({d} bits)."
+
+
+def _points_writer(m: int, limit: int) -> Callable[[Any], str | None]:
+    def points(payload: Any) -> str | None:
+        if type(payload) is not dict or len(payload) != 1:
+            return None
+        pts = payload.get("points")
+        if (
+            type(pts) is not list
+            or not 1 <= len(pts) <= limit
+            or set(map(type, pts)) != {int}  # no bool, no float: plain ints only
+            or min(pts) < 0
+            or max(pts) >= m
         ):
-            raise ValueError(
-                f"{where}: an OLH report is {{'seed': s, 'value': v}} with s < 2**32 and v < {g}."
-            )
-    else:
-        n_bytes = (d + 7) // 8
-        bits = payload.get("bits") if isinstance(payload, dict) and set(payload) == {"bits"} else None
-        if not hex_bits_ok(bits, d):
-            raise ValueError(f"{where}: an OUE report is {{'bits': hex}} of {n_bytes} bytes ({d} bits).")
+            return None
+        return '{"points":[' + ",".join(map(str, pts)) + "]}"
+
+    return points
+
+
+def _krr_writer(d: int) -> Callable[[Any], str | None]:
+    def krr(payload: Any) -> str | None:
+        if type(payload) is not dict or len(payload) != 1:
+            return None
+        v = payload.get("value")
+        return f'{{"value":{v}}}' if type(v) is int and 0 <= v < d else None
+
+    return krr
+
+
+def _olh_writer(g: int) -> Callable[[Any], str | None]:
+    def olh(payload: Any) -> str | None:
+        if type(payload) is not dict or len(payload) != 2:
+            return None
+        s, v = payload.get("seed"), payload.get("value")
+        if type(s) is int and type(v) is int and 0 <= s < 2**32 and 0 <= v < g:
+            return f'{{"seed":{s},"value":{v}}}'
+        return None
+
+    return olh
+
+
+def _hex_shape(d: int) -> tuple[int, int]:
+    """The hex characters of an OUE bit vector of ``d`` bits, and the mask of its last byte's padding."""
+    return 2 * ((d + 7) // 8), (1 << (8 - d % 8)) - 1 if d % 8 else 0
+
+
+def _oue_writer(d: int, member: str = "bits") -> Callable[[Any], str | None]:
+    n_chars, pad = _hex_shape(d)
+
+    def oue(payload: Any) -> str | None:
+        if type(payload) is not dict or len(payload) != 1:
+            return None
+        bits = payload.get(member)
+        if type(bits) is not str or len(bits) != n_chars or _HEX.fullmatch(bits) is None:
+            return None
+        if pad and int(bits[-2:], 16) & pad:  # the padding bits of the last byte
+            return None
+        return f'{{"{member}":"{bits}"}}'
+
+    return oue
+
+
+def _ldptrace_writer(campaign: Mapping[str, Any]) -> Callable[[Any], str | None]:
+    """The quick check of an LDPTrace record: each member a hex string of its exact length, nothing else.
+
+    Round 2's hex digits and padding bits are checked at once over the whole record (one regex on the
+    joined text, one look at each last byte), so a record of L reports costs a few microseconds.
+    """
+    shapes = ldptrace_shapes(campaign)
+    if "transitions" not in shapes:  # round 1: one OUE report of the length
+        return _oue_writer(shapes["length"][0], "length")
+    keys = frozenset(shapes)
+    (n_one, pad_one), (n_many, _) = _hex_shape(shapes["start"][0]), _hex_shape(shapes["transitions"][0])
+    count = shapes["transitions"][1]
+
+    def round2(payload: Any) -> str | None:
+        if type(payload) is not dict or payload.keys() != keys:
+            return None
+        start, end, moves = payload["start"], payload["end"], payload["transitions"]
+        if type(moves) is not list or len(moves) != count or type(start) is not str or type(end) is not str:
+            return None
+        if (
+            len(start) != n_one
+            or len(end) != n_one
+            or any(type(m) is not str or len(m) != n_many for m in moves)
+        ):
+            return None
+        joined = "".join(moves)
+        if _HEX.fullmatch(start + end + joined) is None:
+            return None
+        if int(start[-2:], 16) & pad_one or int(end[-2:], 16) & pad_one:
+            return None  # 8 N² bits are whole bytes: only start and end can have padding
+        listed = ",".join(f'"{m}"' for m in moves)
+        return f'{{"end":"{end}","start":"{start}","transitions":[{listed}]}}'
+
+    return round2
+
+
+def payload_writer(campaign: Mapping[str, Any]) -> Callable[[Any], str | None]:
+    """The check of a report payload: a function giving its canonical JSON text if it is valid, else None.
+
+    The one domain check of a trajectory, report or LDPTrace payload (exact types: what JSON gives):
+    :func:`check_record` refuses what it refuses, and ingest's quick path stores the text it writes
+    without the encoder. A pilot's or a hybrid's payload always gives None (check_record checks them).
+    """
+    if campaign["kind"] == "trajectory":
+        return _points_writer(len(campaign["points"]["lon"]), int(campaign["parameters"]["max_points"]))
+    if campaign["kind"] == "ldptrace":
+        return _ldptrace_writer(campaign)
+    if campaign["kind"] != "report":
+        return lambda payload: None
+    parameters = campaign["parameters"]
+    oracle, d = parameters["oracle"], int(parameters["domain"])
+    if oracle == "krr":
+        return _krr_writer(d)
+    if oracle == "olh":
+        return _olh_writer(olh_range(campaign["epsilon"]))
+    return _oue_writer(d)
 
 
 def olh_range(epsilon: float) -> int:

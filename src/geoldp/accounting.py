@@ -129,18 +129,14 @@ def _check_user(value: Any, *, where: str) -> int | str:
     )
 
 
-def _digest_or_none(data: Mapping[str, Any]) -> str | None:
-    """:func:`_digest`, or None for content that is not JSON (then no checksum can match)."""
+def _digest(data: Mapping[str, Any]) -> str | None:
+    """SHA-256 of a saved accountant's content (every member but the checksum), in a canonical JSON form;
+    None for content that is not JSON (then no checksum can match)."""
+    body = {key: data.get(key) for key in ("format", "version", "total_epsilon", "spent")}
     try:
-        return _digest(data)
+        text = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
     except (TypeError, ValueError):
         return None
-
-
-def _digest(data: Mapping[str, Any]) -> str:
-    """SHA-256 of a saved accountant's content (every member but the checksum), in a canonical JSON form."""
-    body = {key: data.get(key) for key in ("format", "version", "total_epsilon", "spent")}
-    text = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
     return hashlib.sha256(text.encode("ascii")).hexdigest()
 
 
@@ -394,14 +390,14 @@ class BudgetAccountant:
         with self._lock:
             self._refuse(parsed)
 
-    def _refuse(self, costs: dict[int | str, Fraction]) -> None:
+    def _refuse(self, costs: dict[int | str, Fraction], *, late: bool = False) -> None:
         # callers hold self._lock (an RLock: taking it again here is cheap and keeps direct calls safe)
         with self._lock:
             total = Fraction(self._total)
             spent = self._spent_of(costs)
             over = [u for u, c in costs.items() if spent.get(u, Fraction(0)) + c > total]
         if over:
-            self._refusal(len(over), len(costs), late=False)
+            self._refusal(len(over), len(costs), late=late)
 
     def _refusal(self, n_over: int, n_users: int, *, late: bool) -> None:
         if late:
@@ -439,10 +435,7 @@ class BudgetAccountant:
                         "release id names one release."
                     )
                 return
-            total = Fraction(self._total)
-            over = [u for u, c in costs.items() if self._spent.get(u, Fraction(0)) + c > total]
-            if over:
-                self._refusal(len(over), len(costs), late=late)
+            self._refuse(costs, late=late)
             for u, c in costs.items():
                 self._spent[u] = self._spent.get(u, Fraction(0)) + c
             if release_id is not None:
@@ -514,7 +507,7 @@ class BudgetAccountant:
                 GeoLDPWarning,
                 stacklevel=user_stacklevel(),
             )
-        elif not isinstance(data.get("sha256"), str) or data["sha256"] != _digest_or_none(data):
+        elif not isinstance(data.get("sha256"), str) or data["sha256"] != _digest(data):
             raise ValueError(
                 f"{source} fails its integrity check: its checksum does not match its content (the file was "
                 "edited or damaged after it was saved). It is refused: restore it from a backup."
@@ -614,18 +607,17 @@ class BudgetAccountant:
         if isinstance(max_bytes, bool) or not isinstance(max_bytes, numbers.Integral) or max_bytes < 1:
             raise ValueError("The 'max_bytes' parameter of BudgetAccountant.load must be an int >= 1.")
         limit = int(max_bytes)
+        irregular = ValueError(
+            f"{source} is not a regular file; BudgetAccountant.load reads only regular files."
+        )
         if not stat.S_ISREG(os.stat(name).st_mode):  # before open(): opening a FIFO would block
-            raise ValueError(
-                f"{source} is not a regular file; BudgetAccountant.load reads only regular files."
-            )
+            raise irregular
         flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
         fd = os.open(name, flags)  # non-blocking: a FIFO swapped in after the check does not hang
         with os.fdopen(fd, "rb") as fh:
             info = os.fstat(fh.fileno())
             if not stat.S_ISREG(info.st_mode):
-                raise ValueError(
-                    f"{source} is not a regular file; BudgetAccountant.load reads only regular files."
-                )
+                raise irregular
             raw = fh.read(limit + 1) if info.st_size <= limit else b""
         if info.st_size > limit or len(raw) > limit:
             raise ValueError(

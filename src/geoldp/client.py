@@ -238,6 +238,10 @@ def _qr(x: list[int], a: int, b: int, c: int, d: int) -> None:
     x[a], x[b], x[c], x[d] = xa, xb, xc, xd
 
 
+#: A double round: the quarter rounds of the four columns, then of the four diagonals.
+_DOUBLE_ROUND = tuple(
+    (i, 4 + (i + k) % 4, 8 + (i + 2 * k) % 4, 12 + (i + 3 * k) % 4) for k in (0, 1) for i in range(4)
+)
 _SIGMA = np.array([0x61707865, 0x3320646E, 0x79622D32, 0x6B206574], dtype=np.uint32)
 #: Lane orders that turn a row of four lanes left by 0, 1, 2, 3 (turning by 4 − k turns back by k).
 _TURN = tuple(np.array([(i + k) % 4 for i in range(4)]) for k in range(4))
@@ -308,14 +312,8 @@ class _Stream:
         j += [c & _M32, c >> 32, s & _M32, s >> 32]
         x = list(j)
         for _ in range(10):
-            _qr(x, 0, 4, 8, 12)
-            _qr(x, 1, 5, 9, 13)
-            _qr(x, 2, 6, 10, 14)
-            _qr(x, 3, 7, 11, 15)
-            _qr(x, 0, 5, 10, 15)
-            _qr(x, 1, 6, 11, 12)
-            _qr(x, 2, 7, 8, 13)
-            _qr(x, 3, 4, 9, 14)
+            for a, b, c, d in _DOUBLE_ROUND:
+                _qr(x, a, b, c, d)
         return [(a + b) & _M32 for a, b in zip(x, j, strict=True)]
 
     def word(self) -> int:
@@ -561,10 +559,8 @@ class Client:
         if self.kind == "hybrid":
             self._parts = {k: Client(None, _part=v) for k, v in part_views(document).items()}
             self._max_points = self._parts["trajectory"]._max_points
-        elif self.kind == "trajectory" and document["client"]["kernel"] in TRACS_KERNELS:
-            self._prepare_tracs()
         elif self.kind == "trajectory":
-            self._prepare_trajectory()
+            self._prepare_points()
         elif self.kind == "pilot":
             self._prepare_pilot()
         elif self.kind == "ldptrace":
@@ -577,27 +573,23 @@ class Client:
 
     # -- TraCS-D and TraCS-C: in the plane of the campaign's box, then snapped to P ------------------
     def _prepare_tracs(self) -> None:
-        doc = self.document
-        client = doc["client"]
-        self._points_of_p(doc["points"])
-        self._max_points = int(doc["parameters"]["max_points"])
-        self._lengths = client["lengths"]
-        self._kernel = client["kernel"]
+        client = self.document["client"]
         plane = client["plane"]
         self._plane = (float(plane["lat_0"]), float(plane["lon_0"]), float(plane["radius_m"]))
         self._box = _readonly(np.asarray(client["planar_bounds"], dtype=np.float64))
         origin = client["origin"] if client["origin"] is not None else [0.0, 0.0]
         self._origin = _readonly(np.asarray(origin, dtype=np.float64))
 
-    def _points_of_p(self, pts: dict[str, Any]) -> None:
-        """P in radians and as unit vectors (what snapping reads)."""
-        lon = np.asarray(pts["lon"], dtype=np.float64)
-        lat = np.asarray(pts["lat"], dtype=np.float64)
-        lam, phi = lon * _DEG2RAD, lat * _DEG2RAD
-        cphi = np.cos(phi)
-        self._m = int(lon.shape[0])
-        self._lam, self._phi = _readonly(lam), _readonly(phi)
-        self._xyz = _readonly(np.column_stack([cphi * np.cos(lam), cphi * np.sin(lam), np.sin(phi)]))
+    def _prepare_points(self) -> None:
+        """P in radians and unit vectors (what snapping reads), the lengths released, the kernel's arrays."""
+        doc = self.document
+        lam, phi, xyz = _unit_vectors(doc["points"]["lon"], doc["points"]["lat"])
+        self._m = int(lam.shape[0])
+        self._lam, self._phi, self._xyz = _readonly(lam), _readonly(phi), _readonly(xyz)
+        self._max_points = int(doc["parameters"]["max_points"])
+        self._lengths = doc["client"]["lengths"]
+        self._kernel = doc["client"]["kernel"]
+        (self._prepare_tracs if self._kernel in TRACS_KERNELS else self._prepare_trajectory)()
 
     def _tracs_report(self, lon: np.ndarray, lat: np.ndarray, key: np.ndarray) -> dict[str, Any]:
         """TraCS's release of the trajectory in the plane, then each released location's nearest point of P.
@@ -609,42 +601,30 @@ class Client:
         eps_a, eps_b = (np.array([float(v)]) for v in self._lengths[n])
         x, y = aeqd_forward(lon, lat, *self._plane)
         offsets = np.array([0, n], dtype=np.int64)
-        out_x, out_y = np.empty(n), np.empty(n)
         kernels = _kernels()
-        if kernels is None:
-            out_x, out_y = self._tracs_fallback(x, y, offsets, key)
-        else:
-            buf, state = np.zeros(16, dtype=np.uint32), np.zeros(3, dtype=np.int64)
-            if self._kernel == "tracs_d_kernel":
-                kernels[0].tracs_d_kernel(
-                    x, y, offsets, self._box, self._origin, eps_a, eps_b, key, 0, buf, state, out_x, out_y
-                )
-            else:
-                kernels[0].tracs_c_kernel(
-                    x, y, offsets, self._box, eps_a, eps_b, key, 0, buf, state, out_x, out_y
-                )
-        rlon, rlat = aeqd_inverse(out_x, out_y, *self._plane)
-        if kernels is None:
+        if kernels is None:  # the mechanism of the full geoldp (the JIT compiler), and PointSet's snapping
             from geoldp._core.pointset import PointSet
+            from geoldp.trajectory import engine
 
+            box = {"bounds": tuple(float(v) for v in self._box)}
+            mech = engine.resolve_mechanism(self.design, self.epsilon, box, caller="geoldp.client")
+            out_x, out_y = mech.perturb_xy(x, y, offsets, key=key)
+            rlon, rlat = aeqd_inverse(out_x, out_y, *self._plane)
             pts = self.document["points"]
             idx, _ = PointSet(np.asarray(pts["lon"]), np.asarray(pts["lat"])).nearest(rlon, rlat)
             return {"points": np.atleast_1d(np.asarray(idx, dtype=np.int64)).tolist()}
-        return {"points": self._snap(rlon, rlat, kernels).tolist()}
+        out_x, out_y = np.empty(n), np.empty(n)
+        buf, state = np.zeros(16, dtype=np.uint32), np.zeros(3, dtype=np.int64)
+        origin = (self._origin,) if self._kernel == "tracs_d_kernel" else ()  # TraCS-C has no origin
+        kernel = getattr(kernels[0], self._kernel)
+        kernel(x, y, offsets, self._box, *origin, eps_a, eps_b, key, 0, buf, state, out_x, out_y)
+        return {"points": self._snap(*aeqd_inverse(out_x, out_y, *self._plane), kernels).tolist()}
 
-    def _tracs_fallback(
-        self, x: np.ndarray, y: np.ndarray, offsets: np.ndarray, key: np.ndarray
-    ) -> tuple[np.ndarray, np.ndarray]:
-        """Without geoldp's compiled kernels: the mechanism of the full geoldp (the JIT compiler)."""
-        from geoldp.trajectory import engine
+    def _check_length(self, n: int) -> Any:
+        """Refuse, before any draw, a length the campaign cannot release (or longer than its maximum).
 
-        bounds = tuple(float(v) for v in self._box)
-        mech = engine.resolve_mechanism(self.design, self.epsilon, {"bounds": bounds}, caller="geoldp.client")
-        out_x, out_y = mech.perturb_xy(x, y, offsets, key=key)
-        return out_x, out_y
-
-    def _check_length(self, n: int) -> None:
-        """Refuse, before any draw, a length the campaign cannot release (or longer than its maximum)."""
+        Returns the length's stage budgets.
+        """
         if n > self._max_points:
             raise ValueError(
                 f"The trajectory has {n} points; this campaign releases at most {self._max_points}. "
@@ -656,36 +636,24 @@ class Client:
                 f"A trajectory of {n} points cannot be released under this campaign: "
                 f"{row or 'not releasable'}. Resample it to another number of points."
             )
+        return row
 
     # -- trajectory designs (TP, ATP, PointEM) -----------------------------------------------------
     def _prepare_trajectory(self) -> None:
-        doc = self.document
-        pts, client = doc["points"], doc["client"]
-        lon = np.asarray(pts["lon"], dtype=np.float64)
-        lat = np.asarray(pts["lat"], dtype=np.float64)
-        lam = lon * _DEG2RAD
-        phi = lat * _DEG2RAD
-        cphi = np.cos(phi)
-        xyz = np.column_stack([cphi * np.cos(lam), cphi * np.sin(lam), np.sin(phi)])
+        pts, client = self.document["points"], self.document["client"]
         grid = client["grid"]
         order = np.asarray(grid["order"], dtype=np.int64)
-        self._m = int(lon.shape[0])
-        self._max_points = int(doc["parameters"]["max_points"])
-        self._lengths = client["lengths"]
         self._plan = client["plan"]
-        self._kernel = client["kernel"]
         self._props = (int(client["proposals"][0]), int(client["proposals"][1]))
         self._region_tol = float(client["region_tol"])
         self._region_record = int(client["region_record"])
         self._stack = int(client["stack"])
         self._n_stats = int(client["stats"])
-        self._lam, self._phi = _readonly(lam), _readonly(phi)
-        self._xyz = _readonly(xyz)
         self._index = _Index(
             self._lam,
             self._phi,
             self._xyz,
-            np.ascontiguousarray(xyz[order]),
+            np.ascontiguousarray(self._xyz[order]),
             order,
             np.asarray(grid["gf"], dtype=np.float64),
             np.asarray(grid["gi"], dtype=np.int64),
@@ -708,17 +676,8 @@ class Client:
                     kernels[1].region_tree(self._index.sxyz, self._index.cell_start, nu, nv, levels, nodes)
             else:
                 levels = np.zeros((1, 3), dtype=np.int64)
-            self._region = _RegionIndex(
-                self._lam,
-                self._phi,
-                self._index.xyz,
-                self._index.sxyz,
-                order,
-                self._index.cell_start,
-                nodes,
-                levels,
-                use_grid,
-            )
+            # P's arrays as the grid index holds them (lam, phi, xyz, sxyz, order), then the quadtree
+            self._region = _RegionIndex(*self._index[:5], self._index.cell_start, nodes, levels, use_grid)
         self._no_tables = (
             _readonly(np.zeros((0, self._m, 1))),
             _readonly(np.zeros((0, 2))),
@@ -734,9 +693,7 @@ class Client:
         of a dot product is about 1e−16, so the kernel's minimiser is among them) and the kernel decides
         among them; a vertex whose nearest point is more than ``_FAR_COS``'s angle away is scanned fully.
         """
-        lam, phi = lon * _DEG2RAD, lat * _DEG2RAD
-        cphi = np.cos(phi)
-        q = np.column_stack([cphi * np.cos(lam), cphi * np.sin(lam), np.sin(phi)])
+        lam, phi, q = _unit_vectors(lon, lat)
         dots = self._xyz @ q.T
         best = dots.max(axis=0)
         out = np.empty(lon.shape[0], dtype=np.int64)
@@ -754,14 +711,7 @@ class Client:
         return out
 
     def _tables(self, n: int) -> tuple[np.ndarray, ...]:
-        row = self._lengths[n]
-        if row is None or isinstance(row, str):
-            reason = row or "not releasable"
-            raise ValueError(
-                f"A trajectory of {n} points cannot be released under this campaign: {reason}. "
-                "Resample it to "
-                "another number of points."
-            )
+        row = self._check_length(n)
         eps_single = np.zeros(n + 1)
         tabs = [np.zeros((n + 1, 2)) for _ in range(7)]
         if not isinstance(row[0], list):
@@ -846,7 +796,7 @@ class Client:
         pts = self.document["points"]
         ps = PointSet(np.asarray(pts["lon"]), np.asarray(pts["lat"]))
         idx, _ = ps.nearest(lon, lat)
-        self._tables(lon.shape[0])  # the same refusal of a length the campaign cannot release
+        self._check_length(lon.shape[0])  # the same refusal of a length the campaign cannot release
         mech = engine.resolve_mechanism(self.design, self.epsilon, {}, caller="geoldp.client")
         out = engine.run_with_key([np.asarray(idx, dtype=np.int64)], ps, mech, key=key)
         return [int(v) for v in out[0]]
@@ -862,10 +812,6 @@ class Client:
         self._d = int(par["domain"])
         self._n_zones = int(par["n_zones"])
         self._zone_table = _zone_table(doc["report_zones"]["polygons"])
-
-    def _zone_of(self, lon: np.ndarray, lat: np.ndarray) -> np.ndarray:
-        """The first zone that contains each vertex or has it on its boundary; ``n_zones`` for none."""
-        return _zone_lookup(self._zone_table, lon, lat)
 
     # -- the pilot: three k-RR reports (length class, number of zones visited, one coarse cell) ------
     def _prepare_pilot(self) -> None:
@@ -900,7 +846,7 @@ class Client:
 
     def items(self, lon: np.ndarray, lat: np.ndarray) -> list[int]:
         """The private item set a report design samples from: the visited zones, or the (origin, end) pair."""
-        zone = self._zone_of(lon, lat)
+        zone = _zone_lookup(self._zone_table, lon, lat)
         k = self._n_zones + 1
         if self._statistic == "od":
             return [int(zone[0]) * k + int(zone[-1])]
@@ -924,11 +870,8 @@ class Client:
             return {"seed": seed, "value": _krr_value(source, _olh_hash(seed, x, g), g, _krr_lie(g, eps))}
         t = math.exp(-eps)
         p, q = 0.5, t / (1.0 + t)
-        bits = np.zeros((self._d + 7) // 8, dtype=np.uint8)
-        for v in range(self._d):
-            if source.bernoulli(p if v == x else q):
-                bits[v >> 3] |= np.uint8(1 << (7 - (v & 7)))
-        return {"bits": bits.tobytes().hex()}
+        bits = [source.bernoulli(p if v == x else q) for v in range(self._d)]
+        return {"bits": np.packbits(bits).tobytes().hex()}  # bit v: bit 7 − v % 8 of byte v // 8
 
     # -- LDPTrace: round 1 (the length) or round 2 (start, end, transitions), OUE bit vectors ---------
     def _prepare_ldptrace(self) -> None:
@@ -991,10 +934,8 @@ class Client:
         probs = self.ldptrace_probabilities(self.ldptrace_values(lon, lat))
         flat = np.concatenate(probs)
         bits = source.uniforms(flat.shape[0]) < flat
-        hexes, at = [], 0
-        for p in probs:
-            hexes.append(np.packbits(bits[at : at + p.shape[0]]).tobytes().hex())
-            at += p.shape[0]
+        ends = np.cumsum([p.shape[0] for p in probs])[:-1]
+        hexes = [np.packbits(b).tobytes().hex() for b in np.split(bits, ends)]
         if self._round == 1:
             return {"length": hexes[0]}
         return {"start": hexes[0], "end": hexes[1], "transitions": hexes[2:]}
@@ -1035,10 +976,9 @@ class Client:
 
     def _pilot_record(self, lon: np.ndarray, lat: np.ndarray, gen: Any) -> tuple[dict[str, Any], str]:
         if gen is None:  # a ChaCha20 stream under a key from the OS: the same draws, from the OS's entropy
-            key = np.frombuffer(os.urandom(32), dtype=np.uint32).copy()
-            return self.pilot_report(lon, lat, _Stream(key, 0)), os.urandom(16).hex()
-        payload = self.pilot_report(lon, lat, _GeneratorDraws(gen))
-        return payload, gen.bytes(16).hex()
+            (key,), record_id = _keys_and_id(None)
+            return self.pilot_report(lon, lat, _Stream(key, 0)), record_id
+        return self.pilot_report(lon, lat, _GeneratorDraws(gen)), gen.bytes(16).hex()
 
     def _record(self, payload: Any, record_id: str, user: str, gen: Any) -> dict[str, Any]:
         return {
@@ -1052,6 +992,13 @@ class Client:
             "report": payload,
             "rng": "os-csprng" if gen is None else "seeded",
         }
+
+
+def _unit_vectors(lon: Any, lat: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Degrees to radians, and the points as unit vectors (what snapping compares)."""
+    lam, phi = np.asarray(lon, dtype=np.float64) * _DEG2RAD, np.asarray(lat, dtype=np.float64) * _DEG2RAD
+    cphi = np.cos(phi)
+    return lam, phi, np.column_stack([cphi * np.cos(lam), cphi * np.sin(lam), np.sin(phi)])
 
 
 def _zone_table(polygons: list[Any]) -> tuple[list[Any], list[tuple[float, float, float, float]], int]:

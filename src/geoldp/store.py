@@ -121,6 +121,14 @@ _PG_TYPES = {
 #: Besides the unique keys (a spend by release and user, a report by digest, a budget by user): only what
 #: reading a campaign's reports needs; every index is written by every append, so there are no others.
 _INDEXES = ("CREATE INDEX IF NOT EXISTS geoldp_reports_campaign ON geoldp_reports (campaign_id)",)
+#: The counts :meth:`Store.verify` reads with one query each.
+_CHECKS = {
+    "report_without_spend": "SELECT count(*) FROM geoldp_reports r WHERE NOT EXISTS (SELECT 1 FROM "
+    "geoldp_spends s WHERE s.release_id = r.record_digest AND s.kind = 'report')",
+    "spend_without_report": "SELECT count(*) FROM geoldp_spends s WHERE s.kind = 'report' AND NOT EXISTS "
+    "(SELECT 1 FROM geoldp_reports r WHERE r.record_digest = s.release_id)",
+    "duplicate_reports": "SELECT count(*) - count(DISTINCT record_digest) FROM geoldp_reports",
+}
 
 _WGS84_WKT = (
     'GEOGCS["WGS 84",DATUM["WGS_1984",SPHEROID["WGS 84",6378137,298.257223563,AUTHORITY["EPSG","7030"]],'
@@ -178,6 +186,27 @@ def redact(url: str) -> str:
     return f"{head}{sep}{user}{':***' if ':' in creds else ''}@{rest}"
 
 
+@contextlib.contextmanager
+def opened(store: Any, total_epsilon: float | None = None) -> Iterator[Store]:
+    """``store`` as it is, or the store of a path or URL (created with ``total_epsilon`` if new), closed at
+    the end only if it was opened here; a given store must keep ``total_epsilon`` per user, if given."""
+    if isinstance(store, Store):
+        if total_epsilon is not None and store.total_epsilon != total_epsilon:
+            raise ValueError(
+                f"The store {store.location} keeps a total of {store.total_epsilon:g} per user; the "
+                f"campaign's is {total_epsilon:g}: use a store made for this campaign."
+            )
+        yield store
+        return
+    if not (isinstance(store, (str, os.PathLike)) and (is_url(store) or os.fspath(store))):
+        raise TypeError(
+            "The 'store' parameter must be a GeoPackage path, a postgresql:// URL or a geoldp.store.Store. "
+            f"Got {type(store).__name__} instead."
+        )
+    with Store.open(store, total_epsilon=total_epsilon) as st:
+        yield st
+
+
 class Report(NamedTuple):
     """One report record to append: its user, digest (unique), ε, and the JSON payload and ledger entry.
 
@@ -200,21 +229,14 @@ class _Refused(Exception):
 
 
 def _exact(text: Any, where: str) -> Fraction:
-    # "p/q" or "p" as written by str(Fraction): two ints, without Fraction's slower parsing of text
-    try:
-        num, _, den = str(text).partition("/")
-        value = Fraction(int(num), int(den) if den else 1)
-    except (ValueError, ZeroDivisionError):
-        raise ValueError(f"The store holds a malformed exact value in {where}.") from None
-    if value < 0:
-        raise ValueError(f"The store holds a negative value in {where}.")
-    return value
+    return Fraction(*_ratio(text, where))
 
 
 def _ratio(text: Any, where: str) -> tuple[int, int]:
-    """``(numerator, denominator > 0)`` of an exact value as :func:`_exact` reads it, not reduced.
+    """``(numerator, denominator > 0)``, not reduced, of ``"p/q"`` or ``"p"`` as ``str(Fraction)`` writes it.
 
-    The integers that :meth:`Store.append_reports` adds and compares without building fractions.
+    Two ints, without Fraction's slower parsing of text (:meth:`Store.append_reports` adds and compares
+    them without building fractions).
     """
     try:
         num, _, den = str(text).partition("/")
@@ -236,12 +258,13 @@ def _text(num: int, den: int) -> str:
     return str(num // g) if den == g else f"{num // g}/{den // g}"
 
 
-def _insert(mark: str, table: str, columns: str, *, upsert: str | None = None) -> str:
-    """``INSERT INTO table (columns) VALUES (mark, ...)``; with ``upsert``, the other columns replace those
-    of the row whose ``upsert`` column conflicts (the one syntax of SQLite and PostgreSQL)."""
+def _insert(mark: str, table: str, columns: str, *, upsert: str = "", values: str = "") -> str:
+    """``INSERT INTO table (columns) VALUES (mark, ...)`` (or ``values``, a query); with ``upsert``, the
+    other columns replace those of the row whose ``upsert`` column conflicts (SQLite and PostgreSQL)."""
     names = [c.strip() for c in columns.split(",")]
-    sql = f"INSERT INTO {table} ({', '.join(names)}) VALUES ({', '.join([mark] * len(names))})"
-    if upsert is not None:
+    values = values or f"VALUES ({', '.join([mark] * len(names))})"
+    sql = f"INSERT INTO {table} ({', '.join(names)}) {values}"
+    if upsert:
         sets = ", ".join(f"{c} = excluded.{c}" for c in names if c != upsert)
         sql += f" ON CONFLICT ({upsert}) DO UPDATE SET {sets}"
     return sql
@@ -314,7 +337,7 @@ class _SQLite:
         self, cur: Any, table: str, columns: str, rows: Sequence[tuple[Any, ...]], upsert: str = ""
     ) -> None:
         """Insert ``rows`` (tuples in the order of ``columns``); ``upsert``: see :func:`_insert`."""
-        cur.executemany(_insert(self.mark, table, columns, upsert=upsert or None), rows)
+        cur.executemany(_insert(self.mark, table, columns, upsert=upsert), rows)
 
     def lock_users(self, cur: Any, users: Sequence[str], now: Any) -> dict[str, str]:
         """``{user: spent, exact text}`` of ``users`` (those with a budget row), locked until the end of
@@ -411,12 +434,8 @@ class _Postgres:
         """Insert ``rows`` in one statement (one array per column, ``unnest``): not one per row."""
         if not rows:
             return
-        names = [c.strip() for c in columns.split(",")]
-        arrays = ", ".join(f"%b::{_PG_TYPES.get(name, 'text')}[]" for name in names)  # binary: fast
-        sql = f"INSERT INTO {table} ({', '.join(names)}) SELECT * FROM unnest({arrays})"
-        if upsert:
-            sets = ", ".join(f"{c} = excluded.{c}" for c in names if c != upsert)
-            sql += f" ON CONFLICT ({upsert}) DO UPDATE SET {sets}"
+        arrays = ", ".join(f"%b::{_PG_TYPES.get(c.strip(), 'text')}[]" for c in columns.split(","))  # binary
+        sql = _insert(self.mark, table, columns, upsert=upsert, values=f"SELECT * FROM unnest({arrays})")
         cur.execute(sql, [list(col) for col in zip(*rows, strict=True)])
 
     def lock_users(self, cur: Any, users: Sequence[str], now: Any) -> dict[str, str]:
@@ -471,7 +490,11 @@ class _Postgres:
         self.conn.close()
 
 
-def _read_spent(cur: Any, mark: str, users: Sequence[str]) -> dict[str, str]:
+def _read_spent(cur: Any, mark: str, users: Sequence[str] | None = None) -> dict[str, str]:
+    """``{user: spent, exact text}`` of ``users`` (those with a budget row), or of every user."""
+    if users is None:
+        cur.execute("SELECT user_id, spent_exact FROM geoldp_budgets")
+        return dict(cur.fetchall())
     out: dict[str, str] = {}
     for part in _chunks(list(users)):
         where, params = _where_in(mark, "user_id", part)
@@ -741,14 +764,8 @@ class Store:
         m = self._backend.mark
 
         def body(cur: Any) -> dict[str, Fraction]:
-            if users is None:
-                cur.execute("SELECT user_id, spent_exact FROM geoldp_budgets")
-                rows = {u: _exact(s, "geoldp_budgets") for u, s in cur.fetchall()}
-            else:
-                rows = {
-                    u: _exact(s, "geoldp_budgets") for u, s in _read_spent(cur, m, sorted(set(users))).items()
-                }
-            return {u: s for u, s in rows.items() if s > 0}
+            found = _read_spent(cur, m, None if users is None else sorted(set(users)))
+            return {u: s for u, text in found.items() if (s := _exact(text, "geoldp_budgets")) > 0}
 
         return self._run(body, write=False)
 
@@ -780,14 +797,14 @@ class Store:
 
     def campaign(self, campaign_id: str) -> str | None:
         """The public configuration (JSON text) a campaign was registered with, or None."""
-        m = self._backend.mark
+        return self._run(lambda cur: self._campaign(cur, campaign_id), write=False)
 
-        def body(cur: Any) -> str | None:
-            cur.execute(f"SELECT document FROM geoldp_campaigns WHERE campaign_id = {m}", (campaign_id,))
-            row = cur.fetchone()
-            return None if row is None else str(row[0])
-
-        return self._run(body, write=False)
+    def _campaign(self, cur: Any, campaign_id: str) -> str | None:
+        cur.execute(
+            f"SELECT document FROM geoldp_campaigns WHERE campaign_id = {self._backend.mark}", (campaign_id,)
+        )
+        row = cur.fetchone()
+        return None if row is None else str(row[0])
 
     def campaigns(self) -> list[str]:
         """The ids of the campaigns registered, in the order registered."""
@@ -829,30 +846,17 @@ class Store:
             sums: dict[str, Fraction] = {}
             for u, e in cur.fetchall():
                 sums[u] = sums.get(u, Fraction(0)) + _exact(e, "geoldp_spends")
-            cur.execute("SELECT user_id, spent_exact FROM geoldp_budgets")
-            budgets = {u: _exact(s, "geoldp_budgets") for u, s in cur.fetchall()}
+            budgets = {
+                u: _exact(s, "geoldp_budgets") for u, s in _read_spent(cur, self._backend.mark).items()
+            }
             users = set(sums) | set(budgets)
             mismatch = sum(sums.get(u, Fraction(0)) != budgets.get(u, Fraction(0)) for u in users)
             over = sum(s > self.total_exact for s in budgets.values())
-            cur.execute(
-                "SELECT count(*) FROM geoldp_reports r WHERE NOT EXISTS (SELECT 1 FROM geoldp_spends s "
-                "WHERE s.release_id = r.record_digest AND s.kind = 'report')"
-            )
-            orphan_reports = int(cur.fetchone()[0])
-            cur.execute(
-                "SELECT count(*) FROM geoldp_spends s WHERE s.kind = 'report' AND NOT EXISTS (SELECT 1 FROM "
-                "geoldp_reports r WHERE r.record_digest = s.release_id)"
-            )
-            orphan_spends = int(cur.fetchone()[0])
-            cur.execute("SELECT count(*) - count(DISTINCT record_digest) FROM geoldp_reports")
-            dup = int(cur.fetchone()[0])
-            return {
-                "budget_mismatch": int(mismatch),
-                "overspent": int(over),
-                "report_without_spend": orphan_reports,
-                "spend_without_report": orphan_spends,
-                "duplicate_reports": dup,
-            }
+            out = {"budget_mismatch": int(mismatch), "overspent": int(over)}
+            for name, sql in _CHECKS.items():
+                cur.execute(sql)
+                out[name] = int(cur.fetchone()[0])
+            return out
 
         return self._run(body, write=False)
 
@@ -983,27 +987,23 @@ class Store:
         ValueError
             The id is registered with another document.
         """
-        m = self._backend.mark
-        registered = self.campaign(campaign_id)  # read first: no write transaction when it is there
-        if registered is not None:
-            if registered != document:
+
+        def registered(found: str | None) -> bool:
+            if found is not None and found != document:
                 raise ValueError(f"The campaign {campaign_id!r} is registered with another document.")
-            return False
+            return found is not None
 
         def body(cur: Any) -> bool:
-            cur.execute(f"SELECT document FROM geoldp_campaigns WHERE campaign_id = {m}", (campaign_id,))
-            row = cur.fetchone()
-            if row is not None:
-                if row[0] != document:
-                    raise ValueError(f"The campaign {campaign_id!r} is registered with another document.")
+            if registered(self._campaign(cur, campaign_id)):
                 return False
             cur.execute(
-                _insert(m, "geoldp_campaigns", "campaign_id, document, registered_utc"),
+                _insert(self._backend.mark, "geoldp_campaigns", "campaign_id, document, registered_utc"),
                 (campaign_id, document, self._backend.now()),
             )
             return True
 
-        return self._run(body)
+        # read first: no write transaction when it is there
+        return not registered(self.campaign(campaign_id)) and self._run(body)
 
     def append_reports(self, campaign_id: str, records: Sequence[Report]) -> list[str]:
         """Charge each record's user and store the record, all in one transaction.
@@ -1059,7 +1059,8 @@ class Store:
             running = {u: n * (unit // d) for u, (n, d) in spent.items()}  # each user's spend so far
             outcomes: list[str] = []
             touched: set[str] = set()
-            new: list[Report] = []
+            spends: list[tuple[Any, ...]] = []
+            reports: list[tuple[Any, ...]] = []
             for r in records:
                 if r.record_digest in stored:
                     outcomes.append("duplicate")
@@ -1071,9 +1072,11 @@ class Store:
                 running[r.user_id] = after
                 touched.add(r.user_id)
                 stored.add(r.record_digest)
-                new.append(r)
+                eps, text = costs[r.epsilon][2:]
+                spends.append((r.record_digest, r.user_id, "report", eps, text, "committed", None, now))
+                reports.append((campaign_id, r.user_id, r.record_digest, eps, r.payload, r.ledger, now))
                 outcomes.append("stored")
-            if new:
+            if reports:
                 self._backend.insert(
                     cur,
                     "geoldp_budgets",
@@ -1081,41 +1084,8 @@ class Store:
                     [(u, running[u] / unit, _text(running[u], unit), now) for u in sorted(touched)],
                     upsert="user_id",
                 )
-                self._backend.insert(
-                    cur,
-                    "geoldp_spends",
-                    _SPEND,
-                    [
-                        (
-                            r.record_digest,
-                            r.user_id,
-                            "report",
-                            costs[r.epsilon][2],
-                            costs[r.epsilon][3],
-                            "committed",
-                            None,
-                            now,
-                        )
-                        for r in new
-                    ],
-                )
-                self._backend.insert(
-                    cur,
-                    "geoldp_reports",
-                    _REPORT,
-                    [
-                        (
-                            campaign_id,
-                            r.user_id,
-                            r.record_digest,
-                            costs[r.epsilon][2],
-                            r.payload,
-                            r.ledger,
-                            now,
-                        )
-                        for r in new
-                    ],
-                )
+                self._backend.insert(cur, "geoldp_spends", _SPEND, spends)
+                self._backend.insert(cur, "geoldp_reports", _REPORT, reports)
             return outcomes
 
         return self._run(body)

@@ -36,12 +36,6 @@ def _store_target(text: str) -> str:
     return text
 
 
-def _where(target: str) -> str:
-    from geoldp.store import is_url, redact
-
-    return redact(target) if is_url(target) else f"'{target}'"
-
-
 # ------------------------------------------------------------------------------------------------------
 # campaign create | show | verify
 
@@ -67,10 +61,7 @@ def _cmd_create(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int
             user_total_epsilon=args.user_total_epsilon,
             max_points=args.max_points,
         )
-        with stage(f"cannot write '{args.output}'"):
-            campaign.write(out_path, overwrite=args.overwrite)
-    _describe(campaign, stderr)
-    print(out_path, file=stdout)
+        print(_publish(campaign, args.output, out_path, args.overwrite, stderr), file=stdout)
     return 0
 
 
@@ -84,8 +75,13 @@ def campaign_from_plan(
         args.campaign_out, overwrite=args.overwrite, suffixes=(".json",), ledger=False, what="--campaign-out"
     )
     campaign = Campaign.create(design, epsilon=args.epsilon, points=points, zones=zones)
-    with stage(f"cannot write '{args.campaign_out}'"):
-        campaign.write(out_path, overwrite=args.overwrite)
+    return _publish(campaign, args.campaign_out, out_path, args.overwrite, stderr)
+
+
+def _publish(campaign: Any, given: str, out_path: Path, overwrite: bool, stderr: TextIO) -> Path:
+    """Write a campaign file (``given``: as the user named it) and say what it collects."""
+    with stage(f"cannot write '{given}'"):
+        campaign.write(out_path, overwrite=overwrite)
     _describe(campaign, stderr)
     return out_path
 
@@ -183,19 +179,21 @@ def _cmd_respond(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> in
 def _cmd_ingest(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     from geoldp import _campaign_doc
     from geoldp.field.ingest import DEFAULT_BATCH, ingest
+    from geoldp.store import is_url, redact
 
     campaign_path = existing_file(args.campaign, "CAMPAIGN")
     document = _campaign_doc.load_campaign(campaign_path)
     files = [existing_file(f, "REPORTS") for f in args.reports]
     target = _store_target(args.store)
     summary = ingest(campaign_path, files, store=target, batch=args.batch or DEFAULT_BATCH)
+    where = redact(target) if is_url(target) else f"'{target}'"
     for refusal in summary.refused[: args.max_errors]:
         print(f"{PROG}: refused: {refusal}", file=stderr)
     if len(summary.refused) > args.max_errors:
         print(f"{PROG}: refused: ... and {len(summary.refused) - args.max_errors} more", file=stderr)
     print(
         f"{PROG}: ingested {summary.read} records of campaign {document['id'][:12]}... into "
-        f"{_where(target)}: "
+        f"{where}: "
         f"{summary.stored} stored, {summary.duplicates} already stored, {summary.over_budget} over their "
         f"user's budget (not stored, not charged), {len(summary.refused)} refused",
         file=stdout,
@@ -216,10 +214,7 @@ def _cmd_next_round(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) ->
     round1 = Campaign.read(round1_path)
     with _report_warnings(stderr), Store.open(args.store) as store:
         round2 = round1.next_round(store)
-    with stage(f"cannot write '{args.output}'"):
-        round2.write(out_path, overwrite=args.overwrite)
-    _describe(round2, stderr)
-    print(out_path, file=stdout)
+    print(_publish(round2, args.output, out_path, args.overwrite, stderr), file=stdout)
     return 0
 
 

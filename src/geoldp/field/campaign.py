@@ -168,18 +168,7 @@ class Campaign:
             parts.append(f"{len(d['points']['lon'])} public points")
         if d["zones"] is not None:
             parts.append(f"{len(d['zones']['labels'])} zones")
-        for kind, view in doc.part_views(d).items():
-            par = view["parameters"]
-            if kind == "trajectory":
-                parts.append(f"trajectories of at most {par['max_points']} points")
-            elif kind == "report":
-                parts.append(f"{par['oracle']} reports over {par['domain']} values")
-            elif kind == "ldptrace":
-                parts.append(_ldptrace_summary(par))
-            else:
-                parts.append(
-                    f"three k-RR reports (length class, zones visited, one of {par['n_cells']} cells)"
-                )
+        parts += [_SUMMARIES[kind](view["parameters"]) for kind, view in doc.part_views(d).items()]
         return "; ".join(parts)
 
     def __repr__(self) -> str:
@@ -288,7 +277,7 @@ class Campaign:
             This is not an LDPTrace round-1 campaign, or the store holds none of its reports.
         """
         from geoldp.ldptrace import report_sums
-        from geoldp.store import Store
+        from geoldp.store import opened
 
         d = self.document
         if d["kind"] != "ldptrace" or d["parameters"]["round"] != 1:
@@ -296,13 +285,8 @@ class Campaign:
                 f"The campaign {self.id[:12]}... is not the first round of an LDPTrace campaign: only that "
                 "has a next round."
             )
-        st, opened = (store, False) if isinstance(store, Store) else (Store.open(store), True)
-        try:
-            rows = st.reports(self.id)
-            location = st.location
-        finally:
-            if opened:
-                st.close()
+        with opened(store) as st:
+            rows, location = st.reports(self.id), st.location
         if not rows:
             raise ValueError(
                 f"The store {location} holds no round-1 reports of the campaign {self.id[:12]}...: ingest "
@@ -596,6 +580,12 @@ def _length_row(mech: Any, n: int, m: int) -> Any:
     return rows
 
 
+def _bounds(ps: Any) -> tuple[float, float, float, float]:
+    """P's bounding box in degrees: (min lon, min lat, max lon, max lat)."""
+    lon, lat = np.asarray(ps.lon, dtype=np.float64), np.asarray(ps.lat, dtype=np.float64)
+    return (float(np.min(lon)), float(np.min(lat)), float(np.max(lon)), float(np.max(lat)))
+
+
 def _tracs_client(des: TrajectoryDesign, eps: float, ps: Any, max_points: int) -> dict[str, Any]:
     """What a device's TraCS randomiser reads: the central release's plane and box, each length's budgets.
 
@@ -605,8 +595,7 @@ def _tracs_client(des: TrajectoryDesign, eps: float, ps: Any, max_points: int) -
 
     from geoldp._core import box as _box
 
-    lon, lat = np.asarray(ps.lon, dtype=np.float64), np.asarray(ps.lat, dtype=np.float64)
-    bounds = (float(np.min(lon)), float(np.min(lat)), float(np.max(lon)), float(np.max(lat)))
+    bounds = _bounds(ps)
     box = _box.planar_box(bounds, "EPSG:4326", caller=_CALLER)
     plane = {  # read from the definition itself: the client projects with exactly these numbers
         k: float(v) for k, v in re.findall(r"\+(lat_0|lon_0|R)=(\S+)", box.plane_definition)
@@ -653,15 +642,8 @@ def _trajectory_client(des: TrajectoryDesign, eps: float, ps: Any, max_points: i
             "order": [int(v) for v in index.order],
             "levels": levels,
         },
-        "plan": {
-            "granularity": int(plan.granularity),
-            "centred": bool(plan.centred),
-            "balanced": bool(plan.balanced),
-            "neighbour_fallback": bool(plan.neighbour_fallback),
-            "vector_mean": bool(plan.vector_mean),
-            "sw_buckets": int(plan.sw_buckets),
-            "continuous_sw": bool(plan.continuous_sw),
-            "input_mapping": bool(plan.input_mapping),
+        "plan": {  # the sampler plan's switches, and its two counts
+            k: (int if k in ("granularity", "sw_buckets") else bool)(getattr(plan, k)) for k in doc.PLAN_KEYS
         },
         "tau": float(TAU_FACTOR * index.delta),
         "proposals": [int(sampling.MAX_PROPOSALS), int(sampling.MAX_PROPOSALS_D)],
@@ -702,8 +684,7 @@ def _ldptrace_box(ps: Any, bounds: Any) -> list[float]:
                 "degrees (WGS 84)."
             )
         return box
-    lon, lat = np.asarray(ps.lon, dtype=np.float64), np.asarray(ps.lat, dtype=np.float64)
-    box = [float(np.min(lon)), float(np.min(lat)), float(np.max(lon)), float(np.max(lat))]
+    box = list(_bounds(ps))
     if not (box[2] > box[0] and box[3] > box[1]):
         raise ValueError(f"The 'points' of {_CALLER} must span a box of positive width and height.")
     return box
@@ -740,11 +721,7 @@ def _ldptrace_round1(
             "length_domain": int(d_len),
             "quantile": float(q),
             "length_epsilon": e1,
-            "round1": None,
-            "max_length": None,
-            "per_report": None,
-            "length_reports": None,
-            "length_sums": None,
+            **dict.fromkeys(doc.LDPTRACE_ROUND2_MEMBERS),
         },
         "client": None,
         "report_zones": None,
@@ -818,3 +795,12 @@ def _ldptrace_summary(par: dict[str, Any]) -> str:
         f"{par['max_length'] - 1} transitions, epsilon {par['per_report']:g} each) on a {n} x {n} grid, "
         f"L = {par['max_length']} from {par['length_reports']} length reports"
     )
+
+
+#: What each part of a campaign collects, from its parameters (:meth:`Campaign.summary`).
+_SUMMARIES = {
+    "trajectory": lambda par: f"trajectories of at most {par['max_points']} points",
+    "report": lambda par: f"{par['oracle']} reports over {par['domain']} values",
+    "ldptrace": _ldptrace_summary,
+    "pilot": lambda par: f"three k-RR reports (length class, zones visited, one of {par['n_cells']} cells)",
+}

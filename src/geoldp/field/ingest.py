@@ -15,6 +15,7 @@ LDPTrace's second round, synthetic trajectories from the model of the stored bit
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import re
@@ -26,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from geoldp import _campaign_doc as doc
-from geoldp.store import Report, Store, is_url
+from geoldp.store import Report, Store, is_url, opened
 
 if TYPE_CHECKING:
     from geoldp.field.campaign import Campaign
@@ -92,23 +93,6 @@ def _document(campaign: Any) -> dict[str, Any]:
     return doc.check_campaign(document)
 
 
-def _open_store(store: Any, total: float) -> tuple[Store, bool]:
-    """``(store, opened here)``: a Store as it is, or a path/URL opened (created with ``total`` if new)."""
-    if isinstance(store, Store):
-        if store.total_epsilon != total:
-            raise ValueError(
-                f"The store {store.location} keeps a total of {store.total_epsilon:g} per user; the "
-                f"campaign's is {total:g}: use a store made for this campaign."
-            )
-        return store, False
-    if not (isinstance(store, (str, os.PathLike)) and (is_url(store) or os.fspath(store))):
-        raise TypeError(
-            "The 'store' parameter must be a GeoPackage path, a postgresql:// URL or a geoldp.store.Store. "
-            f"Got {type(store).__name__} instead."
-        )
-    return Store.open(store, total_epsilon=total), True
-
-
 def _ledger_entry(campaign: dict[str, Any]) -> tuple[str, str]:
     """The public ledger entry stored beside a report, as a prefix and suffix around its record id and rng.
 
@@ -123,156 +107,14 @@ def _ledger_entry(campaign: dict[str, Any]) -> tuple[str, str]:
 #: One JSON decoder for every line (``json.loads`` with an argument builds a new decoder per call).
 _DECODER = json.JSONDecoder(parse_constant=doc.refuse_constant)
 _RECORD_ID = re.compile(r"[0-9a-f]{32}")
-_HEX = re.compile(r"[0-9a-f]*")
 _RNGS = frozenset({"os-csprng", "seeded"})
-#: The decoder's scanner (what ``JSONDecoder.raw_decode`` calls) and JSON's whitespace, as it skips it.
-_SCAN: Callable[[str, int], tuple[Any, int]] = _DECODER.scan_once  # type: ignore[attr-defined]
-_SPACE = re.compile(r"[ \t\n\r]*").match
 
 
 def _loads(text: str) -> Any:
-    """``json.loads(text, parse_constant=refuse_constant)``: the same value or the same error.
-
-    One decoder for all lines, called as ``json.JSONDecoder.decode`` calls it.
-    """
-    if text.startswith("\ufeff"):
+    """``json.loads(text, parse_constant=refuse_constant)``: the same value or the same error."""
+    if text.startswith("\ufeff"):  # as json.loads refuses it (the decoder itself does not look)
         raise json.JSONDecodeError("Unexpected UTF-8 BOM (decode using utf-8-sig)", text, 0)
-    try:
-        value, end = _SCAN(text, _SPACE(text).end())  # type: ignore[union-attr]  # always matches
-    except StopIteration as err:
-        raise json.JSONDecodeError("Expecting value", text, err.value) from None
-    end = _SPACE(text, end).end()  # type: ignore[union-attr]
-    if end != len(text):
-        raise json.JSONDecodeError("Extra data", text, end)
-    return value
-
-
-def _points_writer(m: int, limit: int) -> Callable[[Any], str | None]:
-    def points(payload: Any) -> str | None:
-        if type(payload) is not dict or len(payload) != 1:
-            return None
-        pts = payload.get("points")
-        if (
-            type(pts) is not list
-            or not 1 <= len(pts) <= limit
-            or set(map(type, pts)) != {int}  # no bool, no float: plain ints only
-            or min(pts) < 0
-            or max(pts) >= m
-        ):
-            return None
-        return '{"points":[' + ",".join(map(str, pts)) + "]}"
-
-    return points
-
-
-def _krr_writer(d: int) -> Callable[[Any], str | None]:
-    def krr(payload: Any) -> str | None:
-        if type(payload) is not dict or len(payload) != 1:
-            return None
-        v = payload.get("value")
-        return f'{{"value":{v}}}' if type(v) is int and 0 <= v < d else None
-
-    return krr
-
-
-def _olh_writer(g: int) -> Callable[[Any], str | None]:
-    def olh(payload: Any) -> str | None:
-        if type(payload) is not dict or len(payload) != 2:
-            return None
-        s, v = payload.get("seed"), payload.get("value")
-        if type(s) is int and type(v) is int and 0 <= s < 2**32 and 0 <= v < g:
-            return f'{{"seed":{s},"value":{v}}}'
-        return None
-
-    return olh
-
-
-def _oue_writer(d: int) -> Callable[[Any], str | None]:
-    n_chars, pad = 2 * ((d + 7) // 8), (1 << (8 - d % 8)) - 1 if d % 8 else 0
-
-    def oue(payload: Any) -> str | None:
-        if type(payload) is not dict or len(payload) != 1:
-            return None
-        bits = payload.get("bits")
-        if type(bits) is not str or len(bits) != n_chars or _HEX.fullmatch(bits) is None:
-            return None
-        if pad and int(bits[-2:], 16) & pad:  # the padding bits of the last byte
-            return None
-        return f'{{"bits":"{bits}"}}'
-
-    return oue
-
-
-def _ldptrace_writer(campaign: dict[str, Any]) -> Callable[[Any], str | None]:
-    """The quick check of an LDPTrace record: each member a hex string of its exact length, nothing else.
-
-    The hex digits and the padding bits are checked at once over the whole record (one regex on the
-    joined text, one look at each last byte), so a round-2 record of L reports costs a few microseconds.
-    """
-    shapes = doc.ldptrace_shapes(campaign)
-    keys = frozenset(shapes)
-    (d_one, _), many = next(iter(shapes.values())), shapes.get("transitions")
-    n_one = 2 * ((d_one + 7) // 8)
-    pad_one = (1 << (8 - d_one % 8)) - 1 if d_one % 8 else 0
-    if many is not None:  # round 2: start, end (N² bits each) and L − 1 transitions (8 N² bits)
-        n_many, count = 2 * ((many[0] + 7) // 8), many[1]
-
-    def round1(payload: Any) -> str | None:
-        if type(payload) is not dict or payload.keys() != keys:
-            return None
-        bits = payload["length"]
-        if type(bits) is not str or len(bits) != n_one or _HEX.fullmatch(bits) is None:
-            return None
-        if pad_one and int(bits[-2:], 16) & pad_one:
-            return None
-        return f'{{"length":"{bits}"}}'
-
-    def round2(payload: Any) -> str | None:
-        if type(payload) is not dict or payload.keys() != keys:
-            return None
-        start, end, moves = payload["start"], payload["end"], payload["transitions"]
-        if type(moves) is not list or len(moves) != count or type(start) is not str or type(end) is not str:
-            return None
-        if (
-            len(start) != n_one
-            or len(end) != n_one
-            or any(type(m) is not str or len(m) != n_many for m in moves)
-        ):
-            return None
-        joined = "".join(moves)
-        if _HEX.fullmatch(start + end + joined) is None:
-            return None
-        if pad_one and (int(start[-2:], 16) & pad_one or int(end[-2:], 16) & pad_one):
-            return None  # 8 N² bits are whole bytes: only start and end can have padding
-        listed = ",".join(f'"{m}"' for m in moves)
-        return f'{{"end":"{end}","start":"{start}","transitions":[{listed}]}}'
-
-    return round1 if many is None else round2
-
-
-def _payload_writer(campaign: dict[str, Any]) -> Callable[[Any], str | None]:
-    """A function giving the canonical JSON text of a report payload that is surely valid, else None.
-
-    The quick path of the common case: a payload it accepts is one that :func:`check_record` accepts,
-    and its text is the payload's canonical JSON (:func:`canonical`), written without the encoder. For
-    anything else it returns None and the record takes the full check (which refuses it with its reason,
-    or accepts it: then its text is encoded as usual).
-    """
-    if campaign["kind"] == "trajectory":
-        return _points_writer(len(campaign["points"]["lon"]), int(campaign["parameters"]["max_points"]))
-    if campaign["kind"] == "ldptrace":
-        return _ldptrace_writer(campaign)
-    if campaign["kind"] != "report":  # hybrids and pilots: every record takes the full check
-        return lambda payload: None
-    parameters = campaign["parameters"]
-    oracle, d = parameters["oracle"], int(parameters["domain"])
-    if oracle == "krr":
-        return _krr_writer(d)
-    if oracle == "olh":
-        return _olh_writer(doc.olh_range(campaign["epsilon"]))
-    if oracle == "oue":
-        return _oue_writer(d)
-    return lambda payload: None
+    return _DECODER.decode(text)
 
 
 def _quick_check(campaign: dict[str, Any]) -> Callable[[Any], str | None]:
@@ -285,7 +127,7 @@ def _quick_check(campaign: dict[str, Any]) -> Callable[[Any], str | None]:
     expected = (doc.RECORD_FORMAT, campaign["id"], campaign["design"])
     epsilon = campaign["epsilon"]
     longest = doc.MAX_USER_CHARS
-    payload_text = _payload_writer(campaign)
+    payload_text = doc.payload_writer(campaign)
     record_id, rngs = _RECORD_ID.fullmatch, _RNGS
 
     def check(record: Any) -> str | None:
@@ -416,35 +258,23 @@ def ingest(
         if not p.is_file():
             raise FileNotFoundError(f"The report file '{os.fspath(p)}' does not exist.")
     cid = document["id"]
+    round2 = document["kind"] == "ldptrace" and document["parameters"]["round"] == 2
     if (
-        document["kind"] == "ldptrace"
-        and document["parameters"]["round"] == 2
-        and isinstance(store, (str, os.PathLike))
-        and not is_url(store)
-        and not os.path.exists(store)
+        round2 and isinstance(store, (str, os.PathLike)) and not is_url(store) and not os.path.exists(store)
     ):  # refused before a new, empty store is made
         raise ValueError(
             f"The store '{os.fspath(store)}' does not exist, so it does not hold the round 1 that the "
             f"round-2 campaign {cid[:12]}... continues: ingest round 2 into the store of its round 1."
         )
-    st, opened = _open_store(store, float(document["user_total_epsilon"]))
     summary = IngestSummary()
-    try:
-        if document["kind"] == "ldptrace" and document["parameters"]["round"] == 2:
+    with opened(store, float(document["user_total_epsilon"])) as st:
+        if round2:
             _check_round1(st, document)
         st.add_campaign(cid, doc.canonical(document).decode("utf-8"))
         for p in paths:
-            pending: list[Report] = []
-            for row in _records(p, document, summary.refused):
-                pending.append(row)
-                if len(pending) >= batch:
-                    _append(st, cid, pending, summary)
-                    pending = []
-            if pending:
+            rows = _records(p, document, summary.refused)
+            while pending := list(itertools.islice(rows, batch)):  # one transaction each
                 _append(st, cid, pending, summary)
-    finally:
-        if opened:
-            st.close()
     return summary
 
 
@@ -491,8 +321,7 @@ def stored_campaign(store: Any, campaign_id: str) -> Campaign:
     """The campaign registered in ``store`` under ``campaign_id`` (a unique prefix of it is enough)."""
     from geoldp.field.campaign import Campaign
 
-    st, opened = (store, False) if isinstance(store, Store) else (Store.open(store), True)
-    try:
+    with opened(store) as st:
         ids = [c for c in st.campaigns() if c.startswith(str(campaign_id))]
         if len(ids) != 1:
             known = ", ".join(c[:12] for c in st.campaigns()) or "none"
@@ -501,9 +330,6 @@ def stored_campaign(store: Any, campaign_id: str) -> Campaign:
                 f"{campaign_id!r} (campaigns: {known}); name one by its id or a unique prefix of it."
             )
         text, location = st.campaign(ids[0]), st.location
-    finally:
-        if opened:
-            st.close()
     if text is None:  # listed just above: only a concurrent removal gets here
         raise ValueError(f"The campaign {ids[0][:12]}... is no longer in the store {location}.")
     return Campaign(doc.check_campaign(json.loads(text), where=f"The campaign {ids[0][:12]}... in the store"))
@@ -578,15 +404,11 @@ def _release_of_reports(campaign: Campaign, reports: list[Any]) -> Any:
     )
     if par["oracle"] == "oue":
         table = pd.DataFrame({"bits": pd.Series([bytes.fromhex(r["bits"]) for r in reports], dtype=object)})
-    elif par["oracle"] == "olh":
+    else:  # the release's columns and the payload members they hold
+        columns = {"seed": "seed", "report": "value"} if par["oracle"] == "olh" else {"report": "value"}
         table = pd.DataFrame(
-            {
-                "seed": np.array([r["seed"] for r in reports], dtype=np.int64),
-                "report": np.array([r["value"] for r in reports], dtype=np.int64),
-            }
+            {c: np.array([r[k] for r in reports], dtype=np.int64) for c, k in columns.items()}
         )
-    else:
-        table = pd.DataFrame({"report": np.array([r["value"] for r in reports], dtype=np.int64)})
     attach(table, finish_release(release_provenance(des, zones, "os-csprng", "LineString")))
     return table
 
@@ -697,13 +519,9 @@ def answer(
         No reports of the campaign in the store, no zones to answer over, no question (but for
         LDPTrace), or LDPTrace's round 1 (whose reports only fix round 2).
     """
-    st, opened = (store, False) if isinstance(store, Store) else (Store.open(store), True)
-    try:
+    with opened(store) as st:
         c = stored_campaign(st, campaign) if isinstance(campaign, str) else campaign
         rows = st.reports(c.id)
-    finally:
-        if opened:
-            st.close()
     if not rows:
         raise ValueError(f"The store holds no reports of the campaign {c.id[:12]}...: ingest them first.")
     if c.document["kind"] == "ldptrace":
