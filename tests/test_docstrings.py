@@ -91,21 +91,65 @@ def test_shared_keywords_fills_the_defaults_and_keeps_python_errors():
 
 
 def area(shape, *, scale=1.0):
-    """Area of the {what}."""
+    """Area of a shape, as in :func:`fill`.
+
+    Parameters
+    ----------
+    shape, unit : float
+        The shape, as :func:`fill` takes it.
+    scale : float, default 1.0
+        The scale.
+
+    See Also
+    --------
+    fill : the placeholder filler.
+
+    Examples
+    --------
+    >>> area(2.0)
+    """
     return shape * scale
+
+
+_area = area  # in the class body below, ``area`` is the method once it is defined
 
 
 class _Accessor:
     def __init__(self, obj):
         self._obj = obj
 
-    area = method_of(area, what="shape")
+    area = method_of(area, "Area of this shape.", function="area", examples=">>> A(2.0).area()")
+    size = method_of(_area, "Size of this shape.", name="size", see_also="", notes="Also a size.")
 
 
 def test_method_of_makes_a_method_of_the_class_it_is_written_in():
-    assert _Accessor(3).area(scale=2.0) == 6.0 and _Accessor.area.__doc__ == "Area of the shape."
+    assert _Accessor(3).area(scale=2.0) == 6.0 and _Accessor(3).size() == 3
     assert (_Accessor.area.__qualname__, _Accessor.area.__module__) == ("_Accessor.area", __name__)
+    assert (_Accessor.size.__name__, _Accessor.size.__qualname__) == ("size", "_Accessor.size")
     assert list(inspect.signature(_Accessor(3).area).parameters) == ["scale"]
+    # the function's docstring: the summary replaced, the first name gone, bare references qualified
+    assert _Accessor.area.__doc__ == inspect.cleandoc(
+        f"""Area of this shape.
+
+        Parameters
+        ----------
+        unit : float
+            The shape, as :func:`{__name__}.fill` takes it.
+        scale : float, default 1.0
+            The scale.
+
+        See Also
+        --------
+        area : the same as a function.
+        fill : the placeholder filler.
+
+        Examples
+        --------
+        >>> A(2.0).area()"""
+    )
+    assert _Accessor.size.__doc__.endswith(
+        "The scale.\n\nNotes\n-----\nAlso a size.\n\nExamples\n--------\n>>> area(2.0)"
+    )
 
 
 def test_the_estimators_take_the_one_shared_definition():
@@ -131,12 +175,13 @@ def test_the_estimators_take_the_one_shared_definition():
             assert inspect.cleandoc(estimate._FIT_DOC) in inspect.getdoc(fn), fn.__name__
 
 
-def test_an_accessor_method_and_its_function_share_one_template():
+def test_an_accessor_method_documents_its_function_without_the_frame():
     for name in ("perturb", "snap"):
-        method = getattr(accessor.LDPAccessor, name)
-        assert method._doc_template.startswith(getattr(accessor, name)._doc_template), name
-        assert "{" + "frame_parameter}" not in method.__doc__
-        assert "gdf : " in getattr(accessor, name).__doc__ and "gdf : " not in method.__doc__
+        method, function = getattr(accessor.LDPAccessor, name), getattr(accessor, name)
+        assert "gdf : " in function.__doc__ and "gdf : " not in method.__doc__
+        params = function.__doc__.split("Parameters\n    ----------\n")[1].split("\n\n")[0]
+        assert inspect.cleandoc(params.split("\n    points")[1]) in method.__doc__, name
+        assert f"geoldp.accessor.{name} : the same as a function." in method.__doc__
     template = _docstrings.fill(accessor._ESTIMATOR_METHOD)
     from_template = [
         n for n, f in vars(accessor.LDPAccessor).items() if getattr(f, "_doc_template", None) == template

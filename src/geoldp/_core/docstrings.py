@@ -23,6 +23,7 @@ import functools
 import inspect
 import re
 import sys
+import types
 import typing
 from collections.abc import Callable
 from typing import Annotated, Any, Concatenate, ParamSpec, TypeVar
@@ -222,52 +223,118 @@ def shared_keywords(spec: type) -> Callable[[F], F]:
     return decorate
 
 
+#: The numpydoc sections, in numpydoc's order.
+_SECTIONS = (
+    "Parameters",
+    "Returns",
+    "Yields",
+    "Other Parameters",
+    "Raises",
+    "Warns",
+    "See Also",
+    "Notes",
+    "References",
+    "Examples",
+)
+_RELATIVE_REFERENCE = re.compile(r"(:(?:func|class|data|mod):`~?)([A-Za-z_]\w*`)")
+
+
+def _sections(text: str) -> tuple[str, dict[str, str]]:
+    """The text before the first numpydoc section, and each section's body by its title."""
+    head: list[str] = []
+    bodies: dict[str, list[str]] = {}
+    current, lines = head, text.split("\n")
+    for line, below in zip(lines, [*lines[1:], ""], strict=True):
+        if line in _SECTIONS and below == "-" * len(line):
+            current = bodies.setdefault(line, [])
+        else:
+            current.append(line)  # a section's first line is its underline, dropped below
+    return "\n".join(head).strip(), {t: "\n".join(b[1:]).strip("\n") for t, b in bodies.items()}
+
+
+def _without_first_parameter(body: str) -> str:
+    """A Parameters section without its first name (the entry too, if it documents that name alone)."""
+    first, *rest = body.split("\n")
+    names, sep, kind = first.partition(" : ")
+    if ", " in names:
+        return "\n".join([names.split(", ", 1)[1] + sep + kind, *rest])
+    return "\n".join(rest[next((i for i, line in enumerate(rest) if line[:1].strip()), len(rest)) :])
+
+
 def method_of(
-    fn: Callable[Concatenate[Any, P], R], *templates: str | Callable[..., Any], **params: str
+    fn: Callable[Concatenate[Any, P], R], summary: str, *, name: str = "", function: str = "", **sections: str
 ) -> Callable[Concatenate[Any, P], R]:
     """An accessor method that calls ``fn`` with the accessor's object (``self._obj``) first.
 
-    Written in the body of an accessor class (``perturb = method_of(perturb, ...)``), the method takes
-    ``fn``'s name and signature (``self`` for its first parameter: what ``help`` and Sphinx show, and what
-    a type checker checks calls against) and the docstring :func:`doc` makes of ``templates`` (by default
-    ``fn``'s own template) filled with ``params``.
+    Written in the body of an accessor class (``perturb = method_of(perturb, "...")``), the method takes
+    ``fn``'s signature (``self`` for its first parameter: what ``help`` and Sphinx show, and what a type
+    checker checks calls against) and ``fn``'s docstring, with ``summary`` for its first paragraph, without
+    the entry of that first parameter, with ``function`` first under See Also, and with ``sections`` for
+    the sections they name. ``fn``'s references by bare name (``:func:`name```) are qualified with its
+    public module, so they still name the same function in the accessor's docstring.
 
     Parameters
     ----------
     fn : callable
         The function of the object (a frame, a series) that the method applies to ``self._obj``.
-    *templates : str or callable
-        The docstring's templates, as in :func:`doc`; none: ``fn``'s (its unfilled template or docstring).
-    **params : str
-        Placeholder values (see :func:`fill`).
+    summary : str
+        The method's one-line summary.
+    name : str, optional
+        The method's name (default ``fn.__name__``).
+    function : str, optional
+        How See Also names ``fn`` (default: its public module and name), "the same as a function".
+    **sections : str
+        Replacement numpydoc sections, by title in lower case with ``_`` for spaces (``see_also``,
+        ``examples``, ``raises`` ...); an empty text removes the section.
 
     Returns
     -------
     callable
-        The method, named ``fn.__name__`` in the class it is written in.
+        The method, named ``name`` in the class it is written in; ``fn`` is its ``__wrapped__``.
 
     Examples
     --------
     >>> def area(shape, *, scale=1.0):
-    ...     '''Area of the {what}.'''
+    ...     '''Area of a shape.
+    ...
+    ...     Parameters
+    ...     ----------
+    ...     shape : float
+    ...         The shape.
+    ...     scale : float, default 1.0
+    ...         The scale.
+    ...     '''
     ...     return shape * scale
     >>> class Accessor:
     ...     def __init__(self, obj):
     ...         self._obj = obj
-    ...     area = method_of(area, what="accessor's shape")
-    >>> Accessor(3).area(scale=2.0), inspect.signature(Accessor.area), Accessor.area.__doc__
-    (6.0, <Signature (self, *, scale=1.0)>, "Area of the accessor's shape.")
+    ...     area = method_of(area, "Area of the accessor's shape.", function="area")
+    >>> Accessor(3).area(scale=2.0), inspect.signature(Accessor.area)
+    (6.0, <Signature (self, *, scale=1.0)>)
+    >>> doc = Accessor.area.__doc__
+    >>> doc.splitlines()[0], "shape :" in doc, "scale :" in doc, "area : the same as a function." in doc
+    ("Area of the accessor's shape.", False, True, True)
     """
+    module = ".".join(part for part in fn.__module__.split(".") if not part.startswith("_"))
+    text = _RELATIVE_REFERENCE.sub(rf"\g<1>{module}.\g<2>", inspect.cleandoc(fn.__doc__ or ""))
+    head, bodies = _sections(text)
+    bodies["Parameters"] = _without_first_parameter(bodies.get("Parameters", ""))
+    own = [f"{function or f'{module}.{fn.__name__}'} : the same as a function.", bodies.get("See Also", "")]
+    bodies["See Also"] = "\n".join(filter(None, own))
+    bodies.update({key.replace("_", " ").title(): inspect.cleandoc(text) for key, text in sections.items()})
+    paragraphs = [summary, *head.split("\n\n")[1:]]
+    paragraphs += [f"{t}\n{'-' * len(t)}\n{bodies[t]}" for t in _SECTIONS if bodies.get(t)]
 
-    def method(self: Any, /, *args: P.args, **kwargs: P.kwargs) -> R:
+    def call(self: Any, /, *args: P.args, **kwargs: P.kwargs) -> R:
         return fn(self._obj, *args, **kwargs)
 
+    caller = sys._getframe(1)  # the class body: the method belongs to its module (doctest finds its
+    # examples there) and class
+    method = types.FunctionType(call.__code__, caller.f_globals, name or fn.__name__, None, call.__closure__)
     sig = inspect.signature(fn)
-    rest = list(sig.parameters.values())[1:]
     self_parameter = inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)
-    method.__signature__ = sig.replace(parameters=[self_parameter, *rest])  # type: ignore[attr-defined]
-    caller = sys._getframe(1)  # the class body: the method belongs to its module and class
-    method.__module__ = caller.f_globals.get("__name__", fn.__module__)
-    method.__name__ = fn.__name__
-    method.__qualname__ = f"{caller.f_code.co_qualname}.{fn.__name__}"
-    return doc(*(templates or (fn,)), **params)(method)
+    method.__signature__ = sig.replace(parameters=[self_parameter, *list(sig.parameters.values())[1:]])  # type: ignore[attr-defined]
+    method.__qualname__ = f"{caller.f_code.co_qualname}.{method.__name__}"
+    method.__doc__ = "\n\n".join(paragraphs)
+    method.__wrapped__ = fn  # type: ignore[attr-defined]
+    return typing.cast(Callable[Concatenate[Any, P], R], method)
