@@ -556,11 +556,9 @@ def test_accessor_methods_have_full_numpydoc_docstrings(name):
     for section in ("Parameters", "Returns", "Raises", "Examples"):
         assert f"\n{section}\n{'-' * len(section)}\n" in doc, (name, section)
     documented = set()
-    for line in doc.split("\nParameters\n")[1].split("\nReturns\n")[0].splitlines():
-        if " : " in line and not line.startswith(" "):
+    for line in doc.split("\nParameters\n----------\n")[1].split("\nReturns\n")[0].splitlines():
+        if line.strip() and not line.startswith(" "):  # an entry: "name : type", "a, b" or "**kwargs"
             documented.update(p.strip() for p in line.split(" : ")[0].split(","))
-        elif line.startswith("**"):
-            documented.add(line.strip())
     params = inspect.signature(method).parameters.values()
     expected = {("**" + p.name) if p.kind is p.VAR_KEYWORD else p.name for p in params if p.name != "self"}
     assert documented == expected, name

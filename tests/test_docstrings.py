@@ -9,7 +9,6 @@ from typing import Annotated, TypedDict, Unpack
 import pytest
 
 from geoldp import accessor, estimate
-from geoldp._core import docstrings as _docstrings
 from geoldp._core.docstrings import doc, fill, method_of, shared_keywords
 
 
@@ -182,16 +181,20 @@ def test_an_accessor_method_documents_its_function_without_the_frame():
         params = function.__doc__.split("Parameters\n    ----------\n")[1].split("\n\n")[0]
         assert inspect.cleandoc(params.split("\n    points")[1]) in method.__doc__, name
         assert f"geoldp.accessor.{name} : the same as a function." in method.__doc__
-    template = _docstrings.fill(accessor._ESTIMATOR_METHOD)
-    from_template = [
-        n for n, f in vars(accessor.LDPAccessor).items() if getattr(f, "_doc_template", None) == template
-    ]
-    # the estimator methods (fit_population, estimate_*, denoise): one docstring template, filled apart
-    estimators = {n for n in vars(accessor.LDPAccessor) if n.startswith("estimate_")} | {
-        "fit_population",
-        "denoise",
-    }
-    assert set(from_template) == estimators and len(estimators) == 6
+    # the estimator methods (fit_population, estimate_*, denoise): their functions in geoldp.estimate,
+    # imported on first use
+    for name, function in {
+        "fit_population": "fit",
+        "estimate_visits": "visit_counts",
+        "estimate_range_counts": "range_counts",
+        "estimate_od_flows": "od_flows",
+        "estimate_hotspots": "hotspots",
+        "denoise": "denoise",
+    }.items():
+        method = getattr(accessor.LDPAccessor, name)
+        assert method.__wrapped__ is getattr(estimate, function) and method.__name__ == name
+        assert f"geoldp.estimate.{function} : the same as a function." in method.__doc__
+        assert "Post-processing: reads only this release" in method.__doc__ and "released : " not in method.__doc__
 
 
 def test_the_accessor_evaluate_takes_the_signature_of_metrics_evaluate():

@@ -32,7 +32,7 @@ import pandas as pd
 
 from geoldp import _release, budget_strategies, explore, hybrids, io, ldptrace, metrics, queries, reports
 from geoldp._core import frames as _frames
-from geoldp._core.docstrings import doc, fill, method_of
+from geoldp._core.docstrings import lazy_method_of, method_of
 from geoldp._core.ledger import ReleaseLedger, attach, ledger_of
 from geoldp._core.validation import check_bool, check_positive_km
 
@@ -295,54 +295,28 @@ def perturb(
     return out
 
 
-# The docstring of every estimator method: what differs is given to `doc` (geoldp._core.docstrings).
-_ESTIMATOR_METHOD = """
-{summary}
+#: What every estimator method adds to the summary of its function in geoldp.estimate.
+_POST_PROCESSING = """
 
-Post-processing: reads only this release, the public points and the public configuration, never
-the originals, so it spends no privacy budget.
+Post-processing: reads only this release, the public points and the public configuration of its mechanism
+(by default from this frame's ledger, ``frame.ldp.ledger``), never the originals, so it spends no privacy
+budget."""
 
-Parameters
-----------
-points : PointSet, GeoDataFrame or GeoSeries of Points
-    The public point set the release was made with.
-{parameters}
-**kwargs
-    Passed to :func:`geoldp.estimate.{function}`: ``mechanism``/``epsilon`` (default: read from this
-    frame's ledger, ``frame.ldp.ledger``; a conflicting value is an error), ``rng``, ``n_candidates``,
-    ``n_sims``, ``n_iter``, {options}.
 
-Returns
--------
-{returns}
+def _estimator(function: str, summary: str, example: str, raises: str = "", **sections: str) -> Any:
+    """The accessor method of the estimator :func:`geoldp.estimate.<function>` (imported on first use).
 
-Raises
-------
-TypeError, ValueError
-    No mechanism and no ledger; an ε that conflicts with the ledger; a vertex that is not a public
-    point{raises}.
-
-See Also
---------
-geoldp.estimate.{function} : {see_also} (docs: "What can a collector
-    learn?").
-
-Examples
---------
->>> out = trips.ldp.perturb(pois, epsilon=4.0)  # doctest: +SKIP
-{examples}
-"""
-
-_ZONES_OPTIONAL = """zones : GeoDataFrame or GeoSeries of polygons, optional
-    Count per zone (any CRS; a CRS is required) instead of per public point."""
-_ESTIMATE_RETURNS = """
-pandas.DataFrame
-    Columns ``estimate``, ``lower``, ``upper`` (the 95 % interval), ``raw`` (the same statistic
-    computed on the release as it is) and ``supported`` (False where the interval also holds the
-    estimate of a no-data population: the release cannot tell that row from no data), one row
-    per {rows}."""
-_OPTIONS = "``n_boot``, ``level``, ``cell_km``"
-_ESTIMATOR = "the estimator, its model and its intervals"
+    ``raises``: what it refuses besides what :func:`geoldp.estimate.visit_counts` does, for a function
+    whose docstring has no Raises section.
+    """
+    examples = (
+        f">>> out = trips.ldp.perturb(pois, epsilon=4.0)  # doctest: +SKIP\n{example}  # doctest: +SKIP"
+    )
+    if raises:
+        sections["raises"] = f"TypeError, ValueError\n    As :func:`geoldp.estimate.visit_counts`; {raises}."
+    return lazy_method_of(
+        f"geoldp.estimate:{function}", summary + _POST_PROCESSING, examples=examples, **sections
+    )
 
 
 @pd.api.extensions.register_dataframe_accessor("ldp")
@@ -472,120 +446,45 @@ class LDPAccessor:
 
     # -- collector-side estimators (geoldp.estimate); the mechanism is read from this frame's ledger --------
 
-    @doc(
-        _ESTIMATOR_METHOD,
-        summary="Fit the collector-side population model to this release once, for many queries.",
-        function="fit",
-        parameters="",
-        options=_OPTIONS,
-        returns="""
-            geoldp.estimate.Population
-                Its methods ``visit_counts(zones)``, ``range_counts(regions)``, ``od_flows(zones)``,
-                ``hotspots(k)`` and ``denoise()`` all read the same fit.""",
-        raises="",
-        see_also="the model, its selection and its intervals",
-        examples="""
-            >>> pop = out.ldp.fit_population(pois)  # doctest: +SKIP
-            >>> pop.visit_counts(zones), pop.denoise()  # doctest: +SKIP""",
+    fit_population = _estimator(
+        "fit",
+        "Fit the collector-side population model to this release once, for many queries.",
+        ">>> pop = out.ldp.fit_population(pois)\n>>> pop.visit_counts(zones), pop.denoise()",
     )
-    def fit_population(self, points: Any, **kwargs: Any) -> Any:
-        from geoldp import estimate
-
-        return estimate.fit(self._obj, points, **kwargs)
-
-    @doc(
-        _ESTIMATOR_METHOD,
-        summary="Estimated number of distinct original trajectories visiting each public point (or zone).",
-        function="visit_counts",
-        parameters=_ZONES_OPTIONAL,
-        options=_OPTIONS,
-        returns=fill(_ESTIMATE_RETURNS, rows="public point (P's order) or zone (the zones' index)"),
-        raises="; zones without a CRS",
-        see_also=_ESTIMATOR,
-        examples=">>> out.ldp.estimate_visits(pois, zones=geoldp.zone_grid(pois, cell_km=2))  # doctest: +SKIP",  # noqa: E501
+    estimate_visits = _estimator(
+        "visit_counts",
+        "Estimated number of distinct original trajectories visiting each public point (or zone).",
+        ">>> out.ldp.estimate_visits(pois, zones=geoldp.zone_grid(pois, cell_km=2))",
     )
-    def estimate_visits(self, points: Any, *, zones: Any = None, **kwargs: Any) -> Any:
-        from geoldp import estimate
-
-        return estimate.visit_counts(self._obj, points, zones=zones, **kwargs)
-
-    @doc(
-        _ESTIMATOR_METHOD,
-        summary="Estimated number of original trajectories passing through each region.",
-        function="range_counts",
+    estimate_range_counts = _estimator(
+        "range_counts",
+        "Estimated number of original trajectories passing through each region.",
+        ">>> out.ldp.estimate_range_counts(pois, [(-87.63, 41.88, 1.5)])",
+        raises="a malformed region",
+    )
+    estimate_od_flows = _estimator(
+        "od_flows",
+        "Estimated origin-destination flows: trajectories by the zones of their first and last points.",
+        ">>> out.ldp.estimate_od_flows(pois, geoldp.zone_grid(pois, cell_km=1.5))",
+        raises="zones without a CRS",
+    )
+    estimate_hotspots = _estimator(
+        "hotspots",
+        "The top-k public points (or zones) by estimated visits, with their intervals.",
+        ">>> out.ldp.estimate_hotspots(pois, k=5)",
+        raises="k not a positive int",
+    )
+    denoise = _estimator(
+        "denoise",
+        "A denoised copy of this release: for each trajectory a point estimate of the original.",
+        ">>> out.ldp.denoise(pois)",
+        raises="a frame that is not a release of LineStrings",
         parameters="""
-            regions : sequence of (lon, lat, radius_km) circles or polygons, or GeoSeries of polygons
-                The query regions.""",
-        options=_OPTIONS,
-        returns=fill(_ESTIMATE_RETURNS, rows="region, in the given order"),
-        raises="; a malformed region",
-        see_also=_ESTIMATOR,
-        examples=">>> out.ldp.estimate_range_counts(pois, [(-87.63, 41.88, 1.5)])  # doctest: +SKIP",
+            points, mechanism, epsilon, mechanism_options, rng
+                As in :func:`geoldp.estimate.visit_counts`.
+            n_candidates, n_sims, n_iter, cell_km, fit_rows, progress
+                As in :func:`geoldp.estimate.visit_counts`.""",
     )
-    def estimate_range_counts(self, points: Any, regions: Any, **kwargs: Any) -> Any:
-        from geoldp import estimate
-
-        return estimate.range_counts(self._obj, points, regions, **kwargs)
-
-    @doc(
-        _ESTIMATOR_METHOD,
-        summary=(
-            "Estimated origin-destination flows: trajectories by the zones of their first and last points."
-        ),
-        function="od_flows",
-        parameters="""
-            zones : GeoDataFrame or GeoSeries of polygons
-                The zones (any CRS; a CRS is required).""",
-        options=_OPTIONS,
-        returns="""
-            pandas.DataFrame
-                Long format: ``origin``, ``destination`` (zone labels), ``estimate``, ``lower``, ``upper``,
-                ``raw``, ``supported``.""",
-        raises="; zones without a CRS",
-        see_also=_ESTIMATOR,
-        examples=">>> out.ldp.estimate_od_flows(pois, geoldp.zone_grid(pois, cell_km=1.5))  # doctest: +SKIP",
-    )
-    def estimate_od_flows(self, points: Any, zones: Any, **kwargs: Any) -> Any:
-        from geoldp import estimate
-
-        return estimate.od_flows(self._obj, points, zones, **kwargs)
-
-    @doc(
-        _ESTIMATOR_METHOD,
-        summary="The top-k public points (or zones) by estimated visits, with their intervals.",
-        function="hotspots",
-        parameters="k : int, default 10\n    Number of hotspots.\n" + _ZONES_OPTIONAL,
-        options=_OPTIONS,
-        returns="""
-            pandas.DataFrame
-                The k rows of :meth:`estimate_visits` with the largest estimates, largest first.""",
-        raises="; k not a positive int",
-        see_also=_ESTIMATOR,
-        examples=">>> out.ldp.estimate_hotspots(pois, k=5)  # doctest: +SKIP",
-    )
-    def estimate_hotspots(self, points: Any, *, k: int = 10, zones: Any = None, **kwargs: Any) -> Any:
-        from geoldp import estimate
-
-        return estimate.hotspots(self._obj, points, k=k, zones=zones, **kwargs)
-
-    @doc(
-        _ESTIMATOR_METHOD,
-        summary="A denoised copy of this release: for each trajectory a point estimate of the original.",
-        function="denoise",
-        parameters="",
-        options="``cell_km``",
-        returns="""
-        geopandas.GeoDataFrame
-            The same index, row order, CRS and vertex count per row as this frame; every vertex is a public
-            point (the posterior geometric median of its position under the fitted population model).""",
-        raises="; a frame that is not a release of LineStrings",
-        see_also=_ESTIMATOR,
-        examples=">>> out.ldp.denoise(pois)  # doctest: +SKIP",
-    )
-    def denoise(self, points: Any, **kwargs: Any) -> Any:
-        from geoldp import estimate
-
-        return estimate.denoise(self._obj, points, **kwargs)
 
 
 # Arguments of the frame path that need other columns than the geometry: a GeoSeries has none.

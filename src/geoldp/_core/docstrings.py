@@ -20,6 +20,7 @@ function it calls.
 from __future__ import annotations
 
 import functools
+import importlib
 import inspect
 import re
 import sys
@@ -28,7 +29,7 @@ import typing
 from collections.abc import Callable
 from typing import Annotated, Any, Concatenate, ParamSpec, TypeVar
 
-__all__ = ["doc", "fill", "method_of", "shared_keywords"]
+__all__ = ["doc", "fill", "lazy_method_of", "method_of", "shared_keywords"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 P = ParamSpec("P")
@@ -315,6 +316,22 @@ def method_of(
     >>> doc.splitlines()[0], "shape :" in doc, "scale :" in doc, "area : the same as a function." in doc
     ("Area of the accessor's shape.", False, True, True)
     """
+    caller = sys._getframe(1)  # the class body: the method belongs to its module (doctest finds its
+    # examples there) and class
+    method = _method(fn, summary, caller.f_globals, caller.f_code.co_qualname, name, function, sections)
+    return typing.cast(Callable[Concatenate[Any, P], R], method)
+
+
+def _method(
+    fn: Callable[..., Any],
+    summary: str,
+    namespace: dict[str, Any],
+    owner: str,
+    name: str,
+    function: str,
+    sections: dict[str, str],
+) -> Callable[..., Any]:
+    """The method of :func:`method_of`, in the module of ``namespace`` and the class named ``owner``."""
     module = ".".join(part for part in fn.__module__.split(".") if not part.startswith("_"))
     text = _RELATIVE_REFERENCE.sub(rf"\g<1>{module}.\g<2>", inspect.cleandoc(fn.__doc__ or ""))
     head, bodies = _sections(text)
@@ -325,16 +342,65 @@ def method_of(
     paragraphs = [summary, *head.split("\n\n")[1:]]
     paragraphs += [f"{t}\n{'-' * len(t)}\n{bodies[t]}" for t in _SECTIONS if bodies.get(t)]
 
-    def call(self: Any, /, *args: P.args, **kwargs: P.kwargs) -> R:
+    def call(self: Any, /, *args: Any, **kwargs: Any) -> Any:
         return fn(self._obj, *args, **kwargs)
 
-    caller = sys._getframe(1)  # the class body: the method belongs to its module (doctest finds its
-    # examples there) and class
-    method = types.FunctionType(call.__code__, caller.f_globals, name or fn.__name__, None, call.__closure__)
+    method = types.FunctionType(call.__code__, namespace, name or fn.__name__, None, call.__closure__)
     sig = inspect.signature(fn)
     self_parameter = inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)
-    method.__signature__ = sig.replace(parameters=[self_parameter, *list(sig.parameters.values())[1:]])  # type: ignore[attr-defined]
-    method.__qualname__ = f"{caller.f_code.co_qualname}.{method.__name__}"
+    rest = list(sig.parameters.values())[1:]
+    method.__signature__ = sig.replace(parameters=[self_parameter, *rest])  # type: ignore[attr-defined]
+    method.__qualname__ = f"{owner}.{method.__name__}"
     method.__doc__ = "\n\n".join(paragraphs)
     method.__wrapped__ = fn  # type: ignore[attr-defined]
-    return typing.cast(Callable[Concatenate[Any, P], R], method)
+    return method
+
+
+class _LazyMethod:
+    """A :func:`method_of` method whose function's module is imported on the method's first use."""
+
+    def __init__(self, target: str, summary: str, function: str, sections: dict[str, str]) -> None:
+        self.target, self.summary, self.function, self.sections = target, summary, function, sections
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    def __get__(self, obj: Any, owner: type) -> Any:
+        module, _, attr = self.target.partition(":")
+        fn = getattr(importlib.import_module(module), attr)
+        namespace = vars(sys.modules[owner.__module__])
+        method = _method(
+            fn, self.summary, namespace, owner.__qualname__, self.name, self.function, self.sections
+        )
+        setattr(owner, self.name, method)  # built once: later uses find the method itself
+        return method if obj is None else method.__get__(obj, owner)
+
+
+def lazy_method_of(target: str, summary: str, *, function: str = "", **sections: str) -> Any:
+    """:func:`method_of` for the function ``target`` (``"module:name"``), imported on the method's first use.
+
+    The method (its signature and docstring too) is built when the class attribute is first read, so a
+    class can offer the functions of a module that is slow to import without importing it.
+
+    Parameters
+    ----------
+    target : str
+        The function, as ``"package.module:function"``.
+    summary, function, **sections : str
+        As in :func:`method_of`; the method's name is that of the class attribute.
+
+    Returns
+    -------
+    descriptor
+        Replaces itself on the class with the method on first access.
+
+    Examples
+    --------
+    >>> class Accessor:
+    ...     def __init__(self, obj):
+    ...         self._obj = obj
+    ...     dedent = lazy_method_of("textwrap:dedent", "The text without its common indentation.")
+    >>> Accessor("  a").dedent(), Accessor.dedent.__wrapped__.__module__
+    ('a', 'textwrap')
+    """
+    return _LazyMethod(target, summary, function, sections)
