@@ -40,16 +40,17 @@ def test_fill_drops_the_line_of_an_empty_block_and_refuses_unknown_names():
         fill("A {x}", x="1", typo="2")
 
 
-def test_doc_reuses_the_unfilled_template_of_another_function():
-    @doc(who="functions")
+def test_doc_fills_the_docstring_of_the_function_it_decorates():
+    @doc(who="functions", body="line 1\nline 2")
     def f():
-        """For {who}."""
+        """For {who}.
 
-    @doc(f, who="methods")
-    def g():
-        pass
+        {body}
+        """
 
-    assert (f.__doc__, g.__doc__) == ("For functions.", "For methods.")
+    assert f.__doc__ == "For functions.\n\nline 1\nline 2"
+    with pytest.raises(KeyError, match="typo"):
+        doc(typo="x")(f)
 
 
 class _Seeded(TypedDict, total=False):
@@ -194,7 +195,10 @@ def test_an_accessor_method_documents_its_function_without_the_frame():
         method = getattr(accessor.LDPAccessor, name)
         assert method.__wrapped__ is getattr(estimate, function) and method.__name__ == name
         assert f"geoldp.estimate.{function} : the same as a function." in method.__doc__
-        assert "Post-processing: reads only this release" in method.__doc__ and "released : " not in method.__doc__
+        assert (
+            "Post-processing: reads only this release" in method.__doc__
+            and "released : " not in method.__doc__
+        )
 
 
 def test_the_accessor_evaluate_takes_the_signature_of_metrics_evaluate():

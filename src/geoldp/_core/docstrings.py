@@ -1,10 +1,10 @@
-"""Docstrings and signatures written once: shared docstring templates, keyword sets and accessor methods.
+"""Docstrings and signatures written once: shared docstring text, keyword sets and accessor methods.
 
-The style of GeoPandas' and pandas' ``doc`` decorator: a function or an accessor method that says what
-another one says takes its docstring from a template, with the parts that differ given as keywords::
+Text that several docstrings share is written once and put in place by :func:`doc` (the style of
+GeoPandas' and pandas' ``doc`` decorator)::
 
-    @doc(_TEMPLATE, summary="Estimated visits.", function="visit_counts")
-    def estimate_visits(self, points, **kwargs): ...
+    @doc(fit=_FIT_DOC)
+    def visit_counts(released, points, **kwargs): ...
 
 Placeholders are ``{name}`` for the names given, and only those: other braces (``{"tp", "atp"}``, a dict
 in an example) are left alone, so templates need no escaping. A placeholder alone on its line takes a
@@ -13,8 +13,8 @@ value is inserted as it is.
 
 The signatures of a family of functions are defined once too: :func:`shared_keywords` gives functions the
 keyword parameters a ``TypedDict`` lists (for type checkers and for ``inspect.signature``, ``help`` and
-Sphinx alike), and :func:`method_of` makes an accessor method with the signature and docstring of the
-function it calls.
+Sphinx alike), and :func:`method_of` (or :func:`lazy_method_of`) makes an accessor method with the
+signature and the docstring of the function it calls, without that function's first parameter.
 """
 
 from __future__ import annotations
@@ -97,42 +97,30 @@ def fill(template: str, **params: str) -> str:
     return "\n".join(out).rstrip()  # an empty last block leaves no trailing blank line
 
 
-def doc(*templates: str | Callable[..., Any], **params: str) -> Callable[[F], F]:
-    """Decorator: the docstring of the decorated function, then ``templates``, filled with ``params``.
+def doc(**params: str) -> Callable[[F], F]:
+    """Decorator: the decorated function's docstring with its placeholders filled (see :func:`fill`).
 
     Parameters
     ----------
-    *templates : str or callable
-        Text appended after the decorated function's own docstring (if it has one); a callable
-        decorated with :func:`doc` contributes its *unfilled* template, so one template can serve a
-        function and the accessor method that wraps it with other values.
     **params : str
-        Placeholder values (see :func:`fill`).
+        Placeholder values.
 
     Returns
     -------
     callable
-        The decorator; it sets ``__doc__`` and keeps the unfilled template on ``_doc_template``.
+        The decorator; it sets ``__doc__``.
 
     Examples
     --------
     >>> @doc(what="points")
     ... def count(x):
     ...     '''Count the {what}.'''
-    >>> @doc(count, what="zones")
-    ... def count_zones(x): ...
-    >>> count.__doc__, count_zones.__doc__
-    ('Count the points.', 'Count the zones.')
+    >>> count.__doc__
+    'Count the points.'
     """
 
     def decorate(func: F) -> F:
-        parts = [inspect.cleandoc(func.__doc__)] if func.__doc__ else []
-        for t in templates:
-            text = t if isinstance(t, str) else getattr(t, "_doc_template", None) or t.__doc__ or ""
-            parts.append(inspect.cleandoc(text))
-        template = "\n\n".join(parts)
-        func._doc_template = template  # type: ignore[attr-defined]
-        func.__doc__ = fill(template, **params)
+        func.__doc__ = fill(func.__doc__ or "", **params)
         return func
 
     return decorate
