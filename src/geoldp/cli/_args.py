@@ -17,6 +17,7 @@ from typing import NoReturn, TextIO
 
 __all__ = [
     "MAX_OUTPUT_NAME_BYTES",
+    "add_cell_km",
     "UsageError",
     "UserError",
     "bbox",
@@ -178,6 +179,11 @@ def positive_float(text: str) -> float:
     if not (0.0 < value < float("inf")):
         raise argparse.ArgumentTypeError(f"must be a positive number, got {text!r}")
     return value
+
+
+def add_cell_km(p: argparse.ArgumentParser | argparse._ArgumentGroup, help: str, **kwargs: object) -> None:
+    """Add ``--cell-km KM`` (default 1.5): the side of a command's square zones over the public points."""
+    p.add_argument("--cell-km", type=positive_float, default=1.5, metavar="KM", help=help, **kwargs)  # type: ignore[arg-type]
 
 
 def bbox(text: str) -> tuple[float, float, float, float]:

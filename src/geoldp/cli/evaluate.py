@@ -6,7 +6,7 @@ import argparse
 from typing import Any, TextIO
 
 from geoldp.cli import _read
-from geoldp.cli._args import UserError, check_output, existing_file, stage
+from geoldp.cli._args import UserError, add_cell_km, check_output, existing_file, stage
 from geoldp.cli._args import positive_float as _positive_float
 from geoldp.cli._args import report_warnings as _report_warnings
 
@@ -178,13 +178,7 @@ def add_parser(sub: Any) -> None:
         default=None,
         help="the public points: adds the hotspot rows to the table and the points to the map",
     )
-    e.add_argument(
-        "--cell-km",
-        type=_positive_float,
-        default=1.5,
-        metavar="KM",
-        help="side of the square zones of the zone and OD errors, built over POINTS (default 1.5)",
-    )
+    add_cell_km(e, "side of the square zones of the zone and OD errors, built over POINTS (default 1.5)")
     e.add_argument(
         "--estimate",
         action="store_true",
