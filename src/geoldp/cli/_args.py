@@ -23,6 +23,7 @@ __all__ = [
     "bbox",
     "check_name",
     "check_output",
+    "check_target",
     "epsilon",
     "existing_file",
     "int_at_least",
@@ -282,7 +283,6 @@ def check_output(
     :func:`geoldp._core.safe_write.check_output`), for the file and, with ``ledger``,
     its ledger sidecar. ``what`` names the file in the messages. Nothing is written.
     """
-    from geoldp._core import safe_write as _safe_write
     from geoldp._core.formats import WRITE_FORMATS
     from geoldp.io import ledger_path
 
@@ -298,8 +298,15 @@ def check_output(
         raise UserError(f"output directory '{parent}' does not exist")
     targets = [(p, what)] + ([(ledger_path(p), "ledger sidecar")] if ledger else [])
     for target, role in targets:
-        try:
-            _safe_write.check_output(target, overwrite=overwrite, inputs=inputs, what=role)
-        except ValueError as exc:
-            raise UserError(str(exc).replace("overwrite=True (CLI: --overwrite)", "--overwrite")) from None
+        check_target(target, overwrite=overwrite, inputs=inputs, what=role)
     return p
+
+
+def check_target(path: Path, *, overwrite: bool, inputs: Sequence[Path] = (), what: str = "output") -> None:
+    """:func:`geoldp._core.safe_write.check_output` of one file, its refusal a :class:`UserError`."""
+    from geoldp._core import safe_write as _safe_write
+
+    try:
+        _safe_write.check_output(path, overwrite=overwrite, inputs=inputs, what=what)
+    except ValueError as exc:
+        raise UserError(str(exc).replace("overwrite=True (CLI: --overwrite)", "--overwrite")) from None

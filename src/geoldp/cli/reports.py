@@ -26,7 +26,15 @@ from typing import Any, TextIO
 from geoldp._core.ledger import attach, require
 from geoldp._core.validation import MAX_PAD_LENGTH
 from geoldp.cli import _budget, _read
-from geoldp.cli._args import add_cell_km, check_output, existing_file, print_written, stage, usage
+from geoldp.cli._args import (
+    add_cell_km,
+    check_output,
+    check_target,
+    existing_file,
+    print_written,
+    stage,
+    usage,
+)
 from geoldp.cli._args import int_at_least as _int_at_least
 from geoldp.cli._args import int_in_range as _int_in_range
 from geoldp.cli._args import lengths as _lengths
@@ -339,18 +347,9 @@ def _cmd_report_estimate(args: argparse.Namespace, stdout: TextIO, stderr: TextI
         if geojson
         else [out_path]
     )
-    from geoldp._core import safe_write as _safe_write
-
+    inputs = [src, *zone_files, *([shrink_path] if shrink_path else [])]
     for target in targets:
-        try:
-            _safe_write.check_output(
-                target,
-                overwrite=args.overwrite,
-                inputs=[src, *zone_files, *([shrink_path] if shrink_path else [])],
-                what="output",
-            )
-        except ValueError as exc:
-            raise ValueError(str(exc).replace("overwrite=True (CLI: --overwrite)", "--overwrite")) from None
+        check_target(target, overwrite=args.overwrite, inputs=inputs)
     # refuses zones other than the reports' own (digest)
     with stages("estimating", 2, enabled=True) as report:
         report(f"counts of {n_reports(table)} reports")
