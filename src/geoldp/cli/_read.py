@@ -14,6 +14,7 @@ from geoldp.cli._args import existing_file, stage
 __all__ = [
     "add_table_options",
     "check_columns",
+    "crs_help",
     "read_kwargs",
     "read_points",
     "read_trips",
@@ -25,12 +26,21 @@ __all__ = [
 
 def add_table_options(p: argparse.ArgumentParser, what: str) -> None:
     """Add ``--crs``, ``--wkt-col``, ``--lon-col`` and ``--lat-col`` (CSV input of ``what``)."""
-    p.add_argument("--crs", metavar="CRS", default=None, help=f"CRS of {what} coordinates for CSV input")
+    p.add_argument("--crs", metavar="CRS", default=None, help=crs_help(what))
     p.add_argument(
         "--wkt-col", metavar="C", default=None, help=f"CSV input: the WKT geometry column of {what}"
     )
-    p.add_argument("--lon-col", metavar="C", default=None, help=f"CSV input: the longitude column of {what}")
-    p.add_argument("--lat-col", metavar="C", default=None, help=f"CSV input: the latitude column of {what}")
+    p.add_argument(
+        "--lon-col", metavar="C", default=None, help=f"CSV input: the longitude (x) column of {what}"
+    )
+    p.add_argument(
+        "--lat-col", metavar="C", default=None, help=f"CSV input: the latitude (y) column of {what}"
+    )
+
+
+def crs_help(what: str) -> str:
+    """The help of a ``--crs`` option for the file ``what``."""
+    return f"CRS of {what} coordinates for CSV input (default EPSG:4326), or declared if the file has none"
 
 
 def read_kwargs(args: argparse.Namespace) -> dict[str, Any]:
