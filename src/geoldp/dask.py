@@ -176,6 +176,23 @@ def _first_pass(
     return stats, offsets, type_ids, users
 
 
+def _lazy_frame(dask: Any, ddf: Any, meta: Any, record: Any, partition: Any, **bound: Any) -> Any:
+    """The lazy result: ``partition(part, number=k, **bound)`` of every partition ``k``.
+
+    ``meta`` (the empty output, given the ledger ``record``) describes it. Each partition's global offset is
+    bound into its own task, so computing a subset of partitions (``out.partitions[k]``, ``out.head()``)
+    gives exactly the rows of the full result. (With map_partitions' ``partition_info``, a selected
+    partition would be renumbered from 0 and reuse the streams of other trajectories.)
+    """
+    import dask.dataframe as dd
+
+    meta.attrs = {}
+    attach(meta, record)
+    task = dask.delayed(partition, pure=True)
+    parts = [task(part, number=k, **bound) for k, part in enumerate(ddf.to_delayed())]
+    return dd.from_delayed(parts, meta=meta, divisions=ddf.divisions, verify_meta=False)
+
+
 def _perturb_partition(part: Any, *, plan: Any, offsets: tuple[int, ...], number: int) -> Any:
     """Apply the plan to one partition; its first row has global position ``offsets[number]``."""
     offset = int(offsets[number])
@@ -339,18 +356,9 @@ def perturb(
     # The ledger is completed once per graph, from public values only (released=None: a random id), so
     # every partition carries the same one and pandas keeps it when the partitions are concatenated.
     plan = replace(plan, provenance=req.finish(plan).record())
-    out_meta = meta[plan.columns].copy()
-    out_meta.attrs = {}
-    attach(out_meta, plan.provenance)
-    # Each partition's global offset is bound into its own task, so computing a subset of partitions
-    # (``out.partitions[k]``, ``out.head()``) gives exactly the rows of the full result. (With
-    # map_partitions' ``partition_info``, a selected partition would be renumbered from 0 and reuse the
-    # streams of other trajectories.)
-    task = dask.delayed(_perturb_partition, pure=True)
-    parts = [task(part, plan=plan, offsets=offsets, number=k) for k, part in enumerate(ddf.to_delayed())]
-    import dask.dataframe as dd
-
-    return dd.from_delayed(parts, meta=out_meta, divisions=ddf.divisions, verify_meta=False)
+    return _lazy_frame(
+        dask, ddf, meta[plan.columns].copy(), plan.provenance, _perturb_partition, plan=plan, offsets=offsets
+    )
 
 
 _REPORT_CALLER = "geoldp.dask.report"
@@ -456,20 +464,22 @@ def report(
     prov["input"]["on_invalid"] = "raise"
     prov["partitioned"] = {"backend": "dask", "npartitions": int(ddf.npartitions)}
     ledger = spend.finish(prov)
-    out_meta = release.empty_table(des, meta.index)
-    out_meta.attrs = {}
-    attach(out_meta, ledger)
-    task = dask.delayed(_report_partition, pure=True)
-    parts = [
-        task(part, des=des, zones=z, key=key, ledger=ledger, offsets=offsets, number=k)
-        for k, part in enumerate(ddf.to_delayed())
-    ]
-    import dask.dataframe as dd
-
+    meta = release.empty_table(des, meta.index)
     # OUE's packed bit vectors are bytes in an object column: not text, so Dask must not turn them into
     # strings
     with dask.config.set({"dataframe.convert-string": False}):
-        return dd.from_delayed(parts, meta=out_meta, divisions=ddf.divisions, verify_meta=False)
+        return _lazy_frame(
+            dask,
+            ddf,
+            meta,
+            ledger,
+            _report_partition,
+            des=des,
+            zones=z,
+            key=key,
+            ledger=ledger,
+            offsets=offsets,
+        )
 
 
 class DaskLDPAccessor:
