@@ -179,10 +179,9 @@ def _first_pass(
 def _lazy_frame(dask: Any, ddf: Any, meta: Any, record: Any, partition: Any, **bound: Any) -> Any:
     """The lazy result: ``partition(part, number=k, **bound)`` of every partition ``k``.
 
-    ``meta`` (the empty output, given the ledger ``record``) describes it. Each partition's global offset is
-    bound into its own task, so computing a subset of partitions (``out.partitions[k]``, ``out.head()``)
-    gives exactly the rows of the full result. (With map_partitions' ``partition_info``, a selected
-    partition would be renumbered from 0 and reuse the streams of other trajectories.)
+    ``meta``, the empty output, gets the ledger ``record``. Each partition's offset is bound into its own
+    task, so a subset of partitions (``out.partitions[k]``, ``out.head()``) gives the rows of the full
+    result (map_partitions' ``partition_info`` would renumber it from 0, reusing other rows' streams).
     """
     import dask.dataframe as dd
 
@@ -468,18 +467,8 @@ def report(
     # OUE's packed bit vectors are bytes in an object column: not text, so Dask must not turn them into
     # strings
     with dask.config.set({"dataframe.convert-string": False}):
-        return _lazy_frame(
-            dask,
-            ddf,
-            meta,
-            ledger,
-            _report_partition,
-            des=des,
-            zones=z,
-            key=key,
-            ledger=ledger,
-            offsets=offsets,
-        )
+        bound = {"des": des, "zones": z, "key": key, "ledger": ledger, "offsets": offsets}
+        return _lazy_frame(dask, ddf, meta, ledger, _report_partition, **bound)
 
 
 class DaskLDPAccessor:
