@@ -72,9 +72,7 @@ def _partition_stats(
     number: int = 0,
     caller: str = _CALLER,
 ) -> tuple[int, dict[int, int], set[int], Any, Any]:
-    """Row count, trajectory lengths, geometry type ids, user column and bounds of one partition.
-
-    The lengths are a mapping length -> count.
+    """Row count, trajectory lengths (length -> count), geometry type ids, user column, bounds of a partition.
 
     The first three are released by the output anyway (row count, vertex counts, geometry type). The user
     column (only with an accountant) and the bounds in ``area_crs`` (only when the public points record

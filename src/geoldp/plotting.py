@@ -363,10 +363,9 @@ def _zone_side_km(zones: Any) -> float | None:
 
 
 def _scale_bar(ax: Any, bounds: Any, mid_lat: float, note: str = "") -> None:
-    """Draw a scale bar of a round length in the lower left of ``ax``.
+    """A scale bar of a round length (about a fifth of the width) in the lower left of ``ax`` (lon/lat).
 
-    A scale bar of a round length (about a fifth of the width) in the lower left of ``ax`` (lon/lat),
-    with ``note`` (the zone size) after its length.
+    ``note`` (the zone size) follows its length.
     """
     km_per_deg = 111.32 * max(np.cos(np.radians(mid_lat)), 1e-3)
     width_km = (bounds[2] - bounds[0]) * km_per_deg
