@@ -35,7 +35,11 @@ __all__ = ["DaskLDPAccessor", "perturb", "report"]
 _CALLER = "geoldp.dask.perturb"
 
 
-def _import_dask_geopandas() -> Any:
+def _checked_dask(ddf: Any, caller: str, in_memory: str) -> Any:
+    """Import Dask and check that ``ddf`` is a dask_geopandas.GeoDataFrame with a CRS; return ``dask``.
+
+    ``in_memory`` names the in-memory counterpart of ``caller``, for the message.
+    """
     try:
         import dask
         import dask_geopandas
@@ -43,15 +47,6 @@ def _import_dask_geopandas() -> Any:
         raise ImportError(
             'geoldp.dask needs dask and dask-geopandas. Install them with: pip install "geoldp[dask]"'
         ) from exc
-    return dask, dask_geopandas
-
-
-def _checked_dask(ddf: Any, caller: str, in_memory: str) -> Any:
-    """Import Dask and check that ``ddf`` is a dask_geopandas.GeoDataFrame with a CRS; return ``dask``.
-
-    ``in_memory`` names the in-memory counterpart of ``caller``, for the message.
-    """
-    dask, dask_geopandas = _import_dask_geopandas()
     if not isinstance(ddf, dask_geopandas.GeoDataFrame):
         raise TypeError(
             f"The 'ddf' parameter of {caller} must be a dask_geopandas.GeoDataFrame. Got "

@@ -525,11 +525,9 @@ def plot_trajectory_panels(
 # estimates with intervals (the layers of geoldp.layers)
 # --------------------------------------------------------------------------------------------------
 
-_ESTIMATE_COLUMNS = ("estimate", "lower", "upper")
-
 
 def _check_estimates(table: Any, name: str, caller: str) -> None:
-    missing = [c for c in _ESTIMATE_COLUMNS if c not in getattr(table, "columns", ())]
+    missing = [c for c in ("estimate", "lower", "upper") if c not in getattr(table, "columns", ())]
     if missing:
         raise ValueError(
             f"The {name!r} parameter of {caller} needs the columns estimate, lower and upper (a table of "

@@ -123,9 +123,6 @@ def _nonnegative_float(text: str) -> float:
     return value
 
 
-_min_two_int = _int_at_least(2, "an integer >= 2")
-
-
 #: ``geoldp perturb`` shows a progress bar by itself (stderr a terminal) from this many trajectories on.
 PROGRESS_MIN_ROWS = 1_000
 
@@ -362,7 +359,7 @@ def _add_preparation_options(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--max-points",
-        type=_min_two_int,
+        type=_int_at_least(2, "an integer >= 2"),
         metavar="N",
         default=None,
         help="first resample trips longer than N vertices to N evenly spaced vertices "
