@@ -77,18 +77,12 @@ def _cmd_evaluate(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> i
                 file=stderr,
             )
         if args.plot is not None:
-            from geoldp._core import safe_write as _safe_write
             from geoldp.demo import save_comparison_map
 
-            # drawn under a temporary name in the same directory, then renamed: never a partial image
-            tmp = _safe_write.temp_name(plot_path, plot_path.suffix)
-            try:
-                with stage(f"cannot write '{args.plot}'"):
-                    save_comparison_map(original, {"perturbed": perturbed}, tmp, points=points)
-                    _safe_write.publish(tmp, plot_path, overwrite=args.overwrite)
-            finally:
-                if tmp.exists():
-                    tmp.unlink()
+            with stage(f"cannot write '{args.plot}'"):  # atomic: never a partial image
+                save_comparison_map(
+                    original, {"perturbed": perturbed}, plot_path, points=points, overwrite=args.overwrite
+                )
             print(f"{PROG}: wrote {args.plot}", file=stderr)
     return 0
 
