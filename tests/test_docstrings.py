@@ -9,7 +9,7 @@ from typing import Annotated, TypedDict, Unpack
 import pytest
 
 from geoldp import accessor, estimate
-from geoldp._core.docstrings import doc, fill, method_of, shared_keywords
+from geoldp._core.docstrings import doc, fill, lazy_method_of, method_of, shared_keywords
 
 
 def test_fill_indents_a_block_like_its_placeholder_and_leaves_other_braces():
@@ -119,7 +119,7 @@ class _Accessor:
         self._obj = obj
 
     area = method_of(area, "Area of this shape.", function="area", examples=">>> A(2.0).area()")
-    size = method_of(_area, "Size of this shape.", name="size", see_also="", notes="Also a size.")
+    size = lazy_method_of(f"{__name__}:_area", "Size of this shape.", see_also="", notes="Also a size.")
 
 
 def test_method_of_makes_a_method_of_the_class_it_is_written_in():

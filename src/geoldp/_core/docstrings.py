@@ -251,7 +251,7 @@ def _without_first_parameter(body: str) -> str:
 
 
 def method_of(
-    fn: Callable[Concatenate[Any, P], R], summary: str, *, name: str = "", function: str = "", **sections: str
+    fn: Callable[Concatenate[Any, P], R], summary: str, *, function: str = "", **sections: str
 ) -> Callable[Concatenate[Any, P], R]:
     """An accessor method that calls ``fn`` with the accessor's object (``self._obj``) first.
 
@@ -268,8 +268,6 @@ def method_of(
         The function of the object (a frame, a series) that the method applies to ``self._obj``.
     summary : str
         The method's one-line summary.
-    name : str, optional
-        The method's name (default ``fn.__name__``).
     function : str, optional
         How See Also names ``fn`` (default: its public module and name), "the same as a function".
     **sections : str
@@ -279,7 +277,7 @@ def method_of(
     Returns
     -------
     callable
-        The method, named ``name`` in the class it is written in; ``fn`` is its ``__wrapped__``.
+        The method, named as ``fn`` in the class it is written in; ``fn`` is its ``__wrapped__``.
 
     Examples
     --------
@@ -306,7 +304,9 @@ def method_of(
     """
     caller = sys._getframe(1)  # the class body: the method belongs to its module (doctest finds its
     # examples there) and class
-    method = _method(fn, summary, caller.f_globals, caller.f_code.co_qualname, name, function, sections)
+    method = _method(
+        fn, summary, caller.f_globals, f"{caller.f_code.co_qualname}.{fn.__name__}", function, sections
+    )
     return typing.cast(Callable[Concatenate[Any, P], R], method)
 
 
@@ -314,12 +314,11 @@ def _method(
     fn: Callable[..., Any],
     summary: str,
     namespace: dict[str, Any],
-    owner: str,
-    name: str,
+    qualname: str,
     function: str,
-    sections: dict[str, str],
+    sections: Any,
 ) -> Callable[..., Any]:
-    """The method of :func:`method_of`, in the module of ``namespace`` and the class named ``owner``."""
+    """The method of :func:`method_of`, named ``qualname``, in the module of ``namespace``."""
     module = ".".join(part for part in fn.__module__.split(".") if not part.startswith("_"))
     text = _RELATIVE_REFERENCE.sub(rf"\g<1>{module}.\g<2>", inspect.cleandoc(fn.__doc__ or ""))
     head, bodies = _sections(text)
@@ -333,42 +332,24 @@ def _method(
     def call(self: Any, /, *args: Any, **kwargs: Any) -> Any:
         return fn(self._obj, *args, **kwargs)
 
-    method = types.FunctionType(call.__code__, namespace, name or fn.__name__, None, call.__closure__)
+    name = qualname.rsplit(".", 1)[-1]
+    method = types.FunctionType(call.__code__, namespace, name, None, call.__closure__)
     sig = inspect.signature(fn)
     self_parameter = inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)
     rest = list(sig.parameters.values())[1:]
     method.__signature__ = sig.replace(parameters=[self_parameter, *rest])  # type: ignore[attr-defined]
-    method.__qualname__ = f"{owner}.{method.__name__}"
+    method.__qualname__ = qualname
     method.__doc__ = "\n\n".join(paragraphs)
     method.__wrapped__ = fn  # type: ignore[attr-defined]
     return method
 
 
-class _LazyMethod:
-    """A :func:`method_of` method whose function's module is imported on the method's first use."""
-
-    def __init__(self, target: str, summary: str, function: str, sections: dict[str, str]) -> None:
-        self.target, self.summary, self.function, self.sections = target, summary, function, sections
-
-    def __set_name__(self, owner: type, name: str) -> None:
-        self.name = name
-
-    def __get__(self, obj: Any, owner: type) -> Any:
-        module, _, attr = self.target.partition(":")
-        fn = getattr(importlib.import_module(module), attr)
-        namespace = vars(sys.modules[owner.__module__])
-        method = _method(
-            fn, self.summary, namespace, owner.__qualname__, self.name, self.function, self.sections
-        )
-        setattr(owner, self.name, method)  # built once: later uses find the method itself
-        return method if obj is None else method.__get__(obj, owner)
-
-
-def lazy_method_of(target: str, summary: str, *, function: str = "", **sections: str) -> Any:
+class lazy_method_of:  # lower case: written like method_of, as a call in a class body
     """:func:`method_of` for the function ``target`` (``"module:name"``), imported on the method's first use.
 
-    The method (its signature and docstring too) is built when the class attribute is first read, so a
-    class can offer the functions of a module that is slow to import without importing it.
+    A descriptor: the method (its signature and docstring too) is built when the class attribute is first
+    read, and replaces it on the class, so a class can offer the functions of a module that is slow to
+    import without importing it.
 
     Parameters
     ----------
@@ -376,11 +357,6 @@ def lazy_method_of(target: str, summary: str, *, function: str = "", **sections:
         The function, as ``"package.module:function"``.
     summary, function, **sections : str
         As in :func:`method_of`; the method's name is that of the class attribute.
-
-    Returns
-    -------
-    descriptor
-        Replaces itself on the class with the method on first access.
 
     Examples
     --------
@@ -391,4 +367,17 @@ def lazy_method_of(target: str, summary: str, *, function: str = "", **sections:
     >>> Accessor("  a").dedent(), Accessor.dedent.__wrapped__.__module__
     ('a', 'textwrap')
     """
-    return _LazyMethod(target, summary, function, sections)
+
+    def __init__(self, target: str, summary: str, *, function: str = "", **sections: str) -> None:
+        self.target, self.summary, self.function, self.sections = target, summary, function, sections
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    def __get__(self, obj: Any, owner: type) -> Any:
+        module, _, attr = self.target.partition(":")
+        fn = getattr(importlib.import_module(module), attr)
+        qualname, namespace = f"{owner.__qualname__}.{self.name}", vars(sys.modules[owner.__module__])
+        method = _method(fn, self.summary, namespace, qualname, self.function, self.sections)
+        setattr(owner, self.name, method)  # built once: later uses find the method itself
+        return method if obj is None else method.__get__(obj, owner)
