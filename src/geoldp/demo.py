@@ -527,13 +527,10 @@ def run_demo(
 
         folder = Path(output)
         folder.mkdir(parents=True, exist_ok=True)
-        files["points"] = folder / "points.geojson"
-        gio.to_geojson(points, files["points"], ledger=False, overwrite=overwrite)
-        files["original"] = folder / "original.geojson"
-        gio.to_geojson(trips, files["original"], ledger=False, overwrite=overwrite)
-        for label, frame in perturbed.items():
-            files[label.lower()] = folder / f"{label.lower()}.geojson"
-            gio.to_geojson(frame, files[label.lower()], ledger=True, overwrite=overwrite)
+        releases = {label.lower(): frame for label, frame in perturbed.items()}
+        for role, frame in {"points": points, "original": trips, **releases}.items():
+            files[role] = folder / f"{role}.geojson"  # the releases with their ledgers
+            gio.to_geojson(frame, files[role], ledger=role in releases, overwrite=overwrite)
         if plot and has_matplotlib:
             from geoldp import estimate, metrics
 

@@ -230,10 +230,7 @@ def _new_figure(fig: Any, figsize: Any, default: tuple[float, float]) -> Any:
 
 
 def _panels(fig: Any, figsize: Any, count: int, max_cols: int, size: tuple[float, ...]) -> tuple[Any, Any]:
-    """``fig`` (see :func:`_new_figure`) with ``count`` panels, ``max_cols`` a row, and those panels.
-
-    The default size is ``(a·cols + b, c·rows + d)`` for ``size = (a, b, c, d)``; spare axes are hidden.
-    """
+    """``fig`` (:func:`_new_figure`, default size ``(a·cols + b, c·rows + d)``) and its ``count`` panels."""
     ncols = min(count, int(max_cols))
     nrows = -(-count // ncols)
     fig = _new_figure(fig, figsize, (size[0] * ncols + size[1], size[2] * nrows + size[3]))
