@@ -45,7 +45,8 @@ def crs_help(what: str) -> str:
 
 def read_kwargs(args: argparse.Namespace) -> dict[str, Any]:
     """The ``read_trajectories`` options of :func:`add_table_options`."""
-    return {n: getattr(args, n) for n in ("crs", "wkt_col", "lon_col", "lat_col") if getattr(args, n, None)}
+    names = ("crs", "wkt_col", "lon_col", "lat_col")
+    return {n: getattr(args, n) for n in names if getattr(args, n, None) is not None}
 
 
 def read_points(path: Path, label: str) -> Any:
@@ -91,10 +92,13 @@ def check_columns(args: argparse.Namespace, frame: Any, what: str) -> None:
 
 
 def read_trips(args: argparse.Namespace, path: Path) -> Any:
-    """TRIPS read with the table options, id columns as text, column options checked."""
+    """TRIPS read with the table options (and Point grouping), id columns as text, column options checked."""
     from geoldp import io as gio
 
-    kwargs = {n: getattr(args, n) for n in ("crs", "wkt_col", "lon_col", "lat_col") if getattr(args, n, None)}
+    kwargs = read_kwargs(args)
+    kwargs.update(
+        {n: getattr(args, n) for n in ("traj_id_col", "time_col") if getattr(args, n, None) is not None}
+    )
     kwargs.update(text_columns(args, path))  # user ids such as "000" stay text
     with stage(f"cannot read TRIPS '{args.trips}'"):
         trips = gio.read_trajectories(path, **kwargs)

@@ -184,17 +184,8 @@ def _cmd_perturb(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> in
     if continuous:
         options["bounds"] = args.bounds
 
-    read_kwargs: dict[str, Any] = {
-        name: getattr(args, name)
-        for name in ("traj_id_col", "time_col", "crs", "wkt_col", "lon_col", "lat_col")
-        if getattr(args, name) is not None
-    }
-
-    read_kwargs.update(_read.text_columns(args, trips_path))  # user ids such as "000" stay text
     with _report_warnings(stderr):
-        with stage(f"cannot read TRIPS '{args.trips}'"):
-            trips = gio.read_trajectories(trips_path, **read_kwargs)
-        _read.check_columns(args, trips, f"TRIPS '{args.trips}'")
+        trips = _read.read_trips(args, trips_path)  # user ids such as "000" stay text
         points = grid_points
         if points_path is not None:
             with stage(f"cannot read POINTS '{args.points}'"):
