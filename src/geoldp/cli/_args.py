@@ -13,7 +13,7 @@ import warnings
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import NoReturn, TextIO
+from typing import Any, NoReturn, TextIO
 
 __all__ = [
     "MAX_OUTPUT_NAME_BYTES",
@@ -182,9 +182,9 @@ def positive_float(text: str) -> float:
     return value
 
 
-def add_cell_km(p: argparse.ArgumentParser | argparse._ArgumentGroup, help: str, **kwargs: object) -> None:
+def add_cell_km(p: argparse.ArgumentParser | argparse._ArgumentGroup, help: str, **kwargs: Any) -> None:
     """Add ``--cell-km KM`` (default 1.5): the side of a command's square zones over the public points."""
-    p.add_argument("--cell-km", type=positive_float, default=1.5, metavar="KM", help=help, **kwargs)  # type: ignore[arg-type]
+    p.add_argument("--cell-km", type=positive_float, default=1.5, metavar="KM", help=help, **kwargs)
 
 
 def bbox(text: str) -> tuple[float, float, float, float]:
