@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import sys
 import warnings
+from collections import Counter
 from contextlib import contextmanager
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
@@ -326,10 +327,7 @@ def perturb(
     )
     stats, offsets, type_ids, users = _first_pass(dask, ddf, req.charged_col, req.area_crs, _CALLER, user_col)
     area = None if req.area_crs is None else _data_box(stats, req.area_crs)
-    length_counts: dict[int, int] = {}
-    for _, counts, _, _, _ in stats:
-        for n, c in counts.items():
-            length_counts[n] = length_counts.get(n, 0) + c
+    length_counts = sum((Counter(s[1]) for s in stats), Counter[int]())
     lengths = np.array(sorted(length_counts), dtype=np.int64)
     del stats  # the private user column and bounds do not outlive the checks
     plan = req.plan(
