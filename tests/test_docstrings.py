@@ -9,8 +9,7 @@ from typing import Annotated, TypedDict, Unpack
 import pytest
 
 from geoldp import accessor, estimate
-from geoldp._core import docstrings as _docstrings
-from geoldp._core.docstrings import doc, fill, method_of, shared_keywords
+from geoldp._core.docstrings import doc, fill, lazy_method_of, method_of, shared_keywords
 
 
 def test_fill_indents_a_block_like_its_placeholder_and_leaves_other_braces():
@@ -41,16 +40,17 @@ def test_fill_drops_the_line_of_an_empty_block_and_refuses_unknown_names():
         fill("A {x}", x="1", typo="2")
 
 
-def test_doc_reuses_the_unfilled_template_of_another_function():
-    @doc(who="functions")
+def test_doc_fills_the_docstring_of_the_function_it_decorates():
+    @doc(who="functions", body="line 1\nline 2")
     def f():
-        """For {who}."""
+        """For {who}.
 
-    @doc(f, who="methods")
-    def g():
-        pass
+        {body}
+        """
 
-    assert (f.__doc__, g.__doc__) == ("For functions.", "For methods.")
+    assert f.__doc__ == "For functions.\n\nline 1\nline 2"
+    with pytest.raises(KeyError, match="typo"):
+        doc(typo="x")(f)
 
 
 class _Seeded(TypedDict, total=False):
@@ -91,21 +91,65 @@ def test_shared_keywords_fills_the_defaults_and_keeps_python_errors():
 
 
 def area(shape, *, scale=1.0):
-    """Area of the {what}."""
+    """Area of a shape, as in :func:`fill`.
+
+    Parameters
+    ----------
+    shape, unit : float
+        The shape, as :func:`fill` takes it.
+    scale : float, default 1.0
+        The scale.
+
+    See Also
+    --------
+    fill : the placeholder filler.
+
+    Examples
+    --------
+    >>> area(2.0)
+    """
     return shape * scale
+
+
+_area = area  # in the class body below, ``area`` is the method once it is defined
 
 
 class _Accessor:
     def __init__(self, obj):
         self._obj = obj
 
-    area = method_of(area, what="shape")
+    area = method_of(area, "Area of this shape.", function="area", examples=">>> A(2.0).area()")
+    size = lazy_method_of(f"{__name__}:_area", "Size of this shape.", see_also="", notes="Also a size.")
 
 
 def test_method_of_makes_a_method_of_the_class_it_is_written_in():
-    assert _Accessor(3).area(scale=2.0) == 6.0 and _Accessor.area.__doc__ == "Area of the shape."
+    assert _Accessor(3).area(scale=2.0) == 6.0 and _Accessor(3).size() == 3
     assert (_Accessor.area.__qualname__, _Accessor.area.__module__) == ("_Accessor.area", __name__)
+    assert (_Accessor.size.__name__, _Accessor.size.__qualname__) == ("size", "_Accessor.size")
     assert list(inspect.signature(_Accessor(3).area).parameters) == ["scale"]
+    # the function's docstring: the summary replaced, the first name gone, bare references qualified
+    assert _Accessor.area.__doc__ == inspect.cleandoc(
+        f"""Area of this shape.
+
+        Parameters
+        ----------
+        unit : float
+            The shape, as :func:`{__name__}.fill` takes it.
+        scale : float, default 1.0
+            The scale.
+
+        See Also
+        --------
+        area : the same as a function.
+        fill : the placeholder filler.
+
+        Examples
+        --------
+        >>> A(2.0).area()"""
+    )
+    assert _Accessor.size.__doc__.endswith(
+        "The scale.\n\nNotes\n-----\nAlso a size.\n\nExamples\n--------\n>>> area(2.0)"
+    )
 
 
 def test_the_estimators_take_the_one_shared_definition():
@@ -131,22 +175,30 @@ def test_the_estimators_take_the_one_shared_definition():
             assert inspect.cleandoc(estimate._FIT_DOC) in inspect.getdoc(fn), fn.__name__
 
 
-def test_an_accessor_method_and_its_function_share_one_template():
+def test_an_accessor_method_documents_its_function_without_the_frame():
     for name in ("perturb", "snap"):
+        method, function = getattr(accessor.LDPAccessor, name), getattr(accessor, name)
+        assert "gdf : " in function.__doc__ and "gdf : " not in method.__doc__
+        params = function.__doc__.split("Parameters\n    ----------\n")[1].split("\n\n")[0]
+        assert inspect.cleandoc(params.split("\n    points")[1]) in method.__doc__, name
+        assert f"geoldp.accessor.{name} : the same as a function." in method.__doc__
+    # the estimator methods (fit_population, estimate_*, denoise): their functions in geoldp.estimate,
+    # imported on first use
+    for name, function in {
+        "fit_population": "fit",
+        "estimate_visits": "visit_counts",
+        "estimate_range_counts": "range_counts",
+        "estimate_od_flows": "od_flows",
+        "estimate_hotspots": "hotspots",
+        "denoise": "denoise",
+    }.items():
         method = getattr(accessor.LDPAccessor, name)
-        assert method._doc_template.startswith(getattr(accessor, name)._doc_template), name
-        assert "{" + "frame_parameter}" not in method.__doc__
-        assert "gdf : " in getattr(accessor, name).__doc__ and "gdf : " not in method.__doc__
-    template = _docstrings.fill(accessor._ESTIMATOR_METHOD)
-    from_template = [
-        n for n, f in vars(accessor.LDPAccessor).items() if getattr(f, "_doc_template", None) == template
-    ]
-    # the estimator methods (fit_population, estimate_*, denoise): one docstring template, filled apart
-    estimators = {n for n in vars(accessor.LDPAccessor) if n.startswith("estimate_")} | {
-        "fit_population",
-        "denoise",
-    }
-    assert set(from_template) == estimators and len(estimators) == 6
+        assert method.__wrapped__ is getattr(estimate, function) and method.__name__ == name
+        assert f"geoldp.estimate.{function} : the same as a function." in method.__doc__
+        assert (
+            "Post-processing: reads only this release" in method.__doc__
+            and "released : " not in method.__doc__
+        )
 
 
 def test_the_accessor_evaluate_takes_the_signature_of_metrics_evaluate():

@@ -30,9 +30,9 @@ from typing import Any
 
 import pandas as pd
 
-from geoldp import _release, budget_strategies, metrics
+from geoldp import _release, budget_strategies, explore, hybrids, io, ldptrace, metrics, queries, reports
 from geoldp._core import frames as _frames
-from geoldp._core.docstrings import doc, fill, method_of
+from geoldp._core.docstrings import lazy_method_of, method_of
 from geoldp._core.ledger import ReleaseLedger, attach, ledger_of
 from geoldp._core.validation import check_bool, check_positive_km
 
@@ -49,24 +49,10 @@ _EXAMPLE_FRAME = """
 
 
 def _examples(*lines: str) -> str:
-    """An Examples section that starts from :data:`_EXAMPLE_FRAME`, then ``lines``."""
-    return "\n".join(["Examples", "--------", _EXAMPLE_FRAME.strip("\n"), *lines])
+    """Examples that start from :data:`_EXAMPLE_FRAME`, then ``lines``."""
+    return "\n".join([_EXAMPLE_FRAME.strip("\n"), *lines])
 
 
-#: The one parameter the frame-level functions take and the accessor methods do not.
-_FRAME_PARAMETER = """
-gdf : geopandas.GeoDataFrame
-    One LineString per row (one trajectory per row), or Point rows grouped into trajectories by
-    ``traj_id_col`` (ordered by ``time_col``). Any CRS (a missing CRS is an error); Z/M are dropped
-    with a :class:`~geoldp.GeoLDPWarning`."""
-
-
-@doc(
-    summary="Snap every trajectory to the public point set and return the index sequences.",
-    frame_parameter=_FRAME_PARAMETER,
-    see_also="",
-    examples="",
-)
 def snap(
     gdf: Any,
     points: Any,
@@ -76,11 +62,14 @@ def snap(
     snap_max_km: float | None = None,
     return_distances: bool = False,
 ) -> Any:
-    """{summary}
+    """Snap every trajectory to the public point set and return the index sequences.
 
     Parameters
     ----------
-    {frame_parameter}
+    gdf : geopandas.GeoDataFrame
+        One LineString per row (one trajectory per row), or Point rows grouped into trajectories by
+        ``traj_id_col`` (ordered by ``time_col``). Any CRS (a missing CRS is an error); Z/M are dropped
+        with a :class:`~geoldp.GeoLDPWarning`.
     points : PointSet, GeoDataFrame or GeoSeries of Points
         The public point set P.
     traj_id_col, time_col : column label, optional
@@ -107,10 +96,7 @@ def snap(
 
     See Also
     --------
-    {see_also}
     geoldp.perturb_trajectories : the array engine that consumes these sequences.
-
-    {examples}
     """
     caller = "GeoDataFrame.ldp.snap"
     gdf = _frames.check_frame(gdf, caller=caller)
@@ -125,13 +111,6 @@ def snap(
     return seqs
 
 
-@doc(
-    summary="Perturb every trajectory of a GeoDataFrame under ε-LDP (TP, ATP, PointEM, TraCS-D or TraCS-C).",
-    frame_parameter=_FRAME_PARAMETER,
-    frame="``gdf``",
-    see_also="",
-    examples="",
-)
 def perturb(
     gdf: Any,
     points: Any = None,
@@ -153,11 +132,14 @@ def perturb(
     select_trips: str = "first",
     **options: Any,
 ) -> Any:
-    """{summary}
+    """Perturb every trajectory of a GeoDataFrame under ε-LDP (TP, ATP, PointEM, TraCS-D or TraCS-C).
 
     Parameters
     ----------
-    {frame_parameter}
+    gdf : geopandas.GeoDataFrame
+        One LineString per row (one trajectory per row), or Point rows grouped into trajectories by
+        ``traj_id_col`` (ordered by ``time_col``). Any CRS (a missing CRS is an error); Z/M are dropped
+        with a :class:`~geoldp.GeoLDPWarning`.
     points : PointSet, GeoDataFrame or GeoSeries of Points, optional
         The public point set P. Every output vertex is a public point (bit-identical to P transformed
         into the input CRS). TP, ATP and PointEM need it: every input vertex is snapped to its nearest
@@ -244,13 +226,12 @@ def perturb(
     PrivacyWarning
         For ``keep_columns``; when the budget per point is so small that the output is close to uniform
         noise (see :func:`geoldp.prepare.point_budget`); when ``points`` were built by
-        :mod:`geoldp.points` over an area with exactly the bounds of {frame} (a private area).
+        :mod:`geoldp.points` over an area with exactly the bounds of the trajectories (a private area).
     GeoLDPWarning
         Z/M dropped; vertices farther from P than its diameter.
 
     See Also
     --------
-    {see_also}
     geoldp.perturb_trajectories : the same mechanisms on index sequences.
     geoldp.prepare.resample : shrink long GPS traces before perturbing them.
 
@@ -258,8 +239,6 @@ def perturb(
     -----
     ``gdf.ldp.perturb(P, epsilon=e, rng=s)`` equals
     ``perturb_trajectories(gdf.ldp.snap(P), P, epsilon=e, rng=s)`` mapped back to geometries.
-
-    {examples}
     """
     caller = "GeoDataFrame.ldp.perturb"
     gdf = _frames.check_frame(gdf, caller=caller)
@@ -316,54 +295,28 @@ def perturb(
     return out
 
 
-# The docstring of every estimator method: what differs is given to `doc` (geoldp._core.docstrings).
-_ESTIMATOR_METHOD = """
-{summary}
+#: What every estimator method adds to the summary of its function in geoldp.estimate.
+_POST_PROCESSING = """
 
-Post-processing: reads only this release, the public points and the public configuration, never
-the originals, so it spends no privacy budget.
+Post-processing: reads only this release, the public points and the public configuration of its mechanism
+(by default from this frame's ledger, ``frame.ldp.ledger``), never the originals, so it spends no privacy
+budget."""
 
-Parameters
-----------
-points : PointSet, GeoDataFrame or GeoSeries of Points
-    The public point set the release was made with.
-{parameters}
-**kwargs
-    Passed to :func:`geoldp.estimate.{function}`: ``mechanism``/``epsilon`` (default: read from this
-    frame's ledger, ``frame.ldp.ledger``; a conflicting value is an error), ``rng``, ``n_candidates``,
-    ``n_sims``, ``n_iter``, {options}.
 
-Returns
--------
-{returns}
+def _estimator(function: str, summary: str, example: str, raises: str = "", **sections: str) -> Any:
+    """The accessor method of the estimator :func:`geoldp.estimate.<function>` (imported on first use).
 
-Raises
-------
-TypeError, ValueError
-    No mechanism and no ledger; an ε that conflicts with the ledger; a vertex that is not a public
-    point{raises}.
-
-See Also
---------
-geoldp.estimate.{function} : {see_also} (docs: "What can a collector
-    learn?").
-
-Examples
---------
->>> out = trips.ldp.perturb(pois, epsilon=4.0)  # doctest: +SKIP
-{examples}
-"""
-
-_ZONES_OPTIONAL = """zones : GeoDataFrame or GeoSeries of polygons, optional
-    Count per zone (any CRS; a CRS is required) instead of per public point."""
-_ESTIMATE_RETURNS = """
-pandas.DataFrame
-    Columns ``estimate``, ``lower``, ``upper`` (the 95 % interval), ``raw`` (the same statistic
-    computed on the release as it is) and ``supported`` (False where the interval also holds the
-    estimate of a no-data population: the release cannot tell that row from no data), one row
-    per {rows}."""
-_OPTIONS = "``n_boot``, ``level``, ``cell_km``"
-_ESTIMATOR = "the estimator, its model and its intervals"
+    ``raises``: what it refuses besides what :func:`geoldp.estimate.visit_counts` does, for a function
+    whose docstring has no Raises section.
+    """
+    examples = (
+        f">>> out = trips.ldp.perturb(pois, epsilon=4.0)  # doctest: +SKIP\n{example}  # doctest: +SKIP"
+    )
+    if raises:
+        sections["raises"] = f"TypeError, ValueError\n    As :func:`geoldp.estimate.visit_counts`; {raises}."
+    return lazy_method_of(
+        f"geoldp.estimate:{function}", summary + _POST_PROCESSING, examples=examples, **sections
+    )
 
 
 @pd.api.extensions.register_dataframe_accessor("ldp")
@@ -398,479 +351,140 @@ class LDPAccessor:
 
     perturb = method_of(
         perturb,
-        summary=(
-            "Perturb every trajectory of this frame under ε-LDP (TP, ATP, PointEM, TraCS); "
-            "return a new frame."
-        ),
-        frame_parameter="",
-        see_also="geoldp.accessor.perturb : the same as a function of the frame.",
+        "Perturb every trajectory of this frame under ε-LDP (TP, ATP, PointEM, TraCS); return a new frame.",
         examples=_examples(
             '>>> out = trips.ldp.perturb(pois, mechanism="atp", epsilon=4.0, rng=0)'
             "  # rng: for experiments only",
             ">>> out.index.equals(trips.index), out.crs == trips.crs, out.ldp.ledger.epsilon",
             "(True, True, 4.0)",
         ),
-        frame="the frame",
     )
-
-    def report(self, zones: Any, *, epsilon: float, **kwargs: Any) -> Any:
-        """One ε-LDP aggregate report per trajectory over public zones: see :func:`geoldp.report`.
-
-        Parameters
-        ----------
-        zones : GeoDataFrame or GeoSeries of polygons
-            The public zones.
-        epsilon : float
-            The budget of one trajectory (row); with ``user_budget="split"``, of one user.
-        **kwargs
-            ``statistic``, ``oracle``, ``pad_length``, ``rng``, ``accountant``, ``user_col``,
-            ``on_invalid``, ``user_budget``, ``max_per_user``, ``select_trips`` (see :func:`geoldp.report`).
-
-        Returns
-        -------
-        pandas.DataFrame
-            The report table (same index and order; the kept rows with ``max_per_user``), its ledger
-            read by :func:`geoldp.ledger_of`.
-        """
-        from geoldp import reports
-
-        return reports.report(self._obj, zones, epsilon=epsilon, **kwargs)
-
-    def hybrid(self, points: Any, zones: Any, *, epsilon: float, **kwargs: Any) -> Any:
-        """One budget split between a TP/ATP trajectory and an aggregate report: see :func:`geoldp.hybrid`.
-
-        Parameters
-        ----------
-        points : PointSet, GeoDataFrame or GeoSeries of Points
-            The public point set of the trajectory release.
-        zones : GeoDataFrame or GeoSeries of polygons
-            The public zones of the report.
-        epsilon : float
-            The total budget of one trajectory (row), shared by both releases.
-        **kwargs
-            ``fraction``, ``mechanism``, ``statistic``, ``rng``, ``accountant``, ``user_col``,
-            ``report_options`` and the mechanism's options (see :func:`geoldp.hybrid`).
-
-        Returns
-        -------
-        (geopandas.GeoDataFrame, pandas.DataFrame)
-            The trajectory release and the report table, each with its ledger.
-        """
-        from geoldp import hybrids
-
-        return hybrids.hybrid(self._obj, points, zones, epsilon=epsilon, **kwargs)
-
-    snap = method_of(
-        snap,
-        summary="Index sequences of this frame's trajectories snapped to the public points.",
-        frame_parameter="",
-        see_also="geoldp.accessor.snap : the same as a function of the frame.",
+    report = method_of(
+        reports.report,
+        "One ε-LDP aggregate report per trajectory (row) over public zones.",
+        function="geoldp.report",
         examples=_examples(
-            ">>> [seq.tolist() for seq in trips.ldp.snap(pois)]",
-            "[[0, 2], [1, 3]]",
+            ">>> rep = trips.ldp.report(geoldp.zone_grid(pois, cells=2), epsilon=4.0)  # doctest: +SKIP"
         ),
     )
-
-    @doc(example_frame=_EXAMPLE_FRAME)
-    def to_geojson(self, path: Any, *, ledger: bool = True, overwrite: bool = False) -> Any:
-        """Write this frame as RFC 7946 GeoJSON (WGS 84) with the ledger as a top-level ``"geoldp"`` member.
-
-        Parameters
-        ----------
-        path : str or os.PathLike
-            Output file (``.geojson`` recommended).
-        ledger : bool or "sidecar", default True
-            ``True``: the ledger (``ldp.ledger``) becomes a top-level ``"geoldp"`` member of the
-            FeatureCollection. ``"sidecar"``: it is written to ``<path>.ledger.json`` instead. ``False``: not
-            written.
-        overwrite : bool, default False
-            Replace an existing file. The write is atomic either way: a reader sees the old file or the
-            new one, never a partial one.
-
-        Returns
-        -------
-        pathlib.Path
-            The GeoJSON file written.
-
-        Raises
-        ------
-        ValueError
-            No CRS (use ``set_crs()``), no active geometry column, NaN/inf values, an existing file without
-            ``overwrite=True``, a symlink at the path.
-
-        See Also
-        --------
-        geoldp.io.to_geojson : the same as a function of the frame.
-
-        Examples
-        --------
-        {example_frame}
-        >>> import pathlib, tempfile
-        >>> out = trips.ldp.perturb(pois, epsilon=4.0, rng=0)
-        >>> path = out.ldp.to_geojson(pathlib.Path(tempfile.mkdtemp()) / "released.geojson")
-        >>> path.name, "geoldp" in path.read_text()
-        ('released.geojson', True)
-        """
-        from geoldp import io
-
-        return io.to_geojson(self._obj, path, ledger=ledger, overwrite=overwrite)
-
-    @doc(example_frame=_EXAMPLE_FRAME)
-    def range_count(self, region: Any, *, points: Any = None, how: str = "points") -> Any:
-        """Number of this frame's trajectories that pass through ``region``.
-
-        Parameters
-        ----------
-        region : Polygon, MultiPolygon, tuple, list or GeoSeries
-            A polygon (in this frame's CRS); a circle ``(lon, lat, radius_km)`` (WGS 84 centre, haversine
-            radius in km); a list of those; or a GeoSeries/GeoDataFrame of polygons with a CRS.
-        points : PointSet or GeoDataFrame, optional
-            Public point set (not needed for geometry input).
-        how : {"points", "line"}, default "points"
-            ``"points"``: a trajectory passes through the region when one of its vertices lies in it
-            (boundary included). ``"line"``: also when a segment between consecutive vertices crosses it.
-
-        Returns
-        -------
-        int or numpy.ndarray of int64
-            The count for a single region; one count per region for a list or GeoSeries of regions.
-
-        Raises
-        ------
-        TypeError
-            A region that is not a polygon or a circle; trajectories that are not LineStrings or Points.
-        ValueError
-            Missing CRS, an empty/missing geometry, an invalid circle or ``how``.
-
-        See Also
-        --------
-        geoldp.queries.range_count : the same as a function.
-
-        Examples
-        --------
-        {example_frame}
-        >>> trips.ldp.range_count(box(-0.001, -0.001, 0.001, 0.001))
-        1
-        >>> int(trips.ldp.range_count((0.03, 0.01, 0.5)))  # a circle: (lon, lat, radius_km)
-        1
-        """
-        from geoldp import queries
-
-        return queries.range_count(self._obj, region, points=points, how=how)
-
-    @doc(example_frame=_EXAMPLE_FRAME)
-    def visit_counts(self, points: Any, *, max_km: float | None = 0.001) -> Any:
-        """Number of distinct trajectories of this frame visiting each public point.
-
-        Parameters
-        ----------
-        points : PointSet, GeoDataFrame/GeoSeries of Points or (m, 2) array of (lon, lat)
-            The public point set P (in its order).
-        max_km : float or None, default 0.001
-            A vertex is assigned to its nearest public point when it lies within ``max_km`` of it (1 m by
-            default: released vertices sit exactly on P), and ignored otherwise. ``None`` snaps every
-            vertex.
-
-        Returns
-        -------
-        numpy.ndarray of int64, shape (m,)
-            ``counts[p]``: the number of trajectories with a vertex at P_p (a repeated visit counts once).
-
-        Raises
-        ------
-        TypeError
-            ``points`` of another type; trajectories that are not LineStrings or Points.
-        ValueError
-            Missing CRS, an empty/missing geometry, an invalid ``max_km``.
-
-        See Also
-        --------
-        geoldp.queries.visit_counts : the same as a function.
-
-        Examples
-        --------
-        {example_frame}
-        >>> trips.ldp.visit_counts(pois).tolist()
-        [1, 1, 1, 1]
-        """
-        from geoldp import queries
-
-        return queries.visit_counts(self._obj, points, max_km=max_km)
-
+    hybrid = method_of(
+        hybrids.hybrid,
+        "One budget split between a TP/ATP trajectory and an aggregate report of every trajectory (row).",
+        function="geoldp.hybrid",
+        examples=_examples(
+            ">>> traj, rep = trips.ldp.hybrid(pois, geoldp.zone_grid(pois, cells=2), epsilon=4.0)"
+            "  # doctest: +SKIP"
+        ),
+    )
+    snap = method_of(
+        snap,
+        "Index sequences of this frame's trajectories snapped to the public points.",
+        examples=_examples(">>> [seq.tolist() for seq in trips.ldp.snap(pois)]", "[[0, 2], [1, 3]]"),
+    )
+    to_geojson = method_of(
+        io.to_geojson,
+        'Write this frame as RFC 7946 GeoJSON (WGS 84) with the ledger as a top-level ``"geoldp"`` member.',
+        examples=_examples(
+            ">>> import pathlib, tempfile",
+            ">>> out = trips.ldp.perturb(pois, epsilon=4.0, rng=0)",
+            '>>> path = out.ldp.to_geojson(pathlib.Path(tempfile.mkdtemp()) / "released.geojson")',
+            '>>> path.name, "geoldp" in path.read_text()',
+            "('released.geojson', True)",
+        ),
+    )
+    range_count = method_of(
+        queries.range_count,
+        "Number of this frame's trajectories that pass through ``region``.",
+        raises="""
+            TypeError
+                A region that is not a polygon or a circle; trajectories that are not LineStrings or Points.
+            ValueError
+                Missing CRS, an empty/missing geometry, an invalid circle or ``how``.""",
+        examples=_examples(
+            ">>> trips.ldp.range_count(box(-0.001, -0.001, 0.001, 0.001))",
+            "1",
+            ">>> int(trips.ldp.range_count((0.03, 0.01, 0.5)))  # a circle: (lon, lat, radius_km)",
+            "1",
+        ),
+    )
+    visit_counts = method_of(
+        queries.visit_counts,
+        "Number of distinct trajectories of this frame visiting each public point.",
+        raises="""
+            TypeError
+                ``points`` of another type; trajectories that are not LineStrings or Points.
+            ValueError
+                Missing CRS, an empty/missing geometry, an invalid ``max_km``.""",
+        examples=_examples(">>> trips.ldp.visit_counts(pois).tolist()", "[1, 1, 1, 1]"),
+    )
     evaluate = method_of(
         metrics.evaluate,
-        """
-        Utility table of ``perturbed`` against this (original) frame, with the no-data baselines.
-
-        Parameters
-        ----------
-        perturbed : GeoDataFrame, GeoSeries or sequence of array_like of int
-            The release, matched to this frame by row position (same rows, same points per row).
-        points : PointSet, GeoDataFrame of Points or (m, 2) array, optional
-            Public point set; the hotspot, zone and OD columns and the baseline rows are produced only
-            when it is given.
-        label : str, optional
-            Row label of the release. Default: ``"<MECHANISM> raw"`` from its ledger, else ``"perturbed"``.
-        baselines : "auto" or sequence of {"uniform", "constant"}, default "auto"
-            Rows computed from the public point set only: ``uniform`` (every point a uniform draw from P)
-            and ``constant`` (every point P's 1-median). ``"auto"``: both when ``points`` is given.
-        delta_km : float or sequence of float, default (0.5, 1, 2, 3, 4)
-            Thresholds in km of the preservation range query (PRQ).
-        regions : "auto", None or regions, default "auto"
-            Query regions of the range-query error; ``"auto"`` is a deterministic 4×4 grid of circles over
-            the bounding box of ``points`` (of the original without ``points``), ``None`` skips those rows.
-        zones : "auto", None or GeoDataFrame of polygons, default "auto"
-            Zones of the visit-density and OD columns; ``"auto"`` is about 1.5 km squares over P.
-        sanity_bound : "auto" or float, default "auto"
-            Lower bound of the range-query error's denominator (see
-            :func:`geoldp.metrics.range_query_error`).
-        k : int, default 10
-            Number of hotspots (capped at the size of P).
-        bins : int, default 20
-            Histogram bins for the length and diameter Jensen-Shannon divergences.
-        rng : None, int, Generator, ..., default 0
-            Randomness of the uniform baseline's draw and of the estimators (public; seeded by default for
-            a reproducible table).
-        estimate : bool, default False
-            Also add the rows ``"<MECHANISM> estimated"`` (counts estimated by :mod:`geoldp.estimate` from
-            the release alone) and ``"<MECHANISM> denoised"``; needs ``points``.
-        mechanism, epsilon : optional
-            Public configuration of the release's mechanism for ``estimate=True`` (default: its ledger).
-        estimate_options : dict, optional
-            Estimator parameters (``n_candidates``, ``n_sims``, ``n_boot``, ...).
-        progress : bool, default False
-            Report the stages on a progress bar (one line per stage on the command line).
-
-        Returns
-        -------
-        pandas.DataFrame
-            One row per release and baseline (index ``release``), one column per metric; see
-            :func:`geoldp.metrics.evaluate` for the columns and which direction is better.
-
-        Raises
-        ------
-        TypeError, ValueError
-            Trajectories or parameters of the wrong type or value; a different number of rows or of
-            points per row in ``perturbed``.
-
-        See Also
-        --------
-        geoldp.metrics.evaluate : the same as a function, with the list of rows.
-
-        Examples
-        --------
-        {example_frame}
-        >>> out = trips.ldp.perturb(pois, epsilon=4.0, rng=0)
-        >>> table = trips.ldp.evaluate(out, points=pois)
-        >>> list(table.index), table.columns[0]
-        (['ATP raw', 'uniform', 'constant'], 'NE_km')
-        """,
-        example_frame=_EXAMPLE_FRAME,
+        "Utility table of ``perturbed`` against this (original) frame, with the no-data baselines.",
+        raises="""
+            TypeError, ValueError
+                Trajectories or parameters of the wrong type or value; a different number of rows or of
+                points per row in ``perturbed``.""",
+        examples=_examples(
+            ">>> out = trips.ldp.perturb(pois, epsilon=4.0, rng=0)",
+            ">>> table = trips.ldp.evaluate(out, points=pois)",
+            ">>> list(table.index), table.columns[0]",
+            "(['ATP raw', 'uniform', 'constant'], 'NE_km')",
+        ),
     )
-
-    def explore(
-        self,
-        original: Any = None,
-        points: Any = None,
-        *,
-        denoised: Any = None,
-        max_rows: int | None = 2_000,
-        style_kwds: dict[str, Any] | None = None,
-        tiles: str | None = "OpenStreetMap",
-    ) -> Any:
-        """An interactive folium map of this release, with one toggleable layer per frame.
-
-        Parameters
-        ----------
-        original : geopandas.GeoDataFrame or geopandas.GeoSeries, optional
-            The original trajectories (any CRS), drawn over the release for comparison.
-        points : geopandas.GeoDataFrame, geopandas.GeoSeries or geoldp.PointSet, optional
-            The public point set (its layer starts hidden).
-        denoised : geopandas.GeoDataFrame or geopandas.GeoSeries, optional
-            Trajectories the collector estimated from the release.
-        max_rows : int or None, default 2000
-            At most this many trajectories per layer (evenly spaced rows, said on the map); ``None``: all.
-        style_kwds : dict, optional
-            Leaflet path options for every layer, or under a layer's name for that layer only (as in
-            ``GeoDataFrame.explore``).
-        tiles : str or None, default "OpenStreetMap"
-            The background; ``None`` for none (the page itself renders offline).
-
-        Returns
-        -------
-        folium.Map
-            Layers ``"original"``, ``"released"``, ``"denoised"``, ``"public points"`` (those given) and a
-            layer control. Only geometries and row labels are embedded; a map with ``original`` is as
-            private as the original trajectories.
-
-        Raises
-        ------
-        ImportError
-            folium is not installed (``pip install "geoldp[explore]"``).
-        TypeError, ValueError
-            A frame of the wrong type, or without a CRS.
-
-        See Also
-        --------
-        geoldp.explore.explore_release : full documentation.
-
-        Examples
-        --------
-        >>> m = out.ldp.explore(original=trips, points=pois)  # doctest: +SKIP
-        >>> m.save("compare.html")  # doctest: +SKIP
-        """
-        from geoldp import explore
-
-        return explore.explore_release(
-            self._obj,
-            original,
-            points,
-            denoised=denoised,
-            max_rows=max_rows,
-            style_kwds=style_kwds,
-            tiles=tiles,
-        )
+    explore = method_of(
+        explore.explore_release,
+        "An interactive folium map of this release, with one toggleable layer per frame.",
+    )
+    synthesize = method_of(
+        ldptrace.synthesize,
+        "Synthetic trajectories under ε-LDP per trajectory with LDPTrace (:func:`geoldp.synthesize`).",
+        function="geoldp.synthesize",
+        examples=_examples(
+            ">>> syn = trips.ldp.synthesize(epsilon=4.0, bounds=(0, 0, 0.03, 0.01))  # doctest: +SKIP"
+        ),
+    )
 
     # -- collector-side estimators (geoldp.estimate); the mechanism is read from this frame's ledger --------
 
-    @doc(
-        _ESTIMATOR_METHOD,
-        summary="Fit the collector-side population model to this release once, for many queries.",
-        function="fit",
-        parameters="",
-        options=_OPTIONS,
-        returns="""
-            geoldp.estimate.Population
-                Its methods ``visit_counts(zones)``, ``range_counts(regions)``, ``od_flows(zones)``,
-                ``hotspots(k)`` and ``denoise()`` all read the same fit.""",
-        raises="",
-        see_also="the model, its selection and its intervals",
-        examples="""
-            >>> pop = out.ldp.fit_population(pois)  # doctest: +SKIP
-            >>> pop.visit_counts(zones), pop.denoise()  # doctest: +SKIP""",
+    fit_population = _estimator(
+        "fit",
+        "Fit the collector-side population model to this release once, for many queries.",
+        ">>> pop = out.ldp.fit_population(pois)\n>>> pop.visit_counts(zones), pop.denoise()",
     )
-    def fit_population(self, points: Any, **kwargs: Any) -> Any:
-        from geoldp import estimate
-
-        return estimate.fit(self._obj, points, **kwargs)
-
-    @doc(
-        _ESTIMATOR_METHOD,
-        summary="Estimated number of distinct original trajectories visiting each public point (or zone).",
-        function="visit_counts",
-        parameters=_ZONES_OPTIONAL,
-        options=_OPTIONS,
-        returns=fill(_ESTIMATE_RETURNS, rows="public point (P's order) or zone (the zones' index)"),
-        raises="; zones without a CRS",
-        see_also=_ESTIMATOR,
-        examples=">>> out.ldp.estimate_visits(pois, zones=geoldp.zone_grid(pois, cell_km=2))  # doctest: +SKIP",  # noqa: E501
+    estimate_visits = _estimator(
+        "visit_counts",
+        "Estimated number of distinct original trajectories visiting each public point (or zone).",
+        ">>> out.ldp.estimate_visits(pois, zones=geoldp.zone_grid(pois, cell_km=2))",
     )
-    def estimate_visits(self, points: Any, *, zones: Any = None, **kwargs: Any) -> Any:
-        from geoldp import estimate
-
-        return estimate.visit_counts(self._obj, points, zones=zones, **kwargs)
-
-    @doc(
-        _ESTIMATOR_METHOD,
-        summary="Estimated number of original trajectories passing through each region.",
-        function="range_counts",
+    estimate_range_counts = _estimator(
+        "range_counts",
+        "Estimated number of original trajectories passing through each region.",
+        ">>> out.ldp.estimate_range_counts(pois, [(-87.63, 41.88, 1.5)])",
+        raises="a malformed region",
+    )
+    estimate_od_flows = _estimator(
+        "od_flows",
+        "Estimated origin-destination flows: trajectories by the zones of their first and last points.",
+        ">>> out.ldp.estimate_od_flows(pois, geoldp.zone_grid(pois, cell_km=1.5))",
+        raises="zones without a CRS",
+    )
+    estimate_hotspots = _estimator(
+        "hotspots",
+        "The top-k public points (or zones) by estimated visits, with their intervals.",
+        ">>> out.ldp.estimate_hotspots(pois, k=5)",
+        raises="k not a positive int",
+    )
+    denoise = _estimator(
+        "denoise",
+        "A denoised copy of this release: for each trajectory a point estimate of the original.",
+        ">>> out.ldp.denoise(pois)",
+        raises="a frame that is not a release of LineStrings",
         parameters="""
-            regions : sequence of (lon, lat, radius_km) circles or polygons, or GeoSeries of polygons
-                The query regions.""",
-        options=_OPTIONS,
-        returns=fill(_ESTIMATE_RETURNS, rows="region, in the given order"),
-        raises="; a malformed region",
-        see_also=_ESTIMATOR,
-        examples=">>> out.ldp.estimate_range_counts(pois, [(-87.63, 41.88, 1.5)])  # doctest: +SKIP",
+            points, mechanism, epsilon, mechanism_options, rng
+                As in :func:`geoldp.estimate.visit_counts`.
+            n_candidates, n_sims, n_iter, cell_km, fit_rows, progress
+                As in :func:`geoldp.estimate.visit_counts`.""",
     )
-    def estimate_range_counts(self, points: Any, regions: Any, **kwargs: Any) -> Any:
-        from geoldp import estimate
-
-        return estimate.range_counts(self._obj, points, regions, **kwargs)
-
-    @doc(
-        _ESTIMATOR_METHOD,
-        summary=(
-            "Estimated origin-destination flows: trajectories by the zones of their first and last points."
-        ),
-        function="od_flows",
-        parameters="""
-            zones : GeoDataFrame or GeoSeries of polygons
-                The zones (any CRS; a CRS is required).""",
-        options=_OPTIONS,
-        returns="""
-            pandas.DataFrame
-                Long format: ``origin``, ``destination`` (zone labels), ``estimate``, ``lower``, ``upper``,
-                ``raw``, ``supported``.""",
-        raises="; zones without a CRS",
-        see_also=_ESTIMATOR,
-        examples=">>> out.ldp.estimate_od_flows(pois, geoldp.zone_grid(pois, cell_km=1.5))  # doctest: +SKIP",
-    )
-    def estimate_od_flows(self, points: Any, zones: Any, **kwargs: Any) -> Any:
-        from geoldp import estimate
-
-        return estimate.od_flows(self._obj, points, zones, **kwargs)
-
-    @doc(
-        _ESTIMATOR_METHOD,
-        summary="The top-k public points (or zones) by estimated visits, with their intervals.",
-        function="hotspots",
-        parameters="k : int, default 10\n    Number of hotspots.\n" + _ZONES_OPTIONAL,
-        options=_OPTIONS,
-        returns="""
-            pandas.DataFrame
-                The k rows of :meth:`estimate_visits` with the largest estimates, largest first.""",
-        raises="; k not a positive int",
-        see_also=_ESTIMATOR,
-        examples=">>> out.ldp.estimate_hotspots(pois, k=5)  # doctest: +SKIP",
-    )
-    def estimate_hotspots(self, points: Any, *, k: int = 10, zones: Any = None, **kwargs: Any) -> Any:
-        from geoldp import estimate
-
-        return estimate.hotspots(self._obj, points, k=k, zones=zones, **kwargs)
-
-    @doc(
-        _ESTIMATOR_METHOD,
-        summary="A denoised copy of this release: for each trajectory a point estimate of the original.",
-        function="denoise",
-        parameters="",
-        options="``cell_km``",
-        returns="""
-        geopandas.GeoDataFrame
-            The same index, row order, CRS and vertex count per row as this frame; every vertex is a public
-            point (the posterior geometric median of its position under the fitted population model).""",
-        raises="; a frame that is not a release of LineStrings",
-        see_also=_ESTIMATOR,
-        examples=">>> out.ldp.denoise(pois)  # doctest: +SKIP",
-    )
-    def denoise(self, points: Any, **kwargs: Any) -> Any:
-        from geoldp import estimate
-
-        return estimate.denoise(self._obj, points, **kwargs)
-
-    def synthesize(self, *, epsilon: float, **kwargs: Any) -> Any:
-        """Synthetic trajectories under ε-LDP per trajectory with LDPTrace (:func:`geoldp.synthesize`).
-
-        Parameters
-        ----------
-        epsilon : float
-            The budget of one trajectory.
-        **kwargs
-            ``bounds`` or ``points`` (the public grid box), ``grid_size``, ``n_synthetic``, ``rng``,
-            ``accountant``, ``user_col`` ... as in :func:`geoldp.synthesize`.
-
-        Returns
-        -------
-        geopandas.GeoDataFrame
-            Synthetic LineStrings on public cell centres, with their ledger (``ldp.ledger``).
-
-        Examples
-        --------
-        >>> syn = trips.ldp.synthesize(epsilon=4.0, bounds=(-87.8, 41.75, -87.5, 42.0))  # doctest: +SKIP
-        """
-        from geoldp import ldptrace
-
-        return ldptrace.synthesize(self._obj, epsilon=epsilon, **kwargs)
 
 
 # Arguments of the frame path that need other columns than the geometry: a GeoSeries has none.

@@ -18,30 +18,22 @@ from __future__ import annotations
 
 import sys
 import warnings
+from collections import Counter
+from contextlib import contextmanager
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from geoldp._core.docstrings import method_of
 from geoldp._core.ledger import attach
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Iterator, Sequence
 
 __all__ = ["DaskLDPAccessor", "perturb", "report"]
 
 _CALLER = "geoldp.dask.perturb"
-
-
-def _import_dask_geopandas() -> Any:
-    try:
-        import dask
-        import dask_geopandas
-    except ImportError as exc:
-        raise ImportError(
-            'geoldp.dask needs dask and dask-geopandas. Install them with: pip install "geoldp[dask]"'
-        ) from exc
-    return dask, dask_geopandas
 
 
 def _checked_dask(ddf: Any, caller: str, in_memory: str) -> Any:
@@ -49,7 +41,13 @@ def _checked_dask(ddf: Any, caller: str, in_memory: str) -> Any:
 
     ``in_memory`` names the in-memory counterpart of ``caller``, for the message.
     """
-    dask, dask_geopandas = _import_dask_geopandas()
+    try:
+        import dask
+        import dask_geopandas
+    except ImportError as exc:
+        raise ImportError(
+            'geoldp.dask needs dask and dask-geopandas. Install them with: pip install "geoldp[dask]"'
+        ) from exc
     if not isinstance(ddf, dask_geopandas.GeoDataFrame):
         raise TypeError(
             f"The 'ddf' parameter of {caller} must be a dask_geopandas.GeoDataFrame. Got "
@@ -70,9 +68,7 @@ def _partition_stats(
     number: int = 0,
     caller: str = _CALLER,
 ) -> tuple[int, dict[int, int], set[int], Any, Any]:
-    """Row count, trajectory lengths, geometry type ids, user column and bounds of one partition.
-
-    The lengths are a mapping length -> count.
+    """Row count, trajectory lengths (length -> count), geometry type ids, user column, bounds of a partition.
 
     The first three are released by the output anyway (row count, vertex counts, geometry type). The user
     column (only with an accountant) and the bounds in ``area_crs`` (only when the public points record
@@ -138,15 +134,19 @@ def _refuse_mixed_types(per_partition: list[set[int]], caller: str) -> None:
 
 
 def _first_pass(
-    dask: Any, ddf: Any, user_col: Any, area_crs: Any, caller: str
+    dask: Any, ddf: Any, user_col: Any, area_crs: Any, caller: str, ignore: Any
 ) -> tuple[tuple[Any, ...], tuple[int, ...], set[int], Any]:
     """Pass 1 of a partitioned release: ``(stats, offsets, geometry type ids, users)``.
 
     The partition lengths give each partition the global position of its first row (``offsets``); the
     stats (see :func:`_partition_stats`) also hold each partition's trajectory lengths and, when asked,
     its bounds in ``area_crs``; ``users`` is the whole user column (only with ``user_col``), for the
-    accountant's check. Refuses a frame without rows or with mixed geometry types.
+    accountant's check. Refuses a frame without rows or with mixed geometry types, and warns, from the
+    schema, of Point rows that look like GPS fixes (the partitions cannot be grouped into trips; the
+    column ``ignore``, the user ids, aside).
     """
+    from geoldp._core import frames as _frames
+
     stats = dask.compute(
         *[
             dask.delayed(_partition_stats)(p, user_col, area_crs, crs=ddf.crs, number=k, caller=caller)
@@ -159,6 +159,9 @@ def _first_pass(
     offsets = tuple(int(v) for v in np.concatenate([[0], np.cumsum(sizes)[:-1]]))
     _refuse_mixed_types([s[2] for s in stats], caller)
     type_ids: set[int] = set().union(*(s[2] for s in stats))
+    _frames.warn_if_fixes(
+        ddf._meta, traj_id_col=None, caller=caller, option=None, ignore=(ignore,), point_rows=type_ids == {0}
+    )
     users = None
     if user_col is not None:
         import pandas as pd
@@ -167,18 +170,41 @@ def _first_pass(
     return stats, offsets, type_ids, users
 
 
+def _lazy_frame(dask: Any, ddf: Any, meta: Any, record: Any, partition: Any, **bound: Any) -> Any:
+    """The lazy result: ``partition(part, number=k, **bound)`` of every partition ``k``.
+
+    ``meta``, the empty output, gets the ledger ``record``. Each partition's offset is bound into its own
+    task, so a subset of partitions (``out.partitions[k]``, ``out.head()``) gives the rows of the full
+    result (map_partitions' ``partition_info`` would renumber it from 0, reusing other rows' streams).
+    """
+    import dask.dataframe as dd
+
+    meta.attrs = {}
+    attach(meta, record)
+    task = dask.delayed(partition, pure=True)
+    parts = [task(part, number=k, **bound) for k, part in enumerate(ddf.to_delayed())]
+    return dd.from_delayed(parts, meta=meta, divisions=ddf.divisions, verify_meta=False)
+
+
 def _perturb_partition(part: Any, *, plan: Any, offsets: tuple[int, ...], number: int) -> Any:
     """Apply the plan to one partition; its first row has global position ``offsets[number]``."""
     offset = int(offsets[number])
     if len(part) == 0:
         return plan.apply(part, None, [], offset=offset)
-    try:
+    with _in_partition(number, offset):
         ft, seqs = plan.request.snap_frame(part)
+    return plan.apply(part, ft, seqs, offset=offset)
+
+
+@contextmanager
+def _in_partition(number: int, offset: int) -> Iterator[None]:
+    """A TypeError or ValueError raised inside says which partition (and its first row's position)."""
+    try:
+        yield
     except (TypeError, ValueError) as exc:
         raise type(exc)(
             f"In partition {number} (its row positions start at global position {offset}): {exc}"
         ) from exc
-    return plan.apply(part, ft, seqs, offset=offset)
 
 
 def perturb(
@@ -278,7 +304,6 @@ def perturb(
     """
     dask = _checked_dask(ddf, _CALLER, "gdf.ldp.perturb(...)")
     from geoldp import _release
-    from geoldp._core import frames as _frames
 
     for name in ("traj_id_col", "time_col"):
         if name in options:
@@ -300,15 +325,9 @@ def perturb(
         accountant=accountant,  # checked on the (empty) meta frame, before any pass over the data
         user_col=user_col,
     )
-    stats, offsets, type_ids, users = _first_pass(dask, ddf, req.charged_col, req.area_crs, _CALLER)
-    _frames.warn_if_fixes(  # from the schema: the partitions cannot be grouped into trips
-        meta, traj_id_col=None, caller=_CALLER, option=None, ignore=(user_col,), point_rows=type_ids == {0}
-    )
+    stats, offsets, type_ids, users = _first_pass(dask, ddf, req.charged_col, req.area_crs, _CALLER, user_col)
     area = None if req.area_crs is None else _data_box(stats, req.area_crs)
-    length_counts: dict[int, int] = {}
-    for _, counts, _, _, _ in stats:
-        for n, c in counts.items():
-            length_counts[n] = length_counts.get(n, 0) + c
+    length_counts = sum((Counter(s[1]) for s in stats), Counter[int]())
     lengths = np.array(sorted(length_counts), dtype=np.int64)
     del stats  # the private user column and bounds do not outlive the checks
     plan = req.plan(
@@ -327,101 +346,9 @@ def perturb(
     # The ledger is completed once per graph, from public values only (released=None: a random id), so
     # every partition carries the same one and pandas keeps it when the partitions are concatenated.
     plan = replace(plan, provenance=req.finish(plan).record())
-    out_meta = meta[plan.columns].copy()
-    out_meta.attrs = {}
-    attach(out_meta, plan.provenance)
-    # Each partition's global offset is bound into its own task, so computing a subset of partitions
-    # (``out.partitions[k]``, ``out.head()``) gives exactly the rows of the full result. (With
-    # map_partitions' ``partition_info``, a selected partition would be renumbered from 0 and reuse the
-    # streams of other trajectories.)
-    task = dask.delayed(_perturb_partition, pure=True)
-    parts = [task(part, plan=plan, offsets=offsets, number=k) for k, part in enumerate(ddf.to_delayed())]
-    import dask.dataframe as dd
-
-    return dd.from_delayed(parts, meta=out_meta, divisions=ddf.divisions, verify_meta=False)
-
-
-class DaskLDPAccessor:
-    """``ddf.ldp`` on a ``dask_geopandas.GeoDataFrame``: the Dask counterparts of ``gdf.ldp``.
-
-    Registered on Dask DataFrames once :mod:`geoldp.dask` is imported and Dask's dataframe module is
-    loaded (in either order); importing :mod:`geoldp.dask` alone does not import Dask. Stateless: holds a
-    reference to the frame only.
-
-    Raises
-    ------
-    AttributeError
-        When used on a Dask DataFrame that is not a ``dask_geopandas.GeoDataFrame``.
-
-    Examples
-    --------
-    >>> import dask_geopandas, geoldp.dask  # doctest: +SKIP
-    >>> ddf = dask_geopandas.from_geopandas(trips, npartitions=8)  # doctest: +SKIP
-    >>> out = ddf.ldp.perturb(pois, mechanism="atp", epsilon=4.0).compute()  # doctest: +SKIP
-    """
-
-    __slots__ = ("_obj",)
-
-    def __init__(self, obj: Any) -> None:
-        import dask_geopandas
-
-        from geoldp._core import frames as _frames
-
-        self._obj = _frames.accessor_target(obj, dask_geopandas.GeoDataFrame)
-
-    def perturb(self, points: Any = None, **kwargs: Any) -> Any:
-        """Perturb every row under ε-LDP, lazily: :func:`geoldp.dask.perturb` on this frame.
-
-        Parameters
-        ----------
-        points : PointSet, GeoDataFrame or GeoSeries of Points, optional
-            The public point set P (optional for TraCS-D and TraCS-C, which take ``bounds=``).
-        **kwargs
-            ``mechanism``, ``epsilon``, ``keep_columns``, ``snap_max_km``, ``rng``, ``accountant``,
-            ``user_col`` and mechanism options, as in :func:`geoldp.dask.perturb`.
-
-        Returns
-        -------
-        dask_geopandas.GeoDataFrame
-            As :func:`geoldp.dask.perturb`.
-        """
-        return perturb(self._obj, points, **kwargs)
-
-    def report(self, zones: Any, *, epsilon: float, **kwargs: Any) -> Any:
-        """One ε-LDP aggregate report per row, lazily: :func:`geoldp.dask.report` on this frame.
-
-        Parameters
-        ----------
-        zones : GeoDataFrame or GeoSeries of polygons
-            The public zones.
-        epsilon : float
-            The budget of one trajectory (row).
-        **kwargs
-            ``statistic``, ``oracle``, ``pad_length``, ``rng``, ``accountant``, ``user_col``.
-
-        Returns
-        -------
-        dask.dataframe.DataFrame
-            As :func:`geoldp.dask.report`.
-        """
-        return report(self._obj, zones, epsilon=epsilon, **kwargs)
-
-
-def register_accessor() -> None:
-    """Register ``ddf.ldp`` (:class:`DaskLDPAccessor`) on Dask DataFrames; imports Dask's dataframe module.
-
-    Called for you when this module is imported after Dask's dataframe module, or when that module is
-    imported after this one; calling it again does nothing.
-    """
-    import dask.dataframe as dd
-    from dask.dataframe.extensions import register_dataframe_accessor
-
-    if not hasattr(dd.DataFrame, "ldp"):
-        register_dataframe_accessor("ldp")(DaskLDPAccessor)
-
-
-if "dask.dataframe" in sys.modules:  # else geoldp's import hook calls register_accessor() when it loads
-    register_accessor()
+    return _lazy_frame(
+        dask, ddf, meta[plan.columns].copy(), plan.provenance, _perturb_partition, plan=plan, offsets=offsets
+    )
 
 
 _REPORT_CALLER = "geoldp.dask.report"
@@ -434,12 +361,8 @@ def _report_partition(
     from geoldp.reports import release
 
     offset = int(offsets[number])
-    try:
+    with _in_partition(number, offset):
         out = release.report_partition(part, des, zones, key, offset=offset, caller=_REPORT_CALLER)
-    except (TypeError, ValueError) as exc:
-        raise type(exc)(
-            f"In partition {number} (its row positions start at global position {offset}): {exc}"
-        ) from exc
     out.attrs = {}
     attach(out, ledger)  # the same ledger in every partition: pandas keeps it on concat
     return out
@@ -509,7 +432,6 @@ def report(
     """
     dask = _checked_dask(ddf, _REPORT_CALLER, "geoldp.report(gdf, ...)")
     from geoldp import _release
-    from geoldp._core import frames as _frames
     from geoldp._core.randomness import resolve_rng
     from geoldp.reports import release
     from geoldp.zones import check_zones
@@ -521,15 +443,7 @@ def report(
     )
     source = resolve_rng(rng)
     spend = _release.Spend(meta, accountant, user_col, caller=_REPORT_CALLER)  # before any pass
-    stats, offsets, type_ids, users = _first_pass(dask, ddf, spend.user_col, None, _REPORT_CALLER)
-    _frames.warn_if_fixes(  # from the schema: the partitions cannot be grouped into trips
-        meta,
-        traj_id_col=None,
-        caller=_REPORT_CALLER,
-        option=None,
-        ignore=(user_col,),
-        point_rows=type_ids == {0},
-    )
+    stats, offsets, type_ids, users = _first_pass(dask, ddf, spend.user_col, None, _REPORT_CALLER, user_col)
     n = int(sum(s[0] for s in stats))
     del stats
     spend.refuse(users, des.oracle.epsilon)
@@ -540,17 +454,62 @@ def report(
     prov["input"]["on_invalid"] = "raise"
     prov["partitioned"] = {"backend": "dask", "npartitions": int(ddf.npartitions)}
     ledger = spend.finish(prov)
-    out_meta = release.empty_table(des, meta.index)
-    out_meta.attrs = {}
-    attach(out_meta, ledger)
-    task = dask.delayed(_report_partition, pure=True)
-    parts = [
-        task(part, des=des, zones=z, key=key, ledger=ledger, offsets=offsets, number=k)
-        for k, part in enumerate(ddf.to_delayed())
-    ]
-    import dask.dataframe as dd
-
+    meta = release.empty_table(des, meta.index)
     # OUE's packed bit vectors are bytes in an object column: not text, so Dask must not turn them into
     # strings
     with dask.config.set({"dataframe.convert-string": False}):
-        return dd.from_delayed(parts, meta=out_meta, divisions=ddf.divisions, verify_meta=False)
+        bound = {"des": des, "zones": z, "key": key, "ledger": ledger, "offsets": offsets}
+        return _lazy_frame(dask, ddf, meta, ledger, _report_partition, **bound)
+
+
+class DaskLDPAccessor:
+    """``ddf.ldp`` on a ``dask_geopandas.GeoDataFrame``: the Dask counterparts of ``gdf.ldp``.
+
+    Registered on Dask DataFrames once :mod:`geoldp.dask` is imported and Dask's dataframe module is
+    loaded (in either order); importing :mod:`geoldp.dask` alone does not import Dask. Stateless: holds a
+    reference to the frame only.
+
+    Raises
+    ------
+    AttributeError
+        When used on a Dask DataFrame that is not a ``dask_geopandas.GeoDataFrame``.
+
+    Examples
+    --------
+    >>> import dask_geopandas, geoldp.dask  # doctest: +SKIP
+    >>> ddf = dask_geopandas.from_geopandas(trips, npartitions=8)  # doctest: +SKIP
+    >>> out = ddf.ldp.perturb(pois, mechanism="atp", epsilon=4.0).compute()  # doctest: +SKIP
+    """
+
+    __slots__ = ("_obj",)
+
+    def __init__(self, obj: Any) -> None:
+        import dask_geopandas
+
+        from geoldp._core import frames as _frames
+
+        self._obj = _frames.accessor_target(obj, dask_geopandas.GeoDataFrame)
+
+    perturb = method_of(
+        perturb, "Perturb every row under ε-LDP, lazily: :func:`geoldp.dask.perturb` on this frame."
+    )
+    report = method_of(
+        report, "One ε-LDP aggregate report per row, lazily: :func:`geoldp.dask.report` on this frame."
+    )
+
+
+def register_accessor() -> None:
+    """Register ``ddf.ldp`` (:class:`DaskLDPAccessor`) on Dask DataFrames; imports Dask's dataframe module.
+
+    Called for you when this module is imported after Dask's dataframe module, or when that module is
+    imported after this one; calling it again does nothing.
+    """
+    import dask.dataframe as dd
+    from dask.dataframe.extensions import register_dataframe_accessor
+
+    if not hasattr(dd.DataFrame, "ldp"):
+        register_dataframe_accessor("ldp")(DaskLDPAccessor)
+
+
+if "dask.dataframe" in sys.modules:  # else geoldp's import hook calls register_accessor() when it loads
+    register_accessor()

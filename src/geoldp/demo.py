@@ -361,14 +361,10 @@ def _print_plan(points: Any, n: int, epsilon: float, seed: int, out: TextIO) -> 
         points, zones, epsilon=epsilon, n=n, lengths=list(range(2, 9)), designs=DEMO_PLAN_DESIGNS, rng=seed
     )
     print(
-        "Planning before any budget is spent (geoldp.plan, public inputs only): expected zone-visit", file=out
-    )
-    print(
-        "L1 error of each design (0 = exact, 2 = disjoint) on populations SIMULATED over the public points",
+        "Planning before any budget is spent (geoldp.plan, public inputs only): expected zone-visit\n"
+        "L1 error of each design (0 = exact, 2 = disjoint) on populations SIMULATED over the public points\n"
+        "(the utility table further down measures zone_l1 on the demo's own trips: other numbers):",
         file=out,
-    )
-    print(
-        "(the utility table further down measures zone_l1 on the demo's own trips: other numbers):", file=out
     )
     shown = table[["kind", "error", "recommended"]].copy()
     shown["error"] = shown["error"].round(3)
@@ -382,6 +378,23 @@ def _print_plan(points: Any, n: int, epsilon: float, seed: int, out: TextIO) -> 
             file=out,
         )
     print("", file=out, flush=True)
+
+
+#: What the demo table shows, printed above it.
+_TABLE_LEGEND = """
+Utility of the raw releases next to two releases that use no private data at all:
+  uniform  = every point replaced by a uniform draw from the public points (NE, PRQ exact);
+  constant = every point replaced by the 1-median of the public points.
+NE: mean distance to the original point (km). PRQ_d: share of points within d km.
+range_query_error: relative error of counts of trajectories through 16 circles.
+zone_l1 / od_l1: L1 distance of the visit / origin-destination distributions over 1.5 km
+  (the planner's 'error' above is the same L1, expected on simulated populations)
+zones (0 = exact, 2 = disjoint). hotspot_overlap: share of the top-10 public points found.
+length_jsd: JS divergence of the trajectory-length distributions.
+ATP estimated = zone, OD, range and visit counts estimated from the ATP release alone
+  (geoldp.estimate; NE/PRQ/length do not apply); ATP denoised = geoldp.estimate.denoise of it.
+  Estimator parameters {options}: fast and noisy.
+  At this budget the estimates miss most of their targets; see docs/results/estimators.md."""
 
 
 def _privacy_notes(caught: list[warnings.WarningMessage]) -> list[str]:
@@ -500,36 +513,7 @@ def run_demo(
         trips, {f"{k} raw": v for k, v in perturbed.items()}, points=points, estimate=("ATP raw",), rng=seed
     )
     est_seconds = time.perf_counter() - t1
-    print("", file=out)
-    print("Utility of the raw releases next to two releases that use no private data at all:", file=out)
-    print(
-        "  uniform  = every point replaced by a uniform draw from the public points (NE, PRQ exact);",
-        file=out,
-    )
-    print("  constant = every point replaced by the 1-median of the public points.", file=out)
-    print("NE: mean distance to the original point (km). PRQ_d: share of points within d km.", file=out)
-    print("range_query_error: relative error of counts of trajectories through 16 circles.", file=out)
-    print(
-        "zone_l1 / od_l1: L1 distance of the visit / origin-destination distributions over 1.5 km", file=out
-    )
-    print("  (the planner's 'error' above is the same L1, expected on simulated populations)", file=out)
-    print(
-        "zones (0 = exact, 2 = disjoint). hotspot_overlap: share of the top-10 public points found.", file=out
-    )
-    print("length_jsd: JS divergence of the trajectory-length distributions.", file=out)
-    print(
-        "ATP estimated = zone, OD, range and visit counts estimated from the ATP release alone",
-        file=out,
-    )
-    print(
-        "  (geoldp.estimate; NE/PRQ/length do not apply); ATP denoised = geoldp.estimate.denoise of it.",
-        file=out,
-    )
-    print(f"  Estimator parameters {DEMO_ESTIMATE_OPTIONS}: fast and noisy.", file=out)
-    print(
-        "  At this budget the estimates miss most of their targets; see docs/results/estimators.md.",
-        file=out,
-    )
+    print(_TABLE_LEGEND.format(options=DEMO_ESTIMATE_OPTIONS), file=out)
     print(format_table(table), file=out)
     print("", file=out)
     for text in notes:
@@ -543,13 +527,10 @@ def run_demo(
 
         folder = Path(output)
         folder.mkdir(parents=True, exist_ok=True)
-        files["points"] = folder / "points.geojson"
-        gio.to_geojson(points, files["points"], ledger=False, overwrite=overwrite)
-        files["original"] = folder / "original.geojson"
-        gio.to_geojson(trips, files["original"], ledger=False, overwrite=overwrite)
-        for label, frame in perturbed.items():
-            files[label.lower()] = folder / f"{label.lower()}.geojson"
-            gio.to_geojson(frame, files[label.lower()], ledger=True, overwrite=overwrite)
+        releases = {label.lower(): frame for label, frame in perturbed.items()}
+        for role, frame in {"points": points, "original": trips, **releases}.items():
+            files[role] = folder / f"{role}.geojson"  # the releases with their ledgers
+            gio.to_geojson(frame, files[role], ledger=role in releases, overwrite=overwrite)
         if plot and has_matplotlib:
             from geoldp import estimate, metrics
 

@@ -68,10 +68,9 @@ def _as_wgs84_geoseries(obj: Any, name: str) -> Any:
 
 
 def _inline_leaflet(fmap: Any) -> bool:
-    """Embed Leaflet in the page of ``fmap`` so that it renders offline.
+    """Write Leaflet's JavaScript and CSS into the page of ``fmap`` instead of linking folium's CDNs.
 
-    Write Leaflet's JavaScript and CSS into the page of ``fmap`` instead of linking folium's CDNs (the
-    page then renders offline). Returns False, changing nothing, without the ``xstatic-leaflet`` package.
+    The page then renders offline. Returns False, changing nothing, without the ``xstatic-leaflet`` package.
 
     Only Leaflet is kept: folium's other default assets (jQuery, Bootstrap, icon fonts) serve markers and
     popups these maps do not use.
@@ -112,11 +111,7 @@ def _new_map(tiles: str | None) -> Any:
 
 
 def _thin(n: int, max_rows: int | None) -> Any:
-    """Positions of the rows drawn.
-
-    Positions of the rows drawn: all, or ``max_rows`` evenly spaced ones (the same for every layer, so
-    that a released trajectory is drawn with its original).
-    """
+    """Positions of the rows drawn: all, or ``max_rows`` evenly spaced ones (the same for every layer)."""
     import numpy as np
 
     if max_rows is None or n <= max_rows:
@@ -125,11 +120,7 @@ def _thin(n: int, max_rows: int | None) -> Any:
 
 
 def _layer_style(name: str, n_drawn: int, style_kwds: dict[str, Any]) -> dict[str, Any]:
-    """Leaflet path options of a trajectory layer.
-
-    Leaflet path options of a trajectory layer: its colour, weight and opacity scaled to the rows drawn,
-    then ``style_kwds`` (options for every layer, and a layer's own under its name).
-    """
+    """Leaflet path options of a trajectory layer: its own scaled to the rows drawn, then ``style_kwds``."""
     base = LAYER_STYLES[name]
     scale = min(1.0, (FULL_STYLE_ROWS / max(n_drawn, 1)) ** 0.5)
     style = {
@@ -281,14 +272,18 @@ def explore_release(
             "max_rows=None draws every row)",
         )
     folium.LayerControl(collapsed=False).add_to(fmap)
-    bounds = [g.total_bounds for g in layers.values() if len(g) and not g.is_empty.all()]
-    if bounds:
-        minx = min(b[0] for b in bounds)
-        miny = min(b[1] for b in bounds)
-        maxx = max(b[2] for b in bounds)
-        maxy = max(b[3] for b in bounds)
-        fmap.fit_bounds([[miny, minx], [maxy, maxx]])
+    _fit_bounds(fmap, layers.values())
     return fmap
+
+
+def _fit_bounds(fmap: Any, frames: Any) -> None:
+    """Show the frames' joint extent (WGS 84), if any is not empty."""
+    import numpy as np
+
+    bounds = [g.total_bounds for g in frames if len(g) and not g.is_empty.all()]
+    if bounds:
+        b = np.array(bounds)
+        fmap.fit_bounds([[b[:, 1].min(), b[:, 0].min()], [b[:, 3].max(), b[:, 2].max()]])
 
 
 def explore_estimates(
@@ -382,7 +377,5 @@ def explore_estimates(
     group.add_to(fmap)
     if m is None:
         folium.LayerControl(collapsed=False).add_to(fmap)
-        if len(z) and not z.is_empty.all():
-            b = z.total_bounds
-            fmap.fit_bounds([[b[1], b[0]], [b[3], b[2]]])
+        _fit_bounds(fmap, [z])
     return fmap

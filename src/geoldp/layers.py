@@ -260,30 +260,27 @@ def estimate_layers(
         zones = zone_grid(points, cell_km=cell_km)
     progress = check_bool(progress, "progress", caller="estimate_layers")
     parts = budget_strategies.release_parts(released)
-    tables: dict[str, list[pd.DataFrame]] = {n: [] for n in names}
-    queries = [q for q in ("zone_visits", "od_flows", "point_visits", "range_counts") if q in names]
-    if "hotspots" in names and "zone_visits" not in names:
-        queries.insert(0, "zone_visits")
-    with stages("estimate layers", len(parts) * len(queries), enabled=progress) as report:
+    ask = {  # the query of each layer (hotspots: the zone visits)
+        "zone_visits": lambda pop: pop.visit_counts(zones),
+        "od_flows": lambda pop: pop.od_flows(zones),
+        "point_visits": lambda pop: pop.visit_counts(),
+        "range_counts": lambda pop: pop.range_counts(regions),
+    }
+    wanted = {"zone_visits" if n == "hotspots" else n for n in names}
+    tables: dict[str, list[pd.DataFrame]] = {q: [] for q in ask if q in wanted}
+    with stages("estimate layers", len(parts) * len(tables), enabled=progress) as report:
         for j, part in enumerate(parts):
             pop = estimate.fit(part, points, progress=progress, **fit_kwargs)
             of_part = f" (part {j + 1} of {len(parts)})" if len(parts) > 1 else ""
-            for query in queries:
+            for query, found in tables.items():
                 report(query.replace("_", " ") + of_part)
-                if query == "zone_visits":
-                    tables.setdefault("_zones", []).append(pop.visit_counts(zones))
-                elif query == "od_flows":
-                    tables["od_flows"].append(pop.od_flows(zones))
-                elif query == "point_visits":
-                    tables["point_visits"].append(pop.visit_counts())
-                else:
-                    tables["range_counts"].append(pop.range_counts(regions))
+                found.append(ask[query](pop))
     out: dict[str, Any] = {}
     for name in names:
         if name == "zone_visits":
-            out[name] = zone_layer(_sum_tables(tables["_zones"]), zones)
+            out[name] = zone_layer(_sum_tables(tables[name]), zones)
         elif name == "hotspots":
-            top = top_supported(_sum_tables(tables["_zones"]), k)
+            top = top_supported(_sum_tables(tables["zone_visits"]), k)
             out[name] = zone_layer(top, zones)
             out[name].attrs.update(top.attrs)
         elif name == "od_flows":

@@ -37,6 +37,12 @@ def _pyplot() -> Any:
     return plt
 
 
+def _check_count(value: Any, name: str, caller: str) -> None:
+    """Refuse (ValueError) a ``value`` that is not an int >= 1."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
+        raise ValueError(f"The {name!r} parameter of {caller} must be an int >= 1. Got {value!r} instead.")
+
+
 def plot_trajectories(
     original: Any,
     perturbed: Any,
@@ -70,8 +76,7 @@ def plot_trajectories(
     matplotlib.axes.Axes
     """
     caller = "plot_trajectories"
-    if isinstance(n, bool) or not isinstance(n, numbers.Integral) or n < 1:
-        raise ValueError(f"The 'n' parameter of {caller} must be an int >= 1. Got {n!r} instead.")
+    _check_count(n, "n", caller)
     pts = as_pointset(points, caller=caller) if points is not None else None
     to = trajectory_arrays(original, pts, name="original", caller=caller)
     tp = trajectory_arrays(perturbed, pts, name="perturbed", caller=caller)
@@ -224,6 +229,17 @@ def _new_figure(fig: Any, figsize: Any, default: tuple[float, float]) -> Any:
     return fig
 
 
+def _panels(fig: Any, figsize: Any, count: int, max_cols: int, size: tuple[float, ...]) -> tuple[Any, Any]:
+    """``fig`` (:func:`_new_figure`, default size ``(a·cols + b, c·rows + d)``) and its ``count`` panels."""
+    ncols = min(count, int(max_cols))
+    nrows = -(-count // ncols)
+    fig = _new_figure(fig, figsize, (size[0] * ncols + size[1], size[2] * nrows + size[3]))
+    axes = np.atleast_1d(fig.subplots(nrows, ncols, squeeze=False)).ravel()
+    for ax in axes[count:]:
+        ax.set_axis_off()
+    return fig, axes[:count]
+
+
 def _zone_shares(counts: Any, zones: Any, label: str) -> np.ndarray:
     """Counts per zone (Series indexed like ``zones`` or an array in zone order) as shares in %."""
     if isinstance(counts, pd.DataFrame):
@@ -292,8 +308,7 @@ def plot_zone_density(
         raise TypeError(f"The 'counts' parameter of {caller} must be a non-empty mapping label -> counts.")
     if not isinstance(zones, gpd.GeoDataFrame | gpd.GeoSeries) or zones.crs is None:
         raise TypeError(f"The 'zones' parameter of {caller} must be a GeoDataFrame of polygons with a CRS.")
-    if isinstance(max_cols, bool) or not isinstance(max_cols, numbers.Integral) or max_cols < 1:
-        raise ValueError(f"The 'max_cols' parameter of {caller} must be an int >= 1. Got {max_cols!r}.")
+    _check_count(max_cols, "max_cols", caller)
     labels = [str(k) for k in counts]
     reference = labels[0] if reference is None else str(reference)
     if reference not in labels:
@@ -304,10 +319,7 @@ def plot_zone_density(
     vmax = max(float(v.max()) for v in shares.values()) or 1.0
     norm = PowerNorm(gamma=gamma, vmin=0.0, vmax=vmax)
     cmap = _pyplot().get_cmap("magma_r")
-    ncols = min(len(labels), int(max_cols))
-    nrows = -(-len(labels) // ncols)
-    fig = _new_figure(fig, figsize, (3.2 * ncols + 1.0, 3.5 * nrows + 0.3))
-    axes = np.atleast_1d(fig.subplots(nrows, ncols, squeeze=False)).ravel()
+    fig, axes = _panels(fig, figsize, len(labels), max_cols, (3.2, 1.0, 3.5, 0.3))
     pts = as_pointset(points, caller=caller) if points is not None else None
     b = geoms.total_bounds
     mid_lat = 0.5 * (b[1] + b[3])
@@ -329,12 +341,10 @@ def plot_zone_density(
         ax.set_yticks([])
         ax.set_xlabel("")
         ax.set_ylabel("")
-    for ax in axes[len(labels) :]:
-        ax.set_axis_off()
     side = _zone_side_km(zones)
     _scale_bar(axes[0], b, mid_lat, f"zones: {side:.2g} km" if side else "")
     sm = _pyplot().cm.ScalarMappable(norm=norm, cmap=cmap)
-    cbar = fig.colorbar(sm, ax=axes[: len(labels)].tolist(), shrink=0.8, pad=0.02, aspect=25)
+    cbar = fig.colorbar(sm, ax=axes.tolist(), shrink=0.8, pad=0.02, aspect=25)
     cbar.set_label("share of zone visits (%)")
     return fig
 
@@ -350,10 +360,9 @@ def _zone_side_km(zones: Any) -> float | None:
 
 
 def _scale_bar(ax: Any, bounds: Any, mid_lat: float, note: str = "") -> None:
-    """Draw a scale bar of a round length in the lower left of ``ax``.
+    """A scale bar of a round length (about a fifth of the width) in the lower left of ``ax`` (lon/lat).
 
-    A scale bar of a round length (about a fifth of the width) in the lower left of ``ax`` (lon/lat),
-    with ``note`` (the zone size) after its length.
+    ``note`` (the zone size) follows its length.
     """
     km_per_deg = 111.32 * max(np.cos(np.radians(mid_lat)), 1e-3)
     width_km = (bounds[2] - bounds[0]) * km_per_deg
@@ -428,8 +437,7 @@ def plot_trajectory_panels(
         raise TypeError(
             f"The 'releases' parameter of {caller} must be a non-empty mapping label -> trajectories."
         )
-    if isinstance(n, bool) or not isinstance(n, numbers.Integral) or n < 1:
-        raise ValueError(f"The 'n' parameter of {caller} must be an int >= 1. Got {n!r} instead.")
+    _check_count(n, "n", caller)
     pts = as_pointset(points, caller=caller) if points is not None else None
     to = trajectory_arrays(original, pts, name="original", caller=caller)
     rel = {}
@@ -446,10 +454,7 @@ def plot_trajectory_panels(
         sel = np.asarray(rows, dtype=np.int64).ravel()
         if sel.size == 0 or sel.min() < 0 or sel.max() >= to.n_trajectories:
             raise ValueError(f"The 'rows' of {caller} must be row positions in [0, {to.n_trajectories}).")
-    ncols = min(sel.size, int(max_cols))
-    nrows = -(-sel.size // ncols)
-    fig = _new_figure(fig, figsize, (3.4 * ncols, 3.4 * nrows + 0.5))
-    axes = np.atleast_1d(fig.subplots(nrows, ncols, squeeze=False)).ravel()
+    fig, axes = _panels(fig, figsize, sel.size, max_cols, (3.4, 0.0, 3.4, 0.5))
     for ax, r in zip(axes, sel, strict=False):
         a, b = to.offsets[r], to.offsets[r + 1]
         lon0, lat0 = float(np.mean(to.lon[a:b])), float(np.mean(to.lat[a:b]))
@@ -497,8 +502,6 @@ def plot_trajectory_panels(
         ax.set_ylabel("km north", fontsize="small")
         ax.tick_params(labelsize="x-small")
         ax.grid(True, alpha=0.25)
-    for ax in axes[sel.size :]:
-        ax.set_axis_off()
     handles = [
         Line2D([], [], color="black", marker="o", lw=2.0, ms=4, label="original (1, 2, ... = order)"),
         Line2D([], [], color="black", marker="s", mfc="white", ls="none", ms=8, label="start"),
@@ -519,11 +522,9 @@ def plot_trajectory_panels(
 # estimates with intervals (the layers of geoldp.layers)
 # --------------------------------------------------------------------------------------------------
 
-_ESTIMATE_COLUMNS = ("estimate", "lower", "upper")
-
 
 def _check_estimates(table: Any, name: str, caller: str) -> None:
-    missing = [c for c in _ESTIMATE_COLUMNS if c not in getattr(table, "columns", ())]
+    missing = [c for c in ("estimate", "lower", "upper") if c not in getattr(table, "columns", ())]
     if missing:
         raise ValueError(
             f"The {name!r} parameter of {caller} needs the columns estimate, lower and upper (a table of "
@@ -557,8 +558,7 @@ def plot_intervals(
     """
     caller = "plot_intervals"
     _check_estimates(table, "table", caller)
-    if isinstance(k, bool) or not isinstance(k, numbers.Integral) or k < 1:
-        raise ValueError(f"The 'k' parameter of {caller} must be an int >= 1. Got {k!r}.")
+    _check_count(k, "k", caller)
     if label_col is not None and label_col not in table.columns:
         raise missing_column("label_col", caller, label_col, table.columns, where="'table'")
     plt = _pyplot()

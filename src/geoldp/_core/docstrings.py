@@ -1,10 +1,10 @@
-"""Docstrings and signatures written once: shared docstring templates, keyword sets and accessor methods.
+"""Docstrings and signatures written once: shared docstring text, keyword sets and accessor methods.
 
-The style of GeoPandas' and pandas' ``doc`` decorator: a function or an accessor method that says what
-another one says takes its docstring from a template, with the parts that differ given as keywords::
+Text that several docstrings share is written once and put in place by :func:`doc` (the style of
+GeoPandas' and pandas' ``doc`` decorator)::
 
-    @doc(_TEMPLATE, summary="Estimated visits.", function="visit_counts")
-    def estimate_visits(self, points, **kwargs): ...
+    @doc(fit=_FIT_DOC)
+    def visit_counts(released, points, **kwargs): ...
 
 Placeholders are ``{name}`` for the names given, and only those: other braces (``{"tp", "atp"}``, a dict
 in an example) are left alone, so templates need no escaping. A placeholder alone on its line takes a
@@ -13,21 +13,23 @@ value is inserted as it is.
 
 The signatures of a family of functions are defined once too: :func:`shared_keywords` gives functions the
 keyword parameters a ``TypedDict`` lists (for type checkers and for ``inspect.signature``, ``help`` and
-Sphinx alike), and :func:`method_of` makes an accessor method with the signature and docstring of the
-function it calls.
+Sphinx alike), and :func:`method_of` (or :func:`lazy_method_of`) makes an accessor method with the
+signature and the docstring of the function it calls, without that function's first parameter.
 """
 
 from __future__ import annotations
 
 import functools
+import importlib
 import inspect
 import re
 import sys
+import types
 import typing
 from collections.abc import Callable
 from typing import Annotated, Any, Concatenate, ParamSpec, TypeVar
 
-__all__ = ["doc", "fill", "method_of", "shared_keywords"]
+__all__ = ["doc", "fill", "lazy_method_of", "method_of", "shared_keywords"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 P = ParamSpec("P")
@@ -95,42 +97,30 @@ def fill(template: str, **params: str) -> str:
     return "\n".join(out).rstrip()  # an empty last block leaves no trailing blank line
 
 
-def doc(*templates: str | Callable[..., Any], **params: str) -> Callable[[F], F]:
-    """Decorator: the docstring of the decorated function, then ``templates``, filled with ``params``.
+def doc(**params: str) -> Callable[[F], F]:
+    """Decorator: the decorated function's docstring with its placeholders filled (see :func:`fill`).
 
     Parameters
     ----------
-    *templates : str or callable
-        Text appended after the decorated function's own docstring (if it has one); a callable
-        decorated with :func:`doc` contributes its *unfilled* template, so one template can serve a
-        function and the accessor method that wraps it with other values.
     **params : str
-        Placeholder values (see :func:`fill`).
+        Placeholder values.
 
     Returns
     -------
     callable
-        The decorator; it sets ``__doc__`` and keeps the unfilled template on ``_doc_template``.
+        The decorator; it sets ``__doc__``.
 
     Examples
     --------
     >>> @doc(what="points")
     ... def count(x):
     ...     '''Count the {what}.'''
-    >>> @doc(count, what="zones")
-    ... def count_zones(x): ...
-    >>> count.__doc__, count_zones.__doc__
-    ('Count the points.', 'Count the zones.')
+    >>> count.__doc__
+    'Count the points.'
     """
 
     def decorate(func: F) -> F:
-        parts = [inspect.cleandoc(func.__doc__)] if func.__doc__ else []
-        for t in templates:
-            text = t if isinstance(t, str) else getattr(t, "_doc_template", None) or t.__doc__ or ""
-            parts.append(inspect.cleandoc(text))
-        template = "\n\n".join(parts)
-        func._doc_template = template  # type: ignore[attr-defined]
-        func.__doc__ = fill(template, **params)
+        func.__doc__ = fill(func.__doc__ or "", **params)
         return func
 
     return decorate
@@ -222,52 +212,172 @@ def shared_keywords(spec: type) -> Callable[[F], F]:
     return decorate
 
 
+#: The numpydoc sections, in numpydoc's order.
+_SECTIONS = (
+    "Parameters",
+    "Returns",
+    "Yields",
+    "Other Parameters",
+    "Raises",
+    "Warns",
+    "See Also",
+    "Notes",
+    "References",
+    "Examples",
+)
+_RELATIVE_REFERENCE = re.compile(r"(:(?:func|class|data|mod):`~?)([A-Za-z_]\w*`)")
+
+
+def _sections(text: str) -> tuple[str, dict[str, str]]:
+    """The text before the first numpydoc section, and each section's body by its title."""
+    head: list[str] = []
+    bodies: dict[str, list[str]] = {}
+    current, lines = head, text.split("\n")
+    for line, below in zip(lines, [*lines[1:], ""], strict=True):
+        if line in _SECTIONS and below == "-" * len(line):
+            current = bodies.setdefault(line, [])
+        else:
+            current.append(line)  # a section's first line is its underline, dropped below
+    return "\n".join(head).strip(), {t: "\n".join(b[1:]).strip("\n") for t, b in bodies.items()}
+
+
+def _without_first_parameter(body: str) -> str:
+    """A Parameters section without its first name (the entry too, if it documents that name alone)."""
+    first, *rest = body.split("\n")
+    names, sep, kind = first.partition(" : ")
+    if ", " in names:
+        return "\n".join([names.split(", ", 1)[1] + sep + kind, *rest])
+    return "\n".join(rest[next((i for i, line in enumerate(rest) if line[:1].strip()), len(rest)) :])
+
+
 def method_of(
-    fn: Callable[Concatenate[Any, P], R], *templates: str | Callable[..., Any], **params: str
+    fn: Callable[Concatenate[Any, P], R], summary: str, *, function: str = "", **sections: str
 ) -> Callable[Concatenate[Any, P], R]:
     """An accessor method that calls ``fn`` with the accessor's object (``self._obj``) first.
 
-    Written in the body of an accessor class (``perturb = method_of(perturb, ...)``), the method takes
-    ``fn``'s name and signature (``self`` for its first parameter: what ``help`` and Sphinx show, and what
-    a type checker checks calls against) and the docstring :func:`doc` makes of ``templates`` (by default
-    ``fn``'s own template) filled with ``params``.
+    Written in the body of an accessor class (``perturb = method_of(perturb, "...")``), the method takes
+    ``fn``'s signature (``self`` for its first parameter: what ``help`` and Sphinx show, and what a type
+    checker checks calls against) and ``fn``'s docstring, with ``summary`` for its first paragraph, without
+    the entry of that first parameter, with ``function`` first under See Also, and with ``sections`` for
+    the sections they name. ``fn``'s references by bare name (``:func:`name```) are qualified with its
+    public module, so they still name the same function in the accessor's docstring.
 
     Parameters
     ----------
     fn : callable
         The function of the object (a frame, a series) that the method applies to ``self._obj``.
-    *templates : str or callable
-        The docstring's templates, as in :func:`doc`; none: ``fn``'s (its unfilled template or docstring).
-    **params : str
-        Placeholder values (see :func:`fill`).
+    summary : str
+        The method's one-line summary.
+    function : str, optional
+        How See Also names ``fn`` (default: its public module and name), "the same as a function".
+    **sections : str
+        Replacement numpydoc sections, by title in lower case with ``_`` for spaces (``see_also``,
+        ``examples``, ``raises`` ...); an empty text removes the section.
 
     Returns
     -------
     callable
-        The method, named ``fn.__name__`` in the class it is written in.
+        The method, named as ``fn`` in the class it is written in; ``fn`` is its ``__wrapped__``.
 
     Examples
     --------
     >>> def area(shape, *, scale=1.0):
-    ...     '''Area of the {what}.'''
+    ...     '''Area of a shape.
+    ...
+    ...     Parameters
+    ...     ----------
+    ...     shape : float
+    ...         The shape.
+    ...     scale : float, default 1.0
+    ...         The scale.
+    ...     '''
     ...     return shape * scale
     >>> class Accessor:
     ...     def __init__(self, obj):
     ...         self._obj = obj
-    ...     area = method_of(area, what="accessor's shape")
-    >>> Accessor(3).area(scale=2.0), inspect.signature(Accessor.area), Accessor.area.__doc__
-    (6.0, <Signature (self, *, scale=1.0)>, "Area of the accessor's shape.")
+    ...     area = method_of(area, "Area of the accessor's shape.", function="area")
+    >>> Accessor(3).area(scale=2.0), inspect.signature(Accessor.area)
+    (6.0, <Signature (self, *, scale=1.0)>)
+    >>> doc = Accessor.area.__doc__
+    >>> doc.splitlines()[0], "shape :" in doc, "scale :" in doc, "area : the same as a function." in doc
+    ("Area of the accessor's shape.", False, True, True)
     """
+    caller = sys._getframe(1)  # the class body: the method belongs to its module (doctest finds its
+    # examples there) and class
+    method = _method(
+        fn, summary, caller.f_globals, f"{caller.f_code.co_qualname}.{fn.__name__}", function, sections
+    )
+    return typing.cast(Callable[Concatenate[Any, P], R], method)
 
-    def method(self: Any, /, *args: P.args, **kwargs: P.kwargs) -> R:
+
+def _method(
+    fn: Callable[..., Any],
+    summary: str,
+    namespace: dict[str, Any],
+    qualname: str,
+    function: str,
+    sections: Any,
+) -> Callable[..., Any]:
+    """The method of :func:`method_of`, named ``qualname``, in the module of ``namespace``."""
+    module = ".".join(part for part in fn.__module__.split(".") if not part.startswith("_"))
+    text = _RELATIVE_REFERENCE.sub(rf"\g<1>{module}.\g<2>", inspect.cleandoc(fn.__doc__ or ""))
+    head, bodies = _sections(text)
+    bodies["Parameters"] = _without_first_parameter(bodies.get("Parameters", ""))
+    own = [f"{function or f'{module}.{fn.__name__}'} : the same as a function.", bodies.get("See Also", "")]
+    bodies["See Also"] = "\n".join(filter(None, own))
+    bodies.update({key.replace("_", " ").title(): inspect.cleandoc(text) for key, text in sections.items()})
+    paragraphs = [summary, *head.split("\n\n")[1:]]
+    paragraphs += [f"{t}\n{'-' * len(t)}\n{bodies[t]}" for t in _SECTIONS if bodies.get(t)]
+
+    def call(self: Any, /, *args: Any, **kwargs: Any) -> Any:
         return fn(self._obj, *args, **kwargs)
 
+    name = qualname.rsplit(".", 1)[-1]
+    method = types.FunctionType(call.__code__, namespace, name, None, call.__closure__)
     sig = inspect.signature(fn)
-    rest = list(sig.parameters.values())[1:]
     self_parameter = inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    rest = list(sig.parameters.values())[1:]
     method.__signature__ = sig.replace(parameters=[self_parameter, *rest])  # type: ignore[attr-defined]
-    caller = sys._getframe(1)  # the class body: the method belongs to its module and class
-    method.__module__ = caller.f_globals.get("__name__", fn.__module__)
-    method.__name__ = fn.__name__
-    method.__qualname__ = f"{caller.f_code.co_qualname}.{fn.__name__}"
-    return doc(*(templates or (fn,)), **params)(method)
+    method.__qualname__ = qualname
+    method.__doc__ = "\n\n".join(paragraphs)
+    method.__wrapped__ = fn  # type: ignore[attr-defined]
+    return method
+
+
+class lazy_method_of:  # lower case: written like method_of, as a call in a class body
+    """:func:`method_of` for the function ``target`` (``"module:name"``), imported on the method's first use.
+
+    A descriptor: the method (its signature and docstring too) is built when the class attribute is first
+    read, and replaces it on the class, so a class can offer the functions of a module that is slow to
+    import without importing it.
+
+    Parameters
+    ----------
+    target : str
+        The function, as ``"package.module:function"``.
+    summary, function, **sections : str
+        As in :func:`method_of`; the method's name is that of the class attribute.
+
+    Examples
+    --------
+    >>> class Accessor:
+    ...     def __init__(self, obj):
+    ...         self._obj = obj
+    ...     dedent = lazy_method_of("textwrap:dedent", "The text without its common indentation.")
+    >>> Accessor("  a").dedent(), Accessor.dedent.__wrapped__.__module__
+    ('a', 'textwrap')
+    """
+
+    def __init__(self, target: str, summary: str, *, function: str = "", **sections: str) -> None:
+        self.target, self.summary, self.function, self.sections = target, summary, function, sections
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    def __get__(self, obj: Any, owner: type) -> Any:
+        module, _, attr = self.target.partition(":")
+        fn = getattr(importlib.import_module(module), attr)
+        qualname, namespace = f"{owner.__qualname__}.{self.name}", vars(sys.modules[owner.__module__])
+        method = _method(fn, self.summary, namespace, qualname, self.function, self.sections)
+        setattr(owner, self.name, method)  # built once: later uses find the method itself
+        return method if obj is None else method.__get__(obj, owner)

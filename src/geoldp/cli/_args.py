@@ -13,15 +13,17 @@ import warnings
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import NoReturn, TextIO
+from typing import Any, NoReturn, TextIO
 
 __all__ = [
     "MAX_OUTPUT_NAME_BYTES",
+    "add_cell_km",
     "UsageError",
     "UserError",
     "bbox",
     "check_name",
     "check_output",
+    "check_target",
     "epsilon",
     "existing_file",
     "int_at_least",
@@ -180,6 +182,11 @@ def positive_float(text: str) -> float:
     return value
 
 
+def add_cell_km(p: argparse.ArgumentParser | argparse._ArgumentGroup, help: str, **kwargs: Any) -> None:
+    """Add ``--cell-km KM`` (default 1.5): the side of a command's square zones over the public points."""
+    p.add_argument("--cell-km", type=positive_float, default=1.5, metavar="KM", help=help, **kwargs)
+
+
 def bbox(text: str) -> tuple[float, float, float, float]:
     """An argument type: four numbers ``MINX,MINY,MAXX,MAXY``."""
     try:
@@ -276,7 +283,6 @@ def check_output(
     :func:`geoldp._core.safe_write.check_output`), for the file and, with ``ledger``,
     its ledger sidecar. ``what`` names the file in the messages. Nothing is written.
     """
-    from geoldp._core import safe_write as _safe_write
     from geoldp._core.formats import WRITE_FORMATS
     from geoldp.io import ledger_path
 
@@ -292,8 +298,15 @@ def check_output(
         raise UserError(f"output directory '{parent}' does not exist")
     targets = [(p, what)] + ([(ledger_path(p), "ledger sidecar")] if ledger else [])
     for target, role in targets:
-        try:
-            _safe_write.check_output(target, overwrite=overwrite, inputs=inputs, what=role)
-        except ValueError as exc:
-            raise UserError(str(exc).replace("overwrite=True (CLI: --overwrite)", "--overwrite")) from None
+        check_target(target, overwrite=overwrite, inputs=inputs, what=role)
     return p
+
+
+def check_target(path: Path, *, overwrite: bool, inputs: Sequence[Path] = (), what: str = "output") -> None:
+    """:func:`geoldp._core.safe_write.check_output` of one file, its refusal a :class:`UserError`."""
+    from geoldp._core import safe_write as _safe_write
+
+    try:
+        _safe_write.check_output(path, overwrite=overwrite, inputs=inputs, what=what)
+    except ValueError as exc:
+        raise UserError(str(exc).replace("overwrite=True (CLI: --overwrite)", "--overwrite")) from None

@@ -13,9 +13,9 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from geoldp._core.ledger import attach, ledger_of
+from geoldp.cli._args import check_target, stage, usage
 from geoldp.cli._args import int_at_least as _int_at_least
 from geoldp.cli._args import positive_float as _positive_float
-from geoldp.cli._args import stage, usage
 
 __all__ = ["add_options", "finish", "options"]
 
@@ -91,12 +91,7 @@ def options(args: argparse.Namespace) -> dict[str, Any]:
     if args.total_epsilon is not None and args.accountant is None:
         usage(args, "--total-epsilon goes with --accountant STORE")
     if args.kept_rows is not None:
-        from geoldp._core import safe_write as _safe_write
-
-        try:
-            _safe_write.check_output(Path(args.kept_rows), overwrite=args.overwrite, what="--kept-rows")
-        except ValueError as exc:
-            raise ValueError(str(exc).replace("overwrite=True (CLI: --overwrite)", "--overwrite")) from None
+        check_target(Path(args.kept_rows), overwrite=args.overwrite, what="--kept-rows")
     out: dict[str, Any] = {}
     if args.user_col is None:
         return out

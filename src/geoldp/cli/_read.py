@@ -14,6 +14,7 @@ from geoldp.cli._args import existing_file, stage
 __all__ = [
     "add_table_options",
     "check_columns",
+    "crs_help",
     "read_kwargs",
     "read_points",
     "read_trips",
@@ -25,17 +26,27 @@ __all__ = [
 
 def add_table_options(p: argparse.ArgumentParser, what: str) -> None:
     """Add ``--crs``, ``--wkt-col``, ``--lon-col`` and ``--lat-col`` (CSV input of ``what``)."""
-    p.add_argument("--crs", metavar="CRS", default=None, help=f"CRS of {what} coordinates for CSV input")
+    p.add_argument("--crs", metavar="CRS", default=None, help=crs_help(what))
     p.add_argument(
         "--wkt-col", metavar="C", default=None, help=f"CSV input: the WKT geometry column of {what}"
     )
-    p.add_argument("--lon-col", metavar="C", default=None, help=f"CSV input: the longitude column of {what}")
-    p.add_argument("--lat-col", metavar="C", default=None, help=f"CSV input: the latitude column of {what}")
+    p.add_argument(
+        "--lon-col", metavar="C", default=None, help=f"CSV input: the longitude (x) column of {what}"
+    )
+    p.add_argument(
+        "--lat-col", metavar="C", default=None, help=f"CSV input: the latitude (y) column of {what}"
+    )
+
+
+def crs_help(what: str) -> str:
+    """The help of a ``--crs`` option for the file ``what``."""
+    return f"CRS of {what} coordinates for CSV input (default EPSG:4326), or declared if the file has none"
 
 
 def read_kwargs(args: argparse.Namespace) -> dict[str, Any]:
     """The ``read_trajectories`` options of :func:`add_table_options`."""
-    return {n: getattr(args, n) for n in ("crs", "wkt_col", "lon_col", "lat_col") if getattr(args, n, None)}
+    names = ("crs", "wkt_col", "lon_col", "lat_col")
+    return {n: getattr(args, n) for n in names if getattr(args, n, None) is not None}
 
 
 def read_points(path: Path, label: str) -> Any:
@@ -81,10 +92,13 @@ def check_columns(args: argparse.Namespace, frame: Any, what: str) -> None:
 
 
 def read_trips(args: argparse.Namespace, path: Path) -> Any:
-    """TRIPS read with the table options, id columns as text, column options checked."""
+    """TRIPS read with the table options (and Point grouping), id columns as text, column options checked."""
     from geoldp import io as gio
 
-    kwargs = {n: getattr(args, n) for n in ("crs", "wkt_col", "lon_col", "lat_col") if getattr(args, n, None)}
+    kwargs = read_kwargs(args)
+    kwargs.update(
+        {n: getattr(args, n) for n in ("traj_id_col", "time_col") if getattr(args, n, None) is not None}
+    )
     kwargs.update(text_columns(args, path))  # user ids such as "000" stay text
     with stage(f"cannot read TRIPS '{args.trips}'"):
         trips = gio.read_trajectories(path, **kwargs)

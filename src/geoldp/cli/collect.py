@@ -18,7 +18,7 @@ from typing import Any, TextIO
 from geoldp._core.ledger import attach, require
 from geoldp._core.validation import MAX_LENGTH
 from geoldp.cli import _read
-from geoldp.cli._args import check_output, existing_file, print_written, stage, usage
+from geoldp.cli._args import add_cell_km, check_output, existing_file, print_written, stage, usage
 from geoldp.cli._args import int_in_range as _int_in_range
 from geoldp.cli._args import positive_float as _positive_float
 from geoldp.cli._args import report_warnings as _report_warnings
@@ -38,6 +38,32 @@ def _write_release(released: Any, path: Path, overwrite: bool) -> list[Path]:
     return cli_reports.write_report_table(released, path, overwrite=overwrite)
 
 
+def _inputs(args: argparse.Namespace) -> list[Path]:
+    """TRIPS, ``--points`` and ``--zones`` (if given), each checked to exist."""
+    inputs = [existing_file(args.trips, "TRIPS"), existing_file(args.points, "--points")]
+    return inputs + ([existing_file(args.zones, "--zones")] if args.zones else [])
+
+
+def _read_inputs(args: argparse.Namespace, inputs: list[Path]) -> tuple[Any, Any, Any]:
+    """The public points, the zones (``--zones`` or the ``--cell-km`` grid) and the trips."""
+    from geoldp import io as gio
+
+    with stage(f"cannot read --points '{args.points}'"):
+        points = gio.read_points(inputs[1])
+    zones = _read.zones_for(args, points)
+    with stage(f"cannot read TRIPS '{args.trips}'"):
+        return points, zones, gio.read_trajectories(inputs[0])
+
+
+def _add_inputs(p: argparse.ArgumentParser, trips: str) -> None:
+    """Add TRIPS (``trips`` says whose), ``--epsilon``, ``--points``, ``--zones`` and ``--cell-km``."""
+    p.add_argument("trips", metavar="TRIPS", help=trips)
+    p.add_argument("--epsilon", type=_positive_float, required=True, metavar="EPS", help="budget per trip")
+    p.add_argument("--points", required=True, metavar="POINTS", help="the public points P")
+    p.add_argument("--zones", metavar="FILE", default=None, help="public zones (default: a --cell-km grid)")
+    add_cell_km(p, "zone side over POINTS (default 1.5)")
+
+
 def _cmd_collect(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     from geoldp import designs
     from geoldp import io as gio
@@ -53,11 +79,7 @@ def _cmd_collect(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> in
         usage(args, f"the design {design.name!r} answers {answered}, not {question.value}")
     if args.max_length is not None:
         design = design.bounded(args.max_length)
-    trips_path = existing_file(args.trips, "TRIPS")
-    points_path = existing_file(args.points, "--points")
-    inputs = [trips_path, points_path]
-    if args.zones is not None:
-        inputs.append(existing_file(args.zones, "--zones"))
+    inputs = _inputs(args)
     out_path = check_output(args.output, overwrite=args.overwrite, inputs=inputs)
     release_path = None
     if args.release_out is not None:
@@ -67,11 +89,7 @@ def _cmd_collect(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> in
             args.release_out, overwrite=args.overwrite, inputs=[*inputs, out_path], what="--release-out"
         )
     with _report_warnings(stderr):
-        with stage(f"cannot read --points '{args.points}'"):
-            points = gio.read_points(points_path)
-        zones = _read.zones_for(args, points)
-        with stage(f"cannot read TRIPS '{args.trips}'"):
-            trips = gio.read_trajectories(trips_path)
+        points, zones, trips = _read_inputs(args, inputs)
         with stages(f"collecting with {design.name}", 2, enabled=True) as report:
             report(f"releasing {len(trips)} trips")
             released = design.release(trips, epsilon=args.epsilon, points=points, zones=zones, rng=args.seed)
@@ -147,19 +165,12 @@ def pilot_estimate(path: Path, zones: Any) -> Any:
 
 
 def _cmd_pilot(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
-    from geoldp import io as gio
     from geoldp.designs import Pilot
 
-    trips_path = existing_file(args.trips, "TRIPS")
-    points_path = existing_file(args.points, "--points")
-    inputs = [trips_path, points_path] + ([existing_file(args.zones, "--zones")] if args.zones else [])
+    inputs = _inputs(args)
     out_path = check_output(args.output, overwrite=args.overwrite, inputs=inputs, suffixes=(".csv",))
     with _report_warnings(stderr):
-        with stage(f"cannot read --points '{args.points}'"):
-            points = gio.read_points(points_path)
-        zones = _read.zones_for(args, points)
-        with stage(f"cannot read TRIPS '{args.trips}'"):
-            trips = gio.read_trajectories(trips_path)
+        points, zones, trips = _read_inputs(args, inputs)
         reports = Pilot().release(trips, epsilon=args.epsilon, zones=zones, rng=args.seed)
         with stage(f"cannot write '{args.output}'"):
             written = write_pilot(reports, out_path, overwrite=args.overwrite)
@@ -183,17 +194,7 @@ def add_parser(sub: Any) -> None:
             "its populations to them instead of needing the private lengths."
         ),
     )
-    q.add_argument("trips", metavar="TRIPS", help="the pilot users' trajectories")
-    q.add_argument("--epsilon", type=_positive_float, required=True, metavar="EPS", help="budget per trip")
-    q.add_argument("--points", required=True, metavar="POINTS", help="the public points P")
-    q.add_argument("--zones", metavar="FILE", default=None, help="public zones (default: a --cell-km grid)")
-    q.add_argument(
-        "--cell-km",
-        type=_positive_float,
-        default=1.5,
-        metavar="KM",
-        help="zone side over POINTS (default 1.5)",
-    )
+    _add_inputs(q, "the pilot users' trajectories")
     q.add_argument("-o", "--output", required=True, metavar="PILOT.csv", help="the pilot reports (CSV)")
     q.add_argument("--seed", type=_seed, default=None, help="seeded release: for experiments only")
     q.add_argument("--overwrite", action="store_true", help="replace an existing output")
@@ -208,18 +209,8 @@ def add_parser(sub: Any) -> None:
             "flows as lines)."
         ),
     )
-    p.add_argument("trips", metavar="TRIPS", help="the private trajectories (one LineString per trip)")
+    _add_inputs(p, "the private trajectories (one LineString per trip)")
     p.add_argument("--design", required=True, metavar="NAME", help="the design, as geoldp plan names it")
-    p.add_argument("--epsilon", type=_positive_float, required=True, metavar="EPS", help="budget per trip")
-    p.add_argument("--points", required=True, metavar="POINTS", help="the public points P")
-    p.add_argument("--zones", metavar="FILE", default=None, help="public zones (default: a --cell-km grid)")
-    p.add_argument(
-        "--cell-km",
-        type=_positive_float,
-        default=1.5,
-        metavar="KM",
-        help="zone side over POINTS (default 1.5)",
-    )
     p.add_argument("--question", choices=[q.value for q in Question], default=Question.ZONE_VISITS.value)
     p.add_argument(
         "--max-length",

@@ -13,9 +13,8 @@ from typing import Any, TextIO
 
 from geoldp._core.ledger import ledger_of
 from geoldp.cli import _read
-from geoldp.cli._args import check_output, existing_file, print_written, stage, usage
+from geoldp.cli._args import add_cell_km, check_output, existing_file, print_written, stage, usage
 from geoldp.cli._args import int_at_least as _int_at_least
-from geoldp.cli._args import positive_float as _positive_float
 from geoldp.cli._args import seed as _seed
 
 PROG = "geoldp"
@@ -115,14 +114,7 @@ def add_parser(sub: Any) -> None:
         "-o", "--output", required=True, metavar="OUT", help="OUT.gpkg, or OUT.geojson (a file per layer)"
     )
     p.add_argument("--points", metavar="POINTS", default=None, help="the public points of the release")
-    p.add_argument(
-        "--cell-km",
-        type=_positive_float,
-        default=1.5,
-        metavar="KM",
-        action=_CellKm,
-        help="side of the square zones over P (default 1.5)",
-    )
+    add_cell_km(p, "side of the square zones over P (default 1.5)", action=_CellKm)
     p.add_argument(
         "--zones", metavar="FILE", default=None, help="public zones (polygons) instead of the grid"
     )

@@ -6,7 +6,7 @@ import argparse
 from typing import Any, TextIO
 
 from geoldp.cli import _read
-from geoldp.cli._args import UserError, check_output, existing_file, stage
+from geoldp.cli._args import UserError, add_cell_km, check_output, existing_file, stage
 from geoldp.cli._args import positive_float as _positive_float
 from geoldp.cli._args import report_warnings as _report_warnings
 
@@ -77,18 +77,12 @@ def _cmd_evaluate(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> i
                 file=stderr,
             )
         if args.plot is not None:
-            from geoldp._core import safe_write as _safe_write
             from geoldp.demo import save_comparison_map
 
-            # drawn under a temporary name in the same directory, then renamed: never a partial image
-            tmp = _safe_write.temp_name(plot_path, plot_path.suffix)
-            try:
-                with stage(f"cannot write '{args.plot}'"):
-                    save_comparison_map(original, {"perturbed": perturbed}, tmp, points=points)
-                    _safe_write.publish(tmp, plot_path, overwrite=args.overwrite)
-            finally:
-                if tmp.exists():
-                    tmp.unlink()
+            with stage(f"cannot write '{args.plot}'"):  # atomic: never a partial image
+                save_comparison_map(
+                    original, {"perturbed": perturbed}, plot_path, points=points, overwrite=args.overwrite
+                )
             print(f"{PROG}: wrote {args.plot}", file=stderr)
     return 0
 
@@ -178,13 +172,7 @@ def add_parser(sub: Any) -> None:
         default=None,
         help="the public points: adds the hotspot rows to the table and the points to the map",
     )
-    e.add_argument(
-        "--cell-km",
-        type=_positive_float,
-        default=1.5,
-        metavar="KM",
-        help="side of the square zones of the zone and OD errors, built over POINTS (default 1.5)",
-    )
+    add_cell_km(e, "side of the square zones of the zone and OD errors, built over POINTS (default 1.5)")
     e.add_argument(
         "--estimate",
         action="store_true",

@@ -19,8 +19,8 @@ from geoldp.cli import _budget, _read
 from geoldp.cli._args import UsageError, UserError, check_output, existing_file, print_written, stage
 from geoldp.cli._args import bbox as _bbox
 from geoldp.cli._args import epsilon as _epsilon
+from geoldp.cli._args import int_at_least as _int_at_least
 from geoldp.cli._args import positive_float as _positive_float
-from geoldp.cli._args import positive_int as _positive_int
 from geoldp.cli._args import report_warnings as _report_warnings
 from geoldp.cli._args import seed as _seed
 
@@ -123,13 +123,6 @@ def _nonnegative_float(text: str) -> float:
     return value
 
 
-def _min_two_int(text: str) -> int:
-    value = _positive_int(text)
-    if value < 2:
-        raise argparse.ArgumentTypeError(f"must be an integer >= 2, got {text!r}")
-    return value
-
-
 #: ``geoldp perturb`` shows a progress bar by itself (stderr a terminal) from this many trajectories on.
 PROGRESS_MIN_ROWS = 1_000
 
@@ -191,17 +184,8 @@ def _cmd_perturb(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> in
     if continuous:
         options["bounds"] = args.bounds
 
-    read_kwargs: dict[str, Any] = {
-        name: getattr(args, name)
-        for name in ("traj_id_col", "time_col", "crs", "wkt_col", "lon_col", "lat_col")
-        if getattr(args, name) is not None
-    }
-
-    read_kwargs.update(_read.text_columns(args, trips_path))  # user ids such as "000" stay text
     with _report_warnings(stderr):
-        with stage(f"cannot read TRIPS '{args.trips}'"):
-            trips = gio.read_trajectories(trips_path, **read_kwargs)
-        _read.check_columns(args, trips, f"TRIPS '{args.trips}'")
+        trips = _read.read_trips(args, trips_path)  # user ids such as "000" stay text
         points = grid_points
         if points_path is not None:
             with stage(f"cannot read POINTS '{args.points}'"):
@@ -317,17 +301,7 @@ def _add_reading_options(p: argparse.ArgumentParser) -> None:
         default=None,
         help="for Point input: the column that orders points within a trajectory",
     )
-    p.add_argument(
-        "--crs",
-        metavar="CRS",
-        default=None,
-        help="CRS of TRIPS coordinates for CSV input (default EPSG:4326), or declared if the file has none",
-    )
-    p.add_argument("--wkt-col", metavar="C", default=None, help="CSV input: the WKT geometry column of TRIPS")
-    p.add_argument(
-        "--lon-col", metavar="C", default=None, help="CSV input: the longitude (x) column of TRIPS"
-    )
-    p.add_argument("--lat-col", metavar="C", default=None, help="CSV input: the latitude (y) column of TRIPS")
+    _read.add_table_options(p, "TRIPS")
     p.add_argument(
         "--keep-columns",
         nargs="+",
@@ -362,12 +336,7 @@ def _add_reading_options(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="replace an existing OUT (and OUT.ledger.json); without it an existing output is an error",
     )
-    p.add_argument(
-        "--points-crs",
-        metavar="CRS",
-        default=None,
-        help="CRS of POINTS coordinates for CSV input (default EPSG:4326), or declared if the file has none",
-    )
+    p.add_argument("--points-crs", metavar="CRS", default=None, help=_read.crs_help("POINTS"))
 
 
 def _add_preparation_options(p: argparse.ArgumentParser) -> None:
@@ -381,7 +350,7 @@ def _add_preparation_options(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--max-points",
-        type=_min_two_int,
+        type=_int_at_least(2, "an integer >= 2"),
         metavar="N",
         default=None,
         help="first resample trips longer than N vertices to N evenly spaced vertices "

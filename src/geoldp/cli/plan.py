@@ -6,7 +6,7 @@ import argparse
 from typing import Any, TextIO
 
 from geoldp._core.validation import MAX_LENGTH
-from geoldp.cli._args import UserError, existing_file, stage
+from geoldp.cli._args import UserError, add_cell_km, existing_file, stage
 from geoldp.cli._args import int_in_range as _int_in_range
 from geoldp.cli._args import lengths as _lengths
 from geoldp.cli._args import positive_float as _positive_float
@@ -117,9 +117,7 @@ def add_parser(sub: Any) -> None:
     pl.add_argument(
         "--question", choices=("zone_visits", "hotspots", "od_flows", "range_counts"), default="zone_visits"
     )
-    pl.add_argument(
-        "--cell-km", type=_positive_float, default=1.5, metavar="KM", help="zone side (default 1.5)"
-    )
+    add_cell_km(pl, "zone side (default 1.5)")
     pl.add_argument("--prior", metavar="FILE", default=None, help="a public prior population of trajectories")
     pl.add_argument(
         "--pilot",

@@ -26,12 +26,19 @@ from typing import Any, TextIO
 from geoldp._core.ledger import attach, require
 from geoldp._core.validation import MAX_PAD_LENGTH
 from geoldp.cli import _budget, _read
-from geoldp.cli._args import check_output, existing_file, print_written, stage, usage
+from geoldp.cli._args import (
+    add_cell_km,
+    check_output,
+    check_target,
+    existing_file,
+    print_written,
+    stage,
+    usage,
+)
 from geoldp.cli._args import int_at_least as _int_at_least
 from geoldp.cli._args import int_in_range as _int_in_range
 from geoldp.cli._args import lengths as _lengths
 from geoldp.cli._args import one_line as _one_line
-from geoldp.cli._args import positive_float as _positive_float
 from geoldp.cli._args import seed as _seed
 from geoldp.cli._args import warned as _warned
 
@@ -202,12 +209,8 @@ def _add_zone_options(p: argparse.ArgumentParser) -> None:
     g.add_argument(
         "--points", metavar="POINTS", default=None, help="public points: zones are a grid over them"
     )
-    g.add_argument(
-        "--cell-km",
-        type=_positive_float,
-        default=1.5,
-        metavar="KM",
-        help="side of the square zones over POINTS (default 1.5; the same as geoldp estimate and evaluate)",
+    add_cell_km(
+        g, "side of the square zones over POINTS (default 1.5; the same as geoldp estimate and evaluate)"
     )
 
 
@@ -344,18 +347,9 @@ def _cmd_report_estimate(args: argparse.Namespace, stdout: TextIO, stderr: TextI
         if geojson
         else [out_path]
     )
-    from geoldp._core import safe_write as _safe_write
-
+    inputs = [src, *zone_files, *([shrink_path] if shrink_path else [])]
     for target in targets:
-        try:
-            _safe_write.check_output(
-                target,
-                overwrite=args.overwrite,
-                inputs=[src, *zone_files, *([shrink_path] if shrink_path else [])],
-                what="output",
-            )
-        except ValueError as exc:
-            raise ValueError(str(exc).replace("overwrite=True (CLI: --overwrite)", "--overwrite")) from None
+        check_target(target, overwrite=args.overwrite, inputs=inputs)
     # refuses zones other than the reports' own (digest)
     with stages("estimating", 2, enabled=True) as report:
         report(f"counts of {n_reports(table)} reports")
