@@ -186,11 +186,19 @@ class _Piecewise:
         """Probability 1/(1 + e^{−ε/2}) of the high-density window."""
         return 1.0 / (1.0 + math.exp(-0.5 * self.epsilon))
 
-    def _draw(self, n: int, rng: Any) -> tuple[np.ndarray, np.ndarray]:
+    def _release(self, values: npt.ArrayLike, rng: Any, kernel: Any) -> np.ndarray:
+        # one window branch and one uniform per input, then the kernel (the samplers' arithmetic)
+        arr = self._inputs(values)
+        flat = np.ascontiguousarray(arr.reshape(-1))
         source = resolve_rng(rng)
-        high = np.asarray(source.bernoulli(self.high_mass, size=n), dtype=np.bool_)
-        u = np.asarray(source.uniform(n), dtype=np.float64)
-        return high, u
+        high = np.asarray(source.bernoulli(self.high_mass, size=flat.shape[0]), dtype=np.bool_)
+        u = np.asarray(source.uniform(flat.shape[0]), dtype=np.float64)
+        out = np.empty(flat.shape[0])
+        kernel(flat, float(self.epsilon), high, u, out)
+        return out.reshape(arr.shape)
+
+    def _inputs(self, values: npt.ArrayLike) -> np.ndarray:
+        raise NotImplementedError
 
 
 @dataclass(frozen=True, init=False)
@@ -271,12 +279,7 @@ class PiecewiseLinear(_Piecewise):
 
     def perturb(self, v: npt.ArrayLike, *, rng: Any = None) -> np.ndarray:
         """Release one noisy value in [0, 1] per input (same shape as ``v``)."""
-        arr = self._inputs(v)
-        flat = np.ascontiguousarray(arr.reshape(-1))
-        high, u = self._draw(flat.shape[0], rng)
-        out = np.empty(flat.shape[0])
-        _linear_many(flat, float(self.epsilon), high, u, out)
-        return out.reshape(arr.shape)
+        return self._release(v, rng, _linear_many)
 
 
 @dataclass(frozen=True, init=False)
@@ -364,9 +367,4 @@ class PiecewiseCircular(_Piecewise):
 
     def perturb(self, theta: npt.ArrayLike, *, rng: Any = None) -> np.ndarray:
         """Release one noisy direction in [0, 2π) per input (same shape as ``theta``)."""
-        arr = self._inputs(theta)
-        flat = np.ascontiguousarray(arr.reshape(-1))
-        high, u = self._draw(flat.shape[0], rng)
-        out = np.empty(flat.shape[0])
-        _circular_many(flat, float(self.epsilon), high, u, out)
-        return out.reshape(arr.shape)
+        return self._release(theta, rng, _circular_many)

@@ -100,30 +100,29 @@ class Context:
     # -- public geometry helpers (O(m) per call, cached by public origin index) ------------------------
     def sectors_from(self, origin: int) -> np.ndarray:
         """sec_g(θ(P_origin → P_r)) for every r (int64, length m); the origin itself is in sector 0."""
-        cache = self._sector_cache
-        out = cache.get(origin)
+        out = self._sector_cache.get(origin)
         if out is None:
             theta = _kernels.bearing_from_one(
                 self.lam[origin], self.phi[origin], self.lam, self.phi, np.empty(self.m)
             )
             out = _kernels.sector_many(theta, self.g, self.centred, np.empty(self.m, dtype=np.int64))
-            if len(cache) >= self.cache_rows:
-                cache.clear()
-            cache[origin] = out
+            self._keep(self._sector_cache, origin, out)
         return out
 
     def distances_from(self, origin: int) -> np.ndarray:
         """d(P_origin, P_r) for every r (metres, length m)."""
-        cache = self._dist_cache
-        out = cache.get(origin)
+        out = self._dist_cache.get(origin)
         if out is None:
             out = _kernels.haversine_from_one(
                 self.lam[origin], self.phi[origin], self.lam, self.phi, np.empty(self.m)
             )
-            if len(cache) >= self.cache_rows:
-                cache.clear()
-            cache[origin] = out
+            self._keep(self._dist_cache, origin, out)
         return out
+
+    def _keep(self, cache: dict[int, np.ndarray], origin: int, row: np.ndarray) -> None:
+        if len(cache) >= self.cache_rows:  # bounded memory: start over
+            cache.clear()
+        cache[origin] = row
 
     def merge(self, y_a: np.ndarray, y_b: np.ndarray) -> np.ndarray:
         """Position-wise merge of two copies over the full P (ALGORITHM §5.6)."""

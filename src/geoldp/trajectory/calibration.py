@@ -74,11 +74,7 @@ def candidate_range(r_hat: float, b: float) -> tuple[Any, ...]:
 
 @numba.njit(cache=True)
 def band_distance(k: KernelInt, b: float, delta_r: float, input_mapping: bool) -> float:
-    """D(v_k) of the test value v_k = k/10.
-
-    D(v_k) of the test value v_k = k/10 (ALGORITHM §8.4 step 3; ``input_mapping`` as in
-    :func:`calibration_centre`).
-    """
+    """D(v_k) of the test value v_k = k/10 (ALGORITHM §8.4 step 3; mapping as :func:`calibration_centre`)."""
     v = k / 10.0
     if input_mapping:
         return v * delta_r

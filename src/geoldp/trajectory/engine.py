@@ -15,7 +15,7 @@ resolves ``rng`` once, and runs the sampler:
 from __future__ import annotations
 
 import numbers
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, NoReturn
 
 import numpy as np
@@ -451,18 +451,12 @@ def run_with_key(
     if not trajs:
         return []
     key = np.ascontiguousarray(key, dtype=np.uint32)
-    fast = _fast_impl() if sampler == "fast" else None
-    if fast is not None:
-        lengths = np.array([t.shape[0] for t in trajs], dtype=np.int64)
-        offsets = np.zeros(len(trajs) + 1, dtype=np.int64)
-        np.cumsum(lengths, out=offsets[1:])
-        flat = np.concatenate(trajs)
-        out = np.asarray(
-            fast(flat, offsets, points, mechanism, key, int(offset), n_jobs=n_jobs), dtype=np.int64
-        )
-        # views into one fresh array (they do not overlap); Python ints index faster than numpy ones
-        bounds = offsets.tolist()
-        return [out[bounds[i] : bounds[i + 1]] for i in range(len(trajs))]
+    if sampler == "fast":  # the compiled fast path (numba is a hard dependency: it always imports)
+        from geoldp.trajectory._fast import perturb_fast
+
+        flat, offsets = _flatten(trajs)
+        out = perturb_fast(flat, offsets, points, mechanism, key, int(offset), n_jobs=n_jobs)
+        return _split(np.asarray(out, dtype=np.int64), offsets)
     cache: dict[int, _ref.Context] = {}
     outputs = []
     for i, traj in enumerate(_progress(trajs, progress)):
@@ -484,11 +478,17 @@ def kernel_state(mechanism: Any) -> str:
     return state(mechanism)
 
 
-def _fast_impl() -> Callable[..., np.ndarray]:
-    """The compiled fast path (imported on first use; numba is a hard dependency, so it always imports)."""
-    from geoldp.trajectory._fast import perturb_fast
+def _flatten(arrays: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    # the concatenation and the offsets of its parts (part i is flat[offsets[i]:offsets[i + 1]])
+    offsets = np.zeros(len(arrays) + 1, dtype=np.int64)
+    np.cumsum([a.shape[0] for a in arrays], out=offsets[1:])
+    return np.concatenate(arrays), offsets
 
-    return perturb_fast
+
+def _split(out: np.ndarray, offsets: np.ndarray) -> list[np.ndarray]:
+    # views into one fresh array (they do not overlap); Python ints index faster than numpy ones
+    bounds = offsets.tolist()
+    return [out[bounds[i] : bounds[i + 1]] for i in range(len(bounds) - 1)]
 
 
 def _progress(items: Any, progress: bool) -> Any:
@@ -646,9 +646,7 @@ def _perturb_coordinates(
     lengths = [a.shape[0] for a in arrays]
     outputs: list[np.ndarray] = []
     if arrays:
-        flat = np.concatenate(arrays)
-        offsets = np.zeros(len(arrays) + 1, dtype=np.int64)
-        np.cumsum(lengths, out=offsets[1:])
+        flat, offsets = _flatten(arrays)
         bad = ~np.isfinite(flat).all(axis=1)
         if bad.any():
             pos = int(np.searchsorted(offsets, np.flatnonzero(bad)[0], side="right") - 1)
@@ -657,9 +655,7 @@ def _perturb_coordinates(
             mech.check_budgets(n)
         source = resolve_rng(rng)
         ox, oy = mech.perturb_xy(flat[:, 0], flat[:, 1], offsets, key=source.stream_key())
-        out = np.column_stack([ox, oy])
-        bounds = offsets.tolist()  # Python ints slice faster than numpy ones
-        outputs = [out[bounds[i] : bounds[i + 1]] for i in range(len(arrays))]
+        outputs = _split(np.column_stack([ox, oy]), offsets)
     if return_ledger:
         return outputs, [mech.ledger(n) for n in lengths]
     return outputs
