@@ -15,7 +15,7 @@ copy. This module certifies an interval instead and settles Ω lazily:
    than the error bound is decided by the reference kernel. So |C| is exact and Σ_C d, Σ_P d are certified
    intervals, hence so is η (η increases in both sums). At |P| ≥ ``STRADDLE_MIN_POINTS``, a small node
    that straddles D_lo or D_hi is instead carried as a group of uncertain weights (q or 1) and bounded
-   distances; η's extremes over those choices are exact weighted-mean bounds (:func:`_eta_interval`).
+   distances; η's extremes over those choices are exact weighted-mean bounds (:func:`eta_interval`).
 3. **R̃ ∈ [R̃_lo, R̃_hi]**: ``calibrate`` is non-decreasing in η (tested), so the interval maps through.
 4. **Lazy Ω.** A membership test of p settles "in" when d(â, p) < R̃_lo and "out" when d(â, p) > R̃_hi, with
    the dot-product margins of the fast path. Only a point inside [R̃_lo, R̃_hi] triggers the exact pass
@@ -526,24 +526,7 @@ def eta_interval(
     eps_r: float,
     stack: np.ndarray,
     out: np.ndarray,
-) -> None:
-    """Certified η interval for anchor ``a``: see :func:`_eta_interval` (``out`` as there)."""
-    _eta_interval(a, ri, has_k, d_lo, d_hi, tol_pt, straddle, eps_r, True, stack, out)
-
-
-@_jit
-def _eta_interval(
-    a: KernelInt,
-    ri: RegionIndex,
-    has_k: bool,
-    d_lo: float,
-    d_hi: float,
-    tol_pt: float,
-    straddle: float,
-    eps_r: float,
-    free: bool,
-    stack: np.ndarray,
-    out: np.ndarray,
+    free: bool = True,
 ) -> None:
     """Certified η interval for anchor ``a`` over ``ri`` (with a tree), before :func:`region_setup`'s pad.
 
@@ -677,7 +660,7 @@ def _eta_finish(
 ) -> None:
     """The η interval of a finished traversal (one-band or all-bands) from its sums.
 
-    ``out`` as :func:`_eta_interval`'s; the carried groups in ``stack[_GROUPS:]``.
+    ``out`` as :func:`eta_interval`'s; the carried groups in ``stack[_GROUPS:]``.
     """
     # the chord formula's own error (~1e−9 m per point) and the summation's rounding
     s_err += 1e-8 * m + 1e-12 * abs(s_val)
