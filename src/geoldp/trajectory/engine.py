@@ -611,51 +611,46 @@ def perturb_coordinates(
     """
     caller = "perturb_coordinates"
     with release_scope():
-        return _perturb_coordinates(trajectories, mechanism, epsilon, rng, return_ledger, options, caller)
-
-
-def _perturb_coordinates(
-    trajectories: Any,
-    mechanism: Any,
-    epsilon: float | None,
-    rng: Any,
-    return_ledger: bool,
-    options: Mapping[str, Any],
-    caller: str,
-) -> Any:
-    mech = resolve_mechanism(mechanism, epsilon, options, caller=caller)
-    if not getattr(mech, "continuous", False):
-        raise ValueError(
-            f"{caller} releases coordinates with 'tracs-d' or 'tracs-c'; use perturb_trajectories for "
-            f"{mech.name!r}."
-        )
-    arrays = []
-    for pos, traj in enumerate(trajectories):
-        if type(traj) is np.ndarray and traj.dtype == np.float64 and traj.ndim == 2 and traj.shape[1] == 2:
-            arr = traj  # the common case: finiteness is checked below, all at once
-        else:
-            arr = np.asarray(traj)
-            if arr.dtype.kind not in "iuf" or arr.ndim != 2 or arr.shape[1] != 2:
+        mech = resolve_mechanism(mechanism, epsilon, options, caller=caller)
+        if not getattr(mech, "continuous", False):
+            raise ValueError(
+                f"{caller} releases coordinates with 'tracs-d' or 'tracs-c'; use perturb_trajectories for "
+                f"{mech.name!r}."
+            )
+        arrays = []
+        for pos, traj in enumerate(trajectories):
+            if (
+                type(traj) is np.ndarray
+                and traj.dtype == np.float64
+                and traj.ndim == 2
+                and traj.shape[1] == 2
+            ):
+                arr = traj  # the common case: finiteness is checked below, all at once
+            else:
+                arr = np.asarray(traj)
+                if arr.dtype.kind not in "iuf" or arr.ndim != 2 or arr.shape[1] != 2:
+                    raise ValueError(
+                        f"Trajectory {pos} passed to {caller} must be an (n >= 1, 2) array of numbers."
+                    )
+                arr = arr.astype(np.float64)
+            if arr.shape[0] == 0:
                 raise ValueError(
                     f"Trajectory {pos} passed to {caller} must be an (n >= 1, 2) array of numbers."
                 )
-            arr = arr.astype(np.float64)
-        if arr.shape[0] == 0:
-            raise ValueError(f"Trajectory {pos} passed to {caller} must be an (n >= 1, 2) array of numbers.")
-        arrays.append(arr)
-    lengths = [a.shape[0] for a in arrays]
-    outputs: list[np.ndarray] = []
-    if arrays:
-        flat, offsets = _flatten(arrays)
-        bad = ~np.isfinite(flat).all(axis=1)
-        if bad.any():
-            pos = int(np.searchsorted(offsets, np.flatnonzero(bad)[0], side="right") - 1)
-            raise ValueError(f"Trajectory {pos} passed to {caller} has a NaN or infinite coordinate.")
-        for n in sorted(set(lengths)):
-            mech.check_budgets(n)
-        source = resolve_rng(rng)
-        ox, oy = mech.perturb_xy(flat[:, 0], flat[:, 1], offsets, key=source.stream_key())
-        outputs = _split(np.column_stack([ox, oy]), offsets)
-    if return_ledger:
-        return outputs, [mech.ledger(n) for n in lengths]
-    return outputs
+            arrays.append(arr)
+        lengths = [a.shape[0] for a in arrays]
+        outputs: list[np.ndarray] = []
+        if arrays:
+            flat, offsets = _flatten(arrays)
+            bad = ~np.isfinite(flat).all(axis=1)
+            if bad.any():
+                pos = int(np.searchsorted(offsets, np.flatnonzero(bad)[0], side="right") - 1)
+                raise ValueError(f"Trajectory {pos} passed to {caller} has a NaN or infinite coordinate.")
+            for n in sorted(set(lengths)):
+                mech.check_budgets(n)
+            source = resolve_rng(rng)
+            ox, oy = mech.perturb_xy(flat[:, 0], flat[:, 1], offsets, key=source.stream_key())
+            outputs = _split(np.column_stack([ox, oy]), offsets)
+        if return_ledger:
+            return outputs, [mech.ledger(n) for n in lengths]
+        return outputs

@@ -8,12 +8,11 @@ from fractions import Fraction
 from numbers import Real
 from typing import ClassVar
 
-from geoldp._core.validation import check_option
+from geoldp._core.validation import check_epsilon, check_option
 from geoldp.budget import Ledger
 from geoldp.trajectory._base import (
     SamplerPlan,
     check_stage_budget,
-    coerce_epsilon,
     fraction_str,
     warn_large_epsilon,
 )
@@ -57,7 +56,7 @@ class TwoCopyMechanism:
     def __post_init__(self) -> None:
         caller = type(self).__name__
         set_ = object.__setattr__
-        set_(self, "epsilon", coerce_epsilon(self.epsilon, caller))
+        set_(self, "epsilon", check_epsilon(self.epsilon, caller=caller))
         gran = self.granularity
         if isinstance(gran, str):
             gran = check_option(gran, "granularity", ("auto",), caller, case_insensitive=True)

@@ -47,7 +47,7 @@ import numpy as np
 from geoldp._core.aot import Entry, array
 from geoldp._core.kernels import TWO_PI, jit, jit_inline
 from geoldp._core.randomness import stream_reset, stream_uniform
-from geoldp._core.validation import check_option
+from geoldp._core.validation import check_epsilon, check_option
 from geoldp.budget import Ledger, LedgerEntry, exact_share
 from geoldp.mechanisms.piecewise import (
     PIECEWISE_EPS_MAX,
@@ -57,7 +57,7 @@ from geoldp.mechanisms.piecewise import (
     linear_sample,
     split_uniform,
 )
-from geoldp.trajectory._base import coerce_epsilon, fraction_str, warn_large_epsilon
+from geoldp.trajectory._base import fraction_str, warn_large_epsilon
 from geoldp.trajectory.tp import check_length
 
 if TYPE_CHECKING:
@@ -300,7 +300,7 @@ class _TraCS:
 
     def _common(self) -> None:
         caller = type(self).__name__
-        object.__setattr__(self, "epsilon", coerce_epsilon(self.epsilon, caller))
+        object.__setattr__(self, "epsilon", check_epsilon(self.epsilon, caller=caller))
         object.__setattr__(self, "bounds", check_box(self.bounds, caller=caller))
         warn_large_epsilon(self.epsilon, caller, stacklevel=5)
 
