@@ -122,6 +122,7 @@ from geoldp.trajectory._fast.sampling import (
     sw_continuous,
 )
 from geoldp.trajectory.merge import TAU_FACTOR
+from geoldp.trajectory.split import is_pivot
 
 if TYPE_CHECKING:
     from geoldp._core.kernels import KernelInt
@@ -269,7 +270,7 @@ def _run(
 ) -> None:
     """Perturb every trajectory.
 
-    Perturb every trajectory. ``cp`` (two copies) is None for PointEM, ``rp`` (ATP's anchor and region)
+    ``cp`` (two copies) is None for PointEM, ``rp`` (ATP's anchor and region)
     and ``dflt`` (the copy's region record) are None for TP and PointEM. All arrays come from Python
     (this function runs without NRT).
     """
@@ -379,9 +380,7 @@ def _copies(  # noqa: C901
                 o_full = np.bool_(False)
         # pivots (copy A = index 0: even 1-based positions; copy B: odd), EM over Ω
         for i in range(n):
-            pos1 = i + 1
-            piv = (pos1 % 2 == 0) if c == 0 else (pos1 % 2 == 1)
-            if not piv:
+            if not is_pivot(c, i + 1):
                 continue
             x = flat[s0 + i]
             yy[c, i] = em(
@@ -390,9 +389,7 @@ def _copies(  # noqa: C901
             )  # fmt: skip
         # non-pivots: k-RR of the direction from each neighbouring perturbed pivot, then EM on the domain
         for i in range(n):
-            pos1 = i + 1
-            piv = (pos1 % 2 == 0) if c == 0 else (pos1 % 2 == 1)
-            if piv:
+            if is_pivot(c, i + 1):
                 continue
             x = flat[s0 + i]
             ns = np.int64(0)

@@ -1,8 +1,7 @@
 """The merge of the two perturbed copies on the fast path (ALGORITHM §5.6).
 
-The merge of the two perturbed copies on the fast path (ALGORITHM §5.6), bit-identical to
-:func:`geoldp.trajectory.merge.merge_choice`: only the grid runs that meet the strip around the arc y_A–y_B
-are scanned (the argument is in :mod:`geoldp.trajectory._fast.driver`).
+Bit-identical to :func:`geoldp.trajectory.merge.merge_choice`: only the grid runs that meet the strip
+around the arc y_A–y_B are scanned (the argument is in :mod:`geoldp.trajectory._fast.driver`).
 """
 
 from __future__ import annotations
