@@ -141,18 +141,17 @@ def _real_array(values: npt.ArrayLike, name: str, caller: str) -> np.ndarray:
     return arr.astype(np.float64)
 
 
-def _overlap(edges: np.ndarray, centre: np.ndarray, half: float, *, open_ends: bool) -> np.ndarray:
+def _overlap(edges: np.ndarray, centre: np.ndarray, half: float) -> np.ndarray:
     """Length of [edges[j], edges[j + 1]] ∩ [centre − half, centre + half] for every bucket j.
 
     Computed relative to the centre (as the Square-Wave bucket masses), so a window narrower than the
-    float spacing near it keeps its full length 2·half; with ``open_ends`` the outer edges are open, so
-    that rounding of a window that touches an end of the range never cuts it.
+    float spacing near it keeps its full length 2·half; the outer edges are open, so that rounding of a
+    window that touches an end of the range never cuts it.
     """
     width = np.diff(edges)
     cut = edges.copy()
-    if open_ends:
-        cut[0] = -np.inf
-        cut[-1] = np.inf
+    cut[0] = -np.inf
+    cut[-1] = np.inf
     return np.clip(np.minimum(cut[1:] - centre, half) - np.maximum(cut[:-1] - centre, -half), 0.0, width)
 
 
@@ -274,7 +273,7 @@ class PiecewiseLinear(_Piecewise):
         m = check_int_range(buckets, "buckets", caller=type(self).__name__, minimum=1)
         c = self.half_width
         edges = np.linspace(0.0, 1.0, m + 1)
-        overlap = _overlap(edges, lo[..., None] + c, c, open_ends=True)
+        overlap = _overlap(edges, lo[..., None] + c, c)
         return _masses(overlap, 1.0 / m, self.epsilon, 1.0)
 
     def perturb(self, v: npt.ArrayLike, *, rng: Any = None) -> np.ndarray:
