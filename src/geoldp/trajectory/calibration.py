@@ -56,10 +56,9 @@ def sw_estimate(r_hat: float, b: float, delta_r: float) -> float:
 
 @numba.njit(cache=True)
 def candidate_range(r_hat: float, b: float) -> tuple[Any, ...]:
-    """The smallest and largest k with test value within ``b`` of ``r_hat``.
+    """(k_lo, k_hi): the smallest and largest k with test value v = k/10 within ``b`` of ``r_hat``.
 
-    (k_lo, k_hi): the smallest and largest k with test value v = k/10 within ``b`` of ``r_hat``
-    (ALGORITHM §8.4 step 2); (−1, −1) when K is empty.
+    ALGORITHM §8.4 step 2; (−1, −1) when K is empty.
     """
     k_lo = -1
     k_hi = -1

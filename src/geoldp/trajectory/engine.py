@@ -457,14 +457,8 @@ def run_with_key(
         flat, offsets = _flatten(trajs)
         out = perturb_fast(flat, offsets, points, mechanism, key, int(offset), n_jobs=n_jobs)
         return _split(np.asarray(out, dtype=np.int64), offsets)
-    cache: dict[int, _ref.Context] = {}
-    outputs = []
-    for i, traj in enumerate(_progress(trajs, progress)):
-        ctx = _context(cache, mechanism, points, traj.shape[0])
-        source = ChaChaRandomSource(key, offset + i, policy=policy)
-        out, _ = _ref.perturb_one(ctx, points.lam[traj], points.phi[traj], source)
-        outputs.append(out)
-    return outputs
+    streams = [ChaChaRandomSource(key, offset + i, policy=policy) for i in range(len(trajs))]
+    return _run_reference(trajs, points, mechanism, streams, progress=progress)[0]
 
 
 def kernel_state(mechanism: Any) -> str:
@@ -501,28 +495,24 @@ def _progress(items: Any, progress: bool) -> Any:
     return tqdm(items, desc="perturbing", unit="traj")
 
 
-def _context(cache: dict, mechanism: Any, points: PointSet, n: int) -> _ref.Context:
-    ctx = cache.get(n)
-    if ctx is None:
-        ctx = cache[n] = _ref.Context(mechanism, points, n)
-    return ctx
-
-
 def _run_reference(
     trajs: Sequence[np.ndarray],
     points: PointSet,
     mechanism: Any,
-    source: RandomSource,
+    source: RandomSource | Sequence[RandomSource],
     *,
     diagnostics: bool = False,
     progress: bool = False,
 ) -> Any:
+    # one source for all, in trajectory order, or one per trajectory (its ChaCha20 stream)
     cache: dict[int, _ref.Context] = {}
     outputs = []
     agg = _new_diagnostics() if diagnostics else None
-    for traj in _progress(trajs, progress):
-        ctx = _context(cache, mechanism, points, traj.shape[0])
-        out, runs = _ref.perturb_one(ctx, points.lam[traj], points.phi[traj], source)
+    for i, traj in enumerate(_progress(trajs, progress)):
+        n = traj.shape[0]
+        ctx = cache.get(n) or cache.setdefault(n, _ref.Context(mechanism, points, n))
+        src = source if isinstance(source, RandomSource) else source[i]
+        out, runs = _ref.perturb_one(ctx, points.lam[traj], points.phi[traj], src)
         outputs.append(out)
         if agg is not None:
             _add_diagnostics(agg, _ref.diagnostics_of(ctx, runs))
