@@ -66,7 +66,7 @@ def direction_pairs(n: int, copy: str) -> tuple[tuple[int, int], ...]:
 
     Exactly n − 1 pairs for n ≥ 2 (one per adjacent pair of positions): the k-RR stages of :func:`stage_plan`.
     """
-    return tuple(pos for kind, pos in stage_plan(n, copy, anchor=False) if kind == "direction_krr")
+    return tuple((p[0], p[1]) for kind, p in stage_plan(n, copy, anchor=False) if kind == "direction_krr")
 
 
 @dataclass(frozen=True)
