@@ -502,8 +502,8 @@ def test_straddling_groups_keep_the_eta_interval_exact(town, input_mapping):
                         assert reg[AR.F_LO] <= r_ref <= reg[AR.F_HI]
                         if work[7] > 0 and tol == 2.0:
                             # the wrong bound, padded as region_setup pads
-                            AR._eta_interval(
-                                a, ri, has_k, d_lo, d_hi, tol, straddle, eps_r, False, stack, work
+                            AR.eta_interval(
+                                a, ri, has_k, d_lo, d_hi, tol, straddle, eps_r, stack, work, False
                             )
                             pad = 1e-9 * abs(work[1]) + 1e-6
                             tried += 1

@@ -57,10 +57,9 @@ def to_radians(lon: npt.ArrayLike, lat: npt.ArrayLike) -> tuple[np.ndarray, np.n
     return lam, phi
 
 
-def _apply4(
-    kernel: Callable[..., Any], a: npt.ArrayLike, b: npt.ArrayLike, c: npt.ArrayLike, d: npt.ArrayLike
-) -> Any:
-    a, b, c, d = np.broadcast_arrays(*(np.asarray(x, np.float64) for x in (a, b, c, d)))
+def _apply4(kernel: Callable[..., Any], *deg: npt.ArrayLike) -> Any:
+    # kernel(lam1, phi1, lam2, phi2, out) broadcast like a ufunc over (lon1, lat1, lon2, lat2) in degrees
+    a, b, c, d = np.broadcast_arrays(*to_radians(deg[0], deg[1]), *to_radians(deg[2], deg[3]))
     shape = a.shape
     flat = [np.ascontiguousarray(x).reshape(-1) for x in (a, b, c, d)]
     out = np.empty(flat[0].shape[0], dtype=np.float64)
@@ -89,9 +88,7 @@ def haversine_m(lon1: npt.ArrayLike, lat1: npt.ArrayLike, lon2: npt.ArrayLike, l
     >>> round(float(haversine_m(0, 0, 0, 1)), 6)
     111194.926645
     """
-    lam1, phi1 = to_radians(lon1, lat1)
-    lam2, phi2 = to_radians(lon2, lat2)
-    return _apply4(_kernels.haversine_rad_many, lam1, phi1, lam2, phi2)
+    return _apply4(_kernels.haversine_rad_many, lon1, lat1, lon2, lat2)
 
 
 def haversine_array_m(
@@ -121,9 +118,7 @@ def bearing(lon1: npt.ArrayLike, lat1: npt.ArrayLike, lon2: npt.ArrayLike, lat2:
     >>> round(float(bearing(0, 0, 1, 0)), 12)
     1.570796326795
     """
-    lam1, phi1 = to_radians(lon1, lat1)
-    lam2, phi2 = to_radians(lon2, lat2)
-    return _apply4(_kernels.bearing_rad_many, lam1, phi1, lam2, phi2)
+    return _apply4(_kernels.bearing_rad_many, lon1, lat1, lon2, lat2)
 
 
 def sector_index(theta: npt.ArrayLike, g: int, convention: str = "centred") -> Any:

@@ -299,16 +299,13 @@ class PointSet:
             )
         if lon.shape[0] < 2:
             raise ValueError(f"A PointSet needs at least 2 points. Got {lon.shape[0]}.")
-        bad = np.flatnonzero(~((lat >= -90.0) & (lat <= 90.0)))
-        if bad.size:
-            raise ValueError(
-                f"The 'lat' parameter of PointSet must be in [-90, 90]; position {int(bad[0])} is not."
-            )
-        bad = np.flatnonzero(~((lon >= -180.0) & (lon <= 180.0)))
-        if bad.size:
-            raise ValueError(
-                f"The 'lon' parameter of PointSet must be in [-180, 180]; position {int(bad[0])} is not."
-            )
+        for name, arr, limit in (("lat", lat, 90), ("lon", lon, 180)):
+            bad = np.flatnonzero(~((arr >= -limit) & (arr <= limit)))
+            if bad.size:
+                raise ValueError(
+                    f"The {name!r} parameter of PointSet must be in [-{limit}, {limit}]; "
+                    f"position {int(bad[0])} is not."
+                )
         if not isinstance(deduplicate, (bool, np.bool_)):
             raise TypeError(
                 f"The 'deduplicate' parameter of PointSet must be a bool. Got {type(deduplicate).__name__}."
@@ -353,11 +350,10 @@ class PointSet:
         xyz: np.ndarray,
         diameter: float | None,
     ) -> None:
-        object.__setattr__(self, "_lon", _readonly(np.array(lon, dtype=np.float64)))
-        object.__setattr__(self, "_lat", _readonly(np.array(lat, dtype=np.float64)))
-        object.__setattr__(self, "_lam", _readonly(np.array(lam, dtype=np.float64)))
-        object.__setattr__(self, "_phi", _readonly(np.array(phi, dtype=np.float64)))
-        object.__setattr__(self, "_xyz", _readonly(np.array(xyz, dtype=np.float64)))
+        for name, arr in zip(
+            ("_lon", "_lat", "_lam", "_phi", "_xyz"), (lon, lat, lam, phi, xyz), strict=True
+        ):
+            object.__setattr__(self, name, _readonly(np.array(arr, dtype=np.float64)))
         object.__setattr__(self, "_diameter", None if diameter is None else float(diameter))
         object.__setattr__(self, "_tree", None)
         object.__setattr__(self, "_exact", None)
@@ -494,9 +490,13 @@ class PointSet:
         return f"PointSet(size={self.size})"
 
     # -- queries -------------------------------------------------------------------------------------
-    def _index(self, index: Any, name: str = "index") -> int:
-        index = check_int_range(index, name, caller="PointSet", minimum=0, maximum=self.size - 1)
-        return index
+    def _from_one(self, kernel: Any, index: Any, targets: Any) -> np.ndarray:
+        # kernel(lam0, phi0, lam, phi, out) from point ``index`` to ``targets`` (default all points)
+        i = check_int_range(index, "index", caller="PointSet", minimum=0, maximum=self.size - 1)
+        t = self._targets(targets)
+        out = np.empty(t.shape[0])
+        kernel(self._lam[i], self._phi[i], self._lam[t], self._phi[t], out)
+        return out
 
     def _targets(self, targets: Any) -> np.ndarray:
         if targets is None:
@@ -515,19 +515,11 @@ class PointSet:
 
     def distances_m(self, index: Any, targets: Any = None) -> np.ndarray:
         """Haversine distances in metres from point ``index`` to ``targets`` (indices; default all points)."""
-        i = self._index(index)
-        t = self._targets(targets)
-        out = np.empty(t.shape[0])
-        _kernels.haversine_from_one(self._lam[i], self._phi[i], self._lam[t], self._phi[t], out)
-        return out
+        return self._from_one(_kernels.haversine_from_one, index, targets)
 
     def bearings(self, index: Any, targets: Any = None) -> np.ndarray:
         """Initial bearings in radians from point ``index`` to ``targets`` (default all points)."""
-        i = self._index(index)
-        t = self._targets(targets)
-        out = np.empty(t.shape[0])
-        _kernels.bearing_from_one(self._lam[i], self._phi[i], self._lam[t], self._phi[t], out)
-        return out
+        return self._from_one(_kernels.bearing_from_one, index, targets)
 
     def within(self, index: Any, radius_km: Any) -> np.ndarray:
         """Sorted indices r with ``d(P_index, P_r) <= radius_km·1000`` (haversine kernel; includes
@@ -767,8 +759,7 @@ def _sum_distances_m(pts: PointSet, cand: np.ndarray) -> np.ndarray:
 
 def _spherical_weiszfeld(pts: PointSet, n_iter: int = 200) -> tuple[float, float]:
     """Geometric median on the sphere (Weiszfeld steps in the tangent plane), as (lon, lat) degrees."""
-    lam, phi = np.radians(pts.lon), np.radians(pts.lat)
-    u = np.column_stack([np.cos(phi) * np.cos(lam), np.cos(phi) * np.sin(lam), np.sin(phi)])
+    u = _unit_vectors(np.radians(pts.lon), np.radians(pts.lat))
     y = u.mean(axis=0)
     y /= np.linalg.norm(y)
     for _ in range(n_iter):

@@ -94,11 +94,8 @@ def _check_k(k: object) -> int:
 
 @numba.njit(cache=True)
 def _categorical_rows(pmf: np.ndarray, u: np.ndarray, out: np.ndarray) -> np.ndarray:
-    """Row-wise inverse CDF of ``pmf`` at ``u``.
-
-    Row-wise inverse CDF: first i with u[r] < cumsum(pmf[r])[i] (sequential sums, as ``np.cumsum``);
-    if none, the last index with positive mass.
-    """
+    # row-wise inverse CDF of pmf at u: the first i with u[r] < cumsum(pmf[r])[i] (sequential sums, as
+    # np.cumsum); if none, the last index with positive mass
     n, k = pmf.shape
     for r in range(n):
         acc = 0.0
@@ -473,10 +470,10 @@ def stream_integers(key: np.ndarray, buf: np.ndarray, state: np.ndarray, k: Kern
 def stream_categorical_cdf(
     key: np.ndarray, buf: np.ndarray, state: np.ndarray, cdf: np.ndarray, n: int
 ) -> int:
-    """Inverse CDF over ``cdf[:n]`` at ``u``.
+    """Inverse CDF over ``cdf[:n]`` (cumulative sums of a pmf) at one stream uniform u.
 
-    Inverse CDF over ``cdf[:n]`` (cumulative sums of a pmf): first i with u < cdf[i]; rounding guard
-    returns the last index whose cumulative value is larger than its predecessor's (positive mass).
+    The first i with u < cdf[i]; the rounding guard returns the last index whose cumulative value is
+    larger than its predecessor's (positive mass).
     """
     u = stream_uniform(key, buf, state)
     lo = 0
@@ -517,26 +514,22 @@ class ChaChaRandomSource(RandomSource):
         self.policy = policy
         self._buf, self._state = stream_state(stream)
 
+    def _draws(self, draw: Any, size: int | tuple[int, ...] | None, dtype: type, *args: Any) -> Any:
+        # scalar draws in array order, exactly as the numba code consumes the stream
+        if size is None:
+            return dtype(draw(self.key, self._buf, self._state, *args))
+        out: np.ndarray = np.empty(int(np.prod(size)), dtype=dtype)
+        for i in range(out.shape[0]):
+            out[i] = draw(self.key, self._buf, self._state, *args)
+        return out.reshape(size)
+
     def uniform(self, size: int | tuple[int, ...] | None = None) -> Any:
         """Stream uniform(s), see :func:`stream_uniform`."""
-        if size is None:
-            return float(stream_uniform(self.key, self._buf, self._state))
-        n = int(np.prod(size))
-        out = np.empty(n)
-        for i in range(n):
-            out[i] = stream_uniform(self.key, self._buf, self._state)
-        return out.reshape(size)
+        return self._draws(stream_uniform, size, float)
 
     def integers(self, k: int, size: int | tuple[int, ...] | None = None) -> Any:
         """Stream integer(s), see :func:`stream_integers`."""
-        k = _check_k(k)
-        if size is None:
-            return int(stream_integers(self.key, self._buf, self._state, k))
-        n = int(np.prod(size))
-        out = np.empty(n, dtype=np.int64)
-        for i in range(n):
-            out[i] = stream_integers(self.key, self._buf, self._state, k)
-        return out.reshape(size)
+        return self._draws(stream_integers, size, int, _check_k(k))
 
     def stream_key(self) -> np.ndarray:
         """Eight words drawn from this stream."""

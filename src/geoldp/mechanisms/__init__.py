@@ -1,7 +1,6 @@
-"""Local-DP primitives on plain numpy arrays.
+"""Local-DP primitives on plain numpy arrays: k-RR, the exponential mechanism, Square-Wave, piecewise.
 
-Local-DP primitives on plain numpy arrays: k-RR, the exponential mechanism, Square-Wave and the piecewise
-mechanisms (a segment, the circle).
+The piecewise mechanisms release a value of a segment or a direction on the circle.
 
 Each mechanism is an immutable, keyword-only object with ``probabilities``/``log_probabilities`` (the exact
 output distribution) and ``perturb(..., rng=None)``; the functions ``krr``, ``exponential`` and

@@ -171,8 +171,6 @@ class ExponentialMechanism:
                     f"Got dtype {arr.dtype}."
                 )
             dom = np.unique(arr.astype(np.int64).reshape(-1))
-            if dom.size == 0:
-                raise ValueError("The 'domain' parameter of ExponentialMechanism must not be empty.")
             if dom[0] < 0 or dom[-1] >= points.size:
                 raise ValueError(
                     "The 'domain' parameter of ExponentialMechanism must hold indices in "
@@ -222,11 +220,7 @@ class ExponentialMechanism:
         return to_radians(lon, lat)
 
     def log_weights(self, lon: npt.ArrayLike, lat: npt.ArrayLike, *, shift: bool = False) -> np.ndarray:
-        """Unnormalised log-weights over :attr:`support` for locations in degrees.
-
-        Unnormalised log-weights over :attr:`support` for locations (lon, lat) in degrees (see
-        :func:`em_log_weights`).
-        """
+        """Unnormalised log-weights over :attr:`support` for (lon, lat), degrees (:func:`em_log_weights`)."""
         lam, phi = self._inputs(lon, lat)
         return em_log_weights(lam, phi, self.points, self.domain, self.epsilon, shift=shift)
 

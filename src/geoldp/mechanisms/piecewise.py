@@ -141,18 +141,17 @@ def _real_array(values: npt.ArrayLike, name: str, caller: str) -> np.ndarray:
     return arr.astype(np.float64)
 
 
-def _overlap(edges: np.ndarray, centre: np.ndarray, half: float, *, open_ends: bool) -> np.ndarray:
+def _overlap(edges: np.ndarray, centre: np.ndarray, half: float) -> np.ndarray:
     """Length of [edges[j], edges[j + 1]] ∩ [centre − half, centre + half] for every bucket j.
 
     Computed relative to the centre (as the Square-Wave bucket masses), so a window narrower than the
-    float spacing near it keeps its full length 2·half; with ``open_ends`` the outer edges are open, so
-    that rounding of a window that touches an end of the range never cuts it.
+    float spacing near it keeps its full length 2·half; the outer edges are open, so that rounding of a
+    window that touches an end of the range never cuts it.
     """
     width = np.diff(edges)
     cut = edges.copy()
-    if open_ends:
-        cut[0] = -np.inf
-        cut[-1] = np.inf
+    cut[0] = -np.inf
+    cut[-1] = np.inf
     return np.clip(np.minimum(cut[1:] - centre, half) - np.maximum(cut[:-1] - centre, -half), 0.0, width)
 
 
@@ -186,11 +185,19 @@ class _Piecewise:
         """Probability 1/(1 + e^{−ε/2}) of the high-density window."""
         return 1.0 / (1.0 + math.exp(-0.5 * self.epsilon))
 
-    def _draw(self, n: int, rng: Any) -> tuple[np.ndarray, np.ndarray]:
+    def _release(self, values: npt.ArrayLike, rng: Any, kernel: Any) -> np.ndarray:
+        # one window branch and one uniform per input, then the kernel (the samplers' arithmetic)
+        arr = self._inputs(values)
+        flat = np.ascontiguousarray(arr.reshape(-1))
         source = resolve_rng(rng)
-        high = np.asarray(source.bernoulli(self.high_mass, size=n), dtype=np.bool_)
-        u = np.asarray(source.uniform(n), dtype=np.float64)
-        return high, u
+        high = np.asarray(source.bernoulli(self.high_mass, size=flat.shape[0]), dtype=np.bool_)
+        u = np.asarray(source.uniform(flat.shape[0]), dtype=np.float64)
+        out = np.empty(flat.shape[0])
+        kernel(flat, float(self.epsilon), high, u, out)
+        return out.reshape(arr.shape)
+
+    def _inputs(self, values: npt.ArrayLike) -> np.ndarray:
+        raise NotImplementedError
 
 
 @dataclass(frozen=True, init=False)
@@ -266,17 +273,12 @@ class PiecewiseLinear(_Piecewise):
         m = check_int_range(buckets, "buckets", caller=type(self).__name__, minimum=1)
         c = self.half_width
         edges = np.linspace(0.0, 1.0, m + 1)
-        overlap = _overlap(edges, lo[..., None] + c, c, open_ends=True)
+        overlap = _overlap(edges, lo[..., None] + c, c)
         return _masses(overlap, 1.0 / m, self.epsilon, 1.0)
 
     def perturb(self, v: npt.ArrayLike, *, rng: Any = None) -> np.ndarray:
         """Release one noisy value in [0, 1] per input (same shape as ``v``)."""
-        arr = self._inputs(v)
-        flat = np.ascontiguousarray(arr.reshape(-1))
-        high, u = self._draw(flat.shape[0], rng)
-        out = np.empty(flat.shape[0])
-        _linear_many(flat, float(self.epsilon), high, u, out)
-        return out.reshape(arr.shape)
+        return self._release(v, rng, _linear_many)
 
 
 @dataclass(frozen=True, init=False)
@@ -364,9 +366,4 @@ class PiecewiseCircular(_Piecewise):
 
     def perturb(self, theta: npt.ArrayLike, *, rng: Any = None) -> np.ndarray:
         """Release one noisy direction in [0, 2π) per input (same shape as ``theta``)."""
-        arr = self._inputs(theta)
-        flat = np.ascontiguousarray(arr.reshape(-1))
-        high, u = self._draw(flat.shape[0], rng)
-        out = np.empty(flat.shape[0])
-        _circular_many(flat, float(self.epsilon), high, u, out)
-        return out.reshape(arr.shape)
+        return self._release(theta, rng, _circular_many)

@@ -167,10 +167,9 @@ class SquareWave:
         return arr
 
     def probabilities(self, v: npt.ArrayLike) -> np.ndarray:
-        """Exact bucket masses of the output.
+        """Exact bucket masses (M,) or (n, M): the pmf of the bucketed output.
 
-        Exact bucket masses (M,) or (n, M): the pmf of the bucketed output (for ``continuous=True``, the
-        probability that the float falls in each bucket).
+        For ``continuous=True``, the probability that the float falls in each bucket.
         """
         return sw_bucket_masses(self._inputs(v), self.epsilon, self.buckets)
 

@@ -15,7 +15,7 @@ copy. This module certifies an interval instead and settles Ω lazily:
    than the error bound is decided by the reference kernel. So |C| is exact and Σ_C d, Σ_P d are certified
    intervals, hence so is η (η increases in both sums). At |P| ≥ ``STRADDLE_MIN_POINTS``, a small node
    that straddles D_lo or D_hi is instead carried as a group of uncertain weights (q or 1) and bounded
-   distances; η's extremes over those choices are exact weighted-mean bounds (:func:`_eta_interval`).
+   distances; η's extremes over those choices are exact weighted-mean bounds (:func:`eta_interval`).
 3. **R̃ ∈ [R̃_lo, R̃_hi]**: ``calibrate`` is non-decreasing in η (tested), so the interval maps through.
 4. **Lazy Ω.** A membership test of p settles "in" when d(â, p) < R̃_lo and "out" when d(â, p) > R̃_hi, with
    the dot-product margins of the fast path. Only a point inside [R̃_lo, R̃_hi] triggers the exact pass
@@ -114,10 +114,9 @@ class Tree:
 
 
 class RegionIndex(NamedTuple):
-    """What the region kernels read of P.
+    """What the region kernels read of P: the arrays of its FastIndex and of its quadtree.
 
-    What the region kernels read of P (numba types it as a named tuple; read-only in the kernels): the
-    arrays of its FastIndex and of its quadtree (``has_tree`` False: a placeholder quadtree, never read).
+    Numba types it as a named tuple (read-only in the kernels); ``has_tree`` False: a placeholder quadtree.
     """
 
     lam: np.ndarray
@@ -143,11 +142,7 @@ REGION_INDEX_TYPE = numba.types.NamedTuple(
 
 
 class CopyRegion(NamedTuple):
-    """A copy's region parameters.
-
-    A copy's region parameters: the released r̂, the SW half-width ``b``, the radius and decay budgets,
-    ΔR of the perturbed anchor and the distance mapping (``inp``: input mapping).
-    """
+    """A copy's region parameters: r̂, SW half-width, radius and decay budgets, ΔR, input mapping."""
 
     r_hat: float
     b: float
@@ -301,41 +296,76 @@ def asin_dist(h: float) -> float:
     return 2.0 * EARTH_RADIUS_M * s
 
 
+@jit_inline
+def _chord(pts: np.ndarray, p: KernelInt, ax: float, ay: float, az: float) -> float:
+    # the chord from (ax, ay, az) to row p of pts (unit sphere)
+    ex = pts[p, 0] - ax
+    ey = pts[p, 1] - ay
+    ez = pts[p, 2] - az
+    return math.sqrt(ex * ex + ey * ey + ez * ez)
+
+
+@jit_inline
+def _push_roots(levels: np.ndarray, stack: np.ndarray, width: int, mask: KernelInt) -> KernelInt:
+    # a traversal starts from the top level's nodes; an entry is (node, level) or (node, level, band mask)
+    top = levels.shape[0] - 1
+    sp = 0
+    for k in range(levels[top, 1] * levels[top, 2]):
+        stack[sp] = levels[top, 0] + k
+        stack[sp + 1] = top
+        if width == 3:
+            stack[sp + 2] = mask
+        sp += width
+    return sp
+
+
+@jit_inline
+def _push_children(
+    levels: np.ndarray,
+    lv: KernelInt,
+    k: KernelInt,
+    stack: np.ndarray,
+    sp: KernelInt,
+    width: int,
+    mask: KernelInt,
+) -> KernelInt:
+    # push the (up to four) children of node k of level lv > 0, as _push_roots
+    r = k // levels[lv, 1]
+    c = k - r * levels[lv, 1]
+    ccols = levels[lv - 1, 1]
+    for rr in range(2 * r, min(2 * r + 2, levels[lv - 1, 2])):
+        for cc in range(2 * c, min(2 * c + 2, ccols)):
+            stack[sp] = levels[lv - 1, 0] + rr * ccols + cc
+            stack[sp + 1] = lv - 1
+            if width == 3:
+                stack[sp + 2] = mask
+            sp += width
+    return sp
+
+
 @_jit
 def farthest(a: KernelInt, ri: RegionIndex, stack: np.ndarray) -> float:
-    """ΔR of anchor ``a``, exactly, by branch and bound.
+    """ΔR = max_p haversine(P_a, P_p) of anchor ``a``, exactly.
 
-    ΔR = max_p haversine(P_a, P_p), exactly (``ri`` a :class:`RegionIndex` with a tree): branch and bound
-    on the node balls (chord), then the reference kernel on every point whose chord is within the rounding
-    bound of the maximum.
+    Branch and bound on the node balls (chord), then the reference kernel on every point whose chord is
+    within the rounding bound of the maximum; without a tree, :func:`farthest_scan` (the same value).
     """
-    lam = ri.lam
-    phi = ri.phi
-    xyz = ri.xyz
-    sxyz = ri.sxyz
-    order = ri.order
-    cell_start = ri.cell_start
-    nodes = ri.nodes
+    if not ri.has_tree:
+        return farthest_scan(a, ri.lam, ri.phi, ri.xyz)
     levels = ri.levels
-    ax = xyz[a, 0]
-    ay = xyz[a, 1]
-    az = xyz[a, 2]
+    ax = ri.xyz[a, 0]
+    ay = ri.xyz[a, 1]
+    az = ri.xyz[a, 2]
     best = 0.0
     for sweep in range(2):
         thr = best * (1.0 - 1e-9) - 1e-15
         dr = 0.0
-        top = levels.shape[0] - 1
-        sp = 0
-        off = levels[top, 0]
-        for k in range(levels[top, 1] * levels[top, 2]):
-            stack[sp] = off + k
-            stack[sp + 1] = top
-            sp += 2
+        sp = _push_roots(levels, stack, 2, 0)
         while sp > 0:
             sp -= 2
             node = stack[sp]
             lv = stack[sp + 1]
-            rec = nodes[node]
+            rec = ri.nodes[node]
             if rec[_N] == 0.0:
                 continue
             dx = rec[_CX] - ax
@@ -344,34 +374,20 @@ def farthest(a: KernelInt, ri: RegionIndex, stack: np.ndarray) -> float:
             ub = math.sqrt(dx * dx + dy * dy + dz * dz) + rec[_RHO]
             if ub < (best if sweep == 0 else thr):
                 continue
-            off = levels[lv, 0]
-            cols = levels[lv, 1]
-            k = node - off
-            r = k // cols
-            c = k - r * cols
+            k = node - levels[lv, 0]
             if lv == 0:
-                for pos in range(cell_start[k], cell_start[k + 1]):
-                    ex = sxyz[pos, 0] - ax
-                    ey = sxyz[pos, 1] - ay
-                    ez = sxyz[pos, 2] - az
-                    h = math.sqrt(ex * ex + ey * ey + ez * ez)
+                for pos in range(ri.cell_start[k], ri.cell_start[k + 1]):
+                    h = _chord(ri.sxyz, pos, ax, ay, az)
                     if sweep == 0:
                         if h > best:
                             best = h
                     elif h >= thr:
-                        q = order[pos]
-                        d = haversine_rad(lam[a], phi[a], lam[q], phi[q])
+                        q = ri.order[pos]
+                        d = haversine_rad(ri.lam[a], ri.phi[a], ri.lam[q], ri.phi[q])
                         if d > dr:
                             dr = d
                 continue
-            ccols = levels[lv - 1, 1]
-            crows = levels[lv - 1, 2]
-            coff = levels[lv - 1, 0]
-            for rr in range(2 * r, min(2 * r + 2, crows)):
-                for cc in range(2 * c, min(2 * c + 2, ccols)):
-                    stack[sp] = coff + rr * ccols + cc
-                    stack[sp + 1] = lv - 1
-                    sp += 2
+            sp = _push_children(levels, lv, k, stack, sp, 2, 0)
         if sweep == 1:
             return dr
     return 0.0
@@ -383,19 +399,13 @@ def farthest_scan(a: KernelInt, lam: np.ndarray, phi: np.ndarray, xyz: np.ndarra
     m = lam.shape[0]
     best = 0.0
     for p in range(m):
-        dx = xyz[p, 0] - xyz[a, 0]
-        dy = xyz[p, 1] - xyz[a, 1]
-        dz = xyz[p, 2] - xyz[a, 2]
-        h = math.sqrt(dx * dx + dy * dy + dz * dz)
+        h = _chord(xyz, p, xyz[a, 0], xyz[a, 1], xyz[a, 2])
         if h > best:
             best = h
     thr = best * (1.0 - 1e-9) - 1e-15
     dr = 0.0
     for p in range(m):
-        dx = xyz[p, 0] - xyz[a, 0]
-        dy = xyz[p, 1] - xyz[a, 1]
-        dz = xyz[p, 2] - xyz[a, 2]
-        if math.sqrt(dx * dx + dy * dy + dz * dz) >= thr:
+        if _chord(xyz, p, xyz[a, 0], xyz[a, 1], xyz[a, 2]) >= thr:
             d = haversine_rad(lam[a], phi[a], lam[p], phi[p])
             if d > dr:
                 dr = d
@@ -410,11 +420,8 @@ def _third_bound(s: float) -> float:
 
 @jit_inline
 def _band_sides(has_k: bool, lo: float, hi: float, h_lo: float, h_hi: float, mg: float) -> tuple[Any, ...]:
-    """Whether a node is wholly inside or wholly outside the candidate band.
-
-    Whether a node whose chords to the anchor lie in [``lo``, ``hi``] is wholly inside the candidate band
-    (chords ``h_lo``..``h_hi``, margin ``mg``) and whether it is wholly outside (always, without a band).
-    """
+    # whether a node with chords in [lo, hi] is wholly inside the candidate band (chords h_lo..h_hi,
+    # margin mg), and whether it is wholly outside (always, without a band)
     if not has_k:
         return False, True
     return lo > h_lo + mg and hi < h_hi - mg, hi < h_lo - mg or lo > h_hi + mg
@@ -422,11 +429,8 @@ def _band_sides(has_k: bool, lo: float, hi: float, h_lo: float, h_hi: float, mg:
 
 @jit_inline
 def _node_sum(rec: np.ndarray, cnt: float, dx: float, dy: float, dz: float, r: float) -> tuple[Any, ...]:
-    """A node's distance sum to the anchor, by a Taylor expansion, and its rounding allowance.
-
-    A node's distance sum to the anchor by its second-order Taylor expansion (``cnt`` points, centroid
-    offset (``dx``, ``dy``, ``dz``), chord ``r``) and the allowance for its own rounding.
-    """
+    # a node's distance sum to the anchor by its second-order Taylor expansion (cnt points, centroid
+    # offset (dx, dy, dz), chord r), and the allowance for its own rounding
     # n·ψ(r) + ½ tr(H Q), H = ψ''·ûûᵀ + (ψ'/r)(I − ûûᵀ), ψ(r) = 2R·asin(r/2)
     ux = dx / r
     uy = dy / r
@@ -447,11 +451,8 @@ def _node_sum(rec: np.ndarray, cnt: float, dx: float, dy: float, dz: float, r: f
 
 @jit_inline
 def _group_bounds_mm(lo: float, hi: float) -> tuple[Any, ...]:
-    """Whole-millimetre bounds of the distances of a node.
-
-    Whole-millimetre bounds [l, u] of the distances of a node whose chords lie in [``lo``, ``hi``],
-    rounded outwards (the margins cover the chord formula's and the kernel's rounding).
-    """
+    # whole-millimetre bounds [l, u] of the distances of a node with chords in [lo, hi], rounded
+    # outwards (the margins cover the chord formula's and the kernel's rounding)
     dl = asin_dist(0.5 * max(lo, 0.0)) * (1.0 - 1e-12) - 1e-6
     du = asin_dist(0.5 * min(hi, 2.0)) * (1.0 + 1e-12) + 1e-6
     return int(math.floor(dl * 1e3)) - 1, int(math.ceil(du * 1e3)) + 1
@@ -525,29 +526,9 @@ def eta_interval(
     eps_r: float,
     stack: np.ndarray,
     out: np.ndarray,
+    free: bool = True,
 ) -> None:
-    """Certified η interval for anchor ``a``: see :func:`_eta_interval` (``out`` as there)."""
-    _eta_interval(a, ri, has_k, d_lo, d_hi, tol_pt, straddle, eps_r, True, stack, out)
-
-
-@_jit
-def _eta_interval(
-    a: KernelInt,
-    ri: RegionIndex,
-    has_k: bool,
-    d_lo: float,
-    d_hi: float,
-    tol_pt: float,
-    straddle: float,
-    eps_r: float,
-    free: bool,
-    stack: np.ndarray,
-    out: np.ndarray,
-) -> None:
-    """Certified η interval for anchor ``a``.
-
-    Certified η interval for anchor ``a`` over P's :class:`RegionIndex` ``ri`` (with a tree), before the
-    pad of :func:`region_setup`.
+    """Certified η interval for anchor ``a`` over ``ri`` (with a tree), before :func:`region_setup`'s pad.
 
     ``out`` = [η_lo, η_hi, Σ_P d lower, Σ_P d upper, |C| of the settled points, nodes visited, points
     evaluated, straddling nodes carried]; the last three are per-call counters. ``tol_pt`` is the accepted
@@ -576,17 +557,10 @@ def _eta_interval(
     instead; the interval is then the union with that case's interval. Distances of the groups are kept
     in whole millimetres rounded outwards (int64 in ``stack[_GROUPS:]``).
     """
-    lam = ri.lam
-    phi = ri.phi
-    xyz = ri.xyz
-    sxyz = ri.sxyz
-    order = ri.order
-    cell_start = ri.cell_start
-    nodes = ri.nodes
     levels = ri.levels
-    ax = xyz[a, 0]
-    ay = xyz[a, 1]
-    az = xyz[a, 2]
+    ax = ri.xyz[a, 0]
+    ay = ri.xyz[a, 1]
+    az = ri.xyz[a, 2]
     tol = 1e-6 + 1e-10 * d_hi
     # chord thresholds with margins: a node is inside C only if its chord range is strictly inside
     h_lo = 2.0 * math.sin(0.5 * d_lo / EARTH_RADIUS_M)
@@ -604,22 +578,16 @@ def _eta_interval(
     u_hi = 0.0
     n_groups = 0
     g_max = (stack.shape[0] - _GROUPS) // 3
-    m = sxyz.shape[0]
+    m = ri.sxyz.shape[0]
     q = math.exp(-eps_r)
     # η moves by at most about n·(1 − q)·u/(q·|P|) when n weights change (the carry rule, a heuristic)
     sway = (1.0 - q) * EARTH_RADIUS_M / (q * m) if q > 0.0 else math.inf
-    top = levels.shape[0] - 1
-    sp = 0
-    off = levels[top, 0]
-    for k in range(levels[top, 1] * levels[top, 2]):
-        stack[sp] = off + k
-        stack[sp + 1] = top
-        sp += 2
+    sp = _push_roots(levels, stack, 2, 0)
     while sp > 0:
         sp -= 2
         node = stack[sp]
         lv = stack[sp + 1]
-        rec = nodes[node]
+        rec = ri.nodes[node]
         cnt = rec[_N]
         if cnt == 0.0:
             continue
@@ -654,33 +622,19 @@ def _eta_interval(
             n_unc += cnt
             n_groups += 1
             continue
-        off = levels[lv, 0]
-        cols = levels[lv, 1]
-        k = node - off
+        k = node - levels[lv, 0]
         if lv == 0:
             n_pts += cnt
-            for pos in range(cell_start[k], cell_start[k + 1]):
-                ex = sxyz[pos, 0] - ax
-                ey = sxyz[pos, 1] - ay
-                ez = sxyz[pos, 2] - az
-                d = asin_dist(0.5 * math.sqrt(ex * ex + ey * ey + ez * ez))
+            for pos in range(ri.cell_start[k], ri.cell_start[k + 1]):
+                d = asin_dist(0.5 * _chord(ri.sxyz, pos, ax, ay, az))
                 if has_k:
-                    inc, d = _classify(d, d_lo, d_hi, tol, a, order[pos], lam, phi)
+                    inc, d = _classify(d, d_lo, d_hi, tol, a, ri.order[pos], ri.lam, ri.phi)
                     if inc:
                         a_val += d
                         n_c += 1.0
                 s_val += d
             continue
-        rr0 = k // cols
-        cc0 = k - rr0 * cols
-        ccols = levels[lv - 1, 1]
-        crows = levels[lv - 1, 2]
-        coff = levels[lv - 1, 0]
-        for rr in range(2 * rr0, min(2 * rr0 + 2, crows)):
-            for cc in range(2 * cc0, min(2 * cc0 + 2, ccols)):
-                stack[sp] = coff + rr * ccols + cc
-                stack[sp + 1] = lv - 1
-                sp += 2
+        sp = _push_children(levels, lv, k, stack, sp, 2, 0)
     out[5] = n_nodes
     out[6] = n_pts
     _eta_finish(s_val, s_err, a_val, a_err, n_c, n_unc, u_lo, u_hi, n_groups, has_k, m, q, free, stack, out)
@@ -704,10 +658,9 @@ def _eta_finish(
     stack: np.ndarray,
     out: np.ndarray,
 ) -> None:
-    """The η interval of a finished traversal from its sums.
+    """The η interval of a finished traversal (one-band or all-bands) from its sums.
 
-    The η interval of a finished traversal from its sums (``out`` as :func:`_eta_interval`'s; the carried
-    groups in ``stack[_GROUPS:]``): shared by the one-band and the all-bands traversal.
+    ``out`` as :func:`eta_interval`'s; the carried groups in ``stack[_GROUPS:]``.
     """
     # the chord formula's own error (~1e−9 m per point) and the summation's rounding
     s_err += 1e-8 * m + 1e-12 * abs(s_val)
@@ -780,21 +733,14 @@ def eta_intervals(  # noqa: C901
     entry), ``groups`` int64[bands, STACK] (each band's carried groups, at ``_GROUPS`` as in ``stack`` of
     :func:`eta_interval`; their number at 0), ``acc`` float64[bands, ACC_WIDTH], ``work`` float64[8].
     """
-    lam = ri.lam
-    phi = ri.phi
-    xyz = ri.xyz
-    sxyz = ri.sxyz
-    order = ri.order
-    cell_start = ri.cell_start
-    nodes = ri.nodes
     levels = ri.levels
     nb = has_k.shape[0]
-    ax = xyz[a, 0]
-    ay = xyz[a, 1]
-    az = xyz[a, 2]
+    ax = ri.xyz[a, 0]
+    ay = ri.xyz[a, 1]
+    az = ri.xyz[a, 2]
     mg = 1e-12
     g_max = (groups.shape[1] - _GROUPS) // 3
-    m = sxyz.shape[0]
+    m = ri.sxyz.shape[0]
     q = math.exp(-eps_r)
     sway = (1.0 - q) * EARTH_RADIUS_M / (q * m) if q > 0.0 else math.inf
     for j in range(nb):
@@ -804,21 +750,13 @@ def eta_intervals(  # noqa: C901
         acc[j, _A_HLO] = 2.0 * math.sin(0.5 * d_lo[j] / EARTH_RADIUS_M)
         acc[j, _A_HHI] = 2.0 * math.sin(0.5 * d_hi[j] / EARTH_RADIUS_M)
         groups[j, 0] = 0  # the band's number of carried groups
-    full = (np.int64(1) << nb) - 1
-    top = levels.shape[0] - 1
-    sp = 0
-    off = levels[top, 0]
-    for k in range(levels[top, 1] * levels[top, 2]):
-        stack[sp] = off + k
-        stack[sp + 1] = top
-        stack[sp + 2] = full
-        sp += 3
+    sp = _push_roots(levels, stack, 3, (np.int64(1) << nb) - 1)
     while sp > 0:
         sp -= 3
         node = stack[sp]
         lv = stack[sp + 1]
         mask = stack[sp + 2]
-        rec = nodes[node]
+        rec = ri.nodes[node]
         cnt = rec[_N]
         if cnt == 0.0:
             continue
@@ -874,37 +812,24 @@ def eta_intervals(  # noqa: C901
             opened |= bit
         if opened == 0:
             continue
-        off = levels[lv, 0]
-        cols = levels[lv, 1]
-        k = node - off
+        k = node - levels[lv, 0]
         if lv == 0:
-            for pos in range(cell_start[k], cell_start[k + 1]):
-                ex = sxyz[pos, 0] - ax
-                ey = sxyz[pos, 1] - ay
-                ez = sxyz[pos, 2] - az
-                d0 = asin_dist(0.5 * math.sqrt(ex * ex + ey * ey + ez * ez))
+            for pos in range(ri.cell_start[k], ri.cell_start[k + 1]):
+                d0 = asin_dist(0.5 * _chord(ri.sxyz, pos, ax, ay, az))
                 for j in range(nb):
                     if (opened & (np.int64(1) << j)) == 0:
                         continue
                     d = d0
                     if has_k[j]:
-                        inc, d = _classify(d0, d_lo[j], d_hi[j], acc[j, _A_TOL], a, order[pos], lam, phi)
+                        inc, d = _classify(
+                            d0, d_lo[j], d_hi[j], acc[j, _A_TOL], a, ri.order[pos], ri.lam, ri.phi
+                        )
                         if inc:
                             acc[j, _A_A] += d
                             acc[j, _A_NC] += 1.0
                     acc[j, _A_S] += d
             continue
-        rr0 = k // cols
-        cc0 = k - rr0 * cols
-        ccols = levels[lv - 1, 1]
-        crows = levels[lv - 1, 2]
-        coff = levels[lv - 1, 0]
-        for rr in range(2 * rr0, min(2 * rr0 + 2, crows)):
-            for cc in range(2 * cc0, min(2 * cc0 + 2, ccols)):
-                stack[sp] = coff + rr * ccols + cc
-                stack[sp + 1] = lv - 1
-                stack[sp + 2] = opened
-                sp += 3
+        sp = _push_children(levels, lv, k, stack, sp, 3, opened)
     for j in range(nb):
         _eta_finish(
             acc[j, _A_S], acc[j, _A_SE], acc[j, _A_A], acc[j, _A_AE], acc[j, _A_NC], acc[j, _A_NU],
@@ -935,10 +860,7 @@ def eta_exact(
     s_c = 0.0
     n_c = 0.0
     for p in range(m):
-        dx = xyz[p, 0] - ax
-        dy = xyz[p, 1] - ay
-        dz = xyz[p, 2] - az
-        d = asin_dist(0.5 * math.sqrt(dx * dx + dy * dy + dz * dz))
+        d = asin_dist(0.5 * _chord(xyz, p, ax, ay, az))
         if has_k:
             inc, d = _classify(d, d_lo, d_hi, tol, a, p, lam, phi)
             if inc:
@@ -970,22 +892,16 @@ def region_setup(
     work: np.ndarray,
     reg: np.ndarray,
 ) -> None:
-    """Fill the region record ``reg`` for anchor ``a``.
+    """Fill the region record ``reg`` for anchor ``a`` of ``ri`` and the copy's :class:`CopyRegion` ``cr``.
 
-    Fill the region record ``reg`` for anchor ``a`` of P's :class:`RegionIndex` ``ri`` and the copy's
-    :class:`CopyRegion` ``cr`` (ΔR, released r̂): the certified R̃ interval, or the exact R̃ when ``eager``
-    or without a tree (straddling groups: ``STRADDLE``).
+    The certified R̃ interval, or the exact R̃ when ``eager`` or without a tree (groups: ``STRADDLE``).
     """
     region_setup_tol(a, ri, cr, tol_pt, straddle_limit(ri.lam.shape[0]), eager, stack, work, reg)
 
 
 @_jit
 def straddle_limit(m: KernelInt) -> float:
-    """The straddling-group limit (metres) of the η traversal.
-
-    The straddling-group limit (metres) of the η traversal over a P of ``m`` points: ``STRADDLE`` from
-    ``STRADDLE_MIN_POINTS`` on, else 0 (every straddling node opened).
-    """
+    """The straddling-group limit (metres) of the η traversal over ``m`` points (0: open every node)."""
     return STRADDLE if m >= STRADDLE_MIN_POINTS else 0.0
 
 
@@ -1027,11 +943,10 @@ def region_exact(reg: np.ndarray, rt: float) -> None:
 
 @_jit
 def region_header(cr: CopyRegion, reg: np.ndarray, straddle: float) -> float:
-    """Fill the parameter fields of the region record ``reg``; return R̂.
+    """Fill the parameter fields of the region record ``reg`` from ``cr`` (not yet resolved); return R̂.
 
-    Fill the parameter fields of the region record ``reg`` from the :class:`CopyRegion` ``cr`` (not yet
-    resolved; ``straddle``: the group limit of the traversal its η interval will come from, which
-    :func:`refine` may narrow when positive); returns R̂.
+    ``straddle``: the group limit of the traversal its η interval will come from (:func:`refine` may
+    narrow it when positive).
     """
     r_est = _cal.sw_estimate(cr.r_hat, cr.b, cr.dr)
     reg[_F_RHAT] = cr.r_hat
@@ -1050,9 +965,8 @@ def region_header(cr: CopyRegion, reg: np.ndarray, straddle: float) -> float:
 def region_from_eta(
     a: KernelInt, ri: RegionIndex, e_lo: float, e_hi: float, eager: bool, reg: np.ndarray
 ) -> None:
-    """The R̃ interval of ``reg`` from a certified η interval.
+    """The R̃ interval of ``reg`` (filled by :func:`region_header`) from a certified η interval.
 
-    The R̃ interval of ``reg`` (filled by :func:`region_header`) from a certified η interval
     [``e_lo``, ``e_hi``] before the pad for the exact pass's own rounding; resolved at once if ``eager``.
     """
     lo, hi = _radius_interval(e_lo, e_hi, reg)
@@ -1064,11 +978,8 @@ def region_from_eta(
 
 @_jit
 def _radius_interval(e_lo: float, e_hi: float, reg: np.ndarray) -> tuple[Any, ...]:
-    """The certified R̃ interval of a certified η interval, padded.
-
-    The certified R̃ interval of a certified η interval [``e_lo``, ``e_hi``], padded for the exact
-    pass's own rounding (the padded η interval is noted in ``reg``).
-    """
+    # the certified R̃ interval of a certified η interval [e_lo, e_hi], padded for the exact pass's own
+    # rounding (the padded η interval is noted in reg)
     pad = 1e-9 * abs(e_hi) + 1e-6
     e_lo -= pad
     e_hi += pad
@@ -1092,10 +1003,9 @@ def _radius_interval(e_lo: float, e_hi: float, reg: np.ndarray) -> tuple[Any, ..
 def refine(
     a: KernelInt, ri: RegionIndex, tol_pt: float, stack: np.ndarray, work: np.ndarray, reg: np.ndarray
 ) -> KernelInt:
-    """Narrow the R̃ interval of an unresolved region record by one more traversal.
+    """Narrow the R̃ interval of the unresolved region record ``reg`` (anchor ``a``) by one more traversal.
 
-    Narrow the R̃ interval of the unresolved region record ``reg`` (anchor ``a``) by one more traversal
-    with a finer group limit: the coarse level (``REFINE_COARSE_M``, scaled to |P|) if it is below the
+    With a finer group limit: the coarse level (``REFINE_COARSE_M``, scaled to |P|) if it is below the
     copy's last limit, else none; a no-op once a traversal carried no straddling group (see
     :func:`region_header`). Returns the level it ran (0 coarse, 1 without groups) or −1.
 

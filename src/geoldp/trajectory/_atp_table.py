@@ -72,11 +72,9 @@ def _estimated_build_s(m: int, n_slots: int) -> float:
 
 
 def wants_table(m: int, n_copies: int | None, n_slots: int = 24) -> bool:
-    """Whether building the table for |P| = ``m`` pays.
+    """Whether building the table for |P| = ``m`` pays for calls with ``n_copies`` ATP copies in all.
 
-    Whether building the table for |P| = ``m`` pays for calls with ``n_copies`` ATP copies in all
-    (``None``: asked for ahead of the calls, by :func:`geoldp.trajectory.precompute`: wherever a table is
-    kept).
+    ``None``: asked for ahead of the calls, by :func:`geoldp.trajectory.precompute`: wherever one is kept.
     """
     if m > TABLE_MAX_POINTS:
         return False
@@ -140,28 +138,14 @@ def _build(
     tw: TableWork,
     out: np.ndarray,
 ) -> None:
-    """Fill rows ``a0`` to ``a1 - 1`` of the table ``out``.
-
-    Fill rows ``a0`` to ``a1 - 1`` of the table ``out`` over P's region index ``ri`` for the bands
-    ``pairs`` (scratch: ``tw``).
-    """
-    stack = tw.stack
-    work = tw.work
+    """Fill rows ``a0`` to ``a1 - 1`` of the table ``out`` over P's region index ``ri`` (bands ``pairs``)."""
     has_k = tw.has_k
     d_lo = tw.d_lo
     d_hi = tw.d_hi
-    groups = tw.groups
-    acc = tw.acc
     eta = tw.eta
-    lam = ri.lam
-    phi = ri.phi
-    xyz = ri.xyz
     n_slots = pairs.shape[0]
     for a in range(a0, a1):
-        if ri.has_tree:
-            dr = _reg.farthest(a, ri, stack)
-        else:
-            dr = _reg.farthest_scan(a, lam, phi, xyz)
+        dr = _reg.farthest(a, ri, tw.stack)
         out[a, 0] = dr
         for s in range(n_slots):
             k_lo = pairs[s, 0]
@@ -173,14 +157,16 @@ def _build(
                 d_hi[s] = _cal.band_distance(pairs[s, 1], b, dr, inp)
         if not ri.has_tree:
             for s in range(n_slots):
-                out[a, 1 + 2 * s] = _reg.eta_exact(a, lam, phi, xyz, has_k[s], d_lo[s], d_hi[s], eps_r)
+                out[a, 1 + 2 * s] = _reg.eta_exact(
+                    a, ri.lam, ri.phi, ri.xyz, has_k[s], d_lo[s], d_hi[s], eps_r
+                )
             continue
         # every band's η interval in one traversal (at most MAX_BANDS at a time), as region_setup_tol's
         for s0 in range(0, n_slots, _reg.MAX_BANDS):
             s1 = min(n_slots, s0 + _reg.MAX_BANDS)
             _reg.eta_intervals(
-                a, ri, has_k[s0:s1], d_lo[s0:s1], d_hi[s0:s1], tol_pt, straddle, eps_r, stack, groups, acc,
-                work, eta[s0:s1],
+                a, ri, has_k[s0:s1], d_lo[s0:s1], d_hi[s0:s1], tol_pt, straddle, eps_r, tw.stack, tw.groups,
+                tw.acc, tw.work, eta[s0:s1],
             )  # fmt: skip
         for s in range(n_slots):
             e_hi = eta[s, 1]
@@ -249,10 +235,9 @@ def build_table(
 
 
 def half_widths(mechanism: Any, sw_b: np.ndarray, eps_rad: np.ndarray, lengths: np.ndarray) -> np.ndarray:
-    """The (b, ε_R) pairs of an ATP call's tables.
+    """The (b, ε_R) of an ATP call's tables: float64[n, 2].
 
-    The (b, ε_R) of an ATP call's tables: float64[n, 2], those of the longest length (both copies), or of
-    length 2 if no trajectory has two points.
+    Those of the longest length (both copies), or of length 2 if no trajectory has two points.
 
     The radius budget is a fraction of the copy budget, the same for every length and copy under every
     budget split: so the same table is asked for whatever the lengths, and its presence does not tell them.
@@ -360,11 +345,10 @@ _NONE = (
 def _make(
     index: FastIndex, key: tuple[Any, ...], n_jobs: int = 1, table: np.ndarray | None = None
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
-    """The plan entry of a cache key of :func:`plan_tables`.
+    """The plan entry ``(table[np.newaxis], keys float64[1, 2], slots int64[1, 12, 12])`` of a cache key.
 
-    The plan entry ``(table[np.newaxis], keys float64[1, 2], slots int64[1, 12, 12])`` of a cache key of
-    :func:`plan_tables` (read-only arrays, ready for the kernel), built, or from a kept ``table`` (``None``
-    if its width does not fit the bands: a foreign file).
+    Read-only arrays, ready for the kernel; built, or from a kept ``table`` (``None`` if its width does not
+    fit the bands: a foreign file).
     """
     b, eps_r, input_mapping, tol_pt, buckets, continuous = key
     pairs = band_pairs(b, buckets, continuous)
@@ -389,16 +373,10 @@ def find(keys: np.ndarray, b: float, eps_r: float) -> KernelInt:
 
 @_jit
 def anchor_radius(j: KernelInt, tab: np.ndarray, a: KernelInt, ri: RegionIndex, stack: np.ndarray) -> float:
-    """ΔR of anchor ``a``, from a table or by a traversal.
-
-    ΔR of anchor ``a`` of P's region index ``ri`` (:class:`geoldp.trajectory._atp_region.RegionIndex`):
-    from table ``j`` (≥ 0), else by the quadtree or a scan (the same value).
-    """
+    """ΔR of anchor ``a`` of P's region index ``ri``: from table ``j`` (≥ 0), else by :func:`farthest`."""
     if j >= 0:
         return tab[j, a, 0]
-    if ri.has_tree:
-        return _reg.farthest(a, ri, stack)
-    return _reg.farthest_scan(a, ri.lam, ri.phi, ri.xyz)
+    return _reg.farthest(a, ri, stack)
 
 
 @_jit
@@ -415,10 +393,9 @@ def region_setup(
     work: np.ndarray,
     reg: np.ndarray,
 ) -> None:
-    """The region record of an anchor, from a table or by a traversal.
+    """:func:`geoldp.trajectory._atp_region.region_setup` from table ``j`` (≥ 0) where it has the band.
 
-    :func:`geoldp.trajectory._atp_region.region_setup` from table ``j`` (≥ 0) where it has the band
-    (the same region record, bit for bit), else by the traversal.
+    The same region record, bit for bit; else by the traversal.
     """
     if j >= 0:
         k_lo, k_hi = _cal.candidate_range(cr.r_hat, cr.b)

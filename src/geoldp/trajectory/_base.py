@@ -12,14 +12,12 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 from geoldp._core.errors import PrivacyWarning
-from geoldp._core.validation import check_epsilon
 
 __all__ = [
     "KRR_SW_MAX_EPSILON",
     "PRIVACY_WARNING_EPSILON",
     "SamplerPlan",
     "check_stage_budget",
-    "em_limit",
     "warn_large_epsilon",
 ]
 
@@ -35,13 +33,6 @@ _STAGE_NAMES = {
     "direction_krr": "direction k-RR",
     "point_em": "point EM",
 }
-
-
-def em_limit(m: int) -> float:
-    """Float-margin limit of an EM stage budget for |P| = m (ALGORITHM §3.2): ε′ must be below it."""
-    from geoldp.mechanisms import em_epsilon_limit
-
-    return float(em_epsilon_limit(m))
 
 
 def check_stage_budget(kind: str, epsilon: float, m: int, caller: str) -> None:
@@ -60,7 +51,9 @@ def check_stage_budget(kind: str, epsilon: float, m: int, caller: str) -> None:
             "fractions (a zero fraction gives a stage without budget)."
         )
     if kind.endswith("_em"):
-        limit = em_limit(m)
+        from geoldp.mechanisms import em_epsilon_limit
+
+        limit = float(em_epsilon_limit(m))  # the float-margin limit for |P| = m (ALGORITHM §3.2)
         if not (epsilon < limit):
             raise ValueError(
                 f"The {stage} budget of {caller} ({epsilon:.6g}) exceeds the float-margin limit {limit:.6g} "
@@ -82,11 +75,6 @@ def warn_large_epsilon(epsilon: float, caller: str, stacklevel: int) -> None:
             PrivacyWarning,
             stacklevel=stacklevel,
         )
-
-
-def coerce_epsilon(epsilon: object, caller: str) -> float:
-    """Validate ε for a trajectory mechanism (finite real > 0, not bool) and return it as a float."""
-    return check_epsilon(epsilon, caller=caller)
 
 
 def fraction_str(f: Fraction) -> str:

@@ -107,11 +107,8 @@ def copy_distribution(
     max_nodes : int
         Safety limit on the number of nodes visited.
     """
-    X = np.asarray(X, dtype=np.int64)
-    if X.ndim == 1:
-        X = X[:, None]
-    n = X.shape[1]
     lam, phi = _batch(points, X)
+    B, n = lam.shape
     ctx = _ref.Context(mechanism, points, n)
     ctx.record_public = on_stage is not None
     if ctx.is_atp and ctx.continuous:
@@ -120,7 +117,6 @@ def copy_distribution(
     cls = run_cls or _ref.RUN_CLASS
     root = cls(ctx, priv, copy)
     eps_total = _copy_total(ctx, copy)
-    B = X.shape[0]
     transcripts: list = []
     leaf_probs: list = []
     leaf_points: list = []
@@ -212,6 +208,14 @@ def merged_distribution(
     return seqs, out
 
 
+def _one_run(
+    mechanism: Any, points: PointSet, x: npt.ArrayLike, copy: str | None, run_cls: type | None
+) -> Any:
+    lam, phi = _batch(points, np.asarray(x, dtype=np.int64)[None, :])
+    ctx = _ref.Context(mechanism, points, lam.shape[1])
+    return (run_cls or _ref.RUN_CLASS)(ctx, _ref.Private(ctx, lam, phi), copy)
+
+
 def next_stage(
     mechanism: Any,
     points: PointSet,
@@ -226,10 +230,7 @@ def next_stage(
     ``x`` is one private trajectory (indices into P) and ``prefix`` the released outputs of the copy's
     earlier stages, in order. Returns ``None`` when the prefix is complete.
     """
-    x = np.asarray(x, dtype=np.int64)[None, :]
-    lam, phi = _batch(points, x)
-    ctx = _ref.Context(mechanism, points, x.shape[1])
-    run = (run_cls or _ref.RUN_CLASS)(ctx, _ref.Private(ctx, lam, phi), copy)
+    run = _one_run(mechanism, points, x, copy, run_cls)
     for y in prefix:
         st = run.stage()
         run.advance(y, st)
@@ -249,9 +250,6 @@ def sample_copy(
 
     This is the sampled side that the tests compare with the exact pmf.
     """
-    x = np.asarray(x, dtype=np.int64)[None, :]
-    lam, phi = _batch(points, x)
-    ctx = _ref.Context(mechanism, points, x.shape[1])
-    run = (run_cls or _ref.RUN_CLASS)(ctx, _ref.Private(ctx, lam, phi), copy)
+    run = _one_run(mechanism, points, x, copy, run_cls)
     _ref.sample_run(run, source)
     return tuple(e[-1] for e in run.transcript)

@@ -100,30 +100,29 @@ class Context:
     # -- public geometry helpers (O(m) per call, cached by public origin index) ------------------------
     def sectors_from(self, origin: int) -> np.ndarray:
         """sec_g(θ(P_origin → P_r)) for every r (int64, length m); the origin itself is in sector 0."""
-        cache = self._sector_cache
-        out = cache.get(origin)
+        out = self._sector_cache.get(origin)
         if out is None:
             theta = _kernels.bearing_from_one(
                 self.lam[origin], self.phi[origin], self.lam, self.phi, np.empty(self.m)
             )
             out = _kernels.sector_many(theta, self.g, self.centred, np.empty(self.m, dtype=np.int64))
-            if len(cache) >= self.cache_rows:
-                cache.clear()
-            cache[origin] = out
+            self._keep(self._sector_cache, origin, out)
         return out
 
     def distances_from(self, origin: int) -> np.ndarray:
         """d(P_origin, P_r) for every r (metres, length m)."""
-        cache = self._dist_cache
-        out = cache.get(origin)
+        out = self._dist_cache.get(origin)
         if out is None:
             out = _kernels.haversine_from_one(
                 self.lam[origin], self.phi[origin], self.lam, self.phi, np.empty(self.m)
             )
-            if len(cache) >= self.cache_rows:
-                cache.clear()
-            cache[origin] = out
+            self._keep(self._dist_cache, origin, out)
         return out
+
+    def _keep(self, cache: dict[int, np.ndarray], origin: int, row: np.ndarray) -> None:
+        if len(cache) >= self.cache_rows:  # bounded memory: start over
+            cache.clear()
+        cache[origin] = row
 
     def merge(self, y_a: np.ndarray, y_b: np.ndarray) -> np.ndarray:
         """Position-wise merge of two copies over the full P (ALGORITHM §5.6)."""
@@ -461,29 +460,13 @@ class _CopyRun:
             "delta_r": delta_r,
             "epsilon": _rows(eps_r, B),
         }
-        if ctx.continuous:
-            return Stage(
-                self.copy,
-                "radius_sw",
-                positions,
-                eps_r,
-                np.empty(0),
-                None,
-                public,
-                r,
-                sw_params=(b_half, eps_r),
-            )
-        pmf = np.atleast_2d(_mech.sw_bucket_masses(r, eps_r, ctx.sw_buckets))
+        outputs: np.ndarray = np.empty(0)
+        pmf: np.ndarray | None = None  # the continuous-SW option: a density, not a pmf
+        if not ctx.continuous:
+            outputs = np.arange(ctx.sw_buckets)
+            pmf = np.atleast_2d(_mech.sw_bucket_masses(r, eps_r, ctx.sw_buckets))
         return Stage(
-            self.copy,
-            "radius_sw",
-            positions,
-            eps_r,
-            np.arange(ctx.sw_buckets),
-            pmf,
-            public,
-            r,
-            sw_params=(b_half, eps_r),
+            self.copy, "radius_sw", positions, eps_r, outputs, pmf, public, r, sw_params=(b_half, eps_r)
         )
 
     def _domain(self, j: int) -> tuple[np.ndarray, np.ndarray]:
@@ -626,12 +609,8 @@ def sample_run(run: _CopyRun, source: RandomSource) -> _CopyRun:
 
 def output_of(ctx: Context, runs: list[_CopyRun]) -> np.ndarray:
     """Final output: the single run's points, or the merge of copies A and B."""
-    n = ctx.n
-    if ctx.single:
-        return np.array([runs[0].points[i] for i in range(1, n + 1)], dtype=np.int64)
-    y_a = np.array([runs[0].points[i] for i in range(1, n + 1)], dtype=np.int64)
-    y_b = np.array([runs[1].points[i] for i in range(1, n + 1)], dtype=np.int64)
-    return ctx.merge(y_a, y_b)
+    seqs = [np.array([run.points[i] for i in range(1, ctx.n + 1)], dtype=np.int64) for run in runs]
+    return seqs[0] if ctx.single else ctx.merge(seqs[0], seqs[1])
 
 
 def diagnostics_of(ctx: Context, runs: list[_CopyRun]) -> dict:

@@ -44,10 +44,9 @@ __all__ = ["ENABLED", "DemandCounts", "add_demand", "cache_dir", "load", "points
 
 
 class DemandCounts(dict):
-    """Counts of ATP copies asked for per (P, options).
+    """Counts of ATP copies asked for per (P, options): twice each call's (released) trajectory count.
 
-    Counts of ATP copies asked for per (P, options): twice the number of trajectories of each call,
-    which its release shows. The only state a release leaves behind besides public structures of P.
+    The only state a release leaves behind besides public structures of P.
     """
 
 
@@ -95,6 +94,18 @@ def _header_key(digest: str, key: tuple) -> dict:
     return {"format": FORMAT, "points": digest, "options": list(key), "kernels": _fingerprint()}
 
 
+def _other_key(record: dict, digest: str, key: tuple) -> bool:
+    return {k: record.get(k) for k in ("format", "points", "options", "kernels")} != _header_key(digest, key)
+
+
+def _write(path: Path, data: bytes) -> None:
+    try:  # atomic; a failure to write only costs a later rebuild
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_bytes(path, data, overwrite=True)
+    except OSError:
+        return
+
+
 def _path(digest: str, key: tuple, suffix: str) -> Path | None:
     folder = cache_dir()
     if folder is None:
@@ -112,10 +123,9 @@ def _ignore(path: Path, why: str) -> None:
 
 
 def load(digest: str, key: tuple, m: int) -> np.ndarray | None:
-    """The kept table of (P, options), if a valid file holds it.
+    """The kept table of (P, options), |P| = ``m``, if a valid file holds it, else ``None``.
 
-    The kept table of (P, options), |P| = ``m``, if a valid file holds it, else ``None`` (a bad file: a
-    warning). The caller checks the width against the bands of ``key``.
+    A bad file: a warning. The caller checks the width against the bands of ``key``.
     """
     path = _path(digest, key, ".atptable")
     if path is None:
@@ -139,7 +149,7 @@ def load(digest: str, key: tuple, m: int) -> np.ndarray | None:
         if not isinstance(header, dict):
             raise ValueError("malformed header")
         payload = data[start + n :]
-        if {k: header.get(k) for k in ("format", "points", "options", "kernels")} != _header_key(digest, key):
+        if _other_key(header, digest, key):
             raise ValueError("made for another point set, other options or another geoldp version")
         shape = header.get("shape")
         if (
@@ -169,11 +179,7 @@ def save(digest: str, key: tuple, table: np.ndarray) -> None:
     header = dict(_header_key(digest, key), shape=list(table.shape))
     header["sha256"] = hashlib.sha256(payload).hexdigest()
     head = json.dumps(header, sort_keys=True).encode()
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        write_bytes(path, MAGIC + struct.pack("<Q", len(head)) + head + payload, overwrite=True)
-    except OSError:
-        return
+    _write(path, MAGIC + struct.pack("<Q", len(head)) + head + payload)
 
 
 def _read_demand(path: Path, digest: str, key: tuple) -> int:
@@ -182,7 +188,7 @@ def _read_demand(path: Path, digest: str, key: tuple) -> int:
         body = record["body"]
         if record.get("sha256") != hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest():
             raise ValueError("checksum mismatch")
-        if {k: body.get(k) for k in ("format", "points", "options", "kernels")} != _header_key(digest, key):
+        if _other_key(body, digest, key):
             raise ValueError("made for another point set or other options")
         copies = body["copies"]
         if type(copies) is not int or copies < 0:
@@ -199,11 +205,7 @@ def _write_demand(path: Path, digest: str, key: tuple, copies: int) -> None:
     body = dict(_header_key(digest, key), copies=int(copies))
     text = json.dumps(body, sort_keys=True)
     record = {"body": body, "sha256": hashlib.sha256(text.encode()).hexdigest()}
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        write_bytes(path, json.dumps(record, sort_keys=True).encode(), overwrite=True)
-    except OSError:
-        return
+    _write(path, json.dumps(record, sort_keys=True).encode())
 
 
 def add_demand(digest: str, key: tuple, copies: int) -> int | None:

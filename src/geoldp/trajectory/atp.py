@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import ClassVar
 
-from geoldp._core.validation import check_int_range, check_option
+from geoldp._core.validation import check_int_range
 from geoldp.budget import check_fractions, exact_share
 from geoldp.mechanisms._base import MAX_SW_BUCKETS
 from geoldp.trajectory._base import SamplerPlan, fraction_str
@@ -83,6 +83,12 @@ class ATP(TwoCopyMechanism):
 
     name: ClassVar[str] = "atp"
     anchor_region: ClassVar[bool] = True
+    _choices: ClassVar[dict[str, tuple[str, ...]]] = {
+        "sw_output": ("bucketed", "continuous"),
+        "distance_mapping": ("output", "input"),
+        "decay_epsilon": ("radius", "copy", "total"),
+        "anchor_mean": ("arithmetic", "vector"),
+    }
 
     def _validate_extra(self, caller: str) -> None:
         set_ = object.__setattr__
@@ -99,22 +105,7 @@ class ATP(TwoCopyMechanism):
             self.sw_buckets, "sw_buckets", caller=caller, minimum=2, maximum=MAX_SW_BUCKETS
         )
         set_(self, "sw_buckets", buckets)
-        set_(self, "sw_output", check_option(self.sw_output, "sw_output", ("bucketed", "continuous"), caller))
-        set_(
-            self,
-            "distance_mapping",
-            check_option(self.distance_mapping, "distance_mapping", ("output", "input"), caller),
-        )
-        set_(
-            self,
-            "decay_epsilon",
-            check_option(self.decay_epsilon, "decay_epsilon", ("radius", "copy", "total"), caller),
-        )
-        set_(
-            self,
-            "anchor_mean",
-            check_option(self.anchor_mean, "anchor_mean", ("arithmetic", "vector"), caller),
-        )
+        self._check_choices(self._choices, caller)
 
     def _compile_plan(self) -> SamplerPlan:
         return dataclasses.replace(
@@ -146,10 +137,7 @@ class ATP(TwoCopyMechanism):
             {
                 "fractions": [fraction_str(f) for f in self.fractions],
                 "sw_buckets": self.sw_buckets,
-                "sw_output": self.sw_output,
-                "distance_mapping": self.distance_mapping,
-                "decay_epsilon": self.decay_epsilon,
-                "anchor_mean": self.anchor_mean,
+                **{name: getattr(self, name) for name in self._choices},
             }
         )
         return out

@@ -56,10 +56,9 @@ def sw_estimate(r_hat: float, b: float, delta_r: float) -> float:
 
 @numba.njit(cache=True)
 def candidate_range(r_hat: float, b: float) -> tuple[Any, ...]:
-    """The smallest and largest k with test value within ``b`` of ``r_hat``.
+    """(k_lo, k_hi): the smallest and largest k with test value v = k/10 within ``b`` of ``r_hat``.
 
-    (k_lo, k_hi): the smallest and largest k with test value v = k/10 within ``b`` of ``r_hat``
-    (ALGORITHM §8.4 step 2); (−1, −1) when K is empty.
+    ALGORITHM §8.4 step 2; (−1, −1) when K is empty.
     """
     k_lo = -1
     k_hi = -1
@@ -74,11 +73,7 @@ def candidate_range(r_hat: float, b: float) -> tuple[Any, ...]:
 
 @numba.njit(cache=True)
 def band_distance(k: KernelInt, b: float, delta_r: float, input_mapping: bool) -> float:
-    """D(v_k) of the test value v_k = k/10.
-
-    D(v_k) of the test value v_k = k/10 (ALGORITHM §8.4 step 3; ``input_mapping`` as in
-    :func:`calibration_centre`).
-    """
+    """D(v_k) of the test value v_k = k/10 (ALGORITHM §8.4 step 3; mapping as :func:`calibration_centre`)."""
     v = k / 10.0
     if input_mapping:
         return v * delta_r

@@ -15,7 +15,7 @@ resolves ``rng`` once, and runs the sampler:
 from __future__ import annotations
 
 import numbers
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, NoReturn
 
 import numpy as np
@@ -451,26 +451,14 @@ def run_with_key(
     if not trajs:
         return []
     key = np.ascontiguousarray(key, dtype=np.uint32)
-    fast = _fast_impl() if sampler == "fast" else None
-    if fast is not None:
-        lengths = np.array([t.shape[0] for t in trajs], dtype=np.int64)
-        offsets = np.zeros(len(trajs) + 1, dtype=np.int64)
-        np.cumsum(lengths, out=offsets[1:])
-        flat = np.concatenate(trajs)
-        out = np.asarray(
-            fast(flat, offsets, points, mechanism, key, int(offset), n_jobs=n_jobs), dtype=np.int64
-        )
-        # views into one fresh array (they do not overlap); Python ints index faster than numpy ones
-        bounds = offsets.tolist()
-        return [out[bounds[i] : bounds[i + 1]] for i in range(len(trajs))]
-    cache: dict[int, _ref.Context] = {}
-    outputs = []
-    for i, traj in enumerate(_progress(trajs, progress)):
-        ctx = _context(cache, mechanism, points, traj.shape[0])
-        source = ChaChaRandomSource(key, offset + i, policy=policy)
-        out, _ = _ref.perturb_one(ctx, points.lam[traj], points.phi[traj], source)
-        outputs.append(out)
-    return outputs
+    if sampler == "fast":  # the compiled fast path (numba is a hard dependency: it always imports)
+        from geoldp.trajectory._fast import perturb_fast
+
+        flat, offsets = _flatten(trajs)
+        out = perturb_fast(flat, offsets, points, mechanism, key, int(offset), n_jobs=n_jobs)
+        return _split(np.asarray(out, dtype=np.int64), offsets)
+    streams = [ChaChaRandomSource(key, offset + i, policy=policy) for i in range(len(trajs))]
+    return _run_reference(trajs, points, mechanism, streams, progress=progress)[0]
 
 
 def kernel_state(mechanism: Any) -> str:
@@ -484,11 +472,17 @@ def kernel_state(mechanism: Any) -> str:
     return state(mechanism)
 
 
-def _fast_impl() -> Callable[..., np.ndarray]:
-    """The compiled fast path (imported on first use; numba is a hard dependency, so it always imports)."""
-    from geoldp.trajectory._fast import perturb_fast
+def _flatten(arrays: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    # the concatenation and the offsets of its parts (part i is flat[offsets[i]:offsets[i + 1]])
+    offsets = np.zeros(len(arrays) + 1, dtype=np.int64)
+    np.cumsum([a.shape[0] for a in arrays], out=offsets[1:])
+    return np.concatenate(arrays), offsets
 
-    return perturb_fast
+
+def _split(out: np.ndarray, offsets: np.ndarray) -> list[np.ndarray]:
+    # views into one fresh array (they do not overlap); Python ints index faster than numpy ones
+    bounds = offsets.tolist()
+    return [out[bounds[i] : bounds[i + 1]] for i in range(len(bounds) - 1)]
 
 
 def _progress(items: Any, progress: bool) -> Any:
@@ -501,28 +495,24 @@ def _progress(items: Any, progress: bool) -> Any:
     return tqdm(items, desc="perturbing", unit="traj")
 
 
-def _context(cache: dict, mechanism: Any, points: PointSet, n: int) -> _ref.Context:
-    ctx = cache.get(n)
-    if ctx is None:
-        ctx = cache[n] = _ref.Context(mechanism, points, n)
-    return ctx
-
-
 def _run_reference(
     trajs: Sequence[np.ndarray],
     points: PointSet,
     mechanism: Any,
-    source: RandomSource,
+    source: RandomSource | Sequence[RandomSource],
     *,
     diagnostics: bool = False,
     progress: bool = False,
 ) -> Any:
+    # one source for all, in trajectory order, or one per trajectory (its ChaCha20 stream)
     cache: dict[int, _ref.Context] = {}
     outputs = []
     agg = _new_diagnostics() if diagnostics else None
-    for traj in _progress(trajs, progress):
-        ctx = _context(cache, mechanism, points, traj.shape[0])
-        out, runs = _ref.perturb_one(ctx, points.lam[traj], points.phi[traj], source)
+    for i, traj in enumerate(_progress(trajs, progress)):
+        n = traj.shape[0]
+        ctx = cache.get(n) or cache.setdefault(n, _ref.Context(mechanism, points, n))
+        src = source if isinstance(source, RandomSource) else source[i]
+        out, runs = _ref.perturb_one(ctx, points.lam[traj], points.phi[traj], src)
         outputs.append(out)
         if agg is not None:
             _add_diagnostics(agg, _ref.diagnostics_of(ctx, runs))
@@ -611,55 +601,46 @@ def perturb_coordinates(
     """
     caller = "perturb_coordinates"
     with release_scope():
-        return _perturb_coordinates(trajectories, mechanism, epsilon, rng, return_ledger, options, caller)
-
-
-def _perturb_coordinates(
-    trajectories: Any,
-    mechanism: Any,
-    epsilon: float | None,
-    rng: Any,
-    return_ledger: bool,
-    options: Mapping[str, Any],
-    caller: str,
-) -> Any:
-    mech = resolve_mechanism(mechanism, epsilon, options, caller=caller)
-    if not getattr(mech, "continuous", False):
-        raise ValueError(
-            f"{caller} releases coordinates with 'tracs-d' or 'tracs-c'; use perturb_trajectories for "
-            f"{mech.name!r}."
-        )
-    arrays = []
-    for pos, traj in enumerate(trajectories):
-        if type(traj) is np.ndarray and traj.dtype == np.float64 and traj.ndim == 2 and traj.shape[1] == 2:
-            arr = traj  # the common case: finiteness is checked below, all at once
-        else:
-            arr = np.asarray(traj)
-            if arr.dtype.kind not in "iuf" or arr.ndim != 2 or arr.shape[1] != 2:
+        mech = resolve_mechanism(mechanism, epsilon, options, caller=caller)
+        if not getattr(mech, "continuous", False):
+            raise ValueError(
+                f"{caller} releases coordinates with 'tracs-d' or 'tracs-c'; use perturb_trajectories for "
+                f"{mech.name!r}."
+            )
+        arrays = []
+        for pos, traj in enumerate(trajectories):
+            if (
+                type(traj) is np.ndarray
+                and traj.dtype == np.float64
+                and traj.ndim == 2
+                and traj.shape[1] == 2
+            ):
+                arr = traj  # the common case: finiteness is checked below, all at once
+            else:
+                arr = np.asarray(traj)
+                if arr.dtype.kind not in "iuf" or arr.ndim != 2 or arr.shape[1] != 2:
+                    raise ValueError(
+                        f"Trajectory {pos} passed to {caller} must be an (n >= 1, 2) array of numbers."
+                    )
+                arr = arr.astype(np.float64)
+            if arr.shape[0] == 0:
                 raise ValueError(
                     f"Trajectory {pos} passed to {caller} must be an (n >= 1, 2) array of numbers."
                 )
-            arr = arr.astype(np.float64)
-        if arr.shape[0] == 0:
-            raise ValueError(f"Trajectory {pos} passed to {caller} must be an (n >= 1, 2) array of numbers.")
-        arrays.append(arr)
-    lengths = [a.shape[0] for a in arrays]
-    outputs: list[np.ndarray] = []
-    if arrays:
-        flat = np.concatenate(arrays)
-        offsets = np.zeros(len(arrays) + 1, dtype=np.int64)
-        np.cumsum(lengths, out=offsets[1:])
-        bad = ~np.isfinite(flat).all(axis=1)
-        if bad.any():
-            pos = int(np.searchsorted(offsets, np.flatnonzero(bad)[0], side="right") - 1)
-            raise ValueError(f"Trajectory {pos} passed to {caller} has a NaN or infinite coordinate.")
-        for n in sorted(set(lengths)):
-            mech.check_budgets(n)
-        source = resolve_rng(rng)
-        ox, oy = mech.perturb_xy(flat[:, 0], flat[:, 1], offsets, key=source.stream_key())
-        out = np.column_stack([ox, oy])
-        bounds = offsets.tolist()  # Python ints slice faster than numpy ones
-        outputs = [out[bounds[i] : bounds[i + 1]] for i in range(len(arrays))]
-    if return_ledger:
-        return outputs, [mech.ledger(n) for n in lengths]
-    return outputs
+            arrays.append(arr)
+        lengths = [a.shape[0] for a in arrays]
+        outputs: list[np.ndarray] = []
+        if arrays:
+            flat, offsets = _flatten(arrays)
+            bad = ~np.isfinite(flat).all(axis=1)
+            if bad.any():
+                pos = int(np.searchsorted(offsets, np.flatnonzero(bad)[0], side="right") - 1)
+                raise ValueError(f"Trajectory {pos} passed to {caller} has a NaN or infinite coordinate.")
+            for n in sorted(set(lengths)):
+                mech.check_budgets(n)
+            source = resolve_rng(rng)
+            ox, oy = mech.perturb_xy(flat[:, 0], flat[:, 1], offsets, key=source.stream_key())
+            outputs = _split(np.column_stack([ox, oy]), offsets)
+        if return_ledger:
+            return outputs, [mech.ledger(n) for n in lengths]
+        return outputs

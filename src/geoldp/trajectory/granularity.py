@@ -21,6 +21,8 @@ from fractions import Fraction
 from numbers import Integral, Real
 from typing import Any, cast
 
+from geoldp.mechanisms.krr import krr_constants
+
 #: The paper's candidate granularities D_c.
 DEFAULT_CANDIDATES: tuple[int, ...] = (2, 4, 6, 12)
 #: ε_eff = 3ε/8: the direction share (3/4) of one copy (ε/2).
@@ -35,24 +37,13 @@ _LN37 = math.log(37.0)
 _TIE_RTOL = 1e-15
 
 
-def _krr_keep(g: int, x: float) -> float:
-    """k-RR probability of the true sector, e^x/(g−1+e^x), in the stable form 1/(1+(g−1)e^{−x})."""
-    return 1.0 / (1.0 + (g - 1) * math.exp(-x))
-
-
-def _krr_other(g: int, x: float) -> float:
-    """k-RR probability of one given wrong sector, 1/(g−1+e^x) = e^{−x}/(1+(g−1)e^{−x})."""
-    t = math.exp(-x)
-    return t / (1.0 + (g - 1) * t)
-
-
 def score_c(g: int, x: float, candidates: Sequence[int] = DEFAULT_CANDIDATES) -> float:
     """Reading-C score of granularity ``g`` at ε_eff = ``x`` (ALGORITHM §7).
 
     ``score_C(g; x) = c_g · e^x/(g − 1 + e^x)`` with ``c_g = mean_{g'∈D_c} min(1, g/g')``.
     """
     c_g = sum(min(1.0, g / gp) for gp in candidates) / len(candidates)
-    return c_g * _krr_keep(g, x)
+    return c_g * krr_constants(g, x)[0]  # k-RR's probability of the true sector
 
 
 def score_a(g: int, x: float, candidates: Sequence[int] = DEFAULT_CANDIDATES) -> float:
@@ -61,8 +52,7 @@ def score_a(g: int, x: float, candidates: Sequence[int] = DEFAULT_CANDIDATES) ->
     ``score_A = mean_θ [ q·φ₀(θ) + q̄·(θg/π − φ₀(θ)) ]`` over θ = π/g′, g′ ∈ D_c, with
     ``φ₀(θ) = min(1, θg/π)``.
     """
-    q = _krr_keep(g, x)
-    qbar = _krr_other(g, x)
+    q, qbar, _ = krr_constants(g, x)  # k-RR's probabilities of the true sector and of one other
     total = 0.0
     for gp in candidates:
         cover = g / gp  # θg/π with θ = π/g′

@@ -6,8 +6,9 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import ClassVar
 
+from geoldp._core.validation import check_epsilon
 from geoldp.budget import Ledger, LedgerEntry, exact_share
-from geoldp.trajectory._base import SamplerPlan, check_stage_budget, coerce_epsilon, warn_large_epsilon
+from geoldp.trajectory._base import SamplerPlan, check_stage_budget, warn_large_epsilon
 from geoldp.trajectory.tp import check_length
 
 
@@ -45,7 +46,7 @@ class PointEM:
     anchor_region: ClassVar[bool] = False
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "epsilon", coerce_epsilon(self.epsilon, "PointEM"))
+        object.__setattr__(self, "epsilon", check_epsilon(self.epsilon, caller="PointEM"))
         object.__setattr__(self, "_plan", SamplerPlan(two_copies=False))
         warn_large_epsilon(self.epsilon, "PointEM", stacklevel=4)
 

@@ -64,14 +64,9 @@ def non_pivot_positions(n: int, copy: str) -> tuple[int, ...]:
 def direction_pairs(n: int, copy: str) -> tuple[tuple[int, int], ...]:
     """Directions (pivot k → non-pivot j) of one copy in transcript order: j ascending, left first.
 
-    Exactly n − 1 pairs for n ≥ 2 (one per adjacent pair of positions).
+    Exactly n − 1 pairs for n ≥ 2 (one per adjacent pair of positions): the k-RR stages of :func:`stage_plan`.
     """
-    out = []
-    for j in non_pivot_positions(n, copy):
-        for k in (j - 1, j + 1):
-            if 1 <= k <= n:
-                out.append((k, j))
-    return tuple(out)
+    return tuple((p[0], p[1]) for kind, p in stage_plan(n, copy, anchor=False) if kind == "direction_krr")
 
 
 @dataclass(frozen=True)

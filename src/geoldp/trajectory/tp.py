@@ -8,12 +8,11 @@ from fractions import Fraction
 from numbers import Real
 from typing import ClassVar
 
-from geoldp._core.validation import check_option
+from geoldp._core.validation import check_epsilon, check_option
 from geoldp.budget import Ledger
 from geoldp.trajectory._base import (
     SamplerPlan,
     check_stage_budget,
-    coerce_epsilon,
     fraction_str,
     warn_large_epsilon,
 )
@@ -44,13 +43,20 @@ class TwoCopyMechanism:
     _plan: SamplerPlan = field(init=False, repr=False, compare=False)
 
     name: ClassVar[str] = ""
+    # the plain string options and their choices, validated and listed by options() in this order
+    _choices: ClassVar[dict[str, tuple[str, ...]]] = {
+        "sector_convention": ("centred", "floor"),
+        "split": ("uniform", "grouped"),
+        "fallback": ("neighbours", "region"),
+        "tie_break": ("balanced", "index"),
+    }
     #: Whether each copy starts with an anchor EM and a radius SW and restricts its EMs to the region.
     anchor_region: ClassVar[bool] = False
 
     def __post_init__(self) -> None:
         caller = type(self).__name__
         set_ = object.__setattr__
-        set_(self, "epsilon", coerce_epsilon(self.epsilon, caller))
+        set_(self, "epsilon", check_epsilon(self.epsilon, caller=caller))
         gran = self.granularity
         if isinstance(gran, str):
             gran = check_option(gran, "granularity", ("auto",), caller, case_insensitive=True)
@@ -90,14 +96,7 @@ class TwoCopyMechanism:
                 f"Got {self.epsilon_fraction!r} instead."
             )
         set_(self, "epsilon_fraction", parsed)
-        set_(
-            self,
-            "sector_convention",
-            check_option(self.sector_convention, "sector_convention", ("centred", "floor"), caller),
-        )
-        set_(self, "split", check_option(self.split, "split", ("uniform", "grouped"), caller))
-        set_(self, "fallback", check_option(self.fallback, "fallback", ("neighbours", "region"), caller))
-        set_(self, "tie_break", check_option(self.tie_break, "tie_break", ("balanced", "index"), caller))
+        self._check_choices(TwoCopyMechanism._choices, caller)
         self._validate_extra(caller)
         set_(
             self,
@@ -112,6 +111,10 @@ class TwoCopyMechanism:
         )
         set_(self, "_plan", self._compile_plan())
         warn_large_epsilon(self.epsilon, caller, stacklevel=4)
+
+    def _check_choices(self, choices: dict[str, tuple[str, ...]], caller: str) -> None:
+        for name, valid in choices.items():
+            object.__setattr__(self, name, check_option(getattr(self, name), name, valid, caller))
 
     def _validate_extra(self, caller: str) -> None:
         """Hook for subclass options."""
@@ -192,10 +195,7 @@ class TwoCopyMechanism:
             "granularity_reading": self.granularity_reading,
             "granularity_candidates": list(self.granularity_candidates),
             "epsilon_fraction": fraction_str(self.epsilon_fraction),
-            "sector_convention": self.sector_convention,
-            "split": self.split,
-            "fallback": self.fallback,
-            "tie_break": self.tie_break,
+            **{name: getattr(self, name) for name in TwoCopyMechanism._choices},
         }
 
 

@@ -47,7 +47,7 @@ import numpy as np
 from geoldp._core.aot import Entry, array
 from geoldp._core.kernels import TWO_PI, jit, jit_inline
 from geoldp._core.randomness import stream_reset, stream_uniform
-from geoldp._core.validation import check_option
+from geoldp._core.validation import check_epsilon, check_option
 from geoldp.budget import Ledger, LedgerEntry, exact_share
 from geoldp.mechanisms.piecewise import (
     PIECEWISE_EPS_MAX,
@@ -57,7 +57,7 @@ from geoldp.mechanisms.piecewise import (
     linear_sample,
     split_uniform,
 )
-from geoldp.trajectory._base import coerce_epsilon, fraction_str, warn_large_epsilon
+from geoldp.trajectory._base import fraction_str, warn_large_epsilon
 from geoldp.trajectory.tp import check_length
 
 if TYPE_CHECKING:
@@ -296,10 +296,11 @@ class _TraCS:
     stage_names: ClassVar[tuple[str, str]] = ("", "")
     #: Releases continuous coordinates (no public point set needed; snapping to one is post-processing).
     continuous: ClassVar[bool] = True
+    _kernel: ClassVar[Entry]
 
     def _common(self) -> None:
         caller = type(self).__name__
-        object.__setattr__(self, "epsilon", coerce_epsilon(self.epsilon, caller))
+        object.__setattr__(self, "epsilon", check_epsilon(self.epsilon, caller=caller))
         object.__setattr__(self, "bounds", check_box(self.bounds, caller=caller))
         warn_large_epsilon(self.epsilon, caller, stacklevel=5)
 
@@ -374,25 +375,12 @@ class _TraCS:
         key = np.ascontiguousarray(key, dtype=np.uint32)
         buf = np.zeros(16, dtype=np.uint32)
         state = np.zeros(3, dtype=np.int64)
-        self._run(x, y, offsets, box, eps_a, eps_b, key, np.int64(first_stream), buf, state, out_x, out_y)
+        start = (x, y, offsets, box, *self._references())
+        self._kernel(*start, eps_a, eps_b, key, np.int64(first_stream), buf, state, out_x, out_y)
         return out_x, out_y
 
-    def _run(
-        self,
-        x: np.ndarray,
-        y: np.ndarray,
-        offsets: np.ndarray,
-        box: np.ndarray,
-        eps_a: np.ndarray,
-        eps_b: np.ndarray,
-        key: np.ndarray,
-        first: KernelInt,
-        buf: np.ndarray,
-        state: np.ndarray,
-        out_x: np.ndarray,
-        out_y: np.ndarray,
-    ) -> None:
-        raise NotImplementedError
+    def _references(self) -> tuple[np.ndarray, ...]:
+        return ()  # the kernel's public arguments after the box (TraCS-D: the first reference)
 
     def _options(self, share_name: str) -> dict:
         return {
@@ -443,6 +431,7 @@ class TraCSD(_TraCS):
     name: ClassVar[str] = "tracs-d"
     stage_kinds: ClassVar[tuple[str, str]] = ("direction_pw", "distance_pw")
     stage_names: ClassVar[tuple[str, str]] = ("direction", "distance")
+    _kernel: ClassVar[Entry] = _tracs_d_kernel
 
     def __post_init__(self) -> None:
         caller = type(self).__name__
@@ -459,23 +448,8 @@ class TraCSD(_TraCS):
             return x0, y0
         return 0.5 * (x0 + x1), 0.5 * (y0 + y1)
 
-    def _run(
-        self,
-        x: np.ndarray,
-        y: np.ndarray,
-        offsets: np.ndarray,
-        box: np.ndarray,
-        eps_a: np.ndarray,
-        eps_b: np.ndarray,
-        key: np.ndarray,
-        first: KernelInt,
-        buf: np.ndarray,
-        state: np.ndarray,
-        out_x: np.ndarray,
-        out_y: np.ndarray,
-    ) -> None:
-        origin = np.array(self.origin_point, dtype=np.float64)
-        _tracs_d_kernel(x, y, offsets, box, origin, eps_a, eps_b, key, first, buf, state, out_x, out_y)
+    def _references(self) -> tuple[np.ndarray, ...]:
+        return (np.array(self.origin_point, dtype=np.float64),)
 
     def options(self) -> dict:
         """JSON-able description of the mechanism and every option (for provenance)."""
@@ -513,29 +487,13 @@ class TraCSC(_TraCS):
     name: ClassVar[str] = "tracs-c"
     stage_kinds: ClassVar[tuple[str, str]] = ("coordinate_pw", "coordinate_pw")
     stage_names: ClassVar[tuple[str, str]] = ("x", "y")
+    _kernel: ClassVar[Entry] = _tracs_c_kernel
 
     def __post_init__(self) -> None:
         caller = type(self).__name__
         object.__setattr__(self, "_share", _check_share(self.x_share, "x_share", caller))
         object.__setattr__(self, "x_share", self._share)
         self._common()
-
-    def _run(
-        self,
-        x: np.ndarray,
-        y: np.ndarray,
-        offsets: np.ndarray,
-        box: np.ndarray,
-        eps_a: np.ndarray,
-        eps_b: np.ndarray,
-        key: np.ndarray,
-        first: KernelInt,
-        buf: np.ndarray,
-        state: np.ndarray,
-        out_x: np.ndarray,
-        out_y: np.ndarray,
-    ) -> None:
-        _tracs_c_kernel(x, y, offsets, box, eps_a, eps_b, key, first, buf, state, out_x, out_y)
 
     def options(self) -> dict:
         """JSON-able description of the mechanism and every option (for provenance)."""

@@ -1,10 +1,8 @@
-"""ATP's anchor p_α on the fast path.
+"""ATP's anchor p_α on the fast path, exactly as the reference's ``anchor_location`` and nearest-point rule.
 
-ATP's anchor p_α on the fast path: the exact-kernel nearest public point to each trajectory's mean
-location (ties → lowest index), exactly as the reference's ``anchor_location`` and nearest-point rule.
-
-The mean replicates numpy's pairwise summation bit for bit; a KD-tree proposes candidates and the exact
-kernel decides (full scan when the candidates may miss a tie).
+The exact-kernel nearest public point to each trajectory's mean location (ties → lowest index). The mean
+replicates numpy's pairwise summation bit for bit; a KD-tree proposes candidates and the exact kernel
+decides (full scan when the candidates may miss a tie).
 """
 
 from __future__ import annotations
@@ -69,48 +67,12 @@ def _pairwise_leaf(a: np.ndarray, start: KernelInt, n: KernelInt) -> float:
 
 @numba.njit(cache=True)
 def _pairwise(a: np.ndarray, start: KernelInt, n: KernelInt) -> float:
-    """NumPy's recursive pairwise summation of a[start:start+n], evaluated with an explicit stack."""
+    """NumPy's recursive pairwise summation of a[start:start+n] (halves cut at a multiple of 8)."""
     if n <= 128:
         return _pairwise_leaf(a, start, n)
-    st_s = np.empty(128, dtype=np.int64)
-    st_n = np.empty(128, dtype=np.int64)
-    st_k = np.zeros(128, dtype=np.int64)
-    vals = np.empty(128)
-    top = 0
-    nv = 0
-    st_s[0] = start
-    st_n[0] = n
-    st_k[0] = 0
-    while top >= 0:
-        s0 = st_s[top]
-        n0 = st_n[top]
-        if n0 <= 128:
-            vals[nv] = _pairwise_leaf(a, s0, n0)
-            nv += 1
-            top -= 1
-            continue
-        n2 = n0 // 2
-        n2 -= n2 % 8
-        if st_k[top] == 0:
-            st_k[top] = 1
-            top += 1
-            st_s[top] = s0
-            st_n[top] = n2
-            st_k[top] = 0
-        elif st_k[top] == 1:
-            st_k[top] = 2
-            top += 1
-            st_s[top] = s0 + n2
-            st_n[top] = n0 - n2
-            st_k[top] = 0
-        else:
-            right = vals[nv - 1]
-            left = vals[nv - 2]
-            nv -= 2
-            vals[nv] = left + right
-            nv += 1
-            top -= 1
-    return vals[0]
+    n2 = n // 2
+    n2 -= n2 % 8
+    return _pairwise(a, start, n2) + _pairwise(a, start + n2, n - n2)
 
 
 @numba.njit(cache=True)

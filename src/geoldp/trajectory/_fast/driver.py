@@ -78,6 +78,7 @@ the part an enumeration touches is committed).
 
 from __future__ import annotations
 
+import os
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numba
@@ -121,6 +122,7 @@ from geoldp.trajectory._fast.sampling import (
     sw_continuous,
 )
 from geoldp.trajectory.merge import TAU_FACTOR
+from geoldp.trajectory.split import is_pivot
 
 if TYPE_CHECKING:
     from geoldp._core.kernels import KernelInt
@@ -218,18 +220,7 @@ class Work(NamedTuple):
 
 def kernel_index(index: FastIndex) -> KernelIndex:
     """The :class:`KernelIndex` record of P's spatial index."""
-    return KernelIndex(
-        index.lam,
-        index.phi,
-        index.xyz,
-        index.sxyz,
-        index.order,
-        index.gf,
-        index.gi,
-        index.basis,
-        index.cell_start,
-        index.delta,
-    )
+    return KernelIndex(*(getattr(index, name) for name in KernelIndex._fields))
 
 
 def new_work(m: int, n_rows: int, max_len: int) -> Work:
@@ -279,7 +270,7 @@ def _run(
 ) -> None:
     """Perturb every trajectory.
 
-    Perturb every trajectory. ``cp`` (two copies) is None for PointEM, ``rp`` (ATP's anchor and region)
+    ``cp`` (two copies) is None for PointEM, ``rp`` (ATP's anchor and region)
     and ``dflt`` (the copy's region record) are None for TP and PointEM. All arrays come from Python
     (this function runs without NRT).
     """
@@ -389,9 +380,7 @@ def _copies(  # noqa: C901
                 o_full = np.bool_(False)
         # pivots (copy A = index 0: even 1-based positions; copy B: odd), EM over Ω
         for i in range(n):
-            pos1 = i + 1
-            piv = (pos1 % 2 == 0) if c == 0 else (pos1 % 2 == 1)
-            if not piv:
+            if not is_pivot(c, i + 1):
                 continue
             x = flat[s0 + i]
             yy[c, i] = em(
@@ -400,9 +389,7 @@ def _copies(  # noqa: C901
             )  # fmt: skip
         # non-pivots: k-RR of the direction from each neighbouring perturbed pivot, then EM on the domain
         for i in range(n):
-            pos1 = i + 1
-            piv = (pos1 % 2 == 0) if c == 0 else (pos1 % 2 == 1)
-            if piv:
+            if is_pivot(c, i + 1):
                 continue
             x = flat[s0 + i]
             ns = np.int64(0)
@@ -594,17 +581,9 @@ def _length_row(mechanism: Any, n: int) -> tuple[float, Any]:
 def _tables(mechanism: Any, lengths: np.ndarray, m: int) -> tuple[Any, ...]:
     """Per-length stage budgets, k-RR lie probabilities and SW half-widths (the reference's helpers)."""
     n_max = int(lengths.max()) if lengths.size else 1
-    shape2 = (n_max + 1, 2)
     eps_single = np.zeros(n_max + 1)
-    eps_piv = np.zeros(shape2)
-    eps_np = np.zeros(shape2)
-    lie = np.zeros(shape2)
-    eps_anc = np.zeros(shape2)
-    eps_rad = np.zeros(shape2)
-    sw_b = np.zeros(shape2)
-    eps_dec = np.zeros(shape2)
-    plan = mechanism.sampler_plan
-    g = int(plan.granularity)
+    # (eps_piv, eps_np, lie, eps_anc, eps_rad, sw_b, eps_dec)[n, copy]: the columns of _length_row
+    per_copy = np.zeros((7, n_max + 1, 2))
     for n in np.unique(lengths):
         n = int(n)
         single, copies = _LENGTH_ROWS.get((mechanism, n), _length_row, mechanism, n)
@@ -612,11 +591,8 @@ def _tables(mechanism: Any, lengths: np.ndarray, m: int) -> tuple[Any, ...]:
             eps_single[n] = single
             continue
         for c, row in enumerate(copies):
-            for table, value in zip(
-                (eps_piv, eps_np, lie, eps_anc, eps_rad, sw_b, eps_dec), row, strict=True
-            ):
-                table[n, c] = value
-    return g, eps_single, eps_piv, eps_np, lie, eps_anc, eps_rad, sw_b, eps_dec
+            per_copy[:, n, c] = row
+    return (int(mechanism.sampler_plan.granularity), eps_single, *per_copy)
 
 
 def kernel_state(mechanism: Any) -> str:
@@ -638,19 +614,15 @@ def kernel_state(mechanism: Any) -> str:
         index_path = _run._cache._cache_file._index_path
     except AttributeError:
         return "compile"
-    import os
-
     return "cached" if os.path.exists(index_path) else "compile"
 
 
 def warn_if_compiling(mechanism: Any) -> None:
-    """Warn, once per process, that this first call compiles the kernels.
+    """Warn, once per process, that this first call compiles the kernels (never installed), with the fix.
 
-    Warn, once per process, that this first call compiles the kernels because the compiled ones were
-    never installed (no C compiler at install time), with the fix. Silent where the user turned them off
-    (``GEOLDP_AOT=0``) or where numba's cache already holds them.
+    Silent where the user turned them off (``GEOLDP_AOT=0``) or where numba's cache already holds them.
     """
-    if _COMPILE_WARNED or not _aot_env_on() or _aot_installed():
+    if _COMPILE_WARNED or os.environ.get("GEOLDP_AOT", "1") == "0" or _aot_installed():
         return
     if kernel_state(mechanism) != "compile":
         return
@@ -671,20 +643,13 @@ def warn_if_compiling(mechanism: Any) -> None:
 _COMPILE_WARNED: list[bool] = []
 
 
-def _aot_env_on() -> bool:
-    import os
-
-    return os.environ.get("GEOLDP_AOT", "1") != "0"
-
-
 def precompute(points: PointSet, mechanism: Any, n_jobs: int = 1) -> bool:
     """Build the public structures of ``points`` that ``mechanism``'s releases read.
 
-    Build the public structures of ``points`` that ``mechanism``'s releases read: P's spatial index and,
-    for ATP, its quadtree and public tables over P (:mod:`geoldp.trajectory._atp_table`; none above
-    ``TABLE_MAX_POINTS`` points; built with ``n_jobs`` threads). They are cached with the point set, as a
-    release would cache them, and the tables on disk. Returns whether ATP's tables are ready. Reads P and
-    the mechanism's public configuration only.
+    P's spatial index and, for ATP, its quadtree and public tables over P
+    (:mod:`geoldp.trajectory._atp_table`; none above ``TABLE_MAX_POINTS`` points; built with ``n_jobs``
+    threads). They are cached with the point set, as a release would cache them, and the tables on disk.
+    Returns whether ATP's tables are ready. Reads P and the mechanism's public configuration only.
     """
     index = get_index(points)
     plan = mechanism.sampler_plan
@@ -706,12 +671,11 @@ def _atp_structures(
     n_traj: int | None,
     n_jobs: int,
 ) -> tuple[Any, int]:
-    """ATP's structures of P and its public tables.
+    """ATP's structures of P (quadtree, k-d tree) and its public tables.
 
-    ATP's structures of P (quadtree, k-d tree) and its public tables (:func:`_atp_table.plan_tables`, for
-    a call of ``n_traj`` trajectories; ``None``: built wherever one is kept; ``n_jobs`` threads); returns
-    the tables and how many the call's budgets ask for. Built whatever the input: their presence says
-    nothing of it.
+    The tables (:func:`_atp_table.plan_tables`) for a call of ``n_traj`` trajectories (``None``: built
+    wherever one is kept; ``n_jobs`` threads), and how many the call's budgets ask for. Built whatever the
+    input: their presence says nothing of it.
     """
     index.tree()
     index.kdtree()

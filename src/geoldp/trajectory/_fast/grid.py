@@ -186,11 +186,9 @@ class FastIndex:
         return self._tree
 
     def atp_table(self, key: tuple, make: Callable[..., Any] | None = None) -> Any:
-        """ATP's public table, its key and band slots under ``key``.
+        """ATP's public table, its key and band slots under ``key`` (P and public options only), or None.
 
-        ATP's public table, its key and band slots under ``key`` (P and public options only; see
-        _atp_table), built by ``make()`` if not cached, or None. At most ``_ATP_TABLES`` are kept (the
-        oldest is dropped).
+        Built by ``make()`` if not cached. At most ``_ATP_TABLES`` are kept (the oldest is dropped).
         """
         tab = self._atp_tables.get(key)
         if tab is None and make is not None:
@@ -526,10 +524,9 @@ def member(  # noqa: C901
     g: KernelInt,
     centred: bool,
 ) -> bool:
-    """Exact membership of P_p in the region and every sector.
+    """Exact membership of P_p in Ω ∩ ⋂ GetPointSet(apex_k, dir_k) (the reference's kernels, argument order).
 
-    Exact membership of P_p in Ω ∩ ⋂ GetPointSet(apex_k, dir_k) (the reference's kernels and argument
-    order). Dot-product tests with margins decide the clear cases; only points within the margins of a
+    Dot-product tests with margins decide the clear cases; only points within the margins of a
     boundary are decided by the kernels. ``dflt`` is the copy's region record, ``rp`` ATP's
     ``RegionPlan`` (both None for TP) and ``w`` the thread's ``Work`` (its traversal scratch).
     """

@@ -1,8 +1,7 @@
 """The merge of the two perturbed copies on the fast path (ALGORITHM §5.6).
 
-The merge of the two perturbed copies on the fast path (ALGORITHM §5.6), bit-identical to
-:func:`geoldp.trajectory.merge.merge_choice`: only the grid runs that meet the strip around the arc y_A–y_B
-are scanned (the argument is in :mod:`geoldp.trajectory._fast.driver`).
+Bit-identical to :func:`geoldp.trajectory.merge.merge_choice`: only the grid runs that meet the strip
+around the arc y_A–y_B are scanned (the argument is in :mod:`geoldp.trajectory._fast.driver`).
 """
 
 from __future__ import annotations
@@ -37,7 +36,7 @@ def _chord_dist(ax: float, ay: float, az: float, bx: float, by: float, bz: float
 def _slab(dab: float, gap: float, nn: float) -> float:
     """Bound on |p·n| for every p near the arc y_A–y_B.
 
-    Bound on |p·n| for every p with d(p, y_A) + d(p, y_B) <= dab + ``gap`` (metres), n the computed
+    Every p with d(p, y_A) + d(p, y_B) <= dab + ``gap`` (metres), n the computed
     unit normal of the great circle through y_A, y_B (``nn`` = |y_A × y_B| before normalising), for
     dab < 0.45πR.
 
@@ -90,13 +89,9 @@ def merge_position(ya: KernelInt, yb: KernelInt, ix: Any, cp: Any, w: Any) -> Ke
     phi = ix.phi
     xyz = ix.xyz
     sxyz = ix.sxyz
-    order = ix.order
     gf = ix.gf
-    gi = ix.gi
     basis = ix.basis
-    cell_start = ix.cell_start
     tau = cp.tau
-    balanced = cp.balanced
     lo = w.rows[3]
     hi = w.rows[4]
     cum = w.rows[5]
@@ -110,7 +105,7 @@ def merge_position(ya: KernelInt, yb: KernelInt, ix: Any, cp: Any, w: Any) -> Ke
     m = lam.shape[0]
     dab = haversine_rad(lam[ya], phi[ya], lam[yb], phi[yb])
     err = 1e-9 + 1e-12 * dab + tau
-    use_grid = gi[2] == 1 and dab < 0.45 * math.pi * EARTH_RADIUS_M
+    use_grid = ix.gi[2] == 1 and dab < 0.45 * math.pi * EARTH_RADIUS_M
     n = 0
     if use_grid:
         ax, ay, az = xyz[ya, 0], xyz[ya, 1], xyz[ya, 2]
@@ -143,7 +138,7 @@ def merge_position(ya: KernelInt, yb: KernelInt, ix: Any, cp: Any, w: Any) -> Ke
                 hp[nh, 1] = sg * (nx * basis[2, 0] + ny * basis[2, 1] + nz * basis[2, 2])
                 hp[nh, 2] = sg * (nx * basis[0, 0] + ny * basis[0, 1] + nz * basis[0, 2]) + wide
                 nh += 1
-        n_runs, total = ranges(gf, gi, cell_start, hp, nh, np.bool_(True), du, dv, dl, lo, hi, cum)
+        n_runs, total = ranges(gf, ix.gi, ix.cell_start, hp, nh, np.bool_(True), du, dv, dl, lo, hi, cum)
         stats[ST_MERGE_CAND] += total
         for r in range(n_runs):
             for pos in range(lo[r], hi[r]):
@@ -152,7 +147,7 @@ def merge_position(ya: KernelInt, yb: KernelInt, ix: Any, cp: Any, w: Any) -> Ke
                     dot = sxyz[pos, 0] * nx + sxyz[pos, 1] * ny + sxyz[pos, 2] * nz
                     if abs(dot) > slab:
                         continue
-                p = order[pos]
+                p = ix.order[pos]
                 if p == ya or p == yb:
                     continue  # added below without kernel calls
                 # cheap chord distances (error ~1e−9 m) rule out points clearly off the arc
@@ -185,7 +180,7 @@ def merge_position(ya: KernelInt, yb: KernelInt, ix: Any, cp: Any, w: Any) -> Ke
             s_min = sc_cdf[i]
     limit = s_min + tau
     best = m
-    if not balanced:
+    if not cp.balanced:
         for i in range(n):
             if sc_cdf[i] <= limit and sc_idx[i] < best:
                 best = sc_idx[i]

@@ -184,11 +184,8 @@ def em_full(
 def _draw_log_weights(
     sc_cdf: np.ndarray, n: KernelInt, top: float, key: np.ndarray, buf: np.ndarray, state: np.ndarray
 ) -> KernelInt:
-    """Inverse-CDF draw of a slot of ``sc_cdf[:n]``.
-
-    Inverse-CDF draw of a slot of ``sc_cdf[:n]`` (log-weights, maximum ``top``), the reference's pmf:
-    max-subtracted, normalised. ``sc_cdf`` is overwritten with the CDF.
-    """
+    # inverse-CDF draw of a slot of sc_cdf[:n] (log-weights, maximum top), the reference's pmf:
+    # max-subtracted, normalised; sc_cdf is overwritten with the CDF
     s = 0.0
     for i in range(n):
         s += math.exp(sc_cdf[i] - top)
