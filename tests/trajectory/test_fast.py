@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 
+import numba
 import numpy as np
 import pytest
 from trajectory_support import chi_square, city, make, noncentrality
@@ -48,10 +49,19 @@ def _layout(trajs):
     return np.concatenate(trajs), offsets
 
 
+# the exact pmf of (mechanism, P, x), computed once per session: several tests check different samplers (or
+# mutants) against the same pmf; mechanisms and PointSets compare and hash by value, and the enumeration
+# depends on nothing else (the fast path's monkeypatched proposal limits do not reach _exact)
+_EXACT: dict = {}
+
+
 def _exact_pmf(mech, points, x) -> dict:
-    dists = _exact.full_distributions(mech, points, np.array([x], dtype=np.int64))
-    seqs, pm = _exact.merged_distribution(mech, points, dists)
-    return {tuple(s): float(p) for s, p in zip(seqs.tolist(), pm[0], strict=True) if p > 0}
+    key = (mech, points, tuple(int(v) for v in x))
+    if key not in _EXACT:
+        dists = _exact.full_distributions(mech, points, np.array([x], dtype=np.int64))
+        seqs, pm = _exact.merged_distribution(mech, points, dists)
+        _EXACT[key] = {tuple(s): float(p) for s, p in zip(seqs.tolist(), pm[0], strict=True) if p > 0}
+    return dict(_EXACT[key])
 
 
 def _sample_counts(mech, points, x, n_draws=N, key=KEY) -> dict:
@@ -522,6 +532,15 @@ def _region_plan(ri, tol_pt):
     return F.RegionPlan(anchors, ri, tol_pt, False, z, z, z, z, 1024, False, False, *AT._NONE)
 
 
+@numba.njit(cache=False)
+def _members(out, lam, phi, xyz, dq, dint, reg, rp, w):
+    """``FG.member`` of every point in order (g = 2, centred), as the loop ``[FG.member(p, ...) for p]``
+    does from Python, without a boxed call per point. Not cached: numba's on-disk cache never refers to
+    this test module."""
+    for p in range(out.size):
+        out[p] = FG.member(p, lam, phi, xyz, dq, dint, reg, rp, w, 2, True)
+
+
 @pytest.mark.parametrize("input_mapping", [False, True])
 def test_refine_narrows_a_grouped_region_and_keeps_every_decision(town, input_mapping):
     """A region whose η interval came from a traversal that carried straddling groups is narrowed by
@@ -559,9 +578,8 @@ def test_refine_narrows_a_grouped_region_and_keeps_every_decision(town, input_ma
                 FG.dom_reset(dint)
                 FG.dom_region(dint, a)
                 rp = _region_plan(ri, tol_pt)
-                got = np.array(
-                    [FG.member(p, idx.lam, idx.phi, idx.xyz, dq, dint, reg, rp, w, 2, True) for p in range(m)]
-                )
+                got = np.zeros(m, dtype=np.bool_)
+                _members(got, idx.lam, idx.phi, idx.xyz, dq, dint, reg, rp, w)
                 assert np.array_equal(got, row <= r_exact)
                 assert reg[AR.F_SUPER] == sup
                 assert lo <= reg[AR.F_LO] <= r_exact <= reg[AR.F_HI] <= hi

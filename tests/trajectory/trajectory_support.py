@@ -69,11 +69,39 @@ class PublicChecker:
                 self.violations.append((stage.copy, stage.kind, stage.positions, key, prefix))
 
 
-def exact_report(mech, points, X, *, run_cls=None, merged=True) -> dict:
-    """Run the exact checks (a)(b)(c) of TESTING §2 and E7 on every copy and on the merged output."""
+#: Enumerations of n <= 2 (small: at most 49 inputs), kept for the session: the E tests and the mutant
+#: catalogue check several claims (E5/E6 bounds, E7, the merged output) of the same (mechanism, P, X, run
+#: class), each of which used to enumerate again. The key holds everything the enumeration reads but the
+#: module state a monkeypatched mutant replaces: call exact_report with ``run_cls``, never under such a patch.
+_ENUMERATIONS: dict = {}
+
+
+def _enumeration(mech, points, X, run_cls) -> dict:
+    """The per-copy distributions and the E7 violations of one enumeration (cached for n <= 2)."""
+    X = np.asarray(X, dtype=np.int64)
+    cls = run_cls or _ref.RUN_CLASS  # the class the enumeration runs (a patched RUN_CLASS included)
+    key = (mech, points, X.shape, X.tobytes(), cls) if X.ndim == 2 and X.shape[1] <= 2 else None
+    if key is not None and key in _ENUMERATIONS:
+        return _ENUMERATIONS[key]
     checker = PublicChecker()
     dists = _exact.full_distributions(mech, points, X, run_cls=run_cls, on_stage=checker)
-    rep = {"rows_ok": True, "support_ok": True, "copy_lr": [], "copy_claim": [], "public": checker.violations}
+    entry = {"dists": dists, "public": checker.violations, "merged": None}
+    if key is not None:
+        _ENUMERATIONS[key] = entry
+    return entry
+
+
+def exact_report(mech, points, X, *, run_cls=None, merged=True) -> dict:
+    """Run the exact checks (a)(b)(c) of TESTING §2 and E7 on every copy and on the merged output."""
+    entry = _enumeration(mech, points, X, run_cls)
+    dists = entry["dists"]
+    rep = {
+        "rows_ok": True,
+        "support_ok": True,
+        "copy_lr": [],
+        "copy_claim": [],
+        "public": list(entry["public"]),
+    }
     for d in dists:
         rep["rows_ok"] &= bool(np.all(np.abs(d.probs.sum(axis=1) - 1.0) <= TOL_ROWS))
         rep["support_ok"] &= bool(np.all(d.probs > 0.0))
@@ -82,7 +110,9 @@ def exact_report(mech, points, X, *, run_cls=None, merged=True) -> dict:
     rep["total_lr"] = float(sum(rep["copy_lr"]))
     rep["claim"] = float(mech.ledger(np.asarray(X).shape[1]).total())
     if merged:
-        _, pm = _exact.merged_distribution(mech, points, dists)
+        if entry["merged"] is None:
+            entry["merged"] = _exact.merged_distribution(mech, points, dists)[1]
+        pm = entry["merged"]
         rep["merged_rows_ok"] = bool(np.all(np.abs(pm.sum(axis=1) - 1.0) <= TOL_ROWS))
         rep["merged_support_ok"] = bool(np.all(pm > 0.0))
         rep["merged_lr"] = column_log_ratio(pm)
