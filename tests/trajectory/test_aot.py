@@ -54,6 +54,9 @@ CASES = [
 ]
 
 
+# The checks below that run every kernel through numba's JIT compile them all first: about 75 s on a cold
+# numba cache (any fresh install), so they are slow-tier tests, run by CI's bounded slow step.
+@pytest.mark.slow
 def test_every_export_signature_is_the_type_of_a_real_call(monkeypatch):
     # a stand-in extension that has every export and records which one a call was routed to: the check
     # runs without the compiled extension too, and fails if a signature differs from what Python passes
@@ -149,6 +152,7 @@ def test_numba_code_that_names_an_entry_calls_its_numba_function():
     )
 
 
+@pytest.mark.slow
 def test_without_the_extension_every_entry_is_numba(monkeypatch):
     monkeypatch.setattr(_aot, "_LOADED", [None])
     for entry in _entries().values():
@@ -160,6 +164,7 @@ def test_without_the_extension_every_entry_is_numba(monkeypatch):
         assert all(t is entry._jit for t in entry._routes.values())
 
 
+@pytest.mark.slow
 @NEEDS_EXTENSION
 @pytest.mark.parametrize(("mech", "options", "m"), CASES)
 def test_compiled_kernels_give_the_jit_outputs_bit_for_bit(monkeypatch, mech, options, m):
