@@ -118,6 +118,9 @@ def tutorial_run(tmp_path_factory, fixes_df):
     return root, gpkg, printed.getvalue()
 
 
+# The two tests that run the whole tutorial (about 20 s: a pilot, a plan, a release and its estimates) are
+# slow-tier tests, run by CI's bounded slow step; the script's command line and the page's includes stay here.
+@pytest.mark.slow
 def test_tutorial_end_to_end(tutorial_run):
     root, gpkg, printed = tutorial_run
     private, out = root / "private", root / "release"
@@ -213,6 +216,7 @@ def _console_commands(doc: str) -> list[list[str]]:
     return commands
 
 
+@pytest.mark.slow
 def test_docs_cli_commands_run(tmp_path, tutorial_run, fixes_df, monkeypatch, capsys):
     """Every ``$ geoldp ...`` command of the page runs as written, after the script, in its folder."""
     commands = _console_commands(DOC.read_text(encoding="utf-8"))
