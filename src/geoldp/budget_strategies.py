@@ -174,6 +174,7 @@ def _trips_per_user(gdf: Any, user_col: Any, traj_id_col: Any) -> np.ndarray:
 
 def _check_strategy(
     gdf: Any,
+    *,
     epsilon: Any,
     user_col: Any,
     accountant: Any,
@@ -244,7 +245,14 @@ def perturb_per_user(
     provenance.
     """
     max_per_user, epsilon = _check_strategy(
-        gdf, epsilon, user_col, accountant, user_budget, max_per_user, select_trips, caller
+        gdf,
+        epsilon=epsilon,
+        user_col=user_col,
+        accountant=accountant,
+        user_budget=user_budget,
+        max_per_user=max_per_user,
+        select_trips=select_trips,
+        caller=caller,
     )
     source = resolve_rng(rng)  # once, for the selection and every part
 
