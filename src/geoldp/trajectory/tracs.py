@@ -72,15 +72,7 @@ _AXIS = 1e-12
 
 
 def check_box(bounds: Any, *, caller: str) -> tuple[float, float, float, float]:
-    """Validate a public box ``(minx, miny, maxx, maxy)``: four finite reals with minx < maxx, miny < maxy.
-
-    Raises
-    ------
-    TypeError
-        ``bounds`` is not a sequence of four real numbers.
-    ValueError
-        A bound is not finite, or the box is empty.
-    """
+    """Validate a public box ``(minx, miny, maxx, maxy)``: four finite reals with minx < maxx, miny < maxy."""
     try:
         values = tuple(bounds)
     except TypeError:
@@ -336,10 +328,7 @@ class _TraCS:
     def check_budgets(self, n: int, m: int | None = None) -> None:
         """Validate both stage budgets of a length-``n`` trajectory (``m``, |P|, is unused).
 
-        Raises
-        ------
-        ValueError
-            A stage budget that is 0 (ε too small for n) or above the piecewise limit (50).
+        A stage budget may be neither 0 (ε too small for n) nor above the piecewise limit (50).
         """
         caller = type(self).__name__
         for kind, eps in zip(self.stage_names, self.stage_budgets(n), strict=True):
