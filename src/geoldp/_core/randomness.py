@@ -478,13 +478,7 @@ class ChaChaRandomSource(RandomSource):
 
     Scalar draws consume the stream exactly as the ``stream_*`` numba functions do, so a pure-Python
     reference run with ``ChaChaRandomSource(key, stream)`` reproduces a numba run that uses the same key and
-    stream and consumes draws in the same order.
-
-    Parameters
-    ----------
-    key : array_like of uint32, shape (8,)
-    stream : int, default 0
-    policy : str, default "seeded"
+    stream and consumes draws in the same order. ``key``: 8 uint32 words.
     """
 
     def __init__(self, key: npt.ArrayLike, stream: int = 0, policy: str = "seeded") -> None:
