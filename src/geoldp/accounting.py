@@ -85,8 +85,21 @@ def user_key(value: Any) -> int | str:
     user); any other string is itself (``"+7"``, ``" 7"``, ``"7.0"``, ``"u7"`` are ids of their own).
     Merging ``"007"`` with ``7`` errs on the safe side: two ids that a file or a parser may have turned
     into one another pay one budget (at worst a refusal), never two (an overspend). If ``"007"`` and
-    ``"7"`` are different people, give the ids a non-digit prefix (``"id-007"``). Any type but an int or a
-    str (numpy's too) is a ``TypeError`` whose message never echoes the value.
+    ``"7"`` are different people, give the ids a non-digit prefix (``"id-007"``).
+
+    Parameters
+    ----------
+    value : int, str, numpy integer or numpy str
+        A user id.
+
+    Returns
+    -------
+    int or str
+
+    Raises
+    ------
+    TypeError
+        Any other type (bool, float, None, ...); the message never echoes the value.
 
     Examples
     --------

@@ -39,6 +39,10 @@ def shrink_to_baseline(estimate: Any, std_error: Any, baseline: Any) -> np.ndarr
     baseline : array_like
         The no-data answer's shape (e.g. :func:`geoldp.nodata.uniform_answer`); only its proportions matter.
 
+    Returns
+    -------
+    numpy.ndarray
+
     Examples
     --------
     >>> shrink_to_baseline([10.0, -2.0, 4.0], [100.0, 100.0, 100.0], [1.0, 1.0, 1.0]).tolist()
@@ -76,6 +80,10 @@ def shrink_empirical_bayes(estimate: Any, std_error: Any, shapes: Any) -> np.nda
     shapes : array_like
         One no-data shape (same length as ``estimate``) or several stacked as rows; only their span
         matters (they are scaled by the fit).
+
+    Returns
+    -------
+    numpy.ndarray
 
     See Also
     --------
@@ -136,6 +144,8 @@ def shrunk_counts(estimates: pd.DataFrame, points: Any, zones: Any, *, lengths: 
     estimates : pandas.DataFrame
         :func:`geoldp.reports.estimate_counts` of a ``"visited_zone"`` or ``"od"`` report table (without
         ``include_outside``).
+    points : PointSet, GeoDataFrame or array of (lon, lat)
+        The public points (P).
     zones : GeoDataFrame or GeoSeries
         The same public zones as the reports'.
     lengths : array_like of int, optional
@@ -179,7 +189,7 @@ def shrunk_counts(estimates: pd.DataFrame, points: Any, zones: Any, *, lengths: 
 def inverse_variance(estimates: Any, std_errors: Any) -> tuple[np.ndarray, np.ndarray]:
     """Cell by cell, the inverse-variance weighted mean of independent estimates of the same counts.
 
-    Returns ``x̂ = Σ_i x̂_i / σ_i² / Σ_i 1 / σ_i²`` and ``σ̂ = (Σ_i 1 / σ_i²)^-1/2``: the minimum-variance
+    ``x̂ = Σ_i x̂_i / σ_i² / Σ_i 1 / σ_i²`` and ``σ̂ = (Σ_i 1 / σ_i²)^-1/2``: the minimum-variance
     unbiased combination when the parts are unbiased and independent; for a biased part, pass its
     root-mean-square error as ``σ_i`` (the weights then minimise the mean squared error when the errors
     are independent). Post-processing: it reads the estimates and their errors only. A part whose error
@@ -192,6 +202,16 @@ def inverse_variance(estimates: Any, std_errors: Any) -> tuple[np.ndarray, np.nd
         One vector of estimates per part (same shape).
     std_errors : sequence of array_like
         Their standard errors (or root-mean-square errors), same shapes.
+
+    Returns
+    -------
+    (numpy.ndarray, numpy.ndarray)
+        The combined estimates and their standard errors.
+
+    Raises
+    ------
+    ValueError
+        No part, or parts and errors of different numbers or shapes.
 
     Examples
     --------
