@@ -162,7 +162,13 @@ class TwoCopyMechanism:
         return build_ledger(self.epsilon, n, self.budget_fractions, self.split, anchor=self.anchor_region)
 
     def check_budgets(self, n: int, m: int) -> None:
-        """Validate every derived stage budget for length ``n`` and |P| = ``m`` (ALGORITHM §3.4)."""
+        """Validate every derived stage budget for length ``n`` and |P| = ``m`` (ALGORITHM §3.4).
+
+        Raises
+        ------
+        ValueError
+            Naming the stage whose budget breaks its primitive's limit.
+        """
         caller = type(self).__name__
         if n == 1:
             check_stage_budget("point_em", self.epsilon, m, caller)

@@ -328,7 +328,10 @@ class _TraCS:
     def check_budgets(self, n: int, m: int | None = None) -> None:
         """Validate both stage budgets of a length-``n`` trajectory (``m``, |P|, is unused).
 
-        A stage budget may be neither 0 (ε too small for n) nor above the piecewise limit (50).
+        Raises
+        ------
+        ValueError
+            A stage budget that is 0 (ε too small for n) or above the piecewise limit (50).
         """
         caller = type(self).__name__
         for kind, eps in zip(self.stage_names, self.stage_budgets(n), strict=True):
