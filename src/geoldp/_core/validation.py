@@ -230,7 +230,7 @@ def check_option(value: Any, name: str, allowed: Any, caller: str, *, case_insen
 def check_int_range(
     value: Any, name: str, *, caller: str, minimum: int | None = None, maximum: int | None = None
 ) -> int:
-    """Validate an integer parameter (Python or numpy int; not bool, nor a float such as ``2.0``) in range.
+    """Validate an int (Python or numpy; not bool, nor a float such as ``2.0``) in ``[minimum, maximum]``.
 
     Examples
     --------
