@@ -220,13 +220,8 @@ def refuse_constant(name: str) -> Any:
 def load_campaign(path: str | os.PathLike[str]) -> dict[str, Any]:
     """Read and check a campaign file; return its document.
 
-    Raises
-    ------
-    FileNotFoundError
-        No such file.
-    ValueError
-        Not a campaign file of this version, a digest that does not match, or a member that is missing,
-        unknown or malformed; the message names the file.
+    ``ValueError`` for a file that is not a campaign file of this version, a digest that does not match, or
+    a member that is missing, unknown or malformed; the message names the file.
     """
     name = os.fspath(path)
     where = f"The campaign file '{name}'"
@@ -293,23 +288,9 @@ def _int(value: Any, where: str, member: str, *, minimum: int = 0) -> int:
 
 
 def check_campaign(document: Any, *, where: str = "The campaign") -> dict[str, Any]:
-    """Check a campaign document (format, version, members, digests); return it.
+    """Check a campaign document (format, version, members, digests) as :func:`load_campaign`; return it.
 
-    Parameters
-    ----------
-    document : dict
-        The parsed JSON.
-    where : str
-        How messages name it (``"The campaign file 'c.json'"``).
-
-    Returns
-    -------
-    dict
-
-    Raises
-    ------
-    ValueError
-        See :func:`load_campaign`.
+    ``where`` is how messages name it (``"The campaign file 'c.json'"``).
     """
     if not isinstance(document, dict) or document.get("format") != CAMPAIGN_FORMAT:
         raise _fail(where, f"is not a geoldp campaign (its 'format' is not {CAMPAIGN_FORMAT!r}).")
@@ -637,26 +618,9 @@ def _check_trajectory_client(client: Any, m: int, max_points: int, where: str) -
 
 
 def check_record(record: Any, campaign: Mapping[str, Any], *, where: str) -> dict[str, Any]:
-    """Check one report record against its campaign (format, campaign id, design, ε, domain).
+    """Check one report record against its (checked) campaign: format, campaign id, design, ε, domain.
 
-    Parameters
-    ----------
-    record : dict
-        The parsed JSON of one record.
-    campaign : dict
-        The campaign document (checked).
-    where : str
-        How messages name the record (``"reports.jsonl line 3"``).
-
-    Returns
-    -------
-    dict
-        The record.
-
-    Raises
-    ------
-    ValueError
-        A malformed record, a record of another campaign, design or ε, or a report outside the domain.
+    Returns the record; ``where`` is how messages name it (``"reports.jsonl line 3"``).
     """
     if not isinstance(record, dict):
         raise ValueError(f"{where}: not a report record (a JSON object is expected).")

@@ -1,26 +1,11 @@
 """The release pipeline (private): plan a release once, apply it to a frame, to chunks or to partitions.
 
-Every frame-level release (``gdf.ldp.perturb``, :func:`geoldp.dask.perturb`) runs the same steps:
-
-1. :func:`request` validates the public parameters (columns, ``snap_max_km``, mechanism, ε, options,
-   ``rng``, public points, accountant and user column) before anything reads a row;
-2. :meth:`Request.snap_frame` validates the rows and snaps them to the public points
-   (:mod:`geoldp._core.frames`);
-3. :meth:`Request.plan` warns when the public points were built over the data's own bounds, refuses
-   (:class:`~geoldp.BudgetError`) a release the accountant cannot afford, checks every derived stage
-   budget for the released trajectory lengths, emits the warnings (budget per point, unprotected
-   columns), writes the provenance, computes the output vertices (public points in the frame's CRS) and
-   draws **one** stream key;
-4. :meth:`Plan.apply` perturbs one frame, or one partition whose first trajectory has global position
-   ``offset`` (trajectory ``i`` uses the ChaCha20 stream ``offset + i``, so the output does not depend on
-   chunking or partitioning), and assembles the output frame;
-5. :meth:`Request.finish` completes the ledger and commits the accountant's charge.
-
-The drivers in :mod:`geoldp.accessor` and :mod:`geoldp.dask` only call these steps. The accounting steps
-are one object, :class:`Spend`, which every release (the aggregate reports of :mod:`geoldp.reports`
-too) goes through: refuse before any draw, draw the key, commit with the ledger, in that order by
-construction (the key is drawn only through :meth:`Spend.draw`, which needs the refusal check first; the
-ledger is completed only by :meth:`Spend.finish`, which commits).
+Every frame-level release (``gdf.ldp.perturb``, :func:`geoldp.dask.perturb`) runs the same steps, in
+this order: :func:`request`, :meth:`Request.snap_frame`, :meth:`Request.plan`, :meth:`Plan.apply`,
+:meth:`Request.finish`; docs/architecture.md ("One release, step by step") says what each does. The drivers
+in :mod:`geoldp.accessor` and :mod:`geoldp.dask` only call these steps. The accounting steps are one object,
+:class:`Spend`, which every release (the aggregate reports of :mod:`geoldp.reports` too) goes through in
+the order its docstring gives, by construction.
 
 Budget per point
 ----------------

@@ -303,20 +303,12 @@ Post-processing: reads only this release, the public points and the public confi
 budget."""
 
 
-def _estimator(function: str, summary: str, example: str, raises: str = "", **sections: str) -> Any:
-    """The accessor method of the estimator :func:`geoldp.estimate.<function>` (imported on first use).
-
-    ``raises``: what it refuses besides what :func:`geoldp.estimate.visit_counts` does, for a function
-    whose docstring has no Raises section.
-    """
+def _estimator(function: str, summary: str, example: str) -> Any:
+    """The accessor method of the estimator :func:`geoldp.estimate.<function>` (imported on first use)."""
     examples = (
         f">>> out = trips.ldp.perturb(pois, epsilon=4.0)  # doctest: +SKIP\n{example}  # doctest: +SKIP"
     )
-    if raises:
-        sections["raises"] = f"TypeError, ValueError\n    As :func:`geoldp.estimate.visit_counts`; {raises}."
-    return lazy_method_of(
-        f"geoldp.estimate:{function}", summary + _POST_PROCESSING, examples=examples, **sections
-    )
+    return lazy_method_of(f"geoldp.estimate:{function}", summary + _POST_PROCESSING, examples=examples)
 
 
 @pd.api.extensions.register_dataframe_accessor("ldp")
@@ -395,11 +387,6 @@ class LDPAccessor:
     range_count = method_of(
         queries.range_count,
         "Number of this frame's trajectories that pass through ``region``.",
-        raises="""
-            TypeError
-                A region that is not a polygon or a circle; trajectories that are not LineStrings or Points.
-            ValueError
-                Missing CRS, an empty/missing geometry, an invalid circle or ``how``.""",
         examples=_examples(
             ">>> trips.ldp.range_count(box(-0.001, -0.001, 0.001, 0.001))",
             "1",
@@ -410,20 +397,11 @@ class LDPAccessor:
     visit_counts = method_of(
         queries.visit_counts,
         "Number of distinct trajectories of this frame visiting each public point.",
-        raises="""
-            TypeError
-                ``points`` of another type; trajectories that are not LineStrings or Points.
-            ValueError
-                Missing CRS, an empty/missing geometry, an invalid ``max_km``.""",
         examples=_examples(">>> trips.ldp.visit_counts(pois).tolist()", "[1, 1, 1, 1]"),
     )
     evaluate = method_of(
         metrics.evaluate,
         "Utility table of ``perturbed`` against this (original) frame, with the no-data baselines.",
-        raises="""
-            TypeError, ValueError
-                Trajectories or parameters of the wrong type or value; a different number of rows or of
-                points per row in ``perturbed``.""",
         examples=_examples(
             ">>> out = trips.ldp.perturb(pois, epsilon=4.0, rng=0)",
             ">>> table = trips.ldp.evaluate(out, points=pois)",
@@ -460,30 +438,21 @@ class LDPAccessor:
         "range_counts",
         "Estimated number of original trajectories passing through each region.",
         ">>> out.ldp.estimate_range_counts(pois, [(-87.63, 41.88, 1.5)])",
-        raises="a malformed region",
     )
     estimate_od_flows = _estimator(
         "od_flows",
         "Estimated origin-destination flows: trajectories by the zones of their first and last points.",
         ">>> out.ldp.estimate_od_flows(pois, geoldp.zone_grid(pois, cell_km=1.5))",
-        raises="zones without a CRS",
     )
     estimate_hotspots = _estimator(
         "hotspots",
         "The top-k public points (or zones) by estimated visits, with their intervals.",
         ">>> out.ldp.estimate_hotspots(pois, k=5)",
-        raises="k not a positive int",
     )
     denoise = _estimator(
         "denoise",
         "A denoised copy of this release: for each trajectory a point estimate of the original.",
         ">>> out.ldp.denoise(pois)",
-        raises="a frame that is not a release of LineStrings",
-        parameters="""
-            points, mechanism, epsilon, mechanism_options, rng
-                As in :func:`geoldp.estimate.visit_counts`.
-            n_candidates, n_sims, n_iter, cell_km, fit_rows, progress
-                As in :func:`geoldp.estimate.visit_counts`.""",
     )
 
 

@@ -690,13 +690,8 @@ class PendingCharge:
 def check_charge_parameters(accountant: Any, user_col: Any, columns: Any, *, caller: str) -> bool:
     """Check the accountant parameters of a release against the frame's column labels (no row is read).
 
-    Returns whether the release is charged (``False`` when neither ``accountant`` nor ``user_col`` is
-    given).
-
-    Raises
-    ------
-    TypeError, ValueError
-        Only one of ``accountant``/``user_col`` given, or a column that is not in the frame.
+    Returns whether the release is charged: ``accountant`` and ``user_col`` go together (``False`` when
+    neither is given).
     """
     if accountant is None and user_col is None:
         return False
@@ -716,13 +711,7 @@ def check_charge_parameters(accountant: Any, user_col: Any, columns: Any, *, cal
 
 
 def user_ids(frame: Any, user_col: Any, *, caller: str) -> Any:
-    """The user column of ``frame`` (a Series), checked: it exists and no row lacks a user id.
-
-    Raises
-    ------
-    ValueError
-        A column that is not in the frame, or a missing user id (named by row position).
-    """
+    """The user column of ``frame`` (a Series), checked: it exists and no row lacks a user id."""
     if user_col not in frame.columns:
         raise missing_column("user_col", caller, user_col, frame.columns)
     users = frame[user_col]
@@ -745,35 +734,10 @@ def charge_release(
     Every trajectory costs its user ``epsilon``: one row is one trajectory, or, for Point rows grouped by
     ``traj_id_col``, each distinct ``(user, trajectory)`` pair is one.
 
-    Parameters
-    ----------
-    accountant : BudgetAccountant or None
-    frame : pandas.DataFrame
-        The (private) frame being released.
-    user_col : column label or None
-        The column with the user id of each row (int or str values).
-    epsilon : float
-        The budget of one trajectory.
-    traj_id_col : column label, optional
-        For grouped Point rows only.
-    caller : str
-        Named in error messages.
-    advice : str, optional
-        Appended to the refusal message (for instance the options of ``caller`` that fit a per-user
-        budget).
-
-    Returns
-    -------
-    PendingCharge or None
-        ``None`` when neither ``accountant`` nor ``user_col`` is given.
-
-    Raises
-    ------
-    TypeError, ValueError
-        Only one of ``accountant``/``user_col`` given, a missing column, a missing or non int/str user id
-        (named by row position).
-    BudgetError
-        The release would take some user past the total (the message gives the count of such users).
+    ``frame`` is the (private) frame being released; ``user_col`` holds each row's user id (int or str).
+    ``advice`` is appended to the refusal message (for instance the options of ``caller`` that fit a
+    per-user budget). ``None`` when neither ``accountant`` nor ``user_col`` is given. A ``BudgetError`` when
+    the release would take some user past the total (the message gives the count of such users, no id).
     """
     if not check_charge_parameters(accountant, user_col, frame.columns, caller=caller):
         return None
@@ -931,10 +895,6 @@ def finish_release(
         :func:`geoldp.points.provenance_of` of the public points.
     charge : PendingCharge, optional
         From :func:`charge_release`; committed here, after the release was drawn.
-
-    Returns
-    -------
-    ReleaseLedger
     """
     record = dict(provenance)
     record["points"] = {"provenance": points_provenance}

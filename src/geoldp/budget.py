@@ -184,21 +184,7 @@ def check_fractions(fracs: Iterable[Any], caller: str) -> tuple[Fraction, ...]:
     Floats are converted exactly (``Fraction(0.1)`` is not 1/10), so ``(0.1, 0.2, 0.7)`` is rejected:
     pass :class:`fractions.Fraction` values instead.
 
-    Parameters
-    ----------
-    fracs : iterable of Fraction, int or float
-        The fractions.
-    caller : str
-        Name used in the error message.
-
-    Returns
-    -------
-    tuple of Fraction
-
-    Raises
-    ------
-    BudgetError
-        A fraction is negative, not finite or not a number, or the sum is not exactly 1.
+    A ``BudgetError`` otherwise.
 
     Examples
     --------

@@ -531,15 +531,8 @@ def _document(campaign: Any) -> tuple[dict[str, Any], str]:
 
 
 class Client:
-    """A campaign prepared for one user's reports (its public arrays built once).
+    """A campaign (its file, document or ``Campaign`` object) prepared for one user's reports.
 
-    Parameters
-    ----------
-    campaign : str, path-like, dict or geoldp.field.campaign.Campaign
-        The campaign file, its document, or the object.
-
-    Notes
-    -----
     Preparing reads P and builds what the design's randomiser reads of it (radians, unit vectors, the
     grid order and, for ATP, the quadtree of its region): public data only, O(|P|) memory, a few
     milliseconds for 10⁴ points. Reports then cost about the design's own kernel time.

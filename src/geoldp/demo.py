@@ -234,14 +234,10 @@ def save_comparison_map(
 
     Parameters
     ----------
-    original : geopandas.GeoDataFrame
-        Original trajectories.
     perturbed : mapping of str to geopandas.GeoDataFrame
         Released trajectories (same rows as ``original``), by label.
     path : str or pathlib.Path
-        Output image (PNG, PDF or SVG, by suffix).
-    points : geopandas.GeoDataFrame, optional
-        Public points.
+        Output image (PNG, PDF or SVG, by suffix); returned.
     n : int, default 4
         Number of trajectories (evenly spaced among those with at least 4 points; deterministic).
     rows : sequence of int, optional
@@ -250,16 +246,6 @@ def save_comparison_map(
         Resolution of raster output.
     overwrite : bool, default False
         Replace an existing file. The image is written atomically and never through a symbolic link.
-
-    Returns
-    -------
-    pathlib.Path
-        ``path``.
-
-    Raises
-    ------
-    ValueError
-        ``path`` exists (without ``overwrite``) or is a symbolic link.
     """
     from geoldp.plotting import plot_trajectory_panels
 
@@ -313,12 +299,8 @@ def save_density_map(
 
     See :func:`geoldp.plotting.plot_zone_density`: ``counts`` maps a label (the first one is the
     reference, e.g. "original") to counts per zone; an estimate is one more entry. The image is written
-    atomically, never through a symbolic link, and over an existing file only with ``overwrite=True``.
-
-    Returns
-    -------
-    pathlib.Path
-        ``path``.
+    atomically, never through a symbolic link, and over an existing file only with ``overwrite=True``;
+    returns ``path``.
     """
     from geoldp.plotting import plot_zone_density
 

@@ -142,19 +142,7 @@ def write_bytes_with_ledger(
 
     Both files are staged under temporary names and committed together (as :func:`write_file` does), so
     a kill or a full disk leaves the old pair, the new pair, or nothing; the sidecar records the data's
-    size and SHA-256.
-
-    Returns
-    -------
-    list of pathlib.Path
-        The data file, then the sidecar.
-
-    Raises
-    ------
-    ValueError
-        Either file exists and ``overwrite`` is False, or it is a symlink.
-    OSError
-        The files could not be written; the previous ones (if any) are unchanged.
+    size and SHA-256. Returns the data file's path, then the sidecar's.
     """
     p = _check_outputs(path, overwrite=overwrite, sidecar=True, caller="write_bytes_with_ledger")
     return _commit(p, data, ledger, overwrite=overwrite)
@@ -705,16 +693,6 @@ def write_layer_set(
         A ``.gpkg`` file, or a ``.geojson``/``.json`` path naming the set.
     overwrite : bool, default False
         Replace existing files (otherwise an existing one is an error, before anything is written).
-
-    Returns
-    -------
-    list of pathlib.Path
-        The files written.
-
-    Raises
-    ------
-    ValueError
-        Another suffix, no layers, a bad name, an existing file without ``overwrite``.
     """
     caller = "write_layers"
     p = Path(os.fspath(path))

@@ -56,11 +56,6 @@ def points_for(released: Any, points: Any = None) -> Any:
     points : PointSet, GeoDataFrame or GeoSeries of Points, optional
         The public points. Checked against the ledger's digest of P when it records one.
 
-    Returns
-    -------
-    PointSet, GeoDataFrame or GeoSeries
-        ``points``, or P rebuilt from the recipe.
-
     Raises
     ------
     ValueError

@@ -104,7 +104,6 @@ def auto_grid_size(n_users: int, epsilon: float, length: float, *, lam: float = 
         The budget of one trajectory.
     length : float
         An assumed typical length in cells (public, e.g. from a previous campaign), > 0.
-    lam : float, default 2.5
 
     Examples
     --------
@@ -310,7 +309,6 @@ def model_from_sums(
 
     Parameters
     ----------
-    grid : Grid
     length_counts : ndarray, shape (D,)
         The round-1 estimates.
     max_length : int
@@ -319,9 +317,8 @@ def model_from_sums(
         The budgets (``per_report`` is the ε of each round-2 report).
     sums : (start, end, moves)
         The bit sums of the ``n_users`` start reports and end reports (N² bits each) and of the
-        ``n_users · (L − 1)`` transition reports, padding included (8 N² bits).
-    n_users : int
-        The number of users who sent round 2.
+        ``n_users · (L − 1)`` transition reports, padding included (8 N² bits), ``n_users`` the number of
+        users who sent round 2.
 
     Returns
     -------
@@ -685,11 +682,6 @@ def synthetic_cells(
     grid, cells, offsets, centre_lon, centre_lat
         The ledger's grid, every synthetic trajectory as cells (:func:`cell_sequences`), and the WGS 84
         longitude and latitude of every cell centre.
-
-    Raises
-    ------
-    ValueError
-        ``synthetic`` carries no LDPTrace ledger.
     """
     from pyproj import CRS, Transformer
 

@@ -715,12 +715,8 @@ def save_provenance(points: Any, path: Any, *, overwrite: bool = False) -> Any:
 
     A file format keeps no ``attrs``; this writes ``<path>.points.json`` (atomically) with the provenance,
     the area (so the recipe of a grid or H3 set, :func:`recipe_of`) and the digest of the points
-    (:func:`digest_of`), which ties it to exactly these points. Everything in it is public.
-
-    Returns
-    -------
-    pathlib.Path or None
-        The file written; ``None`` when ``points`` carry no provenance.
+    (:func:`digest_of`), which ties it to exactly these points. Everything in it is public. Returns the
+    file written, or ``None`` (nothing written) when ``points`` carry no provenance.
     """
     import json
 
@@ -742,12 +738,7 @@ def load_provenance(points: Any, path: Any) -> Any:
 
     The record is used only if it describes exactly these points (its digest): a file edited since, or
     a record of another file, is ignored with a :class:`~geoldp.GeoLDPWarning`. Without a record the
-    points are returned unchanged.
-
-    Returns
-    -------
-    geopandas.GeoDataFrame
-        ``points`` (a copy with ``attrs`` set when a record applies).
+    points are returned unchanged; with one, a copy with ``attrs`` set.
     """
     import json
     import warnings

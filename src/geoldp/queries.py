@@ -133,6 +133,13 @@ def range_count(gdf: Any, region: Any, *, points: Any = None, how: str = "points
     int or numpy.ndarray of int64
         The count for a single region; one count per region for a list or GeoSeries of regions.
 
+    Raises
+    ------
+    TypeError
+        A region that is not a polygon or a circle; trajectories that are not LineStrings or Points.
+    ValueError
+        Missing CRS, an empty/missing geometry, an invalid circle or ``how``.
+
     Notes
     -----
     For a circle with centre c and radius r, a vertex v is inside when ``haversine(v, c) <= r``. Vertices
@@ -185,6 +192,13 @@ def visit_counts(gdf: Any, points: Any, *, max_km: float | None = 0.001) -> np.n
     -------
     numpy.ndarray of int64, shape (m,)
         ``counts[p] = |{τ : some vertex of τ is P_p}|``; a trajectory visiting p twice counts once.
+
+    Raises
+    ------
+    TypeError
+        ``points`` of another type; trajectories that are not LineStrings or Points.
+    ValueError
+        Missing CRS, an empty/missing geometry, an invalid ``max_km``.
 
     Examples
     --------

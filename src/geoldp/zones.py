@@ -50,9 +50,8 @@ def check_polygons(
 
     ``series`` is the user's object (not copied; a GeoDataFrame's active geometry), ``geoms`` its shapely
     geometries. ``name`` is the parameter in messages (``"zones"``, ``"regions"``) and ``accepts`` what
-    else it accepts, appended to the type error (e.g. ``" or 'auto'"``). TypeError: not a
-    GeoDataFrame/GeoSeries, or a row that is not a (Multi)Polygon (named by position); ValueError: no
-    CRS, or no rows (unless ``allow_empty``).
+    else it accepts, appended to the type error (e.g. ``" or 'auto'"``). A row of another type is named
+    by position; a frame without rows is refused unless ``allow_empty``.
     """
     import geopandas as gpd
 

@@ -118,11 +118,8 @@ class PlanarBox:
 def planar_box(bounds: tuple[float, float, float, float], crs: Any, *, caller: str) -> PlanarBox:
     """The plane and planar box of a public box ``bounds`` (already validated) given in ``crs``.
 
-    Raises
-    ------
-    ValueError
-        A geographic box outside [−180, 180] × [−90, 90], or one that reaches a pole (the local
-        projection is not defined there).
+    Refuses a geographic box outside [−180, 180] × [−90, 90], or one that reaches a pole (the local
+    projection is not defined there).
     """
     crs = CRS.from_user_input(crs)
     x0, y0, x1, y1 = bounds

@@ -46,23 +46,8 @@ def _block(value: str) -> list[str]:
 def fill(template: str, **params: str) -> str:
     r"""``template`` (a docstring, any indentation) with its ``{name}`` placeholders for ``params`` filled.
 
-    Parameters
-    ----------
-    template : str
-        The text; its indentation is removed as Python's :func:`inspect.cleandoc` does.
-    **params : str
-        The value of each placeholder. A name the template does not use is an error (a typo would
-        otherwise leave a placeholder in the rendered docs).
-
-    Returns
-    -------
-    str
-        The filled text, not indented.
-
-    Raises
-    ------
-    KeyError
-        A name in ``params`` that is not a placeholder of ``template``.
+    The template's indentation is removed as :func:`inspect.cleandoc` does. A name in ``params`` that the
+    template does not use is a ``KeyError`` (a typo would otherwise leave a placeholder in the rendered docs).
 
     Examples
     --------
@@ -100,16 +85,6 @@ def fill(template: str, **params: str) -> str:
 def doc(**params: str) -> Callable[[F], F]:
     """Decorator: the decorated function's docstring with its placeholders filled (see :func:`fill`).
 
-    Parameters
-    ----------
-    **params : str
-        Placeholder values.
-
-    Returns
-    -------
-    callable
-        The decorator; it sets ``__doc__``.
-
     Examples
     --------
     >>> @doc(what="points")
@@ -139,22 +114,9 @@ def shared_keywords(spec: type) -> Callable[[F], F]:
     - refuses any other keyword with Python's own ``TypeError``, and
     - receives ``**name`` with every keyword of ``spec``, the defaults filled in.
 
-    Parameters
-    ----------
-    spec : TypedDict class
-        The shared keywords, ``Annotated[type, default]`` each (a ``TypedDict`` subclass adds to those of
-        its base).
-
-    Returns
-    -------
-    callable
-        The decorator.
-
-    Raises
-    ------
-    TypeError
-        At decoration: a field without a default, a function without ``**keywords``, or one whose own
-        parameter has the name of a shared keyword.
+    A ``TypedDict`` subclass adds to the keywords of its base. At decoration, a field without a default, a
+    function without ``**keywords``, or one whose own parameter has the name of a shared keyword is a
+    ``TypeError``.
 
     Examples
     --------
@@ -264,10 +226,6 @@ def method_of(
 
     Parameters
     ----------
-    fn : callable
-        The function of the object (a frame, a series) that the method applies to ``self._obj``.
-    summary : str
-        The method's one-line summary.
     function : str, optional
         How See Also names ``fn`` (default: its public module and name), "the same as a function".
     **sections : str

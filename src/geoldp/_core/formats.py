@@ -207,12 +207,7 @@ def read_regular(path: Path, caller: str, *, limit: int | None = None) -> bytes:
 def detect(path: Any, caller: str, *, allow_vsi: bool = False) -> Detected | str:
     """Check a path to read; return its :class:`Detected` format, or the path text for a VSI path.
 
-    Raises
-    ------
-    FileNotFoundError
-        No such file.
-    ValueError
-        A refused path or format, a name that disagrees with the content, a non-regular file.
+    ``ValueError`` for a refused path or format, a name that disagrees with the content, a non-regular file.
     """
     if not isinstance(path, str | os.PathLike):
         raise TypeError(f"{caller}: the path must be a str or os.PathLike. Got {type(path).__name__}.")

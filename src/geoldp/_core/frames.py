@@ -101,11 +101,8 @@ _ACCESSOR_FIXES = {
 def accessor_target(obj: Any, kind: type) -> Any:
     """``obj`` when it is a ``kind``: the check of every ``.ldp`` accessor, with one message.
 
-    Raises
-    ------
-    AttributeError
-        ``obj`` is not a ``kind`` (pandas then reports the accessor as missing for that object); the
-        message names the class needed and how to get one.
+    Otherwise an ``AttributeError`` (so pandas reports the accessor as missing for that object) naming the
+    class needed and how to get one.
     """
     if not isinstance(obj, kind):
         package = kind.__module__.split(".")[0]
@@ -117,15 +114,7 @@ def accessor_target(obj: Any, kind: type) -> Any:
 
 
 def check_frame(obj: Any, *, caller: str, name: str = "trajectories") -> Any:
-    """Check that ``obj`` is a usable GeoDataFrame and return it.
-
-    Raises
-    ------
-    TypeError
-        If ``obj`` is not a GeoDataFrame, or its geometry column does not hold geometries.
-    ValueError
-        If it has no active geometry column, or no rows.
-    """
+    """Check that ``obj`` is a GeoDataFrame with rows and an active geometry column of geometries."""
     import geopandas as gpd
 
     if not isinstance(obj, gpd.GeoDataFrame):
@@ -155,13 +144,7 @@ def check_frame(obj: Any, *, caller: str, name: str = "trajectories") -> Any:
 
 
 def check_columns(gdf: Any, columns: Any, *, parameter: str, caller: str) -> list[str]:
-    """Check that every column in ``columns`` exists; return them as a list.
-
-    Raises
-    ------
-    ValueError
-        Listing the missing and the available columns (names only).
-    """
+    """Check that every column in ``columns`` exists (the error lists column names only); return a list."""
     if columns is None:
         return []
     if isinstance(columns, str) or not hasattr(columns, "__iter__"):
@@ -396,18 +379,12 @@ def extract(
     on_invalid : {"raise", "null"}
         What to do with a row whose geometry is missing, empty, or has NaN/inf/out-of-range coordinates.
         ``"null"`` leaves it out (its output is None), which reveals which rows were invalid.
-    caller : str
-        Name used in messages.
     warn_zm : bool
         Emit one :class:`GeoLDPWarning` when Z/M values are dropped.
     one_point_rows : bool
         Accept Point rows among LineString rows, each a trajectory of length 1 (without ``traj_id_col``
         only). A release's input refuses the mix (a Point row there may be a fix of another row's
         trajectory); a release collected in the field holds it when a device's trajectory had one point.
-
-    Returns
-    -------
-    TrajectoryArrays
     """
     if on_invalid not in _ON_INVALID:
         raise ValueError(f"Got on_invalid={on_invalid!r}; `on_invalid` must be one of {_ON_INVALID}.")
@@ -780,8 +757,6 @@ def trajectory_arrays(obj: Any, points: Any = None, *, name: str, caller: str) -
         array into ``points`` per trajectory.
     points : PointSet, optional
         The public points (from :func:`as_pointset`); required for index input.
-    name, caller : str
-        Parameter and function named in messages.
 
     Raises
     ------

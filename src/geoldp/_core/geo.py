@@ -36,15 +36,7 @@ _CONVENTIONS = ("centred", "floor")
 def to_radians(lon: npt.ArrayLike, lat: npt.ArrayLike) -> tuple[np.ndarray, np.ndarray]:
     """Convert (lon, lat) degrees to (λ, φ) radians: the only degree→radian conversion in geoldp.
 
-    Parameters
-    ----------
-    lon, lat : array_like
-        Longitudes and latitudes in degrees.
-
-    Returns
-    -------
-    lam, phi : numpy.ndarray
-        float64 arrays (0-d for scalar input), ``lon·π/180`` and ``lat·π/180``.
+    Returns float64 arrays (0-d for scalar input).
 
     Examples
     --------
@@ -101,17 +93,7 @@ def haversine_array_m(
 def bearing(lon1: npt.ArrayLike, lat1: npt.ArrayLike, lon2: npt.ArrayLike, lat2: npt.ArrayLike) -> Any:
     """Initial great-circle bearing from point 1 to point 2 in radians, clockwise from north, [0, 2π).
 
-    Identical points give 0 (ALGORITHM §2.2). Broadcasts like a numpy ufunc.
-
-    Parameters
-    ----------
-    lon1, lat1, lon2, lat2 : array_like
-        Coordinates in degrees.
-
-    Returns
-    -------
-    float or numpy.ndarray
-        Bearings in radians.
+    Coordinates in degrees. Identical points give 0 (ALGORITHM §2.2). Broadcasts like a numpy ufunc.
 
     Examples
     --------
@@ -122,22 +104,14 @@ def bearing(lon1: npt.ArrayLike, lat1: npt.ArrayLike, lon2: npt.ArrayLike, lat2:
 
 
 def sector_index(theta: npt.ArrayLike, g: int, convention: str = "centred") -> Any:
-    """Sector index of bearings ``theta`` for ``g`` sectors (ALGORITHM §2.4).
+    """Sector index in {0, …, g−1} of bearings ``theta`` in [0, 2π) for ``g >= 2`` sectors (ALGORITHM §2.4).
 
     Parameters
     ----------
-    theta : array_like
-        Bearings in radians, in [0, 2π).
-    g : int
-        Number of sectors, ``g >= 2``.
     convention : {"centred", "floor"}, default "centred"
         ``"centred"``: sector d = [(2d−1)π/g, (2d+1)π/g) (sector 0 straddles north);
-        ``"floor"``: sector d = [2dπ/g, 2(d+1)π/g) (the authors' code).
-
-    Returns
-    -------
-    int or numpy.ndarray
-        Sector indices (int64) in {0, …, g−1}. Boundaries go to the higher sector (half-open intervals).
+        ``"floor"``: sector d = [2dπ/g, 2(d+1)π/g) (the authors' code). Boundaries go to the higher
+        sector (half-open intervals).
 
     Examples
     --------

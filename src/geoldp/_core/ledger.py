@@ -127,15 +127,8 @@ class ReleaseLedger:
 def record_problem(record: Any) -> str | None:
     """Why ``record`` is not a geoldp ledger record, or ``None`` when it is one.
 
-    Parameters
-    ----------
-    record : object
-        A value read from a frame's attrs, a sidecar or a GeoJSON member.
-
-    Returns
-    -------
-    str or None
-        The first problem found, worded to follow "is not a geoldp ledger (...)".
+    ``record`` is a value read from a frame's attrs, a sidecar or a GeoJSON member; the first problem
+    found is worded to follow "is not a geoldp ledger (...)".
     """
     if not isinstance(record, Mapping):
         return "it is not a JSON object"
@@ -239,20 +232,8 @@ def require(
 ) -> ReleaseLedger:
     """The ledger a frame carries; a ValueError naming ``what`` and the fix when there is none.
 
-    Parameters
-    ----------
-    frame : pandas.DataFrame or geopandas.GeoDataFrame
-        The frame passed by the user.
-    what : str
-        How the message names the frame (e.g. ``"The 'reports'"``).
-    caller : str
-        The public function, named in the message.
-    mechanism : str or tuple of str, optional
-        The release kinds accepted; another kind is refused.
-
-    Returns
-    -------
-    ReleaseLedger
+    ``what`` is how the message names the frame (``"The 'reports'"``); ``mechanism``, if given, the
+    release kinds accepted (another kind is refused).
     """
     led = ledger_of(frame)
     if led is None:
@@ -269,14 +250,9 @@ def require(
 
 
 def attach(frame: Any, ledger: ReleaseLedger | Mapping[str, Any] | None) -> None:
-    """Make ``ledger`` the frame's ledger (``None`` removes it); the frame is changed in place.
+    """Make ``ledger`` (or its JSON record; ``None`` removes it) the frame's ledger, in place.
 
-    Parameters
-    ----------
-    frame : pandas.DataFrame or geopandas.GeoDataFrame
-        A frame the caller owns (a release being built, never a user's input).
-    ledger : ReleaseLedger, mapping or None
-        The ledger, or its JSON record.
+    ``frame`` is one the caller owns (a release being built), never a user's input.
     """
     if ledger is None:
         frame.attrs.pop(ATTRS_KEY, None)

@@ -21,16 +21,8 @@ _SIGNS = ("failed to map segment", "cannot allocate memory", "cannot map zero-fi
 def is_out_of_memory(exc: BaseException) -> bool:
     """Whether ``exc`` (or an exception in its chain) is a memory failure, a failed library load included.
 
-    Parameters
-    ----------
-    exc : BaseException
-        The exception raised.
-
-    Returns
-    -------
-    bool
-        True for a ``MemoryError``, and for an ``ImportError``/``OSError`` whose message (or whose cause's)
-        says the loader could not map a library or allocate memory.
+    True for a ``MemoryError``, and for an ``ImportError``/``OSError`` whose message (or whose cause's) says
+    the loader could not map a library or allocate memory.
     """
     seen: set[int] = set()
     current: BaseException | None = exc
@@ -50,20 +42,8 @@ def is_out_of_memory(exc: BaseException) -> bool:
 def loading(what: str) -> Iterator[None]:
     """Turn a library load that failed for lack of memory into a ``MemoryError`` naming ``what``.
 
-    Parameters
-    ----------
-    what : str
-        What was being loaded, for the message (e.g. ``"SciPy's k-d tree (scipy.spatial)"``).
-
-    Yields
-    ------
-    None
-        The block that imports the library.
-
-    Raises
-    ------
-    MemoryError
-        When the block fails with an ImportError or OSError that :func:`is_out_of_memory` recognises.
+    ``what``: e.g. ``"SciPy's k-d tree (scipy.spatial)"``; the failure is one :func:`is_out_of_memory`
+    recognises.
     """
     try:
         yield

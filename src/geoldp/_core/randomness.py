@@ -174,13 +174,7 @@ class RandomSource:
 
 
 class OSRandomSource(RandomSource):
-    """Randomness from the operating system's CSPRNG (``os.urandom``), read in bulk.
-
-    Parameters
-    ----------
-    buffer_words : int, default 4096
-        Number of 64-bit words fetched per ``os.urandom`` call.
-    """
+    """Randomness from the OS's CSPRNG (``os.urandom``), read ``buffer_words`` 64-bit words at a time."""
 
     policy = "os-csprng"
 
@@ -231,12 +225,7 @@ class OSRandomSource(RandomSource):
 
 
 class NumpyRandomSource(RandomSource):
-    """Randomness from a :class:`numpy.random.Generator` (seeded runs; experiments and tests only).
-
-    Parameters
-    ----------
-    generator : numpy.random.Generator
-    """
+    """Randomness from a :class:`numpy.random.Generator` (seeded runs; experiments and tests only)."""
 
     policy = "seeded"
 
@@ -271,16 +260,8 @@ def resolve_rng(rng: Any) -> RandomSource:
     rng : {None, int, array_like[ints], SeedSequence, BitGenerator, Generator, RandomSource}
         ``None`` → :class:`OSRandomSource` (the secure default). int / array of ints / SeedSequence /
         BitGenerator / Generator → :class:`NumpyRandomSource` of ``numpy.random.default_rng(rng)`` (seeded:
-        experiments and tests only). A :class:`RandomSource` passes through unchanged.
-
-    Returns
-    -------
-    RandomSource
-
-    Raises
-    ------
-    TypeError
-        Any other type (``bool``, float, str, ...); the message names ``rng``.
+        experiments and tests only). A :class:`RandomSource` passes through unchanged. Any other type
+        (``bool``, float, str, ...) is a ``TypeError``.
     """
     if rng is None:
         return OSRandomSource()
@@ -497,13 +478,7 @@ class ChaChaRandomSource(RandomSource):
 
     Scalar draws consume the stream exactly as the ``stream_*`` numba functions do, so a pure-Python
     reference run with ``ChaChaRandomSource(key, stream)`` reproduces a numba run that uses the same key and
-    stream and consumes draws in the same order.
-
-    Parameters
-    ----------
-    key : array_like of uint32, shape (8,)
-    stream : int, default 0
-    policy : str, default "seeded"
+    stream and consumes draws in the same order. ``key``: 8 uint32 words.
     """
 
     def __init__(self, key: npt.ArrayLike, stream: int = 0, policy: str = "seeded") -> None:

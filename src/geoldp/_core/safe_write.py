@@ -167,11 +167,6 @@ def check_utf8_name(name: str, what: str) -> None:
 
     GDAL (GeoPackage, FlatGeobuf, Shapefile) and Parquet cannot open such a name, so every output refuses
     it alike, before anything is written. ``what`` begins the message (e.g. ``"write_file: the output"``).
-
-    Raises
-    ------
-    ValueError
-        Naming the fix.
     """
     try:
         name.encode("utf-8")
@@ -227,13 +222,8 @@ def check_output(
 ) -> Path:
     """Check that ``path`` may be written; return it as a Path.
 
-    Raises
-    ------
-    TypeError
-        ``overwrite`` is not a bool.
-    ValueError
-        ``path`` is a symlink, a directory or another non-regular file; it exists and ``overwrite`` is
-        False; it is (or is a hard link to, or resolves to) one of ``inputs``; or its directory is missing.
+    Refused: a symlink, a directory or another non-regular file; an existing file unless ``overwrite``; one
+    of ``inputs`` (or a hard link to one, or a path resolving to one); a path whose directory is missing.
     """
     if not isinstance(overwrite, bool):
         raise TypeError(f"The 'overwrite' parameter must be a bool. Got {type(overwrite).__name__}.")

@@ -2,7 +2,8 @@
 
 Every checker returns the coerced value and raises ``TypeError`` for a wrong type or ``ValueError`` for a
 wrong value, with the message grammar "The 'epsilon' parameter of ATP must be a float in the range
-(0, inf). Got nan instead." Checks never mention private data values, only parameter names.
+(0, inf). Got nan instead." (``caller`` and ``name`` are the public function and its parameter, named in
+the message.) Checks never mention private data values, only parameter names.
 """
 
 from __future__ import annotations
@@ -92,12 +93,7 @@ def _is_real_number(value: Any) -> bool:
 def check_real(value: Any, name: str, *, caller: str) -> float:
     """Return ``value`` as a float if it is a real number (not bool, str, complex, Decimal, None).
 
-    Raises
-    ------
-    TypeError
-        If ``value`` is not a real number.
-    ValueError
-        If it cannot be represented as a float (e.g. an int beyond the float range).
+    An int beyond the float range is a ``ValueError``.
     """
     if not _is_real_number(value):
         raise TypeError(
@@ -113,29 +109,9 @@ def check_real(value: Any, name: str, *, caller: str) -> float:
 
 
 def check_epsilon(epsilon: Any, *, caller: str, name: str = "epsilon", maximum: float | None = None) -> float:
-    """Validate a privacy budget and return it as a float.
+    """Validate a privacy budget in (0, inf), or (0, ``maximum``] (e.g. 700 for k-RR and SW, ALGORITHM §3.4).
 
-    Parameters
-    ----------
-    epsilon : int, float, numpy scalar or Fraction
-        The budget. ``bool``, ``str``, ``None``, ``complex`` and ``Decimal`` are rejected.
-    caller : str
-        Name of the function or class, used in the message.
-    name : str, default "epsilon"
-        Name of the parameter, used in the message.
-    maximum : float, optional
-        Inclusive upper limit (e.g. 700 for k-RR and SW, ALGORITHM §3.4).
-
-    Returns
-    -------
-    float
-
-    Raises
-    ------
-    TypeError
-        Wrong type.
-    ValueError
-        ``epsilon <= 0``, NaN, infinite, or above ``maximum``.
+    ``bool``, ``str``, ``None``, ``complex`` and ``Decimal`` are rejected.
 
     Examples
     --------
@@ -158,13 +134,6 @@ def check_release_epsilon(epsilon: Any, *, caller: str, name: str = "epsilon") -
 
     One range for every release kind: ``[MIN_EPSILON, MAX_EPSILON]`` = [0.001, 53·ln 2 ≈ 36.74] (see
     :data:`MIN_EPSILON` and :data:`MAX_EPSILON` for why).
-
-    Raises
-    ------
-    TypeError
-        Not a real number.
-    ValueError
-        NaN, infinite, ≤ 0, or outside the range; the message names the parameter and the range.
 
     Examples
     --------
@@ -198,13 +167,6 @@ def check_count(value: Any, name: str, *, caller: str, minimum: int = 1, maximum
 
     Checked before anything is allocated, so that a slip ends in this error, not in a MemoryError.
 
-    Raises
-    ------
-    TypeError
-        Not an integer.
-    ValueError
-        Out of range; the message names the parameter and the limit.
-
     Examples
     --------
     >>> check_count(1000, "n_synthetic", caller="synthesize")
@@ -225,11 +187,6 @@ def check_lengths(lengths: Any, *, caller: str, name: str = "lengths") -> Any:
 
     The check runs before anything is sized by a length; ``lengths`` is returned unchanged (its type and
     the lower end are the caller's to check).
-
-    Raises
-    ------
-    ValueError
-        A length above :data:`MAX_LENGTH`; the message names the parameter and the limit.
 
     Examples
     --------
@@ -273,14 +230,7 @@ def check_option(value: Any, name: str, allowed: Any, caller: str, *, case_insen
 def check_int_range(
     value: Any, name: str, *, caller: str, minimum: int | None = None, maximum: int | None = None
 ) -> int:
-    """Validate an integer parameter (Python or numpy int, not bool) in ``[minimum, maximum]``.
-
-    Raises
-    ------
-    TypeError
-        Not an integer (floats such as ``2.0`` are rejected too).
-    ValueError
-        Out of range.
+    """Validate an int (Python or numpy; not bool, nor a float such as ``2.0``) in ``[minimum, maximum]``.
 
     Examples
     --------
@@ -306,12 +256,7 @@ def check_int_range(
 
 
 def check_bool(value: Any, name: str, *, caller: str) -> bool:
-    """Return ``value`` as a bool if it is a Python or numpy bool.
-
-    Raises
-    ------
-    TypeError
-        For anything else (``0``/``1`` and strings included).
+    """Return ``value`` as a bool if it is a Python or numpy bool (``0``/``1`` and strings are refused).
 
     Examples
     --------
@@ -328,10 +273,7 @@ def check_bool(value: Any, name: str, *, caller: str) -> bool:
 def check_max_km(max_km: Any, *, caller: str) -> float | None:
     """Validate a snapping tolerance of the analyses: None, or a float in [0, inf).
 
-    Raises
-    ------
-    ValueError
-        For anything else (the message names ``max_km``).
+    Anything else, a non-number included, is a ``ValueError``.
 
     Examples
     --------
@@ -348,14 +290,7 @@ def check_max_km(max_km: Any, *, caller: str) -> float | None:
 
 
 def check_positive_km(value: Any, name: str, *, caller: str) -> float | None:
-    """Validate an optional distance in km: None, or a float in the range (0, inf).
-
-    Raises
-    ------
-    TypeError
-        For a non-number (bool included).
-    ValueError
-        For zero, a negative, NaN or infinite value.
+    """Validate an optional distance in km: None, or a float in the range (0, inf) (not a bool).
 
     Examples
     --------
@@ -379,14 +314,7 @@ def check_positive_km(value: Any, name: str, *, caller: str) -> float | None:
 
 
 def check_int_min(value: Any, name: str, *, minimum: int, caller: str) -> int:
-    """Validate an integer parameter (Python or numpy int, not bool) that must be ``>= minimum``.
-
-    Raises
-    ------
-    TypeError
-        Not an integer (floats such as ``2.0`` are rejected too).
-    ValueError
-        Below ``minimum``.
+    """Validate an integer parameter (Python or numpy int; not bool, nor a float such as ``2.0``) >= minimum.
 
     Examples
     --------
@@ -409,13 +337,6 @@ def check_float_range(
     value: Any, name: str, *, caller: str, minimum: float = 0.0, closed: bool = False
 ) -> float:
     """Validate a real number in ``(minimum, inf)`` (or ``[minimum, inf)`` with ``closed=True``).
-
-    Raises
-    ------
-    TypeError
-        For a non-number (bool, str and None included).
-    ValueError
-        Out of range, NaN or infinite (or too large for a float).
 
     Examples
     --------
@@ -441,12 +362,8 @@ def check_time_kinds(values: Any, name: str, *, caller: str) -> None:
     """Refuse a time column whose values mix kinds (numbers with text or dates, say).
 
     Sorting such a column orders by kind first (every number before every text), which is no time order.
-    Numbers alone, datetimes alone or text alone pass (text is parsed by the caller).
-
-    Raises
-    ------
-    ValueError
-        The column mixes kinds; the message names the column, never its values.
+    Numbers alone, datetimes alone or text alone pass (text is parsed by the caller). The message names
+    the column, never its values.
 
     Examples
     --------
@@ -479,11 +396,6 @@ def check_no_missing(
 
     ``values`` is a pandas Series; ``rows`` the row position of each value in the user's frame (default:
     its own positions); ``what`` names the value ("time", "user id" ...).
-
-    Raises
-    ------
-    ValueError
-        ``"Row position {pos} of the {frame} passed to {caller} has a missing {what} in column ...``.
     """
     hits = np.flatnonzero(np.asarray(values.isna()))
     if hits.size:
@@ -501,15 +413,7 @@ MAX_LISTED_COLUMNS = 50
 def available_columns(columns: Any) -> str:
     """``"Available columns: [...]."``: the names of ``columns`` (names only), for a missing-column error.
 
-    Parameters
-    ----------
-    columns : iterable of column labels
-        The columns of the frame (``frame.columns``).
-
-    Returns
-    -------
-    str
-        The sentence, listing at most :data:`MAX_LISTED_COLUMNS` names and the count of the others.
+    At most :data:`MAX_LISTED_COLUMNS` names, and the count of the others.
     """
     names = [str(c) for c in columns]
     if not names:
@@ -523,25 +427,9 @@ def available_columns(columns: Any) -> str:
 def missing_column(
     parameter: str, caller: str, column: Any, columns: Any, *, where: str = "the frame"
 ) -> ValueError:
-    """The ``ValueError`` for a ``*_col`` parameter naming a column that ``where`` lacks.
+    """The ``ValueError`` (to raise) for a ``*_col`` parameter naming a column that ``where`` lacks.
 
-    Parameters
-    ----------
-    parameter : str
-        The parameter's name (``"user_col"``).
-    caller : str
-        The public function or method.
-    column : column label
-        The label given.
-    columns : iterable of column labels
-        The columns there are, listed in the message (names only).
-    where : str, default "the frame"
-        What lacks the column, for the message.
-
-    Returns
-    -------
-    ValueError
-        To raise.
+    The message lists the names of ``columns`` (names only, never values).
     """
     return ValueError(
         f"The {parameter!r} parameter of {caller} names a column that is not in {where}: {str(column)!r}. "

@@ -65,13 +65,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """Build the ``geoldp`` argument parser (used by :func:`main` and by the docs).
-
-    Returns
-    -------
-    argparse.ArgumentParser
-        The parser, with one sub-parser per command of :data:`COMMANDS`.
-    """
+    """The ``geoldp`` argument parser: one sub-parser per command of :data:`COMMANDS` (the docs use it)."""
     from geoldp.cli.info import version
 
     parser = _Parser(
@@ -160,16 +154,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _run(argv: Sequence[str] | None = None) -> int:
     """Run the ``geoldp`` command line (signals are handled by :func:`main`).
 
-    Parameters
-    ----------
-    argv : sequence of str, optional
-        The arguments, without the program name. Defaults to ``sys.argv[1:]``.
-
-    Returns
-    -------
-    int
-        The exit status: 0 on success, 1 for bad input data or parameters, 2 for command-line usage
-        errors.
+    Returns the exit status: 0 on success, 1 for bad input data or parameters, 2 for command-line usage
+    errors.
     """
     stdout, stderr = sys.stdout, sys.stderr
     parser = build_parser()

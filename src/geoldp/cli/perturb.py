@@ -74,19 +74,12 @@ def write_frame(
 
     Parameters
     ----------
-    gdf : geopandas.GeoDataFrame
-        The frame to write.
     path : str or os.PathLike
         Output path; its suffix selects the format (see ``geoldp.io.WRITE_FORMATS``).
     overwrite : bool, default False
         Replace an existing output and sidecar.
     inputs : sequence of paths
         Files the outputs must not be (the command's inputs).
-
-    Returns
-    -------
-    list of pathlib.Path
-        The files written.
     """
     from geoldp import io as gio
 

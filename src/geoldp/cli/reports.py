@@ -61,11 +61,7 @@ def write_report_table(table: Any, path: str | os.PathLike[str], *, overwrite: b
 
     Rows in table order without the index (as every geoldp release file); OUE bit vectors in hexadecimal;
     a missing report is an empty cell. The sidecar ``<path>.ledger.json`` records the CSV's SHA-256.
-
-    Returns
-    -------
-    list of pathlib.Path
-        The CSV, then the sidecar.
+    Returns the CSV's path, then the sidecar's.
     """
     import pandas as pd
 

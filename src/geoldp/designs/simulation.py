@@ -42,12 +42,10 @@ class Simulation:
     ps : PointSet
     zone_of_point : ndarray
         Zone position of every public point (``n_zones`` = outside).
-    n_zones : int
     seqs : list of ndarray
         The simulated trajectories (indices into P).
     n : int
         Users the plan is for (the population stands for n users).
-    epsilon : float
     rng : numpy.random.Generator
         Simulation randomness (public; never used for a release).
     """

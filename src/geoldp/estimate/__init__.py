@@ -613,6 +613,11 @@ def range_counts(
     pandas.DataFrame
         One row per region (the regions' index, or ``region`` 0..R-1), columns ``estimate``, ``lower``,
         ``upper``, ``raw``, ``supported`` (as in :func:`visit_counts`); ``attrs["total"]`` as there.
+
+    Raises
+    ------
+    TypeError, ValueError
+        As :func:`visit_counts`; a malformed region.
     """
     caller = "geoldp.estimate.range_counts"
     return _prepare(released, points, fit, caller)._range_counts(regions, how, caller)
@@ -637,6 +642,11 @@ def od_flows(released: Any, points: Any, zones: Any, **fit: Unpack[_EstimateKeyw
         Long format: columns ``origin``, ``destination`` (zone index labels), ``estimate``, ``lower``,
         ``upper``, ``raw``, ``supported`` (as in :func:`visit_counts`); one row per pair with a positive
         estimate or raw count, sorted by pair; ``attrs["total"]`` as in :func:`visit_counts`.
+
+    Raises
+    ------
+    TypeError, ValueError
+        As :func:`visit_counts`; zones without a CRS.
     """
     caller = "geoldp.estimate.od_flows"
     return _prepare(released, points, fit, caller)._od_flows(zones, caller)
@@ -667,6 +677,11 @@ def hotspots(
         sorted by decreasing estimate (ties by position), the index of :func:`visit_counts`, columns
         ``rank`` (1..k), ``estimate``, ``lower``, ``upper``, ``raw``, ``supported``;
         ``attrs["supported_cells"]`` and ``attrs["cells"]`` count the rows ranked among and all rows.
+
+    Raises
+    ------
+    TypeError, ValueError
+        As :func:`visit_counts`; k not a positive int.
     """
     k = check_int_min(k, "k", minimum=1, caller="geoldp.estimate.hotspots")
     return top_supported(visit_counts(released, points, zones=zones, **fit), k)
@@ -689,7 +704,7 @@ def denoise(released: Any, points: Any, **fit: Unpack[_ModelKeywords]) -> Any:
     ----------
     released, points, mechanism, epsilon, mechanism_options, rng
         As in :func:`visit_counts`.
-    n_candidates, n_sims, n_iter, cell_km, fit_rows
+    n_candidates, n_sims, n_iter, cell_km, fit_rows, progress
         As in :func:`visit_counts`.
 
     Returns
@@ -698,6 +713,11 @@ def denoise(released: Any, points: Any, **fit: Unpack[_ModelKeywords]) -> Any:
         The same type and shape as ``released``: for a GeoDataFrame/GeoSeries a copy with the same index,
         columns, CRS, attrs and vertex counts whose vertices are the denoised public points (in the
         release's CRS); for index input, a list of int64 arrays of the same lengths.
+
+    Raises
+    ------
+    TypeError, ValueError
+        As :func:`visit_counts`; a frame that is not a release of LineStrings.
     """
     caller = "geoldp.estimate.denoise"
     return _prepare(released, points, _EstimateKeywords(**fit, n_boot=0, level=0.95), caller).denoise()

@@ -106,18 +106,12 @@ def resolve_release_mechanism(
     Parameters
     ----------
     mechanism : None, str, TP/ATP/PointEM object or dict
-        ``None`` reads the release's ledger (:func:`geoldp.ledger_of`); a dict is such a ledger's record.
+        ``None`` reads the release's ledger (:func:`geoldp.ledger_of`; none is an error); a dict is such a
+        ledger's record. A name must agree with the ledger's.
     epsilon : float, optional
         Needed with a name; must agree with the object's or the ledger's ε when both are given.
     options : dict, optional
         Mechanism options with a name.
-
-    Raises
-    ------
-    ValueError
-        No mechanism and no ledger; ε (or the mechanism name) conflicting with the ledger.
-    TypeError
-        A mechanism of the wrong type.
     """
     ledger = ledger_of(released)
     if isinstance(mechanism, dict):
@@ -189,11 +183,8 @@ class Release:
 def released_sequences(released: Any, ps: PointSet, *, caller: str) -> Release:
     """Index arrays into P of the released trajectories (GeoDataFrame/GeoSeries in any CRS, or index arrays).
 
-    Raises
-    ------
-    ValueError
-        A released vertex that is not a public point (farther than 1 mm from every point of P): the
-        message names the row position, never coordinates.
+    Refuses a released vertex that is not a public point (farther than 1 mm from every point of P),
+    naming its row position, never coordinates.
     """
     import geopandas as gpd
 

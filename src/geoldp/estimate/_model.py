@@ -1,49 +1,13 @@
 """The population model behind the collector-side estimators: a mixture over a library of candidates.
 
-For every released trajectory length n the model is a finite mixture over a *library* of K candidate
-trajectories (index arrays into P) with weights w ≥ 0, Σ w = N (the number of released trajectories of
-length n). The library is public post-processing: a proposal over P (two thirds compact to spread
-trajectories around centres drawn from a prior mixing uniform-over-P and the released visit frequencies, one
-third independent uniform draws from P, a no-data population), the trajectory at P's 1-median (the other
-no-data population) and the released trajectories themselves.
-
-Each released trajectory y_j is one observation with likelihood ℓ_jc = log Pr[y_j | candidate c]:
-
-- PointEM: exact, Σ_i log q_{c,i}(y_{j,i}), q the exponential mechanism's pmf over P with budget ε_n (the
-  mechanism's own rounded per-point budget) and sensitivity Δ = diameter of P;
-- TP/ATP: a composite likelihood (positions treated as conditionally independent given the candidate),
-  Σ_i log q̂_{c,i}(cell(y_{j,i})) with q̂ the smoothed frequency of the released cell among S simulated
-  releases of c (ChaCha20 streams under a key drawn from the caller's rng), backed off to the release's
-  cell frequency at position i.
-
-Likelihoods are kept in log space where it matters: ℓ of a long trajectory spans thousands of nats, so
-exp(ℓ) underflows in any floating-point type. :class:`Lik` stores exp(ℓ_jc − max_c ℓ_jc) in float32 (the fast
-path of EM: two matrix-vector products per iteration) and, for the rows where some entry falls below 1e-30,
-also ℓ_jc − max_c ℓ_jc; a row whose weighted sum under the current weights is that small is then computed
-exactly in log space (log-sum-exp), so no posterior is ever all zeros.
-
-The weights are fitted by the EM algorithm for mixtures (NPMLE-style): r_jc ∝ w_c exp(ℓ_jc), w ← Σ_j r_jc,
-started from uniform weights and stopped early (a fixed number of iterations, or one chosen by two-fold
-cross-validation of the held-out per-trajectory log-likelihood). Estimates and intervals come from the
-per-trajectory posterior r (see :meth:`Model.estimate`).
-
-Intervals: the posterior variance, a bootstrap over released rows and the range of the plausible models,
-widened to hold what the simulated channel alone can say of each count (a moment estimate from a few kept
-simulated releases of the candidates; where the release's count hardly depends on the originals', the whole
-range of counts), so that an overconfident composite likelihood cannot make an interval look informative.
-
-Large releases: a length with more releases N than ``FitOptions.fit_rows`` = n fits everything above (the
-library's released copies, the likelihoods, cross-validation, EM, the plausible models and the bootstrap) on
-a uniform sample of n of its rows, drawn from its own stream of the key (never from the data). Each count is
-then (N / n) Σ_{j in sample} p_jt, an unbiased estimate of the full-release Σ_j p_jt under the same weights,
-with the sampling variance N² (1 − n/N) s_t² / n added; the raw counts and the channel check read every
-row, and denoise computes each row's likelihood in chunks (for TP/ATP from one table per position,
-:class:`SimulatedChannel`; the back-off cell frequency f_i is that of every release of the length). No
-N x K matrix is formed, so time and memory stop growing with N except for O(N · n) index work.
-
-Randomness: the caller's rng gives one key; every use draws from its own stream derived from that key, the
-length and the purpose (library, cross-validation folds, bootstrap, the fitted sample), so the point
-estimate does not depend on how many bootstrap replicates an interval uses or on whether one is computed.
+docs/collector.md ("The model", "Intervals", "Cost") is the description of the model: the library (a
+public proposal, the no-data populations and the released copies), the per-trajectory likelihoods (exact
+for PointEM, a simulated composite likelihood for TP/ATP), the EM fit with its cross-validated start and
+stopping, the intervals and the channel check, the fit on a sample above ``fit_rows`` and the streams of
+randomness. Here: :class:`Lik` keeps the likelihoods in log space where exp(ℓ) underflows,
+:class:`SimulatedChannel` the TP/ATP tables (one per position; its back-off cell frequency f_i is that of
+every release of the length), :meth:`Model.estimate` the estimates and intervals,
+:class:`_Channel` the channel check.
 
 Everything here is post-processing: the inputs are released index arrays, the public point set, the public
 mechanism and a key for the simulations. Nothing outlives a call (no caches).
@@ -723,10 +687,10 @@ class Model:
         return np.sqrt(np.maximum(var + extra, 0.0))
 
     def _sums(self, values: Callable[[np.ndarray], Any], z: float) -> tuple[Any, ...]:
-        """Per-count estimates, variances and checks, summed over lengths.
+        """Per count, summed over lengths: estimate, variance, bootstrap replicates, checks.
 
-        Per count, summed over lengths: estimate, variance, bootstrap replicates (B, T) or None, the
-        plausible models' range, the no-data estimates (D, T) and the channel check.
+        Bootstrap replicates (B, T) or None, the plausible models' range, the no-data estimates (D, T) and
+        the channel check.
         """
         self.intervals()
         est = var = boot = low = high = None

@@ -243,6 +243,12 @@ def evaluate(
         original point) when the number of original points times |P| is at most 5·10⁸, and otherwise, like
         every other column, the value on one draw with ``rng``.
 
+    Raises
+    ------
+    TypeError, ValueError
+        Trajectories or parameters of the wrong type or value; a different number of rows or of points per
+        row in ``perturbed``.
+
     Examples
     --------
     >>> import numpy as np

@@ -68,12 +68,10 @@ class ReportScheme:
 
     Attributes
     ----------
-    statistic : str
     n_zones : int
         Number of zones; value ``n_zones`` is the outside category.
     base : int
         Number of real domain values (zones + 1, or its square for pairs).
-    pad_length : int
     n_dummies : int
         Dummy values ``base, …, base + n_dummies − 1``.
     oracle : geoldp.mechanisms.oracles.Oracle

@@ -94,7 +94,6 @@ def copy_distribution(
     Parameters
     ----------
     mechanism : TP, ATP or PointEM
-    points : PointSet
     X : array_like of int, shape (B, n)
         Candidate private trajectories (same length n).
     copy : {"A", "B", None}

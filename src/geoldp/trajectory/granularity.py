@@ -70,13 +70,6 @@ def granularity_argmax(x: float, candidates: Sequence[int] = DEFAULT_CANDIDATES,
         ε_eff, the budget the score is evaluated at.
     candidates : sequence of int
         Candidate granularities (the query ranges are π/g′ for the same set).
-    reading : {"C", "A"}
-        Which score to maximise.
-
-    Returns
-    -------
-    int
-        The chosen granularity.
     """
     score = score_c if reading == "C" else score_a
     best_g: int | None = None

@@ -72,15 +72,7 @@ _AXIS = 1e-12
 
 
 def check_box(bounds: Any, *, caller: str) -> tuple[float, float, float, float]:
-    """Validate a public box ``(minx, miny, maxx, maxy)``: four finite reals with minx < maxx, miny < maxy.
-
-    Raises
-    ------
-    TypeError
-        ``bounds`` is not a sequence of four real numbers.
-    ValueError
-        A bound is not finite, or the box is empty.
-    """
+    """Validate a public box ``(minx, miny, maxx, maxy)``: four finite reals with minx < maxx, miny < maxy."""
     try:
         values = tuple(bounds)
     except TypeError:
