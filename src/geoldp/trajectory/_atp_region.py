@@ -75,8 +75,17 @@ __all__ = [
 _N, _CX, _CY, _CZ, _RHO, _Q00, _Q01, _Q02, _Q11, _Q12, _Q22, _M3 = range(12)
 _NF = 12
 _TOP = 8  # the traversal starts at the first level with at most _TOP × _TOP nodes
+#: the most bands one η traversal carries (a bit mask per stack entry); more take several passes
+MAX_BANDS = 62
+# acc columns of eta_intervals: a band's sums (Σ_P d, its error, Σ_C d, its error, |C|, carried points, their
+# Σ n·l and Σ n·u), then its point tolerance and chord thresholds
+_A_S, _A_SE, _A_A, _A_AE, _A_NC, _A_NU, _A_ULO, _A_UHI, _A_TOL, _A_HLO, _A_HHI = range(11)
+ACC_WIDTH = 11
 STACK = 4096  # length of the traversal stack (int64 scratch): the stack, then the carried groups
 _GROUPS = 1024  # stack[_GROUPS:] holds the carried straddling groups, 3 int64 each (count, l mm, u mm)
+# eta_interval's one band in its stack: [0] the number of groups, [1] has_k, [2:_HEAD] (as float64) d_lo,
+# d_hi and the band's acc row; then the traversal, up to _GROUPS
+_HEAD = 4 + ACC_WIDTH
 # A node whose distance range crosses D_lo or D_hi ("straddling") is carried as an uncertain group by the
 # η traversal instead of being opened when its weights alone could move η by at most about STRADDLE metres
 # (n·(1 − q)·u/(q·|P|), see eta_interval; 0: open every one). A cost knob only: every decision stays exact.
@@ -283,7 +292,7 @@ def region_index(index: Any) -> RegionIndex:
     )  # fmt: skip
 
 
-@_jit
+@jit_inline  # inlined, as _classify: the η traversal's cost per point
 def asin_dist(h: float) -> float:
     """2R·asin(h) for a half-chord h ∈ [0, 1] (the fast path's chord distance)."""
     if h < 0.01:
@@ -458,7 +467,7 @@ def _group_bounds_mm(lo: float, hi: float) -> tuple[Any, ...]:
     return int(math.floor(dl * 1e3)) - 1, int(math.ceil(du * 1e3)) + 1
 
 
-@_jit
+@jit_inline
 def _classify(
     d: float,
     d_lo: float,
@@ -530,12 +539,13 @@ def eta_interval(
 ) -> None:
     """Certified η interval for anchor ``a`` over ``ri`` (with a tree), before :func:`region_setup`'s pad.
 
-    ``out`` = [η_lo, η_hi, Σ_P d lower, Σ_P d upper, |C| of the settled points, nodes visited, points
-    evaluated, straddling nodes carried]; the last three are per-call counters. ``tol_pt`` is the accepted
-    Taylor remainder per point (metres); a node whose distance range crosses D_lo or D_hi ("straddling")
-    is carried as an uncertain group instead of being opened when n·(1 − q)·u/(q·|P|) ≤ ``straddle`` (metres;
-    n its points, u ≈ their largest distance): about the most its unknown weights can move η, since every
-    weight is ≥ q. This only trades traversal nodes against a wider interval (more exact passes).
+    :func:`eta_intervals` with this one band, its scratch in ``stack`` (see ``_HEAD``). ``out`` = [η_lo,
+    η_hi, Σ_P d lower, Σ_P d upper, |C| of the settled points, nodes visited, points evaluated, straddling
+    nodes carried]; the last three are per-call counters. ``tol_pt`` is the accepted Taylor remainder per
+    point (metres); a node whose distance range crosses D_lo or D_hi ("straddling") is carried as an
+    uncertain group instead of being opened when n·(1 − q)·u/(q·|P|) ≤ ``straddle`` (metres; n its points,
+    u ≈ their largest distance): about the most its unknown weights can move η, since every weight is ≥ q.
+    This only trades traversal nodes against a wider interval (more exact passes).
 
     **The bound with uncertain groups.** Write η = Σ_p w_p d_p / Σ_p w_p with w_p = 1 for p ∈ C and
     w_p = q = e^{−ε_R} otherwise (ALGORITHM §8.4 step 4 when |C| > 0). The settled points give
@@ -557,87 +567,15 @@ def eta_interval(
     instead; the interval is then the union with that case's interval. Distances of the groups are kept
     in whole millimetres rounded outwards (int64 in ``stack[_GROUPS:]``).
     """
-    levels = ri.levels
-    ax = ri.xyz[a, 0]
-    ay = ri.xyz[a, 1]
-    az = ri.xyz[a, 2]
-    tol = 1e-6 + 1e-10 * d_hi
-    # chord thresholds with margins: a node is inside C only if its chord range is strictly inside
-    h_lo = 2.0 * math.sin(0.5 * d_lo / EARTH_RADIUS_M)
-    h_hi = 2.0 * math.sin(0.5 * d_hi / EARTH_RADIUS_M)
-    mg = 1e-12
-    s_val = 0.0
-    s_err = 0.0
-    a_val = 0.0
-    a_err = 0.0
-    n_c = 0.0
-    n_nodes = 0.0
-    n_pts = 0.0
-    n_unc = 0.0
-    u_lo = 0.0  # Σ n_j l_j and Σ n_j u_j over the carried groups
-    u_hi = 0.0
-    n_groups = 0
-    g_max = (stack.shape[0] - _GROUPS) // 3
-    m = ri.sxyz.shape[0]
-    q = math.exp(-eps_r)
-    # η moves by at most about n·(1 − q)·u/(q·|P|) when n weights change (the carry rule, a heuristic)
-    sway = (1.0 - q) * EARTH_RADIUS_M / (q * m) if q > 0.0 else math.inf
-    sp = _push_roots(levels, stack, 2, 0)
-    while sp > 0:
-        sp -= 2
-        node = stack[sp]
-        lv = stack[sp + 1]
-        rec = ri.nodes[node]
-        cnt = rec[_N]
-        if cnt == 0.0:
-            continue
-        n_nodes += 1.0
-        dx = rec[_CX] - ax
-        dy = rec[_CY] - ay
-        dz = rec[_CZ] - az
-        r = math.sqrt(dx * dx + dy * dy + dz * dz)
-        rho = rec[_RHO]
-        lo = r - rho
-        hi = r + rho
-        inside, outside = _band_sides(has_k, lo, hi, h_lo, h_hi, mg)
-        if (inside or outside) and lo > 0.0 and hi < 1.0 and r > 0.0:
-            err = _third_bound(lo) / 6.0 * rec[_M3]
-            if err <= tol_pt * cnt:
-                val, rounding = _node_sum(rec, cnt, dx, dy, dz, r)
-                err += rounding
-                s_val += val
-                s_err += err
-                if inside:
-                    a_val += val
-                    a_err += err
-                    n_c += cnt
-                continue
-        elif not (inside or outside) and cnt * hi * sway <= straddle and n_groups < g_max:
-            # straddling and small: an uncertain group, its distances in whole-mm bounds [l, u]
-            base = _GROUPS + 3 * n_groups
-            stack[base] = int(cnt)
-            stack[base + 1], stack[base + 2] = _group_bounds_mm(lo, hi)
-            u_lo += cnt * (stack[base + 1] * 1e-3)
-            u_hi += cnt * (stack[base + 2] * 1e-3)
-            n_unc += cnt
-            n_groups += 1
-            continue
-        k = node - levels[lv, 0]
-        if lv == 0:
-            n_pts += cnt
-            for pos in range(ri.cell_start[k], ri.cell_start[k + 1]):
-                d = asin_dist(0.5 * _chord(ri.sxyz, pos, ax, ay, az))
-                if has_k:
-                    inc, d = _classify(d, d_lo, d_hi, tol, a, ri.order[pos], ri.lam, ri.phi)
-                    if inc:
-                        a_val += d
-                        n_c += 1.0
-                s_val += d
-            continue
-        sp = _push_children(levels, lv, k, stack, sp, 2, 0)
-    out[5] = n_nodes
-    out[6] = n_pts
-    _eta_finish(s_val, s_err, a_val, a_err, n_c, n_unc, u_lo, u_hi, n_groups, has_k, m, q, free, stack, out)
+    fl = stack.view(np.float64)
+    stack[1] = has_k
+    fl[2] = d_lo
+    fl[3] = d_hi
+    _eta_core(
+        1, a, ri, stack[1:2], fl[2:3], fl[3:4], tol_pt, straddle, eps_r, stack[_HEAD:_GROUPS],
+        stack.reshape((1, stack.shape[0])), fl[4:_HEAD].reshape((1, ACC_WIDTH)), out, out[:2].reshape((1, 2)),
+        free,
+    )  # fmt: skip
 
 
 @_jit
@@ -658,7 +596,7 @@ def _eta_finish(
     stack: np.ndarray,
     out: np.ndarray,
 ) -> None:
-    """The η interval of a finished traversal (one-band or all-bands) from its sums.
+    """The η interval of a band's finished traversal from its sums.
 
     ``out`` as :func:`eta_interval`'s; the carried groups in ``stack[_GROUPS:]``.
     """
@@ -696,17 +634,10 @@ def _eta_finish(
     out[1] = out[3] / (m - 1)
 
 
-#: the most bands one all-bands traversal carries (a bit mask per stack entry); more take several passes
-MAX_BANDS = 62
-# acc columns of eta_intervals: the per-band sums of _eta_interval
-_A_S, _A_SE, _A_A, _A_AE, _A_NC, _A_NU, _A_ULO, _A_UHI, _A_TOL, _A_HLO, _A_HHI = range(11)
-_A_W = 11
-ACC_WIDTH = _A_W
-
-
 # A numba kernel: exempt from C901, as splitting it into calls changes what numba compiles.
-@_jit
-def eta_intervals(  # noqa: C901
+@jit_inline
+def _eta_core(  # noqa: C901
+    nb: KernelInt,
     a: KernelInt,
     ri: RegionIndex,
     has_k: np.ndarray,
@@ -720,21 +651,11 @@ def eta_intervals(  # noqa: C901
     acc: np.ndarray,
     work: np.ndarray,
     out: np.ndarray,
+    free: bool,
 ) -> None:
-    """Certified η intervals of anchor ``a`` for every band, in one traversal.
-
-    :func:`eta_interval` of anchor ``a`` for every band ``j`` (``has_k[j]``, ``d_lo[j]``, ``d_hi[j]``;
-    at most ``MAX_BANDS``) in one traversal: ``out[j] = (η_lo, η_hi)``, bit for bit the one-band traversal's.
-
-    A node is opened when some band would open it, and a stack entry carries the bands still descending
-    (a bit mask). Each band's sums see exactly the nodes and points of its own traversal, in the same
-    (depth-first, same child order) sequence and by the same expressions, so they round alike; the node's
-    Taylor value and the point distances are computed once for all bands. Scratch: ``stack`` int64 (3 per
-    entry), ``groups`` int64[bands, STACK] (each band's carried groups, at ``_GROUPS`` as in ``stack`` of
-    :func:`eta_interval`; their number at 0), ``acc`` float64[bands, ACC_WIDTH], ``work`` float64[8].
-    """
+    # eta_intervals of nb bands, inlined in both callers: eta_interval's constant nb = 1 leaves a one-band
+    # traversal (entries without a mask, the sums at fixed places), as fast as one written for one band
     levels = ri.levels
-    nb = has_k.shape[0]
     ax = ri.xyz[a, 0]
     ay = ri.xyz[a, 1]
     az = ri.xyz[a, 2]
@@ -744,22 +665,26 @@ def eta_intervals(  # noqa: C901
     q = math.exp(-eps_r)
     sway = (1.0 - q) * EARTH_RADIUS_M / (q * m) if q > 0.0 else math.inf
     for j in range(nb):
-        for c in range(_A_W):
+        for c in range(ACC_WIDTH):
             acc[j, c] = 0.0
         acc[j, _A_TOL] = 1e-6 + 1e-10 * d_hi[j]
         acc[j, _A_HLO] = 2.0 * math.sin(0.5 * d_lo[j] / EARTH_RADIUS_M)
         acc[j, _A_HHI] = 2.0 * math.sin(0.5 * d_hi[j] / EARTH_RADIUS_M)
         groups[j, 0] = 0  # the band's number of carried groups
-    sp = _push_roots(levels, stack, 3, (np.int64(1) << nb) - 1)
+    n_nodes = 0.0
+    n_pts = 0.0
+    width = 2 if nb == 1 else 3  # a stack entry: (node, level), then the bands' mask if several
+    sp = _push_roots(levels, stack, width, (np.int64(1) << nb) - 1)
     while sp > 0:
-        sp -= 3
+        sp -= width
         node = stack[sp]
         lv = stack[sp + 1]
-        mask = stack[sp + 2]
+        mask = stack[sp + 2] if width == 3 else np.int64(1)
         rec = ri.nodes[node]
         cnt = rec[_N]
         if cnt == 0.0:
             continue
+        n_nodes += 1.0
         dx = rec[_CX] - ax
         dy = rec[_CY] - ay
         dz = rec[_CZ] - az
@@ -814,6 +739,7 @@ def eta_intervals(  # noqa: C901
             continue
         k = node - levels[lv, 0]
         if lv == 0:
+            n_pts += cnt
             for pos in range(ri.cell_start[k], ri.cell_start[k + 1]):
                 d0 = asin_dist(0.5 * _chord(ri.sxyz, pos, ax, ay, az))
                 for j in range(nb):
@@ -829,14 +755,51 @@ def eta_intervals(  # noqa: C901
                             acc[j, _A_NC] += 1.0
                     acc[j, _A_S] += d
             continue
-        sp = _push_children(levels, lv, k, stack, sp, 3, opened)
+        sp = _push_children(levels, lv, k, stack, sp, width, opened)
     for j in range(nb):
         _eta_finish(
             acc[j, _A_S], acc[j, _A_SE], acc[j, _A_A], acc[j, _A_AE], acc[j, _A_NC], acc[j, _A_NU],
-            acc[j, _A_ULO], acc[j, _A_UHI], groups[j, 0], has_k[j], m, q, True, groups[j], work,
+            acc[j, _A_ULO], acc[j, _A_UHI], groups[j, 0], has_k[j], m, q, free, groups[j], work,
         )  # fmt: skip
         out[j, 0] = work[0]
         out[j, 1] = work[1]
+    work[5] = n_nodes
+    work[6] = n_pts
+
+
+@_jit
+def eta_intervals(
+    a: KernelInt,
+    ri: RegionIndex,
+    has_k: np.ndarray,
+    d_lo: np.ndarray,
+    d_hi: np.ndarray,
+    tol_pt: float,
+    straddle: float,
+    eps_r: float,
+    stack: np.ndarray,
+    groups: np.ndarray,
+    acc: np.ndarray,
+    work: np.ndarray,
+    out: np.ndarray,
+    free: bool = True,
+) -> None:
+    """Certified η intervals of anchor ``a`` for every band, in one traversal.
+
+    :func:`eta_interval` of anchor ``a`` for every band ``j`` (``has_k[j]``, ``d_lo[j]``, ``d_hi[j]``;
+    at most ``MAX_BANDS``) in one traversal: ``out[j] = (η_lo, η_hi)``, bit for bit :func:`eta_interval`'s
+    of band ``j`` alone, which is this traversal with one band.
+
+    A node is opened when some band would open it, and a stack entry carries the bands still descending
+    (a bit mask). Each band's sums see exactly the nodes and points of its own traversal, in the same
+    (depth-first, same child order) sequence and by the same expressions, so they round alike; the node's
+    Taylor value and the point distances are computed once for all bands. Scratch: ``stack`` int64 (3 per
+    entry; 2 for one band), ``groups`` int64[bands, STACK] (each band's carried groups, at ``_GROUPS`` as
+    in ``stack`` of :func:`eta_interval`; their number at 0), ``acc`` float64[bands, ACC_WIDTH], ``work``
+    float64[8]. ``free``: as :func:`eta_interval`'s.
+    """
+    nb = has_k.shape[0]
+    _eta_core(nb, a, ri, has_k, d_lo, d_hi, tol_pt, straddle, eps_r, stack, groups, acc, work, out, free)
 
 
 @_jit
