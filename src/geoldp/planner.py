@@ -1,12 +1,10 @@
 """Plan a collection before any ε is spent: which design answers the question, from public inputs only.
 
 :func:`plan` simulates every design that answers the question on **no-data populations** built from
-public inputs (random walks over the public points P, starting anywhere in P or at a few random hubs,
-with the given length distribution; or a public prior population), measures each design's error
-against that population's exact answer, and returns a table: expected error and interval width per
-design, the no-data baselines (uniform over P; constant at P's 1-median; for the zone questions also P's
-zone shares, one visit per trajectory), the recommended design, and the number of users each design
-needs for a target error.
+public inputs and returns a table: expected error and interval width per design, the no-data baselines,
+the recommended design and the users each design needs. docs/reports.md ("Which design? Ask the planner
+first", "Hybrid releases: one budget, two designs") describes the populations, the table, the designs'
+names and what each report design estimates; what follows is how each kind of design is simulated.
 
 * TraCS-D and TraCS-C (``tracs-d``, ``tracs-c``) are simulated in P's lon/lat box (public), their released
   locations snapped to P, as :class:`geoldp.designs.TrajectoryDesign` runs them.
@@ -16,39 +14,21 @@ needs for a target error.
   n users' reports, the Markov model and the synthetic trajectories, whose zone counts are compared.
 * Report designs (:func:`geoldp.report`) use the closed-form variance of their estimator
   (:mod:`geoldp.reports.estimators`): the population's expected report frequencies plus Gaussian noise of
-  that variance, then the same projection as the estimator.
-* Shrunk reports (``report:*:shrunk``) post-process the same release with :func:`shrink_to_baseline`
-  (positive-part James–Stein toward the uniform answer): never far from the baseline when the release
-  carries little, close to the plain estimate when it carries much.
-* Empirical-Bayes reports (``report:*:eb``; one visited zone, ℓ = 2 or 3 padded, the OD pair) post-process
-  the same release with :func:`shrink_empirical_bayes`: toward the mix of the no-data answers
-  (:func:`no_data_shapes`) the release itself is closest to, cell by cell, each cell keeping as much of
-  its own estimate as its signal over its noise allows.
-* Padded reports (``report:visited_zone:pad<ℓ>``, ``padded`` = ℓ 3; ℓ ∈ {2, 3, 5, 8}, plain or
-  ``:shrunk``) pad each trajectory's set of visited zones to ℓ and report one sampled item; ℓ × the
-  debiased frequency estimates the **visit counts** (exact for trajectories with at most ℓ zones), where
-  ℓ = 1 estimates sampled-zone frequencies (each trajectory counted 1/|set| in each of its zones). The
-  planner picks ℓ by simulating each on the population drawn from the public length distribution.
-* Coarse-to-fine reports (``report:*:coarse``) report over a coarser public grid
-  (:func:`geoldp.designs.coarse.coarse_zones`, about half the zones' resolution per side; visited zones with
-  ℓ = 2, or 5 for ``coarse:pad5``), shrink the coarse estimate, and spread it to the asked zones by P's
-  points within each coarse cell (:func:`geoldp.designs.coarse.spread_counts`): less noise, a bias where the
-  population is not spread like P. Each is one report at the whole ε; the rest is post-processing.
+  that variance, then the same projection as the estimator. Shrunk (``:shrunk``,
+  :func:`shrink_to_baseline`, positive-part James–Stein), empirical-Bayes (``:eb``; one visited zone,
+  ℓ = 2 or 3 padded, the OD pair; :func:`shrink_empirical_bayes` toward :func:`no_data_shapes`), padded
+  (``:pad<ℓ>``) and coarse-to-fine (``:coarse``, visited zones with ℓ = 2, or 5 for ``coarse:pad5``; spread
+  by P's points: a bias where the population is not spread like P) reports post-process the same
+  simulated release.
 * The hybrid (``hybrid:atp+report@0.5``) splits ε between an ATP trajectory and a shrunk report and
   averages their answers (:func:`blend`). It mixes two scales where the question is about zone visits:
   the one-zone report estimates each trajectory's 1/|set| share of a zone, ATP's counts are visits.
-* The inverse-variance hybrids (``hybrid:atp+report:ivw@s``, s = 0.5 or 0.75 the report's share of ε)
-  combine like with like: a padded report (ℓ = 3 visited zones, which estimates visit counts; the OD
-  report for OD flows) and ATP's raw counts of the same cells, weighted per cell by the inverse of their
-  squared errors (:func:`inverse_variance`): the report's closed-form standard error, and for ATP, which
-  is biased, its **root-mean-square deviation** from the truth per cell, simulated before any release
-  from public inputs (:func:`trajectory_rms`: random walks over P with the public lengths; at least the
-  count one simulated trajectory stands for). The planner simulates the design as it is run: the RMS
-  comes from walks of its own, not from the population the design is judged on.
+* The inverse-variance hybrids (``hybrid:atp+report:ivw@s``) weight a padded report and ATP's raw counts
+  per cell by :func:`inverse_variance`, ATP's error being its RMS deviation per cell from
+  :func:`trajectory_rms` (at least the count one simulated trajectory stands for). The planner simulates
+  the design as it is run: the RMS comes from walks of its own, not from the population the design is
+  judged on.
 
-The no-data populations are random walks over P whose steps follow a published law of human
-displacements (Gonzalez et al., Nature 2008), never a constant fitted to the data it is judged on;
-``population="robust"`` simulates three start rules and recommends the row with the smallest worst regret.
 With a private pilot (:class:`geoldp.designs.Pilot`) the walks take its lengths, start in its visited
 cells and stay near their start or not; the plan is simulated on the three kinds of walk closest to its
 distinct-zone classes, its predicted errors' intervals spanning them (population uncertainty).
@@ -70,9 +50,6 @@ Errors (lower is better):
 ``range_counts``
     mean relative error of the number of trajectories passing each zone, with a sanity bound of 1 % of
     the users (so that empty zones do not dominate).
-
-The simulated population is not the real one: the planner says what a design can do on populations
-*like* the simulated ones (a public prior makes that closer to the truth). It never reads private data.
 """
 
 from __future__ import annotations

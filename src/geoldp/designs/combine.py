@@ -1,60 +1,28 @@
 """One estimate per query from every kind of release about the same population (post-processing).
 
-A collector may hold several releases of the **same** trajectories: a TP/ATP/PointEM trajectory release,
-an aggregate report table (:func:`geoldp.report`, or both halves of a :func:`geoldp.hybrid`), an
-LDPTrace synthetic set (:func:`geoldp.synthesize`). Each answers the same question (how many
-trajectories visit each zone, flow between two zones, pass through a region) with its own estimate and
-variance. :func:`combine` weighs them by inverse variance, query by query:
+:func:`combine` weighs several releases of the **same** trajectories (a TP/ATP/PointEM trajectory release,
+report tables, an LDPTrace synthetic set) by inverse variance, query by query:
 
     x̂ = Σ_i w_i x̂_i / Σ_i w_i,   w_i = 1 / σ̂_i²,   σ̂² = 1 / Σ_i w_i,   interval x̂ ± z·σ̂.
 
-When the parts are independent and unbiased, x̂ is unbiased and σ̂² ≤ min_i σ̂_i² (every part's variance
-at the same count): the combined interval is never wider than the best part's. Releases of the same
-trajectories are independent given the trajectories when each drew its own noise (each is a separate
-ε-LDP release; by sequential composition a user spends the sum of their budgets, which the accountant
-checks when they are made).
+docs/reports.md ("One estimate from several releases") says where each part's estimate, variance and
+bias come from, why every report's variance is taken at the combined estimate, how padded reports are
+used, and which parts are refused or left out. What is written only here:
 
-Where each part's estimate and variance come from:
+Independence. Releases of the same trajectories are independent given the trajectories when each drew
+its own noise (each is a separate ε-LDP release; by sequential composition a user spends the sum of their
+budgets, which the accountant checks when they are made); then σ̂² ≤ min_i σ̂_i² (every part's variance at
+the same count). The common value at which the reports' variances are evaluated, the combined estimate,
+is a fixed point, found by iteration. Parts that cannot be read are refused (``ValueError``) too.
 
-=====================  ====================================================  ===========================
-part                   estimate, variance                                    bias
-=====================  ====================================================  ===========================
-report table           :func:`geoldp.reports.estimate_counts`: the debiased  unbiased, except padded
-                       count; its variance formula at the combined estimate  visited-zone reports (below)
-trajectory release     :func:`geoldp.estimate.fit`: the posterior mean;      model-based, not unbiased
-                       σ̂ = interval width / (2 z) of its own interval        (shrinks towards its
-                                                                             model)
-synthetic set          the synthetic count scaled to the number of users;    model-based (a Markov
-                       σ̂² from a parametric bootstrap: the collection is     chain on the grid; cell
-                       re-simulated on the synthetic set at the ledger's ε,  centres stand for the
-                       refitted and re-synthesised ``n_boot`` times          vertices)
-=====================  ====================================================  ===========================
-
-Weights. A report's variance formula depends on the count it estimates. At the report's own estimate
-it would give a draw that came out low a smaller variance, hence more weight, and the combination would
-lean towards low draws. Every report's variance is evaluated at the same value instead, the combined
-estimate itself (a fixed point, found by iteration), so two reports of one design weigh the same
-whatever their draws.
-
-Padded reports. A visited-zone report with ``pad_length`` ℓ below the public bound ``max_set_size`` M
-on the zones a trajectory visits estimates Σ min(1, ℓ/|S|) over the trajectories visiting a zone, which
-is below their number when some visit more than ℓ zones (by up to the factor M/ℓ). Where an unbiased
-report answers the same question, padded reports are left out (listed, with the reason): their bias
-would cost the interval more than their variance saves. Otherwise they weigh like any other part, the
-estimate is low by as much as they are (column ``padded_weight``: their share of the weight), and the
-upper end allows for the visits they miss: with weight shares sᵢ, the combination's mean is at least
-c − Σ sᵢ(1 − ℓᵢ/M)·min(c, Nᵢ) (Nᵢ the trajectories with at least ℓᵢ zones, bounded from the padding
-dummies), and the upper end is the largest count c consistent with that and x̂ + z·σ̂. As in
-:func:`geoldp.reports.estimate_counts` the level is split by the union bound (half of 1 − level to the
-lower end, a quarter to x̂ + z·σ̂, a quarter to the Nᵢ bounds), so the interval covers the count at the
-level whatever the set sizes; with one padded report alone it is that report's own interval.
-
-Only public inputs are read: the releases, their ledgers, the public points and zones. Parts are
-refused (``ValueError``) when they are not about the same population (their numbers of trajectories
-differ), were made over other zones (a report's zone digest), are the same release twice (equal release
-ids: their noise is not independent) or cannot be read. Parts that do not answer the question (a report
-of another statistic) are left out and listed; a part with no variance for a query (no row, or an
-interval of width 0) does not weigh on that query.
+Padded reports' upper end. A visited-zone report with ``pad_length`` ℓ below the public bound
+``max_set_size`` M estimates Σ min(1, ℓ/|S|) over the trajectories visiting a zone. With weight shares
+sᵢ, the combination's mean is at least c − Σ sᵢ(1 − ℓᵢ/M)·min(c, Nᵢ) (Nᵢ the trajectories with at least
+ℓᵢ zones, bounded from the padding dummies), and the upper end is the largest count c consistent with
+that and x̂ + z·σ̂. As in :func:`geoldp.reports.estimate_counts` the level is split by the union bound
+(half of 1 − level to the lower end, a quarter to x̂ + z·σ̂, a quarter to the Nᵢ bounds), so the interval
+covers the count at the level whatever the set sizes; with one padded report alone it is that report's
+own interval.
 """
 
 from __future__ import annotations
