@@ -11,40 +11,13 @@ total::
     >>> acc.remaining("alice")  # doctest: +SKIP
     4.0
 
-Sums are exact (:class:`fractions.Fraction` of the float budgets), so 10 releases at ε = 0.1 fit a total
-of 1.0 only if the exact binary sum does.
-
-One user is one user: an int id and its decimal string (``7``, ``"7"``, ``"007"``, ``np.int64(7)``) are
-the same user (see :func:`user_key`), so a person whose rows come once from an int column and once from
-a str column pays once.
-
-Where the accountant lives
---------------------------
-``BudgetAccountant(total)`` keeps its record in memory, for one Python process: check-and-spend holds a
-lock, so threads sharing it never overspend; :meth:`~BudgetAccountant.save` and
-:meth:`~BudgetAccountant.load` copy it to and from a JSON file with a SHA-256 checksum.
-
-``BudgetAccountant.open(path_or_url, total_epsilon=...)`` keeps it in a transactional store
-(:mod:`geoldp.store`): a GeoPackage file (SQLite) or a PostgreSQL database. Every check-and-spend is one
-database transaction, so any number of processes may share one accountant (every CLI ``--accountant``
-is one of these) and none overspends; each spend is recorded with its release id (a release charged
-twice is charged once). A JSON accountant of an earlier geoldp given to :meth:`~BudgetAccountant.open`
-is migrated, once, to a store next to it (``budget.json`` -> ``budget.gpkg``); the JSON file is kept,
-unchanged, and no longer charged.
-
-Ledgers of combined frames
---------------------------
-Each release gets a unique ``release_id`` in its ledger (a random UUID; for seeded experiment runs a digest
-of the release itself, so that they stay reproducible byte for byte). pandas keeps ``attrs`` through
-``pd.concat``, ``merge`` and ``join`` only when every input has non-empty, equal ``attrs``; so
-
-* parts of **one** release put back together (``pd.concat([r.iloc[:5], r.iloc[5:]])``, ``r.join(r[[c]])``)
-  keep its ledger, which is still correct (post-processing costs no budget);
-* **different** releases combined (``pd.concat([r1, r2])``, ``r1.merge(r2, ...)``) lose the ledger, and a
-  :class:`~geoldp.GeoLDPWarning` says so; the combined frame never carries a ledger that understates the
-  spend. Track such spends with a :class:`BudgetAccountant`;
-* a release joined with a frame without a ledger loses the ledger silently (pandas compares nothing
-  then): the result has no ledger, never a wrong one.
+docs/user_guide.md ("Budgets across releases") says why sums are exact fractions, which ids are one user
+(:func:`user_key`), where the accountant lives (in memory with :meth:`~BudgetAccountant.save` and
+:meth:`~BudgetAccountant.load`, or in a :mod:`geoldp.store` shared by processes through
+:meth:`~BudgetAccountant.open`, which migrates a JSON accountant once) and which combined frames keep a
+release's ledger. Each release's ``release_id`` is a random UUID (for seeded experiment runs a digest of
+the release itself, so that they stay reproducible byte for byte); a combined frame never carries a
+ledger that understates the spend.
 """
 
 from __future__ import annotations

@@ -1,50 +1,21 @@
 """Reading and writing trajectory files you can trust.
 
-Writing
--------
+:func:`read_trajectories` and :func:`read_points` read one file in an allow-listed format whose content
+is checked against its name (:mod:`geoldp._core.formats`); :func:`write_file` (any format, by suffix) and
+:func:`to_geojson` write one with its ledger; :func:`read_ledger` and :func:`write_ledger` handle the
+sidecar ``<path>.ledger.json``. docs/user_guide.md ("Files: formats, overwriting, atomicity") lists the
+formats, what a read refuses, and how every write is atomic (:mod:`geoldp._core.safe_write`), never
+overwrites silently and keeps data and sidecar in step even after ``kill -9``. Written only here:
+
 - :func:`to_geojson` writes RFC 7946 GeoJSON: WGS 84 (lon, lat) coordinates, no ``crs`` member, and the
-  privacy ledger (:class:`~geoldp.ReleaseLedger`) as a top-level foreign member ``"geoldp"``
-  (allowed by RFC 7946 §6.1 and ignored by QGIS/GDAL) or as a sidecar JSON file ``<path>.ledger.json``.
-- :func:`write_file` writes GeoJSON, GeoPackage, GeoParquet, FlatGeobuf, Shapefile or CSV (by suffix), with
-  the ledger in a sidecar ``<path>.ledger.json``. Every format keeps the rows in the frame's order with
-  their vertex counts; FlatGeobuf is written without a spatial index for that reason (GDAL's index would
-  store the features in spatial order). CSV text that a spreadsheet would run as a formula (a cell or
-  column name beginning with ``= + - @``, a tab or a carriage return) gets a leading single quote, the
-  OWASP rule against CSV injection; numeric columns are written as numbers.
-- Every write is **atomic** (a complete temporary file in the target directory, fsynced, then renamed; see
-  :mod:`geoldp._core.safe_write`): after an error, Ctrl-C, ``kill -9`` or a full disk the previous file (or no
-  file) remains, never a partial one. An existing output is an error unless ``overwrite=True``; a symlink at
-  an output path is refused; an output may not be one of the ``inputs`` (hard links included). A GeoPackage
-  is replaced whole (its other layers are *not* kept) unless ``add_layer=True`` names a new layer.
-- Data and sidecar are one unit: both are written in full to temporary files and fsynced first (a full
-  disk fails here and changes nothing); then, with SIGINT and SIGTERM held, a small commit record
-  ``.<name>.geoldp-commit`` listing the renames is placed next to the data file, the data file and then
-  the sidecar are renamed into place, and the record is removed. After a ``kill -9`` (or a power loss)
-  before the record is in place the old files are untouched; after it, the next geoldp read or write of
-  the file finishes the renames first, so what it sees is the new pair. The sidecar also records the size
-  and SHA-256 of its data file (``"data_file"``) and :func:`read_ledger` refuses a sidecar that does not
-  match (a pair edited or copied apart by hand).
-- A Shapefile's parts (``.shp``, ``.shx``, ``.dbf``, ``.prj``, ``.cpg`` and the indexes other tools keep
-  next to them) are one unit too, committed the same way: all are checked before any is touched (an
-  existing part needs ``overwrite=True``, a symlinked part is refused), written by GDAL in a temporary
-  directory, then renamed into place with the ``.shp`` last. A temporary file or directory a killed write
-  left behind is removed by the next write of the same output.
-
-Reading
--------
-:func:`read_trajectories` and :func:`read_points` read only the file they are given, in an allow-listed
-format whose content is checked against its name (see :mod:`geoldp._core.formats`): GeoJSON, GeoPackage,
-GeoParquet, FlatGeobuf, Shapefile, GPX, and CSV (also ``.csv.gz``, ``.csv.bz2``, ``.csv.xz``, ``.csv.zip``)
-with a WKT column or lon/lat columns. VRT files and other indirections are refused; ``/vsi*`` paths and
-archives need ``allow_vsi=True``; nothing is ever fetched over the network. A sidecar ledger is read only
-when asked for (``ledger=``); a GeoJSON's own ``"geoldp"`` member is read always. A GeoPackage is read
-through SQLite (read-only, under its lock), so rows committed but still in its ``-wal`` file are read too.
-Before reading, a geoldp write of the same file that was killed after it was complete (its commit record
-``.<name>.geoldp-commit`` is still there) is finished, so the file read is the new one with its sidecar.
-
-Errors are ``TypeError``/``ValueError`` naming the file and the fix (``FileNotFoundError`` for a missing
-file, ``OSError`` for a failed write such as a full disk); messages never quote the file's contents, so
-GDAL's own messages (which can) are withheld.
+  ledger (:class:`~geoldp.ReleaseLedger`) as a top-level foreign member ``"geoldp"`` (allowed by RFC 7946 §6.1
+  and ignored by QGIS/GDAL) or as the sidecar.
+- A Shapefile's parts (``.shp``, ``.shx``, ``.dbf``, ``.prj``, ``.cpg`` and the indexes other tools keep next
+  to them) are written by GDAL in a temporary directory, then committed as one unit; a temporary
+  directory a killed write left behind is removed by the next write of the same output.
+- A GeoPackage is read through SQLite (read-only, under its lock), so rows committed but still in its
+  ``-wal`` file are read too.
+- Messages never quote the file's contents, so GDAL's own messages (which can) are withheld.
 """
 
 from __future__ import annotations
