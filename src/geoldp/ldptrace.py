@@ -1,20 +1,10 @@
 """LDPTrace: ε-LDP trajectory synthesis on a public grid (Du et al., PVLDB 16(8), 2023).
 
-Every user holds one trajectory. Over a public N × N grid (built from a public bounding box), each user
-sends, with Optimized Unary Encoding (OUE):
-
-1. **round 1** (budget ε/10): the length of their grid trajectory (number of cells, capped at the public
-   length domain, by default N²);
-2. **round 2** (budget 9ε/10, split evenly over L + 1 reports, where L is the 90 % quantile of the length
-   distribution estimated from round 1): the start cell, the end cell and L − 1 transitions between
-   adjacent cells (8 directions per cell) of the trajectory truncated to L cells. A trajectory with fewer
-   than L − 1 transitions sends *empty* reports for the rest (an OUE vector with no true bit), so that every
-   user sends the same number of reports and the count of reports reveals nothing.
-
-The collector estimates the counts (unbiased OUE estimator), builds a first-order Markov model with a
-virtual start state (the start distribution) and a virtual end state (the end counts of each cell), and
-samples synthetic trajectories: a start cell, a length from the estimated length distribution, then
-moves to adjacent cells until the length is reached or the end state is drawn. Everything after the
+Every user holds one trajectory and sends, over a public N × N grid, Optimized Unary Encoding (OUE)
+reports in two rounds: the length of their grid trajectory at ε/10, then the start cell, the end cell
+and L − 1 transitions at 9ε/10 (L estimated from round 1), padded with empty reports; the collector
+samples synthetic trajectories from the first-order Markov model it fits to the reports. docs/ldptrace.md
+("What each user reports", "What the collector does") describes both at length. Everything after the
 reports is post-processing, so the synthetic data is ε-LDP per trajectory.
 
 Simulation of the collection
