@@ -1,30 +1,12 @@
 """Collector-side estimators: what a collector can learn from released trajectories (post-processing).
 
-Every function reads only the release (a GeoDataFrame of released LineStrings in any CRS, or a sequence of
-index arrays into P), the public point set P and the public mechanism configuration (a name with ε and
-options, a TP/ATP/PointEM object, or the ledger the release carries). It never sees the
-original trajectories, so it costs no privacy.
-
-How the estimates are made (derived in ``docs/collector.md``): for each released length n, a population
-model is fitted, a mixture over a library of candidate trajectories (a public proposal over P plus the
-released trajectories themselves). Every released trajectory is one observation with a per-trajectory
-likelihood under each candidate: exact for PointEM (its channel is closed form), estimated from simulated
-releases of the candidate for TP and ATP (a composite likelihood over positions). The weights are fitted by
-EM from uniform weights over one part of the library, stopped early; by default the start and the
-iteration count are chosen by two-fold cross-validation of the held-out likelihood (the simplest model
-within one standard error of the best, preferring the release itself, never one that the raw release or a
-no-data population beats on held-out rows by more than a standard error). Each estimate is the posterior
-mean of its count; the 95 % interval spans the estimates of the models cross-validation cannot reject and
-adds the posterior variance of which trajectory is which and a bootstrap over released rows, and is
-widened to what the simulated channel itself can show of the count (a moment estimate that does not use
-the likelihood); the ``supported`` column flags the counts the release cannot tell from a population
-without data (see :func:`visit_counts`). Every table also carries the same for the sum of its columns in
-``attrs["total"]``. A range count the table does not flag supported is reported as the raw release's
-count (the model's own value is kept in ``attrs["estimator"]["fallback"]``): out of sample, the model's
-range counts were worse than both the raw release and the better no-data answer in 5 of 9 settings.
-:func:`fit` fits once for many queries. A length with more than ``fit_rows`` releases
-is fitted on a uniform sample of them (drawn from ``rng``) and its counts scaled up, the sampling variance
-added to the interval, so that 10^6 releases fit in minutes.
+Every function reads only the release (released LineStrings in any CRS, or index arrays into P), the
+public point set P and the public mechanism configuration (a name with ε and options, a TP/ATP/PointEM
+object, or the ledger the release carries), never the original trajectories, so it costs no privacy.
+docs/collector.md derives the estimates: the population model, a mixture over a library of candidate
+trajectories fitted by EM per released length ("The model"), the 95 % intervals and the ``supported``
+flag ("Intervals"), the raw count a range count falls back to where it is not supported ("Guarded
+answers"), one fit for many queries ("One fit, many queries") and the sample above ``fit_rows`` ("Cost").
 
 Functions
 ---------
