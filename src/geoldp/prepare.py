@@ -1,9 +1,7 @@
 """Preparing raw GPS data for trajectory LDP.
 
-User-level ε is shared by **all** points of a trajectory: TP and ATP split it over two copies and, within
-each copy, over every point and every direction. A 2,000-fix GPS trace therefore gets a tiny budget per
-point, and its output is close to uniform noise over the public point set. The helpers here turn raw fixes
-into short, meaningful trajectories *before* perturbation:
+The helpers here turn raw fixes into short trajectories *before* perturbation, since one ε is shared by
+all points of a trajectory (docs/user_guide.md, "Preparing raw GPS" and "Choosing ε"):
 
 - :func:`trajectories_from_points`: Point rows → one LineString per trajectory, split at time gaps;
 - :func:`clip_to_area`: keep the part of each trajectory inside a public lon/lat box (split where it
@@ -30,9 +28,7 @@ point is released with ε′ < 0.05 and the nearest public point is at most e^{0
 as the farthest one: the output is close to uniform noise over the public points.
 :meth:`GeoDataFrame.ldp.perturb` then emits a :class:`~geoldp.PrivacyWarning` with the number of affected
 trajectories and the length to shrink them to (:func:`suggest_max_points`, the largest n with
-ε/n ≥ 0.1). Fix it with :func:`resample` (``max_points=...``), :func:`simplify`,
-:func:`drop_consecutive_duplicates`, or a larger ε. An ε below :data:`MIN_EPSILON` (0.001) is refused
-with a ``ValueError``: the output would be uniform noise even for a one-point trajectory.
+ε/n ≥ 0.1). An ε below :data:`MIN_EPSILON` (0.001) is refused.
 """
 
 from __future__ import annotations
