@@ -1,23 +1,13 @@
 """Piecewise mechanisms on a line segment and on the circle (Zheng & Hu, TraCS, PETS 2026, Defs. 3.1, 3.2).
 
 Both release a continuous value whose density takes two levels: a high level on a window around the input
-and a low level everywhere else, with high/low = e^ε. They are the primitives of TraCS-D (a direction on
-the circle, a normalised distance on [0, 1]) and TraCS-C (two normalised coordinates on [0, 1]).
-
-Derivation (t = e^{−ε/2}, so e^{ε/2} = 1/t):
-
-*Linear* (input v ∈ [0, 1], output y ∈ [0, 1]). A window of width 2C carries density e^{ε/2}, the rest
-density e^{−ε/2}. Total mass 1 needs 2C·e^{ε/2} + (1 − 2C)·e^{−ε/2} = 1, i.e.
-C = (e^{ε/2} − 1)/(2(e^ε − 1)) = 1/(2(1 + e^{ε/2})) = t/(2(1 + t)). The window is [v − C, v + C], moved
-inside [0, 1] at the ends: it starts at l(v) = min(max(v − C, 0), 1 − 2C). The window holds mass
-1/(1 + t), the rest t/(1 + t).
-
-*Circular* (input θ ∈ [0, 2π), output φ ∈ [0, 2π)). An arc of half-width a around θ carries density
-e^{ε/2}/(2π), the rest e^{−ε/2}/(2π). Mass 1 needs a = π(e^{ε/2} − 1)/(e^ε − 1) = π·t/(1 + t); the arc holds
-1/(1 + t) as before.
-
-In both, for any two inputs and any output, the densities are each either the high or the low level, so
-their ratio is at most e^{ε/2}/e^{−ε/2} = e^ε: ε-LDP.
+and a low level everywhere else, with high/low = e^ε, so they are ε-LDP. They are the primitives of
+TraCS-D (a direction on the circle, a normalised distance on [0, 1]) and TraCS-C (two normalised
+coordinates on [0, 1]). docs/mechanisms.md ("TraCS-D and TraCS-C: continuous space in a public box", The
+primitives) gives both densities with t = e^{−ε/2}: the linear window [l(v), l(v) + 2C],
+C = t/(2(1 + t)), l(v) = min(max(v − C, 0), 1 − 2C), and the circular arc of half-width a = π·t/(1 + t).
+They come from total mass 1: 2C·e^{ε/2} + (1 − 2C)·e^{−ε/2} = 1 on [0, 1], and likewise for the arc; the
+window (or arc) holds 1/(1 + t).
 
 Sampling: ``bernoulli(1/(1 + t))`` picks the window, then one ``uniform()`` places the output uniformly in
 the window or in its complement (the complement of the linear window is folded into one interval of length

@@ -1,27 +1,15 @@
 """TraCS-D and TraCS-C: trajectories released in continuous space inside a public box (Zheng & Hu, 2026).
 
-Both work on planar coordinates (a projected CRS, metres) inside a public box
-[x₀, x₁] × [y₀, y₁] and need no public point set. The trajectory's ε is split evenly over its n locations
-(ε/n each, rounded down exactly as the other ledgers), and each location is released once:
-
-* **TraCS-D** releases the location ℓᵢ relative to a *public* reference: the previous *released* location
-  (the first location uses a fixed public origin, the box's centre by default). Its direction θ from the
-  reference is released by the circular piecewise mechanism with ε_d = s·ε/n (s = ``direction_share``,
-  default π/(π + 1)), and its distance r, normalised by the distance D(θ) from the reference to the box's
-  edge along θ (v = r/D(θ) ∈ [0, 1]), by the linear piecewise mechanism with ε_r = (1 − s)·ε/n. The
-  output is ref + v′·D(θ′)·(cos θ′, sin θ′): the released distance is scaled by the edge distance along
-  the *released* direction θ′, so it depends on released values only.
-* **TraCS-C** releases the two coordinates, normalised to [0, 1] by the box, with the linear piecewise
-  mechanism, ε_x = s·ε/n and ε_y = (1 − s)·ε/n (s = ``x_share``, default 1/2).
-
-A location outside the box is first moved to the nearest point of the box (a public rule applied to the
-input; the guarantee holds for any input). A location equal to its reference has no direction: it is
-given direction 0 and distance 0 (any fixed value keeps the guarantee).
-
-Privacy: each stage is an ε_s-LDP piecewise mechanism (:mod:`geoldp.mechanisms.piecewise`) whose public
-parameters (box, reference, budgets) depend only on public data and earlier released outputs, so adaptive
-sequential composition makes each location (ε/n)-LDP and the trajectory ε-LDP (user-level ε for
-trajectories of the same length n, as TP and ATP; the length itself is released).
+Both work on planar coordinates (a projected CRS, metres) inside a public box [x₀, x₁] × [y₀, y₁] and
+need no public point set. The trajectory's ε is split evenly over its n locations (ε/n each, rounded down
+exactly as the other ledgers), and each location is released once by the piecewise mechanisms of
+:mod:`geoldp.mechanisms.piecewise`: **TraCS-D** as a direction and a normalised distance from a public
+reference (the previous *released* location), **TraCS-C** as its two coordinates normalised by the box.
+docs/mechanisms.md ("TraCS-D and TraCS-C: continuous space in a public box") gives the budget shares,
+the references, the output and the guarantee (adaptive sequential composition: each location
+(ε/n)-LDP, the trajectory ε-LDP for trajectories of the same length n). A location outside the box is
+first moved to the nearest point of the box, and a location equal to its reference gets direction 0 and
+distance 0: public rules applied to the input, so the guarantee holds for any input.
 
 Randomness: trajectory ``i`` draws from the ChaCha20 stream ``offset + i`` under one key (as the fast path
 of TP/ATP), per location one uniform for the direction (or x) and one for the distance (or y), each split
