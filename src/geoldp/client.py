@@ -1,27 +1,20 @@
 """One user's randomiser: a report of one trajectory under a published campaign, on the user's device.
 
-Local differential privacy means the randomiser runs where the data is. This module is what a device
-runs: it reads the campaign file the collector published (:mod:`geoldp.field.campaign`), takes one trajectory
-(longitude/latitude in degrees, WGS 84) and returns one report record, ready to be sent as one line of
-JSON. Nothing else leaves the device: the record holds the released report and its ledger entry
-(campaign id, user id, design, ε, a record id), never the trajectory.
+Local differential privacy means the randomiser runs where the data is. :func:`respond` reads the campaign
+file the collector published (:mod:`geoldp.field.campaign`), takes one trajectory (longitude/latitude in
+degrees, WGS 84) and returns one report record, ready to be sent as one line of JSON. docs/field.md ("2.
+The devices respond") says what the record holds (never the trajectory), that the module needs numpy
+only (nor does it load the JIT compiler) and runs the kernels compiled at install, how TraCS projects to
+the campaign's plane without pyproj (:func:`aeqd_forward`), and that a seeded call (experiments only)
+gives the report of the central release.
 
-It needs numpy only: ``import geoldp.client`` loads neither GeoPandas, Shapely, pyproj, scikit-learn nor
-the JIT compiler. The trajectory designs (TP, ATP, PointEM, TraCS-D, TraCS-C) run the kernels geoldp
-compiled when it was installed (``geoldp._aot_kernels``), the same code as a release on the collector's
-side; where they are missing or stale, the client falls back to the full geoldp (slower to import, same
-output). TraCS works in the plane of the campaign's box: :func:`aeqd_forward` is PROJ's spherical
-azimuthal equidistant projection, operation for operation, so the client needs no pyproj. The report
-designs run a pure-Python ChaCha20 stream that consumes draws exactly as geoldp's compiled samplers do. A
-hybrid sends one report per part (its trajectory, then its report, each under its own stream key, ε split
-as the campaign says); a pilot sends its three k-RR reports. LDPTrace's device sends the OUE bit vectors
-of its round (the length; or start, end and moves on the campaign's grid, with the cells the central
-path counts), each bit a uniform of the same ChaCha20 stream, generated in numpy.
-
-A seeded call (``rng=`` an int or a numpy Generator; for tests and experiments only) gives exactly the
-report that the central release of the same design gives for that trajectory with the same seed (the
-record id then comes from the seed too). Without ``rng`` every draw comes from the operating system's
-cryptographic source (``os.urandom``), as for every geoldp release.
+Written only here: where the compiled kernels are missing or stale the client falls back to the full
+geoldp (slower to import, same output). The report designs run a pure-Python ChaCha20 stream that
+consumes draws exactly as geoldp's compiled samplers do. A hybrid sends one report per part (its
+trajectory, then its report, each under its own stream key, ε split as the campaign says); a pilot sends
+its three k-RR reports. LDPTrace's device sends the OUE bit vectors of its round (the length; or start,
+end and moves on the campaign's grid, with the cells the central path counts), each bit a uniform of the
+same ChaCha20 stream, generated in numpy. A seeded call's record id comes from the seed too.
 
 Examples
 --------
