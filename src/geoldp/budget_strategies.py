@@ -1,26 +1,13 @@
 """Per-user budget strategies of a release: share a user's ε over her trips, or keep k trips per user.
 
-A release spends ε per trajectory; a user with ``k`` trajectories in it spends ``k·ε`` (sequential
-composition), which a :class:`~geoldp.BudgetAccountant` refuses once it passes her total. Two public rules
-fit a release to a per-user budget without hand-written code (``gdf.ldp.perturb(..., user_col=...)``, and
-the aggregate reports of :func:`geoldp.report`, whose rows are estimated part by part):
-
-``user_budget="split"``
-    ε is the budget of **one user** in this release: each of her ``k`` trajectories is perturbed with
-    ``ε/k`` (rounded down, so that ``k`` of them never sum past ε), and the accountant charges her exactly
-    that. Short-budget trajectories are noisier. The per-trajectory budget of every released row is in
-    the column ``"epsilon"`` of the output, since a collector needs it to analyse the row: it tells how
-    many trajectories that row's user contributed to this release. Use ``max_per_user`` where that count
-    is sensitive.
-``max_per_user=k``
-    At most ``k`` trajectories per user are released (``select_trips``: the ``"first"`` or ``"last"`` k
-    in row order, or a uniformly ``"random"`` k drawn with ``rng``); the other rows are **dropped** and do
-    not appear in the output. The output's index says which rows were kept (the input's index labels);
-    :func:`select_per_user` gives the same choice as a mask. Each kept trajectory gets ε.
-
-Both can be combined (keep at most k, then split ε over the kept ones). The release's ledger (its
-``user_budget``, see :class:`~geoldp.ReleaseLedger`) records the rule, never a user id or a per-user
-count.
+A user with ``k`` trajectories in a release spends ``k·ε``. Two public rules fit a release to a per-user
+budget (``gdf.ldp.perturb(..., user_col=...)``, and :func:`geoldp.report`, whose rows are estimated part
+by part): ``user_budget="split"`` perturbs each of a user's ``k`` trajectories with ``ε/k`` (rounded down;
+the column ``"epsilon"`` holds each row's budget, :func:`release_parts` splits such a release for the
+estimators) and ``max_per_user=k`` keeps at most ``k`` trajectories per user and drops the others
+(:func:`select_per_user` gives the same choice as a mask); both can be combined. docs/user_guide.md
+("Budgets across releases") says what each rule releases, charges and records in the ledger (never a
+user id or a per-user count).
 """
 
 from __future__ import annotations

@@ -5,23 +5,13 @@ oracle, padding, ``rng``) before any row is read; validate the rows (:func:`geol
 check the accountant before any draw; draw **one** stream key; report row ``i`` with the ChaCha20 stream
 ``i`` (so a seeded release does not depend on chunking); assemble the report table and its ledger.
 
-The statistic of a trajectory is computed from its vertices' zones (:mod:`geoldp.zones`) and
-lives only inside this call:
-
-``"visited_zone"``
-    the set of distinct zones it visits (the outside category included when a vertex is outside every
-    zone); domain: zones + 1 values, plus padding dummies.
-``"od"``
-    the pair (zone of the first vertex, zone of the last vertex); domain: (zones + 1)² values.
-``"transitions"``
-    the set of ordered pairs (a, b), a ≠ b, of consecutive distinct zones along it (possibly empty);
-    domain: (zones + 1)² values, plus padding dummies.
-
-Set-valued statistics use padding-and-sampling (Wang et al. 2018): the set is padded with dummy values
-to ``pad_length`` items and one item is drawn uniformly from the padded set (from the set itself when it
-is larger); the oracle reports that item. With ``pad_length=1`` this is "one uniformly sampled visited
-zone". The sampled item is drawn from the same private stream as the oracle, and the whole report is
-ε-LDP because the oracle is ε-LDP for every item (a mixture of ε-LDP outputs).
+The statistic of a trajectory is computed from its vertices' zones (:mod:`geoldp.zones`) and lives only
+inside this call. docs/reports.md ("Statistics") gives the three statistics (``"visited_zone"``, ``"od"``,
+``"transitions"``) with their domains, the outside category and padding-and-sampling; the set-valued
+domains also hold the padding dummies, and a trajectory's set of transitions (ordered pairs a ≠ b of
+consecutive distinct zones) may be empty. The sampled item is drawn from the same private stream as the
+oracle, and the whole report is ε-LDP because the oracle is ε-LDP for every item (a mixture of ε-LDP
+outputs).
 """
 
 from __future__ import annotations
