@@ -9,15 +9,10 @@ needs to rebuild or check P: the recipe of a grid or H3 set over a bounding box 
 resolution, CRS; :func:`recipe_of`, :func:`from_recipe`) and a digest of P's coordinates
 (:func:`digest_of`).
 
-.. warning::
-
-   **The point set is public only if its inputs are.** An area taken from the trajectories being released
-   (``trips.total_bounds``, their convex hull, a buffer around them), or points computed from them
-   (their vertices, cluster centres, the cells they visit), are *private*: they leak the data outside the
-   mechanism and void the ε-LDP guarantee. Use a public area: a city boundary, an administrative polygon,
-   a fixed bounding box chosen before looking at the data. When the area handed to a builder has exactly
-   the bounds of a frame later perturbed with the points, ``perturb`` raises a
-   :class:`~geoldp.PrivacyWarning` (:func:`warn_if_area_from`).
+**The point set is public only if its inputs are**: an area or points taken from the trajectories being
+released void the ε-LDP guarantee (docs/user_guide.md, "Building a public point set"). When the area
+handed to a builder has exactly the bounds of a frame later perturbed with the points, ``perturb`` raises
+a :class:`~geoldp.PrivacyWarning` (:func:`warn_if_area_from`).
 """
 
 from __future__ import annotations
