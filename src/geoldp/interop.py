@@ -5,16 +5,10 @@
   (``perturb`` keeps the index, so the ids survive the release without ``keep_columns``).
 * :func:`to_movingpandas` / :func:`to_trackintel`: a release → a ``TrajectoryCollection`` / ``Triplegs``.
 
-Times are not protected
------------------------
-geoldp perturbs locations only; the timestamps of a trajectory are not part of the release. By default
-the way back uses **placeholder times** (vertex ``k`` at ``1970-01-01 00:00:00 + k`` seconds; trackintel's
-``started_at``/``finished_at`` both at 1970-01-01 UTC), which carry no information: speeds and durations
-computed from them are meaningless. Re-attaching the original
-times needs the explicit ``times=`` argument and raises a :class:`~geoldp.PrivacyWarning`: the times are
-then released as they are, outside the ε-LDP guarantee (they can re-identify a trajectory on their own).
-
-Both libraries are optional extras (``pip install 'geoldp[movingpandas]'`` / ``'geoldp[trackintel]'``).
+**Times are not protected**: geoldp perturbs locations only, so the way back uses placeholder times
+unless the original ones are passed as ``times=``, which raises a :class:`~geoldp.PrivacyWarning` (the
+times are then released as they are, outside the ε-LDP guarantee). docs/user_guide.md ("MovingPandas and
+trackintel") gives the placeholder times, the ids kept and the optional extras to install.
 """
 
 from __future__ import annotations

@@ -1,12 +1,10 @@
 """Ingest: take the users' report records into the collection store, and answer questions from it.
 
 Devices send report records (:func:`geoldp.client.respond`), one JSON object per line of a JSON Lines
-file. :func:`ingest` checks every record against the campaign (format, campaign id, design, ε, the
-report's domain) and appends the valid ones to a :class:`~geoldp.store.Store` in transactions that each
-charge every record's user and store the record together: a user past her total (the campaign's
-``user_total_epsilon``) is refused, a record sent twice (the same user and record id) is stored once,
-and a process killed at any moment leaves every stored record with its spend and no spend without its
-record. Any number of ingest processes may run at once on one store (SQLite or PostgreSQL).
+file. :func:`ingest` checks every record against the campaign and appends the valid ones to a
+:class:`~geoldp.store.Store`, each charged to its user in the transaction that stores it; docs/field.md
+("3. Ingest") says what is checked and refused, why a record sent twice is stored once, and what
+concurrent or killed ingest processes leave in the store.
 
 :func:`release_of` rebuilds the release a design's ``answer`` reads from the stored reports, and
 :func:`answer` gives the one answer table of a question (:meth:`geoldp.designs.Design.answer`), or, for
