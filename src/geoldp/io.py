@@ -5,7 +5,7 @@ is checked against its name (:mod:`geoldp._core.formats`); :func:`write_file` (a
 :func:`to_geojson` write one with its ledger; :func:`read_ledger` and :func:`write_ledger` handle the
 sidecar ``<path>.ledger.json``. docs/user_guide.md ("Files: formats, overwriting, atomicity") lists the
 formats, what a read refuses, and how every write is atomic (:mod:`geoldp._core.safe_write`), never
-overwrites silently and keeps data and sidecar in step even after ``kill -9``. Written only here:
+overwrites silently and keeps data and sidecar in step even after ``kill -9``. Further:
 
 - :func:`to_geojson` writes RFC 7946 GeoJSON: WGS 84 (lon, lat) coordinates, no ``crs`` member, and the
   ledger (:class:`~geoldp.ReleaseLedger`) as a top-level foreign member ``"geoldp"`` (allowed by RFC 7946 §6.1

@@ -7,10 +7,8 @@ argument types, errors and input and output checks in :mod:`geoldp.cli._args`, r
 :mod:`geoldp.cli._budget`. This module keeps the runner: it parses, calls the command, and turns every
 error into one line.
 
-User errors (a missing file, a bad ε, an unknown column, ...) print one line ``geoldp: error: ...`` to
-stderr and return exit status 2 (command-line usage) or 1 (bad input data or parameters), without a
-traceback. Set the environment variable ``GEOLDP_TRACEBACK=1`` to get the full traceback instead (for
-bug reports).
+User errors print one line ``geoldp: error: ...`` with exit status 2 (usage) or 1 (bad input data or
+parameters), the full traceback only with ``GEOLDP_TRACEBACK=1`` (docs/cli.md, "Errors").
 
 The entry point is :func:`main`, used by the ``geoldp`` console script and by ``python -m geoldp``.
 """

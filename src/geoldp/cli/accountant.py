@@ -2,20 +2,11 @@
 
 Every ``--accountant STORE`` (of ``geoldp perturb``, ``report`` and ``synthesize``) is a
 :meth:`geoldp.BudgetAccountant.open` store shared safely by any number of processes. A release command
-
-1. refuses, before anything is read or drawn, an accountant that is (or whose store is) any file the
-   command reads or writes: the output, its ledger sidecar, ``--kept-rows``, an input (usage error, exit
-   status 2); a link is followed to its target;
-2. opens (creating with ``--total-epsilon``, or migrating a JSON accountant) the store and checks the
-   release against it before the first random draw;
-3. charges the release, in one transaction, as **pending** for its output file, once it is drawn;
-4. writes the output, then confirms the charge.
-
-A command killed between 3 and 4 leaves a pending charge, which counts like any other (a budget is
-over-counted, never under-counted). ``geoldp accountant reconcile STORE`` settles pending charges: a
-release whose output exists and carries its release id in its ledger is confirmed; one whose output does
-not exist is listed, and refunded only with ``--refund-missing`` (say so only if that release was never
-written anywhere: a release that left the program has spent its budget).
+refuses an accountant that is any file it reads or writes, checks the release against the store before
+the first random draw, charges it in one transaction as **pending** for its output file once it is drawn,
+writes the output, then confirms the charge; ``geoldp accountant reconcile STORE`` settles the pending
+charges a killed command leaves (over-counted, never under-counted). docs/cli.md ("geoldp perturb",
+"Per-user budgets"; "geoldp accountant") says what is refused (exit status 2), confirmed and refunded.
 """
 
 from __future__ import annotations

@@ -8,9 +8,8 @@ table::
         --user-col user --max-per-user 1 --accountant budget.gpkg --total-epsilon 8 -o od.csv
     geoldp report-estimate od.csv --points P.gpkg --cell-km 2 -o od_estimates.gpkg
 
-A report release is a CSV table, one row per released trip in input order (``report``; OLH adds
-``seed``; OUE has ``bits``, the packed bit vector in hexadecimal), with its ledger in
-``OUT.ledger.json`` (which records the table's SHA-256). Errors are one line ``geoldp: error: ...``
+A report release is a CSV table with its ledger in ``OUT.ledger.json`` (its columns: docs/cli.md,
+"geoldp report"). Errors are one line ``geoldp: error: ...``
 (see :mod:`geoldp.cli`): this module raises ``ValueError`` for bad data or parameters (exit status 1) and
 the subcommand parser's ``error`` for usage (status 2).
 """
