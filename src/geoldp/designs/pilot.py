@@ -2,18 +2,13 @@
 
 Without a public prior, the planner simulates designs on populations made up from P, and a made-up
 population can be far from the real one (real trips visit fewer zones, and other lengths, than random
-walks). A pilot asks a **public share** of the users (chosen by the collector, e.g. the first 10 %
-by a public random draw) three small questions, each answered with k-ary randomized response at a share of
-the pilot's ε (sequential composition: the three together spend ε per trajectory):
-
-* the trajectory's **length class** (its number of points, in public classes);
-* the **number of distinct zones** it visits (in public classes);
-* **one visited cell** of a coarse public grid over the zones (sampled uniformly among its cells).
-
+walks). A pilot asks a **public share** of the users three small questions, each by k-ary randomized
+response at a share of the pilot's ε: the trajectory's length class and its number of distinct zones (in
+public classes), and one visited cell of a coarse public grid (sampled uniformly among its cells).
 :meth:`Pilot.estimate` debiases the three histograms (post-processing of the reports alone) into a
-:class:`PilotEstimate`, which :func:`geoldp.plan` takes as ``pilot=``: it draws the simulated lengths
-from it (no private length distribution is needed), starts the random walks in the estimated coarse
-cells, and keeps the population kind whose distinct-zone counts are closest to the pilot's.
+:class:`PilotEstimate`, which :func:`geoldp.plan` takes as ``pilot=``; docs/reports.md ("Which design?
+Ask the planner first") and docs/cli.md ("geoldp pilot") say how to choose the users and how the planner
+draws its populations from the estimate.
 """
 
 from __future__ import annotations

@@ -1,12 +1,9 @@
 """Campaigns: the public configuration of one collection, published as a small content-addressed file.
 
 A collector who runs a collection the way local differential privacy intends (each user's device
-randomises her own trajectory) publishes one **campaign file** first. It holds everything a device needs
-and nothing private: the design (as :func:`geoldp.plan` names it) and its parameters, ε and its split
-(the design's ledger), each user's total budget, the public points P (with a digest) and the zones where
-the design reports over them, and the public arrays of P the design's randomiser reads. The file's id is
-the SHA-256 of its content, so a device, the collector's store and a reader of the results all name the
-same configuration, and a file edited after it was published is refused.
+randomises her own trajectory) publishes one **campaign file** first: everything a device needs and
+nothing private, named by the SHA-256 of its content. docs/field.md ("1. Publish the campaign") lists
+what it holds and why a file edited after it was published is refused.
 
 >>> import geoldp.field.campaign  # doctest: +SKIP
 >>> c = geoldp.field.campaign.Campaign.create("atp", epsilon=4.0, points=P, zones=zones)  # doctest: +SKIP
