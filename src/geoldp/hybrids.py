@@ -1,11 +1,10 @@
 """Hybrid releases: one user's ε split between a TP/ATP trajectory and an aggregate report, in one call.
 
 :func:`hybrid` (``geoldp.hybrid``, ``gdf.ldp.hybrid``) runs ``gdf.ldp.perturb`` at ε·``fraction`` and
-:func:`geoldp.report` at the rest, on the same rows. By sequential composition each trajectory spends
-at most ε in total (the split is checked in exact rational arithmetic). Both outputs carry their own
-ledger plus a ``hybrid`` entry naming the split and both release ids; with ``accountant`` the whole ε
-is checked before anything is drawn and each part is charged as it is released. Combine what both
-releases say into one estimate per query with :func:`geoldp.combine`.
+:func:`geoldp.report` at the rest, on the same rows; docs/reports.md ("Hybrid releases: one budget, two
+designs") gives the composition, the exact check of the split, the accountant's check and the ``hybrid``
+ledger entry. Each part is charged as it is released. Combine what both releases say into one estimate
+per query with :func:`geoldp.combine`.
 """
 
 from __future__ import annotations

@@ -1,16 +1,11 @@
 """Direction granularity g (ALGORITHM §7, option C3).
 
 The granularity is the number of direction sectors used by TP and ATP. It depends only on the total budget
-ε and on public options, never on data. Supported rules:
-
-- ``"auto"`` (default): reading C of the paper's Eq. 7, evaluated at ε_eff = ``epsilon_fraction``·ε
-  (default 3/8) over the candidate set (default {2, 4, 6, 12}). For the default candidate set the exact
-  thresholds ln 3, ln 9 and ln 37 on ε_eff are used (:func:`granularity_reading_c_default`); any other
-  candidate set uses the generic argmax (:func:`granularity_argmax`), ties going to the smaller g.
-- ``"auto"`` with ``granularity_reading="A"``: reading A (every sector weighted by its k-RR probability).
-- a fixed integer in [2, 12];
-- a lookup table: a mapping ``{epsilon_upper_bound: g}`` (or a sequence of pairs); the chosen g is the one
-  of the smallest bound ≥ ε.
+ε and on public options, never on data. docs/algorithm.md §7 states the rules: ``"auto"`` (reading C of
+the paper's Eq. 7 at ε_eff = ``epsilon_fraction``·ε, the exact thresholds of
+:func:`granularity_reading_c_default` for the default candidates, :func:`granularity_argmax` otherwise,
+ties to the smaller g), reading A (``granularity_reading="A"``), a fixed integer in [2, 12], or a lookup
+table ``{epsilon_upper_bound: g}`` (also a sequence of pairs).
 """
 
 from __future__ import annotations
