@@ -4,11 +4,9 @@ Install the extra: ``pip install "geoldp[dask]"``. Dask is imported only when :f
 :func:`report` is called; with Dask's dataframe module loaded, ``ddf.ldp.perturb(...)`` and
 ``ddf.ldp.report(...)`` are the same calls (:class:`DaskLDPAccessor`).
 
-Seeded results do not depend on the partitioning: :func:`perturb` draws **one** 256-bit stream key per call
-(from the OS CSPRNG, or from the seeded generator), and every trajectory uses the counter-based stream
-numbered by its **global row position**. The partition lengths are computed first (one pass over the data)
-so that each partition knows the global position of its first row. With the same ``rng``,
-``geoldp.dask.perturb(ddf, ...)`` therefore equals ``ddf.compute().ldp.perturb(...)`` row for row.
+Seeded results do not depend on the partitioning (docs/user_guide.md, "Scaling out with Dask"):
+:func:`perturb` draws **one** 256-bit stream key per call and every trajectory uses the counter-based
+stream numbered by its **global row position**, known once the partition lengths are computed.
 
 This module is a thin driver of the release pipeline (:mod:`geoldp._release`): it plans the release once
 on the released trajectory lengths and applies the plan to every partition.
