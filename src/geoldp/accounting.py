@@ -11,7 +11,7 @@ total::
     >>> acc.remaining("alice")  # doctest: +SKIP
     4.0
 
-docs/user_guide.md ("Budgets across releases") says why sums are exact fractions, which ids are one user
+:doc:`/user_guide` ("Budgets across releases") says why sums are exact fractions, which ids are one user
 (:func:`user_key`), where the accountant lives (in memory with :meth:`~BudgetAccountant.save` and
 :meth:`~BudgetAccountant.load`, or in a :mod:`geoldp.store` shared by processes through
 :meth:`~BudgetAccountant.open`, which migrates a JSON accountant once) and which combined frames keep a

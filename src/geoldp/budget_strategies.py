@@ -5,7 +5,7 @@ budget (``gdf.ldp.perturb(..., user_col=...)``, and :func:`geoldp.report`, whose
 by part): ``user_budget="split"`` perturbs each of a user's ``k`` trajectories with ``ε/k`` (rounded down;
 the column ``"epsilon"`` holds each row's budget, :func:`release_parts` splits such a release for the
 estimators) and ``max_per_user=k`` keeps at most ``k`` trajectories per user and drops the others
-(:func:`select_per_user` gives the same choice as a mask); both can be combined. docs/user_guide.md
+(:func:`select_per_user` gives the same choice as a mask); both can be combined. :doc:`/user_guide`
 ("Budgets across releases") says what each rule releases, charges and records in the ledger (never a
 user id or a per-user count).
 """

@@ -2,7 +2,7 @@
 
 Local differential privacy means the randomiser runs where the data is. :func:`respond` reads the campaign
 file the collector published (:mod:`geoldp.field.campaign`), takes one trajectory (longitude/latitude in
-degrees, WGS 84) and returns one report record, ready to be sent as one line of JSON. docs/field.md ("2.
+degrees, WGS 84) and returns one report record, ready to be sent as one line of JSON. :doc:`/field` ("2.
 The devices respond") says what the record holds (never the trajectory), that the module needs numpy
 only (nor does it load the JIT compiler) and runs the kernels compiled at install, how TraCS projects to
 the campaign's plane without pyproj (:func:`aeqd_forward`), and that a seeded call (experiments only)

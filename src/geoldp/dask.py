@@ -4,7 +4,7 @@ Install the extra: ``pip install "geoldp[dask]"``. Dask is imported only when :f
 :func:`report` is called; with Dask's dataframe module loaded, ``ddf.ldp.perturb(...)`` and
 ``ddf.ldp.report(...)`` are the same calls (:class:`DaskLDPAccessor`).
 
-Seeded results do not depend on the partitioning (docs/user_guide.md, "Scaling out with Dask"):
+Seeded results do not depend on the partitioning (:doc:`/user_guide`, "Scaling out with Dask"):
 :func:`perturb` draws **one** 256-bit stream key per call and every trajectory uses the counter-based
 stream numbered by its **global row position**, known once the partition lengths are computed.
 

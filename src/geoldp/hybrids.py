@@ -1,7 +1,7 @@
 """Hybrid releases: one user's ε split between a TP/ATP trajectory and an aggregate report, in one call.
 
 :func:`hybrid` (``geoldp.hybrid``, ``gdf.ldp.hybrid``) runs ``gdf.ldp.perturb`` at ε·``fraction`` and
-:func:`geoldp.report` at the rest, on the same rows; docs/reports.md ("Hybrid releases: one budget, two
+:func:`geoldp.report` at the rest, on the same rows; :doc:`/reports` ("Hybrid releases: one budget, two
 designs") gives the composition, the exact check of the split, the accountant's check and the ``hybrid``
 ledger entry. Each part is charged as it is released. Combine what both releases say into one estimate
 per query with :func:`geoldp.combine`.

@@ -7,7 +7,7 @@
 
 **Times are not protected**: geoldp perturbs locations only, so the way back uses placeholder times
 unless the original ones are passed as ``times=``, which raises a :class:`~geoldp.PrivacyWarning` (the
-times are then released as they are, outside the ε-LDP guarantee). docs/user_guide.md ("MovingPandas and
+times are then released as they are, outside the ε-LDP guarantee). :doc:`/user_guide` ("MovingPandas and
 trackintel") gives the placeholder times, the ids kept and the optional extras to install.
 """
 

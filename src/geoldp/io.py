@@ -3,7 +3,7 @@
 :func:`read_trajectories` and :func:`read_points` read one file in an allow-listed format whose content
 is checked against its name (:mod:`geoldp._core.formats`); :func:`write_file` (any format, by suffix) and
 :func:`to_geojson` write one with its ledger; :func:`read_ledger` and :func:`write_ledger` handle the
-sidecar ``<path>.ledger.json``. docs/user_guide.md ("Files: formats, overwriting, atomicity") lists the
+sidecar ``<path>.ledger.json``. :doc:`/user_guide` ("Files: formats, overwriting, atomicity") lists the
 formats, what a read refuses, and how every write is atomic (:mod:`geoldp._core.safe_write`), never
 overwrites silently and keeps data and sidecar in step even after ``kill -9``. Further:
 

@@ -3,7 +3,7 @@
 Every user holds one trajectory and sends, over a public N × N grid, Optimized Unary Encoding (OUE)
 reports in two rounds: the length of their grid trajectory at ε/10, then the start cell, the end cell
 and L − 1 transitions at 9ε/10 (L estimated from round 1), padded with empty reports; the collector
-samples synthetic trajectories from the first-order Markov model it fits to the reports. docs/ldptrace.md
+samples synthetic trajectories from the first-order Markov model it fits to the reports. :doc:`/ldptrace`
 ("What each user reports", "What the collector does") describes both at length. Everything after the
 reports is post-processing, so the synthetic data is ε-LDP per trajectory.
 

@@ -2,7 +2,7 @@
 
 :func:`plan` simulates every design that answers the question on **no-data populations** built from
 public inputs and returns a table: expected error and interval width per design, the no-data baselines,
-the recommended design and the users each design needs. docs/reports.md ("Which design? Ask the planner
+the recommended design and the users each design needs. :doc:`/reports` ("Which design? Ask the planner
 first", "Hybrid releases: one budget, two designs") describes the populations, the table, the designs'
 names and what each report design estimates; what follows is how each kind of design is simulated.
 

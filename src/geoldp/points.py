@@ -10,7 +10,7 @@ resolution, CRS; :func:`recipe_of`, :func:`from_recipe`) and a digest of P's coo
 (:func:`digest_of`).
 
 **The point set is public only if its inputs are**: an area or points taken from the trajectories being
-released void the ε-LDP guarantee (docs/user_guide.md, "Building a public point set"). When the area
+released void the ε-LDP guarantee (:doc:`/user_guide`, "Building a public point set"). When the area
 handed to a builder has exactly the bounds of a frame later perturbed with the points, ``perturb`` raises
 a :class:`~geoldp.PrivacyWarning` (:func:`warn_if_area_from`).
 """

@@ -1,7 +1,7 @@
 """Preparing raw GPS data for trajectory LDP.
 
 The helpers here turn raw fixes into short trajectories *before* perturbation, since one ε is shared by
-all points of a trajectory (docs/user_guide.md, "Preparing raw GPS" and "Choosing ε"):
+all points of a trajectory (:doc:`/user_guide`, "Preparing raw GPS" and "Choosing ε"):
 
 - :func:`trajectories_from_points`: Point rows → one LineString per trajectory, split at time gaps;
 - :func:`clip_to_area`: keep the part of each trajectory inside a public lon/lat box (split where it

@@ -8,7 +8,7 @@ argument types, errors and input and output checks in :mod:`geoldp.cli._args`, r
 error into one line.
 
 User errors print one line ``geoldp: error: ...`` with exit status 2 (usage) or 1 (bad input data or
-parameters), the full traceback only with ``GEOLDP_TRACEBACK=1`` (docs/cli.md, "Errors").
+parameters), the full traceback only with ``GEOLDP_TRACEBACK=1`` (:doc:`/cli`, "Errors").
 
 The entry point is :func:`main`, used by the ``geoldp`` console script and by ``python -m geoldp``.
 """

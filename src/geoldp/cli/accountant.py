@@ -5,7 +5,7 @@ Every ``--accountant STORE`` (of ``geoldp perturb``, ``report`` and ``synthesize
 refuses an accountant that is any file it reads or writes, checks the release against the store before
 the first random draw, charges it in one transaction as **pending** for its output file once it is drawn,
 writes the output, then confirms the charge; ``geoldp accountant reconcile STORE`` settles the pending
-charges a killed command leaves (over-counted, never under-counted). docs/cli.md ("geoldp perturb",
+charges a killed command leaves (over-counted, never under-counted). :doc:`/cli` ("geoldp perturb",
 "Per-user budgets"; "geoldp accountant") says what is refused (exit status 2), confirmed and refunded.
 """
 

@@ -8,7 +8,7 @@ table::
         --user-col user --max-per-user 1 --accountant budget.gpkg --total-epsilon 8 -o od.csv
     geoldp report-estimate od.csv --points P.gpkg --cell-km 2 -o od_estimates.gpkg
 
-A report release is a CSV table with its ledger in ``OUT.ledger.json`` (its columns: docs/cli.md,
+A report release is a CSV table with its ledger in ``OUT.ledger.json`` (its columns: :doc:`/cli`,
 "geoldp report"). Errors are one line ``geoldp: error: ...``
 (see :mod:`geoldp.cli`): this module raises ``ValueError`` for bad data or parameters (exit status 1) and
 the subcommand parser's ``error`` for usage (status 2).

@@ -5,7 +5,7 @@ report tables, an LDPTrace synthetic set) by inverse variance, query by query:
 
     x̂ = Σ_i w_i x̂_i / Σ_i w_i,   w_i = 1 / σ̂_i²,   σ̂² = 1 / Σ_i w_i,   interval x̂ ± z·σ̂.
 
-docs/reports.md ("One estimate from several releases") says where each part's estimate, variance and
+:doc:`/reports` ("One estimate from several releases") says where each part's estimate, variance and
 bias come from, why every report's variance is taken at the combined estimate, how padded reports are
 used, and which parts are refused or left out. What is written only here:
 

@@ -6,8 +6,8 @@ walks). A pilot asks a **public share** of the users three small questions, each
 response at a share of the pilot's ε: the trajectory's length class and its number of distinct zones (in
 public classes), and one visited cell of a coarse public grid (sampled uniformly among its cells).
 :meth:`Pilot.estimate` debiases the three histograms (post-processing of the reports alone) into a
-:class:`PilotEstimate`, which :func:`geoldp.plan` takes as ``pilot=``; docs/reports.md ("Which design?
-Ask the planner first") and docs/cli.md ("geoldp pilot") say how to choose the users and how the planner
+:class:`PilotEstimate`, which :func:`geoldp.plan` takes as ``pilot=``; :doc:`/reports` ("Which design?
+Ask the planner first") and :doc:`/cli` ("geoldp pilot") say how to choose the users and how the planner
 draws its populations from the estimate.
 """
 

@@ -2,7 +2,7 @@
 
 A collector who runs a collection the way local differential privacy intends (each user's device
 randomises her own trajectory) publishes one **campaign file** first: everything a device needs and
-nothing private, named by the SHA-256 of its content. docs/field.md ("1. Publish the campaign") lists
+nothing private, named by the SHA-256 of its content. :doc:`/field` ("1. Publish the campaign") lists
 what it holds and why a file edited after it was published is refused.
 
 >>> import geoldp.field.campaign  # doctest: +SKIP

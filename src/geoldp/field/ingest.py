@@ -2,7 +2,7 @@
 
 Devices send report records (:func:`geoldp.client.respond`), one JSON object per line of a JSON Lines
 file. :func:`ingest` checks every record against the campaign and appends the valid ones to a
-:class:`~geoldp.store.Store`, each charged to its user in the transaction that stores it; docs/field.md
+:class:`~geoldp.store.Store`, each charged to its user in the transaction that stores it; :doc:`/field`
 ("3. Ingest") says what is checked and refused, why a record sent twice is stored once, and what
 concurrent or killed ingest processes leave in the store.
 

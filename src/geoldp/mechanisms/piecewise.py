@@ -3,7 +3,7 @@
 Both release a continuous value whose density takes two levels: a high level on a window around the input
 and a low level everywhere else, with high/low = e^ε, so they are ε-LDP. They are the primitives of
 TraCS-D (a direction on the circle, a normalised distance on [0, 1]) and TraCS-C (two normalised
-coordinates on [0, 1]). docs/mechanisms.md ("TraCS-D and TraCS-C: continuous space in a public box", The
+coordinates on [0, 1]). :doc:`/mechanisms` ("TraCS-D and TraCS-C: continuous space in a public box", The
 primitives) gives both densities with t = e^{−ε/2}: the linear window [l(v), l(v) + 2C],
 C = t/(2(1 + t)), l(v) = min(max(v − C, 0), 1 − 2C), and the circular arc of half-width a = π·t/(1 + t).
 They come from total mass 1: 2C·e^{ε/2} + (1 − 2C)·e^{−ε/2} = 1 on [0, 1], and likewise for the arc; the

@@ -6,7 +6,7 @@ check the accountant before any draw; draw **one** stream key; report row ``i`` 
 ``i`` (so a seeded release does not depend on chunking); assemble the report table and its ledger.
 
 The statistic of a trajectory is computed from its vertices' zones (:mod:`geoldp.zones`) and lives only
-inside this call. docs/reports.md ("Statistics") gives the three statistics (``"visited_zone"``, ``"od"``,
+inside this call. :doc:`/reports` ("Statistics") gives the three statistics (``"visited_zone"``, ``"od"``,
 ``"transitions"``) with their domains, the outside category and padding-and-sampling; the set-valued
 domains also hold the padding dummies, and a trajectory's set of transitions (ordered pairs a ≠ b of
 consecutive distinct zones) may be empty. The sampled item is drawn from the same private stream as the

@@ -1,7 +1,7 @@
 """Direction granularity g (ALGORITHM §7, option C3).
 
 The granularity is the number of direction sectors used by TP and ATP. It depends only on the total budget
-ε and on public options, never on data. docs/algorithm.md §7 states the rules: ``"auto"`` (reading C of
+ε and on public options, never on data. :doc:`/algorithm` §7 states the rules: ``"auto"`` (reading C of
 the paper's Eq. 7 at ε_eff = ``epsilon_fraction``·ε, the exact thresholds of
 :func:`granularity_reading_c_default` for the default candidates, :func:`granularity_argmax` otherwise,
 ties to the smaller g), reading A (``granularity_reading="A"``), a fixed integer in [2, 12], or a lookup

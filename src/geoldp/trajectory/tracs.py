@@ -5,7 +5,7 @@ need no public point set. The trajectory's ε is split evenly over its n locatio
 exactly as the other ledgers), and each location is released once by the piecewise mechanisms of
 :mod:`geoldp.mechanisms.piecewise`: **TraCS-D** as a direction and a normalised distance from a public
 reference (the previous *released* location), **TraCS-C** as its two coordinates normalised by the box.
-docs/mechanisms.md ("TraCS-D and TraCS-C: continuous space in a public box") gives the budget shares,
+:doc:`/mechanisms` ("TraCS-D and TraCS-C: continuous space in a public box") gives the budget shares,
 the references, the output and the guarantee (adaptive sequential composition: each location
 (ε/n)-LDP, the trajectory ε-LDP for trajectories of the same length n). A location outside the box is
 first moved to the nearest point of the box, and a location equal to its reference gets direction 0 and
