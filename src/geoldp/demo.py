@@ -4,12 +4,9 @@
 perturbs its trips with TP and ATP through the ``.ldp`` accessor, prints a short utility table, and writes
 GeoJSON files and a PNG map comparing original and perturbed trajectories.
 
-The demo passes a seed, because it is an experiment that should be reproducible. A deployment omits the
-seed so that geoldp draws from the operating system's CSPRNG.
-
-Every file is written like the other outputs of geoldp (:mod:`geoldp.io`): atomically, never through a
-symbolic link, and never over an existing file unless ``overwrite=True`` (CLI: ``--overwrite``); the demo
-checks all its output paths before it computes anything.
+The demo passes a seed, because it is an experiment (a deployment omits it), and writes every file like
+the other outputs of geoldp (:mod:`geoldp.io`), checking all its output paths before it computes
+anything (:doc:`/cli`, "geoldp demo").
 """
 
 from __future__ import annotations

@@ -4,10 +4,9 @@ folium is an optional dependency (``pip install "geoldp[explore]"``); it is impo
 :func:`explore_release`, so ``import geoldp.explore`` works without it. The method
 ``released.ldp.explore(...)`` calls :func:`explore_release`.
 
-The maps work offline: the Leaflet library is written into the page (from the ``xstatic-leaflet`` package
-of the ``explore`` extra) instead of being loaded from a CDN, so a saved page renders with no network (the
-background tiles, which do need it, then stay blank). Without that package the page loads Leaflet from
-folium's CDN as before.
+The maps work offline, Leaflet written into the page from the ``xstatic-leaflet`` package of the
+``explore`` extra (:doc:`/user_guide`, "Looking at a release"); without that package the page loads
+Leaflet from folium's CDN.
 """
 
 from __future__ import annotations
