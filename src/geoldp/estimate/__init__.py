@@ -3,10 +3,11 @@
 Every function reads only the release (released LineStrings in any CRS, or index arrays into P), the
 public point set P and the public mechanism configuration (a name with ε and options, a TP/ATP/PointEM
 object, or the ledger the release carries), never the original trajectories, so it costs no privacy.
-:doc:`/collector` derives the estimates: the population model, a mixture over a library of candidate
-trajectories fitted by EM per released length ("The model"), the 95 % intervals and the ``supported``
-flag ("Intervals"), the raw count a range count falls back to where it is not supported ("Guarded
-answers"), one fit for many queries ("One fit, many queries") and the sample above ``fit_rows`` ("Cost").
+The estimates are derived in :doc:`/collector`: the population model, a mixture over a library of
+candidate trajectories fitted by EM per released length ("The model"), the 95 % intervals and the
+``supported`` flag ("Intervals"), the raw count a range count falls back to where it is not supported
+("Guarded answers"), one fit for many queries ("One fit, many queries") and the sample above
+``fit_rows`` ("Cost").
 
 Functions
 ---------
