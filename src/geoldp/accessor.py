@@ -30,7 +30,7 @@ from typing import Any
 
 import pandas as pd
 
-from geoldp import _release, budget_strategies, explore, hybrids, io, ldptrace, metrics, queries, reports
+from geoldp import _release, budget_strategies, io, metrics, queries
 from geoldp._core import frames as _frames
 from geoldp._core.docstrings import lazy_method_of, method_of
 from geoldp._core.ledger import ReleaseLedger, attach, ledger_of
@@ -351,16 +351,18 @@ class LDPAccessor:
             "(True, True, 4.0)",
         ),
     )
-    report = method_of(
-        reports.report,
+    # the modules of report, hybrid, explore and synthesize are imported on the method's first use (the
+    # accessor is imported by the first ``.ldp``)
+    report = lazy_method_of(
+        "geoldp.reports:report",
         "One ε-LDP aggregate report per trajectory (row) over public zones.",
         function="geoldp.report",
         examples=_examples(
             ">>> rep = trips.ldp.report(geoldp.zone_grid(pois, cells=2), epsilon=4.0)  # doctest: +SKIP"
         ),
     )
-    hybrid = method_of(
-        hybrids.hybrid,
+    hybrid = lazy_method_of(
+        "geoldp.hybrids:hybrid",
         "One budget split between a TP/ATP trajectory and an aggregate report of every trajectory (row).",
         function="geoldp.hybrid",
         examples=_examples(
@@ -409,12 +411,12 @@ class LDPAccessor:
             "(['ATP raw', 'uniform', 'constant'], 'NE_km')",
         ),
     )
-    explore = method_of(
-        explore.explore_release,
+    explore = lazy_method_of(
+        "geoldp.explore:explore_release",
         "An interactive folium map of this release, with one toggleable layer per frame.",
     )
-    synthesize = method_of(
-        ldptrace.synthesize,
+    synthesize = lazy_method_of(
+        "geoldp.ldptrace:synthesize",
         "Synthetic trajectories under ε-LDP per trajectory with LDPTrace (:func:`geoldp.synthesize`).",
         function="geoldp.synthesize",
         examples=_examples(
