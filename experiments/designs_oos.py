@@ -98,53 +98,160 @@ GRID_SPACING_M = 1000.0
 #: (window minutes, split at gaps over this) for the GPS sets
 GPS_RULES = {"tdrive_600": (30, "15min"), "geolife_small_mpd": (10, "5min")}
 MODES = ("pilot", "no prior (public bound)")
-#: Planner variants compared (settings of geoldp.planner's pilot fit; ``main`` is the code as it is).
-_WALKS = {"_PILOT_MODEL": "walks", "_PILOT_PLAUSIBLE": 1, "_PILOT_BASELINE_FALLBACK": False}
+#: Planner variants compared. ``step_scales``, ``fits`` and ``baseline_fallback`` are geoldp.planner's
+#: pilot settings (``main`` is the planner as it is); ``model`` (``"walks"``, or ``"concentrated"``: walks
+#: that may be less like P, :func:`concentrated_populations`), ``shrink_cells``, ``plausible`` and
+#: ``p_penalty`` configure the population builders of this script, which replace the planner's for a run.
+_WALKS = {"baseline_fallback": False}
 VARIANTS = {
     "main": {},
-    "fix": {**_WALKS, "_PILOT_STEP_SCALES": (1.0,), "_PILOT_FITS": 1},
-    "scales": {**_WALKS, "_PILOT_STEP_SCALES": (0.1, 0.3, 1.0), "_PILOT_FITS": 1},
-    "scales-top3": {**_WALKS, "_PILOT_STEP_SCALES": (0.1, 0.3, 1.0), "_PILOT_FITS": 3},
-    "shrunk-cells": {**_WALKS, "_PILOT_STEP_SCALES": (1.0,), "_PILOT_FITS": 1, "_PILOT_SHRINK_CELLS": True},
-    "scales+shrunk-cells": {
-        **_WALKS,
-        "_PILOT_STEP_SCALES": (0.1, 0.3, 1.0),
-        "_PILOT_FITS": 1,
-        "_PILOT_SHRINK_CELLS": True,
-    },
+    "fix": {**_WALKS, "step_scales": (1.0,), "fits": 1},
+    "scales": {**_WALKS, "step_scales": (0.1, 0.3, 1.0), "fits": 1},
+    "scales-top3": {**_WALKS, "step_scales": (0.1, 0.3, 1.0), "fits": 3},
+    "shrunk-cells": {**_WALKS, "step_scales": (1.0,), "fits": 1, "shrink_cells": True},
+    "scales+shrunk-cells": {**_WALKS, "step_scales": (0.1, 0.3, 1.0), "fits": 1, "shrink_cells": True},
     # populations less like P: hot-point starts × step scales, fitted on both pilot histograms with a
     # penalty for P-likeness; one population
-    "concentrated": {
-        "_PILOT_MODEL": "concentrated",
-        "_PILOT_PLAUSIBLE": 1,
-        "_PILOT_BASELINE_FALLBACK": False,
-        "_PILOT_P_PENALTY": 1.0,
-    },
+    "concentrated": {"model": "concentrated", "plausible": 1, "baseline_fallback": False, "p_penalty": 1.0},
     # the same, simulated on three plausible populations (best score, least and most P-like within the
     # pilot's noise): the predicted interval spans them, the margin rule asks a design to beat the better
     # baseline on each, and the fallback baseline is the one whose worst error over them is smallest
-    "plausible": {
-        "_PILOT_MODEL": "concentrated",
-        "_PILOT_PLAUSIBLE": 3,
-        "_PILOT_BASELINE_FALLBACK": True,
-        "_PILOT_P_PENALTY": 1.0,
-    },
+    "plausible": {"model": "concentrated", "plausible": 3, "baseline_fallback": True, "p_penalty": 1.0},
     # as `plausible` without the penalty for P-likeness (the best-fitting population first)
-    "fit-plausible": {
-        "_PILOT_MODEL": "concentrated",
-        "_PILOT_PLAUSIBLE": 3,
-        "_PILOT_BASELINE_FALLBACK": True,
-        "_PILOT_P_PENALTY": 0.0,
-    },
+    "fit-plausible": {"model": "concentrated", "plausible": 3, "baseline_fallback": True, "p_penalty": 0.0},
     # the published walks (three start rules × three step scales), simulated on the three closest to the
     # pilot's distinct-zone classes, with the same interval, margin and fallback as `plausible`
-    "walks-plausible": {
-        **_WALKS,
-        "_PILOT_STEP_SCALES": (0.1, 0.3, 1.0),
-        "_PILOT_FITS": 3,
-        "_PILOT_BASELINE_FALLBACK": True,
-    },
+    "walks-plausible": {"step_scales": (0.1, 0.3, 1.0), "fits": 3, "baseline_fallback": True},
 }
+#: The planner's settings a variant may change (variant key -> geoldp.planner attribute).
+_PLANNER_SETTINGS = {
+    "step_scales": "_PILOT_STEP_SCALES",
+    "fits": "_PILOT_FITS",
+    "baseline_fallback": "_PILOT_BASELINE_FALLBACK",
+}
+#: Concentrations of the concentrated model: (the share of the walks that start at a few hot points, how
+#: many hot points), from walks that start where the pilot's cells say to nearly all at three points.
+CONCENTRATIONS = ((0.0, 1), (0.5, 10), (0.9, 10), (1.0, 3))
+#: Step scales of the concentrated model (1: the published law; below 1, trips that stay near their start).
+CONCENTRATED_SCALES = (1.0, 0.3, 0.1)
+#: A candidate is plausible when its misfit is within this of the best one's (mean squared standardised
+#: gap per class of the pilot's two histograms, added).
+PLAUSIBLE_GAP = 1.0
+#: Walks of each plausible population after the first (as the planner's fitted populations).
+EXTRA_SIZE = 500
+
+
+def apply_variant(planner, name: str) -> None:
+    """Set ``geoldp.planner`` up for the planner variant ``name`` (this process's plans only)."""
+    spec = VARIANTS.get(name, {})
+    for key, attr in _PLANNER_SETTINGS.items():
+        if key in spec:
+            setattr(planner, attr, spec[key])
+    if spec.get("model", "walks") != "walks" or spec.get("shrink_cells", False):
+        planner._pilot_populations = _populations_builder(spec)
+
+
+def _populations_builder(spec: dict):
+    """A replacement of the planner's pilot populations: start cells shrunk toward P's (``shrink_cells``)
+    and walks of the ``model`` (the planner's fitted walks, or :func:`concentrated_populations`)."""
+    from geoldp.planner import fitted_walks
+    from geoldp.zones import check_zones, zone_of_vertices
+
+    def populations(ps, pilot, size, gen, zone_of_point, n_zones, max_length=None):
+        coarse = check_zones(pilot.coarse, caller="geoldp.plan")
+        cell_of_point = zone_of_vertices(coarse, np.asarray(ps.lon), np.asarray(ps.lat))
+        lengths = pilot.draw_lengths(size, gen, maximum=max_length)
+        if spec.get("shrink_cells", False):
+            pilot = shrunk_cells(pilot, cell_of_point)
+        starts = pilot.draw_starts(cell_of_point, size, gen)
+        if spec.get("model", "walks") == "concentrated":
+            return concentrated_populations(
+                ps, pilot, lengths, starts, gen, zone_of_point, n_zones, cell_of_point, spec
+            )
+        return fitted_walks(ps, pilot, lengths, starts, gen, zone_of_point, n_zones)
+
+    return populations
+
+
+def shrunk_cells(pilot, cell_of_point: np.ndarray):
+    """The pilot with its visited-cell shares shrunk toward P's shares of the cells by their noise
+    (positive-part James–Stein: P's shares for a pilot that is all noise, its own for a precise one)."""
+    import dataclasses
+
+    from geoldp.shrinkage import shrink_to_baseline
+
+    if pilot.cell_std_error is None or pilot.n <= 0:
+        return pilot
+    k = pilot.cell_pmf.shape[0]
+    p_shares = np.bincount(cell_of_point, minlength=k)[:k].astype(np.float64)
+    shrunk = shrink_to_baseline(pilot.cell_pmf * pilot.n, pilot.cell_std_error * pilot.n, p_shares)
+    return dataclasses.replace(pilot, cell_pmf=shrunk / max(float(shrunk.sum()), 1e-300))
+
+
+def _misfit(observed: np.ndarray, std_error, simulated: np.ndarray, n: int, size: int) -> float:
+    """Mean squared gap between a pilot histogram and a population's, in units of their variances."""
+    se = np.full(observed.shape[0], 1.0 / np.sqrt(max(n, 1))) if std_error is None else std_error
+    var = se**2 + simulated * (1.0 - simulated) / max(size, 1) + 1e-12
+    return float(np.mean((simulated - observed) ** 2 / var))
+
+
+def _normalised(v: np.ndarray) -> np.ndarray:
+    v = np.maximum(np.asarray(v, dtype=np.float64), 0.0)
+    s = v.sum()
+    return v / s if s > 0 else np.full(v.shape[0], 1.0 / max(v.shape[0], 1))
+
+
+def concentrated_populations(ps, pilot, lengths, starts, gen, zone_of_point, n_zones, cell_of_point, spec):
+    """Walks fitted to a pilot that may be less like P than walks anywhere are.
+
+    Candidates: step scales (:data:`CONCENTRATED_SCALES`) × concentrations (:data:`CONCENTRATIONS`: a
+    share of the walks starts at one of a few hot points drawn from the pilot's starts, the rest at their
+    own start). Each is scored by its misfit to both pilot histograms (distinct-zone classes, and one
+    visited coarse cell as the pilot samples it) in units of their noise, plus ``p_penalty`` × its
+    likeness to P. The best score is simulated, and with ``plausible`` > 1 also the least (then the most)
+    P-like of the plausible ones.
+    """
+    from geoldp.nodata import random_walks, uniform_answer
+
+    n_cells = pilot.cell_pmf.shape[0]
+    p_shares = uniform_answer(zone_of_point, n_zones, od=False)
+    cands = []
+    for scale in CONCENTRATED_SCALES:
+        for conc, n_hot in CONCENTRATIONS:
+            hot = starts[: max(1, n_hot)]  # hot points drawn as the pilot's cells say (Zipf weights)
+            w = 1.0 / np.arange(1, hot.shape[0] + 1)
+            at_hot = gen.random(starts.shape[0]) < conc
+            first = np.where(
+                at_hot, hot[gen.choice(hot.shape[0], size=starts.shape[0], p=w / w.sum())], starts
+            )
+            seqs = random_walks(ps, lengths, gen, population="spread", starts=first, step_scale=scale)
+            zones_of = [zone_of_point[s] for s in seqs]
+            counts = np.array([np.unique(zz[zz < n_zones]).size for zz in zones_of])
+            zc = np.bincount(pilot.zone_count_classes(counts), minlength=pilot.zone_count_pmf.shape[0])
+            cells = np.zeros(n_cells)
+            for s in seqs:
+                u = np.unique(cell_of_point[s])
+                cells[u] += 1.0 / u.shape[0]
+            size = len(seqs)
+            fit = _misfit(pilot.zone_count_pmf, pilot.zone_count_std_error, zc / size, pilot.n, size)
+            fit += _misfit(pilot.cell_pmf, pilot.cell_std_error, cells / size, pilot.n, size)
+            visited = np.concatenate([np.unique(zz) for zz in zones_of])
+            visits = np.bincount(visited, minlength=n_zones + 1)[:n_zones]
+            like = 1.0 - 0.5 * float(np.abs(_normalised(visits) - p_shares).sum())
+            cands.append((fit, like, f"pilot:c{conc:g}x{n_hot}@{scale:g}", seqs))
+    best_fit = min(c[0] for c in cands)
+    plausible = [c for c in cands if c[0] <= best_fit + PLAUSIBLE_GAP]
+    chosen = [min(cands, key=lambda c: c[0] + spec.get("p_penalty", 1.0) * c[1])]
+    if spec.get("plausible", 1) >= 2:
+        chosen.append(min(plausible, key=lambda c: c[1]))
+    if spec.get("plausible", 1) >= 3:
+        chosen.append(max(plausible, key=lambda c: c[1]))
+    out = {}
+    for _, _, label, seqs in chosen:  # the walks are independent: the first ones are a random sample
+        out.setdefault(label, seqs if not out else seqs[:EXTRA_SIZE])
+    return out
+
+
 #: Variants whose pilot users report **LDPTrace** (:func:`geoldp.synthesize`, their whole ε) instead of
 #: the three histograms; the plan's public ``prior`` is the synthetic population, placed on P
 #: (post-processing of the ε-LDP release and public inputs only). Settings: ``grid`` (an int side over
@@ -616,16 +723,14 @@ def plan_stage(args) -> None:
     warnings.simplefilter("ignore", GeoLDPWarning)
     from geoldp import planner
 
-    for attr, value in VARIANTS.get(args.variant, {}).items():
-        setattr(planner, attr, value)
+    apply_variant(planner, args.variant)
     synth = SYNTH_VARIANTS.get(args.variant)
     traj = TRAJECTORY_VARIANTS.get(args.variant)
     oracle = ORACLE_VARIANTS.get(args.variant)
     if traj is not None:
         synth = traj  # planned the same way: a public prior, or the prior mixed with fitted walks
     if synth is not None and synth["mix"]:
-        for attr, value in VARIANTS["walks-plausible"].items():
-            setattr(planner, attr, value)
+        apply_variant(planner, "walks-plausible")
     rows: list[dict] = []
     oracle_rows: list[dict] = []
     for name in args.datasets:

@@ -250,29 +250,6 @@ def test_a_public_maximum_length_bounds_the_recommended_report_and_replaces_the_
         designs.ReportDesign("visited_zone", 3, max_set_size=0)
 
 
-def test_the_pilots_cell_shares_shrink_toward_p_by_their_noise():
-    # a pilot of 40 reports at ε = 0.05 is noise: its cells are replaced by P's shares of them; one of 3000
-    # reports at ε = 24 is precise: its shares are kept (up to the k-RR noise, ~1/sqrt(3000) per cell)
-    from geoldp import planner
-    from geoldp.zones import check_zones, zone_of_vertices
-
-    pilot = designs.Pilot()
-    pts, trips, zones = _pilot_city(3000)
-    for n_rep, eps, close_to_p in ((40, 0.05, True), (3000, 24.0, False)):
-        est = pilot.estimate(pilot.release(trips.iloc[:n_rep], epsilon=eps, zones=zones, rng=8), zones)
-        assert est.cell_std_error is not None and est.cell_std_error.shape == est.cell_pmf.shape
-        cells = zone_of_vertices(
-            check_zones(est.coarse, caller="test"), pts.geometry.x.to_numpy(), pts.geometry.y.to_numpy()
-        )
-        p_shares = np.bincount(cells, minlength=est.cell_pmf.size)[: est.cell_pmf.size] / len(cells)
-        shrunk = planner._shrunk_cells(est, cells).cell_pmf
-        assert shrunk.sum() == pytest.approx(1.0) and (shrunk >= 0).all()
-        if close_to_p:
-            np.testing.assert_allclose(shrunk, p_shares, atol=1e-9)
-        else:
-            assert np.abs(shrunk - est.cell_pmf).sum() < 0.05 < np.abs(est.cell_pmf - p_shares).sum()
-
-
 @pytest.mark.parametrize("question", ["zone_visits", "od_flows"])
 def test_the_inverse_variance_hybrid_answers_inside_its_own_clipped_interval(question):
     # counts lie in [0, n]: the combined interval is clipped to it (it still covers the count) and the

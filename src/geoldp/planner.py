@@ -80,7 +80,6 @@ from geoldp.designs.trajectory import simulated_rms
 from geoldp.nodata import length_pool, random_walks, uniform_answer, uniform_visits
 from geoldp.questions import Question
 from geoldp.reports import estimators as rest
-from geoldp.shrinkage import shrink_to_baseline
 from geoldp.zones import check_zones, zone_of_vertices
 
 __all__ = ["PlanTable", "trajectory_rms"]
@@ -488,21 +487,14 @@ _PILOT_STEP_SCALES: tuple[float, ...] = (0.1, 0.3, 1.0)
 #: recommends as ``population="robust"`` does, over those, and its interval spans them: the uncertainty
 #: about which population is real, not only the simulation noise).
 _PILOT_FITS = 3
-#: Shrink the pilot's visited-cell shares toward P's shares of the cells by their noise (positive-part
-#: James–Stein, :func:`shrink_to_baseline`) before the walks start in them: a noisy pilot (small, or at a
-#: small ε) then starts them where P is, a precise one where its users went.
-_PILOT_SHRINK_CELLS = False
-
-
-def _shrunk_cells(pilot: PilotEstimate, cell_of_point: np.ndarray) -> PilotEstimate:
-    """The pilot with its visited-cell shares shrunk toward P's shares of the cells by their noise
-    (:func:`shrink_to_baseline`: P's shares for a pilot that is all noise, its own for a precise one)."""
-    if pilot.cell_std_error is None or pilot.n <= 0:
-        return pilot
-    k = pilot.cell_pmf.shape[0]
-    p_shares = np.bincount(cell_of_point, minlength=k)[:k].astype(np.float64)
-    shrunk = shrink_to_baseline(pilot.cell_pmf * pilot.n, pilot.cell_std_error * pilot.n, p_shares)
-    return dataclasses.replace(pilot, cell_pmf=shrunk / max(float(shrunk.sum()), 1e-300))
+#: Walks of each fitted population after the first (a smaller sample of it: the spread of the predicted
+#: error over the populations is wanted, not a second precise estimate).
+_PILOT_EXTRA_SIZE = 500
+#: Without a design above the noise, fall back on the baseline whose worst error over the pilot's
+#: populations (not over walks anywhere in P) is smallest.
+_PILOT_BASELINE_FALLBACK = True
+# The variants these settings were chosen from (other step scales and fits, shrunk start cells, walks
+# concentrated at hot points) are measured by experiments/designs_oos.py, which holds their code.
 
 
 def _pilot_populations(
@@ -520,13 +512,20 @@ def _pilot_populations(
     coarse = check_zones(pilot.coarse, caller="geoldp.plan")
     cell_of_point = zone_of_vertices(coarse, np.asarray(ps.lon), np.asarray(ps.lat))
     lengths = pilot.draw_lengths(size, gen, maximum=max_length)
-    if _PILOT_SHRINK_CELLS:
-        pilot = _shrunk_cells(pilot, cell_of_point)
     starts = pilot.draw_starts(cell_of_point, size, gen)
-    if _PILOT_MODEL == "concentrated":
-        return _concentrated_populations(
-            ps, pilot, lengths, starts, gen, zone_of_point, n_zones, cell_of_point
-        )
+    return fitted_walks(ps, pilot, lengths, starts, gen, zone_of_point, n_zones)
+
+
+def fitted_walks(
+    ps: Any,
+    pilot: PilotEstimate,
+    lengths: np.ndarray,
+    starts: np.ndarray,
+    gen: np.random.Generator,
+    zone_of_point: np.ndarray,
+    n_zones: int,
+) -> dict[str, list[np.ndarray]]:
+    """The walks of :func:`_pilot_populations` from given lengths and starts."""
     fits: list[tuple[float, int, str, list[np.ndarray]]] = []
     for scale in _PILOT_STEP_SCALES:
         for kind in POPULATIONS[:3]:
@@ -541,99 +540,6 @@ def _pilot_populations(
         label: seqs if i == 0 else seqs[:_PILOT_EXTRA_SIZE]
         for i, (_, _, label, seqs) in enumerate(fits[: max(1, _PILOT_FITS)])
     }
-
-
-#: How a pilot's populations are built: ``"walks"`` (the start rules × :data:`_PILOT_STEP_SCALES`, the
-#: one closest to the pilot's distinct-zone classes) or ``"concentrated"``
-#: (:func:`_concentrated_populations`).
-_PILOT_MODEL = "walks"
-#: Concentrations of the concentrated model: (the share of the walks that start at a few hot points, how
-#: many hot points), from walks that start where the pilot's cells say to nearly all at three points.
-_PILOT_CONCENTRATIONS: tuple[tuple[float, int], ...] = ((0.0, 1), (0.5, 10), (0.9, 10), (1.0, 3))
-#: Step scales of the concentrated model (1: the published law; below 1, trips that stay near their start).
-_PILOT_CONCENTRATED_SCALES: tuple[float, ...] = (1.0, 0.3, 0.1)
-#: Weight of the penalty for looking like P (one minus half the L1 distance between the population's
-#: zone-visit shares and P's zone shares, in [0, 1]) added to a candidate's misfit.
-_PILOT_P_PENALTY = 1.0
-#: Plausible populations simulated (population uncertainty): 1, the best score; 2, also the least P-like
-#: plausible one; 3, also the most P-like plausible one.
-_PILOT_PLAUSIBLE = 1
-#: Walks of each plausible population after the first (a smaller sample of it: the spread of the predicted
-#: error over the populations is wanted, not a second precise estimate).
-_PILOT_EXTRA_SIZE = 500
-#: A candidate is plausible when its misfit is within this of the best one's (mean squared standardised
-#: gap per class of the pilot's two histograms, added).
-_PILOT_PLAUSIBLE_GAP = 1.0
-#: Without a design above the noise, fall back on the baseline whose worst error over the pilot's
-#: populations (not over walks anywhere in P) is smallest.
-_PILOT_BASELINE_FALLBACK = True
-
-
-def _misfit(
-    observed: np.ndarray, std_error: np.ndarray | None, simulated: np.ndarray, n: int, size: int
-) -> float:
-    """Mean squared gap between a pilot histogram and a population's, in units of their variances."""
-    se = np.full(observed.shape[0], 1.0 / math.sqrt(max(n, 1))) if std_error is None else std_error
-    var = se**2 + simulated * (1.0 - simulated) / max(size, 1) + 1e-12
-    return float(np.mean((simulated - observed) ** 2 / var))
-
-
-def _concentrated_populations(
-    ps: Any,
-    pilot: PilotEstimate,
-    lengths: np.ndarray,
-    starts: np.ndarray,
-    gen: np.random.Generator,
-    zone_of_point: np.ndarray,
-    n_zones: int,
-    cell_of_point: np.ndarray,
-) -> dict[str, list[np.ndarray]]:
-    """Walks fitted to a pilot that may be less like P than walks anywhere are.
-
-    Candidates: step scales (:data:`_PILOT_CONCENTRATED_SCALES`) × concentrations
-    (:data:`_PILOT_CONCENTRATIONS`: a share of the walks starts at one of a few hot points drawn from
-    the pilot's starts, the rest at their own start). Each is scored by its misfit to both pilot
-    histograms (distinct-zone classes, and one visited coarse cell as the pilot samples it) in units
-    of their noise, plus :data:`_PILOT_P_PENALTY` × its likeness to P. The best score is simulated,
-    and with :data:`_PILOT_PLAUSIBLE` > 1 also the least (then the most) P-like of the plausible ones.
-    """
-    n_cells = pilot.cell_pmf.shape[0]
-    p_shares = uniform_answer(zone_of_point, n_zones, od=False)
-    cands: list[tuple[float, float, str, list[np.ndarray]]] = []
-    for scale in _PILOT_CONCENTRATED_SCALES:
-        for conc, n_hot in _PILOT_CONCENTRATIONS:
-            hot = starts[: max(1, n_hot)]  # hot points drawn as the pilot's cells say (Zipf weights)
-            w = 1.0 / np.arange(1, hot.shape[0] + 1)
-            at_hot = gen.random(starts.shape[0]) < conc
-            first = np.where(
-                at_hot, hot[gen.choice(hot.shape[0], size=starts.shape[0], p=w / w.sum())], starts
-            )
-            seqs = random_walks(ps, lengths, gen, population="spread", starts=first, step_scale=scale)
-            zones_of = [zone_of_point[s] for s in seqs]
-            counts = np.array([np.unique(zz[zz < n_zones]).size for zz in zones_of])
-            zc = np.bincount(pilot.zone_count_classes(counts), minlength=pilot.zone_count_pmf.shape[0])
-            cells = np.zeros(n_cells)
-            for s in seqs:
-                u = np.unique(cell_of_point[s])
-                cells[u] += 1.0 / u.shape[0]
-            size = len(seqs)
-            fit = _misfit(pilot.zone_count_pmf, pilot.zone_count_std_error, zc / size, pilot.n, size)
-            fit += _misfit(pilot.cell_pmf, pilot.cell_std_error, cells / size, pilot.n, size)
-            visited = np.concatenate([np.unique(zz) for zz in zones_of])
-            visits = np.bincount(visited, minlength=n_zones + 1)[:n_zones]
-            like = 1.0 - 0.5 * float(np.abs(_normalised(visits) - p_shares).sum())
-            cands.append((fit, like, f"pilot:c{conc:g}x{n_hot}@{scale:g}", seqs))
-    best_fit = min(c[0] for c in cands)
-    plausible = [c for c in cands if c[0] <= best_fit + _PILOT_PLAUSIBLE_GAP]
-    chosen = [min(cands, key=lambda c: c[0] + _PILOT_P_PENALTY * c[1])]
-    if _PILOT_PLAUSIBLE >= 2:
-        chosen.append(min(plausible, key=lambda c: c[1]))
-    if _PILOT_PLAUSIBLE >= 3:
-        chosen.append(max(plausible, key=lambda c: c[1]))
-    out: dict[str, list[np.ndarray]] = {}
-    for _, _, label, seqs in chosen:  # the walks are independent: the first ones are a random sample
-        out.setdefault(label, seqs if not out else seqs[:_PILOT_EXTRA_SIZE])
-    return out
 
 
 def trajectory_rms(
