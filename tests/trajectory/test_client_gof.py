@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import collections
 
+import exact_enumeration as exact
 import mutants
 import numpy as np
 import pytest
@@ -17,14 +18,14 @@ from trajectory_support import chi_square, city, make, noncentrality
 
 from geoldp import client
 from geoldp.field.campaign import Campaign
-from geoldp.trajectory import ATP, TP, _exact
+from geoldp.trajectory import ATP, TP
 
 pytestmark = pytest.mark.filterwarnings("ignore::geoldp.PrivacyWarning")
 
 
 def _exact_pmf(mech, pts, x, run_cls=None) -> dict:
-    dists = _exact.full_distributions(mech, pts, np.array([x]), run_cls=run_cls)
-    seqs, p = _exact.merged_distribution(mech, pts, dists)
+    dists = exact.full_distributions(mech, pts, np.array([x]), run_cls=run_cls)
+    seqs, p = exact.merged_distribution(mech, pts, dists)
     return {tuple(s): float(v) for s, v in zip(seqs.tolist(), p[0], strict=True) if v > 0}
 
 

@@ -7,12 +7,11 @@ import random
 
 import numpy as np
 import pytest
-from trajectory_support import city, make
+from trajectory_support import city, make, perturb_with_transcript
 
 from geoldp import ATP, TP, Ledger, PointEM, perturb_trajectories
 from geoldp._core.randomness import NumpyRandomSource
 from geoldp.trajectory import engine
-from geoldp.trajectory.engine import _perturb_with_transcript
 
 MECHS = ["tp", "atp", "pointem"]
 
@@ -211,9 +210,9 @@ def test_run_rejects_unknown_sampler(pts):
 
 
 @pytest.mark.parametrize("mechanism", [TP, ATP])
-def test_perturb_with_transcript(pts, mechanism):
+def testperturb_with_transcript(pts, mechanism):
     mech = make(mechanism, epsilon=4.0)
-    out, transcript, ledger, diag = _perturb_with_transcript(np.array([0, 3, 5, 6]), pts, mech, rng=0)
+    out, transcript, ledger, diag = perturb_with_transcript(np.array([0, 3, 5, 6]), pts, mech, rng=0)
     assert out.shape == (4,)
     # one transcript entry per ledger entry, same order, same stage and same budget
     assert [(c, k, p, e) for c, k, p, e, _ in transcript] == [
@@ -243,7 +242,7 @@ def test_o10_diagnostics_recomputed_from_transcript_alone(pts):
 
     mech = make(ATP, epsilon=6.0, sw_buckets=64)
     for seed in range(5):
-        _, transcript, ledger, diag = _perturb_with_transcript(np.array([0, 4, 2, 6]), pts, mech, rng=seed)
+        _, transcript, ledger, diag = perturb_with_transcript(np.array([0, 4, 2, 6]), pts, mech, rng=seed)
         for copy in "AB":
             entries = {
                 k: (e, y) for c, k, _, e, y in transcript if c == copy and k in ("anchor_em", "radius_sw")

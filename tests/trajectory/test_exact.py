@@ -1,20 +1,21 @@
 """Exact enumeration of TP and ATP (TESTING §2: E5, E6, E7, E8) and the mutants they must reject.
 
 The distributions come from the same stage machine the sampler runs (``_reference``), walked for every
-candidate input at once (``_exact``). Each copy is enumerated on its own (the copies draw independent
-randomness); the whole-transcript bound is the sum of the per-copy column-wise log-ratios, which is ≥ the
-true worst pairwise ratio, so passing it is sufficient.
+candidate input at once (``exact_enumeration``). Each copy is enumerated on its own (the copies draw
+independent randomness); the whole-transcript bound is the sum of the per-copy column-wise log-ratios, which
+is ≥ the true worst pairwise ratio, so passing it is sufficient.
 """
 
 from __future__ import annotations
 
+import exact_enumeration as exact
 import mutants
 import numpy as np
 import pytest
 from trajectory_support import all_inputs, bound, city, exact_report, make, passes
 
 from geoldp.testing import exact_distribution
-from geoldp.trajectory import ATP, TP, PointEM, _exact
+from geoldp.trajectory import ATP, TP, PointEM
 
 GRANULARITIES = [2, 4, 6, 12, "auto"]
 
@@ -162,9 +163,9 @@ def _d3_matches_d4(mech, pts, X):
     n = X.shape[1]
     copies = (None,) if n == 1 else ("A", "B")
     for copy in copies:
-        d4 = _exact.copy_distribution(mech, pts, X, copy)
+        d4 = exact.copy_distribution(mech, pts, X, copy)
         for xi, x in enumerate(X):
-            d3 = exact_distribution(lambda x, rng, c=copy: _exact.sample_copy(mech, pts, x, c, rng), x)
+            d3 = exact_distribution(lambda x, rng, c=copy: exact.sample_copy(mech, pts, x, c, rng), x)
             col = {t: d4.probs[xi, li] for li, t in enumerate(d4.transcripts)}
             assert set(d3) == set(col), (copy, x)
             diff = max(abs(d3[t] - col[t]) for t in col)
@@ -196,7 +197,7 @@ def test_next_stage_interface_walks_a_transcript():
     x = np.array([0, 3, 4])
     prefix = []
     kinds = []
-    while (st := _exact.next_stage(mech, pts, x, prefix, "B")) is not None:
+    while (st := exact.next_stage(mech, pts, x, prefix, "B")) is not None:
         kinds.append((st.kind, st.positions))
         assert abs(st.pmf[0].sum() - 1.0) <= 1e-12
         prefix.append(int(st.outputs[int(np.argmax(st.pmf[0]))]))

@@ -1,8 +1,9 @@
 """The numba fast path (geoldp.trajectory._fast) against the exact reference (TESTING §3 S4/S5, §8 R5).
 
 * Sampler = spec: chi-square goodness of fit of the fast path's merged output against the exact pmf that
-  ``_exact`` computes from the reference stage machine (tiny domains), critical value chi2.isf(1e−6, df),
-  fixed key; each exact branch of the EM sampler is forced once; a mutant is rejected after a power check.
+  ``exact_enumeration`` computes from the reference stage machine (tiny domains), critical value
+  chi2.isf(1e−6, df), fixed key; each exact branch of the EM sampler is forced once; a mutant is rejected
+  after a power check.
 * Exact components on a larger city: the merge, ΔR, the certified η / R̃ intervals and the resolved Ω, the
   sector and region supersets, the anchor rule and the ChaCha20 stream agree with the reference helpers
   (bit for bit; the resolved R̃ to 1e−10 relative with the same Ω); lazy and exact regions give the same
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import math
 
+import exact_enumeration as exact
 import numba
 import numpy as np
 import pytest
@@ -24,7 +26,7 @@ from geoldp._core import kernels as K
 from geoldp._core import randomness as R
 from geoldp.datasets import synthetic_city_arrays
 from geoldp.mechanisms import sw_half_width
-from geoldp.trajectory import ATP, TP, PointEM, _exact
+from geoldp.trajectory import ATP, TP, PointEM
 from geoldp.trajectory import _atp_region as AR
 from geoldp.trajectory import _atp_table as AT
 from geoldp.trajectory import calibration as C
@@ -58,8 +60,8 @@ _EXACT: dict = {}
 def _exact_pmf(mech, points, x) -> dict:
     key = (mech, points, tuple(int(v) for v in x))
     if key not in _EXACT:
-        dists = _exact.full_distributions(mech, points, np.array([x], dtype=np.int64))
-        seqs, pm = _exact.merged_distribution(mech, points, dists)
+        dists = exact.full_distributions(mech, points, np.array([x], dtype=np.int64))
+        seqs, pm = exact.merged_distribution(mech, points, dists)
         _EXACT[key] = {tuple(s): float(p) for s, p in zip(seqs.tolist(), pm[0], strict=True) if p > 0}
     return dict(_EXACT[key])
 

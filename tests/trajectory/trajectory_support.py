@@ -6,23 +6,37 @@ import itertools
 import math
 import warnings
 
+import exact_enumeration as exact
 import numpy as np
 import scipy.stats
 
 from geoldp import PointSet
 from geoldp._core import geo
 from geoldp._core.errors import PrivacyWarning
-from geoldp._core.randomness import NumpyRandomSource, RandomSource
+from geoldp._core.randomness import NumpyRandomSource, RandomSource, resolve_rng
 from geoldp.mechanisms import em_log_weights, krr_lie_probability, sw_bucket_masses
-from geoldp.trajectory import _exact
 from geoldp.trajectory import _reference as _ref
-from geoldp.trajectory.engine import _perturb_with_transcript
+from geoldp.trajectory.engine import resolve_mechanism, validate_trajectories
 
 # 7 asymmetric public points in Chicago (no symmetry, so worst-case ratios are not hidden).
 CITY_LON = np.array([-87.6298, -87.6232, -87.6410, -87.6105, -87.6520, -87.6187, -87.6355])
 CITY_LAT = np.array([41.8781, 41.8827, 41.8702, 41.8950, 41.8885, 41.8650, 41.9012])
 
 TOL_ROWS = 1e-12
+
+
+def perturb_with_transcript(trajectory, points: PointSet, mechanism, *, rng):
+    """One trajectory through the reference path → (output, transcript, ledger, diagnostics).
+
+    ``transcript`` lists (copy, kind, positions, ε_stage, released output) in stage order (ALGORITHM §5.9).
+    """
+    mech = resolve_mechanism(mechanism, None, None, caller="perturb_with_transcript")
+    (traj,) = validate_trajectories([trajectory], points.size, caller="perturb_with_transcript")
+    mech.check_budgets(traj.shape[0], points.size)
+    source = rng if isinstance(rng, RandomSource) else resolve_rng(rng)
+    ctx = _ref.Context(mech, points, traj.shape[0])
+    out, runs = _ref.perturb_one(ctx, points.lam[traj], points.phi[traj], source)
+    return out, _ref.transcript_of(runs), mech.ledger(traj.shape[0]), _ref.diagnostics_of(ctx, runs)
 
 
 def city(m: int = 6) -> PointSet:
@@ -84,7 +98,7 @@ def _enumeration(mech, points, X, run_cls) -> dict:
     if key is not None and key in _ENUMERATIONS:
         return _ENUMERATIONS[key]
     checker = PublicChecker()
-    dists = _exact.full_distributions(mech, points, X, run_cls=run_cls, on_stage=checker)
+    dists = exact.full_distributions(mech, points, X, run_cls=run_cls, on_stage=checker)
     entry = {"dists": dists, "public": checker.violations, "merged": None}
     if key is not None:
         _ENUMERATIONS[key] = entry
@@ -111,7 +125,7 @@ def exact_report(mech, points, X, *, run_cls=None, merged=True) -> dict:
     rep["claim"] = float(mech.ledger(np.asarray(X).shape[1]).total())
     if merged:
         if entry["merged"] is None:
-            entry["merged"] = _exact.merged_distribution(mech, points, dists)[1]
+            entry["merged"] = exact.merged_distribution(mech, points, dists)[1]
         pm = entry["merged"]
         rep["merged_rows_ok"] = bool(np.all(np.abs(pm.sum(axis=1) - 1.0) <= TOL_ROWS))
         rep["merged_support_ok"] = bool(np.all(pm > 0.0))
@@ -206,7 +220,7 @@ def audit(monkeypatch, mech, pts, traj, seed=0):
 
     monkeypatch.setattr(_ref, "draw_stage", recording)
     src = CountingSource(NumpyRandomSource(np.random.default_rng(seed)))
-    out, transcript, ledger, _ = _perturb_with_transcript(np.asarray(traj), pts, mech, rng=src)
+    out, transcript, ledger, _ = perturb_with_transcript(np.asarray(traj), pts, mech, rng=src)
     monkeypatch.setattr(_ref, "draw_stage", original)
     problems = []
     if sum(len(r[1]) for r in records) != len(src.log):

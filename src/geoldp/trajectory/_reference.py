@@ -8,12 +8,12 @@ through the :class:`~geoldp._core.randomness.RandomSource` interface (``bernoull
 ``categorical`` for EM and bucketed SW, ``uniform`` only for the continuous-SW option).
 
 The state machine works on a **batch** of B private trajectories of the same length n that share one
-transcript prefix: private inputs and pmfs carry a leading axis of length B, public parameters are
-computed once and broadcast. The sampler uses B = 1; the exact enumerator of :mod:`._exact` uses B = the
-number of candidate inputs, which lets it evaluate Pr[transcript | x] for every x in one walk. Mutants in
-``tests/mutants.py`` override the private hook methods (``_direction_input``, ``_point_set``,
-``_region_centre``, ``_em_sensitivity``) to make a public parameter depend on x; the per-row layout
-keeps such a dependence visible to the tests.
+transcript prefix: private inputs and pmfs carry a leading axis of length B, public parameters are computed
+once and broadcast. The sampler uses B = 1; the tests' exact enumerator
+(``tests/trajectory/exact_enumeration.py``) uses B = the number of candidate inputs, which lets it evaluate
+Pr[transcript | x] for every x in one walk. Mutants in ``tests/mutants.py`` override the private hook methods
+(``_direction_input``, ``_point_set``, ``_region_centre``, ``_em_sensitivity``) to make a public parameter
+depend on x; the per-row layout keeps such a dependence visible to the tests.
 
 Order in which one trajectory consumes draws (documented, stable within a minor version): the stages in
 transcript order; a k-RR stage consumes one ``bernoulli`` and, on a lie, one ``integers``; an EM or

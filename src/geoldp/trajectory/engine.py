@@ -19,7 +19,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, NoReturn
 
 import numpy as np
-import numpy.typing as npt
 
 from geoldp._core.pointset import PointSet
 from geoldp._core.randomness import ChaChaRandomSource, RandomSource, resolve_rng
@@ -535,20 +534,6 @@ def _add_diagnostics(agg: dict, d: dict) -> None:
     for copy in d.get("copies", {}).values():
         agg["region_sizes"].append(copy["region_size"])
         agg["eta_branch"][copy["eta_branch"]] += 1
-
-
-def _perturb_with_transcript(trajectory: npt.ArrayLike, points: PointSet, mechanism: Any, *, rng: Any) -> Any:
-    """Private, for tests only: one trajectory → (output, transcript, ledger, diagnostics). Never public.
-
-    ``transcript`` lists (copy, kind, positions, ε_stage, released output) in stage order (ALGORITHM §5.9).
-    """
-    mech = resolve_mechanism(mechanism, None, None, caller="_perturb_with_transcript")
-    (traj,) = validate_trajectories([trajectory], points.size, caller="_perturb_with_transcript")
-    mech.check_budgets(traj.shape[0], points.size)
-    source = rng if isinstance(rng, RandomSource) else resolve_rng(rng)
-    ctx = _ref.Context(mech, points, traj.shape[0])
-    out, runs = _ref.perturb_one(ctx, points.lam[traj], points.phi[traj], source)
-    return out, _ref.transcript_of(runs), mech.ledger(traj.shape[0]), _ref.diagnostics_of(ctx, runs)
 
 
 def perturb_coordinates(

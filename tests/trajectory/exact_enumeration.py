@@ -1,16 +1,14 @@
-"""Exact output distributions of TP, ATP and PointEM on small inputs (private, for tests).
+"""Exact output distributions of TP, ATP and PointEM on small inputs, for the privacy tests.
 
-The stage machine of :mod:`._reference` exposes, for every transcript prefix, the next stage's public
-parameters and exact conditional pmf. :func:`copy_distribution` walks that tree once for a whole batch of
-candidate inputs X (all of them share the tree, because the stage parameters depend on released values
-only), multiplying stage pmfs, and returns Pr[transcript | x] for every leaf and every x. The two copies
-use independent randomness, so each copy is walked on its own and the merged output distribution is
-combined from the two copies' point-sequence marginals (:func:`merged_distribution`).
+The stage machine of ``geoldp.trajectory._reference`` exposes, for every transcript prefix, the next stage's
+public parameters and exact conditional pmf. :func:`copy_distribution` walks that tree once for a whole batch
+of candidate inputs X (all of them share the tree, because the stage parameters depend on released values
+only), multiplying stage pmfs, and returns Pr[transcript | x] for every leaf and every x. The two copies use
+independent randomness, so each copy is walked on its own and the merged output distribution is combined from
+the two copies' point-sequence marginals (:func:`merged_distribution`).
 
 The walk uses the same code (and the same class, or a mutant subclass of it) as the sampler; only the
 draw is replaced by "branch on every output with positive probability for some x".
-
-Nothing here is public API.
 """
 
 from __future__ import annotations
