@@ -142,7 +142,7 @@ EXTRA_SIZE = 500
 
 
 def apply_variant(planner, name: str) -> None:
-    """Set ``geoldp.planner`` up for the planner variant ``name`` (this process's plans only)."""
+    """Set ``geoldp.planner`` up for the planner variant ``name``: one variant per process (not undone)."""
     spec = VARIANTS.get(name, {})
     for key, attr in _PLANNER_SETTINGS.items():
         if key in spec:
