@@ -120,6 +120,39 @@ def test_gpkg_round_trip_projected(tmp_path, toy_lines, city_points):
     assert_same_geometry(back, out)
 
 
+@pytest.mark.parametrize("how", ["file", "added layer", "layer set"])
+def test_gpkg_date_times_with_an_offset_are_written_in_utc(tmp_path, toy_lines, how):
+    # GDAL keeps an offset other than UTC as written, against the GeoPackage standard, and warns on reading
+    g = toy_lines.copy()
+    g["start"] = g["start"].dt.tz_localize("Asia/Shanghai")
+    g["local"] = g["start"].dt.tz_convert("America/New_York")
+    g["plain"] = g["start"].dt.tz_localize(None)  # no time zone: written as it is
+    before = g.copy()
+    path = tmp_path / "t.gpkg"
+    if how == "file":
+        gio.write_file(g, path)
+    elif how == "added layer":
+        gio.write_file(toy_lines, path)
+        gio.write_file(g, path, layer="times", add_layer=True)
+    else:
+        gio.write_layer_set({"times": g}, path)
+    back = gio.read_trajectories(path, **({} if how == "file" else {"layer": "times"}))  # no warning
+    pd.testing.assert_frame_equal(g, before)  # the caller's frame is unchanged
+    for column in ("start", "local"):
+        assert str(back[column].dt.tz) == "UTC"
+        assert list(back[column]) == list(g[column])  # the same instants
+    assert list(back["plain"]) == list(g["plain"])
+
+
+def test_a_gpkg_written_elsewhere_with_offsets_is_read_without_a_warning(tmp_path, toy_lines):
+    g = toy_lines.copy()
+    g["start"] = g["start"].dt.tz_localize("+08:00")
+    path = tmp_path / "elsewhere.gpkg"
+    g.to_file(path, driver="GPKG", engine="pyogrio")  # GDAL keeps the offset
+    back = gio.read_trajectories(path)
+    assert list(back["start"]) == list(g["start"])
+
+
 def test_parquet_round_trip(tmp_path, perturbed, toy_lines, city_points):
     path = tmp_path / "out.parquet"
     perturbed.to_parquet(path)

@@ -26,6 +26,7 @@ import hashlib
 import io as _stdio
 import json
 import os
+import re
 import shutil
 import warnings
 from collections.abc import Callable, Iterator, Mapping
@@ -404,6 +405,23 @@ def _without_index(gdf: Any) -> Any:
     return out
 
 
+def _gpkg_frame(gdf: Any) -> Any:
+    """The frame to write to a GeoPackage: its date-times with a time zone converted to UTC.
+
+    The GeoPackage standard stores a date-time in UTC; GDAL would keep another offset as it is, which
+    readers then flag as non-conformant. The instants are unchanged (the offset is not kept); the
+    caller's frame is not changed.
+    """
+    aware = [i for i, dtype in enumerate(gdf.dtypes) if isinstance(dtype, pd.DatetimeTZDtype)]
+    if not aware:
+        return gdf
+    out = gdf.copy()
+    for i in aware:
+        out.isetitem(i, out.iloc[:, i].dt.tz_convert("UTC"))
+    out.attrs = dict(gdf.attrs)
+    return out
+
+
 def _shapefile_parts(p: Path) -> list[Path]:
     """Every file of the Shapefile ``p`` other than ``p`` itself: written ones, then other tools' ones."""
     exts = (*_safe_write.SHAPEFILE_PARTS[1:], *_safe_write.SHAPEFILE_EXTRA)
@@ -494,7 +512,7 @@ def _stage_gpkg_layer(gdf: Any, p: Path, layer: str, tmp: Path, g: _safe_write.G
         )
     try:
         _sqlite_copy(p, tmp, lambda copy: copy.execute("PRAGMA journal_mode=DELETE"))
-        gdf.to_file(tmp, driver="GPKG", layer=layer, mode="a", engine="pyogrio")
+        _gpkg_frame(gdf).to_file(tmp, driver="GPKG", layer=layer, mode="a", engine="pyogrio")
         g.add_file(tmp, p)
     except BaseException:
         _remove_gpkg(tmp)
@@ -539,7 +557,8 @@ def _serialise(
     options: dict[str, Any] = (
         {"layer_options": {"SPATIAL_INDEX": "NO"}} if fmt == "FlatGeobuf" else {"VERSION": GPKG_VERSION}
     )
-    gdf.to_file(buf, driver=fmt, layer=layer or p.stem, engine="pyogrio", **options)
+    frame = _gpkg_frame(gdf) if fmt == "GPKG" else gdf
+    frame.to_file(buf, driver=fmt, layer=layer or p.stem, engine="pyogrio", **options)
     return buf.getvalue()
 
 
@@ -578,7 +597,8 @@ def write_file(
         (so another column named ``geometry`` is an error). In CSV, a text cell or column name that
         begins with ``=``, ``+``, ``-``, ``@``, a tab or a carriage return (which a spreadsheet would run
         as a formula) is written with a single quote in front (``'=1+1``); numbers are written as they
-        are.
+        are. A GeoPackage stores date-times with a time zone in UTC, as its standard requires (the same
+        instants; the offset is not kept).
     overwrite : bool, default False
         Replace an existing output (and its sidecar). Without it an existing file is an error.
     sidecar : bool, default True
@@ -687,7 +707,7 @@ def write_layer_set(
             try:
                 with _gdal_errors(p):
                     for i, (name, frame) in enumerate(frames.items()):
-                        _without_index(frame).to_file(
+                        _gpkg_frame(_without_index(frame)).to_file(
                             tmp, driver="GPKG", layer=name, mode="a" if i else "w", engine="pyogrio"
                         )
             except BaseException:
@@ -843,6 +863,12 @@ def _read_csv(det: _formats.Detected, *, dtype: Any, id_cols: list[Any], caller:
         ) from None
 
 
+#: GDAL's warnings that say nothing about the data read (see :func:`_gdal_read`)
+_GDAL_NOTE = re.compile(
+    r"File /vsimem/|Non-conformant content for record \d+ in column .*, successfully parsed$"
+)
+
+
 def _gdal_read(source: Any, *, layer: Any, name: str, fmt: str, caller: str) -> Any:
     """Read with pyogrio (bytes or a checked path), with no network, wrapping GDAL's errors."""
     pyogrio = _formats.pyogrio_module(caller)
@@ -869,8 +895,9 @@ def _gdal_read(source: Any, *, layer: Any, name: str, fmt: str, caller: str) -> 
                 f"{caller}: cannot read '{name}' as {fmt}: the file is malformed or truncated. GDAL's "
                 "message is withheld because it can quote the file's contents; check the file with ogrinfo."
             ) from None
-    # GDAL's notes about pyogrio's in-memory file name (no extension) say nothing about the data
-    caught = [w for w in caught if not str(w.message).startswith("File /vsimem/")]
+    # GDAL's notes about pyogrio's in-memory file name (no extension) say nothing about the data, nor do
+    # its notes about a GeoPackage date-time with an offset other than UTC, which it read as written
+    caught = [w for w in caught if not _GDAL_NOTE.match(str(w.message))]
     if caught:
         warnings.warn(
             f"GDAL reported {len(caught)} warning(s) while reading '{name}' (text withheld, it can quote the "
