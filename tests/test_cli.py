@@ -1190,6 +1190,48 @@ def test_plan_max_length_is_the_public_bound_of_the_planner(files, monkeypatch, 
     assert len(seen) == n_calls
 
 
+def test_collect_and_pilot_group_point_rows_into_trips(city, tmp_path, capsys):
+    # GPS fixes or check-ins (one Point row each): --traj-id-col makes one LineString per trip, so that a
+    # trip shares one epsilon, and the answer is the one of the same trips given as LineStrings
+    points, trips = city
+    trips = trips.iloc[:60].reset_index(drop=True)
+    xy = shapely.get_coordinates(trips.geometry.values)
+    trip = np.repeat(np.arange(len(trips)), shapely.get_num_coordinates(trips.geometry.values))
+    step = np.concatenate([np.arange(k) for k in np.bincount(trip)])
+    fixes = gpd.GeoDataFrame(
+        {"trip": trip, "t": step}, geometry=gpd.points_from_xy(xy[:, 0], xy[:, 1]), crs=trips.crs
+    ).sort_values(["trip", "t"], ascending=[True, False])  # --time-col, not the row order, orders a trip
+    trips.to_file(tmp_path / "trips.gpkg")
+    fixes.to_file(tmp_path / "fixes.gpkg")
+    points.to_file(tmp_path / "points.gpkg")
+    common = ["--epsilon", "4", "--points", str(tmp_path / "points.gpkg"), "--cell-km", "2", "--seed", "3"]
+    grouped = [str(tmp_path / "fixes.gpkg"), "--traj-id-col", "trip", "--time-col", "t"]
+    for name, source in (("lines", [str(tmp_path / "trips.gpkg")]), ("fixes", grouped)):
+        argv = ["collect", *source, "--design", "atp", *common, "-o", str(tmp_path / f"answer-{name}.gpkg")]
+        assert main(argv) == 0, capsys.readouterr().err
+        assert f"collected {len(trips)} trips" in capsys.readouterr().err
+        argv = ["pilot", *source, *common, "-o", str(tmp_path / f"pilot-{name}.csv")]
+        assert main(argv) == 0, capsys.readouterr().err
+    pd.testing.assert_frame_equal(
+        gpd.read_file(tmp_path / "answer-lines.gpkg"), gpd.read_file(tmp_path / "answer-fixes.gpkg")
+    )
+    assert (tmp_path / "pilot-lines.csv").read_text() == (tmp_path / "pilot-fixes.csv").read_text()
+    # without the option each fix is released as a trip of its own, and the warning says which option
+    argv = [
+        "collect",
+        str(tmp_path / "fixes.gpkg"),
+        "--design",
+        "atp",
+        *common,
+        "-o",
+        str(tmp_path / "x.gpkg"),
+    ]
+    assert main(argv) == 0
+    assert f"collected {len(fixes)} trips" in (err := capsys.readouterr().err) and "--traj-id-col" in err
+    assert main([*argv[:2], "--time-col", "t", *argv[2:], "--overwrite"]) == 2
+    assert "--time-col" in _single_error_line(capsys.readouterr().err)
+
+
 def test_collect_max_length_bounds_a_visited_zone_report_as_plan_does(files, tmp_path, capsys):
     # the public bound that geoldp plan takes travels to the command it prints, and narrows the upper ends
     # of a padded visited-zone report's intervals (a trip of 6 points visits at most 6 zones)

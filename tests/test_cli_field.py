@@ -79,6 +79,28 @@ def test_a_whole_campaign_from_the_command_line(files, capsys, design):
     assert {"estimate", "lower", "upper", "supported"} <= set(layer.columns) and "30 reports" in err
 
 
+def test_respond_warns_when_point_rows_look_like_the_fixes_of_longer_trips(files, capsys):
+    # each row is one device's trip: GPS fixes without a trip id would each be reported at the full epsilon
+    d = files
+    assert run(["campaign", "create", "--design", "atp", "--epsilon", "2", "--points", d / "P.gpkg",
+                "-o", d / "c.json"], capsys)[0] == 0  # fmt: skip
+    xy = np.concatenate([trajectory(np.random.default_rng(5), 4) for _ in range(3)])
+    fixes = gpd.GeoDataFrame(
+        {"time": np.arange(len(xy)) * np.timedelta64(1, "m") + np.datetime64("2024-05-01T08:00")},
+        geometry=gpd.points_from_xy(xy[:, 0], xy[:, 1]),
+        crs="EPSG:4326",
+    )
+    fixes.to_file(d / "fixes.gpkg")
+    code, _, err = run(["respond", d / "c.json", d / "fixes.gpkg", "-o", d / "r.jsonl"], capsys)
+    assert code == 0, err
+    assert (
+        "PrivacyWarning" in err and "geoldp respond have no trajectory id" in err and "geoldp prepare" in err
+    )
+    fixes.drop(columns="time").iloc[:2].to_file(d / "check-ins.gpkg")  # nothing says they are fixes
+    code, _, err = run(["respond", d / "c.json", d / "check-ins.gpkg", "-o", d / "r2.jsonl"], capsys)
+    assert code == 0 and "warning" not in err, err
+
+
 def test_refusals_are_one_line_with_the_right_status(files, capsys):
     d = files
     Campaign.create("tp", epsilon=2.0, points=points(), max_points=8).write(d / "c.json")

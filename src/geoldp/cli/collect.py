@@ -45,19 +45,38 @@ def _inputs(args: argparse.Namespace) -> list[Path]:
 
 
 def _read_inputs(args: argparse.Namespace, inputs: list[Path]) -> tuple[Any, Any, Any]:
-    """The public points, the zones (``--zones`` or the ``--cell-km`` grid) and the trips."""
+    """The public points, the zones (``--zones`` or the ``--cell-km`` grid) and the trips.
+
+    With ``--traj-id-col`` TRIPS holds Point rows (GPS fixes, check-ins), grouped into one LineString per
+    trip (ordered by ``--time-col``), so that a trip shares one ε.
+    """
     from geoldp import io as gio
 
+    if args.time_col is not None and args.traj_id_col is None:
+        usage(args, "--time-col orders the points of a trip: it needs --traj-id-col")
     with stage(f"cannot read --points '{args.points}'"):
         points = gio.read_points(inputs[1])
     zones = _read.zones_for(args, points)
-    with stage(f"cannot read TRIPS '{args.trips}'"):
-        return points, zones, gio.read_trajectories(inputs[0])
+    trips = _read.read_trips(args, inputs[0])
+    if args.traj_id_col is not None:
+        from geoldp.prepare import trajectories_from_points
+
+        with stage(f"cannot build trips from the Point rows of TRIPS '{args.trips}'"):
+            trips = trajectories_from_points(trips, args.traj_id_col, args.time_col)
+    return points, zones, trips
 
 
 def _add_inputs(p: argparse.ArgumentParser, trips: str) -> None:
-    """Add TRIPS (``trips`` says whose), ``--epsilon``, ``--points``, ``--zones`` and ``--cell-km``."""
+    """Add TRIPS (``trips`` says whose), its Point-row options, ``--epsilon``, ``--points`` and zones."""
     p.add_argument("trips", metavar="TRIPS", help=trips)
+    p.add_argument(
+        "--traj-id-col",
+        metavar="C",
+        default=None,
+        help="for Point rows (GPS fixes, check-ins): the column of trip ids; each trip becomes one "
+        "LineString (trips of one point are dropped, as geoldp prepare does)",
+    )
+    p.add_argument("--time-col", metavar="C", default=None, help="the column that orders a trip's points")
     p.add_argument("--epsilon", type=_positive_float, required=True, metavar="EPS", help="budget per trip")
     p.add_argument("--points", required=True, metavar="POINTS", help="the public points P")
     p.add_argument("--zones", metavar="FILE", default=None, help="public zones (default: a --cell-km grid)")
@@ -194,7 +213,7 @@ def add_parser(sub: Any) -> None:
             "its populations to them instead of needing the private lengths."
         ),
     )
-    _add_inputs(q, "the pilot users' trajectories")
+    _add_inputs(q, "the pilot users' trajectories (LineStrings, or Point rows with --traj-id-col)")
     q.add_argument("-o", "--output", required=True, metavar="PILOT.csv", help="the pilot reports (CSV)")
     q.add_argument("--seed", type=_seed, default=None, help="seeded release: for experiments only")
     q.add_argument("--overwrite", action="store_true", help="replace an existing output")
@@ -209,7 +228,7 @@ def add_parser(sub: Any) -> None:
             "flows as lines)."
         ),
     )
-    _add_inputs(p, "the private trajectories (one LineString per trip)")
+    _add_inputs(p, "the private trajectories (one LineString per trip, or Point rows with --traj-id-col)")
     p.add_argument("--design", required=True, metavar="NAME", help="the design, as geoldp plan names it")
     p.add_argument("--question", choices=[q.value for q in Question], default=Question.ZONE_VISITS.value)
     p.add_argument(

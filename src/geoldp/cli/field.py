@@ -127,6 +127,7 @@ def _cmd_respond(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> in
 
     from geoldp import client
     from geoldp import io as gio
+    from geoldp._core.frames import warn_if_fixes
     from geoldp._core.safe_write import atomic_file
 
     campaign_path = existing_file(args.campaign, "CAMPAIGN")
@@ -149,6 +150,8 @@ def _cmd_respond(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> in
             )
         if trips.crs is None:
             raise UserError(f"TRIPS '{args.trips}' has no CRS; set one (geoldp reads WGS 84 coordinates)")
+        # GPS fixes without a trip id would each be a device's trip, at the full epsilon
+        warn_if_fixes(trips, traj_id_col=None, caller="geoldp respond", option=None, ignore=(args.user_col,))
         wgs = trips.to_crs(4326) if trips.crs.to_epsg() != 4326 else trips
         seeds = None if args.seed is None else np.random.SeedSequence(args.seed).spawn(len(wgs))
         users = wgs[args.user_col] if args.user_col is not None else None
