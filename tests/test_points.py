@@ -186,6 +186,51 @@ def test_area_from_the_frame_in_another_crs_warns(toy_lines):
         projected.ldp.perturb(pts, epsilon=4.0, rng=1)
 
 
+@pytest.mark.filterwarnings("ignore:.*told from no data:geoldp.GeoLDPWarning")  # a few toy reports
+@pytest.mark.parametrize("cell_km", [None, 1.0])
+@pytest.mark.parametrize("crs", ["EPSG:4326", UTM50])
+def test_zones_over_the_released_trips_warn(toy_lines, crs, cell_km):
+    # the same guard for zones: geoldp.zone_grid records the area of trajectories it was laid over, and
+    # every release over zones (a report, the pilot, a coarse-to-fine design, the Dask report) compares it
+    from geoldp.designs import Pilot, design
+
+    lines = toy_lines.to_crs(crs)
+    zones = geoldp.zone_grid(lines, 3) if cell_km is None else geoldp.zone_grid(lines, cell_km=cell_km)
+    releases = [
+        lambda: geoldp.report(toy_lines, zones, epsilon=4.0, rng=1),
+        lambda: Pilot().release(toy_lines, epsilon=4.0, zones=zones, rng=1),
+        lambda: design("report:visited_zone:coarse").release(toy_lines, epsilon=4.0, zones=zones, rng=1),
+    ]
+    for release in releases:
+        with pytest.warns(geoldp.PrivacyWarning, match="public zones were built over an area") as rec:
+            release()
+        assert all("116." not in str(w.message) for w in rec)  # no coordinates in the message
+    dask_geopandas = pytest.importorskip("dask_geopandas")
+    from geoldp import dask as geoldp_dask
+
+    ddf = dask_geopandas.from_geopandas(toy_lines, npartitions=2)
+    with pytest.warns(geoldp.PrivacyWarning, match="public zones were built over an area"):
+        geoldp_dask.report(ddf, zones, epsilon=4.0, rng=1)
+
+
+@pytest.mark.filterwarnings("ignore:.*told from no data:geoldp.GeoLDPWarning")  # a few toy reports
+def test_zones_over_p_or_a_box_do_not_warn(toy_lines):
+    # trips that reach P's outermost points have P's bounds: zones over P, or over its bounds, are public
+    from geoldp.designs import design
+
+    xy = shapely.get_coordinates(toy_lines.geometry.values)
+    pts = gpd.GeoDataFrame(geometry=gpd.points_from_xy(xy[:, 0], xy[:, 1]), crs=toy_lines.crs)
+    assert tuple(pts.total_bounds) == tuple(toy_lines.total_bounds)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", geoldp.PrivacyWarning)
+        for area in (pts, tuple(pts.total_bounds), BBOX):
+            zones = geoldp.zone_grid(area, 3)
+            geoldp.report(toy_lines, zones, epsilon=4.0, rng=1)
+            design("report:visited_zone:coarse").release(toy_lines, epsilon=4.0, zones=zones, rng=1)
+    assert gp.area_record(geoldp.zone_grid(pts, cell_km=1.0)) is None
+    assert gp.area_record(geoldp.zone_grid(toy_lines, 3))["bounds"] == list(toy_lines.total_bounds)
+
+
 def test_a_public_area_does_not_warn(toy_lines):
     pts = gp.grid(BBOX, 1000)
     with warnings.catch_warnings():

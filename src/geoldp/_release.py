@@ -486,9 +486,8 @@ class Request:
         """
         if self.box is not None:
             return self.box.crs
-        attrs = getattr(self.points, "attrs", None)
-        area = attrs.get(public_points.AREA_KEY) if isinstance(attrs, dict) else None
-        return area["crs"] if isinstance(area, dict) else None
+        area = public_points.area_record(self.points)
+        return None if area is None else area["crs"]
 
     def snap_frame(self, frame: Any) -> tuple[Any, list[np.ndarray]]:
         """Validate the rows of ``frame`` and snap them: ``(TrajectoryArrays, index sequences)``."""

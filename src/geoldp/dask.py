@@ -431,6 +431,7 @@ def report(
     dask = _checked_dask(ddf, _REPORT_CALLER, "geoldp.report(gdf, ...)")
     from geoldp import _release
     from geoldp._core.randomness import resolve_rng
+    from geoldp.points import area_record, warn_if_area_from
     from geoldp.reports import release
     from geoldp.zones import check_zones
 
@@ -441,9 +442,16 @@ def report(
     )
     source = resolve_rng(rng)
     spend = _release.Spend(meta, accountant, user_col, caller=_REPORT_CALLER)  # before any pass
-    stats, offsets, type_ids, users = _first_pass(dask, ddf, spend.user_col, None, _REPORT_CALLER, user_col)
+    record = area_record(zones)  # zones built over a box or over trajectories: compared with the data's
+    area_crs = None if record is None else record["crs"]
+    stats, offsets, type_ids, users = _first_pass(
+        dask, ddf, spend.user_col, area_crs, _REPORT_CALLER, user_col
+    )
+    area = None if area_crs is None else _data_box(stats, area_crs)
+    if area is not None:
+        warn_if_area_from(area, zones, what="zones", stacklevel=2)
     n = int(sum(s[0] for s in stats))
-    del stats
+    del stats, area
     spend.refuse(users, des.oracle.epsilon)
     del users
     release.warn_if_no_data_level(des, n, stacklevel=2)

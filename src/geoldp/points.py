@@ -161,9 +161,7 @@ def _points_frame(
     gdf = gpd.GeoDataFrame(data, geometry=gpd.points_from_xy(x, y), crs=crs)
     gdf.attrs[PROVENANCE_KEY] = provenance
     if bounds is not None:
-        epsg = crs.to_epsg()
-        srs = f"EPSG:{epsg}" if epsg is not None else crs.to_wkt()
-        gdf.attrs[AREA_KEY] = {"bounds": [float(b) for b in bounds], "crs": srs}
+        record_area(gdf, bounds, crs)
     return gdf
 
 
@@ -647,19 +645,44 @@ def ledger_record(points: Any, ps: Any = None) -> dict[str, Any]:
     }
 
 
-def warn_if_area_from(frame: Any, points: Any, *, stacklevel: int = 2) -> bool:
+def record_area(gdf: Any, bounds: Any, crs: Any) -> None:
+    """Record on ``gdf`` (its ``attrs``) the public area it was built over, for :func:`warn_if_area_from`.
+
+    ``bounds`` are the area's (minx, miny, maxx, maxy) in ``crs``. Used by this module's builders and by
+    :func:`geoldp.zone_grid`.
+    """
+    from pyproj import CRS
+
+    crs = CRS.from_user_input(crs)
+    epsg = crs.to_epsg()
+    srs = f"EPSG:{epsg}" if epsg is not None else crs.to_wkt()
+    gdf.attrs[AREA_KEY] = {"bounds": [float(b) for b in bounds], "crs": srs}
+
+
+def area_record(built: Any) -> dict[str, Any] | None:
+    """The area ``built`` was built over (``{"bounds": [...], "crs": ...}``), if it records one, else None."""
+    attrs = getattr(built, "attrs", None)
+    record = attrs.get(AREA_KEY) if isinstance(attrs, dict) else None
+    return record if isinstance(record, dict) else None
+
+
+def warn_if_area_from(frame: Any, points: Any, *, what: str = "points", stacklevel: int = 2) -> bool:
     """Warn (PrivacyWarning) when ``points`` were built over an area with exactly the bounds of ``frame``.
 
     Such an area was almost certainly computed from the trajectories being released
-    (``frame.total_bounds``, their envelope or convex hull), which makes the point set private. The
-    bounds of ``frame`` are computed here, compared, and discarded; the message holds no coordinates.
+    (``frame.total_bounds``, their envelope or convex hull), which makes the point set (or the zones)
+    private. The bounds of ``frame`` are computed here, compared, and discarded; the message holds no
+    coordinates.
 
     Parameters
     ----------
     frame : geopandas.GeoDataFrame
-        The (private) frame about to be perturbed.
+        The (private) frame about to be released.
     points : any
-        The public points; only frames from this module carry an area record, others are ignored.
+        The public points (or zones); only frames from this module's builders and from
+        :func:`geoldp.zone_grid` carry an area record, others are ignored.
+    what : str, default "points"
+        What ``points`` are, in the message: ``"points"`` or ``"zones"``.
     stacklevel : int, default 2
         Passed to :func:`warnings.warn`.
 
@@ -668,9 +691,8 @@ def warn_if_area_from(frame: Any, points: Any, *, stacklevel: int = 2) -> bool:
     bool
         Whether a warning was raised.
     """
-    attrs = getattr(points, "attrs", None)
-    record = attrs.get(AREA_KEY) if isinstance(attrs, dict) else None
-    if not isinstance(record, dict) or getattr(frame, "crs", None) is None or len(frame) == 0:
+    record = area_record(points)
+    if record is None or getattr(frame, "crs", None) is None or len(frame) == 0:
         return False
     from pyproj import CRS
 
@@ -688,10 +710,10 @@ def warn_if_area_from(frame: Any, points: Any, *, stacklevel: int = 2) -> bool:
     del bounds
     if same:
         warnings.warn(
-            "The public points were built over an area with exactly the bounds of the trajectories being "
-            "perturbed. An area (or point set) computed from the data being released is private and voids "
-            "the LDP guarantee: build the points over a public area chosen without the data (a city "
-            "boundary, a fixed bounding box).",
+            f"The public {what} were built over an area with exactly the bounds of the trajectories being "
+            f"released. An area (or {what} built over one) computed from the data being released is "
+            f"private and voids the LDP guarantee: build the {what} over a public area chosen without the "
+            "data (a city boundary, a fixed bounding box).",
             PrivacyWarning,
             stacklevel=stacklevel + 1,
         )

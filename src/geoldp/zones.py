@@ -34,6 +34,7 @@ from pyproj import CRS, Transformer
 from geoldp._core import frames as _frames
 from geoldp._core.geo import KM_PER_DEGREE
 from geoldp._core.pointset import PointSet
+from geoldp.points import record_area
 
 #: Most zones :func:`zone_grid` builds; a finer grid is refused before anything is allocated. Read at every
 #: call, so it can be raised (``geoldp.zones.MAX_ZONES = ...``) where the memory allows.
@@ -251,7 +252,9 @@ def zone_grid(area: Any, cells: Any = None, *, cell_km: float | None = None, crs
     Parameters
     ----------
     area : GeoDataFrame, GeoSeries, PointSet, (m, 2) array of (lon, lat) or (minx, miny, maxx, maxy)
-        Public inputs only (for example the public point set P), never the trajectories being released.
+        Public inputs only (for example the public point set P), never the trajectories being released: a
+        grid laid over lines (trajectories) records their area, and a release over it (a report, the
+        pilot) raises a :class:`~geoldp.PrivacyWarning` when that area has the released trips' bounds.
     cells : int or (int, int), optional
         Columns and rows of a grid laid exactly over the area's bounds, in the area's CRS (one int: the
         same for both). The number of zones is what sets the domain, and the noise, of an aggregate
@@ -290,15 +293,29 @@ def zone_grid(area: Any, cells: Any = None, *, cell_km: float | None = None, crs
         raise ValueError(f"{caller} takes 'cells' or 'cell_km', not both.")
     if cell_km is None:
         nx, ny = _check_cells(10 if cells is None else cells, caller)
-        (minx, miny, maxx, maxy), crs = _area_bounds(area, crs, caller)
+        (minx, miny, maxx, maxy), box_crs = _area_bounds(area, crs, caller)
         if not all(math.isfinite(b) for b in (minx, miny, maxx, maxy)) or maxx < minx or maxy < miny:
             raise ValueError(f"The bounds of the 'area' of {caller} must be finite with min <= max.")
         # a degenerate side (all points on one line) gets a tiny width so that every cell is a polygon
         pad_x = 1e-9 * max(1.0, abs(minx)) if maxx == minx else 0.0
         pad_y = 1e-9 * max(1.0, abs(miny)) if maxy == miny else 0.0
         xs = np.linspace(minx - pad_x, maxx + pad_x, nx + 1)
-        return _grid(xs, np.linspace(miny - pad_y, maxy + pad_y, ny + 1), crs)
-    return _km_grid(area, cell_km, crs, caller)
+        out = _grid(xs, np.linspace(miny - pad_y, maxy + pad_y, ny + 1), box_crs)
+    else:
+        out = _km_grid(area, cell_km, crs, caller)
+    if _holds_lines(area):  # trajectories: a release over these zones warns (points.warn_if_area_from)
+        record_area(out, *_area_bounds(area, crs, caller))
+    return out
+
+
+def _holds_lines(area: Any) -> bool:
+    """Whether ``area`` holds lines, as trajectories are: its area is recorded for the release's guard.
+
+    A box or polygons are not: zones laid over P's bounds are common and public, and trips that reach P's
+    outermost points have exactly those bounds.
+    """
+    types = getattr(getattr(area, "geometry", None), "geom_type", None)
+    return types is not None and bool(types.isin(["LineString", "MultiLineString"]).any())
 
 
 def _km_grid(area: Any, cell_km: Any, crs: Any, caller: str) -> Any:

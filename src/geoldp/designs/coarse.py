@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from geoldp.points import AREA_KEY, area_record, record_area
 from geoldp.zones import check_zones, zone_grid, zone_of_vertices
 
 __all__ = ["coarse_zones", "spread_counts"]
@@ -59,7 +60,12 @@ def coarse_zones(zones: Any, *, cells: int | None = None) -> Any:
     25
     """
     z = check_zones(zones, caller="geoldp.designs.coarse.coarse_zones")
-    return zone_grid(z.series, cells=coarse_cells(z.size) if cells is None else cells)
+    out = zone_grid(z.series, cells=coarse_cells(z.size) if cells is None else cells)
+    # the area guard's record is the asked zones' (if any), not their bounds: zones over P have P's
+    out.attrs.pop(AREA_KEY, None)
+    if (record := area_record(zones)) is not None:
+        record_area(out, record["bounds"], record["crs"])
+    return out
 
 
 def spread_matrix(fine_of_point: Any, coarse_of_point: Any, n_fine: int, n_coarse: int) -> np.ndarray:

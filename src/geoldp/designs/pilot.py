@@ -26,6 +26,7 @@ from geoldp._core.randomness import resolve_rng
 from geoldp._core.validation import check_epsilon
 from geoldp.designs.coarse import coarse_zones
 from geoldp.mechanisms.krr import KRR, krr_constants
+from geoldp.points import warn_if_area_from
 from geoldp.reports.estimators import project_simplex
 from geoldp.zones import check_zones, zone_of_vertices
 
@@ -210,6 +211,7 @@ class Pilot:
         charge = accounting.charge_release(accountant, trips, user_col, epsilon, caller=caller)
         # Point rows are one-point trajectories here at the whole ε each: say so when they look like fixes
         _frames.warn_if_fixes(trips, traj_id_col=None, caller=caller, option=None, ignore=(user_col,))
+        warn_if_area_from(trips, zones, what="zones", stacklevel=2)
         tr = _frames.trajectory_arrays(trips, name="trips", caller=caller)
         source = resolve_rng(rng)
         lengths = np.diff(tr.offsets)

@@ -40,6 +40,7 @@ from geoldp._core.validation import (
 from geoldp._core.versions import geoldp_version
 from geoldp.mechanisms import krr_constants
 from geoldp.mechanisms import oracles as fo
+from geoldp.points import warn_if_area_from
 from geoldp.zones import Zones, check_zones, zone_of_vertices
 
 #: The statistics a report can carry.
@@ -363,6 +364,7 @@ def report(
     z = check_zones(zones, caller=caller)
     des = scheme(statistic, z.size, epsilon, oracle=oracle, pad_length=pad_length, caller=caller)
     _frames.warn_if_fixes(gdf, traj_id_col=None, caller=caller, option=None, ignore=(user_col,))
+    warn_if_area_from(gdf, zones, what="zones", stacklevel=2)
     if user_budget != "trajectory" or max_per_user is not None or select_trips != "first":
         return _report_per_user(
             gdf,
