@@ -442,7 +442,7 @@ def report(
     )
     source = resolve_rng(rng)
     spend = _release.Spend(meta, accountant, user_col, caller=_REPORT_CALLER)  # before any pass
-    record = area_record(zones)  # zones built over a box or over trajectories: compared with the data's
+    record = area_record(zones)  # zones laid over trajectories: their area is compared with the data's
     area_crs = None if record is None else record["crs"]
     stats, offsets, type_ids, users = _first_pass(
         dask, ddf, spend.user_col, area_crs, _REPORT_CALLER, user_col

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from geoldp.points import AREA_KEY, area_record, record_area
+from geoldp.points import area_record, record_area
 from geoldp.zones import check_zones, zone_grid, zone_of_vertices
 
 __all__ = ["coarse_zones", "spread_counts"]
@@ -61,9 +61,7 @@ def coarse_zones(zones: Any, *, cells: int | None = None) -> Any:
     """
     z = check_zones(zones, caller="geoldp.designs.coarse.coarse_zones")
     out = zone_grid(z.series, cells=coarse_cells(z.size) if cells is None else cells)
-    # the area guard's record is the asked zones' (if any), not their bounds: zones over P have P's
-    out.attrs.pop(AREA_KEY, None)
-    if (record := area_record(zones)) is not None:
+    if (record := area_record(zones)) is not None:  # zones laid over trajectories: so is the coarse grid
         record_area(out, record["bounds"], record["crs"])
     return out
 
