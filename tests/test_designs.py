@@ -120,7 +120,9 @@ def test_a_design_answers_with_the_one_table(name):
     assert sum(d.ledger(4.0).values()) == pytest.approx(4.0)
     again = d.release(trips, epsilon=4.0, points=pts, zones=zones, rng=0)  # seeded: the same release
     assert d.answer(again, question, points=pts, zones=zones).equals(answer)
-    assert len(designs.to_layer(answer, zones)) == len(answer)
+    layer = designs.to_layer(answer, zones)  # the same columns as a GIS layer
+    assert len(layer) == len(answer) and set(designs.ANSWER_COLUMNS) <= set(layer.columns)
+    np.testing.assert_array_equal(layer["std_error"], answer["std_error"].to_numpy(dtype=float))
 
 
 def test_a_design_runs_as_its_release_function_does():

@@ -93,6 +93,8 @@ def _centroids_wgs84(zones: Any) -> Any:
 def _with_values(frame: Any, table: pd.DataFrame) -> Any:
     for col in _VALUES:
         frame[col] = table[col].to_numpy(dtype=np.float64)
+    if "std_error" in table.columns:  # an answer table's (geoldp.designs): NaN where the design has none
+        frame["std_error"] = table["std_error"].to_numpy(dtype=np.float64)
     frame["width"] = frame["upper"] - frame["lower"]
     if "supported" in table.columns:  # False: the interval holds a no-data population's estimate
         frame["supported"] = table["supported"].to_numpy(dtype=bool)

@@ -351,7 +351,7 @@ def _cmd_report_estimate(args: argparse.Namespace, stdout: TextIO, stderr: TextI
         est = estimate_counts(table, zones, max_set_size=args.max_set_size, simultaneous=args.simultaneous)
         report("layers")
     est["supported"] = est["lower"] > 0  # the interval excludes no trajectory at all
-    extra = ["std_error", "projected"]
+    extra = ["projected"]  # std_error is a column of every layer of a table that has one
     if shrink_path is not None:
         from geoldp import io as gio
         from geoldp.shrinkage import shrunk_counts
