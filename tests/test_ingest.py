@@ -172,6 +172,17 @@ def test_answer_reads_the_stored_reports_through_the_design(tmp_path, name, ques
         answer(store, "ffff", question)
 
 
+def test_a_campaign_whose_users_had_no_budget_left_says_why_it_has_no_answer(tmp_path):
+    # one store keeps each user's total across campaigns: a second campaign to the same users stores nothing
+    store = tmp_path / "s.gpkg"
+    first, second = campaign("tp", 2.0), campaign("report:visited_zone", 2.0)
+    assert ingest(first, [_write(tmp_path / "a.jsonl", _records(first, 5, 1))], store=store).stored == 5
+    summary = ingest(second, [_write(tmp_path / "b.jsonl", _records(second, 5, 1))], store=store)
+    assert (summary.stored, summary.over_budget) == (0, 5)
+    with pytest.raises(ValueError, match="no reports of the campaign .* no budget left in this store"):
+        answer(store, second, "zone_visits")
+
+
 def test_a_pilot_campaign_answers_no_question(tmp_path):
     c = campaign("pilot", 2.0)
     recs = _records(c, users=10, per_user=1, seed=4)

@@ -521,7 +521,10 @@ def answer(
         c = stored_campaign(st, campaign) if isinstance(campaign, str) else campaign
         rows = st.reports(c.id)
     if not rows:
-        raise ValueError(f"The store holds no reports of the campaign {c.id[:12]}...: ingest them first.")
+        raise ValueError(
+            f"The store holds no reports of the campaign {c.id[:12]}...: ingest them first (a report "
+            "whose user had no budget left in this store is not stored: geoldp accountant show STORE)."
+        )
     if c.document["kind"] == "ldptrace":
         synthetic = synthesize_from(c, [p for _, p, _ in rows], n_synthetic=n_synthetic, rng=rng)
         if question is None:
