@@ -101,6 +101,33 @@ def test_respond_warns_when_point_rows_look_like_the_fixes_of_longer_trips(files
     assert code == 0 and "warning" not in err, err
 
 
+def test_a_pilot_campaign_feeds_the_planner_from_the_command_line(files, capsys):
+    # a pilot answers no question: geoldp answer writes its reports as the PILOT.csv of geoldp plan --pilot
+    d = files
+    zones = ["--points", d / "P.gpkg", "--cell-km", "3"]
+    create = ["campaign", "create", "--design", "pilot", "--epsilon", "2", *zones, "-o", d / "c.json"]
+    code, _, err = run(create, capsys)
+    assert code == 0, err
+    assert (
+        run(["respond", d / "c.json", d / "trips.gpkg", "--user-col", "user", "-o", d / "r.jsonl"], capsys)[0]
+        == 0
+    )
+    assert run(["ingest", d / "c.json", d / "r.jsonl", "--store", d / "s.gpkg"], capsys)[0] == 0
+    cid = Campaign.read(d / "c.json").id[:8]
+    answer = ["answer", "--store", d / "s.gpkg", "--campaign", cid]
+    code, _, err = run([*answer, "--question", "zone_visits", "-o", d / "p.csv"], capsys)
+    assert code == 2 and "answers no question" in err
+    code, _, err = run([*answer, "-o", d / "p.gpkg"], capsys)
+    assert code == 2 and ".csv" in err
+    code, out, err = run([*answer, "-o", d / "p.csv"], capsys)
+    assert code == 0, err
+    assert out.split() == [str(d / "p.csv"), str(d / "p.csv.ledger.json")] and "30 pilot reports" in err
+    code, out, err = run(["plan", d / "P.gpkg", "--epsilon", "2", "--n", "30", "--pilot", d / "p.csv",
+                          "--cell-km", "3", "--seed", "0"], capsys)  # fmt: skip
+    assert code == 0, err
+    assert "recommended:" in out
+
+
 def test_refusals_are_one_line_with_the_right_status(files, capsys):
     d = files
     Campaign.create("tp", epsilon=2.0, points=points(), max_points=8).write(d / "c.json")

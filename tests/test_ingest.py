@@ -14,12 +14,14 @@ import time
 from fractions import Fraction
 from pathlib import Path
 
+import geopandas as gpd
 import numpy as np
 import pytest
 from field_support import campaign, trajectory
+from shapely.geometry import LineString
 
 from geoldp import _campaign_doc as doc
-from geoldp import client, designs
+from geoldp import client, designs, ledger_of
 from geoldp.field.ingest import answer, ingest, release_of, stored_campaign
 from geoldp.store import Report, Store
 
@@ -183,13 +185,36 @@ def test_a_campaign_whose_users_had_no_budget_left_says_why_it_has_no_answer(tmp
         answer(store, second, "zone_visits")
 
 
-def test_a_pilot_campaign_answers_no_question(tmp_path):
+def test_a_pilot_campaign_answers_with_its_reports_for_the_planner(tmp_path):
+    # a pilot answers no question: its answer is its reports, with the ledger the central pilot writes
+    from geoldp.designs import Pilot
+
     c = campaign("pilot", 2.0)
-    recs = _records(c, users=10, per_user=1, seed=4)
+    recs = _records(c, users=30, per_user=1, seed=4, min_points=2)
     store = tmp_path / "s.gpkg"
     ingest(c, [_write(tmp_path / "a.jsonl", recs)], store=store)
     with pytest.raises(ValueError, match="answer no question"):
         answer(store, c, "zone_visits")
+    table = answer(store, c.id[:8])
+    assert table.attrs["reports"] == 30
+    assert sorted(map(tuple, table.to_numpy().tolist())) == sorted(
+        tuple(r["report"][k] for k in table.columns) for r in recs
+    )
+    central = c.design().release(
+        gpd.GeoDataFrame(geometry=[LineString(trajectory(np.random.default_rng(1), 3))], crs="EPSG:4326"),
+        epsilon=2.0,
+        zones=c.zones(),
+        rng=0,
+    )
+    assert list(table.columns) == list(central.columns)
+    field_led, central_led = ledger_of(table), ledger_of(central)
+    assert (
+        field_led.mechanism == central_led.mechanism == "pilot" and field_led.epsilon == central_led.epsilon
+    )
+    for key in ("split", "length_edges", "zone_edges", "coarse_cells", "zones_digest"):
+        assert field_led.settings[key] == central_led.settings[key], key
+    estimate = Pilot.of_reports(table).estimate(table, c.zones())  # what geoldp.plan(pilot=...) reads
+    assert estimate.n == 30 and np.isclose(estimate.length_pmf.sum(), 1.0)
 
 
 # ------------------------------------------------------------------------------------------------------

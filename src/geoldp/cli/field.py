@@ -240,6 +240,29 @@ def _answer_synthetic(
     return print_written(written, stdout)
 
 
+def _answer_pilot(args: argparse.Namespace, store: Any, campaign: Any, stdout: TextIO, stderr: TextIO) -> int:
+    """A pilot campaign's answer: its reports as the PILOT.csv that ``geoldp plan --pilot`` reads."""
+    from geoldp.cli.collect import write_pilot
+    from geoldp.field.ingest import answer
+
+    if args.question is not None:
+        usage(args, "a pilot campaign answers no question: leave out --question for its reports (PILOT.csv)")
+    if args.output_path.suffix.lower() != ".csv":
+        usage(
+            args,
+            "a pilot campaign's answer is its reports: write them to a .csv file for geoldp plan --pilot",
+        )
+    reports = answer(store, campaign)
+    with stage(f"cannot write '{args.output}'"):
+        written = write_pilot(reports, args.output_path, overwrite=args.overwrite)
+    print(
+        f"{PROG}: {len(reports)} pilot reports of campaign {campaign.id[:12]}...: plan with "
+        f"geoldp plan POINTS --pilot {args.output} and the campaign's zones",
+        file=stderr,
+    )
+    return print_written(written, stdout)
+
+
 def _cmd_answer(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     from geoldp import designs
     from geoldp import io as gio
@@ -257,6 +280,8 @@ def _cmd_answer(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int
             usage(args, "--n-synthetic and --seed are for an LDPTrace campaign's synthetic trajectories")
         if ldptrace and args.question is None:
             return _answer_synthetic(args, store, campaign, stdout, stderr)
+        if campaign.document["kind"] == "pilot":
+            return _answer_pilot(args, store, campaign, stdout, stderr)
         question = Question(args.question or Question.ZONE_VISITS.value)
         if question not in campaign.design().questions:
             answered = ", ".join(q.value for q in campaign.design().questions)
@@ -438,7 +463,8 @@ def _add_answer(sub: Any) -> None:
             "Read the reports of one campaign from the store and write the design's answer to --question as "
             "a GIS layer (zones with estimate, lower, upper, std_error, supported, raw; OD flows as lines). "
             "For an LDPTrace campaign, name its round 2: without --question the layer is its synthetic "
-            "trajectories."
+            "trajectories. A pilot campaign answers no question: its reports go to a .csv file for "
+            "geoldp plan --pilot."
         ),
     )
     a.add_argument("--store", required=True, metavar="STORE", help="the GeoPackage file or postgresql:// URL")

@@ -339,6 +339,7 @@ def release_of(campaign: Campaign, payloads: Iterable[str]) -> Any:
     Trajectory designs: a GeoDataFrame of the released trajectories (P's points, EPSG:4326). Report
     designs: the report table with its ledger, as :func:`geoldp.report` returns it. Hybrid designs: the
     pair (trajectories, reports), each part rebuilt as if it were alone, as :func:`geoldp.hybrid` returns it.
+    A pilot: its reports with their ledger, as :meth:`geoldp.designs.Pilot.release` returns them.
     """
     return _release_of_reports(campaign, [json.loads(p) for p in payloads])
 
@@ -355,10 +356,12 @@ def _release_of_reports(campaign: Campaign, reports: list[Any]) -> Any:
             _release_of_reports(campaign.part(kind), [r[kind] for r in reports])
             for kind in ("trajectory", "report")
         )
+    if d["kind"] == "pilot":
+        return _pilot_reports(campaign, reports)
     if d["kind"] not in ("trajectory", "report"):
         raise ValueError(
-            f"The reports of a {d['kind']} campaign answer no question (a pilot's reports feed the planner: "
-            "geoldp plan --pilot); answer the campaign of the design the planner recommends instead."
+            f"The reports of a {d['kind']} campaign are not one release: geoldp.field.ingest.answer reads "
+            "them (LDPTrace's round 2 gives its synthetic trajectories)."
         )
     if d["kind"] == "trajectory":
         lon = np.asarray(d["points"]["lon"])
@@ -408,6 +411,36 @@ def _release_of_reports(campaign: Campaign, reports: list[Any]) -> Any:
             {c: np.array([r[k] for r in reports], dtype=np.int64) for c, k in columns.items()}
         )
     attach(table, finish_release(release_provenance(des, zones, "os-csprng", "LineString")))
+    return table
+
+
+def _pilot_reports(campaign: Campaign, reports: list[Any]) -> Any:
+    """A pilot campaign's reports as the table :meth:`geoldp.designs.Pilot.release` returns, with its ledger.
+
+    The ledger holds the public part of the central pilot's (ε, its split, the classes, the number of
+    coarse cells, the zones' digest), which :meth:`~geoldp.designs.Pilot.estimate` and
+    ``geoldp plan --pilot`` read.
+    """
+    import pandas as pd
+
+    from geoldp._core.ledger import attach
+    from geoldp.accounting import finish_release
+    from geoldp.zones import check_zones
+
+    par = campaign.document["parameters"]
+    table = pd.DataFrame({c: np.array([r[c] for r in reports], dtype=np.int64) for c in doc.PILOT_COLUMNS})
+    provenance = {
+        "mechanism": "pilot",
+        "epsilon": campaign.epsilon,
+        "split": dict(zip(doc.PILOT_COLUMNS, par["split"], strict=True)),
+        "length_edges": list(par["length_edges"]),
+        "zone_edges": list(par["zone_edges"]),
+        "coarse_cells": int(par["n_cells"]),
+        "zones_digest": check_zones(campaign.zones(), caller="geoldp.field.ingest.release_of").digest(),
+        "rng": "os-csprng",
+        "source": "reports ingested into a store",
+    }
+    attach(table, finish_release(provenance))
     return table
 
 
@@ -496,7 +529,7 @@ def answer(
     question : Question or str, optional
         ``"zone_visits"``, ``"hotspots"``, ``"od_flows"``, ``"range_counts"`` (as the design answers).
         Needed, except for LDPTrace's round 2, whose answer without a question is its synthetic
-        trajectories.
+        trajectories, and for a pilot, which answers none (its answer is its reports).
     n_synthetic : int, optional
         LDPTrace: the number of synthetic trajectories (default: one per round-2 report).
     rng : optional
@@ -509,13 +542,15 @@ def answer(
         The one answer table (:func:`geoldp.designs.answer_table`); ``attrs["reports"]`` is the number
         of reports it reads. LDPTrace without a question: the synthetic trajectories (LineStrings in
         EPSG:4326, with their ledger, as :func:`geoldp.synthesize` returns them); with a question, the
-        counts of those trajectories in the campaign's zones.
+        counts of those trajectories in the campaign's zones. A pilot: its reports with their ledger, as
+        :meth:`geoldp.designs.Pilot.release` returns them (for :meth:`~geoldp.designs.Pilot.estimate`).
 
     Raises
     ------
     ValueError
         No reports of the campaign in the store, no zones to answer over, no question (but for
-        LDPTrace), or LDPTrace's round 1 (whose reports only fix round 2).
+        LDPTrace and a pilot), a question for a pilot, or LDPTrace's round 1 (whose reports only fix
+        round 2).
     """
     with opened(store) as st:
         c = stored_campaign(st, campaign) if isinstance(campaign, str) else campaign
@@ -532,6 +567,15 @@ def answer(
         if c.zones() is None:
             raise ValueError(f"The campaign {c.id[:12]}... has no zones to answer {question!s} over.")
         table = c.design().answer(synthetic, question, zones=c.zones())
+        table.attrs["reports"] = len(rows)
+        return table
+    if c.document["kind"] == "pilot":
+        if question is not None:
+            raise ValueError(
+                "The reports of a pilot campaign answer no question: they feed the planner (leave out the "
+                "question for their table, then geoldp.plan(..., pilot=...) or geoldp plan --pilot)."
+            )
+        table = release_of(c, (payload for _, payload, _ in rows))
         table.attrs["reports"] = len(rows)
         return table
     if question is None:
