@@ -18,6 +18,7 @@ from geoldp.plotting import (  # noqa: E402
     plot_utility,
     plot_zone_density,
 )
+from geoldp.trajectory import perturb_trajectories  # noqa: E402
 
 P = np.array([[0.0, 0.0], [0.0, 0.01], [0.01, 0.01], [0.01, 0.0]])
 ORIG = [np.array([0, 1, 2]), np.array([3]), np.array([1, 3])]
@@ -68,6 +69,24 @@ def test_plot_utility_ne_and_prq():
     ax2 = plot_utility(table, metric="PRQ", param=0.5)
     assert ax2.get_ylabel() == "PRQ (param = 0.5)"
     ax2.figure.canvas.draw()
+
+
+def test_plot_utility_of_evaluate_tables_over_epsilon():
+    # the flow a user writes: evaluate a release per epsilon, stack the tables, plot one metric
+    tables = []
+    for eps in (1.0, 4.0, 8.0):
+        released = perturb_trajectories(
+            ORIG, geoldp.PointSet(P[:, 0], P[:, 1]), mechanism="tp", epsilon=eps, rng=0
+        )
+        tables.append(metrics.evaluate(ORIG, {"TP": released}, points=P).assign(epsilon=eps))
+    table = pd.concat(tables)
+    ax = plot_utility(table, metric="NE_km")
+    lines = {c.get_label(): c.lines[0] for c in ax.containers}  # one errorbar per release label
+    assert set(lines) == {"TP", "uniform", "constant"} and ax.get_ylabel() == "NE_km"
+    tp = table.loc["TP"]
+    np.testing.assert_allclose(lines["TP"].get_ydata(), tp["NE_km"].to_numpy())  # one value per epsilon
+    with pytest.raises(ValueError, match="lacks the column"):
+        plot_utility(table.drop(columns="epsilon"), metric="NE_km")
 
 
 def test_plot_utility_errors():

@@ -140,11 +140,12 @@ def plot_utility(
     ----------
     table : pandas.DataFrame
         Long table with columns ``metric``, ``value``, ``x`` (default ``epsilon``) and ``hue`` (default
-        ``mechanism``), optionally ``param`` — for instance :func:`geoldp.metrics.evaluate` outputs
-        concatenated with an ``epsilon`` and a ``mechanism`` column, or ``docs/results/*.csv``. If it has a
-        ``dataset`` column, it must hold a single dataset (filter it first).
+        ``mechanism``), optionally ``param``, as ``docs/results/*.csv``; or :func:`geoldp.evaluate`'s
+        tables concatenated, each with an ``x`` column (``t.assign(epsilon=4.0)``): one line per release
+        label (their index, or a ``hue`` column), ``metric`` one of their columns (``"NE_km"``). If it has
+        a ``dataset`` column, it must hold a single dataset (filter it first).
     metric : str, default "NE"
-        Value of the ``metric`` column to plot.
+        Value of the ``metric`` column to plot (of a long table), or the column of evaluate's tables.
     param : float, optional
         Value of the ``param`` column to keep (e.g. δ for PRQ). Required when the metric has several.
     ax : matplotlib.axes.Axes, optional
@@ -161,6 +162,9 @@ def plot_utility(
         raise TypeError(
             f"The 'table' parameter of {caller} must be a pandas DataFrame. Got {type(table).__name__}."
         )
+    if "metric" not in table.columns and metric in table.columns:  # evaluate()'s tables, stacked
+        rows = table if hue in table.columns else table.rename_axis(hue).reset_index()
+        table = rows.assign(metric=metric, value=rows[metric])
     missing = [c for c in ("metric", "value", x, hue) if c not in table.columns]
     if missing:
         raise ValueError(f"The 'table' of {caller} lacks the column(s) {missing}.")
