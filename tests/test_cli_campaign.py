@@ -234,6 +234,15 @@ def test_perturb_split_and_estimate(tmp_path, fixes_file, capsys):
     assert [str(n) for n in pyogrio.list_layers(est)[:, 0]] == ["zone_visits", "od_flows", "hotspots"]
     zv = gpd.read_file(est, layer="zone_visits")
     assert {"zone", "estimate", "lower", "upper", "width", "raw"} <= set(zv.columns)
+    # regions given are regions to count: their layer joins the default ones
+    regions = tmp_path / "regions.geojson"
+    geoldp.zone_grid(BOX, cells=2).to_file(regions, driver="GeoJSON")
+    args = ["--cell-km", "3", "--n-candidates", "50", "--n-boot", "2", "--fit-rows", "100", "--seed", "0"]
+    code, _, err = _run(["estimate", out, "-o", tmp_path / "r.gpkg", "--regions", regions, *args], capsys)
+    assert code == 0, err
+    layers = [str(n) for n in pyogrio.list_layers(tmp_path / "r.gpkg")[:, 0]]
+    assert layers == ["zone_visits", "od_flows", "hotspots", "range_counts"]
+    assert len(gpd.read_file(tmp_path / "r.gpkg", layer="range_counts")) == 4
     # a P that is not the release's is refused
     wrong = tmp_path / "P9.gpkg"
     assert _run(["points", "--grid", "900", AREA, "-o", wrong], capsys)[0] == 0

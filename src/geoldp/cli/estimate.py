@@ -18,6 +18,8 @@ from geoldp.cli._args import int_at_least as _int_at_least
 from geoldp.cli._args import seed as _seed
 
 PROG = "geoldp"
+#: The layers written without --layers (and range_counts when --regions is given).
+DEFAULT_LAYERS = ("zone_visits", "od_flows", "hotspots")
 
 
 def _cmd_estimate(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
@@ -25,6 +27,8 @@ def _cmd_estimate(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> i
     from geoldp import layers as glayers
 
     src = existing_file(args.release, "RELEASE")
+    if args.layers is None:  # regions are given to be counted
+        args.layers = [*DEFAULT_LAYERS, *(["range_counts"] if args.regions is not None else [])]
     if "range_counts" in args.layers and args.regions is None:
         usage(args, "the range_counts layer needs --regions FILE (polygons)")
     if args.zones is not None and args.cell_km_given:
@@ -123,9 +127,10 @@ def add_parser(sub: Any) -> None:
         "--layers",
         nargs="+",
         choices=LAYER_NAMES,
-        default=["zone_visits", "od_flows", "hotspots"],
+        default=None,
         metavar="NAME",
-        help=f"layers to write, of {', '.join(LAYER_NAMES)} (default: zone_visits od_flows hotspots)",
+        help=f"layers to write, of {', '.join(LAYER_NAMES)} (default: {' '.join(DEFAULT_LAYERS)}, and "
+        "range_counts with --regions)",
     )
     p.add_argument("--k", type=_int_at_least(1), default=10, metavar="K", help="number of hotspot zones")
     p.add_argument(
