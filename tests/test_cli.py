@@ -642,9 +642,10 @@ def test_evaluate_prints_table_and_plot(tmp_path, files, capsys):
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
-def test_evaluate_estimate_prints_estimated_and_denoised(tmp_path, files, capsys):
+@pytest.mark.parametrize("suffix", [".geojson", ".gpkg"])  # the ledger inside the file, or beside it
+def test_evaluate_estimate_prints_estimated_and_denoised(tmp_path, files, capsys, suffix):
     trips_path, points_path = files
-    out = tmp_path / "out.geojson"
+    out = tmp_path / f"out{suffix}"
     args = ["perturb", str(trips_path), "--points", str(points_path), "--mechanism", "atp"]
     assert main([*args, "--epsilon", "4", "--seed", "1", "-o", str(out)]) == 0
     capsys.readouterr()
@@ -659,6 +660,20 @@ def test_evaluate_estimate_prints_estimated_and_denoised(tmp_path, files, capsys
     assert "--points" in capsys.readouterr().err
     assert main([*ev, "--mechanism", "atp"]) == 1
     assert "--epsilon" in capsys.readouterr().err
+
+
+def test_evaluate_scores_a_synthetic_set_on_its_distributions(tmp_path, files, capsys):
+    # LDPTrace's trips are not the originals' rows: no row-by-row check, NE is NaN, the distributions count
+    trips_path, points_path = files
+    out = tmp_path / "synthetic.gpkg"
+    args = ["synthesize", str(trips_path), "--points", str(points_path), "--epsilon", "4", "--seed", "1"]
+    assert main([*args, "-o", str(out)]) == 0, capsys.readouterr().err
+    capsys.readouterr()
+    assert main(["evaluate", str(trips_path), str(out), "--points", str(points_path)]) == 0
+    captured = capsys.readouterr()
+    rows = {line.split()[0]: line.split()[1:] for line in captured.out.splitlines()[1:]}
+    assert captured.out.split()[:2] == ["release", "LDPTRACE"]
+    assert rows["NE_km"][0] == "NaN" and rows["zone_l1"][0] != "NaN" and rows["length_jsd"][0] != "NaN"
 
 
 def test_evaluate_without_points_has_no_baselines(tmp_path, files, capsys):

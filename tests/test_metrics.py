@@ -634,6 +634,36 @@ def _estimate_case(seed=0):
     return pts, orig, rel
 
 
+def test_evaluate_scores_a_synthetic_set_on_its_distributions():
+    # a synthetic set's rows are not the originals': the originals themselves, labelled synthetic (once,
+    # then twice over), score perfectly on every distribution column, and NE, PRQ and hotspots are NaN
+    pts, orig, _ = _estimate_case()
+    lines = as_gdf_for(pts, orig)
+    once = lines.copy()
+    twice = pd.concat([lines, lines], ignore_index=True)
+    for synthetic in (once, twice):
+        synthetic.attrs["geoldp"] = {"mechanism": "ldptrace", "epsilon": 4.0, "n_synthetic": len(synthetic)}
+    t = evaluate(lines, {"once": once, "twice": twice}, points=pts)
+    distributions = [
+        "range_query_error",
+        "zone_l1",
+        "zone_jsd",
+        "od_l1",
+        "od_jsd",
+        "length_jsd",
+        "diameter_jsd",
+    ]
+    pointwise = ["NE_km", "PRQ_1km", "hotspot_overlap", "hotspot_acd"]
+    for row in ("once", "twice"):
+        np.testing.assert_allclose(t.loc[row, distributions].to_numpy(float), 0.0, atol=1e-12)
+        assert t.loc[row, pointwise].isna().all()
+    # a real LDPTrace release: its distribution columns are scored, and estimate=True adds no rows for it
+    syn = geoldp.synthesize(lines, points=pts, epsilon=4.0, rng=1)
+    t = evaluate(lines, syn, points=pts, estimate=True, estimate_options=_FAST)
+    assert list(t.index) == ["LDPTRACE raw", "uniform", "constant"]
+    assert t.loc["LDPTRACE raw", distributions].notna().all() and np.isnan(t.loc["LDPTRACE raw", "NE_km"])
+
+
 def test_evaluate_estimate_rows():
     pts, orig, rel = _estimate_case()
     kw = dict(points=pts, mechanism="atp", epsilon=4.0, estimate_options=_FAST)

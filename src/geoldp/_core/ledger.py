@@ -108,6 +108,11 @@ class ReleaseLedger:
                 out[key] = copy.deepcopy(value)
         return out
 
+    @property
+    def synthetic(self) -> bool:
+        """Whether the release holds synthetic trajectories (LDPTrace), not a row per original one."""
+        return "n_synthetic" in self.settings
+
     def replace(self, **changes: Any) -> ReleaseLedger:
         """A copy with some fields changed (typed fields by name; settings keys through ``settings=``)."""
         return dataclasses.replace(self, **changes)

@@ -40,14 +40,17 @@ def _cmd_evaluate(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> i
 
     from geoldp import io as gio
     from geoldp import metrics
+    from geoldp._core.ledger import ledger_of
 
     with _report_warnings(stderr):
         with stage(f"cannot read ORIGINAL '{args.original}'"):
             original = gio.read_trajectories(original_path)
         original = _kept_original(args, original)  # --kept-rows of a --max-per-user release
-        with stage(f"cannot read PERTURBED '{args.perturbed}'"):
-            perturbed = gio.read_trajectories(perturbed_path)
-        _check_inputs(original, perturbed)  # before any long computation
+        with stage(f"cannot read PERTURBED '{args.perturbed}'"):  # with its ledger: the mechanism, ε
+            perturbed = gio.read_trajectories(perturbed_path, ledger=True)
+        led = ledger_of(perturbed)
+        if led is None or not led.synthetic:  # a synthetic set is compared on its distributions only
+            _check_inputs(original, perturbed)  # before any long computation
         points = None
         if points_path is not None:
             with stage(f"cannot read POINTS '{args.points}'"):

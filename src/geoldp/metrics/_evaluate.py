@@ -77,6 +77,11 @@ def _ledger_mechanism(release: Any) -> str | None:
     return None if led is None else led.mechanism
 
 
+def _synthetic(release: Any) -> bool:
+    led = ledger_of(release)
+    return led is not None and led.synthetic
+
+
 def _mechanism_name(mechanism: Any) -> str:
     """Upper-case display name of a mechanism given as a name, a ledger dict or a mechanism object."""
     if isinstance(mechanism, str):
@@ -90,7 +95,7 @@ def _estimate_labels(entries: list[tuple[str, Any]], mechanism: Any) -> dict[str
     """Release label -> (estimated label, denoised label), for every trajectory (not count) entry."""
     out = {}
     for lab, obj in entries:
-        if isinstance(obj, dict):
+        if isinstance(obj, dict) or _synthetic(obj):  # a synthetic set is no release to estimate from
             continue
         if lab.endswith(" raw"):
             base = lab[: -len(" raw")]
@@ -168,7 +173,11 @@ def evaluate(
         be a dict of estimated counts with keys among ``zone_counts`` (per zone, see
         :func:`zone_visit_error`), ``od_counts`` (see :func:`od_flow_error`), ``range_counts`` (one count
         per region, in ``regions`` order) and ``visit_counts`` (per public point, P's order): that row gets
-        the metrics those counts define and NaN elsewhere (e.g. an ``"ATP estimated"`` row).
+        the metrics those counts define and NaN elsewhere (e.g. an ``"ATP estimated"`` row). A synthetic
+        set (:func:`geoldp.synthesize`, with its ledger) is not paired with the originals, so its row
+        has the distribution columns only (range queries on its counts scaled to the number of
+        originals, zones, OD, length, diameter) and NaN for NE, PRQ and the hotspots (its vertices are
+        grid cells, not public points: zones much finer than its grid see only the cells' centres).
     points : PointSet, GeoDataFrame of Points or (m, 2) array, optional
         Public point set; required for index-array input, for the baselines, the automatic zones and the
         hotspot columns. Hotspots count a vertex as a visit of a public point only within 1 m of it (see
@@ -550,10 +559,21 @@ def _count_row(s: _Setup, est: dict, lab: str) -> dict[str, float]:
 
 
 def _entry_row(s: _Setup, obj: Any, lab: str, name: str) -> dict[str, float]:
-    """The row of one entry: a count entry (dict) or a release."""
+    """The row of one entry: a count entry (dict), a synthetic set or a release."""
     if isinstance(obj, dict):
         return _count_row(s, obj, lab)
-    return _release_row(s, trajectory_arrays(obj, s.pts, name=name, caller=s.caller))
+    tp = trajectory_arrays(obj, s.pts, name=name, caller=s.caller)
+    return _synthetic_row(s, tp, lab) if _synthetic(obj) else _release_row(s, tp)
+
+
+def _synthetic_row(s: _Setup, tp: TrajectoryArrays, lab: str) -> dict[str, float]:
+    """A synthetic set's distribution columns: its rows are not the originals', its vertices not P's."""
+    row = {**_zone_columns(s, tp), **_shape_columns(s, tp)}
+    if s.regs is not None:
+        counts = range_counts(tp, as_regions(s.regs, caller=s.caller)[0], check_how("points", s.caller))
+        scaled = counts * (s.to.n_trajectories / max(tp.n_trajectories, 1))
+        row.update(_range_count_columns(s, {"range_counts": scaled}, lab))
+    return row
 
 
 def _baseline_rows(
