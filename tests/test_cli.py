@@ -1009,9 +1009,8 @@ def sweep_files(tmp_path_factory):
     points.to_file(d / "P.geojson", driver="GeoJSON")
     geoldp.io.write_file(trips.ldp.perturb(points, epsilon=4.0, rng=0), d / "rel.gpkg")
     rep = report(trips, zone_grid(points, cells=3), epsilon=4.0, rng=0)
-    from geoldp.cli.reports import write_report_table
 
-    write_report_table(rep, d / "rep.csv")
+    geoldp.io.write_file(rep, d / "rep.csv")
     zone_grid(points, cells=3).to_file(d / "Z.geojson", driver="GeoJSON")
     return d
 

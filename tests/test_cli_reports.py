@@ -11,6 +11,7 @@ import pytest
 from shapely.geometry import LineString, Point
 
 import geoldp
+from geoldp import io as gio
 from geoldp.cli import main
 from geoldp.cli import reports as cli_reports
 from geoldp.reports import estimate_counts
@@ -74,7 +75,7 @@ def test_report_file_round_trips_and_equals_the_library_release(files, tmp_path,
     )
     assert code == 0, err
     assert stdout.split() == [str(out), str(out) + ".ledger.json"]
-    back = cli_reports.read_report_table(out)
+    back = gio.read_report_table(out)
     zones = geoldp.zone_grid(gpd.read_file(d / "P.gpkg"), cell_km=2)
     same = geoldp.report(
         geoldp.io.read_trajectories(d / "trips.gpkg"),
@@ -142,7 +143,7 @@ def test_report_estimate_writes_layers_with_intervals(files, tmp_path, capsys):
     assert names == ["zone_visits", "hotspots"]
     layer = gpd.read_file(gpkg, layer="zone_visits")
     zones = geoldp.zone_grid(pts, cell_km=2)
-    est = estimate_counts(cli_reports.read_report_table(rep), zones)
+    est = estimate_counts(gio.read_report_table(rep), zones)
     np.testing.assert_allclose(layer["estimate"], est["estimate"])
     np.testing.assert_allclose(layer["upper"] - layer["lower"], layer["width"])
     assert {"std_error", "projected", "raw"} <= set(layer.columns)
@@ -154,7 +155,7 @@ def test_report_estimate_writes_layers_with_intervals(files, tmp_path, capsys):
     code, _, err = _run(["report-estimate", rep, *bound, "-o", bounded], capsys)
     assert code == 0, err
     narrow = gpd.read_file(bounded, layer="zone_visits")
-    est4 = estimate_counts(cli_reports.read_report_table(rep), zones, max_set_size=4)
+    est4 = estimate_counts(gio.read_report_table(rep), zones, max_set_size=4)
     np.testing.assert_allclose(narrow["upper"], est4["upper"])
     np.testing.assert_allclose(narrow["lower"], layer["lower"])
     assert (narrow["upper"] <= layer["upper"]).all() and (narrow["upper"] < layer["upper"]).any()
@@ -237,7 +238,7 @@ def test_per_user_options_and_the_accountant(files, tmp_path, capsys):
     )
     assert code == 0, err
     assert "charged the release to 200 user(s)" in err and "kept 200 of 600 rows" in err
-    assert len(cli_reports.read_report_table(out)) == 200
+    assert len(gio.read_report_table(out)) == 200
     assert pd.read_csv(kept)["row"].tolist() == list(range(200))  # the first trip of each user
     spent = geoldp.BudgetAccountant.open(acc)
     assert spent.spent_by("000") == 3.0 and spent.pending() == []  # confirmed once written
@@ -292,7 +293,7 @@ def test_split_report_round_trips_charges_each_user_her_epsilon_and_estimates(
     code, _, err = _run([*argv, "--accountant", acc, "--total-epsilon", 4, "-o", out], capsys)
     assert code == 0, err
     assert "per user, shared by her trips" in err
-    table = cli_reports.read_report_table(out)
+    table = gio.read_report_table(out)
     assert "user" not in table.columns and table.columns[-1] == "epsilon"
     # the same table as the library release with the same seed (values and dtypes)
     zones = geoldp.zone_grid(gpd.read_file(d / "P.gpkg"), cell_km=1.5)
@@ -335,13 +336,11 @@ def test_split_report_round_trips_charges_each_user_her_epsilon_and_estimates(
     code, _, err = _run(["report-estimate", bad, "--points", d / "P.gpkg", "-o", tmp_path / "b.gpkg"], capsys)
     assert code == 1 and err.count("\n") == 1, err
     # past the sidecar's digest (a rewritten sidecar), the budget of every row is still checked
-    from geoldp import io as gio
-
     led_obj = gio.read_ledger(out)
     (tmp_path / "bad.csv.ledger.json").unlink()
     gio.write_bytes_with_ledger(bad.read_bytes(), led_obj, tmp_path / "bad2.csv")
     with pytest.raises(ValueError, match="row 0 .*'epsilon' is not one of the budgets"):
-        cli_reports.read_report_table(tmp_path / "bad2.csv")
+        gio.read_report_table(tmp_path / "bad2.csv")
 
 
 def test_synthesize_still_refuses_a_split_budget(files, tmp_path, capsys):
@@ -447,8 +446,8 @@ def test_read_report_table_checks_every_cell(files, tmp_path):
     for oracle, col, bad in (("krr", "report", "999"), ("oue", "bits", "zz"), ("olh", "seed", "x")):
         rep = geoldp.report(trips, zones, epsilon=2.0, oracle=oracle, rng=1)
         path = tmp_path / f"{oracle}.csv"
-        cli_reports.write_report_table(rep, path)
-        back = cli_reports.read_report_table(path)
+        gio.write_file(rep, path)
+        back = gio.read_report_table(path)
         pd.testing.assert_frame_equal(
             back.reset_index(drop=True), rep.reset_index(drop=True), check_dtype=False
         )
@@ -458,7 +457,7 @@ def test_read_report_table_checks_every_cell(files, tmp_path):
         (tmp_path / f"{oracle}.csv.ledger.json").unlink()
         geoldp.io.write_ledger(rep, path)  # a fresh ledger: the cell check itself must refuse it
         with pytest.raises(ValueError, match="row 3"):
-            cli_reports.read_report_table(path)
+            gio.read_report_table(path)
 
 
 def test_synthesize_command(files, tmp_path, capsys):
@@ -547,7 +546,7 @@ def test_report_estimate_shrinks_toward_the_public_points(files, tmp_path, capsy
     code, _, err = _run(["report-estimate", rep, *grid, *shrink, "-o", out], capsys)
     assert code == 0, err
     zones = geoldp.zone_grid(pts, cell_km=2)
-    est = estimate_counts(cli_reports.read_report_table(rep), zones)
+    est = estimate_counts(gio.read_report_table(rep), zones)
     want = geoldp.shrinkage.shrunk_counts(est, pts, zones, lengths=[3])
     layer = gpd.read_file(out, layer="zone_visits")
     np.testing.assert_allclose(layer["shrunk"], want.to_numpy())

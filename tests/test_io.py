@@ -153,6 +153,34 @@ def test_a_gpkg_written_elsewhere_with_offsets_is_read_without_a_warning(tmp_pat
     assert list(back["start"]) == list(g["start"])
 
 
+@pytest.mark.filterwarnings("ignore:.*told from no data:geoldp.GeoLDPWarning")  # a toy report
+@pytest.mark.parametrize("name", ["report:visited_zone", "report:od", "report:visited_zone:padded"])
+def test_a_report_table_round_trips_through_write_file(tmp_path, toy_lines, city_points, name):
+    # every release kind has its safe file in Python: a report table is CSV with its ledger, read back as
+    # the table the design answers from
+    from geoldp import designs, ledger_of, zone_grid
+
+    zones = zone_grid(city_points, cells=3)
+    question = "od_flows" if ":od" in name else "zone_visits"
+    design = designs.design(name)
+    table = design.release(toy_lines, epsilon=EPS, zones=zones, rng=3)
+    written = gio.write_file(table, tmp_path / "r.csv")
+    assert written == [tmp_path / "r.csv", tmp_path / "r.csv.ledger.json"]
+    back = gio.read_report_table(tmp_path / "r.csv")
+    assert ledger_of(back) == ledger_of(table)
+    for col in table.columns:
+        assert list(back[col]) == list(table[col])
+    expected = design.answer(table, question, zones=zones)
+    pd.testing.assert_frame_equal(design.answer(back, question, zones=zones), expected)
+    with pytest.raises(ValueError, match="already exists"):
+        gio.write_file(table, tmp_path / "r.csv")
+    for path, kwargs in ((tmp_path / "r.gpkg", {}), (tmp_path / "s.csv", {"sidecar": False})):
+        with pytest.raises(ValueError, match="one .csv file with its ledger"):
+            gio.write_file(table, path, **kwargs)
+    with pytest.raises(TypeError, match="must be a geopandas.GeoDataFrame"):  # a table that is no release
+        gio.write_file(pd.DataFrame({"a": [1]}), tmp_path / "t.csv")
+
+
 def test_parquet_round_trip(tmp_path, perturbed, toy_lines, city_points):
     path = tmp_path / "out.parquet"
     perturbed.to_parquet(path)

@@ -43,7 +43,15 @@ from geoldp._core import validation as _validation
 from geoldp._core.errors import GeoLDPWarning
 from geoldp._core.ledger import ATTRS_KEY, ReleaseLedger, attach, ledger_of, record_problem
 
-__all__ = ["read_ledger", "read_points", "read_trajectories", "to_geojson", "write_file", "write_ledger"]
+__all__ = [
+    "read_ledger",
+    "read_points",
+    "read_report_table",
+    "read_trajectories",
+    "to_geojson",
+    "write_file",
+    "write_ledger",
+]
 
 _WKT_NAMES = ("geometry", "wkt", "geom", "the_geom")
 _LON_NAMES = ("lon", "lng", "long", "longitude", "x")
@@ -327,6 +335,14 @@ def _check_gdf(gdf: Any, caller: str) -> None:
         )
 
 
+def _is_report_table(table: Any) -> bool:
+    """Whether ``table`` is the table of :func:`geoldp.report` (a DataFrame with a report's ledger)."""
+    import geopandas as gpd
+
+    led = ledger_of(table) if isinstance(table, pd.DataFrame) else None
+    return not isinstance(table, gpd.GeoDataFrame) and led is not None and led.mechanism == "report"
+
+
 def _geojson_bytes(gdf: Any, *, member: bool, caller: str) -> bytes:
     if gdf.crs is None:
         raise ValueError(f"The GeoDataFrame passed to {caller} has no CRS. Use set_crs() to declare it.")
@@ -588,9 +604,10 @@ def write_file(
 
     Parameters
     ----------
-    gdf : geopandas.GeoDataFrame
+    gdf : geopandas.GeoDataFrame, or the table of :func:`geoldp.report`
         The frame (e.g. a release). A release (a frame with a geoldp ledger) is written without its index
-        (see :func:`to_geojson`, Notes).
+        (see :func:`to_geojson`, Notes). A report table is written as CSV with its ledger
+        (:func:`read_report_table` reads it back).
     path : str or os.PathLike
         Output file; the suffix selects the format (:data:`WRITE_FORMATS`). GeoJSON is RFC 7946 with the
         ledger also as a top-level ``"geoldp"`` member; CSV is WGS 84 with a WKT ``geometry`` column
@@ -630,8 +647,17 @@ def write_file(
         The write failed (e.g. a full disk); the previous file, if any, is unchanged.
     """
     caller = "write_file"
-    _check_gdf(gdf, caller)
     p = Path(os.fspath(path))
+    if _is_report_table(gdf):
+        if p.suffix.lower() != ".csv" or layer is not None or add_layer or not sidecar:
+            raise ValueError(
+                f"{caller} writes a report table as one .csv file with its ledger sidecar, not '{p.name}' "
+                "(nor with layer=, add_layer=True or sidecar=False)."
+            )
+        _check_outputs(p, overwrite=overwrite, sidecar=True, caller=caller, inputs=tuple(inputs))
+        csv, report = _report_table_bytes(gdf, caller)
+        return _commit(p, csv, report, overwrite=overwrite)
+    _check_gdf(gdf, caller)
     fmt = _write_format(p, layer=layer, add_layer=add_layer, sidecar=sidecar, caller=caller)
     inputs = tuple(inputs)
     ledger = ledger_of(gdf) if sidecar else None
@@ -1360,3 +1386,145 @@ def read_points(
         if pos.size:
             raise error(f"{caller}: row position {int(pos[0])} of '{p.name}' {what}.")
     return gdf
+
+
+#: The largest report table read (a 10^6-row OUE table over 10^3 zones is about 260 MB).
+MAX_REPORT_TABLE_BYTES = 4 << 30
+
+
+# --------------------------------------------------------------------------------------------------
+# a report table (geoldp.report) as a file: CSV with its ledger
+# --------------------------------------------------------------------------------------------------
+
+
+def _report_table_bytes(table: Any, caller: str) -> tuple[bytes, ReleaseLedger]:
+    """A report table as CSV bytes, and its ledger.
+
+    Rows in table order without the index (as every release file), OUE bit vectors in hexadecimal, a
+    missing report an empty cell.
+    """
+    from geoldp.reports.release import report_ledger
+
+    ledger = report_ledger(table, caller=caller)
+    out = pd.DataFrame(index=pd.RangeIndex(len(table)))
+    for col in table.columns:
+        values = table[col]
+        if col == "bits":
+            out[col] = [None if b is None else bytes(b).hex() for b in values.to_numpy()]
+        else:
+            out[col] = values.to_numpy()
+    return out.to_csv(index=False).encode("utf-8"), ledger
+
+
+def read_report_table(path: str | os.PathLike[str]) -> pd.DataFrame:
+    """Read a report table (:func:`geoldp.report`) written by :func:`write_file`, with its ledger checked.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The CSV file (``geoldp report`` writes the same), with its sidecar ``<path>.ledger.json``.
+
+    Returns
+    -------
+    pandas.DataFrame
+        The table as :func:`geoldp.report` returned it, with its ledger (:func:`geoldp.ledger_of`).
+
+    Raises
+    ------
+    ValueError
+        No ledger sidecar, a sidecar of another file version, a ledger that is not a report's, or cells
+        that the ledger's oracle cannot have produced (the message names the row).
+    """
+    from geoldp.reports.release import part_epsilons, scheme_of
+
+    p = Path(os.fspath(path))
+    caller = "read_report_table"
+    ledger = read_ledger(p)
+    if ledger is None or ledger.mechanism != "report":
+        raise ValueError(
+            f"'{p}' has no report ledger ({p.name}.ledger.json): write report tables with "
+            "geoldp.io.write_file or geoldp report"
+        )
+    try:
+        des = scheme_of(ledger)
+        epsilons = part_epsilons(ledger)  # a user_budget='split' table: one design per epsilon part
+        parts = {eps: scheme_of(ledger, eps) for eps in epsilons or ()}
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ValueError(
+            f"the ledger of '{p}' is not a complete report ledger ({' '.join(str(exc).split())}); "
+            "regenerate the release"
+        ) from None
+    o = des.oracle
+    data = _formats.read_regular(p, caller, limit=MAX_REPORT_TABLE_BYTES)
+    want = {"krr": ["report"], "olh": ["seed", "report"], "oue": ["bits"]}[o.name]
+    if epsilons is not None:
+        want = [*want, "epsilon"]
+    raw = pd.read_csv(_stdio.BytesIO(data), dtype=dict.fromkeys(want, str), keep_default_na=False)
+    if list(raw.columns) != want:
+        raise ValueError(f"'{p}' has columns {list(raw.columns)[:5]}; a {o.name} report table has {want}")
+    table = pd.DataFrame(index=pd.RangeIndex(len(raw)))
+    row_eps = g_of_row = None
+    if epsilons is not None:
+        row_eps = _row_epsilons(raw, epsilons, p)
+        if o.name == "olh":  # OLH's hash range depends on each part's budget
+            g_of_row = np.zeros(len(raw), dtype=np.int64)
+            for eps, part in parts.items():
+                g_of_row[row_eps == eps] = part.oracle.g
+    if o.name == "oue":
+        table["bits"] = _oue_cells(raw["bits"].to_numpy(), o.d, p)
+    else:
+        top = {"report": o.g if o.name == "olh" else o.d, "seed": 1 << 32}
+        for col in (c for c in want if c != "epsilon"):
+            limit = g_of_row if (col == "report" and g_of_row is not None) else top[col]
+            table[col] = _integer_cells(raw[col].to_numpy(), col, limit, p)
+    if epsilons is not None:
+        table["epsilon"] = row_eps
+    attach(table, ledger)
+    return table
+
+
+def _row_epsilons(raw: Any, epsilons: Any, p: Path) -> Any:
+    """The ``epsilon`` column of a split table, each a budget of its ledger (else the row is named)."""
+    try:  # Python's float(): the exact value written (repr), unlike a fast CSV float parser
+        row_eps = np.array([float(t) for t in raw["epsilon"].to_numpy()], dtype=np.float64)
+    except ValueError:
+        row_eps = np.full(len(raw), np.nan)
+    unknown = ~np.isin(row_eps, np.asarray(epsilons, dtype=np.float64))
+    if unknown.any():
+        raise ValueError(
+            f"row {int(np.argmax(unknown))} of '{p}': 'epsilon' is not one of the budgets in its ledger"
+        )
+    return row_eps
+
+
+def _oue_cells(cells: Any, d: int, p: Path) -> Any:
+    """OUE bit vectors from their hexadecimal cells (an empty cell: no report), one bytes object per row."""
+    width = (d + 7) // 8
+    bits = np.full(len(cells), None, dtype=object)
+    for i, text in enumerate(cells):  # one bytes object per row is the table's own layout
+        if text == "":
+            continue
+        if len(text) != 2 * width:
+            raise ValueError(f"row {i} of '{p}' is not a {d}-bit OUE report ({width} bytes in hex)")
+        try:
+            bits[i] = bytes.fromhex(text)
+        except ValueError:
+            raise ValueError(f"row {i} of '{p}' is not hexadecimal") from None
+    return bits
+
+
+def _integer_cells(text: Any, col: str, limit: Any, p: Path) -> Any:
+    """A column of integers in ``[0, limit)`` (``limit`` a number or one per row); empty cells missing."""
+    ok = text != ""
+    digits = np.char.isdigit(text.astype(str)) | ~ok
+    if not digits.all():
+        raise ValueError(f"row {int(np.argmin(digits))} of '{p}': column {col!r} must hold integers")
+    values = text[ok].astype(np.int64)
+    bound = limit[ok] if isinstance(limit, np.ndarray) else limit
+    bad = np.flatnonzero(values >= bound)
+    if bad.size:
+        raise ValueError(f"row {int(np.flatnonzero(ok)[bad[0]])} of '{p}': {col!r} is outside its domain")
+    full = pd.array(np.zeros(len(text), dtype=np.int64), dtype="Int64")
+    full[:] = pd.NA
+    full[ok] = values
+    return full if not ok.all() else np.asarray(full, dtype=np.int64)

@@ -28,16 +28,6 @@ from geoldp.questions import Question
 PROG = "geoldp"
 
 
-def _write_release(released: Any, path: Path, overwrite: bool) -> list[Path]:
-    """The release as a file: trajectories as a GIS file, a report table as CSV (with the ledger)."""
-    from geoldp import io as gio
-    from geoldp.cli import reports as cli_reports
-
-    if hasattr(released, "geometry"):
-        return gio.write_file(released, path, overwrite=overwrite)
-    return cli_reports.write_report_table(released, path, overwrite=overwrite)
-
-
 def _inputs(args: argparse.Namespace) -> list[Path]:
     """TRIPS, ``--points`` and ``--zones`` (if given), each checked to exist."""
     inputs = [existing_file(args.trips, "TRIPS"), existing_file(args.points, "--points")]
@@ -119,7 +109,7 @@ def _cmd_collect(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> in
             written = gio.write_file(layer, out_path, overwrite=args.overwrite, sidecar=False)
         if release_path is not None:
             with stage(f"cannot write '{args.release_out}'"):
-                written += _write_release(released, release_path, args.overwrite)
+                written += gio.write_file(released, release_path, overwrite=args.overwrite)  # a report: CSV
     split = ", ".join(f"{name} {eps:g}" for name, eps in design.ledger(args.epsilon).items())
     supported = answer["supported"].sum()
     print(

@@ -17,12 +17,10 @@ the subcommand parser's ``error`` for usage (status 2).
 from __future__ import annotations
 
 import argparse
-import io as _stdio
-import os
 from pathlib import Path
 from typing import Any, TextIO
 
-from geoldp._core.ledger import attach, require
+from geoldp._core.ledger import require
 from geoldp._core.validation import MAX_PAD_LENGTH
 from geoldp.cli import _budget, _read
 from geoldp.cli._args import (
@@ -37,7 +35,6 @@ from geoldp.cli._args import (
 from geoldp.cli._args import int_at_least as _int_at_least
 from geoldp.cli._args import int_in_range as _int_in_range
 from geoldp.cli._args import lengths as _lengths
-from geoldp.cli._args import one_line as _one_line
 from geoldp.cli._args import seed as _seed
 from geoldp.cli._args import warned as _warned
 
@@ -47,151 +44,6 @@ SEED_HELP = "integer seed, for experiments only; omit for deployment (OS CSPRNG)
 #: kernels (a test checks that they agree).
 STATISTICS = ("visited_zone", "od", "transitions")
 ORACLES = ("krr", "oue", "olh")
-#: The largest report table read (a 10^6-row OUE table over 10^3 zones is about 260 MB).
-MAX_TABLE_BYTES = 4 << 30
-
-
-# ------------------------------------------------------------------------------------------------------
-# the report table as a file
-
-
-def write_report_table(table: Any, path: str | os.PathLike[str], *, overwrite: bool = False) -> list[Path]:
-    """Write a report table (:func:`geoldp.report`) as CSV, with its ledger sidecar, both as one unit.
-
-    Rows in table order without the index (as every geoldp release file); OUE bit vectors in hexadecimal;
-    a missing report is an empty cell. The sidecar ``<path>.ledger.json`` records the CSV's SHA-256.
-    Returns the CSV's path, then the sidecar's.
-    """
-    import pandas as pd
-
-    from geoldp import io as gio
-    from geoldp.reports.release import report_ledger
-
-    ledger = report_ledger(table, caller="write_report_table")
-    p = Path(os.fspath(path))
-    out = pd.DataFrame(index=pd.RangeIndex(len(table)))
-    for col in table.columns:
-        values = table[col]
-        if col == "bits":
-            out[col] = [None if b is None else bytes(b).hex() for b in values.to_numpy()]
-        else:
-            out[col] = values.to_numpy()
-    data = out.to_csv(index=False).encode("utf-8")
-    return gio.write_bytes_with_ledger(data, ledger, p, overwrite=overwrite)
-
-
-def read_report_table(path: str | os.PathLike[str]) -> Any:
-    """Read a report table written by :func:`write_report_table` (or ``geoldp report``), ledger checked.
-
-    Raises
-    ------
-    ValueError
-        No ledger sidecar, a sidecar of another file version, a ledger that is not a report's, or cells
-        that the ledger's oracle cannot have produced (the message names the row).
-    """
-    import numpy as np
-    import pandas as pd
-
-    from geoldp import io as gio
-    from geoldp._core import formats as _formats
-    from geoldp.reports.release import part_epsilons, scheme_of
-
-    p = Path(os.fspath(path))
-    caller = "read_report_table"
-    ledger = gio.read_ledger(p)
-    if ledger is None or ledger.mechanism != "report":
-        raise ValueError(
-            f"'{p}' has no report ledger ({p.name}.ledger.json): write report tables with geoldp report"
-        )
-    try:
-        des = scheme_of(ledger)
-        epsilons = part_epsilons(ledger)  # a user_budget='split' table: one design per epsilon part
-        parts = {eps: scheme_of(ledger, eps) for eps in epsilons or ()}
-    except (KeyError, TypeError, ValueError) as exc:
-        raise ValueError(
-            f"the ledger of '{p}' is not a complete report ledger ({_one_line(exc)}); regenerate the release"
-        ) from None
-    o = des.oracle
-    data = _formats.read_regular(p, caller, limit=MAX_TABLE_BYTES)
-    want = {"krr": ["report"], "olh": ["seed", "report"], "oue": ["bits"]}[o.name]
-    if epsilons is not None:
-        want = [*want, "epsilon"]
-    raw = pd.read_csv(_stdio.BytesIO(data), dtype=dict.fromkeys(want, str), keep_default_na=False)
-    if list(raw.columns) != want:
-        raise ValueError(f"'{p}' has columns {list(raw.columns)[:5]}; a {o.name} report table has {want}")
-    table = pd.DataFrame(index=pd.RangeIndex(len(raw)))
-    row_eps = g_of_row = None
-    if epsilons is not None:
-        row_eps = _row_epsilons(raw, epsilons, p)
-        if o.name == "olh":  # OLH's hash range depends on each part's budget
-            g_of_row = np.zeros(len(raw), dtype=np.int64)
-            for eps, part in parts.items():
-                g_of_row[row_eps == eps] = part.oracle.g
-    if o.name == "oue":
-        table["bits"] = _oue_cells(raw["bits"].to_numpy(), o.d, p)
-    else:
-        top = {"report": o.g if o.name == "olh" else o.d, "seed": 1 << 32}
-        for col in (c for c in want if c != "epsilon"):
-            limit = g_of_row if (col == "report" and g_of_row is not None) else top[col]
-            table[col] = _integer_cells(raw[col].to_numpy(), col, limit, p)
-    if epsilons is not None:
-        table["epsilon"] = row_eps
-    attach(table, ledger)
-    return table
-
-
-def _row_epsilons(raw: Any, epsilons: Any, p: Path) -> Any:
-    """The ``epsilon`` column of a split table, each a budget of its ledger (else the row is named)."""
-    import numpy as np
-
-    try:  # Python's float(): the exact value written (repr), unlike a fast CSV float parser
-        row_eps = np.array([float(t) for t in raw["epsilon"].to_numpy()], dtype=np.float64)
-    except ValueError:
-        row_eps = np.full(len(raw), np.nan)
-    unknown = ~np.isin(row_eps, np.asarray(epsilons, dtype=np.float64))
-    if unknown.any():
-        raise ValueError(
-            f"row {int(np.argmax(unknown))} of '{p}': 'epsilon' is not one of the budgets in its ledger"
-        )
-    return row_eps
-
-
-def _oue_cells(cells: Any, d: int, p: Path) -> Any:
-    """OUE bit vectors from their hexadecimal cells (an empty cell: no report), one bytes object per row."""
-    import numpy as np
-
-    width = (d + 7) // 8
-    bits = np.full(len(cells), None, dtype=object)
-    for i, text in enumerate(cells):  # one bytes object per row is the table's own layout
-        if text == "":
-            continue
-        if len(text) != 2 * width:
-            raise ValueError(f"row {i} of '{p}' is not a {d}-bit OUE report ({width} bytes in hex)")
-        try:
-            bits[i] = bytes.fromhex(text)
-        except ValueError:
-            raise ValueError(f"row {i} of '{p}' is not hexadecimal") from None
-    return bits
-
-
-def _integer_cells(text: Any, col: str, limit: Any, p: Path) -> Any:
-    """A column of integers in ``[0, limit)`` (``limit`` a number or one per row); empty cells missing."""
-    import numpy as np
-    import pandas as pd
-
-    ok = text != ""
-    digits = np.char.isdigit(text.astype(str)) | ~ok
-    if not digits.all():
-        raise ValueError(f"row {int(np.argmin(digits))} of '{p}': column {col!r} must hold integers")
-    values = text[ok].astype(np.int64)
-    bound = limit[ok] if isinstance(limit, np.ndarray) else limit
-    bad = np.flatnonzero(values >= bound)
-    if bad.size:
-        raise ValueError(f"row {int(np.flatnonzero(ok)[bad[0]])} of '{p}': {col!r} is outside its domain")
-    full = pd.array(np.zeros(len(text), dtype=np.int64), dtype="Int64")
-    full[:] = pd.NA
-    full[ok] = values
-    return full if not ok.all() else np.asarray(full, dtype=np.int64)
 
 
 # ------------------------------------------------------------------------------------------------------
@@ -229,6 +81,7 @@ def _zones(args: argparse.Namespace) -> tuple[Any, list[Path]]:
 
 
 def _cmd_report(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
+    from geoldp import io as gio
     from geoldp import reports
     from geoldp.cli import accountant as cli_accountant
 
@@ -253,7 +106,7 @@ def _cmd_report(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int
     )
     _budget.finish(args, options, trips, out, stderr)  # accountant, kept rows
     with stage(f"cannot write '{args.output}'"):
-        written = write_report_table(out, out_path, overwrite=args.overwrite)
+        written = gio.write_file(out, out_path, overwrite=args.overwrite)
     cli_accountant.confirm_release(options, out)  # the accountant's pending charge, now written
     led = require(out, what="The reports", caller=PROG).settings
     unit = "per user, shared by her trips" if args.user_budget == "split" else "per trip"
@@ -315,6 +168,7 @@ def _add_report(sub: Any) -> None:
 
 
 def _cmd_report_estimate(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
+    from geoldp import io as gio
     from geoldp import layers as glayers
     from geoldp._core.progress import stages
     from geoldp.estimate._ranking import top_supported
@@ -330,7 +184,7 @@ def _cmd_report_estimate(args: argparse.Namespace, stdout: TextIO, stderr: TextI
     if out_path.suffix.lower() not in (".gpkg", ".geojson", ".json"):
         raise ValueError(f"cannot write '{args.output}': use one of the suffixes .geojson, .gpkg, .json")
     with stage(f"cannot read REPORTS '{args.reports}'"):
-        table = read_report_table(src)
+        table = gio.read_report_table(src)
     statistic = require(table, what="REPORTS", caller=PROG).settings["statistic"]
     if shrink_path is not None and statistic not in ("visited_zone", "od"):
         usage(args, "--shrink takes visited-zone or OD reports")
@@ -353,7 +207,6 @@ def _cmd_report_estimate(args: argparse.Namespace, stdout: TextIO, stderr: TextI
     est["supported"] = est["lower"] > 0  # the interval excludes no trajectory at all
     extra = ["projected"]  # std_error is a column of every layer of a table that has one
     if shrink_path is not None:
-        from geoldp import io as gio
         from geoldp.shrinkage import shrunk_counts
 
         with stage(f"cannot read POINTS '{args.shrink}'"):
