@@ -260,6 +260,7 @@ def test_docs_declare_the_same_layers():
 #: boundary (``_frames``, ``_zones``) instead, or add the module here deliberately.
 GEO_LIBRARIES = ("geopandas", "pyproj", "shapely")
 GEO_IMPORTERS: dict[str, set[str]] = {
+    "geoldp._core.area": {"pyproj"},
     "geoldp._core.box": {"pyproj"},
     "geoldp._core.frames": {"geopandas", "pyproj", "shapely"},
     "geoldp._release": {"geopandas"},

@@ -36,6 +36,7 @@ from geoldp import accounting
 from geoldp import points as public_points
 from geoldp._core import box as _box
 from geoldp._core import frames as _frames
+from geoldp._core.area import area_record, warn_if_area_from
 from geoldp._core.errors import PrivacyWarning
 from geoldp._core.ledger import ReleaseLedger, attach
 from geoldp._core.progress import tqdm_class
@@ -486,7 +487,7 @@ class Request:
         """
         if self.box is not None:
             return self.box.crs
-        area = public_points.area_record(self.points)
+        area = area_record(self.points)
         return None if area is None else area["crs"]
 
     def snap_frame(self, frame: Any) -> tuple[Any, list[np.ndarray]]:
@@ -532,7 +533,7 @@ class Request:
         if spend is None:
             raise RuntimeError(f"{self.caller}: a release is planned once, from its request.")
         if area is not None:
-            public_points.warn_if_area_from(area, self.points, stacklevel=stacklevel + 1)
+            warn_if_area_from(area, self.points, stacklevel=stacklevel + 1)
             if self.box is not None:
                 _box.warn_if_box_from(area, self.box, stacklevel=stacklevel + 1)
         # refuse before any random draw (the key is drawn below); committed by finish()

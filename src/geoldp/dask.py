@@ -430,8 +430,8 @@ def report(
     """
     dask = _checked_dask(ddf, _REPORT_CALLER, "geoldp.report(gdf, ...)")
     from geoldp import _release
+    from geoldp._core.area import area_record, warn_if_area_from
     from geoldp._core.randomness import resolve_rng
-    from geoldp.points import area_record, warn_if_area_from
     from geoldp.reports import release
     from geoldp.zones import check_zones
 

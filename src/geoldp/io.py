@@ -41,7 +41,7 @@ from geoldp._core import frames as _frames
 from geoldp._core import safe_write as _safe_write
 from geoldp._core import validation as _validation
 from geoldp._core.errors import GeoLDPWarning
-from geoldp._core.ledger import ATTRS_KEY, ReleaseLedger, attach, ledger_of, record_problem
+from geoldp._core.ledger import ATTRS_KEY, ReleaseLedger, attach, ledger_of, record_problem, require
 
 __all__ = [
     "read_ledger",
@@ -1403,9 +1403,7 @@ def _report_table_bytes(table: Any, caller: str) -> tuple[bytes, ReleaseLedger]:
     Rows in table order without the index (as every release file), OUE bit vectors in hexadecimal, a
     missing report an empty cell.
     """
-    from geoldp.reports.release import report_ledger
-
-    ledger = report_ledger(table, caller=caller)
+    ledger = require(table, what="The report table", caller=caller, mechanism="report")
     out = pd.DataFrame(index=pd.RangeIndex(len(table)))
     for col in table.columns:
         values = table[col]
@@ -1435,7 +1433,7 @@ def read_report_table(path: str | os.PathLike[str]) -> pd.DataFrame:
         No ledger sidecar, a sidecar of another file version, a ledger that is not a report's, or cells
         that the ledger's oracle cannot have produced (the message names the row).
     """
-    from geoldp.reports.release import part_epsilons, scheme_of
+    from geoldp.mechanisms import oracles
 
     p = Path(os.fspath(path))
     caller = "read_report_table"
@@ -1445,16 +1443,16 @@ def read_report_table(path: str | os.PathLike[str]) -> pd.DataFrame:
             f"'{p}' has no report ledger ({p.name}.ledger.json): write report tables with "
             "geoldp.io.write_file or geoldp report"
         )
-    try:
-        des = scheme_of(ledger)
-        epsilons = part_epsilons(ledger)  # a user_budget='split' table: one design per epsilon part
-        parts = {eps: scheme_of(ledger, eps) for eps in epsilons or ()}
+    try:  # the oracle over the domain the ledger records, at each budget of the table
+        name, d = str(ledger.settings["oracle"]), int(ledger.settings["domain"]["size"])
+        o = oracles.oracle(name, d, ledger.epsilon)
+        epsilons = ledger.part_epsilons  # a user_budget='split' table: one oracle per epsilon part
+        parts = {eps: oracles.oracle(name, d, eps) for eps in epsilons or ()}
     except (KeyError, TypeError, ValueError) as exc:
         raise ValueError(
             f"the ledger of '{p}' is not a complete report ledger ({' '.join(str(exc).split())}); "
             "regenerate the release"
         ) from None
-    o = des.oracle
     data = _formats.read_regular(p, caller, limit=MAX_REPORT_TABLE_BYTES)
     want = {"krr": ["report"], "olh": ["seed", "report"], "oue": ["bits"]}[o.name]
     if epsilons is not None:
@@ -1469,7 +1467,7 @@ def read_report_table(path: str | os.PathLike[str]) -> pd.DataFrame:
         if o.name == "olh":  # OLH's hash range depends on each part's budget
             g_of_row = np.zeros(len(raw), dtype=np.int64)
             for eps, part in parts.items():
-                g_of_row[row_eps == eps] = part.oracle.g
+                g_of_row[row_eps == eps] = part.g
     if o.name == "oue":
         table["bits"] = _oue_cells(raw["bits"].to_numpy(), o.d, p)
     else:

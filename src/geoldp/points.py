@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from geoldp._core.errors import PrivacyWarning
+from geoldp._core.area import AREA_KEY, record_area, warn_if_area_from
 from geoldp._core.validation import check_int_range, check_real
 
 __all__ = [
@@ -45,16 +45,12 @@ __all__ = [
 SIDECAR_SUFFIX = ".points.json"
 #: ``attrs`` key of a point set's provenance string.
 PROVENANCE_KEY = "geoldp_points"
-#: ``attrs`` key of the bounds and CRS of the area a point set was built over (for the area guard).
-AREA_KEY = "geoldp_points_area"
 #: Largest point set a builder returns. A finer grid (or H3 resolution) is refused up front, from the
 #: area's size, with a ``ValueError`` giving the size it would have; set ``geoldp.points.MAX_POINTS``
 #: higher to allow it.
 MAX_POINTS = 2_000_000
 _KINDS = ("square", "hex")
 _ROAD_KINDS = ("intersections", "all")
-# relative tolerance (of the area's extent) under which an area "equals" a frame's bounds
-_BOUNDS_RTOL = 1e-9
 
 
 # ------------------------------------------------------------------------------------------------------
@@ -645,81 +641,6 @@ def ledger_record(points: Any, ps: Any = None) -> dict[str, Any]:
     }
 
 
-def record_area(gdf: Any, bounds: Any, crs: Any) -> None:
-    """Record on ``gdf`` (its ``attrs``) the public area it was built over, for :func:`warn_if_area_from`.
-
-    ``bounds`` are the area's (minx, miny, maxx, maxy) in ``crs``. Used by this module's builders and by
-    :func:`geoldp.zone_grid`.
-    """
-    from pyproj import CRS
-
-    crs = CRS.from_user_input(crs)
-    epsg = crs.to_epsg()
-    srs = f"EPSG:{epsg}" if epsg is not None else crs.to_wkt()
-    gdf.attrs[AREA_KEY] = {"bounds": [float(b) for b in bounds], "crs": srs}
-
-
-def area_record(built: Any) -> dict[str, Any] | None:
-    """The area ``built`` was built over (``{"bounds": [...], "crs": ...}``), if it records one, else None."""
-    attrs = getattr(built, "attrs", None)
-    record = attrs.get(AREA_KEY) if isinstance(attrs, dict) else None
-    return record if isinstance(record, dict) else None
-
-
-def warn_if_area_from(frame: Any, points: Any, *, what: str = "points", stacklevel: int = 2) -> bool:
-    """Warn (PrivacyWarning) when ``points`` were built over an area with exactly the bounds of ``frame``.
-
-    Such an area was almost certainly computed from the trajectories being released
-    (``frame.total_bounds``, their envelope or convex hull), which makes the point set (or the zones)
-    private. The bounds of ``frame`` are computed here, compared, and discarded; the message holds no
-    coordinates.
-
-    Parameters
-    ----------
-    frame : geopandas.GeoDataFrame
-        The (private) frame about to be released.
-    points : any
-        The public points (or zones); only frames from this module's builders and from
-        :func:`geoldp.zone_grid` carry an area record, others are ignored.
-    what : str, default "points"
-        What ``points`` are, in the message: ``"points"`` or ``"zones"``.
-    stacklevel : int, default 2
-        Passed to :func:`warnings.warn`.
-
-    Returns
-    -------
-    bool
-        Whether a warning was raised.
-    """
-    record = area_record(points)
-    if record is None or getattr(frame, "crs", None) is None or len(frame) == 0:
-        return False
-    from pyproj import CRS
-
-    area = np.asarray(record["bounds"], dtype=np.float64)
-    crs = CRS.from_user_input(record["crs"])
-    geo = frame.geometry
-    if not CRS.from_user_input(frame.crs).equals(crs):
-        geo = geo.to_crs(crs)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)  # all-empty frames give NaN bounds
-        bounds = np.asarray(geo.total_bounds, dtype=np.float64)
-    del geo
-    span = max(area[2] - area[0], area[3] - area[1])
-    same = bool(np.all(np.isfinite(bounds)) and np.all(np.abs(bounds - area) <= _BOUNDS_RTOL * span))
-    del bounds
-    if same:
-        warnings.warn(
-            f"The public {what} were built over an area with exactly the bounds of the trajectories being "
-            f"released. An area (or {what} built over one) computed from the data being released is "
-            f"private and voids the LDP guarantee: build the {what} over a public area chosen without the "
-            "data (a city boundary, a fixed bounding box).",
-            PrivacyWarning,
-            stacklevel=stacklevel + 1,
-        )
-    return same
-
-
 def _sidecar(path: Any) -> Any:
     from pathlib import Path
 
@@ -758,7 +679,6 @@ def load_provenance(points: Any, path: Any) -> Any:
     points are returned unchanged; with one, a copy with ``attrs`` set.
     """
     import json
-    import warnings
     from pathlib import Path
 
     from geoldp._core.errors import GeoLDPWarning

@@ -32,9 +32,9 @@ import shapely
 from pyproj import CRS, Transformer
 
 from geoldp._core import frames as _frames
+from geoldp._core.area import record_area
 from geoldp._core.geo import KM_PER_DEGREE
 from geoldp._core.pointset import PointSet
-from geoldp.points import record_area
 
 #: Most zones :func:`zone_grid` builds; a finer grid is refused before anything is allocated. Read at every
 #: call, so it can be raised (``geoldp.zones.MAX_ZONES = ...``) where the memory allows.
@@ -303,7 +303,7 @@ def zone_grid(area: Any, cells: Any = None, *, cell_km: float | None = None, crs
         out = _grid(xs, np.linspace(miny - pad_y, maxy + pad_y, ny + 1), box_crs)
     else:
         out = _km_grid(area, cell_km, crs, caller)
-    if _holds_lines(area):  # trajectories: a release over these zones warns (points.warn_if_area_from)
+    if _holds_lines(area):  # trajectories: a release over these zones warns (_core.area)
         record_area(out, *_area_bounds(area, crs, caller))
     return out
 

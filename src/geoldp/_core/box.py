@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 from pyproj import CRS, Transformer
 
+from geoldp._core.area import same_bounds
 from geoldp._core.errors import GeoLDPWarning, PrivacyWarning
 from geoldp._core.frames import WGS84
 from geoldp._core.kernels import EARTH_RADIUS_M
@@ -35,8 +36,6 @@ __all__ = ["PlanarBox", "planar_box", "warn_if_box_from", "warn_outside"]
 
 #: Points per side of the box when its boundary is projected (the rectangle must contain the whole box).
 _DENSIFY = 256
-#: A data frame whose bounds match the box to this fraction of its span is taken as its source.
-_SAME_RTOL = 1e-9
 
 
 _LOCAL = threading.local()
@@ -158,21 +157,10 @@ def _max_distortion(plane: CRS, bx: np.ndarray, by: np.ndarray, crs: CRS) -> flo
 def warn_if_box_from(frame: Any, box: PlanarBox, *, stacklevel: int = 2) -> bool:
     """Warn (PrivacyWarning) when the box has exactly the bounds of ``frame`` (so it came from the data).
 
-    The bounds of ``frame`` are computed, compared and discarded; the message holds no coordinates.
+    The bounds of ``frame`` are computed, compared and discarded (:func:`~geoldp._core.area.same_bounds`);
+    the message holds no coordinates.
     """
-    if getattr(frame, "crs", None) is None or len(frame) == 0:
-        return False
-    geo = frame.geometry
-    if not CRS.from_user_input(frame.crs).equals(box.crs):
-        geo = geo.to_crs(box.crs)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)  # all-empty frames give NaN bounds
-        data = np.asarray(geo.total_bounds, dtype=np.float64)
-    del geo
-    area = np.asarray(box.bounds, dtype=np.float64)
-    span = max(area[2] - area[0], area[3] - area[1])
-    same = bool(np.all(np.isfinite(data)) and np.all(np.abs(data - area) <= _SAME_RTOL * span))
-    del data
+    same = same_bounds(frame, box.bounds, box.crs)
     if same:
         warnings.warn(
             "The 'bounds' box has exactly the bounds of the trajectories being released, so it was "

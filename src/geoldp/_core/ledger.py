@@ -109,6 +109,14 @@ class ReleaseLedger:
         return out
 
     @property
+    def part_epsilons(self) -> list[float] | None:
+        """The per-row budgets of a ``user_budget="split"`` release (``None`` for a one-budget release)."""
+        rule = self.user_budget
+        if not isinstance(rule, Mapping) or rule.get("strategy") != "split":
+            return None
+        return [float(part["epsilon"]) for part in self.settings["ledger"]["by_part"]]
+
+    @property
     def synthetic(self) -> bool:
         """Whether the release holds synthetic trajectories (LDPTrace), not a row per original one."""
         return "n_synthetic" in self.settings

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from geoldp.points import area_record, record_area
+from geoldp._core.area import area_record, record_area
 from geoldp.zones import check_zones, zone_grid, zone_of_vertices
 
 __all__ = ["coarse_zones", "spread_counts"]

@@ -21,12 +21,12 @@ import pandas as pd
 
 from geoldp import accounting, hybrids
 from geoldp._core import frames as _frames
+from geoldp._core.area import warn_if_area_from
 from geoldp._core.ledger import attach, require
 from geoldp._core.randomness import resolve_rng
 from geoldp._core.validation import check_epsilon
 from geoldp.designs.coarse import coarse_zones
 from geoldp.mechanisms.krr import KRR, krr_constants
-from geoldp.points import warn_if_area_from
 from geoldp.reports.estimators import project_simplex
 from geoldp.zones import check_zones, zone_of_vertices
 

@@ -68,7 +68,7 @@ from geoldp._core.ledger import ReleaseLedger
 from geoldp._core.validation import check_int_range
 from geoldp.budget_strategies import EPSILON_COLUMN
 from geoldp.mechanisms import oracles as fo
-from geoldp.reports.release import part_epsilons, report_ledger, scheme_of
+from geoldp.reports.release import report_ledger, scheme_of
 from geoldp.zones import check_zones
 
 #: The two-sided 95 % normal quantile.
@@ -412,7 +412,7 @@ def _debiased_parts(reports: Any, led: ReleaseLedger, des: Any, caller: str) -> 
     different trajectories, so their unbiased estimates and their variances add.
     """
     single = des.statistic == "od"
-    epsilons = part_epsilons(led)
+    epsilons = led.part_epsilons
     if epsilons is None:
         parts = [(reports, des)]
     else:

@@ -26,6 +26,7 @@ import pandas as pd
 
 from geoldp import _release
 from geoldp._core import frames as _frames
+from geoldp._core.area import warn_if_area_from
 from geoldp._core.errors import GeoLDPWarning
 from geoldp._core.ledger import ReleaseLedger, attach, ledger_of
 from geoldp._core.progress import stages
@@ -40,7 +41,6 @@ from geoldp._core.validation import (
 from geoldp._core.versions import geoldp_version
 from geoldp.mechanisms import krr_constants
 from geoldp.mechanisms import oracles as fo
-from geoldp.points import warn_if_area_from
 from geoldp.zones import Zones, check_zones, zone_of_vertices
 
 #: The statistics a report can carry.
@@ -522,14 +522,6 @@ def report_ledger(table: Any, *, caller: str) -> ReleaseLedger:
             "geoldp.report, or parts of it (pandas keeps the ledger through slicing)."
         )
     return led
-
-
-def part_epsilons(led: ReleaseLedger) -> list[float] | None:
-    """The per-row budgets of a ``user_budget="split"`` report ledger (``None`` for a one-budget table)."""
-    rule = led.user_budget
-    if not isinstance(rule, dict) or rule.get("strategy") != "split":
-        return None
-    return [float(part["epsilon"]) for part in led.settings["ledger"]["by_part"]]
 
 
 def scheme_of(led: ReleaseLedger, epsilon: float | None = None) -> ReportScheme:
