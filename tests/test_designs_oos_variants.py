@@ -12,6 +12,7 @@ from types import ModuleType
 import numpy as np
 import pytest
 from experiment_support import load_experiment
+from pilot_support import checked_pilot_plan, city
 
 import geoldp
 from geoldp import designs, planner
@@ -24,13 +25,6 @@ def oos() -> ModuleType:
     return load_experiment("designs_oos", "designs_oos_variants_under_test")
 
 
-def _city(n_trips: int):
-    from geoldp.datasets import synthetic_city
-
-    pts, trips = synthetic_city(n_points=300, n_trips=n_trips, seed=4)
-    return pts, trips, geoldp.zone_grid(tuple(pts.total_bounds), cells=5)
-
-
 def _cells(pilot_estimate, pts) -> np.ndarray:
     coarse = check_zones(pilot_estimate.coarse, caller="test")
     return zone_of_vertices(coarse, pts.geometry.x.to_numpy(), pts.geometry.y.to_numpy())
@@ -40,7 +34,7 @@ def test_the_pilots_cell_shares_shrink_toward_p_by_their_noise(oos):
     # a pilot of 40 reports at ε = 0.05 is noise: its cells are replaced by P's shares of them; one of 3000
     # reports at ε = 24 is precise: its shares are kept (up to the k-RR noise, ~1/sqrt(3000) per cell)
     pilot = designs.Pilot()
-    pts, trips, zones = _city(3000)
+    pts, trips, zones = city(3000)
     for n_rep, eps, close_to_p in ((40, 0.05, True), (3000, 24.0, False)):
         est = pilot.estimate(pilot.release(trips.iloc[:n_rep], epsilon=eps, zones=zones, rng=8), zones)
         assert est.cell_std_error is not None and est.cell_std_error.shape == est.cell_pmf.shape
@@ -57,7 +51,7 @@ def test_the_pilots_cell_shares_shrink_toward_p_by_their_noise(oos):
 def test_a_noise_only_pilot_is_fitted_by_populations_less_like_p(oos):
     # a pilot that is all noise says nothing: the P-likeness penalty then decides, away from P's shares
     pilot = designs.Pilot()
-    pts, trips, zones = _city(40)
+    pts, trips, zones = city(40)
     est = pilot.estimate(pilot.release(trips.iloc[:8], epsilon=0.5, zones=zones, rng=2), zones)
     ps = geoldp.PointSet(pts.geometry.x.to_numpy(), pts.geometry.y.to_numpy())
     z = check_zones(zones, caller="test")
@@ -79,17 +73,5 @@ def test_a_plan_under_the_plausible_variant_spans_its_populations(oos, monkeypat
         monkeypatch.setattr(planner, attr, getattr(planner, attr))
     oos.apply_variant(planner, "plausible")
     assert planner._pilot_populations is not original
-    pilot = designs.Pilot()
-    pts, trips, zones = _city(400)
-    est = pilot.estimate(pilot.release(trips, epsilon=24.0, zones=zones, rng=6), zones)
-    kw = dict(epsilon=4.0, n=400, pilot=est, designs=["pointem", "report:visited_zone"], max_length=8)
-    a = geoldp.plan(pts, zones, rng=0, **kw)
-    b = geoldp.plan(pts, zones, rng=0, **kw)
-    assert a.equals(b) and a.attrs["recommended"] == b.attrs["recommended"]
-    per_population = [c for c in a.columns if c.startswith("error_pilot:")]
-    assert 1 <= len(per_population) <= 3 and a["recommended"].sum() == 1
+    _, per_population = checked_pilot_plan()
     assert all(c.startswith("error_pilot:c") for c in per_population)  # the concentrated candidates
-    if len(per_population) > 1:  # the predicted error's interval covers every plausible population's error
-        errs = a[per_population]
-        assert (a["error_low"] <= errs.min(axis=1) + 1e-12).all()
-        assert (a["error_high"] >= errs.max(axis=1) - 1e-12).all()
