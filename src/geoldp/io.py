@@ -41,7 +41,7 @@ from geoldp._core import frames as _frames
 from geoldp._core import safe_write as _safe_write
 from geoldp._core import validation as _validation
 from geoldp._core.errors import GeoLDPWarning
-from geoldp._core.ledger import ATTRS_KEY, ReleaseLedger, attach, ledger_of, record_problem, require
+from geoldp._core.ledger import ATTRS_KEY, ReleaseLedger, attach, ledger_of, record_problem
 
 __all__ = [
     "read_ledger",
@@ -335,12 +335,14 @@ def _check_gdf(gdf: Any, caller: str) -> None:
         )
 
 
-def _is_report_table(table: Any) -> bool:
-    """Whether ``table`` is the table of :func:`geoldp.report` (a DataFrame with a report's ledger)."""
+def _report_ledger(table: Any) -> ReleaseLedger | None:
+    """The ledger of ``table`` if it is the table of :func:`geoldp.report` (a DataFrame), else None."""
     import geopandas as gpd
 
-    led = ledger_of(table) if isinstance(table, pd.DataFrame) else None
-    return not isinstance(table, gpd.GeoDataFrame) and led is not None and led.mechanism == "report"
+    if not isinstance(table, pd.DataFrame) or isinstance(table, gpd.GeoDataFrame):
+        return None
+    led = ledger_of(table)
+    return led if led is not None and led.mechanism == "report" else None
 
 
 def _geojson_bytes(gdf: Any, *, member: bool, caller: str) -> bytes:
@@ -648,15 +650,15 @@ def write_file(
     """
     caller = "write_file"
     p = Path(os.fspath(path))
-    if _is_report_table(gdf):
+    report = _report_ledger(gdf)
+    if report is not None:
         if p.suffix.lower() != ".csv" or layer is not None or add_layer or not sidecar:
             raise ValueError(
                 f"{caller} writes a report table as one .csv file with its ledger sidecar, not '{p.name}' "
                 "(nor with layer=, add_layer=True or sidecar=False)."
             )
         _check_outputs(p, overwrite=overwrite, sidecar=True, caller=caller, inputs=tuple(inputs))
-        csv, report = _report_table_bytes(gdf, caller)
-        return _commit(p, csv, report, overwrite=overwrite)
+        return _commit(p, _report_table_csv(gdf), report, overwrite=overwrite)
     _check_gdf(gdf, caller)
     fmt = _write_format(p, layer=layer, add_layer=add_layer, sidecar=sidecar, caller=caller)
     inputs = tuple(inputs)
@@ -1397,13 +1399,12 @@ MAX_REPORT_TABLE_BYTES = 4 << 30
 # --------------------------------------------------------------------------------------------------
 
 
-def _report_table_bytes(table: Any, caller: str) -> tuple[bytes, ReleaseLedger]:
-    """A report table as CSV bytes, and its ledger.
+def _report_table_csv(table: Any) -> bytes:
+    """A report table as CSV bytes.
 
     Rows in table order without the index (as every release file), OUE bit vectors in hexadecimal, a
     missing report an empty cell.
     """
-    ledger = require(table, what="The report table", caller=caller, mechanism="report")
     out = pd.DataFrame(index=pd.RangeIndex(len(table)))
     for col in table.columns:
         values = table[col]
@@ -1411,7 +1412,7 @@ def _report_table_bytes(table: Any, caller: str) -> tuple[bytes, ReleaseLedger]:
             out[col] = [None if b is None else bytes(b).hex() for b in values.to_numpy()]
         else:
             out[col] = values.to_numpy()
-    return out.to_csv(index=False).encode("utf-8"), ledger
+    return out.to_csv(index=False).encode("utf-8")
 
 
 def read_report_table(path: str | os.PathLike[str]) -> pd.DataFrame:
