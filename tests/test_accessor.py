@@ -541,17 +541,18 @@ def test_progress_without_tqdm(monkeypatch, toy_lines, city_points):
         "visit_counts",
         "evaluate",
         "explore",
-        "fit_population",
-        "estimate_visits",
-        "estimate_range_counts",
-        "estimate_od_flows",
-        "estimate_hotspots",
-        "denoise",
+        "estimate.fit",
+        "estimate.visit_counts",
+        "estimate.range_counts",
+        "estimate.od_flows",
+        "estimate.hotspots",
+        "estimate.denoise",
     ],
 )
 def test_accessor_methods_have_full_numpydoc_docstrings(name):
     # what Shift-Tab / help() show in a notebook: every section, and every parameter of the signature
-    method = getattr(acc.LDPAccessor, name)
+    owner, _, attr = name.rpartition(".")
+    method = getattr(acc.EstimateAccessor if owner else acc.LDPAccessor, attr)
     doc = inspect.getdoc(method)
     for section in ("Parameters", "Returns", "Raises", "Examples"):
         assert f"\n{section}\n{'-' * len(section)}\n" in doc, (name, section)

@@ -182,18 +182,13 @@ def test_an_accessor_method_documents_its_function_without_the_frame():
         params = function.__doc__.split("Parameters\n    ----------\n")[1].split("\n\n")[0]
         assert inspect.cleandoc(params.split("\n    points")[1]) in method.__doc__, name
         assert f"geoldp.accessor.{name} : the same as a function." in method.__doc__
-    # the estimator methods (fit_population, estimate_*, denoise): their functions in geoldp.estimate,
+    # the estimators (frame.ldp.estimate.<name>): the function of the same name in geoldp.estimate,
     # imported on first use
-    for name, function in {
-        "fit_population": "fit",
-        "estimate_visits": "visit_counts",
-        "estimate_range_counts": "range_counts",
-        "estimate_od_flows": "od_flows",
-        "estimate_hotspots": "hotspots",
-        "denoise": "denoise",
-    }.items():
-        method = getattr(accessor.LDPAccessor, name)
-        assert method.__wrapped__ is getattr(estimate, function) and method.__name__ == name
+    for function in estimate.__all__:
+        if function == "Population":
+            continue
+        method = getattr(accessor.EstimateAccessor, function)
+        assert method.__wrapped__ is getattr(estimate, function) and method.__name__ == function
         assert f"geoldp.estimate.{function} : the same as a function." in method.__doc__
         assert (
             "Post-processing: reads only this release" in method.__doc__

@@ -391,18 +391,18 @@ def test_accessor_shortcuts_read_the_ledger():
     out, pts = released_frame()
     kw = dict(rng=0, n_boot=0, n_candidates=300, n_sims=4)
     direct = estimate.visit_counts(out, pts, zones=ZONES, **kw)
-    assert out.ldp.estimate_visits(pts, zones=ZONES, **kw).equals(direct)
+    assert out.ldp.estimate.visit_counts(pts, zones=ZONES, **kw).equals(direct)
     circle = [(0.05, 0.05, 2.0)]
-    assert out.ldp.estimate_range_counts(pts, circle, **kw).equals(
+    assert out.ldp.estimate.range_counts(pts, circle, **kw).equals(
         estimate.range_counts(out, pts, circle, **kw)
     )
-    assert out.ldp.estimate_od_flows(pts, ZONES, **kw).equals(estimate.od_flows(out, pts, ZONES, **kw))
-    assert out.ldp.estimate_hotspots(pts, k=3, zones=ZONES, **kw).equals(
+    assert out.ldp.estimate.od_flows(pts, ZONES, **kw).equals(estimate.od_flows(out, pts, ZONES, **kw))
+    assert out.ldp.estimate.hotspots(pts, k=3, zones=ZONES, **kw).equals(
         estimate.hotspots(out, pts, k=3, zones=ZONES, **kw)
     )
-    den = out.ldp.denoise(pts, rng=0, n_candidates=200, n_sims=2)
+    den = out.ldp.estimate.denoise(pts, rng=0, n_candidates=200, n_sims=2)
     assert den.index.equals(out.index) and den.crs == out.crs
-    assert out.ldp.fit_population(pts, **kw).visit_counts(ZONES).equals(direct)
+    assert out.ldp.estimate.fit(pts, **kw).visit_counts(ZONES).equals(direct)
 
 
 # ----------------------------------------------------------------------------------------------------------

@@ -456,12 +456,12 @@ def _accessor(method: str) -> Callable[..., Any]:
             return c["trips"].ldp.hybrid(c["points"], c["zones"], **kw)
         if method == "evaluate":
             return c["trips"].ldp.evaluate(c["released"], **kw)
-        if method == "estimate_visits":
-            return c["released"].ldp.estimate_visits(c["points"], zones=c["zones"], **kw)
-        if method == "estimate_hotspots":
-            return c["released"].ldp.estimate_hotspots(c["points"], zones=c["zones"], **kw)
-        if method == "estimate_od_flows":
-            return c["released"].ldp.estimate_od_flows(c["points"], c["zones"], **kw)
+        if method == "estimate.visit_counts":
+            return c["released"].ldp.estimate.visit_counts(c["points"], zones=c["zones"], **kw)
+        if method == "estimate.hotspots":
+            return c["released"].ldp.estimate.hotspots(c["points"], zones=c["zones"], **kw)
+        if method == "estimate.od_flows":
+            return c["released"].ldp.estimate.od_flows(c["points"], c["zones"], **kw)
         raise AssertionError(method)
 
     return call
@@ -492,9 +492,9 @@ TWINS: dict[str, list[tuple[str, Callable[..., Any]]]] = {
     "synthesize": [("accessor", _accessor("synthesize"))],
     "hybrid": [("accessor", _accessor("hybrid"))],
     "evaluate": [("accessor", _accessor("evaluate"))],
-    "estimate.visit_counts": [("accessor", _accessor("estimate_visits"))],
-    "estimate.hotspots": [("accessor", _accessor("estimate_hotspots"))],
-    "estimate.od_flows": [("accessor", _accessor("estimate_od_flows"))],
+    "estimate.visit_counts": [("accessor", _accessor("estimate.visit_counts"))],
+    "estimate.hotspots": [("accessor", _accessor("estimate.hotspots"))],
+    "estimate.od_flows": [("accessor", _accessor("estimate.od_flows"))],
 }
 
 

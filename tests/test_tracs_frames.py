@@ -141,7 +141,7 @@ def test_estimators_refuse_a_tracs_release(city):
     points, trips = city
     out = trips.ldp.perturb(points, mechanism="tracs-c", epsilon=4.0, bounds=public_box(trips), rng=1)
     with pytest.raises(ValueError, match="estimators model TP, ATP and PointEM"):
-        out.ldp.estimate_visits(points)
+        out.ldp.estimate.visit_counts(points)
     with pytest.raises(ValueError, match="estimators model TP, ATP and PointEM"):
         mech = geoldp.trajectory.TraCSD(epsilon=4.0, bounds=(0.0, 0.0, 1.0, 1.0))
         geoldp.estimate.visit_counts(out, points, mechanism=mech)

@@ -311,6 +311,52 @@ def _estimator(function: str, summary: str, example: str) -> Any:
     return lazy_method_of(f"geoldp.estimate:{function}", summary + _POST_PROCESSING, examples=examples)
 
 
+class EstimateAccessor:
+    """The collector-side estimators of a release: ``released.ldp.estimate``.
+
+    Each method is the function of the same name in :mod:`geoldp.estimate` with this release first
+    (``released.ldp.estimate.visit_counts(points)`` is ``geoldp.estimate.visit_counts(released, points)``);
+    the mechanism is read from the release's ledger. ``released.ldp.visit_counts`` (no ``estimate``)
+    counts the frame's own trajectories instead. Stateless: holds a reference to the frame only.
+    """
+
+    __slots__ = ("_obj",)
+
+    def __init__(self, obj: Any) -> None:
+        self._obj = obj
+
+    fit = _estimator(
+        "fit",
+        "Fit the collector-side population model to this release once, for many queries.",
+        ">>> pop = out.ldp.estimate.fit(pois)\n>>> pop.visit_counts(zones), pop.denoise()",
+    )
+    visit_counts = _estimator(
+        "visit_counts",
+        "Estimated number of distinct original trajectories visiting each public point (or zone).",
+        ">>> out.ldp.estimate.visit_counts(pois, zones=geoldp.zone_grid(pois, cell_km=2))",
+    )
+    range_counts = _estimator(
+        "range_counts",
+        "Estimated number of original trajectories passing through each region.",
+        ">>> out.ldp.estimate.range_counts(pois, [(-87.63, 41.88, 1.5)])",
+    )
+    od_flows = _estimator(
+        "od_flows",
+        "Estimated origin-destination flows: trajectories by the zones of their first and last points.",
+        ">>> out.ldp.estimate.od_flows(pois, geoldp.zone_grid(pois, cell_km=1.5))",
+    )
+    hotspots = _estimator(
+        "hotspots",
+        "The top-k public points (or zones) by estimated visits, with their intervals.",
+        ">>> out.ldp.estimate.hotspots(pois, k=5)",
+    )
+    denoise = _estimator(
+        "denoise",
+        "A denoised copy of this release: for each trajectory a point estimate of the original.",
+        ">>> out.ldp.estimate.denoise(pois)",
+    )
+
+
 @pd.api.extensions.register_dataframe_accessor("ldp")
 class LDPAccessor:
     """Local differential privacy for trajectories: ``GeoDataFrame.ldp``.
@@ -424,38 +470,18 @@ class LDPAccessor:
         ),
     )
 
-    # -- collector-side estimators (geoldp.estimate); the mechanism is read from this frame's ledger --------
+    @property
+    def estimate(self) -> EstimateAccessor:
+        """The collector-side estimators of this release: ``frame.ldp.estimate.<name>(...)`` is
+        ``geoldp.estimate.<name>(frame, ...)`` (``fit``, ``visit_counts``, ``range_counts``, ``od_flows``,
+        ``hotspots``, ``denoise``).
 
-    fit_population = _estimator(
-        "fit",
-        "Fit the collector-side population model to this release once, for many queries.",
-        ">>> pop = out.ldp.fit_population(pois)\n>>> pop.visit_counts(zones), pop.denoise()",
-    )
-    estimate_visits = _estimator(
-        "visit_counts",
-        "Estimated number of distinct original trajectories visiting each public point (or zone).",
-        ">>> out.ldp.estimate_visits(pois, zones=geoldp.zone_grid(pois, cell_km=2))",
-    )
-    estimate_range_counts = _estimator(
-        "range_counts",
-        "Estimated number of original trajectories passing through each region.",
-        ">>> out.ldp.estimate_range_counts(pois, [(-87.63, 41.88, 1.5)])",
-    )
-    estimate_od_flows = _estimator(
-        "od_flows",
-        "Estimated origin-destination flows: trajectories by the zones of their first and last points.",
-        ">>> out.ldp.estimate_od_flows(pois, geoldp.zone_grid(pois, cell_km=1.5))",
-    )
-    estimate_hotspots = _estimator(
-        "hotspots",
-        "The top-k public points (or zones) by estimated visits, with their intervals.",
-        ">>> out.ldp.estimate_hotspots(pois, k=5)",
-    )
-    denoise = _estimator(
-        "denoise",
-        "A denoised copy of this release: for each trajectory a point estimate of the original.",
-        ">>> out.ldp.denoise(pois)",
-    )
+        Returns
+        -------
+        EstimateAccessor
+            Holds a reference to this frame and nothing else.
+        """
+        return EstimateAccessor(self._obj)
 
 
 # Arguments of the frame path that need other columns than the geometry: a GeoSeries has none.
