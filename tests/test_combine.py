@@ -16,6 +16,7 @@ from shapely.geometry import LineString, Point
 
 import geoldp
 from geoldp import zone_grid
+from geoldp.designs import ANSWER_COLUMNS
 from geoldp.designs.combine import combine, part_estimates
 from geoldp.reports import estimate_counts, report, true_counts
 from geoldp.reports.estimators import Z95, debiased_counts
@@ -46,7 +47,7 @@ def test_combined_intervals_cover_and_are_never_wider_than_the_best_part():
         out = combine([a, b], ZONES, max_set_size=3)  # public: every trip has at most 3 vertices
         parts = [estimate_counts(t, ZONES) for t in (a, b)]
         # each part's standard error at the same count, the combined estimate
-        at = [debiased_counts(t, ZONES).std_error_at(out["estimate"].to_numpy()) for t in (a, b)]
+        at = [debiased_counts(t, ZONES).std_error_at(out["raw"].to_numpy()) for t in (a, b)]
         best = np.minimum(*at)
         se_ratio.append(out["std_error"].to_numpy() / best)
         covered.append((out["lower"].to_numpy() <= truth) & (truth <= out["upper"].to_numpy()))
@@ -70,7 +71,7 @@ def test_weights_follow_the_variances_at_the_combined_estimate():
     ests, ses, described = part_estimates([a, b], ZONES, max_set_size=3)
     out = combine([a, b], ZONES, max_set_size=3)
     # each report's variance formula evaluated at the combined estimate (not at its own) gives the weights
-    c = out["estimate"].to_numpy()
+    c = out["raw"].to_numpy()  # the combination itself; ``estimate`` is it kept inside [0, n]
     se = np.column_stack([debiased_counts(t, ZONES).std_error_at(c) for t in (a, b)])
     w = 1.0 / se**2
     expected = (w * ests.to_numpy()).sum(axis=1) / w.sum(axis=1)
@@ -83,7 +84,7 @@ def test_weights_follow_the_variances_at_the_combined_estimate():
     assert info[1]["mean_weight"] > info[0]["mean_weight"]  # the larger budget weighs more
     assert math.isclose(info[0]["mean_weight"] + info[1]["mean_weight"], 1.0)
     assert (out["padded_weight"] == 0).all()
-    np.testing.assert_allclose(out["upper"] - out["estimate"], out["estimate"] - out["lower"])
+    np.testing.assert_allclose(out["upper"] - out["raw"], out["raw"] - out["lower"])
 
 
 def test_reports_of_one_design_weigh_equally_whatever_their_draws():
@@ -95,7 +96,7 @@ def test_reports_of_one_design_weigh_equally_whatever_their_draws():
     ests, _, _ = part_estimates([a, b], ZONES, max_set_size=3)
     assert np.abs(ests["part0"] - ests["part1"]).max() > 100.0  # the draws differ
     out = combine([a, b], ZONES, max_set_size=3)
-    np.testing.assert_allclose(out["estimate"].to_numpy(), ests.mean(axis=1).to_numpy(), rtol=1e-12)
+    np.testing.assert_allclose(out["raw"].to_numpy(), ests.mean(axis=1).to_numpy(), rtol=1e-12)
     info = out.attrs["combine"]["parts"]
     assert math.isclose(info[0]["mean_weight"], 0.5) and math.isclose(info[1]["mean_weight"], 0.5)
 
@@ -119,14 +120,14 @@ def test_a_padded_report_alone_keeps_its_own_interval_which_covers_the_visits():
     rep = report(gdf, ZONES, epsilon=4.0, oracle="oue", pad_length=2, rng=41)
     out = combine([rep], ZONES)
     own = estimate_counts(rep, ZONES)
-    for col in ("estimate", "std_error", "lower", "upper"):
-        np.testing.assert_allclose(out[col].to_numpy(), own[col].to_numpy(), rtol=1e-12, err_msg=col)
+    for col, own_col in (("raw", "estimate"), ("std_error",) * 2, ("lower",) * 2, ("upper",) * 2):
+        np.testing.assert_allclose(out[col].to_numpy(), own[own_col].to_numpy(), rtol=1e-12, err_msg=col)
     info = out.attrs["combine"]["parts"][0]
     assert not info["unbiased"] and "padded" in info["reason"]
     assert (out["padded_weight"] == 1.0).all()
     # the padded estimate is far below the visits (many trips visit more than 2 zones): an interval
     # symmetric about it would miss them; the upper end allows for the visits the padding misses
-    assert np.all(out["estimate"] + Z95 * out["std_error"] < truth)
+    assert np.all(out["raw"] + Z95 * out["std_error"] < truth)
     assert np.all((out["lower"] <= truth) & (truth <= out["upper"]))
     # with a public bound M ≤ ℓ the same report is unbiased and its interval symmetric
     bounded = combine([rep], ZONES, max_set_size=2)
@@ -148,8 +149,8 @@ def test_padded_reports_combined_cover_the_visits():
         assert [(d["used"], d["unbiased"]) for d in info] == [(True, False), (True, False)]
         assert np.allclose(out["padded_weight"], 1.0)
         covered.append((out["lower"].to_numpy() <= truth) & (truth <= out["upper"].to_numpy()))
-        below.append(out["estimate"].to_numpy() + Z95 * out["std_error"].to_numpy() < truth)
-        errors.append(out["estimate"].to_numpy() - truth)
+        below.append(out["raw"].to_numpy() + Z95 * out["std_error"].to_numpy() < truth)
+        errors.append(out["raw"].to_numpy() - truth)
     m = np.size(covered)
     rate = np.mean(covered)
     assert rate >= 0.95 - 3.0 * math.sqrt(0.95 * 0.05 / m), rate
@@ -175,6 +176,22 @@ def test_an_unbiased_report_leaves_padded_ones_out():
     assert np.mean(covered) >= 0.95 - 3.0 * math.sqrt(0.95 * 0.05 / m), np.mean(covered)
 
 
+def test_the_answer_is_the_one_table_and_a_count_within_its_interval_and_0_to_n():
+    # OD pairs no trip takes (most of the 16) have a true count of 0: the unbiased combination falls
+    # below it about half the time; the answer does not
+    gdf = population(n=400)
+    a = report(gdf, ZONES, statistic="od", epsilon=0.5, rng=23)
+    b = report(gdf, ZONES, statistic="od", epsilon=0.5, oracle="krr", rng=24)
+    out = combine([a, b], ZONES, question="od_flows")
+    assert list(out.columns) == [*ANSWER_COLUMNS, "parts", "padded_weight"]
+    assert out.attrs["question"] == "od_flows" and "interval" in out.attrs["covers"]
+    assert (out["raw"] < 0).any()  # the case the projection is for
+    assert (out["lower"] >= 0).all() and (out["upper"] <= len(gdf)).all()
+    assert ((out["lower"] <= out["estimate"]) & (out["estimate"] <= out["upper"])).all()
+    inside = (out["raw"] >= out["lower"]) & (out["raw"] <= out["upper"])
+    assert out.loc[inside, "estimate"].equals(out.loc[inside, "raw"])  # moved only where it was outside
+
+
 def test_od_flows_from_reports_index_is_every_ordered_pair():
     gdf = population()
     a = report(gdf, ZONES, statistic="od", epsilon=2.0, rng=3)
@@ -192,7 +209,7 @@ def test_a_report_of_another_statistic_is_left_out_and_listed():
     out = combine([a, t], ZONES)
     info = out.attrs["combine"]["parts"]
     assert info[0]["used"] and not info[1]["used"] and "transitions" in info[1]["reason"]
-    pd.testing.assert_series_equal(out["estimate"], estimate_counts(a, ZONES)["estimate"], check_names=False)
+    pd.testing.assert_series_equal(out["raw"], estimate_counts(a, ZONES)["estimate"], check_names=False)
     with pytest.raises(ValueError, match="No part .* answers od_flows"):
         combine([a, t], ZONES, question="od_flows")
 
@@ -263,7 +280,7 @@ def test_hybrid_trajectory_and_report_parts_combine():
     padded = combine([traj, rep], ZONES, points=pts, estimate_options=opts, rng=12)
     truth = true_counts(gdf, ZONES).to_numpy(np.float64)
     assert (padded["padded_weight"] > 0).all() and not padded.attrs["combine"]["parts"][1]["unbiased"]
-    assert np.all(padded["upper"] - padded["estimate"] >= padded["estimate"] - padded["lower"])
+    assert np.all(padded["upper"] - padded["raw"] >= padded["raw"] - padded["lower"])
     assert np.all((padded["lower"] <= truth) & (truth <= padded["upper"]))
     s = ses.to_numpy()
     best = np.where(np.isfinite(s) & (s > 0), s, np.inf).min(axis=1)
@@ -279,7 +296,7 @@ def test_hybrid_trajectory_and_report_parts_combine():
     )
     assert (bare["parts"] == 1).all()
     pd.testing.assert_series_equal(
-        bare["estimate"], estimate_counts(rep, ZONES)["estimate"], check_names=False
+        bare["raw"], estimate_counts(rep, ZONES)["estimate"], check_names=False
     )
     # unseeded, the answer is a function of the releases and the settings: the same twice, and the same
     # for a copy of the releases (post-processing draws from a digest of what it analyses)

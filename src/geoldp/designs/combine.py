@@ -40,6 +40,7 @@ from geoldp._core.ledger import ReleaseLedger, ledger_of, require
 from geoldp._core.progress import stages
 from geoldp._core.randomness import resolve_rng
 from geoldp._core.validation import check_bool, check_int_range, check_option, check_real
+from geoldp.designs.base import answer_table
 from geoldp.questions import Question
 from geoldp.reports.estimators import DebiasedCounts, debiased_counts
 from geoldp.reports.release import n_reports, statistic_items
@@ -435,8 +436,12 @@ def combine(
     Returns
     -------
     pandas.DataFrame
-        One row per zone (index ``zone``), region (``region``) or ordered zone pair (``origin``,
-        ``destination``); columns ``estimate``, ``std_error``, ``lower``, ``upper``, ``parts`` (how
+        The answer table (:func:`geoldp.designs.answer_table`): one row per zone (index ``zone``), region
+        (``region``) or ordered zone pair (``origin``, ``destination``); columns ``estimate`` (the count:
+        ``raw`` kept inside [``lower``, ``upper``]), ``lower``, ``upper`` (within [0, number of
+        trajectories]), ``std_error`` (of ``raw``), ``supported``, ``raw`` (the inverse-variance
+        combination, unbiased when every part used is: it may be negative or above the number of
+        trajectories), then ``parts`` (how
         many parts weigh on the row; 0 and NaN estimates where none does) and ``padded_weight`` (the
         share of the row's weight on padded reports, whose estimates are below the counts: 0 where the
         estimate is unbiased or model-based; where it is above 0 the upper end allows for the visits
@@ -469,7 +474,7 @@ def combine(
     >>> b = geoldp.report(trips, zones, epsilon=2.0, pad_length=2, oracle="krr", rng=2)
     >>> out = geoldp.combine([a, b], zones)
     >>> out.columns.tolist(), int(out["parts"].max())
-    (['estimate', 'std_error', 'lower', 'upper', 'parts', 'padded_weight'], 2)
+    (['estimate', 'lower', 'upper', 'std_error', 'supported', 'raw', 'parts', 'padded_weight'], 2)
     """
     caller = "geoldp.combine"
     level = check_real(level, "level", caller=caller)
@@ -512,22 +517,28 @@ def combine(
     with np.errstate(invalid="ignore", divide="ignore"):
         share = np.where(total[:, None] > 0, w / total[:, None], np.nan)
     padded_share = np.nan_to_num(share[:, [cols[c] for c in padded]].sum(axis=1))
+    n = float(next(d["trajectories"] for d in described if d["used"]))
     if padded:
-        n = float(next(d["trajectories"] for d in described if d["used"]))
         hi = _padded_upper(est, se, share, level, n, [(cols[c], counts[c]) for c in padded])
         rows = padded_share > 0
         upper[rows] = np.maximum(lower, hi)[rows]
-    out = pd.DataFrame(
-        {
-            "estimate": est,
-            "std_error": se,
-            "lower": lower,
-            "upper": upper,
-            "parts": ok.sum(axis=1),
-            "padded_weight": padded_share,
-        },
-        index=ests.index,
+    # a count lies in [0, n]: the interval clipped to it still covers it, and the answer is the unbiased
+    # combination (``raw``) kept inside its own interval
+    lower = np.clip(lower, 0.0, n)
+    upper = np.clip(upper, lower, n)
+    out = answer_table(
+        ests.index,
+        np.clip(est, lower, upper),
+        lower=lower,
+        upper=upper,
+        std_error=se,
+        raw=est,
+        question=Question(question),
+        design="combine",
+        covers=f"{100 * level:g} % interval of each cell's count, inverse-variance combined (cell by cell)",
     )
+    out["parts"] = ok.sum(axis=1)
+    out["padded_weight"] = padded_share
     mean_weight = np.nanmean(share, axis=0) if share.size else np.array([])
     for col, mw in zip(ests.columns, mean_weight, strict=True):
         described[int(col[4:])]["mean_weight"] = float(mw)

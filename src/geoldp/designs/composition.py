@@ -106,22 +106,16 @@ class Composition(Design):
             table = combined.combine(
                 [trajectory, reports], zones, question=_combine_question(q), points=points
             )
-            # a count lies in [0, n] (n the trajectories released): the interval clipped to it still
-            # covers it, and the answer is kept inside its own interval
-            n = float(len(reports))
-            lower = np.clip(table["lower"].to_numpy(np.float64), 0.0, n)
-            upper = np.clip(table["upper"].to_numpy(np.float64), lower, n)
-            value = np.clip(table["estimate"].to_numpy(np.float64), lower, upper)
-            return answer_table(
+            return answer_table(  # combine's own answer table (within [0, n]), indexed as every design's
                 zone_index(zones, od=q.is_od, caller=f"the answer of design {self.name!r}"),
-                value,
-                lower=lower,
-                upper=upper,
-                std_error=table.get("std_error"),
-                raw=table["estimate"],
+                table["estimate"],
+                lower=table["lower"],
+                upper=table["upper"],
+                std_error=table["std_error"],
+                raw=table["raw"],
                 question=q,
                 design=self.name,
-                covers="95 % interval of each cell's count, inverse-variance combined (cell by cell)",
+                covers=table.attrs["covers"],
             )
         rep = self.report_part.answer(reports, q, points=points, zones=zones)
         traj = TrajectoryDesign(self.mechanism).answer(trajectory, q, points=points, zones=zones)
