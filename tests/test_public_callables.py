@@ -568,6 +568,7 @@ CLI_CASES = [
     ("evaluate {T} {R}", "--mechanism", "nope"),
     ("points --area 116.3,39.9,116.32,39.92 --grid 500 -o {O}.geojson", "--grid", "-5"),
     ("points --area 116.3,39.9,116.32,39.92 --grid 500 -o {O}.geojson", "--kind", "nope"),
+    ("points --area 116.3,39.9,116.32,39.92 --h3 8 -o {O}.geojson", "--h3", "16"),
     ("estimate {R} -o {O}.gpkg", "--n-boot", "-1"),
     ("estimate {R} -o {O}.gpkg", "--layers", "nope"),
     ("collect {T} --design atp --points {P} --epsilon 4 -o {O}.gpkg", "--question", "nope"),

@@ -9,6 +9,7 @@ from typing import Any, TextIO
 from geoldp.cli._args import bbox as _bbox
 from geoldp.cli._args import check_output, existing_file, print_written, stage, usage
 from geoldp.cli._args import int_at_least as _int_at_least
+from geoldp.cli._args import int_in_range as _int_in_range
 from geoldp.cli._args import positive_float as _positive_float
 from geoldp.cli._args import seed as _seed
 
@@ -69,7 +70,13 @@ def add_parser(sub: Any) -> None:
     p.add_argument(
         "--kind", choices=("square", "hex"), default="square", help="grid lattice (default square)"
     )
-    p.add_argument("--h3", type=_int_at_least(0), metavar="RES", default=None, help="H3 resolution 0..15")
+    p.add_argument(
+        "--h3",
+        type=_int_in_range(0, 15, "H3's resolutions"),
+        metavar="RES",
+        default=None,
+        help="H3 resolution 0..15",
+    )
     p.add_argument("--road-nodes", metavar="OSMFILE", default=None, help="a local .osm/.pbf extract")
     p.add_argument("--road-kind", choices=("intersections", "all"), default="intersections")
     p.add_argument(
