@@ -295,9 +295,7 @@ def test_hybrid_trajectory_and_report_parts_combine():
         rng=12,
     )
     assert (bare["parts"] == 1).all()
-    pd.testing.assert_series_equal(
-        bare["raw"], estimate_counts(rep, ZONES)["estimate"], check_names=False
-    )
+    pd.testing.assert_series_equal(bare["raw"], estimate_counts(rep, ZONES)["estimate"], check_names=False)
     # unseeded, the answer is a function of the releases and the settings: the same twice, and the same
     # for a copy of the releases (post-processing draws from a digest of what it analyses)
     first = combine([traj, rep], ZONES, points=pts, max_set_size=3, estimate_options=opts)

@@ -472,9 +472,10 @@ class LDPAccessor:
 
     @property
     def estimate(self) -> EstimateAccessor:
-        """The collector-side estimators of this release: ``frame.ldp.estimate.<name>(...)`` is
-        ``geoldp.estimate.<name>(frame, ...)`` (``fit``, ``visit_counts``, ``range_counts``, ``od_flows``,
-        ``hotspots``, ``denoise``).
+        """The collector-side estimators of this release, under the names of :mod:`geoldp.estimate`.
+
+        ``frame.ldp.estimate.<name>(...)`` is ``geoldp.estimate.<name>(frame, ...)`` for ``fit``,
+        ``visit_counts``, ``range_counts``, ``od_flows``, ``hotspots`` and ``denoise``.
 
         Returns
         -------

@@ -441,13 +441,12 @@ def combine(
         ``raw`` kept inside [``lower``, ``upper``]), ``lower``, ``upper`` (within [0, number of
         trajectories]), ``std_error`` (of ``raw``), ``supported``, ``raw`` (the inverse-variance
         combination, unbiased when every part used is: it may be negative or above the number of
-        trajectories), then ``parts`` (how
-        many parts weigh on the row; 0 and NaN estimates where none does) and ``padded_weight`` (the
-        share of the row's weight on padded reports, whose estimates are below the counts: 0 where the
-        estimate is unbiased or model-based; where it is above 0 the upper end allows for the visits
-        they miss and the interval is not symmetric). ``attrs["combine"]`` lists
-        every part (kind, mechanism, ε, release id, number of trajectories, whether it was used and
-        why, whether it is unbiased) and the mean weight of each part used.
+        trajectories), then ``parts`` (how many parts weigh on the row; 0 and NaN estimates where none
+        does) and ``padded_weight`` (the share of the row's weight on padded reports, whose estimates
+        are below the counts: 0 where the estimate is unbiased or model-based; where it is above 0 the
+        upper end allows for the visits they miss and the interval is not symmetric).
+        ``attrs["combine"]`` lists every part (kind, mechanism, ε, release id, number of trajectories,
+        whether it was used and why, whether it is unbiased) and the mean weight of each part used.
 
     Raises
     ------
