@@ -272,7 +272,7 @@ def answers(
             vp = pop.visit_counts()
             vz = pop.visit_counts(st.zones)
             rc = pop.range_counts(st.regions)
-            od = pop.od_flows(st.zones)
+            od = pop.od_flows(st.zones).reset_index()  # the pairs as columns
             hs = pop.hotspots(k=10, zones=st.zones)
             full = np.zeros(k * k)
             pos = st.zones.index.get_indexer(od["origin"]) * k + st.zones.index.get_indexer(od["destination"])

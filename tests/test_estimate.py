@@ -20,6 +20,7 @@ import pytest
 import shapely
 
 from geoldp import PointSet, estimate, perturb_trajectories
+from geoldp.designs import ANSWER_COLUMNS
 from geoldp.estimate import _inputs
 
 GRID = np.linspace(0.0, 0.2, 12)
@@ -134,8 +135,9 @@ def released_frame(seed=0, crs="EPSG:3857", **options):
 def test_shapes_indices_and_crs_are_preserved():
     out, pts = released_frame()
     v = estimate.visit_counts(out, pts, zones=ZONES.to_crs(3857), rng=0, **FAST)
-    assert list(v.columns) == ["estimate", "lower", "upper", "raw", "supported"]
-    assert v["supported"].dtype == bool
+    assert list(v.columns) == list(ANSWER_COLUMNS)  # the one answer table, as every design's
+    assert v.attrs["question"] == "zone_visits" and v.attrs["design"] == out.ldp.ledger.mechanism
+    assert v["supported"].dtype == bool and v["std_error"].isna().all()
     assert v.index.equals(ZONES.index)
     assert float(v["raw"].sum()) == float(zone_truth_of_release(out, pts).sum())
     p = estimate.visit_counts(out, pts, rng=0, **FAST)
@@ -193,8 +195,10 @@ def test_intervals_contain_the_estimate_and_hotspots_are_ranked():
     assert np.all(np.diff(h["estimate"].to_numpy()) <= 0)
     assert np.all(h["lower"] <= h["estimate"]) and np.all(h["estimate"] <= h["upper"])
     od = estimate.od_flows(out, pts, ZONES, rng=0, n_boot=10, n_candidates=300, n_sims=4)
-    assert set(od.columns) == {"origin", "destination", "estimate", "lower", "upper", "raw", "supported"}
-    assert set(od["origin"]) <= set(ZONES.index)
+    assert list(od.columns) == list(ANSWER_COLUMNS) and od.attrs["question"] == "od_flows"
+    assert od.index.names == ["origin", "destination"]
+    o, d = (ZONES.index.get_indexer(od.index.get_level_values(level)) for level in od.index.names)
+    assert (o >= 0).all() and (d >= 0).all() and np.all(np.diff(o * len(ZONES) + d) > 0)  # in zone order
     assert od["raw"].sum() == len(out)  # every trajectory starts and ends in some zone
     assert od["estimate"].sum() == pytest.approx(len(out), rel=1e-6)
 

@@ -149,6 +149,8 @@ def od_layer(table: pd.DataFrame, zones: Any) -> Any:
     import geopandas as gpd
     import shapely
 
+    if list(table.index.names) == ["origin", "destination"]:  # an answer table: the pairs as columns
+        table = table.reset_index()
     cent = _centroids_wgs84(zones)
     o = cent.loc[table["origin"].to_numpy()]
     d = cent.loc[table["destination"].to_numpy()]
@@ -173,11 +175,11 @@ def regions_layer(table: pd.DataFrame, regions: Any) -> Any:
     return zone_layer(table, regions, id_name="region")
 
 
-def _sum_tables(tables: list[pd.DataFrame], keys: list[str] | None = None) -> pd.DataFrame:
+def _sum_tables(tables: list[pd.DataFrame]) -> pd.DataFrame:
     """The parts' tables added up; a cell is supported when every part supports it (conservative)."""
     if len(tables) == 1:
         return tables[0]
-    if keys is None:
+    if tables[0].index.nlevels == 1:  # every zone, point or region in each part: their order kept
         total = tables[0][_VALUES].copy()
         supported = tables[0]["supported"].astype(bool)
         for t in tables[1:]:
@@ -185,11 +187,11 @@ def _sum_tables(tables: list[pd.DataFrame], keys: list[str] | None = None) -> pd
             supported = supported & t["supported"].astype(bool).reindex(supported.index, fill_value=False)
         total["supported"] = supported
         return total
-    both = pd.concat(tables, ignore_index=True)
-    grouped = both.groupby(keys, sort=True)
+    # OD pairs: each part has the pairs it estimates above zero; a pair one part lacks counts 0 there
+    grouped = pd.concat(tables).groupby(level=["origin", "destination"], sort=True)
     total = grouped[_VALUES].sum()
     total["supported"] = grouped["supported"].all() & (grouped.size() == len(tables))
-    return total.reset_index()
+    return total
 
 
 def estimate_layers(
@@ -281,7 +283,7 @@ def estimate_layers(
             out[name] = zone_layer(top, zones)
             out[name].attrs.update(top.attrs)
         elif name == "od_flows":
-            out[name] = od_layer(_sum_tables(tables[name], ["origin", "destination"]), zones)
+            out[name] = od_layer(_sum_tables(tables[name]), zones)
         elif name == "point_visits":
             pts = points.to_geoseries() if hasattr(points, "to_geoseries") else points
             geo = pts.geometry if hasattr(pts, "geometry") else pts

@@ -569,6 +569,8 @@ def plot_intervals(
     est = table["estimate"].to_numpy(dtype=np.float64)
     order = np.lexsort((np.arange(len(table)), -est))[: int(k)]
     rows = table.iloc[order]
+    if list(rows.index.names) == ["origin", "destination"]:  # an answer table of OD pairs
+        rows = rows.reset_index()
     if label_col is not None:
         labels = [str(v) for v in rows[label_col]]
     elif {"origin", "destination"} <= set(rows.columns):

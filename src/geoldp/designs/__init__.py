@@ -18,13 +18,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from geoldp.designs.base import ANSWER_COLUMNS as ANSWER_COLUMNS
-from geoldp.designs.base import Design, answer_table, parse, to_layer
+from geoldp.designs.base import Design, parse, to_layer
 from geoldp.designs.composition import Composition
 from geoldp.designs.pilot import Pilot, PilotEstimate
 from geoldp.designs.report import ReportDesign
 from geoldp.designs.synthesis import SynthesisDesign
 from geoldp.designs.trajectory import TrajectoryDesign
+from geoldp.questions import ANSWER_COLUMNS as ANSWER_COLUMNS
+from geoldp.questions import answer_table
 
 __all__ = [
     "Composition",

@@ -8,8 +8,7 @@ import numpy as np
 import pandas as pd
 
 from geoldp import metrics
-from geoldp.designs.base import answer_table
-from geoldp.questions import Question
+from geoldp.questions import Question, answer_table
 from geoldp.zones import check_zones
 
 

@@ -15,61 +15,12 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable
 from typing import Any, ClassVar
 
-import numpy as np
 import pandas as pd
 
 from geoldp import layers
 from geoldp._core.validation import MIN_EPSILON
 from geoldp.designs.simulation import Simulated, Simulation
 from geoldp.questions import Question, question
-
-#: The columns of every answer table, in this order. ``estimate`` is the design's answer; ``lower`` and
-#: ``upper`` its interval (NaN where the design claims none); ``std_error`` where defined; ``supported``
-#: whether the interval excludes zero; ``raw`` the count before
-#: post-processing (the release's own count, or the unbiased estimate a shrinkage starts from).
-#: ``supported`` is False wherever no interval is claimed (``attrs["covers"]`` says why).
-ANSWER_COLUMNS = ("estimate", "lower", "upper", "std_error", "supported", "raw")
-
-
-def answer_table(
-    index: pd.Index,
-    estimate: Any,
-    *,
-    question: Question,
-    design: str,
-    covers: str,
-    lower: Any = None,
-    upper: Any = None,
-    std_error: Any = None,
-    raw: Any = None,
-) -> pd.DataFrame:
-    """The one answer table: :data:`ANSWER_COLUMNS` per cell, and what it answers in ``attrs``.
-
-    ``attrs`` holds ``question``, ``design`` and ``covers`` (what the interval is an interval of, or why
-    there is none).
-    """
-    n = len(index)
-
-    def column(values: Any) -> np.ndarray:
-        if values is None:
-            return np.full(n, np.nan)
-        return np.asarray(values, dtype=np.float64).reshape(n)
-
-    lo, hi = column(lower), column(upper)
-    supported = ~np.isnan(hi) & (np.nan_to_num(lo) > 0)
-    table = pd.DataFrame(
-        {
-            "estimate": column(estimate),
-            "lower": lo,
-            "upper": hi,
-            "std_error": column(std_error),
-            "supported": supported,
-            "raw": column(raw),
-        },
-        index=index,
-    )
-    table.attrs = {"question": str(question), "design": design, "covers": covers}
-    return table
 
 
 def to_layer(answer: pd.DataFrame, zones: Any) -> Any:
@@ -78,7 +29,7 @@ def to_layer(answer: pd.DataFrame, zones: Any) -> Any:
     Parameters
     ----------
     answer : pandas.DataFrame
-        An answer table (:func:`answer_table`, e.g. from :meth:`Design.answer`).
+        An answer table (:func:`geoldp.designs.answer_table`, e.g. from :meth:`Design.answer`).
     zones : GeoDataFrame or GeoSeries of polygons
         The public zones the answer is about.
 
@@ -87,7 +38,7 @@ def to_layer(answer: pd.DataFrame, zones: Any) -> Any:
     geopandas.GeoDataFrame
     """
     if list(answer.index.names) == ["origin", "destination"]:
-        return layers.od_layer(answer.reset_index(), zones)
+        return layers.od_layer(answer, zones)
     return layers.zone_layer(answer, zones)
 
 
@@ -190,7 +141,9 @@ class Design(ABC):
         raise NotImplementedError(f"The design {self.name!r} defines no release.")
 
     def answer(self, released: Any, question: Any, *, points: Any = None, zones: Any = None) -> pd.DataFrame:
-        """The answer table (:func:`answer_table`) to ``question`` from ``released`` (post-processing).
+        """The answer table (:func:`~geoldp.designs.answer_table`) to ``question`` from ``released``.
+
+        Post-processing: reads the release, the public points and zones, never the trajectories.
 
         Parameters
         ----------
@@ -205,7 +158,7 @@ class Design(ABC):
         -------
         pandas.DataFrame
             One row per zone (index ``zone``) or per ordered zone pair (``origin``, ``destination``),
-            with the columns :data:`ANSWER_COLUMNS`.
+            with the columns ``geoldp.designs.ANSWER_COLUMNS``.
         """
         return self._answer(released, self._question(question), points, zones)
 

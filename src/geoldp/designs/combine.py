@@ -40,8 +40,7 @@ from geoldp._core.ledger import ReleaseLedger, ledger_of, require
 from geoldp._core.progress import stages
 from geoldp._core.randomness import resolve_rng
 from geoldp._core.validation import check_bool, check_int_range, check_option, check_real
-from geoldp.designs.base import answer_table
-from geoldp.questions import Question
+from geoldp.questions import Question, answer_table
 from geoldp.reports.estimators import DebiasedCounts, debiased_counts
 from geoldp.reports.release import n_reports, statistic_items
 from geoldp.zones import check_zones, zone_of_vertices
@@ -153,7 +152,7 @@ def _trajectory_part(
         elif question == "range_counts":
             table = pop.range_counts(zones)
         else:
-            table = pop.od_flows(zones).set_index(["origin", "destination"])
+            table = pop.od_flows(zones)
         table = table.reindex(index)
         se = (table["upper"] - table["lower"]).to_numpy(np.float64) / (2.0 * z)
         known &= table["estimate"].notna().to_numpy() & np.isfinite(se)

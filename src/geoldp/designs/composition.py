@@ -19,12 +19,12 @@ from geoldp import hybrids
 from geoldp._core.validation import MIN_EPSILON
 from geoldp.designs import combine as combined
 from geoldp.designs._counts import zone_index
-from geoldp.designs.base import Design, answer_table, register_kind
+from geoldp.designs.base import Design, register_kind
 from geoldp.designs.report import ReportDesign
 from geoldp.designs.simulation import REPS, Simulated, Simulation, report_answers, with_epsilon
 from geoldp.designs.trajectory import TrajectoryDesign, simulated_rms
 from geoldp.nodata import random_walks
-from geoldp.questions import ALL, Question
+from geoldp.questions import ALL, Question, answer_table
 from geoldp.reports import estimators as rest
 from geoldp.shrinkage import blend, inverse_variance
 

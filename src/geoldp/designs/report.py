@@ -27,11 +27,11 @@ import pandas as pd
 
 from geoldp._core import frames as _frames
 from geoldp.designs._counts import zone_index
-from geoldp.designs.base import Design, answer_table, register_kind
+from geoldp.designs.base import Design, register_kind
 from geoldp.designs.coarse import coarse_zones, spread_counts, spread_matrix, spread_of_points
 from geoldp.designs.simulation import Simulated, Simulation, report_answers
 from geoldp.nodata import uniform_answer
-from geoldp.questions import Question
+from geoldp.questions import Question, answer_table
 from geoldp.reports.estimators import estimate_counts
 from geoldp.reports.release import report
 from geoldp.shrinkage import shrink_to_baseline, shrunk_counts

@@ -34,6 +34,7 @@ from geoldp._core.randomness import resolve_rng
 from geoldp._core.validation import check_bool, check_count, check_int_min, check_positive_km, check_real
 from geoldp.estimate import _denoise, _inputs, _model
 from geoldp.estimate._ranking import top_supported
+from geoldp.questions import answer_table
 
 if TYPE_CHECKING:
     from geoldp._core.pointset import PointSet
@@ -45,8 +46,6 @@ __all__ = ["Population", "denoise", "fit", "hotspots", "od_flows", "range_counts
 MAX_BOOT = 10_000
 #: Most simulated releases per candidate (``n_sims``): they are held at once, candidates × n_sims × length.
 MAX_SIMS = 1_000
-
-_COLUMNS = ["estimate", "lower", "upper", "raw", "supported"]
 
 
 def _options(fit: _EstimateKeywords, caller: str) -> _model.FitOptions:
@@ -150,7 +149,8 @@ class Population:
         else:
             label, index = _inputs.zone_of_points(zones, st.ps, caller=caller)
             n_labels = len(index)
-        return self._table(_visit_matrix(label, n_labels), index)
+        question = "point_visits" if zones is None else "zone_visits"
+        return self._table(_visit_matrix(label, n_labels), index, question)
 
     def range_counts(self, regions: Any, how: str = "points") -> pd.DataFrame:
         """Trajectories passing through each region: see :func:`range_counts`."""
@@ -174,7 +174,7 @@ class Population:
             out.data[:] = (out.data > 0).astype(np.float64)
             return out
 
-        return self._table(values, index, query="range_counts")
+        return self._table(values, index, "range_counts")
 
     def od_flows(self, zones: Any) -> pd.DataFrame:
         """Origin-destination flows between zones: see :func:`od_flows`."""
@@ -210,24 +210,19 @@ class Population:
                 (np.ones(col.size), (np.flatnonzero(ok), col)), shape=(cand.shape[0], keys.size)
             )
 
-        table = self._table(values, pd.RangeIndex(keys.size))
-        out = pd.DataFrame(
-            {
-                "origin": np.asarray(index)[keys // nz] if keys.size else [],
-                "destination": np.asarray(index)[keys % nz] if keys.size else [],
-            }
+        labels = np.asarray(index, dtype=object)
+        pairs_index = pd.MultiIndex.from_arrays(
+            [labels[keys // nz], labels[keys % nz]], names=["origin", "destination"]
         )
-        for col in _COLUMNS:
-            out[col] = table[col].to_numpy()
+        table = self._table(values, pairs_index, "od_flows")
         record = dict(table.attrs["estimator"]["fallback"])
-        keep = (out["estimate"] > 1e-9) | (out["raw"] > 0)
+        keep = (table["estimate"] > 1e-9) | (table["raw"] > 0)
         if "model" in record:  # the model's own estimates, of the rows kept
             model = np.asarray(record["model"], dtype=np.float64)
             keep |= model > 1e-9
             record["model"] = model[keep.to_numpy()].tolist()
-        out = out[keep].reset_index(drop=True)
-        estimator = {**table.attrs["estimator"], "fallback": record}
-        out.attrs = {"total": dict(table.attrs["total"]), "estimator": estimator}
+        out = table[keep].copy()
+        out.attrs = {**table.attrs, "estimator": {**table.attrs["estimator"], "fallback": record}}
         return out
 
     def hotspots(self, k: int = 10, zones: Any = None) -> pd.DataFrame:
@@ -256,7 +251,7 @@ class Population:
             return series
         return out
 
-    def _table(self, values: Callable[[np.ndarray], Any], index: pd.Index, query: str = "") -> pd.DataFrame:
+    def _table(self, values: Callable[[np.ndarray], Any], index: pd.Index, question: str) -> pd.DataFrame:
         # one more column, the per-trajectory sum (the total), estimated like every count
         def with_total(cand: np.ndarray) -> Any:
             v = sp.csr_matrix(values(cand))
@@ -265,8 +260,20 @@ class Population:
         model = self._state.model()
         est, lo, hi, sup = model.estimate(with_total)
         raw = _raw(with_total, self._state.rel.seqs)
-        est, lo, hi, sup, record = _fallback(model, with_total, est, lo, hi, sup, raw, query)
-        out = _frame(est[:-1], lo[:-1], hi[:-1], raw[:-1], sup[:-1], index)
+        est, lo, hi, sup, record = _fallback(model, with_total, est, lo, hi, sup, raw, question)
+        level = self._state.options.level
+        out = answer_table(
+            index,
+            est[:-1],
+            lower=lo[:-1],
+            upper=hi[:-1],
+            supported=sup[:-1],
+            raw=raw[:-1],
+            question=question,
+            design=self.mechanism,
+            covers=f"{100 * level:g} % interval of each count, from the population model fitted to the "
+            "release (bootstrap, widened by the channel check; cell by cell)",
+        )
         out.attrs["total"] = {
             "estimate": float(est[-1]),
             "lower": float(lo[-1]),
@@ -295,7 +302,7 @@ def _fallback(
     hi: np.ndarray,
     sup: np.ndarray,
     raw: np.ndarray,
-    query: str,
+    question: str,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict]:
     """The answer a count table reports under the rule :data:`FALLBACK`, and its record.
 
@@ -309,7 +316,7 @@ def _fallback(
     and, when some count is not the model's, ``model`` (the model's own estimates, row by row).
     """
     record: dict[str, Any] = {"rule": FALLBACK, "answer": "model"}
-    if FALLBACK == "none" or (FALLBACK == "support-range" and query != "range_counts"):
+    if FALLBACK == "none" or (FALLBACK == "support-range" and question != "range_counts"):
         return est, lo, hi, sup, record
     if FALLBACK in ("support", "support-range"):
         if sup.all():
@@ -369,21 +376,6 @@ def _raw(values: Callable[[np.ndarray], Any], seqs: list[np.ndarray]) -> np.ndar
     if out is None:  # unreachable: checked when the arguments were validated
         raise ValueError("internal error: a required public input is missing; please report it")
     return out
-
-
-def _frame(
-    est: np.ndarray, lo: np.ndarray, hi: np.ndarray, raw: np.ndarray, supported: np.ndarray, index: pd.Index
-) -> pd.DataFrame:
-    return pd.DataFrame(
-        {
-            "estimate": est,
-            "lower": lo,
-            "upper": hi,
-            "raw": raw.astype(np.float64),
-            "supported": np.asarray(supported, dtype=bool),
-        },
-        index=index,
-    )
 
 
 class _ModelKeywords(TypedDict, total=False):
@@ -493,7 +485,7 @@ def fit(released: Any, points: Any, **fit: Unpack[_EstimateKeywords]) -> Populat
     >>> rel = perturb_trajectories([np.array([0, 1])] * 50, P, mechanism="tp", epsilon=4.0, rng=0)
     >>> pop = estimate.fit(rel, P, mechanism="tp", epsilon=4.0, rng=0, n_boot=0)
     >>> pop.visit_counts().shape, len(pop.denoise())
-    ((20, 5), 50)
+    ((20, 6), 50)
     """
     return _prepare(released, points, fit, "geoldp.estimate.fit")
 
@@ -521,9 +513,12 @@ def visit_counts(
     Returns
     -------
     pandas.DataFrame
-        One row per public point (P's order, index ``point``) or per zone (the zones' index), columns
-        ``estimate``, ``lower``, ``upper`` (the interval), ``raw`` (the same count on the release) and
-        ``supported`` (bool): False where the interval (without a bootstrap, the range of the plausible
+        The answer table (:func:`geoldp.designs.answer_table`): one row per public point (P's order,
+        index ``point``) or per zone (the zones' index), columns ``estimate``, ``lower``, ``upper`` (the
+        interval), ``std_error`` (NaN: the interval is not a normal one), ``supported`` (bool) and
+        ``raw`` (the same count on the release); ``attrs`` say the question (``"point_visits"`` or
+        ``"zone_visits"``), the mechanism (``design``) and what the interval ``covers``. ``supported``
+        is False where the interval (without a bootstrap, the range of the plausible
         models' estimates) contains the estimate under a no-data population (uniform draws from P, or
         every point at P's 1-median): there the release cannot tell the count from what a population
         without any data gives, and the estimate is not learned from the release.
@@ -567,7 +562,7 @@ def visit_counts(
     >>> P = PointSet(np.linspace(0, 0.1, 20), np.zeros(20))
     >>> rel = perturb_trajectories([np.array([0, 1])] * 50, P, mechanism="tp", epsilon=4.0, rng=0)
     >>> visit_counts(rel, P, mechanism="tp", epsilon=4.0, rng=0, n_boot=0).shape
-    (20, 5)
+    (20, 6)
     """
     caller = "geoldp.estimate.visit_counts"
     return _prepare(released, points, fit, caller)._visit_counts(zones, caller)
@@ -594,8 +589,8 @@ def range_counts(
     Returns
     -------
     pandas.DataFrame
-        One row per region (the regions' index, or ``region`` 0..R-1), columns ``estimate``, ``lower``,
-        ``upper``, ``raw``, ``supported`` (as in :func:`visit_counts`); ``attrs["total"]`` as there.
+        The answer table: one row per region (the regions' index, or ``region`` 0..R-1), its columns
+        and ``attrs`` as in :func:`visit_counts`.
 
     Raises
     ------
@@ -622,9 +617,10 @@ def od_flows(released: Any, points: Any, zones: Any, **fit: Unpack[_EstimateKeyw
     Returns
     -------
     pandas.DataFrame
-        Long format: columns ``origin``, ``destination`` (zone index labels), ``estimate``, ``lower``,
-        ``upper``, ``raw``, ``supported`` (as in :func:`visit_counts`); one row per pair with a positive
-        estimate or raw count, sorted by pair; ``attrs["total"]`` as in :func:`visit_counts`.
+        The answer table, indexed by ``origin`` and ``destination`` (zone index labels), its columns and
+        ``attrs`` as in :func:`visit_counts`: one row per pair with a positive estimate or raw count,
+        sorted by pair (``reset_index()`` gives the long format with ``origin`` and ``destination``
+        columns).
 
     Raises
     ------
@@ -658,7 +654,7 @@ def hotspots(
         At most ``k`` rows, ranked among the **supported** points/zones only (a row the release cannot
         tell from no data is never ranked; none supported: no row, and ``attrs["note"]`` says so),
         sorted by decreasing estimate (ties by position), the index of :func:`visit_counts`, columns
-        ``rank`` (1..k), ``estimate``, ``lower``, ``upper``, ``raw``, ``supported``;
+        ``rank`` (1..k), then those of :func:`visit_counts`;
         ``attrs["supported_cells"]`` and ``attrs["cells"]`` count the rows ranked among and all rows.
 
     Raises

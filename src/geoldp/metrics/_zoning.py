@@ -84,7 +84,9 @@ def counts_vector(obj: Any, zn: Zones, caller: str, name: str) -> np.ndarray:
 
 
 def od_sparse(obj: Any, zn: Zones, caller: str, name: str) -> tuple[np.ndarray, np.ndarray]:
-    """OD counts given as an (n_zones, n_zones) array or a long DataFrame (origin, destination, count)."""
+    """OD counts: an (n_zones, n_zones) array, a long DataFrame or an answer table indexed by the pairs."""
+    if isinstance(obj, pd.DataFrame) and list(obj.index.names) == ["origin", "destination"]:
+        obj = obj.reset_index()
     if isinstance(obj, pd.DataFrame):
         value = next((c for c in ("estimate", "count") if c in obj.columns), None)
         if value is None or not {"origin", "destination"} <= set(obj.columns):
