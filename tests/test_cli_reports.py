@@ -14,6 +14,7 @@ import geoldp
 from geoldp import io as gio
 from geoldp.cli import main
 from geoldp.cli import reports as cli_reports
+from geoldp.designs import ANSWER_COLUMNS
 from geoldp.reports import estimate_counts
 
 pytestmark = pytest.mark.filterwarnings("ignore:.*told from no data:geoldp.GeoLDPWarning")
@@ -144,9 +145,12 @@ def test_report_estimate_writes_layers_with_intervals(files, tmp_path, capsys):
     layer = gpd.read_file(gpkg, layer="zone_visits")
     zones = geoldp.zone_grid(pts, cell_km=2)
     est = estimate_counts(gio.read_report_table(rep), zones)
-    np.testing.assert_allclose(layer["estimate"], est["estimate"])
+    # the columns of every answer: the count inside its interval, the unbiased estimate as raw
+    np.testing.assert_allclose(layer["estimate"], est["projected"])
+    np.testing.assert_allclose(layer["raw"], est["estimate"])
     np.testing.assert_allclose(layer["upper"] - layer["lower"], layer["width"])
-    assert {"std_error", "projected", "raw"} <= set(layer.columns)
+    assert set(ANSWER_COLUMNS) | {"support"} <= set(layer.columns)
+    assert ((layer["lower"] <= layer["estimate"]) & (layer["estimate"] <= layer["upper"])).all()
     hot = gpd.read_file(gpkg, layer="hotspots")
     assert list(hot["rank"]) == list(range(1, 11)) and hot["estimate"].is_monotonic_decreasing
     # a public bound on the zones a trip visits narrows the padded counts' upper ends, as in Python

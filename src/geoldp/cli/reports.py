@@ -172,6 +172,7 @@ def _cmd_report_estimate(args: argparse.Namespace, stdout: TextIO, stderr: TextI
     from geoldp import layers as glayers
     from geoldp._core.progress import stages
     from geoldp.estimate._ranking import top_supported
+    from geoldp.questions import answer_table
     from geoldp.reports import estimate_counts
     from geoldp.reports.release import n_reports
 
@@ -204,29 +205,42 @@ def _cmd_report_estimate(args: argparse.Namespace, stdout: TextIO, stderr: TextI
         report(f"counts of {n_reports(table)} reports")
         est = estimate_counts(table, zones, max_set_size=args.max_set_size, simultaneous=args.simultaneous)
         report("layers")
-    est["supported"] = est["lower"] > 0  # the interval excludes no trajectory at all
-    extra = ["projected"]  # std_error is a column of every layer of a table that has one
+    intervals = "simultaneous" if args.simultaneous else "cell by cell"
+    # the one answer table (as geoldp answer and collect write it): the count kept inside its interval,
+    # the unbiased estimate as raw; supported where the interval excludes 0
+    answer = answer_table(
+        est.index,
+        est["projected"],
+        lower=est["lower"],
+        upper=est["upper"],
+        std_error=est["std_error"],
+        raw=est["estimate"],
+        question={"visited_zone": "zone_visits", "od": "od_flows"}.get(statistic, statistic),
+        design=f"report:{statistic}",
+        covers=f"95 % interval of each cell's count ({intervals})",
+    )
+    answer["support"] = est["support"]  # reports supporting the cell, before debiasing
+    extra = ["support"]  # std_error is a column of every layer of a table that has one
     if shrink_path is not None:
         from geoldp.shrinkage import shrunk_counts
 
         with stage(f"cannot read POINTS '{args.shrink}'"):
             points = gio.read_points(shrink_path)
-        est["shrunk"] = shrunk_counts(est, points, zones, lengths=args.lengths)
+        answer["shrunk"] = shrunk_counts(est, points, zones, lengths=args.lengths)
         extra.append("shrunk")
-    est = est.rename(columns={"support": "raw"})
     rank = "estimate" if shrink_path is None else "shrunk"
     lay: dict[str, Any] = {}
-    supported = f"{int(est['supported'].sum())} of {len(est)} cells supported"
+    supported = f"{int(answer['supported'].sum())} of {len(answer)} cells supported"
     if statistic == "visited_zone":
-        zl = glayers.zone_layer(est, zones)
-        lay["zone_visits"] = zl.assign(**{c: est[c].to_numpy() for c in extra})
-        top = top_supported(est, args.k, by=rank)  # noise is never ranked
+        zl = glayers.zone_layer(answer, zones)
+        lay["zone_visits"] = zl.assign(**{c: answer[c].to_numpy() for c in extra})
+        top = top_supported(answer, args.k, by=rank)  # noise is never ranked
         hot = glayers.zone_layer(top.drop(columns="rank"), zones)
         hot.insert(1, "rank", top["rank"].to_numpy())
         lay["hotspots"] = hot.assign(**{c: top[c].to_numpy() for c in extra})
     else:
         # sparse: the supported pairs only (at most one per report can be non-zero), unless asked for all
-        flows = est.reset_index() if args.all_cells else est[est["supported"]].reset_index()
+        flows = answer.reset_index() if args.all_cells else answer[answer["supported"]].reset_index()
         name = "od_flows" if statistic == "od" else "transitions"
         lay[name] = glayers.od_layer(flows, zones).assign(**{c: flows[c].to_numpy() for c in extra})
     with stage(f"cannot write '{args.output}'"):
@@ -234,7 +248,7 @@ def _cmd_report_estimate(args: argparse.Namespace, stdout: TextIO, stderr: TextI
     print(
         f"{PROG}: estimated {', '.join(f'{k} ({len(v)})' for k, v in lay.items())} from "
         f"{n_reports(table)} reports, 95% intervals "
-        f"({'simultaneous' if args.simultaneous else 'cell by cell'}); {supported}",
+        f"({intervals}); {supported}",
         file=stderr,
     )
     return print_written(written, stdout)
@@ -248,8 +262,8 @@ def _add_report_estimate(sub: Any) -> None:
             "Estimate from REPORTS (a table written by 'geoldp report' and its ledger) how many trips "
             "visit each zone (layers zone_visits and hotspots), flow between two zones (od_flows) or move "
             "between them (transitions), with 95% intervals, and write them as layers of a GeoPackage or "
-            "one GeoJSON file per layer: columns estimate (unbiased), std_error, lower, upper, width, "
-            "projected (non-negative, summing to the number of reports) and raw (reports supporting the "
+            "one GeoJSON file per layer: columns estimate (the count, within its interval), lower, upper, "
+            "width, std_error, supported, raw (the unbiased estimate) and support (reports supporting the "
             "zone, before debiasing); with --shrink also shrunk (the estimate shrunk zone by zone toward "
             "the no-data answers of the public points, as far as its noise allows; the hotspots are then "
             "ranked by it). The zones must be the reports' own (checked against the ledger)."
