@@ -113,11 +113,11 @@ def main(
     plan = geoldp.plan(P, zones, epsilon=epsilon, n=len(trips), pilot=pilot.estimate(reports, zones), rng=rng)
     print(plan[["kind", "error", "error_low", "error_high", "recommended"]].round(3).to_string())
     print(f"recommended for zone visits: {plan.attrs['recommended']} ({plan.attrs['population']})")
-    # plan.best is the recommended design itself (None when a no-data baseline is the better answer):
-    # best.collect(trips, "zone_visits", epsilon=..., points=P, zones=zones, accountant=...) releases and
-    # answers with it; on the command line, geoldp collect TRIPS --design NAME ... (printed by geoldp plan)
-    if plan.best is not None:
-        print(f"run it with: {plan.best!r}, ledger {plan.best.ledger(epsilon)}")
+    # plan.best is the recommended design itself (a no-data baseline, which releases nothing, when no design
+    # beats it): best.collect(trips, "zone_visits", epsilon=..., points=P, zones=zones, accountant=...)
+    # releases and answers with it; on the command line, geoldp collect TRIPS --design NAME ... (printed by
+    # geoldp plan)
+    print(f"run it with: {plan.best!r}, ledger {plan.best.ledger(epsilon)}")
     # [/plan]
 
     # [perturb]

@@ -10,7 +10,7 @@ import pytest
 
 import geoldp
 from geoldp import cli, nodata, planner, shrinkage, zone_grid
-from geoldp.designs import ReportDesign
+from geoldp.designs import ANSWER_COLUMNS, BaselineDesign, ReportDesign
 
 PTS = np.random.default_rng(0).uniform(0.0, 1.0, size=(150, 2))
 ZONES = zone_grid((0.0, 0.0, 1.0, 1.0), cells=4)
@@ -439,3 +439,118 @@ def test_spread_walks_start_anywhere_and_hub_walks_at_a_few_points():
     given = np.arange(600) % 150
     kept = nodata.random_walks(ps, lengths, np.random.default_rng(0), population="spread", starts=given)
     assert [int(s[0]) for s in kept] == given.tolist()
+
+
+# -- a no-data recommendation is a design too: it runs, from P and the zones alone, and spends nothing
+
+
+def _trips(n: int, seed: int = 0):
+    import geopandas as gpd
+    import shapely
+
+    gen = np.random.default_rng(seed)
+    lines = [shapely.linestrings(PTS[gen.integers(0, len(PTS), 3)]) for _ in range(n)]
+    return gpd.GeoDataFrame({"user": np.arange(n) % 7}, geometry=lines, crs="EPSG:4326")
+
+
+def _shares() -> np.ndarray:
+    """Each zone's share of P, counted here with shapely (a point on a shared edge: the first zone)."""
+    import shapely
+
+    pts = shapely.points(PTS)
+    inside = np.column_stack([shapely.covers(zone, pts) for zone in ZONES.geometry])
+    first = np.where(inside.any(axis=1), inside.argmax(axis=1), len(ZONES))
+    return np.bincount(first, minlength=len(ZONES) + 1)[: len(ZONES)] / len(PTS)
+
+
+@pytest.mark.parametrize(
+    ("question", "kind"), [("zone_visits", "shares"), ("hotspots", "uniform"), ("od_flows", "uniform")]
+)
+def test_a_baseline_recommendation_runs_from_public_inputs_and_spends_nothing(question, kind):
+    # at ε = 0.5 for 200 users no release beats knowing nothing here (checked: the plan says so)
+    t = geoldp.plan(PTS, ZONES, epsilon=0.5, n=200, lengths=[2, 3, 5], question=question, rng=1)
+    assert not t.attrs["beats_baselines"] and t.attrs["recommended"] == f"baseline:{kind}"
+    best = t.best
+    assert isinstance(best, BaselineDesign) and best.name == f"baseline:{kind}" and best.lengths == (2, 3, 5)
+    trips = _trips(200)
+    before = trips.copy()
+    acc = geoldp.BudgetAccountant(total_epsilon=1.0)
+    released = best.release(trips, epsilon=0.5, points=PTS, zones=ZONES, accountant=acc, user_col="user")
+    assert best.ledger(0.5) == {} and acc.spent == {}  # nothing released, nothing charged
+    assert released.shape == (200, 0) and released.index.equals(trips.index) and trips.equals(before)
+    answer = best.answer(released, question, points=PTS, zones=ZONES)
+    assert (
+        list(answer.columns) == list(ANSWER_COLUMNS) and answer[["lower", "upper", "raw"]].isna().all().all()
+    )
+    s = _shares()
+    if kind == "shares":  # one visit per trajectory, spread like P's points
+        expected = 200 * s
+    elif question == "od_flows":  # every point a uniform draw: origin and destination independent
+        expected = 200 * np.outer(s, s).reshape(-1)
+    else:  # a zone of share s is visited by a trajectory of length L with probability 1 - (1 - s)^L
+        expected = 200 * np.mean([1 - (1 - s) ** length for length in (2, 3, 5)], axis=0)
+    np.testing.assert_allclose(answer["estimate"].to_numpy(), expected, rtol=1e-12)
+
+
+def test_the_constant_baseline_puts_everyone_at_the_1_median():
+    import shapely
+
+    lon, lat = np.radians(PTS[:, 0]), np.radians(PTS[:, 1])  # haversine sums, written out here
+    dlat, dlon = lat[:, None] - lat[None, :], lon[:, None] - lon[None, :]
+    h = np.sin(dlat / 2) ** 2 + np.cos(lat[:, None]) * np.cos(lat[None, :]) * np.sin(dlon / 2) ** 2
+    median = int(np.argmin(np.arcsin(np.sqrt(h)).sum(axis=1)))
+    zone = int(np.flatnonzero(shapely.covers(ZONES.geometry.values, shapely.points(PTS[median])))[0])
+    design = geoldp.designs.design("baseline:constant")
+    released, answer = design.collect(_trips(50), "zone_visits", epsilon=1.0, points=PTS, zones=ZONES)
+    expected = np.zeros(len(ZONES))
+    expected[zone] = 50
+    np.testing.assert_array_equal(answer["estimate"].to_numpy(), expected)
+    od = design.answer(released, "od_flows", points=PTS, zones=ZONES)["estimate"].to_numpy()
+    assert od.sum() == 50 and od[zone * len(ZONES) + zone] == 50
+
+
+def test_baseline_designs_refuse_what_they_cannot_answer():
+    trips = _trips(20)
+    with pytest.raises(ValueError, match="answer_kind must be one of"):
+        geoldp.designs.design("baseline:median")
+    with pytest.raises(ValueError, match="od_flows"):
+        geoldp.designs.design("baseline:shares").collect(
+            trips, "od_flows", epsilon=1.0, points=PTS, zones=ZONES
+        )
+    with pytest.raises(ValueError, match="public trajectory lengths"):
+        geoldp.designs.design("baseline:uniform").collect(
+            trips, "zone_visits", epsilon=1.0, points=PTS, zones=ZONES
+        )
+    with pytest.raises(TypeError, match="lengths"):
+        BaselineDesign("uniform", lengths=(2.5,))
+    bounded = geoldp.designs.design("baseline:uniform").bounded(4)
+    assert bounded.lengths == (2, 3, 4)  # as the plan draws lengths under a public bound
+
+
+def test_cli_plan_prints_a_runnable_baseline_and_collect_runs_it(tmp_path, capsys):
+    import geopandas as gpd
+
+    pts = gpd.GeoDataFrame(geometry=gpd.points_from_xy(PTS[:, 0], PTS[:, 1]), crs="EPSG:4326")
+    pts.to_file(tmp_path / "P.gpkg")
+    _trips(200).to_file(tmp_path / "T.gpkg")
+    argv = ["plan", str(tmp_path / "P.gpkg"), "--epsilon", "0.5", "--n", "200", "--lengths", "2,3,5"]
+    assert cli.main([*argv, "--question", "hotspots", "--cell-km", "30", "--seed", "1"]) == 0
+    run = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("run it: "))
+    assert "--design baseline:uniform" in run and "--lengths 2,3,5" in run and "no epsilon spent" in run
+    words = run.removeprefix("run it: geoldp ").split("  (")[0].split()
+    words[words.index("TRIPS")] = str(tmp_path / "T.gpkg")
+    words[words.index("ANSWER.gpkg")] = str(tmp_path / "A.gpkg")
+    assert cli.main(words) == 0, capsys.readouterr().err
+    assert "nothing released, no epsilon spent" in capsys.readouterr().err
+    layer = gpd.read_file(tmp_path / "A.gpkg")
+    zones = geoldp.zone_grid(pts, cell_km=30)  # the command's zones
+    python = BaselineDesign("uniform", lengths=(2, 3, 5)).collect(
+        _trips(200), "hotspots", epsilon=0.5, points=pts, zones=zones
+    )[1]
+    np.testing.assert_allclose(layer["estimate"].to_numpy(), python["estimate"].to_numpy(), rtol=1e-12)
+    # nothing to keep as a release; --lengths belongs to the no-data design
+    assert cli.main([*words, "--overwrite", "--release-out", str(tmp_path / "r.csv")]) == 2
+    assert "releases nothing" in capsys.readouterr().err
+    atp = [*words[: words.index("--design") + 1], "atp", *words[words.index("--design") + 2 :]]
+    assert cli.main([*atp, "--overwrite"]) == 2
+    assert "--lengths goes with a no-data design" in capsys.readouterr().err

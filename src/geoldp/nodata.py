@@ -16,7 +16,11 @@ import numpy as np
 
 from geoldp._core.geo import haversine_array_m
 
-__all__ = ["no_data_shapes", "uniform_answer", "uniform_visits"]
+__all__ = ["no_data_answer", "no_data_shapes"]
+
+#: The no-data answers, by name (:func:`no_data_answer`): the planner's baselines, which
+#: :class:`geoldp.designs.BaselineDesign` runs.
+NO_DATA_ANSWERS = ("uniform", "constant", "shares")
 
 
 def uniform_answer(zone_of_point: np.ndarray, n_zones: int, *, od: bool) -> np.ndarray:
@@ -50,6 +54,66 @@ def uniform_visits(zone_of_point: np.ndarray, n_zones: int, lengths: Any) -> np.
     values, counts = np.unique(np.asarray(lengths, dtype=np.int64), return_counts=True)
     miss = (1.0 - share)[:, None] ** values[None, :]  # zone × distinct length
     return (counts[None, :] * (1.0 - miss)).sum(axis=1)
+
+
+def no_data_answer(
+    kind: str,
+    zone_of_point: np.ndarray,
+    n_zones: int,
+    n: int,
+    *,
+    od: bool,
+    lengths: Any = None,
+    median: int = -1,
+) -> np.ndarray:
+    """The no-data answer ``kind`` for ``n`` trajectories, from public inputs only.
+
+    ``"uniform"``: every point of a trajectory a uniform draw from P (zone visits over the public
+    ``lengths``, each equally likely; OD flows: the outer product of P's zone shares); ``"constant"``:
+    every trajectory at P's 1-median, the point ``median``; ``"shares"`` (zone questions only): one visit
+    per trajectory, spread over the zones like P's points.
+
+    Parameters
+    ----------
+    kind : {"uniform", "constant", "shares"}
+    zone_of_point : ndarray of int
+        Zone position of every public point (``n_zones`` = outside).
+    n_zones : int
+    n : int
+        The number of trajectories the answer is for.
+    od : bool
+        OD flows (``n_zones²`` ordered pairs, origin-major) instead of zone visits.
+    lengths : array_like of int, optional
+        Trajectory lengths to average over (``"uniform"`` zone visits only).
+    median : int, optional
+        P's 1-median, a position in P (``"constant"`` only).
+
+    Returns
+    -------
+    ndarray of float
+
+    Examples
+    --------
+    >>> no_data_answer("uniform", np.array([0, 0, 1, 2]), 2, 100, od=False, lengths=[1, 3]).round(1).tolist()
+    [68.8, 41.4]
+    >>> no_data_answer("constant", np.array([0, 0, 1, 2]), 2, 100, od=True, median=2).tolist()
+    [0.0, 0.0, 0.0, 100.0]
+    """
+    k = n_zones
+    if kind == "uniform":
+        if od:
+            return uniform_answer(zone_of_point, k, od=True) * n
+        pool = np.asarray(lengths, dtype=np.int64).reshape(-1)
+        return uniform_visits(zone_of_point, k, pool) * (n / max(pool.size, 1))
+    if kind == "constant":
+        out = np.zeros(k * k if od else k)
+        zm = int(zone_of_point[median])
+        if zm < k:
+            out[zm * k + zm if od else zm] = n
+        return out
+    if kind == "shares" and not od:
+        return uniform_answer(zone_of_point, k, od=False) * n
+    raise ValueError(f"No no-data answer {kind!r} for {'OD flows' if od else 'zone visits'}.")
 
 
 def no_data_shapes(zone_of_point: np.ndarray, n_zones: int, lengths: Any, *, od: bool) -> np.ndarray:

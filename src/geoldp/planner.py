@@ -73,11 +73,11 @@ from geoldp._core.validation import (
     check_option,
     check_release_epsilon,
 )
-from geoldp.designs import Design, design
+from geoldp.designs import BaselineDesign, Design, design
 from geoldp.designs.pilot import PilotEstimate
 from geoldp.designs.simulation import Simulation, needs, truth
 from geoldp.designs.trajectory import simulated_rms
-from geoldp.nodata import length_pool, random_walks, uniform_answer, uniform_visits
+from geoldp.nodata import NO_DATA_ANSWERS, length_pool, no_data_answer, random_walks
 from geoldp.questions import Question
 from geoldp.reports import estimators as rest
 from geoldp.zones import check_zones, zone_of_vertices
@@ -102,12 +102,16 @@ class PlanTable(pd.DataFrame):
     def best(self) -> Design | None:
         """The recommended :class:`geoldp.designs.Design`, ready to ``release`` and ``answer``.
 
-        None when no design beats the better no-data baseline: then the baseline itself (``uniform``,
-        ``constant`` or ``shares``, computed from P alone) is the answer, and no ε need be spent.
+        When no design beats the better no-data baseline it is that baseline, a
+        :class:`~geoldp.designs.BaselineDesign` (``uniform``, ``constant`` or ``shares``, computed from P
+        and the zones alone, over the lengths the plan was given): it releases nothing and spends no ε.
+        None for a table without the plan's attributes.
         """
         name = self.attrs.get("recommended")
-        if name is None or name not in DESIGNS:
+        if not name:
             return None
+        if name.startswith(f"{BaselineDesign.kind}:"):
+            return BaselineDesign(name.split(":", 1)[1], lengths=self.attrs["lengths"])
         out = DESIGNS[name].for_question(Question(self.attrs["question"]))
         bound = self.attrs.get("max_length")
         return out if bound is None else out.bounded(int(bound))
@@ -209,25 +213,18 @@ def _lengths(lengths: Any, size: int, rng: np.random.Generator, caller: str) -> 
 
 
 def _baselines(sim: Simulation, question: str, median: int) -> dict[str, np.ndarray]:
-    """The no-data answers at the scale of sim.n: ``uniform`` (every point a uniform draw from P, with the
-    population's lengths), ``constant`` (every trajectory at the 1-median) and, for the zone questions,
-    ``shares`` (one visit per trajectory spread over the zones like P's points; often the closer guess of
-    how many trajectories visit a zone, since real trajectories revisit few zones)."""
-    k = sim.n_zones
-    zm = int(sim.zone_of_point[median])
-    if needs(question) == "od":
-        uni = uniform_answer(sim.zone_of_point, k, od=True) * sim.n
-        const = np.zeros(k * k)
-        if zm < k:
-            const[zm * k + zm] = sim.n
-        return {"baseline:uniform": uni, "baseline:constant": const}
+    """The no-data answers at the scale of sim.n (:func:`geoldp.nodata.no_data_answer`, with the
+    population's lengths): ``uniform``, ``constant`` and, for the zone questions, ``shares`` (often the
+    closer guess of how many trajectories visit a zone, since real trajectories revisit few zones)."""
+    od = needs(question) == "od"
     lengths = [s.shape[0] for s in sim.seqs]
-    uni = uniform_visits(sim.zone_of_point, k, lengths) * (sim.n / max(len(lengths), 1))
-    const = np.zeros(k)
-    if zm < k:
-        const[zm] = sim.n
-    shares = uniform_answer(sim.zone_of_point, k, od=False) * sim.n
-    return {"baseline:uniform": uni, "baseline:constant": const, "baseline:shares": shares}
+    return {
+        f"baseline:{kind}": no_data_answer(
+            kind, sim.zone_of_point, sim.n_zones, sim.n, od=od, lengths=lengths, median=median
+        )
+        for kind in NO_DATA_ANSWERS
+        if not (od and kind == "shares")
+    }
 
 
 # --------------------------------------------------------------------------------------------------
@@ -413,6 +410,9 @@ def plan(
         "target_error": first.attrs["target_error"] if target_error is None else float(target_error),
         "recommended": best,
         "max_length": max_length,
+        "lengths": tuple(
+            int(v) for v in (np.unique(lengths) if pilot is not None else length_pool(lengths, caller))
+        ),
         "beats_baselines": beats,
         "margin": "a design is recommended only when it beats the better baseline on every simulated "
         "population by more than 1.96 standard errors of its simulated error",

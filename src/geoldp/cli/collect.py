@@ -12,6 +12,7 @@ the release itself.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -20,6 +21,7 @@ from geoldp._core.validation import MAX_LENGTH
 from geoldp.cli import _read
 from geoldp.cli._args import add_cell_km, check_output, existing_file, print_written, stage, usage
 from geoldp.cli._args import int_in_range as _int_in_range
+from geoldp.cli._args import lengths as _lengths
 from geoldp.cli._args import positive_float as _positive_float
 from geoldp.cli._args import report_warnings as _report_warnings
 from geoldp.cli._args import seed as _seed
@@ -86,12 +88,24 @@ def _cmd_collect(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> in
     if question not in design.questions:
         answered = ", ".join(q.value for q in design.questions)
         usage(args, f"the design {design.name!r} answers {answered}, not {question.value}")
+    if args.lengths is not None:
+        if not isinstance(design, designs.BaselineDesign):
+            usage(args, f"--lengths goes with a no-data design (baseline:uniform), not {design.name!r}")
+        design = dataclasses.replace(design, lengths=tuple(args.lengths))
     if args.max_length is not None:
         design = design.bounded(args.max_length)
+    if isinstance(design, designs.BaselineDesign) and design.lengths is None and not question.is_od:
+        if design.answer_kind == "uniform":  # its zone visits average over public lengths
+            usage(
+                args,
+                "--design baseline:uniform needs --lengths L,L,... or --max-length N, as geoldp plan prints",
+            )
     inputs = _inputs(args)
     out_path = check_output(args.output, overwrite=args.overwrite, inputs=inputs)
     release_path = None
     if args.release_out is not None:
+        if not design.ledger(1.0):
+            usage(args, f"--release-out: the design {design.name!r} releases nothing")
         if len(design.ledger(1.0)) > 1:
             usage(args, f"--release-out keeps one release; the design {design.name!r} makes two")
         release_path = check_output(
@@ -111,9 +125,10 @@ def _cmd_collect(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> in
             with stage(f"cannot write '{args.release_out}'"):
                 written += gio.write_file(released, release_path, overwrite=args.overwrite)  # a report: CSV
     split = ", ".join(f"{name} {eps:g}" for name, eps in design.ledger(args.epsilon).items())
+    spent = f"epsilon per trip: {split}" if split else "nothing released, no epsilon spent"
     supported = answer["supported"].sum()
     print(
-        f"{PROG}: collected {len(trips)} trips with {design.name} (epsilon per trip: {split}"
+        f"{PROG}: collected {len(trips)} trips with {design.name} ({spent}"
         f"{', seeded' if args.seed is not None else ''}); {question.value}: {int(supported)} of "
         f"{len(answer)} cells supported ({answer.attrs['covers']})",
         file=stderr,
@@ -228,6 +243,14 @@ def add_parser(sub: Any) -> None:
         metavar="N",
         help="a PUBLIC bound on the points of a trajectory (as given to geoldp plan): a visited-zone "
         "report's intervals allow at most N zones per trip",
+    )
+    p.add_argument(
+        "--lengths",
+        type=_lengths,
+        default=None,
+        metavar="L,L,...",
+        help="PUBLIC trajectory lengths, each equally likely, for the no-data design baseline:uniform "
+        "(as geoldp plan prints them)",
     )
     p.add_argument(
         "-o", "--output", required=True, metavar="ANSWER", help="the answer layer (.gpkg, .geojson ...)"

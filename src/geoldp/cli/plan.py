@@ -27,6 +27,7 @@ def _cmd_plan(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     import pandas as pd
 
     from geoldp import io as gio
+    from geoldp.designs import BaselineDesign
     from geoldp.planner import plan
 
     with _report_warnings(stderr):
@@ -61,24 +62,28 @@ def _cmd_plan(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
             print(table.to_string(float_format=lambda v: f"{v:.4f}"), file=stdout)
         verdict = "" if table.attrs["beats_baselines"] else " (no design beats the no-data baselines)"
         print(f"recommended: {table.attrs['recommended']}{verdict}", file=stdout)
-        if table.best is not None:
+        best = table.best
+        baseline = isinstance(best, BaselineDesign)
+        if best is not None:
             bound = "" if args.max_length is None else f"--max-length {args.max_length} "
+            if isinstance(best, BaselineDesign) and best.answer_kind == "uniform" and best.lengths:
+                bound += f"--lengths {','.join(str(v) for v in best.lengths)} "
             print(
-                f"run it: geoldp collect TRIPS --design {table.best.name} --question {args.question} "
+                f"run it: geoldp collect TRIPS --design {best.name} --question {args.question} "
                 f"--epsilon {args.epsilon:g} --points {args.points} --cell-km {args.cell_km:g} {bound}"
-                "-o ANSWER.gpkg",
+                f"-o ANSWER.gpkg{'  (no release, no epsilon spent)' if baseline else ''}",
                 file=stdout,
             )
-        if args.campaign_out is not None and table.best is None:
+        if args.campaign_out is not None and baseline:
             raise UserError(
                 f"no campaign written to '{args.campaign_out}': no design beats the no-data baselines for "
                 f"{args.question} here (see the table); to collect anyway, write the campaign of a design "
                 "you choose with geoldp campaign create --design NAME"
             )
-        if args.campaign_out is not None and table.best is not None:
+        if args.campaign_out is not None and best is not None and not baseline:
             from geoldp.cli import field as cli_field
 
-            print(cli_field.campaign_from_plan(args, table.best, points, zones, stderr), file=stdout)
+            print(cli_field.campaign_from_plan(args, best, points, zones, stderr), file=stdout)
     return 0
 
 

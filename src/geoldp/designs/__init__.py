@@ -7,8 +7,9 @@ turns a name into its object::
     released, answer = d.collect(trips, "zone_visits", epsilon=4.0, points=P, zones=zones)
 
 The kinds: :class:`TrajectoryDesign` (TP, ATP, PointEM), :class:`ReportDesign` (aggregate reports over
-public zones, with padding, a coarse grid and an estimator), :class:`SynthesisDesign` (LDPTrace) and
-:class:`Composition` (a trajectory and a report under one budget). Every design also simulates itself on a
+public zones, with padding, a coarse grid and an estimator), :class:`SynthesisDesign` (LDPTrace),
+:class:`Composition` (a trajectory and a report under one budget) and :class:`BaselineDesign` (no release:
+the no-data answer the planner recommends when no design beats it). Every design also simulates itself on a
 no-data population (:mod:`geoldp.designs.simulation`), which is how :func:`geoldp.plan` ranks them. A new
 kind is one module that defines its :class:`Design` subclass (``release``, ``answer``, ``simulate``) and
 registers the first word of its names, imported here.
@@ -19,6 +20,7 @@ from __future__ import annotations
 from typing import Any
 
 from geoldp.designs.base import Design, parse, to_layer
+from geoldp.designs.baseline import BaselineDesign
 from geoldp.designs.composition import Composition
 from geoldp.designs.pilot import Pilot, PilotEstimate
 from geoldp.designs.report import ReportDesign
@@ -28,6 +30,7 @@ from geoldp.questions import ANSWER_COLUMNS as ANSWER_COLUMNS
 from geoldp.questions import answer_table
 
 __all__ = [
+    "BaselineDesign",
     "Composition",
     "Design",
     "Pilot",
