@@ -145,6 +145,12 @@ def test_estimators_refuse_a_tracs_release(city):
     with pytest.raises(ValueError, match="estimators model TP, ATP and PointEM"):
         mech = geoldp.trajectory.TraCSD(epsilon=4.0, bounds=(0.0, 0.0, 1.0, 1.0))
         geoldp.estimate.visit_counts(out, points, mechanism=mech)
+    # the call the message advises: the release's own counts, as the one answer table
+    zones = geoldp.zone_grid(points, cells=3)
+    answer = geoldp.designs.design("tracs-c").answer(out, "zone_visits", points=points, zones=zones)
+    counts = geoldp.metrics.zone_visit_counts(out, zones).to_numpy()
+    np.testing.assert_array_equal(answer["estimate"].to_numpy(), counts)
+    assert answer["estimate"].sum() > 0 and answer[["lower", "upper"]].isna().all().all()
 
 
 def test_accountant_and_per_user_budget(city):

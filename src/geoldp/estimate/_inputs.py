@@ -68,8 +68,9 @@ def _refuse_continuous(name: str, caller: str) -> None:
         raise ValueError(
             f"The release given to {caller} was made with {str(name).lower()!r}: geoldp's estimators model "
             "TP, ATP and PointEM releases (their population model runs the mechanism over P), not "
-            "continuous-space ones. Use the release's own counts instead (geoldp.queries.visit_counts, "
-            "geoldp.evaluate)."
+            "continuous-space ones. Its answer is its own counts, snapped to P: "
+            f"geoldp.designs.design({str(name).lower()!r}).answer(release, question, points=P, zones=zones) "
+            "(no interval); geoldp evaluate scores it against originals."
         )
 
 
