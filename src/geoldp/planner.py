@@ -307,7 +307,8 @@ def plan(
     -------
     PlanTable
         A DataFrame whose ``best`` is the recommended design object (:mod:`geoldp.designs`), to
-        ``release`` and ``answer`` as it is (None when a no-data baseline is recommended). One row per
+        ``release`` and ``answer`` as it is (a :class:`~geoldp.designs.BaselineDesign`, which releases
+        nothing, when a no-data baseline is recommended). One row per
         design and per baseline (index ``design``): ``kind``, ``error`` (expected, lower is
         better), ``error_sd`` (over the repetitions), ``error_se`` (the standard error of ``error``),
         ``error_low`` and ``error_high`` (the predicted error's 95 % interval: the repetitions' noise, and
@@ -318,8 +319,8 @@ def plan(
         the better baseline on every simulated population by more than 1.96 of its ``error_se``; else
         the baseline with the smallest worst error over the no-data populations (the pilot's, with a
         pilot) is (its worst error in ``error_worst_population``). ``attrs`` holds the question, ε, n,
-        the target error, the
-        recommended design, whether it beats the better baseline, and the margin rule.
+        the target error, the recommended design, whether it beats the better baseline, the margin rule
+        and the lengths the plan was given (``lengths``: the pilot's length classes with a pilot).
 
     Raises
     ------
