@@ -122,6 +122,15 @@ def test_a_design_answers_with_the_one_table(name):
     assert d.answer(again, question, points=pts, zones=zones).equals(answer)
     layer = designs.to_layer(answer, zones)  # the same columns as a GIS layer
     assert len(layer) == len(answer) and set(designs.ANSWER_COLUMNS) <= set(layer.columns)
+    # asked for hotspots, the same answer ranks every zone by its estimate, ties by position
+    if question == "zone_visits":
+        hot = d.answer(released, "hotspots", points=pts, zones=zones)
+        assert list(hot.columns) == ["rank", *designs.ANSWER_COLUMNS]
+        np.testing.assert_array_equal(hot["estimate"].to_numpy(), answer["estimate"].to_numpy())
+        assert sorted(hot["rank"]) == list(range(1, len(hot) + 1))
+        position = np.argsort(hot["rank"].to_numpy())  # the rows from rank 1 down
+        est = hot["estimate"].to_numpy()[position]
+        assert (np.diff(est) <= 0).all() and (np.diff(position)[np.diff(est) == 0] > 0).all()
     np.testing.assert_array_equal(layer["std_error"], answer["std_error"].to_numpy(dtype=float))
 
 

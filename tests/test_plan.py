@@ -479,9 +479,9 @@ def test_a_baseline_recommendation_runs_from_public_inputs_and_spends_nothing(qu
     assert best.ledger(0.5) == {} and acc.spent == {}  # nothing released, nothing charged
     assert released.shape == (200, 0) and released.index.equals(trips.index) and trips.equals(before)
     answer = best.answer(released, question, points=PTS, zones=ZONES)
-    assert (
-        list(answer.columns) == list(ANSWER_COLUMNS) and answer[["lower", "upper", "raw"]].isna().all().all()
-    )
+    ranked = ["rank"] if question == "hotspots" else []  # a hotspots answer ranks every zone first
+    assert list(answer.columns) == [*ranked, *ANSWER_COLUMNS]
+    assert answer[["lower", "upper", "raw"]].isna().all().all()
     s = _shares()
     if kind == "shares":  # one visit per trajectory, spread like P's points
         expected = 200 * s

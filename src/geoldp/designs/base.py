@@ -15,6 +15,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable
 from typing import Any, ClassVar
 
+import numpy as np
 import pandas as pd
 
 from geoldp import layers
@@ -158,9 +159,18 @@ class Design(ABC):
         -------
         pandas.DataFrame
             One row per zone (index ``zone``) or per ordered zone pair (``origin``, ``destination``),
-            with the columns ``geoldp.designs.ANSWER_COLUMNS``.
+            with the columns ``geoldp.designs.ANSWER_COLUMNS``; for hotspots first ``rank``, every zone
+            ordered by its estimate (1 the busiest; ties by position): ``supported`` says which of them
+            the release tells apart from nothing.
         """
-        return self._answer(released, self._question(question), points, zones)
+        q = self._question(question)
+        table = self._answer(released, q, points, zones)
+        if q is Question.HOTSPOTS:
+            order = np.lexsort((np.arange(len(table)), -table["estimate"].to_numpy(np.float64)))
+            rank = np.empty(len(table), dtype=np.int64)
+            rank[order] = np.arange(1, len(table) + 1)
+            table.insert(0, "rank", rank)
+        return table
 
     def _answer(self, released: Any, q: Question, points: Any, zones: Any) -> pd.DataFrame:
         # a kind defines this (``q``: a question it answers) or overrides answer itself
