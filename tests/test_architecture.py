@@ -263,6 +263,7 @@ GEO_IMPORTERS: dict[str, set[str]] = {
     "geoldp._core.area": {"pyproj"},
     "geoldp._core.box": {"pyproj"},
     "geoldp._core.frames": {"geopandas", "pyproj", "shapely"},
+    "geoldp._core.point_record": {"geopandas"},  # the digest of P given as a frame
     "geoldp._release": {"geopandas"},
     "geoldp.accessor": {"geopandas"},
     "geoldp.accounting": {"shapely"},

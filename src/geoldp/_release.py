@@ -33,9 +33,9 @@ import numpy as np
 import pandas as pd
 
 from geoldp import accounting
-from geoldp import points as public_points
 from geoldp._core import box as _box
 from geoldp._core import frames as _frames
+from geoldp._core import point_record
 from geoldp._core.area import area_record, warn_if_area_from
 from geoldp._core.errors import PrivacyWarning
 from geoldp._core.ledger import ReleaseLedger, attach
@@ -439,13 +439,13 @@ class Spend:
         ledger = accounting.finish_release(
             provenance,
             released=released,
-            points_provenance=None if points is None else public_points.provenance_of(points),
+            points_provenance=None if points is None else point_record.provenance_of(points),
             charge=self._pending,
         )
         self._pending = None
         if points is not None:
             # what a collector needs to rebuild or verify P: the recipe (box, spacing, CRS) and a digest
-            ledger = ledger.replace(points=public_points.ledger_record(points, ps))
+            ledger = ledger.replace(points=point_record.ledger_record(points, ps))
         return ledger
 
 

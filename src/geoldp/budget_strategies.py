@@ -338,12 +338,10 @@ def _finish_frame(
     """The ``finish`` of a ``gdf.ldp.perturb`` split release: a GeoDataFrame with P's provenance."""
     import geopandas as gpd
 
-    from geoldp import points as public_points
+    from geoldp._core.point_record import provenance_of
 
     out = gpd.GeoDataFrame(combined, geometry=combined.geometry.name, crs=combined.crs)
-    ledger = accounting.finish_release(
-        base.record(), released=out, points_provenance=public_points.provenance_of(points)
-    )
+    ledger = accounting.finish_release(base.record(), released=out, points_provenance=provenance_of(points))
     # the parts' P: the same for all
     return out, ledger.replace(points=first.points if first.points is not None else ledger.points)
 

@@ -38,8 +38,8 @@ from typing import Any
 import numpy as np
 
 from geoldp import _release
-from geoldp import points as public_points
 from geoldp._core import frames as _frames
+from geoldp._core.area import warn_if_area_from
 from geoldp._core.errors import GeoLDPWarning
 from geoldp._core.ledger import attach, require
 from geoldp._core.progress import stages
@@ -538,7 +538,7 @@ def synthesize(
     )
     crs = ft.crs
     if points is not None:
-        public_points.warn_if_area_from(trips, points, stacklevel=3)
+        warn_if_area_from(trips, points, stacklevel=3)
         box = _public_bounds(points, crs, caller)
     else:
         box = _check_bounds(bounds, caller)

@@ -62,7 +62,6 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from geoldp import metrics
 from geoldp._core import frames as _frames
 from geoldp._core.progress import stages
 from geoldp._core.validation import (
@@ -362,7 +361,7 @@ def plan(
 
     zone_of_point = zone_of_vertices(z, np.asarray(ps.lon), np.asarray(ps.lat))
     size = min(n, _SIM_MAX)
-    median = int(metrics.one_median(ps))
+    median = int(ps.one_median())  # P's 1-median, as the no-data answers and the baselines of evaluate use
     if pilot is not None:
         if prior is not None or not isinstance(pilot, PilotEstimate):
             raise TypeError(f"The 'pilot' of {caller} is a PilotEstimate (Pilot.estimate), without a prior.")

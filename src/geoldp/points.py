@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from geoldp._core.area import AREA_KEY, record_area, warn_if_area_from
+from geoldp._core.point_record import PROVENANCE_KEY, digest_of, ledger_record, provenance_of, recipe_of
 from geoldp._core.validation import check_int_range, check_real
 
 __all__ = [
@@ -43,8 +44,6 @@ __all__ = [
 #: Suffix of the file that keeps a point set's provenance and area next to its data file (a file format
 #: drops ``attrs``): ``P.gpkg`` → ``P.gpkg.points.json``.
 SIDECAR_SUFFIX = ".points.json"
-#: ``attrs`` key of a point set's provenance string.
-PROVENANCE_KEY = "geoldp_points"
 #: Largest point set a builder returns. A finer grid (or H3 resolution) is refused up front, from the
 #: area's size, with a ``ValueError`` giving the size it would have; set ``geoldp.points.MAX_POINTS``
 #: higher to allow it.
@@ -498,60 +497,8 @@ def thin(points: Any, n: int, *, rng: Any = None) -> Any:
 
 
 # ------------------------------------------------------------------------------------------------------
-# hooks used by the release (perturb)
-
-
-def provenance_of(points: Any) -> str | None:
-    """The provenance string of a point set built here, or ``None`` (a PointSet or a hand-made frame).
-
-    Examples
-    --------
-    >>> provenance_of(None) is None
-    True
-    """
-    attrs = getattr(points, "attrs", None)
-    if not isinstance(attrs, dict):
-        return None
-    value = attrs.get(PROVENANCE_KEY)
-    return value if isinstance(value, str) else None
-
-
-_GRID_RE = r"^grid\(kind=(square|hex), spacing_m=([^,]+), area=bbox, crs=(EPSG:\d+)\)$"
-_H3_RE = r"^h3_cells\(resolution=(\d+), area=bbox, crs=(EPSG:\d+)\)$"
-
-
-def recipe_of(points: Any) -> dict[str, Any] | None:
-    """The public recipe that rebuilds a point set: builder, bounding box, spacing or resolution, CRS.
-
-    Only a :func:`grid` or :func:`h3_cells` over a bounding box has one (a polygon area, road nodes or a
-    thinned set are recorded by their digest, :func:`digest_of`). The box is public by construction.
-
-    Returns
-    -------
-    dict or None
-        ``{"builder": "grid", "area": [minx, miny, maxx, maxy], "spacing_m": ..., "kind": ...,
-        "crs": "EPSG:..."}`` (or ``"resolution"`` for H3), or ``None``.
-
-    Examples
-    --------
-    >>> recipe_of(grid((116.30, 39.90, 116.32, 39.92), 500))["area"]  # doctest: +SKIP
-    [116.3, 39.9, 116.32, 39.92]
-    """
-    import re
-
-    attrs = getattr(points, "attrs", None)
-    if not isinstance(attrs, dict):
-        return None
-    prov, area = attrs.get(PROVENANCE_KEY), attrs.get(AREA_KEY)
-    if not isinstance(prov, str) or not isinstance(area, dict):
-        return None
-    box = [float(b) for b in area.get("bounds", ())]
-    if (m := re.match(_GRID_RE, prov)) is not None:
-        kind, spacing, crs = m.groups()
-        return {"builder": "grid", "area": box, "spacing_m": float(spacing), "kind": kind, "crs": crs}
-    if (m := re.match(_H3_RE, prov)) is not None:
-        return {"builder": "h3_cells", "area": box, "resolution": int(m.group(1)), "crs": m.group(2)}
-    return None
+# a point set rebuilt from its recipe, and its provenance kept beside a file (its identity in a release's
+# ledger, provenance_of, recipe_of, digest_of and ledger_record, is geoldp._core.point_record)
 
 
 def from_recipe(recipe: Any) -> Any:
@@ -576,69 +523,6 @@ def from_recipe(recipe: Any) -> Any:
         raise ValueError(
             "The point-set recipe is incomplete: it needs area, crs and the builder's size."
         ) from None
-
-
-#: Decimal places of the WGS 84 degrees hashed by :func:`digest_of` (1e-7 degree is about 1 cm).
-DIGEST_DECIMALS = 7
-
-
-def digest_of(points: Any) -> str:
-    """A SHA-256 digest of a point set: its size and its WGS 84 coordinates (to 1e-7 degree), in order.
-
-    Equal for the same points read back from any file format or CRS; different when a point is added,
-    dropped, moved by more than about a centimetre, or reordered (the indices of a release refer to P's
-    order).
-
-    Parameters
-    ----------
-    points : PointSet, GeoDataFrame or GeoSeries of Points
-
-    Returns
-    -------
-    str
-        ``"sha256:<64 hex digits>"``.
-
-    Examples
-    --------
-    >>> from geoldp import PointSet
-    >>> digest_of(PointSet([0.0, 1.0], [0.0, 0.0])) == digest_of(PointSet([0.0, 1.0 + 1e-12], [0.0, 0.0]))
-    True
-    """
-    import hashlib
-
-    import geopandas as gpd
-
-    from geoldp._core.pointset import PointSet
-
-    if isinstance(points, gpd.GeoDataFrame):
-        points = PointSet.from_geodataframe(points)
-    elif isinstance(points, gpd.GeoSeries):
-        points = PointSet.from_geoseries(points)
-    if not isinstance(points, PointSet):
-        raise TypeError(
-            f"digest_of needs a PointSet or a GeoDataFrame/GeoSeries of Points. Got {type(points).__name__}."
-        )
-    scale = 10.0**DIGEST_DECIMALS
-    xy = np.column_stack([np.rint(points.lon * scale), np.rint(points.lat * scale)]).astype(np.int64)
-    h = hashlib.sha256(b"geoldp-points-v1")
-    h.update(np.int64(xy.shape[0]).tobytes())
-    h.update(np.ascontiguousarray(xy).astype("<i8").tobytes())
-    return "sha256:" + h.hexdigest()
-
-
-def ledger_record(points: Any, ps: Any = None) -> dict[str, Any]:
-    """The ``"points"`` member of a release's ledger: provenance, recipe, digest and size of P.
-
-    ``ps`` is P as the release resolved it (a :class:`~geoldp.PointSet`), to avoid converting it twice.
-    Everything in it is public (P is public).
-    """
-    ps = points if ps is None else ps
-    return {
-        "provenance": provenance_of(points),
-        "recipe": recipe_of(points),
-        "digest": digest_of(ps),
-        "size": int(len(ps)),
-    }
 
 
 def _sidecar(path: Any) -> Any:

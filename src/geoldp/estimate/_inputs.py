@@ -46,7 +46,7 @@ _LEDGER_SKIP = ("mechanism", "epsilon", "granularity_value")
 
 def check_release_points(released: Any, ps: PointSet, *, caller: str) -> None:
     """Refuse public points that are not those the release's ledger records (by their digest)."""
-    from geoldp.points import digest_of
+    from geoldp._core.point_record import digest_of
 
     ledger = ledger_of(released)
     record: Any = ledger.points if ledger is not None else None

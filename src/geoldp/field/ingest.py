@@ -373,7 +373,7 @@ def _release_of_reports(campaign: Campaign, reports: list[Any]) -> Any:
             geoms.append(shapely.LineString(xy) if len(idx) > 1 else shapely.Point(xy[0]))
         released = gpd.GeoDataFrame(geometry=geoms, crs="EPSG:4326")
         from geoldp._core.ledger import ReleaseLedger, attach
-        from geoldp.points import ledger_record
+        from geoldp._core.point_record import ledger_record
 
         # the public part of the central ledger that the estimators read: the mechanism, its ε and P
         attach(
