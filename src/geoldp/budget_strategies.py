@@ -21,7 +21,8 @@ import numpy as np
 import pandas as pd
 
 from geoldp import accounting
-from geoldp._core.ledger import ReleaseLedger, attach, ledger_of, require
+from geoldp._core.ledger import ReleaseLedger, attach, require
+from geoldp._core.ledger import release_parts as release_parts  # its reader, owned by the ledger
 from geoldp._core.randomness import resolve_rng
 from geoldp._core.validation import check_int_min, missing_column
 
@@ -344,42 +345,3 @@ def _finish_frame(
     ledger = accounting.finish_release(base.record(), released=out, points_provenance=provenance_of(points))
     # the parts' P: the same for all
     return out, ledger.replace(points=first.points if first.points is not None else ledger.points)
-
-
-def release_parts(released: Any) -> list[Any]:
-    """Split a ``user_budget="split"`` release into single-budget releases that estimators accept.
-
-    Each part holds the rows released with one per-trajectory ε (input order kept) and a ledger with that
-    ε, so :mod:`geoldp.estimate` can analyse it; the estimates of the parts add up (the parts hold
-    different trajectories). Any other release is returned as the only part.
-
-    Parameters
-    ----------
-    released : geopandas.GeoDataFrame
-        A release with its ledger.
-
-    Returns
-    -------
-    list of geopandas.GeoDataFrame
-    """
-    ledger = ledger_of(released)
-    rule = None if ledger is None else ledger.user_budget
-    if ledger is None or not isinstance(rule, dict) or rule.get("strategy") != "split":
-        return [released]
-    if EPSILON_COLUMN not in released.columns:
-        raise ValueError(
-            f"This release was made with user_budget='split' but has lost its {EPSILON_COLUMN!r} column; "
-            "read the whole release file."
-        )
-    out = []
-    kept = [c for c in ledger.settings.get("unprotected_columns", []) if c != EPSILON_COLUMN]
-    for part in ledger.settings["ledger"]["by_part"]:
-        eps = float(part["epsilon"])
-        rows = released[released[EPSILON_COLUMN].to_numpy() == eps].drop(columns=[EPSILON_COLUMN])
-        led = ledger.replace(epsilon=eps, user_budget=None, accounting=None).with_settings(
-            ledger=part["ledger"], unit="one row = one trajectory", unprotected_columns=kept
-        )
-        rows.attrs = {}
-        attach(rows, led)
-        out.append(rows)
-    return out

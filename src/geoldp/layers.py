@@ -29,10 +29,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from geoldp import budget_strategies
 from geoldp import points as public_points
 from geoldp._core import formats as _formats
-from geoldp._core.ledger import ledger_of
+from geoldp._core.ledger import ledger_of, release_parts
 from geoldp._core.progress import stages
 from geoldp._core.validation import check_bool
 from geoldp.estimate._ranking import top_supported
@@ -258,7 +257,7 @@ def estimate_layers(
     if zones is None:
         zones = zone_grid(points, cell_km=cell_km)
     progress = check_bool(progress, "progress", caller="estimate_layers")
-    parts = budget_strategies.release_parts(released)
+    parts = release_parts(released)
     ask = {  # the query of each layer (hotspots: the zone visits)
         "zone_visits": lambda pop: pop.visit_counts(zones),
         "od_flows": lambda pop: pop.od_flows(zones),

@@ -3,7 +3,8 @@
 Every release (trajectories, aggregate reports, synthetic trajectories, a pilot) carries one
 :class:`ReleaseLedger`. It travels with the frame (in ``frame.attrs``, as the JSON record that the files'
 sidecars hold) and is read and written only here: :func:`ledger_of` reads it, :func:`attach` writes it,
-:func:`require` reads it or says what is missing. The record's format is the sidecar format
+:func:`require` reads it or says what is missing, and :func:`release_parts` splits a release whose
+users shared their ε over their trips into single-budget releases. The record's format is the sidecar format
 (``<file>.ledger.json`` and the GeoJSON ``"geoldp"`` member), unchanged.
 
 >>> led = ReleaseLedger.from_record({"mechanism": "atp", "epsilon": 2.0, "split": "uniform"})
@@ -26,7 +27,7 @@ from typing import Any
 
 from geoldp._core.errors import GeoLDPWarning
 
-__all__ = ["ReleaseLedger", "attach", "ledger_of", "record_problem", "require"]
+__all__ = ["ReleaseLedger", "attach", "ledger_of", "record_problem", "release_parts", "require"]
 
 #: Where a frame keeps its ledger record (``frame.attrs[ATTRS_KEY]``); also the GeoJSON member's name.
 ATTRS_KEY = "geoldp"
@@ -272,3 +273,43 @@ def attach(frame: Any, ledger: ReleaseLedger | Mapping[str, Any] | None) -> None
         return
     record = ledger.record() if isinstance(ledger, ReleaseLedger) else dict(ledger)
     frame.attrs[ATTRS_KEY] = ReleaseRecord(record)
+
+
+def release_parts(released: Any) -> list[Any]:
+    """Split a ``user_budget="split"`` release into single-budget releases that estimators accept.
+
+    Each part holds the rows released with one per-trajectory ε (input order kept) and a ledger with that
+    ε, so :mod:`geoldp.estimate` can analyse it; the estimates of the parts add up (the parts hold
+    different trajectories). Any other release is returned as the only part.
+
+    Parameters
+    ----------
+    released : geopandas.GeoDataFrame
+        A release with its ledger.
+
+    Returns
+    -------
+    list of geopandas.GeoDataFrame
+    """
+    ledger = ledger_of(released)
+    rule = None if ledger is None else ledger.user_budget
+    if ledger is None or not isinstance(rule, dict) or rule.get("strategy") != "split":
+        return [released]
+    column = str(rule.get("epsilon_column", "epsilon"))  # each row's budget, as the per-user driver wrote it
+    if column not in released.columns:
+        raise ValueError(
+            f"This release was made with user_budget='split' but has lost its {column!r} column; "
+            "read the whole release file."
+        )
+    out = []
+    kept = [c for c in ledger.settings.get("unprotected_columns", []) if c != column]
+    for part in ledger.settings["ledger"]["by_part"]:
+        eps = float(part["epsilon"])
+        rows = released[released[column].to_numpy() == eps].drop(columns=[column])
+        led = ledger.replace(epsilon=eps, user_budget=None, accounting=None).with_settings(
+            ledger=part["ledger"], unit="one row = one trajectory", unprotected_columns=kept
+        )
+        rows.attrs = {}
+        attach(rows, led)
+        out.append(rows)
+    return out

@@ -35,8 +35,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from geoldp import budget_strategies, layers, ldptrace
-from geoldp._core.ledger import ReleaseLedger, ledger_of, require
+from geoldp import layers, ldptrace
+from geoldp._core.ledger import ReleaseLedger, ledger_of, release_parts, require
 from geoldp._core.progress import stages
 from geoldp._core.randomness import resolve_rng
 from geoldp._core.validation import check_bool, check_int_range, check_option, check_real
@@ -145,7 +145,7 @@ def _trajectory_part(
     z = _normal_quantile(float(options.get("level", 0.95)))
     known = np.ones(len(index), dtype=bool)
     # a user_budget="split" release is estimated part by part (disjoint trajectories): sums add up
-    for piece in budget_strategies.release_parts(released):
+    for piece in release_parts(released):
         pop = estimate.fit(piece, points, rng=source, **options)
         if question == "zone_visits":
             table = pop.visit_counts(zones)
