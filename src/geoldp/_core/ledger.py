@@ -292,9 +292,9 @@ def release_parts(released: Any) -> list[Any]:
     list of geopandas.GeoDataFrame
     """
     ledger = ledger_of(released)
-    rule = None if ledger is None else ledger.user_budget
-    if ledger is None or not isinstance(rule, dict) or rule.get("strategy") != "split":
+    if ledger is None or ledger.part_epsilons is None:  # one budget: the release is its only part
         return [released]
+    rule = dict(ledger.user_budget or {})  # a split rule (part_epsilons said so)
     column = str(rule.get("epsilon_column", "epsilon"))  # each row's budget, as the per-user driver wrote it
     if column not in released.columns:
         raise ValueError(

@@ -235,8 +235,7 @@ def _cmd_report_estimate(args: argparse.Namespace, stdout: TextIO, stderr: TextI
         zl = glayers.zone_layer(answer, zones)
         lay["zone_visits"] = zl.assign(**{c: answer[c].to_numpy() for c in extra})
         top = top_supported(answer, args.k, by=rank)  # noise is never ranked
-        hot = glayers.zone_layer(top.drop(columns="rank"), zones)
-        hot.insert(1, "rank", top["rank"].to_numpy())
+        hot = glayers.zone_layer(top, zones)  # with its rank, after the zone id
         lay["hotspots"] = hot.assign(**{c: top[c].to_numpy() for c in extra})
     else:
         # sparse: the supported pairs only (at most one per report can be non-zero), unless asked for all

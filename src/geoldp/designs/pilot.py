@@ -241,19 +241,29 @@ class Pilot:
                 KRR(epsilon=budgets[col], k=k).perturb(x, rng=source) if len(x) else np.zeros(0, np.int64)
             )
         del lengths, zone, cell, n_zones, visited, sampled, truths  # private: never outlive the call
-        provenance = {
-            "mechanism": "pilot",
-            "epsilon": epsilon,
-            "split": budgets,
-            "length_edges": list(self.length_edges),
-            "zone_edges": list(self.zone_edges),
-            "coarse_cells": coarse.size,
-            "zones_digest": z.digest(),
-            "rng": source.policy,
-        }
+        provenance = self.provenance(
+            epsilon, coarse_cells=coarse.size, zones_digest=z.digest(), rng=source.policy
+        )
         out.attrs = {}
         attach(out, accounting.finish_release(provenance, charge=charge))
         return out
+
+    def provenance(self, epsilon: float, *, coarse_cells: int, zones_digest: str, rng: str) -> dict[str, Any]:
+        """The public part of a pilot release's ledger: what :meth:`estimate` and the planner read.
+
+        ``coarse_cells`` and ``zones_digest`` say which grid the cells were drawn on and which zones they
+        are over; ``rng`` how the reports were drawn.
+        """
+        return {
+            "mechanism": "pilot",
+            "epsilon": epsilon,
+            "split": self.ledger(epsilon),
+            "length_edges": list(self.length_edges),
+            "zone_edges": list(self.zone_edges),
+            "coarse_cells": coarse_cells,
+            "zones_digest": zones_digest,
+            "rng": rng,
+        }
 
     def estimate(self, reports: pd.DataFrame, zones: Any) -> PilotEstimate:
         """The debiased histograms of pilot reports (post-processing: the reports and the zones only)."""

@@ -20,7 +20,7 @@ import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
@@ -425,22 +425,18 @@ def _pilot_reports(campaign: Campaign, reports: list[Any]) -> Any:
 
     from geoldp._core.ledger import attach
     from geoldp.accounting import finish_release
+    from geoldp.designs import Pilot
     from geoldp.zones import check_zones
 
-    par = campaign.document["parameters"]
     table = pd.DataFrame({c: np.array([r[c] for r in reports], dtype=np.int64) for c in doc.PILOT_COLUMNS})
-    provenance = {
-        "mechanism": "pilot",
-        "epsilon": campaign.epsilon,
-        "split": dict(zip(doc.PILOT_COLUMNS, par["split"], strict=True)),
-        "length_edges": list(par["length_edges"]),
-        "zone_edges": list(par["zone_edges"]),
-        "coarse_cells": int(par["n_cells"]),
-        "zones_digest": check_zones(campaign.zones(), caller="geoldp.field.ingest.release_of").digest(),
-        "rng": "os-csprng",
-        "source": "reports ingested into a store",
-    }
-    attach(table, finish_release(provenance))
+    pilot = cast(Pilot, campaign.design())  # a pilot campaign's design is its Pilot
+    provenance = pilot.provenance(
+        campaign.epsilon,
+        coarse_cells=int(campaign.document["parameters"]["n_cells"]),
+        zones_digest=check_zones(campaign.zones(), caller="geoldp.field.ingest.release_of").digest(),
+        rng="os-csprng",
+    )
+    attach(table, finish_release({**provenance, "source": "reports ingested into a store"}))
     return table
 
 
